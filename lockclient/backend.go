@@ -1,0 +1,62 @@
+package lockclient
+
+import (
+	"context"
+	"time"
+)
+
+// Backend is a lock service. Implementations live in the sub-packages (memlock,
+// etcdlock, sqllock, redislock); users may write their own and check it with the
+// conformance suite in package locktest.
+type Backend interface {
+	// Open starts a session: the identity of one Client at the service. owner is a
+	// human-readable name for logs and diagnostics; the backend must distinguish two
+	// sessions even when their owners are equal. ttl is the lease time-to-live the
+	// service applies to every grant and renewal of this session.
+	// An unreachable service yields an error wrapping ErrUnavailable.
+	Open(ctx context.Context, owner string, ttl time.Duration) (Session, error)
+}
+
+// Session is one client's connection to a lock service. Its methods are called
+// concurrently. Errors follow one convention so that the Client can act on them:
+//   - ErrHeld: the key is held by another session (TryAcquire only);
+//   - ErrLeaseLost or ErrNotOwner: the service no longer holds the grant for this
+//     session and token (Renew, Release);
+//   - anything else, which should wrap ErrUnavailable: the outcome is unknown, the
+//     service could not be reached or ctx ended first.
+type Session interface {
+	// TryAcquire makes one attempt to take key. On success the grant's token is strictly
+	// greater than every token the service issued before, for any key.
+	// The grant expires ttl after the service received the request unless renewed.
+	// A key already held by this same session is reported as ErrHeld (locks are not
+	// re-entrant).
+	TryAcquire(ctx context.Context, key string) (Grant, error)
+
+	// Wait blocks until the holder of key may have changed (release or expiry) or ctx
+	// ends, returning ctx.Err() then. Spurious returns are allowed: the caller retries
+	// TryAcquire. A backend without notifications sleeps for a bounded, jittered
+	// poll interval.
+	Wait(ctx context.Context, key string) error
+
+	// Renew extends g by the session's ttl, measured by the service from when it
+	// receives the request. It must refuse (ErrLeaseLost) a grant that already
+	// expired, even if nobody took the key since.
+	Renew(ctx context.Context, g Grant) error
+
+	// Release frees g if and only if the service still holds it for this session with
+	// g's token; otherwise it changes nothing and returns ErrNotOwner (or ErrLeaseLost
+	// when the grant expired and was not granted again).
+	Release(ctx context.Context, g Grant) error
+
+	// Close ends the session. Grants still held expire by their ttl or are released,
+	// as the backend documents.
+	Close(ctx context.Context) error
+}
+
+// Grant is what a Session hands out for one successful TryAcquire.
+type Grant struct {
+	Key   string
+	Token uint64
+	// Data is backend-private state that Renew and Release need (a revision, a row id).
+	Data any
+}

@@ -1,0 +1,245 @@
+package lockclient
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+)
+
+// Client takes locks from one lock service on behalf of one process. It opens its
+// session with the service lazily, on the first Acquire, and runs one watchdog that
+// renews every lease it holds. A Client is safe for concurrent use.
+type Client struct {
+	backend Backend
+	cfg     config
+
+	openMu sync.Mutex // serialises session opening
+	sess   Session
+
+	mu     sync.Mutex // guards the fields below and every Lease's scheduling state
+	leases leaseHeap
+	closed bool
+	kick   chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
+	bg     context.Context // parent of renewal calls; cancelled by Close
+	stop   context.CancelFunc
+}
+
+// New returns a Client for the lock service b. It starts no goroutine until the first
+// lease is granted.
+func New(b Backend, opts ...Option) *Client {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.finish()
+	bg, stop := context.WithCancel(context.Background())
+	c := &Client{backend: b, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop}
+	c.wg.Add(1)
+	go c.watchdog()
+	return c
+}
+
+// TTL returns the lease time-to-live this client asks for.
+func (c *Client) TTL() time.Duration { return c.cfg.ttl }
+
+// Owner returns the owner name this client presents to the lock service.
+func (c *Client) Owner() string { return c.cfg.owner }
+
+func (c *Client) session(ctx context.Context) (Session, error) {
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if c.sess != nil {
+		return c.sess, nil
+	}
+	s, err := c.backend.Open(ctx, c.cfg.owner, c.cfg.ttl)
+	if err != nil {
+		return nil, classify(err)
+	}
+	c.sess = s
+	return s, nil
+}
+
+// TryAcquire makes one attempt to take the lock named key. It returns ErrHeld at once
+// when another owner holds it, and an error wrapping ErrUnavailable when the service
+// cannot be reached before ctx ends.
+func (c *Client) TryAcquire(ctx context.Context, key string) (*Lease, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, err)
+	}
+	l, err := c.try(ctx, s, key)
+	if err != nil {
+		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, err)
+	}
+	return l, nil
+}
+
+// Acquire takes the lock named key, waiting while another owner holds it (until it is
+// released or expires) and retrying with jittered backoff while the service is
+// unreachable. It returns when the lock is granted or ctx ends: then the error wraps
+// ctx.Err(), and also ErrUnavailable if the last attempt could not reach the service.
+func (c *Client) Acquire(ctx context.Context, key string) (*Lease, error) {
+	backoff := c.cfg.retryBase
+	var lastUnavailable error
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, acquireCtxErr(key, err, lastUnavailable)
+		}
+		s, err := c.session(ctx)
+		if err == nil {
+			var l *Lease
+			l, err = c.try(ctx, s, key)
+			if err == nil {
+				return l, nil
+			}
+		}
+		switch {
+		case errors.Is(err, ErrClosed):
+			return nil, fmt.Errorf("lockclient: acquire %q: %w", key, err)
+		case errors.Is(err, ErrHeld):
+			lastUnavailable = nil
+			backoff = c.cfg.retryBase
+			if werr := s.Wait(ctx, key); werr != nil && ctx.Err() == nil {
+				// The service could not be watched: treat like unavailability.
+				lastUnavailable = classify(werr)
+				if !c.sleep(ctx, jitter(backoff)) {
+					return nil, acquireCtxErr(key, ctx.Err(), lastUnavailable)
+				}
+				backoff = min(backoff*2, c.cfg.retryMax)
+			}
+		default:
+			lastUnavailable = err
+			if ctx.Err() != nil {
+				return nil, acquireCtxErr(key, ctx.Err(), lastUnavailable)
+			}
+			c.cfg.logger.Warn("lockclient: lock service unreachable, retrying", "key", key, "err", err)
+			if !c.sleep(ctx, jitter(backoff)) {
+				return nil, acquireCtxErr(key, ctx.Err(), lastUnavailable)
+			}
+			backoff = min(backoff*2, c.cfg.retryMax)
+		}
+	}
+}
+
+func acquireCtxErr(key string, ctxErr, unavailable error) error {
+	if unavailable != nil {
+		return fmt.Errorf("lockclient: acquire %q: %w (last attempt: %w)", key, ctxErr, unavailable)
+	}
+	return fmt.Errorf("lockclient: acquire %q: %w", key, ctxErr)
+}
+
+// sleep waits d or until ctx ends or the client closes; it reports whether to go on.
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-c.done:
+		return true // the next attempt reports ErrClosed
+	}
+}
+
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// try makes one TryAcquire and turns a grant into a scheduled Lease.
+func (c *Client) try(ctx context.Context, s Session, key string) (*Lease, error) {
+	sent := time.Now()
+	g, err := s.TryAcquire(ctx, key)
+	if err != nil {
+		return nil, classify(err)
+	}
+	l := &Lease{c: c, grant: g, lost: make(chan struct{}), idx: -1}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = s.Release(context.WithoutCancel(ctx), g)
+		return nil, ErrClosed
+	}
+	l.deadline = sent.Add(c.cfg.ttl - c.cfg.margin)
+	if !time.Now().Before(l.deadline) {
+		// The grant took longer than the TTL to arrive: it cannot be trusted.
+		c.mu.Unlock()
+		_ = s.Release(context.WithoutCancel(ctx), g)
+		return nil, fmt.Errorf("%w: grant arrived after its local deadline", ErrUnavailable)
+	}
+	l.nextRenew = sent.Add(c.cfg.renewEvery)
+	c.schedule(l)
+	c.mu.Unlock()
+	return l, nil
+}
+
+// classify makes sure an error from a backend answers errors.Is for one of the
+// package's sentinels: anything that is not a definite answer is ErrUnavailable.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrHeld), errors.Is(err, ErrUnavailable), errors.Is(err, ErrLeaseLost),
+		errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed):
+		return err
+	default:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+}
+
+// Close releases every lease the client still holds (owner-checked, best effort within
+// ctx), stops the watchdog and closes the session. Leases it could not release expire
+// at the service after their TTL. Close is idempotent.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	held := make([]*Lease, 0, len(c.leases))
+	held = append(held, c.leases...)
+	c.mu.Unlock()
+
+	var errs []error
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrNotOwner) {
+			errs = append(errs, err)
+		}
+	}
+	close(c.done)
+	c.stop()
+	c.wg.Wait()
+	c.openMu.Lock()
+	if c.sess != nil {
+		if err := c.sess.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.openMu.Unlock()
+	return errors.Join(errs...)
+}
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = crand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

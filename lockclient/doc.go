@@ -1,0 +1,30 @@
+// Package lockclient is a distributed lock client built on leases and fencing tokens.
+//
+// A lock is granted as a [Lease]: it expires unless renewed, and it carries a fencing
+// token, a number issued by the lock service that is strictly greater than the token of
+// every earlier grant of that service, whatever the key. The holder passes the token to
+// the storage it writes (see package fencedsql), and the storage refuses a write whose
+// token is older than the newest one it has seen. The lease keeps the lock recoverable
+// when a holder dies; the token keeps data safe when a holder only pauses.
+//
+// # Guarantees
+//
+//   - Expiry is decided by the lock service on its own clock. The client's clock may only
+//     make it give up earlier: a watchdog renews each held lease at a fraction of the TTL,
+//     and if renewals keep failing the client declares the lease lost at
+//     (send time of the last successful renewal + TTL − safety margin), measured on the
+//     monotonic clock, which is never later than the moment the service can expire it.
+//   - A renewal the service refuses closes [Lease.Lost] at once with [ErrLeaseLost].
+//   - [Lease.Release] is owner- and token-checked by the service: a holder whose lease
+//     expired cannot release the next holder's lock.
+//   - [ErrHeld] (someone else holds the lock: back off and retry) is never confused with
+//     [ErrUnavailable] (the lock service cannot be reached: degrade or fail fast).
+//
+// A lease is not an exclusive grant: between the service's "yes" and a write reaching the
+// database the holder can be paused past the TTL. Only the fencing token checked by the
+// storage closes that window. Keep the critical section small and do slow work (network
+// calls, computation) before taking the lock.
+//
+// Lock services implement [Backend]; the in-process one is package memlock, others live in
+// the sibling packages (etcdlock, sqllock, redislock).
+package lockclient

@@ -1,0 +1,38 @@
+package lockclient
+
+import "errors"
+
+var (
+	// ErrHeld means another owner holds the lock. It is a normal outcome of
+	// [Client.TryAcquire]: back off and retry, or give up.
+	ErrHeld = errors.New("lockclient: lock held by another owner")
+
+	// ErrUnavailable means the lock service could not be reached or did not answer in
+	// time. Nothing is known about who holds the lock. It is never returned for a lock
+	// that is merely held by someone else.
+	ErrUnavailable = errors.New("lockclient: lock service unavailable")
+
+	// ErrLeaseLost means the lease can no longer be trusted: the service refused a
+	// renewal, renewals failed until the local deadline, or the lease was released.
+	// Writes made under its token may already be fenced by a newer holder.
+	ErrLeaseLost = errors.New("lockclient: lease lost")
+
+	// ErrNotOwner means the service does not hold the lock for this owner and token,
+	// typically because the lease expired and the lock was granted to someone else.
+	// The other holder's lock was left alone.
+	ErrNotOwner = errors.New("lockclient: not the lock owner")
+
+	// ErrClosed is returned by a Client after Close.
+	ErrClosed = errors.New("lockclient: client closed")
+)
+
+// errReleased is the reason a released lease reports through Err; it wraps ErrLeaseLost
+// because a released lease must not be used for writes any more.
+var errReleased = wrapLost("lease released")
+
+type lostError struct{ reason string }
+
+func (e *lostError) Error() string { return "lockclient: lease lost: " + e.reason }
+func (e *lostError) Unwrap() error { return ErrLeaseLost }
+
+func wrapLost(reason string) error { return &lostError{reason: reason} }

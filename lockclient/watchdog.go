@@ -1,0 +1,149 @@
+package lockclient
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The watchdog is one goroutine per Client. It keeps every held lease in a min-heap
+// ordered by its next event: the next renewal, or the local deadline while a renewal
+// is in flight. Renewals run in short-lived goroutines whose context ends at the
+// lease's local deadline, so a hung service can never keep a lease alive past it.
+// Memory per held lease is the Lease value and its channel; no goroutine per lease.
+
+func (l *Lease) nextEvent() time.Time {
+	if l.inflight || l.deadline.Before(l.nextRenew) {
+		return l.deadline
+	}
+	return l.nextRenew
+}
+
+type leaseHeap []*Lease
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].nextEvent().Before(h[j].nextEvent()) }
+func (h leaseHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+func (h *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	l.idx = len(*h)
+	*h = append(*h, l)
+}
+func (h *leaseHeap) Pop() any {
+	old := *h
+	n := len(old)
+	l := old[n-1]
+	old[n-1] = nil
+	l.idx = -1
+	*h = old[:n-1]
+	return l
+}
+
+func (c *Client) schedule(l *Lease) {
+	heap.Push(&c.leases, l)
+	c.wake()
+}
+
+func (c *Client) unschedule(l *Lease) {
+	heap.Remove(&c.leases, l.idx)
+}
+
+func (c *Client) reschedule(l *Lease) {
+	if l.idx >= 0 {
+		heap.Fix(&c.leases, l.idx)
+	}
+	c.wake()
+}
+
+func (c *Client) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) watchdog() {
+	defer c.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		for len(c.leases) > 0 {
+			l := c.leases[0]
+			if now.Before(l.nextEvent()) {
+				break
+			}
+			if !now.Before(l.deadline) {
+				c.loseLocked(l, wrapLost("renewals failed until the local deadline"))
+				continue
+			}
+			// A renewal is due.
+			l.inflight = true
+			heap.Fix(&c.leases, 0)
+			c.wg.Add(1)
+			go c.renew(l, l.deadline)
+		}
+		wait := time.Hour
+		if len(c.leases) > 0 {
+			wait = time.Until(c.leases[0].nextEvent())
+		}
+		c.mu.Unlock()
+
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-c.kick:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		case <-c.done:
+			c.mu.Lock()
+			for len(c.leases) > 0 {
+				c.endLocked(c.leases[0], wrapLost("client closed"))
+			}
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *Client) renew(l *Lease, deadline time.Time) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithDeadline(c.bg, deadline)
+	sent := time.Now()
+	err := c.sess.Renew(ctx, l.grant)
+	cancel()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.ended {
+		return
+	}
+	l.inflight = false
+	now := time.Now()
+	switch {
+	case err == nil:
+		if d := sent.Add(c.cfg.ttl - c.cfg.margin); d.After(l.deadline) {
+			l.deadline = d
+		}
+		l.nextRenew = sent.Add(c.cfg.renewEvery)
+	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
+		c.loseLocked(l, fmt.Errorf("%w: renewal refused by the lock service: %w", ErrLeaseLost, err))
+		return
+	default:
+		c.cfg.logger.Warn("lockclient: renewal failed", "key", l.grant.Key, "token", l.grant.Token, "err", err)
+		retry := max(c.cfg.renewEvery/4, 5*time.Millisecond)
+		l.nextRenew = now.Add(retry)
+	}
+	c.reschedule(l)
+}
