@@ -1,0 +1,116 @@
+// Package mysql is the MySQL and MariaDB dialect of fencedsql, over
+// go-sql-driver/mysql. Importing it registers the driver name "fenced-mysql" (bound to
+// sqlx's ? bind style):
+//
+//	import _ "github.com/fencedsql/fencedsql/dialects/mysql"
+//	db, err := sql.Open("fenced-mysql", "app:pw@tcp(db:3306)/shop?fenced_tables=accounts")
+//
+// A fenced write fails with error 1048 (column cannot be null) on the token column,
+// which InnoDB makes atomic per statement. That only holds in a strict sql_mode: in a
+// non-strict session MySQL stores 0 instead of failing, so the wrapper checks each
+// connection's sql_mode before its first guarded write and refuses sessions without
+// STRICT_TRANS_TABLES or STRICT_ALL_TABLES, and sessions with ANSI_QUOTES or
+// NO_BACKSLASH_ESCAPES (they change how statements are tokenized). Tables must use a
+// transactional engine (InnoDB).
+package mysql
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// DriverName is the name this package registers with database/sql.
+const DriverName = "fenced-mysql"
+
+// Dialect is the MySQL/MariaDB dialect value for fencedsql.WithDialect.
+var Dialect fencedsql.Dialect = dialect{}
+
+func init() {
+	fencedsql.Register(DriverName, &mysql.MySQLDriver{}, fencedsql.WithDialect(Dialect))
+	sqlx.BindDriver(DriverName, sqlx.QUESTION)
+}
+
+type dialect struct{}
+
+func (dialect) Name() string             { return "mysql" }
+func (dialect) Syntax() fencedsql.Syntax { return fencedsql.MySQLSyntax }
+func (dialect) NumberedParams() bool     { return false }
+func (dialect) QuoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// SessionQuery reads the session's sql_mode.
+func (dialect) SessionQuery() string { return "SELECT @@SESSION.sql_mode" }
+
+// CheckSession refuses sessions in which a fenced write would not fail or would be
+// tokenized differently.
+func (dialect) CheckSession(mode string) error {
+	modes := map[string]bool{}
+	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
+		modes[strings.TrimSpace(m)] = true
+	}
+	fix := "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_TRANS_TABLES') (or the DSN parameter sql_mode), and without ANSI_QUOTES and NO_BACKSLASH_ESCAPES"
+	switch {
+	case !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"]:
+		return &fencedsql.SchemaError{Problem: "the MySQL session's sql_mode is not strict: a fenced write would store 0 instead of failing", Fix: fix}
+	case modes["ANSI_QUOTES"], modes["ANSI"]:
+		return &fencedsql.SchemaError{Problem: "the MySQL session's sql_mode has ANSI_QUOTES, which fencedsql does not tokenize", Fix: fix}
+	case modes["NO_BACKSLASH_ESCAPES"]:
+		return &fencedsql.SchemaError{Problem: "the MySQL session's sql_mode has NO_BACKSLASH_ESCAPES, which fencedsql does not tokenize", Fix: fix}
+	}
+	return nil
+}
+
+// Classify maps 1048 (column cannot be null) and 1062 (duplicate entry). The column and
+// key names are read from the server's message; values in it are never copied.
+func (dialect) Classify(err error) fencedsql.ErrorInfo {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return fencedsql.ErrorInfo{}
+	}
+	switch me.Number {
+	case 1048: // Column 'fence_token' cannot be null
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: between(me.Message, "Column '", "'")}
+	case 1062: // Duplicate entry '…' for key 'name'
+		i := strings.LastIndex(me.Message, "for key '")
+		key := ""
+		if i >= 0 {
+			key = strings.TrimSuffix(me.Message[i+len("for key '"):], "'")
+		}
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: key}
+	}
+	return fencedsql.ErrorInfo{}
+}
+
+func between(s, open, close string) string {
+	i := strings.Index(s, open)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(open):]
+	j := strings.Index(s, close)
+	if j < 0 {
+		return ""
+	}
+	return s[:j]
+}
+
+func (dialect) ColumnsQuery(schema, table string) (string, []any) {
+	return "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?", []any{schema, table}
+}
+
+func (d dialect) GuardColumnsDDL(table, tokenCol, versionCol string, tok, ver bool) string {
+	var adds []string
+	if tok {
+		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")
+	}
+	if ver {
+		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(versionCol)+" BIGINT NOT NULL DEFAULT 0")
+	}
+	return "ALTER TABLE " + table + " " + strings.Join(adds, ", ")
+}

@@ -1,0 +1,98 @@
+// Package sqlite is the SQLite dialect of fencedsql, over modernc.org/sqlite: a pure-Go
+// SQLite (no cgo, so `go run` works anywhere), maintained and widely used. Importing it
+// registers the driver name "fenced-sqlite" (bound to sqlx's ? bind style):
+//
+//	import _ "github.com/fencedsql/fencedsql/dialects/sqlite"
+//	db, err := sql.Open("fenced-sqlite", "file:shop.db?fenced_tables=accounts&_pragma=busy_timeout(5000)")
+//
+// A fenced write fails with SQLITE_CONSTRAINT_NOTNULL on the token column; the default
+// ABORT conflict resolution undoes the whole statement. UPDATE/INSERT OR REPLACE,
+// OR IGNORE and OR FAIL change that and are refused on guarded tables, as is a NOT NULL
+// column declared with its own ON CONFLICT clause (do not declare one).
+package sqlite
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// DriverName is the name this package registers with database/sql.
+const DriverName = "fenced-sqlite"
+
+// Dialect is the SQLite dialect value for fencedsql.WithDialect.
+var Dialect fencedsql.Dialect = dialect{}
+
+func init() {
+	fencedsql.Register(DriverName, &sqlite.Driver{}, fencedsql.WithDialect(Dialect))
+	sqlx.BindDriver(DriverName, sqlx.QUESTION)
+}
+
+type dialect struct{}
+
+func (dialect) Name() string              { return "sqlite" }
+func (dialect) Syntax() fencedsql.Syntax  { return fencedsql.SQLiteSyntax }
+func (dialect) NumberedParams() bool      { return false }
+func (dialect) SessionQuery() string      { return "" }
+func (dialect) CheckSession(string) error { return nil }
+func (dialect) QuoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// Classify maps SQLITE_CONSTRAINT_NOTNULL ("NOT NULL constraint failed: t.col") and
+// SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY ("UNIQUE constraint failed: t.a, t.b": SQLite
+// names columns, not the index, so Constraint is that column list).
+func (dialect) Classify(err error) fencedsql.ErrorInfo {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return fencedsql.ErrorInfo{}
+	}
+	msg := se.Error()
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_NOTNULL:
+		ref := after(msg, "NOT NULL constraint failed: ")
+		table, col, _ := strings.Cut(ref, ".")
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		cols := after(msg, "constraint failed: ")
+		table, _, _ := strings.Cut(cols, ".")
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: cols, Table: table}
+	}
+	return fencedsql.ErrorInfo{}
+}
+
+// after returns the identifier list that follows marker, up to a " (" code suffix.
+func after(msg, marker string) string {
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return ""
+	}
+	s := msg[i+len(marker):]
+	if j := strings.Index(s, " ("); j >= 0 {
+		s = s[:j]
+	}
+	return strings.TrimSpace(s)
+}
+
+func (dialect) ColumnsQuery(schema, table string) (string, []any) {
+	if schema != "" {
+		return `SELECT name, "notnull" FROM pragma_table_info(?, ?)`, []any{table, schema}
+	}
+	return `SELECT name, "notnull" FROM pragma_table_info(?)`, []any{table}
+}
+
+func (d dialect) GuardColumnsDDL(table, tokenCol, versionCol string, tok, ver bool) string {
+	var stmts []string
+	if tok {
+		stmts = append(stmts, "ALTER TABLE "+table+" ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")
+	}
+	if ver {
+		stmts = append(stmts, "ALTER TABLE "+table+" ADD COLUMN "+d.QuoteIdent(versionCol)+" BIGINT NOT NULL DEFAULT 0")
+	}
+	return strings.Join(stmts, "; ")
+}

@@ -1,0 +1,48 @@
+package fencedsql
+
+import "sync"
+
+// planCache maps statement text to its plan, for the plain and the ExpectVersion
+// variant. It is bounded: when full, an arbitrary entry is evicted (Go's map iteration
+// order), which keeps hot statements resident with high probability and costs nothing
+// on the hit path. A hit takes a read lock and allocates nothing.
+type planCache struct {
+	mu    sync.RWMutex
+	max   int
+	plain map[string]*plan
+	ver   map[string]*plan
+}
+
+func newPlanCache(max int) *planCache {
+	if max <= 0 {
+		max = 1
+	}
+	return &planCache{max: max, plain: map[string]*plan{}, ver: map[string]*plan{}}
+}
+
+func (c *planCache) get(sql string, versioned bool) (*plan, bool) {
+	c.mu.RLock()
+	m := c.plain
+	if versioned {
+		m = c.ver
+	}
+	p, ok := m[sql]
+	c.mu.RUnlock()
+	return p, ok
+}
+
+func (c *planCache) put(sql string, versioned bool, p *plan) {
+	c.mu.Lock()
+	m := c.plain
+	if versioned {
+		m = c.ver
+	}
+	if len(m) >= c.max {
+		for k := range m {
+			delete(m, k)
+			break
+		}
+	}
+	m[sql] = p
+	c.mu.Unlock()
+}

@@ -1,0 +1,254 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+)
+
+// conn wraps one driver connection. It forwards every optional interface of the
+// wrapped connection; where the wrapped one lacks an interface, the method behaves as
+// database/sql does without it (driver.ErrSkip, a no-op Ping, …).
+type conn struct {
+	raw  driver.Conn
+	core *core
+
+	execer    driver.ExecerContext
+	queryer   driver.QueryerContext
+	preparer  driver.ConnPrepareContext
+	beginner  driver.ConnBeginTx
+	pinger    driver.Pinger
+	resetter  driver.SessionResetter
+	validator driver.Validator
+	checker   driver.NamedValueChecker
+
+	tx        *txState // the open transaction, nil outside one
+	sessionOK bool     // the dialect's session check passed on this connection
+}
+
+type txState struct {
+	token uint64 // 0: not bound
+	lease Lease
+}
+
+func newConn(raw driver.Conn, k *core) *conn {
+	c := &conn{raw: raw, core: k}
+	c.execer, _ = raw.(driver.ExecerContext)
+	c.queryer, _ = raw.(driver.QueryerContext)
+	c.preparer, _ = raw.(driver.ConnPrepareContext)
+	c.beginner, _ = raw.(driver.ConnBeginTx)
+	c.pinger, _ = raw.(driver.Pinger)
+	c.resetter, _ = raw.(driver.SessionResetter)
+	c.validator, _ = raw.(driver.Validator)
+	c.checker, _ = raw.(driver.NamedValueChecker)
+	return c
+}
+
+var (
+	_ driver.Conn               = (*conn)(nil)
+	_ driver.ConnPrepareContext = (*conn)(nil)
+	_ driver.ConnBeginTx        = (*conn)(nil)
+	_ driver.ExecerContext      = (*conn)(nil)
+	_ driver.QueryerContext     = (*conn)(nil)
+	_ driver.Pinger             = (*conn)(nil)
+	_ driver.SessionResetter    = (*conn)(nil)
+	_ driver.Validator          = (*conn)(nil)
+	_ driver.NamedValueChecker  = (*conn)(nil)
+)
+
+// Prepare implements driver.Conn.
+func (c *conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// Close implements driver.Conn.
+func (c *conn) Close() error { return c.raw.Close() }
+
+// Begin implements driver.Conn.
+func (c *conn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx implements driver.ConnBeginTx. A transaction begun with a context from
+// WithLease or WithToken is bound to that token: its guarded writes carry it whatever
+// their own context says, and Commit refuses once the lease is lost.
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	raw, err := c.rawBegin(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	st := &txState{}
+	if b, ok := bindingFrom(ctx); ok {
+		st.token, st.lease = b.token, b.lease
+	}
+	c.tx = st
+	return &tx{raw: raw, c: c, st: st}, nil
+}
+
+func (c *conn) rawBegin(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.beginner != nil {
+		return c.beginner.BeginTx(ctx, opts)
+	}
+	if opts.Isolation != driver.IsolationLevel(0) || opts.ReadOnly {
+		return nil, errors.New("fencedsql: the wrapped driver does not support transaction options")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.raw.Begin() //nolint:staticcheck // legacy fallback, as database/sql does
+}
+
+// PrepareContext implements driver.ConnPrepareContext. Statements that write no guarded
+// table are prepared as they are and returned unwrapped. A guarded write is rewritten
+// once, with the token as a placeholder, so the prepared statement serves transactions
+// with different tokens; its NumInput counts only the caller's placeholders.
+func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	p, err := c.core.plan(query, false)
+	if err != nil {
+		return nil, err
+	}
+	if p.kind == kindPass {
+		if p.resetsSession {
+			c.sessionOK = false
+		}
+		return c.rawPrepare(ctx, query)
+	}
+	s := &stmt{c: c, text: query, plain: p, raws: map[*plan]driver.Stmt{}}
+	if err := s.prepareAll(ctx, p); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.preparer != nil {
+		return c.preparer.PrepareContext(ctx, query)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.raw.Prepare(query)
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	_, versioned := expectedVersion(ctx)
+	p, err := c.core.plan(query, versioned)
+	if err != nil {
+		return nil, err
+	}
+	if p.kind == kindPass {
+		if p.resetsSession {
+			c.sessionOK = false
+		}
+		if c.execer == nil {
+			return nil, driver.ErrSkip
+		}
+		res, err := c.execer.ExecContext(ctx, query, args)
+		return res, c.core.mapErr(nil, 0, 0, err)
+	}
+	return c.execPlan(ctx, connRunner{c}, p, args)
+}
+
+// QueryContext implements driver.QueryerContext.
+func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	_, versioned := expectedVersion(ctx)
+	p, err := c.core.plan(query, versioned)
+	if err != nil {
+		return nil, err
+	}
+	if p.kind == kindPass {
+		if p.resetsSession {
+			c.sessionOK = false
+		}
+		if c.queryer == nil {
+			return nil, driver.ErrSkip
+		}
+		rows, err := c.queryer.QueryContext(ctx, query, args)
+		return rows, c.core.mapErr(nil, 0, 0, err)
+	}
+	return c.queryPlan(ctx, connRunner{c}, p, args)
+}
+
+// Ping implements driver.Pinger.
+func (c *conn) Ping(ctx context.Context) error {
+	if c.pinger == nil {
+		return nil
+	}
+	return c.pinger.Ping(ctx)
+}
+
+// ResetSession implements driver.SessionResetter.
+func (c *conn) ResetSession(ctx context.Context) error {
+	c.tx = nil
+	if c.resetter == nil {
+		return nil
+	}
+	return c.resetter.ResetSession(ctx)
+}
+
+// IsValid implements driver.Validator.
+func (c *conn) IsValid() bool {
+	if c.validator == nil {
+		return true
+	}
+	return c.validator.IsValid()
+}
+
+// CheckNamedValue implements driver.NamedValueChecker by delegating to the wrapped
+// connection (pgx accepts its own types this way); without one, database/sql's default
+// conversion applies.
+func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if c.checker == nil {
+		return driver.ErrSkip
+	}
+	return c.checker.CheckNamedValue(nv)
+}
+
+// runner executes the SQL of a plan: directly on the connection, or through the
+// statements prepared for it.
+type runner interface {
+	exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error)
+	query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error)
+}
+
+type connRunner struct{ c *conn }
+
+func (r connRunner) exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error) {
+	c := r.c
+	if c.execer != nil {
+		res, err := c.execer.ExecContext(ctx, p.sql, args)
+		if err != driver.ErrSkip {
+			return res, err
+		}
+	}
+	// The driver wants a prepared statement (go-sql-driver/mysql without
+	// interpolateParams): prepare, execute, close, as database/sql would.
+	st, err := c.rawPrepare(ctx, p.sql)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return stmtExec(ctx, st, args)
+}
+
+func (r connRunner) query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+	c := r.c
+	if c.queryer != nil {
+		rows, err := c.queryer.QueryContext(ctx, p.sql, args)
+		if err != driver.ErrSkip {
+			return rows, err
+		}
+	}
+	st, err := c.rawPrepare(ctx, p.sql)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := stmtQuery(ctx, st, args)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &closeStmtRows{Rows: rows, st: st}, nil
+}

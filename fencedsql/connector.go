@@ -1,0 +1,72 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"io"
+	"sync"
+)
+
+// core is the state shared by every connection of one DB: configuration, the rewriter,
+// the plan cache and the tables whose schema was verified.
+type core struct {
+	cfg     config
+	dialect Dialect
+	rw      *rewriter
+	cache   *planCache
+	checked sync.Map // *guard → struct{}: schema verified
+}
+
+func newCore(opts []Option) (*core, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rw, err := cfg.newRewriter()
+	if err != nil {
+		return nil, err
+	}
+	return &core{cfg: cfg, dialect: cfg.dialect, rw: rw, cache: newPlanCache(cfg.cacheSize)}, nil
+}
+
+// plan returns the cached plan for sql, rewriting it on a miss. Refusals are not
+// cached: they are rare and their errors carry no per-call state.
+func (k *core) plan(sql string, versioned bool) (*plan, error) {
+	if p, ok := k.cache.get(sql, versioned); ok {
+		return p, nil
+	}
+	p, err := k.rw.rewrite(sql, versioned)
+	if err != nil {
+		k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
+		return nil, err
+	}
+	k.cache.put(sql, versioned, p)
+	return p, nil
+}
+
+type connector struct {
+	raw  driver.Connector
+	core *core
+	drv  driver.Driver
+}
+
+// Connect implements driver.Connector.
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	raw, err := c.raw.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(raw, c.core), nil
+}
+
+// Driver implements driver.Connector.
+func (c *connector) Driver() driver.Driver { return c.drv }
+
+// Close closes the wrapped connector if it is an io.Closer (database/sql calls it from
+// DB.Close).
+func (c *connector) Close() error {
+	if cl, ok := c.raw.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package fencedsql
+
+import "strings"
+
+// testDialect is a minimal Dialect for the package's own tests (the real ones live in
+// the dialects packages, which import this one).
+type testDialect struct {
+	name     string
+	syn      Syntax
+	numbered bool
+	quote    byte
+}
+
+var (
+	pgTest     = testDialect{"postgres", PostgresSyntax, true, '"'}
+	mysqlTest  = testDialect{"mysql", MySQLSyntax, false, '`'}
+	sqliteTest = testDialect{"sqlite", SQLiteSyntax, false, '"'}
+)
+
+func (d testDialect) Name() string         { return d.name }
+func (d testDialect) Syntax() Syntax       { return d.syn }
+func (d testDialect) NumberedParams() bool { return d.numbered }
+func (d testDialect) QuoteIdent(s string) string {
+	q := string(d.quote)
+	return q + strings.ReplaceAll(s, q, q+q) + q
+}
+func (testDialect) Classify(error) ErrorInfo { return ErrorInfo{} }
+func (testDialect) ColumnsQuery(schema, table string) (string, []any) {
+	return "COLUMNS", []any{table}
+}
+func (testDialect) GuardColumnsDDL(table, tok, ver string, a, b bool) string { return "DDL" }
+func (testDialect) SessionQuery() string                                  { return "" }
+func (testDialect) CheckSession(string) error                             { return nil }

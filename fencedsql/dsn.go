@@ -1,0 +1,91 @@
+package fencedsql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// DSN parameters of this package. They are removed from the DSN before it reaches the
+// real driver. Any other parameter starting with "fenced_" is an error.
+const (
+	ParamTables        = "fenced_tables"         // comma-separated guarded tables
+	ParamStrict        = "fenced_strict"         // true: accept only strictly greater tokens
+	ParamSchemaCheck   = "fenced_schema_check"   // false: skip the lazy schema/session checks
+	ParamTokenColumn   = "fenced_token_column"   // token column name for the DSN's tables
+	ParamVersionColumn = "fenced_version_column" // version column name for the DSN's tables
+)
+
+// splitDSN removes this package's parameters from dsn and returns the cleaned DSN and
+// the options they stand for. It understands URL-style query strings (…?a=b&c=d, as
+// used by pgx URLs, go-sql-driver/mysql and SQLite file: URIs) and PostgreSQL's
+// keyword/value form (host=… fenced_tables=a,b). Bytes that are not ours are kept as
+// they are. Errors never quote the DSN (it may hold a password).
+func splitDSN(dsn string) (string, []Option, error) {
+	if !strings.Contains(dsn, "fenced_") {
+		return dsn, nil, nil
+	}
+	params := map[string]string{}
+	var clean string
+	if q := strings.LastIndexByte(dsn, '?'); q >= 0 {
+		var kept []string
+		for _, kv := range strings.Split(dsn[q+1:], "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(k, "fenced_") {
+				params[k] = v
+				continue
+			}
+			kept = append(kept, kv)
+		}
+		clean = dsn[:q]
+		if len(kept) > 0 {
+			clean += "?" + strings.Join(kept, "&")
+		}
+	} else {
+		var kept []string
+		for _, f := range strings.Fields(dsn) {
+			k, v, _ := strings.Cut(f, "=")
+			if strings.HasPrefix(k, "fenced_") {
+				params[k] = v
+				continue
+			}
+			kept = append(kept, f)
+		}
+		clean = strings.Join(kept, " ")
+	}
+	if len(params) == 0 {
+		return dsn, nil, nil
+	}
+	var opts []Option
+	tokCol, verCol := DefaultTokenColumn, DefaultVersionColumn
+	for k, v := range params {
+		switch k {
+		case ParamTables:
+		case ParamTokenColumn:
+			tokCol = v
+		case ParamVersionColumn:
+			verCol = v
+		case ParamStrict, ParamSchemaCheck:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "", nil, configErr("DSN parameter %s: %q is not a boolean", k, v)
+			}
+			if k == ParamStrict {
+				opts = append(opts, WithStrict(b))
+			} else {
+				opts = append(opts, WithSchemaCheck(b))
+			}
+		default:
+			return "", nil, configErr("unknown DSN parameter %q", k)
+		}
+	}
+	if t, ok := params[ParamTables]; ok {
+		for _, name := range strings.Split(t, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			opts = append(opts, Guard(name, TokenColumn(tokCol), VersionColumn(verCol)))
+		}
+	}
+	return clean, opts, nil
+}

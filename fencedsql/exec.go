@@ -1,0 +1,196 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// tokenFor returns the token a guarded write on this connection carries: the
+// transaction's, else the statement context's.
+func (c *conn) tokenFor(ctx context.Context, g *guard) (uint64, error) {
+	if c.tx != nil && c.tx.token != 0 {
+		return c.tx.token, nil
+	}
+	b, ok := bindingFrom(ctx)
+	switch {
+	case !ok:
+		return 0, &NoTokenError{Table: g.String(), Reason: "no fencing token in the context or transaction (use fencedsql.WithLease or fencedsql.WithToken)"}
+	case b.token == 0:
+		return 0, &NoTokenError{Table: g.String(), Reason: "token 0 (or a nil lease) is not a fencing token"}
+	case b.token > math.MaxInt64:
+		return 0, &NoTokenError{Table: g.String(), Reason: "token exceeds the largest BIGINT"}
+	}
+	return b.token, nil
+}
+
+// guardedArgs resolves the token and expected version and binds a plan's arguments.
+func (c *conn) guardedArgs(ctx context.Context, p *plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
+	tok, err = c.tokenFor(ctx, p.guard)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	ver, _ = expectedVersion(ctx)
+	out, err = p.bind(args, tok, ver)
+	return tok, ver, out, err
+}
+
+// bind builds the rewritten statement's arguments from the caller's.
+func (p *plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.NamedValue, error) {
+	if p.nUser >= 0 && len(user) != p.nUser {
+		return nil, fmt.Errorf("fencedsql: statement on %s has %d placeholders but %d arguments were given", p.guard, p.nUser, len(user))
+	}
+	out := make([]driver.NamedValue, len(p.args))
+	for i, r := range p.args {
+		out[i].Ordinal = i + 1
+		switch r {
+		case argToken:
+			out[i].Value = int64(tok)
+		case argVersion:
+			out[i].Value = ver
+		default:
+			u := user[r]
+			if u.Name != "" {
+				return nil, &UnsupportedError{Table: p.guard.String(), Reason: "named arguments (sql.Named) in a write to a guarded table"}
+			}
+			out[i].Value = u.Value
+		}
+	}
+	return out, nil
+}
+
+// execPlan runs a guarded write.
+func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Result, error) {
+	tok, ver, full, err := c.guardedArgs(ctx, p, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.verify(ctx, p.guard); err != nil {
+		return nil, err
+	}
+	if p.pre != nil {
+		return c.twoStep(ctx, r, p, args, tok, ver, full)
+	}
+	res, err := r.exec(ctx, p, full)
+	if err != nil {
+		return nil, c.core.mapErr(p, tok, ver, err)
+	}
+	return res, nil
+}
+
+// queryPlan runs a guarded write that returns rows (RETURNING).
+func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+	tok, ver, full, err := c.guardedArgs(ctx, p, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.verify(ctx, p.guard); err != nil {
+		return nil, err
+	}
+	if p.pre != nil {
+		if c.tx == nil {
+			return nil, &UnsupportedError{Table: p.guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
+		}
+		preArgs, err := p.pre.bind(args, tok, ver)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.exec(ctx, p.pre, preArgs); err != nil {
+			return nil, c.core.mapErr(p.pre, tok, ver, err)
+		}
+	}
+	rows, err := r.query(ctx, p, full)
+	if err != nil {
+		return nil, c.core.mapErr(p, tok, ver, err)
+	}
+	return newRows(rows, c.core, p, tok, ver), nil
+}
+
+// twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
+// carrying the token, in the caller's transaction or in one of its own.
+func (c *conn) twoStep(ctx context.Context, r runner, p *plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
+	preArgs, err := p.pre.bind(args, tok, ver)
+	if err != nil {
+		return nil, err
+	}
+	var own driver.Tx
+	if c.tx == nil {
+		if own, err = c.rawBegin(ctx, driver.TxOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	fail := func(pl *plan, err error) (driver.Result, error) {
+		if own != nil {
+			_ = own.Rollback()
+		}
+		return nil, c.core.mapErr(pl, tok, ver, err)
+	}
+	if _, err := r.exec(ctx, p.pre, preArgs); err != nil {
+		return fail(p.pre, err)
+	}
+	res, err := r.exec(ctx, p, full)
+	if err != nil {
+		return fail(p, err)
+	}
+	if own != nil {
+		if err := own.Commit(); err != nil {
+			return nil, c.core.mapErr(p, tok, ver, err)
+		}
+	}
+	return res, nil
+}
+
+// mapErr turns a driver error into the package's typed errors where it is one of
+// ours; any other error (driver.ErrBadConn included) is returned unchanged.
+func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
+	if err == nil || err == driver.ErrSkip || errors.Is(err, driver.ErrBadConn) {
+		return err
+	}
+	info := k.dialect.Classify(err)
+	switch info.Kind {
+	case ErrorNotNull:
+		if p == nil || p.guard == nil {
+			return err
+		}
+		g := p.guard
+		switch {
+		case strings.EqualFold(info.Column, g.tokenCol):
+			k.cfg.logger.Warn("fencedsql: write fenced", "table", g.String(), "token", tok)
+			return &FencedError{Table: g.String(), Token: tok, Err: err}
+		case strings.EqualFold(info.Column, g.verCol):
+			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
+		}
+	case ErrorUnique:
+		table := info.Table
+		if p != nil && p.guard != nil {
+			table = p.guard.String()
+		}
+		return &DuplicateError{Table: table, Constraint: info.Constraint, Err: err}
+	}
+	return err
+}
+
+// leaseLost reports why the transaction's lease can no longer be trusted, or nil.
+func (st *txState) leaseLost() error {
+	if st == nil || st.lease == nil {
+		return nil
+	}
+	select {
+	case <-st.lease.Lost():
+	default:
+		return nil
+	}
+	cause := st.lease.Err()
+	if cause == nil {
+		cause = errors.New("lease lost")
+	}
+	if errors.Is(cause, lockclient.ErrLeaseLost) {
+		return fmt.Errorf("fencedsql: transaction rolled back, its lease was lost before commit: %w", cause)
+	}
+	return fmt.Errorf("fencedsql: transaction rolled back, its lease was lost before commit: %w: %w", lockclient.ErrLeaseLost, cause)
+}

@@ -1,0 +1,142 @@
+package fencedsql
+
+import (
+	"log/slog"
+	"strings"
+)
+
+// Option configures a wrapped driver or connector.
+type Option func(*config)
+
+type config struct {
+	dialect     Dialect
+	guards      []GuardSpec
+	strict      bool
+	schemaCheck bool
+	cacheSize   int
+	logger      *slog.Logger
+}
+
+// GuardSpec names one guarded table and its fencing columns.
+type GuardSpec struct {
+	Table         string // "accounts" or "schema.accounts"
+	TokenColumn   string // default "fence_token"
+	VersionColumn string // default "version"
+}
+
+// Default fencing column names.
+const (
+	DefaultTokenColumn   = "fence_token"
+	DefaultVersionColumn = "version"
+)
+
+func defaultConfig() config {
+	return config{schemaCheck: true, cacheSize: 1024, logger: slog.New(slog.DiscardHandler)}
+}
+
+// GuardOption configures one guarded table.
+type GuardOption func(*GuardSpec)
+
+// TokenColumn names the table's fence-token column (default "fence_token").
+func TokenColumn(name string) GuardOption { return func(g *GuardSpec) { g.TokenColumn = name } }
+
+// VersionColumn names the table's version column (default "version").
+func VersionColumn(name string) GuardOption { return func(g *GuardSpec) { g.VersionColumn = name } }
+
+// Guard marks table as guarded: every INSERT, UPDATE, DELETE and upsert on it is
+// fenced. table may be schema-qualified; an unqualified name guards the table of that
+// name in any schema.
+func Guard(table string, opts ...GuardOption) Option {
+	g := GuardSpec{Table: table, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn}
+	for _, o := range opts {
+		o(&g)
+	}
+	return func(c *config) { c.guards = append(c.guards, g) }
+}
+
+// WithDialect selects the dialect (postgres.Dialect, mysql.Dialect, sqlite.Dialect).
+// The names the dialect packages register set it already.
+func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
+
+// WithStrict accepts only tokens strictly greater than a row's fence token: a holder
+// cannot write the same row twice under one lease, and retries are refused. The default
+// accepts equal tokens (idempotent retries).
+func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict } }
+
+// WithSchemaCheck turns the lazy checks on or off (default on): before the first guarded
+// write to a table the wrapper verifies that the table has both fencing columns NOT
+// NULL, and before the first guarded write on a connection that the session is safe
+// (MySQL: a strict sql_mode). Results are cached per table and per connection. Turn it
+// off in unit tests against go-sqlmock, whose expectations would otherwise have to
+// include those queries.
+func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
+
+// WithCacheSize bounds the number of statement texts whose rewrite is cached
+// (default 1024).
+func WithCacheSize(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+// WithLogger sets the structured logger (default: discard). Fenced writes and refused
+// statements are logged at Warn with the table and token, never row data.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// newRewriter validates the guard list and builds the rewriter.
+func (c *config) newRewriter() (*rewriter, error) {
+	if c.dialect == nil {
+		return nil, configErr("no dialect: use WithDialect or a name registered by a dialect package")
+	}
+	rw := &rewriter{
+		syn: c.dialect.Syntax(), numbered: c.dialect.NumberedParams(), quote: c.dialect.QuoteIdent,
+		strict: c.strict, guards: map[string][]*guard{},
+	}
+	for _, gs := range c.guards {
+		schema, name, ok := strings.Cut(gs.Table, ".")
+		if !ok {
+			schema, name = "", gs.Table
+		}
+		for _, id := range []string{schema, name, gs.TokenColumn, gs.VersionColumn} {
+			if id == "" && (id != schema) {
+				return nil, configErr("guarded table %q: empty name", gs.Table)
+			}
+			if !validIdent(id) {
+				return nil, configErr("guarded table %q: %q is not a valid identifier", gs.Table, id)
+			}
+		}
+		if name == "" || gs.TokenColumn == "" || gs.VersionColumn == "" || strings.EqualFold(gs.TokenColumn, gs.VersionColumn) {
+			return nil, configErr("guarded table %q: table, token and version column names must be non-empty and distinct", gs.Table)
+		}
+		g := &guard{
+			schema: strings.ToLower(schema), name: name, tokenCol: gs.TokenColumn, verCol: gs.VersionColumn,
+			qTok: rw.quote(gs.TokenColumn), qVer: rw.quote(gs.VersionColumn),
+		}
+		key := strings.ToLower(name)
+		if rw.guards[key] == nil {
+			rw.names = append(rw.names, key)
+		}
+		rw.guards[key] = append(rw.guards[key], g)
+	}
+	return rw, nil
+}
+
+// validIdent accepts the identifiers a guard may name: letters, digits, _ and $ (not
+// first), and non-ASCII letters. Anything else (quotes, spaces, dots) is refused so
+// that names never need escaping.
+func validIdent(s string) bool {
+	if s == "" {
+		return true // checked by the caller where it matters
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= 0x80:
+		case i > 0 && (r >= '0' && r <= '9' || r == '$'):
+		default:
+			return false
+		}
+	}
+	return len(s) <= 128
+}

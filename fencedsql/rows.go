@@ -1,0 +1,105 @@
+package fencedsql
+
+import (
+	"database/sql/driver"
+	"io"
+	"reflect"
+)
+
+// rows wraps the result of a guarded write with RETURNING, so that an error the
+// database reports while rows stream (PostgreSQL sends the NOT NULL violation after the
+// first rows) is mapped to ErrFenced like any other. It forwards every optional Rows
+// interface; where the wrapped rows lack one, it answers as database/sql's default would.
+type rows struct {
+	driver.Rows
+	core *core
+	p    *plan
+	tok  uint64
+	ver  int64
+}
+
+var (
+	_ driver.RowsNextResultSet              = (*rows)(nil)
+	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
+	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
+	_ driver.RowsColumnTypeLength           = (*rows)(nil)
+	_ driver.RowsColumnTypeNullable         = (*rows)(nil)
+	_ driver.RowsColumnTypePrecisionScale   = (*rows)(nil)
+)
+
+func newRows(r driver.Rows, k *core, p *plan, tok uint64, ver int64) driver.Rows {
+	return &rows{Rows: r, core: k, p: p, tok: tok, ver: ver}
+}
+
+func (r *rows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return r.core.mapErr(r.p, r.tok, r.ver, err)
+}
+
+func (r *rows) Close() error { return r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()) }
+
+func (r *rows) HasNextResultSet() bool {
+	if x, ok := r.Rows.(driver.RowsNextResultSet); ok {
+		return x.HasNextResultSet()
+	}
+	return false
+}
+
+func (r *rows) NextResultSet() error {
+	if x, ok := r.Rows.(driver.RowsNextResultSet); ok {
+		return r.core.mapErr(r.p, r.tok, r.ver, x.NextResultSet())
+	}
+	return io.EOF
+}
+
+func (r *rows) ColumnTypeScanType(i int) reflect.Type {
+	if x, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return x.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
+}
+
+func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
+	if x, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return x.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *rows) ColumnTypeLength(i int) (int64, bool) {
+	if x, ok := r.Rows.(driver.RowsColumnTypeLength); ok {
+		return x.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *rows) ColumnTypeNullable(i int) (bool, bool) {
+	if x, ok := r.Rows.(driver.RowsColumnTypeNullable); ok {
+		return x.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+func (r *rows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
+	if x, ok := r.Rows.(driver.RowsColumnTypePrecisionScale); ok {
+		return x.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
+}
+
+// closeStmtRows closes the statement prepared for a query when its rows close.
+type closeStmtRows struct {
+	driver.Rows
+	st driver.Stmt
+}
+
+func (r *closeStmtRows) Close() error {
+	err := r.Rows.Close()
+	if cerr := r.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,138 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+)
+
+// stmt is a prepared guarded write. It holds the wrapped driver's prepared statements
+// for the plan (and, for DELETE, its fencing UPDATE); the ExpectVersion variant is
+// prepared on first use. The token is a placeholder, bound at execution.
+type stmt struct {
+	c     *conn
+	text  string
+	plain *plan
+	raws  map[*plan]driver.Stmt
+}
+
+var (
+	_ driver.Stmt              = (*stmt)(nil)
+	_ driver.StmtExecContext   = (*stmt)(nil)
+	_ driver.StmtQueryContext  = (*stmt)(nil)
+	_ driver.NamedValueChecker = (*stmt)(nil)
+)
+
+func (s *stmt) prepareAll(ctx context.Context, p *plan) error {
+	for _, pl := range []*plan{p.pre, p} {
+		if pl == nil || s.raws[pl] != nil {
+			continue
+		}
+		st, err := s.c.rawPrepare(ctx, pl.sql)
+		if err != nil {
+			return err
+		}
+		s.raws[pl] = st
+	}
+	return nil
+}
+
+// Close implements driver.Stmt.
+func (s *stmt) Close() error {
+	var errs []error
+	for _, st := range s.raws {
+		errs = append(errs, st.Close())
+	}
+	clear(s.raws)
+	return errors.Join(errs...)
+}
+
+// NumInput implements driver.Stmt: the caller's placeholders, not the ones fencing adds.
+func (s *stmt) NumInput() int { return s.plain.nUser }
+
+// Exec implements driver.Stmt.
+func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), namedValues(args))
+}
+
+// Query implements driver.Stmt.
+func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), namedValues(args))
+}
+
+func (s *stmt) planFor(ctx context.Context) (*plan, error) {
+	if _, versioned := expectedVersion(ctx); !versioned {
+		return s.plain, nil
+	}
+	p, err := s.c.core.plan(s.text, true)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.prepareAll(ctx, p)
+}
+
+// ExecContext implements driver.StmtExecContext.
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	p, err := s.planFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.c.execPlan(ctx, s, p, args)
+}
+
+// QueryContext implements driver.StmtQueryContext.
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	p, err := s.planFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.c.queryPlan(ctx, s, p, args)
+}
+
+// CheckNamedValue implements driver.NamedValueChecker through the connection's.
+func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error { return s.c.CheckNamedValue(nv) }
+
+// exec and query make stmt a runner over its prepared statements.
+func (s *stmt) exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error) {
+	return stmtExec(ctx, s.raws[p], args)
+}
+
+func (s *stmt) query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+	return stmtQuery(ctx, s.raws[p], args)
+}
+
+func stmtExec(ctx context.Context, st driver.Stmt, args []driver.NamedValue) (driver.Result, error) {
+	if se, ok := st.(driver.StmtExecContext); ok {
+		return se.ExecContext(ctx, args)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return st.Exec(values(args)) //nolint:staticcheck // legacy fallback
+}
+
+func stmtQuery(ctx context.Context, st driver.Stmt, args []driver.NamedValue) (driver.Rows, error) {
+	if sq, ok := st.(driver.StmtQueryContext); ok {
+		return sq.QueryContext(ctx, args)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return st.Query(values(args)) //nolint:staticcheck // legacy fallback
+}
+
+func namedValues(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+func values(args []driver.NamedValue) []driver.Value {
+	out := make([]driver.Value, len(args))
+	for i, a := range args {
+		out[i] = a.Value
+	}
+	return out
+}
