@@ -1,0 +1,10 @@
+package mysql_test
+
+import (
+	"testing"
+
+	_ "github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
+)
+
+func TestConformance(t *testing.T) { fencetest.Run(t, fencetest.MySQL()) }
