@@ -1,0 +1,110 @@
+// Package fencedsql is a database/sql driver wrapper that enforces fencing tokens inside
+// the database.
+//
+// A lock holder that was paused or partitioned past its lease can wake up and write
+// anyway. With fencedsql, every write to a guarded table carries the fencing token of
+// the writer's lease, and the database itself refuses a write whose token is older than
+// the one that last wrote the row: the late write fails with ErrFenced instead of
+// overwriting newer data.
+//
+// # Use
+//
+//	import _ "github.com/fencedsql/fencedsql/dialects/postgres" // registers "fenced-pgx"
+//
+//	db, err := sql.Open("fenced-pgx", "postgres://app@db/shop?fenced_tables=accounts")
+//	lease, err := locks.Acquire(ctx, "account:42")
+//	ctx = fencedsql.WithLease(ctx, lease)
+//	tx, err := db.BeginTx(ctx, nil) // bound to lease.Token()
+//	_, err = tx.ExecContext(ctx, `UPDATE accounts SET balance = balance - $1 WHERE id = $2`, 10, 42)
+//	if errors.Is(err, fencedsql.ErrFenced) { /* a newer holder wrote this row: stop */ }
+//
+// Guarded tables need two columns, by default
+//
+//	fence_token BIGINT NOT NULL DEFAULT 0  -- the token that last wrote the row
+//	version     BIGINT NOT NULL DEFAULT 0  -- incremented by every guarded UPDATE
+//
+// The wrapper checks them lazily, once per table, before the first guarded write, and
+// fails with ErrSchema naming the DDL that adds them (WithSchemaCheck(false) turns the
+// check off, e.g. for go-sqlmock tests).
+//
+// # How a write is fenced (the design and why)
+//
+// The token check must happen in the same statement as the write (no read-then-write
+// window), and a refused write must fail, not quietly match zero rows: callers read
+// "0 rows affected" as "not found", and a multi-row statement filtered by
+// "AND fence_token <= $t" would apply to the unfenced rows and skip the others. So the
+// wrapper makes the fenced case an error inside the statement:
+//
+//	UPDATE accounts SET balance = balance - $1,
+//	       "version" = "version" + 1,
+//	       "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END
+//	WHERE id = $2
+//
+// A row carrying a newer token gets NULL in a NOT NULL column, the database raises its
+// NOT NULL violation (PostgreSQL 23502, MySQL 1048, SQLite SQLITE_CONSTRAINT_NOTNULL)
+// and undoes the whole statement, and the wrapper maps that error on the token column
+// to ErrFenced. The happy path is one statement with no extra round trip (G6), and the
+// token is a bind parameter, never SQL text, so prepared statements and the drivers'
+// statement caches keep one entry per statement (G5). Equal tokens are accepted (a
+// holder may write a row several times and retries are idempotent); WithStrict(true)
+// accepts only strictly greater ones.
+//
+//   - UPDATE: the two assignments are appended to the SET list, version first, because
+//     MySQL evaluates single-table assignments left to right and the version expression
+//     must see the old token.
+//   - INSERT (multi-row VALUES too): the two columns are added with the token and
+//     version 1. Upserts (ON CONFLICT … DO UPDATE, ON DUPLICATE KEY UPDATE) get the
+//     UPDATE assignments, qualified with the target table inside ON CONFLICT.
+//   - DELETE has no SET list, so it runs as two statements in one transaction (the
+//     caller's, or one the wrapper opens): a fencing UPDATE of the same rows, which fails
+//     as above or stamps the token on them and locks them, then the DELETE restricted to
+//     rows carrying that token. DELETE … RETURNING must run inside the caller's
+//     transaction.
+//   - ExpectVersion(ctx, v): the version assignment becomes
+//     CASE WHEN version = v THEN version + 1 WHEN fence_token <= t THEN NULL ELSE version END,
+//     so a mismatch with a valid token fails on the version column (ErrVersionConflict)
+//     and a stale token still fails on the token column (ErrFenced).
+//
+// Dialect corners: MySQL in a non-strict sql_mode stores 0 instead of failing, so the
+// MySQL dialect checks each connection's sql_mode before its first guarded write and
+// refuses non-strict (and ANSI_QUOTES, NO_BACKSLASH_ESCAPES) sessions with ErrSchema; a
+// "SET … sql_mode" statement through the wrapper re-arms the check. MySQL's UPDATE/INSERT
+// IGNORE and SQLite's OR REPLACE/IGNORE/FAIL change what a NOT NULL violation does and
+// are refused on guarded tables. MySQL tables must be InnoDB (statement atomicity).
+//
+// # What is refused
+//
+// Statements on guarded tables that cannot be fenced safely fail with ErrUnsupported
+// and are never sent: multi-table UPDATE/DELETE, UPDATE … FROM, DELETE … USING, CTEs that
+// write, INSERT … SELECT, INSERT without a column list, REPLACE, MERGE, TRUNCATE,
+// multi-statement strings, MySQL executable comments, and any statement that assigns
+// the token or version column itself. Writes without a token fail with ErrNoToken.
+// Writers outside the wrapper are not seen by it: install the dialects' database-side
+// guards for those.
+//
+// # Lexing
+//
+// Statements are tokenized by a small dialect-aware lexer (quoted identifiers, string
+// literals with doubled quotes and MySQL backslash escapes, PostgreSQL dollar-quoted and
+// E'' strings, nested comments, placeholders) and the fencing text is spliced in at byte
+// offsets: the user's SQL — comments, hints, placeholders — is never re-emitted from an
+// AST. A statement whose text does not contain a guarded table's name is passed through
+// byte-identical without being tokenized; every other result is cached per SQL text in
+// a bounded cache. Positional "?" placeholders get the token argument inserted at the
+// right index; PostgreSQL's $n get $N+1.
+//
+// # Binding
+//
+// BeginTx with a context from WithLease or WithToken binds the transaction to that
+// token; statements outside a transaction take the token from their own context. A
+// transaction bound with WithLease whose lease is lost before Commit is rolled back and
+// Commit returns an error wrapping lockclient.ErrLeaseLost — defence in depth; the
+// token check in the database is the safety mechanism.
+//
+// # Wrapping any driver
+//
+// Register, Wrap and OpenDB wrap any driver.Driver or driver.Connector; every optional
+// database/sql/driver interface the wrapped connection implements is forwarded. Over
+// go-sqlmock (see DSNConnector) a unit test sees exactly the rewritten SQL and
+// arguments.
+package fencedsql
