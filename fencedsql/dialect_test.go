@@ -29,5 +29,5 @@ func (testDialect) ColumnsQuery(schema, table string) (string, []any) {
 	return "COLUMNS", []any{table}
 }
 func (testDialect) GuardColumnsDDL(table, tok, ver string, a, b bool) string { return "DDL" }
-func (testDialect) SessionQuery() string                                  { return "" }
-func (testDialect) CheckSession(string) error                             { return nil }
+func (testDialect) SessionQuery() string                                     { return "" }
+func (testDialect) CheckSession(string) error                                { return nil }

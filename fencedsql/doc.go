@@ -86,7 +86,7 @@
 //
 // Statements are tokenized by a small dialect-aware lexer (quoted identifiers, string
 // literals with doubled quotes and MySQL backslash escapes, PostgreSQL dollar-quoted and
-// E'' strings, nested comments, placeholders) and the fencing text is spliced in at byte
+// E” strings, nested comments, placeholders) and the fencing text is spliced in at byte
 // offsets: the user's SQL — comments, hints, placeholders — is never re-emitted from an
 // AST. A statement whose text does not contain a guarded table's name is passed through
 // byte-identical without being tokenized; every other result is cached per SQL text in

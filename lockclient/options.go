@@ -9,15 +9,15 @@ import (
 type Option func(*config)
 
 type config struct {
-	ttl         time.Duration
-	renewEvery  time.Duration
-	margin      time.Duration
-	retryBase   time.Duration
-	retryMax    time.Duration
-	owner       string
-	logger      *slog.Logger
-	marginSet   bool
-	renewEvSet  bool
+	ttl        time.Duration
+	renewEvery time.Duration
+	margin     time.Duration
+	retryBase  time.Duration
+	retryMax   time.Duration
+	owner      string
+	logger     *slog.Logger
+	marginSet  bool
+	renewEvSet bool
 }
 
 // DefaultTTL is the lease time-to-live used when WithTTL is not given.
