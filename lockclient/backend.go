@@ -60,3 +60,13 @@ type Grant struct {
 	// Data is backend-private state that Renew and Release need (a revision, a row id).
 	Data any
 }
+
+// SessionRenewer is implemented by sessions whose grants all hang on one session-level
+// lease at the service (etcd: one lease, one keep-alive for any number of locks). The
+// Client then renews the session once per interval instead of each grant: RenewSession
+// extends every grant of the session by its ttl, measured by the service from when it
+// receives the request, and Renew is not called. ErrLeaseLost means the session lease is
+// gone, and with it every grant; any other error is treated as transient.
+type SessionRenewer interface {
+	RenewSession(ctx context.Context) error
+}

@@ -30,6 +30,11 @@ type Client struct {
 	wg     sync.WaitGroup
 	bg     context.Context // parent of renewal calls; cancelled by Close
 	stop   context.CancelFunc
+
+	// Session-level renewal (SessionRenewer backends), guarded by mu.
+	sessRenewer  SessionRenewer
+	sessNext     time.Time // next session renewal; zero while no lease is held
+	sessInflight bool
 }
 
 // New returns a Client for the lock service b. It starts no goroutine until the first
@@ -70,6 +75,11 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 		return nil, classify(err)
 	}
 	c.sess = s
+	if sr, ok := s.(SessionRenewer); ok {
+		c.mu.Lock()
+		c.sessRenewer = sr
+		c.mu.Unlock()
+	}
 	return s, nil
 }
 
@@ -185,6 +195,13 @@ func (c *Client) try(ctx context.Context, s Session, key string) (*Lease, error)
 		return nil, fmt.Errorf("%w: grant arrived after its local deadline", ErrUnavailable)
 	}
 	l.nextRenew = sent.Add(c.cfg.renewEvery)
+	if c.sessRenewer != nil {
+		// The session renewal extends this lease; it has no renewal of its own.
+		l.nextRenew = l.deadline.Add(time.Hour)
+		if c.sessNext.IsZero() {
+			c.sessNext = sent.Add(c.cfg.renewEvery)
+		}
+	}
 	c.schedule(l)
 	c.mu.Unlock()
 	return l, nil

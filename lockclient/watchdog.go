@@ -90,9 +90,20 @@ func (c *Client) watchdog() {
 			c.wg.Add(1)
 			go c.renew(l, l.deadline)
 		}
+		if len(c.leases) == 0 {
+			c.sessNext = time.Time{}
+		}
+		if c.sessRenewer != nil && !c.sessNext.IsZero() && !c.sessInflight && !now.Before(c.sessNext) {
+			c.sessInflight = true
+			c.wg.Add(1)
+			go c.renewSession(c.leases[0].deadline)
+		}
 		wait := time.Hour
 		if len(c.leases) > 0 {
 			wait = time.Until(c.leases[0].nextEvent())
+		}
+		if !c.sessNext.IsZero() && !c.sessInflight {
+			wait = min(wait, time.Until(c.sessNext))
 		}
 		c.mu.Unlock()
 
@@ -146,4 +157,43 @@ func (c *Client) renew(l *Lease, deadline time.Time) {
 		l.nextRenew = now.Add(retry)
 	}
 	c.reschedule(l)
+}
+
+// renewSession renews the shared session lease of a SessionRenewer backend; its context
+// ends at the earliest local deadline of the leases it keeps alive.
+func (c *Client) renewSession(deadline time.Time) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithDeadline(c.bg, deadline)
+	sent := time.Now()
+	err := c.sessRenewer.RenewSession(ctx)
+	cancel()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessInflight = false
+	switch {
+	case err == nil:
+		d := sent.Add(c.cfg.ttl - c.cfg.margin)
+		for _, l := range c.leases {
+			if d.After(l.deadline) {
+				l.deadline = d
+				l.nextRenew = d.Add(time.Hour)
+			}
+		}
+		heap.Init(&c.leases)
+		if len(c.leases) > 0 {
+			c.sessNext = sent.Add(c.cfg.renewEvery)
+		}
+	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
+		for len(c.leases) > 0 {
+			c.loseLocked(c.leases[0], fmt.Errorf("%w: session renewal refused by the lock service: %w", ErrLeaseLost, err))
+		}
+		c.sessNext = time.Time{}
+	default:
+		c.cfg.logger.Warn("lockclient: session renewal failed", "err", err)
+		if len(c.leases) > 0 {
+			c.sessNext = time.Now().Add(max(c.cfg.renewEvery/4, 5*time.Millisecond))
+		}
+	}
+	c.wake()
 }

@@ -36,14 +36,32 @@ type Faults interface {
 
 // Harness describes the backend under test.
 type Harness struct {
-	// New returns a backend over a fresh, empty lock namespace for one test.
-	New func(t *testing.T) lockclient.Backend
-	// Faults injects faults into clients of backends made by New, or is nil. It may
-	// need the backend: FaultsFor is called with the value New returned.
-	FaultsFor func(b lockclient.Backend) Faults
+	// New returns a fresh, empty lock namespace for one test.
+	New func(t *testing.T) Namespace
 	// TTL is the lease TTL the timing tests use (default 400ms).
 	TTL time.Duration
 }
+
+// Namespace is one test's view of a lock service.
+type Namespace interface {
+	// Backend returns the backend a client named owner uses: for a networked service,
+	// its own connection (through a proxy the Faults can cut), so that faults can
+	// target one client.
+	Backend(owner string) lockclient.Backend
+	// Faults injects faults per owner, or returns nil when the harness cannot (the
+	// tests that need faults then fail: every backend of this module injects them).
+	Faults() Faults
+}
+
+// Shared is a Namespace in which every client uses the same Backend value, for
+// in-process services like memlock.
+type Shared struct {
+	B lockclient.Backend
+	F Faults
+}
+
+func (s Shared) Backend(string) lockclient.Backend { return s.B }
+func (s Shared) Faults() Faults                    { return s.F }
 
 func (h Harness) ttl() time.Duration {
 	if h.TTL > 0 {
@@ -75,14 +93,14 @@ func Run(t *testing.T, h Harness) {
 }
 
 type env struct {
-	t       *testing.T
-	h       Harness
-	backend lockclient.Backend
-	n       int
+	t  *testing.T
+	h  Harness
+	ns Namespace
+	n  int
 }
 
 func newEnv(t *testing.T, h Harness) *env {
-	return &env{t: t, h: h, backend: h.New(t)}
+	return &env{t: t, h: h, ns: h.New(t)}
 }
 
 // client returns a new client (a separate "process") whose owner is unique in the test.
@@ -94,7 +112,7 @@ func (e *env) client(opts ...lockclient.Option) *lockclient.Client {
 		lockclient.WithOwner(owner), lockclient.WithTTL(ttl),
 		lockclient.WithSafetyMargin(ttl / 4), lockclient.WithRetry(5*time.Millisecond, 50*time.Millisecond),
 	}
-	c := lockclient.New(e.backend, append(base, opts...)...)
+	c := lockclient.New(e.ns.Backend(owner), append(base, opts...)...)
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -104,10 +122,11 @@ func (e *env) client(opts ...lockclient.Option) *lockclient.Client {
 }
 
 func (e *env) faults() Faults {
-	if e.h.FaultsFor == nil {
-		e.t.Skip("locktest: backend harness injects no faults")
+	f := e.ns.Faults()
+	if f == nil {
+		e.t.Fatal("locktest: the harness injects no faults; this test needs them")
 	}
-	return e.h.FaultsFor(e.backend)
+	return f
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

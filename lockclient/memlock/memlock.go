@@ -23,6 +23,7 @@ import (
 
 // Service is an in-process lock service. The zero value is not usable; call New.
 type Service struct {
+	shared   bool // grants hang on their session's lease (WithSessionLeases)
 	mu       sync.Mutex
 	offset   time.Duration // added to time.Now by Advance
 	seq      uint64        // last token issued
@@ -33,6 +34,7 @@ type Service struct {
 }
 
 type entry struct {
+	session *session // set in shared mode: the grant lives as long as the session lease
 	sess    uint64
 	owner   string
 	token   uint64
@@ -45,9 +47,21 @@ type fault struct {
 	partitioned chan struct{} // non-nil while partitioned; closed by Heal
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// WithSessionLeases makes every grant hang on its session's single lease, the way etcd
+// does: sessions implement lockclient.SessionRenewer, one renewal keeps all of a
+// client's locks alive, and when the session lease expires every grant of it ends.
+func WithSessionLeases() Option { return func(s *Service) { s.shared = true } }
+
 // New returns an empty lock service.
-func New() *Service {
-	return &Service{locks: make(map[string]*entry), faults: make(map[string]*fault)}
+func New(opts ...Option) *Service {
+	s := &Service{locks: make(map[string]*entry), faults: make(map[string]*fault)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *Service) now() time.Time { return time.Now().Add(s.offset) }
@@ -63,7 +77,11 @@ func (s *Service) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextSess++
-	return &session{svc: s, id: s.nextSess, owner: owner, ttl: ttl}, nil
+	ss := &session{svc: s, id: s.nextSess, owner: owner, ttl: ttl, expires: s.now().Add(ttl)}
+	if s.shared {
+		return &sharedSession{ss}, nil
+	}
+	return ss, nil
 }
 
 // Holder reports who holds key now, by the service's clock.
@@ -107,6 +125,9 @@ func (s *Service) live(key string) *entry {
 	e := s.locks[key]
 	if e == nil {
 		return nil
+	}
+	if e.session != nil {
+		e.expires = e.session.expires
 	}
 	if !s.now().Before(e.expires) {
 		delete(s.locks, key)
@@ -197,10 +218,59 @@ func (s *Service) Heal(owner string) {
 }
 
 type session struct {
-	svc   *Service
-	id    uint64
-	owner string
-	ttl   time.Duration
+	svc     *Service
+	id      uint64
+	owner   string
+	ttl     time.Duration
+	expires time.Time // the session lease (shared mode), guarded by svc.mu
+}
+
+// sharedSession is a session whose grants share its lease.
+type sharedSession struct{ *session }
+
+// RenewSession implements lockclient.SessionRenewer.
+func (ss *sharedSession) RenewSession(ctx context.Context) error {
+	s := ss.svc
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewals++
+	if !s.now().Before(ss.expires) {
+		return lockclient.ErrLeaseLost
+	}
+	ss.expires = s.now().Add(ss.ttl)
+	return nil
+}
+
+// TryAcquire in shared mode first requires a live session lease.
+func (ss *sharedSession) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {
+	s := ss.svc
+	s.mu.Lock()
+	expired := !s.now().Before(ss.expires)
+	if expired {
+		// Like a client that re-grants its lapsed etcd lease: a new lease from now.
+		// Grants of the old lease stay dead.
+		for k, e := range s.locks {
+			if e.session == ss.session {
+				delete(s.locks, k)
+				close(e.changed)
+			}
+		}
+		ss.expires = s.now().Add(ss.ttl)
+	}
+	s.mu.Unlock()
+	g, err := ss.session.TryAcquire(ctx, key)
+	if err == nil {
+		s.mu.Lock()
+		if e := s.locks[key]; e != nil && e.token == g.Token {
+			e.session = ss.session
+			e.expires = ss.expires
+		}
+		s.mu.Unlock()
+	}
+	return g, err
 }
 
 func (ss *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {

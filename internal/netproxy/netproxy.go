@@ -1,0 +1,162 @@
+// Package netproxy is a loopback TCP proxy that tests put between one client and a
+// server to make partitions: Block stops forwarding in both directions (bytes wait, as
+// in a black-holed network that later heals and TCP retransmits), Unblock resumes,
+// Reset drops every open connection. It only listens on and dials loopback addresses.
+package netproxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+)
+
+// Proxy forwards connections accepted on Addr to a target address.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	blocked chan struct{} // non-nil while blocked; closed by Unblock
+	conns   map[net.Conn]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New starts a proxy on 127.0.0.1:0 forwarding to target.
+func New(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the address clients connect to.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Block stops forwarding: new and existing connections stall until Unblock.
+func (p *Proxy) Block() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.blocked == nil {
+		p.blocked = make(chan struct{})
+	}
+}
+
+// Unblock resumes forwarding; stalled bytes are delivered.
+func (p *Proxy) Unblock() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.blocked != nil {
+		close(p.blocked)
+		p.blocked = nil
+	}
+}
+
+// Reset closes every open connection (the client sees a reset and reconnects).
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Close stops the proxy and closes all connections.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	if p.blocked != nil {
+		close(p.blocked)
+		p.blocked = nil
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.Reset()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) gate() {
+	p.mu.Lock()
+	ch := p.blocked
+	p.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if !p.track(in) {
+				return
+			}
+			defer p.untrack(in)
+			out, err := net.Dial("tcp", p.target)
+			if err != nil {
+				return
+			}
+			if !p.track(out) {
+				return
+			}
+			defer p.untrack(out)
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); p.pipe(out, in) }()
+			go func() { defer wg.Done(); p.pipe(in, out) }()
+			wg.Wait()
+		}()
+	}
+}
+
+// pipe copies src to dst in chunks, waiting at the gate before forwarding each one.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.gate()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return
+			}
+			return
+		}
+	}
+}
