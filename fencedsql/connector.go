@@ -15,6 +15,7 @@ type core struct {
 	rw      *rewriter
 	cache   *planCache
 	checked sync.Map // *guard → struct{}: schema verified
+	metrics *instruments
 }
 
 func newCore(opts []Option) (*core, error) {
@@ -26,18 +27,23 @@ func newCore(opts []Option) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &core{cfg: cfg, dialect: cfg.dialect, rw: rw, cache: newPlanCache(cfg.cacheSize)}, nil
+	return &core{cfg: cfg, dialect: cfg.dialect, rw: rw, cache: newPlanCache(cfg.cacheSize),
+		metrics: newInstruments(cfg.meter, cfg.dialect, rw)}, nil
 }
 
 // plan returns the cached plan for sql, rewriting it on a miss. Refusals are not
 // cached: they are rare and their errors carry no per-call state.
 func (k *core) plan(sql string, versioned bool) (*plan, error) {
 	if p, ok := k.cache.get(sql, versioned); ok {
+		k.metrics.cache.Add(context.Background(), 1, k.metrics.hit...)
 		return p, nil
 	}
+	k.metrics.cache.Add(context.Background(), 1, k.metrics.miss...)
 	p, err := k.rw.rewrite(sql, versioned)
 	if err != nil {
+		// The reason names the table and the form, never the statement's values.
 		k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
+		k.metrics.count(k.metrics.unsupported, k.guardOf(err))
 		return nil, err
 	}
 	k.cache.put(sql, versioned, p)
@@ -67,6 +73,22 @@ func (c *connector) Driver() driver.Driver { return c.drv }
 func (c *connector) Close() error {
 	if cl, ok := c.raw.(io.Closer); ok {
 		return cl.Close()
+	}
+	return nil
+}
+
+// guardOf finds the guard an UnsupportedError names, for metrics.
+func (k *core) guardOf(err error) *guard {
+	ue, ok := err.(*UnsupportedError)
+	if !ok {
+		return nil
+	}
+	for _, gs := range k.rw.guards {
+		for _, g := range gs {
+			if g.String() == ue.Table {
+				return g
+			}
+		}
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ func (c *conn) tokenFor(ctx context.Context, g *guard) (uint64, error) {
 func (c *conn) guardedArgs(ctx context.Context, p *plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
 	tok, err = c.tokenFor(ctx, p.guard)
 	if err != nil {
+		c.core.cfg.logger.Warn("fencedsql: guarded write without a token refused", "table", p.guard.String())
+		c.core.metrics.count(c.core.metrics.noToken, p.guard)
 		return 0, 0, nil, err
 	}
 	ver, _ = expectedVersion(ctx)
@@ -160,16 +162,21 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 		g := p.guard
 		switch {
 		case strings.EqualFold(info.Column, g.tokenCol):
-			k.cfg.logger.Warn("fencedsql: write fenced", "table", g.String(), "token", tok)
+			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
+			k.metrics.count(k.metrics.fenced, g)
 			return &FencedError{Table: g.String(), Token: tok, Err: err}
 		case strings.EqualFold(info.Column, g.verCol):
+			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
 		}
 	case ErrorUnique:
 		table := info.Table
+		var g *guard
 		if p != nil && p.guard != nil {
-			table = p.guard.String()
+			g = p.guard
+			table = g.String()
 		}
+		k.metrics.count(k.metrics.unique, g)
 		return &DuplicateError{Table: table, Constraint: info.Constraint, Err: err}
 	}
 	return err

@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"log/slog"
 	"strings"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Option configures a wrapped driver or connector.
@@ -15,6 +17,7 @@ type config struct {
 	schemaCheck bool
 	cacheSize   int
 	logger      *slog.Logger
+	meter       metric.MeterProvider
 }
 
 // GuardSpec names one guarded table and its fencing columns.

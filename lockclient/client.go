@@ -32,6 +32,8 @@ type Client struct {
 	stop   context.CancelFunc
 
 	// Session-level renewal (SessionRenewer backends), guarded by mu.
+	metrics *instruments
+
 	sessRenewer  SessionRenewer
 	sessNext     time.Time // next session renewal; zero while no lease is held
 	sessInflight bool
@@ -46,7 +48,8 @@ func New(b Backend, opts ...Option) *Client {
 	}
 	cfg.finish()
 	bg, stop := context.WithCancel(context.Background())
-	c := &Client{backend: b, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop}
+	c := &Client{backend: b, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
+		metrics: newInstruments(cfg.meter, backendName(b))}
 	c.wg.Add(1)
 	go c.watchdog()
 	return c
@@ -86,12 +89,14 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 // TryAcquire makes one attempt to take the lock named key. It returns ErrHeld at once
 // when another owner holds it, and an error wrapping ErrUnavailable when the service
 // cannot be reached before ctx ends.
-func (c *Client) TryAcquire(ctx context.Context, key string) (*Lease, error) {
+func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err error) {
+	start := time.Now()
+	defer func() { c.metrics.acquired(start, err) }()
 	s, err := c.session(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, err)
 	}
-	l, err := c.try(ctx, s, key)
+	l, err = c.try(ctx, s, key)
 	if err != nil {
 		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, err)
 	}
@@ -102,14 +107,17 @@ func (c *Client) TryAcquire(ctx context.Context, key string) (*Lease, error) {
 // released or expires) and retrying with jittered backoff while the service is
 // unreachable. It returns when the lock is granted or ctx ends: then the error wraps
 // ctx.Err(), and also ErrUnavailable if the last attempt could not reach the service.
-func (c *Client) Acquire(ctx context.Context, key string) (*Lease, error) {
+func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err error) {
+	start := time.Now()
+	defer func() { c.metrics.acquired(start, err) }()
 	backoff := c.cfg.retryBase
 	var lastUnavailable error
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, acquireCtxErr(key, err, lastUnavailable)
 		}
-		s, err := c.session(ctx)
+		var s Session
+		s, err = c.session(ctx)
 		if err == nil {
 			var l *Lease
 			l, err = c.try(ctx, s, key)
@@ -180,7 +188,7 @@ func (c *Client) try(ctx context.Context, s Session, key string) (*Lease, error)
 	if err != nil {
 		return nil, classify(err)
 	}
-	l := &Lease{c: c, grant: g, lost: make(chan struct{}), idx: -1}
+	l := &Lease{c: c, grant: g, lost: make(chan struct{}), idx: -1, granted: time.Now()}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -260,3 +268,6 @@ func defaultOwner() string {
 	_, _ = crand.Read(b[:])
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
+
+func isHeld(err error) bool        { return errors.Is(err, ErrHeld) }
+func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }

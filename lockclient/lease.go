@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Lease is one grant of a lock. It stays trustworthy until Lost is closed; after that,
 // Err says why. The fencing token never changes during the lease's life.
 type Lease struct {
-	c     *Client
-	grant Grant
-	lost  chan struct{}
+	c       *Client
+	grant   Grant
+	lost    chan struct{}
+	granted time.Time
 
 	// Guarded by c.mu.
 	err       error
@@ -84,12 +87,14 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 }
 
-// lose ends the lease because it can no longer be trusted.
-func (c *Client) loseLocked(l *Lease, reason error) {
+// loseLocked ends the lease because it can no longer be trusted; cause is the
+// lock.cause attribute (refused, deadline, closed).
+func (c *Client) loseLocked(l *Lease, reason error, cause []metric.AddOption) {
 	if l.ended {
 		return
 	}
 	c.cfg.logger.Warn("lockclient: lease lost", "key", l.grant.Key, "token", l.grant.Token, "reason", reason.Error())
+	c.metrics.lost.Add(context.Background(), 1, cause...)
 	c.endLocked(l, reason)
 }
 
@@ -102,5 +107,10 @@ func (c *Client) endLocked(l *Lease, reason error) {
 		l.ended = true
 		l.err = reason
 		close(l.lost)
+		end := c.metrics.holdLost
+		if reason == errReleased {
+			end = c.metrics.holdReleased
+		}
+		c.metrics.hold.Record(context.Background(), time.Since(l.granted).Seconds(), end...)
 	}
 }

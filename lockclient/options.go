@@ -3,6 +3,8 @@ package lockclient
 import (
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Option configures a Client.
@@ -16,6 +18,7 @@ type config struct {
 	retryMax   time.Duration
 	owner      string
 	logger     *slog.Logger
+	meter      metric.MeterProvider
 	marginSet  bool
 	renewEvSet bool
 }

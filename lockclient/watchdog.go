@@ -81,7 +81,7 @@ func (c *Client) watchdog() {
 				break
 			}
 			if !now.Before(l.deadline) {
-				c.loseLocked(l, wrapLost("renewals failed until the local deadline"))
+				c.loseLocked(l, wrapLost("renewals failed until the local deadline"), c.metrics.lostDeadline)
 				continue
 			}
 			// A renewal is due.
@@ -120,7 +120,7 @@ func (c *Client) watchdog() {
 		case <-c.done:
 			c.mu.Lock()
 			for len(c.leases) > 0 {
-				c.endLocked(c.leases[0], wrapLost("client closed"))
+				c.loseLocked(c.leases[0], wrapLost("client closed"), c.metrics.lostClosed)
 			}
 			c.mu.Unlock()
 			return
@@ -142,6 +142,7 @@ func (c *Client) renew(l *Lease, deadline time.Time) {
 	}
 	l.inflight = false
 	now := time.Now()
+	c.countRenewal(err)
 	switch {
 	case err == nil:
 		if d := sent.Add(c.cfg.ttl - c.cfg.margin); d.After(l.deadline) {
@@ -149,7 +150,7 @@ func (c *Client) renew(l *Lease, deadline time.Time) {
 		}
 		l.nextRenew = sent.Add(c.cfg.renewEvery)
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
-		c.loseLocked(l, fmt.Errorf("%w: renewal refused by the lock service: %w", ErrLeaseLost, err))
+		c.loseLocked(l, fmt.Errorf("%w: renewal refused by the lock service: %w", ErrLeaseLost, err), c.metrics.lostRefused)
 		return
 	default:
 		c.cfg.logger.Warn("lockclient: renewal failed", "key", l.grant.Key, "token", l.grant.Token, "err", err)
@@ -171,6 +172,7 @@ func (c *Client) renewSession(deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sessInflight = false
+	c.countRenewal(err)
 	switch {
 	case err == nil:
 		d := sent.Add(c.cfg.ttl - c.cfg.margin)
@@ -186,7 +188,7 @@ func (c *Client) renewSession(deadline time.Time) {
 		}
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
 		for len(c.leases) > 0 {
-			c.loseLocked(c.leases[0], fmt.Errorf("%w: session renewal refused by the lock service: %w", ErrLeaseLost, err))
+			c.loseLocked(c.leases[0], fmt.Errorf("%w: session renewal refused by the lock service: %w", ErrLeaseLost, err), c.metrics.lostRefused)
 		}
 		c.sessNext = time.Time{}
 	default:
@@ -196,4 +198,16 @@ func (c *Client) renewSession(deadline time.Time) {
 		}
 	}
 	c.wake()
+}
+
+func (c *Client) countRenewal(err error) {
+	opts := c.metrics.renewOK
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
+		opts = c.metrics.renewRefused
+	default:
+		opts = c.metrics.renewFailed
+	}
+	c.metrics.renew.Add(context.Background(), 1, opts...)
 }

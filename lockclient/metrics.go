@@ -1,0 +1,115 @@
+package lockclient
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metric names. Every instrument carries the attribute lock.backend (the backend's
+// package name: memlock, etcdlock, sqllock, redislock, or a Name() the backend reports).
+const (
+	// MetricAcquireDuration is a histogram (seconds) of Acquire and TryAcquire calls, by
+	// lock.outcome: acquired, held, unavailable, cancelled.
+	MetricAcquireDuration = "lockclient.acquire.duration"
+	// MetricHoldDuration is a histogram (seconds) of how long leases were held, by
+	// lock.end: released or lost.
+	MetricHoldDuration = "lockclient.hold.duration"
+	// MetricRenewals counts renewal calls, by lock.outcome: ok, failed (transient), refused.
+	MetricRenewals = "lockclient.renewals"
+	// MetricLeasesLost counts leases declared lost, by lock.cause: refused (the service
+	// refused a renewal), deadline (renewals failed until the local deadline), closed.
+	MetricLeasesLost = "lockclient.leases.lost"
+)
+
+// Attribute keys of the metrics.
+const (
+	AttrBackend = attribute.Key("lock.backend")
+	AttrOutcome = attribute.Key("lock.outcome")
+	AttrEnd     = attribute.Key("lock.end")
+	AttrCause   = attribute.Key("lock.cause")
+)
+
+// WithMeterProvider sets the OpenTelemetry MeterProvider for the client's metrics
+// (default: the global one, which records nothing until an SDK is installed).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meter = mp }
+}
+
+// instruments holds the client's instruments and the attribute options computed once,
+// so that recording allocates nothing.
+type instruments struct {
+	acquire metric.Float64Histogram
+	hold    metric.Float64Histogram
+	renew   metric.Int64Counter
+	lost    metric.Int64Counter
+
+	acqAcquired, acqHeld, acqUnavailable, acqCancelled []metric.RecordOption
+	holdReleased, holdLost                             []metric.RecordOption
+	renewOK, renewFailed, renewRefused                 []metric.AddOption
+	lostRefused, lostDeadline, lostClosed              []metric.AddOption
+}
+
+func backendName(b Backend) string {
+	if n, ok := b.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	t := reflect.TypeOf(b)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "unknown"
+	}
+	p := t.PkgPath()
+	return p[strings.LastIndexByte(p, '/')+1:]
+}
+
+func newInstruments(mp metric.MeterProvider, backend string) *instruments {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter("github.com/fencedsql/fencedsql/lockclient")
+	in := &instruments{}
+	in.acquire, _ = m.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"),
+		metric.WithDescription("Time spent in Acquire and TryAcquire, by outcome."))
+	in.hold, _ = m.Float64Histogram(MetricHoldDuration, metric.WithUnit("s"),
+		metric.WithDescription("How long leases were held, by how they ended."))
+	in.renew, _ = m.Int64Counter(MetricRenewals, metric.WithUnit("{renewal}"),
+		metric.WithDescription("Lease renewal calls, by outcome."))
+	in.lost, _ = m.Int64Counter(MetricLeasesLost, metric.WithUnit("{lease}"),
+		metric.WithDescription("Leases declared lost, by cause."))
+	be := AttrBackend.String(backend)
+	rec := func(k attribute.Key, v string) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(be, k.String(v)))}
+	}
+	add := func(k attribute.Key, v string) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(be, k.String(v)))}
+	}
+	in.acqAcquired, in.acqHeld = rec(AttrOutcome, "acquired"), rec(AttrOutcome, "held")
+	in.acqUnavailable, in.acqCancelled = rec(AttrOutcome, "unavailable"), rec(AttrOutcome, "cancelled")
+	in.holdReleased, in.holdLost = rec(AttrEnd, "released"), rec(AttrEnd, "lost")
+	in.renewOK, in.renewFailed, in.renewRefused = add(AttrOutcome, "ok"), add(AttrOutcome, "failed"), add(AttrOutcome, "refused")
+	in.lostRefused, in.lostDeadline, in.lostClosed = add(AttrCause, "refused"), add(AttrCause, "deadline"), add(AttrCause, "closed")
+	return in
+}
+
+// acquired records an Acquire/TryAcquire that ended with err after start.
+func (in *instruments) acquired(start time.Time, err error) {
+	opts := in.acqAcquired
+	switch {
+	case err == nil:
+	case isHeld(err):
+		opts = in.acqHeld
+	case isUnavailable(err):
+		opts = in.acqUnavailable
+	default:
+		opts = in.acqCancelled
+	}
+	in.acquire.Record(context.Background(), time.Since(start).Seconds(), opts...)
+}
