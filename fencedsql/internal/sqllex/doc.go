@@ -21,6 +21,10 @@
 // and comments are identifier bytes, as in all three servers, so Unicode
 // identifiers and invalid UTF-8 lex as words. Lex never panics.
 //
+// Lex allocates only the token slice (32 bytes a token, one allocation for
+// typical statements); [LexAppend] appends to a caller's slice and does not
+// allocate once that slice is large enough.
+//
 // On any lexical error Lex returns no tokens and a *[Error] holding the
 // byte offset of the offending construct and a fixed message; the message
 // never quotes the SQL text, which may carry secrets or row data. Errors:
@@ -32,7 +36,8 @@
 //     it, so it could hide the rest of a statement inside a comment);
 //   - a "$" that is neither $n nor a dollar quote (PostgreSQL), nor an SQLite
 //     $name; under [MySQL], any token starting with "$" ($ as the first
-//     identifier character is deprecated, and MySQL 9 has $$ quoting);
+//     identifier character is deprecated, and newer MySQL releases quote
+//     stored program bodies with $$ or $tag$);
 //   - a "?" directly followed by an identifier character (MySQL does not
 //     treat it as a placeholder), ?0 and numbers above 99999, $0;
 //   - an identifier character directly after a number or $n (1abc is an

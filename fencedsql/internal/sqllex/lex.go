@@ -3,8 +3,8 @@ package sqllex
 import "strings"
 
 // maxParamNum bounds $n and ?NNN placeholder numbers; larger ones are
-// rejected (no server accepts them: PostgreSQL's protocol allows 65535
-// parameters, SQLite at most 250000 and by default 32766).
+// rejected (no server binds them: PostgreSQL's protocol carries at most
+// 65535 parameters, SQLite's default limit is 32766).
 const maxParamNum = 99999
 
 // Error messages. They never include any of the SQL text.
@@ -27,7 +27,6 @@ const (
 
 // Byte classes.
 const (
-	ccOther      uint8 = 0
 	ccIdentStart uint8 = 1 << iota // A-Z a-z _ and bytes >= 0x80
 	ccDigit                        // 0-9
 	ccDollar                       // $
@@ -74,7 +73,10 @@ func isDigit(c byte) bool     { return '0' <= c && c <= '9' }
 // documentation. It never panics, whatever the input (including invalid
 // UTF-8).
 func Lex(src string, syn Syntax) ([]Token, error) {
-	toks, err := LexAppend(make([]Token, 0, len(src)/3+16), src, syn)
+	// Typical SQL has a token every 2.5 to 3 bytes; one allocation covers
+	// it. Huge inputs grow by append instead of reserving a third of their
+	// length up front.
+	toks, err := LexAppend(make([]Token, 0, min(len(src)/3+16, 4096)), src, syn)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +104,11 @@ func lexAppend(dst []Token, src string, syn *Syntax) ([]Token, *Error) {
 	}
 	base := len(dst)
 	n := len(src)
-	eCont := -1 // offset of a quote continuing a PostgreSQL E'' string
+	// PostgreSQL continues a string literal over whitespace containing a
+	// newline and lexes the continuation with the first part's rules: cont
+	// records where such a continuing quote is after an E'..' (escapes) or
+	// X'..'/B'..' (raw) literal, and with which rules to lex it.
+	cont := continuation{pos: -1}
 	i := 0
 	for i < n {
 		start := i
@@ -120,9 +126,9 @@ func lexAppend(dst []Token, src string, syn *Syntax) ([]Token, *Error) {
 
 		case '\'':
 			kind = KindString
-			if start == eCont {
-				i, err = scanQuoted(src, i, true, msgString)
-				eCont = pgContinuation(src, i)
+			if start == cont.pos {
+				i, err = scanString(src, i, cont.mode)
+				cont.pos = pgContinuation(src, i)
 			} else {
 				i, err = scanQuoted(src, i, syn.BackslashEscapes, msgString)
 			}
@@ -158,19 +164,8 @@ func lexAppend(dst []Token, src string, syn *Syntax) ([]Token, *Error) {
 		case '-':
 			i++
 			if i < n && src[i] == '-' {
-				isComment := true
-				if syn.DashCommentNeedsSpace && i+1 < n {
-					switch b := src[i+1]; {
-					case b <= ' ' || b == 0x7f:
-					case b >= 0x80:
-						// MySQL decides with the connection character set's
-						// ctype table; do not guess.
-						err = &Error{Pos: start, Msg: msgAmbiguousDashes}
-					default:
-						isComment = false
-					}
-				}
-				if isComment {
+				var isComment bool
+				if isComment, err = dashComment(src, start, syn); isComment {
 					kind = KindComment
 					i = lineEnd(src, i+1, syn.CRLineEnd)
 				}
@@ -351,7 +346,7 @@ func lexAppend(dst []Token, src string, syn *Syntax) ([]Token, *Error) {
 				i++
 			}
 			if i-start == 1 && i < n {
-				kind, i, err = stringPrefix(src, start, syn, kind, &eCont)
+				kind, i, err = stringPrefix(src, start, syn, kind, &cont)
 			}
 		}
 		if err != nil {
@@ -362,31 +357,60 @@ func lexAppend(dst []Token, src string, syn *Syntax) ([]Token, *Error) {
 	return dst, nil
 }
 
+// String literal rules.
+const (
+	modeStd = iota // '' doubles a quote, no escapes
+	modeE          // '' doubles a quote, backslash escapes the next byte
+	modeRaw        // X'..' and B'..': the first quote ends the literal
+)
+
+type continuation struct {
+	pos  int // offset of the continuing quote, or -1
+	mode int
+}
+
+// scanString scans a '...' literal at src[i] with the given rules.
+func scanString(src string, i int, mode int) (int, *Error) {
+	if mode == modeRaw {
+		k := strings.IndexByte(src[i+1:], '\'')
+		if k < 0 {
+			return len(src), &Error{Pos: i, Msg: msgString}
+		}
+		return i + 1 + k + 1, nil
+	}
+	return scanQuoted(src, i, mode == modeE, msgString)
+}
+
 // stringPrefix handles a one-letter word at src[start] that may prefix a
 // string literal: E'..' (EStrings), N'..', X'..', B'..' and U&'..'/U&".."
 // (EStrings). It returns the token kind and end.
-func stringPrefix(src string, start int, syn *Syntax, kind Kind, eCont *int) (Kind, int, *Error) {
+func stringPrefix(src string, start int, syn *Syntax, kind Kind, cont *continuation) (Kind, int, *Error) {
 	i := start + 1
 	switch src[i] {
 	case '\'':
+		mode := modeStd
 		switch src[start] | 0x20 {
 		case 'e':
-			if syn.EStrings {
-				end, err := scanQuoted(src, i, true, msgString)
-				if err == nil {
-					*eCont = pgContinuation(src, end)
-				}
-				return KindString, end, err
+			if !syn.EStrings {
+				return kind, i, nil
 			}
+			mode = modeE
 		case 'n':
-			end, err := scanQuoted(src, i, syn.BackslashEscapes, msgString)
-			return KindString, end, err
+			if syn.BackslashEscapes {
+				mode = modeE
+			}
 		case 'x', 'b':
-			// Hex and bit strings never take backslash escapes; any
-			// non-digit content is an error on the server.
-			end, err := scanQuoted(src, i, false, msgString)
-			return KindString, end, err
+			// Hex and bit strings end at the first quote in all three
+			// servers: no doubling, no escapes.
+			mode = modeRaw
+		default:
+			return kind, i, nil
 		}
+		end, err := scanString(src, i, mode)
+		if err == nil && syn.EStrings && mode != modeStd {
+			*cont = continuation{pos: pgContinuation(src, end), mode: mode}
+		}
+		return KindString, end, err
 	case '&':
 		if syn.EStrings && src[start]|0x20 == 'u' && i+1 < len(src) {
 			switch src[i+1] {
@@ -536,7 +560,8 @@ func scanBlockComment(src string, i int, nested bool) (int, *Error) {
 // product) the body is either skipped up to the first */ or lexed as SQL
 // code that may hide a */ inside a string, quoted identifier or comment.
 // It only accepts bodies for which every reading ends at the same first */
-// and fails closed otherwise.
+// (lexed as code, every quoted literal and comment in the body closes
+// before it, and there is no nested /*) and fails closed otherwise.
 func scanExecComment(src string, i int, syn *Syntax) (int, *Error) {
 	body := i + 3 // past "/*!" or "/*+"
 	if src[i+2] == 'M' {
@@ -570,10 +595,19 @@ func scanExecComment(src string, i int, syn *Syntax) (int, *Error) {
 			end = j + e + 1
 		case c == '$' && syn.DollarQuotes:
 			return t0, ambiguous
-		case c == '#' && syn.HashComments,
-			c == '-' && j+1 < len(src) && src[j+1] == '-':
-			if lineEnd(src, j+1, syn.CRLineEnd) > t0 {
+		case c == '#' && syn.HashComments:
+			if end = lineEnd(src, j+1, syn.CRLineEnd); end > t0 {
 				return t0, ambiguous
+			}
+		case c == '-' && src[j+1] == '-':
+			isComment, err := dashComment(src, j, syn)
+			if err != nil {
+				return t0, ambiguous
+			}
+			if isComment {
+				if end = lineEnd(src, j+2, syn.CRLineEnd); end > t0 {
+					return t0, ambiguous
+				}
 			}
 		case c == '/' && src[j+1] == '*':
 			return t0, ambiguous
@@ -581,6 +615,22 @@ func scanExecComment(src string, i int, syn *Syntax) (int, *Error) {
 		j = end
 	}
 	return t0 + 2, nil
+}
+
+// dashComment reports whether the "--" at src[i] starts a comment.
+func dashComment(src string, i int, syn *Syntax) (bool, *Error) {
+	if !syn.DashCommentNeedsSpace || i+2 >= len(src) {
+		return true, nil
+	}
+	switch b := src[i+2]; {
+	case b <= ' ' || b == 0x7f:
+		return true, nil
+	case b >= 0x80:
+		// MySQL decides with the connection character set's ctype table
+		// (utf8mb4: not a comment, latin1 NBSP: a comment); do not guess.
+		return false, &Error{Pos: i, Msg: msgAmbiguousDashes}
+	}
+	return false, nil
 }
 
 // scanNumber scans a numeric literal starting at src[i] (a digit, or a '.'

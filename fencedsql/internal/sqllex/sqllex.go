@@ -26,8 +26,9 @@ type Syntax struct {
 	// DollarQuotes: $$...$$ and $tag$...$tag$ strings (PostgreSQL).
 	DollarQuotes bool
 	// EStrings: E'...' strings with backslash escapes, including PostgreSQL's
-	// continuation of an E'' string over a newline (E'a'<newline>'b\'c' is
-	// one literal), and U&'...' / U&"..." Unicode-escape forms (PostgreSQL).
+	// continuation of a literal over a newline with the first part's rules
+	// (E'a'<newline>'b\'c' is one literal), and the U&'...' / U&"..."
+	// Unicode-escape forms (PostgreSQL).
 	EStrings bool
 	// HashComments: # starts a comment to end of line (MySQL).
 	HashComments bool
