@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -26,11 +27,16 @@ func splitDSN(dsn string) (string, []Option, error) {
 	}
 	params := map[string]string{}
 	var clean string
-	if q := strings.LastIndexByte(dsn, '?'); q >= 0 {
+	if isKeyValue(dsn) {
+		clean = removeKeyValue(dsn, params)
+	} else if q := strings.LastIndexByte(dsn, '?'); q >= 0 {
 		var kept []string
 		for _, kv := range strings.Split(dsn[q+1:], "&") {
 			k, v, _ := strings.Cut(kv, "=")
 			if strings.HasPrefix(k, "fenced_") {
+				if uv, err := url.QueryUnescape(v); err == nil {
+					v = uv
+				}
 				params[k] = v
 				continue
 			}
@@ -40,17 +46,6 @@ func splitDSN(dsn string) (string, []Option, error) {
 		if len(kept) > 0 {
 			clean += "?" + strings.Join(kept, "&")
 		}
-	} else {
-		var kept []string
-		for _, f := range strings.Fields(dsn) {
-			k, v, _ := strings.Cut(f, "=")
-			if strings.HasPrefix(k, "fenced_") {
-				params[k] = v
-				continue
-			}
-			kept = append(kept, f)
-		}
-		clean = strings.Join(kept, " ")
 	}
 	if len(params) == 0 {
 		return dsn, nil, nil
@@ -88,4 +83,78 @@ func splitDSN(dsn string) (string, []Option, error) {
 		}
 	}
 	return clean, opts, nil
+}
+
+// isKeyValue reports PostgreSQL's keyword/value form ("host=h dbname=d"): no URL
+// scheme, and its first '=' comes before any '?'.
+func isKeyValue(dsn string) bool {
+	if strings.Contains(dsn, "://") {
+		return false
+	}
+	eq := strings.IndexByte(dsn, '=')
+	q := strings.IndexByte(dsn, '?')
+	return eq >= 0 && (q < 0 || eq < q)
+}
+
+// removeKeyValue removes the fenced_* keywords (and the blank before each) from a
+// keyword/value DSN, keeping every other byte, and records them in params. Values may
+// be single-quoted with backslash escapes, as libpq allows.
+func removeKeyValue(dsn string, params map[string]string) string {
+	var b strings.Builder
+	last := 0 // start of the text not yet copied
+	i := 0
+	for i < len(dsn) {
+		for i < len(dsn) && isSpace(dsn[i]) {
+			i++
+		}
+		ts := i
+		for i < len(dsn) && dsn[i] != '=' && !isSpace(dsn[i]) {
+			i++
+		}
+		key := dsn[ts:i]
+		var val strings.Builder
+		if i < len(dsn) && dsn[i] == '=' {
+			i++
+			if i < len(dsn) && dsn[i] == '\'' {
+				i++
+				for i < len(dsn) && dsn[i] != '\'' {
+					if dsn[i] == '\\' && i+1 < len(dsn) {
+						i++
+					}
+					val.WriteByte(dsn[i])
+					i++
+				}
+				i++ // closing quote
+			} else {
+				for i < len(dsn) && !isSpace(dsn[i]) {
+					val.WriteByte(dsn[i])
+					i++
+				}
+			}
+		}
+		te := min(i, len(dsn))
+		if !strings.HasPrefix(key, "fenced_") {
+			continue
+		}
+		params[key] = val.String()
+		// Drop the blank before the keyword, or after it when it comes first.
+		from := ts
+		for from > last && isSpace(dsn[from-1]) {
+			from--
+		}
+		to := te
+		if from == 0 {
+			for to < len(dsn) && isSpace(dsn[to]) {
+				to++
+			}
+		}
+		b.WriteString(dsn[last:from])
+		last = to
+	}
+	b.WriteString(dsn[last:])
+	return b.String()
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }

@@ -96,16 +96,17 @@ func (c *config) newRewriter() (*rewriter, error) {
 	rw := &rewriter{
 		syn: c.dialect.Syntax(), numbered: c.dialect.NumberedParams(), quote: c.dialect.QuoteIdent,
 		strict: c.strict, guards: map[string][]*guard{},
+		stringIdents: c.dialect.Syntax() == SQLiteSyntax,
 	}
 	for _, gs := range c.guards {
-		schema, name, ok := strings.Cut(gs.Table, ".")
-		if !ok {
+		schema, name, qualified := strings.Cut(gs.Table, ".")
+		if !qualified {
 			schema, name = "", gs.Table
 		}
+		if qualified && schema == "" {
+			return nil, configErr("guarded table %q: empty schema name", gs.Table)
+		}
 		for _, id := range []string{schema, name, gs.TokenColumn, gs.VersionColumn} {
-			if id == "" && (id != schema) {
-				return nil, configErr("guarded table %q: empty name", gs.Table)
-			}
 			if !validIdent(id) {
 				return nil, configErr("guarded table %q: %q is not a valid identifier", gs.Table, id)
 			}
@@ -120,6 +121,11 @@ func (c *config) newRewriter() (*rewriter, error) {
 		key := strings.ToLower(name)
 		if rw.guards[key] == nil {
 			rw.names = append(rw.names, key)
+		}
+		for _, r := range name {
+			if r >= 0x80 {
+				rw.nonASCII = true
+			}
 		}
 		rw.guards[key] = append(rw.guards[key], g)
 	}

@@ -61,6 +61,10 @@ type rewriter struct {
 	strict   bool
 	guards   map[string][]*guard // by lower-cased unqualified table name
 	names    []string            // lower-cased guarded names, for the pre-filter
+	nonASCII bool                // some guarded name is not ASCII: pre-filter with Unicode folding
+	// stringIdents: a string literal may stand for an identifier (SQLite accepts
+	// UPDATE 'accounts' …).
+	stringIdents bool
 }
 
 // guard is one guarded table and its column names.
@@ -100,6 +104,14 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 // name (case-insensitively) cannot write one. PostgreSQL's U&"…" identifiers can spell a
 // name with escapes, so their presence always forces a full analysis.
 func (rw *rewriter) mayMention(sql string) bool {
+	if rw.nonASCII {
+		lower := strings.ToLower(sql)
+		for _, n := range rw.names {
+			if strings.Contains(lower, n) {
+				return true
+			}
+		}
+	}
 	for _, n := range rw.names {
 		if containsFold(sql, n) {
 			return true
@@ -160,24 +172,48 @@ func (p *parser) punct(i int, s string) bool {
 }
 
 func (p *parser) isIdent(i int) bool {
-	return i < len(p.sig) && (p.sig[i].Kind == sqllex.KindWord || p.sig[i].Kind == sqllex.KindQuotedIdent)
+	if i >= len(p.sig) {
+		return false
+	}
+	switch p.sig[i].Kind {
+	case sqllex.KindWord, sqllex.KindQuotedIdent:
+		return true
+	case sqllex.KindString:
+		return p.rw.stringIdents && p.src[p.sig[i].Start] == '\''
+	}
+	return false
 }
 
+// ident returns the identifier sig[i] names; ok is false when it cannot be decoded
+// (the caller then fails closed).
 func (p *parser) ident(i int) (string, bool) {
-	name, _, ok := sqllex.Ident(p.src, p.sig[i])
+	t := p.sig[i]
+	if t.Kind == sqllex.KindString {
+		txt := p.text(t)
+		if len(txt) < 2 || txt[0] != '\'' || txt[len(txt)-1] != '\'' {
+			return "", false
+		}
+		return strings.ReplaceAll(txt[1:len(txt)-1], "''", "'"), true
+	}
+	name, _, ok := sqllex.Ident(p.src, t)
 	return name, ok
 }
 
 // mentionsGuard reports whether any identifier token names a guarded table.
-func (p *parser) mentionsGuard() bool {
+func (p *parser) mentionsGuard() bool { return p.firstGuard() != "" }
+
+// firstGuard returns the first guarded table an identifier token names, or "".
+func (p *parser) firstGuard() string {
 	for i := range p.sig {
 		if p.isIdent(i) {
-			if n, ok := p.ident(i); ok && p.rw.guards[strings.ToLower(n)] != nil {
-				return true
+			if n, ok := p.ident(i); ok {
+				if gs := p.rw.guards[strings.ToLower(n)]; gs != nil {
+					return gs[0].String()
+				}
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 func (p *parser) hasWord(words ...string) bool {
@@ -198,8 +234,8 @@ var passKeywords = map[string]bool{
 	"COMMENT": true, "GRANT": true, "REVOKE": true, "VACUUM": true, "PRAGMA": true,
 	"LOCK": true, "UNLOCK": true, "USE": true, "LISTEN": true, "UNLISTEN": true, "NOTIFY": true,
 	"FETCH": true, "CLOSE": true, "DISCARD": true, "RESET": true, "REINDEX": true,
-	"CLUSTER": true, "CHECKPOINT": true, "CALL": true, "DO": true, "EXECUTE": true,
-	"DEALLOCATE": true, "PREPARE": true, "DECLARE": true, "MOVE": true, "RENAME": true,
+	"CLUSTER": true, "CHECKPOINT": true, "CALL": true, "EXECUTE": true,
+	"DEALLOCATE": true, "DECLARE": true, "MOVE": true, "RENAME": true,
 	"ATTACH": true, "DETACH": true, "FLUSH": true, "KILL": true, "OPTIMIZE": true,
 	"CHECK": true, "REPAIR": true, "SET": true,
 }
@@ -217,9 +253,35 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 			return p.pass(), nil
 		}
 	}
-	head := strings.ToUpper(p.text(p.sig[0]))
-	if p.sig[0].Kind != sqllex.KindWord {
+	// The head keyword, after any opening parentheses: "(WITH … UPDATE …)" is a
+	// top-level statement too.
+	first := 0
+	for first < len(p.sig)-1 && p.punct(first, "(") {
+		first++
+	}
+	head := strings.ToUpper(p.text(p.sig[first]))
+	if p.sig[first].Kind != sqllex.KindWord {
 		head = ""
+	}
+	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
+		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
+	}
+	// MySQL executable comments (/*! … */) run their content: a write or a guarded
+	// table inside one cannot be analysed.
+	if err := p.checkExecComments(); err != nil {
+		return nil, err
+	}
+	switch head {
+	case "PREPARE", "DO":
+		// PostgreSQL PREPARE … AS <write>, MySQL PREPARE … FROM '<write>', DO blocks:
+		// the statement text mentions a guarded table (the pre-filter said so) and may
+		// hide a write in a string.
+		return nil, unsupported(p.firstGuard(), "%s of a statement that mentions a guarded table", head)
+	}
+	// A quoted identifier the lexer cannot decode (PostgreSQL U&"…" escapes) could name
+	// a guarded table: refuse it anywhere but in statements that cannot write.
+	if p.hasUndecodableIdent() && !(passKeywords[head] && head != "SET") {
+		return nil, unsupported("", "a quoted identifier with escapes (U&\"…\") in a statement that may write")
 	}
 	switch head {
 	case "UPDATE":
@@ -240,17 +302,50 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 		}
 		return p.pass(), nil
 	}
-	if p.sig[0].Kind == sqllex.KindPunct && p.text(p.sig[0]) == "(" {
+	if first > 0 {
 		return p.pass(), nil // a parenthesised query
 	}
 	if passKeywords[head] {
 		return p.pass(), nil
 	}
 	// TRUNCATE, COPY, LOAD, MERGE, REPLACE, UPSERT, HANDLER and anything unknown.
-	if p.mentionsGuard() {
-		return nil, unsupported("", "%s on a guarded table", strings.ToUpper(strings.TrimSpace(head+" statement")))
+	if g := p.firstGuard(); g != "" {
+		return nil, unsupported(g, "%s on a guarded table", strings.ToUpper(strings.TrimSpace(head+" statement")))
 	}
 	return p.pass(), nil
+}
+
+// checkExecComments refuses a statement whose executable comments could hold a write
+// or name a guarded table, or that starts with one.
+func (p *parser) checkExecComments() error {
+	for i, t := range p.sig {
+		if t.Kind != sqllex.KindExecComment {
+			continue
+		}
+		body := p.text(t)
+		bad := i == 0
+		for _, w := range []string{"insert", "update", "delete", "replace", "merge", "truncate"} {
+			bad = bad || containsFold(body, w)
+		}
+		for _, n := range p.rw.names {
+			bad = bad || strings.Contains(strings.ToLower(body), n)
+		}
+		if bad {
+			return unsupported(p.firstGuard(), "an executable comment (/*! … */) that may hold a write or name a guarded table")
+		}
+	}
+	return nil
+}
+
+func (p *parser) hasUndecodableIdent() bool {
+	for i, t := range p.sig {
+		if t.Kind == sqllex.KindQuotedIdent {
+			if _, ok := p.ident(i); !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (p *parser) pass() *plan {
@@ -293,7 +388,10 @@ func (p *parser) parseName(i int) (tableRef, bool) {
 		if !p.isIdent(i) {
 			return r, false
 		}
-		n, _ := p.ident(i)
+		n, ok := p.ident(i)
+		if !ok {
+			return r, false
+		}
 		r.parts = append(r.parts, n)
 		i++
 		if p.punct(i, ".") {
@@ -621,6 +719,9 @@ func (p *parser) update(versioned bool) (*plan, error) {
 	}
 	setStart := j + 1
 	setEnd := p.clauseEnd(setStart, "FROM", "WHERE", "RETURNING", "ORDER", "LIMIT")
+	for p.kw(setEnd, "FROM") && p.kw(setEnd-1, "DISTINCT") { // a IS [NOT] DISTINCT FROM b
+		setEnd = p.clauseEnd(setEnd+1, "FROM", "WHERE", "RETURNING", "ORDER", "LIMIT")
+	}
 	if p.kw(setEnd, "FROM") {
 		return nil, unsupported(g.String(), "UPDATE … FROM (a join can match a row several times)")
 	}
@@ -653,11 +754,11 @@ func (p *parser) nameAt(i int) []string {
 
 func (p *parser) nameString(i int) string { return strings.Join(p.nameAt(i), ".") }
 
-func (p *parser) guardName(g *guard, r tableRef) string {
+func (p *parser) guardName(g *guard, _ tableRef) string {
 	if g != nil {
 		return g.String()
 	}
-	return strings.Join(r.parts, ".")
+	return p.firstGuard()
 }
 
 func (p *parser) mentionsGuardIn(from, to int) bool {
@@ -697,8 +798,8 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 	}
 	if !p.kw(i, "FROM") {
 		// MySQL multi-table form: DELETE t1[, t2] FROM …
-		if p.mentionsGuard() {
-			return nil, unsupported("", "a multi-table DELETE")
+		if g := p.firstGuard(); g != "" {
+			return nil, unsupported(g, "a multi-table DELETE")
 		}
 		return p.pass(), nil
 	}
@@ -756,8 +857,19 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		clauses[kw] = [2]int{k, end}
 		k = end
 	}
-	if w, ok := clauses["WHERE"]; ok && p.kw(w[0]+1, "CURRENT") && p.kw(w[0]+2, "OF") {
-		return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
+	if w, ok := clauses["WHERE"]; ok {
+		if p.kw(w[0]+1, "CURRENT") && p.kw(w[0]+2, "OF") {
+			return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
+		}
+		// The fencing UPDATE runs first and changes both columns, so a condition on
+		// them would no longer match: use ExpectVersion instead.
+		for k := w[0] + 1; k < w[1]; k++ {
+			if p.isIdent(k) {
+				if n, ok := p.ident(k); ok && (strings.EqualFold(n, g.tokenCol) || strings.EqualFold(n, g.verCol)) {
+					return nil, unsupported(g.String(), "a DELETE whose WHERE reads %q (use fencedsql.ExpectVersion for a version check)", n)
+				}
+			}
+		}
 	}
 
 	// 1. The fencing UPDATE over the same rows: it fails the whole statement (and so

@@ -1,0 +1,1126 @@
+package fencedsql
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// Argument references used in the expectations below.
+const (
+	TOK = argToken   // the transaction's fencing token
+	VER = argVersion // the ExpectVersion value
+)
+
+func refs(r ...argRef) []argRef { return r }
+
+// newTestRewriter builds the rewriter for d and the given options; without options the
+// only guarded table is "accounts" with the default columns.
+func newTestRewriter(t testing.TB, d Dialect, opts ...Option) *rewriter {
+	t.Helper()
+	cfg := defaultConfig()
+	WithDialect(d)(&cfg)
+	if len(opts) == 0 {
+		opts = []Option{Guard("accounts")}
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rw, err := cfg.newRewriter()
+	if err != nil {
+		t.Fatalf("newRewriter: %v", err)
+	}
+	return rw
+}
+
+// The fencing SET items, spelled out once per dialect.
+func pgItems(tok int) string {
+	return fmt.Sprintf(`"version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $%d THEN $%d ELSE NULL END`, tok, tok)
+}
+
+func pgItemsV(tok, ver int) string {
+	return fmt.Sprintf(`"version" = CASE WHEN "version" = $%[2]d THEN "version" + 1 WHEN "fence_token" <= $%[1]d THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $%[1]d THEN $%[1]d ELSE NULL END`, tok, ver)
+}
+
+const (
+	myItems    = "`version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
+	myItemsV   = "`version` = CASE WHEN `version` = ? THEN `version` + 1 WHEN `fence_token` <= ? THEN NULL ELSE `version` END, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
+	liteItems  = `"version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END`
+	liteItemsV = `"version" = CASE WHEN "version" = ? THEN "version" + 1 WHEN "fence_token" <= ? THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END`
+)
+
+type rewriteCase struct {
+	name    string
+	d       testDialect
+	opts    []Option // nil: Guard("accounts")
+	ver     bool     // the ExpectVersion variant
+	in      string
+	kind    stmtKind
+	out     string
+	args    []argRef
+	nUser   int
+	preSQL  string // DELETE: the fencing UPDATE
+	preArgs []argRef
+}
+
+var rewriteCases = []rewriteCase{
+	// ---- UPDATE ----
+	{
+		name: "update/pg", d: pgTest,
+		in:   `UPDATE accounts SET balance = balance - $1 WHERE id = $2`,
+		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK),
+		out: `UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`,
+	},
+	{
+		name: "update/mysql", d: mysqlTest,
+		in:   `UPDATE accounts SET balance = balance - ? WHERE id = ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: "UPDATE accounts SET balance = balance - ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
+	},
+	{
+		name: "update/sqlite", d: sqliteTest,
+		in:   `UPDATE accounts SET balance = balance - ? WHERE id = ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: `UPDATE accounts SET balance = balance - ?, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE id = ?`,
+	},
+	{
+		name: "update/lower case keywords and mixed case table", d: pgTest,
+		in:   `update Accounts set x = 1 where ID = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `update Accounts set x = 1, ` + pgItems(2) + ` where ID = $1`,
+	},
+	{
+		name: "update/no placeholders", d: pgTest,
+		in:   `UPDATE accounts SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE accounts SET x = 1, ` + pgItems(1),
+	},
+	{
+		name: "update/pg repeated and skipped $n", d: pgTest,
+		in:   `UPDATE accounts SET a = $1, b = $1 WHERE c = $3`,
+		kind: kindUpdate, nUser: 3, args: refs(0, 1, 2, TOK),
+		out: `UPDATE accounts SET a = $1, b = $1, ` + pgItems(4) + ` WHERE c = $3`,
+	},
+	{
+		name: "update/alias with AS", d: pgTest,
+		in:   `UPDATE accounts AS a SET balance = a.balance + $1 WHERE a.id = $2`,
+		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK),
+		out: `UPDATE accounts AS a SET balance = a.balance + $1, ` + pgItems(3) + ` WHERE a.id = $2`,
+	},
+	{
+		name: "update/alias without AS", d: pgTest,
+		in:   `UPDATE accounts a SET balance = 1 WHERE a.id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts a SET balance = 1, ` + pgItems(2) + ` WHERE a.id = $1`,
+	},
+	{
+		name: "update/mysql schema, backticks and alias", d: mysqlTest,
+		in:   "UPDATE shop.`accounts` AS a SET a.x = ? WHERE a.id = ?",
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: "UPDATE shop.`accounts` AS a SET a.x = ?, " + myItems + " WHERE a.id = ?",
+	},
+	{
+		name: "update/schema-qualified matches unqualified guard", d: pgTest,
+		in:   `UPDATE shop.accounts SET balance = 1 WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE shop.accounts SET balance = 1, ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "update/qualified guard, qualified statement", d: pgTest, opts: []Option{Guard("shop.accounts")},
+		in:   `UPDATE shop.accounts SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE shop.accounts SET x = 1, ` + pgItems(1),
+	},
+	{
+		name: "update/qualified guard, unqualified statement (search_path may resolve to it)", d: pgTest, opts: []Option{Guard("shop.accounts")},
+		in:   `UPDATE accounts SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE accounts SET x = 1, ` + pgItems(1),
+	},
+	{
+		name: "update/pg double-quoted name", d: pgTest,
+		in:   `UPDATE "accounts" SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE "accounts" SET x = 1, ` + pgItems(1),
+	},
+	{
+		name: "update/mysql backtick name", d: mysqlTest,
+		in:   "UPDATE `accounts` SET x = 1",
+		kind: kindUpdate, nUser: 0, args: refs(TOK, TOK),
+		out: "UPDATE `accounts` SET x = 1, " + myItems,
+	},
+	{
+		name: "update/sqlite backtick name", d: sqliteTest,
+		in:   "UPDATE `accounts` SET x = ?",
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK, TOK),
+		out: "UPDATE `accounts` SET x = ?, " + liteItems,
+	},
+	{
+		name: "update/sqlite bracket name", d: sqliteTest,
+		in:   `UPDATE [accounts] SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK, TOK),
+		out: `UPDATE [accounts] SET x = 1, ` + liteItems,
+	},
+	{
+		name: "update/pg ONLY", d: pgTest,
+		in:   `UPDATE ONLY accounts SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE ONLY accounts SET x = 1, ` + pgItems(1),
+	},
+	{
+		name: "update/pg table *", d: pgTest,
+		in:   `UPDATE accounts * SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE accounts * SET x = 1, ` + pgItems(1),
+	},
+	{
+		name: "update/sqlite INDEXED BY", d: sqliteTest,
+		in:   `UPDATE accounts INDEXED BY ix SET x = ? WHERE id = ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: `UPDATE accounts INDEXED BY ix SET x = ?, ` + liteItems + ` WHERE id = ?`,
+	},
+	{
+		name: "update/sqlite OR ABORT is the default and allowed", d: sqliteTest,
+		in:   `UPDATE OR ABORT accounts SET a = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK, TOK),
+		out: `UPDATE OR ABORT accounts SET a = 1, ` + liteItems,
+	},
+	{
+		name: "update/RETURNING", d: pgTest,
+		in:   `UPDATE accounts SET x = $1 WHERE id = $2 RETURNING id, balance`,
+		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK),
+		out: `UPDATE accounts SET x = $1, ` + pgItems(3) + ` WHERE id = $2 RETURNING id, balance`,
+	},
+	{
+		name: "update/sqlite RETURNING without WHERE", d: sqliteTest,
+		in:   `UPDATE accounts SET x = ? RETURNING id`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK, TOK),
+		out: `UPDATE accounts SET x = ?, ` + liteItems + ` RETURNING id`,
+	},
+	{
+		name: "update/mysql ORDER BY LIMIT", d: mysqlTest,
+		in:   `UPDATE accounts SET x = ? WHERE id = ? ORDER BY id LIMIT 10`,
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: "UPDATE accounts SET x = ?, " + myItems + " WHERE id = ? ORDER BY id LIMIT 10",
+	},
+	{
+		name: "update/mysql ORDER BY LIMIT ? without WHERE", d: mysqlTest,
+		in:   `UPDATE accounts SET x = ? ORDER BY id LIMIT ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: "UPDATE accounts SET x = ?, " + myItems + " ORDER BY id LIMIT ?",
+	},
+	{
+		name: "update/WHERE a OR b needs no parentheses", d: pgTest,
+		in:   `UPDATE accounts SET x = 1 WHERE a = $1 OR b = $2`,
+		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK),
+		out: `UPDATE accounts SET x = 1, ` + pgItems(3) + ` WHERE a = $1 OR b = $2`,
+	},
+	{
+		name: "update/several SET items and a subquery", d: mysqlTest,
+		in:   `UPDATE accounts SET a = ?, b = (SELECT max(v) FROM other WHERE k = ? LIMIT 1) WHERE id IN (SELECT id FROM other WHERE z = ?)`,
+		kind: kindUpdate, nUser: 3, args: refs(0, 1, TOK, TOK, 2),
+		out: "UPDATE accounts SET a = ?, b = (SELECT max(v) FROM other WHERE k = ? LIMIT 1), " + myItems + " WHERE id IN (SELECT id FROM other WHERE z = ?)",
+	},
+	{
+		name: "update/CASE in SET", d: sqliteTest,
+		in:   `UPDATE accounts SET x = CASE WHEN y > ? THEN 1 ELSE 2 END WHERE id = ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, TOK, TOK, 1),
+		out: `UPDATE accounts SET x = CASE WHEN y > ? THEN 1 ELSE 2 END, ` + liteItems + ` WHERE id = ?`,
+	},
+	{
+		name: "update/pg IS DISTINCT FROM inside SET is not UPDATE … FROM", d: pgTest,
+		in:   `UPDATE accounts SET x = CASE WHEN y IS DISTINCT FROM z THEN 1 END WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET x = CASE WHEN y IS DISTINCT FROM z THEN 1 END, ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "update/trailing semicolon", d: pgTest,
+		in:   `UPDATE accounts SET x = 1 WHERE id = 1;`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE accounts SET x = 1, ` + pgItems(1) + ` WHERE id = 1;`,
+	},
+	{
+		name: "update/custom columns", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
+		in:   `UPDATE t SET x = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE t SET x = $1, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $2 THEN $2 ELSE NULL END`,
+	},
+	{
+		name: "update/custom columns: default names are ordinary columns there", d: mysqlTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
+		in:   `UPDATE t SET fence_token = ?, version = 2`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK, TOK),
+		out: "UPDATE t SET fence_token = ?, version = 2, `ver` = `ver` + 1, `ft` = CASE WHEN `ft` <= ? THEN ? ELSE NULL END",
+	},
+	{
+		name: "update/non-ASCII guard name", d: mysqlTest, opts: []Option{Guard("Ärger")},
+		in:   `UPDATE Ärger SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK, TOK),
+		out: "UPDATE Ärger SET x = 1, " + myItems,
+	},
+	{
+		name: "update/non-ASCII guard name, pg quoted", d: pgTest, opts: []Option{Guard("KONTÖ")},
+		in:   `UPDATE "KONTÖ" SET x = 1`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE "KONTÖ" SET x = 1, ` + pgItems(1),
+	},
+
+	// ---- strict mode ----
+	{
+		name: "strict/pg", d: pgTest, opts: []Option{Guard("accounts"), WithStrict(true)},
+		in:   `UPDATE accounts SET x = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" < $2 THEN $2 ELSE NULL END`,
+	},
+	{
+		name: "strict/mysql", d: mysqlTest, opts: []Option{Guard("accounts"), WithStrict(true)},
+		in:   `UPDATE accounts SET x = ?`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK, TOK),
+		out: "UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` < ? THEN ? ELSE NULL END",
+	},
+	{
+		name: "strict/pg versioned", d: pgTest, opts: []Option{Guard("accounts"), WithStrict(true)}, ver: true,
+		in:   `UPDATE accounts SET x = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK, VER),
+		out: `UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $3 THEN "version" + 1 WHEN "fence_token" < $2 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" < $2 THEN $2 ELSE NULL END`,
+	},
+	{
+		name: "strict/sqlite upsert", d: sqliteTest, opts: []Option{Guard("accounts"), WithStrict(true)},
+		in:   `INSERT INTO accounts (id) VALUES (?) ON CONFLICT (id) DO UPDATE SET x = 1`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK, TOK, TOK),
+		out: `INSERT INTO accounts (id, "fence_token", "version") VALUES (?, ?, 1) ON CONFLICT (id) DO UPDATE SET x = 1, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" < ? THEN ? ELSE NULL END`,
+	},
+
+	// ---- comments and literals ----
+	{
+		name: "literals/pg string and comment with accounts ? $1 ; --", d: pgTest,
+		in:   `UPDATE accounts SET note = 'accounts; -- $1 ?' /* $2 ; accounts */ WHERE id = $1 -- trailing ; ?`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET note = 'accounts; -- $1 ?', ` + pgItems(2) + ` /* $2 ; accounts */ WHERE id = $1 -- trailing ; ?`,
+	},
+	{
+		name: "literals/line comment before WHERE", d: pgTest,
+		in:   "UPDATE accounts SET x = 1 -- set x\nWHERE id = $1",
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: "UPDATE accounts SET x = 1, " + pgItems(2) + " -- set x\nWHERE id = $1",
+	},
+	{
+		name: "literals/pg nested block comment", d: pgTest,
+		in:   `UPDATE accounts SET x = 1 /* a /* ; $9 */ b */ WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET x = 1, ` + pgItems(2) + ` /* a /* ; $9 */ b */ WHERE id = $1`,
+	},
+	{
+		name: "literals/mysql doubled quote, backslash escape and # comment", d: mysqlTest,
+		in:   `UPDATE accounts SET note = 'it''s ? \' ;' WHERE id = ? # c ?`,
+		kind: kindUpdate, nUser: 1, args: refs(TOK, TOK, 0),
+		out: "UPDATE accounts SET note = 'it''s ? \\' ;', " + myItems + " WHERE id = ? # c ?",
+	},
+	{
+		name: "literals/mysql double-quoted string", d: mysqlTest,
+		in:   `UPDATE accounts SET note = "it's ? accounts" WHERE id = ?`,
+		kind: kindUpdate, nUser: 1, args: refs(TOK, TOK, 0),
+		out: `UPDATE accounts SET note = "it's ? accounts", ` + myItems + ` WHERE id = ?`,
+	},
+	{
+		name: "literals/mysql escaped backslash at end of string", d: mysqlTest,
+		in:   `UPDATE accounts SET note = 'a\\' WHERE id = ?`,
+		kind: kindUpdate, nUser: 1, args: refs(TOK, TOK, 0),
+		out: `UPDATE accounts SET note = 'a\\', ` + myItems + ` WHERE id = ?`,
+	},
+	{
+		name: "literals/mysql -- without space is not a comment", d: mysqlTest,
+		in:   `UPDATE accounts SET x = 1--1 WHERE id = ?`,
+		kind: kindUpdate, nUser: 1, args: refs(TOK, TOK, 0),
+		out: "UPDATE accounts SET x = 1--1, " + myItems + " WHERE id = ?",
+	},
+	{
+		name: "literals/pg backslash is ordinary in a standard string", d: pgTest,
+		in:   `UPDATE accounts SET note = 'a\' WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET note = 'a\', ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "literals/pg dollar-quoted string", d: pgTest,
+		in:   `UPDATE accounts SET note = $$ $1 ; ' $$ WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET note = $$ $1 ; ' $$, ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "literals/pg tagged dollar quote", d: pgTest,
+		in:   `UPDATE accounts SET note = $tag$ accounts ' ; $2 $tag$ WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET note = $tag$ accounts ' ; $2 $tag$, ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "literals/pg E string with escaped quote", d: pgTest,
+		in:   `UPDATE accounts SET note = E'it\'s $1 ;' WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts SET note = E'it\'s $1 ;', ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "literals/sqlite ? in string and comment", d: sqliteTest,
+		in:   "UPDATE accounts SET note = '?;' /* ? */ WHERE id = ? -- ?",
+		kind: kindUpdate, nUser: 1, args: refs(TOK, TOK, 0),
+		out: `UPDATE accounts SET note = '?;', ` + liteItems + " /* ? */ WHERE id = ? -- ?",
+	},
+
+	// ---- ExpectVersion ----
+	{
+		name: "version/update pg", d: pgTest, ver: true,
+		in:   `UPDATE accounts SET x = $1 WHERE id = $2`,
+		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK, VER),
+		out: `UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`,
+	},
+	{
+		name: "version/update mysql", d: mysqlTest, ver: true,
+		in:   `UPDATE accounts SET x = ? WHERE id = ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, VER, TOK, TOK, TOK, 1),
+		out: "UPDATE accounts SET x = ?, `version` = CASE WHEN `version` = ? THEN `version` + 1 WHEN `fence_token` <= ? THEN NULL ELSE `version` END, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
+	},
+	{
+		name: "version/update sqlite", d: sqliteTest, ver: true,
+		in:   `UPDATE accounts SET x = ? WHERE id = ?`,
+		kind: kindUpdate, nUser: 2, args: refs(0, VER, TOK, TOK, TOK, 1),
+		out: `UPDATE accounts SET x = ?, ` + liteItemsV + ` WHERE id = ?`,
+	},
+	{
+		name: "version/delete pg", d: pgTest, ver: true,
+		in:   `DELETE FROM accounts WHERE id = $1`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM accounts WHERE (id = $1) AND "fence_token" = $2`,
+		preSQL: `UPDATE accounts SET ` + pgItemsV(2, 3) + ` WHERE id = $1`, preArgs: refs(0, TOK, VER),
+	},
+	{
+		name: "version/delete mysql", d: mysqlTest, ver: true,
+		in:   `DELETE FROM accounts WHERE id = ?`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    "DELETE FROM accounts WHERE (id = ?) AND `fence_token` = ?",
+		preSQL: "UPDATE accounts SET " + myItemsV + " WHERE id = ?", preArgs: refs(VER, TOK, TOK, TOK, 0),
+	},
+	{
+		name: "version/delete sqlite with OR", d: sqliteTest, ver: true,
+		in:   `DELETE FROM accounts WHERE a = ? OR b = ?`,
+		kind: kindDelete, nUser: 2, args: refs(0, 1, TOK),
+		out:    `DELETE FROM accounts WHERE (a = ? OR b = ?) AND "fence_token" = ?`,
+		preSQL: `UPDATE accounts SET ` + liteItemsV + ` WHERE a = ? OR b = ?`, preArgs: refs(VER, TOK, TOK, TOK, 0, 1),
+	},
+	{
+		name: "version/pg upsert", d: pgTest, ver: true,
+		in:   `INSERT INTO accounts (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET x = 1`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK, VER),
+		out: `INSERT INTO accounts (id, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (id) DO UPDATE SET x = 1, "version" = CASE WHEN accounts."version" = $3 THEN accounts."version" + 1 WHEN accounts."fence_token" <= $2 THEN NULL ELSE accounts."version" END, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END`,
+	},
+	{
+		name: "version/mysql upsert", d: mysqlTest, ver: true,
+		in:   `INSERT INTO accounts (a) VALUES (?) ON DUPLICATE KEY UPDATE a = ?`,
+		kind: kindInsert, nUser: 2, args: refs(0, TOK, 1, VER, TOK, TOK, TOK),
+		out: "INSERT INTO accounts (a, `fence_token`, `version`) VALUES (?, ?, 1) ON DUPLICATE KEY UPDATE a = ?, " + myItemsV,
+	},
+	{
+		name: "version/plain insert has no version argument", d: pgTest, ver: true,
+		in:   `INSERT INTO accounts (id) VALUES ($1)`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: `INSERT INTO accounts (id, "fence_token", "version") VALUES ($1, $2, 1)`,
+	},
+
+	// ---- DELETE ----
+	{
+		name: "delete/pg WHERE a OR b is parenthesised", d: pgTest,
+		in:   `DELETE FROM accounts WHERE a = $1 OR b = $2`,
+		kind: kindDelete, nUser: 2, args: refs(0, 1, TOK),
+		out:    `DELETE FROM accounts WHERE (a = $1 OR b = $2) AND "fence_token" = $3`,
+		preSQL: `UPDATE accounts SET ` + pgItems(3) + ` WHERE a = $1 OR b = $2`, preArgs: refs(0, 1, TOK),
+	},
+	{
+		name: "delete/mysql WHERE a OR b", d: mysqlTest,
+		in:   `DELETE FROM accounts WHERE a = ? OR b = ?`,
+		kind: kindDelete, nUser: 2, args: refs(0, 1, TOK),
+		out:    "DELETE FROM accounts WHERE (a = ? OR b = ?) AND `fence_token` = ?",
+		preSQL: "UPDATE accounts SET " + myItems + " WHERE a = ? OR b = ?", preArgs: refs(TOK, TOK, 0, 1),
+	},
+	{
+		name: "delete/sqlite WHERE a OR b", d: sqliteTest,
+		in:   `DELETE FROM accounts WHERE a = ? OR b = ?`,
+		kind: kindDelete, nUser: 2, args: refs(0, 1, TOK),
+		out:    `DELETE FROM accounts WHERE (a = ? OR b = ?) AND "fence_token" = ?`,
+		preSQL: `UPDATE accounts SET ` + liteItems + ` WHERE a = ? OR b = ?`, preArgs: refs(TOK, TOK, 0, 1),
+	},
+	{
+		name: "delete/no WHERE", d: pgTest,
+		in:   `DELETE FROM accounts`,
+		kind: kindDelete, nUser: 0, args: refs(TOK),
+		out:    `DELETE FROM accounts WHERE "fence_token" = $1`,
+		preSQL: `UPDATE accounts SET ` + pgItems(1), preArgs: refs(TOK),
+	},
+	{
+		name: "delete/mysql no WHERE, LIMIT", d: mysqlTest,
+		in:   `DELETE FROM accounts LIMIT 3`,
+		kind: kindDelete, nUser: 0, args: refs(TOK),
+		out:    "DELETE FROM accounts WHERE `fence_token` = ? LIMIT 3",
+		preSQL: "UPDATE accounts SET " + myItems + " LIMIT 3", preArgs: refs(TOK, TOK),
+	},
+	{
+		name: "delete/mysql ORDER BY LIMIT ?", d: mysqlTest,
+		in:   `DELETE FROM accounts WHERE id > ? ORDER BY id LIMIT ?`,
+		kind: kindDelete, nUser: 2, args: refs(0, TOK, 1),
+		out:    "DELETE FROM accounts WHERE (id > ?) AND `fence_token` = ? ORDER BY id LIMIT ?",
+		preSQL: "UPDATE accounts SET " + myItems + " WHERE id > ? ORDER BY id LIMIT ?", preArgs: refs(TOK, TOK, 0, 1),
+	},
+	{
+		name: "delete/pg RETURNING", d: pgTest,
+		in:   `DELETE FROM accounts WHERE id = $1 RETURNING id`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM accounts WHERE (id = $1) AND "fence_token" = $2 RETURNING id`,
+		preSQL: `UPDATE accounts SET ` + pgItems(2) + ` WHERE id = $1`, preArgs: refs(0, TOK),
+	},
+	{
+		name: "delete/sqlite RETURNING with a placeholder", d: sqliteTest,
+		in:   `DELETE FROM accounts WHERE id = ? RETURNING id + ?`,
+		kind: kindDelete, nUser: 2, args: refs(0, TOK, 1),
+		out:    `DELETE FROM accounts WHERE (id = ?) AND "fence_token" = ? RETURNING id + ?`,
+		preSQL: `UPDATE accounts SET ` + liteItems + ` WHERE id = ?`, preArgs: refs(TOK, TOK, 0),
+	},
+	{
+		name: "delete/pg alias", d: pgTest,
+		in:   `DELETE FROM accounts AS a WHERE a.id = $1`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM accounts AS a WHERE (a.id = $1) AND "fence_token" = $2`,
+		preSQL: `UPDATE accounts AS a SET ` + pgItems(2) + ` WHERE a.id = $1`, preArgs: refs(0, TOK),
+	},
+	{
+		name: "delete/schema-qualified and quoted", d: pgTest,
+		in:   `DELETE FROM shop."accounts" WHERE id = $1`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM shop."accounts" WHERE (id = $1) AND "fence_token" = $2`,
+		preSQL: `UPDATE shop."accounts" SET ` + pgItems(2) + ` WHERE id = $1`, preArgs: refs(0, TOK),
+	},
+	{
+		name: "delete/pg ONLY", d: pgTest,
+		in:   `DELETE FROM ONLY accounts WHERE id = $1`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM ONLY accounts WHERE (id = $1) AND "fence_token" = $2`,
+		preSQL: `UPDATE accounts SET ` + pgItems(2) + ` WHERE id = $1`, preArgs: refs(0, TOK),
+	},
+	{
+		name: "delete/sqlite INDEXED BY", d: sqliteTest,
+		in:   `DELETE FROM accounts INDEXED BY ix WHERE id = ?`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM accounts INDEXED BY ix WHERE (id = ?) AND "fence_token" = ?`,
+		preSQL: `UPDATE accounts INDEXED BY ix SET ` + liteItems + ` WHERE id = ?`, preArgs: refs(TOK, TOK, 0),
+	},
+	{
+		name: "delete/trailing comment stays outside the parentheses", d: pgTest,
+		in:   `DELETE FROM accounts WHERE id = $1 -- c`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM accounts WHERE (id = $1) AND "fence_token" = $2 -- c`,
+		preSQL: `UPDATE accounts SET ` + pgItems(2) + ` WHERE id = $1`, preArgs: refs(0, TOK),
+	},
+	{
+		name: "delete/comment before WHERE and trailing semicolon", d: pgTest,
+		in:   "DELETE FROM accounts -- c\nWHERE id = 1;",
+		kind: kindDelete, nUser: 0, args: refs(TOK),
+		out:    "DELETE FROM accounts -- c\nWHERE (id = 1) AND \"fence_token\" = $1;",
+		preSQL: `UPDATE accounts SET ` + pgItems(1) + ` WHERE id = 1`, preArgs: refs(TOK),
+	},
+	{
+		name: "delete/string with accounts, ;, ? in WHERE", d: mysqlTest,
+		in:   `DELETE FROM accounts WHERE note = 'accounts; ?' AND id = ?`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    "DELETE FROM accounts WHERE (note = 'accounts; ?' AND id = ?) AND `fence_token` = ?",
+		preSQL: "UPDATE accounts SET " + myItems + " WHERE note = 'accounts; ?' AND id = ?", preArgs: refs(TOK, TOK, 0),
+	},
+	{
+		name: "delete/custom columns", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
+		in:   `DELETE FROM t WHERE a = $1`,
+		kind: kindDelete, nUser: 1, args: refs(0, TOK),
+		out:    `DELETE FROM t WHERE (a = $1) AND "ft" = $2`,
+		preSQL: `UPDATE t SET "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $2 THEN $2 ELSE NULL END WHERE a = $1`, preArgs: refs(0, TOK),
+	},
+
+	// ---- INSERT ----
+	{
+		name: "insert/pg multi-row", d: pgTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES ($1, $2), ($3, $4)`,
+		kind: kindInsert, nUser: 4, args: refs(0, 1, 2, 3, TOK),
+		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $5, 1), ($3, $4, $5, 1)`,
+	},
+	{
+		name: "insert/mysql multi-row positional insertion", d: mysqlTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES (?, ?), (?, ?)`,
+		kind: kindInsert, nUser: 4, args: refs(0, 1, TOK, 2, 3, TOK),
+		out: "INSERT INTO accounts (id, balance, `fence_token`, `version`) VALUES (?, ?, ?, 1), (?, ?, ?, 1)",
+	},
+	{
+		name: "insert/sqlite three rows and RETURNING", d: sqliteTest,
+		in:   `INSERT INTO accounts (a, b) VALUES (?, ?), (?, ?), (?, ?) RETURNING id`,
+		kind: kindInsert, nUser: 6, args: refs(0, 1, TOK, 2, 3, TOK, 4, 5, TOK),
+		out: `INSERT INTO accounts (a, b, "fence_token", "version") VALUES (?, ?, ?, 1), (?, ?, ?, 1), (?, ?, ?, 1) RETURNING id`,
+	},
+	{
+		name: "insert/pg RETURNING", d: pgTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES ($1, $2) RETURNING id`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $3, 1) RETURNING id`,
+	},
+	{
+		name: "insert/pg $n out of order", d: pgTest,
+		in:   `INSERT INTO accounts (a, b) VALUES ($2, $1)`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: `INSERT INTO accounts (a, b, "fence_token", "version") VALUES ($2, $1, $3, 1)`,
+	},
+	{
+		name: "insert/nested parentheses in a row", d: mysqlTest,
+		in:   `INSERT INTO accounts (a, b) VALUES ((? + 1), coalesce(?, 0))`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: "INSERT INTO accounts (a, b, `fence_token`, `version`) VALUES ((? + 1), coalesce(?, 0), ?, 1)",
+	},
+	{
+		name: "insert/mysql without INTO and VALUE", d: mysqlTest,
+		in:   `INSERT accounts (a) VALUE (?)`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: "INSERT accounts (a, `fence_token`, `version`) VALUE (?, ?, 1)",
+	},
+	{
+		name: "insert/ON CONFLICT DO NOTHING has no SET items", d: pgTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $3, 1) ON CONFLICT (id) DO NOTHING`,
+	},
+	{
+		name: "insert/ON CONFLICT ON CONSTRAINT DO NOTHING", d: pgTest,
+		in:   `INSERT INTO accounts (a) VALUES ($1) ON CONFLICT ON CONSTRAINT accounts_pkey DO NOTHING`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT ON CONSTRAINT accounts_pkey DO NOTHING`,
+	},
+	{
+		name: "insert/sqlite ON CONFLICT DO NOTHING", d: sqliteTest,
+		in:   `INSERT INTO accounts (a) VALUES (?) ON CONFLICT DO NOTHING`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES (?, ?, 1) ON CONFLICT DO NOTHING`,
+	},
+	{
+		name: "insert/pg ON CONFLICT DO UPDATE … WHERE", d: pgTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance WHERE accounts.balance < $3`,
+		kind: kindInsert, nUser: 3, args: refs(0, 1, 2, TOK),
+		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $4, 1) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $4 THEN $4 ELSE NULL END WHERE accounts.balance < $3`,
+	},
+	{
+		name: "insert/pg ON CONFLICT with alias and RETURNING", d: pgTest,
+		in:   `INSERT INTO accounts AS a (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = a.balance + 1 RETURNING id`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: `INSERT INTO accounts AS a (id, balance, "fence_token", "version") VALUES ($1, $2, $3, 1) ON CONFLICT (id) DO UPDATE SET balance = a.balance + 1, "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $3 THEN $3 ELSE NULL END RETURNING id`,
+	},
+	{
+		name: "insert/pg ON CONFLICT index predicate, WHERE and RETURNING", d: pgTest,
+		in:   `INSERT INTO accounts (a) VALUES ($1) ON CONFLICT (a) WHERE a > 0 DO UPDATE SET b = excluded.b WHERE accounts.b <> excluded.b RETURNING *`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (a) WHERE a > 0 DO UPDATE SET b = excluded.b, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END WHERE accounts.b <> excluded.b RETURNING *`,
+	},
+	{
+		name: "insert/pg schema-qualified upsert qualifies with the table name", d: pgTest,
+		in:   `INSERT INTO shop.accounts (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET a = 2`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: `INSERT INTO shop.accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET a = 2, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END`,
+	},
+	{
+		name: "insert/sqlite ON CONFLICT DO UPDATE … WHERE ?", d: sqliteTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET balance = excluded.balance WHERE balance < ?`,
+		kind: kindInsert, nUser: 3, args: refs(0, 1, TOK, TOK, TOK, 2),
+		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES (?, ?, ?, 1) ON CONFLICT (id) DO UPDATE SET balance = excluded.balance, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= ? THEN ? ELSE NULL END WHERE balance < ?`,
+	},
+	{
+		name: "insert/mysql ON DUPLICATE KEY UPDATE", d: mysqlTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES (?, ?) ON DUPLICATE KEY UPDATE balance = VALUES(balance) + ?`,
+		kind: kindInsert, nUser: 3, args: refs(0, 1, TOK, 2, TOK, TOK),
+		out: "INSERT INTO accounts (id, balance, `fence_token`, `version`) VALUES (?, ?, ?, 1) ON DUPLICATE KEY UPDATE balance = VALUES(balance) + ?, " + myItems,
+	},
+	{
+		name: "insert/mysql multi-row ON DUPLICATE KEY UPDATE", d: mysqlTest,
+		in:   `INSERT INTO accounts (a) VALUES (?), (?) ON DUPLICATE KEY UPDATE a = VALUES(a), b = ?`,
+		kind: kindInsert, nUser: 3, args: refs(0, TOK, 1, TOK, 2, TOK, TOK),
+		out: "INSERT INTO accounts (a, `fence_token`, `version`) VALUES (?, ?, 1), (?, ?, 1) ON DUPLICATE KEY UPDATE a = VALUES(a), b = ?, " + myItems,
+	},
+	{
+		name: "insert/mysql INSERT … SET", d: mysqlTest,
+		in:   `INSERT INTO accounts SET id = ?, balance = ?`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: "INSERT INTO accounts SET id = ?, balance = ?, `fence_token` = ?, `version` = 1",
+	},
+	{
+		name: "insert/mysql INSERT … SET … ON DUPLICATE KEY UPDATE", d: mysqlTest,
+		in:   `INSERT INTO accounts SET id = ?, balance = ? ON DUPLICATE KEY UPDATE balance = ?`,
+		kind: kindInsert, nUser: 3, args: refs(0, 1, TOK, 2, TOK, TOK),
+		out: "INSERT INTO accounts SET id = ?, balance = ?, `fence_token` = ?, `version` = 1 ON DUPLICATE KEY UPDATE balance = ?, " + myItems,
+	},
+	{
+		name: "insert/mysql row alias", d: mysqlTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES (?, ?) AS new ON DUPLICATE KEY UPDATE balance = new.balance`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK, TOK, TOK),
+		out: "INSERT INTO accounts (id, balance, `fence_token`, `version`) VALUES (?, ?, ?, 1) AS new ON DUPLICATE KEY UPDATE balance = new.balance, " + myItems,
+	},
+	{
+		name: "insert/mysql row alias with column aliases", d: mysqlTest,
+		in:   `INSERT INTO accounts (id, balance) VALUES (?, ?) AS new (i, b) ON DUPLICATE KEY UPDATE balance = b`,
+		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK, TOK, TOK),
+		out: "INSERT INTO accounts (id, balance, `fence_token`, `version`) VALUES (?, ?, ?, 1) AS new (i, b) ON DUPLICATE KEY UPDATE balance = b, " + myItems,
+	},
+	{
+		name: "insert/trailing semicolon", d: pgTest,
+		in:   `INSERT INTO accounts (a) VALUES (1);`,
+		kind: kindInsert, nUser: 0, args: refs(TOK),
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES (1, $1, 1);`,
+	},
+	{
+		name: "insert/custom columns", d: mysqlTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
+		in:   `INSERT INTO t (a) VALUES (?)`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: "INSERT INTO t (a, `ft`, `ver`) VALUES (?, ?, 1)",
+	},
+	{
+		name: "insert/custom columns upsert", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
+		in:   `INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET b = 1`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: `INSERT INTO t (a, "ft", "ver") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET b = 1, "ver" = t."ver" + 1, "ft" = CASE WHEN t."ft" <= $2 THEN $2 ELSE NULL END`,
+	},
+}
+
+func TestRewrite(t *testing.T) {
+	for _, c := range rewriteCases {
+		t.Run(c.d.name+"/"+c.name, func(t *testing.T) {
+			rw := newTestRewriter(t, c.d, c.opts...)
+			p, err := rw.rewrite(c.in, c.ver)
+			if err != nil {
+				t.Fatalf("rewrite(%q): %v", c.in, err)
+			}
+			if p.kind != c.kind {
+				t.Fatalf("kind = %v, want %v", p.kind, c.kind)
+			}
+			if p.sql != c.out {
+				t.Errorf("sql:\n got  %s\n want %s", p.sql, c.out)
+			}
+			if !slices.Equal(p.args, c.args) {
+				t.Errorf("args = %v, want %v", p.args, c.args)
+			}
+			if p.nUser != c.nUser {
+				t.Errorf("nUser = %d, want %d", p.nUser, c.nUser)
+			}
+			if p.guard == nil {
+				t.Errorf("guard is nil")
+			}
+			checkPlaceholders(t, rw, p)
+			if c.kind != kindDelete {
+				if p.pre != nil {
+					t.Errorf("unexpected pre plan %q", p.pre.sql)
+				}
+				return
+			}
+			if p.pre == nil {
+				t.Fatalf("DELETE without a pre plan")
+			}
+			if p.pre.kind != kindUpdate {
+				t.Errorf("pre kind = %v, want UPDATE", p.pre.kind)
+			}
+			if p.pre.sql != c.preSQL {
+				t.Errorf("pre sql:\n got  %s\n want %s", p.pre.sql, c.preSQL)
+			}
+			if !slices.Equal(p.pre.args, c.preArgs) {
+				t.Errorf("pre args = %v, want %v", p.pre.args, c.preArgs)
+			}
+			if p.pre.nUser != c.nUser {
+				t.Errorf("pre nUser = %d, want %d", p.pre.nUser, c.nUser)
+			}
+			checkPlaceholders(t, rw, p.pre)
+		})
+	}
+}
+
+// checkPlaceholders verifies a plan's argument list against the placeholders of its SQL:
+// one ref per ? (in order) for positional dialects, $1..$len(args) for numbered ones;
+// every user argument is used.
+func checkPlaceholders(t *testing.T, rw *rewriter, p *plan) {
+	t.Helper()
+	toks, err := sqllex.Lex(p.sql, rw.syn)
+	if err != nil {
+		t.Fatalf("rewritten SQL does not lex: %v", err)
+	}
+	var params []sqllex.Token
+	for _, tk := range toks {
+		if tk.Kind == sqllex.KindParam {
+			params = append(params, tk)
+		}
+	}
+	used := map[argRef]bool{}
+	for _, r := range p.args {
+		used[r] = true
+		if r >= 0 && int(r) >= p.nUser {
+			t.Errorf("arg ref %d out of range (nUser %d)", r, p.nUser)
+		}
+	}
+	if rw.numbered {
+		maxN := 0
+		for _, tk := range params {
+			maxN = max(maxN, tk.Num)
+		}
+		if maxN != len(p.args) {
+			t.Errorf("highest $n is %d, but %d args", maxN, len(p.args))
+		}
+		for i := range p.nUser {
+			if p.args[i] != argRef(i) {
+				t.Errorf("numbered args must start with the user's in order: %v", p.args)
+			}
+		}
+	} else if len(params) != len(p.args) {
+		t.Errorf("%d ? placeholders but %d args", len(params), len(p.args))
+	}
+	if !used[argToken] {
+		t.Errorf("the token is not an argument: %v", p.args)
+	}
+}
+
+// Statements that write no guarded table, or only read one, pass through unchanged.
+func TestRewritePassThrough(t *testing.T) {
+	cases := []struct {
+		d    testDialect
+		opts []Option
+		in   string
+	}{
+		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1`},
+		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE`},
+		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1 FOR NO KEY UPDATE`},
+		{mysqlTest, nil, `SELECT * FROM accounts WHERE id = ? FOR UPDATE`},
+		{sqliteTest, nil, `SELECT balance FROM accounts WHERE id = ?`},
+		{pgTest, nil, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},
+		{pgTest, nil, `WITH x AS (SELECT * FROM accounts FOR NO KEY UPDATE) SELECT * FROM x`},
+		{pgTest, nil, `SELECT * FROM other WHERE id IN (SELECT id FROM accounts)`},
+		{pgTest, nil, `SELECT 'UPDATE accounts SET x = 1' AS q`},
+		{mysqlTest, nil, `SELECT note FROM other WHERE note = 'DELETE FROM accounts'`},
+		{pgTest, nil, `UPDATE other SET x = 1 WHERE id = $1`},
+		{mysqlTest, nil, `UPDATE other SET x = ? WHERE id = ?`},
+		{sqliteTest, nil, `DELETE FROM other WHERE id = ?`},
+		{pgTest, nil, `INSERT INTO other (a) VALUES ($1)`},
+		{pgTest, nil, `UPDATE other SET x = (SELECT max(b) FROM accounts)`},
+		{pgTest, nil, `UPDATE other SET x = 1 FROM accounts WHERE other.id = accounts.id`},
+		{pgTest, nil, `INSERT INTO other (a) SELECT a FROM accounts`},
+		{pgTest, nil, `DELETE FROM other WHERE id IN (SELECT id FROM accounts)`},
+		{pgTest, nil, `UPDATE accounts_archive SET x = 1`},
+		{mysqlTest, nil, `INSERT INTO my_accounts (a) VALUES (?)`},
+		{pgTest, nil, `UPDATE other SET note = 'accounts' WHERE id = $1`},
+		{pgTest, nil, `UPDATE other SET x = 1 -- accounts`},
+		{pgTest, []Option{Guard("shop.accounts")}, `UPDATE other.accounts SET x = 1`},
+		{pgTest, []Option{Guard("shop.accounts")}, `DELETE FROM other.accounts WHERE id = $1`},
+		{pgTest, []Option{Guard("shop.accounts")}, `INSERT INTO other.accounts (a) VALUES ($1)`},
+		{pgTest, nil, `SELECT 1; SELECT 2`},
+		{pgTest, nil, `BEGIN`},
+		{pgTest, nil, `CREATE TABLE accounts (id int, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)`},
+		{pgTest, nil, ``},
+		// Unguarded malformed statements are the database's to report.
+		{pgTest, nil, `SELEC * FRM nowhere`},
+		{pgTest, nil, `SELECT 'oops`},
+		{mysqlTest, nil, `UPDATE other SET x = 'unterminated`},
+		{sqliteTest, nil, `UPDATE other SET a = ?1`},
+	}
+	for _, c := range cases {
+		rw := newTestRewriter(t, c.d, c.opts...)
+		p, err := rw.rewrite(c.in, false)
+		if err != nil {
+			t.Errorf("%s: rewrite(%q): %v", c.d.name, c.in, err)
+			continue
+		}
+		if p.kind != kindPass {
+			t.Errorf("%s: rewrite(%q) = %v %q, want pass-through", c.d.name, c.in, p.kind, p.sql)
+		}
+		if p2, err := rw.rewrite(c.in, true); err != nil || p2.kind != kindPass {
+			t.Errorf("%s: versioned rewrite(%q) = %v, %v; want pass-through", c.d.name, c.in, p2, err)
+		}
+	}
+}
+
+// Statements the rewriter must refuse: fencing them is impossible or unsafe, and they
+// must never be sent unfenced.
+func TestRewriteRefused(t *testing.T) {
+	cases := []struct {
+		d    testDialect
+		opts []Option
+		in   string
+	}{
+		// multi-table writes
+		{mysqlTest, nil, `UPDATE a JOIN accounts b ON a.id = b.id SET b.x = 1`},
+		{mysqlTest, nil, `UPDATE accounts JOIN b ON accounts.id = b.id SET accounts.x = 1`},
+		{mysqlTest, nil, `UPDATE accounts AS a INNER JOIN b ON a.id = b.id SET a.x = 1`},
+		{mysqlTest, nil, `UPDATE accounts, b SET accounts.x = 1`},
+		{mysqlTest, nil, `UPDATE b, accounts SET accounts.x = 1`},
+		{mysqlTest, nil, `DELETE a FROM accounts a JOIN b ON a.id = b.id`},
+		{mysqlTest, nil, `DELETE accounts FROM accounts JOIN b ON accounts.id = b.id`},
+		{mysqlTest, nil, `DELETE FROM accounts USING accounts JOIN b`},
+		{mysqlTest, nil, `DELETE FROM accounts, b USING accounts JOIN b`},
+		{pgTest, nil, `UPDATE accounts SET x = 1 FROM b WHERE accounts.id = b.id`},
+		{sqliteTest, nil, `UPDATE accounts SET x = b.x FROM b WHERE accounts.id = b.id`},
+		{pgTest, nil, `DELETE FROM accounts USING b WHERE accounts.id = b.id`},
+		// CTEs that write
+		{pgTest, nil, `WITH u AS (UPDATE accounts SET x = 1 RETURNING id) SELECT * FROM u`},
+		{pgTest, nil, `WITH d AS (DELETE FROM accounts WHERE id = $1 RETURNING *) SELECT count(*) FROM d`},
+		{pgTest, nil, `WITH x AS (SELECT 1) DELETE FROM accounts`},
+		{pgTest, nil, `WITH x AS (SELECT id FROM other) UPDATE accounts SET y = 1 WHERE id IN (SELECT id FROM x)`},
+		{pgTest, nil, `WITH x AS (INSERT INTO accounts (a) VALUES (1) RETURNING a) SELECT * FROM x`},
+		{sqliteTest, nil, `WITH x AS (SELECT 1) INSERT INTO accounts (a) SELECT * FROM x`},
+		{mysqlTest, nil, `WITH x AS (SELECT 1 AS id) UPDATE accounts JOIN x USING (id) SET accounts.y = 1`},
+		// INSERT forms
+		{pgTest, nil, `INSERT INTO accounts (a) SELECT a FROM b`},
+		{mysqlTest, nil, `INSERT INTO accounts (a) SELECT a FROM b`},
+		{pgTest, nil, `INSERT INTO accounts VALUES (1, 2)`},
+		{sqliteTest, nil, `INSERT INTO accounts VALUES (?, ?)`},
+		{pgTest, nil, `INSERT INTO accounts DEFAULT VALUES`},
+		{sqliteTest, nil, `INSERT INTO accounts DEFAULT VALUES`},
+		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) UNION SELECT 2`},
+		{mysqlTest, nil, `INSERT INTO accounts (a) VALUES ROW(1), ROW(2)`},
+		// multi-statement strings
+		{pgTest, nil, `UPDATE accounts SET x = 1; SELECT 1`},
+		{pgTest, nil, `SELECT 1; UPDATE accounts SET x = 1`},
+		{mysqlTest, nil, `SELECT 1; DELETE FROM accounts`},
+		{sqliteTest, nil, `UPDATE other SET x = 1; INSERT INTO accounts (a) VALUES (1)`},
+		// conflict clauses and IGNORE
+		{sqliteTest, nil, `UPDATE OR REPLACE accounts SET a = 1`},
+		{sqliteTest, nil, `UPDATE OR IGNORE accounts SET a = 1`},
+		{sqliteTest, nil, `UPDATE OR FAIL accounts SET a = 1`},
+		{sqliteTest, nil, `INSERT OR REPLACE INTO accounts (a) VALUES (1)`},
+		{sqliteTest, nil, `INSERT OR IGNORE INTO accounts (a) VALUES (1)`},
+		{sqliteTest, nil, `REPLACE INTO accounts (a) VALUES (1)`},
+		{mysqlTest, nil, `REPLACE INTO accounts (a) VALUES (1)`},
+		{mysqlTest, nil, `INSERT IGNORE INTO accounts (a) VALUES (1)`},
+		{mysqlTest, nil, `INSERT LOW_PRIORITY IGNORE INTO accounts (a) VALUES (1)`},
+		{mysqlTest, nil, `UPDATE IGNORE accounts SET a = 1`},
+		{mysqlTest, nil, `DELETE IGNORE FROM accounts WHERE a = 1`},
+		// other writing statements
+		{pgTest, nil, `TRUNCATE accounts`},
+		{mysqlTest, nil, `TRUNCATE TABLE accounts`},
+		{pgTest, nil, `MERGE INTO accounts a USING src s ON a.id = s.id WHEN MATCHED THEN UPDATE SET x = 1`},
+		{pgTest, nil, `COPY accounts FROM STDIN`},
+		{mysqlTest, nil, `LOAD DATA INFILE '/tmp/x' INTO TABLE accounts`},
+		{pgTest, nil, `EXPLAIN ANALYZE UPDATE accounts SET x = 1`},
+		{pgTest, nil, `EXPLAIN (ANALYZE) DELETE FROM accounts`},
+		{mysqlTest, nil, `ANALYZE UPDATE accounts SET x = 1`},
+		{pgTest, nil, `DELETE FROM accounts WHERE CURRENT OF c`},
+		// assigning the reserved columns
+		{pgTest, nil, `UPDATE accounts SET fence_token = 1`},
+		{pgTest, nil, `UPDATE accounts SET x = 1, version = 2`},
+		{pgTest, nil, `UPDATE accounts SET "version" = 2`},
+		{mysqlTest, nil, "UPDATE accounts SET `fence_token` = 2"},
+		{pgTest, nil, `UPDATE accounts t SET t.fence_token = 1`},
+		{mysqlTest, nil, `UPDATE accounts SET accounts.version = 1 WHERE id = ?`},
+		{pgTest, nil, `UPDATE accounts SET (a, version) = (1, 2)`},
+		{pgTest, nil, `UPDATE accounts SET (fence_token, a) = (SELECT 1, 2)`},
+		{pgTest, nil, `UPDATE accounts SET x = CASE WHEN a THEN 1 ELSE 2 END, Fence_Token = 3`},
+		{pgTest, nil, `INSERT INTO accounts (a, fence_token) VALUES (1, 2)`},
+		{mysqlTest, nil, `INSERT INTO accounts (version, a) VALUES (1, 2)`},
+		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET version = 3`},
+		{sqliteTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET fence_token = excluded.fence_token`},
+		{mysqlTest, nil, `INSERT INTO accounts SET a = 1, version = 2`},
+		{mysqlTest, nil, `INSERT INTO accounts (a) VALUES (1) ON DUPLICATE KEY UPDATE fence_token = 3`},
+		{pgTest, []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))}, `UPDATE t SET ft = 1`},
+		{pgTest, []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))}, `INSERT INTO t (a, ver) VALUES (1, 2)`},
+		// executable comments
+		{mysqlTest, nil, `UPDATE accounts SET x = 1 /*!, version = 5 */`},
+		{mysqlTest, nil, `UPDATE accounts SET x = 1 /*!50000 , version = 5 */ WHERE id = ?`},
+		{mysqlTest, nil, `INSERT INTO accounts (a) VALUES (/*! 1 */ 2)`},
+		{mysqlTest, nil, `DELETE FROM accounts WHERE id = 1 /*M! OR 1 = 1 */`},
+		// placeholders that cannot be renumbered
+		{sqliteTest, nil, `UPDATE accounts SET a = ?1`},
+		{sqliteTest, nil, `UPDATE accounts SET a = ? WHERE id = ?2`},
+		{sqliteTest, nil, `UPDATE accounts SET a = :name`},
+		{sqliteTest, nil, `INSERT INTO accounts (a) VALUES (@n)`},
+		{sqliteTest, nil, `DELETE FROM accounts WHERE id = $id`},
+		// does not tokenize
+		{pgTest, nil, `UPDATE accounts SET a = 'oops`},
+		{pgTest, nil, `UPDATE accounts SET a = 1 /* unterminated`},
+		{mysqlTest, nil, `UPDATE accounts SET a = "oops`},
+		{pgTest, nil, `SELECT 'accounts`},
+		// unknown statement heads naming a guarded table
+		{pgTest, nil, `UPDAT accounts SET a = 1`},
+	}
+	for _, c := range cases {
+		rw := newTestRewriter(t, c.d, c.opts...)
+		for _, versioned := range []bool{false, true} {
+			p, err := rw.rewrite(c.in, versioned)
+			if err == nil {
+				got := "pass-through"
+				if p.kind != kindPass {
+					got = p.kind.String() + " " + p.sql
+				}
+				t.Errorf("%s: rewrite(%q, versioned=%v) = %s; want ErrUnsupported", c.d.name, c.in, versioned, got)
+				continue
+			}
+			if !errors.Is(err, ErrUnsupported) {
+				t.Errorf("%s: rewrite(%q): %v is not ErrUnsupported", c.d.name, c.in, err)
+			}
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) || ue.Reason == "" {
+				t.Errorf("%s: rewrite(%q): %v: want *UnsupportedError with a reason", c.d.name, c.in, err)
+			}
+			if strings.Contains(err.Error(), "'oops") {
+				t.Errorf("%s: error quotes the SQL text: %v", c.d.name, err)
+			}
+		}
+	}
+}
+
+// UnsupportedError.Table is "the guarded table, when known": it must never name a table
+// that is not guarded.
+func TestRewriteRefusalNamesTheGuardedTable(t *testing.T) {
+	cases := []struct {
+		d  testDialect
+		in string
+	}{
+		{mysqlTest, `UPDATE a JOIN accounts b ON a.id = b.id SET b.x = 1`},
+		{mysqlTest, `UPDATE b, accounts SET accounts.x = 1`},
+		{mysqlTest, `UPDATE accounts, b SET accounts.x = 1`},
+		{pgTest, `UPDATE accounts SET x = 1 FROM b`},
+		{sqliteTest, `UPDATE OR REPLACE accounts SET a = 1`},
+		{mysqlTest, `INSERT IGNORE INTO accounts (a) VALUES (1)`},
+		{pgTest, `UPDATE accounts SET version = 1`},
+	}
+	for _, c := range cases {
+		rw := newTestRewriter(t, c.d)
+		_, err := rw.rewrite(c.in, false)
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) {
+			t.Errorf("%s: rewrite(%q) = %v, want *UnsupportedError", c.d.name, c.in, err)
+			continue
+		}
+		if ue.Table != "" && ue.Table != "accounts" {
+			t.Errorf("%s: rewrite(%q): UnsupportedError.Table = %q, want \"accounts\" (or empty)", c.d.name, c.in, ue.Table)
+		}
+	}
+}
+
+// The versioned and plain variants of one statement differ only in the version item.
+func TestRewriteVersionedOnlyAddsTheVersionCheck(t *testing.T) {
+	for _, d := range []testDialect{pgTest, mysqlTest, sqliteTest} {
+		rw := newTestRewriter(t, d)
+		in := `UPDATE accounts SET x = 1 WHERE id = 2`
+		plain, err := rw.rewrite(in, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ver, err := rw.rewrite(in, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.sql == ver.sql {
+			t.Errorf("%s: versioned plan equals plain plan", d.name)
+		}
+		if slices.Contains(plain.args, argVersion) {
+			t.Errorf("%s: plain plan binds the version: %v", d.name, plain.args)
+		}
+		if n := countRef(ver.args, argVersion); n != 1 {
+			t.Errorf("%s: versioned plan binds the version %d times: %v", d.name, n, ver.args)
+		}
+	}
+}
+
+func countRef(args []argRef, r argRef) int {
+	n := 0
+	for _, a := range args {
+		if a == r {
+			n++
+		}
+	}
+	return n
+}
+
+// Guards are matched on identifiers, never on substrings of other names or text.
+func TestRewriteGuardMatching(t *testing.T) {
+	rw := newTestRewriter(t, pgTest, Guard("accounts"), Guard("shop.orders"))
+	for in, want := range map[string]stmtKind{
+		`UPDATE accounts SET x = 1`:        kindUpdate,
+		`UPDATE ACCOUNTS SET x = 1`:        kindUpdate,
+		`UPDATE public.accounts SET x = 1`: kindUpdate,
+		`UPDATE shop.orders SET x = 1`:     kindUpdate,
+		`UPDATE orders SET x = 1`:          kindUpdate,
+		`UPDATE SHOP.ORDERS SET x = 1`:     kindUpdate,
+		`UPDATE other.orders SET x = 1`:    kindPass,
+		`UPDATE accountsx SET x = 1`:       kindPass,
+		`UPDATE xaccounts SET x = 1`:       kindPass,
+		`UPDATE "accounts x" SET x = 1`:    kindPass,
+	} {
+		p, err := rw.rewrite(in, false)
+		if err != nil {
+			t.Errorf("rewrite(%q): %v", in, err)
+			continue
+		}
+		if p.kind != want {
+			t.Errorf("rewrite(%q) kind = %v, want %v", in, p.kind, want)
+		}
+	}
+}
+
+// The plan cache returns the same plan for the same text, keeps the plain and versioned
+// variants apart, and does not cache refusals.
+func TestCorePlanCache(t *testing.T) {
+	k, err := newCore([]Option{WithDialect(pgTest), Guard("accounts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := `UPDATE accounts SET x = $1`
+	a, err := k.plan(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := k.plan(in, false)
+	if a != b {
+		t.Errorf("second plan is not the cached one")
+	}
+	v, _ := k.plan(in, true)
+	if v == a || !slices.Contains(v.args, argVersion) {
+		t.Errorf("versioned plan = %v, want a distinct plan with the version", v.args)
+	}
+	for range 2 {
+		if _, err := k.plan(`TRUNCATE accounts`, false); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("TRUNCATE: %v", err)
+		}
+	}
+}
+
+// Statements that the server executes as writes to a guarded table, although the table's
+// name or the write is spelled in a way the parser does not resolve. Whatever the fix,
+// they must never pass through unfenced: refused (ErrUnsupported) or rewritten.
+func TestRewriteNoBypass(t *testing.T) {
+	cases := []struct {
+		d    testDialect
+		opts []Option
+		in   string
+	}{
+		// executable comments that hide the statement or the table name
+		{mysqlTest, nil, `/*! UPDATE accounts SET x = 1 */`},
+		{mysqlTest, nil, `UPDATE /*! accounts */ SET x = 1`},
+		{mysqlTest, nil, `DELETE FROM /*!50000 accounts */ WHERE id = 1`},
+		// names the parser cannot resolve, but the server can
+		{pgTest, nil, `UPDATE U&"accounts" SET x = 1`},
+		{pgTest, nil, `UPDATE U&"\0061ccounts" SET x = 1`},
+		{pgTest, nil, `INSERT INTO U&"\0061ccounts" (a) VALUES (1)`},
+		{sqliteTest, nil, `UPDATE 'accounts' SET x = 1`},
+		{sqliteTest, nil, `INSERT INTO 'accounts' (a) VALUES (1)`},
+		{sqliteTest, nil, `DELETE FROM 'accounts' WHERE a = 1`},
+		// statements that carry a write to a guarded table for later or nested execution
+		{pgTest, nil, `PREPARE p AS UPDATE accounts SET x = 1`},
+		{pgTest, nil, `PREPARE p (int) AS DELETE FROM accounts WHERE id = $1`},
+		{pgTest, nil, `(WITH u AS (UPDATE accounts SET x = 1 RETURNING id) SELECT * FROM u)`},
+	}
+	for _, c := range cases {
+		rw := newTestRewriter(t, c.d, c.opts...)
+		for _, versioned := range []bool{false, true} {
+			p, err := rw.rewrite(c.in, versioned)
+			switch {
+			case err != nil:
+				if !errors.Is(err, ErrUnsupported) {
+					t.Errorf("%s: rewrite(%q): %v is not ErrUnsupported", c.d.name, c.in, err)
+				}
+			case p.kind == kindPass:
+				t.Errorf("%s: rewrite(%q, versioned=%v) passes through unfenced; want ErrUnsupported or a fenced rewrite", c.d.name, c.in, versioned)
+			}
+		}
+	}
+}
