@@ -59,3 +59,18 @@ type Dialect interface {
 	// guarded writes on that connection.
 	CheckSession(value string) error
 }
+
+// Guarder is implemented by dialects that can install database-side guards: triggers
+// that refuse, inside the database, writes that bypass the wrapper (an UPDATE that
+// lowers the token or does not advance the version, and where the dialect can tell, a
+// DELETE that did not go through the fencing UPDATE). The dialect packages of this
+// module implement it; CheckSchema reports a missing guard with the DDL that installs it.
+type Guarder interface {
+	// GuardDDL returns the statements that install the guard on table, in order.
+	GuardDDL(table, tokenCol, versionCol string) []string
+	// UnguardDDL returns the statements that remove it.
+	UnguardDDL(table string) []string
+	// GuardInstalledQuery returns a query yielding one row with 1 when the guard is
+	// installed on table (schema may be ""), 0 or no row otherwise.
+	GuardInstalledQuery(schema, table string) (query string, args []any)
+}
