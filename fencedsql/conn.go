@@ -103,14 +103,11 @@ func (c *conn) rawBegin(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 // once, with the token as a placeholder, so the prepared statement serves transactions
 // with different tokens; its NumInput counts only the caller's placeholders.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	p, err := c.core.plan(query, false)
+	p, err := c.route(context.Background(), query)
 	if err != nil {
 		return nil, err
 	}
 	if p.kind == kindPass {
-		if p.resetsSession {
-			c.sessionOK = false
-		}
 		return c.rawPrepare(ctx, query)
 	}
 	s := &stmt{c: c, text: query, plain: p, raws: map[*plan]driver.Stmt{}}
@@ -131,44 +128,50 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 	return c.raw.Prepare(query)
 }
 
-// ExecContext implements driver.ExecerContext.
-func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+// route plans query for a statement with ctx. A pass-through statement that changes
+// the session's sql_mode re-arms the session check.
+func (c *conn) route(ctx context.Context, query string) (*plan, error) {
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {
 		return nil, err
 	}
-	if p.kind == kindPass {
-		if p.resetsSession {
-			c.sessionOK = false
-		}
-		if c.execer == nil {
-			return nil, driver.ErrSkip
-		}
-		res, err := c.execer.ExecContext(ctx, query, args)
-		return res, c.core.mapErr(nil, 0, 0, err)
+	if p.resetsSession {
+		c.sessionOK = false
 	}
-	return c.execPlan(ctx, connRunner{c}, p, args)
+	return p, nil
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	p, err := c.route(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if p.kind != kindPass {
+		return c.execPlan(ctx, connRunner{c}, p, args)
+	}
+	if c.execer == nil {
+		return nil, driver.ErrSkip
+	}
+	res, err := c.execer.ExecContext(ctx, query, args)
+	return res, c.core.mapErr(nil, 0, 0, err)
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	_, versioned := expectedVersion(ctx)
-	p, err := c.core.plan(query, versioned)
+	p, err := c.route(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if p.kind == kindPass {
-		if p.resetsSession {
-			c.sessionOK = false
-		}
-		if c.queryer == nil {
-			return nil, driver.ErrSkip
-		}
-		rows, err := c.queryer.QueryContext(ctx, query, args)
-		return rows, c.core.mapErr(nil, 0, 0, err)
+	if p.kind != kindPass {
+		return c.queryPlan(ctx, connRunner{c}, p, args)
 	}
-	return c.queryPlan(ctx, connRunner{c}, p, args)
+	if c.queryer == nil {
+		return nil, driver.ErrSkip
+	}
+	rows, err := c.queryer.QueryContext(ctx, query, args)
+	return rows, c.core.mapErr(nil, 0, 0, err)
 }
 
 // Ping implements driver.Pinger.

@@ -29,7 +29,8 @@ func (c *conn) tokenFor(ctx context.Context, g *guard) (uint64, error) {
 	return b.token, nil
 }
 
-// guardedArgs resolves the token and expected version and binds a plan's arguments.
+// guardedArgs resolves the token and expected version, binds a plan's arguments and
+// runs the lazy schema and session checks: everything before a guarded write is sent.
 func (c *conn) guardedArgs(ctx context.Context, p *plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
 	tok, err = c.tokenFor(ctx, p.guard)
 	if err != nil {
@@ -38,8 +39,13 @@ func (c *conn) guardedArgs(ctx context.Context, p *plan, args []driver.NamedValu
 		return 0, 0, nil, err
 	}
 	ver, _ = expectedVersion(ctx)
-	out, err = p.bind(args, tok, ver)
-	return tok, ver, out, err
+	if out, err = p.bind(args, tok, ver); err != nil {
+		return 0, 0, nil, err
+	}
+	if err = c.verify(ctx, p.guard); err != nil {
+		return 0, 0, nil, err
+	}
+	return tok, ver, out, nil
 }
 
 // bind builds the rewritten statement's arguments from the caller's.
@@ -72,9 +78,6 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 	if err != nil {
 		return nil, err
 	}
-	if err := c.verify(ctx, p.guard); err != nil {
-		return nil, err
-	}
 	if p.pre != nil {
 		return c.twoStep(ctx, r, p, args, tok, ver, full)
 	}
@@ -89,9 +92,6 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.verify(ctx, p.guard); err != nil {
 		return nil, err
 	}
 	if p.pre != nil {
