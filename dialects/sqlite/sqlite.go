@@ -68,7 +68,7 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 
 // after returns the identifier list that follows marker, up to a " (" code suffix.
 func after(msg, marker string) string {
-	i := strings.Index(msg, marker)
+	i := strings.LastIndex(msg, marker)
 	if i < 0 {
 		return ""
 	}

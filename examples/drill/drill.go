@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/stdlib"
+	"go.opentelemetry.io/otel/metric"
+	msqlite "modernc.org/sqlite"
+
+	"github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
@@ -40,6 +49,19 @@ type config struct {
 	Verbose bool      // log events and progress lines to Log
 	Log     io.Writer // where progress and events go; nil: nowhere
 	Live    bool      // one self-updating progress line on Log (a terminal)
+
+	Timeline    string        // write an SVG timeline of both runs to this file; "": none
+	MetricsAddr string        // serve the fenced run's metrics for Prometheus here; "": none
+	MetricsWait time.Duration // keep serving the metrics this long after the report
+
+	metrics *metricsServer // the server for MetricsAddr, started by realMain
+	hooks   hooks
+}
+
+// hooks let tests look inside a drill while it runs.
+type hooks struct {
+	metricsListening func(addr string) // the metrics server listens on addr
+	afterRun         func(name string) // run name ("unfenced", "fenced") has finished
 }
 
 func defaultConfig() config {
@@ -62,12 +84,20 @@ func defaultConfig() config {
 type backend struct {
 	raw, fenced string // database/sql driver names
 	numbered    bool   // $n placeholders instead of ?
+
+	// For fencedsql.OpenDB (used with -metrics, to pass a MeterProvider): the plain
+	// driver and the dialect the fenced name stands for.
+	driver  func() driver.Driver
+	dialect fencedsql.Dialect
 }
 
 var backends = map[string]backend{
-	"sqlite":   {raw: "sqlite", fenced: "fenced-sqlite"},
-	"postgres": {raw: "pgx", fenced: "fenced-pgx", numbered: true},
-	"mysql":    {raw: "mysql", fenced: "fenced-mysql"},
+	"sqlite": {raw: "sqlite", fenced: "fenced-sqlite",
+		driver: func() driver.Driver { return &msqlite.Driver{} }, dialect: sqlite.Dialect},
+	"postgres": {raw: "pgx", fenced: "fenced-pgx", numbered: true,
+		driver: stdlib.GetDefaultDriver, dialect: postgres.Dialect},
+	"mysql": {raw: "mysql", fenced: "fenced-mysql",
+		driver: func() driver.Driver { return &gomysql.MySQLDriver{} }, dialect: mysql.Dialect},
 }
 
 var driverAliases = map[string]string{
@@ -106,6 +136,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-pause-prob %g and -partition-prob %g: want probabilities adding up to at most 1", c.PauseProb, c.PartitionProb)
 	case c.Bind != "token" && c.Bind != "lease":
 		return fmt.Errorf("-bind %q: want token or lease", c.Bind)
+	case c.MetricsWait < 0:
+		return fmt.Errorf("-metrics-wait %v: want >= 0", c.MetricsWait)
+	case c.MetricsWait > 0 && c.MetricsAddr == "":
+		return errors.New("-metrics-wait needs -metrics")
 	}
 	return nil
 }
@@ -133,6 +167,8 @@ type report struct {
 	Fenced   runReport `json:"fenced"`
 	OK       bool      `json:"ok"`
 	Verdict  string    `json:"verdict"`
+	Metrics  string    `json:"metrics_url,omitempty"` // with -metrics: where they are served
+	Timeline string    `json:"timeline,omitempty"`    // with -timeline: the SVG file written
 }
 
 // settings is the configuration as reported in JSON.
@@ -172,6 +208,10 @@ type runReport struct {
 	FirstError          string `json:"first_error,omitempty"`
 	LastToken           uint64 `json:"last_token"` // last fencing token issued
 	DurationMS          int64  `json:"duration_ms"`
+
+	// With -metrics (fenced run): fencedsql.fenced_rejections for the table, read from
+	// the Prometheus endpoint's registry. It must equal FencedRejections.
+	MetricsFencedRejections *int64 `json:"metrics_fenced_rejections,omitempty"`
 }
 
 // run runs the workload unfenced, then fenced, with the same fault schedule, and
@@ -200,16 +240,44 @@ func run(ctx context.Context, cfg config) (report, error) {
 		WorkMS:    float64(cfg.Work) / float64(time.Millisecond),
 		PauseProb: cfg.PauseProb, PartitionProb: cfg.PartitionProb, Seed: cfg.Seed, Bind: cfg.Bind,
 	}}
+	var tlUnfenced, tlFenced *timeline
+	if cfg.Timeline != "" {
+		tlUnfenced, tlFenced = newTimeline("unfenced", cfg.Workers), newTimeline("fenced", cfg.Workers)
+	}
+	var mp metric.MeterProvider
+	if cfg.metrics != nil {
+		mp = cfg.metrics.provider
+		rep.Metrics = cfg.metrics.URL()
+	}
 	var err error
-	rep.Unfenced, err = runOnce(ctx, cfg, lg, "unfenced", be, be.raw, dsn, dsn)
+	rep.Unfenced, err = runOnce(ctx, cfg, lg, "unfenced", be, be.raw, dsn, dsn, nil, tlUnfenced)
 	if err != nil {
 		return rep, fmt.Errorf("unfenced run: %w", err)
 	}
-	rep.Fenced, err = runOnce(ctx, cfg, lg, "fenced", be, be.fenced, addParam(cfg.Driver, dsn, fencedsql.ParamTables+"="+cfg.Table), dsn)
+	if cfg.hooks.afterRun != nil {
+		cfg.hooks.afterRun("unfenced")
+	}
+	rep.Fenced, err = runOnce(ctx, cfg, lg, "fenced", be, be.fenced, addParam(cfg.Driver, dsn, fencedsql.ParamTables+"="+cfg.Table), dsn, mp, tlFenced)
 	if err != nil {
 		return rep, fmt.Errorf("fenced run: %w", err)
 	}
+	if cfg.metrics != nil {
+		n, err := cfg.metrics.FencedRejections(cfg.Table)
+		if err != nil {
+			return rep, fmt.Errorf("reading the metrics: %w", err)
+		}
+		rep.Fenced.MetricsFencedRejections = &n
+	}
+	if cfg.hooks.afterRun != nil {
+		cfg.hooks.afterRun("fenced")
+	}
 	rep.judge()
+	if cfg.Timeline != "" {
+		if err := writeTimelineSVG(cfg.Timeline, []*timeline{tlUnfenced, tlFenced}, []*runReport{&rep.Unfenced, &rep.Fenced}); err != nil {
+			return rep, fmt.Errorf("-timeline: %w", err)
+		}
+		rep.Timeline = cfg.Timeline
+	}
 	return rep, nil
 }
 
@@ -294,14 +362,19 @@ type runner struct {
 	deadline time.Time
 	lg       *logger
 	c        counters
+	mp       metric.MeterProvider // nil: the lock clients use the global one
+	tl       *timeline            // nil: no timeline
 
 	errMu    sync.Mutex
 	firstErr error
 }
 
 // runOnce creates the table (through the plain driver at adminDSN), runs the workload
-// through driverName at dsn, reads the final balance and drops the table.
-func runOnce(ctx context.Context, cfg config, lg *logger, name string, be backend, driverName, dsn, adminDSN string) (rr runReport, err error) {
+// through driverName at dsn, reads the final balance and drops the table. With mp, the
+// lock clients and (for the fenced run) the fenced driver record their metrics there;
+// with tl, the run's events are recorded for the timeline.
+func runOnce(ctx context.Context, cfg config, lg *logger, name string, be backend, driverName, dsn, adminDSN string,
+	mp metric.MeterProvider, tl *timeline) (rr runReport, err error) {
 	q := newStatements(cfg.Table, be.numbered)
 	admin, err := sql.Open(be.raw, adminDSN)
 	if err != nil {
@@ -328,16 +401,22 @@ func runOnce(ctx context.Context, cfg config, lg *logger, name string, be backen
 		return rr, fmt.Errorf("seeding table %s: %w", cfg.Table, err)
 	}
 
-	db, err := sql.Open(driverName, dsn)
-	if err != nil {
+	var db *sql.DB
+	if mp != nil && driverName == be.fenced {
+		// The registered name cannot take a MeterProvider: wrap the plain driver with
+		// the same dialect and guard, plus the provider.
+		db = fencedsql.OpenDB(fencedsql.DSNConnector(be.driver(), adminDSN),
+			fencedsql.WithDialect(be.dialect), fencedsql.Guard(cfg.Table), fencedsql.WithMeterProvider(mp))
+	} else if db, err = sql.Open(driverName, dsn); err != nil {
 		return rr, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(cfg.Workers + 2)
 	db.SetMaxIdleConns(cfg.Workers + 2)
 
-	r := &runner{cfg: cfg, name: name, db: db, svc: memlock.New(), q: q, key: "account:1", lg: lg}
+	r := &runner{cfg: cfg, name: name, db: db, svc: memlock.New(), q: q, key: "account:1", lg: lg, mp: mp, tl: tl}
 	start := time.Now()
+	tl.begin(start)
 	if cfg.Duration > 0 {
 		r.deadline = start.Add(cfg.Duration)
 	}
@@ -349,6 +428,7 @@ func runOnce(ctx context.Context, cfg config, lg *logger, name string, be backen
 	wg.Wait()
 	stopProgress()
 	elapsed := time.Since(start)
+	tl.finish(start.Add(elapsed))
 	if err := ctx.Err(); err != nil {
 		return rr, fmt.Errorf("interrupted: %w", err)
 	}
@@ -418,7 +498,11 @@ func (c *config) nextStep(rng *rand.Rand) step {
 
 func (r *runner) worker(ctx context.Context, w int) {
 	owner := fmt.Sprintf("worker-%d", w)
-	cl := lockclient.New(r.svc, lockclient.WithTTL(r.cfg.TTL), lockclient.WithOwner(owner))
+	opts := []lockclient.Option{lockclient.WithTTL(r.cfg.TTL), lockclient.WithOwner(owner)}
+	if r.mp != nil {
+		opts = append(opts, lockclient.WithMeterProvider(r.mp))
+	}
+	cl := lockclient.New(r.svc, opts...)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -429,12 +513,12 @@ func (r *runner) worker(ctx context.Context, w int) {
 		if ctx.Err() != nil || (!r.deadline.IsZero() && !time.Now().Before(r.deadline)) {
 			return
 		}
-		r.round(ctx, cl, owner, r.cfg.nextStep(rng))
+		r.round(ctx, cl, w, owner, r.cfg.nextStep(rng))
 	}
 }
 
 // round is one lease: stamp and read, work, (fault), write, release.
-func (r *runner) round(ctx context.Context, cl *lockclient.Client, owner string, st step) {
+func (r *runner) round(ctx context.Context, cl *lockclient.Client, w int, owner string, st step) {
 	lease, err := cl.Acquire(ctx, r.key)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -443,8 +527,18 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, owner string,
 		return
 	}
 	r.c.rounds.Add(1)
-	defer r.release(ctx, lease)
 	tok := lease.Token()
+	var lostAt chan time.Time
+	if r.tl != nil {
+		r.tl.add(time.Now(), w, evGrant, tok, false)
+		// When the lease ends (lost, or released), for the timeline's bar.
+		lostAt = make(chan time.Time, 1)
+		go func() {
+			<-lease.Lost()
+			lostAt <- time.Now()
+		}()
+	}
+	defer r.release(ctx, lease, w, lostAt)
 	bctx := fencedsql.WithToken(ctx, tok)
 	if r.cfg.Bind == "lease" {
 		bctx = fencedsql.WithLease(ctx, lease)
@@ -462,7 +556,7 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, owner string,
 	}
 	late := st.fault != faultNone
 	if late {
-		r.inject(ctx, owner, tok, bal, st)
+		r.inject(ctx, w, owner, tok, bal, st)
 		if ctx.Err() != nil {
 			return
 		}
@@ -472,9 +566,11 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, owner string,
 	// The write. A late writer goes ahead exactly like a punctual one: it does not
 	// look at lease.Lost() first.
 	err = r.write(bctx, bal+1)
+	now := time.Now()
 	switch {
 	case err == nil:
 		r.c.committed.Add(1)
+		r.tl.add(now, w, evCommit, tok, late)
 		if late {
 			r.c.lateCommitted.Add(1)
 			r.lg.eventf("[%s] %s late write balance=%d with token %d (newest token issued: %d): committed",
@@ -482,10 +578,12 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, owner string,
 		}
 	case errors.Is(err, fencedsql.ErrFenced):
 		r.c.fenced.Add(1)
+		r.tl.add(now, w, evRejected, tok, late)
 		r.lg.eventf("[%s] %s late write balance=%d with token %d (newest token issued: %d): refused by the database (ErrFenced)",
 			r.name, owner, bal+1, tok, r.svc.LastToken())
 	case errors.Is(err, lockclient.ErrLeaseLost):
 		r.c.leaseRefusals.Add(1)
+		r.tl.add(now, w, evRefused, tok, late)
 		r.lg.eventf("[%s] %s late write balance=%d with token %d: Commit refused, lease lost (ErrLeaseLost)",
 			r.name, owner, bal+1, tok)
 	default:
@@ -496,7 +594,15 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, owner string,
 }
 
 // inject applies a fault between the read and the write.
-func (r *runner) inject(ctx context.Context, owner string, tok uint64, bal int64, st step) {
+func (r *runner) inject(ctx context.Context, w int, owner string, tok uint64, bal int64, st step) {
+	if r.tl != nil {
+		kind := evPauseStart
+		if st.fault == faultPartition {
+			kind = evPartitionStart
+		}
+		r.tl.add(time.Now(), w, kind, tok, false)
+		defer func() { r.tl.add(time.Now(), w, evFaultEnd, tok, false) }()
+	}
 	switch st.fault {
 	case faultPause:
 		r.c.pauses.Add(1)
@@ -546,16 +652,30 @@ func (r *runner) write(ctx context.Context, bal int64) error {
 }
 
 // release releases lease and counts it as lost if the client or the service says so.
-func (r *runner) release(ctx context.Context, lease *lockclient.Lease) {
+// lostAt (timeline only) delivers the moment the lease's Lost channel closed.
+func (r *runner) release(ctx context.Context, lease *lockclient.Lease, w int, lostAt <-chan time.Time) {
 	lostBefore := lease.Err() != nil
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := lease.Release(rctx)
+	lost := lostBefore || errors.Is(err, lockclient.ErrLeaseLost) || errors.Is(err, lockclient.ErrNotOwner)
 	switch {
-	case lostBefore, errors.Is(err, lockclient.ErrLeaseLost), errors.Is(err, lockclient.ErrNotOwner):
+	case lost:
 		r.c.leasesLost.Add(1)
 	case err != nil && ctx.Err() == nil:
 		r.fail(fmt.Errorf("release token %d: %w", lease.Token(), err))
+	}
+	if lostAt != nil {
+		end := <-lostAt // closed by now: lost earlier, or by this Release
+		switch {
+		case lostBefore:
+			r.tl.add(end, w, evLost, lease.Token(), false)
+		case lost:
+			// The client had not noticed; the service had already expired the lease.
+			r.tl.add(time.Now(), w, evLost, lease.Token(), false)
+		default:
+			r.tl.add(end, w, evRelease, lease.Token(), false)
+		}
 	}
 }
 

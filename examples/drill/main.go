@@ -8,6 +8,8 @@
 //	go run ./examples/drill -seed 7 -v       # another fault schedule, with an event log
 //	go run ./examples/drill -driver postgres -dsn 'postgres://app:secret@localhost/scratch'
 //	go run ./examples/drill -driver mysql -dsn 'app:secret@tcp(localhost:3306)/scratch'
+//	go run ./examples/drill -timeline drill.svg  # also draw who held the lease when
+//	go run ./examples/drill -metrics 127.0.0.1:9464 -metrics-wait 60s  # and serve Prometheus metrics
 //
 // # What it does
 //
@@ -71,10 +73,39 @@
 // holder touched the row. Leases lost counts leases the lock client or the lock service
 // declared lost, one per injected fault. The last line is the verdict.
 //
+// # Timeline
+//
+// -timeline FILE writes an SVG picture of both runs (pure standard library, viewable in
+// any browser): a panel per run, a lane per worker, a bar for every lease from its grant
+// to its release (blue) or to the moment it was lost (orange), grey spans for injected
+// pauses (hatched: cut off from the lock service), and a marker for every late write: a
+// red dot where it committed (in the unfenced run, each one is an overwrite), a black
+// cross where the database rejected it (fencedsql.ErrFenced), a purple square where
+// Commit refused it (lockclient.ErrLeaseLost, with -bind lease). Hovering a shape shows
+// its worker, token and times.
+//
+// # Metrics
+//
+// -metrics ADDR serves the fenced run's metrics in the Prometheus text format at
+// http://ADDR/metrics (port 0 picks a free port; the address is printed on stderr): the
+// lock clients' (lockclient.WithMeterProvider) and the fenced driver's
+// (fencedsql.WithMeterProvider), recorded by an OpenTelemetry MeterProvider whose reader
+// is the OpenTelemetry Prometheus exporter. Because a MeterProvider cannot travel in a
+// DSN, the fenced run then opens its database with fencedsql.OpenDB over the plain
+// driver (fencedsql.DSNConnector), the dialect and fencedsql.Guard(table) instead of
+// sql.Open("fenced-…"). OpenTelemetry names become Prometheus names with dots turned into
+// underscores and _total added to counters: fencedsql.fenced_rejections is
+// fencedsql_fenced_rejections_total{db_collection_name="accounts",db_system_name="sqlite",…}.
+// The report adds that counter's value, read from the endpoint's registry, under the
+// drill's own count of fenced rejections; the two must agree (exit status 1 if not). The
+// server stays up until the report is printed, and -metrics-wait keeps it up longer so
+// that a Prometheus server (or curl) can scrape it.
+//
 // # Exit status
 //
 // 0 when the unfenced run lost updates and the fenced run lost none; 1 when the drill
-// could not run (database unreachable, table already exists, ...); 2 for bad flags; 3
+// could not run (database unreachable, table already exists, metrics address taken, ...)
+// or the fencing metric disagreed with the drill's count; 2 for bad flags; 3
 // when the fenced run lost updates (fencing failed); 4 when the unfenced run lost none,
 // which means the faults were too weak to show anything (raise -pause-prob or -rounds,
 // or try another -seed).
@@ -125,6 +156,11 @@ func isTerminal(f *os.File) bool {
 // realMain parses args, runs the drill and writes the report; it returns the exit code.
 // live asks for a self-updating progress line on stderr.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, live bool) int {
+	return realMainHooks(ctx, args, stdout, stderr, live, hooks{})
+}
+
+// realMainHooks is realMain with test hooks.
+func realMainHooks(ctx context.Context, args []string, stdout, stderr io.Writer, live bool, h hooks) int {
 	cfg, asJSON, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,15 +169,37 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, live
 		fmt.Fprintf(stderr, "drill: %v\n", err)
 		return exitUsage
 	}
+	cfg.hooks = h
 	if cfg.Verbose || live {
 		cfg.Log = stderr
 		cfg.Live = live && !cfg.Verbose
+	}
+	if cfg.MetricsAddr != "" {
+		// Served from before the first run until after the report (and -metrics-wait).
+		ms, err := startMetrics(cfg.MetricsAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "drill: %v\n", err)
+			return exitError
+		}
+		defer func() {
+			if err := ms.Close(); err != nil {
+				fmt.Fprintf(stderr, "drill: closing the metrics server: %v\n", err)
+			}
+		}()
+		cfg.metrics = ms
+		fmt.Fprintf(stderr, "drill: serving the fenced run's metrics on %s\n", ms.URL())
+		if h.metricsListening != nil {
+			h.metricsListening(ms.Addr())
+		}
 	}
 
 	rep, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "drill: %v\n", err)
 		return exitError
+	}
+	if rep.Timeline != "" {
+		fmt.Fprintf(stderr, "drill: timeline written to %s\n", rep.Timeline)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -152,6 +210,15 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, live
 		}
 	} else {
 		writeReport(stdout, rep)
+	}
+	if cfg.MetricsWait > 0 {
+		fmt.Fprintf(stderr, "drill: serving the metrics on %s for %v more (interrupt to stop)\n", cfg.metrics.URL(), cfg.MetricsWait)
+		sleep(ctx, cfg.MetricsWait)
+	}
+	if m := rep.Fenced.MetricsFencedRejections; m != nil && *m != rep.Fenced.FencedRejections {
+		fmt.Fprintf(stderr, "drill: the metric %s says %d fenced rejections, the drill counted %d\n",
+			promFencedRejections, *m, rep.Fenced.FencedRejections)
+		return exitError
 	}
 	switch {
 	case rep.Fenced.LostUpdates != 0:
@@ -192,6 +259,9 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule (the same seed gives the same schedule)")
 	fs.StringVar(&cfg.Bind, "bind", cfg.Bind, "how writes carry the lease: token (fencedsql.WithToken: only the database fences) or lease (fencedsql.WithLease: Commit also refuses once the lease is lost)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log faults, late writes and progress on stderr")
+	fs.StringVar(&cfg.Timeline, "timeline", "", "write an SVG picture of both runs to this file: a lane per worker, lease bars, faults, late writes committed and rejected")
+	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve the fenced run's metrics (lock client and fencedsql) for Prometheus at http://ADDR/metrics, e.g. 127.0.0.1:9464 (port 0: any free port)")
+	fs.DurationVar(&cfg.MetricsWait, "metrics-wait", 0, "with -metrics: keep serving this long after the report")
 	asJSON := fs.Bool("json", false, "print one JSON object {\"unfenced\": {...}, \"fenced\": {...}, ...} on stdout instead of the report")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -247,6 +317,13 @@ func writeRun(w io.Writer, r *runReport) {
 	}
 	fmt.Fprintf(w, "  late writes          %6d   %s)\n", r.LateWrites, late)
 	fmt.Fprintf(w, "  fenced rejections    %6d   (refused by the database: fencedsql.ErrFenced)\n", r.FencedRejections)
+	if m := r.MetricsFencedRejections; m != nil {
+		agree := "the same count, read from the Prometheus endpoint"
+		if *m != r.FencedRejections {
+			agree = "MISMATCH with the drill's own count"
+		}
+		fmt.Fprintf(w, "  fenced (metric)      %6d   (%s, %s)\n", *m, promFencedRejections, agree)
+	}
 	if r.Bind == "lease" || r.LeaseRefusals > 0 {
 		fmt.Fprintf(w, "  commit refusals      %6d   (Commit refused: lockclient.ErrLeaseLost)\n", r.LeaseRefusals)
 	}
