@@ -14,19 +14,24 @@ import (
 // tokenFor returns the token a guarded write on this connection carries: the
 // transaction's, else the statement context's.
 func (c *conn) tokenFor(ctx context.Context, g *guard) (uint64, error) {
-	if c.tx != nil && c.tx.token != 0 {
-		return c.tx.token, nil
+	tok := uint64(0)
+	if c.tx != nil {
+		tok = c.tx.token
 	}
-	b, ok := bindingFrom(ctx)
+	if tok == 0 {
+		b, ok := bindingFrom(ctx)
+		if !ok {
+			return 0, &NoTokenError{Table: g.String(), Reason: "no fencing token in the context or transaction (use fencedsql.WithLease or fencedsql.WithToken)"}
+		}
+		tok = b.token
+	}
 	switch {
-	case !ok:
-		return 0, &NoTokenError{Table: g.String(), Reason: "no fencing token in the context or transaction (use fencedsql.WithLease or fencedsql.WithToken)"}
-	case b.token == 0:
+	case tok == 0:
 		return 0, &NoTokenError{Table: g.String(), Reason: "token 0 (or a nil lease) is not a fencing token"}
-	case b.token > math.MaxInt64:
+	case tok > math.MaxInt64:
 		return 0, &NoTokenError{Table: g.String(), Reason: "token exceeds the largest BIGINT"}
 	}
-	return b.token, nil
+	return tok, nil
 }
 
 // guardedArgs resolves the token and expected version, binds a plan's arguments and

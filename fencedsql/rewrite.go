@@ -244,11 +244,16 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	if len(p.sig) == 0 {
 		return passPlan, nil
 	}
+	// MySQL executable comments (/*! … */) run their content: a write or a guarded
+	// table inside one cannot be analysed, whatever surrounds it.
+	if err := p.checkExecComments(); err != nil {
+		return nil, err
+	}
 	// Multi-statement strings: anything significant after a top-level ';'.
 	for i, t := range p.sig {
 		if t.Kind == sqllex.KindPunct && p.text(t) == ";" && i+1 < len(p.sig) {
-			if p.mentionsGuard() {
-				return nil, unsupported("", "a multi-statement string that mentions a guarded table")
+			if p.mentionsGuard() || p.hasUndecodableIdent() {
+				return nil, unsupported(p.firstGuard(), "a multi-statement string that mentions a guarded table")
 			}
 			return p.pass(), nil
 		}
@@ -265,11 +270,6 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	}
 	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
 		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
-	}
-	// MySQL executable comments (/*! … */) run their content: a write or a guarded
-	// table inside one cannot be analysed.
-	if err := p.checkExecComments(); err != nil {
-		return nil, err
 	}
 	switch head {
 	case "PREPARE", "DO":
@@ -593,7 +593,19 @@ func (b *builder) indexOf(t sqllex.Token) int {
 }
 
 func (b *builder) write(s string) { b.sb.WriteString(s) }
-func (b *builder) token()         { b.sb.WriteString(b.tokN); b.ref(argToken) }
+
+// gap writes a blank if the source text resuming at offset at does not start with
+// one, so inserted text never glues onto the next keyword ("… END WHERE", not "ENDWHERE").
+func (b *builder) gap(at int) {
+	if at < len(b.p.src) {
+		switch b.p.src[at] {
+		case ' ', '\t', '\n', '\r', '\f', ';', ')', ',':
+		default:
+			b.sb.WriteByte(' ')
+		}
+	}
+}
+func (b *builder) token() { b.sb.WriteString(b.tokN); b.ref(argToken) }
 func (b *builder) version() {
 	b.sb.WriteString(b.verN)
 	b.ref(argVersion)
@@ -681,7 +693,7 @@ func (p *parser) update(versioned bool) (*plan, error) {
 			continue
 		case p.kw(i, "OR") && p.isIdent(i+1):
 			if p.rw.lookup(p.nameAt(i+2)) != nil && !p.kw(i+1, "ABORT") && !p.kw(i+1, "ROLLBACK") {
-				return nil, unsupported(p.nameString(i+2), "UPDATE OR %s (it changes what a NOT NULL violation does)", strings.ToUpper(p.text(p.sig[i+1])))
+				return nil, unsupported(p.rw.lookup(p.nameAt(i+2)).String(), "UPDATE OR %s (it changes what a NOT NULL violation does)", strings.ToUpper(p.text(p.sig[i+1])))
 			}
 			i += 2
 			continue
@@ -740,6 +752,7 @@ func (p *parser) update(versioned bool) (*plan, error) {
 	b.copy(0, at)
 	b.write(", ")
 	b.assignments(g, "", versioned)
+	b.gap(at)
 	b.copy(at, len(p.src))
 	return b.finish(kindUpdate, g, versioned), nil
 }
@@ -751,8 +764,6 @@ func (p *parser) nameAt(i int) []string {
 	}
 	return r.parts
 }
-
-func (p *parser) nameString(i int) string { return strings.Join(p.nameAt(i), ".") }
 
 func (p *parser) guardName(g *guard, _ tableRef) string {
 	if g != nil {
@@ -891,21 +902,23 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 	// 2. The DELETE, restricted to rows that now carry our token.
 	b := p.newBuilder(nUser)
 	if w, ok := clauses["WHERE"]; ok {
-		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
 		if w[0]+1 >= w[1] {
 			return nil, unsupported(g.String(), "DELETE with an empty WHERE")
 		}
+		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
 		b.copy(0, exprStart)
 		b.write("(")
 		b.copy(exprStart, exprEnd)
 		b.write(") AND " + g.qTok + " = ")
 		b.token()
+		b.gap(exprEnd)
 		b.copy(exprEnd, len(p.src))
 	} else {
 		at := p.endOf(j)
 		b.copy(0, at)
 		b.write(" WHERE " + g.qTok + " = ")
 		b.token()
+		b.gap(at)
 		b.copy(at, len(p.src))
 	}
 	main := b.finish(kindDelete, g, false)
@@ -922,13 +935,13 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 			continue
 		case p.kw(i, "IGNORE"):
 			if p.rw.lookup(p.nameAt(p.skipInto(i+1))) != nil {
-				return nil, unsupported(p.nameString(p.skipInto(i+1)), "INSERT IGNORE (it turns the fencing error into a warning)")
+				return nil, unsupported(p.rw.lookup(p.nameAt(p.skipInto(i+1))).String(), "INSERT IGNORE (it turns the fencing error into a warning)")
 			}
 			i++
 			continue
 		case p.kw(i, "OR") && p.isIdent(i+1):
 			if p.rw.lookup(p.nameAt(p.skipInto(i+2))) != nil && !p.kw(i+1, "ABORT") && !p.kw(i+1, "ROLLBACK") {
-				return nil, unsupported(p.nameString(p.skipInto(i+2)), "INSERT OR %s", strings.ToUpper(p.text(p.sig[i+1])))
+				return nil, unsupported(p.rw.lookup(p.nameAt(p.skipInto(i+2))).String(), "INSERT OR %s", strings.ToUpper(p.text(p.sig[i+1])))
 			}
 			i += 2
 			continue
@@ -963,6 +976,7 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 		b.write(", " + g.qTok + " = ")
 		b.token()
 		b.write(", " + g.qVer + " = 1")
+		b.gap(at)
 		return p.insertTail(b, g, q, end, at, versioned)
 	}
 	if !p.punct(j, "(") {
@@ -1083,6 +1097,7 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 		b.copy(from, at)
 		b.write(", ")
 		b.assignments(g, q, versioned)
+		b.gap(at)
 		b.copy(at, len(p.src))
 		return b.finish(kindInsert, g, versioned), nil
 	case p.kw(k, "ON") && p.kw(k+1, "DUPLICATE"):
@@ -1098,6 +1113,7 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 		b.copy(from, at)
 		b.write(", ")
 		b.assignments(g, "", versioned)
+		b.gap(at)
 		b.copy(at, len(p.src))
 		return b.finish(kindInsert, g, versioned), nil
 	case k < len(p.sig) && !p.kw(k, "RETURNING") && !p.punct(k, ";"):
