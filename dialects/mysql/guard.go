@@ -1,0 +1,159 @@
+package mysql
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// GuardSQLState is the SQLSTATE of every refusal by the database-side guard (MySQL
+// error 1644), whose DDL Dialect provides as a fencedsql.Guarder.
+//
+// The guard is a BEFORE UPDATE trigger that refuses, inside MySQL/MariaDB, an UPDATE
+// of a guarded table that bypasses the wrapper: one that lowers the fence token (SQLSTATE FNCD1, error 1644, message "fencedsql: guard
+// on <table>: UPDATE lowers the fence token") or does not advance the version (…
+// "UPDATE does not advance the version").
+//
+// The wrapper's fenced case sets the token (or, with ExpectVersion, the version) to
+// NULL and relies on the NOT NULL violation, error 1048, which it maps to ErrFenced
+// (ErrVersionConflict). A BEFORE trigger sees that NULL before the constraint check,
+// and in a non-strict sql_mode MySQL would afterwards store 0 instead of failing — a
+// trigger cannot see the caller's sql_mode (it runs with the mode it was created
+// with). So for a NULL the trigger raises that same error itself:
+//
+//	SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null'
+//
+// which is exactly what strict mode raises (the wrapper sees no difference), and which
+// also refuses the NULL-to-0 write of a plain client in a non-strict session.
+//
+// The DDL (GuardDDL) is one trigger per table, fencedsql_guard_<table> (shortened with
+// a hash past MySQL's 64-character limit), created in the table's database.
+// Removing it is one statement (UnguardDDL):
+//
+//	DROP TRIGGER IF EXISTS `fencedsql_guard_<table>`
+//
+// Limits:
+//   - DELETE (and REPLACE, which deletes) is not guarded: MySQL exposes no
+//     per-row identity of the transaction that last wrote a row, so a trigger cannot
+//     tell the wrapper's DELETE (fencing UPDATE, then DELETE) from a plain one. Use
+//     privileges instead: give writers outside the wrapper no DELETE on guarded tables.
+//     TRUNCATE and foreign-key cascades do not run triggers at all in MySQL.
+//   - The guard checks that a writer follows the protocol, not that its token is
+//     genuine: a writer outside the wrapper that raises the version and sets a token
+//     at least as high passes. INSERT is not guarded.
+//   - DDL is not transactional in MySQL: GuardDDL drops and re-creates the trigger,
+//     leaving a moment without it when re-installing over an existing guard.
+//   - Creating triggers needs the TRIGGER privilege, and with binary logging on it
+//     may also need SUPER or log_bin_trust_function_creators=1.
+//   - Install it through a plain (non-fenced) connection: the trigger body holds
+//     semicolons, and the fenced driver refuses multi-statement strings that mention a
+//     guarded table. Through database/sql the whole CREATE TRIGGER is one statement (no
+//     DELIMITER).
+const GuardSQLState = "FNCD1"
+
+const maxIdentLen = 64
+
+// IsGuardError reports whether err is a refusal by the database-side guard.
+func IsGuardError(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && string(me.SQLState[:]) == GuardSQLState
+}
+
+func splitTable(table string) (schema, name string) {
+	schema, name, ok := strings.Cut(table, ".")
+	if !ok {
+		return "", table
+	}
+	return schema, name
+}
+
+func (d dialect) qualified(schema, name string) string {
+	if schema == "" {
+		return d.QuoteIdent(name)
+	}
+	return d.QuoteIdent(schema) + "." + d.QuoteIdent(name)
+}
+
+// guardTrigger is the trigger's name: "fencedsql_guard_<table>", or a prefix of it
+// and a hash of the table name when that exceeds 64 characters.
+func guardTrigger(name string) string {
+	const prefix = "fencedsql_guard_"
+	full := prefix + name
+	if len([]rune(full)) <= maxIdentLen {
+		return full
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	suffix := fmt.Sprintf("_%08x", h.Sum32())
+	r := []rune(full)
+	return string(r[:maxIdentLen-len(suffix)]) + suffix
+}
+
+// literal quotes s as a string literal: quotes doubled, backslashes doubled (under
+// NO_BACKSLASH_ESCAPES, in force when the trigger is created, a backslash would read
+// as two; the literal stays well-formed either way).
+func literal(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}
+
+// message is a SIGNAL MESSAGE_TEXT (at most 128 characters).
+func message(table, what string) string {
+	const maxMsg = 128
+	head, tail := "fencedsql: guard on ", ": "+what
+	r := []rune(table)
+	if room := maxMsg - len(head) - len(tail); len(r) > room {
+		r = append(r[:room-3], []rune("...")...)
+	}
+	return literal(head + string(r) + tail)
+}
+
+// GuardDDL returns the statements that install the guard on table ("db.table" or a
+// table of the connection's database). Each is one statement for database/sql.
+func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
+	schema, name := splitTable(table)
+	trg := d.qualified(schema, guardTrigger(name))
+	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
+	notNull := func(col string) string {
+		return "SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+col+"' cannot be null")
+	}
+	refuse := func(what string) string {
+		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(name, what)
+	}
+	return []string{
+		"DROP TRIGGER IF EXISTS " + trg,
+		// One test on the wrapper's path; the nested IF only names the refusal.
+		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + d.qualified(schema, name) + " FOR EACH ROW\nBEGIN\n" +
+			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + " THEN\n" +
+			"    IF NEW." + tok + " IS NULL THEN\n      " + notNull(tokenCol) + ";\n" +
+			"    ELSEIF NEW." + ver + " IS NULL THEN\n      " + notNull(versionCol) + ";\n" +
+			"    ELSEIF NEW." + tok + " < OLD." + tok + " THEN\n      " + refuse("UPDATE lowers the fence token") + ";\n" +
+			"    ELSE\n      " + refuse("UPDATE does not advance the version") + ";\n" +
+			"    END IF;\n  END IF;\nEND",
+	}
+}
+
+// UnguardDDL returns the one statement that removes the guard from table.
+func (d dialect) UnguardDDL(table string) []string {
+	schema, name := splitTable(table)
+	return []string{"DROP TRIGGER IF EXISTS " + d.qualified(schema, guardTrigger(name))}
+}
+
+// GuardInstalledQuery yields 1 when the guard trigger exists on table.
+func (dialect) GuardInstalledQuery(schema, table string) (string, []any) {
+	return "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TRIGGER_NAME = ? AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_TIMING = 'BEFORE'",
+		[]any{schema, guardTrigger(table), table}
+}
+
+// NotNullDDL returns the statement that makes an existing fencing column NOT NULL
+// (used by fencedsql.CheckSchema). Rows holding NULL in it must be fixed first.
+func (d dialect) NotNullDDL(table, column string) []string {
+	schema, name := splitTable(table)
+	return []string{"ALTER TABLE " + d.qualified(schema, name) + " MODIFY COLUMN " + d.QuoteIdent(column) + " BIGINT NOT NULL DEFAULT 0"}
+}
+
+var _ fencedsql.Guarder = dialect{}

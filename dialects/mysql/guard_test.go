@@ -1,0 +1,60 @@
+package mysql_test
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
+)
+
+func TestGuards(t *testing.T) {
+	fencetest.RunGuards(t, fencetest.MySQL(), mysql.Dialect, mysql.IsGuardError)
+}
+
+// BenchmarkGuard reports what the guard trigger costs a fenced UPDATE (guard-cost).
+func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.MySQL(), mysql.Dialect) }
+
+func TestGuardDDLShape(t *testing.T) {
+	g := mysql.Dialect.(fencedsql.Guarder)
+	ddl := g.GuardDDL("shop.acc`ounts", "fence_token", "ver'sion")
+	if len(ddl) != 2 {
+		t.Fatalf("GuardDDL = %q", ddl)
+	}
+	if ddl[0] != "DROP TRIGGER IF EXISTS `shop`.`fencedsql_guard_acc``ounts`" {
+		t.Errorf("drop = %q", ddl[0])
+	}
+	for _, want := range []string{
+		"CREATE TRIGGER `shop`.`fencedsql_guard_acc``ounts` BEFORE UPDATE ON `shop`.`acc``ounts` FOR EACH ROW",
+		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < OLD.`fence_token` OR NEW.`ver'sion` <= OLD.`ver'sion` THEN\n",
+		"    IF NEW.`fence_token` IS NULL THEN\n      SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';",
+		"MESSAGE_TEXT = 'Column ''ver''sion'' cannot be null'",
+		"    ELSEIF NEW.`fence_token` < OLD.`fence_token` THEN\n      SIGNAL SQLSTATE 'FNCD1'",
+		"    ELSE\n      SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on acc`ounts: UPDATE does not advance the version';",
+	} {
+		if !strings.Contains(ddl[1], want) {
+			t.Errorf("CREATE TRIGGER lacks %q:\n%s", want, ddl[1])
+		}
+	}
+	// Long names: trigger names within 64 characters and distinct; messages within 128.
+	long := strings.Repeat("é", 60)
+	a, b := g.UnguardDDL(long + "1")[0], g.UnguardDDL(long + "2")[0]
+	name := func(s string) string { return s[strings.Index(s, "`")+1 : strings.LastIndex(s, "`")] }
+	if a == b || utf8.RuneCountInString(name(a)) > 64 {
+		t.Errorf("long names: %q, %q", a, b)
+	}
+	create := g.GuardDDL(long, "fence_token", "version")[1]
+	for _, line := range strings.Split(create, "\n") {
+		if i := strings.Index(line, "MESSAGE_TEXT = '"); i >= 0 {
+			msg := strings.TrimSuffix(line[i+len("MESSAGE_TEXT = '"):], "';")
+			if utf8.RuneCountInString(msg) > 128 {
+				t.Errorf("message longer than 128 characters: %q", msg)
+			}
+		}
+	}
+	if un := g.UnguardDDL("accounts"); len(un) != 1 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" {
+		t.Errorf("UnguardDDL = %q", un)
+	}
+}

@@ -1,0 +1,57 @@
+package postgres_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
+)
+
+func TestGuards(t *testing.T) {
+	fencetest.RunGuards(t, fencetest.Postgres(), postgres.Dialect, postgres.IsGuardError)
+}
+
+// BenchmarkGuard reports what the guard trigger costs a fenced UPDATE (guard-cost).
+func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres(), postgres.Dialect) }
+
+func TestGuardDDLShape(t *testing.T) {
+	g := postgres.Dialect.(fencedsql.Guarder)
+	ddl := g.GuardDDL("Shop.Accounts", `fence"token`, "version")
+	if len(ddl) != 5 {
+		t.Fatalf("GuardDDL = %d statements", len(ddl))
+	}
+	all := strings.Join(ddl, "\n")
+	for _, want := range []string{
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
+		`IF NEW."fence""token" >= OLD."fence""token" AND NEW."version" > OLD."version" THEN`,
+		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
+		`OLD.xmin = pg_catalog.pg_current_xact_id()::xid`,
+		`ERRCODE = 'FNCD1'`,
+		`CREATE TRIGGER fencedsql_guard BEFORE UPDATE OR DELETE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("GuardDDL lacks %q:\n%s", want, all)
+		}
+	}
+	if un := g.UnguardDDL("Shop.Accounts"); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` {
+		t.Errorf("UnguardDDL = %q", un)
+	}
+	// A column name holding the dollar-quote tag gets another tag.
+	ddl = g.GuardDDL("t", "a$fencedsql$b", "version")
+	if !strings.Contains(ddl[0], "AS $fencedsql_1$") || !strings.HasSuffix(ddl[0], "$fencedsql_1$") {
+		t.Errorf("dollar tag not changed:\n%s", ddl[0])
+	}
+	// Long names are shortened with a hash, distinctly.
+	long := strings.Repeat("x", 55)
+	a, b := g.UnguardDDL(long + "_one")[0], g.UnguardDDL(long + "_two")[0]
+	if a == b || len(a) > len(`DROP FUNCTION IF EXISTS ""() CASCADE`)+63 {
+		t.Errorf("long names: %q, %q", a, b)
+	}
+	q, args := g.GuardInstalledQuery("", "Accounts")
+	if !strings.Contains(q, "pg_trigger") || len(args) != 4 || args[3] != "fencedsql_guard_accounts" {
+		t.Errorf("GuardInstalledQuery = %q %v", q, args)
+	}
+}

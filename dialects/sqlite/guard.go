@@ -1,0 +1,104 @@
+package sqlite
+
+import (
+	"errors"
+	"strings"
+
+	sqlite "modernc.org/sqlite"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// GuardMessagePrefix starts the message of every refusal by the database-side guard,
+// whose DDL Dialect provides as a fencedsql.Guarder.
+//
+// The guard is a BEFORE UPDATE trigger that refuses, inside SQLite, an UPDATE of a
+// guarded table that bypasses the wrapper: one that lowers the fence token or does not
+// advance the version. It fails with
+// SQLITE_CONSTRAINT_TRIGGER and a message starting "fencedsql: guard on <table>:".
+// An UPDATE that sets the token or version to NULL is let through (the WHEN clause
+// skips it): that is the wrapper's fenced case, and the NOT NULL constraint raises the
+// error the wrapper maps to ErrFenced or ErrVersionConflict.
+//
+// The DDL (GuardDDL) is one trigger per table, fencedsql_guard_<table>, in the
+// table's schema. Removing it is one statement (UnguardDDL):
+//
+//	DROP TRIGGER IF EXISTS "fencedsql_guard_<table>"
+//
+// Limits:
+//   - DELETE is not guarded: SQLite exposes no identity of the transaction that last
+//     wrote a row, so a trigger cannot tell the wrapper's DELETE (fencing UPDATE, then
+//     DELETE) from a plain one. INSERT is not guarded either.
+//   - The guard checks that a writer follows the protocol, not that its token is
+//     genuine: a writer that raises the version and sets a token at least as high
+//     passes. Any connection can also drop the trigger: SQLite has no privileges.
+//   - Install it through a plain (non-fenced) connection: the trigger body holds a
+//     semicolon, and the fenced driver refuses multi-statement strings that mention a
+//     guarded table.
+const GuardMessagePrefix = "fencedsql: guard on "
+
+// IsGuardError reports whether err is a refusal by the database-side guard.
+func IsGuardError(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && strings.Contains(se.Error(), GuardMessagePrefix)
+}
+
+func splitTable(table string) (schema, name string) {
+	schema, name, ok := strings.Cut(table, ".")
+	if !ok {
+		return "", table
+	}
+	return schema, name
+}
+
+func guardTrigger(name string) string { return "fencedsql_guard_" + name }
+
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// GuardDDL returns the statements that install the guard on table ("schema.table"
+// for an attached database). Re-running them replaces the guard.
+func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
+	schema, name := splitTable(table)
+	trg := d.QuoteIdent(guardTrigger(name))
+	if schema != "" {
+		trg = d.QuoteIdent(schema) + "." + trg
+	}
+	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
+	msg := func(what string) string { return literal(GuardMessagePrefix + name + ": " + what) }
+	return []string{
+		"DROP TRIGGER IF EXISTS " + trg,
+		// The table of a trigger is never schema-qualified: it is in the trigger's schema.
+		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + d.QuoteIdent(name) + " FOR EACH ROW\n" +
+			"WHEN NEW." + tok + " IS NOT NULL AND NEW." + ver + " IS NOT NULL AND (NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + ")\n" +
+			"BEGIN\n  SELECT CASE WHEN NEW." + tok + " < OLD." + tok +
+			" THEN RAISE(ABORT, " + msg("UPDATE lowers the fence token") + ")" +
+			" ELSE RAISE(ABORT, " + msg("UPDATE does not advance the version") + ") END;\nEND",
+	}
+}
+
+// UnguardDDL returns the one statement that removes the guard from table.
+func (d dialect) UnguardDDL(table string) []string {
+	schema, name := splitTable(table)
+	trg := d.QuoteIdent(guardTrigger(name))
+	if schema != "" {
+		trg = d.QuoteIdent(schema) + "." + trg
+	}
+	return []string{"DROP TRIGGER IF EXISTS " + trg}
+}
+
+// GuardInstalledQuery yields 1 when the guard trigger exists on table. The schema, if
+// any, is an identifier in the query text (SQLite cannot bind it).
+func (d dialect) GuardInstalledQuery(schema, table string) (string, []any) {
+	master := "sqlite_master"
+	if schema != "" {
+		master = d.QuoteIdent(schema) + ".sqlite_master"
+	}
+	return "SELECT COUNT(*) FROM " + master + " WHERE type = 'trigger' AND name = ? COLLATE NOCASE AND tbl_name = ? COLLATE NOCASE",
+		[]any{guardTrigger(table), table}
+}
+
+// NotNullDDL returns nothing: SQLite cannot make an existing column NOT NULL (the
+// table must be rebuilt; see https://sqlite.org/lang_altertable.html#otheralter).
+func (dialect) NotNullDDL(table, column string) []string { return nil }
+
+var _ fencedsql.Guarder = dialect{}

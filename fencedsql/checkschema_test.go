@@ -1,0 +1,142 @@
+package fencedsql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+func schemaDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(t.TempDir(), "db.sqlite")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func schemaExec(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%v\n%s", err, s)
+		}
+	}
+}
+
+func TestCheckSchema(t *testing.T) {
+	ctx := context.Background()
+	db := schemaDB(t)
+	schemaExec(t, db,
+		"CREATE TABLE fit (id INTEGER PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"CREATE TABLE bare (id INTEGER PRIMARY KEY, amount BIGINT)",
+		"CREATE TABLE custom (id INTEGER PRIMARY KEY, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)",
+	)
+	g := sqlite.Dialect.(fencedsql.Guarder)
+	schemaExec(t, db, g.GuardDDL("fit", "fence_token", "version")...)
+
+	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect,
+		fencedsql.GuardSpec{Table: "fit"},
+		fencedsql.GuardSpec{Table: "bare"},
+		fencedsql.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"},
+		fencedsql.GuardSpec{Table: "missing"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, bare, custom, missing := reps[0], reps[1], reps[2], reps[3]
+	if !fit.OK() || !fit.Guarded || !fit.Exists || !fit.TokenNotNull || !fit.VersionNotNull || len(fit.Fix) != 0 || fit.Table != "fit" {
+		t.Errorf("fit = %+v", fit)
+	}
+	if bare.OK() || !bare.Exists || bare.HasToken || bare.HasVersion || bare.Guarded || len(bare.Problems) != 3 {
+		t.Errorf("bare = %+v", bare)
+	}
+	wantFix := []string{
+		sqlite.Dialect.GuardColumnsDDL("bare", "fence_token", "version", true, false),
+		sqlite.Dialect.GuardColumnsDDL("bare", "fence_token", "version", false, true),
+	}
+	wantFix = append(wantFix, g.GuardDDL("bare", "fence_token", "version")...)
+	if !slices.Equal(bare.Fix, wantFix) {
+		t.Errorf("bare.Fix = %q, want %q", bare.Fix, wantFix)
+	}
+	if custom.OK() || !custom.HasToken || !custom.HasVersion || custom.Guarded || len(custom.Problems) != 1 {
+		t.Errorf("custom = %+v", custom)
+	}
+	if missing.OK() || missing.Exists || len(missing.Fix) != 0 {
+		t.Errorf("missing = %+v", missing)
+	}
+
+	// Applying the fixes makes the tables fit.
+	schemaExec(t, db, bare.Fix...)
+	schemaExec(t, db, custom.Fix...)
+	reps, err = fencedsql.CheckSchema(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "bare"},
+		fencedsql.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		if !r.OK() {
+			t.Errorf("after Fix: %+v", r)
+		}
+	}
+	// The guard on custom uses its columns.
+	schemaExec(t, db, "INSERT INTO custom (id) VALUES (1)")
+	if _, err := db.Exec("UPDATE custom SET tok = tok WHERE id = 1"); err == nil || !sqlite.IsGuardError(err) {
+		t.Errorf("plain UPDATE of custom: %v, want a guard error", err)
+	}
+}
+
+// noGuard is a dialect without the optional Guarder.
+type noGuarder struct{ fencedsql.Dialect }
+
+func TestCheckSchemaWithoutGuarder(t *testing.T) {
+	db := schemaDB(t)
+	schemaExec(t, db, "CREATE TABLE fit (id INTEGER PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+	reps, err := fencedsql.CheckSchema(context.Background(), db, noGuarder{sqlite.Dialect}, fencedsql.GuardSpec{Table: "fit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if r.OK() || r.Guarded || len(r.Fix) != 0 || len(r.Problems) != 1 || r.Problems[0] != "no database-side guard available for this dialect" {
+		t.Errorf("report = %+v", r)
+	}
+}
+
+func TestCheckSchemaErrors(t *testing.T) {
+	ctx := context.Background()
+	db := schemaDB(t)
+	for _, spec := range []fencedsql.GuardSpec{
+		{Table: "a;b"},
+		{Table: "a b"},
+		{Table: `"a"`},
+		{Table: "s.t.u"},
+		{Table: ".t"},
+		{Table: ""},
+		{Table: "t", TokenColumn: "x'y"},
+		{Table: "t", TokenColumn: "v", VersionColumn: "V"},
+	} {
+		_, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect, spec)
+		var ce *fencedsql.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%+v: err = %v, want a *ConfigError", spec, err)
+		}
+	}
+	if _, err := fencedsql.CheckSchema(ctx, db, nil, fencedsql.GuardSpec{Table: "t"}); err == nil {
+		t.Error("nil dialect accepted")
+	}
+	// A failed catalog query is an error, and not ErrSchema (the answer is unknown).
+	schemaExec(t, db, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
+	db.Close()
+	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "t"})
+	if err == nil || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "CheckSchema t") || len(reps) != 0 {
+		t.Errorf("closed DB: %v, %v", reps, err)
+	}
+}

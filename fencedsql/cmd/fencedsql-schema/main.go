@@ -1,0 +1,303 @@
+// Command fencedsql-schema checks that tables are fit for fencedsql — both fencing
+// columns present and NOT NULL, and the database-side guard installed — prints what is
+// missing with the DDL that fixes it, and can apply that DDL.
+//
+//	go run github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema \
+//	    -driver postgres -dsn 'postgres://admin@db/shop' -tables accounts,orders
+//	… -print          # print only the DDL (for review, or to pipe into psql/mysql/sqlite3)
+//	… -apply          # run the DDL, then check again
+//	… -token-column tok -version-column ver   # custom column names (all tables)
+//
+// -driver is postgres (pgx), mysql (go-sql-driver/mysql, MySQL and MariaDB) or sqlite
+// (modernc.org/sqlite). -dsn is the plain driver's DSN, without fencedsql's
+// fenced_… parameters: the command connects through the plain driver, never the fenced
+// one, because the fenced driver refuses DDL whose text holds several statements
+// mentioning a guarded table (trigger bodies do). The account needs the rights to alter
+// the tables and create triggers (and, on PostgreSQL, functions).
+//
+// -apply runs the statements in one transaction on PostgreSQL and SQLite (all or
+// nothing); MySQL commits each DDL statement implicitly, so a failure there can leave
+// the earlier statements applied (re-running is safe: every statement is idempotent or
+// is only proposed while still needed).
+//
+// Exit status: 0 when every table is fit, 1 when problems remain (or the check or the
+// apply failed), 2 on usage errors. The DSN is never printed, and its password is
+// masked in driver errors.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
+
+const (
+	exitOK       = 0
+	exitProblems = 1
+	exitUsage    = 2
+)
+
+type backend struct {
+	driver  string // plain database/sql driver name
+	dialect fencedsql.Dialect
+	txDDL   bool // DDL is transactional
+}
+
+func backendFor(name string) (backend, bool) {
+	switch strings.ToLower(name) {
+	case "postgres", "postgresql", "pg", "pgx":
+		return backend{"pgx", postgres.Dialect, true}, true
+	case "mysql", "mariadb":
+		return backend{"mysql", mysql.Dialect, false}, true
+	case "sqlite", "sqlite3":
+		return backend{"sqlite", sqlite.Dialect, true}, true
+	}
+	return backend{}, false
+}
+
+// run is the command; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fencedsql-schema", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		driverName = fs.String("driver", "", "database: postgres, mysql (MySQL/MariaDB) or sqlite")
+		dsn        = fs.String("dsn", "", "the plain driver's DSN (needs rights to alter the tables and create triggers)")
+		tables     = fs.String("tables", "", "comma-separated guarded tables (schema.table allowed)")
+		tokCol     = fs.String("token-column", fencedsql.DefaultTokenColumn, "fence token column name")
+		verCol     = fs.String("version-column", fencedsql.DefaultVersionColumn, "version column name")
+		printOnly  = fs.Bool("print", false, "print only the DDL that fixes the problems")
+		apply      = fs.Bool("apply", false, "run the DDL, then check again")
+		timeout    = fs.Duration("timeout", time.Minute, "overall time limit")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "fencedsql-schema: "+format+"\n", a...)
+		fs.Usage()
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usage("unexpected arguments %q", fs.Args())
+	}
+	be, ok := backendFor(*driverName)
+	if !ok {
+		return usage("-driver must be postgres, mysql or sqlite")
+	}
+	if *dsn == "" {
+		return usage("-dsn is required")
+	}
+	for _, p := range []string{fencedsql.ParamTables, fencedsql.ParamStrict, fencedsql.ParamSchemaCheck, fencedsql.ParamTokenColumn, fencedsql.ParamVersionColumn} {
+		if strings.Contains(*dsn, p+"=") {
+			return usage("-dsn: give the plain driver's DSN, without fencedsql's %s parameter", p)
+		}
+	}
+	var specs []fencedsql.GuardSpec
+	for _, t := range strings.Split(*tables, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			specs = append(specs, fencedsql.GuardSpec{Table: t, TokenColumn: *tokCol, VersionColumn: *verCol})
+		}
+	}
+	if len(specs) == 0 {
+		return usage("-tables is required")
+	}
+	secret := dsnPassword(*dsn)
+	fail := func(what string, err error) int {
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, redact(err.Error(), secret))
+		return exitProblems
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	db, err := sql.Open(be.driver, *dsn)
+	if err != nil {
+		return fail("open", err)
+	}
+	defer db.Close()
+	reports, err := fencedsql.CheckSchema(ctx, db, be.dialect, specs...)
+	if err != nil {
+		var ce *fencedsql.ConfigError
+		if errors.As(err, &ce) {
+			return usage("%s", err)
+		}
+		return fail("check", err)
+	}
+	if *printOnly {
+		printDDL(stdout, reports, be.dialect.Name() == "mysql")
+	} else {
+		printReports(stdout, reports)
+	}
+	if *apply && hasFix(reports) {
+		n, err := applyFixes(ctx, db, reports, be.txDDL)
+		if err != nil {
+			return fail("apply", err)
+		}
+		if reports, err = fencedsql.CheckSchema(ctx, db, be.dialect, specs...); err != nil {
+			return fail("check after apply", err)
+		}
+		if !*printOnly {
+			fmt.Fprintf(stdout, "\napplied %d statement(s); now:\n", n)
+			printReports(stdout, reports)
+		}
+	}
+	for _, r := range reports {
+		if !r.OK() {
+			return exitProblems
+		}
+	}
+	return exitOK
+}
+
+func hasFix(reports []fencedsql.TableReport) bool {
+	for _, r := range reports {
+		if len(r.Fix) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func printReports(w io.Writer, reports []fencedsql.TableReport) {
+	for _, r := range reports {
+		if r.OK() {
+			fmt.Fprintf(w, "%s: OK\n", r.Table)
+			continue
+		}
+		fmt.Fprintf(w, "%s: %d problem(s)\n", r.Table, len(r.Problems))
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
+		if len(r.Fix) > 0 {
+			fmt.Fprintln(w, "  fix:")
+			for _, s := range r.Fix {
+				fmt.Fprintf(w, "    %s;\n", strings.ReplaceAll(s, "\n", "\n    "))
+			}
+		}
+	}
+}
+
+// printDDL prints the fixes as a script. Problems no statement fixes become comments.
+// MySQL statements with semicolons inside (trigger bodies) are wrapped in DELIMITER
+// lines for the mysql/mariadb client.
+func printDDL(w io.Writer, reports []fencedsql.TableReport, mysqlClient bool) {
+	for _, r := range reports {
+		if r.OK() {
+			continue
+		}
+		fmt.Fprintf(w, "-- %s\n", oneLine(r.Table))
+		if len(r.Fix) == 0 {
+			for _, p := range r.Problems {
+				fmt.Fprintf(w, "-- %s\n", oneLine(p))
+			}
+			continue
+		}
+		for _, s := range r.Fix {
+			if mysqlClient && strings.Contains(s, ";") {
+				fmt.Fprintf(w, "DELIMITER //\n%s//\nDELIMITER ;\n", s)
+				continue
+			}
+			fmt.Fprintf(w, "%s;\n", s)
+		}
+	}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// applyFixes runs every report's Fix statements, in one transaction when the database
+// has transactional DDL.
+func applyFixes(ctx context.Context, db *sql.DB, reports []fencedsql.TableReport, inTx bool) (int, error) {
+	var stmts []string
+	for _, r := range reports {
+		stmts = append(stmts, r.Fix...)
+	}
+	if !inTx {
+		for i, s := range stmts {
+			if _, err := db.ExecContext(ctx, s); err != nil {
+				return i, fmt.Errorf("statement %d of %d (%d applied before it): %w", i+1, len(stmts), i, err)
+			}
+		}
+		return len(stmts), nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	for i, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return 0, fmt.Errorf("statement %d of %d (nothing applied): %w", i+1, len(stmts), err)
+		}
+	}
+	return len(stmts), tx.Commit()
+}
+
+// dsnPassword extracts the password of a pgx URL or keyword/value DSN or a
+// go-sql-driver/mysql DSN, so that it can be masked in messages; "" when none is found.
+func dsnPassword(dsn string) string {
+	if strings.Contains(dsn, "://") {
+		if u, err := url.Parse(dsn); err == nil && u.User != nil {
+			p, _ := u.User.Password()
+			return p
+		}
+		return ""
+	}
+	if i := strings.Index(dsn, "password="); i >= 0 && (i == 0 || dsn[i-1] == ' ') {
+		v := dsn[i+len("password="):]
+		if strings.HasPrefix(v, "'") {
+			v = v[1:]
+			if j := strings.Index(v, "'"); j >= 0 {
+				v = v[:j]
+			}
+			return v
+		}
+		if j := strings.IndexAny(v, " \t"); j >= 0 {
+			v = v[:j]
+		}
+		return v
+	}
+	// go-sql-driver/mysql: [user[:password]@][net[(addr)]]/dbname[?params]
+	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
+		if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
+			if _, p, ok := strings.Cut(dsn[:at], ":"); ok {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// redact masks the password (and its URL-escaped form) in s.
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, secret, "xxxxx")
+	if esc := url.QueryEscape(secret); esc != secret {
+		s = strings.ReplaceAll(s, esc, "xxxxx")
+	}
+	if esc := url.PathEscape(secret); esc != secret {
+		s = strings.ReplaceAll(s, esc, "xxxxx")
+	}
+	return s
+}

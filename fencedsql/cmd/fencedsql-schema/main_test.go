@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func sqliteDSN(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	return "file:" + (&url.URL{Path: filepath.ToSlash(path)}).EscapedPath() + "?_pragma=busy_timeout(5000)"
+}
+
+func execRaw(t *testing.T, driver, dsn string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func wantContains(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s lacks %q:\n%s", what, sub, s)
+		}
+	}
+}
+
+func TestSQLite(t *testing.T) {
+	dsn := sqliteDSN(t)
+	execRaw(t, "sqlite", dsn,
+		"CREATE TABLE bare (id INTEGER PRIMARY KEY, amount BIGINT)",
+		"CREATE TABLE custom (id INTEGER PRIMARY KEY, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)",
+		"CREATE TABLE nullable (id INTEGER PRIMARY KEY, fence_token BIGINT, version BIGINT NOT NULL DEFAULT 0)",
+	)
+	args := []string{"-driver", "sqlite", "-dsn", dsn, "-tables", "bare"}
+
+	code, out, errOut := runCmd(t, args...)
+	if code != exitProblems || errOut != "" {
+		t.Fatalf("check: exit %d, stderr %q", code, errOut)
+	}
+	wantContains(t, "report", out, "bare: 3 problem(s)", "missing column fence_token", "missing column version",
+		"no database-side guard installed", "fix:", `ALTER TABLE bare ADD COLUMN "fence_token" BIGINT NOT NULL DEFAULT 0;`, `CREATE TRIGGER "fencedsql_guard_bare"`)
+
+	code, out, _ = runCmd(t, append(args, "-print")...)
+	if code != exitProblems {
+		t.Fatalf("-print: exit %d", code)
+	}
+	if !strings.HasPrefix(out, "-- bare\nALTER TABLE bare ADD COLUMN") || strings.Contains(out, "problem(s)") || !strings.HasSuffix(out, "END;\n") {
+		t.Fatalf("-print output:\n%s", out)
+	}
+
+	code, out, errOut = runCmd(t, append(args, "-apply")...)
+	if code != exitOK {
+		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	wantContains(t, "-apply output", out, "applied 4 statement(s); now:\nbare: OK\n")
+
+	code, out, _ = runCmd(t, args...)
+	if code != exitOK || out != "bare: OK\n" {
+		t.Fatalf("after apply: exit %d, %q", code, out)
+	}
+
+	// Custom column names; a fit table and an unfit one together.
+	code, out, _ = runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "custom", "-token-column", "tok", "-version-column", "ver", "-apply")
+	if code != exitOK {
+		t.Fatalf("custom -apply: exit %d\n%s", code, out)
+	}
+	// SQLite cannot make a column NOT NULL: a problem remains after -apply.
+	code, out, _ = runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "bare, nullable", "-apply")
+	if code != exitProblems {
+		t.Fatalf("nullable -apply: exit %d\n%s", code, out)
+	}
+	wantContains(t, "nullable -apply", out, "nullable: 1 problem(s)", "rebuild the table", "bare: OK")
+	code, out, _ = runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "nullable", "-print")
+	if code != exitProblems || !strings.HasPrefix(out, "-- nullable\n-- column fence_token is nullable") {
+		t.Fatalf("nullable -print: exit %d\n%s", code, out)
+	}
+	// A missing table.
+	code, out, _ = runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "nosuch")
+	if code != exitProblems || !strings.Contains(out, "nosuch: 1 problem(s)\n  - no such table") {
+		t.Fatalf("missing table: exit %d\n%s", code, out)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	dsn := sqliteDSN(t)
+	for _, args := range [][]string{
+		nil,
+		{"-driver", "oracle", "-dsn", dsn, "-tables", "t"},
+		{"-driver", "sqlite", "-tables", "t"},
+		{"-driver", "sqlite", "-dsn", dsn},
+		{"-driver", "sqlite", "-dsn", dsn, "-tables", " , "},
+		{"-driver", "sqlite", "-dsn", dsn, "-tables", "a;b"},
+		{"-driver", "sqlite", "-dsn", dsn, "-tables", "t", "-token-column", "x y"},
+		{"-driver", "sqlite", "-dsn", dsn, "-tables", "t", "extra"},
+		{"-driver", "sqlite", "-dsn", dsn + "&fenced_tables=t", "-tables", "t"},
+		{"-driver", "sqlite", "-dsn", dsn + "&fenced_strict=true", "-tables", "t"},
+		{"-nosuchflag"},
+	} {
+		if code, _, errOut := runCmd(t, args...); code != exitUsage || !strings.Contains(errOut, "usage:") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestPasswordNeverPrinted(t *testing.T) {
+	const pw = "s3cr3t-Pw"
+	for _, c := range []struct{ driver, dsn string }{
+		{"postgres", "postgres://app:" + pw + "@127.0.0.1:1/shop?connect_timeout=5"},
+		{"postgres", "host=127.0.0.1 port=1 user=app password=" + pw + " dbname=shop connect_timeout=5"},
+		{"mysql", "app:" + pw + "@tcp(127.0.0.1:1)/shop?timeout=5s"},
+	} {
+		code, out, errOut := runCmd(t, "-driver", c.driver, "-dsn", c.dsn, "-tables", "accounts")
+		if code != exitProblems || errOut == "" {
+			t.Errorf("%s: exit %d, stderr %q", c.driver, code, errOut)
+		}
+		if strings.Contains(out+errOut, pw) {
+			t.Errorf("%s: password printed:\n%s%s", c.driver, out, errOut)
+		}
+	}
+}
+
+func TestDSNPassword(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://u:p%40ss@h/db":                     "p@ss",
+		"postgres://u@h/db":                            "",
+		"host=h password='a b' user=u":                 "a b",
+		"user=u password=pw host=h":                    "pw",
+		"u:p@ss@tcp(h:3306)/db?parseTime=true":         "p@ss",
+		"u@tcp(h:3306)/db":                             "",
+		"file:/tmp/x.db?_pragma=busy_timeout(5000)":    "",
+		"mypassword=x host=h":                          "",
+		"root:pw@unix(/var/run/mysqld/mysqld.sock)/db": "pw",
+	} {
+		if got := dsnPassword(dsn); got != want {
+			t.Errorf("dsnPassword(%q) = %q, want %q", dsn, got, want)
+		}
+	}
+	if got := redact("auth failed for p@ss (p%40ss)", "p@ss"); strings.Contains(got, "p@ss") || strings.Contains(got, "p%40ss") {
+		t.Errorf("redact = %q", got)
+	}
+}
+
+// The command against the real servers: a table without fencing columns is made fit
+// and guarded, and the guard then refuses a plain UPDATE.
+func TestServers(t *testing.T) {
+	for _, c := range []struct {
+		name, driver, rawDriver string
+		dsn                     func(testing.TB) string
+		engine                  string
+	}{
+		{"postgres", "postgres", "pgx", testdb.Postgres, ""},
+		{"mariadb", "mysql", "mysql", testdb.MySQL, " ENGINE=InnoDB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := c.dsn(t)
+			execRaw(t, c.rawDriver, dsn,
+				"CREATE TABLE ledger (id BIGINT PRIMARY KEY, amount BIGINT NOT NULL)"+c.engine,
+				"CREATE TABLE nullable (id BIGINT PRIMARY KEY, fence_token BIGINT, version BIGINT NOT NULL DEFAULT 0)"+c.engine,
+				"INSERT INTO ledger (id, amount) VALUES (1, 1)",
+			)
+			args := []string{"-driver", c.driver, "-dsn", dsn, "-tables", "ledger,nullable"}
+			code, out, errOut := runCmd(t, append(args, "-print")...)
+			if code != exitProblems || errOut != "" {
+				t.Fatalf("-print: exit %d, %s", code, errOut)
+			}
+			if c.driver == "mysql" {
+				wantContains(t, "-print", out, "DELIMITER //\nCREATE TRIGGER `fencedsql_guard_ledger`", "END//\nDELIMITER ;\n", "MODIFY COLUMN `fence_token` BIGINT NOT NULL DEFAULT 0;")
+			} else {
+				wantContains(t, "-print", out, `CREATE OR REPLACE FUNCTION "fencedsql_guard_ledger"()`, `ALTER COLUMN "fence_token" SET NOT NULL;`)
+			}
+			code, out, errOut = runCmd(t, append(args, "-apply")...)
+			if code != exitOK {
+				t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
+			}
+			wantContains(t, "-apply", out, "now:\nledger: OK\nnullable: OK\n")
+			if code, _, _ := runCmd(t, args...); code != exitOK {
+				t.Fatalf("re-check: exit %d", code)
+			}
+			db, err := sql.Open(c.rawDriver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec("UPDATE ledger SET amount = 2"); err == nil || !strings.Contains(err.Error(), "fencedsql: guard on") {
+				t.Fatalf("plain UPDATE after -apply: %v", err)
+			}
+		})
+	}
+}

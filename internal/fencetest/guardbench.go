@@ -1,0 +1,113 @@
+package fencetest
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// BenchGuard measures what the database-side guard costs the wrapper's fenced
+// single-row UPDATE. Two identical tables on the same database, accounts (guard
+// installed) and accounts_unguarded, are both fenced by the wrapper; each round
+// updates one row of each, in an order rotated every round, each through its own
+// single-connection pool (as in Bench). It reports
+//
+//	guarded-ns/op     the fenced UPDATE of the guarded table (mean)
+//	unguarded-ns/op   the same statement on the table without the guard (mean)
+//	guard-cost        guarded/unguarded total time (goal < 1.10)
+//	guard-cost-p50    guarded/unguarded median latency: the same ratio, robust to the
+//	                  bursts of a loaded machine (the total absorbs every stall)
+//
+// d must be be's dialect and implement fencedsql.Guarder.
+func BenchGuard(b *testing.B, be Backend, d fencedsql.Dialect) {
+	g, ok := d.(fencedsql.Guarder)
+	if !ok {
+		b.Fatalf("dialect %s does not implement fencedsql.Guarder", d.Name())
+	}
+	dsn := be.DSN(b)
+	raw, err := sql.Open(be.RawName, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	const plainTable = "accounts_unguarded"
+	ctx := context.Background()
+	execAll(b, ctx, raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plainTable, 1)})
+	execAll(b, ctx, raw, g.GuardDDL("accounts", fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+
+	pool := func() *sql.DB {
+		p, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+plainTable))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.SetMaxOpenConns(1)
+		b.Cleanup(func() { p.Close() })
+		return p
+	}
+	e := &env{b: be}
+	const id = 1
+	tk := uint64(1)
+	variants := []struct {
+		name string
+		db   *sql.DB
+		upd  string
+	}{
+		{"guarded", pool(), e.q("UPDATE accounts SET balance = balance + 1 WHERE id = ?")},
+		{"unguarded", pool(), e.q("UPDATE " + plainTable + " SET balance = balance + 1 WHERE id = ?")},
+	}
+	for _, table := range []string{"accounts", plainTable} {
+		if _, err := variants[0].db.ExecContext(fencedsql.WithToken(ctx, tk), e.q("INSERT INTO "+table+" (id, balance) VALUES (?, ?)"), id, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run := func(i int) error {
+		tk++
+		_, err := variants[i].db.ExecContext(fencedsql.WithToken(ctx, tk), variants[i].upd, id)
+		return err
+	}
+	// Warm up connections, statement caches, the rewrite cache and the trigger's plan.
+	for i := range variants {
+		for range 50 {
+			if err := run(i); err != nil {
+				b.Fatalf("%s: %v", variants[i].name, err)
+			}
+		}
+	}
+	spent := make([]time.Duration, len(variants))
+	lat := make([][]time.Duration, len(variants))
+	b.ResetTimer()
+	round := 0
+	for b.Loop() {
+		round++
+		for k := range variants {
+			i := (k + round) % len(variants)
+			start := time.Now()
+			if err := run(i); err != nil {
+				b.Fatalf("%s: %v", variants[i].name, err)
+			}
+			d := time.Since(start)
+			spent[i] += d
+			lat[i] = append(lat[i], d)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	for i, v := range variants {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/n, v.name+"-ns/op")
+	}
+	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "guard-cost")
+	if len(lat[0]) > 0 && len(lat[1]) > 0 {
+		b.ReportMetric(float64(median(lat[0]))/float64(median(lat[1])), "guard-cost-p50")
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
