@@ -80,7 +80,14 @@
 // multi-statement strings, MySQL executable comments, and any statement that assigns
 // the token or version column itself. Writes without a token fail with ErrNoToken.
 // Writers outside the wrapper are not seen by it: install the dialects' database-side
-// guards for those.
+// guards for those (Guarder; triggers that refuse an UPDATE lowering the token or not
+// advancing the version, and on PostgreSQL a DELETE that did not go through the fencing
+// UPDATE). CheckSchema reports, per guarded table, missing columns, nullability and a
+// missing guard with the DDL that fixes each, and the command
+//
+//	go run github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema -driver postgres -dsn … -tables accounts [-apply]
+//
+// prints or applies it. Install guards through a plain (not fenced) connection.
 //
 // # Lexing
 //

@@ -75,10 +75,16 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 		if !nullTok {
 			col = g.verCol
 		}
+		fix := "make it NOT NULL (the dialect has no statement for it: rebuild the table)"
+		if f, ok := k.dialect.(notNullFixer); ok {
+			if stmts := f.NotNullDDL(g.String(), col); len(stmts) > 0 {
+				fix = strings.Join(stmts, "; ")
+			}
+		}
 		return &SchemaError{
 			Table:   g.String(),
 			Problem: fmt.Sprintf("column %s must be NOT NULL (a fenced write relies on the NOT NULL violation)", col),
-			Fix:     fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL (PostgreSQL) / MODIFY %s BIGINT NOT NULL DEFAULT 0 (MySQL)", g.String(), col, col),
+			Fix:     fix,
 		}
 	}
 	k.checked.Store(g, struct{}{})
