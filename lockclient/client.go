@@ -192,14 +192,14 @@ func (c *Client) try(ctx context.Context, s Session, key string) (*Lease, error)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		_ = s.Release(context.WithoutCancel(ctx), g)
+		c.releaseQuietly(ctx, s, g)
 		return nil, ErrClosed
 	}
 	l.deadline = sent.Add(c.cfg.ttl - c.cfg.margin)
 	if !time.Now().Before(l.deadline) {
 		// The grant took longer than the TTL to arrive: it cannot be trusted.
 		c.mu.Unlock()
-		_ = s.Release(context.WithoutCancel(ctx), g)
+		c.releaseQuietly(ctx, s, g)
 		return nil, fmt.Errorf("%w: grant arrived after its local deadline", ErrUnavailable)
 	}
 	l.nextRenew = sent.Add(c.cfg.renewEvery)
@@ -271,3 +271,11 @@ func defaultOwner() string {
 
 func isHeld(err error) bool        { return errors.Is(err, ErrHeld) }
 func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// releaseQuietly gives back a grant the client will not use, owner-checked, within at
+// most one TTL even when ctx has ended (the grant would expire by then anyway).
+func (c *Client) releaseQuietly(ctx context.Context, s Session, g Grant) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ttl)
+	defer cancel()
+	_ = s.Release(rctx, g)
+}

@@ -4,7 +4,10 @@
 // their own Backend can run it too:
 //
 //	func TestConformance(t *testing.T) {
-//		locktest.Run(t, locktest.Harness{New: func(t *testing.T) lockclient.Backend { return mybackend.New(...) }})
+//		locktest.Run(t, locktest.Harness{New: func(t *testing.T) locktest.Namespace {
+//			b := mybackend.New(...)
+//			return locktest.Shared{B: b, F: myFaults(b)}
+//		}})
 //	}
 //
 // Each test would fail if the property it names broke. Timing-based tests use short TTLs
@@ -22,8 +25,10 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
-// Faults injects per-client faults. A backend that cannot inject them leaves the
-// corresponding Harness field nil and the tests that need it are reported as skipped.
+// Faults injects per-client faults. The tests that need faults fail when a Namespace
+// returns nil Faults: a conformant harness must be able to pause and partition one
+// client (a loopback proxy in front of a networked service does it, see
+// internal/netproxy).
 type Faults interface {
 	// Pause stops all traffic from the client named owner to the service, keeping its
 	// requests until Resume (a stalled process).
