@@ -192,12 +192,16 @@ func (st *txState) leaseLost() error {
 	if st == nil || st.lease == nil {
 		return nil
 	}
-	select {
-	case <-st.lease.Lost():
-	default:
-		return nil
-	}
+	// Err is checked too: a lease past its local deadline is lost even if its watchdog
+	// has not closed Lost yet.
 	cause := st.lease.Err()
+	if cause == nil {
+		select {
+		case <-st.lease.Lost():
+		default:
+			return nil
+		}
+	}
 	if cause == nil {
 		cause = errors.New("lease lost")
 	}

@@ -67,6 +67,11 @@ type Grant struct {
 // extends every grant of the session by its ttl, measured by the service from when it
 // receives the request, and Renew is not called. ErrLeaseLost means the session lease is
 // gone, and with it every grant; any other error is treated as transient.
+//
+// Such a backend must still give every new grant a full ttl from the TryAcquire request
+// (renewing the shared lease as part of the grant), because the Client trusts a grant
+// until send time + ttl − margin. After ErrLeaseLost the Client does not reopen the
+// session: the backend obtains a new session lease on the next TryAcquire itself.
 type SessionRenewer interface {
 	RenewSession(ctx context.Context) error
 }

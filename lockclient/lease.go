@@ -41,9 +41,17 @@ func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns nil while the lease is held, and afterwards an error wrapping
 // ErrLeaseLost (or ErrNotOwner) that says why it was lost.
+//
+// Err also enforces the local deadline itself: past it, the lease is declared lost even
+// if the watchdog has not run yet (a starved process), so a caller that checks Err
+// before writing never trusts a lease longer than the service would.
 func (l *Lease) Err() error {
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
+	c := l.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !l.ended && !time.Now().Before(l.deadline) {
+		c.loseLocked(l, wrapLost("renewals failed until the local deadline"), c.metrics.lostDeadline)
+	}
 	return l.err
 }
 
@@ -59,7 +67,9 @@ func (l *Lease) Deadline() time.Time {
 // that already expired never frees another holder's lock: it returns an error wrapping
 // ErrLeaseLost (the lease had been declared lost) or ErrNotOwner (the service no longer
 // held it). A second Release of a released lease returns nil. If the service cannot be
-// reached the error wraps ErrUnavailable and the lock expires after its TTL.
+// reached the error wraps ErrUnavailable and the lock stays held until the service
+// expires it: after its TTL, or for backends with one session lease (etcd) when that
+// session ends. Give Release a context with a deadline.
 func (l *Lease) Release(ctx context.Context) error {
 	c := l.c
 	c.mu.Lock()

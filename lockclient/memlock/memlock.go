@@ -265,6 +265,10 @@ func (ss *sharedSession) TryAcquire(ctx context.Context, key string) (lockclient
 	if err == nil {
 		s.mu.Lock()
 		if e := s.locks[key]; e != nil && e.token == g.Token {
+			// A grant renews the session lease: the new lock lives a full ttl.
+			if d := s.now().Add(ss.ttl); d.After(ss.expires) {
+				ss.expires = d
+			}
 			e.session = ss.session
 			e.expires = ss.expires
 		}

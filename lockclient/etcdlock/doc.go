@@ -1,0 +1,84 @@
+// Package etcdlock is the multi-machine lock service of lockclient: a Backend over etcd
+// v3, the consensus-based store, through an existing *clientv3.Client.
+//
+//	cli, _ := clientv3.New(clientv3.Config{Endpoints: []string{"etcd-1:2379", "etcd-2:2379", "etcd-3:2379"}})
+//	locks := lockclient.New(etcdlock.New(cli), lockclient.WithTTL(10*time.Second))
+//
+// # Sessions and leases
+//
+// Each lockclient session (one Client) owns one etcd lease, granted by Backend.Open, and
+// every lock the session takes is a key attached to that lease. The session implements
+// lockclient.SessionRenewer: the Client's watchdog renews the whole session with one
+// KeepAliveOnce per renewal interval, however many locks it holds. etcd's background
+// KeepAlive stream is deliberately not used: the watchdog must decide when to renew, see
+// each failure, and measure the send time of each successful renewal (G7 below).
+//
+// If the session lease is gone when the session next takes a lock (it lapsed while the
+// client held nothing, or etcd revoked it), the session grants a new one; locks of the old
+// lease ended with it. If the client could still have trusted a lock of the old lease, the
+// next RenewSession reports lockclient.ErrLeaseLost so that the client drops what it holds.
+//
+// # Expiry is judged by the etcd leader (G7)
+//
+// A lock lives exactly as long as its session lease, and etcd expires a lease on the
+// leader's clock, TTL after the leader received the last keep-alive. A new leader restarts
+// the leases it inherits at their full TTL plus an election timeout (for TTLs shorter than
+// etcd's lease-checkpoint interval, 5 minutes by default), so a failover only delays
+// expiry. The Client declares a lease lost at the send time of its last successful
+// renewal plus its TTL minus a safety margin, so it always gives up before etcd can expire
+// the lease and grant the lock to someone else.
+//
+// etcd lease TTLs are whole seconds. The lease is granted with the session's TTL rounded
+// UP to whole seconds (at least 1s; etcd may raise it further to its minimum, 1.5 election
+// timeouts rounded up: 2s with the default 1s election timeout). The client keeps using the
+// exact TTL it was configured with for its own deadlines, so rounding only makes etcd
+// expire a lease later than the client gives up on it, which is the safe direction; the
+// cost is that a crashed holder's locks are freed up to a second (or up to etcd's minimum
+// TTL) later than the configured TTL. Prefer TTLs in whole seconds.
+//
+// A grant must live TTL from the moment the service received the request (the contract of
+// lockclient.Session.TryAcquire), but with one shared lease it lives only as long as the
+// lease's remaining time. So TryAcquire also renews the session lease (one KeepAliveOnce,
+// sent concurrently with the acquiring transaction) unless the remaining time, counted
+// from the send time of the last successful grant or renewal, still covers a whole TTL
+// from now; a grant whose renewal failed is deleted again and reported as ErrUnavailable.
+//
+// # Keys and fencing tokens
+//
+// The lock named key is the etcd key prefix + PathEscape(key) + "/" + hex(lease ID), the
+// layout of etcd's concurrency.Mutex. A session takes the lock with one transaction: if no
+// key exists under prefix + PathEscape(key) + "/", create ours attached to the session
+// lease; otherwise read the holder. There is no queue of waiters' keys: a lock is held if
+// and only if a key exists under its prefix, so a failed attempt leaves nothing behind,
+// and a waiter (Session.Wait) watches the holder's key for its deletion — by Release or by
+// lease expiry — from the revision it read, without polling.
+//
+// The fencing token is the create revision of our key. etcd's revision is one counter for
+// the whole cluster, raised by every write and agreed by consensus, so a later grant of
+// any lock always has a greater token, across keys, clients and leader changes: exactly
+// the single increasing sequence that storage-side fencing needs (DESIGN.md §5).
+//
+// Release deletes our key only if its create revision is still the grant's token
+// (If(CreateRevision(key) == token).Then(Delete(key))), never blindly: a holder whose lease
+// expired cannot free the next holder's lock (G8). The answer tells apart "the lock is held
+// by someone else now" (ErrNotOwner) from "the lease expired and nobody took the lock"
+// (ErrLeaseLost).
+//
+// # Errors
+//
+// "Lease not found" answers (and a keep-alive answered with TTL <= 0) are ErrLeaseLost.
+// Everything else — a deadline, a cancelled context, gRPC Unavailable, no leader, a
+// connection that is cut — wraps lockclient.ErrUnavailable (and the context's error when it
+// ended), and is never ErrHeld: a partitioned client learns that it cannot know, not that
+// someone else holds the lock. Every request is also bounded by WithRequestTimeout, so a
+// call made with a context without deadline does not hang on a black-holed connection.
+//
+// # Consensus is not fencing
+//
+// etcd makes the lock service itself correct: grants survive the loss of a minority of
+// members, a partitioned member cannot grant anything, and tokens never go back. It cannot
+// stop a holder that was paused (GC, swap, a stopped VM) past its lease from writing after
+// waking up: by then etcd has rightly given the lock to someone else, and only the storage
+// can refuse the late write. Pass Lease.Token to the database (package fencedsql) — a
+// correct lock service still needs the database-side token check.
+package etcdlock

@@ -1,0 +1,110 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// DefaultPrefix is the etcd key prefix under which locks live unless WithPrefix is given.
+const DefaultPrefix = "/fencedsql/locks/"
+
+// DefaultRequestTimeout bounds each etcd request unless WithRequestTimeout is given.
+const DefaultRequestTimeout = 5 * time.Second
+
+// Option configures the backend.
+type Option func(*config)
+
+type config struct {
+	prefix         string
+	requestTimeout time.Duration
+}
+
+// WithPrefix sets the etcd key prefix of every lock (default DefaultPrefix). It is used as
+// given: end it with "/" to keep the locks in their own directory. Clients that must
+// exclude each other have to use the same prefix.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithRequestTimeout bounds every single etcd request the backend makes (default
+// DefaultRequestTimeout), whatever the caller's context allows: a request through a cut
+// connection then fails with an error wrapping lockclient.ErrUnavailable instead of
+// hanging. The caller's earlier deadline still applies. Zero or less means no bound
+// beyond the caller's context. Waiting for a held lock (a watch) is not bounded.
+func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// New returns a lockclient.Backend over an existing etcd client. The client is not
+// closed by the backend; close it after the lockclient.Client that uses the backend.
+func New(cli *clientv3.Client, opts ...Option) lockclient.Backend {
+	cfg := config{prefix: DefaultPrefix, requestTimeout: DefaultRequestTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.prefix == "" {
+		cfg.prefix = DefaultPrefix
+	}
+	return &backend{cli: cli, cfg: cfg}
+}
+
+type backend struct {
+	cli *clientv3.Client
+	cfg config
+}
+
+// Open implements lockclient.Backend: it grants the session's etcd lease, with ttl
+// rounded up to whole seconds (see the package documentation).
+func (b *backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
+	if ttl <= 0 {
+		return nil, fmt.Errorf("etcdlock: ttl must be positive, got %v", ttl)
+	}
+	s := newSession(b, owner, ttl)
+	if err := s.grant(ctx); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// leaseSeconds is ttl rounded up to whole seconds, at least 1.
+func leaseSeconds(ttl time.Duration) int64 {
+	return max(1, int64((ttl+time.Second-1)/time.Second))
+}
+
+// lockPrefix is the key prefix of the lock named key. PathEscape escapes "/" and "%", so
+// the escaped name has no "/" and no lock's prefix is a prefix of another's.
+func (b *backend) lockPrefix(key string) string {
+	return b.cfg.prefix + url.PathEscape(key) + "/"
+}
+
+func lockKey(lockPfx string, lease clientv3.LeaseID) string {
+	return fmt.Sprintf("%s%x", lockPfx, int64(lease))
+}
+
+// rctx bounds one request by the request timeout.
+func (b *backend) rctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b.cfg.requestTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, b.cfg.requestTimeout)
+}
+
+// isLeaseNotFound reports whether etcd answered that the lease does not exist (expired
+// or revoked).
+func isLeaseNotFound(err error) bool {
+	return errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound)
+}
+
+// unavailable wraps an error whose outcome is unknown: lockclient.ErrUnavailable, the
+// cause, and ctx's error if it ended and the cause does not already say so.
+func unavailable(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("etcdlock: %s: %w: %w (%w)", op, lockclient.ErrUnavailable, err, cerr)
+	}
+	return fmt.Errorf("etcdlock: %s: %w: %w", op, lockclient.ErrUnavailable, err)
+}
