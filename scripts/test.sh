@@ -11,7 +11,8 @@
 #
 # PACKAGES is ./... unless ARGS name packages themselves (an argument starting
 # with ./ ../ / or the module path): those then replace ./... for both vet and
-# test. Other ARGS are passed to go test, e.g.
+# test. With CI=true (or FENCEDSQL_FUZZTIME=30s, say) each fuzz target of the lexer and
+# the rewriter then runs for that long (60s in CI). Other ARGS are passed to go test, e.g.
 #
 #     bash scripts/test.sh -run Fencing -v ./fencedsql/...
 #
@@ -48,6 +49,26 @@ if [[ $rc -eq 0 ]]; then
 	echo "==> tests passed"
 else
 	echo "==> tests FAILED (go test exit status $rc)"
+fi
+
+# Fuzzing: each target of the lexer and the rewriter for FENCEDSQL_FUZZTIME (60s in CI,
+# off by default on a laptop). A finding fails the run; its input is written under
+# testdata/fuzz/ for a regression test.
+fuzztime=${FENCEDSQL_FUZZTIME:-}
+if [[ -z $fuzztime && ${CI:-} == true ]]; then
+	fuzztime=60s
+fi
+if [[ $rc -eq 0 && -n $fuzztime && $fuzztime != 0 ]]; then
+	for target in ./fencedsql/internal/sqllex:FuzzLex ./fencedsql:FuzzRewritePostgres ./fencedsql:FuzzRewriteMySQL ./fencedsql:FuzzRewriteSQLite; do
+		pkg=${target%%:*} name=${target##*:}
+		echo "==> go test -run XXX -fuzz ^${name}\$ -fuzztime $fuzztime $pkg"
+		if ! go test -run XXX -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"; then
+			echo "==> fuzzing FAILED: $name found an input that breaks an invariant"
+			rc=1
+			break
+		fi
+	done
+	[[ $rc -eq 0 ]] && echo "==> fuzzing passed"
 fi
 # Not exec: the EXIT trap set by servers.sh stops the servers.
 exit "$rc"
