@@ -68,8 +68,8 @@ func TestKeysTokensAndLeaseTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl.GrantedTTL != 2 {
-		t.Fatalf("etcd lease TTL %ds for a 1.5s client TTL, want 2s (rounded up)", ttl.GrantedTTL)
+	if ttl.GrantedTTL != 3 {
+		t.Fatalf("etcd lease TTL %ds for a 1.5s client TTL, want 3s (1.5s + the default 1s slack, rounded up)", ttl.GrantedTTL)
 	}
 	// Tokens are etcd revisions: any write in between raises the next token.
 	if _, err := cli.Put(ctx, prefix+"other", "x"); err != nil {
@@ -159,7 +159,7 @@ func TestGrantOnAgingLeaseGetsFullTTL(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	prefix := uniquePrefix(t)
 	ttl := time.Second
-	s, err := etcdlock.New(cli, etcdlock.WithPrefix(prefix)).Open(ctx, "aging", ttl)
+	s, err := etcdlock.New(cli, etcdlock.WithPrefix(prefix), etcdlock.WithLeaseSlack(0)).Open(ctx, "aging", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +219,8 @@ func TestTryAcquireWithFailedRenewalLeavesNoKey(t *testing.T) {
 	observer := cluster.Client(t)
 	ctx := ctxT(t, 20*time.Second)
 	prefix := uniquePrefix(t)
-	// A 1s TTL on a 1s lease: every TryAcquire renews the lease.
-	s, err := etcdlock.New(cli, etcdlock.WithPrefix(prefix)).Open(ctx, "x", time.Second)
+	// A 1s TTL on a 1s lease (no slack): every TryAcquire renews the lease.
+	s, err := etcdlock.New(cli, etcdlock.WithPrefix(prefix), etcdlock.WithLeaseSlack(0)).Open(ctx, "x", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

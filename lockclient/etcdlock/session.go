@@ -67,7 +67,7 @@ type orphan struct {
 func newSession(b *backend, owner string, ttl time.Duration) *session {
 	bg, cancel := context.WithCancel(context.Background())
 	return &session{
-		b: b, cli: b.cli, owner: owner, ttl: ttl, ttlSec: leaseSeconds(ttl),
+		b: b, cli: b.cli, owner: owner, ttl: ttl, ttlSec: leaseSeconds(ttl + b.cfg.slack),
 		grantSem: make(chan struct{}, 1),
 		bg:       bg, cancel: cancel,
 		grants: map[string]grantRec{}, pending: map[string]int{}, orphans: map[string]orphan{},
