@@ -26,7 +26,6 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
-	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
 // config is one drill's settings. The zero value is not usable: start from
@@ -35,7 +34,12 @@ type config struct {
 	Driver        string        // sqlite, postgres or mysql
 	DSN           string        // "" with sqlite: a temporary file
 	Table         string        // created for each run and dropped afterwards
-	Locks         string        // lock service: "mem"
+	Locks         string        // lock service: mem, etcd, etcd-embedded, redis or sql
+	LockEndpoints string        // etcd: comma-separated client URLs; redis: host:port or redis:// URL
+	LockDSN       string        // sql: database of the lease table; "": DSN
+	LockPrefix    string        // etcd, redis: key prefix of the drill's locks; "": a random one
+	EtcdMembers   int           // etcd-embedded: cluster size
+	Failover      bool          // etcd-embedded: kill the leader once per run, half-way through
 	Workers       int           // concurrent workers, each its own lock client
 	Rounds        int           // rounds per worker and run; 0: until Duration
 	Duration      time.Duration // stop starting rounds after this long; 0: no limit
@@ -56,6 +60,7 @@ type config struct {
 
 	metrics *metricsServer // the server for MetricsAddr, started by realMain
 	hooks   hooks
+	nonce   string // default key prefix of etcd and Redis locks, set by validate
 }
 
 // hooks let tests look inside a drill while it runs.
@@ -68,7 +73,8 @@ func defaultConfig() config {
 	return config{
 		Driver:        "sqlite",
 		Table:         "accounts",
-		Locks:         "mem",
+		Locks:         locksMem,
+		EtcdMembers:   1,
 		Workers:       6,
 		Rounds:        40,
 		TTL:           300 * time.Millisecond,
@@ -112,9 +118,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-driver %q: want sqlite, postgres or mysql", c.Driver)
 	}
 	c.Driver = d
+	if err := c.validateLocks(); err != nil {
+		return err
+	}
 	switch {
-	case c.Locks != "mem":
-		return fmt.Errorf(`-locks %q: only "mem" (the in-process lock service, which can inject pauses and partitions) is available for the drill so far`, c.Locks)
 	case c.DSN == "" && c.Driver != "sqlite":
 		return fmt.Errorf("-driver %s needs -dsn", c.Driver)
 	case !validIdent(c.Table):
@@ -140,6 +147,50 @@ func (c *config) validate() error {
 		return fmt.Errorf("-metrics-wait %v: want >= 0", c.MetricsWait)
 	case c.MetricsWait > 0 && c.MetricsAddr == "":
 		return errors.New("-metrics-wait needs -metrics")
+	}
+	return nil
+}
+
+// validateLocks checks the lock service's settings.
+func (c *config) validateLocks() error {
+	l, ok := locksAliases[c.Locks]
+	if !ok {
+		return fmt.Errorf("-locks %q: want mem, etcd, etcd-embedded, redis or sql", c.Locks)
+	}
+	c.Locks = l
+	switch {
+	case c.LockEndpoints != "" && l != locksEtcd && l != locksRedis:
+		return fmt.Errorf("-lock-endpoints is for -locks etcd or redis, not %s", l)
+	case c.LockDSN != "" && l != locksSQL:
+		return fmt.Errorf("-lock-dsn is for -locks sql, not %s", l)
+	case c.LockPrefix != "" && l != locksEtcd && l != locksEtcdEmbedded && l != locksRedis:
+		return fmt.Errorf("-lock-prefix is for -locks etcd, etcd-embedded or redis, not %s", l)
+	case l == locksEtcdEmbedded && (c.EtcdMembers < 1 || c.EtcdMembers > 7):
+		return fmt.Errorf("-etcd-members %d: want 1 to 7 (3 to survive a failover)", c.EtcdMembers)
+	case c.Failover && (l != locksEtcdEmbedded || c.EtcdMembers < 3):
+		return errors.New("-failover needs -locks etcd-embedded with -etcd-members 3 (or more): " +
+			"a cluster that keeps a majority when its leader is killed")
+	case (l == locksEtcd || l == locksEtcdEmbedded) && c.TTL < time.Second:
+		return fmt.Errorf("-ttl %v: etcd lease TTLs are whole seconds: want at least 1s with -locks %s", c.TTL, l)
+	case l == locksSQL && len(lockTable(c.Table)) > 48:
+		return fmt.Errorf("-table %q: too long for the lease table name %s (at most 48 characters)", c.Table, lockTable(c.Table))
+	}
+	switch l {
+	case locksEtcd:
+		if _, err := etcdEndpoints(c.LockEndpoints); err != nil {
+			return err
+		}
+	case locksRedis:
+		if _, err := redisOptions(c.LockEndpoints); err != nil {
+			return err
+		}
+	case locksSQL:
+		if _, _, err := c.lockDSN(); err != nil {
+			return err
+		}
+	}
+	if c.nonce == "" {
+		c.nonce = randomPrefix(l)
 	}
 	return nil
 }
@@ -185,6 +236,8 @@ type settings struct {
 	PartitionProb   float64 `json:"partition_prob"`
 	Seed            uint64  `json:"seed"`
 	Bind            string  `json:"bind"`
+	EtcdMembers     int     `json:"etcd_members,omitempty"` // etcd-embedded
+	Failover        bool    `json:"failover,omitempty"`
 }
 
 // runReport is the outcome of one run.
@@ -204,10 +257,14 @@ type runReport struct {
 	LateWritesCommitted int64  `json:"late_writes_committed"` // ... whose Commit returned nil
 	Pauses              int64  `json:"pauses"`
 	Partitions          int64  `json:"partitions"`
+	ReleasesUnconfirmed int64  `json:"releases_unconfirmed,omitempty"` // Releases whose outcome was unknown (ErrUnavailable)
 	OtherErrors         int64  `json:"other_errors"`
 	FirstError          string `json:"first_error,omitempty"`
 	LastToken           uint64 `json:"last_token"` // last fencing token issued
 	DurationMS          int64  `json:"duration_ms"`
+
+	// With -failover: the etcd leader killed half-way through the run.
+	Failover *failoverReport `json:"failover,omitempty"`
 
 	// With -metrics (fenced run): fencedsql.fenced_rejections for the table, read from
 	// the Prometheus endpoint's registry. It must equal FencedRejections.
@@ -239,7 +296,11 @@ func run(ctx context.Context, cfg config) (report, error) {
 		DurationLimitMS: cfg.Duration.Milliseconds(), TTLMS: cfg.TTL.Milliseconds(),
 		WorkMS:    float64(cfg.Work) / float64(time.Millisecond),
 		PauseProb: cfg.PauseProb, PartitionProb: cfg.PartitionProb, Seed: cfg.Seed, Bind: cfg.Bind,
+		Failover: cfg.Failover,
 	}}
+	if cfg.Locks == locksEtcdEmbedded {
+		rep.Settings.EtcdMembers = cfg.EtcdMembers
+	}
 	var tlUnfenced, tlFenced *timeline
 	if cfg.Timeline != "" {
 		tlUnfenced, tlFenced = newTimeline("unfenced", cfg.Workers), newTimeline("fenced", cfg.Workers)
@@ -350,13 +411,18 @@ func newStatements(table string, numbered bool) statements {
 type counters struct {
 	rounds, committed, fenced, leaseRefusals, leasesLost atomic.Int64
 	late, lateCommitted, pauses, partitions, other       atomic.Int64
+	releasesUnconfirmed                                  atomic.Int64
+	lastToken                                            atomic.Uint64 // greatest token granted
 }
+
+// lockKey is the name of the lock every worker takes.
+const lockKey = "account:1"
 
 type runner struct {
 	cfg      config
 	name     string
 	db       *sql.DB
-	svc      *memlock.Service
+	locks    lockService
 	q        statements
 	key      string
 	deadline time.Time
@@ -414,18 +480,37 @@ func runOnce(ctx context.Context, cfg config, lg *logger, name string, be backen
 	db.SetMaxOpenConns(cfg.Workers + 2)
 	db.SetMaxIdleConns(cfg.Workers + 2)
 
-	r := &runner{cfg: cfg, name: name, db: db, svc: memlock.New(), q: q, key: "account:1", lg: lg, mp: mp, tl: tl}
+	lstart := time.Now()
+	locks, err := openLocks(ctx, cfg, name)
+	if err != nil {
+		return rr, fmt.Errorf("lock service %s: %w", cfg.Locks, err)
+	}
+	if cfg.Locks == locksEtcdEmbedded {
+		lg.eventf("[%s] etcd: %d member(s) started in %v", name, cfg.EtcdMembers, time.Since(lstart).Round(time.Millisecond))
+	}
+	defer func() {
+		if cerr := locks.close(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	r := &runner{cfg: cfg, name: name, db: db, locks: locks, q: q, key: lockKey, lg: lg, mp: mp, tl: tl}
 	start := time.Now()
 	tl.begin(start)
 	if cfg.Duration > 0 {
 		r.deadline = start.Add(cfg.Duration)
 	}
 	stopProgress := r.progress(start)
+	waitFailover := func() *failoverReport { return nil }
+	if fs, ok := locks.(failoverService); ok && cfg.Failover {
+		waitFailover = r.scheduleFailover(ctx, fs, start)
+	}
 	var wg sync.WaitGroup
 	for w := range cfg.Workers {
 		wg.Go(func() { r.worker(ctx, w) })
 	}
 	wg.Wait()
+	failover := waitFailover()
 	stopProgress()
 	elapsed := time.Since(start)
 	tl.finish(start.Add(elapsed))
@@ -451,12 +536,18 @@ func runOnce(ctx context.Context, cfg config, lg *logger, name string, be backen
 		LateWritesCommitted: r.c.lateCommitted.Load(),
 		Pauses:              r.c.pauses.Load(),
 		Partitions:          r.c.partitions.Load(),
+		ReleasesUnconfirmed: r.c.releasesUnconfirmed.Load(),
 		OtherErrors:         r.c.other.Load(),
-		LastToken:           r.svc.LastToken(),
+		LastToken:           r.lastToken(),
 		DurationMS:          elapsed.Milliseconds(),
+		Failover:            failover,
 	}
 	rr.LostUpdates = rr.Committed - rr.FinalBalance
 	rr.InvariantHolds = rr.LostUpdates == 0
+	if cfg.Failover && failover == nil {
+		r.fail(errors.New("the run ended before the scheduled failover"))
+		rr.OtherErrors = r.c.other.Load()
+	}
 	if r.firstErr != nil {
 		rr.FirstError = r.firstErr.Error()
 	}
@@ -486,7 +577,7 @@ type step struct {
 func (c *config) nextStep(rng *rand.Rand) step {
 	s := step{work: time.Duration(float64(c.Work) * (0.5 + rng.Float64()))}
 	u := rng.Float64()
-	hold := time.Duration(float64(c.TTL) * (1.5 + 1.5*rng.Float64()))
+	hold := time.Duration(float64(c.TTL)*(1.5+1.5*rng.Float64())) + c.serviceLag()
 	switch {
 	case u < c.PauseProb:
 		s.fault, s.hold = faultPause, hold
@@ -496,13 +587,28 @@ func (c *config) nextStep(rng *rand.Rand) step {
 	return s
 }
 
+// lastToken is the last fencing token the lock service issued, or the greatest one a
+// worker was granted when the service cannot tell.
+func (r *runner) lastToken() uint64 {
+	if t := r.locks.lastToken(); t != 0 {
+		return t
+	}
+	return r.c.lastToken.Load()
+}
+
 func (r *runner) worker(ctx context.Context, w int) {
 	owner := fmt.Sprintf("worker-%d", w)
+	wl, err := r.locks.worker(w, owner)
+	if err != nil {
+		r.fail(fmt.Errorf("%s: connecting to the lock service: %w", owner, err))
+		return
+	}
+	defer wl.close() // after the client's Close below
 	opts := []lockclient.Option{lockclient.WithTTL(r.cfg.TTL), lockclient.WithOwner(owner)}
 	if r.mp != nil {
 		opts = append(opts, lockclient.WithMeterProvider(r.mp))
 	}
-	cl := lockclient.New(r.svc, opts...)
+	cl := lockclient.New(wl.backend, opts...)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -513,12 +619,12 @@ func (r *runner) worker(ctx context.Context, w int) {
 		if ctx.Err() != nil || (!r.deadline.IsZero() && !time.Now().Before(r.deadline)) {
 			return
 		}
-		r.round(ctx, cl, w, owner, r.cfg.nextStep(rng))
+		r.round(ctx, cl, wl.faults, w, owner, r.cfg.nextStep(rng))
 	}
 }
 
 // round is one lease: stamp and read, work, (fault), write, release.
-func (r *runner) round(ctx context.Context, cl *lockclient.Client, w int, owner string, st step) {
+func (r *runner) round(ctx context.Context, cl *lockclient.Client, flt faults, w int, owner string, st step) {
 	lease, err := cl.Acquire(ctx, r.key)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -528,6 +634,12 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, w int, owner 
 	}
 	r.c.rounds.Add(1)
 	tok := lease.Token()
+	for {
+		last := r.c.lastToken.Load()
+		if tok <= last || r.c.lastToken.CompareAndSwap(last, tok) {
+			break
+		}
+	}
 	var lostAt chan time.Time
 	if r.tl != nil {
 		r.tl.add(time.Now(), w, evGrant, tok, false)
@@ -556,7 +668,7 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, w int, owner 
 	}
 	late := st.fault != faultNone
 	if late {
-		r.inject(ctx, w, owner, tok, bal, st)
+		r.inject(ctx, flt, w, owner, tok, bal, st)
 		if ctx.Err() != nil {
 			return
 		}
@@ -574,13 +686,13 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, w int, owner 
 		if late {
 			r.c.lateCommitted.Add(1)
 			r.lg.eventf("[%s] %s late write balance=%d with token %d (newest token issued: %d): committed",
-				r.name, owner, bal+1, tok, r.svc.LastToken())
+				r.name, owner, bal+1, tok, r.lastToken())
 		}
 	case errors.Is(err, fencedsql.ErrFenced):
 		r.c.fenced.Add(1)
 		r.tl.add(now, w, evRejected, tok, late)
 		r.lg.eventf("[%s] %s late write balance=%d with token %d (newest token issued: %d): refused by the database (ErrFenced)",
-			r.name, owner, bal+1, tok, r.svc.LastToken())
+			r.name, owner, bal+1, tok, r.lastToken())
 	case errors.Is(err, lockclient.ErrLeaseLost):
 		r.c.leaseRefusals.Add(1)
 		r.tl.add(now, w, evRefused, tok, late)
@@ -594,7 +706,7 @@ func (r *runner) round(ctx context.Context, cl *lockclient.Client, w int, owner 
 }
 
 // inject applies a fault between the read and the write.
-func (r *runner) inject(ctx context.Context, w int, owner string, tok uint64, bal int64, st step) {
+func (r *runner) inject(ctx context.Context, flt faults, w int, owner string, tok uint64, bal int64, st step) {
 	if r.tl != nil {
 		kind := evPauseStart
 		if st.fault == faultPartition {
@@ -608,14 +720,14 @@ func (r *runner) inject(ctx context.Context, w int, owner string, tok uint64, ba
 		r.c.pauses.Add(1)
 		r.lg.eventf("[%s] %s read balance %d with token %d, then pauses %v (TTL %v)",
 			r.name, owner, bal, tok, st.hold.Round(time.Millisecond), r.cfg.TTL)
-		r.svc.Pause(owner)
-		defer r.svc.Resume(owner)
+		flt.pause()
+		defer flt.resume()
 	case faultPartition:
 		r.c.partitions.Add(1)
 		r.lg.eventf("[%s] %s read balance %d with token %d, then is cut off from the lock service for %v (TTL %v)",
 			r.name, owner, bal, tok, st.hold.Round(time.Millisecond), r.cfg.TTL)
-		r.svc.Partition(owner)
-		defer r.svc.Heal(owner)
+		flt.partition()
+		defer flt.heal()
 	}
 	sleep(ctx, st.hold)
 }
@@ -662,6 +774,11 @@ func (r *runner) release(ctx context.Context, lease *lockclient.Lease, w int, lo
 	switch {
 	case lost:
 		r.c.leasesLost.Add(1)
+	case errors.Is(err, lockclient.ErrUnavailable) && ctx.Err() == nil:
+		// The service could not be reached (a failover, a reset connection): the lock
+		// stays held until its lease expires there. Not an error of the drill.
+		r.c.releasesUnconfirmed.Add(1)
+		r.lg.eventf("[%s] release of token %d unconfirmed: %v", r.name, lease.Token(), err)
 	case err != nil && ctx.Err() == nil:
 		r.fail(fmt.Errorf("release token %d: %w", lease.Token(), err))
 	}

@@ -11,11 +11,19 @@
 //	go run ./examples/drill -timeline drill.svg  # also draw who held the lease when
 //	go run ./examples/drill -metrics 127.0.0.1:9464 -metrics-wait 60s  # and serve Prometheus metrics
 //
+// and on real lock services (see Lock services below):
+//
+//	go run ./examples/drill -locks etcd-embedded            # etcd servers started in the process, ~30 s
+//	go run ./examples/drill -locks etcd-embedded -failover  # 3 members, the leader killed in each run
+//	go run ./examples/drill -locks etcd -lock-endpoints http://etcd-1:2379,http://etcd-2:2379,http://etcd-3:2379
+//	go run ./examples/drill -locks redis -lock-endpoints localhost:6379
+//	go run ./examples/drill -driver postgres -dsn 'postgres://app:secret@localhost/scratch' -locks sql
+//
 // # What it does
 //
 // -workers workers (default 6) share one account row. Each worker is its own
-// lockclient.Client, that is its own "process", on one in-process lock service
-// (memlock). Every round a worker:
+// lockclient.Client, that is its own "process", on one lock service (-locks; by default
+// the in-process memlock). Every round a worker:
 //
 //  1. acquires the lease "account:1" and so gets a fencing token t;
 //  2. in a transaction bound to t, stamps the row with t (a no-op UPDATE) and reads the
@@ -28,10 +36,11 @@
 // Faults come from a random generator seeded with -seed, one stream per worker, so a
 // seed always gives the same fault schedule. After step 3, with probability -pause-prob
 // the worker is paused for 1.5 to 3 lease TTLs: its lock client's requests are held by
-// the lock service (memlock's Pause, so renewals stop arriving) and the worker sleeps,
-// like a process frozen by a GC pause or CPU throttling. With probability
-// -partition-prob it is instead cut off from the lock service (memlock's Partition)
-// while its work drags on for as long. Either way the lease expires at the service and
+// the lock service (memlock's Pause, or the worker's proxy to a networked service, see
+// below: renewals stop arriving) and the worker sleeps, like a process frozen by a GC
+// pause or CPU throttling. With probability -partition-prob it is instead cut off from
+// the lock service (memlock's Partition, or the proxy) while its work drags on for as
+// long. Either way the lease expires at the service and
 // another worker is granted the lock with a newer token. Then the first worker wakes up
 // and goes on to step 4 as if nothing had happened. It deliberately does not look at
 // lease.Lost() before writing: a real paused process cannot know it was paused, and a
@@ -63,6 +72,52 @@
 // a late write lands either before the stamp, and the new holder reads its result, or
 // after it, and the database refuses it. The unfenced run executes the same statements.
 //
+// # Lock services
+//
+// -locks chooses the lock service; each run (unfenced, fenced) gets a fresh one, or its
+// own key prefix or lease table on a shared one:
+//
+//   - mem (default): memlock, in the process. Its Pause and Partition make the faults.
+//   - etcd-embedded: real etcd servers (go.etcd.io/etcd/server/v3/embed) started in the
+//     process on loopback ports, a new cluster for each run, through etcdlock.
+//     -etcd-members sets the cluster size (default 1). -failover (3 members unless
+//     -etcd-members says otherwise) kills the leader once in each run, abruptly, when
+//     half of the run's rounds were granted: the workers' Acquire retries through the
+//     election (lockclient.ErrUnavailable), a Release that fails is counted as
+//     unconfirmed, and the report names the killed and the new leader. The members tick
+//     every 50ms with a 500ms election timeout, so a new leader takes about a second and
+//     etcd's minimum lease TTL is 1s.
+//   - etcd: an etcd cluster at -lock-endpoints (comma-separated http:// client URLs or
+//     host:port; no TLS), through etcdlock, keys under -lock-prefix (default: a random
+//     /fencedsql-drill/<hex>/) followed by the run's name.
+//   - redis: a Redis server at -lock-endpoints (host:port or redis:// URL), through
+//     redislock, keys under -lock-prefix (default: a random fencedsql-drill:<hex>:)
+//     followed by the run's name; the drill deletes them at the end.
+//   - sql: a sqllock lease table, <table>_locks, in the drill's PostgreSQL or
+//     MySQL/MariaDB database or in the database of -lock-dsn (a pgx URL or keyword/value
+//     DSN, or a go-sql-driver/mysql DSN; TCP, not a Unix socket). Each run creates it
+//     (sqllock.CreateTable) and drops it with its token sequence, counter or procedure.
+//
+// With every service but mem, each worker's lock client (its etcd, Redis or database
+// client) connects through a loopback TCP proxy of its own (internal/netproxy), and the
+// faults act on that proxy: a pause blocks it, so the worker's requests wait in the proxy
+// while the worker sleeps and are delivered late when it wakes up; a partition blocks it
+// too, and when it heals resets every connection before unblocking, so the requests that
+// were held are lost and the client reconnects. With etcd every worker has one proxy per
+// member. The database writes do not go through the proxy.
+//
+// Defaults differ per service when -ttl and -rounds are not given: mem 300ms and 40
+// rounds; redis and sql 500ms and 40 rounds (a round trip through the network and the
+// proxy deserves more slack than an in-process call); etcd and etcd-embedded 1s and 10
+// rounds. etcd lease TTLs are whole seconds, so -ttl must be at least 1s there. Besides,
+// etcdlock grants the session lease for the TTL plus etcdlock.DefaultLeaseSlack, rounded
+// up to whole seconds, and etcd's lessor looks for expired leases every 500ms: a paused
+// holder's lock stays held at etcd for up to 2.5s after its last renewal with a 1s TTL.
+// So that the lock really moves to another worker before the late write, a fault on
+// etcd lasts 1.5 to 3 TTLs plus that lag beyond the TTL (3 to 4.5s with a 1s TTL), and
+// since every fault stalls the other workers until etcd expires the lease, the default
+// is fewer rounds. A default etcd-embedded drill takes about 30 seconds.
+//
 // # Reading the report
 //
 // For each run it prints the increments whose commit returned success (committed), the
@@ -71,7 +126,11 @@
 // unfenced run they all succeed; in the fenced run most are fenced rejections (refused by
 // the database), and a few may succeed harmlessly because they landed before any newer
 // holder touched the row. Leases lost counts leases the lock client or the lock service
-// declared lost, one per injected fault. The last line is the verdict.
+// declared lost, one per injected fault (and any other the client gave up on, such as
+// during an etcd election). Releases unconfirmed (networked services only, when not zero)
+// counts Releases that could not reach the service: the lock stayed held until its lease
+// expired there. With -failover, a line says which etcd leader was killed when, and how
+// long the election of the next one took. The last line is the verdict.
 //
 // # Timeline
 //
@@ -242,20 +301,31 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./examples/drill [flags]\n\n"+
 			"Runs the same workload with injected pauses twice, without and with fencing tokens,\n"+
-			"and reports the updates each run lost. See `go doc ./examples/drill`.\n\nflags:\n")
+			"and reports the updates each run lost. See `go doc ./examples/drill`.\n\n"+
+			"Lock services (-locks): mem (default), etcd-embedded [-etcd-members N] [-failover],\n"+
+			"etcd -lock-endpoints URL,..., redis -lock-endpoints HOST:PORT, sql [-lock-dsn DSN].\n"+
+			"Each worker reaches a networked service through a loopback proxy of its own, which\n"+
+			"the faults block (pause: requests delivered late) or block and reset (partition).\n"+
+			"Defaults per service: -ttl 300ms/-rounds 40 (mem), 500ms/40 (redis, sql), 1s/10 (etcd).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.Driver, "driver", cfg.Driver, "database: sqlite, postgres or mysql (MySQL and MariaDB)")
 	fs.StringVar(&cfg.DSN, "dsn", "", "database DSN (pgx URL, go-sql-driver/mysql DSN or SQLite file: URI); empty with sqlite: a temporary file deleted at exit")
 	fs.StringVar(&cfg.Table, "table", cfg.Table, "name of the table the drill creates for each run and drops afterwards (it must not exist)")
-	fs.StringVar(&cfg.Locks, "locks", cfg.Locks, `lock service: only "mem" (in-process memlock, which can inject faults) for now`)
+	fs.StringVar(&cfg.Locks, "locks", cfg.Locks, "lock service: mem (in-process memlock), etcd (an etcd cluster at -lock-endpoints), etcd-embedded (etcd servers started in this process),\n"+
+		"redis (a Redis server at -lock-endpoints) or sql (a sqllock lease table in the drill's database, or -lock-dsn's)")
+	fs.StringVar(&cfg.LockEndpoints, "lock-endpoints", "", "with -locks etcd: comma-separated client URLs (http://host:port or host:port); with -locks redis: host:port or a redis:// URL")
+	fs.StringVar(&cfg.LockDSN, "lock-dsn", "", "with -locks sql: PostgreSQL or MySQL/MariaDB DSN of the lease table's database (default: -dsn)")
+	fs.StringVar(&cfg.LockPrefix, "lock-prefix", "", "with -locks etcd, etcd-embedded or redis: key prefix of the drill's locks, followed by the run's name (default: a random one per drill)")
+	fs.IntVar(&cfg.EtcdMembers, "etcd-members", cfg.EtcdMembers, "with -locks etcd-embedded: number of etcd servers (3 with -failover unless given)")
+	fs.BoolVar(&cfg.Failover, "failover", false, "with -locks etcd-embedded: kill the etcd leader once in each run, when half of its rounds are done")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent workers, each with its own lock client")
-	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds per worker and run (0: until -duration)")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds per worker and run (0: until -duration); 10 by default with -locks etcd or etcd-embedded")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop starting rounds after this long in each run (0: run all -rounds); without -rounds it alone bounds the run")
-	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "lease time-to-live")
+	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "lease time-to-live; by default 500ms with -locks redis or sql, 1s with etcd (whose lease TTLs are whole seconds: at least 1s)")
 	fs.DurationVar(&cfg.Work, "work", cfg.Work, "simulated work between the read and the write (each round draws 0.5x to 1.5x)")
-	fs.Float64Var(&cfg.PauseProb, "pause-prob", cfg.PauseProb, "probability per round that the holder pauses 1.5-3 TTLs between its read and its write")
-	fs.Float64Var(&cfg.PartitionProb, "partition-prob", cfg.PartitionProb, "probability per round that the holder is cut off from the lock service for 1.5-3 TTLs between its read and its write")
+	fs.Float64Var(&cfg.PauseProb, "pause-prob", cfg.PauseProb, "probability per round that the holder pauses 1.5-3 TTLs between its read and its write (with etcd: plus the time etcd may keep the lease longer)")
+	fs.Float64Var(&cfg.PartitionProb, "partition-prob", cfg.PartitionProb, "probability per round that the holder is cut off from the lock service for as long as a pause, between its read and its write")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule (the same seed gives the same schedule)")
 	fs.StringVar(&cfg.Bind, "bind", cfg.Bind, "how writes carry the lease: token (fencedsql.WithToken: only the database fences) or lease (fencedsql.WithLease: Commit also refuses once the lease is lost)")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log faults, late writes and progress on stderr")
@@ -269,13 +339,21 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	if fs.NArg() > 0 {
 		return cfg, false, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	roundsSet := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "rounds" {
-			roundsSet = true
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if l, ok := locksAliases[cfg.Locks]; ok {
+		// Each lock service has its own defaults (see the package comment).
+		if !set["ttl"] {
+			cfg.TTL = defaultTTL(l)
 		}
-	})
-	if cfg.Duration > 0 && !roundsSet {
+		if !set["rounds"] {
+			cfg.Rounds = defaultRounds(l)
+		}
+		if cfg.Failover && !set["etcd-members"] {
+			cfg.EtcdMembers = 3
+		}
+	}
+	if cfg.Duration > 0 && !set["rounds"] {
 		cfg.Rounds = 0
 	}
 	return cfg, *asJSON, cfg.validate()
@@ -285,15 +363,43 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 func writeReport(w io.Writer, rep report) {
 	c := rep.Config
 	fmt.Fprintf(w, "fencedsql fault drill: %d workers on one account, lease TTL %v, seed %d, %s database, %s lock service\n",
-		c.Workers, c.TTL, c.Seed, c.Driver, c.Locks)
-	fmt.Fprintf(w, "faults: holders paused (p=%g) or cut off from the lock service (p=%g) for 1.5-3 TTLs between read and write;\n"+
+		c.Workers, c.TTL, c.Seed, c.Driver, describeLocks(c))
+	howLong := "1.5-3 TTLs"
+	if lag := c.serviceLag(); lag > 0 {
+		howLong += fmt.Sprintf(" + %v (the service keeps a lease up to that much longer)", lag)
+	}
+	fmt.Fprintf(w, "faults: holders paused (p=%g) or cut off from the lock service (p=%g) for %s between read and write;\n"+
 		"        both runs use the same schedule, and the late writer never checks its lease before writing\n\n",
-		c.PauseProb, c.PartitionProb)
+		c.PauseProb, c.PartitionProb, howLong)
 	for _, r := range []*runReport{&rep.Unfenced, &rep.Fenced} {
 		writeRun(w, r)
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "verdict: "+rep.Verdict)
+}
+
+// describeLocks names the lock service for the report's first line.
+func describeLocks(c config) string {
+	switch c.Locks {
+	case locksEtcdEmbedded:
+		d := fmt.Sprintf("embedded etcd (%d member", c.EtcdMembers)
+		if c.EtcdMembers != 1 {
+			d += "s"
+		}
+		if c.Failover {
+			d += ", leader killed half-way through each run"
+		}
+		return d + ")"
+	case locksEtcd:
+		return "etcd (" + c.LockEndpoints + ")"
+	case locksRedis:
+		if o, err := redisOptions(c.LockEndpoints); err == nil {
+			return "redis (" + o.Addr + ")" // not the URL: it may hold a password
+		}
+	case locksSQL:
+		return "sql (lease table " + lockTable(c.Table) + ")"
+	}
+	return c.Locks
 }
 
 func writeRun(w io.Writer, r *runReport) {
@@ -328,6 +434,18 @@ func writeRun(w io.Writer, r *runReport) {
 		fmt.Fprintf(w, "  commit refusals      %6d   (Commit refused: lockclient.ErrLeaseLost)\n", r.LeaseRefusals)
 	}
 	fmt.Fprintf(w, "  leases lost          %6d\n", r.LeasesLost)
+	if r.ReleasesUnconfirmed > 0 {
+		fmt.Fprintf(w, "  releases unconfirmed %6d   (the lock service could not be reached: the lock stayed held until it expired)\n", r.ReleasesUnconfirmed)
+	}
+	if f := r.Failover; f != nil {
+		switch {
+		case f.Error != "":
+			fmt.Fprintf(w, "  failover             after %d rounds: %s\n", f.RoundsBefore, f.Error)
+		default:
+			fmt.Fprintf(w, "  failover             killed the etcd leader %s at %.1fs (after %d rounds); %s elected %.1fs later\n",
+				f.Killed, float64(f.AtMS)/1000, f.RoundsBefore, f.NewLeader, float64(f.ElectedAfterMS)/1000)
+		}
+	}
 	if r.OtherErrors > 0 {
 		fmt.Fprintf(w, "  other errors         %6d   (first: %s)\n", r.OtherErrors, r.FirstError)
 	}
