@@ -325,7 +325,7 @@ func (e *etcdLocks) close(context.Context) error {
 }
 
 func (e *etcdLocks) killLeader(ctx context.Context) (string, error) {
-	if e.cluster == nil || len(e.cluster.members) < 3 {
+	if e.cluster == nil || len(e.cluster.Members) < 3 {
 		return "", errors.New("failover needs an embedded etcd cluster of 3 or more members")
 	}
 	i, err := e.cluster.waitLeader(ctx)
@@ -333,7 +333,7 @@ func (e *etcdLocks) killLeader(ctx context.Context) (string, error) {
 		return "", err
 	}
 	e.cluster.kill(i)
-	return e.cluster.members[i].name, nil
+	return e.cluster.Members[i].Name, nil
 }
 
 func (e *etcdLocks) waitLeader(ctx context.Context) (string, error) {
@@ -341,7 +341,7 @@ func (e *etcdLocks) waitLeader(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return e.cluster.members[i].name, nil
+	return e.cluster.Members[i].Name, nil
 }
 
 // ---- redis
