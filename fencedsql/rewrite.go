@@ -905,6 +905,11 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		if w[0]+1 >= w[1] {
 			return nil, unsupported(g.String(), "DELETE with an empty WHERE")
 		}
+		if p.punct(w[0]+1, ".") {
+			// "WHERE.5 …": the parenthesis the rewrite inserts would change how the
+			// condition's first token reads ("(.5" is a number).
+			return nil, unsupported(g.String(), "a DELETE whose WHERE is glued to a '.'")
+		}
 		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
 		b.copy(0, exprStart)
 		b.write("(")
