@@ -3,7 +3,6 @@ package etcdlock_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,37 +38,26 @@ func uniquePrefix(t testing.TB) string {
 // proxiedNS is a locktest.Namespace over one etcd endpoint: every owner gets its own
 // etcd client dialing through its own loopback proxy, which the faults cut.
 type proxiedNS struct {
-	t          testing.TB
-	target     string
-	prefix     string
-	reqTimeout time.Duration
-
-	mu      sync.Mutex
-	proxies map[string][]*netproxy.Proxy
-	clients map[string][]*clientv3.Client
+	*netproxy.Group // the Faults: one proxy per owner
+	t               testing.TB
+	prefix          string
+	reqTimeout      time.Duration
 }
 
 func newProxiedNS(t testing.TB, target string) *proxiedNS {
-	return &proxiedNS{
-		t: t, target: target, prefix: uniquePrefix(t), reqTimeout: requestTimeout,
-		proxies: map[string][]*netproxy.Proxy{}, clients: map[string][]*clientv3.Client{},
-	}
+	g := netproxy.NewGroup(target)
+	t.Cleanup(g.Close)
+	return &proxiedNS{Group: g, t: t, prefix: uniquePrefix(t), reqTimeout: requestTimeout}
 }
 
 // client returns a new etcd client for owner through a new proxy.
 func (n *proxiedNS) client(owner string) *clientv3.Client {
 	n.t.Helper()
-	p, err := netproxy.New(n.target)
+	p, err := n.Proxy(owner)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	n.t.Cleanup(func() { p.Close() })
-	cli := etcdtest.NewClient(n.t, p.Addr()) // closed before the proxy (cleanups run last-in first-out)
-	n.mu.Lock()
-	n.proxies[owner] = append(n.proxies[owner], p)
-	n.clients[owner] = append(n.clients[owner], cli)
-	n.mu.Unlock()
-	return cli
+	return etcdtest.NewClient(n.t, p.Addr()) // closed before the proxies (cleanups run last-in first-out)
 }
 
 func (n *proxiedNS) backend(cli *clientv3.Client) lockclient.Backend {
@@ -81,21 +69,7 @@ func (n *proxiedNS) Backend(owner string) lockclient.Backend { return n.backend(
 
 // Faults implements locktest.Namespace: both a pause and a partition stall the owner's
 // connection (bytes wait in the proxy and are delivered late, after Resume or Heal).
-func (n *proxiedNS) Faults() locktest.Faults { return n }
-
-func (n *proxiedNS) each(owner string, f func(*netproxy.Proxy)) {
-	n.mu.Lock()
-	ps := append([]*netproxy.Proxy(nil), n.proxies[owner]...)
-	n.mu.Unlock()
-	for _, p := range ps {
-		f(p)
-	}
-}
-
-func (n *proxiedNS) Pause(owner string)     { n.each(owner, (*netproxy.Proxy).Block) }
-func (n *proxiedNS) Resume(owner string)    { n.each(owner, (*netproxy.Proxy).Unblock) }
-func (n *proxiedNS) Partition(owner string) { n.each(owner, (*netproxy.Proxy).Block) }
-func (n *proxiedNS) Heal(owner string)      { n.each(owner, (*netproxy.Proxy).Unblock) }
+func (n *proxiedNS) Faults() locktest.Faults { return n.Group }
 
 // newClient returns a lockclient.Client named owner in namespace n, closed at the end of
 // the test, with locktest-like timing for ttl.

@@ -48,31 +48,25 @@ func newClient(t testing.TB, addr string) *redis.Client {
 
 // namespace gives each owner its own client, through its own proxy.
 type namespace struct {
-	t      *testing.T
-	addr   string
-	prefix string
-
-	mu      sync.Mutex
-	proxies map[string]*netproxy.Proxy
+	*netproxy.Group // the Faults: one proxy per owner
+	t               *testing.T
+	prefix          string
 }
 
 func newNamespace(t *testing.T) *namespace {
 	addr, prefix := testdb.Redis(t)
-	return &namespace{t: t, addr: addr, prefix: prefix, proxies: map[string]*netproxy.Proxy{}}
+	g := netproxy.NewGroup(addr)
+	t.Cleanup(g.Close)
+	return &namespace{Group: g, t: t, prefix: prefix}
 }
 
 func (n *namespace) client(owner string) *redis.Client {
 	n.t.Helper()
-	p, err := netproxy.New(n.addr)
+	p, err := n.Proxy(owner)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	n.t.Cleanup(func() { p.Close() })
-	rdb := newClient(n.t, p.Addr())
-	n.mu.Lock()
-	n.proxies[owner] = p
-	n.mu.Unlock()
-	return rdb
+	return newClient(n.t, p.Addr())
 }
 
 func (n *namespace) backend(owner string) *redislock.Backend {
@@ -80,22 +74,7 @@ func (n *namespace) backend(owner string) *redislock.Backend {
 }
 
 func (n *namespace) Backend(owner string) lockclient.Backend { return n.backend(owner) }
-func (n *namespace) Faults() locktest.Faults                 { return n }
-
-func (n *namespace) proxy(owner string) *netproxy.Proxy {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	p := n.proxies[owner]
-	if p == nil {
-		n.t.Fatalf("no proxy for owner %q", owner)
-	}
-	return p
-}
-
-func (n *namespace) Pause(owner string)     { n.proxy(owner).Block() }
-func (n *namespace) Resume(owner string)    { n.proxy(owner).Unblock() }
-func (n *namespace) Partition(owner string) { n.proxy(owner).Block() }
-func (n *namespace) Heal(owner string)      { n.proxy(owner).Unblock() }
+func (n *namespace) Faults() locktest.Faults                 { return n.Group }
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Harness{TTL: suiteTTL, New: func(t *testing.T) locktest.Namespace {
@@ -295,7 +274,7 @@ func TestTokensIncreaseAcrossKeysUnderConcurrency(t *testing.T) {
 func TestExpiryIsJudgedByServerClock(t *testing.T) {
 	n := newNamespace(t)
 	ctx := ctxT(t, 30*time.Second)
-	admin := newClient(t, n.addr)
+	admin := newClient(t, n.Target())
 	ttl := 30 * time.Second
 	ba := n.backend("a")
 	a := lockclient.New(ba, lockclient.WithOwner("a"), lockclient.WithTTL(ttl), lockclient.WithRenewInterval(50*time.Millisecond))

@@ -134,35 +134,28 @@ func (s server) fresh(t testing.TB, table string) (dsn string, admin *sql.DB) {
 // namespace gives each owner its own *sql.DB, connected through its own proxy that the
 // faults cut.
 type namespace struct {
-	t      *testing.T
-	srv    server
-	dsn    string
-	target string
-	opts   []sqllock.Option
-
-	mu      sync.Mutex
-	proxies map[string]*netproxy.Proxy
+	*netproxy.Group // the Faults: one proxy per owner
+	t               *testing.T
+	srv             server
+	dsn             string
+	opts            []sqllock.Option
 }
 
 func newNamespace(t *testing.T, srv server, opts ...sqllock.Option) *namespace {
 	dsn, _ := srv.fresh(t, "")
-	return &namespace{t: t, srv: srv, dsn: dsn, target: srv.addr(t, dsn), opts: opts,
-		proxies: map[string]*netproxy.Proxy{}}
+	g := netproxy.NewGroup(srv.addr(t, dsn))
+	t.Cleanup(g.Close)
+	return &namespace{Group: g, t: t, srv: srv, dsn: dsn, opts: opts}
 }
 
 // db returns a database handle through a new proxy, registered for owner.
 func (n *namespace) db(owner string, params map[string]string) *sql.DB {
 	n.t.Helper()
-	p, err := netproxy.New(n.target)
+	p, err := n.Proxy(owner)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	n.t.Cleanup(func() { p.Close() })
-	db := n.srv.open(n.t, n.srv.via(n.t, n.dsn, p.Addr(), params))
-	n.mu.Lock()
-	n.proxies[owner] = p
-	n.mu.Unlock()
-	return db
+	return n.srv.open(n.t, n.srv.via(n.t, n.dsn, p.Addr(), params))
 }
 
 func (n *namespace) backend(owner string, params map[string]string) *sqllock.Backend {
@@ -175,22 +168,7 @@ func (n *namespace) backend(owner string, params map[string]string) *sqllock.Bac
 }
 
 func (n *namespace) Backend(owner string) lockclient.Backend { return n.backend(owner, nil) }
-func (n *namespace) Faults() locktest.Faults                 { return n }
-
-func (n *namespace) proxy(owner string) *netproxy.Proxy {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	p := n.proxies[owner]
-	if p == nil {
-		n.t.Fatalf("no proxy for owner %q", owner)
-	}
-	return p
-}
-
-func (n *namespace) Pause(owner string)     { n.proxy(owner).Block() }
-func (n *namespace) Resume(owner string)    { n.proxy(owner).Unblock() }
-func (n *namespace) Partition(owner string) { n.proxy(owner).Block() }
-func (n *namespace) Heal(owner string)      { n.proxy(owner).Unblock() }
+func (n *namespace) Faults() locktest.Faults                 { return n.Group }
 
 func TestConformance(t *testing.T) {
 	for _, srv := range servers {
@@ -677,7 +655,7 @@ func TestListenerRecovers(t *testing.T) {
 		}()
 		time.Sleep(500 * time.Millisecond)
 		if round == 0 {
-			n.proxy("b").Reset() // drops the listening connection (and any other of b's)
+			n.Reset("b") // drops the listening connection (and any other of b's)
 			time.Sleep(2 * time.Second)
 		}
 		released := time.Now()
