@@ -11,14 +11,14 @@
 // lockclient.SessionRenewer: the Client's watchdog renews the whole session with one
 // KeepAliveOnce per renewal interval, however many locks it holds. etcd's background
 // KeepAlive stream is deliberately not used: the watchdog must decide when to renew, see
-// each failure, and measure the send time of each successful renewal (G7 below).
+// each failure, and measure the send time of each successful renewal (see the next section).
 //
 // If the session lease is gone when the session next takes a lock (it lapsed while the
 // client held nothing, or etcd revoked it), the session grants a new one; locks of the old
 // lease ended with it. If the client could still have trusted a lock of the old lease, the
 // next RenewSession reports lockclient.ErrLeaseLost so that the client drops what it holds.
 //
-// # Expiry is judged by the etcd leader (G7)
+// # Expiry is judged by the etcd leader
 //
 // A lock lives exactly as long as its session lease, and etcd expires a lease on the
 // leader's clock, TTL after the leader received the last keep-alive. A new leader restarts
@@ -59,11 +59,11 @@
 // The fencing token is the create revision of our key. etcd's revision is one counter for
 // the whole cluster, raised by every write and agreed by consensus, so a later grant of
 // any lock always has a greater token, across keys, clients and leader changes: exactly
-// the single increasing sequence that storage-side fencing needs (DESIGN.md §5).
+// the single increasing sequence that storage-side fencing needs.
 //
 // Release deletes our key only if its create revision is still the grant's token
 // (If(CreateRevision(key) == token).Then(Delete(key))), never blindly: a holder whose lease
-// expired cannot free the next holder's lock (G8). The answer tells apart "the lock is held
+// expired cannot free the next holder's lock (G8 in docs/design.md). The answer tells apart "the lock is held
 // by someone else now" (ErrNotOwner) from "the lease expired and nobody took the lock"
 // (ErrLeaseLost).
 //

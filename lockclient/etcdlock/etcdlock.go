@@ -37,7 +37,8 @@ const DefaultLeaseSlack = time.Second
 // TryAcquire on a session lease with less than a TTL left renews it in parallel; the
 // slack lets grants within that long of the last renewal skip the extra keep-alive.
 // The cost: a crashed holder's locks are freed that much later. Safety is unaffected:
-// the client gives up at its own TTL, etcd only ever expires later (G7).
+// the client gives up at its own TTL, etcd only ever expires later (G7 in
+// docs/design.md).
 func WithLeaseSlack(d time.Duration) Option {
 	return func(c *config) {
 		if d >= 0 {

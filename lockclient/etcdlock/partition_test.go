@@ -13,7 +13,8 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
-// G7 measured against etcd itself: a holder cut off by a partition declares its lease
+// The client gives up before the service expires the lease (G7 in docs/design.md),
+// measured against etcd itself: a holder cut off by a partition declares its lease
 // lost before etcd deletes its key (the lease's real expiry, seen by an observer's watch),
 // and so before anyone else can be granted the lock.
 func TestPartitionHolderLostBeforeEtcdExpiry(t *testing.T) {
@@ -186,7 +187,8 @@ func TestPartitionHealedStaleReleaseIsRefused(t *testing.T) {
 	}
 	select {
 	case <-lb.Lost():
-		// Not a G8 failure (etcd still had the new holder's key after the stale release):
+		// Not a failure of the owner-checked release (etcd still had the new holder's key after
+		// the stale release):
 		// the new holder's renewals were starved past its TTL.
 		t.Logf("the new holder lost its lease on its own: %v", lb.Err())
 	default:

@@ -1,7 +1,8 @@
-// Package locktest is the conformance suite for lockclient backends: it runs the lock
-// contract (DESIGN.md §4, G7 and G8, and the ErrHeld/ErrUnavailable distinction)
-// against any lockclient.Backend. Every backend in this module runs it, and authors of
-// their own Backend can run it too:
+// Package locktest is the conformance suite for lockclient backends. It runs the lock
+// contract against any lockclient.Backend: the client gives up a lease before the
+// service expires it (G7 in docs/design.md), release is owner- and token-checked (G8),
+// and ErrHeld is never confused with ErrUnavailable. Every backend in this module runs
+// it, and authors of their own Backend can run it too:
 //
 //	func TestConformance(t *testing.T) {
 //		locktest.Run(t, locktest.Harness{New: func(t *testing.T) locktest.Namespace {
@@ -411,7 +412,8 @@ func testMutualExclusion(t *testing.T, h Harness) {
 	}
 }
 
-// lostBeforeRegrant checks G7: the faulty holder declares its lease lost before the
+// lostBeforeRegrant checks that the client gives up before the service expires the lease
+// (G7 in docs/design.md): the faulty holder declares its lease lost before the
 // service grants the key to another client.
 func lostBeforeRegrant(t *testing.T, h Harness, inject, undo func(Faults, string)) {
 	e := newEnv(t, h)

@@ -23,7 +23,8 @@
 // (PostgreSQL clock_timestamp(), MySQL UTC_TIMESTAMP(6), which does not depend on the
 // session's time_zone). Because the server computes expires_at after it received the
 // request, it is never earlier than the client's send time + TTL, which is what
-// lockclient's local deadline (send time + TTL − margin) relies on (DESIGN.md G7).
+// lockclient's local deadline (send time + TTL − margin) relies on: the client gives up
+// before the service expires the lease (G7 in docs/design.md).
 // Every statement is evaluated on arrival: a renewal or release that a network stall
 // delivers late is judged by the state at that moment and cannot revive or free a lease
 // that expired or was granted again in between.
@@ -44,7 +45,8 @@
 //   - Release: DELETE … WHERE key, session and token match. A live row deleted: released.
 //     Our own row deleted after it had expired (nobody retook it): [lockclient.ErrLeaseLost].
 //     No row of ours: [lockclient.ErrNotOwner], and the current holder's row, which has
-//     another session and token, is untouched (DESIGN.md G8).
+//     another session and token, is untouched: release is owner- and token-checked (G8 in
+//     docs/design.md).
 //   - Any database error, timeout or ended context: an error wrapping
 //     [lockclient.ErrUnavailable], never ErrHeld.
 //
