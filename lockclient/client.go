@@ -18,6 +18,7 @@ import (
 type Client struct {
 	backend Backend
 	cfg     config
+	cfgErr  error // a *ConfigError from New, returned by Acquire and TryAcquire
 
 	openMu sync.Mutex // serialises session opening
 	sess   Session
@@ -27,9 +28,11 @@ type Client struct {
 	closed bool
 	kick   chan struct{}
 	done   chan struct{}
-	wg     sync.WaitGroup
-	bg     context.Context // parent of renewal calls; cancelled by Close
-	stop   context.CancelFunc
+
+	watchdogStarted bool // the watchdog runs from the first grant on
+	wg              sync.WaitGroup
+	bg              context.Context // parent of renewal calls; cancelled by Close
+	stop            context.CancelFunc
 
 	// Session-level renewal (SessionRenewer backends), guarded by mu.
 	metrics *instruments
@@ -39,20 +42,32 @@ type Client struct {
 	sessInflight bool
 }
 
-// New returns a Client for the lock service b. It starts no goroutine until the first
-// lease is granted.
+// New returns a Client for the lock service b. It neither contacts the service nor
+// starts a goroutine: the session is opened by the first Acquire or TryAcquire, and the
+// watchdog goroutine starts with the first granted lease.
+//
+// New does not fail: an invalid option value (see each With* option) is recorded as a
+// *ConfigError, wrapping ErrInvalidConfig, that every Acquire and TryAcquire returns.
 func New(b Backend, opts ...Option) *Client {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.finish()
+	cfgErr := cfg.finish()
 	bg, stop := context.WithCancel(context.Background())
-	c := &Client{backend: b, cfg: cfg, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
+	return &Client{backend: b, cfg: cfg, cfgErr: cfgErr, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
 		metrics: newInstruments(cfg.meter, backendName(b))}
+}
+
+// startWatchdogLocked starts the watchdog goroutine on the first grant. Caller holds mu
+// and has checked that the client is not closed, so Close waits for it.
+func (c *Client) startWatchdogLocked() {
+	if c.watchdogStarted {
+		return
+	}
+	c.watchdogStarted = true
 	c.wg.Add(1)
 	go c.watchdog()
-	return c
 }
 
 // TTL returns the lease time-to-live this client asks for.
@@ -88,8 +103,12 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 
 // TryAcquire makes one attempt to take the lock named key. It returns ErrHeld at once
 // when another owner holds it, and an error wrapping ErrUnavailable when the service
-// cannot be reached before ctx ends.
+// cannot be reached before ctx ends. A Client with an invalid configuration returns its
+// *ConfigError (errors.Is ErrInvalidConfig) without contacting the service.
 func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err error) {
+	if c.cfgErr != nil {
+		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, c.cfgErr)
+	}
 	start := time.Now()
 	defer func() { c.metrics.acquired(start, err) }()
 	s, err := c.session(ctx)
@@ -107,7 +126,12 @@ func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err erro
 // released or expires) and retrying with jittered backoff while the service is
 // unreachable. It returns when the lock is granted or ctx ends: then the error wraps
 // ctx.Err(), and also ErrUnavailable if the last attempt could not reach the service.
+// A Client with an invalid configuration returns its *ConfigError (errors.Is
+// ErrInvalidConfig) without contacting the service.
 func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err error) {
+	if c.cfgErr != nil {
+		return nil, fmt.Errorf("lockclient: acquire %q: %w", key, c.cfgErr)
+	}
 	start := time.Now()
 	defer func() { c.metrics.acquired(start, err) }()
 	backoff := c.cfg.retryBase
@@ -210,6 +234,7 @@ func (c *Client) try(ctx context.Context, s Session, key string) (*Lease, error)
 			c.sessNext = sent.Add(c.cfg.renewEvery)
 		}
 	}
+	c.startWatchdogLocked()
 	c.schedule(l)
 	c.mu.Unlock()
 	return l, nil

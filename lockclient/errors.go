@@ -1,6 +1,9 @@
 package lockclient
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrHeld means another owner holds the lock. It is a normal outcome of
@@ -24,7 +27,25 @@ var (
 
 	// ErrClosed is returned by a Client after Close.
 	ErrClosed = errors.New("lockclient: client closed")
+
+	// ErrInvalidConfig means the Client was built with an invalid option value. New
+	// records the problem (as a *ConfigError, which wraps ErrInvalidConfig) and every
+	// Acquire and TryAcquire of that Client returns it; invalid values are never
+	// silently replaced by defaults.
+	ErrInvalidConfig = errors.New("lockclient: invalid configuration")
 )
+
+// ConfigError reports an invalid option value given to New. It wraps ErrInvalidConfig.
+type ConfigError struct {
+	Option string // the option that carried the value, such as "WithRenewInterval"
+	Msg    string // what is wrong with it
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("lockclient: invalid configuration: %s: %s", e.Option, e.Msg)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // errReleased is the reason a released lease reports through Err; it wraps ErrLeaseLost
 // because a released lease must not be used for writes any more.

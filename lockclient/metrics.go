@@ -37,6 +37,7 @@ const (
 
 // WithMeterProvider sets the OpenTelemetry MeterProvider for the client's metrics
 // (default: the global one, which records nothing until an SDK is installed).
+// A nil provider is valid and means the default.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.meter = mp }
 }

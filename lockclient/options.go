@@ -1,6 +1,7 @@
 package lockclient
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,6 +22,7 @@ type config struct {
 	meter      metric.MeterProvider
 	marginSet  bool
 	renewEvSet bool
+	ownerSet   bool
 }
 
 // DefaultTTL is the lease time-to-live used when WithTTL is not given.
@@ -35,32 +37,57 @@ func defaultConfig() config {
 	}
 }
 
-func (c *config) finish() {
+// finish validates the options and fills in the defaults. It returns a *ConfigError for
+// the first invalid value; the config is then completed with defaults so that the
+// Client is still well-formed (its Acquire and TryAcquire return the error).
+func (c *config) finish() error {
+	var err error
+	fail := func(option, format string, args ...any) {
+		if err == nil {
+			err = &ConfigError{Option: option, Msg: fmt.Sprintf(format, args...)}
+		}
+	}
 	if c.ttl <= 0 {
+		fail("WithTTL", "the TTL must be positive, got %v", c.ttl)
 		c.ttl = DefaultTTL
 	}
-	if !c.renewEvSet || c.renewEvery <= 0 || c.renewEvery >= c.ttl {
-		c.renewEvery = c.ttl / 3
-	}
-	if !c.marginSet || c.margin < 0 || c.margin >= c.ttl {
+	if !c.marginSet {
+		c.margin = c.ttl / 10
+	} else if c.margin < 0 || c.margin >= c.ttl {
+		fail("WithSafetyMargin", "the safety margin must be at least 0 and less than the TTL %v, got %v", c.ttl, c.margin)
 		c.margin = c.ttl / 10
 	}
-	if c.retryBase <= 0 {
-		c.retryBase = 20 * time.Millisecond
+	if !c.renewEvSet {
+		c.renewEvery = c.ttl / 3
+		if c.renewEvery >= c.ttl-c.margin {
+			fail("WithSafetyMargin", "the safety margin %v leaves less than the default renewal interval (TTL/3 = %v) before the local deadline", c.margin, c.renewEvery)
+		}
+	} else if c.renewEvery <= 0 || c.renewEvery >= c.ttl-c.margin {
+		fail("WithRenewInterval", "the renewal interval must be positive and less than the TTL minus the safety margin (%v - %v), got %v", c.ttl, c.margin, c.renewEvery)
+		c.renewEvery = c.ttl / 3
 	}
-	if c.retryMax < c.retryBase {
-		c.retryMax = c.retryBase
+	if c.retryBase <= 0 || c.retryMax < c.retryBase {
+		fail("WithRetry", "the backoff must have 0 < base <= max, got base %v, max %v", c.retryBase, c.retryMax)
+		c.retryBase, c.retryMax = 20*time.Millisecond, time.Second
+	}
+	if c.ownerSet && c.owner == "" {
+		fail("WithOwner", "the owner must not be empty")
 	}
 	if c.owner == "" {
 		c.owner = defaultOwner()
 	}
+	return err
 }
 
 // WithTTL sets the lease time-to-live (default DefaultTTL). The service expires a lease
-// that was not renewed for this long.
+// that was not renewed for this long. A TTL of zero or less is invalid: Acquire and
+// TryAcquire then fail with a *ConfigError (errors.Is ErrInvalidConfig).
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithRenewInterval sets how often the watchdog renews each held lease (default TTL/3).
+// It must be positive and shorter than the TTL minus the safety margin (otherwise a
+// lease would reach its local deadline before its first renewal): an invalid interval
+// makes Acquire and TryAcquire fail with a *ConfigError (errors.Is ErrInvalidConfig).
 func WithRenewInterval(d time.Duration) Option {
 	return func(c *config) { c.renewEvery, c.renewEvSet = d, true }
 }
@@ -68,23 +95,30 @@ func WithRenewInterval(d time.Duration) Option {
 // WithSafetyMargin sets how much earlier than the service the client gives up on a lease
 // whose renewals fail (default TTL/10). It must cover the rate difference between the
 // client's and the service's clocks over one TTL; a larger margin only makes the client
-// declare leases lost sooner.
+// declare leases lost sooner. It must be at least 0 and less than the TTL, and leave room
+// for the renewal interval (see WithRenewInterval): an invalid margin makes Acquire and
+// TryAcquire fail with a *ConfigError (errors.Is ErrInvalidConfig).
 func WithSafetyMargin(d time.Duration) Option {
 	return func(c *config) { c.margin, c.marginSet = d, true }
 }
 
 // WithRetry sets the jittered exponential backoff Acquire uses while the service is
 // unreachable: the first wait is up to base, doubling up to max (defaults 20ms, 1s).
+// It requires 0 < base <= max: other values make Acquire and TryAcquire fail with a
+// *ConfigError (errors.Is ErrInvalidConfig).
 func WithRetry(base, max time.Duration) Option {
 	return func(c *config) { c.retryBase, c.retryMax = base, max }
 }
 
 // WithOwner names this client at the lock service (default: host name, process id and
-// a random suffix). Two clients with the same owner are still distinct holders.
-func WithOwner(owner string) Option { return func(c *config) { c.owner = owner } }
+// a random suffix). Two clients with the same owner are still distinct holders. An empty
+// owner is invalid: Acquire and TryAcquire then fail with a *ConfigError (errors.Is
+// ErrInvalidConfig).
+func WithOwner(owner string) Option { return func(c *config) { c.owner, c.ownerSet = owner, true } }
 
 // WithLogger sets the structured logger (default: discard). Lost leases and an
-// unreachable service are logged at Warn; nothing about keys' values is logged.
+// unreachable service are logged at Warn; nothing about keys' values is logged. A nil
+// logger is valid and means the default.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
