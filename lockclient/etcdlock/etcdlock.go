@@ -106,8 +106,9 @@ func lockKey(lockPfx string, lease clientv3.LeaseID) string {
 	return fmt.Sprintf("%s%x", lockPfx, int64(lease))
 }
 
-// rctx bounds one request by the request timeout.
-func (b *backend) rctx(ctx context.Context) (context.Context, context.CancelFunc) {
+// requestContext derives the context of one etcd request from ctx: bounded by the request
+// timeout (WithRequestTimeout) as well as by ctx.
+func (b *backend) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if b.cfg.requestTimeout <= 0 {
 		return context.WithCancel(ctx)
 	}
