@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 )
 
 // TableReport is what CheckSchema found for one guarded table.
@@ -28,9 +27,10 @@ func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 // For each table it reports whether it exists, has both fencing columns NOT NULL, and
 // carries the database-side guard, with the problems in words and the DDL that fixes
 // them, in order: add missing columns (d.GuardColumnsDDL), make nullable ones NOT NULL
-// (when the dialect has a NotNullDDL(table, column string) []string method; SQLite
-// cannot alter a column and gets no statement for that), install the guard
-// (Guarder.GuardDDL). A dialect that does not implement Guarder gets the problem "no
+// (when the dialect implements NotNullFixer; SQLite cannot alter a column and gets no
+// statement for that), install the guard (Guarder.GuardDDL). The columns are judged
+// exactly as the lazy check before the first guarded write judges them (same problems,
+// same statements); only the guard is CheckSchema's own (fenced writes do not need it). A dialect that does not implement Guarder gets the problem "no
 // database-side guard available for this dialect" and no statement for it. A missing
 // table gets no fix.
 //
@@ -59,98 +59,30 @@ func CheckSchema(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec
 	return reports, nil
 }
 
-// notNullFixer is the optional dialect method CheckSchema uses for nullable columns.
-type notNullFixer interface {
-	NotNullDDL(table, column string) []string
-}
-
 func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (TableReport, error) {
+	if spec.TokenColumn == "" {
+		spec.TokenColumn = DefaultTokenColumn
+	}
+	if spec.VersionColumn == "" {
+		spec.VersionColumn = DefaultVersionColumn
+	}
 	tokCol, verCol := spec.TokenColumn, spec.VersionColumn
-	if tokCol == "" {
-		tokCol = DefaultTokenColumn
-	}
-	if verCol == "" {
-		verCol = DefaultVersionColumn
-	}
 	r := TableReport{Table: spec.Table}
-	schema, name, qualified := strings.Cut(spec.Table, ".")
-	if !qualified {
-		schema, name = "", spec.Table
-	}
-	for _, id := range []string{schema, name, tokCol, verCol} {
-		if !validIdent(id) {
-			return r, configErr("CheckSchema: table %q: %q is not a valid identifier", spec.Table, id)
-		}
-	}
-	if name == "" || (qualified && schema == "") || strings.EqualFold(tokCol, verCol) {
-		return r, configErr("CheckSchema: table %q: table, token and version column names must be non-empty and distinct", spec.Table)
+	table, problem := spec.parse()
+	if problem != "" {
+		return r, configErr("CheckSchema: table %q: %s", spec.Table, problem)
 	}
 
-	q, args := d.ColumnsQuery(schema, name)
-	rows, err := db.QueryContext(ctx, q, args...)
+	// 1. and 2.: missing and nullable columns, judged as the lazy check judges them.
+	v, err := inspectColumns(ctx, dbQueryStrings(db), d, table, tokCol, verCol)
 	if err != nil {
 		return r, fmt.Errorf("fencedsql: CheckSchema %s: the column query failed: %w", spec.Table, err)
 	}
-	var tokNullable, verNullable bool
-	for rows.Next() {
-		var col string
-		var notNull sql.NullString
-		if err := rows.Scan(&col, &notNull); err != nil {
-			rows.Close()
-			return r, fmt.Errorf("fencedsql: CheckSchema %s: the column query failed: %w", spec.Table, err)
-		}
-		r.Exists = true
-		nn := notNull.String == "1" || strings.EqualFold(notNull.String, "true") || strings.EqualFold(notNull.String, "t")
-		switch {
-		case strings.EqualFold(col, tokCol):
-			r.HasToken, r.TokenNotNull, tokNullable = true, nn, !nn
-		case strings.EqualFold(col, verCol):
-			r.HasVersion, r.VersionNotNull, verNullable = true, nn, !nn
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return r, fmt.Errorf("fencedsql: CheckSchema %s: the column query failed: %w", spec.Table, err)
-	}
-	if err := rows.Err(); err != nil {
-		return r, fmt.Errorf("fencedsql: CheckSchema %s: the column query failed: %w", spec.Table, err)
-	}
+	r.Exists, r.HasToken, r.HasVersion = v.exists, v.hasToken, v.hasVersion
+	r.TokenNotNull, r.VersionNotNull = v.tokenNotNull, v.versionNotNull
+	r.Problems, r.Fix = v.problems, v.fix
 	if !r.Exists {
-		r.Problems = append(r.Problems, "no such table (or it is not visible to this connection)")
 		return r, nil
-	}
-
-	// 1. Missing columns, one statement each (a dialect may need one per column).
-	for _, c := range []struct {
-		has      bool
-		col      string
-		tok, ver bool
-	}{{r.HasToken, tokCol, true, false}, {r.HasVersion, verCol, false, true}} {
-		if c.has {
-			continue
-		}
-		r.Problems = append(r.Problems, "missing column "+c.col+" (BIGINT NOT NULL DEFAULT 0)")
-		r.Fix = append(r.Fix, d.GuardColumnsDDL(spec.Table, tokCol, verCol, c.tok, c.ver))
-	}
-	// 2. Nullable columns.
-	for _, c := range []struct {
-		nullable bool
-		col      string
-	}{{tokNullable, tokCol}, {verNullable, verCol}} {
-		if !c.nullable {
-			continue
-		}
-		var fix []string
-		if f, ok := d.(notNullFixer); ok {
-			fix = f.NotNullDDL(spec.Table, c.col)
-		}
-		p := "column " + c.col + " is nullable: it must be NOT NULL (a fenced write relies on the NOT NULL violation)"
-		if len(fix) == 0 {
-			p += "; this database cannot change an existing column: rebuild the table with " + c.col + " BIGINT NOT NULL DEFAULT 0"
-		} else {
-			p += "; rows holding NULL in it must be set (e.g. to 0) first"
-		}
-		r.Problems = append(r.Problems, p)
-		r.Fix = append(r.Fix, fix...)
 	}
 	// 3. The database-side guard.
 	g, ok := d.(Guarder)
@@ -158,17 +90,53 @@ func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (Tab
 		r.Problems = append(r.Problems, "no database-side guard available for this dialect")
 		return r, nil
 	}
-	q, args = g.GuardInstalledQuery(schema, name)
+	q, args := g.GuardInstalledQuery(table)
 	var installed sql.NullString
 	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
 	case err == sql.ErrNoRows:
 	case err != nil:
 		return r, fmt.Errorf("fencedsql: CheckSchema %s: the guard query failed: %w", spec.Table, err)
 	}
-	r.Guarded = installed.String == "1" || strings.EqualFold(installed.String, "true") || strings.EqualFold(installed.String, "t")
+	r.Guarded = notNullFlag(installed.String)
 	if !r.Guarded {
 		r.Problems = append(r.Problems, "no database-side guard installed: writes that bypass the wrapper are not refused by the database")
-		r.Fix = append(r.Fix, g.GuardDDL(spec.Table, tokCol, verCol)...)
+		r.Fix = append(r.Fix, g.GuardDDL(table, tokCol, verCol)...)
 	}
 	return r, nil
+}
+
+// dbQueryStrings runs catalog queries on db for inspectColumns, rendering values as
+// the lazy check's queryStrings does.
+func dbQueryStrings(db *sql.DB) queryFunc {
+	return func(ctx context.Context, q string, args []any) ([][]string, error) {
+		rows, err := db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return nil, err
+		}
+		var out [][]string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				return nil, err
+			}
+			row := make([]string, len(cols))
+			for i, v := range vals {
+				row[i] = valueString(v)
+			}
+			out = append(out, row)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		return out, rows.Err()
+	}
 }

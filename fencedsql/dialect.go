@@ -34,8 +34,52 @@ type ErrorInfo struct {
 	Table      string // when the driver reports it
 }
 
+// TableName names one table. Schema is "" for an unqualified name, which the database
+// resolves as it resolves the statements' own names (PostgreSQL: the search_path;
+// MySQL: the connection's database; SQLite: the main database, then attached ones).
+// Both parts are plain identifiers (letters, digits, _ and $, not quoted): see
+// ParseTableName.
+type TableName struct{ Schema, Name string }
+
+// ParseTableName splits "table" or "schema.table" and validates both parts as plain
+// identifiers (letters, digits, _ and $ not first, non-ASCII letters; at most 128
+// bytes). A bad name is a *ConfigError.
+func ParseTableName(s string) (TableName, error) {
+	t, problem := parseTableName(s)
+	if problem != "" {
+		return TableName{}, configErr("table %q: %s", s, problem)
+	}
+	return t, nil
+}
+
+// String returns "schema.name", or "name" when Schema is empty, unquoted.
+func (t TableName) String() string {
+	if t.Schema == "" {
+		return t.Name
+	}
+	return t.Schema + "." + t.Name
+}
+
+// Quote returns the name with each part quoted by quote (a Dialect's QuoteIdent).
+func (t TableName) Quote(quote func(string) string) string {
+	if t.Schema == "" {
+		return quote(t.Name)
+	}
+	return quote(t.Schema) + "." + quote(t.Name)
+}
+
 // Dialect is what differs between databases. The dialect packages (postgres, mysql,
-// sqlite) export one each as Dialect.
+// sqlite) export one each as Dialect, and only they implement it.
+//
+// A dialect may implement optional interfaces, which the package discovers with a type
+// assertion (like database/sql/driver's optional interfaces):
+//
+//   - Guarder: the DDL of the database-side guard (triggers that refuse writes that
+//     bypass the wrapper), and the query that tells whether it is installed;
+//   - NotNullFixer: the DDL that makes an existing, nullable fencing column NOT NULL.
+//
+// Tables are passed as TableName, already validated, with the case in which they were
+// configured; a dialect folds case where its database does.
 type Dialect interface {
 	// Name is a short name ("postgres", "mysql", "sqlite").
 	Name() string
@@ -47,11 +91,14 @@ type Dialect interface {
 	QuoteIdent(name string) string
 	// Classify inspects a driver error.
 	Classify(err error) ErrorInfo
-	// ColumnsQuery returns a query listing the columns of table (schema may be "") as
-	// rows of (column name TEXT, not-null INTEGER 1 or 0). No rows means no such table.
-	ColumnsQuery(schema, table string) (query string, args []any)
-	// GuardColumnsDDL returns DDL that adds the fencing columns to table.
-	GuardColumnsDDL(table, tokenCol, versionCol string, missingToken, missingVersion bool) string
+	// ColumnsQuery returns a query listing the columns of table as rows of (column
+	// name, not-null flag). The flag is 1, true or t for a NOT NULL column (any
+	// spelling of those, as the driver returns it); anything else, NULL included,
+	// means nullable. No rows means no such table.
+	ColumnsQuery(table TableName) (query string, args []any)
+	// GuardColumnsDDL returns the statements that add the missing fencing columns to
+	// table, as BIGINT NOT NULL DEFAULT 0, in order (one Exec each).
+	GuardColumnsDDL(table TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string
 	// SessionQuery returns a query whose single text value CheckSession validates, run
 	// once per connection before its first guarded write; "" for none.
 	SessionQuery() string
@@ -67,10 +114,21 @@ type Dialect interface {
 // module implement it; CheckSchema reports a missing guard with the DDL that installs it.
 type Guarder interface {
 	// GuardDDL returns the statements that install the guard on table, in order.
-	GuardDDL(table, tokenCol, versionCol string) []string
+	GuardDDL(table TableName, tokenCol, versionCol string) []string
 	// UnguardDDL returns the statements that remove it.
-	UnguardDDL(table string) []string
+	UnguardDDL(table TableName) []string
 	// GuardInstalledQuery returns a query yielding one row with 1 when the guard is
-	// installed on table (schema may be ""), 0 or no row otherwise.
-	GuardInstalledQuery(schema, table string) (query string, args []any)
+	// installed on table, 0 or no row otherwise.
+	GuardInstalledQuery(table TableName) (query string, args []any)
+}
+
+// NotNullFixer is implemented by dialects that can make an existing column NOT NULL.
+// CheckSchema and the lazy check before the first guarded write propose its
+// statements for a nullable fencing column; a dialect without it (or returning no
+// statement, like SQLite, which cannot alter a column) gets the advice to rebuild the
+// table.
+type NotNullFixer interface {
+	// NotNullDDL returns the statements that make column of table NOT NULL (DEFAULT 0).
+	// Rows holding NULL in it must be fixed first.
+	NotNullDDL(table TableName, column string) []string
 }

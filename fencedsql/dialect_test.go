@@ -25,9 +25,11 @@ func (d testDialect) QuoteIdent(s string) string {
 	return q + strings.ReplaceAll(s, q, q+q) + q
 }
 func (testDialect) Classify(error) ErrorInfo { return ErrorInfo{} }
-func (testDialect) ColumnsQuery(schema, table string) (string, []any) {
-	return "COLUMNS", []any{table}
+func (testDialect) ColumnsQuery(table TableName) (query string, args []any) {
+	return "COLUMNS", []any{table.Name}
 }
-func (testDialect) GuardColumnsDDL(table, tok, ver string, a, b bool) string { return "DDL" }
-func (testDialect) SessionQuery() string                                     { return "" }
-func (testDialect) CheckSession(string) error                                { return nil }
+func (testDialect) GuardColumnsDDL(table TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
+	return []string{"DDL"}
+}
+func (testDialect) SessionQuery() string            { return "" }
+func (testDialect) CheckSession(value string) error { return nil }

@@ -125,10 +125,15 @@ type SchemaError struct {
 	Err     error  // the underlying error, if the check itself failed
 }
 
+// Error names the table, the problem, the underlying error when the check itself
+// failed, and the fix when there is one.
 func (e *SchemaError) Error() string {
 	msg := "fencedsql: guarded table " + e.Table + ": " + e.Problem
 	if e.Table == "" {
 		msg = "fencedsql: " + e.Problem
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
 	}
 	if e.Fix != "" {
 		msg += "; fix: " + e.Fix

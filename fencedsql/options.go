@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -99,21 +100,11 @@ func (c *config) newRewriter() (*rewriter, error) {
 		stringIdents: c.dialect.Syntax() == SQLiteSyntax,
 	}
 	for _, gs := range c.guards {
-		schema, name, qualified := strings.Cut(gs.Table, ".")
-		if !qualified {
-			schema, name = "", gs.Table
+		t, problem := gs.parse()
+		if problem != "" {
+			return nil, configErr("guarded table %q: %s", gs.Table, problem)
 		}
-		if qualified && schema == "" {
-			return nil, configErr("guarded table %q: empty schema name", gs.Table)
-		}
-		for _, id := range []string{schema, name, gs.TokenColumn, gs.VersionColumn} {
-			if !validIdent(id) {
-				return nil, configErr("guarded table %q: %q is not a valid identifier", gs.Table, id)
-			}
-		}
-		if name == "" || gs.TokenColumn == "" || gs.VersionColumn == "" || strings.EqualFold(gs.TokenColumn, gs.VersionColumn) {
-			return nil, configErr("guarded table %q: table, token and version column names must be non-empty and distinct", gs.Table)
-		}
+		schema, name := t.Schema, t.Name
 		g := &guard{
 			schema: strings.ToLower(schema), name: name, tokenCol: gs.TokenColumn, verCol: gs.VersionColumn,
 			qTok: rw.quote(gs.TokenColumn), qVer: rw.quote(gs.VersionColumn),
@@ -132,12 +123,53 @@ func (c *config) newRewriter() (*rewriter, error) {
 	return rw, nil
 }
 
+// parse validates a guard spec as given (empty column names are refused, not
+// defaulted) and returns its table name, or the problem in words. It is the one check
+// behind Guard, the DSN's fenced_tables and CheckSchema.
+func (gs GuardSpec) parse() (TableName, string) {
+	t, problem := parseTableName(gs.Table)
+	if problem != "" {
+		return t, problem
+	}
+	for _, id := range []string{gs.TokenColumn, gs.VersionColumn} {
+		if !validIdent(id) {
+			return t, fmt.Sprintf("%q is not a valid identifier", id)
+		}
+	}
+	if gs.TokenColumn == "" || gs.VersionColumn == "" || strings.EqualFold(gs.TokenColumn, gs.VersionColumn) {
+		return t, "table, token and version column names must be non-empty and distinct"
+	}
+	return t, ""
+}
+
+// parseTableName splits "table" or "schema.table" and validates both parts; the
+// problem in words when it is not a plain, possibly qualified, table name.
+func parseTableName(s string) (TableName, string) {
+	schema, name, qualified := strings.Cut(s, ".")
+	if !qualified {
+		schema, name = "", s
+	}
+	if qualified && schema == "" {
+		return TableName{}, "empty schema name"
+	}
+	for _, id := range []string{schema, name} {
+		if !validIdent(id) {
+			return TableName{}, fmt.Sprintf("%q is not a valid identifier", id)
+		}
+	}
+	if name == "" {
+		return TableName{}, "empty table name"
+	}
+	return TableName{Schema: schema, Name: name}, ""
+}
+
 // validIdent accepts the identifiers a guard may name: letters, digits, _ and $ (not
-// first), and non-ASCII letters. Anything else (quotes, spaces, dots) is refused so
-// that names never need escaping.
+// first), and non-ASCII letters, at most 128 bytes. Anything else (quotes, spaces,
+// dots) is refused so that names never need escaping. "" passes: the callers check
+// emptiness where it matters.
 func validIdent(s string) bool {
 	if s == "" {
-		return true // checked by the caller where it matters
+		return true
 	}
 	for i, r := range s {
 		switch {

@@ -64,19 +64,9 @@ func IsGuardError(err error) bool {
 	return errors.As(err, &me) && string(me.SQLState[:]) == GuardSQLState
 }
 
-func splitTable(table string) (schema, name string) {
-	schema, name, ok := strings.Cut(table, ".")
-	if !ok {
-		return "", table
-	}
-	return schema, name
-}
-
-func (d dialect) qualified(schema, name string) string {
-	if schema == "" {
-		return d.QuoteIdent(name)
-	}
-	return d.QuoteIdent(schema) + "." + d.QuoteIdent(name)
+// triggerName is the qualified name of table's guard trigger (in the table's database).
+func triggerName(table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: table.Schema, Name: guardTrigger(table.Name)}
 }
 
 // guardTrigger is the trigger's name: "fencedsql_guard_<table>", or a prefix of it
@@ -112,22 +102,21 @@ func message(table, what string) string {
 	return literal(head + string(r) + tail)
 }
 
-// GuardDDL returns the statements that install the guard on table ("db.table" or a
-// table of the connection's database). Each is one statement for database/sql.
-func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
-	schema, name := splitTable(table)
-	trg := d.qualified(schema, guardTrigger(name))
+// GuardDDL returns the statements that install the guard on table (in table.Schema,
+// or the connection's database when it is empty). Each is one statement for database/sql.
+func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string) []string {
+	trg := triggerName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	notNull := func(col string) string {
 		return "SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+col+"' cannot be null")
 	}
 	refuse := func(what string) string {
-		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(name, what)
+		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, what)
 	}
 	return []string{
 		"DROP TRIGGER IF EXISTS " + trg,
 		// One test on the wrapper's path; the nested IF only names the refusal.
-		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + d.qualified(schema, name) + " FOR EACH ROW\nBEGIN\n" +
+		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\nBEGIN\n" +
 			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + " THEN\n" +
 			"    IF NEW." + tok + " IS NULL THEN\n      " + notNull(tokenCol) + ";\n" +
 			"    ELSEIF NEW." + ver + " IS NULL THEN\n      " + notNull(versionCol) + ";\n" +
@@ -138,22 +127,23 @@ func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
-func (d dialect) UnguardDDL(table string) []string {
-	schema, name := splitTable(table)
-	return []string{"DROP TRIGGER IF EXISTS " + d.qualified(schema, guardTrigger(name))}
+func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
+	return []string{"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent)}
 }
 
 // GuardInstalledQuery yields 1 when the guard trigger exists on table.
-func (dialect) GuardInstalledQuery(schema, table string) (string, []any) {
+func (dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
 	return "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TRIGGER_NAME = ? AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_TIMING = 'BEFORE'",
-		[]any{schema, guardTrigger(table), table}
+		[]any{table.Schema, guardTrigger(table.Name), table.Name}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL
-// (used by fencedsql.CheckSchema). Rows holding NULL in it must be fixed first.
-func (d dialect) NotNullDDL(table, column string) []string {
-	schema, name := splitTable(table)
-	return []string{"ALTER TABLE " + d.qualified(schema, name) + " MODIFY COLUMN " + d.QuoteIdent(column) + " BIGINT NOT NULL DEFAULT 0"}
+// (fencedsql.NotNullFixer). Rows holding NULL in it must be fixed first.
+func (d dialect) NotNullDDL(table fencedsql.TableName, column string) []string {
+	return []string{"ALTER TABLE " + table.Quote(d.QuoteIdent) + " MODIFY COLUMN " + d.QuoteIdent(column) + " BIGINT NOT NULL DEFAULT 0"}
 }
 
-var _ fencedsql.Guarder = dialect{}
+var (
+	_ fencedsql.Guarder      = dialect{}
+	_ fencedsql.NotNullFixer = dialect{}
+)

@@ -19,7 +19,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.MySQL(), m
 
 func TestGuardDDLShape(t *testing.T) {
 	g := mysql.Dialect.(fencedsql.Guarder)
-	ddl := g.GuardDDL("shop.acc`ounts", "fence_token", "ver'sion")
+	ddl := g.GuardDDL(fencedsql.TableName{Schema: "shop", Name: "acc`ounts"}, "fence_token", "ver'sion")
 	if len(ddl) != 2 {
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
@@ -40,12 +40,12 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	// Long names: trigger names within 64 characters and distinct; messages within 128.
 	long := strings.Repeat("é", 60)
-	a, b := g.UnguardDDL(long + "1")[0], g.UnguardDDL(long + "2")[0]
+	a, b := g.UnguardDDL(fencedsql.TableName{Name: long + "1"})[0], g.UnguardDDL(fencedsql.TableName{Name: long + "2"})[0]
 	name := func(s string) string { return s[strings.Index(s, "`")+1 : strings.LastIndex(s, "`")] }
 	if a == b || utf8.RuneCountInString(name(a)) > 64 {
 		t.Errorf("long names: %q, %q", a, b)
 	}
-	create := g.GuardDDL(long, "fence_token", "version")[1]
+	create := g.GuardDDL(fencedsql.TableName{Name: long}, "fence_token", "version")[1]
 	for _, line := range strings.Split(create, "\n") {
 		if i := strings.Index(line, "MESSAGE_TEXT = '"); i >= 0 {
 			msg := strings.TrimSuffix(line[i+len("MESSAGE_TEXT = '"):], "';")
@@ -54,7 +54,7 @@ func TestGuardDDLShape(t *testing.T) {
 			}
 		}
 	}
-	if un := g.UnguardDDL("accounts"); len(un) != 1 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" {
+	if un := g.UnguardDDL(fencedsql.TableName{Name: "accounts"}); len(un) != 1 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

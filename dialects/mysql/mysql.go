@@ -100,17 +100,23 @@ func between(s, open, close string) string {
 	return s[:j]
 }
 
-func (dialect) ColumnsQuery(schema, table string) (string, []any) {
-	return "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?", []any{schema, table}
+// ColumnsQuery reads information_schema; an unqualified table is looked up in the
+// connection's database.
+func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any) {
+	return "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?", []any{table.Schema, table.Name}
 }
 
-func (d dialect) GuardColumnsDDL(table, tokenCol, versionCol string, tok, ver bool) string {
+// GuardColumnsDDL returns one ALTER TABLE adding the missing columns.
+func (d dialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var adds []string
-	if tok {
+	if missingToken {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")
 	}
-	if ver {
+	if missingVersion {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(versionCol)+" BIGINT NOT NULL DEFAULT 0")
 	}
-	return "ALTER TABLE " + table + " " + strings.Join(adds, ", ")
+	if len(adds) == 0 {
+		return nil
+	}
+	return []string{"ALTER TABLE " + table.String() + " " + strings.Join(adds, ", ")}
 }

@@ -85,16 +85,12 @@ func IsGuardError(err error) bool {
 	return errors.As(err, &pe) && pe.Code == GuardSQLState
 }
 
-// splitTable splits "schema.table" and folds each part to lower case the way
-// PostgreSQL folds unquoted identifiers (ASCII letters only), so the quoted names in
-// the DDL denote the same objects as the unquoted names the wrapper, ColumnsQuery
-// (to_regclass) and GuardColumnsDDL use.
-func splitTable(table string) (schema, name string) {
-	schema, name, ok := strings.Cut(table, ".")
-	if !ok {
-		schema, name = "", table
-	}
-	return foldASCII(schema), foldASCII(name)
+// fold folds both parts of table to lower case the way PostgreSQL folds unquoted
+// identifiers (ASCII letters only), so the quoted names in the DDL denote the same
+// objects as the unquoted names the wrapper, ColumnsQuery (to_regclass) and
+// GuardColumnsDDL use.
+func fold(table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: foldASCII(table.Schema), Name: foldASCII(table.Name)}
 }
 
 func foldASCII(s string) string {
@@ -106,11 +102,9 @@ func foldASCII(s string) string {
 	}, s)
 }
 
-func (d dialect) qualified(schema, name string) string {
-	if schema == "" {
-		return d.QuoteIdent(name)
-	}
-	return d.QuoteIdent(schema) + "." + d.QuoteIdent(name)
+// guardFuncName is the qualified name of table's trigger function (table folded).
+func guardFuncName(table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: table.Schema, Name: guardFunc(table.Name)}
 }
 
 // guardFunc is the name of table's trigger function: "fencedsql_guard_<table>", or,
@@ -148,10 +142,10 @@ func dollarTag(body string) string {
 
 // GuardDDL returns the statements that install the guard on table (run them in one
 // transaction: PostgreSQL DDL is transactional). Re-running them replaces the guard.
-func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
-	schema, name := splitTable(table)
-	tbl := d.qualified(schema, name)
-	fn := d.qualified(schema, guardFunc(name))
+func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string) []string {
+	table = fold(table)
+	tbl := table.Quote(d.QuoteIdent)
+	fn := guardFuncName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	// raise builds a RAISE whose message names the table through TG_TABLE_SCHEMA and
 	// TG_TABLE_NAME (no names in string literals); extra are further format arguments.
@@ -220,28 +214,25 @@ END
 
 // UnguardDDL returns the one statement that removes the guard from table: dropping
 // its trigger function drops both triggers with it.
-func (d dialect) UnguardDDL(table string) []string {
-	schema, name := splitTable(table)
-	return []string{"DROP FUNCTION IF EXISTS " + d.qualified(schema, guardFunc(name)) + "() CASCADE"}
+func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
+	return []string{"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE"}
 }
 
 // GuardInstalledQuery yields 1 when both guard triggers exist on table, are enabled
 // for ordinary sessions and call the table's guard function.
-func (d dialect) GuardInstalledQuery(schema, table string) (string, []any) {
-	name := table
-	if schema != "" {
-		name = schema + "." + table
-	}
+func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled IN ('O', 'A') AND p.proname = $4`,
-		[]any{name, guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table))}
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name))}
 }
 
-// NotNullDDL returns the statements that make an existing fencing column NOT NULL
-// (used by fencedsql.CheckSchema). Rows holding NULL in it must be fixed first.
-func (d dialect) NotNullDDL(table, column string) []string {
-	schema, name := splitTable(table)
+// NotNullDDL returns the statement that makes an existing fencing column NOT NULL
+// (fencedsql.NotNullFixer). Rows holding NULL in it must be fixed first.
+func (d dialect) NotNullDDL(table fencedsql.TableName, column string) []string {
 	c := d.QuoteIdent(column)
-	return []string{"ALTER TABLE " + d.qualified(schema, name) + " ALTER COLUMN " + c + " SET DEFAULT 0, ALTER COLUMN " + c + " SET NOT NULL"}
+	return []string{"ALTER TABLE " + fold(table).Quote(d.QuoteIdent) + " ALTER COLUMN " + c + " SET DEFAULT 0, ALTER COLUMN " + c + " SET NOT NULL"}
 }
 
-var _ fencedsql.Guarder = dialect{}
+var (
+	_ fencedsql.Guarder      = dialect{}
+	_ fencedsql.NotNullFixer = dialect{}
+)

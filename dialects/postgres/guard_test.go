@@ -18,7 +18,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(fencedsql.Guarder)
-	ddl := g.GuardDDL("Shop.Accounts", `fence"token`, "version")
+	ddl := g.GuardDDL(fencedsql.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
 	if len(ddl) != 5 {
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
@@ -36,21 +36,21 @@ func TestGuardDDLShape(t *testing.T) {
 			t.Errorf("GuardDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := g.UnguardDDL("Shop.Accounts"); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` {
+	if un := g.UnguardDDL(fencedsql.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 	// A column name holding the dollar-quote tag gets another tag.
-	ddl = g.GuardDDL("t", "a$fencedsql$b", "version")
+	ddl = g.GuardDDL(fencedsql.TableName{Name: "t"}, "a$fencedsql$b", "version")
 	if !strings.Contains(ddl[0], "AS $fencedsql_1$") || !strings.HasSuffix(ddl[0], "$fencedsql_1$") {
 		t.Errorf("dollar tag not changed:\n%s", ddl[0])
 	}
 	// Long names are shortened with a hash, distinctly.
 	long := strings.Repeat("x", 55)
-	a, b := g.UnguardDDL(long + "_one")[0], g.UnguardDDL(long + "_two")[0]
+	a, b := g.UnguardDDL(fencedsql.TableName{Name: long + "_one"})[0], g.UnguardDDL(fencedsql.TableName{Name: long + "_two"})[0]
 	if a == b || len(a) > len(`DROP FUNCTION IF EXISTS ""() CASCADE`)+63 {
 		t.Errorf("long names: %q, %q", a, b)
 	}
-	q, args := g.GuardInstalledQuery("", "Accounts")
+	q, args := g.GuardInstalledQuery(fencedsql.TableName{Name: "Accounts"})
 	if !strings.Contains(q, "pg_trigger") || len(args) != 4 || args[3] != "fencedsql_guard_accounts" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}

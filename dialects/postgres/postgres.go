@@ -34,11 +34,11 @@ func init() {
 
 type dialect struct{}
 
-func (dialect) Name() string              { return "postgres" }
-func (dialect) Syntax() fencedsql.Syntax  { return fencedsql.PostgresSyntax }
-func (dialect) NumberedParams() bool      { return true }
-func (dialect) SessionQuery() string      { return "" }
-func (dialect) CheckSession(string) error { return nil }
+func (dialect) Name() string                    { return "postgres" }
+func (dialect) Syntax() fencedsql.Syntax        { return fencedsql.PostgresSyntax }
+func (dialect) NumberedParams() bool            { return true }
+func (dialect) SessionQuery() string            { return "" }
+func (dialect) CheckSession(value string) error { return nil }
 func (dialect) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
@@ -60,21 +60,22 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 
 // ColumnsQuery resolves the table through the session's search_path (to_regclass), as
 // the statements themselves do.
-func (dialect) ColumnsQuery(schema, table string) (string, []any) {
-	name := table
-	if schema != "" {
-		name = schema + "." + table
-	}
-	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{name}
+func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any) {
+	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
 }
 
-func (d dialect) GuardColumnsDDL(table, tokenCol, versionCol string, tok, ver bool) string {
+// GuardColumnsDDL returns one ALTER TABLE adding the missing columns. The table name
+// is left unquoted, so PostgreSQL folds it as it folds the statements' own names.
+func (d dialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var adds []string
-	if tok {
+	if missingToken {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")
 	}
-	if ver {
+	if missingVersion {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(versionCol)+" BIGINT NOT NULL DEFAULT 0")
 	}
-	return "ALTER TABLE " + table + " " + strings.Join(adds, ", ")
+	if len(adds) == 0 {
+		return nil
+	}
+	return []string{"ALTER TABLE " + table.String() + " " + strings.Join(adds, ", ")}
 }

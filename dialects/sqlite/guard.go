@@ -43,32 +43,25 @@ func IsGuardError(err error) bool {
 	return errors.As(err, &se) && strings.Contains(se.Error(), GuardMessagePrefix)
 }
 
-func splitTable(table string) (schema, name string) {
-	schema, name, ok := strings.Cut(table, ".")
-	if !ok {
-		return "", table
-	}
-	return schema, name
+// triggerName is the qualified name of table's guard trigger (in the table's schema).
+func triggerName(table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: table.Schema, Name: guardTrigger(table.Name)}
 }
 
 func guardTrigger(name string) string { return "fencedsql_guard_" + name }
 
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// GuardDDL returns the statements that install the guard on table ("schema.table"
-// for an attached database). Re-running them replaces the guard.
-func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
-	schema, name := splitTable(table)
-	trg := d.QuoteIdent(guardTrigger(name))
-	if schema != "" {
-		trg = d.QuoteIdent(schema) + "." + trg
-	}
+// GuardDDL returns the statements that install the guard on table (table.Schema names
+// an attached database, or is empty). Re-running them replaces the guard.
+func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string) []string {
+	trg := triggerName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
-	msg := func(what string) string { return literal(GuardMessagePrefix + name + ": " + what) }
+	msg := func(what string) string { return literal(GuardMessagePrefix + table.Name + ": " + what) }
 	return []string{
 		"DROP TRIGGER IF EXISTS " + trg,
 		// The table of a trigger is never schema-qualified: it is in the trigger's schema.
-		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + d.QuoteIdent(name) + " FOR EACH ROW\n" +
+		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + d.QuoteIdent(table.Name) + " FOR EACH ROW\n" +
 			"WHEN NEW." + tok + " IS NOT NULL AND NEW." + ver + " IS NOT NULL AND (NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + ")\n" +
 			"BEGIN\n  SELECT CASE WHEN NEW." + tok + " < OLD." + tok +
 			" THEN RAISE(ABORT, " + msg("UPDATE lowers the fence token") + ")" +
@@ -77,28 +70,26 @@ func (d dialect) GuardDDL(table, tokenCol, versionCol string) []string {
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
-func (d dialect) UnguardDDL(table string) []string {
-	schema, name := splitTable(table)
-	trg := d.QuoteIdent(guardTrigger(name))
-	if schema != "" {
-		trg = d.QuoteIdent(schema) + "." + trg
-	}
-	return []string{"DROP TRIGGER IF EXISTS " + trg}
+func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
+	return []string{"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent)}
 }
 
 // GuardInstalledQuery yields 1 when the guard trigger exists on table. The schema, if
 // any, is an identifier in the query text (SQLite cannot bind it).
-func (d dialect) GuardInstalledQuery(schema, table string) (string, []any) {
+func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
 	master := "sqlite_master"
-	if schema != "" {
-		master = d.QuoteIdent(schema) + ".sqlite_master"
+	if table.Schema != "" {
+		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
 	return "SELECT COUNT(*) FROM " + master + " WHERE type = 'trigger' AND name = ? COLLATE NOCASE AND tbl_name = ? COLLATE NOCASE",
-		[]any{guardTrigger(table), table}
+		[]any{guardTrigger(table.Name), table.Name}
 }
 
 // NotNullDDL returns nothing: SQLite cannot make an existing column NOT NULL (the
 // table must be rebuilt; see https://sqlite.org/lang_altertable.html#otheralter).
-func (dialect) NotNullDDL(table, column string) []string { return nil }
+func (dialect) NotNullDDL(table fencedsql.TableName, column string) []string { return nil }
 
-var _ fencedsql.Guarder = dialect{}
+var (
+	_ fencedsql.Guarder      = dialect{}
+	_ fencedsql.NotNullFixer = dialect{}
+)

@@ -18,7 +18,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.SQLite(), 
 
 func TestGuardDDLShape(t *testing.T) {
 	g := sqlite.Dialect.(fencedsql.Guarder)
-	ddl := g.GuardDDL("aux.o'rders", "fence_token", "version")
+	ddl := g.GuardDDL(fencedsql.TableName{Schema: "aux", Name: "o'rders"}, "fence_token", "version")
 	if len(ddl) != 2 || ddl[0] != `DROP TRIGGER IF EXISTS "aux"."fencedsql_guard_o'rders"` {
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
@@ -31,7 +31,7 @@ func TestGuardDDLShape(t *testing.T) {
 			t.Errorf("CREATE TRIGGER lacks %q:\n%s", want, ddl[1])
 		}
 	}
-	if un := g.UnguardDDL("orders"); len(un) != 1 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` {
+	if un := g.UnguardDDL(fencedsql.TableName{Name: "orders"}); len(un) != 1 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

@@ -35,11 +35,11 @@ func init() {
 
 type dialect struct{}
 
-func (dialect) Name() string              { return "sqlite" }
-func (dialect) Syntax() fencedsql.Syntax  { return fencedsql.SQLiteSyntax }
-func (dialect) NumberedParams() bool      { return false }
-func (dialect) SessionQuery() string      { return "" }
-func (dialect) CheckSession(string) error { return nil }
+func (dialect) Name() string                    { return "sqlite" }
+func (dialect) Syntax() fencedsql.Syntax        { return fencedsql.SQLiteSyntax }
+func (dialect) NumberedParams() bool            { return false }
+func (dialect) SessionQuery() string            { return "" }
+func (dialect) CheckSession(value string) error { return nil }
 func (dialect) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
@@ -79,20 +79,24 @@ func after(msg, marker string) string {
 	return strings.TrimSpace(s)
 }
 
-func (dialect) ColumnsQuery(schema, table string) (string, []any) {
-	if schema != "" {
-		return `SELECT name, "notnull" FROM pragma_table_info(?, ?)`, []any{table, schema}
+// ColumnsQuery reads pragma_table_info; an unqualified table is looked up in the main
+// database, then the attached ones.
+func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any) {
+	if table.Schema != "" {
+		return `SELECT name, "notnull" FROM pragma_table_info(?, ?)`, []any{table.Name, table.Schema}
 	}
-	return `SELECT name, "notnull" FROM pragma_table_info(?)`, []any{table}
+	return `SELECT name, "notnull" FROM pragma_table_info(?)`, []any{table.Name}
 }
 
-func (d dialect) GuardColumnsDDL(table, tokenCol, versionCol string, tok, ver bool) string {
+// GuardColumnsDDL returns one ALTER TABLE per missing column (SQLite adds one column
+// per statement).
+func (d dialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var stmts []string
-	if tok {
-		stmts = append(stmts, "ALTER TABLE "+table+" ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")
+	if missingToken {
+		stmts = append(stmts, "ALTER TABLE "+table.String()+" ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")
 	}
-	if ver {
-		stmts = append(stmts, "ALTER TABLE "+table+" ADD COLUMN "+d.QuoteIdent(versionCol)+" BIGINT NOT NULL DEFAULT 0")
+	if missingVersion {
+		stmts = append(stmts, "ALTER TABLE "+table.String()+" ADD COLUMN "+d.QuoteIdent(versionCol)+" BIGINT NOT NULL DEFAULT 0")
 	}
-	return strings.Join(stmts, "; ")
+	return stmts
 }

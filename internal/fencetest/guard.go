@@ -82,12 +82,22 @@ func execAll(t testing.TB, ctx context.Context, db *sql.DB, stmts []string) {
 
 func (s *guardSuite) install(e *env, table string) {
 	e.t.Helper()
-	execAll(e.t, e.ctx, e.raw, s.g.GuardDDL(table, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+	execAll(e.t, e.ctx, e.raw, s.g.GuardDDL(tableName(e.t, table), fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+}
+
+// tableName parses "table" or "schema.table".
+func tableName(t testing.TB, s string) fencedsql.TableName {
+	t.Helper()
+	tn, err := fencedsql.ParseTableName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn
 }
 
 func (s *guardSuite) installed(e *env, schema, table string) bool {
 	e.t.Helper()
-	q, args := s.g.GuardInstalledQuery(schema, table)
+	q, args := s.g.GuardInstalledQuery(fencedsql.TableName{Schema: schema, Name: table})
 	var n sql.NullInt64
 	if err := e.raw.QueryRowContext(e.ctx, q, args...).Scan(&n); err != nil && err != sql.ErrNoRows {
 		e.t.Fatalf("GuardInstalledQuery: %v", err)
@@ -418,7 +428,7 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 	if rep.Guarded || rep.OK() || !rep.Exists || !rep.HasToken || !rep.HasVersion || !rep.TokenNotNull || !rep.VersionNotNull {
 		t.Fatalf("report before the guard: %+v", rep)
 	}
-	if want := s.g.GuardDDL("accounts", fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn); !slices.Equal(rep.Fix, want) {
+	if want := s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn); !slices.Equal(rep.Fix, want) {
 		t.Fatalf("Fix = %q, want the guard DDL %q", rep.Fix, want)
 	}
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "guard") {
@@ -450,7 +460,7 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 		t.Fatal("guard not installed after re-installing")
 	}
 
-	un := s.g.UnguardDDL("accounts")
+	un := s.g.UnguardDDL(fencedsql.TableName{Name: "accounts"})
 	if len(un) != 1 {
 		t.Fatalf("UnguardDDL = %q, want one statement", un)
 	}
@@ -556,7 +566,7 @@ func (s *guardSuite) testCustomColumns(t *testing.T) {
 	s.wantGuard(t, err, "plain UPDATE not touching ver")
 	_, err = e.raw.ExecContext(e.ctx, "UPDATE ledger2 SET amount = 0, ver = ver + 1, tok = 1")
 	s.wantGuard(t, err, "plain UPDATE lowering tok")
-	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(table))
+	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(tableName(t, table)))
 	if s.installed(e, schema, "ledger2") {
 		t.Fatal("guard still reported installed")
 	}
@@ -609,7 +619,7 @@ func (s *guardSuite) testLongNames(t *testing.T) {
 			t.Fatalf("guard on %s not reported installed", n)
 		}
 	}
-	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(names[0]))
+	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(fencedsql.TableName{Name: names[0]}))
 	if s.installed(e, "", names[0]) || !s.installed(e, "", names[1]) {
 		t.Fatal("removing one long-named guard affected the other")
 	}
@@ -655,7 +665,7 @@ func (s *guardSuite) guardedBackend() Backend {
 		}
 		defer raw.Close()
 		ctx := context.Background()
-		execAll(tb, ctx, raw, append([]string{s.b.TableDDL}, s.g.GuardDDL("accounts", fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)...))
+		execAll(tb, ctx, raw, append([]string{s.b.TableDDL}, s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)...))
 		return dsn
 	}
 	return gb

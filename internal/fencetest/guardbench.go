@@ -38,7 +38,7 @@ func BenchGuard(b *testing.B, be Backend, d fencedsql.Dialect) {
 	const plainTable = "accounts_unguarded"
 	ctx := context.Background()
 	execAll(b, ctx, raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plainTable, 1)})
-	execAll(b, ctx, raw, g.GuardDDL("accounts", fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
 
 	pool := func() *sql.DB {
 		p, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+plainTable))
