@@ -30,6 +30,64 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The session-level suite. etcd expires the session lease on the leader's clock; the
+// lease is granted without slack, so that a 1s session TTL is a 1s lease, and etcd
+// deletes an expired lease's keys within its lease-revocation loop (every 500ms).
+func TestSessionConformance(t *testing.T) {
+	t.Parallel()
+	cluster := etcdtest.StartSingle(t)
+	target := cluster.Members[0].ClientAddr
+	locktest.RunSession(t, locktest.SessionHarness{
+		New: func(t *testing.T) locktest.Namespace {
+			ns := newProxiedNS(t, target)
+			ns.opts = []etcdlock.Option{etcdlock.WithLeaseSlack(0)}
+			return ns
+		},
+		TTL:           time.Second,
+		ExpiryDelay:   time.Second,
+		SecondRelease: lockclient.ErrLeaseLost, // the key is gone
+		// ForeignGrant: none; a grant carries its session lease, and whoever presents it
+		// renews that lease.
+		ServerClock: func(t *testing.T, ns locktest.Namespace) locktest.ServerClock {
+			return leaseClock{admin: cluster.Client(t), prefix: ns.(*proxiedNS).prefix}
+		},
+	})
+}
+
+// leaseClock reads and ends the session lease of a lock at etcd.
+type leaseClock struct {
+	admin  *clientv3.Client // bypasses the proxies
+	prefix string
+}
+
+func (c leaseClock) lease(t *testing.T, key string) clientv3.LeaseID {
+	resp, err := c.admin.Get(ctxT(t, 10*time.Second), c.prefix+url.PathEscape(key)+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("%d keys for lock %s, want 1", len(resp.Kvs), key)
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease)
+}
+
+func (c leaseClock) CheckExpiry(t *testing.T, key string, l *lockclient.Lease, ttl time.Duration) {
+	resp, err := c.admin.TimeToLive(ctxT(t, 10*time.Second), c.lease(t, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Duration(resp.TTL) * time.Second; left <= ttl-5*time.Second || left > ttl {
+		t.Fatalf("etcd lease has %v left, want about %v", left, ttl)
+	}
+}
+
+// Expire ends the session lease at etcd, as its expiry would: its keys are deleted.
+func (c leaseClock) Expire(t *testing.T, key string) {
+	if _, err := c.admin.Revoke(ctxT(t, 10*time.Second), c.lease(t, key)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The token is our key's create revision, the key is laid out as documented, and the
 // lease etcd holds has the TTL rounded up to whole seconds.
 func TestKeysTokensAndLeaseTTL(t *testing.T) {

@@ -42,6 +42,7 @@ type proxiedNS struct {
 	t               testing.TB
 	prefix          string
 	reqTimeout      time.Duration
+	opts            []etcdlock.Option // more options of every backend
 }
 
 func newProxiedNS(t testing.TB, target string) *proxiedNS {
@@ -61,7 +62,7 @@ func (n *proxiedNS) client(owner string) *clientv3.Client {
 }
 
 func (n *proxiedNS) backend(cli *clientv3.Client) lockclient.Backend {
-	return etcdlock.New(cli, etcdlock.WithPrefix(n.prefix), etcdlock.WithRequestTimeout(n.reqTimeout))
+	return etcdlock.New(cli, append([]etcdlock.Option{etcdlock.WithPrefix(n.prefix), etcdlock.WithRequestTimeout(n.reqTimeout)}, n.opts...)...)
 }
 
 // Backend implements locktest.Namespace.

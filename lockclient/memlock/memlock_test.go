@@ -59,3 +59,33 @@ func TestSessionRenewalIsOnePerInterval(t *testing.T) {
 		t.Fatalf("%d session renewals for 50 leases over 3 TTLs, want about 9", renewals)
 	}
 }
+
+// The session-level suite, on the service's own clock (Advance).
+func TestSessionConformance(t *testing.T) {
+	for name, opts := range map[string][]memlock.Option{"PerGrant": nil, "SessionLeases": {memlock.WithSessionLeases()}} {
+		t.Run(name, func(t *testing.T) {
+			locktest.RunSession(t, locktest.SessionHarness{
+				New: func(*testing.T) locktest.Namespace {
+					svc := memlock.New(opts...)
+					return locktest.Shared{B: svc, F: svc}
+				},
+				ForeignGrant: func(g lockclient.Grant) lockclient.Grant { return lockclient.Grant{Key: g.Key, Token: g.Token} },
+				ServerClock: func(t *testing.T, ns locktest.Namespace) locktest.ServerClock {
+					return serviceClock{ns.(locktest.Shared).B.(*memlock.Service)}
+				},
+			})
+		})
+	}
+}
+
+type serviceClock struct{ svc *memlock.Service }
+
+func (c serviceClock) CheckExpiry(t *testing.T, key string, l *lockclient.Lease, ttl time.Duration) {
+	if owner, token, ok := c.svc.Holder(key); !ok || owner != "a" || token != l.Token() {
+		t.Fatalf("service holder of %s: %q, token %d, held %v; want a, token %d", key, owner, token, ok, l.Token())
+	}
+}
+
+func (c serviceClock) Expire(t *testing.T, key string) {
+	c.svc.Advance(time.Hour)
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"strconv"
@@ -194,314 +192,141 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-func openSession(t testing.TB, b lockclient.Backend, owner string, ttl time.Duration) lockclient.Session {
-	t.Helper()
-	s, err := b.Open(context.Background(), owner, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(context.Background()) })
-	return s
-}
-
 func forEachServer(t *testing.T, fn func(t *testing.T, srv server)) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) { fn(t, srv) })
 	}
 }
 
-// The Session contract's answers, one by one, including the cases lockclient folds
-// together (ErrLeaseLost vs ErrNotOwner).
-func TestSessionAnswers(t *testing.T) {
+// The session-level suite on each server. Expiry is the server's: the client sends the
+// TTL as a duration, never a time, and a grant the server considers expired is expired,
+// whatever the client's clock says.
+//
+// Not parallel: the statement hook the server clock installs is global.
+func TestSessionConformance(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv server) {
-		n := newNamespace(t, srv)
-		ctx := ctxT(t, 30*time.Second)
-		ttl := 300 * time.Millisecond
-		a := openSession(t, n.Backend("a"), "a", ttl)
-		b := openSession(t, n.Backend("b"), "b", ttl)
-
-		ga, err := a.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.TryAcquire(ctx, "k"); !errors.Is(err, lockclient.ErrHeld) {
-			t.Fatalf("same session TryAcquire = %v, want ErrHeld", err)
-		}
-		if _, err := b.TryAcquire(ctx, "k"); !errors.Is(err, lockclient.ErrHeld) {
-			t.Fatalf("other session TryAcquire = %v, want ErrHeld", err)
-		}
-		if err := a.Renew(ctx, ga); err != nil {
-			t.Fatalf("Renew: %v", err)
-		}
-		if err := b.Renew(ctx, lockclient.Grant{Key: "k", Token: ga.Token}); !errors.Is(err, lockclient.ErrLeaseLost) {
-			t.Fatalf("Renew by another session = %v, want ErrLeaseLost", err)
-		}
-		if err := b.Release(ctx, lockclient.Grant{Key: "k", Token: ga.Token}); !errors.Is(err, lockclient.ErrNotOwner) {
-			t.Fatalf("Release by another session = %v, want ErrNotOwner", err)
-		}
-		if err := a.Release(ctx, ga); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-		if err := a.Release(ctx, ga); !errors.Is(err, lockclient.ErrNotOwner) {
-			t.Fatalf("second Release = %v, want ErrNotOwner", err)
-		}
-
-		// Expired and not retaken: Renew refuses, Release reports ErrLeaseLost (and
-		// clears the row).
-		ga, err = a.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(ttl + 50*time.Millisecond)
-		if err := a.Renew(ctx, ga); !errors.Is(err, lockclient.ErrLeaseLost) {
-			t.Fatalf("Renew after expiry = %v, want ErrLeaseLost", err)
-		}
-		if err := a.Release(ctx, ga); !errors.Is(err, lockclient.ErrLeaseLost) {
-			t.Fatalf("Release after expiry = %v, want ErrLeaseLost", err)
-		}
-
-		// Expired and retaken: the stale holder can neither renew nor release.
-		ga, err = a.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(ttl + 50*time.Millisecond)
-		gb, err := b.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatalf("TryAcquire of an expired key: %v", err)
-		}
-		if gb.Token <= ga.Token {
-			t.Fatalf("takeover token %d <= %d", gb.Token, ga.Token)
-		}
-		if err := a.Renew(ctx, ga); !errors.Is(err, lockclient.ErrLeaseLost) {
-			t.Fatalf("stale Renew = %v, want ErrLeaseLost", err)
-		}
-		if err := a.Release(ctx, ga); !errors.Is(err, lockclient.ErrNotOwner) {
-			t.Fatalf("stale Release = %v, want ErrNotOwner", err)
-		}
-		if err := b.Renew(ctx, gb); err != nil {
-			t.Fatalf("new holder's Renew after the stale Release: %v", err)
-		}
-		if err := b.Release(ctx, gb); err != nil {
-			t.Fatal(err)
-		}
-
-		// Keys the table cannot store are refused before any statement, and are not ErrHeld.
-		if _, err := a.TryAcquire(ctx, strings.Repeat("x", sqllock.MaxKeyLen+1)); err == nil || errors.Is(err, lockclient.ErrHeld) {
-			t.Fatalf("TryAcquire of an over-long key = %v", err)
-		}
-	})
-}
-
-// Tokens come from one sequence: under concurrency on several keys every token is
-// distinct, a grant that starts after another one completed has a larger token, and the
-// grants of one key are ordered like their tokens.
-func TestTokensIncreaseAcrossKeysUnderConcurrency(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv server) {
-		t.Parallel()
-		dsn, _ := srv.fresh(t, "")
-		type rec struct {
-			key               string
-			token             uint64
-			start, end        time.Time // Acquire called, returned
-			relStart, relDone time.Time
-		}
-		const workers, rounds, keys = 8, 15, 3
-		var mu sync.Mutex
-		var recs []rec
-		ctx := ctxT(t, 60*time.Second)
-		var wg sync.WaitGroup
-		for w := range workers {
-			db := srv.open(t, dsn)
-			b, err := sqllock.New(db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := lockclient.New(b, lockclient.WithTTL(10*time.Second), lockclient.WithOwner(fmt.Sprintf("w%d", w)),
-				lockclient.WithRetry(2*time.Millisecond, 20*time.Millisecond))
-			t.Cleanup(func() { c.Close(context.Background()) })
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range rounds {
-					key := fmt.Sprintf("key-%d", (w+i)%keys)
-					if rand.N(4) == 0 {
-						key = fmt.Sprintf("own-%d-%d", w, i) // uncontended keys too
-					}
-					r := rec{key: key, start: time.Now()}
-					l, err := c.Acquire(ctx, key)
-					r.end = time.Now()
-					if err != nil {
-						t.Errorf("Acquire %s: %v", key, err)
-						return
-					}
-					r.token = l.Token()
-					r.relStart = time.Now()
-					if err := l.Release(ctx); err != nil {
-						t.Errorf("Release: %v", err)
-					}
-					r.relDone = time.Now()
-					mu.Lock()
-					recs = append(recs, r)
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		if t.Failed() {
-			return
-		}
-		seen := map[uint64]bool{}
-		byKey := map[string][]rec{}
-		for _, r := range recs {
-			if seen[r.token] {
-				t.Fatalf("token %d issued twice", r.token)
-			}
-			seen[r.token] = true
-			byKey[r.key] = append(byKey[r.key], r)
-		}
-		for _, a := range recs {
-			for _, b := range recs {
-				if a.end.Before(b.start) && a.token >= b.token {
-					t.Fatalf("grant of %s (token %d) completed before grant of %s (token %d) started", a.key, a.token, b.key, b.token)
-				}
-			}
-		}
-		for key, rs := range byKey {
-			for _, a := range rs {
-				for _, b := range rs {
-					// b's grant can take effect only after a's release (nothing expires here),
-					// so if tokens order a before b, a's release started before b was granted.
-					if a.token < b.token && !a.relStart.Before(b.end) {
-						t.Fatalf("key %s: token %d granted (at %v) before token %d was released (at %v)",
-							key, b.token, b.end, a.token, a.relStart)
-					}
-				}
-			}
-		}
-		t.Logf("%d grants, %d keys, tokens all distinct and ordered", len(recs), len(byKey))
-	})
-}
-
-// Expiry is the server's: the client sends the TTL as a duration, never a time, and a
-// grant the server considers expired is expired, whatever the client's clock says.
-func TestExpiryIsJudgedByServerClock(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv server) {
-		n := newNamespace(t, srv)
-		admin := srv.open(t, n.dsn) // bypasses the proxies
-		ctx := ctxT(t, 30*time.Second)
-
-		var mu sync.Mutex
-		var stmts []string
-		restore := sqllock.SetStatementHook(func(q string, args []any) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, a := range args {
-				switch a.(type) {
-				case string, int64:
-				default:
-					t.Errorf("argument %v of type %T sent with %q", a, a, q)
-				}
-			}
-			stmts = append(stmts, q)
+		locktest.RunSession(t, locktest.SessionHarness{
+			New: func(t *testing.T) locktest.Namespace { return newNamespace(t, srv) },
+			ForeignGrant: func(g lockclient.Grant) lockclient.Grant {
+				return lockclient.Grant{Key: g.Key, Token: g.Token}
+			},
+			SecondRelease: lockclient.ErrNotOwner, // no row of this session and token
+			ServerClock: func(t *testing.T, ns locktest.Namespace) locktest.ServerClock {
+				n := ns.(*namespace)
+				return newServerClock(t, srv, srv.open(t, n.dsn))
+			},
 		})
-		defer restore()
+	})
+}
 
-		ttl := 30 * time.Second // the client's own deadline is far away
-		a := lockclient.New(n.Backend("a"), lockclient.WithOwner("a"), lockclient.WithTTL(ttl),
-			lockclient.WithRenewInterval(50*time.Millisecond))
-		defer a.Close(context.Background())
-		b := lockclient.New(n.Backend("b"), lockclient.WithOwner("b"), lockclient.WithTTL(ttl))
-		defer b.Close(context.Background())
+// serverClock reads and moves expires_at in the lease table, and checks on the way that
+// every statement the backends send lets the server's clock judge expiry.
+type serverClock struct {
+	srv   server
+	admin *sql.DB // bypasses the proxies
+}
 
-		la, err := a.Acquire(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
+// newServerClock starts recording the backends' statements; at the end of the test it
+// checks them.
+func newServerClock(t *testing.T, srv server, admin *sql.DB) serverClock {
+	var mu sync.Mutex
+	var stmts []string
+	restore := sqllock.SetStatementHook(func(q string, args []any) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range args {
+			switch a.(type) {
+			case string, int64:
+			default:
+				t.Errorf("argument %v of type %T sent with %q", a, a, q)
+			}
 		}
-		if _, err := b.TryAcquire(ctx, "k"); !errors.Is(err, lockclient.ErrHeld) {
-			t.Fatalf("TryAcquire = %v, want ErrHeld", err)
-		}
-		// The row's expiry was computed by the server: about TTL from the server's now.
-		var left float64
-		q := `SELECT extract(epoch FROM expires_at - clock_timestamp()) FROM fencedsql_locks WHERE lock_key = 'k'`
-		if srv.dialect == sqllock.MySQL {
-			q = `SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 FROM fencedsql_locks WHERE lock_key = 'k'`
-		}
-		if err := admin.QueryRowContext(ctx, q).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if left <= ttl.Seconds()-5 || left > ttl.Seconds() {
-			t.Fatalf("expires_at - server now = %.3fs, want about %v", left, ttl)
-		}
-
-		// Move the server's judgement one hour ahead, as a server clock would: the
-		// client's deadline is still ~30s away, but the grant is now expired.
-		shift := `UPDATE fencedsql_locks SET expires_at = expires_at - interval '1 hour'`
-		if srv.dialect == sqllock.MySQL {
-			shift = `UPDATE fencedsql_locks SET expires_at = expires_at - INTERVAL 1 HOUR`
-		}
-		if _, err := admin.ExecContext(ctx, shift); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-la.Lost():
-		case <-time.After(5 * time.Second):
-			t.Fatal("holder not told its lease was lost after the server expired it")
-		}
-		if !errors.Is(la.Err(), lockclient.ErrLeaseLost) {
-			t.Fatalf("Err = %v", la.Err())
-		}
-		if la.Deadline().Sub(time.Now()) < 20*time.Second {
-			t.Fatalf("lost only near its local deadline")
-		}
-		lb, err := b.TryAcquire(ctx, "k")
-		if err != nil {
-			t.Fatalf("TryAcquire after the server expired the grant: %v", err)
-		}
-		if lb.Token() <= la.Token() {
-			t.Fatalf("tokens %d then %d", la.Token(), lb.Token())
-		}
-		if err := lb.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-
+		stmts = append(stmts, q)
+	})
+	t.Cleanup(func() {
 		restore()
 		mu.Lock()
 		defer mu.Unlock()
-		clock := "clock_timestamp()"
-		if srv.dialect == sqllock.MySQL {
-			clock = "UTC_TIMESTAMP(6)"
+		checkServerClockStatements(t, srv, stmts)
+	})
+	return serverClock{srv: srv, admin: admin}
+}
+
+// CheckExpiry: the row's expiry was computed by the server, about TTL from its now.
+func (c serverClock) CheckExpiry(t *testing.T, key string, l *lockclient.Lease, ttl time.Duration) {
+	var left float64
+	q := `SELECT extract(epoch FROM expires_at - clock_timestamp()) FROM fencedsql_locks WHERE lock_key = $1`
+	if c.srv.dialect == sqllock.MySQL {
+		q = `SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 FROM fencedsql_locks WHERE lock_key = ?`
+	}
+	if err := c.admin.QueryRowContext(ctxT(t, 10*time.Second), q, key).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left <= ttl.Seconds()-5 || left > ttl.Seconds() {
+		t.Fatalf("expires_at - server now = %.3fs, want about %v", left, ttl)
+	}
+}
+
+// Expire moves the server's judgement one hour ahead, as a server clock would: the
+// client's deadline is still far away, but the grant is now expired.
+func (c serverClock) Expire(t *testing.T, key string) {
+	shift := `UPDATE fencedsql_locks SET expires_at = expires_at - interval '1 hour' WHERE lock_key = $1`
+	if c.srv.dialect == sqllock.MySQL {
+		shift = `UPDATE fencedsql_locks SET expires_at = expires_at - INTERVAL 1 HOUR WHERE lock_key = ?`
+	}
+	if _, err := c.admin.ExecContext(ctxT(t, 10*time.Second), shift, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkServerClockStatements checks that every write takes its time from the server's
+// clock function that does not depend on the transaction or the session's time zone.
+func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
+	clock := "clock_timestamp()"
+	if srv.dialect == sqllock.MySQL {
+		clock = "UTC_TIMESTAMP(6)"
+	}
+	kinds := map[string]bool{}
+	for _, q := range stmts {
+		up := strings.ToUpper(q)
+		switch {
+		case strings.HasPrefix(up, "CALL"):
+			kinds["grant"] = true // the procedure, checked below
+		case strings.Contains(up, "INSERT"), strings.HasPrefix(up, "UPDATE"):
+			kinds["write"] = true
+			if !strings.Contains(q, clock) {
+				t.Errorf("statement without the server clock %s: %s", clock, q)
+			}
 		}
-		kinds := map[string]bool{}
-		for _, q := range stmts {
-			up := strings.ToUpper(q)
-			switch {
-			case strings.HasPrefix(up, "CALL"):
-				kinds["grant"] = true // the procedure, checked below
-			case strings.Contains(up, "INSERT"), strings.HasPrefix(up, "UPDATE"):
-				kinds["write"] = true
-				if !strings.Contains(q, clock) {
-					t.Errorf("statement without the server clock %s: %s", clock, q)
-				}
-			}
-			for _, bad := range []string{"NOW()", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "SYSDATE"} {
-				if strings.Contains(up, bad) {
-					t.Errorf("statement uses %s (transaction/statement-start or session-zone time): %s", bad, q)
-				}
+		for _, bad := range []string{"NOW()", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "SYSDATE"} {
+			if strings.Contains(up, bad) {
+				t.Errorf("statement uses %s (transaction/statement-start or session-zone time): %s", bad, q)
 			}
 		}
-		if srv.dialect == sqllock.MySQL {
-			ddl, err := sqllock.DDL(sqllock.MySQL, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			proc := ddl[len(ddl)-1]
-			if !strings.Contains(proc, "expires_at > UTC_TIMESTAMP(6)") || !strings.Contains(proc, "UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND") {
-				t.Errorf("grant procedure does not judge expiry by UTC_TIMESTAMP(6):\n%s", proc)
-			}
+	}
+	if srv.dialect == sqllock.MySQL {
+		ddl, err := sqllock.DDL(sqllock.MySQL, "")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if len(stmts) < 4 {
-			t.Fatalf("hook saw %d statements", len(stmts))
+		proc := ddl[len(ddl)-1]
+		if !strings.Contains(proc, "expires_at > UTC_TIMESTAMP(6)") || !strings.Contains(proc, "UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND") {
+			t.Errorf("grant procedure does not judge expiry by UTC_TIMESTAMP(6):\n%s", proc)
+		}
+	}
+	if len(stmts) < 4 {
+		t.Fatalf("hook saw %d statements", len(stmts))
+	}
+}
+
+// Keys the table cannot store are refused before any statement, and are not ErrHeld.
+func TestOverlongKeyRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, srv server) {
+		n := newNamespace(t, srv)
+		ctx := ctxT(t, 30*time.Second)
+		a := locktest.OpenSession(t, n.Backend("a"), "a", time.Minute)
+		if _, err := a.TryAcquire(ctx, strings.Repeat("x", sqllock.MaxKeyLen+1)); err == nil || errors.Is(err, lockclient.ErrHeld) {
+			t.Fatalf("TryAcquire of an over-long key = %v", err)
 		}
 	})
 }
@@ -524,8 +349,8 @@ func TestSessionTimeZonesAgree(t *testing.T) {
 			east, west = "Asia/Tokyo", "America/Los_Angeles"
 		}
 		ttl := 400 * time.Millisecond
-		a := openSession(t, n.backend("a", tz(east)), "a", ttl)
-		b := openSession(t, n.backend("b", tz(west)), "b", ttl)
+		a := locktest.OpenSession(t, n.backend("a", tz(east)), "a", ttl)
+		b := locktest.OpenSession(t, n.backend("b", tz(west)), "b", ttl)
 		for _, pair := range [][2]lockclient.Session{{a, b}, {b, a}} {
 			holder, other := pair[0], pair[1]
 			g, err := holder.TryAcquire(ctx, "k")
@@ -722,7 +547,7 @@ func TestCreateTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := openSession(t, b, "x", time.Minute)
+			s := locktest.OpenSession(t, b, "x", time.Minute)
 			g, err := s.TryAcquire(ctx, "k") // the same key in each table
 			if err != nil {
 				t.Fatalf("table %q: %v", table, err)
