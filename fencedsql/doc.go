@@ -43,11 +43,12 @@
 // A row carrying a newer token gets NULL in a NOT NULL column, the database raises its
 // NOT NULL violation (PostgreSQL 23502, MySQL 1048, SQLite SQLITE_CONSTRAINT_NOTNULL)
 // and undoes the whole statement, and the wrapper maps that error on the token column
-// to ErrFenced. The happy path is one statement with no extra round trip (G6), and the
-// token is a bind parameter, never SQL text, so prepared statements and the drivers'
-// statement caches keep one entry per statement (G5). Equal tokens are accepted (a
-// holder may write a row several times and retries are idempotent); WithStrict(true)
-// accepts only strictly greater ones.
+// to ErrFenced. The happy path is one statement with no extra round trip
+// (docs/design.md, G6), and the token is a bind parameter, never SQL text, so prepared
+// statements and the drivers' statement caches keep one entry per statement
+// (docs/design.md, G5). Equal tokens are accepted (a holder may write a row several
+// times and retries are idempotent); WithStrict(true) accepts only strictly greater
+// ones.
 //
 //   - UPDATE: the two assignments are appended to the SET list, version first, because
 //     MySQL evaluates single-table assignments left to right and the version expression
@@ -92,10 +93,10 @@
 // # Lexing
 //
 // Statements are tokenized by a small dialect-aware lexer (quoted identifiers, string
-// literals with doubled quotes and MySQL backslash escapes, PostgreSQL dollar-quoted and
-// E” strings, nested comments, placeholders) and the fencing text is spliced in at byte
-// offsets: the user's SQL — comments, hints, placeholders — is never re-emitted from an
-// AST. A statement whose text does not contain a guarded table's name is passed through
+// literals with doubled quotes and MySQL backslash escapes, PostgreSQL dollar-quoted
+// strings and E'…' strings, nested comments, placeholders) and the fencing text is
+// spliced in at byte offsets: the user's SQL — comments, hints, placeholders — is never
+// re-emitted from an AST. A statement whose text does not contain a guarded table's name is passed through
 // byte-identical without being tokenized; every other result is cached per SQL text in
 // a bounded cache. Positional "?" placeholders get the token argument inserted at the
 // right index; PostgreSQL's $n get $N+1.

@@ -77,14 +77,15 @@
 //     is an ordinary byte ('a\' is a complete string).
 //   - DoubleQuoteStrings (MySQL): "..." is a string; otherwise a quoted
 //     identifier with "" doubling.
-//   - Backticks (MySQL, SQLite): `quoted identifier` with “ doubling.
+//   - Backticks (MySQL, SQLite): `quoted identifier`, in which a doubled
+//     backtick stands for one.
 //   - Brackets (SQLite): [quoted identifier], no escapes.
 //   - DollarQuotes (PostgreSQL): $$...$$ and $tag$...$tag$ strings; a $
 //     inside a word (a$b) belongs to the word.
 //   - EStrings (PostgreSQL): E'...' with backslash escapes when E is a
 //     one-letter word, including PostgreSQL's rule that a literal continued
 //     after a newline ('a'<newline>'b') keeps the first part's rules, so
-//     the continuation of an E” string also takes backslash escapes; and
+//     the continuation of an E'...' string also takes backslash escapes; and
 //     the U&'...' and U&"..." forms.
 //   - HashComments (MySQL): # comments to end of line.
 //   - NestedComments (PostgreSQL): /* comments nest.
