@@ -1,0 +1,131 @@
+package fencedsql
+
+// delete plans a DELETE of a guarded table as two statements in one transaction: a
+// fencing UPDATE over the same rows (it fails whole if a newer token owns one of
+// them, and stamps the token on the others), then the DELETE restricted to rows that
+// now carry the token.
+func (p *parser) delete(versioned bool) (*plan, error) {
+	i, mods := p.readModifiers(1, false, "LOW_PRIORITY", "QUICK")
+	if !p.kw(i, "FROM") {
+		// MySQL multi-table form: DELETE t1[, t2] FROM …
+		if g := p.firstGuard(); g != "" {
+			return nil, unsupported(g, "a multi-table DELETE")
+		}
+		return p.pass(), nil
+	}
+	i++
+	if p.kw(i, "ONLY") {
+		i++
+	}
+	r, ok := p.parseName(i)
+	if !ok {
+		return p.unknownShape("DELETE")
+	}
+	if p.punct(r.end, "*") {
+		r.end++
+		r.aliasEnd = r.end
+	}
+	p.parseAlias(&r, "WHERE", "USING", "RETURNING", "ORDER", "LIMIT", "INDEXED", "NOT")
+	g := p.rw.lookup(r.parts)
+	j := r.aliasEnd
+	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {
+		j = p.clauseEnd(j, "WHERE", "RETURNING", "ORDER", "LIMIT")
+	}
+	if p.punct(j, ",") || p.kw(j, "USING") || p.kw(j, "JOIN") {
+		if g != nil || p.mentionsGuardIn(i, p.clauseEnd(j, "WHERE")) {
+			return nil, unsupported(p.guardName(g), "a multi-table DELETE")
+		}
+		return p.pass(), nil
+	}
+	if g == nil {
+		return p.pass(), nil
+	}
+	if mods.ignore {
+		return nil, unsupported(g.String(), "DELETE IGNORE (it turns errors into warnings)")
+	}
+	nUser, err := p.checkParams(g)
+	if err != nil {
+		return nil, err
+	}
+	// Clauses after the table: WHERE, RETURNING, ORDER BY, LIMIT, in dialect order.
+	clauses := map[string][2]int{} // keyword → [start, end) sig indexes
+	k := j
+	for k < len(p.sig) && !p.punct(k, ";") {
+		var kw string
+		for _, w := range []string{"WHERE", "RETURNING", "ORDER", "LIMIT"} {
+			if p.kw(k, w) {
+				kw = w
+			}
+		}
+		if kw == "" {
+			return nil, unsupported(g.String(), "DELETE with an unexpected clause %q", p.text(p.sig[k]))
+		}
+		end := p.clauseEnd(k+1, "WHERE", "RETURNING", "ORDER", "LIMIT")
+		if _, dup := clauses[kw]; dup {
+			return nil, unsupported(g.String(), "DELETE with two %s clauses", kw)
+		}
+		clauses[kw] = [2]int{k, end}
+		k = end
+	}
+	if w, ok := clauses["WHERE"]; ok {
+		if p.kw(w[0]+1, "CURRENT") && p.kw(w[0]+2, "OF") {
+			return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
+		}
+		// The fencing UPDATE runs first and changes both columns, so a condition on
+		// them would no longer match: use ExpectVersion instead.
+		for k := w[0] + 1; k < w[1]; k++ {
+			if p.isIdent(k) {
+				if n, ok := p.ident(k); ok && g.isFenceColumn(n) {
+					return nil, unsupported(g.String(), "a DELETE whose WHERE reads %q (use fencedsql.ExpectVersion for a version check)", n)
+				}
+			}
+		}
+	}
+
+	// 1. The fencing UPDATE over the same rows: it fails the whole statement (and so
+	//    the DELETE) if any targeted row carries a newer token, and stamps our token on
+	//    the others, which stay locked until the transaction ends.
+	pre := p.newBuilder(nUser)
+	pre.write("UPDATE ")
+	pre.copy(p.sig[i].Start, p.endOf(j))
+	pre.write(" SET ")
+	pre.assignments(g, "", versioned)
+	for _, kw := range []string{"WHERE", "ORDER", "LIMIT"} {
+		if c, ok := clauses[kw]; ok {
+			pre.write(" ")
+			pre.copy(p.sig[c[0]].Start, p.endOf(c[1]))
+		}
+	}
+	prePlan := pre.finish(kindUpdate, g)
+
+	// 2. The DELETE, restricted to rows that now carry our token.
+	b := p.newBuilder(nUser)
+	if w, ok := clauses["WHERE"]; ok {
+		if w[0]+1 >= w[1] {
+			return nil, unsupported(g.String(), "DELETE with an empty WHERE")
+		}
+		if p.punct(w[0]+1, ".") {
+			// "WHERE.5 …": the parenthesis the rewrite inserts would change how the
+			// condition's first token reads ("(.5" is a number).
+			return nil, unsupported(g.String(), "a DELETE whose WHERE is glued to a '.'")
+		}
+		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
+		b.copy(0, exprStart)
+		b.write("(")
+		b.copy(exprStart, exprEnd)
+		b.write(") AND " + g.qTok + " = ")
+		b.token()
+		b.gap(exprEnd)
+		b.copy(exprEnd, len(p.src))
+	} else {
+		at := p.endOf(j)
+		b.copy(0, at)
+		b.write(" WHERE " + g.qTok + " = ")
+		b.token()
+		b.gap(at)
+		b.copy(at, len(p.src))
+	}
+	main := b.finish(kindDelete, g)
+	main.pre = prePlan
+	return main, nil
+}

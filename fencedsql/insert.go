@@ -1,0 +1,98 @@
+package fencedsql
+
+// insert plans an INSERT into a guarded table: the token and version columns are added
+// to the column list and each VALUES row (or to MySQL's SET list); an upsert clause is
+// fenced by insertTail.
+func (p *parser) insert(versioned bool) (*plan, error) {
+	i, mods := p.readModifiers(1, true, "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY")
+	i = p.skipInto(i)
+	r, ok := p.parseName(i)
+	if !ok {
+		return p.unknownShape("INSERT")
+	}
+	p.parseAlias(&r, "VALUES", "VALUE", "SET", "SELECT", "DEFAULT", "OVERRIDING", "PARTITION")
+	g := p.rw.lookup(r.parts)
+	if g == nil {
+		return p.pass(), nil
+	}
+	if mods.ignore {
+		return nil, unsupported(g.String(), "INSERT IGNORE (it turns the fencing error into a warning)")
+	}
+	if mods.changesNotNull() {
+		return nil, unsupported(g.String(), "INSERT OR %s", mods.or)
+	}
+	nUser, err := p.checkParams(g)
+	if err != nil {
+		return nil, err
+	}
+	b := p.newBuilder(nUser)
+	j := r.aliasEnd
+	q := p.qualifier(r)
+
+	if p.kw(j, "SET") { // MySQL: INSERT INTO t SET a = 1, b = 2
+		end := p.clauseEnd(j+1, "ON", "RETURNING")
+		if err := p.checkAssignments(g, j+1, end); err != nil {
+			return nil, err
+		}
+		at := p.endOf(end)
+		b.copy(0, at)
+		b.write(", " + g.qTok + " = ")
+		b.token()
+		b.write(", " + g.qVer + " = 1")
+		b.gap(at)
+		return p.insertTail(b, g, q, end, at, versioned)
+	}
+	if !p.punct(j, "(") {
+		return nil, unsupported(g.String(), "INSERT without a column list")
+	}
+	colEnd := p.matching(j)
+	if colEnd < 0 {
+		return nil, unsupported(g.String(), "INSERT with an unbalanced column list")
+	}
+	for k := j + 1; k < colEnd; k++ {
+		if p.isIdent(k) {
+			if n, ok := p.ident(k); ok && g.isFenceColumn(n) {
+				return nil, reserved(g, n)
+			}
+		}
+	}
+	if colEnd == j+1 {
+		return nil, unsupported(g.String(), "INSERT with an empty column list")
+	}
+	b.copy(0, p.endOf(colEnd))
+	b.write(", " + g.qTok + ", " + g.qVer)
+	k := colEnd + 1
+	if p.kw(k, "OVERRIDING") {
+		k += 3
+	}
+	if !p.kw(k, "VALUES") && !p.kw(k, "VALUE") {
+		return nil, unsupported(g.String(), "INSERT … SELECT or DEFAULT VALUES")
+	}
+	k++
+	last := colEnd - 1 // sig index of the last token copied
+	for {
+		if !p.punct(k, "(") {
+			return nil, unsupported(g.String(), "INSERT with a VALUES list of an unknown shape")
+		}
+		end := p.matching(k)
+		if end < 0 {
+			return nil, unsupported(g.String(), "INSERT with an unbalanced VALUES row")
+		}
+		if end == k+1 {
+			return nil, unsupported(g.String(), "INSERT with an empty VALUES row")
+		}
+		// Copy up to the row's last token, then add our two values.
+		b.copy(p.sig[last].End, p.endOf(end))
+		b.write(", ")
+		b.token()
+		b.write(", 1")
+		last = end - 1
+		k = end + 1
+		if p.punct(k, ",") {
+			k++
+			continue
+		}
+		break
+	}
+	return p.insertTail(b, g, q, k, p.sig[last].End, versioned)
+}

@@ -1,0 +1,50 @@
+package fencedsql
+
+// A plan is what the rewriter decided for one statement text: pass it through, or send
+// a fenced version with arguments drawn from the caller's, the token and the version.
+
+// argRef says where one argument of a rewritten statement comes from: a user argument
+// (its index, ≥ 0), the transaction's fencing token, or the expected version.
+type argRef int32
+
+const (
+	argToken   argRef = -1
+	argVersion argRef = -2
+)
+
+type stmtKind uint8
+
+const (
+	kindPass stmtKind = iota
+	kindUpdate
+	kindDelete
+	kindInsert
+)
+
+func (k stmtKind) String() string {
+	switch k {
+	case kindUpdate:
+		return "UPDATE"
+	case kindDelete:
+		return "DELETE"
+	case kindInsert:
+		return "INSERT"
+	}
+	return "statement"
+}
+
+// plan is the result of rewriting one statement text. Plans are immutable and cached.
+type plan struct {
+	kind  stmtKind // kindPass: send the user's text unchanged
+	guard *guard
+	sql   string
+	args  []argRef // the rewritten statement's arguments, in placeholder order
+	nUser int      // placeholders in the user's statement (its NumInput)
+	pre   *plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
+	// resetsSession marks statements (SET … sql_mode) after which a connection's
+	// session check must run again.
+	resetsSession bool
+}
+
+// passPlan is the shared plan of every statement sent unchanged.
+var passPlan = &plan{kind: kindPass, nUser: -1}

@@ -1,0 +1,57 @@
+package fencedsql
+
+import (
+	"strings"
+)
+
+// name (case-insensitively) cannot write one. PostgreSQL's U&"…" identifiers can spell a
+// name with escapes, so their presence always forces a full analysis.
+func (rw *rewriter) mayMention(sql string) bool {
+	if rw.nonASCII {
+		lower := strings.ToLower(sql)
+		for _, n := range rw.names {
+			if strings.Contains(lower, n) {
+				return true
+			}
+		}
+	}
+	for _, n := range rw.names {
+		if containsFold(sql, n) {
+			return true
+		}
+	}
+	return rw.numbered && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`))
+}
+
+func (rw *rewriter) setsSession(sql string) bool {
+	return !rw.numbered && containsFold(sql, "sql_mode")
+}
+
+// containsFold reports whether s contains sub (ASCII lower case) ignoring ASCII case.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	first := sub[0]
+	for i := 0; i+n <= len(s); i++ {
+		c := s[i]
+		if c|0x20 != first && c != first {
+			continue
+		}
+		j := 1
+		for ; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,84 @@
+package fencedsql
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// rewriter turns user SQL into fenced SQL for one set of guarded tables and one dialect.
+type rewriter struct {
+	syn      sqllex.Syntax
+	numbered bool // $n placeholders (PostgreSQL) instead of positional ?
+	quote    func(string) string
+	strict   bool
+	guards   map[string][]*guard // by lower-cased unqualified table name
+	names    []string            // lower-cased guarded names, for the pre-filter
+	nonASCII bool                // some guarded name is not ASCII: pre-filter with Unicode folding
+	// stringIdents: a string literal may stand for an identifier (SQLite accepts
+	// UPDATE 'accounts' …).
+	stringIdents bool
+}
+
+// guard is one guarded table and its column names.
+type guard struct {
+	schema   string // lower-cased, "" for any
+	name     string // as configured
+	tokenCol string
+	verCol   string
+	// quoted column names, computed once
+	qTok, qVer string
+}
+
+// isFenceColumn reports whether name (unquoted) is the token or the version column.
+func (g *guard) isFenceColumn(name string) bool {
+	return strings.EqualFold(name, g.tokenCol) || strings.EqualFold(name, g.verCol)
+}
+
+func (g *guard) String() string {
+	if g.schema != "" {
+		return g.schema + "." + g.name
+	}
+	return g.name
+}
+
+// rewrite plans one statement. versioned selects the ExpectVersion variant.
+func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
+	if !rw.mayMention(sql) {
+		if rw.setsSession(sql) {
+			return &plan{kind: kindPass, nUser: -1, resetsSession: true}, nil
+		}
+		return passPlan, nil
+	}
+	toks, err := sqllex.Lex(sql, rw.syn)
+	if err != nil {
+		return nil, unsupported("", "the statement cannot be tokenized: %v", err)
+	}
+	p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
+	return p.plan(versioned)
+}
+
+// mayMention is the fast pre-filter: a statement whose text contains no guarded table
+
+// lookup finds the guard for a table reference, if it is guarded.
+func (rw *rewriter) lookup(parts []string) *guard {
+	if len(parts) == 0 {
+		return nil
+	}
+	gs := rw.guards[strings.ToLower(parts[len(parts)-1])]
+	for _, g := range gs {
+		if g.schema == "" || len(parts) < 2 || strings.EqualFold(parts[len(parts)-2], g.schema) {
+			return g
+		}
+	}
+	return nil
+}
+
+func unsupported(table, format string, args ...any) error {
+	return &UnsupportedError{Table: table, Reason: fmt.Sprintf(format, args...)}
+}
+
+func reserved(g *guard, col string) error {
+	return &UnsupportedError{Table: g.String(), Reason: fmt.Sprintf("the statement sets the reserved column %q itself; fencedsql maintains it", col)}
+}

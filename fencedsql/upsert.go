@@ -1,0 +1,49 @@
+package fencedsql
+
+// sig[k]: a MySQL row alias, ON CONFLICT, ON DUPLICATE KEY UPDATE, RETURNING. The
+// source is copied into b up to byte offset from.
+func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, versioned bool) (*plan, error) {
+	if p.kw(k, "AS") { // MySQL 8 row alias: VALUES (…) AS new [(a, b)]
+		k += 2
+		if p.punct(k, "(") {
+			if e := p.matching(k); e > 0 {
+				k = e + 1
+			}
+		}
+	}
+	switch {
+	case p.kw(k, "ON") && p.kw(k+1, "CONFLICT"):
+		doAt := p.clauseEnd(k+2, "DO")
+		if !p.kw(doAt, "DO") {
+			return nil, unsupported(g.String(), "ON CONFLICT without DO")
+		}
+		if p.kw(doAt+1, "NOTHING") {
+			break
+		}
+		if !p.kw(doAt+1, "UPDATE") || !p.kw(doAt+2, "SET") {
+			return nil, unsupported(g.String(), "ON CONFLICT of an unknown shape")
+		}
+		setStart := doAt + 3
+		setEnd := p.clauseEnd(setStart, "WHERE", "RETURNING")
+		if err := p.checkAssignments(g, setStart, setEnd); err != nil {
+			return nil, err
+		}
+		b.spliceAssignments(from, p.endOf(setEnd), g, q, versioned)
+		return b.finish(kindInsert, g), nil
+	case p.kw(k, "ON") && p.kw(k+1, "DUPLICATE"):
+		if !p.kw(k+2, "KEY") || !p.kw(k+3, "UPDATE") {
+			return nil, unsupported(g.String(), "ON DUPLICATE of an unknown shape")
+		}
+		setStart := k + 4
+		setEnd := p.clauseEnd(setStart, "RETURNING")
+		if err := p.checkAssignments(g, setStart, setEnd); err != nil {
+			return nil, err
+		}
+		b.spliceAssignments(from, p.endOf(setEnd), g, "", versioned)
+		return b.finish(kindInsert, g), nil
+	case k < len(p.sig) && !p.kw(k, "RETURNING") && !p.punct(k, ";"):
+		return nil, unsupported(g.String(), "INSERT with an unexpected clause %q", p.text(p.sig[k]))
+	}
+	b.copy(from, len(p.src))
+	return b.finish(kindInsert, g), nil
+}
