@@ -17,6 +17,10 @@ type builder struct {
 	tokN    string // "$n" for the token (numbered), "?" otherwise
 	verN    string
 	usedVer bool
+	// numbered only: every placeholder written, in output order, so that finish can
+	// renumber them when items dropped from the statement took user placeholders along.
+	nums    []placeholder
+	dropped [][2]int // byte ranges of the source left out (see plan.dropped)
 }
 
 func (p *parser) newBuilder(nUser int) *builder {
@@ -31,17 +35,40 @@ func (p *parser) newBuilder(nUser int) *builder {
 	return b
 }
 
+// placeholder is one $n written to the output: its byte offset and length there, and
+// what it stands for.
+type placeholder struct {
+	at, n int
+	ref   argRef
+}
+
 // copy appends src[from:to] and the user placeholders inside it.
 func (b *builder) copy(from, to int) {
+	base := b.sb.Len()
 	b.sb.WriteString(b.p.src[from:to])
-	if b.p.rw.numbered {
-		return
-	}
 	for _, t := range b.p.sig {
-		if t.Kind == sqllex.KindParam && t.Start >= from && t.End <= to {
+		if t.Kind != sqllex.KindParam || t.Start < from || t.End > to {
+			continue
+		}
+		if b.p.rw.numbered {
+			b.nums = append(b.nums, placeholder{at: base + t.Start - from, n: t.End - t.Start, ref: argRef(t.Num - 1)})
+		} else {
 			b.refs = append(b.refs, argRef(b.indexOf(t)))
 		}
 	}
+}
+
+// copyExcept appends src[from:to] without the byte ranges of e.
+func (b *builder) copyExcept(from, to int, e listEdit) {
+	for _, s := range e.skips {
+		if s[1] <= from || s[0] >= to {
+			continue
+		}
+		b.copy(from, s[0])
+		b.dropped = append(b.dropped, s)
+		from = s[1]
+	}
+	b.copy(from, to)
 }
 
 // indexOf returns the user argument index of a positional placeholder token.
@@ -71,33 +98,77 @@ func (b *builder) gap(at int) {
 		}
 	}
 }
-func (b *builder) token() { b.sb.WriteString(b.tokN); b.ref(argToken) }
+func (b *builder) token() { b.placeholder(b.tokN, argToken) }
 func (b *builder) version() {
-	b.sb.WriteString(b.verN)
-	b.ref(argVersion)
+	b.placeholder(b.verN, argVersion)
 	b.usedVer = true
 }
-func (b *builder) ref(r argRef) {
-	if !b.p.rw.numbered {
+
+// placeholder writes one of the wrapper's own placeholders.
+func (b *builder) placeholder(text string, r argRef) {
+	if b.p.rw.numbered {
+		b.nums = append(b.nums, placeholder{at: b.sb.Len(), n: len(text), ref: r})
+	} else {
 		b.refs = append(b.refs, r)
 	}
+	b.sb.WriteString(text)
 }
 
 func (b *builder) finish(kind stmtKind, g *guard) *plan {
-	pl := &plan{kind: kind, guard: g, sql: b.sb.String(), nUser: b.nUser}
-	if b.p.rw.numbered {
-		pl.args = make([]argRef, 0, b.nUser+2)
+	pl := &plan{kind: kind, guard: g, sql: b.sb.String(), nUser: b.nUser, dropped: b.dropped}
+	if !b.p.rw.numbered {
+		pl.args = b.refs
+		return pl
+	}
+	pl.args = make([]argRef, 0, b.nUser+2)
+	if len(b.dropped) == 0 {
 		for i := range b.nUser {
 			pl.args = append(pl.args, argRef(i))
 		}
-		pl.args = append(pl.args, argToken)
-		if b.usedVer {
-			pl.args = append(pl.args, argVersion)
-		}
 	} else {
-		pl.args = b.refs
+		// Some user placeholders may have left with the dropped items: bind only those
+		// still referenced, renumbered in order.
+		used := make([]bool, b.nUser)
+		for _, ph := range b.nums {
+			if ph.ref >= 0 && int(ph.ref) < b.nUser {
+				used[ph.ref] = true
+			}
+		}
+		for i, u := range used {
+			if u {
+				pl.args = append(pl.args, argRef(i))
+			}
+		}
+	}
+	pl.args = append(pl.args, argToken)
+	if b.usedVer {
+		pl.args = append(pl.args, argVersion)
+	}
+	if len(b.dropped) > 0 {
+		pl.sql = b.renumber(pl.args)
 	}
 	return pl
+}
+
+// renumber rewrites the output's $n placeholders to their position in args: some user
+// placeholders were dropped with the items that held them, and PostgreSQL refuses a
+// parameter that the statement never references.
+func (b *builder) renumber(args []argRef) string {
+	pos := make(map[argRef]int, len(args))
+	for i, r := range args {
+		pos[r] = i + 1
+	}
+	out := b.sb.String()
+	var sb strings.Builder
+	sb.Grow(len(out))
+	last := 0
+	for _, ph := range b.nums {
+		sb.WriteString(out[last:ph.at])
+		sb.WriteString("$" + strconv.Itoa(pos[ph.ref]))
+		last = ph.at + ph.n
+	}
+	sb.WriteString(out[last:])
+	return sb.String()
 }
 
 // assignments writes the fencing SET items: version first, then the token, because
@@ -135,11 +206,13 @@ func (b *builder) assignments(g *guard, q string, versioned bool) {
 }
 
 // spliceAssignments copies the source from byte offset from up to at (the end of a SET
-// list), appends the fencing assignments (qualified by q, "" for none), and copies the
-// rest of the statement.
-func (b *builder) spliceAssignments(from, at int, g *guard, q string, versioned bool) {
-	b.copy(from, at)
-	b.write(", ")
+// list) without the items e drops, appends the fencing assignments (qualified by q, ""
+// for none), and copies the rest of the statement.
+func (b *builder) spliceAssignments(from, at int, e listEdit, g *guard, q string, versioned bool) {
+	b.copyExcept(from, at, e)
+	if e.kept > 0 {
+		b.write(", ")
+	}
 	b.assignments(g, q, versioned)
 	b.gap(at)
 	b.copy(at, len(b.p.src))

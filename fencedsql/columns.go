@@ -2,38 +2,127 @@ package fencedsql
 
 import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 
-// checkAssignments refuses SET lists (sig[from:to]) that assign the fence or version
-// column: `col = …`, `t.col = …` or `(a, col) = …` at top level.
-func (p *parser) checkAssignments(g *guard, from, to int) error {
-	depth := 0
-	target := true // at the start of an assignment
+// The caller's statement may name the fencing columns itself: an ORM model that maps
+// fence_token and version sends them in INSERT column lists, SET lists and upsert update
+// lists. The wrapper owns those columns, so such items are dropped from the rewritten
+// statement (their arguments with them) and the wrapper's own token and version take
+// their place: the caller can never lower the token or choose the version.
+
+// listEdit says which items of a comma-separated list are dropped: the byte ranges of
+// the source to skip, and how many items remain.
+type listEdit struct {
+	skips [][2]int // byte ranges of src, ascending and disjoint
+	kept  int
+}
+
+// items splits sig[from:to] at its top-level commas into [start, end) sig ranges.
+func (p *parser) items(from, to int) [][2]int {
+	var out [][2]int
+	depth, start := 0, from
 	for i := from; i < to; i++ {
-		t := p.sig[i]
-		if t.Kind == sqllex.KindPunct {
-			switch p.text(t) {
-			case "(":
-				depth++
-				continue
-			case ")":
-				depth--
-				continue
-			case ",":
-				if depth == 0 {
-					target = true
-				}
-				continue
-			case "=":
-				if depth == 0 {
-					target = false
-				}
-				continue
-			}
+		if p.sig[i].Kind != sqllex.KindPunct {
+			continue
 		}
-		if target && p.isIdent(i) {
-			if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
-				return reserved(g, n)
+		switch p.text(p.sig[i]) {
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		case ",":
+			if depth == 0 {
+				out = append(out, [2]int{start, i})
+				start = i + 1
 			}
 		}
 	}
-	return nil
+	return append(out, [2]int{start, to})
+}
+
+// dropItems returns the edit that removes the items whose index is in drop (ascending)
+// from the list items, with the comma that separates each from its neighbour.
+func (p *parser) dropItems(items [][2]int, drop []int) listEdit {
+	e := listEdit{kept: len(items) - len(drop)}
+	dropped := make([]bool, len(items))
+	for _, k := range drop {
+		dropped[k] = true
+	}
+	keptAfter := make([]bool, len(items)+1) // keptAfter[k]: some item after k is kept
+	for k := len(items) - 1; k >= 0; k-- {
+		keptAfter[k] = keptAfter[k+1] || (k+1 < len(items) && !dropped[k+1])
+	}
+	for _, k := range drop {
+		var r [2]int
+		switch {
+		case keptAfter[k]:
+			// The item and the comma after it, up to the next item.
+			r = [2]int{p.sig[items[k][0]].Start, p.sig[items[k+1][0]].Start}
+		case k > 0:
+			// Nothing kept after it: from the end of the item before (its comma with it).
+			r = [2]int{p.sig[items[k-1][1]-1].End, p.sig[items[k][1]-1].End}
+		default:
+			r = [2]int{p.sig[items[k][0]].Start, p.sig[items[k][1]-1].End}
+		}
+		if n := len(e.skips); n > 0 && r[0] <= e.skips[n-1][1] {
+			e.skips[n-1][1] = max(e.skips[n-1][1], r[1])
+			continue
+		}
+		e.skips = append(e.skips, r)
+	}
+	return e
+}
+
+// setList finds the items of the SET list sig[from:to] that assign the token or version
+// column (`col = …`, `t.col = …`) and returns the edit that drops them. A row
+// assignment `(a, col) = …` that names one is refused: its other columns could not be
+// kept apart from it.
+func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
+	if from >= to {
+		return listEdit{}, nil
+	}
+	items := p.items(from, to)
+	var drop []int
+	for k, it := range items {
+		if p.punct(it[0], "(") {
+			for i := it[0] + 1; i < it[1] && !p.punct(i, "="); i++ {
+				if p.isIdent(i) {
+					if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
+						return listEdit{}, reserved(g, n)
+					}
+				}
+			}
+			continue
+		}
+		// The target is the last part of a possibly qualified name before '='.
+		i := it[0]
+		for i+2 < it[1] && p.punct(i+1, ".") {
+			i += 2
+		}
+		if p.isIdent(i) && (p.punct(i+1, "=") || i+1 >= it[1]) {
+			if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
+				drop = append(drop, k)
+			}
+		}
+	}
+	return p.dropItems(items, drop), nil
+}
+
+// columnList finds the fencing columns in an INSERT column list sig[from:to] and
+// returns their positions and the edit that drops them.
+func (p *parser) columnList(g *guard, from, to int) ([]int, listEdit) {
+	items := p.items(from, to)
+	var drop []int
+	for k, it := range items {
+		if it[1]-it[0] == 1 && p.isIdent(it[0]) {
+			if n, ok := p.ident(it[0]); ok && g.isFenceColumn(n) {
+				drop = append(drop, k)
+			}
+		}
+	}
+	return drop, p.dropItems(items, drop)
+}
+
+// reserved is the refusal of a statement that assigns a fencing column in a form the
+// wrapper cannot replace.
+func reserved(g *guard, col string) error {
+	return unsupported(g.String(), "the statement sets the reserved column %q in a row assignment; fencedsql maintains it", col)
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -468,6 +469,23 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 	if versioned && p.kind == kindUpdate && !usesVer {
 		t.Errorf("%s: a versioned UPDATE does not bind the version: %v", tag, p.args)
 	}
+	// Items that assigned a fencing column are left out, with their placeholders.
+	kept := src
+	if len(p.dropped) > 0 {
+		if !containsFold(src, strings.ToLower(p.guard.tokenCol)) && !containsFold(src, strings.ToLower(p.guard.verCol)) {
+			t.Errorf("%s: dropped %v although the input names no fencing column", tag, p.dropped)
+		}
+		kept = fzWithout(src, p.dropped)
+		if keptToks, err := sqllex.Lex(kept, rw.syn); err == nil {
+			userToks = keptToks
+		}
+	}
+	keptUser := map[int]bool{}
+	for _, tk := range userToks {
+		if tk.Kind == sqllex.KindParam {
+			keptUser[tk.Num] = true
+		}
+	}
 	var user []argRef
 	for _, r := range p.args {
 		switch {
@@ -483,15 +501,19 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 		for _, tk := range params {
 			maxN = max(maxN, tk.Num)
 		}
-		want := p.nUser + 1
+		nKept := p.nUser
+		if len(p.dropped) > 0 {
+			nKept = len(keptUser)
+		}
+		want := nKept + 1
 		if usesVer {
 			want++
 		}
-		if maxN != want || len(p.args) != want {
+		if main && (maxN != want || len(p.args) != want) {
 			t.Errorf("%s: highest $n is %d and %d args, want %d (nUser %d, version %v)", tag, maxN, len(p.args), want, p.nUser, usesVer)
 		}
-		for i := range min(p.nUser, len(p.args)) {
-			if p.args[i] != argRef(i) {
+		for i := 1; i < len(user); i++ {
+			if user[i] <= user[i-1] {
 				t.Errorf("%s: numbered args must start with the user's in order: %v", tag, p.args)
 				break
 			}
@@ -512,11 +534,18 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 				break
 			}
 		}
-		if main && len(user) != p.nUser {
+		if main && len(user) != p.nUser-fzCountParams(src, p.dropped, rw) {
 			t.Errorf("%s: %d of %d user arguments bound: %v", tag, len(user), p.nUser, p.args)
 		}
 	}
-	if main && !fzSubsequence(src, p.sql) {
+	out := p.sql
+	if len(p.dropped) > 0 && rw.numbered { // the kept placeholders were renumbered
+		kept, out = fzDollarRE.ReplaceAllLiteralString(kept, "$9"), fzDollarRE.ReplaceAllLiteralString(out, "$9")
+		if keptToks, err := sqllex.Lex(kept, rw.syn); err == nil {
+			userToks = keptToks
+		}
+	}
+	if main && !fzSubsequence(kept, out) {
 		t.Errorf("%s: the input is not a subsequence of the output %q", tag, p.sql)
 	}
 	// Token level: the input's significant tokens survive as tokens of the output (the
@@ -526,12 +555,12 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 		in, out := sqllex.Significant(userToks), sqllex.Significant(toks)
 		j := 0
 		for _, tk := range out {
-			if j < len(in) && tk.Kind == in[j].Kind && tk.Text(p.sql) == in[j].Text(src) {
+			if j < len(in) && tk.Kind == in[j].Kind && (tk.Text(p.sql) == in[j].Text(kept) || (len(p.dropped) > 0 && tk.Kind == sqllex.KindParam)) {
 				j++
 			}
 		}
 		if j < len(in) {
-			t.Errorf("%s: input token %q at byte %d is not a token of the output %q", tag, in[j].Text(src), in[j].Start, p.sql)
+			t.Errorf("%s: input token %q at byte %d is not a token of the output %q", tag, in[j].Text(kept), in[j].Start, p.sql)
 		}
 	}
 }
@@ -1255,3 +1284,34 @@ type fzRows struct{}
 func (fzRows) Columns() []string         { return nil }
 func (fzRows) Close() error              { return nil }
 func (fzRows) Next([]driver.Value) error { return io.EOF }
+
+var fzDollarRE = regexp.MustCompile(`\$[0-9]+`)
+
+// fzWithout returns src without the byte ranges (ascending, disjoint).
+func fzWithout(src string, ranges [][2]int) string {
+	var sb strings.Builder
+	last := 0
+	for _, r := range ranges {
+		sb.WriteString(src[last:r[0]])
+		last = r[1]
+	}
+	sb.WriteString(src[last:])
+	return sb.String()
+}
+
+// fzCountParams counts the placeholders of src inside the byte ranges.
+func fzCountParams(src string, ranges [][2]int, rw *rewriter) int {
+	toks, err := sqllex.Lex(src, rw.syn)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, tk := range toks {
+		for _, r := range ranges {
+			if tk.Kind == sqllex.KindParam && tk.Start >= r[0] && tk.End <= r[1] {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -31,12 +31,16 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 
 	if p.kw(j, "SET") { // MySQL: INSERT INTO t SET a = 1, b = 2
 		end := p.clauseEnd(j+1, "ON", "RETURNING")
-		if err := p.checkAssignments(g, j+1, end); err != nil {
+		set, err := p.setList(g, j+1, end)
+		if err != nil {
 			return nil, err
 		}
 		at := p.endOf(end)
-		b.copy(0, at)
-		b.write(", " + g.qTok + " = ")
+		b.copyExcept(0, at, set)
+		if set.kept > 0 {
+			b.write(", ")
+		}
+		b.write(g.qTok + " = ")
 		b.token()
 		b.write(", " + g.qVer + " = 1")
 		b.gap(at)
@@ -49,18 +53,15 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 	if colEnd < 0 {
 		return nil, unsupported(g.String(), "INSERT with an unbalanced column list")
 	}
-	for k := j + 1; k < colEnd; k++ {
-		if p.isIdent(k) {
-			if n, ok := p.ident(k); ok && g.isFenceColumn(n) {
-				return nil, reserved(g, n)
-			}
-		}
-	}
 	if colEnd == j+1 {
 		return nil, unsupported(g.String(), "INSERT with an empty column list")
 	}
-	b.copy(0, p.endOf(colEnd))
-	b.write(", " + g.qTok + ", " + g.qVer)
+	mapped, cols := p.columnList(g, j+1, colEnd)
+	b.copyExcept(0, p.endOf(colEnd), cols)
+	if cols.kept > 0 {
+		b.write(", ")
+	}
+	b.write(g.qTok + ", " + g.qVer)
 	k := colEnd + 1
 	if p.kw(k, "OVERRIDING") {
 		k += 3
@@ -81,9 +82,17 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 		if end == k+1 {
 			return nil, unsupported(g.String(), "INSERT with an empty VALUES row")
 		}
-		// Copy up to the row's last token, then add our two values.
-		b.copy(p.sig[last].End, p.endOf(end))
-		b.write(", ")
+		// Copy up to the row's last token without the values of mapped fencing
+		// columns, then add our two values.
+		row := p.items(k+1, end)
+		if len(mapped) > 0 && len(row) != cols.kept+len(mapped) {
+			return nil, unsupported(g.String(), "INSERT whose VALUES row has %d values for %d columns", len(row), cols.kept+len(mapped))
+		}
+		vals := p.dropItems(row, mapped)
+		b.copyExcept(p.sig[last].End, p.endOf(end), vals)
+		if vals.kept > 0 {
+			b.write(", ")
+		}
 		b.token()
 		b.write(", 1")
 		last = end - 1

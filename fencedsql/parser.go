@@ -194,8 +194,6 @@ func (p *parser) clauseEnd(i int, words ...string) int {
 	return i
 }
 
-// checkAssignments refuses SET lists (sig[from:to]) that assign the fence or version
-
 // checkParams refuses placeholder forms the rewriter cannot renumber (SQLite ?NNN, :name).
 func (p *parser) checkParams(g *guard) (int, error) {
 	n := 0

@@ -41,6 +41,9 @@ type plan struct {
 	args  []argRef // the rewritten statement's arguments, in placeholder order
 	nUser int      // placeholders in the user's statement (its NumInput)
 	pre   *plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
+	// dropped are the byte ranges of the caller's text left out of sql: items that
+	// assigned the token or version column, which the wrapper assigns itself.
+	dropped [][2]int
 	// resetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	resetsSession bool

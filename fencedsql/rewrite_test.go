@@ -686,6 +686,91 @@ var rewriteCases = []rewriteCase{
 		kind: kindInsert, nUser: 1, args: refs(0, TOK),
 		out: `INSERT INTO t (a, "ft", "ver") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET b = 1, "ver" = t."ver" + 1, "ft" = CASE WHEN t."ft" <= $2 THEN $2 ELSE NULL END`,
 	},
+	// ---- mapped fencing columns: the caller's assignments are replaced ----
+	{
+		name: "mapped/after a CASE, mixed case", d: pgTest,
+		in:   `UPDATE accounts SET x = CASE WHEN a THEN 1 ELSE 2 END, Fence_Token = 3`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE accounts SET x = CASE WHEN a THEN 1 ELSE 2 END, ` + pgItems(1),
+	},
+	{
+		name: "mapped/custom columns", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
+		in:   `UPDATE t SET ft = 1, version = 2`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE t SET version = 2, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $1 THEN $1 ELSE NULL END`,
+	},
+	{
+		name: "mapped/gorm save pg", d: pgTest,
+		in:   `UPDATE "accounts" SET "owner"=$1,"balance"=$2,"fence_token"=$3,"version"=$4 WHERE "id" = $5`,
+		kind: kindUpdate, nUser: 5, args: refs(0, 1, 4, TOK),
+		out: `UPDATE "accounts" SET "owner"=$1,"balance"=$2, ` + pgItems(4) + ` WHERE "id" = $3`,
+	},
+	{
+		name: "mapped/gorm save pg versioned", d: pgTest, ver: true,
+		in:   `UPDATE "accounts" SET "fence_token"=$1,"owner"=$2,"version"=$3 WHERE "id" = $4`,
+		kind: kindUpdate, nUser: 4, args: refs(1, 3, TOK, VER),
+		out: `UPDATE "accounts" SET "owner"=$1, ` + pgItemsV(3, 4) + ` WHERE "id" = $2`,
+	},
+	{
+		name: "mapped/set only the token", d: pgTest,
+		in:   `UPDATE accounts t SET t.fence_token = 1 WHERE id = $1`,
+		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
+		out: `UPDATE accounts t SET ` + pgItems(2) + ` WHERE id = $1`,
+	},
+	{
+		name: "mapped/placeholder used elsewhere too", d: pgTest,
+		in:   `UPDATE accounts SET version = $1, x = $1 WHERE id = $2`,
+		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK),
+		out: `UPDATE accounts SET x = $1, ` + pgItems(3) + ` WHERE id = $2`,
+	},
+	{
+		name: "mapped/update mysql", d: mysqlTest,
+		in:   "UPDATE `accounts` SET `owner`=?,`fence_token`=?,`version`=?,`balance`=? WHERE `id` = ?",
+		kind: kindUpdate, nUser: 5, args: refs(0, 3, TOK, TOK, 4),
+		out: "UPDATE `accounts` SET `owner`=?,`balance`=?, " + myItems + " WHERE `id` = ?",
+	},
+	{
+		name: "mapped/gorm create pg", d: pgTest,
+		in:   `INSERT INTO "accounts" ("owner","balance","fence_token","version","id") VALUES ($1,$2,$3,$4,$5),($6,$7,$8,$9,$10) RETURNING "id"`,
+		kind: kindInsert, nUser: 10, args: refs(0, 1, 4, 5, 6, 9, TOK),
+		out: `INSERT INTO "accounts" ("owner","balance","id", "fence_token", "version") VALUES ($1,$2,$3, $7, 1),($4,$5,$6, $7, 1) RETURNING "id"`,
+	},
+	{
+		name: "mapped/insert first column mysql", d: mysqlTest,
+		in:   `INSERT INTO accounts (version, a) VALUES (?, ?)`,
+		kind: kindInsert, nUser: 2, args: refs(1, TOK),
+		out: "INSERT INTO accounts (a, `fence_token`, `version`) VALUES (?, ?, 1)",
+	},
+	{
+		name: "mapped/insert only fencing columns", d: sqliteTest,
+		in:   `INSERT INTO accounts (fence_token, version) VALUES (?, ?)`,
+		kind: kindInsert, nUser: 2, args: refs(TOK),
+		out: `INSERT INTO accounts ("fence_token", "version") VALUES (?, 1)`,
+	},
+	{
+		name: "mapped/gorm upsert UpdateAll pg", d: pgTest,
+		in:   `INSERT INTO "accounts" ("owner","fence_token","version","id") VALUES ($1,$2,$3,$4) ON CONFLICT ("id") DO UPDATE SET "owner"="excluded"."owner","fence_token"="excluded"."fence_token","version"="excluded"."version" RETURNING "id"`,
+		kind: kindInsert, nUser: 4, args: refs(0, 3, TOK),
+		out: `INSERT INTO "accounts" ("owner","id", "fence_token", "version") VALUES ($1,$2, $3, 1) ON CONFLICT ("id") DO UPDATE SET "owner"="excluded"."owner", "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3 ELSE NULL END RETURNING "id"`,
+	},
+	{
+		name: "mapped/upsert sqlite excluded", d: sqliteTest,
+		in:   `INSERT INTO accounts (a) VALUES (?) ON CONFLICT (a) DO UPDATE SET fence_token = excluded.fence_token`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK, TOK, TOK),
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES (?, ?, 1) ON CONFLICT (a) DO UPDATE SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= ? THEN ? ELSE NULL END`,
+	},
+	{
+		name: "mapped/gorm upsert mysql", d: mysqlTest,
+		in:   "INSERT INTO `accounts` (`owner`,`fence_token`,`version`,`id`) VALUES (?,?,?,?) ON DUPLICATE KEY UPDATE `owner`=VALUES(`owner`),`fence_token`=VALUES(`fence_token`),`version`=VALUES(`version`)",
+		kind: kindInsert, nUser: 4, args: refs(0, 3, TOK, TOK, TOK),
+		out: "INSERT INTO `accounts` (`owner`,`id`, `fence_token`, `version`) VALUES (?,?, ?, 1) ON DUPLICATE KEY UPDATE `owner`=VALUES(`owner`), " + myItems,
+	},
+	{
+		name: "mapped/insert set mysql", d: mysqlTest,
+		in:   `INSERT INTO accounts SET version = ?, a = ?`,
+		kind: kindInsert, nUser: 2, args: refs(1, TOK),
+		out: "INSERT INTO accounts SET a = ?, `fence_token` = ?, `version` = 1",
+	},
 }
 
 func TestRewrite(t *testing.T) {
@@ -768,9 +853,15 @@ func checkPlaceholders(t *testing.T, rw *rewriter, p *plan) {
 		if maxN != len(p.args) {
 			t.Errorf("highest $n is %d, but %d args", maxN, len(p.args))
 		}
-		for i := range p.nUser {
-			if p.args[i] != argRef(i) {
+		// The user's arguments come first, in order (all of them unless items that
+		// assigned a fencing column were dropped with theirs).
+		for i := range p.args {
+			if p.args[i] < 0 {
+				break
+			}
+			if (len(p.dropped) == 0 && p.args[i] != argRef(i)) || (i > 0 && p.args[i] <= p.args[i-1]) {
 				t.Errorf("numbered args must start with the user's in order: %v", p.args)
+				break
 			}
 		}
 	} else if len(params) != len(p.args) {
@@ -904,24 +995,11 @@ func TestRewriteRefused(t *testing.T) {
 		{pgTest, nil, `EXPLAIN (ANALYZE) DELETE FROM accounts`},
 		{mysqlTest, nil, `ANALYZE UPDATE accounts SET x = 1`},
 		{pgTest, nil, `DELETE FROM accounts WHERE CURRENT OF c`},
-		// assigning the reserved columns
-		{pgTest, nil, `UPDATE accounts SET fence_token = 1`},
-		{pgTest, nil, `UPDATE accounts SET x = 1, version = 2`},
-		{pgTest, nil, `UPDATE accounts SET "version" = 2`},
-		{mysqlTest, nil, "UPDATE accounts SET `fence_token` = 2"},
-		{pgTest, nil, `UPDATE accounts t SET t.fence_token = 1`},
-		{mysqlTest, nil, `UPDATE accounts SET accounts.version = 1 WHERE id = ?`},
+		// assigning a reserved column in a row assignment (other assignments of them
+		// are replaced: TestRewrite's "mapped/…" cases)
+		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET (b, version) = (1, 2)`},
 		{pgTest, nil, `UPDATE accounts SET (a, version) = (1, 2)`},
 		{pgTest, nil, `UPDATE accounts SET (fence_token, a) = (SELECT 1, 2)`},
-		{pgTest, nil, `UPDATE accounts SET x = CASE WHEN a THEN 1 ELSE 2 END, Fence_Token = 3`},
-		{pgTest, nil, `INSERT INTO accounts (a, fence_token) VALUES (1, 2)`},
-		{mysqlTest, nil, `INSERT INTO accounts (version, a) VALUES (1, 2)`},
-		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET version = 3`},
-		{sqliteTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET fence_token = excluded.fence_token`},
-		{mysqlTest, nil, `INSERT INTO accounts SET a = 1, version = 2`},
-		{mysqlTest, nil, `INSERT INTO accounts (a) VALUES (1) ON DUPLICATE KEY UPDATE fence_token = 3`},
-		{pgTest, []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))}, `UPDATE t SET ft = 1`},
-		{pgTest, []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))}, `INSERT INTO t (a, ver) VALUES (1, 2)`},
 		// executable comments
 		{mysqlTest, nil, `UPDATE accounts SET x = 1 /*!, version = 5 */`},
 		{mysqlTest, nil, `UPDATE accounts SET x = 1 /*!50000 , version = 5 */ WHERE id = ?`},
@@ -980,7 +1058,7 @@ func TestRewriteRefusalNamesTheGuardedTable(t *testing.T) {
 		{pgTest, `UPDATE accounts SET x = 1 FROM b`},
 		{sqliteTest, `UPDATE OR REPLACE accounts SET a = 1`},
 		{mysqlTest, `INSERT IGNORE INTO accounts (a) VALUES (1)`},
-		{pgTest, `UPDATE accounts SET version = 1`},
+		{pgTest, `UPDATE accounts SET (x, version) = (1, 2)`},
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d)

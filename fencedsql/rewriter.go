@@ -78,7 +78,3 @@ func (rw *rewriter) lookup(parts []string) *guard {
 func unsupported(table, format string, args ...any) error {
 	return &UnsupportedError{Table: table, Reason: fmt.Sprintf(format, args...)}
 }
-
-func reserved(g *guard, col string) error {
-	return &UnsupportedError{Table: g.String(), Reason: fmt.Sprintf("the statement sets the reserved column %q itself; fencedsql maintains it", col)}
-}

@@ -532,7 +532,7 @@ func TestSqlmockUnsupportedNotSent(t *testing.T) {
 	}{
 		{mockDialects[0], `UPDATE accounts SET x = 1 FROM other WHERE accounts.id = other.id`},
 		{mockDialects[0], `TRUNCATE accounts`},
-		{mockDialects[0], `UPDATE accounts SET fence_token = 0`},
+		{mockDialects[0], `UPDATE accounts SET (x, fence_token) = (1, 0)`},
 		{mockDialects[1], `UPDATE accounts JOIN other USING (id) SET accounts.x = 1`},
 		{mockDialects[1], `INSERT IGNORE INTO accounts (id) VALUES (?)`},
 		{mockDialects[2], `INSERT OR REPLACE INTO accounts (id) VALUES (?)`},

@@ -49,7 +49,8 @@ func (p *parser) update(versioned bool) (*plan, error) {
 	if setEnd == setStart {
 		return nil, unsupported(g.String(), "an UPDATE with an empty SET list")
 	}
-	if err := p.checkAssignments(g, setStart, setEnd); err != nil {
+	set, err := p.setList(g, setStart, setEnd)
+	if err != nil {
 		return nil, err
 	}
 	nUser, err := p.checkParams(g)
@@ -57,6 +58,6 @@ func (p *parser) update(versioned bool) (*plan, error) {
 		return nil, err
 	}
 	b := p.newBuilder(nUser)
-	b.spliceAssignments(0, p.endOf(setEnd), g, "", versioned)
+	b.spliceAssignments(0, p.endOf(setEnd), set, g, "", versioned)
 	return b.finish(kindUpdate, g), nil
 }

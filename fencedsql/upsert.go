@@ -25,10 +25,11 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 		}
 		setStart := doAt + 3
 		setEnd := p.clauseEnd(setStart, "WHERE", "RETURNING")
-		if err := p.checkAssignments(g, setStart, setEnd); err != nil {
+		set, err := p.setList(g, setStart, setEnd)
+		if err != nil {
 			return nil, err
 		}
-		b.spliceAssignments(from, p.endOf(setEnd), g, q, versioned)
+		b.spliceAssignments(from, p.endOf(setEnd), set, g, q, versioned)
 		return b.finish(kindInsert, g), nil
 	case p.kw(k, "ON") && p.kw(k+1, "DUPLICATE"):
 		if !p.kw(k+2, "KEY") || !p.kw(k+3, "UPDATE") {
@@ -36,10 +37,11 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 		}
 		setStart := k + 4
 		setEnd := p.clauseEnd(setStart, "RETURNING")
-		if err := p.checkAssignments(g, setStart, setEnd); err != nil {
+		set, err := p.setList(g, setStart, setEnd)
+		if err != nil {
 			return nil, err
 		}
-		b.spliceAssignments(from, p.endOf(setEnd), g, "", versioned)
+		b.spliceAssignments(from, p.endOf(setEnd), set, g, "", versioned)
 		return b.finish(kindInsert, g), nil
 	case k < len(p.sig) && !p.kw(k, "RETURNING") && !p.punct(k, ";"):
 		return nil, unsupported(g.String(), "INSERT with an unexpected clause %q", p.text(p.sig[k]))
