@@ -59,9 +59,9 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // beyond the caller's context. Waiting for a held lock (a watch) is not bounded.
 func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
 
-// New returns a lockclient.Backend over an existing etcd client. The client is not
-// closed by the backend; close it after the lockclient.Client that uses the backend.
-func New(cli *clientv3.Client, opts ...Option) lockclient.Backend {
+// New returns a Backend over an existing etcd client. The client is not closed by the
+// backend; close it after the lockclient.Client that uses the backend.
+func New(cli *clientv3.Client, opts ...Option) *Backend {
 	cfg := config{prefix: DefaultPrefix, requestTimeout: DefaultRequestTimeout, slack: DefaultLeaseSlack}
 	for _, o := range opts {
 		o(&cfg)
@@ -69,17 +69,21 @@ func New(cli *clientv3.Client, opts ...Option) lockclient.Backend {
 	if cfg.prefix == "" {
 		cfg.prefix = DefaultPrefix
 	}
-	return &backend{cli: cli, cfg: cfg}
+	return &Backend{cli: cli, cfg: cfg}
 }
 
-type backend struct {
+// Backend is a lockclient.Backend over etcd. It is safe for concurrent use, and several
+// lockclient.Clients may share it: each opens its own session.
+type Backend struct {
 	cli *clientv3.Client
 	cfg config
 }
 
+var _ lockclient.Backend = (*Backend)(nil)
+
 // Open implements lockclient.Backend: it grants the session's etcd lease, with ttl
 // rounded up to whole seconds (see the package documentation).
-func (b *backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
+func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("etcdlock: ttl must be positive, got %v", ttl)
 	}
@@ -98,7 +102,7 @@ func leaseSeconds(ttl time.Duration) int64 {
 
 // lockPrefix is the key prefix of the lock named key. PathEscape escapes "/" and "%", so
 // the escaped name has no "/" and no lock's prefix is a prefix of another's.
-func (b *backend) lockPrefix(key string) string {
+func (b *Backend) lockPrefix(key string) string {
 	return b.cfg.prefix + url.PathEscape(key) + "/"
 }
 
@@ -108,7 +112,7 @@ func lockKey(lockPfx string, lease clientv3.LeaseID) string {
 
 // requestContext derives the context of one etcd request from ctx: bounded by the request
 // timeout (WithRequestTimeout) as well as by ctx.
-func (b *backend) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (b *Backend) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if b.cfg.requestTimeout <= 0 {
 		return context.WithCancel(ctx)
 	}

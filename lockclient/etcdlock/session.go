@@ -19,7 +19,7 @@ var errClosed = fmt.Errorf("etcdlock: session closed: %w", lockclient.ErrUnavail
 
 // session is one lockclient session: one etcd lease shared by all its locks.
 type session struct {
-	b      *backend
+	b      *Backend
 	cli    *clientv3.Client
 	owner  string
 	ttl    time.Duration // the client's TTL: what a grant must outlive
@@ -59,7 +59,7 @@ type grantData struct {
 	lease clientv3.LeaseID
 }
 
-func newSession(b *backend, owner string, ttl time.Duration) *session {
+func newSession(b *Backend, owner string, ttl time.Duration) *session {
 	bg, cancel := context.WithCancel(context.Background())
 	return &session{
 		b: b, cli: b.cli, owner: owner, ttl: ttl, ttlSec: leaseSeconds(ttl + b.cfg.slack),

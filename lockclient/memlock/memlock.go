@@ -48,20 +48,24 @@ type fault struct {
 }
 
 // Option configures a Service.
-type Option func(*Service)
+type Option func(*config)
+
+type config struct {
+	sessionLeases bool
+}
 
 // WithSessionLeases makes every grant hang on its session's single lease, the way etcd
 // does: sessions implement lockclient.SessionRenewer, one renewal keeps all of a
 // client's locks alive, and when the session lease expires every grant of it ends.
-func WithSessionLeases() Option { return func(s *Service) { s.shared = true } }
+func WithSessionLeases() Option { return func(c *config) { c.sessionLeases = true } }
 
 // New returns an empty lock service.
 func New(opts ...Option) *Service {
-	s := &Service{locks: make(map[string]*entry), faults: make(map[string]*fault)}
+	var cfg config
 	for _, o := range opts {
-		o(s)
+		o(&cfg)
 	}
-	return s
+	return &Service{shared: cfg.sessionLeases, locks: make(map[string]*entry), faults: make(map[string]*fault)}
 }
 
 func (s *Service) now() time.Time { return time.Now().Add(s.offset) }

@@ -61,15 +61,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/internal/backendutil"
 )
 
 // DefaultPrefix is the key prefix when WithPrefix is not given.
@@ -78,27 +76,29 @@ const DefaultPrefix = "fencedsql:"
 // Defaults of WithPollInterval.
 const (
 	// DefaultPollMin is the shortest poll interval of Wait.
-	DefaultPollMin = 20 * time.Millisecond
+	DefaultPollMin = backendutil.DefaultPollMin
 	// DefaultPollMax is the longest poll interval of Wait.
-	DefaultPollMax = 200 * time.Millisecond
+	DefaultPollMax = backendutil.DefaultPollMax
 )
 
-// maxOwnerLen bounds the owner name stored in values for diagnostics.
-const maxOwnerLen = 200
-
 // Option configures New.
-type Option func(*Backend)
+type Option func(*config)
+
+type config struct {
+	prefix           string
+	pollMin, pollMax time.Duration
+}
 
 // WithPrefix sets the prefix of every key the backend uses (default DefaultPrefix):
 // the locks are <prefix>lock:<name> and the token counter is <prefix>token. Clients
 // that must exclude each other need the same prefix; different prefixes are separate
 // lock services with separate token sequences.
-func WithPrefix(prefix string) Option { return func(b *Backend) { b.prefix = prefix } }
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithPollInterval sets the bounds of Wait's jittered poll interval (defaults 20ms and
 // 200ms). A poll never sleeps past the holder's remaining lease (plus a little jitter).
 func WithPollInterval(min, max time.Duration) Option {
-	return func(b *Backend) { b.pollMin, b.pollMax = min, max }
+	return func(c *config) { c.pollMin, c.pollMax = min, max }
 }
 
 // Backend is a lockclient.Backend on one Redis server. It is safe for concurrent use,
@@ -114,16 +114,12 @@ var _ lockclient.Backend = (*Backend)(nil)
 
 // New returns a Backend that keeps locks in the Redis server client talks to.
 func New(client redis.UniversalClient, opts ...Option) *Backend {
-	b := &Backend{rdb: client, prefix: DefaultPrefix, pollMin: DefaultPollMin, pollMax: DefaultPollMax}
+	cfg := config{prefix: DefaultPrefix, pollMin: DefaultPollMin, pollMax: DefaultPollMax}
 	for _, o := range opts {
-		o(b)
+		o(&cfg)
 	}
-	if b.pollMin <= 0 {
-		b.pollMin = DefaultPollMin
-	}
-	if b.pollMax < b.pollMin {
-		b.pollMax = b.pollMin
-	}
+	b := &Backend{rdb: client, prefix: cfg.prefix}
+	b.pollMin, b.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	return b
 }
 
@@ -146,9 +142,8 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	if err != nil {
 		return nil, err
 	}
-	// Round up: the server's expiry may only be later than the client assumes.
-	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	return &session{b: b, id: id, owner: cleanOwner(owner), ttlMillis: ms}, nil
+	ms := backendutil.CeilUnits(ttl, time.Millisecond)
+	return &session{b: b, id: id, owner: backendutil.CleanOwner(owner), ttlMillis: ms}, nil
 }
 
 func randomHex(n int) (string, error) {
@@ -157,18 +152,6 @@ func randomHex(n int) (string, error) {
 		return "", fmt.Errorf("redislock: random id: %w", err)
 	}
 	return hex.EncodeToString(buf), nil
-}
-
-func cleanOwner(owner string) string {
-	owner = strings.ToValidUTF8(owner, "?")
-	if len(owner) > maxOwnerLen {
-		cut := maxOwnerLen
-		for cut > 0 && !utf8.RuneStart(owner[cut]) {
-			cut--
-		}
-		owner = owner[:cut]
-	}
-	return owner
 }
 
 // The value of a lock key is "<session>:<request>:<token>:<owner>"; session and
@@ -298,9 +281,9 @@ func (s *session) Wait(ctx context.Context, key string) error {
 		case pttl == -2 || (pttl >= 0 && pttl < time.Millisecond):
 			return nil // free, or expiring now
 		}
-		d := s.b.pollMin + rand.N(s.b.pollMax-s.b.pollMin+1)
+		d := backendutil.PollDelay(s.b.pollMin, s.b.pollMax)
 		if pttl > 0 {
-			d = min(d, pttl+time.Millisecond+rand.N(5*time.Millisecond))
+			d = min(d, pttl+backendutil.AfterExpiry())
 		}
 		timer.Reset(d)
 		select {
@@ -319,5 +302,5 @@ func unavailable(op, key string, err error) error {
 	if errors.Is(err, redis.Nil) {
 		err = fmt.Errorf("unexpected nil reply: %w", err)
 	}
-	return fmt.Errorf("redislock: %s %q: %w: %w", op, key, lockclient.ErrUnavailable, err)
+	return backendutil.Unavailable("redislock", op, key, err)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/internal/backendutil"
 )
 
 // Dialect names the SQL dialect of the database that holds the lease table.
@@ -54,15 +54,12 @@ const DefaultTable = "fencedsql_locks"
 // key must also be valid UTF-8 without NUL bytes (it is stored as text).
 const MaxKeyLen = 512
 
-// maxOwnerLen bounds the owner name stored for diagnostics (longer names are cut).
-const maxOwnerLen = 200
-
 // Defaults of WithPollInterval.
 const (
 	// DefaultPollMin is the shortest poll interval of Wait.
-	DefaultPollMin = 20 * time.Millisecond
+	DefaultPollMin = backendutil.DefaultPollMin
 	// DefaultPollMax is the longest poll interval of Wait.
-	DefaultPollMax = 200 * time.Millisecond
+	DefaultPollMax = backendutil.DefaultPollMax
 )
 
 // Option configures New.
@@ -145,12 +142,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.pollMin <= 0 {
-		cfg.pollMin = DefaultPollMin
-	}
-	if cfg.pollMax < cfg.pollMin {
-		cfg.pollMax = cfg.pollMin
-	}
+	cfg.pollMin, cfg.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	b := &Backend{db: db, dialect: cfg.dialect, table: tn, q: buildQueries(cfg.dialect, tn),
 		pollMin: cfg.pollMin, pollMax: cfg.pollMax}
 	if cfg.dialect == Postgres && isPgx && !cfg.polling {
@@ -175,8 +167,7 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	if _, err := crand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("sqllock: session id: %w", err)
 	}
-	// Round up: the server's expiry may only be later than the client assumes.
-	us := int64((ttl + time.Microsecond - 1) / time.Microsecond)
+	us := backendutil.CeilUnits(ttl, time.Microsecond)
 	s := &session{b: b, id: hex.EncodeToString(id[:]), owner: cleanOwner(owner), ttlMicros: us}
 	if b.lis != nil {
 		b.lis.addSession()
@@ -323,7 +314,7 @@ func (s *session) Wait(ctx context.Context, key string) error {
 		case us <= 0:
 			return nil // expired: TryAcquire takes it over
 		}
-		d := time.Duration(us)*time.Microsecond + afterExpiry()
+		d := time.Duration(us)*time.Microsecond + backendutil.AfterExpiry()
 		if listening {
 			d = min(d, 5*s.b.pollMax)
 		} else {
@@ -352,15 +343,8 @@ func (s *session) Close(ctx context.Context) error {
 	return nil
 }
 
-// afterExpiry is the slack a waiter adds to the holder's remaining lease, so that it
-// re-checks just after the server's expiry, not just before it; the jitter spreads the
-// waiters of one key.
-func afterExpiry() time.Duration {
-	return time.Millisecond + rand.N(5*time.Millisecond)
-}
-
 func (b *Backend) pollDelay() time.Duration {
-	return b.pollMin + rand.N(b.pollMax-b.pollMin+1)
+	return backendutil.PollDelay(b.pollMin, b.pollMax)
 }
 
 func (b *Backend) checkKey(key string) error {
@@ -380,21 +364,14 @@ func grantToken(g lockclient.Grant) (int64, error) {
 	return int64(g.Token), nil
 }
 
+// cleanOwner is backendutil.CleanOwner without NUL bytes, which PostgreSQL text cannot
+// hold.
 func cleanOwner(owner string) string {
-	owner = strings.ToValidUTF8(owner, "?")
-	owner = strings.ReplaceAll(owner, "\x00", "?")
-	if len(owner) > maxOwnerLen {
-		cut := maxOwnerLen
-		for cut > 0 && !utf8.RuneStart(owner[cut]) {
-			cut--
-		}
-		owner = owner[:cut]
-	}
-	return owner
+	return backendutil.CleanOwner(strings.ReplaceAll(owner, "\x00", "?"))
 }
 
 func unavailable(op, key string, err error) error {
-	return fmt.Errorf("sqllock: %s %q: %w: %w", op, key, lockclient.ErrUnavailable, err)
+	return backendutil.Unavailable("sqllock", op, key, err)
 }
 
 // statementHook, when set by a test, sees every statement the backend sends and its
