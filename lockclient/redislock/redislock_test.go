@@ -21,12 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// suiteTTL is the lease TTL of the conformance suite: long enough that renewals through
-// the race detector, a TCP proxy and a heavily loaded machine always make it (the suite
-// gives a renewal about TTL·5/12 before the local deadline: 833ms). 1s failed once in
-// many runs (a renewal took over 400ms) at a load average of 10 on two CPUs.
-const suiteTTL = 2 * time.Second
-
 // newClient returns a go-redis client configured as the package doc recommends, so that
 // a cut connection surfaces as ErrUnavailable when the caller's context ends.
 func newClient(t testing.TB, addr string) *redis.Client {
@@ -75,7 +69,7 @@ func (n *namespace) Backend(owner string) lockclient.Backend { return n.backend(
 func (n *namespace) Faults() locktest.Faults                 { return n.Group }
 
 func TestConformance(t *testing.T) {
-	locktest.Run(t, locktest.Harness{TTL: suiteTTL, New: func(t *testing.T) locktest.Namespace {
+	locktest.Run(t, locktest.Harness{TTL: locktest.NetworkTTL, New: func(t *testing.T) locktest.Namespace {
 		return newNamespace(t)
 	}})
 }

@@ -26,13 +26,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// suiteTTL is the lease TTL of the conformance suite: long enough that renewals through
-// the race detector, a TCP proxy and a heavily loaded machine always make it (the suite
-// gives a renewal about TTL·5/12 before the local deadline: 833ms), short enough that
-// the expiry tests stay quick. 1s failed once in many runs at a load average of 10 on
-// two CPUs.
-const suiteTTL = 2 * time.Second
-
 // server is one kind of database server the tests run against.
 type server struct {
 	name    string
@@ -172,7 +165,7 @@ func TestConformance(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			t.Parallel()
-			locktest.Run(t, locktest.Harness{TTL: suiteTTL, New: func(t *testing.T) locktest.Namespace {
+			locktest.Run(t, locktest.Harness{TTL: locktest.NetworkTTL, New: func(t *testing.T) locktest.Namespace {
 				return newNamespace(t, srv)
 			}})
 		})
@@ -180,7 +173,7 @@ func TestConformance(t *testing.T) {
 	// PostgreSQL with Wait polling instead of LISTEN (as behind PgBouncer).
 	t.Run("postgres-polling", func(t *testing.T) {
 		t.Parallel()
-		locktest.Run(t, locktest.Harness{TTL: suiteTTL, New: func(t *testing.T) locktest.Namespace {
+		locktest.Run(t, locktest.Harness{TTL: locktest.NetworkTTL, New: func(t *testing.T) locktest.Namespace {
 			return newNamespace(t, servers[0], sqllock.WithPolling())
 		}})
 	})
