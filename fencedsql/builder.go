@@ -21,6 +21,7 @@ type builder struct {
 	// renumber them when items dropped from the statement took user placeholders along.
 	nums    []placeholder
 	dropped [][2]int // byte ranges of the source left out (see plan.dropped)
+	compact bool     // the output uses only some of the user's placeholders: renumber them
 }
 
 func (p *parser) newBuilder(nUser int) *builder {
@@ -121,7 +122,8 @@ func (b *builder) finish(kind stmtKind, g *guard) *plan {
 		return pl
 	}
 	pl.args = make([]argRef, 0, b.nUser+2)
-	if len(b.dropped) == 0 {
+	renumber := len(b.dropped) > 0 || b.compact
+	if !renumber {
 		for i := range b.nUser {
 			pl.args = append(pl.args, argRef(i))
 		}
@@ -144,7 +146,7 @@ func (b *builder) finish(kind stmtKind, g *guard) *plan {
 	if b.usedVer {
 		pl.args = append(pl.args, argVersion)
 	}
-	if len(b.dropped) > 0 {
+	if renumber {
 		pl.sql = b.renumber(pl.args)
 	}
 	return pl

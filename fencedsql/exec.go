@@ -79,6 +79,13 @@ func (p *plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.N
 
 // execPlan runs a guarded write.
 func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Result, error) {
+	if p.kind == kindClaim {
+		if err := c.claim(ctx, r, p, args); err != nil {
+			return nil, err
+		}
+		res, err := r.exec(ctx, p, args)
+		return res, c.core.mapErr(nil, 0, 0, err)
+	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
@@ -93,8 +100,15 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 	return res, nil
 }
 
-// queryPlan runs a guarded write that returns rows (RETURNING).
+// queryPlan runs a guarded write that returns rows (RETURNING), or a claimed locking read.
 func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+	if p.kind == kindClaim {
+		if err := c.claim(ctx, r, p, args); err != nil {
+			return nil, err
+		}
+		rows, err := r.query(ctx, p, args)
+		return rows, c.core.mapErr(nil, 0, 0, err)
+	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
@@ -116,6 +130,38 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.N
 		return nil, c.core.mapErr(p, tok, ver, err)
 	}
 	return newRows(rows, c.core, p, tok, ver), nil
+}
+
+// claim runs a locking read's fencing UPDATE when the statement carries a token: the
+// rows it will lock are stamped with the token first, or the read fails with ErrFenced.
+// Without a token (none in the context or transaction) it does nothing and the read
+// runs as an ordinary locking read.
+func (c *conn) claim(ctx context.Context, r runner, p *plan, args []driver.NamedValue) error {
+	if !c.hasToken(ctx) {
+		return nil
+	}
+	if p.claimErr != nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
+		return p.claimErr
+	}
+	tok, _, preArgs, err := c.guardedArgs(ctx, p.pre, args)
+	if err != nil {
+		return err
+	}
+	if _, err := r.exec(ctx, p.pre, preArgs); err != nil {
+		return c.core.mapErr(p.pre, tok, 0, err)
+	}
+	return nil
+}
+
+// hasToken reports whether a statement with ctx on this connection carries a token
+// (a valid one or not: tokenFor judges it).
+func (c *conn) hasToken(ctx context.Context) bool {
+	if c.tx != nil && c.tx.token != 0 {
+		return true
+	}
+	_, ok := bindingFrom(ctx)
+	return ok
 }
 
 // twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows

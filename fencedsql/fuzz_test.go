@@ -353,6 +353,10 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *rewriter, src string,
 	if !fzMayMention(rw, src) {
 		t.Errorf("%s: rewritten although the text names no guarded table", tag)
 	}
+	if p.kind == kindClaim {
+		ft.checkClaim(t, tag, rw, src, versioned, p)
+		return
+	}
 	if p.guard == nil {
 		t.Fatalf("%s: rewritten plan without a guard", tag)
 	}
@@ -641,6 +645,33 @@ func fzBalanced(src string, rw *rewriter) bool {
 }
 
 // checkWrapper runs src through the wrapped connection (invariant 8).
+// checkClaim: a locking read keeps the caller's text and arguments; its claim is an
+// UPDATE of the guarded table satisfying invariant 5 (on the parts it copies), or the
+// claim is refused with an *UnsupportedError.
+func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw *rewriter, src string, versioned bool, p *plan) {
+	t.Helper()
+	if p.sql != src {
+		t.Errorf("%s: a claimed read changed the caller's text to %q", tag, p.sql)
+	}
+	if p.claimErr != nil {
+		if !errors.Is(p.claimErr, ErrUnsupported) {
+			t.Errorf("%s: claim refusal %v is not ErrUnsupported", tag, p.claimErr)
+		}
+		return
+	}
+	if p.pre == nil || p.guard == nil || p.pre.guard != p.guard || p.pre.kind != kindUpdate {
+		t.Fatalf("%s: claim without a fencing UPDATE of its table", tag)
+	}
+	ft.checkPlan(t, tag+" [claim]", rw, src, false, p.pre, false)
+	fzCheckAssignmentAtTop(t, tag+" [claim]", rw, src, p.pre)
+	if toks, err := sqllex.Lex(p.pre.sql, rw.syn); err == nil {
+		sig := sqllex.Significant(toks)
+		if len(sig) < 2 || !sqllex.IsKeyword(p.pre.sql, sig[0], "UPDATE") {
+			t.Errorf("%s: claim %q is not an UPDATE", tag, p.pre.sql)
+		}
+	}
+}
+
 func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 	t.Helper()
 	const tok = 77
@@ -655,6 +686,12 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 	}
 	ft.raw.calls = ft.raw.calls[:0]
 	_, err := ft.conn.ExecContext(ctx, src, args)
+	if p.kind == kindClaim && p.claimErr != nil {
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: wrapped ExecContext(%q) with a token = %v, want the claim's refusal", ft.d.name, src, err)
+		}
+		return
+	}
 	if err != nil {
 		t.Errorf("%s: wrapped ExecContext(%q): %v", ft.d.name, src, err)
 		return
@@ -671,7 +708,17 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 		return
 	}
 	want := []fzCall{{sql: p.sql, args: fzBound(p, tok)}}
-	if p.pre != nil {
+	switch {
+	case p.kind == kindClaim && p.claimErr != nil:
+		t.Errorf("%s: %q: a claim that is refused with a token was sent: %v", ft.d.name, src, calls)
+		return
+	case p.kind == kindClaim:
+		user := make([]any, len(args))
+		for i, a := range args {
+			user[i] = a.Value
+		}
+		want = []fzCall{{sql: p.pre.sql, args: fzBound(p.pre, tok)}, {sql: src, args: user}}
+	case p.pre != nil:
 		want = []fzCall{{sql: "BEGIN"}, {sql: p.pre.sql, args: fzBound(p.pre, tok)}, want[0], {sql: "COMMIT"}}
 	}
 	if !slices.EqualFunc(calls, want, func(a, b fzCall) bool { return a.sql == b.sql && slices.Equal(a.args, b.args) }) {

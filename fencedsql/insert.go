@@ -4,7 +4,7 @@ package fencedsql
 // to the column list and each VALUES row (or to MySQL's SET list); an upsert clause is
 // fenced by insertTail.
 func (p *parser) insert(versioned bool) (*plan, error) {
-	i, mods := p.readModifiers(1, true, "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY")
+	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY")
 	i = p.skipInto(i)
 	r, ok := p.parseName(i)
 	if !ok {

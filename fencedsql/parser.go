@@ -12,6 +12,9 @@ type parser struct {
 	src string
 	all []sqllex.Token
 	sig []sqllex.Token
+	// start is the sig index of the statement's head keyword: 0, or the write after a
+	// WITH list whose queries only read.
+	start int
 }
 
 func (p *parser) text(t sqllex.Token) string { return p.src[t.Start:t.End] }

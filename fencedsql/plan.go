@@ -19,6 +19,7 @@ const (
 	kindUpdate
 	kindDelete
 	kindInsert
+	kindClaim // a locking read: pre claims the rows, then the caller's text runs
 )
 
 func (k stmtKind) String() string {
@@ -29,6 +30,8 @@ func (k stmtKind) String() string {
 		return "DELETE"
 	case kindInsert:
 		return "INSERT"
+	case kindClaim:
+		return "SELECT … FOR UPDATE"
 	}
 	return "statement"
 }
@@ -44,6 +47,9 @@ type plan struct {
 	// dropped are the byte ranges of the caller's text left out of sql: items that
 	// assigned the token or version column, which the wrapper assigns itself.
 	dropped [][2]int
+	// claimErr (kindClaim) refuses a locking read that cannot be claimed exactly when it
+	// carries a token; without one the caller's text runs as a plain locking read.
+	claimErr error
 	// resetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	resetsSession bool

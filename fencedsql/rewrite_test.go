@@ -686,6 +686,37 @@ var rewriteCases = []rewriteCase{
 		kind: kindInsert, nUser: 1, args: refs(0, TOK),
 		out: `INSERT INTO t (a, "ft", "ver") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET b = 1, "ver" = t."ver" + 1, "ft" = CASE WHEN t."ft" <= $2 THEN $2 ELSE NULL END`,
 	},
+	// ---- UPDATE … FROM and WITH … UPDATE ----
+	{
+		name: "update from/pg", d: pgTest,
+		in:   `UPDATE accounts SET x = 1 FROM b WHERE accounts.id = b.id`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `UPDATE accounts SET x = 1, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $1 THEN $1 ELSE NULL END FROM b WHERE accounts.id = b.id`,
+	},
+	{
+		name: "update from/bun bulk", d: pgTest,
+		in:   `WITH "_data" ("id", "balance") AS (VALUES ($1::bigint, $2::bigint), ($3::bigint, $4::bigint)) UPDATE "accounts" AS "a" SET "balance" = _data."balance" FROM _data WHERE "a"."id" = _data."id"`,
+		kind: kindUpdate, nUser: 4, args: refs(0, 1, 2, 3, TOK),
+		out: `WITH "_data" ("id", "balance") AS (VALUES ($1::bigint, $2::bigint), ($3::bigint, $4::bigint)) UPDATE "accounts" AS "a" SET "balance" = _data."balance", "version" = "a"."version" + 1, "fence_token" = CASE WHEN "a"."fence_token" <= $5 THEN $5 ELSE NULL END FROM _data WHERE "a"."id" = _data."id"`,
+	},
+	{
+		name: "update from/sqlite", d: sqliteTest,
+		in:   `UPDATE accounts SET x = b.x FROM b WHERE accounts.id = b.id AND b.y = ?`,
+		kind: kindUpdate, nUser: 1, args: refs(TOK, TOK, 0),
+		out: `UPDATE accounts SET x = b.x, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= ? THEN ? ELSE NULL END FROM b WHERE accounts.id = b.id AND b.y = ?`,
+	},
+	{
+		name: "with/update", d: pgTest,
+		in:   `WITH x AS (SELECT id FROM other) UPDATE accounts SET y = 1 WHERE id IN (SELECT id FROM x)`,
+		kind: kindUpdate, nUser: 0, args: refs(TOK),
+		out: `WITH x AS (SELECT id FROM other) UPDATE accounts SET y = 1, ` + pgItems(1) + ` WHERE id IN (SELECT id FROM x)`,
+	},
+	{
+		name: "with/insert", d: mysqlTest,
+		in:   `WITH RECURSIVE x (n) AS (SELECT 1) INSERT INTO accounts (a) VALUES (?)`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK),
+		out: "WITH RECURSIVE x (n) AS (SELECT 1) INSERT INTO accounts (a, `fence_token`, `version`) VALUES (?, ?, 1)",
+	},
 	// ---- mapped fencing columns: the caller's assignments are replaced ----
 	{
 		name: "mapped/after a CASE, mixed case", d: pgTest,
@@ -880,9 +911,6 @@ func TestRewritePassThrough(t *testing.T) {
 		in   string
 	}{
 		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1`},
-		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE`},
-		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1 FOR NO KEY UPDATE`},
-		{mysqlTest, nil, `SELECT * FROM accounts WHERE id = ? FOR UPDATE`},
 		{sqliteTest, nil, `SELECT balance FROM accounts WHERE id = ?`},
 		{pgTest, nil, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},
 		{pgTest, nil, `WITH x AS (SELECT * FROM accounts FOR NO KEY UPDATE) SELECT * FROM x`},
@@ -948,14 +976,11 @@ func TestRewriteRefused(t *testing.T) {
 		{mysqlTest, nil, `DELETE accounts FROM accounts JOIN b ON accounts.id = b.id`},
 		{mysqlTest, nil, `DELETE FROM accounts USING accounts JOIN b`},
 		{mysqlTest, nil, `DELETE FROM accounts, b USING accounts JOIN b`},
-		{pgTest, nil, `UPDATE accounts SET x = 1 FROM b WHERE accounts.id = b.id`},
-		{sqliteTest, nil, `UPDATE accounts SET x = b.x FROM b WHERE accounts.id = b.id`},
 		{pgTest, nil, `DELETE FROM accounts USING b WHERE accounts.id = b.id`},
 		// CTEs that write
 		{pgTest, nil, `WITH u AS (UPDATE accounts SET x = 1 RETURNING id) SELECT * FROM u`},
 		{pgTest, nil, `WITH d AS (DELETE FROM accounts WHERE id = $1 RETURNING *) SELECT count(*) FROM d`},
 		{pgTest, nil, `WITH x AS (SELECT 1) DELETE FROM accounts`},
-		{pgTest, nil, `WITH x AS (SELECT id FROM other) UPDATE accounts SET y = 1 WHERE id IN (SELECT id FROM x)`},
 		{pgTest, nil, `WITH x AS (INSERT INTO accounts (a) VALUES (1) RETURNING a) SELECT * FROM x`},
 		{sqliteTest, nil, `WITH x AS (SELECT 1) INSERT INTO accounts (a) SELECT * FROM x`},
 		{mysqlTest, nil, `WITH x AS (SELECT 1 AS id) UPDATE accounts JOIN x USING (id) SET accounts.y = 1`},
@@ -1055,7 +1080,7 @@ func TestRewriteRefusalNamesTheGuardedTable(t *testing.T) {
 		{mysqlTest, `UPDATE a JOIN accounts b ON a.id = b.id SET b.x = 1`},
 		{mysqlTest, `UPDATE b, accounts SET accounts.x = 1`},
 		{mysqlTest, `UPDATE accounts, b SET accounts.x = 1`},
-		{pgTest, `UPDATE accounts SET x = 1 FROM b`},
+		{pgTest, `DELETE FROM accounts USING b`},
 		{sqliteTest, `UPDATE OR REPLACE accounts SET a = 1`},
 		{mysqlTest, `INSERT IGNORE INTO accounts (a) VALUES (1)`},
 		{pgTest, `UPDATE accounts SET (x, version) = (1, 2)`},

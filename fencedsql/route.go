@@ -80,10 +80,11 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 		}
 		return p.pass(), nil
 	case "WITH":
-		if p.hasWriteInWith() && p.mentionsGuard() {
-			return nil, unsupported("", "a data-modifying WITH (CTE) that mentions a guarded table")
+		return p.with(first, versioned)
+	case "SELECT":
+		if first == 0 {
+			return p.lockingRead()
 		}
-		return p.pass(), nil
 	}
 	if first > 0 {
 		return p.pass(), nil // a parenthesised query
@@ -125,6 +126,97 @@ func (p *parser) pass() *plan {
 		return &plan{kind: kindPass, nUser: -1, resetsSession: true}
 	}
 	return passPlan
+}
+
+// with plans a statement that starts with a WITH list. Its queries must only read; the
+// statement after them is planned as a write of its own kind (bun's bulk UPDATE … FROM
+// a VALUES list, for one). A DELETE under WITH is refused: its fencing UPDATE would
+// need the list too.
+func (p *parser) with(first int, versioned bool) (*plan, error) {
+	main, ok := p.afterWithList(first)
+	if !ok || p.hasWriteIn(first, main) {
+		if p.hasWriteInWith() && p.mentionsGuard() {
+			return nil, unsupported("", "a WITH list whose query writes (a data-modifying CTE) and that mentions a guarded table")
+		}
+		return p.pass(), nil
+	}
+	if first > 0 {
+		if p.hasWriteInWith() && p.mentionsGuard() {
+			return nil, unsupported("", "a parenthesised WITH … write that mentions a guarded table")
+		}
+		return p.pass(), nil
+	}
+	p.start = main
+	switch {
+	case p.kw(main, "UPDATE"):
+		return p.update(versioned)
+	case p.kw(main, "INSERT"):
+		return p.insert(versioned)
+	case p.kw(main, "SELECT"):
+		return p.pass(), nil
+	}
+	if p.hasWriteInWith() && p.mentionsGuard() {
+		return nil, unsupported(p.firstGuard(), "WITH … %s on a guarded table", strings.ToUpper(p.text(p.sig[main])))
+	}
+	return p.pass(), nil
+}
+
+// afterWithList returns the sig index of the statement after the WITH list that starts
+// at sig[first]: WITH [RECURSIVE] name [(columns)] AS [[NOT] MATERIALIZED] (query), ….
+func (p *parser) afterWithList(first int) (int, bool) {
+	i := first + 1
+	if p.kw(i, "RECURSIVE") {
+		i++
+	}
+	for {
+		if !p.isIdent(i) {
+			return 0, false
+		}
+		i++
+		if p.punct(i, "(") {
+			if i = p.matching(i); i < 0 {
+				return 0, false
+			}
+			i++
+		}
+		if !p.kw(i, "AS") {
+			return 0, false
+		}
+		i++
+		if p.kw(i, "NOT") {
+			i++
+		}
+		if p.kw(i, "MATERIALIZED") {
+			i++
+		}
+		if !p.punct(i, "(") {
+			return 0, false
+		}
+		if i = p.matching(i); i < 0 {
+			return 0, false
+		}
+		i++
+		if !p.punct(i, ",") {
+			return i, i < len(p.sig)
+		}
+		i++
+	}
+}
+
+// hasWriteIn reports a write keyword (not a locking FOR [NO KEY] UPDATE) in sig[from:to].
+func (p *parser) hasWriteIn(from, to int) bool {
+	for i := from; i < to; i++ {
+		switch {
+		case p.kw(i, "INSERT"), p.kw(i, "DELETE"), p.kw(i, "MERGE"), p.kw(i, "REPLACE"):
+			return true
+		case p.kw(i, "UPDATE"):
+			if i > 0 && (p.kw(i-1, "FOR") || p.kw(i-1, "KEY")) {
+				continue
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // hasWriteInWith finds INSERT/UPDATE/DELETE/MERGE used as a statement inside a WITH,

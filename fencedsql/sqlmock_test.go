@@ -530,7 +530,7 @@ func TestSqlmockUnsupportedNotSent(t *testing.T) {
 		d  dialectCase
 		in string
 	}{
-		{mockDialects[0], `UPDATE accounts SET x = 1 FROM other WHERE accounts.id = other.id`},
+		{mockDialects[0], `MERGE INTO accounts USING other ON accounts.id = other.id WHEN MATCHED THEN UPDATE SET x = 1`},
 		{mockDialects[0], `TRUNCATE accounts`},
 		{mockDialects[0], `UPDATE accounts SET (x, fence_token) = (1, 0)`},
 		{mockDialects[1], `UPDATE accounts JOIN other USING (id) SET accounts.x = 1`},

@@ -5,7 +5,7 @@ package fencedsql
 // violation, mapped to ErrFenced) on any targeted row that a newer token wrote, so the
 // statement fails whole. Multi-table forms and modifiers that soften errors are refused.
 func (p *parser) update(versioned bool) (*plan, error) {
-	i, mods := p.readModifiers(1, true, "LOW_PRIORITY", "ONLY")
+	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "ONLY")
 	r, ok := p.parseName(i)
 	if !ok {
 		return p.unknownShape("UPDATE")
@@ -43,8 +43,13 @@ func (p *parser) update(versioned bool) (*plan, error) {
 	for p.kw(setEnd, "FROM") && p.kw(setEnd-1, "DISTINCT") { // a IS [NOT] DISTINCT FROM b
 		setEnd = p.clauseEnd(setEnd+1, "FROM", "WHERE", "RETURNING", "ORDER", "LIMIT")
 	}
+	q := ""
 	if p.kw(setEnd, "FROM") {
-		return nil, unsupported(g.String(), "UPDATE … FROM (a join can match a row several times)")
+		// UPDATE … FROM (PostgreSQL, SQLite): the fencing CASE reads the target row's
+		// own columns, so every updated target row is fenced however many join rows
+		// match it; the references are qualified, since a joined table may have
+		// columns of the same names.
+		q = p.qualifier(r)
 	}
 	if setEnd == setStart {
 		return nil, unsupported(g.String(), "an UPDATE with an empty SET list")
@@ -58,6 +63,6 @@ func (p *parser) update(versioned bool) (*plan, error) {
 		return nil, err
 	}
 	b := p.newBuilder(nUser)
-	b.spliceAssignments(0, p.endOf(setEnd), set, g, "", versioned)
+	b.spliceAssignments(0, p.endOf(setEnd), set, g, q, versioned)
 	return b.finish(kindUpdate, g), nil
 }

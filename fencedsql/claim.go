@@ -1,0 +1,166 @@
+package fencedsql
+
+// Fenced reads. A new holder that only reads a row before an old holder's late write
+// lands would compute its update from a value about to change, and its newer write
+// would then erase the late one. In a statement that carries a token, SELECT … FOR
+// UPDATE (or FOR NO KEY UPDATE) on a guarded table therefore claims the rows it locks
+// before returning them: a fencing UPDATE over the same rows stamps the token (and
+// advances the version), or fails with ErrFenced if a newer token already owns one of
+// them. From then on the database refuses the old holder's late write. Without a token
+// the statement is an ordinary locking read. Plain SELECTs never claim: a read that
+// does not lock is not a promise to write.
+
+// lockingRead plans a top-level SELECT: a locking read of a guarded table becomes a
+// claim; anything else passes.
+func (p *parser) lockingRead() (*plan, error) {
+	lock := p.lockClause()
+	if lock < 0 || !p.mentionsGuard() {
+		return p.pass(), nil
+	}
+	from := p.clauseEnd(1, "FROM")
+	r, ok := p.parseName(from + 1)
+	if !ok {
+		return p.claimRefused(p.firstGuard(), "a locking SELECT whose FROM is not a plain table")
+	}
+	p.parseAlias(&r, "WHERE", "ORDER", "LIMIT", "OFFSET", "FOR", "GROUP", "HAVING", "WINDOW",
+		"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN", "UNION",
+		"INTERSECT", "EXCEPT", "LOCK", "USE", "FORCE", "IGNORE", "PARTITION", "TABLESAMPLE")
+	g := p.rw.lookup(r.parts)
+	j := r.aliasEnd
+	clauses, rest := p.readClauses(j, "WHERE", "ORDER", "LIMIT", "OFFSET")
+	if rest != lock {
+		if g == nil && !p.mentionsGuardIn(from, lock) {
+			return p.pass(), nil
+		}
+		return p.claimRefused(p.guardName(g), "a locking SELECT over a join, grouping or set operation that reads a guarded table (lock the guarded table's rows in a single-table SELECT … FOR UPDATE)")
+	}
+	if g == nil {
+		return p.pass(), nil
+	}
+	if why := p.unclaimableLock(lock); why != "" {
+		return p.claimRefused(g.String(), "%s", why)
+	}
+	nUser, err := p.checkParams(g)
+	if err != nil {
+		return nil, err
+	}
+	b := p.newBuilder(nUser)
+	b.compact = true
+	q := p.qualifier(r)
+	tableText := func() { b.copy(p.sig[r.first].Start, p.endOf(r.aliasEnd)) }
+	_, ordered := clauses["ORDER"]
+	_, limited := clauses["LIMIT"]
+	_, offset := clauses["OFFSET"]
+	switch {
+	case !ordered && !limited && !offset:
+		b.write("UPDATE ")
+		tableText()
+		b.write(" SET ")
+		b.assignments(g, q, false)
+		p.copyClauses(b, clauses, "WHERE")
+	case p.rw.numbered:
+		// PostgreSQL's UPDATE has no ORDER BY/LIMIT: claim the rows the same locking
+		// query selects, by their row locator, in one statement.
+		b.write("UPDATE ")
+		tableText()
+		b.write(" SET ")
+		b.assignments(g, q, false)
+		b.write(" WHERE ctid = ANY(ARRAY(SELECT ctid FROM ")
+		tableText()
+		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
+		b.write(" FOR UPDATE))")
+	default:
+		if offset || p.limitHasOffset(clauses["LIMIT"]) {
+			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
+		}
+		b.write("UPDATE ")
+		tableText()
+		b.write(" SET ")
+		b.assignments(g, q, false)
+		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT")
+	}
+	pre := b.finish(kindUpdate, g)
+	main := &plan{kind: kindClaim, guard: g, sql: p.src, nUser: nUser, pre: pre}
+	return main, nil
+}
+
+// claimRefused is the plan of a locking read of a guarded table that cannot be claimed
+// exactly: refused when it carries a token, a plain read when it does not.
+func (p *parser) claimRefused(table, format string, args ...any) (*plan, error) {
+	return &plan{kind: kindClaim, sql: p.src, nUser: -1, claimErr: unsupported(table, format, args...)}, nil
+}
+
+// lockClause returns the sig index of a top-level FOR UPDATE / FOR NO KEY UPDATE, or -1.
+func (p *parser) lockClause() int {
+	depth := 0
+	for i := range p.sig {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+		case depth == 0 && p.kw(i, "FOR") && (p.kw(i+1, "UPDATE") || (p.kw(i+1, "NO") && p.kw(i+2, "KEY") && p.kw(i+3, "UPDATE"))):
+			return i
+		}
+	}
+	return -1
+}
+
+// unclaimableLock explains why the locking clause at sig[lock] cannot be claimed by an
+// UPDATE over the same rows, or returns "".
+func (p *parser) unclaimableLock(lock int) string {
+	for i := lock; i < len(p.sig) && !p.punct(i, ";"); i++ {
+		switch {
+		case p.kw(i, "SKIP"):
+			return "SELECT … FOR UPDATE SKIP LOCKED (the claim would wait for the rows it must skip)"
+		case p.kw(i, "NOWAIT"), p.kw(i, "WAIT"):
+			return "SELECT … FOR UPDATE NOWAIT/WAIT (the claim cannot keep the wait policy)"
+		case p.kw(i, "OF"):
+			// FOR UPDATE OF t: one table only, which is the one claimed.
+		case i > lock && p.kw(i, "FOR"):
+			return "a SELECT with several locking clauses"
+		}
+	}
+	return ""
+}
+
+// readClauses reads the clauses named by words from sig[i] on, each up to the next; it
+// returns them by keyword ([start, end) sig indexes) and the index where it stopped.
+func (p *parser) readClauses(i int, words ...string) (map[string][2]int, int) {
+	out := map[string][2]int{}
+	for i < len(p.sig) {
+		kw := ""
+		for _, w := range words {
+			if p.kw(i, w) {
+				kw = w
+			}
+		}
+		if _, dup := out[kw]; kw == "" || dup {
+			return out, i
+		}
+		end := p.clauseEnd(i+1, append(words, "FOR", "LOCK", "RETURNING")...)
+		out[kw] = [2]int{i, end}
+		i = end
+	}
+	return out, i
+}
+
+// copyClauses appends the named clauses that are present, in the order given.
+func (p *parser) copyClauses(b *builder, clauses map[string][2]int, words ...string) {
+	for _, w := range words {
+		if c, ok := clauses[w]; ok {
+			b.write(" ")
+			b.copy(p.sig[c[0]].Start, p.endOf(c[1]))
+		}
+	}
+}
+
+// limitHasOffset reports MySQL's LIMIT offset, count or LIMIT … OFFSET ….
+func (p *parser) limitHasOffset(c [2]int) bool {
+	for i := c[0] + 1; i < c[1]; i++ {
+		if p.punct(i, ",") || p.kw(i, "OFFSET") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,108 @@
+package fencedsql
+
+import (
+	"errors"
+	"testing"
+)
+
+// A locking read of a guarded table is claimed: the caller's text runs unchanged after
+// a fencing UPDATE over the rows it locks.
+func TestRewriteClaims(t *testing.T) {
+	cases := []struct {
+		d     testDialect
+		in    string
+		claim string
+		args  []argRef
+	}{
+		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE`,
+			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1`,
+			refs(0, TOK)},
+		{pgTest, `SELECT balance FROM accounts a WHERE a.owner = $2 AND a.id > $1 FOR NO KEY UPDATE`,
+			`UPDATE accounts a SET "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $3 THEN $3 ELSE NULL END WHERE a.owner = $2 AND a.id > $1`,
+			refs(0, 1, TOK)},
+		// GORM's First with clause.Locking: ORDER BY … LIMIT, claimed by row locator.
+		{pgTest, `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE`,
+			`UPDATE "accounts" SET "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3 ELSE NULL END WHERE ctid = ANY(ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE))`,
+			refs(0, 1, TOK)},
+		// Placeholders only in the select list are not the claim's.
+		{pgTest, `SELECT $1::int, id FROM accounts WHERE id = $2 FOR UPDATE`,
+			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1`,
+			refs(1, TOK)},
+		{mysqlTest, "SELECT * FROM `accounts` WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ? FOR UPDATE",
+			"UPDATE `accounts` SET `version` = `accounts`.`version` + 1, `fence_token` = CASE WHEN `accounts`.`fence_token` <= ? THEN ? ELSE NULL END WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ?",
+			refs(TOK, TOK, 0, 1)},
+		{mysqlTest, "SELECT ?, id FROM accounts WHERE id = ? FOR UPDATE",
+			"UPDATE accounts SET `version` = accounts.`version` + 1, `fence_token` = CASE WHEN accounts.`fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
+			refs(TOK, TOK, 1)},
+	}
+	for _, c := range cases {
+		rw := newTestRewriter(t, c.d)
+		p, err := rw.rewrite(c.in, false)
+		if err != nil {
+			t.Errorf("%s: rewrite(%q): %v", c.d.name, c.in, err)
+			continue
+		}
+		if p.kind != kindClaim || p.sql != c.in || p.pre == nil || p.claimErr != nil {
+			t.Errorf("%s: rewrite(%q) = kind %v sql %q pre %v err %v, want a claim keeping the text", c.d.name, c.in, p.kind, p.sql, p.pre, p.claimErr)
+			continue
+		}
+		if p.pre.sql != c.claim {
+			t.Errorf("%s: claim of %q:\n got  %s\n want %s", c.d.name, c.in, p.pre.sql, c.claim)
+		}
+		if !equalRefs(p.pre.args, c.args) {
+			t.Errorf("%s: claim args of %q = %v, want %v", c.d.name, c.in, p.pre.args, c.args)
+		}
+	}
+}
+
+// Locking reads that cannot be claimed exactly are refused when they carry a token;
+// reads that lock no guarded row, and plain reads, pass.
+func TestRewriteClaimRefusedOrPassed(t *testing.T) {
+	refused := []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE SKIP LOCKED`},
+		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`},
+		{pgTest, `SELECT * FROM accounts a JOIN b ON a.id = b.id FOR UPDATE`},
+		{pgTest, `SELECT * FROM b JOIN accounts a ON a.id = b.id FOR UPDATE`},
+		{pgTest, `SELECT * FROM b, accounts FOR UPDATE`},
+		{pgTest, `SELECT owner, count(*) FROM accounts GROUP BY owner FOR UPDATE`},
+		{mysqlTest, `SELECT * FROM accounts ORDER BY id LIMIT 5, 1 FOR UPDATE`},
+		{mysqlTest, `SELECT * FROM accounts LIMIT 1 OFFSET 5 FOR UPDATE`},
+	}
+	for _, c := range refused {
+		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)
+		if err != nil || p.kind != kindClaim || !errors.Is(p.claimErr, ErrUnsupported) || p.sql != c.in {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim refused with ErrUnsupported", c.d.name, c.in, p, err)
+		}
+	}
+	passed := []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `SELECT * FROM accounts WHERE id = $1`},
+		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR SHARE`},
+		{pgTest, `SELECT * FROM other WHERE id IN (SELECT id FROM accounts) FOR UPDATE`},
+		{pgTest, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},
+		{mysqlTest, `SELECT * FROM accounts WHERE id = ? LOCK IN SHARE MODE`},
+	}
+	for _, c := range passed {
+		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)
+		if err != nil || p.kind != kindPass {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want pass-through", c.d.name, c.in, p, err)
+		}
+	}
+}
+
+func equalRefs(a, b []argRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
