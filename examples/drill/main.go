@@ -180,7 +180,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"time"
 
 	// Each dialect package registers its fenced driver name ("fenced-sqlite",
 	// "fenced-pgx", "fenced-mysql") and imports the plain driver it wraps, which
@@ -357,97 +356,4 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 		cfg.Rounds = 0
 	}
 	return cfg, *asJSON, cfg.validate()
-}
-
-// writeReport prints the human-readable report.
-func writeReport(w io.Writer, rep report) {
-	c := rep.Config
-	fmt.Fprintf(w, "fencedsql fault drill: %d workers on one account, lease TTL %v, seed %d, %s database, %s lock service\n",
-		c.Workers, c.TTL, c.Seed, c.Driver, describeLocks(c))
-	howLong := "1.5-3 TTLs"
-	if lag := c.serviceLag(); lag > 0 {
-		howLong += fmt.Sprintf(" + %v (the service keeps a lease up to that much longer)", lag)
-	}
-	fmt.Fprintf(w, "faults: holders paused (p=%g) or cut off from the lock service (p=%g) for %s between read and write;\n"+
-		"        both runs use the same schedule, and the late writer never checks its lease before writing\n\n",
-		c.PauseProb, c.PartitionProb, howLong)
-	for _, r := range []*runReport{&rep.Unfenced, &rep.Fenced} {
-		writeRun(w, r)
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, "verdict: "+rep.Verdict)
-}
-
-// describeLocks names the lock service for the report's first line.
-func describeLocks(c config) string {
-	switch c.Locks {
-	case locksEtcdEmbedded:
-		d := fmt.Sprintf("embedded etcd (%d member", c.EtcdMembers)
-		if c.EtcdMembers != 1 {
-			d += "s"
-		}
-		if c.Failover {
-			d += ", leader killed half-way through each run"
-		}
-		return d + ")"
-	case locksEtcd:
-		return "etcd (" + c.LockEndpoints + ")"
-	case locksRedis:
-		if o, err := redisOptions(c.LockEndpoints); err == nil {
-			return "redis (" + o.Addr + ")" // not the URL: it may hold a password
-		}
-	case locksSQL:
-		return "sql (lease table " + lockTable(c.Table) + ")"
-	}
-	return c.Locks
-}
-
-func writeRun(w io.Writer, r *runReport) {
-	what := "the lock alone"
-	if r.Name == "fenced" {
-		what = "the lock + fencing tokens checked by the database"
-	}
-	fmt.Fprintf(w, "%s run (driver %q: %s)\n", r.Name, r.Driver, what)
-	fmt.Fprintf(w, "  committed increments %6d   (%d rounds)\n", r.Committed, r.Rounds)
-	fmt.Fprintf(w, "  final balance        %6d\n", r.FinalBalance)
-	inv := "invariant holds: balance == committed"
-	if r.LostUpdates > 0 {
-		inv = "INVARIANT BROKEN: committed increments were silently overwritten"
-	} else if r.LostUpdates < 0 {
-		inv = "INVARIANT BROKEN: the balance exceeds the committed increments"
-	}
-	fmt.Fprintf(w, "  lost updates         %6d   %s\n", r.LostUpdates, inv)
-	late := fmt.Sprintf("(after %d pauses, %d partitions; %d committed", r.Pauses, r.Partitions, r.LateWritesCommitted)
-	if r.Name == "fenced" && r.LateWritesCommitted > 0 {
-		late += " before any newer holder touched the row"
-	}
-	fmt.Fprintf(w, "  late writes          %6d   %s)\n", r.LateWrites, late)
-	fmt.Fprintf(w, "  fenced rejections    %6d   (refused by the database: fencedsql.ErrFenced)\n", r.FencedRejections)
-	if m := r.MetricsFencedRejections; m != nil {
-		agree := "the same count, read from the Prometheus endpoint"
-		if *m != r.FencedRejections {
-			agree = "MISMATCH with the drill's own count"
-		}
-		fmt.Fprintf(w, "  fenced (metric)      %6d   (%s, %s)\n", *m, promFencedRejections, agree)
-	}
-	if r.Bind == "lease" || r.LeaseRefusals > 0 {
-		fmt.Fprintf(w, "  commit refusals      %6d   (Commit refused: lockclient.ErrLeaseLost)\n", r.LeaseRefusals)
-	}
-	fmt.Fprintf(w, "  leases lost          %6d\n", r.LeasesLost)
-	if r.ReleasesUnconfirmed > 0 {
-		fmt.Fprintf(w, "  releases unconfirmed %6d   (the lock service could not be reached: the lock stayed held until it expired)\n", r.ReleasesUnconfirmed)
-	}
-	if f := r.Failover; f != nil {
-		switch {
-		case f.Error != "":
-			fmt.Fprintf(w, "  failover             after %d rounds: %s\n", f.RoundsBefore, f.Error)
-		default:
-			fmt.Fprintf(w, "  failover             killed the etcd leader %s at %.1fs (after %d rounds); %s elected %.1fs later\n",
-				f.Killed, float64(f.AtMS)/1000, f.RoundsBefore, f.NewLeader, float64(f.ElectedAfterMS)/1000)
-		}
-	}
-	if r.OtherErrors > 0 {
-		fmt.Fprintf(w, "  other errors         %6d   (first: %s)\n", r.OtherErrors, r.FirstError)
-	}
-	fmt.Fprintf(w, "  duration             %6.1fs\n", time.Duration(r.DurationMS*int64(time.Millisecond)).Seconds())
 }

@@ -1,6 +1,12 @@
-// Package fencetest is the conformance suite of the fencedsql driver wrapper: the same
-// tests of guarantees G1–G6 run against real PostgreSQL (pgx), MariaDB
-// (go-sql-driver/mysql) and SQLite, each from its dialect package's tests:
+// Package fencetest is the conformance suite of the fencedsql driver wrapper. The same
+// tests run against real PostgreSQL (pgx), MariaDB (go-sql-driver/mysql) and SQLite,
+// each from its dialect package's tests, and check the wrapper's guarantees
+// (docs/design.md, G1 to G6): a guarded write never changes a row already written with
+// a newer token, and the check is part of the write statement; a fenced write fails
+// with ErrFenced, and a statement over several rows is all-or-nothing; a write records
+// its token and bumps the row's version; no insert, update, delete or upsert on a
+// guarded table gets through unfenced; tokens travel as bind parameters, so one
+// prepared statement serves every token; the happy path is one statement.
 //
 //	func TestConformance(t *testing.T) { fencetest.Run(t, fencetest.Postgres()) }
 package fencetest
@@ -204,7 +210,8 @@ func Run(t *testing.T, b Backend) {
 }
 
 // A takes token 7 and pauses; B takes 8 and commits; A's late write is refused and B's
-// work survives (G1, G2).
+// work survives: a write never changes a row already written with a newer token, and it
+// fails with ErrFenced instead of passing for a success (docs/design.md, G1 and G2).
 func testStory(t *testing.T, b Backend) {
 	e := setup(t, b)
 	e.seed(1, 42)
@@ -271,7 +278,8 @@ func testInsert(t *testing.T, b Backend) {
 	}
 }
 
-// A statement over several rows where one row is newer fails whole (G2).
+// A statement over several rows where one row is newer fails whole: it does not update
+// the other rows and skip the newer one (docs/design.md, G2).
 func testMultiRow(t *testing.T, b Backend) {
 	e := setup(t, b)
 	e.seed(5, 1, 2, 3)
@@ -470,7 +478,8 @@ func testDuplicate(t *testing.T, b Backend) {
 	}
 }
 
-// One prepared statement serves transactions with different tokens (G5).
+// One prepared statement serves transactions with different tokens: the token is a bind
+// parameter, not part of the SQL text (docs/design.md, G5).
 func testPrepared(t *testing.T, b Backend) {
 	e := setup(t, b)
 	e.seed(1, 1)

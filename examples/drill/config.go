@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// config is one drill's settings. The zero value is not usable: start from
+// defaultConfig.
+type config struct {
+	Driver        string        // sqlite, postgres or mysql
+	DSN           string        // "" with sqlite: a temporary file
+	Table         string        // created for each run and dropped afterwards
+	Locks         string        // lock service: mem, etcd, etcd-embedded, redis or sql
+	LockEndpoints string        // etcd: comma-separated client URLs; redis: host:port or redis:// URL
+	LockDSN       string        // sql: database of the lease table; "": DSN
+	LockPrefix    string        // etcd, redis: key prefix of the drill's locks; "": a random one
+	EtcdMembers   int           // etcd-embedded: cluster size
+	Failover      bool          // etcd-embedded: kill the leader once per run, half-way through
+	Workers       int           // concurrent workers, each its own lock client
+	Rounds        int           // rounds per worker and run; 0: until Duration
+	Duration      time.Duration // stop starting rounds after this long; 0: no limit
+	TTL           time.Duration // lease time-to-live
+	Work          time.Duration // mean simulated work between read and write
+	PauseProb     float64       // per round: pause between read and write
+	PartitionProb float64       // per round: cut off from the lock service between read and write
+	Seed          uint64        // seed of the fault schedule
+	Bind          string        // "token" (fencedsql.WithToken) or "lease" (fencedsql.WithLease)
+
+	Verbose bool      // log events and progress lines to Log
+	Log     io.Writer // where progress and events go; nil: nowhere
+	Live    bool      // one self-updating progress line on Log (a terminal)
+
+	Timeline    string        // write an SVG timeline of both runs to this file; "": none
+	MetricsAddr string        // serve the fenced run's metrics for Prometheus here; "": none
+	MetricsWait time.Duration // keep serving the metrics this long after the report
+
+	metrics *metricsServer // the server for MetricsAddr, started by realMain
+	hooks   hooks
+	nonce   string // default key prefix of etcd and Redis locks, set by validate
+}
+
+// hooks let tests look inside a drill while it runs.
+type hooks struct {
+	metricsListening func(addr string) // the metrics server listens on addr
+	afterRun         func(name string) // run name ("unfenced", "fenced") has finished
+}
+
+func defaultConfig() config {
+	return config{
+		Driver:        "sqlite",
+		Table:         "accounts",
+		Locks:         locksMem,
+		EtcdMembers:   1,
+		Workers:       6,
+		Rounds:        40,
+		TTL:           300 * time.Millisecond,
+		Work:          2 * time.Millisecond,
+		PauseProb:     0.05,
+		PartitionProb: 0.02,
+		Seed:          42,
+		Bind:          "token",
+	}
+}
+
+func (c *config) validate() error {
+	driver, ok := driverAliases[c.Driver]
+	if !ok {
+		return fmt.Errorf("-driver %q: want sqlite, postgres or mysql", c.Driver)
+	}
+	c.Driver = driver
+	if err := c.validateLocks(); err != nil {
+		return err
+	}
+	switch {
+	case c.DSN == "" && c.Driver != "sqlite":
+		return fmt.Errorf("-driver %s needs -dsn", c.Driver)
+	case !validIdent(c.Table):
+		return fmt.Errorf("-table %q: want a plain identifier (letters, digits, _)", c.Table)
+	case c.Workers < 2 || c.Workers > 1000:
+		return fmt.Errorf("-workers %d: want 2 to 1000 (a late write needs another worker to overwrite)", c.Workers)
+	case c.Rounds < 0:
+		return fmt.Errorf("-rounds %d: want >= 0", c.Rounds)
+	case c.Duration < 0:
+		return fmt.Errorf("-duration %v: want >= 0", c.Duration)
+	case c.Rounds == 0 && c.Duration == 0:
+		return errors.New("-rounds 0 needs a -duration")
+	case c.TTL < 20*time.Millisecond:
+		return fmt.Errorf("-ttl %v: want at least 20ms", c.TTL)
+	case c.Work < 0:
+		return fmt.Errorf("-work %v: want >= 0", c.Work)
+	case !(c.PauseProb >= 0 && c.PauseProb <= 1), !(c.PartitionProb >= 0 && c.PartitionProb <= 1),
+		c.PauseProb+c.PartitionProb > 1:
+		return fmt.Errorf("-pause-prob %g and -partition-prob %g: want probabilities adding up to at most 1", c.PauseProb, c.PartitionProb)
+	case c.Bind != "token" && c.Bind != "lease":
+		return fmt.Errorf("-bind %q: want token or lease", c.Bind)
+	case c.MetricsWait < 0:
+		return fmt.Errorf("-metrics-wait %v: want >= 0", c.MetricsWait)
+	case c.MetricsWait > 0 && c.MetricsAddr == "":
+		return errors.New("-metrics-wait needs -metrics")
+	}
+	return nil
+}
+
+// validateLocks checks the lock service's settings.
+func (c *config) validateLocks() error {
+	locks, ok := locksAliases[c.Locks]
+	if !ok {
+		return fmt.Errorf("-locks %q: want mem, etcd, etcd-embedded, redis or sql", c.Locks)
+	}
+	c.Locks = locks
+	switch {
+	case c.LockEndpoints != "" && locks != locksEtcd && locks != locksRedis:
+		return fmt.Errorf("-lock-endpoints is for -locks etcd or redis, not %s", locks)
+	case c.LockDSN != "" && locks != locksSQL:
+		return fmt.Errorf("-lock-dsn is for -locks sql, not %s", locks)
+	case c.LockPrefix != "" && locks != locksEtcd && locks != locksEtcdEmbedded && locks != locksRedis:
+		return fmt.Errorf("-lock-prefix is for -locks etcd, etcd-embedded or redis, not %s", locks)
+	case locks == locksEtcdEmbedded && (c.EtcdMembers < 1 || c.EtcdMembers > 7):
+		return fmt.Errorf("-etcd-members %d: want 1 to 7 (3 to survive a failover)", c.EtcdMembers)
+	case c.Failover && (locks != locksEtcdEmbedded || c.EtcdMembers < 3):
+		return errors.New("-failover needs -locks etcd-embedded with -etcd-members 3 (or more): " +
+			"a cluster that keeps a majority when its leader is killed")
+	case (locks == locksEtcd || locks == locksEtcdEmbedded) && c.TTL < time.Second:
+		return fmt.Errorf("-ttl %v: etcd lease TTLs are whole seconds: want at least 1s with -locks %s", c.TTL, locks)
+	case locks == locksSQL && len(lockTable(c.Table)) > 48:
+		return fmt.Errorf("-table %q: too long for the lease table name %s (at most 48 characters)", c.Table, lockTable(c.Table))
+	}
+	switch locks {
+	case locksEtcd:
+		if _, err := etcdEndpoints(c.LockEndpoints); err != nil {
+			return err
+		}
+	case locksRedis:
+		if _, err := redisOptions(c.LockEndpoints); err != nil {
+			return err
+		}
+	case locksSQL:
+		if _, _, err := c.lockDSN(); err != nil {
+			return err
+		}
+	}
+	if c.nonce == "" {
+		c.nonce = randomPrefix(locks)
+	}
+	return nil
+}
+
+func validIdent(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
