@@ -13,6 +13,10 @@ type TableReport struct {
 	// fencing columns; TokenNotNull, VersionNotNull: they are NOT NULL. Guarded: the
 	// dialect's database-side guard (Guarder) is installed on it.
 	Exists, HasToken, HasVersion, TokenNotNull, VersionNotNull, Guarded bool
+	// Tombstoned: the tombstone guard (Tombstoner, G9) is installed on it, and
+	// PrimaryKey its primary key columns. Only CheckTombstones fills them in.
+	Tombstoned bool
+	PrimaryKey []string
 
 	Problems []string // human-readable, empty when the table is fit
 	Fix      []string // DDL statements that fix every problem, in order (add columns, set NOT NULL, install guard)
@@ -39,6 +43,10 @@ func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 // fenced driver refuses multi-statement strings that mention a guarded table, and
 // trigger bodies contain semicolons. The command fencedsql/cmd/fencedsql-schema does
 // this. CheckSchema itself only reads the catalog and also works on a fenced *sql.DB.
+//
+// CheckSchema does not look at the tombstone guard (G9, no resurrection of a deleted
+// row); CheckTombstones is CheckSchema plus that check, and the command
+// fencedsql-schema uses it.
 //
 // A catalog query that fails makes CheckSchema return the reports so far and an error
 // wrapping the driver's error (not ErrSchema: the answer is unknown, not "unfit"). A

@@ -1,6 +1,10 @@
 package fencedsql
 
-import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+import (
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // Syntax describes the lexical rules of a dialect's SQL (quotes, comments, placeholders).
 type Syntax = sqllex.Syntax
@@ -76,7 +80,9 @@ func (t TableName) Quote(quote func(string) string) string {
 //
 //   - Guarder: the DDL of the database-side guard (triggers that refuse writes that
 //     bypass the wrapper), and the query that tells whether it is installed;
-//   - NotNullFixer: the DDL that makes an existing, nullable fencing column NOT NULL.
+//   - NotNullFixer: the DDL that makes an existing, nullable fencing column NOT NULL;
+//   - Tombstoner: the DDL of the tombstone guard (G9, no resurrection of a deleted
+//     row under an older token), its catalog queries and its purge.
 //
 // Tables are passed as TableName, already validated, with the case in which they were
 // configured; a dialect folds case where its database does.
@@ -132,3 +138,35 @@ type NotNullFixer interface {
 	// Rows holding NULL in it must be fixed first.
 	NotNullDDL(table TableName, column string) []string
 }
+
+// Tombstoner is implemented by dialects that can keep tombstones (G9 in
+// docs/design.md, no resurrection): a trigger records, in the tombstone table
+// TombstoneTable of the guarded table's schema, the primary key and the fence token of
+// every deleted row, and a BEFORE INSERT trigger refuses an INSERT (or upsert) of a
+// row with that key under an older token, with the NOT NULL violation on the token
+// column that the wrapper reports as ErrFenced. See CheckTombstones and
+// PurgeTombstones; the dialect packages document their DDL.
+type Tombstoner interface {
+	// PrimaryKeyQuery returns a query listing the primary key columns of table, one
+	// row (column name) each, in key order. No rows: no primary key, or no such table.
+	PrimaryKeyQuery(table TableName) (query string, args []any)
+	// TombstoneDDL returns the statements that create the tombstone table of table's
+	// schema when it is missing and install table's tombstone triggers, in order
+	// (re-running them replaces the triggers). pk is the primary key, in key order.
+	TombstoneDDL(table TableName, pk []string, tokenCol string) []string
+	// UntombstoneDDL returns the statements that remove table's tombstone triggers
+	// (the tombstone table and its rows stay).
+	UntombstoneDDL(table TableName) []string
+	// TombstoneInstalledQuery returns a query yielding one row with 1 when the
+	// tombstone triggers are installed on table, 0 or no row otherwise.
+	TombstoneInstalledQuery(table TableName) (query string, args []any)
+	// PurgeTombstonesQuery returns the statement that deletes the tombstones of
+	// schema's tombstone table ("" for the connection's default) recorded more than
+	// olderThan ago by the database's clock.
+	PurgeTombstonesQuery(schema string, olderThan time.Duration) (query string, args []any)
+}
+
+// TombstoneTable is the name of the tombstone table the Tombstoner DDL creates, one
+// per schema (database on MySQL): (table_name, pk, fence_token, deleted_at), primary
+// key (table_name, pk), pk being the deleted row's primary key as JSON array text.
+const TombstoneTable = "fencedsql_tombstones"

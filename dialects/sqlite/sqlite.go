@@ -44,7 +44,8 @@ func (dialect) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
-// Classify maps SQLITE_CONSTRAINT_NOTNULL ("NOT NULL constraint failed: t.col") and
+// Classify maps SQLITE_CONSTRAINT_NOTNULL ("NOT NULL constraint failed: t.col"), the
+// tombstone guard's SQLITE_CONSTRAINT_TRIGGER (TombstoneMessagePrefix) as the same, and
 // SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY ("UNIQUE constraint failed: t.a, t.b": SQLite
 // names columns, not the index, so Constraint is that column list).
 func (dialect) Classify(err error) fencedsql.ErrorInfo {
@@ -55,6 +56,15 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 	msg := se.Error()
 	switch se.Code() {
 	case sqlite3.SQLITE_CONSTRAINT_NOTNULL:
+		ref := after(msg, "NOT NULL constraint failed: ")
+		table, col, _ := strings.Cut(ref, ".")
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}
+	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		// The tombstone guard's refusal: "fencedsql: tombstone on t: NOT NULL
+		// constraint failed: t.fence_token" (see TombstoneMessagePrefix).
+		if !strings.Contains(msg, TombstoneMessagePrefix) {
+			break
+		}
 		ref := after(msg, "NOT NULL constraint failed: ")
 		table, col, _ := strings.Cut(ref, ".")
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}

@@ -16,7 +16,8 @@ import (
 // wrapper's own writes still pass and its fenced ones still fail with ErrFenced /
 // ErrVersionConflict, UnguardDDL removes the guard, GuardInstalledQuery and
 // fencedsql.CheckSchema see both states, and applying CheckSchema's Fix makes a table
-// fit. d must be b's dialect; isGuardError recognises a refusal by the guard.
+// fit; the tombstone guard (fencedsql.Tombstoner, G9) refuses resurrecting a deleted
+// row under an older token. d must be b's dialect; isGuardError recognises a refusal by the guard.
 //
 //	func TestGuards(t *testing.T) {
 //		fencetest.RunGuards(t, fencetest.Postgres(), postgres.Dialect, postgres.IsGuardError)
@@ -42,6 +43,8 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 		{"CustomColumnsQualifiedName", gs.testCustomColumns},
 		{"NullableColumn", gs.testNullable},
 		{"LongTableNames", gs.testLongNames},
+		{"NoResurrection", gs.testTombstones},
+		{"NoResurrectionCompositeKey", gs.testTombstonesCompositeKey},
 	}
 	if b.MySQL {
 		tests = append(tests, struct {
