@@ -31,7 +31,7 @@ import (
 //
 // The refusal is the error strict mode raises for a NULL in the token column,
 // SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column
-// ''fence_token'' cannot be null', which the wrapper reports as fencedsql.ErrFenced
+// ”fence_token” cannot be null', which the wrapper reports as fencedsql.ErrFenced
 // (the guard uses the same SIGNAL; setting NEW.<token> to NULL instead would store 0
 // in a non-strict session). MySQL and MariaDB run BEFORE INSERT triggers for every row
 // of INSERT … ON DUPLICATE KEY UPDATE (and REPLACE) before the duplicate is looked at,

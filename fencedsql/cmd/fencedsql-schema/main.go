@@ -1,12 +1,23 @@
 // Command fencedsql-schema checks that tables are fit for fencedsql — both fencing
-// columns present and NOT NULL, and the database-side guard installed — prints what is
-// missing with the DDL that fixes it, and can apply that DDL.
+// columns present and NOT NULL, the database-side guard installed, and the tombstone
+// guard (G9: no resurrection of a deleted row under an older token) installed — prints
+// what is missing with the DDL that fixes it, and can apply that DDL. It also purges
+// old tombstones.
 //
 //	go run github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema \
 //	    -driver postgres -dsn 'postgres://admin@db/shop' -tables accounts,orders
 //	… -print          # print only the DDL (for review, or to pipe into psql/mysql/sqlite3)
 //	… -apply          # run the DDL, then check again
 //	… -token-column tok -version-column ver   # custom column names (all tables)
+//	… -tombstones=false  # check and fix without the tombstone guard (fencedsql.CheckSchema)
+//	… -purge-tombstones 720h   # only delete tombstones older than 30 days, print how many
+//
+// The check is fencedsql.CheckTombstones: a table without a primary key is reported
+// (its deleted rows cannot be protected). -purge-tombstones runs
+// fencedsql.PurgeTombstones on the tombstone table of each schema named in -tables
+// (the connection's default schema for unqualified names; -tables may be omitted),
+// and nothing else. A holder paused for longer than the retention could resurrect a
+// row whose tombstone was purged: keep the retention far above any pause you expect.
 //
 // -driver is postgres (pgx), mysql (go-sql-driver/mysql, MySQL and MariaDB) or sqlite
 // (modernc.org/sqlite). -dsn is the plain driver's DSN, without fencedsql's
@@ -34,6 +45,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,9 +94,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printOnly  = fs.Bool("print", false, "print only the DDL that fixes the problems")
 		apply      = fs.Bool("apply", false, "run the DDL, then check again")
 		timeout    = fs.Duration("timeout", time.Minute, "overall time limit")
+		tombstones = fs.Bool("tombstones", true, "check and install the tombstone guard (no resurrection of deleted rows)")
+		purge      = fs.Duration("purge-tombstones", 0, "only purge tombstones older than this retention (e.g. 720h), then exit")
 	)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply]")
+		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] | -purge-tombstones RETENTION")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -113,14 +127,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("-dsn: give the plain driver's DSN, without fencedsql's %s parameter", p)
 		}
 	}
+	purging := false
+	fs.Visit(func(f *flag.Flag) { purging = purging || f.Name == "purge-tombstones" })
 	var specs []fencedsql.GuardSpec
 	for _, t := range strings.Split(*tables, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			specs = append(specs, fencedsql.GuardSpec{Table: t, TokenColumn: *tokCol, VersionColumn: *verCol})
 		}
 	}
-	if len(specs) == 0 {
+	if purging {
+		if *purge < 0 {
+			return usage("-purge-tombstones must not be negative")
+		}
+		if *printOnly || *apply {
+			return usage("-purge-tombstones runs alone, without -print or -apply")
+		}
+	} else if len(specs) == 0 {
 		return usage("-tables is required")
+	}
+	var schemas []string
+	for _, sp := range specs {
+		tn, err := fencedsql.ParseTableName(sp.Table)
+		if err != nil {
+			return usage("%s", err)
+		}
+		if !slices.Contains(schemas, tn.Schema) {
+			schemas = append(schemas, tn.Schema)
+		}
+	}
+	check := fencedsql.CheckTombstones
+	if !*tombstones {
+		check = fencedsql.CheckSchema
 	}
 	secret := dsnPassword(*dsn)
 	fail := func(what string, err error) int {
@@ -135,7 +172,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("open", err)
 	}
 	defer db.Close()
-	reports, err := fencedsql.CheckSchema(ctx, db, be.dialect, specs...)
+	if purging {
+		n, err := fencedsql.PurgeTombstones(ctx, db, be.dialect, *purge, schemas...)
+		if err != nil {
+			return fail("purge", err)
+		}
+		fmt.Fprintf(stdout, "purged %d tombstone(s) older than %v\n", n, *purge)
+		return exitOK
+	}
+	reports, err := check(ctx, db, be.dialect, specs...)
 	if err != nil {
 		var ce *fencedsql.ConfigError
 		if errors.As(err, &ce) {
@@ -153,7 +198,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail("apply", err)
 		}
-		if reports, err = fencedsql.CheckSchema(ctx, db, be.dialect, specs...); err != nil {
+		if reports, err = check(ctx, db, be.dialect, specs...); err != nil {
 			return fail("check after apply", err)
 		}
 		if !*printOnly {

@@ -60,8 +60,8 @@ func TestSQLite(t *testing.T) {
 	if code != exitProblems || errOut != "" {
 		t.Fatalf("check: exit %d, stderr %q", code, errOut)
 	}
-	wantContains(t, "report", out, "bare: 3 problem(s)", "missing column fence_token", "missing column version",
-		"no database-side guard installed", "fix:", `ALTER TABLE bare ADD COLUMN "fence_token" BIGINT NOT NULL DEFAULT 0;`, `CREATE TRIGGER "fencedsql_guard_bare"`)
+	wantContains(t, "report", out, "bare: 4 problem(s)", "missing column fence_token", "missing column version",
+		"no database-side guard installed", "no tombstone guard installed", "fix:", `CREATE TRIGGER "fencedsql_tombins_bare" BEFORE INSERT ON "bare"`, `ALTER TABLE bare ADD COLUMN "fence_token" BIGINT NOT NULL DEFAULT 0;`, `CREATE TRIGGER "fencedsql_guard_bare"`)
 
 	code, out, _ = runCmd(t, append(args, "-print")...)
 	if code != exitProblems {
@@ -75,7 +75,7 @@ func TestSQLite(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
 	}
-	wantContains(t, "-apply output", out, "applied 4 statement(s); now:\nbare: OK\n")
+	wantContains(t, "-apply output", out, "applied 9 statement(s); now:\nbare: OK\n")
 
 	code, out, _ = runCmd(t, args...)
 	if code != exitOK || out != "bare: OK\n" {
@@ -97,6 +97,32 @@ func TestSQLite(t *testing.T) {
 	if code != exitProblems || !strings.HasPrefix(out, "-- nullable\n-- column fence_token is nullable") {
 		t.Fatalf("nullable -print: exit %d\n%s", code, out)
 	}
+	// Without the tombstone guard: CheckSchema's verdict.
+	execRaw(t, "sqlite", dsn, `DROP TRIGGER "fencedsql_tombins_bare"`)
+	if code, out, _ := runCmd(t, append(args, "-tombstones=false")...); code != exitOK || out != "bare: OK\n" {
+		t.Fatalf("-tombstones=false: exit %d, %q", code, out)
+	}
+	code, out, _ = runCmd(t, args...)
+	if code != exitProblems || !strings.Contains(out, "bare: 1 problem(s)\n  - no tombstone guard installed") {
+		t.Fatalf("tombstone trigger dropped: exit %d\n%s", code, out)
+	}
+	if code, out, errOut := runCmd(t, append(args, "-apply")...); code != exitOK {
+		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// A table without a primary key cannot get tombstones.
+	execRaw(t, "sqlite", dsn, "CREATE TABLE nokey (id BIGINT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+	code, out, _ = runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "nokey", "-apply")
+	if code != exitProblems || !strings.Contains(out, "nokey: 1 problem(s)\n  - no primary key") {
+		t.Fatalf("nokey: exit %d\n%s", code, out)
+	}
+	// Purging tombstones.
+	execRaw(t, "sqlite", dsn, "INSERT INTO bare (id) VALUES (7)", "DELETE FROM bare WHERE id = 7")
+	if code, out, errOut := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "1h"); code != exitOK || out != "purged 0 tombstone(s) older than 1h0m0s\n" {
+		t.Fatalf("-purge-tombstones 1h: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "bare", "-purge-tombstones", "0s"); code != exitOK || out != "purged 1 tombstone(s) older than 0s\n" {
+		t.Fatalf("-purge-tombstones 0s: exit %d, %q, %q", code, out, errOut)
+	}
 	// A missing table.
 	code, out, _ = runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "nosuch")
 	if code != exitProblems || !strings.Contains(out, "nosuch: 1 problem(s)\n  - no such table") {
@@ -117,6 +143,8 @@ func TestUsage(t *testing.T) {
 		{"-driver", "sqlite", "-dsn", dsn, "-tables", "t", "extra"},
 		{"-driver", "sqlite", "-dsn", dsn + "&fenced_tables=t", "-tables", "t"},
 		{"-driver", "sqlite", "-dsn", dsn + "&fenced_strict=true", "-tables", "t"},
+		{"-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "-1h"},
+		{"-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "1h", "-apply"},
 		{"-nosuchflag"},
 	} {
 		if code, _, errOut := runCmd(t, args...); code != exitUsage || !strings.Contains(errOut, "usage:") {
@@ -196,6 +224,9 @@ func TestServers(t *testing.T) {
 				t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
 			}
 			wantContains(t, "-apply", out, "now:\nledger: OK\nnullable: OK\n")
+			if !strings.Contains(out, "no tombstone guard installed") {
+				t.Errorf("-apply did not report the missing tombstone guard:\n%s", out)
+			}
 			if code, _, _ := runCmd(t, args...); code != exitOK {
 				t.Fatalf("re-check: exit %d", code)
 			}
@@ -206,6 +237,24 @@ func TestServers(t *testing.T) {
 			defer db.Close()
 			if _, err := db.Exec("UPDATE ledger SET amount = 2"); err == nil || !strings.Contains(err.Error(), "fencedsql: guard on") {
 				t.Fatalf("plain UPDATE after -apply: %v", err)
+			}
+			// The tombstone guard: a row deleted under token 5 cannot come back with 0.
+			if _, err := db.Exec("UPDATE ledger SET amount = 3, version = version + 1, fence_token = 5 WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if c.driver == "postgres" {
+				_, err = db.Exec("BEGIN; UPDATE ledger SET version = version + 1 WHERE id = 1; DELETE FROM ledger WHERE id = 1; COMMIT")
+			} else {
+				_, err = db.Exec("DELETE FROM ledger WHERE id = 1")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec("INSERT INTO ledger (id, amount) VALUES (1, 1)"); err == nil {
+				t.Fatal("plain INSERT resurrected a deleted row")
+			}
+			if code, out, errOut := runCmd(t, "-driver", c.driver, "-dsn", dsn, "-tables", "ledger", "-purge-tombstones", "0s"); code != exitOK || out != "purged 1 tombstone(s) older than 0s\n" {
+				t.Fatalf("-purge-tombstones: exit %d, %q, %q", code, out, errOut)
 			}
 		})
 	}
