@@ -34,7 +34,7 @@ func TestMetrics(t *testing.T) {
 	if !errors.Is(err, fencedsql.ErrNoToken) {
 		t.Fatal(err)
 	}
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 9), "UPDATE accounts SET fence_token = 1")
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 9), "UPDATE accounts SET (balance, fence_token) = (1, 1)")
 	if !errors.Is(err, fencedsql.ErrUnsupported) {
 		t.Fatal(err)
 	}

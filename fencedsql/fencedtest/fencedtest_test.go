@@ -455,7 +455,7 @@ func TestMisuseFails(t *testing.T) {
 		}, "refuses"},
 		"unsupported statement": {func(tb *fakeTB) {
 			_, m := fencedtest.New(tb, postgres.Dialect, fencedsql.Guard("accounts"))
-			m.ExpectFencedExec(`UPDATE accounts SET fence_token = $1`, 7, 1)
+			m.ExpectFencedExec(`UPDATE accounts SET (x, fence_token) = ($1, 0)`, 7, 1)
 		}, "refuses"},
 		"wrong argument count": {func(tb *fakeTB) {
 			_, m := fencedtest.New(tb, sqlite.Dialect, fencedsql.Guard("accounts"))

@@ -184,6 +184,7 @@ func Run(t *testing.T, b Backend) {
 		{"VersionConflict", testVersion},
 		{"NoToken", testNoToken},
 		{"Unsupported", testUnsupported},
+		{"MappedColumnsReplaced", testMappedColumnsReplaced},
 		{"Duplicate", testDuplicate},
 		{"PreparedAcrossTokens", testPrepared},
 		{"LeaseLostAtCommit", testLeaseLost},
@@ -453,9 +454,7 @@ func testUnsupported(t *testing.T, b Backend) {
 	e := setup(t, b)
 	e.seed(5, 1)
 	for _, s := range []string{
-		"UPDATE accounts SET fence_token = 1000",
-		"UPDATE accounts SET balance = 0, version = 0",
-		"INSERT INTO accounts (id, balance, fence_token) VALUES (9, 9, 9999)",
+		"UPDATE accounts SET (balance, fence_token) = (0, 1000)",
 		"INSERT INTO accounts SELECT * FROM accounts",
 		"UPDATE accounts SET balance = 1; UPDATE accounts SET balance = 2",
 	} {
@@ -464,6 +463,31 @@ func testUnsupported(t *testing.T, b Backend) {
 	}
 	if r := e.row(1); r != (row{100, 5, 1}) || e.count() != 1 {
 		t.Fatalf("refused statements changed data: %+v", r)
+	}
+}
+
+// A statement that assigns the fencing columns itself (an ORM model that maps them) is
+// fenced with the wrapper's own values in their place: the caller can neither lower the
+// token nor choose the version.
+func testMappedColumnsReplaced(t *testing.T, b Backend) {
+	e := setup(t, b)
+	e.seed(5, 1)
+	if _, err := e.db.ExecContext(tok(e.ctx, 6), "UPDATE accounts SET balance = 50, fence_token = 1, version = 999 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.row(1); r != (row{50, 6, 2}) {
+		t.Fatalf("after a mapped UPDATE with token 6: %+v, want balance 50, token 6, version 2", r)
+	}
+	if _, err := e.db.ExecContext(tok(e.ctx, 6), "INSERT INTO accounts (id, balance, fence_token, version) VALUES (2, 7, 99999, 77)"); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.row(2); r != (row{7, 6, 1}) {
+		t.Fatalf("after a mapped INSERT with token 6: %+v, want balance 7, token 6, version 1", r)
+	}
+	_, err := e.db.ExecContext(tok(e.ctx, 5), "UPDATE accounts SET balance = 0, fence_token = 1000 WHERE id = 1")
+	wantErr(t, err, fencedsql.ErrFenced)
+	if r := e.row(1); r != (row{50, 6, 2}) {
+		t.Fatalf("a stale mapped UPDATE changed the row: %+v", r)
 	}
 }
 
