@@ -656,7 +656,8 @@ func (s *guardSuite) testNonStrict(t *testing.T) {
 	}
 }
 
-// guardedBackend is b with the guard installed on accounts in every fresh database.
+// guardedBackend is b with the guard and the tombstone guard installed on accounts in
+// every fresh database.
 func (s *guardSuite) guardedBackend() Backend {
 	gb := s.b
 	gb.TableDDL = strings.Replace(s.b.TableDDL, "CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
@@ -668,7 +669,11 @@ func (s *guardSuite) guardedBackend() Backend {
 		}
 		defer raw.Close()
 		ctx := context.Background()
-		execAll(tb, ctx, raw, append([]string{s.b.TableDDL}, s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)...))
+		ddl := append([]string{s.b.TableDDL}, s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)...)
+		if ts, ok := s.d.(fencedsql.Tombstoner); ok {
+			ddl = append(ddl, ts.TombstoneDDL(fencedsql.TableName{Name: "accounts"}, []string{"id"}, fencedsql.DefaultTokenColumn)...)
+		}
+		execAll(tb, ctx, raw, ddl)
 		return dsn
 	}
 	return gb
