@@ -2,4 +2,18 @@
 // database: postgres (pgx v5), mysql (go-sql-driver/mysql, for MySQL and MariaDB) and
 // sqlite (modernc.org/sqlite, pure Go). Importing a sub-package registers its fenced
 // driver name with database/sql and its bind style with sqlx.
+//
+// Each dialect also implements the optional fencedsql.Guarder (database-side guard
+// triggers), fencedsql.NotNullFixer and fencedsql.Tombstoner: tombstones for G9, no
+// resurrection of a deleted row under an older token. Per database the tombstone table
+// fencedsql_tombstones (table_name, pk as JSON array text, fence_token, deleted_at)
+// lives in the guarded table's schema; an AFTER DELETE trigger records the deleted
+// row's key and token (keeping the greater), and a BEFORE INSERT trigger refuses a row
+// whose key has a tombstone with a greater token, as a NOT NULL violation on the token
+// column, which the wrapper reports as fencedsql.ErrFenced: PostgreSQL raises 23502
+// with the column set, MySQL/MariaDB SIGNALs error 1048 (as strict mode would), SQLite
+// RAISEs a message its Classify maps (sqlite.TombstoneMessagePrefix). An equal token
+// passes. BEFORE INSERT triggers fire for upserts before the conflict check on all
+// three, so upserts are covered. See each package's tombstone.go and
+// fencedsql.CheckTombstones, fencedsql.PurgeTombstones.
 package dialects
