@@ -24,6 +24,7 @@ import (
 type backend struct {
 	raw, fenced string // database/sql driver names
 	numbered    bool   // $n placeholders instead of ?
+	forUpdate   bool   // SELECT … FOR UPDATE exists (not on SQLite)
 
 	// For fencedsql.OpenDB (used with -metrics, to pass a MeterProvider): the plain
 	// driver and the dialect the fenced name stands for.
@@ -34,9 +35,9 @@ type backend struct {
 var backends = map[string]backend{
 	"sqlite": {raw: "sqlite", fenced: "fenced-sqlite",
 		driver: func() driver.Driver { return &msqlite.Driver{} }, dialect: sqlite.Dialect},
-	"postgres": {raw: "pgx", fenced: "fenced-pgx", numbered: true,
+	"postgres": {raw: "pgx", fenced: "fenced-pgx", numbered: true, forUpdate: true,
 		driver: stdlib.GetDefaultDriver, dialect: postgres.Dialect},
-	"mysql": {raw: "mysql", fenced: "fenced-mysql",
+	"mysql": {raw: "mysql", fenced: "fenced-mysql", forUpdate: true,
 		driver: func() driver.Driver { return &gomysql.MySQLDriver{} }, dialect: mysql.Dialect},
 }
 
@@ -73,10 +74,24 @@ type statements struct {
 	stamp, read, update         string
 }
 
-func newStatements(table string, numbered bool) statements {
+func newStatements(table string, b backend) statements {
 	ph := "?"
-	if numbered {
+	if b.numbered {
 		ph = "$1"
+	}
+	if b.forUpdate {
+		// The locking read claims the row: through the fenced driver, in a transaction
+		// bound to the holder's token, SELECT … FOR UPDATE stamps the token on the rows
+		// it locks before returning them (see the package comment).
+		return statements{
+			create: "CREATE TABLE " + table + " (id BIGINT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, " +
+				"fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+			seed:    "INSERT INTO " + table + " (id, balance) VALUES (1, 0)",
+			drop:    "DROP TABLE " + table,
+			balance: "SELECT balance FROM " + table + " WHERE id = 1",
+			read:    "SELECT balance FROM " + table + " WHERE id = 1 FOR UPDATE",
+			update:  "UPDATE " + table + " SET balance = " + ph + " WHERE id = 1",
+		}
 	}
 	return statements{
 		create: "CREATE TABLE " + table + " (id BIGINT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, " +
@@ -84,8 +99,8 @@ func newStatements(table string, numbered bool) statements {
 		seed:    "INSERT INTO " + table + " (id, balance) VALUES (1, 0)",
 		drop:    "DROP TABLE " + table,
 		balance: "SELECT balance FROM " + table + " WHERE id = 1",
-		// The stamp: a no-op write that, through the fenced driver, records the
-		// holder's token on the row before it reads (see the package comment).
+		// SQLite has no FOR UPDATE. The stamp: a no-op write that, through the fenced
+		// driver, records the holder's token on the row before it reads.
 		stamp:  "UPDATE " + table + " SET balance = balance WHERE id = 1",
 		read:   "SELECT balance FROM " + table + " WHERE id = 1",
 		update: "UPDATE " + table + " SET balance = " + ph + " WHERE id = 1",
@@ -107,7 +122,7 @@ func setUpTable(ctx context.Context, in runInput) (*accountTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &accountTable{name: in.cfg.Table, q: newStatements(in.cfg.Table, in.backend.numbered), admin: admin}
+	t := &accountTable{name: in.cfg.Table, q: newStatements(in.cfg.Table, in.backend), admin: admin}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := admin.PingContext(setupCtx); err != nil {

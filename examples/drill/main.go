@@ -26,7 +26,8 @@
 // the in-process memlock). Every round a worker:
 //
 //  1. acquires the lease "account:1" and so gets a fencing token t;
-//  2. in a transaction bound to t, stamps the row with t (a no-op UPDATE) and reads the
+//  2. in a transaction bound to t, claims the row with t (SELECT … FOR UPDATE through the
+//     fenced driver; a no-op UPDATE on SQLite, which has no FOR UPDATE) and reads the
 //     balance b, then commits;
 //  3. works for a few milliseconds (-work);
 //  4. in a transaction bound to t, runs UPDATE accounts SET balance = b+1 WHERE id = 1
@@ -64,10 +65,10 @@
 // lost. The default keeps that check out of the way so that the report shows the
 // database doing the fencing.
 //
-// Why step 2 stamps the row: a fencing token protects the row from writes older than
+// Why step 2 claims the row: a fencing token protects the row from writes older than
 // the newest one that reached it. A new holder that only read the row before an old
 // holder's late write landed would compute its update from a value that is about to
-// change, and its own, newer write would be accepted and erase the late one. Stamping
+// change, and its own, newer write would be accepted and erase the late one. Claiming
 // the row with your token before reading it (in the same transaction) closes that gap:
 // a late write lands either before the stamp, and the new holder reads its result, or
 // after it, and the database refuses it. The unfenced run executes the same statements.

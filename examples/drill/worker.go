@@ -158,16 +158,19 @@ func (r *runner) inject(ctx context.Context, workerFaults faults, w int, owner s
 	sleep(ctx, plan.hold)
 }
 
-// read stamps the row with the transaction's token and reads the balance, in one
-// transaction.
+// read claims the row with the transaction's token and reads the balance, in one
+// transaction: a locking read (SELECT … FOR UPDATE, which the fenced driver turns into
+// a claim) where the database has one, else a no-op UPDATE then the read.
 func (r *runner) read(ctx context.Context) (int64, error) {
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit: sql.ErrTxDone
-	if _, err := tx.ExecContext(ctx, r.q.stamp); err != nil {
-		return 0, err
+	if r.q.stamp != "" {
+		if _, err := tx.ExecContext(ctx, r.q.stamp); err != nil {
+			return 0, err
+		}
 	}
 	var bal int64
 	if err := tx.QueryRowContext(ctx, r.q.read).Scan(&bal); err != nil {
