@@ -61,6 +61,24 @@
 //     as above or stamps the token on them and locks them, then the DELETE restricted to
 //     rows carrying that token. DELETE … RETURNING must run inside the caller's
 //     transaction.
+//   - A statement that assigns the token or version column itself (an ORM model that
+//     maps them: INSERT column lists and VALUES rows, SET lists, upsert update lists
+//     with excluded./VALUES()/row-alias values) is fenced with those assignments
+//     replaced: the caller's items and their arguments are dropped (PostgreSQL's $n are
+//     renumbered) and the wrapper's own take their place, so the caller can neither
+//     lower the token nor choose the version. Only a row assignment (a, fence_token) =
+//     (…) is refused.
+//   - UPDATE … FROM (PostgreSQL, SQLite) and a WITH list that only reads before an
+//     UPDATE or INSERT are fenced like the plain forms; inside UPDATE … FROM the fencing
+//     CASE reads the target row's columns, qualified with the target's name or alias.
+//   - SELECT … FOR UPDATE / FOR NO KEY UPDATE of one guarded table, in a statement
+//     that carries a token, claims the rows it locks: a fencing UPDATE over the same
+//     rows runs first (same WHERE; ORDER BY/LIMIT through the row locator ctid on
+//     PostgreSQL, natively on MySQL), so an older holder's late write is refused even if
+//     the new holder only read, and the read fails with ErrFenced if a newer token owns
+//     a row. Without a token it is an ordinary locking read. Plain SELECTs, FOR SHARE and
+//     locking reads inside a subquery or WITH never claim. SQLite has no FOR UPDATE:
+//     claim with a guarded UPDATE (SET col = col) before the read.
 //   - ExpectVersion(ctx, v): the version assignment becomes
 //     CASE WHEN version = v THEN version + 1 WHEN fence_token <= t THEN NULL ELSE version END,
 //     so a mismatch with a valid token fails on the version column (ErrVersionConflict)
@@ -76,10 +94,20 @@
 // # What is refused
 //
 // Statements on guarded tables that cannot be fenced safely fail with ErrUnsupported
-// and are never sent: multi-table UPDATE/DELETE, UPDATE … FROM, DELETE … USING, CTEs that
-// write, INSERT … SELECT, INSERT without a column list, REPLACE, MERGE, TRUNCATE,
-// multi-statement strings, MySQL executable comments, and any statement that assigns
-// the token or version column itself. Writes without a token fail with ErrNoToken.
+// and are never sent: multi-table UPDATE/DELETE (MySQL joins), DELETE … USING, CTEs
+// that write, a DELETE under WITH, INSERT … SELECT, INSERT without a column list,
+// REPLACE, MERGE, TRUNCATE, multi-statement strings, MySQL executable comments, row
+// assignments that name the token or version column, and — when they carry a token —
+// locking reads that cannot be claimed exactly (joins, GROUP BY, SKIP LOCKED, NOWAIT,
+// MySQL OFFSET). Writes without a token fail with ErrNoToken.
+//
+// Deleted rows stay deleted (docs/design.md, G9) only with the tombstone guard: the
+// dialects' Tombstoner triggers record the deleter's token per primary key on DELETE and
+// refuse (as ErrFenced) an INSERT or upsert of that key with an older token, for
+// writers through the wrapper and outside it. CheckTombstones reports and fixes it,
+// PurgeTombstones bounds it (a holder paused longer than the retention could resurrect
+// a row); the wrapper does not require it. Soft deletes need none: the row stays and is
+// fenced like any other.
 // Writers outside the wrapper are not seen by it: install the dialects' database-side
 // guards for those (Guarder; triggers that refuse an UPDATE lowering the token or not
 // advancing the version, and on PostgreSQL a DELETE that did not go through the fencing
