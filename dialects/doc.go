@@ -4,7 +4,7 @@
 // driver name with database/sql and its bind style with sqlx.
 //
 // Each dialect also implements the optional fencedsql.Guarder (database-side guard
-// triggers), fencedsql.NotNullFixer and fencedsql.Tombstoner: tombstones for G9, no
+// triggers), fencedsql.NotNullFixer and fencedsql.Tombstoner: tombstones for docs/design.md G9, no
 // resurrection of a deleted row under an older token. Per database the tombstone table
 // fencedsql_tombstones (table_name, pk as JSON array text, fence_token, deleted_at)
 // lives in the guarded table's schema; an AFTER DELETE trigger records the deleted

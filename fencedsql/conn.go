@@ -155,7 +155,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, driver.ErrSkip
 	}
 	res, err := c.execer.ExecContext(ctx, query, args)
-	return res, c.core.mapErr(nil, 0, 0, err)
+	return res, c.core.mapPassErr(err)
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -171,7 +171,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, driver.ErrSkip
 	}
 	rows, err := c.queryer.QueryContext(ctx, query, args)
-	return rows, c.core.mapErr(nil, 0, 0, err)
+	return rows, c.core.mapPassErr(err)
 }
 
 // Ping implements driver.Pinger.

@@ -81,7 +81,7 @@ func (t TableName) Quote(quote func(string) string) string {
 //   - Guarder: the DDL of the database-side guard (triggers that refuse writes that
 //     bypass the wrapper), and the query that tells whether it is installed;
 //   - NotNullFixer: the DDL that makes an existing, nullable fencing column NOT NULL;
-//   - Tombstoner: the DDL of the tombstone guard (G9, no resurrection of a deleted
+//   - Tombstoner: the DDL of the tombstone guard (docs/design.md G9, no resurrection of a deleted
 //     row under an older token), its catalog queries and its purge.
 //
 // Tables are passed as TableName, already validated, with the case in which they were

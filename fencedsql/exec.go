@@ -84,7 +84,7 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 			return nil, err
 		}
 		res, err := r.exec(ctx, p, args)
-		return res, c.core.mapErr(nil, 0, 0, err)
+		return res, c.core.mapPassErr(err)
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
@@ -107,7 +107,7 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.N
 			return nil, err
 		}
 		rows, err := r.query(ctx, p, args)
-		return rows, c.core.mapErr(nil, 0, 0, err)
+		return rows, c.core.mapPassErr(err)
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
@@ -197,6 +197,10 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan, args []driver.Nam
 	}
 	return res, nil
 }
+
+// mapPassErr maps the error of a statement sent as the caller wrote it (no guarded
+// write): only unique violations become ErrDuplicate.
+func (k *core) mapPassErr(err error) error { return k.mapErr(nil, 0, 0, err) }
 
 // mapErr turns a driver error into the package's typed errors where it is one of
 // ours; any other error (driver.ErrBadConn included) is returned unchanged.

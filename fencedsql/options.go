@@ -96,7 +96,8 @@ func (c *config) newRewriter() (*rewriter, error) {
 	}
 	rw := &rewriter{
 		syn: c.dialect.Syntax(), numbered: c.dialect.NumberedParams(), quote: c.dialect.QuoteIdent,
-		strict: c.strict, guards: map[string][]*guard{},
+		sessionChecked: c.dialect.SessionQuery() != "",
+		strict:         c.strict, guards: map[string][]*guard{},
 		stringIdents: c.dialect.Syntax() == SQLiteSyntax,
 	}
 	for _, gs := range c.guards {

@@ -20,11 +20,11 @@ func (rw *rewriter) mayMention(sql string) bool {
 			return true
 		}
 	}
-	return rw.numbered && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`))
+	return rw.syn.EStrings && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`))
 }
 
 func (rw *rewriter) setsSession(sql string) bool {
-	return !rw.numbered && containsFold(sql, "sql_mode")
+	return rw.sessionChecked && containsFold(sql, "sql_mode")
 }
 
 // containsFold reports whether s contains sub (ASCII lower case) ignoring ASCII case.

@@ -11,11 +11,14 @@ import (
 type rewriter struct {
 	syn      sqllex.Syntax
 	numbered bool // $n placeholders (PostgreSQL) instead of positional ?
-	quote    func(string) string
-	strict   bool
-	guards   map[string][]*guard // by lower-cased unqualified table name
-	names    []string            // lower-cased guarded names, for the pre-filter
-	nonASCII bool                // some guarded name is not ASCII: pre-filter with Unicode folding
+	// sessionChecked: the dialect validates session settings before guarded writes
+	// (MySQL's sql_mode), so a statement that may change them re-arms the check.
+	sessionChecked bool
+	quote          func(string) string
+	strict         bool
+	guards         map[string][]*guard // by lower-cased unqualified table name
+	names          []string            // lower-cased guarded names, for the pre-filter
+	nonASCII       bool                // some guarded name is not ASCII: pre-filter with Unicode folding
 	// stringIdents: a string literal may stand for an identifier (SQLite accepts
 	// UPDATE 'accounts' …).
 	stringIdents bool

@@ -359,7 +359,7 @@ func TestSqlmockReturningRowErrorMapped(t *testing.T) {
 	mockMet(t, mock)
 }
 
-// G5: one prepared statement serves transactions with different tokens; the token is
+// One prepared statement (docs/design.md, G5) serves transactions with different tokens; the token is
 // a bind argument, not SQL text.
 func TestSqlmockPreparedAcrossTokens(t *testing.T) {
 	for _, dc := range mockDialects {

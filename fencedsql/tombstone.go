@@ -9,7 +9,7 @@ import (
 
 // Tombstones: G9 in docs/design.md, no resurrection.
 //
-// Per-row fencing (G1) judges a write by the token stored on the row it changes; a
+// Per-row fencing (docs/design.md, G1) judges a write by the token stored on the row it changes; a
 // row that was deleted is gone, and so is its token: a stale holder (token 10) whose
 // INSERT arrives after a newer holder (token 20) deleted the row would bring the row
 // back. So the database remembers deletions. A dialect that implements Tombstoner
@@ -59,7 +59,7 @@ import (
 // refused; TRUNCATE (refused by the PostgreSQL guard) and MySQL's foreign-key cascades
 // record no tombstones.
 
-// CheckTombstones is CheckSchema plus the tombstone guard (G9): for each existing
+// CheckTombstones is CheckSchema plus the tombstone guard (docs/design.md, G9): for each existing
 // table it reads the primary key (Tombstoner.PrimaryKeyQuery) and whether the
 // tombstone triggers are installed (TombstoneInstalledQuery), and when they are not,
 // reports the problem and appends Tombstoner.TombstoneDDL to the Fix, after the

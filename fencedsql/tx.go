@@ -25,7 +25,7 @@ func (t *tx) Commit() error {
 		_ = t.raw.Rollback()
 		return err
 	}
-	return t.c.core.mapErr(nil, 0, 0, t.raw.Commit())
+	return t.c.core.mapPassErr(t.raw.Commit())
 }
 
 // Rollback implements driver.Tx.

@@ -740,7 +740,7 @@ func TestSQLiteDeleteWithVersionInWhere(t *testing.T) {
 	}
 }
 
-// G1/G2/G3 on a real database: equal tokens are accepted, a lower one fails with
+// docs/design.md G1, G2, G3 on a real database: equal tokens are accepted, a lower one fails with
 // ErrFenced and changes nothing, even for a multi-row statement.
 func TestSQLiteFencing(t *testing.T) {
 	db := openSQLite(t, "")
