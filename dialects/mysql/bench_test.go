@@ -3,9 +3,21 @@ package mysql_test
 import (
 	"testing"
 
+	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // BenchmarkUpdate compares the fenced single-row UPDATE with the raw driver on the same
 // database (see fencetest.Bench for the variants and ratios).
 func BenchmarkUpdate(b *testing.B) { fencetest.Bench(b, fencetest.MySQL()) }
+
+// BenchmarkClaim compares BEGIN + SELECT … FOR UPDATE + COMMIT in a token-bound
+// transaction through the fenced driver (which claims the row first) with the same on
+// the raw driver (see fencetest.BenchClaim).
+func BenchmarkClaim(b *testing.B) { fencetest.BenchClaim(b, fencetest.MySQL()) }
+
+// BenchmarkTombstone reports what the tombstone guard (docs/design.md, G9) costs a fenced DELETE +
+// re-INSERT (see fencetest.BenchTombstone).
+func BenchmarkTombstone(b *testing.B) {
+	fencetest.BenchTombstone(b, fencetest.MySQL(), mysql.Dialect)
+}

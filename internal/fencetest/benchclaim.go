@@ -1,0 +1,218 @@
+package fencetest
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// interleave runs the variants once per round, in an order rotated every round, and
+// reports each variant's mean (name-ns/op) and median latency; it returns the total
+// time spent in each and the median latencies.
+func interleave(b *testing.B, names []string, fns []func() error) (spent, p50 []time.Duration) {
+	b.Helper()
+	spent = make([]time.Duration, len(fns))
+	lat := make([][]time.Duration, len(fns))
+	b.ResetTimer()
+	round := 0
+	for b.Loop() {
+		round++
+		for k := range fns {
+			i := (k + round) % len(fns)
+			start := time.Now()
+			if err := fns[i](); err != nil {
+				b.Fatalf("%s: %v", names[i], err)
+			}
+			d := time.Since(start)
+			spent[i] += d
+			lat[i] = append(lat[i], d)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	p50 = make([]time.Duration, len(fns))
+	for i, name := range names {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/n, name+"-ns/op")
+		if len(lat[i]) > 0 {
+			p50[i] = median(lat[i])
+		}
+	}
+	return spent, p50
+}
+
+// BenchClaim measures what the FOR UPDATE claim costs. In a transaction bound to a
+// token (fencedsql.WithToken on BeginTx), SELECT balance FROM accounts WHERE id = ?
+// FOR UPDATE through the fenced driver first runs a claiming UPDATE of the same rows
+// (two statements instead of one). Interleaved in one run on the same table, each on
+// its own single-connection pool:
+//
+//	fenced   BEGIN (token bound) + the SELECT … FOR UPDATE through the fenced driver + COMMIT
+//	raw      BEGIN + the same SELECT … FOR UPDATE on the raw driver + COMMIT
+//
+// claim-cost = fenced/raw total time; claim-cost-p50 the ratio of median latencies.
+// After the run it checks that the claims stamped the tokens on the row.
+func BenchClaim(b *testing.B, be Backend) {
+	dsn := be.DSN(b)
+	raw, err := sql.Open(be.RawName, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(be.TableDDL); err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	rawPool, err := sql.Open(be.RawName, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rawPool.Close()
+	rawPool.SetMaxOpenConns(1)
+	e := &env{b: be}
+	ctx := context.Background()
+	const id = 1
+	tk := uint64(1)
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, tk), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), id, 0); err != nil {
+		b.Fatal(err)
+	}
+	sel := e.q("SELECT balance FROM accounts WHERE id = ? FOR UPDATE")
+	txn := func(p *sql.DB, c context.Context) error {
+		tx, err := p.BeginTx(c, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var bal int64
+		if err := tx.QueryRowContext(c, sel, id).Scan(&bal); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	names := []string{"fenced", "raw"}
+	fns := []func() error{
+		func() error { tk++; return txn(db, fencedsql.WithToken(ctx, tk)) },
+		func() error { return txn(rawPool, ctx) },
+	}
+	for i := range fns {
+		for range 20 {
+			if err := fns[i](); err != nil {
+				b.Fatalf("%s: %v", names[i], err)
+			}
+		}
+	}
+	spent, p50 := interleave(b, names, fns)
+	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "claim-cost")
+	b.ReportMetric(float64(p50[0])/float64(p50[1]), "claim-cost-p50")
+	var got int64
+	if err := raw.QueryRowContext(ctx, e.q("SELECT fence_token FROM accounts WHERE id = ?"), id).Scan(&got); err != nil {
+		b.Fatal(err)
+	}
+	if got != int64(tk) {
+		b.Fatalf("fence_token = %d after the run, want %d: the SELECT … FOR UPDATE did not claim", got, tk)
+	}
+}
+
+// BenchTombstone measures what the tombstone guard (G9) costs a fenced DELETE followed
+// by the re-INSERT of the same key (the deleter re-inserting, under the same token).
+// Three identical tables on the same database, all fenced by the wrapper, each
+// written through its own single-connection pool, interleaved:
+//
+//	tombstoned  accounts: fencedsql.CheckTombstones(…, GuardSpec{Table: "accounts"})
+//	            and its Fix run on a plain connection (row guard + tombstone triggers)
+//	guarded     accounts_guarded: the row guard only (Guarder.GuardDDL)
+//	plain       accounts_plain: no trigger
+//
+// tomb-cost = tombstoned/guarded total time (the tombstone triggers' own cost),
+// tomb-vs-plain = tombstoned/plain; the -p50 metrics are the same ratios of medians.
+// d must be be's dialect and implement fencedsql.Guarder and fencedsql.Tombstoner.
+func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
+	g, ok := d.(fencedsql.Guarder)
+	if !ok {
+		b.Fatalf("dialect %s does not implement fencedsql.Guarder", d.Name())
+	}
+	dsn := be.DSN(b)
+	raw, err := sql.Open(be.RawName, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	const guarded, plain = "accounts_guarded", "accounts_plain"
+	execAll(b, ctx, raw, []string{be.TableDDL,
+		strings.Replace(be.TableDDL, "accounts", guarded, 1),
+		strings.Replace(be.TableDDL, "accounts", plain, 1)})
+	reps, err := fencedsql.CheckTombstones(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	execAll(b, ctx, raw, reps[0].Fix)
+	if reps, err := fencedsql.CheckTombstones(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() || !reps[0].Tombstoned {
+		b.Fatalf("after Fix: %+v, %v", reps, err)
+	}
+	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: guarded}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+
+	pool := func() *sql.DB {
+		p, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+guarded+","+plain))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.SetMaxOpenConns(1)
+		b.Cleanup(func() { p.Close() })
+		return p
+	}
+	e := &env{b: be}
+	const id = 1
+	tk := uint64(1)
+	tables := []string{"accounts", guarded, plain}
+	names := []string{"tombstoned", "guarded", "plain"}
+	fns := make([]func() error, len(tables))
+	pools := make([]*sql.DB, len(tables))
+	for i, table := range tables {
+		p := pool()
+		pools[i] = p
+		del := e.q("DELETE FROM " + table + " WHERE id = ?")
+		ins := e.q("INSERT INTO " + table + " (id, balance) VALUES (?, ?)")
+		if _, err := p.ExecContext(fencedsql.WithToken(ctx, tk), ins, id, 0); err != nil {
+			b.Fatal(err)
+		}
+		fns[i] = func() error {
+			tk++
+			c := fencedsql.WithToken(ctx, tk)
+			if _, err := p.ExecContext(c, del, id); err != nil {
+				return err
+			}
+			_, err := p.ExecContext(c, ins, id, 0)
+			return err
+		}
+	}
+	for i := range fns {
+		for range 20 {
+			if err := fns[i](); err != nil {
+				b.Fatalf("%s: %v", names[i], err)
+			}
+		}
+	}
+	spent, p50 := interleave(b, names, fns)
+	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "tomb-cost")
+	b.ReportMetric(float64(p50[0])/float64(p50[1]), "tomb-cost-p50")
+	b.ReportMetric(spent[0].Seconds()/spent[2].Seconds(), "tomb-vs-plain")
+	b.ReportMetric(float64(p50[0])/float64(p50[2]), "tomb-vs-plain-p50")
+	// The tombstone guard is live: a stale INSERT of the key, once deleted, is fenced.
+	tk++
+	if _, err := pools[0].ExecContext(fencedsql.WithToken(ctx, tk), e.q("DELETE FROM accounts WHERE id = ?"), id); err != nil {
+		b.Fatal(err)
+	}
+	_, err = raw.ExecContext(ctx, e.q("INSERT INTO accounts (id, balance, fence_token) VALUES (?, ?, ?)"), id, 0, 1)
+	if err == nil {
+		b.Fatal("a stale plain INSERT after the run passed: the tombstone guard is not installed")
+	}
+}
