@@ -14,39 +14,86 @@ type TableReport struct {
 	// dialect's database-side guard (Guarder) is installed on it.
 	Exists, HasToken, HasVersion, TokenNotNull, VersionNotNull, Guarded bool
 	// Tombstoned: the tombstone guard (Tombstoner, G9) is installed on it, and
-	// PrimaryKey its primary key columns. Only CheckTombstones fills them in.
+	// PrimaryKey its primary key columns.
 	Tombstoned bool
 	PrimaryKey []string
+	// SideDoors: the database-level side doors found (SideDoorFinder), those that are
+	// problems and those that are only notes; each problem is also in Problems, each
+	// note in Notes, and their statements are at the end of Fix.
+	SideDoors []SideDoor
 
 	Problems []string // human-readable, empty when the table is fit
-	Fix      []string // DDL statements that fix every problem, in order (add columns, set NOT NULL, install guard)
+	Notes    []string // worth knowing, not problems: the table can be fit with notes
+	Fix      []string // DDL statements that fix every problem, in order (add columns, set NOT NULL, install guard, tombstone guard, close side doors)
 }
 
-// OK reports whether the table is fit for fencing, database-side guard included.
+// OK reports whether the table is fit for fencing, database-side guards included.
 func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 
 // CheckSchema inspects the named tables (GuardSpec gives custom column names; plain
 // names use the defaults) with d's catalog queries on a plain *sql.DB.
 //
-// For each table it reports whether it exists, has both fencing columns NOT NULL, and
-// carries the database-side guard, with the problems in words and the DDL that fixes
-// them, in order: add missing columns (d.GuardColumnsDDL), make nullable ones NOT NULL
-// (when the dialect implements NotNullFixer; SQLite cannot alter a column and gets no
-// statement for that), install the guard (Guarder.GuardDDL). The columns are judged
-// exactly as the lazy check before the first guarded write judges them (same problems,
-// same statements); only the guard is CheckSchema's own (fenced writes do not need it). A dialect that does not implement Guarder gets the problem "no
-// database-side guard available for this dialect" and no statement for it. A missing
-// table gets no fix.
+// For each table it reports whether it exists, has both fencing columns NOT NULL,
+// carries the database-side guard and the tombstone guard, and which database-level
+// side doors lead around the fence, with the problems in words and the DDL that fixes
+// them, in order:
+//
+//  1. add missing columns (d.GuardColumnsDDL);
+//  2. make nullable ones NOT NULL (when the dialect implements NotNullFixer; SQLite
+//     cannot alter a column and gets no statement for that, the problem says to
+//     rebuild the table): a fenced write relies on the NOT NULL violation;
+//  3. install the guard (Guarder.GuardDDL), which refuses inside the database the
+//     writes that bypass the wrapper; a dialect without Guarder gets the problem "no
+//     database-side guard available for this dialect" and no statement;
+//  4. install the tombstone guard (Tombstoner.TombstoneDDL; docs/design.md G9, no
+//     resurrection of a deleted row under an older token), for which the table's
+//     primary key is read (Tombstoner.PrimaryKeyQuery): a table without one is a
+//     problem with no fix; a dialect without Tombstoner gets the problem "no tombstone
+//     guard available for this dialect";
+//  5. close the side doors (SideDoorFinder), each named with the object it goes
+//     through:
+//     - a non-transactional storage engine (MySQL/MariaDB MyISAM, Aria, MEMORY, …):
+//     the fencing error then leaves the rows the statement already wrote; fix: ALTER
+//     TABLE … ENGINE=InnoDB;
+//     - an updatable view over the table (the wrapper matches table names, so a write
+//     through the view is sent unfenced; the base table's triggers fire, so the guard
+//     still refuses what it can see, but it cannot check a token): fix on PostgreSQL
+//     an INSTEAD OF trigger on the view that refuses every write through it, on MySQL
+//     re-creating the view with ALGORITHM=TEMPTABLE (not updatable), on SQLite
+//     dropping the view's INSTEAD OF triggers that make it writable; or revoke
+//     INSERT, UPDATE, DELETE on the view from the writers;
+//     - PostgreSQL inheritance children and partitions (at any depth) without the
+//     guard: a parent's row triggers do not fire for a child's rows, a partition
+//     gets its parent's row triggers but not the TRUNCATE trigger, and statements
+//     naming the child or partition are not fenced by the wrapper; fix: the guard's
+//     and the tombstone guard's triggers on them, calling the parent's trigger
+//     functions (so tombstones are kept under the parent's name, and removing the
+//     parent's guard removes them too);
+//     - foreign keys of the table with ON DELETE or ON UPDATE CASCADE, SET NULL or SET
+//     DEFAULT: a DELETE or UPDATE of the referenced table, which the wrapper does not
+//     fence, deletes or changes the table's rows. MySQL/MariaDB run no triggers for
+//     cascaded changes (no guard, no tombstones): a problem, fix: re-create the
+//     constraint with RESTRICT. SQLite runs them, so the guard refuses a cascaded
+//     UPDATE (a note), but it cannot refuse a DELETE: ON DELETE CASCADE is a problem
+//     with no statement (SQLite cannot alter a constraint: rebuild the table).
+//     PostgreSQL runs them and its guard refuses both (the parent's write then
+//     fails unless the rows were fenced first in the same transaction): a note;
+//     - PostgreSQL rules on the table, or rules on other relations whose action
+//     writes it (the rewritten statement is not the one the wrapper fenced); fix:
+//     DROP RULE.
+//
+// Nullable fencing columns are problem 2 above.
+//
+// The columns are judged exactly as the lazy check before the first guarded write
+// judges them (same problems, same statements); the guards and side doors are
+// CheckSchema's own: fenced writes are correct without them, and the lazy check does
+// not require them. A missing table gets no fix.
 //
 // Run the Fix statements through a plain (non-fenced) connection, one Exec each (in
 // one transaction where the database has transactional DDL: PostgreSQL, SQLite): the
 // fenced driver refuses multi-statement strings that mention a guarded table, and
 // trigger bodies contain semicolons. The command fencedsql/cmd/fencedsql-schema does
 // this. CheckSchema itself only reads the catalog and also works on a fenced *sql.DB.
-//
-// CheckSchema does not look at the tombstone guard (G9, no resurrection of a deleted
-// row); CheckTombstones is CheckSchema plus that check, and the command
-// fencedsql-schema uses it.
 //
 // A catalog query that fails makes CheckSchema return the reports so far and an error
 // wrapping the driver's error (not ErrSchema: the answer is unknown, not "unfit"). A
@@ -92,25 +139,77 @@ func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (Tab
 	if !r.Exists {
 		return r, nil
 	}
-	// 3. The database-side guard.
+	// 3. The database-side guard; 4. the tombstone guard; 5. the side doors.
+	spec.TokenColumn, spec.VersionColumn = tokCol, verCol
+	if err := checkGuard(ctx, db, d, spec, table, &r); err != nil {
+		return r, err
+	}
+	if err := checkTombstone(ctx, db, d, spec, &r); err != nil {
+		return r, err
+	}
+	if err := checkSideDoors(ctx, db, d, spec, table, &r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// checkGuard adds the database-side guard's state to r.
+func checkGuard(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, table TableName, r *TableReport) error {
+	tokCol, verCol := spec.TokenColumn, spec.VersionColumn
 	g, ok := d.(Guarder)
 	if !ok {
 		r.Problems = append(r.Problems, "no database-side guard available for this dialect")
-		return r, nil
+		return nil
 	}
 	q, args := g.GuardInstalledQuery(table)
 	var installed sql.NullString
 	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
 	case err == sql.ErrNoRows:
 	case err != nil:
-		return r, fmt.Errorf("fencedsql: CheckSchema %s: the guard query failed: %w", spec.Table, err)
+		return fmt.Errorf("fencedsql: CheckSchema %s: the guard query failed: %w", spec.Table, err)
 	}
 	r.Guarded = notNullFlag(installed.String)
 	if !r.Guarded {
 		r.Problems = append(r.Problems, "no database-side guard installed: writes that bypass the wrapper are not refused by the database")
 		r.Fix = append(r.Fix, g.GuardDDL(table, tokCol, verCol)...)
 	}
-	return r, nil
+	return nil
+}
+
+// checkSideDoors runs the dialect's SideDoorFinder, if any, and adds what it found to
+// r: problems with their fixes, notes.
+func checkSideDoors(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, table TableName, r *TableReport) error {
+	f, ok := d.(SideDoorFinder)
+	if !ok {
+		return nil
+	}
+	_, tombs := d.(Tombstoner)
+	doors, err := f.SideDoors(ctx, catalogQuery(db), SideDoorTable{
+		Table: table, TokenColumn: spec.TokenColumn, VersionColumn: spec.VersionColumn,
+		PrimaryKey: r.PrimaryKey, Tombstones: tombs && len(r.PrimaryKey) > 0,
+	})
+	if err != nil {
+		return fmt.Errorf("fencedsql: CheckSchema %s: the side door query failed: %w", spec.Table, err)
+	}
+	r.SideDoors = doors
+	for _, sd := range doors {
+		msg := string(sd.Kind) + " " + sd.Object + ": " + sd.Problem
+		if sd.Note {
+			r.Notes = append(r.Notes, msg)
+			continue
+		}
+		r.Problems = append(r.Problems, msg)
+		r.Fix = append(r.Fix, sd.Fix...)
+	}
+	return nil
+}
+
+// catalogQuery is dbQueryStrings as a CatalogQuery.
+func catalogQuery(db *sql.DB) CatalogQuery {
+	q := dbQueryStrings(db)
+	return func(ctx context.Context, query string, args ...any) ([][]string, error) {
+		return q(ctx, query, args)
+	}
 }
 
 // dbQueryStrings runs catalog queries on db for inspectColumns, rendering values as

@@ -41,7 +41,9 @@ func TestCheckSchema(t *testing.T) {
 		"CREATE TABLE custom (id INTEGER PRIMARY KEY, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)",
 	)
 	g := sqlite.Dialect.(fencedsql.Guarder)
+	ts := sqlite.Dialect.(fencedsql.Tombstoner)
 	schemaExec(t, db, g.GuardDDL(fencedsql.TableName{Name: "fit"}, "fence_token", "version")...)
+	schemaExec(t, db, ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []string{"id"}, "fence_token")...)
 
 	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect,
 		fencedsql.GuardSpec{Table: "fit"},
@@ -53,10 +55,12 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	fit, bare, custom, missing := reps[0], reps[1], reps[2], reps[3]
-	if !fit.OK() || !fit.Guarded || !fit.Exists || !fit.TokenNotNull || !fit.VersionNotNull || len(fit.Fix) != 0 || fit.Table != "fit" {
+	if !fit.OK() || !fit.Guarded || !fit.Tombstoned || !fit.Exists || !fit.TokenNotNull || !fit.VersionNotNull || len(fit.Fix) != 0 || fit.Table != "fit" || len(fit.SideDoors) != 0 {
 		t.Errorf("fit = %+v", fit)
 	}
-	if bare.OK() || !bare.Exists || bare.HasToken || bare.HasVersion || bare.Guarded || len(bare.Problems) != 3 {
+	// Two columns, the guard, the tombstone guard.
+	if bare.OK() || !bare.Exists || bare.HasToken || bare.HasVersion || bare.Guarded || bare.Tombstoned || len(bare.Problems) != 4 ||
+		!strings.Contains(bare.Problems[3], "no tombstone guard installed") || !slices.Equal(bare.PrimaryKey, []string{"id"}) {
 		t.Errorf("bare = %+v", bare)
 	}
 	wantFix := sqlite.Dialect.GuardColumnsDDL(fencedsql.TableName{Name: "bare"}, "fence_token", "version", true, true)
@@ -64,11 +68,16 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatalf("SQLite GuardColumnsDDL = %q, want one statement per column", wantFix)
 	}
 	wantFix = append(wantFix, g.GuardDDL(fencedsql.TableName{Name: "bare"}, "fence_token", "version")...)
+	wantFix = append(wantFix, ts.TombstoneDDL(fencedsql.TableName{Name: "bare"}, []string{"id"}, "fence_token")...)
 	if !slices.Equal(bare.Fix, wantFix) {
 		t.Errorf("bare.Fix = %q, want %q", bare.Fix, wantFix)
 	}
-	if custom.OK() || !custom.HasToken || !custom.HasVersion || custom.Guarded || len(custom.Problems) != 1 {
+	if custom.OK() || !custom.HasToken || !custom.HasVersion || custom.Guarded || len(custom.Problems) != 2 {
 		t.Errorf("custom = %+v", custom)
+	}
+	// The tombstone guard of custom records its own token column.
+	if want := ts.TombstoneDDL(fencedsql.TableName{Name: "custom"}, []string{"id"}, "tok"); !slices.Equal(custom.Fix[len(custom.Fix)-len(want):], want) {
+		t.Errorf("custom.Fix = %q, want it to end with %q", custom.Fix, want)
 	}
 	if missing.OK() || missing.Exists || len(missing.Fix) != 0 {
 		t.Errorf("missing = %+v", missing)
@@ -105,8 +114,47 @@ func TestCheckSchemaWithoutGuarder(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reps[0]
-	if r.OK() || r.Guarded || len(r.Fix) != 0 || len(r.Problems) != 1 || r.Problems[0] != "no database-side guard available for this dialect" {
+	if r.OK() || r.Guarded || len(r.Fix) != 0 || len(r.Problems) != 2 || r.Problems[0] != "no database-side guard available for this dialect" ||
+		!strings.HasPrefix(r.Problems[1], "no tombstone guard available for this dialect") {
 		t.Errorf("report = %+v", r)
+	}
+}
+
+// CheckSchema reports side doors (here a foreign key whose ON DELETE CASCADE deletes
+// guarded rows on SQLite, where the guard cannot refuse a DELETE, and whose ON UPDATE
+// SET NULL the guard refuses: a note), while the lazy check before the first guarded
+// write requires neither the guards nor closed side doors.
+func TestCheckSchemaSideDoorsNotRequiredByLazyCheck(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.ToSlash(filepath.Join(t.TempDir(), "sd.db"))
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	schemaExec(t, raw,
+		"CREATE TABLE owners (id INTEGER PRIMARY KEY)",
+		"CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INT REFERENCES owners (id) ON DELETE CASCADE, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"CREATE TABLE toys (id INTEGER PRIMARY KEY, pet INT REFERENCES pets (id) ON UPDATE SET NULL, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"INSERT INTO owners (id) VALUES (1)", "INSERT INTO pets (id, owner) VALUES (1, 1)", "INSERT INTO toys (id, pet) VALUES (1, 1)")
+	reps, err := fencedsql.CheckSchema(ctx, raw, sqlite.Dialect, fencedsql.GuardSpec{Table: "pets"}, fencedsql.GuardSpec{Table: "toys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pets, toys := reps[0], reps[1]
+	if pets.OK() || len(pets.SideDoors) != 1 || pets.SideDoors[0].Kind != fencedsql.SideDoorCascade || pets.SideDoors[0].Note ||
+		!strings.Contains(pets.Problems[len(pets.Problems)-1], "ON DELETE CASCADE") {
+		t.Errorf("pets = %+v", pets)
+	}
+	if len(toys.SideDoors) != 1 || !toys.SideDoors[0].Note || len(toys.Notes) != 1 || len(toys.Problems) != 2 {
+		t.Errorf("toys = %+v", toys)
+	}
+	for _, table := range []string{"pets", "toys"} {
+		fdb := fencedsql.OpenDB(fencedsql.DSNConnector(raw.Driver(), "file:"+path), fencedsql.WithDialect(sqlite.Dialect), fencedsql.Guard(table))
+		defer fdb.Close()
+		if _, err := fdb.ExecContext(withTok(7), "UPDATE "+table+" SET x = 1"); err != nil {
+			t.Errorf("fenced UPDATE of %s without the guards: %v", table, err)
+		}
 	}
 }
 

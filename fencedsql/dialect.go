@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"context"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
@@ -82,7 +83,10 @@ func (t TableName) Quote(quote func(string) string) string {
 //     bypass the wrapper), and the query that tells whether it is installed;
 //   - NotNullFixer: the DDL that makes an existing, nullable fencing column NOT NULL;
 //   - Tombstoner: the DDL of the tombstone guard (docs/design.md G9, no resurrection of a deleted
-//     row under an older token), its catalog queries and its purge.
+//     row under an older token), its catalog queries and its purge;
+//   - SideDoorFinder: the catalog inspection that finds a guarded table's database-level
+//     side doors (non-transactional engine, updatable views, unguarded children and
+//     partitions, cascading foreign keys, rules), each with its fix.
 //
 // Tables are passed as TableName, already validated, with the case in which they were
 // configured; a dialect folds case where its database does.
@@ -144,7 +148,7 @@ type NotNullFixer interface {
 // TombstoneTable of the guarded table's schema, the primary key and the fence token of
 // every deleted row, and a BEFORE INSERT trigger refuses an INSERT (or upsert) of a
 // row with that key under an older token, with the NOT NULL violation on the token
-// column that the wrapper reports as ErrFenced. See CheckTombstones and
+// column that the wrapper reports as ErrFenced. See CheckSchema and
 // PurgeTombstones; the dialect packages document their DDL.
 type Tombstoner interface {
 	// PrimaryKeyQuery returns a query listing the primary key columns of table, one
@@ -170,3 +174,76 @@ type Tombstoner interface {
 // per schema (database on MySQL): (table_name, pk, fence_token, deleted_at), primary
 // key (table_name, pk), pk being the deleted row's primary key as JSON array text.
 const TombstoneTable = "fencedsql_tombstones"
+
+// SideDoorFinder is implemented by dialects that can find a guarded table's
+// database-level side doors: objects of the database through which a statement that
+// does not name the table (so the wrapper, which matches table names, sends it as
+// written), or a write the database treats specially, changes the table's rows
+// without the fence — a non-transactional engine, an updatable view, an inheritance
+// child or partition without the guard, a foreign key whose cascade writes the table
+// where triggers do not see it, a rule. CheckSchema reports each SideDoor with its fix;
+// see CheckSchema for the list and the dialect packages for what each finds.
+type SideDoorFinder interface {
+	// SideDoors inspects the catalog through query (read-only) and returns the side
+	// doors of t.Table, none when it has none. An error is a failed catalog query.
+	SideDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
+}
+
+// CatalogQuery runs a read-only catalog query and returns its rows as text: NULL as
+// "", booleans as "1"/"0", numbers in decimal.
+type CatalogQuery func(ctx context.Context, query string, args ...any) ([][]string, error)
+
+// SideDoorTable is what a SideDoorFinder is told about the guarded table.
+type SideDoorTable struct {
+	Table                      TableName
+	TokenColumn, VersionColumn string
+	// PrimaryKey is the table's primary key (nil: none, or the dialect keeps no
+	// tombstones); Tombstones: the tombstone guard is installed on the table or the
+	// report's Fix installs it, so a fix may extend it to other objects.
+	PrimaryKey []string
+	Tombstones bool
+}
+
+// SideDoorKind names a kind of side door.
+type SideDoorKind string
+
+// The side doors CheckSchema knows.
+const (
+	// SideDoorEngine: the table's storage engine is not transactional (MySQL MyISAM,
+	// Aria, MEMORY…): a fenced statement that fails leaves the rows it already wrote.
+	SideDoorEngine SideDoorKind = "engine"
+	// SideDoorView: an updatable view over the table (or a view with INSTEAD OF
+	// triggers or rules that write it): writes through it do not name the table.
+	SideDoorView SideDoorKind = "view"
+	// SideDoorChild: a PostgreSQL inheritance child of the table without the guard
+	// and tombstone triggers: the parent's row triggers do not fire for its rows.
+	SideDoorChild SideDoorKind = "child"
+	// SideDoorPartition: a PostgreSQL partition (or sub-partition) of the table
+	// without the guard's triggers: TRUNCATE of a partition fires only its own.
+	SideDoorPartition SideDoorKind = "partition"
+	// SideDoorCascade: a foreign key of the table with ON DELETE/ON UPDATE CASCADE,
+	// SET NULL or SET DEFAULT: a write to the referenced table changes the table's
+	// rows, with or without its triggers depending on the database.
+	SideDoorCascade SideDoorKind = "cascade"
+	// SideDoorRule: a PostgreSQL rule on the table, or a rule elsewhere whose action
+	// writes it: the rewritten statement is not the one the wrapper fenced.
+	SideDoorRule SideDoorKind = "rule"
+)
+
+// SideDoor is one side door of a guarded table, found by a SideDoorFinder.
+type SideDoor struct {
+	Kind SideDoorKind
+	// Object names the view, child, partition, constraint or rule as the database
+	// names it ("schema.name", "constraint on table", …).
+	Object string
+	// Problem says, in words, how the side door writes around the fence, and what to
+	// do where Fix is empty.
+	Problem string
+	// Fix holds the statements that close it, in order, run after the table's own
+	// fixes (they may use the guard's objects); empty when no statement can.
+	Fix []string
+	// Note: the database closes this door itself (its triggers fire there, and the
+	// guard refuses the write), so it is no problem: CheckSchema reports it in
+	// TableReport.Notes and the table stays OK.
+	Note bool
+}

@@ -132,8 +132,22 @@ func lazyVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) error {
 	return err
 }
 
-// checkSchemaVerdict runs CheckSchema over sqlmock; the guard is reported installed,
-// so that every problem is about the table's columns.
+// noSideDoors is a dialect without its SideDoorFinder (whose catalog queries the
+// verdict tests do not mock; the side doors are tested on real databases).
+type noSideDoors struct {
+	fencedsql.Dialect
+	fencedsql.Guarder
+	fencedsql.NotNullFixer
+	fencedsql.Tombstoner
+}
+
+func withoutSideDoors(d fencedsql.Dialect) fencedsql.Dialect {
+	return noSideDoors{d, d.(fencedsql.Guarder), d.(fencedsql.NotNullFixer), d.(fencedsql.Tombstoner)}
+}
+
+// checkSchemaVerdict runs CheckSchema over sqlmock; the guard and the tombstone guard
+// are reported installed (the primary key is id), so that every problem is about the
+// table's columns.
 func checkSchemaVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) fencedsql.TableReport {
 	t.Helper()
 	db, mock, err := sqlmock.New(sqlmock.QueryMatcherOption(verdictMatcher))
@@ -144,9 +158,11 @@ func checkSchemaVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) fenced
 	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.cols != nil {
-		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1)))
+		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1))) // guard
+		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"name"}).AddRow("id"))  // primary key
+		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1))) // tombstones
 	}
-	reps, err := fencedsql.CheckSchema(context.Background(), db, d, c.spec)
+	reps, err := fencedsql.CheckSchema(context.Background(), db, withoutSideDoors(d), c.spec)
 	if err != nil {
 		t.Fatalf("CheckSchema: %v", err)
 	}
@@ -206,8 +222,9 @@ func TestSchemaVerdictSharedMock(t *testing.T) {
 }
 
 // The same on a real SQLite database: the lazy check through the fenced driver and
-// CheckSchema through the plain one, on the same file (the guard installed, so that
-// CheckSchema's only problems are the columns').
+// CheckSchema through the plain one, on the same file (the guard and the tombstone
+// guard installed, so that CheckSchema's only problems are the columns'). The lazy
+// check requires neither guard.
 func TestSchemaVerdictSharedSQLite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.ToSlash(filepath.Join(t.TempDir(), "v.db"))
@@ -217,6 +234,7 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 	}
 	defer raw.Close()
 	g := sqlite.Dialect.(fencedsql.Guarder)
+	ts := sqlite.Dialect.(fencedsql.Tombstoner)
 	cases := []struct {
 		spec     fencedsql.GuardSpec
 		ddl      string // "" : no such table
@@ -245,7 +263,7 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 		if tok == "" {
 			tok, ver = fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn
 		}
-		for _, s := range g.GuardDDL(tn, tok, ver) {
+		for _, s := range append(g.GuardDDL(tn, tok, ver), ts.TombstoneDDL(tn, []string{"id"}, tok)...) {
 			if _, err := raw.ExecContext(ctx, s); err != nil {
 				t.Fatal(err)
 			}

@@ -50,35 +50,32 @@ import (
 //
 // The lazy check before the first guarded write does not require the tombstone guard
 // (nor the database-side guard): fenced writes are correct without it, only
-// resurrection by a stale INSERT is not refused. CheckTombstones reports it missing,
+// resurrection by a stale INSERT is not refused. CheckSchema reports it missing,
 // and fencedsql-schema installs it.
 //
 // Limits: the table needs a primary key (a table without one is reported, and cannot
 // be protected); the triggers compile in the primary key columns, so re-install them
 // after changing the key; an UPDATE that changes a row's key to a deleted key is not
 // refused; TRUNCATE (refused by the PostgreSQL guard) and MySQL's foreign-key cascades
-// record no tombstones.
+// record no tombstones (CheckSchema reports such cascades). On PostgreSQL, inheritance
+// children and partitions of a tombstoned table get its triggers too (CheckSchema's
+// Fix), keyed under the parent's name.
 
-// CheckTombstones is CheckSchema plus the tombstone guard (docs/design.md, G9): for each existing
-// table it reads the primary key (Tombstoner.PrimaryKeyQuery) and whether the
-// tombstone triggers are installed (TombstoneInstalledQuery), and when they are not,
-// reports the problem and appends Tombstoner.TombstoneDDL to the Fix, after the
-// statements that add the columns and install the guard. A table without a primary key
-// is a problem with no fix; a dialect without Tombstoner gets the problem "no
-// tombstone guard available for this dialect".
+// CheckTombstones is CheckSchema, which checks the tombstone guard (docs/design.md,
+// G9) itself: for each existing table it reads the primary key
+// (Tombstoner.PrimaryKeyQuery) and whether the tombstone triggers are installed
+// (TombstoneInstalledQuery), and when they are not, reports the problem and appends
+// Tombstoner.TombstoneDDL to the Fix, after the statements that add the columns and
+// install the guard.
+//
+// Deprecated: use CheckSchema, which does the same.
 func CheckTombstones(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec) ([]TableReport, error) {
-	reports, err := CheckSchema(ctx, db, d, tables...)
-	if err != nil {
-		return reports, err
-	}
-	for i := range reports {
-		if err := checkTombstone(ctx, db, d, tables[i], &reports[i]); err != nil {
-			return reports[:i], err
-		}
-	}
-	return reports, nil
+	return CheckSchema(ctx, db, d, tables...)
 }
 
+// checkTombstone adds the tombstone guard's state to r (an existing table): its
+// primary key, whether the triggers are installed, and the problem and fix when not.
+// A table without a primary key is a problem with no fix.
 func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, r *TableReport) error {
 	if !r.Exists {
 		return nil
@@ -91,7 +88,7 @@ func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, 
 	}
 	table, problem := spec.parse()
 	if problem != "" {
-		return configErr("CheckTombstones: table %q: %s", spec.Table, problem)
+		return configErr("CheckSchema: table %q: %s", spec.Table, problem)
 	}
 	tokCol := spec.TokenColumn
 	ts, ok := d.(Tombstoner)
@@ -102,7 +99,7 @@ func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, 
 	q, args := ts.PrimaryKeyQuery(table)
 	rows, err := dbQueryStrings(db)(ctx, q, args)
 	if err != nil {
-		return fmt.Errorf("fencedsql: CheckTombstones %s: the primary key query failed: %w", spec.Table, err)
+		return fmt.Errorf("fencedsql: CheckSchema %s: the primary key query failed: %w", spec.Table, err)
 	}
 	r.PrimaryKey = nil
 	for _, row := range rows {
@@ -115,7 +112,7 @@ func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, 
 	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
 	case err == sql.ErrNoRows:
 	case err != nil:
-		return fmt.Errorf("fencedsql: CheckTombstones %s: the tombstone query failed: %w", spec.Table, err)
+		return fmt.Errorf("fencedsql: CheckSchema %s: the tombstone query failed: %w", spec.Table, err)
 	}
 	r.Tombstoned = notNullFlag(installed.String)
 	switch {
