@@ -75,3 +75,26 @@ type Grant struct {
 type SessionRenewer interface {
 	RenewSession(ctx context.Context) error
 }
+
+// QueueSession is implemented by sessions that serve the waiters of a key in order of
+// arrival (G12 in docs/design.md). When the Client's session implements it, Acquire
+// calls AcquireQueued instead of looping over TryAcquire and Wait.
+//
+// AcquireQueued takes key, joining the key's queue at the service if the key is held
+// (or other waiters are queued) and returning once this waiter has been granted the key.
+// Grants are made in queue order, each one when the previous holder released or expired;
+// the grant's token is drawn when the grant takes effect, so tokens stay strictly
+// increasing in grant order across all keys. sent is the local time at which the request
+// that made the grant was sent (the grant expires ttl after the service received it),
+// never later than the truth.
+//
+// When ctx ends first, AcquireQueued returns an error wrapping ctx.Err(); when the
+// service cannot be reached, one wrapping ErrUnavailable (the Client retries with
+// backoff, re-joining the queue at its end). On any error the waiter leaves the queue at
+// once, so it never delays those behind it, and a grant that landed after the caller
+// gave up is released (owner-checked) without waiting for its TTL. ErrHeld is never
+// returned.
+type QueueSession interface {
+	Session
+	AcquireQueued(ctx context.Context, key string) (g Grant, sent time.Time, err error)
+}

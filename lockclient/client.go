@@ -33,13 +33,18 @@ type Client struct {
 	wg              sync.WaitGroup
 	bg              context.Context // parent of renewal calls; cancelled by Close
 	stop            context.CancelFunc
+	closing         context.Context // cancelled as Close begins: ends every waiting Acquire
+	closeNow        context.CancelFunc
+
+	health healthGate // WithHealthCheck's check, shared by concurrent renewals
 
 	// Session-level renewal (SessionRenewer backends), guarded by mu.
 	metrics *instruments
 
-	sessRenewer  SessionRenewer
-	sessNext     time.Time // next session renewal; zero while no lease is held
-	sessInflight bool
+	sessRenewer   SessionRenewer
+	sessNext      time.Time // next session renewal; zero while no lease is held
+	sessInflight  bool
+	sessUnhealthy error // the health check's last refusal of a session renewal
 }
 
 // New returns a Client for the lock service b. It neither contacts the service nor
@@ -55,7 +60,9 @@ func New(b Backend, opts ...Option) *Client {
 	}
 	cfgErr := cfg.finish()
 	bg, stop := context.WithCancel(context.Background())
+	closing, closeNow := context.WithCancel(context.Background())
 	return &Client{backend: b, cfg: cfg, cfgErr: cfgErr, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
+		closing: closing, closeNow: closeNow, health: healthGate{check: cfg.health},
 		metrics: newInstruments(cfg.meter, backendName(b))}
 }
 
@@ -111,15 +118,26 @@ func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err erro
 	}
 	start := time.Now()
 	defer func() { c.metrics.acquired(start, err) }()
-	s, err := c.session(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, err)
+	wctx, cancel := c.untilClosed(ctx)
+	defer cancel()
+	s, err := c.session(wctx)
+	if err == nil {
+		l, err = c.try(wctx, s, key)
 	}
-	l, err = c.try(ctx, s, key)
 	if err != nil {
+		if ctx.Err() == nil && c.closing.Err() != nil {
+			err = ErrClosed
+		}
 		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, err)
 	}
 	return l, nil
+}
+
+// untilClosed returns ctx, also cancelled when Close begins.
+func (c *Client) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.closing, cancel)
+	return wctx, func() { stop(); cancel() }
 }
 
 // Acquire takes the lock named key, waiting while another owner holds it (until it is
@@ -128,23 +146,42 @@ func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err erro
 // ctx.Err(), and also ErrUnavailable if the last attempt could not reach the service.
 // A Client with an invalid configuration returns its *ConfigError (errors.Is
 // ErrInvalidConfig) without contacting the service.
+//
+// Waiters are served in the order the backend documents: in order of arrival for
+// backends whose sessions implement QueueSession (memlock, redislock, sqllock), each
+// woken by its predecessor's release or expiry. Close ends a waiting Acquire at once
+// with ErrClosed.
 func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err error) {
 	if c.cfgErr != nil {
 		return nil, fmt.Errorf("lockclient: acquire %q: %w", key, c.cfgErr)
 	}
 	start := time.Now()
 	defer func() { c.metrics.acquired(start, err) }()
+	wctx, cancel := c.untilClosed(ctx)
+	defer cancel()
+	lease, err = c.acquire(wctx, key)
+	if err != nil && ctx.Err() == nil && c.closing.Err() != nil {
+		return nil, fmt.Errorf("lockclient: acquire %q: %w", key, ErrClosed)
+	}
+	return lease, err
+}
+
+// acquire is Acquire's loop; ctx also ends when Close begins.
+func (c *Client) acquire(ctx context.Context, key string) (*Lease, error) {
 	backoff := c.cfg.retryBase
 	var lastUnavailable error
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, acquireCtxErr(key, err, lastUnavailable)
 		}
-		var s Session
-		s, err = c.session(ctx)
+		s, err := c.session(ctx)
 		if err == nil {
 			var l *Lease
-			l, err = c.try(ctx, s, key)
+			if qs, ok := s.(QueueSession); ok {
+				l, err = c.queued(ctx, qs, key)
+			} else {
+				l, err = c.try(ctx, s, key)
+			}
 			if err == nil {
 				return l, nil
 			}
@@ -152,6 +189,8 @@ func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err err
 		switch {
 		case errors.Is(err, ErrClosed):
 			return nil, fmt.Errorf("lockclient: acquire %q: %w", key, err)
+		case err == errWaitEnded:
+			return nil, acquireCtxErr(key, ctx.Err(), lastUnavailable)
 		case errors.Is(err, ErrHeld):
 			lastUnavailable = nil
 			backoff = c.cfg.retryBase
@@ -176,6 +215,9 @@ func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err err
 		}
 	}
 }
+
+// errWaitEnded is queued's answer when ctx ended while waiting in the queue.
+var errWaitEnded = errors.New("lockclient: wait ended")
 
 func acquireCtxErr(key string, ctxErr, unavailable error) error {
 	if unavailable != nil {
@@ -212,6 +254,23 @@ func (c *Client) try(ctx context.Context, s Session, key string) (*Lease, error)
 	if err != nil {
 		return nil, classify(err)
 	}
+	return c.adopt(ctx, s, g, sent)
+}
+
+// queued waits in key's queue (QueueSession) and turns the grant into a scheduled Lease.
+func (c *Client) queued(ctx context.Context, s QueueSession, key string) (*Lease, error) {
+	g, sent, err := s.AcquireQueued(ctx, key)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ErrUnavailable) {
+			return nil, errWaitEnded // a wait that ctx ended: not a failure of the service
+		}
+		return nil, classify(err)
+	}
+	return c.adopt(ctx, s, g, sent)
+}
+
+// adopt turns grant g, whose granting request was sent at sent, into a scheduled Lease.
+func (c *Client) adopt(ctx context.Context, s Session, g Grant, sent time.Time) (*Lease, error) {
 	l := &Lease{c: c, grant: g, lost: make(chan struct{}), idx: -1, granted: time.Now()}
 	c.mu.Lock()
 	if c.closed {
@@ -264,6 +323,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	c.closeNow() // waiting Acquires end with ErrClosed
 	held := make([]*Lease, 0, len(c.leases))
 	held = append(held, c.leases...)
 	c.mu.Unlock()

@@ -51,9 +51,30 @@ func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 // because a released lease must not be used for writes any more.
 var errReleased = wrapLost("lease released")
 
-type lostError struct{ reason string }
+type lostError struct {
+	reason    string
+	cause     error // the health check's answer, for unhealthy
+	unhealthy bool
+}
 
-func (e *lostError) Error() string { return "lockclient: lease lost: " + e.reason }
-func (e *lostError) Unwrap() error { return ErrLeaseLost }
+func (e *lostError) Error() string {
+	if e.cause != nil {
+		return "lockclient: lease lost: " + e.reason + ": " + e.cause.Error()
+	}
+	return "lockclient: lease lost: " + e.reason
+}
+
+func (e *lostError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{ErrLeaseLost, e.cause}
+	}
+	return []error{ErrLeaseLost}
+}
+
+// ErrUnhealthy is wrapped by the Err of a lease that was lost because the health check
+// of WithHealthCheck withheld its renewals until the local deadline.
+var ErrUnhealthy = errors.New("lockclient: unhealthy")
+
+func (e *lostError) Is(target error) bool { return target == ErrUnhealthy && e.unhealthy }
 
 func wrapLost(reason string) error { return &lostError{reason: reason} }

@@ -25,6 +25,7 @@ type Lease struct {
 	inflight  bool // a renewal is running
 	ended     bool // lost or released: no more renewals
 	released  bool
+	unhealthy error // the health check's last refusal, nil once a renewal passed it
 }
 
 // Key returns the name of the lock.
@@ -40,7 +41,9 @@ func (l *Lease) Token() uint64 { return l.grant.Token }
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns nil while the lease is held, and afterwards an error wrapping
-// ErrLeaseLost (or ErrNotOwner) that says why it was lost.
+// ErrLeaseLost (or ErrNotOwner) that says why it was lost; a lease lost because the
+// health check (WithHealthCheck) withheld its renewals also wraps ErrUnhealthy and the
+// check's error.
 //
 // Err also enforces the local deadline itself: past it, the lease is declared lost even
 // if the watchdog has not run yet (a starved process), so a caller that checks Err
@@ -50,7 +53,7 @@ func (l *Lease) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !l.ended && !time.Now().Before(l.deadline) {
-		c.loseLocked(l, wrapLost("renewals failed until the local deadline"), c.metrics.lostDeadline)
+		c.loseAtDeadlineLocked(l)
 	}
 	return l.err
 }

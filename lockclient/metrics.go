@@ -20,10 +20,12 @@ const (
 	// MetricHoldDuration is a histogram (seconds) of how long leases were held, by
 	// lock.end: released or lost.
 	MetricHoldDuration = "lockclient.hold.duration"
-	// MetricRenewals counts renewal calls, by lock.outcome: ok, failed (transient), refused.
+	// MetricRenewals counts renewals, by lock.outcome: ok, failed (transient), refused,
+	// unhealthy (not sent: the health check of WithHealthCheck failed).
 	MetricRenewals = "lockclient.renewals"
 	// MetricLeasesLost counts leases declared lost, by lock.cause: refused (the service
-	// refused a renewal), deadline (renewals failed until the local deadline), closed.
+	// refused a renewal), deadline (renewals failed until the local deadline), unhealthy
+	// (renewals were withheld by the health check until the local deadline), closed.
 	MetricLeasesLost = "lockclient.leases.lost"
 )
 
@@ -50,10 +52,10 @@ type instruments struct {
 	renew   metric.Int64Counter
 	lost    metric.Int64Counter
 
-	acqAcquired, acqHeld, acqUnavailable, acqCancelled []metric.RecordOption
-	holdReleased, holdLost                             []metric.RecordOption
-	renewOK, renewFailed, renewRefused                 []metric.AddOption
-	lostRefused, lostDeadline, lostClosed              []metric.AddOption
+	acqAcquired, acqHeld, acqUnavailable, acqCancelled   []metric.RecordOption
+	holdReleased, holdLost                               []metric.RecordOption
+	renewOK, renewFailed, renewRefused, renewUnhealthy   []metric.AddOption
+	lostRefused, lostDeadline, lostClosed, lostUnhealthy []metric.AddOption
 }
 
 func backendName(b Backend) string {
@@ -96,7 +98,9 @@ func newInstruments(mp metric.MeterProvider, backend string) *instruments {
 	in.acqUnavailable, in.acqCancelled = rec(AttrOutcome, "unavailable"), rec(AttrOutcome, "cancelled")
 	in.holdReleased, in.holdLost = rec(AttrEnd, "released"), rec(AttrEnd, "lost")
 	in.renewOK, in.renewFailed, in.renewRefused = add(AttrOutcome, "ok"), add(AttrOutcome, "failed"), add(AttrOutcome, "refused")
+	in.renewUnhealthy = add(AttrOutcome, "unhealthy")
 	in.lostRefused, in.lostDeadline, in.lostClosed = add(AttrCause, "refused"), add(AttrCause, "deadline"), add(AttrCause, "closed")
+	in.lostUnhealthy = add(AttrCause, "unhealthy")
 	return in
 }
 

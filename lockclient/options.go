@@ -1,6 +1,7 @@
 package lockclient
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -23,6 +24,7 @@ type config struct {
 	marginSet  bool
 	renewEvSet bool
 	ownerSet   bool
+	health     func(context.Context) error
 }
 
 // DefaultTTL is the lease time-to-live used when WithTTL is not given.
@@ -125,4 +127,26 @@ func WithLogger(l *slog.Logger) Option {
 			c.logger = l
 		}
 	}
+}
+
+// WithHealthCheck makes the watchdog renew only while the application reports itself
+// healthy (G12 in docs/design.md). Before each renewal (of a lease, or of the session
+// lease of a backend with one, such as etcd) the watchdog calls check; an error, or no
+// answer before its context ends, means "unhealthy": that renewal is not sent. The
+// check's context ends at the earliest local deadline of the leases the renewal would
+// extend, and at most half a renewal interval after the call; a check that ignores its
+// context is abandoned then (it keeps running, the watchdog does not wait for it).
+//
+// While the check fails, the watchdog asks again every quarter renewal interval and
+// renews as soon as it passes. A lease that reaches its local deadline without a renewal
+// is declared lost (Lost closed, Err wrapping ErrLeaseLost and saying "unhealthy") before
+// the service can expire it, and the client then frees the key at the service
+// (owner-checked), so that a healthy replica takes over at once. Refused checks count in
+// the metric lockclient.renewals with lock.outcome "unhealthy", and leases lost that way
+// in lockclient.leases.lost with lock.cause "unhealthy".
+//
+// Renewals that run at the same time share one call of check. A nil check means none
+// (the default): every renewal is sent.
+func WithHealthCheck(check func(ctx context.Context) error) Option {
+	return func(c *config) { c.health = check }
 }

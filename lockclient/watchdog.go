@@ -81,7 +81,7 @@ func (c *Client) watchdog() {
 				break
 			}
 			if !now.Before(l.deadline) {
-				c.loseLocked(l, wrapLost("renewals failed until the local deadline"), c.metrics.lostDeadline)
+				c.loseAtDeadlineLocked(l)
 				continue
 			}
 			// A renewal is due.
@@ -131,8 +131,12 @@ func (c *Client) watchdog() {
 func (c *Client) renew(l *Lease, deadline time.Time) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithDeadline(c.bg, deadline)
+	herr := c.healthy(ctx)
 	sent := time.Now()
-	err := c.sess.Renew(ctx, l.grant)
+	var err error
+	if herr == nil {
+		err = c.sess.Renew(ctx, l.grant)
+	}
 	cancel()
 
 	c.mu.Lock()
@@ -142,6 +146,17 @@ func (c *Client) renew(l *Lease, deadline time.Time) {
 	}
 	l.inflight = false
 	now := time.Now()
+	if herr != nil {
+		c.metrics.renew.Add(context.Background(), 1, c.metrics.renewUnhealthy...)
+		if l.unhealthy == nil {
+			c.cfg.logger.Warn("lockclient: renewal withheld: the application reports itself unhealthy", "key", l.grant.Key, "token", l.grant.Token, "err", herr)
+		}
+		l.unhealthy = herr
+		l.nextRenew = now.Add(max(c.cfg.renewEvery/4, 5*time.Millisecond))
+		c.reschedule(l)
+		return
+	}
+	l.unhealthy = nil
 	c.countRenewal(err)
 	switch {
 	case err == nil:
@@ -165,13 +180,30 @@ func (c *Client) renew(l *Lease, deadline time.Time) {
 func (c *Client) renewSession(deadline time.Time) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithDeadline(c.bg, deadline)
+	herr := c.healthy(ctx)
 	sent := time.Now()
-	err := c.sessRenewer.RenewSession(ctx)
+	var err error
+	if herr == nil {
+		err = c.sessRenewer.RenewSession(ctx)
+	}
 	cancel()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sessInflight = false
+	if herr != nil {
+		c.metrics.renew.Add(context.Background(), 1, c.metrics.renewUnhealthy...)
+		if c.sessUnhealthy == nil {
+			c.cfg.logger.Warn("lockclient: session renewal withheld: the application reports itself unhealthy", "err", herr)
+		}
+		c.sessUnhealthy = herr
+		if len(c.leases) > 0 {
+			c.sessNext = time.Now().Add(max(c.cfg.renewEvery/4, 5*time.Millisecond))
+		}
+		c.wake()
+		return
+	}
+	c.sessUnhealthy = nil
 	c.countRenewal(err)
 	switch {
 	case err == nil:

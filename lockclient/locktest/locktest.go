@@ -46,6 +46,20 @@ type Harness struct {
 	New func(t *testing.T) Namespace
 	// TTL is the lease TTL the timing tests use (default 400ms).
 	TTL time.Duration
+	// FIFO declares that the backend serves the waiters of one key in arrival order
+	// (G12): Run/FairHandoff then checks the order. Without it the test only checks that
+	// every waiter is served; the backend's documentation must say what it promises.
+	FIFO bool
+	// ArrivalGap is how long after starting a waiting Acquire the waiter has surely
+	// reached the service's queue (default TTL/8).
+	ArrivalGap time.Duration
+}
+
+func (h Harness) arrivalGap() time.Duration {
+	if h.ArrivalGap > 0 {
+		return h.ArrivalGap
+	}
+	return h.ttl() / 8
 }
 
 // Namespace is one test's view of a lock service.
@@ -99,6 +113,13 @@ func Run(t *testing.T, h Harness) {
 		{"PausedHolderLostBeforeRegrant", testPausedHolder},
 		{"PartitionedHolderLostBeforeRegrant", testPartitionedHolder},
 		{"UnavailableIsNotHeld", testUnavailableIsNotHeld},
+		{"UnhealthyHolderLostBeforeExpiryAndKeyFreed", testUnhealthyHolder},
+		{"LostLeaseKeyFreedWithoutRelease", testLostLeaseKeyFreed},
+		{"CloseEndsWaitingAcquire", testCloseEndsWaiters},
+		{"CancelledAttemptLeavesNoGrant", testCancelledTryAcquireLeavesNoGrant},
+		{"FairHandoff", testFairHandoff},
+		{"NoLostWakeupWhenWaiterCancels", testNoLostWakeup},
+		{"TokensFollowGrantOrderAcrossKeys", testTokensFollowGrantOrder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
