@@ -29,6 +29,12 @@ type config struct {
 	Seed          uint64        // seed of the fault schedule
 	Bind          string        // "token" (fencedsql.WithToken) or "lease" (fencedsql.WithLease)
 
+	// Process mode (see procmode.go).
+	Procs      int           // worker processes; 0: workers are goroutines of this process
+	Accounts   int           // accounts (rows, each its own lock); process mode
+	FaultEvery time.Duration // process mode: mean interval between the coordinator's faults
+	Mutate     string        // process mode: "lost-update" plants one after the fenced run (checker's mutation test)
+
 	Verbose bool      // log events and progress lines to Log
 	Log     io.Writer // where progress and events go; nil: nowhere
 	Live    bool      // one self-updating progress line on Log (a terminal)
@@ -62,6 +68,7 @@ func defaultConfig() config {
 		PartitionProb: 0.02,
 		Seed:          42,
 		Bind:          "token",
+		Accounts:      1,
 	}
 }
 
@@ -101,6 +108,32 @@ func (c *config) validate() error {
 	case c.MetricsWait > 0 && c.MetricsAddr == "":
 		return errors.New("-metrics-wait needs -metrics")
 	}
+	return c.validateProcs()
+}
+
+// validateProcs checks the settings of process mode.
+func (c *config) validateProcs() error {
+	switch {
+	case c.Procs == 0 && (c.Accounts != 1 || c.FaultEvery != 0 || c.Mutate != ""):
+		return errors.New("-accounts, -fault-every and -mutate are for process mode (-procs N)")
+	case c.Procs == 0:
+		return nil
+	case c.Procs < 2 || c.Procs > 64:
+		return fmt.Errorf("-procs %d: want 2 to 64 worker processes", c.Procs)
+	case c.Accounts < 1 || c.Accounts > 10000:
+		return fmt.Errorf("-accounts %d: want 1 to 10000", c.Accounts)
+	case c.FaultEvery < 0:
+		return fmt.Errorf("-fault-every %v: want >= 0", c.FaultEvery)
+	case c.Mutate != "" && c.Mutate != mutateLostUpdate:
+		return fmt.Errorf("-mutate %q: want %s", c.Mutate, mutateLostUpdate)
+	case c.Locks != locksMem && c.Locks != locksEtcd && c.Locks != locksEtcdEmbedded:
+		return fmt.Errorf("-procs with -locks %s: process mode supports mem (served by the coordinator), etcd-embedded and etcd", c.Locks)
+	case c.MetricsAddr != "":
+		return errors.New("-metrics is not available with -procs (the metrics live in the worker processes)")
+	case !procsSupported:
+		return errNoProcs
+	}
+	c.Workers = c.Procs
 	return nil
 }
 

@@ -126,6 +126,10 @@ func openLocks(ctx context.Context, cfg config, name string) (lockService, error
 	case locksSQL:
 		return openSQLLocks(ctx, cfg, name)
 	}
+	if cfg.Procs > 0 {
+		// memlock cannot be shared across processes: serve it to the worker processes.
+		return startLockServer()
+	}
 	return memLocks{memlock.New()}, nil
 }
 

@@ -181,6 +181,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	// Each dialect package registers its fenced driver name ("fenced-sqlite",
 	// "fenced-pgx", "fenced-mysql") and imports the plain driver it wraps, which
@@ -200,6 +201,10 @@ const (
 )
 
 func main() {
+	if spec, ok := os.LookupEnv(workerEnv); ok {
+		// A worker process of process mode (-procs), started by the coordinator.
+		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
 	stop()
@@ -280,12 +285,12 @@ func realMainHooks(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return exitError
 	}
 	switch {
-	case rep.Fenced.LostUpdates != 0:
+	case rep.Fenced.LostUpdates != 0 || rep.Fenced.violations() != 0:
 		if asJSON {
 			fmt.Fprintln(stderr, "drill: "+rep.Verdict)
 		}
 		return exitFencedLost
-	case rep.Unfenced.LostUpdates <= 0:
+	case rep.Unfenced.violations() <= 0:
 		if asJSON {
 			fmt.Fprintln(stderr, "drill: "+rep.Verdict)
 		}
@@ -332,6 +337,11 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.StringVar(&cfg.Timeline, "timeline", "", "write an SVG picture of both runs to this file: a lane per worker, lease bars, faults, late writes committed and rejected")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "serve the fenced run's metrics (lock client and fencedsql) for Prometheus at http://ADDR/metrics, e.g. 127.0.0.1:9464 (port 0: any free port)")
 	fs.DurationVar(&cfg.MetricsWait, "metrics-wait", 0, "with -metrics: keep serving this long after the report")
+	fs.IntVar(&cfg.Procs, "procs", 0, "process mode: run N worker processes (the drill re-executes itself), frozen for real with SIGSTOP/SIGCONT and partitioned by their proxies,\n"+
+		"with a history checked after each run; the lock service (-locks mem: a memlock served by this process over loopback; etcd-embedded; etcd) lives outside the workers")
+	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "process mode: accounts (rows), each its own lock; every round picks one at random")
+	fs.DurationVar(&cfg.FaultEvery, "fault-every", 0, "process mode: mean interval between faults (freeze or partition of one worker; -pause-prob : -partition-prob is the mix); default 2 TTLs")
+	fs.StringVar(&cfg.Mutate, "mutate", "", "process mode, the checker's mutation test: lost-update plants a lost update in the fenced run's history after the run (the verdict must then FAIL)")
 	asJSON := fs.Bool("json", false, "print one JSON object {\"unfenced\": {...}, \"fenced\": {...}, ...} on stdout instead of the report")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -355,6 +365,14 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	}
 	if cfg.Duration > 0 && !set["rounds"] {
 		cfg.Rounds = 0
+	}
+	if cfg.Procs > 0 {
+		if !set["fault-every"] {
+			cfg.FaultEvery = 2 * cfg.TTL
+		}
+		if !set["work"] {
+			cfg.Work = 5 * time.Millisecond // the window between the lease check and the write
+		}
 	}
 	return cfg, *asJSON, cfg.validate()
 }

@@ -74,6 +74,16 @@ type runReport struct {
 	LastToken           uint64 `json:"last_token"` // last fencing token issued
 	DurationMS          int64  `json:"duration_ms"`
 
+	// Process mode (-procs).
+	Processes              int             `json:"processes,omitempty"`
+	Accounts               int             `json:"accounts,omitempty"`
+	LeaseCheckSkips        int64           `json:"lease_check_skips,omitempty"` // writes not sent: the lease check before them failed
+	AcquireErrors          int64           `json:"acquire_errors,omitempty"`    // Acquire gave up (the service unreachable until the run's end)
+	FreezesOfHolders       int64           `json:"faults_on_holders,omitempty"` // faults whose victim held a lease
+	CriticalSectionsPerSec float64         `json:"critical_sections_per_sec,omitempty"`
+	Check                  *historyCheck    `json:"check,omitempty"`   // the history checker's verdict
+	Planted                *attemptRecord  `json:"planted,omitempty"` // -mutate lost-update: the write planted after the run
+
 	// With -failover: the etcd leader killed half-way through the run.
 	Failover *failoverReport `json:"failover,omitempty"`
 
@@ -82,22 +92,42 @@ type runReport struct {
 	MetricsFencedRejections *int64 `json:"metrics_fenced_rejections,omitempty"`
 }
 
+// violations is what a run broke: with the history checker (process mode) its
+// violations, else the updates it lost (the balance differs from the committed count).
+func (r *runReport) violations() int64 {
+	if r.Check != nil {
+		return r.Check.Violations
+	}
+	if r.LostUpdates < 0 {
+		return -r.LostUpdates
+	}
+	return r.LostUpdates
+}
+
 func (rep *report) judge() {
 	unfenced, fenced := rep.Unfenced, rep.Fenced
 	switch {
+	case fenced.Check != nil && fenced.violations() != 0:
+		rep.Verdict = fmt.Sprintf("FAIL: the checker found %d violations in the fenced run's history (%d updates lost): fencing did not hold",
+			fenced.violations(), fenced.LostUpdates)
 	case fenced.LostUpdates != 0:
 		rep.Verdict = fmt.Sprintf("FAIL: the fenced run lost %d updates (committed %d, final balance %d): fencing did not hold",
 			fenced.LostUpdates, fenced.Committed, fenced.FinalBalance)
-	case unfenced.LostUpdates <= 0:
+	case unfenced.violations() <= 0:
 		rep.Verdict = fmt.Sprintf("INCONCLUSIVE: the unfenced run lost no update (%d late writes), so the faults were too weak "+
 			"to show the problem; raise -pause-prob or -rounds, or try another -seed", unfenced.LateWrites)
+	case fenced.Check != nil:
+		rep.OK = true
+		rep.Verdict = fmt.Sprintf("PASS: with the lock alone the checker found %d violations (%d of %d committed increments lost); "+
+			"with fencedsql it found none in %d critical sections, and the database refused %d late writes",
+			unfenced.violations(), unfenced.LostUpdates, unfenced.Committed, fenced.Rounds, fenced.FencedRejections)
 	default:
 		rep.OK = true
 		rep.Verdict = fmt.Sprintf("PASS: with the lock alone %d of %d committed increments were silently lost; "+
 			"with fencedsql none were, and the database refused %d late writes", unfenced.LostUpdates, unfenced.Committed, fenced.FencedRejections)
-		if fenced.FencedRejections == 0 {
-			rep.Verdict += " (note: no late write came after a newer holder's, so fencing was not exercised)"
-		}
+	}
+	if rep.OK && fenced.FencedRejections == 0 {
+		rep.Verdict += " (note: no late write came after a newer holder's, so fencing was not exercised)"
 	}
 }
 

@@ -44,7 +44,11 @@ func run(ctx context.Context, cfg config) (report, error) {
 		rep.Metrics = cfg.metrics.URL()
 	}
 	var err error
-	rep.Unfenced, err = runOnce(ctx, runInput{cfg: cfg, log: lg, backend: be, name: "unfenced",
+	runOne := runOnce
+	if cfg.Procs > 0 {
+		runOne = runOnceProcs
+	}
+	rep.Unfenced, err = runOne(ctx, runInput{cfg: cfg, log: lg, backend: be, name: "unfenced",
 		driverName: be.raw, dsn: dsn, adminDSN: dsn, timeline: tlUnfenced})
 	if err != nil {
 		return rep, fmt.Errorf("unfenced run: %w", err)
@@ -52,7 +56,7 @@ func run(ctx context.Context, cfg config) (report, error) {
 	if cfg.hooks.afterRun != nil {
 		cfg.hooks.afterRun("unfenced")
 	}
-	rep.Fenced, err = runOnce(ctx, runInput{cfg: cfg, log: lg, backend: be, name: "fenced",
+	rep.Fenced, err = runOne(ctx, runInput{cfg: cfg, log: lg, backend: be, name: "fenced",
 		driverName: be.fenced, dsn: addParam(cfg.Driver, dsn, fencedsql.ParamTables+"="+cfg.Table), adminDSN: dsn,
 		meters: meters, timeline: tlFenced})
 	if err != nil {
@@ -154,6 +158,7 @@ type counters struct {
 	rounds, committed, fenced, leaseRefusals, leasesLost atomic.Int64
 	late, lateCommitted, pauses, partitions, other       atomic.Int64
 	releasesUnconfirmed                                  atomic.Int64
+	skipped, acquireErrors, holderFaults                 atomic.Int64 // process mode
 	lastToken                                            atomic.Uint64 // greatest token granted
 }
 

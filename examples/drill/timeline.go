@@ -26,6 +26,7 @@ const (
 	evCommit                       // a write committed (late: after a fault)
 	evRejected                     // a late write was refused by the database (ErrFenced)
 	evRefused                      // a late write's Commit was refused (ErrLeaseLost)
+	evSkipped                      // process mode: the lease check before the write failed; no write sent
 )
 
 // event is one timestamped event of one worker.
@@ -123,7 +124,7 @@ func (tl *timeline) lanes() (bars [][]bar, spans [][]span, marks [][]event) {
 				spans[w] = append(spans[w], *s)
 				fault[w] = nil
 			}
-		case evRejected, evRefused:
+		case evRejected, evRefused, evSkipped:
 			marks[w] = append(marks[w], e)
 		case evCommit:
 			if e.Late {
@@ -276,6 +277,8 @@ func renderPanel(b *bytes.Buffer, tl *timeline, rr *runReport, y0 float64, x fun
 				b.WriteString(dot(x(m.At), mid, fmt.Sprintf("worker-%d late write with token %d at %s: committed", w, m.Token, ms(m.At))))
 			case evRejected:
 				b.WriteString(cross(x(m.At), mid, fmt.Sprintf("worker-%d late write with token %d at %s: rejected by the database (ErrFenced)", w, m.Token, ms(m.At))))
+			case evSkipped:
+				b.WriteString(ring(x(m.At), mid, fmt.Sprintf("worker-%d token %d at %s: lease check failed, write not sent", w, m.Token, ms(m.At))))
 			case evRefused:
 				b.WriteString(square(x(m.At), mid, fmt.Sprintf("worker-%d late write with token %d at %s: Commit refused (ErrLeaseLost)", w, m.Token, ms(m.At))))
 			}
@@ -301,6 +304,11 @@ func cross(cx, cy float64, title string) string {
 	const r = 5
 	return fmt.Sprintf(`<path class="write-rejected" d="M%.2f %.1fL%.2f %.1fM%.2f %.1fL%.2f %.1f" stroke="#111" stroke-width="2.5" fill="none">%s</path>`+"\n",
 		cx-r, cy-r, cx+r, cy+r, cx-r, cy+r, cx+r, cy-r, titleElem(title))
+}
+
+func ring(cx, cy float64, title string) string {
+	return fmt.Sprintf(`<circle class="write-skipped" cx="%.2f" cy="%.1f" r="4" fill="none" stroke="#59a14f" stroke-width="2">%s</circle>`+"\n",
+		cx, cy, titleElem(title))
 }
 
 func square(cx, cy float64, title string) string {
