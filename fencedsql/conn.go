@@ -7,14 +7,21 @@ import (
 )
 
 // conn wraps one driver connection. It forwards every optional interface of the
-// wrapped connection; where the wrapped one lacks an interface, the method behaves as
-// database/sql does without it (driver.ErrSkip, a no-op Ping, …).
+// wrapped connection, the legacy driver.Execer and driver.Queryer included; where the
+// wrapped one lacks an interface, the method behaves as database/sql does without it
+// (driver.ErrSkip, a no-op Ping, …). Every path that runs SQL — ExecContext,
+// QueryContext, Exec, Query, prepared statements, in a transaction or not — goes
+// through the same rewrite (route), the same guarded-write functions (execPlan,
+// queryPlan) and the same error mapping (mapErr). Raw returns the wrapped connection:
+// see Unwrap.
 type conn struct {
 	raw  driver.Conn
 	core *core
 
 	execer    driver.ExecerContext
 	queryer   driver.QueryerContext
+	lexecer   driver.Execer  //nolint:staticcheck // legacy interface, forwarded
+	lqueryer  driver.Queryer //nolint:staticcheck // legacy interface, forwarded
 	preparer  driver.ConnPrepareContext
 	beginner  driver.ConnBeginTx
 	pinger    driver.Pinger
@@ -35,6 +42,8 @@ func newConn(raw driver.Conn, k *core) *conn {
 	c := &conn{raw: raw, core: k}
 	c.execer, _ = raw.(driver.ExecerContext)
 	c.queryer, _ = raw.(driver.QueryerContext)
+	c.lexecer, _ = raw.(driver.Execer)   //nolint:staticcheck // legacy interface
+	c.lqueryer, _ = raw.(driver.Queryer) //nolint:staticcheck // legacy interface
 	c.preparer, _ = raw.(driver.ConnPrepareContext)
 	c.beginner, _ = raw.(driver.ConnBeginTx)
 	c.pinger, _ = raw.(driver.Pinger)
@@ -50,6 +59,8 @@ var (
 	_ driver.ConnBeginTx        = (*conn)(nil)
 	_ driver.ExecerContext      = (*conn)(nil)
 	_ driver.QueryerContext     = (*conn)(nil)
+	_ driver.Execer             = (*conn)(nil) //nolint:staticcheck // legacy, forwarded
+	_ driver.Queryer            = (*conn)(nil) //nolint:staticcheck // legacy, forwarded
 	_ driver.Pinger             = (*conn)(nil)
 	_ driver.SessionResetter    = (*conn)(nil)
 	_ driver.Validator          = (*conn)(nil)
@@ -99,7 +110,8 @@ func (c *conn) rawBegin(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 }
 
 // PrepareContext implements driver.ConnPrepareContext. Statements that write no guarded
-// table are prepared as they are and returned unwrapped. A guarded write is rewritten
+// table are prepared as they are, in a thin wrapper that only maps their errors like
+// every other path's (see passStmt). A guarded write is rewritten
 // once, with the token as a placeholder, so the prepared statement serves transactions
 // with different tokens; its NumInput counts only the caller's placeholders.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -108,7 +120,11 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		return nil, err
 	}
 	if p.kind == kindPass {
-		return c.rawPrepare(ctx, query)
+		st, err := c.rawPrepare(ctx, query)
+		if err != nil {
+			return nil, c.core.mapPassErr(err)
+		}
+		return newPassStmt(c, st), nil
 	}
 	s := &stmt{c: c, text: query, plain: p, raws: map[*plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {
@@ -149,12 +165,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	if p.kind != kindPass {
-		return c.execPlan(ctx, connRunner{c}, p, args)
+		return c.guardedExec(ctx, connRunner{c}, p, args)
 	}
-	if c.execer == nil {
-		return nil, driver.ErrSkip
-	}
-	res, err := c.execer.ExecContext(ctx, query, args)
+	res, err := c.rawExec(ctx, query, args)
 	return res, c.core.mapPassErr(err)
 }
 
@@ -165,13 +178,51 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, err
 	}
 	if p.kind != kindPass {
-		return c.queryPlan(ctx, connRunner{c}, p, args)
+		return c.guardedQuery(ctx, connRunner{c}, p, args)
 	}
-	if c.queryer == nil {
+	rows, err := c.rawQuery(ctx, query, args)
+	if err != nil {
+		return nil, c.core.mapPassErr(err)
+	}
+	return newRows(rows, c.core, nil, 0, 0), nil
+}
+
+// rawExec sends query as it is through the wrapped connection's ExecerContext, else
+// its legacy Execer, else answers driver.ErrSkip (database/sql, or connRunner, then
+// prepares the statement).
+func (c *conn) rawExec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.execer != nil {
+		return c.execer.ExecContext(ctx, query, args)
+	}
+	if c.lexecer == nil {
 		return nil, driver.ErrSkip
 	}
-	rows, err := c.queryer.QueryContext(ctx, query, args)
-	return rows, c.core.mapPassErr(err)
+	dargs, err := legacyValues(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.lexecer.Exec(query, dargs)
+}
+
+// rawQuery is rawExec for queries.
+func (c *conn) rawQuery(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.queryer != nil {
+		return c.queryer.QueryContext(ctx, query, args)
+	}
+	if c.lqueryer == nil {
+		return nil, driver.ErrSkip
+	}
+	dargs, err := legacyValues(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.lqueryer.Query(query, dargs)
 }
 
 // Ping implements driver.Pinger.
@@ -220,11 +271,8 @@ type connRunner struct{ c *conn }
 
 func (r connRunner) exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error) {
 	c := r.c
-	if c.execer != nil {
-		res, err := c.execer.ExecContext(ctx, p.sql, args)
-		if err != driver.ErrSkip {
-			return res, err
-		}
+	if res, err := c.rawExec(ctx, p.sql, args); err != driver.ErrSkip {
+		return res, err
 	}
 	// The driver wants a prepared statement (go-sql-driver/mysql without
 	// interpolateParams): prepare, execute, close, as database/sql would.
@@ -238,11 +286,8 @@ func (r connRunner) exec(ctx context.Context, p *plan, args []driver.NamedValue)
 
 func (r connRunner) query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error) {
 	c := r.c
-	if c.queryer != nil {
-		rows, err := c.queryer.QueryContext(ctx, p.sql, args)
-		if err != driver.ErrSkip {
-			return rows, err
-		}
+	if rows, err := c.rawQuery(ctx, p.sql, args); err != driver.ErrSkip {
+		return rows, err
 	}
 	st, err := c.rawPrepare(ctx, p.sql)
 	if err != nil {

@@ -26,7 +26,19 @@ const (
 	// MetricRewriteCache counts statement-plan cache lookups, by fencedsql.cache.result:
 	// hit or miss.
 	MetricRewriteCache = "fencedsql.rewrite_cache.lookups"
+	// MetricGuardedWriteDuration is a histogram (seconds) of guarded statements — fenced
+	// writes and claimed reads carrying a token — from the call to the outcome, by
+	// fencedsql.outcome (accepted, fenced, version_conflict, no_token, unsupported,
+	// schema, duplicate, error). A statement that returns rows ends when its rows close.
+	MetricGuardedWriteDuration = "fencedsql.guarded_write.duration"
 )
+
+// DurationBuckets is the explicit bucket advice of the duration histograms, in
+// seconds: OpenTelemetry's semantic-convention boundaries for request durations
+// (0.005 … 10 s), so that p50 and p99 of sub-second operations can be read from
+// Prometheus. Without advice the SDK would use its default boundaries (0, 5, 10, 25, …
+// 10000), meant for milliseconds, and every observation would fall in the first bucket.
+var DurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
 // Attribute keys of the metrics.
 const (
@@ -44,6 +56,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 type instruments struct {
 	fenced, version, noToken, unsupported, unique, cache metric.Int64Counter
+	duration                                             metric.Float64Histogram
+	byOutcome                                            map[*guard]*[len(outcomes)][]metric.RecordOption
 
 	base      []metric.AddOption            // db.system.name only
 	byTable   map[*guard][]metric.AddOption // plus db.collection.name
@@ -64,7 +78,7 @@ func newInstruments(mp metric.MeterProvider, d Dialect, rw *rewriter) *instrumen
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter("github.com/fencedsql/fencedsql/fencedsql")
-	in := &instruments{byTable: map[*guard][]metric.AddOption{}}
+	in := &instruments{byTable: map[*guard][]metric.AddOption{}, byOutcome: map[*guard]*[len(outcomes)][]metric.RecordOption{}}
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		return c
@@ -75,13 +89,22 @@ func newInstruments(mp metric.MeterProvider, d Dialect, rw *rewriter) *instrumen
 	in.unsupported = counter(MetricUnsupported, "{statement}", "Statements refused because they cannot be fenced safely.")
 	in.unique = counter(MetricUniqueViolations, "{write}", "Unique-constraint violations.")
 	in.cache = counter(MetricRewriteCache, "{lookup}", "Statement plan cache lookups.")
+	in.duration, _ = m.Float64Histogram(MetricGuardedWriteDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of guarded statements, by outcome."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	sys := AttrDBSystem.String(dbSystem(d))
 	in.base = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys))}
 	in.hit = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, AttrCacheResult.String("hit")))}
 	in.miss = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, AttrCacheResult.String("miss")))}
 	for _, gs := range rw.guards {
 		for _, g := range gs {
-			in.byTable[g] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, AttrDBTable.String(g.String())))}
+			tbl := AttrDBTable.String(g.String())
+			in.byTable[g] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, tbl))}
+			var byOutcome [len(outcomes)][]metric.RecordOption
+			for i, o := range outcomes {
+				byOutcome[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(sys, tbl, AttrOutcome.String(o)))}
+			}
+			in.byOutcome[g] = &byOutcome
 		}
 	}
 	return in
@@ -94,4 +117,11 @@ func (in *instruments) count(c metric.Int64Counter, g *guard) {
 		opts = in.base
 	}
 	c.Add(context.Background(), 1, opts...)
+}
+
+// writeDuration records a guarded statement on g that took secs with outcome i.
+func (in *instruments) writeDuration(g *guard, i int, secs float64) {
+	if opts := in.byOutcome[g]; opts != nil {
+		in.duration.Record(context.Background(), secs, opts[i]...)
+	}
 }

@@ -6,16 +6,23 @@ import (
 	"reflect"
 )
 
-// rows wraps the result of a guarded write with RETURNING, so that an error the
-// database reports while rows stream (PostgreSQL sends the NOT NULL violation after the
-// first rows) is mapped to ErrFenced like any other. It forwards every optional Rows
-// interface; where the wrapped rows lack one, it answers as database/sql's default would.
+// rows wraps the rows of every query (a guarded write with RETURNING, a claimed read,
+// or a statement sent as written, p nil), so that an error the database reports while
+// rows stream (PostgreSQL sends the NOT NULL violation after the first rows, a unique
+// violation of INSERT … RETURNING likewise) is mapped like any other. It forwards every
+// optional Rows interface; where the wrapped rows lack one, it answers as database/sql's
+// default would.
 type rows struct {
 	driver.Rows
 	core *core
 	p    *plan
 	tok  uint64
 	ver  int64
+
+	// done, when set, is called once with the first error the rows reported (nil if
+	// none) when they close: a guarded statement's outcome is known only then.
+	done    func(error)
+	lastErr error
 }
 
 var (
@@ -36,10 +43,26 @@ func (r *rows) Next(dest []driver.Value) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	return r.core.mapErr(r.p, r.tok, r.ver, err)
+	return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))
 }
 
-func (r *rows) Close() error { return r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()) }
+func (r *rows) Close() error {
+	err := r.fail(r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()))
+	if r.done != nil {
+		done := r.done
+		r.done = nil
+		done(r.lastErr)
+	}
+	return err
+}
+
+// fail remembers the first error the rows reported, for done.
+func (r *rows) fail(err error) error {
+	if err != nil && r.lastErr == nil {
+		r.lastErr = err
+	}
+	return err
+}
 
 func (r *rows) HasNextResultSet() bool {
 	if x, ok := r.Rows.(driver.RowsNextResultSet); ok {
@@ -50,7 +73,11 @@ func (r *rows) HasNextResultSet() bool {
 
 func (r *rows) NextResultSet() error {
 	if x, ok := r.Rows.(driver.RowsNextResultSet); ok {
-		return r.core.mapErr(r.p, r.tok, r.ver, x.NextResultSet())
+		err := x.NextResultSet()
+		if err == nil || err == io.EOF {
+			return err
+		}
+		return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))
 	}
 	return io.EOF
 }

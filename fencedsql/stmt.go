@@ -77,7 +77,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, err
 	}
-	return s.c.execPlan(ctx, s, p, args)
+	return s.c.guardedExec(ctx, s, p, args)
 }
 
 // QueryContext implements driver.StmtQueryContext.
@@ -86,7 +86,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err != nil {
 		return nil, err
 	}
-	return s.c.queryPlan(ctx, s, p, args)
+	return s.c.guardedQuery(ctx, s, p, args)
 }
 
 // CheckNamedValue implements driver.NamedValueChecker through the connection's.
@@ -135,4 +135,86 @@ func values(args []driver.NamedValue) []driver.Value {
 		out[i] = a.Value
 	}
 	return out
+}
+
+// passStmt is a prepared statement that writes no guarded table. It runs the wrapped
+// driver's statement as it is and only maps its errors as every other path does (a
+// unique violation becomes *DuplicateError), so the error a caller sees does not
+// depend on whether database/sql (or go-sql-driver/mysql's driver.ErrSkip) chose to
+// prepare the statement. It forwards the statement's optional interfaces; where the
+// wrapped one lacks one, it answers as database/sql would without it.
+type passStmt struct {
+	driver.Stmt
+	c       *conn
+	checker driver.NamedValueChecker
+}
+
+// passStmtCC is a passStmt over a statement that implements the legacy
+// driver.ColumnConverter: database/sql uses the converter only when the interface is
+// there, so it is forwarded exactly when the wrapped statement has it.
+type passStmtCC struct{ *passStmt }
+
+var (
+	_ driver.Stmt              = (*passStmt)(nil)
+	_ driver.StmtExecContext   = (*passStmt)(nil)
+	_ driver.StmtQueryContext  = (*passStmt)(nil)
+	_ driver.NamedValueChecker = (*passStmt)(nil)
+	_ driver.ColumnConverter   = passStmtCC{} //nolint:staticcheck // legacy, forwarded
+)
+
+func newPassStmt(c *conn, st driver.Stmt) driver.Stmt {
+	s := &passStmt{Stmt: st, c: c}
+	s.checker, _ = st.(driver.NamedValueChecker)
+	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy
+		return passStmtCC{s}
+	}
+	return s
+}
+
+// ColumnConverter implements driver.ColumnConverter through the wrapped statement's.
+func (s passStmtCC) ColumnConverter(idx int) driver.ValueConverter {
+	return s.Stmt.(driver.ColumnConverter).ColumnConverter(idx) //nolint:staticcheck // legacy
+}
+
+// Raw returns the wrapped driver's statement. It is not fenced (it writes no guarded
+// table anyway), and its errors are the driver's own.
+func (s *passStmt) Raw() driver.Stmt { return s.Stmt }
+
+// Exec implements driver.Stmt.
+func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
+	res, err := s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
+	return res, s.c.core.mapPassErr(err)
+}
+
+// Query implements driver.Stmt.
+func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
+	rows, err := s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
+	if err != nil {
+		return nil, s.c.core.mapPassErr(err)
+	}
+	return newRows(rows, s.c.core, nil, 0, 0), nil
+}
+
+// ExecContext implements driver.StmtExecContext.
+func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	res, err := stmtExec(ctx, s.Stmt, args)
+	return res, s.c.core.mapPassErr(err)
+}
+
+// QueryContext implements driver.StmtQueryContext.
+func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := stmtQuery(ctx, s.Stmt, args)
+	if err != nil {
+		return nil, s.c.core.mapPassErr(err)
+	}
+	return newRows(rows, s.c.core, nil, 0, 0), nil
+}
+
+// CheckNamedValue implements driver.NamedValueChecker: the statement's own checker,
+// else the connection's.
+func (s *passStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if s.checker != nil {
+		return s.checker.CheckNamedValue(nv)
+	}
+	return s.c.CheckNamedValue(nv)
 }

@@ -1,0 +1,185 @@
+package fencedsql_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	_ "github.com/fencedsql/fencedsql/dialects/mysql"
+	_ "github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// A unique violation is a *fencedsql.DuplicateError on every path — a statement sent
+// directly, one database/sql (or go-sql-driver/mysql's driver.ErrSkip) chose to
+// prepare, an explicitly prepared one, the same in a transaction, the legacy Execer
+// reached through sql.Conn.Raw, rows that report it while they stream, and Commit —
+// for guarded and unguarded tables alike. The driver's own error stays reachable with
+// errors.As.
+func TestDuplicateErrorOnEveryPath(t *testing.T) {
+	type server struct {
+		name, driver, dsn string
+		ph                func(int) string
+		ddl               []string
+		driverErr         func(error) bool
+		deferred          bool // unique constraints can be checked at commit
+		returning         bool
+	}
+	pgph := func(i int) string { return "$" + string(rune('0'+i)) }
+	myph := func(int) string { return "?" }
+	servers := map[string]func(t *testing.T) server{
+		"mysql": func(t *testing.T) server {
+			return server{name: "mysql", driver: "fenced-mysql", dsn: testdb.MySQL(t) + "&fenced_tables=g", ph: myph,
+				ddl: []string{
+					`CREATE TABLE g (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL UNIQUE, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+					`CREATE TABLE u (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL UNIQUE)`,
+				},
+				driverErr: func(err error) bool { var me *mysql.MySQLError; return errors.As(err, &me) && me.Number == 1062 }}
+		},
+		"postgres": func(t *testing.T) server {
+			return server{name: "postgres", driver: "fenced-pgx", dsn: pgParam(testdb.Postgres(t), "fenced_tables=g"), ph: pgph,
+				ddl: []string{
+					`CREATE TABLE g (id INT PRIMARY KEY, name TEXT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
+						CONSTRAINT g_name UNIQUE (name) DEFERRABLE INITIALLY IMMEDIATE)`,
+					`CREATE TABLE u (id INT PRIMARY KEY, name TEXT NOT NULL, CONSTRAINT u_name UNIQUE (name) DEFERRABLE INITIALLY IMMEDIATE)`,
+				},
+				driverErr: func(err error) bool { var pe *pgconn.PgError; return errors.As(err, &pe) && pe.Code == "23505" },
+				deferred:  true, returning: true}
+		},
+	}
+	for name, mk := range servers {
+		t.Run(name, func(t *testing.T) {
+			srv := mk(t)
+			db, err := sql.Open(srv.driver, srv.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			ctx := fencedsql.WithToken(context.Background(), 5)
+			for _, q := range srv.ddl {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, table := range []string{"g", "u"} {
+				if _, err := db.ExecContext(ctx, `INSERT INTO `+table+` (id, name) VALUES (1, 'taken')`); err != nil {
+					t.Fatal(err)
+				}
+				ins := `INSERT INTO ` + table + ` (id, name) VALUES (` + srv.ph(1) + `, ` + srv.ph(2) + `)`
+				paths := map[string]func() error{
+					"direct, no arguments": func() error {
+						_, err := db.ExecContext(ctx, `INSERT INTO `+table+` (id, name) VALUES (2, 'taken')`)
+						return err
+					},
+					"direct, arguments": func() error { _, err := db.ExecContext(ctx, ins, 2, "taken"); return err },
+					"prepared": func() error {
+						st, err := db.PrepareContext(ctx, ins)
+						if err != nil {
+							return err
+						}
+						defer st.Close()
+						_, err = st.ExecContext(ctx, 2, "taken")
+						return err
+					},
+					"in a transaction": func() error {
+						tx, err := db.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						_, err = tx.ExecContext(ctx, ins, 2, "taken")
+						return err
+					},
+					"prepared in a transaction": func() error {
+						tx, err := db.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						st, err := tx.PrepareContext(ctx, ins)
+						if err != nil {
+							return err
+						}
+						_, err = st.ExecContext(ctx, 2, "taken")
+						return err
+					},
+					"query (rows)": func() error {
+						q := ins
+						if srv.returning {
+							q += " RETURNING id"
+						}
+						rows, err := db.QueryContext(ctx, q, 2, "taken")
+						if err != nil {
+							return err
+						}
+						for rows.Next() {
+						}
+						if err := rows.Close(); err != nil {
+							return err
+						}
+						return rows.Err()
+					},
+					"legacy Execer through Raw": func() error {
+						c, err := db.Conn(ctx)
+						if err != nil {
+							return err
+						}
+						defer c.Close()
+						// The legacy interface has no context: a transaction begun with
+						// the token binds it.
+						tx, err := c.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						return c.Raw(func(dc any) error {
+							_, err := dc.(driver.Execer).Exec(`INSERT INTO `+table+` (id, name) VALUES (2, 'taken')`, nil) //nolint:staticcheck
+							return err
+						})
+					},
+				}
+				if srv.deferred {
+					paths["Commit"] = func() error {
+						tx, err := db.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						if _, err := tx.ExecContext(ctx, `SET CONSTRAINTS ALL DEFERRED`); err != nil {
+							return err
+						}
+						if _, err := tx.ExecContext(ctx, ins, 2, "taken"); err != nil {
+							return err
+						}
+						return tx.Commit()
+					}
+				}
+				for name, run := range paths {
+					err := run()
+					var de *fencedsql.DuplicateError
+					if !errors.As(err, &de) || !errors.Is(err, fencedsql.ErrDuplicate) || !srv.driverErr(err) {
+						t.Errorf("table %s, %s: got %T %v, want *fencedsql.DuplicateError wrapping the driver's unique violation", table, name, err, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// pgParam adds a name=value parameter to a pgx DSN, URL or keyword/value.
+func pgParam(dsn, kv string) string {
+	switch {
+	case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
+		return dsn + " " + kv
+	case strings.Contains(dsn, "?"):
+		return dsn + "&" + kv
+	}
+	return dsn + "?" + kv
+}

@@ -1,0 +1,129 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Tracing. fencedsql starts no spans of its own: it composes with the database/sql
+// instrumentation people already run (github.com/XSAM/otelsql, in either order — see
+// the README's "Tracing" section). For every guarded statement it adds one event,
+// EventFencedWrite, to the span active in the statement's context: otelsql's statement
+// span when otelsql wraps the fenced driver, else the caller's own span (a transaction
+// span, a request span). The event carries the table, the token the statement carried
+// and the outcome, so a fenced rejection is visible on the trace where it happened.
+
+// EventFencedWrite is the name of the span event added for each guarded statement.
+const EventFencedWrite = "fencedsql.guarded_write"
+
+// Attribute keys of the span event (db.collection.name is AttrDBTable) and of the
+// MetricGuardedWriteDuration histogram (fencedsql.outcome).
+const (
+	AttrToken     = attribute.Key("fencedsql.token")
+	AttrOutcome   = attribute.Key("fencedsql.outcome")
+	AttrOperation = attribute.Key("db.operation.name")
+)
+
+// Outcomes of a guarded statement, the values of AttrOutcome.
+const (
+	OutcomeAccepted        = "accepted"         // the database accepted the fenced statement
+	OutcomeFenced          = "fenced"           // refused: a newer token wrote a targeted row (ErrFenced)
+	OutcomeVersionConflict = "version_conflict" // ErrVersionConflict
+	OutcomeNoToken         = "no_token"         // refused before sending: ErrNoToken
+	OutcomeUnsupported     = "unsupported"      // refused before sending: ErrUnsupported
+	OutcomeSchema          = "schema"           // refused before sending: ErrSchema
+	OutcomeDuplicate       = "duplicate"        // a unique constraint refused it: ErrDuplicate
+	OutcomeError           = "error"            // any other error (connection, syntax, …)
+)
+
+// outcomes lists the outcomes in the order of their index (outcomeIndex).
+var outcomes = [...]string{OutcomeAccepted, OutcomeFenced, OutcomeVersionConflict, OutcomeNoToken,
+	OutcomeUnsupported, OutcomeSchema, OutcomeDuplicate, OutcomeError}
+
+func outcomeIndex(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrFenced):
+		return 1
+	case errors.Is(err, ErrVersionConflict):
+		return 2
+	case errors.Is(err, ErrNoToken):
+		return 3
+	case errors.Is(err, ErrUnsupported):
+		return 4
+	case errors.Is(err, ErrSchema):
+		return 5
+	case errors.Is(err, ErrDuplicate):
+		return 6
+	}
+	return 7
+}
+
+// guardedExec runs a guarded plan through execPlan and records its outcome (duration
+// histogram, span event).
+func (c *conn) guardedExec(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Result, error) {
+	if p.kind == kindClaim && !c.hasToken(ctx) {
+		return c.execPlan(ctx, r, p, args) // a plain locking read: nothing fenced
+	}
+	tok, start := c.tokenOf(ctx), time.Now()
+	res, err := c.execPlan(ctx, r, p, args)
+	c.core.observe(ctx, p, tok, start, err)
+	return res, err
+}
+
+// guardedQuery runs a guarded plan through queryPlan. The outcome of a statement that
+// returns rows is known when they close (PostgreSQL may report the fencing failure
+// after the first rows): it is recorded then.
+func (c *conn) guardedQuery(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+	observed := p.kind != kindClaim || c.hasToken(ctx)
+	tok, start := c.tokenOf(ctx), time.Now()
+	rs, err := c.queryPlan(ctx, r, p, args)
+	if err != nil {
+		if observed {
+			c.core.observe(ctx, p, tok, start, err)
+		}
+		return nil, err
+	}
+	w, ok := rs.(*rows)
+	if !ok { // a claimed read returns the driver's rows: map their errors too
+		w = newRows(rs, c.core, nil, 0, 0).(*rows)
+	}
+	if observed {
+		w.done = func(err error) { c.core.observe(ctx, p, tok, start, err) }
+	}
+	return w, nil
+}
+
+// tokenOf returns the token a statement with ctx carries on this connection, unchecked
+// (0 for none): for the record only, tokenFor decides.
+func (c *conn) tokenOf(ctx context.Context) uint64 {
+	if c.tx != nil && c.tx.token != 0 {
+		return c.tx.token
+	}
+	b, _ := bindingFrom(ctx)
+	return b.token
+}
+
+// observe records a guarded statement's duration and outcome, and adds the event to
+// the active span when it is recording.
+func (k *core) observe(ctx context.Context, p *plan, tok uint64, start time.Time, err error) {
+	i := outcomeIndex(err)
+	k.metrics.writeDuration(p.guard, i, time.Since(start).Seconds())
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		AttrDBTable.String(p.guard.String()),
+		AttrOperation.String(p.kind.String()),
+		AttrToken.Int64(int64(tok)), //nolint:gosec // tokens above MaxInt64 are refused (NoTokenError)
+		AttrOutcome.String(outcomes[i]),
+	}
+	span.AddEvent(EventFencedWrite, trace.WithAttributes(attrs...))
+}

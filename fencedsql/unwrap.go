@@ -1,0 +1,68 @@
+package fencedsql
+
+import "database/sql/driver"
+
+// Unwrap returns the wrapped driver's own connection under driverConn, the value that
+// database/sql hands a sql.Conn.Raw callback. It peels off every layer that exposes
+// its connection with a Raw() driver.Conn method — this package's and
+// github.com/XSAM/otelsql's alike — so the result is, say, a *stdlib.Conn (pgx) or
+// go-sql-driver/mysql's connection, whatever order the wrappers were stacked in. A value
+// without such a method is returned as it is.
+//
+//	err := sqlConn.Raw(func(driverConn any) error {
+//		pc := fencedsql.Unwrap(driverConn).(*stdlib.Conn).Conn() // *pgx.Conn
+//		_, err := pc.Exec(ctx, "LISTEN jobs")
+//		return err
+//	})
+//
+// Anything done on the raw connection is NOT fenced: its statements are sent as
+// written, are not checked for a token, never carry one, and their errors are the
+// driver's own, not this package's. Use it for what only the driver can do (LISTEN,
+// COPY, driver-specific results, reading server parameters), never to write to a
+// guarded table. The database-side guard triggers (see the dialect packages), if
+// installed, still refuse such writes.
+//
+// The raw connection stays owned by database/sql: do not keep it after the callback
+// returns, and do not close it.
+func Unwrap(driverConn any) any {
+	for range 16 { // layers of wrappers; a cycle cannot loop forever
+		r, ok := driverConn.(interface{ Raw() driver.Conn })
+		if !ok {
+			return driverConn
+		}
+		next := r.Raw()
+		if next == nil {
+			return driverConn
+		}
+		driverConn = next
+	}
+	return driverConn
+}
+
+// UnwrapDriver returns the driver under d, a driver returned by Wrap (or by sql.DB's
+// Driver method on a fenced pool), peeling off every layer with an Unwrap()
+// driver.Driver method. It lets code that picks behaviour by driver type (pgx's
+// *stdlib.Driver, go-sql-driver/mysql's MySQLDriver) recognise a fenced pool.
+// Connections opened directly with the returned driver are NOT fenced.
+func UnwrapDriver(d driver.Driver) driver.Driver {
+	for range 16 {
+		u, ok := d.(interface{ Unwrap() driver.Driver })
+		if !ok {
+			return d
+		}
+		next := u.Unwrap()
+		if next == nil {
+			return d
+		}
+		d = next
+	}
+	return d
+}
+
+// Raw returns the wrapped driver connection. Statements sent on it are not fenced:
+// see Unwrap.
+func (c *conn) Raw() driver.Conn { return c.raw }
+
+// Unwrap returns the wrapped driver. Connections it opens are not fenced: see
+// UnwrapDriver.
+func (d *wrappedDriver) Unwrap() driver.Driver { return d.raw }
