@@ -120,6 +120,7 @@ func Run(t *testing.T, h Harness) {
 		{"FairHandoff", testFairHandoff},
 		{"NoLostWakeupWhenWaiterCancels", testNoLostWakeup},
 		{"TokensFollowGrantOrderAcrossKeys", testTokensFollowGrantOrder},
+		{"ContentionNoStarvation", testContention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

@@ -6,6 +6,18 @@
 // request. Tokens come from one counter shared by all keys. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
 //
+// # Fair handoff
+//
+// Sessions implement lockclient.QueueSession: the waiters of a key queue in arrival
+// order, and a release (or the holder's expiry, noticed at that moment by the first
+// waiter's timer) hands the key directly to the first waiter, waking it alone. Its token
+// is drawn at the handoff, so tokens follow grant order across keys. TryAcquire never
+// barges in: a key with waiters is never free. A waiter whose context ends leaves the
+// queue at once; if the key was handed to it in that instant, the grant is released
+// (owner-checked) and passed on. The service promises strict FIFO among the waiters of
+// one key; a request either takes effect before its call returns or not at all (there is
+// no network to hold it), so a cancelled TryAcquire leaves no grant behind.
+//
 // For tests it injects faults deterministically, per owner: Pause holds a client's
 // requests until Resume (a stalled process whose renewals arrive late), Partition drops
 // them until Heal (a black-holed network: calls end with ErrUnavailable when their
@@ -29,8 +41,17 @@ type Service struct {
 	seq      uint64        // last token issued
 	nextSess uint64
 	locks    map[string]*entry
-	faults   map[string]*fault // by owner
+	queues   map[string][]*waiter // waiters per key, in arrival order
+	faults   map[string]*fault    // by owner
 	renewals uint64
+}
+
+// waiter is one AcquireQueued call in a key's queue.
+type waiter struct {
+	ss      *session
+	granted chan struct{} // closed when the key is handed to this waiter
+	grant   lockclient.Grant
+	at      time.Time // local time of the handoff: when the grant took effect
 }
 
 type entry struct {
@@ -65,7 +86,8 @@ func New(opts ...Option) *Service {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Service{shared: cfg.sessionLeases, locks: make(map[string]*entry), faults: make(map[string]*fault)}
+	return &Service{shared: cfg.sessionLeases, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
+		faults: make(map[string]*fault)}
 }
 
 func (s *Service) now() time.Time { return time.Now().Add(s.offset) }
@@ -118,17 +140,19 @@ func (s *Service) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offset += d
-	for _, e := range s.locks {
+	for key, e := range s.locks {
 		close(e.changed)
 		e.changed = make(chan struct{})
+		s.live(key) // expire it, handing the key to its first waiter
 	}
 }
 
-// live returns key's entry if it is held now, dropping an expired one. Caller holds mu.
+// live returns key's entry if it is held now. An expired one is dropped and the key
+// handed to its first waiter, whose entry is then returned. Caller holds mu.
 func (s *Service) live(key string) *entry {
 	e := s.locks[key]
 	if e == nil {
-		return nil
+		return s.handOff(key)
 	}
 	if e.session != nil {
 		e.expires = e.session.expires
@@ -136,9 +160,80 @@ func (s *Service) live(key string) *entry {
 	if !s.now().Before(e.expires) {
 		delete(s.locks, key)
 		close(e.changed)
-		return nil
+		return s.handOff(key)
 	}
 	return e
+}
+
+// handOff grants the free key to the first waiter of its queue, if any, and wakes that
+// waiter only. Caller holds mu; the key is not held.
+func (s *Service) handOff(key string) *entry {
+	q := s.queues[key]
+	if len(q) == 0 {
+		return nil
+	}
+	w := q[0]
+	s.dequeue(key, w)
+	e := s.grantLocked(w.ss, key)
+	w.grant, w.at = lockclient.Grant{Key: key, Token: e.token}, time.Now()
+	close(w.granted)
+	return e
+}
+
+// dequeue removes w from key's queue. Caller holds mu.
+func (s *Service) dequeue(key string, w *waiter) {
+	q := s.queues[key]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(s.queues, key)
+	} else {
+		s.queues[key] = q
+	}
+}
+
+// grantLocked grants the free key to ss with the next token. With session leases the
+// grant hangs on the session's lease, which it renews (a lapsed one is replaced by a new
+// lease, and the grants of the old one stay dead). Caller holds mu.
+func (s *Service) grantLocked(ss *session, key string) *entry {
+	if s.shared {
+		s.refreshSessionLocked(ss)
+	}
+	s.seq++
+	e := &entry{sess: ss.id, owner: ss.owner, token: s.seq, expires: s.now().Add(ss.ttl), changed: make(chan struct{})}
+	if s.shared {
+		if d := s.now().Add(ss.ttl); d.After(ss.expires) {
+			ss.expires = d
+		}
+		e.session = ss
+		e.expires = ss.expires
+	}
+	s.locks[key] = e
+	return e
+}
+
+// refreshSessionLocked replaces the lapsed lease of session ss (shared mode) by a new
+// one: the grants of the old lease end. Caller holds mu.
+func (s *Service) refreshSessionLocked(ss *session) {
+	if s.now().Before(ss.expires) {
+		return
+	}
+	var freed []string
+	for k, e := range s.locks {
+		if e.session == ss {
+			delete(s.locks, k)
+			close(e.changed)
+			freed = append(freed, k)
+		}
+	}
+	ss.expires = s.now().Add(ss.ttl)
+	for _, k := range freed {
+		s.handOff(k)
+	}
 }
 
 // gate applies the owner's injected faults to one request.
@@ -248,39 +343,6 @@ func (ss *sharedSession) RenewSession(ctx context.Context) error {
 	return nil
 }
 
-// TryAcquire in shared mode first requires a live session lease.
-func (ss *sharedSession) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {
-	s := ss.svc
-	s.mu.Lock()
-	expired := !s.now().Before(ss.expires)
-	if expired {
-		// Like a client that re-grants its lapsed etcd lease: a new lease from now.
-		// Grants of the old lease stay dead.
-		for k, e := range s.locks {
-			if e.session == ss.session {
-				delete(s.locks, k)
-				close(e.changed)
-			}
-		}
-		ss.expires = s.now().Add(ss.ttl)
-	}
-	s.mu.Unlock()
-	g, err := ss.session.TryAcquire(ctx, key)
-	if err == nil {
-		s.mu.Lock()
-		if e := s.locks[key]; e != nil && e.token == g.Token {
-			// A grant renews the session lease: the new lock lives a full ttl.
-			if d := s.now().Add(ss.ttl); d.After(ss.expires) {
-				ss.expires = d
-			}
-			e.session = ss.session
-			e.expires = ss.expires
-		}
-		s.mu.Unlock()
-	}
-	return g, err
-}
-
 func (ss *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {
 	s := ss.svc
 	if err := s.gate(ctx, ss.owner); err != nil {
@@ -288,13 +350,80 @@ func (ss *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.shared {
+		s.refreshSessionLocked(ss) // like a client that re-grants its lapsed etcd lease
+	}
+	// A free key with waiters is handed to the first of them by live: no barging.
 	if e := s.live(key); e != nil {
 		return lockclient.Grant{}, lockclient.ErrHeld
 	}
-	s.seq++
-	e := &entry{sess: ss.id, owner: ss.owner, token: s.seq, expires: s.now().Add(ss.ttl), changed: make(chan struct{})}
-	s.locks[key] = e
+	e := s.grantLocked(ss, key)
 	return lockclient.Grant{Key: key, Token: e.token}, nil
+}
+
+// AcquireQueued implements lockclient.QueueSession: the caller joins key's queue and is
+// granted the key when every waiter ahead of it was served and the holder released or
+// expired; the handoff wakes this waiter only.
+func (ss *session) AcquireQueued(ctx context.Context, key string) (lockclient.Grant, time.Time, error) {
+	s := ss.svc
+	sent := time.Now()
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return lockclient.Grant{}, time.Time{}, err
+	}
+	s.mu.Lock()
+	if s.shared {
+		s.refreshSessionLocked(ss)
+	}
+	if s.live(key) == nil {
+		e := s.grantLocked(ss, key)
+		s.mu.Unlock()
+		return lockclient.Grant{Key: key, Token: e.token}, sent, nil
+	}
+	w := &waiter{ss: ss, granted: make(chan struct{})}
+	s.queues[key] = append(s.queues[key], w)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		// Wake at the holder's expiry (the service's clock) to hand the key over.
+		var changed chan struct{}
+		until := time.Hour
+		if e := s.locks[key]; e != nil {
+			changed, until = e.changed, e.expires.Sub(s.now())+time.Millisecond
+		}
+		s.mu.Unlock()
+		timer.Reset(max(until, 0))
+		select {
+		case <-w.granted:
+			// The reply reaches a paused client late, and a cut-off one never.
+			if err := s.gate(ctx, ss.owner); err != nil {
+				ss.releaseAbandoned(w.grant)
+				return lockclient.Grant{}, time.Time{}, err
+			}
+			return w.grant, w.at, nil
+		case <-timer.C:
+		case <-changed:
+		case <-ctx.Done():
+			s.mu.Lock()
+			select {
+			case <-w.granted:
+				// Granted as the caller gave up: release it, handing the key on.
+				s.releaseLocked(ss, w.grant)
+			default:
+				s.dequeue(key, w)
+			}
+			s.mu.Unlock()
+			return lockclient.Grant{}, time.Time{}, fmt.Errorf("memlock: acquire %q: %w", key, ctx.Err())
+		}
+		s.mu.Lock()
+		s.live(key) // hands an expired key over
+	}
+}
+
+// releaseAbandoned releases, owner-checked, a grant whose caller gave up.
+func (ss *session) releaseAbandoned(g lockclient.Grant) {
+	ss.svc.mu.Lock()
+	defer ss.svc.mu.Unlock()
+	ss.svc.releaseLocked(ss, g)
 }
 
 func (ss *session) Wait(ctx context.Context, key string) error {
@@ -345,15 +474,30 @@ func (ss *session) Release(ctx context.Context, g lockclient.Grant) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.live(g.Key)
+	return s.releaseLocked(ss, g)
+}
+
+// releaseLocked frees g if ss still holds it, handing the key to its first waiter.
+// Caller holds mu.
+func (s *Service) releaseLocked(ss *session, g lockclient.Grant) error {
+	e := s.locks[g.Key]
+	if e != nil && e.session != nil {
+		e.expires = e.session.expires
+	}
 	switch {
 	case e == nil:
+		s.live(g.Key)
 		return lockclient.ErrLeaseLost
 	case e.sess != ss.id || e.token != g.Token:
+		s.live(g.Key)
 		return lockclient.ErrNotOwner
+	case !s.now().Before(e.expires):
+		s.live(g.Key) // expired and not retaken
+		return lockclient.ErrLeaseLost
 	}
 	delete(s.locks, g.Key)
 	close(e.changed)
+	s.handOff(g.Key)
 	return nil
 }
 

@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
-	locktest.Run(t, locktest.Harness{New: func(*testing.T) locktest.Namespace {
+	locktest.Run(t, locktest.Harness{FIFO: true, New: func(*testing.T) locktest.Namespace {
 		svc := memlock.New()
 		return locktest.Shared{B: svc, F: svc}
 	}})
@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 // The same contract with one session lease per client (the etcd model): the client
 // renews the session, not each lease.
 func TestConformanceSessionLeases(t *testing.T) {
-	locktest.Run(t, locktest.Harness{New: func(*testing.T) locktest.Namespace {
+	locktest.Run(t, locktest.Harness{FIFO: true, New: func(*testing.T) locktest.Namespace {
 		svc := memlock.New(memlock.WithSessionLeases())
 		return locktest.Shared{B: svc, F: svc}
 	}})
