@@ -134,15 +134,27 @@ func (rep *report) judge() {
 // writeReport prints the human-readable report.
 func writeReport(w io.Writer, rep report) {
 	cfg := rep.Config
-	fmt.Fprintf(w, "fencedsql fault drill: %d workers on one account, lease TTL %v, seed %d, %s database, %s lock service\n",
-		cfg.Workers, cfg.TTL, cfg.Seed, cfg.Driver, describeLocks(cfg))
 	howLong := "1.5-3 TTLs"
 	if lag := cfg.serviceLag(); lag > 0 {
 		howLong += fmt.Sprintf(" + %v (the service keeps a lease up to that much longer)", lag)
 	}
-	fmt.Fprintf(w, "faults: holders paused (p=%g) or cut off from the lock service (p=%g) for %s between read and write;\n"+
-		"        both runs use the same schedule, and the late writer never checks its lease before writing\n\n",
-		cfg.PauseProb, cfg.PartitionProb, howLong)
+	if cfg.Procs > 0 {
+		accounts := "one account"
+		if cfg.Accounts > 1 {
+			accounts = fmt.Sprintf("%d accounts", cfg.Accounts)
+		}
+		fmt.Fprintf(w, "fencedsql fault drill, process mode: %d worker processes on %s, lease TTL %v, seed %d, %s database, %s lock service\n",
+			cfg.Procs, accounts, cfg.TTL, cfg.Seed, cfg.Driver, describeLocks(cfg))
+		fmt.Fprintf(w, "faults: every ~%v the coordinator freezes a worker with SIGSTOP (%.0f%%) or cuts its proxy to the lock service, for %s;\n"+
+			"        workers check their lease, then compute for ~%v, then write: a freeze after the check makes a late write\n\n",
+			cfg.FaultEvery, 100*cfg.PauseProb/(cfg.PauseProb+cfg.PartitionProb), howLong, cfg.Work)
+	} else {
+		fmt.Fprintf(w, "fencedsql fault drill: %d workers on one account, lease TTL %v, seed %d, %s database, %s lock service\n",
+			cfg.Workers, cfg.TTL, cfg.Seed, cfg.Driver, describeLocks(cfg))
+		fmt.Fprintf(w, "faults: holders paused (p=%g) or cut off from the lock service (p=%g) for %s between read and write;\n"+
+			"        both runs use the same schedule, and the late writer never checks its lease before writing\n\n",
+			cfg.PauseProb, cfg.PartitionProb, howLong)
+	}
 	for _, r := range []*runReport{&rep.Unfenced, &rep.Fenced} {
 		writeRun(w, r)
 		fmt.Fprintln(w)
@@ -190,7 +202,11 @@ func writeRun(w io.Writer, r *runReport) {
 		invariant = "INVARIANT BROKEN: the balance exceeds the committed increments"
 	}
 	fmt.Fprintf(w, "  lost updates         %6d   %s\n", r.LostUpdates, invariant)
-	late := fmt.Sprintf("(after %d pauses, %d partitions; %d committed", r.Pauses, r.Partitions, r.LateWritesCommitted)
+	faults := "pauses"
+	if r.Check != nil {
+		faults = "freezes"
+	}
+	late := fmt.Sprintf("(after %d %s, %d partitions; %d committed", r.Pauses, faults, r.Partitions, r.LateWritesCommitted)
 	if r.Name == "fenced" && r.LateWritesCommitted > 0 {
 		late += " before any newer holder touched the row"
 	}
@@ -205,6 +221,9 @@ func writeRun(w io.Writer, r *runReport) {
 	}
 	if r.Bind == "lease" || r.LeaseRefusals > 0 {
 		fmt.Fprintf(w, "  commit refusals      %6d   (Commit refused: lockclient.ErrLeaseLost)\n", r.LeaseRefusals)
+	}
+	if r.Check != nil {
+		fmt.Fprintf(w, "  lease check refused  %6d   (the lease was already lost before the write: not sent)\n", r.LeaseCheckSkips)
 	}
 	fmt.Fprintf(w, "  leases lost          %6d\n", r.LeasesLost)
 	if r.ReleasesUnconfirmed > 0 {
@@ -223,4 +242,15 @@ func writeRun(w io.Writer, r *runReport) {
 		fmt.Fprintf(w, "  other errors         %6d   (first: %s)\n", r.OtherErrors, r.FirstError)
 	}
 	fmt.Fprintf(w, "  duration             %6.1fs\n", time.Duration(r.DurationMS*int64(time.Millisecond)).Seconds())
+	if c := r.Check; c != nil {
+		fmt.Fprintf(w, "  throughput           %6.0f   critical sections per second, %d processes\n", r.CriticalSectionsPerSec, r.Processes)
+		if p := r.Planted; p != nil {
+			fmt.Fprintf(w, "  planted (-mutate)    worker-%d's write with token %d (%d -> %d) replayed on account %d after the run\n",
+				p.Worker, p.Token, p.Read, p.Written, p.Account)
+		}
+		fmt.Fprintf(w, "  %s\n", c.summary())
+		for _, e := range c.Examples {
+			fmt.Fprintf(w, "    - %s\n", e)
+		}
+	}
 }

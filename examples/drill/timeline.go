@@ -211,12 +211,13 @@ func renderTimeline(b *bytes.Buffer, runs []*timeline, reports []*runReport) {
 	}
 	legend(fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="14" height="%d" fill="#4e79a7"/>`, lx, ly-6, barHeight-2), "lease, released")
 	legend(fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="14" height="%d" fill="#f28e2b"/>`, lx, ly-6, barHeight-2), "lease, lost")
-	legend(fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="14" height="%d" fill="#9a9a9a" fill-opacity="0.55"/>`, lx, ly-6, barHeight-2), "paused")
+	legend(fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="14" height="%d" fill="#9a9a9a" fill-opacity="0.55"/>`, lx, ly-6, barHeight-2), "paused (process mode: frozen by SIGSTOP)")
 	legend(fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="14" height="%d" fill="url(#hatch)"/>`, lx, ly-6, barHeight-2), "cut off from the lock service")
 	lx, ly = 12, ly+20
 	legend(dot(lx+7, ly, ""), "late write committed")
 	legend(cross(lx+7, ly, ""), "late write rejected (ErrFenced)")
 	legend(square(lx+7, ly, ""), "Commit refused (ErrLeaseLost)")
+	legend(ring(lx+7, ly, ""), "lease check failed, no write")
 
 	y0 := float64(headHeight)
 	for i, tl := range runs {
@@ -270,6 +271,11 @@ func renderPanel(b *bytes.Buffer, tl *timeline, rr *runReport, y0 float64, x fun
 			fmt.Fprintf(b, `<rect class="lease" x="%.2f" y="%.1f" width="%.2f" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
 				x(l.Start), mid-barHeight/2, math.Max(x(l.End)-x(l.Start), 1), barHeight, fill,
 				esc(fmt.Sprintf("worker-%d token %d: granted %s, %s %s", w, l.Token, ms(l.Start), end, ms(l.End))))
+			if label := fmt.Sprint(l.Token); x(l.End)-x(l.Start) >= float64(6*len(label)+4) {
+				// The grant's fencing token, where the bar is wide enough to hold it.
+				fmt.Fprintf(b, `<text class="token" x="%.2f" y="%.1f" font-size="9" fill="#fff">%s</text>`+"\n",
+					x(l.Start)+2, mid+3, label)
+			}
 		}
 		for _, m := range marks[w] {
 			switch m.Kind {
