@@ -45,6 +45,7 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 		{"LongTableNames", gs.testLongNames},
 		{"NoResurrection", gs.testTombstones},
 		{"NoResurrectionCompositeKey", gs.testTombstonesCompositeKey},
+		{"SideDoors", gs.testSideDoors},
 	}
 	if b.MySQL {
 		tests = append(tests, struct {
@@ -419,7 +420,8 @@ func (s *guardSuite) testWrapperUnaffected(t *testing.T) {
 	wantErr(t, err, fencedsql.ErrFenced)
 }
 
-// UnguardDDL removes the guard; GuardInstalledQuery and CheckSchema follow.
+// UnguardDDL removes the guard; GuardInstalledQuery and CheckSchema follow (the
+// tombstone guard, which CheckSchema also checks, is installed with it and stays).
 func (s *guardSuite) testUnguard(t *testing.T) {
 	e := setup(t, s.b)
 	e.seed(5, 1)
@@ -431,10 +433,12 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 	if rep.Guarded || rep.OK() || !rep.Exists || !rep.HasToken || !rep.HasVersion || !rep.TokenNotNull || !rep.VersionNotNull {
 		t.Fatalf("report before the guard: %+v", rep)
 	}
-	if want := s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn); !slices.Equal(rep.Fix, want) {
-		t.Fatalf("Fix = %q, want the guard DDL %q", rep.Fix, want)
+	// The guard, then the tombstone guard (CheckSchema checks both).
+	want := s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)
+	if !slices.Equal(rep.Fix[:min(len(want), len(rep.Fix))], want) {
+		t.Fatalf("Fix = %q, want the guard DDL %q first", rep.Fix, want)
 	}
-	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "guard") {
+	if len(rep.Problems) != 2 || !strings.Contains(rep.Problems[0], "guard") || !strings.Contains(rep.Problems[1], "tombstone") {
 		t.Fatalf("Problems = %q", rep.Problems)
 	}
 	// Through the fenced driver, DDL whose text holds several statements that
@@ -475,7 +479,7 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 	if _, err := e.raw.ExecContext(e.ctx, "UPDATE accounts SET balance = 0 WHERE id = 1"); err != nil {
 		t.Fatalf("plain UPDATE without the guard: %v", err)
 	}
-	if rep := s.check(e, spec)[0]; rep.Guarded || rep.OK() {
+	if rep := s.check(e, spec)[0]; rep.Guarded || rep.OK() || !rep.Tombstoned || len(rep.Problems) != 1 {
 		t.Fatalf("report after UnguardDDL: %+v", rep)
 	}
 }
@@ -491,18 +495,18 @@ func (s *guardSuite) testCheckSchemaFix(t *testing.T) {
 	}
 	reps := s.check(e, fencedsql.GuardSpec{Table: "ledger"}, fencedsql.GuardSpec{Table: "nosuchtable"})
 	rep, missing := reps[0], reps[1]
-	if !rep.Exists || rep.HasToken || rep.HasVersion || rep.Guarded || len(rep.Problems) != 3 {
+	if !rep.Exists || rep.HasToken || rep.HasVersion || rep.Guarded || rep.Tombstoned || len(rep.Problems) != 4 {
 		t.Fatalf("report = %+v", rep)
 	}
-	if len(rep.Fix) < 3 {
-		t.Fatalf("Fix = %q, want the two columns and the guard", rep.Fix)
+	if len(rep.Fix) < 4 {
+		t.Fatalf("Fix = %q, want the two columns, the guard and the tombstone guard", rep.Fix)
 	}
 	if missing.Exists || missing.OK() || len(missing.Fix) != 0 {
 		t.Fatalf("missing table report = %+v", missing)
 	}
 	s.applyFix(e, rep.Fix)
 	rep = s.check(e, fencedsql.GuardSpec{Table: "ledger"})[0]
-	if !rep.OK() || !rep.HasToken || !rep.HasVersion || !rep.TokenNotNull || !rep.VersionNotNull || !rep.Guarded {
+	if !rep.OK() || !rep.HasToken || !rep.HasVersion || !rep.TokenNotNull || !rep.VersionNotNull || !rep.Guarded || !rep.Tombstoned {
 		t.Fatalf("report after applying Fix = %+v", rep)
 	}
 	db, err := sql.Open(s.b.DriverName, WithParam(e.dsn, "fenced_tables=ledger"))
@@ -539,7 +543,7 @@ func (s *guardSuite) testCustomColumns(t *testing.T) {
 	table := schema + ".ledger2"
 	spec := fencedsql.GuardSpec{Table: table, TokenColumn: "tok", VersionColumn: "ver"}
 	rep := s.check(e, spec)[0]
-	if !rep.HasToken || !rep.HasVersion || rep.Guarded || len(rep.Problems) != 1 {
+	if !rep.HasToken || !rep.HasVersion || rep.Guarded || rep.Tombstoned || len(rep.Problems) != 2 {
 		t.Fatalf("report = %+v", rep)
 	}
 	// The default names are missing from this table.
@@ -584,7 +588,7 @@ func (s *guardSuite) testNullable(t *testing.T) {
 	}
 	spec := fencedsql.GuardSpec{Table: "ledger3"}
 	rep := s.check(e, spec)[0]
-	if !rep.HasToken || rep.TokenNotNull || !rep.VersionNotNull || len(rep.Problems) != 2 {
+	if !rep.HasToken || rep.TokenNotNull || !rep.VersionNotNull || len(rep.Problems) != 3 {
 		t.Fatalf("report = %+v", rep)
 	}
 	s.applyFix(e, rep.Fix)

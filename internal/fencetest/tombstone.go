@@ -13,7 +13,7 @@ import (
 // testTombstones checks G9, no resurrection: once holder 20 deleted a row, an INSERT
 // or upsert of its key under an older token fails with ErrFenced through the wrapper
 // and is refused for a plain writer too; the deleter and newer holders re-insert;
-// composite keys; CheckTombstones reports the missing tombstone guard and its Fix
+// composite keys; CheckSchema reports the missing tombstone guard and its Fix
 // installs it; a table without a primary key is reported; PurgeTombstones bounds the
 // table, after which a stale insert succeeds (the documented trade-off).
 func (s *guardSuite) testTombstones(t *testing.T) {
@@ -25,13 +25,10 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 	e.seed(5, 400, 401, 402, 403)
 	spec := fencedsql.GuardSpec{Table: "accounts"}
 
-	// CheckSchema alone does not look at tombstones; CheckTombstones does.
-	if rep := s.check(e, spec)[0]; rep.Tombstoned || len(rep.PrimaryKey) != 0 || len(rep.Problems) != 1 {
-		t.Fatalf("CheckSchema report = %+v", rep)
-	}
-	rep := s.checkTomb(e, spec)[0]
+	// CheckSchema checks the tombstone guard (CheckTombstones is its deprecated alias).
+	rep := s.check(e, spec)[0]
 	if rep.OK() || rep.Guarded || rep.Tombstoned || !slices.Equal(rep.PrimaryKey, []string{"id"}) || len(rep.Problems) != 2 || !strings.Contains(rep.Problems[1], "tombstone") {
-		t.Fatalf("CheckTombstones report = %+v", rep)
+		t.Fatalf("CheckSchema report = %+v", rep)
 	}
 	want := append(s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn),
 		ts.TombstoneDDL(fencedsql.TableName{Name: "accounts"}, []string{"id"}, fencedsql.DefaultTokenColumn)...)
@@ -159,7 +156,7 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 		t.Fatal("negative retention accepted")
 	}
 
-	// UntombstoneDDL removes the triggers; CheckTombstones sees it.
+	// UntombstoneDDL removes the triggers; CheckSchema sees it.
 	execAll(t, e.ctx, e.raw, ts.UntombstoneDDL(fencedsql.TableName{Name: "accounts"}))
 	execAll(t, e.ctx, e.raw, ts.UntombstoneDDL(fencedsql.TableName{Name: "accounts"}))
 	if rep := s.checkTomb(e, spec)[0]; rep.OK() || rep.Tombstoned || !rep.Guarded {

@@ -1,0 +1,181 @@
+package mysql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// SideDoors finds the database-level side doors of a guarded table
+// (fencedsql.SideDoorFinder), which fencedsql.CheckSchema reports:
+//
+//   - a storage engine without transactions (MyISAM, Aria, MEMORY, CSV, …): a fenced
+//     statement over several rows that meets a newer token fails after writing the
+//     rows before it, and they stay written (the all-or-nothing of G2 is gone; a
+//     fenced DELETE's two statements are not atomic either). Fix: ALTER TABLE …
+//     ENGINE=InnoDB.
+//   - foreign keys of the table with ON DELETE or ON UPDATE CASCADE, SET NULL or SET
+//     DEFAULT: a DELETE or UPDATE of the referenced table (which the wrapper does not
+//     fence) changes the table's rows, and MySQL and MariaDB run no triggers for
+//     cascaded changes: neither the guard nor the tombstone guard sees them. Fix: the
+//     constraint dropped and re-created with RESTRICT for those actions (two
+//     statements; the table has no such constraint in between).
+//   - updatable views over the table (also through other views): a write to the view
+//     does not name the table, so the wrapper sends it unfenced (the table's triggers
+//     fire, so the guard refuses an UPDATE that does not advance the version, but it
+//     cannot check a token, nor refuse a DELETE). Fix: the view re-created with
+//     ALGORITHM=TEMPTABLE, which MySQL never updates through (reads then materialise
+//     the view), keeping its definer and SQL SECURITY; or revoke INSERT, UPDATE,
+//     DELETE on the view from the writers. A view is matched by its definition naming
+//     `schema`.`table` as information_schema.VIEWS shows it; without the SHOW VIEW
+//     privilege the definition is hidden and no fix is proposed.
+func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	var doors []fencedsql.SideDoor
+	for _, find := range []func(context.Context, fencedsql.CatalogQuery, fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error){
+		d.engine, d.cascades, d.views,
+	} {
+		found, err := find(ctx, query, t)
+		if err != nil {
+			return nil, err
+		}
+		doors = append(doors, found...)
+	}
+	return doors, nil
+}
+
+func (d dialect) engine(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	rows, err := query(ctx, "SELECT t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME = ? AND t.TABLE_TYPE = 'BASE TABLE'",
+		t.Table.Schema, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 || len(rows[0]) < 2 || strings.EqualFold(rows[0][1], "YES") {
+		return nil, nil
+	}
+	return []fencedsql.SideDoor{{Kind: fencedsql.SideDoorEngine, Object: rows[0][0],
+		Problem: "the table's engine " + rows[0][0] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
+		Fix:     []string{"ALTER TABLE " + t.Table.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}}}, nil
+}
+
+func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	rows, err := query(ctx, "SELECT rc.CONSTRAINT_NAME, rc.UNIQUE_CONSTRAINT_SCHEMA, rc.REFERENCED_TABLE_NAME, rc.DELETE_RULE, rc.UPDATE_RULE, k.COLUMN_NAME, k.REFERENCED_COLUMN_NAME "+
+		"FROM information_schema.REFERENTIAL_CONSTRAINTS rc JOIN information_schema.KEY_COLUMN_USAGE k "+
+		"ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.TABLE_NAME = rc.TABLE_NAME AND k.REFERENCED_TABLE_NAME IS NOT NULL "+
+		"WHERE rc.CONSTRAINT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND rc.TABLE_NAME = ? "+
+		"AND (rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR rc.UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')) "+
+		"ORDER BY rc.CONSTRAINT_NAME, k.ORDINAL_POSITION",
+		t.Table.Schema, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	type fk struct {
+		name, refSchema, refTable, onDel, onUpd string
+		cols, refCols                           []string
+	}
+	var fks []*fk
+	for _, r := range rows {
+		if len(r) < 7 {
+			continue
+		}
+		if len(fks) == 0 || fks[len(fks)-1].name != r[0] {
+			fks = append(fks, &fk{name: r[0], refSchema: r[1], refTable: r[2], onDel: r[3], onUpd: r[4]})
+		}
+		f := fks[len(fks)-1]
+		f.cols = append(f.cols, d.QuoteIdent(r[5]))
+		f.refCols = append(f.refCols, d.QuoteIdent(r[6]))
+	}
+	changes := func(rule string) bool { return rule == "CASCADE" || rule == "SET NULL" || rule == "SET DEFAULT" }
+	safe := func(rule string) string {
+		if changes(rule) {
+			return "RESTRICT"
+		}
+		return rule
+	}
+	var doors []fencedsql.SideDoor
+	for _, f := range fks {
+		ref := fencedsql.TableName{Schema: f.refSchema, Name: f.refTable}
+		var rules []string
+		if changes(f.onDel) {
+			rules = append(rules, "ON DELETE "+f.onDel)
+		}
+		if changes(f.onUpd) {
+			rules = append(rules, "ON UPDATE "+f.onUpd)
+		}
+		tbl := t.Table.Quote(d.QuoteIdent)
+		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorCascade, Object: f.name + " REFERENCES " + ref.String(),
+			Problem: strings.Join(rules, ", ") + ": a write to " + ref.String() + " (not fenced by the wrapper) changes rows of " + t.Table.String() +
+				", and MySQL/MariaDB run no triggers for cascaded changes (no guard, no tombstones); the fix re-creates the constraint with RESTRICT",
+			Fix: []string{
+				"ALTER TABLE " + tbl + " DROP FOREIGN KEY " + d.QuoteIdent(f.name),
+				"ALTER TABLE " + tbl + " ADD CONSTRAINT " + d.QuoteIdent(f.name) + " FOREIGN KEY (" + strings.Join(f.cols, ", ") + ") REFERENCES " +
+					ref.Quote(d.QuoteIdent) + " (" + strings.Join(f.refCols, ", ") + ") ON DELETE " + safe(f.onDel) + " ON UPDATE " + safe(f.onUpd),
+			}})
+	}
+	return doors, nil
+}
+
+// views: updatable views naming the table or, level by level, such a view.
+func (d dialect) views(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	rows, err := query(ctx, "SELECT COALESCE(NULLIF(?, ''), DATABASE())", t.Table.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 || len(rows[0]) == 0 || rows[0][0] == "" {
+		return nil, nil
+	}
+	targets := []fencedsql.TableName{{Schema: rows[0][0], Name: t.Table.Name}}
+	seen := map[fencedsql.TableName]bool{targets[0]: true}
+	var doors []fencedsql.SideDoor
+	for depth := 0; len(targets) > 0 && depth < 16; depth++ {
+		var next []fencedsql.TableName
+		for _, target := range targets {
+			vs, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DEFINER, SECURITY_TYPE FROM information_schema.VIEWS "+
+				"WHERE IS_UPDATABLE = 'YES' AND LOCATE(CONCAT('`', ?, '`.`', ?, '`'), VIEW_DEFINITION) > 0 ORDER BY TABLE_SCHEMA, TABLE_NAME",
+				target.Schema, target.Name)
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vs {
+				if len(v) < 5 {
+					continue
+				}
+				view := fencedsql.TableName{Schema: v[0], Name: v[1]}
+				if seen[view] {
+					continue
+				}
+				seen[view] = true
+				next = append(next, view)
+				sd := fencedsql.SideDoor{Kind: fencedsql.SideDoorView, Object: view.String(),
+					Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
+						"(the table's triggers fire, but cannot check a token nor refuse a DELETE); the fix re-creates it with ALGORITHM=TEMPTABLE, which is not updatable (or revoke INSERT, UPDATE, DELETE on it from the writers)"}
+				if def := strings.TrimSpace(v[2]); def != "" {
+					definer := ""
+					if user, host, ok := cutLast(v[3], "@"); ok {
+						definer = " DEFINER = " + literal(user) + "@" + literal(host)
+					}
+					sec := ""
+					if v[4] == "DEFINER" || v[4] == "INVOKER" {
+						sec = " SQL SECURITY " + v[4]
+					}
+					sd.Fix = []string{"ALTER ALGORITHM = TEMPTABLE" + definer + sec + " VIEW " + view.Quote(d.QuoteIdent) + " AS " + def}
+				} else {
+					sd.Problem += "; the view's definition is not visible to this account (SHOW VIEW), so no statement is proposed"
+				}
+				doors = append(doors, sd)
+			}
+		}
+		targets = next
+	}
+	return doors, nil
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+var _ fencedsql.SideDoorFinder = dialect{}

@@ -1,0 +1,287 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// SideDoors finds the database-level side doors of a guarded table
+// (fencedsql.SideDoorFinder), which fencedsql.CheckSchema reports:
+//
+//   - inheritance children and partitions, at any depth. The wrapper fences
+//     statements naming the guarded table, not its children or partitions, and:
+//     a parent's row triggers do not fire for an inheritance child's rows (not even
+//     for a statement on the parent), so a child needs the guard's and the tombstone
+//     guard's triggers of its own; a partition gets its parent's row triggers
+//     (cloned by PostgreSQL, also for partitions attached later), but not the
+//     statement-level TRUNCATE trigger, so TRUNCATE of a partition is not refused.
+//     Fix: those triggers on the child or partition, calling the guarded table's
+//     trigger functions (fencedsql_guard_<table>, fencedsql_tombstone_<table>): the
+//     same checks, tombstones kept under the guarded table's name (so a row deleted
+//     from a child cannot be re-inserted into the parent under an older token), and
+//     UnguardDDL / UntombstoneDDL (DROP FUNCTION … CASCADE) remove them with the
+//     parent's. A disabled cloned trigger is re-enabled. A partition attached after
+//     the check gets the row triggers but again needs its TRUNCATE trigger: re-run
+//     the check after attaching partitions.
+//   - updatable views over the table, at any depth (auto-updatable, or writable
+//     through INSTEAD OF triggers or rules): a write to the view does not name the
+//     table, so the wrapper sends it unfenced. The table's triggers fire for an
+//     auto-updatable view, so the guard refuses what it can see (an UPDATE that does
+//     not advance the version, an unfenced DELETE), but it cannot check a token.
+//     Fix: an INSTEAD OF INSERT OR UPDATE OR DELETE trigger fencedsql_refuse on the
+//     view, calling fencedsql_refuse_write() (created in the view's schema), which
+//     refuses every write through the view with SQLSTATE FNCD1 (IsGuardError); or
+//     revoke INSERT, UPDATE, DELETE on the view from the writers. A rule on the view
+//     that writes the table is reported as a rule.
+//   - rules (CREATE RULE) on the table, or on another relation with an action that
+//     names the table (except views' SELECT rules): the statement the wrapper fenced
+//     is rewritten into another one (DO INSTEAD), or another statement writes the
+//     table (DO ALSO). Fix: DROP RULE; statements prepared under the rule (pgx
+//     prepares and caches them per connection) keep its rewriting on PostgreSQL 15
+//     after the rule is dropped, so reconnect the pools afterwards.
+//   - foreign keys of the table with ON DELETE or ON UPDATE CASCADE, SET NULL or SET
+//     DEFAULT: PostgreSQL runs the table's row triggers for the cascade, so the guard
+//     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
+//     does not advance the version) and the write to the referenced table fails;
+//     tombstones are recorded. A note, not a problem.
+func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	var doors []fencedsql.SideDoor
+	for _, find := range []func(context.Context, fencedsql.CatalogQuery, fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error){
+		d.descendants, d.views, d.rules, d.cascades,
+	} {
+		found, err := find(ctx, query, t)
+		if err != nil {
+			return nil, err
+		}
+		doors = append(doors, found...)
+	}
+	return doors, nil
+}
+
+const (
+	refuseTrigger  = "fencedsql_refuse"
+	refuseFunction = "fencedsql_refuse_write"
+)
+
+// descendants: inheritance children and partitions without the guard's triggers.
+func (d dialect) descendants(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	table := fold(t.Table)
+	gfn, tfn := guardFunc(table.Name), tombFunc(table.Name)
+	// One row per descendant and trigger name: (schema, name, is partition,
+	// trigger, state), state 'c' cloned and enabled, 'o' own and enabled, 'd' disabled,
+	// '' missing. A trigger counts when it calls the guarded table's function or the
+	// descendant's own (a descendant that is itself a guarded table).
+	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = to_regclass($1)
+  UNION
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
+SELECT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 0 END, w.tgname,
+  COALESCE((SELECT CASE WHEN t.tgenabled NOT IN ('O', 'A') THEN 'd' WHEN t.tgparentid <> 0 THEN 'c' ELSE 'o' END
+    FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+    WHERE t.tgrelid = c.oid AND t.tgname = w.tgname
+      AND p.proname IN (w.fn, CASE WHEN w.tomb THEN 'fencedsql_tombstone_' ELSE 'fencedsql_guard_' END || c.relname)), '')
+FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN (VALUES ($2, $6, false, 1), ($3, $6, false, 2), ($4, $7, true, 3), ($5, $7, true, 4)) AS w(tgname, fn, tomb, ord)
+ORDER BY 1, 2, w.ord`,
+		t.Table.String(), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn)
+	if err != nil {
+		return nil, err
+	}
+	type desc struct {
+		tbl       fencedsql.TableName
+		partition bool
+		state     map[string]string
+	}
+	var order []*desc
+	byName := map[string]*desc{}
+	for _, r := range rows {
+		if len(r) < 5 {
+			continue
+		}
+		key := r[0] + "." + r[1]
+		ds := byName[key]
+		if ds == nil {
+			ds = &desc{tbl: fencedsql.TableName{Schema: r[0], Name: r[1]}, partition: r[2] == "1", state: map[string]string{}}
+			byName[key] = ds
+			order = append(order, ds)
+		}
+		ds.state[r[3]] = r[4]
+	}
+	fnName := func(fn string) string {
+		return fencedsql.TableName{Schema: table.Schema, Name: fn}.Quote(d.QuoteIdent)
+	}
+	var doors []fencedsql.SideDoor
+	for _, ds := range order {
+		tbl := ds.tbl.Quote(d.QuoteIdent)
+		var missing, fix []string
+		want := []struct {
+			trg, fn, when string
+			row           bool
+		}{
+			{guardTrigger, gfn, "BEFORE UPDATE OR DELETE", true},
+			{guardTruncateTrigger, gfn, "BEFORE TRUNCATE", false},
+		}
+		if t.Tombstones {
+			want = append(want, struct {
+				trg, fn, when string
+				row           bool
+			}{tombDeleteTrigger, tfn, "AFTER DELETE", true}, struct {
+				trg, fn, when string
+				row           bool
+			}{tombInsertTrigger, tfn, "BEFORE INSERT", true})
+		}
+		for _, w := range want {
+			st := ds.state[w.trg]
+			switch {
+			case st == "c" || st == "o":
+				continue
+			case st == "d":
+				missing = append(missing, w.trg+" (disabled)")
+				fix = append(fix, "ALTER TABLE "+tbl+" ENABLE TRIGGER "+w.trg)
+			case ds.partition && w.row:
+				// Cloned from the parent by PostgreSQL when the parent's trigger is
+				// created (the parent's own Fix): nothing to do here.
+				continue
+			default:
+				each := " FOR EACH STATEMENT"
+				if w.row {
+					each = " FOR EACH ROW"
+				}
+				missing = append(missing, w.trg)
+				fix = append(fix, "DROP TRIGGER IF EXISTS "+w.trg+" ON "+tbl,
+					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" EXECUTE FUNCTION "+fnName(w.fn)+"()")
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		sd := fencedsql.SideDoor{Kind: fencedsql.SideDoorChild, Object: ds.tbl.String(), Fix: fix}
+		if ds.partition {
+			sd.Kind = fencedsql.SideDoorPartition
+			sd.Problem = "partition of " + t.Table.String() + " without the trigger(s) " + strings.Join(missing, ", ") +
+				": statements naming the partition are not fenced by the wrapper, and TRUNCATE of it fires only its own triggers"
+		} else {
+			sd.Problem = "inheritance child of " + t.Table.String() + " without the trigger(s) " + strings.Join(missing, ", ") +
+				": the parent's row triggers do not fire for its rows (not even for statements on the parent), and statements naming it are not fenced by the wrapper"
+		}
+		doors = append(doors, sd)
+	}
+	return doors, nil
+}
+
+// views: updatable views over the table (through other views too) not refused by the
+// fencedsql_refuse trigger.
+func (d dialect) views(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	rows, err := query(ctx, `WITH RECURSIVE v(oid) AS (
+  SELECT r.ev_class FROM pg_catalog.pg_depend dep JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
+  WHERE dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = to_regclass($1) AND r.ev_type = '1' AND r.ev_class <> dep.refobjid
+  UNION
+  SELECT r.ev_class FROM v JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = v.oid
+    JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
+  WHERE r.ev_type = '1' AND r.ev_class <> v.oid)
+SELECT n.nspname::text, c.relname::text, pg_catalog.pg_relation_is_updatable(c.oid, true),
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+    WHERE t.tgrelid = c.oid AND t.tgname = $2 AND p.proname = $3 AND t.tgenabled IN ('O', 'A')
+      AND t.tgtype & 92 = 92) THEN 1 ELSE 0 END
+FROM v JOIN pg_catalog.pg_class c ON c.oid = v.oid AND c.relkind = 'v' JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction)
+	if err != nil {
+		return nil, err
+	}
+	var doors []fencedsql.SideDoor
+	for _, r := range rows {
+		// pg_relation_is_updatable: INSERT 8, UPDATE 4, DELETE 16; 0 read-only.
+		if len(r) < 4 || r[3] == "1" || r[2] == "" || r[2] == "0" {
+			continue
+		}
+		view := fencedsql.TableName{Schema: r[0], Name: r[1]}
+		fn := fencedsql.TableName{Schema: r[0], Name: refuseFunction}.Quote(d.QuoteIdent)
+		body := `
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = '` + GuardSQLState + `',
+    MESSAGE = pg_catalog.format('fencedsql: guard on %I.%I: %s through this view refused: it writes a fenced table the wrapper cannot see', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP),
+    HINT = 'write to the fenced table through the fencedsql driver wrapper';
+END
+`
+		tag := dollarTag(body)
+		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorView, Object: view.String(),
+			Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
+				"(the table's triggers still fire, but cannot check a token); the fix makes the view refuse writes (or revoke INSERT, UPDATE, DELETE on it from the writers)",
+			Fix: []string{
+				"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag,
+				"DROP TRIGGER IF EXISTS " + refuseTrigger + " ON " + view.Quote(d.QuoteIdent),
+				"CREATE TRIGGER " + refuseTrigger + " INSTEAD OF INSERT OR UPDATE OR DELETE ON " + view.Quote(d.QuoteIdent) + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
+			}})
+	}
+	return doors, nil
+}
+
+// rules: enabled non-SELECT rules on the table, or on other relations naming it.
+func (d dialect) rules(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	rows, err := query(ctx, `SELECT r.rulename::text, n.nspname::text, c.relname::text, CASE WHEN r.ev_class = to_regclass($1) THEN 1 ELSE 0 END,
+  CASE r.ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' WHEN '4' THEN 'DELETE' ELSE 'SELECT' END, CASE WHEN r.is_instead THEN 1 ELSE 0 END
+FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D' AND (r.ev_class = to_regclass($1) OR EXISTS (
+  SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
+    AND dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = to_regclass($1)))
+ORDER BY 2, 3, 1`, t.Table.String())
+	if err != nil {
+		return nil, err
+	}
+	var doors []fencedsql.SideDoor
+	for _, r := range rows {
+		if len(r) < 6 {
+			continue
+		}
+		rel := fencedsql.TableName{Schema: r[1], Name: r[2]}
+		kind := "ALSO"
+		if r[5] == "1" {
+			kind = "INSTEAD"
+		}
+		p := "rule ON " + r[4] + " DO " + kind + " on the guarded table: the statement the wrapper fenced is rewritten by the rule, so the fence may not apply; drop the rule"
+		if r[3] != "1" {
+			p = "rule ON " + r[4] + " TO " + rel.String() + " DO " + kind + " names " + t.Table.String() + ": a statement on " + rel.String() +
+				" (not fenced by the wrapper) may write the guarded table through it; drop the rule"
+		}
+		p += " (statements prepared under the rule keep its rewriting after DROP RULE: reconnect the pools)"
+		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorRule, Object: r[0] + " on " + rel.String(), Problem: p,
+			Fix: []string{"DROP RULE IF EXISTS " + d.QuoteIdent(r[0]) + " ON " + rel.Quote(d.QuoteIdent)}})
+	}
+	return doors, nil
+}
+
+// cascades: foreign keys of the table whose actions change its rows (a note:
+// PostgreSQL runs its triggers, and the guard refuses them).
+func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+	rows, err := query(ctx, `SELECT con.conname::text, n.nspname::text, f.relname::text, con.confdeltype::text, con.confupdtype::text
+FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class f ON f.oid = con.confrelid JOIN pg_catalog.pg_namespace n ON n.oid = f.relnamespace
+WHERE con.contype = 'f' AND con.conrelid = to_regclass($1) AND (con.confdeltype IN ('c', 'n', 'd') OR con.confupdtype IN ('c', 'n', 'd'))
+ORDER BY 1`, t.Table.String())
+	if err != nil {
+		return nil, err
+	}
+	action := map[string]string{"c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+	var doors []fencedsql.SideDoor
+	for _, r := range rows {
+		if len(r) < 5 {
+			continue
+		}
+		ref := fencedsql.TableName{Schema: r[1], Name: r[2]}.String()
+		var rules []string
+		if a, ok := action[r[3]]; ok {
+			rules = append(rules, "ON DELETE "+a)
+		}
+		if a, ok := action[r[4]]; ok {
+			rules = append(rules, "ON UPDATE "+a)
+		}
+		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorCascade, Object: r[0] + " REFERENCES " + ref, Note: true,
+			Problem: strings.Join(rules, ", ") + ": PostgreSQL runs the triggers of " + t.Table.String() + " for the cascade, so the guard refuses it " +
+				"(a DELETE of rows the transaction did not fence first, an UPDATE that does not advance the version) and the write to " + ref +
+				" fails; delete or update the referencing rows through the wrapper first, or use RESTRICT"})
+	}
+	return doors, nil
+}
+
+var _ fencedsql.SideDoorFinder = dialect{}
