@@ -130,7 +130,7 @@ func BenchmarkWrapperOverhead(b *testing.B) {
 	defer raw.Close()
 	defer fenced.Close()
 	user := "UPDATE accounts SET balance = balance + 1 WHERE id = $1"
-	rewritten := `UPDATE accounts SET balance = balance + 1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1`
+	rewritten := `UPDATE accounts SET balance = balance + 1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

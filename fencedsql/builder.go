@@ -204,6 +204,12 @@ func (b *builder) assignments(g *guard, q string, versioned bool) {
 	b.token()
 	b.write(" THEN ")
 	b.token()
+	if b.p.rw.numbered {
+		// Typed, so that the CASE is BIGINT in every pgx query exec mode: the simple
+		// protocol sends the token as a quoted literal, and a CASE whose branches are
+		// an untyped literal and NULL would be TEXT.
+		b.write("::bigint")
+	}
 	b.write(" ELSE NULL END")
 }
 

@@ -15,18 +15,18 @@ func TestRewriteClaims(t *testing.T) {
 		args  []argRef
 	}{
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE`,
-			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1`,
+			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`,
 			refs(0, TOK)},
 		{pgTest, `SELECT balance FROM accounts a WHERE a.owner = $2 AND a.id > $1 FOR NO KEY UPDATE`,
-			`UPDATE accounts a SET "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $3 THEN $3 ELSE NULL END WHERE a.owner = $2 AND a.id > $1`,
+			`UPDATE accounts a SET "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE a.owner = $2 AND a.id > $1`,
 			refs(0, 1, TOK)},
 		// GORM's First with clause.Locking: ORDER BY … LIMIT, claimed by row locator.
 		{pgTest, `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE`,
-			`UPDATE "accounts" SET "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3 ELSE NULL END WHERE ctid = ANY(ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE))`,
+			`UPDATE "accounts" SET "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE ctid = ANY(ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE))`,
 			refs(0, 1, TOK)},
 		// Placeholders only in the select list are not the claim's.
 		{pgTest, `SELECT $1::int, id FROM accounts WHERE id = $2 FOR UPDATE`,
-			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1`,
+			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`,
 			refs(1, TOK)},
 		{mysqlTest, "SELECT * FROM `accounts` WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ? FOR UPDATE",
 			"UPDATE `accounts` SET `version` = `accounts`.`version` + 1, `fence_token` = CASE WHEN `accounts`.`fence_token` <= ? THEN ? ELSE NULL END WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ?",

@@ -37,7 +37,7 @@
 //
 //	UPDATE accounts SET balance = balance - $1,
 //	       "version" = "version" + 1,
-//	       "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END
+//	       "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END
 //	WHERE id = $2
 //
 // A row carrying a newer token gets NULL in a NOT NULL column, the database raises its

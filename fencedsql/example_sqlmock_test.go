@@ -50,8 +50,8 @@ func Example_sqlmock() {
 	defer db.Close()
 
 	const (
-		debit  = `UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`
-		credit = `UPDATE accounts SET balance = balance + $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`
+		debit  = `UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`
+		credit = `UPDATE accounts SET balance = balance + $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`
 	)
 
 	// 1. The happy path: both statements carry token 7 as their last argument.

@@ -39,11 +39,11 @@ func newTestRewriter(t testing.TB, d Dialect, opts ...Option) *rewriter {
 
 // The fencing SET items, spelled out once per dialect.
 func pgItems(tok int) string {
-	return fmt.Sprintf(`"version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $%d THEN $%d ELSE NULL END`, tok, tok)
+	return fmt.Sprintf(`"version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $%d THEN $%d::bigint ELSE NULL END`, tok, tok)
 }
 
 func pgItemsV(tok, ver int) string {
-	return fmt.Sprintf(`"version" = CASE WHEN "version" = $%[2]d THEN "version" + 1 WHEN "fence_token" <= $%[1]d THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $%[1]d THEN $%[1]d ELSE NULL END`, tok, ver)
+	return fmt.Sprintf(`"version" = CASE WHEN "version" = $%[2]d THEN "version" + 1 WHEN "fence_token" <= $%[1]d THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $%[1]d THEN $%[1]d::bigint ELSE NULL END`, tok, ver)
 }
 
 const (
@@ -73,7 +73,7 @@ var rewriteCases = []rewriteCase{
 		name: "update/pg", d: pgTest,
 		in:   `UPDATE accounts SET balance = balance - $1 WHERE id = $2`,
 		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK),
-		out: `UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`,
+		out: `UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`,
 	},
 	{
 		name: "update/mysql", d: mysqlTest,
@@ -247,7 +247,7 @@ var rewriteCases = []rewriteCase{
 		name: "update/custom columns", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
 		in:   `UPDATE t SET x = $1`,
 		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
-		out: `UPDATE t SET x = $1, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $2 THEN $2 ELSE NULL END`,
+		out: `UPDATE t SET x = $1, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $2 THEN $2::bigint ELSE NULL END`,
 	},
 	{
 		name: "update/custom columns: default names are ordinary columns there", d: mysqlTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
@@ -273,7 +273,7 @@ var rewriteCases = []rewriteCase{
 		name: "strict/pg", d: pgTest, opts: []Option{Guard("accounts"), WithStrict(true)},
 		in:   `UPDATE accounts SET x = $1`,
 		kind: kindUpdate, nUser: 1, args: refs(0, TOK),
-		out: `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" < $2 THEN $2 ELSE NULL END`,
+		out: `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" < $2 THEN $2::bigint ELSE NULL END`,
 	},
 	{
 		name: "strict/mysql", d: mysqlTest, opts: []Option{Guard("accounts"), WithStrict(true)},
@@ -285,7 +285,7 @@ var rewriteCases = []rewriteCase{
 		name: "strict/pg versioned", d: pgTest, opts: []Option{Guard("accounts"), WithStrict(true)}, ver: true,
 		in:   `UPDATE accounts SET x = $1`,
 		kind: kindUpdate, nUser: 1, args: refs(0, TOK, VER),
-		out: `UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $3 THEN "version" + 1 WHEN "fence_token" < $2 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" < $2 THEN $2 ELSE NULL END`,
+		out: `UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $3 THEN "version" + 1 WHEN "fence_token" < $2 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" < $2 THEN $2::bigint ELSE NULL END`,
 	},
 	{
 		name: "strict/sqlite upsert", d: sqliteTest, opts: []Option{Guard("accounts"), WithStrict(true)},
@@ -373,7 +373,7 @@ var rewriteCases = []rewriteCase{
 		name: "version/update pg", d: pgTest, ver: true,
 		in:   `UPDATE accounts SET x = $1 WHERE id = $2`,
 		kind: kindUpdate, nUser: 2, args: refs(0, 1, TOK, VER),
-		out: `UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`,
+		out: `UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`,
 	},
 	{
 		name: "version/update mysql", d: mysqlTest, ver: true,
@@ -412,7 +412,7 @@ var rewriteCases = []rewriteCase{
 		name: "version/pg upsert", d: pgTest, ver: true,
 		in:   `INSERT INTO accounts (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET x = 1`,
 		kind: kindInsert, nUser: 1, args: refs(0, TOK, VER),
-		out: `INSERT INTO accounts (id, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (id) DO UPDATE SET x = 1, "version" = CASE WHEN accounts."version" = $3 THEN accounts."version" + 1 WHEN accounts."fence_token" <= $2 THEN NULL ELSE accounts."version" END, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END`,
+		out: `INSERT INTO accounts (id, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (id) DO UPDATE SET x = 1, "version" = CASE WHEN accounts."version" = $3 THEN accounts."version" + 1 WHEN accounts."fence_token" <= $2 THEN NULL ELSE accounts."version" END, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END`,
 	},
 	{
 		name: "version/mysql upsert", d: mysqlTest, ver: true,
@@ -538,7 +538,7 @@ var rewriteCases = []rewriteCase{
 		in:   `DELETE FROM t WHERE a = $1`,
 		kind: kindDelete, nUser: 1, args: refs(0, TOK),
 		out:    `DELETE FROM t WHERE (a = $1) AND "ft" = $2`,
-		preSQL: `UPDATE t SET "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $2 THEN $2 ELSE NULL END WHERE a = $1`, preArgs: refs(0, TOK),
+		preSQL: `UPDATE t SET "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $2 THEN $2::bigint ELSE NULL END WHERE a = $1`, preArgs: refs(0, TOK),
 	},
 
 	// ---- INSERT ----
@@ -606,25 +606,25 @@ var rewriteCases = []rewriteCase{
 		name: "insert/pg ON CONFLICT DO UPDATE … WHERE", d: pgTest,
 		in:   `INSERT INTO accounts (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance WHERE accounts.balance < $3`,
 		kind: kindInsert, nUser: 3, args: refs(0, 1, 2, TOK),
-		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $4, 1) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $4 THEN $4 ELSE NULL END WHERE accounts.balance < $3`,
+		out: `INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $4, 1) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $4 THEN $4::bigint ELSE NULL END WHERE accounts.balance < $3`,
 	},
 	{
 		name: "insert/pg ON CONFLICT with alias and RETURNING", d: pgTest,
 		in:   `INSERT INTO accounts AS a (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = a.balance + 1 RETURNING id`,
 		kind: kindInsert, nUser: 2, args: refs(0, 1, TOK),
-		out: `INSERT INTO accounts AS a (id, balance, "fence_token", "version") VALUES ($1, $2, $3, 1) ON CONFLICT (id) DO UPDATE SET balance = a.balance + 1, "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $3 THEN $3 ELSE NULL END RETURNING id`,
+		out: `INSERT INTO accounts AS a (id, balance, "fence_token", "version") VALUES ($1, $2, $3, 1) ON CONFLICT (id) DO UPDATE SET balance = a.balance + 1, "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $3 THEN $3::bigint ELSE NULL END RETURNING id`,
 	},
 	{
 		name: "insert/pg ON CONFLICT index predicate, WHERE and RETURNING", d: pgTest,
 		in:   `INSERT INTO accounts (a) VALUES ($1) ON CONFLICT (a) WHERE a > 0 DO UPDATE SET b = excluded.b WHERE accounts.b <> excluded.b RETURNING *`,
 		kind: kindInsert, nUser: 1, args: refs(0, TOK),
-		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (a) WHERE a > 0 DO UPDATE SET b = excluded.b, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END WHERE accounts.b <> excluded.b RETURNING *`,
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (a) WHERE a > 0 DO UPDATE SET b = excluded.b, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE accounts.b <> excluded.b RETURNING *`,
 	},
 	{
 		name: "insert/pg schema-qualified upsert qualifies with the table name", d: pgTest,
 		in:   `INSERT INTO shop.accounts (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET a = 2`,
 		kind: kindInsert, nUser: 1, args: refs(0, TOK),
-		out: `INSERT INTO shop.accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET a = 2, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2 ELSE NULL END`,
+		out: `INSERT INTO shop.accounts (a, "fence_token", "version") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET a = 2, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END`,
 	},
 	{
 		name: "insert/sqlite ON CONFLICT DO UPDATE … WHERE ?", d: sqliteTest,
@@ -684,20 +684,20 @@ var rewriteCases = []rewriteCase{
 		name: "insert/custom columns upsert", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
 		in:   `INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET b = 1`,
 		kind: kindInsert, nUser: 1, args: refs(0, TOK),
-		out: `INSERT INTO t (a, "ft", "ver") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET b = 1, "ver" = t."ver" + 1, "ft" = CASE WHEN t."ft" <= $2 THEN $2 ELSE NULL END`,
+		out: `INSERT INTO t (a, "ft", "ver") VALUES ($1, $2, 1) ON CONFLICT (a) DO UPDATE SET b = 1, "ver" = t."ver" + 1, "ft" = CASE WHEN t."ft" <= $2 THEN $2::bigint ELSE NULL END`,
 	},
 	// ---- UPDATE … FROM and WITH … UPDATE ----
 	{
 		name: "update from/pg", d: pgTest,
 		in:   `UPDATE accounts SET x = 1 FROM b WHERE accounts.id = b.id`,
 		kind: kindUpdate, nUser: 0, args: refs(TOK),
-		out: `UPDATE accounts SET x = 1, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $1 THEN $1 ELSE NULL END FROM b WHERE accounts.id = b.id`,
+		out: `UPDATE accounts SET x = 1, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $1 THEN $1::bigint ELSE NULL END FROM b WHERE accounts.id = b.id`,
 	},
 	{
 		name: "update from/bun bulk", d: pgTest,
 		in:   `WITH "_data" ("id", "balance") AS (VALUES ($1::bigint, $2::bigint), ($3::bigint, $4::bigint)) UPDATE "accounts" AS "a" SET "balance" = _data."balance" FROM _data WHERE "a"."id" = _data."id"`,
 		kind: kindUpdate, nUser: 4, args: refs(0, 1, 2, 3, TOK),
-		out: `WITH "_data" ("id", "balance") AS (VALUES ($1::bigint, $2::bigint), ($3::bigint, $4::bigint)) UPDATE "accounts" AS "a" SET "balance" = _data."balance", "version" = "a"."version" + 1, "fence_token" = CASE WHEN "a"."fence_token" <= $5 THEN $5 ELSE NULL END FROM _data WHERE "a"."id" = _data."id"`,
+		out: `WITH "_data" ("id", "balance") AS (VALUES ($1::bigint, $2::bigint), ($3::bigint, $4::bigint)) UPDATE "accounts" AS "a" SET "balance" = _data."balance", "version" = "a"."version" + 1, "fence_token" = CASE WHEN "a"."fence_token" <= $5 THEN $5::bigint ELSE NULL END FROM _data WHERE "a"."id" = _data."id"`,
 	},
 	{
 		name: "update from/sqlite", d: sqliteTest,
@@ -728,7 +728,7 @@ var rewriteCases = []rewriteCase{
 		name: "mapped/custom columns", d: pgTest, opts: []Option{Guard("t", TokenColumn("ft"), VersionColumn("ver"))},
 		in:   `UPDATE t SET ft = 1, version = 2`,
 		kind: kindUpdate, nUser: 0, args: refs(TOK),
-		out: `UPDATE t SET version = 2, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $1 THEN $1 ELSE NULL END`,
+		out: `UPDATE t SET version = 2, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" <= $1 THEN $1::bigint ELSE NULL END`,
 	},
 	{
 		name: "mapped/gorm save pg", d: pgTest,
@@ -782,7 +782,7 @@ var rewriteCases = []rewriteCase{
 		name: "mapped/gorm upsert UpdateAll pg", d: pgTest,
 		in:   `INSERT INTO "accounts" ("owner","fence_token","version","id") VALUES ($1,$2,$3,$4) ON CONFLICT ("id") DO UPDATE SET "owner"="excluded"."owner","fence_token"="excluded"."fence_token","version"="excluded"."version" RETURNING "id"`,
 		kind: kindInsert, nUser: 4, args: refs(0, 3, TOK),
-		out: `INSERT INTO "accounts" ("owner","id", "fence_token", "version") VALUES ($1,$2, $3, 1) ON CONFLICT ("id") DO UPDATE SET "owner"="excluded"."owner", "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3 ELSE NULL END RETURNING "id"`,
+		out: `INSERT INTO "accounts" ("owner","id", "fence_token", "version") VALUES ($1,$2, $3, 1) ON CONFLICT ("id") DO UPDATE SET "owner"="excluded"."owner", "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3::bigint ELSE NULL END RETURNING "id"`,
 	},
 	{
 		name: "mapped/upsert sqlite excluded", d: sqliteTest,

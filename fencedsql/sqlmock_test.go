@@ -92,7 +92,7 @@ func TestSqlmockUpdate(t *testing.T) {
 		sql  string
 		args []driver.Value
 	}{
-		"postgres": {`UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`, []driver.Value{int64(10), int64(42), int64(7)}},
+		"postgres": {`UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`, []driver.Value{int64(10), int64(42), int64(7)}},
 		"mysql":    {"UPDATE accounts SET balance = balance - ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?", []driver.Value{int64(10), int64(7), int64(7), int64(42)}},
 		"sqlite":   {`UPDATE accounts SET balance = balance - ?, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE id = ?`, []driver.Value{int64(10), int64(7), int64(7), int64(42)}},
 	}
@@ -119,7 +119,7 @@ func TestSqlmockExpectVersion(t *testing.T) {
 		sql  string
 		args []driver.Value
 	}{
-		"postgres": {`UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`, []driver.Value{int64(1), int64(42), int64(7), int64(3)}},
+		"postgres": {`UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`, []driver.Value{int64(1), int64(42), int64(7), int64(3)}},
 		"mysql":    {"UPDATE accounts SET x = ?, `version` = CASE WHEN `version` = ? THEN `version` + 1 WHEN `fence_token` <= ? THEN NULL ELSE `version` END, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?", []driver.Value{int64(1), int64(3), int64(7), int64(7), int64(7), int64(42)}},
 		"sqlite":   {`UPDATE accounts SET x = ?, "version" = CASE WHEN "version" = ? THEN "version" + 1 WHEN "fence_token" <= ? THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE id = ?`, []driver.Value{int64(1), int64(3), int64(7), int64(7), int64(7), int64(42)}},
 	}
@@ -164,7 +164,7 @@ func TestSqlmockUpsert(t *testing.T) {
 	}{
 		"postgres": {
 			`INSERT INTO accounts (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + $3`,
-			`INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $4, 1) ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + $3, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $4 THEN $4 ELSE NULL END`,
+			`INSERT INTO accounts (id, balance, "fence_token", "version") VALUES ($1, $2, $4, 1) ON CONFLICT (id) DO UPDATE SET balance = accounts.balance + $3, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $4 THEN $4::bigint ELSE NULL END`,
 			[]driver.Value{int64(1), int64(100), int64(5), int64(7)},
 		},
 		"mysql": {
@@ -196,7 +196,7 @@ func deleteSQL(d string) (in, pre string, preArgs []driver.Value, del string, de
 	switch d {
 	case "postgres":
 		return `DELETE FROM accounts WHERE id = $1 OR owner = $2`,
-			`UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $1 OR owner = $2`,
+			`UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $1 OR owner = $2`,
 			[]driver.Value{int64(42), "bob", int64(7)},
 			`DELETE FROM accounts WHERE (id = $1 OR owner = $2) AND "fence_token" = $3`,
 			[]driver.Value{int64(42), "bob", int64(7)}
@@ -279,7 +279,7 @@ func TestSqlmockDeleteReturning(t *testing.T) {
 	mockMet(t, mock)
 
 	mock.ExpectBegin()
-	mock.ExpectExec(`UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1`).
+	mock.ExpectExec(`UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`).
 		WithArgs(int64(42), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 	mock.ExpectQuery(`DELETE FROM accounts WHERE (id = $1) AND "fence_token" = $2 RETURNING id`).
 		WithArgs(int64(42), int64(7)).WillReturnRows(sqlmock.NewRows([]string{"id"}).AddRow(int64(42)))
@@ -305,7 +305,7 @@ func TestSqlmockUpdateReturning(t *testing.T) {
 	}{
 		"postgres": {
 			`UPDATE accounts SET balance = balance + $1 WHERE id = $2 RETURNING balance, version`,
-			`UPDATE accounts SET balance = balance + $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2 RETURNING balance, version`,
+			`UPDATE accounts SET balance = balance + $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2 RETURNING balance, version`,
 			[]driver.Value{int64(5), int64(42), int64(7)},
 		},
 		"mysql": { // MariaDB 10.5+ has no UPDATE … RETURNING, but the rewrite is the same
@@ -341,7 +341,7 @@ func TestSqlmockUpdateReturning(t *testing.T) {
 // the error from rows.Err must be mapped as well.
 func TestSqlmockReturningRowErrorMapped(t *testing.T) {
 	db, mock := newMockDB(t, postgres.Dialect)
-	mock.ExpectQuery(`UPDATE accounts SET x = 1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $1 THEN $1 ELSE NULL END RETURNING id`).
+	mock.ExpectQuery(`UPDATE accounts SET x = 1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $1 THEN $1::bigint ELSE NULL END RETURNING id`).
 		WithArgs(int64(7)).
 		WillReturnRows(sqlmock.NewRows([]string{"id"}).AddRow(int64(1)).AddRow(int64(2)).
 			RowError(1, &pgconn.PgError{Code: "23502", ColumnName: "fence_token"}))
@@ -367,7 +367,7 @@ func TestSqlmockPreparedAcrossTokens(t *testing.T) {
 			db, mock := newMockDB(t, dc.d)
 			in := sqlFor(dc.name, `UPDATE accounts SET balance = $1 WHERE id = $2`, `UPDATE accounts SET balance = ? WHERE id = ?`)
 			out := map[string]string{
-				"postgres": `UPDATE accounts SET balance = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`,
+				"postgres": `UPDATE accounts SET balance = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`,
 				"mysql":    "UPDATE accounts SET balance = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
 				"sqlite":   `UPDATE accounts SET balance = ?, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE id = ?`,
 			}[dc.name]
@@ -440,7 +440,7 @@ func TestSqlmockPreparedOutsideTx(t *testing.T) {
 // whatever their own context says.
 func TestSqlmockTxBoundToken(t *testing.T) {
 	db, mock := newMockDB(t, postgres.Dialect)
-	out := `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`
+	out := `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`
 	mock.ExpectBegin()
 	mock.ExpectExec(out).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 	mock.ExpectExec(out).WithArgs(int64(2), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
@@ -590,7 +590,7 @@ func TestSqlmockPassThroughIdentical(t *testing.T) {
 
 func TestSqlmockErrorMappingPostgres(t *testing.T) {
 	in := `UPDATE accounts SET x = $1 WHERE id = $2`
-	out := `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`
+	out := `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`
 
 	t.Run("fenced", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect)
@@ -636,7 +636,7 @@ func TestSqlmockErrorMappingPostgres(t *testing.T) {
 	})
 	t.Run("version conflict", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect)
-		mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`).
+		mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = CASE WHEN "version" = $4 THEN "version" + 1 WHEN "fence_token" <= $3 THEN NULL ELSE "version" END, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`).
 			WithArgs(int64(1), int64(42), int64(7), int64(3)).
 			WillReturnError(&pgconn.PgError{Code: "23502", ColumnName: "version"})
 		_, err := db.ExecContext(fencedsql.ExpectVersion(withTok(7), 3), in, 1, 42)
@@ -762,7 +762,7 @@ func TestSqlmockLeaseLostAtCommit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, postgres.Dialect)
 			mock.ExpectBegin()
-			mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`).
+			mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`).
 				WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 			mock.ExpectRollback()
 			lease := newFakeLease(7)
@@ -868,7 +868,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 	}
 	setups := map[string]setup{
 		"postgres": {pgColumns, []driver.Value{"accounts"}, false,
-			`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`, []driver.Value{int64(1), int64(7)},
+			`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`, []driver.Value{int64(1), int64(7)},
 			`UPDATE accounts SET x = $1`},
 		"mysql": {mysqlColumns, []driver.Value{"", "accounts"}, true,
 			"UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END", []driver.Value{int64(1), int64(7), int64(7)},
@@ -910,7 +910,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 	}{
 		"postgres": {postgres.Dialect, pgColumns, []driver.Value{"accounts"}, `UPDATE accounts SET x = $1`,
 			`ALTER TABLE accounts ADD COLUMN "version" BIGINT NOT NULL DEFAULT 0`,
-			`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`,
+			`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`,
 			[]driver.Value{int64(1), int64(7)}},
 		"sqlite": {sqlite.Dialect, sqliteColumns, []driver.Value{"accounts"}, `UPDATE accounts SET x = ?`,
 			`ALTER TABLE accounts ADD COLUMN "version" BIGINT NOT NULL DEFAULT 0`,
@@ -983,7 +983,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		boom := errors.New("boom")
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnError(boom)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows(goodColumns...))
-		mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`).
+		mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`).
 			WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
 		if !errors.Is(err, fencedsql.ErrSchema) || !errors.Is(err, boom) {

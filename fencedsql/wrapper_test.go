@@ -380,7 +380,7 @@ func TestDSNOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rec.lastExec()
-	want := fakeCall{`UPDATE jobs SET state = $1, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" < $2 THEN $2 ELSE NULL END`, []any{"done", int64(5)}}
+	want := fakeCall{`UPDATE jobs SET state = $1, "ver" = "ver" + 1, "ft" = CASE WHEN "ft" < $2 THEN $2::bigint ELSE NULL END`, []any{"done", int64(5)}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("sent %+v\nwant %+v", got, want)
 	}
@@ -482,7 +482,7 @@ func TestOptionalInterfacesForwarded(t *testing.T) {
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 7), `UPDATE accounts SET x = $1`, customValue{6}); err != nil {
 		t.Fatal(err)
 	}
-	want := fakeCall{`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`, []any{"custom:6", int64(7)}}
+	want := fakeCall{`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`, []any{"custom:6", int64(7)}}
 	if got := rec.lastExec(); !reflect.DeepEqual(got, want) {
 		t.Errorf("sent %+v\nwant %+v", got, want)
 	}
@@ -576,7 +576,7 @@ func TestMinimalConn(t *testing.T) {
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 7), `UPDATE accounts SET x = $1`, 1); err != nil {
 		t.Fatal(err)
 	}
-	want := fakeCall{`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END`, []any{int64(1), int64(7)}}
+	want := fakeCall{`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`, []any{int64(1), int64(7)}}
 	if got := rec.lastExec(); !reflect.DeepEqual(got, want) {
 		t.Errorf("guarded exec: %+v\nwant %+v", got, want)
 	}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strings"
 	"testing"
 
 	_ "github.com/fencedsql/fencedsql/dialects/postgres"
@@ -8,3 +9,25 @@ import (
 )
 
 func TestConformance(t *testing.T) { fencetest.Run(t, fencetest.Postgres()) }
+
+// The conformance suite in every pgx query exec mode (PgBouncer users run exec or
+// simple_protocol): the token must be typed so that the fencing CASE stays BIGINT when
+// pgx sends it as a literal.
+func TestConformanceQueryExecModes(t *testing.T) {
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			b := fencetest.Postgres()
+			b.Name += "-" + mode
+			fresh := b.DSN
+			b.DSN = func(tb testing.TB) string {
+				dsn := fresh(tb)
+				sep := "?"
+				if strings.Contains(dsn, "?") {
+					sep = "&"
+				}
+				return dsn + sep + "default_query_exec_mode=" + mode
+			}
+			fencetest.Run(t, b)
+		})
+	}
+}

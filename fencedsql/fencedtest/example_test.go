@@ -73,7 +73,7 @@ func ExampleMock_Statements() {
 	}
 	// Output:
 	// BEGIN
-	// EXEC UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2 ELSE NULL END WHERE id = $1 [42 7]
+	// EXEC UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1 [42 7]
 	// EXEC DELETE FROM accounts WHERE (id = $1) AND "fence_token" = $2 [42 7]
 	// COMMIT
 }

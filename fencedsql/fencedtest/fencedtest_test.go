@@ -35,7 +35,7 @@ type dialectCase struct {
 
 var dialects = []dialectCase{
 	{"postgres", postgres.Dialect,
-		`UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3 ELSE NULL END WHERE id = $2`,
+		`UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`,
 		[]driver.Value{30, 42, int64(7)}},
 	{"mysql", mysqldialect.Dialect,
 		"UPDATE accounts SET balance = balance - ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",

@@ -62,7 +62,7 @@ func Bench(b *testing.B, be Backend) {
 	rewritten := e.q("UPDATE accounts SET balance = balance + 1, version = version + 1, fence_token = CASE WHEN fence_token <= ? THEN ? ELSE NULL END WHERE id = ?")
 	rewrittenArgs := func(t uint64) []any { return []any{int64(t), int64(t), id} }
 	if be.Numbered {
-		rewritten = "UPDATE accounts SET balance = balance + 1, version = version + 1, fence_token = CASE WHEN fence_token <= $2 THEN $2 ELSE NULL END WHERE id = $1"
+		rewritten = "UPDATE accounts SET balance = balance + 1, version = version + 1, fence_token = CASE WHEN fence_token <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1"
 		rewrittenArgs = func(t uint64) []any { return []any{id, int64(t)} }
 	}
 	sel := e.q("SELECT fence_token FROM accounts WHERE id = ? FOR UPDATE")
