@@ -217,11 +217,16 @@ func (b *builder) assignments(g *guard, q string, versioned bool) {
 // list) without the items e drops, appends the fencing assignments (qualified by q, ""
 // for none), and copies the rest of the statement.
 func (b *builder) spliceAssignments(from, at int, e listEdit, g *guard, q string, versioned bool) {
+	b.setListAt(from, at, e, g, q, versioned)
+	b.copy(at, len(b.p.src))
+}
+
+// setListAt is spliceAssignments without the rest: the caller continues copying at at.
+func (b *builder) setListAt(from, at int, e listEdit, g *guard, q string, versioned bool) {
 	b.copyExcept(from, at, e)
 	if e.kept > 0 {
 		b.write(", ")
 	}
 	b.assignments(g, q, versioned)
 	b.gap(at)
-	b.copy(at, len(b.p.src))
 }

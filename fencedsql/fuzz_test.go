@@ -186,6 +186,9 @@ var fzSeeds = []string{
 	`INSERT INTO orders (a) VALUES (?) ON DUPLICATE KEY UPDATE a = ?`,
 	`UPDATE db.shop.orders SET x = 1`,
 	`UPDATE other.shop.orders SET x = 1`,
+	// several conflict clauses
+	`INSERT INTO accounts (a) VALUES (?) ON CONFLICT (a) DO UPDATE SET x = 1 ON CONFLICT (b) DO UPDATE SET y = 2`,
+	`INSERT INTO accounts (a) VALUES (?) ON CONFLICT DO NOTHING ON CONFLICT (b) DO UPDATE SET y = 2 WHERE z ON CONFLICT DO UPDATE SET w = 3`,
 	// upserts, RETURNING, ORDER BY LIMIT, aliases
 	`INSERT INTO accounts AS a (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET x = a.x + 1 RETURNING *`,
 	`INSERT INTO accounts (id) VALUES (?) AS new ON DUPLICATE KEY UPDATE x = new.x`,

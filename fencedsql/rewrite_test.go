@@ -717,6 +717,19 @@ var rewriteCases = []rewriteCase{
 		kind: kindInsert, nUser: 1, args: refs(0, TOK),
 		out: "WITH RECURSIVE x (n) AS (SELECT 1) INSERT INTO accounts (a, `fence_token`, `version`) VALUES (?, ?, 1)",
 	},
+	// ---- several ON CONFLICT clauses (SQLite): each DO UPDATE is fenced ----
+	{
+		name: "upsert/sqlite two conflict clauses", d: sqliteTest,
+		in:   `INSERT INTO accounts (a, b) VALUES (?, ?) ON CONFLICT (a) DO UPDATE SET x = 1 ON CONFLICT (b) DO UPDATE SET y = 2 WHERE y < ? RETURNING a`,
+		kind: kindInsert, nUser: 3, args: refs(0, 1, TOK, TOK, TOK, TOK, TOK, 2),
+		out: `INSERT INTO accounts (a, b, "fence_token", "version") VALUES (?, ?, ?, 1) ON CONFLICT (a) DO UPDATE SET x = 1, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= ? THEN ? ELSE NULL END ON CONFLICT (b) DO UPDATE SET y = 2, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= ? THEN ? ELSE NULL END WHERE y < ? RETURNING a`,
+	},
+	{
+		name: "upsert/sqlite do nothing then do update", d: sqliteTest,
+		in:   `INSERT INTO accounts (a) VALUES (?) ON CONFLICT (a) DO NOTHING ON CONFLICT DO UPDATE SET x = 1`,
+		kind: kindInsert, nUser: 1, args: refs(0, TOK, TOK, TOK),
+		out: `INSERT INTO accounts (a, "fence_token", "version") VALUES (?, ?, 1) ON CONFLICT (a) DO NOTHING ON CONFLICT DO UPDATE SET x = 1, "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= ? THEN ? ELSE NULL END`,
+	},
 	// ---- mapped fencing columns: the caller's assignments are replaced ----
 	{
 		name: "mapped/after a CASE, mixed case", d: pgTest,

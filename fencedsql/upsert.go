@@ -1,5 +1,6 @@
 package fencedsql
 
+// insertTail handles what follows the VALUES rows (or MySQL's SET list), starting at
 // sig[k]: a MySQL row alias, ON CONFLICT, ON DUPLICATE KEY UPDATE, RETURNING. The
 // source is copied into b up to byte offset from.
 func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, versioned bool) (*plan, error) {
@@ -13,23 +14,37 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 	}
 	switch {
 	case p.kw(k, "ON") && p.kw(k+1, "CONFLICT"):
-		doAt := p.clauseEnd(k+2, "DO")
-		if !p.kw(doAt, "DO") {
-			return nil, unsupported(g.String(), "ON CONFLICT without DO")
+		// SQLite allows several ON CONFLICT clauses: each DO UPDATE is fenced.
+		for p.kw(k, "ON") && p.kw(k+1, "CONFLICT") {
+			doAt := p.clauseEnd(k+2, "DO")
+			if !p.kw(doAt, "DO") {
+				return nil, unsupported(g.String(), "ON CONFLICT without DO")
+			}
+			if p.kw(doAt+1, "NOTHING") {
+				k = doAt + 2
+				continue
+			}
+			if !p.kw(doAt+1, "UPDATE") || !p.kw(doAt+2, "SET") {
+				return nil, unsupported(g.String(), "ON CONFLICT of an unknown shape")
+			}
+			setStart := doAt + 3
+			setEnd := p.clauseEnd(setStart, "WHERE", "RETURNING", "ON")
+			set, err := p.setList(g, setStart, setEnd)
+			if err != nil {
+				return nil, err
+			}
+			at := p.endOf(setEnd)
+			b.setListAt(from, at, set, g, q, versioned)
+			from = at
+			k = setEnd
+			if p.kw(k, "WHERE") {
+				k = p.clauseEnd(k+1, "RETURNING", "ON")
+			}
 		}
-		if p.kw(doAt+1, "NOTHING") {
-			break
+		if k < len(p.sig) && !p.kw(k, "RETURNING") && !p.punct(k, ";") {
+			return nil, unsupported(g.String(), "INSERT with an unexpected clause %q", p.text(p.sig[k]))
 		}
-		if !p.kw(doAt+1, "UPDATE") || !p.kw(doAt+2, "SET") {
-			return nil, unsupported(g.String(), "ON CONFLICT of an unknown shape")
-		}
-		setStart := doAt + 3
-		setEnd := p.clauseEnd(setStart, "WHERE", "RETURNING")
-		set, err := p.setList(g, setStart, setEnd)
-		if err != nil {
-			return nil, err
-		}
-		b.spliceAssignments(from, p.endOf(setEnd), set, g, q, versioned)
+		b.copy(from, len(p.src))
 		return b.finish(kindInsert, g), nil
 	case p.kw(k, "ON") && p.kw(k+1, "DUPLICATE"):
 		if !p.kw(k+2, "KEY") || !p.kw(k+3, "UPDATE") {
