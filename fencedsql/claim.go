@@ -40,6 +40,15 @@ func (p *parser) lockingRead() (*plan, error) {
 	if why := p.unclaimableLock(lock); why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}
+	// The read selects its rows again after the claim: refuse selections that could
+	// find other rows the second time.
+	for _, kw := range []string{"WHERE", "ORDER"} {
+		if c, ok := clauses[kw]; ok {
+			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
+				return p.claimRefused(g.String(), "a locking SELECT whose %s %s", kw, why)
+			}
+		}
+	}
 	nUser, err := p.checkParams(g)
 	if err != nil {
 		return nil, err

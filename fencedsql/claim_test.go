@@ -70,6 +70,9 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `SELECT owner, count(*) FROM accounts GROUP BY owner FOR UPDATE`},
 		{mysqlTest, `SELECT * FROM accounts ORDER BY id LIMIT 5, 1 FOR UPDATE`},
 		{mysqlTest, `SELECT * FROM accounts LIMIT 1 OFFSET 5 FOR UPDATE`},
+		{pgTest, `SELECT * FROM accounts WHERE version = $1 FOR UPDATE`},
+		{pgTest, `SELECT * FROM accounts WHERE ctid = $1 FOR UPDATE`},
+		{mysqlTest, `SELECT * FROM accounts ORDER BY rand() LIMIT 1 FOR UPDATE`},
 	}
 	for _, c := range refused {
 		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)

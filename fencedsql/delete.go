@@ -14,6 +14,7 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		return p.pass(), nil
 	}
 	i++
+	tableStart := i // the fencing UPDATE keeps ONLY: it must not reach child tables
 	if p.kw(i, "ONLY") {
 		i++
 	}
@@ -71,15 +72,18 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		if p.kw(w[0]+1, "CURRENT") && p.kw(w[0]+2, "OF") {
 			return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
 		}
-		// The fencing UPDATE runs first and changes both columns, so a condition on
-		// them would no longer match: use ExpectVersion instead.
-		for k := w[0] + 1; k < w[1]; k++ {
-			if p.isIdent(k) {
-				if n, ok := p.ident(k); ok && g.isFenceColumn(n) {
-					return nil, unsupported(g.String(), "a DELETE whose WHERE reads %q (use fencedsql.ExpectVersion for a version check)", n)
-				}
+	}
+	// The DELETE selects its rows again after the fencing UPDATE: refuse selections
+	// that could find other rows the second time.
+	for _, kw := range []string{"WHERE", "ORDER"} {
+		if c, ok := clauses[kw]; ok {
+			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
+				return nil, unsupported(g.String(), "a DELETE whose %s %s", kw, why)
 			}
 		}
+	}
+	if c, ok := clauses["LIMIT"]; ok && p.limitHasOffset(c) {
+		return nil, unsupported(g.String(), "a DELETE with an OFFSET (the second selection would skip other rows)")
 	}
 
 	// 1. The fencing UPDATE over the same rows: it fails the whole statement (and so
@@ -87,7 +91,7 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 	//    the others, which stay locked until the transaction ends.
 	pre := p.newBuilder(nUser)
 	pre.write("UPDATE ")
-	pre.copy(p.sig[i].Start, p.endOf(j))
+	pre.copy(p.sig[tableStart].Start, p.endOf(j))
 	pre.write(" SET ")
 	pre.assignments(g, "", versioned)
 	for _, kw := range []string{"WHERE", "ORDER", "LIMIT"} {

@@ -397,7 +397,7 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *rewriter, src string,
 		sig := sqllex.Significant(toks)
 		if len(sig) < 2 || !sqllex.IsKeyword(pre.sql, sig[0], "UPDATE") {
 			t.Errorf("%s: pre plan %q is not an UPDATE", tag, pre.sql)
-		} else if parts, _, ok := fzName(pre.sql, sig, 1, rw); !ok || !strings.EqualFold(parts[len(parts)-1], p.guard.name) {
+		} else if parts, _, ok := fzName(pre.sql, sig, fzSkipOnly(pre.sql, sig), rw); !ok || !strings.EqualFold(parts[len(parts)-1], p.guard.name) {
 			t.Errorf("%s: pre plan %q does not update %s", tag, pre.sql, p.guard)
 		}
 	}
@@ -1364,4 +1364,12 @@ func fzCountParams(src string, ranges [][2]int, rw *rewriter) int {
 		}
 	}
 	return n
+}
+
+// fzSkipOnly returns the sig index of the table name after UPDATE [ONLY].
+func fzSkipOnly(src string, sig []sqllex.Token) int {
+	if len(sig) > 2 && sqllex.IsKeyword(src, sig[1], "ONLY") {
+		return 2
+	}
+	return 1
 }
