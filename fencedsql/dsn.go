@@ -14,6 +14,7 @@ const (
 	ParamSchemaCheck   = "fenced_schema_check"   // false: skip the lazy schema/session checks
 	ParamTokenColumn   = "fenced_token_column"   // token column name for the DSN's tables
 	ParamVersionColumn = "fenced_version_column" // version column name for the DSN's tables
+	ParamAllow         = "fenced_allow"          // comma-separated: ddl, dynamic_sql (WithDDL, WithDynamicSQL)
 )
 
 // splitDSN removes this package's parameters from dsn and returns the cleaned DSN and
@@ -55,6 +56,18 @@ func splitDSN(dsn string) (string, []Option, error) {
 	for k, v := range params {
 		switch k {
 		case ParamTables:
+		case ParamAllow:
+			for _, a := range strings.Split(v, ",") {
+				switch strings.TrimSpace(a) {
+				case "ddl":
+					opts = append(opts, WithDDL(true))
+				case "dynamic_sql":
+					opts = append(opts, WithDynamicSQL(true))
+				case "":
+				default:
+					return "", nil, configErr("DSN parameter %s: unknown value %q (ddl, dynamic_sql)", k, a)
+				}
+			}
 		case ParamTokenColumn:
 			tokCol = v
 		case ParamVersionColumn:

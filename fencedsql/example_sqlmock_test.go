@@ -103,7 +103,23 @@ func Example_transfer() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := sql.Open("fenced-sqlite", "file:"+filepath.Join(dir, "shop.db")+"?fenced_tables=accounts")
+	file := "file:" + filepath.Join(dir, "shop.db")
+	// Migrations run on a plain connection: the fenced pool refuses DDL on guarded
+	// tables.
+	plain, err := sql.Open("sqlite", file)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := plain.Exec(`CREATE TABLE accounts (
+		id          INTEGER PRIMARY KEY,
+		balance     INTEGER NOT NULL,
+		fence_token BIGINT  NOT NULL DEFAULT 0,
+		version     BIGINT  NOT NULL DEFAULT 0)`); err != nil {
+		panic(err)
+	}
+	plain.Close()
+
+	db, err := sql.Open("fenced-sqlite", file+"?fenced_tables=accounts")
 	if err != nil {
 		panic(err)
 	}
@@ -116,11 +132,6 @@ func Example_transfer() {
 			panic(err)
 		}
 	}
-	mustExec(bg, `CREATE TABLE accounts (
-		id          INTEGER PRIMARY KEY,
-		balance     INTEGER NOT NULL,
-		fence_token BIGINT  NOT NULL DEFAULT 0,
-		version     BIGINT  NOT NULL DEFAULT 0)`)
 	mustExec(fencedsql.WithToken(bg, 1), `INSERT INTO accounts (id, balance) VALUES (?, ?)`, 42, 100)
 
 	balance := func(ctx context.Context) (b int64) {

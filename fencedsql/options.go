@@ -16,6 +16,8 @@ type config struct {
 	guards      []GuardSpec
 	strict      bool
 	schemaCheck bool
+	allowDDL    bool
+	allowDyn    bool
 	cacheSize   int
 	logger      *slog.Logger
 	meter       metric.MeterProvider
@@ -75,6 +77,25 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // include those queries.
 func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
 
+// WithDDL allows DDL that names a guarded table (CREATE, ALTER, DROP, RENAME, COMMENT,
+// GRANT, CREATE VIEW/RULE/TRIGGER/FUNCTION whose body names it, …) through the fenced
+// pool. By default such statements fail with ErrUnsupported: a schema change can
+// remove the fence (DROP NOT NULL, a trigger or rule that writes) or rewrite rows (ALTER
+// … TYPE … USING) without a token, and the lazy schema check would not notice after it
+// cached its verdict. Run migrations on a plain connection instead. DDL that names no
+// guarded table always passes; TRUNCATE of a guarded table is refused even when allowed.
+func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } }
+
+// WithDynamicSQL allows statements whose effect the wrapper cannot see — PREPARE …
+// FROM/AS, EXECUTE, EXECUTE IMMEDIATE, PostgreSQL DO blocks, CALL of a procedure, MariaDB
+// compound statements (BEGIN NOT ATOMIC … END) — on a pool with guarded tables. By
+// default they fail with ErrUnsupported whatever they name, since the SQL they run is
+// built at run time. Allowing them leaves the guarded tables to the database-side guards
+// (CheckSchema, fencedsql-schema); a PREPARE whose own text names a guarded table is
+// still refused. A function called from a SELECT may write too: the wrapper cannot see
+// that either, and only the database-side guards refuse such writes.
+func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = allow } }
+
 // WithCacheSize bounds the number of statement texts whose rewrite is cached
 // (default 1024).
 func WithCacheSize(n int) Option { return func(c *config) { c.cacheSize = n } }
@@ -99,6 +120,7 @@ func (c *config) newRewriter() (*rewriter, error) {
 		sessionChecked: c.dialect.SessionQuery() != "",
 		strict:         c.strict, guards: map[string][]*guard{},
 		stringIdents: c.dialect.Syntax() == SQLiteSyntax,
+		allowDDL:     c.allowDDL, allowDynamic: c.allowDyn,
 	}
 	for _, gs := range c.guards {
 		t, problem := gs.parse()

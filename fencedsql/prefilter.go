@@ -4,6 +4,7 @@ import (
 	"strings"
 )
 
+// mayMention is the fast pre-filter: a statement whose text contains no guarded table
 // name (case-insensitively) cannot write one. PostgreSQL's U&"…" identifiers can spell a
 // name with escapes, so their presence always forces a full analysis.
 func (rw *rewriter) mayMention(sql string) bool {

@@ -22,6 +22,8 @@ type rewriter struct {
 	// stringIdents: a string literal may stand for an identifier (SQLite accepts
 	// UPDATE 'accounts' …).
 	stringIdents bool
+	// allowDDL, allowDynamic: WithDDL, WithDynamicSQL.
+	allowDDL, allowDynamic bool
 }
 
 // guard is one guarded table and its column names.
@@ -48,7 +50,7 @@ func (g *guard) String() string {
 
 // rewrite plans one statement. versioned selects the ExpectVersion variant.
 func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
-	if !rw.mayMention(sql) {
+	if !rw.mayMention(sql) && !rw.controlHead(sql) {
 		if rw.setsSession(sql) {
 			return &plan{kind: kindPass, nUser: -1, resetsSession: true}, nil
 		}

@@ -6,19 +6,30 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
-// passKeywords are the head keywords of statements that pass unchanged (after the
-// checks in plan) even when they mention a guarded table.
-var passKeywords = map[string]bool{
+// What passes on a pool with guarded tables is an allowlist: a statement that names a
+// guarded table passes only as a read the wrapper understands (readHeads, SELECT and
+// read-only WITH) or as a write it fences (UPDATE, DELETE, INSERT); transaction control
+// and dynamic SQL are refused whatever they name, DDL that names a guarded table unless
+// WithDDL; anything else that names one is refused.
+
+// readHeads are statements that do not change rows: they pass even when they name a
+// guarded table.
+var readHeads = map[string]bool{
 	"SELECT": true, "VALUES": true, "TABLE": true, "SHOW": true, "DESCRIBE": true, "DESC": true,
-	"BEGIN": true, "START": true, "COMMIT": true, "ROLLBACK": true, "SAVEPOINT": true,
-	"RELEASE": true, "END": true, "ABORT": true, "CREATE": true, "ALTER": true, "DROP": true,
-	"COMMENT": true, "GRANT": true, "REVOKE": true, "VACUUM": true, "PRAGMA": true,
-	"LOCK": true, "UNLOCK": true, "USE": true, "LISTEN": true, "UNLISTEN": true, "NOTIFY": true,
-	"FETCH": true, "CLOSE": true, "DISCARD": true, "RESET": true, "REINDEX": true,
-	"CLUSTER": true, "CHECKPOINT": true, "CALL": true, "EXECUTE": true,
-	"DEALLOCATE": true, "DECLARE": true, "MOVE": true, "RENAME": true,
-	"ATTACH": true, "DETACH": true, "FLUSH": true, "KILL": true, "OPTIMIZE": true,
-	"CHECK": true, "REPAIR": true, "SET": true,
+	"PRAGMA": true, "USE": true, "LISTEN": true, "UNLISTEN": true, "NOTIFY": true, "FETCH": true,
+	"CLOSE": true, "MOVE": true, "DISCARD": true, "RESET": true, "CHECKPOINT": true,
+	"DEALLOCATE": true, "DECLARE": true, "FLUSH": true, "KILL": true, "CHECK": true,
+	"CHECKSUM": true, "SAVEPOINT": true, "RELEASE": true, "UNLOCK": true, "HANDLER": true,
+	"HELP": true,
+	// maintenance that does not change rows
+	"VACUUM": true, "REINDEX": true, "CLUSTER": true, "OPTIMIZE": true,
+}
+
+// ddlHeads change the schema (or maintain it).
+var ddlHeads = map[string]bool{
+	"CREATE": true, "ALTER": true, "DROP": true, "RENAME": true, "COMMENT": true, "GRANT": true,
+	"REVOKE": true, "REPAIR": true, "ATTACH": true, "DETACH": true, "REFRESH": true, "SECURITY": true,
+	"IMPORT": true,
 }
 
 // plan classifies the statement by its head keyword and hands it to the planner of
@@ -38,6 +49,11 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 			if p.mentionsGuard() || p.hasUndecodableIdent() {
 				return nil, unsupported(p.firstGuard(), "a multi-statement string that mentions a guarded table")
 			}
+			if len(p.rw.names) > 0 {
+				if err := p.controlEach(); err != nil {
+					return nil, err
+				}
+			}
 			return p.pass(), nil
 		}
 	}
@@ -54,16 +70,14 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
 		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
 	}
-	switch head {
-	case "PREPARE", "DO":
-		// PostgreSQL PREPARE … AS <write>, MySQL PREPARE … FROM '<write>', DO blocks:
-		// the statement text mentions a guarded table (the pre-filter said so) and may
-		// hide a write in a string.
-		return nil, unsupported(p.firstGuard(), "%s of a statement that mentions a guarded table", head)
+	if len(p.rw.names) > 0 {
+		if err := p.control(head, first); err != nil {
+			return nil, err
+		}
 	}
 	// A quoted identifier the lexer cannot decode (PostgreSQL U&"…" escapes) could name
 	// a guarded table: refuse it anywhere but in statements that cannot write.
-	if p.hasUndecodableIdent() && !(passKeywords[head] && head != "SET") {
+	if p.hasUndecodableIdent() && !readHeads[head] && !ddlHeads[head] && head != "LOCK" {
 		return nil, unsupported("", "a quoted identifier with escapes (U&\"…\") in a statement that may write")
 	}
 	switch head {
@@ -89,14 +103,138 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	if first > 0 {
 		return p.pass(), nil // a parenthesised query
 	}
-	if passKeywords[head] {
+	if readHeads[head] || ddlHeads[head] || controlHeads[head] {
+		// control refused what is unsafe among these: the rest passes.
 		return p.pass(), nil
 	}
-	// TRUNCATE, COPY, LOAD, MERGE, REPLACE, UPSERT, HANDLER and anything unknown.
+	// TRUNCATE, COPY, LOAD, MERGE, REPLACE, UPSERT and anything unknown.
 	if g := p.firstGuard(); g != "" {
 		return nil, unsupported(g, "%s on a guarded table", strings.ToUpper(strings.TrimSpace(head+" statement")))
 	}
 	return p.pass(), nil
+}
+
+// control refuses, on a pool with guarded tables, the statements whose head makes them
+// unsafe whatever else they say: transaction control as text, dynamic SQL (unless
+// WithDynamicSQL), DDL that names a guarded table (unless WithDDL), a SET or LOCK that
+// names one.
+func (p *parser) control(head string, first int) error {
+	switch head {
+	case "BEGIN", "START", "COMMIT", "END", "ABORT", "XA":
+		if head == "BEGIN" && p.kw(first+1, "NOT") && p.kw(first+2, "ATOMIC") {
+			return p.dynamic("a compound statement (BEGIN NOT ATOMIC … END)")
+		}
+		return p.textTx(head)
+	case "ROLLBACK":
+		if p.kwIn(first+1, "TO") || (p.kwIn(first+1, "WORK", "TRANSACTION") && p.kw(first+2, "TO")) {
+			return nil // ROLLBACK TO SAVEPOINT stays inside the transaction
+		}
+		return p.textTx(head)
+	case "SET":
+		if p.hasWord("AUTOCOMMIT") {
+			return p.textTx("SET autocommit")
+		}
+		if g := p.deepGuard(); g != "" {
+			return unsupported(g, "a SET that names a guarded table (SET STATEMENT … FOR <statement> cannot be fenced)")
+		}
+	case "LOCK":
+		if p.kw(first+1, "TABLES") || p.kw(first+1, "TABLE") && !p.rw.numbered {
+			return p.textTx("LOCK TABLES (it commits the open transaction)")
+		}
+	case "EXECUTE", "EXEC", "PREPARE", "DO", "CALL":
+		if head == "PREPARE" || head == "DO" {
+			// The text of a PREPARE … AS <write> or a DO block is visible: one that names a
+			// guarded table is refused even when dynamic SQL is allowed.
+			if g := p.deepGuard(); g != "" {
+				return unsupported(g, "%s of a statement that names a guarded table", head)
+			}
+		}
+		return p.dynamic(head)
+	}
+	if ddlHeads[head] {
+		g := p.deepGuard()
+		if g == "" {
+			return nil
+		}
+		if !p.rw.allowDDL {
+			return unsupported(g, "DDL (%s) that names a guarded table through the fenced pool: run migrations on a plain connection (the driver without \"fenced-\"), or allow it with fencedsql.WithDDL(true)", head)
+		}
+		if p.hasWriteInWith() {
+			return unsupported(g, "DDL whose query writes a guarded table")
+		}
+	}
+	return nil
+}
+
+// controlEach applies control to every statement of a multi-statement string.
+func (p *parser) controlEach() error {
+	start := 0
+	for i := 0; i <= len(p.sig); i++ {
+		if i < len(p.sig) && !p.punct(i, ";") {
+			continue
+		}
+		if start < i && p.sig[start].Kind == sqllex.KindWord {
+			if err := p.control(strings.ToUpper(p.text(p.sig[start])), start); err != nil {
+				return err
+			}
+		}
+		start = i + 1
+	}
+	return nil
+}
+
+// textTx refuses transaction control sent as SQL text.
+func (p *parser) textTx(what string) error {
+	return unsupported(p.firstGuard(), "transaction control as SQL text (%s) on a pool with guarded tables: use db.BeginTx / tx.Commit, which bind the transaction to the token and keep the wrapper's own transactions apart", what)
+}
+
+// dynamic refuses dynamic SQL unless WithDynamicSQL allows it.
+func (p *parser) dynamic(what string) error {
+	if p.rw.allowDynamic {
+		return nil
+	}
+	return unsupported(p.firstGuard(), "dynamic SQL (%s) on a pool with guarded tables: the wrapper cannot see what it runs; allow it with fencedsql.WithDynamicSQL(true) and rely on the database-side guards", what)
+}
+
+// deepGuard returns the first guarded table named by an identifier, or inside a string
+// literal or dollar-quoted body at identifier boundaries (a function or rule body, a
+// PREPARE … FROM '…'), or "" for none. An undecodable quoted identifier counts as "?".
+func (p *parser) deepGuard() string {
+	if g := p.firstGuard(); g != "" {
+		return g
+	}
+	if p.hasUndecodableIdent() {
+		return "?"
+	}
+	for _, t := range p.sig {
+		if t.Kind != sqllex.KindString {
+			continue
+		}
+		body := strings.ToLower(p.text(t))
+		for _, n := range p.rw.names {
+			for at := 0; ; {
+				i := strings.Index(body[at:], n)
+				if i < 0 {
+					break
+				}
+				i += at
+				if !identByte(body, i-1) && !identByte(body, i+len(n)) {
+					return p.rw.guards[n][0].String()
+				}
+				at = i + 1
+			}
+		}
+	}
+	return ""
+}
+
+// identByte reports whether s[i] exists and can be part of an unquoted identifier.
+func identByte(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return false
+	}
+	c := s[i]
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80
 }
 
 // checkExecComments refuses a statement whose executable comments could hold a write

@@ -421,7 +421,7 @@ func TestSqlxBindTypes(t *testing.T) {
 // sqlx over the embedded SQLite: named queries, rebinding and Get work through the
 // wrapper.
 func TestSqlxOverFencedSQLite(t *testing.T) {
-	dsn := "file:" + filepath.Join(t.TempDir(), "x.db") + "?fenced_tables=accounts"
+	dsn := "file:" + filepath.Join(t.TempDir(), "x.db") + "?fenced_tables=accounts&fenced_allow=ddl"
 	db, err := sqlx.Open("fenced-sqlite", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -702,7 +702,7 @@ func TestInvalidGuardReportedOnUse(t *testing.T) {
 
 func openSQLite(t *testing.T, opts string) *sql.DB {
 	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "t.db") + "?fenced_tables=accounts" + opts
+	dsn := "file:" + filepath.Join(t.TempDir(), "t.db") + "?fenced_tables=accounts&fenced_allow=ddl" + opts
 	db, err := sql.Open("fenced-sqlite", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -820,7 +820,7 @@ func TestSQLiteFencing(t *testing.T) {
 
 // The lazy schema check against a real table without the fencing columns.
 func TestSQLiteSchemaCheck(t *testing.T) {
-	dsn := "file:" + filepath.Join(t.TempDir(), "s.db") + "?fenced_tables=plain"
+	dsn := "file:" + filepath.Join(t.TempDir(), "s.db") + "?fenced_tables=plain&fenced_allow=ddl"
 	db, err := sql.Open("fenced-sqlite", dsn)
 	if err != nil {
 		t.Fatal(err)
