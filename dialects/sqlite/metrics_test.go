@@ -17,7 +17,7 @@ import (
 func TestMetrics(t *testing.T) {
 	mr := metrictest.New(t)
 	db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, testdb.SQLite(t)),
-		fencedsql.WithDialect(sqlite.Dialect), fencedsql.Guard("accounts"), fencedsql.WithMeterProvider(mr))
+		fencedsql.WithDialect(sqlite.Dialect), fencedsql.Guard("accounts"), fencedsql.WithMeterProvider(mr), fencedsql.WithDDL(true))
 	defer db.Close()
 	ctx := context.Background()
 	if _, err := db.Exec("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"); err != nil {
