@@ -102,7 +102,7 @@ func withParam(dsn, kv string) string {
 }
 
 // setup creates the accounts table on a fresh database, installs the database-side
-// guard and the tombstone guard with CheckTombstones's Fix statements on the plain connection, and opens both pools.
+// guard and the tombstone guard with CheckSchema's Fix statements on the plain connection, and opens both pools.
 func setup(t *testing.T, b backend) *env {
 	t.Helper()
 	dsn := b.dsn(t)
@@ -116,7 +116,7 @@ func setup(t *testing.T, b backend) *env {
 	if _, err := raw.ExecContext(ctx, b.ddl); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	reps, err := fencedsql.CheckTombstones(ctx, raw, b.dialect, fencedsql.GuardSpec{Table: "accounts"})
+	reps, err := fencedsql.CheckSchema(ctx, raw, b.dialect, fencedsql.GuardSpec{Table: "accounts"})
 	if err != nil {
 		t.Fatalf("CheckSchema: %v", err)
 	}
@@ -127,7 +127,7 @@ func setup(t *testing.T, b backend) *env {
 			}
 		}
 	}
-	if reps, err = fencedsql.CheckTombstones(ctx, raw, b.dialect, fencedsql.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
+	if reps, err = fencedsql.CheckSchema(ctx, raw, b.dialect, fencedsql.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
 		t.Fatalf("CheckSchema after fix: %v %+v", err, reps)
 	}
 	db, err := sql.Open(b.fenced, withParam(dsn, "fenced_tables=accounts"))

@@ -1,23 +1,45 @@
 // Command fencedsql-schema checks that tables are fit for fencedsql — both fencing
-// columns present and NOT NULL, the database-side guard installed, and the tombstone
-// guard (G9: no resurrection of a deleted row under an older token) installed — prints
-// what is missing with the DDL that fixes it, and can apply that DDL. It also purges
-// old tombstones.
+// columns present and NOT NULL, the database-side guard installed, the tombstone
+// guard (G9: no resurrection of a deleted row under an older token) installed, and no
+// database-level side door around the fence — prints what is wrong with the DDL that
+// fixes it, and can apply that DDL. It also purges old tombstones.
 //
 //	go run github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema \
 //	    -driver postgres -dsn 'postgres://admin@db/shop' -tables accounts,orders
 //	… -print          # print only the DDL (for review, or to pipe into psql/mysql/sqlite3)
 //	… -apply          # run the DDL, then check again
 //	… -token-column tok -version-column ver   # custom column names (all tables)
-//	… -tombstones=false  # check and fix without the tombstone guard (fencedsql.CheckSchema)
+//	… -tombstones=false  # check and fix without the tombstone guard
 //	… -purge-tombstones 720h   # only delete tombstones older than 30 days, print how many
 //
-// The check is fencedsql.CheckTombstones: a table without a primary key is reported
+// The check is fencedsql.CheckSchema: a table without a primary key is reported
 // (its deleted rows cannot be protected). -purge-tombstones runs
 // fencedsql.PurgeTombstones on the tombstone table of each schema named in -tables
 // (the connection's default schema for unqualified names; -tables may be omitted),
 // and nothing else. A holder paused for longer than the retention could resurrect a
 // row whose tombstone was purged: keep the retention far above any pause you expect.
+//
+// The side doors it finds (see fencedsql.CheckSchema), each with its fix where a
+// statement can close it:
+//
+//	engine     MySQL/MariaDB: a non-transactional engine (MyISAM, Aria, MEMORY…), so a
+//	           failed fenced statement leaves the rows it wrote   -> ALTER TABLE … ENGINE=InnoDB
+//	view       an updatable view over the table: writes through it do not name the
+//	           table, so the wrapper does not fence them   -> PostgreSQL: an INSTEAD OF
+//	           trigger refusing writes; MySQL: ALGORITHM=TEMPTABLE; SQLite: drop the
+//	           view's INSTEAD OF triggers that write the table (or revoke writes on it)
+//	child      PostgreSQL inheritance child without the guard's triggers (the parent's
+//	           do not fire for its rows)   -> the guard and tombstone triggers on it
+//	partition  PostgreSQL partition without its own TRUNCATE trigger   -> that trigger
+//	           (row triggers come from the parent)
+//	cascade    a foreign key ON DELETE/UPDATE CASCADE, SET NULL or SET DEFAULT: MySQL
+//	           runs no triggers for it -> re-created with RESTRICT; SQLite's guard cannot
+//	           refuse the DELETE -> rebuild the table (no statement); PostgreSQL's guard
+//	           refuses it -> a note only
+//	rule       a PostgreSQL rule on the table, or elsewhere writing it   -> DROP RULE
+//
+// Notes (things the database already refuses) are printed but do not fail the check.
+// Nullable fencing columns are reported as before (SQLite: rebuild the table).
 //
 // -driver is postgres (pgx), mysql (go-sql-driver/mysql, MySQL and MariaDB) or sqlite
 // (modernc.org/sqlite). -dsn is the plain driver's DSN, without fencedsql's
@@ -100,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] | -purge-tombstones RETENTION")
 		fs.PrintDefaults()
+		fmt.Fprintln(stderr, sideDoorHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -155,9 +178,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			schemas = append(schemas, tn.Schema)
 		}
 	}
-	check := fencedsql.CheckTombstones
+	check := fencedsql.CheckSchema
 	if !*tombstones {
-		check = fencedsql.CheckSchema
+		check = checkWithoutTombstones
 	}
 	secret := dsnPassword(*dsn)
 	fail := func(what string, err error) int {
@@ -214,6 +237,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// sideDoorHelp ends the usage message.
+const sideDoorHelp = `
+Besides the columns and the guards, the check reports the side doors around the fence,
+with the fix where a statement can close it (see fencedsql.CheckSchema):
+  engine     MySQL/MariaDB non-transactional engine (MyISAM, Aria, MEMORY…): a failed
+             fenced statement leaves the rows it wrote -> ENGINE=InnoDB
+  view       updatable view over the table: writes through it are not fenced ->
+             PostgreSQL INSTEAD OF trigger refusing them, MySQL ALGORITHM=TEMPTABLE,
+             SQLite drop the view's INSTEAD OF triggers (or revoke writes on the view)
+  child      PostgreSQL inheritance child without the guard -> its triggers
+  partition  PostgreSQL partition without its TRUNCATE trigger -> that trigger
+  cascade    foreign key ON DELETE/UPDATE CASCADE or SET NULL/DEFAULT: MySQL runs no
+             triggers for it -> RESTRICT; SQLite cannot refuse the DELETE -> rebuild
+             the table; PostgreSQL's guard refuses it -> a note
+  rule       PostgreSQL rule on the table or writing it -> DROP RULE
+Notes are printed but do not fail the check.`
+
+// checkWithoutTombstones is CheckSchema without the tombstone guard (-tombstones=false):
+// the dialect is seen without its Tombstoner, and the problem that says so is dropped.
+func checkWithoutTombstones(ctx context.Context, db *sql.DB, d fencedsql.Dialect, tables ...fencedsql.GuardSpec) ([]fencedsql.TableReport, error) {
+	reports, err := fencedsql.CheckSchema(ctx, db, hideTombstoner(d), tables...)
+	for i := range reports {
+		r := &reports[i]
+		kept := r.Problems[:0]
+		for _, p := range r.Problems {
+			if !strings.HasPrefix(p, "no tombstone guard available") {
+				kept = append(kept, p)
+			}
+		}
+		r.Problems = kept
+	}
+	return reports, err
+}
+
+// hideTombstoner returns d without its Tombstoner, keeping the other capabilities.
+func hideTombstoner(d fencedsql.Dialect) fencedsql.Dialect {
+	var h struct {
+		fencedsql.Dialect
+		fencedsql.Guarder
+		fencedsql.NotNullFixer
+		fencedsql.SideDoorFinder
+	}
+	h.Dialect = d
+	h.Guarder, _ = d.(fencedsql.Guarder)
+	h.NotNullFixer, _ = d.(fencedsql.NotNullFixer)
+	h.SideDoorFinder, _ = d.(fencedsql.SideDoorFinder)
+	return h
+}
+
 func hasFix(reports []fencedsql.TableReport) bool {
 	for _, r := range reports {
 		if len(r.Fix) > 0 {
@@ -227,11 +299,17 @@ func printReports(w io.Writer, reports []fencedsql.TableReport) {
 	for _, r := range reports {
 		if r.OK() {
 			fmt.Fprintf(w, "%s: OK\n", r.Table)
+			for _, n := range r.Notes {
+				fmt.Fprintf(w, "  note: %s\n", n)
+			}
 			continue
 		}
 		fmt.Fprintf(w, "%s: %d problem(s)\n", r.Table, len(r.Problems))
 		for _, p := range r.Problems {
 			fmt.Fprintf(w, "  - %s\n", p)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 		if len(r.Fix) > 0 {
 			fmt.Fprintln(w, "  fix:")
@@ -263,6 +341,12 @@ func printDDL(w io.Writer, reports []fencedsql.TableReport, mysqlClient bool) {
 				continue
 			}
 			fmt.Fprintf(w, "%s;\n", s)
+		}
+		// Side doors no statement closes.
+		for _, sd := range r.SideDoors {
+			if !sd.Note && len(sd.Fix) == 0 {
+				fmt.Fprintf(w, "-- not fixed by a statement: %s %s: %s\n", sd.Kind, oneLine(sd.Object), oneLine(sd.Problem))
+			}
 		}
 	}
 }

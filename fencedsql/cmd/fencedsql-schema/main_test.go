@@ -259,3 +259,36 @@ func TestServers(t *testing.T) {
 		})
 	}
 }
+
+// Side doors: reported with their fixes; -print shows the one no statement closes;
+// -apply closes the others; notes do not fail the check; the help lists them.
+func TestSideDoors(t *testing.T) {
+	dsn := sqliteDSN(t)
+	execRaw(t, "sqlite", dsn,
+		"CREATE TABLE owners (id INTEGER PRIMARY KEY)",
+		"CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INT REFERENCES owners (id) ON DELETE CASCADE, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"CREATE TABLE toys (id INTEGER PRIMARY KEY, owner INT REFERENCES owners (id) ON UPDATE SET NULL, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"CREATE VIEW pets_v AS SELECT * FROM pets",
+		"CREATE TRIGGER pets_v_upd INSTEAD OF UPDATE ON pets_v BEGIN UPDATE pets SET x = NEW.x WHERE id = OLD.id; END",
+	)
+	args := []string{"-driver", "sqlite", "-dsn", dsn, "-tables", "pets,toys"}
+	code, out, _ := runCmd(t, append(args, "-print")...)
+	if code != exitProblems {
+		t.Fatalf("-print: exit %d\n%s", code, out)
+	}
+	wantContains(t, "-print", out, `DROP TRIGGER IF EXISTS "pets_v_upd";`, "-- not fixed by a statement: cascade (owner) REFERENCES owners (id): ON DELETE CASCADE")
+	code, out, _ = runCmd(t, append(args, "-apply")...)
+	if code != exitProblems {
+		t.Fatalf("-apply: exit %d\n%s", code, out)
+	}
+	wantContains(t, "-apply", out, "view pets_v (trigger pets_v_upd)", "now:\npets: 1 problem(s)\n  - cascade (owner) REFERENCES owners (id): ON DELETE CASCADE",
+		"toys: OK\n  note: cascade (owner) REFERENCES owners (id): ON UPDATE SET NULL")
+	if strings.Contains(out[strings.Index(out, "now:"):], "pets_v") {
+		t.Errorf("view door left after -apply:\n%s", out)
+	}
+	if code, out, _ := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "toys"); code != exitOK {
+		t.Errorf("a table with a note only: exit %d\n%s", code, out)
+	}
+	_, _, errOut := runCmd(t, "-h")
+	wantContains(t, "help", errOut, "engine", "view", "child", "partition", "cascade", "rule", "Notes are printed")
+}
