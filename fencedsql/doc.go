@@ -91,15 +91,49 @@
 // IGNORE and SQLite's OR REPLACE/IGNORE/FAIL change what a NOT NULL violation does and
 // are refused on guarded tables. MySQL tables must be InnoDB (statement atomicity).
 //
-// # What is refused
+// # What the wrapper refuses, and why
 //
-// Statements on guarded tables that cannot be fenced safely fail with ErrUnsupported
-// and are never sent: multi-table UPDATE/DELETE (MySQL joins), DELETE … USING, CTEs
-// that write, a DELETE under WITH, INSERT … SELECT, INSERT without a column list,
-// REPLACE, MERGE, TRUNCATE, multi-statement strings, MySQL executable comments, row
-// assignments that name the token or version column, and — when they carry a token —
-// locking reads that cannot be claimed exactly (joins, GROUP BY, SKIP LOCKED, NOWAIT,
-// MySQL OFFSET). Writes without a token fail with ErrNoToken.
+// On a pool with guarded tables the wrapper is an allowlist: a statement that names a
+// guarded table passes only as a read it understands or as a write it fences. The
+// refusals below fail with ErrUnsupported (an *UnsupportedError naming the table and
+// the reason) and send nothing; fencedsql: TestRewriteRefused, TestRewriteControlStatements,
+// TestRewriteClaimRefusedOrPassed and internal/redteam prove them.
+//
+//	statement                                      why                                                     unless
+//	---------------------------------------------  ------------------------------------------------------  ------------------
+//	no token on a guarded write                    nothing to compare (ErrNoToken)                         a token
+//	BEGIN, START TRANSACTION, COMMIT, ROLLBACK,    text-level transactions escape the binding, and the     use db.BeginTx
+//	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
+//	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)
+//	  BEGIN NOT ATOMIC … END                                                                                 (fenced_allow=dynamic_sql)
+//	PREPARE/DO whose text names a guarded table    a write hidden in a string                              —
+//	DDL naming a guarded table (in an identifier   DROP NOT NULL, a trigger, rule, view or function body,  WithDDL(true)
+//	  or in a body): CREATE, ALTER, DROP, RENAME,    ALTER … USING can remove the fence or rewrite rows;     (fenced_allow=ddl);
+//	  COMMENT, GRANT, REVOKE, REPAIR, …               migrations belong on a plain connection                  run it plainly
+//	DDL whose query writes a guarded table         CREATE TABLE … AS WITH … UPDATE writes unfenced        —
+//	TRUNCATE, COPY, LOAD, REPLACE, MERGE,           writes with no row-level place for the token            —
+//	  and any unknown statement
+//	SET naming a guarded table                     MariaDB SET STATEMENT … FOR <write> wraps a write       —
+//	multi-statement strings naming one             each statement would need its own plan                  one per Exec
+//	MySQL executable comments naming one or        the server runs their content                            —
+//	  holding a write
+//	MySQL multi-table UPDATE/DELETE, DELETE …      a join target the rewrite cannot isolate                 —
+//	  USING, a DELETE under WITH, INSERT … SELECT,
+//	  INSERT without a column list
+//	UPDATE/INSERT IGNORE, SQLite OR REPLACE/       they turn the fencing error into a warning or a         —
+//	  IGNORE/FAIL                                    different action
+//	row assignments naming the token or version    the other columns cannot be kept apart                   assign them singly
+//	DELETE (and a claimed FOR UPDATE) selecting    it selects its rows twice; these could find others      ExpectVersion, a
+//	  by the fencing columns, ctid/xmin/xmax,        the second time                                         stable condition
+//	  random()/rand()/uuid()…, a LIMITed subquery
+//	  over the same table, OFFSET
+//	FOR UPDATE with a token over a join, GROUP BY,  the claim cannot lock exactly the rows the read does    lock one table
+//	  SKIP LOCKED, NOWAIT, MySQL OFFSET
+//
+// What it cannot see at all: a function called from a SELECT that writes, a trigger or
+// rule installed before the wrapper was, writers on other connections. The dialects'
+// database-side guards (CheckSchema, fencedsql-schema) refuse those writes in the
+// database; install them for anything you allow.
 //
 // Deleted rows stay deleted (docs/design.md, G9) only with the tombstone guard: the
 // dialects' Tombstoner triggers record the deleter's token per primary key on DELETE and
