@@ -114,7 +114,8 @@ var _ lockclient.Backend = (*Backend)(nil)
 
 // New returns a Backend that keeps leases in the lease table of db. The table must
 // exist (see CreateTable); New does not touch the database. The dialect is detected from
-// db.Driver() (pgx's stdlib driver, go-sql-driver/mysql) unless WithDialect is given.
+// db.Driver() (pgx's stdlib driver, go-sql-driver/mysql, or either wrapped by fencedsql:
+// "fenced-pgx" pools LISTEN too) unless WithDialect is given.
 func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("sqllock: nil *sql.DB")
@@ -124,7 +125,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		o(&cfg)
 	}
 	isPgx := false
-	switch db.Driver().(type) {
+	switch baseDriver(db.Driver()).(type) { // fenced-pgx, fenced-mysql: the driver they wrap
 	case *stdlib.Driver:
 		isPgx = true
 		if cfg.dialect == Detect {
