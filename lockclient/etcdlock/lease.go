@@ -114,6 +114,11 @@ func (s *session) leaseGone(lease clientv3.LeaseID) {
 			delete(s.orphans, ekey)
 		}
 	}
+	for name, e := range s.queue {
+		if e.lease == lease {
+			s.dropEntryLocked(name, e) // its key went with the lease
+		}
+	}
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -169,6 +174,6 @@ func (s *session) RenewSession(ctx context.Context) error {
 		}
 		return err
 	}
-	s.startCleanup()
+	s.kickSweeper()
 	return nil
 }

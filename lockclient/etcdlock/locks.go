@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
-// TryAcquire implements lockclient.Session.
+// TryAcquire implements lockclient.Session. Without a place in the lock's queue (no Wait
+// of this session is waiting on it) it is one transaction that takes the lock only if
+// nobody holds it or waits for it, and otherwise leaves nothing behind (ErrHeld). With a
+// place, it takes the lock if our key was handed the lock or is first in line (claim).
 //
 // When the session lease needs renewing (see ensureLease), the keep-alive runs
 // concurrently with the acquiring transaction, so that it costs no extra round trip:
@@ -19,7 +24,8 @@ import (
 //   - the lease is not found: it expired, taking any key just written with it; start over
 //     with a new lease;
 //   - the keep-alive's outcome is unknown: the grant cannot be trusted for a whole ttl, so
-//     it is deleted (compare-and-delete) and the caller gets ErrUnavailable.
+//     it is not handed out and the caller gets ErrUnavailable (a new grant's key is
+//     deleted; a queued key keeps its place and is written again by the next attempt).
 func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {
 	lockPfx := s.b.lockPrefix(key)
 	s.mu.Lock()
@@ -30,15 +36,24 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 	s.pending[key]++
 	s.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		if s.pending[key]--; s.pending[key] <= 0 {
-			delete(s.pending, key)
-		}
-		s.mu.Unlock()
+		s.donePending(key)
+		s.kickSweeper() // orphans of this call are only deleted once it is over
 	}()
 	start := time.Now()
 	for range 4 {
-		g, retry, err := s.tryAcquireOnce(ctx, key, lockPfx, start)
+		s.mu.Lock()
+		e := s.queue[key]
+		s.mu.Unlock()
+		var (
+			g     lockclient.Grant
+			retry bool
+			err   error
+		)
+		if e != nil {
+			g, retry, err = s.claim(ctx, key, lockPfx, e, start)
+		} else {
+			g, retry, err = s.tryAcquireOnce(ctx, key, lockPfx, start)
+		}
 		if !retry {
 			return g, err
 		}
@@ -46,31 +61,33 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 	return lockclient.Grant{}, fmt.Errorf("etcdlock: try-acquire: no definite answer after retries: %w", lockclient.ErrUnavailable)
 }
 
-// tryAcquireOnce makes one attempt of TryAcquire (start is when TryAcquire began). retry
-// reports that the attempt came to no answer but another one may: the session lease
-// lapsed, or an orphaned key of ours was in the way and has been deleted.
+// startKeepAlive renews lease concurrently when renew is set; the returned function
+// waits for the outcome (nil when none ran).
+func (s *session) startKeepAlive(ctx context.Context, lease clientv3.LeaseID, renew bool) func() error {
+	if !renew {
+		return func() error { return nil }
+	}
+	result := make(chan error, 1)
+	go func() { result <- s.keepAlive(ctx, lease) }()
+	return func() error { return <-result }
+}
+
+// tryAcquireOnce makes one attempt of TryAcquire without a place in the queue (start is
+// when TryAcquire began). retry reports that the attempt came to no answer but another
+// one may: the session lease lapsed, or an orphaned key of ours was in the way and has
+// been deleted.
 func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start time.Time) (g lockclient.Grant, retry bool, err error) {
 	lease, renew, err := s.ensureLease(ctx)
 	if err != nil {
 		return lockclient.Grant{}, false, err
 	}
-	var keepAliveResult chan error // the outcome of the concurrent keep-alive; nil when none runs
-	if renew {
-		keepAliveResult = make(chan error, 1)
-		go func() { keepAliveResult <- s.keepAlive(ctx, lease) }()
-	}
-	awaitKeepAlive := func() error {
-		if keepAliveResult == nil {
-			return nil
-		}
-		return <-keepAliveResult
-	}
+	awaitKeepAlive := s.startKeepAlive(ctx, lease, renew)
 	ekey := lockKey(lockPfx, lease)
 	reqCtx, cancel := s.b.requestContext(ctx)
 	resp, err := s.cli.Txn(reqCtx).
 		If(clientv3.Compare(clientv3.CreateRevision(lockPfx), "=", 0).WithPrefix()).
 		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease))).
-		Else(clientv3.OpGet(lockPfx, clientv3.WithFirstCreate()...)).
+		Else(clientv3.OpGet(ekey)).
 		Commit()
 	cancel()
 	keepAliveErr := awaitKeepAlive()
@@ -80,14 +97,14 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 			s.leaseGone(lease)
 			return lockclient.Grant{}, true, nil
 		}
-		// The key may have been created: remember it so that it is cleaned up.
+		// The key may have been created, now or later: the sweeper deletes it.
 		s.mu.Lock()
 		s.addOrphanLocked(ekey, key, lease)
 		s.mu.Unlock()
 		return lockclient.Grant{}, false, unavailable(ctx, "try-acquire", err)
 	}
 	if resp.Succeeded {
-		rev := resp.Header.Revision // the transaction's revision: our key's create revision
+		rev := resp.Header.Revision // the transaction's revision: our key's create (and mod) revision
 		switch {
 		case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
 			return lockclient.Grant{}, true, nil // the lease expired just after the put: the key went with it
@@ -105,20 +122,18 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 		s.mu.Unlock()
 		return lockclient.Grant{Key: key, Token: uint64(rev), Data: grantData{ekey: ekey, lease: lease}}, false, nil
 	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 {
-		return lockclient.Grant{}, true, nil // cannot happen: the compare and the read see the same revision
-	}
-	if holder := kvs[0]; string(holder.Key) == ekey {
+	if own := resp.Responses[0].GetResponseRange().Kvs; len(own) > 0 {
+		kv := own[0]
 		s.mu.Lock()
 		g, held := s.grants[key]
-		held = held && g.rev == holder.CreateRevision
+		held = held && g.rev == kv.ModRevision
+		queued := s.queue[key] != nil && s.queue[key].ekey == ekey
 		concurrent := s.pending[key] > 1
 		s.mu.Unlock()
-		if !held && !concurrent {
-			// Our own key, but no grant accounts for it: an earlier attempt was applied
+		if !held && !queued && !concurrent {
+			// Our own key, but nothing accounts for it: an earlier attempt was applied
 			// after its caller gave up. Nobody trusts it; delete it and try again.
-			if err := s.deleteIf(ctx, ekey, holder.CreateRevision); err != nil {
+			if err := s.deleteIfMod(ctx, ekey, kv.ModRevision); err != nil {
 				return lockclient.Grant{}, false, err
 			}
 			return lockclient.Grant{}, true, nil
@@ -127,58 +142,120 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 	return lockclient.Grant{}, false, lockclient.ErrHeld
 }
 
+// claim makes one attempt of TryAcquire through this session's place e in the lock's
+// queue: it hands out the grant a releaser gave our key, or takes the lock if our key is
+// first in line — one transaction that writes our key again, conditioned on its being
+// unchanged and no key of the lock being older; that write's revision is the token.
+func (s *session) claim(ctx context.Context, key, lockPfx string, e *entry, start time.Time) (g lockclient.Grant, retry bool, err error) {
+	lease, renew, err := s.ensureLease(ctx)
+	if err != nil {
+		return lockclient.Grant{}, false, err
+	}
+	if lease != e.lease { // e's lease ended, and its key with it
+		s.mu.Lock()
+		s.dropEntryLocked(key, e)
+		s.mu.Unlock()
+		return lockclient.Grant{}, true, nil
+	}
+	s.mu.Lock()
+	handed := e.granted
+	s.mu.Unlock()
+	if handed != 0 {
+		// Wait saw the releaser hand the lock to our key: no request but, if the lease
+		// might not cover a whole TTL from now, a keep-alive.
+		if err := s.startKeepAlive(ctx, lease, renew)(); err != nil {
+			if errors.Is(err, lockclient.ErrLeaseLost) {
+				return lockclient.Grant{}, true, nil // leaseGone dropped the entry
+			}
+			return lockclient.Grant{}, false, err
+		}
+		return s.handOut(ctx, key, e, handed, start)
+	}
+	awaitKeepAlive := s.startKeepAlive(ctx, lease, renew)
+	reqCtx, cancel := s.b.requestContext(ctx)
+	resp, err := s.cli.Txn(reqCtx).
+		If(clientv3.Compare(clientv3.ModRevision(e.ekey), "=", e.mod),
+			clientv3.Compare(clientv3.CreateRevision(lockPfx), ">", e.rev-1).WithPrefix()).
+		Then(clientv3.OpPut(e.ekey, s.owner, clientv3.WithIgnoreLease())).
+		Else(clientv3.OpGet(e.ekey)).
+		Commit()
+	cancel()
+	keepAliveErr := awaitKeepAlive()
+	if err != nil {
+		if isLeaseNotFound(err) {
+			s.leaseGone(lease)
+			return lockclient.Grant{}, true, nil
+		}
+		// The write may have landed: the key keeps its place, and the next claim (or
+		// the clean-up when the caller gives up) finds it changed.
+		return lockclient.Grant{}, false, unavailable(ctx, "try-acquire", err)
+	}
+	token := resp.Header.Revision
+	if !resp.Succeeded {
+		own := resp.Responses[0].GetResponseRange().Kvs
+		switch {
+		case len(own) == 0 || own[0].CreateRevision != e.rev:
+			s.mu.Lock()
+			s.dropEntryLocked(key, e) // our key is gone: start over
+			s.mu.Unlock()
+			return lockclient.Grant{}, true, nil
+		case own[0].ModRevision == e.mod:
+			return lockclient.Grant{}, false, lockclient.ErrHeld // someone is ahead
+		}
+		// Our key was written since it was queued: a releaser handed the lock to it, or
+		// an earlier claim whose answer was lost landed. Either way the lock was granted
+		// to this key at that revision, and nobody has been handed the grant yet.
+		token = own[0].ModRevision
+	}
+	switch {
+	case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
+		return lockclient.Grant{}, true, nil // leaseGone dropped the entry
+	case keepAliveErr != nil:
+		s.mu.Lock()
+		if s.queue[key] == e {
+			e.granted = token // hand it out once the lease is renewed
+		}
+		s.mu.Unlock()
+		return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: the session lease could not be renewed: %w", keepAliveErr)
+	}
+	return s.handOut(ctx, key, e, token, start)
+}
+
+// handOut turns e, granted at revision token, into this session's grant, unless a
+// concurrent call handed it out already or its caller gave up (e left the queue, and its
+// key is being deleted).
+func (s *session) handOut(ctx context.Context, key string, e *entry, token int64, start time.Time) (lockclient.Grant, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue[key] != e {
+		if err := ctx.Err(); err != nil {
+			return lockclient.Grant{}, false, unavailable(ctx, "try-acquire", err)
+		}
+		return lockclient.Grant{}, false, lockclient.ErrHeld
+	}
+	s.dropEntryLocked(key, e)
+	s.grants[key] = grantRec{lease: e.lease, rev: token, start: start}
+	delete(s.orphans, e.ekey)
+	return lockclient.Grant{Key: key, Token: uint64(token), Data: grantData{ekey: e.ekey, lease: e.lease}}, false, nil
+}
+
 // deleteIf deletes ekey if its create revision is still rev.
 func (s *session) deleteIf(ctx context.Context, ekey string, rev int64) error {
+	return s.deleteCmp(ctx, ekey, clientv3.Compare(clientv3.CreateRevision(ekey), "=", rev))
+}
+
+// deleteIfMod deletes ekey if its mod revision is still rev.
+func (s *session) deleteIfMod(ctx context.Context, ekey string, rev int64) error {
+	return s.deleteCmp(ctx, ekey, clientv3.Compare(clientv3.ModRevision(ekey), "=", rev))
+}
+
+func (s *session) deleteCmp(ctx context.Context, ekey string, cmp clientv3.Cmp) error {
 	reqCtx, cancel := s.b.requestContext(ctx)
 	defer cancel()
-	_, err := s.cli.Txn(reqCtx).
-		If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", rev)).
-		Then(clientv3.OpDelete(ekey)).
-		Commit()
-	if err != nil {
+	if _, err := s.cli.Txn(reqCtx).If(cmp).Then(clientv3.OpDelete(ekey)).Commit(); err != nil {
 		return unavailable(ctx, "delete stale key", err)
 	}
 	return nil
-}
-
-// Wait implements lockclient.Session: it watches the holder's key for its deletion.
-func (s *session) Wait(ctx context.Context, key string) error {
-	lockPfx := s.b.lockPrefix(key)
-	reqCtx, cancel := s.b.requestContext(ctx)
-	resp, err := s.cli.Get(reqCtx, lockPfx, clientv3.WithFirstCreate()...)
-	cancel()
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		return unavailable(ctx, "wait: read holder", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil // free now
-	}
-	holder := string(resp.Kvs[0].Key)
-	// WithRequireLeader: a member cut off from the cluster's leader ends the watch
-	// instead of keeping it silently open.
-	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer wcancel()
-	wch := s.cli.Watch(wctx, holder, clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
-	for wr := range wch {
-		if err := wr.Err(); err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			return unavailable(ctx, "wait: watch", err)
-		}
-		for _, ev := range wr.Events {
-			if ev.Type == clientv3.EventTypeDelete {
-				return nil
-			}
-		}
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return unavailable(ctx, "wait: watch", errors.New("watch channel closed"))
 }
 
 // Renew implements lockclient.Session for one grant (the Client uses RenewSession
@@ -197,25 +274,41 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	if err != nil {
 		return unavailable(ctx, "renew", err)
 	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != int64(g.Token) {
+	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != int64(g.Token) {
 		return fmt.Errorf("etcdlock: renew %q (token %d): the key is gone: %w", g.Key, g.Token, lockclient.ErrLeaseLost)
 	}
 	return nil
 }
 
-// Release implements lockclient.Session: a compare-and-delete on our key's create
-// revision, never a blind delete.
+// Release implements lockclient.Session: a compare-and-delete on our key's mod revision
+// (the grant's token), never a blind delete. If a key waits just behind ours, the same
+// transaction hands the lock to it (writes it with its owner's name: that write's
+// revision, the one of the release, is its token), so the next holder needs no
+// transaction of its own. Who is next is read first from the member's local state (a
+// serializable read, no consensus round): a stale answer only makes the hand-over's
+// compare fail, and the release then goes on alone; the waiter, woken by our key's
+// deletion, takes the lock itself.
 func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	d, ok := g.Data.(grantData)
 	if !ok {
 		return fmt.Errorf("etcdlock: release %q: not a grant of this backend: %w", g.Key, lockclient.ErrNotOwner)
 	}
+	lockPfx := s.b.lockPrefix(g.Key)
+	mine := clientv3.Compare(clientv3.ModRevision(d.ekey), "=", int64(g.Token))
+	release := []clientv3.Op{clientv3.OpDelete(d.ekey)}
+	refused := []clientv3.Op{clientv3.OpGet(d.ekey), clientv3.OpGet(lockPfx, clientv3.WithFirstCreate()...)}
 	reqCtx, cancel := s.b.requestContext(ctx)
-	resp, err := s.cli.Txn(reqCtx).
-		If(clientv3.Compare(clientv3.CreateRevision(d.ekey), "=", int64(g.Token))).
-		Then(clientv3.OpDelete(d.ekey)).
-		Else(clientv3.OpGet(d.ekey), clientv3.OpGet(s.b.lockPrefix(g.Key), clientv3.WithFirstCreate()...)).
-		Commit()
+	txn := s.cli.Txn(reqCtx)
+	handOver := false
+	if next := s.nextInLine(reqCtx, lockPfx, d.ekey, int64(g.Token)); next != nil {
+		handOver = true
+		txn = txn.If(mine, clientv3.Compare(clientv3.ModRevision(string(next.Key)), "=", next.ModRevision)).
+			Then(clientv3.OpDelete(d.ekey), clientv3.OpPut(string(next.Key), strings.TrimPrefix(string(next.Value), queuedPrefix), clientv3.WithIgnoreLease())).
+			Else(clientv3.OpTxn([]clientv3.Cmp{mine}, release, refused))
+	} else {
+		txn = txn.If(mine).Then(release...).Else(refused...)
+	}
+	resp, err := txn.Commit()
 	cancel()
 	s.mu.Lock()
 	if r, ok := s.grants[g.Key]; ok && r.rev == int64(g.Token) {
@@ -228,10 +321,18 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	}
 	s.mu.Unlock()
 	if err != nil {
+		s.kickSweeper()
 		return unavailable(ctx, "release", err)
 	}
 	if resp.Succeeded {
 		return nil
+	}
+	if handOver {
+		inner := resp.Responses[0].GetResponseTxn()
+		if inner.Succeeded {
+			return nil
+		}
+		resp = (*clientv3.TxnResponse)(inner)
 	}
 	switch {
 	case len(resp.Responses[0].GetResponseRange().Kvs) > 0:
@@ -241,4 +342,20 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	default:
 		return fmt.Errorf("etcdlock: release %q (token %d): the lease expired: %w", g.Key, g.Token, lockclient.ErrLeaseLost)
 	}
+}
+
+// nextInLine returns the key waiting just behind ours, if the member's local state says
+// ours (at mod revision token) is first and the next one is still waiting; nil otherwise
+// or on any error.
+func (s *session) nextInLine(ctx context.Context, lockPfx, ekey string, token int64) *mvccpb.KeyValue {
+	resp, err := s.cli.Get(ctx, lockPfx, clientv3.WithPrefix(), clientv3.WithSerializable(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(2))
+	if err != nil || len(resp.Kvs) < 2 {
+		return nil
+	}
+	first, next := resp.Kvs[0], resp.Kvs[1]
+	if string(first.Key) != ekey || first.ModRevision != token || !strings.HasPrefix(string(next.Value), queuedPrefix) {
+		return nil
+	}
+	return next
 }

@@ -166,7 +166,7 @@ func TestPartitionHealedStaleReleaseIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Kvs) != 1 || uint64(resp.Kvs[0].CreateRevision) != lb.Token() {
+	if len(resp.Kvs) != 1 || uint64(resp.Kvs[0].ModRevision) != lb.Token() {
 		t.Fatalf("after the stale release etcd holds %v, want only the new holder's key (token %d)", resp.Kvs, lb.Token())
 	}
 	if lc, err := c.TryAcquire(ctx, "k"); errors.Is(err, lockclient.ErrUnavailable) {

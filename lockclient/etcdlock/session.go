@@ -36,10 +36,11 @@ type session struct {
 	leaseTTL  time.Duration    // the TTL etcd applied to it (>= ttl)
 	refreshed time.Time        // send time of its last successful grant or keep-alive
 	grants    map[string]grantRec
-	pending   map[string]int    // TryAcquire calls in flight, by lock name
+	pending   map[string]int    // TryAcquire calls and enqueues in flight, by lock name
+	queue     map[string]*entry // this session's place in a lock's queue, by lock name
 	orphans   map[string]orphan // our keys no grant accounts for, by etcd key
 	orphanSeq uint64
-	cleaning  bool
+	sweeping  bool // the orphan sweeper runs (orphans.go)
 	// lostEarlier is set when a lease died while the client could still trust one of its
 	// grants; the next RenewSession reports ErrLeaseLost.
 	lostEarlier bool
@@ -49,7 +50,7 @@ type session struct {
 // grantRec is a grant handed out and not yet released.
 type grantRec struct {
 	lease clientv3.LeaseID
-	rev   int64
+	rev   int64     // the token: the revision of the write that granted the lock (our key's mod revision)
 	start time.Time // when its TryAcquire started: no earlier than the client's send time
 }
 
@@ -61,11 +62,14 @@ type grantData struct {
 
 func newSession(b *Backend, owner string, ttl time.Duration) *session {
 	bg, cancel := context.WithCancel(context.Background())
+	if owner == "" {
+		owner = "-" // a grant's value is its owner, and an empty value is never a grant's
+	}
 	return &session{
 		b: b, cli: b.cli, owner: owner, ttl: ttl, ttlSec: leaseSeconds(ttl + b.cfg.slack),
 		grantSem: make(chan struct{}, 1),
 		bg:       bg, cancel: cancel,
-		grants: map[string]grantRec{}, pending: map[string]int{}, orphans: map[string]orphan{},
+		grants: map[string]grantRec{}, pending: map[string]int{}, queue: map[string]*entry{}, orphans: map[string]orphan{},
 	}
 }
 
@@ -86,6 +90,9 @@ func (s *session) Close(ctx context.Context) error {
 	s.closed = true
 	lease := s.lease
 	s.lease = 0
+	for name, e := range s.queue {
+		s.dropEntryLocked(name, e) // the revoke below deletes the keys
+	}
 	s.mu.Unlock()
 	s.stop()
 	if lease == 0 {

@@ -1,0 +1,367 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// This file holds the waiters' queue of a lock (see "Waiting in line" in the package
+// documentation): a session enqueues its key in Wait, watches only the key just ahead of
+// it, and leaves the queue at once when the context of every caller waiting through that
+// key has ended.
+
+// queuedPrefix starts the value of a waiting key; a granted key's value is its owner.
+const queuedPrefix = "queued "
+
+// entry is this session's key in one lock's queue, from the Wait that enqueued it until
+// a TryAcquire hands the grant out or every waiting caller's context has ended.
+type entry struct {
+	name  string // lock name
+	ekey  string
+	lease clientv3.LeaseID
+	rev   int64 // create revision: the place in the queue
+	mod   int64 // mod revision while waiting; a later write to the key granted the lock
+	// granted is the revision at which a releaser handed the lock to this key (seen by
+	// Wait); 0 while none was seen.
+	granted int64
+	regs    []*reg // callers waiting through this entry
+}
+
+// reg is one caller's context waiting through an entry: when it ends, so does its claim.
+type reg struct {
+	ctx  context.Context
+	stop func() bool
+}
+
+// sameCtx compares two contexts without panicking on an uncomparable implementation.
+func sameCtx(a, b context.Context) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// registerLocked makes ctx one of e's waiting callers (once per context): when ctx ends
+// and no other caller still waits through e, the key leaves the queue. Caller holds mu.
+func (s *session) registerLocked(e *entry, ctx context.Context) {
+	for _, r := range e.regs {
+		if sameCtx(r.ctx, ctx) {
+			return
+		}
+	}
+	r := &reg{ctx: ctx}
+	r.stop = context.AfterFunc(ctx, func() { s.leave(e, r) })
+	e.regs = append(e.regs, r)
+}
+
+// dropEntryLocked forgets e (its key is gone, granted, or being deleted) and stops its
+// context watchers. Caller holds mu.
+func (s *session) dropEntryLocked(name string, e *entry) {
+	if s.queue[name] == e {
+		delete(s.queue, name)
+	}
+	for _, r := range e.regs {
+		r.stop()
+	}
+	e.regs = nil
+}
+
+// leave runs when r's context ends: if no other caller waits through e, e's key leaves
+// the queue at once (compare-and-delete on its create revision), so that it never blocks
+// the waiters behind it. A delete that fails is left to the orphan sweeper.
+func (s *session) leave(e *entry, r *reg) {
+	s.mu.Lock()
+	for i, x := range e.regs {
+		if x == r {
+			e.regs = append(e.regs[:i], e.regs[i+1:]...)
+			break
+		}
+	}
+	if len(e.regs) > 0 || s.queue[e.name] != e || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.dropEntryLocked(e.name, e)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := s.b.requestContext(s.bg)
+		defer cancel()
+		if err := s.deleteIf(ctx, e.ekey, e.rev); err != nil {
+			s.mu.Lock()
+			s.addOrphanLocked(e.ekey, e.name, e.lease)
+			s.mu.Unlock()
+			s.kickSweeper()
+		}
+	}()
+}
+
+// Wait implements lockclient.Session. The first Wait on a lock puts this session's key
+// in the lock's queue; every Wait then watches only the key just ahead of ours and
+// returns when it is gone (released, expired or left), when the lock was handed to our
+// key, or when ours is first: the caller's next TryAcquire takes the lock. A caller whose
+// context ends leaves the queue (see leave). While this session holds the lock itself
+// (another caller of the same Client), Wait watches that grant's key instead.
+func (s *session) Wait(ctx context.Context, key string) error {
+	lockPfx := s.b.lockPrefix(key)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	g, held := s.grants[key]
+	e := s.queue[key]
+	if e != nil {
+		s.registerLocked(e, ctx)
+	}
+	s.mu.Unlock()
+	wctx, cancel := s.waitContext(ctx)
+	defer cancel()
+	if held {
+		return s.waitErr(ctx, "wait", s.waitOwnRelease(wctx, lockKey(lockPfx, g.lease), g.rev))
+	}
+	if e == nil {
+		var err error
+		if e, err = s.enqueue(ctx, key, lockPfx); err != nil || e == nil {
+			return err
+		}
+	}
+	return s.waitTurn(ctx, wctx, e, lockPfx)
+}
+
+// waitContext derives the context of a wait: it ends with ctx or when the session
+// closes, and its watches only go through a member connected to the leader
+// (WithRequireLeader: a member cut off from the leader ends the watch rather than keep it
+// silently open).
+func (s *session) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	stop := context.AfterFunc(s.bg, cancel)
+	return wctx, func() { stop(); cancel() }
+}
+
+// waitErr turns a wait's error into the Session convention: ctx's error when it ended,
+// errClosed when the session closed, otherwise ErrUnavailable.
+func (s *session) waitErr(ctx context.Context, op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case s.bg.Err() != nil:
+		return errClosed
+	case errors.Is(err, errLeaseEnded):
+		return nil // the caller's next TryAcquire starts over on a new lease
+	}
+	return unavailable(ctx, op, err)
+}
+
+// errLeaseEnded ends a wait whose key went with its session lease.
+var errLeaseEnded = errors.New("etcdlock: the session lease ended while waiting")
+
+// enqueue puts this session's key at the end of the lock's queue and registers ctx on
+// it. A nil entry without error means "try again" (the lease lapsed, or the key is
+// another caller's of this session).
+func (s *session) enqueue(ctx context.Context, key, lockPfx string) (*entry, error) {
+	lease, _, err := s.ensureLease(ctx)
+	if err != nil {
+		return nil, s.waitErr(ctx, "wait: enqueue", err)
+	}
+	s.mu.Lock()
+	if e := s.queue[key]; e != nil { // another caller just enqueued
+		s.registerLocked(e, ctx)
+		s.mu.Unlock()
+		return e, nil
+	}
+	s.pending[key]++
+	s.mu.Unlock()
+	defer s.donePending(key)
+	ekey := lockKey(lockPfx, lease)
+	reqCtx, cancel := s.b.requestContext(ctx)
+	resp, err := s.cli.Txn(reqCtx).
+		If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).
+		Then(clientv3.OpPut(ekey, queuedPrefix+s.owner, clientv3.WithLease(lease))).
+		Else(clientv3.OpGet(ekey)).
+		Commit()
+	cancel()
+	if err != nil {
+		if isLeaseNotFound(err) {
+			s.leaseGone(lease)
+			return nil, nil
+		}
+		// The key may have been created: if nobody adopts it, the sweeper deletes it.
+		s.mu.Lock()
+		s.addOrphanLocked(ekey, key, lease)
+		s.mu.Unlock()
+		s.kickSweeper()
+		return nil, s.waitErr(ctx, "wait: enqueue", err)
+	}
+	e := &entry{name: key, ekey: ekey, lease: lease}
+	if resp.Succeeded {
+		e.rev, e.mod = resp.Header.Revision, resp.Header.Revision
+	} else {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return nil, nil
+		}
+		e.rev, e.mod = kvs[0].CreateRevision, kvs[0].ModRevision
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, errClosed
+	case s.lease != lease:
+		return nil, nil // the lease ended meanwhile, and the key with it
+	case s.queue[key] != nil:
+		s.registerLocked(s.queue[key], ctx)
+		return s.queue[key], nil
+	}
+	if !resp.Succeeded {
+		// Our key exists already. If a grant of ours accounts for it, or a concurrent
+		// TryAcquire may be about to hand it out, the lock is held by this session: try
+		// again (the next Wait watches the grant). Otherwise nobody accounts for it (an
+		// attempt whose answer was lost): it becomes our place in the queue, no later than
+		// a new key's. If it is a grant nobody trusts, taking it over writes it again,
+		// with a new token.
+		if g, ok := s.grants[key]; (ok && g.rev == e.mod) || s.pending[key] > 1 {
+			return nil, nil
+		}
+		delete(s.orphans, ekey)
+	}
+	s.queue[key] = e
+	s.registerLocked(e, ctx)
+	return e, nil
+}
+
+func (s *session) donePending(key string) {
+	s.mu.Lock()
+	if s.pending[key]--; s.pending[key] <= 0 {
+		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+}
+
+// waitTurn waits until e's turn may have come. Each round is one read — is our key
+// still waiting, and which key is just ahead of it? — and one watch of that key only,
+// for its deletion, so that a release wakes one waiter, not all (no herd).
+func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) error {
+	aheadOpts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))
+	for {
+		reqCtx, cancel := s.b.requestContext(wctx)
+		resp, err := s.cli.Txn(reqCtx).
+			If(clientv3.Compare(clientv3.ModRevision(e.ekey), "=", e.mod)).
+			Then(clientv3.OpGet(lockPfx, aheadOpts...)).
+			Else(clientv3.OpGet(e.ekey)).
+			Commit()
+		cancel()
+		if err != nil {
+			return s.waitErr(ctx, "wait: read queue", err)
+		}
+		if !resp.Succeeded {
+			kvs := resp.Responses[0].GetResponseRange().Kvs
+			s.mu.Lock()
+			if len(kvs) == 0 || kvs[0].CreateRevision != e.rev {
+				// Our key is gone (its lease ended, or it was deleted): start over.
+				s.dropEntryLocked(e.name, e)
+			} else if s.queue[e.name] == e && e.granted == 0 {
+				e.granted = kvs[0].ModRevision // the releaser handed the lock to us
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return nil // first in the queue: TryAcquire takes the lock
+		}
+		if err := s.watchDelete(wctx, string(kvs[0].Key), resp.Header.Revision+1, e); err != nil {
+			return s.waitErr(ctx, "wait: watch", err)
+		}
+	}
+}
+
+// waitOwnRelease returns when this session's grant (ekey at mod revision token) is
+// released or lost.
+func (s *session) waitOwnRelease(wctx context.Context, ekey string, token int64) error {
+	reqCtx, cancel := s.b.requestContext(wctx)
+	resp, err := s.cli.Get(reqCtx, ekey)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != token {
+		return nil
+	}
+	return s.watchDelete(wctx, ekey, resp.Header.Revision+1, nil)
+}
+
+// watchDelete returns when key is deleted (watching from revision rev, or from now when
+// rev is 0). While e waits, it also keeps the session lease alive: the Client's watchdog
+// renews it only while a lock is held, and a waiting key lives as long as the lease.
+func (s *session) watchDelete(wctx context.Context, key string, rev int64, e *entry) error {
+	opts := []clientv3.OpOption{clientv3.WithFilterPut()}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	wctx, cancel := context.WithCancel(wctx)
+	defer cancel()
+	wch := s.cli.Watch(wctx, key, opts...)
+	var tick <-chan time.Time
+	if e != nil {
+		t := time.NewTicker(max(s.ttl/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case wr, ok := <-wch:
+			if !ok {
+				if err := wctx.Err(); err != nil {
+					return err
+				}
+				return errors.New("watch channel closed")
+			}
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					return nil
+				}
+			}
+		case <-tick:
+			if err := s.keepWaitingLease(wctx, e); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// keepWaitingLease renews e's lease if its last renewal is older than a third of the
+// TTL. A lease found gone ends the wait (errLeaseEnded).
+func (s *session) keepWaitingLease(ctx context.Context, e *entry) error {
+	s.mu.Lock()
+	stale := s.lease == e.lease && time.Since(s.refreshed) > s.ttl/3
+	gone := s.lease != e.lease
+	s.mu.Unlock()
+	if gone {
+		return errLeaseEnded
+	}
+	if !stale {
+		return nil
+	}
+	if err := s.keepAlive(ctx, e.lease); err != nil {
+		if errors.Is(err, lockclient.ErrLeaseLost) {
+			return errLeaseEnded
+		}
+		// Transient: the key lives on until the lease's own end; the next tick retries.
+	}
+	return nil
+}
