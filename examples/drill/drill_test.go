@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,10 @@ import (
 // TestMain checks for leaked goroutines like goleak.VerifyTestMain, but gives a stopped
 // embedded etcd's peer connections the few seconds they take to end (see etcdtest).
 func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(workerEnv); ok {
+		// Process mode re-executes the test binary as a worker process.
+		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
+	}
 	etcdtest.VerifyTestMain(m)
 }
 

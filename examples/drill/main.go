@@ -342,6 +342,8 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "process mode: accounts (rows), each its own lock; every round picks one at random")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 0, "process mode: mean interval between faults (freeze or partition of one worker; -pause-prob : -partition-prob is the mix); default 2 TTLs")
 	fs.StringVar(&cfg.Mutate, "mutate", "", "process mode, the checker's mutation test: lost-update plants a lost update in the fenced run's history after the run (the verdict must then FAIL)")
+	long := fs.Bool("long", false, "the long mode: -procs 8, -accounts 16, 10,000 critical sections per run, on an embedded 3-member etcd whose leader is killed in each run\n"+
+		"(-locks etcd-embedded -failover) unless the flags say otherwise; give -driver and -dsn for PostgreSQL or MariaDB")
 	asJSON := fs.Bool("json", false, "print one JSON object {\"unfenced\": {...}, \"fenced\": {...}, ...} on stdout instead of the report")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -366,7 +368,32 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	if cfg.Duration > 0 && !set["rounds"] {
 		cfg.Rounds = 0
 	}
+	if *long {
+		// The long mode: >= 10,000 critical sections per run across >= 8 processes on an
+		// embedded 3-member etcd whose leader is killed half-way through each run.
+		if !set["procs"] {
+			cfg.Procs = 8
+		}
+		if !set["locks"] {
+			cfg.Locks, cfg.EtcdMembers, cfg.Failover = locksEtcdEmbedded, 3, true
+			if !set["ttl"] {
+				cfg.TTL = defaultTTL(locksEtcdEmbedded)
+			}
+		}
+		if !set["accounts"] {
+			cfg.Accounts = 16
+		}
+		if !set["rounds"] && !set["duration"] && cfg.Procs > 0 {
+			cfg.Rounds = (10000 + cfg.Procs - 1) / cfg.Procs
+		}
+	}
 	if cfg.Procs > 0 {
+		if !set["rounds"] && !set["duration"] && !*long {
+			cfg.Rounds = 80 // 640 critical sections with 8 processes
+			if cfg.Locks == locksEtcd || cfg.Locks == locksEtcdEmbedded {
+				cfg.Rounds = 25
+			}
+		}
 		if !set["fault-every"] {
 			cfg.FaultEvery = 2 * cfg.TTL
 		}

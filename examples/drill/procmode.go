@@ -417,7 +417,7 @@ func (pr *procRun) injectFaults(ctx context.Context, done <-chan struct{}) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<32))
-	maxFaulted := max(1, cfg.Procs/3)
+	maxFaulted := max(1, cfg.Procs/2)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
