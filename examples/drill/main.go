@@ -119,6 +119,61 @@
 // since every fault stalls the other workers until etcd expires the lease, the default
 // is fewer rounds. A default etcd-embedded drill takes about 30 seconds.
 //
+// # Process mode
+//
+//	go run ./examples/drill -procs 8 -json      # 8 worker processes, SQLite, the coordinator's memlock, ~20 s
+//	go run ./examples/drill -procs 8 -locks etcd-embedded -failover -driver postgres -dsn '...'
+//	go run ./examples/drill -long -driver postgres -dsn '...'  # 10,000 critical sections per run
+//	go run ./examples/drill -procs 4 -mutate lost-update       # the checker's mutation test: must FAIL
+//
+// -procs N makes every worker a separate OS process: the drill starts its own executable
+// again with FENCEDSQL_DRILL_WORKER set to the worker's settings (JSON), and the worker
+// reports what it does as JSON lines on its stdout. Each worker process has its own lock
+// client and database pool, and reaches the lock service through a loopback proxy of its
+// own (internal/netproxy) that lives in the coordinator. memlock cannot be shared across
+// processes, so with -locks mem (the default) the coordinator serves one memlock.Service
+// to the workers over HTTP on loopback (lockserver.go: one POST per Session call; expiry
+// is judged by the coordinator's memlock, on its clock); -locks etcd-embedded runs the
+// etcd members in the coordinator, and -locks etcd uses an external cluster.
+//
+// The coordinator injects the faults: at exponentially distributed intervals (mean
+// -fault-every, 2 TTLs by default) it picks a worker — one that holds a lease if any
+// does — and either freezes it with SIGSTOP, thawing it with SIGCONT 1.5 to 3 TTLs
+// later (plus etcd's lag), or partitions it by blocking its proxies for as long, then
+// resetting their connections. -pause-prob : -partition-prob is the mix of the two. A
+// freeze is a real stop-the-world pause: the worker's lease watchdog stops with it, like
+// a long GC pause or a throttled container. At most half of the workers are faulted at
+// once.
+//
+// Workers do not skip their lease check: every round a worker acquires the lease of one
+// of -accounts accounts (each account its own lock), claims and reads the row (and
+// records the read), checks lease.Err() — which also enforces the lease's local deadline
+// — then computes for -work (5ms by default) and writes balance+1 (and records the
+// write). A freeze that falls between the check and the write is invisible to the check:
+// the worker wakes up and writes late, the natural late writer.
+//
+// The history: each read and each write inserts a row into <table>_history in the same
+// transaction (worker, attempt, kind, token, value read, value written), so a row is
+// there if and only if its transaction committed; per account the rows are numbered in
+// commit order (the row lock is held from the first statement to the commit). Each worker
+// also reports every write attempt and the outcome it saw (committed, fenced, refused at
+// Commit, skipped by the lease check, error). After the run the checker (history.go)
+// proves, per account: committed write tokens never decrease; no write committed with a
+// token older than one already committed (by a newer holder's claim or write); every
+// committed write was computed from the balance at that point (no increment
+// overwritten); the final balance equals the committed increments; and every write a
+// worker saw commit is in the history, and none it saw refused is. The JSON report carries
+// the verdict under "check" in each run; the verdict line and exit status use it: the
+// unfenced run must show violations, the fenced run none. -mutate lost-update replays
+// an old committed write through the plain driver after the fenced run, as a late writer
+// would: the checker must catch it (exit status 3).
+//
+// -long is the long mode: 8 processes, 16 accounts, 10,000 critical sections per run, an
+// embedded 3-member etcd whose leader is killed half-way through each run, unless the
+// flags say otherwise. With -timeline, the SVG has a lane per process: its leases with
+// their tokens, its freezes (grey) and partitions (hatched), and every late write: red
+// where it committed, a black cross where the database refused it.
+//
 // # Reading the report
 //
 // For each run it prints the increments whose commit returned success (committed), the

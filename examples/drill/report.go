@@ -75,14 +75,14 @@ type runReport struct {
 	DurationMS          int64  `json:"duration_ms"`
 
 	// Process mode (-procs).
-	Processes              int             `json:"processes,omitempty"`
-	Accounts               int             `json:"accounts,omitempty"`
-	LeaseCheckSkips        int64           `json:"lease_check_skips,omitempty"` // writes not sent: the lease check before them failed
-	AcquireErrors          int64           `json:"acquire_errors,omitempty"`    // Acquire gave up (the service unreachable until the run's end)
-	FreezesOfHolders       int64           `json:"faults_on_holders,omitempty"` // faults whose victim held a lease
-	CriticalSectionsPerSec float64         `json:"critical_sections_per_sec,omitempty"`
-	Check                  *historyCheck    `json:"check,omitempty"`   // the history checker's verdict
-	Planted                *attemptRecord  `json:"planted,omitempty"` // -mutate lost-update: the write planted after the run
+	Processes              int            `json:"processes,omitempty"`
+	Accounts               int            `json:"accounts,omitempty"`
+	LeaseCheckSkips        int64          `json:"lease_check_skips,omitempty"` // writes not sent: the lease check before them failed
+	AcquireErrors          int64          `json:"acquire_errors,omitempty"`    // Acquire gave up (the service unreachable until the run's end)
+	FreezesOfHolders       int64          `json:"faults_on_holders,omitempty"` // faults whose victim held a lease
+	CriticalSectionsPerSec float64        `json:"critical_sections_per_sec,omitempty"`
+	Check                  *historyCheck  `json:"check,omitempty"`   // the history checker's verdict
+	Planted                *attemptRecord `json:"planted,omitempty"` // -mutate lost-update: the write planted after the run
 
 	// With -failover: the etcd leader killed half-way through the run.
 	Failover *failoverReport `json:"failover,omitempty"`

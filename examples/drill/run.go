@@ -158,7 +158,7 @@ type counters struct {
 	rounds, committed, fenced, leaseRefusals, leasesLost atomic.Int64
 	late, lateCommitted, pauses, partitions, other       atomic.Int64
 	releasesUnconfirmed                                  atomic.Int64
-	skipped, acquireErrors, holderFaults                 atomic.Int64 // process mode
+	skipped, acquireErrors, holderFaults                 atomic.Int64  // process mode
 	lastToken                                            atomic.Uint64 // greatest token granted
 }
 
