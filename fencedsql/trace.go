@@ -77,9 +77,10 @@ func (c *conn) guardedExec(ctx context.Context, r runner, p *plan, args []driver
 	return res, err
 }
 
-// guardedQuery runs a guarded plan through queryPlan. The outcome of a statement that
-// returns rows is known when they close (PostgreSQL may report the fencing failure
-// after the first rows): it is recorded then.
+// guardedQuery runs a guarded plan through queryPlan. The span event is added when
+// the statement returns (otelsql's statement span ends then); the histogram records the
+// statement when its rows close, since PostgreSQL may report the fencing failure after
+// the first rows — such a late failure adds a second event, if the span still records.
 func (c *conn) guardedQuery(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
 	observed := p.kind != kindClaim || c.hasToken(ctx)
 	tok, start := c.tokenOf(ctx), time.Now()
@@ -95,7 +96,13 @@ func (c *conn) guardedQuery(ctx context.Context, r runner, p *plan, args []drive
 		w = newRows(rs, c.core, nil, 0, 0).(*rows)
 	}
 	if observed {
-		w.done = func(err error) { c.core.observe(ctx, p, tok, start, err) }
+		c.core.event(ctx, p, tok, nil)
+		w.done = func(err error) {
+			c.core.metrics.writeDuration(p.guard, outcomeIndex(err), time.Since(start).Seconds())
+			if err != nil {
+				c.core.event(ctx, p, tok, err)
+			}
+		}
 	}
 	return w, nil
 }
@@ -111,10 +118,14 @@ func (c *conn) tokenOf(ctx context.Context) uint64 {
 }
 
 // observe records a guarded statement's duration and outcome, and adds the event to
-// the active span when it is recording.
+// the active span.
 func (k *core) observe(ctx context.Context, p *plan, tok uint64, start time.Time, err error) {
-	i := outcomeIndex(err)
-	k.metrics.writeDuration(p.guard, i, time.Since(start).Seconds())
+	k.metrics.writeDuration(p.guard, outcomeIndex(err), time.Since(start).Seconds())
+	k.event(ctx, p, tok, err)
+}
+
+// event adds EventFencedWrite to the span active in ctx, when it is recording.
+func (k *core) event(ctx context.Context, p *plan, tok uint64, err error) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
@@ -123,7 +134,7 @@ func (k *core) observe(ctx context.Context, p *plan, tok uint64, start time.Time
 		AttrDBTable.String(p.guard.String()),
 		AttrOperation.String(p.kind.String()),
 		AttrToken.Int64(int64(tok)), //nolint:gosec // tokens above MaxInt64 are refused (NoTokenError)
-		AttrOutcome.String(outcomes[i]),
+		AttrOutcome.String(outcomes[outcomeIndex(err)]),
 	}
 	span.AddEvent(EventFencedWrite, trace.WithAttributes(attrs...))
 }
