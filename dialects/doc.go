@@ -15,5 +15,5 @@
 // RAISEs a message its Classify maps (sqlite.TombstoneMessagePrefix). An equal token
 // passes. BEFORE INSERT triggers fire for upserts before the conflict check on all
 // three, so upserts are covered. See each package's tombstone.go and
-// fencedsql.CheckTombstones, fencedsql.PurgeTombstones.
+// fencedsql.CheckSchema (which checks it), fencedsql.PurgeTombstones.
 package dialects

@@ -138,7 +138,7 @@
 // Deleted rows stay deleted (docs/design.md, G9) only with the tombstone guard: the
 // dialects' Tombstoner triggers record the deleter's token per primary key on DELETE and
 // refuse (as ErrFenced) an INSERT or upsert of that key with an older token, for
-// writers through the wrapper and outside it. CheckTombstones reports and fixes it,
+// writers through the wrapper and outside it. CheckSchema reports and fixes it,
 // PurgeTombstones bounds it (a holder paused longer than the retention could resurrect
 // a row); the wrapper does not require it. Soft deletes need none: the row stays and is
 // fenced like any other.

@@ -126,7 +126,7 @@ func BenchClaim(b *testing.B, be Backend) {
 // Three identical tables on the same database, all fenced by the wrapper, each
 // written through its own single-connection pool, interleaved:
 //
-//	tombstoned  accounts: fencedsql.CheckTombstones(…, GuardSpec{Table: "accounts"})
+//	tombstoned  accounts: fencedsql.CheckSchema(…, GuardSpec{Table: "accounts"})
 //	            and its Fix run on a plain connection (row guard + tombstone triggers)
 //	guarded     accounts_guarded: the row guard only (Guarder.GuardDDL)
 //	plain       accounts_plain: no trigger
@@ -150,12 +150,12 @@ func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
 	execAll(b, ctx, raw, []string{be.TableDDL,
 		strings.Replace(be.TableDDL, "accounts", guarded, 1),
 		strings.Replace(be.TableDDL, "accounts", plain, 1)})
-	reps, err := fencedsql.CheckTombstones(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"})
+	reps, err := fencedsql.CheckSchema(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	execAll(b, ctx, raw, reps[0].Fix)
-	if reps, err := fencedsql.CheckTombstones(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() || !reps[0].Tombstoned {
+	if reps, err := fencedsql.CheckSchema(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() || !reps[0].Tombstoned {
 		b.Fatalf("after Fix: %+v, %v", reps, err)
 	}
 	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: guarded}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
