@@ -46,26 +46,75 @@
 // from the send time of the last successful grant or renewal, still covers a whole TTL
 // from now; a grant whose renewal failed is deleted again and reported as ErrUnavailable.
 //
-// # Keys and fencing tokens
+// # Keys and the waiters' queue
 //
-// The lock named key is the etcd key prefix + PathEscape(key) + "/" + hex(lease ID), the
-// layout of etcd's concurrency.Mutex. A session takes the lock with one transaction: if no
-// key exists under prefix + PathEscape(key) + "/", create ours attached to the session
-// lease; otherwise read the holder. There is no queue of waiters' keys: a lock is held if
-// and only if a key exists under its prefix, so a failed attempt leaves nothing behind,
-// and a waiter (Session.Wait) watches the holder's key for its deletion — by Release or by
-// lease expiry — from the revision it read, without polling.
+// The lock named key lives under the etcd key prefix + PathEscape(key) + "/"; each
+// session has at most one key there, prefix + PathEscape(key) + "/" + hex(lease ID) (the
+// layout of etcd's concurrency.Mutex), attached to the session lease. The keys of a lock
+// form its queue, in the order of their create revisions: the first is the holder (its
+// value is the holder's owner name), the others wait (their value is "queued " + owner).
 //
-// The fencing token is the create revision of our key. etcd's revision is one counter for
-// the whole cluster, raised by every write and agreed by consensus, so a later grant of
-// any lock always has a greater token, across keys, clients and leader changes: exactly
-// the single increasing sequence that storage-side fencing needs.
+//   - Uncontended, TryAcquire is one transaction: if no key exists under the lock's
+//     prefix, create ours. Otherwise it reports ErrHeld and leaves nothing behind: a bare
+//     TryAcquire never queues.
+//   - Acquire waits through Session.Wait, which puts our key at the end of the queue (one
+//     transaction) and then watches only the key just before ours (WithRev from the
+//     revision it read, delete events only): a release or an expiry wakes exactly one
+//     waiter, not all of them. When that key is gone, Wait reads again whether ours is
+//     first (or was handed the lock), and otherwise watches the new predecessor.
+//   - Release hands the lock over: the transaction that deletes the holder's key also
+//     writes the next waiting key with its owner's name, conditioned on the holder's key
+//     being still the grant and the waiter's unchanged. The next holder, woken by the
+//     deletion, sees its key written and needs no transaction of its own. (Who is next is
+//     read just before, from the member's local state; if that answer is stale the
+//     compare fails and the release goes on alone.)
+//   - A waiter whose predecessor left without a hand-over (it expired, or left the queue)
+//     takes the lock itself when it is first: one transaction writing its key,
+//     conditioned on the key being unchanged and no key of the lock being older.
+//   - A waiter whose context ends leaves the queue at once: its key is deleted
+//     (compare-and-delete on its create revision) and the waiter behind it, watching that
+//     key, moves up; the holder's hand-over to it fails its compare and the next waiter
+//     takes the lock itself. A key whose delete failed is an orphan (below). Client.Close
+//     revokes the session lease, which removes every key of the session at once, and ends
+//     its waits.
+//   - While a session waits and holds nothing, the Client's watchdog renews nothing, so
+//     the waiting key's lease is kept alive by Wait itself (a keep-alive every third of the
+//     TTL); a key lost with its lease is found on the next read, and Wait starts over.
 //
-// Release deletes our key only if its create revision is still the grant's token
-// (If(CreateRevision(key) == token).Then(Delete(key))), never blindly: a holder whose lease
-// expired cannot free the next holder's lock (G8 in docs/design.md). The answer tells apart "the lock is held
-// by someone else now" (ErrNotOwner) from "the lease expired and nobody took the lock"
-// (ErrLeaseLost).
+// Several callers of one Client waiting for the same lock share the session's one key
+// (its place in line); the first of them to take the lock gets it, and the others queue
+// again behind the others once it is released. Between clients the order is first come,
+// first served.
+//
+// # Fencing tokens are the revision of the grant
+//
+// A grant's token is the revision of the write that granted the lock to our key: the
+// creating put when the lock was free, the hand-over transaction, or the waiter's own
+// claiming put — the key's mod revision. etcd's revision is one counter for the whole
+// cluster, raised by every write and agreed by consensus, so a later grant of any lock
+// always has a greater token, across keys, clients and leader changes: exactly the single
+// increasing sequence that storage-side fencing needs. The key's create revision would
+// not do: it is the time the waiter queued, not the time it was granted, and a waiter
+// that queued on lock A before another client was granted the free lock B would get the
+// smaller token for the later grant. Writing the key again at the grant costs nothing on
+// a hand-over (the releasing transaction does it), and one transaction when the waiter
+// must take the lock itself.
+//
+// Release deletes our key only if its mod revision is still the grant's token
+// (If(ModRevision(key) == token).Then(Delete(key), ...)), never blindly: a holder whose
+// lease expired cannot free the next holder's lock (G8 in docs/design.md). The answer tells
+// apart "the lock is held by someone else now" (ErrNotOwner) from "the lease expired and
+// nobody took the lock" (ErrLeaseLost).
+//
+// # Orphans
+//
+// A request whose answer was lost (a timeout, a cut connection, a context cancelled while
+// the transaction was on its way) may still be applied by etcd afterwards, leaving a key
+// of ours that no grant or waiting caller accounts for. Such keys are recorded and deleted
+// promptly by a sweeper (at once, then with a growing pause, for as long as a late write
+// may still land), not only at the next session renewal: a session that holds nothing
+// renews nothing, and its orphan would otherwise block the lock until the lease expired.
+// A TryAcquire that finds such a key of ours in its way deletes it and tries again.
 //
 // # Errors
 //
