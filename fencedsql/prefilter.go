@@ -24,8 +24,11 @@ func (rw *rewriter) mayMention(sql string) bool {
 	return rw.syn.EStrings && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`))
 }
 
+// setsSession reports whether a statement sent as written may change the session
+// settings the dialect's session check reads (mayChangeSession), so that the check
+// runs again before the next guarded write.
 func (rw *rewriter) setsSession(sql string) bool {
-	return rw.sessionChecked && containsFold(sql, "sql_mode")
+	return rw.sessionChecked && mayChangeSession(sql, rw.syn)
 }
 
 // containsFold reports whether s contains sub (ASCII lower case) ignoring ASCII case.

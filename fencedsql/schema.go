@@ -8,29 +8,20 @@ import (
 	"strings"
 )
 
-// verify runs the lazy checks before a guarded write: the table's fencing columns (once
-// per table and DB) and the session (once per connection). Only successes are cached,
-// so fixing the schema takes effect without a restart.
+// verify runs the lazy checks before a guarded write: the session (verifySession: from
+// the driver's state before every write where the dialect tracks it, else once per
+// connection and again after a statement that may have changed it) and the table's
+// fencing columns (once per table and DB). Only successes are cached, so fixing the
+// schema or the session takes effect without a restart. WithSchemaCheck(false) turns
+// off every check that sends a query; the tracked session check, which sends none,
+// always runs.
 func (c *conn) verify(ctx context.Context, g *guard) error {
 	k := c.core
+	if err := c.verifySession(ctx, k.cfg.schemaCheck); err != nil {
+		return err
+	}
 	if !k.cfg.schemaCheck {
 		return nil
-	}
-	if !c.sessionOK {
-		if q := k.dialect.SessionQuery(); q != "" {
-			vals, err := c.queryStrings(ctx, q, nil)
-			if err != nil {
-				return &SchemaError{Problem: "the session check query failed" + mockHint, Err: err}
-			}
-			v := ""
-			if len(vals) > 0 && len(vals[0]) > 0 {
-				v = vals[0][0]
-			}
-			if err := k.dialect.CheckSession(v); err != nil {
-				return err
-			}
-		}
-		c.sessionOK = true
 	}
 	if _, ok := k.checked.Load(g); ok {
 		return nil

@@ -8,10 +8,12 @@
 // A fenced write fails with error 1048 (column cannot be null) on the token column,
 // which InnoDB makes atomic per statement. That only holds in a strict sql_mode: in a
 // non-strict session MySQL stores 0 instead of failing, so the wrapper checks each
-// connection's sql_mode before its first guarded write and refuses sessions without
-// STRICT_TRANS_TABLES or STRICT_ALL_TABLES, and sessions with ANSI_QUOTES or
-// NO_BACKSLASH_ESCAPES (they change how statements are tokenized). Tables must use a
-// transactional engine (InnoDB).
+// connection's session before its first guarded write, and again after any statement
+// that may have changed it: it refuses sessions without STRICT_TRANS_TABLES or
+// STRICT_ALL_TABLES, sessions with ANSI_QUOTES or NO_BACKSLASH_ESCAPES (they change how
+// statements are tokenized), and a character_set_client whose multibyte characters can
+// end in a backslash or quote byte (GBK, SJIS, Big5, CP932, GB18030). See session.go.
+// Tables must use a transactional engine (InnoDB).
 package mysql
 
 import (
@@ -42,28 +44,6 @@ func (dialect) Syntax() fencedsql.Syntax { return fencedsql.MySQLSyntax }
 func (dialect) NumberedParams() bool     { return false }
 func (dialect) QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-}
-
-// SessionQuery reads the session's sql_mode.
-func (dialect) SessionQuery() string { return "SELECT @@SESSION.sql_mode" }
-
-// CheckSession refuses sessions in which a fenced write would not fail or would be
-// tokenized differently.
-func (dialect) CheckSession(mode string) error {
-	modes := map[string]bool{}
-	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
-		modes[strings.TrimSpace(m)] = true
-	}
-	fix := "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_TRANS_TABLES') (or the DSN parameter sql_mode), and without ANSI_QUOTES and NO_BACKSLASH_ESCAPES"
-	switch {
-	case !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"]:
-		return &fencedsql.SchemaError{Problem: "the MySQL session's sql_mode is not strict: a fenced write would store 0 instead of failing", Fix: fix}
-	case modes["ANSI_QUOTES"], modes["ANSI"]:
-		return &fencedsql.SchemaError{Problem: "the MySQL session's sql_mode has ANSI_QUOTES, which fencedsql does not tokenize", Fix: fix}
-	case modes["NO_BACKSLASH_ESCAPES"]:
-		return &fencedsql.SchemaError{Problem: "the MySQL session's sql_mode has NO_BACKSLASH_ESCAPES, which fencedsql does not tokenize", Fix: fix}
-	}
-	return nil
 }
 
 // Classify maps 1048 (column cannot be null) and 1062 (duplicate entry). The column and

@@ -34,11 +34,9 @@ func init() {
 
 type dialect struct{}
 
-func (dialect) Name() string                    { return "postgres" }
-func (dialect) Syntax() fencedsql.Syntax        { return fencedsql.PostgresSyntax }
-func (dialect) NumberedParams() bool            { return true }
-func (dialect) SessionQuery() string            { return "" }
-func (dialect) CheckSession(value string) error { return nil }
+func (dialect) Name() string             { return "postgres" }
+func (dialect) Syntax() fencedsql.Syntax { return fencedsql.PostgresSyntax }
+func (dialect) NumberedParams() bool     { return true }
 func (dialect) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }

@@ -1,0 +1,279 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// The session check (docs/design.md G11: session settings that change how the server
+// reads SQL text, or what it does with the fencing NULL, are verified before a guarded
+// write, never presumed).
+//
+// The rewriter reads a statement with its dialect's lexer, which assumes the server
+// reads it the same way; and a fenced write relies on the NOT NULL violation that the
+// fencing NULL causes. Some session settings break either assumption: PostgreSQL's
+// standard_conforming_strings (off: backslashes escape in '…' strings) and a
+// client_encoding whose multibyte characters can end in a backslash or quote byte
+// (SJIS, BIG5, GBK, GB18030, UHC, JOHAB); MySQL/MariaDB's sql_mode (not strict: the
+// NULL is stored as 0; ANSI_QUOTES, NO_BACKSLASH_ESCAPES: other quoting) and
+// character_set_client (GBK, SJIS, Big5, CP932, GB18030). The dialect's SessionQuery
+// reads all of its settings in one round trip and CheckSession judges them; a session
+// it refuses gets a *SessionError (errors.Is ErrSchema) before anything is sent.
+//
+// When it runs (verifySession):
+//
+//   - A dialect that implements SessionTracker and whose driver keeps the settings on
+//     the client side is checked before every guarded write, from that state, without
+//     a round trip: PostgreSQL reports standard_conforming_strings and client_encoding
+//     to the client (ParameterStatus) whenever they change, whatever changed them — SET,
+//     SET LOCAL and its revert at COMMIT/ROLLBACK, set_config() in any query or
+//     function, a DO block, RESET, a DSN or startup parameter — and pgx keeps them.
+//     Such a dialect under a driver that does not track them (lib/pq, a mock) runs the
+//     SessionQuery before every guarded write: any query can change them there.
+//   - Any other dialect (MySQL/MariaDB) runs the SessionQuery before the first guarded
+//     write of a connection, and again before the first guarded write after a
+//     statement that may have changed the settings (mayChangeSession, the plan's
+//     resetsSession): on the happy path a guarded write stays one statement.
+type SessionTracker interface {
+	// TrackedSession returns the value the dialect's SessionQuery would return on raw
+	// (the wrapped driver's connection, possibly under other wrappers that expose it
+	// with a Raw() driver.Conn method), read from what the driver keeps, without a
+	// round trip. ok is false when raw does not keep it.
+	TrackedSession(raw driver.Conn) (value string, ok bool)
+}
+
+// SessionError is a session refused by the dialect's session check: a setting with
+// which the server would read statements differently from the wrapper's lexer, or
+// would not fail a fenced write. errors.Is(err, ErrSchema) holds. Nothing was sent.
+type SessionError struct {
+	Dialect string // "postgres", "mysql"
+	Setting string // the setting, e.g. "sql_mode", "client_encoding"
+	Value   string // its value in the session
+	Problem string // why the wrapper cannot trust it
+	Fix     string // the setting that fixes it
+}
+
+func (e *SessionError) Error() string {
+	msg := "fencedsql: session not fit for fencing: " + e.Setting + " = '" + e.Value + "': " + e.Problem
+	if e.Fix != "" {
+		msg += "; fix: " + e.Fix
+	}
+	return msg
+}
+
+// Unwrap returns ErrSchema.
+func (e *SessionError) Unwrap() error { return ErrSchema }
+
+// verifySession runs the dialect's session check before a guarded write (see
+// SessionTracker for when it costs a round trip). query false (WithSchemaCheck(false))
+// skips the checks that send a query; the tracked one sends none and always runs.
+func (c *conn) verifySession(ctx context.Context, query bool) error {
+	d := c.core.dialect
+	q := d.SessionQuery()
+	if q == "" {
+		return nil
+	}
+	tracker, tracks := d.(SessionTracker)
+	if tracks {
+		if v, ok := tracker.TrackedSession(c.raw); ok {
+			return d.CheckSession(v)
+		}
+	}
+	if !query || (!tracks && c.sessionOK) {
+		return nil
+	}
+	vals, err := c.queryStrings(ctx, q, nil)
+	if err != nil {
+		return &SchemaError{Problem: "the session check query failed" + mockHint, Err: err}
+	}
+	if len(vals) != 1 || len(vals[0]) != 1 {
+		return &SchemaError{Problem: "the session check query did not return one value" + mockHint}
+	}
+	if err := d.CheckSession(vals[0][0]); err != nil {
+		return err
+	}
+	c.sessionOK = !tracks
+	return nil
+}
+
+// sessionWords are the words whose presence in a statement's text (anywhere, strings
+// and comments included, any case) makes mayChangeSession look closer.
+var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", "names", "charset", "character", "sql_mode"}
+
+// mayChangeSession reports whether a statement sent as written may change the
+// session settings the session check reads, so that the check must run again before
+// the next guarded write (the rule for dialects without a SessionTracker: MySQL and
+// MariaDB).
+//
+// On MySQL and MariaDB only a SET statement changes sql_mode or character_set_client
+// for the rest of the session (SET, SET SESSION/LOCAL/@@…, SET NAMES, SET CHARACTER
+// SET, SET STATEMENT … FOR), run directly, in a multi-statement string, in a compound
+// statement (BEGIN NOT ATOMIC … END), in an executable comment, or through dynamic SQL
+// (PREPARE … FROM / EXECUTE, EXECUTE IMMEDIATE); a stored function, procedure or
+// trigger runs with the settings it was created with and the server restores the
+// caller's afterwards, and a system variable cannot be assigned in an expression. So a
+// statement may change them unless either
+//
+//   - its text contains none of sessionWords as a whole word (a cheap scan, no
+//     lexing: most reads), or
+//   - it lexes, is a single statement without executable comments, and starts
+//     (after opening parentheses) with SELECT, WITH, VALUES, TABLE, INSERT, REPLACE,
+//     UPDATE or DELETE (the SET of UPDATE … SET is a clause, not a statement).
+//
+// CALL is counted as a change although the server restores the settings after a
+// procedure: it costs one check after a rare statement. The cost of the rule: one
+// session query before the next guarded write after each statement it flags; plans
+// are cached by text, so the rule runs once per distinct statement.
+func mayChangeSession(sql string, syn sqllex.Syntax) bool {
+	found := false
+	for _, w := range sessionWords {
+		if containsWord(sql, w) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	toks, err := sqllex.Lex(sql, syn)
+	if err != nil {
+		return true
+	}
+	sig := sqllex.Significant(toks)
+	if len(sig) == 0 {
+		return false
+	}
+	for i, t := range sig {
+		switch {
+		case t.Kind == sqllex.KindExecComment:
+			return true
+		case t.Kind == sqllex.KindPunct && t.Text(sql) == ";" && i+1 < len(sig):
+			return true
+		}
+	}
+	first := 0
+	for first < len(sig)-1 && sig[first].Kind == sqllex.KindPunct && sig[first].Text(sql) == "(" {
+		first++
+	}
+	if sig[first].Kind != sqllex.KindWord {
+		return true
+	}
+	switch strings.ToUpper(sig[first].Text(sql)) {
+	case "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "REPLACE", "UPDATE", "DELETE":
+		return false
+	}
+	return true
+}
+
+// containsWord reports whether s contains w (ASCII lower case) as a whole word,
+// ignoring ASCII case: not preceded or followed by a letter, digit, _, $ or a
+// non-ASCII byte.
+func containsWord(s, w string) bool {
+	for off := 0; off+len(w) <= len(s); {
+		i := indexFold(s[off:], w)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(w)
+		if (i == 0 || !wordByte(s[i-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		off = i + 1
+	}
+	return false
+}
+
+// indexFold is strings.Index ignoring ASCII case; sub is ASCII lower case.
+func indexFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if containsFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 0x80 || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z'
+}
+
+// rearmingStmt returns st, prepared on c for plan p, wrapped so that each execution
+// re-arms the session check when p may change the session (a prepared SET executed
+// later: the wrapper does not see its text again); other statements are returned as
+// they are.
+func (c *conn) rearmingStmt(p *plan, st driver.Stmt) driver.Stmt {
+	if p == nil || !p.resetsSession || st == nil {
+		return st
+	}
+	s := &sessionStmt{Stmt: st, c: c}
+	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy, forwarded
+		return sessionStmtCC{s}
+	}
+	return s
+}
+
+// sessionStmt is a prepared statement that may change the session: every execution
+// re-arms the connection's session check. It forwards the statement's optional
+// interfaces as passStmt does.
+type sessionStmt struct {
+	driver.Stmt
+	c *conn
+}
+
+// sessionStmtCC forwards driver.ColumnConverter exactly when the statement has it.
+type sessionStmtCC struct{ *sessionStmt }
+
+var (
+	_ driver.Stmt              = (*sessionStmt)(nil)
+	_ driver.StmtExecContext   = (*sessionStmt)(nil)
+	_ driver.StmtQueryContext  = (*sessionStmt)(nil)
+	_ driver.NamedValueChecker = (*sessionStmt)(nil)
+	_ driver.ColumnConverter   = sessionStmtCC{} //nolint:staticcheck // legacy, forwarded
+)
+
+// ColumnConverter implements driver.ColumnConverter through the wrapped statement's.
+func (s sessionStmtCC) ColumnConverter(idx int) driver.ValueConverter {
+	return s.Stmt.(driver.ColumnConverter).ColumnConverter(idx) //nolint:staticcheck // legacy
+}
+
+// Raw returns the wrapped statement.
+func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
+
+func (s *sessionStmt) rearm() { s.c.sessionOK = false }
+
+// Exec implements driver.Stmt.
+func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {
+	s.rearm()
+	return s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
+}
+
+// Query implements driver.Stmt.
+func (s *sessionStmt) Query(args []driver.Value) (driver.Rows, error) {
+	s.rearm()
+	return s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
+}
+
+// ExecContext implements driver.StmtExecContext.
+func (s *sessionStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.rearm()
+	return stmtExec(ctx, s.Stmt, args)
+}
+
+// QueryContext implements driver.StmtQueryContext.
+func (s *sessionStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.rearm()
+	return stmtQuery(ctx, s.Stmt, args)
+}
+
+// CheckNamedValue implements driver.NamedValueChecker: the statement's own checker,
+// else the connection's.
+func (s *sessionStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := s.Stmt.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return s.c.CheckNamedValue(nv)
+}
