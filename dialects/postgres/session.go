@@ -117,4 +117,5 @@ func (dialect) CheckSession(value string) error {
 	}
 	return nil
 }
+
 var _ fencedsql.SessionTracker = dialect{}
