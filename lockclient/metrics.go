@@ -29,6 +29,18 @@ const (
 	MetricLeasesLost = "lockclient.leases.lost"
 )
 
+// Bucket advice of the duration histograms, in seconds. Without it the SDK uses its
+// default boundaries (0, 5, 10, 25, … 10000), meant for milliseconds: every acquire
+// would fall in the first bucket and no quantile could be read.
+var (
+	// AcquireBuckets are OpenTelemetry's semantic-convention boundaries for request
+	// durations, 5ms to 10s.
+	AcquireBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+	// HoldBuckets extend them to an hour: leases are held for seconds to minutes.
+	HoldBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+		30, 60, 120, 300, 600, 1800, 3600}
+)
+
 // Attribute keys of the metrics.
 const (
 	AttrBackend = attribute.Key("lock.backend")
@@ -80,9 +92,11 @@ func newInstruments(mp metric.MeterProvider, backend string) *instruments {
 	m := mp.Meter("github.com/fencedsql/fencedsql/lockclient")
 	in := &instruments{}
 	in.acquire, _ = m.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"),
-		metric.WithDescription("Time spent in Acquire and TryAcquire, by outcome."))
+		metric.WithDescription("Time spent in Acquire and TryAcquire, by outcome."),
+		metric.WithExplicitBucketBoundaries(AcquireBuckets...))
 	in.hold, _ = m.Float64Histogram(MetricHoldDuration, metric.WithUnit("s"),
-		metric.WithDescription("How long leases were held, by how they ended."))
+		metric.WithDescription("How long leases were held, by how they ended."),
+		metric.WithExplicitBucketBoundaries(HoldBuckets...))
 	in.renew, _ = m.Int64Counter(MetricRenewals, metric.WithUnit("{renewal}"),
 		metric.WithDescription("Lease renewal calls, by outcome."))
 	in.lost, _ = m.Int64Counter(MetricLeasesLost, metric.WithUnit("{lease}"),

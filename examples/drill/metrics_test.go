@@ -106,6 +106,45 @@ func TestDrillMetrics(t *testing.T) {
 			t.Errorf("scrape lacks the lock client's %s", name)
 		}
 	}
+	checkSubSecondBuckets(t, scrape)
+}
+
+// checkSubSecondBuckets checks that the duration histograms in a scrape have
+// second-scale buckets (issue 13): sub-second boundaries from 5ms, so that p50/p99 of
+// acquisitions and holds can be read, instead of the SDK's default millisecond-scale
+// boundaries (0, 5, 10, 25 … 10000) that put every acquisition in one bucket.
+func checkSubSecondBuckets(t *testing.T, scrape string) {
+	t.Helper()
+	for _, h := range []struct {
+		name string
+		les  []string
+	}{
+		{"lockclient_acquire_duration_seconds", []string{"0.005", "0.01", "0.05", "0.1", "0.5", "1", "10"}},
+		{"lockclient_hold_duration_seconds", []string{"0.005", "0.1", "0.5", "1", "10", "60", "3600"}},
+		{"fencedsql_guarded_write_duration_seconds", []string{"0.005", "0.01", "0.1", "1", "10"}},
+	} {
+		if !strings.Contains(scrape, "# TYPE "+h.name+" histogram") {
+			t.Errorf("%s is not exposed as a histogram", h.name)
+			continue
+		}
+		for _, le := range h.les {
+			re := regexp.MustCompile(`(?m)^` + h.name + `_bucket\{[^}]*le="` + regexp.QuoteMeta(le) + `"\} \d`)
+			if !re.MatchString(scrape) {
+				t.Errorf("%s has no le=%q bucket", h.name, le)
+			}
+		}
+		if regexp.MustCompile(`(?m)^` + h.name + `_bucket\{[^}]*le="(25|250|10000)"\}`).MatchString(scrape) {
+			t.Errorf("%s still has the SDK's default (millisecond-scale) boundaries", h.name)
+		}
+	}
+	// The acquisitions do not all fall in one bucket: some took under 5ms, some waited.
+	first := regexp.MustCompile(`(?m)^lockclient_acquire_duration_seconds_bucket\{[^}]*lock_outcome="acquired"[^}]*le="0.005"\} (\d+)`).FindStringSubmatch(scrape)
+	total := regexp.MustCompile(`(?m)^lockclient_acquire_duration_seconds_count\{[^}]*lock_outcome="acquired"[^}]*\} (\d+)`).FindStringSubmatch(scrape)
+	if first == nil || total == nil {
+		t.Errorf("no acquired samples in the acquire histogram")
+	} else {
+		t.Logf("acquisitions: %s of %s under 5ms", first[1], total[1])
+	}
 }
 
 func TestMetricsFlags(t *testing.T) {
