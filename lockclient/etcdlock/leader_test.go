@@ -338,3 +338,59 @@ func TestLeaderFailoverMutualExclusion(t *testing.T) {
 		t.Fatalf("%d exclusion violations", x.violations)
 	}
 }
+
+// Renewals and waits go only through a member connected to the leader: when the member
+// a client talks to is cut off from the rest of the cluster (the two others die, so it
+// has no leader), the holder's renewals through it fail and its lease is lost by its
+// local deadline, and a Wait through it ends with ErrUnavailable instead of staying
+// silently open until its context ends.
+func TestIsolatedMemberNeitherRenewsNorWaits(t *testing.T) {
+	t.Parallel()
+	cluster := etcdtest.StartThree(t)
+	ctx := ctxT(t, 30*time.Second)
+	prefix := uniquePrefix(t)
+	ttl := testTTL
+	lead, err := cluster.WaitLeader(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := (lead + 1) % len(cluster.Members) // a follower
+	addr := cluster.Members[m].ClientAddr
+	holder := leaderClient(t, []string{addr}, prefix, "holder", ttl)
+	lh, err := holder.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := etcdlock.New(etcdtest.NewClient(t, addr), etcdlock.WithPrefix(prefix), etcdlock.WithRequestTimeout(requestTimeout)).Open(ctx, "waiter", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctxT(t, time.Second)) // best effort: nobody can revoke without a leader
+	if _, err := s.TryAcquire(ctx, "k"); !errors.Is(err, lockclient.ErrHeld) {
+		t.Fatalf("TryAcquire = %v, want ErrHeld", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- s.Wait(ctx, "k") }()
+	time.Sleep(200 * time.Millisecond) // the waiter is queued and watching
+	for i := range cluster.Members {
+		if i != m {
+			cluster.Kill(i)
+		}
+	}
+	cut := time.Now()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, lockclient.ErrUnavailable) {
+			t.Fatalf("Wait through the isolated member = %v, want ErrUnavailable", err)
+		}
+		t.Logf("Wait ended %v after the member was isolated: %v", time.Since(cut), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait through the isolated member still open 10s after it lost the leader")
+	}
+	select {
+	case <-lh.Lost():
+		t.Logf("holder's lease lost %v after the member was isolated: %v", time.Since(cut), lh.Err())
+	case <-time.After(ttl + time.Second):
+		t.Fatal("the holder still trusts its lease a TTL after its member lost the leader")
+	}
+}

@@ -62,9 +62,12 @@ func (s *session) revoke(ctx context.Context, lease clientv3.LeaseID) error {
 	return nil
 }
 
-// keepAlive renews lease once. A lease etcd no longer has yields ErrLeaseLost.
+// keepAlive renews lease once. A lease etcd no longer has yields ErrLeaseLost. The
+// request goes only through a member connected to the leader (WithRequireLeader): a
+// member cut off from the cluster answers at once that it has no leader, instead of
+// holding the renewal until the request timeout.
 func (s *session) keepAlive(ctx context.Context, lease clientv3.LeaseID) error {
-	reqCtx, cancel := s.b.requestContext(ctx)
+	reqCtx, cancel := s.b.requestContext(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	sent := time.Now()
 	resp, err := s.cli.KeepAliveOnce(reqCtx, lease)
