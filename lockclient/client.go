@@ -187,7 +187,8 @@ func (c *Client) acquire(ctx context.Context, key string) (*Lease, error) {
 			}
 		}
 		switch {
-		case errors.Is(err, ErrClosed):
+		case errors.Is(err, ErrClosed), errors.Is(err, ErrInvalidConfig):
+			// ErrInvalidConfig: the backend refused the service's configuration at Open.
 			return nil, fmt.Errorf("lockclient: acquire %q: %w", key, err)
 		case err == errWaitEnded:
 			return nil, acquireCtxErr(key, ctx.Err(), lastUnavailable)
@@ -306,7 +307,7 @@ func classify(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrHeld), errors.Is(err, ErrUnavailable), errors.Is(err, ErrLeaseLost),
-		errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed):
+		errors.Is(err, ErrNotOwner), errors.Is(err, ErrClosed), errors.Is(err, ErrInvalidConfig):
 		return err
 	default:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -31,7 +31,9 @@ var (
 	// ErrInvalidConfig means the Client was built with an invalid option value. New
 	// records the problem (as a *ConfigError, which wraps ErrInvalidConfig) and every
 	// Acquire and TryAcquire of that Client returns it; invalid values are never
-	// silently replaced by defaults.
+	// silently replaced by defaults. A backend may also wrap it in the error of Open when
+	// the lock service is configured unsafely (redislock: an eviction policy that could
+	// evict locks); Acquire then returns at once instead of retrying.
 	ErrInvalidConfig = errors.New("lockclient: invalid configuration")
 )
 

@@ -69,7 +69,7 @@ func (n *namespace) Backend(owner string) lockclient.Backend { return n.backend(
 func (n *namespace) Faults() locktest.Faults                 { return n.Group }
 
 func TestConformance(t *testing.T) {
-	locktest.Run(t, locktest.Harness{TTL: locktest.NetworkTTL, New: func(t *testing.T) locktest.Namespace {
+	locktest.Run(t, locktest.Harness{TTL: locktest.NetworkTTL, FIFO: true, New: func(t *testing.T) locktest.Namespace {
 		return newNamespace(t)
 	}})
 }
@@ -161,8 +161,8 @@ func (c serverClock) Expire(t *testing.T, name string) {
 	}
 }
 
-// A waiter polls PTTL at the poll interval, not faster, and is granted within about one
-// poll interval of the release.
+// A waiter polls (the grant script, or PTTL) at the poll interval, not faster, and is
+// granted within about one poll interval of the release.
 func TestWaitPollsWithoutBusyLoop(t *testing.T) {
 	n := newNamespace(t)
 	ctx := ctxT(t, 30*time.Second)
@@ -219,7 +219,7 @@ func (h countPTTL) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 func (h countPTTL) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "pttl" {
+		if cmd.Name() == "pttl" || cmd.Name() == "evalsha" || cmd.Name() == "eval" {
 			h.n.Add(1)
 		}
 		return next(ctx, cmd)
