@@ -124,7 +124,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
-		return newPassStmt(c, st), nil
+		return c.rearmingStmt(p, newPassStmt(c, st)), nil
 	}
 	s := &stmt{c: c, text: query, plain: p, raws: map[*plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {

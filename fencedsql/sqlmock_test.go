@@ -842,8 +842,11 @@ const (
 	pgColumns     = `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`
 	mysqlColumns  = "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
 	sqliteColumns = `SELECT name, "notnull" FROM pragma_table_info(?)`
-	mysqlSession  = "SELECT @@SESSION.sql_mode"
+	mysqlSession  = "SELECT CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client)"
+	pgSession     = "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding')"
+	pgGood        = "on UTF8"
 	strictMode    = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+	mysqlGood     = strictMode + " utf8mb4"
 )
 
 func columnRows(cols ...string) *sqlmock.Rows {
@@ -882,11 +885,14 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 			s := setups[dc.name]
 			db, mock := newMockDB(t, dc.d, fencedsql.WithSchemaCheck(true))
 			if s.session {
-				mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"@@SESSION.sql_mode"}).AddRow(strictMode))
+				mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"@@SESSION.sql_mode"}).AddRow(mysqlGood))
 			}
+			expectPGSession(mock, dc.d)
 			mock.ExpectQuery(s.colsQuery).WithArgs(s.colsArgs...).WillReturnRows(columnRows(goodColumns...))
 			mock.ExpectExec(s.update).WithArgs(s.updArgs...).WillReturnResult(sqlmock.NewResult(0, 1))
-			// The second write sends no check query.
+			// The second write sends no column check query (nor a session query, but on
+			// PostgreSQL under a driver that does not track the session, sqlmock here).
+			expectPGSession(mock, dc.d)
 			mock.ExpectExec(s.update).WithArgs(s.updArgs...).WillReturnResult(sqlmock.NewResult(0, 1))
 			for range 2 {
 				if _, err := db.ExecContext(withTok(7), s.in, 1); err != nil {
@@ -920,6 +926,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, c.d, fencedsql.WithSchemaCheck(true))
+			expectPGSession(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows("id:1", "fence_token:1"))
 			_, err := db.ExecContext(withTok(7), c.in, 1)
 			if !errors.Is(err, fencedsql.ErrSchema) {
@@ -935,6 +942,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 			mockMet(t, mock)
 
 			// Failures are not cached: once the column exists the write goes through.
+			expectPGSession(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows(goodColumns...))
 			mock.ExpectExec(c.out).WithArgs(c.oargs...).WillReturnResult(sqlmock.NewResult(0, 1))
 			if _, err := db.ExecContext(withTok(7), c.in, 1); err != nil {
@@ -948,7 +956,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("both columns missing (mysql)", func(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
-		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(strictMode))
+		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows("id:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
 		if !errors.Is(err, fencedsql.ErrSchema) {
@@ -962,6 +970,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	})
 	t.Run("nullable token column", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows("id:1", "fence_token:0", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
 		if !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "fence_token") {
@@ -971,6 +980,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	})
 	t.Run("no such table", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows())
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
 		if !errors.Is(err, fencedsql.ErrSchema) {
@@ -981,7 +991,9 @@ func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("check query fails, then succeeds", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
 		boom := errors.New("boom")
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnError(boom)
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows(goodColumns...))
 		mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`).
 			WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
@@ -996,11 +1008,14 @@ func TestSchemaCheckFailures(t *testing.T) {
 	})
 	t.Run("schema-qualified guard", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.Guard("shop.orders"), fencedsql.WithSchemaCheck(true))
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("shop.orders").WillReturnRows(columnRows(goodColumns...))
 		mock.ExpectExec(`INSERT INTO shop.orders (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		// another guarded table is checked on its own first write
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows(goodColumns...))
 		mock.ExpectExec(`INSERT INTO accounts (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
+		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectExec(`INSERT INTO shop.orders (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(2), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		for _, s := range []struct {
 			q  string
@@ -1037,7 +1052,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
-			mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mode))
+			mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mode + " utf8mb4"))
 			_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
 			if !errors.Is(err, fencedsql.ErrSchema) {
 				t.Fatalf("err = %v, want ErrSchema", err)
@@ -1049,11 +1064,11 @@ func TestSessionCheckMySQL(t *testing.T) {
 	t.Run("SET sql_mode makes the session check run again", func(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
 		upd := "UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
-		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(strictMode))
+		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows(goodColumns...))
 		mock.ExpectExec(upd).WithArgs(int64(1), int64(7), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		mock.ExpectExec("SET SESSION sql_mode = ''").WillReturnResult(sqlmock.NewResult(0, 0))
-		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(""))
+		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(" utf8mb4"))
 		if _, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -1065,4 +1080,20 @@ func TestSessionCheckMySQL(t *testing.T) {
 		}
 		mockMet(t, mock)
 	})
+}
+
+// expectPGSession expects PostgreSQL's session query, which runs before every guarded
+// write under a driver that does not track the session (sqlmock).
+func expectPGSession(mock sqlmock.Sqlmock, d fencedsql.Dialect) {
+	if d.Name() == "postgres" {
+		mock.ExpectQuery(pgSession).WillReturnRows(sqlmock.NewRows([]string{"s"}).AddRow(pgGood))
+	}
+}
+
+// goodSession is a session check value every dialect accepts.
+func goodSession(d fencedsql.Dialect) string {
+	if d.Name() == "postgres" {
+		return pgGood
+	}
+	return mysqlGood
 }

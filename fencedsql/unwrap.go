@@ -61,7 +61,12 @@ func UnwrapDriver(d driver.Driver) driver.Driver {
 
 // Raw returns the wrapped driver connection. Statements sent on it are not fenced:
 // see Unwrap.
-func (c *conn) Raw() driver.Conn { return c.raw }
+func (c *conn) Raw() driver.Conn {
+	// What the caller does on the raw connection is unseen: the session check runs
+	// again before the next guarded write.
+	c.sessionOK = false
+	return c.raw
+}
 
 // Unwrap returns the wrapped driver. Connections it opens are not fenced: see
 // UnwrapDriver.
