@@ -38,6 +38,8 @@ func TestRewriteControlStatements(t *testing.T) {
 		{mysqlTest, `EXECUTE IMMEDIATE CONCAT('UPDATE acc', 'ounts SET x = 1')`, true, nil},
 		{mysqlTest, `PREPARE s FROM @q`, true, nil},
 		{mysqlTest, `BEGIN NOT ATOMIC UPDATE other SET x = 1 END`, true, nil},
+		{mysqlTest, `BEGIN NOT ATOMIC SET @a = 1; UPDATE other SET x = 1; END`, true, nil},
+		{mysqlTest, `BEGIN NOT ATOMIC SET @a = 1; UPDATE other SET x = 1; END`, false, []Option{WithDynamicSQL(true)}},
 		{pgTest, `CALL transfer(1, 2)`, false, []Option{WithDynamicSQL(true)}},
 		{mysqlTest, `PREPARE s FROM 'UPDATE accounts SET x = 1'`, true, []Option{WithDynamicSQL(true)}},
 		{pgTest, `PREPARE s AS UPDATE accounts SET x = 1`, true, []Option{WithDynamicSQL(true)}},

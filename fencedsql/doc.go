@@ -102,6 +102,10 @@
 //	statement                                      why                                                     unless
 //	---------------------------------------------  ------------------------------------------------------  ------------------
 //	no token on a guarded write                    nothing to compare (ErrNoToken)                         a token
+//	a guarded write on an untrusted session:       the server would read the text differently from the     reset the setting
+//	  non-strict sql_mode, ANSI_QUOTES, NO_BACK-     lexer, or store 0 for the fencing NULL (*SessionError,
+//	  SLASH_ESCAPES, GBK/SJIS/BIG5 client charset,   errors.Is ErrSchema)
+//	  standard_conforming_strings=off
 //	BEGIN, START TRANSACTION, COMMIT, ROLLBACK,    text-level transactions escape the binding, and the     use db.BeginTx
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
 //	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)

@@ -71,10 +71,14 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 
 // WithSchemaCheck turns the lazy checks on or off (default on): before the first guarded
 // write to a table the wrapper verifies that the table has both fencing columns NOT
-// NULL, and before the first guarded write on a connection that the session is safe
-// (MySQL: a strict sql_mode). Results are cached per table and per connection. Turn it
-// off in unit tests against go-sqlmock, whose expectations would otherwise have to
-// include those queries.
+// NULL (cached per table), and that the session is one the rewriter can trust: on
+// MySQL/MariaDB sql_mode and character_set_client, read before the first guarded write
+// on a connection and again after any statement that may have changed them; on
+// PostgreSQL standard_conforming_strings and client_encoding, which pgx reports without
+// a query and which are checked before every guarded write even when this is off (other
+// drivers: one query before each guarded write). An untrusted session fails with a
+// *SessionError (errors.Is ErrSchema). Turn it off in unit tests against go-sqlmock,
+// whose expectations would otherwise have to include those queries.
 func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
 
 // WithDDL allows DDL that names a guarded table (CREATE, ALTER, DROP, RENAME, COMMENT,

@@ -166,8 +166,12 @@ func (p *parser) control(head string, first int) error {
 	return nil
 }
 
-// controlEach applies control to every statement of a multi-statement string.
+// controlEach applies control to every statement of a multi-statement string. A
+// MariaDB compound statement (BEGIN NOT ATOMIC …; …; END) is one statement: dynamic SQL.
 func (p *parser) controlEach() error {
+	if p.kw(0, "BEGIN") && p.kw(1, "NOT") && p.kw(2, "ATOMIC") {
+		return p.dynamic("a compound statement (BEGIN NOT ATOMIC … END)")
+	}
 	start := 0
 	for i := 0; i <= len(p.sig); i++ {
 		if i < len(p.sig) && !p.punct(i, ";") {
