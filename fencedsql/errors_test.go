@@ -36,7 +36,7 @@ func TestDuplicateErrorOnEveryPath(t *testing.T) {
 	myph := func(int) string { return "?" }
 	servers := map[string]func(t *testing.T) server{
 		"mysql": func(t *testing.T) server {
-			return server{name: "mysql", driver: "fenced-mysql", dsn: testdb.MySQL(t) + "&fenced_tables=g", ph: myph,
+			return server{name: "mysql", driver: "fenced-mysql", dsn: testdb.MySQL(t) + "&fenced_tables=g&fenced_allow=ddl", ph: myph,
 				ddl: []string{
 					`CREATE TABLE g (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL UNIQUE, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 					`CREATE TABLE u (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL UNIQUE)`,
@@ -44,7 +44,7 @@ func TestDuplicateErrorOnEveryPath(t *testing.T) {
 				driverErr: func(err error) bool { var me *mysql.MySQLError; return errors.As(err, &me) && me.Number == 1062 }}
 		},
 		"postgres": func(t *testing.T) server {
-			return server{name: "postgres", driver: "fenced-pgx", dsn: pgParam(testdb.Postgres(t), "fenced_tables=g"), ph: pgph,
+			return server{name: "postgres", driver: "fenced-pgx", dsn: pgParam(testdb.Postgres(t), "fenced_tables=g&fenced_allow=ddl"), ph: pgph,
 				ddl: []string{
 					`CREATE TABLE g (id INT PRIMARY KEY, name TEXT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
 						CONSTRAINT g_name UNIQUE (name) DEFERRABLE INITIALLY IMMEDIATE)`,

@@ -35,7 +35,7 @@ func ExampleUnwrap() {
 
 // sql.Conn.Raw hands the callback the wrapper's connection; Unwrap reaches pgx's.
 func TestUnwrapPostgres(t *testing.T) {
-	db, err := sql.Open("fenced-pgx", pgParam(testdb.Postgres(t), "fenced_tables=g"))
+	db, err := sql.Open("fenced-pgx", pgParam(testdb.Postgres(t), "fenced_tables=g&fenced_allow=ddl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestUnwrapPostgres(t *testing.T) {
 // through the legacy driver.Execer inside Raw: the wrapper forwards it (with the same
 // rewrite and checks) and hands back the driver's own Result.
 func TestLegacyExecerMySQL(t *testing.T) {
-	db, err := sql.Open("fenced-mysql", testdb.MySQL(t)+"&multiStatements=true&fenced_tables=g")
+	db, err := sql.Open("fenced-mysql", testdb.MySQL(t)+"&multiStatements=true&fenced_tables=g&fenced_allow=ddl")
 	if err != nil {
 		t.Fatal(err)
 	}
