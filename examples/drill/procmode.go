@@ -280,12 +280,16 @@ func (pr *procRun) read(h *procHandle, stdout io.Reader) {
 		case "error":
 			if strings.HasPrefix(ev.Err, "acquire") {
 				r.counts.acquireErrors.Add(1)
-			} else if strings.Contains(ev.Err, "fenced") {
+			} else {
+				r.fail(fmt.Errorf("worker-%d: %s", h.index, ev.Err))
+			}
+		case "read":
+			if ev.Out == outFenced {
 				// A claim refused: the lease was already stale when it read.
 				r.counts.fenced.Add(1)
 				r.timeline.add(at, h.index, evRejected, ev.Tok, true)
-			} else {
-				r.fail(fmt.Errorf("worker-%d: %s", h.index, ev.Err))
+				r.log.eventf("[%s] worker-%d claim of account %d with token %d refused by the database (ErrFenced): a newer holder had claimed it",
+					r.name, h.index, ev.Acct, ev.Tok)
 			}
 		case "fatal":
 			msg := ev.Err

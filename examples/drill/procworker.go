@@ -197,9 +197,12 @@ func (w *procWorker) round(ctx context.Context, att, acct int64, work time.Durat
 
 	bal, err := w.read(bound, acct, att, tok)
 	if err != nil {
-		if ctx.Err() == nil {
-			// A claim refused with ErrFenced: a newer holder already claimed the row, so
-			// this lease is stale before its first write. Nothing was changed.
+		switch {
+		case errors.Is(err, fencedsql.ErrFenced):
+			// The claim was refused: a newer holder already claimed the row, so this
+			// lease was stale before its first write. Nothing was changed.
+			w.out.emit(procEvent{Ev: "read", Acct: acct, Tok: tok, Att: att, Out: outFenced})
+		case ctx.Err() == nil:
 			w.out.emit(procEvent{Ev: "error", Acct: acct, Tok: tok, Att: att, Err: "read: " + err.Error()})
 		}
 		return
