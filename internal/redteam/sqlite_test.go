@@ -1,0 +1,3 @@
+package redteam
+
+func sqliteEntries() []entry { return nil }
