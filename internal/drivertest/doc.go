@@ -1,0 +1,12 @@
+// Package drivertest runs the drivers' own published test suites through fencedsql's
+// wrapper, with no guarded table, to show that the wrapper is transparent where it
+// does not fence (issue 13, acceptance 1):
+//
+//   - pgxstdlib: pgx v5's stdlib/sql_test.go, against FENCEDSQL_PG_DSN.
+//
+// Each sub-package keeps the published file verbatim under testdata/ and an adapted
+// copy as its test; the adaptation is a short, fixed list of substitutions (open the
+// pool through fencedsql, reach the driver's connection in sql.Conn.Raw callbacks
+// through fencedsql.Unwrap), and a test regenerates the copy and fails if it differs,
+// so nothing else can drift in.
+package drivertest
