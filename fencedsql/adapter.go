@@ -1,0 +1,231 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/adapter"
+)
+
+// The engine, exposed to packages that fence a database API other than database/sql
+// (fencedpgx) through the internal package adapter: this file fills its one hook,
+// adapter.New. The adapter's connection is this package's conn over a driver.Conn the
+// other package supplies, so every statement takes the same path as a database/sql
+// statement (route, guardedExec/guardedQuery, execPlan/queryPlan, claim, twoStep,
+// mapErr, observe); only Batch, which database/sql has no equivalent of, orders the
+// same steps for a pipelined batch. No fencing logic lives here.
+
+func init() { adapter.New = newAdapterEngine }
+
+func newAdapterEngine(options any) (adapter.Engine, error) {
+	opts, ok := options.([]Option)
+	if !ok {
+		return nil, configErr("adapter: options must be []fencedsql.Option, not %T", options)
+	}
+	k, err := newCore(opts)
+	if err != nil {
+		return nil, err
+	}
+	return adapterEngine{k}, nil
+}
+
+type adapterEngine struct{ k *core }
+
+func (e adapterEngine) Conn(raw driver.Conn) adapter.Conn { return &adapterConn{c: newConn(raw, e.k)} }
+
+func (e adapterEngine) Lookup(sql string, versioned bool) error {
+	_, err := e.k.plan(sql, versioned)
+	return err
+}
+
+// copyReason is the reason a bulk copy into a guarded table is refused.
+const copyReason = "a bulk copy (COPY … FROM STDIN, pgx's CopyFrom) into a guarded table: copied rows carry no fencing token and no check; insert them with INSERT statements (a pgx.Batch of INSERTs is one round trip), or copy into an unguarded staging table and INSERT … SELECT from it"
+
+func (e adapterEngine) CheckCopy(table []string) error {
+	g := e.k.rw.lookup(table)
+	if g == nil {
+		return nil
+	}
+	err := &UnsupportedError{Table: g.String(), Reason: copyReason}
+	e.k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
+	e.k.metrics.count(e.k.metrics.unsupported, g)
+	return err
+}
+
+type adapterConn struct{ c *conn }
+
+func (a *adapterConn) Exec(ctx context.Context, sql string, args []driver.NamedValue) (driver.Result, error) {
+	return a.c.ExecContext(ctx, sql, args)
+}
+
+func (a *adapterConn) Query(ctx context.Context, sql string, args []driver.NamedValue) (adapter.Rows, error) {
+	rs, err := a.c.QueryContext(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	return adapterRowsOf(rs), nil
+}
+
+func (a *adapterConn) Begin(ctx context.Context) (driver.Tx, error) {
+	return a.c.BeginTx(ctx, driver.TxOptions{})
+}
+
+func (a *adapterConn) Reset(ctx context.Context) error { return a.c.ResetSession(ctx) }
+
+func (a *adapterConn) Prepare(ctx context.Context, sql string) (adapter.Stmt, error) {
+	st, err := a.c.PrepareContext(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	return &adapterStmt{st: st, sql: sql}, nil
+}
+
+// adapterRows exposes the rows every query path returns (*rows) to the adapter.
+type adapterRows struct {
+	r   *rows       // nil if the path returned something else (then nothing is mapped)
+	raw driver.Rows // the native rows
+}
+
+func adapterRowsOf(rs driver.Rows) *adapterRows {
+	a := &adapterRows{raw: rs}
+	if r, ok := rs.(*rows); ok {
+		a.r = r
+	}
+	for { // peel this package's wrappers down to the native rows
+		switch x := a.raw.(type) {
+		case *rows:
+			a.raw = x.Rows
+			continue
+		case *closeStmtRows:
+			a.raw = x.Rows
+			continue
+		}
+		return a
+	}
+}
+
+func (a *adapterRows) Raw() driver.Rows { return a.raw }
+
+func (a *adapterRows) MapErr(err error) error {
+	if a.r == nil || err == nil {
+		return err
+	}
+	return a.r.fail(a.r.core.mapErr(a.r.p, a.r.tok, a.r.ver, err))
+}
+
+func (a *adapterRows) Close() error {
+	if a.r == nil {
+		return a.raw.Close()
+	}
+	return a.r.Close()
+}
+
+type adapterStmt struct {
+	st  driver.Stmt
+	sql string
+}
+
+func (s *adapterStmt) Exec(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return stmtExec(ctx, s.st, args)
+}
+
+func (s *adapterStmt) Query(ctx context.Context, args []driver.NamedValue) (adapter.Rows, error) {
+	rs, err := stmtQuery(ctx, s.st, args)
+	if err != nil {
+		return nil, err
+	}
+	return adapterRowsOf(rs), nil
+}
+
+func (s *adapterStmt) NumInput() int { return s.st.NumInput() }
+
+func (s *adapterStmt) SQL() string {
+	if g, ok := s.st.(*stmt); ok {
+		return g.plain.sql
+	}
+	return s.sql
+}
+
+func (s *adapterStmt) Close() error { return s.st.Close() }
+
+// Batch fences one statement of a pipelined batch: the steps execPlan would run (the
+// fencing UPDATE of a DELETE or of a claimed read, then the statement), bound and
+// checked (guardedArgs) before anything is sent, with each step's error mapped as
+// execPlan maps it. The batch is one implicit transaction, which stands for the
+// transaction twoStep would begin.
+func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue) (adapter.Batched, error) {
+	c := a.c
+	p, err := c.route(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	if p.kind == kindPass || (p.kind == kindClaim && !c.hasToken(ctx)) {
+		// Sent as written (a claim without a token is a plain locking read).
+		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan{nil}}, nil
+	}
+	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now()}
+	fail := func(err error) (adapter.Batched, error) {
+		c.core.observe(ctx, p, b.tok, b.start, err)
+		return nil, err
+	}
+	if p.kind == kindClaim {
+		if p.claimErr != nil {
+			c.core.metrics.count(c.core.metrics.unsupported, p.guard)
+			return fail(p.claimErr)
+		}
+		tok, _, preArgs, err := c.guardedArgs(ctx, p.pre, args)
+		if err != nil {
+			return fail(err)
+		}
+		b.tok = tok
+		b.steps = []adapter.Step{{SQL: p.pre.sql, Args: preArgs}, {SQL: p.sql, Args: args}}
+		b.maps = []*plan{p.pre, nil}
+		return b, nil
+	}
+	tok, ver, full, err := c.guardedArgs(ctx, p, args)
+	if err != nil {
+		return fail(err)
+	}
+	b.tok, b.ver = tok, ver
+	if p.pre != nil {
+		preArgs, err := p.pre.bind(args, tok, ver)
+		if err != nil {
+			return fail(err)
+		}
+		b.steps = []adapter.Step{{SQL: p.pre.sql, Args: preArgs}, {SQL: p.sql, Args: full}}
+		b.maps = []*plan{p.pre, p}
+		return b, nil
+	}
+	b.steps = []adapter.Step{{SQL: p.sql, Args: full}}
+	b.maps = []*plan{p}
+	return b, nil
+}
+
+type batched struct {
+	c        *conn
+	ctx      context.Context
+	p        *plan
+	steps    []adapter.Step
+	maps     []*plan // per step: the plan its errors are mapped for (nil: as written)
+	tok      uint64
+	ver      int64
+	start    time.Time
+	observed bool // a guarded statement: its outcome is recorded
+	recorded bool
+}
+
+func (b *batched) Steps() []adapter.Step { return b.steps }
+
+func (b *batched) Done(i int, err error) error {
+	if pl := b.maps[i]; pl != nil {
+		err = b.c.core.mapErr(pl, b.tok, b.ver, err)
+	} else {
+		err = b.c.core.mapPassErr(err)
+	}
+	if b.observed && !b.recorded && (err != nil || i == len(b.steps)-1) {
+		b.recorded = true
+		b.c.core.observe(b.ctx, b.p, b.tok, b.start, err)
+	}
+	return err
+}

@@ -1,0 +1,318 @@
+package fencedpgx
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/adapter"
+)
+
+// DB is what Wrap and WrapConn accept: the pgx methods fencedpgx sends statements
+// through. *pgxpool.Pool and *pgx.Conn implement it, and so do test doubles (the
+// fencedpgxtest package's mock). A DB that also has Prepare(ctx, name, sql) can prepare
+// statements through a Conn made with WrapConn.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error)
+	BeginTx(ctx context.Context, txOptions pgx.TxOptions) (pgx.Tx, error)
+}
+
+// Querier is the interface sqlc generates for pgx/v5 (its DBTX): *Pool, *Conn and *Tx
+// implement it, so `queries := db.New(fencedPool)` works unchanged.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+var (
+	_ Querier = (*Pool)(nil)
+	_ Querier = (*Conn)(nil)
+	_ Querier = (*Tx)(nil)
+	_ pgx.Tx  = (*Tx)(nil)
+	_ DB      = (*pgxpool.Pool)(nil)
+	_ DB      = (*pgx.Conn)(nil)
+)
+
+// newEngine builds fencedsql's engine for PostgreSQL with opts (the dialect defaults to
+// postgres.Dialect; a WithDialect in opts overrides it).
+func newEngine(opts []fencedsql.Option) (adapter.Engine, error) {
+	all := append([]fencedsql.Option{fencedsql.WithDialect(postgres.Dialect)}, opts...)
+	return adapter.New(all)
+}
+
+// Pool is a fenced pgx pool: a *pgxpool.Pool (New) or any DB used as one (Wrap). It is
+// safe for concurrent use.
+type Pool struct {
+	eng  adapter.Engine
+	pool *pgxpool.Pool // New: each call acquires a connection
+	db   DB            // Wrap: calls go to db as they are
+}
+
+// New wraps pool: writes to the guarded tables named by opts (fencedsql.Guard, …)
+// are fenced with the token of the statement's context (fencedsql.WithLease,
+// fencedsql.WithToken) or of its transaction. A configuration error (a bad guard) is
+// returned here.
+func New(pool *pgxpool.Pool, opts ...fencedsql.Option) (*Pool, error) {
+	if pool == nil {
+		return nil, errors.New("fencedpgx: nil pool")
+	}
+	eng, err := newEngine(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{eng: eng, pool: pool}, nil
+}
+
+// Wrap wraps any DB as a pool: each statement goes to db as it is (a *pgxpool.Pool
+// wrapped this way loses only the session check from pgx's parameters, which New
+// keeps: the session query then runs before each guarded write). It is meant for test
+// doubles.
+func Wrap(db DB, opts ...fencedsql.Option) (*Pool, error) {
+	if db == nil {
+		return nil, errors.New("fencedpgx: nil DB")
+	}
+	eng, err := newEngine(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{eng: eng, db: db}, nil
+}
+
+// link returns a link for one call: over an acquired connection (New), released by
+// link.release, or over the wrapped DB.
+func (p *Pool) link(ctx context.Context) (*link, error) {
+	if p.pool == nil {
+		n := &native{base: p.db, begin: p.db}
+		n.prep, _ = p.db.(preparer)
+		return newLink(p.eng, n, nil), nil
+	}
+	c, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc := c.Conn()
+	return newLink(p.eng, &native{base: c, begin: c, prep: pc, pc: pc}, c.Release), nil
+}
+
+// Exec runs sql; a write to a guarded table is fenced.
+func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	l, err := p.link(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer l.release()
+	return l.exec(ctx, sql, args, nil)
+}
+
+// Query runs sql and returns its rows; the connection returns to the pool when they
+// are closed.
+func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	l, err := p.link(ctx)
+	if err != nil {
+		return &errRows{err: err}, err
+	}
+	return l.query(ctx, sql, args, nil, l.release)
+}
+
+// QueryRow runs sql and returns its first row.
+func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, _ := p.Query(ctx, sql, args...)
+	return &row{rows: rows}
+}
+
+// Begin begins a transaction bound to the token ctx carries, as BeginTx.
+func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) { return p.BeginTx(ctx, pgx.TxOptions{}) }
+
+// BeginTx begins a transaction on one of the pool's connections. Begun with a context
+// from fencedsql.WithLease or WithToken, it is bound to that token: its guarded writes
+// carry it whatever their own context says, and Commit refuses (rolling back) once the
+// lease is lost.
+func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	l, err := p.link(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := begin(ctx, l, opts, newStmtMap())
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	t.release = l.release
+	return t, nil
+}
+
+// SendBatch sends b with every queued statement fenced (see Tx.SendBatch).
+func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	l, err := p.link(ctx)
+	if err != nil {
+		return &batchResults{err: err, closed: true}
+	}
+	return l.sendBatch(ctx, b, nil, l.release)
+}
+
+// CopyFrom copies rows into a table that is not guarded. Into a guarded table it is
+// refused (fencedsql.ErrUnsupported) and nothing is sent: copied rows would carry no
+// token and pass no check.
+func (p *Pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := p.eng.CheckCopy(table); err != nil {
+		return 0, err
+	}
+	if p.pool != nil {
+		return p.pool.CopyFrom(ctx, table, columns, src)
+	}
+	return p.db.CopyFrom(ctx, table, columns, src)
+}
+
+// Ping pings the database (New only; Wrap: nil).
+func (p *Pool) Ping(ctx context.Context) error {
+	if p.pool != nil {
+		return p.pool.Ping(ctx)
+	}
+	return nil
+}
+
+// Close closes the wrapped pool (New only).
+func (p *Pool) Close() {
+	if p.pool != nil {
+		p.pool.Close()
+	}
+}
+
+// Unwrap returns the wrapped pool or DB. It is not fenced: statements sent through it
+// reach the guarded tables without a token check (only the database-side guards, see
+// fencedsql.CheckSchema, refuse them).
+func (p *Pool) Unwrap() DB {
+	if p.pool != nil {
+		return p.pool
+	}
+	return p.db
+}
+
+// lookup plans sql through the engine's cache: the per-statement cost before anything
+// is sent (benchmarks).
+func (p *Pool) lookup(sql string) error { return p.eng.Lookup(sql, false) }
+
+// Conn is a fenced pgx connection (NewConn, WrapConn). Like *pgx.Conn it is not safe
+// for concurrent use.
+type Conn struct {
+	l     *link
+	raw   DB
+	stmts *stmtMap
+}
+
+// NewConn wraps conn (see New).
+func NewConn(conn *pgx.Conn, opts ...fencedsql.Option) (*Conn, error) {
+	if conn == nil {
+		return nil, errors.New("fencedpgx: nil conn")
+	}
+	eng, err := newEngine(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{l: newLink(eng, &native{base: conn, begin: conn, prep: conn, pc: conn}, nil), raw: conn, stmts: newStmtMap()}, nil
+}
+
+// WrapConn wraps any DB as one connection (test doubles); it can prepare statements
+// when db has Prepare.
+func WrapConn(db DB, opts ...fencedsql.Option) (*Conn, error) {
+	if db == nil {
+		return nil, errors.New("fencedpgx: nil DB")
+	}
+	eng, err := newEngine(opts)
+	if err != nil {
+		return nil, err
+	}
+	n := &native{base: db, begin: db}
+	n.prep, _ = db.(preparer)
+	return &Conn{l: newLink(eng, n, nil), raw: db, stmts: newStmtMap()}, nil
+}
+
+// Exec runs sql, or the statement prepared under the name sql; a write to a guarded
+// table is fenced.
+func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return c.l.exec(ctx, sql, args, c.stmts)
+}
+
+// Query runs sql (or a prepared statement's name) and returns its rows.
+func (c *Conn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return c.l.query(ctx, sql, args, c.stmts, nil)
+}
+
+// QueryRow runs sql and returns its first row.
+func (c *Conn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return c.l.queryRow(ctx, sql, args, c.stmts, nil)
+}
+
+// Begin begins a transaction bound to the token ctx carries (see Pool.BeginTx).
+func (c *Conn) Begin(ctx context.Context) (pgx.Tx, error) { return c.BeginTx(ctx, pgx.TxOptions{}) }
+
+// BeginTx begins a transaction bound to the token ctx carries (see Pool.BeginTx).
+func (c *Conn) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	return begin(ctx, c.l, opts, c.stmts)
+}
+
+// SendBatch sends b with every queued statement fenced (see Tx.SendBatch).
+func (c *Conn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return c.l.sendBatch(ctx, b, c.stmts, nil)
+}
+
+// CopyFrom copies rows into a table that is not guarded (see Pool.CopyFrom).
+func (c *Conn) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	return c.l.copyFrom(ctx, table, columns, src)
+}
+
+// Prepare prepares sql under name, as pgx's Prepare: Exec, Query, QueryRow and
+// SendBatch then run it when given name as their SQL. A guarded write is prepared as
+// its fenced rewrite, once, with the token as a parameter: the statement serves every
+// token and transaction. The description is the rewrite's, with the caller's name,
+// text and parameters.
+func (c *Conn) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	return c.l.prepare(ctx, name, sql, c.stmts)
+}
+
+// Deallocate forgets the statement prepared under name (and deallocates it when it was
+// prepared as written).
+func (c *Conn) Deallocate(ctx context.Context, name string) error {
+	p := c.stmts.get(name)
+	if p == nil {
+		return errors.New("fencedpgx: no prepared statement " + name)
+	}
+	delete(c.stmts.m, name)
+	_ = p.st.Close()
+	if d, ok := c.raw.(interface {
+		Deallocate(ctx context.Context, name string) error
+	}); ok && p.native {
+		return d.Deallocate(ctx, name)
+	}
+	return nil
+}
+
+// Ping pings the connection (NewConn only; WrapConn: nil).
+func (c *Conn) Ping(ctx context.Context) error {
+	if pc := c.l.n.pc; pc != nil {
+		return pc.Ping(ctx)
+	}
+	return nil
+}
+
+// Close closes the wrapped connection (NewConn only).
+func (c *Conn) Close(ctx context.Context) error {
+	if pc := c.l.n.pc; pc != nil {
+		return pc.Close(ctx)
+	}
+	return nil
+}
+
+// Unwrap returns the wrapped connection or DB. It is not fenced (see Pool.Unwrap).
+func (c *Conn) Unwrap() DB { return c.raw }

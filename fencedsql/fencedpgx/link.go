@@ -1,0 +1,200 @@
+package fencedpgx
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/adapter"
+)
+
+// link is one pgx connection (or pool, or test double) under fencedsql's engine: the
+// native driver face (n) and the engine's connection wrapper over it (c). Every
+// statement of a Pool, Conn and Tx goes through a link's methods.
+type link struct {
+	eng  adapter.Engine
+	n    *native
+	c    adapter.Conn
+	done func() // returns an acquired pool connection; nil otherwise
+}
+
+func newLink(eng adapter.Engine, n *native, done func()) *link {
+	return &link{eng: eng, n: n, c: eng.Conn(n), done: done}
+}
+
+func (l *link) release() {
+	if l.done != nil {
+		done := l.done
+		l.done = nil
+		done()
+	}
+}
+
+// args reads pgx's option arguments at the front of args, as pgx does (QueryExecMode,
+// QueryResultFormats, QueryResultFormatsByOID are kept for sending; a QueryRewriter
+// such as pgx.NamedArgs is applied here, so that the engine fences the statement pgx
+// would send), and returns the statement and its arguments for the engine.
+func (l *link) args(ctx context.Context, sql string, args []any) (string, []driver.NamedValue, error) {
+	l.n.opts = l.n.opts[:0]
+	var rw pgx.QueryRewriter
+loop:
+	for len(args) > 0 {
+		switch a := args[0].(type) {
+		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
+			l.n.opts = append(l.n.opts, a)
+		case pgx.QueryRewriter:
+			rw = a
+		default:
+			break loop
+		}
+		args = args[1:]
+	}
+	if rw != nil {
+		var err error
+		if sql, args, err = rw.RewriteQuery(ctx, l.n.pc, sql, args); err != nil {
+			return "", nil, fmt.Errorf("rewrite query failed: %w", err)
+		}
+	}
+	return sql, named(args), nil
+}
+
+func named(args []any) []driver.NamedValue {
+	if len(args) == 0 {
+		return nil
+	}
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+func values(args []driver.NamedValue) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a.Value
+	}
+	return out
+}
+
+func (l *link) exec(ctx context.Context, sql string, args []any, stmts *stmtMap) (pgconn.CommandTag, error) {
+	sql, nv, err := l.args(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	var res driver.Result
+	if st := stmts.get(sql); st != nil {
+		res, err = st.st.Exec(ctx, nv)
+	} else {
+		res, err = l.c.Exec(ctx, sql, nv)
+	}
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if r, ok := res.(result); ok {
+		return r.tag, nil
+	}
+	return pgconn.CommandTag{}, nil
+}
+
+// query runs a query; done (if not nil) runs once the rows are closed, or at once when
+// the query fails. Like pgx's, the rows are never nil: on error they report it.
+func (l *link) query(ctx context.Context, sql string, args []any, stmts *stmtMap, done func()) (pgx.Rows, error) {
+	fail := func(err error) (pgx.Rows, error) {
+		if done != nil {
+			done()
+		}
+		return &errRows{err: err}, err
+	}
+	sql, nv, err := l.args(ctx, sql, args)
+	if err != nil {
+		return fail(err)
+	}
+	var ar adapter.Rows
+	if st := stmts.get(sql); st != nil {
+		ar, err = st.st.Query(ctx, nv)
+	} else {
+		ar, err = l.c.Query(ctx, sql, nv)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	nr, ok := ar.Raw().(*nativeRows)
+	if !ok {
+		_ = ar.Close()
+		return fail(fmt.Errorf("fencedpgx: unexpected rows %T from the engine", ar.Raw()))
+	}
+	return &Rows{Rows: nr.rows, fin: ar, done: done}, nil
+}
+
+func (l *link) queryRow(ctx context.Context, sql string, args []any, stmts *stmtMap, done func()) pgx.Row {
+	rows, _ := l.query(ctx, sql, args, stmts, done)
+	return &row{rows: rows}
+}
+
+// prepare prepares sql under name (pgx's Prepare): a guarded write is prepared as its
+// fenced rewrite, so one prepared statement serves every token. The description
+// returned is the rewrite's, with the caller's name, text and parameters.
+func (l *link) prepare(ctx context.Context, name, sql string, stmts *stmtMap) (*pgconn.StatementDescription, error) {
+	if stmts == nil {
+		return nil, errors.New("fencedpgx: a pool has no Prepare: prepare on a Conn or a Tx")
+	}
+	key := name
+	if key == "" {
+		key = sql
+	}
+	if e := stmts.m[key]; e != nil {
+		if e.sql == sql {
+			return e.desc, nil
+		}
+		return nil, fmt.Errorf("fencedpgx: prepared statement %q already exists with other SQL", key)
+	}
+	l.n.prepName, l.n.prepSQL = key, sql
+	l.n.prepared = map[string]*pgconn.StatementDescription{}
+	defer func() { l.n.prepName, l.n.prepSQL, l.n.prepared = "", "", nil }()
+	st, err := l.c.Prepare(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	desc := &pgconn.StatementDescription{Name: key, SQL: sql}
+	if sd := l.n.prepared[st.SQL()]; sd != nil {
+		desc.ParamOIDs, desc.Fields = sd.ParamOIDs, sd.Fields
+		if n := st.NumInput(); n >= 0 && n < len(desc.ParamOIDs) {
+			desc.ParamOIDs = desc.ParamOIDs[:n]
+		}
+	}
+	stmts.m[key] = &prepared{st: st, sql: sql, desc: desc, native: st.SQL() == sql}
+	return desc, nil
+}
+
+func (l *link) copyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := l.eng.CheckCopy(table); err != nil {
+		return 0, err
+	}
+	return l.n.q().CopyFrom(ctx, table, columns, src)
+}
+
+// stmtMap holds the statements prepared through a Conn (shared with its transactions)
+// or a pool's Tx, by name. pgx runs a prepared statement when a query's text is its
+// name; so does fencedpgx, through the engine's prepared statement.
+type stmtMap struct{ m map[string]*prepared }
+
+type prepared struct {
+	st     adapter.Stmt
+	sql    string // the caller's text
+	desc   *pgconn.StatementDescription
+	native bool // prepared under the caller's name on the connection (a statement sent as written)
+}
+
+func newStmtMap() *stmtMap { return &stmtMap{m: map[string]*prepared{}} }
+
+func (s *stmtMap) get(name string) *prepared {
+	if s == nil || len(s.m) == 0 {
+		return nil
+	}
+	return s.m[name]
+}

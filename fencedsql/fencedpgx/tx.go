@@ -1,0 +1,145 @@
+package fencedpgx
+
+import (
+	"context"
+	"database/sql/driver"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Tx is a fenced pgx transaction (pgx.Tx). One begun with a context from
+// fencedsql.WithLease or WithToken is bound to that token — its guarded writes carry it
+// whatever their own context says — and Commit refuses, rolling back, once the lease is
+// lost (the error wraps lockclient.ErrLeaseLost). Begin makes a savepoint, as pgx's.
+type Tx struct {
+	l       *link
+	dtx     driver.Tx // fencedsql's transaction; nil for a savepoint
+	ntx     *nativeTx // nil for a savepoint
+	tx      pgx.Tx    // the pgx transaction (or savepoint)
+	stmts   *stmtMap
+	release func() // returns a pool's connection
+	closed  bool
+}
+
+func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*Tx, error) {
+	l.n.txOpts = opts
+	l.n.lastTx = nil
+	dtx, err := l.c.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nt := l.n.lastTx
+	return &Tx{l: l, dtx: dtx, ntx: nt, tx: nt.tx, stmts: stmts}, nil
+}
+
+func (t *Tx) end() {
+	t.closed = true
+	if t.release != nil {
+		r := t.release
+		t.release = nil
+		r()
+	}
+}
+
+// Begin starts a pseudo nested transaction (a savepoint), bound to the same token.
+func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if t.closed {
+		return nil, pgx.ErrTxClosed
+	}
+	sp, err := t.tx.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{l: t.l, tx: sp, stmts: t.stmts}, nil
+}
+
+// Commit commits the transaction (releases the savepoint). A transaction whose lease
+// was lost is rolled back instead, and Commit returns an error wrapping
+// lockclient.ErrLeaseLost.
+func (t *Tx) Commit(ctx context.Context) error {
+	if t.closed {
+		return pgx.ErrTxClosed
+	}
+	if t.dtx == nil {
+		err := t.tx.Commit(ctx)
+		t.closed = true
+		return err
+	}
+	defer t.end()
+	t.ntx.ctx = ctx
+	return t.dtx.Commit()
+}
+
+// Rollback rolls the transaction back. After Commit or Rollback it returns
+// pgx.ErrTxClosed, as pgx's does, so that it can be deferred.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if t.closed {
+		return pgx.ErrTxClosed
+	}
+	if t.dtx == nil {
+		err := t.tx.Rollback(ctx)
+		t.closed = true
+		return err
+	}
+	defer t.end()
+	t.ntx.ctx = ctx
+	return t.dtx.Rollback()
+}
+
+// Exec runs sql (or a prepared statement's name) in the transaction.
+func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.closed {
+		return pgconn.CommandTag{}, pgx.ErrTxClosed
+	}
+	return t.l.exec(ctx, sql, args, t.stmts)
+}
+
+// Query runs sql in the transaction and returns its rows.
+func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.closed {
+		return &errRows{err: pgx.ErrTxClosed}, pgx.ErrTxClosed
+	}
+	return t.l.query(ctx, sql, args, t.stmts, nil)
+}
+
+// QueryRow runs sql in the transaction and returns its first row.
+func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, _ := t.Query(ctx, sql, args...)
+	return &row{rows: rows}
+}
+
+// SendBatch sends b in the transaction, every queued statement fenced with the
+// transaction's token: a stale statement fails the batch with ErrFenced (and, on
+// PostgreSQL, aborts the transaction). A statement that is refused before sending
+// (ErrNoToken, ErrUnsupported) means nothing of the batch is sent.
+func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.closed {
+		return &batchResults{err: pgx.ErrTxClosed, closed: true}
+	}
+	return t.l.sendBatch(ctx, b, t.stmts, nil)
+}
+
+// CopyFrom copies rows into a table that is not guarded (see Pool.CopyFrom).
+func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if t.closed {
+		return 0, pgx.ErrTxClosed
+	}
+	return t.l.copyFrom(ctx, table, columns, src)
+}
+
+// Prepare prepares sql under name on the transaction's connection (see Conn.Prepare).
+// On a pool's transaction the name is known to this transaction only.
+func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if t.closed {
+		return nil, pgx.ErrTxClosed
+	}
+	return t.l.prepare(ctx, name, sql, t.stmts)
+}
+
+// LargeObjects returns pgx's large objects of the transaction (they are not rows of a
+// guarded table, and are not fenced).
+func (t *Tx) LargeObjects() pgx.LargeObjects { return t.tx.LargeObjects() }
+
+// Conn returns the underlying *pgx.Conn (nil under a test double). It is not fenced.
+func (t *Tx) Conn() *pgx.Conn { return t.l.n.pc }

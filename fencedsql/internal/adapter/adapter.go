@@ -1,0 +1,112 @@
+// Package adapter is the seam between package fencedsql's fencing engine and the
+// packages that fence a database API other than database/sql (fencedpgx, for pgx's
+// native interface). It declares small interfaces and one hook; it holds no fencing
+// logic of its own.
+//
+// The engine — the rewriter and its plan cache, argument binding, the token and
+// transaction binding, the lazy schema and session checks, error mapping, metrics and
+// span events — stays unexported in package fencedsql. fencedsql/adapter.go fills the
+// hook New in its init function. A package that imports fencedsql (as it must, for the
+// options, contexts and errors) therefore always finds New set.
+//
+// The native package supplies a database/sql/driver connection over its own connection
+// (it should implement driver.ExecerContext, driver.QueryerContext, driver.ConnBeginTx
+// and driver.ConnPrepareContext, and may expose a *pgx.Conn with a Conn() method for the
+// session check), and Engine.Conn wraps it in the very connection wrapper that database/sql
+// connections get: every statement goes through the same route, execPlan/queryPlan,
+// twoStep, claim and mapErr as a database/sql statement. Results, rows and statements
+// the native connection returns come back through the wrapper unchanged (Rows.Raw,
+// Stmt.SQL), so the native package can hand its caller the native types.
+package adapter
+
+import (
+	"context"
+	"database/sql/driver"
+)
+
+// New is the one hook: it builds an Engine from options, which must be a
+// []fencedsql.Option (typed any here, since this package cannot import fencedsql).
+// Package fencedsql sets it in init (fencedsql/adapter.go).
+var New func(options any) (Engine, error)
+
+// Engine is one configured fencing engine (fencedsql's core): guarded tables, dialect,
+// rewriter, plan cache, metrics. It is safe for concurrent use.
+type Engine interface {
+	// Conn wraps raw in fencedsql's connection wrapper. Like a driver connection, the
+	// result is for one goroutine at a time.
+	Conn(raw driver.Conn) Conn
+	// CheckCopy refuses a bulk copy (COPY … FROM STDIN) into table (its name parts,
+	// schema-qualified or not) when the table is guarded: *fencedsql.UnsupportedError,
+	// counted and logged like any refused statement. nil for other tables.
+	CheckCopy(table []string) error
+	// Lookup plans sql (cached) and reports only the refusal, if any: the per-statement
+	// cost of the engine before anything is sent.
+	Lookup(sql string, versioned bool) error
+}
+
+// Conn is fencedsql's wrapper around one native connection.
+type Conn interface {
+	// Exec runs sql (fenced if it writes a guarded table). The result is the native
+	// connection's (as its ExecContext returned it) for the statement that answers the
+	// caller: the DELETE of a fenced DELETE, the caller's SELECT of a claimed read.
+	Exec(ctx context.Context, sql string, args []driver.NamedValue) (driver.Result, error)
+	// Query is Exec for statements that return rows.
+	Query(ctx context.Context, sql string, args []driver.NamedValue) (Rows, error)
+	// Begin begins a transaction on the native connection, bound to the token ctx
+	// carries (WithLease, WithToken) exactly as database/sql's BeginTx is.
+	Begin(ctx context.Context) (driver.Tx, error)
+	// Prepare prepares sql: a guarded write is rewritten once, with the token as a
+	// placeholder, so the statement serves every token.
+	Prepare(ctx context.Context, sql string) (Stmt, error)
+	// Batch fences sql for a pipelined batch: it returns the statements to queue in its
+	// place, or the refusal (nothing may be sent). The batch must run as one
+	// transaction (a batch is an implicit one) for a two-statement form (DELETE, a
+	// claimed read) to be atomic.
+	Batch(ctx context.Context, sql string, args []driver.NamedValue) (Batched, error)
+	// Reset forgets the connection's transaction binding (the connection returns to
+	// a pool), as driver.SessionResetter does.
+	Reset(ctx context.Context) error
+}
+
+// Rows are the rows of a Query, as fencedsql wraps them.
+type Rows interface {
+	// Raw returns the native connection's rows (as its QueryContext returned them),
+	// for the caller to read.
+	Raw() driver.Rows
+	// MapErr maps an error the native rows reported while the caller read them, as
+	// the wrapper maps every error (ErrFenced, ErrVersionConflict, ErrDuplicate).
+	MapErr(err error) error
+	// Close closes the native rows and returns their mapped error; for a guarded
+	// statement it records the outcome (metrics, span event). Call it exactly once.
+	Close() error
+}
+
+// Stmt is a statement prepared through Conn.Prepare.
+type Stmt interface {
+	Exec(ctx context.Context, args []driver.NamedValue) (driver.Result, error)
+	Query(ctx context.Context, args []driver.NamedValue) (Rows, error)
+	// NumInput is the caller's placeholder count (-1: unknown).
+	NumInput() int
+	// SQL is the text prepared for the statement whose results the caller sees: the
+	// caller's own text, or its fenced rewrite.
+	SQL() string
+	Close() error
+}
+
+// Step is one statement a batch must queue: its SQL and arguments in placeholder
+// order.
+type Step struct {
+	SQL  string
+	Args []driver.NamedValue
+}
+
+// Batched is one caller's statement fenced for a batch.
+type Batched interface {
+	// Steps are the statements to queue, in order: the caller's results are the last
+	// one's.
+	Steps() []Step
+	// Done maps the error of step i (nil when it succeeded) as the wrapper maps every
+	// error, and records the statement's outcome once it is known (the first error,
+	// or the last step).
+	Done(i int, err error) error
+}
