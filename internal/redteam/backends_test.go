@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	sqlite "modernc.org/sqlite"
 
-	fpg "github.com/fencedsql/fencedsql/dialects/postgres"
 	fmy "github.com/fencedsql/fencedsql/dialects/mysql"
+	fpg "github.com/fencedsql/fencedsql/dialects/postgres"
 	fsq "github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )

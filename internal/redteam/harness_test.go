@@ -597,7 +597,9 @@ func diff(a, b snapshot) string { return diffOf(a, b, func(string) bool { return
 // guardedDiff is diff restricted to the rows of accounts (and its inheritance children).
 func guardedDiff(a, b snapshot) string { return diffOf(a, b, isGuarded, false) }
 
-func isGuarded(table string) bool { return table == "accounts" || strings.HasPrefix(table, "accounts_child") }
+func isGuarded(table string) bool {
+	return table == "accounts" || strings.HasPrefix(table, "accounts_child")
+}
 
 func diffOf(a, b snapshot, tables func(string) bool, catalog bool) string {
 	var out []string
