@@ -81,11 +81,24 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 	if err != nil {
 		return lockclient.Grant{}, false, err
 	}
-	awaitKeepAlive := s.startKeepAlive(ctx, lease, renew)
 	ekey := lockKey(lockPfx, lease)
+	free := clientv3.Compare(clientv3.CreateRevision(lockPfx), "=", 0).WithPrefix()
+	if s.recentlyContended(key) {
+		// Likely taken: ask with a read (no write through consensus) first.
+		reqCtx, cancel := s.b.requestContext(ctx)
+		resp, err := s.cli.Txn(reqCtx).If(free).Else(clientv3.OpGet(ekey)).Commit()
+		cancel()
+		if err != nil {
+			return lockclient.Grant{}, false, unavailable(ctx, "try-acquire", err)
+		}
+		if !resp.Succeeded {
+			return s.heldOrOrphan(ctx, key, ekey, resp)
+		}
+	}
+	awaitKeepAlive := s.startKeepAlive(ctx, lease, renew)
 	reqCtx, cancel := s.b.requestContext(ctx)
 	resp, err := s.cli.Txn(reqCtx).
-		If(clientv3.Compare(clientv3.CreateRevision(lockPfx), "=", 0).WithPrefix()).
+		If(free).
 		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease))).
 		Else(clientv3.OpGet(ekey)).
 		Commit()
@@ -122,6 +135,13 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 		s.mu.Unlock()
 		return lockclient.Grant{Key: key, Token: uint64(rev), Data: grantData{ekey: ekey, lease: lease}}, false, nil
 	}
+	return s.heldOrOrphan(ctx, key, ekey, resp)
+}
+
+// heldOrOrphan answers a TryAcquire that found the lock taken (resp's first answer is
+// the read of our own key ekey): ErrHeld, unless the key in the way is ours and nothing
+// accounts for it — then it is deleted, and retry is set.
+func (s *session) heldOrOrphan(ctx context.Context, key, ekey string, resp *clientv3.TxnResponse) (lockclient.Grant, bool, error) {
 	if own := resp.Responses[0].GetResponseRange().Kvs; len(own) > 0 {
 		kv := own[0]
 		s.mu.Lock()
@@ -302,6 +322,9 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	handOver := false
 	if next := s.nextInLine(reqCtx, lockPfx, d.ekey, int64(g.Token)); next != nil {
 		handOver = true
+		s.mu.Lock()
+		s.markContendedLocked(g.Key)
+		s.mu.Unlock()
 		txn = txn.If(mine, clientv3.Compare(clientv3.ModRevision(string(next.Key)), "=", next.ModRevision)).
 			Then(clientv3.OpDelete(d.ekey), clientv3.OpPut(string(next.Key), strings.TrimPrefix(string(next.Value), queuedPrefix), clientv3.WithIgnoreLease())).
 			Else(clientv3.OpTxn([]clientv3.Cmp{mine}, release, refused))

@@ -29,6 +29,12 @@ type entry struct {
 	// granted is the revision at which a releaser handed the lock to this key (seen by
 	// Wait); 0 while none was seen.
 	granted int64
+	// ahead is the key just ahead of ours as the enqueuing transaction saw it (at
+	// revision aheadRev), so that the first wait needs no read of its own; "" once used
+	// or when ours was first.
+	ahead    string
+	aheadRev int64
+	first    bool // ours was first when it was enqueued
 	regs    []*reg // callers waiting through this entry
 }
 
@@ -187,7 +193,10 @@ func (s *session) enqueue(ctx context.Context, key, lockPfx string) (*entry, err
 	reqCtx, cancel := s.b.requestContext(ctx)
 	resp, err := s.cli.Txn(reqCtx).
 		If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).
-		Then(clientv3.OpPut(ekey, queuedPrefix+s.owner, clientv3.WithLease(lease))).
+		Then(clientv3.OpPut(ekey, queuedPrefix+s.owner, clientv3.WithLease(lease)),
+			// the last two keys by creation: ours, and the one just ahead of it
+			clientv3.OpGet(lockPfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithLimit(2), clientv3.WithKeysOnly())).
 		Else(clientv3.OpGet(ekey)).
 		Commit()
 	cancel()
@@ -206,6 +215,12 @@ func (s *session) enqueue(ctx context.Context, key, lockPfx string) (*entry, err
 	e := &entry{name: key, ekey: ekey, lease: lease}
 	if resp.Succeeded {
 		e.rev, e.mod = resp.Header.Revision, resp.Header.Revision
+		switch last := resp.Responses[1].GetResponseRange().Kvs; {
+		case len(last) == 2 && string(last[0].Key) == ekey:
+			e.ahead, e.aheadRev = string(last[1].Key), resp.Header.Revision
+		case len(last) == 1 && string(last[0].Key) == ekey:
+			e.first = true
+		}
 	} else {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
@@ -238,6 +253,7 @@ func (s *session) enqueue(ctx context.Context, key, lockPfx string) (*entry, err
 	}
 	s.queue[key] = e
 	s.registerLocked(e, ctx)
+	s.markContendedLocked(key)
 	return e, nil
 }
 
@@ -254,7 +270,27 @@ func (s *session) donePending(key string) {
 // for its deletion, so that a release wakes one waiter, not all (no herd).
 func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) error {
 	aheadOpts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))
+	s.mu.Lock()
+	ahead, aheadRev, first := e.ahead, e.aheadRev, e.first
+	e.ahead, e.first = "", false
+	s.mu.Unlock()
+	if first {
+		return nil // first in the queue when enqueued: TryAcquire takes the lock
+	}
+	if ahead != "" {
+		// The enqueuing transaction saw the key ahead of ours: watch it at once.
+		if err := s.watchDelete(wctx, ahead, aheadRev+1, e); err != nil {
+			return s.waitErr(ctx, "wait: watch", err)
+		}
+	}
+	woken := ahead != ""
 	for {
+		// Woken by a deletion, most likely a hand-over: if the grant will need the lease
+		// renewed, renew it while reading, not after.
+		var awaitKeepAlive func() error
+		if woken && s.grantNeedsRenewal() {
+			awaitKeepAlive = s.startKeepAlive(wctx, e.lease, true)
+		}
 		reqCtx, cancel := s.b.requestContext(wctx)
 		resp, err := s.cli.Txn(reqCtx).
 			If(clientv3.Compare(clientv3.ModRevision(e.ekey), "=", e.mod)).
@@ -262,6 +298,9 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 			Else(clientv3.OpGet(e.ekey)).
 			Commit()
 		cancel()
+		if awaitKeepAlive != nil {
+			_ = awaitKeepAlive() // a lost lease drops the entry (leaseGone); other errors: TryAcquire renews
+		}
 		if err != nil {
 			return s.waitErr(ctx, "wait: read queue", err)
 		}
@@ -284,6 +323,7 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 		if err := s.watchDelete(wctx, string(kvs[0].Key), resp.Header.Revision+1, e); err != nil {
 			return s.waitErr(ctx, "wait: watch", err)
 		}
+		woken = true
 	}
 }
 

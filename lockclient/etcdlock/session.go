@@ -38,6 +38,10 @@ type session struct {
 	grants    map[string]grantRec
 	pending   map[string]int    // TryAcquire calls and enqueues in flight, by lock name
 	queue     map[string]*entry // this session's place in a lock's queue, by lock name
+	// contended records, by lock name, when this session last waited for the lock or
+	// handed it over: a TryAcquire soon after first checks with a read whether the lock
+	// is free, instead of sending a write that would only find it taken.
+	contended map[string]time.Time
 	orphans   map[string]orphan // our keys no grant accounts for, by etcd key
 	orphanSeq uint64
 	sweeping  bool // the orphan sweeper runs (orphans.go)
@@ -69,7 +73,7 @@ func newSession(b *Backend, owner string, ttl time.Duration) *session {
 		b: b, cli: b.cli, owner: owner, ttl: ttl, ttlSec: leaseSeconds(ttl + b.cfg.slack),
 		grantSem: make(chan struct{}, 1),
 		bg:       bg, cancel: cancel,
-		grants: map[string]grantRec{}, pending: map[string]int{}, queue: map[string]*entry{}, orphans: map[string]orphan{},
+		grants: map[string]grantRec{}, pending: map[string]int{}, queue: map[string]*entry{}, contended: map[string]time.Time{}, orphans: map[string]orphan{},
 	}
 }
 
@@ -99,4 +103,33 @@ func (s *session) Close(ctx context.Context) error {
 		return nil
 	}
 	return s.revoke(ctx, lease)
+}
+
+// markContendedLocked records that lock name was just contended. Caller holds mu.
+func (s *session) markContendedLocked(name string) {
+	now := time.Now()
+	if len(s.contended) >= 1024 {
+		for k, t := range s.contended {
+			if now.Sub(t) > s.ttl {
+				delete(s.contended, k)
+			}
+		}
+	}
+	s.contended[name] = now
+}
+
+// recentlyContended reports whether lock name was contended within the last TTL.
+func (s *session) recentlyContended(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.contended[name]
+	return ok && time.Since(t) < s.ttl
+}
+
+// grantNeedsRenewal reports whether a grant made now on the session lease would need a
+// keep-alive first (see ensureLease).
+func (s *session) grantNeedsRenewal() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease != 0 && time.Now().Add(s.ttl).After(s.refreshed.Add(s.leaseTTL))
 }
