@@ -34,8 +34,8 @@ type entry struct {
 	// or when ours was first.
 	ahead    string
 	aheadRev int64
-	first    bool // ours was first when it was enqueued
-	regs    []*reg // callers waiting through this entry
+	first    bool   // ours was first when it was enqueued
+	regs     []*reg // callers waiting through this entry
 }
 
 // reg is one caller's context waiting through an entry: when it ends, so does its claim.
