@@ -247,6 +247,7 @@ type queries struct {
 	release        string
 	releaseExpired string // MySQL only
 	remaining      string // microseconds left on the key's lease; no row when free
+	abandon        string // delete the row of an abandoned grant request (key, session_id)
 }
 
 func buildQueries(d Dialect, tn tableName) queries {
@@ -263,18 +264,22 @@ func buildQueries(d Dialect, tn tableName) queries {
 			releaseExpired: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ? AND token = ?", t),
 			remaining: fmt.Sprintf("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s "+
 				"WHERE lock_key = ?", t),
+			abandon: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ?", t),
 		}
 	}
 	t := tn.quoted(Postgres)
 	seq := strings.ReplaceAll(tn.with("_token_seq").quoted(Postgres), "'", "''")
 	return queries{
-		// The advisory lock (held to the end of this one-statement transaction) makes
-		// "draw the token, then insert or take over the row" one critical section per
-		// key; OFFSET 0 keeps the planner from flattening the subquery, so it runs before
-		// the select list draws nextval.
+		// The advisory lock (held to the end of this one-statement transaction, one lock
+		// for the whole table) makes "draw the token, then insert or take over the row,
+		// then commit" one critical section for all grants, so tokens follow the order in
+		// which grants take effect, across keys too: a grant that waits for the key's row
+		// lock (a concurrent renewal or release) does so before any later grant draws its
+		// token. OFFSET 0 keeps the planner from flattening the subquery, so it runs
+		// before the select list draws nextval.
 		grant: fmt.Sprintf(`INSERT INTO %[1]s AS l (lock_key, owner, session_id, token, expires_at)
 SELECT $1::text, $2::text, $3::text, nextval('%[2]s'), clock_timestamp() + $4::bigint * interval '1 microsecond'
-  FROM (SELECT pg_advisory_xact_lock(%[3]d, hashtext($1::text)) OFFSET 0) AS serialise_key
+  FROM (SELECT pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS serialise_grants
 ON CONFLICT (lock_key) DO UPDATE
    SET owner = excluded.owner, session_id = excluded.session_id, token = excluded.token,
        expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
@@ -290,5 +295,11 @@ RETURNING l.token`, t, seq, advisoryClass(tn)),
 )
 SELECT d.live, (SELECT count(*) FROM n) FROM d`, t),
 		remaining: fmt.Sprintf(`SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM %s WHERE lock_key = $1`, t),
+		abandon: fmt.Sprintf(`WITH d AS (
+  DELETE FROM %s WHERE lock_key = $1 AND session_id = $2 RETURNING lock_key
+), n AS (
+  SELECT pg_notify($3::text, d.lock_key) FROM d
+)
+SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM n)`, t),
 	}
 }

@@ -169,7 +169,8 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 		return nil, fmt.Errorf("sqllock: session id: %w", err)
 	}
 	us := backendutil.CeilUnits(ttl, time.Microsecond)
-	s := &session{b: b, id: hex.EncodeToString(id[:]), owner: cleanOwner(owner), ttlMicros: us}
+	bg, stop := context.WithCancel(context.Background())
+	s := &session{b: b, id: hex.EncodeToString(id[:]), owner: cleanOwner(owner), ttlMicros: us, bg: bg, stop: stop}
 	if b.lis != nil {
 		b.lis.addSession()
 	}
@@ -182,25 +183,102 @@ type session struct {
 	owner     string
 	ttlMicros int64
 	closed    atomic.Bool
+
+	bg   context.Context // parent of background clean-ups; cancelled by Close
+	stop context.CancelFunc
+	mu   sync.Mutex // guards wg.Add against Close
+	wg   sync.WaitGroup
+}
+
+// grantSession is the session_id a grant request stores: the session id and an id of
+// the request, so that the grant of one abandoned request can be found and deleted
+// without touching the session's other grants. Renew and Release match it exactly.
+func (s *session) grantSession(g lockclient.Grant) string {
+	if v, ok := g.Data.(string); ok && v != "" {
+		return v
+	}
+	return s.id // a grant that is not this backend's: matches no row
 }
 
 func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {
 	if err := s.b.checkKey(key); err != nil {
 		return lockclient.Grant{}, err
 	}
+	var req [8]byte
+	if _, err := crand.Read(req[:]); err != nil {
+		return lockclient.Grant{}, fmt.Errorf("sqllock: request id: %w", err)
+	}
+	gs := s.id + ":" + hex.EncodeToString(req[:])
 	// PostgreSQL returns no row when the key is held; MySQL's procedure returns 0.
 	var tok int64
-	err := s.b.scanRow(ctx, s.b.q.grant, []any{key, s.owner, s.id, s.ttlMicros}, &tok)
+	err := s.b.scanRow(ctx, s.b.q.grant, []any{key, s.owner, gs, s.ttlMicros}, &tok)
 	if errors.Is(err, sql.ErrNoRows) && s.b.dialect == Postgres || err == nil && tok == 0 {
 		return lockclient.Grant{}, lockclient.ErrHeld
 	}
 	if err != nil {
+		s.abandon(key, gs) // the request may still reach the server
 		return lockclient.Grant{}, unavailable("try-acquire", key, err)
 	}
 	if tok <= 0 {
 		return lockclient.Grant{}, unavailable("try-acquire", key, fmt.Errorf("invalid token %d from the server", tok))
 	}
-	return lockclient.Grant{Key: key, Token: uint64(tok)}, nil
+	return lockclient.Grant{Key: key, Token: uint64(tok), Data: gs}, nil
+}
+
+// Clean-up of abandoned grant requests.
+const (
+	abandonFirst = 20 * time.Millisecond
+	abandonMax   = time.Second
+)
+
+// abandon deletes, in the background, the row that the grant request gs may still
+// create: a request whose outcome is unknown can reach the server after the caller gave
+// up (a stalled connection). The row is found by its session_id, unique to the request;
+// the delete is repeated with backoff (20ms doubling to 1s) for two TTLs after the
+// failure or until it deletes the row. A request delivered later than that leaves a
+// grant that expires after its TTL.
+func (s *session) abandon(key, gs string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.bg, 2*time.Duration(s.ttlMicros)*time.Microsecond)
+		defer cancel()
+		backoff := abandonFirst
+		for {
+			rctx, rcancel := context.WithTimeout(ctx, time.Second)
+			n, err := s.deleteAbandoned(rctx, key, gs)
+			rcancel()
+			if err == nil && n > 0 {
+				return
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			backoff = min(2*backoff, abandonMax)
+		}
+	}()
+}
+
+func (s *session) deleteAbandoned(ctx context.Context, key, gs string) (int64, error) {
+	if s.b.dialect == Postgres {
+		var n, notified int64
+		err := s.b.scanRow(ctx, s.b.q.abandon, []any{key, gs, s.b.table.name}, &n, &notified)
+		return n, err
+	}
+	res, err := s.b.exec(ctx, s.b.q.abandon, key, gs)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
@@ -211,9 +289,9 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	var res sql.Result
 	switch s.b.dialect {
 	case Postgres:
-		res, err = s.b.exec(ctx, s.b.q.renew, g.Key, s.id, tok, s.ttlMicros)
+		res, err = s.b.exec(ctx, s.b.q.renew, g.Key, s.grantSession(g), tok, s.ttlMicros)
 	case MySQL:
-		res, err = s.b.exec(ctx, s.b.q.renew, s.ttlMicros, g.Key, s.id, tok)
+		res, err = s.b.exec(ctx, s.b.q.renew, s.ttlMicros, g.Key, s.grantSession(g), tok)
 	}
 	if err != nil {
 		return unavailable("renew", g.Key, err)
@@ -229,7 +307,7 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 		// MySQL counts changed rows, not matched ones: a renewal computing the very
 		// expires_at already stored changes nothing. Ask whether the grant is still live.
 		var live bool
-		err := s.b.scanRow(ctx, s.b.q.renewCheck, []any{g.Key, s.id, tok}, &live)
+		err := s.b.scanRow(ctx, s.b.q.renewCheck, []any{g.Key, s.grantSession(g), tok}, &live)
 		switch {
 		case err == nil && live:
 			return nil
@@ -249,7 +327,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	case Postgres:
 		var live bool
 		var notified int64
-		err := s.b.scanRow(ctx, s.b.q.release, []any{g.Key, s.id, tok, s.b.table.name}, &live, &notified)
+		err := s.b.scanRow(ctx, s.b.q.release, []any{g.Key, s.grantSession(g), tok, s.b.table.name}, &live, &notified)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return lockclient.ErrNotOwner
@@ -260,7 +338,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		}
 		return nil
 	default:
-		res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.id, tok)
+		res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.grantSession(g), tok)
 		if err != nil {
 			return unavailable("release", g.Key, err)
 		}
@@ -270,7 +348,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 			return nil
 		}
 		// Not live: delete our own expired row, if nobody took the key since.
-		res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.id, tok)
+		res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
 		if err != nil {
 			return unavailable("release", g.Key, err)
 		}
@@ -335,9 +413,21 @@ func (s *session) Wait(ctx context.Context, key string) error {
 // Close ends the session. Leases it still holds expire after their TTL (lockclient's
 // Client releases its leases before closing the session).
 func (s *session) Close(ctx context.Context) error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	already := s.closed.Swap(true)
+	s.mu.Unlock()
+	if already {
 		return nil
 	}
+	// Wait within ctx for the clean-up of abandoned requests, then cancel what is left.
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	s.stop()
+	<-done
 	if s.b.lis != nil {
 		return s.b.lis.removeSession(ctx)
 	}
