@@ -83,11 +83,70 @@ func (s *session) keepAlive(ctx context.Context, lease clientv3.LeaseID) error {
 		return fmt.Errorf("etcdlock: etcd renewed the lease for %v, shorter than the TTL %v: %w", ttl, s.ttl, lockclient.ErrUnavailable)
 	}
 	s.mu.Lock()
+	var stale []staleGrant
 	if s.lease == lease && sent.After(s.refreshed) {
+		stale = s.untrustedGrantsLocked(lease, sent)
 		s.refreshed, s.leaseTTL = sent, ttl
 	}
 	s.mu.Unlock()
+	s.freeStale(stale)
 	return nil
+}
+
+// staleGrant is a grant whose client has given it up while its key still lives.
+type staleGrant struct {
+	name, ekey string
+	lease      clientv3.LeaseID
+	token      int64
+}
+
+// untrustedGrantsLocked removes and returns the grants on lease that their client no
+// longer trusts at sent, the send time of a renewal that just succeeded: the client
+// trusts a grant until the send time of its last successful renewal (or of the grant)
+// plus the TTL minus its margin, and both are recorded here no later than the client's
+// own (refreshed also counts renewals the client did not send itself, which only makes
+// this later). A grant neither renewed nor granted within the last TTL is lost for its
+// client — its renewals failed, or it stopped renewing — yet this renewal (a grant of
+// another lock, a waiting key's keep-alive) would keep its key, and the lock, alive.
+// Caller holds mu.
+func (s *session) untrustedGrantsLocked(lease clientv3.LeaseID, sent time.Time) []staleGrant {
+	var stale []staleGrant
+	for name, g := range s.grants {
+		if g.lease == lease && maxTime(s.refreshed, g.start).Add(s.ttl).Before(sent) {
+			delete(s.grants, name)
+			stale = append(stale, staleGrant{name: name, ekey: lockKey(s.b.lockPrefix(name), lease), lease: lease, token: g.rev})
+		}
+	}
+	return stale
+}
+
+// freeStale deletes the keys of grants their client gave up (owner-checked: only if
+// the key is still that grant), in the background; a failed delete is left to the
+// orphan sweeper.
+func (s *session) freeStale(stale []staleGrant) {
+	if len(stale) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := s.b.requestContext(s.bg)
+		defer cancel()
+		for _, g := range stale {
+			if s.deleteIfMod(ctx, g.ekey, g.token) != nil {
+				s.mu.Lock()
+				s.addOrphanLocked(g.ekey, g.name, g.lease)
+				s.mu.Unlock()
+				s.kickSweeper()
+			}
+		}
+	}()
 }
 
 // leaseGone records that etcd no longer has lease: its keys are deleted, so are its

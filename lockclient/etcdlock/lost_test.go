@@ -1,0 +1,81 @@
+package etcdlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fencedsql/fencedsql/internal/etcdtest"
+	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
+)
+
+// A lease its client declared lost (its renewals failed until the local deadline) does
+// not keep its key alive through later renewals of the same session lease — here the
+// keep-alive that comes with granting another lock: the key is deleted (owner-checked),
+// so that others, and the same client, can take the lock without waiting for the user's
+// Release or for the session lease to end.
+func TestLostLeaseKeyIsFreed(t *testing.T) {
+	t.Parallel()
+	cluster := etcdtest.StartSingle(t)
+	cli := cluster.Client(t)
+	ka := countKeepAlives(cli)
+	observer := cluster.Client(t)
+	ctx := ctxT(t, 30*time.Second)
+	prefix := uniquePrefix(t)
+	ttl := testTTL
+	c := lockclient.New(etcdlock.New(cli, etcdlock.WithPrefix(prefix), etcdlock.WithRequestTimeout(requestTimeout)),
+		lockclient.WithTTL(ttl), lockclient.WithSafetyMargin(ttl/4))
+	defer c.Close(ctx)
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failure := error(status.Error(codes.Unavailable, "test: keep-alive cut"))
+	ka.fail.Store(&failure)
+	select {
+	case <-l.Lost():
+	case <-time.After(2 * ttl):
+		t.Fatal("lease not lost while its renewals failed")
+	}
+	ka.fail.Store(nil)
+	lost := time.Now()
+	// The session lease is still alive at etcd (TTL + 1s slack): taking another lock
+	// renews it.
+	lo, err := c.Acquire(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Release(ctx)
+	for {
+		resp, err := observer.Get(ctx, prefix+"k/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count == 0 {
+			break
+		}
+		if time.Since(lost) > ttl {
+			t.Fatal("the lost lease's key still holds the lock a TTL after the lease was declared lost")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the lost lease's key was freed %v after the lease was declared lost", time.Since(lost))
+	l2, err := c.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatalf("the same client's TryAcquire after its lease was lost = %v, want a grant", err)
+	}
+	if l2.Token() <= l.Token() {
+		t.Fatalf("token %d after the lost lease, want > %d", l2.Token(), l.Token())
+	}
+	if err := l.Release(ctx); !errors.Is(err, lockclient.ErrLeaseLost) && !errors.Is(err, lockclient.ErrNotOwner) {
+		t.Fatalf("Release of the lost lease = %v, want ErrLeaseLost or ErrNotOwner", err)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
