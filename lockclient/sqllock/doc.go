@@ -101,8 +101,8 @@
 // no busy loop, and that every waiter re-checks within its poll bound. The conformance
 // suite measured, for 16 clients taking one key in turns (hold 1ms), a median wait under
 // 15ms but a longest wait of 0.3–0.5s, 27–1100× the median; a FIFO queue (a waiter
-// table, notify-next on PostgreSQL) is planned. Use redislock, memlock or etcd's
-// FIFO queue where order matters.
+// table, notify-next on PostgreSQL) is not built yet. Where order matters, use a
+// backend that queues (memlock, redislock).
 //
 // # A single point
 //
