@@ -724,6 +724,7 @@ func hostile(t *testing.T, b backend, e entry) {
 	if r.err != nil {
 		t.Fatalf("ENTRY WRONG: step %d fails on the raw %s driver: %v\n    %s", r.at+1, b.name, r.err, describe(e))
 	}
+	rawLines := r.lines
 	rawAfter := rawDB.snap()
 	switch {
 	case e.want == Claim:
@@ -789,19 +790,19 @@ func hostile(t *testing.T, b backend, e entry) {
 		check("no token", d.ctx, fencedsql.ErrNoToken)
 	case Fenced, Claim:
 		check("stale token", stale, fencedsql.ErrFenced)
-		freshRun(t, d, e, base, rawAfter, fresh, false)
+		freshRun(t, d, e, base, rawAfter, rawLines, fresh, false)
 	case Exact:
 		if err := check("stale token", stale, fencedsql.ErrUnsupported, fencedsql.ErrFenced); errors.Is(err, fencedsql.ErrUnsupported) {
 			check("fresh token", fresh, fencedsql.ErrUnsupported)
 			return
 		}
-		freshRun(t, d, e, base, rawAfter, fresh, true)
+		freshRun(t, d, e, base, rawAfter, rawLines, fresh, true)
 	}
 }
 
 // freshRun runs a fenced entry with a newer token: it must succeed and do what the raw
 // driver did; every row it changed carries the token.
-func freshRun(t *testing.T, d *dbs, e entry, base, rawAfter snapshot, ctx context.Context, exact bool) {
+func freshRun(t *testing.T, d *dbs, e entry, base, rawAfter snapshot, rawLines []string, ctx context.Context, exact bool) {
 	t.Helper()
 	w, rec := d.open(true, nil)
 	rec.start()
@@ -809,6 +810,10 @@ func freshRun(t *testing.T, d *dbs, e entry, base, rawAfter snapshot, ctx contex
 	sent := rec.stop()
 	if r.err != nil {
 		t.Fatalf("fresh token %d on %s: step %d failed: %v\n    %s\n  sent:\n    %s", freshToken, d.b.name, r.at+1, r.err, describe(e), strings.Join(sent, "\n    "))
+	}
+	if a, b := maskLines(rawLines), maskLines(r.lines); !slices.Equal(a, b) {
+		t.Errorf("NOT THE SAME RESULT: with a fresh token on %s the statements returned other rows or counts than on the raw driver (fencing columns masked):\n  raw:\n    %s\n  fenced:\n    %s\n    %s\n  sent:\n    %s",
+			d.b.name, strings.Join(a, "\n    "), strings.Join(b, "\n    "), describe(e), strings.Join(sent, "\n    "))
 	}
 	d.runThen(e, true)
 	after := d.snap()
@@ -874,6 +879,25 @@ func harmless(t *testing.T, b backend, e entry) {
 	if len(raw.sent) == 0 {
 		t.Errorf("recorder saw nothing (harness broken)")
 	}
+}
+
+// maskLines hides the fencing columns' values in result lines.
+func maskLines(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		rows := strings.Split(l, "\n")
+		for j, r := range rows {
+			parts := strings.Split(r, "|")
+			for k, p := range parts {
+				if strings.HasPrefix(p, "fence_token=") || strings.HasPrefix(p, "version=") {
+					parts[k] = p[:strings.IndexByte(p, '=')+1] + "*"
+				}
+			}
+			rows[j] = strings.Join(parts, "|")
+		}
+		out[i] = strings.Join(rows, "\n")
+	}
+	return out
 }
 
 func indent(s string) string {

@@ -124,6 +124,22 @@ func mysqlEntries() []entry {
 		one(c4, "returning_outside_tx", "DELETE FROM accounts WHERE id = 1 RETURNING id, balance", Exact),
 	)
 
+	// ---- 4, continued: selections that the fencing UPDATE changes without naming a
+	// fencing column — ON UPDATE CURRENT_TIMESTAMP (a common pattern), a view that
+	// renames version, ROW_COUNT() of the previous statement.
+	touch := []string{"ALTER TABLE accounts ADD COLUMN updated_at TIMESTAMP NOT NULL DEFAULT '2020-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP"}
+	es = append(es,
+		entry{class: c4, name: "on_update_current_timestamp", want: Exact, setup: touch,
+			steps: []step{x("DELETE FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2")}},
+		entry{class: c4, name: "claim_on_update_current_timestamp", want: Claim, setup: touch,
+			steps: []step{s("SELECT id, balance FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2 FOR UPDATE")}},
+		entry{class: c4, name: "view_renaming_version_limited", want: Exact,
+			setup: []string{"CREATE VIEW acc_v AS SELECT id, version AS v FROM accounts"},
+			steps: []step{x("DELETE FROM accounts WHERE id = (SELECT id FROM acc_v ORDER BY v, id LIMIT 1)")}},
+		entry{class: c4, name: "row_count", want: Exact,
+			steps: []step{s("SELECT 1"), x("DELETE FROM accounts WHERE id > ROW_COUNT() + 2")}},
+	)
+
 	// ---- 5: transaction control as SQL text.
 	es = append(es,
 		entry{class: c5, name: "start_transaction_commit", want: Refused, steps: []step{

@@ -146,6 +146,25 @@ func postgresEntries() []entry {
 		one(c4, "using_join", "DELETE FROM accounts USING ledger WHERE ledger.account_id = accounts.id", Exact),
 	)
 
+	// ---- 4, continued: selections that the fencing UPDATE changes without naming a
+	// fencing column — a BEFORE UPDATE trigger maintaining updated_at (a common
+	// pattern), a view that renames version, a per-statement clock.
+	touch := []string{
+		"ALTER TABLE accounts ADD COLUMN updated_at timestamptz NOT NULL DEFAULT '2020-01-01 00:00:00+00'",
+		"CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated_at := '2030-01-01 00:00:00+00'; RETURN NEW; END $$",
+		"CREATE TRIGGER touch BEFORE UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION touch()",
+	}
+	es = append(es,
+		entry{class: c4, name: "updated_at_trigger", want: Exact, setup: touch,
+			steps: []step{x("DELETE FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2")}},
+		entry{class: c4, name: "claim_updated_at_trigger", want: Claim, setup: touch,
+			steps: []step{s("SELECT id, balance FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2 FOR UPDATE")}},
+		entry{class: c4, name: "view_renaming_version_limited", want: Exact,
+			setup: []string{"CREATE VIEW acc_v AS SELECT id, version AS v FROM accounts"},
+			steps: []step{x("DELETE FROM accounts WHERE id = (SELECT id FROM acc_v ORDER BY v, id LIMIT 1)")}},
+		one(c4, "statement_timestamp", "DELETE FROM accounts WHERE statement_timestamp() = transaction_timestamp()", Exact),
+	)
+
 	// ---- 5: transaction control as SQL text.
 	es = append(es,
 		entry{class: c5, name: "begin_commit", want: Refused, steps: []step{
