@@ -82,15 +82,36 @@ func (r *redisLocks) worker(_ int, _ string) (workerLocks, error) {
 
 func (r *redisLocks) lastToken() uint64 { return 0 }
 
-// close deletes the run's keys: the token counter (and a lock left by a release whose
-// outcome was unknown).
+// close deletes the run's keys: every key under its prefix (the token and ticket
+// counters, queues, and a lock left by a release whose outcome was unknown).
 func (r *redisLocks) close(ctx context.Context) error {
 	defer r.admin.Close()
 	deleteCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	keys := redislock.New(r.admin, redislock.WithPrefix(r.prefix))
-	if err := r.admin.Del(deleteCtx, keys.TokenKey(), keys.LockKey(lockKey)).Err(); err != nil {
+	del := []string{keys.TokenKey(), keys.LockKey(lockKey)}
+	iter := r.admin.Scan(deleteCtx, 0, redisGlobEscape(r.prefix)+"*", 100).Iterator()
+	for iter.Next(deleteCtx) {
+		del = append(del, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("listing the Redis keys %s*: %w", r.prefix, err)
+	}
+	if err := r.admin.Del(deleteCtx, del...).Err(); err != nil {
 		return fmt.Errorf("deleting the Redis keys %s*: %w", r.prefix, err)
 	}
 	return nil
+}
+
+// redisGlobEscape escapes the glob metacharacters of a SCAN MATCH pattern.
+func redisGlobEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch c {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
