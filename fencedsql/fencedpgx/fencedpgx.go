@@ -3,6 +3,8 @@ package fencedpgx
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -57,6 +59,14 @@ type Pool struct {
 	eng  adapter.Engine
 	pool *pgxpool.Pool // New: each call acquires a connection
 	db   DB            // Wrap: calls go to db as they are
+
+	// links keeps one engine connection per pgx connection (*pgx.Conn → *link), as
+	// database/sql keeps one wrapper per driver connection: its per-connection state
+	// (the transaction binding, the session check) stays that connection's, and a call
+	// allocates none. A link is used only while its connection is acquired.
+	links   sync.Map
+	nlinks  atomic.Int64
+	pruneAt atomic.Int64
 }
 
 // New wraps pool: writes to the guarded tables named by opts (fencedsql.Guard, …)
@@ -102,7 +112,33 @@ func (p *Pool) link(ctx context.Context) (*link, error) {
 		return nil, err
 	}
 	pc := c.Conn()
-	return newLink(p.eng, &native{base: c, begin: c, prep: pc, pc: pc}, c.Release), nil
+	if v, ok := p.links.Load(pc); ok {
+		l := v.(*link)
+		l.n.base, l.n.begin = c, c
+		l.done = c.Release
+		return l, nil
+	}
+	l := newLink(p.eng, &native{base: c, begin: c, prep: pc, pc: pc}, c.Release)
+	p.links.Store(pc, l)
+	if n := p.nlinks.Add(1); n >= p.pruneAt.Load() {
+		p.prune()
+	}
+	return l, nil
+}
+
+// prune forgets the links of closed connections (the pool replaced them).
+func (p *Pool) prune() {
+	live := int64(0)
+	p.links.Range(func(k, _ any) bool {
+		if k.(*pgx.Conn).IsClosed() {
+			p.links.Delete(k)
+		} else {
+			live++
+		}
+		return true
+	})
+	p.nlinks.Store(live)
+	p.pruneAt.Store(2*live + 16)
 }
 
 // Exec runs sql; a write to a guarded table is fenced.

@@ -30,7 +30,7 @@ type native struct {
 	prepName string
 	prepSQL  string
 	prepared map[string]*pgconn.StatementDescription // SQL → description, during a Prepare
-	lastTx   *nativeTx                                // the transaction BeginTx began last
+	lastTx   *nativeTx                               // the transaction BeginTx began last
 }
 
 // querier is what statements are sent through: *pgx.Conn, *pgxpool.Conn,

@@ -476,9 +476,9 @@ func (r *Rows) Values() ([]any, error) {
 	}
 	return r.rows[r.i], nil
 }
-func (r *Rows) RawValues() [][]byte   { return nil }
-func (r *Rows) Conn() *pgx.Conn       { return nil }
-func (r *Rows) TypeMap() *pgtype.Map  { return nil }
+func (r *Rows) RawValues() [][]byte  { return nil }
+func (r *Rows) Conn() *pgx.Conn      { return nil }
+func (r *Rows) TypeMap() *pgtype.Map { return nil }
 func (r *Rows) Scan(dest ...any) error {
 	vals, err := r.Values()
 	if err != nil {
