@@ -137,7 +137,7 @@
 // etcd members in the coordinator, and -locks etcd uses an external cluster.
 //
 // The coordinator injects the faults: at exponentially distributed intervals (mean
-// -fault-every, 2 TTLs by default) it picks a worker — one that holds a lease if any
+// -fault-every, 1 TTL by default, 2 with -long) it picks a worker — one that holds a lease if any
 // does — and either freezes it with SIGSTOP, thawing it with SIGCONT 1.5 to 3 TTLs
 // later (plus etcd's lag), or partitions it by blocking its proxies for as long, then
 // resetting their connections. -pause-prob : -partition-prob is the mix of the two. A
@@ -395,7 +395,7 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.IntVar(&cfg.Procs, "procs", 0, "process mode: run N worker processes (the drill re-executes itself), frozen for real with SIGSTOP/SIGCONT and partitioned by their proxies,\n"+
 		"with a history checked after each run; the lock service (-locks mem: a memlock served by this process over loopback; etcd-embedded; etcd) lives outside the workers")
 	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "process mode: accounts (rows), each its own lock; every round picks one at random")
-	fs.DurationVar(&cfg.FaultEvery, "fault-every", 0, "process mode: mean interval between faults (freeze or partition of one worker; -pause-prob : -partition-prob is the mix); default 2 TTLs")
+	fs.DurationVar(&cfg.FaultEvery, "fault-every", 0, "process mode: mean interval between faults (freeze or partition of one worker; -pause-prob : -partition-prob is the mix); default 1 TTL")
 	fs.StringVar(&cfg.Mutate, "mutate", "", "process mode, the checker's mutation test: lost-update plants a lost update in the fenced run's history after the run (the verdict must then FAIL)")
 	long := fs.Bool("long", false, "the long mode: -procs 8, -accounts 16, 10,000 critical sections per run, on an embedded 3-member etcd whose leader is killed in each run\n"+
 		"(-locks etcd-embedded -failover) unless the flags say otherwise; give -driver and -dsn for PostgreSQL or MariaDB")
@@ -444,13 +444,16 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	}
 	if cfg.Procs > 0 {
 		if !set["rounds"] && !set["duration"] && !*long {
-			cfg.Rounds = 80 // 640 critical sections with 8 processes
+			cfg.Rounds = 100 // 800 critical sections with 8 processes
 			if cfg.Locks == locksEtcd || cfg.Locks == locksEtcdEmbedded {
 				cfg.Rounds = 25
 			}
 		}
 		if !set["fault-every"] {
-			cfg.FaultEvery = 2 * cfg.TTL
+			cfg.FaultEvery = cfg.TTL
+			if *long {
+				cfg.FaultEvery = 2 * cfg.TTL // the long mode's recorded figures (BENCHMARKS.md)
+			}
 		}
 		if !set["work"] {
 			cfg.Work = 5 * time.Millisecond // the window between the lease check and the write

@@ -194,7 +194,7 @@ func TestProcessModeFlags(t *testing.T) {
 		}
 	}
 	cfg, _, err := parseFlags([]string{"-procs", "8"}, &strings.Builder{})
-	if err != nil || cfg.Workers != 8 || cfg.FaultEvery != 2*cfg.TTL || cfg.Work != 5*time.Millisecond {
+	if err != nil || cfg.Workers != 8 || cfg.FaultEvery != cfg.TTL || cfg.Work != 5*time.Millisecond {
 		t.Errorf("-procs 8: %+v, %v", cfg, err)
 	}
 }
