@@ -36,6 +36,9 @@ type conn struct {
 type txState struct {
 	token uint64 // 0: not bound
 	lease Lease
+	// broken is why the transaction can only roll back (a two-statement write whose
+	// second statement selected other rows, see exact.go); Commit returns it.
+	broken error
 }
 
 func newConn(raw driver.Conn, k *core) *conn {

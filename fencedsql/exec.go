@@ -80,7 +80,8 @@ func (p *plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.N
 // execPlan runs a guarded write.
 func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Result, error) {
 	if p.kind == kindClaim {
-		if err := c.claim(ctx, r, p, args); err != nil {
+		// A locking read sent with Exec returns no rows to count.
+		if _, err := c.claim(ctx, r, p, args); err != nil {
 			return nil, err
 		}
 		res, err := r.exec(ctx, p, args)
@@ -103,16 +104,24 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 // queryPlan runs a guarded write that returns rows (RETURNING), or a claimed locking read.
 func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
 	if p.kind == kindClaim {
-		if err := c.claim(ctx, r, p, args); err != nil {
+		claimed, err := c.claim(ctx, r, p, args)
+		if err != nil {
 			return nil, err
 		}
 		rows, err := r.query(ctx, p, args)
-		return rows, c.core.mapPassErr(err)
+		if err != nil {
+			return nil, c.core.mapPassErr(err)
+		}
+		if claimed < 0 {
+			return newRows(rows, c.core, nil, 0, 0), nil
+		}
+		return c.countRows(rows, p, "locking SELECT", claimed), nil
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}
+	stamped := int64(-1)
 	if p.pre != nil {
 		if c.tx == nil {
 			return nil, &UnsupportedError{Table: p.guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
@@ -121,37 +130,52 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.N
 		if err != nil {
 			return nil, err
 		}
-		if _, err := r.exec(ctx, p.pre, preArgs); err != nil {
+		res, err := r.exec(ctx, p.pre, preArgs)
+		if err != nil {
 			return nil, c.core.mapErr(p.pre, tok, ver, err)
+		}
+		if n, ok := affected(res); ok {
+			stamped = n
 		}
 	}
 	rows, err := r.query(ctx, p, full)
 	if err != nil {
 		return nil, c.core.mapErr(p, tok, ver, err)
 	}
-	return newRows(rows, c.core, p, tok, ver), nil
+	w := newRows(rows, c.core, p, tok, ver)
+	if stamped >= 0 {
+		return c.countRows(w, p, "DELETE", stamped), nil
+	}
+	return w, nil
 }
 
 // claim runs a locking read's fencing UPDATE when the statement carries a token: the
 // rows it will lock are stamped with the token first, or the read fails with ErrFenced.
 // Without a token (none in the context or transaction) it does nothing and the read
 // runs as an ordinary locking read.
-func (c *conn) claim(ctx context.Context, r runner, p *plan, args []driver.NamedValue) error {
+//
+// It returns the number of rows claimed, -1 when nothing was claimed or the driver
+// cannot say.
+func (c *conn) claim(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (int64, error) {
 	if !c.hasToken(ctx) {
-		return nil
+		return -1, nil
 	}
 	if p.claimErr != nil {
 		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
-		return p.claimErr
+		return -1, p.claimErr
 	}
 	tok, _, preArgs, err := c.guardedArgs(ctx, p.pre, args)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	if _, err := r.exec(ctx, p.pre, preArgs); err != nil {
-		return c.core.mapErr(p.pre, tok, 0, err)
+	res, err := r.exec(ctx, p.pre, preArgs)
+	if err != nil {
+		return -1, c.core.mapErr(p.pre, tok, 0, err)
 	}
-	return nil
+	if n, ok := affected(res); ok {
+		return n, nil
+	}
+	return -1, nil
 }
 
 // hasToken reports whether a statement with ctx on this connection carries a token
@@ -183,12 +207,25 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan, args []driver.Nam
 		}
 		return nil, c.core.mapErr(pl, tok, ver, err)
 	}
-	if _, err := r.exec(ctx, p.pre, preArgs); err != nil {
+	preRes, err := r.exec(ctx, p.pre, preArgs)
+	if err != nil {
 		return fail(p.pre, err)
 	}
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
 		return fail(p, err)
+	}
+	stamped, ok1 := affected(preRes)
+	deleted, ok2 := affected(res)
+	if ok1 && ok2 && stamped != deleted {
+		err := inexactError(p, "DELETE", stamped, deleted)
+		if own != nil {
+			_ = own.Rollback()
+		} else {
+			c.breakTx(err)
+		}
+		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
+		return nil, err
 	}
 	if own != nil {
 		if err := own.Commit(); err != nil {

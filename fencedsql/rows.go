@@ -23,6 +23,11 @@ type rows struct {
 	// none) when they close: a guarded statement's outcome is known only then.
 	done    func(error)
 	lastErr error
+
+	// expect, when set, judges the number of rows returned once they end (see
+	// countRows); its error replaces io.EOF.
+	expect func(n int64) error
+	n      int64
 }
 
 var (
@@ -40,7 +45,18 @@ func newRows(r driver.Rows, k *core, p *plan, tok uint64, ver int64) driver.Rows
 
 func (r *rows) Next(dest []driver.Value) error {
 	err := r.Rows.Next(dest)
-	if err == nil || err == io.EOF {
+	if err == nil {
+		r.n++
+		return nil
+	}
+	if err == io.EOF {
+		if r.expect != nil {
+			expect := r.expect
+			r.expect = nil
+			if xerr := expect(r.n); xerr != nil {
+				return r.fail(xerr)
+			}
+		}
 		return err
 	}
 	return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))

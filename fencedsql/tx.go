@@ -1,6 +1,9 @@
 package fencedsql
 
-import "database/sql/driver"
+import (
+	"database/sql/driver"
+	"fmt"
+)
 
 // tx wraps a driver transaction. Commit refuses when the bound lease was lost: the
 // transaction is rolled back and Commit returns an error wrapping
@@ -24,6 +27,10 @@ func (t *tx) Commit() error {
 	if err := t.st.leaseLost(); err != nil {
 		_ = t.raw.Rollback()
 		return err
+	}
+	if err := t.st.broken; err != nil {
+		_ = t.raw.Rollback()
+		return fmt.Errorf("fencedsql: transaction rolled back: %w", err)
 	}
 	return t.c.core.mapPassErr(t.raw.Commit())
 }

@@ -1,0 +1,63 @@
+package fencedsql
+
+import (
+	"database/sql/driver"
+	"fmt"
+)
+
+// A DELETE runs as two statements: a fencing UPDATE that selects and stamps the rows,
+// then the caller's DELETE restricted to rows carrying the token; a claimed locking read
+// likewise runs its claim, then the caller's SELECT. The second statement selects its
+// rows again. The rewriter refuses the conditions it can see would select differently
+// (stable.go), but it cannot see everything that the fencing UPDATE changes: a column
+// the database maintains on every UPDATE (MySQL ON UPDATE CURRENT_TIMESTAMP, a trigger),
+// a view over the fencing columns, ROW_COUNT() or changes(), the statement clock. So the
+// wrapper also counts: the second statement must select exactly as many rows as the
+// fencing UPDATE stamped. When it does not, its result is not what the caller's
+// statement means, and nothing of it may be kept: the wrapper's own transaction is
+// rolled back, and a caller's transaction is marked so that Commit rolls it back and
+// returns the same error.
+
+// inexactError is the refusal of a two-statement write or read whose second statement
+// selected other rows than its fencing UPDATE.
+func inexactError(p *plan, what string, stamped, selected int64) error {
+	return &UnsupportedError{Table: p.guard.String(), Reason: fmt.Sprintf(
+		"the %s selected %d rows after its fencing UPDATE stamped %d: its condition reads something that UPDATE changed "+
+			"(a column the database updates on every UPDATE, a trigger, a view of the fencing columns, ROW_COUNT()/changes(), "+
+			"the statement clock); the transaction can only roll back", what, selected, stamped)}
+}
+
+// affected returns a result's RowsAffected, ok false when the driver cannot say.
+func affected(res driver.Result) (int64, bool) {
+	if res == nil {
+		return 0, false
+	}
+	n, err := res.RowsAffected()
+	return n, err == nil
+}
+
+// breakTx marks the open transaction so that Commit rolls it back with err.
+func (c *conn) breakTx(err error) {
+	if c.tx != nil && c.tx.broken == nil {
+		c.tx.broken = err
+	}
+}
+
+// countRows makes r check, at its end, that it returned as many rows as the fencing
+// UPDATE stamped; on a mismatch Next returns the error instead of io.EOF and the open
+// transaction is marked broken.
+func (c *conn) countRows(r driver.Rows, p *plan, what string, stamped int64) *rows {
+	w, ok := r.(*rows)
+	if !ok {
+		w = newRows(r, c.core, nil, 0, 0).(*rows)
+	}
+	w.expect = func(n int64) error {
+		if n == stamped {
+			return nil
+		}
+		err := inexactError(p, what, stamped, n)
+		c.breakTx(err)
+		return err
+	}
+	return w
+}
