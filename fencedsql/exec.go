@@ -164,6 +164,10 @@ func (c *conn) claim(ctx context.Context, r runner, p *plan, args []driver.Named
 		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
 		return -1, p.claimErr
 	}
+	if c.tx == nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
+		return -1, &UnsupportedError{Table: p.guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
+	}
 	tok, _, preArgs, err := c.guardedArgs(ctx, p.pre, args)
 	if err != nil {
 		return -1, err

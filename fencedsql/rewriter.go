@@ -42,6 +42,9 @@ func (g *guard) isFenceColumn(name string) bool {
 }
 
 func (g *guard) String() string {
+	if g == nil {
+		return "" // a refused locking read may name no single guarded table
+	}
 	if g.schema != "" {
 		return g.schema + "." + g.name
 	}

@@ -15,7 +15,8 @@ var nondeterministic = map[string]bool{
 	"random": true, "rand": true, "uuid": true, "uuid_short": true, "gen_random_uuid": true,
 	"uuid_generate_v1": true, "uuid_generate_v4": true, "newid": true, "random_bytes": true,
 	"randomblob": true, "clock_timestamp": true, "timeofday": true, "sysdate": true,
-	"setseed": true, "nextval": true,
+	"setseed": true, "nextval": true, "statement_timestamp": true, "row_count": true,
+	"changes": true, "found_rows": true, "last_insert_id": true, "last_insert_rowid": true,
 }
 
 // rowLocators are PostgreSQL system columns that an UPDATE changes.
