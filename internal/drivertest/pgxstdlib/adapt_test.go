@@ -20,7 +20,10 @@ const (
 
 // substitutions are the only changes made to pgx's published test file. Each names
 // what it replaces and why.
-var substitutions = []struct{ old, new, why string; n int }{
+var substitutions = []struct {
+	old, new, why string
+	n             int
+}{
 	{"package stdlib_test", "package pgxstdlib_test", "this directory's package", 1},
 	{"\t\"github.com/jackc/pgx/v5/tracelog\"\n", "\t\"github.com/jackc/pgx/v5/tracelog\"\n\n\t\"github.com/fencedsql/fencedsql/fencedsql\"\n", "import fencedsql for Unwrap", 1},
 	{"stdlib.OpenDB(", "fencedOpenDB(", "open: the pool goes through fencedsql.OpenDB over stdlib.GetConnector", 4},
