@@ -256,7 +256,33 @@ func (s *session) handOut(ctx context.Context, key string, e *entry, token int64
 	s.dropEntryLocked(key, e)
 	s.grants[key] = grantRec{lease: e.lease, rev: token, start: start}
 	delete(s.orphans, e.ekey)
+	s.prefetchNextLocked(key, e.ekey, token)
 	return lockclient.Grant{Key: key, Token: uint64(token), Data: grantData{ekey: e.ekey, lease: e.lease}}, false, nil
+}
+
+// prefetchNextLocked reads, in the background, which key waits behind a grant that came
+// through the queue (the lock is contended), so that its Release can hand the lock over
+// without reading first. Caller holds mu.
+func (s *session) prefetchNextLocked(key, ekey string, token int64) {
+	if s.closed {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := s.b.requestContext(s.bg)
+		next := s.nextInLine(ctx, s.b.lockPrefix(key), ekey, token)
+		cancel()
+		if next == nil {
+			return
+		}
+		s.mu.Lock()
+		if r, ok := s.grants[key]; ok && r.rev == token && r.next == nil {
+			r.next = next
+			s.grants[key] = r
+		}
+		s.mu.Unlock()
+	}()
 }
 
 // deleteIf deletes ekey if its create revision is still rev.
@@ -320,7 +346,16 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	reqCtx, cancel := s.b.requestContext(ctx)
 	txn := s.cli.Txn(reqCtx)
 	handOver := false
-	if next := s.nextInLine(reqCtx, lockPfx, d.ekey, int64(g.Token)); next != nil {
+	s.mu.Lock()
+	next := s.grants[g.Key].next
+	if s.grants[g.Key].rev != int64(g.Token) {
+		next = nil
+	}
+	s.mu.Unlock()
+	if next == nil {
+		next = s.nextInLine(reqCtx, lockPfx, d.ekey, int64(g.Token))
+	}
+	if next != nil {
 		handOver = true
 		s.mu.Lock()
 		s.markContendedLocked(g.Key)

@@ -32,10 +32,11 @@ type entry struct {
 	// ahead is the key just ahead of ours as the enqueuing transaction saw it (at
 	// revision aheadRev), so that the first wait needs no read of its own; "" once used
 	// or when ours was first.
-	ahead    string
-	aheadRev int64
-	first    bool   // ours was first when it was enqueued
-	regs     []*reg // callers waiting through this entry
+	ahead       string
+	aheadCreate int64 // its create revision
+	aheadRev    int64
+	first       bool   // ours was first when it was enqueued
+	regs        []*reg // callers waiting through this entry
 }
 
 // reg is one caller's context waiting through an entry: when it ends, so does its claim.
@@ -217,7 +218,7 @@ func (s *session) enqueue(ctx context.Context, key, lockPfx string) (*entry, err
 		e.rev, e.mod = resp.Header.Revision, resp.Header.Revision
 		switch last := resp.Responses[1].GetResponseRange().Kvs; {
 		case len(last) == 2 && string(last[0].Key) == ekey:
-			e.ahead, e.aheadRev = string(last[1].Key), resp.Header.Revision
+			e.ahead, e.aheadCreate, e.aheadRev = string(last[1].Key), last[1].CreateRevision, resp.Header.Revision
 		case len(last) == 1 && string(last[0].Key) == ekey:
 			e.first = true
 		}
@@ -271,7 +272,7 @@ func (s *session) donePending(key string) {
 func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) error {
 	aheadOpts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(e.rev-1))
 	s.mu.Lock()
-	ahead, aheadRev, first := e.ahead, e.aheadRev, e.first
+	ahead, aheadCreate, aheadRev, first := e.ahead, e.aheadCreate, e.aheadRev, e.first
 	e.ahead, e.first = "", false
 	s.mu.Unlock()
 	if first {
@@ -279,7 +280,7 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 	}
 	if ahead != "" {
 		// The enqueuing transaction saw the key ahead of ours: watch it at once.
-		if err := s.watchDelete(wctx, ahead, aheadRev+1, e); err != nil {
+		if err := s.watchDelete(wctx, ahead, aheadCreate, aheadRev+1, e); err != nil {
 			return s.waitErr(ctx, "wait: watch", err)
 		}
 	}
@@ -290,6 +291,12 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 		var awaitKeepAlive func() error
 		if woken && s.grantNeedsRenewal() {
 			awaitKeepAlive = s.startKeepAlive(wctx, e.lease, true)
+		}
+		if woken && s.handedOver(wctx, e) {
+			if awaitKeepAlive != nil {
+				_ = awaitKeepAlive()
+			}
+			return nil
 		}
 		reqCtx, cancel := s.b.requestContext(wctx)
 		resp, err := s.cli.Txn(reqCtx).
@@ -320,7 +327,7 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 		if len(kvs) == 0 {
 			return nil // first in the queue: TryAcquire takes the lock
 		}
-		if err := s.watchDelete(wctx, string(kvs[0].Key), resp.Header.Revision+1, e); err != nil {
+		if err := s.watchDelete(wctx, string(kvs[0].Key), kvs[0].CreateRevision, resp.Header.Revision+1, e); err != nil {
 			return s.waitErr(ctx, "wait: watch", err)
 		}
 		woken = true
@@ -339,20 +346,24 @@ func (s *session) waitOwnRelease(wctx context.Context, ekey string, token int64)
 	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != token {
 		return nil
 	}
-	return s.watchDelete(wctx, ekey, resp.Header.Revision+1, nil)
+	return s.watchDelete(wctx, ekey, resp.Kvs[0].CreateRevision, resp.Header.Revision+1, nil)
 }
 
-// watchDelete returns when key is deleted (watching from revision rev, or from now when
-// rev is 0). While e waits, it also keeps the session lease alive: the Client's watchdog
-// renews it only while a lock is held, and a waiting key lives as long as the lease.
-func (s *session) watchDelete(wctx context.Context, key string, rev int64, e *entry) error {
-	opts := []clientv3.OpOption{clientv3.WithFilterPut()}
-	if rev > 0 {
-		opts = append(opts, clientv3.WithRev(rev))
-	}
+// watchDelete returns when key, the incarnation created at revision created and seen
+// alive at revision rev-1, is deleted. While e waits, it also keeps the session lease
+// alive: the Client's watchdog renews it only while a lock is held, and a waiting key
+// lives as long as the lease.
+//
+// The watch starts at the current revision, not at rev: etcd serves a watch that starts
+// in the past from its "unsynced" set, caught up by a loop that runs every 100ms, and on
+// a busy lock the revision has nearly always moved on by the time the watch is created —
+// each handoff would then wait for that loop. So the watch is created from now
+// (WithCreatedNotify tells from which revision), and if the revision moved since rev-1,
+// one read checks that the key did not go in between.
+func (s *session) watchDelete(wctx context.Context, key string, created, rev int64, e *entry) error {
 	wctx, cancel := context.WithCancel(wctx)
 	defer cancel()
-	wch := s.cli.Watch(wctx, key, opts...)
+	wch := s.cli.Watch(wctx, key, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	var tick <-chan time.Time
 	if e != nil {
 		t := time.NewTicker(max(s.ttl/4, 10*time.Millisecond))
@@ -370,6 +381,17 @@ func (s *session) watchDelete(wctx context.Context, key string, rev int64, e *en
 			}
 			if err := wr.Err(); err != nil {
 				return err
+			}
+			if wr.Created && wr.Header.Revision >= rev {
+				reqCtx, rcancel := s.b.requestContext(wctx)
+				resp, err := s.cli.Get(reqCtx, key)
+				rcancel()
+				if err != nil {
+					return err
+				}
+				if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != created {
+					return nil // gone before the watch began
+				}
 			}
 			for _, ev := range wr.Events {
 				if ev.Type == clientv3.EventTypeDelete {
@@ -404,4 +426,28 @@ func (s *session) keepWaitingLease(ctx context.Context, e *entry) error {
 		// Transient: the key lives on until the lease's own end; the next tick retries.
 	}
 	return nil
+}
+
+// handedOver checks, with a read of the member's local state (serializable: no
+// consensus round), whether a releaser handed the lock to e's key. A write to our key
+// at some revision is a fact of history that a stale read cannot invent; a stale read
+// can only miss it, and the caller then reads again linearizably. Whether the key still
+// lives is the lease's matter, which TryAcquire checks (renewing it if it might not
+// cover a whole TTL).
+func (s *session) handedOver(ctx context.Context, e *entry) bool {
+	reqCtx, cancel := s.b.requestContext(ctx)
+	resp, err := s.cli.Get(reqCtx, e.ekey, clientv3.WithSerializable())
+	cancel()
+	if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != e.rev || resp.Kvs[0].ModRevision == e.mod {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue[e.name] != e {
+		return false
+	}
+	if e.granted == 0 {
+		e.granted = resp.Kvs[0].ModRevision
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencedsql/fencedsql/lockclient"
@@ -56,6 +57,9 @@ type grantRec struct {
 	lease clientv3.LeaseID
 	rev   int64     // the token: the revision of the write that granted the lock (our key's mod revision)
 	start time.Time // when its TryAcquire started: no earlier than the client's send time
+	// next is the key waiting behind ours, read while the lock is held (on a contended
+	// lock), so that Release need not read it; nil when unknown.
+	next *mvccpb.KeyValue
 }
 
 // grantData is the backend-private part of a lockclient.Grant.
