@@ -58,16 +58,24 @@
 //     prefix, create ours. Otherwise it reports ErrHeld and leaves nothing behind: a bare
 //     TryAcquire never queues.
 //   - Acquire waits through Session.Wait, which puts our key at the end of the queue (one
-//     transaction) and then watches only the key just before ours (WithRev from the
-//     revision it read, delete events only): a release or an expiry wakes exactly one
-//     waiter, not all of them. When that key is gone, Wait reads again whether ours is
-//     first (or was handed the lock), and otherwise watches the new predecessor.
+//     transaction, which also reads the key just before ours) and then watches only that
+//     key, for delete events: a release or an expiry wakes exactly one waiter, not all of
+//     them. When that key is gone, Wait reads whether ours was handed the lock (a read of
+//     the member's local state suffices: a write to our key is a fact a stale read cannot
+//     invent), else whether ours is first, and otherwise watches the new predecessor.
+//     The watch starts at the current revision and, if the revision moved since the key
+//     was read, one read checks that it did not go in between: a watch that starts in the
+//     past is served by etcd's "unsynced" loop, which runs every 100ms, and would delay
+//     the handoff (concurrency.Mutex watches that way, which shows in its waits).
 //   - Release hands the lock over: the transaction that deletes the holder's key also
 //     writes the next waiting key with its owner's name, conditioned on the holder's key
 //     being still the grant and the waiter's unchanged. The next holder, woken by the
 //     deletion, sees its key written and needs no transaction of its own. (Who is next is
-//     read just before, from the member's local state; if that answer is stale the
-//     compare fails and the release goes on alone.)
+//     read from the member's local state while the lock is held, or at the release; if
+//     that answer is stale the compare fails and the release goes on alone.)
+//   - A TryAcquire of a lock this session recently waited for or handed over first asks
+//     with a read (no write through consensus) whether it is free: under contention the
+//     granting write would only find it taken.
 //   - A waiter whose predecessor left without a hand-over (it expired, or left the queue)
 //     takes the lock itself when it is first: one transaction writing its key,
 //     conditioned on the key being unchanged and no key of the lock being older.
