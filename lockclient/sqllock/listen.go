@@ -18,18 +18,21 @@ const (
 	listenSlice          = 5 * time.Second  // how often an idle listener looks at the clock
 )
 
-// listener holds one pooled PostgreSQL connection in LISTEN on the table's channel
-// while sessions of the Backend wait, and wakes the waiters of a key when its release
-// is notified. It runs in one goroutine, started by the first Wait and ended when no
-// one waited for listenIdle or when the last session closes. Whenever it stops or
-// starts listening it wakes every waiter, so that each re-checks the key and sleeps
-// with the right bound (polling while it does not listen).
+// listener holds one pooled PostgreSQL connection in LISTEN on the Backend's own
+// channel while its sessions wait in a queue, and wakes the one waiter a notification
+// names (its payload is the waiter id). Every waiter row stores the channel of its
+// Backend, and whoever frees a key (release, leave, abandon) notifies only the first live
+// waiter of it, on that waiter's channel: a handoff wakes one waiter of one Backend.
+// The listener runs in one goroutine, started by the first waiter and ended when no one
+// waited for listenIdle or when the last session closes. Whenever it stops or starts
+// listening it wakes every waiter, so that each re-checks the key and sleeps with the
+// right bound (polling while it does not listen).
 type listener struct {
 	db      *sql.DB
-	channel string // quoted identifier
+	channel string // the channel name, as pg_notify takes it (lower case, no quoting needed)
 
 	mu       sync.Mutex
-	subs     map[string]map[*subscription]struct{}
+	subs     map[string]*subscription // by waiter id
 	nsubs    int
 	sessions int
 	running  bool
@@ -42,12 +45,12 @@ type listener struct {
 }
 
 type subscription struct {
-	key string
-	ch  chan struct{} // capacity 1: a pending wake-up
+	id string        // the waiter id
+	ch chan struct{} // capacity 1: a pending wake-up
 }
 
 func newListener(db *sql.DB, channel string) *listener {
-	return &listener{db: db, channel: channel, subs: map[string]map[*subscription]struct{}{}}
+	return &listener{db: db, channel: channel, subs: map[string]*subscription{}}
 }
 
 func (l *listener) addSession() {
@@ -84,16 +87,12 @@ func (l *listener) listening() bool {
 	return l.ready
 }
 
-func (l *listener) subscribe(key string) *subscription {
-	s := &subscription{key: key, ch: make(chan struct{}, 1)}
+// subscribe registers the waiter id (unique to one AcquireQueued call).
+func (l *listener) subscribe(id string) *subscription {
+	s := &subscription{id: id, ch: make(chan struct{}, 1)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := l.subs[key]
-	if m == nil {
-		m = map[*subscription]struct{}{}
-		l.subs[key] = m
-	}
-	m[s] = struct{}{}
+	l.subs[id] = s
 	l.nsubs++
 	now := time.Now()
 	l.lastUsed = now
@@ -109,35 +108,30 @@ func (l *listener) subscribe(key string) *subscription {
 func (l *listener) unsubscribe(s *subscription) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m := l.subs[s.key]; m != nil {
-		if _, ok := m[s]; ok {
-			delete(m, s)
-			l.nsubs--
-			if len(m) == 0 {
-				delete(l.subs, s.key)
-			}
-		}
+	if l.subs[s.id] == s {
+		delete(l.subs, s.id)
+		l.nsubs--
 	}
 	l.lastUsed = time.Now()
 }
 
-// wakeLocked wakes the waiters of key, or everyone for all.
-func (l *listener) wakeLocked(key string, all bool) {
-	wake := func(m map[*subscription]struct{}) {
-		for s := range m {
-			select {
-			case s.ch <- struct{}{}:
-			default:
-			}
+// wakeLocked wakes the waiter id, or everyone for all.
+func (l *listener) wakeLocked(id string, all bool) {
+	wake := func(s *subscription) {
+		select {
+		case s.ch <- struct{}{}:
+		default:
 		}
 	}
 	if all {
-		for _, m := range l.subs {
-			wake(m)
+		for _, s := range l.subs {
+			wake(s)
 		}
 		return
 	}
-	wake(l.subs[key])
+	if s := l.subs[id]; s != nil {
+		wake(s)
+	}
 }
 
 func (l *listener) idleLocked() bool {
@@ -211,7 +205,7 @@ func (l *listener) listenOnce(ctx context.Context) (failed bool) {
 		}
 		pc := sc.Conn()
 		lctx, cancel := context.WithTimeout(ctx, listenConnectTimeout)
-		_, err := pc.Exec(lctx, "LISTEN "+l.channel)
+		_, err := pc.Exec(lctx, "LISTEN "+quotePG(l.channel))
 		cancel()
 		if err != nil {
 			return driver.ErrBadConn
