@@ -6,3 +6,13 @@ func SetStatementHook(f func(query string, args []any)) (restore func()) {
 	statementHook.Store(&f)
 	return func() { statementHook.Store(nil) }
 }
+
+// DDLv1 returns the statements of schema version 1 (no waiter queue): the lease table
+// as an earlier release created it.
+func DDLv1(d Dialect, table string) []string {
+	tn, err := parseTable(orDefault(table))
+	if err != nil {
+		panic(err)
+	}
+	return ddlV1(d, tn)
+}
