@@ -1,0 +1,5 @@
+//go:build !race
+
+package mysqldriver_test
+
+const raceEnabled = false
