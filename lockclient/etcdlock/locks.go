@@ -352,7 +352,9 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		next = nil
 	}
 	s.mu.Unlock()
-	if next == nil {
+	if next == nil && s.recentlyContended(g.Key) {
+		// (On a lock this session has not seen contended, a waiter that queued meanwhile
+		// takes the lock itself once woken; the uncontended release stays one request.)
 		next = s.nextInLine(reqCtx, lockPfx, d.ekey, int64(g.Token))
 	}
 	if next != nil {
