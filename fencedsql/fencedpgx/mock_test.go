@@ -98,10 +98,23 @@ func TestMockExactSQL(t *testing.T) {
 		t.Fatalf("Rollback after Commit: %v", err)
 	}
 
-	// A claimed read: the fencing UPDATE, then the caller's SELECT.
+	// A claimed read, in a transaction: the fencing UPDATE, then the caller's SELECT.
+	// (Outside a transaction a locking read with a token is refused, nothing sent.)
+	if err := db.QueryRow(ctx, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 42).Scan(&bal); !errors.Is(err, fencedsql.ErrUnsupported) {
+		t.Fatalf("claim outside a transaction: %v, want ErrUnsupported", err)
+	}
+	m.ExpectBegin()
 	m.ExpectExec(claimPre).WithArgs(42, int64(7))
 	m.ExpectQuery(`SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`).WithArgs(42).WillReturnRows([]string{"balance"}, []any{int64(5)})
-	if err := db.QueryRow(ctx, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 42).Scan(&bal); err != nil {
+	m.ExpectCommit()
+	claimTx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claimTx.QueryRow(bg, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 42).Scan(&bal); err != nil {
+		t.Fatal(err)
+	}
+	if err := claimTx.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
 }

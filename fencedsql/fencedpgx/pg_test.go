@@ -435,9 +435,17 @@ func testClaim(t *testing.T, e *pgEnv) {
 	}
 	_, err = e.db.Exec(tok(e.ctx, 7), debit, 1, 1)
 	wantErr(t, err, fencedsql.ErrFenced)
-	// A stale claim fails; without a token it is a plain locking read.
+	// A stale claim fails (in a transaction; outside one a locking read with a token is
+	// refused); without a token it is a plain locking read.
 	err = e.db.QueryRow(tok(e.ctx, 8), "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 1).Scan(&bal)
+	wantErr(t, err, fencedsql.ErrUnsupported)
+	stale, err := e.db.Begin(tok(e.ctx, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = stale.QueryRow(e.ctx, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 1).Scan(&bal)
 	wantErr(t, err, fencedsql.ErrFenced)
+	_ = stale.Rollback(e.ctx)
 	if err := e.db.QueryRow(e.ctx, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 1).Scan(&bal); err != nil {
 		t.Fatal(err)
 	}

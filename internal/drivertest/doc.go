@@ -3,6 +3,9 @@
 // does not fence (issue 13, acceptance 1):
 //
 //   - pgxstdlib: pgx v5's stdlib/sql_test.go, against FENCEDSQL_PG_DSN.
+//   - mysqldriver: go-sql-driver/mysql's driver_test.go (an internal test of package
+//     mysql, so it runs in a temporary copy of that module), raw and wrapped, against
+//     FENCEDSQL_MYSQL_DSN; every test that passes raw must pass wrapped.
 //
 // Each sub-package keeps the published file verbatim under testdata/ and an adapted
 // copy as its test; the adaptation is a short, fixed list of substitutions (open the
