@@ -37,7 +37,8 @@ func (p *parser) lockingRead() (*plan, error) {
 	if g == nil {
 		return p.pass(), nil
 	}
-	if why := p.unclaimableLock(lock); why != "" {
+	nowait, why := p.unclaimableLock(lock)
+	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}
 	// The read selects its rows again after the claim: refuse selections that could
@@ -61,15 +62,16 @@ func (p *parser) lockingRead() (*plan, error) {
 	_, limited := clauses["LIMIT"]
 	_, offset := clauses["OFFSET"]
 	switch {
-	case !ordered && !limited && !offset:
+	case !ordered && !limited && !offset && !nowait:
 		b.write("UPDATE ")
 		tableText()
 		b.write(" SET ")
 		b.assignments(g, q, false)
 		p.copyClauses(b, clauses, "WHERE")
 	case p.rw.numbered:
-		// PostgreSQL's UPDATE has no ORDER BY/LIMIT: claim the rows the same locking
-		// query selects, by their row locator, in one statement.
+		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
+		// same locking query selects (with the caller's NOWAIT, so a row another
+		// transaction holds fails at once), by their row locator, in one statement.
 		b.write("UPDATE ")
 		tableText()
 		b.write(" SET ")
@@ -77,7 +79,13 @@ func (p *parser) lockingRead() (*plan, error) {
 		b.write(" WHERE ctid = ANY(ARRAY(SELECT ctid FROM ")
 		tableText()
 		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
-		b.write(" FOR UPDATE))")
+		if nowait {
+			b.write(" FOR UPDATE NOWAIT))")
+		} else {
+			b.write(" FOR UPDATE))")
+		}
+	case nowait:
+		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
 	default:
 		if offset || p.limitHasOffset(clauses["LIMIT"]) {
 			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
@@ -116,21 +124,23 @@ func (p *parser) lockClause() int {
 }
 
 // unclaimableLock explains why the locking clause at sig[lock] cannot be claimed by an
-// UPDATE over the same rows, or returns "".
-func (p *parser) unclaimableLock(lock int) string {
+// UPDATE over the same rows, or returns ""; nowait reports a NOWAIT to keep.
+func (p *parser) unclaimableLock(lock int) (nowait bool, why string) {
 	for i := lock; i < len(p.sig) && !p.punct(i, ";"); i++ {
 		switch {
 		case p.kw(i, "SKIP"):
-			return "SELECT … FOR UPDATE SKIP LOCKED (the claim would wait for the rows it must skip)"
-		case p.kw(i, "NOWAIT"), p.kw(i, "WAIT"):
-			return "SELECT … FOR UPDATE NOWAIT/WAIT (the claim cannot keep the wait policy)"
+			return false, "SELECT … FOR UPDATE SKIP LOCKED (the read could return a row freed after the claim, unclaimed)"
+		case p.kw(i, "NOWAIT"):
+			nowait = true
+		case p.kw(i, "WAIT"):
+			return false, "SELECT … FOR UPDATE WAIT n (the claim cannot keep the wait policy)"
 		case p.kw(i, "OF"):
 			// FOR UPDATE OF t: one table only, which is the one claimed.
 		case i > lock && p.kw(i, "FOR"):
-			return "a SELECT with several locking clauses"
+			return false, "a SELECT with several locking clauses"
 		}
 	}
-	return ""
+	return nowait, ""
 }
 
 // readClauses reads the clauses named by words from sig[i] on, each up to the next; it

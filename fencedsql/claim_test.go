@@ -31,6 +31,10 @@ func TestRewriteClaims(t *testing.T) {
 		{mysqlTest, "SELECT * FROM `accounts` WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ? FOR UPDATE",
 			"UPDATE `accounts` SET `version` = `accounts`.`version` + 1, `fence_token` = CASE WHEN `accounts`.`fence_token` <= ? THEN ? ELSE NULL END WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ?",
 			refs(TOK, TOK, 0, 1)},
+		// NOWAIT is kept by the claim's inner locking query (PostgreSQL).
+		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`,
+			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE ctid = ANY(ARRAY(SELECT ctid FROM accounts WHERE id = $1 FOR UPDATE NOWAIT))`,
+			refs(0, TOK)},
 		{mysqlTest, "SELECT ?, id FROM accounts WHERE id = ? FOR UPDATE",
 			"UPDATE accounts SET `version` = accounts.`version` + 1, `fence_token` = CASE WHEN accounts.`fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
 			refs(TOK, TOK, 1)},
@@ -63,7 +67,7 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		in string
 	}{
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE SKIP LOCKED`},
-		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`},
+		{mysqlTest, `SELECT * FROM accounts WHERE id = ? FOR UPDATE NOWAIT`},
 		{pgTest, `SELECT * FROM accounts a JOIN b ON a.id = b.id FOR UPDATE`},
 		{pgTest, `SELECT * FROM b JOIN accounts a ON a.id = b.id FOR UPDATE`},
 		{pgTest, `SELECT * FROM b, accounts FOR UPDATE`},
