@@ -132,7 +132,7 @@
 //	  random()/rand()/uuid()…, a LIMITed subquery
 //	  over the same table, OFFSET
 //	FOR UPDATE with a token over a join, GROUP BY,  the claim cannot lock exactly the rows the read does    lock one table
-//	  SKIP LOCKED, NOWAIT, MySQL OFFSET
+//	  SKIP LOCKED, MySQL NOWAIT or OFFSET
 //
 // What it cannot see at all: a function called from a SELECT that writes, a trigger or
 // rule installed before the wrapper was, writers on other connections. The dialects'
