@@ -133,6 +133,8 @@
 //	  over the same table, OFFSET
 //	FOR UPDATE with a token over a join, GROUP BY,  the claim cannot lock exactly the rows the read does    lock one table
 //	  SKIP LOCKED, MySQL NOWAIT or OFFSET
+//	FOR UPDATE with a token outside a transaction  claim and read must commit together; the lock       BeginTx
+//	                                                 would end with the statement
 //
 // What it cannot see at all: a function called from a SELECT that writes, a trigger or
 // rule installed before the wrapper was, writers on other connections. The dialects'
