@@ -84,17 +84,20 @@ func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
 // counter and procedure are derived from it).
 func WithTable(name string) Option { return func(c *config) { c.table = name } }
 
-// WithPollInterval sets the bounds of the jittered poll interval with which Wait
-// re-checks a held key when it cannot listen for notifications (MySQL, WithPolling,
-// or while the PostgreSQL listening connection is down). Defaults: 20ms and 200ms.
-// A poll never sleeps past the holder's remaining lease (plus a little jitter).
+// WithPollInterval sets the bounds of the jittered poll interval with which waiters
+// re-check a held key when they cannot listen for notifications (MySQL, WithPolling,
+// or while the PostgreSQL listening connection is down). Defaults: 20ms and 200ms. The
+// first waiters in line poll every 1–2 minimums, those further back less often, never
+// more than one maximum apart (see the package doc); the first never sleeps past the
+// holder's remaining lease (plus a little jitter).
 func WithPollInterval(min, max time.Duration) Option {
 	return func(c *config) { c.pollMin, c.pollMax = min, max }
 }
 
-// WithPolling makes Wait poll on PostgreSQL too, instead of LISTENing on a dedicated
+// WithPolling makes waiters poll on PostgreSQL too, instead of LISTENing on a dedicated
 // connection: for connection poolers that do not support LISTEN (PgBouncer in
-// transaction mode), or drivers other than pgx. Releases still send the notification.
+// transaction mode), or drivers other than pgx. The queue is the same; releases still
+// notify the next waiter, which may belong to a Backend that listens.
 func WithPolling() Option { return func(c *config) { c.polling = true } }
 
 // Backend is a lockclient.Backend over a lease table. It is safe for concurrent use,
