@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 // Listener timings.
@@ -196,7 +198,9 @@ func (l *listener) listenOnce(ctx context.Context) (failed bool) {
 	}
 	defer conn.Close()
 	_ = conn.Raw(func(dc any) error {
-		sc, ok := rawConn(dc).(*stdlib.Conn)
+		// fencedsql.Unwrap peels off wrappers (fencedsql's, otelsql's): LISTEN and
+		// WaitForNotification run on pgx's own connection; they write nothing.
+		sc, ok := fencedsql.Unwrap(dc).(*stdlib.Conn)
 		if !ok {
 			l.mu.Lock()
 			l.disabled = true
@@ -240,43 +244,4 @@ func (l *listener) listenOnce(ctx context.Context) (failed bool) {
 		}
 	})
 	return failed
-}
-
-// rawConn returns the driver's own connection under dc, the value sql.Conn.Raw hands
-// its callback: wrappers such as fencedsql's (fencedsql.Unwrap) and otelsql's expose
-// the connection they wrap with a Raw() driver.Conn method, and every such layer is
-// peeled off. LISTEN and WaitForNotification then run on pgx's connection itself,
-// outside the wrapper: they write nothing, so nothing needs fencing.
-func rawConn(dc any) any {
-	for range 16 {
-		r, ok := dc.(interface{ Raw() driver.Conn })
-		if !ok {
-			return dc
-		}
-		next := r.Raw()
-		if next == nil {
-			return dc
-		}
-		dc = next
-	}
-	return dc
-}
-
-// baseDriver returns the driver under d, peeling off wrappers that expose the driver
-// they wrap with an Unwrap() driver.Driver method (fencedsql.UnwrapDriver), so that a
-// pool opened with "fenced-pgx" or "fenced-mysql" is recognised as pgx's or
-// go-sql-driver/mysql's.
-func baseDriver(d driver.Driver) driver.Driver {
-	for range 16 {
-		u, ok := d.(interface{ Unwrap() driver.Driver })
-		if !ok {
-			return d
-		}
-		next := u.Unwrap()
-		if next == nil {
-			return d
-		}
-		d = next
-	}
-	return d
 }

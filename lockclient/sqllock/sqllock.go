@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/internal/backendutil"
 )
@@ -135,7 +136,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		o(&cfg)
 	}
 	isPgx := false
-	switch baseDriver(db.Driver()).(type) { // fenced-pgx, fenced-mysql: the driver they wrap
+	switch fencedsql.UnwrapDriver(db.Driver()).(type) { // fenced-pgx, fenced-mysql: the driver they wrap
 	case *stdlib.Driver:
 		isPgx = true
 		if cfg.dialect == Detect {
