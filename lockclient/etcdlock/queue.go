@@ -383,8 +383,13 @@ func (s *session) watchDelete(wctx context.Context, key string, created, rev int
 				return err
 			}
 			if wr.Created && wr.Header.Revision >= rev {
+				// The key as of the watch's start revision: from the member's local
+				// state if it has that revision, else linearizably.
 				reqCtx, rcancel := s.b.requestContext(wctx)
-				resp, err := s.cli.Get(reqCtx, key)
+				resp, err := s.cli.Get(reqCtx, key, clientv3.WithSerializable(), clientv3.WithRev(wr.Header.Revision))
+				if err != nil && wctx.Err() == nil {
+					resp, err = s.cli.Get(reqCtx, key)
+				}
 				rcancel()
 				if err != nil {
 					return err
