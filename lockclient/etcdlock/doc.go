@@ -72,7 +72,9 @@
 //     being still the grant and the waiter's unchanged. The next holder, woken by the
 //     deletion, sees its key written and needs no transaction of its own. (Who is next is
 //     read from the member's local state while the lock is held, or at the release; if
-//     that answer is stale the compare fails and the release goes on alone.)
+//     that answer is stale the compare fails and the release goes on alone. A session
+//     that has not seen the lock contended releases with one delete, as without a queue:
+//     a waiter that queued meanwhile is woken and takes the lock itself.)
 //   - A TryAcquire of a lock this session recently waited for or handed over first asks
 //     with a read (no write through consensus) whether it is free: under contention the
 //     granting write would only find it taken.
