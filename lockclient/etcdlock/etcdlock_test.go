@@ -25,8 +25,9 @@ func TestConformance(t *testing.T) {
 	cluster := etcdtest.StartSingle(t)
 	target := cluster.Members[0].ClientAddr
 	locktest.Run(t, locktest.Harness{
-		New: func(t *testing.T) locktest.Namespace { return newProxiedNS(t, target) },
-		TTL: testTTL,
+		New:  func(t *testing.T) locktest.Namespace { return newProxiedNS(t, target) },
+		TTL:  testTTL,
+		FIFO: true, // the waiters' queue, see the package doc
 	})
 }
 

@@ -3,6 +3,7 @@ package etcdlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -455,4 +456,53 @@ func (s *session) handedOver(ctx context.Context, e *entry) bool {
 		e.granted = resp.Kvs[0].ModRevision
 	}
 	return true
+}
+
+var _ lockclient.QueueSession = (*session)(nil)
+
+// AcquireQueued implements lockclient.QueueSession: it takes key, joining the key's
+// queue if it is held or others wait for it, and returns once granted. sent is when the
+// granting attempt began: a grant handed over by the previous holder was made earlier,
+// but it is only handed out once the session lease covers a whole TTL from then (see
+// claim). On any error the caller's place in the queue is given up at once (its key is
+// deleted unless another caller of this session still waits through it), so that it
+// never delays the waiters behind it; the Client then retries at the end of the queue.
+func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Grant, time.Time, error) {
+	for {
+		sent := time.Now()
+		g, err := s.TryAcquire(ctx, key)
+		if err == nil {
+			return g, sent, nil
+		}
+		if errors.Is(err, lockclient.ErrHeld) {
+			if err = s.Wait(ctx, key); err == nil {
+				continue
+			}
+		}
+		s.leaveQueue(ctx, key)
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", err, cerr)
+		}
+		return lockclient.Grant{}, time.Time{}, err
+	}
+}
+
+// leaveQueue withdraws ctx's claim on this session's place in key's queue, which leaves
+// the queue if no other caller waits through it.
+func (s *session) leaveQueue(ctx context.Context, key string) {
+	s.mu.Lock()
+	e := s.queue[key]
+	var r *reg
+	if e != nil {
+		for _, x := range e.regs {
+			if sameCtx(x.ctx, ctx) {
+				r = x
+				break
+			}
+		}
+	}
+	s.mu.Unlock()
+	if r != nil && r.stop() { // its AfterFunc has not run: leave now instead
+		s.leave(e, r)
+	}
 }
