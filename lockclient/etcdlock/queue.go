@@ -468,11 +468,31 @@ var _ lockclient.QueueSession = (*session)(nil)
 // deleted unless another caller of this session still waits through it), so that it
 // never delays the waiters behind it; the Client then retries at the end of the queue.
 func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Grant, time.Time, error) {
-	for {
+	for attempt := 0; ; attempt++ {
 		sent := time.Now()
-		g, err := s.TryAcquire(ctx, key)
-		if err == nil {
-			return g, sent, nil
+		var (
+			g   lockclient.Grant
+			err error
+		)
+		s.mu.Lock()
+		queued := s.queue[key] != nil
+		s.mu.Unlock()
+		if !queued && attempt == 0 {
+			// One transaction takes the lock if it is free and queues us otherwise.
+			var retry bool
+			if g, queued, retry, err = s.grantOrEnqueue(ctx, key, sent); err == nil && !retry {
+				if !queued {
+					return g, sent, nil
+				}
+				err = lockclient.ErrHeld // queued: wait for our turn
+			} else if retry {
+				continue
+			}
+		} else {
+			g, err = s.TryAcquire(ctx, key)
+			if err == nil {
+				return g, sent, nil
+			}
 		}
 		if errors.Is(err, lockclient.ErrHeld) {
 			if err = s.Wait(ctx, key); err == nil {
@@ -505,4 +525,104 @@ func (s *session) leaveQueue(ctx context.Context, key string) {
 	if r != nil && r.stop() { // its AfterFunc has not run: leave now instead
 		s.leave(e, r)
 	}
+}
+
+// grantOrEnqueue makes the first attempt of AcquireQueued in one transaction: if no key
+// exists under the lock's prefix, create ours as the grant (as TryAcquire does);
+// otherwise, if we have no key there yet, put ours at the end of the queue and read the
+// key just ahead of it (as Wait does). queued reports the latter; retry that the caller
+// should go on with TryAcquire and Wait (the lease lapsed, or a key of ours was already
+// there).
+func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Time) (g lockclient.Grant, queued, retry bool, err error) {
+	lockPfx := s.b.lockPrefix(key)
+	lease, renew, err := s.ensureLease(ctx)
+	if err != nil {
+		return lockclient.Grant{}, false, false, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return lockclient.Grant{}, false, false, errClosed
+	}
+	s.pending[key]++
+	s.mu.Unlock()
+	defer func() {
+		s.donePending(key)
+		s.kickSweeper()
+	}()
+	ekey := lockKey(lockPfx, lease)
+	awaitKeepAlive := s.startKeepAlive(ctx, lease, renew)
+	reqCtx, cancel := s.b.requestContext(ctx)
+	resp, err := s.cli.Txn(reqCtx).
+		If(clientv3.Compare(clientv3.CreateRevision(lockPfx), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease))).
+		Else(clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)},
+			[]clientv3.Op{
+				clientv3.OpPut(ekey, queuedPrefix+s.owner, clientv3.WithLease(lease)),
+				clientv3.OpGet(lockPfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+					clientv3.WithLimit(2), clientv3.WithKeysOnly()),
+			},
+			nil)).
+		Commit()
+	cancel()
+	keepAliveErr := awaitKeepAlive()
+	if err != nil {
+		if isLeaseNotFound(err) {
+			s.leaseGone(lease)
+			return lockclient.Grant{}, false, true, nil
+		}
+		// A grant or a queued key may have been created, now or later: the sweeper
+		// deletes it (nothing accounts for it).
+		s.mu.Lock()
+		s.addOrphanLocked(ekey, key, lease)
+		s.mu.Unlock()
+		return lockclient.Grant{}, false, false, unavailable(ctx, "acquire", err)
+	}
+	rev := resp.Header.Revision
+	if resp.Succeeded {
+		switch {
+		case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
+			return lockclient.Grant{}, false, true, nil // the key went with the lease
+		case keepAliveErr != nil:
+			if derr := s.deleteIf(ctx, ekey, rev); derr != nil {
+				s.mu.Lock()
+				s.addOrphanLocked(ekey, key, lease)
+				s.mu.Unlock()
+			}
+			return lockclient.Grant{}, false, false, fmt.Errorf("etcdlock: acquire: the session lease could not be renewed: %w", keepAliveErr)
+		}
+		s.mu.Lock()
+		s.grants[key] = grantRec{lease: lease, rev: rev, start: start}
+		delete(s.orphans, ekey)
+		s.mu.Unlock()
+		return lockclient.Grant{Key: key, Token: uint64(rev), Data: grantData{ekey: ekey, lease: lease}}, false, false, nil
+	}
+	inner := resp.Responses[0].GetResponseTxn()
+	if !inner.Succeeded {
+		return lockclient.Grant{}, false, true, nil // a key of ours is there already
+	}
+	e := &entry{name: key, ekey: ekey, lease: lease, rev: rev, mod: rev}
+	switch last := inner.Responses[1].GetResponseRange().Kvs; {
+	case len(last) == 2 && string(last[0].Key) == ekey:
+		e.ahead, e.aheadCreate, e.aheadRev = string(last[1].Key), last[1].CreateRevision, rev
+	case len(last) == 1 && string(last[0].Key) == ekey:
+		e.first = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return lockclient.Grant{}, false, false, errClosed
+	case s.lease != lease:
+		return lockclient.Grant{}, false, true, nil // the lease ended meanwhile, and the key with it
+	case s.queue[key] != nil:
+		// Cannot happen (one key per session and lock); leave ours to the sweeper.
+		s.addOrphanLocked(ekey, key, lease)
+		return lockclient.Grant{}, false, true, nil
+	}
+	s.queue[key] = e
+	s.registerLocked(e, ctx)
+	s.markContendedLocked(key)
+	return lockclient.Grant{}, true, false, nil
 }
