@@ -57,8 +57,9 @@
 //   - Uncontended, TryAcquire is one transaction: if no key exists under the lock's
 //     prefix, create ours. Otherwise it reports ErrHeld and leaves nothing behind: a bare
 //     TryAcquire never queues.
-//   - Acquire waits through Session.Wait, which puts our key at the end of the queue (one
-//     transaction, which also reads the key just before ours) and then watches only that
+//   - Acquire (the session implements lockclient.QueueSession) takes the lock in one
+//     transaction if it is free, and otherwise, in the same transaction, puts our key at
+//     the end of the queue and reads the key just before ours; it then watches only that
 //     key, for delete events: a release or an expiry wakes exactly one waiter, not all of
 //     them. When that key is gone, Wait reads whether ours was handed the lock (a read of
 //     the member's local state suffices: a write to our key is a fact a stale read cannot
@@ -81,7 +82,8 @@
 //   - A waiter whose predecessor left without a hand-over (it expired, or left the queue)
 //     takes the lock itself when it is first: one transaction writing its key,
 //     conditioned on the key being unchanged and no key of the lock being older.
-//   - A waiter whose context ends leaves the queue at once: its key is deleted
+//   - A waiter whose context ends, or whose attempt fails (the Client then retries at the
+//     end of the queue), leaves the queue at once: its key is deleted
 //     (compare-and-delete on its create revision) and the waiter behind it, watching that
 //     key, moves up; the holder's hand-over to it fails its compare and the next waiter
 //     takes the lock itself. A key whose delete failed is an orphan (below). Client.Close
