@@ -14,7 +14,6 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencedsql/fencedsql/internal/etcdtest"
@@ -198,7 +197,6 @@ func runWindow(cs []contender, key string, window time.Duration, r *results) {
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	start := time.Now()
 	for _, c := range cs {
 		wg.Add(1)
 		go func() {
@@ -239,7 +237,6 @@ func runWindow(cs []contender, key string, window time.Duration, r *results) {
 	}
 	wg.Wait()
 	r.elapsed += window // grants are counted within the window
-	_ = start
 }
 
 func benchWindow() time.Duration {
@@ -314,6 +311,3 @@ func BenchmarkContention(b *testing.B) {
 		})
 	}
 }
-
-// keep the import of clientv3 for the many-locks benchmark's helpers.
-var _ clientv3.LeaseID
