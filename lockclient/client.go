@@ -148,7 +148,7 @@ func (c *Client) untilClosed(ctx context.Context) (context.Context, context.Canc
 // ErrInvalidConfig) without contacting the service.
 //
 // Waiters are served in the order the backend documents: in order of arrival for
-// backends whose sessions implement QueueSession (memlock, redislock, sqllock), each
+// backends whose sessions implement QueueSession (all four shipped backends), each
 // woken by its predecessor's release or expiry. Close ends a waiting Acquire at once
 // with ErrClosed.
 func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err error) {
