@@ -170,20 +170,9 @@ func (s *sqlLocks) close(ctx context.Context) error {
 	defer s.admin.Close()
 	dropCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	var stmts []string
-	if s.dialect == sqllock.MySQL {
-		quote := func(n string) string { return "`" + n + "`" }
-		stmts = []string{
-			"DROP PROCEDURE IF EXISTS " + quote(s.table+"_grant_v1"),
-			"DROP TABLE IF EXISTS " + quote(s.table+"_token"),
-			"DROP TABLE IF EXISTS " + quote(s.table),
-		}
-	} else {
-		quote := func(n string) string { return `"` + n + `"` }
-		stmts = []string{
-			"DROP TABLE IF EXISTS " + quote(s.table),
-			"DROP SEQUENCE IF EXISTS " + quote(s.table+"_token_seq"),
-		}
+	stmts, err := sqllock.DropDDL(s.dialect, s.table)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, stmt := range stmts {

@@ -121,6 +121,45 @@ func DDL(d Dialect, table string) ([]string, error) {
 	return nil, fmt.Errorf("sqllock: DDL: unknown dialect %v", d)
 }
 
+// DropDDL returns the statements that remove the lease table of dialect d and every
+// object DDL creates next to it (table "" means DefaultTable), in an order that works:
+// routines, then tables, then sequences. Each is IF EXISTS, so it also cleans up a
+// table created by an older version. Nothing holding a lease must use the table then.
+func DropDDL(d Dialect, table string) ([]string, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	tn, err := parseTable(table)
+	if err != nil {
+		return nil, err
+	}
+	switch d {
+	case Postgres:
+		q := func(suffix string) string { return tn.with(suffix).quoted(Postgres) }
+		return []string{
+			"DROP FUNCTION IF EXISTS " + q("_grant_v2"),
+			"DROP FUNCTION IF EXISTS " + q("_release_v2"),
+			"DROP FUNCTION IF EXISTS " + q("_leave_v2"),
+			"DROP FUNCTION IF EXISTS " + q("_abandon_v2"),
+			"DROP FUNCTION IF EXISTS " + q("_wake_v2"),
+			"DROP TABLE IF EXISTS " + q("_waiters"),
+			"DROP TABLE IF EXISTS " + tn.quoted(Postgres),
+			"DROP SEQUENCE IF EXISTS " + q("_ticket_seq"),
+			"DROP SEQUENCE IF EXISTS " + q("_token_seq"),
+		}, nil
+	case MySQL:
+		q := func(suffix string) string { return tn.with(suffix).quoted(MySQL) }
+		return []string{
+			"DROP PROCEDURE IF EXISTS " + q("_grant_v2"),
+			"DROP PROCEDURE IF EXISTS " + q("_grant_v1"),
+			"DROP TABLE IF EXISTS " + q("_waiters"),
+			"DROP TABLE IF EXISTS " + q("_token"),
+			"DROP TABLE IF EXISTS " + tn.quoted(MySQL),
+		}, nil
+	}
+	return nil, fmt.Errorf("sqllock: DropDDL: unknown dialect %v", d)
+}
+
 // CreateTable creates the lease table of dialect d and the objects next to it (see DDL)
 // if they do not exist yet; table "" means DefaultTable. It is safe to run at every
 // start, also from several processes at once. Run it before New's backend is used:
