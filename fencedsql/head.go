@@ -55,7 +55,8 @@ func (rw *rewriter) controlHead(sql string) bool {
 			i = end
 		default:
 			j := i
-			for j < len(sql) && (sql[j]|0x20 >= 'a' && sql[j]|0x20 <= 'z' || sql[j] == '_') {
+			for j < len(sql) && (sql[j]|0x20 >= 'a' && sql[j]|0x20 <= 'z' || sql[j] == '_' ||
+				j > i && (sql[j] >= '0' && sql[j] <= '9' || sql[j] == '$')) {
 				j++
 			}
 			return j > i && controlHeads[strings.ToUpper(sql[i:j])]
