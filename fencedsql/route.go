@@ -67,13 +67,16 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	if p.sig[first].Kind != sqllex.KindWord {
 		head = ""
 	}
-	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
-		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
-	}
 	if len(p.rw.names) > 0 {
 		if err := p.control(head, first); err != nil {
 			return nil, err
 		}
+	}
+	if !p.rw.mayMention(p.src) {
+		return p.pass(), nil // looked at only for its head (controlHead)
+	}
+	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
+		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
 	}
 	// A quoted identifier the lexer cannot decode (PostgreSQL U&"…" escapes) could name
 	// a guarded table: refuse it anywhere but in statements that cannot write.
