@@ -1258,6 +1258,9 @@ func fzNoRefusalExpected(rw *rewriter, src string) string {
 	if fzJudgedByHead(src, sig) {
 		return ""
 	}
+	if first > 0 && !fzKw(src, sig, first, "SELECT", "VALUES", "TABLE", "WITH") {
+		return ""
+	}
 	return "no identifier names a guarded table"
 }
 
