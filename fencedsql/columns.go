@@ -15,7 +15,8 @@ type listEdit struct {
 	kept  int
 }
 
-// items splits sig[from:to] at its top-level commas into [start, end) sig ranges.
+// items splits sig[from:to] at its top-level commas into [start, end) sig ranges. An
+// empty item (",," or a trailing comma) comes back empty: callers refuse such lists.
 func (p *parser) items(from, to int) [][2]int {
 	var out [][2]int
 	depth, start := 0, from
@@ -80,6 +81,9 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 		return listEdit{}, nil
 	}
 	items := p.items(from, to)
+	if hasEmpty(items) {
+		return listEdit{}, unsupported(g.String(), "a SET list with an empty item")
+	}
 	var drop []int
 	for k, it := range items {
 		if p.punct(it[0], "(") {
@@ -108,8 +112,11 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 
 // columnList finds the fencing columns in an INSERT column list sig[from:to] and
 // returns their positions and the edit that drops them.
-func (p *parser) columnList(g *guard, from, to int) ([]int, listEdit) {
+func (p *parser) columnList(g *guard, from, to int) ([]int, listEdit, error) {
 	items := p.items(from, to)
+	if hasEmpty(items) {
+		return nil, listEdit{}, unsupported(g.String(), "an INSERT column list with an empty item")
+	}
 	var drop []int
 	for k, it := range items {
 		if it[1]-it[0] == 1 && p.isIdent(it[0]) {
@@ -118,7 +125,17 @@ func (p *parser) columnList(g *guard, from, to int) ([]int, listEdit) {
 			}
 		}
 	}
-	return drop, p.dropItems(items, drop)
+	return drop, p.dropItems(items, drop), nil
+}
+
+// hasEmpty reports an empty item among items.
+func hasEmpty(items [][2]int) bool {
+	for _, it := range items {
+		if it[0] >= it[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // reserved is the refusal of a statement that assigns a fencing column in a form the

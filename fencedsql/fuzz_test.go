@@ -679,7 +679,7 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 	t.Helper()
 	const tok = 77
 	ctx := WithToken(context.Background(), tok)
-	n := p.nUser
+	n := max(p.nUser, 0) // -1: a refused claim, whose placeholders were not counted
 	if p.kind == kindPass {
 		n = 2
 	}

@@ -56,7 +56,10 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 	if colEnd == j+1 {
 		return nil, unsupported(g.String(), "INSERT with an empty column list")
 	}
-	mapped, cols := p.columnList(g, j+1, colEnd)
+	mapped, cols, err := p.columnList(g, j+1, colEnd)
+	if err != nil {
+		return nil, err
+	}
 	b.copyExcept(0, p.endOf(colEnd), cols)
 	if cols.kept > 0 {
 		b.write(", ")
@@ -85,7 +88,7 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 		// Copy up to the row's last token without the values of mapped fencing
 		// columns, then add our two values.
 		row := p.items(k+1, end)
-		if len(mapped) > 0 && len(row) != cols.kept+len(mapped) {
+		if len(mapped) > 0 && (hasEmpty(row) || len(row) != cols.kept+len(mapped)) {
 			return nil, unsupported(g.String(), "INSERT whose VALUES row has %d values for %d columns", len(row), cols.kept+len(mapped))
 		}
 		vals := p.dropItems(row, mapped)
