@@ -38,6 +38,14 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	if len(p.sig) == 0 {
 		return passPlan, nil
 	}
+	if !p.rw.mayMention(p.src) {
+		// Looked at only for its head (controlHead): it names no guarded table, so only
+		// the checks that do not depend on that apply.
+		if err := p.controlEach(); err != nil {
+			return nil, err
+		}
+		return p.pass(), nil
+	}
 	// MySQL executable comments (/*! … */) run their content: a write or a guarded
 	// table inside one cannot be analysed, whatever surrounds it.
 	if err := p.checkExecComments(); err != nil {
@@ -71,9 +79,6 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 		if err := p.control(head, first); err != nil {
 			return nil, err
 		}
-	}
-	if !p.rw.mayMention(p.src) {
-		return p.pass(), nil // looked at only for its head (controlHead)
 	}
 	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
 		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
@@ -137,7 +142,7 @@ func (p *parser) control(head string, first int) error {
 		if p.hasWord("AUTOCOMMIT") {
 			return p.textTx("SET autocommit")
 		}
-		if g := p.deepGuard(); g != "" {
+		if g, ok := p.deepGuard(); ok {
 			return unsupported(g, "a SET that names a guarded table (SET STATEMENT … FOR <statement> cannot be fenced)")
 		}
 	case "LOCK":
@@ -148,15 +153,15 @@ func (p *parser) control(head string, first int) error {
 		if head == "PREPARE" || head == "DO" {
 			// The text of a PREPARE … AS <write> or a DO block is visible: one that names a
 			// guarded table is refused even when dynamic SQL is allowed.
-			if g := p.deepGuard(); g != "" {
+			if g, ok := p.deepGuard(); ok {
 				return unsupported(g, "%s of a statement that names a guarded table", head)
 			}
 		}
 		return p.dynamic(head)
 	}
 	if ddlHeads[head] {
-		g := p.deepGuard()
-		if g == "" {
+		g, ok := p.deepGuard()
+		if !ok {
 			return nil
 		}
 		if !p.rw.allowDDL {
@@ -205,13 +210,14 @@ func (p *parser) dynamic(what string) error {
 
 // deepGuard returns the first guarded table named by an identifier, or inside a string
 // literal or dollar-quoted body at identifier boundaries (a function or rule body, a
-// PREPARE … FROM '…'), or "" for none. An undecodable quoted identifier counts as "?".
-func (p *parser) deepGuard() string {
+// PREPARE … FROM '…'); ok is false for none. An undecodable quoted identifier may name
+// one: ok with an empty name.
+func (p *parser) deepGuard() (string, bool) {
 	if g := p.firstGuard(); g != "" {
-		return g
+		return g, true
 	}
 	if p.hasUndecodableIdent() {
-		return "?"
+		return "", true
 	}
 	for _, t := range p.sig {
 		if t.Kind != sqllex.KindString {
@@ -226,13 +232,13 @@ func (p *parser) deepGuard() string {
 				}
 				i += at
 				if !identByte(body, i-1) && !identByte(body, i+len(n)) {
-					return p.rw.guards[n][0].String()
+					return p.rw.guards[n][0].String(), true
 				}
 				at = i + 1
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 // identByte reports whether s[i] exists and can be part of an unquoted identifier.
