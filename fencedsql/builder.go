@@ -68,6 +68,11 @@ func (b *builder) copyExcept(from, to int, e listEdit) {
 		b.copy(from, s[0])
 		b.dropped = append(b.dropped, s)
 		from = s[1]
+		// What was before and after the dropped text must not glue into one token
+		// (SET"fence_token",$1 without its first item is SET $1, not SET$1).
+		if out := b.sb.String(); len(out) > 0 && from < to && glues(out[len(out)-1], b.p.src[from]) {
+			b.sb.WriteByte(' ')
+		}
 	}
 	b.copy(from, to)
 }
@@ -229,4 +234,13 @@ func (b *builder) setListAt(from, at int, e listEdit, g *guard, q string, versio
 	}
 	b.assignments(g, q, versioned)
 	b.gap(at)
+}
+
+// glues reports whether bytes a and b, side by side, could read as one token: two word
+// bytes (SET$1, xWHERE) or the start of a comment (--, /*).
+func glues(a, b byte) bool {
+	word := func(c byte) bool {
+		return c == '_' || c == '$' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z' || c >= 0x80
+	}
+	return word(a) && word(b) || a == '-' && b == '-' || a == '/' && b == '*'
 }

@@ -101,7 +101,7 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 		for i+2 < it[1] && p.punct(i+1, ".") {
 			i += 2
 		}
-		if p.isIdent(i) && (p.punct(i+1, "=") || i+1 >= it[1]) {
+		if p.isIdent(i) && p.punct(i+1, "=") && i+1 < it[1] {
 			if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
 				drop = append(drop, k)
 			}
