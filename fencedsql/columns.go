@@ -103,6 +103,11 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 		}
 		if p.isIdent(i) && p.punct(i+1, "=") && i+1 < it[1] {
 			if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
+				if i+2 >= it[1] {
+					// "col =" with nothing after it: the caller's statement is broken, and
+					// dropping the item would make it run.
+					return listEdit{}, unsupported(g.String(), "an assignment of %q without a value", n)
+				}
 				drop = append(drop, k)
 			}
 		}

@@ -559,10 +559,16 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 	// inserted text neither merges with nor splits a neighbour: "END" + "WHERE" must
 	// not become "ENDWHERE").
 	if main {
-		in, out := sqllex.Significant(userToks), sqllex.Significant(toks)
+		outSrc, outToks := p.sql, toks
+		if out != p.sql { // placeholders normalised like the kept input
+			if ot, err := sqllex.Lex(out, rw.syn); err == nil {
+				outSrc, outToks = out, ot
+			}
+		}
+		in, outSig := sqllex.Significant(userToks), sqllex.Significant(outToks)
 		j := 0
-		for _, tk := range out {
-			if j < len(in) && tk.Kind == in[j].Kind && (tk.Text(p.sql) == in[j].Text(kept) || (len(p.dropped) > 0 && tk.Kind == sqllex.KindParam)) {
+		for _, tk := range outSig {
+			if j < len(in) && tk.Kind == in[j].Kind && (tk.Text(outSrc) == in[j].Text(kept) || (len(p.dropped) > 0 && tk.Kind == sqllex.KindParam)) {
 				j++
 			}
 		}
