@@ -79,32 +79,26 @@ func newStatements(table string, b backend) statements {
 	if b.numbered {
 		ph = "$1"
 	}
-	if b.forUpdate {
-		// The locking read claims the row: through the fenced driver, in a transaction
-		// bound to the holder's token, SELECT … FOR UPDATE stamps the token on the rows
-		// it locks before returning them (see the package comment).
-		return statements{
-			create: "CREATE TABLE " + table + " (id BIGINT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, " +
-				"fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-			seed:    "INSERT INTO " + table + " (id, balance) VALUES (1, 0)",
-			drop:    "DROP TABLE " + table,
-			balance: "SELECT balance FROM " + table + " WHERE id = 1",
-			read:    "SELECT balance FROM " + table + " WHERE id = 1 FOR UPDATE",
-			update:  "UPDATE " + table + " SET balance = " + ph + " WHERE id = 1",
-		}
-	}
-	return statements{
+	q := statements{
 		create: "CREATE TABLE " + table + " (id BIGINT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, " +
 			"fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		seed:    "INSERT INTO " + table + " (id, balance) VALUES (1, 0)",
 		drop:    "DROP TABLE " + table,
 		balance: "SELECT balance FROM " + table + " WHERE id = 1",
-		// SQLite has no FOR UPDATE. The stamp: a no-op write that, through the fenced
-		// driver, records the holder's token on the row before it reads.
-		stamp:  "UPDATE " + table + " SET balance = balance WHERE id = 1",
-		read:   "SELECT balance FROM " + table + " WHERE id = 1",
-		update: "UPDATE " + table + " SET balance = " + ph + " WHERE id = 1",
+		update:  "UPDATE " + table + " SET balance = " + ph + " WHERE id = 1",
 	}
+	if b.forUpdate {
+		// The locking read claims the row: through the fenced driver, in a transaction
+		// bound to the holder's token, SELECT … FOR UPDATE stamps the token on the rows
+		// it locks before returning them (see the package comment).
+		q.read = "SELECT balance FROM " + table + " WHERE id = 1 FOR UPDATE"
+		return q
+	}
+	// SQLite has no FOR UPDATE. The stamp: a no-op write that, through the fenced
+	// driver, records the holder's token on the row before it reads.
+	q.stamp = "UPDATE " + table + " SET balance = balance WHERE id = 1"
+	q.read = "SELECT balance FROM " + table + " WHERE id = 1"
+	return q
 }
 
 // accountTable is a run's table, reached through the plain driver: created and seeded
