@@ -112,7 +112,33 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 			}
 		}
 	}
+	if len(drop) > 0 {
+		// Dropping items from a list that is not a list of assignments could turn a
+		// broken statement into one that runs.
+		for _, it := range items {
+			if !p.hasTopLevel(it, "=") {
+				return listEdit{}, unsupported(g.String(), "a SET list item that is not an assignment")
+			}
+		}
+	}
 	return p.dropItems(items, drop), nil
+}
+
+// hasTopLevel reports whether the punctuation s occurs in sig[it[0]:it[1]] outside
+// parentheses.
+func (p *parser) hasTopLevel(it [2]int, s string) bool {
+	depth := 0
+	for i := it[0]; i < it[1]; i++ {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+		case depth == 0 && p.punct(i, s):
+			return true
+		}
+	}
+	return false
 }
 
 // columnList finds the fencing columns in an INSERT column list sig[from:to] and

@@ -1365,6 +1365,10 @@ func fzWithout(src string, ranges [][2]int) string {
 	for _, r := range ranges {
 		sb.WriteString(src[last:r[0]])
 		last = r[1]
+		// As the builder does: what is left on both sides must not glue into one token.
+		if out := sb.String(); len(out) > 0 && last < len(src) && glues(out[len(out)-1], src[last]) {
+			sb.WriteByte(' ')
+		}
 	}
 	sb.WriteString(src[last:])
 	return sb.String()
