@@ -39,6 +39,12 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		return p.pass(), nil
 	}
 	if g == nil {
+		// Another table's DELETE: it may read a guarded table in its WHERE, but anything
+		// else after the table (unknown syntax hiding a USING or a join) that names one
+		// is refused.
+		if j < len(p.sig) && !p.punct(j, ";") && !p.kwIn(j, "WHERE", "RETURNING", "ORDER", "LIMIT") && p.mentionsGuardIn(j, len(p.sig)) {
+			return p.unknownShape("DELETE")
+		}
 		return p.pass(), nil
 	}
 	if mods.ignore {
