@@ -37,6 +37,10 @@ func (p *parser) lockingRead() (*plan, error) {
 	if g == nil {
 		return p.pass(), nil
 	}
+	if a, b := outOfOrder(clauses, "WHERE", "ORDER", "LIMIT", "OFFSET"); a != "" && !p.rw.numbered {
+		// The claim copies the clauses in that order, with their positional placeholders.
+		return p.claimRefused(g.String(), "a locking SELECT whose %s comes before its %s", b, a)
+	}
 	nowait, why := p.unclaimableLock(lock)
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
@@ -162,6 +166,21 @@ func (p *parser) readClauses(i int, words ...string) (map[string][2]int, int) {
 		i = end
 	}
 	return out, i
+}
+
+// outOfOrder returns two of the named clauses that stand in the other order than given
+// (a should come before b), or "", "".
+func outOfOrder(clauses map[string][2]int, order ...string) (a, b string) {
+	for i, x := range order {
+		for _, y := range order[i+1:] {
+			cx, okX := clauses[x]
+			cy, okY := clauses[y]
+			if okX && okY && cy[0] < cx[0] {
+				return x, y
+			}
+		}
+	}
+	return "", ""
 }
 
 // copyClauses appends the named clauses that are present, in the order given.

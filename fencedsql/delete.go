@@ -74,6 +74,11 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		clauses[kw] = [2]int{k, end}
 		k = end
 	}
+	// The fencing UPDATE copies WHERE, ORDER BY and LIMIT in that order (with their
+	// placeholders): they must stand in that order in the DELETE too.
+	if a, b := outOfOrder(clauses, "WHERE", "ORDER", "LIMIT"); a != "" {
+		return nil, unsupported(g.String(), "a DELETE whose %s comes before its %s", b, a)
+	}
 	if w, ok := clauses["WHERE"]; ok {
 		if p.kw(w[0]+1, "CURRENT") && p.kw(w[0]+2, "OF") {
 			return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
