@@ -18,7 +18,12 @@ func (p *parser) lockingRead() (*plan, error) {
 		return p.pass(), nil
 	}
 	from := p.clauseEnd(1, "FROM")
-	r, ok := p.parseName(from + 1)
+	at := from + 1
+	if p.rw.numbered && p.kw(at, "ONLY") {
+		at++ // PostgreSQL's FROM ONLY: the claim keeps it (UPDATE ONLY …)
+	}
+	r, ok := p.parseName(at)
+	r.first = from + 1
 	if !ok {
 		return p.claimRefused(p.firstGuard(), "a locking SELECT whose FROM is not a plain table")
 	}

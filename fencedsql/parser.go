@@ -112,10 +112,15 @@ type tableRef struct {
 	aliasEnd   int      // sig index one past the alias (== end when none)
 }
 
-// parseName reads ident ('.' ident)* at sig[i].
+// parseName reads ident ('.' ident)* at sig[i]. A name cannot start with an unquoted
+// keyword that no dialect accepts as a table name (notTableName): "INSERT INTO INTO t"
+// is not a write of a table called INTO, and callers fail closed on it.
 func (p *parser) parseName(i int) (tableRef, bool) {
 	var r tableRef
 	r.first = i
+	if i < len(p.sig) && p.sig[i].Kind == sqllex.KindWord && notTableName[strings.ToUpper(p.text(p.sig[i]))] {
+		return r, false
+	}
 	for {
 		if !p.isIdent(i) {
 			return r, false
@@ -134,6 +139,24 @@ func (p *parser) parseName(i int) (tableRef, bool) {
 	}
 	r.end, r.aliasEnd = i, i
 	return r, true
+}
+
+// notTableName lists unquoted words that cannot start a table reference: reserved
+// words of PostgreSQL, MySQL/MariaDB or SQLite, and the statement modifiers each write
+// accepts before its table. Seeing one where a table name belongs means the statement
+// has a shape the parser does not know.
+var notTableName = map[string]bool{
+	"ALL": true, "AND": true, "AS": true, "BETWEEN": true, "BY": true, "CASE": true,
+	"CROSS": true, "DEFAULT": true, "DELAYED": true, "DELETE": true, "DISTINCT": true,
+	"ELSE": true, "END": true, "EXCEPT": true, "EXISTS": true, "FOR": true, "FROM": true,
+	"FULL": true, "GROUP": true, "HAVING": true, "HIGH_PRIORITY": true, "IGNORE": true,
+	"IN": true, "INNER": true, "INSERT": true, "INTERSECT": true, "INTO": true, "IS": true,
+	"JOIN": true, "LEFT": true, "LIKE": true, "LIMIT": true, "LOW_PRIORITY": true,
+	"NATURAL": true, "NOT": true, "NULL": true, "OFFSET": true, "ON": true, "ONLY": true,
+	"OR": true, "ORDER": true, "OUTER": true, "QUICK": true, "REPLACE": true,
+	"RETURNING": true, "RIGHT": true, "SELECT": true, "SET": true, "STRAIGHT_JOIN": true,
+	"TABLE": true, "THEN": true, "UNION": true, "UPDATE": true, "USING": true,
+	"VALUES": true, "WHEN": true, "WHERE": true, "WITH": true, "LATERAL": true,
 }
 
 // parseAlias reads an optional [AS] alias after a table name; stop lists the words that
@@ -243,8 +266,6 @@ func (p *parser) mentionsGuardIn(from, to int) bool {
 	return false
 }
 
-// unknownShape handles a write statement the parser does not recognise: refused when it
-
 // skipInto skips an optional INTO keyword.
 func (p *parser) skipInto(i int) int {
 	if p.kw(i, "INTO") {
@@ -272,5 +293,3 @@ func (p *parser) matching(i int) int {
 	}
 	return -1
 }
-
-// insertTail handles what follows the VALUES rows (or MySQL's SET list), starting at

@@ -69,10 +69,14 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 		return nil, unsupported("", "the statement cannot be tokenized: %v", err)
 	}
 	p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
-	return p.plan(versioned)
+	pl, err := p.plan(versioned)
+	if err == nil && pl.kind == kindPass && !p.isDDL() && p.mentionsGuard() {
+		if err := p.backstop(); err != nil {
+			return nil, err
+		}
+	}
+	return pl, err
 }
-
-// mayMention is the fast pre-filter: a statement whose text contains no guarded table
 
 // lookup finds the guard for a table reference, if it is guarded.
 func (rw *rewriter) lookup(parts []string) *guard {

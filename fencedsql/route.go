@@ -394,6 +394,7 @@ func (p *parser) guardName(g *guard) string {
 	return p.firstGuard()
 }
 
+// unknownShape handles a write statement the parser does not recognise: refused when it
 // mentions a guarded table, passed through otherwise.
 func (p *parser) unknownShape(what string) (*plan, error) {
 	if p.mentionsGuard() {
