@@ -97,7 +97,8 @@
 // guarded table passes only as a read it understands or as a write it fences. The
 // refusals below fail with ErrUnsupported (an *UnsupportedError naming the table and
 // the reason) and send nothing; fencedsql: TestRewriteRefused, TestRewriteControlStatements,
-// TestRewriteClaimRefusedOrPassed and internal/redteam prove them.
+// TestRewriteClaimRefusedOrPassed, TestBackstopFindsEveryModifierRun and internal/redteam
+// prove them.
 //
 //	statement                                      why                                                     unless
 //	---------------------------------------------  ------------------------------------------------------  ------------------
@@ -135,6 +136,9 @@
 //	  SKIP LOCKED, MySQL NOWAIT or OFFSET
 //	FOR UPDATE with a token outside a transaction  claim and read must commit together; the lock       BeginTx
 //	                                                 would end with the statement
+//	any other statement whose write keyword, after  a shape the planners do not know (INSERT INTO      —
+//	  its modifiers (INTO, OR …, ONLY, IGNORE …),    INTO t): the backstop refuses what it cannot read
+//	  names a guarded table
 //
 // What it cannot see at all: a function called from a SELECT that writes, a trigger or
 // rule installed before the wrapper was, writers on other connections. The dialects'
