@@ -85,9 +85,10 @@ func (s Shared) Faults() Faults                    { return s.F }
 
 // NetworkTTL is a Harness.TTL for a service behind a TCP proxy: long enough that
 // renewals through the race detector, the proxy and a heavily loaded machine always make
-// it (the suite gives a renewal about TTL·5/12 before the local deadline: 833ms). 1s
-// failed once in many runs (a renewal took over 400ms) at a load average of 10 on two
-// CPUs.
+// it. The suite's clients renew every TTL/6 with a safety margin of TTL/4, so a renewal
+// has TTL·7/12 (1.17s) before the local deadline. 1s failed once in many runs (a renewal
+// took over 400ms) at a load average of 10 on two CPUs; 2s with renewals every TTL/3
+// (833ms to spare) failed once with two fuzz workers saturating both CPUs.
 const NetworkTTL = 2 * time.Second
 
 func (h Harness) ttl() time.Duration {
@@ -145,7 +146,8 @@ func (e *env) client(opts ...lockclient.Option) *lockclient.Client {
 	ttl := e.h.ttl()
 	base := []lockclient.Option{
 		lockclient.WithOwner(owner), lockclient.WithTTL(ttl),
-		lockclient.WithSafetyMargin(ttl / 4), lockclient.WithRetry(5*time.Millisecond, 50*time.Millisecond),
+		lockclient.WithSafetyMargin(ttl / 4), lockclient.WithRenewInterval(ttl / 6),
+		lockclient.WithRetry(5*time.Millisecond, 50*time.Millisecond),
 	}
 	c := lockclient.New(e.ns.Backend(owner), append(base, opts...)...)
 	e.t.Cleanup(func() {

@@ -468,8 +468,9 @@ func TestWaitWakesOnReleaseWithoutBusyLoop(t *testing.T) {
 // PostgreSQL: when the listening connection breaks, waiters fall back to polling and the
 // listener comes back, so a later release is again noticed through NOTIFY.
 func TestListenerRecovers(t *testing.T) {
-	// Polls every 5s: a waiter granted within 500ms of the release was woken by NOTIFY.
-	n := newNamespace(t, servers[0], sqllock.WithPollInterval(5*time.Second, 5*time.Second))
+	// Polls every minute: a waiter granted within seconds of the release was woken by
+	// NOTIFY (a bound that is generous for a loaded machine and far from the poll).
+	n := newNamespace(t, servers[0], sqllock.WithPollInterval(time.Minute, time.Minute))
 	ctx := ctxT(t, 30*time.Second)
 	ttl := 20 * time.Second
 	a := lockclient.New(n.Backend("a"), lockclient.WithOwner("a"), lockclient.WithTTL(ttl))
@@ -505,11 +506,9 @@ func TestListenerRecovers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := time.Since(released); d > 500*time.Millisecond {
-				t.Fatalf("round %d: waiter granted %v after the release", round, d)
-			}
-		case <-ctx.Done():
-			t.Fatal("waiter not granted")
+			t.Logf("round %d: waiter granted %v after the release", round, time.Since(released))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: waiter not granted within 5s of the release: NOTIFY did not wake it (it polls every minute)", round)
 		}
 	}
 }

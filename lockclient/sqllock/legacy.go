@@ -1,0 +1,121 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// Schema version 1 (a lease table without the waiter queue): the statements the
+// session falls back to until the table is migrated, and the check for the migration.
+
+// tryAcquireV1 is TryAcquire with the statements of schema version 1 (no queue).
+func (s *session) tryAcquireV1(ctx context.Context, key, gs string, entered bool) (lockclient.Grant, error) {
+	// PostgreSQL returns no row when the key is held; MySQL's procedure returns 0.
+	var tok int64
+	err := s.b.scanRow(ctx, s.b.q.grant, []any{key, s.owner, gs, s.ttlMicros}, &tok)
+	if errors.Is(err, sql.ErrNoRows) && s.b.dialect == Postgres || err == nil && tok == 0 {
+		return lockclient.Grant{}, lockclient.ErrHeld
+	}
+	if err != nil {
+		if entered {
+			s.abandonV1(key, gs) // the request may still reach the server
+		}
+		return lockclient.Grant{}, unavailable("try-acquire", key, err)
+	}
+	if tok <= 0 {
+		return lockclient.Grant{}, unavailable("try-acquire", key, fmt.Errorf("invalid token %d from the server", tok))
+	}
+	return lockclient.Grant{Key: key, Token: uint64(tok), Data: gs}, nil
+}
+
+// acquireV1 is AcquireQueued with the statements of schema version 1: TryAcquire and
+// Wait in turn, no queue.
+func (s *session) acquireV1(ctx context.Context, key string, ended, failed func(error) error) (lockclient.Grant, time.Time, error) {
+	for {
+		gs, err := s.newRequest()
+		if err != nil {
+			return lockclient.Grant{}, time.Time{}, err
+		}
+		sent := time.Now()
+		g, err := s.tryAcquireV1(ctx, key, gs, true)
+		switch {
+		case err == nil:
+			return g, sent, nil
+		case !errors.Is(err, lockclient.ErrHeld):
+			return lockclient.Grant{}, time.Time{}, failed(err)
+		}
+		if err := s.Wait(ctx, key); err != nil {
+			if ctx.Err() != nil {
+				return lockclient.Grant{}, time.Time{}, ended(err)
+			}
+			return lockclient.Grant{}, time.Time{}, failed(err)
+		}
+	}
+}
+
+// abandonV1 is abandon for schema version 1: no mark, the owner-checked delete is
+// repeated until it deletes the row (or two TTLs passed).
+func (s *session) abandonV1(key, gs string) {
+	s.background(func(ctx context.Context) error { return s.deleteAbandonedV1(ctx, key, gs) })
+}
+
+func (s *session) deleteAbandonedV1(ctx context.Context, key, gs string) error {
+	var n int64
+	if s.b.dialect == Postgres {
+		var notified int64
+		if err := s.b.scanRow(ctx, s.b.q.abandon, []any{key, gs, s.b.table.name}, &n, &notified); err != nil {
+			return err
+		}
+	} else {
+		res, err := s.b.exec(ctx, s.b.q.abandon, key, gs)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		return errNotYet
+	}
+	return nil
+}
+
+// Schema version 2 missing: the backend falls back to version 1 and looks again after
+// legacyRecheck.
+const legacyRecheck = time.Minute
+
+// legacy reports whether the backend currently uses schema version 1's statements.
+func (b *Backend) legacy() bool {
+	u := b.legacyUntil.Load()
+	return u != 0 && time.Now().UnixNano() < u
+}
+
+// missingV2 reports whether err says that a table or routine does not exist (the lease
+// table was created by an earlier version and not upgraded); the backend then uses
+// version 1's statements for a while and warns once.
+func (b *Backend) missingV2(err error) bool {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "42P01"): // undefined_function, undefined_table
+	case errors.As(err, &me) && (me.Number == 1305 || me.Number == 1146): // ER_SP_DOES_NOT_EXIST, ER_NO_SUCH_TABLE
+	default:
+		return false
+	}
+	b.legacyUntil.Store(time.Now().Add(legacyRecheck).UnixNano())
+	b.legacyWarn.Do(func() {
+		slog.Warn("sqllock: the waiter queue (schema version 2) is missing; run sqllock.CreateTable to upgrade the lease table. Until then waiters are not queued (no fairness)",
+			"table", b.table.String(), "err", err)
+	})
+	return true
+}
