@@ -200,14 +200,7 @@ func (c *conn) rawExec(ctx context.Context, query string, args []driver.NamedVal
 	if c.lexecer == nil {
 		return nil, driver.ErrSkip
 	}
-	dargs, err := legacyValues(args)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return c.lexecer.Exec(query, dargs)
+	return viaLegacy(ctx, args, func(v []driver.Value) (driver.Result, error) { return c.lexecer.Exec(query, v) })
 }
 
 // rawQuery is rawExec for queries.
@@ -218,14 +211,7 @@ func (c *conn) rawQuery(ctx context.Context, query string, args []driver.NamedVa
 	if c.lqueryer == nil {
 		return nil, driver.ErrSkip
 	}
-	dargs, err := legacyValues(args)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return c.lqueryer.Query(query, dargs)
+	return viaLegacy(ctx, args, func(v []driver.Value) (driver.Rows, error) { return c.lqueryer.Query(query, v) })
 }
 
 // Ping implements driver.Pinger.

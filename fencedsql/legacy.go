@@ -40,3 +40,18 @@ func legacyValues(args []driver.NamedValue) ([]driver.Value, error) {
 	}
 	return values(args), nil
 }
+
+// viaLegacy makes a legacy (context-less) Exec or Query call: the arguments become
+// plain values, and a context that is already done fails before the call, as
+// database/sql does for drivers without the context interfaces.
+func viaLegacy[T any](ctx context.Context, args []driver.NamedValue, call func([]driver.Value) (T, error)) (T, error) {
+	var zero T
+	dargs, err := legacyValues(args)
+	if err != nil {
+		return zero, err
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	return call(dargs)
+}
