@@ -2,14 +2,13 @@ package fencedpgx_test
 
 import (
 	"context"
-	"sort"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -71,38 +70,8 @@ func BenchmarkUpdate(b *testing.B) {
 			return err
 		},
 	}
-	for _, fn := range fns { // warm up: connections, statement caches, the plan cache
-		for range 20 {
-			if err := fn(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	spent := make([]time.Duration, len(fns))
-	lat := make([][]time.Duration, len(fns))
-	round := 0
-	b.ResetTimer()
-	for b.Loop() {
-		round++
-		for k := range fns {
-			i := (k + round) % len(fns)
-			start := time.Now()
-			if err := fns[i](); err != nil {
-				b.Fatalf("%s: %v", names[i], err)
-			}
-			d := time.Since(start)
-			spent[i] += d
-			lat[i] = append(lat[i], d)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	p50 := make([]time.Duration, len(fns))
-	for i, name := range names {
-		b.ReportMetric(float64(spent[i].Nanoseconds())/n, name+"-ns/op")
-		sort.Slice(lat[i], func(a, c int) bool { return lat[i][a] < lat[i][c] })
-		p50[i] = lat[i][len(lat[i])/2]
-	}
+	fencetest.Warm(b, 20, names, fns) // connections, statement caches, the plan cache
+	spent, p50 := fencetest.Interleave(b, names, fns)
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "vs-rewritten")
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "vs-unfenced")
 	b.ReportMetric(float64(p50[1])/float64(p50[0]), "vs-rewritten-p50")

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -32,25 +31,9 @@ func Bench(b *testing.B, be Backend) {
 	if _, err := raw.Exec(be.TableDDL); err != nil {
 		b.Fatal(err)
 	}
-	db, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	// Each variant gets its own single-connection pool, so that each server backend is
-	// idle for the same time between its statements (a shared connection would favour
-	// the variants that run back to back on it).
-	pool := func() *sql.DB {
-		p, err := sql.Open(be.RawName, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.SetMaxOpenConns(1)
-		b.Cleanup(func() { p.Close() })
-		return p
-	}
-	rawRewritten, rawUnfenced, rawHand := pool(), pool(), pool()
+	// Each variant on its own single-connection pool (see SinglePool).
+	db := SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
+	rawRewritten, rawUnfenced, rawHand := SinglePool(b, be.RawName, dsn), SinglePool(b, be.RawName, dsn), SinglePool(b, be.RawName, dsn)
 	e := &env{b: be}
 	ctx := context.Background()
 	const id = 1
@@ -106,36 +89,14 @@ func Bench(b *testing.B, be Backend) {
 			return tx.Commit()
 		}},
 	}
-	// Warm up connections, statement caches and the rewrite cache.
-	for _, v := range variants {
-		for range 20 {
-			tk++
-			if err := v.fn(tk); err != nil {
-				b.Fatalf("%s: %v", v.name, err)
-			}
-		}
-	}
-	spent := make([]time.Duration, len(variants))
-	b.ResetTimer()
-	round := 0
-	for b.Loop() {
-		round++
-		for k := range variants {
-			i := (k + round) % len(variants) // rotate the order every round
-			v := variants[i]
-			tk++
-			start := time.Now()
-			if err := v.fn(tk); err != nil {
-				b.Fatalf("%s: %v", v.name, err)
-			}
-			spent[i] += time.Since(start)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
+	names := make([]string, len(variants))
+	fns := make([]func() error, len(variants))
 	for i, v := range variants {
-		b.ReportMetric(float64(spent[i].Nanoseconds())/n, v.name+"-ns/op")
+		names[i] = v.name
+		fns[i] = func() error { tk++; return v.fn(tk) }
 	}
+	Warm(b, 20, names, fns) // connections, statement caches and the rewrite cache
+	spent, _ := Interleave(b, names, fns)
 	b.ReportMetric(spent[1].Seconds()/spent[0].Seconds(), "vs-rewritten")
 	b.ReportMetric(spent[2].Seconds()/spent[0].Seconds(), "vs-unfenced")
 	b.ReportMetric(spent[3].Seconds()/spent[0].Seconds(), "vs-handwritten")

@@ -5,44 +5,9 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
-
-// interleave runs the variants once per round, in an order rotated every round, and
-// reports each variant's mean (name-ns/op) and median latency; it returns the total
-// time spent in each and the median latencies.
-func interleave(b *testing.B, names []string, fns []func() error) (spent, p50 []time.Duration) {
-	b.Helper()
-	spent = make([]time.Duration, len(fns))
-	lat := make([][]time.Duration, len(fns))
-	b.ResetTimer()
-	round := 0
-	for b.Loop() {
-		round++
-		for k := range fns {
-			i := (k + round) % len(fns)
-			start := time.Now()
-			if err := fns[i](); err != nil {
-				b.Fatalf("%s: %v", names[i], err)
-			}
-			d := time.Since(start)
-			spent[i] += d
-			lat[i] = append(lat[i], d)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	p50 = make([]time.Duration, len(fns))
-	for i, name := range names {
-		b.ReportMetric(float64(spent[i].Nanoseconds())/n, name+"-ns/op")
-		if len(lat[i]) > 0 {
-			p50[i] = median(lat[i])
-		}
-	}
-	return spent, p50
-}
 
 // BenchClaim measures what the FOR UPDATE claim costs. In a transaction bound to a
 // token (fencedsql.WithToken on BeginTx), SELECT balance FROM accounts WHERE id = ?
@@ -65,18 +30,8 @@ func BenchClaim(b *testing.B, be Backend) {
 	if _, err := raw.Exec(be.TableDDL); err != nil {
 		b.Fatal(err)
 	}
-	db, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	rawPool, err := sql.Open(be.RawName, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rawPool.Close()
-	rawPool.SetMaxOpenConns(1)
+	db := SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
+	rawPool := SinglePool(b, be.RawName, dsn)
 	e := &env{b: be}
 	ctx := context.Background()
 	const id = 1
@@ -102,14 +57,8 @@ func BenchClaim(b *testing.B, be Backend) {
 		func() error { tk++; return txn(db, fencedsql.WithToken(ctx, tk)) },
 		func() error { return txn(rawPool, ctx) },
 	}
-	for i := range fns {
-		for range 20 {
-			if err := fns[i](); err != nil {
-				b.Fatalf("%s: %v", names[i], err)
-			}
-		}
-	}
-	spent, p50 := interleave(b, names, fns)
+	Warm(b, 20, names, fns)
+	spent, p50 := Interleave(b, names, fns)
 	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "claim-cost")
 	b.ReportMetric(float64(p50[0])/float64(p50[1]), "claim-cost-p50")
 	var got int64
@@ -160,15 +109,6 @@ func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
 	}
 	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: guarded}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
 
-	pool := func() *sql.DB {
-		p, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+guarded+","+plain))
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.SetMaxOpenConns(1)
-		b.Cleanup(func() { p.Close() })
-		return p
-	}
 	e := &env{b: be}
 	const id = 1
 	tk := uint64(1)
@@ -177,7 +117,7 @@ func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
 	fns := make([]func() error, len(tables))
 	pools := make([]*sql.DB, len(tables))
 	for i, table := range tables {
-		p := pool()
+		p := SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+guarded+","+plain))
 		pools[i] = p
 		del := e.q("DELETE FROM " + table + " WHERE id = ?")
 		ins := e.q("INSERT INTO " + table + " (id, balance) VALUES (?, ?)")
@@ -194,14 +134,8 @@ func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
 			return err
 		}
 	}
-	for i := range fns {
-		for range 20 {
-			if err := fns[i](); err != nil {
-				b.Fatalf("%s: %v", names[i], err)
-			}
-		}
-	}
-	spent, p50 := interleave(b, names, fns)
+	Warm(b, 20, names, fns)
+	spent, p50 := Interleave(b, names, fns)
 	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "tomb-cost")
 	b.ReportMetric(float64(p50[0])/float64(p50[1]), "tomb-cost-p50")
 	b.ReportMetric(spent[0].Seconds()/spent[2].Seconds(), "tomb-vs-plain")

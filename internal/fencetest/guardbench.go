@@ -3,10 +3,8 @@ package fencetest
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -41,13 +39,7 @@ func BenchGuard(b *testing.B, be Backend, d fencedsql.Dialect) {
 	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
 
 	pool := func() *sql.DB {
-		p, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+plainTable))
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.SetMaxOpenConns(1)
-		b.Cleanup(func() { p.Close() })
-		return p
+		return SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+plainTable))
 	}
 	e := &env{b: be}
 	const id = 1
@@ -70,44 +62,10 @@ func BenchGuard(b *testing.B, be Backend, d fencedsql.Dialect) {
 		_, err := variants[i].db.ExecContext(fencedsql.WithToken(ctx, tk), variants[i].upd, id)
 		return err
 	}
-	// Warm up connections, statement caches, the rewrite cache and the trigger's plan.
-	for i := range variants {
-		for range 50 {
-			if err := run(i); err != nil {
-				b.Fatalf("%s: %v", variants[i].name, err)
-			}
-		}
-	}
-	spent := make([]time.Duration, len(variants))
-	lat := make([][]time.Duration, len(variants))
-	b.ResetTimer()
-	round := 0
-	for b.Loop() {
-		round++
-		for k := range variants {
-			i := (k + round) % len(variants)
-			start := time.Now()
-			if err := run(i); err != nil {
-				b.Fatalf("%s: %v", variants[i].name, err)
-			}
-			d := time.Since(start)
-			spent[i] += d
-			lat[i] = append(lat[i], d)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	for i, v := range variants {
-		b.ReportMetric(float64(spent[i].Nanoseconds())/n, v.name+"-ns/op")
-	}
+	names := []string{variants[0].name, variants[1].name}
+	fns := []func() error{func() error { return run(0) }, func() error { return run(1) }}
+	Warm(b, 50, names, fns) // and the trigger's plan
+	spent, p50 := Interleave(b, names, fns)
 	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "guard-cost")
-	if len(lat[0]) > 0 && len(lat[1]) > 0 {
-		b.ReportMetric(float64(median(lat[0]))/float64(median(lat[1])), "guard-cost-p50")
-	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+	b.ReportMetric(float64(p50[0])/float64(p50[1]), "guard-cost-p50")
 }
