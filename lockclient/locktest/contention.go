@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -398,14 +399,20 @@ func testTokensFollowGrantOrder(t *testing.T, h Harness) {
 }
 
 // testContention: 16 clients take one key in turns (hold 1ms, release, take it again).
-// On a FIFO backend no contender waits more than 3× the median wait (G12: no barging,
-// no starvation); others only report the figures.
+// On a FIFO backend no contender is overtaken by more grants than there are other
+// contenders, give or take the grants between reading the grant count and joining the
+// queue (G12: no barging, no starvation). Fairness is judged in grants, not time: a
+// loaded machine stretches one wait to many times the median without anyone jumping
+// the queue. The wait times (and their ratio to the median, which BENCHMARKS.md
+// records on a quiet machine) are reported. Other backends only report the figures.
 func testContention(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	const clients, rounds = 16, 4
 	ctx := ctxT(t, 120*time.Second)
 	var mu sync.Mutex
 	var waits []time.Duration
+	var overtaken []int // grants to others during each wait
+	var grants int      // grants so far
 	var holders, maxHolders int
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -419,6 +426,9 @@ func testContention(t *testing.T, h Harness) {
 			// connections (and, on PostgreSQL's sqllock, its listener), which is start-up
 			// cost, not the service's fairness.
 			for round := range rounds + 1 {
+				mu.Lock()
+				g0 := grants
+				mu.Unlock()
 				t0 := time.Now()
 				l, err := c.Acquire(ctx, "hot")
 				if err != nil {
@@ -429,7 +439,9 @@ func testContention(t *testing.T, h Harness) {
 				mu.Lock()
 				if round > 0 {
 					waits = append(waits, w)
+					overtaken = append(overtaken, grants-g0)
 				}
+				grants++
 				holders++
 				maxHolders = max(maxHolders, holders)
 				mu.Unlock()
@@ -453,19 +465,25 @@ func testContention(t *testing.T, h Harness) {
 	if maxHolders != 1 {
 		t.Fatalf("%d simultaneous holders", maxHolders)
 	}
-	sorted := append([]time.Duration(nil), waits...)
-	for i := range sorted { // insertion sort: 64 values
-		for j := i; j > 0 && sorted[j] < sorted[j-1]; j-- {
-			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+	sorted := slices.Clone(waits)
+	slices.Sort(sorted)
+	med := sorted[len(sorted)/2]
+	li := 0 // the longest wait
+	for i := range waits {
+		if waits[i] > waits[li] {
+			li = i
 		}
 	}
-	med, longest := sorted[len(sorted)/2], sorted[len(sorted)-1]
+	longest, most := waits[li], slices.Max(overtaken)
 	elapsed := time.Since(began)
-	t.Logf("%d clients × %d rounds: %.1f handoffs/s, wait p50 %v, max %v (%.2f× the median)",
-		clients, rounds, float64(len(waits))/elapsed.Seconds(), med, longest, float64(longest)/float64(max(med, 1)))
-	// The first round's waits include the arrival of all clients; judge the steady state
-	// against the median too, with a floor of a few handoffs for very short medians.
-	if h.FIFO && longest > 3*med && longest > 50*time.Millisecond {
-		t.Fatalf("longest wait %v is more than 3× the median %v", longest, med)
+	t.Logf("%d clients × %d rounds: %.1f handoffs/s, wait p50 %v, max %v (%.2f× the median, overtaken %d times); most overtaken %d",
+		clients, rounds, float64(len(waits))/elapsed.Seconds(), med, longest, float64(longest)/float64(max(med, 1)), overtaken[li], most)
+	if !h.FIFO {
+		return
+	}
+	// In a FIFO queue at most clients-1 others are ahead; twice that leaves room for the
+	// grants between reading the count and joining the queue on a loaded machine.
+	if most > 2*(clients-1) {
+		t.Fatalf("a contender was overtaken by %d grants while it waited (%d contenders): barging", most, clients)
 	}
 }

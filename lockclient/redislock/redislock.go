@@ -514,23 +514,7 @@ func (s *session) background(f func(ctx context.Context) error) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.bg, time.Duration(s.ttlMillis)*time.Millisecond)
 		defer cancel()
-		backoff := 10 * time.Millisecond
-		for {
-			actx, acancel := context.WithTimeout(ctx, time.Second)
-			err := f(actx)
-			acancel()
-			if err == nil || ctx.Err() != nil {
-				return
-			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			backoff = min(2*backoff, time.Second)
-		}
+		backendutil.Retry(ctx, time.Second, 10*time.Millisecond, time.Second, f)
 	}()
 }
 
@@ -575,30 +559,17 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 }
 
 func (s *session) Wait(ctx context.Context, key string) error {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
+	delay := func() time.Duration { return backendutil.PollDelay(s.b.pollMin, s.b.pollMax) }
+	return backendutil.WaitFree(ctx, delay, func(ctx context.Context) (bool, time.Duration, error) {
 		pttl, err := s.b.rdb.PTTL(ctx, s.b.LockKey(key)).Result()
 		switch {
 		case err != nil:
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return unavailable("wait", key, err)
+			return false, 0, unavailable("wait", key, err)
 		case pttl == -2 || (pttl >= 0 && pttl < time.Millisecond):
-			return nil // free, or expiring now
+			return true, 0, nil // free, or expiring now
 		}
-		d := backendutil.PollDelay(s.b.pollMin, s.b.pollMax)
-		if pttl > 0 {
-			d = min(d, pttl+backendutil.AfterExpiry())
-		}
-		timer.Reset(d)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return false, max(pttl, 0), nil // -1: no expiry set; poll
+	})
 }
 
 // Close ends the session, waiting within ctx for the clean-up of abandoned requests to

@@ -17,13 +17,14 @@ type contentionStats struct {
 	clients, handoffs int
 	elapsed           time.Duration
 	p50, p99, max     time.Duration
+	overtaken         int // the most grants to others during one wait
 }
 
 func (s contentionStats) String() string {
-	return fmt.Sprintf("%d clients: %d handoffs in %v (%.1f/s), wait p50 %v p99 %v max %v (max %.2f× p50)",
+	return fmt.Sprintf("%d clients: %d handoffs in %v (%.1f/s), wait p50 %v p99 %v max %v (max %.2f× p50), most overtaken %d",
 		s.clients, s.handoffs, s.elapsed.Round(time.Millisecond), float64(s.handoffs)/s.elapsed.Seconds(),
 		s.p50.Round(100*time.Microsecond), s.p99.Round(100*time.Microsecond), s.max.Round(100*time.Microsecond),
-		float64(s.max)/float64(max(s.p50, 1)))
+		float64(s.max)/float64(max(s.p50, 1)), s.overtaken)
 }
 
 // contend runs n clients, each with its own *sql.DB and Backend (as separate processes
@@ -47,7 +48,7 @@ func contend(t testing.TB, srv server, n, rounds int, hold time.Duration, opts .
 	}
 	var mu sync.Mutex
 	var waits []time.Duration
-	holders := 0
+	holders, grants, overtaken := 0, 0, 0
 	var wg sync.WaitGroup
 	var warm sync.WaitGroup
 	start := make(chan struct{})
@@ -58,6 +59,9 @@ func contend(t testing.TB, srv server, n, rounds int, hold time.Duration, opts .
 		go func() {
 			defer wg.Done()
 			once := func(measure bool) error {
+				mu.Lock()
+				g0 := grants
+				mu.Unlock()
 				t0 := time.Now()
 				l, err := c.Acquire(ctx, "hot")
 				if err != nil {
@@ -72,7 +76,9 @@ func contend(t testing.TB, srv server, n, rounds int, hold time.Duration, opts .
 				}
 				if measure {
 					waits = append(waits, w)
+					overtaken = max(overtaken, grants-g0)
 				}
+				grants++
 				mu.Unlock()
 				time.Sleep(hold)
 				mu.Lock()
@@ -106,12 +112,17 @@ func contend(t testing.TB, srv server, n, rounds int, hold time.Duration, opts .
 	}
 	slices.Sort(waits)
 	q := func(p float64) time.Duration { return waits[min(len(waits)-1, int(p*float64(len(waits))))] }
-	return contentionStats{clients: n, handoffs: len(waits), elapsed: elapsed, p50: q(0.5), p99: q(0.99), max: waits[len(waits)-1]}
+	return contentionStats{clients: n, handoffs: len(waits), elapsed: elapsed, p50: q(0.5), p99: q(0.99), max: waits[len(waits)-1], overtaken: overtaken}
 }
 
 // Under contention the queue is fair: with 16 and 64 clients taking one key in turns
-// (hold 1ms), no wait is longer than 3× the median (G12; issue 12's goal). Without a
-// queue the longest wait was 27–1100× the median. 64 clients run without -short.
+// (hold 1ms), no client is overtaken by more than twice as many grants as there are
+// other clients (a FIFO queue allows n-1; the rest is room for the grants between
+// reading the count and joining the queue). It is judged in grants, not time: on a
+// loaded machine one wait can stretch to 8× the median with every client served in
+// order. The time figures are logged; on a quiet machine no wait is longer than 3× the
+// median (BENCHMARKS.md, BenchmarkContention). Without a queue the longest wait was
+// 27–1100× the median. 64 clients run without -short.
 func TestContentionFair(t *testing.T) {
 	variants := []struct {
 		name string
@@ -134,8 +145,8 @@ func TestContentionFair(t *testing.T) {
 				}
 				st := contend(t, v.srv, n, rounds, time.Millisecond, v.opts...)
 				t.Log(st)
-				if st.max > 3*st.p50 {
-					t.Fatalf("longest wait %v is more than 3× the median %v", st.max, st.p50)
+				if st.overtaken > 2*(n-1) {
+					t.Fatalf("a client was overtaken by %d grants while it waited (%d clients): barging", st.overtaken, n)
 				}
 			})
 		}

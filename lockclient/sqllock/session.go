@@ -188,29 +188,18 @@ func (s *session) Wait(ctx context.Context, key string) error {
 	if err := s.b.checkKey(key); err != nil {
 		return err
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
+	return backendutil.WaitFree(ctx, s.b.pollDelay, func(ctx context.Context) (bool, time.Duration, error) {
 		var us int64
 		err := s.b.scanRow(ctx, s.b.q.remaining, []any{key}, &us)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return nil // free
+			return true, 0, nil // free
 		case err != nil:
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return unavailable("wait", key, err)
-		case us <= 0:
-			return nil // expired: TryAcquire takes it over
+			return false, 0, unavailable("wait", key, err)
 		}
-		timer.Reset(min(time.Duration(us)*time.Microsecond+backendutil.AfterExpiry(), s.b.pollDelay()))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		// us <= 0: expired, TryAcquire takes it over.
+		return us <= 0, time.Duration(us) * time.Microsecond, nil
+	})
 }
 
 // Close ends the session: waiting AcquireQueued calls end with ErrClosed and leave

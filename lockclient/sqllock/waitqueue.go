@@ -157,23 +157,7 @@ func (s *session) background(f func(ctx context.Context) error) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.bg, 2*time.Duration(s.ttlMicros)*time.Microsecond)
 		defer cancel()
-		backoff := cleanupFirst
-		for {
-			rctx, rcancel := context.WithTimeout(ctx, time.Second)
-			err := f(rctx)
-			rcancel()
-			if err == nil {
-				return
-			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			backoff = min(2*backoff, cleanupMax)
-		}
+		backendutil.Retry(ctx, time.Second, cleanupFirst, cleanupMax, f)
 	}()
 }
 
