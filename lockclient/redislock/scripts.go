@@ -1,0 +1,101 @@
+package redislock
+
+import (
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua scripts: each operation on a lock, its token counter and its queue runs as
+// one script, atomically at the server.
+
+// grantScript: KEYS[1] lock, KEYS[2] token counter, KEYS[3] queue, KEYS[4] the
+// request's abandonment mark, KEYS[5] ticket counter; ARGV[1] "<session>:<request>:",
+// ARGV[2] ttl in ms, ARGV[3] owner, ARGV[4] waiter id ("" for TryAcquire), ARGV[5] the
+// liveness key prefix. Returns {1, token} (the token as a decimal string: never a Lua
+// number, which is a double) when granted; {0, pttl, rank} when the key is held;
+// {-1, pttl, rank} when a live waiter is first in the queue (rank: the waiter's position
+// in the queue, 0 first). A waiter that is not granted is queued (once) and its liveness
+// key refreshed.
+var grantScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then
+  if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+    local t = string.match(v, '^(%d+):', #ARGV[1] + 1)
+    if t then return {1, t} end
+  end
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0, -1} end
+local function wait(code)
+  if ARGV[4] ~= '' then
+    if not redis.call('ZSCORE', KEYS[3], ARGV[4]) then
+      redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[5]), ARGV[4])
+    end
+    redis.call('SET', ARGV[5] .. ARGV[4], '1', 'PX', ARGV[2])
+    return {code, redis.call('PTTL', KEYS[1]), redis.call('ZRANK', KEYS[3], ARGV[4])}
+  end
+  return {code, redis.call('PTTL', KEYS[1]), 0}
+end
+if v then return wait(0) end
+while true do
+  local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not h then break end
+  if h == ARGV[4] then break end
+  if redis.call('EXISTS', ARGV[5] .. h) == 1 then return wait(-1) end
+  redis.call('ZREM', KEYS[3], h)
+end
+redis.call('INCR', KEYS[2])
+local t = redis.call('GET', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. t .. ':' .. ARGV[3], 'PX', ARGV[2])
+if ARGV[4] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('DEL', ARGV[5] .. ARGV[4])
+end
+return {1, t}
+`)
+
+// abandonScript: KEYS[1] lock, KEYS[2] the request's abandonment mark, KEYS[3] queue;
+// ARGV[1] "<session>:<request>:", ARGV[2] ttl in ms, ARGV[3] waiter id or "", ARGV[4]
+// the liveness key prefix. Deletes the lock if the request got it (returns 1), else marks
+// the request abandoned so that it grants nothing if it arrives later (returns 0); the
+// waiter leaves the queue either way.
+var abandonScript = redis.NewScript(`
+if ARGV[3] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[3])
+  redis.call('DEL', ARGV[4] .. ARGV[3])
+end
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+return 0
+`)
+
+// leaveScript: KEYS[1] queue; ARGV[1] waiter id, ARGV[2] the liveness key prefix.
+var leaveScript = redis.NewScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', ARGV[2] .. ARGV[1])
+return 1
+`)
+
+// renewScript: KEYS[1] lock; ARGV[1] the grant's value, ARGV[2] ttl in ms.
+// Returns 1 if renewed, 0 if the key is missing or someone else's.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// releaseScript: KEYS[1] lock; ARGV[1] the grant's value.
+// Returns 1 if deleted, 0 if the key is missing, -1 if it is someone else's.
+var releaseScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if v then return -1 end
+return 0
+`)
