@@ -1,0 +1,93 @@
+package sqllock
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The statements a session runs, per dialect and table, built once by New.
+
+// queries are the statements of one dialect and table.
+type queries struct {
+	grant          string
+	renew          string
+	renewCheck     string // MySQL only
+	release        string
+	releaseExpired string // MySQL only
+	remaining      string // microseconds left on the key's lease; no row when free
+	abandon        string // delete the row of an abandoned grant request (key, session_id)
+
+	// Schema version 2 (the waiter queue).
+	grant2      string // the grant routine: queue or try, grant to the first live waiter
+	release2    string // PostgreSQL: release and wake the next waiter
+	leave2      string // a waiter leaves the queue
+	abandon2    string // PostgreSQL: mark an abandoned request and delete its grant
+	abandonMark string // MySQL: mark an abandoned request (then abandon deletes its grant)
+}
+
+func buildQueries(d Dialect, tn tableName) queries {
+	if d == MySQL {
+		t := tn.quoted(MySQL)
+		return queries{
+			grant: fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_grant_v1").quoted(MySQL)),
+			renew: fmt.Sprintf("UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "+
+				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > UTC_TIMESTAMP(6)", t),
+			renewCheck: fmt.Sprintf("SELECT expires_at > UTC_TIMESTAMP(6) FROM %s "+
+				"WHERE lock_key = ? AND session_id = ? AND token = ?", t),
+			release: fmt.Sprintf("DELETE FROM %s "+
+				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > UTC_TIMESTAMP(6)", t),
+			releaseExpired: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ? AND token = ?", t),
+			remaining: fmt.Sprintf("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s "+
+				"WHERE lock_key = ?", t),
+			abandon: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ?", t),
+			grant2:  fmt.Sprintf("CALL %s(?, ?, ?, ?, ?, ?)", tn.with("_grant_v2").quoted(MySQL)),
+			leave2:  fmt.Sprintf("DELETE FROM %s WHERE waiter_id = ? AND gone = 0", tn.waiters().quoted(MySQL)),
+			abandonMark: fmt.Sprintf("INSERT INTO %s (lock_key, waiter_id, session_id, owner, alive_until, gone) "+
+				"VALUES (?, ?, ?, '', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1) "+
+				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND",
+				tn.waiters().quoted(MySQL)),
+		}
+	}
+	t := tn.quoted(Postgres)
+	seq := strings.ReplaceAll(tn.with("_token_seq").quoted(Postgres), "'", "''")
+	return queries{
+		// The advisory lock (held to the end of this one-statement transaction, one lock
+		// for the whole table) makes "draw the token, then insert or take over the row,
+		// then commit" one critical section for all grants, so tokens follow the order in
+		// which grants take effect, across keys too: a grant that waits for the key's row
+		// lock (a concurrent renewal or release) does so before any later grant draws its
+		// token. OFFSET 0 keeps the planner from flattening the subquery, so it runs
+		// before the select list draws nextval.
+		grant: fmt.Sprintf(`INSERT INTO %[1]s AS l (lock_key, owner, session_id, token, expires_at)
+SELECT $1::text, $2::text, $3::text, nextval('%[2]s'), clock_timestamp() + $4::bigint * interval '1 microsecond'
+  FROM (SELECT pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS serialise_grants
+ON CONFLICT (lock_key) DO UPDATE
+   SET owner = excluded.owner, session_id = excluded.session_id, token = excluded.token,
+       expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
+ WHERE l.expires_at <= clock_timestamp()
+RETURNING l.token`, t, seq, advisoryClass(tn)),
+		renew: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
+ WHERE lock_key = $1 AND session_id = $2 AND token = $3 AND expires_at > clock_timestamp()`, t),
+		release: fmt.Sprintf(`WITH d AS (
+  DELETE FROM %s WHERE lock_key = $1 AND session_id = $2 AND token = $3
+  RETURNING lock_key, expires_at > clock_timestamp() AS live
+), n AS (
+  SELECT pg_notify($4::text, d.lock_key) FROM d
+)
+SELECT d.live, (SELECT count(*) FROM n) FROM d`, t),
+		remaining: fmt.Sprintf(`SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM %s WHERE lock_key = $1`, t),
+		abandon: fmt.Sprintf(`WITH d AS (
+  DELETE FROM %s WHERE lock_key = $1 AND session_id = $2 RETURNING lock_key
+), n AS (
+  SELECT pg_notify($3::text, d.lock_key) FROM d
+)
+SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM n)`, t),
+		grant2: fmt.Sprintf(`SELECT o_token, o_ahead, o_holder_us, o_ahead_us, o_holder
+  FROM %s($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint <> 0, $7::text)`,
+			tn.with("_grant_v2").quoted(Postgres)),
+		release2: fmt.Sprintf(`SELECT o_found, o_live FROM %s($1::text, $2::text, $3::bigint)`,
+			tn.with("_release_v2").quoted(Postgres)),
+		leave2:   fmt.Sprintf(`SELECT %s($1::text, $2::text)`, tn.with("_leave_v2").quoted(Postgres)),
+		abandon2: fmt.Sprintf(`SELECT %s($1::text, $2::text, $3::text, $4::bigint)`, tn.with("_abandon_v2").quoted(Postgres)),
+	}
+}
