@@ -15,7 +15,8 @@ import (
 // instead of reaching the database unfenced.
 //
 // It does not look at DDL, which WithDDL governs: a trigger body that writes a guarded
-// table is the database-side business WithDDL hands to the user.
+// table is the database-side business WithDDL hands to the user. It does refuse the DDL
+// hidden in a query, PostgreSQL's SELECT … INTO <guarded name>, unless WithDDL.
 
 // backstopSkip are the words a write accepts between its keyword and its table.
 var backstopSkip = []string{"INTO", "FROM", "ONLY", "IGNORE", "LOW_PRIORITY", "QUICK", "DELAYED", "HIGH_PRIORITY", "TABLE"}
@@ -39,6 +40,33 @@ func (p *parser) backstop() error {
 		}
 		if g := p.rw.lookup(p.namePartsAt(j)); g != nil {
 			return unsupported(g.String(), "%s of a guarded table in a shape the rewriter does not know", p.text(p.sig[i]))
+		}
+	}
+	return p.selectInto()
+}
+
+// selectInto refuses PostgreSQL's SELECT … INTO [TEMP] <name> when the name is a guarded
+// table's: it is CREATE TABLE AS, and a temporary table of that name would shadow the
+// guarded one for every later statement of the session. DDL naming a guarded table is
+// refused unless WithDDL.
+func (p *parser) selectInto() error {
+	first := 0
+	for first < len(p.sig)-1 && p.punct(first, "(") {
+		first++
+	}
+	if p.rw.allowDDL || !p.kwIn(first, "SELECT", "WITH") {
+		return nil
+	}
+	for i := first; i < len(p.sig); i++ {
+		if !p.kw(i, "INTO") {
+			continue
+		}
+		j := i + 1
+		for p.kwIn(j, "TEMP", "TEMPORARY", "UNLOGGED", "LOCAL", "GLOBAL", "TABLE") {
+			j++
+		}
+		if g := p.rw.lookup(p.namePartsAt(j)); g != nil {
+			return unsupported(g.String(), "SELECT … INTO a table named like a guarded table (CREATE TABLE AS: DDL), or allow it with fencedsql.WithDDL(true)")
 		}
 	}
 	return nil

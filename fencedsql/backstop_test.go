@@ -81,3 +81,32 @@ func TestBackstopLetsReadsPass(t *testing.T) {
 		}
 	}
 }
+
+// TestBackstopSelectInto: SELECT … INTO a guarded name (CREATE TABLE AS, possibly a
+// shadowing temporary table) is refused unless WithDDL; INTO another name passes.
+func TestBackstopSelectInto(t *testing.T) {
+	rw := newTestRewriter(t, pgTest, Guard("accounts"))
+	allow := newTestRewriter(t, pgTest, Guard("accounts"), WithDDL(true))
+	for _, src := range []string{
+		`SELECT * INTO accounts FROM x`,
+		`SELECT * INTO TEMP accounts FROM x`,
+		`SELECT * INTO TEMPORARY TABLE public.accounts FROM x`,
+		`(SELECT * INTO UNLOGGED accounts FROM x)`,
+		`WITH s AS (SELECT 1) SELECT * INTO TEMP TABLE accounts FROM s`,
+	} {
+		if _, err := rw.rewrite(src, false); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("rewrite(%q) = %v, want ErrUnsupported", src, err)
+		}
+		if p, err := allow.rewrite(src, false); err != nil || p.kind != kindPass {
+			t.Errorf("WithDDL: rewrite(%q) = %v, %v, want a pass", src, p, err)
+		}
+	}
+	for _, src := range []string{
+		`SELECT * INTO TEMP other FROM accounts`,
+		`SELECT * FROM accounts`,
+	} {
+		if p, err := rw.rewrite(src, false); err != nil || p.kind != kindPass {
+			t.Errorf("rewrite(%q) = %v, %v, want a pass", src, p, err)
+		}
+	}
+}

@@ -116,6 +116,8 @@
 //	  or in a body): CREATE, ALTER, DROP, RENAME,    ALTER … USING can remove the fence or rewrite rows;     (fenced_allow=ddl);
 //	  COMMENT, GRANT, REVOKE, REPAIR, …               migrations belong on a plain connection                  run it plainly
 //	DDL whose query writes a guarded table         CREATE TABLE … AS WITH … UPDATE writes unfenced        —
+//	SELECT … INTO [TEMP] <guarded name>            CREATE TABLE AS; a temporary table would shadow the     WithDDL(true)
+//	                                                 guarded one for the rest of the session
 //	TRUNCATE, COPY, LOAD, REPLACE, MERGE,           writes with no row-level place for the token            —
 //	  and any unknown statement
 //	SET naming a guarded table                     MariaDB SET STATEMENT … FOR <write> wraps a write       —
