@@ -25,6 +25,10 @@ func TestRewriteControlStatements(t *testing.T) {
 		{pgTest, `ROLLBACK`, true, nil},
 		{mysqlTest, `SET autocommit = 0`, true, nil},
 		{mysqlTest, `SET SESSION AUTOCOMMIT=OFF`, true, nil},
+		// a session setting that turns off the database-side guard triggers
+		{pgTest, `SET session_replication_role = replica`, true, nil},
+		{pgTest, `SET LOCAL session_replication_role TO 'replica'`, true, nil},
+		{pgTest, `SET search_path = public`, false, nil},
 		{mysqlTest, `LOCK TABLES other WRITE`, true, nil},
 		{mysqlTest, `XA START 'x'`, true, nil},
 		{sqliteTest, `SELECT 1; COMMIT`, true, nil},

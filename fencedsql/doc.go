@@ -121,6 +121,7 @@
 //	TRUNCATE, COPY, LOAD, REPLACE, MERGE,           writes with no row-level place for the token            —
 //	  and any unknown statement
 //	SET naming a guarded table                     MariaDB SET STATEMENT … FOR <write> wraps a write       —
+//	SET session_replication_role                   replica turns off the database-side guard triggers      —
 //	multi-statement strings naming one             each statement would need its own plan                  one per Exec
 //	MySQL executable comments naming one or        the server runs their content                            —
 //	  holding a write

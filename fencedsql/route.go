@@ -142,6 +142,9 @@ func (p *parser) control(head string, first int) error {
 		if p.hasWord("AUTOCOMMIT") {
 			return p.textTx("SET autocommit")
 		}
+		if p.hasWord("SESSION_REPLICATION_ROLE") {
+			return unsupported(p.firstGuard(), "SET session_replication_role on a pool with guarded tables (replica turns off the database-side guard and tombstone triggers)")
+		}
 		if g, ok := p.deepGuard(); ok {
 			return unsupported(g, "a SET that names a guarded table (SET STATEMENT … FOR <statement> cannot be fenced)")
 		}
