@@ -1,6 +1,8 @@
 // Package etcdserver runs real etcd servers in-process (go.etcd.io/etcd/server/v3/embed):
 // a single node or a cluster on loopback ports, data in a temporary directory, quiet
-// logs, and a way to kill a member like a crashed process. The tests use it through
+// logs, a way to kill a member like a crashed process and to restart it from its data
+// directory (so that a 3-member cluster survives any number of failovers, one at a time).
+// The tests use it through
 // internal/etcdtest; the fault drill uses it directly for -locks etcd-embedded.
 //
 // Timing: the members tick every 50ms with a 500ms election timeout, so a killed leader is
@@ -10,6 +12,7 @@ package etcdserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -40,27 +43,73 @@ type Member struct {
 	Name string
 	// ClientAddr is the host:port clients dial (no scheme), for netproxy targets.
 	ClientAddr string
-	Etcd       *embed.Etcd
 
-	stopOnce sync.Once
-	stopped  chan struct{}
+	config func() *embed.Config // a fresh configuration for each (re)start
+
+	mu      sync.Mutex
+	etcd    *embed.Etcd   // the running server, or the last one
+	stopped bool          // killed or closed, not restarted since
+	closed  chan struct{} // closed when the last stopped server has closed its listeners
 }
 
-// Stopped reports whether the member was stopped.
+// Etcd returns the member's server: the running one, or the last one if it is stopped.
+func (m *Member) Etcd() *embed.Etcd {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.etcd
+}
+
+// Stopped reports whether the member was stopped (and not restarted since).
 func (m *Member) Stopped() bool {
-	select {
-	case <-m.stopped:
-		return true
-	default:
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stopped
+}
+
+// running returns the member's server, or nil if it is stopped.
+func (m *Member) running() *embed.Etcd {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return nil
+	}
+	return m.etcd
+}
+
+// stop stops the running server hard (raft at once, no leadership transfer) and closes
+// its listeners in the background; closed is closed when they are. It reports whether
+// the member was running.
+func (m *Member) stop() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
 		return false
+	}
+	m.stopped = true
+	e, closed := m.etcd, make(chan struct{})
+	m.closed = closed
+	e.Server.HardStop()
+	go func() {
+		defer close(closed)
+		e.Close()
+	}()
+	return true
+}
+
+// waitClosed waits until the last stopped server has closed its listeners.
+func (m *Member) waitClosed() {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed != nil {
+		<-closed
 	}
 }
 
 // Cluster is a running etcd cluster.
 type Cluster struct {
 	Members []*Member
-	closing sync.WaitGroup // background closes of killed members
-	tmpDir  string         // removed by Close when Start created it
+	tmpDir  string // removed by Close when Start created it
 }
 
 // Start starts a cluster and waits (within ctx, at most 30s) until it has a leader. Free
@@ -127,55 +176,62 @@ func start(o Options) (*Cluster, error) {
 	// reuse a port.
 	token := fmt.Sprintf("etcdserver-%d-%d", time.Now().UnixNano(), ports[0])
 	var initial []string
-	cfgs := make([]*embed.Config, o.Members)
+	for i := range o.Members {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i]))
+	}
 	for i := range o.Members {
 		name := fmt.Sprintf("m%d", i)
 		peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])}
 		client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
-		cfg := embed.NewConfig()
-		cfg.Name = name
-		cfg.Dir = fmt.Sprintf("%s/%s-%d", dir, name, ports[0])
-		cfg.ListenPeerUrls = []url.URL{peer}
-		cfg.AdvertisePeerUrls = []url.URL{peer}
-		cfg.ListenClientUrls = []url.URL{client}
-		cfg.AdvertiseClientUrls = []url.URL{client}
-		cfg.InitialClusterToken = token
-		cfg.TickMs = 50
-		cfg.ElectionMs = 500
-		cfg.UnsafeNoFsync = !o.Fsync
-		cfg.LogLevel = "error"
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-		cfg.EnableGRPCGateway = false
-		cfg.Metrics = "basic"
-		cfgs[i] = cfg
-		initial = append(initial, name+"="+peer.String())
-	}
-	for _, cfg := range cfgs {
-		cfg.InitialCluster = strings.Join(initial, ",")
-		e, err := embed.StartEtcd(cfg)
+		config := func() *embed.Config {
+			cfg := embed.NewConfig()
+			cfg.Name = name
+			cfg.Dir = fmt.Sprintf("%s/%s-%d", dir, name, ports[0])
+			cfg.ListenPeerUrls = []url.URL{peer}
+			cfg.AdvertisePeerUrls = []url.URL{peer}
+			cfg.ListenClientUrls = []url.URL{client}
+			cfg.AdvertiseClientUrls = []url.URL{client}
+			cfg.InitialCluster = strings.Join(initial, ",")
+			cfg.InitialClusterToken = token
+			cfg.TickMs = 50
+			cfg.ElectionMs = 500
+			cfg.UnsafeNoFsync = !o.Fsync
+			cfg.LogLevel = "error"
+			cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+			cfg.EnableGRPCGateway = false
+			cfg.Metrics = "basic"
+			return cfg
+		}
+		e, err := embed.StartEtcd(config())
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
-		c.Members = append(c.Members, &Member{
-			Name:       cfg.Name,
-			ClientAddr: cfg.ListenClientUrls[0].Host,
-			Etcd:       e,
-			stopped:    make(chan struct{}),
-		})
+		c.Members = append(c.Members, &Member{Name: name, ClientAddr: client.Host, config: config, etcd: e})
 	}
 	for _, m := range c.Members {
-		select {
-		case <-m.Etcd.Server.ReadyNotify():
-		case err := <-m.Etcd.Err():
+		if err := ready(context.Background(), m.etcd); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("member %s: %v", m.Name, err)
-		case <-time.After(30 * time.Second):
-			c.Close()
-			return nil, fmt.Errorf("member %s not ready after 30s", m.Name)
+			return nil, fmt.Errorf("member %s: %w", m.Name, err)
 		}
 	}
 	return c, nil
+}
+
+// ready waits until e serves requests, fails, or 30s (or ctx) passed.
+func ready(ctx context.Context, e *embed.Etcd) error {
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case err := <-e.Err():
+		return err
+	case <-t.C:
+		return errors.New("not ready after 30s")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Endpoints returns the client addresses (host:port) of the running members.
@@ -203,17 +259,18 @@ func (c *Cluster) AllEndpoints() []string {
 func (c *Cluster) Leader() int {
 	lead := uint64(0)
 	for _, m := range c.Members {
-		if m.Stopped() {
+		e := m.running()
+		if e == nil {
 			continue
 		}
-		l := m.Etcd.Server.Lead()
+		l := e.Server.Lead()
 		if l == 0 || (lead != 0 && l != lead) {
 			return -1
 		}
 		lead = l
 	}
 	for i, m := range c.Members {
-		if !m.Stopped() && uint64(m.Etcd.Server.MemberID()) == lead {
+		if e := m.running(); e != nil && uint64(e.Server.MemberID()) == lead {
 			return i
 		}
 	}
@@ -239,18 +296,32 @@ func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
 // Kill stops member i abruptly, like a crashed process: raft stops at once, without the
 // leadership transfer a graceful stop would make, and requests still reaching it fail.
 // Its listeners are closed in the background (a graceful gRPC stop waits for the open
-// client streams), and Close waits for that.
-func (c *Cluster) Kill(i int) {
+// client streams); Restart and Close wait for that. Killing a stopped member does
+// nothing.
+func (c *Cluster) Kill(i int) { c.Members[i].stop() }
+
+// Restart starts killed member i again from its data directory, on its ports, and waits
+// (within ctx, at most 30s) until it serves: it rejoins the cluster as a follower and
+// catches up from the leader. Restarting a running member is an error.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
 	m := c.Members[i]
-	m.stopOnce.Do(func() {
-		m.Etcd.Server.HardStop()
-		close(m.stopped)
-		c.closing.Add(1)
-		go func() {
-			defer c.closing.Done()
-			m.Etcd.Close()
-		}()
-	})
+	if !m.Stopped() {
+		return fmt.Errorf("etcdserver: restart %s: it is running", m.Name)
+	}
+	m.waitClosed() // its ports are free again
+	e, err := embed.StartEtcd(m.config())
+	if err != nil {
+		return fmt.Errorf("etcdserver: restart %s: %w", m.Name, err)
+	}
+	if err := ready(ctx, e); err != nil {
+		e.Server.HardStop()
+		e.Close()
+		return fmt.Errorf("etcdserver: restart %s: %w", m.Name, err)
+	}
+	m.mu.Lock()
+	m.etcd, m.stopped, m.closed = e, false, nil
+	m.mu.Unlock()
+	return nil
 }
 
 // Close stops every running member. The whole cluster goes down, so every member first
@@ -258,18 +329,12 @@ func (c *Cluster) Kill(i int) {
 // closes its listeners. Peer connections that were active at that moment end by
 // themselves within etcd's 5s peer read timeout.
 func (c *Cluster) Close() {
-	var wg sync.WaitGroup
 	for _, m := range c.Members {
-		wg.Go(func() {
-			m.stopOnce.Do(func() {
-				m.Etcd.Server.HardStop()
-				m.Etcd.Close()
-				close(m.stopped)
-			})
-		})
+		m.stop()
 	}
-	wg.Wait()
-	c.closing.Wait()
+	for _, m := range c.Members {
+		m.waitClosed()
+	}
 	if c.tmpDir != "" {
 		os.RemoveAll(c.tmpDir)
 	}
