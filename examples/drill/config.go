@@ -18,7 +18,8 @@ type config struct {
 	LockDSN       string        // sql: database of the lease table; "": DSN
 	LockPrefix    string        // etcd, redis: key prefix of the drill's locks; "": a random one
 	EtcdMembers   int           // etcd-embedded: cluster size
-	Failover      bool          // etcd-embedded: kill the leader once per run, half-way through
+	Failover      bool          // etcd-embedded: kill the leader during each run
+	Failovers     int           // with Failover: leader kills per run, evenly spread (default 1)
 	Workers       int           // concurrent workers, each its own lock client
 	Rounds        int           // rounds per worker and run; 0: until Duration
 	Duration      time.Duration // stop starting rounds after this long; 0: no limit
@@ -153,6 +154,8 @@ func (c *config) validateLocks() error {
 		return fmt.Errorf("-lock-prefix is for -locks etcd, etcd-embedded or redis, not %s", locks)
 	case locks == locksEtcdEmbedded && (c.EtcdMembers < 1 || c.EtcdMembers > 7):
 		return fmt.Errorf("-etcd-members %d: want 1 to 7 (3 to survive a failover)", c.EtcdMembers)
+	case c.Failovers < 0 || c.Failovers > 0 && !c.Failover:
+		return fmt.Errorf("-failovers %d: want a positive number, with -failover", c.Failovers)
 	case c.Failover && (locks != locksEtcdEmbedded || c.EtcdMembers < 3):
 		return errors.New("-failover needs -locks etcd-embedded with -etcd-members 3 (or more): " +
 			"a cluster that keeps a majority when its leader is killed")

@@ -220,6 +220,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-locks", "etcd-embedded", "-etcd-members", "0"}, "-etcd-members"},
 		{[]string{"-locks", "etcd-embedded", "-etcd-members", "1", "-failover"}, "-failover needs"},
 		{[]string{"-failover"}, "-failover needs"},
+		{[]string{"-locks", "etcd-embedded", "-failovers", "2"}, "with -failover"},
+		{[]string{"-locks", "etcd-embedded", "-failover", "-failovers", "-1"}, "-failovers -1"},
 		{[]string{"-locks", "redis"}, "needs -lock-endpoints"},
 		{[]string{"-locks", "redis", "-lock-endpoints", "no-port"}, "host:port"},
 		{[]string{"-locks", "sql"}, "-lock-dsn"},

@@ -87,6 +87,8 @@ type failoverService interface {
 	killLeader(ctx context.Context) (string, error)
 	// waitLeader waits for a leader and returns its name.
 	waitLeader(ctx context.Context) (string, error)
+	// restart starts the killed member name again; it rejoins as a follower.
+	restart(ctx context.Context, name string) error
 }
 
 // workerLocks is one worker's connection to the lock service.

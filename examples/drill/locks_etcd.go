@@ -99,6 +99,15 @@ func (e *etcdLocks) killLeader(ctx context.Context) (string, error) {
 	return e.cluster.Members[i].Name, nil
 }
 
+func (e *etcdLocks) restart(ctx context.Context, name string) error {
+	for i, m := range e.cluster.Members {
+		if m.Name == name {
+			return e.cluster.Restart(ctx, i)
+		}
+	}
+	return fmt.Errorf("no etcd member %q", name)
+}
+
 func (e *etcdLocks) waitLeader(ctx context.Context) (string, error) {
 	i, err := e.cluster.waitLeader(ctx)
 	if err != nil {

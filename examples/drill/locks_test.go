@@ -129,14 +129,14 @@ func TestDrillPostgresEtcd(t *testing.T) {
 	cfg.EtcdMembers, cfg.Failover = 3, true
 	rep := runDrill(t, cfg)
 	for _, rr := range []runReport{rep.Unfenced, rep.Fenced} {
-		f := rr.Failover
-		if f == nil {
-			t.Errorf("%s run: no failover", rr.Name)
+		if len(rr.Failovers) != 1 {
+			t.Errorf("%s run: %d failovers, want 1", rr.Name, len(rr.Failovers))
 			continue
 		}
-		t.Logf("%s run: failover %+v", rr.Name, *f)
-		if f.Error != "" || f.Killed == "" || f.NewLeader == "" || f.NewLeader == f.Killed {
-			t.Errorf("%s run: failover %+v: want a killed leader and another one elected", rr.Name, *f)
+		f := rr.Failovers[0]
+		t.Logf("%s run: failover %+v", rr.Name, f)
+		if f.Error != "" || f.Killed == "" || f.NewLeader == "" || f.NewLeader == f.Killed || f.RestartedAfterMS == 0 {
+			t.Errorf("%s run: failover %+v: want a killed leader, another one elected and the killed one restarted", rr.Name, f)
 		}
 		if half := int64(cfg.Workers * cfg.Rounds / 2); f.RoundsBefore < half || f.RoundsBefore >= 2*half {
 			t.Errorf("%s run: failover after %d rounds, want half-way (%d)", rr.Name, f.RoundsBefore, half)

@@ -83,7 +83,10 @@
 //     process on loopback ports, a new cluster for each run, through etcdlock.
 //     -etcd-members sets the cluster size (default 1). -failover (3 members unless
 //     -etcd-members says otherwise) kills the leader once in each run, abruptly, when
-//     half of the run's rounds were granted: the workers' Acquire retries through the
+//     half of the run's rounds were granted; -failovers N kills it N times, evenly
+//     spread, and restarts the killed member from its data directory after each new
+//     leader is elected, so that the cluster keeps its majority for the next kill. The
+//     workers' Acquire retries through the
 //     election (lockclient.ErrUnavailable), a Release that fails is counted as
 //     unconfirmed, and the report names the killed and the new leader. The members tick
 //     every 50ms with a 500ms election timeout, so a new leader takes about a second and
@@ -169,8 +172,8 @@
 // would: the checker must catch it (exit status 3).
 //
 // -long is the long mode: 8 processes, 16 accounts, 10,000 critical sections per run, an
-// embedded 3-member etcd whose leader is killed half-way through each run, unless the
-// flags say otherwise. With -timeline, the SVG has a lane per process: its leases with
+// embedded 3-member etcd whose leader is killed three times in each run (-failovers 3),
+// unless the flags say otherwise. With -timeline, the SVG has a lane per process: its leases with
 // their tokens, its freezes (grey) and partitions (hatched), and every late write: red
 // where it committed, a black cross where the database refused it.
 //
@@ -185,8 +188,8 @@
 // declared lost, one per injected fault (and any other the client gave up on, such as
 // during an etcd election). Releases unconfirmed (networked services only, when not zero)
 // counts Releases that could not reach the service: the lock stayed held until its lease
-// expired there. With -failover, a line says which etcd leader was killed when, and how
-// long the election of the next one took. The last line is the verdict.
+// expired there. With -failover, a line per kill says which etcd leader was killed when,
+// and how long the election of the next one took. The last line is the verdict.
 //
 // # Timeline
 //
@@ -378,7 +381,8 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.StringVar(&cfg.LockDSN, "lock-dsn", "", "with -locks sql: PostgreSQL or MySQL/MariaDB DSN of the lease table's database (default: -dsn)")
 	fs.StringVar(&cfg.LockPrefix, "lock-prefix", "", "with -locks etcd, etcd-embedded or redis: key prefix of the drill's locks, followed by the run's name (default: a random one per drill)")
 	fs.IntVar(&cfg.EtcdMembers, "etcd-members", cfg.EtcdMembers, "with -locks etcd-embedded: number of etcd servers (3 with -failover unless given)")
-	fs.BoolVar(&cfg.Failover, "failover", false, "with -locks etcd-embedded: kill the etcd leader once in each run, when half of its rounds are done")
+	fs.BoolVar(&cfg.Failover, "failover", false, "with -locks etcd-embedded: kill the etcd leader in each run, when half of its rounds are done")
+	fs.IntVar(&cfg.Failovers, "failovers", 0, "with -failover: kill the leader this many times in each run, evenly spread, restarting the killed member after each (default 1)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent workers, each with its own lock client")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds per worker and run (0: until -duration); 10 by default with -locks etcd or etcd-embedded")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop starting rounds after this long in each run (0: run all -rounds); without -rounds it alone bounds the run")
@@ -397,7 +401,7 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "process mode: accounts (rows), each its own lock; every round picks one at random")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 0, "process mode: mean interval between faults (freeze or partition of one worker; -pause-prob : -partition-prob is the mix); default 1 TTL")
 	fs.StringVar(&cfg.Mutate, "mutate", "", "process mode, the checker's mutation test: lost-update plants a lost update in the fenced run's history after the run (the verdict must then FAIL)")
-	long := fs.Bool("long", false, "the long mode: -procs 8, -accounts 16, 10,000 critical sections per run, on an embedded 3-member etcd whose leader is killed in each run\n"+
+	long := fs.Bool("long", false, "the long mode: -procs 8, -accounts 16, 10,000 critical sections per run, on an embedded 3-member etcd whose leader is killed three times in each run\n"+
 		"(-locks etcd-embedded -failover) unless the flags say otherwise; give -driver and -dsn for PostgreSQL or MariaDB")
 	asJSON := fs.Bool("json", false, "print one JSON object {\"unfenced\": {...}, \"fenced\": {...}, ...} on stdout instead of the report")
 	if err := fs.Parse(args); err != nil {
@@ -425,12 +429,15 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	}
 	if *long {
 		// The long mode: >= 10,000 critical sections per run across >= 8 processes on an
-		// embedded 3-member etcd whose leader is killed half-way through each run.
+		// embedded 3-member etcd whose leader is killed three times in each run.
 		if !set["procs"] {
 			cfg.Procs = 8
 		}
 		if !set["locks"] {
 			cfg.Locks, cfg.EtcdMembers, cfg.Failover = locksEtcdEmbedded, 3, true
+			if !set["failovers"] {
+				cfg.Failovers = 3
+			}
 			if !set["ttl"] {
 				cfg.TTL = defaultTTL(locksEtcdEmbedded)
 			}

@@ -200,20 +200,30 @@ func TestProcessModeFlags(t *testing.T) {
 }
 
 // TestProcessModePostgresEtcd: process mode on PostgreSQL with an embedded 3-member etcd
-// whose leader is killed half-way through each run.
+// whose leader is killed twice in each run (the killed member restarted in between).
 func TestProcessModePostgresEtcd(t *testing.T) {
 	t.Parallel()
 	dsn := testdb.Postgres(t)
 	cfg := procConfig(7)
 	cfg.Driver, cfg.DSN = "postgres", dsn
-	cfg.Locks, cfg.EtcdMembers, cfg.Failover = locksEtcdEmbedded, 3, true
+	cfg.Locks, cfg.EtcdMembers, cfg.Failover, cfg.Failovers = locksEtcdEmbedded, 3, true, 2
 	cfg.TTL = time.Second
 	cfg.Accounts = 2
 	cfg.Rounds = 30
 	cfg.FaultEvery = 700 * time.Millisecond
 	rep := runProcDrill(t, cfg)
-	if f := rep.Fenced; f.Check.Violations != 0 || f.Failover == nil || f.Failover.NewLeader == "" {
-		t.Errorf("fenced run: %s, failover %+v", f.Check.summary(), f.Failover)
+	for _, rr := range []runReport{rep.Unfenced, rep.Fenced} {
+		if len(rr.Failovers) != cfg.Failovers {
+			t.Errorf("%s run: %d failovers, want %d: %+v", rr.Name, len(rr.Failovers), cfg.Failovers, rr.Failovers)
+		}
+		for i, f := range rr.Failovers {
+			if f.Error != "" || f.NewLeader == "" || f.NewLeader == f.Killed || f.RestartedAfterMS == 0 {
+				t.Errorf("%s run: failover %d %+v: want a new leader and the killed one restarted", rr.Name, i, f)
+			}
+		}
+	}
+	if f := rep.Fenced; f.Check.Violations != 0 {
+		t.Errorf("fenced run: %s", f.Check.summary())
 	}
 	if rep.Unfenced.Check.Violations == 0 {
 		t.Logf("unfenced run without violations (weak faults this time): %s", rep.Unfenced.Check.summary())

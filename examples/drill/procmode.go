@@ -142,7 +142,7 @@ func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 		_, _ = io.WriteString(h.stdin, "go\n")
 	}
 	stopProgress := r.progress(pr.start)
-	waitFailover := func() *failoverReport { return nil }
+	waitFailover := func() []failoverReport { return nil }
 	if fs, ok := locks.(failoverService); ok && cfg.Failover {
 		waitFailover = r.scheduleFailover(ctx, fs, pr.start)
 	}
@@ -154,7 +154,7 @@ func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 	close(faultsDone)
 	faultWG.Wait()
 	pr.thawAll()
-	failover := waitFailover()
+	failovers := waitFailover()
 	stopProgress()
 	elapsed := time.Since(pr.start)
 	r.timeline.finish(pr.start.Add(elapsed))
@@ -197,7 +197,7 @@ func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 	for _, b := range final {
 		sum += b
 	}
-	rr = r.tally(in.driverName, sum, elapsed, failover)
+	rr = r.tally(in.driverName, sum, elapsed, failovers)
 	rr.Processes = cfg.Procs
 	rr.Accounts = cfg.Accounts
 	rr.LeaseCheckSkips = r.counts.skipped.Load()

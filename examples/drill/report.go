@@ -34,6 +34,7 @@ type settings struct {
 	Bind            string  `json:"bind"`
 	EtcdMembers     int     `json:"etcd_members,omitempty"` // etcd-embedded
 	Failover        bool    `json:"failover,omitempty"`
+	Failovers       int     `json:"failovers,omitempty"` // leader kills per run
 }
 
 // newSettings is cfg as the JSON report shows it.
@@ -44,6 +45,9 @@ func newSettings(cfg config) settings {
 		WorkMS:    float64(cfg.Work) / float64(time.Millisecond),
 		PauseProb: cfg.PauseProb, PartitionProb: cfg.PartitionProb, Seed: cfg.Seed, Bind: cfg.Bind,
 		Failover: cfg.Failover,
+	}
+	if cfg.Failover {
+		s.Failovers = max(cfg.Failovers, 1)
 	}
 	if cfg.Locks == locksEtcdEmbedded {
 		s.EtcdMembers = cfg.EtcdMembers
@@ -84,8 +88,8 @@ type runReport struct {
 	Check                  *historyCheck  `json:"check,omitempty"`   // the history checker's verdict
 	Planted                *attemptRecord `json:"planted,omitempty"` // -mutate lost-update: the write planted after the run
 
-	// With -failover: the etcd leader killed half-way through the run.
-	Failover *failoverReport `json:"failover,omitempty"`
+	// With -failover: each kill of the etcd leader during the run.
+	Failovers []failoverReport `json:"failovers,omitempty"`
 
 	// With -metrics (fenced run): fencedsql.fenced_rejections for the table, read from
 	// the Prometheus endpoint's registry. It must equal FencedRejections.
@@ -170,7 +174,10 @@ func describeLocks(c config) string {
 		if c.EtcdMembers != 1 {
 			desc += "s"
 		}
-		if c.Failover {
+		switch {
+		case c.Failover && c.Failovers > 1:
+			desc += fmt.Sprintf(", leader killed %d times in each run", c.Failovers)
+		case c.Failover:
 			desc += ", leader killed half-way through each run"
 		}
 		return desc + ")"
@@ -229,7 +236,7 @@ func writeRun(w io.Writer, r *runReport) {
 	if r.ReleasesUnconfirmed > 0 {
 		fmt.Fprintf(w, "  releases unconfirmed %6d   (the lock service could not be reached: the lock stayed held until it expired)\n", r.ReleasesUnconfirmed)
 	}
-	if failover := r.Failover; failover != nil {
+	for _, failover := range r.Failovers {
 		switch {
 		case failover.Error != "":
 			fmt.Fprintf(w, "  failover             after %d rounds: %s\n", failover.RoundsBefore, failover.Error)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -184,16 +183,16 @@ type runner struct {
 }
 
 // runWorkers runs every worker until its rounds (or the run's time) are up, with the
-// progress line and, with -failover, the leader's kill half-way through. It returns how
-// long that took and what the failover did.
-func (r *runner) runWorkers(ctx context.Context) (elapsed time.Duration, failover *failoverReport) {
+// progress line and, with -failover, the leader's kills. It returns how long that took
+// and what the failovers did.
+func (r *runner) runWorkers(ctx context.Context) (elapsed time.Duration, failovers []failoverReport) {
 	start := time.Now()
 	r.timeline.begin(start)
 	if r.cfg.Duration > 0 {
 		r.deadline = start.Add(r.cfg.Duration)
 	}
 	stopProgress := r.progress(start)
-	waitFailover := func() *failoverReport { return nil }
+	waitFailover := func() []failoverReport { return nil }
 	if fs, ok := r.locks.(failoverService); ok && r.cfg.Failover {
 		waitFailover = r.scheduleFailover(ctx, fs, start)
 	}
@@ -202,16 +201,16 @@ func (r *runner) runWorkers(ctx context.Context) (elapsed time.Duration, failove
 		wg.Go(func() { r.worker(ctx, w) })
 	}
 	wg.Wait()
-	failover = waitFailover()
+	failovers = waitFailover()
 	stopProgress()
 	elapsed = time.Since(start)
 	r.timeline.finish(start.Add(elapsed))
-	return elapsed, failover
+	return elapsed, failovers
 }
 
 // tally is the run's report once the workers are done: their counts, and the final
 // balance read from the table.
-func (r *runner) tally(driverName string, final int64, elapsed time.Duration, failover *failoverReport) runReport {
+func (r *runner) tally(driverName string, final int64, elapsed time.Duration, failovers []failoverReport) runReport {
 	rr := runReport{
 		Name:                r.name,
 		Bind:                r.cfg.Bind,
@@ -230,12 +229,12 @@ func (r *runner) tally(driverName string, final int64, elapsed time.Duration, fa
 		OtherErrors:         r.counts.other.Load(),
 		LastToken:           r.lastToken(),
 		DurationMS:          elapsed.Milliseconds(),
-		Failover:            failover,
+		Failovers:           failovers,
 	}
 	rr.LostUpdates = rr.Committed - rr.FinalBalance
 	rr.InvariantHolds = rr.LostUpdates == 0
-	if r.cfg.Failover && failover == nil {
-		r.fail(errors.New("the run ended before the scheduled failover"))
+	if want := max(r.cfg.Failovers, 1); r.cfg.Failover && len(failovers) < want {
+		r.fail(fmt.Errorf("the run ended after %d of its %d scheduled failovers", len(failovers), want))
 		rr.OtherErrors = r.counts.other.Load()
 	}
 	if r.firstErr != nil {
