@@ -241,8 +241,9 @@ func writeRun(w io.Writer, r *runReport) {
 		case failover.Error != "":
 			fmt.Fprintf(w, "  failover             after %d rounds: %s\n", failover.RoundsBefore, failover.Error)
 		default:
-			fmt.Fprintf(w, "  failover             killed the etcd leader %s at %.1fs (after %d rounds); %s elected %.1fs later\n",
-				failover.Killed, float64(failover.AtMS)/1000, failover.RoundsBefore, failover.NewLeader, float64(failover.ElectedAfterMS)/1000)
+			fmt.Fprintf(w, "  failover             killed the etcd leader %s at %.1fs (after %d rounds); %s elected %.1fs later, %s back %.1fs after the kill\n",
+				failover.Killed, float64(failover.AtMS)/1000, failover.RoundsBefore, failover.NewLeader, float64(failover.ElectedAfterMS)/1000,
+				failover.Killed, float64(failover.RestartedAfterMS)/1000)
 		}
 	}
 	if r.OtherErrors > 0 {
