@@ -136,26 +136,37 @@ func runProcDrill(t *testing.T, cfg config) report {
 }
 
 // TestProcessMode: worker processes frozen with SIGSTOP and partitioned by their
-// proxies; the checker finds violations in the unfenced history and none in the fenced.
+// proxies; the checker finds none in the fenced history, ever, and violations in the
+// unfenced one. Whether real process scheduling turns this run's faults into a lost
+// update is chance (about one run in four on two cores shows late writes but loses
+// nothing), so up to three seeds run until an unfenced run shows violations; every
+// fenced run must be clean.
 func TestProcessMode(t *testing.T) {
 	t.Parallel()
-	rep := runProcDrill(t, procConfig(3))
-	u, f := rep.Unfenced, rep.Fenced
-	if f.Check.Violations != 0 || f.LostUpdates != 0 {
-		t.Errorf("fenced run: %s", f.Check.summary())
+	for seed := uint64(3); seed <= 5; seed++ {
+		rep := runProcDrill(t, procConfig(seed))
+		u, f := rep.Unfenced, rep.Fenced
+		if f.Check.Violations != 0 || f.LostUpdates != 0 {
+			t.Errorf("seed %d: fenced run: %s", seed, f.Check.summary())
+		}
+		if f.Check.Acknowledged != f.Committed || f.Check.HistoryWrites != f.Committed {
+			t.Errorf("seed %d: fenced run: %d committed, %d acknowledged, %d in the history", seed, f.Committed, f.Check.Acknowledged, f.Check.HistoryWrites)
+		}
+		if u.Pauses == 0 || f.Pauses == 0 {
+			t.Errorf("seed %d: no freeze injected", seed)
+		}
+		if t.Failed() {
+			return
+		}
+		if u.Check.Violations > 0 && u.LostUpdates > 0 {
+			if !rep.OK {
+				t.Errorf("seed %d: verdict: %s", seed, rep.Verdict)
+			}
+			return
+		}
+		t.Logf("seed %d: the unfenced run lost nothing this time (%s); next seed", seed, u.Check.summary())
 	}
-	if f.Check.Acknowledged != f.Committed || f.Check.HistoryWrites != f.Committed {
-		t.Errorf("fenced run: %d committed, %d acknowledged, %d in the history", f.Committed, f.Check.Acknowledged, f.Check.HistoryWrites)
-	}
-	if u.Check.Violations == 0 || u.LostUpdates <= 0 {
-		t.Errorf("unfenced run: the faults should break the lock alone: %s", u.Check.summary())
-	}
-	if u.Pauses == 0 || f.Pauses == 0 {
-		t.Errorf("no freeze injected")
-	}
-	if !rep.OK {
-		t.Errorf("verdict: %s", rep.Verdict)
-	}
+	t.Errorf("in three runs the faults never broke the lock alone: the drill's faults are too weak")
 }
 
 // TestProcessModeMutation: a lost update planted in the fenced run's history after the
