@@ -34,10 +34,7 @@ import (
 // Lease table columns: lock_key (primary key), owner, session_id, token (BIGINT),
 // expires_at (timestamptz on PostgreSQL; DATETIME(6) in UTC on MySQL).
 func DDL(d Dialect, table string) ([]string, error) {
-	if table == "" {
-		table = DefaultTable
-	}
-	tn, err := parseTable(table)
+	tn, err := parseTable(orDefault(table))
 	if err != nil {
 		return nil, err
 	}
@@ -55,10 +52,7 @@ func DDL(d Dialect, table string) ([]string, error) {
 // routines, then tables, then sequences. Each is IF EXISTS, so it also cleans up a
 // table created by an older version. Nothing holding a lease must use the table then.
 func DropDDL(d Dialect, table string) ([]string, error) {
-	if table == "" {
-		table = DefaultTable
-	}
-	tn, err := parseTable(table)
+	tn, err := parseTable(orDefault(table))
 	if err != nil {
 		return nil, err
 	}
