@@ -144,7 +144,7 @@ func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (Tab
 	if err := checkGuard(ctx, db, d, spec, table, &r); err != nil {
 		return r, err
 	}
-	if err := checkTombstone(ctx, db, d, spec, &r); err != nil {
+	if _, err := checkTombstone(ctx, db, d, spec, table, &r); err != nil {
 		return r, err
 	}
 	if err := checkSideDoors(ctx, db, d, spec, table, &r); err != nil {

@@ -9,33 +9,45 @@ import (
 
 // Tombstones: G9 in docs/design.md, no resurrection.
 //
-// Per-row fencing (docs/design.md, G1) judges a write by the token stored on the row it changes; a
-// row that was deleted is gone, and so is its token: a stale holder (token 10) whose
-// INSERT arrives after a newer holder (token 20) deleted the row would bring the row
-// back. So the database remembers deletions. A dialect that implements Tombstoner
-// installs, per guarded table:
+// Per-row fencing (docs/design.md, G1) judges a write by the token stored on the row it
+// changes; a row that was deleted is gone, and so is its token: a stale holder (token
+// 10) whose INSERT arrives after a newer holder (token 20) deleted the row would bring
+// the row back. So the database remembers deletions. A dialect that implements
+// Tombstoner installs, per guarded table:
 //
-//   - one tombstone table per schema (per database on MySQL), TombstoneTable:
-//     (table_name, pk, fence_token, deleted_at), primary key (table_name, pk), where pk
-//     is the deleted row's primary key rendered as a JSON array (composite keys
-//     work);
-//   - an AFTER DELETE row trigger that upserts the tombstone of the deleted row with
-//     its fence token, keeping the greater token. The wrapper's DELETE first runs a
-//     fencing UPDATE that stamps the deleter's token on the rows, so that token is the
+//   - a tombstone table of its own, "fencedsql_tomb_<table>" in the table's schema
+//     (TombstoneTablePrefix), whose key is the table's primary key with the same
+//     column types and collations, plus fence_token and deleted_at. A tombstone
+//     matches an inserted key exactly when the table's own unique index would call the
+//     two keys equal: numeric 1.0 and 1, the same timestamptz instant written under
+//     two time zones, 'a' and 'A' under a case-insensitive collation, a bytea or float
+//     key whatever its output format. No text rendering, no session setting is
+//     involved;
+//   - a DELETE trigger that upserts the tombstone of the deleted row with its fence
+//     token, keeping the greater token. The wrapper's DELETE first runs a fencing
+//     UPDATE that stamps the deleter's token on the rows, so that token is the
 //     deleter's; a DELETE outside the wrapper records the token of the row's last
 //     writer;
-//   - a BEFORE INSERT row trigger that refuses a row whose key has a tombstone with a
-//     greater token than the row's. An equal token (the deleter re-inserting) and a
-//     newer one pass, as equal tokens pass elsewhere (strict mode is a property of the
-//     wrapper's statements; the trigger cannot see it). The refusal is the NOT NULL
-//     violation on the token column that the wrapper already maps to ErrFenced
-//     (PostgreSQL 23502 naming the column, MySQL 1048, SQLite a RAISE message its
-//     dialect classifies as such), so an INSERT or upsert through the wrapper fails
-//     with ErrFenced, and a writer outside the wrapper is refused as well. BEFORE
-//     INSERT triggers fire for upserts too (INSERT … ON CONFLICT, INSERT … ON
-//     DUPLICATE KEY UPDATE) before the conflict is looked at, so an upsert under an
-//     older token is refused even when the newer holder has re-inserted the row (the
-//     per-row fencing would refuse it there anyway).
+//   - an INSERT check that refuses a row whose key has a tombstone with a greater
+//     token than the row's. It runs AFTER the row is inserted, that is after the
+//     database waited on the unique key for a concurrent DELETE of the same key to
+//     end: a DELETE that commits while the INSERT waits is seen (PostgreSQL re-reads
+//     with a fresh snapshot in READ COMMITTED and, in REPEATABLE READ or SERIALIZABLE,
+//     where the snapshot cannot see it, refuses with a serialization failure when the
+//     deleted row is still visible to it; MySQL reads the tombstone with a locking
+//     read). An equal token (the deleter re-inserting) and a newer one pass, as equal
+//     tokens pass elsewhere. The refusal is the NOT NULL violation on the token column
+//     that the wrapper already maps to ErrFenced, so an INSERT or upsert through the
+//     wrapper fails with ErrFenced, and a writer outside the wrapper is refused as well;
+//   - an UPDATE check for a key-changing UPDATE: the key the row leaves gets a
+//     tombstone (with the greater of the row's old and new token), and the key it
+//     moves onto is checked like an INSERT's.
+//
+// The guard objects protect themselves: their functions run with the rights of their
+// owner and resolve every table by its schema (a temporary table of the same name
+// shadows nothing), PostgreSQL's triggers fire in every session_replication_role
+// (ENABLE ALWAYS), and the wrapper refuses statements that write, drop, replace or
+// shadow any "fencedsql_" object.
 //
 // Tombstones are kept until purged: PurgeTombstones (fencedsql-schema
 // -purge-tombstones) deletes those older than a retention. The trade-off: a holder
@@ -50,16 +62,19 @@ import (
 //
 // The lazy check before the first guarded write does not require the tombstone guard
 // (nor the database-side guard): fenced writes are correct without it, only
-// resurrection by a stale INSERT is not refused. CheckSchema reports it missing,
-// and fencedsql-schema installs it.
+// resurrection by a stale INSERT is not refused. CheckSchema reports it missing (or
+// installed in an earlier version), and fencedsql-schema installs it.
 //
 // Limits: the table needs a primary key (a table without one is reported, and cannot
-// be protected); the triggers compile in the primary key columns, so re-install them
-// after changing the key; an UPDATE that changes a row's key to a deleted key is not
-// refused; TRUNCATE (refused by the PostgreSQL guard) and MySQL's foreign-key cascades
-// record no tombstones (CheckSchema reports such cascades). On PostgreSQL, inheritance
+// be protected); the triggers and the tombstone table follow the primary key's
+// columns, so after changing the key drop the tombstone table and re-install;
+// TRUNCATE (refused by the PostgreSQL guard) and MySQL's foreign-key cascades record
+// no tombstones (CheckSchema reports such cascades). On PostgreSQL, inheritance
 // children and partitions of a tombstoned table get its triggers too (CheckSchema's
-// Fix), keyed under the parent's name.
+// Fix), and share the parent's tombstone table. Tombstones recorded by versions
+// before per-table tombstone tables (in "fencedsql_tombstones") are not consulted:
+// upgrade when no deletion younger than your retention matters, or keep the old
+// version's triggers until then.
 
 // CheckTombstones is CheckSchema, which checks the tombstone guard (docs/design.md,
 // G9) itself: for each existing table it reads the primary key
@@ -75,10 +90,69 @@ func CheckTombstones(ctx context.Context, db *sql.DB, d Dialect, tables ...Guard
 
 // checkTombstone adds the tombstone guard's state to r (an existing table): its
 // primary key, whether the triggers are installed, and the problem and fix when not.
-// A table without a primary key is a problem with no fix.
-func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, r *TableReport) error {
-	if !r.Exists {
-		return nil
+// A table without a primary key is a problem with no fix. It returns table with the
+// schema the catalog resolved it to, when the dialect reports one.
+func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, table TableName, r *TableReport) (TableName, error) {
+	ts, ok := d.(Tombstoner)
+	if !ok {
+		r.Problems = append(r.Problems, "no tombstone guard available for this dialect: a stale holder can re-insert a row a newer one deleted")
+		return table, nil
+	}
+	table, key, err := primaryKey(ctx, db, ts, table)
+	if err != nil {
+		return table, fmt.Errorf("fencedsql: CheckSchema %s: %w", spec.Table, err)
+	}
+	r.PrimaryKey = nil
+	for _, k := range key {
+		r.PrimaryKey = append(r.PrimaryKey, k.Name)
+	}
+	q, args := ts.TombstoneInstalledQuery(table)
+	var installed sql.NullString
+	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
+	case err == sql.ErrNoRows:
+	case err != nil:
+		return table, fmt.Errorf("fencedsql: CheckSchema %s: the tombstone query failed: %w", spec.Table, err)
+	}
+	r.Tombstoned = notNullFlag(installed.String)
+	switch {
+	case len(key) == 0:
+		r.Problems = append(r.Problems, "no primary key: a deleted row cannot be protected against resurrection by a stale holder (tombstones need a key)")
+	case !r.Tombstoned:
+		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version): a stale holder can re-insert a row a newer one deleted")
+		r.Fix = append(r.Fix, ts.TombstoneDDL(table, key, spec.TokenColumn)...)
+	}
+	return table, nil
+}
+
+// primaryKey reads table's primary key with Tombstoner.PrimaryKeyQuery and returns
+// table with the schema it resolves to filled in (when the catalog names one).
+func primaryKey(ctx context.Context, db *sql.DB, ts Tombstoner, table TableName) (TableName, []KeyColumn, error) {
+	q, args := ts.PrimaryKeyQuery(table)
+	rows, err := dbQueryStrings(db)(ctx, q, args)
+	if err != nil {
+		return table, nil, fmt.Errorf("the primary key query failed: %w", err)
+	}
+	var key []KeyColumn
+	for _, row := range rows {
+		if len(row) < 4 || row[0] == "" {
+			continue
+		}
+		key = append(key, KeyColumn{Name: row[0], Type: row[1], Collation: row[2]})
+		if table.Schema == "" {
+			table.Schema = row[3]
+		}
+	}
+	return table, key, nil
+}
+
+// TombstoneFix returns the statements that install the tombstone guard on spec's
+// table as it is now (its primary key read from the catalog, its schema resolved):
+// the statements CheckSchema puts in a report's Fix. Run them on a plain connection,
+// in one transaction where the database's DDL is transactional.
+func TombstoneFix(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) ([]string, error) {
+	ts, ok := d.(Tombstoner)
+	if !ok || d == nil {
+		return nil, configErr("TombstoneFix: the dialect keeps no tombstones")
 	}
 	if spec.TokenColumn == "" {
 		spec.TokenColumn = DefaultTokenColumn
@@ -88,52 +162,28 @@ func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, 
 	}
 	table, problem := spec.parse()
 	if problem != "" {
-		return configErr("CheckSchema: table %q: %s", spec.Table, problem)
+		return nil, configErr("TombstoneFix: table %q: %s", spec.Table, problem)
 	}
-	tokCol := spec.TokenColumn
-	ts, ok := d.(Tombstoner)
-	if !ok {
-		r.Problems = append(r.Problems, "no tombstone guard available for this dialect: a stale holder can re-insert a row a newer one deleted")
-		return nil
-	}
-	q, args := ts.PrimaryKeyQuery(table)
-	rows, err := dbQueryStrings(db)(ctx, q, args)
+	table, key, err := primaryKey(ctx, db, ts, table)
 	if err != nil {
-		return fmt.Errorf("fencedsql: CheckSchema %s: the primary key query failed: %w", spec.Table, err)
+		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: %w", spec.Table, err)
 	}
-	r.PrimaryKey = nil
-	for _, row := range rows {
-		if len(row) > 0 && row[0] != "" {
-			r.PrimaryKey = append(r.PrimaryKey, row[0])
-		}
+	if len(key) == 0 {
+		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: %w: no such table, or it has no primary key", spec.Table, ErrSchema)
 	}
-	q, args = ts.TombstoneInstalledQuery(table)
-	var installed sql.NullString
-	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
-	case err == sql.ErrNoRows:
-	case err != nil:
-		return fmt.Errorf("fencedsql: CheckSchema %s: the tombstone query failed: %w", spec.Table, err)
-	}
-	r.Tombstoned = notNullFlag(installed.String)
-	switch {
-	case len(r.PrimaryKey) == 0:
-		r.Problems = append(r.Problems, "no primary key: a deleted row cannot be protected against resurrection by a stale holder (tombstones need a key)")
-	case !r.Tombstoned:
-		r.Problems = append(r.Problems, "no tombstone guard installed: a stale holder can re-insert a row a newer one deleted")
-		r.Fix = append(r.Fix, ts.TombstoneDDL(table, r.PrimaryKey, tokCol)...)
-	}
-	return nil
+	return ts.TombstoneDDL(table, key, spec.TokenColumn), nil
 }
 
 // PurgeTombstones deletes the tombstones recorded more than olderThan ago (by the
-// database's clock) from the tombstone table of each schema (none: the connection's
-// default schema or database) and returns how many it deleted. Run it through a plain
-// or a fenced *sql.DB (the tombstone table is not a guarded table).
+// database's clock) from the tombstone table of each named guarded table and returns
+// how many it deleted. At least one table must be named; a table without a tombstone
+// table is an error. Run it on a plain connection: the fenced pool refuses writes to
+// the guards' own tables.
 //
-// Purging bounds the tombstone table, at a price: once a row's tombstone is purged, a
+// Purging bounds the tombstone tables, at a price: once a row's tombstone is purged, a
 // holder paused for longer than olderThan could re-insert that row under its old
 // token. See the package documentation on tombstones.
-func PurgeTombstones(ctx context.Context, db *sql.DB, d Dialect, olderThan time.Duration, schemas ...string) (int64, error) {
+func PurgeTombstones(ctx context.Context, db *sql.DB, d Dialect, olderThan time.Duration, tables ...string) (int64, error) {
 	ts, ok := d.(Tombstoner)
 	if !ok || d == nil {
 		return 0, configErr("PurgeTombstones: the dialect keeps no tombstones")
@@ -141,24 +191,23 @@ func PurgeTombstones(ctx context.Context, db *sql.DB, d Dialect, olderThan time.
 	if olderThan < 0 {
 		return 0, configErr("PurgeTombstones: negative retention %v", olderThan)
 	}
-	if len(schemas) == 0 {
-		schemas = []string{""}
+	if len(tables) == 0 {
+		return 0, configErr("PurgeTombstones: name the guarded tables whose tombstones to purge")
 	}
 	var total int64
-	for _, schema := range schemas {
-		if schema != "" {
-			if _, problem := parseTableName(schema + "." + TombstoneTable); problem != "" {
-				return total, configErr("PurgeTombstones: schema %q: %s", schema, problem)
-			}
+	for _, name := range tables {
+		table, problem := parseTableName(name)
+		if problem != "" {
+			return total, configErr("PurgeTombstones: table %q: %s", name, problem)
 		}
-		q, args := ts.PurgeTombstonesQuery(schema, olderThan)
+		q, args := ts.PurgeTombstonesQuery(table, olderThan)
 		res, err := db.ExecContext(ctx, q, args...)
 		if err != nil {
-			return total, fmt.Errorf("fencedsql: PurgeTombstones: %w", err)
+			return total, fmt.Errorf("fencedsql: PurgeTombstones %s (is its tombstone guard installed?): %w", name, err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return total, fmt.Errorf("fencedsql: PurgeTombstones: %w", err)
+			return total, fmt.Errorf("fencedsql: PurgeTombstones %s: %w", name, err)
 		}
 		total += n
 	}

@@ -12,40 +12,44 @@ import (
 // Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
 // row under an older token).
 //
-// TombstoneDDL creates the tombstone table in the guarded table's database (the
-// connection's database for an unqualified table) when it is missing:
+// TombstoneDDL creates, when it is missing, the table's own tombstone table in its
+// database, keyed by the table's primary key with the same column types, character
+// sets and collations, so that a tombstone matches exactly the keys the table's own
+// primary key calls equal (a case-insensitive collation, a TIMESTAMP written under
+// another time_zone: no text rendering is involved):
 //
-//	CREATE TABLE IF NOT EXISTS fencedsql_tombstones (
-//	    table_name VARCHAR(64) … COLLATE utf8mb4_bin NOT NULL,
-//	    pk VARCHAR(700) … COLLATE utf8mb4_bin NOT NULL,
+//	CREATE TABLE IF NOT EXISTS fencedsql_tomb_<table> (
+//	    <pk columns, same COLUMN_TYPE and COLLATE> NOT NULL,
 //	    fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL,
-//	    PRIMARY KEY (table_name, pk)) ENGINE=InnoDB
+//	    PRIMARY KEY (<pk columns>)) ENGINE=InnoDB
 //
-// and two triggers per table, with the key and token columns compiled in:
+// and three triggers per table, with the key and token columns compiled in:
 //
-//	fencedsql_tombdel_<table>  AFTER DELETE   records JSON_ARRAY(OLD.<pk>…) and
-//	                                           OLD.<token> (UTC_TIMESTAMP(6)), keeping
-//	                                           the greater token
-//	fencedsql_tombins_<table>  BEFORE INSERT  refuses NEW when the tombstone of its key
-//	                                           holds a greater token than NEW.<token>
+//	fencedsql_tombdel_<table>  AFTER DELETE  records OLD's key and OLD.<token>
+//	                                         (UTC_TIMESTAMP(6)), keeping the greater token
+//	fencedsql_tombins_<table>  AFTER INSERT  refuses NEW when the tombstone of its key
+//	                                         holds a greater token than NEW.<token>
+//	fencedsql_tombkey_<table>  AFTER UPDATE  when the key changed: records the key the
+//	                                         row left, checks the key it moved onto
 //
-// The refusal is the error strict mode raises for a NULL in the token column,
-// SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column
+// The checks run AFTER the row is in, that is after InnoDB waited on the duplicate key
+// for a concurrent DELETE of the same key to end, and read the tombstone with a
+// locking read (LOCK IN SHARE MODE), which sees the latest committed tombstone in every
+// isolation level. The refusal is the error strict mode raises for a NULL in the token
+// column, SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column
 // ”fence_token” cannot be null', which the wrapper reports as fencedsql.ErrFenced
-// (the guard uses the same SIGNAL; setting NEW.<token> to NULL instead would store 0
-// in a non-strict session). MySQL and MariaDB run BEFORE INSERT triggers for every row
-// of INSERT … ON DUPLICATE KEY UPDATE (and REPLACE) before the duplicate is looked at,
-// so upserts are covered.
+// (the guard uses the same SIGNAL). An AFTER INSERT trigger's error undoes the
+// statement (InnoDB), INSERT … ON DUPLICATE KEY UPDATE included: its update path is
+// fenced by the row's token.
 //
-// Limits: a key whose JSON text exceeds 700 characters makes the DELETE fail (strict
-// mode); keys compare exactly (binary collation), even where the table's key column
-// compares case-insensitively. Foreign-key cascades run no triggers in MySQL and
-// record no tombstones. The DELETE trigger writes the tombstone table, so writers need
-// INSERT and UPDATE on it. DDL is not transactional: re-installing leaves a moment
-// without the triggers.
-const tombMaxPK = 700
-
-func tombTrigger(kind, name string) string {
+// Triggers run with their definer's rights: installed by a role the application does
+// not log in as (fencedsql-schema -owner), the application needs no right on the
+// tombstone table. Limits: foreign-key cascades run no triggers in MySQL and record no
+// tombstones; a TEMPORARY table named like the tombstone table shadows it for the
+// session that created it (the wrapper refuses creating one; grant applications
+// CREATE TEMPORARY TABLES only where needed). DDL is not transactional: re-installing
+// leaves a moment without the triggers.
+func tombName(kind, name string) string {
 	prefix := "fencedsql_tomb" + kind + "_"
 	full := prefix + name
 	if len([]rune(full)) <= maxIdentLen {
@@ -58,66 +62,103 @@ func tombTrigger(kind, name string) string {
 	return string(r[:maxIdentLen-len(suffix)]) + suffix
 }
 
-func tombTable(schema string) fencedsql.TableName {
-	return fencedsql.TableName{Schema: schema, Name: fencedsql.TombstoneTable}
+func tombObject(kind string, table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: table.Schema, Name: tombName(kind, table.Name)}
 }
 
-// PrimaryKeyQuery lists the primary key columns of table in key order.
+// tombTable is table's tombstone table: fencedsql_tomb_<table> (TombstoneTablePrefix).
+func tombTable(table fencedsql.TableName) fencedsql.TableName { return tombObject("", table) }
+
+// PrimaryKeyQuery lists the primary key columns of table in key order: name,
+// COLUMN_TYPE, collation ("" for none) and the table's database.
 func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []any) {
-	return "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+	return "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), k.TABLE_SCHEMA FROM information_schema.KEY_COLUMN_USAGE k " +
+			"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME " +
+			"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
 		[]any{table.Schema, table.Name}
+}
+
+// keyColumnDef is the definition of a tombstone key column: the key column's type and
+// collation, NOT NULL, and for a TIMESTAMP an explicit default (without one, the first
+// TIMESTAMP column of a table may get ON UPDATE CURRENT_TIMESTAMP, which would change
+// the key when a tombstone is updated).
+func keyColumnDef(k fencedsql.KeyColumn, quote func(string) string) string {
+	def := quote(k.Name) + " " + k.Type
+	if k.Collation != "" {
+		def += " COLLATE " + k.Collation
+	}
+	def += " NOT NULL"
+	if t := strings.ToLower(k.Type); strings.HasPrefix(t, "timestamp") {
+		def += " DEFAULT CURRENT_TIMESTAMP" + strings.TrimPrefix(t, "timestamp")
+	}
+	return def
 }
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers, one statement each for database/sql.
-func (d dialect) TombstoneDDL(table fencedsql.TableName, pk []string, tokenCol string) []string {
+func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColumn, tokenCol string) []string {
 	tbl := table.Quote(d.QuoteIdent)
-	tomb := tombTable(table.Schema).Quote(d.QuoteIdent)
-	del := fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("del", table.Name)}.Quote(d.QuoteIdent)
-	ins := fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("ins", table.Name)}.Quote(d.QuoteIdent)
+	tomb := tombTable(table).Quote(d.QuoteIdent)
+	del := tombObject("del", table).Quote(d.QuoteIdent)
+	ins := tombObject("ins", table).Quote(d.QuoteIdent)
+	rekey := tombObject("key", table).Quote(d.QuoteIdent)
 	tok := d.QuoteIdent(tokenCol)
-	key := func(row string) string {
-		cols := make([]string, len(pk))
-		for i, c := range pk {
-			cols[i] = row + "." + d.QuoteIdent(c)
+	cols, defs := make([]string, len(key)), make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+		defs[i] = keyColumnDef(k, d.QuoteIdent)
+	}
+	list := strings.Join(cols, ", ")
+	each := func(sep string, f func(c string) string) string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = f(c)
 		}
-		return "CAST(JSON_ARRAY(" + strings.Join(cols, ", ") + ") AS CHAR CHARACTER SET utf8mb4) COLLATE utf8mb4_bin"
+		return strings.Join(out, sep)
 	}
-	name := literal(table.Name)
+	record := func(token string) string {
+		return "INSERT INTO " + tomb + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) +
+			", " + token + ", UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = VALUES(deleted_at)"
+	}
+	check := "SELECT MAX(t.fence_token) INTO newer FROM " + tomb + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) + " LOCK IN SHARE MODE;\n" +
+		"  IF newer IS NOT NULL AND (NEW." + tok + " IS NULL OR newer > NEW." + tok + ") THEN\n" +
+		"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
+		"  END IF;\n"
 	return []string{
-		"CREATE TABLE IF NOT EXISTS " + tomb + " (table_name VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, " +
-			fmt.Sprintf("pk VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, ", tombMaxPK) +
-			"fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (table_name, pk)) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") +
+			", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + list + ")) ENGINE=InnoDB",
 		"DROP TRIGGER IF EXISTS " + del,
-		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" +
-			"INSERT INTO " + tomb + " (table_name, pk, fence_token, deleted_at) VALUES (" + name + ", " + key("OLD") + ", COALESCE(OLD." + tok + ", 0), UTC_TIMESTAMP(6))\n" +
-			"ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = VALUES(deleted_at)",
+		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" + record("COALESCE(OLD."+tok+", 0)"),
 		"DROP TRIGGER IF EXISTS " + ins,
-		"CREATE TRIGGER " + ins + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\nBEGIN\n" +
-			"  IF NEW." + tok + " IS NOT NULL AND EXISTS (SELECT 1 FROM " + tomb + " t WHERE t.table_name = " + name +
-			" AND t.pk = " + key("NEW") + " AND t.fence_token > NEW." + tok + ") THEN\n" +
-			"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
-			"  END IF;\nEND",
+		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\nBEGIN\n  DECLARE newer BIGINT DEFAULT NULL;\n  " + check + "END",
+		"DROP TRIGGER IF EXISTS " + rekey,
+		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\nBEGIN\n  DECLARE newer BIGINT DEFAULT NULL;\n" +
+			"  IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
+			"  " + record("GREATEST(COALESCE(OLD."+tok+", 0), COALESCE(NEW."+tok+", 0))") + ";\n  " + check + "  END IF;\nEND",
 	}
 }
 
-// UntombstoneDDL drops table's two tombstone triggers (the tombstone table stays).
+// UntombstoneDDL drops table's three tombstone triggers (the tombstone table stays).
 func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
-	return []string{
-		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("del", table.Name)}.Quote(d.QuoteIdent),
-		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("ins", table.Name)}.Quote(d.QuoteIdent),
+	var ddl []string
+	for _, kind := range []string{"del", "ins", "key"} {
+		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
+	return ddl
 }
 
-// TombstoneInstalledQuery yields 1 when both tombstone triggers exist on table.
+// TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
+// exist on table and its tombstone table exists.
 func (dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return "SELECT IF(COUNT(*) = 2, 1, 0) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_TIMING = 'AFTER') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT' AND ACTION_TIMING = 'BEFORE'))",
-		[]any{table.Schema, table.Name, tombTrigger("del", table.Name), tombTrigger("ins", table.Name)}
+	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?), 1, 0) " +
+			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
+			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE'))",
+		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name)}
 }
 
-// PurgeTombstonesQuery deletes the tombstones older than olderThan (server clock, UTC).
-func (d dialect) PurgeTombstonesQuery(schema string, olderThan time.Duration) (query string, args []any) {
-	return "DELETE FROM " + tombTable(schema).Quote(d.QuoteIdent) + " WHERE deleted_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND",
+// PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock, UTC).
+func (d dialect) PurgeTombstonesQuery(table fencedsql.TableName, olderThan time.Duration) (query string, args []any) {
+	return "DELETE FROM " + tombTable(table).Quote(d.QuoteIdent) + " WHERE deleted_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND",
 		[]any{olderThan.Microseconds()}
 }
 

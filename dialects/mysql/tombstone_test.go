@@ -10,25 +10,30 @@ import (
 
 func TestTombstoneDDLShape(t *testing.T) {
 	ts := mysql.Dialect.(fencedsql.Tombstoner)
-	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "shop", Name: "pairs"}, []string{"a", "b"}, "tok")
-	if len(ddl) != 5 {
+	key := []fencedsql.KeyColumn{{Name: "a", Type: "bigint(20)"}, {Name: "b", Type: "varchar(20)", Collation: "utf8mb4_general_ci"}, {Name: "c", Type: "timestamp(3)"}}
+	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "shop", Name: "pairs"}, key, "tok")
+	if len(ddl) != 7 {
 		t.Fatalf("TombstoneDDL = %q", ddl)
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
-		"CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_tombstones` (table_name VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, pk VARCHAR(700)",
+		"CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_tomb_pairs` (`a` bigint(20) NOT NULL, `b` varchar(20) COLLATE utf8mb4_general_ci NOT NULL, `c` timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (`a`, `b`, `c`)) ENGINE=InnoDB",
 		"CREATE TRIGGER `shop`.`fencedsql_tombdel_pairs` AFTER DELETE ON `shop`.`pairs` FOR EACH ROW",
-		"VALUES ('pairs', CAST(JSON_ARRAY(OLD.`a`, OLD.`b`) AS CHAR CHARACTER SET utf8mb4) COLLATE utf8mb4_bin, COALESCE(OLD.`tok`, 0), UTC_TIMESTAMP(6))",
+		"VALUES (OLD.`a`, OLD.`b`, OLD.`c`, COALESCE(OLD.`tok`, 0), UTC_TIMESTAMP(6))",
 		"ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token))",
-		"CREATE TRIGGER `shop`.`fencedsql_tombins_pairs` BEFORE INSERT ON `shop`.`pairs` FOR EACH ROW",
-		"AND t.fence_token > NEW.`tok`",
+		"CREATE TRIGGER `shop`.`fencedsql_tombins_pairs` AFTER INSERT ON `shop`.`pairs` FOR EACH ROW",
+		"CREATE TRIGGER `shop`.`fencedsql_tombkey_pairs` AFTER UPDATE ON `shop`.`pairs` FOR EACH ROW",
+		"IF NOT (OLD.`a` <=> NEW.`a` AND OLD.`b` <=> NEW.`b` AND OLD.`c` <=> NEW.`c`) THEN",
+		"GREATEST(COALESCE(OLD.`tok`, 0), COALESCE(NEW.`tok`, 0))",
+		"WHERE t.`a` = NEW.`a` AND t.`b` = NEW.`b` AND t.`c` = NEW.`c` LOCK IN SHARE MODE;",
+		"IF newer IS NOT NULL AND (NEW.`tok` IS NULL OR newer > NEW.`tok`) THEN",
 		"SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''tok'' cannot be null';",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := ts.UntombstoneDDL(fencedsql.TableName{Name: "pairs"}); len(un) != 2 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
+	if un := ts.UntombstoneDDL(fencedsql.TableName{Name: "pairs"}); len(un) != 3 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 	long := strings.Repeat("é", 60)

@@ -66,9 +66,11 @@ import (
 //     token at least as high passes. It stops code that does not know about
 //     fencing, not a hostile client (use privileges for that).
 //   - INSERT is not guarded (a new row overwrites nothing). The table's owner can
-//     disable triggers (ALTER TABLE … DISABLE TRIGGER), and sessions with
-//     session_replication_role = replica (superuser; logical replication's apply
-//     workers) skip them.
+//     disable triggers (ALTER TABLE … DISABLE TRIGGER): install the guards owned by a
+//     role the application does not log in as (fencedsql-schema -owner). The
+//     triggers are ENABLE ALWAYS: they fire in sessions with session_replication_role
+//     = replica too (logical replication's apply workers included, which then apply
+//     only fenced changes).
 //   - Install it through a plain (non-fenced) connection (cmd/fencedsql-schema -apply
 //     does), in one transaction.
 const GuardSQLState = "FNCD1"
@@ -207,8 +209,10 @@ END
 		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag,
 		"DROP TRIGGER IF EXISTS " + guardTrigger + " ON " + tbl,
 		"CREATE TRIGGER " + guardTrigger + " BEFORE UPDATE OR DELETE ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
+		"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + guardTrigger,
 		"DROP TRIGGER IF EXISTS " + guardTruncateTrigger + " ON " + tbl,
 		"CREATE TRIGGER " + guardTruncateTrigger + " BEFORE TRUNCATE ON " + tbl + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()",
+		"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + guardTruncateTrigger,
 	}
 }
 
@@ -218,10 +222,10 @@ func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
 	return []string{"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE"}
 }
 
-// GuardInstalledQuery yields 1 when both guard triggers exist on table, are enabled
-// for ordinary sessions and call the table's guard function.
+// GuardInstalledQuery yields 1 when both guard triggers exist on table, fire in every
+// session_replication_role (ENABLE ALWAYS) and call the table's guard function.
 func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled IN ('O', 'A') AND p.proname = $4`,
+	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4`,
 		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name))}
 }
 

@@ -19,7 +19,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(fencedsql.Guarder)
 	ddl := g.GuardDDL(fencedsql.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 5 {
+	if len(ddl) != 7 {
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
@@ -31,6 +31,8 @@ func TestGuardDDLShape(t *testing.T) {
 		`ERRCODE = 'FNCD1'`,
 		`CREATE TRIGGER fencedsql_guard BEFORE UPDATE OR DELETE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
+		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
+		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_truncate`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("GuardDDL lacks %q:\n%s", want, all)

@@ -78,14 +78,15 @@ func (d dialect) descendants(ctx context.Context, query fencedsql.CatalogQuery, 
   UNION
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
 SELECT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 0 END, w.tgname,
-  COALESCE((SELECT CASE WHEN t.tgenabled NOT IN ('O', 'A') THEN 'd' WHEN t.tgparentid <> 0 THEN 'c' ELSE 'o' END
+  COALESCE((SELECT CASE WHEN t.tgenabled <> 'A' THEN 'd' WHEN t.tgparentid <> 0 THEN 'c' ELSE 'o' END
     FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
     WHERE t.tgrelid = c.oid AND t.tgname = w.tgname
-      AND p.proname IN (w.fn, CASE WHEN w.tomb THEN 'fencedsql_tombstone_' ELSE 'fencedsql_guard_' END || c.relname)), '')
+      AND p.proname IN (w.fn, CASE WHEN w.tomb THEN 'fencedsql_tombstone_' ELSE 'fencedsql_guard_' END || c.relname)), ''),
+  (SELECT pn.nspname::text FROM pg_catalog.pg_class pc JOIN pg_catalog.pg_namespace pn ON pn.oid = pc.relnamespace WHERE pc.oid = to_regclass($1))
 FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-CROSS JOIN (VALUES ($2, $6, false, 1), ($3, $6, false, 2), ($4, $7, true, 3), ($5, $7, true, 4)) AS w(tgname, fn, tomb, ord)
+CROSS JOIN (VALUES ($2, $6, false, 1), ($3, $6, false, 2), ($4, $7, true, 3), ($5, $7, true, 4), ($8, $7, true, 5)) AS w(tgname, fn, tomb, ord)
 ORDER BY 1, 2, w.ord`,
-		t.Table.String(), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn)
+		t.Table.String(), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn, tombRekeyTrigger)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +97,12 @@ ORDER BY 1, 2, w.ord`,
 	}
 	var order []*desc
 	byName := map[string]*desc{}
+	parentSchema := table.Schema
 	for _, r := range rows {
-		if len(r) < 5 {
+		if len(r) < 6 {
 			continue
 		}
+		parentSchema = r[5]
 		key := r[0] + "." + r[1]
 		ds := byName[key]
 		if ds == nil {
@@ -110,6 +113,9 @@ ORDER BY 1, 2, w.ord`,
 		ds.state[r[3]] = r[4]
 	}
 	fnName := func(fn string) string {
+		if fn == tfn { // the tombstone function lives in the parent's schema
+			return fencedsql.TableName{Schema: parentSchema, Name: fn}.Quote(d.QuoteIdent)
+		}
 		return fencedsql.TableName{Schema: table.Schema, Name: fn}.Quote(d.QuoteIdent)
 	}
 	var doors []fencedsql.SideDoor
@@ -130,7 +136,10 @@ ORDER BY 1, 2, w.ord`,
 			}{tombDeleteTrigger, tfn, "AFTER DELETE", true}, struct {
 				trg, fn, when string
 				row           bool
-			}{tombInsertTrigger, tfn, "BEFORE INSERT", true})
+			}{tombInsertTrigger, tfn, "AFTER INSERT", true}, struct {
+				trg, fn, when string
+				row           bool
+			}{tombRekeyTrigger, tfn, "AFTER UPDATE", true})
 		}
 		for _, w := range want {
 			st := ds.state[w.trg]
@@ -139,7 +148,7 @@ ORDER BY 1, 2, w.ord`,
 				continue
 			case st == "d":
 				missing = append(missing, w.trg+" (disabled)")
-				fix = append(fix, "ALTER TABLE "+tbl+" ENABLE TRIGGER "+w.trg)
+				fix = append(fix, "ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+w.trg)
 			case ds.partition && w.row:
 				// Cloned from the parent by PostgreSQL when the parent's trigger is
 				// created (the parent's own Fix): nothing to do here.
@@ -151,7 +160,8 @@ ORDER BY 1, 2, w.ord`,
 				}
 				missing = append(missing, w.trg)
 				fix = append(fix, "DROP TRIGGER IF EXISTS "+w.trg+" ON "+tbl,
-					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" EXECUTE FUNCTION "+fnName(w.fn)+"()")
+					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+tombWhen(w.trg, keyNames(t.PrimaryKey), d.QuoteIdent)+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
+					"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+w.trg)
 			}
 		}
 		if len(missing) == 0 {
@@ -285,3 +295,12 @@ ORDER BY 1`, t.Table.String())
 }
 
 var _ fencedsql.SideDoorFinder = dialect{}
+
+// keyNames turns column names into key columns (names only, for a WHEN clause).
+func keyNames(names []string) []fencedsql.KeyColumn {
+	key := make([]fencedsql.KeyColumn, len(names))
+	for i, n := range names {
+		key[i].Name = n
+	}
+	return key
+}

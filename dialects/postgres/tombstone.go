@@ -10,128 +10,217 @@ import (
 // Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
 // row under an older token).
 //
-// TombstoneDDL creates the tombstone table in the guarded table's schema (the first
-// schema of the installer's search_path for an unqualified table) when it is missing:
+// TombstoneDDL creates, when it is missing, the table's own tombstone table in its
+// schema, keyed by the table's primary key with the same types and collations, so that
+// a tombstone matches exactly the keys the table's own unique index calls equal (no
+// text rendering: time zone, DateStyle, bytea_output, extra_float_digits change
+// nothing):
 //
-//	CREATE TABLE IF NOT EXISTS fencedsql_tombstones (
-//	    table_name text COLLATE "C" NOT NULL, pk text COLLATE "C" NOT NULL,
+//	CREATE TABLE IF NOT EXISTS <schema>.fencedsql_tomb_<table> (
+//	    <pk columns, same types and collations> NOT NULL,
 //	    fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT now(),
-//	    PRIMARY KEY (table_name, pk))
+//	    PRIMARY KEY (<pk columns>))
 //
-// and one trigger function per table, fencedsql_tombstone_<table>(), with the key and
-// token columns compiled in, called by two row triggers:
+// and one trigger function per table, <schema>.fencedsql_tombstone_<table>(), with the
+// key and token columns compiled in, SECURITY DEFINER (the application role needs no
+// right on the tombstone table, and cannot write it) and SET search_path = pg_catalog,
+// pg_temp with every table schema-qualified (a temporary table of the same name
+// shadows nothing). Three row triggers call it, all ENABLE ALWAYS (they fire in every
+// session_replication_role, replica included):
 //
-//	fencedsql_tombstone_delete  AFTER DELETE   records jsonb_build_array(OLD.<pk>…)::text
-//	                                            and OLD.<token>, keeping the greater token
-//	fencedsql_tombstone_insert  BEFORE INSERT  refuses NEW when the tombstone of its key
-//	                                            holds a greater token than NEW.<token>
+//	fencedsql_tombstone_delete  AFTER DELETE  records OLD's key and OLD.<token>,
+//	                                          keeping the greater token
+//	fencedsql_tombstone_insert  AFTER INSERT  refuses NEW when the tombstone of its key
+//	                                          holds a greater token than NEW.<token>
+//	fencedsql_tombstone_rekey   AFTER UPDATE  WHEN the key changed: records the key the
+//	                                          row left, checks the key it moved onto
+//
+// The checks run AFTER the row is in, that is after the INSERT waited on the unique
+// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check's
+// query takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
+// REPEATABLE READ and SERIALIZABLE the transaction's snapshot cannot see it; there the
+// check also counts the rows with NEW's key that the snapshot sees: more than the new
+// one means a concurrent transaction deleted the key after the snapshot was taken, and
+// the write fails with serialization_failure (40001; retry it: the retry sees the
+// tombstone). An INSERT … ON CONFLICT DO NOTHING that skips its row inserts nothing
+// and is not refused; one that inserts is checked.
 //
 // The refusal is RAISE … ERRCODE 'not_null_violation' (23502) with COLUMN set to the
 // token column (and TABLE, SCHEMA), which the wrapper reports as fencedsql.ErrFenced —
-// raised directly rather than by setting NEW.<token> to NULL, so it holds even where
-// the column is (wrongly) nullable. PostgreSQL runs BEFORE INSERT row triggers for
-// INSERT … ON CONFLICT before the conflict check, so upserts are covered (DO NOTHING
-// included: the refused row raises, it is not skipped).
+// raised directly rather than by setting the token to NULL, so it holds even where the
+// column is (wrongly) nullable.
 //
-// For an unqualified table the function carries SET search_path FROM CURRENT: the
-// tombstone table is found with the installer's search_path whatever the writer's is.
 // Removing the triggers is one statement (UntombstoneDDL), which keeps the table:
 //
-//	DROP FUNCTION IF EXISTS fencedsql_tombstone_<table>() CASCADE
+//	DROP FUNCTION IF EXISTS <schema>.fencedsql_tombstone_<table>() CASCADE
 //
 // The tombstone table's rows are purged with fencedsql.PurgeTombstones (deleted_at by
-// the server's clock). The table is written by every DELETE on a tombstoned table: a
-// writer needs INSERT and UPDATE on it (or install the function SECURITY DEFINER
-// yourself).
-
+// the server's clock).
 const (
 	tombDeleteTrigger = "fencedsql_tombstone_delete"
 	tombInsertTrigger = "fencedsql_tombstone_insert"
+	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
+	// tombVersion marks the function body of this version of the tombstone guard;
+	// TombstoneInstalledQuery reports an older one as not installed.
+	tombVersion = "fencedsql tombstone guard v2"
 )
 
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
 
-func tombFuncName(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: table.Schema, Name: tombFunc(table.Name)}
+// tombSchema is the schema the tombstone objects of table live in: its own, or public
+// for an unqualified table (CheckSchema resolves the schema before asking for DDL).
+func tombSchema(table fencedsql.TableName) string {
+	if table.Schema == "" {
+		return "public"
+	}
+	return foldASCII(table.Schema)
 }
 
-func tombTable(schema string) fencedsql.TableName {
-	return fencedsql.TableName{Schema: foldASCII(schema), Name: fencedsql.TombstoneTable}
+func tombFuncName(table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: tombSchema(table), Name: tombFunc(foldASCII(table.Name))}
+}
+
+func tombTable(table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: tombSchema(table), Name: boundedName(fencedsql.TombstoneTablePrefix, foldASCII(table.Name), maxIdentLen)}
 }
 
 func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// PrimaryKeyQuery lists the primary key columns of table in key order.
+// PrimaryKeyQuery lists the primary key columns of table in key order: name, type
+// (format_type), collation (qualified and quoted, "" for the type's default) and the
+// table's schema.
 func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []any) {
-	return `SELECT a.attname::text FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY pg_catalog.array_position(i.indkey::int2[], a.attnum)`,
+	return `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),
+  CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation THEN
+    (SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname) FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
+  ELSE '' END,
+  n.nspname::text
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE i.indrelid = to_regclass($1) AND i.indisprimary
+ORDER BY pg_catalog.array_position(i.indkey::int2[], a.attnum)`,
 		[]any{table.String()}
 }
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
-func (d dialect) TombstoneDDL(table fencedsql.TableName, pk []string, tokenCol string) []string {
-	table = fold(table)
+func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColumn, tokenCol string) []string {
+	table = fencedsql.TableName{Schema: tombSchema(table), Name: foldASCII(table.Name)}
 	tbl := table.Quote(d.QuoteIdent)
-	tomb := tombTable(table.Schema).Quote(d.QuoteIdent)
+	tomb := tombTable(table).Quote(d.QuoteIdent)
 	fn := tombFuncName(table).Quote(d.QuoteIdent)
 	tok := d.QuoteIdent(tokenCol)
-	key := func(row string) string {
-		cols := make([]string, len(pk))
-		for i, c := range pk {
-			cols[i] = row + "." + d.QuoteIdent(c)
+	cols, defs := make([]string, len(key)), make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+		defs[i] = cols[i] + " " + k.Type
+		if k.Collation != "" {
+			defs[i] += " COLLATE " + k.Collation
 		}
-		return "pg_catalog.jsonb_build_array(" + strings.Join(cols, ", ") + ")::text"
+		defs[i] += " NOT NULL"
 	}
-	name := pgLiteral(table.Name)
+	list := strings.Join(cols, ", ")
+	row := func(rec string) string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = rec + "." + c
+		}
+		return strings.Join(out, ", ")
+	}
+	match := func(alias, rec string) string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = alias + "." + c + " = " + rec + "." + c
+		}
+		return strings.Join(out, " AND ")
+	}
+	record := func(token string) string {
+		return `    INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at)
+    VALUES (` + row("OLD") + `, ` + token + `, pg_catalog.now())
+    ON CONFLICT (` + list + `) DO UPDATE
+      SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = EXCLUDED.deleted_at;
+`
+	}
 	body := `
+-- ` + tombVersion + `
+DECLARE
+  newer bigint;
+  seen bigint;
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    INSERT INTO ` + tomb + ` AS t (table_name, pk, fence_token, deleted_at)
-    VALUES (` + name + `, ` + key("OLD") + `, COALESCE(OLD.` + tok + `, 0), pg_catalog.now())
-    ON CONFLICT (table_name, pk) DO UPDATE
-      SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = EXCLUDED.deleted_at;
-    RETURN NULL;
+` + record(`COALESCE(OLD.`+tok+`, 0)`) + `    RETURN NULL;
   END IF;
-  IF NEW.` + tok + ` IS NOT NULL AND EXISTS (SELECT 1 FROM ` + tomb + ` t
-      WHERE t.table_name = ` + name + ` AND t.pk = ` + key("NEW") + ` AND t.fence_token > NEW.` + tok + `) THEN
+  IF TG_OP = 'UPDATE' THEN
+` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;
+  SELECT t.fence_token INTO newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
+  IF newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR newer > NEW.` + tok + `) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,
       TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
       MESSAGE = pg_catalog.format('fencedsql: tombstone on %I.%I: a row with this key was deleted under a newer fence token than %s (null value in column %I violates the fence)', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW.` + tok + `, ` + pgLiteral(tokenCol) + `),
       HINT = 'the writer holds a stale fencing token: see fencedsql.PurgeTombstones';
   END IF;
-  RETURN NEW;
+  IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+    SELECT pg_catalog.count(*) INTO seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;
+    IF seen > 1 THEN
+      RAISE EXCEPTION USING ERRCODE = 'serialization_failure', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
+        MESSAGE = pg_catalog.format('fencedsql: tombstone on %I.%I: a concurrent transaction deleted this key after this transaction''s snapshot; retry the transaction', TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    END IF;
+  END IF;
+  RETURN NULL;
 END
 `
 	tag := dollarTag(body)
-	set := ""
-	if table.Schema == "" {
-		set = " SET search_path FROM CURRENT"
+	trigger := func(name, when string) []string {
+		return []string{
+			"DROP TRIGGER IF EXISTS " + name + " ON " + tbl,
+			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + tombWhen(name, key, d.QuoteIdent) + "EXECUTE FUNCTION " + fn + "()",
+			"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + name,
+		}
 	}
-	return []string{
-		"CREATE TABLE IF NOT EXISTS " + tomb + ` (table_name text COLLATE "C" NOT NULL, pk text COLLATE "C" NOT NULL, fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (table_name, pk))`,
-		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql" + set + " AS " + tag + body + tag,
-		"DROP TRIGGER IF EXISTS " + tombDeleteTrigger + " ON " + tbl,
-		"CREATE TRIGGER " + tombDeleteTrigger + " AFTER DELETE ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
-		"DROP TRIGGER IF EXISTS " + tombInsertTrigger + " ON " + tbl,
-		"CREATE TRIGGER " + tombInsertTrigger + " BEFORE INSERT ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
+	ddl := []string{
+		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (" + list + "))",
+		"REVOKE ALL ON " + tomb + " FROM PUBLIC",
+		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
+		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
 	}
+	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
+	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
+	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
 }
 
-// UntombstoneDDL drops table's tombstone function and with it both triggers.
+// tombWhen is the WHEN clause of a tombstone trigger ("" but for the rekey trigger,
+// which fires only when the key changed), with a trailing space.
+func tombWhen(trigger string, key []fencedsql.KeyColumn, quote func(string) string) string {
+	if trigger != tombRekeyTrigger {
+		return ""
+	}
+	changed := make([]string, len(key))
+	for i, k := range key {
+		c := quote(k.Name)
+		changed[i] = "OLD." + c + " IS DISTINCT FROM NEW." + c
+	}
+	return "WHEN (" + strings.Join(changed, " OR ") + ") "
+}
+
+// UntombstoneDDL drops table's tombstone function and with it the three triggers.
 func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
-	return []string{"DROP FUNCTION IF EXISTS " + tombFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE"}
+	return []string{"DROP FUNCTION IF EXISTS " + tombFuncName(table).Quote(d.QuoteIdent) + "() CASCADE"}
 }
 
-// TombstoneInstalledQuery yields 1 when both tombstone triggers exist on table, are
-// enabled for ordinary sessions and call the table's tombstone function.
+// TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
+// exist on table, fire always (ENABLE ALWAYS) and call the table's tombstone function,
+// SECURITY DEFINER, and its tombstone table exists.
 func (dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled IN ('O', 'A') AND p.proname = $4`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombFunc(foldASCII(table.Name))}
+	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3, $4) AND t.tgenabled = 'A' AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0`,
+		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldASCII(table.Name)), tombTable(table).String(), tombVersion}
 }
 
-// PurgeTombstonesQuery deletes the tombstones older than olderThan (server clock).
-func (d dialect) PurgeTombstonesQuery(schema string, olderThan time.Duration) (query string, args []any) {
-	return "DELETE FROM " + tombTable(schema).Quote(d.QuoteIdent) + " WHERE deleted_at < pg_catalog.now() - pg_catalog.make_interval(secs => $1)",
+// PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).
+func (d dialect) PurgeTombstonesQuery(table fencedsql.TableName, olderThan time.Duration) (query string, args []any) {
+	return "DELETE FROM " + tombTable(table).Quote(d.QuoteIdent) + " WHERE deleted_at < pg_catalog.now() - pg_catalog.make_interval(secs => $1)",
 		[]any{olderThan.Seconds()}
 }
 

@@ -10,35 +10,47 @@ import (
 
 func TestTombstoneDDLShape(t *testing.T) {
 	ts := postgres.Dialect.(fencedsql.Tombstoner)
-	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "Shop", Name: "Pairs"}, []string{"a", "B"}, "tok")
-	if len(ddl) != 6 {
-		t.Fatalf("TombstoneDDL = %d statements", len(ddl))
+	key := []fencedsql.KeyColumn{{Name: "a", Type: "numeric(10,2)"}, {Name: "B", Type: "text", Collation: `"public"."ci"`}}
+	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "Shop", Name: "Pairs"}, key, "tok")
+	if len(ddl) != 13 {
+		t.Fatalf("TombstoneDDL = %d statements: %q", len(ddl), ddl)
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
-		`CREATE TABLE IF NOT EXISTS "shop"."fencedsql_tombstones" (table_name text COLLATE "C" NOT NULL, pk text COLLATE "C" NOT NULL, fence_token bigint NOT NULL`,
-		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombstone_pairs"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
-		`VALUES ('pairs', pg_catalog.jsonb_build_array(OLD."a", OLD."B")::text, COALESCE(OLD."tok", 0), pg_catalog.now())`,
+		`CREATE TABLE IF NOT EXISTS "shop"."fencedsql_tomb_pairs" ("a" numeric(10,2) NOT NULL, "B" text COLLATE "public"."ci" NOT NULL, fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY ("a", "B"))`,
+		`REVOKE ALL ON "shop"."fencedsql_tomb_pairs" FROM PUBLIC`,
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombstone_pairs"() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql$`,
+		`VALUES (OLD."a", OLD."B", COALESCE(OLD."tok", 0), pg_catalog.now())`,
+		`ON CONFLICT ("a", "B") DO UPDATE`,
 		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token)`,
-		`t.pk = pg_catalog.jsonb_build_array(NEW."a", NEW."B")::text AND t.fence_token > NEW."tok"`,
+		`GREATEST(COALESCE(OLD."tok", 0), COALESCE(NEW."tok", 0))`,
+		`WHERE t."a" = NEW."a" AND t."B" = NEW."B";`,
 		`ERRCODE = 'not_null_violation', COLUMN = 'tok'`,
+		`ERRCODE = 'serialization_failure'`,
+		`FROM "shop"."pairs" x WHERE x."a" = NEW."a" AND x."B" = NEW."B"`,
 		`CREATE TRIGGER fencedsql_tombstone_delete AFTER DELETE ON "shop"."pairs" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_tombstone_pairs"()`,
-		`CREATE TRIGGER fencedsql_tombstone_insert BEFORE INSERT ON "shop"."pairs" FOR EACH ROW`,
+		`CREATE TRIGGER fencedsql_tombstone_insert AFTER INSERT ON "shop"."pairs" FOR EACH ROW EXECUTE FUNCTION`,
+		`CREATE TRIGGER fencedsql_tombstone_rekey AFTER UPDATE ON "shop"."pairs" FOR EACH ROW WHEN (OLD."a" IS DISTINCT FROM NEW."a" OR OLD."B" IS DISTINCT FROM NEW."B") EXECUTE FUNCTION`,
+		`ALTER TABLE "shop"."pairs" ENABLE ALWAYS TRIGGER fencedsql_tombstone_delete`,
+		`ALTER TABLE "shop"."pairs" ENABLE ALWAYS TRIGGER fencedsql_tombstone_insert`,
+		`ALTER TABLE "shop"."pairs" ENABLE ALWAYS TRIGGER fencedsql_tombstone_rekey`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "search_path") {
-		t.Errorf("qualified table: no search_path expected:\n%s", all)
+	// Every table the function names is schema-qualified: a temporary table cannot
+	// shadow it.
+	if strings.Contains(all, `INTO "fencedsql_tomb`) || strings.Contains(all, `FROM "fencedsql_tomb`) {
+		t.Errorf("unqualified tombstone table:\n%s", all)
 	}
-	if ddl := ts.TombstoneDDL(fencedsql.TableName{Name: "t"}, []string{"id"}, "fence_token"); !strings.Contains(ddl[1], "LANGUAGE plpgsql SET search_path FROM CURRENT AS") {
-		t.Errorf("unqualified table: %s", ddl[1])
+	if ddl := ts.TombstoneDDL(fencedsql.TableName{Name: "t"}, []fencedsql.KeyColumn{{Name: "id", Type: "bigint"}}, "fence_token"); !strings.Contains(ddl[0], `"public"."fencedsql_tomb_t"`) {
+		t.Errorf("unqualified table: %s", ddl[0])
 	}
-	if un := ts.UntombstoneDDL(fencedsql.TableName{Name: "Pairs"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "fencedsql_tombstone_pairs"() CASCADE` {
+	if un := ts.UntombstoneDDL(fencedsql.TableName{Schema: "shop", Name: "Pairs"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_tombstone_pairs"() CASCADE` {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
-	if q, args := ts.PurgeTombstonesQuery("", 0); !strings.HasPrefix(q, `DELETE FROM "fencedsql_tombstones" WHERE deleted_at <`) || len(args) != 1 {
+	if q, args := ts.PurgeTombstonesQuery(fencedsql.TableName{Schema: "shop", Name: "pairs"}, 0); !strings.HasPrefix(q, `DELETE FROM "shop"."fencedsql_tomb_pairs" WHERE deleted_at <`) || len(args) != 1 {
 		t.Errorf("PurgeTombstonesQuery = %q %v", q, args)
 	}
 }

@@ -13,94 +13,130 @@ import (
 // wrapper reports as fencedsql.ErrFenced.
 //
 // Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
-// row under an older token): TombstoneDDL creates the tombstone table in the guarded
-// table's schema (main, or the attached database the table is in) when it is missing,
+// row under an older token): TombstoneDDL creates, when it is missing, the table's own
+// tombstone table in its schema (main, or the attached database the table is in),
+// keyed by the table's primary key with the same declared types and collations (a
+// TEXT COLLATE NOCASE key matches 'a' and 'A', as the table's key does),
 //
-//	CREATE TABLE IF NOT EXISTS fencedsql_tombstones (table_name TEXT NOT NULL,
-//	    pk TEXT NOT NULL, fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL,
-//	    PRIMARY KEY (table_name, pk)) WITHOUT ROWID
+//	CREATE TABLE IF NOT EXISTS fencedsql_tomb_<table> (<pk columns> NOT NULL,
+//	    fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL,
+//	    PRIMARY KEY (<pk columns>)) WITHOUT ROWID
 //
-// (deleted_at in Unix seconds), and two triggers per table, with the key and token
+// (deleted_at in Unix seconds), and three triggers per table, with the key and token
 // columns compiled in:
 //
-//	fencedsql_tombdel_<table>  AFTER DELETE   records json_array(OLD.<pk>…) and
-//	                                           OLD.<token>, keeping the greater token
+//	fencedsql_tombdel_<table>  AFTER DELETE   records OLD's key and OLD.<token>,
+//	                                           keeping the greater token
 //	fencedsql_tombins_<table>  BEFORE INSERT  WHEN the tombstone of NEW's key holds a
 //	                                           greater token than NEW.<token>:
 //	                                           SELECT RAISE(ABORT, '<message>')
+//	fencedsql_tombkey_<table>  AFTER UPDATE   WHEN the key changed: records the key the
+//	                                           row left, refuses the key it moved onto
+//	                                           like an INSERT
 //
 // A BEFORE trigger cannot assign NEW in SQLite, hence RAISE (SQLITE_CONSTRAINT_TRIGGER)
 // with a message of this package's own, which Classify maps. SQLite runs BEFORE INSERT
 // triggers for an upsert (INSERT … ON CONFLICT DO UPDATE / DO NOTHING) before the
-// conflict is looked at, so upserts are covered. Limits as for the guard: any
-// connection can drop the triggers.
+// conflict is looked at, so upserts are covered; writers are serialised, so no DELETE
+// can commit while an INSERT of the same key waits. Trigger bodies name their tables
+// unqualified, which SQLite resolves in the trigger's own schema (a TEMP table of the
+// same name shadows nothing). Limits as for the guard: any connection can drop the
+// triggers.
 const TombstoneMessagePrefix = "fencedsql: tombstone on "
 
-func tombTrigger(kind, name string) string { return "fencedsql_tomb" + kind + "_" + name }
+func tombObject(kind string, table fencedsql.TableName) fencedsql.TableName {
+	return fencedsql.TableName{Schema: table.Schema, Name: "fencedsql_tomb" + kind + "_" + table.Name}
+}
 
-// PrimaryKeyQuery lists the primary key columns of table in key order (a rowid table
-// without a declared PRIMARY KEY has none).
+// PrimaryKeyQuery lists the primary key columns of table in key order: name, declared
+// type, collation (of the primary key's index; "" for an INTEGER PRIMARY KEY) and
+// schema (main unless given).
 func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []any) {
-	if table.Schema != "" {
-		return `SELECT name FROM pragma_table_info(?, ?) WHERE pk > 0 ORDER BY pk`, []any{table.Name, table.Schema}
+	schema := table.Schema
+	if schema == "" {
+		schema = "main"
 	}
-	return `SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk`, []any{table.Name}
+	return `SELECT ti.name, ti.type, COALESCE((SELECT x.coll FROM pragma_index_list(?1, ?2) il, pragma_index_xinfo(il.name, ?2) x WHERE il.origin = 'pk' AND x.name = ti.name), ''), ?2
+FROM pragma_table_info(?1, ?2) ti WHERE ti.pk > 0 ORDER BY ti.pk`, []any{table.Name, schema}
 }
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
-func (d dialect) TombstoneDDL(table fencedsql.TableName, pk []string, tokenCol string) []string {
-	tomb := fencedsql.TableName{Schema: table.Schema, Name: fencedsql.TombstoneTable}.Quote(d.QuoteIdent)
-	del := fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("del", table.Name)}.Quote(d.QuoteIdent)
-	ins := fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("ins", table.Name)}.Quote(d.QuoteIdent)
-	tbl, tombIn := d.QuoteIdent(table.Name), d.QuoteIdent(fencedsql.TombstoneTable) // unqualified in trigger bodies
-	tok := d.QuoteIdent(tokenCol)
-	key := func(row string) string {
-		cols := make([]string, len(pk))
-		for i, c := range pk {
-			cols[i] = row + "." + d.QuoteIdent(c)
-		}
-		return "json_array(" + strings.Join(cols, ", ") + ")"
+func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColumn, tokenCol string) []string {
+	if table.Schema == "main" {
+		table.Schema = ""
 	}
-	name := literal(table.Name)
+	tomb := tombObject("", table).Quote(d.QuoteIdent)
+	del := tombObject("del", table).Quote(d.QuoteIdent)
+	ins := tombObject("ins", table).Quote(d.QuoteIdent)
+	rekey := tombObject("key", table).Quote(d.QuoteIdent)
+	tbl, tombIn := d.QuoteIdent(table.Name), d.QuoteIdent(tombObject("", fencedsql.TableName{Name: table.Name}).Name) // unqualified in trigger bodies
+	tok := d.QuoteIdent(tokenCol)
+	cols, defs := make([]string, len(key)), make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+		defs[i] = cols[i] + " " + k.Type
+		if k.Collation != "" {
+			defs[i] += " COLLATE " + d.QuoteIdent(k.Collation)
+		}
+		defs[i] += " NOT NULL"
+	}
+	list := strings.Join(cols, ", ")
+	each := func(sep string, f func(c string) string) string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = f(c)
+		}
+		return strings.Join(out, sep)
+	}
+	record := func(token string) string {
+		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) + ", " + token + ", " + sqliteNow + ")\n" +
+			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
+	}
+	newer := "EXISTS (SELECT 1 FROM " + tombIn + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) + " AND t.fence_token > NEW." + tok + ")"
 	msg := literal(TombstoneMessagePrefix + table.Name + ": NOT NULL constraint failed: " + table.Name + "." + tokenCol)
 	return []string{
-		"CREATE TABLE IF NOT EXISTS " + tomb + " (table_name TEXT NOT NULL, pk TEXT NOT NULL, fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL, PRIMARY KEY (table_name, pk)) WITHOUT ROWID",
+		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL, PRIMARY KEY (" + list + ")) WITHOUT ROWID",
 		"DROP TRIGGER IF EXISTS " + del,
-		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\nBEGIN\n" +
-			"  INSERT INTO " + tombIn + " (table_name, pk, fence_token, deleted_at) VALUES (" + name + ", " + key("OLD") + ", coalesce(OLD." + tok + ", 0), " + sqliteNow + ")\n" +
-			"  ON CONFLICT (table_name, pk) DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\nEND",
+		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\nBEGIN\n" + record("coalesce(OLD."+tok+", 0)") + "END",
 		"DROP TRIGGER IF EXISTS " + ins,
 		"CREATE TRIGGER " + ins + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN NEW." + tok + " IS NOT NULL AND EXISTS (SELECT 1 FROM " + tombIn + " t WHERE t.table_name = " + name + " AND t.pk = " + key("NEW") + " AND t.fence_token > NEW." + tok + ")\n" +
+			"WHEN NEW." + tok + " IS NOT NULL AND " + newer + "\n" +
 			"BEGIN\n  SELECT RAISE(ABORT, " + msg + ");\nEND",
+		"DROP TRIGGER IF EXISTS " + rekey,
+		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
+			"WHEN " + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + "\nBEGIN\n" +
+			record("max(coalesce(OLD."+tok+", 0), coalesce(NEW."+tok+", 0))") +
+			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
 	}
 }
 
 // sqliteNow is the current time in Unix seconds, with fractions.
 const sqliteNow = "((julianday('now') - 2440587.5) * 86400.0)"
 
-// UntombstoneDDL drops table's two tombstone triggers (the tombstone table stays).
+// UntombstoneDDL drops table's three tombstone triggers (the tombstone table stays).
 func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
-	return []string{
-		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("del", table.Name)}.Quote(d.QuoteIdent),
-		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: tombTrigger("ins", table.Name)}.Quote(d.QuoteIdent),
+	var ddl []string
+	for _, kind := range []string{"del", "ins", "key"} {
+		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
+	return ddl
 }
 
-// TombstoneInstalledQuery yields 1 when both tombstone triggers exist on table.
+// TombstoneInstalledQuery yields 1 when the three tombstone triggers and the
+// tombstone table exist.
 func (d dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
-	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM " + master + " WHERE type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE",
-		[]any{tombTrigger("del", table.Name), tombTrigger("ins", table.Name), table.Name}
+	return "SELECT CASE WHEN COUNT(*) = 4 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE) OR (type = 'table' AND name = ? COLLATE NOCASE)",
+		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, table.Name, tombObject("", table).Name}
 }
 
-// PurgeTombstonesQuery deletes the tombstones older than olderThan (by SQLite's clock).
-func (d dialect) PurgeTombstonesQuery(schema string, olderThan time.Duration) (query string, args []any) {
-	return "DELETE FROM " + fencedsql.TableName{Schema: schema, Name: fencedsql.TombstoneTable}.Quote(d.QuoteIdent) + " WHERE deleted_at < " + sqliteNow + " - ?",
+// PurgeTombstonesQuery deletes table's tombstones older than olderThan (by SQLite's clock).
+func (d dialect) PurgeTombstonesQuery(table fencedsql.TableName, olderThan time.Duration) (query string, args []any) {
+	return "DELETE FROM " + tombObject("", table).Quote(d.QuoteIdent) + " WHERE deleted_at < " + sqliteNow + " - ?",
 		[]any{olderThan.Seconds()}
 }
 

@@ -674,10 +674,14 @@ func (s *guardSuite) guardedBackend() Backend {
 		defer raw.Close()
 		ctx := context.Background()
 		ddl := append([]string{s.b.TableDDL}, s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)...)
-		if ts, ok := s.d.(fencedsql.Tombstoner); ok {
-			ddl = append(ddl, ts.TombstoneDDL(fencedsql.TableName{Name: "accounts"}, []string{"id"}, fencedsql.DefaultTokenColumn)...)
-		}
 		execAll(tb, ctx, raw, ddl)
+		if _, ok := s.d.(fencedsql.Tombstoner); ok {
+			tombFix, err := fencedsql.TombstoneFix(ctx, raw, s.d, fencedsql.GuardSpec{Table: "accounts"})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			execAll(tb, ctx, raw, tombFix)
+		}
 		return dsn
 	}
 	return gb

@@ -93,20 +93,24 @@ func (s *guardSuite) testPGPartitions(t *testing.T) {
 	}
 	var own []string
 	own = append(own, s.g.GuardDDL(fencedsql.TableName{Name: "parts"}, "fence_token", "version")...)
-	own = append(own, s.d.(fencedsql.Tombstoner).TombstoneDDL(fencedsql.TableName{Name: "parts"}, []string{"id", "region"}, "fence_token")...)
+	tombFix, err := fencedsql.TombstoneFix(e.ctx, e.raw, s.d, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own = append(own, tombFix...)
 	s.applyFix(e, own)
 	rep = s.check(e, spec)[0]
 	if rep.OK() || !rep.Guarded || !rep.Tombstoned || len(rep.SideDoors) != 3 {
 		t.Fatalf("report with the parent guarded: %+v", rep)
 	}
 	for _, sd := range rep.SideDoors {
-		if sd.Kind != fencedsql.SideDoorPartition || !strings.Contains(sd.Problem, "fencedsql_guard_truncate") || strings.Contains(sd.Problem, "fencedsql_guard,") || len(sd.Fix) != 2 {
+		if sd.Kind != fencedsql.SideDoorPartition || !strings.Contains(sd.Problem, "fencedsql_guard_truncate") || strings.Contains(sd.Problem, "fencedsql_guard,") || len(sd.Fix) != 3 {
 			t.Fatalf("partition door: %+v", sd)
 		}
 	}
 	// The door: the row triggers are there (a plain UPDATE of a partition is refused),
 	// TRUNCATE of a partition is not.
-	_, err := e.raw.ExecContext(e.ctx, "UPDATE parts_1 SET balance = 9")
+	_, err = e.raw.ExecContext(e.ctx, "UPDATE parts_1 SET balance = 9")
 	s.wantGuard(t, err, "plain UPDATE of a partition")
 	s.exec(e, "BEGIN; TRUNCATE parts_1; ROLLBACK")
 	tx, err := e.raw.BeginTx(e.ctx, nil)
@@ -152,7 +156,7 @@ func (s *guardSuite) testPGChild(t *testing.T) {
 	spec := fencedsql.GuardSpec{Table: "accounts"}
 	rep := s.check(e, spec)[0]
 	sd := door(t, rep, fencedsql.SideDoorChild)
-	if rep.OK() || sd.Object != "public.kids" || len(sd.Fix) != 8 || !strings.Contains(sd.Fix[1], `EXECUTE FUNCTION "fencedsql_guard_accounts"()`) {
+	if rep.OK() || sd.Object != "public.kids" || len(sd.Fix) != 15 || !strings.Contains(sd.Fix[1], `EXECUTE FUNCTION "fencedsql_guard_accounts"()`) {
 		t.Fatalf("child door: %+v", sd)
 	}
 	s.applyFix(e, rep.Fix)

@@ -30,8 +30,11 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 	if rep.OK() || rep.Guarded || rep.Tombstoned || !slices.Equal(rep.PrimaryKey, []string{"id"}) || len(rep.Problems) != 2 || !strings.Contains(rep.Problems[1], "tombstone") {
 		t.Fatalf("CheckSchema report = %+v", rep)
 	}
-	want := append(s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn),
-		ts.TombstoneDDL(fencedsql.TableName{Name: "accounts"}, []string{"id"}, fencedsql.DefaultTokenColumn)...)
+	tombFix, err := fencedsql.TombstoneFix(e.ctx, e.raw, s.d, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn), tombFix...)
 	if !slices.Equal(rep.Fix, want) {
 		t.Fatalf("Fix = %q\nwant %q", rep.Fix, want)
 	}
@@ -40,7 +43,7 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 		t.Fatalf("report after Fix = %+v", rep)
 	}
 	// Installing twice is harmless.
-	execAll(t, e.ctx, e.raw, ts.TombstoneDDL(fencedsql.TableName{Name: "accounts"}, []string{"id"}, fencedsql.DefaultTokenColumn))
+	execAll(t, e.ctx, e.raw, tombFix)
 
 	ins := e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)")
 	up := e.q(s.b.Upsert)
@@ -62,7 +65,7 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 		t.Fatal("rows not deleted")
 	}
 	// Stale holder 10: INSERT and upsert are fenced, the row stays absent.
-	_, err := e.db.ExecContext(tok(e.ctx, 10), ins, 401, 1)
+	_, err = e.db.ExecContext(tok(e.ctx, 10), ins, 401, 1)
 	wantErr(t, err, fencedsql.ErrFenced)
 	_, err = e.db.ExecContext(tok(e.ctx, 10), up, 401, 2)
 	wantErr(t, err, fencedsql.ErrFenced)
@@ -138,13 +141,13 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 	}
 
 	// Purge: nothing is older than an hour; then everything older than now.
-	if n, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, time.Hour); err != nil || n != 0 {
+	if n, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, time.Hour, "accounts"); err != nil || n != 0 {
 		t.Fatalf("PurgeTombstones(1h) = %d, %v", n, err)
 	}
 	_, err = e.db.ExecContext(tok(e.ctx, 10), ins, 403, 1)
 	wantErr(t, err, fencedsql.ErrFenced)
 	time.Sleep(20 * time.Millisecond)
-	n, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, 0)
+	n, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, 0, "accounts")
 	if err != nil || n != 3 { // 401, 402, 403
 		t.Fatalf("PurgeTombstones(0) = %d, %v; want 3", n, err)
 	}
@@ -152,7 +155,7 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 	if _, err := e.db.ExecContext(tok(e.ctx, 10), ins, 403, 1); err != nil {
 		t.Fatalf("stale insert after the purge: %v (the documented trade-off is that it passes)", err)
 	}
-	if _, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, -time.Second); err == nil {
+	if _, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, -time.Second, "accounts"); err == nil {
 		t.Fatal("negative retention accepted")
 	}
 
