@@ -43,7 +43,7 @@ func TestCheckSchema(t *testing.T) {
 	g := sqlite.Dialect.(fencedsql.Guarder)
 	ts := sqlite.Dialect.(fencedsql.Tombstoner)
 	schemaExec(t, db, g.GuardDDL(fencedsql.TableName{Name: "fit"}, "fence_token", "version")...)
-	schemaExec(t, db, ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []string{"id"}, "fence_token")...)
+	schemaExec(t, db, ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
 
 	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect,
 		fencedsql.GuardSpec{Table: "fit"},
@@ -68,7 +68,7 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatalf("SQLite GuardColumnsDDL = %q, want one statement per column", wantFix)
 	}
 	wantFix = append(wantFix, g.GuardDDL(fencedsql.TableName{Name: "bare"}, "fence_token", "version")...)
-	wantFix = append(wantFix, ts.TombstoneDDL(fencedsql.TableName{Name: "bare"}, []string{"id"}, "fence_token")...)
+	wantFix = append(wantFix, ts.TombstoneDDL(fencedsql.TableName{Name: "bare"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
 	if !slices.Equal(bare.Fix, wantFix) {
 		t.Errorf("bare.Fix = %q, want %q", bare.Fix, wantFix)
 	}
@@ -76,7 +76,7 @@ func TestCheckSchema(t *testing.T) {
 		t.Errorf("custom = %+v", custom)
 	}
 	// The tombstone guard of custom records its own token column.
-	if want := ts.TombstoneDDL(fencedsql.TableName{Name: "custom"}, []string{"id"}, "tok"); !slices.Equal(custom.Fix[len(custom.Fix)-len(want):], want) {
+	if want := ts.TombstoneDDL(fencedsql.TableName{Name: "custom"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "tok"); !slices.Equal(custom.Fix[len(custom.Fix)-len(want):], want) {
 		t.Errorf("custom.Fix = %q, want it to end with %q", custom.Fix, want)
 	}
 	if missing.OK() || missing.Exists || len(missing.Fix) != 0 {

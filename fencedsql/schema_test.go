@@ -263,7 +263,7 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 		if tok == "" {
 			tok, ver = fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn
 		}
-		for _, s := range append(g.GuardDDL(tn, tok, ver), ts.TombstoneDDL(tn, []string{"id"}, tok)...) {
+		for _, s := range append(g.GuardDDL(tn, tok, ver), ts.TombstoneDDL(tn, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, tok)...) {
 			if _, err := raw.ExecContext(ctx, s); err != nil {
 				t.Fatal(err)
 			}

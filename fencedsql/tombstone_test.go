@@ -35,7 +35,7 @@ func TestCheckTombstones(t *testing.T) {
 		t.Fatal(err)
 	}
 	fit, nokey, missing := reps[0], reps[1], reps[2]
-	want := ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []string{"id"}, "fence_token")
+	want := ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")
 	if fit.OK() || fit.Tombstoned || !slices.Equal(fit.PrimaryKey, []string{"id"}) || len(fit.Problems) != 1 || !slices.Equal(fit.Fix, want) {
 		t.Errorf("fit = %+v", fit)
 	}
@@ -58,7 +58,7 @@ func TestCheckTombstones(t *testing.T) {
 		t.Fatalf("stale INSERT: %v, classified %+v", err, info)
 	}
 	schemaExec(t, db, "INSERT INTO fit (id, fence_token) VALUES (1, 7)")
-	if n, err := fencedsql.PurgeTombstones(ctx, db, sqlite.Dialect, 0, "main"); err != nil || n != 1 {
+	if n, err := fencedsql.PurgeTombstones(ctx, db, sqlite.Dialect, 0, "fit"); err != nil || n != 1 {
 		t.Fatalf("PurgeTombstones = %d, %v", n, err)
 	}
 

@@ -14,9 +14,8 @@
 //
 // The check is fencedsql.CheckSchema: a table without a primary key is reported
 // (its deleted rows cannot be protected). -purge-tombstones runs
-// fencedsql.PurgeTombstones on the tombstone table of each schema named in -tables
-// (the connection's default schema for unqualified names; -tables may be omitted),
-// and nothing else. A holder paused for longer than the retention could resurrect a
+// fencedsql.PurgeTombstones on the tombstone table of each table named in -tables
+// (-tables is required), and nothing else. A holder paused for longer than the retention could resurrect a
 // row whose tombstone was purged: keep the retention far above any pause you expect.
 //
 // The side doors it finds (see fencedsql.CheckSchema), each with its fix where a
@@ -67,7 +66,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -165,18 +163,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *printOnly || *apply {
 			return usage("-purge-tombstones runs alone, without -print or -apply")
 		}
-	} else if len(specs) == 0 {
+	}
+	if len(specs) == 0 {
 		return usage("-tables is required")
 	}
-	var schemas []string
+	var names []string
 	for _, sp := range specs {
-		tn, err := fencedsql.ParseTableName(sp.Table)
-		if err != nil {
+		if _, err := fencedsql.ParseTableName(sp.Table); err != nil {
 			return usage("%s", err)
 		}
-		if !slices.Contains(schemas, tn.Schema) {
-			schemas = append(schemas, tn.Schema)
-		}
+		names = append(names, sp.Table)
 	}
 	check := fencedsql.CheckSchema
 	if !*tombstones {
@@ -196,7 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 	if purging {
-		n, err := fencedsql.PurgeTombstones(ctx, db, be.dialect, *purge, schemas...)
+		n, err := fencedsql.PurgeTombstones(ctx, db, be.dialect, *purge, names...)
 		if err != nil {
 			return fail("purge", err)
 		}

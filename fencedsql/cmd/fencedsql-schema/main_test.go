@@ -75,7 +75,7 @@ func TestSQLite(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
 	}
-	wantContains(t, "-apply output", out, "applied 9 statement(s); now:\nbare: OK\n")
+	wantContains(t, "-apply output", out, "applied 11 statement(s); now:\nbare: OK\n")
 
 	code, out, _ = runCmd(t, args...)
 	if code != exitOK || out != "bare: OK\n" {
@@ -117,7 +117,10 @@ func TestSQLite(t *testing.T) {
 	}
 	// Purging tombstones.
 	execRaw(t, "sqlite", dsn, "INSERT INTO bare (id) VALUES (7)", "DELETE FROM bare WHERE id = 7")
-	if code, out, errOut := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "1h"); code != exitOK || out != "purged 0 tombstone(s) older than 1h0m0s\n" {
+	if code, _, errOut := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "1h"); code != exitUsage || !strings.Contains(errOut, "-tables is required") {
+		t.Fatalf("-purge-tombstones without -tables: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "bare", "-purge-tombstones", "1h"); code != exitOK || out != "purged 0 tombstone(s) older than 1h0m0s\n" {
 		t.Fatalf("-purge-tombstones 1h: exit %d, %q, %q", code, out, errOut)
 	}
 	if code, out, errOut := runCmd(t, "-driver", "sqlite", "-dsn", dsn, "-tables", "bare", "-purge-tombstones", "0s"); code != exitOK || out != "purged 1 tombstone(s) older than 0s\n" {
