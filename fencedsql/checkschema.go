@@ -150,6 +150,10 @@ func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (Tab
 	if err := checkSideDoors(ctx, db, d, spec, table, &r); err != nil {
 		return r, err
 	}
+	// 6. With WithRoles only: the roles' privileges (privileges.go).
+	if err := checkPrivileges(ctx, db, d, spec, table, &r); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 

@@ -11,6 +11,7 @@
 //	… -token-column tok -version-column ver   # custom column names (all tables)
 //	… -tombstones=false  # check and fix without the tombstone guard
 //	… -purge-tombstones 720h   # only delete tombstones older than 30 days, print how many
+//	… -owner fencedsql_owner -app-role app -apply   # the least-privilege set-up (below)
 //
 // The check is fencedsql.CheckSchema: a table without a primary key is reported
 // (its deleted rows cannot be protected). -purge-tombstones runs
@@ -36,6 +37,30 @@
 //	           refuse the DELETE -> rebuild the table (no statement); PostgreSQL's guard
 //	           refuses it -> a note only
 //	rule       a PostgreSQL rule on the table, or elsewhere writing it   -> DROP RULE
+//
+// The least-privilege set-up (the threat model in docs/design.md, G15): the guards stop
+// every writer that uses ordinary DML, but not a role that may drop or disable them.
+// -app-role ROLE names the role (PostgreSQL) or account (MySQL/MariaDB: user@host, or
+// user for user@%) the application's fenced pool logs in as, and the check then also
+// reports what in its privileges leads around the guards (fencedsql.WithRoles; the
+// dialects' Privileger): superuser, owner of a guarded table or guard object (or member
+// of its owner), TRIGGER or TRUNCATE (PostgreSQL), TRIGGER, DROP, ALTER or CREATE
+// TEMPORARY TABLES (MySQL/MariaDB), any right on a tombstone table, CREATE on a schema
+// (PostgreSQL: it could shadow the guard function's operators), database-wide writes
+// (MySQL/MariaDB: they reach the tombstone tables), and the rights it lacks (SELECT,
+// INSERT, UPDATE, DELETE on the tables), with the GRANT and REVOKE statements that fix
+// them. -owner ROLE (needs -app-role) names the role that owns the guarded tables and
+// every guard object: on PostgreSQL the fix hands them over (ALTER … OWNER TO), on
+// MySQL/MariaDB the guard's triggers are created (or re-created) with DEFINER = ROLE,
+// and ROLE is granted what the triggers need when they fire. Both roles must exist;
+// the application role must not be the owner; the account running the command needs
+// the rights to hand objects over (PostgreSQL: membership in the owner role, or
+// superuser; MySQL/MariaDB: SET USER or SUPER for a foreign DEFINER, GRANT OPTION).
+// A superuser application role is reported, with no statement: log the application in
+// as another role. SQLite has no roles: -owner and -app-role are usage errors there.
+//
+//	fencedsql-schema -driver postgres -dsn 'postgres://admin@db/shop' -tables accounts \
+//	    -owner fencedsql_owner -app-role app -apply
 //
 // Notes (things the database already refuses) are printed but do not fail the check.
 // Nullable fencing columns are reported as before (SQLite: rebuild the table).
@@ -116,9 +141,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		timeout    = fs.Duration("timeout", time.Minute, "overall time limit")
 		tombstones = fs.Bool("tombstones", true, "check and install the tombstone guard (no resurrection of deleted rows)")
 		purge      = fs.Duration("purge-tombstones", 0, "only purge tombstones older than this retention (e.g. 720h), then exit")
+		appRole    = fs.String("app-role", "", "the role (MySQL: user@host) the application logs in as: check and fix its privileges (least-privilege set-up)")
+		owner      = fs.String("owner", "", "the role (MySQL: user@host) that owns the guarded tables and the guard objects (needs -app-role)")
 	)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] | -purge-tombstones RETENTION")
+		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, sideDoorHelp)
 	}
@@ -148,8 +175,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("-dsn: give the plain driver's DSN, without fencedsql's %s parameter", p)
 		}
 	}
-	purging := false
-	fs.Visit(func(f *flag.Flag) { purging = purging || f.Name == "purge-tombstones" })
+	purging, roles := false, false
+	fs.Visit(func(f *flag.Flag) {
+		purging = purging || f.Name == "purge-tombstones"
+		roles = roles || f.Name == "app-role" || f.Name == "owner"
+	})
+	if roles {
+		if _, ok := be.dialect.(fencedsql.Privileger); !ok {
+			return usage("-app-role and -owner: %s has no roles", be.dialect.Name())
+		}
+		if strings.TrimSpace(*appRole) == "" {
+			return usage("-app-role must name the application's role (-owner needs it too)")
+		}
+		if purging {
+			return usage("-purge-tombstones runs alone, without -app-role or -owner")
+		}
+	}
 	var specs []fencedsql.GuardSpec
 	for _, t := range strings.Split(*tables, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -186,6 +227,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if roles {
+		ctx = fencedsql.WithRoles(ctx, fencedsql.Roles{App: strings.TrimSpace(*appRole), Owner: strings.TrimSpace(*owner)})
+	}
 	db, err := sql.Open(be.driver, *dsn)
 	if err != nil {
 		return fail("open", err)
@@ -274,11 +318,13 @@ func hideTombstoner(d fencedsql.Dialect) fencedsql.Dialect {
 		fencedsql.Guarder
 		fencedsql.NotNullFixer
 		fencedsql.SideDoorFinder
+		fencedsql.Privileger
 	}
 	h.Dialect = d
 	h.Guarder, _ = d.(fencedsql.Guarder)
 	h.NotNullFixer, _ = d.(fencedsql.NotNullFixer)
 	h.SideDoorFinder, _ = d.(fencedsql.SideDoorFinder)
+	h.Privileger, _ = d.(fencedsql.Privileger)
 	return h
 }
 

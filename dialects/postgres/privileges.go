@@ -1,0 +1,261 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// Privileges (fencedsql.Privileger; the threat model and least-privilege set-up of
+// docs/design.md, G15).
+//
+// What only privileges can keep from the application role, and what
+// PrivilegeProblems therefore reports for a guarded table:
+//
+//   - SUPERUSER: a superuser bypasses every check (and may SET
+//     session_replication_role, though the guard's triggers are ENABLE ALWAYS and fire
+//     in replica mode too). No statement is proposed: the application must log in as
+//     another role (ALTER ROLE … NOSUPERUSER is for another superuser to run).
+//   - Ownership of the guarded table, of its guard function, of its tombstone table or
+//     tombstone function, or membership in the role that owns one (an owner may ALTER
+//     TABLE … DISABLE TRIGGER, DROP or CREATE OR REPLACE the function, write the
+//     tombstone table), and ownership of the table's schema (DROP SCHEMA … CASCADE
+//     drops objects owned by others). Fix, with an owner role named: ALTER … OWNER TO
+//     the owner, or REVOKE owner FROM app.
+//   - TRIGGER on the guarded table: a trigger of the application's own, firing before
+//     the guard (triggers fire in name order), could rewrite NEW so that a stale write
+//     passes. TRUNCATE: the guard's statement trigger refuses it, but it deletes
+//     without row triggers (no tombstones). Fix: REVOKE.
+//   - Any write (INSERT, UPDATE, DELETE, TRUNCATE) or TRIGGER on the tombstone table.
+//     The tombstone function is SECURITY DEFINER: it runs as its owner, and the
+//     application needs no right on the table at all. Fix: REVOKE ALL.
+//   - CREATE on any schema, or on the database (which lets it create a schema): the
+//     guard function's operators and type names resolve through the caller's
+//     search_path, so a role that can create an operator (say bigint >= bigint,
+//     always true) in a schema it puts before pg_catalog makes the guard's comparisons
+//     its own. Fix: REVOKE CREATE (from PUBLIC too where PUBLIC has it).
+//   - Missing SELECT, INSERT, UPDATE or DELETE on the guarded table, or USAGE on its
+//     schema: fenced writes need them. Fix: GRANT.
+//
+// EXECUTE on the trigger functions is not needed (it is checked when a trigger is
+// created, not when it fires); REFERENCES is not needed. BYPASSRLS is irrelevant (the
+// guards are triggers, not policies).
+//
+// With Roles.Owner set it also reports the guarded table, the guard function, the
+// tombstone table and the tombstone function owned by another role, and proposes
+// ALTER … OWNER TO for them, including those the Fix is about to create (those without
+// a problem of their own). Inheritance children and partitions keep their owners.
+
+// OwnedDDL returns ddl unchanged: on PostgreSQL, ownership is handed over afterwards
+// (ALTER … OWNER TO, proposed by PrivilegeProblems).
+func (dialect) OwnedDDL(ddl []string, owner string) []string { return ddl }
+
+type pgObject struct {
+	kind, name string // kind: "table", "function", "schema"; name as the DDL spells it (quoted)
+	what       string // in words
+	lookup     string // query yielding (owner, app is a member of the owner) for $1 = name, $2 = app
+}
+
+const (
+	pgRelOwner  = `SELECT pg_catalog.pg_get_userbyid(c.relowner)::text, pg_catalog.pg_has_role($2, c.relowner, 'MEMBER') FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`
+	pgFuncOwner = `SELECT pg_catalog.pg_get_userbyid(p.proowner)::text, pg_catalog.pg_has_role($2, p.proowner, 'MEMBER') FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1 || '()')`
+)
+
+// PrivilegeProblems implements fencedsql.Privileger.
+func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.PrivilegeTable) ([]fencedsql.PrivilegeProblem, error) {
+	var out []fencedsql.PrivilegeProblem
+	problem := func(p string, fix ...string) {
+		out = append(out, fencedsql.PrivilegeProblem{Problem: p, Fix: fix})
+	}
+	q := d.QuoteIdent
+	rows, err := query(ctx, `SELECT r.rolname::text, r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = COALESCE(NULLIF($1, ''), current_user)`, t.Roles.App)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		problem("application role " + t.Roles.App + " does not exist")
+		return out, nil
+	}
+	app := rows[0][0]
+	if flag(rows[0][1]) {
+		problem("application role " + app + " is a superuser: it can disable or drop every guard (ALTER TABLE … DISABLE TRIGGER, DROP FUNCTION, session_replication_role); log the application in as a role without SUPERUSER that does not own the tables or the guards")
+		return out, nil
+	}
+	owner := t.Roles.Owner
+	if owner != "" {
+		rows, err := query(ctx, `SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1`, owner)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			problem("owner role " + owner + " does not exist (CREATE ROLE " + q(owner) + " NOLOGIN)")
+			owner = ""
+		}
+		if owner == app {
+			problem("the application role " + app + " is the owner role: the guards need an owner the application does not log in as")
+			owner = ""
+		}
+	}
+
+	// The table, resolved: its schema and name.
+	rows, err = query(ctx, `SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)`, t.Table.String())
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return out, nil // no such table: CheckSchema reports it
+	}
+	resolved := fencedsql.TableName{Schema: rows[0][0], Name: rows[0][1]}
+	tbl := resolved.Quote(q)
+	tomb := tombTable(resolved).Quote(q)
+
+	// Owned objects: the table, its guard function, its tombstone table and function.
+	objects := []pgObject{{kind: "TABLE", name: tbl, what: "the guarded table " + resolved.String(), lookup: pgRelOwner}}
+	if t.Guard {
+		// GuardDDL names the function as the table was configured (unqualified: the
+		// first schema of the search path); resolve it the same way.
+		objects = append(objects, pgObject{kind: "FUNCTION", name: guardFuncName(fold(t.Table)).Quote(q), what: "the guard function", lookup: pgFuncOwner})
+	}
+	if t.Tombstones {
+		objects = append(objects,
+			pgObject{kind: "TABLE", name: tomb, what: "the tombstone table " + tombTable(resolved).String(), lookup: pgRelOwner},
+			pgObject{kind: "FUNCTION", name: tombFuncName(resolved).Quote(q), what: "the tombstone function", lookup: pgFuncOwner})
+	}
+	memberFixed := false
+	for _, o := range objects {
+		rows, err := query(ctx, o.lookup, o.name, app)
+		if err != nil {
+			return nil, err
+		}
+		alter := "ALTER " + o.kind + " " + o.name
+		if o.kind == "FUNCTION" {
+			alter += "()"
+		}
+		alter += " OWNER TO " + q(owner)
+		if len(rows) == 0 {
+			// Not there yet: the Fix creates it, as the role that runs the Fix.
+			if owner != "" {
+				out = append(out, fencedsql.PrivilegeProblem{Fix: []string{alter}})
+			}
+			continue
+		}
+		objOwner, member := rows[0][0], flag(rows[0][1])
+		var fix []string
+		if owner != "" && objOwner != owner {
+			fix = append(fix, alter)
+		}
+		switch {
+		case member && objOwner == app:
+			problem("application role "+app+" owns "+o.what+": an owner can disable or drop the guards (ALTER TABLE … DISABLE TRIGGER, DROP FUNCTION); give it to a role the application does not log in as (fencedsql-schema -owner)", fix...)
+			continue
+		case member:
+			if owner != "" && objOwner == owner && !memberFixed {
+				fix = append(fix, "REVOKE "+q(owner)+" FROM "+q(app))
+				memberFixed = true
+			}
+			problem("application role "+app+" is a member of "+objOwner+", which owns "+o.what+": it can act as the owner and disable or drop the guards", fix...)
+			continue
+		}
+		if len(fix) > 0 {
+			problem(o.what+" is owned by "+objOwner+", not by the owner role "+owner, fix...)
+		}
+	}
+
+	// The schema: its owner can DROP SCHEMA … CASCADE.
+	rows, err = query(ctx, `SELECT pg_catalog.pg_get_userbyid(n.nspowner)::text, pg_catalog.pg_has_role($2, n.nspowner, 'MEMBER'), pg_catalog.has_schema_privilege($2, n.oid, 'USAGE') FROM pg_catalog.pg_namespace n WHERE n.nspname = $1`, resolved.Schema, app)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 {
+		if flag(rows[0][1]) {
+			problem("application role " + app + " owns schema " + resolved.Schema + " (or is a member of its owner " + rows[0][0] + "): DROP SCHEMA … CASCADE drops the guards with it; give the schema to another role (ALTER SCHEMA " + q(resolved.Schema) + " OWNER TO …)")
+		} else if !flag(rows[0][2]) {
+			problem("application role "+app+" lacks USAGE on schema "+resolved.Schema+": it cannot reach the guarded table", "GRANT USAGE ON SCHEMA "+q(resolved.Schema)+" TO "+q(app))
+		}
+	}
+
+	// Rights on the guarded table: what it needs, what it must not have.
+	rows, err = query(ctx, `SELECT pg_catalog.has_table_privilege($2, c.oid, 'SELECT'), pg_catalog.has_table_privilege($2, c.oid, 'INSERT'),
+  pg_catalog.has_table_privilege($2, c.oid, 'UPDATE'), pg_catalog.has_table_privilege($2, c.oid, 'DELETE'),
+  pg_catalog.has_table_privilege($2, c.oid, 'TRIGGER'), pg_catalog.has_table_privilege($2, c.oid, 'TRUNCATE')
+FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, tbl, app)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 {
+		var missing, extra []string
+		for i, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE"} {
+			if !flag(rows[0][i]) {
+				missing = append(missing, p)
+			}
+		}
+		for i, p := range []string{"TRIGGER", "TRUNCATE"} {
+			if flag(rows[0][4+i]) {
+				extra = append(extra, p)
+			}
+		}
+		if len(missing) > 0 {
+			problem("application role "+app+" lacks "+strings.Join(missing, ", ")+" on "+resolved.String()+": fenced writes need SELECT, INSERT, UPDATE and DELETE",
+				"GRANT "+strings.Join(missing, ", ")+" ON "+tbl+" TO "+q(app))
+		}
+		if len(extra) > 0 {
+			problem("application role "+app+" has "+strings.Join(extra, ", ")+" on "+resolved.String()+": TRIGGER lets it add a trigger that fires before the guard and rewrites the row; TRUNCATE deletes without row triggers (the guard's statement trigger refuses it)",
+				"REVOKE "+strings.Join(extra, ", ")+" ON "+tbl+" FROM "+q(app)+", PUBLIC")
+		}
+	}
+
+	// The tombstone table: nothing but through the SECURITY DEFINER function.
+	if t.Tombstones {
+		rows, err = query(ctx, `SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER']) p, pg_catalog.pg_class c
+WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, c.oid, p)`, tomb, app)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			var privs []string
+			for _, r := range rows {
+				privs = append(privs, r[0])
+			}
+			problem("application role "+app+" has "+strings.Join(privs, ", ")+" on the tombstone table "+tombTable(resolved).String()+": it could erase or forge tombstones (the tombstone function runs as its owner; the application needs no right on the table)",
+				"REVOKE ALL ON "+tomb+" FROM "+q(app)+", PUBLIC")
+		}
+	}
+
+	// CREATE on a schema or on the database: operators and types of its own that the
+	// guard function would resolve through a search_path of the caller's choosing.
+	rows, err = query(ctx, `SELECT n.nspname::text, pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') FROM pg_catalog.pg_namespace n
+WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND pg_catalog.has_schema_privilege($1, n.oid, 'CREATE') ORDER BY 1`, app)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		from := q(app)
+		if flag(r[1]) {
+			from += ", PUBLIC"
+		}
+		problem("application role "+app+" can CREATE in schema "+r[0]+": an operator or type of its own, put first in its search_path, would take the place of the ones the guard function compares with",
+			"REVOKE CREATE ON SCHEMA "+q(r[0])+" FROM "+from)
+	}
+	rows, err = query(ctx, `SELECT pg_catalog.current_database()::text, pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CREATE') WHERE pg_catalog.has_database_privilege($1, pg_catalog.current_database(), 'CREATE')`, app)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		from := q(app)
+		if flag(r[1]) {
+			from += ", PUBLIC"
+		}
+		problem("application role "+app+" can CREATE schemas in database "+r[0]+": see CREATE on a schema",
+			"REVOKE CREATE ON DATABASE "+q(r[0])+" FROM "+from)
+	}
+	return out, nil
+}
+
+// flag reads a catalog boolean (CatalogQuery renders booleans as "1"/"0").
+func flag(s string) bool {
+	s = strings.TrimSpace(s)
+	return s == "1" || strings.EqualFold(s, "t") || strings.EqualFold(s, "true")
+}
+
+var _ fencedsql.Privileger = dialect{}
