@@ -16,6 +16,11 @@ var controlHeads = map[string]bool{
 	"CALL": true, "LOCK": true,
 }
 
+// protectHeads start the DDL that can remove or disable the guards without naming
+// them (DROP SCHEMA … CASCADE, DROP OWNED, ALTER TABLE … DISABLE TRIGGER, …) or name
+// them in a body written with escapes (CREATE FUNCTION … AS E'…'): protect judges them.
+var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true, "CREATE": true}
+
 // controlHead reports whether sql, on a pool with guarded tables, starts with one of
 // controlHeads or with something the cheap scan cannot see past (an executable comment).
 func (rw *rewriter) controlHead(sql string) bool {
@@ -59,7 +64,7 @@ func (rw *rewriter) controlHead(sql string) bool {
 				j > i && (sql[j] >= '0' && sql[j] <= '9' || sql[j] == '$')) {
 				j++
 			}
-			return j > i && controlHeads[strings.ToUpper(sql[i:j])]
+			return j > i && (controlHeads[strings.ToUpper(sql[i:j])] || protectHeads[strings.ToUpper(sql[i:j])])
 		}
 	}
 	return false

@@ -53,7 +53,7 @@ func (g *guard) String() string {
 
 // rewrite plans one statement. versioned selects the ExpectVersion variant.
 func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
-	if !rw.mayMention(sql) && !rw.controlHead(sql) {
+	if !rw.mayMention(sql) && !rw.controlHead(sql) && !rw.mayProtect(sql) {
 		if rw.setsSession(sql) {
 			return &plan{kind: kindPass, nUser: -1, resetsSession: true}, nil
 		}
@@ -61,9 +61,10 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 	}
 	toks, err := sqllex.Lex(sql, rw.syn)
 	if err != nil {
-		if !rw.mayMention(sql) {
+		if !rw.mayMention(sql) && (len(rw.names) == 0 || !hasProtectNeedle(sql)) {
 			// Only its head made it worth a look (controlHead), and it names no guarded
-			// table: the server judges text it cannot read either.
+			// table, guard object or protected setting: the server judges text it cannot
+			// read either.
 			return passPlan, nil
 		}
 		return nil, unsupported("", "the statement cannot be tokenized: %v", err)

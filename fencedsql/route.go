@@ -38,6 +38,11 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 	if len(p.sig) == 0 {
 		return passPlan, nil
 	}
+	// Guard objects, DDL that removes guards, protected settings: refused whatever the
+	// statement names and the options allow.
+	if err := p.protect(); err != nil {
+		return nil, err
+	}
 	if !p.rw.mayMention(p.src) {
 		// Looked at only for its head (controlHead): it names no guarded table, so only
 		// the checks that do not depend on that apply.
@@ -141,9 +146,6 @@ func (p *parser) control(head string, first int) error {
 	case "SET":
 		if p.hasWord("AUTOCOMMIT") {
 			return p.textTx("SET autocommit")
-		}
-		if p.hasWord("SESSION_REPLICATION_ROLE") {
-			return unsupported(p.firstGuard(), "SET session_replication_role on a pool with guarded tables (replica turns off the database-side guard and tombstone triggers)")
 		}
 		if g, ok := p.deepGuard(); ok {
 			return unsupported(g, "a SET that names a guarded table (SET STATEMENT … FOR <statement> cannot be fenced)")
