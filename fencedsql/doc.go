@@ -97,8 +97,8 @@
 // guarded table passes only as a read it understands or as a write it fences. The
 // refusals below fail with ErrUnsupported (an *UnsupportedError naming the table and
 // the reason) and send nothing; fencedsql: TestRewriteRefused, TestRewriteControlStatements,
-// TestRewriteClaimRefusedOrPassed, TestBackstopFindsEveryModifierRun and internal/redteam
-// prove them.
+// TestRewriteClaimRefusedOrPassed, TestBackstopFindsEveryModifierRun, TestGuardObjectsRefused,
+// TestGuardRemovingDDLRefused, TestProtectedSettingsRefused and internal/redteam prove them.
 //
 //	statement                                      why                                                     unless
 //	---------------------------------------------  ------------------------------------------------------  ------------------
@@ -121,7 +121,27 @@
 //	TRUNCATE, COPY, LOAD, REPLACE, MERGE,           writes with no row-level place for the token            —
 //	  and any unknown statement
 //	SET naming a guarded table                     MariaDB SET STATEMENT … FOR <write> wraps a write       —
-//	SET session_replication_role                   replica turns off the database-side guard triggers      —
+//	anything but a plain read that names a guard   the guards guard themselves (docs/design.md G15):        — (not WithDDL, not
+//	  object: the prefix fencedsql_ is reserved      deleting tombstones, dropping or replacing a guard       WithDynamicSQL;
+//	  (any case, quoted, qualified, U&"…", in a      function, disabling or renaming a trigger, or a          fencedsql-schema
+//	  string or body at an identifier boundary,      TEMP table that shadows the tombstone table would let    on a plain
+//	  escapes decoded); also pg_settings. Reads:     an older holder write again; a column of your own        connection)
+//	  SELECT/WITH/TABLE/SHOW/EXPLAIN/PRAGMA          named fencedsql_… is refused in writes too. The SQL
+//	  without INTO, FOR UPDATE/SHARE or a call of    lock backend's fencedsql_locks* objects are not
+//	  a guard function                               guard objects
+//	DROP SCHEMA/EXTENSION … CASCADE, DROP OWNED,   they drop, hand over or switch off guard objects         —
+//	  REASSIGN OWNED, MySQL DROP DATABASE/SCHEMA,    without naming them
+//	  ALTER TABLE … DISABLE TRIGGER, ENABLE
+//	  REPLICA/ALWAYS TRIGGER (any table)
+//	a change of session_replication_role (but to   replica turns off the guard and tombstone triggers;      —
+//	  origin/local), synchronous_commit to local/    the others acknowledge writes a failover forgets
+//	  off, sql_log_bin = 0, skip_replication = 1,    (docs/design.md G14); writable_schema rewrites
+//	  SQLite PRAGMA writable_schema: by SET [LOCAL|  sqlite_schema. A value that is not a literal (a
+//	  SESSION], SET @@[session.]x, ALTER DATABASE/   placeholder, DEFAULT, an expression) is refused, and
+//	  ROLE/USER/SYSTEM/FUNCTION … SET/RESET,         so is set_config with a name that is not a string
+//	  CREATE FUNCTION … SET, RESET, set_config,      literal
+//	  a write to pg_settings, a body or string
+//	  naming one, an executable comment
 //	multi-statement strings naming one             each statement would need its own plan                  one per Exec
 //	MySQL executable comments naming one or        the server runs their content                            —
 //	  holding a write
@@ -149,9 +169,11 @@
 // database; install them for anything you allow.
 //
 // Deleted rows stay deleted (docs/design.md, G9) only with the tombstone guard: the
-// dialects' Tombstoner triggers record the deleter's token per primary key on DELETE and
-// refuse (as ErrFenced) an INSERT or upsert of that key with an older token, for
-// writers through the wrapper and outside it. CheckSchema reports and fixes it,
+// dialects' Tombstoner triggers record the deleter's token per primary key on DELETE, in
+// a tombstone table per guarded table keyed by the primary key's own types and
+// collations, and refuse (as ErrFenced) an INSERT, upsert or key-changing UPDATE onto
+// that key with an older token — checked after the database waited for a concurrent
+// DELETE of the key — for writers through the wrapper and outside it. CheckSchema reports and fixes it,
 // PurgeTombstones bounds it (a holder paused longer than the retention could resurrect
 // a row); the wrapper does not require it. Soft deletes need none: the row stays and is
 // fenced like any other.
