@@ -139,6 +139,10 @@ func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (Tab
 	if !r.Exists {
 		return r, nil
 	}
+	// The declaration's problems (SchemaLinter), judged as the lazy check judges them.
+	if err := lintReport(ctx, dbQueryStrings(db), d, spec, table, &r); err != nil {
+		return r, err
+	}
 	// 3. The database-side guard; 4. the tombstone guard; 5. the side doors.
 	spec.TokenColumn, spec.VersionColumn = tokCol, verCol
 	if err := checkGuard(ctx, db, d, spec, table, &r); err != nil {

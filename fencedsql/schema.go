@@ -34,6 +34,9 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 	if !v.fit() {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.problems, "; "), Fix: strings.Join(v.fix, "; ")}
 	}
+	if err := lintGuard(ctx, c.queryStrings, k.dialect, g, t); err != nil {
+		return err
+	}
 	k.checked.Store(g, struct{}{})
 	return nil
 }

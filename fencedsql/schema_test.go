@@ -122,6 +122,7 @@ func lazyVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) error {
 	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.fit {
+		expectLint(t, mock, d, c.spec.Table)
 		mock.ExpectExec(anySQL).WillReturnResult(sqlmock.NewResult(0, 1))
 	}
 	_, err = db.ExecContext(withTok(7), "UPDATE "+c.spec.Table+" SET x = 1")

@@ -889,6 +889,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 			}
 			expectPGSession(mock, dc.d)
 			mock.ExpectQuery(s.colsQuery).WithArgs(s.colsArgs...).WillReturnRows(columnRows(goodColumns...))
+			expectLint(t, mock, dc.d, "accounts")
 			mock.ExpectExec(s.update).WithArgs(s.updArgs...).WillReturnResult(sqlmock.NewResult(0, 1))
 			// The second write sends no column check query (nor a session query, but on
 			// PostgreSQL under a driver that does not track the session, sqlmock here).
@@ -944,6 +945,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 			// Failures are not cached: once the column exists the write goes through.
 			expectPGSession(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows(goodColumns...))
+			expectLint(t, mock, c.d, "accounts")
 			mock.ExpectExec(c.out).WithArgs(c.oargs...).WillReturnResult(sqlmock.NewResult(0, 1))
 			if _, err := db.ExecContext(withTok(7), c.in, 1); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,161 @@
+package fencedsql_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// expectLint adds to mock the catalog queries of d's SchemaLinter, if any, answered
+// as for a fit table, in the order the lazy check sends them (after the column
+// query). The queries are recorded by running the linter over canned answers: the
+// SQLite linter's conversation (the table's schema and STRICT flag, then its CREATE
+// TABLE text), which is the only one this module has.
+func expectLint(t *testing.T, mock sqlmock.Sqlmock, d fencedsql.Dialect, table string) {
+	t.Helper()
+	l, ok := d.(fencedsql.SchemaLinter)
+	if !ok {
+		return
+	}
+	tn, err := fencedsql.ParseTableName(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := [][]string{{"main", "0"}, {"sql", "CREATE TABLE " + tn.Name + " (id INTEGER PRIMARY KEY)", ""}}
+	n := 0
+	record := func(ctx context.Context, q string, args ...any) ([][]string, error) {
+		if n >= len(answers) {
+			t.Fatalf("expectLint: unexpected query %q", q)
+		}
+		a := answers[n]
+		n++
+		cols := make([]string, len(a))
+		vals := make([]driver.Value, len(a))
+		for i := range a {
+			cols[i], vals[i] = "c"+string(rune('0'+i)), a[i]
+		}
+		dargs := make([]driver.Value, len(args))
+		for i, v := range args {
+			dargs[i] = v
+		}
+		mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows(cols).AddRow(vals...))
+		return [][]string{a}, nil
+	}
+	ps, err := l.LintSchema(context.Background(), record, fencedsql.LintTable{Table: tn, TokenColumn: "fence_token", VersionColumn: "version"})
+	if err != nil || len(ps) != 0 {
+		t.Fatalf("expectLint: the canned fit table got %q, %v", ps, err)
+	}
+}
+
+// fakeLinter is SQLite with a SchemaLinter that reports problems (or fails) on
+// demand, to test the hook itself: one verdict for the lazy check and CheckSchema.
+type fakeLinter struct {
+	fencedsql.Dialect
+	fencedsql.Guarder
+	fencedsql.Tombstoner
+	problems []fencedsql.SchemaProblem
+	err      error
+	calls    *int
+}
+
+func (f fakeLinter) LintSchema(ctx context.Context, q fencedsql.CatalogQuery, t fencedsql.LintTable) ([]fencedsql.SchemaProblem, error) {
+	*f.calls++
+	if t.Table.Name != "acc" || t.TokenColumn != "tok" || t.VersionColumn != "ver" {
+		return nil, errors.New("wrong LintTable")
+	}
+	if _, err := q(ctx, "SELECT 1"); err != nil {
+		return nil, err
+	}
+	return f.problems, f.err
+}
+
+// The SchemaLinter hook: the lazy check refuses the first guarded write with the
+// linter's problems and fixes (ErrSchema, nothing written), exactly as CheckSchema
+// reports them after the columns' and before the guard's; a fit answer is cached per
+// table like the column check; a failing lint query is a SchemaError wrapping it (lazy)
+// or CheckSchema's error (not ErrSchema).
+func TestSchemaLinterHook(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.ToSlash(filepath.Join(t.TempDir(), "lint.db"))
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("CREATE TABLE acc (id INTEGER PRIMARY KEY, x INT, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	spec := fencedsql.GuardSpec{Table: "acc", TokenColumn: "tok", VersionColumn: "ver"}
+	open := func(d fencedsql.Dialect) *sql.DB {
+		return fencedsql.OpenDB(fencedsql.DSNConnector(raw.Driver(), "file:"+path), fencedsql.WithDialect(d),
+			fencedsql.Guard("acc", fencedsql.TokenColumn("tok"), fencedsql.VersionColumn("ver")))
+	}
+	base := func() fakeLinter {
+		return fakeLinter{Dialect: sqlite.Dialect, Guarder: sqlite.Dialect.(fencedsql.Guarder), Tombstoner: sqlite.Dialect.(fencedsql.Tombstoner), calls: new(int)}
+	}
+
+	bad := base()
+	bad.problems = []fencedsql.SchemaProblem{{Problem: "first"}, {Problem: "second", Fix: []string{"FIX 1", "FIX 2"}}}
+	db := open(bad)
+	defer db.Close()
+	_, lazy := db.ExecContext(fencedsql.WithToken(ctx, 7), "INSERT INTO acc (id, x) VALUES (1, 1)")
+	var se *fencedsql.SchemaError
+	if !errors.As(lazy, &se) || !errors.Is(lazy, fencedsql.ErrSchema) || se.Table != "acc" || se.Problem != "first; second" || se.Fix != "FIX 1; FIX 2" {
+		t.Fatalf("lazy check: %v", lazy)
+	}
+	var n int
+	if err := raw.QueryRow("SELECT count(*) FROM acc").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows after the refusal: %d, %v", n, err)
+	}
+	reps, err := fencedsql.CheckSchema(ctx, raw, bad, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if len(r.Problems) < 2 || r.Problems[0] != "first" || r.Problems[1] != "second" || len(r.Fix) < 2 || r.Fix[0] != "FIX 1" || r.Fix[1] != "FIX 2" {
+		t.Fatalf("CheckSchema: problems %q fix %q", r.Problems, r.Fix)
+	}
+
+	fit := base()
+	db2 := open(fit)
+	defer db2.Close()
+	for i := range 3 {
+		if _, err := db2.ExecContext(fencedsql.WithToken(ctx, 7), "UPDATE acc SET x = ?", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if *fit.calls != 1 {
+		t.Errorf("linter called %d times for three writes, want once (cached)", *fit.calls)
+	}
+
+	failing := base()
+	failing.err = errors.New("catalog gone")
+	db3 := open(failing)
+	defer db3.Close()
+	_, lazy = db3.ExecContext(fencedsql.WithToken(ctx, 7), "UPDATE acc SET x = 1")
+	if !errors.Is(lazy, fencedsql.ErrSchema) || !strings.Contains(lazy.Error(), "catalog gone") || !strings.Contains(lazy.Error(), "lint") {
+		t.Errorf("lazy check with a failing lint: %v", lazy)
+	}
+	if _, err := fencedsql.CheckSchema(ctx, raw, failing, spec); err == nil || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "catalog gone") {
+		t.Errorf("CheckSchema with a failing lint: %v", err)
+	}
+
+	// WithSchemaCheck(false): no lint.
+	off := base()
+	off.problems = bad.problems
+	db4 := fencedsql.OpenDB(fencedsql.DSNConnector(raw.Driver(), "file:"+path), fencedsql.WithDialect(off), fencedsql.WithSchemaCheck(false),
+		fencedsql.Guard("acc", fencedsql.TokenColumn("tok"), fencedsql.VersionColumn("ver")))
+	defer db4.Close()
+	if _, err := db4.ExecContext(fencedsql.WithToken(ctx, 8), "UPDATE acc SET x = 1"); err != nil || *off.calls != 0 {
+		t.Errorf("WithSchemaCheck(false): %v, %d lint calls", err, *off.calls)
+	}
+}
