@@ -159,9 +159,9 @@ func checkSchemaVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) fenced
 	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.cols != nil {
-		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1))) // guard
-		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"name"}).AddRow("id"))  // primary key
-		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1))) // tombstones
+		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1)))                                                       // guard
+		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"name", "type", "collation", "schema"}).AddRow("id", "bigint", "", "public")) // primary key
+		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1)))                                                       // tombstones
 	}
 	reps, err := fencedsql.CheckSchema(context.Background(), db, withoutSideDoors(d), c.spec)
 	if err != nil {
