@@ -112,6 +112,14 @@ func sqliteBackend() backend {
 	}
 }
 
-func TestCataloguePostgres(t *testing.T) { runCatalogue(t, postgresBackend(), postgresEntries()) }
-func TestCatalogueMariaDB(t *testing.T)  { runCatalogue(t, mysqlBackend(), mysqlEntries()) }
-func TestCatalogueSQLite(t *testing.T)   { runCatalogue(t, sqliteBackend(), sqliteEntries()) }
+func TestCataloguePostgres(t *testing.T) {
+	runCatalogue(t, postgresBackend(), append(postgresEntries(), postgresGuardEntries()...))
+}
+
+func TestCatalogueMariaDB(t *testing.T) {
+	runCatalogue(t, mysqlBackend(), append(mysqlEntries(), mysqlGuardEntries()...))
+}
+
+func TestCatalogueSQLite(t *testing.T) {
+	runCatalogue(t, sqliteBackend(), append(sqliteEntries(), sqliteGuardEntries()...))
+}
