@@ -206,7 +206,7 @@ END
 `
 	tag := dollarTag(body)
 	return []string{
-		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag,
+		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 		"DROP TRIGGER IF EXISTS " + guardTrigger + " ON " + tbl,
 		"CREATE TRIGGER " + guardTrigger + " BEFORE UPDATE OR DELETE ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
 		"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + guardTrigger,
@@ -222,11 +222,18 @@ func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
 	return []string{"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE"}
 }
 
+// pinnedSearchPath is the search_path every guard function runs with (as pg_proc's
+// proconfig spells it): pg_catalog first and pg_temp last, so that no operator, type or
+// function a session's own search_path puts first (CREATE OPERATOR evil.>= …) changes
+// what the guard computes.
+const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
+
 // GuardInstalledQuery yields 1 when both guard triggers exist on table, fire in every
-// session_replication_role (ENABLE ALWAYS) and call the table's guard function.
+// session_replication_role (ENABLE ALWAYS) and call the table's guard function, which
+// runs with the pinned search_path.
 func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name))}
+	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig)`,
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -24,7 +24,7 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
-		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fencedsql$`,
 		`IF NEW."fence""token" >= OLD."fence""token" AND NEW."version" > OLD."version" THEN`,
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin = pg_catalog.pg_current_xact_id()::xid`,
@@ -53,7 +53,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(fencedsql.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 4 || args[3] != "fencedsql_guard_accounts" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 5 || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

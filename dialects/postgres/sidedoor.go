@@ -220,7 +220,7 @@ END
 			Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
 				"(the table's triggers still fire, but cannot check a token); the fix makes the view refuse writes (or revoke INSERT, UPDATE, DELETE on it from the writers)",
 			Fix: []string{
-				"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag,
+				"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 				"DROP TRIGGER IF EXISTS " + refuseTrigger + " ON " + view.Quote(d.QuoteIdent),
 				"CREATE TRIGGER " + refuseTrigger + " INSTEAD OF INSERT OR UPDATE OR DELETE ON " + view.Quote(d.QuoteIdent) + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
 			}})

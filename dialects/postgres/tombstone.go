@@ -214,8 +214,8 @@ func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
 // exist on table, fire always (ENABLE ALWAYS) and call the table's tombstone function,
 // SECURITY DEFINER, and its tombstone table exists.
 func (dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3, $4) AND t.tgenabled = 'A' AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldASCII(table.Name)), tombTable(table).String(), tombVersion}
+	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3, $4) AND t.tgenabled = 'A' AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
+		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).

@@ -66,6 +66,7 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 	}
 	if b.Name == "postgres" {
 		add("GuardsInReplicaMode", gs.testReplicaMode)
+		add("GuardsIgnoreSearchPath", gs.testSearchPathHijack)
 	}
 	if !b.MySQL {
 		// The whole conformance suite with the guard installed. Not on MySQL: its

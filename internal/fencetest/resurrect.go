@@ -377,3 +377,37 @@ func (s *guardSuite) testReplicaMode(t *testing.T) {
 		t.Fatal("replica mode wrote past the guards")
 	}
 }
+
+// testSearchPathHijack (PostgreSQL): a session that puts its own schema before
+// pg_catalog, holding an always-true bigint >= operator, cannot make the guard or the
+// tombstone guard compute something else: their functions run with a pinned
+// search_path.
+func (s *guardSuite) testSearchPathHijack(t *testing.T) {
+	e := setup(t, s.b)
+	s.fixedAccounts(e, 1, 2)
+	if _, err := e.db.ExecContext(tok(e.ctx, 20), e.q("UPDATE accounts SET balance = 5 WHERE id = ?"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.ExecContext(tok(e.ctx, 20), e.q("DELETE FROM accounts WHERE id = ?"), 2); err != nil {
+		t.Fatal(err)
+	}
+	s.exec(e, "CREATE SCHEMA hijack",
+		"CREATE FUNCTION hijack.always(bigint, bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true'",
+		"CREATE OPERATOR hijack.>= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)",
+		"CREATE OPERATOR hijack.> (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)",
+		"CREATE OPERATOR hijack.< (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)")
+	c := sessionConn(t, e.ctx, e.raw, []string{"SET search_path = hijack, pg_catalog, public"})
+	var hijacked bool
+	if err := c.QueryRowContext(e.ctx, "SELECT 1::bigint >= 2::bigint").Scan(&hijacked); err != nil || !hijacked {
+		t.Fatalf("the operator is not hijacked in this session (%v, %v): the test proves nothing", hijacked, err)
+	}
+	if _, err := c.ExecContext(e.ctx, "UPDATE public.accounts SET balance = 666, fence_token = 3, version = version + 1 WHERE id = 1"); err == nil {
+		t.Error("a hijacked >= let an UPDATE lower the fence token past the guard")
+	}
+	if _, err := c.ExecContext(e.ctx, "INSERT INTO public.accounts (id, balance, fence_token) VALUES (2, 1, 3)"); err == nil {
+		t.Error("a hijacked > let a stale INSERT past the tombstone guard")
+	}
+	if r := e.row(1); r.balance != 5 || r.token != 20 || countWhere(t, e, 2) != 0 {
+		t.Fatalf("rows changed: %+v", r)
+	}
+}
