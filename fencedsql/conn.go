@@ -87,6 +87,11 @@ func (c *conn) Begin() (driver.Tx, error) {
 // WithLease or WithToken is bound to that token: its guarded writes carry it whatever
 // their own context says, and Commit refuses once the lease is lost.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if b, ok := bindingFrom(ctx); ok {
+		if cause := lostCause(b.lease); cause != nil {
+			return nil, lostErr("transaction not begun", cause)
+		}
+	}
 	raw, err := c.rawBegin(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -163,6 +168,9 @@ func (c *conn) route(ctx context.Context, query string) (*plan, error) {
 
 // ExecContext implements driver.ExecerContext.
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.checkLease(ctx); err != nil {
+		return nil, err
+	}
 	p, err := c.route(ctx, query)
 	if err != nil {
 		return nil, err
@@ -176,6 +184,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.checkLease(ctx); err != nil {
+		return nil, err
+	}
 	p, err := c.route(ctx, query)
 	if err != nil {
 		return nil, err

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/fencedsql/fencedsql/lockclient"
 )
 
 // tokenFor returns the token a guarded write on this connection carries: the
@@ -276,28 +274,4 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 		return &DuplicateError{Table: table, Constraint: info.Constraint, Err: err}
 	}
 	return err
-}
-
-// leaseLost reports why the transaction's lease can no longer be trusted, or nil.
-func (st *txState) leaseLost() error {
-	if st == nil || st.lease == nil {
-		return nil
-	}
-	// Err is checked too: a lease past its local deadline is lost even if its watchdog
-	// has not closed Lost yet.
-	cause := st.lease.Err()
-	if cause == nil {
-		select {
-		case <-st.lease.Lost():
-		default:
-			return nil
-		}
-	}
-	if cause == nil {
-		cause = errors.New("lease lost")
-	}
-	if errors.Is(cause, lockclient.ErrLeaseLost) {
-		return fmt.Errorf("fencedsql: transaction rolled back, its lease was lost before commit: %w", cause)
-	}
-	return fmt.Errorf("fencedsql: transaction rolled back, its lease was lost before commit: %w: %w", lockclient.ErrLeaseLost, cause)
 }

@@ -73,6 +73,9 @@ func (s *stmt) planFor(ctx context.Context) (*plan, error) {
 
 // ExecContext implements driver.StmtExecContext.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.c.checkLease(ctx); err != nil {
+		return nil, err
+	}
 	p, err := s.planFor(ctx)
 	if err != nil {
 		return nil, err
@@ -82,6 +85,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.c.checkLease(ctx); err != nil {
+		return nil, err
+	}
 	p, err := s.planFor(ctx)
 	if err != nil {
 		return nil, err
@@ -197,12 +203,18 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 
 // ExecContext implements driver.StmtExecContext.
 func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.c.checkLease(ctx); err != nil {
+		return nil, err
+	}
 	res, err := stmtExec(ctx, s.Stmt, args)
 	return res, s.c.core.mapPassErr(err)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.c.checkLease(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {
 		return nil, s.c.core.mapPassErr(err)
