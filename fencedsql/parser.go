@@ -15,6 +15,10 @@ type parser struct {
 	// start is the sig index of the statement's head keyword: 0, or the write after a
 	// WITH list whose queries only read.
 	start int
+	// inBody: the text is a string literal's content that protect judges as SQL it may
+	// be run as; depth counts the literals it is nested in.
+	inBody bool
+	depth  int
 }
 
 func (p *parser) text(t sqllex.Token) string { return p.src[t.Start:t.End] }

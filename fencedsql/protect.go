@@ -209,6 +209,15 @@ var guardReadHeads = map[string]bool{
 	"FETCH": true, "MOVE": true, "CLOSE": true, "DEALLOCATE": true, "CHECKSUM": true, "HELP": true,
 }
 
+// statementHeads are further words that start a statement in a body (plpgsql
+// included); a string whose content starts otherwise ('fencedsql_guard', a LIKE
+// pattern) is a name, not a statement.
+var statementHeads = map[string]bool{
+	"INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "REPLACE": true, "UPSERT": true,
+	"TRUNCATE": true, "COPY": true, "LOAD": true, "PERFORM": true, "RETURN": true, "IF": true,
+	"FOR": true, "LOOP": true, "WHILE": true, "REASSIGN": true, "ANALYZE": true,
+}
+
 // guardWriteWords make a statement that names a guard object more than a plain read.
 var guardWriteWords = []string{"INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "TRUNCATE", "INTO", "SHARE", "LOCK", "ANALYZE", "COPY"}
 
@@ -225,8 +234,10 @@ func (p *parser) protectOne(from, to int) error {
 	if err := p.protectDDL(head, first, to); err != nil {
 		return err
 	}
-	if err := p.protectGuardObjects(head, from, to); err != nil {
-		return err
+	if !p.inBody || statementHeads[head] || readHeads[head] || ddlHeads[head] || controlHeads[head] || guardReadHeads[head] {
+		if err := p.protectGuardObjects(head, from, to); err != nil {
+			return err
+		}
 	}
 	return p.protectSettings(head, from, to)
 }
@@ -311,7 +322,7 @@ func (p *parser) protectGuardObjects(head string, from, to int) error {
 
 // protectSettings refuses a change of a protected setting.
 func (p *parser) protectSettings(head string, from, to int) error {
-	assigns := head == "SET" || head == "ALTER" || head == "CREATE" || head == "RESET"
+	assigns := p.inBody || head == "SET" || head == "ALTER" || head == "CREATE" || head == "RESET"
 	undecodable := false
 	for i := from; i < to; i++ {
 		if p.unicodeIdent(i) {
@@ -472,20 +483,68 @@ func (p *parser) protectSetConfig(i int) error {
 	return refuseSetting(s)
 }
 
-// protectSettingString refuses a string literal that mentions a protected setting, or
-// set_config or pg_settings, at identifier boundaries: a body or text that could set
-// it. A literal that is exactly a setting's name (current_setting('…'), WHERE name =
-// '…') passes, unless the statement holds an identifier the lexer cannot decode (it
-// could be set_config).
+// protectSettingString judges a string literal that mentions a guard object, a
+// protected setting, set_config or pg_settings at identifier boundaries as the SQL it
+// may be run as later (a function body, PREPARE text, a DO block, query_to_xml's
+// query): its content is tokenized and checked like a statement, every assignment of a
+// protected setting judged whatever the body's head. A literal that is exactly a
+// setting's name (current_setting('…'), WHERE name = '…') passes, unless the statement
+// holds an identifier the lexer cannot decode (it could be set_config). A body that
+// cannot be tokenized, or that hides a mention in a quoted identifier (another
+// language's string), is refused.
 func (p *parser) protectSettingString(i int, undecodable bool) error {
 	txt := p.text(p.sig[i])
-	if v, ok := plainString(txt); ok && !undecodable && settingNamed(v) != nil {
+	if v, ok := plainString(txt); ok && settingNamed(v) != nil {
+		if undecodable {
+			return unsupported("", "a protected setting's name next to a quoted identifier with escapes (U&\"…\"), which could be set_config")
+		}
 		return nil // set_config('…', …) is judged by protectSetConfig
 	}
-	if w := stringMentions(txt, protectNeedles[1:]...); w != "" {
-		return unsupported("", "a string that mentions %s on a pool with guarded tables: a body or text run later could change a protected setting", w)
+	w := stringMentions(txt, protectNeedles...)
+	if w == "" {
+		return nil
 	}
-	return nil
+	refuse := unsupported("", "a string that mentions %s on a pool with guarded tables, as a body or text that could change a guard object or a protected setting", w)
+	if p.depth >= 4 {
+		return refuse
+	}
+	body := stringBody(txt)
+	toks, err := sqllex.Lex(body, p.rw.syn)
+	if err != nil {
+		return refuse
+	}
+	q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+	for k := range q.sig {
+		if q.sig[k].Kind == sqllex.KindQuotedIdent && stringMentions(q.text(q.sig[k]), protectNeedles...) != "" {
+			return refuse
+		}
+	}
+	return q.protectStatements()
+}
+
+// stringBody returns the text a string literal holds: a dollar-quoted body without its
+// tags, a quoted literal without its quotes and prefix, doubled quotes undoubled and
+// backslash escapes decoded loosely.
+func stringBody(txt string) string {
+	if strings.HasPrefix(txt, "$") {
+		if k := strings.IndexByte(txt[1:], '$'); k >= 0 {
+			tag := txt[:k+2]
+			if len(txt) >= 2*len(tag) && strings.HasSuffix(txt, tag) {
+				return txt[len(tag) : len(txt)-len(tag)]
+			}
+		}
+		return txt
+	}
+	q := strings.IndexAny(txt, `'"`)
+	if q < 0 || len(txt) < q+2 {
+		return txt
+	}
+	quote := txt[q]
+	inner := txt[q+1 : len(txt)-1]
+	if strings.IndexByte(inner, '\\') >= 0 {
+		inner = decodeLoose(txt[:q] + inner)[q:]
+	}
+	return strings.ReplaceAll(inner, string([]byte{quote, quote}), string(quote))
 }
 
 // stringMentions returns the first word (a prefix, for guardPrefix) that the string

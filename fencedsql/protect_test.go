@@ -101,6 +101,8 @@ var guardObjectBodies = map[string][]string{
 		"DO $$ BEGIN DELETE FROM %s; END $$",
 		"CREATE RULE r AS ON INSERT TO other DO ALSO SELECT 'x'; COMMENT ON TABLE other IS '%s'",
 		"SELECT 1; CALL run('DELETE FROM %s')",
+		"SELECT query_to_xml('delete from %s returning 1', true, true, '')",
+		"SELECT 'DELETE FROM %s' AS text_only",
 	},
 	"mysql": {
 		"PREPARE s FROM 'DELETE FROM %s'",
@@ -183,7 +185,7 @@ func TestGuardObjectsPass(t *testing.T) {
 	}
 	perDialect := map[string][]string{
 		"postgres": {"SELECT tgname FROM pg_trigger WHERE tgname IN ('%s', 'fencedsql_guard')", "SELECT to_regclass('%s')",
-			"SELECT 'DELETE FROM %s' AS text_only"},
+			"SELECT tgname FROM pg_trigger WHERE tgname LIKE '%s%%'", "SELECT 'see public.%s' AS text_only"},
 		"mysql":  {"SHOW CREATE TABLE %s", "DESCRIBE %s", "SHOW TRIGGERS LIKE '%s'"},
 		"sqlite": {"PRAGMA table_info(%s)", "PRAGMA main.index_list('%s')", "SELECT sql FROM sqlite_schema WHERE name = '%s'"},
 	}
@@ -391,13 +393,16 @@ func TestProtectedSettingsPass(t *testing.T) {
 		{pgTest, "SHOW session_replication_role"}, {pgTest, "SELECT setting FROM pg_settings WHERE name = 'session_replication_role'"},
 		{pgTest, "SELECT * FROM pg_catalog.pg_settings"}, {pgTest, "SET search_path = public"}, {pgTest, "RESET ALL"},
 		{pgTest, "SET application_name = 'session_replication_role'"},
+		{pgTest, "DO $$BEGIN PERFORM set_config('standard_conforming_strings', 'off', false); END$$"},
+		{pgTest, "SELECT query_to_xml('select set_config(''application_name'', ''x'', false)', true, true, '')"},
+		{pgTest, "COMMENT ON TABLE other IS 'never set session_replication_role here'"},
 		{mysqlTest, "SET sql_log_bin = 1"}, {mysqlTest, "SET SESSION sql_log_bin = ON"}, {mysqlTest, "SELECT @@sql_log_bin"},
 		{mysqlTest, "SET @@session.sql_log_bin = true"}, {mysqlTest, "SHOW VARIABLES LIKE 'sql_log_bin'"},
 		{mysqlTest, "SET skip_replication = 0"}, {mysqlTest, "SET @x = 1"},
 		{sqliteTest, "PRAGMA foreign_keys = ON"}, {sqliteTest, "PRAGMA table_info(accounts)"},
 	}
 	for _, c := range cases {
-		rw := newTestRewriter(t, c.d, Guard("accounts"))
+		rw := newTestRewriter(t, c.d, Guard("accounts"), WithDynamicSQL(true))
 		if p, err := rw.rewrite(c.sql, false); err != nil || p.kind != kindPass {
 			t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", c.d.name, c.sql, p, err)
 		}
