@@ -228,19 +228,9 @@ func (p *parser) deepGuard() (string, bool) {
 		if t.Kind != sqllex.KindString {
 			continue
 		}
-		body := strings.ToLower(p.text(t))
-		for _, n := range p.rw.names {
-			for at := 0; ; {
-				i := strings.Index(body[at:], n)
-				if i < 0 {
-					break
-				}
-				i += at
-				if !identByte(body, i-1) && !identByte(body, i+len(n)) {
-					return p.rw.guards[n][0].String(), true
-				}
-				at = i + 1
-			}
+		// the same scanner protect uses for guard objects (escapes decoded loosely)
+		if n := stringMentions(p.text(t), p.rw.names...); n != "" {
+			return p.rw.guards[n][0].String(), true
 		}
 	}
 	return "", false
