@@ -29,6 +29,9 @@ const (
 	// ErrorUnique is a unique violation (PostgreSQL 23505, MySQL 1062, SQLite
 	// SQLITE_CONSTRAINT_UNIQUE/PRIMARYKEY); Constraint names it when known.
 	ErrorUnique
+	// ErrorGuard is a refusal by the dialect's database-side guard (Guarder): a write
+	// that did not follow the fencing protocol; Table names the table when known.
+	ErrorGuard
 )
 
 // ErrorInfo is what a Dialect extracts from a driver error.

@@ -36,7 +36,46 @@ var (
 	// columns, NOT NULL), or the session is not safe for fencing (a non-strict MySQL
 	// sql_mode). *SchemaError names the table and the DDL that fixes it.
 	ErrSchema = errors.New("fencedsql: guarded table or session not fit for fencing")
+
+	// ErrGuard means the database-side guard (the dialects' Guarder triggers) refused a
+	// write that did not follow the fencing protocol: an UPDATE that lowers the token or
+	// does not advance the version, a DELETE the transaction did not fence first, a
+	// TRUNCATE. Nothing changed. Through the wrapper it comes from SQL the wrapper could
+	// not fence itself (dynamic SQL allowed with WithDynamicSQL, a function called from a
+	// read); outside it, classify a driver error with AsGuardError. To change guarded
+	// rows outside application code, see Maintain.
+	ErrGuard = errors.New("fencedsql: write refused by the database-side guard")
 )
+
+// guardHint is the advice every GuardError carries.
+const guardHint = "write through the fenced driver with a lease from the application's lock service (fencedsql.Maintain for administrative changes), or remove the guard"
+
+// GuardError is a refusal by the database-side guard. errors.Is(err, ErrGuard) holds;
+// the driver's error stays reachable. Error() starts with the driver's own message and
+// ends with the hint.
+type GuardError struct {
+	Table string // the table, when the database reported it
+	Hint  string // what to do instead
+	Err   error  // the driver's error
+}
+
+func (e *GuardError) Error() string { return e.Err.Error() + " (hint: " + e.Hint + ")" }
+
+// Unwrap returns ErrGuard and the driver's error.
+func (e *GuardError) Unwrap() []error { return []error{ErrGuard, e.Err} }
+
+// AsGuardError returns err as a *GuardError when the dialect classifies it as a
+// refusal by its database-side guard, and err unchanged otherwise. It is for errors of
+// plain (non-fenced) connections; the fenced driver maps them itself.
+func AsGuardError(d Dialect, err error) error {
+	if err == nil || d == nil {
+		return err
+	}
+	if info := d.Classify(err); info.Kind == ErrorGuard {
+		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
+	}
+	return err
+}
 
 // FencedError is returned when the database refused a write because a targeted row
 // carries a newer token. errors.Is(err, ErrFenced) holds.

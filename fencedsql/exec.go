@@ -263,6 +263,8 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
 		}
+	case ErrorGuard:
+		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
 	case ErrorUnique:
 		table := info.Table
 		var g *guard

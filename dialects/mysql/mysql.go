@@ -64,6 +64,9 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 		}
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: key}
 	}
+	if string(me.SQLState[:]) == GuardSQLState { // "fencedsql: guard on <table>: …"
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: between(me.Message, "guard on ", ": ")}
+	}
 	return fencedsql.ErrorInfo{}
 }
 

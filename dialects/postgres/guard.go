@@ -153,7 +153,7 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 	// TG_TABLE_NAME (no names in string literals); extra are further format arguments.
 	raise := func(what string, extra ...string) string {
 		args := strings.Join(append([]string{"TG_TABLE_SCHEMA", "TG_TABLE_NAME"}, extra...), ", ")
-		return "RAISE EXCEPTION USING ERRCODE = '" + GuardSQLState + "', " +
+		return "RAISE EXCEPTION USING ERRCODE = '" + GuardSQLState + "', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, " +
 			"MESSAGE = pg_catalog.format('fencedsql: guard on %I.%I: " + what + "', " + args + "), " +
 			"HINT = 'write through the fencedsql driver wrapper, or remove the guard'"
 	}

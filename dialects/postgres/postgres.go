@@ -52,6 +52,12 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: pe.ColumnName, Table: pe.TableName}
 	case "23505":
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: pe.ConstraintName, Table: pe.TableName}
+	case GuardSQLState:
+		table := pe.TableName
+		if table != "" && pe.SchemaName != "" {
+			table = pe.SchemaName + "." + table
+		}
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: table}
 	}
 	return fencedsql.ErrorInfo{}
 }

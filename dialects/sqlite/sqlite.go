@@ -60,6 +60,11 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 		table, col, _ := strings.Cut(ref, ".")
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}
 	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		// The row guard's refusal: "fencedsql: guard on t: …" (GuardMessagePrefix).
+		if i := strings.Index(msg, GuardMessagePrefix); i >= 0 {
+			table, _, _ := strings.Cut(msg[i+len(GuardMessagePrefix):], ": ")
+			return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: table}
+		}
 		// The tombstone guard's refusal: "fencedsql: tombstone on t: NOT NULL
 		// constraint failed: t.fence_token" (see TombstoneMessagePrefix).
 		if !strings.Contains(msg, TombstoneMessagePrefix) {

@@ -47,6 +47,7 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 		{"NoResurrectionCompositeKey", gs.testTombstonesCompositeKey},
 		{"NoResurrectionKeyClasses", gs.testTombstoneKeyClasses},
 		{"NoResurrectionRekey", gs.testTombstoneRekey},
+		{"AdminPath", gs.testAdminPath},
 		{"SideDoors", gs.testSideDoors},
 	}
 	add := func(name string, fn func(*testing.T)) {

@@ -1,0 +1,60 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// Maintain is the administrative path to guarded rows: an admin UPDATE, a migration's
+// backfill, a repair. With the database-side guards installed, a plain connection
+// cannot change guarded rows (ErrGuard: the write does not follow the fencing
+// protocol), and it should not: a write that bypasses the fence is exactly what a
+// paused holder's late write is. Instead, Maintain takes a lease on key from locks —
+// the application's own lock service, so its token is newer than every token that
+// service issued before — and runs fn in a transaction of the fenced pool db bound to
+// that lease: fn's statements are fenced like the application's (token stamped,
+// version advanced), and Commit refuses if the lease was lost meanwhile. The lease is
+// released afterwards (with a deadline of its own, even when ctx is done).
+//
+// What it means for the application: the rows fn writes now carry the maintenance
+// token, so a holder whose lease was granted before it gets ErrFenced on them and must
+// re-acquire (its next lease has a newer token). To keep holders working, take the
+// same key they take (one lock per row or entity): Maintain then waits its turn like
+// any holder. Keep fn short; the lease is renewed by its watchdog while fn runs.
+//
+// fn receives the lease-bound context; pass it to the statements. An error from fn
+// rolls the transaction back and is returned as it is.
+func Maintain(ctx context.Context, db *sql.DB, locks *lockclient.Client, key string, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+	if db == nil || locks == nil || fn == nil {
+		return configErr("Maintain: db, locks and fn are required")
+	}
+	lease, err := locks.Acquire(ctx, key)
+	if err != nil {
+		return fmt.Errorf("fencedsql: Maintain: acquiring %q: %w", key, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if rerr := lease.Release(rctx); rerr != nil && err == nil && !errors.Is(rerr, lockclient.ErrLeaseLost) {
+			err = fmt.Errorf("fencedsql: Maintain: releasing %q: %w", key, rerr)
+		}
+	}()
+	lctx := WithLease(ctx, lease)
+	tx, err := db.BeginTx(lctx, nil)
+	if err != nil {
+		return fmt.Errorf("fencedsql: Maintain: %w", err)
+	}
+	if err := fn(lctx, tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("fencedsql: Maintain: commit: %w", err)
+	}
+	return nil
+}
