@@ -60,7 +60,7 @@ func (d *wrappedDriver) Open(name string) (driver.Conn, error) {
 
 // OpenConnector implements driver.DriverContext: the DSN is parsed once per sql.Open.
 func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
-	clean, dsnOpts, err := splitDSN(name)
+	clean, dsnOpts, err := splitDSN(name, d.dialect())
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +78,15 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 		raw = dsnConnector{drv: d.raw, dsn: clean}
 	}
 	return &connector{raw: raw, core: core, drv: d}, nil
+}
+
+// dialect is the dialect Register's options name (nil for none).
+func (d *wrappedDriver) dialect() Dialect {
+	cfg := defaultConfig()
+	for _, o := range d.opts {
+		o(&cfg)
+	}
+	return cfg.dialect
 }
 
 type dsnConnector struct {

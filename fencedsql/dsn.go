@@ -2,6 +2,7 @@ package fencedsql
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,36 +18,66 @@ const (
 	ParamAllow         = "fenced_allow"          // comma-separated: ddl, dynamic_sql (WithDDL, WithDynamicSQL)
 )
 
+// DSNParser is implemented by dialects whose driver has a DSN syntax of its own, so that
+// the wrapper finds its parameters where that driver would: QueryStart returns the
+// index of the '?' that starts dsn's URL-style query string (-1 for none), and keyValue
+// true when dsn is in keyword/value form (PostgreSQL's "host=h dbname=d"), in which the
+// parameters are keywords. Without it (a driver the wrapper knows nothing about) the
+// URL form is assumed unless dsn looks like keyword/value text (no "://", an '='
+// before any '?').
+type DSNParser interface {
+	QueryStart(dsn string) (q int, keyValue bool)
+}
+
 // splitDSN removes this package's parameters from dsn and returns the cleaned DSN and
-// the options they stand for. It understands URL-style query strings (…?a=b&c=d, as
-// used by pgx URLs, go-sql-driver/mysql and SQLite file: URIs) and PostgreSQL's
-// keyword/value form (host=… fenced_tables=a,b). Bytes that are not ours are kept as
-// they are. Errors never quote the DSN (it may hold a password).
-func splitDSN(dsn string) (string, []Option, error) {
-	if !strings.Contains(dsn, "fenced_") {
+// the options they stand for. It reads dsn the way d's driver does (DSNParser):
+// URL-style query strings (…?a=b&c=d, as used by pgx URLs, go-sql-driver/mysql and
+// SQLite file names and URIs) and PostgreSQL's keyword/value form (host=…
+// fenced_tables=a,b). Bytes that are not ours are kept as they are. A parameter given
+// twice, and one that looks like ours but is not (fencedtables, fenced-tables,
+// FENCED_TABLES, fenced_tabels), is an error: it would otherwise reach the server, or
+// leave a table unguarded without a word. Errors never quote the DSN (it may hold a
+// password).
+func splitDSN(dsn string, d Dialect) (string, []Option, error) {
+	if !containsFold(dsn, "fenced") {
 		return dsn, nil, nil
+	}
+	q, keyValue := -1, false
+	if p, ok := d.(DSNParser); ok {
+		q, keyValue = p.QueryStart(dsn)
+	} else if keyValue = isKeyValue(dsn); !keyValue {
+		q = strings.LastIndexByte(dsn, '?')
 	}
 	params := map[string]string{}
 	var clean string
-	if isKeyValue(dsn) {
-		clean = removeKeyValue(dsn, params)
-	} else if q := strings.LastIndexByte(dsn, '?'); q >= 0 {
+	var err error
+	if keyValue {
+		clean, err = removeKeyValue(dsn, params)
+	} else if q >= 0 {
 		var kept []string
 		for _, kv := range strings.Split(dsn[q+1:], "&") {
 			k, v, _ := strings.Cut(kv, "=")
-			if strings.HasPrefix(k, "fenced_") {
-				if uv, err := url.QueryUnescape(v); err == nil {
-					v = uv
-				}
-				params[k] = v
+			if uk, uerr := url.QueryUnescape(k); uerr == nil {
+				k = uk
+			}
+			if !ours(k) {
+				kept = append(kept, kv)
 				continue
 			}
-			kept = append(kept, kv)
+			if uv, uerr := url.QueryUnescape(v); uerr == nil {
+				v = uv
+			}
+			if err = record(params, k, v); err != nil {
+				break
+			}
 		}
 		clean = dsn[:q]
 		if len(kept) > 0 {
 			clean += "?" + strings.Join(kept, "&")
 		}
+	}
+	if err != nil {
+		return "", nil, err
 	}
 	if len(params) == 0 {
 		return dsn, nil, nil
@@ -83,7 +114,7 @@ func splitDSN(dsn string) (string, []Option, error) {
 				opts = append(opts, WithSchemaCheck(b))
 			}
 		default:
-			return "", nil, configErr("unknown DSN parameter %q", k)
+			return "", nil, configErr("unknown DSN parameter %q (known: %s)", k, strings.Join(knownParams, ", "))
 		}
 	}
 	if t, ok := params[ParamTables]; ok {
@@ -96,6 +127,67 @@ func splitDSN(dsn string) (string, []Option, error) {
 		}
 	}
 	return clean, opts, nil
+}
+
+// knownParams are this package's DSN parameters.
+var knownParams = []string{ParamTables, ParamStrict, ParamSchemaCheck, ParamTokenColumn, ParamVersionColumn, ParamAllow}
+
+// ours reports whether a DSN parameter key is, or looks like, one of this package's:
+// its letters and digits, lower-cased, start with "fenced". Such a key never reaches
+// the driver: either it is one of knownParams, exactly, or splitDSN refuses it.
+func ours(key string) bool {
+	n := 0
+	for i := 0; i < len(key) && n < len("fenced"); i++ {
+		c := key[i] | 0x20
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= key[i] && key[i] <= '9':
+			if c != "fenced"[n] {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len("fenced")
+}
+
+// record stores a parameter of ours, refusing a repeated or misspelled one.
+func record(params map[string]string, k, v string) error {
+	if !slices.Contains(knownParams, k) {
+		if near := nearest(k); near != "" {
+			return configErr("unknown DSN parameter %q: did you mean %s?", k, near)
+		}
+		return configErr("unknown DSN parameter %q (known: %s)", k, strings.Join(knownParams, ", "))
+	}
+	if _, dup := params[k]; dup {
+		return configErr("DSN parameter %s given twice: give one value (a comma-separated list for %s)", k, ParamTables)
+	}
+	params[k] = v
+	return nil
+}
+
+// nearest returns the known parameter whose letters and digits, lower-cased, are k's,
+// or "" for none (fenced-tables, fencedTables, FENCED_TABLES → fenced_tables).
+func nearest(k string) string {
+	for _, p := range knownParams {
+		if alnumFold(p) == alnumFold(k) {
+			return p
+		}
+	}
+	return ""
+}
+
+func alnumFold(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // isKeyValue reports PostgreSQL's keyword/value form ("host=h dbname=d"): no URL
@@ -112,7 +204,7 @@ func isKeyValue(dsn string) bool {
 // removeKeyValue removes the fenced_* keywords (and the blank before each) from a
 // keyword/value DSN, keeping every other byte, and records them in params. Values may
 // be single-quoted with backslash escapes, as libpq allows.
-func removeKeyValue(dsn string, params map[string]string) string {
+func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	var b strings.Builder
 	last := 0 // start of the text not yet copied
 	i := 0
@@ -146,10 +238,12 @@ func removeKeyValue(dsn string, params map[string]string) string {
 			}
 		}
 		te := min(i, len(dsn))
-		if !strings.HasPrefix(key, "fenced_") {
+		if !ours(key) {
 			continue
 		}
-		params[key] = val.String()
+		if err := record(params, key, val.String()); err != nil {
+			return "", err
+		}
 		// Drop the blank before the keyword, or after it when it comes first.
 		from := ts
 		for from > last && isSpace(dsn[from-1]) {
@@ -165,7 +259,7 @@ func removeKeyValue(dsn string, params map[string]string) string {
 		last = to
 	}
 	b.WriteString(dsn[last:])
-	return b.String()
+	return b.String(), nil
 }
 
 func isSpace(c byte) bool {

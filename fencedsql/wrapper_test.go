@@ -17,7 +17,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	_ "github.com/fencedsql/fencedsql/dialects/mysql"
+	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -241,6 +241,18 @@ func registerFake(t *testing.T, d driver.Driver, opts ...fencedsql.Option) strin
 
 // ---- DSN handling ----
 
+// dsnDialect is the dialect whose driver reads dsn's syntax: go-sql-driver/mysql's
+// user:pw@tcp(…)/db, SQLite's file: URIs, else PostgreSQL's.
+func dsnDialect(dsn string) fencedsql.Dialect {
+	switch {
+	case strings.Contains(dsn, "@tcp("):
+		return mysqldialect.Dialect
+	case strings.HasPrefix(dsn, "file:"):
+		return sqlite.Dialect
+	}
+	return postgres.Dialect
+}
+
 func TestDSNFencedParamsRemoved(t *testing.T) {
 	cases := []struct {
 		name, dsn, clean string
@@ -257,7 +269,7 @@ func TestDSNFencedParamsRemoved(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := newFakeRec()
-			name := registerFake(t, &fakeDriver{rec: rec, full: true})
+			name := registerFake(t, &fakeDriver{rec: rec, full: true}, fencedsql.WithDialect(dsnDialect(c.dsn)))
 			db, err := sql.Open(name, c.dsn)
 			if err != nil {
 				t.Fatal(err)
@@ -346,7 +358,7 @@ func TestDSNErrors(t *testing.T) {
 		"postgres://u:secret@h/db?fenced_tables=a&fenced_token_column=x%22y",
 	} {
 		rec := newFakeRec()
-		name := registerFake(t, &fakeDriver{rec: rec})
+		name := registerFake(t, &fakeDriver{rec: rec}, fencedsql.WithDialect(dsnDialect(dsn)))
 		db, err := sql.Open(name, dsn)
 		if err == nil {
 			err = db.Ping()
