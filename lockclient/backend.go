@@ -98,3 +98,13 @@ type QueueSession interface {
 	Session
 	AcquireQueued(ctx context.Context, key string) (g Grant, sent time.Time, err error)
 }
+
+// ConfigChecker is implemented by backends whose constructor cannot return an error (its
+// signature has none) and records an invalid option value instead, such as etcdlock.New
+// and redislock.New. CheckConfig returns that error, wrapping ErrInvalidConfig, or nil;
+// it must not contact the service. New and NewChecked call it, so that the Client's
+// Acquire and TryAcquire fail at once (and NewChecked returns the error); the backend's
+// Open returns the same error for Clients of other packages.
+type ConfigChecker interface {
+	CheckConfig() error
+}

@@ -51,19 +51,43 @@ type Client struct {
 // starts a goroutine: the session is opened by the first Acquire or TryAcquire, and the
 // watchdog goroutine starts with the first granted lease.
 //
-// New does not fail: an invalid option value (see each With* option) is recorded as a
-// *ConfigError, wrapping ErrInvalidConfig, that every Acquire and TryAcquire returns.
+// New does not fail (its signature has no error): an invalid option value (see each
+// With* option), a nil b, or an invalid option of b's own constructor (a backend that
+// implements [ConfigChecker]) is recorded as an error wrapping [ErrInvalidConfig] that
+// every Acquire and TryAcquire of the Client returns at once, without contacting the
+// service. Use [NewChecked] to get that error at construction instead.
 func New(b Backend, opts ...Option) *Client {
+	c, _ := NewChecked(b, opts...)
+	return c
+}
+
+// NewChecked is New that also returns the configuration error New records: a
+// *ConfigError for an invalid option value or a nil backend, or the error of b's
+// [ConfigChecker], each wrapping [ErrInvalidConfig]. It neither contacts the service nor
+// starts a goroutine, so it cannot detect a lock service that is set up wrongly (such as
+// a missing sqllock lease table: see sqllock's Backend.CheckTable). The Client is
+// returned in either case; with an error, its Acquire and TryAcquire return that error.
+func NewChecked(b Backend, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	cfgErr := cfg.finish()
+	if b == nil {
+		cfgErr = errors.Join(&ConfigError{Option: "New", Msg: "the Backend is nil"}, cfgErr)
+	} else if cc, ok := b.(ConfigChecker); ok && cfgErr == nil {
+		if err := cc.CheckConfig(); err != nil {
+			if !errors.Is(err, ErrInvalidConfig) {
+				err = fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			}
+			cfgErr = err
+		}
+	}
 	bg, stop := context.WithCancel(context.Background())
 	closing, closeNow := context.WithCancel(context.Background())
 	return &Client{backend: b, cfg: cfg, cfgErr: cfgErr, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
 		closing: closing, closeNow: closeNow, health: healthGate{check: cfg.health},
-		metrics: newInstruments(cfg.meter, backendName(b))}
+		metrics: newInstruments(cfg.meter, backendName(b))}, cfgErr
 }
 
 // startWatchdogLocked starts the watchdog goroutine on the first grant. Caller holds mu
@@ -111,13 +135,15 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 // TryAcquire makes one attempt to take the lock named key. It returns ErrHeld at once
 // when another owner holds it, and an error wrapping ErrUnavailable when the service
 // cannot be reached before ctx ends. A Client with an invalid configuration returns its
-// *ConfigError (errors.Is ErrInvalidConfig) without contacting the service.
+// error (errors.Is ErrInvalidConfig, see New) without contacting the service; so does a
+// lock service that answers that it is set up wrongly (such as a missing sqllock lease
+// table): such an error never wraps ErrUnavailable.
 func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err error) {
+	start := time.Now()
+	defer func() { c.metrics.acquired(start, err) }()
 	if c.cfgErr != nil {
 		return nil, fmt.Errorf("lockclient: try-acquire %q: %w", key, c.cfgErr)
 	}
-	start := time.Now()
-	defer func() { c.metrics.acquired(start, err) }()
 	wctx, cancel := c.untilClosed(ctx)
 	defer cancel()
 	s, err := c.session(wctx)
@@ -144,19 +170,22 @@ func (c *Client) untilClosed(ctx context.Context) (context.Context, context.Canc
 // released or expires) and retrying with jittered backoff while the service is
 // unreachable. It returns when the lock is granted or ctx ends: then the error wraps
 // ctx.Err(), and also ErrUnavailable if the last attempt could not reach the service.
-// A Client with an invalid configuration returns its *ConfigError (errors.Is
-// ErrInvalidConfig) without contacting the service.
+// A Client with an invalid configuration returns its error (errors.Is
+// ErrInvalidConfig, see New) without contacting the service, and a lock service that
+// answers that it is set up wrongly (an error wrapping ErrInvalidConfig, such as a
+// missing sqllock lease table) ends Acquire at once with that error: neither is retried
+// as unavailability.
 //
 // Waiters are served in the order the backend documents: in order of arrival for
 // backends whose sessions implement QueueSession (all four shipped backends), each
 // woken by its predecessor's release or expiry. Close ends a waiting Acquire at once
 // with ErrClosed.
 func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err error) {
+	start := time.Now()
+	defer func() { c.metrics.acquired(start, err) }()
 	if c.cfgErr != nil {
 		return nil, fmt.Errorf("lockclient: acquire %q: %w", key, c.cfgErr)
 	}
-	start := time.Now()
-	defer func() { c.metrics.acquired(start, err) }()
 	wctx, cancel := c.untilClosed(ctx)
 	defer cancel()
 	lease, err = c.acquire(wctx, key)
@@ -188,7 +217,8 @@ func (c *Client) acquire(ctx context.Context, key string) (*Lease, error) {
 		}
 		switch {
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrInvalidConfig):
-			// ErrInvalidConfig: the backend refused the service's configuration at Open.
+			// ErrInvalidConfig: the backend refused its own or the service's
+			// configuration (at Open, or at a grant: a missing lease table).
 			return nil, fmt.Errorf("lockclient: acquire %q: %w", key, err)
 		case err == errWaitEnded:
 			return nil, acquireCtxErr(key, ctx.Err(), lastUnavailable)
@@ -355,8 +385,9 @@ func defaultOwner() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-func isHeld(err error) bool        { return errors.Is(err, ErrHeld) }
-func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+func isHeld(err error) bool          { return errors.Is(err, ErrHeld) }
+func isUnavailable(err error) bool   { return errors.Is(err, ErrUnavailable) }
+func isInvalidConfig(err error) bool { return errors.Is(err, ErrInvalidConfig) }
 
 // releaseQuietly gives back a grant the client will not use, owner-checked, within at
 // most one TTL even when ctx has ended (the grant would expire by then anyway).

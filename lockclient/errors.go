@@ -28,16 +28,20 @@ var (
 	// ErrClosed is returned by a Client after Close.
 	ErrClosed = errors.New("lockclient: client closed")
 
-	// ErrInvalidConfig means the Client was built with an invalid option value. New
-	// records the problem (as a *ConfigError, which wraps ErrInvalidConfig) and every
-	// Acquire and TryAcquire of that Client returns it; invalid values are never
-	// silently replaced by defaults. A backend may also wrap it in the error of Open when
-	// the lock service is configured unsafely (redislock: an eviction policy that could
-	// evict locks); Acquire then returns at once instead of retrying.
+	// ErrInvalidConfig means the lock client or its lock service is configured wrongly:
+	// an invalid option value of New (a *ConfigError), an invalid option of a backend's
+	// constructor, or a lock service set up so that the backend cannot work safely (a
+	// missing sqllock lease table, a Redis eviction policy that could evict locks).
+	// Invalid values are never silently replaced by defaults. Acquire and TryAcquire
+	// return such an error at once, without retrying: it never wraps ErrUnavailable (no
+	// retry can fix it) and is counted in the metrics with lock.outcome
+	// "invalid_config". NewChecked returns the errors that can be known at
+	// construction.
 	ErrInvalidConfig = errors.New("lockclient: invalid configuration")
 )
 
-// ConfigError reports an invalid option value given to New. It wraps ErrInvalidConfig.
+// ConfigError reports an invalid option value given to New or NewChecked: its text names
+// the option and the value. It wraps ErrInvalidConfig.
 type ConfigError struct {
 	Option string // the option that carried the value, such as "WithRenewInterval"
 	Msg    string // what is wrong with it

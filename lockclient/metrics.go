@@ -15,7 +15,8 @@ import (
 // package name: memlock, etcdlock, sqllock, redislock, or a Name() the backend reports).
 const (
 	// MetricAcquireDuration is a histogram (seconds) of Acquire and TryAcquire calls, by
-	// lock.outcome: acquired, held, unavailable, cancelled.
+	// lock.outcome: acquired, held, unavailable, cancelled, invalid_config (ErrInvalidConfig:
+	// an invalid option or a lock service set up wrongly, such as a missing lease table).
 	MetricAcquireDuration = "lockclient.acquire.duration"
 	// MetricHoldDuration is a histogram (seconds) of how long leases were held, by
 	// lock.end: released or lost.
@@ -65,6 +66,7 @@ type instruments struct {
 	lost    metric.Int64Counter
 
 	acqAcquired, acqHeld, acqUnavailable, acqCancelled   []metric.RecordOption
+	acqInvalidConfig                                     []metric.RecordOption
 	holdReleased, holdLost                               []metric.RecordOption
 	renewOK, renewFailed, renewRefused, renewUnhealthy   []metric.AddOption
 	lostRefused, lostDeadline, lostClosed, lostUnhealthy []metric.AddOption
@@ -110,6 +112,7 @@ func newInstruments(mp metric.MeterProvider, backend string) *instruments {
 	}
 	in.acqAcquired, in.acqHeld = rec(AttrOutcome, "acquired"), rec(AttrOutcome, "held")
 	in.acqUnavailable, in.acqCancelled = rec(AttrOutcome, "unavailable"), rec(AttrOutcome, "cancelled")
+	in.acqInvalidConfig = rec(AttrOutcome, "invalid_config")
 	in.holdReleased, in.holdLost = rec(AttrEnd, "released"), rec(AttrEnd, "lost")
 	in.renewOK, in.renewFailed, in.renewRefused = add(AttrOutcome, "ok"), add(AttrOutcome, "failed"), add(AttrOutcome, "refused")
 	in.renewUnhealthy = add(AttrOutcome, "unhealthy")
@@ -125,6 +128,8 @@ func (in *instruments) acquired(start time.Time, err error) {
 	case err == nil:
 	case isHeld(err):
 		opts = in.acqHeld
+	case isInvalidConfig(err):
+		opts = in.acqInvalidConfig
 	case isUnavailable(err):
 		opts = in.acqUnavailable
 	default:

@@ -61,7 +61,10 @@ func (c *config) finish() error {
 	}
 	if !c.renewEvSet {
 		c.renewEvery = c.ttl / 3
-		if c.renewEvery >= c.ttl-c.margin {
+		if c.renewEvery <= 0 {
+			fail("WithTTL", "the TTL %v is too short: its default renewal interval (TTL/3) is 0", c.ttl)
+			c.renewEvery = 1
+		} else if c.renewEvery >= c.ttl-c.margin {
 			fail("WithSafetyMargin", "the safety margin %v leaves less than the default renewal interval (TTL/3 = %v) before the local deadline", c.margin, c.renewEvery)
 		}
 	} else if c.renewEvery <= 0 || c.renewEvery >= c.ttl-c.margin {
@@ -82,8 +85,10 @@ func (c *config) finish() error {
 }
 
 // WithTTL sets the lease time-to-live (default DefaultTTL). The service expires a lease
-// that was not renewed for this long. A TTL of zero or less is invalid: Acquire and
-// TryAcquire then fail with a *ConfigError (errors.Is ErrInvalidConfig).
+// that was not renewed for this long. A TTL of zero or less, or one so short that its
+// default renewal interval (TTL/3) is zero, is invalid: NewChecked returns a
+// *ConfigError (errors.Is ErrInvalidConfig), and Acquire and TryAcquire fail with it.
+// (Each option below reports its invalid values the same way.)
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithRenewInterval sets how often the watchdog renews each held lease (default TTL/3).
@@ -118,9 +123,11 @@ func WithRetry(base, max time.Duration) Option {
 // ErrInvalidConfig).
 func WithOwner(owner string) Option { return func(c *config) { c.owner, c.ownerSet = owner, true } }
 
-// WithLogger sets the structured logger (default: discard). Lost leases and an
-// unreachable service are logged at Warn; nothing about keys' values is logged. A nil
-// logger is valid and means the default.
+// WithLogger sets the structured logger (default: discard — the package never logs
+// through slog's default logger or package log). Lost leases and an unreachable service
+// are logged at Warn; nothing about keys' values is logged. A nil logger is valid and
+// means the default. Backends log through a logger of their own, given to their
+// constructor (sqllock.WithLogger, redislock.WithLogger), also discarded by default.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {

@@ -26,6 +26,14 @@ type config struct {
 	prefix         string
 	requestTimeout time.Duration
 	slack          time.Duration
+	err            error // the first invalid option value, wrapping lockclient.ErrInvalidConfig
+}
+
+// invalid records the first invalid option value.
+func (c *config) invalid(option, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("etcdlock: %w: %s: %s", lockclient.ErrInvalidConfig, option, fmt.Sprintf(format, args...))
+	}
 }
 
 // DefaultLeaseSlack is how much longer than the client's TTL the etcd session lease is
@@ -38,19 +46,30 @@ const DefaultLeaseSlack = time.Second
 // slack lets grants within that long of the last renewal skip the extra keep-alive.
 // The cost: a crashed holder's locks are freed that much later. Safety is unaffected:
 // the client gives up at its own TTL, etcd only ever expires later (G7 in
-// docs/design.md).
+// docs/design.md). A negative slack is invalid (see New).
 func WithLeaseSlack(d time.Duration) Option {
 	return func(c *config) {
-		if d >= 0 {
-			c.slack = d
+		if d < 0 {
+			c.invalid("WithLeaseSlack", "the slack must be at least 0, got %v", d)
+			return
 		}
+		c.slack = d
 	}
 }
 
 // WithPrefix sets the etcd key prefix of every lock (default DefaultPrefix). It is used as
 // given: end it with "/" to keep the locks in their own directory. Clients that must
-// exclude each other have to use the same prefix.
-func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+// exclude each other have to use the same prefix. An empty prefix is invalid (see New):
+// it would put the locks among every other key of the cluster.
+func WithPrefix(p string) Option {
+	return func(c *config) {
+		if p == "" {
+			c.invalid("WithPrefix", "the prefix must not be empty (the default is %q)", DefaultPrefix)
+			return
+		}
+		c.prefix = p
+	}
+}
 
 // WithRequestTimeout bounds every single etcd request the backend makes (default
 // DefaultRequestTimeout), whatever the caller's context allows: a request through a cut
@@ -61,16 +80,26 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.req
 
 // New returns a Backend over an existing etcd client. The client is not closed by the
 // backend; close it after the lockclient.Client that uses the backend.
+//
+// New does not fail: a nil client or an invalid option value (a negative WithLeaseSlack,
+// an empty WithPrefix) is recorded as an error wrapping lockclient.ErrInvalidConfig,
+// naming the option and the value, which CheckConfig and Open return. lockclient.New
+// and lockclient.NewChecked call CheckConfig, so a Client over such a backend fails
+// every Acquire at once (and NewChecked returns the error).
 func New(cli *clientv3.Client, opts ...Option) *Backend {
 	cfg := config{prefix: DefaultPrefix, requestTimeout: DefaultRequestTimeout, slack: DefaultLeaseSlack}
+	if cli == nil {
+		cfg.invalid("New", "the *clientv3.Client is nil")
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.prefix == "" {
-		cfg.prefix = DefaultPrefix
-	}
 	return &Backend{cli: cli, cfg: cfg}
 }
+
+// CheckConfig implements lockclient.ConfigChecker: the error New recorded for a nil
+// client or an invalid option value (wrapping lockclient.ErrInvalidConfig), or nil.
+func (b *Backend) CheckConfig() error { return b.cfg.err }
 
 // Backend is a lockclient.Backend over etcd. It is safe for concurrent use, and several
 // lockclient.Clients may share it: each opens its own session.
@@ -79,13 +108,19 @@ type Backend struct {
 	cfg config
 }
 
-var _ lockclient.Backend = (*Backend)(nil)
+var (
+	_ lockclient.Backend       = (*Backend)(nil)
+	_ lockclient.ConfigChecker = (*Backend)(nil)
+)
 
 // Open implements lockclient.Backend: it grants the session's etcd lease, with ttl
 // rounded up to whole seconds (see the package documentation).
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
+	if b.cfg.err != nil {
+		return nil, b.cfg.err
+	}
 	if ttl <= 0 {
-		return nil, fmt.Errorf("etcdlock: ttl must be positive, got %v", ttl)
+		return nil, fmt.Errorf("etcdlock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
 	s := newSession(b, owner, ttl)
 	if err := s.grant(ctx); err != nil {

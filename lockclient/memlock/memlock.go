@@ -95,7 +95,7 @@ func (s *Service) now() time.Time { return time.Now().Add(s.offset) }
 // Open implements lockclient.Backend.
 func (s *Service) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if ttl <= 0 {
-		return nil, fmt.Errorf("memlock: ttl must be positive, got %v", ttl)
+		return nil, fmt.Errorf("memlock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
 	if err := s.gate(ctx, owner); err != nil {
 		return nil, err

@@ -85,7 +85,8 @@
 // CONFIG GET maxmemory-policy, once per Backend, and refuses (an error wrapping
 // [ErrEvictionPolicy]) any other policy unless [WithAllowEviction] is given, in which
 // case it logs a warning; where CONFIG is not allowed (managed services rename or
-// forbid it) it logs a warning through slog's default logger and goes on. Use
+// forbid it) it logs a warning and goes on. Warnings go to the logger of [WithLogger]
+// only (by default nowhere). Use
 // persistence (AOF with appendfsync always) too, if a Redis restart must not reset
 // tokens to 1.
 //
@@ -134,6 +135,26 @@ type config struct {
 	prefix           string
 	pollMin, pollMax time.Duration
 	allowEviction    bool
+	logger           *slog.Logger
+	err              error // the first invalid option value, wrapping lockclient.ErrInvalidConfig
+}
+
+// invalid records the first invalid option value.
+func (c *config) invalid(option, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("redislock: %w: %s: %s", lockclient.ErrInvalidConfig, option, fmt.Sprintf(format, args...))
+	}
+}
+
+// WithLogger sets the logger of the backend's warnings (an unchecked or unsafe
+// maxmemory-policy; see the package doc). The default discards them: the package never
+// logs through slog's default logger. A nil logger means the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
 }
 
 // ErrEvictionPolicy is wrapped by the error of Open when Redis's maxmemory-policy is not
@@ -155,8 +176,15 @@ func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = pref
 
 // WithPollInterval sets the bounds of Wait's jittered poll interval (defaults 20ms and
 // 200ms). A poll never sleeps past the holder's remaining lease (plus a little jitter).
+// It requires 0 < min <= max; other values are invalid (see New).
 func WithPollInterval(min, max time.Duration) Option {
-	return func(c *config) { c.pollMin, c.pollMax = min, max }
+	return func(c *config) {
+		if min <= 0 || max < min {
+			c.invalid("WithPollInterval", "the bounds must have 0 < min <= max, got min %v, max %v", min, max)
+			return
+		}
+		c.pollMin, c.pollMax = min, max
+	}
 }
 
 // Backend is a lockclient.Backend on one Redis server. It is safe for concurrent use,
@@ -167,23 +195,42 @@ type Backend struct {
 	pollMin       time.Duration
 	pollMax       time.Duration
 	allowEviction bool
+	logger        *slog.Logger
+	cfgErr        error // New's error for a nil client or an invalid option
 
 	policyMu      sync.Mutex
 	policyChecked bool
 }
 
-var _ lockclient.Backend = (*Backend)(nil)
+var (
+	_ lockclient.Backend       = (*Backend)(nil)
+	_ lockclient.ConfigChecker = (*Backend)(nil)
+)
 
 // New returns a Backend that keeps locks in the Redis server client talks to.
+//
+// New does not fail: a nil client or an invalid option value (WithPollInterval) is
+// recorded as an error wrapping lockclient.ErrInvalidConfig, naming the option and the
+// value, which CheckConfig and Open return. lockclient.New and lockclient.NewChecked
+// call CheckConfig, so a Client over such a backend fails every Acquire at once (and
+// NewChecked returns the error).
 func New(client redis.UniversalClient, opts ...Option) *Backend {
-	cfg := config{prefix: DefaultPrefix, pollMin: DefaultPollMin, pollMax: DefaultPollMax}
+	cfg := config{prefix: DefaultPrefix, pollMin: DefaultPollMin, pollMax: DefaultPollMax,
+		logger: slog.New(slog.DiscardHandler)}
+	if client == nil {
+		cfg.invalid("New", "the redis.UniversalClient is nil")
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	b := &Backend{rdb: client, prefix: cfg.prefix, allowEviction: cfg.allowEviction}
+	b := &Backend{rdb: client, prefix: cfg.prefix, allowEviction: cfg.allowEviction, logger: cfg.logger, cfgErr: cfg.err}
 	b.pollMin, b.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	return b
 }
+
+// CheckConfig implements lockclient.ConfigChecker: the error New recorded for a nil
+// client or an invalid option value (wrapping lockclient.ErrInvalidConfig), or nil.
+func (b *Backend) CheckConfig() error { return b.cfgErr }
 
 // Prefix returns the key prefix.
 func (b *Backend) Prefix() string { return b.prefix }
@@ -198,8 +245,11 @@ func (b *Backend) TokenKey() string { return b.prefix + "token" }
 // of the locks it holds; the first Open of a Backend checks Redis's maxmemory-policy (see
 // the package doc).
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
+	if b.cfgErr != nil {
+		return nil, b.cfgErr
+	}
 	if ttl <= 0 {
-		return nil, fmt.Errorf("redislock: ttl must be positive, got %v", ttl)
+		return nil, fmt.Errorf("redislock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
 	if err := b.checkPolicy(ctx); err != nil {
 		return nil, err
@@ -228,7 +278,7 @@ func (b *Backend) checkPolicy(ctx context.Context) error {
 			return unavailable("open", "", fmt.Errorf("CONFIG GET maxmemory-policy: %w", err))
 		}
 		// CONFIG is forbidden or renamed (managed Redis): say so, loudly, and go on.
-		slog.Warn("redislock: cannot check Redis's maxmemory-policy; make sure it is noeviction, or Redis may evict held locks under memory pressure",
+		b.logger.Warn("redislock: cannot check Redis's maxmemory-policy; make sure it is noeviction, or Redis may evict held locks under memory pressure",
 			"err", err)
 		b.policyChecked = true
 		return nil
@@ -236,10 +286,10 @@ func (b *Backend) checkPolicy(ctx context.Context) error {
 	policy, ok := res["maxmemory-policy"]
 	switch {
 	case !ok:
-		slog.Warn("redislock: Redis did not report maxmemory-policy; make sure it is noeviction, or Redis may evict held locks under memory pressure")
+		b.logger.Warn("redislock: Redis did not report maxmemory-policy; make sure it is noeviction, or Redis may evict held locks under memory pressure")
 	case policy == "noeviction":
 	case b.allowEviction:
-		slog.Warn("redislock: Redis's maxmemory-policy is not noeviction: under memory pressure Redis may evict held locks and grant them twice",
+		b.logger.Warn("redislock: Redis's maxmemory-policy is not noeviction: under memory pressure Redis may evict held locks and grant them twice",
 			"maxmemory-policy", policy)
 	default:
 		return fmt.Errorf("%w (Redis has %q; set maxmemory-policy noeviction, or accept the risk with WithAllowEviction): %w",
