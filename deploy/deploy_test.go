@@ -134,6 +134,10 @@ func series(name string, f family) []string {
 	return []string{name}
 }
 
+// targetLabels are the labels Prometheus adds to every scraped series: which job
+// and which process (the pod that was paused).
+var targetLabels = map[string]bool{"job": true, "instance": true}
+
 var (
 	metricRE   = regexp.MustCompile(`\b(?:fencedsql|lockclient)_[a-z0-9_]+\b`)
 	selectorRE = regexp.MustCompile(`\b((?:fencedsql|lockclient)_[a-z0-9_]+)\{([^}]*)\}`)
@@ -175,7 +179,9 @@ func checkExpr(t *testing.T, where, expr string, fams map[string]family, legends
 			known[s] = f
 		}
 	}
-	labels := map[string]bool{"le": true}
+	// le: histogram buckets; job and instance: the target labels Prometheus adds at
+	// scrape time (which process).
+	labels := map[string]bool{"le": true, "job": true, "instance": true}
 	// Label names (in matchers and groupings) may start like metric names: leave them out.
 	bare := byRE.ReplaceAllString(regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(expr, "{}"), "")
 	used := metricRE.FindAllString(bare, -1)
@@ -201,7 +207,7 @@ func checkExpr(t *testing.T, where, expr string, fams map[string]family, legends
 	for _, sel := range selectorRE.FindAllStringSubmatch(expr, -1) {
 		f := known[sel[1]]
 		for _, mm := range matcherRE.FindAllStringSubmatch(sel[2], -1) {
-			if !f.labels[mm[1]] && mm[1] != "le" {
+			if !f.labels[mm[1]] && !targetLabels[mm[1]] && mm[1] != "le" {
 				t.Errorf("%s: %s has no label %s", where, sel[1], mm[1])
 			}
 		}
@@ -291,6 +297,10 @@ func TestAlertRules(t *testing.T) {
 				t.Errorf("%s: summary and description annotations are required", where)
 			}
 			checkExpr(t, where, r.Expr, fams, r.Annotations["summary"], r.Annotations["description"])
+			checkKeepsTarget(t, where, r.Expr)
+			if !strings.Contains(r.Annotations["summary"], "$labels.instance") {
+				t.Errorf("%s: the summary must name the instance ({{ $labels.instance }})", where)
+			}
 		}
 	}
 	for alert, metric := range map[string]string{
@@ -316,6 +326,7 @@ type panel struct {
 		RefID        string `json:"refId"`
 		Expr         string `json:"expr"`
 		LegendFormat string `json:"legendFormat"`
+		Instant      bool   `json:"instant"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"`
 }
@@ -333,6 +344,15 @@ func TestDashboard(t *testing.T) {
 		Title         string  `json:"title"`
 		SchemaVersion int     `json:"schemaVersion"`
 		Panels        []panel `json:"panels"`
+		Templating    struct {
+			List []struct {
+				Name       string          `json:"name"`
+				Type       string          `json:"type"`
+				IncludeAll bool            `json:"includeAll"`
+				AllValue   string          `json:"allValue"`
+				Query      json.RawMessage `json:"query"` // a string, or {query, refId}
+			} `json:"list"`
+		} `json:"templating"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("dashboard: %v", err)
@@ -340,6 +360,23 @@ func TestDashboard(t *testing.T) {
 	if d.UID == "" || d.Title == "" || d.SchemaVersion == 0 {
 		t.Errorf("uid %q, title %q, schemaVersion %d: all are required", d.UID, d.Title, d.SchemaVersion)
 	}
+	// job and instance variables (which process), All meaning every value.
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+		if targetLabels[v.Name] {
+			if v.Type != "query" || !v.IncludeAll || v.AllValue != ".*" || !strings.Contains(string(v.Query), "label_values(") {
+				t.Errorf("variable %s: want a label_values query variable with All = .*", v.Name)
+			}
+		}
+	}
+	for l := range targetLabels {
+		if !vars[l] {
+			t.Errorf("no %s template variable", l)
+		}
+	}
+	// Panels showing refusals: over the selected range, as one value.
+	overRange := map[string]bool{}
 	ids := map[int]bool{}
 	var all strings.Builder
 	var walk func([]panel)
@@ -357,15 +394,88 @@ func TestDashboard(t *testing.T) {
 				t.Errorf("panel %q: Prometheus targets are required", p.Title)
 			}
 			for _, tg := range p.Targets {
-				checkExpr(t, "panel "+p.Title+"/"+tg.RefID, tg.Expr, fams, tg.LegendFormat)
+				where := "panel " + p.Title + "/" + tg.RefID
+				checkExpr(t, where, tg.Expr, fams, tg.LegendFormat)
+				checkScoped(t, where, tg.Expr, fams)
 				all.WriteString(tg.Expr + "\n")
+				if p.Type == "stat" || p.Type == "bargauge" || p.Type == "gauge" {
+					// A stat of a rate reads 0 an hour after the event: show the
+					// selected range's total.
+					if !tg.Instant || !strings.Contains(tg.Expr, "[$__range]") || strings.Contains(tg.Expr, "$__rate_interval") {
+						t.Errorf("%s: a single-value panel must be an instant query over [$__range]: %s", where, tg.Expr)
+					}
+					for _, m := range metricRE.FindAllString(tg.Expr, -1) {
+						overRange[m] = true
+					}
+				}
 			}
 		}
 	}
 	walk(d.Panels)
+	for _, m := range []string{"fencedsql_fenced_rejections_total", "fencedsql_no_token_total", "fencedsql_unsupported_total", "lockclient_leases_lost_total"} {
+		if !overRange[m] {
+			t.Errorf("no single-value panel shows %s over the selected range", m)
+		}
+	}
 	for _, c := range metricConstants {
 		if !strings.Contains(all.String(), strings.ReplaceAll(c, ".", "_")) {
 			t.Errorf("no panel shows %s", c)
+		}
+	}
+}
+
+var (
+	aggRE     = regexp.MustCompile(`\b(sum|avg|min|max|count|group|stddev|stdvar|topk|bottomk|quantile|count_values)\s*(by|without)?\s*(?:\(([^()]*)\)\s*)?\(`)
+	scopedRE  = regexp.MustCompile(`\b((?:fencedsql|lockclient)_[a-z0-9_]+)(\{[^}]*\})?`)
+	jobVarRE  = regexp.MustCompile(`\bjob\s*=~\s*"\$job"`)
+	instVarRE = regexp.MustCompile(`\binstance\s*=~\s*"\$instance"`)
+)
+
+// checkKeepsTarget fails an alert expression whose aggregations drop job or
+// instance: the alert must say which process (the pod that was paused).
+func checkKeepsTarget(t *testing.T, where, expr string) {
+	t.Helper()
+	n := 0
+	for _, m := range aggRE.FindAllStringSubmatch(expr, -1) {
+		n++
+		var list []string
+		for l := range strings.SplitSeq(m[3], ",") {
+			list = append(list, strings.TrimSpace(l))
+		}
+		switch m[2] {
+		case "by":
+			if !slices.Contains(list, "job") || !slices.Contains(list, "instance") {
+				t.Errorf("%s: %s by (%s) drops job or instance", where, m[1], m[3])
+			}
+		case "without":
+			if slices.Contains(list, "job") || slices.Contains(list, "instance") {
+				t.Errorf("%s: %s without (%s) drops job or instance", where, m[1], m[3])
+			}
+		default:
+			t.Errorf("%s: %s( … ) without by (job, instance, …) drops which process it was", where, m[1])
+		}
+	}
+	if n == 0 && !strings.Contains(expr, "job") {
+		t.Errorf("%s: no aggregation keeps job and instance", where)
+	}
+}
+
+// checkScoped fails a dashboard expression with a metric selector not narrowed to the
+// $job and $instance variables.
+func checkScoped(t *testing.T, where, expr string, fams map[string]family) {
+	t.Helper()
+	known := map[string]bool{}
+	for name, f := range fams {
+		for _, s := range series(name, f) {
+			known[s] = true
+		}
+	}
+	for _, m := range scopedRE.FindAllStringSubmatch(expr, -1) {
+		if !known[m[1]] {
+			continue // a label such as fencedsql_outcome
+		}
+		if !jobVarRE.MatchString(m[2]) || !instVarRE.MatchString(m[2]) {
+			t.Errorf("%s: %s%s is not narrowed to job=~\"$job\", instance=~\"$instance\"", where, m[1], m[2])
 		}
 	}
 }

@@ -49,7 +49,9 @@ const (
 
 // WithMeterProvider sets the OpenTelemetry MeterProvider (default: the global one,
 // which records nothing until an SDK is installed). Recording allocates nothing: the
-// attribute sets are computed once per guarded table.
+// attribute sets are computed once per guarded table. Every counter series the pool
+// can emit for a guarded table (and the cache's and the table-less refusals') exists
+// at 0 from the pool's opening, so that Prometheus's increase() sees the first event.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.meter = mp }
 }
@@ -59,6 +61,7 @@ type instruments struct {
 	duration                                             metric.Float64Histogram
 	byOutcome                                            map[*guard]*[len(outcomes)][]metric.RecordOption
 
+	sys       attribute.KeyValue            // db.system.name
 	base      []metric.AddOption            // db.system.name only
 	byTable   map[*guard][]metric.AddOption // plus db.collection.name
 	hit, miss []metric.AddOption
@@ -93,21 +96,51 @@ func newInstruments(mp metric.MeterProvider, d Dialect, rw *rewriter) *instrumen
 		metric.WithDescription("Duration of guarded statements, by outcome."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	sys := AttrDBSystem.String(dbSystem(d))
+	in.sys = sys
 	in.base = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys))}
 	in.hit = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, AttrCacheResult.String("hit")))}
 	in.miss = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, AttrCacheResult.String("miss")))}
+	// Series that exist from the start (see addGuard): the cache's two results and the
+	// statements refused before their table is known.
+	ctx := context.Background()
+	in.cache.Add(ctx, 0, in.hit...)
+	in.cache.Add(ctx, 0, in.miss...)
+	in.unsupported.Add(ctx, 0, in.base...)
 	for _, gs := range rw.guards {
 		for _, g := range gs {
-			tbl := AttrDBTable.String(g.String())
-			in.byTable[g] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(sys, tbl))}
-			var byOutcome [len(outcomes)][]metric.RecordOption
-			for i, o := range outcomes {
-				byOutcome[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(sys, tbl, AttrOutcome.String(o)))}
-			}
-			in.byOutcome[g] = &byOutcome
+			in.addGuard(g)
 		}
 	}
 	return in
+}
+
+// addGuard computes g's attribute sets and creates its counter series at 0. Every
+// per-table counter series the pool can emit for g exists from the pool's opening, not
+// from its first increment: Prometheus's increase() needs a sample before the first
+// event to see it, so an alert such as increase(fencedsql_fenced_rejections_total[5m])
+// > 0 fires for a process whose first rejection is its only one (deploy/prometheus).
+// The set is bounded: five counters per guarded table. Histograms are not pre-created
+// (a recording would be an observation). Call it before the instruments are shared:
+// the maps are read without a lock.
+func (in *instruments) addGuard(g *guard) {
+	if _, ok := in.byTable[g]; ok {
+		return
+	}
+	tbl := AttrDBTable.String(g.String())
+	in.byTable[g] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(in.sys, tbl))}
+	var byOutcome [len(outcomes)][]metric.RecordOption
+	for i, o := range outcomes {
+		byOutcome[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(in.sys, tbl, AttrOutcome.String(o)))}
+	}
+	in.byOutcome[g] = &byOutcome
+	for _, c := range in.perTable() {
+		c.Add(context.Background(), 0, in.byTable[g]...)
+	}
+}
+
+// perTable are the counters recorded with a guarded table's attributes.
+func (in *instruments) perTable() []metric.Int64Counter {
+	return []metric.Int64Counter{in.fenced, in.version, in.noToken, in.unsupported, in.unique}
 }
 
 // count adds one to c with the table's attributes (or the base ones).

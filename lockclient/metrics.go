@@ -52,7 +52,9 @@ const (
 
 // WithMeterProvider sets the OpenTelemetry MeterProvider for the client's metrics
 // (default: the global one, which records nothing until an SDK is installed).
-// A nil provider is valid and means the default.
+// A nil provider is valid and means the default. Every counter series the client can
+// emit (renewals by outcome, leases lost by cause) exists at 0 from New on, so that
+// Prometheus's increase() sees the first event.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.meter = mp }
 }
@@ -118,6 +120,20 @@ func newInstruments(mp metric.MeterProvider, backend string) *instruments {
 	in.renewUnhealthy = add(AttrOutcome, "unhealthy")
 	in.lostRefused, in.lostDeadline, in.lostClosed = add(AttrCause, "refused"), add(AttrCause, "deadline"), add(AttrCause, "closed")
 	in.lostUnhealthy = add(AttrCause, "unhealthy")
+	// Every counter series the client can emit exists at 0 from New on, not from its
+	// first increment: Prometheus's increase() needs a sample before the first event to
+	// see it, so increase(lockclient_leases_lost_total[10m]) > 0 fires for a process
+	// whose first lost lease is its only one (deploy/prometheus). Bounded: four renewal
+	// outcomes and four causes per client. "unhealthy" is created whether or not a
+	// health check is set (it then stays 0). Histograms are not pre-created: a
+	// recording would be an observation.
+	ctx := context.Background()
+	for _, o := range [][]metric.AddOption{in.renewOK, in.renewFailed, in.renewRefused, in.renewUnhealthy} {
+		in.renew.Add(ctx, 0, o...)
+	}
+	for _, o := range [][]metric.AddOption{in.lostRefused, in.lostDeadline, in.lostUnhealthy, in.lostClosed} {
+		in.lost.Add(ctx, 0, o...)
+	}
 	return in
 }
 

@@ -16,6 +16,10 @@
 #     /usr/sbin/policy-rc.d that forbids apt from starting system services
 #     (the previous policy-rc.d, if any, is put back afterwards). Not root and
 #     binaries missing: a message is printed and that server is left out.
+#   * The same for the test tools in FENCEDSQL_TOOLS (default: promtool, from
+#     Debian's `prometheus` package, which deploy/'s tests use to run
+#     `promtool test rules`): installed when missing and root, never started
+#     (no Prometheus server runs; only the promtool binary is used).
 #   * Starts each server in a fresh `mktemp -d` directory (its data, socket,
 #     pid and log files all live there), listening on 127.0.0.1 only, on a
 #     free port picked at random in 20000-31999, as an unprivileged user when
@@ -55,6 +59,7 @@
 #
 # Knobs (environment)
 #   FENCEDSQL_SERVERS="postgres mariadb redis"  which servers to start
+#   FENCEDSQL_TOOLS="promtool"                  which tools to install if missing
 #   FENCEDSQL_SERVERS_NO_INSTALL=1              never run apt-get
 #
 # Works with and without `set -euo pipefail` in the caller; needs bash >= 4.3.
@@ -332,11 +337,12 @@ _fsql_have() { # server
 	esac
 }
 
-_fsql_package() { # server -> Debian package
+_fsql_package() { # server or tool -> Debian package
 	case $1 in
 	postgres) echo postgresql ;;
 	mariadb) echo mariadb-server ;;
 	redis) echo redis-server ;;
+	promtool) echo prometheus ;;
 	esac
 }
 
@@ -623,7 +629,7 @@ _fsql_install_traps() {
 # ---------------------------------------------------------------- main
 
 _fsql_main() {
-	local t0 base s v want=() missing=() pkgs=() started=0 wanted=0
+	local t0 base s v want=() missing=() tools=() pkgs=() started=0 wanted=0
 	t0=$(_fsql_now_ms)
 	_FSQL_PASSWORD=fenced
 
@@ -651,7 +657,13 @@ _fsql_main() {
 		fi
 		want+=("$s")
 	done
-	[[ ${#want[@]} -gt 0 ]] || return 0
+	for s in ${FENCEDSQL_TOOLS-promtool}; do
+		case $s in
+		promtool) command -v "$s" >/dev/null 2>&1 || tools+=("$s") ;;
+		*) _fsql_log "unknown tool '$s' in FENCEDSQL_TOOLS (want promtool)" ;;
+		esac
+	done
+	[[ ${#want[@]} -gt 0 || ${#tools[@]} -gt 0 ]] || return 0
 
 	base=/tmp
 	[[ $EUID -ne 0 && -n ${TMPDIR:-} && -d ${TMPDIR:-} ]] && base=${TMPDIR%/}
@@ -670,6 +682,7 @@ _fsql_main() {
 	for s in "${want[@]}"; do
 		_fsql_have "$s" || missing+=("$s")
 	done
+	missing+=("${tools[@]}")
 	if [[ ${#missing[@]} -gt 0 ]]; then
 		for s in "${missing[@]}"; do pkgs+=("$(_fsql_package "$s")"); done
 		if [[ $EUID -eq 0 && -z ${FENCEDSQL_SERVERS_NO_INSTALL:-} ]] && command -v apt-get >/dev/null 2>&1; then
@@ -679,6 +692,13 @@ _fsql_main() {
 				"tests needing them will be skipped"
 		fi
 	fi
+	for s in "${tools[@]}"; do
+		if command -v "$s" >/dev/null 2>&1; then
+			_fsql_log "$s: $(command -v "$s")"
+		else
+			_fsql_log "$s: not found after install; tests needing it will be skipped"
+		fi
+	done
 
 	for s in "${want[@]}"; do
 		wanted=$((wanted + 1))

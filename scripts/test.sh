@@ -3,7 +3,8 @@
 # scripts/test.sh - fencedsql's test command (README and CI run it).
 #
 # Starts throwaway PostgreSQL, MariaDB and Redis servers (scripts/servers.sh,
-# installing them with apt-get first when run as root and they are missing),
+# installing them with apt-get first when run as root and they are missing, and
+# promtool, from Debian's prometheus package, for deploy/'s rule tests),
 # sets FENCEDSQL_REQUIRE_SERVERS=1 so that no server test may skip, then runs
 #
 #     go vet PACKAGES
