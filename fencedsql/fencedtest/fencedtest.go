@@ -28,6 +28,13 @@
 // The expectations cover statements executed directly (DB/Tx ExecContext and
 // QueryContext), not prepared statements. Queries are matched with
 // sqlmock.QueryMatcherEqual.
+//
+// go-sqlmock options (a value converter for argument types the real driver accepts,
+// such as a []int64 for pgx) go through NewWith and WithSQLMockOptions:
+//
+//	db, mock := fencedtest.NewWith(t, postgres.Dialect,
+//		fencedtest.WithOptions(fencedsql.Guard("accounts")),
+//		fencedtest.WithSQLMockOptions(sqlmock.ValueConverterOption(conv)))
 package fencedtest
 
 import (
@@ -73,15 +80,68 @@ type Mock struct {
 var seq atomic.Int64
 
 // New opens a *sql.DB over go-sqlmock with fencing for dialect d and the given options
-// (typically fencedsql.Guard), with the schema check off, and returns it with its Mock.
-// Both are closed when the test ends. The DB has one connection, as sqlmock has one.
+// (typically fencedsql.Guard), with the schema check off. It returns the fenced DB —
+// the one to hand to the code under test — and its Mock, on which the test states its
+// expectations. Both are closed when the test ends. The DB has one connection, as
+// sqlmock has one. A setup error (nil dialect, an invalid option) fails the test with
+// t.Fatalf. New(t, d, opts...) is NewWith(t, d, WithOptions(opts...)); for go-sqlmock
+// options use NewWith with WithSQLMockOptions.
 func New(t TB, d fencedsql.Dialect, opts ...fencedsql.Option) (*sql.DB, *Mock) {
+	t.Helper()
+	return NewWith(t, d, WithOptions(opts...))
+}
+
+// Option configures NewWith: fencedsql options for the wrapper (WithOptions) or
+// go-sqlmock options for the mock underneath (WithSQLMockOptions).
+type Option func(*settings)
+
+type settings struct {
+	fenced []fencedsql.Option
+	mock   []any // go-sqlmock's options: their type is unexported, checked in NewWith
+}
+
+// WithOptions passes fencedsql options (fencedsql.Guard, WithStrict, …) to the wrapper,
+// as New's opts. The options of several WithOptions add up, in order.
+func WithOptions(opts ...fencedsql.Option) Option {
+	return func(s *settings) { s.fenced = append(s.fenced, opts...) }
+}
+
+// WithSQLMockOptions passes go-sqlmock options to the mock underneath the wrapper —
+// sqlmock.ValueConverterOption, sqlmock.MonitorPingsOption, sqlmock.QueryMatcherOption
+// — in the order given, after fencedtest's own QueryMatcherOption(QueryMatcherEqual)
+// (so a QueryMatcherOption given here replaces it). The usual one is a value converter
+// for argument types the real driver accepts and database/sql's default converter does
+// not, such as a []int64 that pgx sends as a PostgreSQL array:
+//
+//	db, mock := fencedtest.NewWith(t, postgres.Dialect,
+//		fencedtest.WithOptions(fencedsql.Guard("accounts")),
+//		fencedtest.WithSQLMockOptions(sqlmock.ValueConverterOption(conv)))
+//
+// The converter then applies to the arguments the code under test passes (through the
+// wrapper, which forwards database/sql's value checks to sqlmock) and to the expected
+// arguments, which sqlmock converts before comparing. go-sqlmock does not export its
+// option type, so the parameter is ...any: anything else fails the test in NewWith.
+func WithSQLMockOptions(opts ...any) Option {
+	return func(s *settings) { s.mock = append(s.mock, opts...) }
+}
+
+// NewWith is New with fencedtest's own options: fencedsql options through WithOptions,
+// go-sqlmock options through WithSQLMockOptions. It returns the fenced DB for the code
+// under test and its Mock, both closed when the test ends; a setup error fails the test.
+func NewWith(t TB, d fencedsql.Dialect, options ...Option) (*sql.DB, *Mock) {
 	t.Helper()
 	if d == nil {
 		t.Fatalf("fencedtest.New: nil dialect")
 	}
+	var set settings
+	for _, o := range options {
+		if o != nil {
+			o(&set)
+		}
+	}
+	opts := set.fenced
 	dsn := fmt.Sprintf("fencedtest-%d", seq.Add(1))
-	mdb, mock, err := sqlmock.NewWithDSN(dsn, sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	mdb, mock, err := newSQLMock(sqlmock.NewWithDSN, dsn, sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual), set.mock)
 	if err != nil {
 		t.Fatalf("fencedtest.New: sqlmock: %v", err)
 	}
@@ -102,22 +162,37 @@ func New(t TB, d fencedsql.Dialect, opts ...fencedsql.Option) (*sql.DB, *Mock) {
 	return db, &Mock{Sqlmock: mock, t: t, d: d, rec: rec}
 }
 
+// newSQLMock calls open (sqlmock.NewWithDSN) with first and then opts converted to its
+// option type O, which go-sqlmock does not export and type inference names here.
+func newSQLMock[O any](open func(string, ...O) (*sql.DB, sqlmock.Sqlmock, error), dsn string, first O, opts []any) (*sql.DB, sqlmock.Sqlmock, error) {
+	typed := append(make([]O, 0, len(opts)+1), first)
+	for i, o := range opts {
+		t, ok := o.(O)
+		if !ok {
+			return nil, nil, fmt.Errorf("WithSQLMockOptions: option %d is a %T, not a go-sqlmock option (sqlmock.ValueConverterOption, MonitorPingsOption, QueryMatcherOption)", i, o)
+		}
+		typed = append(typed, t)
+	}
+	return open(dsn, typed...)
+}
+
 // ExpectBegin expects a transaction to begin; the fenced expectations that follow, up
-// to ExpectCommit or ExpectRollback, are for statements inside it.
+// to ExpectCommit or ExpectRollback, are for statements inside it. It returns sqlmock's
+// expectation (for WillReturnError, WillDelayFor).
 func (m *Mock) ExpectBegin() *sqlmock.ExpectedBegin {
 	m.setTx(true)
 	return m.Sqlmock.ExpectBegin()
 }
 
 // ExpectCommit expects the transaction to commit; it ends the transaction for the
-// fenced expectations that follow.
+// fenced expectations that follow. It returns sqlmock's expectation.
 func (m *Mock) ExpectCommit() *sqlmock.ExpectedCommit {
 	m.setTx(false)
 	return m.Sqlmock.ExpectCommit()
 }
 
 // ExpectRollback expects the transaction to roll back; it ends the transaction for the
-// fenced expectations that follow.
+// fenced expectations that follow. It returns sqlmock's expectation.
 func (m *Mock) ExpectRollback() *sqlmock.ExpectedRollback {
 	m.setTx(false)
 	return m.Sqlmock.ExpectRollback()
@@ -160,7 +235,8 @@ func (m *Mock) ExpectFencedExec(userSQL string, token uint64, args ...driver.Val
 
 // ExpectFencedExecContext is ExpectFencedExec with the token (and, through
 // fencedsql.ExpectVersion, the expected version) taken from ctx, which should carry
-// what the code under test's context carries.
+// what the code under test's context carries. It returns the same expectation as
+// ExpectFencedExec.
 func (m *Mock) ExpectFencedExecContext(ctx context.Context, userSQL string, args ...driver.Value) *sqlmock.ExpectedExec {
 	m.t.Helper()
 	stmts := m.mustStatements(ctx, false, userSQL, args)
@@ -181,7 +257,7 @@ func (m *Mock) ExpectFencedQuery(userSQL string, token uint64, args ...driver.Va
 }
 
 // ExpectFencedQueryContext is ExpectFencedQuery with the token (and expected version)
-// taken from ctx.
+// taken from ctx. It returns the same expectation as ExpectFencedQuery.
 func (m *Mock) ExpectFencedQueryContext(ctx context.Context, userSQL string, args ...driver.Value) *sqlmock.ExpectedQuery {
 	m.t.Helper()
 	stmts := m.mustStatements(ctx, true, userSQL, args)
@@ -198,14 +274,16 @@ func (m *Mock) ExpectFencedQueryContext(ctx context.Context, userSQL string, arg
 // carries a newer token — so that the code under test gets fencedsql.ErrFenced. For a
 // DELETE it is the fencing UPDATE that fails; outside a transaction the wrapper's own
 // BEGIN and ROLLBACK are expected around it. Inside a transaction, expect the
-// business code's rollback with ExpectRollback afterwards.
+// business code's rollback with ExpectRollback afterwards. It returns nothing: the
+// expectations are complete (the fencing error is their answer), and a statement the
+// wrapper would refuse before sending fails the test.
 func (m *Mock) ExpectFencedRejection(userSQL string, token uint64, args ...driver.Value) {
 	m.t.Helper()
 	m.expectRejection(fencedsql.WithToken(context.Background(), token), false, userSQL, args)
 }
 
 // ExpectFencedQueryRejection is ExpectFencedRejection for a statement the code under
-// test runs with QueryContext (… RETURNING).
+// test runs with QueryContext (… RETURNING). It returns nothing either.
 func (m *Mock) ExpectFencedQueryRejection(userSQL string, token uint64, args ...driver.Value) {
 	m.t.Helper()
 	m.expectRejection(fencedsql.WithToken(context.Background(), token), true, userSQL, args)
@@ -290,8 +368,9 @@ func quotedIdents(d fencedsql.Dialect, sql string) []string {
 // under ctx (which carries the token, as from fencedsql.WithToken, and optionally an
 // expected version): inside a transaction when inTx is true, else on its own; through
 // QueryContext when query is true, else ExecContext. The arguments are the user's
-// values (or matchers) as given, and the token and version as int64. An error is the
-// wrapper's refusal (nothing would be sent).
+// values (or matchers) as given, and the token and version as int64. It returns the
+// calls in order (BEGIN, EXEC/QUERY, COMMIT/ROLLBACK); it sets no expectation. An error
+// is the wrapper's refusal (nothing would be sent), such as fencedsql.ErrNoToken.
 func (m *Mock) Statements(ctx context.Context, inTx, query bool, userSQL string, args ...driver.Value) ([]Statement, error) {
 	return m.rec.run(ctx, inTx, query, userSQL, args, nil)
 }
@@ -361,6 +440,9 @@ func (m *Mock) replay(stmts []Statement, rej error) (*sqlmock.ExpectedExec, *sql
 // dialects this module ships, by d.Name(): "postgres" (*pgconn.PgError 23502), "mysql"
 // (*mysql.MySQLError 1048) and "sqlite" (a real *sqlite.Error from the embedded SQLite,
 // which needs the "fenced-sqlite" driver that importing dialects/sqlite registers).
+// It returns that error (give it to WillReturnError; the wrapper maps it to
+// fencedsql.ErrFenced), or a second, non-nil error when it cannot produce one: an
+// unknown dialect, or SQLite without the fenced-sqlite driver.
 func FencingError(d fencedsql.Dialect, table, col string) (error, error) {
 	switch d.Name() {
 	case "postgres":
@@ -431,6 +513,8 @@ const (
 	OpRollback
 )
 
+// String returns the call's name as Statement.String prints it: BEGIN, EXEC, QUERY,
+// COMMIT or ROLLBACK.
 func (o Op) String() string {
 	switch o {
 	case OpBegin:
@@ -455,6 +539,8 @@ type Statement struct {
 	Failed bool           // the call was answered with the injected error
 }
 
+// String returns the call in one line: "EXEC <sql> [args]" (or QUERY), or BEGIN,
+// COMMIT, ROLLBACK.
 func (s Statement) String() string {
 	if s.Op == OpExec || s.Op == OpQuery {
 		return fmt.Sprintf("%v %s %v", s.Op, s.SQL, s.Args)
