@@ -25,6 +25,34 @@
 // storage closes that window. Keep the critical section small and do slow work (network
 // calls, computation) before taking the lock.
 //
+// # Configuration errors
+//
+// A configuration the client cannot honour is an error wrapping [ErrInvalidConfig],
+// never a default silently put in its place and never [ErrUnavailable]: no retry can fix
+// it. [New] keeps the signature New(b, opts...) *Client and does not fail: it records an
+// invalid option value (a *[ConfigError] naming the option and the value), a nil
+// Backend, or the error of a backend constructor that has no error result (a backend
+// implementing [ConfigChecker]: etcdlock.New, redislock.New), and every Acquire and
+// TryAcquire of that Client returns it at once. [NewChecked] returns the same error at
+// construction:
+//
+//	locks, err := lockclient.NewChecked(backend, lockclient.WithTTL(ttl))
+//	if err != nil { // errors.Is(err, lockclient.ErrInvalidConfig)
+//		return fmt.Errorf("lock client: %w", err)
+//	}
+//
+// Neither contacts the lock service. A service that answers that it is set up wrongly
+// (a missing sqllock lease table, a Redis that may evict locks) ends Acquire and
+// TryAcquire at once with an error wrapping ErrInvalidConfig; such outcomes are counted
+// with lock.outcome "invalid_config". sqllock's Backend.CheckTable finds a missing lease
+// table at start-up.
+//
+// # Logging
+//
+// The package logs only through the logger given with [WithLogger] (default: discard),
+// never through slog's default logger or package log; backends take a logger of their
+// own (sqllock.WithLogger, redislock.WithLogger), discarded by default too.
+//
 // Lock services implement [Backend]; the in-process one is package memlock, others live in
 // the sibling packages (etcdlock, sqllock, redislock).
 package lockclient

@@ -4,6 +4,7 @@
 //	db, _ := sql.Open("pgx", "postgres://app@db/shop")          // or "mysql"
 //	_ = sqllock.CreateTable(ctx, db, sqllock.Postgres, "")      // at deploy time (also upgrades)
 //	backend, err := sqllock.New(db)                             // dialect from db.Driver()
+//	err = backend.CheckTable(ctx)                               // optional: fail at start-up
 //	locks := lockclient.New(backend, lockclient.WithTTL(10*time.Second))
 //
 // # The lease table
@@ -53,7 +54,25 @@
 //     another session and token, is untouched: release is owner- and token-checked (G8 in
 //     docs/design.md). On PostgreSQL the release also notifies the first live waiter.
 //   - Any database error, timeout or ended context: an error wrapping
-//     [lockclient.ErrUnavailable], never ErrHeld.
+//     [lockclient.ErrUnavailable], never ErrHeld — except a lease table that does not
+//     exist (see below).
+//
+// # A missing lease table is a configuration error
+//
+// lockclient does not create tables. If CreateTable (or the statements of DDL) was not
+// run on the database, the grant fails with PostgreSQL's undefined_table or
+// undefined_function (42P01, 42883) or MySQL's ER_NO_SUCH_TABLE or ER_SP_DOES_NOT_EXIST
+// (1146, 1305); the backend then checks whether the lease table itself exists (one
+// read, only on that error path). If it does not, TryAcquire and Acquire return a
+// [*SchemaError] at once — errors.Is [ErrSchema] and [lockclient.ErrInvalidConfig],
+// never ErrUnavailable, so it is not retried until the deadline, and it is counted in
+// lockclient's metrics with lock.outcome "invalid_config", not "unavailable" — whose text
+// names the table and the fix (sqllock.CreateTable, or sqllock.DDL for migrations). The
+// same holds for any other object of the lease table that is missing (say, a dropped
+// token sequence). Nothing is cached: once the table exists, the next call works.
+// [Backend.CheckTable] reads the catalog to find a missing or old table at start-up,
+// before the first Acquire. Invalid options of New are errors wrapping
+// lockclient.ErrInvalidConfig too.
 //
 // # Tokens
 //
@@ -152,8 +171,16 @@
 // token sequence; version 1's objects stay for clients of the earlier release during a
 // rolling upgrade (they share the token source and the grant serialisation, so mutual
 // exclusion and token order hold across versions). A backend that finds version 2
-// missing (the table was not upgraded) logs a warning once, grants with version 1's
-// statements — without a queue, waiters polling — and looks again a minute later.
+// missing while the lease table exists (the table was not upgraded) logs a warning once
+// (through [WithLogger]'s logger; by default nothing is logged), grants with version 1's
+// statements — without a queue, waiters polling — and looks again a minute later; a
+// missing lease table is never taken for an old one. [Backend.CheckTable] reports an old
+// table as a *SchemaError with Outdated set.
+//
+// # Logging
+//
+// The package logs only through the logger given with [WithLogger] (default: discard),
+// never through slog's default logger or package log.
 //
 // # A single point
 //

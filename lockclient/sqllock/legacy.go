@@ -5,11 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencedsql/fencedsql/lockclient"
 )
@@ -26,6 +22,9 @@ func (s *session) tryAcquireV1(ctx context.Context, key, gs string, entered bool
 		return lockclient.Grant{}, lockclient.ErrHeld
 	}
 	if err != nil {
+		if missingObject(err) { // nothing ran: version 1's objects are missing too
+			return lockclient.Grant{}, s.b.fail("try-acquire", key, err)
+		}
 		if entered {
 			s.abandonV1(key, gs) // the request may still reach the server
 		}
@@ -100,22 +99,29 @@ func (b *Backend) legacy() bool {
 	return u != 0 && time.Now().UnixNano() < u
 }
 
-// missingV2 reports whether err says that a table or routine does not exist (the lease
-// table was created by an earlier version and not upgraded); the backend then uses
-// version 1's statements for a while and warns once.
-func (b *Backend) missingV2(err error) bool {
-	var pe *pgconn.PgError
-	var me *mysql.MySQLError
-	switch {
-	case errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "42P01"): // undefined_function, undefined_table
-	case errors.As(err, &me) && (me.Number == 1305 || me.Number == 1146): // ER_SP_DOES_NOT_EXIST, ER_NO_SUCH_TABLE
-	default:
-		return false
+// missingV2 decides what a failed statement of schema version 2 means when err says
+// that a table or routine does not exist. It returns (false, nil) for any other error.
+// Otherwise it asks whether the lease table itself exists: if it does not, the error is
+// a *SchemaError (CreateTable never ran: a configuration error, returned at once); if
+// it does, the table was created by an earlier version and not upgraded: the backend
+// uses version 1's statements for a while, warns once (through WithLogger's logger)
+// and missingV2 returns (true, nil). When the database cannot answer that question, the
+// error wraps lockclient.ErrUnavailable.
+func (b *Backend) missingV2(ctx context.Context, op, key string, err error) (legacy bool, _ error) {
+	if !missingObject(err) {
+		return false, nil
+	}
+	if perr := b.probeTable(ctx); perr != nil {
+		var se *SchemaError
+		if errors.As(perr, &se) {
+			return false, perr
+		}
+		return false, unavailable(op, key, perr)
 	}
 	b.legacyUntil.Store(time.Now().Add(legacyRecheck).UnixNano())
 	b.legacyWarn.Do(func() {
-		slog.Warn("sqllock: the waiter queue (schema version 2) is missing; run sqllock.CreateTable to upgrade the lease table. Until then waiters are not queued (no fairness)",
+		b.logger.Warn("sqllock: the waiter queue (schema version 2) is missing; run sqllock.CreateTable to upgrade the lease table. Until then waiters are not queued (no fairness)",
 			"table", b.table.String(), "err", err)
 	})
-	return true
+	return true, nil
 }

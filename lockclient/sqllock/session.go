@@ -107,9 +107,17 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 		return s.tryAcquireV1(ctx, key, gs, entered)
 	}
 	st, err := s.grant(ctx, key, gs, false, "")
+	if err != nil && missingObject(err) {
+		// Nothing ran: schema version 2, or the whole lease table, is missing.
+		legacy, serr := s.b.missingV2(ctx, "try-acquire", key, err)
+		if serr != nil {
+			return lockclient.Grant{}, serr
+		}
+		if legacy {
+			return s.tryAcquireV1(ctx, key, gs, entered)
+		}
+	}
 	switch {
-	case err != nil && s.b.missingV2(err):
-		return s.tryAcquireV1(ctx, key, gs, entered)
 	case err != nil:
 		if entered {
 			s.abandon(key, gs) // the request may still reach the server
@@ -134,10 +142,14 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		var live sql.NullBool
 		if !s.b.legacy() {
 			err = s.b.scanRow(ctx, s.b.q.release2, []any{g.Key, s.grantSession(g), tok}, &found, &live)
-			if err == nil || !s.b.missingV2(err) {
+			legacy, serr := s.b.missingV2(ctx, "release", g.Key, err)
+			if serr != nil {
+				return serr
+			}
+			if !legacy {
 				switch {
 				case err != nil:
-					return unavailable("release", g.Key, err)
+					return s.b.fail("release", g.Key, err)
 				case !found:
 					return lockclient.ErrNotOwner
 				case !live.Bool:
@@ -152,7 +164,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		case errors.Is(err, sql.ErrNoRows):
 			return lockclient.ErrNotOwner
 		case err != nil:
-			return unavailable("release", g.Key, err)
+			return s.b.fail("release", g.Key, err)
 		case !live.Bool:
 			return lockclient.ErrLeaseLost
 		}
@@ -160,20 +172,20 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	default:
 		res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.grantSession(g), tok)
 		if err != nil {
-			return unavailable("release", g.Key, err)
+			return s.b.fail("release", g.Key, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return unavailable("release", g.Key, err)
+			return s.b.fail("release", g.Key, err)
 		} else if n > 0 {
 			return nil
 		}
 		// Not live: delete our own expired row, if nobody took the key since.
 		res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
 		if err != nil {
-			return unavailable("release", g.Key, err)
+			return s.b.fail("release", g.Key, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return unavailable("release", g.Key, err)
+			return s.b.fail("release", g.Key, err)
 		} else if n > 0 {
 			return lockclient.ErrLeaseLost
 		}
@@ -195,7 +207,7 @@ func (s *session) Wait(ctx context.Context, key string) error {
 		case errors.Is(err, sql.ErrNoRows):
 			return true, 0, nil // free
 		case err != nil:
-			return false, 0, unavailable("wait", key, err)
+			return false, 0, s.b.fail("wait", key, err)
 		}
 		// us <= 0: expired, TryAcquire takes it over.
 		return us <= 0, time.Duration(us) * time.Microsecond, nil
@@ -241,11 +253,11 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 		res, err = s.b.exec(ctx, s.b.q.renew, s.ttlMicros, g.Key, s.grantSession(g), tok)
 	}
 	if err != nil {
-		return unavailable("renew", g.Key, err)
+		return s.b.fail("renew", g.Key, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return unavailable("renew", g.Key, err)
+		return s.b.fail("renew", g.Key, err)
 	}
 	if n > 0 {
 		return nil
@@ -259,7 +271,7 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 		case err == nil && live:
 			return nil
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return unavailable("renew", g.Key, err)
+			return s.b.fail("renew", g.Key, err)
 		}
 	}
 	return lockclient.ErrLeaseLost

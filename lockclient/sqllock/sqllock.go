@@ -5,8 +5,8 @@ import (
 	crand "crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,11 +71,39 @@ type config struct {
 	table            string
 	pollMin, pollMax time.Duration
 	polling          bool
+	logger           *slog.Logger
+	err              error // the first invalid option value
+}
+
+// invalid records the first invalid option value.
+func (c *config) invalid(option, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("sqllock: %w: %s: %s", lockclient.ErrInvalidConfig, option, fmt.Sprintf(format, args...))
+	}
+}
+
+// WithLogger sets the logger of the backend's warnings (a lease table of schema version
+// 1 that was not upgraded; see the package doc). The default discards them: the package
+// never logs through slog's default logger. A nil logger means the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
 }
 
 // WithDialect sets the dialect instead of detecting it from the driver (needed when the
 // *sql.DB uses another driver or a wrapper around pgx or go-sql-driver/mysql).
-func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
+func WithDialect(d Dialect) Option {
+	return func(c *config) {
+		if d != Detect && d != Postgres && d != MySQL {
+			c.invalid("WithDialect", "unknown dialect %v", d)
+			return
+		}
+		c.dialect = d
+	}
+}
 
 // WithTable sets the lease table's name (default DefaultTable): letters, digits and
 // '_', optionally qualified by a schema (PostgreSQL) or database (MySQL) as
@@ -88,9 +116,16 @@ func WithTable(name string) Option { return func(c *config) { c.table = name } }
 // or while the PostgreSQL listening connection is down). Defaults: 20ms and 200ms. The
 // first waiters in line poll every 1–2 minimums, those further back less often, never
 // more than one maximum apart (see the package doc); the first never sleeps past the
-// holder's remaining lease (plus a little jitter).
+// holder's remaining lease (plus a little jitter). It requires 0 < min <= max: New
+// refuses other values.
 func WithPollInterval(min, max time.Duration) Option {
-	return func(c *config) { c.pollMin, c.pollMax = min, max }
+	return func(c *config) {
+		if min <= 0 || max < min {
+			c.invalid("WithPollInterval", "the bounds must have 0 < min <= max, got min %v, max %v", min, max)
+			return
+		}
+		c.pollMin, c.pollMax = min, max
+	}
 }
 
 // WithPolling makes waiters poll on PostgreSQL too, instead of LISTENing on a dedicated
@@ -109,6 +144,7 @@ type Backend struct {
 	pollMin time.Duration
 	pollMax time.Duration
 	lis     *listener // PostgreSQL LISTEN support; nil when polling
+	logger  *slog.Logger
 
 	// legacyUntil (unix nanoseconds): until then the backend uses the statements of
 	// schema version 1 (no queue), because a version 2 object was missing; see legacy.
@@ -125,13 +161,22 @@ var _ lockclient.Backend = (*Backend)(nil)
 // exist (see CreateTable); New does not touch the database. The dialect is detected from
 // db.Driver() (pgx's stdlib driver, go-sql-driver/mysql, or either wrapped by fencedsql:
 // "fenced-pgx" pools LISTEN too) unless WithDialect is given.
+//
+// A nil db, an invalid option value or a driver whose dialect cannot be detected is an
+// error wrapping lockclient.ErrInvalidConfig that names the option and the value. A
+// missing lease table is found by the first Acquire or TryAcquire (a *SchemaError,
+// returned at once), or earlier by [Backend.CheckTable].
 func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if db == nil {
-		return nil, errors.New("sqllock: nil *sql.DB")
+		return nil, fmt.Errorf("sqllock: %w: New: the *sql.DB is nil", lockclient.ErrInvalidConfig)
 	}
-	cfg := config{table: DefaultTable, pollMin: DefaultPollMin, pollMax: DefaultPollMax}
+	cfg := config{table: DefaultTable, pollMin: DefaultPollMin, pollMax: DefaultPollMax,
+		logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
 	isPgx := false
 	switch fencedsql.UnwrapDriver(db.Driver()).(type) { // fenced-pgx, fenced-mysql: the driver they wrap
@@ -146,15 +191,15 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 		}
 	}
 	if cfg.dialect != Postgres && cfg.dialect != MySQL {
-		return nil, fmt.Errorf("sqllock: cannot detect the dialect of driver %T: use WithDialect", db.Driver())
+		return nil, fmt.Errorf("sqllock: %w: cannot detect the dialect of driver %T: use WithDialect", lockclient.ErrInvalidConfig, db.Driver())
 	}
 	tn, err := parseTable(cfg.table)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (WithTable): %w", err, lockclient.ErrInvalidConfig)
 	}
 	cfg.pollMin, cfg.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	b := &Backend{db: db, dialect: cfg.dialect, table: tn, q: buildQueries(cfg.dialect, tn),
-		pollMin: cfg.pollMin, pollMax: cfg.pollMax}
+		pollMin: cfg.pollMin, pollMax: cfg.pollMax, logger: cfg.logger}
 	if cfg.dialect == Postgres && isPgx && !cfg.polling {
 		var ch [12]byte
 		if _, err := crand.Read(ch[:]); err != nil {
@@ -175,7 +220,7 @@ func (b *Backend) Table() string { return b.table.String() }
 // random id that identifies this client's rows in the lease table.
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if ttl <= 0 {
-		return nil, fmt.Errorf("sqllock: ttl must be positive, got %v", ttl)
+		return nil, fmt.Errorf("sqllock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
 	var id [16]byte
 	if _, err := crand.Read(id[:]); err != nil {
@@ -223,6 +268,16 @@ func cleanOwner(owner string) string {
 
 func unavailable(op, key string, err error) error {
 	return backendutil.Unavailable("sqllock", op, key, err)
+}
+
+// fail is the error of a statement that failed with err: a *SchemaError when err says
+// that an object of the lease table does not exist (nothing ran), otherwise an error
+// wrapping lockclient.ErrUnavailable.
+func (b *Backend) fail(op, key string, err error) error {
+	if missingObject(err) {
+		return b.schemaError("an object", err)
+	}
+	return unavailable(op, key, err)
 }
 
 // statementHook, when set by a test, sees every statement the backend sends and its

@@ -41,6 +41,9 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 	// failed: a statement failed (the service may be unreachable): ErrUnavailable, and
 	// the context's error too if it ended.
 	failed := func(err error) error {
+		if errors.Is(err, lockclient.ErrInvalidConfig) {
+			return err // a missing lease table: not unavailability
+		}
 		if ce := parent.Err(); ce != nil && !errors.Is(err, ce) {
 			err = fmt.Errorf("%w (%w)", err, ce)
 		}
@@ -70,9 +73,17 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 		listening := sub != nil && s.b.lis.listening()
 		sent := time.Now()
 		st, err := s.grant(ctx, key, gs, true, channel)
+		if err != nil && missingObject(err) {
+			// Nothing ran: schema version 2, or the whole lease table, is missing.
+			legacy, serr := s.b.missingV2(ctx, "acquire", key, err)
+			if serr != nil {
+				return lockclient.Grant{}, time.Time{}, serr
+			}
+			if legacy {
+				return s.acquireV1(ctx, key, ended, failed)
+			}
+		}
 		switch {
-		case err != nil && s.b.missingV2(err):
-			return s.acquireV1(ctx, key, ended, failed)
 		case err != nil:
 			s.abandon(key, gs) // unknown outcome: it may still grant or queue
 			return lockclient.Grant{}, time.Time{}, failed(err)
@@ -196,8 +207,15 @@ func (s *session) abandon(key, gs string) {
 		} else if _, err = s.b.exec(ctx, s.b.q.abandonMark, key, gs, s.id, keep, keep); err == nil {
 			_, err = s.b.exec(ctx, s.b.q.abandon, key, gs)
 		}
-		if err != nil && s.b.missingV2(err) {
-			return s.deleteAbandonedV1(ctx, key, gs)
+		if err != nil && missingObject(err) {
+			switch legacy, serr := s.b.missingV2(ctx, "abandon", key, err); {
+			case legacy:
+				return s.deleteAbandonedV1(ctx, key, gs)
+			case errors.Is(serr, ErrSchema):
+				return nil // no lease table: nothing to clean up
+			case serr != nil:
+				return serr
+			}
 		}
 		return err
 	})

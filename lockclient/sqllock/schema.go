@@ -1,0 +1,263 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// A lease table that is missing (CreateTable never ran) or incomplete is a configuration
+// error, not unavailability: no retry fixes it.
+
+// ErrSchema is wrapped by the error of a backend whose lease table, or an object next to
+// it, does not exist: CreateTable (or the statements of DDL) was not run on that
+// database. Such an error is a *SchemaError and also wraps lockclient.ErrInvalidConfig,
+// never lockclient.ErrUnavailable: Acquire and TryAcquire return it at once instead of
+// retrying until their deadline.
+var ErrSchema = errors.New("sqllock: lease table missing or incomplete")
+
+// SchemaError reports a lease table that does not exist or lacks objects that DDL
+// creates. It wraps ErrSchema, lockclient.ErrInvalidConfig and the database's error,
+// if any. Its text names the table and the fix: sqllock.CreateTable, or sqllock.DDL for
+// migrations.
+type SchemaError struct {
+	Table   string  // the lease table, as given to WithTable
+	Dialect Dialect // the backend's dialect
+	// Missing says what does not exist: "the lease table", or the objects of a schema
+	// version ("the waiter queue (schema version 2): ..."), or "an object of the lease
+	// table" when only the database's error says which.
+	Missing string
+	// Outdated is true when only the objects of schema version 2 are missing: the table
+	// was created by an earlier release. Acquire still works then (without a queue, see
+	// the package doc); only Backend.CheckTable reports it.
+	Outdated bool
+	Err      error // the database's answer, nil when a catalog query found the gap
+}
+
+func (e *SchemaError) Error() string {
+	var b strings.Builder
+	verb := "create it"
+	if e.Missing == "the lease table" {
+		fmt.Fprintf(&b, "sqllock: lease table %q does not exist", e.Table)
+	} else {
+		fmt.Fprintf(&b, "sqllock: lease table %q is incomplete: missing %s", e.Table, e.Missing)
+		verb = "create the missing objects"
+		if e.Outdated {
+			verb = "upgrade it"
+		}
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " (%v)", e.Err)
+	}
+	fmt.Fprintf(&b, "; %s with sqllock.CreateTable(ctx, db, sqllock.%s, %q) before the first Acquire, or apply the statements of sqllock.DDL in your migrations",
+		verb, dialectIdent(e.Dialect), e.Table)
+	return b.String()
+}
+
+// Unwrap returns ErrSchema, lockclient.ErrInvalidConfig and the database's error.
+func (e *SchemaError) Unwrap() []error {
+	errs := []error{ErrSchema, lockclient.ErrInvalidConfig}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+func dialectIdent(d Dialect) string {
+	if d == MySQL {
+		return "MySQL"
+	}
+	return "Postgres"
+}
+
+// missingObject reports whether err is the database saying that a table, sequence,
+// routine, schema or database does not exist: PostgreSQL undefined_table (42P01),
+// undefined_function (42883), invalid_schema_name (3F000); MySQL ER_NO_SUCH_TABLE (1146),
+// ER_SP_DOES_NOT_EXIST (1305), ER_BAD_DB_ERROR (1049). The statement then did nothing.
+func missingObject(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "42P01" || pe.Code == "42883" || pe.Code == "3F000"
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1146 || me.Number == 1305 || me.Number == 1049
+	}
+	return false
+}
+
+// schemaError is the *SchemaError for err, a missing-object error of a statement.
+func (b *Backend) schemaError(missing string, err error) *SchemaError {
+	return &SchemaError{Table: b.table.String(), Dialect: b.dialect, Missing: missing, Err: err}
+}
+
+// probeTable asks whether the lease table exists: nil if it does, a *SchemaError if it
+// does not, another error (the database could not answer) otherwise.
+func (b *Backend) probeTable(ctx context.Context) error {
+	q := "SELECT 1 FROM " + b.table.quoted(b.dialect) + " WHERE 1 = 0"
+	if h := statementHook.Load(); h != nil {
+		(*h)(q, nil)
+	}
+	rows, err := b.db.QueryContext(ctx, q)
+	if err == nil {
+		err = rows.Close()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case missingObject(err):
+		return b.schemaError("the lease table", err)
+	}
+	return err
+}
+
+// CheckTable checks, without changing anything, that the lease table and every object
+// DDL creates next to it exist, so that a missing CreateTable is found at start-up
+// rather than at the first Acquire. It returns nil if they all exist; a *SchemaError
+// (errors.Is ErrSchema and lockclient.ErrInvalidConfig) naming what is missing,
+// with Outdated set when only the objects of schema version 2 are (the table was created
+// by an earlier release: Acquire still works, without a queue); or an error wrapping
+// lockclient.ErrUnavailable when the database could not answer. It reads the catalog:
+// PostgreSQL to_regclass/to_regproc (by the session's search_path for an unqualified
+// table), MySQL information_schema (in the current database for an unqualified table).
+//
+// Acquire and TryAcquire find a missing lease table by themselves (a *SchemaError, at
+// once, never retried), so calling CheckTable is optional.
+func (b *Backend) CheckTable(ctx context.Context) error {
+	v1, v2 := b.objects()
+	missing, err := b.missingObjects(ctx, append(append([]schemaObject{}, v1...), v2...))
+	if err != nil {
+		return unavailable("check table", "", err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if missing[0] == (schemaObject{"table", b.table}) {
+		return b.schemaError("the lease table", nil)
+	}
+	var names []string
+	outdated := true
+	for _, m := range missing {
+		names = append(names, m.kind+" "+m.name.String())
+		outdated = outdated && contains(v2, m)
+	}
+	what := "objects"
+	if outdated {
+		what = "the waiter queue (schema version 2):"
+	}
+	e := b.schemaError(what+" "+strings.Join(names, ", "), nil)
+	e.Outdated = outdated
+	return e
+}
+
+func contains(list []schemaObject, o schemaObject) bool {
+	for _, x := range list {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+type schemaObject struct {
+	kind string // "table", "sequence", "function" or "procedure"
+	name tableName
+}
+
+// objects lists what DDL creates, by schema version; the lease table comes first.
+func (b *Backend) objects() (v1, v2 []schemaObject) {
+	t := b.table
+	o := func(kind, suffix string) schemaObject { return schemaObject{kind, t.with(suffix)} }
+	if b.dialect == Postgres {
+		v1 = []schemaObject{{"table", t}, o("sequence", "_token_seq")}
+		v2 = []schemaObject{o("table", "_waiters"), o("sequence", "_ticket_seq"), o("function", "_grant_v2"),
+			o("function", "_release_v2"), o("function", "_leave_v2"), o("function", "_abandon_v2"), o("function", "_wake_v2")}
+		return v1, v2
+	}
+	v1 = []schemaObject{{"table", t}, o("table", "_token"), o("procedure", "_grant_v1")}
+	v2 = []schemaObject{o("table", "_waiters"), o("procedure", "_grant_v2")}
+	return v1, v2
+}
+
+// missingObjects returns the objects of list that the catalog does not have, in order.
+func (b *Backend) missingObjects(ctx context.Context, list []schemaObject) ([]schemaObject, error) {
+	found := make([]bool, len(list))
+	if b.dialect == Postgres {
+		cols := make([]string, len(list))
+		args := make([]any, len(list))
+		dest := make([]any, len(list))
+		for i, o := range list {
+			fn := "to_regclass"
+			if o.kind == "function" {
+				fn = "to_regproc"
+			}
+			cols[i] = fmt.Sprintf("%s($%d::text) IS NOT NULL", fn, i+1)
+			args[i] = o.name.quoted(Postgres)
+			dest[i] = &found[i]
+		}
+		if err := b.db.QueryRowContext(ctx, "SELECT "+strings.Join(cols, ", "), args...).Scan(dest...); err != nil {
+			return nil, err
+		}
+	} else {
+		var schema sql.NullString
+		if b.table.schema != "" {
+			schema = sql.NullString{String: b.table.schema, Valid: true}
+		}
+		have := map[string]bool{}
+		for _, kind := range []string{"table", "procedure"} {
+			args := []any{schema}
+			var marks []string
+			for _, o := range list {
+				if o.kind == kind {
+					args = append(args, o.name.name)
+					marks = append(marks, "?")
+				}
+			}
+			if len(marks) == 0 {
+				continue
+			}
+			q := "SELECT table_name FROM information_schema.tables WHERE table_schema = COALESCE(?, DATABASE()) AND table_name IN ("
+			if kind == "procedure" {
+				q = "SELECT routine_name FROM information_schema.routines WHERE routine_schema = COALESCE(?, DATABASE()) AND routine_type = 'PROCEDURE' AND routine_name IN ("
+			}
+			rows, err := b.db.QueryContext(ctx, q+strings.Join(marks, ", ")+")", args...)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var n string
+				if err := rows.Scan(&n); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				have[kind+" "+strings.ToLower(n)] = true
+			}
+			if err := rows.Close(); err != nil {
+				return nil, err
+			}
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+		for i, o := range list {
+			found[i] = have[o.kind+" "+strings.ToLower(o.name.name)]
+		}
+	}
+	var missing []schemaObject
+	for i, o := range list {
+		if !found[i] {
+			missing = append(missing, o)
+		}
+	}
+	return missing, nil
+}
