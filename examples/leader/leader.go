@@ -125,10 +125,19 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	}
 	fmt.Fprintf(out, "node-2  sets max_connections = 200 (term %d): committed\n", n2.term())
 
-	// 4. The deposed leader writes. It does not ask the lock service first (it cannot
-	// reach it, and a check right before a write is racy anyway).
+	// 4. The deposed leader writes. Its own lock client already gave the lease up at
+	// the local deadline, so through fencedsql.WithLease the write is refused before it
+	// is sent. But that check is racy (a pause can fall right after it, with the write
+	// already on its way), so the write that matters is the one that got past it: it
+	// carries only the term, and the database refuses it.
 	fmt.Fprintf(out, "\nnode-1  still believes it leads and sets max_connections = 50 (term %d)\n", n1.term())
-	err = setMaxConnections(ctx, db, n1, 50)
+	if err := setMaxConnections(ctx, db, n1, 50); errors.Is(err, lockclient.ErrLeaseLost) {
+		fmt.Fprintf(out, "        refused by its own client before anything was sent: %v\n", err)
+	} else {
+		return fmt.Errorf("node-1 with its lost lease: err = %v, want ErrLeaseLost", err)
+	}
+	fmt.Fprintf(out, "node-1  the same write already past that check (a pause right after it) carries only term %d\n", n1.term())
+	err = write(fencedsql.WithToken(ctx, n1.term()), db, `UPDATE cluster_state SET max_connections = ? WHERE id = 1`, 50)
 	switch {
 	case errors.Is(err, fencedsql.ErrFenced):
 		fmt.Fprintf(out, "        refused by the database: %v\n", err)

@@ -131,7 +131,17 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	// write). The database's token check is the one that cannot be fooled.
 	svc.Resume("A")
 	fmt.Fprintf(out, "A  resumes, unaware of the pause, and writes balance %d with token %d\n", balA-deductA, leaseA.Token())
-	err = writeBalance(ctxA, db, balA-deductA)
+	// Bound to the lease (fencedsql.WithLease), the write is refused before it is sent:
+	// A's own lock client gave the lease up at its local deadline. That check is racy,
+	// though: the pause can fall right after it, with the write on its way. The write
+	// that got past it carries only the token; the database refuses it.
+	if err := writeBalance(ctxA, db, balA-deductA); errors.Is(err, lockclient.ErrLeaseLost) {
+		fmt.Fprintf(out, "   refused by A's own client before anything was sent: %v\n", err)
+	} else {
+		return fmt.Errorf("A with its lost lease: err = %v, want ErrLeaseLost", err)
+	}
+	fmt.Fprintf(out, "A  the same write already past that check (the pause fell right after it) carries only token %d\n", leaseA.Token())
+	err = writeBalance(fencedsql.WithToken(ctx, leaseA.Token()), db, balA-deductA)
 	switch {
 	case errors.Is(err, fencedsql.ErrFenced):
 		fmt.Fprintf(out, "   refused by the database: %v\n", err)
