@@ -120,21 +120,23 @@ func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColu
 		return "INSERT INTO " + tomb + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) +
 			", " + token + ", UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = VALUES(deleted_at)"
 	}
-	check := "SELECT MAX(t.fence_token) INTO newer FROM " + tomb + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) + " LOCK IN SHARE MODE;\n" +
-		"  IF newer IS NOT NULL AND (NEW." + tok + " IS NULL OR newer > NEW." + tok + ") THEN\n" +
+	// One IF statement each (no BEGIN/DECLARE: the cheapest trigger body); the EXISTS
+	// subquery is a locking read.
+	check := "IF EXISTS (SELECT 1 FROM " + tomb + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) +
+		" AND (NEW." + tok + " IS NULL OR t.fence_token > NEW." + tok + ") LOCK IN SHARE MODE) THEN\n" +
 		"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
-		"  END IF;\n"
+		"  END IF"
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") +
 			", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + list + ")) ENGINE=InnoDB",
 		"DROP TRIGGER IF EXISTS " + del,
 		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" + record("COALESCE(OLD."+tok+", 0)"),
 		"DROP TRIGGER IF EXISTS " + ins,
-		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\nBEGIN\n  DECLARE newer BIGINT DEFAULT NULL;\n  " + check + "END",
+		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + check,
 		"DROP TRIGGER IF EXISTS " + rekey,
-		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\nBEGIN\n  DECLARE newer BIGINT DEFAULT NULL;\n" +
-			"  IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
-			"  " + record("GREATEST(COALESCE(OLD."+tok+", 0), COALESCE(NEW."+tok+", 0))") + ";\n  " + check + "  END IF;\nEND",
+		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
+			"IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
+			"  " + record("GREATEST(COALESCE(OLD."+tok+", 0), COALESCE(NEW."+tok+", 0))") + ";\n  " + check + ";\nEND IF",
 	}
 }
 

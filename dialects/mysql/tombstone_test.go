@@ -25,8 +25,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 		"CREATE TRIGGER `shop`.`fencedsql_tombkey_pairs` AFTER UPDATE ON `shop`.`pairs` FOR EACH ROW",
 		"IF NOT (OLD.`a` <=> NEW.`a` AND OLD.`b` <=> NEW.`b` AND OLD.`c` <=> NEW.`c`) THEN",
 		"GREATEST(COALESCE(OLD.`tok`, 0), COALESCE(NEW.`tok`, 0))",
-		"WHERE t.`a` = NEW.`a` AND t.`b` = NEW.`b` AND t.`c` = NEW.`c` LOCK IN SHARE MODE;",
-		"IF newer IS NOT NULL AND (NEW.`tok` IS NULL OR newer > NEW.`tok`) THEN",
+		"IF EXISTS (SELECT 1 FROM `shop`.`fencedsql_tomb_pairs` t WHERE t.`a` = NEW.`a` AND t.`b` = NEW.`b` AND t.`c` = NEW.`c` AND (NEW.`tok` IS NULL OR t.fence_token > NEW.`tok`) LOCK IN SHARE MODE) THEN",
 		"SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''tok'' cannot be null';",
 	} {
 		if !strings.Contains(all, want) {
