@@ -207,8 +207,6 @@ func badCases() []badCase {
 					}
 				}
 			}},
-		{name: "guarded table that does not exist", kind: badSchema, table: "ghost", sqliteOnly: true,
-			run: badExec(`INSERT INTO ghost (a) VALUES (?)`, 1)},
 
 		// ---- tokens ----
 		{name: "no token", kind: badNoToken, table: "accounts",
@@ -354,11 +352,11 @@ func checkBad(t *testing.T, c badCase, err error) {
 }
 
 // newBadSQLite opens the embedded SQLite through "fenced-sqlite" with accounts, bare
-// (no fencing columns) and ghost (no such table) guarded, and one row in each real
+// (no fencing columns) guarded, and one row in each real
 // table.
 func newBadSQLite(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "bad.db") + "?fenced_tables=accounts,bare,ghost"
+	dsn := "file:" + filepath.Join(t.TempDir(), "bad.db") + "?fenced_tables=accounts,bare"
 	// The schema is made without the wrapper ("sqlite" is modernc's own driver name):
 	// bare is guarded but cannot take a fenced write.
 	raw, err := sql.Open("sqlite", dsn)

@@ -8,7 +8,9 @@ import (
 )
 
 // core is the state shared by every connection of one DB: configuration, the rewriter,
-// the plan cache and the tables whose schema was verified.
+// the plan cache and the tables whose schema was verified. cfg, rw, cache and metrics
+// are set before the first connection is handed out (open may extend them with the
+// registry's tables) and read-only afterwards.
 type core struct {
 	cfg     config
 	dialect Dialect
@@ -16,6 +18,7 @@ type core struct {
 	cache   *planCache
 	checked sync.Map // *guard → struct{}: schema verified
 	metrics *instruments
+	first   firstUse // the registry and the listed tables, at the first connection
 }
 
 func newCore(opts []Option) (*core, error) {
@@ -62,7 +65,12 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(raw, c.core), nil
+	fc := newConn(raw, c.core)
+	if err := c.core.open(ctx, fc); err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	return fc, nil
 }
 
 // Driver implements driver.Connector.

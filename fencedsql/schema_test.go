@@ -116,10 +116,19 @@ func lazyVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) error {
 	defer mdb.Close()
 	db := fencedsql.OpenDB(fencedsql.DSNConnector(mdb.Driver(), dsn), fencedsql.WithDialect(d), c.guardOption())
 	defer db.Close()
+	// The pool's first connection: no registry; the listed table exists (or not: then
+	// the pool refuses with the lazy check's own verdict).
+	mock.ExpectQuery(d.(fencedsql.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
+	mock.ExpectQuery(q).WillReturnRows(c.rows())
+	if c.cols == nil {
+		_, err = db.ExecContext(withTok(7), "UPDATE "+c.spec.Table+" SET x = 1")
+		mockMet(t, mock)
+		return err
+	}
 	if q := d.SessionQuery(); q != "" {
 		mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(d)))
 	}
-	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.fit {
 		expectLint(t, mock, d, c.spec.Table)
@@ -294,6 +303,7 @@ func TestSchemaErrorCheckQueryFails(t *testing.T) {
 	for _, dc := range mockDialects {
 		t.Run(dc.name, func(t *testing.T) {
 			db, mock := newMockDB(t, dc.d, fencedsql.WithSchemaCheck(true))
+			expectOpenAccounts(mock, dc.d)
 			if q := dc.d.SessionQuery(); q != "" {
 				mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(dc.d)))
 			}

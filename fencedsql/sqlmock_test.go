@@ -884,6 +884,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 		t.Run(dc.name, func(t *testing.T) {
 			s := setups[dc.name]
 			db, mock := newMockDB(t, dc.d, fencedsql.WithSchemaCheck(true))
+			expectOpen(mock, dc.d, s.colsArgs)
 			if s.session {
 				mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"@@SESSION.sql_mode"}).AddRow(mysqlGood))
 			}
@@ -927,6 +928,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, c.d, fencedsql.WithSchemaCheck(true))
+			expectOpen(mock, c.d, c.args)
 			expectPGSession(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows("id:1", "fence_token:1"))
 			_, err := db.ExecContext(withTok(7), c.in, 1)
@@ -958,6 +960,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("both columns missing (mysql)", func(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
+		expectOpen(mock, mysqldialect.Dialect, []driver.Value{"", "accounts"})
 		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows("id:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
@@ -972,6 +975,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	})
 	t.Run("nullable token column", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
+		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"})
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows("id:1", "fence_token:0", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
@@ -981,18 +985,23 @@ func TestSchemaCheckFailures(t *testing.T) {
 		mockMet(t, mock)
 	})
 	t.Run("no such table", func(t *testing.T) {
+		// A listed table that does not exist fails the pool's first connection, whatever
+		// the statement (here one that does not even name it): a typo in fenced_tables
+		// never leaves the table meant unguarded without a word.
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
-		expectPGSession(mock, postgres.Dialect)
+		mock.ExpectQuery(postgres.Dialect.(fencedsql.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows())
-		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
-		if !errors.Is(err, fencedsql.ErrSchema) {
-			t.Fatalf("err = %v, want ErrSchema", err)
+		_, err := db.ExecContext(withTok(7), `UPDATE other SET x = $1`, 1)
+		var se *fencedsql.SchemaError
+		if !errors.Is(err, fencedsql.ErrSchema) || !errors.As(err, &se) || se.Table != "accounts" || !strings.Contains(err.Error(), "no such table") {
+			t.Fatalf("err = %v, want ErrSchema naming accounts", err)
 		}
 		mockMet(t, mock)
 	})
 	t.Run("check query fails, then succeeds", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
 		boom := errors.New("boom")
+		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"})
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnError(boom)
 		expectPGSession(mock, postgres.Dialect)
@@ -1010,6 +1019,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	})
 	t.Run("schema-qualified guard", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.Guard("shop.orders"), fencedsql.WithSchemaCheck(true))
+		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"}, []driver.Value{"shop.orders"})
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("shop.orders").WillReturnRows(columnRows(goodColumns...))
 		mock.ExpectExec(`INSERT INTO shop.orders (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
@@ -1031,6 +1041,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	})
 	t.Run("custom columns", func(t *testing.T) {
 		db, mock := newMockDB(t, sqlite.Dialect, fencedsql.Guard("jobs", fencedsql.TokenColumn("ft"), fencedsql.VersionColumn("ver")), fencedsql.WithSchemaCheck(true))
+		expectOpen(mock, sqlite.Dialect, []driver.Value{"accounts"}, []driver.Value{"jobs"})
 		mock.ExpectQuery(sqliteColumns).WithArgs("jobs").WillReturnRows(columnRows("id:1", "fence_token:1", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE jobs SET state = ?`, "done")
 		if !errors.Is(err, fencedsql.ErrSchema) {
@@ -1054,6 +1065,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
+			expectOpenAccounts(mock, mysqldialect.Dialect)
 			mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mode + " utf8mb4"))
 			_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
 			if !errors.Is(err, fencedsql.ErrSchema) {
@@ -1065,6 +1077,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 
 	t.Run("SET sql_mode makes the session check run again", func(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
+		expectOpenAccounts(mock, mysqldialect.Dialect)
 		upd := "UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
 		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows(goodColumns...))
@@ -1086,6 +1099,26 @@ func TestSessionCheckMySQL(t *testing.T) {
 
 // expectPGSession expects PostgreSQL's session query, which runs before every guarded
 // write under a driver that does not track the session (sqlmock).
+// expectOpen expects a pool's first-connection checks (schema check on): the registry
+// lookup, answered "none", then one column query per listed table (args each), which
+// finds the table.
+func expectOpen(mock sqlmock.Sqlmock, d fencedsql.Dialect, args ...[]driver.Value) {
+	mock.ExpectQuery(d.(fencedsql.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	q, _ := d.ColumnsQuery(fencedsql.TableName{Name: "x"})
+	for _, a := range args {
+		mock.ExpectQuery(q).WithArgs(a...).WillReturnRows(columnRows(goodColumns...))
+	}
+}
+
+// expectOpenAccounts is expectOpen for the one listed table of newMockDB, accounts.
+func expectOpenAccounts(mock sqlmock.Sqlmock, d fencedsql.Dialect) {
+	if d.Name() == "mysql" {
+		expectOpen(mock, d, []driver.Value{"", "accounts"})
+		return
+	}
+	expectOpen(mock, d, []driver.Value{"accounts"})
+}
+
 func expectPGSession(mock sqlmock.Sqlmock, d fencedsql.Dialect) {
 	if d.Name() == "postgres" {
 		mock.ExpectQuery(pgSession).WillReturnRows(sqlmock.NewRows([]string{"s"}).AddRow(pgGood))

@@ -269,7 +269,7 @@ func TestDSNFencedParamsRemoved(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := newFakeRec()
-			name := registerFake(t, &fakeDriver{rec: rec, full: true}, fencedsql.WithDialect(dsnDialect(c.dsn)))
+			name := registerFake(t, &fakeDriver{rec: rec, full: true}, fencedsql.WithDialect(dsnDialect(c.dsn)), fencedsql.WithSchemaCheck(false))
 			db, err := sql.Open(name, c.dsn)
 			if err != nil {
 				t.Fatal(err)
@@ -329,7 +329,7 @@ func TestDSNKeyValueOtherBytesKept(t *testing.T) {
 	}
 	for _, c := range cases {
 		rec := newFakeRec()
-		name := registerFake(t, &fakeDriver{rec: rec})
+		name := registerFake(t, &fakeDriver{rec: rec}, fencedsql.WithSchemaCheck(false))
 		db, err := sql.Open(name, c.dsn)
 		if err != nil {
 			t.Errorf("%q: %v", c.dsn, err)

@@ -194,6 +194,20 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 		problem("application account "+app.String()+" lacks "+strings.Join(missing, ", ")+" on "+table.String()+": fenced writes need SELECT, INSERT, UPDATE and DELETE",
 			"GRANT "+strings.Join(missing, ", ")+" ON "+tbl+" TO "+acct)
 	}
+	// The registry of guarded tables (fencedsql.RegisterTables), when there is one: a
+	// fenced pool reads it at its first connection and refuses to open without it.
+	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, fencedsql.RegistryTable); err != nil {
+		return nil, err
+	} else if len(reg) > 0 {
+		rg, _, err := readGrants(ctx, query, app, db, fencedsql.RegistryTable)
+		if err != nil {
+			return nil, err
+		}
+		if !rg.has("SELECT") {
+			problem("application account "+app.String()+" cannot read the registry of guarded tables "+db+"."+fencedsql.RegistryTable+": a fenced pool refuses to open without it",
+				"GRANT SELECT ON "+fencedsql.TableName{Schema: db, Name: fencedsql.RegistryTable}.Quote(d.QuoteIdent)+" TO "+acct)
+		}
+	}
 	if t.Tombstones {
 		tg, _, err := readGrants(ctx, query, app, db, tomb.Name)
 		if err != nil {

@@ -48,6 +48,7 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 		{"NoResurrectionKeyClasses", gs.testTombstoneKeyClasses},
 		{"NoResurrectionRekey", gs.testTombstoneRekey},
 		{"AdminPath", gs.testAdminPath},
+		{"ConfigMistakes", gs.testConfigMistakes},
 		{"SideDoors", gs.testSideDoors},
 	}
 	add := func(name string, fn func(*testing.T)) {

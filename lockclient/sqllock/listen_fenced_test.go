@@ -20,6 +20,15 @@ import (
 // waiter by NOTIFY, long before the 5s poll could.
 func TestFencedPgxPoolListens(t *testing.T) {
 	dsn, _ := servers[0].fresh(t, "")
+	// The guarded table exists: a listed table that does not fails the pool's first use.
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("CREATE TABLE accounts (id BIGINT PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
 	db, err := sql.Open("fenced-pgx", withParam(dsn, "fenced_tables=accounts"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@
 //	go run github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema \
 //	    -driver postgres -dsn 'postgres://admin@db/shop' -tables accounts,orders
 //	… -print          # print only the DDL (for review, or to pipe into psql/mysql/sqlite3)
-//	… -apply          # run the DDL, then check again
+//	… -apply          # run the DDL, then check again; record the tables in the registry
 //	… -token-column tok -version-column ver   # custom column names (all tables)
 //	… -tombstones=false  # check and fix without the tombstone guard
 //	… -purge-tombstones 720h   # only delete tombstones older than 30 days, print how many
@@ -242,6 +242,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "purged %d tombstone(s) older than %v\n", n, *purge)
 		return exitOK
+	}
+	// -apply records the tables in the database's registry first: every fenced pool on
+	// it guards them, listed in its DSN or not (fencedsql.RegisterTables); the checks
+	// below then see the registry (the application role must be able to read it).
+	if *apply {
+		if err := fencedsql.RegisterTables(ctx, db, be.dialect, specs...); err != nil {
+			return fail("register", err)
+		}
 	}
 	reports, err := check(ctx, db, be.dialect, specs...)
 	if err != nil {

@@ -1,0 +1,219 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// The database records which tables are guarded (docs/design.md, G13: nothing fails
+// open). A table left out of fenced_tables, or a typo in it, must not leave a guarded
+// table unfenced without a word. So:
+//
+//   - fencedsql-schema -apply (and RegisterTables) records every table it makes fit in
+//     the database's registry table, RegistryTable, which the guards own like their
+//     other objects (the wrapper refuses writes to it);
+//   - a fenced pool, when it opens its first connection, loads the registry and guards
+//     every registered table, listed or not, with the columns recorded there;
+//   - fenced_tables (and Guard) stay, as an assertion: a listed table that does not
+//     exist fails the first connection — Ping, or the first statement — with ErrSchema
+//     naming it (and the registered tables, which is where a typo usually shows); one
+//     that exists but is not fit fails before its first guarded write (the lazy check).
+//
+// Without a registry table (the minimal set-up: columns added by hand, no
+// fencedsql-schema) the pool guards the listed tables only, as before, and still
+// refuses a listed table that does not exist. The first-connection checks run when
+// the schema check is on (WithSchemaCheck, the default) and DDL is not allowed through
+// the pool (WithDDL(false), the default: a pool allowed to run migrations may be the
+// one that creates its tables); otherwise listed tables are checked lazily, before
+// their first guarded write, as always. The registry is read once per pool: a table
+// registered later is guarded by pools opened later.
+
+// RegistryTable is the registry of guarded tables, in the database's default schema
+// (PostgreSQL: the first schema of the search_path, normally public; MySQL: the
+// connection's database; SQLite: main): (table_name, token_column, version_column),
+// one row per guarded table, its name as fenced_tables would give it.
+const RegistryTable = "fencedsql_registry"
+
+// Registrar is implemented by dialects that keep the registry of guarded tables.
+type Registrar interface {
+	// RegistryExistsQuery returns a query yielding one row with 1 when the registry
+	// table exists in the connection's default schema, 0 or no row otherwise.
+	RegistryExistsQuery() string
+	// RegistryDDL returns the statements that create the registry table when missing.
+	RegistryDDL() []string
+	// RegisterQuery returns the statement that records (or updates) one guarded table.
+	RegisterQuery(table, tokenCol, versionCol string) (query string, args []any)
+	// NoRegistry reports whether err, from reading the registry, means that it does not
+	// exist (for a database whose catalog shows a table only to who may read it, the
+	// existence query answers 1 and the read decides). Any other error fails the pool's
+	// first connection: an unreadable registry is not taken for none.
+	NoRegistry(err error) bool
+}
+
+// registryRowsQuery reads the registry; its columns are the same for every dialect.
+const registryRowsQuery = "SELECT table_name, token_column, version_column FROM " + RegistryTable
+
+// RegisterTables records specs in the registry of db's database (creating the registry
+// table when missing), so that every fenced pool on that database guards them whether
+// or not its DSN lists them. fencedsql-schema -apply calls it. Run it on a plain
+// connection.
+func RegisterTables(ctx context.Context, db *sql.DB, d Dialect, specs ...GuardSpec) error {
+	r, ok := d.(Registrar)
+	if !ok || d == nil {
+		return configErr("RegisterTables: the dialect keeps no registry")
+	}
+	for _, s := range r.RegistryDDL() {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("fencedsql: RegisterTables: creating %s: %w", RegistryTable, err)
+		}
+	}
+	for _, spec := range specs {
+		if spec.TokenColumn == "" {
+			spec.TokenColumn = DefaultTokenColumn
+		}
+		if spec.VersionColumn == "" {
+			spec.VersionColumn = DefaultVersionColumn
+		}
+		if _, problem := spec.parse(); problem != "" {
+			return configErr("RegisterTables: table %q: %s", spec.Table, problem)
+		}
+		q, args := r.RegisterQuery(spec.Table, spec.TokenColumn, spec.VersionColumn)
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("fencedsql: RegisterTables %s: %w", spec.Table, err)
+		}
+	}
+	return nil
+}
+
+// firstUse is the first-connection work of a pool: the registry and the listed
+// tables. It runs once (a failure runs again at the next connection).
+type firstUse struct {
+	mu   sync.Mutex
+	done bool
+}
+
+// open runs the first-connection checks on c, once per pool, before c is handed out.
+// It may replace the pool's rewriter (registered tables added): no statement has run
+// on any connection yet, and every later connection passes through mu.
+func (k *core) open(ctx context.Context, c *conn) error {
+	k.first.mu.Lock()
+	defer k.first.mu.Unlock()
+	if k.first.done {
+		return nil
+	}
+	if !k.cfg.schemaCheck || k.cfg.allowDDL {
+		k.first.done = true
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, gs := range k.cfg.guards {
+		listed[strings.ToLower(gs.Table)] = true
+	}
+	registered, err := k.loadRegistry(ctx, c)
+	if err != nil {
+		return err
+	}
+	if len(registered) > 0 {
+		if err := k.addGuards(registered); err != nil {
+			return err
+		}
+	}
+	// The listed tables now: they exist (the lazy check — columns, session,
+	// declaration — runs before their first guarded write, as always). A registered
+	// table is checked before its first guarded write only: a stale registry row must
+	// not close the pool.
+	for _, name := range k.rw.names { // configuration order
+		for _, g := range k.rw.guards[name] {
+			if listed[strings.ToLower(g.String())] {
+				if err := k.checkListed(ctx, c, g, registered); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	k.first.done = true
+	return nil
+}
+
+// loadRegistry reads the registry through c; nil when the dialect keeps none or the
+// database has none.
+func (k *core) loadRegistry(ctx context.Context, c *conn) ([]GuardSpec, error) {
+	r, ok := k.dialect.(Registrar)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := c.queryStrings(ctx, r.RegistryExistsQuery(), nil)
+	if err != nil {
+		return nil, &SchemaError{Table: RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
+	}
+	if len(rows) == 0 || len(rows[0]) == 0 || !notNullFlag(rows[0][0]) {
+		return nil, nil
+	}
+	if rows, err = c.queryStrings(ctx, registryRowsQuery, nil); err != nil {
+		if r.NoRegistry(err) {
+			return nil, nil
+		}
+		return nil, &SchemaError{Table: RegistryTable, Problem: "reading the registry of guarded tables failed (grant the application SELECT on it)", Err: err}
+	}
+	var specs []GuardSpec
+	for _, row := range rows {
+		if len(row) < 3 {
+			continue
+		}
+		specs = append(specs, GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]})
+	}
+	return specs, nil
+}
+
+// addGuards rebuilds the pool's rewriter with the registered tables the configuration
+// does not name (a listed table keeps its listed columns).
+func (k *core) addGuards(registered []GuardSpec) error {
+	cfg := k.cfg
+	listed := map[string]bool{}
+	for _, gs := range cfg.guards {
+		listed[strings.ToLower(gs.Table)] = true
+	}
+	added := false
+	for _, gs := range registered {
+		if !listed[strings.ToLower(gs.Table)] {
+			cfg.guards = append(cfg.guards, gs)
+			listed[strings.ToLower(gs.Table)] = true
+			added = true
+		}
+	}
+	if !added {
+		return nil
+	}
+	rw, err := cfg.newRewriter()
+	if err != nil {
+		return &SchemaError{Table: RegistryTable, Problem: "the registry names a table the wrapper cannot guard: " + err.Error(), Err: err}
+	}
+	k.cfg, k.rw, k.cache = cfg, rw, newPlanCache(cfg.cacheSize)
+	k.metrics = newInstruments(cfg.meter, cfg.dialect, rw)
+	return nil
+}
+
+// checkListed fails unless the listed table g exists, naming the registered tables
+// when it does not (a typo in fenced_tables shows there).
+func (k *core) checkListed(ctx context.Context, c *conn, g *guard, registered []GuardSpec) error {
+	t := TableName{Schema: g.schema, Name: g.name}
+	v, err := inspectColumns(ctx, c.queryStrings, k.dialect, t, g.tokenCol, g.verCol)
+	if err != nil {
+		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
+	}
+	if v.exists {
+		return nil
+	}
+	problem := strings.Join(v.problems, "; ")
+	if len(registered) > 0 {
+		names := make([]string, len(registered))
+		for i, r := range registered {
+			names[i] = r.Table
+		}
+		problem += "; the registry of guarded tables lists: " + strings.Join(names, ", ")
+	}
+	return &SchemaError{Table: g.String(), Problem: problem, Fix: strings.Join(v.fix, "; ")}
+}
