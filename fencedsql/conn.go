@@ -31,6 +31,11 @@ type conn struct {
 
 	tx        *txState // the open transaction, nil outside one
 	sessionOK bool     // the dialect's session check passed on this connection
+	// namesMoved: a statement may have changed how this connection resolves table
+	// names (resolvesNames), so its schema checks are cached in checkedNames, not on
+	// the pool (docs/design.md G13).
+	namesMoved   bool
+	checkedNames map[*guard]struct{}
 }
 
 type txState struct {
@@ -162,6 +167,9 @@ func (c *conn) route(ctx context.Context, query string) (*plan, error) {
 	}
 	if p.resetsSession {
 		c.sessionOK = false
+	}
+	if p.resetsNames {
+		c.rearmNames()
 	}
 	return p, nil
 }

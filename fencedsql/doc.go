@@ -27,6 +27,19 @@
 // fails with ErrSchema naming the DDL that adds them (WithSchemaCheck(false) turns the
 // check off, e.g. for go-sqlmock tests).
 //
+// Guards match the object a statement resolves to, not the text (docs/design.md G13):
+// any table reference whose last name part is a guarded table's name (case folded; on
+// PostgreSQL truncated to 63 bytes, as the server truncates identifiers) is guarded,
+// whatever its qualifier — a renamed schema (p2.accounts for a guard on
+// public.accounts), main. or an ATTACH alias on SQLite, another database on MySQL, or
+// the name unqualified. It is fenced with the guard's columns, and its lazy check runs
+// on the name as the statement writes it, so the object that name resolves to is
+// either fit for fencing or the write is refused with ErrSchema naming it. Unqualified
+// names resolve through the session: a statement that may change that (PostgreSQL SET
+// search_path / SET SCHEMA / SET ROLE / RESET ALL / DISCARD, set_config('search_path',
+// …), DO, CALL, EXECUTE; MySQL USE; SQLite ATTACH/DETACH) re-arms the checks of its
+// connection, which from then on caches them per connection instead of per pool.
+//
 // # How a write is fenced (the design and why)
 //
 // The token check must happen in the same statement as the write (no read-then-write

@@ -145,7 +145,7 @@ func (in *instruments) perTable() []metric.Int64Counter {
 
 // count adds one to c with the table's attributes (or the base ones).
 func (in *instruments) count(c metric.Int64Counter, g *guard) {
-	opts := in.byTable[g]
+	opts := in.byTable[g.base()]
 	if opts == nil {
 		opts = in.base
 	}
@@ -154,7 +154,7 @@ func (in *instruments) count(c metric.Int64Counter, g *guard) {
 
 // writeDuration records a guarded statement on g that took secs with outcome i.
 func (in *instruments) writeDuration(g *guard, i int, secs float64) {
-	if opts := in.byOutcome[g]; opts != nil {
+	if opts := in.byOutcome[g.base()]; opts != nil {
 		in.duration.Record(context.Background(), secs, opts[i]...)
 	}
 }

@@ -126,6 +126,15 @@ func (c *config) newRewriter() (*rewriter, error) {
 		stringIdents: c.dialect.Syntax() == SQLiteSyntax,
 		allowDDL:     c.allowDDL, allowDynamic: c.allowDyn,
 	}
+	switch c.dialect.Syntax() {
+	case PostgresSyntax:
+		rw.maxIdent = 63 // NAMEDATALEN-1
+		rw.namesWords = pgNamesWords
+	case SQLiteSyntax:
+		rw.namesWords = sqliteNamesWords
+	default:
+		rw.namesWords = mysqlNamesWords
+	}
 	for _, gs := range c.guards {
 		t, problem := gs.parse()
 		if problem != "" {
@@ -136,7 +145,7 @@ func (c *config) newRewriter() (*rewriter, error) {
 			schema: strings.ToLower(schema), name: name, tokenCol: gs.TokenColumn, verCol: gs.VersionColumn,
 			qTok: rw.quote(gs.TokenColumn), qVer: rw.quote(gs.VersionColumn),
 		}
-		key := strings.ToLower(name)
+		key := rw.key(name)
 		if rw.guards[key] == nil {
 			rw.names = append(rw.names, key)
 		}

@@ -77,7 +77,7 @@ func (p *parser) firstGuard() string {
 	for i := range p.sig {
 		if p.isIdent(i) {
 			if n, ok := p.ident(i); ok {
-				if gs := p.rw.guards[strings.ToLower(n)]; gs != nil {
+				if gs := p.rw.guards[p.rw.key(n)]; gs != nil {
 					return gs[0].String()
 				}
 			}
@@ -262,7 +262,7 @@ func (p *parser) nameAt(i int) []string {
 func (p *parser) mentionsGuardIn(from, to int) bool {
 	for i := from; i < to && i < len(p.sig); i++ {
 		if p.isIdent(i) {
-			if n, ok := p.ident(i); ok && p.rw.guards[strings.ToLower(n)] != nil {
+			if n, ok := p.ident(i); ok && p.rw.guards[p.rw.key(n)] != nil {
 				return true
 			}
 		}

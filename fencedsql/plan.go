@@ -53,6 +53,10 @@ type plan struct {
 	// resetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	resetsSession bool
+	// resetsNames marks statements (SET search_path, USE, ATTACH …) after which the
+	// session may resolve table names differently: the connection's schema checks run
+	// again (docs/design.md G13).
+	resetsNames bool
 }
 
 // passPlan is the shared plan of every statement sent unchanged.

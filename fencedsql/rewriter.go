@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
@@ -24,12 +25,23 @@ type rewriter struct {
 	stringIdents bool
 	// allowDDL, allowDynamic: WithDDL, WithDynamicSQL.
 	allowDDL, allowDynamic bool
+	// maxIdent: the server truncates identifiers to this many bytes (PostgreSQL: 63,
+	// NAMEDATALEN-1); 0: no truncation.
+	maxIdent int
+	// namesWords: the words that make resolvesNames look closer at a statement.
+	namesWords []string
+	// derived interns the guards of references reaching a guarded table under another
+	// qualifier (see lookup): qualifier + "\x00" + key → *guard.
+	derived sync.Map
 }
 
-// guard is one guarded table and its column names.
+// guard is one guarded table and its column names, or (root != nil) a guarded table's
+// name as a statement wrote it under another qualifier (lookup): fenced with the same
+// columns, and checked on its own (the object that name resolves to).
 type guard struct {
-	schema   string // lower-cased, "" for any
+	schema   string // lower-cased (a derived guard: the qualifier as written); "" for any
 	name     string // as configured
+	root     *guard // the configured guard of a derived one; nil for a configured guard
 	tokenCol string
 	verCol   string
 	// quoted column names, computed once
@@ -54,8 +66,8 @@ func (g *guard) String() string {
 // rewrite plans one statement. versioned selects the ExpectVersion variant.
 func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 	if !rw.mayMention(sql) && !rw.controlHead(sql) && !rw.mayProtect(sql) {
-		if rw.setsSession(sql) {
-			return &plan{kind: kindPass, nUser: -1, resetsSession: true}, nil
+		if pl := rw.sessionPlan(sql); pl != nil {
+			return pl, nil
 		}
 		return passPlan, nil
 	}
@@ -79,18 +91,71 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 	return pl, err
 }
 
-// lookup finds the guard for a table reference, if it is guarded.
+// base returns the configured guard g stands for (itself, or its root).
+func (g *guard) base() *guard {
+	if g != nil && g.root != nil {
+		return g.root
+	}
+	return g
+}
+
+// key folds a table name as the guards map is keyed: lower case and, where the server
+// truncates identifiers (PostgreSQL, 63 bytes), truncated as the server would, never
+// inside a UTF-8 character.
+func (rw *rewriter) key(name string) string {
+	k := strings.ToLower(name)
+	if rw.maxIdent > 0 && len(k) > rw.maxIdent {
+		n := rw.maxIdent
+		for n > 0 && k[n]&0xC0 == 0x80 { // k[n] continues a character: clip before it
+			n--
+		}
+		k = k[:n]
+	}
+	return k
+}
+
+// lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,
+// "Guards match the object the statement resolves to"): a reference is guarded when
+// its last part names a guarded table (key: folded, truncated as the server
+// truncates), whatever its qualifier. A reference written as configured (the same
+// qualifier, or none for a guard without one) gets the configured guard; any other
+// (another schema, database or ATTACH alias, a guard's table written unqualified or
+// qualified differently) gets a derived guard with the same fencing columns whose lazy
+// schema check runs on the name as the statement wrote it, so the object it resolves
+// to is either fit for fencing or the write is refused with ErrSchema. When several
+// configured guards share the name, the one with the same qualifier wins, else the
+// first.
 func (rw *rewriter) lookup(parts []string) *guard {
 	if len(parts) == 0 {
 		return nil
 	}
-	gs := rw.guards[strings.ToLower(parts[len(parts)-1])]
+	gs := rw.guards[rw.key(parts[len(parts)-1])]
+	if len(gs) == 0 {
+		return nil
+	}
+	qual := ""
+	if len(parts) >= 2 {
+		qual = parts[len(parts)-2]
+	}
 	for _, g := range gs {
-		if g.schema == "" || len(parts) < 2 || strings.EqualFold(parts[len(parts)-2], g.schema) {
+		if strings.EqualFold(qual, g.schema) {
 			return g
 		}
 	}
-	return nil
+	return rw.derive(gs[0], qual)
+}
+
+// derive returns the interned guard for root's table reached as qual.name (qual ""
+// : unqualified).
+func (rw *rewriter) derive(root *guard, qual string) *guard {
+	k := strings.ToLower(qual) + "\x00" + rw.key(root.name)
+	if g, ok := rw.derived.Load(k); ok {
+		return g.(*guard)
+	}
+	d := *root
+	d.schema, d.root = qual, root
+	g, _ := rw.derived.LoadOrStore(k, &d)
+	return g.(*guard)
 }
 
 func unsupported(table, format string, args ...any) error {

@@ -268,8 +268,8 @@ func (p *parser) checkExecComments() error {
 }
 
 func (p *parser) pass() *plan {
-	if p.rw.setsSession(p.src) {
-		return &plan{kind: kindPass, nUser: -1, resetsSession: true}
+	if pl := p.rw.sessionPlan(p.src); pl != nil {
+		return pl
 	}
 	return passPlan
 }

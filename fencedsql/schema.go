@@ -11,7 +11,9 @@ import (
 // verify runs the lazy checks before a guarded write: the session (verifySession: from
 // the driver's state before every write where the dialect tracks it, else once per
 // connection and again after a statement that may have changed it) and the table's
-// fencing columns (once per table and DB). Only successes are cached, so fixing the
+// fencing columns (once per name as the statements write it, see lookup: per DB, or
+// per connection once a statement may have changed how it resolves names,
+// resolvesNames). Only successes are cached, so fixing the
 // schema or the session takes effect without a restart. WithSchemaCheck(false) turns
 // off every check that sends a query; the tracked session check, which sends none,
 // always runs.
@@ -23,7 +25,11 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 	if !k.cfg.schemaCheck {
 		return nil
 	}
-	if _, ok := k.checked.Load(g); ok {
+	if c.namesMoved {
+		if _, ok := c.checkedNames[g]; ok {
+			return nil
+		}
+	} else if _, ok := k.checked.Load(g); ok {
 		return nil
 	}
 	t := TableName{Schema: g.schema, Name: g.name}
@@ -37,7 +43,14 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 	if err := lintGuard(ctx, c.queryStrings, k.dialect, g, t); err != nil {
 		return err
 	}
-	k.checked.Store(g, struct{}{})
+	if c.namesMoved {
+		if c.checkedNames == nil {
+			c.checkedNames = map[*guard]struct{}{}
+		}
+		c.checkedNames[g] = struct{}{}
+	} else {
+		k.checked.Store(g, struct{}{})
+	}
 	return nil
 }
 

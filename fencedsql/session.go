@@ -128,8 +128,16 @@ var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", 
 // session query before the next guarded write after each statement it flags; plans
 // are cached by text, so the rule runs once per distinct statement.
 func mayChangeSession(sql string, syn sqllex.Syntax) bool {
+	return mayChangeWith(sql, syn, sessionWords, nil)
+}
+
+// mayChangeWith is the rule of mayChangeSession with other words: a statement may
+// change the setting unless its text holds none of words, or it is a single readable
+// statement (no executable comments) whose first word is a read or a write, or, when
+// harmless is given, harmless says its first word cannot change it.
+func mayChangeWith(sql string, syn sqllex.Syntax, words []string, harmless func(head, sql string) bool) bool {
 	found := false
-	for _, w := range sessionWords {
+	for _, w := range words {
 		if containsWord(sql, w) {
 			found = true
 			break
@@ -161,11 +169,75 @@ func mayChangeSession(sql string, syn sqllex.Syntax) bool {
 	if sig[first].Kind != sqllex.KindWord {
 		return true
 	}
-	switch strings.ToUpper(sig[first].Text(sql)) {
+	head := strings.ToUpper(sig[first].Text(sql))
+	switch head {
 	case "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "REPLACE", "UPDATE", "DELETE":
 		return false
 	}
+	return harmless == nil || !harmless(head, sql)
+}
+
+// Name resolution (docs/design.md G13). An unqualified table name resolves through the
+// session — PostgreSQL's search_path (and "$user", so the role), MySQL's default
+// database (USE), SQLite's attached databases (and an ATTACH alias qualifies one) — so
+// the lazy schema check of a name is cached per pool only on connections whose
+// resolution was never touched; a statement after which it may differ (resolvesNames)
+// re-arms the check on its connection, which from then on caches per connection
+// (conn.rearmNames). The words, per dialect, make the rule look closer; as for the
+// session check, a statement that lexes as one read or write does not re-arm it, a SET
+// or RESET on PostgreSQL only when it names the path, a schema, a role or ALL, and any
+// statement mentioning search_path or set_config always does.
+var (
+	pgNamesWords     = []string{"set", "reset", "discard", "do", "execute", "call", "prepare"}
+	mysqlNamesWords  = []string{"use"}
+	sqliteNamesWords = []string{"attach", "detach"}
+)
+
+// resolvesNames reports whether a statement sent as written may change how the
+// session resolves table names, so that the schema checks of this connection run
+// again (see pgNamesWords).
+func (rw *rewriter) resolvesNames(sql string) bool {
+	if len(rw.names) == 0 {
+		return false
+	}
+	if rw.syn == PostgresSyntax {
+		if containsWord(sql, "search_path") || containsWord(sql, "set_config") {
+			return true
+		}
+		return mayChangeWith(sql, rw.syn, rw.namesWords, pgHarmlessSet)
+	}
+	return mayChangeWith(sql, rw.syn, rw.namesWords, nil)
+}
+
+// pgHarmlessSet: a PostgreSQL SET or RESET that names neither the path (SET SCHEMA), a
+// role (SET ROLE, SET SESSION AUTHORIZATION: "$user") nor ALL leaves resolution alone.
+func pgHarmlessSet(head, sql string) bool {
+	if head != "SET" && head != "RESET" {
+		return false
+	}
+	for _, w := range []string{"schema", "role", "authorization", "all"} {
+		if containsWord(sql, w) {
+			return false
+		}
+	}
 	return true
+}
+
+// sessionPlan is the pass-through plan of a statement that may change the session
+// settings or name resolution (a plan that re-arms the checks), or nil.
+func (rw *rewriter) sessionPlan(sql string) *plan {
+	s, n := rw.setsSession(sql), rw.resolvesNames(sql)
+	if !s && !n {
+		return nil
+	}
+	return &plan{kind: kindPass, nUser: -1, resetsSession: s, resetsNames: n}
+}
+
+// rearmNames re-arms the schema checks of c after a statement that may have changed
+// its name resolution: from now on they are cached on c, not on the pool.
+func (c *conn) rearmNames() {
+	c.namesMoved = true
+	clear(c.checkedNames)
 }
 
 // containsWord reports whether s contains w (ASCII lower case) as a whole word,
@@ -206,10 +278,10 @@ func wordByte(c byte) bool {
 // later: the wrapper does not see its text again); other statements are returned as
 // they are.
 func (c *conn) rearmingStmt(p *plan, st driver.Stmt) driver.Stmt {
-	if p == nil || !p.resetsSession || st == nil {
+	if p == nil || !p.resetsSession && !p.resetsNames || st == nil {
 		return st
 	}
-	s := &sessionStmt{Stmt: st, c: c}
+	s := &sessionStmt{Stmt: st, c: c, p: p}
 	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy, forwarded
 		return sessionStmtCC{s}
 	}
@@ -222,6 +294,7 @@ func (c *conn) rearmingStmt(p *plan, st driver.Stmt) driver.Stmt {
 type sessionStmt struct {
 	driver.Stmt
 	c *conn
+	p *plan
 }
 
 // sessionStmtCC forwards driver.ColumnConverter exactly when the statement has it.
@@ -243,7 +316,14 @@ func (s sessionStmtCC) ColumnConverter(idx int) driver.ValueConverter {
 // Raw returns the wrapped statement.
 func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
 
-func (s *sessionStmt) rearm() { s.c.sessionOK = false }
+func (s *sessionStmt) rearm() {
+	if s.p.resetsSession {
+		s.c.sessionOK = false
+	}
+	if s.p.resetsNames {
+		s.c.rearmNames()
+	}
+}
 
 // Exec implements driver.Stmt.
 func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {

@@ -45,7 +45,7 @@ func (p *parser) unstableSelection(g *guard, from, to int) string {
 				return "calls the non-deterministic " + n + "()"
 			}
 			if (p.kw(k-1, "FROM") || p.kw(k-1, "JOIN")) && k-1 >= from {
-				if r, ok := p.parseName(k); ok && p.rw.lookup(r.parts) == g {
+				if r, ok := p.parseName(k); ok && p.rw.lookup(r.parts).base() == g.base() {
 					selfRead = true
 				}
 			}

@@ -49,6 +49,7 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 		{"NoResurrectionRekey", gs.testTombstoneRekey},
 		{"AdminPath", gs.testAdminPath},
 		{"ConfigMistakes", gs.testConfigMistakes},
+		{"Resolve", gs.testResolve},
 		{"SideDoors", gs.testSideDoors},
 	}
 	add := func(name string, fn func(*testing.T)) {
