@@ -41,7 +41,13 @@ func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 //  1. add missing columns (d.GuardColumnsDDL);
 //  2. make nullable ones NOT NULL (when the dialect implements NotNullFixer; SQLite
 //     cannot alter a column and gets no statement for that, the problem says to
-//     rebuild the table): a fenced write relies on the NOT NULL violation;
+//     rebuild the table): a fenced write relies on the NOT NULL violation; then the
+//     declaration's own problems, when the dialect implements SchemaLinter (the
+//     same verdict as the lazy check before the first guarded write): SQLite conflict
+//     clauses that defeat the fence (ON CONFLICT REPLACE or IGNORE on the key, a
+//     unique column or a fencing column, FAIL on a fencing column) and fencing columns
+//     without INTEGER/NUMERIC affinity; SQLite cannot alter them, the problem says
+//     how to rebuild the table;
 //  3. install the guard (Guarder.GuardDDL), which refuses inside the database the
 //     writes that bypass the wrapper; a dialect without Guarder gets the problem "no
 //     database-side guard available for this dialect" and no statement;
