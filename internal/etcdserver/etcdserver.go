@@ -44,10 +44,11 @@ type Member struct {
 	// ClientAddr is the host:port clients dial (no scheme), for netproxy targets.
 	ClientAddr string
 
-	config func() *embed.Config // a fresh configuration for each (re)start
+	config func(*gate) *embed.Config // a fresh configuration for each (re)start
 
 	mu      sync.Mutex
 	etcd    *embed.Etcd   // the running server, or the last one
+	gate    *gate         // admits the running server's client requests
 	stopped bool          // killed or closed, not restarted since
 	closed  chan struct{} // closed when the last stopped server has closed its listeners
 }
@@ -88,6 +89,7 @@ func (m *Member) stop() bool {
 	m.stopped = true
 	e, closed := m.etcd, make(chan struct{})
 	m.closed = closed
+	m.gate.close() // no read may be running when the backend closes
 	e.Server.HardStop()
 	go func() {
 		defer close(closed)
@@ -183,7 +185,7 @@ func start(o Options) (*Cluster, error) {
 		name := fmt.Sprintf("m%d", i)
 		peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i])}
 		client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
-		config := func() *embed.Config {
+		config := func(g *gate) *embed.Config {
 			cfg := embed.NewConfig()
 			cfg.Name = name
 			cfg.Dir = fmt.Sprintf("%s/%s-%d", dir, name, ports[0])
@@ -200,14 +202,16 @@ func start(o Options) (*Cluster, error) {
 			cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 			cfg.EnableGRPCGateway = false
 			cfg.Metrics = "basic"
+			cfg.GRPCAdditionalServerOptions = g.options()
 			return cfg
 		}
-		e, err := embed.StartEtcd(config())
+		g := &gate{}
+		e, err := embed.StartEtcd(config(g))
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
-		c.Members = append(c.Members, &Member{Name: name, ClientAddr: client.Host, config: config, etcd: e})
+		c.Members = append(c.Members, &Member{Name: name, ClientAddr: client.Host, config: config, etcd: e, gate: g})
 	}
 	for _, m := range c.Members {
 		if err := ready(context.Background(), m.etcd); err != nil {
@@ -309,17 +313,19 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 		return fmt.Errorf("etcdserver: restart %s: it is running", m.Name)
 	}
 	m.waitClosed() // its ports are free again
-	e, err := embed.StartEtcd(m.config())
+	g := &gate{}
+	e, err := embed.StartEtcd(m.config(g))
 	if err != nil {
 		return fmt.Errorf("etcdserver: restart %s: %w", m.Name, err)
 	}
 	if err := ready(ctx, e); err != nil {
+		g.close()
 		e.Server.HardStop()
 		e.Close()
 		return fmt.Errorf("etcdserver: restart %s: %w", m.Name, err)
 	}
 	m.mu.Lock()
-	m.etcd, m.stopped, m.closed = e, false, nil
+	m.etcd, m.gate, m.stopped, m.closed = e, g, false, nil
 	m.mu.Unlock()
 	return nil
 }
