@@ -32,6 +32,16 @@
 #       FENCEDSQL_PG_DSN      postgres://fenced:...@127.0.0.1:PORT/postgres?sslmode=disable
 #       FENCEDSQL_MYSQL_DSN   fenced:...@tcp(127.0.0.1:PORT)/?parseTime=true
 #       FENCEDSQL_REDIS_ADDR  127.0.0.1:PORT
+#     and, for the failover tests (internal/failover), which start and kill
+#     their own PostgreSQL primary + streaming replica and MariaDB primary +
+#     replica pairs (none of these runs until a failover test starts one):
+#       FENCEDSQL_FAILOVER_DIR      an empty directory for their data dirs,
+#                                   removed with the rest at stop (0711)
+#       FENCEDSQL_PG_BIN            PostgreSQL's bin directory (initdb, postgres,
+#                                   pg_basebackup), e.g. /usr/lib/postgresql/15/bin
+#       FENCEDSQL_MYSQLD            the mariadbd binary
+#       FENCEDSQL_MYSQL_INSTALL_DB  the mariadb-install-db script
+#     Run as root, the tests run those servers as the users postgres and mysql.
 #     A server that fails to start leaves its variable unset and prints the
 #     tail of its log; sourcing never fails the caller because of that (the
 #     tests then skip, or fail under FENCEDSQL_REQUIRE_SERVERS=1).
@@ -58,7 +68,8 @@
 #   whose owning shell is gone are stopped and removed).
 #
 # Knobs (environment)
-#   FENCEDSQL_SERVERS="postgres mariadb redis"  which servers to start
+#   FENCEDSQL_SERVERS="postgres mariadb redis failover"  which servers to start
+#                                               ("failover": only the variables above)
 #   FENCEDSQL_TOOLS="promtool"                  which tools to install if missing
 #   FENCEDSQL_SERVERS_NO_INSTALL=1              never run apt-get
 #
@@ -263,6 +274,18 @@ _fsql_stop_dir() {
 	if _fsql_pid_is "$pid" redis-server; then
 		kill -TERM "$pid" 2>/dev/null && pids+=("$pid") && names+=(redis-server)
 	fi
+	# Servers a failover test left behind (it was killed before its cleanup).
+	local f
+	if [[ -d $dir/failover ]]; then
+		while IFS= read -r f; do
+			pid=$(head -n 1 "$f" 2>/dev/null)
+			if _fsql_pid_is "$pid" postgres; then
+				kill -QUIT "$pid" 2>/dev/null && pids+=("$pid") && names+=(postgres)
+			elif _fsql_pid_is "$pid" mariadbd; then
+				kill -KILL "$pid" 2>/dev/null && pids+=("$pid") && names+=(mariadbd)
+			fi
+		done < <(find "$dir/failover" \( -name postmaster.pid -o -name mariadbd.pid \) -type f 2>/dev/null)
+	fi
 	for ((i = 0; i < 250; i++)); do
 		busy=0
 		for k in "${!pids[@]}"; do
@@ -334,6 +357,7 @@ _fsql_have() { # server
 	mariadb) _fsql_find mariadbd mysqld >/dev/null && _fsql_find mariadb-install-db mysql_install_db >/dev/null &&
 		_fsql_find mariadb mysql >/dev/null ;;
 	redis) _fsql_find redis-server >/dev/null && _fsql_find redis-cli >/dev/null ;;
+	failover) _fsql_have postgres && [[ -x $(_fsql_pg_bindir)/pg_basebackup ]] && _fsql_have mariadb ;;
 	esac
 }
 
@@ -342,6 +366,7 @@ _fsql_package() { # server or tool -> Debian package
 	postgres) echo postgresql ;;
 	mariadb) echo mariadb-server ;;
 	redis) echo redis-server ;;
+	failover) echo postgresql mariadb-server ;;
 	promtool) echo prometheus ;;
 	esac
 }
@@ -582,6 +607,24 @@ _fsql_start_redis() {
 	return 1
 }
 
+# The failover tests start their own servers (they kill and rebuild them every
+# round): export where they find the binaries and a directory for their data,
+# owned by us, traversable by the users postgres and mysql.
+_fsql_start_failover() {
+	local dir=$_FSQL_DIR/failover bindir mysqld installdb
+	bindir=$(_fsql_pg_bindir) || return 1
+	mysqld=$(_fsql_find mariadbd mysqld) || return 1
+	installdb=$(_fsql_find mariadb-install-db mysql_install_db) || return 1
+	if [[ $EUID -eq 0 ]] && ! { _fsql_user_exists postgres && _fsql_user_exists mysql; }; then
+		_fsql_log "failover: no 'postgres' or 'mysql' user to run the servers as"
+		return 1
+	fi
+	mkdir -p "$dir" && chmod 0711 "$dir" || return 1
+	export FENCEDSQL_FAILOVER_DIR=$dir FENCEDSQL_PG_BIN=$bindir FENCEDSQL_MYSQLD=$mysqld \
+		FENCEDSQL_MYSQL_INSTALL_DB=$installdb
+	_fsql_log "failover: PostgreSQL in $bindir, $mysqld; pairs started by the tests in $dir  (FENCEDSQL_FAILOVER_DIR)"
+}
+
 # ---------------------------------------------------------------- stop/trap
 
 fencedsql_servers_stop() {
@@ -641,13 +684,14 @@ _fsql_main() {
 	_FSQL_EXPORTED=""
 	_FSQL_PORTS=""
 
-	for s in ${FENCEDSQL_SERVERS:-postgres mariadb redis}; do
+	for s in ${FENCEDSQL_SERVERS:-postgres mariadb redis failover}; do
 		case $s in
 		postgres | postgresql | pg) s=postgres v=FENCEDSQL_PG_DSN ;;
 		mariadb | mysql) s=mariadb v=FENCEDSQL_MYSQL_DSN ;;
 		redis) v=FENCEDSQL_REDIS_ADDR ;;
+		failover) v=FENCEDSQL_FAILOVER_DIR ;;
 		*)
-			_fsql_log "unknown server '$s' in FENCEDSQL_SERVERS (want postgres, mariadb, redis)"
+			_fsql_log "unknown server '$s' in FENCEDSQL_SERVERS (want postgres, mariadb, redis, failover)"
 			continue
 			;;
 		esac
@@ -684,7 +728,8 @@ _fsql_main() {
 	done
 	missing+=("${tools[@]}")
 	if [[ ${#missing[@]} -gt 0 ]]; then
-		for s in "${missing[@]}"; do pkgs+=("$(_fsql_package "$s")"); done
+		# shellcheck disable=SC2207 # a server may need several packages
+		for s in "${missing[@]}"; do pkgs+=($(_fsql_package "$s")); done
 		if [[ $EUID -eq 0 && -z ${FENCEDSQL_SERVERS_NO_INSTALL:-} ]] && command -v apt-get >/dev/null 2>&1; then
 			_fsql_apt_install "${pkgs[@]}" || true
 		else
@@ -710,6 +755,8 @@ _fsql_main() {
 		postgres) _fsql_start_postgres && started=$((started + 1)) && _FSQL_EXPORTED+=" FENCEDSQL_PG_DSN" ;;
 		mariadb) _fsql_start_mariadb && started=$((started + 1)) && _FSQL_EXPORTED+=" FENCEDSQL_MYSQL_DSN" ;;
 		redis) _fsql_start_redis && started=$((started + 1)) && _FSQL_EXPORTED+=" FENCEDSQL_REDIS_ADDR" ;;
+		failover) _fsql_start_failover && started=$((started + 1)) &&
+			_FSQL_EXPORTED+=" FENCEDSQL_FAILOVER_DIR FENCEDSQL_PG_BIN FENCEDSQL_MYSQLD FENCEDSQL_MYSQL_INSTALL_DB" ;;
 		esac
 	done
 	_fsql_log "$started of $wanted servers started in $(_fsql_elapsed "$t0") (files in $_FSQL_DIR; stop with fencedsql_servers_stop)"
