@@ -90,6 +90,16 @@
 // persistence (AOF with appendfsync always) too, if a Redis restart must not reset
 // tokens to 1.
 //
+// # Token floor
+//
+// The token counter <prefix>token is also the service's floor ([lockclient.FloorRaiser]):
+// [Backend.RaiseFloor] sets it to a minimum only if that is higher, in one script, atomic
+// against grants, and [Backend.LastToken] reads it; [WithMinToken] raises it when the
+// Backend opens its first session. A lost counter (a Redis rebuilt, flushed or restored
+// from an old snapshot) restarts tokens below those the guarded database has seen: raise
+// the floor above the database's highest token before the first grant. Never delete the
+// counter.
+//
 // Redis Cluster: the scripts touch two keys (the lock and the counter), which must be
 // in one hash slot; give a prefix with a hash tag, e.g. WithPrefix("{fencedsql}:"), so
 // that all locks of the service live on one primary.
@@ -136,6 +146,7 @@ type config struct {
 	pollMin, pollMax time.Duration
 	allowEviction    bool
 	logger           *slog.Logger
+	minToken         uint64
 	err              error // the first invalid option value, wrapping lockclient.ErrInvalidConfig
 }
 
@@ -200,6 +211,10 @@ type Backend struct {
 
 	policyMu      sync.Mutex
 	policyChecked bool
+
+	minToken    uint64 // WithMinToken
+	floorMu     sync.Mutex
+	floorRaised bool // WithMinToken was applied
 }
 
 var (
@@ -223,7 +238,8 @@ func New(client redis.UniversalClient, opts ...Option) *Backend {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	b := &Backend{rdb: client, prefix: cfg.prefix, allowEviction: cfg.allowEviction, logger: cfg.logger, cfgErr: cfg.err}
+	b := &Backend{rdb: client, prefix: cfg.prefix, allowEviction: cfg.allowEviction, logger: cfg.logger, cfgErr: cfg.err,
+		minToken: cfg.minToken}
 	b.pollMin, b.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	return b
 }
@@ -243,7 +259,7 @@ func (b *Backend) TokenKey() string { return b.prefix + "token" }
 
 // Open implements lockclient.Backend. The session is a random id stored in the values
 // of the locks it holds; the first Open of a Backend checks Redis's maxmemory-policy (see
-// the package doc).
+// the package doc) and applies WithMinToken.
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if b.cfgErr != nil {
 		return nil, b.cfgErr
@@ -252,6 +268,9 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 		return nil, fmt.Errorf("redislock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
 	if err := b.checkPolicy(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.raiseMinToken(ctx); err != nil {
 		return nil, err
 	}
 	id, err := randomHex(16)

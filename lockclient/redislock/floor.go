@@ -1,0 +1,107 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// The token floor (lockclient.FloorRaiser): the floor is the token counter itself,
+// <prefix>token, which the grant script INCRs. RaiseFloor sets it to min only if min is
+// higher, in one script, so a raise is atomic against grants: a grant runs before it
+// (and its token is below the new value) or after it (and its token is above min).
+
+// raiseScript: KEYS[1] token counter; ARGV[1] min as a canonical decimal string. Sets
+// the counter to min if min is higher (compared as decimal strings: Lua numbers are
+// doubles) and returns the counter's value afterwards, as a string.
+var raiseScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1]) or '0'
+local min = ARGV[1]
+if #min > #cur or (#min == #cur and min > cur) then
+  redis.call('SET', KEYS[1], min)
+  return min
+end
+return cur
+`)
+
+var _ lockclient.FloorRaiser = (*Backend)(nil)
+
+// maxFloor is the highest floor: the counter is a Redis integer (at most 2^63−1), and a
+// grant must still be able to INCR it.
+const maxFloor = math.MaxInt64 - 1
+
+// WithMinToken raises the token floor to n (see RaiseFloor) when the Backend opens its
+// first session, so that every token it grants is greater than n. A failed raise fails
+// that Open (ErrUnavailable) and is tried again by the next one. n above 2^63−2 is
+// invalid (see New).
+func WithMinToken(n uint64) Option {
+	return func(c *config) {
+		if n > maxFloor {
+			c.invalid("WithMinToken", "the floor must be at most %d (a Redis integer), got %d", uint64(maxFloor), n)
+			return
+		}
+		c.minToken = n
+	}
+}
+
+// RaiseFloor implements lockclient.FloorRaiser: it sets the token counter <prefix>token
+// to min if min is higher, atomically against grants, so every later token is greater
+// than min. The floor lives in Redis, as durable as the counter (see the package doc on
+// persistence and eviction). A min above 2^63−2 yields an error wrapping
+// lockclient.ErrInvalidConfig; an unreachable server one wrapping ErrUnavailable.
+func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
+	if b.cfgErr != nil {
+		return b.cfgErr
+	}
+	if min > maxFloor {
+		return fmt.Errorf("redislock: raise floor: %w: the floor must be at most %d (a Redis integer), got %d",
+			lockclient.ErrInvalidConfig, uint64(maxFloor), min)
+	}
+	if err := raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, strconv.FormatUint(min, 10)).Err(); err != nil {
+		return unavailable("raise floor", "", err)
+	}
+	return nil
+}
+
+// LastToken implements lockclient.FloorRaiser: the value of the token counter, which is
+// the last token granted or the floor when higher (0 when the counter does not exist).
+func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
+	if b.cfgErr != nil {
+		return 0, b.cfgErr
+	}
+	s, err := b.rdb.Get(ctx, b.TokenKey()).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable("last token", "", err)
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, unavailable("last token", "", fmt.Errorf("the counter %s holds %q, not a token", b.TokenKey(), s))
+	}
+	return n, nil
+}
+
+// raiseMinToken applies WithMinToken once per Backend (again after a failure).
+func (b *Backend) raiseMinToken(ctx context.Context) error {
+	if b.minToken == 0 {
+		return nil
+	}
+	b.floorMu.Lock()
+	defer b.floorMu.Unlock()
+	if b.floorRaised {
+		return nil
+	}
+	if err := b.RaiseFloor(ctx, b.minToken); err != nil {
+		return fmt.Errorf("redislock: WithMinToken(%d): %w", b.minToken, err)
+	}
+	b.floorRaised = true
+	return nil
+}
