@@ -235,7 +235,7 @@ func (p *MariaDBPair) startNode(ctx context.Context) (*myNode, error) {
 		"--skip-slave-start"}
 	if p.mode == Sync {
 		args = append(args, "--rpl-semi-sync-slave-enabled=ON", "--rpl-semi-sync-master-wait-point=AFTER_SYNC",
-			"--rpl-semi-sync-master-timeout=60000")
+			"--rpl-semi-sync-master-timeout=4294967295")
 	}
 	if err := startMariaDB(ctx, p.env, as, n, args...); err != nil {
 		if n.srv != nil {

@@ -17,8 +17,8 @@ const (
 	Async Mode = "async"
 	// Sync: the primary acknowledges a commit only once the replica has it
 	// (PostgreSQL synchronous_standby_names = '*' and synchronous_commit = on: flushed
-	// on the standby; MariaDB semi-sync, wait point AFTER_SYNC, with a timeout far
-	// longer than any round, so it never falls back to async).
+	// on the standby; MariaDB semi-sync, wait point AFTER_SYNC, with the longest timeout,
+	// 4294967295 ms, so it never falls back to async).
 	Sync Mode = "sync"
 )
 

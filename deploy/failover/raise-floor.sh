@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+#
+# deploy/failover/raise-floor.sh - raise the guarded database's token floor to the
+# lock service's last token + 1, on the database's new primary, after a failover.
+#
+#     raise-floor.sh DRIVER DSN
+#
+# DRIVER is postgres or mysql (MySQL/MariaDB); DSN is the plain driver's DSN of the new
+# primary's guarded database (see fencedsql-schema), for an account that may write the
+# floor table (the guards' owner). On MySQL/MariaDB the floor lives in each database
+# that holds guarded tables: run this once per such database.
+#
+# Environment:
+#   FENCEDSQL_LOCKFLOOR        the lockfloor command (default: lockfloor in PATH)
+#   FENCEDSQL_LOCKFLOOR_ARGS   its arguments naming the lock service, split on spaces
+#                              (e.g. "-backend etcd -endpoints https://etcd1:2379")
+#   FENCEDSQL_SCHEMA           the fencedsql-schema command (default: in PATH)
+#   FENCEDSQL_FLOOR_ATTEMPTS   attempts of each step, 1s apart (default 5): the new
+#                              primary may take a moment to accept writes
+#
+# It runs `lockfloor ARGS -show` (the last token the lock service issued, or its floor)
+# and `fencedsql-schema -driver DRIVER -dsn DSN -raise-floor TOKEN+1`. Every lease
+# granted before then is refused by the new primary (ErrBelowFloor). The floor only
+# goes up, so running it twice, or late, is safe.
+#
+# Exit status: 0 when the floor was raised; 1 when it was not (the lock service could
+# not be read, its answer is not a token, or the database refused), with the reason on
+# stderr and, when `logger` exists, in syslog (tag fencedsql-floor). A failed raise
+# leaves the new primary accepting writes from holders whose lease predates the
+# failover: page someone.
+set -euo pipefail
+
+log() {
+	printf 'raise-floor: %s\n' "$*" >&2
+	if command -v logger >/dev/null 2>&1; then
+		logger -t fencedsql-floor -- "$*" 2>/dev/null || true
+	fi
+}
+
+die() {
+	log "FAILED: $* — the token floor was NOT raised; stale lock holders can still write to the new primary"
+	exit 1
+}
+
+if [[ $# -ne 2 || -z $1 || -z $2 ]]; then
+	printf 'usage: %s postgres|mysql DSN\n' "${0##*/}" >&2
+	exit 2
+fi
+driver=$1 dsn=$2
+case $driver in
+postgres | mysql) ;;
+*) die "unknown driver '$driver' (want postgres or mysql)" ;;
+esac
+
+lockfloor=${FENCEDSQL_LOCKFLOOR:-lockfloor}
+schema=${FENCEDSQL_SCHEMA:-fencedsql-schema}
+attempts=${FENCEDSQL_FLOOR_ATTEMPTS:-5}
+[[ $attempts =~ ^[1-9][0-9]*$ ]] || die "FENCEDSQL_FLOOR_ATTEMPTS='$attempts' is not a positive number"
+# shellcheck disable=SC2206 # splitting the arguments on spaces is the contract
+lockargs=(${FENCEDSQL_LOCKFLOOR_ARGS:-})
+
+# retry CMD...: run CMD up to $attempts times, 1s apart; stdout of the last run.
+retry() {
+	local i rc=0
+	for ((i = 1; i <= attempts; i++)); do
+		if "$@"; then
+			return 0
+		else
+			rc=$?
+		fi
+		((i < attempts)) && sleep 1
+	done
+	return "$rc"
+}
+
+token=$(retry "$lockfloor" "${lockargs[@]}" -show) || die "'$lockfloor -show' failed (exit $?)"
+token=${token//[[:space:]]/}
+# Tokens are unsigned 64-bit; bash arithmetic is signed: refuse what it cannot add 1 to.
+if [[ ! $token =~ ^(0|[1-9][0-9]{0,17})$ ]]; then
+	die "'$lockfloor -show' printed '$token', not a token below 10^18"
+fi
+floor=$((token + 1))
+
+# The DSN holds a password: never echo it; fencedsql-schema masks it in its errors.
+retry "$schema" -driver "$driver" -dsn "$dsn" -raise-floor "$floor" >/dev/null ||
+	die "'$schema -raise-floor $floor' failed (exit $?) on the $driver primary"
+log "token floor raised to $floor (lock service's last token $token) on the new $driver primary"

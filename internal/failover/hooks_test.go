@@ -1,0 +1,132 @@
+package failover
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// hookDir is deploy/failover, where the hook scripts are.
+func hookDir(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "failover")
+}
+
+// stubs writes a lockfloor that prints token (or fails when token is "fail") and a
+// fencedsql-schema that records its arguments (and fails when schemaFails), and returns
+// the environment for the scripts and the file the arguments land in.
+func stubs(t *testing.T, token string, schemaFails bool) (env []string, argsFile string) {
+	dir := t.TempDir()
+	argsFile = filepath.Join(dir, "schema.args")
+	lock := "#!/bin/sh\necho \"$*\" > " + filepath.Join(dir, "lock.args") + "\n"
+	if token == "fail" {
+		lock += "exit 3\n"
+	} else {
+		lock += "echo " + token + "\n"
+	}
+	schema := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\n"
+	if schemaFails {
+		schema += "exit 1\n"
+	}
+	for name, body := range map[string]string{"lockfloor": lock, "fencedsql-schema": schema} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(os.Environ(), "FENCEDSQL_LOCKFLOOR="+filepath.Join(dir, "lockfloor"),
+		"FENCEDSQL_SCHEMA="+filepath.Join(dir, "fencedsql-schema"), "FENCEDSQL_FLOOR_ATTEMPTS=1",
+		"FENCEDSQL_LOCKFLOOR_ARGS=-backend etcd -endpoints http://127.0.0.1:2379"), argsFile
+}
+
+func runHook(t *testing.T, env []string, script string, args ...string) (string, int) {
+	cmd := exec.Command("bash", append([]string{filepath.Join(hookDir(t), script)}, args...)...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+func schemaArgs(t *testing.T, file string) string {
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return ""
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Fields(string(b)), " ")
+}
+
+// The hooks raise the floor to the lock service's last token + 1 on the DSN they are
+// given, and fail loudly (exit 1, "NOT raised") when any step fails.
+func TestHookScripts(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	const dsn = "postgres://owner:secret@10.0.0.2:5432/shop"
+	t.Run("raise", func(t *testing.T) {
+		env, args := stubs(t, "41", false)
+		out, rc := runHook(t, env, "raise-floor.sh", "postgres", dsn)
+		if rc != 0 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 42" {
+			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
+		}
+		if strings.Contains(out, "secret") {
+			t.Errorf("the output shows the DSN's password: %s", out)
+		}
+	})
+	for _, c := range []struct {
+		name, token string
+		schemaFails bool
+		schemaRuns  bool
+	}{
+		{"lock service unreachable", "fail", false, false},
+		{"not a token", "oops", false, false},
+		{"token too large", "18446744073709551615", false, false},
+		{"database refuses", "41", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env, args := stubs(t, c.token, c.schemaFails)
+			out, rc := runHook(t, env, "raise-floor.sh", "mysql", "u:p@tcp(h:3306)/shop")
+			if rc != 1 || !strings.Contains(out, "NOT raised") {
+				t.Errorf("exit %d (want 1), output %q (want NOT raised)", rc, out)
+			}
+			if ran := schemaArgs(t, args) != ""; ran != c.schemaRuns {
+				t.Errorf("fencedsql-schema ran: %v, want %v", ran, c.schemaRuns)
+			}
+		})
+	}
+	t.Run("patroni", func(t *testing.T) {
+		env, args := stubs(t, "7", false)
+		env = append(env, "FENCEDSQL_FLOOR_DSN="+dsn)
+		if out, rc := runHook(t, env, "patroni-on-role-change.sh", "on_role_change", "replica", "shop"); rc != 0 || schemaArgs(t, args) != "" {
+			t.Fatalf("replica: exit %d, fencedsql-schema got %q: %s", rc, schemaArgs(t, args), out)
+		}
+		for _, role := range []string{"master", "primary"} {
+			if out, rc := runHook(t, env, "patroni-on-role-change.sh", "on_role_change", role, "shop"); rc != 0 ||
+				schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 8" {
+				t.Fatalf("%s: exit %d, fencedsql-schema got %q: %s", role, rc, schemaArgs(t, args), out)
+			}
+		}
+	})
+	t.Run("post-failover", func(t *testing.T) {
+		env, args := stubs(t, "99", false)
+		env = append(env, "FENCEDSQL_FLOOR_DSN_TEMPLATE=owner:pw@tcp({host}:{port})/shop")
+		if out, rc := runHook(t, env, "post-failover.sh", "db2", "3307"); rc != 0 ||
+			schemaArgs(t, args) != "-driver mysql -dsn owner:pw@tcp(db2:3307)/shop -raise-floor 100" {
+			t.Fatalf("orchestrator: exit %d, fencedsql-schema got %q: %s", rc, schemaArgs(t, args), out)
+		}
+		if out, rc := runHook(t, env, "post-failover.sh", "--command=start", "--ssh_user=root", "--new_master_host=db3",
+			"--new_master_port=3306"); rc != 0 || schemaArgs(t, args) != "-driver mysql -dsn owner:pw@tcp(db3:3306)/shop -raise-floor 100" {
+			t.Fatalf("MHA: exit %d, fencedsql-schema got %q: %s", rc, schemaArgs(t, args), out)
+		}
+		if out, rc := runHook(t, env, "post-failover.sh", "db4"); rc != 1 || !strings.Contains(out, "NOT raised") {
+			t.Fatalf("no port: exit %d (want 1): %s", rc, out)
+		}
+	})
+}
