@@ -338,7 +338,7 @@ func (p *MariaDBPair) applied(ctx context.Context, n *myNode, pos string) error 
 
 // Failover implements Pair: SIGKILL of the primary, then on the replica the promotion
 // in the order that keeps what it received: wait until the relay log is applied
-// (MASTER_GTID_WAIT on the received position Gtid_IO_Pos), STOP SLAVE, RESET SLAVE
+// (START SLAVE SQL_THREAD, MASTER_GTID_WAIT on the received position Gtid_IO_Pos), STOP SLAVE, RESET SLAVE
 // ALL, read_only off. The new primary has semi-sync off until Rebuild.
 func (p *MariaDBPair) Failover(ctx context.Context) error {
 	if p.replica == nil {
@@ -359,6 +359,15 @@ func (p *MariaDBPair) Failover(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("failover: reading the replica's received position: %w", err)
+	}
+	// The SQL thread may have stopped (an error, an operator): the relay log is applied
+	// only while it runs.
+	err = myDo(ctx, p.replica.dsn(""), func(db *sql.DB) error {
+		_, err := db.ExecContext(ctx, `START SLAVE SQL_THREAD`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("failover: starting the replica's SQL thread: %w", err)
 	}
 	if err := p.applied(ctx, p.replica, received); err != nil {
 		return err
@@ -395,7 +404,7 @@ func (p *MariaDBPair) Close() error {
 	return first
 }
 
-// Detach cuts the replica off the primary (STOP SLAVE): what the primary commits from
+// Detach cuts the replica off the primary (STOP SLAVE IO_THREAD): what the primary commits from
 // now on never reaches it. Async mode only (semi-sync would wait for it until its
 // timeout).
 func (p *MariaDBPair) Detach(ctx context.Context) error {
@@ -403,7 +412,7 @@ func (p *MariaDBPair) Detach(ctx context.Context) error {
 		return fmt.Errorf("failover: Detach: a semi-sync primary would wait for the replica")
 	}
 	return myDo(ctx, p.replica.dsn(""), func(db *sql.DB) error {
-		_, err := db.ExecContext(ctx, `STOP SLAVE`)
+		_, err := db.ExecContext(ctx, `STOP SLAVE IO_THREAD`)
 		return err
 	})
 }
