@@ -21,6 +21,10 @@ type TableReport struct {
 	// problems and those that are only notes; each problem is also in Problems, each
 	// note in Notes, and their statements are at the end of Fix.
 	SideDoors []SideDoor
+	// Replication: whether the database's server may forget an acknowledged write at
+	// a failover (ReplicationChecker), the same for every table of one call; its
+	// problems are also in Problems, its notes only here.
+	Replication ReplicationReport
 
 	Problems []string // human-readable, empty when the table is fit
 	Notes    []string // worth knowing, not problems: the table can be fit with notes
@@ -90,6 +94,14 @@ func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 //
 // Nullable fencing columns are problem 2 above.
 //
+// Then, once per call, the database's replication (ReplicationChecker, see
+// replication.go and the dialect packages): a primary that may acknowledge a write a
+// failover then forgets — asynchronous replicas, synchronous replication weakened by
+// a setting or falling back to asynchronous — is a problem on every table's report,
+// with the statements that fix it in TableReport.Replication (not in Fix: they change
+// the server, and the replicas need their part); a single server, or what the check
+// cannot see (a managed service's replication), is a note there.
+//
 // The columns are judged exactly as the lazy check before the first guarded write
 // judges them (same problems, same statements); the guards and side doors are
 // CheckSchema's own: fenced writes are correct without them, and the lazy check does
@@ -110,8 +122,13 @@ func CheckSchema(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec
 		return nil, configErr("CheckSchema: no dialect")
 	}
 	reports := make([]TableReport, 0, len(tables))
+	repl, err := checkReplication(ctx, db, d)
+	if err != nil {
+		return reports, err
+	}
 	for _, spec := range tables {
 		r, err := checkTable(ctx, db, d, spec)
+		addReplication(&r, repl)
 		if err != nil {
 			return reports, err
 		}
