@@ -124,6 +124,14 @@ func CreateTable(ctx context.Context, db *sql.DB, d Dialect, table string) error
 				return fmt.Errorf("sqllock: create table: %w", err)
 			}
 		}
+		// A grant procedure created by an earlier revision of version 2 is replaced.
+		grant, err := myGrantStmt(stmts, tn)
+		if err != nil {
+			return err
+		}
+		if err := myReplaceGrant(ctx, db, tn, grant); err != nil {
+			return fmt.Errorf("sqllock: create table: upgrade the grant procedure: %w", err)
+		}
 		return nil
 	}
 }

@@ -69,12 +69,25 @@ func myDDL(tn tableName) []string {
 // The procedure first joins or refreshes the queue and reads where the queue and the key
 // stand, each an autocommit statement without the counter lock (most calls are waiters
 // that are not first, and stop there). Only a caller that may be granted starts the
-// grant transaction of version 1: lock the counter row, lock the request's waiter row
+// grant transaction. It first locks the key's row, waiting there for a renewal, release
+// or operator's query that holds it, before it takes the counter row: a grant never
+// waits for a row lock of the lease table while it holds the counter, so a row lock on
+// one key delays only that key's grants. The key's row must exist for that (a locking
+// read of a missing row would take a gap lock, which two grants of new keys would
+// deadlock on): a key without a row first gets an expired placeholder (token 0, expired
+// in 1970, which every reader takes for free), committed on its own; a row deleted in
+// between is looked for again, up to three times. Then, as in version 1: lock the
+// counter row, lock the request's waiter row
 // (or its gap: an abandon mark inserted concurrently waits for this transaction, and is
 // then followed by the delete of this grant), lock and test the key's row, re-check the
 // queue, grant. A waiter's liveness (alive_until) is written only when a third of its
 // TTL has passed, so that polls are reads. After a grant it deletes up to 8 lapsed
 // waiter rows and abandon marks (READ COMMITTED, errors ignored).
+// myGrantComment is the COMMENT of the grant procedure <table>_grant_v2; its revision
+// ("rev 2": the key's row is locked before the counter) tells CreateTable and CheckTable
+// whether an existing procedure is the current one (CREATE PROCEDURE does not replace).
+const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 2"
+
 func myDDLv2(tn tableName) []string {
 	t := tn.quoted(MySQL)
 	c := tn.with("_token").quoted(MySQL)
@@ -98,7 +111,7 @@ func myDDLv2(tn tableName) []string {
 			"    IN p_session VARCHAR(64) CHARACTER SET ascii, IN p_waiter VARCHAR(64) CHARACTER SET ascii,\n"+
 			"    IN p_ttl_us BIGINT, IN p_queue TINYINT)\n"+
 			"    MODIFIES SQL DATA SQL SECURITY INVOKER\n"+
-			"    COMMENT 'fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter'\n"+
+			"    COMMENT '"+myGrantComment+"'\n"+
 			"proc: BEGIN\n"+
 			"    DECLARE v_count BIGINT DEFAULT NULL;\n"+
 			"    DECLARE v_token BIGINT DEFAULT 0;\n"+
@@ -110,6 +123,7 @@ func myDDLv2(tn tableName) []string {
 			"    DECLARE v_ahead_us BIGINT DEFAULT 0;\n"+
 			"    DECLARE v_holder_us BIGINT DEFAULT 0;\n"+
 			"    DECLARE v_holder BIGINT DEFAULT 0;\n"+
+			"    DECLARE v_try INT DEFAULT 0;\n"+
 			"    DECLARE EXIT HANDLER FOR SQLEXCEPTION\n"+
 			"    BEGIN\n"+
 			"        ROLLBACK;\n"+
@@ -142,7 +156,19 @@ func myDDLv2(tn tableName) []string {
 			"        IF v_ahead > 0 OR v_holder_us > 0 THEN\n"+
 			"            LEAVE body;\n"+
 			"        END IF;\n"+
-			"        START TRANSACTION;\n"+
+			"        pre: LOOP\n"+
+			"            IF NOT EXISTS (SELECT 1 FROM %[4]s WHERE lock_key = p_key) THEN\n"+
+			"                INSERT IGNORE INTO %[4]s (lock_key, owner, session_id, token, expires_at)\n"+
+			"                    VALUES (p_key, '', '', 0, TIMESTAMP '1970-01-01 00:00:00');\n"+
+			"            END IF;\n"+
+			"            START TRANSACTION;\n"+
+			"            SELECT COUNT(*) INTO v_n FROM %[4]s WHERE lock_key = p_key FOR UPDATE;\n"+
+			"            SET v_try = v_try + 1;\n"+
+			"            IF v_n > 0 OR v_try >= 3 THEN\n"+
+			"                LEAVE pre;\n"+
+			"            END IF;\n"+
+			"            COMMIT;\n"+
+			"        END LOOP pre;\n"+
 			"        SELECT v INTO v_count FROM %[5]s WHERE id = 1 FOR UPDATE;\n"+
 			"        IF v_count IS NULL THEN\n"+
 			"            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'fencedsql sqllock: the token counter row is missing';\n"+

@@ -35,6 +35,13 @@ func pgDDL(tn tableName) []string {
 // a statement that waited for a lock sees what the lock holder committed. The locks:
 //   - grants take the table-wide advisory lock (class, 1) before drawing a token, as in
 //     version 1, and hold it to commit: tokens follow grant order across keys;
+//   - lock order: the request's waiter row, then the key's lease row, then the advisory
+//     lock. A grant (and abandon) waits for the row locks before it takes the advisory
+//     lock, never while holding it: a row lock held on one key (a slow renewal or
+//     release, an operator's SELECT … FOR UPDATE) delays the grants of that key only.
+//     A row that did not exist when the grant looked is locked NOWAIT under the
+//     advisory lock; if another transaction holds it the function fails with
+//     lock_not_available (55P03), nothing happened, and the session calls again;
 //   - a waiter that finds the key held re-reads the lease row FOR KEY SHARE before it
 //     returns, and release and leave delete or lock that row: a release therefore either
 //     commits before the waiter's check (which then sees the key free) or waits for the
@@ -94,6 +101,7 @@ DECLARE
     v_ticket bigint;
     v_gone   boolean;
     v_stale  boolean;
+    v_locked boolean;
 BEGIN
     o_token := 0; o_ahead := 0; o_holder_us := 0; o_ahead_us := 0; o_holder := 0;
     SELECT w.ticket, w.gone, w.alive_until < clock_timestamp() + v_ttl * 2 / 3
@@ -143,8 +151,22 @@ BEGIN
         END IF;
         RETURN;
     END IF;
+    -- Row locks first, then the table-wide lock: wait here for the request's waiter row
+    -- and the key's lease row (a renewal or release in progress, an operator's query),
+    -- so that a grant never waits for a row lock while it holds the table-wide lock and
+    -- a row lock on one key delays only that key's grants.
+    IF p_queue THEN
+        PERFORM 1 FROM %[2]s w WHERE w.waiter_id = p_waiter FOR UPDATE;
+    END IF;
+    PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key FOR NO KEY UPDATE;
+    v_locked := FOUND;
     -- Grant, serialised with every other grant of the table (tokens in grant order).
     PERFORM pg_advisory_xact_lock(%[5]d, 1);
+    IF NOT v_locked THEN
+        -- The key had no row: one that a grant inserted since must not be waited for
+        -- here (lock_not_available, 55P03: nothing happened, the client calls again).
+        PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key FOR NO KEY UPDATE NOWAIT;
+    END IF;
     SELECT w.gone INTO v_gone FROM %[2]s w WHERE w.waiter_id = p_waiter;
     IF v_gone OR (p_queue AND v_gone IS NULL) THEN
         o_token := -1;
@@ -214,12 +236,19 @@ $fn$`, tn.with("_leave_v2").quoted(Postgres), t, w, wake),
 		fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s(p_key text, p_waiter text, p_session text, p_keep_us bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-    v_n bigint;
+    v_n      bigint;
+    v_locked boolean;
 BEGIN
     INSERT INTO %[2]s AS w (lock_key, waiter_id, session_id, owner, channel, alive_until, gone)
     VALUES (p_key, p_waiter, p_session, '', '', clock_timestamp() + p_keep_us * interval '1 microsecond', true)
     ON CONFLICT (waiter_id) DO UPDATE SET gone = true, alive_until = excluded.alive_until;
+    -- As in grant: the row lock before the table-wide lock, never the other way round.
+    PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter FOR UPDATE;
+    v_locked := FOUND;
     PERFORM pg_advisory_xact_lock(%[4]d, 1);
+    IF NOT v_locked THEN
+        PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter FOR UPDATE NOWAIT;
+    END IF;
     DELETE FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n > 0 THEN

@@ -80,15 +80,26 @@
 // grants take effect (commit): a grant that starts after another one completed gets a
 // larger token, two grants of the same key are ordered like their tokens, and so are two
 // grants of different keys. A waiter's token is drawn when it is granted, not when it
-// joins the queue (its ticket only orders the queue). On PostgreSQL every grant first
-// takes one transaction-scoped advisory lock for the whole table, so that drawing the
-// sequence value, inserting (or taking over) the row — waiting for the key's row lock
-// if a renewal or release holds it — and committing happen in one critical section
-// shared by all grants: no grant draws its token before an earlier one has committed.
-// On MySQL the counter row lock serialises all grants the same way. The cost is that
-// grants of one table run one at a time at the server (each is one short transaction);
-// waiters that are not first in line, and TryAcquires of held keys, do not take the
-// lock. Tokens are increasing, not consecutive: on PostgreSQL a grant that loses a race
+// joins the queue (its ticket only orders the queue). On PostgreSQL every grant takes
+// one transaction-scoped advisory lock for the whole table, so that drawing the
+// sequence value, inserting (or taking over) the row and committing happen in one
+// critical section shared by all grants: no grant draws its token before an earlier one
+// has committed. On MySQL the counter row lock serialises all grants the same way. The
+// cost is that grants of one table run one at a time at the server (each is one short
+// transaction); waiters that are not first in line, and TryAcquires of held keys, do not
+// take the lock.
+//
+// A grant locks the key's lease row (and its waiter row) before it takes that lock,
+// never while holding it: a row lock held on one key — a slow renewal or release, an
+// operator's SELECT … FOR UPDATE — delays the grants of that key until it is gone (they
+// complete right after) and no other key's. On MySQL a key without a row first gets an
+// expired placeholder row (token 0), so that the lock is a row lock and not a gap lock;
+// every reader takes it for a free key. On PostgreSQL a row that appeared between the
+// two steps is locked NOWAIT under the advisory lock; if another transaction holds it the
+// grant rolls back (lock_not_available) and the session calls it again at once. Clients
+// of an earlier release still take the two locks the other way round during a rolling
+// upgrade (on MySQL the two orders can deadlock; the server breaks it at once and the
+// session calls again). Tokens are increasing, not consecutive: on PostgreSQL a grant that loses a race
 // for the row still draws (and skips) a sequence value.
 // Tokens survive a crash of the server as long as commits are durable (PostgreSQL fsync
 // and synchronous_commit on, InnoDB innodb_flush_log_at_trx_commit=1): run the lease
@@ -175,7 +186,11 @@
 // (through [WithLogger]'s logger; by default nothing is logged), grants with version 1's
 // statements — without a queue, waiters polling — and looks again a minute later; a
 // missing lease table is never taken for an old one. [Backend.CheckTable] reports an old
-// table as a *SchemaError with Outdated set.
+// table as a *SchemaError with Outdated set. On MySQL, where CREATE PROCEDURE does not
+// replace, the grant procedure carries its revision in its COMMENT: CreateTable replaces
+// one of an earlier revision (CREATE OR REPLACE on MariaDB; DROP and CREATE on MySQL) and
+// CheckTable reports it as Outdated; PostgreSQL's functions are replaced by CREATE OR
+// REPLACE.
 //
 // # Logging
 //

@@ -16,3 +16,12 @@ func DDLv1(d Dialect, table string) []string {
 	}
 	return ddlV1(d, tn)
 }
+
+// AdvisoryClass is the first key of the table-wide advisory lock of table (PostgreSQL).
+func AdvisoryClass(table string) int32 {
+	tn, err := parseTable(orDefault(table))
+	if err != nil {
+		panic(err)
+	}
+	return advisoryClass(tn)
+}

@@ -126,7 +126,8 @@ func (b *Backend) probeTable(ctx context.Context) error {
 // rather than at the first Acquire. It returns nil if they all exist; a *SchemaError
 // (errors.Is ErrSchema and lockclient.ErrInvalidConfig) naming what is missing,
 // with Outdated set when only the objects of schema version 2 are (the table was created
-// by an earlier release: Acquire still works, without a queue); or an error wrapping
+// by an earlier release: Acquire still works, without a queue) or, on MySQL, when the
+// grant procedure is an earlier revision (CreateTable replaces it); or an error wrapping
 // lockclient.ErrUnavailable when the database could not answer. It reads the catalog:
 // PostgreSQL to_regclass/to_regproc (by the session's search_path for an unqualified
 // table), MySQL information_schema (in the current database for an unqualified table).
@@ -140,7 +141,20 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		return unavailable("check table", "", err)
 	}
 	if len(missing) == 0 {
-		return nil
+		if b.dialect != MySQL {
+			return nil // PostgreSQL: CreateTable replaces the functions (CREATE OR REPLACE)
+		}
+		current, err := myGrantCurrent(ctx, b.db, b.table)
+		switch {
+		case err != nil:
+			return unavailable("check table", "", err)
+		case current:
+			return nil
+		}
+		e := b.schemaError("the current revision of procedure "+b.table.with("_grant_v2").String()+
+			" (it waits for a key's row lock while holding the token counter)", nil)
+		e.Outdated = true
+		return e
 	}
 	if missing[0] == (schemaObject{"table", b.table}) {
 		return b.schemaError("the lease table", nil)

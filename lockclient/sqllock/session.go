@@ -87,7 +87,9 @@ func (s *session) grant(ctx context.Context, key, gs string, queue bool, channel
 		args = append(args, channel)
 	}
 	var st grantState
-	err := s.b.scanRow(ctx, s.b.q.grant2, args, &st.token, &st.ahead, &st.holderUS, &st.aheadUS, &st.holder)
+	err := retryGrant(ctx, func() error {
+		return s.b.scanRow(ctx, s.b.q.grant2, args, &st.token, &st.ahead, &st.holderUS, &st.aheadUS, &st.holder)
+	})
 	return st, err
 }
 
