@@ -22,7 +22,14 @@ import (
 //   - character_set_client must be one in which every byte below 0x80 is the ASCII
 //     character it looks like: GBK, SJIS, Big5, CP932 and GB18030 have multibyte
 //     characters whose second byte can be a backslash (or a backtick), and are refused;
-//     so is a character set this package does not know.
+//     so is a character set this package does not know;
+//   - sql_log_bin must be ON: with it off the session's writes stay out of the binary
+//     log, replicas never get them, and a failover forgets them (a stale token's write
+//     is then accepted). The wrapper refuses SET sql_log_bin = 0 on pools with guarded
+//     tables; this check catches what it cannot see (init_connect, a DSN parameter, a
+//     statement sent on Raw). It is checked on every server, with or without a binary
+//     log: sql_log_bin is 1 by default everywhere, and a server without one today may
+//     get replicas tomorrow.
 //
 // SessionQuery reads them in one round trip; the wrapper runs it before the first
 // guarded write of each connection (after the DSN's charset= and sql_mode= took
@@ -32,11 +39,12 @@ import (
 // statement that is one of those). A stored function, procedure or trigger runs with
 // its own sql_mode and character set and the server restores the caller's afterwards.
 
-// SessionQuery reads "<sql_mode> <character_set_client>" (sql_mode has no spaces, and
-// may be empty). The query is ASCII without quotes or backslashes: every session reads
+// SessionQuery reads "<sql_mode> <character_set_client> <sql_log_bin>" (sql_mode has
+// no spaces, and may be empty; sql_log_bin is 1 or 0): the one round trip of the
+// check, extended with sql_log_bin at no extra cost. The query is ASCII without quotes or backslashes: every session reads
 // it the same way.
 func (dialect) SessionQuery() string {
-	return "SELECT CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client)"
+	return "SELECT CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin)"
 }
 
 // unsafeCharsets are the client character sets whose multibyte characters can have a
@@ -62,15 +70,22 @@ var unsafeModes = []string{"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "ANSI", "ORACL
 
 const sessionFix = "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_TRANS_TABLES') without ANSI_QUOTES and NO_BACKSLASH_ESCAPES, and SET NAMES utf8mb4 (or the DSN parameters sql_mode and charset; check the server's and init_connect's defaults)"
 
-// CheckSession validates "<sql_mode> <character_set_client>", refusing sessions in
-// which a fenced write would not fail or would be read differently from the lexer.
+const logBinFix = "SET SESSION sql_log_bin = 1, and remove whatever turns it off (init_connect, the DSN's sql_log_bin parameter, a statement sent on Raw)"
+
+// CheckSession validates "<sql_mode> <character_set_client> <sql_log_bin>", refusing
+// sessions in which a fenced write would not fail, would be read differently from the
+// lexer, or would not reach the replicas.
 func (dialect) CheckSession(value string) error {
-	i := strings.LastIndexByte(value, ' ')
+	j := strings.LastIndexByte(value, ' ')
+	i := -1
+	if j > 0 {
+		i = strings.LastIndexByte(value[:j], ' ')
+	}
 	if i < 0 {
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client", Value: value,
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin", Value: value,
 			Problem: "the session check returned an unexpected value", Fix: sessionFix}
 	}
-	mode, cs := value[:i], strings.ToLower(strings.TrimSpace(value[i+1:]))
+	mode, cs, logBin := value[:i], strings.ToLower(strings.TrimSpace(value[i+1:j])), strings.TrimSpace(value[j+1:])
 	modes := map[string]bool{}
 	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
 		modes[strings.TrimSpace(m)] = true
@@ -92,6 +107,10 @@ func (dialect) CheckSession(value string) error {
 	case !safeCharsets[cs]:
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
 			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix}
+	}
+	if !on(logBin) {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_log_bin", Value: logBin,
+			Problem: "the session's writes stay out of the binary log: replicas never get them, and a failover forgets them", Fix: logBinFix}
 	}
 	return nil
 }

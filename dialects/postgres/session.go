@@ -1,10 +1,13 @@
 package postgres
 
 import (
+	"context"
 	"database/sql/driver"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -36,15 +39,57 @@ import (
 // changed them. Under a driver that does not keep them (lib/pq, a mock), SessionQuery
 // runs before every guarded write.
 
-// SessionQuery reads standard_conforming_strings and client_encoding as one value,
-// "<standard_conforming_strings> <client_encoding>".
+//
+// synchronous_commit (issue 21, "Replication and failover" in docs/design.md) is
+// checked too: a session whose own synchronous_commit is off or local has its commits
+// acknowledged before a synchronous standby has them (off: before they are flushed
+// at all), so a failover (or a crash) forgets them and a stale token's write is then
+// accepted. Its value and pg_settings.source are read; the session is refused when
+// the value is off or local and comes from the session rather than the server — a
+// role's or database's default (ALTER ROLE/DATABASE … SET, which arrive as the
+// session's value at connection), the client's startup parameters (a DSN's options or
+// runtime parameters), or a SET the wrapper did not see. Decisions:
+//
+//   - "Below the server's setting" is read as "set for this session to off or
+//     local": the server's own value (postgresql.conf, ALTER SYSTEM, the default) is
+//     CheckSchema's to judge and is never refused here, so a server run with
+//     synchronous_commit = off (a test server) keeps working; CheckSchema reports it.
+//   - local is refused whether or not synchronous standbys are configured now: the
+//     verdict is kept for the connection's life while synchronous_standby_names can
+//     change with a reload, and the wrapper already refuses SET synchronous_commit =
+//     local on pools with guarded tables. remote_write, on and remote_apply pass.
+//
+// synchronous_commit is not reported to the client (not GUC_REPORT), so it costs a
+// query. Under pgx it is read once per connection, at its first guarded write (one
+// round trip, then none: the value is kept in the connection's CustomData; it can
+// change later only through statements the wrapper refuses on pools with guarded
+// tables, or on Raw). The query runs under a deadline of its own
+// (trackedQueryTimeout), the SessionTracker interface having no context; if it fails,
+// TrackedSession reports nothing and the wrapper runs SessionQuery under the write's
+// context, which reads the same values. Under other drivers SessionQuery, which runs
+// before every guarded write anyway, reads it in the same round trip.
+
+// SessionQuery reads standard_conforming_strings, client_encoding, synchronous_commit
+// and its source as one value, "<standard_conforming_strings> <client_encoding>
+// <synchronous_commit> <source>" (the source may contain spaces: "database user").
 func (dialect) SessionQuery() string {
-	return "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding')"
+	return "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || " + syncCommitColumns + " FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
 }
+
+// syncCommitColumns reads "<synchronous_commit> <source>" from pg_settings s.
+const syncCommitColumns = "s.setting || ' ' || s.source"
+
+// syncCommitKey is the pgconn.PgConn.CustomData key under which TrackedSession keeps
+// "<synchronous_commit> <source>" for the connection's life.
+const syncCommitKey = "fencedsql.postgres.synchronous_commit"
+
+// trackedQueryTimeout bounds TrackedSession's once-per-connection query.
+const trackedQueryTimeout = 5 * time.Second
 
 // TrackedSession implements fencedsql.SessionTracker: the value SessionQuery would
 // return, from the parameters pgx keeps, when raw is (or wraps) a pgx connection that
-// has received both.
+// has received both, and from synchronous_commit as read once for the connection (see
+// above).
 func (dialect) TrackedSession(raw driver.Conn) (string, bool) {
 	var c any = raw
 	for range 16 { // peel wrappers that expose their connection (otelsql, …)
@@ -53,12 +98,17 @@ func (dialect) TrackedSession(raw driver.Conn) (string, bool) {
 			if p == nil || p.PgConn() == nil {
 				return "", false
 			}
-			scs := p.PgConn().ParameterStatus("standard_conforming_strings")
-			enc := p.PgConn().ParameterStatus("client_encoding")
+			pg := p.PgConn()
+			scs := pg.ParameterStatus("standard_conforming_strings")
+			enc := pg.ParameterStatus("client_encoding")
 			if scs == "" || enc == "" {
 				return "", false
 			}
-			return scs + " " + enc, true
+			sync, ok := syncCommitOf(pg)
+			if !ok {
+				return "", false
+			}
+			return scs + " " + enc + " " + sync, true
 		}
 		r, ok := c.(interface{ Raw() driver.Conn })
 		if !ok {
@@ -95,16 +145,22 @@ var safeEncodings = map[string]bool{
 
 const sessionFix = "SET standard_conforming_strings = on; SET client_encoding = 'UTF8' (and remove the setting from the DSN, the role's or database's defaults, or whatever sets it)"
 
-// CheckSession validates "<standard_conforming_strings> <client_encoding>".
+// CheckSession validates "<standard_conforming_strings> <client_encoding>
+// <synchronous_commit> <source>".
 func (dialect) CheckSession(value string) error {
-	scs, enc, ok := strings.Cut(strings.TrimSpace(value), " ")
-	if !ok {
+	f := strings.SplitN(strings.TrimSpace(value), " ", 4)
+	if len(f) != 4 {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings, client_encoding", Value: value,
 			Problem: "the session check returned an unexpected value", Fix: sessionFix}
 	}
+	scs, enc, sync, src := f[0], f[1], f[2], f[3]
 	if !strings.EqualFold(scs, "on") {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings", Value: scs,
 			Problem: "with it off, backslashes escape in '…' strings, so the server would read statements differently from fencedsql's lexer", Fix: sessionFix}
+	}
+	if v := strings.ToLower(sync); (v == "off" || v == "local") && sessionSources[src] {
+		return &fencedsql.SessionError{Dialect: "postgres", Setting: "synchronous_commit", Value: sync,
+			Problem: "set for this session (" + src + "): its commits are acknowledged before a synchronous standby has them, so a failover forgets them and a stale token's write is then accepted", Fix: syncCommitFix}
 	}
 	e := strings.ToUpper(strings.TrimSpace(enc))
 	switch {
@@ -117,5 +173,33 @@ func (dialect) CheckSession(value string) error {
 	}
 	return nil
 }
+
+// syncCommitOf returns "<synchronous_commit> <source>" for pg, read once and kept in
+// its CustomData; false when the read failed (nothing is kept: the next call tries
+// again).
+func syncCommitOf(pg *pgconn.PgConn) (string, bool) {
+	data := pg.CustomData()
+	if data == nil {
+		return "", false
+	}
+	if v, ok := data[syncCommitKey].(string); ok {
+		return v, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), trackedQueryTimeout)
+	defer cancel()
+	res, err := pg.Exec(ctx, "SELECT "+syncCommitColumns+" FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'").ReadAll()
+	if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+		return "", false
+	}
+	v := string(res[0].Rows[0][0])
+	data[syncCommitKey] = v
+	return v, true
+}
+
+// sessionSources are pg_settings.source values that are the session's own rather
+// than the server's.
+var sessionSources = map[string]bool{"database": true, "user": true, "database user": true, "client": true, "interactive": true, "session": true, "test": true}
+
+const syncCommitFix = "ALTER ROLE … RESET synchronous_commit / ALTER DATABASE … RESET synchronous_commit (or remove it from the DSN's options and runtime parameters): synchronous_commit must be on, remote_apply or remote_write"
 
 var _ fencedsql.SessionTracker = dialect{}
