@@ -105,6 +105,22 @@
 // and synchronous_commit on, InnoDB innodb_flush_log_at_trx_commit=1): run the lease
 // table on a durable configuration, like the data it protects.
 //
+// # The token floor
+//
+// [*Backend] implements [lockclient.FloorRaiser]. [Backend.RaiseFloor](ctx, min) makes
+// every later token of the table greater than min by raising its token source, only
+// upward: PostgreSQL setval() of the sequence, MySQL an UPDATE of the counter row, under
+// the lock every grant takes (the advisory lock, the counter row lock), so it is ordered
+// with grants and with other raises. [Backend.LastToken] returns the last token drawn,
+// or the floor when higher, waiting for a grant in progress: every token granted before
+// it returns is at most the result, every token granted after is greater. The floor is
+// the token source itself, so it is persistent and shared by every client of the table;
+// dropping the table (DropDDL) drops it too. [WithMinToken](n) raises the floor to n at
+// the backend's first Open, idempotently: keep it in the configuration after recreating
+// or restoring the lease table, or when moving from another lock service, with n the
+// highest token the guarded data holds (fencedsql-schema -max-token) or the old
+// service's LastToken.
+//
 // # Waiting: a FIFO queue per key
 //
 // Sessions implement [lockclient.QueueSession]: Acquire joins the key's queue, the

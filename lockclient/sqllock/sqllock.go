@@ -72,6 +72,7 @@ type config struct {
 	pollMin, pollMax time.Duration
 	polling          bool
 	logger           *slog.Logger
+	minToken         uint64
 	err              error // the first invalid option value
 }
 
@@ -153,6 +154,10 @@ type Backend struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // MySQL: prepared once per *sql.DB, see stmt
+
+	minToken  uint64     // WithMinToken
+	floorMu   sync.Mutex // serialises openFloor
+	floorDone bool       // the floor of WithMinToken was raised
 }
 
 var _ lockclient.Backend = (*Backend)(nil)
@@ -199,7 +204,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	}
 	cfg.pollMin, cfg.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	b := &Backend{db: db, dialect: cfg.dialect, table: tn, q: buildQueries(cfg.dialect, tn),
-		pollMin: cfg.pollMin, pollMax: cfg.pollMax, logger: cfg.logger}
+		pollMin: cfg.pollMin, pollMax: cfg.pollMax, logger: cfg.logger, minToken: cfg.minToken}
 	if cfg.dialect == Postgres && isPgx && !cfg.polling {
 		var ch [12]byte
 		if _, err := crand.Read(ch[:]); err != nil {
@@ -216,11 +221,16 @@ func (b *Backend) Dialect() Dialect { return b.dialect }
 // Table returns the lease table's name as given to WithTable.
 func (b *Backend) Table() string { return b.table.String() }
 
-// Open implements lockclient.Backend. It does not touch the database: the session is a
-// random id that identifies this client's rows in the lease table.
+// Open implements lockclient.Backend. The session is a random id that identifies this
+// client's rows in the lease table. Open does not touch the database, except that the
+// first Open of a backend with WithMinToken raises the token floor (and fails, wrapping
+// lockclient.ErrUnavailable, if it cannot).
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("sqllock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
+	}
+	if err := b.openFloor(ctx); err != nil {
+		return nil, err
 	}
 	var id [16]byte
 	if _, err := crand.Read(id[:]); err != nil {

@@ -23,6 +23,10 @@ type queries struct {
 	leave2      string // a waiter leaves the queue
 	abandon2    string // PostgreSQL: mark an abandoned request and delete its grant
 	abandonMark string // MySQL: mark an abandoned request (then abandon deletes its grant)
+
+	// The token floor.
+	lastToken  string // the last token drawn (or the floor)
+	raiseFloor string // raise the token source (PostgreSQL: under the advisory lock)
 }
 
 func buildQueries(d Dialect, tn tableName) queries {
@@ -46,6 +50,8 @@ func buildQueries(d Dialect, tn tableName) queries {
 				"VALUES (?, ?, ?, '', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1) "+
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND",
 				tn.waiters().quoted(MySQL)),
+			lastToken:  fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
+			raiseFloor: fmt.Sprintf("UPDATE %s SET v = ? WHERE id = 1 AND v < ?", tn.with("_token").quoted(MySQL)),
 		}
 	}
 	t := tn.quoted(Postgres)
@@ -89,5 +95,8 @@ SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM n)`, t),
 			tn.with("_release_v2").quoted(Postgres)),
 		leave2:   fmt.Sprintf(`SELECT %s($1::text, $2::text)`, tn.with("_leave_v2").quoted(Postgres)),
 		abandon2: fmt.Sprintf(`SELECT %s($1::text, $2::text, $3::text, $4::bigint)`, tn.with("_abandon_v2").quoted(Postgres)),
+		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM %s`,
+			tn.with("_token_seq").quoted(Postgres)),
+		raiseFloor: `SELECT setval($1::text::regclass, $2::bigint, true)`,
 	}
 }

@@ -1,0 +1,145 @@
+package sqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// The token floor (lockclient.FloorRaiser): the token source of the lease table — the
+// sequence <table>_token_seq on PostgreSQL, the counter row of <table>_token on MySQL —
+// is raised, only upward, under the same lock that serialises grants.
+
+var _ lockclient.FloorRaiser = (*Backend)(nil)
+
+// maxFloor is the highest floor a BIGINT token source can take: the next token must
+// still fit.
+const maxFloor = math.MaxInt64 - 1
+
+// WithMinToken makes the backend raise the table's token floor to n (see RaiseFloor)
+// when it opens its first session, before any grant of that session: every token
+// granted after that, by any client of the table, is greater than n. It is idempotent
+// — a floor, or a token already issued, at or above n changes nothing — so it can stay
+// in the configuration for good: after a lease table was recreated or restored, or the
+// application moved from another lock service, set n to the highest token that service
+// (or the guarded database, fencedsql-schema -max-token) knows. If the database cannot
+// be reached, Open fails with an error wrapping lockclient.ErrUnavailable and the next
+// Open tries again. n above math.MaxInt64-1 is refused by New (ErrInvalidConfig); 0
+// means no floor.
+func WithMinToken(n uint64) Option {
+	return func(c *config) {
+		if n > maxFloor {
+			c.invalid("WithMinToken", "%d is above the largest floor of a BIGINT token, %d", n, uint64(maxFloor))
+			return
+		}
+		c.minToken = n
+	}
+}
+
+// RaiseFloor implements lockclient.FloorRaiser: every token granted after it returns
+// is greater than min. It changes the table's token source only upward: a min at or
+// below the last token issued (or an earlier floor) changes nothing. On PostgreSQL it
+// takes the table-wide advisory lock of the grants and then setval()s the sequence; on
+// MySQL it updates the counter row, whose lock grants take. Either way it is ordered
+// with every grant and every other RaiseFloor: no grant draws a token between the check
+// and the raise. min above math.MaxInt64-1 is an error wrapping
+// lockclient.ErrInvalidConfig; a missing table a *SchemaError; an unreachable database
+// an error wrapping lockclient.ErrUnavailable.
+func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
+	if min > maxFloor {
+		return fmt.Errorf("sqllock: %w: RaiseFloor(%d): above the largest floor of a BIGINT token, %d",
+			lockclient.ErrInvalidConfig, min, uint64(maxFloor))
+	}
+	if min == 0 {
+		return nil
+	}
+	if b.dialect == MySQL {
+		if _, err := b.exec(ctx, b.q.raiseFloor, int64(min), int64(min)); err != nil {
+			return b.fail("raise-floor", "", err)
+		}
+		// No row changed: the counter is at or above min, or its row is missing.
+		_, err := b.LastToken(ctx)
+		return err
+	}
+	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {
+		var last int64
+		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last); err != nil {
+			return err
+		}
+		if last >= int64(min) {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, b.q.raiseFloor, b.table.with("_token_seq").quoted(Postgres), int64(min))
+		return err
+	})
+}
+
+// LastToken implements lockclient.FloorRaiser: the highest token of the table's token
+// source — the last one drawn, or the floor when that is higher. It waits for a grant
+// in progress (PostgreSQL: the advisory lock of the grants; MySQL: a shared lock on the
+// counter row), so every token granted before it returns is at most the result and
+// every token granted after it returns is greater. On PostgreSQL a value drawn by a
+// grant that then lost its race for the key counts as issued (it is never granted).
+func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
+	var last int64
+	var err error
+	if b.dialect == MySQL {
+		err = b.scanRow(ctx, b.q.lastToken, nil, &last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, b.schemaError("the row of the token counter "+b.table.with("_token").String(), nil)
+		}
+		if err != nil {
+			return 0, b.fail("last-token", "", err)
+		}
+	} else if err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last)
+	}); err != nil {
+		return 0, err
+	}
+	if last < 0 {
+		return 0, unavailable("last-token", "", fmt.Errorf("negative token counter %d", last))
+	}
+	return uint64(last), nil
+}
+
+// inGrantLock runs f in a PostgreSQL transaction that holds the table-wide advisory
+// lock the grants take.
+func (b *Backend) inGrantLock(ctx context.Context, op string, f func(tx *sql.Tx) error) error {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable(op, "", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, 1)", advisoryClass(b.table)); err != nil {
+		return b.fail(op, "", err)
+	}
+	if err := f(tx); err != nil {
+		return b.fail(op, "", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return unavailable(op, "", err)
+	}
+	return nil
+}
+
+// openFloor raises the floor of WithMinToken once, at the first Open that succeeds in
+// doing so.
+func (b *Backend) openFloor(ctx context.Context) error {
+	if b.minToken == 0 {
+		return nil
+	}
+	b.floorMu.Lock()
+	defer b.floorMu.Unlock()
+	if b.floorDone {
+		return nil
+	}
+	if err := b.RaiseFloor(ctx, b.minToken); err != nil {
+		return fmt.Errorf("sqllock: WithMinToken(%d): %w", b.minToken, err)
+	}
+	b.floorDone = true
+	return nil
+}
