@@ -98,11 +98,11 @@
 // again behind the others once it is released. Between clients the order is first come,
 // first served.
 //
-// # Fencing tokens are the revision of the grant
+// # Fencing tokens follow the revision of the grant
 //
-// A grant's token is the revision of the write that granted the lock to our key: the
-// creating put when the lock was free, the hand-over transaction, or the waiter's own
-// claiming put — the key's mod revision. etcd's revision is one counter for the whole
+// A grant's token follows the revision of the write that granted the lock to our key
+// (the creating put when the lock was free, the hand-over transaction, or the waiter's
+// own claiming put — the key's mod revision), plus the floor offset (see Token floor). etcd's revision is one counter for the whole
 // cluster, raised by every write and agreed by consensus, so a later grant of any lock
 // always has a greater token, across keys, clients and leader changes: exactly the single
 // increasing sequence that storage-side fencing needs. The key's create revision would
@@ -112,8 +112,31 @@
 // a hand-over (the releasing transaction does it), and one transaction when the waiter
 // must take the lock itself.
 //
-// Release deletes our key only if its mod revision is still the grant's token
-// (If(ModRevision(key) == token).Then(Delete(key), ...)), never blindly: a holder whose
+// # Token floor
+//
+// The token is that revision plus a floor offset: token = offset + revision, where the
+// offset is the value (a decimal number, 0 when absent) of the key <prefix>~floor
+// (Backend.FloorKey) as of the granting write's revision — read in the granting
+// transaction itself, or, for a grant handed over by the releaser, at that revision. The
+// offset only goes up, so tokens still increase with the revision, across keys and
+// clients; with no floor key, the token is the revision. Backend.RaiseFloor
+// (lockclient.FloorRaiser) raises the offset by compare-and-swap so that every later
+// revision gives a token above a minimum, and Backend.LastToken returns offset + current
+// revision; WithMinToken raises it when the Backend opens its first session. etcd's own
+// revision cannot be raised online (only by etcdutl snapshot restore --bump-revision),
+// hence the offset.
+//
+// The floor key is part of the lock service's state: an operator must never delete it
+// (tokens would fall back to bare revisions, below those the guarded database has seen)
+// nor give several applications' backends the same prefix unless they share the floor.
+// Rebuilding a cluster, or moving the locks to another prefix or cluster, means raising
+// the floor on the new one above the highest token the database has accepted
+// (lockfloor -raise, or RaiseFloor) before the first grant. The Renew and Release checks
+// below compare the key's mod revision with the grant's revision, which the Grant carries
+// in its private Data, not with its token.
+//
+// Release deletes our key only if its mod revision is still the grant's revision
+// (If(ModRevision(key) == revision).Then(Delete(key), ...)), never blindly: a holder whose
 // lease expired cannot free the next holder's lock (G8 in docs/design.md). The answer tells
 // apart "the lock is held by someone else now" (ErrNotOwner) from "the lease expired and
 // nobody took the lock" (ErrLeaseLost).

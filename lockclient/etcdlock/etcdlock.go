@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -26,7 +27,8 @@ type config struct {
 	prefix         string
 	requestTimeout time.Duration
 	slack          time.Duration
-	err            error // the first invalid option value, wrapping lockclient.ErrInvalidConfig
+	minToken       uint64 // WithMinToken
+	err            error  // the first invalid option value, wrapping lockclient.ErrInvalidConfig
 }
 
 // invalid records the first invalid option value.
@@ -106,6 +108,9 @@ func (b *Backend) CheckConfig() error { return b.cfg.err }
 type Backend struct {
 	cli *clientv3.Client
 	cfg config
+
+	floorMu     sync.Mutex
+	floorRaised bool // WithMinToken was applied
 }
 
 var (
@@ -114,13 +119,17 @@ var (
 )
 
 // Open implements lockclient.Backend: it grants the session's etcd lease, with ttl
-// rounded up to whole seconds (see the package documentation).
+// rounded up to whole seconds (see the package documentation). The first Open applies
+// WithMinToken.
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if b.cfg.err != nil {
 		return nil, b.cfg.err
 	}
 	if ttl <= 0 {
 		return nil, fmt.Errorf("etcdlock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
+	}
+	if err := b.raiseMinToken(ctx); err != nil {
+		return nil, err
 	}
 	s := newSession(b, owner, ttl)
 	if err := s.grant(ctx); err != nil {

@@ -99,7 +99,7 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 	reqCtx, cancel := s.b.requestContext(ctx)
 	resp, err := s.cli.Txn(reqCtx).
 		If(free).
-		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease))).
+		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease)), s.b.floorGet()).
 		Else(clientv3.OpGet(ekey)).
 		Commit()
 	cancel()
@@ -118,22 +118,27 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 	}
 	if resp.Succeeded {
 		rev := resp.Header.Revision // the transaction's revision: our key's create (and mod) revision
+		off, ferr := s.b.parseOffset(floorKV(resp.Responses[1]))
 		switch {
 		case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
 			return lockclient.Grant{}, true, nil // the lease expired just after the put: the key went with it
-		case keepAliveErr != nil:
+		case keepAliveErr != nil || ferr != nil:
+			cause := fmt.Errorf("the session lease could not be renewed: %w", keepAliveErr)
+			if keepAliveErr == nil {
+				cause = ferr // the grant cannot be priced: give it back
+			}
 			if derr := s.deleteIf(ctx, ekey, rev); derr != nil {
 				s.mu.Lock()
 				s.addOrphanLocked(ekey, key, lease)
 				s.mu.Unlock()
 			}
-			return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: the session lease could not be renewed: %w", keepAliveErr)
+			return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", cause)
 		}
 		s.mu.Lock()
 		s.grants[key] = grantRec{lease: lease, rev: rev, start: start}
 		delete(s.orphans, ekey)
 		s.mu.Unlock()
-		return lockclient.Grant{Key: key, Token: uint64(rev), Data: grantData{ekey: ekey, lease: lease}}, false, nil
+		return lockclient.Grant{Key: key, Token: token(off, rev), Data: grantData{ekey: ekey, lease: lease, rev: rev}}, false, nil
 	}
 	return s.heldOrOrphan(ctx, key, ekey, resp)
 }
@@ -178,7 +183,7 @@ func (s *session) claim(ctx context.Context, key, lockPfx string, e *entry, star
 		return lockclient.Grant{}, true, nil
 	}
 	s.mu.Lock()
-	handed := e.granted
+	handed, handedFloor, floorKnown := e.granted, e.grantedFloor, e.floorKnown
 	s.mu.Unlock()
 	if handed != 0 {
 		// Wait saw the releaser hand the lock to our key: no request but, if the lease
@@ -189,15 +194,15 @@ func (s *session) claim(ctx context.Context, key, lockPfx string, e *entry, star
 			}
 			return lockclient.Grant{}, false, err
 		}
-		return s.handOut(ctx, key, e, handed, start)
+		return s.priceAndHandOut(ctx, key, e, handed, handedFloor, floorKnown, start)
 	}
 	awaitKeepAlive := s.startKeepAlive(ctx, lease, renew)
 	reqCtx, cancel := s.b.requestContext(ctx)
 	resp, err := s.cli.Txn(reqCtx).
 		If(clientv3.Compare(clientv3.ModRevision(e.ekey), "=", e.mod),
 			clientv3.Compare(clientv3.CreateRevision(lockPfx), ">", e.rev-1).WithPrefix()).
-		Then(clientv3.OpPut(e.ekey, s.owner, clientv3.WithIgnoreLease())).
-		Else(clientv3.OpGet(e.ekey)).
+		Then(clientv3.OpPut(e.ekey, s.owner, clientv3.WithIgnoreLease()), s.b.floorGet()).
+		Else(clientv3.OpGet(e.ekey), s.b.floorGet()).
 		Commit()
 	cancel()
 	keepAliveErr := awaitKeepAlive()
@@ -210,7 +215,8 @@ func (s *session) claim(ctx context.Context, key, lockPfx string, e *entry, star
 		// the clean-up when the caller gives up) finds it changed.
 		return lockclient.Grant{}, false, unavailable(ctx, "try-acquire", err)
 	}
-	token := resp.Header.Revision
+	rev := resp.Header.Revision
+	floor := floorKV(resp.Responses[1])
 	if !resp.Succeeded {
 		own := resp.Responses[0].GetResponseRange().Kvs
 		switch {
@@ -225,7 +231,7 @@ func (s *session) claim(ctx context.Context, key, lockPfx string, e *entry, star
 		// Our key was written since it was queued: a releaser handed the lock to it, or
 		// an earlier claim whose answer was lost landed. Either way the lock was granted
 		// to this key at that revision, and nobody has been handed the grant yet.
-		token = own[0].ModRevision
+		rev = own[0].ModRevision
 	}
 	switch {
 	case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
@@ -233,18 +239,38 @@ func (s *session) claim(ctx context.Context, key, lockPfx string, e *entry, star
 	case keepAliveErr != nil:
 		s.mu.Lock()
 		if s.queue[key] == e {
-			e.granted = token // hand it out once the lease is renewed
+			e.granted, e.grantedFloor, e.floorKnown = rev, floor, true // hand it out once the lease is renewed
 		}
 		s.mu.Unlock()
 		return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: the session lease could not be renewed: %w", keepAliveErr)
 	}
-	return s.handOut(ctx, key, e, token, start)
+	return s.priceAndHandOut(ctx, key, e, rev, floor, true, start)
 }
 
-// handOut turns e, granted at revision token, into this session's grant, unless a
-// concurrent call handed it out already or its caller gave up (e left the queue, and its
-// key is being deleted).
-func (s *session) handOut(ctx context.Context, key string, e *entry, token int64, start time.Time) (lockclient.Grant, bool, error) {
+// priceAndHandOut hands out e, granted at revision rev, with the token of that revision:
+// the floor offset in force at rev (floor is the floor key read at rev or later, when
+// known) plus rev. If that offset cannot be read (etcd compacted rev away meanwhile),
+// the grant is not handed out: e leaves the queue, its key is left to the orphan sweeper,
+// and the caller gets ErrUnavailable.
+func (s *session) priceAndHandOut(ctx context.Context, key string, e *entry, rev int64, floor *mvccpb.KeyValue, known bool, start time.Time) (lockclient.Grant, bool, error) {
+	off, err := s.b.offsetAt(ctx, s.cli, rev, floor, known)
+	if err != nil {
+		s.mu.Lock()
+		if s.queue[key] == e {
+			s.dropEntryLocked(key, e)
+			s.addOrphanLocked(e.ekey, key, e.lease)
+		}
+		s.mu.Unlock()
+		s.kickSweeper()
+		return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", err)
+	}
+	return s.handOut(ctx, key, e, rev, off, start)
+}
+
+// handOut turns e, granted at revision rev under floor offset off, into this session's
+// grant, unless a concurrent call handed it out already or its caller gave up (e left
+// the queue, and its key is being deleted).
+func (s *session) handOut(ctx context.Context, key string, e *entry, rev int64, off uint64, start time.Time) (lockclient.Grant, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queue[key] != e {
@@ -254,16 +280,16 @@ func (s *session) handOut(ctx context.Context, key string, e *entry, token int64
 		return lockclient.Grant{}, false, lockclient.ErrHeld
 	}
 	s.dropEntryLocked(key, e)
-	s.grants[key] = grantRec{lease: e.lease, rev: token, start: start}
+	s.grants[key] = grantRec{lease: e.lease, rev: rev, start: start}
 	delete(s.orphans, e.ekey)
-	s.prefetchNextLocked(key, e.ekey, token)
-	return lockclient.Grant{Key: key, Token: uint64(token), Data: grantData{ekey: e.ekey, lease: e.lease}}, false, nil
+	s.prefetchNextLocked(key, e.ekey, rev)
+	return lockclient.Grant{Key: key, Token: token(off, rev), Data: grantData{ekey: e.ekey, lease: e.lease, rev: rev}}, false, nil
 }
 
 // prefetchNextLocked reads, in the background, which key waits behind a grant that came
 // through the queue (the lock is contended), so that its Release can hand the lock over
 // without reading first. Caller holds mu.
-func (s *session) prefetchNextLocked(key, ekey string, token int64) {
+func (s *session) prefetchNextLocked(key, ekey string, rev int64) {
 	if s.closed {
 		return
 	}
@@ -271,13 +297,13 @@ func (s *session) prefetchNextLocked(key, ekey string, token int64) {
 	go func() {
 		defer s.wg.Done()
 		ctx, cancel := s.b.requestContext(s.bg)
-		next := s.nextInLine(ctx, s.b.lockPrefix(key), ekey, token)
+		next := s.nextInLine(ctx, s.b.lockPrefix(key), ekey, rev)
 		cancel()
 		if next == nil {
 			return
 		}
 		s.mu.Lock()
-		if r, ok := s.grants[key]; ok && r.rev == token && r.next == nil {
+		if r, ok := s.grants[key]; ok && r.rev == rev && r.next == nil {
 			r.next = next
 			s.grants[key] = r
 		}
@@ -320,14 +346,14 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	if err != nil {
 		return unavailable(ctx, "renew", err)
 	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != int64(g.Token) {
+	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != d.rev {
 		return fmt.Errorf("etcdlock: renew %q (token %d): the key is gone: %w", g.Key, g.Token, lockclient.ErrLeaseLost)
 	}
 	return nil
 }
 
 // Release implements lockclient.Session: a compare-and-delete on our key's mod revision
-// (the grant's token), never a blind delete. If a key waits just behind ours, the same
+// (the grant's revision, kept in its Data), never a blind delete. If a key waits just behind ours, the same
 // transaction hands the lock to it (writes it with its owner's name: that write's
 // revision, the one of the release, is its token), so the next holder needs no
 // transaction of its own. Who is next is read first from the member's local state (a
@@ -340,7 +366,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		return fmt.Errorf("etcdlock: release %q: not a grant of this backend: %w", g.Key, lockclient.ErrNotOwner)
 	}
 	lockPfx := s.b.lockPrefix(g.Key)
-	mine := clientv3.Compare(clientv3.ModRevision(d.ekey), "=", int64(g.Token))
+	mine := clientv3.Compare(clientv3.ModRevision(d.ekey), "=", d.rev)
 	release := []clientv3.Op{clientv3.OpDelete(d.ekey)}
 	refused := []clientv3.Op{clientv3.OpGet(d.ekey), clientv3.OpGet(lockPfx, clientv3.WithFirstCreate()...)}
 	reqCtx, cancel := s.b.requestContext(ctx)
@@ -348,14 +374,14 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	handOver := false
 	s.mu.Lock()
 	next := s.grants[g.Key].next
-	if s.grants[g.Key].rev != int64(g.Token) {
+	if s.grants[g.Key].rev != d.rev {
 		next = nil
 	}
 	s.mu.Unlock()
 	if next == nil && s.recentlyContended(g.Key) {
 		// (On a lock this session has not seen contended, a waiter that queued meanwhile
 		// takes the lock itself once woken; the uncontended release stays one request.)
-		next = s.nextInLine(reqCtx, lockPfx, d.ekey, int64(g.Token))
+		next = s.nextInLine(reqCtx, lockPfx, d.ekey, d.rev)
 	}
 	if next != nil {
 		handOver = true
@@ -371,7 +397,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	resp, err := txn.Commit()
 	cancel()
 	s.mu.Lock()
-	if r, ok := s.grants[g.Key]; ok && r.rev == int64(g.Token) {
+	if r, ok := s.grants[g.Key]; ok && r.rev == d.rev {
 		delete(s.grants, g.Key)
 	}
 	if err != nil {
@@ -405,16 +431,16 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 }
 
 // nextInLine returns the key waiting just behind ours, if the member's local state says
-// ours (at mod revision token) is first and the next one is still waiting; nil otherwise
+// ours (at mod revision rev) is first and the next one is still waiting; nil otherwise
 // or on any error.
-func (s *session) nextInLine(ctx context.Context, lockPfx, ekey string, token int64) *mvccpb.KeyValue {
+func (s *session) nextInLine(ctx context.Context, lockPfx, ekey string, rev int64) *mvccpb.KeyValue {
 	resp, err := s.cli.Get(ctx, lockPfx, clientv3.WithPrefix(), clientv3.WithSerializable(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(2))
 	if err != nil || len(resp.Kvs) < 2 {
 		return nil
 	}
 	first, next := resp.Kvs[0], resp.Kvs[1]
-	if string(first.Key) != ekey || first.ModRevision != token || !strings.HasPrefix(string(next.Value), queuedPrefix) {
+	if string(first.Key) != ekey || first.ModRevision != rev || !strings.HasPrefix(string(next.Value), queuedPrefix) {
 		return nil
 	}
 	return next

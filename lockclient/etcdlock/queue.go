@@ -3,6 +3,7 @@ package etcdlock
 import (
 	"context"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -23,8 +24,11 @@ type entry struct {
 	rev   int64 // create revision: the place in the queue
 	mod   int64 // mod revision while waiting; a later write to the key granted the lock
 	// granted is the revision at which a releaser handed the lock to this key (seen by
-	// Wait); 0 while none was seen.
-	granted int64
+	// Wait); 0 while none was seen. grantedFloor is the floor key as read at granted or
+	// later (nil: absent), when floorKnown.
+	granted      int64
+	grantedFloor *mvccpb.KeyValue
+	floorKnown   bool
 	// ahead is the key just ahead of ours as the enqueuing transaction saw it (at
 	// revision aheadRev), so that the first wait needs no read of its own; "" once used
 	// or when ours was first.

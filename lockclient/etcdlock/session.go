@@ -55,7 +55,7 @@ type session struct {
 // grantRec is a grant handed out and not yet released.
 type grantRec struct {
 	lease clientv3.LeaseID
-	rev   int64     // the token: the revision of the write that granted the lock (our key's mod revision)
+	rev   int64     // the revision of the write that granted the lock (our key's mod revision); the token is it plus the floor offset
 	start time.Time // when its TryAcquire started: no earlier than the client's send time
 	// next is the key waiting behind ours, read while the lock is held (on a contended
 	// lock), so that Release need not read it; nil when unknown.
@@ -66,6 +66,7 @@ type grantRec struct {
 type grantData struct {
 	ekey  string // our etcd key
 	lease clientv3.LeaseID
+	rev   int64 // the revision of the granting write: Renew and Release compare our key's mod revision with it
 }
 
 func newSession(b *Backend, owner string, ttl time.Duration) *session {

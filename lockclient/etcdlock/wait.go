@@ -113,7 +113,7 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 		resp, err := s.cli.Txn(reqCtx).
 			If(clientv3.Compare(clientv3.ModRevision(e.ekey), "=", e.mod)).
 			Then(clientv3.OpGet(lockPfx, aheadOpts...)).
-			Else(clientv3.OpGet(e.ekey)).
+			Else(clientv3.OpGet(e.ekey), s.b.floorGet()).
 			Commit()
 		cancel()
 		if awaitKeepAlive != nil {
@@ -129,7 +129,8 @@ func (s *session) waitTurn(ctx, wctx context.Context, e *entry, lockPfx string) 
 				// Our key is gone (its lease ended, or it was deleted): start over.
 				s.dropEntryLocked(e.name, e)
 			} else if s.queue[e.name] == e && e.granted == 0 {
-				e.granted = kvs[0].ModRevision // the releaser handed the lock to us
+				// the releaser handed the lock to us
+				e.granted, e.grantedFloor, e.floorKnown = kvs[0].ModRevision, floorKV(resp.Responses[1]), true
 			}
 			s.mu.Unlock()
 			return nil
@@ -252,9 +253,15 @@ func (s *session) keepWaitingLease(ctx context.Context, e *entry) error {
 // cover a whole TTL).
 func (s *session) handedOver(ctx context.Context, e *entry) bool {
 	reqCtx, cancel := s.b.requestContext(ctx)
-	resp, err := s.cli.Get(reqCtx, e.ekey, clientv3.WithSerializable())
+	resp, err := s.cli.Txn(reqCtx).
+		Then(clientv3.OpGet(e.ekey, clientv3.WithSerializable()), clientv3.OpGet(s.b.FloorKey(), clientv3.WithSerializable())).
+		Commit()
 	cancel()
-	if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != e.rev || resp.Kvs[0].ModRevision == e.mod {
+	if err != nil {
+		return false
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 || kvs[0].CreateRevision != e.rev || kvs[0].ModRevision == e.mod {
 		return false
 	}
 	s.mu.Lock()
@@ -263,7 +270,8 @@ func (s *session) handedOver(ctx context.Context, e *entry) bool {
 		return false
 	}
 	if e.granted == 0 {
-		e.granted = resp.Kvs[0].ModRevision
+		// The floor key was read in the same state, at a revision at least the grant's.
+		e.granted, e.grantedFloor, e.floorKnown = kvs[0].ModRevision, floorKV(resp.Responses[1]), true
 	}
 	return true
 }
@@ -345,7 +353,7 @@ func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Tim
 	reqCtx, cancel := s.b.requestContext(ctx)
 	resp, err := s.cli.Txn(reqCtx).
 		If(clientv3.Compare(clientv3.CreateRevision(lockPfx), "=", 0).WithPrefix()).
-		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease))).
+		Then(clientv3.OpPut(ekey, s.owner, clientv3.WithLease(lease)), s.b.floorGet()).
 		Else(clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)},
 			[]clientv3.Op{
@@ -371,22 +379,27 @@ func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Tim
 	}
 	rev := resp.Header.Revision
 	if resp.Succeeded {
+		off, ferr := s.b.parseOffset(floorKV(resp.Responses[1]))
 		switch {
 		case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
 			return lockclient.Grant{}, false, true, nil // the key went with the lease
-		case keepAliveErr != nil:
+		case keepAliveErr != nil || ferr != nil:
+			cause := fmt.Errorf("the session lease could not be renewed: %w", keepAliveErr)
+			if keepAliveErr == nil {
+				cause = ferr // the grant cannot be priced: give it back
+			}
 			if derr := s.deleteIf(ctx, ekey, rev); derr != nil {
 				s.mu.Lock()
 				s.addOrphanLocked(ekey, key, lease)
 				s.mu.Unlock()
 			}
-			return lockclient.Grant{}, false, false, fmt.Errorf("etcdlock: acquire: the session lease could not be renewed: %w", keepAliveErr)
+			return lockclient.Grant{}, false, false, fmt.Errorf("etcdlock: acquire: %w", cause)
 		}
 		s.mu.Lock()
 		s.grants[key] = grantRec{lease: lease, rev: rev, start: start}
 		delete(s.orphans, ekey)
 		s.mu.Unlock()
-		return lockclient.Grant{Key: key, Token: uint64(rev), Data: grantData{ekey: ekey, lease: lease}}, false, false, nil
+		return lockclient.Grant{Key: key, Token: token(off, rev), Data: grantData{ekey: ekey, lease: lease, rev: rev}}, false, false, nil
 	}
 	inner := resp.Responses[0].GetResponseTxn()
 	if !inner.Succeeded {

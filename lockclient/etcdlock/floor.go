@@ -1,0 +1,180 @@
+package etcdlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// The token floor (see "Token floor" in the package documentation): every token is
+// offset + revision, where offset is the value of the floor key as of the granting
+// write's revision. The offset only goes up, so tokens increase with the revision.
+
+// maxFloor bounds RaiseFloor's min so that offset + revision stays far from overflow.
+const maxFloor = 1 << 62
+
+// FloorKey returns the etcd key that holds the token floor's offset: <prefix>~floor
+// (no lock's key: those are <prefix><escaped name>/<lease>).
+func (b *Backend) FloorKey() string { return b.cfg.prefix + "~floor" }
+
+// floorGet is the read of the floor key that every granting transaction includes.
+func (b *Backend) floorGet() clientv3.Op { return clientv3.OpGet(b.FloorKey()) }
+
+// floorKV returns the floor key from the answer of a floorGet, nil when it does not exist.
+func floorKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
+	if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
+		return kvs[0]
+	}
+	return nil
+}
+
+// parseOffset reads the offset of a floor key (0 when it does not exist).
+func (b *Backend) parseOffset(kv *mvccpb.KeyValue) (uint64, error) {
+	if kv == nil {
+		return 0, nil
+	}
+	off, err := strconv.ParseUint(string(kv.Value), 10, 64)
+	if err != nil || off > maxFloor {
+		return 0, fmt.Errorf("etcdlock: the floor key %s holds %q, not a token offset: %w", b.FloorKey(), kv.Value, lockclient.ErrUnavailable)
+	}
+	return off, nil
+}
+
+// offsetAt returns the offset in force at revision rev, given the floor key as read at a
+// revision at least rev (kv, nil when absent; known false when it was not read). When
+// the key was written after rev, its value at rev is read (WithRev), which fails if etcd
+// compacted that revision away.
+func (b *Backend) offsetAt(ctx context.Context, cli *clientv3.Client, rev int64, kv *mvccpb.KeyValue, known bool) (uint64, error) {
+	if known && (kv == nil || kv.ModRevision <= rev) {
+		return b.parseOffset(kv)
+	}
+	reqCtx, cancel := b.requestContext(ctx)
+	defer cancel()
+	resp, err := cli.Get(reqCtx, b.FloorKey(), clientv3.WithRev(rev))
+	if err != nil {
+		return 0, unavailable(ctx, "read the token floor", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return b.parseOffset(resp.Kvs[0])
+}
+
+// token is the fencing token of a grant made at revision rev under offset off.
+func token(off uint64, rev int64) uint64 { return off + uint64(rev) }
+
+var _ lockclient.FloorRaiser = (*Backend)(nil)
+
+// RaiseFloor implements lockclient.FloorRaiser. With H the current revision and o the
+// offset, nothing changes if o + H >= min (every later revision already gives a token
+// above min); otherwise the offset becomes min − H, by compare-and-swap on the floor
+// key's mod revision (retried when a concurrent raise won), so it only goes up. Every
+// grant reads the offset in its own transaction, so a grant ordered after the raise's
+// write by etcd's revision gets a token above min. A min above 2^62 yields an error
+// wrapping lockclient.ErrInvalidConfig; an unreachable cluster one wrapping
+// ErrUnavailable.
+func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
+	if b.cfg.err != nil {
+		return b.cfg.err
+	}
+	if min > maxFloor {
+		return fmt.Errorf("etcdlock: raise floor: %w: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), min)
+	}
+	for {
+		reqCtx, cancel := b.requestContext(ctx)
+		resp, err := b.cli.Get(reqCtx, b.FloorKey())
+		cancel()
+		if err != nil {
+			return unavailable(ctx, "raise floor", err)
+		}
+		var kv *mvccpb.KeyValue
+		if len(resp.Kvs) > 0 {
+			kv = resp.Kvs[0]
+		}
+		off, err := b.parseOffset(kv)
+		if err != nil {
+			return err
+		}
+		rev := uint64(resp.Header.Revision)
+		if off+rev >= min {
+			return nil
+		}
+		mod := int64(0)
+		if kv != nil {
+			mod = kv.ModRevision
+		}
+		reqCtx, cancel = b.requestContext(ctx)
+		tr, err := b.cli.Txn(reqCtx).
+			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
+			Then(clientv3.OpPut(b.FloorKey(), strconv.FormatUint(min-rev, 10))).
+			Commit()
+		cancel()
+		if err != nil {
+			return unavailable(ctx, "raise floor", err)
+		}
+		if tr.Succeeded {
+			return nil
+		}
+	}
+}
+
+// LastToken implements lockclient.FloorRaiser: the offset plus the current revision, read
+// together (one linearizable read). Every grant before it was made at a revision at most
+// that one under an offset at most this one; every grant after, at a higher revision.
+func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
+	if b.cfg.err != nil {
+		return 0, b.cfg.err
+	}
+	reqCtx, cancel := b.requestContext(ctx)
+	defer cancel()
+	resp, err := b.cli.Get(reqCtx, b.FloorKey())
+	if err != nil {
+		return 0, unavailable(ctx, "last token", err)
+	}
+	var kv *mvccpb.KeyValue
+	if len(resp.Kvs) > 0 {
+		kv = resp.Kvs[0]
+	}
+	off, err := b.parseOffset(kv)
+	if err != nil {
+		return 0, err
+	}
+	return token(off, resp.Header.Revision), nil
+}
+
+// WithMinToken raises the token floor to n (see Backend.RaiseFloor) when the Backend
+// opens its first session, so that every token it grants is greater than n. A failed
+// raise fails that Open and is tried again by the next. n above 2^62 is invalid (see
+// New).
+func WithMinToken(n uint64) Option {
+	return func(c *config) {
+		if n > maxFloor {
+			c.invalid("WithMinToken", "the floor must be at most %d, got %d", uint64(maxFloor), n)
+			return
+		}
+		c.minToken = n
+	}
+}
+
+// raiseMinToken applies WithMinToken once per Backend (again after a failure).
+func (b *Backend) raiseMinToken(ctx context.Context) error {
+	if b.cfg.minToken == 0 {
+		return nil
+	}
+	b.floorMu.Lock()
+	defer b.floorMu.Unlock()
+	if b.floorRaised {
+		return nil
+	}
+	if err := b.RaiseFloor(ctx, b.cfg.minToken); err != nil {
+		return fmt.Errorf("etcdlock: WithMinToken(%d): %w", b.cfg.minToken, err)
+	}
+	b.floorRaised = true
+	return nil
+}
