@@ -3,7 +3,8 @@
 //
 // A Service judges expiry on its own clock, exactly like a remote lock service: a grant
 // or renewal is valid for the session's TTL from the moment the Service handles the
-// request. Tokens come from one counter shared by all keys. Several lockclient.Clients
+// request. Tokens come from one counter shared by all keys, which RaiseFloor and
+// WithMinToken raise (lockclient.FloorRaiser); it lives as long as the Service. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
 //
 // # Fair handoff
@@ -73,6 +74,7 @@ type Option func(*config)
 
 type config struct {
 	sessionLeases bool
+	minToken      uint64
 }
 
 // WithSessionLeases makes every grant hang on its session's single lease, the way etcd
@@ -80,13 +82,17 @@ type config struct {
 // client's locks alive, and when the session lease expires every grant of it ends.
 func WithSessionLeases() Option { return func(c *config) { c.sessionLeases = true } }
 
+// WithMinToken starts the service with its token floor at n: every token it issues is
+// greater than n, as after RaiseFloor(ctx, n).
+func WithMinToken(n uint64) Option { return func(c *config) { c.minToken = n } }
+
 // New returns an empty lock service.
 func New(opts ...Option) *Service {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Service{shared: cfg.sessionLeases, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
+	return &Service{shared: cfg.sessionLeases, seq: cfg.minToken, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
 		faults: make(map[string]*fault)}
 }
 
@@ -121,11 +127,25 @@ func (s *Service) Holder(key string) (owner string, token uint64, ok bool) {
 	return e.owner, e.token, true
 }
 
-// LastToken returns the last fencing token the service issued.
-func (s *Service) LastToken() uint64 {
+var _ lockclient.FloorRaiser = (*Service)(nil)
+
+// RaiseFloor implements lockclient.FloorRaiser: every token issued after it returns is
+// greater than min. The floor and the token counter are one number (the last token
+// issued, or the floor when higher), raised only upward under the service's lock, so a
+// raise is atomic against grants. It lasts as long as the Service. It never fails.
+func (s *Service) RaiseFloor(ctx context.Context, min uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.seq
+	s.seq = max(s.seq, min)
+	return nil
+}
+
+// LastToken implements lockclient.FloorRaiser: the last fencing token the service
+// issued, or its floor when higher. It never fails.
+func (s *Service) LastToken(ctx context.Context) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq, nil
 }
 
 // Renewals returns how many renewal requests the service has handled.

@@ -22,6 +22,43 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
+// The token floor (lockclient.FloorRaiser), per grant and with session leases.
+func TestFloor(t *testing.T) {
+	for name, opts := range map[string][]memlock.Option{"PerGrant": nil, "SessionLeases": {memlock.WithSessionLeases()}} {
+		t.Run(name, func(t *testing.T) {
+			locktest.RunFloor(t, locktest.Harness{New: func(*testing.T) locktest.Namespace {
+				svc := memlock.New(opts...)
+				return locktest.Shared{B: svc, F: svc}
+			}})
+		})
+	}
+}
+
+// WithMinToken starts the counter at the floor.
+func TestWithMinToken(t *testing.T) {
+	ctx := context.Background()
+	svc := memlock.New(memlock.WithMinToken(500))
+	if n, err := svc.LastToken(ctx); err != nil || n != 500 {
+		t.Fatalf("LastToken = %d, %v; want 500", n, err)
+	}
+	c := lockclient.New(svc)
+	defer c.Close(ctx)
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if l.Token() != 501 {
+		t.Fatalf("first token %d, want 501", l.Token())
+	}
+	if err := c.RaiseFloor(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.LastToken(ctx); n != 501 {
+		t.Fatalf("LastToken after a lower RaiseFloor = %d, want 501", n)
+	}
+}
+
 // The same contract with one session lease per client (the etcd model): the client
 // renews the session, not each lease.
 func TestConformanceSessionLeases(t *testing.T) {
