@@ -1,0 +1,277 @@
+// Command lockfloor reads and raises the token floor of a lock service
+// (lockclient.FloorRaiser), the lock-service half of switching or rebuilding one: the
+// guarded database remembers the highest token that wrote each row, so a new, rebuilt or
+// restored service must never hand out tokens at or below it.
+//
+//	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show | -raise N
+//	lockfloor -backend redis -addr host:6379 [-prefix p] -show | -raise N
+//	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show | -raise N
+//
+// -show prints LastToken: a number t such that every token the service issued so far is
+// at most t and every later one is greater. -raise N makes every token the service issues
+// from then on greater than N (a lower N changes nothing), then prints LastToken. Both
+// print a bare decimal number on stdout and nothing else, for scripts:
+//
+//	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted
+//	lockfloor -backend etcd -endpoints … -raise "$max"
+//
+// -prefix and -table name the same keys or table the application's backend uses (the
+// backends' defaults otherwise). -addr may also be a redis:// URL. The DSN's (or URL's)
+// password is never printed, in errors either. Exit status: 0 on success, 1 when the
+// service cannot be read or raised (or has no token floor), 2 on usage errors.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
+	"github.com/fencedsql/fencedsql/lockclient/redislock"
+	"github.com/fencedsql/fencedsql/lockclient/sqllock"
+)
+
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port [-prefix p] | -backend postgres|mysql -dsn DSN [-table t]; then -show or -raise N [-timeout d]"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command: it parses args, opens the service, runs -show or -raise and
+// returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lockfloor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		kind      = fs.String("backend", "", "lock service: etcd, redis, postgres or mysql (sqllock)")
+		endpoints = fs.String("endpoints", "", "etcd: comma-separated endpoints")
+		addr      = fs.String("addr", "", "redis: host:port or a redis:// URL")
+		dsn       = fs.String("dsn", "", "postgres, mysql: the DSN of the database holding the lease table")
+		prefix    = fs.String("prefix", "", "etcd, redis: the key prefix of the application's backend (default: the backend's)")
+		table     = fs.String("table", "", "postgres, mysql: the lease table (default: sqllock's)")
+		show      = fs.Bool("show", false, "print the service's LastToken")
+		raiseTo   = fs.String("raise", "", "raise the floor: every later token is greater than this number; then print LastToken")
+		timeout   = fs.Duration("timeout", 30*time.Second, "overall deadline")
+	)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "lockfloor: "+format+"\n%s\n", append(a, usageString)...)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usage("unexpected arguments %q", fs.Args())
+	}
+	if *show == (*raiseTo != "") {
+		return usage("give exactly one of -show and -raise N")
+	}
+	var min uint64
+	if *raiseTo != "" {
+		n, err := strconv.ParseUint(*raiseTo, 10, 64)
+		if err != nil {
+			return usage("-raise %q is not a token (a decimal number)", *raiseTo)
+		}
+		min = n
+	}
+	secret := dsnPassword(*dsn)
+	if secret == "" {
+		secret = dsnPassword(*addr)
+	}
+	fail := func(what string, err error) int {
+		fmt.Fprintf(stderr, "lockfloor: %s: %s\n", what, redact(err.Error(), secret))
+		return exitFailed
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	var (
+		floor lockclient.FloorRaiser
+		err   error
+	)
+	switch *kind {
+	case "etcd":
+		if *endpoints == "" || *addr != "" || *dsn != "" || *table != "" {
+			return usage("-backend etcd takes -endpoints [-prefix], not -addr, -dsn or -table")
+		}
+		var closeFn func()
+		floor, closeFn, err = openEtcd(strings.Split(*endpoints, ","), *prefix)
+		if err != nil {
+			return fail("etcd", err)
+		}
+		defer closeFn()
+	case "redis":
+		if *addr == "" || *endpoints != "" || *dsn != "" || *table != "" {
+			return usage("-backend redis takes -addr [-prefix], not -endpoints, -dsn or -table")
+		}
+		var closeFn func()
+		floor, closeFn, err = openRedis(*addr, *prefix)
+		if err != nil {
+			return fail("redis", err)
+		}
+		defer closeFn()
+	case "postgres", "postgresql", "pg", "mysql", "mariadb":
+		if *dsn == "" || *endpoints != "" || *addr != "" || *prefix != "" {
+			return usage("-backend %s takes -dsn [-table], not -endpoints, -addr or -prefix", *kind)
+		}
+		var closeFn func()
+		floor, closeFn, err = openSQL(*kind, *dsn, *table)
+		if err != nil {
+			return fail(*kind, err)
+		}
+		defer closeFn()
+	default:
+		return usage("-backend must be etcd, redis, postgres or mysql")
+	}
+	if !*show {
+		if err := floor.RaiseFloor(ctx, min); err != nil {
+			return fail("raise", err)
+		}
+	}
+	last, err := floor.LastToken(ctx)
+	if err != nil {
+		return fail("last token", err)
+	}
+	fmt.Fprintln(stdout, last)
+	return exitOK
+}
+
+func openEtcd(endpoints []string, prefix string) (lockclient.FloorRaiser, func(), error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, nil, err
+	}
+	var opts []etcdlock.Option
+	if prefix != "" {
+		opts = append(opts, etcdlock.WithPrefix(prefix))
+	}
+	b := etcdlock.New(cli, opts...)
+	if err := b.CheckConfig(); err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return b, func() { cli.Close() }, nil
+}
+
+func openRedis(addr, prefix string) (lockclient.FloorRaiser, func(), error) {
+	o := &redis.Options{Addr: addr}
+	if strings.Contains(addr, "://") {
+		var err error
+		if o, err = redis.ParseURL(addr); err != nil {
+			return nil, nil, errors.New("cannot parse the -addr URL") // its text may hold the password
+		}
+	}
+	o.MaxRetries, o.ContextTimeoutEnabled, o.DialTimeout = -1, true, 5*time.Second
+	rdb := redis.NewClient(o)
+	var opts []redislock.Option
+	if prefix != "" {
+		opts = append(opts, redislock.WithPrefix(prefix))
+	}
+	b := redislock.New(rdb, opts...)
+	if err := b.CheckConfig(); err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return b, func() { rdb.Close() }, nil
+}
+
+func openSQL(kind, dsn, table string) (lockclient.FloorRaiser, func(), error) {
+	driver, dialect := "pgx", sqllock.Postgres
+	if kind == "mysql" || kind == "mariadb" {
+		driver, dialect = "mysql", sqllock.MySQL
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []sqllock.Option{sqllock.WithDialect(dialect)}
+	if table != "" {
+		opts = append(opts, sqllock.WithTable(table))
+	}
+	b, err := sqllock.New(db, opts...)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	f, ok := any(b).(lockclient.FloorRaiser)
+	if !ok {
+		db.Close()
+		return nil, nil, fmt.Errorf("this build's sqllock backend: %w", lockclient.ErrNoFloor)
+	}
+	return f, func() { db.Close() }, nil
+}
+
+// dsnPassword extracts the password of a URL (postgres://, redis://), a pgx
+// keyword/value DSN or a go-sql-driver/mysql DSN, so that it can be masked in messages;
+// "" when none is found.
+func dsnPassword(dsn string) string {
+	if strings.Contains(dsn, "://") {
+		if u, err := url.Parse(dsn); err == nil && u.User != nil {
+			p, _ := u.User.Password()
+			return p
+		}
+		return ""
+	}
+	if i := strings.Index(dsn, "password="); i >= 0 && (i == 0 || dsn[i-1] == ' ') {
+		v := dsn[i+len("password="):]
+		if strings.HasPrefix(v, "'") {
+			v = v[1:]
+			if j := strings.Index(v, "'"); j >= 0 {
+				v = v[:j]
+			}
+			return v
+		}
+		if j := strings.IndexAny(v, " \t"); j >= 0 {
+			v = v[:j]
+		}
+		return v
+	}
+	// go-sql-driver/mysql: [user[:password]@][net[(addr)]]/dbname[?params]
+	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
+		if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
+			if _, p, ok := strings.Cut(dsn[:at], ":"); ok {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// redact masks the password (and its URL-escaped forms) in s.
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, secret, "xxxxx")
+	if esc := url.QueryEscape(secret); esc != secret {
+		s = strings.ReplaceAll(s, esc, "xxxxx")
+	}
+	if esc := url.PathEscape(secret); esc != secret {
+		s = strings.ReplaceAll(s, esc, "xxxxx")
+	}
+	// as a URL's user information escapes it (@ → %40, space → %20)
+	if esc := strings.TrimPrefix(url.UserPassword("", secret).String(), ":"); esc != secret {
+		s = strings.ReplaceAll(s, esc, "xxxxx")
+	}
+	return s
+}
