@@ -32,6 +32,9 @@ const (
 	// ErrorGuard is a refusal by the dialect's database-side guard (Guarder): a write
 	// that did not follow the fencing protocol; Table names the table when known.
 	ErrorGuard
+	// ErrorBelowFloor is a refusal by the guard of a write whose token is below the
+	// database's token floor (Floorer); Table names the table when known.
+	ErrorBelowFloor
 )
 
 // ErrorInfo is what a Dialect extracts from a driver error.

@@ -65,14 +65,18 @@ func (e *GuardError) Error() string { return e.Err.Error() + " (hint: " + e.Hint
 func (e *GuardError) Unwrap() []error { return []error{ErrGuard, e.Err} }
 
 // AsGuardError returns err as a *GuardError when the dialect classifies it as a
-// refusal by its database-side guard, and err unchanged otherwise. It is for errors of
+// refusal by its database-side guard (as a *BelowFloorError when the refusal is the
+// token floor's), and err unchanged otherwise. It is for errors of
 // plain (non-fenced) connections; the fenced driver maps them itself.
 func AsGuardError(d Dialect, err error) error {
 	if err == nil || d == nil {
 		return err
 	}
-	if info := d.Classify(err); info.Kind == ErrorGuard {
+	switch info := d.Classify(err); info.Kind {
+	case ErrorGuard:
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
+	case ErrorBelowFloor:
+		return &BelowFloorError{Table: info.Table, Err: err}
 	}
 	return err
 }

@@ -265,6 +265,14 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 		}
 	case ErrorGuard:
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
+	case ErrorBelowFloor:
+		table := info.Table
+		if p != nil && p.guard != nil {
+			table = p.guard.String()
+			k.metrics.count(k.metrics.fenced, p.guard)
+		}
+		k.cfg.logger.Warn("fencedsql: write refused: token below the database's token floor", "table", table, "token", tok)
+		return &BelowFloorError{Table: table, Token: tok, Err: err}
 	case ErrorUnique:
 		table := info.Table
 		var g *guard

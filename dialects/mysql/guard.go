@@ -71,8 +71,11 @@ func triggerName(table fencedsql.TableName) fencedsql.TableName {
 
 // guardTrigger is the trigger's name: "fencedsql_guard_<table>", or a prefix of it
 // and a hash of the table name when that exceeds 64 characters.
-func guardTrigger(name string) string {
-	const prefix = "fencedsql_guard_"
+func guardTrigger(name string) string { return boundedTrigger("fencedsql_guard_", name) }
+
+// boundedTrigger is prefix+name, or a prefix of it and a hash of name when that exceeds
+// 64 characters (so two long names never share a trigger).
+func boundedTrigger(prefix, name string) string {
 	full := prefix + name
 	if len([]rune(full)) <= maxIdentLen {
 		return full
@@ -91,10 +94,14 @@ func literal(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
 }
 
-// message is a SIGNAL MESSAGE_TEXT (at most 128 characters).
-func message(table, what string) string {
+// message is a SIGNAL MESSAGE_TEXT of the guard (at most 128 characters).
+func message(table, what string) string { return messageWith("fencedsql: guard on ", table, what) }
+
+// messageWith is a SIGNAL MESSAGE_TEXT head + table + ": " + what, the table name cut
+// to keep it within 128 characters.
+func messageWith(head, table, what string) string {
 	const maxMsg = 128
-	head, tail := "fencedsql: guard on ", ": "+what
+	tail := ": " + what
 	r := []rune(table)
 	if room := maxMsg - len(head) - len(tail); len(r) > room {
 		r = append(r[:room-3], []rune("...")...)
@@ -113,28 +120,39 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 	refuse := func(what string) string {
 		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, what)
 	}
-	return []string{
-		"DROP TRIGGER IF EXISTS " + trg,
+	ins := fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
+	return append(d.floorDDL(table.Schema),
+		"DROP TRIGGER IF EXISTS "+trg,
 		// One test on the wrapper's path; the nested IF only names the refusal.
-		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\nBEGIN\n" +
-			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + " THEN\n" +
-			"    IF NEW." + tok + " IS NULL THEN\n      " + notNull(tokenCol) + ";\n" +
-			"    ELSEIF NEW." + ver + " IS NULL THEN\n      " + notNull(versionCol) + ";\n" +
-			"    ELSEIF NEW." + tok + " < OLD." + tok + " THEN\n      " + refuse("UPDATE lowers the fence token") + ";\n" +
-			"    ELSE\n      " + refuse("UPDATE does not advance the version") + ";\n" +
+		"CREATE TRIGGER "+trg+" BEFORE UPDATE ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\nBEGIN\n"+
+			"  IF NEW."+tok+" IS NULL OR NEW."+ver+" IS NULL OR NEW."+tok+" < OLD."+tok+" OR NEW."+ver+" <= OLD."+ver+" OR "+floorBelow(tok)+" THEN\n"+
+			"    IF NEW."+tok+" IS NULL THEN\n      "+notNull(tokenCol)+";\n"+
+			"    ELSEIF NEW."+ver+" IS NULL THEN\n      "+notNull(versionCol)+";\n"+
+			"    ELSEIF NEW."+tok+" < OLD."+tok+" THEN\n      "+refuse("UPDATE lowers the fence token")+";\n"+
+			"    ELSEIF NEW."+ver+" <= OLD."+ver+" THEN\n      "+refuse("UPDATE does not advance the version")+";\n"+
+			"    ELSE\n      "+floorRefusal(table.Name)+";\n"+
 			"    END IF;\n  END IF;\nEND",
-	}
+		"DROP TRIGGER IF EXISTS "+ins,
+		// One IF, no BEGIN: the cheapest trigger body.
+		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\n"+
+			"  IF "+floorBelow(tok)+" THEN "+floorRefusal(table.Name)+"; END IF",
+	)
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
 func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
-	return []string{"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent)}
+	return []string{
+		"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent),
+		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
+	}
 }
 
-// GuardInstalledQuery yields 1 when the guard trigger exists on table.
+// GuardInstalledQuery yields 1 when both guard triggers exist on table and read the
+// token floor (a guard installed before the floor existed is reported missing).
 func (dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TRIGGER_NAME = ? AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_TIMING = 'BEFORE'",
-		[]any{table.Schema, guardTrigger(table.Name), table.Name}
+	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND " +
+			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT')) AND ACTION_STATEMENT LIKE ?",
+		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + fencedsql.FloorTable + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -20,22 +20,31 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.MySQL(), m
 func TestGuardDDLShape(t *testing.T) {
 	g := mysql.Dialect.(fencedsql.Guarder)
 	ddl := g.GuardDDL(fencedsql.TableName{Schema: "shop", Name: "acc`ounts"}, "fence_token", "ver'sion")
-	if len(ddl) != 2 {
+	if len(ddl) != 6 { // the floor table and its row, the UPDATE guard, the INSERT floor trigger
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
-	if ddl[0] != "DROP TRIGGER IF EXISTS `shop`.`fencedsql_guard_acc``ounts`" {
-		t.Errorf("drop = %q", ddl[0])
+	if ddl[0] != "CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_floor` (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB" ||
+		ddl[1] != "INSERT IGNORE INTO `shop`.`fencedsql_floor` (id, floor) VALUES (1, 0)" {
+		t.Errorf("floor DDL = %q", ddl[:2])
+	}
+	if ddl[2] != "DROP TRIGGER IF EXISTS `shop`.`fencedsql_guard_acc``ounts`" {
+		t.Errorf("drop = %q", ddl[2])
+	}
+	if want := "CREATE TRIGGER `shop`.`fencedsql_floor_acc``ounts` BEFORE INSERT ON `shop`.`acc``ounts` FOR EACH ROW\n" +
+		"  IF NEW.`fence_token` < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1) THEN SIGNAL SQLSTATE 'FNCD2' SET MESSAGE_TEXT = 'fencedsql: token floor on acc`ounts: token below the floor'; END IF"; ddl[5] != want {
+		t.Errorf("floor trigger = %q, want %q", ddl[5], want)
 	}
 	for _, want := range []string{
 		"CREATE TRIGGER `shop`.`fencedsql_guard_acc``ounts` BEFORE UPDATE ON `shop`.`acc``ounts` FOR EACH ROW",
-		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < OLD.`fence_token` OR NEW.`ver'sion` <= OLD.`ver'sion` THEN\n",
+		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < OLD.`fence_token` OR NEW.`ver'sion` <= OLD.`ver'sion` OR NEW.`fence_token` < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1) THEN\n",
 		"    IF NEW.`fence_token` IS NULL THEN\n      SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';",
 		"MESSAGE_TEXT = 'Column ''ver''sion'' cannot be null'",
 		"    ELSEIF NEW.`fence_token` < OLD.`fence_token` THEN\n      SIGNAL SQLSTATE 'FNCD1'",
-		"    ELSE\n      SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on acc`ounts: UPDATE does not advance the version';",
+		"    ELSEIF NEW.`ver'sion` <= OLD.`ver'sion` THEN\n      SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on acc`ounts: UPDATE does not advance the version';",
+		"    ELSE\n      SIGNAL SQLSTATE 'FNCD2' SET MESSAGE_TEXT = 'fencedsql: token floor on acc`ounts: token below the floor';",
 	} {
-		if !strings.Contains(ddl[1], want) {
-			t.Errorf("CREATE TRIGGER lacks %q:\n%s", want, ddl[1])
+		if !strings.Contains(ddl[3], want) {
+			t.Errorf("CREATE TRIGGER lacks %q:\n%s", want, ddl[3])
 		}
 	}
 	// Long names: trigger names within 64 characters and distinct; messages within 128.
@@ -45,8 +54,8 @@ func TestGuardDDLShape(t *testing.T) {
 	if a == b || utf8.RuneCountInString(name(a)) > 64 {
 		t.Errorf("long names: %q, %q", a, b)
 	}
-	create := g.GuardDDL(fencedsql.TableName{Name: long}, "fence_token", "version")[1]
-	for _, line := range strings.Split(create, "\n") {
+	longDDL := g.GuardDDL(fencedsql.TableName{Name: long}, "fence_token", "version")
+	for _, line := range strings.Split(longDDL[3]+"\n"+longDDL[5], "\n") {
 		if i := strings.Index(line, "MESSAGE_TEXT = '"); i >= 0 {
 			msg := strings.TrimSuffix(line[i+len("MESSAGE_TEXT = '"):], "';")
 			if utf8.RuneCountInString(msg) > 128 {
@@ -54,7 +63,7 @@ func TestGuardDDLShape(t *testing.T) {
 			}
 		}
 	}
-	if un := g.UnguardDDL(fencedsql.TableName{Name: "accounts"}); len(un) != 1 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" {
+	if un := g.UnguardDDL(fencedsql.TableName{Name: "accounts"}); len(un) != 2 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" || un[1] != "DROP TRIGGER IF EXISTS `fencedsql_floor_accounts`" {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

@@ -64,8 +64,11 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 		}
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: key}
 	}
-	if string(me.SQLState[:]) == GuardSQLState { // "fencedsql: guard on <table>: …"
+	switch string(me.SQLState[:]) {
+	case GuardSQLState: // "fencedsql: guard on <table>: …"
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: between(me.Message, "guard on ", ": ")}
+	case FloorSQLState: // "fencedsql: token floor on <table>: …"
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorBelowFloor, Table: between(me.Message, "floor on ", ": ")}
 	}
 	return fencedsql.ErrorInfo{}
 }

@@ -208,6 +208,13 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 				"GRANT SELECT ON "+fencedsql.TableName{Schema: db, Name: fencedsql.RegistryTable}.Quote(d.QuoteIdent)+" TO "+acct)
 		}
 	}
+	if fg, _, err := readGrants(ctx, query, app, db, fencedsql.FloorTable); err != nil {
+		return nil, err
+	} else if p := pick(fg.table, "INSERT", "UPDATE", "DELETE", "DROP", "ALTER"); len(p) > 0 {
+		floor := floorTable(db)
+		problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on the token floor "+floor.String()+": it could lower the floor (the triggers run as their DEFINER; the application needs no right on the table)",
+			"REVOKE ALL PRIVILEGES ON "+floor.Quote(q)+" FROM "+acct)
+	}
 	if t.Tombstones {
 		tg, _, err := readGrants(ctx, query, app, db, tomb.Name)
 		if err != nil {
@@ -237,6 +244,14 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 			if p := missingOf(og, "TRIGGER", "SELECT"); len(p) > 0 {
 				problem("owner account "+o.String()+" lacks "+strings.Join(p, ", ")+" on "+table.String()+", which the guard's triggers need when they fire as their DEFINER",
 					"GRANT "+strings.Join(p, ", ")+" ON "+tbl+" TO "+accountSQL(o))
+			}
+			// The token floor, read by both guard triggers.
+			floor := floorTable(db)
+			if fg, _, err := readGrants(ctx, query, o, db, floor.Name); err != nil {
+				return nil, err
+			} else if !fg.has("SELECT") {
+				problem("owner account "+o.String()+" lacks SELECT on the token floor "+floor.String()+", which the guard's triggers read when they fire as their DEFINER",
+					"GRANT SELECT ON "+floor.Quote(q)+" TO "+accountSQL(o))
 			}
 			if t.Tombstones {
 				tg, _, err := readGrants(ctx, query, o, db, tomb.Name)

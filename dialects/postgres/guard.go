@@ -157,15 +157,30 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 			"MESSAGE = pg_catalog.format('fencedsql: guard on %I.%I: " + what + "', " + args + "), " +
 			"HINT = 'write through the fencedsql driver wrapper, or remove the guard'"
 	}
+	floorRaise := "RAISE EXCEPTION USING ERRCODE = '" + FloorSQLState + "', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, " +
+		"MESSAGE = pg_catalog.format('fencedsql: token floor on %I.%I: token %s is below the floor %s', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW." + tok + ", fl), " +
+		"HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor'"
+	// The floor is read only for a write that is otherwise accepted; floorTable is
+	// replaced by the schema-qualified name when the function is created (below).
+	floorCheck := `fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id = 1);
+    IF NEW.` + tok + ` < fl THEN
+      ` + floorRaise + `;
+    END IF;`
 	body := `
 DECLARE
   x bigint;
   cur bigint;
   d bigint;
+  fl bigint;
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    ` + floorCheck + `
+    RETURN NEW;
+  END IF;
   -- The wrapper's UPDATE: token not lowered, version advanced. This one expression is
   -- all its UPDATEs evaluate (in a DELETE or TRUNCATE trigger NEW is NULL).
   IF NEW.` + tok + ` >= OLD.` + tok + ` AND NEW.` + ver + ` > OLD.` + ver + ` THEN
+    ` + floorCheck + `
     RETURN NEW;
   END IF;
   IF TG_OP = 'UPDATE' THEN
@@ -205,16 +220,29 @@ BEGIN
 END
 `
 	tag := dollarTag(body)
-	return []string{
-		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
-		"DROP TRIGGER IF EXISTS " + guardTrigger + " ON " + tbl,
-		"CREATE TRIGGER " + guardTrigger + " BEFORE UPDATE OR DELETE ON " + tbl + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
-		"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + guardTrigger,
-		"DROP TRIGGER IF EXISTS " + guardTruncateTrigger + " ON " + tbl,
-		"CREATE TRIGGER " + guardTruncateTrigger + " BEFORE TRUNCATE ON " + tbl + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()",
-		"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + guardTruncateTrigger,
-	}
+	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag
+	// The function runs with a pinned search_path, so it names the floor table with its
+	// schema: the first of the installer's search_path, where FloorDDL (unqualified)
+	// creates it and where RaiseTokenFloor finds it. That name is only known in the
+	// database, so a DO block creates the function with it filled in.
+	inner := dollarTag(create)         // differs from tag, which create contains
+	outer := dollarTag(create + inner) // differs from both
+	do := "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(" + inner + create + inner + ", '" + floorPlaceholder + "', " +
+		"pg_catalog.quote_ident(pg_catalog.current_schema()) || '." + fencedsql.FloorTable + "'); END " + outer
+	return append(d.FloorDDL(),
+		do,
+		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
+		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE OR DELETE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
+		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTrigger,
+		"DROP TRIGGER IF EXISTS "+guardTruncateTrigger+" ON "+tbl,
+		"CREATE TRIGGER "+guardTruncateTrigger+" BEFORE TRUNCATE ON "+tbl+" FOR EACH STATEMENT EXECUTE FUNCTION "+fn+"()",
+		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTruncateTrigger,
+	)
 }
+
+// floorPlaceholder stands for the floor table's qualified name in the guard function's
+// text until the DO block of GuardDDL replaces it.
+const floorPlaceholder = "@fencedsql_floor_table@"
 
 // UnguardDDL returns the one statement that removes the guard from table: dropping
 // its trigger function drops both triggers with it.
@@ -232,8 +260,8 @@ const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 // session_replication_role (ENABLE ALWAYS) and call the table's guard function, which
 // runs with the pinned search_path.
 func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath}
+	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig) AND p.prosrc LIKE $6 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath, "%." + fencedsql.FloorTable + " f %"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -19,7 +19,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(fencedsql.Guarder)
 	ddl := g.GuardDDL(fencedsql.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 7 {
+	if len(ddl) != 11 { // 4 for the floor table, the function, 6 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
@@ -29,7 +29,12 @@ func TestGuardDDLShape(t *testing.T) {
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin = pg_catalog.pg_current_xact_id()::xid`,
 		`ERRCODE = 'FNCD1'`,
-		`CREATE TRIGGER fencedsql_guard BEFORE UPDATE OR DELETE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TABLE IF NOT EXISTS fencedsql_floor (`,
+		`IF TG_OP = 'INSERT' THEN`,
+		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id = 1);`,
+		`ERRCODE = 'FNCD2'`,
+		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'); END $fencedsql_2$`,
+		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE OR DELETE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_truncate`,
@@ -43,8 +48,8 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	// A column name holding the dollar-quote tag gets another tag.
 	ddl = g.GuardDDL(fencedsql.TableName{Name: "t"}, "a$fencedsql$b", "version")
-	if !strings.Contains(ddl[0], "AS $fencedsql_1$") || !strings.HasSuffix(ddl[0], "$fencedsql_1$") {
-		t.Errorf("dollar tag not changed:\n%s", ddl[0])
+	if !strings.Contains(ddl[4], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[4], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[4], "$fencedsql_3$") {
+		t.Errorf("dollar tags not changed:\n%s", ddl[4])
 	}
 	// Long names are shortened with a hash, distinctly.
 	long := strings.Repeat("x", 55)
@@ -53,7 +58,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(fencedsql.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 5 || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 6 || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

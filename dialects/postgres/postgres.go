@@ -58,6 +58,12 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 			table = pe.SchemaName + "." + table
 		}
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: table}
+	case FloorSQLState:
+		table := pe.TableName
+		if table != "" && pe.SchemaName != "" {
+			table = pe.SchemaName + "." + table
+		}
+		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorBelowFloor, Table: table}
 	}
 	return fencedsql.ErrorInfo{}
 }

@@ -58,31 +58,42 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 	trg := triggerName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	msg := func(what string) string { return literal(GuardMessagePrefix + table.Name + ": " + what) }
-	return []string{
-		"DROP TRIGGER IF EXISTS " + trg,
-		// The table of a trigger is never schema-qualified: it is in the trigger's schema.
-		"CREATE TRIGGER " + trg + " BEFORE UPDATE ON " + d.QuoteIdent(table.Name) + " FOR EACH ROW\n" +
-			"WHEN NEW." + tok + " IS NOT NULL AND NEW." + ver + " IS NOT NULL AND (NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + ")\n" +
-			"BEGIN\n  SELECT CASE WHEN NEW." + tok + " < OLD." + tok +
-			" THEN RAISE(ABORT, " + msg("UPDATE lowers the fence token") + ")" +
-			" ELSE RAISE(ABORT, " + msg("UPDATE does not advance the version") + ") END;\nEND",
-	}
+	ins := fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
+	return append(d.floorDDL(table.Schema),
+		"DROP TRIGGER IF EXISTS "+trg,
+		// The table of a trigger is never schema-qualified: it is in the trigger's schema,
+		// and so are the tables its body names.
+		"CREATE TRIGGER "+trg+" BEFORE UPDATE ON "+d.QuoteIdent(table.Name)+" FOR EACH ROW\n"+
+			"WHEN NEW."+tok+" IS NOT NULL AND NEW."+ver+" IS NOT NULL AND (NEW."+tok+" < OLD."+tok+" OR NEW."+ver+" <= OLD."+ver+" OR "+floorBelow(tok)+")\n"+
+			"BEGIN\n  SELECT CASE WHEN NEW."+tok+" < OLD."+tok+
+			" THEN RAISE(ABORT, "+msg("UPDATE lowers the fence token")+")"+
+			" WHEN NEW."+ver+" <= OLD."+ver+
+			" THEN RAISE(ABORT, "+msg("UPDATE does not advance the version")+")"+
+			" ELSE "+floorRefusal(table.Name)+" END;\nEND",
+		"DROP TRIGGER IF EXISTS "+ins,
+		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+d.QuoteIdent(table.Name)+" FOR EACH ROW\n"+
+			"WHEN "+floorBelow(tok)+"\nBEGIN\n  SELECT "+floorRefusal(table.Name)+";\nEND",
+	)
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
 func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
-	return []string{"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent)}
+	return []string{
+		"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent),
+		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
+	}
 }
 
-// GuardInstalledQuery yields 1 when the guard trigger exists on table. The schema, if
+// GuardInstalledQuery yields 1 when both guard triggers exist on table and read the
+// token floor (a guard installed before the floor existed is reported missing). The schema, if
 // any, is an identifier in the query text (SQLite cannot bind it).
 func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
-	return "SELECT COUNT(*) FROM " + master + " WHERE type = 'trigger' AND name = ? COLLATE NOCASE AND tbl_name = ? COLLATE NOCASE",
-		[]any{guardTrigger(table.Name), table.Name}
+	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM " + master + " WHERE type = 'trigger' AND (name = ? COLLATE NOCASE OR name = ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND sql LIKE ?",
+		[]any{guardTrigger(table.Name), floorTrigger(table.Name), table.Name, "%" + fencedsql.FloorTable + "%"}
 }
 
 // NotNullDDL returns nothing: SQLite cannot make an existing column NOT NULL (the

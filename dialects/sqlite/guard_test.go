@@ -19,19 +19,26 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.SQLite(), 
 func TestGuardDDLShape(t *testing.T) {
 	g := sqlite.Dialect.(fencedsql.Guarder)
 	ddl := g.GuardDDL(fencedsql.TableName{Schema: "aux", Name: "o'rders"}, "fence_token", "version")
-	if len(ddl) != 2 || ddl[0] != `DROP TRIGGER IF EXISTS "aux"."fencedsql_guard_o'rders"` {
+	if len(ddl) != 6 || ddl[2] != `DROP TRIGGER IF EXISTS "aux"."fencedsql_guard_o'rders"` ||
+		ddl[0] != `CREATE TABLE IF NOT EXISTS "aux"."fencedsql_floor" (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL CHECK (floor >= 0))` {
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
 	for _, want := range []string{
 		`CREATE TRIGGER "aux"."fencedsql_guard_o'rders" BEFORE UPDATE ON "o'rders" FOR EACH ROW`,
-		`WHEN NEW."fence_token" IS NOT NULL AND NEW."version" IS NOT NULL AND (NEW."fence_token" < OLD."fence_token" OR NEW."version" <= OLD."version")`,
+		`WHEN NEW."fence_token" IS NOT NULL AND NEW."version" IS NOT NULL AND (NEW."fence_token" < OLD."fence_token" OR NEW."version" <= OLD."version" OR NEW."fence_token" < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1))`,
 		`RAISE(ABORT, 'fencedsql: guard on o''rders: UPDATE lowers the fence token')`,
+		`ELSE RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor')`,
 	} {
-		if !strings.Contains(ddl[1], want) {
-			t.Errorf("CREATE TRIGGER lacks %q:\n%s", want, ddl[1])
+		if !strings.Contains(ddl[3], want) {
+			t.Errorf("CREATE TRIGGER lacks %q:\n%s", want, ddl[3])
 		}
 	}
-	if un := g.UnguardDDL(fencedsql.TableName{Name: "orders"}); len(un) != 1 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` {
+	if want := `CREATE TRIGGER "aux"."fencedsql_floor_o'rders" BEFORE INSERT ON "o'rders" FOR EACH ROW` + "\n" +
+		`WHEN NEW."fence_token" < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1)` + "\nBEGIN\n" +
+		`  SELECT RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor');` + "\nEND"; ddl[5] != want {
+		t.Errorf("floor trigger = %q, want %q", ddl[5], want)
+	}
+	if un := g.UnguardDDL(fencedsql.TableName{Name: "orders"}); len(un) != 2 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_floor_orders"` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

@@ -60,6 +60,11 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 		table, col, _ := strings.Cut(ref, ".")
 		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}
 	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		// The floor's refusal: "fencedsql: token floor on t: …" (FloorMessagePrefix).
+		if i := strings.Index(msg, FloorMessagePrefix); i >= 0 {
+			table, _, _ := strings.Cut(msg[i+len(FloorMessagePrefix):], ": ")
+			return fencedsql.ErrorInfo{Kind: fencedsql.ErrorBelowFloor, Table: table}
+		}
 		// The row guard's refusal: "fencedsql: guard on t: …" (GuardMessagePrefix).
 		if i := strings.Index(msg, GuardMessagePrefix); i >= 0 {
 			table, _, _ := strings.Cut(msg[i+len(GuardMessagePrefix):], ": ")

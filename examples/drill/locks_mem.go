@@ -12,7 +12,7 @@ type memLocks struct{ svc *memlock.Service }
 func (m memLocks) worker(_ int, owner string) (workerLocks, error) {
 	return workerLocks{backend: m.svc, faults: memFaults{m.svc, owner}, close: func() {}}, nil
 }
-func (m memLocks) lastToken() uint64           { return m.svc.LastToken() }
+func (m memLocks) lastToken() uint64           { t, _ := m.svc.LastToken(context.Background()); return t }
 func (m memLocks) close(context.Context) error { return nil }
 
 type memFaults struct {

@@ -75,7 +75,10 @@ func startLockServer() (*lockServer, error) {
 // Addr is the host:port the workers' proxies forward to.
 func (s *lockServer) Addr() string { return s.ln.Addr().String() }
 
-func (s *lockServer) lastToken() uint64 { return s.svc.LastToken() }
+func (s *lockServer) lastToken() uint64 {
+	t, _ := s.svc.LastToken(context.Background()) // in memory: never fails
+	return t
+}
 
 // worker is not used: in process mode each worker process connects itself (remoteLocks).
 func (s *lockServer) worker(int, string) (workerLocks, error) {

@@ -243,8 +243,8 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 	if code != exitProblems {
 		t.Fatalf("-print: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if n := strings.Count(out, "CREATE DEFINER = '"+owner+"'@'%' TRIGGER `"); n != 4 || strings.Contains(out, "CREATE TRIGGER") {
-		t.Errorf("-print: %d triggers created with the owner as DEFINER, want all 4:\n%s", n, out)
+	if n := strings.Count(out, "CREATE DEFINER = '"+owner+"'@'%' TRIGGER `"); n != 5 || strings.Contains(out, "CREATE TRIGGER") {
+		t.Errorf("-print: %d triggers created with the owner as DEFINER, want all 5 (guard, floor, three tombstone):\n%s", n, out)
 	}
 	wantContains(t, "-print", out, "CREATE DEFINER = '"+owner+"'@'%' TRIGGER `fencedsql_guard_ledger`",
 		"GRANT TRIGGER, SELECT ON `", "GRANT SELECT, INSERT, UPDATE ON `", "GRANT SELECT, INSERT, UPDATE, DELETE ON `")
@@ -277,6 +277,8 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 		"CREATE TRIGGER fencedsql_evil BEFORE INSERT ON ledger FOR EACH ROW SET NEW.fence_token = 9223372036854775807",
 		"INSERT INTO fencedsql_tomb_ledger (id, fence_token, deleted_at) VALUES (2, 1, NOW())",
 		"UPDATE fencedsql_tomb_ledger SET fence_token = 0",
+		"UPDATE fencedsql_floor SET floor = 0",
+		"DELETE FROM fencedsql_floor",
 		"DELETE FROM fencedsql_tomb_ledger",
 		"TRUNCATE TABLE fencedsql_tomb_ledger",
 		"TRUNCATE TABLE ledger",

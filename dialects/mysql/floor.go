@@ -1,0 +1,57 @@
+package mysql
+
+import (
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// FloorSQLState is the SQLSTATE of the guard's refusal of a write whose token is below
+// the token floor (fencedsql.FloorTable), error 1644 with a message starting
+// "fencedsql: token floor on <table>:". The fenced driver maps it to
+// fencedsql.ErrBelowFloor.
+//
+// The floor table lives in each database that holds a guarded table (the guard's
+// triggers read it unqualified, which in a trigger means the trigger's database):
+// GuardDDL creates it there, and RaiseTokenFloor raises it in the connection's
+// database — run it once per database that holds guarded tables. The guard's BEFORE
+// UPDATE trigger reads it for every UPDATE it accepts; a second trigger,
+// fencedsql_floor_<table>, BEFORE INSERT, for every INSERT (an INSERT … ON DUPLICATE
+// KEY UPDATE and a REPLACE insert first, so both pass it). An empty floor table means
+// no floor.
+const FloorSQLState = "FNCD2"
+
+func floorTable(schema string) fencedsql.TableName {
+	return fencedsql.TableName{Schema: schema, Name: fencedsql.FloorTable}
+}
+
+// floorDDL creates the floor table with its one row in schema ("" for the connection's
+// database). The triggers run with their definer's rights: no grant is needed.
+func (d dialect) floorDDL(schema string) []string {
+	t := floorTable(schema).Quote(d.QuoteIdent)
+	return []string{
+		"CREATE TABLE IF NOT EXISTS " + t + " (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB",
+		"INSERT IGNORE INTO " + t + " (id, floor) VALUES (1, 0)",
+	}
+}
+
+// FloorDDL creates the floor table in the connection's database.
+func (d dialect) FloorDDL() []string { return d.floorDDL("") }
+
+// RaiseFloorQuery sets the floor when it is lower.
+func (dialect) RaiseFloorQuery(floor int64) (string, []any) {
+	return "UPDATE " + fencedsql.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
+}
+
+// floorTrigger is the name of table's BEFORE INSERT floor trigger.
+func floorTrigger(name string) string { return boundedTrigger("fencedsql_floor_", name) }
+
+// floorBelow is the condition "the new row's token is below the floor".
+func floorBelow(tok string) string {
+	return "NEW." + tok + " < (SELECT f.floor FROM " + fencedsql.FloorTable + " f WHERE f.id = 1)"
+}
+
+// floorRefusal is the SIGNAL of a write below the floor.
+func floorRefusal(table string) string {
+	return "SIGNAL SQLSTATE '" + FloorSQLState + "' SET MESSAGE_TEXT = " + messageWith("fencedsql: token floor on ", table, "token below the floor")
+}
+
+var _ fencedsql.Floorer = dialect{}

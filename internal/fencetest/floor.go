@@ -1,0 +1,102 @@
+package fencetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// testFloor: the token floor (G16). Once the floor is raised, no write whose token is
+// below it changes a row — UPDATE, INSERT, upsert, the DELETE's fencing UPDATE, through
+// the wrapper or a plain connection — and it fails with ErrBelowFloor (and ErrFenced),
+// not the plain ErrFenced of a newer row. Tokens at or above the floor write as before;
+// the floor never goes down; the fenced pool cannot touch the floor table; MaxToken
+// sees both the rows and the floor.
+func (s *guardSuite) testFloor(t *testing.T) {
+	e := setup(t, s.b)
+	s.install(e, "accounts")
+	e.seed(5, 1, 2)
+	if f, err := fencedsql.TokenFloor(e.ctx, e.raw, s.d); err != nil || f != 0 {
+		t.Fatalf("TokenFloor after install = %d, %v; want 0", f, err)
+	}
+	// Before any floor: a write with token 6 over rows of 5 passes.
+	upd := e.q("UPDATE accounts SET balance = balance + 1 WHERE id = ?")
+	if _, err := e.db.ExecContext(tok(e.ctx, 6), upd, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := fencedsql.RaiseTokenFloor(e.ctx, e.raw, s.d, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := fencedsql.RaiseTokenFloor(e.ctx, e.raw, s.d, 7); err != nil { // lower: no change
+		t.Fatal(err)
+	}
+	if f, err := fencedsql.TokenFloor(e.ctx, e.raw, s.d); err != nil || f != 10 {
+		t.Fatalf("TokenFloor = %d, %v; want 10 (a lower raise must not lower it)", f, err)
+	}
+	before := []row{e.row(1), e.row(2)}
+	wantFloor := func(what string, err error) {
+		t.Helper()
+		var fe *fencedsql.BelowFloorError
+		if !errors.Is(err, fencedsql.ErrBelowFloor) || !errors.Is(err, fencedsql.ErrFenced) || !errors.As(err, &fe) {
+			t.Fatalf("%s: err = %v, want ErrBelowFloor and ErrFenced", what, err)
+		}
+		if !strings.Contains(err.Error(), "lockfloor") || !strings.Contains(err.Error(), "accounts") {
+			t.Fatalf("%s: the error does not name the table and the procedure: %v", what, err)
+		}
+	}
+	// Through the wrapper, tokens 8 and 9 (above the rows' 5 and 6, below the floor).
+	_, err := e.db.ExecContext(tok(e.ctx, 8), upd, 1)
+	wantFloor("UPDATE", err)
+	_, err = e.db.ExecContext(tok(e.ctx, 9), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 3, 1)
+	wantFloor("INSERT", err)
+	_, err = e.db.ExecContext(tok(e.ctx, 9), e.q(s.b.Upsert), 1, 555)
+	wantFloor("upsert of an existing row", err)
+	_, err = e.db.ExecContext(tok(e.ctx, 9), e.q(s.b.Upsert), 4, 555)
+	wantFloor("upsert of a new row", err)
+	_, err = e.db.ExecContext(tok(e.ctx, 9), e.q("DELETE FROM accounts WHERE id = ?"), 1)
+	wantFloor("DELETE", err)
+	// Through a plain connection: the database itself refuses.
+	_, err = e.raw.ExecContext(e.ctx, e.q("UPDATE accounts SET balance = 0, fence_token = 9, version = version + 1 WHERE id = ?"), 1)
+	if err == nil {
+		t.Fatal("a plain UPDATE with a token below the floor passed")
+	}
+	wantFloor("plain UPDATE", fencedsql.AsGuardError(s.d, err))
+	_, err = e.raw.ExecContext(e.ctx, e.q("INSERT INTO accounts (id, balance, fence_token, version) VALUES (?, 1, 9, 1)"), 5)
+	if err == nil {
+		t.Fatal("a plain INSERT with a token below the floor passed")
+	}
+	wantFloor("plain INSERT", fencedsql.AsGuardError(s.d, err))
+	if got := []row{e.row(1), e.row(2)}; got[0] != before[0] || got[1] != before[1] || e.count() != 2 {
+		t.Fatalf("rows changed by refused writes: %+v (before %+v), %d rows", got, before, e.count())
+	}
+	// The fenced pool cannot lower the floor.
+	for _, q := range []string{"UPDATE fencedsql_floor SET floor = 0", "DELETE FROM fencedsql_floor", "DROP TABLE fencedsql_floor"} {
+		if _, err := e.db.ExecContext(tok(e.ctx, 11), q); err == nil {
+			t.Fatalf("the fenced pool ran %q", q)
+		}
+	}
+	// At and above the floor: written.
+	if _, err := e.db.ExecContext(tok(e.ctx, 10), upd, 1); err != nil {
+		t.Fatalf("UPDATE at the floor: %v", err)
+	}
+	if _, err := e.db.ExecContext(tok(e.ctx, 12), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 3, 1); err != nil {
+		t.Fatalf("INSERT above the floor: %v", err)
+	}
+	if r := e.row(1); r.token != 10 || r.balance != before[0].balance+1 {
+		t.Fatalf("row 1 = %+v after the write at the floor", r)
+	}
+	// MaxToken: the rows' highest (12) beats floor-1 (9); then a floor above the rows.
+	if m, err := fencedsql.MaxToken(e.ctx, e.raw, s.d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || m != 12 {
+		t.Fatalf("MaxToken = %d, %v; want 12", m, err)
+	}
+	if err := fencedsql.RaiseTokenFloor(e.ctx, e.raw, s.d, 100); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := fencedsql.MaxToken(e.ctx, e.raw, s.d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || m != 99 {
+		t.Fatalf("MaxToken = %d, %v; want 99 (floor − 1)", m, err)
+	}
+	_, err = e.db.ExecContext(tok(e.ctx, 13), upd, 3)
+	wantFloor("UPDATE after the second raise", err)
+}
