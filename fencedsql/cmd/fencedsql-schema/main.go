@@ -12,6 +12,8 @@
 //	… -tombstones=false  # check and fix without the tombstone guard
 //	… -purge-tombstones 720h   # only delete tombstones older than 30 days, print how many
 //	… -owner fencedsql_owner -app-role app -apply   # the least-privilege set-up (below)
+//	… -max-token          # print the highest token the database has accepted, then exit
+//	… -raise-floor 1234   # raise the token floor to 1234 (never lowers it), then exit
 //
 // The check is fencedsql.CheckSchema: a table without a primary key is reported
 // (its deleted rows cannot be protected). -purge-tombstones runs
@@ -143,9 +145,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		purge      = fs.Duration("purge-tombstones", 0, "only purge tombstones older than this retention (e.g. 720h), then exit")
 		appRole    = fs.String("app-role", "", "the role (MySQL: user@host) the application logs in as: check and fix its privileges (least-privilege set-up)")
 		owner      = fs.String("owner", "", "the role (MySQL: user@host) that owns the guarded tables and the guard objects (needs -app-role)")
+		maxToken   = fs.Bool("max-token", false, "only print the highest token the database has accepted (the tables' token columns, or the registry's tables without -tables, and the floor − 1), then exit")
+		raiseFloor = fs.Uint64("raise-floor", 0, "only raise the database's token floor to this value (never lowers it), print the floor, then exit")
 	)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION")
+		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION | -max-token | -raise-floor N")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, sideDoorHelp)
 	}
@@ -175,11 +179,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("-dsn: give the plain driver's DSN, without fencedsql's %s parameter", p)
 		}
 	}
-	purging, roles := false, false
+	purging, roles, flooring := false, false, 0
 	fs.Visit(func(f *flag.Flag) {
 		purging = purging || f.Name == "purge-tombstones"
 		roles = roles || f.Name == "app-role" || f.Name == "owner"
+		if f.Name == "max-token" || f.Name == "raise-floor" {
+			flooring++
+		}
 	})
+	if flooring > 0 {
+		if flooring > 1 || purging || roles || *printOnly || *apply {
+			return usage("-max-token and -raise-floor each run alone")
+		}
+		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, *raiseFloor, *timeout, stdout, stderr)
+	}
 	if roles {
 		if _, ok := be.dialect.(fencedsql.Privileger); !ok {
 			return usage("-app-role and -owner: %s has no roles", be.dialect.Name())

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+)
+
+// The token floor (fencedsql.RaiseTokenFloor, MaxToken): the database's side of
+// switching, rebuilding or restoring a lock service, and of a failover (README,
+// "Replication and failover"; deploy/failover runs -raise-floor from the failover
+// manager's hook).
+//
+//	-max-token        prints the highest token the database has accepted, a bare number
+//	                  on stdout: raise the new lock service's floor to at least this
+//	                  (lockfloor -raise N) before the application uses it. It reads the
+//	                  token column of every table in -tables, or of every table in the
+//	                  registry without -tables, and the floor; it scans the tables.
+//	-raise-floor N    raises the database's floor to N (creating the floor table when
+//	                  missing) and prints the floor now in force. At a failover: N is
+//	                  the lock service's LastToken + 1, so every lease granted before
+//	                  is refused on the new primary.
+
+// floorCommand runs -max-token or -raise-floor; it returns the exit status.
+func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {
+	secret := dsnPassword(dsn)
+	fail := func(what string, err error) int {
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, redact(err.Error(), secret))
+		return exitProblems
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	db, err := sql.Open(be.driver, dsn)
+	if err != nil {
+		return fail("open", err)
+	}
+	defer db.Close()
+	if max {
+		var specs []fencedsql.GuardSpec
+		for _, t := range strings.Split(tables, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				specs = append(specs, fencedsql.GuardSpec{Table: t, TokenColumn: tokCol, VersionColumn: verCol})
+			}
+		}
+		m, err := fencedsql.MaxToken(ctx, db, be.dialect, specs...)
+		if err != nil {
+			return fail("max-token", err)
+		}
+		fmt.Fprintln(stdout, m)
+		return exitOK
+	}
+	if err := fencedsql.RaiseTokenFloor(ctx, db, be.dialect, floor); err != nil {
+		return fail("raise-floor", err)
+	}
+	now, err := fencedsql.TokenFloor(ctx, db, be.dialect)
+	if err != nil {
+		return fail("raise-floor", err)
+	}
+	fmt.Fprintln(stdout, now)
+	return exitOK
+}
