@@ -25,7 +25,7 @@ const drainTimeout = 10 * time.Second
 type gate struct {
 	mu     sync.Mutex
 	shut   bool
-	flight sync.WaitGroup
+	flight int // requests in flight, guarded by mu
 }
 
 var errKilled = status.Error(codes.Unavailable, "etcdserver: member killed")
@@ -37,25 +37,31 @@ func (g *gate) enter() bool {
 	if g.shut {
 		return false
 	}
-	g.flight.Add(1)
+	g.flight++
 	return true
 }
 
-// close shuts the gate and waits (at most drainTimeout) for the requests in flight.
-func (g *gate) close() {
+// leave ends one request admitted by enter.
+func (g *gate) leave() {
 	g.mu.Lock()
-	g.shut = true
+	g.flight--
 	g.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		g.flight.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(drainTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
+}
+
+// close shuts the gate and waits (at most drainTimeout) for the requests in flight. It
+// polls rather than parks a goroutine on them: a handler stuck on a killed member's
+// storage must not leave a goroutine of ours behind.
+func (g *gate) close() {
+	deadline := time.Now().Add(drainTimeout)
+	for {
+		g.mu.Lock()
+		g.shut = true
+		n := g.flight
+		g.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -66,7 +72,7 @@ func (g *gate) options() []grpc.ServerOption {
 			if !g.enter() {
 				return nil, errKilled
 			}
-			defer g.flight.Done()
+			defer g.leave()
 			return h(ctx, req)
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
@@ -93,7 +99,7 @@ func (s *gatedStream) release() {
 	defer s.mu.Unlock()
 	if s.held {
 		s.held = false
-		s.g.flight.Done()
+		s.g.leave()
 	}
 }
 
