@@ -18,7 +18,9 @@ type core struct {
 	cache   *planCache
 	checked sync.Map // *guard → struct{}: schema verified
 	metrics *instruments
-	first   firstUse // the registry and the listed tables, at the first connection
+	first   firstUse         // the registry and the listed tables, at the first connection
+	raw     driver.Connector // the plain driver's connector, for WithTokenSource's check
+	regress regression
 }
 
 func newCore(opts []Option) (*core, error) {

@@ -32,6 +32,7 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 	if err != nil {
 		return sql.OpenDB(errConnector{err: err, drv: c.Driver()})
 	}
+	core.raw = c
 	return sql.OpenDB(&connector{raw: c, core: core, drv: &wrappedDriver{raw: c.Driver(), opts: opts}})
 }
 
@@ -77,6 +78,7 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	} else {
 		raw = dsnConnector{drv: d.raw, dsn: clean}
 	}
+	core.raw = raw
 	return &connector{raw: raw, core: core, drv: d}, nil
 }
 

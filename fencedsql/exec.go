@@ -258,7 +258,7 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 		case strings.EqualFold(info.Column, g.tokenCol):
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
-			return &FencedError{Table: g.String(), Token: tok, Err: err}
+			return k.explainFenced(&FencedError{Table: g.String(), Token: tok, Err: err}, g)
 		case strings.EqualFold(info.Column, g.verCol):
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}

@@ -21,6 +21,7 @@ type config struct {
 	cacheSize   int
 	logger      *slog.Logger
 	meter       metric.MeterProvider
+	tokens      TokenSource // WithTokenSource
 }
 
 // GuardSpec names one guarded table and its fencing columns.

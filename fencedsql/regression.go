@@ -1,0 +1,117 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A lock service that was switched, rebuilt or restored without raising its floor
+// (lockclient.FloorRaiser) issues tokens below the ones the rows carry: every new
+// holder is fenced, and the application sees a wall of ErrFenced that looks like
+// contention. With WithTokenSource the fenced driver tells the two apart. On a fenced
+// write (the error path only, at most once per table every regressionInterval) it
+// reads the highest token in the table (MaxToken, through a separate plain connection)
+// and then the lock service's last token: when a row carries a token the service has
+// not issued yet, the service is behind the database, and the write fails with a
+// *TokenRegressionError naming the procedure instead of a plain *FencedError. The order
+// of the two reads matters: every token in the table when it was read had been issued
+// before LastToken was asked, so a table maximum above the service's answer cannot be a
+// grant that raced with the check.
+
+// TokenSource is the lock service as the fenced driver sees it: *lockclient.Client
+// implements it (LastToken: the highest token issued, or the service's floor).
+type TokenSource interface {
+	LastToken(ctx context.Context) (uint64, error)
+}
+
+// WithTokenSource lets the fenced driver recognise a lock service whose tokens went
+// back below the database's (see TokenRegressionError). The check runs only when a
+// write is fenced; it costs nothing on the happy path.
+func WithTokenSource(src TokenSource) Option { return func(c *config) { c.tokens = src } }
+
+// ErrTokenRegression means the lock service issues tokens below the highest token the
+// database has accepted: it was switched, rebuilt or restored without raising its
+// floor. errors.Is(err, ErrFenced) holds too: nothing was changed.
+var ErrTokenRegression = errors.New("fencedsql: the lock service issues tokens below the database's")
+
+// TokenRegressionError is a fenced write explained: the lock service's last token is
+// below the highest token in the table. errors.Is(err, ErrTokenRegression) and
+// errors.Is(err, ErrFenced) hold.
+type TokenRegressionError struct {
+	Table         string
+	Token         uint64 // the statement's token
+	ServiceToken  uint64 // the lock service's last token when checked
+	DatabaseToken uint64 // the highest token in the table when checked
+	Err           error  // the *FencedError
+}
+
+func (e *TokenRegressionError) Error() string {
+	return "fencedsql: write to " + e.Table + " with token " + strconv.FormatUint(e.Token, 10) +
+		" fenced because the lock service is behind the database: its last token is " + strconv.FormatUint(e.ServiceToken, 10) +
+		" but the table holds token " + strconv.FormatUint(e.DatabaseToken, 10) +
+		"; raise the lock service's floor above the database's highest token (N=$(fencedsql-schema -max-token …); lockfloor -raise $N), " +
+		"see README, \"Switching or rebuilding the lock service\""
+}
+
+func (e *TokenRegressionError) Unwrap() []error { return []error{ErrTokenRegression, ErrFenced, e.Err} }
+
+// regressionInterval bounds how often a table is checked.
+const regressionInterval = 10 * time.Second
+
+// regression is a core's check state.
+type regression struct {
+	mu      sync.Mutex
+	checked map[string]regressionVerdict // by table
+}
+
+type regressionVerdict struct {
+	at                time.Time
+	service, database uint64 // database > service: behind
+}
+
+// noClose hides a connector's Close from the check's own short-lived sql.DB.
+type noClose struct{ driver.Connector }
+
+// explainFenced returns fe, or a *TokenRegressionError when the lock service is
+// behind the table's tokens (see above).
+func (k *core) explainFenced(fe *FencedError, g *guard) error {
+	src := k.cfg.tokens
+	if src == nil || k.raw == nil || g == nil {
+		return fe
+	}
+	k.regress.mu.Lock()
+	defer k.regress.mu.Unlock()
+	v, ok := k.regress.checked[g.String()]
+	if !ok || time.Since(v.at) > regressionInterval {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		db := sql.OpenDB(noClose{k.raw})
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		max, err := MaxToken(ctx, db, k.dialect, GuardSpec{Table: g.String(), TokenColumn: g.tokenCol, VersionColumn: g.verCol})
+		if err != nil {
+			k.cfg.logger.Warn("fencedsql: token regression check: reading the table's highest token", "table", g.String(), "err", err.Error())
+			return fe
+		}
+		last, err := src.LastToken(ctx)
+		if err != nil {
+			k.cfg.logger.Warn("fencedsql: token regression check: reading the lock service's last token", "err", err.Error())
+			return fe
+		}
+		v = regressionVerdict{at: time.Now(), service: last, database: max}
+		if k.regress.checked == nil {
+			k.regress.checked = map[string]regressionVerdict{}
+		}
+		k.regress.checked[g.String()] = v
+	}
+	if v.database <= v.service || fe.Token > v.database {
+		return fe
+	}
+	k.cfg.logger.Error("fencedsql: the lock service issues tokens below the database's", "table", g.String(), "service_token", v.service, "database_token", v.database)
+	return &TokenRegressionError{Table: fe.Table, Token: fe.Token, ServiceToken: v.service, DatabaseToken: v.database, Err: fe}
+}
