@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/secret"
 )
 
 // The token floor (fencedsql.RaiseTokenFloor, MaxToken): the database's side of
@@ -28,9 +29,9 @@ import (
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
 func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {
-	secret := dsnPassword(dsn)
+	pw := secret.Password(dsn)
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, redact(err.Error(), secret))
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw))
 		return exitProblems
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

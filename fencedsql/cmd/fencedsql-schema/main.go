@@ -91,7 +91,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -100,6 +99,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/secret"
 )
 
 func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
@@ -232,9 +232,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !*tombstones {
 		check = checkWithoutTombstones
 	}
-	secret := dsnPassword(*dsn)
+	pw := secret.Password(*dsn)
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, redact(err.Error(), secret))
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw))
 		return exitProblems
 	}
 
@@ -442,54 +442,4 @@ func applyFixes(ctx context.Context, db *sql.DB, reports []fencedsql.TableReport
 		}
 	}
 	return len(stmts), tx.Commit()
-}
-
-// dsnPassword extracts the password of a pgx URL or keyword/value DSN or a
-// go-sql-driver/mysql DSN, so that it can be masked in messages; "" when none is found.
-func dsnPassword(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil && u.User != nil {
-			p, _ := u.User.Password()
-			return p
-		}
-		return ""
-	}
-	if i := strings.Index(dsn, "password="); i >= 0 && (i == 0 || dsn[i-1] == ' ') {
-		v := dsn[i+len("password="):]
-		if strings.HasPrefix(v, "'") {
-			v = v[1:]
-			if j := strings.Index(v, "'"); j >= 0 {
-				v = v[:j]
-			}
-			return v
-		}
-		if j := strings.IndexAny(v, " \t"); j >= 0 {
-			v = v[:j]
-		}
-		return v
-	}
-	// go-sql-driver/mysql: [user[:password]@][net[(addr)]]/dbname[?params]
-	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
-		if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
-			if _, p, ok := strings.Cut(dsn[:at], ":"); ok {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
-// redact masks the password (and its URL-escaped form) in s.
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, secret, "xxxxx")
-	if esc := url.QueryEscape(secret); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
-	}
-	if esc := url.PathEscape(secret); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
-	}
-	return s
 }

@@ -173,27 +173,6 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	}
 }
 
-func TestDSNPassword(t *testing.T) {
-	for dsn, want := range map[string]string{
-		"postgres://u:p%40ss@h/db":                     "p@ss",
-		"postgres://u@h/db":                            "",
-		"host=h password='a b' user=u":                 "a b",
-		"user=u password=pw host=h":                    "pw",
-		"u:p@ss@tcp(h:3306)/db?parseTime=true":         "p@ss",
-		"u@tcp(h:3306)/db":                             "",
-		"file:/tmp/x.db?_pragma=busy_timeout(5000)":    "",
-		"mypassword=x host=h":                          "",
-		"root:pw@unix(/var/run/mysqld/mysqld.sock)/db": "pw",
-	} {
-		if got := dsnPassword(dsn); got != want {
-			t.Errorf("dsnPassword(%q) = %q, want %q", dsn, got, want)
-		}
-	}
-	if got := redact("auth failed for p@ss (p%40ss)", "p@ss"); strings.Contains(got, "p@ss") || strings.Contains(got, "p%40ss") {
-		t.Errorf("redact = %q", got)
-	}
-}
-
 // The command against the real servers: a table without fencing columns is made fit
 // and guarded, and the guard then refuses a plain UPDATE.
 func TestServers(t *testing.T) {

@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -40,6 +39,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencedsql/fencedsql/internal/secret"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
 	"github.com/fencedsql/fencedsql/lockclient/redislock"
@@ -94,12 +94,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		min = n
 	}
-	secret := dsnPassword(*dsn)
-	if secret == "" {
-		secret = dsnPassword(*addr)
+	pw := secret.Password(*dsn)
+	if pw == "" {
+		pw = secret.Password(*addr)
 	}
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "lockfloor: %s: %s\n", what, redact(err.Error(), secret))
+		fmt.Fprintf(stderr, "lockfloor: %s: %s\n", what, secret.Redact(err.Error(), pw))
 		return exitFailed
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -219,59 +219,4 @@ func openSQL(kind, dsn, table string) (lockclient.FloorRaiser, func(), error) {
 		return nil, nil, fmt.Errorf("this build's sqllock backend: %w", lockclient.ErrNoFloor)
 	}
 	return f, func() { db.Close() }, nil
-}
-
-// dsnPassword extracts the password of a URL (postgres://, redis://), a pgx
-// keyword/value DSN or a go-sql-driver/mysql DSN, so that it can be masked in messages;
-// "" when none is found.
-func dsnPassword(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil && u.User != nil {
-			p, _ := u.User.Password()
-			return p
-		}
-		return ""
-	}
-	if i := strings.Index(dsn, "password="); i >= 0 && (i == 0 || dsn[i-1] == ' ') {
-		v := dsn[i+len("password="):]
-		if strings.HasPrefix(v, "'") {
-			v = v[1:]
-			if j := strings.Index(v, "'"); j >= 0 {
-				v = v[:j]
-			}
-			return v
-		}
-		if j := strings.IndexAny(v, " \t"); j >= 0 {
-			v = v[:j]
-		}
-		return v
-	}
-	// go-sql-driver/mysql: [user[:password]@][net[(addr)]]/dbname[?params]
-	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
-		if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
-			if _, p, ok := strings.Cut(dsn[:at], ":"); ok {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
-// redact masks the password (and its URL-escaped forms) in s.
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, secret, "xxxxx")
-	if esc := url.QueryEscape(secret); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
-	}
-	if esc := url.PathEscape(secret); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
-	}
-	// as a URL's user information escapes it (@ → %40, space → %20)
-	if esc := strings.TrimPrefix(url.UserPassword("", secret).String(), ":"); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
-	}
-	return s
 }
