@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -223,31 +224,30 @@ WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, 
 	}
 
 	// CREATE on a schema or on the database: operators and types of its own that the
-	// guard function would resolve through a search_path of the caller's choosing.
-	rows, err = query(ctx, `SELECT n.nspname::text, pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') FROM pg_catalog.pg_namespace n
-WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND pg_catalog.has_schema_privilege($1, n.oid, 'CREATE') ORDER BY 1`, app)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		from := q(app)
-		if flag(r[1]) {
-			from += ", PUBLIC"
+	// guard function would resolve through a search_path of the caller's choosing. Each
+	// query yields (object, whether PUBLIC has CREATE too).
+	for _, c := range []struct {
+		query, why, revoke string
+	}{
+		{`SELECT n.nspname::text, pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') FROM pg_catalog.pg_namespace n
+WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND pg_catalog.has_schema_privilege($1, n.oid, 'CREATE') ORDER BY 1`,
+			"can CREATE in schema %s: an operator or type of its own, put first in its search_path, would take the place of the ones the guard function compares with",
+			"REVOKE CREATE ON SCHEMA %s FROM %s"},
+		{`SELECT pg_catalog.current_database()::text, pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CREATE') WHERE pg_catalog.has_database_privilege($1, pg_catalog.current_database(), 'CREATE')`,
+			"can CREATE schemas in database %s: see CREATE on a schema",
+			"REVOKE CREATE ON DATABASE %s FROM %s"},
+	} {
+		rows, err := query(ctx, c.query, app)
+		if err != nil {
+			return nil, err
 		}
-		problem("application role "+app+" can CREATE in schema "+r[0]+": an operator or type of its own, put first in its search_path, would take the place of the ones the guard function compares with",
-			"REVOKE CREATE ON SCHEMA "+q(r[0])+" FROM "+from)
-	}
-	rows, err = query(ctx, `SELECT pg_catalog.current_database()::text, pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CREATE') WHERE pg_catalog.has_database_privilege($1, pg_catalog.current_database(), 'CREATE')`, app)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		from := q(app)
-		if flag(r[1]) {
-			from += ", PUBLIC"
+		for _, r := range rows {
+			from := q(app)
+			if flag(r[1]) {
+				from += ", PUBLIC"
+			}
+			problem("application role "+app+" "+fmt.Sprintf(c.why, r[0]), fmt.Sprintf(c.revoke, q(r[0]), from))
 		}
-		problem("application role "+app+" can CREATE schemas in database "+r[0]+": see CREATE on a schema",
-			"REVOKE CREATE ON DATABASE "+q(r[0])+" FROM "+from)
 	}
 	return out, nil
 }
