@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+
+	"github.com/fencedsql/fencedsql/dialects/internal/sqltext"
 )
 
 // Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
@@ -109,13 +111,7 @@ func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColu
 		defs[i] = keyColumnDef(k, d.QuoteIdent)
 	}
 	list := strings.Join(cols, ", ")
-	each := func(sep string, f func(c string) string) string {
-		out := make([]string, len(cols))
-		for i, c := range cols {
-			out[i] = f(c)
-		}
-		return strings.Join(out, sep)
-	}
+	each := func(sep string, f func(c string) string) string { return sqltext.Each(cols, sep, f) }
 	record := func(token string) string {
 		return "INSERT INTO " + tomb + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) +
 			", " + token + ", UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = VALUES(deleted_at)"

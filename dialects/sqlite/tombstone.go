@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+
+	"github.com/fencedsql/fencedsql/dialects/internal/sqltext"
 )
 
 // TombstoneMessagePrefix starts the message of a refusal by the tombstone guard; the
@@ -82,13 +84,7 @@ func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColu
 		defs[i] += " NOT NULL"
 	}
 	list := strings.Join(cols, ", ")
-	each := func(sep string, f func(c string) string) string {
-		out := make([]string, len(cols))
-		for i, c := range cols {
-			out[i] = f(c)
-		}
-		return strings.Join(out, sep)
-	}
+	each := func(sep string, f func(c string) string) string { return sqltext.Each(cols, sep, f) }
 	record := func(token string) string {
 		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) + ", " + token + ", " + sqliteNow + ")\n" +
 			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
