@@ -925,8 +925,6 @@ func TestRewritePassThrough(t *testing.T) {
 	}{
 		{pgTest, nil, `SELECT * FROM accounts WHERE id = $1`},
 		{sqliteTest, nil, `SELECT balance FROM accounts WHERE id = ?`},
-		{pgTest, nil, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},
-		{pgTest, nil, `WITH x AS (SELECT * FROM accounts FOR NO KEY UPDATE) SELECT * FROM x`},
 		{pgTest, nil, `SELECT * FROM other WHERE id IN (SELECT id FROM accounts)`},
 		{pgTest, nil, `SELECT 'UPDATE accounts SET x = 1' AS q`},
 		{mysqlTest, nil, `SELECT note FROM other WHERE note = 'DELETE FROM accounts'`},
