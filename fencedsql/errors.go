@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Sentinel errors. Every error the wrapper returns for these conditions satisfies
@@ -83,6 +84,12 @@ func AsGuardError(d Dialect, err error) error {
 
 // FencedError is returned when the database refused a write because a targeted row
 // carries a newer token. errors.Is(err, ErrFenced) holds.
+//
+// Its message is the wrapper's own, not the driver's: the driver reported a NOT NULL
+// violation on a column the rewritten statement itself set to NULL, and on the raw
+// driver the statement would have succeeded, so there are no driver words to keep (an
+// ORM matching "not-null" in the text would take it for a validation error). The same
+// holds for VersionConflictError.
 type FencedError struct {
 	Table string // the guarded table
 	Token uint64 // the stale token the statement carried
@@ -111,26 +118,95 @@ func (e *VersionConflictError) Error() string {
 
 func (e *VersionConflictError) Unwrap() []error { return []error{ErrVersionConflict, e.Err} }
 
-// DuplicateError is a unique-constraint violation. Its message names the constraint
-// (when the driver reports it) and never the duplicated values.
+// DuplicateError is a unique-constraint violation. errors.Is(err, ErrDuplicate) holds
+// and the driver's error stays reachable with errors.As.
+//
+// Error() starts with what the driver says about the violation, so code that matches
+// the driver's text (ent's IsConstraintError, say) behaves as on the raw driver:
+//
+//	PostgreSQL      ERROR: duplicate key value violates unique constraint "c" (SQLSTATE 23505)
+//	MySQL, MariaDB  Error 1062 (23000): Duplicate entry for key 'k'
+//	SQLite          constraint failed: UNIQUE constraint failed: t.a, t.b (2067)
+//
+// then the wrapper's own words. Those driver words are rebuilt from their fixed text
+// and the names (constraint, key, columns), never copied from the driver's message:
+// the duplicated values never appear (MySQL's "Duplicate entry 'v'" quotes them, and
+// PostgreSQL's DETAIL is left out). An error of another driver starts with
+// "fencedsql: write violates unique constraint".
 type DuplicateError struct {
 	Table      string // when known
-	Constraint string // index or constraint name, when the driver reports it
+	Constraint string // index or constraint name (SQLite: the columns), when the driver reports it
 	Err        error
 }
 
 func (e *DuplicateError) Error() string {
-	msg := "fencedsql: unique constraint violated"
-	if e.Constraint != "" {
-		msg += ": " + e.Constraint
-	}
+	msg := duplicateDriverWords(e.Err, e.Constraint) + "; fencedsql: unique constraint violated"
 	if e.Table != "" {
 		msg += " on " + e.Table
 	}
-	return msg
+	return msg + " (the duplicated values are not shown)"
 }
 
 func (e *DuplicateError) Unwrap() []error { return []error{ErrDuplicate, e.Err} }
+
+// SQLite's extended result codes of a unique violation.
+const (
+	sqliteConstraintPrimaryKey = 1555
+	sqliteConstraintUnique     = 2067
+)
+
+// duplicateDriverWords returns the driver's description of the unique violation err,
+// rebuilt from the driver's fixed words and name, the constraint's name: PostgreSQL's
+// (an error with SQLState 23505), SQLite's (Code 2067 or 1555), MySQL's (a message
+// starting "Error 1062"); for another driver, the wrapper's own sentence with the
+// same key words.
+func duplicateDriverWords(err error, name string) string {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) && state.SQLState() == "23505" {
+		words := "ERROR: duplicate key value violates unique constraint"
+		if name != "" {
+			words += ` "` + name + `"`
+		}
+		return words + " (SQLSTATE 23505)"
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		if c := coded.Code(); c == sqliteConstraintUnique || c == sqliteConstraintPrimaryKey {
+			return "constraint failed: UNIQUE constraint failed: " + name + " (" + strconv.Itoa(c) + ")"
+		}
+	}
+	if err != nil {
+		const mysql = "Error 1062"
+		if text := err.Error(); strings.HasPrefix(text, mysql) {
+			words := mysql
+			// go-sql-driver/mysql: "Error 1062 (23000): …", or "Error 1062: …"
+			// without a SQLSTATE. Only the five-character state is copied.
+			if rest := text[len(mysql):]; len(rest) >= 8 && rest[:2] == " (" && rest[7] == ')' && isSQLState(rest[2:7]) {
+				words += rest[:8]
+			}
+			words += ": Duplicate entry"
+			if name != "" {
+				words += " for key '" + name + "'"
+			}
+			return words
+		}
+	}
+	words := "fencedsql: write violates unique constraint"
+	if name != "" {
+		words += " " + name
+	}
+	return words
+}
+
+// isSQLState reports whether s is five digits or upper-case letters.
+func isSQLState(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return len(s) == 5
+}
 
 // UnsupportedError explains why a statement was refused. errors.Is(err, ErrUnsupported).
 type UnsupportedError struct {

@@ -8,11 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
 
 	_ "github.com/fencedsql/fencedsql/dialects/mysql"
 	_ "github.com/fencedsql/fencedsql/dialects/postgres"
+	_ "github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
@@ -22,7 +25,8 @@ import (
 // prepare, an explicitly prepared one, the same in a transaction, the legacy Execer
 // reached through sql.Conn.Raw, rows that report it while they stream, and Commit —
 // for guarded and unguarded tables alike. The driver's own error stays reachable with
-// errors.As.
+// errors.As, the message matches what text-matching ORMs look for (ent's
+// IsUniqueConstraintError, as on the raw driver) and never quotes the duplicated value.
 func TestDuplicateErrorOnEveryPath(t *testing.T) {
 	type server struct {
 		name, driver, dsn string
@@ -35,6 +39,15 @@ func TestDuplicateErrorOnEveryPath(t *testing.T) {
 	pgph := func(i int) string { return "$" + string(rune('0'+i)) }
 	myph := func(int) string { return "?" }
 	servers := map[string]func(t *testing.T) server{
+		"sqlite": func(t *testing.T) server {
+			return server{name: "sqlite", driver: "fenced-sqlite", dsn: testdb.SQLite(t) + "&fenced_tables=g&fenced_allow=ddl", ph: myph,
+				ddl: []string{
+					`CREATE TABLE g (id INT PRIMARY KEY, name TEXT NOT NULL UNIQUE, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+					`CREATE TABLE u (id INT PRIMARY KEY, name TEXT NOT NULL UNIQUE)`,
+				},
+				driverErr: func(err error) bool { var se *sqlite.Error; return errors.As(err, &se) && se.Code() == 2067 },
+				returning: true}
+		},
 		"mysql": func(t *testing.T) server {
 			return server{name: "mysql", driver: "fenced-mysql", dsn: testdb.MySQL(t) + "&fenced_tables=g&fenced_allow=ddl", ph: myph,
 				ddl: []string{
@@ -166,8 +179,60 @@ func TestDuplicateErrorOnEveryPath(t *testing.T) {
 					var de *fencedsql.DuplicateError
 					if !errors.As(err, &de) || !errors.Is(err, fencedsql.ErrDuplicate) || !srv.driverErr(err) {
 						t.Errorf("table %s, %s: got %T %v, want *fencedsql.DuplicateError wrapping the driver's unique violation", table, name, err, err)
+						continue
+					}
+					if !sqlgraph.IsUniqueConstraintError(err) || strings.Contains(err.Error(), "taken") {
+						t.Errorf("table %s, %s: message %q: want the driver's words that ent's IsUniqueConstraintError matches, and not the value 'taken'", table, name, err)
 					}
 				}
+			}
+		})
+	}
+}
+
+// DuplicateError.Error() starts with the driver's own words for each driver's error
+// shape (the PostgreSQL message exactly, since it quotes no value; MySQL's and SQLite's
+// rebuilt from their fixed words and names), so ent's text match holds as on the raw
+// driver, and never contains the duplicated value.
+func TestDuplicateErrorText(t *testing.T) {
+	const secret = "s3cret@example.com"
+	pg := &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: `duplicate key value violates unique constraint "users_email_key"`,
+		Detail: "Key (email)=(" + secret + ") already exists.", ConstraintName: "users_email_key", TableName: "users"}
+	my := &mysql.MySQLError{Number: 1062, SQLState: [5]byte{'2', '3', '0', '0', '0'}, Message: "Duplicate entry '" + secret + "' for key 'users.email'"}
+	myNoState := &mysql.MySQLError{Number: 1062, Message: "Duplicate entry '" + secret + "' for key 'PRIMARY'"}
+	// A value that spells MySQL's own words must not confuse the rebuild.
+	myTricky := &mysql.MySQLError{Number: 1062, SQLState: [5]byte{'2', '3', '0', '0', '0'}, Message: "Duplicate entry '" + secret + "' for key 'x' for key 'users.email'"}
+	other := errors.New("unique: " + secret)
+	cases := []struct {
+		name   string
+		err    *fencedsql.DuplicateError
+		prefix string
+		ent    bool // ent's IsUniqueConstraintError matches the driver's own error
+	}{
+		{"postgres", &fencedsql.DuplicateError{Table: "users", Constraint: "users_email_key", Err: pg}, pg.Error(), true},
+		{"mysql", &fencedsql.DuplicateError{Constraint: "users.email", Err: my}, "Error 1062 (23000): Duplicate entry for key 'users.email'", true},
+		{"mysql without SQLSTATE", &fencedsql.DuplicateError{Constraint: "PRIMARY", Err: myNoState}, "Error 1062: Duplicate entry for key 'PRIMARY'", true},
+		{"mysql, value with the key words", &fencedsql.DuplicateError{Constraint: "users.email", Err: myTricky}, "Error 1062 (23000): Duplicate entry for key 'users.email'", true},
+		{"other driver", &fencedsql.DuplicateError{Constraint: "uq", Err: other}, "fencedsql: write violates unique constraint uq", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error = c.err
+			msg := err.Error()
+			if !strings.HasPrefix(msg, c.prefix) {
+				t.Errorf("message %q, want it to start with %q", msg, c.prefix)
+			}
+			if strings.Contains(msg, secret) {
+				t.Errorf("message %q quotes the duplicated value", msg)
+			}
+			if !sqlgraph.IsUniqueConstraintError(err) {
+				t.Errorf("message %q: ent's IsUniqueConstraintError is false", msg)
+			}
+			if c.ent != sqlgraph.IsUniqueConstraintError(c.err.Err) {
+				t.Errorf("ent's IsUniqueConstraintError on the driver's own error = %v, want %v", !c.ent, c.ent)
+			}
+			if !errors.Is(err, fencedsql.ErrDuplicate) || !errors.Is(err, c.err.Err) {
+				t.Errorf("errors.Is(ErrDuplicate) or the driver's error lost: %v", err)
 			}
 		})
 	}
