@@ -1,6 +1,8 @@
 // Package ormtest runs real applications' data-access layers over the fenced driver on
 // real servers: GORM (PostgreSQL, MySQL/MariaDB, SQLite), bun (pgdialect, mysqldialect,
-// sqlitedialect) and sqlc-style generated code (the sqlc* sub-packages). Issue 10.
+// sqlitedialect), sqlc-style generated code (the sqlc* sub-packages) and ent (PostgreSQL,
+// MySQL/MariaDB; schema in entschema, generated client in ent, checked in and regenerated
+// by `go generate ./internal/ormtest/...`, which CI checks changes nothing). Issue 10.
 //
 // Every test is table-driven over ORM × database × model shape × operation, and every
 // case checks the row through a plain (unfenced) *sql.DB on the same database:
@@ -15,6 +17,9 @@
 //	                 holder's later write fails with ErrFenced, even if the newer one only
 //	                 read (G10)
 //
+// TestEntConstraintError checks that ent's IsConstraintError (a match on the driver's
+// text) recognises a duplicate through the fenced driver as on the plain one.
+//
 // Model shapes: "rw" maps fence_token and version read-write (the wrapper must replace the
 // caller's values, which the tests set to lies), "ro" maps them read-only (GORM `->`, bun
 // scanonly), "bare" does not declare them.
@@ -23,6 +28,7 @@
 //
 //	go test ./internal/ormtest -run 'GORM/postgres'
 //	go test ./internal/ormtest -run 'Bun/mysql/rw/Save'
+//	go test ./internal/ormtest -run 'Ent'
 //	go test ./internal/ormtest -run 'Test[A-Za-z]+/[a-z]+/NoResurrection'
 //	go test ./internal/ormtest -run 'Test[A-Za-z]+/[a-z]+/ForUpdate'
 //
