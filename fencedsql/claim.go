@@ -1,5 +1,7 @@
 package fencedsql
 
+import "strings"
+
 // Fenced reads. A new holder that only reads a row before an old holder's late write
 // lands would compute its update from a value about to change, and its newer write
 // would then erase the late one. In a statement that carries a token, SELECT … FOR
@@ -10,14 +12,29 @@ package fencedsql
 // the statement is an ordinary locking read. Plain SELECTs never claim: a read that
 // does not lock is not a promise to write.
 
-// lockingRead plans a top-level SELECT: a locking read of a guarded table becomes a
-// claim; anything else passes.
-func (p *parser) lockingRead() (*plan, error) {
+// lockingRead plans a SELECT at sig[p.start]: a locking read of a guarded table becomes
+// a claim; anything else passes. with is the sig index of the WITH list before it, or
+// -1: PostgreSQL's claim runs under the same list; MySQL's UPDATE takes none, so the
+// WITH form is refused there.
+func (p *parser) lockingRead(with int) (*plan, error) {
+	p.readPlanned = true
 	lock := p.lockClause()
-	if lock < 0 || !p.mentionsGuard() {
+	if !p.mayNameGuard() {
 		return p.pass(), nil
 	}
-	from := p.clauseEnd(1, "FROM")
+	if lock < 0 {
+		if at := p.anyLock(0, len(p.sig)); at >= 0 {
+			return p.claimRefused(p.firstGuard(), "%s (%s) in a statement that names a guarded table: it cannot be claimed exactly; lock the guarded table's rows with a single-table SELECT … FOR UPDATE", lockedWhat("SELECT"), p.lockText(at))
+		}
+		return p.pass(), nil
+	}
+	if at := p.nestedLock(0, len(p.sig)); at >= 0 {
+		return p.claimRefused(p.firstGuard(), "a locking SELECT that holds another locking read (%s) in a subquery or WITH list", p.lockText(at))
+	}
+	if into := p.intoAt(p.start, len(p.sig)); into >= 0 {
+		return p.claimRefused(p.firstGuard(), "a locking SELECT … INTO (variables, a table or a file): it returns no rows, so the wrapper cannot check that its claim stamped exactly the rows it read; select the rows with SELECT … %s and assign them in the application", p.lockText(lock))
+	}
+	from := p.clauseEnd(p.start+1, "FROM")
 	at := from + 1
 	if p.rw.numbered && p.kw(at, "ONLY") {
 		at++ // PostgreSQL's FROM ONLY: the claim keeps it (UPDATE ONLY …)
@@ -41,6 +58,19 @@ func (p *parser) lockingRead() (*plan, error) {
 	}
 	if g == nil {
 		return p.pass(), nil
+	}
+	if with >= 0 {
+		if !p.rw.numbered {
+			return p.claimRefused(g.String(), "a locking SELECT under a WITH list on MySQL/MariaDB (the claiming UPDATE cannot take the list)")
+		}
+		for _, n := range p.withNames(with, p.start) {
+			if n == "\x00" || n == strings.ToLower(r.parts[len(r.parts)-1]) || p.rw.guards[p.rw.key(n)] != nil {
+				return p.claimRefused(g.String(), "a locking SELECT under a WITH list that defines a name of a guarded table")
+			}
+		}
+		if why := p.unstableSelection(g, with+1, p.start); why != "" {
+			return p.claimRefused(g.String(), "a locking SELECT whose WITH list %s", why)
+		}
 	}
 	if a, b := outOfOrder(clauses, "WHERE", "ORDER", "LIMIT", "OFFSET"); a != "" && !p.rw.numbered {
 		// The claim copies the clauses in that order, with their positional placeholders.
@@ -67,6 +97,10 @@ func (p *parser) lockingRead() (*plan, error) {
 	b.compact = true
 	q := p.qualifier(r)
 	tableText := func() { b.copy(p.sig[r.first].Start, p.endOf(r.aliasEnd)) }
+	if with >= 0 {
+		b.copy(p.sig[with].Start, p.endOf(p.start))
+		b.write(" ")
+	}
 	_, ordered := clauses["ORDER"]
 	_, limited := clauses["LIMIT"]
 	_, offset := clauses["OFFSET"]
@@ -116,16 +150,17 @@ func (p *parser) claimRefused(table, format string, args ...any) (*plan, error) 
 	return &plan{kind: kindClaim, sql: p.src, nUser: -1, claimErr: unsupported(table, format, args...)}, nil
 }
 
-// lockClause returns the sig index of a top-level FOR UPDATE / FOR NO KEY UPDATE, or -1.
+// lockClause returns the sig index of a top-level locking clause (lockLen) of the SELECT
+// at sig[p.start], or -1.
 func (p *parser) lockClause() int {
 	depth := 0
-	for i := range p.sig {
+	for i := p.start; i < len(p.sig); i++ {
 		switch {
 		case p.punct(i, "("):
 			depth++
 		case p.punct(i, ")"):
 			depth--
-		case depth == 0 && p.kw(i, "FOR") && (p.kw(i+1, "UPDATE") || (p.kw(i+1, "NO") && p.kw(i+2, "KEY") && p.kw(i+3, "UPDATE"))):
+		case depth == 0 && p.lockLen(i) > 0:
 			return i
 		}
 	}
@@ -145,7 +180,7 @@ func (p *parser) unclaimableLock(lock int) (nowait bool, why string) {
 			return false, "SELECT … FOR UPDATE WAIT n (the claim cannot keep the wait policy)"
 		case p.kw(i, "OF"):
 			// FOR UPDATE OF t: one table only, which is the one claimed.
-		case i > lock && p.kw(i, "FOR"):
+		case i > lock && p.lockLen(i) > 0:
 			return false, "a SELECT with several locking clauses"
 		}
 	}

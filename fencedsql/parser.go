@@ -19,12 +19,16 @@ type parser struct {
 	// be run as; depth counts the literals it is nested in.
 	inBody bool
 	depth  int
+	// readPlanned: lockingRead planned the statement, and judged its locking clauses.
+	readPlanned bool
+	// shownOnly: the statement is an EXPLAIN that does not run what it explains.
+	shownOnly bool
 }
 
 func (p *parser) text(t sqllex.Token) string { return p.src[t.Start:t.End] }
 
 func (p *parser) kw(i int, kw string) bool {
-	return i < len(p.sig) && sqllex.IsKeyword(p.src, p.sig[i], kw)
+	return i >= 0 && i < len(p.sig) && sqllex.IsKeyword(p.src, p.sig[i], kw)
 }
 
 // kwIn reports whether sig[i] is one of the keywords.

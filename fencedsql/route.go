@@ -85,6 +85,30 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 			return nil, err
 		}
 	}
+	if first > 0 && (head == "SELECT" || head == "WITH") {
+		// A query in parentheses that wrap the whole statement is planned as the query:
+		// "(SELECT … FOR UPDATE)" is claimed like the plain form.
+		if lo, hi, ok := p.unwrapped(); ok && lo == first {
+			in := p.inner(lo, hi)
+			if head == "SELECT" {
+				return in.lockingRead(-1)
+			}
+			if main, ok := in.afterWithList(0); ok && in.kw(main, "SELECT") && !in.hasWriteIn(0, main) {
+				in.start = main
+				return in.lockingRead(0)
+			}
+		}
+	}
+	pl, err := p.planHead(head, first, versioned)
+	if err != nil || p.readPlanned {
+		return pl, err
+	}
+	return p.unclaimedLock(head, pl)
+}
+
+// planHead plans the statement by its head keyword (at sig[first], after any opening
+// parentheses).
+func (p *parser) planHead(head string, first int, versioned bool) (*plan, error) {
 	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
 		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
 	}
@@ -100,17 +124,25 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 		return p.delete(versioned)
 	case "INSERT":
 		return p.insert(versioned)
-	case "EXPLAIN", "ANALYZE":
-		// EXPLAIN ANALYZE (PostgreSQL) and ANALYZE (MariaDB) execute the write.
-		if p.hasWord("INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE") && p.mentionsGuard() {
-			return nil, unsupported("", "%s of a write to a guarded table", head)
+	case "EXPLAIN", "ANALYZE", "DESCRIBE", "DESC":
+		if first == 0 {
+			return p.explain(head)
 		}
-		return p.pass(), nil
 	case "WITH":
 		return p.with(first, versioned)
 	case "SELECT":
 		if first == 0 {
-			return p.lockingRead()
+			return p.lockingRead(-1)
+		}
+	case "MERGE":
+		if first == 0 {
+			return p.merge()
+		}
+	case "COPY":
+		if first == 0 {
+			if pl, ok := p.copyOut(); ok {
+				return pl, nil
+			}
 		}
 	}
 	if first > 0 {
@@ -147,7 +179,7 @@ func (p *parser) control(head string, first int) error {
 		if p.hasWord("AUTOCOMMIT") {
 			return p.textTx("SET autocommit")
 		}
-		if g, ok := p.deepGuard(); ok {
+		if g, ok := p.deepGuard(); ok && !p.userVarSet(first) {
 			return unsupported(g, "a SET that names a guarded table (SET STATEMENT … FOR <statement> cannot be fenced)")
 		}
 	case "LOCK":
@@ -299,7 +331,7 @@ func (p *parser) with(first int, versioned bool) (*plan, error) {
 	case p.kw(main, "INSERT"):
 		return p.insert(versioned)
 	case p.kw(main, "SELECT"):
-		return p.pass(), nil
+		return p.lockingRead(first)
 	}
 	if p.hasWriteInWith() && p.mentionsGuard() {
 		return nil, unsupported(p.firstGuard(), "WITH … %s on a guarded table", strings.ToUpper(p.text(p.sig[main])))

@@ -24,10 +24,7 @@ func (p *parser) update(versioned bool) (*plan, error) {
 	g := p.rw.lookup(r.parts)
 	if !p.kw(j, "SET") {
 		// Multi-table UPDATE (MySQL: a, b / JOIN …).
-		if g != nil || p.mentionsGuardIn(i, p.clauseEnd(i, "SET")) {
-			return nil, unsupported(p.guardName(g), "a multi-table UPDATE")
-		}
-		return p.pass(), nil
+		return p.multiUpdate(i, g)
 	}
 	if g == nil {
 		return p.pass(), nil
