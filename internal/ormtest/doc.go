@@ -1,7 +1,7 @@
 // Package ormtest runs real applications' data-access layers over the fenced driver on
 // real servers: GORM (PostgreSQL, MySQL/MariaDB, SQLite), bun (pgdialect, mysqldialect,
 // sqlitedialect), sqlc-style generated code (the sqlc* sub-packages) and ent (PostgreSQL,
-// MySQL/MariaDB; schema in entschema, generated client in ent, checked in and regenerated
+// MySQL/MariaDB, SQLite; schema in entschema, generated client in ent, checked in and regenerated
 // by `go generate ./internal/ormtest/...`, which CI checks changes nothing). Issue 10.
 //
 // Every test is table-driven over ORM × database × model shape × operation, and every

@@ -27,9 +27,14 @@ var entDDL = map[string][]string{
 		`ALTER TABLE accounts ADD COLUMN email VARCHAR(100) NULL, ADD UNIQUE KEY accounts_email_key (email)`,
 		`CREATE TABLE customers (id BIGINT PRIMARY KEY, email VARCHAR(100) NOT NULL, UNIQUE KEY customers_email_key (email)) ENGINE=InnoDB`,
 	},
+	"sqlite": {
+		`ALTER TABLE accounts ADD COLUMN email TEXT NULL`, // SQLite cannot add a UNIQUE column
+		`CREATE UNIQUE INDEX accounts_email_key ON accounts (email)`,
+		`CREATE TABLE customers (id BIGINT PRIMARY KEY, email TEXT NOT NULL UNIQUE)`,
+	},
 }
 
-var entDialect = map[string]string{"postgres": dialect.Postgres, "mysql": dialect.MySQL}
+var entDialect = map[string]string{"postgres": dialect.Postgres, "mysql": dialect.MySQL, "sqlite": dialect.SQLite}
 
 // entSetup is setup plus entDDL, and an ent client on the fenced pool and one on the
 // plain pool. ent's SQL is logged to the running subtest.
@@ -50,8 +55,7 @@ func entSetup(t *testing.T, b backend) (e *env, fenced, raw *ent.Client) {
 
 // TestEnt runs the suite's cases with ent's generated client (create, bulk create,
 // update one / where, add, delete one / where, a FOR UPDATE read in ent's transaction)
-// on PostgreSQL and MariaDB. ent has no SQLite driver in this module (it wants
-// mattn/go-sqlite3's name), so SQLite is not run.
+// on PostgreSQL, MariaDB and SQLite (modernc's driver under ent's sqlite3 dialect).
 func TestEnt(t *testing.T) {
 	for _, b := range backends {
 		if entDialect[b.name] == "" {
