@@ -22,6 +22,12 @@ type builder struct {
 	nums    []placeholder
 	dropped [][2]int // byte ranges of the source left out (see plan.dropped)
 	compact bool     // the output uses only some of the user's placeholders: renumber them
+	// INSERT only, for the parameter limit (finishInsert): the VALUES rows written (1
+	// for MySQL's SET form), the caller's placeholders they carry in all, and in the
+	// widest one.
+	rows, inRows, maxRow int
+	// paramIndex's position: placeholders among sig[:posAt] are posN.
+	posAt, posN int
 }
 
 func (p *parser) newBuilder(nUser int) *builder {
@@ -43,20 +49,39 @@ type placeholder struct {
 	ref   argRef
 }
 
-// copy appends src[from:to] and the user placeholders inside it.
+// copy appends src[from:to] and the user placeholders inside it. It visits only the
+// tokens inside the range (found by binary search), so building a statement costs time
+// linear in its length however many pieces it is copied in (a VALUES batch: one per row).
 func (b *builder) copy(from, to int) {
 	base := b.sb.Len()
 	b.sb.WriteString(b.p.src[from:to])
-	for _, t := range b.p.sig {
-		if t.Kind != sqllex.KindParam || t.Start < from || t.End > to {
+	sig := b.p.sig
+	for i := b.sigFrom(from); i < len(sig) && sig[i].Start < to; i++ {
+		t := sig[i]
+		if t.Kind != sqllex.KindParam || t.End > to {
 			continue
 		}
 		if b.p.rw.numbered {
 			b.nums = append(b.nums, placeholder{at: base + t.Start - from, n: t.End - t.Start, ref: argRef(t.Num - 1)})
 		} else {
-			b.refs = append(b.refs, argRef(b.indexOf(t)))
+			b.refs = append(b.refs, argRef(b.paramIndex(i)))
 		}
 	}
+}
+
+// sigFrom returns the index of the first significant token starting at byte offset off
+// or later (len(sig) for none).
+func (b *builder) sigFrom(off int) int {
+	lo, hi := 0, len(b.p.sig)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b.p.sig[m].Start < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // copyExcept appends src[from:to] without the byte ranges of e.
@@ -77,21 +102,38 @@ func (b *builder) copyExcept(from, to int, e listEdit) {
 	b.copy(from, to)
 }
 
-// indexOf returns the user argument index of a positional placeholder token.
-func (b *builder) indexOf(t sqllex.Token) int {
-	i := 0
-	for _, u := range b.p.sig {
-		if u.Kind == sqllex.KindParam {
-			if u.Start == t.Start {
-				return i
-			}
-			i++
+// paramIndex returns the user argument index of the positional placeholder sig[i]: the
+// placeholders before it. The count is kept between calls (posAt, posN), so copies in
+// statement order count each token once.
+func (b *builder) paramIndex(i int) int {
+	if i < b.posAt {
+		b.posAt, b.posN = 0, 0
+	}
+	for ; b.posAt < i; b.posAt++ {
+		if b.p.sig[b.posAt].Kind == sqllex.KindParam {
+			b.posN++
 		}
 	}
-	return -1
+	return b.posN
 }
 
 func (b *builder) write(s string) { b.sb.WriteString(s) }
+
+// params returns the number of placeholders written so far (the caller's and the
+// wrapper's).
+func (b *builder) params() int {
+	if b.p.rw.numbered {
+		return len(b.nums)
+	}
+	return len(b.refs)
+}
+
+// countRow records one INSERT row that carries n of the caller's placeholders.
+func (b *builder) countRow(n int) {
+	b.rows++
+	b.inRows += n
+	b.maxRow = max(b.maxRow, n)
+}
 
 // gap writes a blank if the source text resuming at offset at does not start with
 // one, so inserted text never glues onto the next keyword ("… END WHERE", not "ENDWHERE").

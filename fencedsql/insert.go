@@ -37,6 +37,7 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 		}
 		at := p.endOf(end)
 		b.copyExcept(0, at, set)
+		b.countRow(b.params())
 		if set.kept > 0 {
 			b.write(", ")
 		}
@@ -92,7 +93,9 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 			return nil, unsupported(g.String(), "INSERT whose VALUES row has %d values for %d columns", len(row), cols.kept+len(mapped))
 		}
 		vals := p.dropItems(row, mapped)
+		before := b.params()
 		b.copyExcept(p.sig[last].End, p.endOf(end), vals)
+		b.countRow(b.params() - before)
 		if vals.kept > 0 {
 			b.write(", ")
 		}

@@ -45,7 +45,7 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 			return nil, unsupported(g.String(), "INSERT with an unexpected clause %q", p.text(p.sig[k]))
 		}
 		b.copy(from, len(p.src))
-		return b.finish(kindInsert, g), nil
+		return p.finishInsert(b, g)
 	case p.kw(k, "ON") && p.kw(k+1, "DUPLICATE"):
 		if !p.kw(k+2, "KEY") || !p.kw(k+3, "UPDATE") {
 			return nil, unsupported(g.String(), "ON DUPLICATE of an unknown shape")
@@ -57,10 +57,10 @@ func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, version
 			return nil, err
 		}
 		b.spliceAssignments(from, p.endOf(setEnd), set, g, "", versioned)
-		return b.finish(kindInsert, g), nil
+		return p.finishInsert(b, g)
 	case k < len(p.sig) && !p.kw(k, "RETURNING") && !p.punct(k, ";"):
 		return nil, unsupported(g.String(), "INSERT with an unexpected clause %q", p.text(p.sig[k]))
 	}
 	b.copy(from, len(p.src))
-	return b.finish(kindInsert, g), nil
+	return p.finishInsert(b, g)
 }

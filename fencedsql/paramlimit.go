@@ -1,0 +1,161 @@
+package fencedsql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// Bind parameters one statement may carry, by dialect. ORMs size their INSERT batches
+// to these, so a batch the raw driver accepts must not fail only because the wrapper
+// adds the fencing token.
+const (
+	// pgMaxParams: the extended protocol's Bind message counts parameters in 16 bits;
+	// pgx refuses more before sending.
+	pgMaxParams = 65535
+	// mysqlMaxParams: a MySQL or MariaDB prepared statement (error 1390, "Prepared
+	// statement contains too many placeholders").
+	mysqlMaxParams = 65535
+	// sqliteMaxParams: SQLITE_MAX_VARIABLE_NUMBER, 32766 by default since SQLite 3.32
+	// (as modernc.org/sqlite is built; also the largest ?NNN).
+	sqliteMaxParams = 32766
+)
+
+// paramLimit returns the most bind parameters a statement may carry in the dialect
+// whose syntax is syn, and the dialect's name for messages.
+func paramLimit(syn sqllex.Syntax) (int, string) {
+	switch syn {
+	case sqllex.Postgres:
+		return pgMaxParams, "PostgreSQL"
+	case sqllex.SQLite:
+		return sqliteMaxParams, "SQLite"
+	}
+	return mysqlMaxParams, "MySQL/MariaDB"
+}
+
+// finishInsert finishes an INSERT plan and fits it into the dialect's parameter limit.
+//
+// A plan within the limit is returned as built (one comparison: the common case costs
+// nothing more). So is a statement whose own placeholders already exceed the limit:
+// the driver refuses it as it would the caller's text. Otherwise the limit is passed
+// only because of the wrapper's parameters, and
+//   - on SQLite, the statement is rewritten with numbered ?NNN placeholders so that
+//     the token (and version) is bound once, however many rows use it;
+//   - where that does not fit either, or cannot be done (PostgreSQL already binds the
+//     token once; MySQL's positional ? cannot be reused, and a user variable would be
+//     read and set by the same statement, in an order the server leaves undefined),
+//     the statement is refused before anything is sent, with an *UnsupportedError
+//     (ErrUnsupported) naming the limit and the most rows of the same shape that fit.
+func (p *parser) finishInsert(b *builder, g *guard) (*plan, error) {
+	pl := b.finish(kindInsert, g)
+	limit, _ := paramLimit(p.rw.syn)
+	if len(pl.args) <= limit || b.nUser > limit {
+		return pl, nil
+	}
+	return p.overLimit(b, pl, g, limit)
+}
+
+// overLimit handles an INSERT plan whose parameters exceed limit only because of the
+// wrapper's (see finishInsert).
+func (p *parser) overLimit(b *builder, pl *plan, g *guard, limit int) (*plan, error) {
+	perRow := 0 // the wrapper's parameters in each row
+	if !p.rw.numbered {
+		perRow = 1
+	}
+	if p.rw.syn == sqllex.SQLite {
+		if sp, ok := shareTokens(pl, p.rw.syn); ok {
+			if len(sp.args) <= limit {
+				return sp, nil
+			}
+			pl, perRow = sp, 0
+		}
+	}
+	fixed := len(pl.args) - b.inRows - b.rows*perRow // outside the rows, or shared by them
+	fit := 0
+	if w := b.maxRow + perRow; w > 0 && fixed < limit {
+		fit = (limit - fixed) / w
+	}
+	_, name := paramLimit(p.rw.syn)
+	what := "rows of this shape fit"
+	if fit == 1 {
+		what = "row of this shape fits"
+	}
+	return nil, unsupported(g.String(),
+		"an INSERT of %d rows binds %d parameters with the fencing token (%d of the caller's), over %s's limit of %d per statement; at most %d %s (split the batch)",
+		b.rows, len(pl.args), b.nUser, name, limit, fit, what)
+}
+
+// shareTokens rewrites a plan with positional ? placeholders into one with numbered
+// ?NNN placeholders (SQLite), each of the caller's arguments numbered in order, then
+// the token and the version, so that the token and the version are bound once however
+// often the statement uses them. ok is false, and the plan must not be used, when the
+// plan's text does not lex back to exactly its placeholders, all positional.
+func shareTokens(pl *plan, syn sqllex.Syntax) (sp *plan, ok bool) {
+	toks, err := sqllex.Lex(pl.sql, syn)
+	if err != nil {
+		return nil, false
+	}
+	used := make([]bool, pl.nUser)
+	tok, ver := false, false
+	for _, r := range pl.args {
+		switch {
+		case r == argToken:
+			tok = true
+		case r == argVersion:
+			ver = true
+		case r >= 0 && int(r) < len(used):
+			used[r] = true
+		default:
+			return nil, false
+		}
+	}
+	num := make([]int, pl.nUser) // caller's argument → its ?NNN
+	args := make([]argRef, 0, pl.nUser+2)
+	for i, u := range used {
+		if u {
+			args = append(args, argRef(i))
+			num[i] = len(args)
+		}
+	}
+	tokNum, verNum := 0, 0
+	if tok {
+		args = append(args, argToken)
+		tokNum = len(args)
+	}
+	if ver {
+		args = append(args, argVersion)
+		verNum = len(args)
+	}
+	var sb strings.Builder
+	sb.Grow(len(pl.sql) + 6*len(pl.args))
+	last, i := 0, 0
+	for _, t := range toks {
+		if t.Kind != sqllex.KindParam {
+			continue
+		}
+		if i >= len(pl.args) || pl.sql[t.Start:t.End] != "?" {
+			return nil, false
+		}
+		n := tokNum
+		switch r := pl.args[i]; r {
+		case argToken:
+		case argVersion:
+			n = verNum
+		default:
+			n = num[r]
+		}
+		sb.WriteString(pl.sql[last:t.Start])
+		sb.WriteByte('?')
+		sb.WriteString(strconv.Itoa(n))
+		last = t.End
+		i++
+	}
+	if i != len(pl.args) {
+		return nil, false
+	}
+	sb.WriteString(pl.sql[last:])
+	c := *pl
+	c.sql, c.args = sb.String(), args
+	return &c, true
+}

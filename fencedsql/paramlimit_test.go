@@ -1,0 +1,255 @@
+package fencedsql
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// batchInsert returns a multi-row INSERT of cols columns (c1, c2, …) and rows rows, with
+// positional ? placeholders, or $n ones when numbered.
+func batchInsert(cols, rows int, numbered bool) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO accounts (")
+	for c := range cols {
+		if c > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("c" + strconv.Itoa(c+1))
+	}
+	sb.WriteString(") VALUES ")
+	n := 0
+	for r := range rows {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				sb.WriteString(", ")
+			}
+			n++
+			if numbered {
+				sb.WriteString("$" + strconv.Itoa(n))
+			} else {
+				sb.WriteByte('?')
+			}
+		}
+		sb.WriteByte(')')
+	}
+	return sb.String()
+}
+
+// userRefs returns the argument references 0..n-1.
+func userRefs(n int) []argRef {
+	r := make([]argRef, n)
+	for i := range r {
+		r[i] = argRef(i)
+	}
+	return r
+}
+
+// wantLimitErr checks that err is the parameter-limit refusal naming limit and max rows.
+func wantLimitErr(t *testing.T, err error, limit, maxRows int) {
+	t.Helper()
+	var ue *UnsupportedError
+	if !errors.Is(err, ErrUnsupported) || !errors.As(err, &ue) {
+		t.Fatalf("err = %v, want an *UnsupportedError (ErrUnsupported)", err)
+	}
+	for _, s := range []string{
+		fmt.Sprintf("limit of %d per statement", limit),
+		fmt.Sprintf("at most %d row", maxRows),
+	} {
+		if !strings.Contains(ue.Reason, s) {
+			t.Errorf("reason %q does not say %q", ue.Reason, s)
+		}
+	}
+	if ue.Table != "accounts" {
+		t.Errorf("table %q, want accounts", ue.Table)
+	}
+}
+
+// TestParamLimitPostgres: the token is bound once ($n reused), so a batch fits while the
+// caller's placeholders leave room for it; a batch of exactly 65,535 (what pgx accepts)
+// is refused with the largest batch that fits, which then fits.
+func TestParamLimitPostgres(t *testing.T) {
+	rw := newTestRewriter(t, pgTest)
+	// At the limit: 2 × 32767 = 65534 of the caller's + the token = 65535.
+	pl, err := rw.rewrite(batchInsert(2, 32767, true), false)
+	if err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+	if len(pl.args) != pgMaxParams || pl.args[len(pl.args)-1] != argToken {
+		t.Fatalf("at the limit: %d args, last %v", len(pl.args), pl.args[len(pl.args)-1])
+	}
+	if !strings.HasSuffix(pl.sql, `, ($65533, $65534, $65535, 1)`) || !strings.HasPrefix(pl.sql, `INSERT INTO accounts (c1, c2, "fence_token", "version") VALUES ($1, $2, $65535, 1), `) {
+		t.Errorf("at the limit: sql %q…%q", pl.sql[:90], pl.sql[len(pl.sql)-40:])
+	}
+	// Over: 3 × 21845 = 65535 of the caller's; + the token = 65536.
+	_, err = rw.rewrite(batchInsert(3, 21845, true), false)
+	wantLimitErr(t, err, pgMaxParams, 21844)
+	if _, err := rw.rewrite(batchInsert(3, 21844, true), false); err != nil {
+		t.Errorf("the batch the refusal proposes: %v", err)
+	}
+	// ExpectVersion on an upsert adds the version parameter too.
+	up := batchInsert(2, 32767, true) + ` ON CONFLICT (c1) DO UPDATE SET c2 = excluded.c2`
+	_, err = rw.rewrite(up, true)
+	wantLimitErr(t, err, pgMaxParams, 32766)
+	// The caller's own statement over the limit is sent as written: the driver says no,
+	// as it would raw (and a driver without the limit accepts it).
+	if _, err := rw.rewrite(batchInsert(1, pgMaxParams+1, true), false); err != nil {
+		t.Errorf("caller over the limit: %v, want the plan (the driver judges it)", err)
+	}
+}
+
+// TestParamLimitMySQL: ? cannot be reused, so the token costs one parameter per row;
+// a batch over the limit because of it is refused with the largest that fits.
+func TestParamLimitMySQL(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest)
+	// At the limit: 21845 rows × (2 + token) = 65535.
+	pl, err := rw.rewrite(batchInsert(2, 21845, false), false)
+	if err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+	if len(pl.args) != mysqlMaxParams {
+		t.Fatalf("at the limit: %d args", len(pl.args))
+	}
+	if want := "INSERT INTO accounts (c1, c2, `fence_token`, `version`) VALUES (?, ?, ?, 1), (?, ?, ?, 1)"; !strings.HasPrefix(pl.sql, want) {
+		t.Errorf("at the limit: sql %q…", pl.sql[:len(want)])
+	}
+	if !slices.Equal(pl.args[:6], refs(0, 1, TOK, 2, 3, TOK)) {
+		t.Errorf("at the limit: args %v…", pl.args[:6])
+	}
+	// One row more: 65538.
+	_, err = rw.rewrite(batchInsert(2, 21846, false), false)
+	wantLimitErr(t, err, mysqlMaxParams, 21845)
+	// An ORM batch sized to the driver: 2 × 32767 = 65534 of the caller's.
+	_, err = rw.rewrite(batchInsert(2, 32767, false), false)
+	wantLimitErr(t, err, mysqlMaxParams, 21845)
+	// ON DUPLICATE KEY UPDATE with ExpectVersion: 4 more parameters outside the rows
+	// (the token three times, the version once): (65535 - 4) / 3 = 21843.
+	up := batchInsert(2, 32767, false) + " ON DUPLICATE KEY UPDATE c2 = VALUES(c2)"
+	_, err = rw.rewrite(up, true)
+	wantLimitErr(t, err, mysqlMaxParams, 21843)
+	if _, err := rw.rewrite(batchInsert(2, 21843, false)+" ON DUPLICATE KEY UPDATE c2 = VALUES(c2)", true); err != nil {
+		t.Errorf("the batch the refusal proposes: %v", err)
+	}
+}
+
+// TestParamLimitSQLite: over the limit because of the per-row token, the statement is
+// rewritten with ?NNN placeholders that bind the token once; a batch the caller already
+// sized to the limit leaves no room for it and is refused.
+func TestParamLimitSQLite(t *testing.T) {
+	rw := newTestRewriter(t, sqliteTest)
+	// At the limit, positional as usual: 10922 rows × (2 + token) = 32766.
+	pl, err := rw.rewrite(batchInsert(2, 10922, false), false)
+	if err != nil {
+		t.Fatalf("at the limit: %v", err)
+	}
+	if len(pl.args) != sqliteMaxParams || strings.Contains(pl.sql, "?1") {
+		t.Fatalf("at the limit: %d args, numbered %v", len(pl.args), strings.Contains(pl.sql, "?1"))
+	}
+	// One row more: 32769 positional → 2 × 10923 + 1 = 21847 with the token shared.
+	pl, err = rw.rewrite(batchInsert(2, 10923, false), false)
+	if err != nil {
+		t.Fatalf("over the limit, shared token: %v", err)
+	}
+	if want := append(userRefs(2*10923), TOK); !slices.Equal(pl.args, want) {
+		t.Errorf("shared token: %d args, want %d (the caller's in order, then the token)", len(pl.args), len(want))
+	}
+	if want := `INSERT INTO accounts (c1, c2, "fence_token", "version") VALUES (?1, ?2, ?21847, 1), (?3, ?4, ?21847, 1), `; !strings.HasPrefix(pl.sql, want) {
+		t.Errorf("shared token: sql %q…", pl.sql[:len(want)])
+	}
+	if want := `, (?21845, ?21846, ?21847, 1)`; !strings.HasSuffix(pl.sql, want) {
+		t.Errorf("shared token: sql …%q", pl.sql[len(pl.sql)-len(want):])
+	}
+	// Sized to the limit by the caller: 2 × 16383 = 32766, + the token = 32767.
+	_, err = rw.rewrite(batchInsert(2, 16383, false), false)
+	wantLimitErr(t, err, sqliteMaxParams, 16382)
+	if _, err := rw.rewrite(batchInsert(2, 16382, false), false); err != nil {
+		t.Errorf("the batch the refusal proposes: %v", err)
+	}
+}
+
+// TestShareTokens pins the ?NNN rewrite on small plans: the caller's arguments keep
+// their order (those dropped with a fencing column the caller assigned are left out),
+// and the token and version each get one number wherever they are used (ON CONFLICT
+// uses the token three times and the version once per DO UPDATE).
+func TestShareTokens(t *testing.T) {
+	rw := newTestRewriter(t, sqliteTest)
+	cases := []struct {
+		name, in string
+		ver      bool
+		out      string
+		args     []argRef
+	}{
+		{
+			name: "rows",
+			in:   `INSERT INTO accounts (a, b) VALUES (?, ?), (?, 'x')`,
+			out:  `INSERT INTO accounts (a, b, "fence_token", "version") VALUES (?1, ?2, ?4, 1), (?3, 'x', ?4, 1)`,
+			args: refs(0, 1, 2, TOK),
+		},
+		{
+			name: "caller's fencing column dropped",
+			in:   `INSERT INTO accounts (a, fence_token) VALUES (?, ?), (?, ?)`,
+			out:  `INSERT INTO accounts (a, "fence_token", "version") VALUES (?1, ?3, 1), (?2, ?3, 1)`,
+			args: refs(0, 2, TOK),
+		},
+		{
+			name: "upsert with ExpectVersion",
+			in:   `INSERT INTO accounts (a, b) VALUES (?, ?) ON CONFLICT (a) DO UPDATE SET b = ? WHERE b <> '?'`,
+			ver:  true,
+			out:  `INSERT INTO accounts (a, b, "fence_token", "version") VALUES (?1, ?2, ?4, 1) ON CONFLICT (a) DO UPDATE SET b = ?3, "version" = CASE WHEN accounts."version" = ?5 THEN accounts."version" + 1 WHEN accounts."fence_token" <= ?4 THEN NULL ELSE accounts."version" END, "fence_token" = CASE WHEN accounts."fence_token" <= ?4 THEN ?4 ELSE NULL END WHERE b <> '?'`,
+			args: refs(0, 1, 2, TOK, VER),
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pl, err := rw.rewrite(c.in, c.ver)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp, ok := shareTokens(pl, rw.syn)
+			if !ok {
+				t.Fatalf("shareTokens refused %q", pl.sql)
+			}
+			if sp.sql != c.out {
+				t.Errorf("sql\n got  %s\n want %s", sp.sql, c.out)
+			}
+			if !slices.Equal(sp.args, c.args) {
+				t.Errorf("args %v, want %v", sp.args, c.args)
+			}
+			if sp.nUser != pl.nUser || sp.kind != kindInsert || pl.sql == sp.sql {
+				t.Errorf("plan changed in place or lost its kind/nUser: %+v", sp)
+			}
+		})
+	}
+	// Text that does not lex back to the plan's placeholders is not rewritten.
+	bad := &plan{kind: kindInsert, sql: `INSERT INTO t VALUES (?1)`, args: refs(0), nUser: 1}
+	if _, ok := shareTokens(bad, rw.syn); ok {
+		t.Error("shareTokens accepted a numbered placeholder")
+	}
+	short := &plan{kind: kindInsert, sql: `INSERT INTO t VALUES (?)`, args: refs(0, TOK), nUser: 1}
+	if _, ok := shareTokens(short, rw.syn); ok {
+		t.Error("shareTokens accepted fewer placeholders than arguments")
+	}
+}
+
+// TestParamLimitSQLiteSET: MySQL's INSERT … SET form (one row) counts its placeholders
+// like a row: over the limit only because of the token, it is refused with 0 rows.
+func TestParamLimitMySQLSet(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest)
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO accounts SET ")
+	for i := range mysqlMaxParams {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("c" + strconv.Itoa(i) + " = ?")
+	}
+	_, err := rw.rewrite(sb.String(), false)
+	wantLimitErr(t, err, mysqlMaxParams, 0)
+}
