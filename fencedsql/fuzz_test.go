@@ -1006,6 +1006,9 @@ func fzStmtWrites(rw *rewriter, src string, sig []sqllex.Token, depth int) strin
 			return why
 		}
 	case "WITH", "EXPLAIN", "ANALYZE", "PREPARE":
+		if head == "EXPLAIN" && !fzExplainRuns(src, sig, i) {
+			return "" // shows a plan, runs nothing
+		}
 		for k := i + 1; k < len(sig); k++ {
 			if fzKw(src, sig, k, "UPDATE") && fzKw(src, sig, k-1, "FOR", "KEY") {
 				continue // a locking clause or ON DUPLICATE KEY UPDATE
@@ -1032,6 +1035,17 @@ func fzStmtWrites(rw *rewriter, src string, sig []sqllex.Token, depth int) strin
 		}
 	}
 	return ""
+}
+
+// fzExplainRuns: an EXPLAIN at sig[i] runs its statement only with an ANALYZE (or
+// ANALYSE) word before it that is not followed by FALSE, OFF or 0.
+func fzExplainRuns(src string, sig []sqllex.Token, i int) bool {
+	for k := i + 1; k < len(sig) && !fzKw(src, sig, k, "INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "SELECT", "WITH"); k++ {
+		if fzKw(src, sig, k, "ANALYZE", "ANALYSE") && !(fzKw(src, sig, k+1, "FALSE", "OFF") || k+1 < len(sig) && sig[k+1].Text(src) == "0") {
+			return true
+		}
+	}
+	return false
 }
 
 // fzWriteAt applies the head pattern to the write keyword at sig[i].
@@ -1275,12 +1289,20 @@ func fzNoRefusalExpected(rw *rewriter, src string) string {
 // fzProtected reports whether the text may be refused for what it does to the guards
 // or the protected settings (protect.go), whatever it names: a guard object's prefix,
 // pg_settings, set_config or a protected setting's name anywhere (escapes included:
-// a backslash or U& may spell one), or a MySQL executable comment.
+// a backslash or U& may spell one), a MySQL executable comment, or text that does not
+// lex and may create a routine.
 func fzProtected(rw *rewriter, src string) bool {
 	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
 		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&"} {
 		if containsFold(src, w) {
 			return true
+		}
+	}
+	if _, err := sqllex.Lex(src, rw.syn); err != nil && (containsFold(src, "create") || containsFold(src, "alter")) {
+		for _, k := range []string{"function", "procedure", "trigger", "rule", "event", "package"} {
+			if containsFold(src, k) {
+				return true // may be routine DDL the lexer cannot read: refused (routine.go)
+			}
 		}
 	}
 	return rw.syn.ExecComments && strings.Contains(src, "/*")
