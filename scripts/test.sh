@@ -15,6 +15,9 @@
 # test. With CI=true (or FENCEDSQL_FUZZTIME=30s, say) each fuzz target of the lexer and
 # the rewriter then runs for that long (60s in CI), and a short process-mode fault drill
 # runs on SQLite and on PostgreSQL with etcd (FENCEDSQL_DRILL=1 runs it outside CI too).
+# In CI (or with FENCEDSQL_GENCHECK=1) it first regenerates the ORM suite's checked-in
+# ent client (go generate ./internal/ormtest/...) and fails if that changes anything
+# under internal/ormtest/ent or internal/ormtest/entschema.
 # Other ARGS are passed to go test, e.g.
 #
 #     bash scripts/test.sh -run Fencing -v ./fencedsql/...
@@ -35,6 +38,22 @@ for a in "$@"; do
 	esac
 done
 [[ ${#pkgs[@]} -gt 0 ]] || pkgs=(./...)
+
+# The checked-in ent code must be what its schema generates (a few seconds).
+gencheck=${FENCEDSQL_GENCHECK:-}
+if [[ -z $gencheck && ${CI:-} == true ]]; then
+	gencheck=1
+fi
+if [[ $gencheck == 1 ]]; then
+	gendirs=(internal/ormtest/ent internal/ormtest/entschema)
+	echo "==> go generate ./internal/ormtest/... (checked-in ent code up to date)"
+	go generate ./internal/ormtest/...
+	if [[ -n $(git status --porcelain -- "${gendirs[@]}") ]]; then
+		git status --porcelain -- "${gendirs[@]}"
+		echo "==> generated ent code FAILED: regenerate with 'go generate ./internal/ormtest/...' and commit the result"
+		exit 1
+	fi
+fi
 
 echo "==> starting test servers"
 # 2>&1: its progress lines stay in order with the rest of the output.
