@@ -194,7 +194,7 @@ func mysqlEntries() []entry {
 		one(cH, "select_lower_case_all", "select * from accounts order by id", Harmless),
 		one(cH, "select_string_with_write", `SELECT 'UPDATE accounts SET balance = 0; \' -- ' AS s, count(*) FROM accounts`, Harmless),
 		one(cH, "with_read", "WITH a AS (SELECT id FROM accounts WHERE balance > 150) SELECT count(*) FROM a", Harmless),
-		one(cH, "lock_in_share_mode", "SELECT id FROM accounts WHERE id = 1 LOCK IN SHARE MODE", Harmless),
+		one(cC, "claim_lock_in_share_mode", "SELECT id FROM accounts WHERE id = 1 LOCK IN SHARE MODE", Claim),
 		entry{class: cH, name: "for_update_without_token", want: Harmless, noTok: true,
 			steps: []step{s("SELECT id, balance FROM accounts WHERE id <= 2 FOR UPDATE")}},
 		one(cH, "write_unguarded", "UPDATE ledger SET note = 'accounts' WHERE id = 1", Harmless),

@@ -240,7 +240,7 @@ func postgresEntries() []entry {
 		one(cH, "select_dollar_string", "SELECT $q$UPDATE accounts SET balance = 0$q$ AS s, count(*) FROM accounts", Harmless),
 		one(cH, "with_read", "WITH a AS (SELECT id FROM accounts WHERE balance > 150) SELECT count(*) FROM a", Harmless),
 		one(cH, "values", "VALUES (1, 'accounts'), (2, 'x')", Harmless),
-		one(cH, "for_share", "SELECT id FROM accounts WHERE id = 1 FOR SHARE", Harmless),
+		one(cC, "claim_for_share", "SELECT id FROM accounts WHERE id = 1 FOR SHARE", Claim),
 		entry{class: cH, name: "for_update_without_token", want: Harmless, noTok: true,
 			steps: []step{s("SELECT id, balance FROM accounts WHERE id <= 2 FOR UPDATE")}},
 		one(cH, "write_unguarded", "UPDATE ledger SET note = 'accounts' WHERE id = 1", Harmless),
