@@ -140,6 +140,10 @@ func (p *parser) protect() error {
 	if err := p.protectStatements(); err != nil {
 		return err
 	}
+	// Routine, trigger, rule and event DDL: unless WithDDL (routine.go).
+	if err := p.protectRoutines(); err != nil {
+		return err
+	}
 	// Executable comments: judge the text with their content written out.
 	expanded, ok := expandExecComments(p.src, p.all)
 	if !ok {
