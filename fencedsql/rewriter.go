@@ -73,6 +73,9 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 	}
 	toks, err := sqllex.Lex(sql, rw.syn)
 	if err != nil {
+		if uerr := rw.unreadable(sql, err); uerr != nil {
+			return nil, uerr // an executable comment or routine DDL it cannot read
+		}
 		if !rw.mayMention(sql) && (len(rw.names) == 0 || !hasProtectNeedle(sql)) {
 			// Only its head made it worth a look (controlHead), and it names no guarded
 			// table, guard object or protected setting: the server judges text it cannot
@@ -85,6 +88,12 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 	pl, err := p.plan(versioned)
 	if err == nil && pl.kind == kindPass && !p.isDDL() && p.mentionsGuard() {
 		if err := p.backstop(); err != nil {
+			return nil, err
+		}
+	}
+	if err == nil {
+		// Every reading of its executable comments passes and plans the same (execcomment.go).
+		if err := p.checkExecReadings(pl, versioned); err != nil {
 			return nil, err
 		}
 	}
