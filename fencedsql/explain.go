@@ -43,7 +43,7 @@ var explainedHeads = map[string]bool{
 func (p *parser) explained(head string) (from int, runs bool) {
 	isStmt := func(i int) bool {
 		if p.punct(i, "(") {
-			return true
+			return p.kwIn(i+1, "SELECT", "WITH", "VALUES", "TABLE") || p.punct(i+1, "(")
 		}
 		return i < len(p.sig) && explainedHeads[strings.ToUpper(p.text(p.sig[i]))] && p.isIdent(i)
 	}
