@@ -9,40 +9,6 @@ import (
 	"testing"
 )
 
-// batchInsert returns a multi-row INSERT of cols columns (c1, c2, …) and rows rows, with
-// positional ? placeholders, or $n ones when numbered.
-func batchInsert(cols, rows int, numbered bool) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO accounts (")
-	for c := range cols {
-		if c > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("c" + strconv.Itoa(c+1))
-	}
-	sb.WriteString(") VALUES ")
-	n := 0
-	for r := range rows {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteByte('(')
-		for c := range cols {
-			if c > 0 {
-				sb.WriteString(", ")
-			}
-			n++
-			if numbered {
-				sb.WriteString("$" + strconv.Itoa(n))
-			} else {
-				sb.WriteByte('?')
-			}
-		}
-		sb.WriteByte(')')
-	}
-	return sb.String()
-}
-
 // userRefs returns the argument references 0..n-1.
 func userRefs(n int) []argRef {
 	r := make([]argRef, n)
