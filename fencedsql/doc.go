@@ -158,6 +158,15 @@
 //	multi-statement strings naming one             each statement would need its own plan                  one per Exec
 //	MySQL executable comments naming one or        the server runs their content                            —
 //	  holding a write
+//	a text whose executable comments, in any       each reading (/*!…*/ run; /*!NNNNN…*/, /*M!…*/ run or    as written out
+//	  reading the server may take, would be          skipped; hints never) passes the whole rewriter only
+//	  refused written out (dynamic SQL, text-level   if it would pass written out, and plans what the text
+//	  transaction control, …), plans another          plans
+//	  write, or cannot be classified
+//	CREATE [OR REPLACE]/ALTER of a function,       its body runs SQL the wrapper never sees: escapes        WithDDL(true)
+//	  procedure, trigger, rule, event or package     (E'…', U&"…"), EXECUTE 'acc' || 'ounts', or code made    (fenced_allow=ddl);
+//	  (whatever its body names; also in CREATE       elsewhere can write a guarded table unseen               run it plainly
+//	  SCHEMA, DEFINER forms, SQLite TEMP triggers)
 //	MySQL multi-table UPDATE/DELETE, DELETE …      a join target the rewrite cannot isolate                 —
 //	  USING, a DELETE under WITH, INSERT … SELECT,
 //	  INSERT without a column list

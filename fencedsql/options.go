@@ -87,8 +87,11 @@ func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = 
 // pool. By default such statements fail with ErrUnsupported: a schema change can
 // remove the fence (DROP NOT NULL, a trigger or rule that writes) or rewrite rows (ALTER
 // … TYPE … USING) without a token, and the lazy schema check would not notice after it
-// cached its verdict. Run migrations on a plain connection instead. DDL that names no
-// guarded table always passes; TRUNCATE of a guarded table is refused even when allowed.
+// cached its verdict. Run migrations on a plain connection instead. DDL that creates,
+// replaces or alters a function, procedure, trigger, rule, event or package is refused
+// on a pool with guarded tables whatever its body names (its body runs SQL the wrapper
+// never sees); WithDDL allows it too. Other DDL that names no guarded table always
+// passes; TRUNCATE of a guarded table is refused even when allowed.
 func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } }
 
 // WithDynamicSQL allows statements whose effect the wrapper cannot see — PREPARE …
