@@ -5,7 +5,8 @@ import "strings"
 // Fenced reads. A new holder that only reads a row before an old holder's late write
 // lands would compute its update from a value about to change, and its newer write
 // would then erase the late one. In a statement that carries a token, SELECT … FOR
-// UPDATE (or FOR NO KEY UPDATE) on a guarded table therefore claims the rows it locks
+// UPDATE (or FOR NO KEY UPDATE, FOR SHARE, FOR KEY SHARE, LOCK IN SHARE MODE: the claim
+// takes the rows' write locks) on a guarded table therefore claims the rows it locks
 // before returning them: a fencing UPDATE over the same rows stamps the token (and
 // advances the version), or fails with ErrFenced if a newer token already owns one of
 // them. From then on the database refuses the old holder's late write. Without a token
