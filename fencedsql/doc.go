@@ -89,8 +89,11 @@
 //     rows runs first (same WHERE; ORDER BY/LIMIT through the row locator ctid on
 //     PostgreSQL, natively on MySQL), so an older holder's late write is refused even if
 //     the new holder only read, and the read fails with ErrFenced if a newer token owns
-//     a row. Without a token it is an ordinary locking read. Plain SELECTs, FOR SHARE and
-//     locking reads inside a subquery or WITH never claim. SQLite has no FOR UPDATE:
+//     a row. Without a token it is an ordinary locking read. FOR SHARE, FOR KEY SHARE and
+//     LOCK IN SHARE MODE claim the same way, as does the read in parentheses or (PostgreSQL)
+//     after a WITH list that only reads; any other locking read of a guarded table (in a
+//     subquery, a WITH query, a cursor, SELECT … INTO) is refused with a token. Plain
+//     SELECTs never claim. SQLite has no FOR UPDATE:
 //     claim with a guarded UPDATE (SET col = col) before the read.
 //   - ExpectVersion(ctx, v): the version assignment becomes
 //     CASE WHEN version = v THEN version + 1 WHEN fence_token <= t THEN NULL ELSE version END,
