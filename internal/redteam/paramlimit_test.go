@@ -1,11 +1,13 @@
 package redteam
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -83,26 +85,30 @@ func runParamLimit(t *testing.T, b backend, limit int, cases []limitCase) {
 		"ALTER TABLE accounts ADD COLUMN n2 BIGINT NOT NULL DEFAULT 0",
 	}})
 	fenced, rec := d.open(true, nil)
+	// Batches of 32k-65k parameters are slow under -race (SQLite's C code most of all):
+	// a longer deadline than the catalogue's.
+	bg, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
 	count := func(where string) int {
 		t.Helper()
 		var n int
-		if err := d.raw.QueryRowContext(d.ctx, "SELECT COUNT(*) FROM accounts WHERE id >= 1000"+where).Scan(&n); err != nil {
+		if err := d.raw.QueryRowContext(bg, "SELECT COUNT(*) FROM accounts WHERE id >= 1000"+where).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 	clear := func() {
 		t.Helper()
-		if _, err := d.raw.ExecContext(d.ctx, "DELETE FROM accounts WHERE id >= 1000"); err != nil {
+		if _, err := d.raw.ExecContext(bg, "DELETE FROM accounts WHERE id >= 1000"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	stamped := fmt.Sprintf(" AND fence_token = %d AND version = 1", freshToken)
-	ctx := tokenCtx(d.ctx, freshToken)
+	ctx := tokenCtx(bg, freshToken)
 
 	// The limit is the driver's: one parameter more is refused raw.
 	q, args := limitInsert(b, 1, limit+1)
-	if _, err := d.raw.ExecContext(d.ctx, q, args...); err == nil {
+	if _, err := d.raw.ExecContext(bg, q, args...); err == nil {
 		t.Fatalf("the raw driver accepted %d parameters: the limit under test is not %d", limit+1, limit)
 	}
 	clear()
@@ -110,7 +116,7 @@ func runParamLimit(t *testing.T, b backend, limit int, cases []limitCase) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%dx%d", c.cols, c.rows), func(t *testing.T) {
 			q, args := limitInsert(b, c.cols, c.rows)
-			if _, err := d.raw.ExecContext(d.ctx, q, args...); err != nil {
+			if _, err := d.raw.ExecContext(bg, q, args...); err != nil {
 				t.Fatalf("raw driver, %d parameters: %v", len(args), err)
 			}
 			clear()
