@@ -159,3 +159,31 @@ func shareTokens(pl *plan, syn sqllex.Syntax) (sp *plan, ok bool) {
 	c.sql, c.args = sb.String(), args
 	return &c, true
 }
+
+// checkParamLimit refuses, before anything is sent, a plan other than an INSERT (which
+// finishInsert fits or refuses) whose statements bind more parameters than the dialect
+// allows only because of the wrapper's token and version: an UPDATE, a DELETE (its
+// fencing UPDATE) or a claimed locking read with a long IN list. A statement whose own
+// placeholders exceed the limit is sent as written: the driver refuses it as it would
+// the caller's text. The check is a length comparison per statement of the plan.
+func checkParamLimit(pl *plan, syn sqllex.Syntax) error {
+	if pl.kind == kindPass || pl.kind == kindInsert {
+		return nil
+	}
+	limit, name := paramLimit(syn)
+	if pl.nUser > limit {
+		return nil
+	}
+	table := ""
+	if pl.guard != nil {
+		table = pl.guard.String()
+	}
+	for s := pl; s != nil; s = s.pre {
+		if len(s.args) > limit {
+			return unsupported(table,
+				"the fenced statement binds %d parameters with the fencing token (%d of the caller's), over %s's limit of %d per statement; at most %d of the caller's fit (split the statement)",
+				len(s.args), pl.nUser, name, limit, max(0, pl.nUser-(len(s.args)-limit)))
+		}
+	}
+	return nil
+}

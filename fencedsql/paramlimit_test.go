@@ -219,3 +219,62 @@ func TestParamLimitMySQLSet(t *testing.T) {
 	_, err := rw.rewrite(sb.String(), false)
 	wantLimitErr(t, err, mysqlMaxParams, 0)
 }
+
+// inList is "<head> WHERE id IN (?, …)" with n placeholders, numbered $1… when dollar.
+func inList(head string, n int, dollar bool) string {
+	var sb strings.Builder
+	sb.WriteString(head + " WHERE id IN (")
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if dollar {
+			sb.WriteString("$" + strconv.Itoa(i+1))
+		} else {
+			sb.WriteByte('?')
+		}
+	}
+	sb.WriteByte(')')
+	return sb.String()
+}
+
+// TestParamLimitOtherStatements: an UPDATE, a DELETE (its fencing UPDATE) and a claimed
+// locking read whose IN list fits the limit only without the token are refused before
+// anything is sent, naming the limit; one parameter fewer fits; the caller's own
+// statement over the limit is left to the driver.
+func TestParamLimitOtherStatements(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		test  testDialect
+		limit int
+		extra int // the wrapper's parameters: PostgreSQL binds the token once, ? twice
+	}{{"postgres", pgTest, pgMaxParams, 1}, {"mysql", mysqlTest, mysqlMaxParams, 2}, {"sqlite", sqliteTest, sqliteMaxParams, 2}} {
+		rw := newTestRewriter(t, c.test)
+		for _, head := range []string{"UPDATE accounts SET balance = 0", "DELETE FROM accounts", "SELECT * FROM accounts"} {
+			locking := strings.HasPrefix(head, "SELECT")
+			if c.name == "sqlite" && locking {
+				continue // SQLite has no locking read
+			}
+			q := func(n int) string {
+				s := inList(head, n, c.name == "postgres")
+				if locking {
+					s += " FOR UPDATE"
+				}
+				return s
+			}
+			fit := c.limit - c.extra
+			_, err := rw.rewrite(q(fit+1), false)
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "limit of "+strconv.Itoa(c.limit)) ||
+				!strings.Contains(ue.Reason, "at most "+strconv.Itoa(fit)+" of the caller's") || ue.Table != "accounts" {
+				t.Errorf("%s %q one over what fits: err = %v, want the parameter-limit refusal proposing %d", c.name, head, err, fit)
+			}
+			if _, err := rw.rewrite(q(fit), false); err != nil {
+				t.Errorf("%s %q the proposed size: %v", c.name, head, err)
+			}
+			if _, err := rw.rewrite(q(c.limit+1), false); err != nil {
+				t.Errorf("%s %q over the limit by itself: %v, want the plan (the driver judges it)", c.name, head, err)
+			}
+		}
+	}
+}

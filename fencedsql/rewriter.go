@@ -96,6 +96,9 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 		if err := p.checkExecReadings(pl, versioned); err != nil {
 			return nil, err
 		}
+		if err := checkParamLimit(pl, rw.syn); err != nil {
+			return nil, err
+		}
 	}
 	return pl, err
 }
