@@ -49,8 +49,9 @@ func (rw *rewriter) controlHead(sql string) bool {
 			i += j + 1
 		case strings.HasPrefix(sql[i:], "/*"):
 			if strings.HasPrefix(sql[i:], "/*!") || strings.HasPrefix(sql[i:], "/*M!") || strings.HasPrefix(sql[i:], "/*+") {
-				// An executable comment first: the lexer refuses it where it names a
-				// guarded table; otherwise the statement passes as it always did.
+				// An executable comment first is not a control head by itself: on a
+				// dialect with executable comments mayProtect sends every text holding
+				// "/*" to the full analysis, which judges each reading (execcomment.go).
 				return false
 			}
 			end := skipComment(sql, i, rw.syn.NestedComments)
