@@ -35,6 +35,7 @@ type config struct {
 	Accounts   int           // accounts (rows, each its own lock); process mode
 	FaultEvery time.Duration // process mode: mean interval between the coordinator's faults
 	Mutate     string        // process mode: "lost-update" plants one after the fenced run (checker's mutation test)
+	Workload   string        // process mode: "increment" (one lock, balance+1) or "transfer" (two locks, see transfer.go)
 
 	Verbose bool      // log events and progress lines to Log
 	Log     io.Writer // where progress and events go; nil: nowhere
@@ -70,6 +71,7 @@ func defaultConfig() config {
 		Seed:          42,
 		Bind:          "token",
 		Accounts:      1,
+		Workload:      workloadIncrement,
 	}
 }
 
@@ -114,9 +116,14 @@ func (c *config) validate() error {
 
 // validateProcs checks the settings of process mode.
 func (c *config) validateProcs() error {
+	if c.Workload == "" {
+		c.Workload = workloadIncrement
+	}
 	switch {
-	case c.Procs == 0 && (c.Accounts != 1 || c.FaultEvery != 0 || c.Mutate != ""):
-		return errors.New("-accounts, -fault-every and -mutate are for process mode (-procs N)")
+	case c.Workload != workloadIncrement && c.Workload != workloadTransfer:
+		return fmt.Errorf("-workload %q: want %s or %s", c.Workload, workloadIncrement, workloadTransfer)
+	case c.Procs == 0 && (c.Accounts != 1 || c.FaultEvery != 0 || c.Mutate != "" || c.Workload != workloadIncrement):
+		return errors.New("-accounts, -fault-every, -mutate and -workload are for process mode (-procs N)")
 	case c.Procs == 0:
 		return nil
 	case c.Procs < 2 || c.Procs > 64:
@@ -127,6 +134,10 @@ func (c *config) validateProcs() error {
 		return fmt.Errorf("-fault-every %v: want >= 0", c.FaultEvery)
 	case c.Mutate != "" && c.Mutate != mutateLostUpdate:
 		return fmt.Errorf("-mutate %q: want %s", c.Mutate, mutateLostUpdate)
+	case c.Mutate != "" && c.Workload == workloadTransfer:
+		return errors.New("-mutate is for -workload increment (the transfer checker's mutations are unit-tested)")
+	case c.Workload == workloadTransfer && c.Accounts < 2:
+		return fmt.Errorf("-workload transfer with -accounts %d: want at least 2 (a transfer moves money between two)", c.Accounts)
 	case c.Locks != locksMem && c.Locks != locksEtcd && c.Locks != locksEtcdEmbedded:
 		return fmt.Errorf("-procs with -locks %s: process mode supports mem (served by the coordinator), etcd-embedded and etcd", c.Locks)
 	case c.MetricsAddr != "":

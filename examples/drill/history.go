@@ -55,6 +55,9 @@ type attemptRecord struct {
 	Read    int64  `json:"value_read"`
 	Written int64  `json:"value_written"`
 	Outcome string `json:"outcome"`
+	// Transfers: Account is debited Amount, To credited (Read, Written: Account's balance).
+	To     int64 `json:"to,omitempty"`
+	Amount int64 `json:"amount,omitempty"`
 }
 
 // historyCheck is the checker's verdict on one run. A violation is any of:
@@ -71,7 +74,11 @@ type attemptRecord struct {
 //   - missing_acknowledged: writes the worker saw commit that are not in the history;
 //   - phantom_commits: writes in the history that the worker saw refused (fenced, or
 //     refused at Commit) — a refusal the caller could mistake.
+//
+// The transfer workload's checker (checkTransfers) adds conservation_broken (with
+// money_drift), broken_chains and torn_transfers; its history_writes are ledger entries.
 type historyCheck struct {
+	Workload            string   `json:"workload,omitempty"` // transfer; "": increment
 	Accounts            int      `json:"accounts"`
 	HistoryReads        int64    `json:"history_reads"`
 	HistoryWrites       int64    `json:"history_writes"` // committed writes = committed increments
@@ -84,6 +91,10 @@ type historyCheck struct {
 	LostUpdates         int64    `json:"lost_updates"`
 	MissingAcknowledged int64    `json:"missing_acknowledged"`
 	PhantomCommits      int64    `json:"phantom_commits"`
+	ConservationBroken  int64    `json:"conservation_broken,omitempty"` // transfer: 1 if the sum of balances changed
+	MoneyDrift          int64    `json:"money_drift,omitempty"`         // transfer: final sum - initial sum
+	BrokenChains        int64    `json:"broken_chains,omitempty"`       // transfer: ledger entries not chained from the previous balance
+	TornTransfers       int64    `json:"torn_transfers,omitempty"`      // transfer: ledgers that are not one amount moved between two accounts
 	Violations          int64    `json:"violations"`
 	OK                  bool     `json:"ok"`
 	Examples            []string `json:"examples,omitempty"` // the first few violations, in words
@@ -191,6 +202,11 @@ func checkHistory(history []historyEntry, final map[int64]int64, attempts []atte
 
 // summary is the checker's verdict in one line.
 func (c historyCheck) summary() string {
+	if c.OK && c.Workload == workloadTransfer {
+		return fmt.Sprintf("ledger checked: %d entries (%d transfers) and %d claims on %d accounts, %d acknowledged transfers all in the ledger, "+
+			"every account's chain unbroken, tokens never went backwards, the balances add up: 0 violations",
+			c.HistoryWrites, c.HistoryWrites/2, c.HistoryReads, c.Accounts, c.Acknowledged)
+	}
 	if c.OK {
 		return fmt.Sprintf("history checked: %d committed writes and %d reads on %d account(s), %d acknowledged writes all in the history, "+
 			"tokens never went backwards, final balances == committed increments: 0 violations",
@@ -203,7 +219,8 @@ func (c historyCheck) summary() string {
 	}{
 		{c.TokenRegressions, "token regressions"}, {c.StaleCommits, "stale commits"}, {c.StaleReads, "stale reads"},
 		{c.FinalMismatches, "final-balance mismatches"}, {c.MissingAcknowledged, "acknowledged writes missing"},
-		{c.PhantomCommits, "phantom commits"},
+		{c.PhantomCommits, "phantom commits"}, {c.ConservationBroken, fmt.Sprintf("conservation broken (%+d)", c.MoneyDrift)},
+		{c.BrokenChains, "broken ledger chains"}, {c.TornTransfers, "torn transfers"},
 	} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))

@@ -401,6 +401,8 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "process mode: accounts (rows), each its own lock; every round picks one at random")
 	fs.DurationVar(&cfg.FaultEvery, "fault-every", 0, "process mode: mean interval between faults (freeze or partition of one worker; -pause-prob : -partition-prob is the mix); default 1 TTL")
 	fs.StringVar(&cfg.Mutate, "mutate", "", "process mode, the checker's mutation test: lost-update plants a lost update in the fenced run's history after the run (the verdict must then FAIL)")
+	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "process mode: increment (one lock per round, balance+1) or transfer (two locks per round: money moved between two accounts,\n"+
+		"both rows and their ledger entries written in one transaction; checked for conservation, per-account chains and token order; -accounts 4 unless given)")
 	long := fs.Bool("long", false, "the long mode: -procs 8, -accounts 16, 10,000 critical sections per run, on an embedded 3-member etcd whose leader is killed three times in each run\n"+
 		"(-locks etcd-embedded -failover) unless the flags say otherwise; give -driver and -dsn for PostgreSQL or MariaDB")
 	asJSON := fs.Bool("json", false, "print one JSON object {\"unfenced\": {...}, \"fenced\": {...}, ...} on stdout instead of the report")
@@ -448,6 +450,9 @@ func parseFlags(args []string, stderr io.Writer) (config, bool, error) {
 		if !set["rounds"] && !set["duration"] && cfg.Procs > 0 {
 			cfg.Rounds = (10000 + cfg.Procs - 1) / cfg.Procs
 		}
+	}
+	if cfg.Workload == workloadTransfer && !set["accounts"] && !*long {
+		cfg.Accounts = 4
 	}
 	if cfg.Procs > 0 {
 		if !set["rounds"] && !set["duration"] && !*long {

@@ -39,13 +39,13 @@ func newProcStatements(table string, b backend) procStatements {
 func historyTable(table string) string { return table + "_history" }
 
 // procTables are the tables of one process-mode run, reached through the plain driver:
-// accounts 1..n and the history.
+// accounts 1..n, each starting with the same balance, and the history.
 type procTables struct {
 	name, history string
 	admin         *sql.DB
 }
 
-func setUpProcTables(ctx context.Context, in runInput, accounts int) (*procTables, error) {
+func setUpProcTables(ctx context.Context, in runInput, accounts int, initial int64) (*procTables, error) {
 	admin, err := sql.Open(in.backend.raw, in.adminDSN)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func setUpProcTables(ctx context.Context, in runInput, accounts int) (*procTable
 	}
 	var values []string
 	for a := 1; a <= accounts; a++ {
-		values = append(values, fmt.Sprintf("(%d, 0)", a))
+		values = append(values, fmt.Sprintf("(%d, %d)", a, initial))
 	}
 	stmts = append(stmts, "INSERT INTO "+t.name+" (id, balance) VALUES "+strings.Join(values, ", "))
 	for i, s := range stmts {

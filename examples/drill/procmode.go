@@ -69,7 +69,11 @@ type procHandle struct {
 // runOnceProcs is one process-mode run (unfenced or fenced).
 func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 	cfg := in.cfg
-	tables, err := setUpProcTables(ctx, in, cfg.Accounts)
+	var initial int64
+	if cfg.Workload == workloadTransfer {
+		initial = transferInitial
+	}
+	tables, err := setUpProcTables(ctx, in, cfg.Accounts, initial)
 	if err != nil {
 		return rr, err
 	}
@@ -108,6 +112,7 @@ func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 			Index: i, Run: in.name, Driver: cfg.Driver, DriverName: in.driverName, DSN: in.dsn, Table: cfg.Table,
 			Accounts: cfg.Accounts, Locks: cfg.Locks, LockAddrs: ps.addrs(), LockPrefix: prefix,
 			TTL: int64(cfg.TTL), Work: int64(cfg.Work), Rounds: cfg.Rounds, Duration: int64(cfg.Duration), Seed: cfg.Seed, Bind: cfg.Bind,
+			Workload: cfg.Workload,
 		}
 		h := &procHandle{index: i, proxies: ps, stderr: &tailBuffer{max: 4096}, ready: make(chan struct{}), exited: make(chan struct{})}
 		pr.workers = append(pr.workers, h)
@@ -193,6 +198,9 @@ func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 		}
 	}
 	check := checkHistory(history, final, attempts)
+	if cfg.Workload == workloadTransfer {
+		check = checkTransfers(history, final, attempts, initial)
+	}
 	var sum int64
 	for _, b := range final {
 		sum += b
@@ -206,6 +214,12 @@ func runOnceProcs(ctx context.Context, in runInput) (rr runReport, err error) {
 	rr.Check = &check
 	rr.Planted = planted
 	rr.InvariantHolds = check.OK
+	if cfg.Workload == workloadTransfer {
+		// Committed counts transfers, the final balance is the sum of the balances: the
+		// increments' invariant (final == committed) does not apply; the checker's does.
+		rr.Workload, rr.InitialBalance = workloadTransfer, initial*int64(cfg.Accounts)
+		rr.LostUpdates = check.LostUpdates
+	}
 	if elapsed > 0 {
 		rr.CriticalSectionsPerSec = float64(rr.Rounds) / elapsed.Seconds()
 	}
@@ -303,7 +317,8 @@ func (pr *procRun) read(h *procHandle, stdout io.Reader) {
 func (pr *procRun) attempt(h *procHandle, ev procEvent, at time.Time) {
 	r := pr.r
 	late := h.faults.Load() > h.atGrant.Load()
-	rec := attemptRecord{Worker: h.index, Attempt: ev.Att, Account: ev.Acct, Token: ev.Tok, Read: ev.Read, Written: ev.Wrote, Outcome: ev.Out}
+	rec := attemptRecord{Worker: h.index, Attempt: ev.Att, Account: ev.Acct, Token: ev.Tok, Read: ev.Read, Written: ev.Wrote, Outcome: ev.Out,
+		To: ev.To, Amount: ev.Amount}
 	pr.mu.Lock()
 	pr.attempts = append(pr.attempts, rec)
 	pr.mu.Unlock()

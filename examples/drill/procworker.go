@@ -46,6 +46,7 @@ type workerSpec struct {
 	Duration   int64    `json:"duration,omitempty"` // ns from "go"; 0: no limit
 	Seed       uint64   `json:"seed"`
 	Bind       string   `json:"bind"`
+	Workload   string   `json:"workload,omitempty"` // "" or increment; transfer (transfer.go)
 }
 
 // procEvent is one line a worker writes on stdout.
@@ -61,6 +62,11 @@ type procEvent struct {
 	Out   string `json:"out,omitempty"`
 	Err   string `json:"err,omitempty"`
 	Lost  int64  `json:"lost,omitempty"` // release/lost: when the lease's Lost channel closed (unix ns)
+	// attempt of a transfer: Acct is the debited account, To the credited one; Read and
+	// Wrote are Acct's balance before and after, ToRead To's balance before.
+	To     int64 `json:"to,omitempty"`
+	ToRead int64 `json:"to_read,omitempty"`
+	Amount int64 `json:"amount,omitempty"`
 }
 
 // emitter writes events on stdout, one JSON object per line.
@@ -138,6 +144,10 @@ func runWorkerProcess(ctx context.Context, spec workerSpec, stdin io.Reader, out
 	for i := 0; spec.Rounds == 0 || i < spec.Rounds; i++ {
 		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 			break
+		}
+		if spec.Workload == workloadTransfer {
+			w.transferRound(ctx, int64(i+1), nextTransfer(rng, spec))
+			continue
 		}
 		acct := int64(1 + rng.IntN(max(spec.Accounts, 1)))
 		work := time.Duration(float64(spec.Work) * (0.5 + rng.Float64()))

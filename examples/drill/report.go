@@ -32,6 +32,7 @@ type settings struct {
 	PartitionProb   float64 `json:"partition_prob"`
 	Seed            uint64  `json:"seed"`
 	Bind            string  `json:"bind"`
+	Workload        string  `json:"workload,omitempty"`     // process mode
 	EtcdMembers     int     `json:"etcd_members,omitempty"` // etcd-embedded
 	Failover        bool    `json:"failover,omitempty"`
 	Failovers       int     `json:"failovers,omitempty"` // leader kills per run
@@ -45,6 +46,9 @@ func newSettings(cfg config) settings {
 		WorkMS:    float64(cfg.Work) / float64(time.Millisecond),
 		PauseProb: cfg.PauseProb, PartitionProb: cfg.PartitionProb, Seed: cfg.Seed, Bind: cfg.Bind,
 		Failover: cfg.Failover,
+	}
+	if cfg.Procs > 0 {
+		s.Workload = cfg.Workload
 	}
 	if cfg.Failover {
 		s.Failovers = max(cfg.Failovers, 1)
@@ -80,6 +84,8 @@ type runReport struct {
 
 	// Process mode (-procs).
 	Processes              int            `json:"processes,omitempty"`
+	Workload               string         `json:"workload,omitempty"`        // transfer: Committed counts transfers, FinalBalance sums the accounts
+	InitialBalance         int64          `json:"initial_balance,omitempty"` // transfer: the accounts' sum at the start
 	Accounts               int            `json:"accounts,omitempty"`
 	LeaseCheckSkips        int64          `json:"lease_check_skips,omitempty"` // writes not sent: the lease check before them failed
 	AcquireErrors          int64          `json:"acquire_errors,omitempty"`    // Acquire gave up (the service unreachable until the run's end)
@@ -120,6 +126,11 @@ func (rep *report) judge() {
 	case unfenced.violations() <= 0:
 		rep.Verdict = fmt.Sprintf("INCONCLUSIVE: the unfenced run lost no update (%d late writes), so the faults were too weak "+
 			"to show the problem; raise -pause-prob or -rounds, or try another -seed", unfenced.LateWrites)
+	case fenced.Workload == workloadTransfer:
+		rep.OK = true
+		rep.Verdict = fmt.Sprintf("PASS: with the lock alone the checker found %d violations in %d transfers (%d ledger entries on stale balances, money drift %+d); "+
+			"with fencedsql it found none in %d transfers, and the database refused %d late writes",
+			unfenced.violations(), unfenced.Committed, unfenced.LostUpdates, unfenced.FinalBalance-unfenced.InitialBalance, fenced.Committed, fenced.FencedRejections)
 	case fenced.Check != nil:
 		rep.OK = true
 		rep.Verdict = fmt.Sprintf("PASS: with the lock alone the checker found %d violations (%d of %d committed increments lost); "+
@@ -200,15 +211,25 @@ func writeRun(w io.Writer, r *runReport) {
 		what = "the lock + fencing tokens checked by the database"
 	}
 	fmt.Fprintf(w, "%s run (driver %q: %s)\n", r.Name, r.Driver, what)
-	fmt.Fprintf(w, "  committed increments %6d   (%d rounds)\n", r.Committed, r.Rounds)
-	fmt.Fprintf(w, "  final balance        %6d\n", r.FinalBalance)
-	invariant := "invariant holds: balance == committed"
-	if r.LostUpdates > 0 {
-		invariant = "INVARIANT BROKEN: committed increments were silently overwritten"
-	} else if r.LostUpdates < 0 {
-		invariant = "INVARIANT BROKEN: the balance exceeds the committed increments"
+	if r.Workload == workloadTransfer {
+		fmt.Fprintf(w, "  committed transfers  %6d   (%d leases, two per transfer)\n", r.Committed, r.Rounds)
+		sum := "the balances add up to what they started with"
+		if r.FinalBalance != r.InitialBalance {
+			sum = fmt.Sprintf("INVARIANT BROKEN: money was created or destroyed (started at %d)", r.InitialBalance)
+		}
+		fmt.Fprintf(w, "  sum of balances      %6d   %s\n", r.FinalBalance, sum)
+		fmt.Fprintf(w, "  overwritten entries  %6d   (ledger entries committed on a stale balance)\n", r.LostUpdates)
+	} else {
+		fmt.Fprintf(w, "  committed increments %6d   (%d rounds)\n", r.Committed, r.Rounds)
+		fmt.Fprintf(w, "  final balance        %6d\n", r.FinalBalance)
+		invariant := "invariant holds: balance == committed"
+		if r.LostUpdates > 0 {
+			invariant = "INVARIANT BROKEN: committed increments were silently overwritten"
+		} else if r.LostUpdates < 0 {
+			invariant = "INVARIANT BROKEN: the balance exceeds the committed increments"
+		}
+		fmt.Fprintf(w, "  lost updates         %6d   %s\n", r.LostUpdates, invariant)
 	}
-	fmt.Fprintf(w, "  lost updates         %6d   %s\n", r.LostUpdates, invariant)
 	faults := "pauses"
 	if r.Check != nil {
 		faults = "freezes"
