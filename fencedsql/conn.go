@@ -39,8 +39,8 @@ type conn struct {
 }
 
 type txState struct {
-	token uint64 // 0: not bound
-	lease Lease
+	token  uint64 // 0: not bound
+	leases []Lease
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error
@@ -89,11 +89,12 @@ func (c *conn) Begin() (driver.Tx, error) {
 }
 
 // BeginTx implements driver.ConnBeginTx. A transaction begun with a context from
-// WithLease or WithToken is bound to that token: its guarded writes carry it whatever
-// their own context says, and Commit refuses once the lease is lost.
+// WithLease, WithLeases or WithToken is bound to that token: its guarded writes carry it
+// whatever their own context says, and its statements and Commit refuse once any of its
+// leases is lost.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if b, ok := bindingFrom(ctx); ok {
-		if cause := lostCause(b.lease); cause != nil {
+		if cause := lostCauseAll(b.leases); cause != nil {
 			return nil, lostErr("transaction not begun", cause)
 		}
 	}
@@ -103,7 +104,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	}
 	st := &txState{}
 	if b, ok := bindingFrom(ctx); ok {
-		st.token, st.lease = b.token, b.lease
+		st.token, st.leases = b.token, b.leases
 	}
 	c.tx = st
 	return &tx{raw: raw, c: c, st: st}, nil
@@ -177,14 +178,15 @@ func (c *conn) route(ctx context.Context, query string) (*plan, error) {
 // ExecContext implements driver.ExecerContext.
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := c.checkLease(ctx); err != nil {
-		return nil, err
+		return nil, c.autocommitOutcome(err)
 	}
 	p, err := c.route(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	if p.kind != kindPass {
-		return c.guardedExec(ctx, connRunner{c}, p, args)
+		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
+		return res, c.autocommitOutcome(err)
 	}
 	res, err := c.rawExec(ctx, query, args)
 	return res, c.core.mapPassErr(err)
@@ -193,14 +195,15 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 // QueryContext implements driver.QueryerContext.
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if err := c.checkLease(ctx); err != nil {
-		return nil, err
+		return nil, c.autocommitOutcome(err)
 	}
 	p, err := c.route(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	if p.kind != kindPass {
-		return c.guardedQuery(ctx, connRunner{c}, p, args)
+		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
+		return rows, c.autocommitOutcome(err)
 	}
 	rows, err := c.rawQuery(ctx, query, args)
 	if err != nil {

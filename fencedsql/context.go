@@ -2,7 +2,7 @@ package fencedsql
 
 import "context"
 
-// Lease is what WithLease binds: a fencing token and a way to learn the lease was lost.
+// Lease is what WithLease and WithLeases bind: a fencing token and a way to learn the lease was lost.
 // *lockclient.Lease implements it.
 type Lease interface {
 	Token() uint64
@@ -18,18 +18,55 @@ const (
 )
 
 type binding struct {
-	token uint64
-	lease Lease // nil for WithToken
+	token  uint64
+	leases []Lease // nil for WithToken
 }
 
-// WithLease returns a context that carries lease's fencing token. A transaction begun
-// with it is bound to that token, and Commit refuses (rolling back) once the lease is
-// lost. A statement outside a transaction takes the token from its own context.
+// WithLease returns a context that carries lease's fencing token: WithLeases with one
+// lease. A transaction begun with it is bound to that token, and every statement and
+// Commit refuse once the lease is lost. A statement outside a transaction takes the
+// token from its own context.
 func WithLease(ctx context.Context, lease Lease) context.Context {
-	if lease == nil {
-		return context.WithValue(ctx, leaseKey, binding{})
+	return WithLeases(ctx, lease)
+}
+
+// WithLeases returns a context for work done under several locks at once, such as a
+// transfer between two accounts, each under its own lock. It carries the largest of
+// the leases' tokens, read now; a transaction begun with it is bound to that token.
+// Every statement and Commit under it (the transaction's, or the statement's own
+// context's outside one) is refused before anything is sent, with an error wrapping
+// lockclient.ErrLeaseLost, once any one of the leases is lost (Lost closed or Err not
+// nil). No leases, or a nil one among them, carries no usable token: guarded writes
+// fail with ErrNoToken.
+//
+// Why the largest token. A row records the token that last wrote it, and the database
+// refuses a token smaller than that. A row last written under lock B carries a token
+// of B; a row written under lock A, one of A. Tokens come from one counter per lock
+// service, so the largest token held is at least every token that any earlier holder
+// of either lock was given: it orders after every earlier holder of each lock, and the
+// rows of both locks accept it. A smaller one would be refused by a row the other lock
+// last wrote with a larger token, although the writer holds that lock.
+//
+// What is protected, and what is not. The database refuses this token on a row only
+// once a newer holder of that row's lock has written (or claimed) the row with its
+// larger token; until then a writer that lost lock A but still holds B would be let
+// through on A's rows, since its token is valid. Mutual exclusion per lock therefore
+// comes from the lease checks: every statement and the Commit check all the leases,
+// locally (no round trip), and refuse once any is lost. A lease lost after COMMIT was
+// sent cannot be taken back: that transaction commits, as it would under one lock.
+// The leases must come from one lock service (tokens of two services do not compare).
+// Take the locks in a fixed order (by key) so that two transfers do not wait for each
+// other forever.
+func WithLeases(ctx context.Context, leases ...Lease) context.Context {
+	b := binding{leases: make([]Lease, 0, len(leases))}
+	for _, l := range leases {
+		if l == nil {
+			return context.WithValue(ctx, leaseKey, binding{})
+		}
+		b.token = max(b.token, l.Token())
+		b.leases = append(b.leases, l)
 	}
-	return context.WithValue(ctx, leaseKey, binding{token: lease.Token(), lease: lease})
+	return context.WithValue(ctx, leaseKey, b)
 }
 
 // WithToken returns a context that carries a bare fencing token (for tokens obtained

@@ -74,25 +74,27 @@ func (s *stmt) planFor(ctx context.Context) (*plan, error) {
 // ExecContext implements driver.StmtExecContext.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if err := s.c.checkLease(ctx); err != nil {
-		return nil, err
+		return nil, s.c.autocommitOutcome(err)
 	}
 	p, err := s.planFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.c.guardedExec(ctx, s, p, args)
+	res, err := s.c.guardedExec(ctx, s, p, args)
+	return res, s.c.autocommitOutcome(err)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if err := s.c.checkLease(ctx); err != nil {
-		return nil, err
+		return nil, s.c.autocommitOutcome(err)
 	}
 	p, err := s.planFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.c.guardedQuery(ctx, s, p, args)
+	rows, err := s.c.guardedQuery(ctx, s, p, args)
+	return rows, s.c.autocommitOutcome(err)
 }
 
 // CheckNamedValue implements driver.NamedValueChecker through the connection's.
@@ -204,7 +206,7 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 // ExecContext implements driver.StmtExecContext.
 func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if err := s.c.checkLease(ctx); err != nil {
-		return nil, err
+		return nil, s.c.autocommitOutcome(err)
 	}
 	res, err := stmtExec(ctx, s.Stmt, args)
 	return res, s.c.core.mapPassErr(err)
@@ -213,7 +215,7 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 // QueryContext implements driver.StmtQueryContext.
 func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if err := s.c.checkLease(ctx); err != nil {
-		return nil, err
+		return nil, s.c.autocommitOutcome(err)
 	}
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {

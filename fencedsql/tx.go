@@ -5,10 +5,11 @@ import (
 	"fmt"
 )
 
-// tx wraps a driver transaction. Commit refuses when the bound lease was lost: the
-// transaction is rolled back and Commit returns an error wrapping
+// tx wraps a driver transaction. Commit refuses when one of the bound leases was lost:
+// the transaction is rolled back and Commit returns an error wrapping
 // lockclient.ErrLeaseLost. This is defence in depth; the fencing token is what makes a
-// late write safe.
+// late write safe. Every error of Commit wraps ErrNotCommitted or ErrCommitUnknown
+// (see CommitOutcome).
 type tx struct {
 	raw driver.Tx
 	c   *conn
@@ -24,15 +25,17 @@ func (t *tx) end() {
 // Commit implements driver.Tx.
 func (t *tx) Commit() error {
 	defer t.end()
+	// The two refusals roll back without sending COMMIT: not committed, even if the
+	// rollback itself fails (the server rolls back a transaction whose connection ends).
 	if err := t.st.leaseLost(); err != nil {
 		_ = t.raw.Rollback()
-		return err
+		return withOutcomeAs(err, NotCommitted)
 	}
 	if err := t.st.broken; err != nil {
 		_ = t.raw.Rollback()
-		return fmt.Errorf("fencedsql: transaction rolled back: %w", err)
+		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}
-	return t.c.core.mapPassErr(t.raw.Commit())
+	return withOutcome(t.c.core.dialect, t.c.core.mapPassErr(t.raw.Commit()))
 }
 
 // Rollback implements driver.Tx.

@@ -1,0 +1,167 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// Outcome is what an error from Commit, or from a guarded write outside a transaction,
+// says about the transaction's fate. See the package documentation's table.
+type Outcome uint8
+
+const (
+	// Committed: the error is nil.
+	Committed Outcome = iota
+	// NotCommitted: nothing the transaction (or autocommit write) did is in the
+	// database; retrying is safe.
+	NotCommitted
+	// Unknown: the transaction may or may not have committed (the connection was lost
+	// while COMMIT was in flight, or the error is not one the wrapper can judge). Look
+	// in the database before retrying: see the idempotency recipe in the package doc.
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Committed:
+		return "committed"
+	case NotCommitted:
+		return "not committed"
+	case Unknown:
+		return "unknown"
+	}
+	return "Outcome(?)"
+}
+
+var (
+	// ErrNotCommitted is wrapped by every error of Commit, and of a guarded write
+	// outside a transaction, after which nothing of that transaction is in the database.
+	ErrNotCommitted = errors.New("fencedsql: not committed")
+	// ErrCommitUnknown is wrapped by every error of Commit, and of a guarded write
+	// outside a transaction, after which the transaction may have committed or not.
+	ErrCommitUnknown = errors.New("fencedsql: commit outcome unknown")
+)
+
+// CommitOutcome classifies err, an error returned by Tx.Commit or by a write outside a
+// transaction. Errors the wrapper returned carry ErrNotCommitted or ErrCommitUnknown
+// (errors.Is) and are classified by it; other errors (database/sql's own, such as
+// sql.ErrTxDone, or errors of a plain connection) are classified by the same rules
+// as far as they can be, and Unknown otherwise: the safe answer when in doubt.
+func CommitOutcome(err error) Outcome {
+	switch {
+	case err == nil:
+		return Committed
+	case errors.Is(err, ErrCommitUnknown):
+		return Unknown
+	case errors.Is(err, ErrNotCommitted):
+		return NotCommitted
+	}
+	return classifyOutcome(nil, err)
+}
+
+// outcomeError adds ErrNotCommitted or ErrCommitUnknown to an error without changing
+// its text or hiding what it wraps.
+type outcomeError struct {
+	err     error
+	outcome error // ErrNotCommitted or ErrCommitUnknown
+}
+
+func (e *outcomeError) Error() string   { return e.err.Error() }
+func (e *outcomeError) Unwrap() []error { return []error{e.err, e.outcome} }
+
+// withOutcome wraps err with its outcome, judged with dialect d (nil: without one).
+// driver.ErrSkip, which database/sql compares by identity, is returned unchanged.
+func withOutcome(d Dialect, err error) error {
+	return withOutcomeAs(err, classifyOutcome(d, err))
+}
+
+// withOutcomeAs wraps err with the outcome o (Committed leaves it unchanged).
+func withOutcomeAs(err error, o Outcome) error {
+	if err == nil || err == driver.ErrSkip || errors.Is(err, ErrNotCommitted) || errors.Is(err, ErrCommitUnknown) {
+		return err
+	}
+	switch o {
+	case NotCommitted:
+		return &outcomeError{err: err, outcome: ErrNotCommitted}
+	case Unknown:
+		return &outcomeError{err: err, outcome: ErrCommitUnknown}
+	}
+	return err
+}
+
+// classifyOutcome is the table of the package doc. Transport failures come first: an
+// error that wraps both a refusal and a lost connection is Unknown.
+func classifyOutcome(d Dialect, err error) Outcome {
+	switch {
+	case err == nil:
+		return Committed
+	case isTransport(err):
+		return Unknown
+	case errors.Is(err, lockclient.ErrLeaseLost), // refused before sending
+		errors.Is(err, ErrFenced), errors.Is(err, ErrVersionConflict), errors.Is(err, ErrDuplicate),
+		errors.Is(err, ErrGuard), errors.Is(err, ErrNoToken), errors.Is(err, ErrUnsupported),
+		errors.Is(err, ErrSchema),
+		errors.Is(err, sql.ErrTxDone): // database/sql rolled the transaction back (its context ended)
+		return NotCommitted
+	case isServerError(d, err):
+		return NotCommitted
+	}
+	return Unknown
+}
+
+// isTransport reports a lost or unusable connection, or a context that ended while a
+// request was in flight: the server may have done the work without the reply arriving.
+// driver.ErrBadConn counts, although drivers promise it only when nothing was sent: a
+// driver that breaks the promise would turn a commit into "not committed".
+func isTransport(err error) bool {
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
+}
+
+// rollbackReported is the text of pgx's ErrTxCommitRollback: PostgreSQL answered COMMIT
+// of a failed transaction with ROLLBACK. Matched by text to keep pgx out of this
+// package's imports; TestCommitOutcomePostgres shows it is what pgx returns.
+const rollbackReported = "commit unexpectedly resulted in rollback"
+
+// isServerError reports an error the server answered with (so the statement, or
+// COMMIT, was refused and its transaction rolled back): a PostgreSQL error (SQLSTATE),
+// a COMMIT answered by ROLLBACK, or an error the dialect classifies.
+//
+// PostgreSQL's classes 08 (connection exception), 57 (operator intervention: a backend
+// terminated while it waited for a synchronous standby has already committed
+// locally), 58 (system error) and XX (internal error) are not counted: Unknown.
+func isServerError(d Dialect, err error) bool {
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) && len(st.SQLState()) == 5 {
+		switch st.SQLState()[:2] {
+		case "08", "57", "58", "XX":
+			return false
+		}
+		return true
+	}
+	if strings.Contains(err.Error(), rollbackReported) {
+		return true
+	}
+	return d != nil && d.Classify(err).Kind != ErrorOther
+}
+
+// autocommitOutcome adds the outcome to the error of a statement outside a
+// transaction (its own, or the one the wrapper opens around a fenced DELETE, commits
+// or fails with it); inside one, statement errors are returned as they are and Commit
+// tells the outcome.
+func (c *conn) autocommitOutcome(err error) error {
+	if err == nil || c.tx != nil {
+		return err
+	}
+	return withOutcome(c.core.dialect, err)
+}
