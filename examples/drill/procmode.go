@@ -260,7 +260,9 @@ func (pr *procRun) read(h *procHandle, stdout io.Reader) {
 		case "ready":
 			markReady()
 		case "grant":
-			r.counts.rounds.Add(1)
+			if !ev.Second {
+				r.counts.rounds.Add(1)
+			}
 			for {
 				last := r.counts.lastToken.Load()
 				if ev.Tok <= last || r.counts.lastToken.CompareAndSwap(last, ev.Tok) {

@@ -67,6 +67,7 @@ type procEvent struct {
 	To     int64 `json:"to,omitempty"`
 	ToRead int64 `json:"to_read,omitempty"`
 	Amount int64 `json:"amount,omitempty"`
+	Second bool  `json:"second,omitempty"` // grant: a transfer's second lease (the round was counted at the first)
 }
 
 // emitter writes events on stdout, one JSON object per line.

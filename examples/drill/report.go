@@ -212,7 +212,7 @@ func writeRun(w io.Writer, r *runReport) {
 	}
 	fmt.Fprintf(w, "%s run (driver %q: %s)\n", r.Name, r.Driver, what)
 	if r.Workload == workloadTransfer {
-		fmt.Fprintf(w, "  committed transfers  %6d   (%d leases, two per transfer)\n", r.Committed, r.Rounds)
+		fmt.Fprintf(w, "  committed transfers  %6d   (%d rounds, two leases each)\n", r.Committed, r.Rounds)
 		sum := "the balances add up to what they started with"
 		if r.FinalBalance != r.InitialBalance {
 			sum = fmt.Sprintf("INVARIANT BROKEN: money was created or destroyed (started at %d)", r.InitialBalance)

@@ -75,7 +75,7 @@ func (w *procWorker) transferRound(ctx context.Context, att int64, p transferPla
 			}
 			return
 		}
-		w.out.emit(procEvent{Ev: "grant", Acct: acct, Tok: lease.Token(), Att: att})
+		w.out.emit(procEvent{Ev: "grant", Acct: acct, Tok: lease.Token(), Att: att, Second: acct == hi})
 		lostAt := make(chan int64, 1)
 		go func() {
 			<-lease.Lost()
