@@ -114,20 +114,34 @@ func (p *parser) lockingRead(with int) (*plan, error) {
 		p.copyClauses(b, clauses, "WHERE")
 	case p.rw.numbered:
 		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
-		// same locking query selects (with the caller's NOWAIT, so a row another
-		// transaction holds fails at once), by their row locator, in one statement.
+		// same locking query locks (with the caller's NOWAIT), by their row locator, in
+		// one statement (claimByLocator).
 		b.write("UPDATE ")
 		tableText()
 		b.write(" SET ")
 		b.assignments(g, q, false)
-		b.write(" WHERE ctid = ANY(ARRAY(SELECT ctid FROM ")
-		tableText()
-		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
-		if nowait {
-			b.write(" FOR UPDATE NOWAIT))")
-		} else {
-			b.write(" FOR UPDATE))")
+		sel := func(lock string) {
+			b.write("ARRAY(SELECT ctid FROM ")
+			tableText()
+			p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
+			b.write(lock + ")")
 		}
+		lock := " FOR UPDATE"
+		if nowait {
+			lock = " FOR UPDATE NOWAIT"
+		}
+		member := func() {
+			b.write("ctid = ANY(")
+			sel(lock)
+			b.write(" || ")
+			sel("")
+			b.write(")")
+		}
+		b.write(" WHERE ")
+		member()
+		b.write(" AND (")
+		member()
+		b.write(") IS TRUE")
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
 	default:

@@ -191,6 +191,7 @@ func Run(t *testing.T, b Backend) {
 		{"RacingConnections", testRace},
 		{"SchemaCheck", testSchema},
 		{"Sqlx", testSqlx},
+		{"ClaimUnderConcurrentCommit", testClaimRace},
 	}
 	// Tests of features a database has are added only for it (nothing is skipped).
 	if b.Returning {
