@@ -125,15 +125,11 @@ func (w *procWorker) transferRound(ctx context.Context, att int64, p transferPla
 	w.out.emit(ev)
 }
 
-// bindLeases binds a transfer's transaction to its two leases with -bind lease: the
-// lease of the larger token (fencedsql has no several-lease binding yet), so that
-// Commit refuses once that lease is lost; the other lease is checked only before the
-// write (lease.Err), and the database still fences both rows with the larger token.
+// bindLeases binds a transfer's transaction to its two leases with -bind lease
+// (fencedsql.WithLeases): it carries the larger token, and every statement and Commit
+// refuse once either lease is lost.
 func bindLeases(ctx context.Context, a, b *lockclient.Lease) context.Context {
-	if b.Token() > a.Token() {
-		a = b
-	}
-	return fencedsql.WithLease(ctx, a)
+	return fencedsql.WithLeases(ctx, a, b)
 }
 
 // readPair claims accounts lo and hi (in that order) with the transaction's token, reads
