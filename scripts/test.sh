@@ -107,7 +107,7 @@ fi
 if [[ $rc -eq 0 && $drill == 1 ]]; then
 	drill_bin=$(mktemp -d)/drill
 	go build -o "$drill_bin" ./examples/drill
-	for drill_args in "-procs 4 -rounds 60" \
+	for drill_args in "-procs 4 -rounds 60" "-procs 4 -rounds 60 -workload transfer -accounts 3" \
 		"-procs 4 -rounds 20 -accounts 2 -driver postgres -dsn $FENCEDSQL_PG_DSN -locks etcd-embedded -failover -table ci_drill"; do
 		echo "==> drill ${drill_args//$FENCEDSQL_PG_DSN/\$FENCEDSQL_PG_DSN}"
 		drill_rc=0
