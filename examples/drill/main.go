@@ -128,6 +128,7 @@
 //	go run ./examples/drill -procs 8 -locks etcd-embedded -failover -driver postgres -dsn '...'
 //	go run ./examples/drill -long -driver postgres -dsn '...'  # 10,000 critical sections per run
 //	go run ./examples/drill -procs 4 -mutate lost-update       # the checker's mutation test: must FAIL
+//	go run ./examples/drill -procs 8 -workload transfer -json  # two-lock transfers with a ledger (transfer.go)
 //
 // -procs N makes every worker a separate OS process: the drill starts its own executable
 // again with FENCEDSQL_DRILL_WORKER set to the worker's settings (JSON), and the worker
