@@ -229,7 +229,39 @@
 // token; statements outside a transaction take the token from their own context. A
 // transaction bound with WithLease whose lease is lost before Commit is rolled back and
 // Commit returns an error wrapping lockclient.ErrLeaseLost — defence in depth; the
-// token check in the database is the safety mechanism.
+// token check in the database is the safety mechanism. Work under several locks (a
+// transfer between two accounts) binds them all with WithLeases: the largest token,
+// and every statement and Commit refused once any of the leases is lost.
+//
+// # Commit outcomes
+//
+// Every error of Tx.Commit, and the errors of a guarded write outside a transaction
+// (the wrapper's own transaction around a fenced DELETE included) that it can judge,
+// wrap ErrNotCommitted or ErrCommitUnknown; CommitOutcome classifies any error:
+//
+//	error                                               outcome        retry
+//	--------------------------------------------------  -------------  --------------------------
+//	nil                                                 Committed      —
+//	lockclient.ErrLeaseLost (refused before sending)    NotCommitted   under a new lease
+//	ErrFenced, ErrVersionConflict, ErrDuplicate,        NotCommitted   after re-reading (fenced:
+//	  ErrGuard, ErrNoToken, ErrUnsupported, ErrSchema                    stop, a newer holder owns it)
+//	a server error on a statement or on COMMIT          NotCommitted   yes
+//	  (PostgreSQL SQLSTATE outside 08/57/58/XX)
+//	COMMIT answered by ROLLBACK (PostgreSQL: a failed   NotCommitted   yes
+//	  transaction; pgx "commit unexpectedly resulted
+//	  in rollback"), sql.ErrTxDone
+//	the connection lost or the context ended while      Unknown        only after checking
+//	  COMMIT or the write was in flight: driver.ErrBad-
+//	  Conn, io.EOF, net errors, "conn closed", context
+//	  errors, SQLSTATE 08/57/58/XX
+//	anything else                                       Unknown        only after checking
+//
+// Unknown means the work may have committed: cut connections in fault tests showed such
+// commits had in fact committed. The recipe: give each unit of work a request id and
+// write it, in the same transaction, to a table with a unique key on it (a ledger
+// row). After an Unknown outcome, look the id up (a new connection, a new lease): if
+// it is there the work committed; if not, retry it — a retry that races a late commit
+// fails on the unique key with ErrDuplicate (NotCommitted), never applies twice.
 //
 // # Wrapping any driver
 //

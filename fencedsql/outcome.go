@@ -45,8 +45,12 @@ var (
 	// ErrNotCommitted is wrapped by every error of Commit, and of a guarded write
 	// outside a transaction, after which nothing of that transaction is in the database.
 	ErrNotCommitted = errors.New("fencedsql: not committed")
-	// ErrCommitUnknown is wrapped by every error of Commit, and of a guarded write
-	// outside a transaction, after which the transaction may have committed or not.
+	// ErrCommitUnknown is wrapped by the errors of Commit, and of a guarded write
+	// outside a transaction, that report a lost connection (or a context that ended)
+	// while the request was in flight: the transaction may have committed or not. An
+	// error the wrapper cannot judge is returned unchanged and is Unknown too: test
+	// with CommitOutcome, or treat every error that does not wrap ErrNotCommitted as
+	// possibly committed.
 	ErrCommitUnknown = errors.New("fencedsql: commit outcome unknown")
 )
 
@@ -79,8 +83,14 @@ func (e *outcomeError) Unwrap() []error { return []error{e.err, e.outcome} }
 
 // withOutcome wraps err with its outcome, judged with dialect d (nil: without one).
 // driver.ErrSkip, which database/sql compares by identity, is returned unchanged.
+// An error it cannot judge (neither a refusal, nor a server's answer, nor a lost
+// connection) is returned unchanged, identity included: CommitOutcome calls it Unknown.
 func withOutcome(d Dialect, err error) error {
-	return withOutcomeAs(err, classifyOutcome(d, err))
+	o := classifyOutcome(d, err)
+	if o == Unknown && !isTransport(err) {
+		return err
+	}
+	return withOutcomeAs(err, o)
 }
 
 // withOutcomeAs wraps err with the outcome o (Committed leaves it unchanged).

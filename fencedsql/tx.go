@@ -35,7 +35,9 @@ func (t *tx) Commit() error {
 		_ = t.raw.Rollback()
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}
-	return withOutcome(t.c.core.dialect, t.c.core.mapPassErr(t.raw.Commit()))
+	// COMMIT was sent: an error the wrapper cannot judge is Unknown (ErrCommitUnknown).
+	err := t.c.core.mapPassErr(t.raw.Commit())
+	return withOutcomeAs(err, classifyOutcome(t.c.core.dialect, err))
 }
 
 // Rollback implements driver.Tx.
