@@ -87,7 +87,8 @@
 //   - SELECT … FOR UPDATE / FOR NO KEY UPDATE of one guarded table, in a statement
 //     that carries a token, claims the rows it locks: a fencing UPDATE over the same
 //     rows runs first (same WHERE; ORDER BY/LIMIT through the row locator ctid on
-//     PostgreSQL, natively on MySQL), so an older holder's late write is refused even if
+//     PostgreSQL — also for rows another transaction updated while the claim waited —
+//     natively on MySQL), so an older holder's late write is refused even if
 //     the new holder only read, and the read fails with ErrFenced if a newer token owns
 //     a row. Without a token it is an ordinary locking read. FOR SHARE, FOR KEY SHARE and
 //     LOCK IN SHARE MODE claim the same way, as does the read in parentheses or (PostgreSQL)
