@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/go-sql-driver/mysql"
 )
 
 // Tokens: rows are seeded with seedToken; a stale writer carries staleToken, a newer one
@@ -497,38 +498,59 @@ type snapshot struct {
 }
 
 // snap reads the database on a new pool, so that no cached plan outlives a schema
-// change (PostgreSQL: "cached plan must not change result type").
+// change (PostgreSQL: "cached plan must not change result type"). A read whose fresh
+// connection the server drops mid-query (MariaDB under load once answered the catalog
+// query with EOF, "invalid connection") is read again on another new pool: the snapshot
+// only observes, and reading twice changes nothing.
 func (d *dbs) snap() snapshot {
 	d.t.Helper()
+	for attempt := 1; ; attempt++ {
+		sn, what, err := d.snapOnce()
+		if err == nil {
+			return sn
+		}
+		if attempt < 3 && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqlInvalidConn)) {
+			d.t.Logf("snapshot: %s: %v; reading again on a new pool", what, err)
+			continue
+		}
+		d.t.Fatalf("snapshot: %s: %v", what, err)
+	}
+}
+
+func (d *dbs) snapOnce() (sn snapshot, what string, err error) {
 	c, err := d.b.connector(d.dsn)
 	if err != nil {
-		d.t.Fatalf("snapshot: %v", err)
+		return sn, "connector", err
 	}
 	db := sql.OpenDB(c)
 	defer db.Close()
-	sn := snapshot{tables: map[string][]string{}}
+	sn = snapshot{tables: map[string][]string{}}
 	var names []string
 	rows, err := db.QueryContext(d.ctx, d.b.tables)
 	if err != nil {
-		d.t.Fatalf("snapshot: tables: %v", err)
+		return sn, "tables", err
 	}
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
-			d.t.Fatalf("snapshot: %v", err)
+			rows.Close()
+			return sn, "tables", err
 		}
 		names = append(names, n)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return sn, "tables", err
+	}
 	for _, n := range names {
 		r, err := db.QueryContext(d.ctx, "SELECT * FROM "+d.b.only+d.b.quote(n))
 		if err != nil {
-			d.t.Fatalf("snapshot: rows of %s: %v", n, err)
+			return sn, "rows of " + n, err
 		}
 		lines, err := readRows(r)
 		r.Close()
 		if err != nil {
-			d.t.Fatalf("snapshot: rows of %s: %v", n, err)
+			return sn, "rows of " + n, err
 		}
 		slices.Sort(lines)
 		sn.tables[n] = lines
@@ -536,19 +558,23 @@ func (d *dbs) snap() snapshot {
 	for _, cq := range d.b.catalog {
 		r, err := db.QueryContext(d.ctx, cq)
 		if err != nil {
-			d.t.Fatalf("snapshot: catalog: %s: %v", cq, err)
+			return sn, "catalog: " + cq, err
 		}
 		for r.Next() {
 			var line sql.NullString
 			if err := r.Scan(&line); err != nil {
-				d.t.Fatalf("snapshot: catalog: %v", err)
+				r.Close()
+				return sn, "catalog: " + cq, err
 			}
 			sn.catalog = append(sn.catalog, line.String)
 		}
 		r.Close()
+		if err := r.Err(); err != nil {
+			return sn, "catalog: " + cq, err
+		}
 	}
 	slices.Sort(sn.catalog)
-	return sn
+	return sn, "", nil
 }
 
 func (sn snapshot) String() string {
@@ -922,3 +948,7 @@ func indent(s string) string {
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
+
+// mysqlInvalidConn is go-sql-driver/mysql's error for a connection the server closed
+// while a query was under way.
+var mysqlInvalidConn = mysql.ErrInvalidConn
