@@ -22,7 +22,7 @@ const rowHold = 1500 * time.Millisecond
 // lockRow starts a transaction on admin that holds key's lease row FOR UPDATE.
 func lockRow(t *testing.T, srv server, admin *sql.DB, key string) *sql.Tx {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := ctxT(t, 60*time.Second)
 	tx, err := admin.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,9 @@ func waitBlocked(t *testing.T, srv server, admin *sql.DB) {
 	if srv.dialect == sqllock.MySQL {
 		q = "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'"
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: under load (CI) the grant has been seen to reach its row-lock wait only
+	// after several seconds.
+	deadline := time.Now().Add(25 * time.Second)
 	for time.Now().Before(deadline) {
 		var n int
 		if err := admin.QueryRowContext(ctxT(t, 10*time.Second), q).Scan(&n); err != nil {
@@ -95,7 +97,7 @@ func tryAsync(ctx context.Context, s lockclient.Session, key string) <-chan tryR
 // other keys (an expired row, a new key) complete at once; TryAcquire("k") is granted
 // right after the row lock is gone, with a token above theirs.
 func checkRowLockOneKey(t *testing.T, srv server, admin *sql.DB, b *sqllock.Backend, tx *sql.Tx) {
-	ctx := ctxT(t, 30*time.Second)
+	ctx := ctxT(t, 60*time.Second)
 	s, err := b.Open(ctx, "app", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
