@@ -1,0 +1,139 @@
+// Expiry, grants and the fair handoff of a key to its first waiter.
+
+package memlock
+
+import (
+	"time"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+// waiter is one AcquireQueued call in a key's queue.
+type waiter struct {
+	ss      *session
+	granted chan struct{} // closed when the key is handed to this waiter
+	grant   lockclient.Grant
+	at      time.Time // local time of the handoff: when the grant took effect
+}
+
+type entry struct {
+	session *session // set in shared mode: the grant lives as long as the session lease
+	sess    uint64
+	owner   string
+	token   uint64
+	expires time.Time
+	changed chan struct{} // closed when this grant ends (release, expiry noticed, clock jump)
+}
+
+// live returns key's entry if it is held now. An expired one is dropped and the key
+// handed to its first waiter, whose entry is then returned. Caller holds mu.
+func (s *Service) live(key string) *entry {
+	e := s.locks[key]
+	if e == nil {
+		return s.handOff(key)
+	}
+	if e.session != nil {
+		e.expires = e.session.expires
+	}
+	if !s.now().Before(e.expires) {
+		delete(s.locks, key)
+		close(e.changed)
+		return s.handOff(key)
+	}
+	return e
+}
+
+// handOff grants the free key to the first waiter of its queue, if any, and wakes that
+// waiter only. Caller holds mu; the key is not held.
+func (s *Service) handOff(key string) *entry {
+	q := s.queues[key]
+	if len(q) == 0 {
+		return nil
+	}
+	w := q[0]
+	s.dequeue(key, w)
+	e := s.grantLocked(w.ss, key)
+	w.grant, w.at = lockclient.Grant{Key: key, Token: e.token}, time.Now()
+	close(w.granted)
+	return e
+}
+
+// dequeue removes w from key's queue. Caller holds mu.
+func (s *Service) dequeue(key string, w *waiter) {
+	q := s.queues[key]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(s.queues, key)
+	} else {
+		s.queues[key] = q
+	}
+}
+
+// grantLocked grants the free key to ss with the next token. With session leases the
+// grant hangs on the session's lease, which it renews (a lapsed one is replaced by a new
+// lease, and the grants of the old one stay dead). Caller holds mu.
+func (s *Service) grantLocked(ss *session, key string) *entry {
+	if s.shared {
+		s.refreshSessionLocked(ss)
+	}
+	s.seq++
+	e := &entry{sess: ss.id, owner: ss.owner, token: s.seq, expires: s.now().Add(ss.ttl), changed: make(chan struct{})}
+	if s.shared {
+		if d := s.now().Add(ss.ttl); d.After(ss.expires) {
+			ss.expires = d
+		}
+		e.session = ss
+		e.expires = ss.expires
+	}
+	s.locks[key] = e
+	return e
+}
+
+// refreshSessionLocked replaces the lapsed lease of session ss (shared mode) by a new
+// one: the grants of the old lease end. Caller holds mu.
+func (s *Service) refreshSessionLocked(ss *session) {
+	if s.now().Before(ss.expires) {
+		return
+	}
+	var freed []string
+	for k, e := range s.locks {
+		if e.session == ss {
+			delete(s.locks, k)
+			close(e.changed)
+			freed = append(freed, k)
+		}
+	}
+	ss.expires = s.now().Add(ss.ttl)
+	for _, k := range freed {
+		s.handOff(k)
+	}
+}
+
+// releaseLocked frees g if ss still holds it, handing the key to its first waiter.
+// Caller holds mu.
+func (s *Service) releaseLocked(ss *session, g lockclient.Grant) error {
+	e := s.locks[g.Key]
+	if e != nil && e.session != nil {
+		e.expires = e.session.expires
+	}
+	switch {
+	case e == nil:
+		s.live(g.Key)
+		return lockclient.ErrLeaseLost
+	case e.sess != ss.id || e.token != g.Token:
+		s.live(g.Key)
+		return lockclient.ErrNotOwner
+	case !s.now().Before(e.expires):
+		s.live(g.Key) // expired and not retaken
+		return lockclient.ErrLeaseLost
+	}
+	delete(s.locks, g.Key)
+	close(e.changed)
+	s.handOff(g.Key)
+	return nil
+}

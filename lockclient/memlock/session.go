@@ -1,0 +1,174 @@
+// A client's session: acquire (immediate or queued), wait, renew, release.
+
+package memlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+)
+
+type session struct {
+	svc     *Service
+	id      uint64
+	owner   string
+	ttl     time.Duration
+	expires time.Time // the session lease (shared mode), guarded by svc.mu
+}
+
+// sharedSession is a session whose grants share its lease.
+type sharedSession struct{ *session }
+
+// RenewSession implements lockclient.SessionRenewer.
+func (ss *sharedSession) RenewSession(ctx context.Context) error {
+	s := ss.svc
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewals++
+	if !s.now().Before(ss.expires) {
+		return lockclient.ErrLeaseLost
+	}
+	ss.expires = s.now().Add(ss.ttl)
+	return nil
+}
+
+func (ss *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant, error) {
+	s := ss.svc
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return lockclient.Grant{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shared {
+		s.refreshSessionLocked(ss) // like a client that re-grants its lapsed etcd lease
+	}
+	// A free key with waiters is handed to the first of them by live: no barging.
+	if e := s.live(key); e != nil {
+		return lockclient.Grant{}, lockclient.ErrHeld
+	}
+	e := s.grantLocked(ss, key)
+	return lockclient.Grant{Key: key, Token: e.token}, nil
+}
+
+// AcquireQueued implements lockclient.QueueSession: the caller joins key's queue and is
+// granted the key when every waiter ahead of it was served and the holder released or
+// expired; the handoff wakes this waiter only.
+func (ss *session) AcquireQueued(ctx context.Context, key string) (lockclient.Grant, time.Time, error) {
+	s := ss.svc
+	sent := time.Now()
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return lockclient.Grant{}, time.Time{}, err
+	}
+	s.mu.Lock()
+	if s.shared {
+		s.refreshSessionLocked(ss)
+	}
+	if s.live(key) == nil {
+		e := s.grantLocked(ss, key)
+		s.mu.Unlock()
+		return lockclient.Grant{Key: key, Token: e.token}, sent, nil
+	}
+	w := &waiter{ss: ss, granted: make(chan struct{})}
+	s.queues[key] = append(s.queues[key], w)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		// Wake at the holder's expiry (the service's clock) to hand the key over.
+		var changed chan struct{}
+		until := time.Hour
+		if e := s.locks[key]; e != nil {
+			changed, until = e.changed, e.expires.Sub(s.now())+time.Millisecond
+		}
+		s.mu.Unlock()
+		timer.Reset(max(until, 0))
+		select {
+		case <-w.granted:
+			// The reply reaches a paused client late, and a cut-off one never.
+			if err := s.gate(ctx, ss.owner); err != nil {
+				ss.releaseAbandoned(w.grant)
+				return lockclient.Grant{}, time.Time{}, err
+			}
+			return w.grant, w.at, nil
+		case <-timer.C:
+		case <-changed:
+		case <-ctx.Done():
+			s.mu.Lock()
+			select {
+			case <-w.granted:
+				// Granted as the caller gave up: release it, handing the key on.
+				s.releaseLocked(ss, w.grant)
+			default:
+				s.dequeue(key, w)
+			}
+			s.mu.Unlock()
+			return lockclient.Grant{}, time.Time{}, fmt.Errorf("memlock: acquire %q: %w", key, ctx.Err())
+		}
+		s.mu.Lock()
+		s.live(key) // hands an expired key over
+	}
+}
+
+// releaseAbandoned releases, owner-checked, a grant whose caller gave up.
+func (ss *session) releaseAbandoned(g lockclient.Grant) {
+	ss.svc.mu.Lock()
+	defer ss.svc.mu.Unlock()
+	ss.svc.releaseLocked(ss, g)
+}
+
+func (ss *session) Wait(ctx context.Context, key string) error {
+	s := ss.svc
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	e := s.live(key)
+	if e == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	ch, until := e.changed, e.expires.Sub(s.now())
+	s.mu.Unlock()
+	t := time.NewTimer(until)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (ss *session) Renew(ctx context.Context, g lockclient.Grant) error {
+	s := ss.svc
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewals++
+	e := s.live(g.Key)
+	if e == nil || e.sess != ss.id || e.token != g.Token {
+		return lockclient.ErrLeaseLost
+	}
+	e.expires = s.now().Add(ss.ttl)
+	return nil
+}
+
+func (ss *session) Release(ctx context.Context, g lockclient.Grant) error {
+	s := ss.svc
+	if err := s.gate(ctx, ss.owner); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.releaseLocked(ss, g)
+}
+
+func (ss *session) Close(ctx context.Context) error { return nil }
