@@ -1,6 +1,10 @@
 package fencedsql
 
-import "database/sql/driver"
+import (
+	"database/sql/driver"
+
+	"github.com/fencedsql/fencedsql/internal/unwrap"
+)
 
 // Unwrap returns the wrapped driver's own connection under driverConn, the value that
 // database/sql hands a sql.Conn.Raw callback. It peels off every layer that exposes
@@ -24,40 +28,14 @@ import "database/sql/driver"
 //
 // The raw connection stays owned by database/sql: do not keep it after the callback
 // returns, and do not close it.
-func Unwrap(driverConn any) any {
-	for range 16 { // layers of wrappers; a cycle cannot loop forever
-		r, ok := driverConn.(interface{ Raw() driver.Conn })
-		if !ok {
-			return driverConn
-		}
-		next := r.Raw()
-		if next == nil {
-			return driverConn
-		}
-		driverConn = next
-	}
-	return driverConn
-}
+func Unwrap(driverConn any) any { return unwrap.Conn(driverConn) }
 
 // UnwrapDriver returns the driver under d, a driver returned by Wrap (or by sql.DB's
 // Driver method on a fenced pool), peeling off every layer with an Unwrap()
 // driver.Driver method. It lets code that picks behaviour by driver type (pgx's
 // *stdlib.Driver, go-sql-driver/mysql's MySQLDriver) recognise a fenced pool.
 // Connections opened directly with the returned driver are NOT fenced.
-func UnwrapDriver(d driver.Driver) driver.Driver {
-	for range 16 {
-		u, ok := d.(interface{ Unwrap() driver.Driver })
-		if !ok {
-			return d
-		}
-		next := u.Unwrap()
-		if next == nil {
-			return d
-		}
-		d = next
-	}
-	return d
-}
+func UnwrapDriver(d driver.Driver) driver.Driver { return unwrap.Driver(d) }
 
 // Raw returns the wrapped driver connection. Statements sent on it are not fenced:
 // see Unwrap.
