@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/DATA-DOG/go-sqlmock"
 
 	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql" // registers "fenced-mysql"
@@ -575,7 +577,7 @@ func badOpenErr(t *testing.T, driverName, dsn string) error {
 // so each must be refused, and nothing sent.
 func TestBadInputsHiddenGuardedWrite(t *testing.T) {
 	cases := []struct {
-		d  fencedsql.Dialect
+		d  dialect.Dialect
 		in string
 	}{
 		{mysqldialect.Dialect, `SELECT 1; /*! UPDATE accounts SET balance = 0 */`},

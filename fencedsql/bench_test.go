@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
-func benchCore(b *testing.B, d Dialect) *core {
+func benchCore(b *testing.B, d dialect.Dialect) *core {
 	k, err := newCore([]Option{WithDialect(d), Guard("accounts"), Guard("orders")})
 	if err != nil {
 		b.Fatal(err)
@@ -50,7 +52,7 @@ func BenchmarkPlanPassthrough(b *testing.B) {
 
 // BenchmarkRewriteUncached is one full rewrite (lex, parse, splice) of a typical UPDATE.
 func BenchmarkRewriteUncached(b *testing.B) {
-	for _, d := range []Dialect{pgTest, mysqlTest} {
+	for _, d := range []dialect.Dialect{pgTest, mysqlTest} {
 		q := typicalUpdate
 		if !d.NumberedParams() {
 			q = `UPDATE accounts SET balance = balance - ?, updated_at = now() WHERE id = ?`

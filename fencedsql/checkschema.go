@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // TableReport is what CheckSchema found for one guarded table.
@@ -20,11 +22,11 @@ type TableReport struct {
 	// SideDoors: the database-level side doors found (SideDoorFinder), those that are
 	// problems and those that are only notes; each problem is also in Problems, each
 	// note in Notes, and their statements are at the end of Fix.
-	SideDoors []SideDoor
+	SideDoors []dialect.SideDoor
 	// Replication: whether the database's server may forget an acknowledged write at
 	// a failover (ReplicationChecker), the same for every table of one call; its
 	// problems are also in Problems, its notes only here.
-	Replication ReplicationReport
+	Replication dialect.ReplicationReport
 
 	Problems []string // human-readable, empty when the table is fit
 	Notes    []string // worth knowing, not problems: the table can be fit with notes
@@ -117,7 +119,7 @@ func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 // wrapping the driver's error (not ErrSchema: the answer is unknown, not "unfit"). A
 // table name or column name that is not a plain identifier (letters, digits, _, $) is a
 // *ConfigError.
-func CheckSchema(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec) ([]TableReport, error) {
+func CheckSchema(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
 	if d == nil {
 		return nil, configErr("CheckSchema: no dialect")
 	}
@@ -137,7 +139,7 @@ func CheckSchema(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec
 	return reports, nil
 }
 
-func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (TableReport, error) {
+func checkTable(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) (TableReport, error) {
 	if spec.TokenColumn == "" {
 		spec.TokenColumn = DefaultTokenColumn
 	}
@@ -185,9 +187,9 @@ func checkTable(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) (Tab
 }
 
 // checkGuard adds the database-side guard's state to r.
-func checkGuard(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, table TableName, r *TableReport) error {
+func checkGuard(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec, table dialect.TableName, r *TableReport) error {
 	tokCol, verCol := spec.TokenColumn, spec.VersionColumn
-	g, ok := d.(Guarder)
+	g, ok := d.(dialect.Guarder)
 	if !ok {
 		r.Problems = append(r.Problems, "no database-side guard available for this dialect")
 		return nil
@@ -209,13 +211,13 @@ func checkGuard(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, tabl
 
 // checkSideDoors runs the dialect's SideDoorFinder, if any, and adds what it found to
 // r: problems with their fixes, notes.
-func checkSideDoors(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, table TableName, r *TableReport) error {
-	f, ok := d.(SideDoorFinder)
+func checkSideDoors(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec, table dialect.TableName, r *TableReport) error {
+	f, ok := d.(dialect.SideDoorFinder)
 	if !ok {
 		return nil
 	}
-	_, tombs := d.(Tombstoner)
-	doors, err := f.SideDoors(ctx, catalogQuery(db), SideDoorTable{
+	_, tombs := d.(dialect.Tombstoner)
+	doors, err := f.SideDoors(ctx, catalogQuery(db), dialect.SideDoorTable{
 		Table: table, TokenColumn: spec.TokenColumn, VersionColumn: spec.VersionColumn,
 		PrimaryKey: r.PrimaryKey, Tombstones: tombs && len(r.PrimaryKey) > 0,
 	})
@@ -236,7 +238,7 @@ func checkSideDoors(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, 
 }
 
 // catalogQuery is dbQueryStrings as a CatalogQuery.
-func catalogQuery(db *sql.DB) CatalogQuery {
+func catalogQuery(db *sql.DB) dialect.CatalogQuery {
 	q := dbQueryStrings(db)
 	return func(ctx context.Context, query string, args ...any) ([][]string, error) {
 		return q(ctx, query, args)

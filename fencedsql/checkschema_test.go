@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -40,10 +42,10 @@ func TestCheckSchema(t *testing.T) {
 		"CREATE TABLE bare (id INTEGER PRIMARY KEY, amount BIGINT)",
 		"CREATE TABLE custom (id INTEGER PRIMARY KEY, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)",
 	)
-	g := sqlite.Dialect.(fencedsql.Guarder)
-	ts := sqlite.Dialect.(fencedsql.Tombstoner)
-	schemaExec(t, db, g.GuardDDL(fencedsql.TableName{Name: "fit"}, "fence_token", "version")...)
-	schemaExec(t, db, ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
+	g := sqlite.Dialect.(dialect.Guarder)
+	ts := sqlite.Dialect.(dialect.Tombstoner)
+	schemaExec(t, db, g.GuardDDL(dialect.TableName{Name: "fit"}, "fence_token", "version")...)
+	schemaExec(t, db, ts.TombstoneDDL(dialect.TableName{Name: "fit"}, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
 
 	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect,
 		fencedsql.GuardSpec{Table: "fit"},
@@ -63,12 +65,12 @@ func TestCheckSchema(t *testing.T) {
 		!strings.Contains(bare.Problems[3], "no tombstone guard installed") || !slices.Equal(bare.PrimaryKey, []string{"id"}) {
 		t.Errorf("bare = %+v", bare)
 	}
-	wantFix := sqlite.Dialect.GuardColumnsDDL(fencedsql.TableName{Name: "bare"}, "fence_token", "version", true, true)
+	wantFix := sqlite.Dialect.GuardColumnsDDL(dialect.TableName{Name: "bare"}, "fence_token", "version", true, true)
 	if len(wantFix) != 2 {
 		t.Fatalf("SQLite GuardColumnsDDL = %q, want one statement per column", wantFix)
 	}
-	wantFix = append(wantFix, g.GuardDDL(fencedsql.TableName{Name: "bare"}, "fence_token", "version")...)
-	wantFix = append(wantFix, ts.TombstoneDDL(fencedsql.TableName{Name: "bare"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
+	wantFix = append(wantFix, g.GuardDDL(dialect.TableName{Name: "bare"}, "fence_token", "version")...)
+	wantFix = append(wantFix, ts.TombstoneDDL(dialect.TableName{Name: "bare"}, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
 	if !slices.Equal(bare.Fix, wantFix) {
 		t.Errorf("bare.Fix = %q, want %q", bare.Fix, wantFix)
 	}
@@ -76,7 +78,7 @@ func TestCheckSchema(t *testing.T) {
 		t.Errorf("custom = %+v", custom)
 	}
 	// The tombstone guard of custom records its own token column.
-	if want := ts.TombstoneDDL(fencedsql.TableName{Name: "custom"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "tok"); !slices.Equal(custom.Fix[len(custom.Fix)-len(want):], want) {
+	if want := ts.TombstoneDDL(dialect.TableName{Name: "custom"}, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, "tok"); !slices.Equal(custom.Fix[len(custom.Fix)-len(want):], want) {
 		t.Errorf("custom.Fix = %q, want it to end with %q", custom.Fix, want)
 	}
 	if missing.OK() || missing.Exists || len(missing.Fix) != 0 {
@@ -104,7 +106,7 @@ func TestCheckSchema(t *testing.T) {
 }
 
 // noGuard is a dialect without the optional Guarder.
-type noGuarder struct{ fencedsql.Dialect }
+type noGuarder struct{ dialect.Dialect }
 
 func TestCheckSchemaWithoutGuarder(t *testing.T) {
 	db := schemaDB(t)
@@ -142,7 +144,7 @@ func TestCheckSchemaSideDoorsNotRequiredByLazyCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	pets, toys := reps[0], reps[1]
-	if pets.OK() || len(pets.SideDoors) != 1 || pets.SideDoors[0].Kind != fencedsql.SideDoorCascade || pets.SideDoors[0].Note ||
+	if pets.OK() || len(pets.SideDoors) != 1 || pets.SideDoors[0].Kind != dialect.SideDoorCascade || pets.SideDoors[0].Note ||
 		!strings.Contains(pets.Problems[len(pets.Problems)-1], "ON DELETE CASCADE") {
 		t.Errorf("pets = %+v", pets)
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"io"
 	"sync"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // core is the state shared by every connection of one DB: configuration, the rewriter,
@@ -13,7 +15,7 @@ import (
 // registry's tables) and read-only afterwards.
 type core struct {
 	cfg     config
-	dialect Dialect
+	dialect dialect.Dialect
 	rw      *rewriter
 	cache   *planCache
 	checked sync.Map // *guard → struct{}: schema verified

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"slices"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Register wraps d and registers it with database/sql under name. Registering a name
@@ -83,7 +85,7 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 }
 
 // dialect is the dialect Register's options name (nil for none).
-func (d *wrappedDriver) dialect() Dialect {
+func (d *wrappedDriver) dialect() dialect.Dialect {
 	cfg := defaultConfig()
 	for _, o := range d.opts {
 		o(&cfg)

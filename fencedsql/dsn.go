@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // DSN parameters of this package. They are removed from the DSN before it reaches the
@@ -18,17 +20,6 @@ const (
 	ParamAllow         = "fenced_allow"          // comma-separated: ddl, dynamic_sql (WithDDL, WithDynamicSQL)
 )
 
-// DSNParser is implemented by dialects whose driver has a DSN syntax of its own, so that
-// the wrapper finds its parameters where that driver would: QueryStart returns the
-// index of the '?' that starts dsn's URL-style query string (-1 for none), and keyValue
-// true when dsn is in keyword/value form (PostgreSQL's "host=h dbname=d"), in which the
-// parameters are keywords. Without it (a driver the wrapper knows nothing about) the
-// URL form is assumed unless dsn looks like keyword/value text (no "://", an '='
-// before any '?').
-type DSNParser interface {
-	QueryStart(dsn string) (q int, keyValue bool)
-}
-
 // splitDSN removes this package's parameters from dsn and returns the cleaned DSN and
 // the options they stand for. It reads dsn the way d's driver does (DSNParser):
 // URL-style query strings (…?a=b&c=d, as used by pgx URLs, go-sql-driver/mysql and
@@ -38,12 +29,12 @@ type DSNParser interface {
 // FENCED_TABLES, fenced_tabels), is an error: it would otherwise reach the server, or
 // leave a table unguarded without a word. Errors never quote the DSN (it may hold a
 // password).
-func splitDSN(dsn string, d Dialect) (string, []Option, error) {
+func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	if !containsFold(dsn, "fenced") {
 		return dsn, nil, nil
 	}
 	q, keyValue := -1, false
-	if p, ok := d.(DSNParser); ok {
+	if p, ok := d.(dialect.DSNParser); ok {
 		q, keyValue = p.QueryStart(dsn)
 	} else if keyValue = isKeyValue(dsn); !keyValue {
 		q = strings.LastIndexByte(dsn, '?')

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -24,7 +26,7 @@ import (
 // base: the same connection, nothing of ours left).
 type dsnForm struct {
 	name    string
-	dialect fencedsql.Dialect
+	dialect dialect.Dialect
 	bases   []string
 	add     func(r *rand.Rand, dsn, kv string) string
 	parse   func(dsn string) (any, error)
@@ -153,7 +155,7 @@ func splitKV(s string) []string {
 
 // openFakeDSN opens dsn through a fenced fake driver of dialect d and returns the DSN the
 // fake received (after Ping) and the DB, or the error.
-func openFakeDSN(t *testing.T, d fencedsql.Dialect, dsn string) (string, *sql.DB, error) {
+func openFakeDSN(t *testing.T, d dialect.Dialect, dsn string) (string, *sql.DB, error) {
 	t.Helper()
 	rec := newFakeRec()
 	name := registerFake(t, &fakeDriver{rec: rec, full: true}, fencedsql.WithDialect(d), fencedsql.WithSchemaCheck(false))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Sentinel errors. Every error the wrapper returns for these conditions satisfies
@@ -69,14 +71,14 @@ func (e *GuardError) Unwrap() []error { return []error{ErrGuard, e.Err} }
 // refusal by its database-side guard (as a *BelowFloorError when the refusal is the
 // token floor's), and err unchanged otherwise. It is for errors of
 // plain (non-fenced) connections; the fenced driver maps them itself.
-func AsGuardError(d Dialect, err error) error {
+func AsGuardError(d dialect.Dialect, err error) error {
 	if err == nil || d == nil {
 		return err
 	}
 	switch info := d.Classify(err); info.Kind {
-	case ErrorGuard:
+	case dialect.ErrorGuard:
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
-	case ErrorBelowFloor:
+	case dialect.ErrorBelowFloor:
 		return &BelowFloorError{Table: info.Table, Err: err}
 	}
 	return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // tokenFor returns the token a guarded write on this connection carries: the
@@ -249,7 +251,7 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 	}
 	info := k.dialect.Classify(err)
 	switch info.Kind {
-	case ErrorNotNull:
+	case dialect.ErrorNotNull:
 		if p == nil || p.guard == nil {
 			return err
 		}
@@ -263,9 +265,9 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
 		}
-	case ErrorGuard:
+	case dialect.ErrorGuard:
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
-	case ErrorBelowFloor:
+	case dialect.ErrorBelowFloor:
 		table := info.Table
 		if p != nil && p.guard != nil {
 			table = p.guard.String()
@@ -273,7 +275,7 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 		}
 		k.cfg.logger.Warn("fencedsql: write refused: token below the database's token floor", "table", table, "token", tok)
 		return &BelowFloorError{Table: table, Token: tok, Err: err}
-	case ErrorUnique:
+	case dialect.ErrorUnique:
 		table := info.Table
 		var g *guard
 		if p != nil && p.guard != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // The token floor (docs/design.md, G16: tokens never go back). The database remembers
@@ -27,23 +29,6 @@ import (
 // MaxToken before switching it (lockclient.FloorRaiser) keeps its new tokens above every
 // token the rows carry. The floor only goes up, costs no round trip (the guard reads
 // it inside the statement), and needs the guards installed (fencedsql-schema -apply).
-
-// FloorTable is the token floor: one row (id = 1, floor), in the database's default
-// schema (PostgreSQL: the first schema of the search_path when the guards were
-// installed; MySQL: each database that holds a guarded table, next to its triggers;
-// SQLite: each schema that holds a guarded table). The guards create it; only its
-// owner writes it, and the fenced driver refuses statements that name it.
-const FloorTable = "fencedsql_floor"
-
-// Floorer is implemented by dialects whose guards enforce the token floor.
-type Floorer interface {
-	// FloorDDL returns the statements that create FloorTable with its one row (floor 0)
-	// when missing. GuardDDL includes them.
-	FloorDDL() []string
-	// RaiseFloorQuery returns the statement that sets the floor to floor when it is
-	// lower (never lowers it).
-	RaiseFloorQuery(floor int64) (query string, args []any)
-}
 
 // ErrBelowFloor means a write carried a token below the database's token floor: the
 // lease was granted before a failover (or before a lock-service switch) raised the
@@ -79,8 +64,8 @@ func (e *BelowFloorError) Error() string {
 // Unwrap returns ErrBelowFloor, ErrFenced and the driver's error.
 func (e *BelowFloorError) Unwrap() []error { return []error{ErrBelowFloor, ErrFenced, e.Err} }
 
-func floorer(d Dialect, what string) (Floorer, error) {
-	f, ok := d.(Floorer)
+func floorer(d dialect.Dialect, what string) (dialect.Floorer, error) {
+	f, ok := d.(dialect.Floorer)
 	if !ok || d == nil {
 		return nil, configErr("%s: the dialect has no token floor", what)
 	}
@@ -89,14 +74,14 @@ func floorer(d Dialect, what string) (Floorer, error) {
 
 // TokenFloor returns the token floor of db's database (0 when FloorTable has no row).
 // Run it on a plain connection or a fenced one (it only reads).
-func TokenFloor(ctx context.Context, db *sql.DB, d Dialect) (uint64, error) {
+func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, error) {
 	if _, err := floorer(d, "TokenFloor"); err != nil {
 		return 0, err
 	}
 	var floor sql.NullInt64
-	err := db.QueryRowContext(ctx, "SELECT MAX(floor) FROM "+FloorTable).Scan(&floor)
+	err := db.QueryRowContext(ctx, "SELECT MAX(floor) FROM "+dialect.FloorTable).Scan(&floor)
 	if err != nil {
-		return 0, fmt.Errorf("fencedsql: reading %s: %w", FloorTable, err)
+		return 0, fmt.Errorf("fencedsql: reading %s: %w", dialect.FloorTable, err)
 	}
 	if !floor.Valid || floor.Int64 < 0 {
 		return 0, nil
@@ -109,7 +94,7 @@ func TokenFloor(ctx context.Context, db *sql.DB, d Dialect) (uint64, error) {
 // floor at or below the current one changes nothing. At a failover, run it on the new
 // primary with the lock service's LastToken + 1 before the application writes there.
 // Run it on a plain connection (the fenced driver refuses statements naming the floor).
-func RaiseTokenFloor(ctx context.Context, db *sql.DB, d Dialect, floor uint64) error {
+func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	f, err := floorer(d, "RaiseTokenFloor")
 	if err != nil {
 		return err
@@ -119,7 +104,7 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d Dialect, floor uint64) e
 	}
 	for _, s := range f.FloorDDL() {
 		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("fencedsql: RaiseTokenFloor: creating %s: %w", FloorTable, err)
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: creating %s: %w", dialect.FloorTable, err)
 		}
 	}
 	q, args := f.RaiseFloorQuery(int64(floor))
@@ -135,14 +120,14 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d Dialect, floor uint64) e
 // With no tables it reads every table of the registry (RegisterTables). Raise a new lock
 // service's floor to at least this value before the application uses it. It reads every
 // row of every table (no index on the token column): run it at a switch, not in a loop.
-func MaxToken(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec) (uint64, error) {
+func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
 	if d == nil {
 		return 0, configErr("MaxToken: no dialect")
 	}
 	if len(tables) == 0 {
 		rows, err := db.QueryContext(ctx, registryRowsQuery)
 		if err != nil {
-			return 0, fmt.Errorf("fencedsql: MaxToken: reading %s (name the tables instead): %w", RegistryTable, err)
+			return 0, fmt.Errorf("fencedsql: MaxToken: reading %s (name the tables instead): %w", dialect.RegistryTable, err)
 		}
 		for rows.Next() {
 			var s GuardSpec
@@ -158,7 +143,7 @@ func MaxToken(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec) (
 		}
 	}
 	var max uint64
-	if _, ok := d.(Floorer); ok {
+	if _, ok := d.(dialect.Floorer); ok {
 		floor, err := TokenFloor(ctx, db, d)
 		if err != nil && !isMissingTable(d, err) {
 			return 0, err
@@ -192,7 +177,7 @@ func MaxToken(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec) (
 
 // isMissingTable reports whether err says the floor table does not exist (no guard
 // installed yet): the registry's test answers that for any table.
-func isMissingTable(d Dialect, err error) bool {
-	r, ok := d.(Registrar)
+func isMissingTable(d dialect.Dialect, err error) bool {
+	r, ok := d.(dialect.Registrar)
 	return ok && r.NoRegistry(err)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
@@ -20,13 +22,13 @@ import (
 // query). The queries are recorded by running the linter over canned answers: the
 // SQLite linter's conversation (the table's schema and STRICT flag, then its CREATE
 // TABLE text), which is the only one this module has.
-func expectLint(t *testing.T, mock sqlmock.Sqlmock, d fencedsql.Dialect, table string) {
+func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table string) {
 	t.Helper()
-	l, ok := d.(fencedsql.SchemaLinter)
+	l, ok := d.(dialect.SchemaLinter)
 	if !ok {
 		return
 	}
-	tn, err := fencedsql.ParseTableName(table)
+	tn, err := dialect.ParseTableName(table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d fencedsql.Dialect, table s
 		mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows(cols).AddRow(vals...))
 		return [][]string{a}, nil
 	}
-	ps, err := l.LintSchema(context.Background(), record, fencedsql.LintTable{Table: tn, TokenColumn: "fence_token", VersionColumn: "version"})
+	ps, err := l.LintSchema(context.Background(), record, dialect.LintTable{Table: tn, TokenColumn: "fence_token", VersionColumn: "version"})
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("expectLint: the canned fit table got %q, %v", ps, err)
 	}
@@ -59,15 +61,15 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d fencedsql.Dialect, table s
 // fakeLinter is SQLite with a SchemaLinter that reports problems (or fails) on
 // demand, to test the hook itself: one verdict for the lazy check and CheckSchema.
 type fakeLinter struct {
-	fencedsql.Dialect
-	fencedsql.Guarder
-	fencedsql.Tombstoner
-	problems []fencedsql.SchemaProblem
+	dialect.Dialect
+	dialect.Guarder
+	dialect.Tombstoner
+	problems []dialect.SchemaProblem
 	err      error
 	calls    *int
 }
 
-func (f fakeLinter) LintSchema(ctx context.Context, q fencedsql.CatalogQuery, t fencedsql.LintTable) ([]fencedsql.SchemaProblem, error) {
+func (f fakeLinter) LintSchema(ctx context.Context, q dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	*f.calls++
 	if t.Table.Name != "acc" || t.TokenColumn != "tok" || t.VersionColumn != "ver" {
 		return nil, errors.New("wrong LintTable")
@@ -95,16 +97,16 @@ func TestSchemaLinterHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := fencedsql.GuardSpec{Table: "acc", TokenColumn: "tok", VersionColumn: "ver"}
-	open := func(d fencedsql.Dialect) *sql.DB {
+	open := func(d dialect.Dialect) *sql.DB {
 		return fencedsql.OpenDB(fencedsql.DSNConnector(raw.Driver(), "file:"+path), fencedsql.WithDialect(d),
 			fencedsql.Guard("acc", fencedsql.TokenColumn("tok"), fencedsql.VersionColumn("ver")))
 	}
 	base := func() fakeLinter {
-		return fakeLinter{Dialect: sqlite.Dialect, Guarder: sqlite.Dialect.(fencedsql.Guarder), Tombstoner: sqlite.Dialect.(fencedsql.Tombstoner), calls: new(int)}
+		return fakeLinter{Dialect: sqlite.Dialect, Guarder: sqlite.Dialect.(dialect.Guarder), Tombstoner: sqlite.Dialect.(dialect.Tombstoner), calls: new(int)}
 	}
 
 	bad := base()
-	bad.problems = []fencedsql.SchemaProblem{{Problem: "first"}, {Problem: "second", Fix: []string{"FIX 1", "FIX 2"}}}
+	bad.problems = []dialect.SchemaProblem{{Problem: "first"}, {Problem: "second", Fix: []string{"FIX 1", "FIX 2"}}}
 	db := open(bad)
 	defer db.Close()
 	_, lazy := db.ExecContext(fencedsql.WithToken(ctx, 7), "INSERT INTO acc (id, x) VALUES (1, 1)")

@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"context"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -67,7 +69,7 @@ type instruments struct {
 	hit, miss []metric.AddOption
 }
 
-func dbSystem(d Dialect) string {
+func dbSystem(d dialect.Dialect) string {
 	switch d.Name() {
 	case "postgres":
 		return "postgresql"
@@ -76,7 +78,7 @@ func dbSystem(d Dialect) string {
 	}
 }
 
-func newInstruments(mp metric.MeterProvider, d Dialect, rw *rewriter) *instruments {
+func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *rewriter) *instruments {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}

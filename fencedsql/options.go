@@ -1,9 +1,12 @@
 package fencedsql
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -12,7 +15,7 @@ import (
 type Option func(*config)
 
 type config struct {
-	dialect     Dialect
+	dialect     dialect.Dialect
 	guards      []GuardSpec
 	strict      bool
 	schemaCheck bool
@@ -63,7 +66,7 @@ func Guard(table string, opts ...GuardOption) Option {
 
 // WithDialect selects the dialect (postgres.Dialect, mysql.Dialect, sqlite.Dialect).
 // The names the dialect packages register set it already.
-func WithDialect(d Dialect) Option { return func(c *config) { c.dialect = d } }
+func WithDialect(d dialect.Dialect) Option { return func(c *config) { c.dialect = d } }
 
 // WithStrict accepts only tokens strictly greater than a row's fence token: a holder
 // cannot write the same row twice under one lease, and retries are refused. The default
@@ -127,14 +130,14 @@ func (c *config) newRewriter() (*rewriter, error) {
 		syn: c.dialect.Syntax(), numbered: c.dialect.NumberedParams(), quote: c.dialect.QuoteIdent,
 		sessionChecked: c.dialect.SessionQuery() != "",
 		strict:         c.strict, guards: map[string][]*guard{},
-		stringIdents: c.dialect.Syntax() == SQLiteSyntax,
+		stringIdents: c.dialect.Syntax() == dialect.SQLiteSyntax,
 		allowDDL:     c.allowDDL, allowDynamic: c.allowDyn,
 	}
 	switch c.dialect.Syntax() {
-	case PostgresSyntax:
+	case dialect.PostgresSyntax:
 		rw.maxIdent = 63 // NAMEDATALEN-1
 		rw.namesWords = pgNamesWords
-	case SQLiteSyntax:
+	case dialect.SQLiteSyntax:
 		rw.namesWords = sqliteNamesWords
 	default:
 		rw.namesWords = mysqlNamesWords
@@ -166,13 +169,13 @@ func (c *config) newRewriter() (*rewriter, error) {
 // parse validates a guard spec as given (empty column names are refused, not
 // defaulted) and returns its table name, or the problem in words. It is the one check
 // behind Guard, the DSN's fenced_tables and CheckSchema.
-func (gs GuardSpec) parse() (TableName, string) {
+func (gs GuardSpec) parse() (dialect.TableName, string) {
 	t, problem := parseTableName(gs.Table)
 	if problem != "" {
 		return t, problem
 	}
 	for _, id := range []string{gs.TokenColumn, gs.VersionColumn} {
-		if !validIdent(id) {
+		if !dialect.PlainIdent(id) {
 			return t, fmt.Sprintf("%q is not a valid identifier", id)
 		}
 	}
@@ -182,42 +185,13 @@ func (gs GuardSpec) parse() (TableName, string) {
 	return t, ""
 }
 
-// parseTableName splits "table" or "schema.table" and validates both parts; the
-// problem in words when it is not a plain, possibly qualified, table name.
-func parseTableName(s string) (TableName, string) {
-	schema, name, qualified := strings.Cut(s, ".")
-	if !qualified {
-		schema, name = "", s
+// parseTableName is dialect.ParseTableName with its problem in words ("" for a valid
+// name), for errors that name the option or parameter the table came from.
+func parseTableName(s string) (dialect.TableName, string) {
+	t, err := dialect.ParseTableName(s)
+	var ne *dialect.NameError
+	if errors.As(err, &ne) {
+		return t, ne.Problem
 	}
-	if qualified && schema == "" {
-		return TableName{}, "empty schema name"
-	}
-	for _, id := range []string{schema, name} {
-		if !validIdent(id) {
-			return TableName{}, fmt.Sprintf("%q is not a valid identifier", id)
-		}
-	}
-	if name == "" {
-		return TableName{}, "empty table name"
-	}
-	return TableName{Schema: schema, Name: name}, ""
-}
-
-// validIdent accepts the identifiers a guard may name: letters, digits, _ and $ (not
-// first), and non-ASCII letters, at most 128 bytes. Anything else (quotes, spaces,
-// dots) is refused so that names never need escaping. "" passes: the callers check
-// emptiness where it matters.
-func validIdent(s string) bool {
-	if s == "" {
-		return true
-	}
-	for i, r := range s {
-		switch {
-		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= 0x80:
-		case i > 0 && (r >= '0' && r <= '9' || r == '$'):
-		default:
-			return false
-		}
-	}
-	return len(s) <= 128
+	return t, ""
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
@@ -85,7 +87,7 @@ func (e *outcomeError) Unwrap() []error { return []error{e.err, e.outcome} }
 // driver.ErrSkip, which database/sql compares by identity, is returned unchanged.
 // An error it cannot judge (neither a refusal, nor a server's answer, nor a lost
 // connection) is returned unchanged, identity included: CommitOutcome calls it Unknown.
-func withOutcome(d Dialect, err error) error {
+func withOutcome(d dialect.Dialect, err error) error {
 	o := classifyOutcome(d, err)
 	if o == Unknown && !isTransport(err) {
 		return err
@@ -109,7 +111,7 @@ func withOutcomeAs(err error, o Outcome) error {
 
 // classifyOutcome is the table of the package doc. Transport failures come first: an
 // error that wraps both a refusal and a lost connection is Unknown.
-func classifyOutcome(d Dialect, err error) Outcome {
+func classifyOutcome(d dialect.Dialect, err error) Outcome {
 	switch {
 	case err == nil:
 		return Committed
@@ -150,7 +152,7 @@ const rollbackReported = "commit unexpectedly resulted in rollback"
 // PostgreSQL's classes 08 (connection exception), 57 (operator intervention: a backend
 // terminated while it waited for a synchronous standby has already committed
 // locally), 58 (system error) and XX (internal error) are not counted: Unknown.
-func isServerError(d Dialect, err error) bool {
+func isServerError(d dialect.Dialect, err error) bool {
 	var st interface{ SQLState() string }
 	if errors.As(err, &st) && len(st.SQLState()) == 5 {
 		switch st.SQLState()[:2] {
@@ -162,7 +164,7 @@ func isServerError(d Dialect, err error) bool {
 	if strings.Contains(err.Error(), rollbackReported) {
 		return true
 	}
-	return d != nil && d.Classify(err).Kind != ErrorOther
+	return d != nil && d.Classify(err).Kind != dialect.ErrorOther
 }
 
 // autocommitOutcome adds the outcome to the error of a statement outside a

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // The database records which tables are guarded (docs/design.md, G13: nothing fails
@@ -31,43 +33,21 @@ import (
 // their first guarded write, as always. The registry is read once per pool: a table
 // registered later is guarded by pools opened later.
 
-// RegistryTable is the registry of guarded tables, in the database's default schema
-// (PostgreSQL: the first schema of the search_path, normally public; MySQL: the
-// connection's database; SQLite: main): (table_name, token_column, version_column),
-// one row per guarded table, its name as fenced_tables would give it.
-const RegistryTable = "fencedsql_registry"
-
-// Registrar is implemented by dialects that keep the registry of guarded tables.
-type Registrar interface {
-	// RegistryExistsQuery returns a query yielding one row with 1 when the registry
-	// table exists in the connection's default schema, 0 or no row otherwise.
-	RegistryExistsQuery() string
-	// RegistryDDL returns the statements that create the registry table when missing.
-	RegistryDDL() []string
-	// RegisterQuery returns the statement that records (or updates) one guarded table.
-	RegisterQuery(table, tokenCol, versionCol string) (query string, args []any)
-	// NoRegistry reports whether err, from reading the registry, means that it does not
-	// exist (for a database whose catalog shows a table only to who may read it, the
-	// existence query answers 1 and the read decides). Any other error fails the pool's
-	// first connection: an unreadable registry is not taken for none.
-	NoRegistry(err error) bool
-}
-
 // registryRowsQuery reads the registry; its columns are the same for every dialect.
-const registryRowsQuery = "SELECT table_name, token_column, version_column FROM " + RegistryTable
+const registryRowsQuery = "SELECT table_name, token_column, version_column FROM " + dialect.RegistryTable
 
 // RegisterTables records specs in the registry of db's database (creating the registry
 // table when missing), so that every fenced pool on that database guards them whether
 // or not its DSN lists them. fencedsql-schema -apply calls it. Run it on a plain
 // connection.
-func RegisterTables(ctx context.Context, db *sql.DB, d Dialect, specs ...GuardSpec) error {
-	r, ok := d.(Registrar)
+func RegisterTables(ctx context.Context, db *sql.DB, d dialect.Dialect, specs ...GuardSpec) error {
+	r, ok := d.(dialect.Registrar)
 	if !ok || d == nil {
 		return configErr("RegisterTables: the dialect keeps no registry")
 	}
 	for _, s := range r.RegistryDDL() {
 		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("fencedsql: RegisterTables: creating %s: %w", RegistryTable, err)
+			return fmt.Errorf("fencedsql: RegisterTables: creating %s: %w", dialect.RegistryTable, err)
 		}
 	}
 	for _, spec := range specs {
@@ -141,13 +121,13 @@ func (k *core) open(ctx context.Context, c *conn) error {
 // loadRegistry reads the registry through c; nil when the dialect keeps none or the
 // database has none.
 func (k *core) loadRegistry(ctx context.Context, c *conn) ([]GuardSpec, error) {
-	r, ok := k.dialect.(Registrar)
+	r, ok := k.dialect.(dialect.Registrar)
 	if !ok {
 		return nil, nil
 	}
 	rows, err := c.queryStrings(ctx, r.RegistryExistsQuery(), nil)
 	if err != nil {
-		return nil, &SchemaError{Table: RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
+		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
 	}
 	if len(rows) == 0 || len(rows[0]) == 0 || !notNullFlag(rows[0][0]) {
 		return nil, nil
@@ -156,7 +136,7 @@ func (k *core) loadRegistry(ctx context.Context, c *conn) ([]GuardSpec, error) {
 		if r.NoRegistry(err) {
 			return nil, nil
 		}
-		return nil, &SchemaError{Table: RegistryTable, Problem: "reading the registry of guarded tables failed (grant the application SELECT on it)", Err: err}
+		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed (grant the application SELECT on it)", Err: err}
 	}
 	var specs []GuardSpec
 	for _, row := range rows {
@@ -189,7 +169,7 @@ func (k *core) addGuards(registered []GuardSpec) error {
 	}
 	rw, err := cfg.newRewriter()
 	if err != nil {
-		return &SchemaError{Table: RegistryTable, Problem: "the registry names a table the wrapper cannot guard: " + err.Error(), Err: err}
+		return &SchemaError{Table: dialect.RegistryTable, Problem: "the registry names a table the wrapper cannot guard: " + err.Error(), Err: err}
 	}
 	k.cfg, k.rw, k.cache = cfg, rw, newPlanCache(cfg.cacheSize)
 	k.metrics = newInstruments(cfg.meter, cfg.dialect, rw)
@@ -199,7 +179,7 @@ func (k *core) addGuards(registered []GuardSpec) error {
 // checkListed fails unless the listed table g exists, naming the registered tables
 // when it does not (a typo in fenced_tables shows there).
 func (k *core) checkListed(ctx context.Context, c *conn, g *guard, registered []GuardSpec) error {
-	t := TableName{Schema: g.schema, Name: g.name}
+	t := dialect.TableName{Schema: g.schema, Name: g.name}
 	v, err := inspectColumns(ctx, c.queryStrings, k.dialect, t, g.tokenCol, g.verCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}

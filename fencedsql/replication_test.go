@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
@@ -16,28 +18,28 @@ import (
 // through CheckSchema's CatalogQuery and judges its single value: "async" is a problem,
 // anything else a note.
 type replicating struct {
-	fencedsql.Dialect
-	fencedsql.Guarder
-	fencedsql.Tombstoner
+	dialect.Dialect
+	dialect.Guarder
+	dialect.Tombstoner
 }
 
 const replQuery = "SELECT replication_mode"
 
-func (replicating) Replication(ctx context.Context, q fencedsql.CatalogQuery) (fencedsql.ReplicationReport, error) {
+func (replicating) Replication(ctx context.Context, q dialect.CatalogQuery) (dialect.ReplicationReport, error) {
 	rows, err := q(ctx, replQuery)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
-	f := fencedsql.ReplicationFinding{Setting: "mode", Value: rows[0][0], Problem: "no replica", Note: true}
+	f := dialect.ReplicationFinding{Setting: "mode", Value: rows[0][0], Problem: "no replica", Note: true}
 	if rows[0][0] == "async" {
-		f = fencedsql.ReplicationFinding{Setting: "mode", Value: "async", Problem: "a failover forgets acknowledged writes", Fix: []string{"ALTER SYSTEM SET sync"}}
+		f = dialect.ReplicationFinding{Setting: "mode", Value: "async", Problem: "a failover forgets acknowledged writes", Fix: []string{"ALTER SYSTEM SET sync"}}
 	}
-	return fencedsql.ReplicationReport{Replicas: 1, Findings: []fencedsql.ReplicationFinding{f}}, nil
+	return dialect.ReplicationReport{Replicas: 1, Findings: []dialect.ReplicationFinding{f}}, nil
 }
 
-func replDialect() fencedsql.Dialect {
+func replDialect() dialect.Dialect {
 	d := sqlite.Dialect
-	return replicating{d, d.(fencedsql.Guarder), d.(fencedsql.Tombstoner)}
+	return replicating{d, d.(dialect.Guarder), d.(dialect.Tombstoner)}
 }
 
 // A replication problem makes every table's report not OK, in Problems, with its

@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"strings"
 	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // G13: a reference is guarded by its last name part (folded, truncated as the server
@@ -84,7 +86,7 @@ func TestLookupTruncation(t *testing.T) {
 // differently, per dialect, and only those (a cached plan: the rule runs once per text).
 func TestResolvesNames(t *testing.T) {
 	for _, c := range []struct {
-		d    Dialect
+		d    dialect.Dialect
 		sql  string
 		want bool
 	}{

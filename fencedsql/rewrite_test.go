@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
@@ -20,7 +22,7 @@ func refs(r ...argRef) []argRef { return r }
 
 // newTestRewriter builds the rewriter for d and the given options; without options the
 // only guarded table is "accounts" with the default columns.
-func newTestRewriter(t testing.TB, d Dialect, opts ...Option) *rewriter {
+func newTestRewriter(t testing.TB, d dialect.Dialect, opts ...Option) *rewriter {
 	t.Helper()
 	cfg := defaultConfig()
 	WithDialect(d)(&cfg)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // verify runs the lazy checks before a guarded write: the session (verifySession: from
@@ -32,7 +34,7 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 	} else if _, ok := k.checked.Load(g); ok {
 		return nil
 	}
-	t := TableName{Schema: g.schema, Name: g.name}
+	t := dialect.TableName{Schema: g.schema, Name: g.name}
 	v, err := inspectColumns(ctx, c.queryStrings, k.dialect, t, g.tokenCol, g.verCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
@@ -75,7 +77,7 @@ func (v columnVerdict) fit() bool { return len(v.problems) == 0 }
 
 // inspectColumns runs d's column query for table through query and judges the answer
 // (judgeColumns). An error is the query's: the answer is unknown.
-func inspectColumns(ctx context.Context, query queryFunc, d Dialect, table TableName, tokCol, verCol string) (columnVerdict, error) {
+func inspectColumns(ctx context.Context, query queryFunc, d dialect.Dialect, table dialect.TableName, tokCol, verCol string) (columnVerdict, error) {
 	q, args := d.ColumnsQuery(table)
 	rows, err := query(ctx, q, args)
 	if err != nil {
@@ -93,7 +95,7 @@ func inspectColumns(ctx context.Context, query queryFunc, d Dialect, table Table
 // with the statements that fix them: GuardColumnsDDL for the missing columns, then
 // NotNullFixer's statements per nullable column; where the dialect has none, the
 // problem says to rebuild the table.
-func judgeColumns(d Dialect, table TableName, tokCol, verCol string, rows [][]string) columnVerdict {
+func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol string, rows [][]string) columnVerdict {
 	var v columnVerdict
 	for _, row := range rows {
 		if len(row) < 2 {
@@ -129,7 +131,7 @@ func judgeColumns(d Dialect, table TableName, tokCol, verCol string, rows [][]st
 			continue
 		}
 		var fix []string
-		if f, ok := d.(NotNullFixer); ok {
+		if f, ok := d.(dialect.NotNullFixer); ok {
 			fix = f.NotNullDDL(table, c.col)
 		}
 		p := "column " + c.col + " is nullable: it must be NOT NULL (a fenced write relies on the NOT NULL violation)"

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
@@ -106,7 +108,7 @@ func (c verdictCase) guardOption() fencedsql.Option {
 
 // lazyVerdict runs a guarded UPDATE through the fenced driver over sqlmock: the lazy
 // check's answer (nil, or its *SchemaError).
-func lazyVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) error {
+func lazyVerdict(t *testing.T, d dialect.Dialect, c verdictCase) error {
 	t.Helper()
 	dsn := fmt.Sprintf("fencedsql-verdict-%d", mockSeq.Add(1))
 	mdb, mock, err := sqlmock.NewWithDSN(dsn, sqlmock.QueryMatcherOption(verdictMatcher))
@@ -118,7 +120,7 @@ func lazyVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) error {
 	defer db.Close()
 	// The pool's first connection: no registry; the listed table exists (or not: then
 	// the pool refuses with the lazy check's own verdict).
-	mock.ExpectQuery(d.(fencedsql.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
 	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.cols == nil {
@@ -145,20 +147,20 @@ func lazyVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) error {
 // noSideDoors is a dialect without its SideDoorFinder (whose catalog queries the
 // verdict tests do not mock; the side doors are tested on real databases).
 type noSideDoors struct {
-	fencedsql.Dialect
-	fencedsql.Guarder
-	fencedsql.NotNullFixer
-	fencedsql.Tombstoner
+	dialect.Dialect
+	dialect.Guarder
+	dialect.NotNullFixer
+	dialect.Tombstoner
 }
 
-func withoutSideDoors(d fencedsql.Dialect) fencedsql.Dialect {
-	return noSideDoors{d, d.(fencedsql.Guarder), d.(fencedsql.NotNullFixer), d.(fencedsql.Tombstoner)}
+func withoutSideDoors(d dialect.Dialect) dialect.Dialect {
+	return noSideDoors{d, d.(dialect.Guarder), d.(dialect.NotNullFixer), d.(dialect.Tombstoner)}
 }
 
 // checkSchemaVerdict runs CheckSchema over sqlmock; the guard and the tombstone guard
 // are reported installed (the primary key is id), so that every problem is about the
 // table's columns.
-func checkSchemaVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) fencedsql.TableReport {
+func checkSchemaVerdict(t *testing.T, d dialect.Dialect, c verdictCase) fencedsql.TableReport {
 	t.Helper()
 	db, mock, err := sqlmock.New(sqlmock.QueryMatcherOption(verdictMatcher))
 	if err != nil {
@@ -180,9 +182,9 @@ func checkSchemaVerdict(t *testing.T, d fencedsql.Dialect, c verdictCase) fenced
 	return reps[0]
 }
 
-func tableOf(t *testing.T, s string) fencedsql.TableName {
+func tableOf(t *testing.T, s string) dialect.TableName {
 	t.Helper()
-	tn, err := fencedsql.ParseTableName(s)
+	tn, err := dialect.ParseTableName(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +245,8 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	g := sqlite.Dialect.(fencedsql.Guarder)
-	ts := sqlite.Dialect.(fencedsql.Tombstoner)
+	g := sqlite.Dialect.(dialect.Guarder)
+	ts := sqlite.Dialect.(dialect.Tombstoner)
 	cases := []struct {
 		spec     fencedsql.GuardSpec
 		ddl      string // "" : no such table
@@ -273,7 +275,7 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 		if tok == "" {
 			tok, ver = fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn
 		}
-		for _, s := range append(g.GuardDDL(tn, tok, ver), ts.TombstoneDDL(tn, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, tok)...) {
+		for _, s := range append(g.GuardDDL(tn, tok, ver), ts.TombstoneDDL(tn, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, tok)...) {
 			if _, err := raw.ExecContext(ctx, s); err != nil {
 				t.Fatal(err)
 			}
@@ -332,32 +334,5 @@ func TestSchemaErrorCheckQueryFails(t *testing.T) {
 	}
 	if got := (&fencedsql.SchemaError{Problem: "p"}).Error(); got != "fencedsql: p" {
 		t.Errorf("Error() without table or cause = %q", got)
-	}
-}
-
-func TestParseTableName(t *testing.T) {
-	for in, want := range map[string]fencedsql.TableName{
-		"accounts":      {Name: "accounts"},
-		"Shop.Accounts": {Schema: "Shop", Name: "Accounts"},
-		"s$1.t_2":       {Schema: "s$1", Name: "t_2"},
-	} {
-		got, err := fencedsql.ParseTableName(in)
-		if err != nil || got != want || got.String() != in {
-			t.Errorf("ParseTableName(%q) = %+v, %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"", ".t", "s.", "a.b.c", "a b", `"a"`, "1a", "a;b"} {
-		_, err := fencedsql.ParseTableName(in)
-		var ce *fencedsql.ConfigError
-		if !errors.As(err, &ce) {
-			t.Errorf("ParseTableName(%q): %v, want a *ConfigError", in, err)
-		}
-	}
-	q := func(s string) string { return "[" + s + "]" }
-	if got := (fencedsql.TableName{Schema: "s", Name: "t"}).Quote(q); got != "[s].[t]" {
-		t.Errorf("Quote = %q", got)
-	}
-	if got := (fencedsql.TableName{Name: "t"}).Quote(q); got != "[t]" {
-		t.Errorf("Quote = %q", got)
 	}
 }

@@ -5,45 +5,10 @@ import (
 	"database/sql/driver"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
-
-// The session check (docs/design.md G11: session settings that change how the server
-// reads SQL text, or what it does with the fencing NULL, are verified before a guarded
-// write, never presumed).
-//
-// The rewriter reads a statement with its dialect's lexer, which assumes the server
-// reads it the same way; and a fenced write relies on the NOT NULL violation that the
-// fencing NULL causes. Some session settings break either assumption: PostgreSQL's
-// standard_conforming_strings (off: backslashes escape in '…' strings) and a
-// client_encoding whose multibyte characters can end in a backslash or quote byte
-// (SJIS, BIG5, GBK, GB18030, UHC, JOHAB); MySQL/MariaDB's sql_mode (not strict: the
-// NULL is stored as 0; ANSI_QUOTES, NO_BACKSLASH_ESCAPES: other quoting) and
-// character_set_client (GBK, SJIS, Big5, CP932, GB18030). The dialect's SessionQuery
-// reads all of its settings in one round trip and CheckSession judges them; a session
-// it refuses gets a *SessionError (errors.Is ErrSchema) before anything is sent.
-//
-// When it runs (verifySession):
-//
-//   - A dialect that implements SessionTracker and whose driver keeps the settings on
-//     the client side is checked before every guarded write, from that state, without
-//     a round trip: PostgreSQL reports standard_conforming_strings and client_encoding
-//     to the client (ParameterStatus) whenever they change, whatever changed them — SET,
-//     SET LOCAL and its revert at COMMIT/ROLLBACK, set_config() in any query or
-//     function, a DO block, RESET, a DSN or startup parameter — and pgx keeps them.
-//     Such a dialect under a driver that does not track them (lib/pq, a mock) runs the
-//     SessionQuery before every guarded write: any query can change them there.
-//   - Any other dialect (MySQL/MariaDB) runs the SessionQuery before the first guarded
-//     write of a connection, and again before the first guarded write after a
-//     statement that may have changed the settings (mayChangeSession, the plan's
-//     resetsSession): on the happy path a guarded write stays one statement.
-type SessionTracker interface {
-	// TrackedSession returns the value the dialect's SessionQuery would return on raw
-	// (the wrapped driver's connection, possibly under other wrappers that expose it
-	// with a Raw() driver.Conn method), read from what the driver keeps, without a
-	// round trip. ok is false when raw does not keep it.
-	TrackedSession(raw driver.Conn) (value string, ok bool)
-}
 
 // SessionError is a session refused by the dialect's session check: a setting with
 // which the server would read statements differently from the wrapper's lexer, or
@@ -76,7 +41,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	if q == "" {
 		return nil
 	}
-	tracker, tracks := d.(SessionTracker)
+	tracker, tracks := d.(dialect.SessionTracker)
 	if tracks {
 		if v, ok := tracker.TrackedSession(c.raw); ok {
 			return d.CheckSession(v)
@@ -200,7 +165,7 @@ func (rw *rewriter) resolvesNames(sql string) bool {
 	if len(rw.names) == 0 {
 		return false
 	}
-	if rw.syn == PostgresSyntax {
+	if rw.syn == dialect.PostgresSyntax {
 		if containsWord(sql, "search_path") || containsWord(sql, "set_config") {
 			return true
 		}

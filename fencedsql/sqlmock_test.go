@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,7 +36,7 @@ var mockSeq atomic.Int64
 
 // newMockDB returns a fenced *sql.DB over a fresh go-sqlmock connection. The default
 // options guard "accounts" with the schema check off; opts are appended (and so win).
-func newMockDB(t *testing.T, d fencedsql.Dialect, opts ...fencedsql.Option) (*sql.DB, sqlmock.Sqlmock) {
+func newMockDB(t *testing.T, d dialect.Dialect, opts ...fencedsql.Option) (*sql.DB, sqlmock.Sqlmock) {
 	t.Helper()
 	dsn := fmt.Sprintf("fencedsql-mock-%s-%d", t.Name(), mockSeq.Add(1))
 	mdb, mock, err := sqlmock.NewWithDSN(dsn, sqlmock.QueryMatcherOption(exactSQL))
@@ -62,7 +64,7 @@ func withTok(n uint64) context.Context { return fencedsql.WithToken(context.Back
 
 type dialectCase struct {
 	name string
-	d    fencedsql.Dialect
+	d    dialect.Dialect
 }
 
 var mockDialects = []dialectCase{
@@ -908,7 +910,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 
 func TestSchemaCheckMissingColumn(t *testing.T) {
 	cases := map[string]struct {
-		d     fencedsql.Dialect
+		d     dialect.Dialect
 		query string
 		args  []driver.Value
 		in    string
@@ -989,7 +991,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		// the statement (here one that does not even name it): a typo in fenced_tables
 		// never leaves the table meant unguarded without a word.
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
-		mock.ExpectQuery(postgres.Dialect.(fencedsql.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+		mock.ExpectQuery(postgres.Dialect.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows())
 		_, err := db.ExecContext(withTok(7), `UPDATE other SET x = $1`, 1)
 		var se *fencedsql.SchemaError
@@ -1102,16 +1104,16 @@ func TestSessionCheckMySQL(t *testing.T) {
 // expectOpen expects a pool's first-connection checks (schema check on): the registry
 // lookup, answered "none", then one column query per listed table (args each), which
 // finds the table.
-func expectOpen(mock sqlmock.Sqlmock, d fencedsql.Dialect, args ...[]driver.Value) {
-	mock.ExpectQuery(d.(fencedsql.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
-	q, _ := d.ColumnsQuery(fencedsql.TableName{Name: "x"})
+func expectOpen(mock sqlmock.Sqlmock, d dialect.Dialect, args ...[]driver.Value) {
+	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	q, _ := d.ColumnsQuery(dialect.TableName{Name: "x"})
 	for _, a := range args {
 		mock.ExpectQuery(q).WithArgs(a...).WillReturnRows(columnRows(goodColumns...))
 	}
 }
 
 // expectOpenAccounts is expectOpen for the one listed table of newMockDB, accounts.
-func expectOpenAccounts(mock sqlmock.Sqlmock, d fencedsql.Dialect) {
+func expectOpenAccounts(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	if d.Name() == "mysql" {
 		expectOpen(mock, d, []driver.Value{"", "accounts"})
 		return
@@ -1119,14 +1121,14 @@ func expectOpenAccounts(mock sqlmock.Sqlmock, d fencedsql.Dialect) {
 	expectOpen(mock, d, []driver.Value{"accounts"})
 }
 
-func expectPGSession(mock sqlmock.Sqlmock, d fencedsql.Dialect) {
+func expectPGSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	if d.Name() == "postgres" {
 		mock.ExpectQuery(pgSession).WillReturnRows(sqlmock.NewRows([]string{"s"}).AddRow(pgGood))
 	}
 }
 
 // goodSession is a session check value every dialect accepts.
-func goodSession(d fencedsql.Dialect) string {
+func goodSession(d dialect.Dialect) string {
 	if d.Name() == "postgres" {
 		return pgGood
 	}

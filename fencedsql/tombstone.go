@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Tombstones: G9 in docs/design.md, no resurrection.
@@ -84,7 +86,7 @@ import (
 // install the guard.
 //
 // Deprecated: use CheckSchema, which does the same.
-func CheckTombstones(ctx context.Context, db *sql.DB, d Dialect, tables ...GuardSpec) ([]TableReport, error) {
+func CheckTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
 	return CheckSchema(ctx, db, d, tables...)
 }
 
@@ -92,8 +94,8 @@ func CheckTombstones(ctx context.Context, db *sql.DB, d Dialect, tables ...Guard
 // primary key, whether the triggers are installed, and the problem and fix when not.
 // A table without a primary key is a problem with no fix. It returns table with the
 // schema the catalog resolved it to, when the dialect reports one.
-func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, table TableName, r *TableReport) (TableName, error) {
-	ts, ok := d.(Tombstoner)
+func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec, table dialect.TableName, r *TableReport) (dialect.TableName, error) {
+	ts, ok := d.(dialect.Tombstoner)
 	if !ok {
 		r.Problems = append(r.Problems, "no tombstone guard available for this dialect: a stale holder can re-insert a row a newer one deleted")
 		return table, nil
@@ -126,18 +128,18 @@ func checkTombstone(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec, 
 
 // primaryKey reads table's primary key with Tombstoner.PrimaryKeyQuery and returns
 // table with the schema it resolves to filled in (when the catalog names one).
-func primaryKey(ctx context.Context, db *sql.DB, ts Tombstoner, table TableName) (TableName, []KeyColumn, error) {
+func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table dialect.TableName) (dialect.TableName, []dialect.KeyColumn, error) {
 	q, args := ts.PrimaryKeyQuery(table)
 	rows, err := dbQueryStrings(db)(ctx, q, args)
 	if err != nil {
 		return table, nil, fmt.Errorf("the primary key query failed: %w", err)
 	}
-	var key []KeyColumn
+	var key []dialect.KeyColumn
 	for _, row := range rows {
 		if len(row) < 4 || row[0] == "" {
 			continue
 		}
-		key = append(key, KeyColumn{Name: row[0], Type: row[1], Collation: row[2]})
+		key = append(key, dialect.KeyColumn{Name: row[0], Type: row[1], Collation: row[2]})
 		if table.Schema == "" {
 			table.Schema = row[3]
 		}
@@ -149,8 +151,8 @@ func primaryKey(ctx context.Context, db *sql.DB, ts Tombstoner, table TableName)
 // table as it is now (its primary key read from the catalog, its schema resolved):
 // the statements CheckSchema puts in a report's Fix. Run them on a plain connection,
 // in one transaction where the database's DDL is transactional.
-func TombstoneFix(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) ([]string, error) {
-	ts, ok := d.(Tombstoner)
+func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) ([]string, error) {
+	ts, ok := d.(dialect.Tombstoner)
 	if !ok || d == nil {
 		return nil, configErr("TombstoneFix: the dialect keeps no tombstones")
 	}
@@ -183,8 +185,8 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d Dialect, spec GuardSpec) ([
 // Purging bounds the tombstone tables, at a price: once a row's tombstone is purged, a
 // holder paused for longer than olderThan could re-insert that row under its old
 // token. See the package documentation on tombstones.
-func PurgeTombstones(ctx context.Context, db *sql.DB, d Dialect, olderThan time.Duration, tables ...string) (int64, error) {
-	ts, ok := d.(Tombstoner)
+func PurgeTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, olderThan time.Duration, tables ...string) (int64, error) {
+	ts, ok := d.(dialect.Tombstoner)
 	if !ok || d == nil {
 		return 0, configErr("PurgeTombstones: the dialect keeps no tombstones")
 	}

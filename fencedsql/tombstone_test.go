@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 // noTombstoner is a dialect with the guard but without tombstones.
 type noTombstoner struct {
-	fencedsql.Dialect
-	fencedsql.Guarder
+	dialect.Dialect
+	dialect.Guarder
 }
 
 func TestCheckTombstones(t *testing.T) {
@@ -25,17 +27,17 @@ func TestCheckTombstones(t *testing.T) {
 		"CREATE TABLE fit (id INTEGER PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"CREATE TABLE nokey (id BIGINT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 	)
-	g := sqlite.Dialect.(fencedsql.Guarder)
-	ts := sqlite.Dialect.(fencedsql.Tombstoner)
-	schemaExec(t, db, g.GuardDDL(fencedsql.TableName{Name: "fit"}, "fence_token", "version")...)
-	schemaExec(t, db, g.GuardDDL(fencedsql.TableName{Name: "nokey"}, "fence_token", "version")...)
+	g := sqlite.Dialect.(dialect.Guarder)
+	ts := sqlite.Dialect.(dialect.Tombstoner)
+	schemaExec(t, db, g.GuardDDL(dialect.TableName{Name: "fit"}, "fence_token", "version")...)
+	schemaExec(t, db, g.GuardDDL(dialect.TableName{Name: "nokey"}, "fence_token", "version")...)
 
 	reps, err := fencedsql.CheckTombstones(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "fit"}, fencedsql.GuardSpec{Table: "nokey"}, fencedsql.GuardSpec{Table: "missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fit, nokey, missing := reps[0], reps[1], reps[2]
-	want := ts.TombstoneDDL(fencedsql.TableName{Name: "fit"}, []fencedsql.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")
+	want := ts.TombstoneDDL(dialect.TableName{Name: "fit"}, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")
 	if fit.OK() || fit.Tombstoned || !slices.Equal(fit.PrimaryKey, []string{"id"}) || len(fit.Problems) != 1 || !slices.Equal(fit.Fix, want) {
 		t.Errorf("fit = %+v", fit)
 	}
@@ -54,7 +56,7 @@ func TestCheckTombstones(t *testing.T) {
 	// A plain DELETE leaves a tombstone that refuses a plain INSERT with an older token.
 	schemaExec(t, db, "INSERT INTO fit (id, fence_token) VALUES (1, 7)", "DELETE FROM fit WHERE id = 1")
 	_, err = db.Exec("INSERT INTO fit (id, fence_token) VALUES (1, 6)")
-	if info := sqlite.Dialect.Classify(err); info.Kind != fencedsql.ErrorNotNull || info.Column != "fence_token" || info.Table != "fit" {
+	if info := sqlite.Dialect.Classify(err); info.Kind != dialect.ErrorNotNull || info.Column != "fence_token" || info.Table != "fit" {
 		t.Fatalf("stale INSERT: %v, classified %+v", err, info)
 	}
 	schemaExec(t, db, "INSERT INTO fit (id, fence_token) VALUES (1, 7)")

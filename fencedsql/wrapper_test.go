@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/jmoiron/sqlx"
 
 	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
@@ -243,7 +245,7 @@ func registerFake(t *testing.T, d driver.Driver, opts ...fencedsql.Option) strin
 
 // dsnDialect is the dialect whose driver reads dsn's syntax: go-sql-driver/mysql's
 // user:pw@tcp(…)/db, SQLite's file: URIs, else PostgreSQL's.
-func dsnDialect(dsn string) fencedsql.Dialect {
+func dsnDialect(dsn string) dialect.Dialect {
 	switch {
 	case strings.Contains(dsn, "@tcp("):
 		return mysqldialect.Dialect

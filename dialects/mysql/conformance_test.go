@@ -3,7 +3,7 @@ package mysql_test
 import (
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/mysql"
+	_ "github.com/fencedsql/fencedsql/dialects/mysql/mysqlsqlx"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 

@@ -3,13 +3,13 @@ package mysql
 import (
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // QueryStart implements fencedsql.DSNParser as go-sql-driver/mysql reads a DSN,
 // [user[:password]@][net[(addr)]]/dbname[?params]: the parameters follow the first '?'
 // after the last '/' (a password or address may hold '?' and '/').
-func (dialect) QueryStart(dsn string) (q int, keyValue bool) {
+func (dialectImpl) QueryStart(dsn string) (q int, keyValue bool) {
 	slash := strings.LastIndexByte(dsn, '/')
 	if slash < 0 {
 		return -1, false
@@ -20,4 +20,4 @@ func (dialect) QueryStart(dsn string) (q int, keyValue bool) {
 	return -1, false
 }
 
-var _ fencedsql.DSNParser = dialect{}
+var _ dialect.DSNParser = dialectImpl{}

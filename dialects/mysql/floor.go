@@ -1,7 +1,7 @@
 package mysql
 
 import (
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // FloorSQLState is the SQLSTATE of the guard's refusal of a write whose token is below
@@ -19,13 +19,13 @@ import (
 // no floor.
 const FloorSQLState = "FNCD2"
 
-func floorTable(schema string) fencedsql.TableName {
-	return fencedsql.TableName{Schema: schema, Name: fencedsql.FloorTable}
+func floorTable(schema string) dialect.TableName {
+	return dialect.TableName{Schema: schema, Name: dialect.FloorTable}
 }
 
 // floorDDL creates the floor table with its one row in schema ("" for the connection's
 // database). The triggers run with their definer's rights: no grant is needed.
-func (d dialect) floorDDL(schema string) []string {
+func (d dialectImpl) floorDDL(schema string) []string {
 	t := floorTable(schema).Quote(d.QuoteIdent)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + t + " (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB",
@@ -34,11 +34,11 @@ func (d dialect) floorDDL(schema string) []string {
 }
 
 // FloorDDL creates the floor table in the connection's database.
-func (d dialect) FloorDDL() []string { return d.floorDDL("") }
+func (d dialectImpl) FloorDDL() []string { return d.floorDDL("") }
 
 // RaiseFloorQuery sets the floor when it is lower.
-func (dialect) RaiseFloorQuery(floor int64) (string, []any) {
-	return "UPDATE " + fencedsql.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
+func (dialectImpl) RaiseFloorQuery(floor int64) (string, []any) {
+	return "UPDATE " + dialect.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
 }
 
 // floorTrigger is the name of table's BEFORE INSERT floor trigger.
@@ -46,7 +46,7 @@ func floorTrigger(name string) string { return boundedTrigger("fencedsql_floor_"
 
 // floorBelow is the condition "the new row's token is below the floor".
 func floorBelow(tok string) string {
-	return "NEW." + tok + " < (SELECT f.floor FROM " + fencedsql.FloorTable + " f WHERE f.id = 1)"
+	return "NEW." + tok + " < (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1)"
 }
 
 // floorRefusal is the SIGNAL of a write below the floor.
@@ -54,4 +54,4 @@ func floorRefusal(table string) string {
 	return "SIGNAL SQLSTATE '" + FloorSQLState + "' SET MESSAGE_TEXT = " + messageWith("fencedsql: token floor on ", table, "token below the floor")
 }
 
-var _ fencedsql.Floorer = dialect{}
+var _ dialect.Floorer = dialectImpl{}

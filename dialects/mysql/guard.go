@@ -6,9 +6,9 @@ import (
 	"hash/fnv"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/go-sql-driver/mysql"
 )
 
 // GuardSQLState is the SQLSTATE of every refusal by the database-side guard (MySQL
@@ -65,8 +65,8 @@ func IsGuardError(err error) bool {
 }
 
 // triggerName is the qualified name of table's guard trigger (in the table's database).
-func triggerName(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: table.Schema, Name: guardTrigger(table.Name)}
+func triggerName(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: guardTrigger(table.Name)}
 }
 
 // guardTrigger is the trigger's name: "fencedsql_guard_<table>", or a prefix of it
@@ -111,7 +111,7 @@ func messageWith(head, table, what string) string {
 
 // GuardDDL returns the statements that install the guard on table (in table.Schema,
 // or the connection's database when it is empty). Each is one statement for database/sql.
-func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string) []string {
+func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol string) []string {
 	trg := triggerName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	notNull := func(col string) string {
@@ -120,7 +120,7 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 	refuse := func(what string) string {
 		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, what)
 	}
-	ins := fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
+	ins := dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
 	return append(d.floorDDL(table.Schema),
 		"DROP TRIGGER IF EXISTS "+trg,
 		// One test on the wrapper's path; the nested IF only names the refusal.
@@ -140,28 +140,28 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
-func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
+func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	return []string{
 		"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent),
-		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
+		"DROP TRIGGER IF EXISTS " + dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
 	}
 }
 
 // GuardInstalledQuery yields 1 when both guard triggers exist on table and read the
 // token floor (a guard installed before the floor existed is reported missing).
-func (dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND " +
 			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT')) AND ACTION_STATEMENT LIKE ?",
-		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + fencedsql.FloorTable + "%"}
+		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + dialect.FloorTable + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL
 // (fencedsql.NotNullFixer). Rows holding NULL in it must be fixed first.
-func (d dialect) NotNullDDL(table fencedsql.TableName, column string) []string {
+func (d dialectImpl) NotNullDDL(table dialect.TableName, column string) []string {
 	return []string{"ALTER TABLE " + table.Quote(d.QuoteIdent) + " MODIFY COLUMN " + d.QuoteIdent(column) + " BIGINT NOT NULL DEFAULT 0"}
 }
 
 var (
-	_ fencedsql.Guarder      = dialect{}
-	_ fencedsql.NotNullFixer = dialect{}
+	_ dialect.Guarder      = dialectImpl{}
+	_ dialect.NotNullFixer = dialectImpl{}
 )

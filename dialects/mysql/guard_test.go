@@ -5,8 +5,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/mysql"
-	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
@@ -18,8 +19,8 @@ func TestGuards(t *testing.T) {
 func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.MySQL(), mysql.Dialect) }
 
 func TestGuardDDLShape(t *testing.T) {
-	g := mysql.Dialect.(fencedsql.Guarder)
-	ddl := g.GuardDDL(fencedsql.TableName{Schema: "shop", Name: "acc`ounts"}, "fence_token", "ver'sion")
+	g := mysql.Dialect.(dialect.Guarder)
+	ddl := g.GuardDDL(dialect.TableName{Schema: "shop", Name: "acc`ounts"}, "fence_token", "ver'sion")
 	if len(ddl) != 6 { // the floor table and its row, the UPDATE guard, the INSERT floor trigger
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
@@ -49,12 +50,12 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	// Long names: trigger names within 64 characters and distinct; messages within 128.
 	long := strings.Repeat("é", 60)
-	a, b := g.UnguardDDL(fencedsql.TableName{Name: long + "1"})[0], g.UnguardDDL(fencedsql.TableName{Name: long + "2"})[0]
+	a, b := g.UnguardDDL(dialect.TableName{Name: long + "1"})[0], g.UnguardDDL(dialect.TableName{Name: long + "2"})[0]
 	name := func(s string) string { return s[strings.Index(s, "`")+1 : strings.LastIndex(s, "`")] }
 	if a == b || utf8.RuneCountInString(name(a)) > 64 {
 		t.Errorf("long names: %q, %q", a, b)
 	}
-	longDDL := g.GuardDDL(fencedsql.TableName{Name: long}, "fence_token", "version")
+	longDDL := g.GuardDDL(dialect.TableName{Name: long}, "fence_token", "version")
 	for _, line := range strings.Split(longDDL[3]+"\n"+longDDL[5], "\n") {
 		if i := strings.Index(line, "MESSAGE_TEXT = '"); i >= 0 {
 			msg := strings.TrimSuffix(line[i+len("MESSAGE_TEXT = '"):], "';")
@@ -63,7 +64,7 @@ func TestGuardDDLShape(t *testing.T) {
 			}
 		}
 	}
-	if un := g.UnguardDDL(fencedsql.TableName{Name: "accounts"}); len(un) != 2 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" || un[1] != "DROP TRIGGER IF EXISTS `fencedsql_floor_accounts`" {
+	if un := g.UnguardDDL(dialect.TableName{Name: "accounts"}); len(un) != 2 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" || un[1] != "DROP TRIGGER IF EXISTS `fencedsql_floor_accounts`" {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Privileges (fencedsql.Privileger; the threat model and least-privilege set-up of
@@ -48,7 +48,7 @@ import (
 // event (MariaDB orders triggers by creation).
 
 // OwnedDDL rewrites each CREATE TRIGGER of ddl into CREATE DEFINER = owner TRIGGER.
-func (dialect) OwnedDDL(ddl []string, owner string) []string {
+func (dialectImpl) OwnedDDL(ddl []string, owner string) []string {
 	def := "CREATE DEFINER = " + accountSQL(parseAccount(owner)) + " TRIGGER "
 	out := make([]string, len(ddl))
 	for i, s := range ddl {
@@ -90,7 +90,7 @@ func (a account) String() string { return a.user + "@" + a.host }
 // privileges reads the account's grants: global, on database db, on table tbl.
 type grants struct{ global, db, table map[string]bool }
 
-func readGrants(ctx context.Context, query fencedsql.CatalogQuery, a account, db, table string) (grants, bool, error) {
+func readGrants(ctx context.Context, query dialect.CatalogQuery, a account, db, table string) (grants, bool, error) {
 	g := grants{map[string]bool{}, map[string]bool{}, map[string]bool{}}
 	rows, err := query(ctx, "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ?", a.grantee())
 	if err != nil {
@@ -130,10 +130,10 @@ func pick(set map[string]bool, privs ...string) []string {
 }
 
 // PrivilegeProblems implements fencedsql.Privileger.
-func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.PrivilegeTable) ([]fencedsql.PrivilegeProblem, error) {
-	var out []fencedsql.PrivilegeProblem
+func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, t dialect.PrivilegeTable) ([]dialect.PrivilegeProblem, error) {
+	var out []dialect.PrivilegeProblem
 	problem := func(p string, fix ...string) {
-		out = append(out, fencedsql.PrivilegeProblem{Problem: p, Fix: fix})
+		out = append(out, dialect.PrivilegeProblem{Problem: p, Fix: fix})
 	}
 	q := d.QuoteIdent
 	rows, err := query(ctx, "SELECT CURRENT_USER(), COALESCE(NULLIF(?, ''), DATABASE())", t.Table.Schema)
@@ -149,7 +149,7 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 	}
 	app := parseAccount(appName)
 	db := rows[0][1]
-	table := fencedsql.TableName{Schema: db, Name: t.Table.Name}
+	table := dialect.TableName{Schema: db, Name: t.Table.Name}
 	tbl := table.Quote(q)
 	tomb := tombTable(table)
 
@@ -196,19 +196,19 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 	}
 	// The registry of guarded tables (fencedsql.RegisterTables), when there is one: a
 	// fenced pool reads it at its first connection and refuses to open without it.
-	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, fencedsql.RegistryTable); err != nil {
+	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, dialect.RegistryTable); err != nil {
 		return nil, err
 	} else if len(reg) > 0 {
-		rg, _, err := readGrants(ctx, query, app, db, fencedsql.RegistryTable)
+		rg, _, err := readGrants(ctx, query, app, db, dialect.RegistryTable)
 		if err != nil {
 			return nil, err
 		}
 		if !rg.has("SELECT") {
-			problem("application account "+app.String()+" cannot read the registry of guarded tables "+db+"."+fencedsql.RegistryTable+": a fenced pool refuses to open without it",
-				"GRANT SELECT ON "+fencedsql.TableName{Schema: db, Name: fencedsql.RegistryTable}.Quote(d.QuoteIdent)+" TO "+acct)
+			problem("application account "+app.String()+" cannot read the registry of guarded tables "+db+"."+dialect.RegistryTable+": a fenced pool refuses to open without it",
+				"GRANT SELECT ON "+dialect.TableName{Schema: db, Name: dialect.RegistryTable}.Quote(d.QuoteIdent)+" TO "+acct)
 		}
 	}
-	if fg, _, err := readGrants(ctx, query, app, db, fencedsql.FloorTable); err != nil {
+	if fg, _, err := readGrants(ctx, query, app, db, dialect.FloorTable); err != nil {
 		return nil, err
 	} else if p := pick(fg.table, "INSERT", "UPDATE", "DELETE", "DROP", "ALTER"); len(p) > 0 {
 		floor := floorTable(db)
@@ -288,7 +288,7 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 		}
 		var fix []string
 		if owner != nil {
-			trg := fencedsql.TableName{Schema: db, Name: name}.Quote(q)
+			trg := dialect.TableName{Schema: db, Name: name}.Quote(q)
 			fix = []string{
 				"DROP TRIGGER IF EXISTS " + trg,
 				"CREATE DEFINER = " + accountSQL(*owner) + " TRIGGER " + trg + " " + r[2] + " " + r[3] + " ON " + tbl + " FOR EACH ROW\n" + r[4],
@@ -319,4 +319,4 @@ func recreated(fix []string, name string) bool {
 	return false
 }
 
-var _ fencedsql.Privileger = dialect{}
+var _ dialect.Privileger = dialectImpl{}

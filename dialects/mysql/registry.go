@@ -3,9 +3,9 @@ package mysql
 import (
 	"errors"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/go-sql-driver/mysql"
 )
 
 // The registry of guarded tables (fencedsql.Registrar): fencedsql_registry in the
@@ -13,23 +13,23 @@ import (
 
 // RegistryExistsQuery answers 1: information_schema shows a table only to an account
 // with a right on it, so the read itself decides (NoRegistry).
-func (dialect) RegistryExistsQuery() string { return "SELECT 1" }
+func (dialectImpl) RegistryExistsQuery() string { return "SELECT 1" }
 
 // NoRegistry: error 1146, no such table.
-func (dialect) NoRegistry(err error) bool {
+func (dialectImpl) NoRegistry(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1146
 }
 
 // RegistryDDL creates the registry table when missing.
-func (dialect) RegistryDDL() []string {
-	return []string{"CREATE TABLE IF NOT EXISTS " + fencedsql.RegistryTable + " (table_name VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, token_column VARCHAR(64) NOT NULL, version_column VARCHAR(64) NOT NULL) ENGINE=InnoDB"}
+func (dialectImpl) RegistryDDL() []string {
+	return []string{"CREATE TABLE IF NOT EXISTS " + dialect.RegistryTable + " (table_name VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, token_column VARCHAR(64) NOT NULL, version_column VARCHAR(64) NOT NULL) ENGINE=InnoDB"}
 }
 
 // RegisterQuery records one guarded table.
-func (dialect) RegisterQuery(table, tokenCol, versionCol string) (string, []any) {
-	return "INSERT INTO " + fencedsql.RegistryTable + " (table_name, token_column, version_column) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE token_column = VALUES(token_column), version_column = VALUES(version_column)",
+func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []any) {
+	return "INSERT INTO " + dialect.RegistryTable + " (table_name, token_column, version_column) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE token_column = VALUES(token_column), version_column = VALUES(version_column)",
 		[]any{table, tokenCol, versionCol}
 }
 
-var _ fencedsql.Registrar = dialect{}
+var _ dialect.Registrar = dialectImpl{}

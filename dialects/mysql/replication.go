@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Replication implements fencedsql.ReplicationChecker: whether a failover from this
@@ -44,13 +44,13 @@ import (
 // binlog server), Galera's or group replication's guarantees, and whether the failover
 // tool applies a replica's relay log before promoting it (it must: MariaDB's
 // semi-sync ACK is sent when the relay log is written, not when it is applied).
-func (dialect) Replication(ctx context.Context, query fencedsql.CatalogQuery) (fencedsql.ReplicationReport, error) {
+func (dialectImpl) Replication(ctx context.Context, query dialect.CatalogQuery) (dialect.ReplicationReport, error) {
 	s := myReplication{Vars: map[string]string{}, Status: map[string]string{}}
 	rows, err := query(ctx, `SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'wsrep_on',
  'rpl_semi_sync_master_enabled', 'rpl_semi_sync_master_wait_point', 'rpl_semi_sync_master_timeout', 'rpl_semi_sync_master_wait_no_slave',
  'rpl_semi_sync_source_enabled', 'rpl_semi_sync_source_wait_point', 'rpl_semi_sync_source_timeout', 'rpl_semi_sync_source_wait_no_replica')`)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
 	for _, r := range rows {
 		if len(r) == 2 {
@@ -59,7 +59,7 @@ func (dialect) Replication(ctx context.Context, query fencedsql.CatalogQuery) (f
 	}
 	rows, err = query(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Rpl_semi_sync_master_status', 'Rpl_semi_sync_master_clients', 'Rpl_semi_sync_source_status', 'Rpl_semi_sync_source_clients')`)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
 	for _, r := range rows {
 		if len(r) == 2 {
@@ -68,7 +68,7 @@ func (dialect) Replication(ctx context.Context, query fencedsql.CatalogQuery) (f
 	}
 	rows, err = query(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Binlog Dump', 'Binlog Dump GTID')`)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
 	if len(rows) == 1 && len(rows[0]) == 1 {
 		s.DumpThreads, _ = strconv.Atoi(rows[0][0])
@@ -96,11 +96,11 @@ func on(v string) bool {
 }
 
 // judgeReplication turns what Replication read into findings (see Replication).
-func judgeReplication(s myReplication) fencedsql.ReplicationReport {
-	var rep fencedsql.ReplicationReport
-	add := func(f fencedsql.ReplicationFinding) { rep.Findings = append(rep.Findings, f) }
+func judgeReplication(s myReplication) dialect.ReplicationReport {
+	var rep dialect.ReplicationReport
+	add := func(f dialect.ReplicationFinding) { rep.Findings = append(rep.Findings, f) }
 	if on(s.Vars["wsrep_on"]) {
-		add(fencedsql.ReplicationFinding{Setting: "wsrep_on", Value: s.Vars["wsrep_on"], Note: true,
+		add(dialect.ReplicationFinding{Setting: "wsrep_on", Value: s.Vars["wsrep_on"], Note: true,
 			Problem: "Galera cluster: its certification-based replication is not judged by this check"})
 	}
 	// The names: MySQL 8.0.26+ has rpl_semi_sync_source_*, MariaDB and older MySQL
@@ -137,32 +137,32 @@ func judgeReplication(s myReplication) fencedsql.ReplicationReport {
 		if !on(s.Vars["log_bin"]) {
 			why = "the binary log is off (log_bin = OFF): no replica can follow this server"
 		}
-		add(fencedsql.ReplicationFinding{Setting: "replicas", Value: "none seen", Note: true,
+		add(dialect.ReplicationFinding{Setting: "replicas", Value: "none seen", Note: true,
 			Problem: "no replica: a failover would need a replica that has every acknowledged write (semi-synchronous, AFTER_SYNC, no fall-back); a single server is fine for fencing; " + why + "; a managed service's replication (RDS Multi-AZ, Aurora, Cloud SQL HA, Azure HA) is invisible here"})
 		return rep
 	}
 	if !enabled {
-		add(fencedsql.ReplicationFinding{Setting: pre + "enabled", Value: enabledVal, Fix: fix,
+		add(dialect.ReplicationFinding{Setting: pre + "enabled", Value: enabledVal, Fix: fix,
 			Problem: strconv.Itoa(replicas) + " replica(s) replicate asynchronously: the source acknowledges a COMMIT before any replica has it, and a failover forgets it (a stale token's write is then accepted)"})
 		return rep
 	}
 	if wp := s.Vars[pre+"wait_point"]; !strings.EqualFold(strings.TrimSpace(wp), "AFTER_SYNC") {
-		add(fencedsql.ReplicationFinding{Setting: pre + "wait_point", Value: wp, Fix: []string{fix[1], fix[4]},
+		add(dialect.ReplicationFinding{Setting: pre + "wait_point", Value: wp, Fix: []string{fix[1], fix[4]},
 			Problem: "the source commits before a replica has the transaction: other sessions see, and are fenced by, a token a failover forgets"})
 	}
 	if t, err := strconv.ParseInt(strings.TrimSpace(s.Vars[pre+"timeout"]), 10, 64); err != nil || t < minSemiSyncTimeoutMS {
-		add(fencedsql.ReplicationFinding{Setting: pre + "timeout", Value: s.Vars[pre+"timeout"], Fix: []string{fix[2], fix[4]},
+		add(dialect.ReplicationFinding{Setting: pre + "timeout", Value: s.Vars[pre+"timeout"], Fix: []string{fix[2], fix[4]},
 			Problem: "after this many milliseconds without a replica's acknowledgement the source falls back to asynchronous replication, silently, and a failover then forgets what it acknowledged"})
 	}
 	if v, ok := s.Vars[noWait]; ok && !on(v) {
-		add(fencedsql.ReplicationFinding{Setting: noWait, Value: v, Fix: []string{fix[3], fix[4]},
+		add(dialect.ReplicationFinding{Setting: noWait, Value: v, Fix: []string{fix[3], fix[4]},
 			Problem: "the source falls back to asynchronous replication as soon as no semi-synchronous replica is connected"})
 	}
 	if st := s.Status[statusPre+"status"]; !on(st) {
-		add(fencedsql.ReplicationFinding{Setting: strings.ToUpper(statusPre[:1]) + statusPre[1:] + "status", Value: st,
+		add(dialect.ReplicationFinding{Setting: strings.ToUpper(statusPre[:1]) + statusPre[1:] + "status", Value: st,
 			Problem: "semi-synchronous replication is not active now (fallen back to asynchronous, or no semi-sync replica): commits are acknowledged without a replica; check " + replicaVar + " and the replicas' connection"})
 	}
 	return rep
 }
 
-var _ fencedsql.ReplicationChecker = dialect{}
+var _ dialect.ReplicationChecker = dialectImpl{}

@@ -43,7 +43,7 @@ import (
 // no spaces, and may be empty; sql_log_bin is 1 or 0): the one round trip of the
 // check, extended with sql_log_bin at no extra cost. The query is ASCII without quotes or backslashes: every session reads
 // it the same way.
-func (dialect) SessionQuery() string {
+func (dialectImpl) SessionQuery() string {
 	return "SELECT CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin)"
 }
 
@@ -75,7 +75,7 @@ const logBinFix = "SET SESSION sql_log_bin = 1, and remove whatever turns it off
 // CheckSession validates "<sql_mode> <character_set_client> <sql_log_bin>", refusing
 // sessions in which a fenced write would not fail, would be read differently from the
 // lexer, or would not reach the replicas.
-func (dialect) CheckSession(value string) error {
+func (dialectImpl) CheckSession(value string) error {
 	j := strings.LastIndexByte(value, ' ')
 	i := -1
 	if j > 0 {

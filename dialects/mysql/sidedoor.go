@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // SideDoors finds the database-level side doors of a guarded table
@@ -30,9 +30,9 @@ import (
 //     DELETE on the view from the writers. A view is matched by its definition naming
 //     `schema`.`table` as information_schema.VIEWS shows it; without the SHOW VIEW
 //     privilege the definition is hidden and no fix is proposed.
-func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
-	var doors []fencedsql.SideDoor
-	for _, find := range []func(context.Context, fencedsql.CatalogQuery, fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error){
+func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	var doors []dialect.SideDoor
+	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
 		d.engine, d.cascades, d.views,
 	} {
 		found, err := find(ctx, query, t)
@@ -44,7 +44,7 @@ func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t 
 	return doors, nil
 }
 
-func (d dialect) engine(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) engine(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME = ? AND t.TABLE_TYPE = 'BASE TABLE'",
 		t.Table.Schema, t.Table.Name)
 	if err != nil {
@@ -53,12 +53,12 @@ func (d dialect) engine(ctx context.Context, query fencedsql.CatalogQuery, t fen
 	if len(rows) == 0 || len(rows[0]) < 2 || strings.EqualFold(rows[0][1], "YES") {
 		return nil, nil
 	}
-	return []fencedsql.SideDoor{{Kind: fencedsql.SideDoorEngine, Object: rows[0][0],
+	return []dialect.SideDoor{{Kind: dialect.SideDoorEngine, Object: rows[0][0],
 		Problem: "the table's engine " + rows[0][0] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
 		Fix:     []string{"ALTER TABLE " + t.Table.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}}}, nil
 }
 
-func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT rc.CONSTRAINT_NAME, rc.UNIQUE_CONSTRAINT_SCHEMA, rc.REFERENCED_TABLE_NAME, rc.DELETE_RULE, rc.UPDATE_RULE, k.COLUMN_NAME, k.REFERENCED_COLUMN_NAME "+
 		"FROM information_schema.REFERENTIAL_CONSTRAINTS rc JOIN information_schema.KEY_COLUMN_USAGE k "+
 		"ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.TABLE_NAME = rc.TABLE_NAME AND k.REFERENCED_TABLE_NAME IS NOT NULL "+
@@ -92,9 +92,9 @@ func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t f
 		}
 		return rule
 	}
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, f := range fks {
-		ref := fencedsql.TableName{Schema: f.refSchema, Name: f.refTable}
+		ref := dialect.TableName{Schema: f.refSchema, Name: f.refTable}
 		var rules []string
 		if changes(f.onDel) {
 			rules = append(rules, "ON DELETE "+f.onDel)
@@ -103,7 +103,7 @@ func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t f
 			rules = append(rules, "ON UPDATE "+f.onUpd)
 		}
 		tbl := t.Table.Quote(d.QuoteIdent)
-		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorCascade, Object: f.name + " REFERENCES " + ref.String(),
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: f.name + " REFERENCES " + ref.String(),
 			Problem: strings.Join(rules, ", ") + ": a write to " + ref.String() + " (not fenced by the wrapper) changes rows of " + t.Table.String() +
 				", and MySQL/MariaDB run no triggers for cascaded changes (no guard, no tombstones); the fix re-creates the constraint with RESTRICT",
 			Fix: []string{
@@ -116,7 +116,7 @@ func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t f
 }
 
 // views: updatable views naming the table or, level by level, such a view.
-func (d dialect) views(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT COALESCE(NULLIF(?, ''), DATABASE())", t.Table.Schema)
 	if err != nil {
 		return nil, err
@@ -124,11 +124,11 @@ func (d dialect) views(ctx context.Context, query fencedsql.CatalogQuery, t fenc
 	if len(rows) == 0 || len(rows[0]) == 0 || rows[0][0] == "" {
 		return nil, nil
 	}
-	targets := []fencedsql.TableName{{Schema: rows[0][0], Name: t.Table.Name}}
-	seen := map[fencedsql.TableName]bool{targets[0]: true}
-	var doors []fencedsql.SideDoor
+	targets := []dialect.TableName{{Schema: rows[0][0], Name: t.Table.Name}}
+	seen := map[dialect.TableName]bool{targets[0]: true}
+	var doors []dialect.SideDoor
 	for depth := 0; len(targets) > 0 && depth < 16; depth++ {
-		var next []fencedsql.TableName
+		var next []dialect.TableName
 		for _, target := range targets {
 			vs, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DEFINER, SECURITY_TYPE FROM information_schema.VIEWS "+
 				"WHERE IS_UPDATABLE = 'YES' AND LOCATE(CONCAT('`', ?, '`.`', ?, '`'), VIEW_DEFINITION) > 0 ORDER BY TABLE_SCHEMA, TABLE_NAME",
@@ -140,13 +140,13 @@ func (d dialect) views(ctx context.Context, query fencedsql.CatalogQuery, t fenc
 				if len(v) < 5 {
 					continue
 				}
-				view := fencedsql.TableName{Schema: v[0], Name: v[1]}
+				view := dialect.TableName{Schema: v[0], Name: v[1]}
 				if seen[view] {
 					continue
 				}
 				seen[view] = true
 				next = append(next, view)
-				sd := fencedsql.SideDoor{Kind: fencedsql.SideDoorView, Object: view.String(),
+				sd := dialect.SideDoor{Kind: dialect.SideDoorView, Object: view.String(),
 					Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
 						"(the table's triggers fire, but cannot check a token nor refuse a DELETE); the fix re-creates it with ALGORITHM=TEMPTABLE, which is not updatable (or revoke INSERT, UPDATE, DELETE on it from the writers)"}
 				if def := strings.TrimSpace(v[2]); def != "" {
@@ -178,4 +178,4 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 	return s[:i], s[i+len(sep):], true
 }
 
-var _ fencedsql.SideDoorFinder = dialect{}
+var _ dialect.SideDoorFinder = dialectImpl{}

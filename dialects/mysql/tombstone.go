@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/dialects/internal/sqltext"
 )
@@ -64,16 +64,16 @@ func tombName(kind, name string) string {
 	return string(r[:maxIdentLen-len(suffix)]) + suffix
 }
 
-func tombObject(kind string, table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: table.Schema, Name: tombName(kind, table.Name)}
+func tombObject(kind string, table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: tombName(kind, table.Name)}
 }
 
 // tombTable is table's tombstone table: fencedsql_tomb_<table> (TombstoneTablePrefix).
-func tombTable(table fencedsql.TableName) fencedsql.TableName { return tombObject("", table) }
+func tombTable(table dialect.TableName) dialect.TableName { return tombObject("", table) }
 
 // PrimaryKeyQuery lists the primary key columns of table in key order: name,
 // COLUMN_TYPE, collation ("" for none) and the table's database.
-func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) PrimaryKeyQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), k.TABLE_SCHEMA FROM information_schema.KEY_COLUMN_USAGE k " +
 			"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME " +
 			"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
@@ -84,7 +84,7 @@ func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []
 // collation, NOT NULL, and for a TIMESTAMP an explicit default (without one, the first
 // TIMESTAMP column of a table may get ON UPDATE CURRENT_TIMESTAMP, which would change
 // the key when a tombstone is updated).
-func keyColumnDef(k fencedsql.KeyColumn, quote func(string) string) string {
+func keyColumnDef(k dialect.KeyColumn, quote func(string) string) string {
 	def := quote(k.Name) + " " + k.Type
 	if k.Collation != "" {
 		def += " COLLATE " + k.Collation
@@ -98,7 +98,7 @@ func keyColumnDef(k fencedsql.KeyColumn, quote func(string) string) string {
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers, one statement each for database/sql.
-func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColumn, tokenCol string) []string {
+func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
 	del := tombObject("del", table).Quote(d.QuoteIdent)
@@ -137,7 +137,7 @@ func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColu
 }
 
 // UntombstoneDDL drops table's three tombstone triggers (the tombstone table stays).
-func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
+func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	var ddl []string
 	for _, kind := range []string{"del", "ins", "key"} {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
@@ -147,7 +147,7 @@ func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
 // exist on table and its tombstone table exists.
-func (dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?), 1, 0) " +
 			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
 			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE'))",
@@ -155,9 +155,9 @@ func (dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string,
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock, UTC).
-func (d dialect) PurgeTombstonesQuery(table fencedsql.TableName, olderThan time.Duration) (query string, args []any) {
+func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan time.Duration) (query string, args []any) {
 	return "DELETE FROM " + tombTable(table).Quote(d.QuoteIdent) + " WHERE deleted_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND",
 		[]any{olderThan.Microseconds()}
 }
 
-var _ fencedsql.Tombstoner = dialect{}
+var _ dialect.Tombstoner = dialectImpl{}

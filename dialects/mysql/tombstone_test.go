@@ -4,14 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/mysql"
-	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 func TestTombstoneDDLShape(t *testing.T) {
-	ts := mysql.Dialect.(fencedsql.Tombstoner)
-	key := []fencedsql.KeyColumn{{Name: "a", Type: "bigint(20)"}, {Name: "b", Type: "varchar(20)", Collation: "utf8mb4_general_ci"}, {Name: "c", Type: "timestamp(3)"}}
-	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "shop", Name: "pairs"}, key, "tok")
+	ts := mysql.Dialect.(dialect.Tombstoner)
+	key := []dialect.KeyColumn{{Name: "a", Type: "bigint(20)"}, {Name: "b", Type: "varchar(20)", Collation: "utf8mb4_general_ci"}, {Name: "c", Type: "timestamp(3)"}}
+	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "shop", Name: "pairs"}, key, "tok")
 	if len(ddl) != 7 {
 		t.Fatalf("TombstoneDDL = %q", ddl)
 	}
@@ -32,11 +33,11 @@ func TestTombstoneDDLShape(t *testing.T) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := ts.UntombstoneDDL(fencedsql.TableName{Name: "pairs"}); len(un) != 3 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 3 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 	long := strings.Repeat("é", 60)
-	a, b := ts.UntombstoneDDL(fencedsql.TableName{Name: long + "1"}), ts.UntombstoneDDL(fencedsql.TableName{Name: long + "2"})
+	a, b := ts.UntombstoneDDL(dialect.TableName{Name: long + "1"}), ts.UntombstoneDDL(dialect.TableName{Name: long + "2"})
 	if a[0] == b[0] || a[1] == b[1] || len([]rune(a[0])) > len("DROP TRIGGER IF EXISTS ``")+64 {
 		t.Errorf("long names: %q, %q", a, b)
 	}

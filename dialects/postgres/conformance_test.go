@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/postgres"
+	_ "github.com/fencedsql/fencedsql/dialects/postgres/pgsqlx"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 

@@ -1,7 +1,7 @@
 package postgres
 
 import (
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // FloorSQLState is the SQLSTATE of the guard's refusal of a write whose token is below
@@ -17,18 +17,18 @@ const FloorSQLState = "FNCD2"
 
 // FloorDDL creates the floor table with its one row (floor 0) when missing: readable by
 // every role (the guard functions run as the writing role), written by its owner only.
-func (dialect) FloorDDL() []string {
+func (dialectImpl) FloorDDL() []string {
 	return []string{
-		"CREATE TABLE IF NOT EXISTS " + fencedsql.FloorTable + " (id integer PRIMARY KEY CHECK (id = 1), floor bigint NOT NULL CHECK (floor >= 0))",
-		"INSERT INTO " + fencedsql.FloorTable + " (id, floor) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
-		"REVOKE ALL ON " + fencedsql.FloorTable + " FROM PUBLIC",
-		"GRANT SELECT ON " + fencedsql.FloorTable + " TO PUBLIC",
+		"CREATE TABLE IF NOT EXISTS " + dialect.FloorTable + " (id integer PRIMARY KEY CHECK (id = 1), floor bigint NOT NULL CHECK (floor >= 0))",
+		"INSERT INTO " + dialect.FloorTable + " (id, floor) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+		"REVOKE ALL ON " + dialect.FloorTable + " FROM PUBLIC",
+		"GRANT SELECT ON " + dialect.FloorTable + " TO PUBLIC",
 	}
 }
 
 // RaiseFloorQuery sets the floor when it is lower.
-func (dialect) RaiseFloorQuery(floor int64) (string, []any) {
-	return "UPDATE " + fencedsql.FloorTable + " SET floor = $1 WHERE id = 1 AND floor < $1", []any{floor}
+func (dialectImpl) RaiseFloorQuery(floor int64) (string, []any) {
+	return "UPDATE " + dialect.FloorTable + " SET floor = $1 WHERE id = 1 AND floor < $1", []any{floor}
 }
 
-var _ fencedsql.Floorer = dialect{}
+var _ dialect.Floorer = dialectImpl{}

@@ -6,9 +6,9 @@ import (
 	"hash/fnv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // GuardSQLState is the SQLSTATE of every refusal by the database-side guard, whose
@@ -91,8 +91,8 @@ func IsGuardError(err error) bool {
 // identifiers (ASCII letters only), so the quoted names in the DDL denote the same
 // objects as the unquoted names the wrapper, ColumnsQuery (to_regclass) and
 // GuardColumnsDDL use.
-func fold(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: foldASCII(table.Schema), Name: foldASCII(table.Name)}
+func fold(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: foldASCII(table.Schema), Name: foldASCII(table.Name)}
 }
 
 func foldASCII(s string) string {
@@ -105,8 +105,8 @@ func foldASCII(s string) string {
 }
 
 // guardFuncName is the qualified name of table's trigger function (table folded).
-func guardFuncName(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: table.Schema, Name: guardFunc(table.Name)}
+func guardFuncName(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: guardFunc(table.Name)}
 }
 
 // guardFunc is the name of table's trigger function: "fencedsql_guard_<table>", or,
@@ -144,7 +144,7 @@ func dollarTag(body string) string {
 
 // GuardDDL returns the statements that install the guard on table (run them in one
 // transaction: PostgreSQL DDL is transactional). Re-running them replaces the guard.
-func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string) []string {
+func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol string) []string {
 	table = fold(table)
 	tbl := table.Quote(d.QuoteIdent)
 	fn := guardFuncName(table).Quote(d.QuoteIdent)
@@ -228,7 +228,7 @@ END
 	inner := dollarTag(create)         // differs from tag, which create contains
 	outer := dollarTag(create + inner) // differs from both
 	do := "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(" + inner + create + inner + ", '" + floorPlaceholder + "', " +
-		"pg_catalog.quote_ident(pg_catalog.current_schema()) || '." + fencedsql.FloorTable + "'); END " + outer
+		"pg_catalog.quote_ident(pg_catalog.current_schema()) || '." + dialect.FloorTable + "'); END " + outer
 	return append(d.FloorDDL(),
 		do,
 		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
@@ -246,7 +246,7 @@ const floorPlaceholder = "@fencedsql_floor_table@"
 
 // UnguardDDL returns the one statement that removes the guard from table: dropping
 // its trigger function drops both triggers with it.
-func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
+func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	return []string{"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE"}
 }
 
@@ -259,19 +259,19 @@ const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 // GuardInstalledQuery yields 1 when both guard triggers exist on table, fire in every
 // session_replication_role (ENABLE ALWAYS) and call the table's guard function, which
 // runs with the pinned search_path.
-func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
+func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig) AND p.prosrc LIKE $6 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath, "%." + fencedsql.FloorTable + " f %"}
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath, "%." + dialect.FloorTable + " f %"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL
 // (fencedsql.NotNullFixer). Rows holding NULL in it must be fixed first.
-func (d dialect) NotNullDDL(table fencedsql.TableName, column string) []string {
+func (d dialectImpl) NotNullDDL(table dialect.TableName, column string) []string {
 	c := d.QuoteIdent(column)
 	return []string{"ALTER TABLE " + fold(table).Quote(d.QuoteIdent) + " ALTER COLUMN " + c + " SET DEFAULT 0, ALTER COLUMN " + c + " SET NOT NULL"}
 }
 
 var (
-	_ fencedsql.Guarder      = dialect{}
-	_ fencedsql.NotNullFixer = dialect{}
+	_ dialect.Guarder      = dialectImpl{}
+	_ dialect.NotNullFixer = dialectImpl{}
 )

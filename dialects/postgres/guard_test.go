@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/postgres"
-	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
@@ -17,8 +18,8 @@ func TestGuards(t *testing.T) {
 func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres(), postgres.Dialect) }
 
 func TestGuardDDLShape(t *testing.T) {
-	g := postgres.Dialect.(fencedsql.Guarder)
-	ddl := g.GuardDDL(fencedsql.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
+	g := postgres.Dialect.(dialect.Guarder)
+	ddl := g.GuardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
 	if len(ddl) != 11 { // 4 for the floor table, the function, 6 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
@@ -43,21 +44,21 @@ func TestGuardDDLShape(t *testing.T) {
 			t.Errorf("GuardDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := g.UnguardDDL(fencedsql.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` {
+	if un := g.UnguardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 	// A column name holding the dollar-quote tag gets another tag.
-	ddl = g.GuardDDL(fencedsql.TableName{Name: "t"}, "a$fencedsql$b", "version")
+	ddl = g.GuardDDL(dialect.TableName{Name: "t"}, "a$fencedsql$b", "version")
 	if !strings.Contains(ddl[4], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[4], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[4], "$fencedsql_3$") {
 		t.Errorf("dollar tags not changed:\n%s", ddl[4])
 	}
 	// Long names are shortened with a hash, distinctly.
 	long := strings.Repeat("x", 55)
-	a, b := g.UnguardDDL(fencedsql.TableName{Name: long + "_one"})[0], g.UnguardDDL(fencedsql.TableName{Name: long + "_two"})[0]
+	a, b := g.UnguardDDL(dialect.TableName{Name: long + "_one"})[0], g.UnguardDDL(dialect.TableName{Name: long + "_two"})[0]
 	if a == b || len(a) > len(`DROP FUNCTION IF EXISTS ""() CASCADE`)+63 {
 		t.Errorf("long names: %q, %q", a, b)
 	}
-	q, args := g.GuardInstalledQuery(fencedsql.TableName{Name: "Accounts"})
+	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
 	if !strings.Contains(q, "pg_trigger") || len(args) != 6 || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Privileges (fencedsql.Privileger; the threat model and least-privilege set-up of
@@ -50,7 +50,7 @@ import (
 
 // OwnedDDL returns ddl unchanged: on PostgreSQL, ownership is handed over afterwards
 // (ALTER … OWNER TO, proposed by PrivilegeProblems).
-func (dialect) OwnedDDL(ddl []string, owner string) []string { return ddl }
+func (dialectImpl) OwnedDDL(ddl []string, owner string) []string { return ddl }
 
 type pgObject struct {
 	kind, name string // kind: "table", "function", "schema"; name as the DDL spells it (quoted)
@@ -64,10 +64,10 @@ const (
 )
 
 // PrivilegeProblems implements fencedsql.Privileger.
-func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.PrivilegeTable) ([]fencedsql.PrivilegeProblem, error) {
-	var out []fencedsql.PrivilegeProblem
+func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, t dialect.PrivilegeTable) ([]dialect.PrivilegeProblem, error) {
+	var out []dialect.PrivilegeProblem
 	problem := func(p string, fix ...string) {
-		out = append(out, fencedsql.PrivilegeProblem{Problem: p, Fix: fix})
+		out = append(out, dialect.PrivilegeProblem{Problem: p, Fix: fix})
 	}
 	q := d.QuoteIdent
 	rows, err := query(ctx, `SELECT r.rolname::text, r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = COALESCE(NULLIF($1, ''), current_user)`, t.Roles.App)
@@ -107,7 +107,7 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 	if len(rows) == 0 {
 		return out, nil // no such table: CheckSchema reports it
 	}
-	resolved := fencedsql.TableName{Schema: rows[0][0], Name: rows[0][1]}
+	resolved := dialect.TableName{Schema: rows[0][0], Name: rows[0][1]}
 	tbl := resolved.Quote(q)
 	tomb := tombTable(resolved).Quote(q)
 
@@ -137,7 +137,7 @@ func (d dialect) PrivilegeProblems(ctx context.Context, query fencedsql.CatalogQ
 		if len(rows) == 0 {
 			// Not there yet: the Fix creates it, as the role that runs the Fix.
 			if owner != "" {
-				out = append(out, fencedsql.PrivilegeProblem{Fix: []string{alter}})
+				out = append(out, dialect.PrivilegeProblem{Fix: []string{alter}})
 			}
 			continue
 		}
@@ -258,4 +258,4 @@ func flag(s string) bool {
 	return s == "1" || strings.EqualFold(s, "t") || strings.EqualFold(s, "true")
 }
 
-var _ fencedsql.Privileger = dialect{}
+var _ dialect.Privileger = dialectImpl{}

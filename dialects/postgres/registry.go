@@ -3,40 +3,40 @@ package postgres
 import (
 	"errors"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The registry of guarded tables (fencedsql.Registrar): fencedsql_registry in the first
 // schema of the search_path (normally public), read through the pool's search_path.
 
 // RegistryExistsQuery yields 1 when the registry table is visible.
-func (dialect) RegistryExistsQuery() string {
-	return "SELECT CASE WHEN to_regclass('" + fencedsql.RegistryTable + "') IS NULL THEN 0 ELSE 1 END"
+func (dialectImpl) RegistryExistsQuery() string {
+	return "SELECT CASE WHEN to_regclass('" + dialect.RegistryTable + "') IS NULL THEN 0 ELSE 1 END"
 }
 
 // NoRegistry: undefined_table (42P01); the existence query (to_regclass, which needs no
 // right on the table) makes it rare.
-func (dialect) NoRegistry(err error) bool {
+func (dialectImpl) NoRegistry(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "42P01"
 }
 
 // RegistryDDL creates the registry table when missing, readable by every role.
-func (dialect) RegistryDDL() []string {
+func (dialectImpl) RegistryDDL() []string {
 	return []string{
-		"CREATE TABLE IF NOT EXISTS " + fencedsql.RegistryTable + ` (table_name text COLLATE "C" PRIMARY KEY, token_column text NOT NULL, version_column text NOT NULL)`,
+		"CREATE TABLE IF NOT EXISTS " + dialect.RegistryTable + ` (table_name text COLLATE "C" PRIMARY KEY, token_column text NOT NULL, version_column text NOT NULL)`,
 		// Every fenced pool reads it; only its owner writes it.
-		"REVOKE ALL ON " + fencedsql.RegistryTable + " FROM PUBLIC",
-		"GRANT SELECT ON " + fencedsql.RegistryTable + " TO PUBLIC",
+		"REVOKE ALL ON " + dialect.RegistryTable + " FROM PUBLIC",
+		"GRANT SELECT ON " + dialect.RegistryTable + " TO PUBLIC",
 	}
 }
 
 // RegisterQuery records one guarded table.
-func (dialect) RegisterQuery(table, tokenCol, versionCol string) (string, []any) {
-	return "INSERT INTO " + fencedsql.RegistryTable + " (table_name, token_column, version_column) VALUES ($1, $2, $3) ON CONFLICT (table_name) DO UPDATE SET token_column = EXCLUDED.token_column, version_column = EXCLUDED.version_column",
+func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []any) {
+	return "INSERT INTO " + dialect.RegistryTable + " (table_name, token_column, version_column) VALUES ($1, $2, $3) ON CONFLICT (table_name) DO UPDATE SET token_column = EXCLUDED.token_column, version_column = EXCLUDED.version_column",
 		[]any{table, tokenCol, versionCol}
 }
 
-var _ fencedsql.Registrar = dialect{}
+var _ dialect.Registrar = dialectImpl{}

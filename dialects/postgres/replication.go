@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Replication implements fencedsql.ReplicationChecker: whether a failover from this
@@ -47,14 +47,14 @@ import (
 // It cannot see: replication outside the server's views (managed services,
 // storage-level replication), standbys of standbys (cascading), standbys that a
 // failover tool would promote regardless of sync_state, logical replication.
-func (dialect) Replication(ctx context.Context, query fencedsql.CatalogQuery) (fencedsql.ReplicationReport, error) {
+func (dialectImpl) Replication(ctx context.Context, query dialect.CatalogQuery) (dialect.ReplicationReport, error) {
 	var s pgReplication
 	rows, err := query(ctx, `SELECT current_setting('synchronous_standby_names'), s.setting, s.source,
  CASE WHEN pg_is_in_recovery() THEN 1 ELSE 0 END,
  CASE WHEN pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') THEN 1 ELSE 0 END
  FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'`)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
 	if len(rows) == 1 && len(rows[0]) == 5 {
 		r := rows[0]
@@ -63,7 +63,7 @@ func (dialect) Replication(ctx context.Context, query fencedsql.CatalogQuery) (f
 	}
 	rows, err = query(ctx, `SELECT COALESCE(application_name, ''), COALESCE(sync_state, '') FROM pg_catalog.pg_stat_replication ORDER BY 1`)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
 	for _, r := range rows {
 		s.Standbys = append(s.Standbys, pgStandby{Name: r[0], SyncState: r[1]})
@@ -76,7 +76,7 @@ func (dialect) Replication(ctx context.Context, query fencedsql.CatalogQuery) (f
  WHERE (s.setdatabase = 0 OR d.datname = current_database()) AND lower(c.cfg) LIKE 'synchronous\_commit=%'
  ORDER BY 1, 2`)
 	if err != nil {
-		return fencedsql.ReplicationReport{}, err
+		return dialect.ReplicationReport{}, err
 	}
 	for _, r := range rows {
 		s.Overrides = append(s.Overrides, pgOverride{Role: r[0], Database: r[1], Value: r[2]})
@@ -136,11 +136,11 @@ const (
 )
 
 // judgeReplication turns what Replication read into findings (see Replication).
-func judgeReplication(s pgReplication) fencedsql.ReplicationReport {
-	rep := fencedsql.ReplicationReport{Replicas: len(s.Standbys)}
-	add := func(f fencedsql.ReplicationFinding) { rep.Findings = append(rep.Findings, f) }
+func judgeReplication(s pgReplication) dialect.ReplicationReport {
+	rep := dialect.ReplicationReport{Replicas: len(s.Standbys)}
+	add := func(f dialect.ReplicationFinding) { rep.Findings = append(rep.Findings, f) }
 	if s.InRecovery {
-		add(fencedsql.ReplicationFinding{Setting: "pg_is_in_recovery()", Value: "true", Note: true,
+		add(dialect.ReplicationFinding{Setting: "pg_is_in_recovery()", Value: "true", Note: true,
 			Problem: "this server is a standby: run the check on the primary"})
 		return rep
 	}
@@ -152,14 +152,14 @@ func judgeReplication(s pgReplication) fencedsql.ReplicationReport {
 	}
 	switch {
 	case len(s.Standbys) == 0 && !syncConfigured:
-		add(fencedsql.ReplicationFinding{Setting: "pg_stat_replication", Value: "no standby", Note: true,
+		add(dialect.ReplicationFinding{Setting: "pg_stat_replication", Value: "no standby", Note: true,
 			Problem: "no replica: a failover would need a replica that has every acknowledged write (set up synchronous replication before adding one); a single server is fine for fencing; " + managedInvisible})
 	case len(s.Standbys) > 0 && !syncConfigured:
-		add(fencedsql.ReplicationFinding{Setting: "synchronous_standby_names", Value: "",
+		add(dialect.ReplicationFinding{Setting: "synchronous_standby_names", Value: "",
 			Problem: strconv.Itoa(len(s.Standbys)) + " standby(s) (" + strings.Join(names, ", ") + ") replicate asynchronously: the primary acknowledges a COMMIT before any standby has it, and a failover to a standby forgets it (a stale token's write is then accepted); make them synchronous and keep synchronous_commit on or remote_apply",
 			Fix:     []string{fixSyncNames, fixReload}})
 	case len(s.Standbys) == 0 && syncConfigured:
-		add(fencedsql.ReplicationFinding{Setting: "synchronous_standby_names", Value: s.StandbyNames, Note: true,
+		add(dialect.ReplicationFinding{Setting: "synchronous_standby_names", Value: s.StandbyNames, Note: true,
 			Problem: "no standby is connected: commits wait for one (nothing acknowledged is forgotten, but nothing is acknowledged)"})
 	default:
 		judgeStandbys(s, add)
@@ -169,20 +169,20 @@ func judgeReplication(s pgReplication) fencedsql.ReplicationReport {
 	judge := func(setting, value string, fix []string) {
 		switch str := syncCommitStrength(value); {
 		case syncConfigured && str < 2:
-			add(fencedsql.ReplicationFinding{Setting: setting, Value: value, Fix: fix,
+			add(dialect.ReplicationFinding{Setting: setting, Value: value, Fix: fix,
 				Problem: "commits are acknowledged before the synchronous standby has them: a failover forgets them; use on or remote_apply"})
 		case syncConfigured && str == 2:
-			add(fencedsql.ReplicationFinding{Setting: setting, Value: value, Note: true,
+			add(dialect.ReplicationFinding{Setting: setting, Value: value, Note: true,
 				Problem: "the standby has written but not flushed an acknowledged commit: lost only if its operating system crashes together with the primary; on or remote_apply close that too"})
 		case !syncConfigured && str == 0:
-			add(fencedsql.ReplicationFinding{Setting: setting, Value: value, Note: true, Fix: fix,
+			add(dialect.ReplicationFinding{Setting: setting, Value: value, Note: true, Fix: fix,
 				Problem: "a crash of this server forgets the commits it acknowledged in its last moments (up to three wal_writer_delay): a stale token's write may then be accepted; use on"})
 		}
 	}
 	if serverSource(s.Source) {
 		judge("synchronous_commit", s.SyncCommit, []string{fixSyncCommit, fixReload})
 	} else if s.Source != "" {
-		add(fencedsql.ReplicationFinding{Setting: "synchronous_commit", Value: s.SyncCommit, Note: true,
+		add(dialect.ReplicationFinding{Setting: "synchronous_commit", Value: s.SyncCommit, Note: true,
 			Problem: "this connection's value comes from " + s.Source + ", so the server's own value is not visible; check it with SHOW synchronous_commit in a session without role or database defaults"})
 	}
 	for _, o := range s.Overrides {
@@ -204,9 +204,9 @@ func judgeReplication(s pgReplication) fencedsql.ReplicationReport {
 }
 
 // judgeStandbys: standbys connected and synchronous_standby_names set.
-func judgeStandbys(s pgReplication, add func(fencedsql.ReplicationFinding)) {
+func judgeStandbys(s pgReplication, add func(dialect.ReplicationFinding)) {
 	if !s.SeeStats {
-		add(fencedsql.ReplicationFinding{Setting: "pg_stat_replication.sync_state", Note: true,
+		add(dialect.ReplicationFinding{Setting: "pg_stat_replication.sync_state", Note: true,
 			Problem: "not readable by this account (GRANT pg_read_all_stats TO it): which standbys are synchronous is not checked"})
 		return
 	}
@@ -217,16 +217,16 @@ func judgeStandbys(s pgReplication, add func(fencedsql.ReplicationFinding)) {
 		}
 	}
 	if sync == 0 {
-		add(fencedsql.ReplicationFinding{Setting: "synchronous_standby_names", Value: s.StandbyNames, Note: true,
+		add(dialect.ReplicationFinding{Setting: "synchronous_standby_names", Value: s.StandbyNames, Note: true,
 			Problem: "no connected standby is synchronous (none matches): commits wait for one"})
 		return
 	}
 	for _, sb := range s.Standbys {
 		if sb.SyncState == "async" || sb.SyncState == "potential" {
-			add(fencedsql.ReplicationFinding{Setting: "pg_stat_replication.sync_state of " + sb.Name, Value: sb.SyncState, Note: true,
+			add(dialect.ReplicationFinding{Setting: "pg_stat_replication.sync_state of " + sb.Name, Value: sb.SyncState, Note: true,
 				Problem: "this standby may lack acknowledged writes: a failover must promote a sync or quorum standby, never this one"})
 		}
 	}
 }
 
-var _ fencedsql.ReplicationChecker = dialect{}
+var _ dialect.ReplicationChecker = dialectImpl{}

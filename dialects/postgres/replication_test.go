@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // The decision, from injected catalog values (the test server has no standby).
@@ -60,7 +60,7 @@ func TestJudgeReplication(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rep := judgeReplication(c.in)
-			var problems []fencedsql.ReplicationFinding
+			var problems []dialect.ReplicationFinding
 			var notes []string
 			for _, f := range rep.Findings {
 				if f.Note {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -72,7 +74,7 @@ import (
 // SessionQuery reads standard_conforming_strings, client_encoding, synchronous_commit
 // and its source as one value, "<standard_conforming_strings> <client_encoding>
 // <synchronous_commit> <source>" (the source may contain spaces: "database user").
-func (dialect) SessionQuery() string {
+func (dialectImpl) SessionQuery() string {
 	return "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || " + syncCommitColumns + " FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
 }
 
@@ -90,7 +92,7 @@ const trackedQueryTimeout = 5 * time.Second
 // return, from the parameters pgx keeps, when raw is (or wraps) a pgx connection that
 // has received both, and from synchronous_commit as read once for the connection (see
 // above).
-func (dialect) TrackedSession(raw driver.Conn) (string, bool) {
+func (dialectImpl) TrackedSession(raw driver.Conn) (string, bool) {
 	var c any = raw
 	for range 16 { // peel wrappers that expose their connection (otelsql, …)
 		if pc, ok := c.(interface{ Conn() *pgx.Conn }); ok {
@@ -147,7 +149,7 @@ const sessionFix = "SET standard_conforming_strings = on; SET client_encoding = 
 
 // CheckSession validates "<standard_conforming_strings> <client_encoding>
 // <synchronous_commit> <source>".
-func (dialect) CheckSession(value string) error {
+func (dialectImpl) CheckSession(value string) error {
 	f := strings.SplitN(strings.TrimSpace(value), " ", 4)
 	if len(f) != 4 {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings, client_encoding", Value: value,
@@ -202,4 +204,4 @@ var sessionSources = map[string]bool{"database": true, "user": true, "database u
 
 const syncCommitFix = "ALTER ROLE … RESET synchronous_commit / ALTER DATABASE … RESET synchronous_commit (or remove it from the DSN's options and runtime parameters): synchronous_commit must be on, remote_apply or remote_write"
 
-var _ fencedsql.SessionTracker = dialect{}
+var _ dialect.SessionTracker = dialectImpl{}

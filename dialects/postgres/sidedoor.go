@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // SideDoors finds the database-level side doors of a guarded table
@@ -46,9 +46,9 @@ import (
 //     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
 //     does not advance the version) and the write to the referenced table fails;
 //     tombstones are recorded. A note, not a problem.
-func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
-	var doors []fencedsql.SideDoor
-	for _, find := range []func(context.Context, fencedsql.CatalogQuery, fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error){
+func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	var doors []dialect.SideDoor
+	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
 		d.descendants, d.views, d.rules, d.cascades,
 	} {
 		found, err := find(ctx, query, t)
@@ -66,7 +66,7 @@ const (
 )
 
 // descendants: inheritance children and partitions without the guard's triggers.
-func (d dialect) descendants(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) descendants(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	table := fold(t.Table)
 	gfn, tfn := guardFunc(table.Name), tombFunc(table.Name)
 	// One row per descendant and trigger name: (schema, name, is partition,
@@ -91,7 +91,7 @@ ORDER BY 1, 2, w.ord`,
 		return nil, err
 	}
 	type desc struct {
-		tbl       fencedsql.TableName
+		tbl       dialect.TableName
 		partition bool
 		state     map[string]string
 	}
@@ -106,7 +106,7 @@ ORDER BY 1, 2, w.ord`,
 		key := r[0] + "." + r[1]
 		ds := byName[key]
 		if ds == nil {
-			ds = &desc{tbl: fencedsql.TableName{Schema: r[0], Name: r[1]}, partition: r[2] == "1", state: map[string]string{}}
+			ds = &desc{tbl: dialect.TableName{Schema: r[0], Name: r[1]}, partition: r[2] == "1", state: map[string]string{}}
 			byName[key] = ds
 			order = append(order, ds)
 		}
@@ -114,11 +114,11 @@ ORDER BY 1, 2, w.ord`,
 	}
 	fnName := func(fn string) string {
 		if fn == tfn { // the tombstone function lives in the parent's schema
-			return fencedsql.TableName{Schema: parentSchema, Name: fn}.Quote(d.QuoteIdent)
+			return dialect.TableName{Schema: parentSchema, Name: fn}.Quote(d.QuoteIdent)
 		}
-		return fencedsql.TableName{Schema: table.Schema, Name: fn}.Quote(d.QuoteIdent)
+		return dialect.TableName{Schema: table.Schema, Name: fn}.Quote(d.QuoteIdent)
 	}
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, ds := range order {
 		tbl := ds.tbl.Quote(d.QuoteIdent)
 		var missing, fix []string
@@ -167,9 +167,9 @@ ORDER BY 1, 2, w.ord`,
 		if len(missing) == 0 {
 			continue
 		}
-		sd := fencedsql.SideDoor{Kind: fencedsql.SideDoorChild, Object: ds.tbl.String(), Fix: fix}
+		sd := dialect.SideDoor{Kind: dialect.SideDoorChild, Object: ds.tbl.String(), Fix: fix}
 		if ds.partition {
-			sd.Kind = fencedsql.SideDoorPartition
+			sd.Kind = dialect.SideDoorPartition
 			sd.Problem = "partition of " + t.Table.String() + " without the trigger(s) " + strings.Join(missing, ", ") +
 				": statements naming the partition are not fenced by the wrapper, and TRUNCATE of it fires only its own triggers"
 		} else {
@@ -183,7 +183,7 @@ ORDER BY 1, 2, w.ord`,
 
 // views: updatable views over the table (through other views too) not refused by the
 // fencedsql_refuse trigger.
-func (d dialect) views(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `WITH RECURSIVE v(oid) AS (
   SELECT r.ev_class FROM pg_catalog.pg_depend dep JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
   WHERE dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = to_regclass($1) AND r.ev_type = '1' AND r.ev_class <> dep.refobjid
@@ -200,14 +200,14 @@ ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction)
 	if err != nil {
 		return nil, err
 	}
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, r := range rows {
 		// pg_relation_is_updatable: INSERT 8, UPDATE 4, DELETE 16; 0 read-only.
 		if len(r) < 4 || r[3] == "1" || r[2] == "" || r[2] == "0" {
 			continue
 		}
-		view := fencedsql.TableName{Schema: r[0], Name: r[1]}
-		fn := fencedsql.TableName{Schema: r[0], Name: refuseFunction}.Quote(d.QuoteIdent)
+		view := dialect.TableName{Schema: r[0], Name: r[1]}
+		fn := dialect.TableName{Schema: r[0], Name: refuseFunction}.Quote(d.QuoteIdent)
 		body := `
 BEGIN
   RAISE EXCEPTION USING ERRCODE = '` + GuardSQLState + `',
@@ -216,7 +216,7 @@ BEGIN
 END
 `
 		tag := dollarTag(body)
-		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorView, Object: view.String(),
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorView, Object: view.String(),
 			Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
 				"(the table's triggers still fire, but cannot check a token); the fix makes the view refuse writes (or revoke INSERT, UPDATE, DELETE on it from the writers)",
 			Fix: []string{
@@ -229,7 +229,7 @@ END
 }
 
 // rules: enabled non-SELECT rules on the table, or on other relations naming it.
-func (d dialect) rules(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) rules(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `SELECT r.rulename::text, n.nspname::text, c.relname::text, CASE WHEN r.ev_class = to_regclass($1) THEN 1 ELSE 0 END,
   CASE r.ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' WHEN '4' THEN 'DELETE' ELSE 'SELECT' END, CASE WHEN r.is_instead THEN 1 ELSE 0 END
 FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -240,12 +240,12 @@ ORDER BY 2, 3, 1`, t.Table.String())
 	if err != nil {
 		return nil, err
 	}
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 6 {
 			continue
 		}
-		rel := fencedsql.TableName{Schema: r[1], Name: r[2]}
+		rel := dialect.TableName{Schema: r[1], Name: r[2]}
 		kind := "ALSO"
 		if r[5] == "1" {
 			kind = "INSTEAD"
@@ -256,7 +256,7 @@ ORDER BY 2, 3, 1`, t.Table.String())
 				" (not fenced by the wrapper) may write the guarded table through it; drop the rule"
 		}
 		p += " (statements prepared under the rule keep its rewriting after DROP RULE: reconnect the pools)"
-		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorRule, Object: r[0] + " on " + rel.String(), Problem: p,
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRule, Object: r[0] + " on " + rel.String(), Problem: p,
 			Fix: []string{"DROP RULE IF EXISTS " + d.QuoteIdent(r[0]) + " ON " + rel.Quote(d.QuoteIdent)}})
 	}
 	return doors, nil
@@ -264,7 +264,7 @@ ORDER BY 2, 3, 1`, t.Table.String())
 
 // cascades: foreign keys of the table whose actions change its rows (a note:
 // PostgreSQL runs its triggers, and the guard refuses them).
-func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `SELECT con.conname::text, n.nspname::text, f.relname::text, con.confdeltype::text, con.confupdtype::text
 FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class f ON f.oid = con.confrelid JOIN pg_catalog.pg_namespace n ON n.oid = f.relnamespace
 WHERE con.contype = 'f' AND con.conrelid = to_regclass($1) AND (con.confdeltype IN ('c', 'n', 'd') OR con.confupdtype IN ('c', 'n', 'd'))
@@ -273,12 +273,12 @@ ORDER BY 1`, t.Table.String())
 		return nil, err
 	}
 	action := map[string]string{"c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 5 {
 			continue
 		}
-		ref := fencedsql.TableName{Schema: r[1], Name: r[2]}.String()
+		ref := dialect.TableName{Schema: r[1], Name: r[2]}.String()
 		var rules []string
 		if a, ok := action[r[3]]; ok {
 			rules = append(rules, "ON DELETE "+a)
@@ -286,7 +286,7 @@ ORDER BY 1`, t.Table.String())
 		if a, ok := action[r[4]]; ok {
 			rules = append(rules, "ON UPDATE "+a)
 		}
-		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorCascade, Object: r[0] + " REFERENCES " + ref, Note: true,
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: r[0] + " REFERENCES " + ref, Note: true,
 			Problem: strings.Join(rules, ", ") + ": PostgreSQL runs the triggers of " + t.Table.String() + " for the cascade, so the guard refuses it " +
 				"(a DELETE of rows the transaction did not fence first, an UPDATE that does not advance the version) and the write to " + ref +
 				" fails; delete or update the referencing rows through the wrapper first, or use RESTRICT"})
@@ -294,11 +294,11 @@ ORDER BY 1`, t.Table.String())
 	return doors, nil
 }
 
-var _ fencedsql.SideDoorFinder = dialect{}
+var _ dialect.SideDoorFinder = dialectImpl{}
 
 // keyNames turns column names into key columns (names only, for a WHEN clause).
-func keyNames(names []string) []fencedsql.KeyColumn {
-	key := make([]fencedsql.KeyColumn, len(names))
+func keyNames(names []string) []dialect.KeyColumn {
+	key := make([]dialect.KeyColumn, len(names))
 	for i, n := range names {
 		key[i].Name = n
 	}

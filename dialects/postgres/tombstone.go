@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
@@ -69,19 +69,19 @@ func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", n
 
 // tombSchema is the schema the tombstone objects of table live in: its own, or public
 // for an unqualified table (CheckSchema resolves the schema before asking for DDL).
-func tombSchema(table fencedsql.TableName) string {
+func tombSchema(table dialect.TableName) string {
 	if table.Schema == "" {
 		return "public"
 	}
 	return foldASCII(table.Schema)
 }
 
-func tombFuncName(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: tombSchema(table), Name: tombFunc(foldASCII(table.Name))}
+func tombFuncName(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: tombSchema(table), Name: tombFunc(foldASCII(table.Name))}
 }
 
-func tombTable(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: tombSchema(table), Name: boundedName(fencedsql.TombstoneTablePrefix, foldASCII(table.Name), maxIdentLen)}
+func tombTable(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: tombSchema(table), Name: boundedName(dialect.TombstoneTablePrefix, foldASCII(table.Name), maxIdentLen)}
 }
 
 func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -89,7 +89,7 @@ func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 // PrimaryKeyQuery lists the primary key columns of table in key order: name, type
 // (format_type), collation (qualified and quoted, "" for the type's default) and the
 // table's schema.
-func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) PrimaryKeyQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),
   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation THEN
     (SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname) FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
@@ -107,8 +107,8 @@ ORDER BY pg_catalog.array_position(i.indkey::int2[], a.attnum)`,
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
-func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColumn, tokenCol string) []string {
-	table = fencedsql.TableName{Schema: tombSchema(table), Name: foldASCII(table.Name)}
+func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
+	table = dialect.TableName{Schema: tombSchema(table), Name: foldASCII(table.Name)}
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
 	fn := tombFuncName(table).Quote(d.QuoteIdent)
@@ -193,7 +193,7 @@ END
 
 // tombWhen is the WHEN clause of a tombstone trigger ("" but for the rekey trigger,
 // which fires only when the key changed), with a trailing space.
-func tombWhen(trigger string, key []fencedsql.KeyColumn, quote func(string) string) string {
+func tombWhen(trigger string, key []dialect.KeyColumn, quote func(string) string) string {
 	if trigger != tombRekeyTrigger {
 		return ""
 	}
@@ -206,22 +206,22 @@ func tombWhen(trigger string, key []fencedsql.KeyColumn, quote func(string) stri
 }
 
 // UntombstoneDDL drops table's tombstone function and with it the three triggers.
-func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
+func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	return []string{"DROP FUNCTION IF EXISTS " + tombFuncName(table).Quote(d.QuoteIdent) + "() CASCADE"}
 }
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
 // exist on table, fire always (ENABLE ALWAYS) and call the table's tombstone function,
 // SECURITY DEFINER, and its tombstone table exists.
-func (dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3, $4) AND t.tgenabled = 'A' AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
 		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).
-func (d dialect) PurgeTombstonesQuery(table fencedsql.TableName, olderThan time.Duration) (query string, args []any) {
+func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan time.Duration) (query string, args []any) {
 	return "DELETE FROM " + tombTable(table).Quote(d.QuoteIdent) + " WHERE deleted_at < pg_catalog.now() - pg_catalog.make_interval(secs => $1)",
 		[]any{olderThan.Seconds()}
 }
 
-var _ fencedsql.Tombstoner = dialect{}
+var _ dialect.Tombstoner = dialectImpl{}

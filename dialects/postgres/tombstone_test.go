@@ -4,14 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/postgres"
-	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 func TestTombstoneDDLShape(t *testing.T) {
-	ts := postgres.Dialect.(fencedsql.Tombstoner)
-	key := []fencedsql.KeyColumn{{Name: "a", Type: "numeric(10,2)"}, {Name: "B", Type: "text", Collation: `"public"."ci"`}}
-	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "Shop", Name: "Pairs"}, key, "tok")
+	ts := postgres.Dialect.(dialect.Tombstoner)
+	key := []dialect.KeyColumn{{Name: "a", Type: "numeric(10,2)"}, {Name: "B", Type: "text", Collation: `"public"."ci"`}}
+	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "Shop", Name: "Pairs"}, key, "tok")
 	if len(ddl) != 13 {
 		t.Fatalf("TombstoneDDL = %d statements: %q", len(ddl), ddl)
 	}
@@ -44,13 +45,13 @@ func TestTombstoneDDLShape(t *testing.T) {
 	if strings.Contains(all, `INTO "fencedsql_tomb`) || strings.Contains(all, `FROM "fencedsql_tomb`) {
 		t.Errorf("unqualified tombstone table:\n%s", all)
 	}
-	if ddl := ts.TombstoneDDL(fencedsql.TableName{Name: "t"}, []fencedsql.KeyColumn{{Name: "id", Type: "bigint"}}, "fence_token"); !strings.Contains(ddl[0], `"public"."fencedsql_tomb_t"`) {
+	if ddl := ts.TombstoneDDL(dialect.TableName{Name: "t"}, []dialect.KeyColumn{{Name: "id", Type: "bigint"}}, "fence_token"); !strings.Contains(ddl[0], `"public"."fencedsql_tomb_t"`) {
 		t.Errorf("unqualified table: %s", ddl[0])
 	}
-	if un := ts.UntombstoneDDL(fencedsql.TableName{Schema: "shop", Name: "Pairs"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_tombstone_pairs"() CASCADE` {
+	if un := ts.UntombstoneDDL(dialect.TableName{Schema: "shop", Name: "Pairs"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_tombstone_pairs"() CASCADE` {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
-	if q, args := ts.PurgeTombstonesQuery(fencedsql.TableName{Schema: "shop", Name: "pairs"}, 0); !strings.HasPrefix(q, `DELETE FROM "shop"."fencedsql_tomb_pairs" WHERE deleted_at <`) || len(args) != 1 {
+	if q, args := ts.PurgeTombstonesQuery(dialect.TableName{Schema: "shop", Name: "pairs"}, 0); !strings.HasPrefix(q, `DELETE FROM "shop"."fencedsql_tomb_pairs" WHERE deleted_at <`) || len(args) != 1 {
 		t.Errorf("PurgeTombstonesQuery = %q %v", q, args)
 	}
 }

@@ -3,7 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/sqlite"
+	_ "github.com/fencedsql/fencedsql/dialects/sqlite/sqlitesqlx"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 

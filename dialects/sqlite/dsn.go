@@ -3,17 +3,17 @@ package sqlite
 import (
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // QueryStart implements fencedsql.DSNParser as modernc.org/sqlite reads a DSN: a file
 // name or file: URI whose parameters follow the first '?' (not in the first position).
 // A file name may hold '=' (/srv/env=prod/app.db): it is never keyword/value text.
-func (dialect) QueryStart(dsn string) (q int, keyValue bool) {
+func (dialectImpl) QueryStart(dsn string) (q int, keyValue bool) {
 	if q = strings.IndexByte(dsn, '?'); q >= 1 {
 		return q, false
 	}
 	return -1, false
 }
 
-var _ fencedsql.DSNParser = dialect{}
+var _ dialect.DSNParser = dialectImpl{}

@@ -1,7 +1,7 @@
 package sqlite
 
 import (
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // FloorMessagePrefix starts the message of the guard's refusal of a write whose token
@@ -16,11 +16,11 @@ import (
 // floor.
 const FloorMessagePrefix = "fencedsql: token floor on "
 
-func floorTable(schema string) fencedsql.TableName {
-	return fencedsql.TableName{Schema: schema, Name: fencedsql.FloorTable}
+func floorTable(schema string) dialect.TableName {
+	return dialect.TableName{Schema: schema, Name: dialect.FloorTable}
 }
 
-func (d dialect) floorDDL(schema string) []string {
+func (d dialectImpl) floorDDL(schema string) []string {
 	t := floorTable(schema).Quote(d.QuoteIdent)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + t + " (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL CHECK (floor >= 0))",
@@ -29,22 +29,22 @@ func (d dialect) floorDDL(schema string) []string {
 }
 
 // FloorDDL creates the floor table in the main database.
-func (d dialect) FloorDDL() []string { return d.floorDDL("") }
+func (d dialectImpl) FloorDDL() []string { return d.floorDDL("") }
 
 // RaiseFloorQuery sets the floor when it is lower.
-func (dialect) RaiseFloorQuery(floor int64) (string, []any) {
-	return "UPDATE " + fencedsql.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
+func (dialectImpl) RaiseFloorQuery(floor int64) (string, []any) {
+	return "UPDATE " + dialect.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
 }
 
 func floorTrigger(name string) string { return "fencedsql_floor_" + name }
 
 // floorBelow is the condition "the new row's token is below the floor".
 func floorBelow(tok string) string {
-	return "NEW." + tok + " < (SELECT f.floor FROM " + fencedsql.FloorTable + " f WHERE f.id = 1)"
+	return "NEW." + tok + " < (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1)"
 }
 
 func floorRefusal(table string) string {
 	return "RAISE(ABORT, " + literal(FloorMessagePrefix+table+": token below the floor") + ")"
 }
 
-var _ fencedsql.Floorer = dialect{}
+var _ dialect.Floorer = dialectImpl{}

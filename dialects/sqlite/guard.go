@@ -4,9 +4,9 @@ import (
 	"errors"
 	"strings"
 
-	sqlite "modernc.org/sqlite"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	sqlite "modernc.org/sqlite"
 )
 
 // GuardMessagePrefix starts the message of every refusal by the database-side guard,
@@ -44,8 +44,8 @@ func IsGuardError(err error) bool {
 }
 
 // triggerName is the qualified name of table's guard trigger (in the table's schema).
-func triggerName(table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: table.Schema, Name: guardTrigger(table.Name)}
+func triggerName(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: guardTrigger(table.Name)}
 }
 
 func guardTrigger(name string) string { return "fencedsql_guard_" + name }
@@ -54,11 +54,11 @@ func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + 
 
 // GuardDDL returns the statements that install the guard on table (table.Schema names
 // an attached database, or is empty). Re-running them replaces the guard.
-func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string) []string {
+func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol string) []string {
 	trg := triggerName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	msg := func(what string) string { return literal(GuardMessagePrefix + table.Name + ": " + what) }
-	ins := fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
+	ins := dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
 	return append(d.floorDDL(table.Schema),
 		"DROP TRIGGER IF EXISTS "+trg,
 		// The table of a trigger is never schema-qualified: it is in the trigger's schema,
@@ -77,30 +77,30 @@ func (d dialect) GuardDDL(table fencedsql.TableName, tokenCol, versionCol string
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
-func (d dialect) UnguardDDL(table fencedsql.TableName) []string {
+func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	return []string{
 		"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent),
-		"DROP TRIGGER IF EXISTS " + fencedsql.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
+		"DROP TRIGGER IF EXISTS " + dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
 	}
 }
 
 // GuardInstalledQuery yields 1 when both guard triggers exist on table and read the
 // token floor (a guard installed before the floor existed is reported missing). The schema, if
 // any, is an identifier in the query text (SQLite cannot bind it).
-func (d dialect) GuardInstalledQuery(table fencedsql.TableName) (query string, args []any) {
+func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
 	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM " + master + " WHERE type = 'trigger' AND (name = ? COLLATE NOCASE OR name = ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND sql LIKE ?",
-		[]any{guardTrigger(table.Name), floorTrigger(table.Name), table.Name, "%" + fencedsql.FloorTable + "%"}
+		[]any{guardTrigger(table.Name), floorTrigger(table.Name), table.Name, "%" + dialect.FloorTable + "%"}
 }
 
 // NotNullDDL returns nothing: SQLite cannot make an existing column NOT NULL (the
 // table must be rebuilt; see https://sqlite.org/lang_altertable.html#otheralter).
-func (dialect) NotNullDDL(table fencedsql.TableName, column string) []string { return nil }
+func (dialectImpl) NotNullDDL(table dialect.TableName, column string) []string { return nil }
 
 var (
-	_ fencedsql.Guarder      = dialect{}
-	_ fencedsql.NotNullFixer = dialect{}
+	_ dialect.Guarder      = dialectImpl{}
+	_ dialect.NotNullFixer = dialectImpl{}
 )

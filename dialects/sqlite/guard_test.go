@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
-	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
@@ -17,8 +18,8 @@ func TestGuards(t *testing.T) {
 func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.SQLite(), sqlite.Dialect) }
 
 func TestGuardDDLShape(t *testing.T) {
-	g := sqlite.Dialect.(fencedsql.Guarder)
-	ddl := g.GuardDDL(fencedsql.TableName{Schema: "aux", Name: "o'rders"}, "fence_token", "version")
+	g := sqlite.Dialect.(dialect.Guarder)
+	ddl := g.GuardDDL(dialect.TableName{Schema: "aux", Name: "o'rders"}, "fence_token", "version")
 	if len(ddl) != 6 || ddl[2] != `DROP TRIGGER IF EXISTS "aux"."fencedsql_guard_o'rders"` ||
 		ddl[0] != `CREATE TABLE IF NOT EXISTS "aux"."fencedsql_floor" (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL CHECK (floor >= 0))` {
 		t.Fatalf("GuardDDL = %q", ddl)
@@ -38,7 +39,7 @@ func TestGuardDDLShape(t *testing.T) {
 		`  SELECT RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor');` + "\nEND"; ddl[5] != want {
 		t.Errorf("floor trigger = %q, want %q", ddl[5], want)
 	}
-	if un := g.UnguardDDL(fencedsql.TableName{Name: "orders"}); len(un) != 2 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_floor_orders"` {
+	if un := g.UnguardDDL(dialect.TableName{Name: "orders"}); len(un) != 2 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_floor_orders"` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // LintSchema finds what in a guarded table's declaration defeats the fence
@@ -58,7 +58,7 @@ import (
 // they name the clause to remove or the type to use, and the table must be rebuilt
 // (https://sqlite.org/lang_altertable.html#otheralter). PRAGMA writable_schema, which
 // would edit the declaration in place, is refused by the wrapper and is not proposed.
-func (d dialect) LintSchema(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.LintTable) ([]fencedsql.SchemaProblem, error) {
+func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	facts, err := d.declaration(ctx, query, t.Table)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ type declaration struct {
 // declaration reads t's CREATE TABLE text, its declared column types and STRICT. An
 // unqualified name is resolved as SQLite resolves it in a statement: temp, main, then
 // the attached databases in order.
-func (d dialect) declaration(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.TableName) (declaration, error) {
+func (d dialectImpl) declaration(ctx context.Context, query dialect.CatalogQuery, t dialect.TableName) (declaration, error) {
 	q := `SELECT l.schema, l.strict FROM pragma_table_list(?) l JOIN pragma_database_list db ON db.name = l.schema WHERE l.type = 'table' ORDER BY CASE db.name WHEN 'temp' THEN -1 ELSE db.seq END LIMIT 1`
 	args := []any{t.Name}
 	if t.Schema != "" {
@@ -114,19 +114,19 @@ UNION ALL SELECT 'column', name, type FROM pragma_table_info(?, ?)`, t.Name, t.N
 
 // judgeDeclaration judges what declaration read: the conflict clauses of the CREATE
 // TABLE text, then the affinity of the token and the version column.
-func judgeDeclaration(t fencedsql.LintTable, dec declaration) []fencedsql.SchemaProblem {
+func judgeDeclaration(t dialect.LintTable, dec declaration) []dialect.SchemaProblem {
 	name := t.Table.String()
 	if !dec.found {
-		return []fencedsql.SchemaProblem{{Problem: "the declaration of " + name + " (CREATE TABLE in sqlite_master) could not be read: its conflict clauses cannot be checked"}}
+		return []dialect.SchemaProblem{{Problem: "the declaration of " + name + " (CREATE TABLE in sqlite_master) could not be read: its conflict clauses cannot be checked"}}
 	}
-	var out []fencedsql.SchemaProblem
+	var out []dialect.SchemaProblem
 	clauses, err := conflictClauses(dec.sql)
 	if err != nil {
-		return []fencedsql.SchemaProblem{{Problem: "the declaration of " + name + " could not be read (" + err.Error() + "): its conflict clauses cannot be checked"}}
+		return []dialect.SchemaProblem{{Problem: "the declaration of " + name + " could not be read (" + err.Error() + "): its conflict clauses cannot be checked"}}
 	}
 	for _, c := range clauses {
 		if p := judgeClause(t, c); p != "" {
-			out = append(out, fencedsql.SchemaProblem{Problem: p + "; SQLite cannot alter a constraint: rebuild " + name + " without that clause (https://sqlite.org/lang_altertable.html#otheralter)"})
+			out = append(out, dialect.SchemaProblem{Problem: p + "; SQLite cannot alter a constraint: rebuild " + name + " without that clause (https://sqlite.org/lang_altertable.html#otheralter)"})
 		}
 	}
 	for _, col := range []string{t.TokenColumn, t.VersionColumn} {
@@ -135,7 +135,7 @@ func judgeDeclaration(t fencedsql.LintTable, dec declaration) []fencedsql.Schema
 			continue // a missing column is the column check's problem
 		}
 		if p := judgeAffinity(col, typ, dec.strict); p != "" {
-			out = append(out, fencedsql.SchemaProblem{Problem: p + "; SQLite cannot change a column's type: rebuild " + name + " with " + col + " BIGINT NOT NULL DEFAULT 0 (INTEGER in a STRICT table)"})
+			out = append(out, dialect.SchemaProblem{Problem: p + "; SQLite cannot change a column's type: rebuild " + name + " with " + col + " BIGINT NOT NULL DEFAULT 0 (INTEGER in a STRICT table)"})
 		}
 	}
 	return out
@@ -154,7 +154,7 @@ type conflictClause struct {
 
 // judgeClause returns the problem of c in words, "" when c is harmless (see
 // LintSchema).
-func judgeClause(t fencedsql.LintTable, c conflictClause) string {
+func judgeClause(t dialect.LintTable, c conflictClause) string {
 	where := "the " + c.constraint
 	if c.name != "" {
 		where += " constraint " + c.name
@@ -270,12 +270,12 @@ func affinity(typ string) string {
 // ON DELETE / ON UPDATE of a foreign key are not conflict clauses. A lexical error, or
 // a text without a body, is an error.
 func conflictClauses(sql string) ([]conflictClause, error) {
-	toks, err := fencedsql.LexDDL(sql, fencedsql.SQLiteSyntax)
+	toks, err := dialect.LexDDL(sql, dialect.SQLiteSyntax)
 	if err != nil {
 		return nil, err
 	}
 	punct := func(i int, s string) bool {
-		return i >= 0 && i < len(toks) && toks[i].Kind == fencedsql.DDLPunct && toks[i].Text == s
+		return i >= 0 && i < len(toks) && toks[i].Kind == dialect.DDLPunct && toks[i].Text == s
 	}
 	open := -1
 	for i := range toks {
@@ -338,7 +338,7 @@ const errUnbalanced = lexError("unbalanced parentheses")
 // itemClauses returns the conflict clauses of one column definition or table
 // constraint: toks, which start at index base of the statement's tokens (match is
 // indexed like those).
-func itemClauses(sql string, toks []fencedsql.DDLToken, match map[int]int, base int) []conflictClause {
+func itemClauses(sql string, toks []dialect.DDLToken, match map[int]int, base int) []conflictClause {
 	if len(toks) == 0 {
 		return nil
 	}
@@ -349,7 +349,7 @@ func itemClauses(sql string, toks []fencedsql.DDLToken, match map[int]int, base 
 	}
 	var out []conflictClause
 	for i := 0; i < len(toks); i++ {
-		if toks[i].Kind == fencedsql.DDLPunct && toks[i].Text == "(" {
+		if toks[i].Kind == dialect.DDLPunct && toks[i].Text == "(" {
 			i = match[base+i] - base
 			continue
 		}
@@ -359,7 +359,7 @@ func itemClauses(sql string, toks []fencedsql.DDLToken, match map[int]int, base 
 		c := conflictClause{column: column, action: strings.ToUpper(toks[i+2].Text)}
 		// The constraint just before: skip a parenthesised column list and ASC/DESC.
 		j := i - 1
-		if j >= 0 && toks[j].Kind == fencedsql.DDLPunct && toks[j].Text == ")" {
+		if j >= 0 && toks[j].Kind == dialect.DDLPunct && toks[j].Text == ")" {
 			j = match[base+j] - base - 1
 		}
 		if j >= 0 && (toks[j].Is("ASC") || toks[j].Is("DESC")) {
@@ -389,4 +389,4 @@ func itemClauses(sql string, toks []fencedsql.DDLToken, match map[int]int, base 
 	return out
 }
 
-var _ fencedsql.SchemaLinter = dialect{}
+var _ dialect.SchemaLinter = dialectImpl{}

@@ -3,30 +3,30 @@ package sqlite
 import (
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // The registry of guarded tables (fencedsql.Registrar): fencedsql_registry in main.
 
 // RegistryExistsQuery yields 1 when the registry table exists in main.
-func (dialect) RegistryExistsQuery() string {
-	return "SELECT COUNT(*) FROM main.sqlite_master WHERE type = 'table' AND name = '" + fencedsql.RegistryTable + "'"
+func (dialectImpl) RegistryExistsQuery() string {
+	return "SELECT COUNT(*) FROM main.sqlite_master WHERE type = 'table' AND name = '" + dialect.RegistryTable + "'"
 }
 
 // NoRegistry: "no such table" (SQLite has no rights: the existence query decides).
-func (dialect) NoRegistry(err error) bool {
+func (dialectImpl) NoRegistry(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "no such table")
 }
 
 // RegistryDDL creates the registry table when missing.
-func (dialect) RegistryDDL() []string {
-	return []string{"CREATE TABLE IF NOT EXISTS main." + fencedsql.RegistryTable + " (table_name TEXT PRIMARY KEY, token_column TEXT NOT NULL, version_column TEXT NOT NULL)"}
+func (dialectImpl) RegistryDDL() []string {
+	return []string{"CREATE TABLE IF NOT EXISTS main." + dialect.RegistryTable + " (table_name TEXT PRIMARY KEY, token_column TEXT NOT NULL, version_column TEXT NOT NULL)"}
 }
 
 // RegisterQuery records one guarded table.
-func (dialect) RegisterQuery(table, tokenCol, versionCol string) (string, []any) {
-	return "INSERT INTO main." + fencedsql.RegistryTable + " (table_name, token_column, version_column) VALUES (?, ?, ?) ON CONFLICT (table_name) DO UPDATE SET token_column = excluded.token_column, version_column = excluded.version_column",
+func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []any) {
+	return "INSERT INTO main." + dialect.RegistryTable + " (table_name, token_column, version_column) VALUES (?, ?, ?) ON CONFLICT (table_name) DO UPDATE SET token_column = excluded.token_column, version_column = excluded.version_column",
 		[]any{table, tokenCol, versionCol}
 }
 
-var _ fencedsql.Registrar = dialect{}
+var _ dialect.Registrar = dialectImpl{}

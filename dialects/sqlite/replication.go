@@ -3,7 +3,7 @@ package sqlite
 import (
 	"context"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Replication implements fencedsql.ReplicationChecker explicitly: SQLite has no
@@ -12,8 +12,8 @@ import (
 // a replicated volume) is invisible to it; restoring such a copy, or failing over to
 // one, must not lose a commit the application was told of, or a stale token's write
 // is accepted.
-func (dialect) Replication(context.Context, fencedsql.CatalogQuery) (fencedsql.ReplicationReport, error) {
-	return fencedsql.ReplicationReport{}, nil
+func (dialectImpl) Replication(context.Context, dialect.CatalogQuery) (dialect.ReplicationReport, error) {
+	return dialect.ReplicationReport{}, nil
 }
 
-var _ fencedsql.ReplicationChecker = dialect{}
+var _ dialect.ReplicationChecker = dialectImpl{}

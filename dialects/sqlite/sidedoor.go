@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // SideDoors finds the database-level side doors of a guarded table
@@ -28,8 +28,8 @@ import (
 //     Fix: drop those triggers (DROP TRIGGER).
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
-func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
-	var doors []fencedsql.SideDoor
+func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	var doors []dialect.SideDoor
 	fks, err := d.cascades(ctx, query, t)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func (d dialect) SideDoors(ctx context.Context, query fencedsql.CatalogQuery, t 
 	return append(doors, views...), nil
 }
 
-func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	q, args := `SELECT id, seq, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?)`, []any{t.Table.Name}
 	if t.Table.Schema != "" {
 		q, args = `SELECT id, seq, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?, ?)`, []any{t.Table.Name, t.Table.Schema}
@@ -73,14 +73,14 @@ func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t f
 		f.to = append(f.to, r[4])
 	}
 	sort.Slice(ids, func(i, j int) bool { a, _ := strconv.Atoi(ids[i]); b, _ := strconv.Atoi(ids[j]); return a < b })
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, id := range ids {
 		f := byID[id]
 		obj := "(" + strings.Join(f.from, ", ") + ") REFERENCES " + f.ref + " (" + strings.Join(f.to, ", ") + ")"
 		changes := func(rule string) bool { return rule == "CASCADE" || rule == "SET NULL" || rule == "SET DEFAULT" }
 		switch {
 		case f.onDel == "CASCADE":
-			doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorCascade, Object: obj,
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj,
 				Problem: "ON DELETE CASCADE: a DELETE of " + f.ref + " (not fenced by the wrapper) deletes rows of " + t.Table.String() +
 					" unfenced, and the guard does not cover DELETE on SQLite (the tombstones are recorded); SQLite cannot alter a constraint: rebuild " +
 					t.Table.String() + " with ON DELETE RESTRICT, or delete its rows through the wrapper before the " + f.ref + " row"})
@@ -89,14 +89,14 @@ func (d dialect) cascades(ctx context.Context, query fencedsql.CatalogQuery, t f
 			if !changes(f.onDel) {
 				rule = "ON UPDATE " + f.onUpd
 			}
-			doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorCascade, Object: obj, Note: true,
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj, Note: true,
 				Problem: rule + ": SQLite runs the triggers of " + t.Table.String() + " for the cascaded UPDATE, which does not advance the version: the guard refuses it, so the write to " + f.ref + " fails unless the rows were changed through the wrapper first"})
 		}
 	}
 	return doors, nil
 }
 
-func (d dialect) viewTriggers(ctx context.Context, query fencedsql.CatalogQuery, t fencedsql.SideDoorTable) ([]fencedsql.SideDoor, error) {
+func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	master := "sqlite_master"
 	if t.Table.Schema != "" {
 		master = d.QuoteIdent(t.Table.Schema) + ".sqlite_master"
@@ -105,13 +105,13 @@ func (d dialect) viewTriggers(ctx context.Context, query fencedsql.CatalogQuery,
 	if err != nil {
 		return nil, err
 	}
-	var doors []fencedsql.SideDoor
+	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 3 || !mentions(r[2], t.Table.Name) {
 			continue
 		}
-		trg := fencedsql.TableName{Schema: t.Table.Schema, Name: r[1]}
-		doors = append(doors, fencedsql.SideDoor{Kind: fencedsql.SideDoorView, Object: r[0] + " (trigger " + r[1] + ")",
+		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[1]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorView, Object: r[0] + " (trigger " + r[1] + ")",
 			Problem: "the INSTEAD OF trigger " + r[1] + " of view " + r[0] + " writes " + t.Table.String() + ": a write to the view is not fenced by the wrapper (it matches table names); drop the trigger (or write through the table)",
 			Fix:     []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}})
 	}
@@ -139,4 +139,4 @@ func mentions(s, name string) bool {
 	}
 }
 
-var _ fencedsql.SideDoorFinder = dialect{}
+var _ dialect.SideDoorFinder = dialectImpl{}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/dialects/internal/sqltext"
 )
@@ -46,14 +46,14 @@ import (
 // triggers.
 const TombstoneMessagePrefix = "fencedsql: tombstone on "
 
-func tombObject(kind string, table fencedsql.TableName) fencedsql.TableName {
-	return fencedsql.TableName{Schema: table.Schema, Name: "fencedsql_tomb" + kind + "_" + table.Name}
+func tombObject(kind string, table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: "fencedsql_tomb" + kind + "_" + table.Name}
 }
 
 // PrimaryKeyQuery lists the primary key columns of table in key order: name, declared
 // type, collation (of the primary key's index; "" for an INTEGER PRIMARY KEY) and
 // schema (main unless given).
-func (dialect) PrimaryKeyQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) PrimaryKeyQuery(table dialect.TableName) (query string, args []any) {
 	schema := table.Schema
 	if schema == "" {
 		schema = "main"
@@ -64,7 +64,7 @@ FROM pragma_table_info(?1, ?2) ti WHERE ti.pk > 0 ORDER BY ti.pk`, []any{table.N
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
-func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColumn, tokenCol string) []string {
+func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	if table.Schema == "main" {
 		table.Schema = ""
 	}
@@ -72,7 +72,7 @@ func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColu
 	del := tombObject("del", table).Quote(d.QuoteIdent)
 	ins := tombObject("ins", table).Quote(d.QuoteIdent)
 	rekey := tombObject("key", table).Quote(d.QuoteIdent)
-	tbl, tombIn := d.QuoteIdent(table.Name), d.QuoteIdent(tombObject("", fencedsql.TableName{Name: table.Name}).Name) // unqualified in trigger bodies
+	tbl, tombIn := d.QuoteIdent(table.Name), d.QuoteIdent(tombObject("", dialect.TableName{Name: table.Name}).Name) // unqualified in trigger bodies
 	tok := d.QuoteIdent(tokenCol)
 	cols, defs := make([]string, len(key)), make([]string, len(key))
 	for i, k := range key {
@@ -111,7 +111,7 @@ func (d dialect) TombstoneDDL(table fencedsql.TableName, key []fencedsql.KeyColu
 const sqliteNow = "((julianday('now') - 2440587.5) * 86400.0)"
 
 // UntombstoneDDL drops table's three tombstone triggers (the tombstone table stays).
-func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
+func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	var ddl []string
 	for _, kind := range []string{"del", "ins", "key"} {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
@@ -121,7 +121,7 @@ func (d dialect) UntombstoneDDL(table fencedsql.TableName) []string {
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers and the
 // tombstone table exist.
-func (d dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query string, args []any) {
+func (d dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
@@ -131,9 +131,9 @@ func (d dialect) TombstoneInstalledQuery(table fencedsql.TableName) (query strin
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (by SQLite's clock).
-func (d dialect) PurgeTombstonesQuery(table fencedsql.TableName, olderThan time.Duration) (query string, args []any) {
+func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan time.Duration) (query string, args []any) {
 	return "DELETE FROM " + tombObject("", table).Quote(d.QuoteIdent) + " WHERE deleted_at < " + sqliteNow + " - ?",
 		[]any{olderThan.Seconds()}
 }
 
-var _ fencedsql.Tombstoner = dialect{}
+var _ dialect.Tombstoner = dialectImpl{}

@@ -4,14 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
-	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 func TestTombstoneDDLShape(t *testing.T) {
-	ts := sqlite.Dialect.(fencedsql.Tombstoner)
-	key := []fencedsql.KeyColumn{{Name: "a", Type: "INTEGER"}, {Name: "b", Type: "TEXT", Collation: "NOCASE"}}
-	ddl := ts.TombstoneDDL(fencedsql.TableName{Schema: "aux", Name: "pairs"}, key, "tok")
+	ts := sqlite.Dialect.(dialect.Tombstoner)
+	key := []dialect.KeyColumn{{Name: "a", Type: "INTEGER"}, {Name: "b", Type: "TEXT", Collation: "NOCASE"}}
+	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "aux", Name: "pairs"}, key, "tok")
 	if len(ddl) != 7 {
 		t.Fatalf("TombstoneDDL = %q", ddl)
 	}
@@ -30,7 +31,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := ts.UntombstoneDDL(fencedsql.TableName{Name: "pairs"}); len(un) != 3 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 3 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 }

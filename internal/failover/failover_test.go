@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -62,7 +64,7 @@ func rounds(t *testing.T) int {
 
 // floorHook is the production hook: the database's floor raised to the lock service's
 // last token + 1, on the new primary.
-func floorHook(d fencedsql.Dialect) Hook {
+func floorHook(d dialect.Dialect) Hook {
 	return func(ctx context.Context, db *sql.DB, last uint64) error {
 		return fencedsql.RaiseTokenFloor(ctx, db, d, last+1)
 	}
@@ -126,7 +128,7 @@ func runMode(t *testing.T, name string, mode Mode, d DB, n int, newPair func(con
 		t.Fatal(err)
 	}
 	hook := floorHook(d.Dialect)
-	if _, ok := d.Dialect.(fencedsql.Floorer); !ok {
+	if _, ok := d.Dialect.(dialect.Floorer); !ok {
 		t.Errorf("%s: the dialect enforces no token floor (fencedsql.Floorer): measuring without the hook", name)
 		hook = nil
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
@@ -17,7 +19,7 @@ const Table = "failover_rows"
 
 // DB is what a round needs to know about the database of a Pair.
 type DB struct {
-	Dialect      fencedsql.Dialect
+	Dialect      dialect.Dialect
 	PlainDriver  string // "pgx" or "mysql"
 	FencedDriver string // dialects/postgres.DriverName or dialects/mysql.DriverName
 	CreateTable  string // CREATE TABLE Table (id, holder, fence_token, version)

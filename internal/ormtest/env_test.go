@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
 	pgdialect "github.com/fencedsql/fencedsql/dialects/postgres"
 	sqlitedialect "github.com/fencedsql/fencedsql/dialects/sqlite"
@@ -37,7 +39,7 @@ type backend struct {
 	fenced  string // fenced driver name
 	raw     string // plain driver name
 	dsn     func(testing.TB) string
-	dialect fencedsql.Dialect
+	dialect dialect.Dialect
 	ddl     string
 	ph      func(n int) string // the n-th placeholder (1-based)
 }

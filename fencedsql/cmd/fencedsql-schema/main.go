@@ -95,6 +95,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
@@ -112,7 +114,7 @@ const (
 
 type backend struct {
 	driver  string // plain database/sql driver name
-	dialect fencedsql.Dialect
+	dialect dialect.Dialect
 	txDDL   bool // DDL is transactional
 }
 
@@ -194,7 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, *raiseFloor, *timeout, stdout, stderr)
 	}
 	if roles {
-		if _, ok := be.dialect.(fencedsql.Privileger); !ok {
+		if _, ok := be.dialect.(dialect.Privileger); !ok {
 			return usage("-app-role and -owner: %s has no roles", be.dialect.Name())
 		}
 		if strings.TrimSpace(*appRole) == "" {
@@ -223,7 +225,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var names []string
 	for _, sp := range specs {
-		if _, err := fencedsql.ParseTableName(sp.Table); err != nil {
+		if _, err := dialect.ParseTableName(sp.Table); err != nil {
 			return usage("%s", err)
 		}
 		names = append(names, sp.Table)
@@ -241,7 +243,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if roles {
-		ctx = fencedsql.WithRoles(ctx, fencedsql.Roles{App: strings.TrimSpace(*appRole), Owner: strings.TrimSpace(*owner)})
+		ctx = fencedsql.WithRoles(ctx, dialect.Roles{App: strings.TrimSpace(*appRole), Owner: strings.TrimSpace(*owner)})
 	}
 	db, err := sql.Open(be.driver, *dsn)
 	if err != nil {
@@ -317,7 +319,7 @@ Notes are printed but do not fail the check.`
 
 // checkWithoutTombstones is CheckSchema without the tombstone guard (-tombstones=false):
 // the dialect is seen without its Tombstoner, and the problem that says so is dropped.
-func checkWithoutTombstones(ctx context.Context, db *sql.DB, d fencedsql.Dialect, tables ...fencedsql.GuardSpec) ([]fencedsql.TableReport, error) {
+func checkWithoutTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...fencedsql.GuardSpec) ([]fencedsql.TableReport, error) {
 	reports, err := fencedsql.CheckSchema(ctx, db, hideTombstoner(d), tables...)
 	for i := range reports {
 		r := &reports[i]
@@ -333,19 +335,19 @@ func checkWithoutTombstones(ctx context.Context, db *sql.DB, d fencedsql.Dialect
 }
 
 // hideTombstoner returns d without its Tombstoner, keeping the other capabilities.
-func hideTombstoner(d fencedsql.Dialect) fencedsql.Dialect {
+func hideTombstoner(d dialect.Dialect) dialect.Dialect {
 	var h struct {
-		fencedsql.Dialect
-		fencedsql.Guarder
-		fencedsql.NotNullFixer
-		fencedsql.SideDoorFinder
-		fencedsql.Privileger
+		dialect.Dialect
+		dialect.Guarder
+		dialect.NotNullFixer
+		dialect.SideDoorFinder
+		dialect.Privileger
 	}
 	h.Dialect = d
-	h.Guarder, _ = d.(fencedsql.Guarder)
-	h.NotNullFixer, _ = d.(fencedsql.NotNullFixer)
-	h.SideDoorFinder, _ = d.(fencedsql.SideDoorFinder)
-	h.Privileger, _ = d.(fencedsql.Privileger)
+	h.Guarder, _ = d.(dialect.Guarder)
+	h.NotNullFixer, _ = d.(dialect.NotNullFixer)
+	h.SideDoorFinder, _ = d.(dialect.SideDoorFinder)
+	h.Privileger, _ = d.(dialect.Privileger)
 	return h
 }
 

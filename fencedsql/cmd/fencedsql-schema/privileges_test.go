@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
@@ -87,7 +89,7 @@ func fencedWrites(t *testing.T, db *sql.DB, ph func(int) string) {
 }
 
 // checkRoles runs CheckSchema with roles and returns the problems of the one table.
-func checkRoles(t *testing.T, db *sql.DB, d fencedsql.Dialect, roles fencedsql.Roles) []string {
+func checkRoles(t *testing.T, db *sql.DB, d dialect.Dialect, roles dialect.Roles) []string {
 	t.Helper()
 	reports, err := fencedsql.CheckSchema(fencedsql.WithRoles(context.Background(), roles), db, d, fencedsql.GuardSpec{Table: "ledger"})
 	if err != nil {
@@ -181,17 +183,17 @@ func TestLeastPrivilegePostgres(t *testing.T) {
 	// application role passes; so does the application role judged from its own
 	// connection (Roles.App "" is the connection's role).
 	adminDB := mustOpen(t, "pgx", dsn)
-	if p := checkRoles(t, adminDB, postgres.Dialect, fencedsql.Roles{App: "fenced"}); len(p) != 1 || !strings.Contains(p[0], "is a superuser") {
+	if p := checkRoles(t, adminDB, postgres.Dialect, dialect.Roles{App: "fenced"}); len(p) != 1 || !strings.Contains(p[0], "is a superuser") {
 		t.Errorf("superuser application role: problems %q, want the superuser flagged", p)
 	}
-	if p := checkRoles(t, adminDB, postgres.Dialect, fencedsql.Roles{App: app, Owner: owner}); len(p) != 0 {
+	if p := checkRoles(t, adminDB, postgres.Dialect, dialect.Roles{App: app, Owner: owner}); len(p) != 0 {
 		t.Errorf("application role: problems %q", p)
 	}
-	if p := checkRoles(t, plain, postgres.Dialect, fencedsql.Roles{}); len(p) != 0 {
+	if p := checkRoles(t, plain, postgres.Dialect, dialect.Roles{}); len(p) != 0 {
 		t.Errorf("application role on its own connection: problems %q", p)
 	}
 	// The owner role as the application: flagged as owner of everything.
-	if p := checkRoles(t, adminDB, postgres.Dialect, fencedsql.Roles{App: owner}); len(p) < 4 || !strings.Contains(strings.Join(p, "\n"), "owns the guarded table") {
+	if p := checkRoles(t, adminDB, postgres.Dialect, dialect.Roles{App: owner}); len(p) < 4 || !strings.Contains(strings.Join(p, "\n"), "owns the guarded table") {
 		t.Errorf("owner as application role: problems %q", p)
 	}
 	// Dangerous rights given to the application are found, and -apply takes them back.
@@ -294,10 +296,10 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 	}
 
 	adminDB := mustOpen(t, "mysql", dsn)
-	if p := checkRoles(t, adminDB, mysql.Dialect, fencedsql.Roles{}); len(p) != 1 || !strings.Contains(p[0], "has SUPER") {
+	if p := checkRoles(t, adminDB, mysql.Dialect, dialect.Roles{}); len(p) != 1 || !strings.Contains(p[0], "has SUPER") {
 		t.Errorf("superuser application account (the connection's own): problems %q, want SUPER flagged", p)
 	}
-	if p := checkRoles(t, adminDB, mysql.Dialect, fencedsql.Roles{App: app, Owner: owner}); len(p) != 0 {
+	if p := checkRoles(t, adminDB, mysql.Dialect, dialect.Roles{App: app, Owner: owner}); len(p) != 0 {
 		t.Errorf("application account: problems %q", p)
 	}
 	// (Not from the application's own connection: the tombstone table it has no

@@ -1,0 +1,85 @@
+package dialect
+
+import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+
+// Syntax describes the lexical rules of a dialect's SQL (quotes, comments, placeholders).
+type Syntax = sqllex.Syntax
+
+// Lexical rules of the dialects this module ships, for Dialect implementations.
+var (
+	PostgresSyntax = sqllex.Postgres
+	MySQLSyntax    = sqllex.MySQL
+	SQLiteSyntax   = sqllex.SQLite
+)
+
+// ErrorKind classifies a driver error for the wrapper.
+type ErrorKind uint8
+
+const (
+	// ErrorOther is any error the wrapper passes through unchanged.
+	ErrorOther ErrorKind = iota
+	// ErrorNotNull is a NOT NULL violation (PostgreSQL 23502, MySQL 1048, SQLite
+	// SQLITE_CONSTRAINT_NOTNULL); Column names the column.
+	ErrorNotNull
+	// ErrorUnique is a unique violation (PostgreSQL 23505, MySQL 1062, SQLite
+	// SQLITE_CONSTRAINT_UNIQUE/PRIMARYKEY); Constraint names it when known.
+	ErrorUnique
+	// ErrorGuard is a refusal by the dialect's database-side guard (Guarder): a write
+	// that did not follow the fencing protocol; Table names the table when known.
+	ErrorGuard
+	// ErrorBelowFloor is a refusal by the guard of a write whose token is below the
+	// database's token floor (Floorer); Table names the table when known.
+	ErrorBelowFloor
+)
+
+// ErrorInfo is what a Dialect extracts from a driver error.
+type ErrorInfo struct {
+	Kind       ErrorKind
+	Column     string // NOT NULL: the column
+	Constraint string // unique: the constraint or index name
+	Table      string // when the driver reports it
+}
+
+// Dialect is what differs between databases. The dialect packages (postgres, mysql,
+// sqlite) export one each as Dialect, and only they implement it.
+//
+// A dialect may implement optional interfaces, which the package discovers with a type
+// assertion (like database/sql/driver's optional interfaces):
+//
+//   - Guarder: the DDL of the database-side guard (triggers that refuse writes that
+//     bypass the wrapper), and the query that tells whether it is installed;
+//   - NotNullFixer: the DDL that makes an existing, nullable fencing column NOT NULL;
+//   - Tombstoner: the DDL of the tombstone guard (docs/design.md G9, no resurrection of a deleted
+//     row under an older token), its catalog queries and its purge;
+//   - SideDoorFinder: the catalog inspection that finds a guarded table's database-level
+//     side doors (non-transactional engine, updatable views, unguarded children and
+//     partitions, cascading foreign keys, rules), each with its fix.
+//
+// Tables are passed as TableName, already validated, with the case in which they were
+// configured; a dialect folds case where its database does.
+type Dialect interface {
+	// Name is a short name ("postgres", "mysql", "sqlite").
+	Name() string
+	// Syntax returns the lexical rules of the dialect's SQL.
+	Syntax() Syntax
+	// NumberedParams reports $n placeholders (true) or positional ? (false).
+	NumberedParams() bool
+	// QuoteIdent quotes one identifier.
+	QuoteIdent(name string) string
+	// Classify inspects a driver error.
+	Classify(err error) ErrorInfo
+	// ColumnsQuery returns a query listing the columns of table as rows of (column
+	// name, not-null flag). The flag is 1, true or t for a NOT NULL column (any
+	// spelling of those, as the driver returns it); anything else, NULL included,
+	// means nullable. No rows means no such table.
+	ColumnsQuery(table TableName) (query string, args []any)
+	// GuardColumnsDDL returns the statements that add the missing fencing columns to
+	// table, as BIGINT NOT NULL DEFAULT 0, in order (one Exec each).
+	GuardColumnsDDL(table TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string
+	// SessionQuery returns a query whose single text value CheckSession validates, run
+	// once per connection before its first guarded write; "" for none.
+	SessionQuery() string
+	// CheckSession validates the value SessionQuery returned; a non-nil error refuses
+	// guarded writes on that connection.
+	CheckSession(value string) error
+}

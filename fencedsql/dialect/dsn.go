@@ -1,0 +1,12 @@
+package dialect
+
+// DSNParser is implemented by dialects whose driver has a DSN syntax of its own, so that
+// the wrapper finds its parameters where that driver would: QueryStart returns the
+// index of the '?' that starts dsn's URL-style query string (-1 for none), and keyValue
+// true when dsn is in keyword/value form (PostgreSQL's "host=h dbname=d"), in which the
+// parameters are keywords. Without it (a driver the wrapper knows nothing about) the
+// URL form is assumed unless dsn looks like keyword/value text (no "://", an '='
+// before any '?').
+type DSNParser interface {
+	QueryStart(dsn string) (q int, keyValue bool)
+}

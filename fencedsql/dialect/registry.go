@@ -1,0 +1,23 @@
+package dialect
+
+// RegistryTable is the registry of guarded tables, in the database's default schema
+// (PostgreSQL: the first schema of the search_path, normally public; MySQL: the
+// connection's database; SQLite: main): (table_name, token_column, version_column),
+// one row per guarded table, its name as fenced_tables would give it.
+const RegistryTable = "fencedsql_registry"
+
+// Registrar is implemented by dialects that keep the registry of guarded tables.
+type Registrar interface {
+	// RegistryExistsQuery returns a query yielding one row with 1 when the registry
+	// table exists in the connection's default schema, 0 or no row otherwise.
+	RegistryExistsQuery() string
+	// RegistryDDL returns the statements that create the registry table when missing.
+	RegistryDDL() []string
+	// RegisterQuery returns the statement that records (or updates) one guarded table.
+	RegisterQuery(table, tokenCol, versionCol string) (query string, args []any)
+	// NoRegistry reports whether err, from reading the registry, means that it does not
+	// exist (for a database whose catalog shows a table only to who may read it, the
+	// existence query answers 1 and the read decides). Any other error fails the pool's
+	// first connection: an unreadable registry is not taken for none.
+	NoRegistry(err error) bool
+}

@@ -1,0 +1,76 @@
+package dialect
+
+import "context"
+
+// SideDoorFinder is implemented by dialects that can find a guarded table's
+// database-level side doors: objects of the database through which a statement that
+// does not name the table (so the wrapper, which matches table names, sends it as
+// written), or a write the database treats specially, changes the table's rows
+// without the fence — a non-transactional engine, an updatable view, an inheritance
+// child or partition without the guard, a foreign key whose cascade writes the table
+// where triggers do not see it, a rule. CheckSchema reports each SideDoor with its fix;
+// see CheckSchema for the list and the dialect packages for what each finds.
+type SideDoorFinder interface {
+	// SideDoors inspects the catalog through query (read-only) and returns the side
+	// doors of t.Table, none when it has none. An error is a failed catalog query.
+	SideDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
+}
+
+// CatalogQuery runs a read-only catalog query and returns its rows as text: NULL as
+// "", booleans as "1"/"0", numbers in decimal.
+type CatalogQuery func(ctx context.Context, query string, args ...any) ([][]string, error)
+
+// SideDoorTable is what a SideDoorFinder is told about the guarded table.
+type SideDoorTable struct {
+	Table                      TableName
+	TokenColumn, VersionColumn string
+	// PrimaryKey is the table's primary key (nil: none, or the dialect keeps no
+	// tombstones); Tombstones: the tombstone guard is installed on the table or the
+	// report's Fix installs it, so a fix may extend it to other objects.
+	PrimaryKey []string
+	Tombstones bool
+}
+
+// SideDoorKind names a kind of side door.
+type SideDoorKind string
+
+// The side doors CheckSchema knows.
+const (
+	// SideDoorEngine: the table's storage engine is not transactional (MySQL MyISAM,
+	// Aria, MEMORY…): a fenced statement that fails leaves the rows it already wrote.
+	SideDoorEngine SideDoorKind = "engine"
+	// SideDoorView: an updatable view over the table (or a view with INSTEAD OF
+	// triggers or rules that write it): writes through it do not name the table.
+	SideDoorView SideDoorKind = "view"
+	// SideDoorChild: a PostgreSQL inheritance child of the table without the guard
+	// and tombstone triggers: the parent's row triggers do not fire for its rows.
+	SideDoorChild SideDoorKind = "child"
+	// SideDoorPartition: a PostgreSQL partition (or sub-partition) of the table
+	// without the guard's triggers: TRUNCATE of a partition fires only its own.
+	SideDoorPartition SideDoorKind = "partition"
+	// SideDoorCascade: a foreign key of the table with ON DELETE/ON UPDATE CASCADE,
+	// SET NULL or SET DEFAULT: a write to the referenced table changes the table's
+	// rows, with or without its triggers depending on the database.
+	SideDoorCascade SideDoorKind = "cascade"
+	// SideDoorRule: a PostgreSQL rule on the table, or a rule elsewhere whose action
+	// writes it: the rewritten statement is not the one the wrapper fenced.
+	SideDoorRule SideDoorKind = "rule"
+)
+
+// SideDoor is one side door of a guarded table, found by a SideDoorFinder.
+type SideDoor struct {
+	Kind SideDoorKind
+	// Object names the view, child, partition, constraint or rule as the database
+	// names it ("schema.name", "constraint on table", …).
+	Object string
+	// Problem says, in words, how the side door writes around the fence, and what to
+	// do where Fix is empty.
+	Problem string
+	// Fix holds the statements that close it, in order, run after the table's own
+	// fixes (they may use the guard's objects); empty when no statement can.
+	Fix []string
+	// Note: the database closes this door itself (its triggers fire there, and the
+	// guard refuses the write), so it is no problem: CheckSchema reports it in
+	// TableReport.Notes and the table stays OK.
+	Note bool
+}

@@ -1,0 +1,33 @@
+package dialect
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseTableName(t *testing.T) {
+	for in, want := range map[string]TableName{
+		"accounts":      {Name: "accounts"},
+		"Shop.Accounts": {Schema: "Shop", Name: "Accounts"},
+		"s$1.t_2":       {Schema: "s$1", Name: "t_2"},
+	} {
+		got, err := ParseTableName(in)
+		if err != nil || got != want || got.String() != in {
+			t.Errorf("ParseTableName(%q) = %+v, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", ".t", "s.", "a.b.c", "a b", `"a"`, "1a", "a;b"} {
+		_, err := ParseTableName(in)
+		var ne *NameError
+		if !errors.As(err, &ne) || ne.Name != in || ne.Problem == "" {
+			t.Errorf("ParseTableName(%q): %v, want a *NameError", in, err)
+		}
+	}
+	q := func(s string) string { return "[" + s + "]" }
+	if got := (TableName{Schema: "s", Name: "t"}).Quote(q); got != "[s].[t]" {
+		t.Errorf("Quote = %q", got)
+	}
+	if got := (TableName{Name: "t"}).Quote(q); got != "[t]" {
+		t.Errorf("Quote = %q", got)
+	}
+}

@@ -1,0 +1,60 @@
+package dialect
+
+import "time"
+
+// Tombstoner is implemented by dialects that can keep tombstones (G9 in
+// docs/design.md, no resurrection). Each guarded table gets a tombstone table of its
+// own, in its schema, whose key columns have the primary key's own types and
+// collations, so that a tombstone matches a key exactly when the table's own key
+// would: by the database's equality, never by a rendering that depends on session
+// settings (time zone, output formats, float digits) or on case. Triggers record the
+// primary key and fence token of every deleted row (and of the key a key-changing
+// UPDATE leaves), and refuse an INSERT, upsert or key-changing UPDATE onto a key whose
+// tombstone carries a newer token, with the NOT NULL violation on the token column
+// that the wrapper reports as ErrFenced. The check runs after the database has waited
+// for a concurrent DELETE of the same key to end, so a DELETE that commits while the
+// INSERT waits is seen. See CheckSchema and PurgeTombstones; the dialect packages
+// document their DDL.
+type Tombstoner interface {
+	// PrimaryKeyQuery returns a query listing the primary key columns of table, one
+	// row each in key order: (column name, column type as the dialect's DDL spells
+	// it, collation or "" for none, the schema the table resolves to). No rows: no
+	// primary key, or no such table.
+	PrimaryKeyQuery(table TableName) (query string, args []any)
+	// TombstoneDDL returns the statements that create table's tombstone table when it
+	// is missing and install table's tombstone triggers, in order (re-running them
+	// replaces the triggers). key is the primary key, in key order; table should carry
+	// its schema (CheckSchema resolves it; see TombstoneFix).
+	TombstoneDDL(table TableName, key []KeyColumn, tokenCol string) []string
+	// UntombstoneDDL returns the statements that remove table's tombstone triggers
+	// (the tombstone table and its rows stay).
+	UntombstoneDDL(table TableName) []string
+	// TombstoneInstalledQuery returns a query yielding one row with 1 when the
+	// current version of the tombstone triggers is installed on table, 0 or no row
+	// otherwise.
+	TombstoneInstalledQuery(table TableName) (query string, args []any)
+	// PurgeTombstonesQuery returns the statement that deletes the tombstones of
+	// table recorded more than olderThan ago by the database's clock.
+	PurgeTombstonesQuery(table TableName, olderThan time.Duration) (query string, args []any)
+}
+
+// KeyColumn is one column of a guarded table's primary key, as Tombstoner's
+// PrimaryKeyQuery reads it from the catalog.
+type KeyColumn struct {
+	Name      string // column name
+	Type      string // type as the dialect's DDL spells it (e.g. "numeric(10,2)", "varchar(20)")
+	Collation string // collation name, "" for none or the type's default
+}
+
+// TombstoneTablePrefix starts the name of every tombstone table: a guarded table's
+// tombstones live in "fencedsql_tomb_<table>" in its schema (shortened with a hash
+// where the database limits identifier length). Like every object whose name starts
+// with "fencedsql_", it belongs to the guards.
+const TombstoneTablePrefix = "fencedsql_tomb_"
+
+// TombstoneTable is the name of the single tombstone table of earlier versions, one
+// per schema, keyed by the primary key rendered as JSON text. It is no longer written
+// or read.
+//
+// Deprecated: tombstones are kept per table; see TombstoneTablePrefix.
+const TombstoneTable = "fencedsql_tombstones"
