@@ -3,10 +3,7 @@ package sqllock
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // DDL returns the statements that create the lease table for dialect d and the objects
@@ -117,8 +114,7 @@ func CreateTable(ctx context.Context, db *sql.DB, d Dialect, table string) error
 	default:
 		for _, s := range stmts {
 			if _, err := db.ExecContext(ctx, s); err != nil {
-				var me *mysql.MySQLError
-				if errors.As(err, &me) && me.Number == 1304 { // ER_SP_ALREADY_EXISTS
+				if isMySQLErr(err, 1304) { // ER_SP_ALREADY_EXISTS
 					continue
 				}
 				return fmt.Errorf("sqllock: create table: %w", err)

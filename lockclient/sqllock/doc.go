@@ -231,4 +231,17 @@
 // Release a deadline too (context.WithoutCancel keeps none). On PostgreSQL, a waiting
 // Acquire holds one extra pooled connection per Backend while someone waits (not with a
 // pool of one connection, SetMaxOpenConns(1), where waiters poll).
+//
+// # Dependencies
+//
+// The package imports no MySQL driver, so that an application that uses PostgreSQL only
+// does not link one; the application imports the driver it uses. The database's errors
+// and the pool's driver are recognised without importing the drivers' error types:
+// PostgreSQL errors by their SQLSTATE (a method SQLState() string, which pgx's
+// *pgconn.PgError has), go-sql-driver/mysql's *MySQLError and MySQLDriver by reflection
+// on the type's package path and name and the error's Number field; the tests check
+// this against the driver's real types. A split into one package per database was not
+// chosen: it would make every user import two packages for one backend. The package
+// does import pgx (github.com/jackc/pgx/v5/stdlib) for LISTEN, which needs pgx's own
+// connection: an application that uses MySQL only links pgx.
 package sqllock

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/unwrap"
 )
 
 // Listener timings.
@@ -198,9 +198,9 @@ func (l *listener) listenOnce(ctx context.Context) (failed bool) {
 	}
 	defer conn.Close()
 	_ = conn.Raw(func(dc any) error {
-		// fencedsql.Unwrap peels off wrappers (fencedsql's, otelsql's): LISTEN and
+		// unwrap.Conn peels off wrappers (fencedsql's, otelsql's): LISTEN and
 		// WaitForNotification run on pgx's own connection; they write nothing.
-		sc, ok := fencedsql.Unwrap(dc).(*stdlib.Conn)
+		sc, ok := unwrap.Conn(dc).(*stdlib.Conn)
 		if !ok {
 			l.mu.Lock()
 			l.disabled = true

@@ -2,11 +2,7 @@ package sqllock
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A grant waits for the key's row lock before it takes the table-wide lock (the advisory
@@ -20,15 +16,10 @@ import (
 // advisory lock) and MySQL ER_LOCK_DEADLOCK (1213, a lock-order cycle with a client of
 // an earlier release, whose grant takes the counter before the key's row).
 func retryable(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "55P03"
+	if state, ok := pgState(err); ok {
+		return state == "55P03"
 	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1213
-	}
-	return false
+	return isMySQLErr(err, 1213)
 }
 
 // grantRetryPause is the pause before a retryable grant call is repeated: the row

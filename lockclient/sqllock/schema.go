@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
@@ -85,15 +82,10 @@ func missingObject(err error) bool {
 	if err == nil {
 		return false
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "42P01" || pe.Code == "42883" || pe.Code == "3F000"
+	if state, ok := pgState(err); ok {
+		return state == "42P01" || state == "42883" || state == "3F000"
 	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1146 || me.Number == 1305 || me.Number == 1049
-	}
-	return false
+	return isMySQLErr(err, 1146, 1305, 1049)
 }
 
 // schemaError is the *SchemaError for err, a missing-object error of a statement.

@@ -13,10 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/internal/backendutil"
 )
@@ -183,17 +179,9 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	isPgx := false
-	switch fencedsql.UnwrapDriver(db.Driver()).(type) { // fenced-pgx, fenced-mysql: the driver they wrap
-	case *stdlib.Driver:
-		isPgx = true
-		if cfg.dialect == Detect {
-			cfg.dialect = Postgres
-		}
-	case *mysql.MySQLDriver, mysql.MySQLDriver:
-		if cfg.dialect == Detect {
-			cfg.dialect = MySQL
-		}
+	detected, isPgx := driverDialect(db.Driver()) // fenced-pgx, fenced-mysql: the driver they wrap
+	if cfg.dialect == Detect {
+		cfg.dialect = detected
 	}
 	if cfg.dialect != Postgres && cfg.dialect != MySQL {
 		return nil, fmt.Errorf("sqllock: %w: cannot detect the dialect of driver %T: use WithDialect", lockclient.ErrInvalidConfig, db.Driver())

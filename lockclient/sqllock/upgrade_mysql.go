@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // MySQL's CREATE PROCEDURE does not replace an existing procedure, so a change of the
@@ -46,14 +44,13 @@ func myReplaceGrant(ctx context.Context, db *sql.DB, tn tableName, stmt string) 
 	}
 	orReplace := strings.Replace(stmt, "CREATE PROCEDURE", "CREATE OR REPLACE PROCEDURE", 1)
 	_, err = db.ExecContext(ctx, orReplace)
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 1064 { // ER_PARSE_ERROR: MySQL, no OR REPLACE
+	if !isMySQLErr(err, 1064) { // ER_PARSE_ERROR: MySQL, no OR REPLACE
 		return err
 	}
 	if _, err := db.ExecContext(ctx, "DROP PROCEDURE IF EXISTS "+tn.with("_grant_v2").quoted(MySQL)); err != nil {
 		return err
 	}
-	if _, err = db.ExecContext(ctx, stmt); errors.As(err, &me) && me.Number == 1304 {
+	if _, err = db.ExecContext(ctx, stmt); isMySQLErr(err, 1304) {
 		return nil // another CreateTable created it meanwhile
 	}
 	return err
