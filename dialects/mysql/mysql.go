@@ -1,9 +1,11 @@
 // Package mysql is the MySQL and MariaDB dialect of fencedsql, over
-// go-sql-driver/mysql. Importing it registers the driver name "fenced-mysql" (bound to
-// sqlx's ? bind style):
+// go-sql-driver/mysql. Importing it registers the driver name "fenced-mysql":
 //
 //	import _ "github.com/fencedsql/fencedsql/dialects/mysql"
 //	db, err := sql.Open("fenced-mysql", "app:pw@tcp(db:3306)/shop?fenced_tables=accounts")
+//
+// It does not import sqlx: a sqlx user imports dialects/mysql/mysqlsqlx instead, which
+// imports this package and binds "fenced-mysql" to sqlx's ? bind style.
 //
 // A fenced write fails with error 1048 (column cannot be null) on the token column,
 // which InnoDB makes atomic per statement. That only holds in a strict sql_mode: in a
@@ -21,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -34,7 +35,6 @@ var Dialect fencedsql.Dialect = dialect{}
 
 func init() {
 	fencedsql.Register(DriverName, &mysql.MySQLDriver{}, fencedsql.WithDialect(Dialect))
-	sqlx.BindDriver(DriverName, sqlx.QUESTION)
 }
 
 type dialect struct{}

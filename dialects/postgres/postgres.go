@@ -1,9 +1,11 @@
 // Package postgres is the PostgreSQL dialect of fencedsql, over pgx v5's database/sql
-// driver. Importing it registers the driver name "fenced-pgx" (bound to sqlx's $n bind
-// style):
+// driver. Importing it registers the driver name "fenced-pgx":
 //
 //	import _ "github.com/fencedsql/fencedsql/dialects/postgres"
 //	db, err := sql.Open("fenced-pgx", "postgres://app@db/shop?fenced_tables=accounts,orders")
+//
+// It does not import sqlx: a sqlx user imports dialects/postgres/pgsqlx instead, which
+// imports this package and binds "fenced-pgx" to sqlx's $n bind style.
 //
 // A fenced write that meets a newer token fails with SQLSTATE 23502 (not_null_violation)
 // on the token column, which the wrapper reports as fencedsql.ErrFenced; PostgreSQL then
@@ -16,7 +18,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -29,7 +30,6 @@ var Dialect fencedsql.Dialect = dialect{}
 
 func init() {
 	fencedsql.Register(DriverName, stdlib.GetDefaultDriver(), fencedsql.WithDialect(Dialect))
-	sqlx.BindDriver(DriverName, sqlx.DOLLAR)
 }
 
 type dialect struct{}

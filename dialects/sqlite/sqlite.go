@@ -1,9 +1,12 @@
 // Package sqlite is the SQLite dialect of fencedsql, over modernc.org/sqlite: a pure-Go
 // SQLite (no cgo, so `go run` works anywhere), maintained and widely used. Importing it
-// registers the driver name "fenced-sqlite" (bound to sqlx's ? bind style):
+// registers the driver name "fenced-sqlite":
 //
 //	import _ "github.com/fencedsql/fencedsql/dialects/sqlite"
 //	db, err := sql.Open("fenced-sqlite", "file:shop.db?fenced_tables=accounts&_pragma=busy_timeout(5000)")
+//
+// It does not import sqlx: a sqlx user imports dialects/sqlite/sqlitesqlx instead, which
+// imports this package and binds "fenced-sqlite" to sqlx's ? bind style.
 //
 // A fenced write fails with SQLITE_CONSTRAINT_NOTNULL on the token column; the default
 // ABORT conflict resolution undoes the whole statement. UPDATE/INSERT OR REPLACE,
@@ -15,7 +18,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -30,7 +32,6 @@ var Dialect fencedsql.Dialect = dialect{}
 
 func init() {
 	fencedsql.Register(DriverName, &sqlite.Driver{}, fencedsql.WithDialect(Dialect))
-	sqlx.BindDriver(DriverName, sqlx.QUESTION)
 }
 
 type dialect struct{}
