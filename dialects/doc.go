@@ -5,8 +5,8 @@
 // dialect's sqlx package instead (postgres/pgsqlx, mysql/mysqlsqlx, sqlite/sqlitesqlx),
 // which imports the dialect and registers the driver name's bind style with sqlx.
 //
-// Each dialect also implements the optional fencedsql.Guarder (database-side guard
-// triggers), fencedsql.NotNullFixer and fencedsql.Tombstoner: tombstones for docs/design.md G9, no
+// Each dialect also implements the optional dialect.Guarder (database-side guard
+// triggers), dialect.NotNullFixer and dialect.Tombstoner: tombstones for docs/design.md G9, no
 // resurrection of a deleted row under an older token. Per database the tombstone table
 // fencedsql_tombstones (table_name, pk as JSON array text, fence_token, deleted_at)
 // lives in the guarded table's schema; an AFTER DELETE trigger records the deleted
@@ -17,5 +17,5 @@
 // RAISEs a message its Classify maps (sqlite.TombstoneMessagePrefix). An equal token
 // passes. BEFORE INSERT triggers fire for upserts before the conflict check on all
 // three, so upserts are covered. See each package's tombstone.go and
-// fencedsql.CheckSchema (which checks it), fencedsql.PurgeTombstones.
+// schema.Check (which checks it), schema.PurgeTombstones.
 package dialects

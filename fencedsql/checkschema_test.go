@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
@@ -47,11 +49,11 @@ func TestCheckSchema(t *testing.T) {
 	schemaExec(t, db, g.GuardDDL(dialect.TableName{Name: "fit"}, "fence_token", "version")...)
 	schemaExec(t, db, ts.TombstoneDDL(dialect.TableName{Name: "fit"}, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, "fence_token")...)
 
-	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect,
-		fencedsql.GuardSpec{Table: "fit"},
-		fencedsql.GuardSpec{Table: "bare"},
-		fencedsql.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"},
-		fencedsql.GuardSpec{Table: "missing"},
+	reps, err := schema.Check(ctx, db, sqlite.Dialect,
+		schema.GuardSpec{Table: "fit"},
+		schema.GuardSpec{Table: "bare"},
+		schema.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"},
+		schema.GuardSpec{Table: "missing"},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +90,8 @@ func TestCheckSchema(t *testing.T) {
 	// Applying the fixes makes the tables fit.
 	schemaExec(t, db, bare.Fix...)
 	schemaExec(t, db, custom.Fix...)
-	reps, err = fencedsql.CheckSchema(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "bare"},
-		fencedsql.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"})
+	reps, err = schema.Check(ctx, db, sqlite.Dialect, schema.GuardSpec{Table: "bare"},
+		schema.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ type noGuarder struct{ dialect.Dialect }
 func TestCheckSchemaWithoutGuarder(t *testing.T) {
 	db := schemaDB(t)
 	schemaExec(t, db, "CREATE TABLE fit (id INTEGER PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
-	reps, err := fencedsql.CheckSchema(context.Background(), db, noGuarder{sqlite.Dialect}, fencedsql.GuardSpec{Table: "fit"})
+	reps, err := schema.Check(context.Background(), db, noGuarder{sqlite.Dialect}, schema.GuardSpec{Table: "fit"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestCheckSchemaWithoutGuarder(t *testing.T) {
 	}
 }
 
-// CheckSchema reports side doors (here a foreign key whose ON DELETE CASCADE deletes
+// schema.Check reports side doors (here a foreign key whose ON DELETE CASCADE deletes
 // guarded rows on SQLite, where the guard cannot refuse a DELETE, and whose ON UPDATE
 // SET NULL the guard refuses: a note), while the lazy check before the first guarded
 // write requires neither the guards nor closed side doors.
@@ -139,7 +141,7 @@ func TestCheckSchemaSideDoorsNotRequiredByLazyCheck(t *testing.T) {
 		"CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INT REFERENCES owners (id) ON DELETE CASCADE, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"CREATE TABLE toys (id INTEGER PRIMARY KEY, pet INT REFERENCES pets (id) ON UPDATE SET NULL, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO owners (id) VALUES (1)", "INSERT INTO pets (id, owner) VALUES (1, 1)", "INSERT INTO toys (id, pet) VALUES (1, 1)")
-	reps, err := fencedsql.CheckSchema(ctx, raw, sqlite.Dialect, fencedsql.GuardSpec{Table: "pets"}, fencedsql.GuardSpec{Table: "toys"})
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "pets"}, schema.GuardSpec{Table: "toys"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestCheckSchemaSideDoorsNotRequiredByLazyCheck(t *testing.T) {
 func TestCheckSchemaErrors(t *testing.T) {
 	ctx := context.Background()
 	db := schemaDB(t)
-	for _, spec := range []fencedsql.GuardSpec{
+	for _, spec := range []schema.GuardSpec{
 		{Table: "a;b"},
 		{Table: "a b"},
 		{Table: `"a"`},
@@ -173,20 +175,20 @@ func TestCheckSchemaErrors(t *testing.T) {
 		{Table: "t", TokenColumn: "x'y"},
 		{Table: "t", TokenColumn: "v", VersionColumn: "V"},
 	} {
-		_, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect, spec)
-		var ce *fencedsql.ConfigError
+		_, err := schema.Check(ctx, db, sqlite.Dialect, spec)
+		var ce *schema.ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("%+v: err = %v, want a *ConfigError", spec, err)
 		}
 	}
-	if _, err := fencedsql.CheckSchema(ctx, db, nil, fencedsql.GuardSpec{Table: "t"}); err == nil {
+	if _, err := schema.Check(ctx, db, nil, schema.GuardSpec{Table: "t"}); err == nil {
 		t.Error("nil dialect accepted")
 	}
 	// A failed catalog query is an error, and not ErrSchema (the answer is unknown).
 	schemaExec(t, db, "CREATE TABLE t (id INTEGER PRIMARY KEY)")
 	db.Close()
-	reps, err := fencedsql.CheckSchema(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "t"})
-	if err == nil || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "CheckSchema t") || len(reps) != 0 {
+	reps, err := schema.Check(ctx, db, sqlite.Dialect, schema.GuardSpec{Table: "t"})
+	if err == nil || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "schema.Check t") || len(reps) != 0 {
 		t.Errorf("closed DB: %v, %v", reps, err)
 	}
 }

@@ -191,22 +191,22 @@
 //
 // What it cannot see at all: a function called from a SELECT that writes, a trigger or
 // rule installed before the wrapper was, writers on other connections. The dialects'
-// database-side guards (CheckSchema, fencedsql-schema) refuse those writes in the
+// database-side guards (schema.Check, fencedsql-schema) refuse those writes in the
 // database; install them for anything you allow.
 //
 // Deleted rows stay deleted (docs/design.md, G9) only with the tombstone guard: the
-// dialects' Tombstoner triggers record the deleter's token per primary key on DELETE, in
+// dialects' dialect.Tombstoner triggers record the deleter's token per primary key on DELETE, in
 // a tombstone table per guarded table keyed by the primary key's own types and
 // collations, and refuse (as ErrFenced) an INSERT, upsert or key-changing UPDATE onto
 // that key with an older token — checked after the database waited for a concurrent
-// DELETE of the key — for writers through the wrapper and outside it. CheckSchema reports and fixes it,
-// PurgeTombstones bounds it (a holder paused longer than the retention could resurrect
+// DELETE of the key — for writers through the wrapper and outside it. schema.Check reports and fixes it,
+// schema.PurgeTombstones bounds it (a holder paused longer than the retention could resurrect
 // a row); the wrapper does not require it. Soft deletes need none: the row stays and is
 // fenced like any other.
 // Writers outside the wrapper are not seen by it: install the dialects' database-side
-// guards for those (Guarder; triggers that refuse an UPDATE lowering the token or not
+// guards for those (dialect.Guarder; triggers that refuse an UPDATE lowering the token or not
 // advancing the version, and on PostgreSQL a DELETE that did not go through the fencing
-// UPDATE). CheckSchema reports, per guarded table, missing columns, nullability and a
+// UPDATE). schema.Check reports, per guarded table, missing columns, nullability and a
 // missing guard with the DDL that fixes each, and the command
 //
 //	go run github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema -driver postgres -dsn … -tables accounts [-apply]

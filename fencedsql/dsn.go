@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -21,7 +23,7 @@ const (
 )
 
 // splitDSN removes this package's parameters from dsn and returns the cleaned DSN and
-// the options they stand for. It reads dsn the way d's driver does (DSNParser):
+// the options they stand for. It reads dsn the way d's driver does (dialect.DSNParser):
 // URL-style query strings (…?a=b&c=d, as used by pgx URLs, go-sql-driver/mysql and
 // SQLite file names and URIs) and PostgreSQL's keyword/value form (host=…
 // fenced_tables=a,b). Bytes that are not ours are kept as they are. A parameter given
@@ -74,7 +76,7 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 		return dsn, nil, nil
 	}
 	var opts []Option
-	tokCol, verCol := DefaultTokenColumn, DefaultVersionColumn
+	tokCol, verCol := schema.DefaultTokenColumn, schema.DefaultVersionColumn
 	for k, v := range params {
 		switch k {
 		case ParamTables:

@@ -40,7 +40,7 @@ var (
 	// sql_mode). *SchemaError names the table and the DDL that fixes it.
 	ErrSchema = errors.New("fencedsql: guarded table or session not fit for fencing")
 
-	// ErrGuard means the database-side guard (the dialects' Guarder triggers) refused a
+	// ErrGuard means the database-side guard (the dialects' dialect.Guarder triggers) refused a
 	// write that did not follow the fencing protocol: an UPDATE that lowers the token or
 	// does not advance the version, a DELETE the transaction did not fence first, a
 	// TRUNCATE. Nothing changed. Through the wrapper it comes from SQL the wrapper could

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/DATA-DOG/go-sqlmock"
@@ -59,7 +61,7 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 }
 
 // fakeLinter is SQLite with a SchemaLinter that reports problems (or fails) on
-// demand, to test the hook itself: one verdict for the lazy check and CheckSchema.
+// demand, to test the hook itself: one verdict for the lazy check and schema.Check.
 type fakeLinter struct {
 	dialect.Dialect
 	dialect.Guarder
@@ -81,10 +83,10 @@ func (f fakeLinter) LintSchema(ctx context.Context, q dialect.CatalogQuery, t di
 }
 
 // The SchemaLinter hook: the lazy check refuses the first guarded write with the
-// linter's problems and fixes (ErrSchema, nothing written), exactly as CheckSchema
+// linter's problems and fixes (ErrSchema, nothing written), exactly as schema.Check
 // reports them after the columns' and before the guard's; a fit answer is cached per
 // table like the column check; a failing lint query is a SchemaError wrapping it (lazy)
-// or CheckSchema's error (not ErrSchema).
+// or schema.Check's error (not ErrSchema).
 func TestSchemaLinterHook(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.ToSlash(filepath.Join(t.TempDir(), "lint.db"))
@@ -96,7 +98,7 @@ func TestSchemaLinterHook(t *testing.T) {
 	if _, err := raw.Exec("CREATE TABLE acc (id INTEGER PRIMARY KEY, x INT, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
-	spec := fencedsql.GuardSpec{Table: "acc", TokenColumn: "tok", VersionColumn: "ver"}
+	spec := schema.GuardSpec{Table: "acc", TokenColumn: "tok", VersionColumn: "ver"}
 	open := func(d dialect.Dialect) *sql.DB {
 		return fencedsql.OpenDB(fencedsql.DSNConnector(raw.Driver(), "file:"+path), fencedsql.WithDialect(d),
 			fencedsql.Guard("acc", fencedsql.TokenColumn("tok"), fencedsql.VersionColumn("ver")))
@@ -118,13 +120,13 @@ func TestSchemaLinterHook(t *testing.T) {
 	if err := raw.QueryRow("SELECT count(*) FROM acc").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows after the refusal: %d, %v", n, err)
 	}
-	reps, err := fencedsql.CheckSchema(ctx, raw, bad, spec)
+	reps, err := schema.Check(ctx, raw, bad, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := reps[0]
 	if len(r.Problems) < 2 || r.Problems[0] != "first" || r.Problems[1] != "second" || len(r.Fix) < 2 || r.Fix[0] != "FIX 1" || r.Fix[1] != "FIX 2" {
-		t.Fatalf("CheckSchema: problems %q fix %q", r.Problems, r.Fix)
+		t.Fatalf("schema.Check: problems %q fix %q", r.Problems, r.Fix)
 	}
 
 	fit := base()
@@ -147,8 +149,8 @@ func TestSchemaLinterHook(t *testing.T) {
 	if !errors.Is(lazy, fencedsql.ErrSchema) || !strings.Contains(lazy.Error(), "catalog gone") || !strings.Contains(lazy.Error(), "lint") {
 		t.Errorf("lazy check with a failing lint: %v", lazy)
 	}
-	if _, err := fencedsql.CheckSchema(ctx, raw, failing, spec); err == nil || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "catalog gone") {
-		t.Errorf("CheckSchema with a failing lint: %v", err)
+	if _, err := schema.Check(ctx, raw, failing, spec); err == nil || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "catalog gone") {
+		t.Errorf("schema.Check with a failing lint: %v", err)
 	}
 
 	// WithSchemaCheck(false): no lint.

@@ -2,9 +2,10 @@ package fencedsql
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
@@ -16,7 +17,7 @@ type Option func(*config)
 
 type config struct {
 	dialect     dialect.Dialect
-	guards      []GuardSpec
+	guards      []schema.GuardSpec
 	strict      bool
 	schemaCheck bool
 	allowDDL    bool
@@ -27,37 +28,26 @@ type config struct {
 	tokens      TokenSource // WithTokenSource
 }
 
-// GuardSpec names one guarded table and its fencing columns.
-type GuardSpec struct {
-	Table         string // "accounts" or "schema.accounts"
-	TokenColumn   string // default "fence_token"
-	VersionColumn string // default "version"
-}
-
-// Default fencing column names.
-const (
-	DefaultTokenColumn   = "fence_token"
-	DefaultVersionColumn = "version"
-)
-
 func defaultConfig() config {
 	return config{schemaCheck: true, cacheSize: 1024, logger: slog.New(slog.DiscardHandler)}
 }
 
 // GuardOption configures one guarded table.
-type GuardOption func(*GuardSpec)
+type GuardOption func(*schema.GuardSpec)
 
 // TokenColumn names the table's fence-token column (default "fence_token").
-func TokenColumn(name string) GuardOption { return func(g *GuardSpec) { g.TokenColumn = name } }
+func TokenColumn(name string) GuardOption { return func(g *schema.GuardSpec) { g.TokenColumn = name } }
 
 // VersionColumn names the table's version column (default "version").
-func VersionColumn(name string) GuardOption { return func(g *GuardSpec) { g.VersionColumn = name } }
+func VersionColumn(name string) GuardOption {
+	return func(g *schema.GuardSpec) { g.VersionColumn = name }
+}
 
 // Guard marks table as guarded: every INSERT, UPDATE, DELETE and upsert on it is
 // fenced. table may be schema-qualified; an unqualified name guards the table of that
 // name in any schema.
 func Guard(table string, opts ...GuardOption) Option {
-	g := GuardSpec{Table: table, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn}
+	g := schema.GuardSpec{Table: table, TokenColumn: schema.DefaultTokenColumn, VersionColumn: schema.DefaultVersionColumn}
 	for _, o := range opts {
 		o(&g)
 	}
@@ -102,7 +92,7 @@ func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } 
 // compound statements (BEGIN NOT ATOMIC … END) — on a pool with guarded tables. By
 // default they fail with ErrUnsupported whatever they name, since the SQL they run is
 // built at run time. Allowing them leaves the guarded tables to the database-side guards
-// (CheckSchema, fencedsql-schema); a PREPARE whose own text names a guarded table is
+// (schema.Check, fencedsql-schema); a PREPARE whose own text names a guarded table is
 // still refused. A function called from a SELECT may write too: the wrapper cannot see
 // that either, and only the database-side guards refuse such writes.
 func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = allow } }
@@ -143,9 +133,9 @@ func (c *config) newRewriter() (*rewriter, error) {
 		rw.namesWords = mysqlNamesWords
 	}
 	for _, gs := range c.guards {
-		t, problem := gs.parse()
-		if problem != "" {
-			return nil, configErr("guarded table %q: %s", gs.Table, problem)
+		t, err := gs.Validate()
+		if ne := (*dialect.NameError)(nil); errors.As(err, &ne) {
+			return nil, configErr("guarded table %q: %s", gs.Table, ne.Problem)
 		}
 		schema, name := t.Schema, t.Name
 		g := &guard{
@@ -164,25 +154,6 @@ func (c *config) newRewriter() (*rewriter, error) {
 		rw.guards[key] = append(rw.guards[key], g)
 	}
 	return rw, nil
-}
-
-// parse validates a guard spec as given (empty column names are refused, not
-// defaulted) and returns its table name, or the problem in words. It is the one check
-// behind Guard, the DSN's fenced_tables and CheckSchema.
-func (gs GuardSpec) parse() (dialect.TableName, string) {
-	t, problem := parseTableName(gs.Table)
-	if problem != "" {
-		return t, problem
-	}
-	for _, id := range []string{gs.TokenColumn, gs.VersionColumn} {
-		if !dialect.PlainIdent(id) {
-			return t, fmt.Sprintf("%q is not a valid identifier", id)
-		}
-	}
-	if gs.TokenColumn == "" || gs.VersionColumn == "" || strings.EqualFold(gs.TokenColumn, gs.VersionColumn) {
-		return t, "table, token and version column names must be non-empty and distinct"
-	}
-	return t, ""
 }
 
 // parseTableName is dialect.ParseTableName with its problem in words ("" for a valid

@@ -2,10 +2,10 @@ package fencedsql
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -14,8 +14,8 @@ import (
 // open). A table left out of fenced_tables, or a typo in it, must not leave a guarded
 // table unfenced without a word. So:
 //
-//   - fencedsql-schema -apply (and RegisterTables) records every table it makes fit in
-//     the database's registry table, RegistryTable, which the guards own like their
+//   - fencedsql-schema -apply (and schema.RegisterTables) records every table it makes fit in
+//     the database's registry table, dialect.RegistryTable, which the guards own like their
 //     other objects (the wrapper refuses writes to it);
 //   - a fenced pool, when it opens its first connection, loads the registry and guards
 //     every registered table, listed or not, with the columns recorded there;
@@ -32,41 +32,6 @@ import (
 // one that creates its tables); otherwise listed tables are checked lazily, before
 // their first guarded write, as always. The registry is read once per pool: a table
 // registered later is guarded by pools opened later.
-
-// registryRowsQuery reads the registry; its columns are the same for every dialect.
-const registryRowsQuery = "SELECT table_name, token_column, version_column FROM " + dialect.RegistryTable
-
-// RegisterTables records specs in the registry of db's database (creating the registry
-// table when missing), so that every fenced pool on that database guards them whether
-// or not its DSN lists them. fencedsql-schema -apply calls it. Run it on a plain
-// connection.
-func RegisterTables(ctx context.Context, db *sql.DB, d dialect.Dialect, specs ...GuardSpec) error {
-	r, ok := d.(dialect.Registrar)
-	if !ok || d == nil {
-		return configErr("RegisterTables: the dialect keeps no registry")
-	}
-	for _, s := range r.RegistryDDL() {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("fencedsql: RegisterTables: creating %s: %w", dialect.RegistryTable, err)
-		}
-	}
-	for _, spec := range specs {
-		if spec.TokenColumn == "" {
-			spec.TokenColumn = DefaultTokenColumn
-		}
-		if spec.VersionColumn == "" {
-			spec.VersionColumn = DefaultVersionColumn
-		}
-		if _, problem := spec.parse(); problem != "" {
-			return configErr("RegisterTables: table %q: %s", spec.Table, problem)
-		}
-		q, args := r.RegisterQuery(spec.Table, spec.TokenColumn, spec.VersionColumn)
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("fencedsql: RegisterTables %s: %w", spec.Table, err)
-		}
-	}
-	return nil
-}
 
 // firstUse is the first-connection work of a pool: the registry and the listed
 // tables. It runs once (a failure runs again at the next connection).
@@ -120,7 +85,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 
 // loadRegistry reads the registry through c; nil when the dialect keeps none or the
 // database has none.
-func (k *core) loadRegistry(ctx context.Context, c *conn) ([]GuardSpec, error) {
+func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
 	r, ok := k.dialect.(dialect.Registrar)
 	if !ok {
 		return nil, nil
@@ -129,28 +94,28 @@ func (k *core) loadRegistry(ctx context.Context, c *conn) ([]GuardSpec, error) {
 	if err != nil {
 		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
 	}
-	if len(rows) == 0 || len(rows[0]) == 0 || !notNullFlag(rows[0][0]) {
+	if len(rows) == 0 || len(rows[0]) == 0 || !dialect.CatalogBool(rows[0][0]) {
 		return nil, nil
 	}
-	if rows, err = c.queryStrings(ctx, registryRowsQuery, nil); err != nil {
+	if rows, err = c.queryStrings(ctx, dialect.RegistryRowsQuery, nil); err != nil {
 		if r.NoRegistry(err) {
 			return nil, nil
 		}
 		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed (grant the application SELECT on it)", Err: err}
 	}
-	var specs []GuardSpec
+	var specs []schema.GuardSpec
 	for _, row := range rows {
 		if len(row) < 3 {
 			continue
 		}
-		specs = append(specs, GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]})
+		specs = append(specs, schema.GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]})
 	}
 	return specs, nil
 }
 
 // addGuards rebuilds the pool's rewriter with the registered tables the configuration
 // does not name (a listed table keeps its listed columns).
-func (k *core) addGuards(registered []GuardSpec) error {
+func (k *core) addGuards(registered []schema.GuardSpec) error {
 	cfg := k.cfg
 	listed := map[string]bool{}
 	for _, gs := range cfg.guards {
@@ -178,16 +143,16 @@ func (k *core) addGuards(registered []GuardSpec) error {
 
 // checkListed fails unless the listed table g exists, naming the registered tables
 // when it does not (a typo in fenced_tables shows there).
-func (k *core) checkListed(ctx context.Context, c *conn, g *guard, registered []GuardSpec) error {
+func (k *core) checkListed(ctx context.Context, c *conn, g *guard, registered []schema.GuardSpec) error {
 	t := dialect.TableName{Schema: g.schema, Name: g.name}
-	v, err := inspectColumns(ctx, c.queryStrings, k.dialect, t, g.tokenCol, g.verCol)
+	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.tokenCol, g.verCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
 	}
-	if v.exists {
+	if v.Exists {
 		return nil
 	}
-	problem := strings.Join(v.problems, "; ")
+	problem := strings.Join(v.Problems, "; ")
 	if len(registered) > 0 {
 		names := make([]string, len(registered))
 		for i, r := range registered {
@@ -195,5 +160,5 @@ func (k *core) checkListed(ctx context.Context, c *conn, g *guard, registered []
 		}
 		problem += "; the registry of guarded tables lists: " + strings.Join(names, ", ")
 	}
-	return &SchemaError{Table: g.String(), Problem: problem, Fix: strings.Join(v.fix, "; ")}
+	return &SchemaError{Table: g.String(), Problem: problem, Fix: strings.Join(v.Fix, "; ")}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
 // A lock service that was switched, rebuilt or restored without raising its floor
@@ -15,7 +17,7 @@ import (
 // holder is fenced, and the application sees a wall of ErrFenced that looks like
 // contention. With WithTokenSource the fenced driver tells the two apart. On a fenced
 // write (the error path only, at most once per table every regressionInterval) it
-// reads the highest token in the table (MaxToken, through a separate plain connection)
+// reads the highest token in the table (schema.MaxToken, through a separate plain connection)
 // and then the lock service's last token: when a row carries a token the service has
 // not issued yet, the service is behind the database, and the write fails with a
 // *TokenRegressionError naming the procedure instead of a plain *FencedError. The order
@@ -93,7 +95,7 @@ func (k *core) explainFenced(fe *FencedError, g *guard) error {
 		db := sql.OpenDB(noClose{k.raw})
 		defer db.Close()
 		db.SetMaxOpenConns(1)
-		max, err := MaxToken(ctx, db, k.dialect, GuardSpec{Table: g.String(), TokenColumn: g.tokenCol, VersionColumn: g.verCol})
+		max, err := schema.MaxToken(ctx, db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.tokenCol, VersionColumn: g.verCol})
 		if err != nil {
 			k.cfg.logger.Warn("fencedsql: token regression check: reading the table's highest token", "table", g.String(), "err", err.Error())
 			return fe

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/DATA-DOG/go-sqlmock"
@@ -15,7 +17,7 @@ import (
 )
 
 // replicating is SQLite's dialect with a ReplicationChecker that runs one query
-// through CheckSchema's CatalogQuery and judges its single value: "async" is a problem,
+// through schema.Check's CatalogQuery and judges its single value: "async" is a problem,
 // anything else a note.
 type replicating struct {
 	dialect.Dialect
@@ -63,7 +65,7 @@ func TestCheckSchemaReplication(t *testing.T) {
 				mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n", "t", "c", "s"}).AddRow("id", "INTEGER", "", "main")) // key
 				mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1)))                                   // tombstones
 			}
-			reps, err := fencedsql.CheckSchema(context.Background(), db, replDialect(), fencedsql.GuardSpec{Table: "a"}, fencedsql.GuardSpec{Table: "b"})
+			reps, err := schema.Check(context.Background(), db, replDialect(), schema.GuardSpec{Table: "a"}, schema.GuardSpec{Table: "b"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +82,7 @@ func TestCheckSchemaReplication(t *testing.T) {
 	}
 }
 
-// A failed replication query fails CheckSchema with the driver's error (the answer
+// A failed replication query fails schema.Check with the driver's error (the answer
 // is unknown), not ErrSchema; a dialect without the checker reports Checked false.
 func TestCheckSchemaReplicationQueryFails(t *testing.T) {
 	db, mock, err := sqlmock.New(sqlmock.QueryMatcherOption(verdictMatcher))
@@ -90,18 +92,18 @@ func TestCheckSchemaReplicationQueryFails(t *testing.T) {
 	defer db.Close()
 	boom := errors.New("permission denied")
 	mock.ExpectQuery(replQuery).WillReturnError(boom)
-	_, err = fencedsql.CheckSchema(context.Background(), db, replDialect(), fencedsql.GuardSpec{Table: "a"})
+	_, err = schema.Check(context.Background(), db, replDialect(), schema.GuardSpec{Table: "a"})
 	if !errors.Is(err, boom) || errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "replication query") {
 		t.Fatalf("err = %v", err)
 	}
 
 	sdb := schemaDB(t)
-	reps, err := fencedsql.CheckSchema(context.Background(), sdb, noGuarder{sqlite.Dialect}, fencedsql.GuardSpec{Table: "t"})
+	reps, err := schema.Check(context.Background(), sdb, noGuarder{sqlite.Dialect}, schema.GuardSpec{Table: "t"})
 	if err != nil || reps[0].Replication.Checked {
 		t.Fatalf("without a checker: %+v, %v", reps, err)
 	}
 	// SQLite's own checker: checked, nothing to report.
-	reps, err = fencedsql.CheckSchema(context.Background(), sdb, sqlite.Dialect, fencedsql.GuardSpec{Table: "t"})
+	reps, err = schema.Check(context.Background(), sdb, sqlite.Dialect, schema.GuardSpec{Table: "t"})
 	if err != nil || !reps[0].Replication.Checked || len(reps[0].Replication.Findings) != 0 {
 		t.Fatalf("sqlite: %+v, %v", reps, err)
 	}

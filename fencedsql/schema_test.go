@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/DATA-DOG/go-sqlmock"
@@ -37,10 +39,10 @@ type col struct {
 
 type verdictCase struct {
 	name     string
-	spec     fencedsql.GuardSpec
+	spec     schema.GuardSpec
 	cols     []col // nil: no such table
 	fit      bool
-	problems int // CheckSchema's problems about the columns (and the table)
+	problems int // schema.Check's problems about the columns (and the table)
 }
 
 func okCols(flag driver.Value) []col {
@@ -48,42 +50,42 @@ func okCols(flag driver.Value) []col {
 }
 
 var verdictCases = []verdictCase{
-	{name: "fit, integer flag", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols(int64(1)), fit: true},
-	{name: "fit, text 1", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols("1"), fit: true},
-	{name: "fit, bytes 1", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols([]byte("1")), fit: true},
-	{name: "fit, bool", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols(true), fit: true},
-	{name: "fit, t", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols("t"), fit: true},
-	{name: "fit, TRUE", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols("TRUE"), fit: true},
-	{name: "fit, padded true", spec: fencedsql.GuardSpec{Table: "accounts"}, cols: okCols(" true "), fit: true},
-	{name: "missing table", spec: fencedsql.GuardSpec{Table: "accounts"}, problems: 1},
-	{name: "missing token column", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "fit, integer flag", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols(int64(1)), fit: true},
+	{name: "fit, text 1", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols("1"), fit: true},
+	{name: "fit, bytes 1", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols([]byte("1")), fit: true},
+	{name: "fit, bool", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols(true), fit: true},
+	{name: "fit, t", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols("t"), fit: true},
+	{name: "fit, TRUE", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols("TRUE"), fit: true},
+	{name: "fit, padded true", spec: schema.GuardSpec{Table: "accounts"}, cols: okCols(" true "), fit: true},
+	{name: "missing table", spec: schema.GuardSpec{Table: "accounts"}, problems: 1},
+	{name: "missing token column", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}, {"version", int64(1)}}, problems: 1},
-	{name: "missing version column", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "missing version column", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}, {"fence_token", int64(1)}}, problems: 1},
-	{name: "both columns missing", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "both columns missing", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}}, problems: 2},
-	{name: "nullable token column", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "nullable token column", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}, {"fence_token", int64(0)}, {"version", int64(1)}}, problems: 1},
-	{name: "nullable version column", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "nullable version column", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}, {"fence_token", "1"}, {"version", false}}, problems: 1},
-	{name: "both nullable (f, NULL)", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "both nullable (f, NULL)", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}, {"fence_token", "f"}, {"version", nil}}, problems: 2},
-	{name: "both nullable (0, false)", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "both nullable (0, false)", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"fence_token", "0"}, {"version", "false"}}, problems: 2},
-	{name: "missing token, nullable version", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "missing token, nullable version", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"id", int64(1)}, {"version", int64(0)}}, problems: 2},
-	{name: "column names in another case", spec: fencedsql.GuardSpec{Table: "accounts"},
+	{name: "column names in another case", spec: schema.GuardSpec{Table: "accounts"},
 		cols: []col{{"ID", int64(1)}, {"FENCE_TOKEN", int64(1)}, {"Version", "t"}}, fit: true},
-	{name: "configured names in another case", spec: fencedsql.GuardSpec{Table: "accounts", TokenColumn: "Fence_Token", VersionColumn: "VERSION"},
+	{name: "configured names in another case", spec: schema.GuardSpec{Table: "accounts", TokenColumn: "Fence_Token", VersionColumn: "VERSION"},
 		cols: okCols(int64(1)), fit: true},
-	{name: "custom columns", spec: fencedsql.GuardSpec{Table: "accounts", TokenColumn: "tok", VersionColumn: "ver"},
+	{name: "custom columns", spec: schema.GuardSpec{Table: "accounts", TokenColumn: "tok", VersionColumn: "ver"},
 		cols: []col{{"tok", int64(1)}, {"ver", int64(1)}}, fit: true},
-	{name: "custom columns missing, defaults present", spec: fencedsql.GuardSpec{Table: "accounts", TokenColumn: "tok", VersionColumn: "ver"},
+	{name: "custom columns missing, defaults present", spec: schema.GuardSpec{Table: "accounts", TokenColumn: "tok", VersionColumn: "ver"},
 		cols: okCols(int64(1)), problems: 2},
-	{name: "schema-qualified", spec: fencedsql.GuardSpec{Table: "shop.accounts"}, cols: okCols(int64(1)), fit: true},
-	{name: "schema-qualified, mixed-case table, nullable token", spec: fencedsql.GuardSpec{Table: "shop.Accounts"},
+	{name: "schema-qualified", spec: schema.GuardSpec{Table: "shop.accounts"}, cols: okCols(int64(1)), fit: true},
+	{name: "schema-qualified, mixed-case table, nullable token", spec: schema.GuardSpec{Table: "shop.Accounts"},
 		cols: []col{{"fence_token", int64(0)}, {"version", int64(1)}}, problems: 1},
-	{name: "mixed-case table, missing version", spec: fencedsql.GuardSpec{Table: "Accounts"},
+	{name: "mixed-case table, missing version", spec: schema.GuardSpec{Table: "Accounts"},
 		cols: []col{{"fence_token", int64(1)}}, problems: 1},
 }
 
@@ -157,10 +159,10 @@ func withoutSideDoors(d dialect.Dialect) dialect.Dialect {
 	return noSideDoors{d, d.(dialect.Guarder), d.(dialect.NotNullFixer), d.(dialect.Tombstoner)}
 }
 
-// checkSchemaVerdict runs CheckSchema over sqlmock; the guard and the tombstone guard
+// checkSchemaVerdict runs schema.Check over sqlmock; the guard and the tombstone guard
 // are reported installed (the primary key is id), so that every problem is about the
 // table's columns.
-func checkSchemaVerdict(t *testing.T, d dialect.Dialect, c verdictCase) fencedsql.TableReport {
+func checkSchemaVerdict(t *testing.T, d dialect.Dialect, c verdictCase) schema.TableReport {
 	t.Helper()
 	db, mock, err := sqlmock.New(sqlmock.QueryMatcherOption(verdictMatcher))
 	if err != nil {
@@ -174,9 +176,9 @@ func checkSchemaVerdict(t *testing.T, d dialect.Dialect, c verdictCase) fencedsq
 		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"name", "type", "collation", "schema"}).AddRow("id", "bigint", "", "public")) // primary key
 		mock.ExpectQuery(anySQL).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(1)))                                                       // tombstones
 	}
-	reps, err := fencedsql.CheckSchema(context.Background(), db, withoutSideDoors(d), c.spec)
+	reps, err := schema.Check(context.Background(), db, withoutSideDoors(d), c.spec)
 	if err != nil {
-		t.Fatalf("CheckSchema: %v", err)
+		t.Fatalf("schema.Check: %v", err)
 	}
 	mockMet(t, mock)
 	return reps[0]
@@ -191,15 +193,15 @@ func tableOf(t *testing.T, s string) dialect.TableName {
 	return tn
 }
 
-// sameVerdict fails unless the lazy check's answer and CheckSchema's report agree:
+// sameVerdict fails unless the lazy check's answer and schema.Check's report agree:
 // both fit, or the *SchemaError's Problem and Fix are the report's, joined.
-func sameVerdict(t *testing.T, lazy error, rep fencedsql.TableReport, wantFit bool, wantProblems int) {
+func sameVerdict(t *testing.T, lazy error, rep schema.TableReport, wantFit bool, wantProblems int) {
 	t.Helper()
 	if rep.OK() != wantFit || (lazy == nil) != wantFit {
-		t.Fatalf("fit: lazy check %v, CheckSchema %v (%q); want %v", lazy, rep.OK(), rep.Problems, wantFit)
+		t.Fatalf("fit: lazy check %v, schema.Check %v (%q); want %v", lazy, rep.OK(), rep.Problems, wantFit)
 	}
 	if wantProblems >= 0 && len(rep.Problems) != wantProblems {
-		t.Errorf("CheckSchema problems = %q, want %d", rep.Problems, wantProblems)
+		t.Errorf("schema.Check problems = %q, want %d", rep.Problems, wantProblems)
 	}
 	if wantFit {
 		return
@@ -216,7 +218,7 @@ func sameVerdict(t *testing.T, lazy error, rep fencedsql.TableReport, wantFit bo
 	}
 }
 
-// The lazy check before the first guarded write and CheckSchema give the same
+// The lazy check before the first guarded write and schema.Check give the same
 // verdict, with the same problems and fixes, for every case and dialect.
 func TestSchemaVerdictSharedMock(t *testing.T) {
 	for _, dc := range mockDialects {
@@ -234,8 +236,8 @@ func TestSchemaVerdictSharedMock(t *testing.T) {
 }
 
 // The same on a real SQLite database: the lazy check through the fenced driver and
-// CheckSchema through the plain one, on the same file (the guard and the tombstone
-// guard installed, so that CheckSchema's only problems are the columns'). The lazy
+// schema.Check through the plain one, on the same file (the guard and the tombstone
+// guard installed, so that schema.Check's only problems are the columns'). The lazy
 // check requires neither guard.
 func TestSchemaVerdictSharedSQLite(t *testing.T) {
 	ctx := context.Background()
@@ -248,20 +250,20 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 	g := sqlite.Dialect.(dialect.Guarder)
 	ts := sqlite.Dialect.(dialect.Tombstoner)
 	cases := []struct {
-		spec     fencedsql.GuardSpec
+		spec     schema.GuardSpec
 		ddl      string // "" : no such table
 		fit      bool
 		problems int
 	}{
-		{fencedsql.GuardSpec{Table: "fit"}, "CREATE TABLE fit (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)", true, 0},
-		{fencedsql.GuardSpec{Table: "upper"}, "CREATE TABLE upper (id INTEGER PRIMARY KEY, x INT, FENCE_TOKEN BIGINT NOT NULL DEFAULT 0, Version BIGINT NOT NULL DEFAULT 0)", true, 0},
-		{fencedsql.GuardSpec{Table: "main.qual"}, "CREATE TABLE qual (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)", true, 0},
-		{fencedsql.GuardSpec{Table: "bare"}, "CREATE TABLE bare (id INTEGER PRIMARY KEY, x INT)", false, 2},
-		{fencedsql.GuardSpec{Table: "nover"}, "CREATE TABLE nover (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT NOT NULL DEFAULT 0)", false, 1},
-		{fencedsql.GuardSpec{Table: "nulltok"}, "CREATE TABLE nulltok (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)", false, 1},
-		{fencedsql.GuardSpec{Table: "nullboth"}, "CREATE TABLE nullboth (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT, version BIGINT)", false, 2},
-		{fencedsql.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"}, "CREATE TABLE custom (id INTEGER PRIMARY KEY, x INT, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT)", false, 1},
-		{fencedsql.GuardSpec{Table: "nosuch"}, "", false, 1},
+		{schema.GuardSpec{Table: "fit"}, "CREATE TABLE fit (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)", true, 0},
+		{schema.GuardSpec{Table: "upper"}, "CREATE TABLE upper (id INTEGER PRIMARY KEY, x INT, FENCE_TOKEN BIGINT NOT NULL DEFAULT 0, Version BIGINT NOT NULL DEFAULT 0)", true, 0},
+		{schema.GuardSpec{Table: "main.qual"}, "CREATE TABLE qual (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)", true, 0},
+		{schema.GuardSpec{Table: "bare"}, "CREATE TABLE bare (id INTEGER PRIMARY KEY, x INT)", false, 2},
+		{schema.GuardSpec{Table: "nover"}, "CREATE TABLE nover (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT NOT NULL DEFAULT 0)", false, 1},
+		{schema.GuardSpec{Table: "nulltok"}, "CREATE TABLE nulltok (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)", false, 1},
+		{schema.GuardSpec{Table: "nullboth"}, "CREATE TABLE nullboth (id INTEGER PRIMARY KEY, x INT, fence_token BIGINT, version BIGINT)", false, 2},
+		{schema.GuardSpec{Table: "custom", TokenColumn: "tok", VersionColumn: "ver"}, "CREATE TABLE custom (id INTEGER PRIMARY KEY, x INT, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT)", false, 1},
+		{schema.GuardSpec{Table: "nosuch"}, "", false, 1},
 	}
 	for _, c := range cases {
 		if c.ddl == "" {
@@ -273,7 +275,7 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 		tn := tableOf(t, c.spec.Table)
 		tok, ver := c.spec.TokenColumn, c.spec.VersionColumn
 		if tok == "" {
-			tok, ver = fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn
+			tok, ver = schema.DefaultTokenColumn, schema.DefaultVersionColumn
 		}
 		for _, s := range append(g.GuardDDL(tn, tok, ver), ts.TombstoneDDL(tn, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, tok)...) {
 			if _, err := raw.ExecContext(ctx, s); err != nil {
@@ -283,7 +285,7 @@ func TestSchemaVerdictSharedSQLite(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.spec.Table, func(t *testing.T) {
-			reps, err := fencedsql.CheckSchema(ctx, raw, sqlite.Dialect, c.spec)
+			reps, err := schema.Check(ctx, raw, sqlite.Dialect, c.spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,7 +33,7 @@ func (e *SessionError) Error() string {
 func (e *SessionError) Unwrap() error { return ErrSchema }
 
 // verifySession runs the dialect's session check before a guarded write (see
-// SessionTracker for when it costs a round trip). query false (WithSchemaCheck(false))
+// dialect.SessionTracker for when it costs a round trip). query false (WithSchemaCheck(false))
 // skips the checks that send a query; the tracked one sends none and always runs.
 func (c *conn) verifySession(ctx context.Context, query bool) error {
 	d := c.core.dialect
@@ -70,7 +70,7 @@ var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", 
 
 // mayChangeSession reports whether a statement sent as written may change the
 // session settings the session check reads, so that the check must run again before
-// the next guarded write (the rule for dialects without a SessionTracker: MySQL and
+// the next guarded write (the rule for dialects without a dialect.SessionTracker: MySQL and
 // MariaDB).
 //
 // On MySQL and MariaDB only a SET statement changes sql_mode or character_set_client

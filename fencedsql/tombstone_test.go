@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
-	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 // noTombstoner is a dialect with the guard but without tombstones.
@@ -32,7 +33,7 @@ func TestCheckTombstones(t *testing.T) {
 	schemaExec(t, db, g.GuardDDL(dialect.TableName{Name: "fit"}, "fence_token", "version")...)
 	schemaExec(t, db, g.GuardDDL(dialect.TableName{Name: "nokey"}, "fence_token", "version")...)
 
-	reps, err := fencedsql.CheckTombstones(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "fit"}, fencedsql.GuardSpec{Table: "nokey"}, fencedsql.GuardSpec{Table: "missing"})
+	reps, err := schema.Check(ctx, db, sqlite.Dialect, schema.GuardSpec{Table: "fit"}, schema.GuardSpec{Table: "nokey"}, schema.GuardSpec{Table: "missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestCheckTombstones(t *testing.T) {
 		t.Errorf("missing = %+v", missing)
 	}
 	schemaExec(t, db, fit.Fix...)
-	reps, err = fencedsql.CheckTombstones(ctx, db, sqlite.Dialect, fencedsql.GuardSpec{Table: "fit"})
+	reps, err = schema.Check(ctx, db, sqlite.Dialect, schema.GuardSpec{Table: "fit"})
 	if err != nil || !reps[0].OK() || !reps[0].Tombstoned {
 		t.Fatalf("after Fix: %+v, %v", reps, err)
 	}
@@ -60,20 +61,20 @@ func TestCheckTombstones(t *testing.T) {
 		t.Fatalf("stale INSERT: %v, classified %+v", err, info)
 	}
 	schemaExec(t, db, "INSERT INTO fit (id, fence_token) VALUES (1, 7)")
-	if n, err := fencedsql.PurgeTombstones(ctx, db, sqlite.Dialect, 0, "fit"); err != nil || n != 1 {
+	if n, err := schema.PurgeTombstones(ctx, db, sqlite.Dialect, 0, "fit"); err != nil || n != 1 {
 		t.Fatalf("PurgeTombstones = %d, %v", n, err)
 	}
 
 	// A dialect without Tombstoner.
-	reps, err = fencedsql.CheckTombstones(ctx, db, noTombstoner{sqlite.Dialect, g}, fencedsql.GuardSpec{Table: "fit"})
+	reps, err = schema.Check(ctx, db, noTombstoner{sqlite.Dialect, g}, schema.GuardSpec{Table: "fit"})
 	if err != nil || reps[0].OK() || len(reps[0].Problems) != 1 || !strings.Contains(reps[0].Problems[0], "no tombstone guard available") {
 		t.Fatalf("no Tombstoner: %+v, %v", reps, err)
 	}
-	var ce *fencedsql.ConfigError
-	if _, err := fencedsql.PurgeTombstones(ctx, db, noTombstoner{sqlite.Dialect, g}, time.Hour); !errors.As(err, &ce) {
+	var ce *schema.ConfigError
+	if _, err := schema.PurgeTombstones(ctx, db, noTombstoner{sqlite.Dialect, g}, time.Hour); !errors.As(err, &ce) {
 		t.Errorf("PurgeTombstones without Tombstoner: %v", err)
 	}
-	if _, err := fencedsql.PurgeTombstones(ctx, db, sqlite.Dialect, time.Hour, "a;b"); !errors.As(err, &ce) {
+	if _, err := schema.PurgeTombstones(ctx, db, sqlite.Dialect, time.Hour, "a;b"); !errors.As(err, &ce) {
 		t.Errorf("PurgeTombstones with a bad schema: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// QueryStart implements fencedsql.DSNParser as go-sql-driver/mysql reads a DSN,
+// QueryStart implements dialect.DSNParser as go-sql-driver/mysql reads a DSN,
 // [user[:password]@][net[(addr)]]/dbname[?params]: the parameters follow the first '?'
 // after the last '/' (a password or address may hold '?' and '/').
 func (dialectImpl) QueryStart(dsn string) (q int, keyValue bool) {

@@ -5,7 +5,7 @@ import (
 )
 
 // FloorSQLState is the SQLSTATE of the guard's refusal of a write whose token is below
-// the token floor (fencedsql.FloorTable), error 1644 with a message starting
+// the token floor (dialect.FloorTable), error 1644 with a message starting
 // "fencedsql: token floor on <table>:". The fenced driver maps it to
 // fencedsql.ErrBelowFloor.
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // GuardSQLState is the SQLSTATE of every refusal by the database-side guard (MySQL
-// error 1644), whose DDL Dialect provides as a fencedsql.Guarder.
+// error 1644), whose DDL Dialect provides as a dialect.Guarder.
 //
 // The guard is a BEFORE UPDATE trigger that refuses, inside MySQL/MariaDB, an UPDATE
 // of a guarded table that bypasses the wrapper: one that lowers the fence token (SQLSTATE FNCD1, error 1644, message "fencedsql: guard
@@ -156,7 +156,7 @@ func (dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, a
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL
-// (fencedsql.NotNullFixer). Rows holding NULL in it must be fixed first.
+// (dialect.NotNullFixer). Rows holding NULL in it must be fixed first.
 func (d dialectImpl) NotNullDDL(table dialect.TableName, column string) []string {
 	return []string{"ALTER TABLE " + table.Quote(d.QuoteIdent) + " MODIFY COLUMN " + d.QuoteIdent(column) + " BIGINT NOT NULL DEFAULT 0"}
 }

@@ -25,52 +25,53 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // DriverName is the name this package registers with database/sql.
 const DriverName = "fenced-mysql"
 
 // Dialect is the MySQL/MariaDB dialect value for fencedsql.WithDialect.
-var Dialect fencedsql.Dialect = dialect{}
+var Dialect dialect.Dialect = dialectImpl{}
 
 func init() {
 	fencedsql.Register(DriverName, &mysql.MySQLDriver{}, fencedsql.WithDialect(Dialect))
 }
 
-type dialect struct{}
+type dialectImpl struct{}
 
-func (dialect) Name() string             { return "mysql" }
-func (dialect) Syntax() fencedsql.Syntax { return fencedsql.MySQLSyntax }
-func (dialect) NumberedParams() bool     { return false }
-func (dialect) QuoteIdent(name string) string {
+func (dialectImpl) Name() string           { return "mysql" }
+func (dialectImpl) Syntax() dialect.Syntax { return dialect.MySQLSyntax }
+func (dialectImpl) NumberedParams() bool   { return false }
+func (dialectImpl) QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
 // Classify maps 1048 (column cannot be null) and 1062 (duplicate entry). The column and
 // key names are read from the server's message; values in it are never copied.
-func (dialect) Classify(err error) fencedsql.ErrorInfo {
+func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) {
-		return fencedsql.ErrorInfo{}
+		return dialect.ErrorInfo{}
 	}
 	switch me.Number {
 	case 1048: // Column 'fence_token' cannot be null
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: between(me.Message, "Column '", "'")}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: between(me.Message, "Column '", "'")}
 	case 1062: // Duplicate entry '…' for key 'name'
 		i := strings.LastIndex(me.Message, "for key '")
 		key := ""
 		if i >= 0 {
 			key = strings.TrimSuffix(me.Message[i+len("for key '"):], "'")
 		}
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: key}
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key}
 	}
 	switch string(me.SQLState[:]) {
 	case GuardSQLState: // "fencedsql: guard on <table>: …"
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: between(me.Message, "guard on ", ": ")}
+		return dialect.ErrorInfo{Kind: dialect.ErrorGuard, Table: between(me.Message, "guard on ", ": ")}
 	case FloorSQLState: // "fencedsql: token floor on <table>: …"
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorBelowFloor, Table: between(me.Message, "floor on ", ": ")}
+		return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: between(me.Message, "floor on ", ": ")}
 	}
-	return fencedsql.ErrorInfo{}
+	return dialect.ErrorInfo{}
 }
 
 func between(s, open, close string) string {
@@ -88,12 +89,12 @@ func between(s, open, close string) string {
 
 // ColumnsQuery reads information_schema; an unqualified table is looked up in the
 // connection's database.
-func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?", []any{table.Schema, table.Name}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE adding the missing columns.
-func (d dialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
+func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var adds []string
 	if missingToken {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")

@@ -7,7 +7,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Privileges (fencedsql.Privileger; the threat model and least-privilege set-up of
+// Privileges (dialect.Privileger; the threat model and least-privilege set-up of
 // docs/design.md, G15).
 //
 // MySQL/MariaDB triggers have no owner that could disable them: whoever holds the
@@ -129,7 +129,7 @@ func pick(set map[string]bool, privs ...string) []string {
 	return out
 }
 
-// PrivilegeProblems implements fencedsql.Privileger.
+// PrivilegeProblems implements dialect.Privileger.
 func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, t dialect.PrivilegeTable) ([]dialect.PrivilegeProblem, error) {
 	var out []dialect.PrivilegeProblem
 	problem := func(p string, fix ...string) {
@@ -141,7 +141,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		return nil, err
 	}
 	if len(rows) == 0 || rows[0][1] == "" {
-		return out, nil // no database: CheckSchema reported the table missing
+		return out, nil // no database: schema.Check reported the table missing
 	}
 	appName := t.Roles.App
 	if appName == "" {
@@ -194,7 +194,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		problem("application account "+app.String()+" lacks "+strings.Join(missing, ", ")+" on "+table.String()+": fenced writes need SELECT, INSERT, UPDATE and DELETE",
 			"GRANT "+strings.Join(missing, ", ")+" ON "+tbl+" TO "+acct)
 	}
-	// The registry of guarded tables (fencedsql.RegisterTables), when there is one: a
+	// The registry of guarded tables (schema.RegisterTables), when there is one: a
 	// fenced pool reads it at its first connection and refuses to open without it.
 	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, dialect.RegistryTable); err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// The registry of guarded tables (fencedsql.Registrar): fencedsql_registry in the
+// The registry of guarded tables (dialect.Registrar): fencedsql_registry in the
 // connection's database.
 
 // RegistryExistsQuery answers 1: information_schema shows a table only to an account

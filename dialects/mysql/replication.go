@@ -8,7 +8,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Replication implements fencedsql.ReplicationChecker: whether a failover from this
+// Replication implements dialect.ReplicationChecker: whether a failover from this
 // server (a replication source) may forget a COMMIT it acknowledged. It reads, in
 // three queries, the global variables log_bin, wsrep_on and the semi-synchronous
 // source's settings under both spellings (MariaDB and MySQL before 8.0.26:

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/dialects/mysql"
-	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// CheckSchema on the test server (MariaDB without a binary log or replica): notes
+// schema.Check on the test server (MariaDB without a binary log or replica): notes
 // only, no replication problem.
 func TestReplicationOnServer(t *testing.T) {
 	db, err := sql.Open("mysql", testdb.MySQL(t))
@@ -20,7 +21,7 @@ func TestReplicationOnServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	reps, err := fencedsql.CheckSchema(context.Background(), db, mysql.Dialect, fencedsql.GuardSpec{Table: "nosuch"})
+	reps, err := schema.Check(context.Background(), db, mysql.Dialect, schema.GuardSpec{Table: "nosuch"})
 	if err != nil {
 		t.Fatal(err)
 	}

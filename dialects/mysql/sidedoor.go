@@ -8,7 +8,7 @@ import (
 )
 
 // SideDoors finds the database-level side doors of a guarded table
-// (fencedsql.SideDoorFinder), which fencedsql.CheckSchema reports:
+// (dialect.SideDoorFinder), which schema.Check reports:
 //
 //   - a storage engine without transactions (MyISAM, Aria, MEMORY, CSV, …): a fenced
 //     statement over several rows that meets a newer token fails after writing the

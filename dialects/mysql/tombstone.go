@@ -11,7 +11,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/internal/sqltext"
 )
 
-// Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
+// Tombstones (dialect.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
 // row under an older token).
 //
 // TombstoneDDL creates, when it is missing, the table's own tombstone table in its

@@ -6,7 +6,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// QueryStart implements fencedsql.DSNParser as pgx reads a connection string: a URL
+// QueryStart implements dialect.DSNParser as pgx reads a connection string: a URL
 // (postgres:// or postgresql://) with its query string after the first '?', anything
 // else in keyword/value form.
 func (dialectImpl) QueryStart(dsn string) (q int, keyValue bool) {

@@ -5,7 +5,7 @@ import (
 )
 
 // FloorSQLState is the SQLSTATE of the guard's refusal of a write whose token is below
-// the database's token floor (fencedsql.FloorTable), with a message starting
+// the database's token floor (dialect.FloorTable), with a message starting
 // "fencedsql: token floor on <schema>.<table>:". The fenced driver maps it to
 // fencedsql.ErrBelowFloor.
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // GuardSQLState is the SQLSTATE of every refusal by the database-side guard, whose
-// DDL Dialect provides as a fencedsql.Guarder.
+// DDL Dialect provides as a dialect.Guarder.
 //
 // The guard is two triggers that refuse, inside PostgreSQL, writes to a guarded
 // table that bypass the wrapper, with SQLSTATE FNCD1 and a message starting
@@ -265,7 +265,7 @@ func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string,
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL
-// (fencedsql.NotNullFixer). Rows holding NULL in it must be fixed first.
+// (dialect.NotNullFixer). Rows holding NULL in it must be fixed first.
 func (d dialectImpl) NotNullDDL(table dialect.TableName, column string) []string {
 	c := d.QuoteIdent(column)
 	return []string{"ALTER TABLE " + fold(table).Quote(d.QuoteIdent) + " ALTER COLUMN " + c + " SET DEFAULT 0, ALTER COLUMN " + c + " SET NOT NULL"}

@@ -20,63 +20,64 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // DriverName is the name this package registers with database/sql.
 const DriverName = "fenced-pgx"
 
 // Dialect is the PostgreSQL dialect value for fencedsql.WithDialect.
-var Dialect fencedsql.Dialect = dialect{}
+var Dialect dialect.Dialect = dialectImpl{}
 
 func init() {
 	fencedsql.Register(DriverName, stdlib.GetDefaultDriver(), fencedsql.WithDialect(Dialect))
 }
 
-type dialect struct{}
+type dialectImpl struct{}
 
-func (dialect) Name() string             { return "postgres" }
-func (dialect) Syntax() fencedsql.Syntax { return fencedsql.PostgresSyntax }
-func (dialect) NumberedParams() bool     { return true }
-func (dialect) QuoteIdent(name string) string {
+func (dialectImpl) Name() string           { return "postgres" }
+func (dialectImpl) Syntax() dialect.Syntax { return dialect.PostgresSyntax }
+func (dialectImpl) NumberedParams() bool   { return true }
+func (dialectImpl) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // Classify maps pgconn errors: 23502 not_null_violation, 23505 unique_violation.
-func (dialect) Classify(err error) fencedsql.ErrorInfo {
+func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		return fencedsql.ErrorInfo{}
+		return dialect.ErrorInfo{}
 	}
 	switch pe.Code {
 	case "23502":
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: pe.ColumnName, Table: pe.TableName}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: pe.ColumnName, Table: pe.TableName}
 	case "23505":
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: pe.ConstraintName, Table: pe.TableName}
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: pe.ConstraintName, Table: pe.TableName}
 	case GuardSQLState:
 		table := pe.TableName
 		if table != "" && pe.SchemaName != "" {
 			table = pe.SchemaName + "." + table
 		}
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: table}
+		return dialect.ErrorInfo{Kind: dialect.ErrorGuard, Table: table}
 	case FloorSQLState:
 		table := pe.TableName
 		if table != "" && pe.SchemaName != "" {
 			table = pe.SchemaName + "." + table
 		}
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorBelowFloor, Table: table}
+		return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: table}
 	}
-	return fencedsql.ErrorInfo{}
+	return dialect.ErrorInfo{}
 }
 
 // ColumnsQuery resolves the table through the session's search_path (to_regclass), as
 // the statements themselves do.
-func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE adding the missing columns. The table name
 // is left unquoted, so PostgreSQL folds it as it folds the statements' own names.
-func (d dialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
+func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var adds []string
 	if missingToken {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")

@@ -8,7 +8,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Privileges (fencedsql.Privileger; the threat model and least-privilege set-up of
+// Privileges (dialect.Privileger; the threat model and least-privilege set-up of
 // docs/design.md, G15).
 //
 // What only privileges can keep from the application role, and what
@@ -63,7 +63,7 @@ const (
 	pgFuncOwner = `SELECT pg_catalog.pg_get_userbyid(p.proowner)::text, pg_catalog.pg_has_role($2, p.proowner, 'MEMBER') FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1 || '()')`
 )
 
-// PrivilegeProblems implements fencedsql.Privileger.
+// PrivilegeProblems implements dialect.Privileger.
 func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, t dialect.PrivilegeTable) ([]dialect.PrivilegeProblem, error) {
 	var out []dialect.PrivilegeProblem
 	problem := func(p string, fix ...string) {
@@ -105,7 +105,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return out, nil // no such table: CheckSchema reports it
+		return out, nil // no such table: schema.Check reports it
 	}
 	resolved := dialect.TableName{Schema: rows[0][0], Name: rows[0][1]}
 	tbl := resolved.Quote(q)

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The registry of guarded tables (fencedsql.Registrar): fencedsql_registry in the first
+// The registry of guarded tables (dialect.Registrar): fencedsql_registry in the first
 // schema of the search_path (normally public), read through the pool's search_path.
 
 // RegistryExistsQuery yields 1 when the registry table is visible.

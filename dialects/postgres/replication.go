@@ -8,7 +8,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Replication implements fencedsql.ReplicationChecker: whether a failover from this
+// Replication implements dialect.ReplicationChecker: whether a failover from this
 // server may forget a COMMIT it acknowledged. It reads, in three queries,
 // synchronous_standby_names, synchronous_commit (value and source) and
 // pg_is_in_recovery(); the standbys in pg_stat_replication (application_name,

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/testdb"
@@ -26,7 +28,7 @@ func pgExec(t *testing.T, db *sql.DB, stmts ...string) {
 	}
 }
 
-// CheckSchema on the test server (no standby): the replication report is notes only,
+// schema.Check on the test server (no standby): the replication report is notes only,
 // and it reads the role-in-database defaults of the current database.
 func TestReplicationOnServer(t *testing.T) {
 	ctx := context.Background()
@@ -44,7 +46,7 @@ func TestReplicationOnServer(t *testing.T) {
 	q := postgres.Dialect.QuoteIdent
 	pgExec(t, db, "ALTER ROLE "+q(role)+" IN DATABASE "+q(dbName)+" SET synchronous_commit = off")
 
-	reps, err := fencedsql.CheckSchema(ctx, db, postgres.Dialect, fencedsql.GuardSpec{Table: "nosuch"})
+	reps, err := schema.Check(ctx, db, postgres.Dialect, schema.GuardSpec{Table: "nosuch"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestCheckSessionSynchronousCommit(t *testing.T) {
 		refuse bool
 	}{
 		{"on UTF8 on configuration file", false},
-		{"on UTF8 off configuration file", false}, // the server's own: CheckSchema's to report
+		{"on UTF8 off configuration file", false}, // the server's own: schema.Check's to report
 		{"on UTF8 local default", false},
 		{"on UTF8 remote_write user", false},
 		{"on UTF8 remote_apply database user", false},

@@ -54,8 +54,8 @@ import (
 //
 //   - "Below the server's setting" is read as "set for this session to off or
 //     local": the server's own value (postgresql.conf, ALTER SYSTEM, the default) is
-//     CheckSchema's to judge and is never refused here, so a server run with
-//     synchronous_commit = off (a test server) keeps working; CheckSchema reports it.
+//     schema.Check's to judge and is never refused here, so a server run with
+//     synchronous_commit = off (a test server) keeps working; schema.Check reports it.
 //   - local is refused whether or not synchronous standbys are configured now: the
 //     verdict is kept for the connection's life while synchronous_standby_names can
 //     change with a reload, and the wrapper already refuses SET synchronous_commit =
@@ -88,7 +88,7 @@ const syncCommitKey = "fencedsql.postgres.synchronous_commit"
 // trackedQueryTimeout bounds TrackedSession's once-per-connection query.
 const trackedQueryTimeout = 5 * time.Second
 
-// TrackedSession implements fencedsql.SessionTracker: the value SessionQuery would
+// TrackedSession implements dialect.SessionTracker: the value SessionQuery would
 // return, from the parameters pgx keeps, when raw is (or wraps) a pgx connection that
 // has received both, and from synchronous_commit as read once for the connection (see
 // above).

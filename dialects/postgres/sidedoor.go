@@ -8,7 +8,7 @@ import (
 )
 
 // SideDoors finds the database-level side doors of a guarded table
-// (fencedsql.SideDoorFinder), which fencedsql.CheckSchema reports:
+// (dialect.SideDoorFinder), which schema.Check reports:
 //
 //   - inheritance children and partitions, at any depth. The wrapper fences
 //     statements naming the guarded table, not its children or partitions, and:

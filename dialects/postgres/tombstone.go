@@ -7,7 +7,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
+// Tombstones (dialect.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
 // row under an older token).
 //
 // TombstoneDDL creates, when it is missing, the table's own tombstone table in its
@@ -54,7 +54,7 @@ import (
 //
 //	DROP FUNCTION IF EXISTS <schema>.fencedsql_tombstone_<table>() CASCADE
 //
-// The tombstone table's rows are purged with fencedsql.PurgeTombstones (deleted_at by
+// The tombstone table's rows are purged with schema.PurgeTombstones (deleted_at by
 // the server's clock).
 const (
 	tombDeleteTrigger = "fencedsql_tombstone_delete"
@@ -68,7 +68,7 @@ const (
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
 
 // tombSchema is the schema the tombstone objects of table live in: its own, or public
-// for an unqualified table (CheckSchema resolves the schema before asking for DDL).
+// for an unqualified table (schema.Check resolves the schema before asking for DDL).
 func tombSchema(table dialect.TableName) string {
 	if table.Schema == "" {
 		return "public"
@@ -160,7 +160,7 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,
       TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
       MESSAGE = pg_catalog.format('fencedsql: tombstone on %I.%I: a row with this key was deleted under a newer fence token than %s (null value in column %I violates the fence)', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW.` + tok + `, ` + pgLiteral(tokenCol) + `),
-      HINT = 'the writer holds a stale fencing token: see fencedsql.PurgeTombstones';
+      HINT = 'the writer holds a stale fencing token: see schema.PurgeTombstones';
   END IF;
   IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
     SELECT pg_catalog.count(*) INTO seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;

@@ -5,7 +5,7 @@ import (
 )
 
 // FloorMessagePrefix starts the message of the guard's refusal of a write whose token
-// is below the token floor (fencedsql.FloorTable); the fenced driver maps it to
+// is below the token floor (dialect.FloorTable); the fenced driver maps it to
 // fencedsql.ErrBelowFloor.
 //
 // The floor table lives in each schema (the main database, an attached one) that holds

@@ -10,7 +10,7 @@ import (
 )
 
 // GuardMessagePrefix starts the message of every refusal by the database-side guard,
-// whose DDL Dialect provides as a fencedsql.Guarder.
+// whose DDL Dialect provides as a dialect.Guarder.
 //
 // The guard is a BEFORE UPDATE trigger that refuses, inside SQLite, an UPDATE of a
 // guarded table that bypasses the wrapper: one that lowers the fence token or does not

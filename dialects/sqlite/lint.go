@@ -8,8 +8,8 @@ import (
 )
 
 // LintSchema finds what in a guarded table's declaration defeats the fence
-// (fencedsql.SchemaLinter): the lazy check before the first guarded write refuses such
-// a table with fencedsql.ErrSchema, and fencedsql.CheckSchema reports it. It reads the
+// (dialect.SchemaLinter): the lazy check before the first guarded write refuses such
+// a table with fencedsql.ErrSchema, and schema.Check reports it. It reads the
 // CREATE TABLE text from sqlite_master (the only place SQLite keeps conflict clauses:
 // pragma_table_info and pragma_index_list do not show them), the declared types from
 // pragma_table_info and STRICT from pragma_table_list.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // lintDB opens a fresh SQLite file with modernc's own driver (no wrapper): its DSN
@@ -24,7 +24,7 @@ func lintDB(t *testing.T) (string, *sql.DB) {
 	return dsn, raw
 }
 
-func rawQuery(db *sql.DB) fencedsql.CatalogQuery {
+func rawQuery(db *sql.DB) dialect.CatalogQuery {
 	return func(ctx context.Context, q string, args ...any) ([][]string, error) {
 		rows, err := db.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -61,13 +61,13 @@ func mustExec(t *testing.T, db *sql.DB, stmts ...string) {
 	}
 }
 
-func lint(t *testing.T, db *sql.DB, table string) []fencedsql.SchemaProblem {
+func lint(t *testing.T, db *sql.DB, table string) []dialect.SchemaProblem {
 	t.Helper()
-	tn, err := fencedsql.ParseTableName(table)
+	tn, err := dialect.ParseTableName(table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := dialect{}.LintSchema(context.Background(), rawQuery(db), fencedsql.LintTable{Table: tn, TokenColumn: "fence_token", VersionColumn: "version"})
+	ps, err := dialectImpl{}.LintSchema(context.Background(), rawQuery(db), dialect.LintTable{Table: tn, TokenColumn: "fence_token", VersionColumn: "version"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,4 +157,4 @@ func TestLintResolution(t *testing.T) {
 
 // noLint is the SQLite dialect without its SchemaLinter: the wrapper as it was before
 // the lint, to show what each unsafe declaration lets through.
-type noLint struct{ fencedsql.Dialect }
+type noLint struct{ dialect.Dialect }

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // unsafeCase is one declaration that defeats the fence: seed rows (raw), the stale
@@ -164,7 +167,7 @@ func dump(t *testing.T, db *sql.DB) string {
 // Each unsafe declaration first lets a stale (or silently skipped) write through the
 // wrapper without the lint; through "fenced-sqlite" the first guarded write is refused
 // with ErrSchema before anything is written — the stale one and a fresh one alike —
-// and CheckSchema reports the same problem, naming the table, the clause and the fix.
+// and schema.Check reports the same problem, naming the table, the clause and the fix.
 func TestLintRefusesUnsafeDeclarations(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range unsafeCases {
@@ -201,12 +204,12 @@ func TestLintRefusesUnsafeDeclarations(t *testing.T) {
 			if got := dump(t, raw); got != seeded {
 				t.Errorf("rows %s after the refusals, want %s", got, seeded)
 			}
-			reps, err := fencedsql.CheckSchema(ctx, raw, Dialect, fencedsql.GuardSpec{Table: "t"})
+			reps, err := schema.Check(ctx, raw, Dialect, schema.GuardSpec{Table: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if strings.Join(reps[0].Problems, "; ") == "" || !strings.Contains(strings.Join(reps[0].Problems, "; "), se.Problem) {
-				t.Errorf("CheckSchema problems %q lack the lazy check's %q", reps[0].Problems, se.Problem)
+				t.Errorf("schema.Check problems %q lack the lazy check's %q", reps[0].Problems, se.Problem)
 			}
 		})
 	}
@@ -252,27 +255,27 @@ func TestLintAcceptsSafeDeclarations(t *testing.T) {
 			if err := raw.QueryRow("SELECT v, fence_token FROM t WHERE id = 1").Scan(&v, &tok); err != nil || v != "newer" || tok != 11 {
 				t.Fatalf("row 1: %q %d %v", v, tok, err)
 			}
-			reps, err := fencedsql.CheckSchema(ctx, raw, Dialect, fencedsql.GuardSpec{Table: "t"})
+			reps, err := schema.Check(ctx, raw, Dialect, schema.GuardSpec{Table: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range reps[0].Problems {
 				if strings.Contains(p, "ON CONFLICT") || strings.Contains(p, "affinity") || strings.Contains(p, "declared") {
-					t.Errorf("CheckSchema: %q", p)
+					t.Errorf("schema.Check: %q", p)
 				}
 			}
 		})
 	}
 }
 
-// A cascading foreign key whose child is a guarded table is reported by CheckSchema
+// A cascading foreign key whose child is a guarded table is reported by schema.Check
 // (SideDoorFinder): ON DELETE CASCADE is a problem that says to rebuild with
 // RESTRICT; ON DELETE SET NULL / SET DEFAULT and ON UPDATE CASCADE / SET NULL / SET
 // DEFAULT are notes because the guard refuses the cascaded UPDATE — shown here: the
 // parent's write fails and the guarded rows stay.
 func TestLintCascadeChildReported(t *testing.T) {
 	ctx := context.Background()
-	g := Dialect.(fencedsql.Guarder)
+	g := Dialect.(dialect.Guarder)
 	for _, action := range []string{"ON DELETE CASCADE", "ON DELETE SET NULL", "ON DELETE SET DEFAULT", "ON UPDATE CASCADE", "ON UPDATE SET NULL", "ON UPDATE SET DEFAULT", "ON DELETE RESTRICT", "ON DELETE NO ACTION"} {
 		t.Run(action, func(t *testing.T) {
 			_, raw := lintDB(t)
@@ -280,8 +283,8 @@ func TestLintCascadeChildReported(t *testing.T) {
 			mustExec(t, raw, "PRAGMA foreign_keys = ON", "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
 				"CREATE TABLE t (id INTEGER PRIMARY KEY, p INT DEFAULT 0 REFERENCES parent (id) "+action+", "+fenceCols+")",
 				"INSERT INTO parent VALUES (0), (1)", "INSERT INTO t VALUES (1, 1, 10, 3)")
-			mustExec(t, raw, g.GuardDDL(fencedsql.TableName{Name: "t"}, "fence_token", "version")...)
-			reps, err := fencedsql.CheckSchema(ctx, raw, Dialect, fencedsql.GuardSpec{Table: "t"})
+			mustExec(t, raw, g.GuardDDL(dialect.TableName{Name: "t"}, "fence_token", "version")...)
+			reps, err := schema.Check(ctx, raw, Dialect, schema.GuardSpec{Table: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}

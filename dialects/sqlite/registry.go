@@ -6,7 +6,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// The registry of guarded tables (fencedsql.Registrar): fencedsql_registry in main.
+// The registry of guarded tables (dialect.Registrar): fencedsql_registry in main.
 
 // RegistryExistsQuery yields 1 when the registry table exists in main.
 func (dialectImpl) RegistryExistsQuery() string {

@@ -6,7 +6,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Replication implements fencedsql.ReplicationChecker explicitly: SQLite has no
+// Replication implements dialect.ReplicationChecker explicitly: SQLite has no
 // replication, so there is nothing to report (no finding, Replicas 0). A database
 // file copied or streamed by a tool outside SQLite (Litestream, LiteFS, rqlite,
 // a replicated volume) is invisible to it; restoring such a copy, or failing over to

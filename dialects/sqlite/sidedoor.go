@@ -10,7 +10,7 @@ import (
 )
 
 // SideDoors finds the database-level side doors of a guarded table
-// (fencedsql.SideDoorFinder), which fencedsql.CheckSchema reports:
+// (dialect.SideDoorFinder), which schema.Check reports:
 //
 //   - foreign keys of the table with ON DELETE CASCADE: deleting a row of the
 //     referenced table (which the wrapper does not fence) deletes the table's rows.

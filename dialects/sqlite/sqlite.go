@@ -22,26 +22,27 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // DriverName is the name this package registers with database/sql.
 const DriverName = "fenced-sqlite"
 
 // Dialect is the SQLite dialect value for fencedsql.WithDialect.
-var Dialect fencedsql.Dialect = dialect{}
+var Dialect dialect.Dialect = dialectImpl{}
 
 func init() {
 	fencedsql.Register(DriverName, &sqlite.Driver{}, fencedsql.WithDialect(Dialect))
 }
 
-type dialect struct{}
+type dialectImpl struct{}
 
-func (dialect) Name() string                    { return "sqlite" }
-func (dialect) Syntax() fencedsql.Syntax        { return fencedsql.SQLiteSyntax }
-func (dialect) NumberedParams() bool            { return false }
-func (dialect) SessionQuery() string            { return "" }
-func (dialect) CheckSession(value string) error { return nil }
-func (dialect) QuoteIdent(name string) string {
+func (dialectImpl) Name() string                    { return "sqlite" }
+func (dialectImpl) Syntax() dialect.Syntax          { return dialect.SQLiteSyntax }
+func (dialectImpl) NumberedParams() bool            { return false }
+func (dialectImpl) SessionQuery() string            { return "" }
+func (dialectImpl) CheckSession(value string) error { return nil }
+func (dialectImpl) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
@@ -49,27 +50,27 @@ func (dialect) QuoteIdent(name string) string {
 // tombstone guard's SQLITE_CONSTRAINT_TRIGGER (TombstoneMessagePrefix) as the same, and
 // SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY ("UNIQUE constraint failed: t.a, t.b": SQLite
 // names columns, not the index, so Constraint is that column list).
-func (dialect) Classify(err error) fencedsql.ErrorInfo {
+func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return fencedsql.ErrorInfo{}
+		return dialect.ErrorInfo{}
 	}
 	msg := se.Error()
 	switch se.Code() {
 	case sqlite3.SQLITE_CONSTRAINT_NOTNULL:
 		ref := after(msg, "NOT NULL constraint failed: ")
 		table, col, _ := strings.Cut(ref, ".")
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: col, Table: table}
 	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
 		// The floor's refusal: "fencedsql: token floor on t: …" (FloorMessagePrefix).
 		if i := strings.Index(msg, FloorMessagePrefix); i >= 0 {
 			table, _, _ := strings.Cut(msg[i+len(FloorMessagePrefix):], ": ")
-			return fencedsql.ErrorInfo{Kind: fencedsql.ErrorBelowFloor, Table: table}
+			return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: table}
 		}
 		// The row guard's refusal: "fencedsql: guard on t: …" (GuardMessagePrefix).
 		if i := strings.Index(msg, GuardMessagePrefix); i >= 0 {
 			table, _, _ := strings.Cut(msg[i+len(GuardMessagePrefix):], ": ")
-			return fencedsql.ErrorInfo{Kind: fencedsql.ErrorGuard, Table: table}
+			return dialect.ErrorInfo{Kind: dialect.ErrorGuard, Table: table}
 		}
 		// The tombstone guard's refusal: "fencedsql: tombstone on t: NOT NULL
 		// constraint failed: t.fence_token" (see TombstoneMessagePrefix).
@@ -78,13 +79,13 @@ func (dialect) Classify(err error) fencedsql.ErrorInfo {
 		}
 		ref := after(msg, "NOT NULL constraint failed: ")
 		table, col, _ := strings.Cut(ref, ".")
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col, Table: table}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: col, Table: table}
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		cols := after(msg, "constraint failed: ")
 		table, _, _ := strings.Cut(cols, ".")
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: cols, Table: table}
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: cols, Table: table}
 	}
-	return fencedsql.ErrorInfo{}
+	return dialect.ErrorInfo{}
 }
 
 // after returns the identifier list that follows marker, up to a " (" code suffix.
@@ -102,7 +103,7 @@ func after(msg, marker string) string {
 
 // ColumnsQuery reads pragma_table_info; an unqualified table is looked up in the main
 // database, then the attached ones.
-func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any) {
+func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	if table.Schema != "" {
 		return `SELECT name, "notnull" FROM pragma_table_info(?, ?)`, []any{table.Name, table.Schema}
 	}
@@ -111,7 +112,7 @@ func (dialect) ColumnsQuery(table fencedsql.TableName) (query string, args []any
 
 // GuardColumnsDDL returns one ALTER TABLE per missing column (SQLite adds one column
 // per statement).
-func (d dialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
+func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var stmts []string
 	if missingToken {
 		stmts = append(stmts, "ALTER TABLE "+table.String()+" ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")

@@ -14,7 +14,7 @@ import (
 // Dialect's Classify reports it as a NOT NULL violation on the token column, which the
 // wrapper reports as fencedsql.ErrFenced.
 //
-// Tombstones (fencedsql.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
+// Tombstones (dialect.Tombstoner, G9 in docs/design.md: no resurrection of a deleted
 // row under an older token): TombstoneDDL creates, when it is missing, the table's own
 // tombstone table in its schema (main, or the attached database the table is in),
 // keyed by the table's primary key with the same declared types and collations (a

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/stdlib"
 	msqlite "modernc.org/sqlite"
@@ -29,7 +31,7 @@ type backend struct {
 	// For fencedsql.OpenDB (used with -metrics, to pass a MeterProvider): the plain
 	// driver and the dialect the fenced name stands for.
 	driver  func() driver.Driver
-	dialect fencedsql.Dialect
+	dialect dialect.Dialect
 }
 
 var backends = map[string]backend{

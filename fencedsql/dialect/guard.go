@@ -4,7 +4,7 @@ package dialect
 // that refuse, inside the database, writes that bypass the wrapper (an UPDATE that
 // lowers the token or does not advance the version, and where the dialect can tell, a
 // DELETE that did not go through the fencing UPDATE). The dialect packages of this
-// module implement it; CheckSchema reports a missing guard with the DDL that installs it.
+// module implement it; schema.Check reports a missing guard with the DDL that installs it.
 type Guarder interface {
 	// GuardDDL returns the statements that install the guard on table, in order.
 	GuardDDL(table TableName, tokenCol, versionCol string) []string
@@ -16,7 +16,7 @@ type Guarder interface {
 }
 
 // NotNullFixer is implemented by dialects that can make an existing column NOT NULL.
-// CheckSchema and the lazy check before the first guarded write propose its
+// schema.Check and the lazy check before the first guarded write propose its
 // statements for a nullable fencing column; a dialect without it (or returning no
 // statement, like SQLite, which cannot alter a column) gets the advice to rebuild the
 // table.

@@ -16,13 +16,13 @@ import (
 //
 // Its problems are judged in one place (lintTable) for both callers: the lazy check
 // before the first guarded write on a connection refuses the table with ErrSchema
-// (nothing is written), and CheckSchema reports them, with their fixes, after the
+// (nothing is written), and schema.Check reports them, with their fixes, after the
 // columns' problems. The lazy check runs the linter only once the columns are fit, and
 // not under WithSchemaCheck(false).
 type SchemaLinter interface {
 	// LintSchema inspects the catalog through query (read-only) and returns the
 	// problems of t.Table, none when it is fit. It is called only for a table whose
-	// fencing columns exist (CheckSchema) or exist and are NOT NULL (the lazy check).
+	// fencing columns exist (schema.Check) or exist and are NOT NULL (the lazy check).
 	// An error is a failed catalog query: the answer is unknown.
 	LintSchema(ctx context.Context, query CatalogQuery, t LintTable) ([]SchemaProblem, error)
 }

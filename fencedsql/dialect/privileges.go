@@ -2,15 +2,15 @@ package dialect
 
 import "context"
 
-// Roles names the roles of the least-privilege set-up, for CheckSchema (WithRoles).
+// Roles names the roles of the least-privilege set-up, for schema.Check (WithRoles).
 type Roles struct {
 	// App is the role (PostgreSQL) or account (MySQL/MariaDB: "user@host", or "user"
 	// for "user@%") the application's fenced pool logs in as. "" is the role of the
-	// connection CheckSchema is given (current_user, CURRENT_USER()).
+	// connection schema.Check is given (current_user, CURRENT_USER()).
 	App string
 	// Owner, when not "", is the role that should own the guarded tables and the guard
 	// objects (PostgreSQL), or be the DEFINER of the guard's triggers (MySQL/MariaDB):
-	// CheckSchema then reports objects owned by another role, proposes the statements
+	// schema.Check then reports objects owned by another role, proposes the statements
 	// that hand them over, and makes the guard DDL it proposes create them so.
 	Owner string
 }
@@ -19,7 +19,7 @@ type Roles struct {
 // (PostgreSQL, MySQL/MariaDB; SQLite has none: whoever can write the database file
 // can drop the guards, and file permissions are the only defence there).
 type Privileger interface {
-	// OwnedDDL returns ddl (statements of a CheckSchema Fix) rewritten so that the
+	// OwnedDDL returns ddl (statements of a schema.Check Fix) rewritten so that the
 	// guard objects they create belong to owner: MySQL/MariaDB create the triggers
 	// with DEFINER = owner; PostgreSQL returns ddl unchanged (PrivilegeProblems
 	// proposes ALTER … OWNER TO for the objects the Fix creates).

@@ -21,3 +21,7 @@ type Registrar interface {
 	// first connection: an unreadable registry is not taken for none.
 	NoRegistry(err error) bool
 }
+
+// RegistryRowsQuery reads the registry, one row per guarded table: (table_name,
+// token_column, version_column). Every Registrar keeps these columns.
+const RegistryRowsQuery = "SELECT table_name, token_column, version_column FROM " + RegistryTable

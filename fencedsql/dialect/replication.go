@@ -5,7 +5,7 @@ import "context"
 // ReplicationChecker is implemented by dialects that can tell, from the server they are
 // connected to, whether a failover may forget a write the server acknowledged: a
 // primary replicating asynchronously, a synchronous set-up weakened by a setting, or
-// one that falls back to asynchronous replication. CheckSchema runs it once per call
+// one that falls back to asynchronous replication. schema.Check runs it once per call
 // and reports its findings on every table (TableReport.Replication): its problems are
 // also in each TableReport.Problems (so OK is false), its notes only in Replication.
 //
@@ -24,7 +24,7 @@ type ReplicationChecker interface {
 }
 
 // ReplicationReport is what a ReplicationChecker found on the server of a guarded
-// database. It is the same for every table of one CheckSchema call.
+// database. It is the same for every table of one schema.Check call.
 type ReplicationReport struct {
 	// Checked: the dialect implements ReplicationChecker (false: nothing is known).
 	Checked bool

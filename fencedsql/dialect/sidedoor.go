@@ -8,17 +8,13 @@ import "context"
 // written), or a write the database treats specially, changes the table's rows
 // without the fence — a non-transactional engine, an updatable view, an inheritance
 // child or partition without the guard, a foreign key whose cascade writes the table
-// where triggers do not see it, a rule. CheckSchema reports each SideDoor with its fix;
-// see CheckSchema for the list and the dialect packages for what each finds.
+// where triggers do not see it, a rule. schema.Check reports each SideDoor with its fix;
+// see schema.Check for the list and the dialect packages for what each finds.
 type SideDoorFinder interface {
 	// SideDoors inspects the catalog through query (read-only) and returns the side
 	// doors of t.Table, none when it has none. An error is a failed catalog query.
 	SideDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
 }
-
-// CatalogQuery runs a read-only catalog query and returns its rows as text: NULL as
-// "", booleans as "1"/"0", numbers in decimal.
-type CatalogQuery func(ctx context.Context, query string, args ...any) ([][]string, error)
 
 // SideDoorTable is what a SideDoorFinder is told about the guarded table.
 type SideDoorTable struct {
@@ -34,7 +30,7 @@ type SideDoorTable struct {
 // SideDoorKind names a kind of side door.
 type SideDoorKind string
 
-// The side doors CheckSchema knows.
+// The side doors schema.Check knows.
 const (
 	// SideDoorEngine: the table's storage engine is not transactional (MySQL MyISAM,
 	// Aria, MEMORY…): a fenced statement that fails leaves the rows it already wrote.
@@ -70,7 +66,7 @@ type SideDoor struct {
 	// fixes (they may use the guard's objects); empty when no statement can.
 	Fix []string
 	// Note: the database closes this door itself (its triggers fire there, and the
-	// guard refuses the write), so it is no problem: CheckSchema reports it in
+	// guard refuses the write), so it is no problem: schema.Check reports it in
 	// TableReport.Notes and the table stays OK.
 	Note bool
 }

@@ -13,7 +13,7 @@ import "time"
 // tombstone carries a newer token, with the NOT NULL violation on the token column
 // that the wrapper reports as ErrFenced. The check runs after the database has waited
 // for a concurrent DELETE of the same key to end, so a DELETE that commits while the
-// INSERT waits is seen. See CheckSchema and PurgeTombstones; the dialect packages
+// INSERT waits is seen. See schema.Check and PurgeTombstones; the dialect packages
 // document their DDL.
 type Tombstoner interface {
 	// PrimaryKeyQuery returns a query listing the primary key columns of table, one
@@ -24,7 +24,7 @@ type Tombstoner interface {
 	// TombstoneDDL returns the statements that create table's tombstone table when it
 	// is missing and install table's tombstone triggers, in order (re-running them
 	// replaces the triggers). key is the primary key, in key order; table should carry
-	// its schema (CheckSchema resolves it; see TombstoneFix).
+	// its schema (schema.Check resolves it; see TombstoneFix).
 	TombstoneDDL(table TableName, key []KeyColumn, tokenCol string) []string
 	// UntombstoneDDL returns the statements that remove table's tombstone triggers
 	// (the tombstone table and its rows stay).

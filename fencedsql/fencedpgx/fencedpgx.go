@@ -227,7 +227,7 @@ func (p *Pool) Close() {
 
 // Unwrap returns the wrapped pool or DB. It is not fenced: statements sent through it
 // reach the guarded tables without a token check (only the database-side guards, see
-// fencedsql.CheckSchema, refuse them).
+// schema.Check, refuse them).
 func (p *Pool) Unwrap() DB {
 	if p.pool != nil {
 		return p.pool

@@ -44,7 +44,9 @@ import (
 	"sync/atomic"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // TB is the part of testing.TB that fencedtest uses; pass the test's *testing.T (or
@@ -62,7 +64,7 @@ type Mock struct {
 	sqlmock.Sqlmock
 
 	t   TB
-	d   fencedsql.Dialect
+	d   dialect.Dialect
 	rec *recorder
 
 	mu   sync.Mutex
@@ -78,7 +80,7 @@ var seq atomic.Int64
 // sqlmock has one. A setup error (nil dialect, an invalid option) fails the test with
 // t.Fatalf. New(t, d, opts...) is NewWith(t, d, WithOptions(opts...)); for go-sqlmock
 // options use NewWith with WithSQLMockOptions.
-func New(t TB, d fencedsql.Dialect, opts ...fencedsql.Option) (*sql.DB, *Mock) {
+func New(t TB, d dialect.Dialect, opts ...fencedsql.Option) (*sql.DB, *Mock) {
 	t.Helper()
 	return NewWith(t, d, WithOptions(opts...))
 }
@@ -120,7 +122,7 @@ func WithSQLMockOptions(opts ...any) Option {
 // NewWith is New with fencedtest's own options: fencedsql options through WithOptions,
 // go-sqlmock options through WithSQLMockOptions. It returns the fenced DB for the code
 // under test and its Mock, both closed when the test ends; a setup error fails the test.
-func NewWith(t TB, d fencedsql.Dialect, options ...Option) (*sql.DB, *Mock) {
+func NewWith(t TB, d dialect.Dialect, options ...Option) (*sql.DB, *Mock) {
 	t.Helper()
 	if d == nil {
 		t.Fatalf("fencedtest.New: nil dialect")

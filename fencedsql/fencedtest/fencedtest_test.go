@@ -11,16 +11,18 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
 	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedtest"
 )
 
 type dialectCase struct {
 	name string
-	d    fencedsql.Dialect
+	d    dialect.Dialect
 	// the rewritten UPDATE accounts SET balance = balance - ? WHERE id = ? and its
 	// arguments for amount 30, id 42, token 7
 	update     string
@@ -40,7 +42,7 @@ var dialects = []dialectCase{
 }
 
 // ph writes a statement with $n placeholders for PostgreSQL and ? for the others.
-func ph(d fencedsql.Dialect, s string) string {
+func ph(d dialect.Dialect, s string) string {
 	if d.NumberedParams() {
 		return s
 	}
@@ -51,7 +53,7 @@ func ph(d fencedsql.Dialect, s string) string {
 }
 
 // debit is business code: one guarded UPDATE in a transaction.
-func debit(ctx context.Context, db *sql.DB, d fencedsql.Dialect, id, amount int64) error {
+func debit(ctx context.Context, db *sql.DB, d dialect.Dialect, id, amount int64) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -11,9 +11,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // fencingError finds the token column by asking the wrapper: the dialect's NOT NULL
@@ -21,7 +25,7 @@ import (
 // until the wrapper maps one to ErrFenced. The error is then rebuilt with the guarded
 // table's name.
 func (m *Mock) fencingError(ctx context.Context, query bool, userSQL string, args []driver.Value, sent string) (error, error) {
-	candidates := append([]string{fencedsql.DefaultTokenColumn}, quotedIdents(m.d, sent)...)
+	candidates := append([]string{schema.DefaultTokenColumn}, quotedIdents(m.d, sent)...)
 	seen := map[string]bool{}
 	for _, col := range candidates {
 		if seen[col] {
@@ -46,7 +50,7 @@ func (m *Mock) fencingError(ctx context.Context, query bool, userSQL string, arg
 }
 
 // quotedIdents lists the identifiers quoted in the dialect's style in sql.
-func quotedIdents(d fencedsql.Dialect, sql string) []string {
+func quotedIdents(d dialect.Dialect, sql string) []string {
 	q := d.QuoteIdent("x")
 	if len(q) < 3 {
 		return nil
@@ -75,7 +79,7 @@ func quotedIdents(d fencedsql.Dialect, sql string) []string {
 // It returns that error (give it to WillReturnError; the wrapper maps it to
 // fencedsql.ErrFenced), or a second, non-nil error when it cannot produce one: an
 // unknown dialect, or SQLite without the fenced-sqlite driver.
-func FencingError(d fencedsql.Dialect, table, col string) (error, error) {
+func FencingError(d dialect.Dialect, table, col string) (error, error) {
 	switch d.Name() {
 	case "postgres":
 		return &pgconn.PgError{

@@ -13,6 +13,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedtest"
 )
 
@@ -90,6 +91,6 @@ func TestMisuseFails(t *testing.T) {
 	}
 }
 
-type otherDialect struct{ fencedsql.Dialect }
+type otherDialect struct{ dialect.Dialect }
 
 func (otherDialect) Name() string { return "other" }

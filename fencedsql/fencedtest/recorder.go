@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Statements returns what the wrapper sends to the driver for userSQL run with args
@@ -91,7 +92,7 @@ type event struct {
 	failed bool
 }
 
-func newRecorder(d fencedsql.Dialect, opts []fencedsql.Option) (*recorder, error) {
+func newRecorder(d dialect.Dialect, opts []fencedsql.Option) (*recorder, error) {
 	r := &recorder{}
 	all := append([]fencedsql.Option{fencedsql.WithDialect(d)}, opts...)
 	all = append(all, fencedsql.WithSchemaCheck(false))

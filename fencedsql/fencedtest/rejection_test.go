@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
-	"github.com/fencedsql/fencedsql/dialects/postgres"
-	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/fencedtest"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	msqlite "modernc.org/sqlite"
+
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/fencedtest"
 )
 
 func TestExpectFencedRejection(t *testing.T) {
@@ -171,7 +173,7 @@ func TestFencingErrorIsClassified(t *testing.T) {
 			t.Fatalf("%s: %v", dc.name, ferr)
 		}
 		info := dc.d.Classify(err)
-		if info.Kind != fencedsql.ErrorNotNull || info.Column != "fence_token" {
+		if info.Kind != dialect.ErrorNotNull || info.Column != "fence_token" {
 			t.Errorf("%s: Classify(%v) = %+v", dc.name, err, info)
 		}
 	}

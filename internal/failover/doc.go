@@ -1,7 +1,7 @@
 // Package failover is fencedsql's database failover harness and test: it starts a
 // PostgreSQL primary + streaming replica pair and a MariaDB primary + replica pair on
 // loopback, kills the primary hard right after a fenced write was acknowledged,
-// promotes the replica, runs the floor hook (fencedsql.RaiseTokenFloor to the lock
+// promotes the replica, runs the floor hook (schema.RaiseTokenFloor to the lock
 // service's last token + 1) on the new primary, and measures, round after round,
 // whether the acknowledged write was lost and whether a stale holder's write was
 // accepted — with asynchronous and with synchronous replication (PostgreSQL

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
@@ -66,7 +68,7 @@ func rounds(t *testing.T) int {
 // last token + 1, on the new primary.
 func floorHook(d dialect.Dialect) Hook {
 	return func(ctx context.Context, db *sql.DB, last uint64) error {
-		return fencedsql.RaiseTokenFloor(ctx, db, d, last+1)
+		return schema.RaiseTokenFloor(ctx, db, d, last+1)
 	}
 }
 
@@ -85,7 +87,7 @@ func (s tally) String() string {
 }
 
 // replicationProblems returns the problems of reports that are about replication.
-func replicationProblems(reports []fencedsql.TableReport) []string {
+func replicationProblems(reports []schema.TableReport) []string {
 	var out []string
 	for _, r := range reports {
 		for _, p := range r.Problems {
@@ -119,9 +121,9 @@ func runMode(t *testing.T, name string, mode Mode, d DB, n int, newPair func(con
 	repl := replicationProblems(reports)
 	switch {
 	case mode == Async && len(repl) == 0:
-		t.Errorf("%s %s: CheckSchema does not report the asynchronous replica: %+v", name, mode, reports)
+		t.Errorf("%s %s: schema.Check does not report the asynchronous replica: %+v", name, mode, reports)
 	case mode == Sync && len(repl) > 0:
-		t.Errorf("%s %s: CheckSchema reports a problem with synchronous replication: %q", name, mode, repl)
+		t.Errorf("%s %s: schema.Check reports a problem with synchronous replication: %q", name, mode, repl)
 	}
 	h, err := NewHolders(ctx)
 	if err != nil {
@@ -129,7 +131,7 @@ func runMode(t *testing.T, name string, mode Mode, d DB, n int, newPair func(con
 	}
 	hook := floorHook(d.Dialect)
 	if _, ok := d.Dialect.(dialect.Floorer); !ok {
-		t.Errorf("%s: the dialect enforces no token floor (fencedsql.Floorer): measuring without the hook", name)
+		t.Errorf("%s: the dialect enforces no token floor (dialect.Floorer): measuring without the hook", name)
 		hook = nil
 	}
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -31,10 +33,10 @@ type DB struct {
 func FencedDSN(dsn string) string { return dsn + "&" + fencedsql.ParamTables + "=" + Table }
 
 // Install creates Table on the primary and installs it as documented (what
-// fencedsql-schema -apply does): record it in the registry (fencedsql.RegisterTables),
-// run CheckSchema, run its Fix statements (the guards, the tombstone guard), check
+// fencedsql-schema -apply does): record it in the registry (schema.RegisterTables),
+// run schema.Check, run its Fix statements (the guards, the tombstone guard), check
 // again. It returns the reports of the second check.
-func Install(ctx context.Context, dsn string, d DB) ([]fencedsql.TableReport, error) {
+func Install(ctx context.Context, dsn string, d DB) ([]schema.TableReport, error) {
 	db, err := sql.Open(d.PlainDriver, dsn)
 	if err != nil {
 		return nil, err
@@ -43,11 +45,11 @@ func Install(ctx context.Context, dsn string, d DB) ([]fencedsql.TableReport, er
 	if _, err := db.ExecContext(ctx, d.CreateTable); err != nil {
 		return nil, fmt.Errorf("failover: creating %s: %w", Table, err)
 	}
-	spec := fencedsql.GuardSpec{Table: Table}
-	if err := fencedsql.RegisterTables(ctx, db, d.Dialect, spec); err != nil {
+	spec := schema.GuardSpec{Table: Table}
+	if err := schema.RegisterTables(ctx, db, d.Dialect, spec); err != nil {
 		return nil, fmt.Errorf("failover: %w", err)
 	}
-	reports, err := fencedsql.CheckSchema(ctx, db, d.Dialect, spec)
+	reports, err := schema.Check(ctx, db, d.Dialect, spec)
 	if err != nil {
 		return nil, fmt.Errorf("failover: %w", err)
 	}
@@ -58,11 +60,11 @@ func Install(ctx context.Context, dsn string, d DB) ([]fencedsql.TableReport, er
 			}
 		}
 	}
-	return fencedsql.CheckSchema(ctx, db, d.Dialect, spec)
+	return schema.Check(ctx, db, d.Dialect, spec)
 }
 
 // Hook is the floor hook run on the new primary right after the promotion, given a
-// plain pool to it and the lock service's last token (fencedsql.RaiseTokenFloor to
+// plain pool to it and the lock service's last token (schema.RaiseTokenFloor to
 // last+1 in production).
 type Hook func(ctx context.Context, db *sql.DB, last uint64) error
 

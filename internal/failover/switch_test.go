@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
@@ -27,7 +29,7 @@ import (
 // database's floor to the new service's last token + 1, so that a lease the old service
 // granted can no longer write.
 func switchLockService(ctx context.Context, raw *sql.DB, from, to *lockclient.Client) error {
-	dbMax, err := fencedsql.MaxToken(ctx, raw, postgres.Dialect) // fencedsql-schema -max-token
+	dbMax, err := schema.MaxToken(ctx, raw, postgres.Dialect) // fencedsql-schema -max-token
 	if err != nil {
 		return err
 	}
@@ -42,7 +44,7 @@ func switchLockService(ctx context.Context, raw *sql.DB, from, to *lockclient.Cl
 	if err != nil {
 		return err
 	}
-	return fencedsql.RaiseTokenFloor(ctx, raw, postgres.Dialect, next+1) // fencedsql-schema -raise-floor
+	return schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, next+1) // fencedsql-schema -raise-floor
 }
 
 // transfers runs n increments of three accounts, each under its account's lock from
@@ -94,11 +96,11 @@ func TestSwitchLockService(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spec := fencedsql.GuardSpec{Table: "accounts"}
-	if err := fencedsql.RegisterTables(ctx, raw, postgres.Dialect, spec); err != nil {
+	spec := schema.GuardSpec{Table: "accounts"}
+	if err := schema.RegisterTables(ctx, raw, postgres.Dialect, spec); err != nil {
 		t.Fatal(err)
 	}
-	reports, err := fencedsql.CheckSchema(ctx, raw, postgres.Dialect, spec)
+	reports, err := schema.Check(ctx, raw, postgres.Dialect, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

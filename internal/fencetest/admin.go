@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
@@ -21,7 +23,7 @@ import (
 // fenced, and a newer one writes.
 func (s *guardSuite) testAdminPath(t *testing.T) {
 	e := setup(t, s.b)
-	s.applyFix(e, s.check(e, fencedsql.GuardSpec{Table: "accounts"})[0].Fix)
+	s.applyFix(e, s.check(e, schema.GuardSpec{Table: "accounts"})[0].Fix)
 	locks := lockclient.New(memlock.New(), lockclient.WithTTL(10*time.Second))
 	t.Cleanup(func() { locks.Close(context.Background()) })
 	holder, err := locks.Acquire(e.ctx, "account:1")

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
@@ -75,18 +79,18 @@ func BenchClaim(b *testing.B, be Backend) {
 // Three identical tables on the same database, all fenced by the wrapper, each
 // written through its own single-connection pool, interleaved:
 //
-//	tombstoned  accounts: fencedsql.CheckSchema(…, GuardSpec{Table: "accounts"})
+//	tombstoned  accounts: schema.Check(…, GuardSpec{Table: "accounts"})
 //	            and its Fix run on a plain connection (row guard + tombstone triggers)
 //	guarded     accounts_guarded: the row guard only (Guarder.GuardDDL)
 //	plain       accounts_plain: no trigger
 //
 // tomb-cost = tombstoned/guarded total time (the tombstone triggers' own cost),
 // tomb-vs-plain = tombstoned/plain; the -p50 metrics are the same ratios of medians.
-// d must be be's dialect and implement fencedsql.Guarder and fencedsql.Tombstoner.
-func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
-	g, ok := d.(fencedsql.Guarder)
+// d must be be's dialect and implement dialect.Guarder and dialect.Tombstoner.
+func BenchTombstone(b *testing.B, be Backend, d dialect.Dialect) {
+	g, ok := d.(dialect.Guarder)
 	if !ok {
-		b.Fatalf("dialect %s does not implement fencedsql.Guarder", d.Name())
+		b.Fatalf("dialect %s does not implement dialect.Guarder", d.Name())
 	}
 	dsn := be.DSN(b)
 	raw, err := sql.Open(be.RawName, dsn)
@@ -99,15 +103,15 @@ func BenchTombstone(b *testing.B, be Backend, d fencedsql.Dialect) {
 	execAll(b, ctx, raw, []string{be.TableDDL,
 		strings.Replace(be.TableDDL, "accounts", guarded, 1),
 		strings.Replace(be.TableDDL, "accounts", plain, 1)})
-	reps, err := fencedsql.CheckSchema(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"})
+	reps, err := schema.Check(ctx, raw, d, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	execAll(b, ctx, raw, reps[0].Fix)
-	if reps, err := fencedsql.CheckSchema(ctx, raw, d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() || !reps[0].Tombstoned {
+	if reps, err := schema.Check(ctx, raw, d, schema.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() || !reps[0].Tombstoned {
 		b.Fatalf("after Fix: %+v, %v", reps, err)
 	}
-	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: guarded}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+	execAll(b, ctx, raw, g.GuardDDL(dialect.TableName{Name: guarded}, schema.DefaultTokenColumn, schema.DefaultVersionColumn))
 
 	e := &env{b: be}
 	const id = 1

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
@@ -18,7 +20,7 @@ func (s *guardSuite) testFloor(t *testing.T) {
 	e := setup(t, s.b)
 	s.install(e, "accounts")
 	e.seed(5, 1, 2)
-	if f, err := fencedsql.TokenFloor(e.ctx, e.raw, s.d); err != nil || f != 0 {
+	if f, err := schema.TokenFloor(e.ctx, e.raw, s.d); err != nil || f != 0 {
 		t.Fatalf("TokenFloor after install = %d, %v; want 0", f, err)
 	}
 	// Before any floor: a write with token 6 over rows of 5 passes.
@@ -26,13 +28,13 @@ func (s *guardSuite) testFloor(t *testing.T) {
 	if _, err := e.db.ExecContext(tok(e.ctx, 6), upd, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := fencedsql.RaiseTokenFloor(e.ctx, e.raw, s.d, 10); err != nil {
+	if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := fencedsql.RaiseTokenFloor(e.ctx, e.raw, s.d, 7); err != nil { // lower: no change
+	if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 7); err != nil { // lower: no change
 		t.Fatal(err)
 	}
-	if f, err := fencedsql.TokenFloor(e.ctx, e.raw, s.d); err != nil || f != 10 {
+	if f, err := schema.TokenFloor(e.ctx, e.raw, s.d); err != nil || f != 10 {
 		t.Fatalf("TokenFloor = %d, %v; want 10 (a lower raise must not lower it)", f, err)
 	}
 	before := []row{e.row(1), e.row(2)}
@@ -88,13 +90,13 @@ func (s *guardSuite) testFloor(t *testing.T) {
 		t.Fatalf("row 1 = %+v after the write at the floor", r)
 	}
 	// MaxToken: the rows' highest (12) beats floor-1 (9); then a floor above the rows.
-	if m, err := fencedsql.MaxToken(e.ctx, e.raw, s.d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || m != 12 {
+	if m, err := schema.MaxToken(e.ctx, e.raw, s.d, schema.GuardSpec{Table: "accounts"}); err != nil || m != 12 {
 		t.Fatalf("MaxToken = %d, %v; want 12", m, err)
 	}
-	if err := fencedsql.RaiseTokenFloor(e.ctx, e.raw, s.d, 100); err != nil {
+	if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 100); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := fencedsql.MaxToken(e.ctx, e.raw, s.d, fencedsql.GuardSpec{Table: "accounts"}); err != nil || m != 99 {
+	if m, err := schema.MaxToken(e.ctx, e.raw, s.d, schema.GuardSpec{Table: "accounts"}); err != nil || m != 99 {
 		t.Fatalf("MaxToken = %d, %v; want 99 (floor − 1)", m, err)
 	}
 	_, err = e.db.ExecContext(tok(e.ctx, 13), upd, 3)

@@ -6,15 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// RunGuards tests a dialect's database-side guard (fencedsql.Guarder) on a real
+// RunGuards tests a dialect's database-side guard (dialect.Guarder) on a real
 // database: writes through the plain driver that bypass the wrapper are refused, the
 // wrapper's own writes still pass and its fenced ones still fail with ErrFenced /
 // ErrVersionConflict, UnguardDDL removes the guard, GuardInstalledQuery and
-// fencedsql.CheckSchema see both states, and applying CheckSchema's Fix makes a table
-// fit; the tombstone guard (fencedsql.Tombstoner, G9) refuses resurrecting a deleted
+// schema.Check see both states, and applying schema.Check's Fix makes a table
+// fit; the tombstone guard (dialect.Tombstoner, G9) refuses resurrecting a deleted
 // row under an older token. d must be b's dialect; isGuardError recognises a refusal by the guard.
 //
 //	func TestGuards(t *testing.T) {
@@ -23,10 +25,10 @@ import (
 //
 // Only PostgreSQL guards DELETE; for the others the suite checks that a plain DELETE
 // still passes, which is the documented limit.
-func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(error) bool) {
-	g, ok := d.(fencedsql.Guarder)
+func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(error) bool) {
+	g, ok := d.(dialect.Guarder)
 	if !ok {
-		t.Fatalf("dialect %s does not implement fencedsql.Guarder", d.Name())
+		t.Fatalf("dialect %s does not implement dialect.Guarder", d.Name())
 	}
 	gs := &guardSuite{b: b, d: d, g: g, isGuard: isGuardError}
 	tests := []struct {
@@ -86,8 +88,8 @@ func RunGuards(t *testing.T, b Backend, d fencedsql.Dialect, isGuardError func(e
 
 type guardSuite struct {
 	b       Backend
-	d       fencedsql.Dialect
-	g       fencedsql.Guarder
+	d       dialect.Dialect
+	g       dialect.Guarder
 	isGuard func(error) bool
 }
 
@@ -103,13 +105,13 @@ func execAll(t testing.TB, ctx context.Context, db *sql.DB, stmts []string) {
 
 func (s *guardSuite) install(e *env, table string) {
 	e.t.Helper()
-	execAll(e.t, e.ctx, e.raw, s.g.GuardDDL(tableName(e.t, table), fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+	execAll(e.t, e.ctx, e.raw, s.g.GuardDDL(tableName(e.t, table), schema.DefaultTokenColumn, schema.DefaultVersionColumn))
 }
 
 // tableName parses "table" or "schema.table".
-func tableName(t testing.TB, s string) fencedsql.TableName {
+func tableName(t testing.TB, s string) dialect.TableName {
 	t.Helper()
-	tn, err := fencedsql.ParseTableName(s)
+	tn, err := dialect.ParseTableName(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func tableName(t testing.TB, s string) fencedsql.TableName {
 
 func (s *guardSuite) installed(e *env, schema, table string) bool {
 	e.t.Helper()
-	q, args := s.g.GuardInstalledQuery(fencedsql.TableName{Schema: schema, Name: table})
+	q, args := s.g.GuardInstalledQuery(dialect.TableName{Schema: schema, Name: table})
 	var n sql.NullInt64
 	if err := e.raw.QueryRowContext(e.ctx, q, args...).Scan(&n); err != nil && err != sql.ErrNoRows {
 		e.t.Fatalf("GuardInstalledQuery: %v", err)
@@ -136,14 +138,14 @@ func (s *guardSuite) wantGuard(t *testing.T, err error, what string) {
 	}
 }
 
-func (s *guardSuite) check(e *env, specs ...fencedsql.GuardSpec) []fencedsql.TableReport {
+func (s *guardSuite) check(e *env, specs ...schema.GuardSpec) []schema.TableReport {
 	e.t.Helper()
-	reps, err := fencedsql.CheckSchema(e.ctx, e.raw, s.d, specs...)
+	reps, err := schema.Check(e.ctx, e.raw, s.d, specs...)
 	if err != nil {
-		e.t.Fatalf("CheckSchema: %v", err)
+		e.t.Fatalf("schema.Check: %v", err)
 	}
 	if len(reps) != len(specs) {
-		e.t.Fatalf("CheckSchema returned %d reports for %d tables", len(reps), len(specs))
+		e.t.Fatalf("schema.Check returned %d reports for %d tables", len(reps), len(specs))
 	}
 	return reps
 }
@@ -191,10 +193,10 @@ func (s *guardSuite) guardedBackend() Backend {
 		}
 		defer raw.Close()
 		ctx := context.Background()
-		ddl := append([]string{s.b.TableDDL}, s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)...)
+		ddl := append([]string{s.b.TableDDL}, s.g.GuardDDL(dialect.TableName{Name: "accounts"}, schema.DefaultTokenColumn, schema.DefaultVersionColumn)...)
 		execAll(tb, ctx, raw, ddl)
-		if _, ok := s.d.(fencedsql.Tombstoner); ok {
-			tombFix, err := fencedsql.TombstoneFix(ctx, raw, s.d, fencedsql.GuardSpec{Table: "accounts"})
+		if _, ok := s.d.(dialect.Tombstoner); ok {
+			tombFix, err := schema.TombstoneFix(ctx, raw, s.d, schema.GuardSpec{Table: "accounts"})
 			if err != nil {
 				tb.Fatal(err)
 			}

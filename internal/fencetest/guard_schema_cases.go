@@ -1,4 +1,4 @@
-// Guard cases on the schema: unguarding, CheckSchema's fix, custom and nullable columns, long names, non-strict sessions.
+// Guard cases on the schema: unguarding, schema.Check's fix, custom and nullable columns, long names, non-strict sessions.
 
 package fencetest
 
@@ -8,15 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// UnguardDDL removes the guard; GuardInstalledQuery and CheckSchema follow (the
-// tombstone guard, which CheckSchema also checks, is installed with it and stays).
+// UnguardDDL removes the guard; GuardInstalledQuery and schema.Check follow (the
+// tombstone guard, which schema.Check also checks, is installed with it and stays).
 func (s *guardSuite) testUnguard(t *testing.T) {
 	e := setup(t, s.b)
 	e.seed(5, 1)
-	spec := fencedsql.GuardSpec{Table: "accounts"}
+	spec := schema.GuardSpec{Table: "accounts"}
 	if s.installed(e, "", "accounts") {
 		t.Fatal("guard reported installed before installing it")
 	}
@@ -24,8 +27,8 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 	if rep.Guarded || rep.OK() || !rep.Exists || !rep.HasToken || !rep.HasVersion || !rep.TokenNotNull || !rep.VersionNotNull {
 		t.Fatalf("report before the guard: %+v", rep)
 	}
-	// The guard, then the tombstone guard (CheckSchema checks both).
-	want := s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn)
+	// The guard, then the tombstone guard (schema.Check checks both).
+	want := s.g.GuardDDL(dialect.TableName{Name: "accounts"}, schema.DefaultTokenColumn, schema.DefaultVersionColumn)
 	if !slices.Equal(rep.Fix[:min(len(want), len(rep.Fix))], want) {
 		t.Fatalf("Fix = %q, want the guard DDL %q first", rep.Fix, want)
 	}
@@ -58,7 +61,7 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 		t.Fatal("guard not installed after re-installing")
 	}
 
-	un := s.g.UnguardDDL(fencedsql.TableName{Name: "accounts"})
+	un := s.g.UnguardDDL(dialect.TableName{Name: "accounts"})
 	if len(un) == 0 {
 		t.Fatal("UnguardDDL returned no statement")
 	}
@@ -75,7 +78,7 @@ func (s *guardSuite) testUnguard(t *testing.T) {
 	}
 }
 
-// CheckSchema's Fix makes a table without fencing columns fit, guard included.
+// schema.Check's Fix makes a table without fencing columns fit, guard included.
 func (s *guardSuite) testCheckSchemaFix(t *testing.T) {
 	e := setup(t, s.b)
 	if _, err := e.raw.ExecContext(e.ctx, "CREATE TABLE ledger (id BIGINT PRIMARY KEY, amount BIGINT NOT NULL)"+s.engine()); err != nil {
@@ -84,7 +87,7 @@ func (s *guardSuite) testCheckSchemaFix(t *testing.T) {
 	if _, err := e.raw.ExecContext(e.ctx, "INSERT INTO ledger (id, amount) VALUES (1, 10)"); err != nil {
 		t.Fatal(err)
 	}
-	reps := s.check(e, fencedsql.GuardSpec{Table: "ledger"}, fencedsql.GuardSpec{Table: "nosuchtable"})
+	reps := s.check(e, schema.GuardSpec{Table: "ledger"}, schema.GuardSpec{Table: "nosuchtable"})
 	rep, missing := reps[0], reps[1]
 	if !rep.Exists || rep.HasToken || rep.HasVersion || rep.Guarded || rep.Tombstoned || len(rep.Problems) != 4 {
 		t.Fatalf("report = %+v", rep)
@@ -96,7 +99,7 @@ func (s *guardSuite) testCheckSchemaFix(t *testing.T) {
 		t.Fatalf("missing table report = %+v", missing)
 	}
 	s.applyFix(e, rep.Fix)
-	rep = s.check(e, fencedsql.GuardSpec{Table: "ledger"})[0]
+	rep = s.check(e, schema.GuardSpec{Table: "ledger"})[0]
 	if !rep.OK() || !rep.HasToken || !rep.HasVersion || !rep.TokenNotNull || !rep.VersionNotNull || !rep.Guarded || !rep.Tombstoned {
 		t.Fatalf("report after applying Fix = %+v", rep)
 	}
@@ -120,29 +123,29 @@ func (s *guardSuite) testCustomColumns(t *testing.T) {
 	if _, err := e.raw.ExecContext(e.ctx, "CREATE TABLE ledger2 (id BIGINT PRIMARY KEY, amount BIGINT NOT NULL, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)"+s.engine()); err != nil {
 		t.Fatal(err)
 	}
-	var schema string
+	var sch string
 	switch {
 	case s.b.MySQL:
-		if err := e.raw.QueryRowContext(e.ctx, "SELECT DATABASE()").Scan(&schema); err != nil {
+		if err := e.raw.QueryRowContext(e.ctx, "SELECT DATABASE()").Scan(&sch); err != nil {
 			t.Fatal(err)
 		}
 	case s.b.Name == "postgres":
-		schema = "public"
+		sch = "public"
 	default:
-		schema = "main"
+		sch = "main"
 	}
-	table := schema + ".ledger2"
-	spec := fencedsql.GuardSpec{Table: table, TokenColumn: "tok", VersionColumn: "ver"}
+	table := sch + ".ledger2"
+	spec := schema.GuardSpec{Table: table, TokenColumn: "tok", VersionColumn: "ver"}
 	rep := s.check(e, spec)[0]
 	if !rep.HasToken || !rep.HasVersion || rep.Guarded || rep.Tombstoned || len(rep.Problems) != 2 {
 		t.Fatalf("report = %+v", rep)
 	}
 	// The default names are missing from this table.
-	if def := s.check(e, fencedsql.GuardSpec{Table: table})[0]; def.HasToken || def.HasVersion {
+	if def := s.check(e, schema.GuardSpec{Table: table})[0]; def.HasToken || def.HasVersion {
 		t.Fatalf("report with default names = %+v", def)
 	}
 	s.applyFix(e, rep.Fix)
-	if !s.installed(e, schema, "ledger2") || !s.check(e, spec)[0].OK() {
+	if !s.installed(e, sch, "ledger2") || !s.check(e, spec)[0].OK() {
 		t.Fatal("guard on a qualified table not reported installed")
 	}
 	db, err := sql.Open(s.b.DriverName, WithParam(WithParam(WithParam(e.dsn, "fenced_tables=ledger2"), "fenced_token_column=tok"), "fenced_version_column=ver"))
@@ -165,19 +168,19 @@ func (s *guardSuite) testCustomColumns(t *testing.T) {
 	_, err = e.raw.ExecContext(e.ctx, "UPDATE ledger2 SET amount = 0, ver = ver + 1, tok = 1")
 	s.wantGuard(t, err, "plain UPDATE lowering tok")
 	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(tableName(t, table)))
-	if s.installed(e, schema, "ledger2") {
+	if s.installed(e, sch, "ledger2") {
 		t.Fatal("guard still reported installed")
 	}
 }
 
-// A nullable fencing column: CheckSchema proposes NOT NULL where the database can
+// A nullable fencing column: schema.Check proposes NOT NULL where the database can
 // alter a column (not SQLite, whose problem stays with no statement for it).
 func (s *guardSuite) testNullable(t *testing.T) {
 	e := setup(t, s.b)
 	if _, err := e.raw.ExecContext(e.ctx, "CREATE TABLE ledger3 (id BIGINT PRIMARY KEY, fence_token BIGINT DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"+s.engine()); err != nil {
 		t.Fatal(err)
 	}
-	spec := fencedsql.GuardSpec{Table: "ledger3"}
+	spec := schema.GuardSpec{Table: "ledger3"}
 	rep := s.check(e, spec)[0]
 	if !rep.HasToken || rep.TokenNotNull || !rep.VersionNotNull || len(rep.Problems) != 3 {
 		t.Fatalf("report = %+v", rep)
@@ -217,7 +220,7 @@ func (s *guardSuite) testLongNames(t *testing.T) {
 			t.Fatalf("guard on %s not reported installed", n)
 		}
 	}
-	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(fencedsql.TableName{Name: names[0]}))
+	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(dialect.TableName{Name: names[0]}))
 	if s.installed(e, "", names[0]) || !s.installed(e, "", names[1]) {
 		t.Fatal("removing one long-named guard affected the other")
 	}

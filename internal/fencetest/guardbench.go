@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
@@ -21,11 +25,11 @@ import (
 //	guard-cost-p50    guarded/unguarded median latency: the same ratio, robust to the
 //	                  bursts of a loaded machine (the total absorbs every stall)
 //
-// d must be be's dialect and implement fencedsql.Guarder.
-func BenchGuard(b *testing.B, be Backend, d fencedsql.Dialect) {
-	g, ok := d.(fencedsql.Guarder)
+// d must be be's dialect and implement dialect.Guarder.
+func BenchGuard(b *testing.B, be Backend, d dialect.Dialect) {
+	g, ok := d.(dialect.Guarder)
 	if !ok {
-		b.Fatalf("dialect %s does not implement fencedsql.Guarder", d.Name())
+		b.Fatalf("dialect %s does not implement dialect.Guarder", d.Name())
 	}
 	dsn := be.DSN(b)
 	raw, err := sql.Open(be.RawName, dsn)
@@ -36,7 +40,7 @@ func BenchGuard(b *testing.B, be Backend, d fencedsql.Dialect) {
 	const plainTable = "accounts_unguarded"
 	ctx := context.Background()
 	execAll(b, ctx, raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plainTable, 1)})
-	execAll(b, ctx, raw, g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn))
+	execAll(b, ctx, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, schema.DefaultTokenColumn, schema.DefaultVersionColumn))
 
 	pool := func() *sql.DB {
 		return SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts,"+plainTable))

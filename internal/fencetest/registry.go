@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
@@ -20,10 +22,10 @@ import (
 func (s *guardSuite) testConfigMistakes(t *testing.T) {
 	e := setup(t, s.b)
 	s.exec(e, strings.Replace(s.b.TableDDL, "accounts", "tenants", 1), strings.Replace(s.b.TableDDL, "accounts", "invoices", 1))
-	if err := fencedsql.RegisterTables(e.ctx, e.raw, s.d, fencedsql.GuardSpec{Table: "tenants"}, fencedsql.GuardSpec{Table: "invoices"}); err != nil {
+	if err := schema.RegisterTables(e.ctx, e.raw, s.d, schema.GuardSpec{Table: "tenants"}, schema.GuardSpec{Table: "invoices"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fencedsql.RegisterTables(e.ctx, e.raw, s.d, fencedsql.GuardSpec{Table: "tenants"}); err != nil {
+	if err := schema.RegisterTables(e.ctx, e.raw, s.d, schema.GuardSpec{Table: "tenants"}); err != nil {
 		t.Fatalf("registering twice: %v", err)
 	}
 	ins := func(table string) string { return e.q("INSERT INTO " + table + " (id, balance) VALUES (?, ?)") }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
@@ -127,7 +129,7 @@ func (s *guardSuite) keyClassCase(t *testing.T, e *env, table string, kc keyClas
 		pk, target = "k2, k", "k2, k"
 	}
 	s.exec(e, "CREATE TABLE "+table+" (k "+kc.typ+" NOT NULL, k2 INT NOT NULL DEFAULT 1, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, PRIMARY KEY ("+pk+"))"+s.engine())
-	spec := fencedsql.GuardSpec{Table: table}
+	spec := schema.GuardSpec{Table: table}
 	s.applyFix(e, s.check(e, spec)[0].Fix)
 	if rep := s.check(e, spec)[0]; !rep.OK() || !rep.Tombstoned {
 		t.Fatalf("%s not fit after its Fix: %+v", table, rep)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
@@ -56,7 +58,7 @@ type SessionCase struct {
 
 // RunSession runs the session suite for b, whose fenced pools are opened with
 // fencedsql.OpenDB over the raw driver (with a statement counter) and d.
-func RunSession(t *testing.T, b Backend, d fencedsql.Dialect, setupSQL []string, cases []SessionCase) {
+func RunSession(t *testing.T, b Backend, d dialect.Dialect, setupSQL []string, cases []SessionCase) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) { runSessionCase(t, b, d, setupSQL, c) })
 	}
@@ -69,7 +71,7 @@ type sessionEnv struct {
 	conn    *sql.Conn
 }
 
-func newSessionEnv(t *testing.T, b Backend, d fencedsql.Dialect, setupSQL []string, dsnParam string, dynamic bool) *sessionEnv {
+func newSessionEnv(t *testing.T, b Backend, d dialect.Dialect, setupSQL []string, dsnParam string, dynamic bool) *sessionEnv {
 	e := setup(t, b)
 	for _, s := range setupSQL {
 		if _, err := e.raw.ExecContext(e.ctx, s); err != nil {
@@ -116,7 +118,7 @@ func (s *sessionEnv) exec(q string) {
 	}
 }
 
-func runSessionCase(t *testing.T, b Backend, d fencedsql.Dialect, setupSQL []string, c SessionCase) {
+func runSessionCase(t *testing.T, b Backend, d dialect.Dialect, setupSQL []string, c SessionCase) {
 	s := newSessionEnv(t, b, d, setupSQL, c.DSN, c.Dynamic)
 	if c.DSN != "" {
 		// The setting took effect at connect: the first guarded write is refused.

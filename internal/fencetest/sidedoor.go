@@ -5,16 +5,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
-// testSideDoors checks fencedsql.CheckSchema's side doors (issue 11, class 8) on the
+// testSideDoors checks schema.Check's side doors (issue 11, class 8) on the
 // real database: each door is made with the plain driver, shown to let a write
 // around the fence, reported with a fix; applying the fix (where there is one) makes
 // the report clean and the door refuses.
 func (s *guardSuite) testSideDoors(t *testing.T) {
-	if _, ok := s.d.(fencedsql.SideDoorFinder); !ok {
-		t.Fatalf("dialect %s does not implement fencedsql.SideDoorFinder", s.d.Name())
+	if _, ok := s.d.(dialect.SideDoorFinder); !ok {
+		t.Fatalf("dialect %s does not implement dialect.SideDoorFinder", s.d.Name())
 	}
 	switch {
 	case s.b.Name == "postgres":
@@ -33,20 +37,20 @@ func (s *guardSuite) testSideDoors(t *testing.T) {
 	}
 }
 
-// fixedAccounts: accounts seeded with token 5 and made fit by CheckSchema's Fix.
+// fixedAccounts: accounts seeded with token 5 and made fit by schema.Check's Fix.
 func (s *guardSuite) fixedAccounts(e *env, ids ...int64) {
 	e.t.Helper()
 	e.seed(5, ids...)
-	s.applyFix(e, s.check(e, fencedsql.GuardSpec{Table: "accounts"})[0].Fix)
-	if rep := s.check(e, fencedsql.GuardSpec{Table: "accounts"})[0]; !rep.OK() {
+	s.applyFix(e, s.check(e, schema.GuardSpec{Table: "accounts"})[0].Fix)
+	if rep := s.check(e, schema.GuardSpec{Table: "accounts"})[0]; !rep.OK() {
 		e.t.Fatalf("accounts not fit after its Fix: %+v", rep)
 	}
 }
 
 // door returns the one side door of kind in rep, failing unless there is exactly one.
-func door(t *testing.T, rep fencedsql.TableReport, kind fencedsql.SideDoorKind) fencedsql.SideDoor {
+func door(t *testing.T, rep schema.TableReport, kind dialect.SideDoorKind) dialect.SideDoor {
 	t.Helper()
-	var found []fencedsql.SideDoor
+	var found []dialect.SideDoor
 	for _, sd := range rep.SideDoors {
 		if sd.Kind == kind {
 			found = append(found, sd)
@@ -59,7 +63,7 @@ func door(t *testing.T, rep fencedsql.TableReport, kind fencedsql.SideDoorKind) 
 }
 
 // wantClean checks the report has no problems and no side door that is a problem.
-func wantClean(t *testing.T, rep fencedsql.TableReport) {
+func wantClean(t *testing.T, rep schema.TableReport) {
 	t.Helper()
 	if !rep.OK() || len(rep.Fix) != 0 {
 		t.Fatalf("report after the fix: %+v", rep)
@@ -85,15 +89,15 @@ func (s *guardSuite) testPGPartitions(t *testing.T) {
 		"CREATE TABLE parts_2 PARTITION OF parts FOR VALUES IN (2) PARTITION BY RANGE (id)",
 		"CREATE TABLE parts_2a PARTITION OF parts_2 FOR VALUES FROM (0) TO (1000)",
 		"INSERT INTO parts (id, region) VALUES (1, 1), (2, 2), (3, 1)")
-	spec := fencedsql.GuardSpec{Table: "parts"}
+	spec := schema.GuardSpec{Table: "parts"}
 	// The parent's own guards first: the partitions get the row triggers, not TRUNCATE.
 	rep := s.check(e, spec)[0]
 	if rep.Guarded || rep.Tombstoned || len(rep.SideDoors) != 3 {
 		t.Fatalf("report before any guard: %+v", rep)
 	}
 	var own []string
-	own = append(own, s.g.GuardDDL(fencedsql.TableName{Name: "parts"}, "fence_token", "version")...)
-	tombFix, err := fencedsql.TombstoneFix(e.ctx, e.raw, s.d, spec)
+	own = append(own, s.g.GuardDDL(dialect.TableName{Name: "parts"}, "fence_token", "version")...)
+	tombFix, err := schema.TombstoneFix(e.ctx, e.raw, s.d, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,7 @@ func (s *guardSuite) testPGPartitions(t *testing.T) {
 		t.Fatalf("report with the parent guarded: %+v", rep)
 	}
 	for _, sd := range rep.SideDoors {
-		if sd.Kind != fencedsql.SideDoorPartition || !strings.Contains(sd.Problem, "fencedsql_guard_truncate") || strings.Contains(sd.Problem, "fencedsql_guard,") || len(sd.Fix) != 3 {
+		if sd.Kind != dialect.SideDoorPartition || !strings.Contains(sd.Problem, "fencedsql_guard_truncate") || strings.Contains(sd.Problem, "fencedsql_guard,") || len(sd.Fix) != 3 {
 			t.Fatalf("partition door: %+v", sd)
 		}
 	}
@@ -132,7 +136,7 @@ func (s *guardSuite) testPGPartitions(t *testing.T) {
 	// A partition attached later gets the row triggers and is reported for TRUNCATE.
 	s.exec(e, "CREATE TABLE parts_3 (LIKE parts)", "ALTER TABLE parts ATTACH PARTITION parts_3 FOR VALUES IN (3)")
 	rep = s.check(e, spec)[0]
-	if sd := door(t, rep, fencedsql.SideDoorPartition); sd.Object != "public.parts_3" {
+	if sd := door(t, rep, dialect.SideDoorPartition); sd.Object != "public.parts_3" {
 		t.Fatalf("attached partition: %+v", sd)
 	}
 	s.applyFix(e, rep.Fix)
@@ -153,9 +157,9 @@ func (s *guardSuite) testPGChild(t *testing.T) {
 	if _, err := e.raw.ExecContext(e.ctx, "UPDATE accounts SET balance = 7 WHERE id = 50"); err != nil {
 		t.Fatalf("plain UPDATE of a child row before the fix: %v", err)
 	}
-	spec := fencedsql.GuardSpec{Table: "accounts"}
+	spec := schema.GuardSpec{Table: "accounts"}
 	rep := s.check(e, spec)[0]
-	sd := door(t, rep, fencedsql.SideDoorChild)
+	sd := door(t, rep, dialect.SideDoorChild)
 	if rep.OK() || sd.Object != "public.kids" || len(sd.Fix) != 15 || !strings.Contains(sd.Fix[1], `EXECUTE FUNCTION "fencedsql_guard_accounts"()`) {
 		t.Fatalf("child door: %+v", sd)
 	}
@@ -175,7 +179,7 @@ func (s *guardSuite) testPGChild(t *testing.T) {
 	_, err = e.db.ExecContext(tok(e.ctx, 10), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 50, 1)
 	wantErr(t, err, fencedsql.ErrFenced)
 	// Removing the parent's guard removes the child's triggers with it.
-	s.exec(e, s.g.UnguardDDL(fencedsql.TableName{Name: "accounts"})...)
+	s.exec(e, s.g.UnguardDDL(dialect.TableName{Name: "accounts"})...)
 	if rep := s.check(e, spec)[0]; !strings.Contains(strings.Join(rep.Problems, "\n"), "kids") {
 		t.Fatalf("report after UnguardDDL: %+v", rep)
 	}
@@ -201,9 +205,9 @@ func (s *guardSuite) testView(t *testing.T) {
 	if r := e.row(1); r.balance != 666 {
 		t.Fatalf("row 1 = %+v: the door did not open", r)
 	}
-	spec := fencedsql.GuardSpec{Table: "accounts"}
+	spec := schema.GuardSpec{Table: "accounts"}
 	rep := s.check(e, spec)[0]
-	sd := door(t, rep, fencedsql.SideDoorView)
+	sd := door(t, rep, dialect.SideDoorView)
 	if rep.OK() || !strings.Contains(sd.Object, "acc_v") || len(sd.Fix) == 0 {
 		t.Fatalf("view door: %+v", sd)
 	}
@@ -232,7 +236,7 @@ func (s *guardSuite) testView(t *testing.T) {
 		// A view over the view is found too, and refused by its own trigger.
 		s.exec(e, "CREATE VIEW acc_vv AS SELECT id, balance FROM acc_v")
 		rep = s.check(e, spec)[0]
-		if sd := door(t, rep, fencedsql.SideDoorView); sd.Object != "public.acc_vv" {
+		if sd := door(t, rep, dialect.SideDoorView); sd.Object != "public.acc_vv" {
 			t.Fatalf("nested view: %+v", sd)
 		}
 		s.applyFix(e, rep.Fix)
@@ -266,11 +270,11 @@ func (s *guardSuite) testPGRules(t *testing.T) {
 	if e.count() != 2 {
 		t.Fatal("the DO INSTEAD NOTHING rule did not turn the DELETE into nothing")
 	}
-	spec := fencedsql.GuardSpec{Table: "accounts"}
+	spec := schema.GuardSpec{Table: "accounts"}
 	rep := s.check(e, spec)[0]
 	var objs []string
 	for _, sd := range rep.SideDoors {
-		if sd.Kind == fencedsql.SideDoorRule {
+		if sd.Kind == dialect.SideDoorRule {
 			objs = append(objs, sd.Object)
 		}
 	}
@@ -302,7 +306,7 @@ func (s *guardSuite) testCascade(t *testing.T) {
 		"CREATE TABLE pets (id BIGINT PRIMARY KEY, owner BIGINT, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, "+
 			"CONSTRAINT pets_owner FOREIGN KEY (owner) REFERENCES owners (id) ON DELETE CASCADE ON UPDATE CASCADE)"+s.engine(),
 		"INSERT INTO owners (id) VALUES (1), (2)")
-	spec := fencedsql.GuardSpec{Table: "pets"}
+	spec := schema.GuardSpec{Table: "pets"}
 	s.applyFix(e, s.check(e, spec)[0].Fix) // the guards, and on MySQL the door's fix too
 	if s.b.MySQL {
 		// Undo the constraint's fix to show the door first.
@@ -316,7 +320,7 @@ func (s *guardSuite) testCascade(t *testing.T) {
 		}
 	}
 	rep := s.check(e, spec)[0]
-	sd := door(t, rep, fencedsql.SideDoorCascade)
+	sd := door(t, rep, dialect.SideDoorCascade)
 	// A DELETE of owners through the fenced driver, which does not fence owners.
 	_, delErr := fdb.ExecContext(e.ctx, "DELETE FROM owners WHERE id = 1")
 	left := 0
@@ -346,10 +350,10 @@ func (s *guardSuite) testCascade(t *testing.T) {
 		wantErr(t, err, fencedsql.ErrFenced) // the tombstone of the cascaded row
 		// ON UPDATE SET NULL only: the guard refuses the cascaded UPDATE, a note.
 		s.exec(e, "CREATE TABLE toys (id INTEGER PRIMARY KEY, pet BIGINT REFERENCES owners (id) ON UPDATE SET NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
-		rep := s.check(e, fencedsql.GuardSpec{Table: "toys"})[0]
+		rep := s.check(e, schema.GuardSpec{Table: "toys"})[0]
 		s.applyFix(e, rep.Fix)
-		rep = s.check(e, fencedsql.GuardSpec{Table: "toys"})[0]
-		if sd := door(t, rep, fencedsql.SideDoorCascade); !sd.Note || !rep.OK() {
+		rep = s.check(e, schema.GuardSpec{Table: "toys"})[0]
+		if sd := door(t, rep, dialect.SideDoorCascade); !sd.Note || !rep.OK() {
 			t.Fatalf("ON UPDATE SET NULL on SQLite: %+v", rep)
 		}
 		return
@@ -385,9 +389,9 @@ func (s *guardSuite) testMyISAM(t *testing.T) {
 	if err := e.raw.QueryRowContext(e.ctx, "SELECT balance FROM myi WHERE id = 1").Scan(&b1); err != nil || b1 != 1 {
 		t.Fatalf("row 1 balance = %d, %v: the door did not open", b1, err)
 	}
-	spec := fencedsql.GuardSpec{Table: "myi"}
+	spec := schema.GuardSpec{Table: "myi"}
 	rep := s.check(e, spec)[0]
-	sd := door(t, rep, fencedsql.SideDoorEngine)
+	sd := door(t, rep, dialect.SideDoorEngine)
 	if sd.Object != "MyISAM" || len(sd.Fix) != 1 || !strings.HasSuffix(sd.Fix[0], "ENGINE=InnoDB") {
 		t.Fatalf("engine door: %+v", sd)
 	}

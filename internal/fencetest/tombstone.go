@@ -7,34 +7,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 // testTombstones checks G9, no resurrection: once holder 20 deleted a row, an INSERT
 // or upsert of its key under an older token fails with ErrFenced through the wrapper
 // and is refused for a plain writer too; the deleter and newer holders re-insert;
-// composite keys; CheckSchema reports the missing tombstone guard and its Fix
+// composite keys; schema.Check reports the missing tombstone guard and its Fix
 // installs it; a table without a primary key is reported; PurgeTombstones bounds the
 // table, after which a stale insert succeeds (the documented trade-off).
 func (s *guardSuite) testTombstones(t *testing.T) {
-	ts, ok := s.d.(fencedsql.Tombstoner)
+	ts, ok := s.d.(dialect.Tombstoner)
 	if !ok {
-		t.Fatalf("dialect %s does not implement fencedsql.Tombstoner", s.d.Name())
+		t.Fatalf("dialect %s does not implement dialect.Tombstoner", s.d.Name())
 	}
 	e := setup(t, s.b)
 	e.seed(5, 400, 401, 402, 403)
-	spec := fencedsql.GuardSpec{Table: "accounts"}
+	spec := schema.GuardSpec{Table: "accounts"}
 
-	// CheckSchema checks the tombstone guard (CheckTombstones is its deprecated alias).
+	// schema.Check checks the tombstone guard.
 	rep := s.check(e, spec)[0]
 	if rep.OK() || rep.Guarded || rep.Tombstoned || !slices.Equal(rep.PrimaryKey, []string{"id"}) || len(rep.Problems) != 2 || !strings.Contains(rep.Problems[1], "tombstone") {
-		t.Fatalf("CheckSchema report = %+v", rep)
+		t.Fatalf("schema.Check report = %+v", rep)
 	}
-	tombFix, err := fencedsql.TombstoneFix(e.ctx, e.raw, s.d, spec)
+	tombFix, err := schema.TombstoneFix(e.ctx, e.raw, s.d, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(s.g.GuardDDL(fencedsql.TableName{Name: "accounts"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn), tombFix...)
+	want := append(s.g.GuardDDL(dialect.TableName{Name: "accounts"}, schema.DefaultTokenColumn, schema.DefaultVersionColumn), tombFix...)
 	if !slices.Equal(rep.Fix, want) {
 		t.Fatalf("Fix = %q\nwant %q", rep.Fix, want)
 	}
@@ -96,7 +100,7 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: passed, want a refusal by the tombstone", what)
 		}
-		if info := s.d.Classify(err); info.Kind != fencedsql.ErrorNotNull || !strings.EqualFold(info.Column, fencedsql.DefaultTokenColumn) {
+		if info := s.d.Classify(err); info.Kind != dialect.ErrorNotNull || !strings.EqualFold(info.Column, schema.DefaultTokenColumn) {
 			t.Fatalf("%s: err = %v classified %+v, want a NOT NULL violation on fence_token", what, err, info)
 		}
 	}
@@ -141,13 +145,13 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 	}
 
 	// Purge: nothing is older than an hour; then everything older than now.
-	if n, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, time.Hour, "accounts"); err != nil || n != 0 {
+	if n, err := schema.PurgeTombstones(e.ctx, e.raw, s.d, time.Hour, "accounts"); err != nil || n != 0 {
 		t.Fatalf("PurgeTombstones(1h) = %d, %v", n, err)
 	}
 	_, err = e.db.ExecContext(tok(e.ctx, 10), ins, 403, 1)
 	wantErr(t, err, fencedsql.ErrFenced)
 	time.Sleep(20 * time.Millisecond)
-	n, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, 0, "accounts")
+	n, err := schema.PurgeTombstones(e.ctx, e.raw, s.d, 0, "accounts")
 	if err != nil || n != 3 { // 401, 402, 403
 		t.Fatalf("PurgeTombstones(0) = %d, %v; want 3", n, err)
 	}
@@ -155,13 +159,13 @@ func (s *guardSuite) testTombstones(t *testing.T) {
 	if _, err := e.db.ExecContext(tok(e.ctx, 10), ins, 403, 1); err != nil {
 		t.Fatalf("stale insert after the purge: %v (the documented trade-off is that it passes)", err)
 	}
-	if _, err := fencedsql.PurgeTombstones(e.ctx, e.raw, s.d, -time.Second, "accounts"); err == nil {
+	if _, err := schema.PurgeTombstones(e.ctx, e.raw, s.d, -time.Second, "accounts"); err == nil {
 		t.Fatal("negative retention accepted")
 	}
 
-	// UntombstoneDDL removes the triggers; CheckSchema sees it.
-	execAll(t, e.ctx, e.raw, ts.UntombstoneDDL(fencedsql.TableName{Name: "accounts"}))
-	execAll(t, e.ctx, e.raw, ts.UntombstoneDDL(fencedsql.TableName{Name: "accounts"}))
+	// UntombstoneDDL removes the triggers; schema.Check sees it.
+	execAll(t, e.ctx, e.raw, ts.UntombstoneDDL(dialect.TableName{Name: "accounts"}))
+	execAll(t, e.ctx, e.raw, ts.UntombstoneDDL(dialect.TableName{Name: "accounts"}))
 	if rep := s.checkTomb(e, spec)[0]; rep.OK() || rep.Tombstoned || !rep.Guarded {
 		t.Fatalf("report after UntombstoneDDL = %+v", rep)
 	}
@@ -182,8 +186,8 @@ func (s *guardSuite) testTombstonesCompositeKey(t *testing.T) {
 	if _, err := e.raw.ExecContext(e.ctx, "CREATE TABLE nokey (id BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"+s.engine()); err != nil {
 		t.Fatal(err)
 	}
-	spec := fencedsql.GuardSpec{Table: "pairs", TokenColumn: "tok", VersionColumn: "ver"}
-	reps := s.checkTomb(e, spec, fencedsql.GuardSpec{Table: "nokey"}, fencedsql.GuardSpec{Table: "nosuchtable"})
+	spec := schema.GuardSpec{Table: "pairs", TokenColumn: "tok", VersionColumn: "ver"}
+	reps := s.checkTomb(e, spec, schema.GuardSpec{Table: "nokey"}, schema.GuardSpec{Table: "nosuchtable"})
 	rep, nokey, missing := reps[0], reps[1], reps[2]
 	if rep.Tombstoned || !slices.Equal(rep.PrimaryKey, []string{"b", "a"}) || len(rep.Problems) != 2 {
 		t.Fatalf("pairs report = %+v", rep)
@@ -191,7 +195,7 @@ func (s *guardSuite) testTombstonesCompositeKey(t *testing.T) {
 	if nokey.Tombstoned || len(nokey.PrimaryKey) != 0 || len(nokey.Problems) != 2 || !strings.Contains(nokey.Problems[1], "no primary key") {
 		t.Fatalf("nokey report = %+v", nokey)
 	}
-	if want := s.g.GuardDDL(fencedsql.TableName{Name: "nokey"}, fencedsql.DefaultTokenColumn, fencedsql.DefaultVersionColumn); !slices.Equal(nokey.Fix, want) {
+	if want := s.g.GuardDDL(dialect.TableName{Name: "nokey"}, schema.DefaultTokenColumn, schema.DefaultVersionColumn); !slices.Equal(nokey.Fix, want) {
 		t.Fatalf("nokey Fix = %q, want only the guard", nokey.Fix)
 	}
 	if missing.Exists || len(missing.Problems) != 1 || len(missing.Fix) != 0 {
@@ -236,14 +240,14 @@ func (s *guardSuite) testTombstonesCompositeKey(t *testing.T) {
 	}
 }
 
-func (s *guardSuite) checkTomb(e *env, specs ...fencedsql.GuardSpec) []fencedsql.TableReport {
+func (s *guardSuite) checkTomb(e *env, specs ...schema.GuardSpec) []schema.TableReport {
 	e.t.Helper()
-	reps, err := fencedsql.CheckTombstones(e.ctx, e.raw, s.d, specs...)
+	reps, err := schema.Check(e.ctx, e.raw, s.d, specs...)
 	if err != nil {
-		e.t.Fatalf("CheckTombstones: %v", err)
+		e.t.Fatalf("schema.Check: %v", err)
 	}
 	if len(reps) != len(specs) {
-		e.t.Fatalf("CheckTombstones returned %d reports for %d tables", len(reps), len(specs))
+		e.t.Fatalf("schema.Check returned %d reports for %d tables", len(reps), len(specs))
 	}
 	return reps
 }

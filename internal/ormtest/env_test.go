@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
@@ -104,7 +106,7 @@ func withParam(dsn, kv string) string {
 }
 
 // setup creates the accounts table on a fresh database, installs the database-side
-// guard and the tombstone guard with CheckSchema's Fix statements on the plain connection, and opens both pools.
+// guard and the tombstone guard with schema.Check's Fix statements on the plain connection, and opens both pools.
 func setup(t *testing.T, b backend) *env {
 	t.Helper()
 	dsn := b.dsn(t)
@@ -118,19 +120,19 @@ func setup(t *testing.T, b backend) *env {
 	if _, err := raw.ExecContext(ctx, b.ddl); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	reps, err := fencedsql.CheckSchema(ctx, raw, b.dialect, fencedsql.GuardSpec{Table: "accounts"})
+	reps, err := schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
-		t.Fatalf("CheckSchema: %v", err)
+		t.Fatalf("schema.Check: %v", err)
 	}
 	for _, r := range reps {
 		for _, stmt := range r.Fix {
 			if _, err := raw.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("CheckSchema fix for %s: %v\n%s", r.Table, err, stmt)
+				t.Fatalf("schema.Check fix for %s: %v\n%s", r.Table, err, stmt)
 			}
 		}
 	}
-	if reps, err = fencedsql.CheckSchema(ctx, raw, b.dialect, fencedsql.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
-		t.Fatalf("CheckSchema after fix: %v %+v", err, reps)
+	if reps, err = schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
+		t.Fatalf("schema.Check after fix: %v %+v", err, reps)
 	}
 	db, err := sql.Open(b.fenced, withParam(dsn, "fenced_tables=accounts"))
 	if err != nil {

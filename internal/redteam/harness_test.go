@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Tokens: rows are seeded with seedToken; a stale writer carries staleToken, a newer one
@@ -116,7 +116,7 @@ func stripLeading(sql string) string {
 // backend is one database for the catalogue.
 type backend struct {
 	name      string
-	dialect   fencedsql.Dialect
+	dialect   dialect.Dialect
 	freshDSN  func(testing.TB) string
 	connector func(dsn string) (driver.Connector, error) // the raw driver's connector
 	withParam func(dsn, kv string) string

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/internal/secret"
 )
 
-// The token floor (fencedsql.RaiseTokenFloor, MaxToken): the database's side of
+// The token floor (schema.RaiseTokenFloor, MaxToken): the database's side of
 // switching, rebuilding or restoring a lock service, and of a failover (README,
 // "Replication and failover"; deploy/failover runs -raise-floor from the failover
 // manager's hook).
@@ -42,23 +43,23 @@ func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol s
 	}
 	defer db.Close()
 	if max {
-		var specs []fencedsql.GuardSpec
+		var specs []schema.GuardSpec
 		for _, t := range strings.Split(tables, ",") {
 			if t = strings.TrimSpace(t); t != "" {
-				specs = append(specs, fencedsql.GuardSpec{Table: t, TokenColumn: tokCol, VersionColumn: verCol})
+				specs = append(specs, schema.GuardSpec{Table: t, TokenColumn: tokCol, VersionColumn: verCol})
 			}
 		}
-		m, err := fencedsql.MaxToken(ctx, db, be.dialect, specs...)
+		m, err := schema.MaxToken(ctx, db, be.dialect, specs...)
 		if err != nil {
 			return fail("max-token", err)
 		}
 		fmt.Fprintln(stdout, m)
 		return exitOK
 	}
-	if err := fencedsql.RaiseTokenFloor(ctx, db, be.dialect, floor); err != nil {
+	if err := schema.RaiseTokenFloor(ctx, db, be.dialect, floor); err != nil {
 		return fail("raise-floor", err)
 	}
-	now, err := fencedsql.TokenFloor(ctx, db, be.dialect)
+	now, err := schema.TokenFloor(ctx, db, be.dialect)
 	if err != nil {
 		return fail("raise-floor", err)
 	}

@@ -15,13 +15,13 @@
 //	… -max-token          # print the highest token the database has accepted, then exit
 //	… -raise-floor 1234   # raise the token floor to 1234 (never lowers it), then exit
 //
-// The check is fencedsql.CheckSchema: a table without a primary key is reported
+// The check is schema.Check: a table without a primary key is reported
 // (its deleted rows cannot be protected). -purge-tombstones runs
-// fencedsql.PurgeTombstones on the tombstone table of each table named in -tables
+// schema.PurgeTombstones on the tombstone table of each table named in -tables
 // (-tables is required), and nothing else. A holder paused for longer than the retention could resurrect a
 // row whose tombstone was purged: keep the retention far above any pause you expect.
 //
-// The side doors it finds (see fencedsql.CheckSchema), each with its fix where a
+// The side doors it finds (see schema.Check), each with its fix where a
 // statement can close it:
 //
 //	engine     MySQL/MariaDB: a non-transactional engine (MyISAM, Aria, MEMORY…), so a
@@ -44,7 +44,7 @@
 // every writer that uses ordinary DML, but not a role that may drop or disable them.
 // -app-role ROLE names the role (PostgreSQL) or account (MySQL/MariaDB: user@host, or
 // user for user@%) the application's fenced pool logs in as, and the check then also
-// reports what in its privileges leads around the guards (fencedsql.WithRoles; the
+// reports what in its privileges leads around the guards (schema.WithRoles; the
 // dialects' Privileger): superuser, owner of a guarded table or guard object (or member
 // of its owner), TRIGGER or TRUNCATE (PostgreSQL), TRIGGER, DROP, ALTER or CREATE
 // TEMPORARY TABLES (MySQL/MariaDB), any right on a tombstone table, CREATE on a schema
@@ -95,6 +95,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
@@ -138,8 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		driverName = fs.String("driver", "", "database: postgres, mysql (MySQL/MariaDB) or sqlite")
 		dsn        = fs.String("dsn", "", "the plain driver's DSN (needs rights to alter the tables and create triggers)")
 		tables     = fs.String("tables", "", "comma-separated guarded tables (schema.table allowed)")
-		tokCol     = fs.String("token-column", fencedsql.DefaultTokenColumn, "fence token column name")
-		verCol     = fs.String("version-column", fencedsql.DefaultVersionColumn, "version column name")
+		tokCol     = fs.String("token-column", schema.DefaultTokenColumn, "fence token column name")
+		verCol     = fs.String("version-column", schema.DefaultVersionColumn, "version column name")
 		printOnly  = fs.Bool("print", false, "print only the DDL that fixes the problems")
 		apply      = fs.Bool("apply", false, "run the DDL, then check again")
 		timeout    = fs.Duration("timeout", time.Minute, "overall time limit")
@@ -206,10 +208,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("-purge-tombstones runs alone, without -app-role or -owner")
 		}
 	}
-	var specs []fencedsql.GuardSpec
+	var specs []schema.GuardSpec
 	for _, t := range strings.Split(*tables, ",") {
 		if t = strings.TrimSpace(t); t != "" {
-			specs = append(specs, fencedsql.GuardSpec{Table: t, TokenColumn: *tokCol, VersionColumn: *verCol})
+			specs = append(specs, schema.GuardSpec{Table: t, TokenColumn: *tokCol, VersionColumn: *verCol})
 		}
 	}
 	if purging {
@@ -230,7 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		names = append(names, sp.Table)
 	}
-	check := fencedsql.CheckSchema
+	check := schema.Check
 	if !*tombstones {
 		check = checkWithoutTombstones
 	}
@@ -243,7 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if roles {
-		ctx = fencedsql.WithRoles(ctx, dialect.Roles{App: strings.TrimSpace(*appRole), Owner: strings.TrimSpace(*owner)})
+		ctx = schema.WithRoles(ctx, dialect.Roles{App: strings.TrimSpace(*appRole), Owner: strings.TrimSpace(*owner)})
 	}
 	db, err := sql.Open(be.driver, *dsn)
 	if err != nil {
@@ -251,7 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 	if purging {
-		n, err := fencedsql.PurgeTombstones(ctx, db, be.dialect, *purge, names...)
+		n, err := schema.PurgeTombstones(ctx, db, be.dialect, *purge, names...)
 		if err != nil {
 			return fail("purge", err)
 		}
@@ -259,16 +261,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	// -apply records the tables in the database's registry first: every fenced pool on
-	// it guards them, listed in its DSN or not (fencedsql.RegisterTables); the checks
+	// it guards them, listed in its DSN or not (schema.RegisterTables); the checks
 	// below then see the registry (the application role must be able to read it).
 	if *apply {
-		if err := fencedsql.RegisterTables(ctx, db, be.dialect, specs...); err != nil {
+		if err := schema.RegisterTables(ctx, db, be.dialect, specs...); err != nil {
 			return fail("register", err)
 		}
 	}
 	reports, err := check(ctx, db, be.dialect, specs...)
 	if err != nil {
-		var ce *fencedsql.ConfigError
+		var ce *schema.ConfigError
 		if errors.As(err, &ce) {
 			return usage("%s", err)
 		}
@@ -303,7 +305,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // sideDoorHelp ends the usage message.
 const sideDoorHelp = `
 Besides the columns and the guards, the check reports the side doors around the fence,
-with the fix where a statement can close it (see fencedsql.CheckSchema):
+with the fix where a statement can close it (see schema.Check):
   engine     MySQL/MariaDB non-transactional engine (MyISAM, Aria, MEMORY…): a failed
              fenced statement leaves the rows it wrote -> ENGINE=InnoDB
   view       updatable view over the table: writes through it are not fenced ->
@@ -317,10 +319,10 @@ with the fix where a statement can close it (see fencedsql.CheckSchema):
   rule       PostgreSQL rule on the table or writing it -> DROP RULE
 Notes are printed but do not fail the check.`
 
-// checkWithoutTombstones is CheckSchema without the tombstone guard (-tombstones=false):
+// checkWithoutTombstones is schema.Check without the tombstone guard (-tombstones=false):
 // the dialect is seen without its Tombstoner, and the problem that says so is dropped.
-func checkWithoutTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...fencedsql.GuardSpec) ([]fencedsql.TableReport, error) {
-	reports, err := fencedsql.CheckSchema(ctx, db, hideTombstoner(d), tables...)
+func checkWithoutTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...schema.GuardSpec) ([]schema.TableReport, error) {
+	reports, err := schema.Check(ctx, db, hideTombstoner(d), tables...)
 	for i := range reports {
 		r := &reports[i]
 		kept := r.Problems[:0]
@@ -351,7 +353,7 @@ func hideTombstoner(d dialect.Dialect) dialect.Dialect {
 	return h
 }
 
-func hasFix(reports []fencedsql.TableReport) bool {
+func hasFix(reports []schema.TableReport) bool {
 	for _, r := range reports {
 		if len(r.Fix) > 0 {
 			return true
@@ -360,7 +362,7 @@ func hasFix(reports []fencedsql.TableReport) bool {
 	return false
 }
 
-func printReports(w io.Writer, reports []fencedsql.TableReport) {
+func printReports(w io.Writer, reports []schema.TableReport) {
 	for _, r := range reports {
 		if r.OK() {
 			fmt.Fprintf(w, "%s: OK\n", r.Table)
@@ -388,7 +390,7 @@ func printReports(w io.Writer, reports []fencedsql.TableReport) {
 // printDDL prints the fixes as a script. Problems no statement fixes become comments.
 // MySQL statements with semicolons inside (trigger bodies) are wrapped in DELIMITER
 // lines for the mysql/mariadb client.
-func printDDL(w io.Writer, reports []fencedsql.TableReport, mysqlClient bool) {
+func printDDL(w io.Writer, reports []schema.TableReport, mysqlClient bool) {
 	for _, r := range reports {
 		if r.OK() {
 			continue
@@ -420,7 +422,7 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // applyFixes runs every report's Fix statements, in one transaction when the database
 // has transactional DDL.
-func applyFixes(ctx context.Context, db *sql.DB, reports []fencedsql.TableReport, inTx bool) (int, error) {
+func applyFixes(ctx context.Context, db *sql.DB, reports []schema.TableReport, inTx bool) (int, error) {
 	var stmts []string
 	for _, r := range reports {
 		stmts = append(stmts, r.Fix...)

@@ -97,7 +97,7 @@ func TestSQLite(t *testing.T) {
 	if code != exitProblems || !strings.HasPrefix(out, "-- nullable\n-- column fence_token is nullable") {
 		t.Fatalf("nullable -print: exit %d\n%s", code, out)
 	}
-	// Without the tombstone guard: CheckSchema's verdict.
+	// Without the tombstone guard: schema.Check's verdict.
 	execRaw(t, "sqlite", dsn, `DROP TRIGGER "fencedsql_tombins_bare"`)
 	if code, out, _ := runCmd(t, append(args, "-tombstones=false")...); code != exitOK || out != "bare: OK\n" {
 		t.Fatalf("-tombstones=false: exit %d, %q", code, out)

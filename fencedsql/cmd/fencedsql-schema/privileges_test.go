@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -26,7 +28,7 @@ import (
 // makes the table fit, installs the guards owned by the owner and grants the
 // application what it needs. Logged in as the application role, fenced writes work
 // through the fenced pool, and on a plain connection nothing that would take the
-// guards down does. CheckSchema with WithRoles flags the superuser the tests run as,
+// guards down does. schema.Check with WithRoles flags the superuser the tests run as,
 // and passes the application role.
 
 func randomSuffix(t *testing.T) string {
@@ -88,10 +90,10 @@ func fencedWrites(t *testing.T, db *sql.DB, ph func(int) string) {
 	}
 }
 
-// checkRoles runs CheckSchema with roles and returns the problems of the one table.
+// checkRoles runs schema.Check with roles and returns the problems of the one table.
 func checkRoles(t *testing.T, db *sql.DB, d dialect.Dialect, roles dialect.Roles) []string {
 	t.Helper()
-	reports, err := fencedsql.CheckSchema(fencedsql.WithRoles(context.Background(), roles), db, d, fencedsql.GuardSpec{Table: "ledger"})
+	reports, err := schema.Check(schema.WithRoles(context.Background(), roles), db, d, schema.GuardSpec{Table: "ledger"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func TestLeastPrivilegePostgres(t *testing.T) {
 		t.Errorf("plain UPDATE as the application role: %v, want the guard's refusal", err)
 	}
 
-	// CheckSchema with roles: the superuser the tests run as is flagged; the
+	// schema.Check with roles: the superuser the tests run as is flagged; the
 	// application role passes; so does the application role judged from its own
 	// connection (Roles.App "" is the connection's role).
 	adminDB := mustOpen(t, "pgx", dsn)

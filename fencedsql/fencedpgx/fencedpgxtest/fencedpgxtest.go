@@ -32,6 +32,8 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -173,7 +175,7 @@ func (m *Mock) reject(query bool, userSQL string, token uint64, args []any) {
 	if err != nil {
 		m.t.Fatalf("fencedpgxtest: the wrapper refuses %q: %v", userSQL, err)
 	}
-	col := fencedsql.DefaultTokenColumn
+	col := schema.DefaultTokenColumn
 	for _, s := range stmts {
 		if mm := tokenCase.FindStringSubmatch(s.SQL); mm != nil {
 			col = mm[1]

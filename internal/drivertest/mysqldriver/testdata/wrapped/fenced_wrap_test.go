@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // fencedDriverName is the driver name the adapted tests open their pools with: this
@@ -92,17 +93,17 @@ func TestFencedWrapperInUse(t *testing.T) {
 // write).
 type fencedDialect struct{}
 
-func (fencedDialect) Name() string             { return "mysql" }
-func (fencedDialect) Syntax() fencedsql.Syntax { return fencedsql.MySQLSyntax }
-func (fencedDialect) NumberedParams() bool     { return false }
+func (fencedDialect) Name() string           { return "mysql" }
+func (fencedDialect) Syntax() dialect.Syntax { return dialect.MySQLSyntax }
+func (fencedDialect) NumberedParams() bool   { return false }
 func (fencedDialect) QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-func (fencedDialect) Classify(err error) fencedsql.ErrorInfo {
+func (fencedDialect) Classify(err error) dialect.ErrorInfo {
 	var me *MySQLError
 	if !errors.As(err, &me) {
-		return fencedsql.ErrorInfo{}
+		return dialect.ErrorInfo{}
 	}
 	switch me.Number {
 	case 1048: // Column '…' cannot be null
@@ -110,26 +111,26 @@ func (fencedDialect) Classify(err error) fencedsql.ErrorInfo {
 		if i := strings.Index(col, "Column '"); i >= 0 {
 			col = col[i+len("Column '"):]
 			if j := strings.Index(col, "'"); j >= 0 {
-				return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull, Column: col[:j]}
+				return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: col[:j]}
 			}
 		}
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorNotNull}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull}
 	case 1062: // Duplicate entry '…' for key '…'
 		key := ""
 		if i := strings.LastIndex(me.Message, "for key '"); i >= 0 {
 			key = strings.TrimSuffix(me.Message[i+len("for key '"):], "'")
 		}
-		return fencedsql.ErrorInfo{Kind: fencedsql.ErrorUnique, Constraint: key}
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key}
 	}
-	return fencedsql.ErrorInfo{}
+	return dialect.ErrorInfo{}
 }
 
-func (fencedDialect) ColumnsQuery(table fencedsql.TableName) (string, []any) {
+func (fencedDialect) ColumnsQuery(table dialect.TableName) (string, []any) {
 	return "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?",
 		[]any{table.Schema, table.Name}
 }
 
-func (d fencedDialect) GuardColumnsDDL(table fencedsql.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
+func (d fencedDialect) GuardColumnsDDL(table dialect.TableName, tokenCol, versionCol string, missingToken, missingVersion bool) []string {
 	var adds []string
 	if missingToken {
 		adds = append(adds, "ADD COLUMN "+d.QuoteIdent(tokenCol)+" BIGINT NOT NULL DEFAULT 0")

@@ -1,4 +1,4 @@
-package fencedsql
+package schema
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// TableReport is what CheckSchema found for one guarded table.
+// TableReport is what Check found for one guarded table.
 type TableReport struct {
 	Table string
 	// Exists: the table is visible to the connection. HasToken, HasVersion: it has the
@@ -33,10 +33,7 @@ type TableReport struct {
 	Fix      []string // DDL statements that fix every problem, in order (add columns, set NOT NULL, install guard, tombstone guard, close side doors)
 }
 
-// OK reports whether the table is fit for fencing, database-side guards included.
-func (r TableReport) OK() bool { return len(r.Problems) == 0 }
-
-// CheckSchema inspects the named tables (GuardSpec gives custom column names; plain
+// Check inspects the named tables (GuardSpec gives custom column names; plain
 // names use the defaults) with d's catalog queries on a plain *sql.DB.
 //
 // For each table it reports whether it exists, has both fencing columns NOT NULL,
@@ -106,22 +103,22 @@ func (r TableReport) OK() bool { return len(r.Problems) == 0 }
 //
 // The columns are judged exactly as the lazy check before the first guarded write
 // judges them (same problems, same statements); the guards and side doors are
-// CheckSchema's own: fenced writes are correct without them, and the lazy check does
+// Check's own: fenced writes are correct without them, and the lazy check does
 // not require them. A missing table gets no fix.
 //
 // Run the Fix statements through a plain (non-fenced) connection, one Exec each (in
 // one transaction where the database has transactional DDL: PostgreSQL, SQLite): the
 // fenced driver refuses multi-statement strings that mention a guarded table, and
 // trigger bodies contain semicolons. The command fencedsql/cmd/fencedsql-schema does
-// this. CheckSchema itself only reads the catalog and also works on a fenced *sql.DB.
+// this. Check itself only reads the catalog and also works on a fenced *sql.DB.
 //
-// A catalog query that fails makes CheckSchema return the reports so far and an error
+// A catalog query that fails makes Check return the reports so far and an error
 // wrapping the driver's error (not ErrSchema: the answer is unknown, not "unfit"). A
 // table name or column name that is not a plain identifier (letters, digits, _, $) is a
 // *ConfigError.
-func CheckSchema(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
+func Check(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
 	if d == nil {
-		return nil, configErr("CheckSchema: no dialect")
+		return nil, configErr("schema.Check: no dialect")
 	}
 	reports := make([]TableReport, 0, len(tables))
 	repl, err := checkReplication(ctx, db, d)
@@ -150,22 +147,22 @@ func checkTable(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 	r := TableReport{Table: spec.Table}
 	table, problem := spec.parse()
 	if problem != "" {
-		return r, configErr("CheckSchema: table %q: %s", spec.Table, problem)
+		return r, configErr("schema.Check: table %q: %s", spec.Table, problem)
 	}
 
 	// 1. and 2.: missing and nullable columns, judged as the lazy check judges them.
-	v, err := inspectColumns(ctx, dbQueryStrings(db), d, table, tokCol, verCol)
+	v, err := Columns(ctx, catalogQuery(db), d, table, tokCol, verCol)
 	if err != nil {
-		return r, fmt.Errorf("fencedsql: CheckSchema %s: the column query failed: %w", spec.Table, err)
+		return r, fmt.Errorf("fencedsql: schema.Check %s: the column query failed: %w", spec.Table, err)
 	}
-	r.Exists, r.HasToken, r.HasVersion = v.exists, v.hasToken, v.hasVersion
-	r.TokenNotNull, r.VersionNotNull = v.tokenNotNull, v.versionNotNull
-	r.Problems, r.Fix = v.problems, v.fix
+	r.Exists, r.HasToken, r.HasVersion = v.Exists, v.HasToken, v.HasVersion
+	r.TokenNotNull, r.VersionNotNull = v.TokenNotNull, v.VersionNotNull
+	r.Problems, r.Fix = v.Problems, v.Fix
 	if !r.Exists {
 		return r, nil
 	}
 	// The declaration's problems (SchemaLinter), judged as the lazy check judges them.
-	if err := lintReport(ctx, dbQueryStrings(db), d, spec, table, &r); err != nil {
+	if err := lintReport(ctx, catalogQuery(db), d, spec, table, &r); err != nil {
 		return r, err
 	}
 	// 3. The database-side guard; 4. the tombstone guard; 5. the side doors.
@@ -199,9 +196,9 @@ func checkGuard(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
 	case err == sql.ErrNoRows:
 	case err != nil:
-		return fmt.Errorf("fencedsql: CheckSchema %s: the guard query failed: %w", spec.Table, err)
+		return fmt.Errorf("fencedsql: schema.Check %s: the guard query failed: %w", spec.Table, err)
 	}
-	r.Guarded = notNullFlag(installed.String)
+	r.Guarded = dialect.CatalogBool(installed.String)
 	if !r.Guarded {
 		r.Problems = append(r.Problems, "no database-side guard installed: writes that bypass the wrapper are not refused by the database")
 		r.Fix = append(r.Fix, g.GuardDDL(table, tokCol, verCol)...)
@@ -222,7 +219,7 @@ func checkSideDoors(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 		PrimaryKey: r.PrimaryKey, Tombstones: tombs && len(r.PrimaryKey) > 0,
 	})
 	if err != nil {
-		return fmt.Errorf("fencedsql: CheckSchema %s: the side door query failed: %w", spec.Table, err)
+		return fmt.Errorf("fencedsql: schema.Check %s: the side door query failed: %w", spec.Table, err)
 	}
 	r.SideDoors = doors
 	for _, sd := range doors {
@@ -237,18 +234,10 @@ func checkSideDoors(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	return nil
 }
 
-// catalogQuery is dbQueryStrings as a CatalogQuery.
+// catalogQuery runs catalog queries on db, each value rendered by dialect.CatalogText
+// (as the fenced driver's lazy check renders them).
 func catalogQuery(db *sql.DB) dialect.CatalogQuery {
-	q := dbQueryStrings(db)
-	return func(ctx context.Context, query string, args ...any) ([][]string, error) {
-		return q(ctx, query, args)
-	}
-}
-
-// dbQueryStrings runs catalog queries on db for inspectColumns, rendering values as
-// the lazy check's queryStrings does.
-func dbQueryStrings(db *sql.DB) queryFunc {
-	return func(ctx context.Context, q string, args []any) ([][]string, error) {
+	return func(ctx context.Context, q string, args ...any) ([][]string, error) {
 		rows, err := db.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, err
@@ -270,7 +259,7 @@ func dbQueryStrings(db *sql.DB) queryFunc {
 			}
 			row := make([]string, len(cols))
 			for i, v := range vals {
-				row[i] = valueString(v)
+				row[i] = dialect.CatalogText(v)
 			}
 			out = append(out, row)
 		}
@@ -280,3 +269,6 @@ func dbQueryStrings(db *sql.DB) queryFunc {
 		return out, rows.Err()
 	}
 }
+
+// OK reports whether the table is fit for fencing, database-side guards included.
+func (r TableReport) OK() bool { return len(r.Problems) == 0 }

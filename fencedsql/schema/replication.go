@@ -1,4 +1,4 @@
-package fencedsql
+package schema
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // database remembering the highest token that wrote each row. A primary that
 // acknowledges a COMMIT before a replica has it forgets that write when it fails and
 // the replica is promoted: the stale holder's write that the forgotten token fenced is
-// then accepted. CheckSchema therefore reports, through a dialect's ReplicationChecker,
+// then accepted. Check therefore reports, through a dialect's ReplicationChecker,
 // a guarded database that replicates asynchronously, with the settings that fix it.
 
 // checkReplication runs d's ReplicationChecker, if any, on db. A dialect without one
@@ -24,7 +24,7 @@ func checkReplication(ctx context.Context, db *sql.DB, d dialect.Dialect) (diale
 	}
 	rep, err := rc.Replication(ctx, catalogQuery(db))
 	if err != nil {
-		return dialect.ReplicationReport{}, fmt.Errorf("fencedsql: CheckSchema: the replication query failed: %w", err)
+		return dialect.ReplicationReport{}, fmt.Errorf("fencedsql: schema.Check: the replication query failed: %w", err)
 	}
 	rep.Checked = true
 	return rep, nil

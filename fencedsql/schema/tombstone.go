@@ -1,4 +1,4 @@
-package fencedsql
+package schema
 
 import (
 	"context"
@@ -64,31 +64,19 @@ import (
 //
 // The lazy check before the first guarded write does not require the tombstone guard
 // (nor the database-side guard): fenced writes are correct without it, only
-// resurrection by a stale INSERT is not refused. CheckSchema reports it missing (or
+// resurrection by a stale INSERT is not refused. Check reports it missing (or
 // installed in an earlier version), and fencedsql-schema installs it.
 //
 // Limits: the table needs a primary key (a table without one is reported, and cannot
 // be protected); the triggers and the tombstone table follow the primary key's
 // columns, so after changing the key drop the tombstone table and re-install;
 // TRUNCATE (refused by the PostgreSQL guard) and MySQL's foreign-key cascades record
-// no tombstones (CheckSchema reports such cascades). On PostgreSQL, inheritance
-// children and partitions of a tombstoned table get its triggers too (CheckSchema's
+// no tombstones (Check reports such cascades). On PostgreSQL, inheritance
+// children and partitions of a tombstoned table get its triggers too (Check's
 // Fix), and share the parent's tombstone table. Tombstones recorded by versions
 // before per-table tombstone tables (in "fencedsql_tombstones") are not consulted:
 // upgrade when no deletion younger than your retention matters, or keep the old
 // version's triggers until then.
-
-// CheckTombstones is CheckSchema, which checks the tombstone guard (docs/design.md,
-// G9) itself: for each existing table it reads the primary key
-// (Tombstoner.PrimaryKeyQuery) and whether the tombstone triggers are installed
-// (TombstoneInstalledQuery), and when they are not, reports the problem and appends
-// Tombstoner.TombstoneDDL to the Fix, after the statements that add the columns and
-// install the guard.
-//
-// Deprecated: use CheckSchema, which does the same.
-func CheckTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
-	return CheckSchema(ctx, db, d, tables...)
-}
 
 // checkTombstone adds the tombstone guard's state to r (an existing table): its
 // primary key, whether the triggers are installed, and the problem and fix when not.
@@ -102,7 +90,7 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	}
 	table, key, err := primaryKey(ctx, db, ts, table)
 	if err != nil {
-		return table, fmt.Errorf("fencedsql: CheckSchema %s: %w", spec.Table, err)
+		return table, fmt.Errorf("fencedsql: schema.Check %s: %w", spec.Table, err)
 	}
 	r.PrimaryKey = nil
 	for _, k := range key {
@@ -113,9 +101,9 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	switch err := db.QueryRowContext(ctx, q, args...).Scan(&installed); {
 	case err == sql.ErrNoRows:
 	case err != nil:
-		return table, fmt.Errorf("fencedsql: CheckSchema %s: the tombstone query failed: %w", spec.Table, err)
+		return table, fmt.Errorf("fencedsql: schema.Check %s: the tombstone query failed: %w", spec.Table, err)
 	}
-	r.Tombstoned = notNullFlag(installed.String)
+	r.Tombstoned = dialect.CatalogBool(installed.String)
 	switch {
 	case len(key) == 0:
 		r.Problems = append(r.Problems, "no primary key: a deleted row cannot be protected against resurrection by a stale holder (tombstones need a key)")
@@ -130,7 +118,7 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 // table with the schema it resolves to filled in (when the catalog names one).
 func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table dialect.TableName) (dialect.TableName, []dialect.KeyColumn, error) {
 	q, args := ts.PrimaryKeyQuery(table)
-	rows, err := dbQueryStrings(db)(ctx, q, args)
+	rows, err := catalogQuery(db)(ctx, q, args...)
 	if err != nil {
 		return table, nil, fmt.Errorf("the primary key query failed: %w", err)
 	}
@@ -149,7 +137,7 @@ func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table di
 
 // TombstoneFix returns the statements that install the tombstone guard on spec's
 // table as it is now (its primary key read from the catalog, its schema resolved):
-// the statements CheckSchema puts in a report's Fix. Run them on a plain connection,
+// the statements Check puts in a report's Fix. Run them on a plain connection,
 // in one transaction where the database's DDL is transactional.
 func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) ([]string, error) {
 	ts, ok := d.(dialect.Tombstoner)
@@ -171,7 +159,7 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: %w", spec.Table, err)
 	}
 	if len(key) == 0 {
-		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: %w: no such table, or it has no primary key", spec.Table, ErrSchema)
+		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: no such table, or it has no primary key", spec.Table)
 	}
 	return ts.TombstoneDDL(table, key, spec.TokenColumn), nil
 }
@@ -198,9 +186,9 @@ func PurgeTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, olderTh
 	}
 	var total int64
 	for _, name := range tables {
-		table, problem := parseTableName(name)
-		if problem != "" {
-			return total, configErr("PurgeTombstones: table %q: %s", name, problem)
+		table, err := dialect.ParseTableName(name)
+		if err != nil {
+			return total, configErr("PurgeTombstones: %v", err)
 		}
 		q, args := ts.PurgeTombstonesQuery(table, olderThan)
 		res, err := db.ExecContext(ctx, q, args...)

@@ -1,4 +1,4 @@
-package fencedsql
+package schema
 
 import (
 	"context"
@@ -17,19 +17,19 @@ import (
 // FUNCTION; owners need no privilege for that), a holder of the TRIGGER privilege
 // (MySQL/MariaDB: DROP TRIGGER; PostgreSQL: a trigger of its own that fires before the
 // guard and rewrites NEW), a role that can write a tombstone table directly. Only
-// privileges keep those rights away from the application, so CheckSchema can check
+// privileges keep those rights away from the application, so Check can check
 // them: given roles with WithRoles, it adds to each table's report the application
 // role's rights that lead around the guards, and where a statement can fix them, the
 // statement (REVOKE, GRANT, ALTER … OWNER TO, triggers re-created with the owner as
 // DEFINER).
 //
-// The check is opt-in, through the context, for two reasons: CheckSchema's verdict on
+// The check is opt-in, through the context, for two reasons: Check's verdict on
 // a schema does not depend on who runs it (an administrator, often a superuser, runs
 // it, and that is fine: the question is which role the application logs in as), and
 // its signature (tables as variadic GuardSpecs) is public API. The context already
 // carries the per-call parameters of this package (WithToken, ExpectVersion).
 
-// WithRoles returns ctx carrying roles: CheckSchema called with it also checks the
+// WithRoles returns ctx carrying roles: Check called with it also checks the
 // privileges of roles.App (and, when roles.Owner is set, the ownership of the guard
 // objects), on dialects that implement Privileger. On a dialect without roles
 // (SQLite) each report gets a note saying so.
@@ -66,7 +66,7 @@ func checkPrivileges(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gu
 		Table: table, Roles: roles, Guard: guards, Tombstones: tombs && len(r.PrimaryKey) > 0, Fix: r.Fix,
 	})
 	if err != nil {
-		return fmt.Errorf("fencedsql: CheckSchema %s: the privilege query failed: %w", spec.Table, err)
+		return fmt.Errorf("fencedsql: schema.Check %s: the privilege query failed: %w", spec.Table, err)
 	}
 	for _, f := range found {
 		if f.Problem != "" {

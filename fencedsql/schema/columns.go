@@ -1,0 +1,94 @@
+package schema
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// ColumnVerdict is the one answer to "is this table fit for fencing, and what fixes
+// it", as far as its columns go: the lazy check before the first guarded write and
+// Check both use it (Check adds the database-side guard).
+type ColumnVerdict struct {
+	// Exists: the table is visible; HasToken, HasVersion: it has the fencing columns;
+	// TokenNotNull, VersionNotNull: they are NOT NULL.
+	Exists, HasToken, HasVersion, TokenNotNull, VersionNotNull bool
+
+	Problems []string // in words; empty when the columns are fit
+	Fix      []string // DDL statements, in order: add missing columns, then make nullable ones NOT NULL
+}
+
+// OK reports whether the columns are fit for fencing.
+func (v ColumnVerdict) OK() bool { return len(v.Problems) == 0 }
+
+// Columns runs d's column query for table through query and judges the answer
+// (judgeColumns). An error is the query's: the answer is unknown.
+func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, table dialect.TableName, tokCol, verCol string) (ColumnVerdict, error) {
+	q, args := d.ColumnsQuery(table)
+	rows, err := query(ctx, q, args...)
+	if err != nil {
+		return ColumnVerdict{}, err
+	}
+	return judgeColumns(d, table, tokCol, verCol, rows), nil
+}
+
+// judgeColumns judges the rows of d's column query, (column name, not-null flag):
+// column names match case-insensitively, and the flag means NOT NULL when it is 1,
+// true or t in any case (notNullFlag). No rows: no such table.
+//
+// A fenced write relies on the NOT NULL violation of the fencing columns (G1, G2 in
+// docs/design.md), so both columns must exist and be NOT NULL. Every problem is named,
+// with the statements that fix them: GuardColumnsDDL for the missing columns, then
+// NotNullFixer's statements per nullable column; where the dialect has none, the
+// problem says to rebuild the table.
+func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol string, rows [][]string) ColumnVerdict {
+	var v ColumnVerdict
+	for _, row := range rows {
+		if len(row) < 2 {
+			continue
+		}
+		v.Exists = true
+		nn := dialect.CatalogBool(row[1])
+		switch {
+		case strings.EqualFold(row[0], tokCol):
+			v.HasToken, v.TokenNotNull = true, nn
+		case strings.EqualFold(row[0], verCol):
+			v.HasVersion, v.VersionNotNull = true, nn
+		}
+	}
+	if !v.Exists {
+		v.Problems = append(v.Problems, "no such table (or it is not visible to this connection)")
+		return v
+	}
+	if !v.HasToken {
+		v.Problems = append(v.Problems, "missing column "+tokCol+" (BIGINT NOT NULL DEFAULT 0)")
+	}
+	if !v.HasVersion {
+		v.Problems = append(v.Problems, "missing column "+verCol+" (BIGINT NOT NULL DEFAULT 0)")
+	}
+	if !v.HasToken || !v.HasVersion {
+		v.Fix = append(v.Fix, d.GuardColumnsDDL(table, tokCol, verCol, !v.HasToken, !v.HasVersion)...)
+	}
+	for _, c := range []struct {
+		nullable bool
+		col      string
+	}{{v.HasToken && !v.TokenNotNull, tokCol}, {v.HasVersion && !v.VersionNotNull, verCol}} {
+		if !c.nullable {
+			continue
+		}
+		var fix []string
+		if f, ok := d.(dialect.NotNullFixer); ok {
+			fix = f.NotNullDDL(table, c.col)
+		}
+		p := "column " + c.col + " is nullable: it must be NOT NULL (a fenced write relies on the NOT NULL violation)"
+		if len(fix) == 0 {
+			p += "; this database cannot change an existing column: rebuild the table with " + c.col + " BIGINT NOT NULL DEFAULT 0"
+		} else {
+			p += "; rows holding NULL in it must be set (e.g. to 0) first"
+		}
+		v.Problems = append(v.Problems, p)
+		v.Fix = append(v.Fix, fix...)
+	}
+	return v
+}

@@ -1,0 +1,70 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// MaxToken returns the highest token db's database has accepted: the largest token
+// column value in each of tables (names as fenced_tables gives them, with
+// GuardSpec.TokenColumn when not the default), and the floor − 1 when that is higher.
+// With no tables it reads every table of the registry (RegisterTables). Raise a new lock
+// service's floor to at least this value before the application uses it. It reads every
+// row of every table (no index on the token column): run it at a switch, not in a loop.
+func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
+	if d == nil {
+		return 0, configErr("MaxToken: no dialect")
+	}
+	if len(tables) == 0 {
+		rows, err := db.QueryContext(ctx, dialect.RegistryRowsQuery)
+		if err != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken: reading %s (name the tables instead): %w", dialect.RegistryTable, err)
+		}
+		for rows.Next() {
+			var s GuardSpec
+			if err := rows.Scan(&s.Table, &s.TokenColumn, &s.VersionColumn); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
+			}
+			tables = append(tables, s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
+		}
+	}
+	var max uint64
+	if _, ok := d.(dialect.Floorer); ok {
+		floor, err := TokenFloor(ctx, db, d)
+		if err != nil && !isMissingTable(d, err) {
+			return 0, err
+		}
+		if floor > 0 {
+			max = floor - 1
+		}
+	}
+	for _, s := range tables {
+		if s.TokenColumn == "" {
+			s.TokenColumn = DefaultTokenColumn
+		}
+		if s.VersionColumn == "" {
+			s.VersionColumn = DefaultVersionColumn
+		}
+		t, problem := s.parse()
+		if problem != "" {
+			return 0, configErr("MaxToken: table %q: %s", s.Table, problem)
+		}
+		var v sql.NullInt64
+		q := "SELECT MAX(" + d.QuoteIdent(s.TokenColumn) + ") FROM " + t.Quote(d.QuoteIdent)
+		if err := db.QueryRowContext(ctx, q).Scan(&v); err != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken %s: %w", s.Table, err)
+		}
+		if v.Valid && v.Int64 > 0 && uint64(v.Int64) > max {
+			max = uint64(v.Int64)
+		}
+	}
+	return max, nil
+}

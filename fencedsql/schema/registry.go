@@ -1,0 +1,41 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// RegisterTables records specs in the registry of db's database (creating the registry
+// table when missing), so that every fenced pool on that database guards them whether
+// or not its DSN lists them. fencedsql-schema -apply calls it. Run it on a plain
+// connection.
+func RegisterTables(ctx context.Context, db *sql.DB, d dialect.Dialect, specs ...GuardSpec) error {
+	r, ok := d.(dialect.Registrar)
+	if !ok || d == nil {
+		return configErr("RegisterTables: the dialect keeps no registry")
+	}
+	for _, s := range r.RegistryDDL() {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("fencedsql: RegisterTables: creating %s: %w", dialect.RegistryTable, err)
+		}
+	}
+	for _, spec := range specs {
+		if spec.TokenColumn == "" {
+			spec.TokenColumn = DefaultTokenColumn
+		}
+		if spec.VersionColumn == "" {
+			spec.VersionColumn = DefaultVersionColumn
+		}
+		if _, problem := spec.parse(); problem != "" {
+			return configErr("RegisterTables: table %q: %s", spec.Table, problem)
+		}
+		q, args := r.RegisterQuery(spec.Table, spec.TokenColumn, spec.VersionColumn)
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("fencedsql: RegisterTables %s: %w", spec.Table, err)
+		}
+	}
+	return nil
+}
