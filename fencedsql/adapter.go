@@ -43,7 +43,7 @@ func (e adapterEngine) Lookup(sql string, versioned bool) error {
 const copyReason = "a bulk copy (COPY … FROM STDIN, pgx's CopyFrom) into a guarded table: copied rows carry no fencing token and no check; insert them with INSERT statements (a pgx.Batch of INSERTs is one round trip), or copy into an unguarded staging table and INSERT … SELECT from it"
 
 func (e adapterEngine) CheckCopy(table []string) error {
-	g := e.k.rw.lookup(table)
+	g := e.k.rw.Lookup(table)
 	if g == nil {
 		return nil
 	}
@@ -142,7 +142,7 @@ func (s *adapterStmt) NumInput() int { return s.st.NumInput() }
 
 func (s *adapterStmt) SQL() string {
 	if g, ok := s.st.(*stmt); ok {
-		return g.plain.sql
+		return g.plain.SQL
 	}
 	return s.sql
 }
@@ -160,27 +160,27 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	if err != nil {
 		return nil, err
 	}
-	if p.kind == kindPass || (p.kind == kindClaim && !c.hasToken(ctx)) {
+	if p.Kind == KindPass || (p.Kind == KindClaim && !c.hasToken(ctx)) {
 		// Sent as written (a claim without a token is a plain locking read).
-		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan{nil}}, nil
+		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*Plan{nil}}, nil
 	}
 	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now()}
 	fail := func(err error) (adapter.Batched, error) {
 		c.core.observe(ctx, p, b.tok, b.start, err)
 		return nil, err
 	}
-	if p.kind == kindClaim {
-		if p.claimErr != nil {
-			c.core.metrics.count(c.core.metrics.unsupported, p.guard)
-			return fail(p.claimErr)
+	if p.Kind == KindClaim {
+		if p.ClaimErr != nil {
+			c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+			return fail(p.ClaimErr)
 		}
-		tok, _, preArgs, err := c.guardedArgs(ctx, p.pre, args)
+		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 		if err != nil {
 			return fail(err)
 		}
 		b.tok = tok
-		b.steps = []adapter.Step{{SQL: p.pre.sql, Args: preArgs}, {SQL: p.sql, Args: args}}
-		b.maps = []*plan{p.pre, nil}
+		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: args}}
+		b.maps = []*Plan{p.Pre, nil}
 		return b, nil
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
@@ -188,26 +188,26 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		return fail(err)
 	}
 	b.tok, b.ver = tok, ver
-	if p.pre != nil {
-		preArgs, err := p.pre.bind(args, tok, ver)
+	if p.Pre != nil {
+		preArgs, err := p.Pre.bind(args, tok, ver)
 		if err != nil {
 			return fail(err)
 		}
-		b.steps = []adapter.Step{{SQL: p.pre.sql, Args: preArgs}, {SQL: p.sql, Args: full}}
-		b.maps = []*plan{p.pre, p}
+		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: full}}
+		b.maps = []*Plan{p.Pre, p}
 		return b, nil
 	}
-	b.steps = []adapter.Step{{SQL: p.sql, Args: full}}
-	b.maps = []*plan{p}
+	b.steps = []adapter.Step{{SQL: p.SQL, Args: full}}
+	b.maps = []*Plan{p}
 	return b, nil
 }
 
 type batched struct {
 	c        *conn
 	ctx      context.Context
-	p        *plan
+	p        *Plan
 	steps    []adapter.Step
-	maps     []*plan // per step: the plan its errors are mapped for (nil: as written)
+	maps     []*Plan // per step: the plan its errors are mapped for (nil: as written)
 	tok      uint64
 	ver      int64
 	start    time.Time

@@ -41,7 +41,7 @@ func (p *parser) backstop() error {
 				break
 			}
 		}
-		if g := p.rw.lookup(p.namePartsAt(j)); g != nil {
+		if g := p.rw.Lookup(p.namePartsAt(j)); g != nil {
 			return unsupported(g.String(), "%s of a guarded table in a shape the rewriter does not know", p.text(p.sig[i]))
 		}
 	}
@@ -68,7 +68,7 @@ func (p *parser) selectInto() error {
 		for p.kwIn(j, "TEMP", "TEMPORARY", "UNLOGGED", "LOCAL", "GLOBAL", "TABLE") {
 			j++
 		}
-		if g := p.rw.lookup(p.namePartsAt(j)); g != nil {
+		if g := p.rw.Lookup(p.namePartsAt(j)); g != nil {
 			return unsupported(g.String(), "SELECT … INTO a table named like a guarded table (CREATE TABLE AS: DDL), or allow it with fencedsql.WithDDL(true)")
 		}
 	}

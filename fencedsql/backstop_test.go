@@ -10,7 +10,7 @@ import (
 )
 
 // backstopOf runs the backstop alone (not the planner) on src.
-func backstopOf(t *testing.T, rw *rewriter, src string) error {
+func backstopOf(t *testing.T, rw *Planner, src string) error {
 	t.Helper()
 	toks, err := sqllex.Lex(src, rw.syn)
 	if err != nil {
@@ -94,10 +94,10 @@ func TestBackstopSelectInto(t *testing.T) {
 		`(SELECT * INTO UNLOGGED accounts FROM x)`,
 		`WITH s AS (SELECT 1) SELECT * INTO TEMP TABLE accounts FROM s`,
 	} {
-		if _, err := rw.rewrite(src, false); !errors.Is(err, ErrUnsupported) {
+		if _, err := rw.Rewrite(src, false); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("rewrite(%q) = %v, want ErrUnsupported", src, err)
 		}
-		if p, err := allow.rewrite(src, false); err != nil || p.kind != kindPass {
+		if p, err := allow.Rewrite(src, false); err != nil || p.Kind != KindPass {
 			t.Errorf("WithDDL: rewrite(%q) = %v, %v, want a pass", src, p, err)
 		}
 	}
@@ -105,7 +105,7 @@ func TestBackstopSelectInto(t *testing.T) {
 		`SELECT * INTO TEMP other FROM accounts`,
 		`SELECT * FROM accounts`,
 	} {
-		if p, err := rw.rewrite(src, false); err != nil || p.kind != kindPass {
+		if p, err := rw.Rewrite(src, false); err != nil || p.Kind != KindPass {
 			t.Errorf("rewrite(%q) = %v, %v, want a pass", src, p, err)
 		}
 	}

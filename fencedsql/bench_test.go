@@ -61,7 +61,7 @@ func BenchmarkRewriteUncached(b *testing.B) {
 			k := benchCore(b, d)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := k.rw.rewrite(q, false); err != nil {
+				if _, err := k.rw.Rewrite(q, false); err != nil {
 					b.Fatal(err)
 				}
 			}

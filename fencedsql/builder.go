@@ -12,7 +12,7 @@ import (
 type builder struct {
 	p       *parser
 	sb      strings.Builder
-	refs    []argRef
+	refs    []ArgRef
 	nUser   int
 	tokN    string // "$n" for the token (numbered), "?" otherwise
 	verN    string
@@ -46,7 +46,7 @@ func (p *parser) newBuilder(nUser int) *builder {
 // what it stands for.
 type placeholder struct {
 	at, n int
-	ref   argRef
+	ref   ArgRef
 }
 
 // copy appends src[from:to] and the user placeholders inside it. It visits only the
@@ -62,9 +62,9 @@ func (b *builder) copy(from, to int) {
 			continue
 		}
 		if b.p.rw.numbered {
-			b.nums = append(b.nums, placeholder{at: base + t.Start - from, n: t.End - t.Start, ref: argRef(t.Num - 1)})
+			b.nums = append(b.nums, placeholder{at: base + t.Start - from, n: t.End - t.Start, ref: ArgRef(t.Num - 1)})
 		} else {
-			b.refs = append(b.refs, argRef(b.paramIndex(i)))
+			b.refs = append(b.refs, ArgRef(b.paramIndex(i)))
 		}
 	}
 }
@@ -146,14 +146,14 @@ func (b *builder) gap(at int) {
 		}
 	}
 }
-func (b *builder) token() { b.placeholder(b.tokN, argToken) }
+func (b *builder) token() { b.placeholder(b.tokN, ArgToken) }
 func (b *builder) version() {
-	b.placeholder(b.verN, argVersion)
+	b.placeholder(b.verN, ArgVersion)
 	b.usedVer = true
 }
 
 // placeholder writes one of the wrapper's own placeholders.
-func (b *builder) placeholder(text string, r argRef) {
+func (b *builder) placeholder(text string, r ArgRef) {
 	if b.p.rw.numbered {
 		b.nums = append(b.nums, placeholder{at: b.sb.Len(), n: len(text), ref: r})
 	} else {
@@ -162,17 +162,17 @@ func (b *builder) placeholder(text string, r argRef) {
 	b.sb.WriteString(text)
 }
 
-func (b *builder) finish(kind stmtKind, g *guard) *plan {
-	pl := &plan{kind: kind, guard: g, sql: b.sb.String(), nUser: b.nUser, dropped: b.dropped}
+func (b *builder) finish(kind Kind, g *Table) *Plan {
+	pl := &Plan{Kind: kind, Guard: g, SQL: b.sb.String(), NUser: b.nUser, Dropped: b.dropped}
 	if !b.p.rw.numbered {
-		pl.args = b.refs
+		pl.Args = b.refs
 		return pl
 	}
-	pl.args = make([]argRef, 0, b.nUser+2)
+	pl.Args = make([]ArgRef, 0, b.nUser+2)
 	renumber := len(b.dropped) > 0 || b.compact
 	if !renumber {
 		for i := range b.nUser {
-			pl.args = append(pl.args, argRef(i))
+			pl.Args = append(pl.Args, ArgRef(i))
 		}
 	} else {
 		// Some user placeholders may have left with the dropped items: bind only those
@@ -185,16 +185,16 @@ func (b *builder) finish(kind stmtKind, g *guard) *plan {
 		}
 		for i, u := range used {
 			if u {
-				pl.args = append(pl.args, argRef(i))
+				pl.Args = append(pl.Args, ArgRef(i))
 			}
 		}
 	}
-	pl.args = append(pl.args, argToken)
+	pl.Args = append(pl.Args, ArgToken)
 	if b.usedVer {
-		pl.args = append(pl.args, argVersion)
+		pl.Args = append(pl.Args, ArgVersion)
 	}
 	if renumber {
-		pl.sql = b.renumber(pl.args)
+		pl.SQL = b.renumber(pl.Args)
 	}
 	return pl
 }
@@ -202,8 +202,8 @@ func (b *builder) finish(kind stmtKind, g *guard) *plan {
 // renumber rewrites the output's $n placeholders to their position in args: some user
 // placeholders were dropped with the items that held them, and PostgreSQL refuses a
 // parameter that the statement never references.
-func (b *builder) renumber(args []argRef) string {
-	pos := make(map[argRef]int, len(args))
+func (b *builder) renumber(args []ArgRef) string {
+	pos := make(map[ArgRef]int, len(args))
 	for i, r := range args {
 		pos[r] = i + 1
 	}
@@ -223,7 +223,7 @@ func (b *builder) renumber(args []argRef) string {
 // assignments writes the fencing SET items: version first, then the token, because
 // MySQL evaluates single-table assignments left to right and the version expression
 // reads the old token. q qualifies column references ("" for none).
-func (b *builder) assignments(g *guard, q string, versioned bool) {
+func (b *builder) assignments(g *Table, q string, versioned bool) {
 	rw := b.p.rw
 	ref := func(col string) string {
 		if q == "" {
@@ -235,19 +235,19 @@ func (b *builder) assignments(g *guard, q string, versioned bool) {
 	if rw.strict {
 		cmp = " < "
 	}
-	b.write(g.qVer + " = ")
+	b.write(g.QVer + " = ")
 	if versioned {
 		// Mismatched version with a valid token: NULL → NOT NULL violation on the version
 		// column (ErrVersionConflict). A stale token is left to the token column.
-		b.write("CASE WHEN " + ref(g.qVer) + " = ")
+		b.write("CASE WHEN " + ref(g.QVer) + " = ")
 		b.version()
-		b.write(" THEN " + ref(g.qVer) + " + 1 WHEN " + ref(g.qTok) + cmp)
+		b.write(" THEN " + ref(g.QVer) + " + 1 WHEN " + ref(g.QTok) + cmp)
 		b.token()
-		b.write(" THEN NULL ELSE " + ref(g.qVer) + " END")
+		b.write(" THEN NULL ELSE " + ref(g.QVer) + " END")
 	} else {
-		b.write(ref(g.qVer) + " + 1")
+		b.write(ref(g.QVer) + " + 1")
 	}
-	b.write(", " + g.qTok + " = CASE WHEN " + ref(g.qTok) + cmp)
+	b.write(", " + g.QTok + " = CASE WHEN " + ref(g.QTok) + cmp)
 	b.token()
 	b.write(" THEN ")
 	b.token()
@@ -263,13 +263,13 @@ func (b *builder) assignments(g *guard, q string, versioned bool) {
 // spliceAssignments copies the source from byte offset from up to at (the end of a SET
 // list) without the items e drops, appends the fencing assignments (qualified by q, ""
 // for none), and copies the rest of the statement.
-func (b *builder) spliceAssignments(from, at int, e listEdit, g *guard, q string, versioned bool) {
+func (b *builder) spliceAssignments(from, at int, e listEdit, g *Table, q string, versioned bool) {
 	b.setListAt(from, at, e, g, q, versioned)
 	b.copy(at, len(b.p.src))
 }
 
 // setListAt is spliceAssignments without the rest: the caller continues copying at at.
-func (b *builder) setListAt(from, at int, e listEdit, g *guard, q string, versioned bool) {
+func (b *builder) setListAt(from, at int, e listEdit, g *Table, q string, versioned bool) {
 	b.copyExcept(from, at, e)
 	if e.kept > 0 {
 		b.write(", ")

@@ -9,18 +9,18 @@ import "sync"
 type planCache struct {
 	mu    sync.RWMutex
 	max   int
-	plain map[string]*plan
-	ver   map[string]*plan
+	plain map[string]*Plan
+	ver   map[string]*Plan
 }
 
 func newPlanCache(max int) *planCache {
 	if max <= 0 {
 		max = 1
 	}
-	return &planCache{max: max, plain: map[string]*plan{}, ver: map[string]*plan{}}
+	return &planCache{max: max, plain: map[string]*Plan{}, ver: map[string]*Plan{}}
 }
 
-func (c *planCache) get(sql string, versioned bool) (*plan, bool) {
+func (c *planCache) get(sql string, versioned bool) (*Plan, bool) {
 	c.mu.RLock()
 	m := c.plain
 	if versioned {
@@ -31,7 +31,7 @@ func (c *planCache) get(sql string, versioned bool) (*plan, bool) {
 	return p, ok
 }
 
-func (c *planCache) put(sql string, versioned bool, p *plan) {
+func (c *planCache) put(sql string, versioned bool, p *Plan) {
 	c.mu.Lock()
 	m := c.plain
 	if versioned {

@@ -17,7 +17,7 @@ import "strings"
 // a claim; anything else passes. with is the sig index of the WITH list before it, or
 // -1: PostgreSQL's claim runs under the same list; MySQL's UPDATE takes none, so the
 // WITH form is refused there.
-func (p *parser) lockingRead(with int) (*plan, error) {
+func (p *parser) lockingRead(with int) (*Plan, error) {
 	p.readPlanned = true
 	lock := p.lockClause()
 	if !p.mayNameGuard() {
@@ -48,7 +48,7 @@ func (p *parser) lockingRead(with int) (*plan, error) {
 	p.parseAlias(&r, "WHERE", "ORDER", "LIMIT", "OFFSET", "FOR", "GROUP", "HAVING", "WINDOW",
 		"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN", "UNION",
 		"INTERSECT", "EXCEPT", "LOCK", "USE", "FORCE", "IGNORE", "PARTITION", "TABLESAMPLE")
-	g := p.rw.lookup(r.parts)
+	g := p.rw.Lookup(r.parts)
 	j := r.aliasEnd
 	clauses, rest := p.readClauses(j, "WHERE", "ORDER", "LIMIT", "OFFSET")
 	if rest != lock {
@@ -65,7 +65,7 @@ func (p *parser) lockingRead(with int) (*plan, error) {
 			return p.claimRefused(g.String(), "a locking SELECT under a WITH list on MySQL/MariaDB (the claiming UPDATE cannot take the list)")
 		}
 		for _, n := range p.withNames(with, p.start) {
-			if n == "\x00" || n == strings.ToLower(r.parts[len(r.parts)-1]) || p.rw.guards[p.rw.key(n)] != nil {
+			if n == "\x00" || n == strings.ToLower(r.parts[len(r.parts)-1]) || p.rw.guards[p.rw.Key(n)] != nil {
 				return p.claimRefused(g.String(), "a locking SELECT under a WITH list that defines a name of a guarded table")
 			}
 		}
@@ -154,15 +154,15 @@ func (p *parser) lockingRead(with int) (*plan, error) {
 		b.assignments(g, q, false)
 		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT")
 	}
-	pre := b.finish(kindUpdate, g)
-	main := &plan{kind: kindClaim, guard: g, sql: p.src, nUser: nUser, pre: pre}
+	pre := b.finish(KindUpdate, g)
+	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	return main, nil
 }
 
 // claimRefused is the plan of a locking read of a guarded table that cannot be claimed
 // exactly: refused when it carries a token, a plain read when it does not.
-func (p *parser) claimRefused(table, format string, args ...any) (*plan, error) {
-	return &plan{kind: kindClaim, sql: p.src, nUser: -1, claimErr: unsupported(table, format, args...)}, nil
+func (p *parser) claimRefused(table, format string, args ...any) (*Plan, error) {
+	return &Plan{Kind: KindClaim, SQL: p.src, NUser: -1, ClaimErr: unsupported(table, format, args...)}, nil
 }
 
 // lockClause returns the sig index of a top-level locking clause (lockLen) of the SELECT

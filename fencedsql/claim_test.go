@@ -12,7 +12,7 @@ func TestRewriteClaims(t *testing.T) {
 		d     testDialect
 		in    string
 		claim string
-		args  []argRef
+		args  []ArgRef
 	}{
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE`,
 			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`,
@@ -41,20 +41,20 @@ func TestRewriteClaims(t *testing.T) {
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d)
-		p, err := rw.rewrite(c.in, false)
+		p, err := rw.Rewrite(c.in, false)
 		if err != nil {
 			t.Errorf("%s: rewrite(%q): %v", c.d.name, c.in, err)
 			continue
 		}
-		if p.kind != kindClaim || p.sql != c.in || p.pre == nil || p.claimErr != nil {
-			t.Errorf("%s: rewrite(%q) = kind %v sql %q pre %v err %v, want a claim keeping the text", c.d.name, c.in, p.kind, p.sql, p.pre, p.claimErr)
+		if p.Kind != KindClaim || p.SQL != c.in || p.Pre == nil || p.ClaimErr != nil {
+			t.Errorf("%s: rewrite(%q) = kind %v sql %q pre %v err %v, want a claim keeping the text", c.d.name, c.in, p.Kind, p.SQL, p.Pre, p.ClaimErr)
 			continue
 		}
-		if p.pre.sql != c.claim {
-			t.Errorf("%s: claim of %q:\n got  %s\n want %s", c.d.name, c.in, p.pre.sql, c.claim)
+		if p.Pre.SQL != c.claim {
+			t.Errorf("%s: claim of %q:\n got  %s\n want %s", c.d.name, c.in, p.Pre.SQL, c.claim)
 		}
-		if !equalRefs(p.pre.args, c.args) {
-			t.Errorf("%s: claim args of %q = %v, want %v", c.d.name, c.in, p.pre.args, c.args)
+		if !equalRefs(p.Pre.Args, c.args) {
+			t.Errorf("%s: claim args of %q = %v, want %v", c.d.name, c.in, p.Pre.Args, c.args)
 		}
 	}
 }
@@ -81,8 +81,8 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},
 	}
 	for _, c := range refused {
-		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)
-		if err != nil || p.kind != kindClaim || !errors.Is(p.claimErr, ErrUnsupported) || p.sql != c.in {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindClaim || !errors.Is(p.ClaimErr, ErrUnsupported) || p.SQL != c.in {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim refused with ErrUnsupported", c.d.name, c.in, p, err)
 		}
 	}
@@ -96,14 +96,14 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{mysqlTest, `SELECT * FROM other WHERE id IN (SELECT id FROM accounts) FOR UPDATE`},
 	}
 	for _, c := range passed {
-		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)
-		if err != nil || p.kind != kindPass {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindPass {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
 }
 
-func equalRefs(a, b []argRef) bool {
+func equalRefs(a, b []ArgRef) bool {
 	if len(a) != len(b) {
 		return false
 	}

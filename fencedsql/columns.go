@@ -76,7 +76,7 @@ func (p *parser) dropItems(items [][2]int, drop []int) listEdit {
 // column (`col = …`, `t.col = …`) and returns the edit that drops them. A row
 // assignment `(a, col) = …` that names one is refused: its other columns could not be
 // kept apart from it.
-func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
+func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 	if from >= to {
 		return listEdit{}, nil
 	}
@@ -89,7 +89,7 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 		if p.punct(it[0], "(") {
 			for i := it[0] + 1; i < it[1] && !p.punct(i, "="); i++ {
 				if p.isIdent(i) {
-					if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
+					if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
 						return listEdit{}, reserved(g, n)
 					}
 				}
@@ -102,7 +102,7 @@ func (p *parser) setList(g *guard, from, to int) (listEdit, error) {
 			i += 2
 		}
 		if p.isIdent(i) && p.punct(i+1, "=") && i+1 < it[1] {
-			if n, ok := p.ident(i); ok && g.isFenceColumn(n) {
+			if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
 				if i+2 >= it[1] {
 					// "col =" with nothing after it: the caller's statement is broken, and
 					// dropping the item would make it run.
@@ -143,7 +143,7 @@ func (p *parser) hasTopLevel(it [2]int, s string) bool {
 
 // columnList finds the fencing columns in an INSERT column list sig[from:to] and
 // returns their positions and the edit that drops them.
-func (p *parser) columnList(g *guard, from, to int) ([]int, listEdit, error) {
+func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
 	items := p.items(from, to)
 	if hasEmpty(items) {
 		return nil, listEdit{}, unsupported(g.String(), "an INSERT column list with an empty item")
@@ -151,7 +151,7 @@ func (p *parser) columnList(g *guard, from, to int) ([]int, listEdit, error) {
 	var drop []int
 	for k, it := range items {
 		if it[1]-it[0] == 1 && p.isIdent(it[0]) {
-			if n, ok := p.ident(it[0]); ok && g.isFenceColumn(n) {
+			if n, ok := p.ident(it[0]); ok && g.IsFenceColumn(n) {
 				drop = append(drop, k)
 			}
 		}
@@ -171,6 +171,6 @@ func hasEmpty(items [][2]int) bool {
 
 // reserved is the refusal of a statement that assigns a fencing column in a form the
 // wrapper cannot replace.
-func reserved(g *guard, col string) error {
+func reserved(g *Table, col string) error {
 	return unsupported(g.String(), "the statement sets the reserved column %q in a row assignment; fencedsql maintains it", col)
 }

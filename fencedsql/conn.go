@@ -35,7 +35,7 @@ type conn struct {
 	// names (resolvesNames), so its schema checks are cached in checkedNames, not on
 	// the pool (docs/design.md G13).
 	namesMoved   bool
-	checkedNames map[*guard]struct{}
+	checkedNames map[*Table]struct{}
 }
 
 type txState struct {
@@ -133,14 +133,14 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err != nil {
 		return nil, err
 	}
-	if p.kind == kindPass {
+	if p.Kind == KindPass {
 		st, err := c.rawPrepare(ctx, query)
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
 		return c.rearmingStmt(p, newPassStmt(c, st)), nil
 	}
-	s := &stmt{c: c, text: query, plain: p, raws: map[*plan]driver.Stmt{}}
+	s := &stmt{c: c, text: query, plain: p, raws: map[*Plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {
 		s.Close()
 		return nil, err
@@ -160,16 +160,16 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 
 // route plans query for a statement with ctx. A pass-through statement that changes
 // the session's sql_mode re-arms the session check.
-func (c *conn) route(ctx context.Context, query string) (*plan, error) {
+func (c *conn) route(ctx context.Context, query string) (*Plan, error) {
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {
 		return nil, err
 	}
-	if p.resetsSession {
+	if p.ResetsSession {
 		c.sessionOK = false
 	}
-	if p.resetsNames {
+	if p.ResetsNames {
 		c.rearmNames()
 	}
 	return p, nil
@@ -184,7 +184,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	if p.kind != kindPass {
+	if p.Kind != KindPass {
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
 		return res, c.autocommitOutcome(err)
 	}
@@ -201,7 +201,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	if p.kind != kindPass {
+	if p.Kind != KindPass {
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
 		return rows, c.autocommitOutcome(err)
 	}
@@ -274,20 +274,20 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 // runner executes the SQL of a plan: directly on the connection, or through the
 // statements prepared for it.
 type runner interface {
-	exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error)
-	query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error)
+	exec(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Result, error)
+	query(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Rows, error)
 }
 
 type connRunner struct{ c *conn }
 
-func (r connRunner) exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error) {
+func (r connRunner) exec(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Result, error) {
 	c := r.c
-	if res, err := c.rawExec(ctx, p.sql, args); err != driver.ErrSkip {
+	if res, err := c.rawExec(ctx, p.SQL, args); err != driver.ErrSkip {
 		return res, err
 	}
 	// The driver wants a prepared statement (go-sql-driver/mysql without
 	// interpolateParams): prepare, execute, close, as database/sql would.
-	st, err := c.rawPrepare(ctx, p.sql)
+	st, err := c.rawPrepare(ctx, p.SQL)
 	if err != nil {
 		return nil, err
 	}
@@ -295,12 +295,12 @@ func (r connRunner) exec(ctx context.Context, p *plan, args []driver.NamedValue)
 	return stmtExec(ctx, st, args)
 }
 
-func (r connRunner) query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+func (r connRunner) query(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
 	c := r.c
-	if rows, err := c.rawQuery(ctx, p.sql, args); err != driver.ErrSkip {
+	if rows, err := c.rawQuery(ctx, p.SQL, args); err != driver.ErrSkip {
 		return rows, err
 	}
-	st, err := c.rawPrepare(ctx, p.sql)
+	st, err := c.rawPrepare(ctx, p.SQL)
 	if err != nil {
 		return nil, err
 	}

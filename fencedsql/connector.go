@@ -16,7 +16,7 @@ import (
 type core struct {
 	cfg     config
 	dialect dialect.Dialect
-	rw      *rewriter
+	rw      *Planner
 	cache   *planCache
 	checked sync.Map // *guard → struct{}: schema verified
 	metrics *instruments
@@ -40,13 +40,13 @@ func newCore(opts []Option) (*core, error) {
 
 // plan returns the cached plan for sql, rewriting it on a miss. Refusals are not
 // cached: they are rare and their errors carry no per-call state.
-func (k *core) plan(sql string, versioned bool) (*plan, error) {
+func (k *core) plan(sql string, versioned bool) (*Plan, error) {
 	if p, ok := k.cache.get(sql, versioned); ok {
 		k.metrics.cache.Add(context.Background(), 1, k.metrics.hit...)
 		return p, nil
 	}
 	k.metrics.cache.Add(context.Background(), 1, k.metrics.miss...)
-	p, err := k.rw.rewrite(sql, versioned)
+	p, err := k.rw.Rewrite(sql, versioned)
 	if err != nil {
 		// The reason names the table and the form, never the statement's values.
 		k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
@@ -90,7 +90,7 @@ func (c *connector) Close() error {
 }
 
 // guardOf finds the guard an UnsupportedError names, for metrics.
-func (k *core) guardOf(err error) *guard {
+func (k *core) guardOf(err error) *Table {
 	ue, ok := err.(*UnsupportedError)
 	if !ok {
 		return nil

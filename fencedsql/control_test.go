@@ -70,11 +70,11 @@ func TestRewriteControlStatements(t *testing.T) {
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d, append([]Option{Guard("accounts")}, c.opts...)...)
-		p, err := rw.rewrite(c.in, false)
+		p, err := rw.Rewrite(c.in, false)
 		switch {
 		case c.refused && !errors.Is(err, ErrUnsupported):
 			t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.in, p, err)
-		case !c.refused && (err != nil || p.kind != kindPass):
+		case !c.refused && (err != nil || p.Kind != KindPass):
 			t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestRewriteNoGuardsTransparent(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, err := k.plan(in, false)
-		if err != nil || p.kind != kindPass {
+		if err != nil || p.Kind != KindPass {
 			t.Errorf("rewrite(%q) without guards = %v, %v; want pass-through", in, p, err)
 		}
 	}

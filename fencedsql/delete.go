@@ -4,7 +4,7 @@ package fencedsql
 // fencing UPDATE over the same rows (it fails whole if a newer token owns one of
 // them, and stamps the token on the others), then the DELETE restricted to rows that
 // now carry the token.
-func (p *parser) delete(versioned bool) (*plan, error) {
+func (p *parser) delete(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(1, false, "LOW_PRIORITY", "QUICK")
 	if !p.kw(i, "FROM") {
 		// MySQL multi-table form: DELETE t1[, t2] FROM …
@@ -27,7 +27,7 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		r.aliasEnd = r.end
 	}
 	p.parseAlias(&r, "WHERE", "USING", "RETURNING", "ORDER", "LIMIT", "INDEXED", "NOT")
-	g := p.rw.lookup(r.parts)
+	g := p.rw.Lookup(r.parts)
 	j := r.aliasEnd
 	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {
 		j = p.clauseEnd(j, "WHERE", "RETURNING", "ORDER", "LIMIT")
@@ -111,7 +111,7 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 			pre.copy(p.sig[c[0]].Start, p.endOf(c[1]))
 		}
 	}
-	prePlan := pre.finish(kindUpdate, g)
+	prePlan := pre.finish(KindUpdate, g)
 
 	// 2. The DELETE, restricted to rows that now carry our token.
 	b := p.newBuilder(nUser)
@@ -128,19 +128,19 @@ func (p *parser) delete(versioned bool) (*plan, error) {
 		b.copy(0, exprStart)
 		b.write("(")
 		b.copy(exprStart, exprEnd)
-		b.write(") AND " + g.qTok + " = ")
+		b.write(") AND " + g.QTok + " = ")
 		b.token()
 		b.gap(exprEnd)
 		b.copy(exprEnd, len(p.src))
 	} else {
 		at := p.endOf(j)
 		b.copy(0, at)
-		b.write(" WHERE " + g.qTok + " = ")
+		b.write(" WHERE " + g.QTok + " = ")
 		b.token()
 		b.gap(at)
 		b.copy(at, len(p.src))
 	}
-	main := b.finish(kindDelete, g)
-	main.pre = prePlan
+	main := b.finish(KindDelete, g)
+	main.Pre = prePlan
 	return main, nil
 }

@@ -32,7 +32,7 @@ const (
 // leave a table unguarded without a word. Errors never quote the DSN (it may hold a
 // password).
 func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
-	if !containsFold(dsn, "fenced") {
+	if !ContainsFold(dsn, "fenced") {
 		return dsn, nil, nil
 	}
 	q, keyValue := -1, false

@@ -20,8 +20,8 @@ import (
 
 // inexactError is the refusal of a two-statement write or read whose second statement
 // selected other rows than its fencing UPDATE.
-func inexactError(p *plan, what string, stamped, selected int64) error {
-	return &UnsupportedError{Table: p.guard.String(), Reason: fmt.Sprintf(
+func inexactError(p *Plan, what string, stamped, selected int64) error {
+	return &UnsupportedError{Table: p.Guard.String(), Reason: fmt.Sprintf(
 		"the %s selected %d rows after its fencing UPDATE stamped %d: its condition reads something that UPDATE changed "+
 			"(a column the database updates on every UPDATE, a trigger, a view of the fencing columns, ROW_COUNT()/changes(), "+
 			"the statement clock); the transaction can only roll back", what, selected, stamped)}
@@ -46,7 +46,7 @@ func (c *conn) breakTx(err error) {
 // countRows makes r check, at its end, that it returned as many rows as the fencing
 // UPDATE stamped; on a mismatch Next returns the error instead of io.EOF and the open
 // transaction is marked broken.
-func (c *conn) countRows(r driver.Rows, p *plan, what string, stamped int64) *rows {
+func (c *conn) countRows(r driver.Rows, p *Plan, what string, stamped int64) *rows {
 	w, ok := r.(*rows)
 	if !ok {
 		w = newRows(r, c.core, nil, 0, 0).(*rows)

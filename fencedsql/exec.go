@@ -13,7 +13,7 @@ import (
 
 // tokenFor returns the token a guarded write on this connection carries: the
 // transaction's, else the statement context's.
-func (c *conn) tokenFor(ctx context.Context, g *guard) (uint64, error) {
+func (c *conn) tokenFor(ctx context.Context, g *Table) (uint64, error) {
 	tok := uint64(0)
 	if c.tx != nil {
 		tok = c.tx.token
@@ -36,40 +36,40 @@ func (c *conn) tokenFor(ctx context.Context, g *guard) (uint64, error) {
 
 // guardedArgs resolves the token and expected version, binds a plan's arguments and
 // runs the lazy schema and session checks: everything before a guarded write is sent.
-func (c *conn) guardedArgs(ctx context.Context, p *plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
-	tok, err = c.tokenFor(ctx, p.guard)
+func (c *conn) guardedArgs(ctx context.Context, p *Plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
+	tok, err = c.tokenFor(ctx, p.Guard)
 	if err != nil {
-		c.core.cfg.logger.Warn("fencedsql: guarded write without a token refused", "table", p.guard.String())
-		c.core.metrics.count(c.core.metrics.noToken, p.guard)
+		c.core.cfg.logger.Warn("fencedsql: guarded write without a token refused", "table", p.Guard.String())
+		c.core.metrics.count(c.core.metrics.noToken, p.Guard)
 		return 0, 0, nil, err
 	}
 	ver, _ = expectedVersion(ctx)
 	if out, err = p.bind(args, tok, ver); err != nil {
 		return 0, 0, nil, err
 	}
-	if err = c.verify(ctx, p.guard); err != nil {
+	if err = c.verify(ctx, p.Guard); err != nil {
 		return 0, 0, nil, err
 	}
 	return tok, ver, out, nil
 }
 
 // bind builds the rewritten statement's arguments from the caller's.
-func (p *plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.NamedValue, error) {
-	if p.nUser >= 0 && len(user) != p.nUser {
-		return nil, fmt.Errorf("fencedsql: statement on %s has %d placeholders but %d arguments were given", p.guard, p.nUser, len(user))
+func (p *Plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.NamedValue, error) {
+	if p.NUser >= 0 && len(user) != p.NUser {
+		return nil, fmt.Errorf("fencedsql: statement on %s has %d placeholders but %d arguments were given", p.Guard, p.NUser, len(user))
 	}
-	out := make([]driver.NamedValue, len(p.args))
-	for i, r := range p.args {
+	out := make([]driver.NamedValue, len(p.Args))
+	for i, r := range p.Args {
 		out[i].Ordinal = i + 1
 		switch r {
-		case argToken:
+		case ArgToken:
 			out[i].Value = int64(tok)
-		case argVersion:
+		case ArgVersion:
 			out[i].Value = ver
 		default:
 			u := user[r]
 			if u.Name != "" {
-				return nil, &UnsupportedError{Table: p.guard.String(), Reason: "named arguments (sql.Named) in a write to a guarded table"}
+				return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "named arguments (sql.Named) in a write to a guarded table"}
 			}
 			out[i].Value = u.Value
 		}
@@ -78,8 +78,8 @@ func (p *plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.N
 }
 
 // execPlan runs a guarded write.
-func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Result, error) {
-	if p.kind == kindClaim {
+func (c *conn) execPlan(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (driver.Result, error) {
+	if p.Kind == KindClaim {
 		// A locking read sent with Exec returns no rows to count.
 		if _, err := c.claim(ctx, r, p, args); err != nil {
 			return nil, err
@@ -91,7 +91,7 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 	if err != nil {
 		return nil, err
 	}
-	if p.pre != nil {
+	if p.Pre != nil {
 		return c.twoStep(ctx, r, p, args, tok, ver, full)
 	}
 	res, err := r.exec(ctx, p, full)
@@ -102,8 +102,8 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan, args []driver.Na
 }
 
 // queryPlan runs a guarded write that returns rows (RETURNING), or a claimed locking read.
-func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (driver.Rows, error) {
-	if p.kind == kindClaim {
+func (c *conn) queryPlan(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
+	if p.Kind == KindClaim {
 		claimed, err := c.claim(ctx, r, p, args)
 		if err != nil {
 			return nil, err
@@ -122,17 +122,17 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.N
 		return nil, err
 	}
 	stamped := int64(-1)
-	if p.pre != nil {
+	if p.Pre != nil {
 		if c.tx == nil {
-			return nil, &UnsupportedError{Table: p.guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
+			return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
 		}
-		preArgs, err := p.pre.bind(args, tok, ver)
+		preArgs, err := p.Pre.bind(args, tok, ver)
 		if err != nil {
 			return nil, err
 		}
-		res, err := r.exec(ctx, p.pre, preArgs)
+		res, err := r.exec(ctx, p.Pre, preArgs)
 		if err != nil {
-			return nil, c.core.mapErr(p.pre, tok, ver, err)
+			return nil, c.core.mapErr(p.Pre, tok, ver, err)
 		}
 		if n, ok := affected(res); ok {
 			stamped = n
@@ -156,25 +156,25 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan, args []driver.N
 //
 // It returns the number of rows claimed, -1 when nothing was claimed or the driver
 // cannot say.
-func (c *conn) claim(ctx context.Context, r runner, p *plan, args []driver.NamedValue) (int64, error) {
+func (c *conn) claim(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (int64, error) {
 	if !c.hasToken(ctx) {
 		return -1, nil
 	}
-	if p.claimErr != nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
-		return -1, p.claimErr
+	if p.ClaimErr != nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+		return -1, p.ClaimErr
 	}
 	if c.tx == nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
-		return -1, &UnsupportedError{Table: p.guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+		return -1, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
 	}
-	tok, _, preArgs, err := c.guardedArgs(ctx, p.pre, args)
+	tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 	if err != nil {
 		return -1, err
 	}
-	res, err := r.exec(ctx, p.pre, preArgs)
+	res, err := r.exec(ctx, p.Pre, preArgs)
 	if err != nil {
-		return -1, c.core.mapErr(p.pre, tok, 0, err)
+		return -1, c.core.mapErr(p.Pre, tok, 0, err)
 	}
 	if n, ok := affected(res); ok {
 		return n, nil
@@ -194,8 +194,8 @@ func (c *conn) hasToken(ctx context.Context) bool {
 
 // twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
 // carrying the token, in the caller's transaction or in one of its own.
-func (c *conn) twoStep(ctx context.Context, r runner, p *plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
-	preArgs, err := p.pre.bind(args, tok, ver)
+func (c *conn) twoStep(ctx context.Context, r runner, p *Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
+	preArgs, err := p.Pre.bind(args, tok, ver)
 	if err != nil {
 		return nil, err
 	}
@@ -205,15 +205,15 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan, args []driver.Nam
 			return nil, err
 		}
 	}
-	fail := func(pl *plan, err error) (driver.Result, error) {
+	fail := func(pl *Plan, err error) (driver.Result, error) {
 		if own != nil {
 			_ = own.Rollback()
 		}
 		return nil, c.core.mapErr(pl, tok, ver, err)
 	}
-	preRes, err := r.exec(ctx, p.pre, preArgs)
+	preRes, err := r.exec(ctx, p.Pre, preArgs)
 	if err != nil {
-		return fail(p.pre, err)
+		return fail(p.Pre, err)
 	}
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
@@ -228,7 +228,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan, args []driver.Nam
 		} else {
 			c.breakTx(err)
 		}
-		c.core.metrics.count(c.core.metrics.unsupported, p.guard)
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, err
 	}
 	if own != nil {
@@ -245,23 +245,23 @@ func (k *core) mapPassErr(err error) error { return k.mapErr(nil, 0, 0, err) }
 
 // mapErr turns a driver error into the package's typed errors where it is one of
 // ours; any other error (driver.ErrBadConn included) is returned unchanged.
-func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
+func (k *core) mapErr(p *Plan, tok uint64, ver int64, err error) error {
 	if err == nil || err == driver.ErrSkip || errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
 	info := k.dialect.Classify(err)
 	switch info.Kind {
 	case dialect.ErrorNotNull:
-		if p == nil || p.guard == nil {
+		if p == nil || p.Guard == nil {
 			return err
 		}
-		g := p.guard
+		g := p.Guard
 		switch {
-		case strings.EqualFold(info.Column, g.tokenCol):
+		case strings.EqualFold(info.Column, g.TokenCol):
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
 			return k.explainFenced(&FencedError{Table: g.String(), Token: tok, Err: err}, g)
-		case strings.EqualFold(info.Column, g.verCol):
+		case strings.EqualFold(info.Column, g.VerCol):
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
 		}
@@ -269,17 +269,17 @@ func (k *core) mapErr(p *plan, tok uint64, ver int64, err error) error {
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
 	case dialect.ErrorBelowFloor:
 		table := info.Table
-		if p != nil && p.guard != nil {
-			table = p.guard.String()
-			k.metrics.count(k.metrics.fenced, p.guard)
+		if p != nil && p.Guard != nil {
+			table = p.Guard.String()
+			k.metrics.count(k.metrics.fenced, p.Guard)
 		}
 		k.cfg.logger.Warn("fencedsql: write refused: token below the database's token floor", "table", table, "token", tok)
 		return &BelowFloorError{Table: table, Token: tok, Err: err}
 	case dialect.ErrorUnique:
 		table := info.Table
-		var g *guard
-		if p != nil && p.guard != nil {
-			g = p.guard
+		var g *Table
+		if p != nil && p.Guard != nil {
+			g = p.Guard
 			table = g.String()
 		}
 		k.metrics.count(k.metrics.unique, g)

@@ -124,7 +124,7 @@ func execReadings(src string, toks []sqllex.Token) (readings []string, ok bool) 
 // (ErrUnsupported) carrying the reading's refusal, or saying why the comments cannot
 // be judged. Off a pool with guarded tables, and for text without executable
 // comments, it does nothing and does not allocate.
-func (p *parser) checkExecReadings(pl *plan, versioned bool) error {
+func (p *parser) checkExecReadings(pl *Plan, versioned bool) error {
 	if len(p.rw.names) == 0 || !p.rw.syn.ExecComments || !hasExecComment(p.all) {
 		return nil
 	}
@@ -137,7 +137,7 @@ func (p *parser) checkExecReadings(pl *plan, versioned bool) error {
 		if err != nil || hasExecComment(toks) {
 			return unsupported("", "an executable comment whose content, written out, cannot be read (or holds another executable comment) on a pool with guarded tables")
 		}
-		rp, err := p.rw.rewrite(r, versioned)
+		rp, err := p.rw.Rewrite(r, versioned)
 		if err != nil {
 			var ue *UnsupportedError
 			if errors.As(err, &ue) {
@@ -145,8 +145,8 @@ func (p *parser) checkExecReadings(pl *plan, versioned bool) error {
 			}
 			return err
 		}
-		if rp.kind != pl.kind || rp.kind != kindPass && rp.guard.base() != pl.guard.base() {
-			return unsupported(pl.guard.String(), "an executable comment changes what the statement does to a guarded table (read as the server may run it, it is a %v of %q; as written, a %v): the rewriter can fence only one", rp.kind, rp.guard.String(), pl.kind)
+		if rp.Kind != pl.Kind || rp.Kind != KindPass && rp.Guard.Base() != pl.Guard.Base() {
+			return unsupported(pl.Guard.String(), "an executable comment changes what the statement does to a guarded table (read as the server may run it, it is a %v of %q; as written, a %v): the rewriter can fence only one", rp.Kind, rp.Guard.String(), pl.Kind)
 		}
 	}
 	return nil
@@ -173,7 +173,7 @@ func hasExecOpener(sql string) bool {
 // create a routine, trigger, rule or event (mayCreateRoutine, unless WithDDL) — the
 // server may run what the wrapper cannot see. nil leaves the decision to the caller's
 // other rules.
-func (rw *rewriter) unreadable(sql string, lexErr error) error {
+func (rw *Planner) unreadable(sql string, lexErr error) error {
 	if len(rw.names) == 0 {
 		return nil
 	}

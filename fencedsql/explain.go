@@ -11,7 +11,7 @@ import "strings"
 // MariaDB's ANALYZE <statement>, an option list it cannot read): with a write and a
 // guarded table it is refused, with a locking read of one it is a claim refused when
 // it carries a token.
-func (p *parser) explain(head string) (*plan, error) {
+func (p *parser) explain(head string) (*Plan, error) {
 	from, runs := p.explained(head)
 	if from < 0 {
 		// DESCRIBE t, ANALYZE t (statistics): no statement follows.

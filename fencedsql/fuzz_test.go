@@ -218,7 +218,7 @@ func fzInputs() []string {
 // fzTarget is one dialect's set of rewriters and a wrapped connection.
 type fzTarget struct {
 	d      testDialect
-	rws    map[bool]*rewriter // by strict
+	rws    map[bool]*Planner // by strict
 	conn   *conn
 	raw    *fzRawConn
 	tokens map[bool]string // quoted token column, by dialect
@@ -227,7 +227,7 @@ type fzTarget struct {
 var fzGuards = []Option{Guard("accounts"), Guard("shop.orders")}
 
 func newFzTarget(t testing.TB, d testDialect) *fzTarget {
-	ft := &fzTarget{d: d, rws: map[bool]*rewriter{}}
+	ft := &fzTarget{d: d, rws: map[bool]*Planner{}}
 	for _, strict := range []bool{false, true} {
 		ft.rws[strict] = newTestRewriter(t, d, append(slices.Clip(fzGuards), WithStrict(strict))...)
 	}
@@ -293,7 +293,7 @@ func TestFuzzSeeds(t *testing.T) {
 func (ft *fzTarget) check(t *testing.T, src string) {
 	t.Helper()
 	type result struct {
-		p   *plan
+		p   *Plan
 		err error
 	}
 	var base result
@@ -313,8 +313,8 @@ func (ft *fzTarget) check(t *testing.T, src string) {
 			switch {
 			case (err == nil) != (base.err == nil):
 				t.Errorf("%s: refusal differs from the plain variant: %v vs %v", tag, err, base.err)
-			case err == nil && p.kind != base.p.kind:
-				t.Errorf("%s: kind %v differs from the plain variant's %v", tag, p.kind, base.p.kind)
+			case err == nil && p.Kind != base.p.Kind:
+				t.Errorf("%s: kind %v differs from the plain variant's %v", tag, p.Kind, base.p.Kind)
 			}
 		}
 	}
@@ -323,7 +323,7 @@ func (ft *fzTarget) check(t *testing.T, src string) {
 	}
 }
 
-func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *rewriter, src string, versioned bool, p *plan, err error) {
+func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *Planner, src string, versioned bool, p *Plan, err error) {
 	t.Helper()
 	if err != nil {
 		var ue *UnsupportedError
@@ -344,8 +344,8 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *rewriter, src string,
 	if p == nil {
 		t.Fatalf("%s: nil plan and nil error", tag)
 	}
-	if p.kind == kindPass {
-		if p.guard != nil || p.pre != nil {
+	if p.Kind == KindPass {
+		if p.Guard != nil || p.Pre != nil {
 			t.Errorf("%s: pass-through plan with a guard or pre plan", tag)
 		}
 		if why := fzWritesGuard(rw, src); why != "" {
@@ -356,70 +356,70 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *rewriter, src string,
 	if !fzMayMention(rw, src) {
 		t.Errorf("%s: rewritten although the text names no guarded table", tag)
 	}
-	if p.kind == kindClaim {
+	if p.Kind == KindClaim {
 		ft.checkClaim(t, tag, rw, src, versioned, p)
 		return
 	}
-	if p.guard == nil {
+	if p.Guard == nil {
 		t.Fatalf("%s: rewritten plan without a guard", tag)
 	}
-	if !containsFold(src, strings.ToLower(p.guard.name)) {
-		t.Errorf("%s: plan guards %s, which the input does not name", tag, p.guard)
+	if !ContainsFold(src, strings.ToLower(p.Guard.Name)) {
+		t.Errorf("%s: plan guards %s, which the input does not name", tag, p.Guard)
 	}
-	switch p.kind {
-	case kindUpdate, kindInsert:
-		if p.pre != nil {
-			t.Errorf("%s: %v plan with a pre plan", tag, p.kind)
+	switch p.Kind {
+	case KindUpdate, KindInsert:
+		if p.Pre != nil {
+			t.Errorf("%s: %v plan with a pre plan", tag, p.Kind)
 		}
-	case kindDelete:
+	case KindDelete:
 	default:
-		t.Fatalf("%s: unknown plan kind %v", tag, p.kind)
+		t.Fatalf("%s: unknown plan kind %v", tag, p.Kind)
 	}
 	ft.checkPlan(t, tag, rw, src, versioned, p, true)
-	if p.kind == kindUpdate || (p.kind == kindInsert && fzHasUpsertUpdate(rw, src)) {
+	if p.Kind == KindUpdate || (p.Kind == KindInsert && fzHasUpsertUpdate(rw, src)) {
 		fzCheckAssignmentAtTop(t, tag, rw, src, p)
 	}
-	if p.kind != kindDelete {
+	if p.Kind != KindDelete {
 		return
 	}
-	pre := p.pre
+	pre := p.Pre
 	if pre == nil {
 		t.Fatalf("%s: DELETE plan without the fencing UPDATE", tag)
 	}
-	if pre.kind != kindUpdate || pre.guard != p.guard || pre.nUser != p.nUser || pre.pre != nil {
-		t.Errorf("%s: pre plan kind %v guard %v nUser %d, want UPDATE of %v with nUser %d", tag, pre.kind, pre.guard, pre.nUser, p.guard, p.nUser)
+	if pre.Kind != KindUpdate || pre.Guard != p.Guard || pre.NUser != p.NUser || pre.Pre != nil {
+		t.Errorf("%s: pre plan kind %v guard %v nUser %d, want UPDATE of %v with nUser %d", tag, pre.Kind, pre.Guard, pre.NUser, p.Guard, p.NUser)
 	}
 	ft.checkPlan(t, tag+" [pre]", rw, src, versioned, pre, false)
 	fzCheckAssignmentAtTop(t, tag+" [pre]", rw, src, pre)
 	// The fencing UPDATE targets the DELETE's table: UPDATE <name> ….
-	toks, lexErr := sqllex.Lex(pre.sql, rw.syn)
+	toks, lexErr := sqllex.Lex(pre.SQL, rw.syn)
 	if lexErr == nil {
 		sig := sqllex.Significant(toks)
-		if len(sig) < 2 || !sqllex.IsKeyword(pre.sql, sig[0], "UPDATE") {
-			t.Errorf("%s: pre plan %q is not an UPDATE", tag, pre.sql)
-		} else if parts, _, ok := fzName(pre.sql, sig, fzSkipOnly(pre.sql, sig), rw); !ok || !strings.EqualFold(parts[len(parts)-1], p.guard.name) {
-			t.Errorf("%s: pre plan %q does not update %s", tag, pre.sql, p.guard)
+		if len(sig) < 2 || !sqllex.IsKeyword(pre.SQL, sig[0], "UPDATE") {
+			t.Errorf("%s: pre plan %q is not an UPDATE", tag, pre.SQL)
+		} else if parts, _, ok := fzName(pre.SQL, sig, fzSkipOnly(pre.SQL, sig), rw); !ok || !strings.EqualFold(parts[len(parts)-1], p.Guard.Name) {
+			t.Errorf("%s: pre plan %q does not update %s", tag, pre.SQL, p.Guard)
 		}
 	}
 	// The DELETE keeps only rows carrying the token: "<tok> = <param>" at depth 0.
-	if toks, err := sqllex.Lex(p.sql, rw.syn); err == nil && fzBalanced(src, rw) {
+	if toks, err := sqllex.Lex(p.SQL, rw.syn); err == nil && fzBalanced(src, rw) {
 		sig := sqllex.Significant(toks)
 		found := false
 		depth := 0
 		for i, tk := range sig {
 			switch {
-			case fzPunct(p.sql, tk, "("):
+			case fzPunct(p.SQL, tk, "("):
 				depth++
-			case fzPunct(p.sql, tk, ")"):
+			case fzPunct(p.SQL, tk, ")"):
 				depth--
-			case depth == 0 && tk.Kind == sqllex.KindQuotedIdent && tk.Text(p.sql) == p.guard.qTok &&
-				i+2 < len(sig) && fzPunct(p.sql, sig[i+1], "=") && sig[i+2].Kind == sqllex.KindParam &&
-				i > 0 && (sqllex.IsKeyword(p.sql, sig[i-1], "AND") || sqllex.IsKeyword(p.sql, sig[i-1], "WHERE")):
+			case depth == 0 && tk.Kind == sqllex.KindQuotedIdent && tk.Text(p.SQL) == p.Guard.QTok &&
+				i+2 < len(sig) && fzPunct(p.SQL, sig[i+1], "=") && sig[i+2].Kind == sqllex.KindParam &&
+				i > 0 && (sqllex.IsKeyword(p.SQL, sig[i-1], "AND") || sqllex.IsKeyword(p.SQL, sig[i-1], "WHERE")):
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("%s: DELETE %q lacks a top-level %s = <token> condition", tag, p.sql, p.guard.qTok)
+			t.Errorf("%s: DELETE %q lacks a top-level %s = <token> condition", tag, p.SQL, p.Guard.QTok)
 		}
 	}
 }
@@ -427,11 +427,11 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *rewriter, src string,
 // checkPlan checks invariant 5 on one plan; main is false for a DELETE's pre plan,
 // whose text is built from pieces of the input (so only its user arguments are
 // checked to be a subsequence, in order).
-func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string, versioned bool, p *plan, main bool) {
+func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string, versioned bool, p *Plan, main bool) {
 	t.Helper()
-	toks, err := sqllex.Lex(p.sql, rw.syn)
+	toks, err := sqllex.Lex(p.SQL, rw.syn)
 	if err != nil {
-		t.Errorf("%s: rewritten SQL %q does not lex: %v", tag, p.sql, err)
+		t.Errorf("%s: rewritten SQL %q does not lex: %v", tag, p.SQL, err)
 		return
 	}
 	userToks, err := sqllex.Lex(src, rw.syn)
@@ -450,8 +450,8 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 			}
 		}
 	}
-	if p.nUser != wantUser {
-		t.Errorf("%s: nUser = %d, the input has %d", tag, p.nUser, wantUser)
+	if p.NUser != wantUser {
+		t.Errorf("%s: nUser = %d, the input has %d", tag, p.NUser, wantUser)
 	}
 	var params []sqllex.Token
 	tokIdent := false
@@ -460,29 +460,29 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 		case sqllex.KindParam:
 			params = append(params, tk)
 		case sqllex.KindQuotedIdent:
-			tokIdent = tokIdent || tk.Text(p.sql) == p.guard.qTok
+			tokIdent = tokIdent || tk.Text(p.SQL) == p.Guard.QTok
 		}
 	}
 	if !tokIdent {
-		t.Errorf("%s: %q does not contain the token column %s as an identifier", tag, p.sql, p.guard.qTok)
+		t.Errorf("%s: %q does not contain the token column %s as an identifier", tag, p.SQL, p.Guard.QTok)
 	}
-	usesVer := slices.Contains(p.args, argVersion)
-	if !slices.Contains(p.args, argToken) {
-		t.Errorf("%s: the token is not an argument of %q: %v", tag, p.sql, p.args)
+	usesVer := slices.Contains(p.Args, ArgVersion)
+	if !slices.Contains(p.Args, ArgToken) {
+		t.Errorf("%s: the token is not an argument of %q: %v", tag, p.SQL, p.Args)
 	}
 	if usesVer && !versioned {
-		t.Errorf("%s: a plain plan binds the version: %v", tag, p.args)
+		t.Errorf("%s: a plain plan binds the version: %v", tag, p.Args)
 	}
-	if versioned && p.kind == kindUpdate && !usesVer {
-		t.Errorf("%s: a versioned UPDATE does not bind the version: %v", tag, p.args)
+	if versioned && p.Kind == KindUpdate && !usesVer {
+		t.Errorf("%s: a versioned UPDATE does not bind the version: %v", tag, p.Args)
 	}
 	// Items that assigned a fencing column are left out, with their placeholders.
 	kept := src
-	if len(p.dropped) > 0 {
-		if !containsFold(src, strings.ToLower(p.guard.tokenCol)) && !containsFold(src, strings.ToLower(p.guard.verCol)) {
-			t.Errorf("%s: dropped %v although the input names no fencing column", tag, p.dropped)
+	if len(p.Dropped) > 0 {
+		if !ContainsFold(src, strings.ToLower(p.Guard.TokenCol)) && !ContainsFold(src, strings.ToLower(p.Guard.VerCol)) {
+			t.Errorf("%s: dropped %v although the input names no fencing column", tag, p.Dropped)
 		}
-		kept = fzWithout(src, p.dropped)
+		kept = fzWithout(src, p.Dropped)
 		if keptToks, err := sqllex.Lex(kept, rw.syn); err == nil {
 			userToks = keptToks
 		}
@@ -493,12 +493,12 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 			keptUser[tk.Num] = true
 		}
 	}
-	var user []argRef
-	for _, r := range p.args {
+	var user []ArgRef
+	for _, r := range p.Args {
 		switch {
-		case r == argToken || r == argVersion:
-		case r < 0 || int(r) >= p.nUser:
-			t.Errorf("%s: argument ref %d out of range (nUser %d)", tag, r, p.nUser)
+		case r == ArgToken || r == ArgVersion:
+		case r < 0 || int(r) >= p.NUser:
+			t.Errorf("%s: argument ref %d out of range (nUser %d)", tag, r, p.NUser)
 		default:
 			user = append(user, r)
 		}
@@ -508,59 +508,59 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 		for _, tk := range params {
 			maxN = max(maxN, tk.Num)
 		}
-		nKept := p.nUser
-		if len(p.dropped) > 0 {
+		nKept := p.NUser
+		if len(p.Dropped) > 0 {
 			nKept = len(keptUser)
 		}
 		want := nKept + 1
 		if usesVer {
 			want++
 		}
-		if main && (maxN != want || len(p.args) != want) {
-			t.Errorf("%s: highest $n is %d and %d args, want %d (nUser %d, version %v)", tag, maxN, len(p.args), want, p.nUser, usesVer)
+		if main && (maxN != want || len(p.Args) != want) {
+			t.Errorf("%s: highest $n is %d and %d args, want %d (nUser %d, version %v)", tag, maxN, len(p.Args), want, p.NUser, usesVer)
 		}
 		for i := 1; i < len(user); i++ {
 			if user[i] <= user[i-1] {
-				t.Errorf("%s: numbered args must start with the user's in order: %v", tag, p.args)
+				t.Errorf("%s: numbered args must start with the user's in order: %v", tag, p.Args)
 				break
 			}
 		}
 	} else {
-		if len(params) != len(p.args) {
-			t.Errorf("%s: %d ? placeholders in %q but %d args %v", tag, len(params), p.sql, len(p.args), p.args)
+		if len(params) != len(p.Args) {
+			t.Errorf("%s: %d ? placeholders in %q but %d args %v", tag, len(params), p.SQL, len(p.Args), p.Args)
 		}
 		for _, tk := range params {
-			if tk.Text(p.sql) != "?" {
-				t.Errorf("%s: placeholder %q in positional output", tag, tk.Text(p.sql))
+			if tk.Text(p.SQL) != "?" {
+				t.Errorf("%s: placeholder %q in positional output", tag, tk.Text(p.SQL))
 			}
 		}
 		// User arguments appear once each, in order (all of them in the main statement).
 		for i := 1; i < len(user); i++ {
 			if user[i] <= user[i-1] {
-				t.Errorf("%s: user arguments out of order: %v", tag, p.args)
+				t.Errorf("%s: user arguments out of order: %v", tag, p.Args)
 				break
 			}
 		}
-		if main && len(user) != p.nUser-fzCountParams(src, p.dropped, rw) {
-			t.Errorf("%s: %d of %d user arguments bound: %v", tag, len(user), p.nUser, p.args)
+		if main && len(user) != p.NUser-fzCountParams(src, p.Dropped, rw) {
+			t.Errorf("%s: %d of %d user arguments bound: %v", tag, len(user), p.NUser, p.Args)
 		}
 	}
-	out := p.sql
-	if len(p.dropped) > 0 && rw.numbered { // the kept placeholders were renumbered
+	out := p.SQL
+	if len(p.Dropped) > 0 && rw.numbered { // the kept placeholders were renumbered
 		kept, out = fzDollarRE.ReplaceAllLiteralString(kept, "$9"), fzDollarRE.ReplaceAllLiteralString(out, "$9")
 		if keptToks, err := sqllex.Lex(kept, rw.syn); err == nil {
 			userToks = keptToks
 		}
 	}
 	if main && !fzSubsequence(kept, out) {
-		t.Errorf("%s: the input is not a subsequence of the output %q", tag, p.sql)
+		t.Errorf("%s: the input is not a subsequence of the output %q", tag, p.SQL)
 	}
 	// Token level: the input's significant tokens survive as tokens of the output (the
 	// inserted text neither merges with nor splits a neighbour: "END" + "WHERE" must
 	// not become "ENDWHERE").
 	if main {
-		outSrc, outToks := p.sql, toks
-		if out != p.sql { // placeholders normalised like the kept input
+		outSrc, outToks := p.SQL, toks
+		if out != p.SQL { // placeholders normalised like the kept input
 			if ot, err := sqllex.Lex(out, rw.syn); err == nil {
 				outSrc, outToks = out, ot
 			}
@@ -568,12 +568,12 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 		in, outSig := sqllex.Significant(userToks), sqllex.Significant(outToks)
 		j := 0
 		for _, tk := range outSig {
-			if j < len(in) && tk.Kind == in[j].Kind && (tk.Text(outSrc) == in[j].Text(kept) || (len(p.dropped) > 0 && tk.Kind == sqllex.KindParam)) {
+			if j < len(in) && tk.Kind == in[j].Kind && (tk.Text(outSrc) == in[j].Text(kept) || (len(p.Dropped) > 0 && tk.Kind == sqllex.KindParam)) {
 				j++
 			}
 		}
 		if j < len(in) {
-			t.Errorf("%s: input token %q at byte %d is not a token of the output %q", tag, in[j].Text(kept), in[j].Start, p.sql)
+			t.Errorf("%s: input token %q at byte %d is not a token of the output %q", tag, in[j].Text(kept), in[j].Start, p.SQL)
 		}
 	}
 }
@@ -581,12 +581,12 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *rewriter, src string
 // fzCheckAssignmentAtTop: in a plan that assigns the token (UPDATE, the fencing UPDATE
 // of a DELETE, an upsert), "<tok> = CASE" stands at parenthesis depth 0, i.e. in the
 // statement's own SET list and not in a subquery — when the input is balanced.
-func fzCheckAssignmentAtTop(t *testing.T, tag string, rw *rewriter, src string, p *plan) {
+func fzCheckAssignmentAtTop(t *testing.T, tag string, rw *Planner, src string, p *Plan) {
 	t.Helper()
 	if !fzBalanced(src, rw) {
 		return
 	}
-	toks, err := sqllex.Lex(p.sql, rw.syn)
+	toks, err := sqllex.Lex(p.SQL, rw.syn)
 	if err != nil {
 		return
 	}
@@ -594,20 +594,20 @@ func fzCheckAssignmentAtTop(t *testing.T, tag string, rw *rewriter, src string, 
 	depth := 0
 	for i, tk := range sig {
 		switch {
-		case fzPunct(p.sql, tk, "("):
+		case fzPunct(p.SQL, tk, "("):
 			depth++
-		case fzPunct(p.sql, tk, ")"):
+		case fzPunct(p.SQL, tk, ")"):
 			depth--
-		case depth == 0 && tk.Kind == sqllex.KindQuotedIdent && tk.Text(p.sql) == p.guard.qTok &&
-			i+2 < len(sig) && fzPunct(p.sql, sig[i+1], "=") && sqllex.IsKeyword(p.sql, sig[i+2], "CASE"):
+		case depth == 0 && tk.Kind == sqllex.KindQuotedIdent && tk.Text(p.SQL) == p.Guard.QTok &&
+			i+2 < len(sig) && fzPunct(p.SQL, sig[i+1], "=") && sqllex.IsKeyword(p.SQL, sig[i+2], "CASE"):
 			return
 		}
 	}
-	t.Errorf("%s: %q has no top-level %s = CASE … assignment", tag, p.sql, p.guard.qTok)
+	t.Errorf("%s: %q has no top-level %s = CASE … assignment", tag, p.SQL, p.Guard.QTok)
 }
 
 // fzHasUpsertUpdate reports an INSERT with ON CONFLICT … DO UPDATE or ON DUPLICATE KEY UPDATE.
-func fzHasUpsertUpdate(rw *rewriter, src string) bool {
+func fzHasUpsertUpdate(rw *Planner, src string) bool {
 	toks, err := sqllex.Lex(src, rw.syn)
 	if err != nil {
 		return false
@@ -633,7 +633,7 @@ func fzHasUpsertUpdate(rw *rewriter, src string) bool {
 }
 
 // fzBalanced reports whether the input's parentheses are balanced.
-func fzBalanced(src string, rw *rewriter) bool {
+func fzBalanced(src string, rw *Planner) bool {
 	toks, err := sqllex.Lex(src, rw.syn)
 	if err != nil {
 		return false
@@ -657,36 +657,36 @@ func fzBalanced(src string, rw *rewriter) bool {
 // checkClaim: a locking read keeps the caller's text and arguments; its claim is an
 // UPDATE of the guarded table satisfying invariant 5 (on the parts it copies), or the
 // claim is refused with an *UnsupportedError.
-func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw *rewriter, src string, versioned bool, p *plan) {
+func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw *Planner, src string, versioned bool, p *Plan) {
 	t.Helper()
-	if p.sql != src {
-		t.Errorf("%s: a claimed read changed the caller's text to %q", tag, p.sql)
+	if p.SQL != src {
+		t.Errorf("%s: a claimed read changed the caller's text to %q", tag, p.SQL)
 	}
-	if p.claimErr != nil {
-		if !errors.Is(p.claimErr, ErrUnsupported) {
-			t.Errorf("%s: claim refusal %v is not ErrUnsupported", tag, p.claimErr)
+	if p.ClaimErr != nil {
+		if !errors.Is(p.ClaimErr, ErrUnsupported) {
+			t.Errorf("%s: claim refusal %v is not ErrUnsupported", tag, p.ClaimErr)
 		}
 		return
 	}
-	if p.pre == nil || p.guard == nil || p.pre.guard != p.guard || p.pre.kind != kindUpdate {
+	if p.Pre == nil || p.Guard == nil || p.Pre.Guard != p.Guard || p.Pre.Kind != KindUpdate {
 		t.Fatalf("%s: claim without a fencing UPDATE of its table", tag)
 	}
-	ft.checkPlan(t, tag+" [claim]", rw, src, false, p.pre, false)
-	fzCheckAssignmentAtTop(t, tag+" [claim]", rw, src, p.pre)
-	if toks, err := sqllex.Lex(p.pre.sql, rw.syn); err == nil {
+	ft.checkPlan(t, tag+" [claim]", rw, src, false, p.Pre, false)
+	fzCheckAssignmentAtTop(t, tag+" [claim]", rw, src, p.Pre)
+	if toks, err := sqllex.Lex(p.Pre.SQL, rw.syn); err == nil {
 		sig := sqllex.Significant(toks)
-		if len(sig) < 2 || !sqllex.IsKeyword(p.pre.sql, sig[0], "UPDATE") {
-			t.Errorf("%s: claim %q is not an UPDATE", tag, p.pre.sql)
+		if len(sig) < 2 || !sqllex.IsKeyword(p.Pre.SQL, sig[0], "UPDATE") {
+			t.Errorf("%s: claim %q is not an UPDATE", tag, p.Pre.SQL)
 		}
 	}
 }
 
-func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
+func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *Plan) {
 	t.Helper()
 	const tok = 77
 	ctx := WithToken(context.Background(), tok)
-	n := max(p.nUser, 0) // -1: a refused claim, whose placeholders were not counted
-	if p.kind == kindPass {
+	n := max(p.NUser, 0) // -1: a refused claim, whose placeholders were not counted
+	if p.Kind == KindPass {
 		n = 2
 	}
 	args := make([]driver.NamedValue, n)
@@ -695,7 +695,7 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 	}
 	ft.raw.calls = ft.raw.calls[:0]
 	_, err := ft.conn.ExecContext(ctx, src, args)
-	if p.kind == kindClaim {
+	if p.Kind == KindClaim {
 		// Outside a transaction a locking read with a token is refused (its claim and
 		// its read must commit together), claimable or not.
 		if !errors.Is(err, ErrUnsupported) || len(ft.raw.calls) != 0 {
@@ -709,7 +709,7 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 		return
 	}
 	calls := ft.raw.calls
-	if p.kind == kindPass {
+	if p.Kind == KindPass {
 		if len(calls) != 1 || calls[0].sql != src {
 			t.Errorf("%s: pass-through of %q sent %v, want the input byte-identical", ft.d.name, src, calls)
 			return
@@ -719,22 +719,22 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan) {
 		}
 		return
 	}
-	want := []fzCall{{sql: p.sql, args: fzBound(p, tok)}}
-	if p.pre != nil {
-		want = []fzCall{{sql: "BEGIN"}, {sql: p.pre.sql, args: fzBound(p.pre, tok)}, want[0], {sql: "COMMIT"}}
+	want := []fzCall{{sql: p.SQL, args: fzBound(p, tok)}}
+	if p.Pre != nil {
+		want = []fzCall{{sql: "BEGIN"}, {sql: p.Pre.SQL, args: fzBound(p.Pre, tok)}, want[0], {sql: "COMMIT"}}
 	}
 	if !slices.EqualFunc(calls, want, func(a, b fzCall) bool { return a.sql == b.sql && slices.Equal(a.args, b.args) }) {
 		t.Errorf("%s: %q sent\n%v\nwant\n%v", ft.d.name, src, calls, want)
 	}
 }
 
-func fzBound(p *plan, tok uint64) []any {
-	out := make([]any, len(p.args))
-	for i, r := range p.args {
+func fzBound(p *Plan, tok uint64) []any {
+	out := make([]any, len(p.Args))
+	for i, r := range p.Args {
 		switch r {
-		case argToken:
+		case ArgToken:
 			out[i] = int64(tok)
-		case argVersion:
+		case ArgVersion:
 			out[i] = int64(0)
 		default:
 			out[i] = int64(1000 + int(r))
@@ -744,13 +744,13 @@ func fzBound(p *plan, tok uint64) []any {
 }
 
 // fzRewrite calls rw.rewrite and turns a panic into a description with its stack.
-func fzRewrite(rw *rewriter, src string, versioned bool) (p *plan, err error, panicked string) {
+func fzRewrite(rw *Planner, src string, versioned bool) (p *Plan, err error, panicked string) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
 		}
 	}()
-	p, err = rw.rewrite(src, versioned)
+	p, err = rw.Rewrite(src, versioned)
 	return p, err, ""
 }
 
@@ -760,9 +760,9 @@ var fzNames = []string{"accounts", "orders"}
 
 // fzMayMention reports whether the text names a guarded table in any spelling the
 // rewriter's pre-filter must catch.
-func fzMayMention(rw *rewriter, src string) bool {
+func fzMayMention(rw *Planner, src string) bool {
 	for _, n := range fzNames {
-		if containsFold(src, n) {
+		if ContainsFold(src, n) {
 			return true
 		}
 	}
@@ -791,7 +791,7 @@ func fzPunct(src string, tk sqllex.Token, s string) bool {
 // fzIdent decodes an identifier token the way the server reads it; undecodable is true
 // for a quoted identifier whose name the lexer cannot decode (U&"…"), which may name
 // anything.
-func fzIdent(src string, tk sqllex.Token, rw *rewriter) (name string, ok, undecodable bool) {
+func fzIdent(src string, tk sqllex.Token, rw *Planner) (name string, ok, undecodable bool) {
 	switch tk.Kind {
 	case sqllex.KindWord:
 		return tk.Text(src), true, false
@@ -802,7 +802,7 @@ func fzIdent(src string, tk sqllex.Token, rw *rewriter) (name string, ok, undeco
 			if !strings.HasPrefix(txt, "U&") && !strings.HasPrefix(txt, "u&") {
 				return "", false, false // "" and the like: no identifier at all
 			}
-			if n, ok := fzDecodeUnicodeIdent(txt); ok && !containsFold(src, "uescape") {
+			if n, ok := fzDecodeUnicodeIdent(txt); ok && !ContainsFold(src, "uescape") {
 				return n, true, false
 			}
 			return "", false, true
@@ -866,7 +866,7 @@ func fzDecodeUnicodeIdent(txt string) (string, bool) {
 }
 
 // fzName reads ident ('.' ident)* at sig[i]; undecodable reports a U&"…" part.
-func fzName(src string, sig []sqllex.Token, i int, rw *rewriter) (parts []string, end int, ok bool) {
+func fzName(src string, sig []sqllex.Token, i int, rw *Planner) (parts []string, end int, ok bool) {
 	for i < len(sig) {
 		n, ok, undecodable := fzIdent(src, sig[i], rw)
 		if undecodable {
@@ -887,7 +887,7 @@ func fzName(src string, sig []sqllex.Token, i int, rw *rewriter) (parts []string
 }
 
 // fzNameGuarded: the name at sig[i] is a guarded table, or cannot be decoded.
-func fzNameGuarded(src string, sig []sqllex.Token, i int, rw *rewriter) bool {
+func fzNameGuarded(src string, sig []sqllex.Token, i int, rw *Planner) bool {
 	parts, _, ok := fzName(src, sig, i, rw)
 	return ok && (fzGuarded(parts) || slices.Contains(parts, "\x00undecodable"))
 }
@@ -940,11 +940,11 @@ func fzExpandExec(src string, toks []sqllex.Token) (string, bool) {
 // targets or DELETE targets are a guarded table; and, inside WITH, EXPLAIN, ANALYZE
 // and PREPARE, any write keyword so followed. It has no false positives for valid SQL:
 // each pattern it reports is a write of that table in the dialect.
-func fzWritesGuard(rw *rewriter, src string) string {
+func fzWritesGuard(rw *Planner, src string) string {
 	return fzWritesGuardDepth(rw, src, 0)
 }
 
-func fzWritesGuardDepth(rw *rewriter, src string, depth int) string {
+func fzWritesGuardDepth(rw *Planner, src string, depth int) string {
 	toks, err := sqllex.Lex(src, rw.syn)
 	if err != nil {
 		if fzMayMention(rw, src) && depth == 0 {
@@ -991,7 +991,7 @@ func fzWritesGuardDepth(rw *rewriter, src string, depth int) string {
 	return ""
 }
 
-func fzStmtWrites(rw *rewriter, src string, sig []sqllex.Token, depth int) string {
+func fzStmtWrites(rw *Planner, src string, sig []sqllex.Token, depth int) string {
 	i := 0
 	for i < len(sig) && fzPunct(src, sig[i], "(") {
 		i++
@@ -1049,7 +1049,7 @@ func fzExplainRuns(src string, sig []sqllex.Token, i int) bool {
 }
 
 // fzWriteAt applies the head pattern to the write keyword at sig[i].
-func fzWriteAt(rw *rewriter, src string, sig []sqllex.Token, i int) string {
+func fzWriteAt(rw *Planner, src string, sig []sqllex.Token, i int) string {
 	head := strings.ToUpper(sig[i].Text(src))
 	j := i + 1
 	skip := func(words ...string) {
@@ -1129,7 +1129,7 @@ func fzWriteAt(rw *rewriter, src string, sig []sqllex.Token, i int) string {
 
 // fzRefs collects the table references of a MySQL multi-table list sig[from:to]:
 // guarded names and the aliases they are given.
-func fzRefs(rw *rewriter, src string, sig []sqllex.Token, from, to int) (names map[string]bool) {
+func fzRefs(rw *Planner, src string, sig []sqllex.Token, from, to int) (names map[string]bool) {
 	names = map[string]bool{}
 	depth := 0
 	for k := from; k < to; k++ {
@@ -1162,7 +1162,7 @@ func fzRefs(rw *rewriter, src string, sig []sqllex.Token, from, to int) (names m
 
 // fzMultiUpdate: UPDATE t JOIN accounts a … SET a.x = …: a SET target qualified with a
 // guarded table (or its alias).
-func fzMultiUpdate(rw *rewriter, src string, sig []sqllex.Token, from int) string {
+func fzMultiUpdate(rw *Planner, src string, sig []sqllex.Token, from int) string {
 	set := from
 	depth := 0
 	for ; set < len(sig); set++ {
@@ -1207,7 +1207,7 @@ func fzMultiUpdate(rw *rewriter, src string, sig []sqllex.Token, from int) strin
 
 // fzDeleteTargets: DELETE t1[, t2] FROM refs … or DELETE FROM t1[, t2] USING refs …: a
 // target that is a guarded table or the alias of one.
-func fzDeleteTargets(rw *rewriter, src string, sig []sqllex.Token, from int, sep string) string {
+func fzDeleteTargets(rw *Planner, src string, sig []sqllex.Token, from int, sep string) string {
 	end := from
 	for end < len(sig) && !fzKw(src, sig, end, sep) {
 		end++
@@ -1247,7 +1247,7 @@ func fzDeleteTargets(rw *rewriter, src string, sig []sqllex.Token, from int, sep
 // of a name, unqualified, the way the rewriter's mentionsGuard matches), or holds a
 // construct the rewriter documents as refused on sight (an executable comment naming a
 // guarded table or a write, a U&"…" identifier, PREPARE/DO, a parenthesised write).
-func fzNoRefusalExpected(rw *rewriter, src string) string {
+func fzNoRefusalExpected(rw *Planner, src string) string {
 	if fzProtected(rw, src) {
 		return ""
 	}
@@ -1291,16 +1291,16 @@ func fzNoRefusalExpected(rw *rewriter, src string) string {
 // pg_settings, set_config or a protected setting's name anywhere (escapes included:
 // a backslash or U& may spell one), a MySQL executable comment, or text that does not
 // lex and may create a routine.
-func fzProtected(rw *rewriter, src string) bool {
+func fzProtected(rw *Planner, src string) bool {
 	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
 		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&"} {
-		if containsFold(src, w) {
+		if ContainsFold(src, w) {
 			return true
 		}
 	}
-	if _, err := sqllex.Lex(src, rw.syn); err != nil && (containsFold(src, "create") || containsFold(src, "alter")) {
+	if _, err := sqllex.Lex(src, rw.syn); err != nil && (ContainsFold(src, "create") || ContainsFold(src, "alter")) {
 		for _, k := range []string{"function", "procedure", "trigger", "rule", "event", "package"} {
-			if containsFold(src, k) {
+			if ContainsFold(src, k) {
 				return true // may be routine DDL the lexer cannot read: refused (routine.go)
 			}
 		}
@@ -1413,7 +1413,7 @@ func fzWithout(src string, ranges [][2]int) string {
 }
 
 // fzCountParams counts the placeholders of src inside the byte ranges.
-func fzCountParams(src string, ranges [][2]int, rw *rewriter) int {
+func fzCountParams(src string, ranges [][2]int, rw *Planner) int {
 	toks, err := sqllex.Lex(src, rw.syn)
 	if err != nil {
 		return 0
@@ -1438,7 +1438,7 @@ func fzSkipOnly(src string, sig []sqllex.Token) int {
 }
 
 // fzSig returns the significant tokens of src, nil when it does not lex.
-func fzSig(src string, rw *rewriter) []sqllex.Token {
+func fzSig(src string, rw *Planner) []sqllex.Token {
 	toks, err := sqllex.Lex(src, rw.syn)
 	if err != nil {
 		return nil

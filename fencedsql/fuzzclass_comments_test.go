@@ -72,31 +72,31 @@ func TestExecCommentsJudgedAsWritten(t *testing.T) {
 	ft := newFzTarget(t, mysqlTest)
 	for _, c := range execContents {
 		// the same answer outside a comment
-		if _, err := guarded.rewrite(c.sql, false); !refused(err) {
+		if _, err := guarded.Rewrite(c.sql, false); !refused(err) {
 			t.Fatalf("written out, %q is not refused (%v): the class test's premise is wrong", c.sql, err)
 		}
 		for _, pre := range execPrefixes {
 			for _, sh := range execShapes {
 				sql := execShape(sh, pre, c.sql)
-				if _, err := guarded.rewrite(sql, false); !refused(err) {
+				if _, err := guarded.Rewrite(sql, false); !refused(err) {
 					t.Errorf("guarded pool: rewrite(%q) = %v; want ErrUnsupported", sql, err)
 				}
 				out := execShape(sh, " ", c.sql)
 				out = strings.Replace(out, "*/", " ", 1)
-				_, errOutside := dynamicOK.rewrite(out, false)
+				_, errOutside := dynamicOK.Rewrite(out, false)
 				// (a six-digit prefix has a second reading, MySQL's, with the sixth digit in
 				// the content: it may be refused for that reading alone)
-				if _, err := dynamicOK.rewrite(sql, false); refused(err) != refused(errOutside) && !strings.Contains(pre, "100000") {
+				if _, err := dynamicOK.Rewrite(sql, false); refused(err) != refused(errOutside) && !strings.Contains(pre, "100000") {
 					t.Errorf("WithDynamicSQL: rewrite(%q) = %v, but written out (%q): %v (one answer per question)", sql, err, out, errOutside)
 				}
-				if p, err := plain.rewrite(sql, false); err != nil || p.kind != kindPass {
+				if p, err := plain.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 					t.Errorf("no guarded table: rewrite(%q) = %v, %v; want pass-through", sql, p, err)
 				}
 				ft.check(t, sql)
 			}
 			// an optimizer hint before the statement hides nothing
 			hinted := "/*+ MAX_EXECUTION_TIME(1000) */ " + c.sql
-			if _, err := guarded.rewrite(hinted, false); !refused(err) {
+			if _, err := guarded.Rewrite(hinted, false); !refused(err) {
 				t.Errorf("guarded pool: rewrite(%q) = %v; want ErrUnsupported", hinted, err)
 			}
 		}
@@ -105,14 +105,14 @@ func TestExecCommentsJudgedAsWritten(t *testing.T) {
 		for _, pre := range execPrefixes {
 			for _, sh := range []string{"%p%c*/", "SELECT 1 %p, 2 */", "%p%c */ -- x"} {
 				sql := execShape(sh, pre, h)
-				if p, err := guarded.rewrite(sql, false); err != nil || p.kind != kindPass {
+				if p, err := guarded.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 					t.Errorf("guarded pool: rewrite(%q) = %v, %v; want pass-through (it passes written out)", sql, p, err)
 				}
 				ft.check(t, sql)
 			}
 		}
 		for _, hint := range []string{"/*+ h */ ", "/*+ BKA(t) NO_ICP(t) */"} {
-			if p, err := guarded.rewrite(hint+h, false); err != nil || p.kind != kindPass {
+			if p, err := guarded.Rewrite(hint+h, false); err != nil || p.Kind != KindPass {
 				t.Errorf("guarded pool: rewrite(%q) = %v, %v; want pass-through", hint+h, p, err)
 			}
 		}
@@ -136,22 +136,22 @@ func TestExecCommentReadings(t *testing.T) {
 		"INSERT /*! IGNORE */ INTO accounts (id) VALUES (1)",
 		"UPDATE accounts SET balance = 0 WHERE id = 1 /*!; UPDATE other SET x = 1 */",
 	} {
-		if _, err := rw.rewrite(sql, false); !refused(err) {
+		if _, err := rw.Rewrite(sql, false); !refused(err) {
 			t.Errorf("rewrite(%q) = %v; want ErrUnsupported", sql, err)
 		}
 	}
 	// Readings that agree pass or are planned as written.
 	for _, c := range []struct {
 		sql  string
-		kind stmtKind
+		kind Kind
 	}{
-		{"SELECT /*!40001 SQL_NO_CACHE */ * FROM accounts", kindPass},
-		{"/*!40101 SET NAMES utf8mb4 */", kindPass},
-		{"/*M!100616 SET NOTE_VERBOSITY=@@NOTE_VERBOSITY, NOTE_VERBOSITY=0 */", kindPass},
-		{"SELECT /*+ MAX_EXECUTION_TIME(100) */ id FROM accounts WHERE id = 1", kindPass},
+		{"SELECT /*!40001 SQL_NO_CACHE */ * FROM accounts", KindPass},
+		{"/*!40101 SET NAMES utf8mb4 */", KindPass},
+		{"/*M!100616 SET NOTE_VERBOSITY=@@NOTE_VERBOSITY, NOTE_VERBOSITY=0 */", KindPass},
+		{"SELECT /*+ MAX_EXECUTION_TIME(100) */ id FROM accounts WHERE id = 1", KindPass},
 	} {
-		p, err := rw.rewrite(c.sql, false)
-		if err != nil || p.kind != c.kind {
+		p, err := rw.Rewrite(c.sql, false)
+		if err != nil || p.Kind != c.kind {
 			t.Errorf("rewrite(%q) = %v, %v; want %v", c.sql, p, err, c.kind)
 		}
 	}
@@ -170,15 +170,15 @@ func TestExecCommentsUnclassifiable(t *testing.T) {
 		"/*! SELECT 1 # */\n */", "/*!100000SELECT 1 */ /*!50000 x", "SELECT 1 /*+ unterminated",
 		many,
 	} {
-		if _, err := guarded.rewrite(sql, false); !refused(err) {
+		if _, err := guarded.Rewrite(sql, false); !refused(err) {
 			t.Errorf("guarded pool: rewrite(%q) = %v; want ErrUnsupported", sql, err)
 		}
-		if _, err := plain.rewrite(sql, false); err != nil {
+		if _, err := plain.Rewrite(sql, false); err != nil {
 			t.Errorf("no guarded table: rewrite(%q) = %v; want pass-through", sql, err)
 		}
 	}
 	// Six conditional comments: 64 readings, judged.
-	if p, err := guarded.rewrite("SELECT 1"+strings.Repeat(" /*!50000 + 1 */", 6), false); err != nil || p.kind != kindPass {
+	if p, err := guarded.Rewrite("SELECT 1"+strings.Repeat(" /*!50000 + 1 */", 6), false); err != nil || p.Kind != KindPass {
 		t.Errorf("six conditional comments: %v, %v; want pass-through", p, err)
 	}
 }
@@ -192,7 +192,7 @@ func TestExecCommentsOtherDialects(t *testing.T) {
 		for _, c := range execContents {
 			for _, pre := range execPrefixes {
 				sql := pre + c.sql + " */ SELECT 1"
-				if p, err := rw.rewrite(sql, false); err != nil || p.kind != kindPass {
+				if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 					t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through (a plain comment)", d.name, sql, p, err)
 				}
 				ft.check(t, sql)
@@ -306,13 +306,13 @@ func TestRoutineDDLRefused(t *testing.T) {
 		plain := newTestRewriter(t, d, WithDDL(false))
 		ft := newFzTarget(t, d)
 		for _, sql := range append(routineShapes[d.name], routineUnreadable[d.name]...) {
-			_, err := guarded.rewrite(sql, false)
+			_, err := guarded.Rewrite(sql, false)
 			if !refused(err) {
 				t.Errorf("%s: rewrite(%q) = %v; want ErrUnsupported", d.name, sql, err)
 			} else if !strings.Contains(err.Error(), "WithDDL") {
 				t.Errorf("%s: rewrite(%q) refused for another reason: %v", d.name, sql, err)
 			}
-			if _, err := plain.rewrite(sql, false); err != nil {
+			if _, err := plain.Rewrite(sql, false); err != nil {
 				t.Errorf("%s: no guarded table: rewrite(%q) = %v; want pass-through", d.name, sql, err)
 			}
 			ft.check(t, sql)
@@ -323,12 +323,12 @@ func TestRoutineDDLRefused(t *testing.T) {
 				// a compound body's statements are judged one by one (END: transaction control)
 				continue
 			}
-			if _, err := ddl.rewrite(sql, false); err != nil {
+			if _, err := ddl.Rewrite(sql, false); err != nil {
 				t.Errorf("%s: WithDDL(true): rewrite(%q) = %v; want pass-through", d.name, sql, err)
 			}
 		}
 		for _, sql := range nonRoutineDDL[d.name] {
-			if p, err := guarded.rewrite(sql, false); err != nil || p.kind != kindPass {
+			if p, err := guarded.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through (no routine)", d.name, sql, p, err)
 			}
 			ft.check(t, sql)

@@ -23,7 +23,7 @@ var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true
 
 // controlHead reports whether sql, on a pool with guarded tables, starts with one of
 // controlHeads or with something the cheap scan cannot see past (an executable comment).
-func (rw *rewriter) controlHead(sql string) bool {
+func (rw *Planner) controlHead(sql string) bool {
 	if len(rw.names) == 0 {
 		return false
 	}

@@ -3,7 +3,7 @@ package fencedsql
 // insert plans an INSERT into a guarded table: the token and version columns are added
 // to the column list and each VALUES row (or to MySQL's SET list); an upsert clause is
 // fenced by insertTail.
-func (p *parser) insert(versioned bool) (*plan, error) {
+func (p *parser) insert(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY")
 	i = p.skipInto(i)
 	r, ok := p.parseName(i)
@@ -11,7 +11,7 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 		return p.unknownShape("INSERT")
 	}
 	p.parseAlias(&r, "VALUES", "VALUE", "SET", "SELECT", "DEFAULT", "OVERRIDING", "PARTITION")
-	g := p.rw.lookup(r.parts)
+	g := p.rw.Lookup(r.parts)
 	if g == nil {
 		return p.pass(), nil
 	}
@@ -41,9 +41,9 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 		if set.kept > 0 {
 			b.write(", ")
 		}
-		b.write(g.qTok + " = ")
+		b.write(g.QTok + " = ")
 		b.token()
-		b.write(", " + g.qVer + " = 1")
+		b.write(", " + g.QVer + " = 1")
 		b.gap(at)
 		return p.insertTail(b, g, q, end, at, versioned)
 	}
@@ -65,7 +65,7 @@ func (p *parser) insert(versioned bool) (*plan, error) {
 	if cols.kept > 0 {
 		b.write(", ")
 	}
-	b.write(g.qTok + ", " + g.qVer)
+	b.write(g.QTok + ", " + g.QVer)
 	k := colEnd + 1
 	if p.kw(k, "OVERRIDING") {
 		k += 3

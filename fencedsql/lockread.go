@@ -71,8 +71,8 @@ func (p *parser) mayNameGuard() bool { return p.mentionsGuard() || p.hasUndecoda
 // head: a statement that holds a locking clause and names a guarded table, and that
 // was not planned as a claim, is refused (a fenced write) or becomes a claim refused
 // when it carries a token (anything else but DDL).
-func (p *parser) unclaimedLock(head string, pl *plan) (*plan, error) {
-	if pl == nil || pl.kind == kindClaim || ddlHeads[head] || explainHeads[head] {
+func (p *parser) unclaimedLock(head string, pl *Plan) (*Plan, error) {
+	if pl == nil || pl.Kind == KindClaim || ddlHeads[head] || explainHeads[head] {
 		return pl, nil
 	}
 	at := p.anyLock(0, len(p.sig))
@@ -80,7 +80,7 @@ func (p *parser) unclaimedLock(head string, pl *plan) (*plan, error) {
 		return pl, nil
 	}
 	what := lockedWhat(head)
-	if pl.kind != kindPass {
+	if pl.Kind != KindPass {
 		return nil, unsupported(p.firstGuard(), "%s holding a locking read (%s) of a statement that names a guarded table: its fencing stamps only the rows it writes, not the rows the locking read locks", strings.ToUpper(head), p.lockText(at))
 	}
 	return p.claimRefused(p.firstGuard(), "%s (%s) in a statement that names a guarded table: it cannot be claimed exactly; lock the guarded table's rows with a single-table SELECT … FOR UPDATE", what, p.lockText(at))

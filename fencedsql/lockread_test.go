@@ -9,11 +9,11 @@ import (
 
 // refusedWithToken reports a plan that refuses the statement when it carries a token:
 // an ErrUnsupported from the rewriter, or a claim whose claimErr is one.
-func refusedWithToken(p *plan, err error) bool {
+func refusedWithToken(p *Plan, err error) bool {
 	if err != nil {
 		return errors.Is(err, ErrUnsupported)
 	}
-	return p.kind == kindClaim && errors.Is(p.claimErr, ErrUnsupported)
+	return p.Kind == KindClaim && errors.Is(p.ClaimErr, ErrUnsupported)
 }
 
 // lockVariants are the locking clauses each dialect accepts.
@@ -40,8 +40,8 @@ func TestLockReadClassClaimed(t *testing.T) {
 		for _, lock := range lockVariants(d) {
 			for _, w := range wraps {
 				in := fmt.Sprintf(w, "SELECT balance FROM accounts WHERE id = "+ph+" "+lock)
-				p, err := newTestRewriter(t, d).rewrite(in, false)
-				if err != nil || p.kind != kindClaim || p.claimErr != nil || p.pre == nil || p.sql != in {
+				p, err := newTestRewriter(t, d).Rewrite(in, false)
+				if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil || p.SQL != in {
 					t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim keeping the text", d.name, in, p, err)
 					continue
 				}
@@ -49,11 +49,11 @@ func TestLockReadClassClaimed(t *testing.T) {
 				if strings.Contains(w, "WITH") {
 					want = "WITH y AS (SELECT 1 AS one) UPDATE accounts SET"
 				}
-				if !strings.HasPrefix(p.pre.sql, want) || strings.Contains(p.pre.sql, ")"+" ;") {
-					t.Errorf("%s: claim of %q = %q, want it to start with %q", d.name, in, p.pre.sql, want)
+				if !strings.HasPrefix(p.Pre.SQL, want) || strings.Contains(p.Pre.SQL, ")"+" ;") {
+					t.Errorf("%s: claim of %q = %q, want it to start with %q", d.name, in, p.Pre.SQL, want)
 				}
-				if countRef(p.pre.args, 0) != 1 {
-					t.Errorf("%s: claim of %q binds the caller's argument %d times, want once", d.name, in, countRef(p.pre.args, 0))
+				if countRef(p.Pre.Args, 0) != 1 {
+					t.Errorf("%s: claim of %q binds the caller's argument %d times, want once", d.name, in, countRef(p.Pre.Args, 0))
 				}
 			}
 		}
@@ -105,7 +105,7 @@ func TestLockReadClassRefused(t *testing.T) {
 		for _, lock := range lockVariants(d) {
 			for _, s := range append(shapes["both"], shapes[d.name]...) {
 				in := fmt.Sprintf(s, lock)
-				p, err := newTestRewriter(t, d).rewrite(in, false)
+				p, err := newTestRewriter(t, d).Rewrite(in, false)
 				if !refusedWithToken(p, err) {
 					t.Errorf("%s: rewrite(%q) = %+v, %v; want refused (with a token) with ErrUnsupported", d.name, in, p, err)
 				}
@@ -113,20 +113,20 @@ func TestLockReadClassRefused(t *testing.T) {
 		}
 	}
 	// The MariaDB INTO form says why.
-	p, _ := newTestRewriter(t, mysqlTest).rewrite("SELECT balance INTO @b FROM accounts WHERE id = 1 FOR UPDATE", false)
-	if p == nil || p.claimErr == nil || !strings.Contains(p.claimErr.Error(), "INTO") {
-		t.Errorf("SELECT … INTO @b … FOR UPDATE: claimErr %v, want one naming INTO", p.claimErr)
+	p, _ := newTestRewriter(t, mysqlTest).Rewrite("SELECT balance INTO @b FROM accounts WHERE id = 1 FOR UPDATE", false)
+	if p == nil || p.ClaimErr == nil || !strings.Contains(p.ClaimErr.Error(), "INTO") {
+		t.Errorf("SELECT … INTO @b … FOR UPDATE: claimErr %v, want one naming INTO", p.ClaimErr)
 	}
 }
 
 // WHERE CURRENT OF: an UPDATE through a cursor is fenced, a DELETE is refused.
 func TestLockReadCurrentOf(t *testing.T) {
 	rw := newTestRewriter(t, pgTest)
-	p, err := rw.rewrite(`UPDATE accounts SET balance = 1 WHERE CURRENT OF c`, false)
-	if err != nil || p.kind != kindUpdate || !strings.Contains(p.sql, `"fence_token" = CASE`) || !strings.HasSuffix(p.sql, "WHERE CURRENT OF c") {
+	p, err := rw.Rewrite(`UPDATE accounts SET balance = 1 WHERE CURRENT OF c`, false)
+	if err != nil || p.Kind != KindUpdate || !strings.Contains(p.SQL, `"fence_token" = CASE`) || !strings.HasSuffix(p.SQL, "WHERE CURRENT OF c") {
 		t.Errorf("UPDATE … WHERE CURRENT OF = %+v, %v; want fenced", p, err)
 	}
-	if _, err := rw.rewrite(`DELETE FROM accounts WHERE CURRENT OF c`, false); !errors.Is(err, ErrUnsupported) {
+	if _, err := rw.Rewrite(`DELETE FROM accounts WHERE CURRENT OF c`, false); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("DELETE … WHERE CURRENT OF: %v, want ErrUnsupported", err)
 	}
 }
@@ -166,8 +166,8 @@ func TestOverRefusalPasses(t *testing.T) {
 		{sqliteTest, `EXPLAIN QUERY PLAN DELETE FROM accounts`},
 	}
 	for _, c := range cases {
-		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)
-		if err != nil || p.kind != kindPass {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindPass {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
@@ -219,8 +219,8 @@ func TestOverRefusalNearShapesRefused(t *testing.T) {
 		{mysqlTest, "SET x = (SELECT balance FROM accounts)"},
 	}
 	for _, c := range cases {
-		p, err := newTestRewriter(t, c.d).rewrite(c.in, false)
-		if err == nil && p.kind == kindPass {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err == nil && p.Kind == KindPass {
 			t.Errorf("%s: rewrite(%q) passes, want it fenced or refused", c.d.name, c.in)
 		}
 		if err != nil && !errors.Is(err, ErrUnsupported) {

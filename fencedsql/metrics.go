@@ -61,11 +61,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type instruments struct {
 	fenced, version, noToken, unsupported, unique, cache metric.Int64Counter
 	duration                                             metric.Float64Histogram
-	byOutcome                                            map[*guard]*[len(outcomes)][]metric.RecordOption
+	byOutcome                                            map[*Table]*[len(outcomes)][]metric.RecordOption
 
 	sys       attribute.KeyValue            // db.system.name
 	base      []metric.AddOption            // db.system.name only
-	byTable   map[*guard][]metric.AddOption // plus db.collection.name
+	byTable   map[*Table][]metric.AddOption // plus db.collection.name
 	hit, miss []metric.AddOption
 }
 
@@ -78,12 +78,12 @@ func dbSystem(d dialect.Dialect) string {
 	}
 }
 
-func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *rewriter) *instruments {
+func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *Planner) *instruments {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter("github.com/fencedsql/fencedsql/fencedsql")
-	in := &instruments{byTable: map[*guard][]metric.AddOption{}, byOutcome: map[*guard]*[len(outcomes)][]metric.RecordOption{}}
+	in := &instruments{byTable: map[*Table][]metric.AddOption{}, byOutcome: map[*Table]*[len(outcomes)][]metric.RecordOption{}}
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		return c
@@ -124,7 +124,7 @@ func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *rewriter) *i
 // The set is bounded: five counters per guarded table. Histograms are not pre-created
 // (a recording would be an observation). Call it before the instruments are shared:
 // the maps are read without a lock.
-func (in *instruments) addGuard(g *guard) {
+func (in *instruments) addGuard(g *Table) {
 	if _, ok := in.byTable[g]; ok {
 		return
 	}
@@ -146,8 +146,8 @@ func (in *instruments) perTable() []metric.Int64Counter {
 }
 
 // count adds one to c with the table's attributes (or the base ones).
-func (in *instruments) count(c metric.Int64Counter, g *guard) {
-	opts := in.byTable[g.base()]
+func (in *instruments) count(c metric.Int64Counter, g *Table) {
+	opts := in.byTable[g.Base()]
 	if opts == nil {
 		opts = in.base
 	}
@@ -155,8 +155,8 @@ func (in *instruments) count(c metric.Int64Counter, g *guard) {
 }
 
 // writeDuration records a guarded statement on g that took secs with outcome i.
-func (in *instruments) writeDuration(g *guard, i int, secs float64) {
-	if opts := in.byOutcome[g.base()]; opts != nil {
+func (in *instruments) writeDuration(g *Table, i int, secs float64) {
+	if opts := in.byOutcome[g.Base()]; opts != nil {
 		in.duration.Record(context.Background(), secs, opts[i]...)
 	}
 }

@@ -11,12 +11,12 @@ import "strings"
 // table of the list, and a table list it cannot read (a parenthesised join, a derived
 // table, partition or index hints) are refused when the statement names a guarded
 // table.
-func (p *parser) multiUpdate(i int, g *guard) (*plan, error) {
+func (p *parser) multiUpdate(i int, g *Table) (*Plan, error) {
 	set := p.clauseEnd(i, "SET")
 	if g == nil && !p.mentionsGuardIn(i, set) {
 		return p.pass(), nil
 	}
-	refuse := func(why string) (*plan, error) {
+	refuse := func(why string) (*Plan, error) {
 		return nil, unsupported(p.guardName(g), "a multi-table UPDATE %s", why)
 	}
 	if !p.kw(set, "SET") {
@@ -40,7 +40,7 @@ func (p *parser) multiUpdate(i int, g *guard) (*plan, error) {
 			}
 			qual = strings.ToLower(n)
 		}
-		if p.rw.lookup(r.parts) != nil {
+		if p.rw.Lookup(r.parts) != nil {
 			guarded[qual] = true
 		} else {
 			plain[qual] = true

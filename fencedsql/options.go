@@ -112,14 +112,14 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // newRewriter validates the guard list and builds the rewriter.
-func (c *config) newRewriter() (*rewriter, error) {
+func (c *config) newRewriter() (*Planner, error) {
 	if c.dialect == nil {
 		return nil, configErr("no dialect: use WithDialect or a name registered by a dialect package")
 	}
-	rw := &rewriter{
+	rw := &Planner{
 		syn: c.dialect.Syntax(), numbered: c.dialect.NumberedParams(), quote: c.dialect.QuoteIdent,
 		sessionChecked: c.dialect.SessionQuery() != "",
-		strict:         c.strict, guards: map[string][]*guard{},
+		strict:         c.strict, guards: map[string][]*Table{},
 		stringIdents: c.dialect.Syntax() == dialect.SQLiteSyntax,
 		allowDDL:     c.allowDDL, allowDynamic: c.allowDyn,
 	}
@@ -138,11 +138,11 @@ func (c *config) newRewriter() (*rewriter, error) {
 			return nil, configErr("guarded table %q: %s", gs.Table, ne.Problem)
 		}
 		schema, name := t.Schema, t.Name
-		g := &guard{
-			schema: strings.ToLower(schema), name: name, tokenCol: gs.TokenColumn, verCol: gs.VersionColumn,
-			qTok: rw.quote(gs.TokenColumn), qVer: rw.quote(gs.VersionColumn),
+		g := &Table{
+			Schema: strings.ToLower(schema), Name: name, TokenCol: gs.TokenColumn, VerCol: gs.VersionColumn,
+			QTok: rw.quote(gs.TokenColumn), QVer: rw.quote(gs.VersionColumn),
 		}
-		key := rw.key(name)
+		key := rw.Key(name)
 		if rw.guards[key] == nil {
 			rw.names = append(rw.names, key)
 		}

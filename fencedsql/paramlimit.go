@@ -47,10 +47,10 @@ func paramLimit(syn sqllex.Syntax) (int, string) {
 //     read and set by the same statement, in an order the server leaves undefined),
 //     the statement is refused before anything is sent, with an *UnsupportedError
 //     (ErrUnsupported) naming the limit and the most rows of the same shape that fit.
-func (p *parser) finishInsert(b *builder, g *guard) (*plan, error) {
-	pl := b.finish(kindInsert, g)
+func (p *parser) finishInsert(b *builder, g *Table) (*Plan, error) {
+	pl := b.finish(KindInsert, g)
 	limit, _ := paramLimit(p.rw.syn)
-	if len(pl.args) <= limit || b.nUser > limit {
+	if len(pl.Args) <= limit || b.nUser > limit {
 		return pl, nil
 	}
 	return p.overLimit(b, pl, g, limit)
@@ -58,20 +58,20 @@ func (p *parser) finishInsert(b *builder, g *guard) (*plan, error) {
 
 // overLimit handles an INSERT plan whose parameters exceed limit only because of the
 // wrapper's (see finishInsert).
-func (p *parser) overLimit(b *builder, pl *plan, g *guard, limit int) (*plan, error) {
+func (p *parser) overLimit(b *builder, pl *Plan, g *Table, limit int) (*Plan, error) {
 	perRow := 0 // the wrapper's parameters in each row
 	if !p.rw.numbered {
 		perRow = 1
 	}
 	if p.rw.syn == sqllex.SQLite {
 		if sp, ok := shareTokens(pl, p.rw.syn); ok {
-			if len(sp.args) <= limit {
+			if len(sp.Args) <= limit {
 				return sp, nil
 			}
 			pl, perRow = sp, 0
 		}
 	}
-	fixed := len(pl.args) - b.inRows - b.rows*perRow // outside the rows, or shared by them
+	fixed := len(pl.Args) - b.inRows - b.rows*perRow // outside the rows, or shared by them
 	fit := 0
 	if w := b.maxRow + perRow; w > 0 && fixed < limit {
 		fit = (limit - fixed) / w
@@ -83,7 +83,7 @@ func (p *parser) overLimit(b *builder, pl *plan, g *guard, limit int) (*plan, er
 	}
 	return nil, unsupported(g.String(),
 		"an INSERT of %d rows binds %d parameters with the fencing token (%d of the caller's), over %s's limit of %d per statement; at most %d %s (split the batch)",
-		b.rows, len(pl.args), b.nUser, name, limit, fit, what)
+		b.rows, len(pl.Args), b.nUser, name, limit, fit, what)
 }
 
 // shareTokens rewrites a plan with positional ? placeholders into one with numbered
@@ -91,18 +91,18 @@ func (p *parser) overLimit(b *builder, pl *plan, g *guard, limit int) (*plan, er
 // the token and the version, so that the token and the version are bound once however
 // often the statement uses them. ok is false, and the plan must not be used, when the
 // plan's text does not lex back to exactly its placeholders, all positional.
-func shareTokens(pl *plan, syn sqllex.Syntax) (sp *plan, ok bool) {
-	toks, err := sqllex.Lex(pl.sql, syn)
+func shareTokens(pl *Plan, syn sqllex.Syntax) (sp *Plan, ok bool) {
+	toks, err := sqllex.Lex(pl.SQL, syn)
 	if err != nil {
 		return nil, false
 	}
-	used := make([]bool, pl.nUser)
+	used := make([]bool, pl.NUser)
 	tok, ver := false, false
-	for _, r := range pl.args {
+	for _, r := range pl.Args {
 		switch {
-		case r == argToken:
+		case r == ArgToken:
 			tok = true
-		case r == argVersion:
+		case r == ArgVersion:
 			ver = true
 		case r >= 0 && int(r) < len(used):
 			used[r] = true
@@ -110,53 +110,53 @@ func shareTokens(pl *plan, syn sqllex.Syntax) (sp *plan, ok bool) {
 			return nil, false
 		}
 	}
-	num := make([]int, pl.nUser) // caller's argument → its ?NNN
-	args := make([]argRef, 0, pl.nUser+2)
+	num := make([]int, pl.NUser) // caller's argument → its ?NNN
+	args := make([]ArgRef, 0, pl.NUser+2)
 	for i, u := range used {
 		if u {
-			args = append(args, argRef(i))
+			args = append(args, ArgRef(i))
 			num[i] = len(args)
 		}
 	}
 	tokNum, verNum := 0, 0
 	if tok {
-		args = append(args, argToken)
+		args = append(args, ArgToken)
 		tokNum = len(args)
 	}
 	if ver {
-		args = append(args, argVersion)
+		args = append(args, ArgVersion)
 		verNum = len(args)
 	}
 	var sb strings.Builder
-	sb.Grow(len(pl.sql) + 6*len(pl.args))
+	sb.Grow(len(pl.SQL) + 6*len(pl.Args))
 	last, i := 0, 0
 	for _, t := range toks {
 		if t.Kind != sqllex.KindParam {
 			continue
 		}
-		if i >= len(pl.args) || pl.sql[t.Start:t.End] != "?" {
+		if i >= len(pl.Args) || pl.SQL[t.Start:t.End] != "?" {
 			return nil, false
 		}
 		n := tokNum
-		switch r := pl.args[i]; r {
-		case argToken:
-		case argVersion:
+		switch r := pl.Args[i]; r {
+		case ArgToken:
+		case ArgVersion:
 			n = verNum
 		default:
 			n = num[r]
 		}
-		sb.WriteString(pl.sql[last:t.Start])
+		sb.WriteString(pl.SQL[last:t.Start])
 		sb.WriteByte('?')
 		sb.WriteString(strconv.Itoa(n))
 		last = t.End
 		i++
 	}
-	if i != len(pl.args) {
+	if i != len(pl.Args) {
 		return nil, false
 	}
-	sb.WriteString(pl.sql[last:])
+	sb.WriteString(pl.SQL[last:])
 	c := *pl
-	c.sql, c.args = sb.String(), args
+	c.SQL, c.Args = sb.String(), args
 	return &c, true
 }
 
@@ -166,23 +166,23 @@ func shareTokens(pl *plan, syn sqllex.Syntax) (sp *plan, ok bool) {
 // fencing UPDATE) or a claimed locking read with a long IN list. A statement whose own
 // placeholders exceed the limit is sent as written: the driver refuses it as it would
 // the caller's text. The check is a length comparison per statement of the plan.
-func checkParamLimit(pl *plan, syn sqllex.Syntax) error {
-	if pl.kind == kindPass || pl.kind == kindInsert {
+func checkParamLimit(pl *Plan, syn sqllex.Syntax) error {
+	if pl.Kind == KindPass || pl.Kind == KindInsert {
 		return nil
 	}
 	limit, name := paramLimit(syn)
-	if pl.nUser > limit {
+	if pl.NUser > limit {
 		return nil
 	}
 	table := ""
-	if pl.guard != nil {
-		table = pl.guard.String()
+	if pl.Guard != nil {
+		table = pl.Guard.String()
 	}
-	for s := pl; s != nil; s = s.pre {
-		if len(s.args) > limit {
+	for s := pl; s != nil; s = s.Pre {
+		if len(s.Args) > limit {
 			return unsupported(table,
 				"the fenced statement binds %d parameters with the fencing token (%d of the caller's), over %s's limit of %d per statement; at most %d of the caller's fit (split the statement)",
-				len(s.args), pl.nUser, name, limit, max(0, pl.nUser-(len(s.args)-limit)))
+				len(s.Args), pl.NUser, name, limit, max(0, pl.NUser-(len(s.Args)-limit)))
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ func BenchmarkRewriteInsert(b *testing.B) {
 				rw := newTestRewriter(b, d)
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := rw.rewrite(q, false); err != nil {
+					if _, err := rw.Rewrite(q, false); err != nil {
 						b.Fatal(err)
 					}
 				}

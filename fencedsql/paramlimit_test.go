@@ -10,10 +10,10 @@ import (
 )
 
 // userRefs returns the argument references 0..n-1.
-func userRefs(n int) []argRef {
-	r := make([]argRef, n)
+func userRefs(n int) []ArgRef {
+	r := make([]ArgRef, n)
 	for i := range r {
-		r[i] = argRef(i)
+		r[i] = ArgRef(i)
 	}
 	return r
 }
@@ -44,29 +44,29 @@ func wantLimitErr(t *testing.T, err error, limit, maxRows int) {
 func TestParamLimitPostgres(t *testing.T) {
 	rw := newTestRewriter(t, pgTest)
 	// At the limit: 2 × 32767 = 65534 of the caller's + the token = 65535.
-	pl, err := rw.rewrite(batchInsert(2, 32767, true), false)
+	pl, err := rw.Rewrite(batchInsert(2, 32767, true), false)
 	if err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	if len(pl.args) != pgMaxParams || pl.args[len(pl.args)-1] != argToken {
-		t.Fatalf("at the limit: %d args, last %v", len(pl.args), pl.args[len(pl.args)-1])
+	if len(pl.Args) != pgMaxParams || pl.Args[len(pl.Args)-1] != ArgToken {
+		t.Fatalf("at the limit: %d args, last %v", len(pl.Args), pl.Args[len(pl.Args)-1])
 	}
-	if !strings.HasSuffix(pl.sql, `, ($65533, $65534, $65535, 1)`) || !strings.HasPrefix(pl.sql, `INSERT INTO accounts (c1, c2, "fence_token", "version") VALUES ($1, $2, $65535, 1), `) {
-		t.Errorf("at the limit: sql %q…%q", pl.sql[:90], pl.sql[len(pl.sql)-40:])
+	if !strings.HasSuffix(pl.SQL, `, ($65533, $65534, $65535, 1)`) || !strings.HasPrefix(pl.SQL, `INSERT INTO accounts (c1, c2, "fence_token", "version") VALUES ($1, $2, $65535, 1), `) {
+		t.Errorf("at the limit: sql %q…%q", pl.SQL[:90], pl.SQL[len(pl.SQL)-40:])
 	}
 	// Over: 3 × 21845 = 65535 of the caller's; + the token = 65536.
-	_, err = rw.rewrite(batchInsert(3, 21845, true), false)
+	_, err = rw.Rewrite(batchInsert(3, 21845, true), false)
 	wantLimitErr(t, err, pgMaxParams, 21844)
-	if _, err := rw.rewrite(batchInsert(3, 21844, true), false); err != nil {
+	if _, err := rw.Rewrite(batchInsert(3, 21844, true), false); err != nil {
 		t.Errorf("the batch the refusal proposes: %v", err)
 	}
 	// ExpectVersion on an upsert adds the version parameter too.
 	up := batchInsert(2, 32767, true) + ` ON CONFLICT (c1) DO UPDATE SET c2 = excluded.c2`
-	_, err = rw.rewrite(up, true)
+	_, err = rw.Rewrite(up, true)
 	wantLimitErr(t, err, pgMaxParams, 32766)
 	// The caller's own statement over the limit is sent as written: the driver says no,
 	// as it would raw (and a driver without the limit accepts it).
-	if _, err := rw.rewrite(batchInsert(1, pgMaxParams+1, true), false); err != nil {
+	if _, err := rw.Rewrite(batchInsert(1, pgMaxParams+1, true), false); err != nil {
 		t.Errorf("caller over the limit: %v, want the plan (the driver judges it)", err)
 	}
 }
@@ -76,31 +76,31 @@ func TestParamLimitPostgres(t *testing.T) {
 func TestParamLimitMySQL(t *testing.T) {
 	rw := newTestRewriter(t, mysqlTest)
 	// At the limit: 21845 rows × (2 + token) = 65535.
-	pl, err := rw.rewrite(batchInsert(2, 21845, false), false)
+	pl, err := rw.Rewrite(batchInsert(2, 21845, false), false)
 	if err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	if len(pl.args) != mysqlMaxParams {
-		t.Fatalf("at the limit: %d args", len(pl.args))
+	if len(pl.Args) != mysqlMaxParams {
+		t.Fatalf("at the limit: %d args", len(pl.Args))
 	}
-	if want := "INSERT INTO accounts (c1, c2, `fence_token`, `version`) VALUES (?, ?, ?, 1), (?, ?, ?, 1)"; !strings.HasPrefix(pl.sql, want) {
-		t.Errorf("at the limit: sql %q…", pl.sql[:len(want)])
+	if want := "INSERT INTO accounts (c1, c2, `fence_token`, `version`) VALUES (?, ?, ?, 1), (?, ?, ?, 1)"; !strings.HasPrefix(pl.SQL, want) {
+		t.Errorf("at the limit: sql %q…", pl.SQL[:len(want)])
 	}
-	if !slices.Equal(pl.args[:6], refs(0, 1, TOK, 2, 3, TOK)) {
-		t.Errorf("at the limit: args %v…", pl.args[:6])
+	if !slices.Equal(pl.Args[:6], refs(0, 1, TOK, 2, 3, TOK)) {
+		t.Errorf("at the limit: args %v…", pl.Args[:6])
 	}
 	// One row more: 65538.
-	_, err = rw.rewrite(batchInsert(2, 21846, false), false)
+	_, err = rw.Rewrite(batchInsert(2, 21846, false), false)
 	wantLimitErr(t, err, mysqlMaxParams, 21845)
 	// An ORM batch sized to the driver: 2 × 32767 = 65534 of the caller's.
-	_, err = rw.rewrite(batchInsert(2, 32767, false), false)
+	_, err = rw.Rewrite(batchInsert(2, 32767, false), false)
 	wantLimitErr(t, err, mysqlMaxParams, 21845)
 	// ON DUPLICATE KEY UPDATE with ExpectVersion: 4 more parameters outside the rows
 	// (the token three times, the version once): (65535 - 4) / 3 = 21843.
 	up := batchInsert(2, 32767, false) + " ON DUPLICATE KEY UPDATE c2 = VALUES(c2)"
-	_, err = rw.rewrite(up, true)
+	_, err = rw.Rewrite(up, true)
 	wantLimitErr(t, err, mysqlMaxParams, 21843)
-	if _, err := rw.rewrite(batchInsert(2, 21843, false)+" ON DUPLICATE KEY UPDATE c2 = VALUES(c2)", true); err != nil {
+	if _, err := rw.Rewrite(batchInsert(2, 21843, false)+" ON DUPLICATE KEY UPDATE c2 = VALUES(c2)", true); err != nil {
 		t.Errorf("the batch the refusal proposes: %v", err)
 	}
 }
@@ -111,31 +111,31 @@ func TestParamLimitMySQL(t *testing.T) {
 func TestParamLimitSQLite(t *testing.T) {
 	rw := newTestRewriter(t, sqliteTest)
 	// At the limit, positional as usual: 10922 rows × (2 + token) = 32766.
-	pl, err := rw.rewrite(batchInsert(2, 10922, false), false)
+	pl, err := rw.Rewrite(batchInsert(2, 10922, false), false)
 	if err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	if len(pl.args) != sqliteMaxParams || strings.Contains(pl.sql, "?1") {
-		t.Fatalf("at the limit: %d args, numbered %v", len(pl.args), strings.Contains(pl.sql, "?1"))
+	if len(pl.Args) != sqliteMaxParams || strings.Contains(pl.SQL, "?1") {
+		t.Fatalf("at the limit: %d args, numbered %v", len(pl.Args), strings.Contains(pl.SQL, "?1"))
 	}
 	// One row more: 32769 positional → 2 × 10923 + 1 = 21847 with the token shared.
-	pl, err = rw.rewrite(batchInsert(2, 10923, false), false)
+	pl, err = rw.Rewrite(batchInsert(2, 10923, false), false)
 	if err != nil {
 		t.Fatalf("over the limit, shared token: %v", err)
 	}
-	if want := append(userRefs(2*10923), TOK); !slices.Equal(pl.args, want) {
-		t.Errorf("shared token: %d args, want %d (the caller's in order, then the token)", len(pl.args), len(want))
+	if want := append(userRefs(2*10923), TOK); !slices.Equal(pl.Args, want) {
+		t.Errorf("shared token: %d args, want %d (the caller's in order, then the token)", len(pl.Args), len(want))
 	}
-	if want := `INSERT INTO accounts (c1, c2, "fence_token", "version") VALUES (?1, ?2, ?21847, 1), (?3, ?4, ?21847, 1), `; !strings.HasPrefix(pl.sql, want) {
-		t.Errorf("shared token: sql %q…", pl.sql[:len(want)])
+	if want := `INSERT INTO accounts (c1, c2, "fence_token", "version") VALUES (?1, ?2, ?21847, 1), (?3, ?4, ?21847, 1), `; !strings.HasPrefix(pl.SQL, want) {
+		t.Errorf("shared token: sql %q…", pl.SQL[:len(want)])
 	}
-	if want := `, (?21845, ?21846, ?21847, 1)`; !strings.HasSuffix(pl.sql, want) {
-		t.Errorf("shared token: sql …%q", pl.sql[len(pl.sql)-len(want):])
+	if want := `, (?21845, ?21846, ?21847, 1)`; !strings.HasSuffix(pl.SQL, want) {
+		t.Errorf("shared token: sql …%q", pl.SQL[len(pl.SQL)-len(want):])
 	}
 	// Sized to the limit by the caller: 2 × 16383 = 32766, + the token = 32767.
-	_, err = rw.rewrite(batchInsert(2, 16383, false), false)
+	_, err = rw.Rewrite(batchInsert(2, 16383, false), false)
 	wantLimitErr(t, err, sqliteMaxParams, 16382)
-	if _, err := rw.rewrite(batchInsert(2, 16382, false), false); err != nil {
+	if _, err := rw.Rewrite(batchInsert(2, 16382, false), false); err != nil {
 		t.Errorf("the batch the refusal proposes: %v", err)
 	}
 }
@@ -150,7 +150,7 @@ func TestShareTokens(t *testing.T) {
 		name, in string
 		ver      bool
 		out      string
-		args     []argRef
+		args     []ArgRef
 	}{
 		{
 			name: "rows",
@@ -174,31 +174,31 @@ func TestShareTokens(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pl, err := rw.rewrite(c.in, c.ver)
+			pl, err := rw.Rewrite(c.in, c.ver)
 			if err != nil {
 				t.Fatal(err)
 			}
 			sp, ok := shareTokens(pl, rw.syn)
 			if !ok {
-				t.Fatalf("shareTokens refused %q", pl.sql)
+				t.Fatalf("shareTokens refused %q", pl.SQL)
 			}
-			if sp.sql != c.out {
-				t.Errorf("sql\n got  %s\n want %s", sp.sql, c.out)
+			if sp.SQL != c.out {
+				t.Errorf("sql\n got  %s\n want %s", sp.SQL, c.out)
 			}
-			if !slices.Equal(sp.args, c.args) {
-				t.Errorf("args %v, want %v", sp.args, c.args)
+			if !slices.Equal(sp.Args, c.args) {
+				t.Errorf("args %v, want %v", sp.Args, c.args)
 			}
-			if sp.nUser != pl.nUser || sp.kind != kindInsert || pl.sql == sp.sql {
+			if sp.NUser != pl.NUser || sp.Kind != KindInsert || pl.SQL == sp.SQL {
 				t.Errorf("plan changed in place or lost its kind/nUser: %+v", sp)
 			}
 		})
 	}
 	// Text that does not lex back to the plan's placeholders is not rewritten.
-	bad := &plan{kind: kindInsert, sql: `INSERT INTO t VALUES (?1)`, args: refs(0), nUser: 1}
+	bad := &Plan{Kind: KindInsert, SQL: `INSERT INTO t VALUES (?1)`, Args: refs(0), NUser: 1}
 	if _, ok := shareTokens(bad, rw.syn); ok {
 		t.Error("shareTokens accepted a numbered placeholder")
 	}
-	short := &plan{kind: kindInsert, sql: `INSERT INTO t VALUES (?)`, args: refs(0, TOK), nUser: 1}
+	short := &Plan{Kind: KindInsert, SQL: `INSERT INTO t VALUES (?)`, Args: refs(0, TOK), NUser: 1}
 	if _, ok := shareTokens(short, rw.syn); ok {
 		t.Error("shareTokens accepted fewer placeholders than arguments")
 	}
@@ -216,7 +216,7 @@ func TestParamLimitMySQLSet(t *testing.T) {
 		}
 		sb.WriteString("c" + strconv.Itoa(i) + " = ?")
 	}
-	_, err := rw.rewrite(sb.String(), false)
+	_, err := rw.Rewrite(sb.String(), false)
 	wantLimitErr(t, err, mysqlMaxParams, 0)
 }
 
@@ -263,16 +263,16 @@ func TestParamLimitOtherStatements(t *testing.T) {
 				return s
 			}
 			fit := c.limit - c.extra
-			_, err := rw.rewrite(q(fit+1), false)
+			_, err := rw.Rewrite(q(fit+1), false)
 			var ue *UnsupportedError
 			if !errors.As(err, &ue) || !strings.Contains(ue.Reason, "limit of "+strconv.Itoa(c.limit)) ||
 				!strings.Contains(ue.Reason, "at most "+strconv.Itoa(fit)+" of the caller's") || ue.Table != "accounts" {
 				t.Errorf("%s %q one over what fits: err = %v, want the parameter-limit refusal proposing %d", c.name, head, err, fit)
 			}
-			if _, err := rw.rewrite(q(fit), false); err != nil {
+			if _, err := rw.Rewrite(q(fit), false); err != nil {
 				t.Errorf("%s %q the proposed size: %v", c.name, head, err)
 			}
-			if _, err := rw.rewrite(q(c.limit+1), false); err != nil {
+			if _, err := rw.Rewrite(q(c.limit+1), false); err != nil {
 				t.Errorf("%s %q over the limit by itself: %v, want the plan (the driver judges it)", c.name, head, err)
 			}
 		}

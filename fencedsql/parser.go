@@ -8,7 +8,7 @@ import (
 
 // parser walks the significant tokens of one statement.
 type parser struct {
-	rw  *rewriter
+	rw  *Planner
 	src string
 	all []sqllex.Token
 	sig []sqllex.Token
@@ -81,7 +81,7 @@ func (p *parser) firstGuard() string {
 	for i := range p.sig {
 		if p.isIdent(i) {
 			if n, ok := p.ident(i); ok {
-				if gs := p.rw.guards[p.rw.key(n)]; gs != nil {
+				if gs := p.rw.guards[p.rw.Key(n)]; gs != nil {
 					return gs[0].String()
 				}
 			}
@@ -229,7 +229,7 @@ func (p *parser) clauseEnd(i int, words ...string) int {
 }
 
 // checkParams refuses placeholder forms the rewriter cannot renumber (SQLite ?NNN, :name).
-func (p *parser) checkParams(g *guard) (int, error) {
+func (p *parser) checkParams(g *Table) (int, error) {
 	n := 0
 	for _, t := range p.sig {
 		switch t.Kind {
@@ -266,7 +266,7 @@ func (p *parser) nameAt(i int) []string {
 func (p *parser) mentionsGuardIn(from, to int) bool {
 	for i := from; i < to && i < len(p.sig); i++ {
 		if p.isIdent(i) {
-			if n, ok := p.ident(i); ok && p.rw.guards[p.rw.key(n)] != nil {
+			if n, ok := p.ident(i); ok && p.rw.guards[p.rw.Key(n)] != nil {
 				return true
 			}
 		}

@@ -3,61 +3,61 @@ package fencedsql
 // A plan is what the rewriter decided for one statement text: pass it through, or send
 // a fenced version with arguments drawn from the caller's, the token and the version.
 
-// argRef says where one argument of a rewritten statement comes from: a user argument
+// ArgRef says where one argument of a rewritten statement comes from: a user argument
 // (its index, ≥ 0), the transaction's fencing token, or the expected version.
-type argRef int32
+type ArgRef int32
 
 const (
-	argToken   argRef = -1
-	argVersion argRef = -2
+	ArgToken   ArgRef = -1
+	ArgVersion ArgRef = -2
 )
 
-type stmtKind uint8
+type Kind uint8
 
 const (
-	kindPass stmtKind = iota
-	kindUpdate
-	kindDelete
-	kindInsert
-	kindClaim // a locking read: pre claims the rows, then the caller's text runs
+	KindPass Kind = iota
+	KindUpdate
+	KindDelete
+	KindInsert
+	KindClaim // a locking read: pre claims the rows, then the caller's text runs
 )
 
-func (k stmtKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case kindUpdate:
+	case KindUpdate:
 		return "UPDATE"
-	case kindDelete:
+	case KindDelete:
 		return "DELETE"
-	case kindInsert:
+	case KindInsert:
 		return "INSERT"
-	case kindClaim:
+	case KindClaim:
 		return "SELECT … FOR UPDATE"
 	}
 	return "statement"
 }
 
-// plan is the result of rewriting one statement text. Plans are immutable and cached.
-type plan struct {
-	kind  stmtKind // kindPass: send the user's text unchanged
-	guard *guard
-	sql   string
-	args  []argRef // the rewritten statement's arguments, in placeholder order
-	nUser int      // placeholders in the user's statement (its NumInput)
-	pre   *plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
-	// dropped are the byte ranges of the caller's text left out of sql: items that
+// Plan is the result of rewriting one statement text. Plans are immutable and cached.
+type Plan struct {
+	Kind  Kind // kindPass: send the user's text unchanged
+	Guard *Table
+	SQL   string
+	Args  []ArgRef // the rewritten statement's arguments, in placeholder order
+	NUser int      // placeholders in the user's statement (its NumInput)
+	Pre   *Plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
+	// Dropped are the byte ranges of the caller's text left out of sql: items that
 	// assigned the token or version column, which the wrapper assigns itself.
-	dropped [][2]int
-	// claimErr (kindClaim) refuses a locking read that cannot be claimed exactly when it
+	Dropped [][2]int
+	// ClaimErr (kindClaim) refuses a locking read that cannot be claimed exactly when it
 	// carries a token; without one the caller's text runs as a plain locking read.
-	claimErr error
-	// resetsSession marks statements (SET … sql_mode) after which a connection's
+	ClaimErr error
+	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
-	resetsSession bool
-	// resetsNames marks statements (SET search_path, USE, ATTACH …) after which the
+	ResetsSession bool
+	// ResetsNames marks statements (SET search_path, USE, ATTACH …) after which the
 	// session may resolve table names differently: the connection's schema checks run
 	// again (docs/design.md G13).
-	resetsNames bool
+	ResetsNames bool
 }
 
-// passPlan is the shared plan of every statement sent unchanged.
-var passPlan = &plan{kind: kindPass, nUser: -1}
+// Passthrough is the shared plan of every statement sent unchanged.
+var Passthrough = &Plan{Kind: KindPass, NUser: -1}

@@ -7,7 +7,7 @@ import (
 // mayMention is the fast pre-filter: a statement whose text contains no guarded table
 // name (case-insensitively) cannot write one. PostgreSQL's U&"…" identifiers can spell a
 // name with escapes, so their presence always forces a full analysis.
-func (rw *rewriter) mayMention(sql string) bool {
+func (rw *Planner) mayMention(sql string) bool {
 	if rw.nonASCII {
 		lower := strings.ToLower(sql)
 		for _, n := range rw.names {
@@ -17,22 +17,22 @@ func (rw *rewriter) mayMention(sql string) bool {
 		}
 	}
 	for _, n := range rw.names {
-		if containsFold(sql, n) {
+		if ContainsFold(sql, n) {
 			return true
 		}
 	}
 	return rw.syn.EStrings && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`))
 }
 
-// setsSession reports whether a statement sent as written may change the session
+// SetsSession reports whether a statement sent as written may change the session
 // settings the dialect's session check reads (mayChangeSession), so that the check
 // runs again before the next guarded write.
-func (rw *rewriter) setsSession(sql string) bool {
-	return rw.sessionChecked && mayChangeSession(sql, rw.syn)
+func (rw *Planner) SetsSession(sql string) bool {
+	return rw.sessionChecked && MayChangeSession(sql, rw.syn)
 }
 
-// containsFold reports whether s contains sub (ASCII lower case) ignoring ASCII case.
-func containsFold(s, sub string) bool {
+// ContainsFold reports whether s contains sub (ASCII lower case) ignoring ASCII case.
+func ContainsFold(s, sub string) bool {
 	n := len(sub)
 	if n == 0 {
 		return true

@@ -81,7 +81,7 @@ var protectFirst = func() (t [256]bool) {
 
 // mayProtect is the pre-filter of protect: false when the statement cannot be refused
 // by it, so that the statement can pass without being tokenized. It does not allocate.
-func (rw *rewriter) mayProtect(sql string) bool {
+func (rw *Planner) mayProtect(sql string) bool {
 	if len(rw.names) == 0 {
 		return false
 	}

@@ -124,7 +124,7 @@ func TestGuardObjectsRefused(t *testing.T) {
 			refused := func(sql string) {
 				t.Helper()
 				n++
-				if p, err := rw.rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
+				if p, err := rw.Rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
 					t.Errorf("%s %s: rewrite(%q) = %v, %v; want ErrUnsupported", d.name, optName, sql, p, err)
 				}
 			}
@@ -165,7 +165,7 @@ func TestGuardObjectEscapes(t *testing.T) {
 	} {
 		for _, opts := range protectOptions {
 			rw := newTestRewriter(t, c.d, opts...)
-			if p, err := rw.rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
+			if p, err := rw.Rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.sql, p, err)
 			}
 		}
@@ -212,7 +212,7 @@ func TestGuardObjectsPass(t *testing.T) {
 			if d.name == "mysql" && strings.Contains(sql, "DROP SCHEMA") {
 				return // MySQL's DROP SCHEMA is DROP DATABASE: refused
 			}
-			if p, err := rw.rewrite(sql, false); err != nil || p.kind != kindPass {
+			if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", d.name, sql, p, err)
 			}
 		}
@@ -235,16 +235,16 @@ func TestGuardObjectsPass(t *testing.T) {
 	for _, d := range protectDialects {
 		rw := newTestRewriter(t, d, Guard("accounts"))
 		for _, sql := range []string{"UPDATE other SET fencedsql_note = 1", "UPDATE other SET note = 'see fencedsql_tombstones'"} {
-			if _, err := rw.rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
+			if _, err := rw.Rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("%s: rewrite(%q) = %v; want ErrUnsupported (reserved prefix)", d.name, sql, err)
 			}
 		}
 	}
 	// Without guarded tables the wrapper stays transparent.
 	rw := newTestRewriter(t, pgTest, WithDDL(false))
-	rw.names, rw.guards = nil, map[string][]*guard{}
+	rw.names, rw.guards = nil, map[string][]*Table{}
 	for _, sql := range []string{"DROP FUNCTION fencedsql_guard_accounts() CASCADE", "SET session_replication_role = replica"} {
-		if p, err := rw.rewrite(sql, false); err != nil || p.kind != kindPass {
+		if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 			t.Errorf("no guarded tables: rewrite(%q) = %v, %v; want pass-through", sql, p, err)
 		}
 	}
@@ -275,7 +275,7 @@ func TestGuardRemovingDDLRefused(t *testing.T) {
 	for _, c := range cases {
 		for _, opts := range protectOptions {
 			rw := newTestRewriter(t, c.d, opts...)
-			if p, err := rw.rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
+			if p, err := rw.Rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.sql, p, err)
 			}
 		}
@@ -332,7 +332,7 @@ func TestProtectedSettingsRefused(t *testing.T) {
 						}
 						sql := strings.NewReplacer("%n", name, "%N", strings.ToUpper(name), "%v", v).Replace(sp.sql)
 						n++
-						if p, err := rw.rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
+						if p, err := rw.Rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
 							t.Errorf("%s %s: rewrite(%q) = %v, %v; want ErrUnsupported", d.name, optName, sql, p, err)
 						}
 					}
@@ -372,7 +372,7 @@ func TestProtectedSettingsRefused(t *testing.T) {
 		for _, opts := range protectOptions {
 			n++
 			rw := newTestRewriter(t, c.d, opts...)
-			if p, err := rw.rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
+			if p, err := rw.Rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.sql, p, err)
 			}
 		}
@@ -403,7 +403,7 @@ func TestProtectedSettingsPass(t *testing.T) {
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d, Guard("accounts"), WithDynamicSQL(true))
-		if p, err := rw.rewrite(c.sql, false); err != nil || p.kind != kindPass {
+		if p, err := rw.Rewrite(c.sql, false); err != nil || p.Kind != KindPass {
 			t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", c.d.name, c.sql, p, err)
 		}
 	}
@@ -418,7 +418,7 @@ func TestProtectPrefilterCheap(t *testing.T) {
 		if rw.mayProtect(q) || rw.mayMention(q) {
 			t.Fatalf("%s: pre-filter sends %q to analysis", d.name, q)
 		}
-		if a := testing.AllocsPerRun(100, func() { _, _ = rw.rewrite(q, false) }); a != 0 {
+		if a := testing.AllocsPerRun(100, func() { _, _ = rw.Rewrite(q, false) }); a != 0 {
 			t.Errorf("%s: a pass-through rewrite allocates %v times", d.name, a)
 		}
 		for _, s := range []string{"DELETE FROM FencedSQL_tombstones", "SET Session_Replication_Role = replica", "select SET_CONFIG($1, $2, false)", "PRAGMA Writable_Schema=1"} {

@@ -9,7 +9,7 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // writes only its target. A MERGE into a guarded table is refused; a MERGE into
 // another table that reads one (USING accounts, or a query of it) passes. A target it
 // cannot read is refused when the statement names a guarded table.
-func (p *parser) merge() (*plan, error) {
+func (p *parser) merge() (*Plan, error) {
 	i := 1
 	if !p.kw(i, "INTO") {
 		return p.unknownShape("MERGE")
@@ -22,7 +22,7 @@ func (p *parser) merge() (*plan, error) {
 	if !ok {
 		return p.unknownShape("MERGE")
 	}
-	if g := p.rw.lookup(r.parts); g != nil {
+	if g := p.rw.Lookup(r.parts); g != nil {
 		return nil, unsupported(g.String(), "MERGE STATEMENT on a guarded table")
 	}
 	p.parseAlias(&r, "USING")
@@ -36,7 +36,7 @@ func (p *parser) merge() (*plan, error) {
 // whose query holds no write, and COPY table [(columns)] TO STDOUT|'file' …. ok is
 // false for any other COPY (FROM, TO PROGRAM, a data-modifying query), which the
 // caller plans as before.
-func (p *parser) copyOut() (*plan, bool) {
+func (p *parser) copyOut() (*Plan, bool) {
 	var to int
 	if p.punct(1, "(") {
 		end := p.matching(1)

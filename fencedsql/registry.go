@@ -143,9 +143,9 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 
 // checkListed fails unless the listed table g exists, naming the registered tables
 // when it does not (a typo in fenced_tables shows there).
-func (k *core) checkListed(ctx context.Context, c *conn, g *guard, registered []schema.GuardSpec) error {
-	t := dialect.TableName{Schema: g.schema, Name: g.name}
-	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.tokenCol, g.verCol)
+func (k *core) checkListed(ctx context.Context, c *conn, g *Table, registered []schema.GuardSpec) error {
+	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
+	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
 	}

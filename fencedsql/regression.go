@@ -81,7 +81,7 @@ type noClose struct{ driver.Connector }
 
 // explainFenced returns fe, or a *TokenRegressionError when the lock service is
 // behind the table's tokens (see above).
-func (k *core) explainFenced(fe *FencedError, g *guard) error {
+func (k *core) explainFenced(fe *FencedError, g *Table) error {
 	src := k.cfg.tokens
 	if src == nil || k.raw == nil || g == nil {
 		return fe
@@ -95,7 +95,7 @@ func (k *core) explainFenced(fe *FencedError, g *guard) error {
 		db := sql.OpenDB(noClose{k.raw})
 		defer db.Close()
 		db.SetMaxOpenConns(1)
-		max, err := schema.MaxToken(ctx, db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.tokenCol, VersionColumn: g.verCol})
+		max, err := schema.MaxToken(ctx, db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 		if err != nil {
 			k.cfg.logger.Warn("fencedsql: token regression check: reading the table's highest token", "table", g.String(), "err", err.Error())
 			return fe

@@ -16,7 +16,7 @@ func TestLookupResolvesByName(t *testing.T) {
 	ord := rw.guards["orders"][0]
 	for _, c := range []struct {
 		parts  []string
-		root   *guard
+		root   *Table
 		schema string // the checked qualifier; root itself when same
 		same   bool
 	}{
@@ -29,25 +29,25 @@ func TestLookupResolvesByName(t *testing.T) {
 		{[]string{"main", "orders"}, ord, "main", false},
 		{[]string{"aux", "ORDERS"}, ord, "aux", false},
 	} {
-		g := rw.lookup(c.parts)
-		if g == nil || g.base() != c.root {
+		g := rw.Lookup(c.parts)
+		if g == nil || g.Base() != c.root {
 			t.Errorf("lookup(%q) = %v, want a guard of %v", c.parts, g, c.root)
 			continue
 		}
-		if (g == c.root) != c.same || !strings.EqualFold(g.schema, c.schema) || g.tokenCol != c.root.tokenCol || g.verCol != c.root.verCol {
-			t.Errorf("lookup(%q) = %+v (root %v), want schema %q same=%v", c.parts, g, g.root, c.schema, c.same)
+		if (g == c.root) != c.same || !strings.EqualFold(g.Schema, c.schema) || g.TokenCol != c.root.TokenCol || g.VerCol != c.root.VerCol {
+			t.Errorf("lookup(%q) = %+v (root %v), want schema %q same=%v", c.parts, g, g.Root, c.schema, c.same)
 		}
-		if again := rw.lookup(c.parts); again != g {
+		if again := rw.Lookup(c.parts); again != g {
 			t.Errorf("lookup(%q) not interned", c.parts)
 		}
 	}
 	for _, parts := range [][]string{{"accountsx"}, {"accounts", "x"}, {"other"}, nil} {
-		if g := rw.lookup(parts); g != nil {
+		if g := rw.Lookup(parts); g != nil {
 			t.Errorf("lookup(%q) = %v, want nil", parts, g)
 		}
 	}
-	p, err := rw.rewrite(`UPDATE p2.accounts SET x = 1`, false)
-	if err != nil || p.kind != kindUpdate || p.guard.String() != "p2.accounts" {
+	p, err := rw.Rewrite(`UPDATE p2.accounts SET x = 1`, false)
+	if err != nil || p.Kind != KindUpdate || p.Guard.String() != "p2.accounts" {
 		t.Fatalf("rewrite under a renamed schema = %+v, %v; want a fenced UPDATE checked as p2.accounts", p, err)
 	}
 }
@@ -60,24 +60,24 @@ func TestLookupTruncation(t *testing.T) {
 	long := n63 + "_ignored_by_the_server" // truncates to n63
 	rw := newTestRewriter(t, pgTest, Guard(n63), Guard(strings.Repeat("b", 70)))
 	for _, name := range []string{n63, long, strings.ToUpper(long), strings.Repeat("b", 63), strings.Repeat("b", 64), strings.Repeat("b", 70)} {
-		if rw.lookup([]string{name}) == nil {
+		if rw.Lookup([]string{name}) == nil {
 			t.Errorf("postgres: lookup(%d bytes %.8s…) = nil, want guarded", len(name), name)
 		}
-		p, err := rw.rewrite(`UPDATE `+name+` SET x = 1`, false)
-		if err != nil || p.kind != kindUpdate {
+		p, err := rw.Rewrite(`UPDATE `+name+` SET x = 1`, false)
+		if err != nil || p.Kind != KindUpdate {
 			t.Errorf("postgres: rewrite(UPDATE %.8s… (%d bytes)) = %v, %v; want a fenced UPDATE", name, len(name), p, err)
 		}
 	}
-	if rw.lookup([]string{n63[:62]}) != nil || rw.lookup([]string{strings.Repeat("b", 62)}) != nil {
+	if rw.Lookup([]string{n63[:62]}) != nil || rw.Lookup([]string{strings.Repeat("b", 62)}) != nil {
 		t.Error("postgres: a shorter name matched")
 	}
 	// multibyte: never cut inside a character (the server clips before it)
 	mb := strings.Repeat("a", 62) + "é" // 64 bytes: clipped to 62
-	if k := rw.key(mb); k != strings.Repeat("a", 62) {
+	if k := rw.Key(mb); k != strings.Repeat("a", 62) {
 		t.Errorf("key(%q) = %q", mb, k)
 	}
 	my := newTestRewriter(t, mysqlTest, Guard(n63))
-	if my.lookup([]string{long}) != nil {
+	if my.Lookup([]string{long}) != nil {
 		t.Error("mysql: a longer name matched (MySQL refuses names over 64 characters, it does not truncate)")
 	}
 }
@@ -116,12 +116,12 @@ func TestResolvesNames(t *testing.T) {
 		{sqliteTest, `SELECT * FROM t`, false},
 	} {
 		rw := newTestRewriter(t, c.d, Guard("accounts"))
-		if got := rw.resolvesNames(c.sql); got != c.want {
+		if got := rw.ResolvesNames(c.sql); got != c.want {
 			t.Errorf("%s: resolvesNames(%q) = %v, want %v", c.d.Name(), c.sql, got, c.want)
 		}
-		p, err := rw.rewrite(c.sql, false)
-		if err == nil && p.resetsNames != c.want {
-			t.Errorf("%s: rewrite(%q).resetsNames = %v, want %v", c.d.Name(), c.sql, p.resetsNames, c.want)
+		p, err := rw.Rewrite(c.sql, false)
+		if err == nil && p.ResetsNames != c.want {
+			t.Errorf("%s: rewrite(%q).resetsNames = %v, want %v", c.d.Name(), c.sql, p.ResetsNames, c.want)
 		}
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
-// rewriter turns user SQL into fenced SQL for one set of guarded tables and one dialect.
-type rewriter struct {
+// Planner turns user SQL into fenced SQL for one set of guarded tables and one dialect.
+type Planner struct {
 	syn      sqllex.Syntax
 	numbered bool // $n placeholders (PostgreSQL) instead of positional ?
 	// sessionChecked: the dialect validates session settings before guarded writes
@@ -17,7 +17,7 @@ type rewriter struct {
 	sessionChecked bool
 	quote          func(string) string
 	strict         bool
-	guards         map[string][]*guard // by lower-cased unqualified table name
+	guards         map[string][]*Table // by lower-cased unqualified table name
 	names          []string            // lower-cased guarded names, for the pre-filter
 	nonASCII       bool                // some guarded name is not ASCII: pre-filter with Unicode folding
 	// stringIdents: a string literal may stand for an identifier (SQLite accepts
@@ -35,41 +35,41 @@ type rewriter struct {
 	derived sync.Map
 }
 
-// guard is one guarded table and its column names, or (root != nil) a guarded table's
+// Table is one guarded table and its column names, or (root != nil) a guarded table's
 // name as a statement wrote it under another qualifier (lookup): fenced with the same
 // columns, and checked on its own (the object that name resolves to).
-type guard struct {
-	schema   string // lower-cased (a derived guard: the qualifier as written); "" for any
-	name     string // as configured
-	root     *guard // the configured guard of a derived one; nil for a configured guard
-	tokenCol string
-	verCol   string
+type Table struct {
+	Schema   string // lower-cased (a derived guard: the qualifier as written); "" for any
+	Name     string // as configured
+	Root     *Table // the configured guard of a derived one; nil for a configured guard
+	TokenCol string
+	VerCol   string
 	// quoted column names, computed once
-	qTok, qVer string
+	QTok, QVer string
 }
 
-// isFenceColumn reports whether name (unquoted) is the token or the version column.
-func (g *guard) isFenceColumn(name string) bool {
-	return strings.EqualFold(name, g.tokenCol) || strings.EqualFold(name, g.verCol)
+// IsFenceColumn reports whether name (unquoted) is the token or the version column.
+func (g *Table) IsFenceColumn(name string) bool {
+	return strings.EqualFold(name, g.TokenCol) || strings.EqualFold(name, g.VerCol)
 }
 
-func (g *guard) String() string {
+func (g *Table) String() string {
 	if g == nil {
 		return "" // a refused locking read may name no single guarded table
 	}
-	if g.schema != "" {
-		return g.schema + "." + g.name
+	if g.Schema != "" {
+		return g.Schema + "." + g.Name
 	}
-	return g.name
+	return g.Name
 }
 
-// rewrite plans one statement. versioned selects the ExpectVersion variant.
-func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
+// Rewrite plans one statement. versioned selects the ExpectVersion variant.
+func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 	if !rw.mayMention(sql) && !rw.controlHead(sql) && !rw.mayProtect(sql) {
-		if pl := rw.sessionPlan(sql); pl != nil {
+		if pl := rw.SessionPlan(sql); pl != nil {
 			return pl, nil
 		}
-		return passPlan, nil
+		return Passthrough, nil
 	}
 	toks, err := sqllex.Lex(sql, rw.syn)
 	if err != nil {
@@ -80,13 +80,13 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 			// Only its head made it worth a look (controlHead), and it names no guarded
 			// table, guard object or protected setting: the server judges text it cannot
 			// read either.
-			return passPlan, nil
+			return Passthrough, nil
 		}
 		return nil, unsupported("", "the statement cannot be tokenized: %v", err)
 	}
 	p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
 	pl, err := p.plan(versioned)
-	if err == nil && pl.kind == kindPass && !p.isDDL() && p.mentionsGuard() {
+	if err == nil && pl.Kind == KindPass && !p.isDDL() && p.mentionsGuard() {
 		if err := p.backstop(); err != nil {
 			return nil, err
 		}
@@ -103,18 +103,18 @@ func (rw *rewriter) rewrite(sql string, versioned bool) (*plan, error) {
 	return pl, err
 }
 
-// base returns the configured guard g stands for (itself, or its root).
-func (g *guard) base() *guard {
-	if g != nil && g.root != nil {
-		return g.root
+// Base returns the configured guard g stands for (itself, or its root).
+func (g *Table) Base() *Table {
+	if g != nil && g.Root != nil {
+		return g.Root
 	}
 	return g
 }
 
-// key folds a table name as the guards map is keyed: lower case and, where the server
+// Key folds a table name as the guards map is keyed: lower case and, where the server
 // truncates identifiers (PostgreSQL, 63 bytes), truncated as the server would, never
 // inside a UTF-8 character.
-func (rw *rewriter) key(name string) string {
+func (rw *Planner) Key(name string) string {
 	k := strings.ToLower(name)
 	if rw.maxIdent > 0 && len(k) > rw.maxIdent {
 		n := rw.maxIdent
@@ -126,7 +126,7 @@ func (rw *rewriter) key(name string) string {
 	return k
 }
 
-// lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,
+// Lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,
 // "Guards match the object the statement resolves to"): a reference is guarded when
 // its last part names a guarded table (key: folded, truncated as the server
 // truncates), whatever its qualifier. A reference written as configured (the same
@@ -137,11 +137,11 @@ func (rw *rewriter) key(name string) string {
 // to is either fit for fencing or the write is refused with ErrSchema. When several
 // configured guards share the name, the one with the same qualifier wins, else the
 // first.
-func (rw *rewriter) lookup(parts []string) *guard {
+func (rw *Planner) Lookup(parts []string) *Table {
 	if len(parts) == 0 {
 		return nil
 	}
-	gs := rw.guards[rw.key(parts[len(parts)-1])]
+	gs := rw.guards[rw.Key(parts[len(parts)-1])]
 	if len(gs) == 0 {
 		return nil
 	}
@@ -150,7 +150,7 @@ func (rw *rewriter) lookup(parts []string) *guard {
 		qual = parts[len(parts)-2]
 	}
 	for _, g := range gs {
-		if strings.EqualFold(qual, g.schema) {
+		if strings.EqualFold(qual, g.Schema) {
 			return g
 		}
 	}
@@ -159,15 +159,15 @@ func (rw *rewriter) lookup(parts []string) *guard {
 
 // derive returns the interned guard for root's table reached as qual.name (qual ""
 // : unqualified).
-func (rw *rewriter) derive(root *guard, qual string) *guard {
-	k := strings.ToLower(qual) + "\x00" + rw.key(root.name)
+func (rw *Planner) derive(root *Table, qual string) *Table {
+	k := strings.ToLower(qual) + "\x00" + rw.Key(root.Name)
 	if g, ok := rw.derived.Load(k); ok {
-		return g.(*guard)
+		return g.(*Table)
 	}
 	d := *root
-	d.schema, d.root = qual, root
+	d.Schema, d.Root = qual, root
 	g, _ := rw.derived.LoadOrStore(k, &d)
-	return g.(*guard)
+	return g.(*Table)
 }
 
 func unsupported(table, format string, args ...any) error {

@@ -34,9 +34,9 @@ var ddlHeads = map[string]bool{
 
 // plan classifies the statement by its head keyword and hands it to the planner of
 // its kind; statements that cannot write a guarded table pass unchanged.
-func (p *parser) plan(versioned bool) (*plan, error) {
+func (p *parser) plan(versioned bool) (*Plan, error) {
 	if len(p.sig) == 0 {
-		return passPlan, nil
+		return Passthrough, nil
 	}
 	// Guard objects, DDL that removes guards, protected settings: refused whatever the
 	// statement names and the options allow.
@@ -108,7 +108,7 @@ func (p *parser) plan(versioned bool) (*plan, error) {
 
 // planHead plans the statement by its head keyword (at sig[first], after any opening
 // parentheses).
-func (p *parser) planHead(head string, first int, versioned bool) (*plan, error) {
+func (p *parser) planHead(head string, first int, versioned bool) (*Plan, error) {
 	if first > 0 && head != "SELECT" && head != "VALUES" && head != "TABLE" && head != "WITH" {
 		return nil, unsupported(p.firstGuard(), "a parenthesised %s", strings.TrimSpace(head+" statement"))
 	}
@@ -287,7 +287,7 @@ func (p *parser) checkExecComments() error {
 		body := p.text(t)
 		bad := i == 0
 		for _, w := range []string{"insert", "update", "delete", "replace", "merge", "truncate"} {
-			bad = bad || containsFold(body, w)
+			bad = bad || ContainsFold(body, w)
 		}
 		for _, n := range p.rw.names {
 			bad = bad || strings.Contains(strings.ToLower(body), n)
@@ -299,18 +299,18 @@ func (p *parser) checkExecComments() error {
 	return nil
 }
 
-func (p *parser) pass() *plan {
-	if pl := p.rw.sessionPlan(p.src); pl != nil {
+func (p *parser) pass() *Plan {
+	if pl := p.rw.SessionPlan(p.src); pl != nil {
 		return pl
 	}
-	return passPlan
+	return Passthrough
 }
 
 // with plans a statement that starts with a WITH list. Its queries must only read; the
 // statement after them is planned as a write of its own kind (bun's bulk UPDATE … FROM
 // a VALUES list, for one). A DELETE under WITH is refused: its fencing UPDATE would
 // need the list too.
-func (p *parser) with(first int, versioned bool) (*plan, error) {
+func (p *parser) with(first int, versioned bool) (*Plan, error) {
 	main, ok := p.afterWithList(first)
 	if !ok || p.hasWriteIn(first, main) {
 		if p.hasWriteInWith() && p.mentionsGuard() {
@@ -414,7 +414,7 @@ func (p *parser) hasWriteInWith() bool {
 	return false
 }
 
-func (p *parser) guardName(g *guard) string {
+func (p *parser) guardName(g *Table) string {
 	if g != nil {
 		return g.String()
 	}
@@ -423,7 +423,7 @@ func (p *parser) guardName(g *guard) string {
 
 // unknownShape handles a write statement the parser does not recognise: refused when it
 // mentions a guarded table, passed through otherwise.
-func (p *parser) unknownShape(what string) (*plan, error) {
+func (p *parser) unknownShape(what string) (*Plan, error) {
 	if p.mentionsGuard() {
 		return nil, unsupported("", "an %s of a shape the rewriter does not know", what)
 	}

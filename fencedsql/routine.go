@@ -93,11 +93,11 @@ func (p *parser) routineKindAfter(i int) string {
 // mayCreateRoutine reports whether sql, read loosely (as text that could not be
 // tokenized), could hold routine DDL: the word CREATE or ALTER and a routine kind word.
 func mayCreateRoutine(sql string) bool {
-	if !containsWord(sql, "create") && !containsWord(sql, "alter") {
+	if !ContainsWord(sql, "create") && !ContainsWord(sql, "alter") {
 		return false
 	}
 	for k := range routineKinds {
-		if containsWord(sql, strings.ToLower(k)) {
+		if ContainsWord(sql, strings.ToLower(k)) {
 			return true
 		}
 	}

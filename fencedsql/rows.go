@@ -15,7 +15,7 @@ import (
 type rows struct {
 	driver.Rows
 	core *core
-	p    *plan
+	p    *Plan
 	tok  uint64
 	ver  int64
 
@@ -39,7 +39,7 @@ var (
 	_ driver.RowsColumnTypePrecisionScale   = (*rows)(nil)
 )
 
-func newRows(r driver.Rows, k *core, p *plan, tok uint64, ver int64) driver.Rows {
+func newRows(r driver.Rows, k *core, p *Plan, tok uint64, ver int64) driver.Rows {
 	return &rows{Rows: r, core: k, p: p, tok: tok, ver: ver}
 }
 

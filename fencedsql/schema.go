@@ -19,7 +19,7 @@ import (
 // schema or the session takes effect without a restart. WithSchemaCheck(false) turns
 // off every check that sends a query; the tracked session check, which sends none,
 // always runs.
-func (c *conn) verify(ctx context.Context, g *guard) error {
+func (c *conn) verify(ctx context.Context, g *Table) error {
 	k := c.core
 	if err := c.verifySession(ctx, k.cfg.schemaCheck); err != nil {
 		return err
@@ -34,8 +34,8 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 	} else if _, ok := k.checked.Load(g); ok {
 		return nil
 	}
-	t := dialect.TableName{Schema: g.schema, Name: g.name}
-	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.tokenCol, g.verCol)
+	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
+	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
 	}
@@ -47,7 +47,7 @@ func (c *conn) verify(ctx context.Context, g *guard) error {
 	}
 	if c.namesMoved {
 		if c.checkedNames == nil {
-			c.checkedNames = map[*guard]struct{}{}
+			c.checkedNames = map[*Table]struct{}{}
 		}
 		c.checkedNames[g] = struct{}{}
 	} else {
@@ -74,7 +74,7 @@ func (c *conn) queryStrings(ctx context.Context, q string, args []any) ([][]stri
 	for i, a := range args {
 		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
-	rows, err := connRunner{c}.query(ctx, &plan{sql: q}, nv)
+	rows, err := connRunner{c}.query(ctx, &Plan{SQL: q}, nv)
 	if err != nil {
 		return nil, err
 	}

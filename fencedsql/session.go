@@ -68,7 +68,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 // and comments included, any case) makes mayChangeSession look closer.
 var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", "names", "charset", "character", "sql_mode"}
 
-// mayChangeSession reports whether a statement sent as written may change the
+// MayChangeSession reports whether a statement sent as written may change the
 // session settings the session check reads, so that the check must run again before
 // the next guarded write (the rule for dialects without a dialect.SessionTracker: MySQL and
 // MariaDB).
@@ -92,7 +92,7 @@ var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", 
 // procedure: it costs one check after a rare statement. The cost of the rule: one
 // session query before the next guarded write after each statement it flags; plans
 // are cached by text, so the rule runs once per distinct statement.
-func mayChangeSession(sql string, syn sqllex.Syntax) bool {
+func MayChangeSession(sql string, syn sqllex.Syntax) bool {
 	return mayChangeWith(sql, syn, sessionWords, nil)
 }
 
@@ -103,7 +103,7 @@ func mayChangeSession(sql string, syn sqllex.Syntax) bool {
 func mayChangeWith(sql string, syn sqllex.Syntax, words []string, harmless func(head, sql string) bool) bool {
 	found := false
 	for _, w := range words {
-		if containsWord(sql, w) {
+		if ContainsWord(sql, w) {
 			found = true
 			break
 		}
@@ -158,15 +158,15 @@ var (
 	sqliteNamesWords = []string{"attach", "detach"}
 )
 
-// resolvesNames reports whether a statement sent as written may change how the
+// ResolvesNames reports whether a statement sent as written may change how the
 // session resolves table names, so that the schema checks of this connection run
 // again (see pgNamesWords).
-func (rw *rewriter) resolvesNames(sql string) bool {
+func (rw *Planner) ResolvesNames(sql string) bool {
 	if len(rw.names) == 0 {
 		return false
 	}
 	if rw.syn == dialect.PostgresSyntax {
-		if containsWord(sql, "search_path") || containsWord(sql, "set_config") {
+		if ContainsWord(sql, "search_path") || ContainsWord(sql, "set_config") {
 			return true
 		}
 		return mayChangeWith(sql, rw.syn, rw.namesWords, pgHarmlessSet)
@@ -181,21 +181,21 @@ func pgHarmlessSet(head, sql string) bool {
 		return false
 	}
 	for _, w := range []string{"schema", "role", "authorization", "all"} {
-		if containsWord(sql, w) {
+		if ContainsWord(sql, w) {
 			return false
 		}
 	}
 	return true
 }
 
-// sessionPlan is the pass-through plan of a statement that may change the session
+// SessionPlan is the pass-through plan of a statement that may change the session
 // settings or name resolution (a plan that re-arms the checks), or nil.
-func (rw *rewriter) sessionPlan(sql string) *plan {
-	s, n := rw.setsSession(sql), rw.resolvesNames(sql)
+func (rw *Planner) SessionPlan(sql string) *Plan {
+	s, n := rw.SetsSession(sql), rw.ResolvesNames(sql)
 	if !s && !n {
 		return nil
 	}
-	return &plan{kind: kindPass, nUser: -1, resetsSession: s, resetsNames: n}
+	return &Plan{Kind: KindPass, NUser: -1, ResetsSession: s, ResetsNames: n}
 }
 
 // rearmNames re-arms the schema checks of c after a statement that may have changed
@@ -205,10 +205,10 @@ func (c *conn) rearmNames() {
 	clear(c.checkedNames)
 }
 
-// containsWord reports whether s contains w (ASCII lower case) as a whole word,
+// ContainsWord reports whether s contains w (ASCII lower case) as a whole word,
 // ignoring ASCII case: not preceded or followed by a letter, digit, _, $ or a
 // non-ASCII byte.
-func containsWord(s, w string) bool {
+func ContainsWord(s, w string) bool {
 	for off := 0; off+len(w) <= len(s); {
 		i := indexFold(s[off:], w)
 		if i < 0 {
@@ -227,7 +227,7 @@ func containsWord(s, w string) bool {
 // indexFold is strings.Index ignoring ASCII case; sub is ASCII lower case.
 func indexFold(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if containsFold(s[i:i+len(sub)], sub) {
+		if ContainsFold(s[i:i+len(sub)], sub) {
 			return i
 		}
 	}
@@ -242,8 +242,8 @@ func wordByte(c byte) bool {
 // re-arms the session check when p may change the session (a prepared SET executed
 // later: the wrapper does not see its text again); other statements are returned as
 // they are.
-func (c *conn) rearmingStmt(p *plan, st driver.Stmt) driver.Stmt {
-	if p == nil || !p.resetsSession && !p.resetsNames || st == nil {
+func (c *conn) rearmingStmt(p *Plan, st driver.Stmt) driver.Stmt {
+	if p == nil || !p.ResetsSession && !p.ResetsNames || st == nil {
 		return st
 	}
 	s := &sessionStmt{Stmt: st, c: c, p: p}
@@ -259,7 +259,7 @@ func (c *conn) rearmingStmt(p *plan, st driver.Stmt) driver.Stmt {
 type sessionStmt struct {
 	driver.Stmt
 	c *conn
-	p *plan
+	p *Plan
 }
 
 // sessionStmtCC forwards driver.ColumnConverter exactly when the statement has it.
@@ -282,10 +282,10 @@ func (s sessionStmtCC) ColumnConverter(idx int) driver.ValueConverter {
 func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
 
 func (s *sessionStmt) rearm() {
-	if s.p.resetsSession {
+	if s.p.ResetsSession {
 		s.c.sessionOK = false
 	}
-	if s.p.resetsNames {
+	if s.p.ResetsNames {
 		s.c.rearmNames()
 	}
 }

@@ -24,7 +24,7 @@ var rowLocators = map[string]bool{"ctid": true, "xmin": true, "xmax": true, "cmi
 
 // unstableSelection explains why the rows selected by sig[from:to] (a WHERE or ORDER BY
 // clause of a statement on g) may differ once the fencing UPDATE ran, or returns "".
-func (p *parser) unstableSelection(g *guard, from, to int) string {
+func (p *parser) unstableSelection(g *Table, from, to int) string {
 	selfRead, limited := false, false
 	for k := from; k < to; k++ {
 		switch {
@@ -37,7 +37,7 @@ func (p *parser) unstableSelection(g *guard, from, to int) string {
 			}
 			lower := strings.ToLower(n)
 			switch {
-			case g.isFenceColumn(n):
+			case g.IsFenceColumn(n):
 				return "reads " + quoteName(n) + " (use fencedsql.ExpectVersion for a version check)"
 			case p.rw.numbered && rowLocators[lower] && !p.punct(k+1, "("):
 				return "reads the row locator " + quoteName(n) + ", which the fencing UPDATE changes"
@@ -45,7 +45,7 @@ func (p *parser) unstableSelection(g *guard, from, to int) string {
 				return "calls the non-deterministic " + n + "()"
 			}
 			if (p.kw(k-1, "FROM") || p.kw(k-1, "JOIN")) && k-1 >= from {
-				if r, ok := p.parseName(k); ok && p.rw.lookup(r.parts).base() == g.base() {
+				if r, ok := p.parseName(k); ok && p.rw.Lookup(r.parts).Base() == g.Base() {
 					selfRead = true
 				}
 			}

@@ -12,8 +12,8 @@ import (
 type stmt struct {
 	c     *conn
 	text  string
-	plain *plan
-	raws  map[*plan]driver.Stmt
+	plain *Plan
+	raws  map[*Plan]driver.Stmt
 }
 
 var (
@@ -23,12 +23,12 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-func (s *stmt) prepareAll(ctx context.Context, p *plan) error {
-	for _, pl := range []*plan{p.pre, p} {
+func (s *stmt) prepareAll(ctx context.Context, p *Plan) error {
+	for _, pl := range []*Plan{p.Pre, p} {
 		if pl == nil || s.raws[pl] != nil {
 			continue
 		}
-		st, err := s.c.rawPrepare(ctx, pl.sql)
+		st, err := s.c.rawPrepare(ctx, pl.SQL)
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func (s *stmt) Close() error {
 }
 
 // NumInput implements driver.Stmt: the caller's placeholders, not the ones fencing adds.
-func (s *stmt) NumInput() int { return s.plain.nUser }
+func (s *stmt) NumInput() int { return s.plain.NUser }
 
 // Exec implements driver.Stmt.
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
@@ -60,7 +60,7 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), namedValues(args))
 }
 
-func (s *stmt) planFor(ctx context.Context) (*plan, error) {
+func (s *stmt) planFor(ctx context.Context) (*Plan, error) {
 	if _, versioned := expectedVersion(ctx); !versioned {
 		return s.plain, nil
 	}
@@ -101,11 +101,11 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error { return s.c.CheckNamedValue(nv) }
 
 // exec and query make stmt a runner over its prepared statements.
-func (s *stmt) exec(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Result, error) {
+func (s *stmt) exec(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Result, error) {
 	return stmtExec(ctx, s.raws[p], args)
 }
 
-func (s *stmt) query(ctx context.Context, p *plan, args []driver.NamedValue) (driver.Rows, error) {
+func (s *stmt) query(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
 	return stmtQuery(ctx, s.raws[p], args)
 }
 

@@ -4,7 +4,7 @@ package fencedsql
 // assignments appended to its SET list: the token column becomes NULL (a NOT NULL
 // violation, mapped to ErrFenced) on any targeted row that a newer token wrote, so the
 // statement fails whole. Multi-table forms and modifiers that soften errors are refused.
-func (p *parser) update(versioned bool) (*plan, error) {
+func (p *parser) update(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "ONLY")
 	r, ok := p.parseName(i)
 	if !ok {
@@ -21,7 +21,7 @@ func (p *parser) update(versioned bool) (*plan, error) {
 			j++
 		}
 	}
-	g := p.rw.lookup(r.parts)
+	g := p.rw.Lookup(r.parts)
 	if !p.kw(j, "SET") {
 		// Multi-table UPDATE (MySQL: a, b / JOIN …).
 		return p.multiUpdate(i, g)
@@ -61,5 +61,5 @@ func (p *parser) update(versioned bool) (*plan, error) {
 	}
 	b := p.newBuilder(nUser)
 	b.spliceAssignments(0, p.endOf(setEnd), set, g, q, versioned)
-	return b.finish(kindUpdate, g), nil
+	return b.finish(KindUpdate, g), nil
 }

@@ -3,7 +3,7 @@ package fencedsql
 // insertTail handles what follows the VALUES rows (or MySQL's SET list), starting at
 // sig[k]: a MySQL row alias, ON CONFLICT, ON DUPLICATE KEY UPDATE, RETURNING. The
 // source is copied into b up to byte offset from.
-func (p *parser) insertTail(b *builder, g *guard, q string, k, from int, versioned bool) (*plan, error) {
+func (p *parser) insertTail(b *builder, g *Table, q string, k, from int, versioned bool) (*Plan, error) {
 	if p.kw(k, "AS") { // MySQL 8 row alias: VALUES (…) AS new [(a, b)]
 		k += 2
 		if p.punct(k, "(") {

@@ -23,6 +23,11 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+
+	// The sqlx tests need the bind styles of the fenced driver names.
+	_ "github.com/fencedsql/fencedsql/dialects/mysql/mysqlsqlx"
+	_ "github.com/fencedsql/fencedsql/dialects/postgres/pgsqlx"
+	_ "github.com/fencedsql/fencedsql/dialects/sqlite/sqlitesqlx"
 )
 
 // ---- a recording fake driver ----
