@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/internal/adapter"
 )
 
@@ -160,19 +162,19 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	if err != nil {
 		return nil, err
 	}
-	if p.Kind == KindPass || (p.Kind == KindClaim && !c.hasToken(ctx)) {
+	if p.Kind == plan.KindPass || (p.Kind == plan.KindClaim && !c.hasToken(ctx)) {
 		// Sent as written (a claim without a token is a plain locking read).
-		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*Plan{nil}}, nil
+		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan.Plan{nil}}, nil
 	}
 	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now()}
 	fail := func(err error) (adapter.Batched, error) {
 		c.core.observe(ctx, p, b.tok, b.start, err)
 		return nil, err
 	}
-	if p.Kind == KindClaim {
+	if p.Kind == plan.KindClaim {
 		if p.ClaimErr != nil {
 			c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-			return fail(p.ClaimErr)
+			return fail(asUnsupported(p.ClaimErr))
 		}
 		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 		if err != nil {
@@ -180,7 +182,7 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		}
 		b.tok = tok
 		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: args}}
-		b.maps = []*Plan{p.Pre, nil}
+		b.maps = []*plan.Plan{p.Pre, nil}
 		return b, nil
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
@@ -189,25 +191,25 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	}
 	b.tok, b.ver = tok, ver
 	if p.Pre != nil {
-		preArgs, err := p.Pre.bind(args, tok, ver)
+		preArgs, err := bind(p.Pre, args, tok, ver)
 		if err != nil {
 			return fail(err)
 		}
 		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: full}}
-		b.maps = []*Plan{p.Pre, p}
+		b.maps = []*plan.Plan{p.Pre, p}
 		return b, nil
 	}
 	b.steps = []adapter.Step{{SQL: p.SQL, Args: full}}
-	b.maps = []*Plan{p}
+	b.maps = []*plan.Plan{p}
 	return b, nil
 }
 
 type batched struct {
 	c        *conn
 	ctx      context.Context
-	p        *Plan
+	p        *plan.Plan
 	steps    []adapter.Step
-	maps     []*Plan // per step: the plan its errors are mapped for (nil: as written)
+	maps     []*plan.Plan // per step: the plan its errors are mapped for (nil: as written)
 	tok      uint64
 	ver      int64
 	start    time.Time

@@ -1,6 +1,10 @@
 package fencedsql
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+)
 
 // planCache maps statement text to its plan, for the plain and the ExpectVersion
 // variant. It is bounded: when full, an arbitrary entry is evicted (Go's map iteration
@@ -9,18 +13,18 @@ import "sync"
 type planCache struct {
 	mu    sync.RWMutex
 	max   int
-	plain map[string]*Plan
-	ver   map[string]*Plan
+	plain map[string]*plan.Plan
+	ver   map[string]*plan.Plan
 }
 
 func newPlanCache(max int) *planCache {
 	if max <= 0 {
 		max = 1
 	}
-	return &planCache{max: max, plain: map[string]*Plan{}, ver: map[string]*Plan{}}
+	return &planCache{max: max, plain: map[string]*plan.Plan{}, ver: map[string]*plan.Plan{}}
 }
 
-func (c *planCache) get(sql string, versioned bool) (*Plan, bool) {
+func (c *planCache) get(sql string, versioned bool) (*plan.Plan, bool) {
 	c.mu.RLock()
 	m := c.plain
 	if versioned {
@@ -31,7 +35,7 @@ func (c *planCache) get(sql string, versioned bool) (*Plan, bool) {
 	return p, ok
 }
 
-func (c *planCache) put(sql string, versioned bool, p *Plan) {
+func (c *planCache) put(sql string, versioned bool, p *plan.Plan) {
 	c.mu.Lock()
 	m := c.plain
 	if versioned {

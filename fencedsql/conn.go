@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // conn wraps one driver connection. It forwards every optional interface of the
@@ -35,7 +37,7 @@ type conn struct {
 	// names (resolvesNames), so its schema checks are cached in checkedNames, not on
 	// the pool (docs/design.md G13).
 	namesMoved   bool
-	checkedNames map[*Table]struct{}
+	checkedNames map[*plan.Table]struct{}
 }
 
 type txState struct {
@@ -133,14 +135,14 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err != nil {
 		return nil, err
 	}
-	if p.Kind == KindPass {
+	if p.Kind == plan.KindPass {
 		st, err := c.rawPrepare(ctx, query)
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
 		return c.rearmingStmt(p, newPassStmt(c, st)), nil
 	}
-	s := &stmt{c: c, text: query, plain: p, raws: map[*Plan]driver.Stmt{}}
+	s := &stmt{c: c, text: query, plain: p, raws: map[*plan.Plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {
 		s.Close()
 		return nil, err
@@ -160,7 +162,7 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 
 // route plans query for a statement with ctx. A pass-through statement that changes
 // the session's sql_mode re-arms the session check.
-func (c *conn) route(ctx context.Context, query string) (*Plan, error) {
+func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {
@@ -184,7 +186,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	if p.Kind != KindPass {
+	if p.Kind != plan.KindPass {
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
 		return res, c.autocommitOutcome(err)
 	}
@@ -201,7 +203,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	if p.Kind != KindPass {
+	if p.Kind != plan.KindPass {
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
 		return rows, c.autocommitOutcome(err)
 	}
@@ -274,13 +276,13 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 // runner executes the SQL of a plan: directly on the connection, or through the
 // statements prepared for it.
 type runner interface {
-	exec(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Result, error)
-	query(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Rows, error)
+	exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error)
+	query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error)
 }
 
 type connRunner struct{ c *conn }
 
-func (r connRunner) exec(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Result, error) {
+func (r connRunner) exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
 	c := r.c
 	if res, err := c.rawExec(ctx, p.SQL, args); err != driver.ErrSkip {
 		return res, err
@@ -295,7 +297,7 @@ func (r connRunner) exec(ctx context.Context, p *Plan, args []driver.NamedValue)
 	return stmtExec(ctx, st, args)
 }
 
-func (r connRunner) query(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
+func (r connRunner) query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
 	c := r.c
 	if rows, err := c.rawQuery(ctx, p.SQL, args); err != driver.ErrSkip {
 		return rows, err

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -16,7 +18,7 @@ import (
 type core struct {
 	cfg     config
 	dialect dialect.Dialect
-	rw      *Planner
+	rw      *plan.Planner
 	cache   *planCache
 	checked sync.Map // *guard → struct{}: schema verified
 	metrics *instruments
@@ -40,7 +42,7 @@ func newCore(opts []Option) (*core, error) {
 
 // plan returns the cached plan for sql, rewriting it on a miss. Refusals are not
 // cached: they are rare and their errors carry no per-call state.
-func (k *core) plan(sql string, versioned bool) (*Plan, error) {
+func (k *core) plan(sql string, versioned bool) (*plan.Plan, error) {
 	if p, ok := k.cache.get(sql, versioned); ok {
 		k.metrics.cache.Add(context.Background(), 1, k.metrics.hit...)
 		return p, nil
@@ -48,6 +50,7 @@ func (k *core) plan(sql string, versioned bool) (*Plan, error) {
 	k.metrics.cache.Add(context.Background(), 1, k.metrics.miss...)
 	p, err := k.rw.Rewrite(sql, versioned)
 	if err != nil {
+		err = asUnsupported(err)
 		// The reason names the table and the form, never the statement's values.
 		k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
 		k.metrics.count(k.metrics.unsupported, k.guardOf(err))
@@ -90,16 +93,14 @@ func (c *connector) Close() error {
 }
 
 // guardOf finds the guard an UnsupportedError names, for metrics.
-func (k *core) guardOf(err error) *Table {
+func (k *core) guardOf(err error) *plan.Table {
 	ue, ok := err.(*UnsupportedError)
 	if !ok {
 		return nil
 	}
-	for _, gs := range k.rw.guards {
-		for _, g := range gs {
-			if g.String() == ue.Table {
-				return g
-			}
+	for _, g := range k.rw.Tables() {
+		if g.String() == ue.Table {
+			return g
 		}
 	}
 	return nil

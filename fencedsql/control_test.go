@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"errors"
 	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // On a pool with guarded tables: transaction control as text and dynamic SQL are
@@ -74,7 +76,7 @@ func TestRewriteControlStatements(t *testing.T) {
 		switch {
 		case c.refused && !errors.Is(err, ErrUnsupported):
 			t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.in, p, err)
-		case !c.refused && (err != nil || p.Kind != KindPass):
+		case !c.refused && (err != nil || p.Kind != plan.KindPass):
 			t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
@@ -88,7 +90,7 @@ func TestRewriteNoGuardsTransparent(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, err := k.plan(in, false)
-		if err != nil || p.Kind != KindPass {
+		if err != nil || p.Kind != plan.KindPass {
 			t.Errorf("rewrite(%q) without guards = %v, %v; want pass-through", in, p, err)
 		}
 	}

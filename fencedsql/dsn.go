@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -32,7 +34,7 @@ const (
 // leave a table unguarded without a word. Errors never quote the DSN (it may hold a
 // password).
 func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
-	if !ContainsFold(dsn, "fenced") {
+	if !plan.ContainsFold(dsn, "fenced") {
 		return dsn, nil, nil
 	}
 	q, keyValue := -1, false

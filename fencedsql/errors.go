@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -276,4 +278,15 @@ func (e *ConfigError) Error() string { return "fencedsql: " + e.Msg }
 
 func configErr(format string, args ...any) error {
 	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// asUnsupported returns the planner's *Refusal as an *UnsupportedError with the same fields
+// (ErrUnsupported), any other error as it is: the one place where a refusal becomes
+// this package's error.
+func asUnsupported(err error) error {
+	var r *plan.Refusal
+	if errors.As(err, &r) {
+		return &UnsupportedError{Table: r.Table, Reason: r.Reason}
+	}
+	return err
 }

@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"database/sql/driver"
 	"fmt"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // A DELETE runs as two statements: a fencing UPDATE that selects and stamps the rows,
@@ -20,7 +22,7 @@ import (
 
 // inexactError is the refusal of a two-statement write or read whose second statement
 // selected other rows than its fencing UPDATE.
-func inexactError(p *Plan, what string, stamped, selected int64) error {
+func inexactError(p *plan.Plan, what string, stamped, selected int64) error {
 	return &UnsupportedError{Table: p.Guard.String(), Reason: fmt.Sprintf(
 		"the %s selected %d rows after its fencing UPDATE stamped %d: its condition reads something that UPDATE changed "+
 			"(a column the database updates on every UPDATE, a trigger, a view of the fencing columns, ROW_COUNT()/changes(), "+
@@ -46,7 +48,7 @@ func (c *conn) breakTx(err error) {
 // countRows makes r check, at its end, that it returned as many rows as the fencing
 // UPDATE stamped; on a mismatch Next returns the error instead of io.EOF and the open
 // transaction is marked broken.
-func (c *conn) countRows(r driver.Rows, p *Plan, what string, stamped int64) *rows {
+func (c *conn) countRows(r driver.Rows, p *plan.Plan, what string, stamped int64) *rows {
 	w, ok := r.(*rows)
 	if !ok {
 		w = newRows(r, c.core, nil, 0, 0).(*rows)

@@ -8,12 +8,14 @@ import (
 	"math"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // tokenFor returns the token a guarded write on this connection carries: the
 // transaction's, else the statement context's.
-func (c *conn) tokenFor(ctx context.Context, g *Table) (uint64, error) {
+func (c *conn) tokenFor(ctx context.Context, g *plan.Table) (uint64, error) {
 	tok := uint64(0)
 	if c.tx != nil {
 		tok = c.tx.token
@@ -36,7 +38,7 @@ func (c *conn) tokenFor(ctx context.Context, g *Table) (uint64, error) {
 
 // guardedArgs resolves the token and expected version, binds a plan's arguments and
 // runs the lazy schema and session checks: everything before a guarded write is sent.
-func (c *conn) guardedArgs(ctx context.Context, p *Plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
+func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
 	tok, err = c.tokenFor(ctx, p.Guard)
 	if err != nil {
 		c.core.cfg.logger.Warn("fencedsql: guarded write without a token refused", "table", p.Guard.String())
@@ -44,7 +46,7 @@ func (c *conn) guardedArgs(ctx context.Context, p *Plan, args []driver.NamedValu
 		return 0, 0, nil, err
 	}
 	ver, _ = expectedVersion(ctx)
-	if out, err = p.bind(args, tok, ver); err != nil {
+	if out, err = bind(p, args, tok, ver); err != nil {
 		return 0, 0, nil, err
 	}
 	if err = c.verify(ctx, p.Guard); err != nil {
@@ -53,8 +55,8 @@ func (c *conn) guardedArgs(ctx context.Context, p *Plan, args []driver.NamedValu
 	return tok, ver, out, nil
 }
 
-// bind builds the rewritten statement's arguments from the caller's.
-func (p *Plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.NamedValue, error) {
+// bind builds p's arguments from the caller's, the token and the version.
+func bind(p *plan.Plan, user []driver.NamedValue, tok uint64, ver int64) ([]driver.NamedValue, error) {
 	if p.NUser >= 0 && len(user) != p.NUser {
 		return nil, fmt.Errorf("fencedsql: statement on %s has %d placeholders but %d arguments were given", p.Guard, p.NUser, len(user))
 	}
@@ -62,9 +64,9 @@ func (p *Plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.N
 	for i, r := range p.Args {
 		out[i].Ordinal = i + 1
 		switch r {
-		case ArgToken:
+		case plan.ArgToken:
 			out[i].Value = int64(tok)
-		case ArgVersion:
+		case plan.ArgVersion:
 			out[i].Value = ver
 		default:
 			u := user[r]
@@ -78,8 +80,8 @@ func (p *Plan) bind(user []driver.NamedValue, tok uint64, ver int64) ([]driver.N
 }
 
 // execPlan runs a guarded write.
-func (c *conn) execPlan(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (driver.Result, error) {
-	if p.Kind == KindClaim {
+func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
+	if p.Kind == plan.KindClaim {
 		// A locking read sent with Exec returns no rows to count.
 		if _, err := c.claim(ctx, r, p, args); err != nil {
 			return nil, err
@@ -102,8 +104,8 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *Plan, args []driver.Na
 }
 
 // queryPlan runs a guarded write that returns rows (RETURNING), or a claimed locking read.
-func (c *conn) queryPlan(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
-	if p.Kind == KindClaim {
+func (c *conn) queryPlan(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
+	if p.Kind == plan.KindClaim {
 		claimed, err := c.claim(ctx, r, p, args)
 		if err != nil {
 			return nil, err
@@ -126,7 +128,7 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *Plan, args []driver.N
 		if c.tx == nil {
 			return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
 		}
-		preArgs, err := p.Pre.bind(args, tok, ver)
+		preArgs, err := bind(p.Pre, args, tok, ver)
 		if err != nil {
 			return nil, err
 		}
@@ -156,13 +158,13 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *Plan, args []driver.N
 //
 // It returns the number of rows claimed, -1 when nothing was claimed or the driver
 // cannot say.
-func (c *conn) claim(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (int64, error) {
+func (c *conn) claim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (int64, error) {
 	if !c.hasToken(ctx) {
 		return -1, nil
 	}
 	if p.ClaimErr != nil {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return -1, p.ClaimErr
+		return -1, asUnsupported(p.ClaimErr)
 	}
 	if c.tx == nil {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
@@ -194,8 +196,8 @@ func (c *conn) hasToken(ctx context.Context) bool {
 
 // twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
 // carrying the token, in the caller's transaction or in one of its own.
-func (c *conn) twoStep(ctx context.Context, r runner, p *Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
-	preArgs, err := p.Pre.bind(args, tok, ver)
+func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
+	preArgs, err := bind(p.Pre, args, tok, ver)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *Plan, args []driver.Nam
 			return nil, err
 		}
 	}
-	fail := func(pl *Plan, err error) (driver.Result, error) {
+	fail := func(pl *plan.Plan, err error) (driver.Result, error) {
 		if own != nil {
 			_ = own.Rollback()
 		}
@@ -245,7 +247,7 @@ func (k *core) mapPassErr(err error) error { return k.mapErr(nil, 0, 0, err) }
 
 // mapErr turns a driver error into the package's typed errors where it is one of
 // ours; any other error (driver.ErrBadConn included) is returned unchanged.
-func (k *core) mapErr(p *Plan, tok uint64, ver int64, err error) error {
+func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 	if err == nil || err == driver.ErrSkip || errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
@@ -277,7 +279,7 @@ func (k *core) mapErr(p *Plan, tok uint64, ver int64, err error) error {
 		return &BelowFloorError{Table: table, Token: tok, Err: err}
 	case dialect.ErrorUnique:
 		table := info.Table
-		var g *Table
+		var g *plan.Table
 		if p != nil && p.Guard != nil {
 			g = p.Guard
 			table = g.String()

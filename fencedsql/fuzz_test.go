@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
@@ -218,7 +220,7 @@ func fzInputs() []string {
 // fzTarget is one dialect's set of rewriters and a wrapped connection.
 type fzTarget struct {
 	d      testDialect
-	rws    map[bool]*Planner // by strict
+	rws    map[bool]testPlanner // by strict
 	conn   *conn
 	raw    *fzRawConn
 	tokens map[bool]string // quoted token column, by dialect
@@ -227,7 +229,7 @@ type fzTarget struct {
 var fzGuards = []Option{Guard("accounts"), Guard("shop.orders")}
 
 func newFzTarget(t testing.TB, d testDialect) *fzTarget {
-	ft := &fzTarget{d: d, rws: map[bool]*Planner{}}
+	ft := &fzTarget{d: d, rws: map[bool]testPlanner{}}
 	for _, strict := range []bool{false, true} {
 		ft.rws[strict] = newTestRewriter(t, d, append(slices.Clip(fzGuards), WithStrict(strict))...)
 	}
@@ -293,7 +295,7 @@ func TestFuzzSeeds(t *testing.T) {
 func (ft *fzTarget) check(t *testing.T, src string) {
 	t.Helper()
 	type result struct {
-		p   *Plan
+		p   *plan.Plan
 		err error
 	}
 	var base result
@@ -323,7 +325,7 @@ func (ft *fzTarget) check(t *testing.T, src string) {
 	}
 }
 
-func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *Planner, src string, versioned bool, p *Plan, err error) {
+func (ft *fzTarget) checkOne(t *testing.T, tag string, rw testPlanner, src string, versioned bool, p *plan.Plan, err error) {
 	t.Helper()
 	if err != nil {
 		var ue *UnsupportedError
@@ -344,7 +346,7 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *Planner, src string, 
 	if p == nil {
 		t.Fatalf("%s: nil plan and nil error", tag)
 	}
-	if p.Kind == KindPass {
+	if p.Kind == plan.KindPass {
 		if p.Guard != nil || p.Pre != nil {
 			t.Errorf("%s: pass-through plan with a guard or pre plan", tag)
 		}
@@ -356,43 +358,43 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *Planner, src string, 
 	if !fzMayMention(rw, src) {
 		t.Errorf("%s: rewritten although the text names no guarded table", tag)
 	}
-	if p.Kind == KindClaim {
+	if p.Kind == plan.KindClaim {
 		ft.checkClaim(t, tag, rw, src, versioned, p)
 		return
 	}
 	if p.Guard == nil {
 		t.Fatalf("%s: rewritten plan without a guard", tag)
 	}
-	if !ContainsFold(src, strings.ToLower(p.Guard.Name)) {
+	if !plan.ContainsFold(src, strings.ToLower(p.Guard.Name)) {
 		t.Errorf("%s: plan guards %s, which the input does not name", tag, p.Guard)
 	}
 	switch p.Kind {
-	case KindUpdate, KindInsert:
+	case plan.KindUpdate, plan.KindInsert:
 		if p.Pre != nil {
 			t.Errorf("%s: %v plan with a pre plan", tag, p.Kind)
 		}
-	case KindDelete:
+	case plan.KindDelete:
 	default:
 		t.Fatalf("%s: unknown plan kind %v", tag, p.Kind)
 	}
 	ft.checkPlan(t, tag, rw, src, versioned, p, true)
-	if p.Kind == KindUpdate || (p.Kind == KindInsert && fzHasUpsertUpdate(rw, src)) {
+	if p.Kind == plan.KindUpdate || (p.Kind == plan.KindInsert && fzHasUpsertUpdate(rw, src)) {
 		fzCheckAssignmentAtTop(t, tag, rw, src, p)
 	}
-	if p.Kind != KindDelete {
+	if p.Kind != plan.KindDelete {
 		return
 	}
 	pre := p.Pre
 	if pre == nil {
 		t.Fatalf("%s: DELETE plan without the fencing UPDATE", tag)
 	}
-	if pre.Kind != KindUpdate || pre.Guard != p.Guard || pre.NUser != p.NUser || pre.Pre != nil {
+	if pre.Kind != plan.KindUpdate || pre.Guard != p.Guard || pre.NUser != p.NUser || pre.Pre != nil {
 		t.Errorf("%s: pre plan kind %v guard %v nUser %d, want UPDATE of %v with nUser %d", tag, pre.Kind, pre.Guard, pre.NUser, p.Guard, p.NUser)
 	}
 	ft.checkPlan(t, tag+" [pre]", rw, src, versioned, pre, false)
 	fzCheckAssignmentAtTop(t, tag+" [pre]", rw, src, pre)
 	// The fencing UPDATE targets the DELETE's table: UPDATE <name> ….
-	toks, lexErr := sqllex.Lex(pre.SQL, rw.syn)
+	toks, lexErr := sqllex.Lex(pre.SQL, rw.Syntax())
 	if lexErr == nil {
 		sig := sqllex.Significant(toks)
 		if len(sig) < 2 || !sqllex.IsKeyword(pre.SQL, sig[0], "UPDATE") {
@@ -402,7 +404,7 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *Planner, src string, 
 		}
 	}
 	// The DELETE keeps only rows carrying the token: "<tok> = <param>" at depth 0.
-	if toks, err := sqllex.Lex(p.SQL, rw.syn); err == nil && fzBalanced(src, rw) {
+	if toks, err := sqllex.Lex(p.SQL, rw.Syntax()); err == nil && fzBalanced(src, rw) {
 		sig := sqllex.Significant(toks)
 		found := false
 		depth := 0
@@ -427,14 +429,14 @@ func (ft *fzTarget) checkOne(t *testing.T, tag string, rw *Planner, src string, 
 // checkPlan checks invariant 5 on one plan; main is false for a DELETE's pre plan,
 // whose text is built from pieces of the input (so only its user arguments are
 // checked to be a subsequence, in order).
-func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string, versioned bool, p *Plan, main bool) {
+func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw testPlanner, src string, versioned bool, p *plan.Plan, main bool) {
 	t.Helper()
-	toks, err := sqllex.Lex(p.SQL, rw.syn)
+	toks, err := sqllex.Lex(p.SQL, rw.Syntax())
 	if err != nil {
 		t.Errorf("%s: rewritten SQL %q does not lex: %v", tag, p.SQL, err)
 		return
 	}
-	userToks, err := sqllex.Lex(src, rw.syn)
+	userToks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		t.Errorf("%s: rewritten although the input does not lex: %v", tag, err)
 		return
@@ -443,7 +445,7 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string,
 	wantUser := 0
 	for _, tk := range userToks {
 		if tk.Kind == sqllex.KindParam {
-			if rw.numbered {
+			if rw.NumberedParams() {
 				wantUser = max(wantUser, tk.Num)
 			} else {
 				wantUser++
@@ -466,24 +468,24 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string,
 	if !tokIdent {
 		t.Errorf("%s: %q does not contain the token column %s as an identifier", tag, p.SQL, p.Guard.QTok)
 	}
-	usesVer := slices.Contains(p.Args, ArgVersion)
-	if !slices.Contains(p.Args, ArgToken) {
+	usesVer := slices.Contains(p.Args, plan.ArgVersion)
+	if !slices.Contains(p.Args, plan.ArgToken) {
 		t.Errorf("%s: the token is not an argument of %q: %v", tag, p.SQL, p.Args)
 	}
 	if usesVer && !versioned {
 		t.Errorf("%s: a plain plan binds the version: %v", tag, p.Args)
 	}
-	if versioned && p.Kind == KindUpdate && !usesVer {
+	if versioned && p.Kind == plan.KindUpdate && !usesVer {
 		t.Errorf("%s: a versioned UPDATE does not bind the version: %v", tag, p.Args)
 	}
 	// Items that assigned a fencing column are left out, with their placeholders.
 	kept := src
 	if len(p.Dropped) > 0 {
-		if !ContainsFold(src, strings.ToLower(p.Guard.TokenCol)) && !ContainsFold(src, strings.ToLower(p.Guard.VerCol)) {
+		if !plan.ContainsFold(src, strings.ToLower(p.Guard.TokenCol)) && !plan.ContainsFold(src, strings.ToLower(p.Guard.VerCol)) {
 			t.Errorf("%s: dropped %v although the input names no fencing column", tag, p.Dropped)
 		}
 		kept = fzWithout(src, p.Dropped)
-		if keptToks, err := sqllex.Lex(kept, rw.syn); err == nil {
+		if keptToks, err := sqllex.Lex(kept, rw.Syntax()); err == nil {
 			userToks = keptToks
 		}
 	}
@@ -493,17 +495,17 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string,
 			keptUser[tk.Num] = true
 		}
 	}
-	var user []ArgRef
+	var user []plan.ArgRef
 	for _, r := range p.Args {
 		switch {
-		case r == ArgToken || r == ArgVersion:
+		case r == plan.ArgToken || r == plan.ArgVersion:
 		case r < 0 || int(r) >= p.NUser:
 			t.Errorf("%s: argument ref %d out of range (nUser %d)", tag, r, p.NUser)
 		default:
 			user = append(user, r)
 		}
 	}
-	if rw.numbered {
+	if rw.NumberedParams() {
 		maxN := 0
 		for _, tk := range params {
 			maxN = max(maxN, tk.Num)
@@ -546,9 +548,9 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string,
 		}
 	}
 	out := p.SQL
-	if len(p.Dropped) > 0 && rw.numbered { // the kept placeholders were renumbered
+	if len(p.Dropped) > 0 && rw.NumberedParams() { // the kept placeholders were renumbered
 		kept, out = fzDollarRE.ReplaceAllLiteralString(kept, "$9"), fzDollarRE.ReplaceAllLiteralString(out, "$9")
-		if keptToks, err := sqllex.Lex(kept, rw.syn); err == nil {
+		if keptToks, err := sqllex.Lex(kept, rw.Syntax()); err == nil {
 			userToks = keptToks
 		}
 	}
@@ -561,7 +563,7 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string,
 	if main {
 		outSrc, outToks := p.SQL, toks
 		if out != p.SQL { // placeholders normalised like the kept input
-			if ot, err := sqllex.Lex(out, rw.syn); err == nil {
+			if ot, err := sqllex.Lex(out, rw.Syntax()); err == nil {
 				outSrc, outToks = out, ot
 			}
 		}
@@ -581,12 +583,12 @@ func (ft *fzTarget) checkPlan(t *testing.T, tag string, rw *Planner, src string,
 // fzCheckAssignmentAtTop: in a plan that assigns the token (UPDATE, the fencing UPDATE
 // of a DELETE, an upsert), "<tok> = CASE" stands at parenthesis depth 0, i.e. in the
 // statement's own SET list and not in a subquery — when the input is balanced.
-func fzCheckAssignmentAtTop(t *testing.T, tag string, rw *Planner, src string, p *Plan) {
+func fzCheckAssignmentAtTop(t *testing.T, tag string, rw testPlanner, src string, p *plan.Plan) {
 	t.Helper()
 	if !fzBalanced(src, rw) {
 		return
 	}
-	toks, err := sqllex.Lex(p.SQL, rw.syn)
+	toks, err := sqllex.Lex(p.SQL, rw.Syntax())
 	if err != nil {
 		return
 	}
@@ -607,8 +609,8 @@ func fzCheckAssignmentAtTop(t *testing.T, tag string, rw *Planner, src string, p
 }
 
 // fzHasUpsertUpdate reports an INSERT with ON CONFLICT … DO UPDATE or ON DUPLICATE KEY UPDATE.
-func fzHasUpsertUpdate(rw *Planner, src string) bool {
-	toks, err := sqllex.Lex(src, rw.syn)
+func fzHasUpsertUpdate(rw testPlanner, src string) bool {
+	toks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		return false
 	}
@@ -633,8 +635,8 @@ func fzHasUpsertUpdate(rw *Planner, src string) bool {
 }
 
 // fzBalanced reports whether the input's parentheses are balanced.
-func fzBalanced(src string, rw *Planner) bool {
-	toks, err := sqllex.Lex(src, rw.syn)
+func fzBalanced(src string, rw testPlanner) bool {
+	toks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		return false
 	}
@@ -657,7 +659,7 @@ func fzBalanced(src string, rw *Planner) bool {
 // checkClaim: a locking read keeps the caller's text and arguments; its claim is an
 // UPDATE of the guarded table satisfying invariant 5 (on the parts it copies), or the
 // claim is refused with an *UnsupportedError.
-func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw *Planner, src string, versioned bool, p *Plan) {
+func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw testPlanner, src string, versioned bool, p *plan.Plan) {
 	t.Helper()
 	if p.SQL != src {
 		t.Errorf("%s: a claimed read changed the caller's text to %q", tag, p.SQL)
@@ -668,12 +670,12 @@ func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw *Planner, src string
 		}
 		return
 	}
-	if p.Pre == nil || p.Guard == nil || p.Pre.Guard != p.Guard || p.Pre.Kind != KindUpdate {
+	if p.Pre == nil || p.Guard == nil || p.Pre.Guard != p.Guard || p.Pre.Kind != plan.KindUpdate {
 		t.Fatalf("%s: claim without a fencing UPDATE of its table", tag)
 	}
 	ft.checkPlan(t, tag+" [claim]", rw, src, false, p.Pre, false)
 	fzCheckAssignmentAtTop(t, tag+" [claim]", rw, src, p.Pre)
-	if toks, err := sqllex.Lex(p.Pre.SQL, rw.syn); err == nil {
+	if toks, err := sqllex.Lex(p.Pre.SQL, rw.Syntax()); err == nil {
 		sig := sqllex.Significant(toks)
 		if len(sig) < 2 || !sqllex.IsKeyword(p.Pre.SQL, sig[0], "UPDATE") {
 			t.Errorf("%s: claim %q is not an UPDATE", tag, p.Pre.SQL)
@@ -681,12 +683,12 @@ func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw *Planner, src string
 	}
 }
 
-func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *Plan) {
+func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan.Plan) {
 	t.Helper()
 	const tok = 77
 	ctx := WithToken(context.Background(), tok)
 	n := max(p.NUser, 0) // -1: a refused claim, whose placeholders were not counted
-	if p.Kind == KindPass {
+	if p.Kind == plan.KindPass {
 		n = 2
 	}
 	args := make([]driver.NamedValue, n)
@@ -695,7 +697,7 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *Plan) {
 	}
 	ft.raw.calls = ft.raw.calls[:0]
 	_, err := ft.conn.ExecContext(ctx, src, args)
-	if p.Kind == KindClaim {
+	if p.Kind == plan.KindClaim {
 		// Outside a transaction a locking read with a token is refused (its claim and
 		// its read must commit together), claimable or not.
 		if !errors.Is(err, ErrUnsupported) || len(ft.raw.calls) != 0 {
@@ -709,7 +711,7 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *Plan) {
 		return
 	}
 	calls := ft.raw.calls
-	if p.Kind == KindPass {
+	if p.Kind == plan.KindPass {
 		if len(calls) != 1 || calls[0].sql != src {
 			t.Errorf("%s: pass-through of %q sent %v, want the input byte-identical", ft.d.name, src, calls)
 			return
@@ -728,13 +730,13 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *Plan) {
 	}
 }
 
-func fzBound(p *Plan, tok uint64) []any {
+func fzBound(p *plan.Plan, tok uint64) []any {
 	out := make([]any, len(p.Args))
 	for i, r := range p.Args {
 		switch r {
-		case ArgToken:
+		case plan.ArgToken:
 			out[i] = int64(tok)
-		case ArgVersion:
+		case plan.ArgVersion:
 			out[i] = int64(0)
 		default:
 			out[i] = int64(1000 + int(r))
@@ -744,7 +746,7 @@ func fzBound(p *Plan, tok uint64) []any {
 }
 
 // fzRewrite calls rw.rewrite and turns a panic into a description with its stack.
-func fzRewrite(rw *Planner, src string, versioned bool) (p *Plan, err error, panicked string) {
+func fzRewrite(rw testPlanner, src string, versioned bool) (p *plan.Plan, err error, panicked string) {
 	defer func() {
 		if r := recover(); r != nil {
 			panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
@@ -760,13 +762,13 @@ var fzNames = []string{"accounts", "orders"}
 
 // fzMayMention reports whether the text names a guarded table in any spelling the
 // rewriter's pre-filter must catch.
-func fzMayMention(rw *Planner, src string) bool {
+func fzMayMention(rw testPlanner, src string) bool {
 	for _, n := range fzNames {
-		if ContainsFold(src, n) {
+		if plan.ContainsFold(src, n) {
 			return true
 		}
 	}
-	return rw.syn.EStrings && (strings.Contains(src, `U&"`) || strings.Contains(src, `u&"`))
+	return rw.Syntax().EStrings && (strings.Contains(src, `U&"`) || strings.Contains(src, `u&"`))
 }
 
 // fzGuarded reports whether a name (its parts, unquoted) is a guarded table, with the
@@ -791,7 +793,7 @@ func fzPunct(src string, tk sqllex.Token, s string) bool {
 // fzIdent decodes an identifier token the way the server reads it; undecodable is true
 // for a quoted identifier whose name the lexer cannot decode (U&"…"), which may name
 // anything.
-func fzIdent(src string, tk sqllex.Token, rw *Planner) (name string, ok, undecodable bool) {
+func fzIdent(src string, tk sqllex.Token, rw testPlanner) (name string, ok, undecodable bool) {
 	switch tk.Kind {
 	case sqllex.KindWord:
 		return tk.Text(src), true, false
@@ -802,7 +804,7 @@ func fzIdent(src string, tk sqllex.Token, rw *Planner) (name string, ok, undecod
 			if !strings.HasPrefix(txt, "U&") && !strings.HasPrefix(txt, "u&") {
 				return "", false, false // "" and the like: no identifier at all
 			}
-			if n, ok := fzDecodeUnicodeIdent(txt); ok && !ContainsFold(src, "uescape") {
+			if n, ok := fzDecodeUnicodeIdent(txt); ok && !plan.ContainsFold(src, "uescape") {
 				return n, true, false
 			}
 			return "", false, true
@@ -810,7 +812,7 @@ func fzIdent(src string, tk sqllex.Token, rw *Planner) (name string, ok, undecod
 		return n, true, false
 	case sqllex.KindString:
 		txt := tk.Text(src)
-		if rw.stringIdents && len(txt) >= 2 && txt[0] == '\'' && txt[len(txt)-1] == '\'' {
+		if (rw.Syntax() == sqllex.SQLite) && len(txt) >= 2 && txt[0] == '\'' && txt[len(txt)-1] == '\'' {
 			return strings.ReplaceAll(txt[1:len(txt)-1], "''", "'"), true, false
 		}
 	}
@@ -866,7 +868,7 @@ func fzDecodeUnicodeIdent(txt string) (string, bool) {
 }
 
 // fzName reads ident ('.' ident)* at sig[i]; undecodable reports a U&"…" part.
-func fzName(src string, sig []sqllex.Token, i int, rw *Planner) (parts []string, end int, ok bool) {
+func fzName(src string, sig []sqllex.Token, i int, rw testPlanner) (parts []string, end int, ok bool) {
 	for i < len(sig) {
 		n, ok, undecodable := fzIdent(src, sig[i], rw)
 		if undecodable {
@@ -887,7 +889,7 @@ func fzName(src string, sig []sqllex.Token, i int, rw *Planner) (parts []string,
 }
 
 // fzNameGuarded: the name at sig[i] is a guarded table, or cannot be decoded.
-func fzNameGuarded(src string, sig []sqllex.Token, i int, rw *Planner) bool {
+func fzNameGuarded(src string, sig []sqllex.Token, i int, rw testPlanner) bool {
 	parts, _, ok := fzName(src, sig, i, rw)
 	return ok && (fzGuarded(parts) || slices.Contains(parts, "\x00undecodable"))
 }
@@ -940,21 +942,21 @@ func fzExpandExec(src string, toks []sqllex.Token) (string, bool) {
 // targets or DELETE targets are a guarded table; and, inside WITH, EXPLAIN, ANALYZE
 // and PREPARE, any write keyword so followed. It has no false positives for valid SQL:
 // each pattern it reports is a write of that table in the dialect.
-func fzWritesGuard(rw *Planner, src string) string {
+func fzWritesGuard(rw testPlanner, src string) string {
 	return fzWritesGuardDepth(rw, src, 0)
 }
 
-func fzWritesGuardDepth(rw *Planner, src string, depth int) string {
-	toks, err := sqllex.Lex(src, rw.syn)
+func fzWritesGuardDepth(rw testPlanner, src string, depth int) string {
+	toks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		if fzMayMention(rw, src) && depth == 0 {
 			return "the input does not lex, yet names a guarded table"
 		}
 		return ""
 	}
-	if rw.syn.ExecComments {
+	if rw.Syntax().ExecComments {
 		if exp, changed := fzExpandExec(src, toks); changed {
-			etoks, err := sqllex.Lex(exp, rw.syn)
+			etoks, err := sqllex.Lex(exp, rw.Syntax())
 			if err != nil {
 				// Cannot model the server: report only an executable comment holding both
 				// a write keyword and a guarded name.
@@ -991,7 +993,7 @@ func fzWritesGuardDepth(rw *Planner, src string, depth int) string {
 	return ""
 }
 
-func fzStmtWrites(rw *Planner, src string, sig []sqllex.Token, depth int) string {
+func fzStmtWrites(rw testPlanner, src string, sig []sqllex.Token, depth int) string {
 	i := 0
 	for i < len(sig) && fzPunct(src, sig[i], "(") {
 		i++
@@ -1049,7 +1051,7 @@ func fzExplainRuns(src string, sig []sqllex.Token, i int) bool {
 }
 
 // fzWriteAt applies the head pattern to the write keyword at sig[i].
-func fzWriteAt(rw *Planner, src string, sig []sqllex.Token, i int) string {
+func fzWriteAt(rw testPlanner, src string, sig []sqllex.Token, i int) string {
 	head := strings.ToUpper(sig[i].Text(src))
 	j := i + 1
 	skip := func(words ...string) {
@@ -1129,7 +1131,7 @@ func fzWriteAt(rw *Planner, src string, sig []sqllex.Token, i int) string {
 
 // fzRefs collects the table references of a MySQL multi-table list sig[from:to]:
 // guarded names and the aliases they are given.
-func fzRefs(rw *Planner, src string, sig []sqllex.Token, from, to int) (names map[string]bool) {
+func fzRefs(rw testPlanner, src string, sig []sqllex.Token, from, to int) (names map[string]bool) {
 	names = map[string]bool{}
 	depth := 0
 	for k := from; k < to; k++ {
@@ -1162,7 +1164,7 @@ func fzRefs(rw *Planner, src string, sig []sqllex.Token, from, to int) (names ma
 
 // fzMultiUpdate: UPDATE t JOIN accounts a … SET a.x = …: a SET target qualified with a
 // guarded table (or its alias).
-func fzMultiUpdate(rw *Planner, src string, sig []sqllex.Token, from int) string {
+func fzMultiUpdate(rw testPlanner, src string, sig []sqllex.Token, from int) string {
 	set := from
 	depth := 0
 	for ; set < len(sig); set++ {
@@ -1207,7 +1209,7 @@ func fzMultiUpdate(rw *Planner, src string, sig []sqllex.Token, from int) string
 
 // fzDeleteTargets: DELETE t1[, t2] FROM refs … or DELETE FROM t1[, t2] USING refs …: a
 // target that is a guarded table or the alias of one.
-func fzDeleteTargets(rw *Planner, src string, sig []sqllex.Token, from int, sep string) string {
+func fzDeleteTargets(rw testPlanner, src string, sig []sqllex.Token, from int, sep string) string {
 	end := from
 	for end < len(sig) && !fzKw(src, sig, end, sep) {
 		end++
@@ -1247,11 +1249,11 @@ func fzDeleteTargets(rw *Planner, src string, sig []sqllex.Token, from int, sep 
 // of a name, unqualified, the way the rewriter's mentionsGuard matches), or holds a
 // construct the rewriter documents as refused on sight (an executable comment naming a
 // guarded table or a write, a U&"…" identifier, PREPARE/DO, a parenthesised write).
-func fzNoRefusalExpected(rw *Planner, src string) string {
+func fzNoRefusalExpected(rw testPlanner, src string) string {
 	if fzProtected(rw, src) {
 		return ""
 	}
-	toks, err := sqllex.Lex(src, rw.syn)
+	toks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		return ""
 	}
@@ -1291,21 +1293,21 @@ func fzNoRefusalExpected(rw *Planner, src string) string {
 // pg_settings, set_config or a protected setting's name anywhere (escapes included:
 // a backslash or U& may spell one), a MySQL executable comment, or text that does not
 // lex and may create a routine.
-func fzProtected(rw *Planner, src string) bool {
+func fzProtected(rw testPlanner, src string) bool {
 	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
 		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&"} {
-		if ContainsFold(src, w) {
+		if plan.ContainsFold(src, w) {
 			return true
 		}
 	}
-	if _, err := sqllex.Lex(src, rw.syn); err != nil && (ContainsFold(src, "create") || ContainsFold(src, "alter")) {
+	if _, err := sqllex.Lex(src, rw.Syntax()); err != nil && (plan.ContainsFold(src, "create") || plan.ContainsFold(src, "alter")) {
 		for _, k := range []string{"function", "procedure", "trigger", "rule", "event", "package"} {
-			if ContainsFold(src, k) {
+			if plan.ContainsFold(src, k) {
 				return true // may be routine DDL the lexer cannot read: refused (routine.go)
 			}
 		}
 	}
-	return rw.syn.ExecComments && strings.Contains(src, "/*")
+	return rw.Syntax().ExecComments && strings.Contains(src, "/*")
 }
 
 // fzJudgedByHead reports whether some statement of the input starts with a keyword that
@@ -1404,7 +1406,7 @@ func fzWithout(src string, ranges [][2]int) string {
 		sb.WriteString(src[last:r[0]])
 		last = r[1]
 		// As the builder does: what is left on both sides must not glue into one token.
-		if out := sb.String(); len(out) > 0 && last < len(src) && glues(out[len(out)-1], src[last]) {
+		if out := sb.String(); len(out) > 0 && last < len(src) && plan.Glues(out[len(out)-1], src[last]) {
 			sb.WriteByte(' ')
 		}
 	}
@@ -1413,8 +1415,8 @@ func fzWithout(src string, ranges [][2]int) string {
 }
 
 // fzCountParams counts the placeholders of src inside the byte ranges.
-func fzCountParams(src string, ranges [][2]int, rw *Planner) int {
-	toks, err := sqllex.Lex(src, rw.syn)
+func fzCountParams(src string, ranges [][2]int, rw testPlanner) int {
+	toks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		return 0
 	}
@@ -1438,8 +1440,8 @@ func fzSkipOnly(src string, sig []sqllex.Token) int {
 }
 
 // fzSig returns the significant tokens of src, nil when it does not lex.
-func fzSig(src string, rw *Planner) []sqllex.Token {
-	toks, err := sqllex.Lex(src, rw.syn)
+func fzSig(src string, rw testPlanner) []sqllex.Token {
+	toks, err := sqllex.Lex(src, rw.Syntax())
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // Class tests for MySQL/MariaDB executable comments (execcomment.go) and routine DDL
@@ -89,7 +91,7 @@ func TestExecCommentsJudgedAsWritten(t *testing.T) {
 				if _, err := dynamicOK.Rewrite(sql, false); refused(err) != refused(errOutside) && !strings.Contains(pre, "100000") {
 					t.Errorf("WithDynamicSQL: rewrite(%q) = %v, but written out (%q): %v (one answer per question)", sql, err, out, errOutside)
 				}
-				if p, err := plain.Rewrite(sql, false); err != nil || p.Kind != KindPass {
+				if p, err := plain.Rewrite(sql, false); err != nil || p.Kind != plan.KindPass {
 					t.Errorf("no guarded table: rewrite(%q) = %v, %v; want pass-through", sql, p, err)
 				}
 				ft.check(t, sql)
@@ -105,14 +107,14 @@ func TestExecCommentsJudgedAsWritten(t *testing.T) {
 		for _, pre := range execPrefixes {
 			for _, sh := range []string{"%p%c*/", "SELECT 1 %p, 2 */", "%p%c */ -- x"} {
 				sql := execShape(sh, pre, h)
-				if p, err := guarded.Rewrite(sql, false); err != nil || p.Kind != KindPass {
+				if p, err := guarded.Rewrite(sql, false); err != nil || p.Kind != plan.KindPass {
 					t.Errorf("guarded pool: rewrite(%q) = %v, %v; want pass-through (it passes written out)", sql, p, err)
 				}
 				ft.check(t, sql)
 			}
 		}
 		for _, hint := range []string{"/*+ h */ ", "/*+ BKA(t) NO_ICP(t) */"} {
-			if p, err := guarded.Rewrite(hint+h, false); err != nil || p.Kind != KindPass {
+			if p, err := guarded.Rewrite(hint+h, false); err != nil || p.Kind != plan.KindPass {
 				t.Errorf("guarded pool: rewrite(%q) = %v, %v; want pass-through", hint+h, p, err)
 			}
 		}
@@ -143,12 +145,12 @@ func TestExecCommentReadings(t *testing.T) {
 	// Readings that agree pass or are planned as written.
 	for _, c := range []struct {
 		sql  string
-		kind Kind
+		kind plan.Kind
 	}{
-		{"SELECT /*!40001 SQL_NO_CACHE */ * FROM accounts", KindPass},
-		{"/*!40101 SET NAMES utf8mb4 */", KindPass},
-		{"/*M!100616 SET NOTE_VERBOSITY=@@NOTE_VERBOSITY, NOTE_VERBOSITY=0 */", KindPass},
-		{"SELECT /*+ MAX_EXECUTION_TIME(100) */ id FROM accounts WHERE id = 1", KindPass},
+		{"SELECT /*!40001 SQL_NO_CACHE */ * FROM accounts", plan.KindPass},
+		{"/*!40101 SET NAMES utf8mb4 */", plan.KindPass},
+		{"/*M!100616 SET NOTE_VERBOSITY=@@NOTE_VERBOSITY, NOTE_VERBOSITY=0 */", plan.KindPass},
+		{"SELECT /*+ MAX_EXECUTION_TIME(100) */ id FROM accounts WHERE id = 1", plan.KindPass},
 	} {
 		p, err := rw.Rewrite(c.sql, false)
 		if err != nil || p.Kind != c.kind {
@@ -178,7 +180,7 @@ func TestExecCommentsUnclassifiable(t *testing.T) {
 		}
 	}
 	// Six conditional comments: 64 readings, judged.
-	if p, err := guarded.Rewrite("SELECT 1"+strings.Repeat(" /*!50000 + 1 */", 6), false); err != nil || p.Kind != KindPass {
+	if p, err := guarded.Rewrite("SELECT 1"+strings.Repeat(" /*!50000 + 1 */", 6), false); err != nil || p.Kind != plan.KindPass {
 		t.Errorf("six conditional comments: %v, %v; want pass-through", p, err)
 	}
 }
@@ -192,7 +194,7 @@ func TestExecCommentsOtherDialects(t *testing.T) {
 		for _, c := range execContents {
 			for _, pre := range execPrefixes {
 				sql := pre + c.sql + " */ SELECT 1"
-				if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != KindPass {
+				if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != plan.KindPass {
 					t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through (a plain comment)", d.name, sql, p, err)
 				}
 				ft.check(t, sql)
@@ -328,7 +330,7 @@ func TestRoutineDDLRefused(t *testing.T) {
 			}
 		}
 		for _, sql := range nonRoutineDDL[d.name] {
-			if p, err := guarded.Rewrite(sql, false); err != nil || p.Kind != KindPass {
+			if p, err := guarded.Rewrite(sql, false); err != nil || p.Kind != plan.KindPass {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through (no routine)", d.name, sql, p, err)
 			}
 			ft.check(t, sql)

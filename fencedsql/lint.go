@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
@@ -11,7 +13,7 @@ import (
 // lintGuard is the lazy check's half of Lint: nil when the table is fit (or the
 // dialect has no dialect.SchemaLinter), else a *SchemaError (ErrSchema) naming the table, the
 // problems and their fixes, exactly as schema.Check reports them (lintReport).
-func lintGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, g *Table, table dialect.TableName) error {
+func lintGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, g *plan.Table, table dialect.TableName) error {
 	problems, fix, err := schema.Lint(ctx, query, d, table, g.TokenCol, g.VerCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the schema lint query failed" + mockHint, Err: err}

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // refusedWithToken reports a plan that refuses the statement when it carries a token:
 // an ErrUnsupported from the rewriter, or a claim whose claimErr is one.
-func refusedWithToken(p *Plan, err error) bool {
+func refusedWithToken(p *plan.Plan, err error) bool {
 	if err != nil {
 		return errors.Is(err, ErrUnsupported)
 	}
-	return p.Kind == KindClaim && errors.Is(p.ClaimErr, ErrUnsupported)
+	return p.Kind == plan.KindClaim && errors.Is(p.ClaimErr, ErrUnsupported)
 }
 
 // lockVariants are the locking clauses each dialect accepts.
@@ -41,7 +43,7 @@ func TestLockReadClassClaimed(t *testing.T) {
 			for _, w := range wraps {
 				in := fmt.Sprintf(w, "SELECT balance FROM accounts WHERE id = "+ph+" "+lock)
 				p, err := newTestRewriter(t, d).Rewrite(in, false)
-				if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil || p.SQL != in {
+				if err != nil || p.Kind != plan.KindClaim || p.ClaimErr != nil || p.Pre == nil || p.SQL != in {
 					t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim keeping the text", d.name, in, p, err)
 					continue
 				}
@@ -123,7 +125,7 @@ func TestLockReadClassRefused(t *testing.T) {
 func TestLockReadCurrentOf(t *testing.T) {
 	rw := newTestRewriter(t, pgTest)
 	p, err := rw.Rewrite(`UPDATE accounts SET balance = 1 WHERE CURRENT OF c`, false)
-	if err != nil || p.Kind != KindUpdate || !strings.Contains(p.SQL, `"fence_token" = CASE`) || !strings.HasSuffix(p.SQL, "WHERE CURRENT OF c") {
+	if err != nil || p.Kind != plan.KindUpdate || !strings.Contains(p.SQL, `"fence_token" = CASE`) || !strings.HasSuffix(p.SQL, "WHERE CURRENT OF c") {
 		t.Errorf("UPDATE … WHERE CURRENT OF = %+v, %v; want fenced", p, err)
 	}
 	if _, err := rw.Rewrite(`DELETE FROM accounts WHERE CURRENT OF c`, false); !errors.Is(err, ErrUnsupported) {
@@ -167,7 +169,7 @@ func TestOverRefusalPasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
-		if err != nil || p.Kind != KindPass {
+		if err != nil || p.Kind != plan.KindPass {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
@@ -220,7 +222,7 @@ func TestOverRefusalNearShapesRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
-		if err == nil && p.Kind == KindPass {
+		if err == nil && p.Kind == plan.KindPass {
 			t.Errorf("%s: rewrite(%q) passes, want it fenced or refused", c.d.name, c.in)
 		}
 		if err != nil && !errors.Is(err, ErrUnsupported) {

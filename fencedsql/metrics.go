@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"context"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
 	"go.opentelemetry.io/otel"
@@ -61,11 +63,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type instruments struct {
 	fenced, version, noToken, unsupported, unique, cache metric.Int64Counter
 	duration                                             metric.Float64Histogram
-	byOutcome                                            map[*Table]*[len(outcomes)][]metric.RecordOption
+	byOutcome                                            map[*plan.Table]*[len(outcomes)][]metric.RecordOption
 
-	sys       attribute.KeyValue            // db.system.name
-	base      []metric.AddOption            // db.system.name only
-	byTable   map[*Table][]metric.AddOption // plus db.collection.name
+	sys       attribute.KeyValue                 // db.system.name
+	base      []metric.AddOption                 // db.system.name only
+	byTable   map[*plan.Table][]metric.AddOption // plus db.collection.name
 	hit, miss []metric.AddOption
 }
 
@@ -78,12 +80,12 @@ func dbSystem(d dialect.Dialect) string {
 	}
 }
 
-func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *Planner) *instruments {
+func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *plan.Planner) *instruments {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter("github.com/fencedsql/fencedsql/fencedsql")
-	in := &instruments{byTable: map[*Table][]metric.AddOption{}, byOutcome: map[*Table]*[len(outcomes)][]metric.RecordOption{}}
+	in := &instruments{byTable: map[*plan.Table][]metric.AddOption{}, byOutcome: map[*plan.Table]*[len(outcomes)][]metric.RecordOption{}}
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		return c
@@ -108,10 +110,8 @@ func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *Planner) *in
 	in.cache.Add(ctx, 0, in.hit...)
 	in.cache.Add(ctx, 0, in.miss...)
 	in.unsupported.Add(ctx, 0, in.base...)
-	for _, gs := range rw.guards {
-		for _, g := range gs {
-			in.addGuard(g)
-		}
+	for _, g := range rw.Tables() {
+		in.addGuard(g)
 	}
 	return in
 }
@@ -124,7 +124,7 @@ func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *Planner) *in
 // The set is bounded: five counters per guarded table. Histograms are not pre-created
 // (a recording would be an observation). Call it before the instruments are shared:
 // the maps are read without a lock.
-func (in *instruments) addGuard(g *Table) {
+func (in *instruments) addGuard(g *plan.Table) {
 	if _, ok := in.byTable[g]; ok {
 		return
 	}
@@ -146,7 +146,7 @@ func (in *instruments) perTable() []metric.Int64Counter {
 }
 
 // count adds one to c with the table's attributes (or the base ones).
-func (in *instruments) count(c metric.Int64Counter, g *Table) {
+func (in *instruments) count(c metric.Int64Counter, g *plan.Table) {
 	opts := in.byTable[g.Base()]
 	if opts == nil {
 		opts = in.base
@@ -155,7 +155,7 @@ func (in *instruments) count(c metric.Int64Counter, g *Table) {
 }
 
 // writeDuration records a guarded statement on g that took secs with outcome i.
-func (in *instruments) writeDuration(g *Table, i int, secs float64) {
+func (in *instruments) writeDuration(g *plan.Table, i int, secs float64) {
 	if opts := in.byOutcome[g.Base()]; opts != nil {
 		in.duration.Record(context.Background(), secs, opts[i]...)
 	}

@@ -3,7 +3,8 @@ package fencedsql
 import (
 	"errors"
 	"log/slog"
-	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
@@ -111,49 +112,24 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// newRewriter validates the guard list and builds the rewriter.
-func (c *config) newRewriter() (*Planner, error) {
+// newRewriter validates the guard list and builds the planner.
+func (c *config) newRewriter() (*plan.Planner, error) {
 	if c.dialect == nil {
 		return nil, configErr("no dialect: use WithDialect or a name registered by a dialect package")
 	}
-	rw := &Planner{
-		syn: c.dialect.Syntax(), numbered: c.dialect.NumberedParams(), quote: c.dialect.QuoteIdent,
-		sessionChecked: c.dialect.SessionQuery() != "",
-		strict:         c.strict, guards: map[string][]*Table{},
-		stringIdents: c.dialect.Syntax() == dialect.SQLiteSyntax,
-		allowDDL:     c.allowDDL, allowDynamic: c.allowDyn,
-	}
-	switch c.dialect.Syntax() {
-	case dialect.PostgresSyntax:
-		rw.maxIdent = 63 // NAMEDATALEN-1
-		rw.namesWords = pgNamesWords
-	case dialect.SQLiteSyntax:
-		rw.namesWords = sqliteNamesWords
-	default:
-		rw.namesWords = mysqlNamesWords
+	pc := plan.PlannerConfig{
+		Syntax: c.dialect.Syntax(), NumberedParams: c.dialect.NumberedParams(), QuoteIdent: c.dialect.QuoteIdent,
+		SessionChecked: c.dialect.SessionQuery() != "",
+		Strict:         c.strict, AllowDDL: c.allowDDL, AllowDynamic: c.allowDyn,
 	}
 	for _, gs := range c.guards {
 		t, err := gs.Validate()
 		if ne := (*dialect.NameError)(nil); errors.As(err, &ne) {
 			return nil, configErr("guarded table %q: %s", gs.Table, ne.Problem)
 		}
-		schema, name := t.Schema, t.Name
-		g := &Table{
-			Schema: strings.ToLower(schema), Name: name, TokenCol: gs.TokenColumn, VerCol: gs.VersionColumn,
-			QTok: rw.quote(gs.TokenColumn), QVer: rw.quote(gs.VersionColumn),
-		}
-		key := rw.Key(name)
-		if rw.guards[key] == nil {
-			rw.names = append(rw.names, key)
-		}
-		for _, r := range name {
-			if r >= 0x80 {
-				rw.nonASCII = true
-			}
-		}
-		rw.guards[key] = append(rw.guards[key], g)
+		pc.Tables = append(pc.Tables, plan.TableSpec{Schema: t.Schema, Name: t.Name, TokenColumn: gs.TokenColumn, VersionColumn: gs.VersionColumn})
 	}
-	return rw, nil
+	return plan.NewPlanner(pc), nil
 }
 
 // parseTableName is dialect.ParseTableName with its problem in words ("" for a valid

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -70,12 +72,10 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	// declaration — runs before their first guarded write, as always). A registered
 	// table is checked before its first guarded write only: a stale registry row must
 	// not close the pool.
-	for _, name := range k.rw.names { // configuration order
-		for _, g := range k.rw.guards[name] {
-			if listed[strings.ToLower(g.String())] {
-				if err := k.checkListed(ctx, c, g, registered); err != nil {
-					return err
-				}
+	for _, g := range k.rw.Tables() { // configuration order
+		if listed[strings.ToLower(g.String())] {
+			if err := k.checkListed(ctx, c, g, registered); err != nil {
+				return err
 			}
 		}
 	}
@@ -143,7 +143,7 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 
 // checkListed fails unless the listed table g exists, naming the registered tables
 // when it does not (a typo in fenced_tables shows there).
-func (k *core) checkListed(ctx context.Context, c *conn, g *Table, registered []schema.GuardSpec) error {
+func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, registered []schema.GuardSpec) error {
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
@@ -81,7 +83,7 @@ type noClose struct{ driver.Connector }
 
 // explainFenced returns fe, or a *TokenRegressionError when the lock service is
 // behind the table's tokens (see above).
-func (k *core) explainFenced(fe *FencedError, g *Table) error {
+func (k *core) explainFenced(fe *FencedError, g *plan.Table) error {
 	src := k.cfg.tokens
 	if src == nil || k.raw == nil || g == nil {
 		return fe

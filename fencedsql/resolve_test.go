@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -12,11 +14,11 @@ import (
 // interned derived guard checked under the name as written.
 func TestLookupResolvesByName(t *testing.T) {
 	rw := newTestRewriter(t, pgTest, Guard("public.accounts"), Guard("orders"))
-	acc := rw.guards["accounts"][0]
-	ord := rw.guards["orders"][0]
+	acc := rw.Tables()[0]
+	ord := rw.Tables()[1]
 	for _, c := range []struct {
 		parts  []string
-		root   *Table
+		root   *plan.Table
 		schema string // the checked qualifier; root itself when same
 		same   bool
 	}{
@@ -47,7 +49,7 @@ func TestLookupResolvesByName(t *testing.T) {
 		}
 	}
 	p, err := rw.Rewrite(`UPDATE p2.accounts SET x = 1`, false)
-	if err != nil || p.Kind != KindUpdate || p.Guard.String() != "p2.accounts" {
+	if err != nil || p.Kind != plan.KindUpdate || p.Guard.String() != "p2.accounts" {
 		t.Fatalf("rewrite under a renamed schema = %+v, %v; want a fenced UPDATE checked as p2.accounts", p, err)
 	}
 }
@@ -64,7 +66,7 @@ func TestLookupTruncation(t *testing.T) {
 			t.Errorf("postgres: lookup(%d bytes %.8s…) = nil, want guarded", len(name), name)
 		}
 		p, err := rw.Rewrite(`UPDATE `+name+` SET x = 1`, false)
-		if err != nil || p.Kind != KindUpdate {
+		if err != nil || p.Kind != plan.KindUpdate {
 			t.Errorf("postgres: rewrite(UPDATE %.8s… (%d bytes)) = %v, %v; want a fenced UPDATE", name, len(name), p, err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"database/sql/driver"
 	"io"
 	"reflect"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // rows wraps the rows of every query (a guarded write with RETURNING, a claimed read,
@@ -15,7 +17,7 @@ import (
 type rows struct {
 	driver.Rows
 	core *core
-	p    *Plan
+	p    *plan.Plan
 	tok  uint64
 	ver  int64
 
@@ -39,7 +41,7 @@ var (
 	_ driver.RowsColumnTypePrecisionScale   = (*rows)(nil)
 )
 
-func newRows(r driver.Rows, k *core, p *Plan, tok uint64, ver int64) driver.Rows {
+func newRows(r driver.Rows, k *core, p *plan.Plan, tok uint64, ver int64) driver.Rows {
 	return &rows{Rows: r, core: k, p: p, tok: tok, ver: ver}
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
@@ -19,7 +21,7 @@ import (
 // schema or the session takes effect without a restart. WithSchemaCheck(false) turns
 // off every check that sends a query; the tracked session check, which sends none,
 // always runs.
-func (c *conn) verify(ctx context.Context, g *Table) error {
+func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	k := c.core
 	if err := c.verifySession(ctx, k.cfg.schemaCheck); err != nil {
 		return err
@@ -47,7 +49,7 @@ func (c *conn) verify(ctx context.Context, g *Table) error {
 	}
 	if c.namesMoved {
 		if c.checkedNames == nil {
-			c.checkedNames = map[*Table]struct{}{}
+			c.checkedNames = map[*plan.Table]struct{}{}
 		}
 		c.checkedNames[g] = struct{}{}
 	} else {
@@ -74,7 +76,7 @@ func (c *conn) queryStrings(ctx context.Context, q string, args []any) ([][]stri
 	for i, a := range args {
 		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
-	rows, err := connRunner{c}.query(ctx, &Plan{SQL: q}, nv)
+	rows, err := connRunner{c}.query(ctx, &plan.Plan{SQL: q}, nv)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
@@ -24,12 +26,12 @@ func TestMayChangeSession(t *testing.T) {
 		"SELECT f() -- SET NAMES gbk",
 	}
 	for _, q := range arm {
-		if !MayChangeSession(q, sqllex.MySQL) {
+		if !plan.MayChangeSession(q, sqllex.MySQL) {
 			t.Errorf("%q does not re-arm the session check", q)
 		}
 	}
 	for _, q := range keep {
-		if MayChangeSession(q, sqllex.MySQL) {
+		if plan.MayChangeSession(q, sqllex.MySQL) {
 			t.Errorf("%q re-arms the session check", q)
 		}
 	}
@@ -40,7 +42,7 @@ func TestContainsWord(t *testing.T) {
 		s, w string
 		want bool
 	}{{"SET x", "set", true}, {"x,SET", "set", true}, {"OFFSET", "set", false}, {"set_x", "set", false}, {"a SETb", "set", false}, {"é set", "set", true}, {"éset", "set", false}} {
-		if got := ContainsWord(c.s, c.w); got != c.want {
+		if got := plan.ContainsWord(c.s, c.w); got != c.want {
 			t.Errorf("containsWord(%q, %q) = %v", c.s, c.w, got)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // stmt is a prepared guarded write. It holds the wrapped driver's prepared statements
@@ -12,8 +14,8 @@ import (
 type stmt struct {
 	c     *conn
 	text  string
-	plain *Plan
-	raws  map[*Plan]driver.Stmt
+	plain *plan.Plan
+	raws  map[*plan.Plan]driver.Stmt
 }
 
 var (
@@ -23,8 +25,8 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-func (s *stmt) prepareAll(ctx context.Context, p *Plan) error {
-	for _, pl := range []*Plan{p.Pre, p} {
+func (s *stmt) prepareAll(ctx context.Context, p *plan.Plan) error {
+	for _, pl := range []*plan.Plan{p.Pre, p} {
 		if pl == nil || s.raws[pl] != nil {
 			continue
 		}
@@ -60,7 +62,7 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), namedValues(args))
 }
 
-func (s *stmt) planFor(ctx context.Context) (*Plan, error) {
+func (s *stmt) planFor(ctx context.Context) (*plan.Plan, error) {
 	if _, versioned := expectedVersion(ctx); !versioned {
 		return s.plain, nil
 	}
@@ -101,11 +103,11 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error { return s.c.CheckNamedValue(nv) }
 
 // exec and query make stmt a runner over its prepared statements.
-func (s *stmt) exec(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Result, error) {
+func (s *stmt) exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
 	return stmtExec(ctx, s.raws[p], args)
 }
 
-func (s *stmt) query(ctx context.Context, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
+func (s *stmt) query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
 	return stmtQuery(ctx, s.raws[p], args)
 }
 

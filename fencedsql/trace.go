@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -67,8 +69,8 @@ func outcomeIndex(err error) int {
 
 // guardedExec runs a guarded plan through execPlan and records its outcome (duration
 // histogram, span event).
-func (c *conn) guardedExec(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (driver.Result, error) {
-	if p.Kind == KindClaim && !c.hasToken(ctx) {
+func (c *conn) guardedExec(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
+	if p.Kind == plan.KindClaim && !c.hasToken(ctx) {
 		return c.execPlan(ctx, r, p, args) // a plain locking read: nothing fenced
 	}
 	tok, start := c.tokenOf(ctx), time.Now()
@@ -81,8 +83,8 @@ func (c *conn) guardedExec(ctx context.Context, r runner, p *Plan, args []driver
 // the statement returns (otelsql's statement span ends then); the histogram records the
 // statement when its rows close, since PostgreSQL may report the fencing failure after
 // the first rows — such a late failure adds a second event, if the span still records.
-func (c *conn) guardedQuery(ctx context.Context, r runner, p *Plan, args []driver.NamedValue) (driver.Rows, error) {
-	observed := p.Kind != KindClaim || c.hasToken(ctx)
+func (c *conn) guardedQuery(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
+	observed := p.Kind != plan.KindClaim || c.hasToken(ctx)
 	tok, start := c.tokenOf(ctx), time.Now()
 	rs, err := c.queryPlan(ctx, r, p, args)
 	if err != nil {
@@ -119,13 +121,13 @@ func (c *conn) tokenOf(ctx context.Context) uint64 {
 
 // observe records a guarded statement's duration and outcome, and adds the event to
 // the active span.
-func (k *core) observe(ctx context.Context, p *Plan, tok uint64, start time.Time, err error) {
+func (k *core) observe(ctx context.Context, p *plan.Plan, tok uint64, start time.Time, err error) {
 	k.metrics.writeDuration(p.Guard, outcomeIndex(err), time.Since(start).Seconds())
 	k.event(ctx, p, tok, err)
 }
 
 // event adds EventFencedWrite to the span active in ctx, when it is recording.
-func (k *core) event(ctx context.Context, p *Plan, tok uint64, err error) {
+func (k *core) event(ctx context.Context, p *plan.Plan, tok uint64, err error) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return

@@ -83,7 +83,7 @@ if [[ -z $fuzztime && ${CI:-} == true ]]; then
 	fuzztime=60s
 fi
 if [[ $rc -eq 0 && -n $fuzztime && $fuzztime != 0 ]]; then
-	for target in ./fencedsql/internal/sqllex:FuzzLex ./fencedsql:FuzzRewritePostgres ./fencedsql:FuzzRewriteMySQL ./fencedsql:FuzzRewriteSQLite; do
+	for target in ./fencedsql/internal/sqllex:FuzzLex ./fencedsql/internal/plan:FuzzPlan ./fencedsql:FuzzRewritePostgres ./fencedsql:FuzzRewriteMySQL ./fencedsql:FuzzRewriteSQLite; do
 		pkg=${target%%:*} name=${target##*:}
 		echo "==> go test -run XXX -fuzz ^${name}\$ -fuzztime $fuzztime $pkg"
 		if ! go test -run XXX -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"; then

@@ -1,0 +1,259 @@
+package plan
+
+import "strings"
+
+// Fenced reads. A new holder that only reads a row before an old holder's late write
+// lands would compute its update from a value about to change, and its newer write
+// would then erase the late one. In a statement that carries a token, SELECT … FOR
+// UPDATE (or FOR NO KEY UPDATE, FOR SHARE, FOR KEY SHARE, LOCK IN SHARE MODE: the claim
+// takes the rows' write locks) on a guarded table therefore claims the rows it locks
+// before returning them: a fencing UPDATE over the same rows stamps the token (and
+// advances the version), or fails with ErrFenced if a newer token already owns one of
+// them. From then on the database refuses the old holder's late write. Without a token
+// the statement is an ordinary locking read. Plain SELECTs never claim: a read that
+// does not lock is not a promise to write.
+
+// lockingRead plans a SELECT at sig[p.start]: a locking read of a guarded table becomes
+// a claim; anything else passes. with is the sig index of the WITH list before it, or
+// -1: PostgreSQL's claim runs under the same list; MySQL's UPDATE takes none, so the
+// WITH form is refused there.
+func (p *parser) lockingRead(with int) (*Plan, error) {
+	p.readPlanned = true
+	lock := p.lockClause()
+	if !p.mayNameGuard() {
+		return p.pass(), nil
+	}
+	if lock < 0 {
+		if at := p.anyLock(0, len(p.sig)); at >= 0 {
+			return p.claimRefused(p.firstGuard(), "%s (%s) in a statement that names a guarded table: it cannot be claimed exactly; lock the guarded table's rows with a single-table SELECT … FOR UPDATE", lockedWhat("SELECT"), p.lockText(at))
+		}
+		return p.pass(), nil
+	}
+	if at := p.nestedLock(0, len(p.sig)); at >= 0 {
+		return p.claimRefused(p.firstGuard(), "a locking SELECT that holds another locking read (%s) in a subquery or WITH list", p.lockText(at))
+	}
+	if into := p.intoAt(p.start, len(p.sig)); into >= 0 {
+		return p.claimRefused(p.firstGuard(), "a locking SELECT … INTO (variables, a table or a file): it returns no rows, so the wrapper cannot check that its claim stamped exactly the rows it read; select the rows with SELECT … %s and assign them in the application", p.lockText(lock))
+	}
+	from := p.clauseEnd(p.start+1, "FROM")
+	at := from + 1
+	if p.rw.numbered && p.kw(at, "ONLY") {
+		at++ // PostgreSQL's FROM ONLY: the claim keeps it (UPDATE ONLY …)
+	}
+	r, ok := p.parseName(at)
+	r.first = from + 1
+	if !ok {
+		return p.claimRefused(p.firstGuard(), "a locking SELECT whose FROM is not a plain table")
+	}
+	p.parseAlias(&r, "WHERE", "ORDER", "LIMIT", "OFFSET", "FOR", "GROUP", "HAVING", "WINDOW",
+		"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN", "UNION",
+		"INTERSECT", "EXCEPT", "LOCK", "USE", "FORCE", "IGNORE", "PARTITION", "TABLESAMPLE")
+	g := p.rw.Lookup(r.parts)
+	j := r.aliasEnd
+	clauses, rest := p.readClauses(j, "WHERE", "ORDER", "LIMIT", "OFFSET")
+	if rest != lock {
+		if g == nil && !p.mentionsGuardIn(from, lock) {
+			return p.pass(), nil
+		}
+		return p.claimRefused(p.guardName(g), "a locking SELECT over a join, grouping or set operation that reads a guarded table (lock the guarded table's rows in a single-table SELECT … FOR UPDATE)")
+	}
+	if g == nil {
+		return p.pass(), nil
+	}
+	if with >= 0 {
+		if !p.rw.numbered {
+			return p.claimRefused(g.String(), "a locking SELECT under a WITH list on MySQL/MariaDB (the claiming UPDATE cannot take the list)")
+		}
+		for _, n := range p.withNames(with, p.start) {
+			if n == "\x00" || n == strings.ToLower(r.parts[len(r.parts)-1]) || p.rw.guards[p.rw.Key(n)] != nil {
+				return p.claimRefused(g.String(), "a locking SELECT under a WITH list that defines a name of a guarded table")
+			}
+		}
+		if why := p.unstableSelection(g, with+1, p.start); why != "" {
+			return p.claimRefused(g.String(), "a locking SELECT whose WITH list %s", why)
+		}
+	}
+	if a, b := outOfOrder(clauses, "WHERE", "ORDER", "LIMIT", "OFFSET"); a != "" && !p.rw.numbered {
+		// The claim copies the clauses in that order, with their positional placeholders.
+		return p.claimRefused(g.String(), "a locking SELECT whose %s comes before its %s", b, a)
+	}
+	nowait, why := p.unclaimableLock(lock)
+	if why != "" {
+		return p.claimRefused(g.String(), "%s", why)
+	}
+	// The read selects its rows again after the claim: refuse selections that could
+	// find other rows the second time.
+	for _, kw := range []string{"WHERE", "ORDER"} {
+		if c, ok := clauses[kw]; ok {
+			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
+				return p.claimRefused(g.String(), "a locking SELECT whose %s %s", kw, why)
+			}
+		}
+	}
+	nUser, err := p.checkParams(g)
+	if err != nil {
+		return nil, err
+	}
+	b := p.newBuilder(nUser)
+	b.compact = true
+	q := p.qualifier(r)
+	tableText := func() { b.copy(p.sig[r.first].Start, p.endOf(r.aliasEnd)) }
+	if with >= 0 {
+		b.copy(p.sig[with].Start, p.endOf(p.start))
+		b.write(" ")
+	}
+	_, ordered := clauses["ORDER"]
+	_, limited := clauses["LIMIT"]
+	_, offset := clauses["OFFSET"]
+	switch {
+	case !ordered && !limited && !offset && !nowait:
+		b.write("UPDATE ")
+		tableText()
+		b.write(" SET ")
+		b.assignments(g, q, false)
+		p.copyClauses(b, clauses, "WHERE")
+	case p.rw.numbered:
+		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
+		// same locking query locks (with the caller's NOWAIT), by their row locator, in
+		// one statement (claimByLocator).
+		b.write("UPDATE ")
+		tableText()
+		b.write(" SET ")
+		b.assignments(g, q, false)
+		sel := func(lock string) {
+			b.write("ARRAY(SELECT ctid FROM ")
+			tableText()
+			p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
+			b.write(lock + ")")
+		}
+		lock := " FOR UPDATE"
+		if nowait {
+			lock = " FOR UPDATE NOWAIT"
+		}
+		member := func() {
+			b.write("ctid = ANY(")
+			sel(lock)
+			b.write(" || ")
+			sel("")
+			b.write(")")
+		}
+		b.write(" WHERE ")
+		member()
+		b.write(" AND (")
+		member()
+		b.write(") IS TRUE")
+	case nowait:
+		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
+	default:
+		if offset || p.limitHasOffset(clauses["LIMIT"]) {
+			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
+		}
+		b.write("UPDATE ")
+		tableText()
+		b.write(" SET ")
+		b.assignments(g, q, false)
+		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT")
+	}
+	pre := b.finish(KindUpdate, g)
+	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
+	return main, nil
+}
+
+// claimRefused is the plan of a locking read of a guarded table that cannot be claimed
+// exactly: refused when it carries a token, a plain read when it does not.
+func (p *parser) claimRefused(table, format string, args ...any) (*Plan, error) {
+	return &Plan{Kind: KindClaim, SQL: p.src, NUser: -1, ClaimErr: unsupported(table, format, args...)}, nil
+}
+
+// lockClause returns the sig index of a top-level locking clause (lockLen) of the SELECT
+// at sig[p.start], or -1.
+func (p *parser) lockClause() int {
+	depth := 0
+	for i := p.start; i < len(p.sig); i++ {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+		case depth == 0 && p.lockLen(i) > 0:
+			return i
+		}
+	}
+	return -1
+}
+
+// unclaimableLock explains why the locking clause at sig[lock] cannot be claimed by an
+// UPDATE over the same rows, or returns ""; nowait reports a NOWAIT to keep.
+func (p *parser) unclaimableLock(lock int) (nowait bool, why string) {
+	for i := lock; i < len(p.sig) && !p.punct(i, ";"); i++ {
+		switch {
+		case p.kw(i, "SKIP"):
+			return false, "SELECT … FOR UPDATE SKIP LOCKED (the read could return a row freed after the claim, unclaimed)"
+		case p.kw(i, "NOWAIT"):
+			nowait = true
+		case p.kw(i, "WAIT"):
+			return false, "SELECT … FOR UPDATE WAIT n (the claim cannot keep the wait policy)"
+		case p.kw(i, "OF"):
+			// FOR UPDATE OF t: one table only, which is the one claimed.
+		case i > lock && p.lockLen(i) > 0:
+			return false, "a SELECT with several locking clauses"
+		}
+	}
+	return nowait, ""
+}
+
+// readClauses reads the clauses named by words from sig[i] on, each up to the next; it
+// returns them by keyword ([start, end) sig indexes) and the index where it stopped.
+func (p *parser) readClauses(i int, words ...string) (map[string][2]int, int) {
+	out := map[string][2]int{}
+	for i < len(p.sig) {
+		kw := ""
+		for _, w := range words {
+			if p.kw(i, w) {
+				kw = w
+			}
+		}
+		if _, dup := out[kw]; kw == "" || dup {
+			return out, i
+		}
+		end := p.clauseEnd(i+1, append(words, "FOR", "LOCK", "RETURNING")...)
+		out[kw] = [2]int{i, end}
+		i = end
+	}
+	return out, i
+}
+
+// outOfOrder returns two of the named clauses that stand in the other order than given
+// (a should come before b), or "", "".
+func outOfOrder(clauses map[string][2]int, order ...string) (a, b string) {
+	for i, x := range order {
+		for _, y := range order[i+1:] {
+			cx, okX := clauses[x]
+			cy, okY := clauses[y]
+			if okX && okY && cy[0] < cx[0] {
+				return x, y
+			}
+		}
+	}
+	return "", ""
+}
+
+// copyClauses appends the named clauses that are present, in the order given.
+func (p *parser) copyClauses(b *builder, clauses map[string][2]int, words ...string) {
+	for _, w := range words {
+		if c, ok := clauses[w]; ok {
+			b.write(" ")
+			b.copy(p.sig[c[0]].Start, p.endOf(c[1]))
+		}
+	}
+}
+
+// limitHasOffset reports MySQL's LIMIT offset, count or LIMIT … OFFSET ….
+func (p *parser) limitHasOffset(c [2]int) bool {
+	for i := c[0] + 1; i < c[1]; i++ {
+		if p.punct(i, ",") || p.kw(i, "OFFSET") {
+			return true
+		}
+	}
+	return false
+}

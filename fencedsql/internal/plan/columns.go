@@ -1,0 +1,176 @@
+package plan
+
+import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+
+// The caller's statement may name the fencing columns itself: an ORM model that maps
+// fence_token and version sends them in INSERT column lists, SET lists and upsert update
+// lists. The wrapper owns those columns, so such items are dropped from the rewritten
+// statement (their arguments with them) and the wrapper's own token and version take
+// their place: the caller can never lower the token or choose the version.
+
+// listEdit says which items of a comma-separated list are dropped: the byte ranges of
+// the source to skip, and how many items remain.
+type listEdit struct {
+	skips [][2]int // byte ranges of src, ascending and disjoint
+	kept  int
+}
+
+// items splits sig[from:to] at its top-level commas into [start, end) sig ranges. An
+// empty item (",," or a trailing comma) comes back empty: callers refuse such lists.
+func (p *parser) items(from, to int) [][2]int {
+	var out [][2]int
+	depth, start := 0, from
+	for i := from; i < to; i++ {
+		if p.sig[i].Kind != sqllex.KindPunct {
+			continue
+		}
+		switch p.text(p.sig[i]) {
+		case "(", "[":
+			depth++
+		case ")", "]":
+			depth--
+		case ",":
+			if depth == 0 {
+				out = append(out, [2]int{start, i})
+				start = i + 1
+			}
+		}
+	}
+	return append(out, [2]int{start, to})
+}
+
+// dropItems returns the edit that removes the items whose index is in drop (ascending)
+// from the list items, with the comma that separates each from its neighbour.
+func (p *parser) dropItems(items [][2]int, drop []int) listEdit {
+	e := listEdit{kept: len(items) - len(drop)}
+	dropped := make([]bool, len(items))
+	for _, k := range drop {
+		dropped[k] = true
+	}
+	keptAfter := make([]bool, len(items)+1) // keptAfter[k]: some item after k is kept
+	for k := len(items) - 1; k >= 0; k-- {
+		keptAfter[k] = keptAfter[k+1] || (k+1 < len(items) && !dropped[k+1])
+	}
+	for _, k := range drop {
+		var r [2]int
+		switch {
+		case keptAfter[k]:
+			// The item and the comma after it, up to the next item.
+			r = [2]int{p.sig[items[k][0]].Start, p.sig[items[k+1][0]].Start}
+		case k > 0:
+			// Nothing kept after it: from the end of the item before (its comma with it).
+			r = [2]int{p.sig[items[k-1][1]-1].End, p.sig[items[k][1]-1].End}
+		default:
+			r = [2]int{p.sig[items[k][0]].Start, p.sig[items[k][1]-1].End}
+		}
+		if n := len(e.skips); n > 0 && r[0] <= e.skips[n-1][1] {
+			e.skips[n-1][1] = max(e.skips[n-1][1], r[1])
+			continue
+		}
+		e.skips = append(e.skips, r)
+	}
+	return e
+}
+
+// setList finds the items of the SET list sig[from:to] that assign the token or version
+// column (`col = …`, `t.col = …`) and returns the edit that drops them. A row
+// assignment `(a, col) = …` that names one is refused: its other columns could not be
+// kept apart from it.
+func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
+	if from >= to {
+		return listEdit{}, nil
+	}
+	items := p.items(from, to)
+	if hasEmpty(items) {
+		return listEdit{}, unsupported(g.String(), "a SET list with an empty item")
+	}
+	var drop []int
+	for k, it := range items {
+		if p.punct(it[0], "(") {
+			for i := it[0] + 1; i < it[1] && !p.punct(i, "="); i++ {
+				if p.isIdent(i) {
+					if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
+						return listEdit{}, reserved(g, n)
+					}
+				}
+			}
+			continue
+		}
+		// The target is the last part of a possibly qualified name before '='.
+		i := it[0]
+		for i+2 < it[1] && p.punct(i+1, ".") {
+			i += 2
+		}
+		if p.isIdent(i) && p.punct(i+1, "=") && i+1 < it[1] {
+			if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
+				if i+2 >= it[1] {
+					// "col =" with nothing after it: the caller's statement is broken, and
+					// dropping the item would make it run.
+					return listEdit{}, unsupported(g.String(), "an assignment of %q without a value", n)
+				}
+				drop = append(drop, k)
+			}
+		}
+	}
+	if len(drop) > 0 {
+		// Dropping items from a list that is not a list of assignments could turn a
+		// broken statement into one that runs.
+		for _, it := range items {
+			if !p.hasTopLevel(it, "=") {
+				return listEdit{}, unsupported(g.String(), "a SET list item that is not an assignment")
+			}
+		}
+	}
+	return p.dropItems(items, drop), nil
+}
+
+// hasTopLevel reports whether the punctuation s occurs in sig[it[0]:it[1]] outside
+// parentheses.
+func (p *parser) hasTopLevel(it [2]int, s string) bool {
+	depth := 0
+	for i := it[0]; i < it[1]; i++ {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+		case depth == 0 && p.punct(i, s):
+			return true
+		}
+	}
+	return false
+}
+
+// columnList finds the fencing columns in an INSERT column list sig[from:to] and
+// returns their positions and the edit that drops them.
+func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
+	items := p.items(from, to)
+	if hasEmpty(items) {
+		return nil, listEdit{}, unsupported(g.String(), "an INSERT column list with an empty item")
+	}
+	var drop []int
+	for k, it := range items {
+		if it[1]-it[0] == 1 && p.isIdent(it[0]) {
+			if n, ok := p.ident(it[0]); ok && g.IsFenceColumn(n) {
+				drop = append(drop, k)
+			}
+		}
+	}
+	return drop, p.dropItems(items, drop), nil
+}
+
+// hasEmpty reports an empty item among items.
+func hasEmpty(items [][2]int) bool {
+	for _, it := range items {
+		if it[0] >= it[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// reserved is the refusal of a statement that assigns a fencing column in a form the
+// wrapper cannot replace.
+func reserved(g *Table, col string) error {
+	return unsupported(g.String(), "the statement sets the reserved column %q in a row assignment; fencedsql maintains it", col)
+}

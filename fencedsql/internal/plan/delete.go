@@ -1,0 +1,146 @@
+package plan
+
+// delete plans a DELETE of a guarded table as two statements in one transaction: a
+// fencing UPDATE over the same rows (it fails whole if a newer token owns one of
+// them, and stamps the token on the others), then the DELETE restricted to rows that
+// now carry the token.
+func (p *parser) delete(versioned bool) (*Plan, error) {
+	i, mods := p.readModifiers(1, false, "LOW_PRIORITY", "QUICK")
+	if !p.kw(i, "FROM") {
+		// MySQL multi-table form: DELETE t1[, t2] FROM …
+		if g := p.firstGuard(); g != "" {
+			return nil, unsupported(g, "a multi-table DELETE")
+		}
+		return p.pass(), nil
+	}
+	i++
+	tableStart := i // the fencing UPDATE keeps ONLY: it must not reach child tables
+	if p.kw(i, "ONLY") {
+		i++
+	}
+	r, ok := p.parseName(i)
+	if !ok {
+		return p.unknownShape("DELETE")
+	}
+	if p.punct(r.end, "*") {
+		r.end++
+		r.aliasEnd = r.end
+	}
+	p.parseAlias(&r, "WHERE", "USING", "RETURNING", "ORDER", "LIMIT", "INDEXED", "NOT")
+	g := p.rw.Lookup(r.parts)
+	j := r.aliasEnd
+	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {
+		j = p.clauseEnd(j, "WHERE", "RETURNING", "ORDER", "LIMIT")
+	}
+	if p.punct(j, ",") || p.kw(j, "USING") || p.kw(j, "JOIN") {
+		if g != nil || p.mentionsGuardIn(i, p.clauseEnd(j, "WHERE")) {
+			return nil, unsupported(p.guardName(g), "a multi-table DELETE")
+		}
+		return p.pass(), nil
+	}
+	if g == nil {
+		// Another table's DELETE: it may read a guarded table in its WHERE, but anything
+		// else after the table (unknown syntax hiding a USING or a join) that names one
+		// is refused.
+		if j < len(p.sig) && !p.punct(j, ";") && !p.kwIn(j, "WHERE", "RETURNING", "ORDER", "LIMIT") && p.mentionsGuardIn(j, len(p.sig)) {
+			return p.unknownShape("DELETE")
+		}
+		return p.pass(), nil
+	}
+	if mods.ignore {
+		return nil, unsupported(g.String(), "DELETE IGNORE (it turns errors into warnings)")
+	}
+	nUser, err := p.checkParams(g)
+	if err != nil {
+		return nil, err
+	}
+	// Clauses after the table: WHERE, RETURNING, ORDER BY, LIMIT, in dialect order.
+	clauses := map[string][2]int{} // keyword → [start, end) sig indexes
+	k := j
+	for k < len(p.sig) && !p.punct(k, ";") {
+		var kw string
+		for _, w := range []string{"WHERE", "RETURNING", "ORDER", "LIMIT"} {
+			if p.kw(k, w) {
+				kw = w
+			}
+		}
+		if kw == "" {
+			return nil, unsupported(g.String(), "DELETE with an unexpected clause %q", p.text(p.sig[k]))
+		}
+		end := p.clauseEnd(k+1, "WHERE", "RETURNING", "ORDER", "LIMIT")
+		if _, dup := clauses[kw]; dup {
+			return nil, unsupported(g.String(), "DELETE with two %s clauses", kw)
+		}
+		clauses[kw] = [2]int{k, end}
+		k = end
+	}
+	// The fencing UPDATE copies WHERE, ORDER BY and LIMIT in that order (with their
+	// placeholders): they must stand in that order in the DELETE too.
+	if a, b := outOfOrder(clauses, "WHERE", "ORDER", "LIMIT"); a != "" {
+		return nil, unsupported(g.String(), "a DELETE whose %s comes before its %s", b, a)
+	}
+	if w, ok := clauses["WHERE"]; ok {
+		if p.kw(w[0]+1, "CURRENT") && p.kw(w[0]+2, "OF") {
+			return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
+		}
+	}
+	// The DELETE selects its rows again after the fencing UPDATE: refuse selections
+	// that could find other rows the second time.
+	for _, kw := range []string{"WHERE", "ORDER"} {
+		if c, ok := clauses[kw]; ok {
+			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
+				return nil, unsupported(g.String(), "a DELETE whose %s %s", kw, why)
+			}
+		}
+	}
+	if c, ok := clauses["LIMIT"]; ok && p.limitHasOffset(c) {
+		return nil, unsupported(g.String(), "a DELETE with an OFFSET (the second selection would skip other rows)")
+	}
+
+	// 1. The fencing UPDATE over the same rows: it fails the whole statement (and so
+	//    the DELETE) if any targeted row carries a newer token, and stamps our token on
+	//    the others, which stay locked until the transaction ends.
+	pre := p.newBuilder(nUser)
+	pre.write("UPDATE ")
+	pre.copy(p.sig[tableStart].Start, p.endOf(j))
+	pre.write(" SET ")
+	pre.assignments(g, "", versioned)
+	for _, kw := range []string{"WHERE", "ORDER", "LIMIT"} {
+		if c, ok := clauses[kw]; ok {
+			pre.write(" ")
+			pre.copy(p.sig[c[0]].Start, p.endOf(c[1]))
+		}
+	}
+	prePlan := pre.finish(KindUpdate, g)
+
+	// 2. The DELETE, restricted to rows that now carry our token.
+	b := p.newBuilder(nUser)
+	if w, ok := clauses["WHERE"]; ok {
+		if w[0]+1 >= w[1] {
+			return nil, unsupported(g.String(), "DELETE with an empty WHERE")
+		}
+		if p.punct(w[0]+1, ".") {
+			// "WHERE.5 …": the parenthesis the rewrite inserts would change how the
+			// condition's first token reads ("(.5" is a number).
+			return nil, unsupported(g.String(), "a DELETE whose WHERE is glued to a '.'")
+		}
+		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
+		b.copy(0, exprStart)
+		b.write("(")
+		b.copy(exprStart, exprEnd)
+		b.write(") AND " + g.QTok + " = ")
+		b.token()
+		b.gap(exprEnd)
+		b.copy(exprEnd, len(p.src))
+	} else {
+		at := p.endOf(j)
+		b.copy(0, at)
+		b.write(" WHERE " + g.QTok + " = ")
+		b.token()
+		b.gap(at)
+		b.copy(at, len(p.src))
+	}
+	main := b.finish(KindDelete, g)
+	main.Pre = prePlan
+	return main, nil
+}

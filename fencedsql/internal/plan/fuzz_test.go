@@ -1,0 +1,115 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// FuzzPlan checks the planner's contract on any text, for every dialect, strict or
+// not, with and without ExpectVersion (no database: the planner sends nothing):
+//
+//   - Rewrite never panics, and answers the same text the same way twice;
+//   - a refusal (and a claim's deferred refusal) is a *Refusal with a reason;
+//   - a plan that is not a pass-through names its guarded table; an UPDATE or INSERT
+//     binds the token, and a DELETE or a claimed read runs a fencing UPDATE first
+//     that binds it (a claim that cannot be made carries its refusal instead);
+//   - every argument a plan draws from the caller's is one the caller's text has.
+//
+// The end-to-end oracle of what each statement means lives in package fencedsql's
+// FuzzRewrite targets; this one holds the planner to its own contract.
+func FuzzPlan(f *testing.F) {
+	for _, s := range []string{
+		"UPDATE accounts SET balance = balance - $1 WHERE id = $2",
+		"UPDATE accounts SET balance = ? WHERE id = ?",
+		"INSERT INTO accounts (id, balance) VALUES (?, ?), (?, ?)",
+		"INSERT INTO shop.orders (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET id = excluded.id",
+		"DELETE FROM accounts WHERE id = ?",
+		"SELECT * FROM accounts WHERE id = $1 FOR UPDATE",
+		"SELECT 1; DELETE FROM accounts",
+		"WITH x AS (DELETE FROM accounts RETURNING *) SELECT * FROM x",
+		"/*!50000 UPDATE accounts SET a = 1 */",
+		"DROP FUNCTION fencedsql_guard_accounts() CASCADE",
+		"SET session_replication_role = replica",
+		"SELECT id FROM other WHERE x = 'UPDATE accounts'",
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	planners := map[string]*Planner{}
+	for _, d := range []testDialect{pgTest, mysqlTest, sqliteTest} {
+		for _, strict := range []bool{false, true} {
+			planners[fmt.Sprintf("%s/strict=%v", d.name, strict)] = newTestRewriter(f, d, Guard("accounts"), Guard("shop.orders"), WithStrict(strict))
+		}
+	}
+	f.Fuzz(func(t *testing.T, src string, versioned bool) {
+		for name, rw := range planners {
+			p, err := rw.Rewrite(src, versioned)
+			p2, err2 := rw.Rewrite(src, versioned)
+			if (err == nil) != (err2 == nil) || (p == nil) != (p2 == nil) || p != nil && (p.SQL != p2.SQL || !slices.Equal(p.Args, p2.Args)) {
+				t.Fatalf("%s: %q planned twice differently: %v %v / %v %v", name, src, p, err, p2, err2)
+			}
+			if err != nil {
+				var r *Refusal
+				if !isRefusal(err) || p != nil {
+					t.Fatalf("%s: %q: error %v (%T) with plan %v, want a *Refusal and no plan", name, src, err, err, p)
+				}
+				if asRefusal(err, &r); r.Reason == "" {
+					t.Fatalf("%s: %q: refusal without a reason", name, src)
+				}
+				continue
+			}
+			checkPlanContract(t, name, src, p)
+		}
+	})
+}
+
+func asRefusal(err error, r **Refusal) bool {
+	v, ok := err.(*Refusal)
+	*r = v
+	return ok
+}
+
+// checkPlanContract holds one plan to the contract listed on FuzzPlan.
+func checkPlanContract(t *testing.T, name, src string, p *Plan) {
+	t.Helper()
+	if p == nil {
+		t.Fatalf("%s: %q: no plan and no error", name, src)
+	}
+	checkArgs(t, name, src, p)
+	switch p.Kind {
+	case KindPass:
+		return
+	case KindUpdate, KindInsert:
+		if !slices.Contains(p.Args, ArgToken) {
+			t.Fatalf("%s: %q: %v plan binds no token: %q %v", name, src, p.Kind, p.SQL, p.Args)
+		}
+	case KindDelete, KindClaim:
+		if p.Kind == KindClaim && p.ClaimErr != nil {
+			if !isRefusal(p.ClaimErr) {
+				t.Fatalf("%s: %q: claim refusal %v (%T) is not a *Refusal", name, src, p.ClaimErr, p.ClaimErr)
+			}
+			return // a refused claim may name no single guarded table
+		}
+		if p.Pre == nil || !slices.Contains(p.Pre.Args, ArgToken) {
+			t.Fatalf("%s: %q: %v plan without a fencing UPDATE binding the token: %+v", name, src, p.Kind, p.Pre)
+		}
+		checkArgs(t, name, src, p.Pre)
+	}
+	if p.Guard == nil {
+		t.Fatalf("%s: %q: %v plan names no guarded table", name, src, p.Kind)
+	}
+}
+
+// checkArgs: every caller's argument a plan uses is one the caller's text has.
+func checkArgs(t *testing.T, name, src string, p *Plan) {
+	t.Helper()
+	for _, a := range p.Args {
+		if a == ArgToken || a == ArgVersion {
+			continue
+		}
+		if a < 0 || p.NUser >= 0 && int(a) >= p.NUser {
+			t.Fatalf("%s: %q: argument %d of %d placeholders: %q %v", name, src, a, p.NUser, p.SQL, p.Args)
+		}
+	}
+}

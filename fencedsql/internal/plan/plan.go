@@ -1,0 +1,63 @@
+package plan
+
+// A plan is what the rewriter decided for one statement text: pass it through, or send
+// a fenced version with arguments drawn from the caller's, the token and the version.
+
+// ArgRef says where one argument of a rewritten statement comes from: a user argument
+// (its index, ≥ 0), the transaction's fencing token, or the expected version.
+type ArgRef int32
+
+const (
+	ArgToken   ArgRef = -1
+	ArgVersion ArgRef = -2
+)
+
+type Kind uint8
+
+const (
+	KindPass Kind = iota
+	KindUpdate
+	KindDelete
+	KindInsert
+	KindClaim // a locking read: pre claims the rows, then the caller's text runs
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindUpdate:
+		return "UPDATE"
+	case KindDelete:
+		return "DELETE"
+	case KindInsert:
+		return "INSERT"
+	case KindClaim:
+		return "SELECT … FOR UPDATE"
+	}
+	return "statement"
+}
+
+// Plan is the result of rewriting one statement text. Plans are immutable and cached.
+type Plan struct {
+	Kind  Kind // kindPass: send the user's text unchanged
+	Guard *Table
+	SQL   string
+	Args  []ArgRef // the rewritten statement's arguments, in placeholder order
+	NUser int      // placeholders in the user's statement (its NumInput)
+	Pre   *Plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
+	// Dropped are the byte ranges of the caller's text left out of sql: items that
+	// assigned the token or version column, which the wrapper assigns itself.
+	Dropped [][2]int
+	// ClaimErr (kindClaim) refuses a locking read that cannot be claimed exactly when it
+	// carries a token; without one the caller's text runs as a plain locking read.
+	ClaimErr error
+	// ResetsSession marks statements (SET … sql_mode) after which a connection's
+	// session check must run again.
+	ResetsSession bool
+	// ResetsNames marks statements (SET search_path, USE, ATTACH …) after which the
+	// session may resolve table names differently: the connection's schema checks run
+	// again (docs/design.md G13).
+	ResetsNames bool
+}
+
+// Passthrough is the shared plan of every statement sent unchanged.
+var Passthrough = &Plan{Kind: KindPass, NUser: -1}

@@ -1,0 +1,248 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// Planner turns user SQL into fenced SQL for one set of guarded tables and one dialect.
+type Planner struct {
+	syn      sqllex.Syntax
+	numbered bool // $n placeholders (PostgreSQL) instead of positional ?
+	// sessionChecked: the dialect validates session settings before guarded writes
+	// (MySQL's sql_mode), so a statement that may change them re-arms the check.
+	sessionChecked bool
+	quote          func(string) string
+	strict         bool
+	guards         map[string][]*Table // by lower-cased unqualified table name
+	names          []string            // lower-cased guarded names, for the pre-filter
+	nonASCII       bool                // some guarded name is not ASCII: pre-filter with Unicode folding
+	// stringIdents: a string literal may stand for an identifier (SQLite accepts
+	// UPDATE 'accounts' …).
+	stringIdents bool
+	// allowDDL, allowDynamic: WithDDL, WithDynamicSQL.
+	allowDDL, allowDynamic bool
+	// maxIdent: the server truncates identifiers to this many bytes (PostgreSQL: 63,
+	// NAMEDATALEN-1); 0: no truncation.
+	maxIdent int
+	// namesWords: the words that make resolvesNames look closer at a statement.
+	namesWords []string
+	// derived interns the guards of references reaching a guarded table under another
+	// qualifier (see lookup): qualifier + "\x00" + key → *guard.
+	derived sync.Map
+}
+
+// Table is one guarded table and its column names, or (root != nil) a guarded table's
+// name as a statement wrote it under another qualifier (lookup): fenced with the same
+// columns, and checked on its own (the object that name resolves to).
+type Table struct {
+	Schema   string // lower-cased (a derived guard: the qualifier as written); "" for any
+	Name     string // as configured
+	Root     *Table // the configured guard of a derived one; nil for a configured guard
+	TokenCol string
+	VerCol   string
+	// quoted column names, computed once
+	QTok, QVer string
+}
+
+// IsFenceColumn reports whether name (unquoted) is the token or the version column.
+func (g *Table) IsFenceColumn(name string) bool {
+	return strings.EqualFold(name, g.TokenCol) || strings.EqualFold(name, g.VerCol)
+}
+
+func (g *Table) String() string {
+	if g == nil {
+		return "" // a refused locking read may name no single guarded table
+	}
+	if g.Schema != "" {
+		return g.Schema + "." + g.Name
+	}
+	return g.Name
+}
+
+// PlannerConfig is what a Planner is built from: the dialect's lexical rules and
+// quoting, the wrapper's options, and the guarded tables (already validated: plain
+// identifiers, distinct non-empty column names).
+type PlannerConfig struct {
+	Syntax         sqllex.Syntax
+	NumberedParams bool                // $n placeholders (PostgreSQL) instead of positional ?
+	QuoteIdent     func(string) string // the dialect's identifier quoting
+	// SessionChecked: the dialect validates session settings before guarded writes
+	// (MySQL's sql_mode), so a statement that may change them re-arms the check.
+	SessionChecked bool
+	// Strict, AllowDDL, AllowDynamic: the wrapper's WithStrict, WithDDL, WithDynamicSQL.
+	Strict, AllowDDL, AllowDynamic bool
+	Tables                         []TableSpec
+}
+
+// TableSpec names one guarded table: Schema "" when configured unqualified, Name as
+// configured, and its fencing columns.
+type TableSpec struct{ Schema, Name, TokenColumn, VersionColumn string }
+
+// NewPlanner builds the planner of cfg. A planner is immutable apart from its interned
+// derived tables (Lookup) and safe for concurrent use.
+func NewPlanner(cfg PlannerConfig) *Planner {
+	rw := &Planner{
+		syn: cfg.Syntax, numbered: cfg.NumberedParams, quote: cfg.QuoteIdent,
+		sessionChecked: cfg.SessionChecked,
+		strict:         cfg.Strict, guards: map[string][]*Table{},
+		stringIdents: cfg.Syntax == sqllex.SQLite,
+		allowDDL:     cfg.AllowDDL, allowDynamic: cfg.AllowDynamic,
+	}
+	switch cfg.Syntax {
+	case sqllex.Postgres:
+		rw.maxIdent = 63 // NAMEDATALEN-1
+		rw.namesWords = pgNamesWords
+	case sqllex.SQLite:
+		rw.namesWords = sqliteNamesWords
+	default:
+		rw.namesWords = mysqlNamesWords
+	}
+	for _, ts := range cfg.Tables {
+		g := &Table{
+			Schema: strings.ToLower(ts.Schema), Name: ts.Name, TokenCol: ts.TokenColumn, VerCol: ts.VersionColumn,
+			QTok: rw.quote(ts.TokenColumn), QVer: rw.quote(ts.VersionColumn),
+		}
+		key := rw.Key(ts.Name)
+		if rw.guards[key] == nil {
+			rw.names = append(rw.names, key)
+		}
+		for _, r := range ts.Name {
+			if r >= 0x80 {
+				rw.nonASCII = true
+			}
+		}
+		rw.guards[key] = append(rw.guards[key], g)
+	}
+	return rw
+}
+
+// Rewrite plans one statement. versioned selects the ExpectVersion variant.
+func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
+	if !rw.mayMention(sql) && !rw.controlHead(sql) && !rw.mayProtect(sql) {
+		if pl := rw.SessionPlan(sql); pl != nil {
+			return pl, nil
+		}
+		return Passthrough, nil
+	}
+	toks, err := sqllex.Lex(sql, rw.syn)
+	if err != nil {
+		if uerr := rw.unreadable(sql, err); uerr != nil {
+			return nil, uerr // an executable comment or routine DDL it cannot read
+		}
+		if !rw.mayMention(sql) && (len(rw.names) == 0 || !hasProtectNeedle(sql)) {
+			// Only its head made it worth a look (controlHead), and it names no guarded
+			// table, guard object or protected setting: the server judges text it cannot
+			// read either.
+			return Passthrough, nil
+		}
+		return nil, unsupported("", "the statement cannot be tokenized: %v", err)
+	}
+	p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
+	pl, err := p.plan(versioned)
+	if err == nil && pl.Kind == KindPass && !p.isDDL() && p.mentionsGuard() {
+		if err := p.backstop(); err != nil {
+			return nil, err
+		}
+	}
+	if err == nil {
+		// Every reading of its executable comments passes and plans the same (execcomment.go).
+		if err := p.checkExecReadings(pl, versioned); err != nil {
+			return nil, err
+		}
+		if err := checkParamLimit(pl, rw.syn); err != nil {
+			return nil, err
+		}
+	}
+	return pl, err
+}
+
+// Base returns the configured guard g stands for (itself, or its root).
+func (g *Table) Base() *Table {
+	if g != nil && g.Root != nil {
+		return g.Root
+	}
+	return g
+}
+
+// Key folds a table name as the guards map is keyed: lower case and, where the server
+// truncates identifiers (PostgreSQL, 63 bytes), truncated as the server would, never
+// inside a UTF-8 character.
+func (rw *Planner) Key(name string) string {
+	k := strings.ToLower(name)
+	if rw.maxIdent > 0 && len(k) > rw.maxIdent {
+		n := rw.maxIdent
+		for n > 0 && k[n]&0xC0 == 0x80 { // k[n] continues a character: clip before it
+			n--
+		}
+		k = k[:n]
+	}
+	return k
+}
+
+// Lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,
+// "Guards match the object the statement resolves to"): a reference is guarded when
+// its last part names a guarded table (key: folded, truncated as the server
+// truncates), whatever its qualifier. A reference written as configured (the same
+// qualifier, or none for a guard without one) gets the configured guard; any other
+// (another schema, database or ATTACH alias, a guard's table written unqualified or
+// qualified differently) gets a derived guard with the same fencing columns whose lazy
+// schema check runs on the name as the statement wrote it, so the object it resolves
+// to is either fit for fencing or the write is refused with ErrSchema. When several
+// configured guards share the name, the one with the same qualifier wins, else the
+// first.
+func (rw *Planner) Lookup(parts []string) *Table {
+	if len(parts) == 0 {
+		return nil
+	}
+	gs := rw.guards[rw.Key(parts[len(parts)-1])]
+	if len(gs) == 0 {
+		return nil
+	}
+	qual := ""
+	if len(parts) >= 2 {
+		qual = parts[len(parts)-2]
+	}
+	for _, g := range gs {
+		if strings.EqualFold(qual, g.Schema) {
+			return g
+		}
+	}
+	return rw.derive(gs[0], qual)
+}
+
+// derive returns the interned guard for root's table reached as qual.name (qual ""
+// : unqualified).
+func (rw *Planner) derive(root *Table, qual string) *Table {
+	k := strings.ToLower(qual) + "\x00" + rw.Key(root.Name)
+	if g, ok := rw.derived.Load(k); ok {
+		return g.(*Table)
+	}
+	d := *root
+	d.Schema, d.Root = qual, root
+	g, _ := rw.derived.LoadOrStore(k, &d)
+	return g.(*Table)
+}
+
+func unsupported(table, format string, args ...any) error {
+	return &Refusal{Table: table, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Tables returns the configured guarded tables in configuration order (tables sharing
+// a name grouped under the first).
+func (rw *Planner) Tables() []*Table {
+	var out []*Table
+	for _, k := range rw.names {
+		out = append(out, rw.guards[k]...)
+	}
+	return out
+}
+
+// Syntax returns the lexical rules the planner reads statements by.
+func (rw *Planner) Syntax() sqllex.Syntax { return rw.syn }
+
+// NumberedParams reports whether plans use $n placeholders (true) or positional ?.
+func (rw *Planner) NumberedParams() bool { return rw.numbered }

@@ -1,0 +1,60 @@
+package plan
+
+import "strings"
+
+// A DELETE (and a claimed locking read) runs as two statements over the same rows: a
+// fencing UPDATE selects and stamps them, then the caller's statement selects them
+// again. That is exact only when the second selection finds the rows the first one
+// did. The fencing UPDATE changes the token and version columns and, on PostgreSQL, the
+// row's physical locator and transaction stamps; a non-deterministic function or a
+// LIMIT in a subquery over the same table can pick other rows the second time. Such
+// conditions are refused rather than run inexactly.
+
+// nondeterministic are functions whose result may differ between the two statements.
+var nondeterministic = map[string]bool{
+	"random": true, "rand": true, "uuid": true, "uuid_short": true, "gen_random_uuid": true,
+	"uuid_generate_v1": true, "uuid_generate_v4": true, "newid": true, "random_bytes": true,
+	"randomblob": true, "clock_timestamp": true, "timeofday": true, "sysdate": true,
+	"setseed": true, "nextval": true, "statement_timestamp": true, "row_count": true,
+	"changes": true, "found_rows": true, "last_insert_id": true, "last_insert_rowid": true,
+}
+
+// rowLocators are PostgreSQL system columns that an UPDATE changes.
+var rowLocators = map[string]bool{"ctid": true, "xmin": true, "xmax": true, "cmin": true, "cmax": true}
+
+// unstableSelection explains why the rows selected by sig[from:to] (a WHERE or ORDER BY
+// clause of a statement on g) may differ once the fencing UPDATE ran, or returns "".
+func (p *parser) unstableSelection(g *Table, from, to int) string {
+	selfRead, limited := false, false
+	for k := from; k < to; k++ {
+		switch {
+		case p.kw(k, "LIMIT"), p.kw(k, "FETCH"), p.kw(k, "OFFSET"), p.kw(k, "TOP"), p.kw(k, "TABLESAMPLE"):
+			limited = true
+		case p.isIdent(k):
+			n, ok := p.ident(k)
+			if !ok {
+				return "an identifier it cannot decode"
+			}
+			lower := strings.ToLower(n)
+			switch {
+			case g.IsFenceColumn(n):
+				return "reads " + quoteName(n) + " (use fencedsql.ExpectVersion for a version check)"
+			case p.rw.numbered && rowLocators[lower] && !p.punct(k+1, "("):
+				return "reads the row locator " + quoteName(n) + ", which the fencing UPDATE changes"
+			case nondeterministic[lower] && p.punct(k+1, "("):
+				return "calls the non-deterministic " + n + "()"
+			}
+			if (p.kw(k-1, "FROM") || p.kw(k-1, "JOIN")) && k-1 >= from {
+				if r, ok := p.parseName(k); ok && p.rw.Lookup(r.parts).Base() == g.Base() {
+					selfRead = true
+				}
+			}
+		}
+	}
+	if selfRead && limited {
+		return "selects rows with a limited subquery over the same table"
+	}
+	return ""
+}
+
+func quoteName(n string) string { return `"` + n + `"` }

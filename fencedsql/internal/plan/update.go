@@ -1,0 +1,65 @@
+package plan
+
+// update plans an UPDATE. A single-table UPDATE of a guarded table gets the fencing
+// assignments appended to its SET list: the token column becomes NULL (a NOT NULL
+// violation, mapped to ErrFenced) on any targeted row that a newer token wrote, so the
+// statement fails whole. Multi-table forms and modifiers that soften errors are refused.
+func (p *parser) update(versioned bool) (*Plan, error) {
+	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "ONLY")
+	r, ok := p.parseName(i)
+	if !ok {
+		return p.unknownShape("UPDATE")
+	}
+	if p.punct(r.end, "*") {
+		r.end++
+		r.aliasEnd = r.end
+	}
+	p.parseAlias(&r, "SET", "INDEXED", "NOT")
+	j := r.aliasEnd
+	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {
+		for j < len(p.sig) && !p.kw(j, "SET") {
+			j++
+		}
+	}
+	g := p.rw.Lookup(r.parts)
+	if !p.kw(j, "SET") {
+		// Multi-table UPDATE (MySQL: a, b / JOIN …).
+		return p.multiUpdate(i, g)
+	}
+	if g == nil {
+		return p.pass(), nil
+	}
+	if mods.changesNotNull() {
+		return nil, unsupported(g.String(), "UPDATE OR %s (it changes what a NOT NULL violation does)", mods.or)
+	}
+	if mods.ignore {
+		return nil, unsupported(g.String(), "UPDATE IGNORE (it turns the fencing error into a warning)")
+	}
+	setStart := j + 1
+	setEnd := p.clauseEnd(setStart, "FROM", "WHERE", "RETURNING", "ORDER", "LIMIT")
+	for p.kw(setEnd, "FROM") && p.kw(setEnd-1, "DISTINCT") { // a IS [NOT] DISTINCT FROM b
+		setEnd = p.clauseEnd(setEnd+1, "FROM", "WHERE", "RETURNING", "ORDER", "LIMIT")
+	}
+	q := ""
+	if p.kw(setEnd, "FROM") {
+		// UPDATE … FROM (PostgreSQL, SQLite): the fencing CASE reads the target row's
+		// own columns, so every updated target row is fenced however many join rows
+		// match it; the references are qualified, since a joined table may have
+		// columns of the same names.
+		q = p.qualifier(r)
+	}
+	if setEnd == setStart {
+		return nil, unsupported(g.String(), "an UPDATE with an empty SET list")
+	}
+	set, err := p.setList(g, setStart, setEnd)
+	if err != nil {
+		return nil, err
+	}
+	nUser, err := p.checkParams(g)
+	if err != nil {
+		return nil, err
+	}
+	b := p.newBuilder(nUser)
+	b.spliceAssignments(0, p.endOf(setEnd), set, g, q, versioned)
+	return b.finish(KindUpdate, g), nil
+}
