@@ -1,0 +1,71 @@
+// The pre-filter of protect: the words that send a statement to it, found without tokenizing.
+
+package plan
+
+import (
+	"strings"
+)
+
+// protectNeedles are the words whose presence (ASCII case-insensitively) sends a
+// statement to protect; the pre-filter scans for them in one pass.
+var protectNeedles = func() []string {
+	n := []string{guardPrefix, "pg_settings", "set_config"}
+	for _, s := range protectedSettings {
+		n = append(n, s.name)
+	}
+	return n
+}()
+
+// protectFirst marks the bytes (both cases) that start a needle.
+var protectFirst = func() (t [256]bool) {
+	for _, n := range protectNeedles {
+		t[n[0]] = true
+		t[n[0]&^0x20] = true
+	}
+	return t
+}()
+
+// mayProtect is the pre-filter of protect: false when the statement cannot be refused
+// by it, so that the statement can pass without being tokenized. It does not allocate.
+func (rw *Planner) mayProtect(sql string) bool {
+	if len(rw.names) == 0 {
+		return false
+	}
+	if rw.syn.ExecComments && strings.Contains(sql, "/*") {
+		return true // an executable comment is judged by its content
+	}
+	return hasProtectNeedle(sql)
+}
+
+// hasProtectNeedle reports whether sql holds one of protectNeedles, ASCII
+// case-insensitively.
+func hasProtectNeedle(sql string) bool {
+	for i := 0; i < len(sql); i++ {
+		if !protectFirst[sql[i]] {
+			continue
+		}
+		for _, n := range protectNeedles {
+			if hasPrefixFold(sql[i:], n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasPrefixFold reports whether s starts with prefix (ASCII lower case) ignoring ASCII case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for j := 0; j < len(prefix); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[j] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,222 @@
+// The protected session settings and the checks that refuse a change of one.
+
+package plan
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// protectedSetting is one session setting the wrapper refuses to change to anything
+// but its safe values.
+type protectedSetting struct {
+	name string   // lower case
+	safe []string // values (lower case, unquoted) that may be set; nil: any mention in a PRAGMA is refused
+	why  string
+}
+
+// protectedSettings: one line per setting. A value the wrapper cannot read as a
+// literal (a placeholder, an expression, DEFAULT, FROM CURRENT, RESET) is refused.
+var protectedSettings = []protectedSetting{
+	{"session_replication_role", []string{"origin", "local"}, "replica turns off the database-side guard and tombstone triggers (PostgreSQL)"},
+	{"synchronous_commit", []string{"on", "true", "yes", "1", "remote_write", "remote_apply"}, "local or off acknowledges a commit no standby has: a failover forgets acknowledged writes (PostgreSQL)"},
+	{"sql_log_bin", []string{"1", "on", "true"}, "0 keeps the session's writes out of the binary log: replicas never get them and a failover forgets them (MySQL/MariaDB)"},
+	{"skip_replication", []string{"0", "off", "false"}, "replicas may filter the session's writes out: a failover forgets them (MariaDB)"},
+	{"writable_schema", nil, "it lets the session rewrite sqlite_schema, the guard and tombstone triggers included (SQLite)"},
+}
+
+// protectSettings refuses a change of a protected setting.
+func (p *parser) protectSettings(head string, from, to int) error {
+	assigns := p.inBody || head == "SET" || head == "ALTER" || head == "CREATE" || head == "RESET"
+	undecodable := false
+	for i := from; i < to; i++ {
+		if p.unicodeIdent(i) {
+			undecodable = true
+		}
+	}
+	for i := from; i < to; i++ {
+		t := p.sig[i]
+		if t.Kind == sqllex.KindString {
+			if err := p.protectSettingString(i, undecodable); err != nil {
+				return err
+			}
+			continue
+		}
+		if !p.isIdent(i) {
+			continue
+		}
+		n, ok := p.ident(i)
+		if !ok {
+			if p.unicodeIdent(i) && assigns && (p.punct(i+1, "=") || p.punct(i+1, ":=") || p.kwIn(i+1, "TO", "FROM")) {
+				return unsupported("", "a SET of a quoted name with escapes (U&\"…\"): it could be a protected setting")
+			}
+			continue
+		}
+		if strings.EqualFold(n, "set_config") && p.punct(i+1, "(") {
+			if err := p.protectSetConfig(i + 2); err != nil {
+				return err
+			}
+			continue
+		}
+		s := settingNamed(n)
+		if s == nil {
+			if ps := settingNamed(strings.TrimPrefix(strings.ToLower(n), "pragma_")); ps != nil && ps.safe == nil && hasPrefixFold(n, "pragma_") {
+				return refuseSetting(ps)
+			}
+			continue
+		}
+		if s.safe == nil {
+			if head == "PRAGMA" {
+				return refuseSetting(s)
+			}
+			continue
+		}
+		if i > from && p.kw(i-1, "RESET") {
+			return refuseSetting(s)
+		}
+		if !assigns {
+			continue
+		}
+		switch {
+		case p.punct(i+1, "=") || p.punct(i+1, ":=") || p.kw(i+1, "TO"):
+			if !p.safeValueAt(i+2, to, s) {
+				return refuseSetting(s)
+			}
+		case p.kw(i+1, "FROM"):
+			return refuseSetting(s)
+		}
+	}
+	return nil
+}
+
+// safeValueAt reports whether sig[i] is one literal value among s's safe values and
+// ends the assignment.
+func (p *parser) safeValueAt(i, to int, s *protectedSetting) bool {
+	if i >= to {
+		return false
+	}
+	v, ok := p.literalAt(i)
+	if !ok || !s.isSafe(v) {
+		return false
+	}
+	// What follows must end the value: the statement, the next item, or a keyword.
+	return i+1 >= to || p.punct(i+1, ";") || p.punct(i+1, ",") || p.sig[i+1].Kind == sqllex.KindWord
+}
+
+// literalAt returns the value a word, number, quoted identifier or plain string literal
+// at sig[i] spells, lower-cased; ok is false for anything else.
+func (p *parser) literalAt(i int) (string, bool) {
+	t := p.sig[i]
+	switch t.Kind {
+	case sqllex.KindWord, sqllex.KindNumber:
+		return strings.ToLower(p.text(t)), true
+	case sqllex.KindQuotedIdent:
+		n, ok := p.ident(i)
+		return strings.ToLower(n), ok
+	case sqllex.KindString:
+		v, ok := plainString(p.text(t))
+		return strings.ToLower(v), ok
+	}
+	return "", false
+}
+
+// plainString decodes a '…' or "…" literal without escapes; ok is false for any other
+// form (E'…', U&'…', a backslash, dollar quotes, prefixes).
+func plainString(txt string) (string, bool) {
+	if len(txt) < 2 || strings.IndexByte(txt, '\\') >= 0 {
+		return "", false
+	}
+	q := txt[0]
+	if q != '\'' && q != '"' || txt[len(txt)-1] != q {
+		return "", false
+	}
+	return strings.ReplaceAll(txt[1:len(txt)-1], string([]byte{q, q}), string(q)), true
+}
+
+func (s *protectedSetting) isSafe(v string) bool {
+	for _, ok := range s.safe {
+		if v == ok {
+			return true
+		}
+	}
+	return false
+}
+
+func settingNamed(n string) *protectedSetting {
+	for i := range protectedSettings {
+		if strings.EqualFold(n, protectedSettings[i].name) {
+			return &protectedSettings[i]
+		}
+	}
+	return nil
+}
+
+func refuseSetting(s *protectedSetting) error {
+	if s.safe == nil {
+		return unsupported("", "%s on a pool with guarded tables: %s", s.name, s.why)
+	}
+	return unsupported("", "a change of %s on a pool with guarded tables to anything but %s: %s",
+		s.name, strings.Join(s.safe, ", "), s.why)
+}
+
+// protectSetConfig judges set_config(name, value, is_local) whose arguments start at
+// sig[i]: the name must be a string literal; a protected one needs a safe literal value.
+func (p *parser) protectSetConfig(i int) error {
+	if i+1 >= len(p.sig) || p.sig[i].Kind != sqllex.KindString || !p.punct(i+1, ",") {
+		return unsupported("", "set_config whose setting name is not a string literal on a pool with guarded tables: it could change a protected setting (session_replication_role, synchronous_commit, …)")
+	}
+	name, ok := plainString(p.text(p.sig[i]))
+	if !ok {
+		return unsupported("", "set_config whose setting name is written with escapes on a pool with guarded tables")
+	}
+	s := settingNamed(name)
+	if s == nil {
+		return nil
+	}
+	if i+3 < len(p.sig) && p.sig[i+2].Kind == sqllex.KindString && p.punct(i+3, ",") {
+		if v, ok := plainString(p.text(p.sig[i+2])); ok && s.safe != nil && s.isSafe(strings.ToLower(v)) {
+			return nil
+		}
+	}
+	return refuseSetting(s)
+}
+
+// protectSettingString judges a string literal that mentions a guard object, a
+// protected setting, set_config or pg_settings at identifier boundaries as the SQL it
+// may be run as later (a function body, PREPARE text, a DO block, query_to_xml's
+// query): its content is tokenized and checked like a statement, every assignment of a
+// protected setting judged whatever the body's head. A literal that is exactly a
+// setting's name (current_setting('…'), WHERE name = '…') passes, unless the statement
+// holds an identifier the lexer cannot decode (it could be set_config). A body that
+// cannot be tokenized, or that hides a mention in a quoted identifier (another
+// language's string), is refused.
+func (p *parser) protectSettingString(i int, undecodable bool) error {
+	txt := p.text(p.sig[i])
+	if v, ok := plainString(txt); ok && settingNamed(v) != nil {
+		if undecodable {
+			return unsupported("", "a protected setting's name next to a quoted identifier with escapes (U&\"…\"), which could be set_config")
+		}
+		return nil // set_config('…', …) is judged by protectSetConfig
+	}
+	w := stringMentions(txt, protectNeedles...)
+	if w == "" {
+		return nil
+	}
+	refuse := unsupported("", "a string that mentions %s on a pool with guarded tables, as a body or text that could change a guard object or a protected setting", w)
+	if p.depth >= 4 {
+		return refuse
+	}
+	body := stringBody(txt)
+	toks, err := sqllex.Lex(body, p.rw.syn)
+	if err != nil {
+		return refuse
+	}
+	q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+	for k := range q.sig {
+		if q.sig[k].Kind == sqllex.KindQuotedIdent && stringMentions(q.text(q.sig[k]), protectNeedles...) != "" {
+			return refuse
+		}
+	}
+	return q.protectStatements()
+}
