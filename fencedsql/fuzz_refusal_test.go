@@ -1,0 +1,95 @@
+// The fuzz no-spurious-refusal oracle: when an input must not be refused, or may be refused on sight.
+
+package fencedsql
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// fzNoRefusalExpected returns why src must not be refused, or "" when a refusal is
+// legitimate: the input does not lex, names a guarded table in an identifier (any part
+// of a name, unqualified, the way the rewriter's mentionsGuard matches), or holds a
+// construct the rewriter documents as refused on sight (an executable comment naming a
+// guarded table or a write, a U&"…" identifier, PREPARE/DO, a parenthesised write).
+func fzNoRefusalExpected(rw testPlanner, src string) string {
+	if fzProtected(rw, src) {
+		return ""
+	}
+	toks, err := sqllex.Lex(src, rw.Syntax())
+	if err != nil {
+		return ""
+	}
+	sig := sqllex.Significant(toks)
+	for _, tk := range sig {
+		if tk.Kind == sqllex.KindExecComment {
+			return ""
+		}
+		if tk.Kind == sqllex.KindQuotedIdent {
+			if _, _, ok := sqllex.Ident(src, tk); !ok {
+				return "" // U&"…", or an invalid empty "" that the server rejects anyway
+			}
+		}
+		n, ok, _ := fzIdent(src, tk, rw)
+		if ok && (strings.EqualFold(n, "accounts") || strings.EqualFold(n, "orders")) {
+			return ""
+		}
+	}
+	first := 0
+	for first < len(sig)-1 && fzPunct(src, sig[first], "(") {
+		first++
+	}
+	if len(sig) > 0 && fzKw(src, sig, first, "PREPARE", "DO") {
+		return ""
+	}
+	if fzJudgedByHead(src, sig) {
+		return ""
+	}
+	if first > 0 && !fzKw(src, sig, first, "SELECT", "VALUES", "TABLE", "WITH") {
+		return ""
+	}
+	return "no identifier names a guarded table"
+}
+
+// fzProtected reports whether the text may be refused for what it does to the guards
+// or the protected settings (protect.go), whatever it names: a guard object's prefix,
+// pg_settings, set_config or a protected setting's name anywhere (escapes included:
+// a backslash or U& may spell one), a MySQL executable comment, or text that does not
+// lex and may create a routine.
+func fzProtected(rw testPlanner, src string) bool {
+	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
+		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&"} {
+		if plan.ContainsFold(src, w) {
+			return true
+		}
+	}
+	if _, err := sqllex.Lex(src, rw.Syntax()); err != nil && (plan.ContainsFold(src, "create") || plan.ContainsFold(src, "alter")) {
+		for _, k := range []string{"function", "procedure", "trigger", "rule", "event", "package"} {
+			if plan.ContainsFold(src, k) {
+				return true // may be routine DDL the lexer cannot read: refused (routine.go)
+			}
+		}
+	}
+	return rw.Syntax().ExecComments && strings.Contains(src, "/*")
+}
+
+// fzJudgedByHead reports whether some statement of the input starts with a keyword that
+// the rewriter judges whatever the statement names, on a pool with guarded tables:
+// transaction control, dynamic SQL, SET and LOCK, and DDL (by what its bodies name).
+func fzJudgedByHead(src string, sig []sqllex.Token) bool {
+	for i := range sig {
+		at := i
+		for at < len(sig) && fzPunct(src, sig[at], "(") {
+			at++
+		}
+		if (i == 0 || fzPunct(src, sig[i-1], ";")) && fzKw(src, sig, at, "BEGIN", "START", "COMMIT", "ROLLBACK",
+			"END", "ABORT", "XA", "EXECUTE", "EXEC", "PREPARE", "DO", "CALL", "SET", "LOCK", "CREATE", "ALTER",
+			"DROP", "RENAME", "COMMENT", "GRANT", "REVOKE", "REPAIR", "ATTACH", "DETACH", "REFRESH", "SECURITY",
+			"IMPORT", "REASSIGN") {
+			return true
+		}
+	}
+	return false
+}
