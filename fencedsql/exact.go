@@ -11,7 +11,7 @@ import (
 // then the caller's DELETE restricted to rows carrying the token; a claimed locking read
 // likewise runs its claim, then the caller's SELECT. The second statement selects its
 // rows again. The rewriter refuses the conditions it can see would select differently
-// (stable.go), but it cannot see everything that the fencing UPDATE changes: a column
+// (internal/plan/stable.go), but it cannot see everything that the fencing UPDATE changes: a column
 // the database maintains on every UPDATE (MySQL ON UPDATE CURRENT_TIMESTAMP, a trigger),
 // a view over the fencing columns, ROW_COUNT() or changes(), the statement clock. So the
 // wrapper also counts: the second statement must select exactly as many rows as the

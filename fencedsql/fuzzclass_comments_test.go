@@ -8,7 +8,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// Class tests for MySQL/MariaDB executable comments (execcomment.go) and routine DDL
+// Class tests for MySQL/MariaDB executable comments (internal/plan/execcomment.go) and routine DDL
 // (routine.go): generated shapes, each judged against the rule it must follow and run
 // through the fuzz oracle's invariants.
 

@@ -8,7 +8,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// The guards guard themselves (docs/design.md G15; protect.go): statement heads ×
+// The guards guard themselves (docs/design.md G15; internal/plan/protect.go): statement heads ×
 // guard-object names × spellings × dialects × options, all refused; reads pass; the
 // reserved prefix, the lock backend's exemption, the DDL that removes guards without
 // naming them, and the protected settings by every spelling.
