@@ -40,6 +40,20 @@
 // …), DO, CALL, EXECUTE; MySQL USE; SQLite ATTACH/DETACH) re-arms the checks of its
 // connection, which from then on caches them per connection instead of per pool.
 //
+// # Packages
+//
+// This package is what an application calls. Beside it:
+//
+//   - [github.com/fencedsql/fencedsql/fencedsql/schema]: the schema toolkit for
+//     operators and migrations — Check (problems and the DDL that fixes them),
+//     RegisterTables, PurgeTombstones, the token floor; cmd/fencedsql-schema runs it;
+//   - [github.com/fencedsql/fencedsql/fencedsql/fencedtest] and
+//     [github.com/fencedsql/fencedsql/fencedsql/fencedpgx]: go-sqlmock expectations for
+//     your own tests, and fencing for pgx without database/sql;
+//   - [github.com/fencedsql/fencedsql/fencedsql/dialect]: what a dialect implements,
+//     for the dialect packages (dialects/postgres, dialects/mysql, dialects/sqlite),
+//     which register the fenced drivers.
+//
 // # How a write is fenced (the design and why)
 //
 // The token check must happen in the same statement as the write (no read-then-write
