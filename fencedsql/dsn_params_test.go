@@ -1,4 +1,4 @@
-// The fenced_* DSN parameters: removed before the driver sees the DSN, everything else kept byte for byte, errors and options.
+// The fenced_* DSN parameters: removed before the driver sees the DSN, all else kept byte for byte.
 
 package fencedsql_test
 

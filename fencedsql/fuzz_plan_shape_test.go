@@ -1,4 +1,4 @@
-// Helpers of the fuzz invariants on a rewritten statement's shape: token assignment, parentheses, dropped ranges, kept bytes.
+// Helpers of the fuzz invariants on the shape of a rewritten statement.
 
 package fencedsql
 

@@ -1,4 +1,4 @@
-// What reaches the driver over go-sqlmock: refused statements never, pass-through statements byte for byte, bad arguments refused.
+// What reaches the driver over go-sqlmock: nothing refused, pass-through statements byte for byte.
 
 package fencedsql_test
 
