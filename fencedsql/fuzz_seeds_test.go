@@ -5,7 +5,7 @@ package fencedsql
 // fzSeeds are hostile inputs added to every target's seed corpus, on top of every input
 // of rewriteCases and the statements of the pass-through, refusal and no-bypass tests.
 var fzSeeds = []string{
-	// pass-through, refusal and bypass shapes from rewrite_test.go
+	// pass-through, refusal and bypass shapes from rewrite_test.go and rewrite_refused_test.go
 	`SELECT * FROM accounts WHERE id = $1 FOR UPDATE`,
 	`SELECT * FROM accounts WHERE id = ? FOR UPDATE`,
 	`WITH x AS (SELECT * FROM accounts FOR NO KEY UPDATE) SELECT * FROM x`,

@@ -9,8 +9,6 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// newTestRewriter builds the rewriter for d and the given options; without options the
-// only guarded table is "accounts" with the default columns.
 // testPlanner is the planner as the wrapper reports it: refusals as *UnsupportedError.
 type testPlanner struct{ *plan.Planner }
 
@@ -25,6 +23,8 @@ func (tp testPlanner) Rewrite(sql string, versioned bool) (*plan.Plan, error) {
 	return p, asUnsupported(err)
 }
 
+// newTestRewriter builds the planner for d and the given options, as the wrapper builds
+// it; without options the only guarded table is "accounts" with the default columns.
 func newTestRewriter(t testing.TB, d dialect.Dialect, opts ...Option) testPlanner {
 	t.Helper()
 	cfg := defaultConfig()
