@@ -47,12 +47,7 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 		}
 	}
 	for _, s := range tables {
-		if s.TokenColumn == "" {
-			s.TokenColumn = DefaultTokenColumn
-		}
-		if s.VersionColumn == "" {
-			s.VersionColumn = DefaultVersionColumn
-		}
+		s = s.withDefaults()
 		t, problem := s.parse()
 		if problem != "" {
 			return 0, configErr("MaxToken: table %q: %s", s.Table, problem)

@@ -23,12 +23,7 @@ func RegisterTables(ctx context.Context, db *sql.DB, d dialect.Dialect, specs ..
 		}
 	}
 	for _, spec := range specs {
-		if spec.TokenColumn == "" {
-			spec.TokenColumn = DefaultTokenColumn
-		}
-		if spec.VersionColumn == "" {
-			spec.VersionColumn = DefaultVersionColumn
-		}
+		spec = spec.withDefaults()
 		if _, problem := spec.parse(); problem != "" {
 			return configErr("RegisterTables: table %q: %s", spec.Table, problem)
 		}

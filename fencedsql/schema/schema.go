@@ -137,12 +137,7 @@ func Check(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSp
 }
 
 func checkTable(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) (TableReport, error) {
-	if spec.TokenColumn == "" {
-		spec.TokenColumn = DefaultTokenColumn
-	}
-	if spec.VersionColumn == "" {
-		spec.VersionColumn = DefaultVersionColumn
-	}
+	spec = spec.withDefaults()
 	tokCol, verCol := spec.TokenColumn, spec.VersionColumn
 	r := TableReport{Table: spec.Table}
 	table, problem := spec.parse()

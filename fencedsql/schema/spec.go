@@ -50,3 +50,15 @@ func (s GuardSpec) Validate() (dialect.TableName, error) {
 	}
 	return t, nil
 }
+
+// withDefaults returns s with DefaultTokenColumn and DefaultVersionColumn for the
+// column names it leaves empty.
+func (s GuardSpec) withDefaults() GuardSpec {
+	if s.TokenColumn == "" {
+		s.TokenColumn = DefaultTokenColumn
+	}
+	if s.VersionColumn == "" {
+		s.VersionColumn = DefaultVersionColumn
+	}
+	return s
+}

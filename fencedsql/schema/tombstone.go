@@ -144,12 +144,7 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 	if !ok || d == nil {
 		return nil, configErr("TombstoneFix: the dialect keeps no tombstones")
 	}
-	if spec.TokenColumn == "" {
-		spec.TokenColumn = DefaultTokenColumn
-	}
-	if spec.VersionColumn == "" {
-		spec.VersionColumn = DefaultVersionColumn
-	}
+	spec = spec.withDefaults()
 	table, problem := spec.parse()
 	if problem != "" {
 		return nil, configErr("TombstoneFix: table %q: %s", spec.Table, problem)
