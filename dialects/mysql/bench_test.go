@@ -21,3 +21,10 @@ func BenchmarkClaim(b *testing.B) { fencetest.BenchClaim(b, fencetest.MySQL()) }
 func BenchmarkTombstone(b *testing.B) {
 	fencetest.BenchTombstone(b, fencetest.MySQL(), mysql.Dialect)
 }
+
+// BenchmarkDelete compares a single-row DELETE through the fenced driver (guards
+// installed) with the raw driver's on a plain table, autocommit and in a transaction
+// (see fencetest.BenchDelete).
+func BenchmarkDelete(b *testing.B) {
+	fencetest.BenchDelete(b, fencetest.MySQL(), mysql.Dialect)
+}

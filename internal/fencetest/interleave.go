@@ -15,6 +15,14 @@ import (
 // the bursts of a loaded machine. A variant's error fails the benchmark.
 func Interleave(b *testing.B, names []string, fns []func() error) (spent, p50 []time.Duration) {
 	b.Helper()
+	return InterleaveAfter(b, names, nil, fns)
+}
+
+// InterleaveAfter is Interleave with an untimed step before each timed one: setup[i]
+// (nil, or nil entries, for none) runs right before fns[i] in every round, outside the
+// measurement — say, re-inserting the row that fns[i] deletes.
+func InterleaveAfter(b *testing.B, names []string, setup, fns []func() error) (spent, p50 []time.Duration) {
+	b.Helper()
 	spent = make([]time.Duration, len(fns))
 	lat := make([][]time.Duration, len(fns))
 	b.ResetTimer()
@@ -23,6 +31,13 @@ func Interleave(b *testing.B, names []string, fns []func() error) (spent, p50 []
 		round++
 		for k := range fns {
 			i := (k + round) % len(fns)
+			if i < len(setup) && setup[i] != nil {
+				b.StopTimer()
+				if err := setup[i](); err != nil {
+					b.Fatalf("%s setup: %v", names[i], err)
+				}
+				b.StartTimer()
+			}
 			start := time.Now()
 			if err := fns[i](); err != nil {
 				b.Fatalf("%s: %v", names[i], err)

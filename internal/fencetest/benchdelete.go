@@ -1,0 +1,110 @@
+package fencetest
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+)
+
+// BenchDelete measures what fencing costs a single-row DELETE: through the fenced
+// driver it runs as a fencing UPDATE that stamps the deleter's token, then the DELETE of
+// the rows carrying it (in the wrapper's own transaction when the caller has none).
+// Interleaved in one run, each variant on its own single-connection pool:
+//
+//	fenced-auto  DELETE … WHERE id = ? through the fenced driver, autocommit, on
+//	             accounts with the documented set-up (schema.Check's Fix: row guard
+//	             and tombstone guard)
+//	raw-auto     the same DELETE on the raw driver, on accounts_plain (no trigger)
+//	fenced-tx    BEGIN (token bound) + the fenced DELETE + COMMIT
+//	raw-tx       BEGIN + the raw DELETE on accounts_plain + COMMIT
+//
+// Before each timed DELETE the row is put back, untimed (InterleaveAfter).
+// delete-cost-auto = fenced-auto/raw-auto total time, delete-cost-tx = fenced-tx/raw-tx;
+// the -p50 metrics are the same ratios of medians. d must be be's dialect.
+func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
+	dsn := be.DSN(b)
+	raw, err := sql.Open(be.RawName, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	const plain = "accounts_plain"
+	execAll(b, ctx, raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plain, 1)})
+	reps, err := schema.Check(ctx, raw, d, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	execAll(b, ctx, raw, reps[0].Fix)
+
+	e := &env{b: be}
+	fenced := []*sql.DB{SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts")), SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts"))}
+	rawPools := []*sql.DB{SinglePool(b, be.RawName, dsn), SinglePool(b, be.RawName, dsn)}
+	del := e.q("DELETE FROM accounts WHERE id = ?")
+	delPlain := e.q("DELETE FROM " + plain + " WHERE id = ?")
+	ins := e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)")
+	insPlain := e.q("INSERT INTO " + plain + " (id, balance) VALUES (?, ?)")
+	tk := uint64(1)
+	// One row per variant (ids 1–4), deleted by it and put back before its next DELETE.
+	deleted := func(res sql.Result, err error) error {
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			b.Fatalf("DELETE affected %d rows (%v), want 1", n, err)
+		}
+		return nil
+	}
+	inTx := func(p *sql.DB, c context.Context, q string, id int) error {
+		tx, err := p.BeginTx(c, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := deleted(tx.ExecContext(c, q, id)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	names := []string{"fenced-auto", "raw-auto", "fenced-tx", "raw-tx"}
+	setup := []func() error{
+		func() error {
+			tk++
+			_, err := fenced[0].ExecContext(fencedsql.WithToken(ctx, tk), ins, 1, 0)
+			return err
+		},
+		func() error { _, err := rawPools[0].ExecContext(ctx, insPlain, 2, 0); return err },
+		func() error {
+			tk++
+			_, err := fenced[1].ExecContext(fencedsql.WithToken(ctx, tk), ins, 3, 0)
+			return err
+		},
+		func() error { _, err := rawPools[1].ExecContext(ctx, insPlain, 4, 0); return err },
+	}
+	fns := []func() error{
+		func() error { return deleted(fenced[0].ExecContext(fencedsql.WithToken(ctx, tk), del, 1)) },
+		func() error { return deleted(rawPools[0].ExecContext(ctx, delPlain, 2)) },
+		func() error { return inTx(fenced[1], fencedsql.WithToken(ctx, tk), del, 3) },
+		func() error { return inTx(rawPools[1], ctx, delPlain, 4) },
+	}
+	warm := make([]func() error, len(fns))
+	for i := range fns {
+		warm[i] = func() error {
+			if err := setup[i](); err != nil {
+				return err
+			}
+			return fns[i]()
+		}
+	}
+	Warm(b, 20, names, warm)
+	spent, p50 := InterleaveAfter(b, names, setup, fns)
+	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "delete-cost-auto")
+	b.ReportMetric(float64(p50[0])/float64(p50[1]), "delete-cost-auto-p50")
+	b.ReportMetric(spent[2].Seconds()/spent[3].Seconds(), "delete-cost-tx")
+	b.ReportMetric(float64(p50[2])/float64(p50[3]), "delete-cost-tx-p50")
+}
