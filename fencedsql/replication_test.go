@@ -2,7 +2,9 @@ package fencedsql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,6 +84,10 @@ func TestCheckSchemaReplication(t *testing.T) {
 	}
 }
 
+// noReplication is SQLite's dialect with its optional interfaces (the
+// ReplicationChecker among them) hidden.
+type noReplication struct{ dialect.Dialect }
+
 // A failed replication query fails schema.Check with the driver's error (the answer
 // is unknown), not ErrSchema; a dialect without the checker reports Checked false.
 func TestCheckSchemaReplicationQueryFails(t *testing.T) {
@@ -97,8 +103,12 @@ func TestCheckSchemaReplicationQueryFails(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 
-	sdb := schemaDB(t)
-	reps, err := schema.Check(context.Background(), sdb, noGuarder{sqlite.Dialect}, schema.GuardSpec{Table: "t"})
+	sdb, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(t.TempDir(), "db.sqlite")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	reps, err := schema.Check(context.Background(), sdb, noReplication{sqlite.Dialect}, schema.GuardSpec{Table: "t"})
 	if err != nil || reps[0].Replication.Checked {
 		t.Fatalf("without a checker: %+v, %v", reps, err)
 	}

@@ -1,4 +1,4 @@
-package fencedsql_test
+package schema_test
 
 import (
 	"context"
@@ -192,3 +192,6 @@ func TestCheckSchemaErrors(t *testing.T) {
 		t.Errorf("closed DB: %v, %v", reps, err)
 	}
 }
+
+// withTok binds token n to a background context, for writes through a fenced pool.
+func withTok(n uint64) context.Context { return fencedsql.WithToken(context.Background(), n) }

@@ -1,4 +1,4 @@
-package fencedsql_test
+package schema_test
 
 import (
 	"context"
