@@ -77,3 +77,14 @@ const (
 	TOK = ArgToken
 	VER = ArgVersion
 )
+
+// countRef counts r among args.
+func countRef(args []ArgRef, r ArgRef) int {
+	n := 0
+	for _, a := range args {
+		if a == r {
+			n++
+		}
+	}
+	return n
+}

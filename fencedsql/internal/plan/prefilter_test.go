@@ -2,8 +2,6 @@ package plan
 
 import "testing"
 
-var protectDialects = []testDialect{pgTest, mysqlTest, sqliteTest}
-
 // The pre-filter keeps a statement that names no guarded table, guard object or
 // protected setting off the tokenizer, without allocating.
 func TestProtectPrefilterCheap(t *testing.T) {

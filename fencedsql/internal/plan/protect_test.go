@@ -1,11 +1,8 @@
-package fencedsql
+package plan
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // The guards guard themselves (docs/design.md G15; internal/plan/protect.go): statement heads ×
@@ -16,7 +13,7 @@ import (
 var protectDialects = []testDialect{pgTest, mysqlTest, sqliteTest}
 
 // protectOptions: the refusals hold whatever the options allow.
-var protectOptions = map[string][]Option{
+var protectOptions = map[string][]testOption{
 	"default":         {Guard("accounts")},
 	"ddl+dynamic_sql": {Guard("accounts"), WithDDL(true), WithDynamicSQL(true)},
 }
@@ -126,7 +123,7 @@ func TestGuardObjectsRefused(t *testing.T) {
 			refused := func(sql string) {
 				t.Helper()
 				n++
-				if p, err := rw.Rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
+				if p, err := rw.Rewrite(sql, false); !isRefusal(err) {
 					t.Errorf("%s %s: rewrite(%q) = %v, %v; want ErrUnsupported", d.name, optName, sql, p, err)
 				}
 			}
@@ -167,7 +164,7 @@ func TestGuardObjectEscapes(t *testing.T) {
 	} {
 		for _, opts := range protectOptions {
 			rw := newTestRewriter(t, c.d, opts...)
-			if p, err := rw.Rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
+			if p, err := rw.Rewrite(c.sql, false); !isRefusal(err) {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.sql, p, err)
 			}
 		}
@@ -214,7 +211,7 @@ func TestGuardObjectsPass(t *testing.T) {
 			if d.name == "mysql" && strings.Contains(sql, "DROP SCHEMA") {
 				return // MySQL's DROP SCHEMA is DROP DATABASE: refused
 			}
-			if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != plan.KindPass {
+			if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", d.name, sql, p, err)
 			}
 		}
@@ -237,7 +234,7 @@ func TestGuardObjectsPass(t *testing.T) {
 	for _, d := range protectDialects {
 		rw := newTestRewriter(t, d, Guard("accounts"))
 		for _, sql := range []string{"UPDATE other SET fencedsql_note = 1", "UPDATE other SET note = 'see fencedsql_tombstones'"} {
-			if _, err := rw.Rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
+			if _, err := rw.Rewrite(sql, false); !isRefusal(err) {
 				t.Errorf("%s: rewrite(%q) = %v; want ErrUnsupported (reserved prefix)", d.name, sql, err)
 			}
 		}
@@ -245,7 +242,7 @@ func TestGuardObjectsPass(t *testing.T) {
 	// Without guarded tables the wrapper stays transparent.
 	rw := newTestRewriter(t, pgTest, WithDDL(false))
 	for _, sql := range []string{"DROP FUNCTION fencedsql_guard_accounts() CASCADE", "SET session_replication_role = replica"} {
-		if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != plan.KindPass {
+		if p, err := rw.Rewrite(sql, false); err != nil || p.Kind != KindPass {
 			t.Errorf("no guarded tables: rewrite(%q) = %v, %v; want pass-through", sql, p, err)
 		}
 	}
@@ -276,7 +273,7 @@ func TestGuardRemovingDDLRefused(t *testing.T) {
 	for _, c := range cases {
 		for _, opts := range protectOptions {
 			rw := newTestRewriter(t, c.d, opts...)
-			if p, err := rw.Rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
+			if p, err := rw.Rewrite(c.sql, false); !isRefusal(err) {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.sql, p, err)
 			}
 		}
@@ -333,7 +330,7 @@ func TestProtectedSettingsRefused(t *testing.T) {
 						}
 						sql := strings.NewReplacer("%n", name, "%N", strings.ToUpper(name), "%v", v).Replace(sp.sql)
 						n++
-						if p, err := rw.Rewrite(sql, false); !errors.Is(err, ErrUnsupported) {
+						if p, err := rw.Rewrite(sql, false); !isRefusal(err) {
 							t.Errorf("%s %s: rewrite(%q) = %v, %v; want ErrUnsupported", d.name, optName, sql, p, err)
 						}
 					}
@@ -373,7 +370,7 @@ func TestProtectedSettingsRefused(t *testing.T) {
 		for _, opts := range protectOptions {
 			n++
 			rw := newTestRewriter(t, c.d, opts...)
-			if p, err := rw.Rewrite(c.sql, false); !errors.Is(err, ErrUnsupported) {
+			if p, err := rw.Rewrite(c.sql, false); !isRefusal(err) {
 				t.Errorf("%s: rewrite(%q) = %v, %v; want ErrUnsupported", c.d.name, c.sql, p, err)
 			}
 		}
@@ -404,7 +401,7 @@ func TestProtectedSettingsPass(t *testing.T) {
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d, Guard("accounts"), WithDynamicSQL(true))
-		if p, err := rw.Rewrite(c.sql, false); err != nil || p.Kind != plan.KindPass {
+		if p, err := rw.Rewrite(c.sql, false); err != nil || p.Kind != KindPass {
 			t.Errorf("%s: rewrite(%q) = %v, %v; want pass-through", c.d.name, c.sql, p, err)
 		}
 	}

@@ -1,21 +1,18 @@
-package fencedsql
+package plan
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // refusedWithToken reports a plan that refuses the statement when it carries a token:
 // an ErrUnsupported from the rewriter, or a claim whose claimErr is one.
-func refusedWithToken(p *plan.Plan, err error) bool {
+func refusedWithToken(p *Plan, err error) bool {
 	if err != nil {
-		return errors.Is(err, ErrUnsupported)
+		return isRefusal(err)
 	}
-	return p.Kind == plan.KindClaim && errors.Is(p.ClaimErr, ErrUnsupported)
+	return p.Kind == KindClaim && isRefusal(p.ClaimErr)
 }
 
 // lockVariants are the locking clauses each dialect accepts.
@@ -43,7 +40,7 @@ func TestLockReadClassClaimed(t *testing.T) {
 			for _, w := range wraps {
 				in := fmt.Sprintf(w, "SELECT balance FROM accounts WHERE id = "+ph+" "+lock)
 				p, err := newTestRewriter(t, d).Rewrite(in, false)
-				if err != nil || p.Kind != plan.KindClaim || p.ClaimErr != nil || p.Pre == nil || p.SQL != in {
+				if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil || p.SQL != in {
 					t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim keeping the text", d.name, in, p, err)
 					continue
 				}
@@ -125,10 +122,10 @@ func TestLockReadClassRefused(t *testing.T) {
 func TestLockReadCurrentOf(t *testing.T) {
 	rw := newTestRewriter(t, pgTest)
 	p, err := rw.Rewrite(`UPDATE accounts SET balance = 1 WHERE CURRENT OF c`, false)
-	if err != nil || p.Kind != plan.KindUpdate || !strings.Contains(p.SQL, `"fence_token" = CASE`) || !strings.HasSuffix(p.SQL, "WHERE CURRENT OF c") {
+	if err != nil || p.Kind != KindUpdate || !strings.Contains(p.SQL, `"fence_token" = CASE`) || !strings.HasSuffix(p.SQL, "WHERE CURRENT OF c") {
 		t.Errorf("UPDATE … WHERE CURRENT OF = %+v, %v; want fenced", p, err)
 	}
-	if _, err := rw.Rewrite(`DELETE FROM accounts WHERE CURRENT OF c`, false); !errors.Is(err, ErrUnsupported) {
+	if _, err := rw.Rewrite(`DELETE FROM accounts WHERE CURRENT OF c`, false); !isRefusal(err) {
 		t.Errorf("DELETE … WHERE CURRENT OF: %v, want ErrUnsupported", err)
 	}
 }
@@ -169,7 +166,7 @@ func TestOverRefusalPasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
-		if err != nil || p.Kind != plan.KindPass {
+		if err != nil || p.Kind != KindPass {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
@@ -222,10 +219,10 @@ func TestOverRefusalNearShapesRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
-		if err == nil && p.Kind == plan.KindPass {
+		if err == nil && p.Kind == KindPass {
 			t.Errorf("%s: rewrite(%q) passes, want it fenced or refused", c.d.name, c.in)
 		}
-		if err != nil && !errors.Is(err, ErrUnsupported) {
+		if err != nil && !isRefusal(err) {
 			t.Errorf("%s: rewrite(%q): %v, want ErrUnsupported", c.d.name, c.in, err)
 		}
 	}

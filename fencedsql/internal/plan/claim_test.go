@@ -1,10 +1,7 @@
-package fencedsql
+package plan
 
 import (
-	"errors"
 	"testing"
-
-	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // A locking read of a guarded table is claimed: the caller's text runs unchanged after
@@ -14,7 +11,7 @@ func TestRewriteClaims(t *testing.T) {
 		d     testDialect
 		in    string
 		claim string
-		args  []plan.ArgRef
+		args  []ArgRef
 	}{
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE`,
 			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`,
@@ -48,7 +45,7 @@ func TestRewriteClaims(t *testing.T) {
 			t.Errorf("%s: rewrite(%q): %v", c.d.name, c.in, err)
 			continue
 		}
-		if p.Kind != plan.KindClaim || p.SQL != c.in || p.Pre == nil || p.ClaimErr != nil {
+		if p.Kind != KindClaim || p.SQL != c.in || p.Pre == nil || p.ClaimErr != nil {
 			t.Errorf("%s: rewrite(%q) = kind %v sql %q pre %v err %v, want a claim keeping the text", c.d.name, c.in, p.Kind, p.SQL, p.Pre, p.ClaimErr)
 			continue
 		}
@@ -84,7 +81,7 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 	}
 	for _, c := range refused {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
-		if err != nil || p.Kind != plan.KindClaim || !errors.Is(p.ClaimErr, ErrUnsupported) || p.SQL != c.in {
+		if err != nil || p.Kind != KindClaim || !isRefusal(p.ClaimErr) || p.SQL != c.in {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim refused with ErrUnsupported", c.d.name, c.in, p, err)
 		}
 	}
@@ -99,13 +96,13 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 	}
 	for _, c := range passed {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
-		if err != nil || p.Kind != plan.KindPass {
+		if err != nil || p.Kind != KindPass {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want pass-through", c.d.name, c.in, p, err)
 		}
 	}
 }
 
-func equalRefs(a, b []plan.ArgRef) bool {
+func equalRefs(a, b []ArgRef) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -1,12 +1,8 @@
-package fencedsql
+package plan
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
-
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // G13: a reference is guarded by its last name part (folded, truncated as the server
@@ -18,7 +14,7 @@ func TestLookupResolvesByName(t *testing.T) {
 	ord := rw.Tables()[1]
 	for _, c := range []struct {
 		parts  []string
-		root   *plan.Table
+		root   *Table
 		schema string // the checked qualifier; root itself when same
 		same   bool
 	}{
@@ -49,7 +45,7 @@ func TestLookupResolvesByName(t *testing.T) {
 		}
 	}
 	p, err := rw.Rewrite(`UPDATE p2.accounts SET x = 1`, false)
-	if err != nil || p.Kind != plan.KindUpdate || p.Guard.String() != "p2.accounts" {
+	if err != nil || p.Kind != KindUpdate || p.Guard.String() != "p2.accounts" {
 		t.Fatalf("rewrite under a renamed schema = %+v, %v; want a fenced UPDATE checked as p2.accounts", p, err)
 	}
 }
@@ -66,7 +62,7 @@ func TestLookupTruncation(t *testing.T) {
 			t.Errorf("postgres: lookup(%d bytes %.8s…) = nil, want guarded", len(name), name)
 		}
 		p, err := rw.Rewrite(`UPDATE `+name+` SET x = 1`, false)
-		if err != nil || p.Kind != plan.KindUpdate {
+		if err != nil || p.Kind != KindUpdate {
 			t.Errorf("postgres: rewrite(UPDATE %.8s… (%d bytes)) = %v, %v; want a fenced UPDATE", name, len(name), p, err)
 		}
 	}
@@ -88,7 +84,7 @@ func TestLookupTruncation(t *testing.T) {
 // differently, per dialect, and only those (a cached plan: the rule runs once per text).
 func TestResolvesNames(t *testing.T) {
 	for _, c := range []struct {
-		d    dialect.Dialect
+		d    testDialect
 		sql  string
 		want bool
 	}{
