@@ -131,14 +131,3 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 	}
 	return plan.NewPlanner(pc), nil
 }
-
-// parseTableName is dialect.ParseTableName with its problem in words ("" for a valid
-// name), for errors that name the option or parameter the table came from.
-func parseTableName(s string) (dialect.TableName, string) {
-	t, err := dialect.ParseTableName(s)
-	var ne *dialect.NameError
-	if errors.As(err, &ne) {
-		return t, ne.Problem
-	}
-	return t, ""
-}

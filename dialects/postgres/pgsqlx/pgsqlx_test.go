@@ -1,30 +1,12 @@
 package pgsqlx_test
 
 import (
-	"database/sql"
-	"slices"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
-
 	_ "github.com/fencedsql/fencedsql/dialects/postgres/pgsqlx"
+	"github.com/fencedsql/fencedsql/internal/sqlxtest"
 )
 
 func TestRebindForTheFencedDriver(t *testing.T) {
-	if !slices.Contains(sql.Drivers(), "fenced-pgx") {
-		t.Fatalf("importing pgsqlx did not register %q with database/sql: %v", "fenced-pgx", sql.Drivers())
-	}
-	const q = "UPDATE accounts SET balance = ? WHERE id = ?"
-	want := "UPDATE accounts SET balance = $1 WHERE id = $2"
-	if got := sqlx.Rebind(sqlx.BindType("fenced-pgx"), q); got != want {
-		t.Fatalf("sqlx.Rebind(BindType(%q)) = %q, want %q", "fenced-pgx", got, want)
-	}
-	// Named queries compile to the same placeholders.
-	got, _, err := sqlx.Named("UPDATE accounts SET balance = :b WHERE id = :id", map[string]any{"b": 1, "id": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := sqlx.Rebind(sqlx.BindType("fenced-pgx"), got); got != want {
-		t.Fatalf("named query rebound to %q", got)
-	}
+	sqlxtest.CheckBind(t, "fenced-pgx", "UPDATE accounts SET balance = $1 WHERE id = $2")
 }
