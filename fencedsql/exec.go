@@ -82,19 +82,14 @@ func bind(p *plan.Plan, user []driver.NamedValue, tok uint64, ver int64) ([]driv
 // execPlan runs a guarded write.
 func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
 	if p.Kind == plan.KindClaim {
-		// A locking read sent with Exec returns no rows to count.
-		if _, err := c.claim(ctx, r, p, args); err != nil {
-			return nil, err
-		}
-		res, err := r.exec(ctx, p, args)
-		return res, c.core.mapPassErr(err)
+		return c.execClaim(ctx, r, p, args)
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}
 	if p.Pre != nil {
-		return c.twoStep(ctx, r, p, args, tok, ver, full)
+		return c.execDelete(ctx, r, p, args, tok, ver, full)
 	}
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
@@ -106,139 +101,20 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driv
 // queryPlan runs a guarded write that returns rows (RETURNING), or a claimed locking read.
 func (c *conn) queryPlan(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
 	if p.Kind == plan.KindClaim {
-		claimed, err := c.claim(ctx, r, p, args)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := r.query(ctx, p, args)
-		if err != nil {
-			return nil, c.core.mapPassErr(err)
-		}
-		if claimed < 0 {
-			return newRows(rows, c.core, nil, 0, 0), nil
-		}
-		return c.countRows(rows, p, "locking SELECT", claimed), nil
+		return c.queryClaim(ctx, r, p, args)
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}
-	stamped := int64(-1)
 	if p.Pre != nil {
-		if c.tx == nil {
-			return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
-		}
-		preArgs, err := bind(p.Pre, args, tok, ver)
-		if err != nil {
-			return nil, err
-		}
-		res, err := r.exec(ctx, p.Pre, preArgs)
-		if err != nil {
-			return nil, c.core.mapErr(p.Pre, tok, ver, err)
-		}
-		if n, ok := affected(res); ok {
-			stamped = n
-		}
+		return c.queryDelete(ctx, r, p, args, tok, ver, full)
 	}
 	rows, err := r.query(ctx, p, full)
 	if err != nil {
 		return nil, c.core.mapErr(p, tok, ver, err)
 	}
-	w := newRows(rows, c.core, p, tok, ver)
-	if stamped >= 0 {
-		return c.countRows(w, p, "DELETE", stamped), nil
-	}
-	return w, nil
-}
-
-// claim runs a locking read's fencing UPDATE when the statement carries a token: the
-// rows it will lock are stamped with the token first, or the read fails with ErrFenced.
-// Without a token (none in the context or transaction) it does nothing and the read
-// runs as an ordinary locking read.
-//
-// It returns the number of rows claimed, -1 when nothing was claimed or the driver
-// cannot say.
-func (c *conn) claim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (int64, error) {
-	if !c.hasToken(ctx) {
-		return -1, nil
-	}
-	if p.ClaimErr != nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return -1, asUnsupported(p.ClaimErr)
-	}
-	if c.tx == nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return -1, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
-	}
-	tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
-	if err != nil {
-		return -1, err
-	}
-	res, err := r.exec(ctx, p.Pre, preArgs)
-	if err != nil {
-		return -1, c.core.mapErr(p.Pre, tok, 0, err)
-	}
-	if n, ok := affected(res); ok {
-		return n, nil
-	}
-	return -1, nil
-}
-
-// hasToken reports whether a statement with ctx on this connection carries a token
-// (a valid one or not: tokenFor judges it).
-func (c *conn) hasToken(ctx context.Context) bool {
-	if c.tx != nil && c.tx.token != 0 {
-		return true
-	}
-	_, ok := bindingFrom(ctx)
-	return ok
-}
-
-// twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
-// carrying the token, in the caller's transaction or in one of its own.
-func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
-	preArgs, err := bind(p.Pre, args, tok, ver)
-	if err != nil {
-		return nil, err
-	}
-	var own driver.Tx
-	if c.tx == nil {
-		if own, err = c.rawBegin(ctx, driver.TxOptions{}); err != nil {
-			return nil, err
-		}
-	}
-	fail := func(pl *plan.Plan, err error) (driver.Result, error) {
-		if own != nil {
-			_ = own.Rollback()
-		}
-		return nil, c.core.mapErr(pl, tok, ver, err)
-	}
-	preRes, err := r.exec(ctx, p.Pre, preArgs)
-	if err != nil {
-		return fail(p.Pre, err)
-	}
-	res, err := r.exec(ctx, p, full)
-	if err != nil {
-		return fail(p, err)
-	}
-	stamped, ok1 := affected(preRes)
-	deleted, ok2 := affected(res)
-	if ok1 && ok2 && stamped != deleted {
-		err := inexactError(p, "DELETE", stamped, deleted)
-		if own != nil {
-			_ = own.Rollback()
-		} else {
-			c.breakTx(err)
-		}
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return nil, err
-	}
-	if own != nil {
-		if err := own.Commit(); err != nil {
-			return nil, c.core.mapErr(p, tok, ver, err)
-		}
-	}
-	return res, nil
+	return newRows(rows, c.core, p, tok, ver), nil
 }
 
 // mapPassErr maps the error of a statement sent as the caller wrote it (no guarded
