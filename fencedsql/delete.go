@@ -3,13 +3,97 @@ package fencedsql
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
+	"io"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// execDelete runs a fenced DELETE sent with Exec.
+// execDelete runs a fenced DELETE sent with Exec: as one statement where the table's
+// guard accepts it (oneStep), else as the fencing UPDATE and the DELETE (twoStep).
 func (c *conn) execDelete(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
+	ok, err := c.deleteFenced(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return c.oneStep(ctx, r, p.One, args, tok)
+	}
 	return c.twoStep(ctx, r, p, args, tok, ver, full)
+}
+
+// deleteFenced reports whether p's one-statement form may be sent on this connection:
+// the plan has one, the lazy schema checks run (WithSchemaCheck), and the table's
+// dialect.DeleteFenceQuery said yes — asked once per pool and table, on the first
+// DELETE (a connection whose name resolution may have moved asks every time).
+func (c *conn) deleteFenced(ctx context.Context, p *plan.Plan) (bool, error) {
+	k := c.core
+	if p.One == nil || !k.cfg.schemaCheck {
+		return false, nil
+	}
+	f, ok := k.dialect.(dialect.DeleteFencer)
+	if !ok {
+		return false, nil
+	}
+	if !c.namesMoved {
+		if v, ok := k.deleteFence.Load(p.Guard); ok {
+			return v.(bool), nil
+		}
+	}
+	q, qargs := f.DeleteFenceQuery(dialect.TableName{Schema: p.Guard.Schema, Name: p.Guard.Name})
+	vals, err := c.queryStrings(ctx, q, qargs)
+	if err != nil {
+		return false, &SchemaError{Table: p.Guard.String(), Problem: "the guard's delete-fence query failed" + mockHint, Err: err}
+	}
+	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
+	if !c.namesMoved {
+		k.deleteFence.Store(p.Guard, yes)
+	}
+	return yes, nil
+}
+
+// oneStep runs a DELETE's one-statement form (plan.Plan.One): one round trip, no
+// transaction of its own (the statement is atomic). It returns one row per deleted
+// row, which it counts for the result; a row with a newer token fails the statement
+// with the token column's NOT NULL violation, mapped to ErrFenced.
+func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []driver.NamedValue, tok uint64) (driver.Result, error) {
+	full, err := bind(one, args, tok, 0)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.query(ctx, one, full)
+	var n int64
+	if err == nil {
+		n, err = drain(rows)
+	}
+	if err != nil {
+		err = c.core.mapErr(one, tok, 0, err)
+		if !errors.Is(err, ErrFenced) && !errors.Is(err, ErrBelowFloor) {
+			// The table may have changed under the verdict (a rule, a guard removed):
+			// the next DELETE asks again.
+			c.core.deleteFence.Delete(one.Guard)
+		}
+		return nil, err
+	}
+	return driver.RowsAffected(n), nil
+}
+
+// drain reads rows to their end and closes them, returning how many there were.
+func drain(rows driver.Rows) (int64, error) {
+	dest := make([]driver.Value, len(rows.Columns()))
+	var n int64
+	for {
+		err := rows.Next(dest)
+		if err == io.EOF {
+			return n, rows.Close()
+		}
+		if err != nil {
+			_ = rows.Close()
+			return n, err
+		}
+		n++
+	}
 }
 
 // queryDelete runs a fenced DELETE … RETURNING: in the caller's transaction only, the

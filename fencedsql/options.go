@@ -122,6 +122,11 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 		SessionChecked: c.dialect.SessionQuery() != "",
 		Strict:         c.strict, AllowDDL: c.allowDDL, AllowDynamic: c.allowDyn,
 	}
+	if f, ok := c.dialect.(dialect.DeleteFencer); ok {
+		pc.DeleteFence = func(schema, name, tokenCol string) (string, string) {
+			return f.DeleteFence(dialect.TableName{Schema: schema, Name: name}, tokenCol)
+		}
+	}
 	for _, gs := range c.guards {
 		t, err := gs.Validate()
 		if ne := (*dialect.NameError)(nil); errors.As(err, &ne) {

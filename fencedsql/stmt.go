@@ -104,11 +104,33 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error { return s.c.CheckNa
 
 // exec and query make stmt a runner over its prepared statements.
 func (s *stmt) exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
-	return stmtExec(ctx, s.raws[p], args)
+	st, err := s.prepared(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return stmtExec(ctx, st, args)
 }
 
 func (s *stmt) query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
-	return stmtQuery(ctx, s.raws[p], args)
+	st, err := s.prepared(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return stmtQuery(ctx, st, args)
+}
+
+// prepared returns the wrapped driver's statement for p, preparing it on first use
+// (a form chosen at execution, such as a DELETE's one-statement form).
+func (s *stmt) prepared(ctx context.Context, p *plan.Plan) (driver.Stmt, error) {
+	if st := s.raws[p]; st != nil {
+		return st, nil
+	}
+	st, err := s.c.rawPrepare(ctx, p.SQL)
+	if err != nil {
+		return nil, err
+	}
+	s.raws[p] = st
+	return st, nil
 }
 
 func stmtExec(ctx context.Context, st driver.Stmt, args []driver.NamedValue) (driver.Result, error) {

@@ -121,7 +121,7 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, what)
 	}
 	ins := dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
-	return append(d.floorDDL(table.Schema),
+	ddl := append(d.floorDDL(table.Schema),
 		"DROP TRIGGER IF EXISTS "+trg,
 		// One test on the wrapper's path; the nested IF only names the refusal.
 		"CREATE TRIGGER "+trg+" BEFORE UPDATE ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\nBEGIN\n"+
@@ -137,6 +137,7 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\n"+
 			"  IF "+floorBelow(tok)+" THEN "+floorRefusal(table.Name)+"; END IF",
 	)
+	return append(ddl, d.fenceFuncDDL(table, tokenCol)...)
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.
@@ -144,6 +145,7 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	return []string{
 		"DROP TRIGGER IF EXISTS " + triggerName(table).Quote(d.QuoteIdent),
 		"DROP TRIGGER IF EXISTS " + dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent),
+		"DROP FUNCTION IF EXISTS " + fenceFuncName(table).Quote(d.QuoteIdent),
 	}
 }
 

@@ -21,8 +21,14 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.MySQL(), m
 func TestGuardDDLShape(t *testing.T) {
 	g := mysql.Dialect.(dialect.Guarder)
 	ddl := g.GuardDDL(dialect.TableName{Schema: "shop", Name: "acc`ounts"}, "fence_token", "ver'sion")
-	if len(ddl) != 6 { // the floor table and its row, the UPDATE guard, the INSERT floor trigger
+	if len(ddl) != 8 { // the floor table and its row, the UPDATE guard, the INSERT floor trigger, the fence function
 		t.Fatalf("GuardDDL = %q", ddl)
+	}
+	if ddl[6] != "DROP FUNCTION IF EXISTS `shop`.`fencedsql_fence_acc``ounts`" ||
+		!strings.HasPrefix(ddl[7], "CREATE FUNCTION `shop`.`fencedsql_fence_acc``ounts`(cur BIGINT, tok BIGINT) RETURNS INT NOT DETERMINISTIC READS SQL DATA COMMENT 'fencedsql one-statement delete v1'") ||
+		!strings.Contains(ddl[7], "IF cur IS NULL OR cur > tok THEN\n    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';") ||
+		!strings.Contains(ddl[7], "IF tok < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1) THEN\n    SIGNAL SQLSTATE 'FNCD2'") {
+		t.Errorf("fence function DDL = %q", ddl[6:])
 	}
 	if ddl[0] != "CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_floor` (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB" ||
 		ddl[1] != "INSERT IGNORE INTO `shop`.`fencedsql_floor` (id, floor) VALUES (1, 0)" {
@@ -64,7 +70,7 @@ func TestGuardDDLShape(t *testing.T) {
 			}
 		}
 	}
-	if un := g.UnguardDDL(dialect.TableName{Name: "accounts"}); len(un) != 2 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" || un[1] != "DROP TRIGGER IF EXISTS `fencedsql_floor_accounts`" {
+	if un := g.UnguardDDL(dialect.TableName{Name: "accounts"}); len(un) != 3 || un[2] != "DROP FUNCTION IF EXISTS `fencedsql_fence_accounts`" || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_guard_accounts`" || un[1] != "DROP TRIGGER IF EXISTS `fencedsql_floor_accounts`" {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 }

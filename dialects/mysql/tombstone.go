@@ -27,8 +27,10 @@ import (
 //
 // and three triggers per table, with the key and token columns compiled in:
 //
-//	fencedsql_tombdel_<table>  AFTER DELETE  records OLD's key and OLD.<token>
-//	                                         (UTC_TIMESTAMP(6)), keeping the greater token
+//	fencedsql_tombdel_<table>  AFTER DELETE  records OLD's key and OLD.<token> (or the
+//	                                         token a one-statement DELETE marked, if
+//	                                         greater; UTC_TIMESTAMP(6)), keeping the
+//	                                         greater token
 //	fencedsql_tombins_<table>  AFTER INSERT  refuses NEW when the tombstone of its key
 //	                                         holds a greater token than NEW.<token>
 //	fencedsql_tombkey_<table>  AFTER UPDATE  when the key changed: records the key the
@@ -126,7 +128,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") +
 			", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + list + ")) ENGINE=InnoDB",
 		"DROP TRIGGER IF EXISTS " + del,
-		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" + record("COALESCE(OLD."+tok+", 0)"),
+		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+")"),
 		"DROP TRIGGER IF EXISTS " + ins,
 		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + check,
 		"DROP TRIGGER IF EXISTS " + rekey,
@@ -146,12 +148,13 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 }
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
-// exist on table and its tombstone table exists.
+// (the DELETE trigger reads the one-statement DELETE's mark) exist on table and its
+// tombstone table exists.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?), 1, 0) " +
 			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
-			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE'))",
-		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name)}
+			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE'))",
+		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), "%" + deleteTokenVar + "%", tombName("ins", table.Name), tombName("key", table.Name)}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock, UTC).

@@ -194,7 +194,12 @@ BEGIN
     END IF;
     ` + raise("UPDATE does not advance the version") + `;
   ELSIF TG_OP = 'DELETE' THEN
-    -- The wrapper's DELETE updated the row first in this transaction.
+    -- ` + oneStepMarker + `: the wrapper's one-statement DELETE marked this
+    -- statement; its RETURNING list fences every deleted row (fencedsql_fence_<table>).
+    IF pg_catalog.split_part(pg_catalog.current_setting('` + deleteTokenSetting + `', true), '/', 2) = pg_catalog.statement_timestamp()::text THEN
+      RETURN OLD;
+    END IF;
+    -- The wrapper's two-statement DELETE updated the row first in this transaction.
     IF OLD.xmin = pg_catalog.pg_current_xact_id()::xid THEN
       RETURN OLD;
     END IF;
@@ -221,16 +226,9 @@ END
 `
 	tag := dollarTag(body)
 	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag
-	// The function runs with a pinned search_path, so it names the floor table with its
-	// schema: the first of the installer's search_path, where FloorDDL (unqualified)
-	// creates it and where RaiseTokenFloor finds it. That name is only known in the
-	// database, so a DO block creates the function with it filled in.
-	inner := dollarTag(create)         // differs from tag, which create contains
-	outer := dollarTag(create + inner) // differs from both
-	do := "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(" + inner + create + inner + ", '" + floorPlaceholder + "', " +
-		"pg_catalog.quote_ident(pg_catalog.current_schema()) || '." + dialect.FloorTable + "'); END " + outer
 	return append(d.FloorDDL(),
-		do,
+		withFloorTable(create),
+		withFloorTable(d.fenceFuncDDL(table, tokenCol)),
 		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
 		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE OR DELETE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
 		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTrigger,
@@ -244,10 +242,25 @@ END
 // text until the DO block of GuardDDL replaces it.
 const floorPlaceholder = "@fencedsql_floor_table@"
 
+// withFloorTable returns a DO block that runs create with floorPlaceholder replaced by
+// the floor table's qualified name. The guard's functions name the floor table with its
+// schema (they run with a pinned search_path, or none of the caller's matters): the
+// first of the installer's search_path, where FloorDDL (unqualified) creates it and
+// where RaiseTokenFloor finds it. That name is only known in the database.
+func withFloorTable(create string) string {
+	inner := dollarTag(create)         // differs from the body's tag, which create contains
+	outer := dollarTag(create + inner) // differs from both
+	return "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(" + inner + create + inner + ", '" + floorPlaceholder + "', " +
+		"pg_catalog.quote_ident(pg_catalog.current_schema()) || '." + dialect.FloorTable + "'); END " + outer
+}
+
 // UnguardDDL returns the one statement that removes the guard from table: dropping
 // its trigger function drops both triggers with it.
 func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
-	return []string{"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE"}
+	return []string{
+		"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE",
+		"DROP FUNCTION IF EXISTS " + fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(bigint, bigint)",
+	}
 }
 
 // pinnedSearchPath is the search_path every guard function runs with (as pg_proc's
@@ -258,10 +271,12 @@ const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 
 // GuardInstalledQuery yields 1 when both guard triggers exist on table, fire in every
 // session_replication_role (ENABLE ALWAYS) and call the table's guard function, which
-// runs with the pinned search_path.
+// runs with the pinned search_path and is of this version (it accepts the wrapper's
+// one-statement DELETE: an older guard is reported as not installed, and its Fix
+// installs this one).
 func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig) AND p.prosrc LIKE $6 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath, "%." + dialect.FloorTable + " f %"}
+	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig) AND p.prosrc LIKE $6 AND p.prosrc LIKE $7 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath, "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

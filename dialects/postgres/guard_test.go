@@ -20,7 +20,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(dialect.Guarder)
 	ddl := g.GuardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 11 { // 4 for the floor table, the function, 6 for the triggers
+	if len(ddl) != 12 { // 4 for the floor table, the two functions, 6 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
@@ -30,6 +30,11 @@ func TestGuardDDLShape(t *testing.T) {
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin = pg_catalog.pg_current_xact_id()::xid`,
 		`ERRCODE = 'FNCD1'`,
+		`IF pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_token', true), '/', 2) = pg_catalog.statement_timestamp()::text THEN`,
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql AS`,
+		`IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN`,
+		`RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = 'fence"token'`,
+		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id OPERATOR(pg_catalog.=) 1);`,
 		`CREATE TABLE IF NOT EXISTS fencedsql_floor (`,
 		`IF TG_OP = 'INSERT' THEN`,
 		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id = 1);`,
@@ -44,7 +49,8 @@ func TestGuardDDLShape(t *testing.T) {
 			t.Errorf("GuardDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := g.UnguardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` {
+	if un := g.UnguardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 2 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` ||
+		un[1] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_fence_accounts"(bigint, bigint)` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 	// A column name holding the dollar-quote tag gets another tag.
@@ -59,7 +65,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 6 || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 7 || args[6] != "%fencedsql one-statement delete v1%" || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

@@ -28,8 +28,9 @@ import (
 // shadows nothing). Three row triggers call it, all ENABLE ALWAYS (they fire in every
 // session_replication_role, replica included):
 //
-//	fencedsql_tombstone_delete  AFTER DELETE  records OLD's key and OLD.<token>,
-//	                                          keeping the greater token
+//	fencedsql_tombstone_delete  AFTER DELETE  records OLD's key and OLD.<token> (or
+//	                                          the token a one-statement DELETE marked,
+//	                                          if greater), keeping the greater token
 //	fencedsql_tombstone_insert  AFTER INSERT  refuses NEW when the tombstone of its key
 //	                                          holds a greater token than NEW.<token>
 //	fencedsql_tombstone_rekey   AFTER UPDATE  WHEN the key changed: records the key the
@@ -62,7 +63,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v2"
+	tombVersion = "fencedsql tombstone guard v3"
 )
 
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
@@ -146,12 +147,21 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	}
 	body := `
 -- ` + tombVersion + `
+-- ` + oneStepMarker + `
 DECLARE
   newer bigint;
   seen bigint;
+  mark text;
+  marked bigint;
 BEGIN
   IF TG_OP = 'DELETE' THEN
-` + record(`COALESCE(OLD.`+tok+`, 0)`) + `    RETURN NULL;
+    -- The wrapper's one-statement DELETE deletes under the token it marked the
+    -- statement with (see DeleteFence); the two-statement form stamped it on the row.
+    mark := pg_catalog.current_setting('` + deleteTokenSetting + `', true);
+    IF pg_catalog.split_part(mark, '/', 2) = pg_catalog.statement_timestamp()::text THEN
+      marked := pg_catalog.split_part(mark, '/', 1)::bigint;
+    END IF;
+` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(marked, 0))`) + `    RETURN NULL;
   END IF;
   IF TG_OP = 'UPDATE' THEN
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;

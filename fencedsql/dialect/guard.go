@@ -25,3 +25,35 @@ type NotNullFixer interface {
 	// Rows holding NULL in it must be fixed first.
 	NotNullDDL(table TableName, column string) []string
 }
+
+// TokenSlot stands for the statement's fencing token in the SQL fragments of a
+// DeleteFencer; the planner replaces each with a token placeholder.
+const TokenSlot = "\x00"
+
+// DeleteFencer is implemented by dialects whose guard lets a fenced DELETE run as one
+// statement instead of a fencing UPDATE and the DELETE (two statements, and a
+// transaction of the wrapper's own when the caller has none). The one statement is the
+// caller's DELETE with two fragments added:
+//
+//	DELETE FROM t WHERE (<condition>) AND <mark> RETURNING <check>
+//
+// mark is a boolean expression, true for every row, that tells the table's triggers
+// which token the statement deletes under (the guard accepts the DELETE; the
+// tombstone records at least that token). check is evaluated for every deleted row,
+// after the row's triggers, and fails the whole statement (nothing is deleted) with
+// the NOT NULL violation of tokenCol — what the wrapper reports as ErrFenced — when the
+// row's token is newer than the statement's (or NULL); it names the row's token column
+// unqualified. The fencing itself is check's: it holds with the triggers disabled or
+// removed. In both fragments each TokenSlot stands for the token.
+//
+// The wrapper sends the one-statement form only after DeleteFenceQuery, run on the
+// connection, said yes for the table; otherwise, and under ExpectVersion or with the
+// caller's own RETURNING, it sends the two statements.
+type DeleteFencer interface {
+	// DeleteFence returns the fragments for table (as the statement names it).
+	DeleteFence(table TableName, tokenCol string) (mark, check string)
+	// DeleteFenceQuery returns a query yielding one row with 1 when the objects check
+	// uses exist (callable by the session's role) and every trigger of the guards on
+	// table accepts the one-statement DELETE; 0 or no row otherwise.
+	DeleteFenceQuery(table TableName) (query string, args []any)
+}

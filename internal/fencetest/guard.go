@@ -43,6 +43,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"CustomColumnsQualifiedName", gs.testCustomColumns},
 		{"NullableColumn", gs.testNullable},
 		{"LongTableNames", gs.testLongNames},
+		{"DeleteOneStatement", gs.testDeleteFence},
 		{"NoResurrection", gs.testTombstones},
 		{"NoResurrectionCompositeKey", gs.testTombstonesCompositeKey},
 		{"NoResurrectionKeyClasses", gs.testTombstoneKeyClasses},

@@ -147,6 +147,19 @@ func (b *builder) gap(at int) {
 	}
 }
 func (b *builder) token() { b.placeholder(b.tokN, ArgToken) }
+
+// tokenSlot stands for the token in a dialect's SQL fragment (dialect.TokenSlot).
+const tokenSlot = "\x00"
+
+// slots writes a dialect's SQL fragment with a token placeholder for each tokenSlot.
+func (b *builder) slots(fragment string) {
+	for i, part := range strings.Split(fragment, tokenSlot) {
+		if i > 0 {
+			b.token()
+		}
+		b.write(part)
+	}
+}
 func (b *builder) version() {
 	b.placeholder(b.verN, ArgVersion)
 	b.usedVer = true

@@ -142,5 +142,39 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	}
 	main := b.finish(KindDelete, g)
 	main.Pre = prePlan
+	if _, returning := clauses["RETURNING"]; !versioned && !returning && p.rw.deleteFence != nil {
+		main.One = p.oneStepDelete(g, nUser, clauses, j, k)
+	}
 	return main, nil
+}
+
+// oneStepDelete builds the one-statement form of a DELETE of g (Plan.One): the
+// caller's DELETE with the dialect's mark ANDed to its condition and its check as the
+// RETURNING list (dialect.DeleteFencer). j is the sig index after the table and its
+// alias, end the sig index where the DELETE's clauses end (len(sig) or its ';').
+func (p *parser) oneStepDelete(g *Table, nUser int, clauses map[string][2]int, j, end int) *Plan {
+	mark, check := p.rw.deleteFence(g.Schema, g.Name, g.TokenCol)
+	b := p.newBuilder(nUser)
+	stop := p.endOf(end) // RETURNING goes after the last clause, before a ';' or comment
+	if w, ok := clauses["WHERE"]; ok {
+		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
+		b.copy(0, exprStart)
+		b.write("(")
+		b.copy(exprStart, exprEnd)
+		b.write(") AND ")
+		b.slots(mark)
+		b.gap(exprEnd)
+		b.copy(exprEnd, stop)
+	} else {
+		at := p.endOf(j)
+		b.copy(0, at)
+		b.write(" WHERE ")
+		b.slots(mark)
+		b.gap(at)
+		b.copy(at, stop)
+	}
+	b.write(" RETURNING ")
+	b.slots(check)
+	b.copy(stop, len(p.src))
+	return b.finish(KindDelete, g)
 }

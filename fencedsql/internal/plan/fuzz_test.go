@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +42,7 @@ func FuzzPlan(f *testing.F) {
 		for _, strict := range []bool{false, true} {
 			planners[fmt.Sprintf("%s/strict=%v", d.name, strict)] = newTestRewriter(f, d, Guard("accounts"), Guard("shop.orders"), WithStrict(strict))
 		}
+		planners[d.name+"/delete-fence"] = newTestRewriter(f, d, Guard("accounts"), Guard("shop.orders"), WithDeleteFence())
 	}
 	f.Fuzz(func(t *testing.T, src string, versioned bool) {
 		for name, rw := range planners {
@@ -95,6 +97,9 @@ func checkPlanContract(t *testing.T, name, src string, p *Plan) {
 			t.Fatalf("%s: %q: %v plan without a fencing UPDATE binding the token: %+v", name, src, p.Kind, p.Pre)
 		}
 		checkArgs(t, name, src, p.Pre)
+		if p.One != nil {
+			checkOneStatement(t, name, src, p)
+		}
 	}
 	if p.Guard == nil {
 		t.Fatalf("%s: %q: %v plan names no guarded table", name, src, p.Kind)
@@ -111,5 +116,26 @@ func checkArgs(t *testing.T, name, src string, p *Plan) {
 		if a < 0 || p.NUser >= 0 && int(a) >= p.NUser {
 			t.Fatalf("%s: %q: argument %d of %d placeholders: %q %v", name, src, a, p.NUser, p.SQL, p.Args)
 		}
+	}
+}
+
+// checkOneStatement: a DELETE's one-statement form is a DELETE of the same table that
+// carries the mark and the check (with the token) and the caller's arguments in the
+// caller's order, exactly as the two-statement DELETE does.
+func checkOneStatement(t *testing.T, name, src string, p *Plan) {
+	t.Helper()
+	o := p.One
+	if p.Kind != KindDelete || o.Kind != KindDelete || o.Guard != p.Guard || o.NUser != p.NUser || o.Pre != nil || o.One != nil {
+		t.Fatalf("%s: %q: one-statement form %+v of plan %+v", name, src, o, p)
+	}
+	if !strings.Contains(o.SQL, "MARK(") || !strings.Contains(o.SQL, " RETURNING CHECK(") || !slices.Contains(o.Args, ArgToken) {
+		t.Fatalf("%s: %q: one-statement form without the mark, the check or the token: %q %v", name, src, o.SQL, o.Args)
+	}
+	checkArgs(t, name, src, o)
+	user := func(args []ArgRef) []ArgRef {
+		return slices.DeleteFunc(slices.Clone(args), func(a ArgRef) bool { return a < 0 })
+	}
+	if !slices.Equal(user(o.Args), user(p.Args)) {
+		t.Fatalf("%s: %q: one-statement form binds %v of the caller's, the DELETE %v: %q", name, src, user(o.Args), user(p.Args), o.SQL)
 	}
 }

@@ -44,12 +44,24 @@ type Plan struct {
 	Args  []ArgRef // the rewritten statement's arguments, in placeholder order
 	NUser int      // placeholders in the user's statement (its NumInput)
 	Pre   *Plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
+	// One (DELETE without ExpectVersion or RETURNING, on a dialect with a delete fence) is
+	// the same DELETE as one statement: its WHERE marks the statement with the token for
+	// the guard's triggers and its RETURNING list fails it on a row with a newer token
+	// (dialect.DeleteFencer). It returns one row per deleted row. The wrapper sends it
+	// only where the database's guard accepts it (DeleteFenceQuery); SQL and Pre otherwise.
+	One *Plan
 	// Dropped are the byte ranges of the caller's text left out of sql: items that
 	// assigned the token or version column, which the wrapper assigns itself.
 	Dropped [][2]int
 	// ClaimErr (kindClaim) refuses a locking read that cannot be claimed exactly when it
 	// carries a token; without one the caller's text runs as a plain locking read.
 	ClaimErr error
+	// ClaimOne (kindClaim, PostgreSQL) is the claim and the read in one statement: it
+	// stamps the rows the locking read selects and returns the caller's columns of
+	// exactly those rows (a data-modifying WITH query, claim_one.go). nil where the
+	// caller's statement has a shape one statement cannot answer identically: the
+	// wrapper then runs Pre and the caller's text.
+	ClaimOne *Plan
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool

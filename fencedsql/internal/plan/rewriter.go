@@ -25,6 +25,8 @@ type Planner struct {
 	stringIdents bool
 	// allowDDL, allowDynamic: WithDDL, WithDynamicSQL.
 	allowDDL, allowDynamic bool
+	// deleteFence: PlannerConfig.DeleteFence.
+	deleteFence func(schema, name, tokenCol string) (mark, check string)
 	// maxIdent: the server truncates identifiers to this many bytes (PostgreSQL: 63,
 	// NAMEDATALEN-1); 0: no truncation.
 	maxIdent int
@@ -76,6 +78,9 @@ type PlannerConfig struct {
 	// Strict, AllowDDL, AllowDynamic: the wrapper's WithStrict, WithDDL, WithDynamicSQL.
 	Strict, AllowDDL, AllowDynamic bool
 	Tables                         []TableSpec
+	// DeleteFence (dialect.DeleteFencer's DeleteFence, or nil) gives the fragments of a
+	// DELETE's one-statement form (Plan.One); schema is "" for an unqualified reference.
+	DeleteFence func(schema, name, tokenCol string) (mark, check string)
 }
 
 // TableSpec names one guarded table: Schema "" when configured unqualified, Name as
@@ -91,6 +96,7 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 		strict:         cfg.Strict, guards: map[string][]*Table{},
 		stringIdents: cfg.Syntax == sqllex.SQLite,
 		allowDDL:     cfg.AllowDDL, allowDynamic: cfg.AllowDynamic,
+		deleteFence: cfg.DeleteFence,
 	}
 	switch cfg.Syntax {
 	case sqllex.Postgres:

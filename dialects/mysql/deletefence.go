@@ -1,0 +1,83 @@
+package mysql
+
+import (
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// The one-statement fenced DELETE (dialect.DeleteFencer). With the guard installed,
+// the wrapper sends a fenced DELETE as
+//
+//	DELETE FROM t WHERE (<condition>) AND (@fencedsql_delete_token := CONCAT(?, '/', NOW(6))) IS NOT NULL
+//	RETURNING `db`.`fencedsql_fence_<table>`(`fence_token`, ?)
+//
+// (MariaDB 10.0.5 and later: DELETE … RETURNING) instead of a fencing UPDATE and the
+// DELETE in a transaction: one round trip.
+//
+//   - The fence is the RETURNING call, evaluated for every deleted row after the row's
+//     triggers: the function SIGNALs the token column's NOT NULL error (1048, the
+//     wrapper's ErrFenced) when the row's token is newer than the statement's or NULL,
+//     and the floor's refusal when the token is below the token floor. The error undoes
+//     the whole statement (InnoDB). GuardDDL creates the function beside the guard's
+//     triggers, UnguardDDL drops it.
+//   - The mark (the user-variable assignment in the condition, true for every row it
+//     is evaluated for) carries the token and the statement's start time (NOW(6) is
+//     the same in the statement and its triggers) to the tombstone trigger, which
+//     records the greater of the row's token and the marked one — as it records the
+//     token the fencing UPDATE stamped in the two-statement form. A mark left on the
+//     session by an earlier statement is ignored (its time differs).
+//   - DeleteFenceQuery says yes when the function of this version is visible to the
+//     session's user (information_schema lists only routines it may use) and the
+//     table's tombstone trigger, if any, reads the mark.
+//
+// MySQL has no DELETE … RETURNING: DeleteFenceQuery says no on a server that is not
+// MariaDB, and the wrapper keeps the two statements there.
+const (
+	// oneStepMarker is the fence function's COMMENT.
+	oneStepMarker = "fencedsql one-statement delete v1"
+	// deleteTokenVar is the user variable that carries the mark.
+	deleteTokenVar = "@fencedsql_delete_token"
+)
+
+func fenceFunc(name string) string { return boundedTrigger("fencedsql_fence_", name) }
+
+func fenceFuncName(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: fenceFunc(table.Name)}
+}
+
+// markedToken is the token the current statement marked, or 0: an expression for the
+// tombstone trigger.
+const markedToken = "IF(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', -1) = CAST(NOW(6) AS CHAR), CAST(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', 1) AS SIGNED), 0)"
+
+// fenceFuncDDL drops and creates table's fence function.
+func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []string {
+	fn := fenceFuncName(table).Quote(d.QuoteIdent)
+	return []string{
+		"DROP FUNCTION IF EXISTS " + fn,
+		"CREATE FUNCTION " + fn + "(cur BIGINT, tok BIGINT) RETURNS INT NOT DETERMINISTIC READS SQL DATA COMMENT " + literal(oneStepMarker) + "\nBEGIN\n" +
+			"  IF cur IS NULL OR cur > tok THEN\n" +
+			"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
+			"  END IF;\n" +
+			"  IF tok < (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1) THEN\n" +
+			"    " + floorRefusal(table.Name) + ";\n" +
+			"  END IF;\n" +
+			"  RETURN 1;\nEND",
+	}
+}
+
+// DeleteFence returns the mark and the check of the one-statement DELETE of table.
+func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
+	mark = "(" + deleteTokenVar + " := CONCAT(" + dialect.TokenSlot + ", '/', NOW(6))) IS NOT NULL"
+	check = fenceFuncName(table).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot + ")"
+	return mark, check
+}
+
+// DeleteFenceQuery yields 1 when table's fence function of this version is visible to
+// the session's user and no tombstone trigger of table ignores the mark.
+func (dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
+	return "SELECT IF(EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_COMMENT = ?)" +
+			" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME = ? AND ACTION_STATEMENT NOT LIKE ?)" +
+			" AND VERSION() LIKE '%MariaDB%', 1, 0)",
+		[]any{table.Schema, fenceFunc(table.Name), oneStepMarker, table.Schema, table.Name, tombName("del", table.Name), "%" + deleteTokenVar + "%"}
+}
+
+var _ dialect.DeleteFencer = dialectImpl{}

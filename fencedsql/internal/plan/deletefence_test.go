@@ -1,0 +1,73 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+)
+
+// WithDeleteFence gives the planner a dialect's one-statement DELETE fragments: MARK(?)
+// and CHECK(<schema>.<table>, <token column>, ?) with "\x00" for the token.
+func WithDeleteFence() testOption {
+	return func(c *PlannerConfig) {
+		c.DeleteFence = func(schema, name, tokenCol string) (string, string) {
+			return "MARK(" + tokenSlot + ")", "CHECK(" + schema + "." + name + ", " + tokenCol + ", " + tokenSlot + ")"
+		}
+	}
+}
+
+// The one-statement form of a DELETE (Plan.One): the caller's statement with the mark
+// ANDed to its condition (or as its condition) and the check as its RETURNING list,
+// placed after the last clause (before a ';' or a trailing comment); the arguments
+// follow the placeholders in order. None under ExpectVersion, with the caller's own
+// RETURNING, or without a dialect fence.
+func TestDeleteOneStatement(t *testing.T) {
+	cases := []struct {
+		d    testDialect
+		in   string
+		want string
+		args []ArgRef
+	}{
+		{pgTest, "DELETE FROM accounts WHERE id = $1",
+			"DELETE FROM accounts WHERE (id = $1) AND MARK($2) RETURNING CHECK(.accounts, fence_token, $2)", refs(0, TOK)},
+		{pgTest, "DELETE FROM accounts",
+			"DELETE FROM accounts WHERE MARK($1) RETURNING CHECK(.accounts, fence_token, $1)", refs(TOK)},
+		{pgTest, "DELETE FROM ONLY public.accounts AS a WHERE a.id = $2 OR a.note = $1;  -- done",
+			"DELETE FROM ONLY public.accounts AS a WHERE (a.id = $2 OR a.note = $1) AND MARK($3) RETURNING CHECK(public.accounts, fence_token, $3);  -- done", refs(0, 1, TOK)},
+		{pgTest, "delete from accounts where id = $1 /* c */",
+			"delete from accounts where (id = $1) AND MARK($2) RETURNING CHECK(.accounts, fence_token, $2) /* c */", refs(0, TOK)},
+		{mysqlTest, "DELETE FROM accounts WHERE id > ? ORDER BY id LIMIT ?",
+			"DELETE FROM accounts WHERE (id > ?) AND MARK(?) ORDER BY id LIMIT ? RETURNING CHECK(.accounts, fence_token, ?)", refs(0, TOK, 1, TOK)},
+		{mysqlTest, "DELETE FROM accounts LIMIT ?",
+			"DELETE FROM accounts WHERE MARK(?) LIMIT ? RETURNING CHECK(.accounts, fence_token, ?)", refs(TOK, 0, TOK)},
+		{mysqlTest, "DELETE QUICK FROM `accounts` WHERE id = ?;",
+			"DELETE QUICK FROM `accounts` WHERE (id = ?) AND MARK(?) RETURNING CHECK(.accounts, fence_token, ?);", refs(0, TOK, TOK)},
+	}
+	for _, c := range cases {
+		p, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if p.Kind != KindDelete || p.Pre == nil || p.One == nil {
+			t.Fatalf("%s: plan %+v, want a DELETE with a one-statement form", c.in, p)
+		}
+		if p.One.SQL != c.want || !slices.Equal(p.One.Args, c.args) || p.One.NUser != p.NUser || p.One.Guard != p.Guard {
+			t.Errorf("%s:\n one  %q %v\n want %q %v", c.in, p.One.SQL, p.One.Args, c.want, c.args)
+		}
+	}
+	for _, in := range []string{
+		"DELETE FROM accounts WHERE id = $1 RETURNING id", // the caller's RETURNING: two statements
+	} {
+		p, err := newTestRewriter(t, pgTest, Guard("accounts"), WithDeleteFence()).Rewrite(in, false)
+		if err != nil || p.One != nil {
+			t.Errorf("%s: one = %v, err %v; want none", in, p.One, err)
+		}
+	}
+	// ExpectVersion: the fencing UPDATE checks the version, so two statements.
+	if p, err := newTestRewriter(t, pgTest, Guard("accounts"), WithDeleteFence()).Rewrite("DELETE FROM accounts WHERE id = $1", true); err != nil || p.One != nil {
+		t.Errorf("versioned: one = %v, err %v; want none", p.One, err)
+	}
+	// A dialect without a fence: none.
+	if p, err := newTestRewriter(t, pgTest).Rewrite("DELETE FROM accounts WHERE id = $1", false); err != nil || p.One != nil {
+		t.Errorf("no fence: one = %v, err %v; want none", p.One, err)
+	}
+}

@@ -1,0 +1,195 @@
+package fencetest
+
+import (
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+)
+
+// testDeleteFence holds the one-statement fenced DELETE (dialect.DeleteFencer) to what
+// the two-statement form guarantees, on a table with the documented set-up (schema.Check's
+// Fix: row guard and tombstone guard):
+//
+//   - it is one statement: the DELETE updates no row (the two-statement form's fencing
+//     UPDATE would), and it needs no transaction;
+//   - it fails with ErrFenced, deleting nothing, when one of its rows carries a newer
+//     token (or NULL-free older rows are mixed with it), with ErrBelowFloor under the
+//     token floor, and reports the rows it deleted;
+//   - the tombstone records the deleter's token, not the older token the row carried:
+//     a holder between the two cannot re-insert the key (G9);
+//   - the fence is the database's, not the triggers': with the triggers disabled it
+//     still refuses a newer row (PostgreSQL);
+//   - a plain DELETE after a statement that set the mark, in the same transaction, is
+//     still refused by the row guard (PostgreSQL: the mark is its statement's only);
+//   - the guard removed under a pool that chose the one-statement form fails the next
+//     DELETE (nothing deleted) and the one after runs as two statements.
+func (s *guardSuite) testDeleteFence(t *testing.T) {
+	f, ok := s.d.(dialect.DeleteFencer)
+	if !ok {
+		t.Skipf("dialect %s has no one-statement DELETE", s.d.Name())
+	}
+	e := setup(t, s.b)
+	e.seed(5, 1, 2, 3, 4, 5, 6, 7, 8)
+	spec := schema.GuardSpec{Table: "accounts"}
+	s.applyFix(e, s.check(e, spec)[0].Fix)
+	if !s.deleteFenceReady(e, f) {
+		if s.b.MySQL && !s.isMariaDB(e) {
+			t.Skip("MySQL has no DELETE … RETURNING: the two-statement form stays (DeleteFenceQuery says no)")
+		}
+		t.Fatal("DeleteFenceQuery says no after schema.Check's Fix")
+	}
+	del := e.q("DELETE FROM accounts WHERE id = ?")
+
+	// One statement, in a caller's transaction: no row updated.
+	tx, err := e.db.BeginTx(tok(e.ctx, 20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.rowUpdates(e, tx)
+	res, err := tx.ExecContext(e.ctx, del, 1)
+	if err != nil {
+		t.Fatalf("fenced DELETE: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("RowsAffected = %d, want 1", n)
+	}
+	if after := s.rowUpdates(e, tx); after != before {
+		t.Fatalf("the DELETE updated %d rows: it ran as two statements", after-before)
+	}
+	tx.Rollback()
+	if s.b.Name == "postgres" {
+		// A mark left by an earlier statement of the transaction does not let a plain
+		// DELETE past the row guard: the mark belongs to its statement.
+		rtx, err := e.raw.BeginTx(e.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rtx.ExecContext(e.ctx, "SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(99, '/', pg_catalog.statement_timestamp()), true)"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
+		s.wantGuard(t, err, "plain DELETE after a marked statement, same transaction")
+		rtx.Rollback()
+	}
+
+	// Autocommit, several rows: the count is the rows deleted.
+	res, err = e.db.ExecContext(tok(e.ctx, 20), e.q("DELETE FROM accounts WHERE id IN (?, ?)"), 1, 2)
+	if err != nil {
+		t.Fatalf("fenced DELETE of two rows: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 2 || e.count() != 6 {
+		t.Fatalf("RowsAffected = %d, %d rows left; want 2, 6", n, e.count())
+	}
+	// Resurrection under a token between the row's (5) and the deleter's (20).
+	_, err = e.db.ExecContext(tok(e.ctx, 10), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 1, 1)
+	wantErr(t, err, fencedsql.ErrFenced)
+	if _, err := e.db.ExecContext(tok(e.ctx, 20), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 2, 1); err != nil {
+		t.Fatalf("the deleter re-inserts: %v", err)
+	}
+
+	// A newer row among older ones: nothing deleted.
+	if _, err := e.db.ExecContext(tok(e.ctx, 30), e.q("UPDATE accounts SET balance = 0 WHERE id = ?"), 4); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.db.ExecContext(tok(e.ctx, 25), e.q("DELETE FROM accounts WHERE id IN (?, ?, ?)"), 3, 4, 5)
+	wantErr(t, err, fencedsql.ErrFenced)
+	if e.count() != 7 {
+		t.Fatalf("%d rows after a fenced DELETE: a row went", e.count())
+	}
+	// A prepared DELETE, executed twice.
+	st, err := e.db.PrepareContext(e.ctx, del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{3, 5} {
+		if _, err := st.ExecContext(tok(e.ctx, 25), id); err != nil {
+			t.Fatalf("prepared DELETE %d: %v", id, err)
+		}
+	}
+	st.Close()
+	_, err = e.db.ExecContext(tok(e.ctx, 29), del, 4)
+	wantErr(t, err, fencedsql.ErrFenced)
+
+	if s.b.Name == "postgres" {
+		// The fence holds with every trigger disabled (the table owner can do that).
+		execAll(t, e.ctx, e.raw, []string{"ALTER TABLE accounts DISABLE TRIGGER ALL"})
+		_, err = e.db.ExecContext(tok(e.ctx, 29), del, 4)
+		wantErr(t, err, fencedsql.ErrFenced)
+		var enable []string
+		for _, trg := range []string{"fencedsql_guard", "fencedsql_guard_truncate", "fencedsql_tombstone_delete", "fencedsql_tombstone_insert", "fencedsql_tombstone_rekey"} {
+			enable = append(enable, "ALTER TABLE accounts ENABLE ALWAYS TRIGGER "+trg)
+		}
+		execAll(t, e.ctx, e.raw, enable)
+		if rep := s.check(e, spec)[0]; !rep.OK() {
+			t.Fatalf("guards not back: %+v", rep)
+		}
+	}
+
+	// Below the token floor: refused, nothing deleted.
+	if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 28); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.db.ExecContext(tok(e.ctx, 27), del, 6)
+	wantErr(t, err, fencedsql.ErrBelowFloor)
+	if e.count() != 5 {
+		t.Fatalf("%d rows after a DELETE below the floor", e.count())
+	}
+
+	// The guard removed under the pool's verdict: the next DELETE fails closed, the
+	// one after runs as two statements and deletes.
+	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(dialect.TableName{Name: "accounts"}))
+	if _, err := e.db.ExecContext(tok(e.ctx, 40), del, 6); err == nil {
+		t.Fatal("DELETE with the fence function gone: no error")
+	}
+	if e.count() != 5 {
+		t.Fatal("a failed DELETE deleted")
+	}
+	if _, err := e.db.ExecContext(tok(e.ctx, 40), del, 6); err != nil {
+		t.Fatalf("DELETE after the guard was removed: %v", err)
+	}
+	if e.count() != 4 {
+		t.Fatal("DELETE after the guard was removed did not delete")
+	}
+}
+
+// deleteFenceReady runs DeleteFenceQuery on the plain pool.
+func (s *guardSuite) deleteFenceReady(e *env, f dialect.DeleteFencer) bool {
+	e.t.Helper()
+	q, args := f.DeleteFenceQuery(dialect.TableName{Name: "accounts"})
+	var n sql.NullInt64
+	if err := e.raw.QueryRowContext(e.ctx, q, args...).Scan(&n); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		e.t.Fatalf("DeleteFenceQuery: %v", err)
+	}
+	return n.Int64 == 1
+}
+
+func (s *guardSuite) isMariaDB(e *env) bool {
+	var v string
+	if err := e.raw.QueryRowContext(e.ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		e.t.Fatal(err)
+	}
+	return strings.Contains(strings.ToLower(v), "mariadb")
+}
+
+// rowUpdates is the number of row updates the transaction's session has made so far
+// (PostgreSQL: this transaction's, MySQL: the session's handler count).
+func (s *guardSuite) rowUpdates(e *env, tx *sql.Tx) int64 {
+	e.t.Helper()
+	var n int64
+	var err error
+	if s.b.MySQL {
+		var name string
+		err = tx.QueryRowContext(e.ctx, "SHOW SESSION STATUS LIKE 'Handler_update'").Scan(&name, &n)
+	} else {
+		err = tx.QueryRowContext(e.ctx, "SELECT COALESCE(SUM(n_tup_upd), 0) FROM pg_stat_xact_user_tables").Scan(&n)
+	}
+	if err != nil {
+		e.t.Fatalf("row update count: %v", err)
+	}
+	return n
+}
