@@ -7,8 +7,31 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
+// A claimed locking read runs in one of two forms. Where the planner built the claim
+// in one statement (plan.ClaimOne, PostgreSQL: a data-modifying WITH query that stamps
+// the rows and returns the caller's columns of exactly those rows), that statement
+// runs alone: its rows are the rows claimed, so they are not counted. Otherwise the
+// fencing UPDATE (Pre) runs first, then the caller's text, whose rows are counted
+// against the rows stamped (exact.go). Without a token, the caller's text runs as
+// written, an ordinary locking read.
+
 // execClaim runs a claimed locking read sent with Exec (it returns no rows to count).
 func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
+	one, err := c.claimable(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	if one != nil {
+		tok, _, full, err := c.guardedArgs(ctx, one, args)
+		if err != nil {
+			return nil, err
+		}
+		res, err := r.exec(ctx, one, full)
+		if err != nil {
+			return nil, c.core.mapErr(one, tok, 0, err)
+		}
+		return res, nil
+	}
 	if _, err := c.claim(ctx, r, p, args); err != nil {
 		return nil, err
 	}
@@ -16,9 +39,26 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 	return res, c.core.mapPassErr(err)
 }
 
-// queryClaim runs a claimed locking read: the claim, then the read, whose rows are
-// counted against the rows claimed.
+// queryClaim runs a claimed locking read: in one statement where the plan has it,
+// else the claim, then the read, whose rows are counted against the rows claimed.
 func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
+	one, err := c.claimable(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	if one != nil {
+		tok, _, full, err := c.guardedArgs(ctx, one, args)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := r.query(ctx, one, full)
+		if err != nil {
+			return nil, c.core.mapErr(one, tok, 0, err)
+		}
+		// PostgreSQL may report the fencing failure of a later row after the first
+		// rows: the rows map it like the statement's own error.
+		return newRows(rows, c.core, one, tok, 0), nil
+	}
 	claimed, err := c.claim(ctx, r, p, args)
 	if err != nil {
 		return nil, err
@@ -33,24 +73,45 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	return c.countRows(rows, p, "locking SELECT", claimed), nil
 }
 
+// claimable judges a locking read before it runs: with a token, a claim the planner
+// refused, or one outside a transaction, is refused. It returns the one-statement
+// claim to run when the statement carries a token, the plan has one and the runner
+// can run it; nil otherwise (claim then decides what runs).
+func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Plan, error) {
+	if !c.hasToken(ctx) {
+		return nil, nil
+	}
+	if p.ClaimErr != nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+		return nil, asUnsupported(p.ClaimErr)
+	}
+	if c.tx == nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
+	}
+	if p.ClaimOne == nil || !canRun(r, p.ClaimOne) {
+		return nil, nil
+	}
+	return p.ClaimOne, nil
+}
+
+// canRun reports whether r can run pl: a prepared statement runs only the plans it
+// prepared.
+func canRun(r runner, pl *plan.Plan) bool {
+	s, ok := r.(*stmt)
+	return !ok || s.raws[pl] != nil
+}
+
 // claim runs a locking read's fencing UPDATE when the statement carries a token: the
 // rows it will lock are stamped with the token first, or the read fails with ErrFenced.
 // Without a token (none in the context or transaction) it does nothing and the read
-// runs as an ordinary locking read.
+// runs as an ordinary locking read. claimable has judged the statement.
 //
 // It returns the number of rows claimed, -1 when nothing was claimed or the driver
 // cannot say.
 func (c *conn) claim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (int64, error) {
 	if !c.hasToken(ctx) {
 		return -1, nil
-	}
-	if p.ClaimErr != nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return -1, asUnsupported(p.ClaimErr)
-	}
-	if c.tx == nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return -1, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
 	}
 	tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 	if err != nil {

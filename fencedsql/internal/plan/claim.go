@@ -90,14 +90,17 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			}
 		}
 	}
+	if c, ok := clauses["ORDER"]; ok && (hasClause(clauses, "LIMIT") || hasClause(clauses, "OFFSET")) {
+		if why := p.orderByOutput([2]int{p.start + 1, from}, c); why != "" {
+			return p.claimRefused(g.String(), "a locking SELECT that %s", why)
+		}
+	}
 	nUser, err := p.checkParams(g)
 	if err != nil {
 		return nil, err
 	}
 	b := p.newBuilder(nUser)
 	b.compact = true
-	q := p.qualifier(r)
-	tableText := func() { b.copy(p.sig[r.first].Start, p.endOf(r.aliasEnd)) }
 	if with >= 0 {
 		b.copy(p.sig[with].Start, p.endOf(p.start))
 		b.write(" ")
@@ -107,41 +110,12 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	_, offset := clauses["OFFSET"]
 	switch {
 	case !ordered && !limited && !offset && !nowait:
-		b.write("UPDATE ")
-		tableText()
-		b.write(" SET ")
-		b.assignments(g, q, false)
-		p.copyClauses(b, clauses, "WHERE")
+		p.claimUpdate(b, g, r, clauses, false, nowait)
 	case p.rw.numbered:
 		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
 		// same locking query locks (with the caller's NOWAIT), by their row locator, in
 		// one statement (claimByLocator).
-		b.write("UPDATE ")
-		tableText()
-		b.write(" SET ")
-		b.assignments(g, q, false)
-		sel := func(lock string) {
-			b.write("ARRAY(SELECT ctid FROM ")
-			tableText()
-			p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
-			b.write(lock + ")")
-		}
-		lock := " FOR UPDATE"
-		if nowait {
-			lock = " FOR UPDATE NOWAIT"
-		}
-		member := func() {
-			b.write("ctid = ANY(")
-			sel(lock)
-			b.write(" || ")
-			sel("")
-			b.write(")")
-		}
-		b.write(" WHERE ")
-		member()
-		b.write(" AND (")
-		member()
-		b.write(") IS TRUE")
+		p.claimUpdate(b, g, r, clauses, true, nowait)
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
 	default:
@@ -149,14 +123,63 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
 		}
 		b.write("UPDATE ")
-		tableText()
+		p.copyTable(b, r)
 		b.write(" SET ")
-		b.assignments(g, q, false)
+		b.assignments(g, p.qualifier(r), false)
 		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT")
 	}
 	pre := b.finish(KindUpdate, g)
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
+	if p.rw.numbered {
+		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: clauses, nowait: nowait, nUser: nUser})
+	}
 	return main, nil
+}
+
+func hasClause(clauses map[string][2]int, kw string) bool {
+	_, ok := clauses[kw]
+	return ok
+}
+
+// copyTable copies the claimed table reference as written ([ONLY] name [[AS] alias]).
+func (p *parser) copyTable(b *builder, r tableRef) {
+	b.copy(p.sig[r.first].Start, p.endOf(r.aliasEnd))
+}
+
+// claimUpdate writes PostgreSQL's claiming UPDATE of the table r over the rows the
+// locking read selects: by the read's own WHERE, or (locate) by the row locator of the
+// same query's rows locked FOR UPDATE, with the caller's NOWAIT (claimByLocator).
+func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[string][2]int, locate, nowait bool) {
+	b.write("UPDATE ")
+	p.copyTable(b, r)
+	b.write(" SET ")
+	b.assignments(g, p.qualifier(r), false)
+	if !locate {
+		p.copyClauses(b, clauses, "WHERE")
+		return
+	}
+	sel := func(lock string) {
+		b.write("ARRAY(SELECT ctid FROM ")
+		p.copyTable(b, r)
+		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
+		b.write(lock + ")")
+	}
+	lock := " FOR UPDATE"
+	if nowait {
+		lock = " FOR UPDATE NOWAIT"
+	}
+	member := func() {
+		b.write("ctid = ANY(")
+		sel(lock)
+		b.write(" || ")
+		sel("")
+		b.write(")")
+	}
+	b.write(" WHERE ")
+	member()
+	b.write(" AND (")
+	member()
+	b.write(") IS TRUE")
 }
 
 // claimRefused is the plan of a locking read of a guarded table that cannot be claimed

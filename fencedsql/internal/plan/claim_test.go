@@ -78,11 +78,35 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{mysqlTest, `SELECT * FROM accounts ORDER BY rand() LIMIT 1 FOR UPDATE`},
 		// A locking read inside a WITH list is not claimed (issue 22).
 		{pgTest, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},
+		// An ORDER BY by select-list position or output name before a LIMIT: the
+		// claim's selection has no select list, and would order (and pick) other rows.
+		{pgTest, `SELECT id FROM accounts ORDER BY 1 LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT balance AS id FROM accounts ORDER BY id DESC LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT id, balance b FROM accounts ORDER BY b NULLS FIRST, id OFFSET 2 FOR NO KEY UPDATE`},
+		{pgTest, `SELECT id, count(*) "N" FROM accounts ORDER BY "N" LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts ORDER BY 1 DESC LIMIT 1 FOR UPDATE`},
 	}
 	for _, c := range refused {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Kind != KindClaim || !isRefusal(p.ClaimErr) || p.SQL != c.in {
 			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim refused with ErrUnsupported", c.d.name, c.in, p, err)
+		}
+	}
+	// Orders that name the table's own columns or expressions, or that pick no rows
+	// (no LIMIT, no OFFSET), are claimed.
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT a.id AS x FROM accounts a ORDER BY a.id DESC LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT id, balance FROM accounts ORDER BY balance + 1, id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts ORDER BY 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+	} {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim", c.d.name, c.in, p, err)
 		}
 	}
 	passed := []struct {
