@@ -11,21 +11,26 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
-// BenchDelete measures what fencing costs a single-row DELETE: through the fenced
-// driver it runs as a fencing UPDATE that stamps the deleter's token, then the DELETE of
-// the rows carrying it (in the wrapper's own transaction when the caller has none).
-// Interleaved in one run, each variant on its own single-connection pool:
+// BenchDelete measures what fencing costs a single-row DELETE through the fenced
+// driver: one statement where the guard is installed (dialect.DeleteFencer), else a
+// fencing UPDATE that stamps the deleter's token and the DELETE of the rows carrying it
+// (in the wrapper's own transaction when the caller has none). Interleaved in one
+// run, each variant on its own single-connection pool:
 //
-//	fenced-auto  DELETE … WHERE id = ? through the fenced driver, autocommit, on
-//	             accounts with the documented set-up (schema.Check's Fix: row guard
-//	             and tombstone guard)
-//	raw-auto     the same DELETE on the raw driver, on accounts_plain (no trigger)
-//	fenced-tx    BEGIN (token bound) + the fenced DELETE + COMMIT
-//	raw-tx       BEGIN + the raw DELETE on accounts_plain + COMMIT
+//	fenced-auto   DELETE … WHERE id = ? through the fenced driver, autocommit, on
+//	              accounts with the documented set-up (schema.Check's Fix: row guard
+//	              and tombstone guard)
+//	raw-auto      the same DELETE on the raw driver, on accounts_plain (no trigger)
+//	fenced-tx     BEGIN (token bound) + the fenced DELETE + COMMIT
+//	raw-tx        BEGIN + the raw DELETE on accounts_plain + COMMIT
+//	guarded-auto  the fenced DELETE on accounts_guarded: the row guard only (GuardDDL)
+//	guarded-tx    BEGIN (token bound) + that DELETE + COMMIT
 //
 // Before each timed DELETE the row is put back, untimed (InterleaveAfter).
-// delete-cost-auto = fenced-auto/raw-auto total time, delete-cost-tx = fenced-tx/raw-tx;
-// the -p50 metrics are the same ratios of medians. d must be be's dialect.
+// delete-cost-auto = fenced-auto/raw-auto total time, delete-cost-tx = fenced-tx/raw-tx,
+// delete-guard-auto = guarded-auto/raw-auto, delete-guard-tx = guarded-tx/raw-tx (the
+// fenced DELETE without the tombstone's INSERT into its table); the -p50 metrics are
+// the same ratios of medians. d must be be's dialect and implement dialect.Guarder.
 func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 	dsn := be.DSN(b)
 	raw, err := sql.Open(be.RawName, dsn)
@@ -41,10 +46,16 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 		b.Fatal(err)
 	}
 	execAll(b, ctx, raw, reps[0].Fix)
+	const guarded = "accounts_guarded"
+	execAll(b, ctx, raw, append([]string{strings.Replace(be.TableDDL, "accounts", guarded, 1)},
+		d.(dialect.Guarder).GuardDDL(dialect.TableName{Name: guarded}, schema.DefaultTokenColumn, schema.DefaultVersionColumn)...))
 
 	e := &env{b: be}
 	fenced := []*sql.DB{SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts")), SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts"))}
 	rawPools := []*sql.DB{SinglePool(b, be.RawName, dsn), SinglePool(b, be.RawName, dsn)}
+	guardedPools := []*sql.DB{SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables="+guarded)), SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables="+guarded))}
+	delGuarded := e.q("DELETE FROM " + guarded + " WHERE id = ?")
+	insGuarded := e.q("INSERT INTO " + guarded + " (id, balance) VALUES (?, ?)")
 	del := e.q("DELETE FROM accounts WHERE id = ?")
 	delPlain := e.q("DELETE FROM " + plain + " WHERE id = ?")
 	ins := e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)")
@@ -71,7 +82,7 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 		}
 		return tx.Commit()
 	}
-	names := []string{"fenced-auto", "raw-auto", "fenced-tx", "raw-tx"}
+	names := []string{"fenced-auto", "raw-auto", "fenced-tx", "raw-tx", "guarded-auto", "guarded-tx"}
 	setup := []func() error{
 		func() error {
 			tk++
@@ -85,12 +96,24 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 			return err
 		},
 		func() error { _, err := rawPools[1].ExecContext(ctx, insPlain, 4, 0); return err },
+		func() error {
+			tk++
+			_, err := guardedPools[0].ExecContext(fencedsql.WithToken(ctx, tk), insGuarded, 5, 0)
+			return err
+		},
+		func() error {
+			tk++
+			_, err := guardedPools[1].ExecContext(fencedsql.WithToken(ctx, tk), insGuarded, 6, 0)
+			return err
+		},
 	}
 	fns := []func() error{
 		func() error { return deleted(fenced[0].ExecContext(fencedsql.WithToken(ctx, tk), del, 1)) },
 		func() error { return deleted(rawPools[0].ExecContext(ctx, delPlain, 2)) },
 		func() error { return inTx(fenced[1], fencedsql.WithToken(ctx, tk), del, 3) },
 		func() error { return inTx(rawPools[1], ctx, delPlain, 4) },
+		func() error { return deleted(guardedPools[0].ExecContext(fencedsql.WithToken(ctx, tk), delGuarded, 5)) },
+		func() error { return inTx(guardedPools[1], fencedsql.WithToken(ctx, tk), delGuarded, 6) },
 	}
 	warm := make([]func() error, len(fns))
 	for i := range fns {
@@ -107,4 +130,8 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 	b.ReportMetric(float64(p50[0])/float64(p50[1]), "delete-cost-auto-p50")
 	b.ReportMetric(spent[2].Seconds()/spent[3].Seconds(), "delete-cost-tx")
 	b.ReportMetric(float64(p50[2])/float64(p50[3]), "delete-cost-tx-p50")
+	b.ReportMetric(spent[4].Seconds()/spent[1].Seconds(), "delete-guard-auto")
+	b.ReportMetric(float64(p50[4])/float64(p50[1]), "delete-guard-auto-p50")
+	b.ReportMetric(spent[5].Seconds()/spent[3].Seconds(), "delete-guard-tx")
+	b.ReportMetric(float64(p50[5])/float64(p50[3]), "delete-guard-tx-p50")
 }
