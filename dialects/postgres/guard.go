@@ -19,10 +19,12 @@ import (
 // "fencedsql: guard on <schema>.<table>:":
 //
 //   - an UPDATE that lowers the fence token or does not advance the version;
-//   - a DELETE of a row that the deleting transaction did not write first. The
-//     wrapper's DELETE runs its fencing UPDATE over the same rows first, in the same
-//     transaction, so the rows it deletes carry that transaction's id in xmin; a plain
-//     "DELETE FROM t WHERE …" finds rows written by earlier transactions and is refused;
+//   - a DELETE of a row that the deleting transaction did not write first, unless
+//     the statement carries the wrapper's mark (its one-statement DELETE, see
+//     DeleteFence). The wrapper's two-statement DELETE runs its fencing UPDATE over
+//     the same rows first, in the same transaction, so the rows it deletes carry that
+//     transaction's id in xmin; a plain "DELETE FROM t WHERE …" finds rows written by
+//     earlier transactions and is refused;
 //   - TRUNCATE (it deletes without row triggers; the wrapper never sends it).
 //
 // An UPDATE that sets the token or the version to NULL is let through by the trigger:
