@@ -15,9 +15,10 @@ import (
 
 // BenchClaim measures what the FOR UPDATE claim costs. In a transaction bound to a
 // token (fencedsql.WithToken on BeginTx), SELECT balance FROM accounts WHERE id = ?
-// FOR UPDATE through the fenced driver first runs a claiming UPDATE of the same rows
-// (two statements instead of one). Interleaved in one run on the same table, each on
-// its own single-connection pool:
+// FOR UPDATE through the fenced driver claims the rows it reads: on PostgreSQL in one
+// statement (a data-modifying WITH query that stamps the rows and returns them), on
+// MySQL/MariaDB a claiming UPDATE of the same rows, then the SELECT. Interleaved in
+// one run on the same table, each on its own single-connection pool:
 //
 //	fenced   BEGIN (token bound) + the SELECT … FOR UPDATE through the fenced driver + COMMIT
 //	raw      BEGIN + the same SELECT … FOR UPDATE on the raw driver + COMMIT

@@ -173,6 +173,9 @@ func (p *parser) oneClaimable(s claimShape) bool {
 	if p.kw(p.start+1, "DISTINCT") {
 		return false
 	}
+	if c, ok := s.clauses["WHERE"]; ok && c[1] <= c[0]+1 {
+		return false // WHERE without a condition: the database's error, as written
+	}
 	if !p.oneSafeExprs(s.r, p.start+1, s.from) {
 		return false
 	}

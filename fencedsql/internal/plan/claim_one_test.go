@@ -126,6 +126,8 @@ func TestClaimOneKeepsTwoStatements(t *testing.T) {
 		// DISTINCT (a statement naming fencedsql_claimed is refused before: the
 		// prefix is reserved)
 		`SELECT DISTINCT owner FROM accounts FOR NO KEY UPDATE`,
+		// a WHERE without a condition (the database's error, as the caller wrote it)
+		`SELECT FROM ACCounts WHERE FOR UPDATE`,
 	} {
 		p, err := newTestRewriter(t, pgTest).Rewrite(in, false)
 		if err != nil || p.Kind != KindClaim {
@@ -184,6 +186,7 @@ func FuzzClaimOne(f *testing.F) {
 		`WITH x AS (SELECT $1::int AS n) SELECT $2, id FROM accounts WHERE id IN (SELECT n FROM x) FOR SHARE`,
 		`(SELECT id FROM ONLY accounts WHERE id = 1 FOR UPDATE OF accounts);`,
 		"SELECT * FROM `accounts` WHERE id = ? FOR UPDATE",
+		"SELECT FROM ACCounts WHERE FOR UPDATE",
 	} {
 		f.Add(s)
 	}
