@@ -8,7 +8,7 @@ import (
 // the wrapper sends a fenced DELETE as
 //
 //	DELETE FROM t WHERE (<condition>) AND (@fencedsql_delete_token := CONCAT(?, '/', NOW(6))) IS NOT NULL
-//	RETURNING `db`.`fencedsql_fence_<table>`(`fence_token`, ?)
+//	RETURNING `db`.`fencedsql_fence_<table>`(`fence_token`, ?, (SELECT f.floor FROM `db`.`fencedsql_floor` f WHERE f.id = 1))
 //
 // (MariaDB 10.0.5 and later: DELETE … RETURNING) instead of a fencing UPDATE and the
 // DELETE in a transaction: one round trip.
@@ -16,7 +16,8 @@ import (
 //   - The fence is the RETURNING call, evaluated for every deleted row after the row's
 //     triggers: the function SIGNALs the token column's NOT NULL error (1048, the
 //     wrapper's ErrFenced) when the row's token is newer than the statement's or NULL,
-//     and the floor's refusal when the token is below the token floor. The error undoes
+//     and the floor's refusal when the token is below the token floor (read by the
+//     statement, once, and passed in). The error undoes
 //     the whole statement (InnoDB). GuardDDL creates the function beside the guard's
 //     triggers, UnguardDDL drops it.
 //   - The mark (the user-variable assignment in the condition, true for every row it
@@ -33,7 +34,7 @@ import (
 // MariaDB, and the wrapper keeps the two statements there.
 const (
 	// oneStepMarker is the fence function's COMMENT.
-	oneStepMarker = "fencedsql one-statement delete v1"
+	oneStepMarker = "fencedsql one-statement delete v2"
 	// deleteTokenVar is the user variable that carries the mark.
 	deleteTokenVar = "@fencedsql_delete_token"
 )
@@ -48,26 +49,33 @@ func fenceFuncName(table dialect.TableName) dialect.TableName {
 // tombstone trigger.
 const markedToken = "IF(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', -1) = CAST(NOW(6) AS CHAR), CAST(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', 1) AS SIGNED), 0)"
 
-// fenceFuncDDL drops and creates table's fence function.
+// fenceFuncDDL drops and creates table's fence function. It reads no table (the
+// statement passes the floor in: a stored program that opens a table costs MariaDB
+// tens of microseconds per call), so it is DETERMINISTIC NO SQL.
 func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []string {
 	fn := fenceFuncName(table).Quote(d.QuoteIdent)
 	return []string{
 		"DROP FUNCTION IF EXISTS " + fn,
-		"CREATE FUNCTION " + fn + "(cur BIGINT, tok BIGINT) RETURNS INT NOT DETERMINISTIC READS SQL DATA COMMENT " + literal(oneStepMarker) + "\nBEGIN\n" +
+		"CREATE FUNCTION " + fn + "(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT DETERMINISTIC NO SQL COMMENT " + literal(oneStepMarker) + "\nBEGIN\n" +
 			"  IF cur IS NULL OR cur > tok THEN\n" +
 			"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
 			"  END IF;\n" +
-			"  IF tok < (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1) THEN\n" +
+			"  IF tok < fl THEN\n" +
 			"    " + floorRefusal(table.Name) + ";\n" +
 			"  END IF;\n" +
 			"  RETURN 1;\nEND",
 	}
 }
 
-// DeleteFence returns the mark and the check of the one-statement DELETE of table.
+// DeleteFence returns the mark and the check of the one-statement DELETE of table. The
+// check passes the floor as a subquery that the statement evaluates once (it names no
+// column of the row); the floor table is the one in table's database, as the guard's
+// triggers read it.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
 	mark = "(" + deleteTokenVar + " := CONCAT(" + dialect.TokenSlot + ", '/', NOW(6))) IS NOT NULL"
-	check = fenceFuncName(table).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot + ")"
+	floor := dialect.TableName{Schema: table.Schema, Name: dialect.FloorTable}.Quote(d.QuoteIdent)
+	check = fenceFuncName(table).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot +
+		", (SELECT f.floor FROM " + floor + " f WHERE f.id = 1))"
 	return mark, check
 }
 
