@@ -90,13 +90,15 @@ func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark
 }
 
 // DeleteFenceQuery yields 1 when table's fence function (resolved as the DELETE
-// resolves it) is of this version and callable, every DELETE trigger of the guards on
+// resolves it) is of this version, callable and in the table's own schema (a function
+// of that name earlier on the search_path is not the guard's), every DELETE trigger of the guards on
 // table reads the mark, and no rule rewrites a DELETE of table (PostgreSQL refuses
 // RETURNING where a DO INSTEAD rule lacks it; the two-statement form's count check
 // reports such a rule instead).
 func (d dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
 	fn := fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(bigint,bigint)"
 	return `SELECT CASE WHEN p.oid IS NOT NULL AND p.prosrc LIKE $2 AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  AND p.pronamespace = (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($3))
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc f ON f.oid = t.tgfoid
     WHERE t.tgrelid = pg_catalog.to_regclass($3) AND t.tgname IN ($4, $5) AND f.prosrc NOT LIKE $2)
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite w WHERE w.ev_class = pg_catalog.to_regclass($3) AND w.ev_type = '4')

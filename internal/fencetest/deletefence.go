@@ -24,6 +24,8 @@ import (
 //     a holder between the two cannot re-insert the key (G9);
 //   - the fence is the database's, not the triggers': with the triggers disabled it
 //     still refuses a newer row (PostgreSQL);
+//   - a function of the fence's name earlier on the search_path does not count
+//     (PostgreSQL);
 //   - a plain DELETE after a statement that set the mark, in the same transaction, is
 //     still refused by the row guard (PostgreSQL: the mark is its statement's only);
 //   - the guard removed under a pool that chose the one-statement form fails the next
@@ -127,6 +129,32 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		execAll(t, e.ctx, e.raw, enable)
 		if rep := s.check(e, spec)[0]; !rep.OK() {
 			t.Fatalf("guards not back: %+v", rep)
+		}
+	}
+
+	if s.b.Name == "postgres" {
+		// A function of the fence's name earlier on the search_path (one that fences
+		// nothing, even with the version marker in its body) is not the guard's: the
+		// pool keeps the two statements, and the stale DELETE is fenced.
+		execAll(t, e.ctx, e.raw, []string{"CREATE SCHEMA shadow",
+			"CREATE FUNCTION shadow.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS $$ SELECT 1 /* fencedsql one-statement delete v1 */ $$"})
+		shadowed, err := sql.Open(s.b.DriverName, WithParam(WithParam(e.dsn, "fenced_tables=accounts"), "search_path=shadow,public"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shadowed.Close()
+		_, err = shadowed.ExecContext(tok(e.ctx, 29), del, 4)
+		wantErr(t, err, fencedsql.ErrFenced)
+		if _, err := shadowed.ExecContext(tok(e.ctx, 31), del, 4); err != nil {
+			t.Fatalf("DELETE on the shadowed pool: %v", err)
+		}
+		if e.count() != 4 {
+			t.Fatalf("%d rows after the shadowed pool's DELETE, want 4", e.count())
+		}
+		shadowed.Close()
+		execAll(t, e.ctx, e.raw, []string{"DROP SCHEMA shadow CASCADE"})
+		if _, err := e.db.ExecContext(tok(e.ctx, 31), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 4, 0); err != nil {
+			t.Fatalf("re-insert 4: %v", err)
 		}
 	}
 
