@@ -71,3 +71,49 @@ func TestDeleteOneStatement(t *testing.T) {
 		t.Errorf("no fence: one = %v, err %v; want none", p.One, err)
 	}
 }
+
+// The mark is the wrapper's: a statement through the wrapper that sets it (to let a
+// plain DELETE past the guard, or to change the token a tombstone records) is refused.
+func TestDeleteMarkProtected(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, "SELECT set_config('fencedsql_guard.delete_token', '9/x', true)"},
+		{pgTest, "SET LOCAL fencedsql_guard.delete_token = '9/x'"},
+		{pgTest, `SET "fencedsql_guard"."delete_token" TO '9/x'`},
+		{pgTest, "DELETE FROM accounts WHERE id = $1 AND set_config('fencedsql_guard.delete_token', '1/x', true) IS NOT NULL"},
+		{pgTest, "SELECT set_config('fencedsql_' || 'guard.delete_token', '9/x', true)"},
+		{mysqlTest, "SET @fencedsql_delete_token = '9/x'"},
+		{mysqlTest, "SELECT @fencedsql_delete_token := '9/x'"},
+		{mysqlTest, "DELETE FROM accounts WHERE id = ? AND (@fencedsql_delete_token := '1/x') IS NOT NULL"},
+		{mysqlTest, "SET @`fencedsql_delete_token` = 1"},
+		{mysqlTest, "SELECT @'fencedsql_delete_token' := 1"},
+		{mysqlTest, `SELECT @"FENCEDSQL_DELETE_TOKEN"`},
+		{mysqlTest, "SELECT id FROM other WHERE (@`fencedsql_delete_token` := 2) IS NOT NULL"},
+		{pgTest, "SELECT set_config('FENCEDSQL_GUARD.delete_token', '9/x', true)"},
+	} {
+		_, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
+		if !isRefusal(err) {
+			t.Errorf("%s: %s: err = %v, want a refusal", c.d.name, c.in, err)
+		}
+	}
+}
+
+// Variables and settings without the reserved prefix stay the caller's.
+func TestDeleteMarkOthersPass(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{mysqlTest, "SELECT @x := 1"},
+		{mysqlTest, "SET @fencedsqlx = 1"},
+		{mysqlTest, "SELECT @@sql_mode"},
+		{pgTest, "SELECT set_config('app.user', $1, true)"},
+		{pgTest, "SELECT @ -5"},
+	} {
+		if _, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false); err != nil {
+			t.Errorf("%s: %s: %v", c.d.name, c.in, err)
+		}
+	}
+}

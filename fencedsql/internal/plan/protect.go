@@ -154,6 +154,9 @@ func (p *parser) protectOne(from, to int) error {
 	if err := p.protectDDL(head, first, to); err != nil {
 		return err
 	}
+	if err := p.protectMark(from, to); err != nil {
+		return err
+	}
 	if !p.inBody || statementHeads[head] || readHeads[head] || ddlHeads[head] || controlHeads[head] || guardReadHeads[head] {
 		if err := p.protectGuardObjects(head, from, to); err != nil {
 			return err

@@ -170,6 +170,9 @@ func (p *parser) protectSetConfig(i int) error {
 	if !ok {
 		return unsupported("", "set_config whose setting name is written with escapes on a pool with guarded tables")
 	}
+	if isGuardObject(name) {
+		return unsupported("", "set_config of %s on a pool with guarded tables: the reserved prefix %s names the guards' settings (the one-statement DELETE's mark)", name, guardPrefix)
+	}
 	s := settingNamed(name)
 	if s == nil {
 		return nil

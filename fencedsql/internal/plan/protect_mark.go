@@ -1,0 +1,37 @@
+package plan
+
+import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+
+// The one-statement DELETE's mark (dialect.DeleteFencer) tells the guard and tombstone
+// triggers which token the statement deletes under: on PostgreSQL a setting with the
+// reserved prefix, on MySQL/MariaDB a user variable with it. A statement through the
+// wrapper may not set either — it could let a plain DELETE past the row guard or lower
+// the token a tombstone records — even inside a plain read (SELECT @v := …,
+// SELECT set_config(…)), so protect refuses:
+//
+//   - set_config whose (literal) name has the reserved prefix (protectSetConfig);
+//   - any mention of a user variable with the reserved prefix: @fencedsql_…, in any
+//     quoting (@`…`, @'…', @"…"), read or written.
+
+// protectMark refuses a user variable with the reserved prefix in sig[from:to].
+func (p *parser) protectMark(from, to int) error {
+	for i := from; i+1 < to; i++ {
+		if !p.punct(i, "@") || p.sig[i+1].Start != p.sig[i].End {
+			continue
+		}
+		var name string
+		ok := true
+		switch t := p.sig[i+1]; t.Kind {
+		case sqllex.KindString:
+			name, ok = plainString(p.text(t))
+		case sqllex.KindWord, sqllex.KindQuotedIdent:
+			name, ok = p.ident(i + 1)
+		default:
+			continue
+		}
+		if !ok || isGuardObject(name) {
+			return unsupported("", "a user variable with the reserved prefix %s on a pool with guarded tables: it is the mark of the wrapper's one-statement DELETE", guardPrefix)
+		}
+	}
+	return nil
+}
