@@ -53,8 +53,8 @@ import (
 //   - a call of any function but a short list of built-in scalar ones: an aggregate,
 //     window or set-returning function (which PostgreSQL refuses in a locking read),
 //     or a function that reads tables (old values, like a subquery);
-//   - a reference to the row itself by its table or alias name (its type would become
-//     an anonymous record), a name qualified by anything but the table's alias or name
+//   - a reference to the row itself by its table or alias name, or as a.* in an
+//     argument list (its type would become an anonymous record), a name qualified by anything but the table's alias or name
 //     (schema.table.column), a system column (ctid, xmin, xmax, cmin, cmax, tableoid:
 //     RETURNING a.* has none of them);
 //   - SELECT DISTINCT (PostgreSQL refuses it in a locking read), a statement that
@@ -191,7 +191,16 @@ func (p *parser) oneClaimable(s claimShape) bool {
 func (p *parser) oneSafeExprs(r tableRef, from, to int) bool {
 	qual := p.foldedAt(r.aliasEnd - 1)
 	table := p.foldedAt(r.end - 1)
+	depth := 0
 	for k := from; k < to; k++ {
+		switch {
+		case p.punct(k, "("):
+			depth++
+		case p.punct(k, ")"):
+			depth--
+		case depth > 0 && p.punct(k, ".") && p.punct(k+1, "*"):
+			return false // f(a.*) passes the whole row
+		}
 		if !p.isIdent(k) {
 			continue
 		}

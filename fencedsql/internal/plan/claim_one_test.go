@@ -118,6 +118,8 @@ func TestClaimOneKeepsTwoStatements(t *testing.T) {
 		`SELECT accounts FROM accounts FOR NO KEY UPDATE`,
 		`SELECT a FROM accounts a FOR NO KEY UPDATE`,
 		`SELECT to_json(a) FROM accounts a FOR NO KEY UPDATE`,
+		`SELECT to_jsonb(a.*) FROM accounts a FOR NO KEY UPDATE`,
+		`SELECT id FROM accounts ORDER BY (accounts.*) LIMIT 1 FOR NO KEY UPDATE`,
 		`SELECT public.accounts.id FROM public.accounts FOR NO KEY UPDATE`,
 		`SELECT accounts.id FROM accounts a FOR NO KEY UPDATE`,
 		`SELECT ctid, id FROM accounts FOR NO KEY UPDATE`,
