@@ -76,8 +76,15 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 		}
 		return nil, err
 	}
-	return driver.RowsAffected(n), nil
+	return deleted(n), nil
 }
+
+// deleted is the result of a one-statement DELETE: the rows it deleted, and no insert
+// id (0, as MySQL reports for a DELETE; a DELETE inserts nothing).
+type deleted int64
+
+func (d deleted) LastInsertId() (int64, error) { return 0, nil }
+func (d deleted) RowsAffected() (int64, error) { return int64(d), nil }
 
 // drain reads rows to their end and closes them, returning how many there were.
 func drain(rows driver.Rows) (int64, error) {
