@@ -176,6 +176,17 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 			c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 			return fail(asUnsupported(p.ClaimErr))
 		}
+		if one := p.ClaimOne; one != nil {
+			// PostgreSQL's claim in one statement: it stamps the rows and returns them.
+			tok, _, full, err := c.guardedArgs(ctx, one, args)
+			if err != nil {
+				return fail(err)
+			}
+			b.tok = tok
+			b.steps = []adapter.Step{{SQL: one.SQL, Args: full}}
+			b.maps = []*plan.Plan{one}
+			return b, nil
+		}
 		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 		if err != nil {
 			return fail(err)

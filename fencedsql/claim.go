@@ -75,8 +75,8 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 
 // claimable judges a locking read before it runs: with a token, a claim the planner
 // refused, or one outside a transaction, is refused. It returns the one-statement
-// claim to run when the statement carries a token, the plan has one and the runner
-// can run it; nil otherwise (claim then decides what runs).
+// claim to run when the statement carries a token and the plan has one (a prepared
+// statement prepares it on first use); nil otherwise (claim then decides what runs).
 func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Plan, error) {
 	if !c.hasToken(ctx) {
 		return nil, nil
@@ -89,17 +89,7 @@ func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Pla
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
 	}
-	if p.ClaimOne == nil || !canRun(r, p.ClaimOne) {
-		return nil, nil
-	}
 	return p.ClaimOne, nil
-}
-
-// canRun reports whether r can run pl: a prepared statement runs only the plans it
-// prepared.
-func canRun(r runner, pl *plan.Plan) bool {
-	s, ok := r.(*stmt)
-	return !ok || s.raws[pl] != nil
 }
 
 // claim runs a locking read's fencing UPDATE when the statement carries a token: the

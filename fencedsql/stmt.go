@@ -26,7 +26,11 @@ var (
 )
 
 func (s *stmt) prepareAll(ctx context.Context, p *plan.Plan) error {
-	for _, pl := range []*plan.Plan{p.Pre, p} {
+	pre := p.Pre
+	if p.ClaimOne != nil {
+		pre = p.ClaimOne // a claimed read runs in one statement (claim.go): no Pre
+	}
+	for _, pl := range []*plan.Plan{pre, p} {
 		if pl == nil || s.raws[pl] != nil {
 			continue
 		}

@@ -23,7 +23,7 @@ const (
 	fencedDebit = `UPDATE accounts SET balance = balance - $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE id = $2`
 	deletePre   = `UPDATE accounts SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`
 	deleteMain  = `DELETE FROM accounts WHERE (id = $1) AND "fence_token" = $2`
-	claimPre    = `UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`
+	claimOne    = `WITH fencedsql_claimed AS (UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE (id = $1) AND (SELECT count(*) FROM (SELECT FROM accounts WHERE id = $1 FOR UPDATE) AS fencedsql_locked) >= 0 RETURNING accounts.*) SELECT balance FROM fencedsql_claimed AS accounts`
 )
 
 func mockPool(t *testing.T, opts ...fencedsql.Option) (*fencedpgx.Pool, *fencedpgxtest.DB) {
@@ -98,14 +98,14 @@ func TestMockExactSQL(t *testing.T) {
 		t.Fatalf("Rollback after Commit: %v", err)
 	}
 
-	// A claimed read, in a transaction: the fencing UPDATE, then the caller's SELECT.
+	// A claimed read, in a transaction: one statement that stamps the rows and returns
+	// the caller's columns (PostgreSQL's one-statement claim, plan.ClaimOne).
 	// (Outside a transaction a locking read with a token is refused, nothing sent.)
 	if err := db.QueryRow(ctx, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 42).Scan(&bal); !errors.Is(err, fencedsql.ErrUnsupported) {
 		t.Fatalf("claim outside a transaction: %v, want ErrUnsupported", err)
 	}
 	m.ExpectBegin()
-	m.ExpectExec(claimPre).WithArgs(42, int64(7))
-	m.ExpectQuery(`SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`).WithArgs(42).WillReturnRows([]string{"balance"}, []any{int64(5)})
+	m.ExpectQuery(claimOne).WithArgs(42, int64(7)).WillReturnRows([]string{"balance"}, []any{int64(5)})
 	m.ExpectCommit()
 	claimTx, err := db.Begin(ctx)
 	if err != nil {
