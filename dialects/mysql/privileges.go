@@ -47,13 +47,16 @@ import (
 // database). A re-created trigger fires after other triggers of the same timing and
 // event (MariaDB orders triggers by creation).
 
-// OwnedDDL rewrites each CREATE TRIGGER of ddl into CREATE DEFINER = owner TRIGGER.
+// OwnedDDL rewrites each CREATE TRIGGER and CREATE FUNCTION of ddl into CREATE
+// DEFINER = owner TRIGGER (FUNCTION).
 func (dialectImpl) OwnedDDL(ddl []string, owner string) []string {
-	def := "CREATE DEFINER = " + accountSQL(parseAccount(owner)) + " TRIGGER "
+	def := "CREATE DEFINER = " + accountSQL(parseAccount(owner)) + " "
 	out := make([]string, len(ddl))
 	for i, s := range ddl {
-		if rest, ok := strings.CutPrefix(s, "CREATE TRIGGER "); ok {
-			s = def + rest
+		for _, kind := range []string{"TRIGGER ", "FUNCTION "} {
+			if rest, ok := strings.CutPrefix(s, "CREATE "+kind); ok {
+				s = def + kind + rest
+			}
 		}
 		out[i] = s
 	}

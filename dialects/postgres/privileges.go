@@ -53,14 +53,14 @@ import (
 func (dialectImpl) OwnedDDL(ddl []string, owner string) []string { return ddl }
 
 type pgObject struct {
-	kind, name string // kind: "table", "function", "schema"; name as the DDL spells it (quoted)
+	kind, name string // kind: "table", "function", "schema"; name as the DDL spells it (quoted; a function's with its argument types)
 	what       string // in words
 	lookup     string // query yielding (owner, app is a member of the owner) for $1 = name, $2 = app
 }
 
 const (
 	pgRelOwner  = `SELECT pg_catalog.pg_get_userbyid(c.relowner)::text, pg_catalog.pg_has_role($2, c.relowner, 'MEMBER') FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`
-	pgFuncOwner = `SELECT pg_catalog.pg_get_userbyid(p.proowner)::text, pg_catalog.pg_has_role($2, p.proowner, 'MEMBER') FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1 || '()')`
+	pgFuncOwner = `SELECT pg_catalog.pg_get_userbyid(p.proowner)::text, pg_catalog.pg_has_role($2, p.proowner, 'MEMBER') FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1)`
 )
 
 // PrivilegeProblems implements dialect.Privileger.
@@ -116,12 +116,14 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	if t.Guard {
 		// GuardDDL names the function as the table was configured (unqualified: the
 		// first schema of the search path); resolve it the same way.
-		objects = append(objects, pgObject{kind: "FUNCTION", name: guardFuncName(fold(t.Table)).Quote(q), what: "the guard function", lookup: pgFuncOwner})
+		objects = append(objects,
+			pgObject{kind: "FUNCTION", name: guardFuncName(fold(t.Table)).Quote(q) + "()", what: "the guard function", lookup: pgFuncOwner},
+			pgObject{kind: "FUNCTION", name: fenceFuncName(fold(t.Table)).Quote(q) + "(bigint, bigint)", what: "the fence function (the one-statement DELETE's)", lookup: pgFuncOwner})
 	}
 	if t.Tombstones {
 		objects = append(objects,
 			pgObject{kind: "TABLE", name: tomb, what: "the tombstone table " + tombTable(resolved).String(), lookup: pgRelOwner},
-			pgObject{kind: "FUNCTION", name: tombFuncName(resolved).Quote(q), what: "the tombstone function", lookup: pgFuncOwner})
+			pgObject{kind: "FUNCTION", name: tombFuncName(resolved).Quote(q) + "()", what: "the tombstone function", lookup: pgFuncOwner})
 	}
 	memberFixed := false
 	for _, o := range objects {
@@ -129,10 +131,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		if err != nil {
 			return nil, err
 		}
-		alter := "ALTER " + o.kind + " " + o.name
-		if o.kind == "FUNCTION" {
-			alter += "()"
-		}
+		alter := "ALTER " + o.kind + " " + o.name // a function's name carries its signature
 		alter += " OWNER TO " + q(owner)
 		if len(rows) == 0 {
 			// Not there yet: the Fix creates it, as the role that runs the Fix.
