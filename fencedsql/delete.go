@@ -55,17 +55,26 @@ func (c *conn) deleteFenced(ctx context.Context, p *plan.Plan) (bool, error) {
 
 // oneStep runs a DELETE's one-statement form (plan.Plan.One): one round trip, no
 // transaction of its own (the statement is atomic). It returns one row per deleted
-// row, which it counts for the result; a row with a newer token fails the statement
-// with the token column's NOT NULL violation, mapped to ErrFenced.
+// row: the wrapper executes it (the driver's count) or, where the driver's Exec cannot
+// count them (dialect.DeleteFencer.DeleteFenceExec), queries it and counts the rows. A
+// row with a newer token fails the statement with the token column's NOT NULL
+// violation, mapped to ErrFenced.
 func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []driver.NamedValue, tok uint64) (driver.Result, error) {
 	full, err := bind(one, args, tok, 0)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.query(ctx, one, full)
 	var n int64
-	if err == nil {
-		n, err = drain(rows)
+	if f, _ := c.core.dialect.(dialect.DeleteFencer); f != nil && f.DeleteFenceExec() {
+		var res driver.Result
+		if res, err = r.exec(ctx, one, full); err == nil {
+			n, err = res.RowsAffected()
+		}
+	} else {
+		var rows driver.Rows
+		if rows, err = r.query(ctx, one, full); err == nil {
+			n, err = drain(rows)
+		}
 	}
 	if err != nil {
 		err = c.core.mapErr(one, tok, 0, err)

@@ -88,4 +88,7 @@ func (dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args
 		[]any{table.Schema, fenceFunc(table.Name), oneStepMarker, table.Schema, table.Name, tombName("del", table.Name), "%" + deleteTokenVar + "%"}
 }
 
+// DeleteFenceExec: go-sql-driver/mysql reports 0 rows affected for a statement that returns rows.
+func (dialectImpl) DeleteFenceExec() bool { return false }
+
 var _ dialect.DeleteFencer = dialectImpl{}

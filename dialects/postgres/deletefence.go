@@ -107,4 +107,7 @@ FROM (SELECT pg_catalog.to_regprocedure($1) AS oid) r LEFT JOIN pg_catalog.pg_pr
 		[]any{fn, "%" + oneStepMarker + "%", table.String(), guardTrigger, tombDeleteTrigger}
 }
 
+// DeleteFenceExec: pgx reads the statement to its end and reports the command tag's count.
+func (dialectImpl) DeleteFenceExec() bool { return true }
+
 var _ dialect.DeleteFencer = dialectImpl{}

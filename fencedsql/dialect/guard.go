@@ -56,4 +56,10 @@ type DeleteFencer interface {
 	// uses exist (callable by the session's role) and every trigger of the guards on
 	// table accepts the one-statement DELETE; 0 or no row otherwise.
 	DeleteFenceQuery(table TableName) (query string, args []any)
+	// DeleteFenceExec reports whether the driver's Exec of the one statement runs it
+	// whole (the check for every row) and reports the rows deleted as RowsAffected
+	// (pgx: the command tag). Otherwise the wrapper runs it as a query and counts the
+	// rows it returns (go-sql-driver/mysql reports no affected rows for a statement
+	// that returns rows).
+	DeleteFenceExec() bool
 }
