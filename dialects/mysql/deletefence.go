@@ -28,7 +28,11 @@ import (
 //     session by an earlier statement is ignored (its time differs).
 //   - DeleteFenceQuery says yes when the function of this version is visible to the
 //     session's user (information_schema lists only routines it may use) and the
-//     table's tombstone trigger, if any, reads the mark.
+//     table's tombstone trigger, if any, reads the mark. In the least-privilege layout
+//     (fencedsql-schema -owner) the application account needs EXECUTE on the function
+//     (GRANT EXECUTE ON FUNCTION `db`.`fencedsql_fence_<table>` TO …), which
+//     fencedsql-schema does not propose yet; without it the wrapper sends the two
+//     statements (safe, one round trip more).
 //
 // MySQL has no DELETE … RETURNING: DeleteFenceQuery says no on a server that is not
 // MariaDB, and the wrapper keeps the two statements there.
