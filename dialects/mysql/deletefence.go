@@ -30,9 +30,9 @@ import (
 //     session's user (information_schema lists only routines it may use) and the
 //     table's tombstone trigger, if any, reads the mark. In the least-privilege layout
 //     (fencedsql-schema -owner) the application account needs EXECUTE on the function
-//     (GRANT EXECUTE ON FUNCTION `db`.`fencedsql_fence_<table>` TO …), which
-//     fencedsql-schema does not propose yet; without it the wrapper sends the two
-//     statements (safe, one round trip more).
+//     and SELECT on the floor table (reading it is harmless; the triggers keep it from
+//     writing it), which PrivilegeProblems proposes; without them the wrapper sends
+//     the two statements (safe, one round trip more).
 //
 // MySQL has no DELETE … RETURNING: DeleteFenceQuery says no on a server that is not
 // MariaDB, and the wrapper keeps the two statements there.
@@ -60,7 +60,7 @@ func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []st
 	fn := fenceFuncName(table).Quote(d.QuoteIdent)
 	return []string{
 		"DROP FUNCTION IF EXISTS " + fn,
-		"CREATE FUNCTION " + fn + "(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT DETERMINISTIC NO SQL COMMENT " + literal(oneStepMarker) + "\nBEGIN\n" +
+		"CREATE FUNCTION " + fn + "(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT DETERMINISTIC NO SQL SQL SECURITY INVOKER COMMENT " + literal(oneStepMarker) + "\nBEGIN\n" +
 			"  IF cur IS NULL OR cur > tok THEN\n" +
 			"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
 			"  END IF;\n" +
@@ -83,13 +83,15 @@ func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark
 	return mark, check
 }
 
-// DeleteFenceQuery yields 1 when table's fence function of this version is visible to
-// the session's user and no tombstone trigger of table ignores the mark.
+// DeleteFenceQuery yields 1 when table's fence function of this version and the token
+// floor are visible to the session's user (information_schema shows only what it has
+// a right on) and no tombstone trigger of table ignores the mark.
 func (dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT IF(EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_COMMENT = ?)" +
 			" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME = ? AND ACTION_STATEMENT NOT LIKE ?)" +
+			" AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?)" +
 			" AND VERSION() LIKE '%MariaDB%', 1, 0)",
-		[]any{table.Schema, fenceFunc(table.Name), oneStepMarker, table.Schema, table.Name, tombName("del", table.Name), "%" + deleteTokenVar + "%"}
+		[]any{table.Schema, fenceFunc(table.Name), oneStepMarker, table.Schema, table.Name, tombName("del", table.Name), "%" + deleteTokenVar + "%", table.Schema, dialect.FloorTable}
 }
 
 // DeleteFenceExec: go-sql-driver/mysql reports 0 rows affected for a statement that returns rows.

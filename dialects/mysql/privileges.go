@@ -32,6 +32,10 @@ import (
 //     application its tables one by one;
 //   - any write, DROP, ALTER or TRIGGER granted on the tombstone table. Fix: REVOKE
 //     ALL PRIVILEGES on it;
+//   - EXECUTE missing on the guard's fence function, or SELECT on the token floor
+//     (the one-statement DELETE calls the one and reads the other; EXECUTE is read
+//     from mysql.procs_priv where the connection may). Fix: GRANT EXECUTE ON
+//     FUNCTION, GRANT SELECT on the floor.
 //   - SELECT, INSERT, UPDATE or DELETE missing on the guarded table. Fix: GRANT on
 //     the table;
 //   - guard triggers whose DEFINER is the application account, or (Roles.Owner set)
@@ -197,6 +201,17 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		problem("application account "+app.String()+" lacks "+strings.Join(missing, ", ")+" on "+table.String()+": fenced writes need SELECT, INSERT, UPDATE and DELETE",
 			"GRANT "+strings.Join(missing, ", ")+" ON "+tbl+" TO "+acct)
 	}
+	// The guard's fence function (the one-statement DELETE, deletefence.go): EXECUTE,
+	// at the database or global level or on the function, which MariaDB keeps in
+	// mysql.procs_priv (no information_schema view): judged when this connection may
+	// read it. Without it fenced DELETEs run as two statements.
+	if t.Guard && !g.has("EXECUTE") {
+		rows, err := query(ctx, "SELECT 1 FROM mysql.procs_priv WHERE User = ? AND Host = ? AND Db = ? AND Routine_name = ? AND Routine_type = 'FUNCTION' AND FIND_IN_SET('Execute', Proc_priv) > 0", app.user, app.host, db, fenceFunc(table.Name))
+		if err == nil && len(rows) == 0 {
+			problem("application account "+app.String()+" lacks EXECUTE on the guard's fence function "+fenceFuncName(table).String()+": fenced DELETEs run as two statements instead of one",
+				"GRANT EXECUTE ON FUNCTION "+fenceFuncName(table).Quote(q)+" TO "+acct)
+		}
+	}
 	// The registry of guarded tables (schema.RegisterTables), when there is one: a
 	// fenced pool reads it at its first connection and refuses to open without it.
 	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, dialect.RegistryTable); err != nil {
@@ -213,6 +228,12 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	}
 	if fg, _, err := readGrants(ctx, query, app, db, dialect.FloorTable); err != nil {
 		return nil, err
+	} else if t.Guard && !fg.has("SELECT") {
+		// The one-statement DELETE reads the floor itself and passes it to the fence
+		// function (deletefence.go). Reading it is harmless; writing it is not (below).
+		floor := floorTable(db)
+		problem("application account "+app.String()+" cannot read the token floor "+floor.String()+": fenced DELETEs run as two statements instead of one",
+			"GRANT SELECT ON "+floor.Quote(q)+" TO "+acct)
 	} else if p := pick(fg.table, "INSERT", "UPDATE", "DELETE", "DROP", "ALTER"); len(p) > 0 {
 		floor := floorTable(db)
 		problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on the token floor "+floor.String()+": it could lower the floor (the triggers run as their DEFINER; the application needs no right on the table)",

@@ -251,6 +251,7 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 		t.Errorf("-print: %d triggers created with the owner as DEFINER, want all 5 (guard, floor, three tombstone):\n%s", n, out)
 	}
 	wantContains(t, "-print", out, "CREATE DEFINER = '"+owner+"'@'%' TRIGGER `fencedsql_guard_ledger`",
+		"CREATE DEFINER = '"+owner+"'@'%' FUNCTION `", "GRANT EXECUTE ON FUNCTION `",
 		"GRANT TRIGGER, SELECT ON `", "GRANT SELECT, INSERT, UPDATE ON `", "GRANT SELECT, INSERT, UPDATE, DELETE ON `")
 	code, out, errOut = runCmd(t, append(args, "-apply")...)
 	if code != exitOK {
@@ -274,6 +275,12 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 	var who string
 	if err := plain.QueryRow("SELECT CURRENT_USER()").Scan(&who); err != nil || who != app+"@%" {
 		t.Fatalf("logged in as %q (%v), want %s@%%", who, err, app)
+	}
+	// The application account may call the fence function: its DELETEs are one statement.
+	fq, fargs := mysql.Dialect.(dialect.DeleteFencer).DeleteFenceQuery(dialect.TableName{Name: "ledger"})
+	var ready int
+	if err := plain.QueryRow(fq, fargs...).Scan(&ready); err != nil || ready != 1 {
+		t.Errorf("DeleteFenceQuery as the application account: %d, %v; want 1", ready, err)
 	}
 	refused(t, plain,
 		"DROP TRIGGER fencedsql_guard_ledger",
