@@ -153,6 +153,12 @@ func TestLeastPrivilegePostgres(t *testing.T) {
 	if err := plain.QueryRow("SELECT current_user").Scan(&who); err != nil || who != app {
 		t.Fatalf("logged in as %q (%v), want %s", who, err, app)
 	}
+	// The application role may call the fence function: its DELETEs are one statement.
+	fq, fargs := postgres.Dialect.(dialect.DeleteFencer).DeleteFenceQuery(dialect.TableName{Name: "ledger"})
+	var ready int
+	if err := plain.QueryRow(fq, fargs...).Scan(&ready); err != nil || ready != 1 {
+		t.Errorf("DeleteFenceQuery as the application role: %d, %v; want 1", ready, err)
+	}
 	refused(t, plain,
 		`DROP FUNCTION fencedsql_guard_ledger() CASCADE`,
 		`DROP FUNCTION fencedsql_tombstone_ledger() CASCADE`,
