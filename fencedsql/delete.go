@@ -64,16 +64,15 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 	if err != nil {
 		return nil, err
 	}
-	var n int64
+	var res driver.Result
 	if f, _ := c.core.dialect.(dialect.DeleteFencer); f != nil && f.DeleteFenceExec() {
-		var res driver.Result
-		if res, err = r.exec(ctx, one, full); err == nil {
-			n, err = res.RowsAffected()
-		}
+		res, err = r.exec(ctx, one, full) // the driver's own result (fencedpgx: its command tag)
 	} else {
 		var rows driver.Rows
 		if rows, err = r.query(ctx, one, full); err == nil {
+			var n int64
 			n, err = drain(rows)
+			res = deleted(n)
 		}
 	}
 	if err != nil {
@@ -85,7 +84,7 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 		}
 		return nil, err
 	}
-	return deleted(n), nil
+	return res, nil
 }
 
 // deleted is the result of a one-statement DELETE: the rows it deleted, and no insert
