@@ -2,9 +2,9 @@ package fencedpgx_test
 
 import (
 	"context"
-	"fmt"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
