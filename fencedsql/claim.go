@@ -17,15 +17,11 @@ import (
 
 // execClaim runs a claimed locking read sent with Exec (it returns no rows to count).
 func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
-	one, err := c.claimable(ctx, r, p)
+	one, tok, full, err := c.claimOne(ctx, r, p, args)
 	if err != nil {
 		return nil, err
 	}
 	if one != nil {
-		tok, _, full, err := c.guardedArgs(ctx, one, args)
-		if err != nil {
-			return nil, err
-		}
 		res, err := r.exec(ctx, one, full)
 		if err != nil {
 			return nil, c.core.mapErr(one, tok, 0, err)
@@ -42,15 +38,11 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 // queryClaim runs a claimed locking read: in one statement where the plan has it,
 // else the claim, then the read, whose rows are counted against the rows claimed.
 func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
-	one, err := c.claimable(ctx, r, p)
+	one, tok, full, err := c.claimOne(ctx, r, p, args)
 	if err != nil {
 		return nil, err
 	}
 	if one != nil {
-		tok, _, full, err := c.guardedArgs(ctx, one, args)
-		if err != nil {
-			return nil, err
-		}
 		rows, err := r.query(ctx, one, full)
 		if err != nil {
 			return nil, c.core.mapErr(one, tok, 0, err)
@@ -71,6 +63,18 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return newRows(rows, c.core, nil, 0, 0), nil
 	}
 	return c.countRows(rows, p, "locking SELECT", claimed), nil
+}
+
+// claimOne judges a locking read (claimable) and, when it runs as one statement,
+// returns that statement with its token and bound arguments; one is nil otherwise.
+func (c *conn) claimOne(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (one *plan.Plan, tok uint64, full []driver.NamedValue, err error) {
+	if one, err = c.claimable(ctx, r, p); err != nil || one == nil {
+		return nil, 0, nil, err
+	}
+	if tok, _, full, err = c.guardedArgs(ctx, one, args); err != nil {
+		return nil, 0, nil, err
+	}
+	return one, tok, full, nil
 }
 
 // claimable judges a locking read before it runs: with a token, a claim the planner
