@@ -33,6 +33,7 @@ var substitutions = []struct {
 	{"sql.OpenDB(", "fencedOpenDB(", "open: the tests' connectors go through fencedsql.OpenDB", 4},
 	{"md := &MySQLDriver{}", "md := fencedDriver()", "open: TestReuseClosedConnection opens a connection with the driver itself: the fenced driver", 1},
 	{"conn.(*mysqlConn)", "fencedsql.Unwrap(conn).(*mysqlConn)", "Raw: reach the driver's own connection through the documented unwrap", 2},
+	{"switch err := tx.Commit(); err {", "switch err := commitErrorAsDriver(tx.Commit()); err {", "TestContextCancelBegin: when the COMMIT reaches the driver before database/sql's cancel-rollback (a scheduling race the test names), the driver's context.Canceled comes back inside the wrapper's commit-outcome error (errors.Is holds, == does not)", 1},
 	// Not substituted: conn.(driver.Execer) and conn.(driver.Queryer) in Raw callbacks
 	// (TestExecMultipleResults, TestQueryMultipleResults): the wrapper's connection
 	// implements both, as go-sql-driver/mysql's README has users call them, so those

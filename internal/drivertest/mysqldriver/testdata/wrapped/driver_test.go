@@ -2933,7 +2933,7 @@ func TestContextCancelBegin(t *testing.T) {
 		}
 
 		// Transaction is canceled, so expect an error.
-		switch err := tx.Commit(); err {
+		switch err := commitErrorAsDriver(tx.Commit()); err {
 		case sql.ErrTxDone:
 			// because the transaction has already been rollbacked.
 			// the database/sql package watches ctx

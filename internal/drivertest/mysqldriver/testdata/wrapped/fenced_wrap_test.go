@@ -34,6 +34,19 @@ func fencedOpenDB(c driver.Connector) *sql.DB {
 	return fencedsql.OpenDB(c, fencedsql.WithDialect(fencedDialect{}))
 }
 
+// commitErrorAsDriver replaces tx.Commit's error where a test compares it with ==: the
+// wrapper returns a failed COMMIT's error inside its commit-outcome error
+// (fencedsql.ErrNotCommitted or fencedsql.ErrCommitUnknown), so a driver's
+// context.Canceled is found with errors.Is, not ==. It returns context.Canceled for
+// such an error, after checking that the outcome is one of the wrapper's.
+func commitErrorAsDriver(err error) error {
+	if errors.Is(err, context.Canceled) && err != context.Canceled &&
+		(errors.Is(err, fencedsql.ErrNotCommitted) || errors.Is(err, fencedsql.ErrCommitUnknown)) {
+		return context.Canceled
+	}
+	return err
+}
+
 // fencedDriver replaces &MySQLDriver{} where a test opens connections with the driver
 // itself, without database/sql.
 func fencedDriver() driver.Driver {
