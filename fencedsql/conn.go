@@ -38,6 +38,8 @@ type conn struct {
 	// the pool (docs/design.md G13).
 	namesMoved   bool
 	checkedNames map[*plan.Table]struct{}
+
+	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
 }
 
 type txState struct {
@@ -49,7 +51,7 @@ type txState struct {
 }
 
 func newConn(raw driver.Conn, k *core) *conn {
-	c := &conn{raw: raw, core: k}
+	c := &conn{raw: raw, core: k, stmts: newStmtCache(k.cfg.stmtCache)}
 	c.execer, _ = raw.(driver.ExecerContext)
 	c.queryer, _ = raw.(driver.QueryerContext)
 	c.lexecer, _ = raw.(driver.Execer)   //nolint:staticcheck // legacy interface
@@ -83,7 +85,10 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 // Close implements driver.Conn.
-func (c *conn) Close() error { return c.raw.Close() }
+func (c *conn) Close() error {
+	c.dropStatements()
+	return c.raw.Close()
+}
 
 // Begin implements driver.Conn.
 func (c *conn) Begin() (driver.Tx, error) {
@@ -168,12 +173,7 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.ResetsSession {
-		c.sessionOK = false
-	}
-	if p.ResetsNames {
-		c.rearmNames()
-	}
+	c.sessionMoved(p)
 	return p, nil
 }
 
@@ -288,13 +288,16 @@ func (r connRunner) exec(ctx context.Context, p *plan.Plan, args []driver.NamedV
 		return res, err
 	}
 	// The driver wants a prepared statement (go-sql-driver/mysql without
-	// interpolateParams): prepare, execute, close, as database/sql would.
-	st, err := c.rawPrepare(ctx, p.SQL)
+	// interpolateParams): the connection's cached one, or one prepared now.
+	cs, err := c.acquire(ctx, p.SQL)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	return stmtExec(ctx, st, args)
+	res, err := stmtExec(ctx, cs.st, args)
+	if rerr := c.release(cs, err); err == nil && rerr != nil {
+		return nil, rerr
+	}
+	return res, err
 }
 
 func (r connRunner) query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
@@ -302,14 +305,14 @@ func (r connRunner) query(ctx context.Context, p *plan.Plan, args []driver.Named
 	if rows, err := c.rawQuery(ctx, p.SQL, args); err != driver.ErrSkip {
 		return rows, err
 	}
-	st, err := c.rawPrepare(ctx, p.SQL)
+	cs, err := c.acquire(ctx, p.SQL)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := stmtQuery(ctx, st, args)
+	rows, err := stmtQuery(ctx, cs.st, args)
 	if err != nil {
-		st.Close()
+		c.release(cs, err)
 		return nil, err
 	}
-	return &closeStmtRows{Rows: rows, st: st}, nil
+	return &closeStmtRows{Rows: rows, c: c, cs: cs}, nil
 }

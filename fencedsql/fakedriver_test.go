@@ -32,6 +32,16 @@ type fakeRec struct {
 	queries  []fakeCall
 	prepared []string
 	txOpts   []driver.TxOptions
+	failNext error // returned once by the next Exec or Query of a prepared statement
+}
+
+// takeFail returns and clears failNext.
+func (r *fakeRec) takeFail() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.failNext
+	r.failNext = nil
+	return err
 }
 
 func newFakeRec() *fakeRec { return &fakeRec{counts: map[string]int{}} }
@@ -122,15 +132,21 @@ type fakeStmt struct {
 	sql string
 }
 
-func (s *fakeStmt) Close() error  { return nil }
+func (s *fakeStmt) Close() error  { s.rec.inc("StmtClose"); return nil }
 func (s *fakeStmt) NumInput() int { return -1 }
 func (s *fakeStmt) Exec(args []driver.Value) (driver.Result, error) {
 	s.rec.inc("StmtExec")
+	if err := s.rec.takeFail(); err != nil {
+		return nil, err
+	}
 	s.rec.add(&s.rec.execs, s.sql, toNamed(args))
 	return driver.RowsAffected(1), nil
 }
 func (s *fakeStmt) Query(args []driver.Value) (driver.Rows, error) {
 	s.rec.inc("StmtQuery")
+	if err := s.rec.takeFail(); err != nil {
+		return nil, err
+	}
 	s.rec.add(&s.rec.queries, s.sql, toNamed(args))
 	return &fakeRows{}, nil
 }

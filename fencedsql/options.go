@@ -24,13 +24,14 @@ type config struct {
 	allowDDL    bool
 	allowDyn    bool
 	cacheSize   int
+	stmtCache   int
 	logger      *slog.Logger
 	meter       metric.MeterProvider
 	tokens      TokenSource // WithTokenSource
 }
 
 func defaultConfig() config {
-	return config{schemaCheck: true, cacheSize: 1024, logger: slog.New(slog.DiscardHandler)}
+	return config{schemaCheck: true, cacheSize: 1024, stmtCache: defaultStmtCache, logger: slog.New(slog.DiscardHandler)}
 }
 
 // GuardOption configures one guarded table.
@@ -101,6 +102,27 @@ func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = a
 // WithCacheSize bounds the number of statement texts whose rewrite is cached
 // (default 1024).
 func WithCacheSize(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+// defaultStmtCache is WithStatementCache's default.
+const defaultStmtCache = 64
+
+// WithStatementCache bounds the statements each connection keeps prepared for the
+// wrapper's own SQL (default 64; 0 turns the cache off). It matters only for a
+// driver that runs a statement with arguments as a prepared statement
+// (go-sql-driver/mysql without interpolateParams): a guarded write, a claim or a
+// claimed read sent again on the connection is then one EXECUTE instead of PREPARE,
+// EXECUTE and CLOSE. Statements an application sends unchanged are not cached: they
+// are prepared by database/sql as before. Each cached statement holds a server-side
+// prepared statement for the life of the connection (MySQL's max_prepared_stmt_count
+// bounds them across all connections: keep n × the pool's MaxOpenConns below it).
+func WithStatementCache(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			n = 0
+		}
+		c.stmtCache = n
+	}
+}
 
 // WithLogger sets the structured logger (default: discard). Fenced writes and refused
 // statements are logged at Warn with the table and token, never row data.

@@ -83,14 +83,14 @@ func (r *rows) fail(err error) error {
 }
 
 func (r *rows) HasNextResultSet() bool {
-	if x, ok := r.Rows.(driver.RowsNextResultSet); ok {
+	if x, ok := r.native().(driver.RowsNextResultSet); ok {
 		return x.HasNextResultSet()
 	}
 	return false
 }
 
 func (r *rows) NextResultSet() error {
-	if x, ok := r.Rows.(driver.RowsNextResultSet); ok {
+	if x, ok := r.native().(driver.RowsNextResultSet); ok {
 		err := x.NextResultSet()
 		if err == nil || err == io.EOF {
 			return err
@@ -101,50 +101,73 @@ func (r *rows) NextResultSet() error {
 }
 
 func (r *rows) ColumnTypeScanType(i int) reflect.Type {
-	if x, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+	if x, ok := r.native().(driver.RowsColumnTypeScanType); ok {
 		return x.ColumnTypeScanType(i)
 	}
 	return reflect.TypeFor[any]()
 }
 
 func (r *rows) ColumnTypeDatabaseTypeName(i int) string {
-	if x, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+	if x, ok := r.native().(driver.RowsColumnTypeDatabaseTypeName); ok {
 		return x.ColumnTypeDatabaseTypeName(i)
 	}
 	return ""
 }
 
 func (r *rows) ColumnTypeLength(i int) (int64, bool) {
-	if x, ok := r.Rows.(driver.RowsColumnTypeLength); ok {
+	if x, ok := r.native().(driver.RowsColumnTypeLength); ok {
 		return x.ColumnTypeLength(i)
 	}
 	return 0, false
 }
 
 func (r *rows) ColumnTypeNullable(i int) (bool, bool) {
-	if x, ok := r.Rows.(driver.RowsColumnTypeNullable); ok {
+	if x, ok := r.native().(driver.RowsColumnTypeNullable); ok {
 		return x.ColumnTypeNullable(i)
 	}
 	return false, false
 }
 
 func (r *rows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
-	if x, ok := r.Rows.(driver.RowsColumnTypePrecisionScale); ok {
+	if x, ok := r.native().(driver.RowsColumnTypePrecisionScale); ok {
 		return x.ColumnTypePrecisionScale(i)
 	}
 	return 0, 0, false
 }
 
-// closeStmtRows closes the statement prepared for a query when its rows close.
+// closeStmtRows releases the statement prepared for a query (stmtcache.go) when its
+// rows close; the rows' error, if any, drops it from the cache.
 type closeStmtRows struct {
 	driver.Rows
-	st driver.Stmt
+	c      *conn
+	cs     *cachedStmt
+	failed error
+}
+
+func (r *closeStmtRows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	if err != nil && err != io.EOF && r.failed == nil {
+		r.failed = err
+	}
+	return err
 }
 
 func (r *closeStmtRows) Close() error {
 	err := r.Rows.Close()
-	if cerr := r.st.Close(); err == nil {
-		err = cerr
+	failed := r.failed
+	if failed == nil {
+		failed = err
+	}
+	if rerr := r.c.release(r.cs, failed); err == nil {
+		err = rerr
 	}
 	return err
+}
+
+// native is the driver's rows under r: its optional interfaces are r's.
+func (r *rows) native() driver.Rows {
+	if cs, ok := r.Rows.(*closeStmtRows); ok {
+		return cs.Rows
+	}
+	return r.Rows
 }

@@ -63,11 +63,26 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	return nil
 }
 
+// sessionMoved re-arms what p, a statement about to run on c, may invalidate: the
+// session check after one that may change the settings it checks (SET … sql_mode),
+// the schema checks after one that may change name resolution (SET search_path, USE,
+// ATTACH …), and either empties the connection's prepared statements.
+func (c *conn) sessionMoved(p *plan.Plan) {
+	if p.ResetsSession {
+		c.sessionOK = false
+		c.dropStatements()
+	}
+	if p.ResetsNames {
+		c.rearmNames()
+	}
+}
+
 // rearmNames re-arms the schema checks of c after a statement that may have changed
 // its name resolution: from now on they are cached on c, not on the pool.
 func (c *conn) rearmNames() {
 	c.namesMoved = true
 	clear(c.checkedNames)
+	c.dropStatements()
 }
 
 // rearmingStmt returns st, prepared on c for plan p, wrapped so that each execution
@@ -113,14 +128,7 @@ func (s sessionStmtCC) ColumnConverter(idx int) driver.ValueConverter {
 // Raw returns the wrapped statement.
 func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
 
-func (s *sessionStmt) rearm() {
-	if s.p.ResetsSession {
-		s.c.sessionOK = false
-	}
-	if s.p.ResetsNames {
-		s.c.rearmNames()
-	}
-}
+func (s *sessionStmt) rearm() { s.c.sessionMoved(s.p) }
 
 // Exec implements driver.Stmt.
 func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {
