@@ -18,9 +18,28 @@ func (c *conn) execDelete(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return nil, err
 	}
 	if ok {
-		return c.oneStep(ctx, r, p.One, args, tok)
+		res, err := c.oneStep(ctx, r, p.One, args, tok)
+		if err == nil || !c.fenceWithdrawn(ctx, p, err) {
+			return res, err
+		}
+		// The guard changed under the verdict (the fence function dropped, an older
+		// guard installed): the one statement failed whole, so send the two.
 	}
 	return c.twoStep(ctx, r, p, args, tok, ver, full)
+}
+
+// fenceWithdrawn reports whether err, the failure of p's one-statement form, is the
+// guard's one-statement support going away under the pool's verdict, so that the
+// two statements may be sent instead: outside a transaction only (the failed
+// statement changed nothing, and nothing of the caller's is lost with it), not for a
+// fencing refusal or a lost connection, and only when DeleteFenceQuery, asked again,
+// now says no.
+func (c *conn) fenceWithdrawn(ctx context.Context, p *plan.Plan, err error) bool {
+	if c.tx != nil || errors.Is(err, ErrFenced) || errors.Is(err, ErrBelowFloor) || isTransport(err) || ctx.Err() != nil {
+		return false
+	}
+	ok, qerr := c.deleteFenced(ctx, p)
+	return qerr == nil && !ok
 }
 
 // deleteFenced reports whether p's one-statement form may be sent on this connection:

@@ -28,8 +28,9 @@ import (
 //     (PostgreSQL);
 //   - a plain DELETE after a statement that set the mark, in the same transaction, is
 //     still refused by the row guard (PostgreSQL: the mark is its statement's only);
-//   - the guard removed under a pool that chose the one-statement form fails the next
-//     DELETE (nothing deleted) and the one after runs as two statements.
+//   - the guard removed under a pool that chose the one-statement form: outside a
+//     transaction the DELETE is sent again as two statements and deletes; in a
+//     caller's transaction it fails (nothing deleted) and the next runs as two.
 func (s *guardSuite) testDeleteFence(t *testing.T) {
 	f, ok := s.d.(dialect.DeleteFencer)
 	if !ok {
@@ -168,20 +169,41 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		t.Fatalf("%d rows after a DELETE below the floor", e.count())
 	}
 
-	// The guard removed under the pool's verdict: the next DELETE fails closed, the
-	// one after runs as two statements and deletes.
+	// The guard removed under the pool's verdict. Outside a transaction the DELETE
+	// still deletes: the one statement failed whole, and the wrapper sent the two.
 	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(dialect.TableName{Name: "accounts"}))
-	if _, err := e.db.ExecContext(tok(e.ctx, 40), del, 6); err == nil {
-		t.Fatal("DELETE with the fence function gone: no error")
+	res, err = e.db.ExecContext(tok(e.ctx, 40), del, 6)
+	if err != nil {
+		t.Fatalf("DELETE with the fence function gone, outside a transaction: %v", err)
 	}
-	if e.count() != 5 {
+	if n, _ := res.RowsAffected(); n != 1 || e.count() != 4 {
+		t.Fatalf("DELETE with the fence function gone: RowsAffected %d, %d rows left; want 1, 4", n, e.count())
+	}
+	// In a caller's transaction it fails and deletes nothing (the wrapper does not
+	// retry inside the caller's transaction); the next DELETE runs as two statements.
+	s.applyFix(e, s.check(e, spec)[0].Fix)
+	fresh, err := sql.Open(s.b.DriverName, WithParam(e.dsn, "fenced_tables=accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.ExecContext(tok(e.ctx, 41), del, 7); err != nil || e.count() != 3 {
+		t.Fatalf("DELETE on a fresh pool: %v, %d rows left, want 3", err, e.count())
+	}
+	execAll(t, e.ctx, e.raw, s.g.UnguardDDL(dialect.TableName{Name: "accounts"}))
+	ftx, err := fresh.BeginTx(tok(e.ctx, 42), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ftx.ExecContext(e.ctx, del, 8); err == nil {
+		t.Fatal("DELETE with the fence function gone, in a transaction: no error")
+	}
+	ftx.Rollback()
+	if e.count() != 3 {
 		t.Fatal("a failed DELETE deleted")
 	}
-	if _, err := e.db.ExecContext(tok(e.ctx, 40), del, 6); err != nil {
-		t.Fatalf("DELETE after the guard was removed: %v", err)
-	}
-	if e.count() != 4 {
-		t.Fatal("DELETE after the guard was removed did not delete")
+	if _, err := fresh.ExecContext(tok(e.ctx, 42), del, 8); err != nil || e.count() != 2 {
+		t.Fatalf("DELETE after the guard was removed: %v, %d rows left, want 2", err, e.count())
 	}
 }
 
