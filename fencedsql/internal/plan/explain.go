@@ -42,8 +42,12 @@ var explainedHeads = map[string]bool{
 // Anything it cannot read runs.
 func (p *parser) explained(head string) (from int, runs bool) {
 	isStmt := func(i int) bool {
-		if p.punct(i, "(") {
-			return p.kwIn(i+1, "SELECT", "WITH", "VALUES", "TABLE") || p.punct(i+1, "(")
+		if p.punct(i, "(") { // a parenthesized query, at any depth; anything else runs
+			j := i + 1
+			for p.punct(j, "(") {
+				j++
+			}
+			return p.kwIn(j, "SELECT", "WITH", "VALUES", "TABLE")
 		}
 		return i < len(p.sig) && explainedHeads[strings.ToUpper(p.text(p.sig[i]))] && p.isIdent(i)
 	}

@@ -142,6 +142,7 @@ func TestOverRefusalPasses(t *testing.T) {
 		{pgTest, `EXPLAIN (ANALYZE off, COSTS off) UPDATE accounts SET balance = 1`},
 		{pgTest, `EXPLAIN (analyse 0) DELETE FROM accounts`},
 		{pgTest, `EXPLAIN (COSTS off) UPDATE accounts SET balance = 1`},
+		{mysqlTest, `EXPLAIN ((SELECT balance FROM accounts))`},
 		{pgTest, `EXPLAIN (FORMAT json, VERBOSE) INSERT INTO accounts (id) VALUES (1)`},
 		{pgTest, `EXPLAIN SELECT * FROM accounts FOR UPDATE`},
 		{pgTest, `MERGE INTO other o USING accounts a ON o.id = a.id WHEN MATCHED THEN UPDATE SET x = a.balance WHEN NOT MATCHED THEN INSERT (id, x) VALUES (a.id, a.balance)`},
@@ -200,6 +201,14 @@ func TestOverRefusalNearShapesRefused(t *testing.T) {
 		{mysqlTest, `ANALYZE FORMAT=JSON DELETE FROM accounts`},
 		{mysqlTest, `EXPLAIN ANALYZE UPDATE accounts SET balance = 1`},
 		{mysqlTest, `DESCRIBE ANALYZE UPDATE accounts SET balance = 1`},
+		// Parentheses before what is explained: only a query may be parenthesized
+		// (FuzzRewriteMySQL found "EXPLAIN((ANALYZE DELETE FROM ACCounts" passing).
+		{mysqlTest, `EXPLAIN((ANALYZE DELETE FROM accounts`},
+		{mysqlTest, `EXPLAIN ((ANALYZE DELETE FROM accounts))`},
+		{mysqlTest, `EXPLAIN (((UPDATE accounts SET balance = 1)))`},
+		{mysqlTest, `DESCRIBE ((DELETE FROM accounts))`},
+		{mysqlTest, `EXPLAIN ((ANALYZE (SELECT balance FROM accounts FOR UPDATE)))`},
+		{pgTest, `EXPLAIN ((ANALYZE) DELETE FROM accounts`},
 		{mysqlTest, "UPDATE other o JOIN accounts a ON o.id = a.id SET a.balance = 1"},
 		{mysqlTest, "UPDATE other o JOIN accounts a ON o.id = a.id SET o.x = 1, a.balance = 2"},
 		{mysqlTest, "UPDATE other o JOIN accounts a ON o.id = a.id SET A.balance = 1"},
