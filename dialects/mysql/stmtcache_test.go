@@ -105,6 +105,43 @@ func TestStatementCacheServer(t *testing.T) {
 		t.Fatalf("%s.accounts: balance %d token %d, want 4 and %d", cur, b, tok, tk)
 	}
 
+	// The table changes under a cached claimed read: the next execution returns the
+	// new column set, as a statement prepared afresh would.
+	star := func() []string {
+		t.Helper()
+		tk++
+		c := fencedsql.WithToken(ctx, tk)
+		tx, err := conn.BeginTx(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(c, "SELECT * FROM accounts WHERE id = ? FOR UPDATE", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return cols
+	}
+	star()
+	if _, err := raw.ExecContext(ctx, "ALTER TABLE "+cur+".accounts ADD COLUMN note VARCHAR(10) NULL"); err != nil {
+		t.Fatal(err)
+	}
+	if cols := star(); len(cols) != 5 || cols[4] != "note" {
+		t.Errorf("a cached SELECT * after ALTER TABLE ADD COLUMN returned the columns %v", cols)
+	}
+
 	if _, err := conn.ExecContext(ctx, "USE "+other); err != nil {
 		t.Fatal(err)
 	}
