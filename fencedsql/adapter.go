@@ -176,7 +176,11 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 			c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 			return fail(asUnsupported(p.ClaimErr))
 		}
-		if one := p.ClaimOne; one != nil {
+		one, err := c.oneClaim(ctx, p)
+		if err != nil {
+			return fail(err)
+		}
+		if one != nil {
 			// PostgreSQL's claim in one statement: it stamps the rows and returns them.
 			tok, _, full, err := c.guardedArgs(ctx, one, args)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
@@ -80,7 +81,9 @@ func (c *conn) claimOne(ctx context.Context, r runner, p *plan.Plan, args []driv
 // claimable judges a locking read before it runs: with a token, a claim the planner
 // refused, or one outside a transaction, is refused. It returns the one-statement
 // claim to run when the statement carries a token and the plan has one (a prepared
-// statement prepares it on first use); nil otherwise (claim then decides what runs).
+// statement prepares it on first use) and, with the lazy schema checks on, the
+// dialect's dialect.ClaimOneChecker verdict on the table is yes; nil otherwise (claim
+// then decides what runs).
 func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Plan, error) {
 	if !c.hasToken(ctx) {
 		return nil, nil
@@ -92,6 +95,22 @@ func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Pla
 	if c.tx == nil {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
+	}
+	return c.oneClaim(ctx, p)
+}
+
+// oneClaim returns p's one-statement claim when it may be sent: the plan has one and,
+// with the lazy schema checks on, the table's dialect.ClaimOneChecker verdict
+// (tableVerdict) is yes. nil means the two statements.
+func (c *conn) oneClaim(ctx context.Context, p *plan.Plan) (*plan.Plan, error) {
+	if p.ClaimOne == nil || !c.core.cfg.schemaCheck {
+		return p.ClaimOne, nil
+	}
+	if k, ok := c.core.dialect.(dialect.ClaimOneChecker); ok {
+		yes, err := c.tableVerdict(ctx, &c.core.claimOne, p.Guard, "one-statement claim", k.ClaimOneQuery)
+		if err != nil || !yes {
+			return nil, err
+		}
 	}
 	return p.ClaimOne, nil
 }

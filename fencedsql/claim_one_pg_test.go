@@ -539,3 +539,52 @@ func TestClaimOnePostgresLockStrength(t *testing.T) {
 		}
 	}
 }
+
+// A table the one statement cannot claim with the two statements' answer keeps the two
+// (dialect.ClaimOneChecker): with a rule on UPDATE (the one statement would fail) and
+// with an AFTER UPDATE trigger that writes the claimed row again (the one statement
+// would return the row as it was before the trigger).
+func TestClaimOnePostgresRulesAndTriggers(t *testing.T) {
+	sh := claimOneShape{"plain", "SELECT id, owner, balance FROM accounts WHERE id IN ($1, $2) FOR UPDATE", []any{1, 2}, false, false}
+	cases := []struct {
+		name string
+		ddl  []string
+		want []string // the claimed read's rows
+	}{
+		{"DO ALSO rule", []string{"CREATE RULE audit AS ON UPDATE TO accounts DO ALSO INSERT INTO ledger VALUES (NEW.id, 0)"},
+			[]string{"1|ann|100", "2|bob|200"}},
+		{"conditional DO INSTEAD rule", []string{"CREATE RULE frozen AS ON UPDATE TO accounts WHERE OLD.balance < 0 DO INSTEAD NOTHING"},
+			[]string{"1|ann|100", "2|bob|200"}},
+		{"AFTER trigger writing the row", []string{
+			`CREATE FUNCTION bump() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE accounts SET balance = balance + 1000 WHERE id = NEW.id; RETURN NULL; END $$`,
+			"CREATE TRIGGER bump AFTER UPDATE ON accounts FOR EACH ROW WHEN (pg_trigger_depth() = 0) EXECUTE FUNCTION bump()"},
+			[]string{"1|ann|1100", "2|bob|1200"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newClaimOneEnv(t)
+			for _, q := range c.ddl {
+				if _, err := e.raw.ExecContext(e.ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, prepared := range []bool{false, true} {
+				rows, stamped, sent := e.claimRead(t, sh, 60, prepared)
+				if slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "fencedsql_claimed AS (UPDATE") }) {
+					t.Errorf("prepared %v: claimed in one statement:\n  %s", prepared, strings.Join(sent, "\n  "))
+				}
+				if !slices.Equal(rows, normalise(c.want, false)) {
+					t.Errorf("prepared %v: claimed read returned %v, want %v", prepared, rows, c.want)
+				}
+				if !slices.Equal(stamped, []string{"1", "2"}) {
+					t.Errorf("prepared %v: stamped %v, want [1 2]", prepared, stamped)
+				}
+			}
+		})
+	}
+	// The control: the same table without them is claimed in one statement.
+	e := newClaimOneEnv(t)
+	if _, _, sent := e.claimRead(t, sh, 60, false); len(sent) != 1 || !strings.Contains(sent[0], "fencedsql_claimed AS (UPDATE") {
+		t.Errorf("without rules or triggers, sent:\n  %s", strings.Join(sent, "\n  "))
+	}
+}

@@ -23,10 +23,12 @@ type core struct {
 	checked sync.Map // *guard → struct{}: schema verified
 	// deleteFence: *plan.Table → bool, the table's dialect.DeleteFencer verdict
 	deleteFence sync.Map
-	metrics     *instruments
-	first       firstUse         // the registry and the listed tables, at the first connection
-	raw         driver.Connector // the plain driver's connector, for WithTokenSource's check
-	regress     regression
+	// claimOne: *plan.Table → bool, the table's dialect.ClaimOneChecker verdict
+	claimOne sync.Map
+	metrics  *instruments
+	first    firstUse         // the registry and the listed tables, at the first connection
+	raw      driver.Connector // the plain driver's connector, for WithTokenSource's check
+	regress  regression
 }
 
 func newCore(opts []Option) (*core, error) {

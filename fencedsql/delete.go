@@ -44,32 +44,16 @@ func (c *conn) fenceWithdrawn(ctx context.Context, p *plan.Plan, err error) bool
 
 // deleteFenced reports whether p's one-statement form may be sent on this connection:
 // the plan has one, the lazy schema checks run (WithSchemaCheck), and the table's
-// dialect.DeleteFenceQuery said yes — asked once per pool and table, on the first
-// DELETE (a connection whose name resolution may have moved asks every time).
+// dialect.DeleteFencer verdict (tableVerdict) is yes.
 func (c *conn) deleteFenced(ctx context.Context, p *plan.Plan) (bool, error) {
-	k := c.core
-	if p.One == nil || !k.cfg.schemaCheck {
+	if p.One == nil || !c.core.cfg.schemaCheck {
 		return false, nil
 	}
-	f, ok := k.dialect.(dialect.DeleteFencer)
+	f, ok := c.core.dialect.(dialect.DeleteFencer)
 	if !ok {
 		return false, nil
 	}
-	if !c.namesMoved {
-		if v, ok := k.deleteFence.Load(p.Guard); ok {
-			return v.(bool), nil
-		}
-	}
-	q, qargs := f.DeleteFenceQuery(dialect.TableName{Schema: p.Guard.Schema, Name: p.Guard.Name})
-	vals, err := c.queryStrings(ctx, q, qargs)
-	if err != nil {
-		return false, &SchemaError{Table: p.Guard.String(), Problem: "the guard's delete-fence query failed" + mockHint, Err: err}
-	}
-	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
-	if !c.namesMoved {
-		k.deleteFence.Store(p.Guard, yes)
-	}
-	return yes, nil
+	return c.tableVerdict(ctx, &c.core.deleteFence, p.Guard, "delete-fence", f.DeleteFenceQuery)
 }
 
 // oneStep runs a DELETE's one-statement form (plan.Plan.One): one round trip, no

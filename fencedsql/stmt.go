@@ -28,7 +28,10 @@ var (
 func (s *stmt) prepareAll(ctx context.Context, p *plan.Plan) error {
 	pre := p.Pre
 	if p.ClaimOne != nil {
-		pre = p.ClaimOne // a claimed read runs in one statement (claim.go): no Pre
+		// A claimed read runs in one statement when the table allows it (claim.go):
+		// whichever form runs is prepared on first use (prepared). Preparing the one
+		// statement now would fail where PostgreSQL refuses it (a rule on UPDATE).
+		pre = nil
 	}
 	for _, pl := range []*plan.Plan{pre, p} {
 		if pl == nil || s.raws[pl] != nil {

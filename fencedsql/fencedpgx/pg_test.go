@@ -154,6 +154,7 @@ func TestConformanceQueryExecModes(t *testing.T) {
 		{"Savepoint", testSavepoint},
 		{"Batch", testBatch},
 		{"BatchStale", testBatchStale},
+		{"BatchClaimRuleTable", testBatchClaimRuleTable},
 		{"BatchRefusedNothingSent", testBatchRefused},
 		{"CopyFrom", testCopyFrom},
 		{"Sqlc", testSqlc},

@@ -70,8 +70,9 @@ import (
 //
 // A trigger that changes the claimed rows again after the UPDATE (an AFTER trigger
 // updating its own table) would run before the two-statement form's SELECT but after
-// this statement's result is computed: such tables should not be claimed in one
-// statement, and are not detected here.
+// this statement's result is computed, and a rule on UPDATE makes PostgreSQL refuse
+// the statement: the planner cannot see either, so the wrapper sends this form only
+// after the dialect's dialect.ClaimOneChecker said the table has neither.
 
 // claimedName names the claim's WITH query. A statement that uses the name itself
 // keeps the two-statement form.
