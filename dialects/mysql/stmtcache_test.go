@@ -66,7 +66,9 @@ func TestStatementCacheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claim := func() {
+	// claimed runs a claimed read of account 1 in a transaction under a new token and
+	// returns its columns.
+	claimed := func(sel string) []string {
 		t.Helper()
 		tk++
 		c := fencedsql.WithToken(ctx, tk)
@@ -75,14 +77,25 @@ func TestStatementCacheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		var b int64
-		if err := tx.QueryRowContext(c, "SELECT balance FROM accounts WHERE id = ? FOR UPDATE", 1).Scan(&b); err != nil {
+		rows, err := tx.QueryContext(c, sel, 1)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.Commit(); err != nil {
+		cols, err := rows.Columns()
+		for err == nil && rows.Next() {
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
+		return cols
 	}
+	claim := func() { claimed("SELECT balance FROM accounts WHERE id = ? FOR UPDATE") }
 	balance := func(database string) (b, tok int64) {
 		t.Helper()
 		if err := raw.QueryRowContext(ctx, "SELECT balance, fence_token FROM "+database+".accounts WHERE id = 1").Scan(&b, &tok); err != nil {
@@ -107,33 +120,7 @@ func TestStatementCacheServer(t *testing.T) {
 
 	// The table changes under a cached claimed read: the next execution returns the
 	// new column set, as a statement prepared afresh would.
-	star := func() []string {
-		t.Helper()
-		tk++
-		c := fencedsql.WithToken(ctx, tk)
-		tx, err := conn.BeginTx(c, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		rows, err := tx.QueryContext(c, "SELECT * FROM accounts WHERE id = ? FOR UPDATE", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		return cols
-	}
+	star := func() []string { return claimed("SELECT * FROM accounts WHERE id = ? FOR UPDATE") }
 	star()
 	if _, err := raw.ExecContext(ctx, "ALTER TABLE "+cur+".accounts ADD COLUMN note VARCHAR(10) NULL"); err != nil {
 		t.Fatal(err)
