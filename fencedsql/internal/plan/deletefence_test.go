@@ -111,6 +111,13 @@ func TestDeleteMarkOthersPass(t *testing.T) {
 		{mysqlTest, "SELECT @@sql_mode"},
 		{pgTest, "SELECT set_config('app.user', $1, true)"},
 		{pgTest, "SELECT @ -5"},
+		// PostgreSQL's @ is the absolute-value operator and SQLite's @name a parameter:
+		// neither is a MySQL user variable (FuzzRewritePostgres found "@$$;$$" refused).
+		{pgTest, "@$$;$$"},
+		{pgTest, "SELECT @$$fencedsql_x$$::int"},
+		{pgTest, "SELECT @fencedsql_x FROM other"},
+		{pgTest, "SELECT @'x'::int"},
+		{sqliteTest, "SELECT x FROM other WHERE id = @fencedsql_id"},
 	} {
 		if _, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false); err != nil {
 			t.Errorf("%s: %s: %v", c.d.name, c.in, err)

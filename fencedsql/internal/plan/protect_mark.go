@@ -13,8 +13,13 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 //   - any mention of a user variable with the reserved prefix: @fencedsql_…, in any
 //     quoting (@`…`, @'…', @"…"), read or written.
 
-// protectMark refuses a user variable with the reserved prefix in sig[from:to].
+// protectMark refuses a user variable with the reserved prefix in sig[from:to]. Only
+// MySQL/MariaDB have user variables: PostgreSQL's @ is an operator (absolute value, its
+// mark is protectSetConfig's) and SQLite's @name a parameter.
 func (p *parser) protectMark(from, to int) error {
+	if p.rw.syn == sqllex.Postgres || p.rw.syn == sqllex.SQLite {
+		return nil
+	}
 	for i := from; i+1 < to; i++ {
 		if !p.punct(i, "@") || p.sig[i+1].Start != p.sig[i].End {
 			continue
