@@ -26,6 +26,9 @@ func (p *parser) protectMark(from, to int) error {
 		}
 		var name string
 		ok := true
+		if t := p.sig[i+1]; t.Kind != sqllex.KindWord && t.End-t.Start == 2 {
+			continue // @`` @'' @"": an empty name is not the mark
+		}
 		switch t := p.sig[i+1]; t.Kind {
 		case sqllex.KindString:
 			name, ok = plainString(p.text(t))
