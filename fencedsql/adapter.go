@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"context"
 	"database/sql/driver"
+	"sync"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -189,6 +190,7 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 			b.tok = tok
 			b.steps = []adapter.Step{{SQL: one.SQL, Args: full}}
 			b.maps = []*plan.Plan{one}
+			b.verdict = &c.core.claimOne
 			return b, nil
 		}
 		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
@@ -230,6 +232,9 @@ type batched struct {
 	start    time.Time
 	observed bool // a guarded statement: its outcome is recorded
 	recorded bool
+	// verdict, when set, is the cache of the table verdict that allowed the batch's
+	// one-statement form: a failure of that form drops it (doubtVerdict).
+	verdict *sync.Map
 }
 
 func (b *batched) Steps() []adapter.Step { return b.steps }
@@ -239,6 +244,9 @@ func (b *batched) Done(i int, err error) error {
 		err = b.c.core.mapErr(pl, b.tok, b.ver, err)
 	} else {
 		err = b.c.core.mapPassErr(err)
+	}
+	if b.verdict != nil {
+		b.c.core.doubtVerdict(b.verdict, b.p.Guard, err)
 	}
 	if b.observed && !b.recorded && (err != nil || i == len(b.steps)-1) {
 		b.recorded = true

@@ -25,7 +25,9 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 	if one != nil {
 		res, err := r.exec(ctx, one, full)
 		if err != nil {
-			return nil, c.core.mapErr(one, tok, 0, err)
+			err = c.core.mapErr(one, tok, 0, err)
+			c.core.doubtVerdict(&c.core.claimOne, one.Guard, err)
+			return nil, err
 		}
 		return res, nil
 	}
@@ -44,13 +46,17 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return nil, err
 	}
 	if one != nil {
-		rows, err := r.query(ctx, one, full)
+		dr, err := r.query(ctx, one, full)
 		if err != nil {
-			return nil, c.core.mapErr(one, tok, 0, err)
+			err = c.core.mapErr(one, tok, 0, err)
+			c.core.doubtVerdict(&c.core.claimOne, one.Guard, err)
+			return nil, err
 		}
-		// PostgreSQL may report the fencing failure of a later row after the first
-		// rows: the rows map it like the statement's own error.
-		return newRows(rows, c.core, one, tok, 0), nil
+		// PostgreSQL may report the fencing failure of a later row, or the statement's
+		// own failure, after the first rows: the rows map it like the statement's error.
+		rs := newRows(dr, c.core, one, tok, 0).(*rows)
+		rs.onDone(func(err error) { c.core.doubtVerdict(&c.core.claimOne, one.Guard, err) })
+		return rs, nil
 	}
 	claimed, err := c.claim(ctx, r, p, args)
 	if err != nil {

@@ -588,3 +588,48 @@ func TestClaimOnePostgresRulesAndTriggers(t *testing.T) {
 		t.Errorf("without rules or triggers, sent:\n  %s", strings.Join(sent, "\n  "))
 	}
 }
+
+// A rule added on UPDATE under a running pool, after the pool's verdict said the
+// one-statement claim may be sent: PostgreSQL refuses that claim (an error, nothing
+// claimed; the caller's transaction is lost), and the pool asks again, so the next
+// claim runs as two statements — not the same failure until the pool is reopened.
+func TestClaimOneVerdictDroppedOnFailure(t *testing.T) {
+	sh := claimOneShape{"plain", "SELECT id, owner, balance FROM accounts WHERE id IN ($1, $2) FOR UPDATE", []any{1, 2}, false, false}
+	for _, prepared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prepared=%v", prepared), func(t *testing.T) {
+			e := newClaimOneEnv(t)
+			if _, _, sent := e.claimRead(t, sh, 60, prepared); !slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "fencedsql_claimed AS (UPDATE") }) {
+				t.Fatalf("the first claim did not run as one statement:\n  %s", strings.Join(sent, "\n  "))
+			}
+			if _, err := e.raw.ExecContext(e.ctx, "CREATE RULE audit AS ON UPDATE TO accounts DO ALSO INSERT INTO ledger VALUES (NEW.id, 0)"); err != nil {
+				t.Fatal(err)
+			}
+			// The pool's yes is now stale: this claim fails whole.
+			ctx := fencedsql.WithToken(e.ctx, 61)
+			tx, err := e.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := tx.QueryContext(ctx, sh.q, sh.args...)
+			if err == nil {
+				_, err = readAll(rs)
+			}
+			_ = tx.Rollback()
+			if err == nil || errors.Is(err, fencedsql.ErrFenced) {
+				t.Fatalf("the claim under a stale verdict: %v, want the database's refusal", err)
+			}
+			var stamped int
+			if err := e.raw.QueryRowContext(e.ctx, "SELECT count(*) FROM accounts WHERE fence_token = 61").Scan(&stamped); err != nil || stamped != 0 {
+				t.Fatalf("the failed claim stamped %d rows (%v)", stamped, err)
+			}
+			// The next claim asks again and runs as two statements.
+			rows, stampedIDs, sent := e.claimRead(t, sh, 62, prepared)
+			if slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "fencedsql_claimed AS (UPDATE") }) {
+				t.Errorf("after the failure, claimed in one statement again:\n  %s", strings.Join(sent, "\n  "))
+			}
+			if want := normalise([]string{"1|ann|100", "2|bob|200"}, false); !slices.Equal(rows, want) || !slices.Equal(stampedIDs, []string{"1", "2"}) {
+				t.Errorf("after the failure: rows %v stamped %v", rows, stampedIDs)
+			}
+		})
+	}
+}

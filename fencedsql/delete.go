@@ -80,11 +80,7 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 	}
 	if err != nil {
 		err = c.core.mapErr(one, tok, 0, err)
-		if !errors.Is(err, ErrFenced) && !errors.Is(err, ErrBelowFloor) {
-			// The table may have changed under the verdict (a rule, a guard removed):
-			// the next DELETE asks again.
-			c.core.deleteFence.Delete(one.Guard)
-		}
+		c.core.doubtVerdict(&c.core.deleteFence, one.Guard, err)
 		return nil, err
 	}
 	return res, nil

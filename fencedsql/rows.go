@@ -74,6 +74,16 @@ func (r *rows) Close() error {
 	return err
 }
 
+// onDone adds f to the functions called once when the rows close (done), after those
+// added before it.
+func (r *rows) onDone(f func(error)) {
+	if prev := r.done; prev != nil {
+		r.done = func(err error) { prev(err); f(err) }
+		return
+	}
+	r.done = f
+}
+
 // fail remembers the first error the rows reported, for done.
 func (r *rows) fail(err error) error {
 	if err != nil && r.lastErr == nil {

@@ -99,12 +99,12 @@ func (c *conn) guardedQuery(ctx context.Context, r runner, p *plan.Plan, args []
 	}
 	if observed {
 		c.core.event(ctx, p, tok, nil)
-		w.done = func(err error) {
+		w.onDone(func(err error) {
 			c.core.metrics.writeDuration(p.Guard, outcomeIndex(err), time.Since(start).Seconds())
 			if err != nil {
 				c.core.event(ctx, p, tok, err)
 			}
-		}
+		})
 	}
 	return w, nil
 }

@@ -2,6 +2,7 @@ package fencedsql
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -29,4 +30,15 @@ func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table,
 		cache.Store(g, yes)
 	}
 	return yes, nil
+}
+
+// doubtVerdict drops the cached yes of cache for g after err, the failure of the
+// one-statement form that yes allowed: unless err is a fencing refusal (the form
+// worked: a newer token holds the row), the table may have changed under the verdict
+// (a rule or trigger added, the guard replaced), so the next statement asks again
+// instead of failing the same way until the pool is reopened.
+func (k *core) doubtVerdict(cache *sync.Map, g *plan.Table, err error) {
+	if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrBelowFloor) {
+		cache.Delete(g)
+	}
 }

@@ -4,6 +4,7 @@ package fencedpgx_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -82,6 +83,40 @@ func testBatchClaimRuleTable(t *testing.T, e *pgEnv) {
 		t.Fatalf("claimed read in a batch on a table with a rule: %d, %v", bal, err)
 	}
 	wantRow(t, e.row(1), acct{100, 8, 2})
+}
+
+// The rule added under a running pool whose verdict said yes: the one-statement claim
+// in the batch fails (nothing claimed), and the pool's next batch asks again and claims
+// in two statements.
+func testBatchClaimRuleAdded(t *testing.T, e *pgEnv) {
+	e.seed(5, 1)
+	db := e.fenced(1) // a pool of its own: its verdict is asked below
+	claim := func(token uint64) (int64, error) {
+		b := &pgx.Batch{}
+		b.Queue("SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", 1)
+		br := db.SendBatch(tok(e.ctx, token), b)
+		var bal int64
+		err := br.QueryRow().Scan(&bal)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return bal, err
+	}
+	if bal, err := claim(7); err != nil || bal != 100 {
+		t.Fatalf("claimed read in a batch: %d, %v", bal, err)
+	}
+	if _, err := e.raw.Exec(e.ctx, "CREATE RULE audit_claims AS ON UPDATE TO accounts DO ALSO INSERT INTO audit_log (account_id) VALUES (NEW.id)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.raw.Exec(context.Background(), "DROP RULE IF EXISTS audit_claims ON accounts") })
+	if _, err := claim(8); err == nil || errors.Is(err, fencedsql.ErrFenced) {
+		t.Fatalf("the claim under the stale verdict: %v, want the database's refusal", err)
+	}
+	wantRow(t, e.row(1), acct{100, 7, 2})
+	if bal, err := claim(9); err != nil || bal != 100 {
+		t.Fatalf("the next claimed read in a batch: %d, %v", bal, err)
+	}
+	wantRow(t, e.row(1), acct{100, 9, 3})
 }
 
 // A batch with a stale statement in it fails with ErrFenced, and nothing of it is

@@ -155,6 +155,7 @@ func TestConformanceQueryExecModes(t *testing.T) {
 		{"Batch", testBatch},
 		{"BatchStale", testBatchStale},
 		{"BatchClaimRuleTable", testBatchClaimRuleTable},
+		{"BatchClaimRuleAdded", testBatchClaimRuleAdded},
 		{"BatchRefusedNothingSent", testBatchRefused},
 		{"CopyFrom", testCopyFrom},
 		{"Sqlc", testSqlc},
