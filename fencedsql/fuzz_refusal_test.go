@@ -55,12 +55,14 @@ func fzNoRefusalExpected(rw testPlanner, src string) string {
 
 // fzProtected reports whether the text may be refused for what it does to the guards
 // or the protected settings (protect.go), whatever it names: a guard object's prefix,
-// pg_settings, set_config or a protected setting's name anywhere (escapes included:
+// pg_settings, set_config, a function that runs SQL text or a protected setting's name
+// anywhere (escapes included:
 // a backslash or U& may spell one), a MySQL executable comment, or text that does not
 // lex and may create a routine.
 func fzProtected(rw testPlanner, src string) bool {
 	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
-		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&"} {
+		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&",
+		"query_to_xml", "ts_stat", "ts_rewrite", "dblink"} {
 		if plan.ContainsFold(src, w) {
 			return true
 		}
@@ -77,7 +79,9 @@ func fzProtected(rw testPlanner, src string) bool {
 
 // fzJudgedByHead reports whether some statement of the input starts with a keyword that
 // the rewriter judges whatever the statement names, on a pool with guarded tables:
-// transaction control, dynamic SQL, SET and LOCK, and DDL (by what its bodies name).
+// transaction control, dynamic SQL, SET and LOCK, DDL (by what its bodies name), and
+// the statements that reach a guarded table without naming it (TRUNCATE … CASCADE,
+// COPY … PROGRAM, BINLOG, EXPLAIN ANALYZE EXECUTE).
 func fzJudgedByHead(src string, sig []sqllex.Token) bool {
 	for i := range sig {
 		at := i
@@ -87,7 +91,7 @@ func fzJudgedByHead(src string, sig []sqllex.Token) bool {
 		if (i == 0 || fzPunct(src, sig[i-1], ";")) && fzKw(src, sig, at, "BEGIN", "START", "COMMIT", "ROLLBACK",
 			"END", "ABORT", "XA", "EXECUTE", "EXEC", "PREPARE", "DO", "CALL", "SET", "LOCK", "CREATE", "ALTER",
 			"DROP", "RENAME", "COMMENT", "GRANT", "REVOKE", "REPAIR", "ATTACH", "DETACH", "REFRESH", "SECURITY",
-			"IMPORT", "REASSIGN") {
+			"IMPORT", "REASSIGN", "TRUNCATE", "COPY", "BINLOG", "EXPLAIN", "ANALYZE") {
 			return true
 		}
 	}

@@ -87,7 +87,7 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 	var drop []int
 	for k, it := range items {
 		if p.punct(it[0], "(") {
-			for i := it[0] + 1; i < it[1] && !p.punct(i, "="); i++ {
+			for i := it[0] + 1; i < it[1] && !p.assign(i); i++ {
 				if p.isIdent(i) {
 					if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
 						return listEdit{}, reserved(g, n)
@@ -101,7 +101,7 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 		for i+2 < it[1] && p.punct(i+1, ".") {
 			i += 2
 		}
-		if p.isIdent(i) && p.punct(i+1, "=") && i+1 < it[1] {
+		if p.isIdent(i) && p.assign(i+1) && i+1 < it[1] {
 			if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
 				if i+2 >= it[1] {
 					// "col =" with nothing after it: the caller's statement is broken, and
@@ -116,13 +116,17 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 		// Dropping items from a list that is not a list of assignments could turn a
 		// broken statement into one that runs.
 		for _, it := range items {
-			if !p.hasTopLevel(it, "=") {
+			if !p.hasTopLevel(it, "=") && !p.hasTopLevel(it, ":=") {
 				return listEdit{}, unsupported(g.String(), "a SET list item that is not an assignment")
 			}
 		}
 	}
 	return p.dropItems(items, drop), nil
 }
+
+// assign reports whether sig[i] is an assignment operator of a SET list: = or, on
+// MySQL/MariaDB, := (which they accept there too).
+func (p *parser) assign(i int) bool { return p.punct(i, "=") || p.punct(i, ":=") }
 
 // hasTopLevel reports whether the punctuation s occurs in sig[it[0]:it[1]] outside
 // parentheses.

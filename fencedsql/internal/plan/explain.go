@@ -93,7 +93,11 @@ func (p *parser) explainOptions(from, to int) (ok, analyze bool) {
 		if !p.isIdent(i) {
 			return false, false
 		}
-		name := strings.ToUpper(p.text(p.sig[i]))
+		n, decoded := p.ident(i) // PostgreSQL reads a quoted option name too: ("analyze")
+		if !decoded {
+			return false, false
+		}
+		name := strings.ToUpper(n)
 		i++
 		valEnd := i
 		for valEnd < to && !p.punct(valEnd, ",") {

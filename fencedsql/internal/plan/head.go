@@ -21,8 +21,16 @@ var controlHeads = map[string]bool{
 // them in a body written with escapes (CREATE FUNCTION … AS E'…'): protect judges them.
 var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true, "CREATE": true}
 
+// reachHeads start the statements that can write a guarded table without naming it
+// (TRUNCATE … CASCADE, COPY … PROGRAM, BINLOG, EXPLAIN ANALYZE EXECUTE): control judges
+// them.
+var reachHeads = map[string]bool{"TRUNCATE": true, "COPY": true, "BINLOG": true, "EXPLAIN": true, "ANALYZE": true}
+
 // controlHead reports whether sql, on a pool with guarded tables, starts with one of
-// controlHeads or with something the cheap scan cannot see past (an executable comment).
+// controlHeads, protectHeads or reachHeads, or with a comment. The scan reads only whitespace and
+// parentheses before the head: where a comment ends (a -- comment at \r on PostgreSQL,
+// nesting, executable comments on MySQL/MariaDB, a -- that is not a comment) is the
+// lexer's question, so a text that starts with a comment gets the full analysis.
 func (rw *Planner) controlHead(sql string) bool {
 	if len(rw.names) == 0 {
 		return false
@@ -35,64 +43,20 @@ func (rw *Planner) controlHead(sql string) bool {
 		switch c := sql[i]; {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(':
 			i++
-		case strings.HasPrefix(sql[i:], "--"):
-			j := strings.IndexByte(sql[i:], '\n')
-			if j < 0 {
-				return false
-			}
-			i += j + 1
-		case c == '#' && rw.syn.HashComments:
-			j := strings.IndexByte(sql[i:], '\n')
-			if j < 0 {
-				return false
-			}
-			i += j + 1
-		case strings.HasPrefix(sql[i:], "/*"):
-			if strings.HasPrefix(sql[i:], "/*!") || strings.HasPrefix(sql[i:], "/*M!") || strings.HasPrefix(sql[i:], "/*+") {
-				// An executable comment first is not a control head by itself: on a
-				// dialect with executable comments mayProtect sends every text holding
-				// "/*" to the full analysis, which judges each reading (execcomment.go).
-				return false
-			}
-			end := skipComment(sql, i, rw.syn.NestedComments)
-			if end < 0 {
-				return true
-			}
-			i = end
+		case strings.HasPrefix(sql[i:], "--") || strings.HasPrefix(sql[i:], "/*") || c == '#' && rw.syn.HashComments:
+			return true
 		default:
 			j := i
 			for j < len(sql) && (sql[j]|0x20 >= 'a' && sql[j]|0x20 <= 'z' || sql[j] == '_' ||
 				j > i && (sql[j] >= '0' && sql[j] <= '9' || sql[j] == '$')) {
 				j++
 			}
-			return j > i && (controlHeads[strings.ToUpper(sql[i:j])] || protectHeads[strings.ToUpper(sql[i:j])])
+			if j == i {
+				return false
+			}
+			h := strings.ToUpper(sql[i:j])
+			return controlHeads[h] || protectHeads[h] || reachHeads[h]
 		}
 	}
 	return false
-}
-
-// skipComment returns the offset after the /* comment at sql[i:], or -1 if it does not
-// end; nested comments nest when the dialect says so (PostgreSQL).
-func skipComment(sql string, i int, nested bool) int {
-	depth := 0
-	for i+1 < len(sql) {
-		switch {
-		case sql[i] == '/' && sql[i+1] == '*':
-			if depth > 0 && !nested {
-				i++
-				continue
-			}
-			depth++
-			i += 2
-		case sql[i] == '*' && sql[i+1] == '/':
-			depth--
-			i += 2
-			if depth == 0 {
-				return i
-			}
-		default:
-			i++
-		}
-	}
-	return -1
 }

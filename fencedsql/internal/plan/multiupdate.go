@@ -74,7 +74,7 @@ func (p *parser) multiUpdate(i int, g *Table) (*Plan, error) {
 	end := p.clauseEnd(set+1, "WHERE", "ORDER", "LIMIT")
 	for k = set + 1; k < end; k++ {
 		r, ok := p.parseName(k)
-		if !ok || len(r.parts) < 2 || !(p.punct(r.end, "=") || p.punct(r.end, ":=")) {
+		if !ok || len(r.parts) < 2 || !p.assign(r.end) {
 			return refuse("whose SET target is not qualified with a table of its list")
 		}
 		qual := strings.ToLower(r.parts[len(r.parts)-2])

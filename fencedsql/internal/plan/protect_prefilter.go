@@ -4,6 +4,8 @@ package plan
 
 import (
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // protectNeedles are the words whose presence (ASCII case-insensitively) sends a
@@ -34,7 +36,20 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if rw.syn.ExecComments && strings.Contains(sql, "/*") {
 		return true // an executable comment is judged by its content
 	}
-	return hasProtectNeedle(sql)
+	if rw.syn == sqllex.MySQL && (strings.Contains(sql, "@'") || strings.Contains(sql, `@"`)) {
+		// A user variable named by a string: escapes in it (@'fencedsq\l_…') spell a
+		// name no needle finds in the raw text (protectMark judges it).
+		return true
+	}
+	if hasProtectNeedle(sql) {
+		return true
+	}
+	for _, f := range sqlTextFuncs {
+		if ContainsFold(sql, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasProtectNeedle reports whether sql holds one of protectNeedles, ASCII

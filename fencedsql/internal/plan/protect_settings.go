@@ -48,10 +48,18 @@ func (p *parser) protectSettings(head string, from, to int) error {
 		}
 		n, ok := p.ident(i)
 		if !ok {
+			if p.unicodeIdent(i) && p.calledAt(i) {
+				return unsupported("", "a function called by a quoted name with escapes (U&\"…\") on a pool with guarded tables: it could be set_config, or a function that runs SQL text")
+			}
 			if p.unicodeIdent(i) && assigns && (p.punct(i+1, "=") || p.punct(i+1, ":=") || p.kwIn(i+1, "TO", "FROM")) {
 				return unsupported("", "a SET of a quoted name with escapes (U&\"…\"): it could be a protected setting")
 			}
 			continue
+		}
+		if p.punct(i+1, "(") && isSQLTextFunc(n) {
+			if err := p.dynamic(n + "(…), which runs the SQL text it is given"); err != nil {
+				return err
+			}
 		}
 		if strings.EqualFold(n, "set_config") && p.punct(i+1, "(") {
 			if err := p.protectSetConfig(i + 2); err != nil {
@@ -100,9 +108,18 @@ func (p *parser) safeValueAt(i, to int, s *protectedSetting) bool {
 	if !ok || !s.isSafe(v) {
 		return false
 	}
-	// What follows must end the value: the statement, the next item, or a keyword.
-	return i+1 >= to || p.punct(i+1, ";") || p.punct(i+1, ",") || p.sig[i+1].Kind == sqllex.KindWord
+	// What follows must end the value: the statement, the next item, or a keyword that
+	// starts the next clause (MariaDB's SET STATEMENT … FOR, a routine's other options).
+	// MySQL's SET takes an expression: an operator word (AND, XOR, IS, DIV …) after a
+	// safe literal computes another value.
+	return i+1 >= to || p.punct(i+1, ";") || p.punct(i+1, ",") || p.kwIn(i+1, afterSettingValue...)
 }
+
+// afterSettingValue are the keywords that may follow a protected setting's literal
+// value: they start the next clause, never continue an expression.
+var afterSettingValue = []string{"FOR", "AS", "SET", "RESET", "LANGUAGE", "RETURNS", "RETURN", "BEGIN",
+	"IMMUTABLE", "STABLE", "VOLATILE", "STRICT", "SECURITY", "EXTERNAL", "COST", "ROWS", "SUPPORT",
+	"PARALLEL", "LEAKPROOF", "CALLED", "WINDOW", "TRANSFORM"}
 
 // literalAt returns the value a word, number, quoted identifier or plain string literal
 // at sig[i] spells, lower-cased; ok is false for anything else.
@@ -222,4 +239,30 @@ func (p *parser) protectSettingString(i int, undecodable bool) error {
 		}
 	}
 	return q.protectStatements()
+}
+
+// sqlTextFuncs are PostgreSQL functions that run SQL text given as an argument, built
+// at run time where the wrapper cannot read it ('SELECT set_con' || 'fig(…)'): dynamic
+// SQL. query_to_xml* and ts_stat read only, but set_config runs in a read; dblink*
+// (an extension) writes through a connection of its own.
+var sqlTextFuncs = []string{"query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
+	"ts_stat", "ts_rewrite", "dblink", "dblink_exec", "dblink_open", "dblink_send_query"}
+
+func isSQLTextFunc(n string) bool {
+	for _, f := range sqlTextFuncs {
+		if strings.EqualFold(n, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// calledAt reports whether the identifier at sig[i] (a U&"…" one possibly followed by
+// UESCAPE 'c') is called: an opening parenthesis follows.
+func (p *parser) calledAt(i int) bool {
+	j := i + 1
+	if p.kw(j, "UESCAPE") {
+		j += 2
+	}
+	return p.punct(j, "(")
 }

@@ -186,6 +186,31 @@ func (p *parser) control(head string, first int) error {
 		if p.kw(first+1, "TABLES") || p.kw(first+1, "TABLE") && !p.rw.numbered {
 			return p.textTx("LOCK TABLES (it commits the open transaction)")
 		}
+	case "EXPLAIN", "ANALYZE":
+		// EXPLAIN ANALYZE EXECUTE name(…) runs a prepared statement: dynamic SQL.
+		if from, runs := p.explained(head); runs && from >= 0 && p.kw(from, "EXECUTE") {
+			return p.dynamic(head + " … EXECUTE")
+		}
+	case "CREATE":
+		// CREATE TABLE … AS EXECUTE name(…) runs a prepared statement: dynamic SQL.
+		for i := first; i+1 < len(p.sig); i++ {
+			if p.kw(i, "AS") && p.kw(i+1, "EXECUTE") {
+				if err := p.dynamic("CREATE TABLE … AS EXECUTE"); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	case "TRUNCATE":
+		if p.hasWord("CASCADE") {
+			return unsupported("", "TRUNCATE … CASCADE on a pool with guarded tables: it also empties every table with a foreign key to the ones it names, guarded tables among them")
+		}
+	case "COPY":
+		if p.hasWord("PROGRAM") {
+			return unsupported("", "COPY … PROGRAM on a pool with guarded tables: the command it runs can write them")
+		}
+	case "BINLOG":
+		return unsupported("", "BINLOG on a pool with guarded tables: it replays binary-log row events, which write tables without the wrapper and without firing the guards' triggers")
 	case "EXECUTE", "EXEC", "PREPARE", "DO", "CALL":
 		if head == "PREPARE" || head == "DO" {
 			// The text of a PREPARE … AS <write> or a DO block is visible: one that names a

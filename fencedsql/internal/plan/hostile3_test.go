@@ -1,0 +1,122 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+// A third catalogue of hostile SQL, by class: each input reached a guarded table, a
+// guard object or a protected setting and was passed through unchanged. Every one
+// must now be refused (or, for the token column assigned with :=, rewritten without the
+// caller's assignment).
+func TestHostileThirdCatalogueRefused(t *testing.T) {
+	for _, c := range []struct {
+		d   testDialect
+		in  string
+		why string
+	}{
+		// A comment before the head keyword hides it from the pre-filter: where a
+		// comment ends is the lexer's question (PostgreSQL ends -- at \r too).
+		{pgTest, "/*+*/ DO E'BEGIN EXECUTE ''DELETE FROM acc''||''ounts''\\073 END'", "hint-like comment before DO"},
+		{pgTest, "/*!*/ DO $$BEGIN NULL; END$$", "executable-comment-like text before DO"},
+		{pgTest, "-- x\rDO E'BEGIN NULL\\073 END'", "-- comment ended by \\r"},
+		{pgTest, "/*+*/ DROP SCHEMA public CASCADE", "comment before DROP SCHEMA … CASCADE"},
+		{pgTest, "-- x\rDROP OWNED BY fenced", "comment before DROP OWNED"},
+		{pgTest, "/* a /* nested */ */ ALTER TABLE other DISABLE TRIGGER ALL", "nested comment before ALTER"},
+		{pgTest, "/*+*/ CALL p()", "comment before CALL"},
+		{pgTest, "/*+*/ EXECUTE p", "comment before EXECUTE"},
+		{pgTest, "/*+*/ BEGIN", "comment before BEGIN"},
+		{sqliteTest, "/*+*/ BEGIN", "comment before BEGIN (SQLite)"},
+		{mysqlTest, "-- x\nSTART TRANSACTION", "comment before START"},
+		{mysqlTest, "# x\nXA START 'x'", "hash comment before XA"},
+		// A quoted EXPLAIN option is the option.
+		{pgTest, `EXPLAIN ("analyze") DELETE FROM accounts`, "quoted ANALYZE option"},
+		{pgTest, `EXPLAIN (FORMAT JSON, "analyse") DELETE FROM accounts`, "quoted ANALYSE option"},
+		{pgTest, `EXPLAIN ("ANALYZE" true) UPDATE accounts SET balance = 0`, "quoted upper-case option"},
+		// Functions that run SQL text built at run time, and calls by an escaped name.
+		{pgTest, `SELECT U&"set\005fconfig"('synchronous'||'_commit','off',false)`, "U& name of set_config"},
+		{pgTest, `SELECT U&"set!005fconfig" UESCAPE '!' ('a', 'b', true)`, "U& name with UESCAPE"},
+		{pgTest, `SELECT pg_catalog.U&"set\005fconfig"('fencedsql'||'_guard.delete_token','5',false)`, "qualified U& name"},
+		{pgTest, `SELECT query_to_xml('SELECT set_con'||'fig(''synchronous''||''_commit'', ''off'', false)', false, false, '')`, "query_to_xml"},
+		{pgTest, `SELECT * FROM ts_stat('SELECT set_con'||'fig(''a'', ''b'', false)::tsvector')`, "ts_stat"},
+		{pgTest, `SELECT dblink_exec('dbname=x', 'DELETE FROM acc' || 'ounts')`, "dblink_exec"},
+		{pgTest, `SELECT "query_to_xmlschema"('SELECT 1', false, false, '')`, "quoted query_to_xmlschema"},
+		// Statements that write a guarded table without naming it.
+		{pgTest, "TRUNCATE users CASCADE", "TRUNCATE … CASCADE"},
+		{pgTest, "TRUNCATE TABLE ONLY users RESTART IDENTITY CASCADE", "TRUNCATE … CASCADE with options"},
+		{pgTest, `COPY (SELECT 1) TO PROGRAM 'psql -c "DELETE FROM accounts"'`, "COPY … TO PROGRAM"},
+		{pgTest, `COPY other FROM PROGRAM 'cat /tmp/x'`, "COPY … FROM PROGRAM"},
+		{mysqlTest, "BINLOG 'YWJjZA=='", "BINLOG"},
+		// A prepared statement run inside another statement.
+		{pgTest, "EXPLAIN ANALYZE EXECUTE stmtcache_abc(1, 999999)", "EXPLAIN ANALYZE EXECUTE"},
+		{pgTest, "EXPLAIN (ANALYZE) EXECUTE p(1)", "EXPLAIN (ANALYZE) EXECUTE"},
+		{pgTest, "CREATE TABLE t AS EXECUTE p", "CREATE TABLE AS EXECUTE"},
+		{pgTest, "CREATE TEMP TABLE t (a) AS EXECUTE p(2)", "CREATE TEMP TABLE (cols) AS EXECUTE"},
+		// The mark spelled with escapes in a string-quoted user variable name.
+		{mysqlTest, `SELECT @'fencedsq\l_delete_token' := 'x'`, "escaped mark in @'…'"},
+		{mysqlTest, `SELECT 1 INTO @'fencedsq\l_delete_token'`, "escaped mark in SELECT … INTO"},
+		{mysqlTest, `UPDATE other SET a = (@"fencedsq\l_delete_token" := 5)`, "escaped mark in @\"…\""},
+		{mysqlTest, `LOAD DATA INFILE '/tmp/x' INTO TABLE other (@'fencedsq\l_delete_token')`, "escaped mark in LOAD DATA"},
+		// A protected setting given an expression after a safe literal.
+		{mysqlTest, "SET sql_log_bin = 1 AND 0", "AND after a safe value"},
+		{mysqlTest, "SET @@session.sql_log_bin = 1 XOR 1", "XOR after a safe value"},
+		{mysqlTest, "SET sql_log_bin = 1 DIV 2", "DIV after a safe value"},
+		{mysqlTest, "SET sql_log_bin = '1' IS FALSE", "IS FALSE after a safe value"},
+		{mysqlTest, "SET skip_replication = 0 OR 1", "OR after a safe value"},
+		{mysqlTest, "SET SESSION skip_replication = 0 IS NOT TRUE", "IS NOT after a safe value"},
+		{mysqlTest, "SET a = 1, sql_log_bin = 1 NOT LIKE 1", "NOT LIKE in a later item"},
+	} {
+		_, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
+		if !isRefusal(err) {
+			t.Errorf("%s (%s): %q: err = %v, want a refusal", c.why, c.d.name, c.in, err)
+		}
+	}
+}
+
+// What the classes above must not refuse: the same shapes without the hostile part.
+func TestHostileThirdCatalogueNearMissesPass(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, "/* app=checkout */ SELECT 1"},
+		{pgTest, "-- note\nSELECT id FROM other"},
+		{mysqlTest, "/*+ BKA(other) */ SELECT * FROM other"},
+		{pgTest, `EXPLAIN ("verbose") SELECT * FROM accounts`},
+		{pgTest, "EXPLAIN EXECUTE p(1)"},
+		{pgTest, "TRUNCATE users"},
+		{pgTest, "COPY (SELECT 1) TO STDOUT"},
+		{pgTest, "CREATE TABLE t AS SELECT 1 AS execute_count"},
+		{pgTest, "SELECT table_to_xml('other', false, false, '')"},
+		{mysqlTest, "SELECT @'x' := 1"},
+		{mysqlTest, "SET sql_log_bin = 1"},
+		{mysqlTest, "SET STATEMENT sql_log_bin = 1 FOR SELECT 1"},
+		{mysqlTest, "SET sql_log_bin = 1, @a = 2"},
+		{pgTest, "SET synchronous_commit TO on"},
+		{pgTest, "ALTER ROLE app SET synchronous_commit = on"},
+	} {
+		p, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindPass {
+			t.Errorf("%s: %q: plan %v, err = %v, want it passed", c.d.name, c.in, p, err)
+		}
+	}
+}
+
+// The token and version columns assigned with MySQL's := are the caller's assignments
+// like those with =: dropped, so the wrapper's own decide the row.
+func TestColonEqualsFenceAssignmentDropped(t *testing.T) {
+	for _, in := range []string{
+		"UPDATE accounts SET balance = 1, fence_token := 0 WHERE id = 1",
+		"UPDATE accounts SET balance = 1, version := 41 WHERE id = 1",
+		"INSERT INTO accounts (id, balance) VALUES (1, 2) ON DUPLICATE KEY UPDATE fence_token := 0, balance = 3",
+	} {
+		p, err := newTestRewriter(t, mysqlTest, Guard("accounts")).Rewrite(in, false)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if strings.Contains(p.SQL, ":= 0") || strings.Contains(p.SQL, ":= 41") {
+			t.Errorf("%q: the caller's assignment is kept:\n  %s", in, p.SQL)
+		}
+	}
+}
