@@ -33,6 +33,10 @@ type conn struct {
 
 	tx        *txState // the open transaction, nil outside one
 	sessionOK bool     // the dialect's session check passed on this connection
+	// sessionDirty: a statement (or Raw) may have changed the session since its check
+	// last ran, so a statement passed through on the lexer's reading of its text runs
+	// the check first (verifyReading).
+	sessionDirty bool
 	// namesMoved: a statement may have changed how this connection resolves table
 	// names (resolvesNames), so its schema checks are cached in checkedNames, not on
 	// the pool (docs/design.md G13).
@@ -172,6 +176,11 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	p, err := c.core.plan(query, versioned)
 	if err != nil {
 		return nil, err
+	}
+	if p.Ambiguous {
+		if err := c.verifyReading(ctx); err != nil {
+			return nil, err
+		}
 	}
 	c.sessionMoved(p)
 	return p, nil

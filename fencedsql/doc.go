@@ -137,7 +137,13 @@
 //	a guarded write on an untrusted session:       the server would read the text differently from the     reset the setting
 //	  non-strict sql_mode, ANSI_QUOTES, NO_BACK-     lexer, or store 0 for the fencing NULL (*SessionError,
 //	  SLASH_ESCAPES, GBK/SJIS/BIG5 client charset,   errors.Is ErrSchema)
+//	  latin1 and the other single-byte charsets
+//	  whose no-break space is whitespace,
 //	  standard_conforming_strings=off
+//	any statement judged by its text on a session  a write could hide in what the lexer reads as a         reset the setting
+//	  that reads text differently (the settings      string or one word (SessionError.Reading); checked
+//	  above but sql_mode strictness, synchronous_    whenever pgx reports the settings, else after a
+//	  commit, sql_log_bin)                           statement that may have changed them
 //	BEGIN, START TRANSACTION, COMMIT, ROLLBACK,    text-level transactions escape the binding, and the     use db.BeginTx
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
 //	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)

@@ -96,7 +96,11 @@ func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } 
 // built at run time. Allowing them leaves the guarded tables to the database-side guards
 // (schema.Check, fencedsql-schema); a PREPARE whose own text names a guarded table is
 // still refused. A function called from a SELECT may write too: the wrapper cannot see
-// that either, and only the database-side guards refuse such writes.
+// that either, and only the database-side guards refuse such writes. Dynamic SQL can
+// also change the protected session settings (session_replication_role, sql_log_bin …)
+// with a name or value built at run time: allow it only for code you trust, and give
+// the application role no privilege to set them (fencedsql-schema's least-privilege
+// set-up).
 func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = allow } }
 
 // WithCacheSize bounds the number of statement texts whose rewrite is cached

@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -18,6 +19,10 @@ type SessionError struct {
 	Value   string // its value in the session
 	Problem string // why the wrapper cannot trust it
 	Fix     string // the setting that fixes it
+	// Reading reports a setting that changes how the server reads statement text (not
+	// only how a fenced write fails): statements the wrapper would pass through on its
+	// lexer's reading are refused too.
+	Reading bool
 }
 
 func (e *SessionError) Error() string {
@@ -56,11 +61,58 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	if len(vals) != 1 || len(vals[0]) != 1 {
 		return &SchemaError{Problem: "the session check query did not return one value" + mockHint}
 	}
-	if err := d.CheckSession(vals[0][0]); err != nil {
+	err = d.CheckSession(vals[0][0])
+	if err == nil || !isReadingError(err) {
+		c.sessionDirty = false // what the check found holds until the session moves again
+	}
+	if err != nil {
 		return err
 	}
 	c.sessionOK = !tracks
 	return nil
+}
+
+// verifyReading runs the dialect's session check before a statement the wrapper
+// passes through on its lexer's reading of a text a session may read otherwise
+// (plan.Plan.Ambiguous: it names a guarded table, a guard object or a protected
+// setting, or starts with a keyword judged whatever it names, and holds a backslash, a
+// double quote or a byte of 0x80 and above): a session that reads text differently (PostgreSQL
+// standard_conforming_strings off or a client-only encoding, MySQL ANSI_QUOTES,
+// NO_BACKSLASH_ESCAPES or a client character set with other byte classes) could hide a
+// write in what the lexer took for a string. Only a SessionError with Reading fails the
+// statement: a session unfit only for writes (non-strict sql_mode, synchronous_commit
+// off) still reads. Where the dialect tracks the session (pgx) the check is free and
+// always runs; otherwise it sends its query only after a statement that may have
+// changed the session (sessionDirty) and with the lazy schema checks on.
+func (c *conn) verifyReading(ctx context.Context) error {
+	d := c.core.dialect
+	if t, ok := d.(dialect.SessionTracker); ok {
+		if v, ok := t.TrackedSession(c.raw); ok {
+			if err := d.CheckSession(v); isReadingError(err) {
+				return err
+			}
+			return nil
+		}
+	}
+	if !c.sessionDirty || d.SessionQuery() == "" || !c.core.cfg.schemaCheck {
+		return nil
+	}
+	if err := c.verifySession(ctx, true); isReadingError(err) || err != nil && !isSessionError(err) {
+		return err
+	}
+	return nil
+}
+
+// isReadingError reports whether err is a SessionError about how the server reads
+// statement text.
+func isReadingError(err error) bool {
+	var se *SessionError
+	return errors.As(err, &se) && se.Reading
+}
+
+func isSessionError(err error) bool {
+	var se *SessionError
+	return errors.As(err, &se)
 }
 
 // sessionMoved re-arms what p, a statement about to run on c, may invalidate: the
@@ -70,6 +122,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 func (c *conn) sessionMoved(p *plan.Plan) {
 	if p.ResetsSession {
 		c.sessionOK = false
+		c.sessionDirty = true
 		c.dropStatements()
 	}
 	if p.ResetsNames {

@@ -43,6 +43,7 @@ func (c *conn) Raw() driver.Conn {
 	// What the caller does on the raw connection is unseen: the session check runs
 	// again before the next guarded write.
 	c.sessionOK = false
+	c.sessionDirty = true
 	c.dropStatements()
 	return c.raw
 }

@@ -52,15 +52,23 @@ func (dialectImpl) SessionQuery() string {
 var unsafeCharsets = map[string]bool{"big5": true, "cp932": true, "gbk": true, "gb18030": true, "sjis": true}
 
 // safeCharsets are the client character sets in which every byte below 0x80 is the
-// ASCII character of its own: single-byte sets, UTF-8, and the EUC sets (their
-// multibyte characters are made of bytes of 0x80 and above).
+// ASCII character of its own and no byte of 0x80 and above is whitespace to the
+// server: UTF-8, ASCII, binary, the single-byte sets without a no-break space among
+// their whitespace, and the EUC sets (their multibyte characters are made of bytes of
+// 0x80 and above). TestCharsetsByteClasses checks the list against the server.
 var safeCharsets = map[string]bool{
 	"utf8mb4": true, "utf8mb3": true, "utf8": true, "ascii": true, "binary": true,
-	"latin1": true, "latin2": true, "latin5": true, "latin7": true,
-	"cp1250": true, "cp1251": true, "cp1256": true, "cp1257": true, "cp850": true, "cp852": true, "cp866": true,
-	"dec8": true, "hp8": true, "koi8r": true, "koi8u": true, "greek": true, "hebrew": true, "armscii8": true,
-	"geostd8": true, "keybcs2": true, "macce": true, "macroman": true, "tis620": true,
+	"cp1251": true, "cp1256": true, "cp1257": true, "cp850": true, "hp8": true, "koi8r": true, "koi8u": true,
+	"macce": true, "macroman": true, "tis620": true,
 	"ujis": true, "eucjpms": true, "euckr": true, "gb2312": true,
+}
+
+// spaceCharsets are the single-byte client character sets whose no-break space (0xA0
+// or 0xFF) the server reads as whitespace: "UPDATE\xa0accounts" is two words to it and
+// one to fencedsql's lexer, which reads every byte of 0x80 and above as part of a word.
+var spaceCharsets = map[string]bool{
+	"latin1": true, "latin2": true, "latin5": true, "latin7": true, "cp1250": true, "cp852": true, "cp866": true,
+	"dec8": true, "greek": true, "hebrew": true, "armscii8": true, "geostd8": true, "keybcs2": true,
 }
 
 // unsafeModes are sql_mode flags with which the server quotes differently from the
@@ -83,7 +91,7 @@ func (dialectImpl) CheckSession(value string) error {
 	}
 	if i < 0 {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin", Value: value,
-			Problem: "the session check returned an unexpected value", Fix: sessionFix}
+			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
 	}
 	mode, cs, logBin := value[:i], strings.ToLower(strings.TrimSpace(value[i+1:j])), strings.TrimSpace(value[j+1:])
 	modes := map[string]bool{}
@@ -97,16 +105,19 @@ func (dialectImpl) CheckSession(value string) error {
 	for _, m := range unsafeModes {
 		if modes[m] {
 			return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
-				Problem: "has " + m + ": the server would quote statements differently from fencedsql's lexer", Fix: sessionFix}
+				Problem: "has " + m + ": the server would quote statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
 		}
 	}
 	switch {
 	case unsafeCharsets[cs]:
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "a multibyte character of this character set can end in a byte that fencedsql's lexer reads as a backslash", Fix: sessionFix}
+			Problem: "a multibyte character of this character set can end in a byte that fencedsql's lexer reads as a backslash", Fix: sessionFix, Reading: true}
+	case spaceCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "the server reads a byte of 0x80 and above (no-break space) as whitespace where fencedsql's lexer reads part of a word", Fix: sessionFix, Reading: true}
 	case !safeCharsets[cs]:
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix}
+			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
 	}
 	if !on(logBin) {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_log_bin", Value: logBin,

@@ -153,12 +153,12 @@ func (dialectImpl) CheckSession(value string) error {
 	f := strings.SplitN(strings.TrimSpace(value), " ", 4)
 	if len(f) != 4 {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings, client_encoding", Value: value,
-			Problem: "the session check returned an unexpected value", Fix: sessionFix}
+			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
 	}
 	scs, enc, sync, src := f[0], f[1], f[2], f[3]
 	if !strings.EqualFold(scs, "on") {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings", Value: scs,
-			Problem: "with it off, backslashes escape in '…' strings, so the server would read statements differently from fencedsql's lexer", Fix: sessionFix}
+			Problem: "with it off, backslashes escape in '…' strings, so the server would read statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
 	}
 	if v := strings.ToLower(sync); (v == "off" || v == "local") && sessionSources[src] {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "synchronous_commit", Value: sync,
@@ -168,10 +168,10 @@ func (dialectImpl) CheckSession(value string) error {
 	switch {
 	case clientOnlyEncodings[e]:
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "client_encoding", Value: enc,
-			Problem: "a multibyte character of this encoding can end in a byte that fencedsql's lexer reads as a backslash or quote", Fix: sessionFix}
+			Problem: "a multibyte character of this encoding can end in a byte that fencedsql's lexer reads as a backslash or quote", Fix: sessionFix, Reading: true}
 	case !safeEncodings[e]:
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "client_encoding", Value: enc,
-			Problem: "an encoding fencedsql does not know to be safe for its lexer", Fix: sessionFix}
+			Problem: "an encoding fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
 	}
 	return nil
 }

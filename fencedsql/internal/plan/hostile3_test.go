@@ -65,6 +65,22 @@ func TestHostileThirdCatalogueRefused(t *testing.T) {
 		{mysqlTest, "SET skip_replication = 0 OR 1", "OR after a safe value"},
 		{mysqlTest, "SET SESSION skip_replication = 0 IS NOT TRUE", "IS NOT after a safe value"},
 		{mysqlTest, "SET a = 1, sql_log_bin = 1 NOT LIKE 1", "NOT LIKE in a later item"},
+		// MariaDB compares routine names accent-insensitively.
+		{mysqlTest, "DROP FUNCTION fencédsql_fence_accounts", "accented guard function name"},
+		{mysqlTest, "DROP FUNCTION IF EXISTS FÉNCEDSQL_fence_accounts", "accented upper-case name"},
+		{mysqlTest, "DROP FUNCTION `fencedſql_fence_accounts`", "long s in a quoted name"},
+		{mysqlTest, "CREATE OR REPLACE FUNCTION fencédsql_fence_accounts(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT RETURN 1", "accented CREATE OR REPLACE"},
+		{mysqlTest, "SELECT fencédsql_fence_accounts(1, 2, 3) FROM other", "accented guard function call"},
+		// Session variables that make replicas drop the session's writes, and SQLite's
+		// durability pragmas.
+		{mysqlTest, "SET SESSION server_id = 12345", "server_id"},
+		{mysqlTest, "SET @@session.gtid_domain_id = 99", "gtid_domain_id"},
+		{mysqlTest, "SET gtid_seq_no = 1", "gtid_seq_no"},
+		{mysqlTest, "SET gtid_next = '3E11FA47-71CA-11E1-9E33-C80AA9429562:23'", "gtid_next"},
+		{sqliteTest, "PRAGMA journal_mode = OFF", "journal_mode OFF"},
+		{sqliteTest, "PRAGMA main.journal_mode(off)", "journal_mode(off)"},
+		{sqliteTest, "PRAGMA synchronous = 0", "synchronous 0"},
+		{sqliteTest, "PRAGMA synchronous(OFF)", "synchronous(OFF)"},
 	} {
 		_, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
 		if !isRefusal(err) {
@@ -94,6 +110,14 @@ func TestHostileThirdCatalogueNearMissesPass(t *testing.T) {
 		{mysqlTest, "SET sql_log_bin = 1, @a = 2"},
 		{pgTest, "SET synchronous_commit TO on"},
 		{pgTest, "ALTER ROLE app SET synchronous_commit = on"},
+		{mysqlTest, "SELECT café_total FROM other"},
+		{mysqlTest, "DROP FUNCTION fencéd_other"},
+		{mysqlTest, "SELECT @@server_id"},
+		{mysqlTest, "SET gtid_next = AUTOMATIC"},
+		{sqliteTest, "PRAGMA journal_mode = WAL"},
+		{sqliteTest, "PRAGMA journal_mode(wal)"},
+		{sqliteTest, "PRAGMA journal_mode"},
+		{sqliteTest, "PRAGMA synchronous = NORMAL"},
 	} {
 		p, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
 		if err != nil || p.Kind != KindPass {

@@ -2,13 +2,17 @@ package plan
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // The guards guard themselves (docs/design.md, G15) and the session may not make the
 // database forget acknowledged writes (G14). On a pool with guarded tables, whatever
-// WithDDL and WithDynamicSQL allow, the wrapper refuses (protect):
+// WithDDL and WithDynamicSQL allow, the wrapper refuses in the text it can read
+// (protect) — SQL that dynamic SQL builds at run time ('SET sess' || 'ion_…', a hex
+// literal given to EXECUTE IMMEDIATE) is unseen, which is why dynamic SQL is refused
+// unless WithDynamicSQL allows it:
 //
 //   - every statement other than a plain read that names a guard object: an identifier
 //     with the reserved prefix fencedsql_ (any case, quoted, backquoted or qualified),
@@ -44,6 +48,49 @@ const (
 // starts with the reserved prefix, in any case, and is not the lock backend's.
 func isGuardObject(name string) bool {
 	return hasPrefixFold(name, guardPrefix) && !hasPrefixFold(name, lockTablePrefix)
+}
+
+// isGuardName is isGuardObject on the parser's dialect: MySQL/MariaDB compare routine
+// names accent-insensitively (fencédsql_fence_t is fencedsql_fence_t to DROP
+// FUNCTION), so there a name whose first characters may fold to the prefix counts too.
+func (p *parser) isGuardName(name string) bool {
+	return isGuardObject(name) || p.rw.syn == sqllex.MySQL && mayFoldToPrefix(name, guardPrefix)
+}
+
+// mayFoldToPrefix reports whether s starts with one character per byte of prefix
+// (ASCII lower case), each the same letter in either case or a non-ASCII character
+// (which a collation may fold to it), at least one of them non-ASCII.
+func mayFoldToPrefix(s, prefix string) bool {
+	nonASCII := false
+	for k := 0; k < len(prefix); k++ {
+		r, size := utf8.DecodeRuneInString(s)
+		if size == 0 {
+			return false
+		}
+		s = s[size:]
+		switch {
+		case r >= utf8.RuneSelf:
+			nonASCII = true
+		case r|0x20 != rune(prefix[k]) && r != rune(prefix[k]):
+			return false
+		}
+	}
+	return nonASCII
+}
+
+// HasFoldableGuardPrefix reports whether sql holds a name MySQL/MariaDB may fold to
+// the guards' reserved prefix (isGuardName): the fuzz oracle's view of it.
+func HasFoldableGuardPrefix(sql string) bool { return hasFoldablePrefix(sql, guardPrefix) }
+
+// hasFoldablePrefix reports whether some position of sql starts a run mayFoldToPrefix
+// accepts (the MySQL pre-filter's test for such names).
+func hasFoldablePrefix(sql, prefix string) bool {
+	for i := 0; i < len(sql); i++ {
+		if c := sql[i]; (c >= utf8.RuneSelf || c|0x20 == prefix[0]) && mayFoldToPrefix(sql[i:], prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // protect refuses what the guards and the protected settings need refused (see the
@@ -209,11 +256,11 @@ func (p *parser) protectGuardObjects(head string, from, to int) error {
 			n, ok := p.ident(i)
 			if !ok {
 				undecodable = undecodable || p.unicodeIdent(i)
-			} else if isGuardObject(n) || strings.EqualFold(n, "pg_settings") {
+			} else if p.isGuardName(n) || strings.EqualFold(n, "pg_settings") {
 				if named == "" {
 					named = n
 				}
-				call = call || p.punct(i+1, "(") && isGuardObject(n)
+				call = call || p.punct(i+1, "(") && p.isGuardName(n)
 			}
 		}
 		if t.Kind == sqllex.KindString && named == "" {

@@ -36,6 +36,9 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if rw.syn.ExecComments && strings.Contains(sql, "/*") {
 		return true // an executable comment is judged by its content
 	}
+	if rw.syn == sqllex.MySQL && hasFoldablePrefix(sql, guardPrefix) {
+		return true // a routine name that may fold to the reserved prefix (isGuardName)
+	}
 	if rw.syn == sqllex.MySQL && (strings.Contains(sql, "@'") || strings.Contains(sql, `@"`)) {
 		// A user variable named by a string: escapes in it (@'fencedsq\l_…') spell a
 		// name no needle finds in the raw text (protectMark judges it).

@@ -24,11 +24,17 @@ var protectedSettings = []protectedSetting{
 	{"sql_log_bin", []string{"1", "on", "true"}, "0 keeps the session's writes out of the binary log: replicas never get them and a failover forgets them (MySQL/MariaDB)"},
 	{"skip_replication", []string{"0", "off", "false"}, "replicas may filter the session's writes out: a failover forgets them (MariaDB)"},
 	{"writable_schema", nil, "it lets the session rewrite sqlite_schema, the guard and tombstone triggers included (SQLite)"},
+	{"server_id", []string{}, "replicas ignore the events of their own server id: a failover forgets the session's writes (MariaDB)"},
+	{"gtid_domain_id", []string{}, "replicas may filter the session's replication domain out: a failover forgets its writes (MariaDB)"},
+	{"gtid_seq_no", []string{}, "a sequence number already used makes replicas skip the session's next transaction (MariaDB)"},
+	{"gtid_next", []string{"automatic"}, "a GTID already executed makes the server skip the session's statements, fenced writes included (MySQL)"},
+	{"journal_mode", []string{"delete", "truncate", "persist", "memory", "wal"}, "OFF removes the rollback journal: a failed statement or ROLLBACK no longer undoes a fenced transaction's writes (SQLite)"},
+	{"synchronous", []string{"full", "extra", "normal", "1", "2", "3"}, "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (SQLite)"},
 }
 
 // protectSettings refuses a change of a protected setting.
 func (p *parser) protectSettings(head string, from, to int) error {
-	assigns := p.inBody || head == "SET" || head == "ALTER" || head == "CREATE" || head == "RESET"
+	assigns := p.inBody || head == "SET" || head == "ALTER" || head == "CREATE" || head == "RESET" || head == "PRAGMA"
 	undecodable := false
 	for i := from; i < to; i++ {
 		if p.unicodeIdent(i) {
@@ -93,6 +99,10 @@ func (p *parser) protectSettings(head string, from, to int) error {
 			}
 		case p.kw(i+1, "FROM"):
 			return refuseSetting(s)
+		case head == "PRAGMA" && p.punct(i+1, "("): // PRAGMA name(value)
+			if !p.punct(i+3, ")") || !p.safeValueAt(i+2, i+3, s) || i+4 < to && !p.punct(i+4, ";") {
+				return refuseSetting(s)
+			}
 		}
 	}
 	return nil

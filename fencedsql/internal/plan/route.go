@@ -324,9 +324,17 @@ func (p *parser) checkExecComments() error {
 	return nil
 }
 
+// pass returns the plan of a statement the analysis passes unchanged: its session
+// plan (SessionPlan) or the shared one, marked Ambiguous when a session may read its
+// text otherwise.
 func (p *parser) pass() *Plan {
+	amb := sessionDependent(p.src)
 	if pl := p.rw.SessionPlan(p.src); pl != nil {
+		pl.Ambiguous = amb
 		return pl
+	}
+	if amb {
+		return PassAmbiguous
 	}
 	return Passthrough
 }
