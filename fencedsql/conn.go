@@ -33,9 +33,9 @@ type conn struct {
 
 	tx        *txState // the open transaction, nil outside one
 	sessionOK bool     // the dialect's session check passed on this connection
-	// sessionDirty: a statement (or Raw) may have changed the session since its check
-	// last ran, so a statement passed through on the lexer's reading of its text runs
-	// the check first (verifyReading).
+	// sessionDirty: the session has not been checked since the connection opened, or a
+	// statement (or Raw) may have changed it since its check last ran, so a statement
+	// planned on the lexer's reading of its text runs the check first (verifyReading).
 	sessionDirty bool
 	// namesMoved: a statement may have changed how this connection resolves table
 	// names (resolvesNames), so its schema checks are cached in checkedNames, not on
@@ -55,7 +55,9 @@ type txState struct {
 }
 
 func newConn(raw driver.Conn, k *core) *conn {
-	c := &conn{raw: raw, core: k, stmts: newStmtCache(k.cfg.stmtCache)}
+	// sessionDirty: a new connection's settings (the DSN's, the server's defaults,
+	// init_connect) are not known until its session check runs.
+	c := &conn{raw: raw, core: k, stmts: newStmtCache(k.cfg.stmtCache), sessionDirty: true}
 	c.execer, _ = raw.(driver.ExecerContext)
 	c.queryer, _ = raw.(driver.QueryerContext)
 	c.lexecer, _ = raw.(driver.Execer)   //nolint:staticcheck // legacy interface

@@ -113,12 +113,19 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 		}
 	}
 	if t, ok := params[ParamTables]; ok {
+		named := 0
 		for _, name := range strings.Split(t, ",") {
 			name = strings.TrimSpace(name)
 			if name == "" {
 				continue
 			}
+			named++
 			opts = append(opts, Guard(name, TokenColumn(tokCol), VersionColumn(verCol)))
+		}
+		if named == 0 {
+			// Usually an unset variable in a DSN template: the tables meant to be guarded
+			// would go unguarded without a word.
+			return "", nil, configErr("DSN parameter %s names no table: list the guarded tables, or leave the parameter out", ParamTables)
 		}
 	}
 	return clean, opts, nil

@@ -2,6 +2,7 @@ package fencedsql
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -29,11 +30,16 @@ import (
 // Without a registry table (the minimal set-up: columns added by hand, no
 // fencedsql-schema) the pool guards the listed tables only, as before, and still
 // refuses a listed table that does not exist. The first-connection checks run when
-// the schema check is on (WithSchemaCheck, the default) and DDL is not allowed through
-// the pool (WithDDL(false), the default: a pool allowed to run migrations may be the
-// one that creates its tables); otherwise listed tables are checked lazily, before
-// their first guarded write, as always. The registry is read once per pool: a table
-// registered later is guarded by pools opened later.
+// the schema check is on (WithSchemaCheck, the default); a pool with DDL allowed
+// (WithDDL(true): it may be the one that creates its tables) reads the registry but
+// checks its listed tables lazily, before their first guarded write, as always. A
+// listed table that is also registered must name the registered columns. An empty
+// fenced_tables is a configuration error. The registry is read once per pool: a table
+// registered later is guarded by pools opened later. PostgreSQL: a registry in a schema
+// the session's search_path leaves out fails the pool (ErrSchema). MySQL/MariaDB and
+// SQLite read the registry of the connection's own database (main): a table registered
+// in another database (written database-qualified, reached after USE, or ATTACHed) is
+// guarded only when it is listed too.
 
 // firstUse is the first-connection work of a pool: the registry and the listed
 // tables. It runs once (a failure runs again at the next connection).
@@ -51,7 +57,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	if k.first.done {
 		return nil
 	}
-	if !k.cfg.schemaCheck || k.cfg.allowDDL {
+	if !k.cfg.schemaCheck {
 		k.first.done = true
 		return nil
 	}
@@ -73,7 +79,10 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	// table is checked before its first guarded write only: a stale registry row must
 	// not close the pool.
 	for _, g := range k.rw.Tables() { // configuration order
-		if listed[strings.ToLower(g.String())] {
+		// A pool allowed to run DDL may be the one that creates its listed tables: they
+		// are checked before their first guarded write only. The registry is read all
+		// the same: what the database records as guarded is guarded.
+		if listed[strings.ToLower(g.String())] && !k.cfg.allowDDL {
 			if err := k.checkListed(ctx, c, g, registered); err != nil {
 				return err
 			}
@@ -94,8 +103,13 @@ func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, e
 	if err != nil {
 		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
 	}
-	if len(rows) == 0 || len(rows[0]) == 0 || !dialect.CatalogBool(rows[0][0]) {
+	if len(rows) == 0 || len(rows[0]) == 0 || strings.TrimSpace(rows[0][0]) == "0" {
 		return nil, nil
+	}
+	if v := strings.TrimSpace(rows[0][0]); !dialect.CatalogBool(v) {
+		return nil, &SchemaError{Table: dialect.RegistryTable,
+			Problem: "the registry of guarded tables is in " + v + ", which this session does not see (its search_path leaves it out): the tables it records would go unguarded",
+			Fix:     "add that schema to the application role's search_path (or the DSN's), or register the tables where the session sees them"}
 	}
 	if rows, err = c.queryStrings(ctx, dialect.RegistryRowsQuery, nil); err != nil {
 		if r.NoRegistry(err) {
@@ -114,12 +128,27 @@ func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, e
 }
 
 // addGuards rebuilds the pool's rewriter with the registered tables the configuration
-// does not name (a listed table keeps its listed columns).
+// does not name. A listed table must name the columns the registry records for it: a
+// pool that fenced another column than the database's guard checks would let a stale
+// token's write through.
 func (k *core) addGuards(registered []schema.GuardSpec) error {
 	cfg := k.cfg
 	listed := map[string]bool{}
 	for _, gs := range cfg.guards {
 		listed[strings.ToLower(gs.Table)] = true
+	}
+	for _, rs := range registered {
+		for _, gs := range cfg.guards {
+			if !strings.EqualFold(gs.Table, rs.Table) {
+				continue
+			}
+			lt, lv := orDefault(gs.TokenColumn, schema.DefaultTokenColumn), orDefault(gs.VersionColumn, schema.DefaultVersionColumn)
+			rt, rv := orDefault(rs.TokenColumn, schema.DefaultTokenColumn), orDefault(rs.VersionColumn, schema.DefaultVersionColumn)
+			if !strings.EqualFold(lt, rt) || !strings.EqualFold(lv, rv) {
+				return &SchemaError{Table: gs.Table, Problem: fmt.Sprintf("listed with the columns %s and %s, but the registry of guarded tables records %s and %s", lt, lv, rt, rv),
+					Fix: "give the registered columns (fenced_token_column, fenced_version_column, TokenColumn, VersionColumn), or register the table again with fencedsql-schema"}
+			}
+		}
 	}
 	added := false
 	for _, gs := range registered {
@@ -161,4 +190,11 @@ func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, register
 		problem += "; the registry of guarded tables lists: " + strings.Join(names, ", ")
 	}
 	return &SchemaError{Table: g.String(), Problem: problem, Fix: strings.Join(v.Fix, "; ")}
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

@@ -18,12 +18,13 @@ func TestMayChangeSession(t *testing.T) {
 		"SELECT 1 /*!40101 , (SELECT 1) */ SET", "SELECT 1; SET sql_mode = ''", "EXECUTE s", "EXECUTE IMMEDIATE 'SET sql_mode = '''''",
 		"PREPARE s FROM 'SET NAMES gbk'", "CALL p()", "DO f()", "BEGIN NOT ATOMIC SET sql_mode = ''; END",
 		"SET STATEMENT sql_mode = '' FOR SELECT 1", "RESET QUERY CACHE", "SELECT 'unterminated SET",
+		"/*!40101SET character_set_client=latin1*/", "/*M!100100SET sql_mode=''*/",
 	}
 	keep := []string{
 		"SELECT 1", "SELECT @@SESSION.sql_mode", "SELECT * FROM settings", "SELECT offset, charset_name FROM t",
 		"UPDATE other SET x = 1", "INSERT INTO t SET a = 1", "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = 2",
 		"(SELECT 'SET sql_mode' FROM t)", "WITH x AS (SELECT 1) SELECT * FROM x", "DELETE FROM t WHERE name = 'set'",
-		"SELECT f() -- SET NAMES gbk",
+		"SELECT f() -- SET NAMES gbk", "/* a plain comment */ SELECT 1",
 	}
 	for _, q := range arm {
 		if !plan.MayChangeSession(q, sqllex.MySQL) {

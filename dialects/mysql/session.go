@@ -98,10 +98,8 @@ func (dialectImpl) CheckSession(value string) error {
 	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
 		modes[strings.TrimSpace(m)] = true
 	}
-	if !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"] {
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
-			Problem: "not strict: a fenced write would store 0 instead of failing", Fix: sessionFix}
-	}
+	// How the server reads text first (SessionError.Reading): a statement passed through
+	// must not be let through because the session is unfit for writes in another way.
 	for _, m := range unsafeModes {
 		if modes[m] {
 			return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
@@ -118,6 +116,10 @@ func (dialectImpl) CheckSession(value string) error {
 	case !safeCharsets[cs]:
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
 			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
+	}
+	if !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"] {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
+			Problem: "not strict: a fenced write would store 0 instead of failing", Fix: sessionFix}
 	}
 	if !on(logBin) {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_log_bin", Value: logBin,

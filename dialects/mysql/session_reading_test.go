@@ -28,3 +28,22 @@ func TestSessionReadingMySQL(t *testing.T) {
 		{SQL: `SELECT balance FROM accounts WHERE "a" <> 'b'`},
 	})
 }
+
+// The same reading refused whatever else is wrong with the session (a non-strict
+// sql_mode, which refuses writes only, must not hide it), after a change made in an
+// executable comment, and on a connection whose DSN sets the character set (a new
+// connection is checked before its first statement judged by its text).
+func TestSessionReadingMySQLRoutes(t *testing.T) {
+	update := "UPDATE accounts\xa0SET balance = 0 WHERE id = 1"
+	fencetest.RunSessionReading(t, fencetest.MySQL(), []fencetest.ReadingStep{
+		{SQL: "SET sql_mode = ''"},
+		{SQL: "SET NAMES latin1"},
+		{SQL: update, Refused: "character_set_client"},
+		{SQL: "SET NAMES utf8mb4"},
+		{SQL: "/*!40101SET character_set_client=latin1*/"},
+		{SQL: update, Refused: "character_set_client"},
+	})
+	fencetest.RunSessionReading(t, fencetest.MySQL(), []fencetest.ReadingStep{
+		{SQL: update, Refused: "character_set_client"},
+	}, "charset=latin1")
+}

@@ -11,9 +11,13 @@ import (
 // The registry of guarded tables (dialect.Registrar): fencedsql_registry in the first
 // schema of the search_path (normally public), read through the pool's search_path.
 
-// RegistryExistsQuery yields 1 when the registry table is visible.
+// RegistryExistsQuery yields 1 when the registry table is visible, 0 when the database
+// has none, and otherwise the schemas that hold one the session's search_path leaves
+// out (an application role whose search_path misses the installer's schema).
 func (dialectImpl) RegistryExistsQuery() string {
-	return "SELECT CASE WHEN to_regclass('" + dialect.RegistryTable + "') IS NULL THEN 0 ELSE 1 END"
+	return "SELECT CASE WHEN to_regclass('" + dialect.RegistryTable + "') IS NOT NULL THEN '1' ELSE COALESCE(" +
+		"(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(n.nspname), ', ') FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
+		"WHERE c.relname = '" + dialect.RegistryTable + "' AND c.relkind IN ('r', 'p') AND n.nspname NOT LIKE 'pg\\_temp\\_%'), '0') END"
 }
 
 // NoRegistry: undefined_table (42P01); the existence query (to_regclass, which needs no

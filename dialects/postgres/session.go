@@ -160,10 +160,6 @@ func (dialectImpl) CheckSession(value string) error {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings", Value: scs,
 			Problem: "with it off, backslashes escape in '…' strings, so the server would read statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
 	}
-	if v := strings.ToLower(sync); (v == "off" || v == "local") && sessionSources[src] {
-		return &fencedsql.SessionError{Dialect: "postgres", Setting: "synchronous_commit", Value: sync,
-			Problem: "set for this session (" + src + "): its commits are acknowledged before a synchronous standby has them, so a failover forgets them and a stale token's write is then accepted", Fix: syncCommitFix}
-	}
 	e := strings.ToUpper(strings.TrimSpace(enc))
 	switch {
 	case clientOnlyEncodings[e]:
@@ -172,6 +168,10 @@ func (dialectImpl) CheckSession(value string) error {
 	case !safeEncodings[e]:
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "client_encoding", Value: enc,
 			Problem: "an encoding fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
+	}
+	if v := strings.ToLower(sync); (v == "off" || v == "local") && sessionSources[src] {
+		return &fencedsql.SessionError{Dialect: "postgres", Setting: "synchronous_commit", Value: sync,
+			Problem: "set for this session (" + src + "): its commits are acknowledged before a synchronous standby has them, so a failover forgets them and a stale token's write is then accepted", Fix: syncCommitFix}
 	}
 	return nil
 }

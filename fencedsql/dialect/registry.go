@@ -9,7 +9,10 @@ const RegistryTable = "fencedsql_registry"
 // Registrar is implemented by dialects that keep the registry of guarded tables.
 type Registrar interface {
 	// RegistryExistsQuery returns a query yielding one row with 1 when the registry
-	// table exists in the connection's default schema, 0 or no row otherwise.
+	// table exists in the connection's default schema, 0 or no row when the database
+	// has none. Any other value names a registry the connection cannot see (one in a
+	// schema outside its search_path): the pool then fails with ErrSchema rather than
+	// leave the tables it records unguarded.
 	RegistryExistsQuery() string
 	// RegistryDDL returns the statements that create the registry table when missing.
 	RegistryDDL() []string

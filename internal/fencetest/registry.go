@@ -62,6 +62,29 @@ func (s *guardSuite) testConfigMistakes(t *testing.T) {
 	if _, err := none.ExecContext(e.ctx, e.q("UPDATE accounts SET balance = 1")); err != nil {
 		t.Fatalf("accounts, neither listed nor registered, passes: %v", err)
 	}
+
+	// A pool allowed to run DDL still reads the registry (it may create its listed
+	// tables, which are then checked before their first guarded write only).
+	ddl := e.fencedOnDSN(t, WithParam(e.dsn, "fenced_allow=ddl"))
+	if _, err := ddl.ExecContext(e.ctx, ins("invoices"), 2, 1); !errors.Is(err, fencedsql.ErrNoToken) {
+		t.Fatalf("invoices through a pool with fenced_allow=ddl: err = %v, want ErrNoToken (guarded)", err)
+	}
+
+	// A listed table whose columns differ from the registered ones: refused at first use.
+	cols := e.fencedOnDSN(t, WithParam(WithParam(e.dsn, "fenced_tables=tenants"), "fenced_token_column=balance"))
+	err = cols.PingContext(e.ctx)
+	if !errors.Is(err, fencedsql.ErrSchema) || !errors.As(err, &se) || se.Table != "tenants" {
+		t.Fatalf("tenants listed with another token column than registered: Ping = %v, want ErrSchema naming tenants", err)
+	}
+
+	// An empty list (an unset variable in a DSN template) is refused when the pool opens.
+	if db, err := sql.Open(e.b.DriverName, WithParam(e.dsn, "fenced_tables=")); err == nil {
+		err = db.PingContext(e.ctx)
+		db.Close()
+		if err == nil {
+			t.Fatal("fenced_tables= (no table) opened a pool")
+		}
+	}
 }
 
 // fencedOnDSN opens the fenced driver on dsn as it is.

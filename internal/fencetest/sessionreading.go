@@ -22,8 +22,8 @@ type ReadingStep struct {
 // write in what the lexer reads as a string or one word: each step runs on the same
 // connection, a refused one fails with a *fencedsql.SessionError whose Reading is set
 // (errors.Is ErrSchema), and afterwards the three rows of accounts are all still there
-// with their balance 100.
-func RunSessionReading(t *testing.T, be Backend, steps []ReadingStep) {
+// with their balance 100. dsnParams are added to the fenced pool's DSN.
+func RunSessionReading(t *testing.T, be Backend, steps []ReadingStep, dsnParams ...string) {
 	t.Helper()
 	dsn := be.DSN(t)
 	ctx := context.Background()
@@ -34,7 +34,11 @@ func RunSessionReading(t *testing.T, be Backend, steps []ReadingStep) {
 	defer raw.Close()
 	env := &env{b: be}
 	execAll(t, ctx, raw, []string{be.TableDDL, "INSERT INTO accounts (id, balance) VALUES (1, 100), (2, 100), (3, 100)"})
-	db, err := sql.Open(be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
+	fenced := WithParam(dsn, "fenced_tables=accounts")
+	for _, p := range dsnParams {
+		fenced = WithParam(fenced, p)
+	}
+	db, err := sql.Open(be.DriverName, fenced)
 	if err != nil {
 		t.Fatal(err)
 	}

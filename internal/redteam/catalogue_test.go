@@ -213,6 +213,11 @@ func harmless(t *testing.T, b backend, e entry) {
 		t.Fatalf("ENTRY WRONG: step %d fails on the raw %s driver: %v\n    %s", raw.r.at+1, b.name, raw.r.err, describe(e))
 	}
 	wr := do(true)
+	// The wrapper's own session check (a new connection's, before the first statement
+	// judged by a text a session may read otherwise) is not the entry's statement.
+	if q := b.dialect.SessionQuery(); q != "" {
+		wr.sent = slices.DeleteFunc(wr.sent, func(l string) bool { return l == "query "+q })
+	}
 	if wr.r.err != nil {
 		t.Fatalf("harmless statement refused or failed on the fenced %s driver (step %d): %v\n    %s\n  sent:\n    %s",
 			b.name, wr.r.at+1, wr.r.err, describe(e), strings.Join(wr.sent, "\n    "))

@@ -258,5 +258,17 @@ func postgresEntries() []entry {
 		one(cH, "set_config_unrelated", "SELECT set_config('application_name', 'redteam', false)", Harmless),
 		one(cH, "show", "SHOW server_version_num", Harmless),
 	)
+	// ---- The third catalogue (comment-first heads, quoted EXPLAIN options, statements
+	// that reach a guarded table without naming it): each changes accounts on the raw
+	// driver.
+	es = append(es,
+		one(c2, "comment_first_do", `/*+*/ DO E'BEGIN EXECUTE ''DELETE FROM acc''||''ounts WHERE id = 3''\073 END'`, Refused),
+		one(c2, "cr_ended_comment_do", "-- x\rDO E'BEGIN EXECUTE ''UPDATE acc''||''ounts SET balance = 0''\073 END'", Refused),
+		one(c1, "explain_quoted_analyze", `EXPLAIN ("analyze") DELETE FROM accounts WHERE id = 2`, Refused),
+		entry{class: c1, name: "truncate_cascade_through_fk", want: Refused,
+			setup: []string{"CREATE TABLE owners (id BIGINT PRIMARY KEY)", "INSERT INTO owners VALUES (1)",
+				"ALTER TABLE accounts ADD COLUMN owner_id BIGINT REFERENCES owners (id)"},
+			steps: []step{x("TRUNCATE owners CASCADE")}},
+	)
 	return es
 }

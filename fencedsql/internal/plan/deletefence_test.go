@@ -106,6 +106,8 @@ func TestDeleteMarkOthersPass(t *testing.T) {
 		d  testDialect
 		in string
 	}{
+		{mysqlTest, "SELECT @B'ACCounts'"},
+		{mysqlTest, "SELECT @X'41' FROM accounts"},
 		{mysqlTest, "SELECT @x := 1"},
 		{mysqlTest, "SET @fencedsqlx = 1"},
 		{mysqlTest, "SELECT @@sql_mode"},

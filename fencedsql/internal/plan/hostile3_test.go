@@ -65,6 +65,14 @@ func TestHostileThirdCatalogueRefused(t *testing.T) {
 		{mysqlTest, "SET skip_replication = 0 OR 1", "OR after a safe value"},
 		{mysqlTest, "SET SESSION skip_replication = 0 IS NOT TRUE", "IS NOT after a safe value"},
 		{mysqlTest, "SET a = 1, sql_log_bin = 1 NOT LIKE 1", "NOT LIKE in a later item"},
+		// Text the lexer cannot read that the server can: refused, not passed (MySQL
+		// accepts identifiers that start with a digit, PostgreSQL ones that start with U+FEFF).
+		{mysqlTest, "PREPARE 1s FROM CONCAT('DELETE FROM acc','ounts WHERE id = 1')", "PREPARE of a digit-led name"},
+		{mysqlTest, "CALL 1p()", "CALL of a digit-led name"},
+		{pgTest, "DO $$BEGIN EXECUTE 'DELETE FROM acc'||'ounts WHERE id = 1'; END$$; SELECT 1 AS \ufeffx", "DO before an unreadable statement"},
+		{pgTest, "TRUNCATE users, \ufeffx CASCADE", "TRUNCATE CASCADE with an unreadable name"},
+		{pgTest, "EXPLAIN ANALYZE CREATE TABLE t2 AS EXECUTE stmt_1", "EXPLAIN ANALYZE CREATE TABLE AS EXECUTE"},
+		{pgTest, "EXPLAIN (ANALYZE) CREATE TABLE t2 AS EXECUTE stmt_1(1) WITH NO DATA", "EXPLAIN (ANALYZE) … AS EXECUTE … WITH NO DATA"},
 		// MariaDB compares routine names accent-insensitively.
 		{mysqlTest, "DROP FUNCTION fencédsql_fence_accounts", "accented guard function name"},
 		{mysqlTest, "DROP FUNCTION IF EXISTS FÉNCEDSQL_fence_accounts", "accented upper-case name"},
@@ -111,6 +119,8 @@ func TestHostileThirdCatalogueNearMissesPass(t *testing.T) {
 		{pgTest, "SET synchronous_commit TO on"},
 		{pgTest, "ALTER ROLE app SET synchronous_commit = on"},
 		{mysqlTest, "SELECT café_total FROM other"},
+		{pgTest, "EXPLAIN SELECT count(*) AS execute FROM other"},
+		{pgTest, "CREATE TABLE t AS SELECT 1 AS execute"},
 		{mysqlTest, "DROP FUNCTION fencéd_other"},
 		{mysqlTest, "SELECT @@server_id"},
 		{mysqlTest, "SET gtid_next = AUTOMATIC"},
@@ -141,6 +151,23 @@ func TestColonEqualsFenceAssignmentDropped(t *testing.T) {
 		}
 		if strings.Contains(p.SQL, ":= 0") || strings.Contains(p.SQL, ":= 41") {
 			t.Errorf("%q: the caller's assignment is kept:\n  %s", in, p.SQL)
+		}
+	}
+}
+
+// PostgreSQL truncates an identifier's bytes to 63 and folds ASCII only: a name of 21
+// KELVIN SIGNs (63 bytes) with more after it is the guarded table to the server, so it
+// is to the planner too (folding first moved the cut: the write passed unfenced).
+func TestKeyTruncatesBeforeFolding(t *testing.T) {
+	kelvin := strings.Repeat("\u212a", 21) // 63 bytes
+	rw := newTestRewriter(t, pgTest, Guard(kelvin))
+	for _, in := range []string{
+		"INSERT INTO " + kelvin + "zzz (id, balance) VALUES (2, 1)",
+		"UPDATE " + kelvin + "zzz SET balance = 1 WHERE id = 1",
+	} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil || p.Kind == KindPass {
+			t.Errorf("%q: plan %v, err %v: want it fenced", in, p, err)
 		}
 	}
 }

@@ -31,6 +31,9 @@ func (p *parser) protectMark(from, to int) error {
 		}
 		switch t := p.sig[i+1]; t.Kind {
 		case sqllex.KindString:
+			if txt := p.text(t); txt[0] != '\'' && txt[0] != '"' {
+				continue // @B'…', @X'…', @_utf8'…': the variable is the prefix word, not the mark
+			}
 			name, ok = plainString(p.text(t))
 		case sqllex.KindWord, sqllex.KindQuotedIdent:
 			name, ok = p.ident(i + 1)

@@ -139,12 +139,10 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 		if uerr := rw.unreadable(sql, err); uerr != nil {
 			return nil, uerr // an executable comment or routine DDL it cannot read
 		}
-		if !rw.mayMention(sql) && (len(rw.names) == 0 || !hasProtectNeedle(sql)) {
-			// Only its head made it worth a look (controlHead), and it names no guarded
-			// table, guard object or protected setting: the server judges text it cannot
-			// read either.
-			return Passthrough, nil
-		}
+		// Whatever made it worth a look (a guarded name, a head judged whatever it names,
+		// a comment first, a protected word) cannot be judged in text the lexer cannot
+		// read, and the server may read it (MySQL's 1s, PostgreSQL's identifiers that
+		// start with U+FEFF): refused.
 		return nil, unsupported("", "the statement cannot be tokenized: %v", err)
 	}
 	p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
@@ -181,15 +179,17 @@ func (g *Table) Base() *Table {
 // truncates identifiers (PostgreSQL, 63 bytes), truncated as the server would, never
 // inside a UTF-8 character.
 func (rw *Planner) Key(name string) string {
-	k := strings.ToLower(name)
-	if rw.maxIdent > 0 && len(k) > rw.maxIdent {
+	// The server truncates the bytes it was sent (after folding ASCII only, which keeps
+	// their length): truncate first, then fold — folding first would move the cut for a
+	// character whose lower case is shorter (U+212A KELVIN SIGN is k).
+	if rw.maxIdent > 0 && len(name) > rw.maxIdent {
 		n := rw.maxIdent
-		for n > 0 && k[n]&0xC0 == 0x80 { // k[n] continues a character: clip before it
+		for n > 0 && name[n]&0xC0 == 0x80 { // name[n] continues a character: clip before it
 			n--
 		}
-		k = k[:n]
+		name = name[:n]
 	}
-	return k
+	return strings.ToLower(name)
 }
 
 // Lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,

@@ -186,20 +186,16 @@ func (p *parser) control(head string, first int) error {
 		if p.kw(first+1, "TABLES") || p.kw(first+1, "TABLE") && !p.rw.numbered {
 			return p.textTx("LOCK TABLES (it commits the open transaction)")
 		}
-	case "EXPLAIN", "ANALYZE":
-		// EXPLAIN ANALYZE EXECUTE name(…) runs a prepared statement: dynamic SQL.
-		if from, runs := p.explained(head); runs && from >= 0 && p.kw(from, "EXECUTE") {
-			return p.dynamic(head + " … EXECUTE")
-		}
-	case "CREATE":
-		// CREATE TABLE … AS EXECUTE name(…) runs a prepared statement: dynamic SQL.
-		for i := first; i+1 < len(p.sig); i++ {
-			if p.kw(i, "AS") && p.kw(i+1, "EXECUTE") {
-				if err := p.dynamic("CREATE TABLE … AS EXECUTE"); err != nil {
-					return err
-				}
-				break
+	case "EXPLAIN", "ANALYZE", "CREATE":
+		// EXPLAIN ANALYZE EXECUTE name(…) and CREATE TABLE … AS EXECUTE name(…) (also
+		// under EXPLAIN ANALYZE) run a prepared statement: dynamic SQL.
+		if head != "CREATE" {
+			if from, runs := p.explained(head); runs && from >= 0 && p.kw(from, "EXECUTE") {
+				return p.dynamic(head + " … EXECUTE")
 			}
+		}
+		if p.asExecute() {
+			return p.dynamic("CREATE TABLE … AS EXECUTE")
 		}
 	case "TRUNCATE":
 		if p.hasWord("CASCADE") {
@@ -260,6 +256,19 @@ func (p *parser) controlEach() error {
 // textTx refuses transaction control sent as SQL text.
 func (p *parser) textTx(what string) error {
 	return unsupported(p.firstGuard(), "transaction control as SQL text (%s) on a pool with guarded tables: use db.BeginTx / tx.Commit, which bind the transaction to the token and keep the wrapper's own transactions apart", what)
+}
+
+// asExecute reports CREATE TABLE … AS EXECUTE name [(…)] anywhere in the statement: AS
+// EXECUTE and a name followed by the end, its argument list or WITH [NO] DATA (not an
+// output name "AS execute").
+func (p *parser) asExecute() bool {
+	for i := 0; i+2 < len(p.sig); i++ {
+		if p.kw(i, "AS") && p.kw(i+1, "EXECUTE") && p.isIdent(i+2) &&
+			(i+3 >= len(p.sig) || p.punct(i+3, "(") || p.punct(i+3, ";") || p.kw(i+3, "WITH")) {
+			return true
+		}
+	}
+	return false
 }
 
 // dynamic refuses dynamic SQL unless WithDynamicSQL allows it.

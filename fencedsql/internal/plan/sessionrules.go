@@ -43,7 +43,9 @@ func MayChangeSession(sql string, syn sqllex.Syntax) bool {
 // statement (no executable comments) whose first word is a read or a write, or, when
 // harmless is given, harmless says its first word cannot change it.
 func mayChangeWith(sql string, syn sqllex.Syntax, words []string, harmless func(head, sql string) bool) bool {
-	found := false
+	// An executable comment's content runs ("/*!40101SET …*/": the word glued to the
+	// version is not a whole word): the lexer below judges it.
+	found := syn.ExecComments && strings.Contains(sql, "/*")
 	for _, w := range words {
 		if ContainsWord(sql, w) {
 			found = true
