@@ -103,13 +103,13 @@ func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, e
 	if err != nil {
 		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
 	}
-	if len(rows) == 0 || len(rows[0]) == 0 || strings.TrimSpace(rows[0][0]) == "0" {
-		return nil, nil
-	}
-	if v := strings.TrimSpace(rows[0][0]); !dialect.CatalogBool(v) {
+	if len(rows) > 0 && len(rows[0]) > 0 && strings.HasPrefix(rows[0][0], dialect.RegistryElsewhere) {
 		return nil, &SchemaError{Table: dialect.RegistryTable,
-			Problem: "the registry of guarded tables is in " + v + ", which this session does not see (its search_path leaves it out): the tables it records would go unguarded",
+			Problem: "the registry of guarded tables is in " + strings.TrimPrefix(rows[0][0], dialect.RegistryElsewhere) + ", which this session does not see (its search_path leaves it out): the tables it records would go unguarded",
 			Fix:     "add that schema to the application role's search_path (or the DSN's), or register the tables where the session sees them"}
+	}
+	if len(rows) == 0 || len(rows[0]) == 0 || !dialect.CatalogBool(rows[0][0]) {
+		return nil, nil
 	}
 	if rows, err = c.queryStrings(ctx, dialect.RegistryRowsQuery, nil); err != nil {
 		if r.NoRegistry(err) {

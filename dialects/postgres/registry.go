@@ -16,7 +16,7 @@ import (
 // out (an application role whose search_path misses the installer's schema).
 func (dialectImpl) RegistryExistsQuery() string {
 	return "SELECT CASE WHEN to_regclass('" + dialect.RegistryTable + "') IS NOT NULL THEN '1' ELSE COALESCE(" +
-		"(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(n.nspname), ', ') FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
+		"(SELECT '" + dialect.RegistryElsewhere + "' || pg_catalog.string_agg(pg_catalog.quote_ident(n.nspname), ', ') FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
 		"WHERE c.relname = '" + dialect.RegistryTable + "' AND c.relkind IN ('r', 'p') AND n.nspname NOT LIKE 'pg\\_temp\\_%'), '0') END"
 }
 

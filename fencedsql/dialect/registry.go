@@ -6,11 +6,15 @@ package dialect
 // one row per guarded table, its name as fenced_tables would give it.
 const RegistryTable = "fencedsql_registry"
 
+// RegistryElsewhere starts the answer of Registrar.RegistryExistsQuery that names a
+// registry the connection cannot see.
+const RegistryElsewhere = "elsewhere: "
+
 // Registrar is implemented by dialects that keep the registry of guarded tables.
 type Registrar interface {
 	// RegistryExistsQuery returns a query yielding one row with 1 when the registry
-	// table exists in the connection's default schema, 0 or no row when the database
-	// has none. Any other value names a registry the connection cannot see (one in a
+	// table exists in the connection's default schema, 0 or no row otherwise; or
+	// RegistryElsewhere followed by where one is that the connection cannot see (a
 	// schema outside its search_path): the pool then fails with ErrSchema rather than
 	// leave the tables it records unguarded.
 	RegistryExistsQuery() string
