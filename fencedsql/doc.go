@@ -147,7 +147,13 @@
 //	BEGIN, START TRANSACTION, COMMIT, ROLLBACK,    text-level transactions escape the binding, and the     use db.BeginTx
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
 //	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)
-//	  BEGIN NOT ATOMIC … END                                                                                 (fenced_allow=dynamic_sql)
+//	  BEGIN NOT ATOMIC … END, EXPLAIN ANALYZE                                                                (fenced_allow=dynamic_sql)
+//	  EXECUTE, CREATE TABLE … AS EXECUTE,
+//	  query_to_xml*, ts_stat, ts_rewrite, dblink*
+//	TRUNCATE … CASCADE, COPY … PROGRAM, BINLOG     they reach guarded tables without naming them           —
+//	a text the lexer cannot read that names a      its meaning cannot be judged                            —
+//	  guarded table, starts with a comment, holds
+//	  ';' or starts with a judged head
 //	PREPARE/DO whose text names a guarded table    a write hidden in a string                              —
 //	DDL naming a guarded table (in an identifier   DROP NOT NULL, a trigger, rule, view or function body,  WithDDL(true)
 //	  or in a body): CREATE, ALTER, DROP, RENAME,    ALTER … USING can remove the fence or rewrite rows;     (fenced_allow=ddl);
