@@ -1,8 +1,6 @@
 package fencetest
 
 import (
-	"context"
-	"database/sql"
 	"errors"
 	"testing"
 
@@ -25,25 +23,12 @@ type ReadingStep struct {
 // with their balance 100. dsnParams are added to the fenced pool's DSN.
 func RunSessionReading(t *testing.T, be Backend, steps []ReadingStep, dsnParams ...string) {
 	t.Helper()
-	dsn := be.DSN(t)
-	ctx := context.Background()
-	raw, err := sql.Open(be.RawName, dsn)
-	if err != nil {
+	e := setup(t, be, dsnParams...)
+	ctx := e.ctx
+	if _, err := e.raw.ExecContext(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100), (2, 100), (3, 100)"); err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
-	env := &env{b: be}
-	execAll(t, ctx, raw, []string{be.TableDDL, "INSERT INTO accounts (id, balance) VALUES (1, 100), (2, 100), (3, 100)"})
-	fenced := WithParam(dsn, "fenced_tables=accounts")
-	for _, p := range dsnParams {
-		fenced = WithParam(fenced, p)
-	}
-	db, err := sql.Open(be.DriverName, fenced)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
+	conn, err := e.db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +50,7 @@ func RunSessionReading(t *testing.T, be Backend, steps []ReadingStep, dsnParams 
 		}
 	}
 	var n int
-	if err := raw.QueryRowContext(ctx, env.q("SELECT COUNT(*) FROM accounts WHERE balance = ?"), 100).Scan(&n); err != nil || n != 3 {
+	if err := e.raw.QueryRowContext(ctx, e.q("SELECT COUNT(*) FROM accounts WHERE balance = ?"), 100).Scan(&n); err != nil || n != 3 {
 		t.Errorf("accounts: %d rows of 3 unchanged (%v)", n, err)
 	}
 }
