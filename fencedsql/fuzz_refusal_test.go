@@ -56,14 +56,15 @@ func fzNoRefusalExpected(rw testPlanner, src string) string {
 
 // fzProtected reports whether the text may be refused for what it does to the guards
 // or the protected settings (protect.go), whatever it names: a guard object's prefix,
-// pg_settings, set_config, a function that runs SQL text or a protected setting's name
+// pg_settings, set_config, setval/nextval, a function that runs SQL text or a protected setting's name
 // anywhere (escapes included:
 // a backslash or U& may spell one), a MySQL executable comment, or text that does not
 // lex and may create a routine.
 func fzProtected(rw testPlanner, src string) bool {
 	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
 		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&",
-		"query_to_xml", "ts_stat", "ts_rewrite", "dblink", "server_id", "gtid_", "journal_mode", "synchronous"} {
+		"query_to_xml", "ts_stat", "ts_rewrite", "dblink", "server_id", "gtid_", "journal_mode", "synchronous",
+		"setval", "nextval"} {
 		if plan.ContainsFold(src, w) {
 			return true
 		}

@@ -54,8 +54,8 @@ func fenceFuncName(table dialect.TableName) dialect.TableName {
 	return dialect.TableName{Schema: table.Schema, Name: fenceFunc(table.Name)}
 }
 
-// fenceFuncDDL creates table's fence function, with floorPlaceholder for the floor
-// table (GuardDDL runs it through withFloorTable).
+// fenceFuncDDL creates table's fence function, with the placeholders for the floor
+// table and its copy (GuardDDL runs it through withFloorTable).
 func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) string {
 	fn := fenceFuncName(table).Quote(d.QuoteIdent)
 	name := pgLiteral(table.String())
@@ -64,6 +64,11 @@ func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) stri
 DECLARE
   fl bigint;
 BEGIN
+  -- The fast path, one expression: a row at or below tok, tok at or above the floor's
+  -- copy (FloorSQLState). Below the copy, the floor table decides.
+  IF cur OPERATOR(pg_catalog.<=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
+    RETURN 1;
+  END IF;
   IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `, TABLE = ` + pgLiteral(table.Name) + `,
       MESSAGE = pg_catalog.format('fencedsql: fence on %s: DELETE under token %s of a row written under token %s (null value in column %I violates the fence)', ` + name + `, tok, cur, ` + pgLiteral(tokenCol) + `),

@@ -146,6 +146,16 @@ func dollarTag(body string) string {
 
 // GuardDDL returns the statements that install the guard on table (run them in one
 // transaction: PostgreSQL DDL is transactional). Re-running them replaces the guard.
+//
+// The function is written for the cost of a single-row write in its own transaction:
+// PL/pgSQL sets each expression up once per transaction, so each operation's accepting
+// case is one expression (the wrapper's UPDATE and every INSERT at or above the floor's
+// copy in the sequence, see FloorSQLState; the marked DELETE), and everything else — the
+// floor table, the exact refusals, the two-statement DELETE — is on the slow path after
+// them. Every operator, function and type is named with its schema (pg_catalog) instead
+// of pinning the function's search_path, which cost every call a configuration save and
+// restore (about 3 µs): no operator, function or type a session puts first on its
+// search_path changes what the guard computes.
 func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol string) []string {
 	table = fold(table)
 	tbl := table.Quote(d.QuoteIdent)
@@ -162,58 +172,61 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	floorRaise := "RAISE EXCEPTION USING ERRCODE = '" + FloorSQLState + "', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, " +
 		"MESSAGE = pg_catalog.format('fencedsql: token floor on %I.%I: token %s is below the floor %s', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW." + tok + ", fl), " +
 		"HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor'"
-	// The floor is read only for a write that is otherwise accepted; floorTable is
-	// replaced by the schema-qualified name when the function is created (below).
-	floorCheck := `fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id = 1);
-    IF NEW.` + tok + ` < fl THEN
-      ` + floorRaise + `;
-    END IF;`
+	ge, gt, lt, eq := op(">="), op(">"), op("<"), op("=")
+	// accepted is the wrapper's UPDATE (token not lowered, version advanced) or an
+	// INSERT, before the floor. In an INSERT trigger OLD is NULL (the INSERT test
+	// decides); in a DELETE or TRUNCATE trigger NEW is NULL (the whole is NULL).
+	accepted := `(NEW.` + tok + ge + `OLD.` + tok + ` AND NEW.` + ver + gt + `OLD.` + ver + ` OR TG_OP` + eq + `'INSERT')`
 	body := `
+-- ` + guardVersion + `
 DECLARE
   x bigint;
   cur bigint;
   d bigint;
   fl bigint;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    ` + floorCheck + `
+  -- Fast paths, one expression each.
+  IF ` + accepted + ` AND NEW.` + tok + ge + `pg_catalog.pg_sequence_last_value(` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
     RETURN NEW;
   END IF;
-  -- The wrapper's UPDATE: token not lowered, version advanced. This one expression is
-  -- all its UPDATEs evaluate (in a DELETE or TRUNCATE trigger NEW is NULL).
-  IF NEW.` + tok + ` >= OLD.` + tok + ` AND NEW.` + ver + ` > OLD.` + ver + ` THEN
-    ` + floorCheck + `
+  -- ` + oneStepMarker + `: the wrapper's one-statement DELETE marked this
+  -- statement; its RETURNING list fences every deleted row (fencedsql_fence_<table>).
+  IF TG_OP` + eq + `'DELETE' AND pg_catalog.split_part(pg_catalog.current_setting('` + deleteTokenSetting + `', true), '/', 2)` + eq + `pg_catalog.statement_timestamp()::pg_catalog.text THEN
+    RETURN OLD;
+  END IF;
+  -- Below the floor's copy, or the copy unreadable: the floor table decides.
+  IF ` + accepted + ` THEN
+    fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + eq + `1);
+    IF NEW.` + tok + lt + `fl THEN
+      ` + floorRaise + `;
+    END IF;
     RETURN NEW;
   END IF;
-  IF TG_OP = 'UPDATE' THEN
+  IF TG_OP` + eq + `'UPDATE' THEN
     -- A NULL is the wrapper's fenced case, which the NOT NULL constraint refuses next
     -- (ErrFenced, ErrVersionConflict); a NULL in the old row is not judged.
     IF NEW.` + tok + ` IS NULL OR NEW.` + ver + ` IS NULL OR OLD.` + tok + ` IS NULL OR OLD.` + ver + ` IS NULL THEN
       RETURN NEW;
     END IF;
-    IF NEW.` + tok + ` < OLD.` + tok + ` THEN
+    IF NEW.` + tok + lt + `OLD.` + tok + ` THEN
       ` + raise("UPDATE lowers the fence token") + `;
     END IF;
     ` + raise("UPDATE does not advance the version") + `;
-  ELSIF TG_OP = 'DELETE' THEN
-    -- ` + oneStepMarker + `: the wrapper's one-statement DELETE marked this
-    -- statement; its RETURNING list fences every deleted row (fencedsql_fence_<table>).
-    IF pg_catalog.split_part(pg_catalog.current_setting('` + deleteTokenSetting + `', true), '/', 2) = pg_catalog.statement_timestamp()::text THEN
-      RETURN OLD;
-    END IF;
+  ELSIF TG_OP` + eq + `'DELETE' THEN
     -- The wrapper's two-statement DELETE updated the row first in this transaction.
-    IF OLD.xmin = pg_catalog.pg_current_xact_id()::xid THEN
+    IF OLD.xmin` + eq + `pg_catalog.pg_current_xact_id()::pg_catalog.xid THEN
       RETURN OLD;
     END IF;
     -- ... or in one of its subtransactions: an xid assigned after ours and still in
     -- progress (another transaction's uncommitted row version is never visible here).
-    x := OLD.xmin::text::bigint;
-    IF x >= 3 THEN
-      cur := pg_catalog.pg_current_xact_id()::text::bigint;
-      d := (x - cur % 4294967296 + 4294967296) % 4294967296;
-      IF d < 2147483648 THEN
+    x := OLD.xmin::pg_catalog.text::bigint;
+    IF x` + ge + `3 THEN
+      cur := pg_catalog.pg_current_xact_id()::pg_catalog.text::bigint;
+      -- (OPERATOR(…) has one precedence for every operator: the parentheses are all there is.)
+      d := ((x` + op("-") + `(cur` + op("%") + `4294967296))` + op("+") + `4294967296)` + op("%") + `4294967296;
+      IF d` + lt + `2147483648 THEN
         BEGIN
-          IF pg_catalog.pg_xact_status((cur + d)::text::xid8) = 'in progress' THEN
+          IF pg_catalog.pg_xact_status((cur` + op("+") + `d)::pg_catalog.text::pg_catalog.xid8)` + eq + `'in progress' THEN
             RETURN OLD;
           END IF;
         EXCEPTION WHEN invalid_parameter_value THEN
@@ -227,7 +240,7 @@ BEGIN
 END
 `
 	tag := dollarTag(body)
-	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag
+	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag
 	return append(d.FloorDDL(),
 		withFloorTable(create),
 		withFloorTable(d.fenceFuncDDL(table, tokenCol)),
@@ -240,20 +253,34 @@ END
 	)
 }
 
-// floorPlaceholder stands for the floor table's qualified name in the guard function's
-// text until the DO block of GuardDDL replaces it.
-const floorPlaceholder = "@fencedsql_floor_table@"
+// op is the operator named with its schema, between spaces: OPERATOR(pg_catalog.>=).
+func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 
-// withFloorTable returns a DO block that runs create with floorPlaceholder replaced by
-// the floor table's qualified name. The guard's functions name the floor table with its
-// schema (they run with a pinned search_path, or none of the caller's matters): the
-// first of the installer's search_path, where FloorDDL (unqualified) creates it and
-// where RaiseTokenFloor finds it. That name is only known in the database.
+// guardVersion marks the body of this version of the guard function (the floor's copy
+// read on the fast path, no pinned search_path); GuardInstalledQuery reports an older
+// one as not installed, and its Fix installs this one.
+const guardVersion = "fencedsql guard v2"
+
+// floorPlaceholder and floorSeqPlaceholder stand for the floor table's qualified name
+// and the floor sequence's (a string literal, for a regclass cast) in the guard
+// functions' text until the DO block of withFloorTable replaces them.
+const (
+	floorPlaceholder    = "@fencedsql_floor_table@"
+	floorSeqPlaceholder = "@fencedsql_floor_seq@"
+)
+
+// withFloorTable returns a DO block that runs create with the placeholders replaced by
+// the floor table's and the floor sequence's qualified names. The guard's functions
+// name them with their schema (no caller's search_path matters): the first of the
+// installer's search_path, where FloorDDL (unqualified) creates them and where
+// RaiseTokenFloor finds them. That name is only known in the database.
 func withFloorTable(create string) string {
 	inner := dollarTag(create)         // differs from the body's tag, which create contains
 	outer := dollarTag(create + inner) // differs from both
-	return "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(" + inner + create + inner + ", '" + floorPlaceholder + "', " +
-		"pg_catalog.quote_ident(pg_catalog.current_schema()) || '." + dialect.FloorTable + "'); END " + outer
+	schema := "pg_catalog.quote_ident(pg_catalog.current_schema())"
+	return "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(pg_catalog.replace(" + inner + create + inner +
+		", '" + floorPlaceholder + "', " + schema + " || '." + dialect.FloorTable + "')" +
+		", '" + floorSeqPlaceholder + "', pg_catalog.quote_literal(" + schema + " || '." + floorSeq + "')); END " + outer
 }
 
 // UnguardDDL returns the one statement that removes the guard from table: dropping
@@ -265,20 +292,24 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	}
 }
 
-// pinnedSearchPath is the search_path every guard function runs with (as pg_proc's
+// pinnedSearchPath is the search_path the tombstone function runs with (as pg_proc's
 // proconfig spells it): pg_catalog first and pg_temp last, so that no operator, type or
 // function a session's own search_path puts first (CREATE OPERATOR evil.>= …) changes
-// what the guard computes.
+// what it computes. (The guard and fence functions name everything with its schema
+// instead.)
 const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 
 // GuardInstalledQuery yields 1 when both guard triggers exist on table, fire in every
-// session_replication_role (ENABLE ALWAYS) and call the table's guard function, which
-// runs with the pinned search_path and is of this version (it accepts the wrapper's
-// one-statement DELETE: an older guard is reported as not installed, and its Fix
-// installs this one).
+// session_replication_role (ENABLE ALWAYS) and call the table's guard function of this
+// version (guardVersion: it reads the floor's copy and accepts the wrapper's
+// one-statement DELETE; an older guard is reported as not installed, and its Fix
+// installs this one), and the floor's copy (the sequence) and the trigger that keeps it
+// exist where the session finds the floor table, the trigger firing always.
 func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND $5 = ANY(p.proconfig) AND p.prosrc LIKE $6 AND p.prosrc LIKE $7 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), pinnedSearchPath, "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%"}
+	return `SELECT CASE WHEN COUNT(*) = 2 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A') AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
+FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

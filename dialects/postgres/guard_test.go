@@ -20,26 +20,32 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(dialect.Guarder)
 	ddl := g.GuardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 12 { // 4 for the floor table, the two functions, 6 for the triggers
+	if len(ddl) != 19 { // 11 for the floor table and its copy, the two functions, 6 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
-		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fencedsql$`,
-		`IF NEW."fence""token" >= OLD."fence""token" AND NEW."version" > OLD."version" THEN`,
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
+		`-- fencedsql guard v2`,
+		`IF (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT') AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
-		`OLD.xmin = pg_catalog.pg_current_xact_id()::xid`,
+		`OLD.xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::pg_catalog.xid`,
+		`d := ((x OPERATOR(pg_catalog.-) (cur OPERATOR(pg_catalog.%) 4294967296)) OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;`,
 		`ERRCODE = 'FNCD1'`,
-		`IF pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_token', true), '/', 2) = pg_catalog.statement_timestamp()::text THEN`,
+		`IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' AND pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_token', true), '/', 2) OPERATOR(pg_catalog.=) pg_catalog.statement_timestamp()::pg_catalog.text THEN`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql AS`,
+		`IF cur OPERATOR(pg_catalog.<=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN`,
 		`RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = 'fence"token'`,
 		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id OPERATOR(pg_catalog.=) 1);`,
 		`CREATE TABLE IF NOT EXISTS fencedsql_floor (`,
-		`IF TG_OP = 'INSERT' THEN`,
-		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id = 1);`,
+		`CREATE SEQUENCE IF NOT EXISTS fencedsql_floor_seq MINVALUE 0 START WITH 0`,
+		`GRANT SELECT ON SEQUENCE fencedsql_floor_seq TO PUBLIC`,
+		`CREATE TRIGGER fencedsql_floor_sync AFTER INSERT OR UPDATE ON fencedsql_floor FOR EACH ROW EXECUTE FUNCTION fencedsql_floor_sync()`,
+		`ALTER TABLE fencedsql_floor ENABLE ALWAYS TRIGGER fencedsql_floor_sync`,
+		`UPDATE fencedsql_floor SET floor = floor WHERE id = 1`,
 		`ERRCODE = 'FNCD2'`,
-		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'); END $fencedsql_2$`,
+		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')); END $fencedsql_2$`,
 		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE OR DELETE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
@@ -55,8 +61,8 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	// A column name holding the dollar-quote tag gets another tag.
 	ddl = g.GuardDDL(dialect.TableName{Name: "t"}, "a$fencedsql$b", "version")
-	if !strings.Contains(ddl[4], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[4], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[4], "$fencedsql_3$") {
-		t.Errorf("dollar tags not changed:\n%s", ddl[4])
+	if !strings.Contains(ddl[11], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[11], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[11], "$fencedsql_3$") {
+		t.Errorf("dollar tags not changed:\n%s", ddl[11])
 	}
 	// Long names are shortened with a hash, distinctly.
 	long := strings.Repeat("x", 55)
@@ -65,7 +71,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 7 || args[6] != "%fencedsql one-statement delete v1%" || args[3] != "fencedsql_guard_accounts" || args[4] != "search_path=pg_catalog, pg_temp" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 10 || args[6] != "%fencedsql one-statement delete v1%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v2%" || args[8] != "fencedsql_floor_sync" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

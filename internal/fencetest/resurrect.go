@@ -382,8 +382,8 @@ func (s *guardSuite) testReplicaMode(t *testing.T) {
 
 // testSearchPathHijack (PostgreSQL): a session that puts its own schema before
 // pg_catalog, holding an always-true bigint >= operator, cannot make the guard or the
-// tombstone guard compute something else: their functions run with a pinned
-// search_path.
+// tombstone guard compute something else: the guard's functions name every operator
+// with its schema, the tombstone function runs with a pinned search_path.
 func (s *guardSuite) testSearchPathHijack(t *testing.T) {
 	e := setup(t, s.b)
 	s.fixedAccounts(e, 1, 2)
@@ -397,7 +397,9 @@ func (s *guardSuite) testSearchPathHijack(t *testing.T) {
 		"CREATE FUNCTION hijack.always(bigint, bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true'",
 		"CREATE OPERATOR hijack.>= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)",
 		"CREATE OPERATOR hijack.> (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)",
-		"CREATE OPERATOR hijack.< (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)")
+		"CREATE OPERATOR hijack.< (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = hijack.always)",
+		"CREATE FUNCTION hijack.always(text, text) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true'",
+		"CREATE OPERATOR hijack.= (LEFTARG = text, RIGHTARG = text, FUNCTION = hijack.always)")
 	c := sessionConn(t, e.ctx, e.raw, []string{"SET search_path = hijack, pg_catalog, public"})
 	var hijacked bool
 	if err := c.QueryRowContext(e.ctx, "SELECT 1::bigint >= 2::bigint").Scan(&hijacked); err != nil || !hijacked {
@@ -408,6 +410,10 @@ func (s *guardSuite) testSearchPathHijack(t *testing.T) {
 	}
 	if _, err := c.ExecContext(e.ctx, "INSERT INTO public.accounts (id, balance, fence_token) VALUES (2, 1, 3)"); err == nil {
 		t.Error("a hijacked > let a stale INSERT past the tombstone guard")
+	}
+	// The guard's DELETE test compares text (TG_OP, the one-statement DELETE's mark).
+	if _, err := c.ExecContext(e.ctx, "DELETE FROM public.accounts WHERE id = 1"); err == nil {
+		t.Error("a hijacked text = let a plain DELETE past the guard")
 	}
 	if r := e.row(1); r.balance != 5 || r.token != 20 || countWhere(t, e, 2) != 0 {
 		t.Fatalf("rows changed: %+v", r)

@@ -67,6 +67,12 @@ func (p *parser) protectSettings(head string, from, to int) error {
 				return err
 			}
 		}
+		if p.rw.syn == sqllex.Postgres && p.punct(i+1, "(") && (strings.EqualFold(n, "setval") || strings.EqualFold(n, "nextval")) {
+			if err := p.protectSequenceCall(n, i+2); err != nil {
+				return err
+			}
+			continue
+		}
 		if strings.EqualFold(n, "set_config") && p.punct(i+1, "(") {
 			if err := p.protectSetConfig(i + 2); err != nil {
 				return err
@@ -275,4 +281,45 @@ func (p *parser) calledAt(i int) bool {
 		j += 2
 	}
 	return p.punct(j, "(")
+}
+
+// protectSequenceCall judges PostgreSQL's setval(seq, …) or nextval(seq) whose
+// arguments start at i: the guards keep a copy of the token floor in a sequence with
+// the reserved prefix, which setval could lower (and nextval raise). The sequence must
+// be a string literal that does not mention the prefix, or pg_get_serial_sequence of
+// such literals (the form frameworks reset sequences with); a name computed any other
+// way could be the guards'.
+func (p *parser) protectSequenceCall(fn string, i int) error {
+	refuse := func(why string) error {
+		return unsupported("", "%s whose sequence %s on a pool with guarded tables: the guards keep the token floor's copy in the sequence %s…, which only fencedsql-schema changes", strings.ToLower(fn), why, guardPrefix)
+	}
+	// literal: sig[k] is a whole argument, a plain string without the prefix,
+	// optionally cast (::regclass, ::text).
+	literal := func(k int) bool {
+		if k >= len(p.sig) || p.sig[k].Kind != sqllex.KindString {
+			return false
+		}
+		if _, ok := plainString(p.text(p.sig[k])); !ok || stringMentions(p.text(p.sig[k]), guardPrefix) != "" {
+			return false
+		}
+		if p.punct(k+1, "::") && p.isIdent(k+2) {
+			k += 2
+		}
+		return p.punct(k+1, ",") || p.punct(k+1, ")")
+	}
+	if literal(i) {
+		return nil
+	}
+	k := i
+	if p.isIdent(k) && p.punct(k+1, ".") {
+		if n, ok := p.ident(k); !ok || !strings.EqualFold(n, "pg_catalog") {
+			return refuse("is not a string literal without the reserved prefix")
+		}
+		k += 2
+	}
+	if n, ok := p.ident(k); ok && p.isIdent(k) && strings.EqualFold(n, "pg_get_serial_sequence") && p.punct(k+1, "(") &&
+		literal(k+2) && p.punct(k+3, ",") && literal(k+4) && p.punct(k+5, ")") {
+		return nil
+	}
+	return refuse("is not a string literal without the reserved prefix")
 }
