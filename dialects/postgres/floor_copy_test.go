@@ -129,6 +129,31 @@ func TestFloorCopy(t *testing.T) {
 		t.Fatalf("raise to 80: copy %d (%v)", copyOf(), err)
 	}
 
+	// Through the wrapper the copy cannot be lowered, by name or by OID, nor shadowed by
+	// a schema renamed and re-created with a serial column whose generated sequence is
+	// named like the copy (both found by a red-team pass; each lowered the copy or had
+	// the guards read a planted one, and a write under 40 then passed).
+	var oid string
+	if err := db.QueryRowContext(ctx, "SELECT 'fencedsql_floor_seq'::regclass::oid::text").Scan(&oid); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"SELECT setval('fencedsql_floor_seq', 0)",
+		"SELECT setval('" + oid + "', 0)",
+		"SELECT * FROM pg_catalog.setval('" + oid + "'::regclass, 0, true)",
+		"ALTER SCHEMA public RENAME TO app",
+	} {
+		if _, err := db.ExecContext(ctx, q); !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Errorf("%q through the wrapper: %v, want ErrUnsupported", q, err)
+		}
+	}
+	if copyOf() != 80 {
+		t.Fatalf("copy after the refused attacks: %d", copyOf())
+	}
+	if err := write(40, "UPDATE accounts SET balance = 4 WHERE id = 2"); !errors.Is(err, fencedsql.ErrBelowFloor) {
+		t.Fatalf("UPDATE under 40 after the attacks: %v, want ErrBelowFloor", err)
+	}
+
 	// Without the copy every guarded write fails and the guard is reported missing;
 	// the guard's DDL brings it back.
 	exec("DROP SEQUENCE fencedsql_floor_seq")

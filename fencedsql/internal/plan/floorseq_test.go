@@ -27,6 +27,17 @@ func TestSequenceCallsOnTheFloorRefused(t *testing.T) {
 		"INSERT INTO other (id) VALUES (setval('fencedsql_floor_seq', 0))",
 		"SELECT 1; SELECT setval('fencedsql_floor_seq', 0)",
 		"PREPARE p AS SELECT setval(c.oid, 0) FROM pg_class c",
+		// An all-digit string is an OID to regclass (found by a red-team pass).
+		"SELECT setval('36205', 0)",
+		"SELECT pg_catalog.setval('036205'::regclass, 1, true)",
+		"SELECT * FROM setval('36205', 2)",
+		`SELECT "setval"('36205', 6)`,
+		"WITH s AS (SELECT setval('36205', 7)) SELECT * FROM s",
+		"SELECT setval('', 0)",
+		// A schema renamed and re-created could hold a planted copy named as the
+		// guards name theirs (a serial column's generated sequence).
+		"ALTER SCHEMA public RENAME TO app",
+		"alter schema \"public\" rename to app",
 	} {
 		_, err := newTestRewriter(t, pgTest, Guard("accounts")).Rewrite(in, false)
 		if !isRefusal(err) {
@@ -49,6 +60,8 @@ func TestSequenceCallsPass(t *testing.T) {
 		{pgTest, "SELECT currval('orders_id_seq'), lastval()"},
 		{pgTest, "SELECT last_value FROM fencedsql_floor_seq"},
 		{pgTest, "SELECT setval_count FROM other"},
+		{pgTest, "SELECT setval('orders_2024_seq', 1)"},
+		{pgTest, "ALTER SCHEMA app OWNER TO admin"},
 		// MariaDB's sequences are not the guards' (their names are judged as names).
 		{mysqlTest, "SELECT NEXTVAL(orders_seq)"},
 		{mysqlTest, "SELECT SETVAL(orders_seq, 5)"},

@@ -237,6 +237,12 @@ func (p *parser) protectDDL(head string, first, to int) error {
 			return unsupported("", "REASSIGN OWNED on a pool with guarded tables: it hands the guard objects to another role; run it on a plain connection")
 		}
 	case "ALTER":
+		if p.kw(first+1, "SCHEMA") && has("RENAME") {
+			// The guard functions name their floor table and its copy (a sequence, whose
+			// name PostgreSQL generates for a serial column: t_col_seq) by schema: a
+			// schema renamed and re-created with a planted copy would be read instead.
+			return unsupported("", "ALTER SCHEMA … RENAME on a pool with guarded tables: the guards name their objects by schema, and a new schema under the old name could shadow them; run it on a plain connection")
+		}
 		for i := first; i < to; i++ {
 			if p.kw(i, "DISABLE") && p.kw(i+1, "TRIGGER") || p.kw(i, "ENABLE") && p.kwIn(i+1, "REPLICA", "ALWAYS") {
 				return unsupported(p.firstGuard(), "ALTER TABLE … %s %s on a pool with guarded tables: it can switch off the guard and tombstone triggers; run it on a plain connection", strings.ToUpper(p.text(p.sig[i])), strings.ToUpper(p.text(p.sig[i+1])))

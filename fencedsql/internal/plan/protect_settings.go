@@ -286,9 +286,9 @@ func (p *parser) calledAt(i int) bool {
 // protectSequenceCall judges PostgreSQL's setval(seq, …) or nextval(seq) whose
 // arguments start at i: the guards keep a copy of the token floor in a sequence with
 // the reserved prefix, which setval could lower (and nextval raise). The sequence must
-// be a string literal that does not mention the prefix, or pg_get_serial_sequence of
-// such literals (the form frameworks reset sequences with); a name computed any other
-// way could be the guards'.
+// be a string literal that does not mention the prefix and is not an OID (digits), or
+// pg_get_serial_sequence of such literals (the form frameworks reset sequences with); a
+// name computed any other way, or passed as a parameter, could be the guards'.
 func (p *parser) protectSequenceCall(fn string, i int) error {
 	refuse := func(why string) error {
 		return unsupported("", "%s whose sequence %s on a pool with guarded tables: the guards keep the token floor's copy in the sequence %s…, which only fencedsql-schema changes", strings.ToLower(fn), why, guardPrefix)
@@ -299,7 +299,12 @@ func (p *parser) protectSequenceCall(fn string, i int) error {
 		if k >= len(p.sig) || p.sig[k].Kind != sqllex.KindString {
 			return false
 		}
-		if _, ok := plainString(p.text(p.sig[k])); !ok || stringMentions(p.text(p.sig[k]), guardPrefix) != "" {
+		name, ok := plainString(p.text(p.sig[k]))
+		if !ok || stringMentions(p.text(p.sig[k]), guardPrefix) != "" {
+			return false
+		}
+		// regclass reads an all-digit string as an OID ('36205'): any relation.
+		if t := strings.TrimLeft(name, " \t\n\r\f\v"); t == "" || t[0] >= '0' && t[0] <= '9' {
 			return false
 		}
 		if p.punct(k+1, "::") && p.isIdent(k+2) {
