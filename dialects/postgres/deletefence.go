@@ -66,16 +66,16 @@ DECLARE
 BEGIN
   -- The fast path, one expression: a row at or below tok, tok at or above the floor's
   -- copy (FloorSQLState). Below the copy, the floor table decides.
-  IF cur OPERATOR(pg_catalog.<=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
+  IF cur` + op("<=") + `tok AND tok` + op(">=") + floorCopy + ` THEN
     RETURN 1;
   END IF;
-  IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN
+  IF cur IS NULL OR cur` + op(">") + `tok THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `, TABLE = ` + pgLiteral(table.Name) + `,
       MESSAGE = pg_catalog.format('fencedsql: fence on %s: DELETE under token %s of a row written under token %s (null value in column %I violates the fence)', ` + name + `, tok, cur, ` + pgLiteral(tokenCol) + `),
       HINT = 'the writer holds a stale fencing token';
   END IF;
-  fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id OPERATOR(pg_catalog.=) 1);
-  IF tok OPERATOR(pg_catalog.<) fl THEN
+  fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + op("=") + `1);
+  IF tok` + op("<") + `fl THEN
     RAISE EXCEPTION USING ERRCODE = '` + FloorSQLState + `', TABLE = ` + pgLiteral(table.Name) + `,
       MESSAGE = pg_catalog.format('fencedsql: token floor on %s: token %s is below the floor %s', ` + name + `, tok, fl),
       HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor';

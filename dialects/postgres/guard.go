@@ -186,7 +186,7 @@ DECLARE
   fl bigint;
 BEGIN
   -- Fast paths, one expression each.
-  IF ` + accepted + ` AND NEW.` + tok + ge + `pg_catalog.pg_sequence_last_value(` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
+  IF ` + accepted + ` AND NEW.` + tok + ge + floorCopy + ` THEN
     RETURN NEW;
   END IF;
   -- ` + oneStepMarker + `: the wrapper's one-statement DELETE marked this
@@ -268,6 +268,9 @@ const (
 	floorPlaceholder    = "@fencedsql_floor_table@"
 	floorSeqPlaceholder = "@fencedsql_floor_seq@"
 )
+
+// floorCopy is the guard functions' read of the floor's copy (FloorSQLState).
+const floorCopy = "pg_catalog.pg_sequence_last_value(" + floorSeqPlaceholder + "::pg_catalog.regclass)"
 
 // withFloorTable returns a DO block that runs create with the placeholders replaced by
 // the floor table's and the floor sequence's qualified names. The guard's functions
