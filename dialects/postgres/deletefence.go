@@ -5,68 +5,130 @@ import (
 )
 
 // The one-statement fenced DELETE (dialect.DeleteFencer). With the guard installed,
-// the wrapper sends a fenced DELETE as
+// the wrapper sends a fenced DELETE whose condition is plain (no subquery, no call but
+// of built-in scalar functions) as the caller's DELETE with one more condition, and
+// any other as the caller's DELETE with a RETURNING list:
 //
-//	DELETE FROM t WHERE (<condition>)
-//	  AND pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat($n::bigint, '/', pg_catalog.statement_timestamp()), true) IS NOT NULL
-//	RETURNING <schema>.fencedsql_fence_<table>(fence_token, $n)
+//	DELETE FROM t WHERE (<condition>) AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
+//	DELETE FROM t WHERE <condition> RETURNING "<schema>"."fencedsql_fence_<table>"("fence_token", $n)
 //
-// instead of a fencing UPDATE and the DELETE in a transaction: one round trip.
+// instead of a fencing UPDATE and the DELETE in a transaction: one round trip, and
+// nothing else in the statement.
 //
-//   - The fence is the RETURNING call, evaluated for every row the DELETE deletes
-//     (after PostgreSQL re-checked the condition on a row a concurrent transaction
-//     changed, and after its BEFORE triggers): fencedsql_fence_<table>(cur, tok) raises
+//   - The fence is that call. fencedsql_fence_<table>(cur, tok) is a SQL function
+//     PostgreSQL inlines into the statement: an expression that is 1 when the row was
+//     written under tok and tok is at or above the floor's copy (FloorSQLState), and
+//     otherwise calls fencedsql_fenced_<table>(cur, tok), which raises
 //     not_null_violation with COLUMN set to the token column — the wrapper's ErrFenced —
-//     when the row's token cur is newer than tok or NULL, and the floor's error
-//     (FloorSQLState) when tok is below the token floor. The error aborts the whole
-//     statement: nothing is deleted. The function is created by GuardDDL beside the
-//     guard's trigger function and dropped by UnguardDDL; it holds with the triggers
-//     disabled. It names every operator and function with its schema instead of
-//     pinning search_path (which would cost every call a configuration save and
-//     restore).
-//   - The mark (the set_config in the condition; true for every row) tells the
-//     triggers which token the statement deletes under: the token and the statement's
-//     start time, transaction-local. The row guard accepts a DELETE whose statement is
-//     marked (a plain DELETE is still refused), and the tombstone records the greater
-//     of the row's token and the marked one, as it records the token the fencing UPDATE
-//     stamped in the two-statement form. A mark left by an earlier statement of the
-//     same transaction is ignored (its start time differs).
-//   - DeleteFenceQuery says yes when the fence function exists in this version, the
-//     session's role may call it, and the table's DELETE triggers (row guard,
-//     tombstone) are of the version that reads the mark; otherwise the wrapper sends
-//     the two statements.
+//     when the row's token cur is newer than tok or NULL, and the floor's error when
+//     tok is below the token floor. The error aborts the whole statement: nothing is
+//     deleted. It holds with the triggers disabled (it is not a trigger), and PostgreSQL
+//     evaluates it again on the newest version of a row a concurrent transaction
+//     changed (EvalPlanQual). Both functions are created by GuardDDL beside the guard's
+//     trigger function and dropped by UnguardDDL; they name every operator, function and
+//     relation with its schema instead of pinning search_path (a pinned search_path
+//     would also stop the inlining).
+//   - A RETURNING list is evaluated for exactly the rows deleted, after their
+//     triggers; a condition where PostgreSQL evaluates the rest of the condition, which
+//     saves the RETURNING list's result rows (about 8 µs a statement on loopback) and is
+//     exact only under a plain condition: a subquery can become a semi-join below which
+//     the table's own conditions are pushed, and then the fence would judge every row
+//     of the table.
+//   - Order, in the condition form: PostgreSQL evaluates the parts of a WHERE
+//     condition cheapest first, by their declared cost. fencedsql_fenced_<table> is
+//     declared COST 1000, so the fence comes after every part of a plain condition (built-in operators and functions
+//     cost 1; an operator whose function a user declared more expensive than 1000
+//     would be evaluated after the fence: a row that the rest of the condition selects
+//     and that operator does not, carrying a newer token, would then fail the DELETE
+//     with ErrFenced, nothing deleted — a refusal, never a write).
+//   - The row guard accepts a DELETE whose statement text calls a fence function: its
+//     DELETE trigger (AFTER DELETE, fencedsql_guard_delete) fires only WHEN the text the
+//     client sent (current_query()) does not hold fenceCallNeedle, so the wrapper's
+//     DELETE pays no trigger call; the function tests the text again; a plain DELETE is
+//     refused. Through the wrapper no other statement can carry that text: on a pool
+//     with guarded tables the planner refuses any statement whose text holds the fence
+//     functions' prefix, in a comment or a string as much as in a name.
+//   - The mark tells the tombstone trigger (AFTER DELETE) which token the statement
+//     deleted under: fencedsql_fenced_<table> sets it, transaction-local, with the
+//     statement's start time (a mark left by an earlier statement of the same
+//     transaction is ignored), for a row an older token wrote. A row that carries the
+//     statement's own token needs none: the tombstone records the row's token, which
+//     is the deleter's. The tombstone records the greater of the two, as it records
+//     the token the fencing UPDATE stamped in the two-statement form.
+//   - DeleteFenceQuery says yes when both functions exist in this version in the
+//     table's schema, the session's role may call them, the row guard is of the
+//     version that reads the statement's text and the tombstone function (if any) of
+//     one that reads the mark; otherwise the wrapper sends the two statements.
 //
-// Like the rest of the guard, the mark is a protocol, not a secret: a client outside
-// the wrapper that sets it can DELETE past the row guard (it still cannot resurrect a
-// key under an older token: the tombstone records the marked token).
+// Like the rest of the guard, this is a protocol, not a secret: a client outside the
+// wrapper whose DELETE text calls a fence function (or only mentions one, in a comment)
+// can DELETE past the row guard; it still cannot resurrect a key under an older token
+// (the tombstone records at least the row's token).
 const (
-	// oneStepMarker is in the body of every guard and tombstone function that reads
-	// the mark, and of the fence function.
-	oneStepMarker = "fencedsql one-statement delete v1"
+	// oneStepMarker is in the body of the guard function (it accepts a DELETE whose
+	// text calls a fence function) and of the two fence functions of this version of
+	// the one-statement DELETE.
+	oneStepMarker = "fencedsql one-statement delete v2"
+	// markMarker is in the body of every function that reads the mark: the tombstone
+	// function. (The first version of the one-statement DELETE also marked its guard
+	// and fence functions with it: an older wrapper, seeing the fence function of this
+	// version without it, sends the two statements.)
+	markMarker = "fencedsql one-statement delete v1"
 	// deleteTokenSetting is the transaction-local setting that carries the mark.
 	deleteTokenSetting = "fencedsql_guard.delete_token"
+	// fencePrefix starts the name of every fence function the statement calls, and
+	// fenceCallNeedle, that name quoted as DeleteFence writes it, is what the row guard
+	// looks for in the statement's text.
+	fencePrefix     = "fencedsql_fence_"
+	fenceCallNeedle = `"` + fencePrefix
+	// fencedPrefix starts the name of the function the fence calls when its fast
+	// path does not accept (a different prefix: no table's fence function shares it).
+	fencedPrefix = "fencedsql_fenced_"
+	// fencedCost is fencedsql_fenced_<table>'s declared cost (see Order above).
+	fencedCost = "1000"
 )
 
-func fenceFunc(name string) string { return boundedName("fencedsql_fence_", name, maxIdentLen) }
+func fenceFunc(name string) string  { return boundedName(fencePrefix, name, maxIdentLen) }
+func fencedFunc(name string) string { return boundedName(fencedPrefix, name, maxIdentLen) }
 
 // fenceFuncName is the qualified name of table's fence function (table folded).
 func fenceFuncName(table dialect.TableName) dialect.TableName {
 	return dialect.TableName{Schema: table.Schema, Name: fenceFunc(table.Name)}
 }
 
-// fenceFuncDDL creates table's fence function, with the placeholders for the floor
-// table and its copy (GuardDDL runs it through withFloorTable).
-func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) string {
+// fencedFuncName is the qualified name of the function table's fence calls off its
+// fast path (table folded).
+func fencedFuncName(table dialect.TableName) dialect.TableName {
+	return dialect.TableName{Schema: table.Schema, Name: fencedFunc(table.Name)}
+}
+
+// fenceFuncDDL creates table's two fence functions, with the placeholders for the
+// floor table, its copy and the installer's schema (GuardDDL runs each through
+// withFloorTable).
+func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []string {
 	fn := fenceFuncName(table).Quote(d.QuoteIdent)
+	fenced := fencedFuncName(table)
+	slow := fenced.Quote(d.QuoteIdent)
+	if fenced.Schema == "" {
+		// The fence's body is parsed where it is inlined, under the caller's
+		// search_path: it names the function in the installer's schema, where
+		// CREATE FUNCTION put it.
+		slow = schemaPlaceholder + "." + d.QuoteIdent(fenced.Name)
+	}
 	name := pgLiteral(table.String())
+	// mark tells the tombstone trigger (AFTER DELETE, fired after the row's fence)
+	// that the statement deleted a row an older token wrote under tok.
+	mark := "PERFORM pg_catalog.set_config('" + deleteTokenSetting + "', pg_catalog.concat(tok, '/', pg_catalog.statement_timestamp()), true)"
 	body := `
 -- ` + oneStepMarker + `
 DECLARE
   fl bigint;
 BEGIN
-  -- The fast path, one expression: a row at or below tok, tok at or above the floor's
-  -- copy (FloorSQLState). Below the copy, the floor table decides.
-  IF cur` + op("<=") + `tok AND tok` + op(">=") + floorCopy + ` THEN
+  -- The fence's fast path did not accept (a row of an older token, a NULL, tok below
+  -- the floor's copy or the copy unreadable). First the row of an older token, at or
+  -- above the copy, in one expression.
+  IF cur` + op("<") + `tok AND tok` + op(">=") + floorCopy + ` THEN
+    ` + mark + `;
     RETURN 1;
   END IF;
   IF cur IS NULL OR cur` + op(">") + `tok THEN
@@ -74,45 +136,75 @@ BEGIN
       MESSAGE = pg_catalog.format('fencedsql: fence on %s: DELETE under token %s of a row written under token %s (null value in column %I violates the fence)', ` + name + `, tok, cur, ` + pgLiteral(tokenCol) + `),
       HINT = 'the writer holds a stale fencing token';
   END IF;
+  -- Below the floor's copy, or the copy unreadable: the floor table decides.
   fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + op("=") + `1);
   IF tok` + op("<") + `fl THEN
     RAISE EXCEPTION USING ERRCODE = '` + FloorSQLState + `', TABLE = ` + pgLiteral(table.Name) + `,
       MESSAGE = pg_catalog.format('fencedsql: token floor on %s: token %s is below the floor %s', ` + name + `, tok, fl),
       HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor';
   END IF;
+  IF cur` + op("<") + `tok THEN
+    ` + mark + `;
+  END IF;
   RETURN 1;
 END
 `
 	tag := dollarTag(body)
-	return "CREATE OR REPLACE FUNCTION " + fn + "(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql AS " + tag + body + tag
+	slowDDL := "CREATE OR REPLACE FUNCTION " + slow + "(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST " + fencedCost + " AS " + tag + body + tag
+	// The fast path, one expression PostgreSQL inlines: the row written under tok, tok
+	// at or above the floor's copy.
+	fast := `
+SELECT /* ` + oneStepMarker + ` */ CASE WHEN cur` + op("=") + `tok AND tok` + op(">=") + floorCopy + ` THEN 1 ELSE ` + slow + `(cur, tok) END
+`
+	ftag := dollarTag(fast)
+	fastDDL := "CREATE OR REPLACE FUNCTION " + fn + "(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST " + fencedCost + " AS " + ftag + fast + ftag
+	return []string{slowDDL, fastDDL}
 }
 
-// DeleteFence returns the mark and the check of the one-statement DELETE of table.
+// DeleteFence returns the one-statement DELETE's fence as its RETURNING list, and no
+// mark.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
-	mark = "pg_catalog.set_config('" + deleteTokenSetting + "', pg_catalog.concat(" + dialect.TokenSlot + "::bigint, '/', pg_catalog.statement_timestamp()), true) IS NOT NULL"
-	check = fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot + ")"
-	return mark, check
+	return "", fenceCall(d, table, tokenCol)
+}
+
+// DeleteFenceCondition returns the fence as a condition ANDed to a plain one.
+func (d dialectImpl) DeleteFenceCondition(table dialect.TableName, tokenCol string) string {
+	return fenceCall(d, table, tokenCol) + " IS NOT NULL"
+}
+
+// fenceCall is the call of table's fence function on a row's token column and the
+// statement's token.
+func fenceCall(d dialectImpl, table dialect.TableName, tokenCol string) string {
+	return fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot + ")"
 }
 
 // DeleteFenceQuery yields 1 when table's fence function (resolved as the DELETE
-// resolves it) is of this version, callable and in the table's own schema (a function
-// of that name earlier on the search_path is not the guard's), every DELETE trigger of the guards on
-// table reads the mark, and no rule rewrites a DELETE of table (PostgreSQL refuses
-// RETURNING where a DO INSTEAD rule lacks it; the two-statement form's count check
-// reports such a rule instead).
+// resolves it) and the function it calls are of this version, callable and in the
+// table's own schema (a function of that name earlier on the search_path is not the
+// guard's), the row guard on table (if any) is of the version that accepts a DELETE
+// calling the fence function and the tombstone's DELETE trigger (if any) of one that
+// reads the mark, and no rule rewrites a DELETE of table (a DO INSTEAD rule would
+// drop the fence's condition; the two-statement form's count check reports such a
+// rule instead).
 func (d dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
-	fn := fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(bigint,bigint)"
+	t := fold(table)
+	fn := fenceFuncName(t).Quote(d.QuoteIdent) + "(bigint,bigint)"
 	return `SELECT CASE WHEN p.oid IS NOT NULL AND p.prosrc LIKE $2 AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  AND s.oid IS NOT NULL AND s.prosrc LIKE $2 AND pg_catalog.has_function_privilege(s.oid, 'EXECUTE') AND s.pronamespace = p.pronamespace
   AND p.pronamespace = (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($3))
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc f ON f.oid = t.tgfoid
-    WHERE t.tgrelid = pg_catalog.to_regclass($3) AND t.tgname IN ($4, $5) AND f.prosrc NOT LIKE $2)
+    WHERE t.tgrelid = pg_catalog.to_regclass($3) AND (t.tgname IN ($4, $7) AND f.prosrc NOT LIKE $2 OR t.tgname = $5 AND f.prosrc NOT LIKE $6))
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite w WHERE w.ev_class = pg_catalog.to_regclass($3) AND w.ev_type = '4')
   THEN 1 ELSE 0 END
-FROM (SELECT pg_catalog.to_regprocedure($1) AS oid) r LEFT JOIN pg_catalog.pg_proc p ON p.oid = r.oid`,
-		[]any{fn, "%" + oneStepMarker + "%", table.String(), guardTrigger, tombDeleteTrigger}
+FROM (SELECT pg_catalog.to_regprocedure($1) AS oid) r LEFT JOIN pg_catalog.pg_proc p ON p.oid = r.oid
+  LEFT JOIN pg_catalog.pg_proc s ON s.pronamespace = p.pronamespace AND s.proname = $8 AND s.proargtypes = p.proargtypes`,
+		[]any{fn, "%" + oneStepMarker + "%", table.String(), guardTrigger, tombDeleteTrigger, "%" + markMarker + "%", guardDeleteTrigger, fencedFunc(t.Name)}
 }
 
 // DeleteFenceExec: pgx reads the statement to its end and reports the command tag's count.
 func (dialectImpl) DeleteFenceExec() bool { return true }
 
-var _ dialect.DeleteFencer = dialectImpl{}
+var (
+	_ dialect.DeleteFencer           = dialectImpl{}
+	_ dialect.DeleteFenceConditioner = dialectImpl{}
+)

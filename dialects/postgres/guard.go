@@ -14,13 +14,13 @@ import (
 // GuardSQLState is the SQLSTATE of every refusal by the database-side guard, whose
 // DDL Dialect provides as a dialect.Guarder.
 //
-// The guard is two triggers that refuse, inside PostgreSQL, writes to a guarded
+// The guard is three triggers that refuse, inside PostgreSQL, writes to a guarded
 // table that bypass the wrapper, with SQLSTATE FNCD1 and a message starting
 // "fencedsql: guard on <schema>.<table>:":
 //
 //   - an UPDATE that lowers the fence token or does not advance the version;
 //   - a DELETE of a row that the deleting transaction did not write first, unless
-//     the statement carries the wrapper's mark (its one-statement DELETE, see
+//     the statement's text calls a fence function (the wrapper's one-statement DELETE, see
 //     DeleteFence). The wrapper's two-statement DELETE runs its fencing UPDATE over
 //     the same rows first, in the same transaction, so the rows it deletes carry that
 //     transaction's id in xmin; a plain "DELETE FROM t WHERE …" finds rows written by
@@ -33,17 +33,23 @@ import (
 // wrapper maps to ErrFenced or ErrVersionConflict.
 //
 // The DDL (see GuardDDL) is one trigger function per table, fencedsql_guard_<table>(),
-// with the column names compiled in, and two triggers on the table:
+// with the column names compiled in, and three triggers on the table:
 //
-//	fencedsql_guard           BEFORE UPDATE OR DELETE FOR EACH ROW
+//	fencedsql_guard           BEFORE INSERT OR UPDATE FOR EACH ROW
+//	fencedsql_guard_delete    AFTER DELETE FOR EACH ROW WHEN (<the statement's text calls no fence function>)
 //	fencedsql_guard_truncate  BEFORE TRUNCATE FOR EACH STATEMENT
+//
+// The DELETE trigger runs after the row is deleted (its refusal undoes the statement as
+// a BEFORE trigger's would): an AFTER trigger whose WHEN clause is false costs the
+// statement nothing more (no call, no queued event), where a BEFORE trigger first
+// locks the row.
 //
 // A per-table function is used rather than one shared function reading the column
 // names from TG_ARGV through to_jsonb(NEW), which would convert (and de-TOAST) every
 // column of both row versions on every UPDATE; with the names compiled in, field access
-// is direct, and removing the guard is one statement per table (UnguardDDL):
+// is direct, and removing the guard's triggers is one statement per table (UnguardDDL):
 //
-//	DROP FUNCTION IF EXISTS fencedsql_guard_<table>() CASCADE  -- drops both triggers
+//	DROP FUNCTION IF EXISTS fencedsql_guard_<table>() CASCADE  -- drops the three triggers
 //
 // The checks are in the function rather than in a WHEN clause on the trigger: on
 // PostgreSQL 15 a WHEN clause (prepared again for every statement) cost more backend
@@ -79,9 +85,16 @@ const GuardSQLState = "FNCD1"
 
 const (
 	guardTrigger         = "fencedsql_guard"
+	guardDeleteTrigger   = "fencedsql_guard_delete"
 	guardTruncateTrigger = "fencedsql_guard_truncate"
 	maxIdentLen          = 63 // NAMEDATALEN-1
 )
+
+// guardDeleteWhen is the WHEN clause of the guard's DELETE trigger (with a trailing
+// space): it fires unless the text the client sent calls a fence function (the
+// wrapper's one-statement DELETE, see DeleteFence), and when that text is unknown
+// (NULL: a logical replication apply worker).
+const guardDeleteWhen = "WHEN ((pg_catalog.strpos(pg_catalog.current_query(), " + "'" + fenceCallNeedle + "')" + " OPERATOR(pg_catalog.=) 0) IS NOT FALSE) "
 
 // IsGuardError reports whether err is a refusal by the database-side guard.
 func IsGuardError(err error) bool {
@@ -150,7 +163,7 @@ func dollarTag(body string) string {
 // The function is written for the cost of a single-row write in its own transaction:
 // PL/pgSQL sets each expression up once per transaction, so each operation's accepting
 // case is one expression (the wrapper's UPDATE and every INSERT at or above the floor's
-// copy in the sequence, see FloorSQLState; the marked DELETE), and everything else — the
+// copy in the sequence, see FloorSQLState; the one-statement DELETE), and everything else — the
 // floor table, the exact refusals, the two-statement DELETE — is on the slow path after
 // them. Every operator, function and type is named with its schema (pg_catalog) instead
 // of pinning the function's search_path, which cost every call a configuration save and
@@ -185,13 +198,14 @@ DECLARE
   d bigint;
   fl bigint;
 BEGIN
-  -- Fast paths, one expression each.
-  IF ` + accepted + ` AND NEW.` + tok + ge + floorCopy + ` THEN
+  -- Fast paths, one expression each (a DELETE stops at the first test).
+  IF TG_OP` + op("<>") + `'DELETE' AND ` + accepted + ` AND NEW.` + tok + ge + floorCopy + ` THEN
     RETURN NEW;
   END IF;
-  -- ` + oneStepMarker + `: the wrapper's one-statement DELETE marked this
-  -- statement; its RETURNING list fences every deleted row (fencedsql_fence_<table>).
-  IF TG_OP` + eq + `'DELETE' AND pg_catalog.split_part(pg_catalog.current_setting('` + deleteTokenSetting + `', true), '/', 2)` + eq + `pg_catalog.statement_timestamp()::pg_catalog.text THEN
+  -- ` + oneStepMarker + `: the wrapper's one-statement DELETE, whose
+  -- RETURNING list fences every deleted row (fencedsql_fence_<table>): the text the
+  -- client sent calls a fence function.
+  IF TG_OP` + eq + `'DELETE' AND pg_catalog.strpos(pg_catalog.current_query(), ` + pgLiteral(fenceCallNeedle) + `)` + gt + `0 THEN
     RETURN OLD;
   END IF;
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
@@ -241,12 +255,17 @@ END
 `
 	tag := dollarTag(body)
 	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag
-	return append(d.FloorDDL(),
-		withFloorTable(create),
-		withFloorTable(d.fenceFuncDDL(table, tokenCol)),
+	ddl := append(d.FloorDDL(), withFloorTable(create))
+	for _, f := range d.fenceFuncDDL(table, tokenCol) {
+		ddl = append(ddl, withFloorTable(f))
+	}
+	return append(ddl,
 		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
-		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE OR DELETE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
+		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
 		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTrigger,
+		"DROP TRIGGER IF EXISTS "+guardDeleteTrigger+" ON "+tbl,
+		"CREATE TRIGGER "+guardDeleteTrigger+" AFTER DELETE ON "+tbl+" FOR EACH ROW "+guardDeleteWhen+"EXECUTE FUNCTION "+fn+"()",
+		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardDeleteTrigger,
 		"DROP TRIGGER IF EXISTS "+guardTruncateTrigger+" ON "+tbl,
 		"CREATE TRIGGER "+guardTruncateTrigger+" BEFORE TRUNCATE ON "+tbl+" FOR EACH STATEMENT EXECUTE FUNCTION "+fn+"()",
 		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTruncateTrigger,
@@ -257,41 +276,47 @@ END
 func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 
 // guardVersion marks the body of this version of the guard function (the floor's copy
-// read on the fast path, no pinned search_path); GuardInstalledQuery reports an older
-// one as not installed, and its Fix installs this one.
-const guardVersion = "fencedsql guard v2"
+// read on the fast path, no pinned search_path, the one-statement DELETE recognised by
+// its text); GuardInstalledQuery reports an older one as not installed, and its Fix
+// installs this one.
+const guardVersion = "fencedsql guard v3"
 
 // floorPlaceholder and floorSeqPlaceholder stand for the floor table's qualified name
-// and the floor sequence's (a string literal, for a regclass cast) in the guard
-// functions' text until the DO block of withFloorTable replaces them.
+// and the floor sequence's (a string literal, for a regclass cast), schemaPlaceholder
+// for the installer's schema (quoted), in the guard functions' text until the DO
+// block of withFloorTable replaces them.
 const (
 	floorPlaceholder    = "@fencedsql_floor_table@"
 	floorSeqPlaceholder = "@fencedsql_floor_seq@"
+	schemaPlaceholder   = "@fencedsql_schema@"
 )
 
 // floorCopy is the guard functions' read of the floor's copy (FloorSQLState).
 const floorCopy = "pg_catalog.pg_sequence_last_value(" + floorSeqPlaceholder + "::pg_catalog.regclass)"
 
 // withFloorTable returns a DO block that runs create with the placeholders replaced by
-// the floor table's and the floor sequence's qualified names. The guard's functions
-// name them with their schema (no caller's search_path matters): the first of the
-// installer's search_path, where FloorDDL (unqualified) creates them and where
-// RaiseTokenFloor finds them. That name is only known in the database.
+// the floor table's and the floor sequence's qualified names and the installer's
+// schema. The guard's functions name them with their schema (no caller's search_path
+// matters): the first of the installer's search_path, where FloorDDL (unqualified)
+// creates them, where RaiseTokenFloor finds them and where an unqualified CREATE
+// FUNCTION puts a function. That name is only known in the database.
 func withFloorTable(create string) string {
 	inner := dollarTag(create)         // differs from the body's tag, which create contains
 	outer := dollarTag(create + inner) // differs from both
 	schema := "pg_catalog.quote_ident(pg_catalog.current_schema())"
-	return "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(pg_catalog.replace(" + inner + create + inner +
+	return "DO " + outer + " BEGIN EXECUTE pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(" + inner + create + inner +
 		", '" + floorPlaceholder + "', " + schema + " || '." + dialect.FloorTable + "')" +
-		", '" + floorSeqPlaceholder + "', pg_catalog.quote_literal(" + schema + " || '." + floorSeq + "')); END " + outer
+		", '" + floorSeqPlaceholder + "', pg_catalog.quote_literal(" + schema + " || '." + floorSeq + "'))" +
+		", '" + schemaPlaceholder + "', " + schema + "); END " + outer
 }
 
-// UnguardDDL returns the one statement that removes the guard from table: dropping
-// its trigger function drops both triggers with it.
+// UnguardDDL returns the statements that remove the guard from table: dropping its
+// trigger function drops its three triggers with it; then the two fence functions.
 func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	return []string{
 		"DROP FUNCTION IF EXISTS " + guardFuncName(fold(table)).Quote(d.QuoteIdent) + "() CASCADE",
 		"DROP FUNCTION IF EXISTS " + fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(bigint, bigint)",
+		"DROP FUNCTION IF EXISTS " + fencedFuncName(fold(table)).Quote(d.QuoteIdent) + "(bigint, bigint)",
 	}
 }
 
@@ -302,17 +327,19 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 // instead.)
 const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 
-// GuardInstalledQuery yields 1 when both guard triggers exist on table, fire in every
-// session_replication_role (ENABLE ALWAYS) and call the table's guard function of this
-// version (guardVersion: it reads the floor's copy and accepts the wrapper's
-// one-statement DELETE; an older guard is reported as not installed, and its Fix
-// installs this one), and the floor's copy (the sequence) and the trigger that keeps it
-// exist where the session finds the floor table, the trigger firing always.
+// GuardInstalledQuery yields 1 when the three guard triggers exist on table (the row
+// trigger BEFORE INSERT and UPDATE, the row trigger on DELETE, the TRUNCATE trigger),
+// fire in every session_replication_role (ENABLE ALWAYS) and call the table's guard
+// function of this version (guardVersion: it reads the floor's copy and accepts the
+// wrapper's one-statement DELETE; an older guard is reported as not installed, and its
+// Fix installs this one), and the floor's copy (the sequence) and the trigger that
+// keeps it exist where the session finds the floor table, the trigger firing always.
 func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 2 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A') AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
+	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A') AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
-WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7 AND (t.tgname = $3 OR (t.tgtype::integer & 4) <> 0)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq}
+WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
+  AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9)`,
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -20,21 +20,25 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(dialect.Guarder)
 	ddl := g.GuardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 19 { // 11 for the floor table and its copy, the two functions, 6 for the triggers
+	if len(ddl) != 23 { // 11 for the floor table and its copy, the three functions, 9 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
-		`-- fencedsql guard v2`,
-		`IF (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT') AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
+		`-- fencedsql guard v3`,
+		`IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' AND (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT') AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::pg_catalog.xid`,
 		`d := ((x OPERATOR(pg_catalog.-) (cur OPERATOR(pg_catalog.%) 4294967296)) OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;`,
 		`ERRCODE = 'FNCD1'`,
-		`IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' AND pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_token', true), '/', 2) OPERATOR(pg_catalog.=) pg_catalog.statement_timestamp()::pg_catalog.text THEN`,
-		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql AS`,
-		`IF cur OPERATOR(pg_catalog.<=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
+		`IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' AND pg_catalog.strpos(pg_catalog.current_query(), '"fencedsql_fence_') OPERATOR(pg_catalog.>) 0 THEN`,
+		`-- fencedsql one-statement delete v2`,
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS $fencedsql$`,
+		`SELECT /* fencedsql one-statement delete v2 */ CASE WHEN cur OPERATOR(pg_catalog.=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN 1 ELSE "shop"."fencedsql_fenced_accounts"(cur, tok) END`,
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fenced_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST 1000 AS`,
+		`IF cur OPERATOR(pg_catalog.<) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
+		`PERFORM pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(tok, '/', pg_catalog.statement_timestamp()), true);`,
 		`IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN`,
 		`RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = 'fence"token'`,
 		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id OPERATOR(pg_catalog.=) 1);`,
@@ -45,8 +49,10 @@ func TestGuardDDLShape(t *testing.T) {
 		`ALTER TABLE fencedsql_floor ENABLE ALWAYS TRIGGER fencedsql_floor_sync`,
 		`UPDATE fencedsql_floor SET floor = floor WHERE id = 1`,
 		`ERRCODE = 'FNCD2'`,
-		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')); END $fencedsql_2$`,
-		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE OR DELETE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')), '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END $fencedsql_2$`,
+		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.strpos(pg_catalog.current_query(), '"fencedsql_fence_') OPERATOR(pg_catalog.=) 0) IS NOT FALSE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_delete`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_truncate`,
@@ -55,14 +61,20 @@ func TestGuardDDLShape(t *testing.T) {
 			t.Errorf("GuardDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := g.UnguardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 2 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` ||
-		un[1] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_fence_accounts"(bigint, bigint)` {
+	if un := g.UnguardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}); len(un) != 3 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_guard_accounts"() CASCADE` ||
+		un[1] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_fence_accounts"(bigint, bigint)` || un[2] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_fenced_accounts"(bigint, bigint)` {
 		t.Errorf("UnguardDDL = %q", un)
 	}
 	// A column name holding the dollar-quote tag gets another tag.
 	ddl = g.GuardDDL(dialect.TableName{Name: "t"}, "a$fencedsql$b", "version")
 	if !strings.Contains(ddl[11], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[11], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[11], "$fencedsql_3$") {
 		t.Errorf("dollar tags not changed:\n%s", ddl[11])
+	}
+	// An unqualified table: the fence names the function it calls in the installer's
+	// schema (its body is parsed under the caller's search_path where it is inlined).
+	if all := strings.Join(ddl, "\n"); !strings.Contains(all, `ELSE @fencedsql_schema@."fencedsql_fenced_t"(cur, tok) END`) ||
+		!strings.Contains(all, `, '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END`) {
+		t.Errorf("unqualified table: the fence does not name its function's schema:\n%s", all)
 	}
 	// Long names are shortened with a hash, distinctly.
 	long := strings.Repeat("x", 55)
@@ -71,7 +83,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 10 || args[6] != "%fencedsql one-statement delete v1%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v2%" || args[8] != "fencedsql_floor_sync" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 11 || args[6] != "%fencedsql one-statement delete v2%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v3%" || args[8] != "fencedsql_floor_sync" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

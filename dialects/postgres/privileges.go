@@ -118,7 +118,8 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		// first schema of the search path); resolve it the same way.
 		objects = append(objects,
 			pgObject{kind: "FUNCTION", name: guardFuncName(fold(t.Table)).Quote(q) + "()", what: "the guard function", lookup: pgFuncOwner},
-			pgObject{kind: "FUNCTION", name: fenceFuncName(fold(t.Table)).Quote(q) + "(bigint, bigint)", what: "the fence function (the one-statement DELETE's)", lookup: pgFuncOwner})
+			pgObject{kind: "FUNCTION", name: fenceFuncName(fold(t.Table)).Quote(q) + "(bigint, bigint)", what: "the fence function (the one-statement DELETE's)", lookup: pgFuncOwner},
+			pgObject{kind: "FUNCTION", name: fencedFuncName(fold(t.Table)).Quote(q) + "(bigint, bigint)", what: "the fence's refusing function (the one-statement DELETE's)", lookup: pgFuncOwner})
 	}
 	if t.Tombstones {
 		objects = append(objects,

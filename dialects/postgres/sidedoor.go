@@ -84,9 +84,9 @@ SELECT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 
       AND p.proname IN (w.fn, CASE WHEN w.tomb THEN 'fencedsql_tombstone_' ELSE 'fencedsql_guard_' END || c.relname)), ''),
   (SELECT pn.nspname::text FROM pg_catalog.pg_class pc JOIN pg_catalog.pg_namespace pn ON pn.oid = pc.relnamespace WHERE pc.oid = to_regclass($1))
 FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-CROSS JOIN (VALUES ($2, $6, false, 1), ($3, $6, false, 2), ($4, $7, true, 3), ($5, $7, true, 4), ($8, $7, true, 5)) AS w(tgname, fn, tomb, ord)
+CROSS JOIN (VALUES ($2, $6, false, 1), ($9, $6, false, 2), ($3, $6, false, 3), ($4, $7, true, 4), ($5, $7, true, 5), ($8, $7, true, 6)) AS w(tgname, fn, tomb, ord)
 ORDER BY 1, 2, w.ord`,
-		t.Table.String(), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn, tombRekeyTrigger)
+		t.Table.String(), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn, tombRekeyTrigger, guardDeleteTrigger)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,8 @@ ORDER BY 1, 2, w.ord`,
 			trg, fn, when string
 			row           bool
 		}{
-			{guardTrigger, gfn, "BEFORE UPDATE OR DELETE", true},
+			{guardTrigger, gfn, "BEFORE INSERT OR UPDATE", true},
+			{guardDeleteTrigger, gfn, "AFTER DELETE", true},
 			{guardTruncateTrigger, gfn, "BEFORE TRUNCATE", false},
 		}
 		if t.Tombstones {
@@ -160,7 +161,7 @@ ORDER BY 1, 2, w.ord`,
 				}
 				missing = append(missing, w.trg)
 				fix = append(fix, "DROP TRIGGER IF EXISTS "+w.trg+" ON "+tbl,
-					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+tombWhen(w.trg, keyNames(t.PrimaryKey), d.QuoteIdent)+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
+					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+triggerWhen(w.trg, keyNames(t.PrimaryKey), d.QuoteIdent)+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
 					"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+w.trg)
 			}
 		}

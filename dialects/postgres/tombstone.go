@@ -147,7 +147,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	}
 	body := `
 -- ` + tombVersion + `
--- ` + oneStepMarker + `
+-- ` + markMarker + `
 DECLARE
   newer bigint;
   seen bigint;
@@ -155,8 +155,8 @@ DECLARE
   marked bigint;
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    -- The wrapper's one-statement DELETE deletes under the token it marked the
-    -- statement with (see DeleteFence); the two-statement form stamped it on the row.
+    -- The wrapper's one-statement DELETE marks the token it deletes under a row of an
+    -- older token with (see DeleteFence); the two-statement form stamped it on the row.
     mark := pg_catalog.current_setting('` + deleteTokenSetting + `', true);
     IF pg_catalog.split_part(mark, '/', 2) = pg_catalog.statement_timestamp()::text THEN
       marked := pg_catalog.split_part(mark, '/', 1)::bigint;
@@ -186,7 +186,7 @@ END
 	trigger := func(name, when string) []string {
 		return []string{
 			"DROP TRIGGER IF EXISTS " + name + " ON " + tbl,
-			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + tombWhen(name, key, d.QuoteIdent) + "EXECUTE FUNCTION " + fn + "()",
+			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + triggerWhen(name, key, d.QuoteIdent) + "EXECUTE FUNCTION " + fn + "()",
 			"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + name,
 		}
 	}
@@ -201,10 +201,16 @@ END
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
 }
 
-// tombWhen is the WHEN clause of a tombstone trigger ("" but for the rekey trigger,
-// which fires only when the key changed), with a trailing space.
-func tombWhen(trigger string, key []dialect.KeyColumn, quote func(string) string) string {
-	if trigger != tombRekeyTrigger {
+// triggerWhen is the WHEN clause of a guard or tombstone trigger, with a trailing
+// space: the guard's DELETE trigger fires unless the statement calls a fence function
+// (guardDeleteWhen), the tombstone's rekey trigger only when the key changed, the
+// others always ("").
+func triggerWhen(trigger string, key []dialect.KeyColumn, quote func(string) string) string {
+	switch trigger {
+	case guardDeleteTrigger:
+		return guardDeleteWhen
+	case tombRekeyTrigger:
+	default:
 		return ""
 	}
 	changed := make([]string, len(key))

@@ -21,13 +21,15 @@ import (
 //     token (or NULL-free older rows are mixed with it), with ErrBelowFloor under the
 //     token floor, and reports the rows it deleted;
 //   - the tombstone records the deleter's token, not the older token the row carried:
-//     a holder between the two cannot re-insert the key (G9);
+//     a holder between the two cannot re-insert the key (G9), also when one statement
+//     deletes rows of its own token and of older ones;
 //   - the fence is the database's, not the triggers': with the triggers disabled it
 //     still refuses a newer row (PostgreSQL);
 //   - a function of the fence's name earlier on the search_path does not count
 //     (PostgreSQL);
-//   - a plain DELETE after a statement that set the mark, in the same transaction, is
-//     still refused by the row guard (PostgreSQL: the mark is its statement's only);
+//   - a plain DELETE after a statement that set the mark, or after the one-statement
+//     DELETE, in the same transaction, is still refused by the row guard (PostgreSQL:
+//     the guard reads the statement's own text, the tombstone the statement's own mark);
 //   - the guard removed under a pool that chose the one-statement form: outside a
 //     transaction the DELETE is sent again as two statements and deletes; in a
 //     caller's transaction it fails (nothing deleted) and the next runs as two.
@@ -78,6 +80,18 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
 		s.wantGuard(t, err, "plain DELETE after a marked statement, same transaction")
 		rtx.Rollback()
+		// Nor does the one-statement DELETE before it (as the wrapper sends it, with the
+		// fence function's call in its text), in the same transaction.
+		rtx, err = e.raw.BeginTx(e.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rtx.ExecContext(e.ctx, `DELETE FROM accounts WHERE id = $1 RETURNING "fencedsql_fence_accounts"(fence_token, $2)`, 1, 20); err != nil {
+			t.Fatalf("the one-statement DELETE on the plain pool: %v", err)
+		}
+		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
+		s.wantGuard(t, err, "plain DELETE after a one-statement DELETE, same transaction")
+		rtx.Rollback()
 	}
 
 	// Autocommit, several rows: the count is the rows deleted.
@@ -93,6 +107,24 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 	wantErr(t, err, fencedsql.ErrFenced)
 	if _, err := e.db.ExecContext(tok(e.ctx, 20), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 2, 1); err != nil {
 		t.Fatalf("the deleter re-inserts: %v", err)
+	}
+	// One statement deleting a row written under its own token and one written under
+	// an older token: both tombstones hold the deleter's token (PostgreSQL marks only
+	// the second for the tombstone; the first carries it).
+	ins := e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)")
+	for _, r := range [][2]int64{{9, 20}, {10, 15}} {
+		if _, err := e.db.ExecContext(tok(e.ctx, uint64(r[1])), ins, r[0], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := e.db.ExecContext(tok(e.ctx, 20), e.q("DELETE FROM accounts WHERE id IN (?, ?)"), 9, 10); err != nil {
+		t.Fatalf("DELETE of rows of the own and an older token: %v", err)
+	} else if n, _ := res.RowsAffected(); n != 2 {
+		t.Fatalf("RowsAffected = %d, want 2", n)
+	}
+	for _, id := range []int64{9, 10} {
+		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, id, 1)
+		wantErr(t, err, fencedsql.ErrFenced)
 	}
 
 	// A newer row among older ones: nothing deleted.
@@ -124,7 +156,7 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		_, err = e.db.ExecContext(tok(e.ctx, 29), del, 4)
 		wantErr(t, err, fencedsql.ErrFenced)
 		var enable []string
-		for _, trg := range []string{"fencedsql_guard", "fencedsql_guard_truncate", "fencedsql_tombstone_delete", "fencedsql_tombstone_insert", "fencedsql_tombstone_rekey"} {
+		for _, trg := range []string{"fencedsql_guard", "fencedsql_guard_delete", "fencedsql_guard_truncate", "fencedsql_tombstone_delete", "fencedsql_tombstone_insert", "fencedsql_tombstone_rekey"} {
 			enable = append(enable, "ALTER TABLE accounts ENABLE ALWAYS TRIGGER "+trg)
 		}
 		execAll(t, e.ctx, e.raw, enable)
@@ -138,7 +170,7 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		// nothing, even with the version marker in its body) is not the guard's: the
 		// pool keeps the two statements, and the stale DELETE is fenced.
 		execAll(t, e.ctx, e.raw, []string{"CREATE SCHEMA shadow",
-			"CREATE FUNCTION shadow.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS $$ SELECT 1 /* fencedsql one-statement delete v1 */ $$"})
+			"CREATE FUNCTION shadow.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS $$ SELECT 1 /* fencedsql one-statement delete v2 */ $$"})
 		shadowed, err := sql.Open(s.b.DriverName, WithParam(WithParam(e.dsn, "fenced_tables=accounts"), "search_path=shadow,public"))
 		if err != nil {
 			t.Fatal(err)

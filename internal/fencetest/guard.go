@@ -44,6 +44,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"NullableColumn", gs.testNullable},
 		{"LongTableNames", gs.testLongNames},
 		{"DeleteOneStatement", gs.testDeleteFence},
+		{"DeleteOneStatementExact", gs.testDeleteFenceExact},
 		{"NoResurrection", gs.testTombstones},
 		{"NoResurrectionCompositeKey", gs.testTombstonesCompositeKey},
 		{"NoResurrectionKeyClasses", gs.testTombstoneKeyClasses},

@@ -160,7 +160,7 @@ func (s *guardSuite) testPGChild(t *testing.T) {
 	spec := schema.GuardSpec{Table: "accounts"}
 	rep := s.check(e, spec)[0]
 	sd := door(t, rep, dialect.SideDoorChild)
-	if rep.OK() || sd.Object != "public.kids" || len(sd.Fix) != 15 || !strings.Contains(sd.Fix[1], `EXECUTE FUNCTION "fencedsql_guard_accounts"()`) {
+	if rep.OK() || sd.Object != "public.kids" || len(sd.Fix) != 18 || !strings.Contains(sd.Fix[1], `EXECUTE FUNCTION "fencedsql_guard_accounts"()`) {
 		t.Fatalf("child door: %+v", sd)
 	}
 	s.applyFix(e, rep.Fix)

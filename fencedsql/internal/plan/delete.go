@@ -149,14 +149,24 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 }
 
 // oneStepDelete builds the one-statement form of a DELETE of g (Plan.One): the
-// caller's DELETE with the dialect's mark ANDed to its condition and its check as the
-// RETURNING list (dialect.DeleteFencer). j is the sig index after the table and its
-// alias, end the sig index where the DELETE's clauses end (len(sig) or its ';').
+// caller's DELETE with the dialect's fence as a condition ANDed to its own when that is
+// plain (plainCondition) and the dialect has one, else with the dialect's mark (if it
+// has one) ANDed to its condition and its check as the RETURNING list
+// (dialect.DeleteFencer). j is the sig index after the table and its alias, end the sig
+// index where the DELETE's clauses end (len(sig) or its ';').
 func (p *parser) oneStepDelete(g *Table, nUser int, clauses map[string][2]int, j, end int) *Plan {
 	mark, check := p.rw.deleteFence(g.Schema, g.Name, g.TokenCol)
+	if p.rw.deleteFenceCond != nil {
+		w, ok := clauses["WHERE"]
+		if !ok || p.plainCondition(w[0]+1, w[1]) {
+			mark, check = p.rw.deleteFenceCond(g.Schema, g.Name, g.TokenCol), ""
+		}
+	}
 	b := p.newBuilder(nUser)
 	stop := p.endOf(end) // RETURNING goes after the last clause, before a ';' or comment
-	if w, ok := clauses["WHERE"]; ok {
+	if w, ok := clauses["WHERE"]; mark == "" {
+		b.copy(0, stop) // no mark: the caller's DELETE as written
+	} else if ok {
 		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
 		b.copy(0, exprStart)
 		b.write("(")
@@ -173,8 +183,10 @@ func (p *parser) oneStepDelete(g *Table, nUser int, clauses map[string][2]int, j
 		b.gap(at)
 		b.copy(at, stop)
 	}
-	b.write(" RETURNING ")
-	b.slots(check)
+	if check != "" {
+		b.write(" RETURNING ")
+		b.slots(check)
+	}
 	b.copy(stop, len(p.src))
 	return b.finish(KindDelete, g)
 }

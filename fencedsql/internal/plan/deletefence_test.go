@@ -129,3 +129,104 @@ func TestDeleteMarkOthersPass(t *testing.T) {
 		}
 	}
 }
+
+// WithDeleteFenceCond gives the planner PostgreSQL's kind of fragments: no mark, the
+// check CHECK(<schema>.<table>, <token column>, ?) and the fence as a condition
+// FENCE(<schema>.<table>, <token column>, ?).
+func WithDeleteFenceCond() testOption {
+	return func(c *PlannerConfig) {
+		c.DeleteFence = func(schema, name, tokenCol string) (string, string) {
+			return "", "CHECK(" + schema + "." + name + ", " + tokenCol + ", " + tokenSlot + ")"
+		}
+		c.DeleteFenceCond = func(schema, name, tokenCol string) string {
+			return "FENCE(" + schema + "." + name + ", " + tokenCol + ", " + tokenSlot + ")"
+		}
+	}
+}
+
+// With a fence condition, a DELETE whose condition is plain (or absent) gets it ANDed
+// to its condition and no RETURNING list; any other — a subquery, a call of a function
+// that is not a built-in scalar one — the caller's DELETE as written with the check as
+// its RETURNING list (no mark). The token is bound once.
+func TestDeleteOneStatementForms(t *testing.T) {
+	cases := []struct {
+		d    testDialect
+		in   string
+		want string
+		args []ArgRef
+	}{
+		{pgTest, "DELETE FROM accounts WHERE id = $1",
+			"DELETE FROM accounts WHERE (id = $1) AND FENCE(.accounts, fence_token, $2)", refs(0, TOK)},
+		{pgTest, "DELETE FROM accounts",
+			"DELETE FROM accounts WHERE FENCE(.accounts, fence_token, $1)", refs(TOK)},
+		{pgTest, "DELETE FROM ONLY public.accounts AS a WHERE a.id = $2 OR a.note = $1;  -- done",
+			"DELETE FROM ONLY public.accounts AS a WHERE (a.id = $2 OR a.note = $1) AND FENCE(public.accounts, fence_token, $3);  -- done", refs(0, 1, TOK)},
+		{pgTest, "delete from accounts where id IN ($1, $2) AND NOT (lower(note) LIKE $3) /* c */",
+			"delete from accounts where (id IN ($1, $2) AND NOT (lower(note) LIKE $3)) AND FENCE(.accounts, fence_token, $4) /* c */", refs(0, 1, 2, TOK)},
+		{pgTest, "DELETE FROM accounts WHERE id = ANY($1) AND balance::numeric(10, 2) > 0",
+			"DELETE FROM accounts WHERE (id = ANY($1) AND balance::numeric(10, 2) > 0) AND FENCE(.accounts, fence_token, $2)", refs(0, TOK)},
+		// Not plain: the RETURNING form.
+		{pgTest, "DELETE FROM accounts WHERE id IN (SELECT id FROM other WHERE x = $1)",
+			"DELETE FROM accounts WHERE id IN (SELECT id FROM other WHERE x = $1) RETURNING CHECK(.accounts, fence_token, $2)", refs(0, TOK)},
+		{pgTest, "DELETE FROM accounts WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = accounts.id)",
+			"DELETE FROM accounts WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = accounts.id) RETURNING CHECK(.accounts, fence_token, $1)", refs(TOK)},
+		{pgTest, "DELETE FROM accounts WHERE id = $1 AND my_check(note)",
+			"DELETE FROM accounts WHERE id = $1 AND my_check(note) RETURNING CHECK(.accounts, fence_token, $2)", refs(0, TOK)},
+		{pgTest, `DELETE FROM accounts WHERE id = $1 AND "lower"(note) = 'x'`,
+			`DELETE FROM accounts WHERE id = $1 AND "lower"(note) = 'x' RETURNING CHECK(.accounts, fence_token, $2)`, refs(0, TOK)},
+		{pgTest, "DELETE FROM accounts WHERE id IN (VALUES ($1), ($2))",
+			"DELETE FROM accounts WHERE id IN (VALUES ($1), ($2)) RETURNING CHECK(.accounts, fence_token, $3)", refs(0, 1, TOK)},
+		{pgTest, "DELETE FROM accounts WHERE id = $1 AND x OPERATOR(public.===) $2",
+			"DELETE FROM accounts WHERE id = $1 AND x OPERATOR(public.===) $2 RETURNING CHECK(.accounts, fence_token, $3)", refs(0, 1, TOK)},
+	}
+	for _, c := range cases {
+		p, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFenceCond()).Rewrite(c.in, false)
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if p.One == nil {
+			t.Fatalf("%s: no one-statement form", c.in)
+		}
+		if p.One.SQL != c.want || !slices.Equal(p.One.Args, c.args) {
+			t.Errorf("%s:\n one  %q %v\n want %q %v", c.in, p.One.SQL, p.One.Args, c.want, c.args)
+		}
+	}
+}
+
+// PostgreSQL's row guard accepts a DELETE whose statement text calls a fence function:
+// no statement through the wrapper may carry the fence functions' prefix, wherever in
+// its text and in whatever case, on any dialect (a function the statement calls could
+// otherwise DELETE past the row guard).
+func TestFenceTextRefused(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `SELECT purge() /* "fencedsql_fence_accounts"( */`},
+		{pgTest, `SELECT purge() -- "fencedsql_fence_accounts"(`},
+		{pgTest, `SELECT purge(), '"fencedsql_fence_accounts"('`},
+		{pgTest, `SELECT purge(), $$"fencedsql_fence_x"($$`},
+		{pgTest, `SELECT purge(), E'\"FENCEDSQL_FENCE_x'`},
+		{pgTest, `SELECT "fencedsql_fence_accounts"(0, 0)`},
+		{pgTest, `SELECT public.Fencedsql_Fence_accounts(0, 0)`},
+		{pgTest, `DELETE FROM other WHERE id = $1 /* fencedsql_fence_ */`},
+		{pgTest, `DELETE FROM accounts WHERE id = $1 RETURNING "fencedsql_fence_accounts"(fence_token, 9)`},
+		{pgTest, `SELECT 1; SELECT purge() -- fencedsql_fence_`},
+		{mysqlTest, "SELECT purge() /* `fencedsql_fence_accounts`( */"},
+		{sqliteTest, `SELECT purge() -- fencedsql_fence_accounts`},
+	} {
+		_, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
+		if !isRefusal(err) {
+			t.Errorf("%s: %s: err = %v, want a refusal", c.d.name, c.in, err)
+		}
+	}
+	// Near misses pass; so does the text on a pool without guarded tables.
+	for _, in := range []string{`SELECT 'fencedsql_fence' FROM other`, `SELECT 1 -- fencedsql fence_`} {
+		if _, err := newTestRewriter(t, pgTest, Guard("accounts"), WithDeleteFence()).Rewrite(in, false); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	if _, err := NewPlanner(PlannerConfig{Syntax: pgTest.syn, NumberedParams: true, QuoteIdent: pgTest.QuoteIdent}).Rewrite(`SELECT purge() -- "fencedsql_fence_accounts"(`, false); err != nil {
+		t.Errorf("no guarded tables: %v", err)
+	}
+}

@@ -43,6 +43,7 @@ func FuzzPlan(f *testing.F) {
 			planners[fmt.Sprintf("%s/strict=%v", d.name, strict)] = newTestRewriter(f, d, Guard("accounts"), Guard("shop.orders"), WithStrict(strict))
 		}
 		planners[d.name+"/delete-fence"] = newTestRewriter(f, d, Guard("accounts"), Guard("shop.orders"), WithDeleteFence())
+		planners[d.name+"/delete-fence-cond"] = newTestRewriter(f, d, Guard("accounts"), Guard("shop.orders"), WithDeleteFenceCond())
 	}
 	f.Fuzz(func(t *testing.T, src string, versioned bool) {
 		for name, rw := range planners {
@@ -120,15 +121,23 @@ func checkArgs(t *testing.T, name, src string, p *Plan) {
 }
 
 // checkOneStatement: a DELETE's one-statement form is a DELETE of the same table that
-// carries the mark and the check (with the token) and the caller's arguments in the
-// caller's order, exactly as the two-statement DELETE does.
+// carries the mark and the check (WithDeleteFence), or either the fence condition or
+// the check alone (WithDeleteFenceCond), with the token, and the caller's arguments in
+// the caller's order, exactly as the two-statement DELETE does.
 func checkOneStatement(t *testing.T, name, src string, p *Plan) {
 	t.Helper()
 	o := p.One
 	if p.Kind != KindDelete || o.Kind != KindDelete || o.Guard != p.Guard || o.NUser != p.NUser || o.Pre != nil || o.One != nil {
 		t.Fatalf("%s: %q: one-statement form %+v of plan %+v", name, src, o, p)
 	}
-	if !strings.Contains(o.SQL, "MARK(") || !strings.Contains(o.SQL, " RETURNING CHECK(") || !slices.Contains(o.Args, ArgToken) {
+	marked := strings.Contains(o.SQL, "MARK(") && strings.Contains(o.SQL, " RETURNING CHECK(")
+	fenced := strings.Contains(o.SQL, "FENCE(") != strings.Contains(o.SQL, " RETURNING CHECK(")
+	if strings.HasSuffix(name, "/delete-fence-cond") {
+		marked = false
+	} else {
+		fenced = false
+	}
+	if !marked && !fenced || !slices.Contains(o.Args, ArgToken) {
 		t.Fatalf("%s: %q: one-statement form without the mark, the check or the token: %q %v", name, src, o.SQL, o.Args)
 	}
 	checkArgs(t, name, src, o)

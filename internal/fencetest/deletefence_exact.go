@@ -1,0 +1,75 @@
+package fencetest
+
+import (
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+)
+
+// testDeleteFenceExact holds the one-statement DELETE's fence to the rows the DELETE
+// deletes: a row of the table that the DELETE does not select, carrying a newer token,
+// fails no DELETE — whatever the shape of the condition (plain; a subquery, which
+// PostgreSQL may turn into a semi-join below which it pushes the table's own
+// conditions — "o.id + 0" keeps it from deriving the row's key from the subquery's;
+// EXISTS; a function call) and whatever plan the database picks
+// (PostgreSQL: index scans and nested loops turned off, so the table is read whole and
+// joined afterwards). The same DELETEs of the newer row fail with ErrFenced.
+func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
+	f, ok := s.d.(dialect.DeleteFencer)
+	if !ok {
+		t.Skipf("dialect %s has no one-statement DELETE", s.d.Name())
+	}
+	e := setup(t, s.b)
+	e.seed(5, 1, 2, 3, 4, 5, 6, 7, 8)
+	execAll(t, e.ctx, e.raw, []string{"CREATE TABLE other (id INT PRIMARY KEY)", "INSERT INTO other (id) VALUES (1), (2), (3), (4), (5), (6), (7), (8)"})
+	s.applyFix(e, s.check(e, schema.GuardSpec{Table: "accounts"})[0].Fix)
+	if !s.deleteFenceReady(e, f) {
+		if s.b.MySQL && !s.isMariaDB(e) {
+			t.Skip("MySQL has no DELETE … RETURNING: the two-statement form stays (DeleteFenceQuery says no)")
+		}
+		t.Fatal("DeleteFenceQuery says no after schema.Check's Fix")
+	}
+	if _, err := e.db.ExecContext(tok(e.ctx, 90), e.q("UPDATE accounts SET balance = 1 WHERE id = ?"), 8); err != nil {
+		t.Fatal(err)
+	}
+	conds := []string{
+		"id = ?",
+		"id IN (SELECT o.id + 0 FROM other o WHERE o.id = ?)",
+		"EXISTS (SELECT 1 FROM other o WHERE o.id + 0 = accounts.id AND o.id = ?)",
+		"id = ? AND abs(balance) >= 0",
+		"id IN (SELECT o.id + 0 FROM other o WHERE o.id = ?) AND balance >= 0",
+	}
+	del := func(cond string, token uint64, id int64) error {
+		tx, err := e.db.BeginTx(tok(e.ctx, token), nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if s.b.Name == "postgres" {
+			for _, set := range []string{"SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_nestloop = off", "SET LOCAL jit = off"} {
+				if _, err := tx.ExecContext(e.ctx, set); err != nil {
+					return err
+				}
+			}
+		}
+		res, err := tx.ExecContext(e.ctx, e.q("DELETE FROM accounts WHERE "+cond), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("%s: RowsAffected = %d, want 1", cond, n)
+		}
+		return tx.Commit()
+	}
+	for i, cond := range conds {
+		if err := del(cond, 50, int64(i+1)); err != nil {
+			t.Fatalf("DELETE … WHERE %s of a row of an older token, beside a row of a newer one: %v", cond, err)
+		}
+		wantErr(t, del(cond, 50, 8), fencedsql.ErrFenced)
+	}
+	if n := e.count(); n != 8-len(conds) {
+		t.Fatalf("%d rows left, want %d", n, 8-len(conds))
+	}
+}
