@@ -153,11 +153,6 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 			return f.DeleteFence(dialect.TableName{Schema: schema, Name: name}, tokenCol)
 		}
 	}
-	if f, ok := c.dialect.(dialect.DeleteFenceConditioner); ok {
-		pc.DeleteFenceCond = func(schema, name, tokenCol string) string {
-			return f.DeleteFenceCondition(dialect.TableName{Schema: schema, Name: name}, tokenCol)
-		}
-	}
 	for _, gs := range c.guards {
 		t, err := gs.Validate()
 		if ne := (*dialect.NameError)(nil); errors.As(err, &ne) {

@@ -6,14 +6,13 @@ import (
 
 // The one-statement fenced DELETE (dialect.DeleteFencer). With the guard installed,
 // the wrapper sends a fenced DELETE whose condition is plain (no subquery, no call but
-// of built-in scalar functions) as the caller's DELETE with one more condition, and
-// any other as the caller's DELETE with a RETURNING list:
+// of built-in scalar functions, built-in operators and casts only: the planner's
+// plainCondition) as the caller's DELETE with one more condition, and any other as the
+// fencing UPDATE and the DELETE:
 //
 //	DELETE FROM t WHERE (<condition>) AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
-//	DELETE FROM t WHERE <condition> RETURNING "<schema>"."fencedsql_fence_<table>"("fence_token", $n)
 //
-// instead of a fencing UPDATE and the DELETE in a transaction: one round trip, and
-// nothing else in the statement.
+// One round trip, and nothing else in the statement.
 //
 //   - The fence is that call. fencedsql_fence_<table>(cur, tok) is a SQL function
 //     PostgreSQL inlines into the statement: an expression that is 1 when the row was
@@ -28,37 +27,42 @@ import (
 //     trigger function and dropped by UnguardDDL; they name every operator, function and
 //     relation with its schema instead of pinning search_path (a pinned search_path
 //     would also stop the inlining).
-//   - A RETURNING list is evaluated for exactly the rows deleted, after their
-//     triggers; a condition where PostgreSQL evaluates the rest of the condition, which
-//     saves the RETURNING list's result rows (about 8 µs a statement on loopback) and is
-//     exact only under a plain condition: a subquery can become a semi-join below which
-//     the table's own conditions are pushed, and then the fence would judge every row
-//     of the table.
-//   - Order, in the condition form: PostgreSQL evaluates the parts of a WHERE
-//     condition cheapest first, by their declared cost. fencedsql_fenced_<table> is
-//     declared COST 1000, so the fence comes after every part of a plain condition (built-in operators and functions
+//   - Why a condition and only under a plain one: a RETURNING list would be evaluated
+//     for exactly the rows deleted, but costs the statement its result rows (about 8 µs
+//     on loopback), and a condition is exact only where it judges only the rows
+//     deleted: a subquery can become a semi-join below which the table's own
+//     conditions are pushed (the fence would judge every row of the table), and a
+//     function or a user's operator in the condition runs inside the statement whose
+//     text the row guard accepts (it could delete rows of a guarded table unfenced).
+//   - Order: PostgreSQL evaluates the parts of a WHERE condition cheapest first, by
+//     their declared cost. fencedsql_fenced_<table> is declared COST 1000, so the fence
+//     comes after every part of a plain condition (built-in operators and functions
 //     cost 1; an operator whose function a user declared more expensive than 1000
 //     would be evaluated after the fence: a row that the rest of the condition selects
 //     and that operator does not, carrying a newer token, would then fail the DELETE
 //     with ErrFenced, nothing deleted — a refusal, never a write).
-//   - The row guard accepts a DELETE whose statement text calls a fence function: its
-//     DELETE trigger (AFTER DELETE, fencedsql_guard_delete) fires only WHEN the text the
-//     client sent (current_query()) does not hold fenceCallNeedle, so the wrapper's
-//     DELETE pays no trigger call; the function tests the text again; a plain DELETE is
-//     refused. Through the wrapper no other statement can carry that text: on a pool
+//   - The row guard accepts a DELETE whose statement text calls a fence function, for
+//     the statement's own rows: its DELETE trigger (AFTER DELETE,
+//     fencedsql_guard_delete) fires only WHEN the text the client sent (current_query())
+//     does not hold fenceCallNeedle or the row is deleted by a trigger (a foreign key's
+//     ON DELETE CASCADE, a user's trigger: pg_trigger_depth() > 0), so the wrapper's
+//     DELETE pays no trigger call; a plain DELETE, and a cascade from the wrapper's,
+//     are refused. Through the wrapper no other statement can carry that text: on a pool
 //     with guarded tables the planner refuses any statement whose text holds the fence
 //     functions' prefix, in a comment or a string as much as in a name.
 //   - The mark tells the tombstone trigger (AFTER DELETE) which token the statement
-//     deleted under: fencedsql_fenced_<table> sets it, transaction-local, with the
-//     statement's start time (a mark left by an earlier statement of the same
-//     transaction is ignored), for a row an older token wrote. A row that carries the
+//     deleted under: fencedsql_fenced_<table> sets it, transaction-local, to the token,
+//     a '/' and the statement's start time as text (a mark left by an earlier statement
+//     of the same transaction is ignored; the tombstone compares everything after the
+//     first '/', so a DateStyle that writes '/' into the time changes nothing), for a
+//     row an older token wrote. A row that carries the
 //     statement's own token needs none: the tombstone records the row's token, which
 //     is the deleter's. The tombstone records the greater of the two, as it records
 //     the token the fencing UPDATE stamped in the two-statement form.
 //   - DeleteFenceQuery says yes when both functions exist in this version in the
 //     table's schema, the session's role may call them, the row guard is of the
 //     version that reads the statement's text and the tombstone function (if any) of
-//     one that reads the mark; otherwise the wrapper sends the two statements.
+//     the one that reads this mark; otherwise the wrapper sends the two statements.
 //
 // Like the rest of the guard, this is a protocol, not a secret: a client outside the
 // wrapper whose DELETE text calls a fence function (or only mentions one, in a comment)
@@ -69,11 +73,11 @@ const (
 	// text calls a fence function) and of the two fence functions of this version of
 	// the one-statement DELETE.
 	oneStepMarker = "fencedsql one-statement delete v2"
-	// markMarker is in the body of every function that reads the mark: the tombstone
-	// function. (The first version of the one-statement DELETE also marked its guard
-	// and fence functions with it: an older wrapper, seeing the fence function of this
-	// version without it, sends the two statements.)
-	markMarker = "fencedsql one-statement delete v1"
+	// markMarker is in the body of every function that reads the mark as this version
+	// writes it: the tombstone function. (Older versions marked their guard, fence and
+	// tombstone functions "fencedsql one-statement delete v1": an older wrapper, seeing
+	// functions of this version without it, sends the two statements.)
+	markMarker = "fencedsql delete mark v2"
 	// deleteTokenSetting is the transaction-local setting that carries the mark.
 	deleteTokenSetting = "fencedsql_guard.delete_token"
 	// fencePrefix starts the name of every fence function the statement calls, and
@@ -161,15 +165,10 @@ SELECT /* ` + oneStepMarker + ` */ CASE WHEN cur` + op("=") + `tok AND tok` + op
 	return []string{slowDDL, fastDDL}
 }
 
-// DeleteFence returns the one-statement DELETE's fence as its RETURNING list, and no
-// mark.
+// DeleteFence returns the one-statement DELETE's fence as its mark, a condition ANDed
+// to the caller's plain one, and no check.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
-	return "", fenceCall(d, table, tokenCol)
-}
-
-// DeleteFenceCondition returns the fence as a condition ANDed to a plain one.
-func (d dialectImpl) DeleteFenceCondition(table dialect.TableName, tokenCol string) string {
-	return fenceCall(d, table, tokenCol) + " IS NOT NULL"
+	return fenceCall(d, table, tokenCol) + " IS NOT NULL", ""
 }
 
 // fenceCall is the call of table's fence function on a row's token column and the
@@ -204,7 +203,4 @@ FROM (SELECT pg_catalog.to_regprocedure($1) AS oid) r LEFT JOIN pg_catalog.pg_pr
 // DeleteFenceExec: pgx reads the statement to its end and reports the command tag's count.
 func (dialectImpl) DeleteFenceExec() bool { return true }
 
-var (
-	_ dialect.DeleteFencer           = dialectImpl{}
-	_ dialect.DeleteFenceConditioner = dialectImpl{}
-)
+var _ dialect.DeleteFencer = dialectImpl{}

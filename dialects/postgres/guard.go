@@ -92,9 +92,15 @@ const (
 
 // guardDeleteWhen is the WHEN clause of the guard's DELETE trigger (with a trailing
 // space): it fires unless the text the client sent calls a fence function (the
-// wrapper's one-statement DELETE, see DeleteFence), and when that text is unknown
-// (NULL: a logical replication apply worker).
-const guardDeleteWhen = "WHEN ((pg_catalog.strpos(pg_catalog.current_query(), " + "'" + fenceCallNeedle + "')" + " OPERATOR(pg_catalog.=) 0) IS NOT FALSE) "
+// wrapper's one-statement DELETE, see DeleteFence) and the row is the statement's own
+// (not deleted by a trigger: a cascade, a user's trigger), and when that text is
+// unknown (NULL: a logical replication apply worker). PostgreSQL evaluates it when the
+// row is deleted (pg_trigger_depth() is then the depth of the deleting statement; a
+// cascade's rows are deleted inside the foreign key's trigger, their events fired
+// later at the outer statement's level): the trigger function cannot tell the two
+// apart, so the WHEN clause alone lets the wrapper's rows through.
+const guardDeleteWhen = "WHEN ((pg_catalog.strpos(pg_catalog.current_query(), '" + fenceCallNeedle + "') OPERATOR(pg_catalog.=) 0" +
+	" OR pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.>) 0) IS NOT FALSE) "
 
 // IsGuardError reports whether err is a refusal by the database-side guard.
 func IsGuardError(err error) bool {
@@ -203,11 +209,10 @@ BEGIN
     RETURN NEW;
   END IF;
   -- ` + oneStepMarker + `: the wrapper's one-statement DELETE, whose
-  -- RETURNING list fences every deleted row (fencedsql_fence_<table>): the text the
-  -- client sent calls a fence function.
-  IF TG_OP` + eq + `'DELETE' AND pg_catalog.strpos(pg_catalog.current_query(), ` + pgLiteral(fenceCallNeedle) + `)` + gt + `0 THEN
-    RETURN OLD;
-  END IF;
+  -- condition fences every row it deletes (fencedsql_fence_<table>), fires no DELETE
+  -- trigger for its own rows (guardDeleteWhen); the rows that reach this function are
+  -- another statement's, or rows a trigger deletes under it (a cascade), and are judged
+  -- below like a plain DELETE's.
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   IF ` + accepted + ` THEN
     fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + eq + `1);
@@ -279,7 +284,7 @@ func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 // read on the fast path, no pinned search_path, the one-statement DELETE recognised by
 // its text); GuardInstalledQuery reports an older one as not installed, and its Fix
 // installs this one.
-const guardVersion = "fencedsql guard v3"
+const guardVersion = "fencedsql guard v4"
 
 // floorPlaceholder and floorSeqPlaceholder stand for the floor table's qualified name
 // and the floor sequence's (a string literal, for a regclass cast), schemaPlaceholder
@@ -328,7 +333,8 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 
 // GuardInstalledQuery yields 1 when the three guard triggers exist on table (the row
-// trigger BEFORE INSERT and UPDATE, the row trigger on DELETE, the TRUNCATE trigger),
+// trigger BEFORE INSERT and UPDATE, the row trigger on DELETE with its WHEN clause, the
+// TRUNCATE trigger),
 // fire in every session_replication_role (ENABLE ALWAYS) and call the table's guard
 // function of this version (guardVersion: it reads the floor's copy and accepts the
 // wrapper's one-statement DELETE; an older guard is reported as not installed, and its
@@ -338,7 +344,7 @@ func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string,
 	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A') AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
-  AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9)`,
+  AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9 AND t.tgqual IS NOT NULL)`,
 		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger}
 }
 

@@ -26,13 +26,12 @@ func TestGuardDDLShape(t *testing.T) {
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
-		`-- fencedsql guard v3`,
+		`-- fencedsql guard v4`,
 		`IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' AND (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT') AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::pg_catalog.xid`,
 		`d := ((x OPERATOR(pg_catalog.-) (cur OPERATOR(pg_catalog.%) 4294967296)) OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;`,
 		`ERRCODE = 'FNCD1'`,
-		`IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' AND pg_catalog.strpos(pg_catalog.current_query(), '"fencedsql_fence_') OPERATOR(pg_catalog.>) 0 THEN`,
 		`-- fencedsql one-statement delete v2`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS $fencedsql$`,
 		`SELECT /* fencedsql one-statement delete v2 */ CASE WHEN cur OPERATOR(pg_catalog.=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN 1 ELSE "shop"."fencedsql_fenced_accounts"(cur, tok) END`,
@@ -51,7 +50,7 @@ func TestGuardDDLShape(t *testing.T) {
 		`ERRCODE = 'FNCD2'`,
 		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')), '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END $fencedsql_2$`,
 		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
-		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.strpos(pg_catalog.current_query(), '"fencedsql_fence_') OPERATOR(pg_catalog.=) 0) IS NOT FALSE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.strpos(pg_catalog.current_query(), '"fencedsql_fence_') OPERATOR(pg_catalog.=) 0 OR pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.>) 0) IS NOT FALSE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_delete`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
@@ -83,7 +82,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 11 || args[6] != "%fencedsql one-statement delete v2%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v3%" || args[8] != "fencedsql_floor_sync" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 11 || args[6] != "%fencedsql one-statement delete v2%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v4%" || args[8] != "fencedsql_floor_sync" {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

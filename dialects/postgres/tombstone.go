@@ -63,7 +63,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v3"
+	tombVersion = "fencedsql tombstone guard v4"
 )
 
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
@@ -157,8 +157,10 @@ BEGIN
   IF TG_OP = 'DELETE' THEN
     -- The wrapper's one-statement DELETE marks the token it deletes under a row of an
     -- older token with (see DeleteFence); the two-statement form stamped it on the row.
+    -- The mark is "<token>/<the statement's start time as text>"; everything after
+    -- the first '/' is the time (a DateStyle may write '/' into it).
     mark := pg_catalog.current_setting('` + deleteTokenSetting + `', true);
-    IF pg_catalog.split_part(mark, '/', 2) = pg_catalog.statement_timestamp()::text THEN
+    IF pg_catalog.substr(mark, pg_catalog.strpos(mark, '/') + 1) = pg_catalog.statement_timestamp()::text AND pg_catalog.strpos(mark, '/') > 1 THEN
       marked := pg_catalog.split_part(mark, '/', 1)::bigint;
     END IF;
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(marked, 0))`) + `    RETURN NULL;

@@ -23,6 +23,8 @@ func TestTombstoneDDLShape(t *testing.T) {
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombstone_pairs"() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql$`,
 		`VALUES (OLD."a", OLD."B", GREATEST(COALESCE(OLD."tok", 0), COALESCE(marked, 0)), pg_catalog.now())`,
 		`mark := pg_catalog.current_setting('fencedsql_guard.delete_token', true);`,
+		`IF pg_catalog.substr(mark, pg_catalog.strpos(mark, '/') + 1) = pg_catalog.statement_timestamp()::text AND pg_catalog.strpos(mark, '/') > 1 THEN`,
+		`-- fencedsql tombstone guard v4`,
 		`ON CONFLICT ("a", "B") DO UPDATE`,
 		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token)`,
 		`GREATEST(COALESCE(OLD."tok", 0), COALESCE(NEW."tok", 0))`,

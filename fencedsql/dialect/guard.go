@@ -46,8 +46,14 @@ const TokenSlot = "\x00"
 // unqualified. The fencing itself is check's: it holds with the triggers disabled or
 // removed. In both fragments each TokenSlot stands for the token.
 //
-// mark may be "" when the dialect's triggers need none (the statement is then the
-// caller's DELETE with only the RETURNING list added).
+// check may be "" when mark is itself the fence: a condition, true for every row it
+// accepts, that fails the statement as check would (the statement is then DELETE FROM
+// t WHERE (<condition>) AND <mark>, no RETURNING list). The database evaluates it
+// beside the caller's condition, not after the rows are chosen, and any code the
+// caller's condition runs runs inside the fenced statement; so the wrapper sends that
+// form only when the caller's condition is plain — no subquery, no call but of
+// built-in scalar functions, only built-in operator spellings and casts to built-in
+// types, at most a few hundred tokens — and the two statements otherwise.
 //
 // The wrapper sends the one-statement form only after DeleteFenceQuery, run on the
 // connection, said yes for the table; otherwise, and under ExpectVersion or with the
@@ -65,20 +71,4 @@ type DeleteFencer interface {
 	// rows it returns (go-sql-driver/mysql reports no affected rows for a statement
 	// that returns rows).
 	DeleteFenceExec() bool
-}
-
-// DeleteFenceConditioner is implemented by a DeleteFencer whose fence can also be a
-// condition of the DELETE, for a statement without a RETURNING list:
-//
-//	DELETE FROM t WHERE (<condition>) AND <fence>
-//
-// DeleteFenceCondition returns that condition for table (each TokenSlot stands for the
-// token): true for every row it accepts, it fails the statement as DeleteFence's check
-// does. The database evaluates it beside the caller's condition, not after the rows are
-// chosen, so the wrapper uses it only when the caller's condition is plain — no
-// subquery, no function call — and the dialect's fence is declared more expensive than
-// such a condition's parts (the database evaluates the cheap parts first); otherwise
-// the DeleteFence form.
-type DeleteFenceConditioner interface {
-	DeleteFenceCondition(table TableName, tokenCol string) string
 }

@@ -126,6 +126,27 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, id, 1)
 		wantErr(t, err, fencedsql.ErrFenced)
 	}
+	if s.b.Name == "postgres" {
+		// The same under a DateStyle that writes '/' into the mark's time.
+		dtx, err := e.db.BeginTx(tok(e.ctx, 20), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.ExecContext(tok(e.ctx, 15), ins, 11, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dtx.ExecContext(e.ctx, "SET LOCAL DateStyle = 'SQL, DMY'"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dtx.ExecContext(e.ctx, e.q("DELETE FROM accounts WHERE id = ?"), 11); err != nil {
+			t.Fatal(err)
+		}
+		if err := dtx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 11, 1)
+		wantErr(t, err, fencedsql.ErrFenced)
+	}
 
 	// A newer row among older ones: nothing deleted.
 	if _, err := e.db.ExecContext(tok(e.ctx, 30), e.q("UPDATE accounts SET balance = 0 WHERE id = ?"), 4); err != nil {

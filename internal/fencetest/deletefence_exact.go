@@ -15,7 +15,9 @@ import (
 // conditions — "o.id + 0" keeps it from deriving the row's key from the subquery's;
 // EXISTS; a function call) and whatever plan the database picks
 // (PostgreSQL: index scans and nested loops turned off, so the table is read whole and
-// joined afterwards). The same DELETEs of the newer row fail with ErrFenced.
+// joined afterwards). The same DELETEs of the newer row fail with ErrFenced. And on
+// PostgreSQL nothing deletes under the one statement's cover: neither a foreign key's
+// cascade nor a function in the condition.
 func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
 	f, ok := s.d.(dialect.DeleteFencer)
 	if !ok {
@@ -71,5 +73,28 @@ func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
 	}
 	if n := e.count(); n != 8-len(conds) {
 		t.Fatalf("%d rows left, want %d", n, 8-len(conds))
+	}
+	if s.b.Name != "postgres" {
+		return
+	}
+	// Nothing else deletes under the one statement's cover (PostgreSQL's row guard
+	// accepts the statement by its text). A guarded child table whose rows a foreign
+	// key's ON DELETE CASCADE deletes: the cascade is refused (the child's rows were
+	// not fenced), nothing is deleted. A function in the condition that deletes the
+	// child's row itself: the DELETE is sent as two statements, and the guard refuses
+	// the function's DELETE.
+	g := s.d.(dialect.Guarder)
+	execAll(t, e.ctx, e.raw, append([]string{
+		"CREATE TABLE kids (id bigint PRIMARY KEY, acct bigint REFERENCES accounts (id) ON DELETE CASCADE, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+		"CREATE FUNCTION zap_kid(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN DELETE FROM kids WHERE id = k; RETURN true; END $$",
+	}, g.GuardDDL(dialect.TableName{Name: "kids"}, "fence_token", "version")...))
+	execAll(t, e.ctx, e.raw, []string{"INSERT INTO kids (id, acct, fence_token, version) VALUES (1, 7, 95, 1), (2, NULL, 95, 1)"})
+	_, err := e.db.ExecContext(tok(e.ctx, 50), e.q("DELETE FROM accounts WHERE id = ?"), 7)
+	s.wantGuard(t, err, "ON DELETE CASCADE from the one-statement DELETE")
+	_, err = e.db.ExecContext(tok(e.ctx, 50), e.q("DELETE FROM accounts WHERE id = ? AND zap_kid(2)"), 6)
+	s.wantGuard(t, err, "a function in the condition deleting a guarded row")
+	var kids int
+	if err := e.raw.QueryRowContext(e.ctx, "SELECT count(*) FROM kids").Scan(&kids); err != nil || kids != 2 || e.count() != 8-len(conds) {
+		t.Fatalf("%d kids, %d accounts left (%v): a refused DELETE deleted", kids, e.count(), err)
 	}
 }

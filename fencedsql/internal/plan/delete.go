@@ -149,18 +149,15 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 }
 
 // oneStepDelete builds the one-statement form of a DELETE of g (Plan.One): the
-// caller's DELETE with the dialect's fence as a condition ANDed to its own when that is
-// plain (plainCondition) and the dialect has one, else with the dialect's mark (if it
-// has one) ANDed to its condition and its check as the RETURNING list
-// (dialect.DeleteFencer). j is the sig index after the table and its alias, end the sig
+// caller's DELETE with the dialect's mark (if it has one) ANDed to its condition and
+// its check (if it has one) as the RETURNING list (dialect.DeleteFencer). Without a
+// check the mark is the fence, and the form exists only for a plain condition
+// (plainCondition). j is the sig index after the table and its alias, end the sig
 // index where the DELETE's clauses end (len(sig) or its ';').
 func (p *parser) oneStepDelete(g *Table, nUser int, clauses map[string][2]int, j, end int) *Plan {
 	mark, check := p.rw.deleteFence(g.Schema, g.Name, g.TokenCol)
-	if p.rw.deleteFenceCond != nil {
-		w, ok := clauses["WHERE"]
-		if !ok || p.plainCondition(w[0]+1, w[1]) {
-			mark, check = p.rw.deleteFenceCond(g.Schema, g.Name, g.TokenCol), ""
-		}
+	if w, ok := clauses["WHERE"]; check == "" && ok && !p.plainCondition(w[0]+1, w[1]) {
+		return nil
 	}
 	b := p.newBuilder(nUser)
 	stop := p.endOf(end) // RETURNING goes after the last clause, before a ';' or comment

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -130,24 +131,21 @@ func TestDeleteMarkOthersPass(t *testing.T) {
 	}
 }
 
-// WithDeleteFenceCond gives the planner PostgreSQL's kind of fragments: no mark, the
-// check CHECK(<schema>.<table>, <token column>, ?) and the fence as a condition
-// FENCE(<schema>.<table>, <token column>, ?).
+// WithDeleteFenceCond gives the planner PostgreSQL's kind of fragments: the fence as
+// the mark FENCE(<schema>.<table>, <token column>, ?) and no check.
 func WithDeleteFenceCond() testOption {
 	return func(c *PlannerConfig) {
 		c.DeleteFence = func(schema, name, tokenCol string) (string, string) {
-			return "", "CHECK(" + schema + "." + name + ", " + tokenCol + ", " + tokenSlot + ")"
-		}
-		c.DeleteFenceCond = func(schema, name, tokenCol string) string {
-			return "FENCE(" + schema + "." + name + ", " + tokenCol + ", " + tokenSlot + ")"
+			return "FENCE(" + schema + "." + name + ", " + tokenCol + ", " + tokenSlot + ")", ""
 		}
 	}
 }
 
-// With a fence condition, a DELETE whose condition is plain (or absent) gets it ANDed
-// to its condition and no RETURNING list; any other — a subquery, a call of a function
-// that is not a built-in scalar one — the caller's DELETE as written with the check as
-// its RETURNING list (no mark). The token is bound once.
+// With the fence as the mark (no check), a DELETE whose condition is plain (or absent)
+// gets it ANDed to its condition and no RETURNING list, the token bound once; any
+// other has no one-statement form (the two statements): a subquery, a call of a
+// function that is not a built-in scalar one, an operator not of a built-in spelling,
+// a cast to a type not built in, a condition too long.
 func TestDeleteOneStatementForms(t *testing.T) {
 	cases := []struct {
 		d    testDialect
@@ -163,21 +161,8 @@ func TestDeleteOneStatementForms(t *testing.T) {
 			"DELETE FROM ONLY public.accounts AS a WHERE (a.id = $2 OR a.note = $1) AND FENCE(public.accounts, fence_token, $3);  -- done", refs(0, 1, TOK)},
 		{pgTest, "delete from accounts where id IN ($1, $2) AND NOT (lower(note) LIKE $3) /* c */",
 			"delete from accounts where (id IN ($1, $2) AND NOT (lower(note) LIKE $3)) AND FENCE(.accounts, fence_token, $4) /* c */", refs(0, 1, 2, TOK)},
-		{pgTest, "DELETE FROM accounts WHERE id = ANY($1) AND balance::numeric(10, 2) > 0",
-			"DELETE FROM accounts WHERE (id = ANY($1) AND balance::numeric(10, 2) > 0) AND FENCE(.accounts, fence_token, $2)", refs(0, TOK)},
-		// Not plain: the RETURNING form.
-		{pgTest, "DELETE FROM accounts WHERE id IN (SELECT id FROM other WHERE x = $1)",
-			"DELETE FROM accounts WHERE id IN (SELECT id FROM other WHERE x = $1) RETURNING CHECK(.accounts, fence_token, $2)", refs(0, TOK)},
-		{pgTest, "DELETE FROM accounts WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = accounts.id)",
-			"DELETE FROM accounts WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = accounts.id) RETURNING CHECK(.accounts, fence_token, $1)", refs(TOK)},
-		{pgTest, "DELETE FROM accounts WHERE id = $1 AND my_check(note)",
-			"DELETE FROM accounts WHERE id = $1 AND my_check(note) RETURNING CHECK(.accounts, fence_token, $2)", refs(0, TOK)},
-		{pgTest, `DELETE FROM accounts WHERE id = $1 AND "lower"(note) = 'x'`,
-			`DELETE FROM accounts WHERE id = $1 AND "lower"(note) = 'x' RETURNING CHECK(.accounts, fence_token, $2)`, refs(0, TOK)},
-		{pgTest, "DELETE FROM accounts WHERE id IN (VALUES ($1), ($2))",
-			"DELETE FROM accounts WHERE id IN (VALUES ($1), ($2)) RETURNING CHECK(.accounts, fence_token, $3)", refs(0, 1, TOK)},
-		{pgTest, "DELETE FROM accounts WHERE id = $1 AND x OPERATOR(public.===) $2",
-			"DELETE FROM accounts WHERE id = $1 AND x OPERATOR(public.===) $2 RETURNING CHECK(.accounts, fence_token, $3)", refs(0, 1, TOK)},
+		{pgTest, "DELETE FROM accounts WHERE id = ANY($1::bigint[]) AND balance::numeric(10, 2) > -1 AND note IS NOT NULL",
+			"DELETE FROM accounts WHERE (id = ANY($1::bigint[]) AND balance::numeric(10, 2) > -1 AND note IS NOT NULL) AND FENCE(.accounts, fence_token, $2)", refs(0, TOK)},
 	}
 	for _, c := range cases {
 		p, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFenceCond()).Rewrite(c.in, false)
@@ -189,6 +174,49 @@ func TestDeleteOneStatementForms(t *testing.T) {
 		}
 		if p.One.SQL != c.want || !slices.Equal(p.One.Args, c.args) {
 			t.Errorf("%s:\n one  %q %v\n want %q %v", c.in, p.One.SQL, p.One.Args, c.want, c.args)
+		}
+	}
+	long := "DELETE FROM accounts WHERE id = $1" + strings.Repeat(" OR id = 7", 70)
+	for _, in := range []string{
+		"DELETE FROM accounts WHERE id IN (SELECT id FROM other WHERE x = $1)",
+		"DELETE FROM accounts WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = accounts.id)",
+		"DELETE FROM accounts WHERE id IN (VALUES ($1), ($2))",
+		"DELETE FROM accounts WHERE id = $1 AND my_check(note)",
+		`DELETE FROM accounts WHERE id = $1 AND "lower"(note) = 'x'`,
+		"DELETE FROM accounts WHERE id === $1",
+		"DELETE FROM accounts WHERE id =< $1",
+		"DELETE FROM accounts WHERE id @> $1",
+		"DELETE FROM accounts WHERE x OPERATOR(pg_catalog.=) $1",
+		"DELETE FROM accounts WHERE note::mytype = $1",
+		"DELETE FROM accounts WHERE CAST(note AS mytype) = $1",
+		"DELETE FROM accounts WHERE note::public.text = $1",
+		long,
+	} {
+		p, err := newTestRewriter(t, pgTest, Guard("accounts"), WithDeleteFenceCond()).Rewrite(in, false)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if p.One != nil {
+			t.Errorf("%s: one-statement form %q, want the two statements", in, p.One.SQL)
+		}
+	}
+}
+
+// A text whose parentheses do not balance is malformed: refused before any rewrite
+// could wrap a part of it into a valid statement of another meaning.
+func TestUnbalancedParenthesesRefused(t *testing.T) {
+	for _, in := range []string{
+		"DELETE FROM accounts WHERE id = $1) OR (true",
+		"DELETE FROM accounts WHERE (id = $1",
+		"UPDATE accounts SET balance = 1 WHERE id = $1) OR (true",
+		"SELECT * FROM accounts WHERE id = $1) OR (true FOR UPDATE",
+		"INSERT INTO accounts (id) VALUES ($1))",
+	} {
+		for _, d := range []testDialect{pgTest, mysqlTest} {
+			_, err := newTestRewriter(t, d, Guard("accounts"), WithDeleteFence()).Rewrite(in, false)
+			if !isRefusal(err) {
+				t.Errorf("%s: %s: err = %v, want a refusal", d.name, in, err)
+			}
 		}
 	}
 }

@@ -301,3 +301,23 @@ func (p *parser) matching(i int) int {
 	}
 	return -1
 }
+
+// balancedParens reports whether the statement's parentheses balance: every ")"
+// closes a "(" before it, and none is left open. The planner wraps a caller's
+// condition in parentheses ("(<condition>) AND …"): in a text such as
+// "WHERE id = 1) OR (true" that would put the caller's OR outside them.
+func (p *parser) balancedParens() bool {
+	depth := 0
+	for i := range p.sig {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+			if depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}

@@ -25,9 +25,8 @@ type Planner struct {
 	stringIdents bool
 	// allowDDL, allowDynamic: WithDDL, WithDynamicSQL.
 	allowDDL, allowDynamic bool
-	// deleteFence, deleteFenceCond: PlannerConfig.DeleteFence, DeleteFenceCond.
-	deleteFence     func(schema, name, tokenCol string) (mark, check string)
-	deleteFenceCond func(schema, name, tokenCol string) string
+	// deleteFence: PlannerConfig.DeleteFence.
+	deleteFence func(schema, name, tokenCol string) (mark, check string)
 	// maxIdent: the server truncates identifiers to this many bytes (PostgreSQL: 63,
 	// NAMEDATALEN-1); 0: no truncation.
 	maxIdent int
@@ -82,10 +81,6 @@ type PlannerConfig struct {
 	// DeleteFence (dialect.DeleteFencer's DeleteFence, or nil) gives the fragments of a
 	// DELETE's one-statement form (Plan.One); schema is "" for an unqualified reference.
 	DeleteFence func(schema, name, tokenCol string) (mark, check string)
-	// DeleteFenceCond (dialect.DeleteFenceConditioner's DeleteFenceCondition, or nil)
-	// gives the fence as a condition, for a DELETE whose condition is plain
-	// (plainCondition).
-	DeleteFenceCond func(schema, name, tokenCol string) string
 }
 
 // TableSpec names one guarded table: Schema "" when configured unqualified, Name as
@@ -101,7 +96,7 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 		strict:         cfg.Strict, guards: map[string][]*Table{},
 		stringIdents: cfg.Syntax == sqllex.SQLite,
 		allowDDL:     cfg.AllowDDL, allowDynamic: cfg.AllowDynamic,
-		deleteFence: cfg.DeleteFence, deleteFenceCond: cfg.DeleteFenceCond,
+		deleteFence: cfg.DeleteFence,
 	}
 	switch cfg.Syntax {
 	case sqllex.Postgres:

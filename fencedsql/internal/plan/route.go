@@ -51,6 +51,11 @@ func (p *parser) plan(versioned bool) (*Plan, error) {
 		}
 		return p.pass(), nil
 	}
+	// Malformed: parentheses that do not balance (the database would refuse the text;
+	// the rewrite must not make it valid with another meaning).
+	if !p.balancedParens() {
+		return nil, unsupported(p.firstGuard(), "malformed SQL: unbalanced parentheses")
+	}
 	// MySQL executable comments (/*! … */) run their content: a write or a guarded
 	// table inside one cannot be analysed, whatever surrounds it.
 	if err := p.checkExecComments(); err != nil {
