@@ -51,9 +51,10 @@ func (p *parser) plan(versioned bool) (*Plan, error) {
 		}
 		return p.pass(), nil
 	}
-	// Malformed: parentheses that do not balance (the database would refuse the text;
-	// the rewrite must not make it valid with another meaning).
-	if !p.balancedParens() {
+	// Malformed: parentheses that do not balance in a statement naming a guarded table
+	// (the database would refuse the text; the rewrite must not make it valid with
+	// another meaning).
+	if !p.balancedParens() && p.mentionsGuard() {
 		return nil, unsupported(p.firstGuard(), "malformed SQL: unbalanced parentheses")
 	}
 	// MySQL executable comments (/*! … */) run their content: a write or a guarded
