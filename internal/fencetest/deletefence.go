@@ -34,20 +34,8 @@ import (
 //     transaction the DELETE is sent again as two statements and deletes; in a
 //     caller's transaction it fails (nothing deleted) and the next runs as two.
 func (s *guardSuite) testDeleteFence(t *testing.T) {
-	f, ok := s.d.(dialect.DeleteFencer)
-	if !ok {
-		t.Skipf("dialect %s has no one-statement DELETE", s.d.Name())
-	}
-	e := setup(t, s.b)
-	e.seed(5, 1, 2, 3, 4, 5, 6, 7, 8)
+	e := s.oneStatementEnv(t)
 	spec := schema.GuardSpec{Table: "accounts"}
-	s.applyFix(e, s.check(e, spec)[0].Fix)
-	if !s.deleteFenceReady(e, f) {
-		if s.b.MySQL && !s.isMariaDB(e) {
-			t.Skip("MySQL has no DELETE … RETURNING: the two-statement form stays (DeleteFenceQuery says no)")
-		}
-		t.Fatal("DeleteFenceQuery says no after schema.Check's Fix")
-	}
 	del := e.q("DELETE FROM accounts WHERE id = ?")
 
 	// One statement, in a caller's transaction: no row updated.
@@ -258,6 +246,26 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 	if _, err := fresh.ExecContext(tok(e.ctx, 42), del, 8); err != nil || e.count() != 2 {
 		t.Fatalf("DELETE after the guard was removed: %v, %d rows left, want 2", err, e.count())
 	}
+}
+
+// oneStatementEnv is a fresh database whose accounts (ids 1–8, token 5) have the
+// documented set-up (schema.Check's Fix) and the one-statement DELETE; the test is
+// skipped for a dialect without one (MySQL proper: no DELETE … RETURNING).
+func (s *guardSuite) oneStatementEnv(t *testing.T) *env {
+	f, ok := s.d.(dialect.DeleteFencer)
+	if !ok {
+		t.Skipf("dialect %s has no one-statement DELETE", s.d.Name())
+	}
+	e := setup(t, s.b)
+	e.seed(5, 1, 2, 3, 4, 5, 6, 7, 8)
+	s.applyFix(e, s.check(e, schema.GuardSpec{Table: "accounts"})[0].Fix)
+	if !s.deleteFenceReady(e, f) {
+		if s.b.MySQL && !s.isMariaDB(e) {
+			t.Skip("MySQL has no DELETE … RETURNING: the two-statement form stays (DeleteFenceQuery says no)")
+		}
+		t.Fatal("DeleteFenceQuery says no after schema.Check's Fix")
+	}
+	return e
 }
 
 // deleteFenceReady runs DeleteFenceQuery on the plain pool.

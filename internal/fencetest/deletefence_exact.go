@@ -5,7 +5,6 @@ import (
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
-	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
 // testDeleteFenceExact holds the one-statement DELETE's fence to the rows the DELETE
@@ -19,20 +18,8 @@ import (
 // PostgreSQL nothing deletes under the one statement's cover: neither a foreign key's
 // cascade nor a function in the condition.
 func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
-	f, ok := s.d.(dialect.DeleteFencer)
-	if !ok {
-		t.Skipf("dialect %s has no one-statement DELETE", s.d.Name())
-	}
-	e := setup(t, s.b)
-	e.seed(5, 1, 2, 3, 4, 5, 6, 7, 8)
+	e := s.oneStatementEnv(t)
 	execAll(t, e.ctx, e.raw, []string{"CREATE TABLE other (id INT PRIMARY KEY)", "INSERT INTO other (id) VALUES (1), (2), (3), (4), (5), (6), (7), (8)"})
-	s.applyFix(e, s.check(e, schema.GuardSpec{Table: "accounts"})[0].Fix)
-	if !s.deleteFenceReady(e, f) {
-		if s.b.MySQL && !s.isMariaDB(e) {
-			t.Skip("MySQL has no DELETE … RETURNING: the two-statement form stays (DeleteFenceQuery says no)")
-		}
-		t.Fatal("DeleteFenceQuery says no after schema.Check's Fix")
-	}
 	if _, err := e.db.ExecContext(tok(e.ctx, 90), e.q("UPDATE accounts SET balance = 1 WHERE id = ?"), 8); err != nil {
 		t.Fatal(err)
 	}
