@@ -7,14 +7,17 @@ import (
 // The one-statement fenced DELETE (dialect.DeleteFencer). With the guard installed,
 // the wrapper sends a fenced DELETE whose condition is plain (no subquery, no call but
 // of built-in scalar functions, built-in operators and casts only: the planner's
-// plainCondition) as the caller's DELETE with one more condition, and any other as the
-// fencing UPDATE and the DELETE:
+// plainCondition) as the caller's DELETE with two more conditions, and any other as
+// the fencing UPDATE and the DELETE:
 //
-//	DELETE FROM t WHERE (<condition>) AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
+//	DELETE FROM t WHERE (<condition>)
+//	  AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
+//	  AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token',
+//	         pg_catalog.concat($n::pg_catalog.int8, '/', '<table>'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL
 //
 // One round trip, and nothing else in the statement.
 //
-//   - The fence is that call. fencedsql_fence_<table>(cur, tok) is a SQL function
+//   - The fence is the first call. fencedsql_fence_<table>(cur, tok) is a SQL function
 //     PostgreSQL inlines into the statement: an expression that is 1 when the row was
 //     written under tok and tok is at or above the floor's copy (FloorSQLState), and
 //     otherwise calls fencedsql_fenced_<table>(cur, tok), which raises
@@ -27,13 +30,28 @@ import (
 //     trigger function and dropped by UnguardDDL; they name every operator, function and
 //     relation with its schema instead of pinning search_path (a pinned search_path
 //     would also stop the inlining).
+//   - The mark is the second: an uncorrelated subquery, so PostgreSQL runs it once per
+//     statement (an InitPlan, before the first row is deleted), that sets the
+//     transaction-local setting deleteTokenSetting to "<token>/<table's oid>/<the
+//     statement's start time>". The row guard's DELETE trigger (fencedsql_guard_delete,
+//     AFTER DELETE) fires unless that mark is this statement's, names the trigger's
+//     table (a regclass constant in the trigger's WHEN clause, which partitions inherit)
+//     and carries a token at or above the deleted row's (guardDeleteWhen): so the
+//     wrapper's rows pay no trigger call, and any other row deleted inside the
+//     statement — by a cascade, by a user's trigger, by a function or operator the
+//     condition resolves to user code — is judged by the same rule as the fence: a row
+//     of another table, or of a newer token, reaches the guard function and is refused
+//     unless this transaction fenced it first. A plain DELETE in a later statement of
+//     the same transaction finds a mark of another start time. The tombstone trigger
+//     records the greater of the row's token and the mark's, as it records the token
+//     the fencing UPDATE stamped in the two-statement form (a DateStyle that writes '/'
+//     into the time changes nothing: the time is everything after the second '/').
 //   - Why a condition and only under a plain one: a RETURNING list would be evaluated
 //     for exactly the rows deleted, but costs the statement its result rows (about 8 µs
 //     on loopback), and a condition is exact only where it judges only the rows
 //     deleted: a subquery can become a semi-join below which the table's own
-//     conditions are pushed (the fence would judge every row of the table), and a
-//     function or a user's operator in the condition runs inside the statement whose
-//     text the row guard accepts (it could delete rows of a guarded table unfenced).
+//     conditions are pushed (the fence would judge every row of the table and refuse
+//     the DELETE for a row it does not delete).
 //   - Order: PostgreSQL evaluates the parts of a WHERE condition cheapest first, by
 //     their declared cost. fencedsql_fenced_<table> is declared COST 1000, so the fence
 //     comes after every part of a plain condition (built-in operators and functions
@@ -41,50 +59,31 @@ import (
 //     would be evaluated after the fence: a row that the rest of the condition selects
 //     and that operator does not, carrying a newer token, would then fail the DELETE
 //     with ErrFenced, nothing deleted — a refusal, never a write).
-//   - The row guard accepts a DELETE whose statement text calls a fence function, for
-//     the statement's own rows: its DELETE trigger (AFTER DELETE,
-//     fencedsql_guard_delete) fires only WHEN the text the client sent (current_query())
-//     does not hold fenceCallNeedle or the row is deleted by a trigger (a foreign key's
-//     ON DELETE CASCADE, a user's trigger: pg_trigger_depth() > 0), so the wrapper's
-//     DELETE pays no trigger call; a plain DELETE, and a cascade from the wrapper's,
-//     are refused. Through the wrapper no other statement can carry that text: on a pool
-//     with guarded tables the planner refuses any statement whose text holds the fence
-//     functions' prefix, in a comment or a string as much as in a name.
-//   - The mark tells the tombstone trigger (AFTER DELETE) which token the statement
-//     deleted under: fencedsql_fenced_<table> sets it, transaction-local, to the token,
-//     a '/' and the statement's start time as text (a mark left by an earlier statement
-//     of the same transaction is ignored; the tombstone compares everything after the
-//     first '/', so a DateStyle that writes '/' into the time changes nothing), for a
-//     row an older token wrote. A row that carries the
-//     statement's own token needs none: the tombstone records the row's token, which
-//     is the deleter's. The tombstone records the greater of the two, as it records
-//     the token the fencing UPDATE stamped in the two-statement form.
 //   - DeleteFenceQuery says yes when both functions exist in this version in the
 //     table's schema, the session's role may call them, the row guard is of the
-//     version that reads the statement's text and the tombstone function (if any) of
-//     the one that reads this mark; otherwise the wrapper sends the two statements.
+//     version whose DELETE trigger reads this mark and the tombstone function (if any)
+//     of the one that reads it; otherwise the wrapper sends the two statements.
 //
 // Like the rest of the guard, this is a protocol, not a secret: a client outside the
-// wrapper whose DELETE text calls a fence function (or only mentions one, in a comment)
-// can DELETE past the row guard; it still cannot resurrect a key under an older token
-// (the tombstone records at least the row's token).
+// wrapper that sets the mark itself can DELETE past the row guard (rows at or below
+// the token it claims); it still cannot resurrect a key under an older token (the
+// tombstone records at least the row's token). Through the wrapper no statement can:
+// the planner refuses set_config of a name with the reserved prefix.
 const (
-	// oneStepMarker is in the body of the guard function (it accepts a DELETE whose
-	// text calls a fence function) and of the two fence functions of this version of
-	// the one-statement DELETE.
-	oneStepMarker = "fencedsql one-statement delete v2"
+	// oneStepMarker is in the body of the guard function (its DELETE trigger reads
+	// the mark) and of the two fence functions of this version of the one-statement
+	// DELETE.
+	oneStepMarker = "fencedsql one-statement delete v3"
 	// markMarker is in the body of every function that reads the mark as this version
-	// writes it: the tombstone function. (Older versions marked their guard, fence and
-	// tombstone functions "fencedsql one-statement delete v1": an older wrapper, seeing
-	// functions of this version without it, sends the two statements.)
-	markMarker = "fencedsql delete mark v2"
+	// writes it: the tombstone function. (Older versions marked their functions
+	// "fencedsql one-statement delete v1"/"v2" and "fencedsql delete mark v2", and
+	// their row guard accepted a DELETE by its text: an older wrapper, seeing functions
+	// of this version without its marker, sends the two statements.)
+	markMarker = "fencedsql delete mark v3"
 	// deleteTokenSetting is the transaction-local setting that carries the mark.
 	deleteTokenSetting = "fencedsql_guard.delete_token"
-	// fencePrefix starts the name of every fence function the statement calls, and
-	// fenceCallNeedle, that name quoted as DeleteFence writes it, is what the row guard
-	// looks for in the statement's text.
-	fencePrefix     = "fencedsql_fence_"
-	fenceCallNeedle = `"` + fencePrefix
+	// fencePrefix starts the name of every fence function the statement calls.
+	fencePrefix = "fencedsql_fence_"
 	// fencedPrefix starts the name of the function the fence calls when its fast
 	// path does not accept (a different prefix: no table's fence function shares it).
 	fencedPrefix = "fencedsql_fenced_"
@@ -120,9 +119,6 @@ func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []st
 		slow = schemaPlaceholder + "." + d.QuoteIdent(fenced.Name)
 	}
 	name := pgLiteral(table.String())
-	// mark tells the tombstone trigger (AFTER DELETE, fired after the row's fence)
-	// that the statement deleted a row an older token wrote under tok.
-	mark := "PERFORM pg_catalog.set_config('" + deleteTokenSetting + "', pg_catalog.concat(tok, '/', pg_catalog.statement_timestamp()), true)"
 	body := `
 -- ` + oneStepMarker + `
 DECLARE
@@ -132,7 +128,6 @@ BEGIN
   -- the floor's copy or the copy unreadable). First the row of an older token, at or
   -- above the copy, in one expression.
   IF cur` + op("<") + `tok AND tok` + op(">=") + floorCopy + ` THEN
-    ` + mark + `;
     RETURN 1;
   END IF;
   IF cur IS NULL OR cur` + op(">") + `tok THEN
@@ -146,9 +141,6 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = '` + FloorSQLState + `', TABLE = ` + pgLiteral(table.Name) + `,
       MESSAGE = pg_catalog.format('fencedsql: token floor on %s: token %s is below the floor %s', ` + name + `, tok, fl),
       HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor';
-  END IF;
-  IF cur` + op("<") + `tok THEN
-    ` + mark + `;
   END IF;
   RETURN 1;
 END
@@ -165,10 +157,18 @@ SELECT /* ` + oneStepMarker + ` */ CASE WHEN cur` + op("=") + `tok AND tok` + op
 	return []string{slowDDL, fastDDL}
 }
 
-// DeleteFence returns the one-statement DELETE's fence as its mark, a condition ANDed
-// to the caller's plain one, and no check.
+// DeleteFence returns the one-statement DELETE's fence and mark as one condition
+// ANDed to the caller's plain one, and no check.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
-	return fenceCall(d, table, tokenCol) + " IS NOT NULL", ""
+	return fenceCall(d, table, tokenCol) + " IS NOT NULL AND (SELECT pg_catalog.set_config('" + deleteTokenSetting + "', pg_catalog.concat(" +
+		dialect.TokenSlot + "::pg_catalog.int8, '/', " + tableOID(d, table) + ", '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL", ""
+}
+
+// tableOID is table's oid as a constant of the statement or the trigger condition it
+// is written in (a regclass literal: resolved when that text is parsed, stored as the
+// oid, so a trigger's condition follows a rename and survives a dump and restore).
+func tableOID(d dialectImpl, table dialect.TableName) string {
+	return pgLiteral(fold(table).Quote(d.QuoteIdent)) + "::pg_catalog.regclass::pg_catalog.oid"
 }
 
 // fenceCall is the call of table's fence function on a row's token column and the

@@ -90,17 +90,20 @@ const (
 	maxIdentLen          = 63 // NAMEDATALEN-1
 )
 
-// guardDeleteWhen is the WHEN clause of the guard's DELETE trigger (with a trailing
-// space): it fires unless the text the client sent calls a fence function (the
-// wrapper's one-statement DELETE, see DeleteFence) and the row is the statement's own
-// (not deleted by a trigger: a cascade, a user's trigger), and when that text is
-// unknown (NULL: a logical replication apply worker). PostgreSQL evaluates it when the
-// row is deleted (pg_trigger_depth() is then the depth of the deleting statement; a
-// cascade's rows are deleted inside the foreign key's trigger, their events fired
-// later at the outer statement's level): the trigger function cannot tell the two
-// apart, so the WHEN clause alone lets the wrapper's rows through.
-const guardDeleteWhen = "WHEN ((pg_catalog.strpos(pg_catalog.current_query(), '" + fenceCallNeedle + "') OPERATOR(pg_catalog.=) 0" +
-	" OR pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.>) 0) IS NOT FALSE) "
+// guardDeleteWhen is the WHEN clause of the guard's DELETE trigger on table (or on a
+// descendant of it, whose rows a DELETE of table deletes), with a trailing space: it
+// fires unless the mark the wrapper's one-statement DELETE sets (see DeleteFence) is
+// this statement's, names table and carries a token at or above the deleted row's —
+// the row the fence accepted, or one deleted inside that statement by a cascade, a
+// trigger or user code that the same token may delete. Any other deletion, and every
+// deletion of a row whose token is NULL, reaches the guard function. The time is
+// compared first: a mark of another statement (or an empty one: a setting once set
+// reads as an empty string after its transaction) never reaches the token's cast.
+func guardDeleteWhen(d dialectImpl, table dialect.TableName, tokenCol string) string {
+	m := "pg_catalog.current_setting('" + deleteTokenSetting + "', true)"
+	return "WHEN ((pg_catalog.substr(" + m + ", pg_catalog.strpos(" + m + ", '/') + 1) OPERATOR(pg_catalog.=) pg_catalog.concat(" + tableOID(d, table) +
+		", '/', pg_catalog.statement_timestamp()) AND OLD." + d.QuoteIdent(tokenCol) + op("<=") + "pg_catalog.split_part(" + m + ", '/', 1)::pg_catalog.int8) IS NOT TRUE) "
+}
 
 // IsGuardError reports whether err is a refusal by the database-side guard.
 func IsGuardError(err error) bool {
@@ -209,10 +212,11 @@ BEGIN
     RETURN NEW;
   END IF;
   -- ` + oneStepMarker + `: the wrapper's one-statement DELETE, whose
-  -- condition fences every row it deletes (fencedsql_fence_<table>), fires no DELETE
-  -- trigger for its own rows (guardDeleteWhen); the rows that reach this function are
-  -- another statement's, or rows a trigger deletes under it (a cascade), and are judged
-  -- below like a plain DELETE's.
+  -- condition fences every row it deletes (fencedsql_fence_<table>) and marks the
+  -- token it deletes under, fires no DELETE trigger for rows at or below that token
+  -- (guardDeleteWhen); the rows that reach this function are another statement's, or
+  -- rows of a newer token (or NULL) deleted inside it, and are judged below like a
+  -- plain DELETE's.
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   IF ` + accepted + ` THEN
     fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + eq + `1);
@@ -269,7 +273,7 @@ END
 		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
 		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTrigger,
 		"DROP TRIGGER IF EXISTS "+guardDeleteTrigger+" ON "+tbl,
-		"CREATE TRIGGER "+guardDeleteTrigger+" AFTER DELETE ON "+tbl+" FOR EACH ROW "+guardDeleteWhen+"EXECUTE FUNCTION "+fn+"()",
+		"CREATE TRIGGER "+guardDeleteTrigger+" AFTER DELETE ON "+tbl+" FOR EACH ROW "+guardDeleteWhen(d, table, tokenCol)+"EXECUTE FUNCTION "+fn+"()",
 		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardDeleteTrigger,
 		"DROP TRIGGER IF EXISTS "+guardTruncateTrigger+" ON "+tbl,
 		"CREATE TRIGGER "+guardTruncateTrigger+" BEFORE TRUNCATE ON "+tbl+" FOR EACH STATEMENT EXECUTE FUNCTION "+fn+"()",
@@ -282,9 +286,9 @@ func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 
 // guardVersion marks the body of this version of the guard function (the floor's copy
 // read on the fast path, no pinned search_path, the one-statement DELETE recognised by
-// its text); GuardInstalledQuery reports an older one as not installed, and its Fix
+// its mark); GuardInstalledQuery reports an older one as not installed, and its Fix
 // installs this one.
-const guardVersion = "fencedsql guard v4"
+const guardVersion = "fencedsql guard v5"
 
 // floorPlaceholder and floorSeqPlaceholder stand for the floor table's qualified name
 // and the floor sequence's (a string literal, for a regclass cast), schemaPlaceholder
@@ -333,8 +337,8 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 
 // GuardInstalledQuery yields 1 when the three guard triggers exist on table (the row
-// trigger BEFORE INSERT and UPDATE, the row trigger on DELETE with its WHEN clause, the
-// TRUNCATE trigger),
+// trigger BEFORE INSERT and UPDATE, the row trigger on DELETE with its WHEN clause
+// reading the one-statement DELETE's mark, the TRUNCATE trigger),
 // fire in every session_replication_role (ENABLE ALWAYS) and call the table's guard
 // function of this version (guardVersion: it reads the floor's copy and accepts the
 // wrapper's one-statement DELETE; an older guard is reported as not installed, and its
@@ -344,8 +348,8 @@ func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string,
 	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A') AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
-  AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9 AND t.tgqual IS NOT NULL)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger}
+  AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteTokenSetting + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -26,18 +26,17 @@ func TestGuardDDLShape(t *testing.T) {
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
-		`-- fencedsql guard v4`,
+		`-- fencedsql guard v5`,
 		`IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' AND (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT') AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::pg_catalog.xid`,
 		`d := ((x OPERATOR(pg_catalog.-) (cur OPERATOR(pg_catalog.%) 4294967296)) OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;`,
 		`ERRCODE = 'FNCD1'`,
-		`-- fencedsql one-statement delete v2`,
+		`-- fencedsql one-statement delete v3`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS $fencedsql$`,
-		`SELECT /* fencedsql one-statement delete v2 */ CASE WHEN cur OPERATOR(pg_catalog.=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN 1 ELSE "shop"."fencedsql_fenced_accounts"(cur, tok) END`,
+		`SELECT /* fencedsql one-statement delete v3 */ CASE WHEN cur OPERATOR(pg_catalog.=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN 1 ELSE "shop"."fencedsql_fenced_accounts"(cur, tok) END`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fenced_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST 1000 AS`,
 		`IF cur OPERATOR(pg_catalog.<) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
-		`PERFORM pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(tok, '/', pg_catalog.statement_timestamp()), true);`,
 		`IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN`,
 		`RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = 'fence"token'`,
 		`fl := (SELECT f.floor FROM @fencedsql_floor_table@ f WHERE f.id OPERATOR(pg_catalog.=) 1);`,
@@ -50,7 +49,7 @@ func TestGuardDDLShape(t *testing.T) {
 		`ERRCODE = 'FNCD2'`,
 		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')), '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END $fencedsql_2$`,
 		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
-		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.strpos(pg_catalog.current_query(), '"fencedsql_fence_') OPERATOR(pg_catalog.=) 0 OR pg_catalog.pg_trigger_depth() OPERATOR(pg_catalog.>) 0) IS NOT FALSE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.substr(pg_catalog.current_setting('fencedsql_guard.delete_token', true), pg_catalog.strpos(pg_catalog.current_setting('fencedsql_guard.delete_token', true), '/') + 1) OPERATOR(pg_catalog.=) pg_catalog.concat('"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()) AND OLD."fence""token" OPERATOR(pg_catalog.<=) pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_token', true), '/', 1)::pg_catalog.int8) IS NOT TRUE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_delete`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
@@ -82,7 +81,25 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 11 || args[6] != "%fencedsql one-statement delete v2%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v4%" || args[8] != "fencedsql_floor_sync" {
+	if !strings.Contains(q, "pg_trigger") || len(args) != 12 || args[6] != "%fencedsql one-statement delete v3%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v5%" || args[8] != "fencedsql_floor_sync" ||
+		args[11] != "%fencedsql_guard.delete_token%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
+	}
+}
+
+// The one-statement DELETE's fragment: the fence function's call on the row's token
+// column and the token, then the mark, set once per statement by an uncorrelated
+// subquery (the token, the table as a regclass constant, the statement's start time);
+// the token is a placeholder both times, never text.
+func TestDeleteFenceFragment(t *testing.T) {
+	f := postgres.Dialect.(dialect.DeleteFencer)
+	mark, check := f.DeleteFence(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`)
+	want := `"shop"."fencedsql_fence_accounts"("fence""token", ` + dialect.TokenSlot + `) IS NOT NULL AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(` +
+		dialect.TokenSlot + `::pg_catalog.int8, '/', '"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL`
+	if mark != want || check != "" {
+		t.Errorf("DeleteFence = %q, %q\nwant %q, \"\"", mark, check, want)
+	}
+	if mark, _ := f.DeleteFence(dialect.TableName{Name: "it's"}, "tok"); !strings.Contains(mark, `'"it''s"'::pg_catalog.regclass`) {
+		t.Errorf("a quote in the table's name is not doubled in the literal: %q", mark)
 	}
 }

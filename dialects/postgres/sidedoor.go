@@ -161,7 +161,7 @@ ORDER BY 1, 2, w.ord`,
 				}
 				missing = append(missing, w.trg)
 				fix = append(fix, "DROP TRIGGER IF EXISTS "+w.trg+" ON "+tbl,
-					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+triggerWhen(w.trg, keyNames(t.PrimaryKey), d.QuoteIdent)+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
+					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+d.triggerWhen(w.trg, t.Table, t.TokenColumn, keyNames(t.PrimaryKey))+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
 					"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+w.trg)
 			}
 		}

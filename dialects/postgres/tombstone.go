@@ -63,7 +63,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v4"
+	tombVersion = "fencedsql tombstone guard v5"
 )
 
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
@@ -152,15 +152,19 @@ DECLARE
   newer bigint;
   seen bigint;
   mark text;
+  rest text;
   marked bigint;
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    -- The wrapper's one-statement DELETE marks the token it deletes under a row of an
-    -- older token with (see DeleteFence); the two-statement form stamped it on the row.
-    -- The mark is "<token>/<the statement's start time as text>"; everything after
-    -- the first '/' is the time (a DateStyle may write '/' into it).
+    -- The wrapper's one-statement DELETE marks the token it deletes under (see
+    -- DeleteFence); the two-statement form stamped it on the row. The mark is
+    -- "<token>/<table's oid>/<the statement's start time as text>"; everything after
+    -- the second '/' is the time (a DateStyle may write '/' into it). The table is not
+    -- compared: a mark of this statement names the table it deletes from, and its
+    -- token only ever raises what is recorded.
     mark := pg_catalog.current_setting('` + deleteTokenSetting + `', true);
-    IF pg_catalog.substr(mark, pg_catalog.strpos(mark, '/') + 1) = pg_catalog.statement_timestamp()::text AND pg_catalog.strpos(mark, '/') > 1 THEN
+    rest := pg_catalog.substr(mark, pg_catalog.strpos(mark, '/') + 1);
+    IF pg_catalog.substr(rest, pg_catalog.strpos(rest, '/') + 1) = pg_catalog.statement_timestamp()::text AND pg_catalog.strpos(mark, '/') > 1 AND pg_catalog.strpos(rest, '/') > 1 THEN
       marked := pg_catalog.split_part(mark, '/', 1)::bigint;
     END IF;
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(marked, 0))`) + `    RETURN NULL;
@@ -188,7 +192,7 @@ END
 	trigger := func(name, when string) []string {
 		return []string{
 			"DROP TRIGGER IF EXISTS " + name + " ON " + tbl,
-			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + triggerWhen(name, key, d.QuoteIdent) + "EXECUTE FUNCTION " + fn + "()",
+			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + d.triggerWhen(name, table, tokenCol, key) + "EXECUTE FUNCTION " + fn + "()",
 			"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + name,
 		}
 	}
@@ -203,14 +207,16 @@ END
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
 }
 
-// triggerWhen is the WHEN clause of a guard or tombstone trigger, with a trailing
-// space: the guard's DELETE trigger fires unless the statement calls a fence function
+// triggerWhen is the WHEN clause of a guard or tombstone trigger of table (on table
+// or a descendant of it), with a trailing space: the guard's DELETE trigger fires
+// unless the wrapper's one-statement DELETE of table marked the row's deletion
 // (guardDeleteWhen), the tombstone's rekey trigger only when the key changed, the
 // others always ("").
-func triggerWhen(trigger string, key []dialect.KeyColumn, quote func(string) string) string {
+func (d dialectImpl) triggerWhen(trigger string, table dialect.TableName, tokenCol string, key []dialect.KeyColumn) string {
+	quote := d.QuoteIdent
 	switch trigger {
 	case guardDeleteTrigger:
-		return guardDeleteWhen
+		return guardDeleteWhen(d, table, tokenCol)
 	case tombRekeyTrigger:
 	default:
 		return ""

@@ -62,19 +62,19 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rtx.ExecContext(e.ctx, "SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(99, '/', pg_catalog.statement_timestamp()), true)"); err != nil {
+		if _, err := rtx.ExecContext(e.ctx, "SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(99, '/', 'accounts'::regclass::oid, '/', pg_catalog.statement_timestamp()), true)"); err != nil {
 			t.Fatal(err)
 		}
 		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
 		s.wantGuard(t, err, "plain DELETE after a marked statement, same transaction")
 		rtx.Rollback()
-		// Nor does the one-statement DELETE before it (as the wrapper sends it, with the
-		// fence function's call in its text), in the same transaction.
+		// Nor does the one-statement DELETE before it (as the wrapper sends it, fence
+		// and mark), in the same transaction.
 		rtx, err = e.raw.BeginTx(e.ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rtx.ExecContext(e.ctx, `DELETE FROM accounts WHERE id = $1 RETURNING "fencedsql_fence_accounts"(fence_token, $2)`, 1, 20); err != nil {
+		if _, err := rtx.ExecContext(e.ctx, `DELETE FROM accounts WHERE id = $1 AND "fencedsql_fence_accounts"(fence_token, $2) IS NOT NULL AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat($2::pg_catalog.int8, '/', '"accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL`, 1, 20); err != nil {
 			t.Fatalf("the one-statement DELETE on the plain pool: %v", err)
 		}
 		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")

@@ -16,7 +16,8 @@ import (
 // (PostgreSQL: index scans and nested loops turned off, so the table is read whole and
 // joined afterwards). The same DELETEs of the newer row fail with ErrFenced. And on
 // PostgreSQL nothing deletes under the one statement's cover: neither a foreign key's
-// cascade nor a function in the condition.
+// cascade nor a function in the condition, nor user code that a plain-looking
+// condition resolves to.
 func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
 	e := s.oneStatementEnv(t)
 	execAll(t, e.ctx, e.raw, []string{"CREATE TABLE other (id INT PRIMARY KEY)", "INSERT INTO other (id) VALUES (1), (2), (3), (4), (5), (6), (7), (8)"})
@@ -65,7 +66,7 @@ func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
 		return
 	}
 	// Nothing else deletes under the one statement's cover (PostgreSQL's row guard
-	// accepts the statement by its text). A guarded child table whose rows a foreign
+	// accepts the rows its mark covers). A guarded child table whose rows a foreign
 	// key's ON DELETE CASCADE deletes: the cascade is refused (the child's rows were
 	// not fenced), nothing is deleted. A function in the condition that deletes the
 	// child's row itself: the DELETE is sent as two statements, and the guard refuses
@@ -83,5 +84,44 @@ func (s *guardSuite) testDeleteFenceExact(t *testing.T) {
 	var kids int
 	if err := e.raw.QueryRowContext(e.ctx, "SELECT count(*) FROM kids").Scan(&kids); err != nil || kids != 2 || e.count() != 8-len(conds) {
 		t.Fatalf("%d kids, %d accounts left (%v): a refused DELETE deleted", kids, e.count(), err)
+	}
+	s.testDeleteUserCode(t, e, 8-len(conds))
+}
+
+// testDeleteUserCode: user code that a plain-looking condition resolves to — a
+// function of a built-in's name with an exact signature (length(bigint), md5(bigint)),
+// a user's operator of a built-in spelling (= on bigint and numeric) — runs inside
+// PostgreSQL's one-statement DELETE and is sent as one statement (the planner reads
+// spellings). What it deletes is judged like any deletion: a guarded row of another
+// table is refused, and so is a row of the same table carrying a newer token; a row
+// of the same table at or below the statement's token is the statement's to delete.
+// e has the guarded tables accounts (left rows) and kids (rows 1 and 2).
+func (s *guardSuite) testDeleteUserCode(t *testing.T, e *env, left int) {
+	execAll(t, e.ctx, e.raw, []string{
+		"CREATE FUNCTION length(k bigint) RETURNS integer LANGUAGE plpgsql AS $$ BEGIN DELETE FROM kids WHERE id = 2; RETURN 1; END $$",
+		"CREATE FUNCTION zap_eq(a bigint, b numeric) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN DELETE FROM kids WHERE id = 2; RETURN a::numeric = b; END $$",
+		"CREATE OPERATOR = (LEFTARG = bigint, RIGHTARG = numeric, FUNCTION = zap_eq)",
+		"CREATE FUNCTION md5(k bigint) RETURNS text LANGUAGE plpgsql AS $$ BEGIN DELETE FROM accounts WHERE id = k; RETURN 'x'; END $$",
+		"INSERT INTO accounts (id, balance, fence_token, version) VALUES (20, 0, 10, 1), (21, 0, 10, 1), (22, 0, 99, 1)",
+	})
+	left += 3
+	for _, c := range []struct{ what, cond string }{
+		{"a function of a built-in's name deleting another guarded table's row", "id = ? AND length(id) = 1"},
+		{"a user's operator deleting another guarded table's row", "id = ?::numeric"},
+		{"a function of a built-in's name deleting a row of a newer token", "id = ? AND md5(22::bigint) <> ''"},
+	} {
+		_, err := e.db.ExecContext(tok(e.ctx, 50), e.q("DELETE FROM accounts WHERE "+c.cond), 20)
+		s.wantGuard(t, err, c.what)
+	}
+	var kids int
+	if err := e.raw.QueryRowContext(e.ctx, "SELECT count(*) FROM kids").Scan(&kids); err != nil || kids != 2 || e.count() != left {
+		t.Fatalf("%d kids, %d accounts left, want 2, %d (%v): a refused DELETE deleted", kids, e.count(), left, err)
+	}
+	res, err := e.db.ExecContext(tok(e.ctx, 50), e.q("DELETE FROM accounts WHERE id = ? AND md5(21::bigint) <> ''"), 20)
+	if err != nil {
+		t.Fatalf("user code deleting a row of an older token, same table: %v", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 || e.count() != left-2 {
+		t.Fatalf("RowsAffected = %d, %d accounts left; want 1, %d", n, e.count(), left-2)
 	}
 }

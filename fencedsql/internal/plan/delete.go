@@ -149,8 +149,8 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 }
 
 // oneStepDelete builds the one-statement form of a DELETE of g (Plan.One): the
-// caller's DELETE with the dialect's mark (if it has one) ANDed to its condition and
-// its check (if it has one) as the RETURNING list (dialect.DeleteFencer). Without a
+// caller's DELETE with the dialect's mark ANDed to its condition and its check (if it
+// has one) as the RETURNING list (dialect.DeleteFencer). Without a
 // check the mark is the fence, and the form exists only for a plain condition
 // (plainCondition). j is the sig index after the table and its alias, end the sig
 // index where the DELETE's clauses end (len(sig) or its ';').
@@ -161,9 +161,7 @@ func (p *parser) oneStepDelete(g *Table, nUser int, clauses map[string][2]int, j
 	}
 	b := p.newBuilder(nUser)
 	stop := p.endOf(end) // RETURNING goes after the last clause, before a ';' or comment
-	if w, ok := clauses["WHERE"]; mark == "" {
-		b.copy(0, stop) // no mark: the caller's DELETE as written
-	} else if ok {
+	if w, ok := clauses["WHERE"]; ok {
 		exprStart, exprEnd := p.sig[w[0]+1].Start, p.endOf(w[1])
 		b.copy(0, exprStart)
 		b.write("(")

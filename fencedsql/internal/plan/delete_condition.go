@@ -4,27 +4,31 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 
 // A dialect may make its one-statement DELETE's fence a condition of the DELETE (a
 // dialect.DeleteFencer with a mark and no check): the database then evaluates the fence
-// beside the caller's condition, cheapest part first by declared cost, and whatever
-// code the caller's condition runs, runs inside the fenced statement (PostgreSQL's row
-// guard accepts the statement by its text). That is exact — the fence judges only the
-// rows the DELETE deletes, and nothing else deletes under its cover — when the caller's
-// condition is plain, and the wrapper sends the two statements otherwise:
+// beside the caller's condition, cheapest part first by declared cost. That is exact —
+// the fence judges only the rows the DELETE deletes — when the caller's condition is
+// plain, and the wrapper sends the two statements otherwise:
 //
 //   - no subquery (a semi-join can have the table's own conditions pushed below it:
 //     the fence would judge every row of the table) and no window;
 //   - no call but of operator keywords, type modifiers and built-in scalar functions
-//     (scalarCall): a function may delete rows itself, or be declared more expensive
-//     than the fence;
+//     (scalarCall): a user's function may be declared more expensive than the fence;
 //   - operators of the built-in spellings only (plainOperators), no two operator
 //     characters glued into a longer one (=== is a user's operator, and so its
 //     function), and casts to built-in types only (builtinTypes): a user's cast calls a
 //     user's function;
+//   - no ANY, SOME or ALL: an array's elements multiply its comparison's declared cost,
+//     and an array is one token (a literal, a bound parameter the database plans with);
 //   - at most maxPlainTokens tokens: a condition's declared cost grows with its
 //     operators, and past the fence's (1000 operators' worth on PostgreSQL) the
 //     database would evaluate the fence first.
 //
-// An operator of a built-in spelling that a user defined for a user's type (x = y on
-// a type whose = is a user's function) is not told apart from the built-in one.
+// The rule reads spellings; the database resolves them, and may resolve one to a
+// user's object (a function of a built-in's name with an exact signature, a user's
+// operator of a built-in spelling on its argument types). Its cost then decides the
+// order, and a fence evaluated first can only refuse the statement (a newer row the
+// rest of the condition would not select), never let a write through. Code it runs
+// inside the statement is the dialect's row guard's to judge (PostgreSQL: the
+// mark).
 
 // maxPlainTokens bounds a plain condition's size.
 const maxPlainTokens = 256
@@ -79,7 +83,7 @@ func (p *parser) plainCondition(from, to int) bool {
 		}
 		quoted := t.Kind != sqllex.KindWord
 		switch {
-		case !quoted && (oneQueryWords[name] || name == "exists" || name == "operator"):
+		case !quoted && (oneQueryWords[name] || name == "exists" || name == "operator" || name == "any" || name == "some" || name == "all"):
 			return false
 		case p.punct(k+1, "(") && (quoted || !p.scalarCall(k, name)):
 			return false

@@ -100,9 +100,6 @@ func (p *parser) protect() error {
 	if len(p.rw.names) == 0 {
 		return nil
 	}
-	if err := p.protectFenceText(); err != nil {
-		return err
-	}
 	if err := p.protectStatements(); err != nil {
 		return err
 	}

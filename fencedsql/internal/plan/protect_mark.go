@@ -46,21 +46,3 @@ func (p *parser) protectMark(from, to int) error {
 	}
 	return nil
 }
-
-// fenceFuncPrefix starts the name of every fence function of the one-statement DELETE
-// (dialect.DeleteFencer: fencedsql_fence_<table>).
-const fenceFuncPrefix = guardPrefix + "fence_"
-
-// protectFenceText refuses a statement whose text holds fenceFuncPrefix anywhere — in
-// a name, a string, a comment, any case. PostgreSQL's row guard accepts a DELETE whose
-// statement text (current_query(), the text the client sent) calls a fence function:
-// the wrapper's one-statement DELETE is the only statement through the wrapper that
-// may carry that text, or a function the statement calls could DELETE past the row
-// guard (SELECT purge() /* "fencedsql_fence_t"( */). The rule is the same on every
-// dialect: no statement of an application needs the name.
-func (p *parser) protectFenceText() error {
-	if !ContainsFold(p.src, fenceFuncPrefix) {
-		return nil
-	}
-	return unsupported("", "the text of a statement on a pool with guarded tables holds %s, the prefix of the one-statement DELETE's fence functions (the row guard accepts a DELETE whose text calls one)", fenceFuncPrefix)
-}
