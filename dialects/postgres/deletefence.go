@@ -13,7 +13,8 @@ import (
 //	DELETE FROM t WHERE (<condition>)
 //	  AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
 //	  AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token',
-//	         pg_catalog.concat($n::pg_catalog.int8, '/', '<table>'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL
+//	         pg_catalog.concat($n::pg_catalog.int8, '/', '<table>'::pg_catalog.regclass::pg_catalog.oid, '/', <statementID>), true)
+//	       WHERE "<schema>"."fencedsql_fence_<table>"($n::pg_catalog.int8, $n::pg_catalog.int8) IS NOT NULL) IS NOT NULL
 //
 // One round trip, and nothing else in the statement.
 //
@@ -31,21 +32,25 @@ import (
 //     relation with its schema instead of pinning search_path (a pinned search_path
 //     would also stop the inlining).
 //   - The mark is the second: an uncorrelated subquery, so PostgreSQL runs it once per
-//     statement (an InitPlan, before the first row is deleted), that sets the
-//     transaction-local setting deleteTokenSetting to "<token>/<table's oid>/<the
-//     statement's start time>". The row guard's DELETE trigger (fencedsql_guard_delete,
-//     AFTER DELETE) fires unless that mark is this statement's, names the trigger's
-//     table (a regclass constant in the trigger's WHEN clause, which partitions inherit)
-//     and carries a token at or above the deleted row's (guardDeleteWhen): so the
-//     wrapper's rows pay no trigger call, and any other row deleted inside the
-//     statement — by a cascade, by a user's trigger, by a function or operator the
-//     condition resolves to user code — is judged by the same rule as the fence: a row
-//     of another table, or of a newer token, reaches the guard function and is refused
-//     unless this transaction fenced it first. A plain DELETE in a later statement of
-//     the same transaction finds a mark of another start time. The tombstone trigger
-//     records the greater of the row's token and the mark's, as it records the token
-//     the fencing UPDATE stamped in the two-statement form (a DateStyle that writes '/'
-//     into the time changes nothing: the time is everything after the second '/').
+//     statement (an InitPlan, as a one-time filter before the scan starts, so before
+//     any code the condition calls), that calls the fence function on the token itself
+//     (the floor's check: a token below the floor fails the statement there, whatever
+//     the condition selects) and sets the transaction-local setting deleteTokenSetting
+//     to "<token>/<table's oid>/<statementID>". The row guard's DELETE trigger
+//     (fencedsql_guard_delete, AFTER DELETE) fires unless that mark is this
+//     statement's, names the trigger's table (a regclass constant in the trigger's WHEN
+//     clause, which partitions inherit) and carries a token at or above the deleted
+//     row's (guardDeleteWhen): so the wrapper's rows pay no trigger call, and any other
+//     row deleted inside the statement — by a cascade, by a user's trigger, by a
+//     function or operator the condition resolves to user code — is judged by the
+//     fence's rule: a row of another table, or of a newer token, reaches the guard
+//     function and is refused unless this transaction fenced it first. A plain DELETE
+//     in a later statement of the same transaction finds a mark of another statement.
+//     The tombstone trigger records the greater of the row's token and the mark's, as
+//     it records the token the fencing UPDATE stamped in the two-statement form. The
+//     statement is identified by an integer (statementID), not by its start time as
+//     text: a trigger that changes TimeZone would otherwise make the tombstone miss a
+//     mark the guard accepted.
 //   - Why a condition and only under a plain one: a RETURNING list would be evaluated
 //     for exactly the rows deleted, but costs the statement its result rows (about 8 µs
 //     on loopback), and a condition is exact only where it judges only the rows
@@ -160,9 +165,19 @@ SELECT /* ` + oneStepMarker + ` */ CASE WHEN cur` + op("=") + `tok AND tok` + op
 // DeleteFence returns the one-statement DELETE's fence and mark as one condition
 // ANDed to the caller's plain one, and no check.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
+	tok := dialect.TokenSlot + "::pg_catalog.int8"
 	return fenceCall(d, table, tokenCol) + " IS NOT NULL AND (SELECT pg_catalog.set_config('" + deleteTokenSetting + "', pg_catalog.concat(" +
-		dialect.TokenSlot + "::pg_catalog.int8, '/', " + tableOID(d, table) + ", '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL", ""
+		tok + ", '/', " + tableOID(d, table) + ", '/', " + statementID + "), true) WHERE " +
+		fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + tok + ", " + tok + ") IS NOT NULL) IS NOT NULL", ""
 }
+
+// statementID identifies the statement in the mark: its start time in microseconds
+// since the epoch, an integer — the same for every part of the statement (its
+// condition, its triggers, code they call) whatever the session's TimeZone, DateStyle
+// or extra_float_digits, which a trigger or a function may change in the middle of
+// the statement. Every operator and cast is a built-in's, named or between built-in
+// types.
+const statementID = "(pg_catalog.date_part('epoch', pg_catalog.statement_timestamp())" + " OPERATOR(pg_catalog.*) 1000000::pg_catalog.float8)::pg_catalog.int8"
 
 // tableOID is table's oid as a constant of the statement or the trigger condition it
 // is written in (a regclass literal: resolved when that text is parsed, stored as the

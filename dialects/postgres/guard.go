@@ -102,7 +102,7 @@ const (
 func guardDeleteWhen(d dialectImpl, table dialect.TableName, tokenCol string) string {
 	m := "pg_catalog.current_setting('" + deleteTokenSetting + "', true)"
 	return "WHEN ((pg_catalog.substr(" + m + ", pg_catalog.strpos(" + m + ", '/') + 1) OPERATOR(pg_catalog.=) pg_catalog.concat(" + tableOID(d, table) +
-		", '/', pg_catalog.statement_timestamp()) AND OLD." + d.QuoteIdent(tokenCol) + op("<=") + "pg_catalog.split_part(" + m + ", '/', 1)::pg_catalog.int8) IS NOT TRUE) "
+		", '/', " + statementID + ") AND OLD." + d.QuoteIdent(tokenCol) + op("<=") + "pg_catalog.split_part(" + m + ", '/', 1)::pg_catalog.int8) IS NOT TRUE) "
 }
 
 // IsGuardError reports whether err is a refusal by the database-side guard.

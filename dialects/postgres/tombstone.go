@@ -152,19 +152,16 @@ DECLARE
   newer bigint;
   seen bigint;
   mark text;
-  rest text;
   marked bigint;
 BEGIN
   IF TG_OP = 'DELETE' THEN
     -- The wrapper's one-statement DELETE marks the token it deletes under (see
     -- DeleteFence); the two-statement form stamped it on the row. The mark is
-    -- "<token>/<table's oid>/<the statement's start time as text>"; everything after
-    -- the second '/' is the time (a DateStyle may write '/' into it). The table is not
+    -- "<token>/<table's oid>/<statement id>", three integers. The table is not
     -- compared: a mark of this statement names the table it deletes from, and its
     -- token only ever raises what is recorded.
     mark := pg_catalog.current_setting('` + deleteTokenSetting + `', true);
-    rest := pg_catalog.substr(mark, pg_catalog.strpos(mark, '/') + 1);
-    IF pg_catalog.substr(rest, pg_catalog.strpos(rest, '/') + 1) = pg_catalog.statement_timestamp()::text AND pg_catalog.strpos(mark, '/') > 1 AND pg_catalog.strpos(rest, '/') > 1 THEN
+    IF pg_catalog.split_part(mark, '/', 3) = (` + statementID + `)::text AND pg_catalog.split_part(mark, '/', 1) <> '' THEN
       marked := pg_catalog.split_part(mark, '/', 1)::bigint;
     END IF;
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(marked, 0))`) + `    RETURN NULL;

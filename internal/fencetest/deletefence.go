@@ -62,7 +62,7 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rtx.ExecContext(e.ctx, "SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(99, '/', 'accounts'::regclass::oid, '/', pg_catalog.statement_timestamp()), true)"); err != nil {
+		if _, err := rtx.ExecContext(e.ctx, "SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(99, '/', 'accounts'::regclass::oid, '/', (pg_catalog.date_part('epoch', pg_catalog.statement_timestamp()) * 1000000)::int8), true)"); err != nil {
 			t.Fatal(err)
 		}
 		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
@@ -74,7 +74,8 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rtx.ExecContext(e.ctx, `DELETE FROM accounts WHERE id = $1 AND "fencedsql_fence_accounts"(fence_token, $2) IS NOT NULL AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat($2::pg_catalog.int8, '/', '"accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)) IS NOT NULL`, 1, 20); err != nil {
+		mark, _ := s.d.(dialect.DeleteFencer).DeleteFence(dialect.TableName{Name: "accounts"}, "fence_token")
+		if _, err := rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = $1 AND "+strings.ReplaceAll(mark, dialect.TokenSlot, "$2"), 1, 20); err != nil {
 			t.Fatalf("the one-statement DELETE on the plain pool: %v", err)
 		}
 		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
@@ -133,6 +134,32 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 11, 1)
+		wantErr(t, err, fencedsql.ErrFenced)
+		// The same when a user's trigger, firing before the tombstone's, changes the
+		// session's TimeZone in the middle of the statement (the mark names its
+		// statement by an integer, not by its start time as text).
+		execAll(t, e.ctx, e.raw, []string{
+			"CREATE FUNCTION audit_tz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN SET LOCAL TIME ZONE 'UTC'; RETURN NULL; END $$",
+			"CREATE TRIGGER audit_tz AFTER DELETE ON accounts FOR EACH ROW EXECUTE FUNCTION audit_tz()",
+		})
+		if _, err := e.db.ExecContext(tok(e.ctx, 15), ins, 12, 0); err != nil {
+			t.Fatal(err)
+		}
+		ztx, err := e.db.BeginTx(tok(e.ctx, 20), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ztx.ExecContext(e.ctx, "SET LOCAL TIME ZONE 'Europe/Berlin'"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ztx.ExecContext(e.ctx, e.q("DELETE FROM accounts WHERE id = ?"), 12); err != nil {
+			t.Fatal(err)
+		}
+		if err := ztx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		execAll(t, e.ctx, e.raw, []string{"DROP TRIGGER audit_tz ON accounts"})
+		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 12, 1)
 		wantErr(t, err, fencedsql.ErrFenced)
 	}
 

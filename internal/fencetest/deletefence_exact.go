@@ -5,6 +5,7 @@ import (
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
 // testDeleteFenceExact holds the one-statement DELETE's fence to the rows the DELETE
@@ -123,5 +124,21 @@ func (s *guardSuite) testDeleteUserCode(t *testing.T, e *env, left int) {
 	}
 	if n, _ := res.RowsAffected(); n != 1 || e.count() != left-2 {
 		t.Fatalf("RowsAffected = %d, %d accounts left; want 1, %d", n, e.count(), left-2)
+	}
+	left -= 2
+	// Under a token below the floor nothing is deleted, not even by user code when the
+	// caller's condition selects no row (the fence never runs on a row: the mark checks
+	// the floor before the scan).
+	execAll(t, e.ctx, e.raw, []string{"INSERT INTO accounts (id, balance, fence_token, version) VALUES (23, 0, 10, 1), (24, 0, 10, 1)"})
+	left += 2
+	if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 60); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range []string{"id = ? AND md5(24::bigint) <> ''", "id = ? AND md5(24::bigint) = ''"} {
+		_, err = e.db.ExecContext(tok(e.ctx, 50), e.q("DELETE FROM accounts WHERE "+cond), 23)
+		wantErr(t, err, fencedsql.ErrBelowFloor)
+	}
+	if e.count() != left {
+		t.Fatalf("%d accounts left, want %d: a DELETE under a token below the floor deleted", e.count(), left)
 	}
 }
