@@ -7,7 +7,7 @@ import (
 // The one-statement fenced DELETE (dialect.DeleteFencer). With the guard installed,
 // the wrapper sends a fenced DELETE as
 //
-//	DELETE FROM t WHERE (<condition>) AND (@fencedsql_delete_token := CONCAT(?, '/', NOW(6))) IS NOT NULL
+//	DELETE FROM t WHERE (<condition>) AND (@fencedsql_delete_mark := CONCAT(?, '/', @@timestamp)) IS NOT NULL
 //	RETURNING `db`.`fencedsql_fence_<table>`(`fence_token`, ?, (SELECT f.floor FROM `db`.`fencedsql_floor` f WHERE f.id = 1))
 //
 // (MariaDB 10.0.5 and later: DELETE … RETURNING) instead of a fencing UPDATE and the
@@ -21,11 +21,16 @@ import (
 //     the whole statement (InnoDB). GuardDDL creates the function beside the guard's
 //     triggers, UnguardDDL drops it.
 //   - The mark (the user-variable assignment in the condition, true for every row it
-//     is evaluated for) carries the token and the statement's start time (NOW(6) is
-//     the same in the statement and its triggers) to the tombstone trigger, which
-//     records the greater of the row's token and the marked one — as it records the
-//     token the fencing UPDATE stamped in the two-statement form. A mark left on the
-//     session by an earlier statement is ignored (its time differs).
+//     is evaluated for) carries the token and the statement's start time to the
+//     tombstone trigger, which records the greater of the row's token and the marked
+//     one — as it records the token the fencing UPDATE stamped in the two-statement
+//     form. A mark left on the session by an earlier statement is ignored (its time
+//     differs). The time is @@timestamp, seconds since the epoch: the same in the
+//     statement and its triggers whatever time_zone a trigger sets in between (NOW(6)
+//     as text is not: a user's trigger that set time_zone made the tombstone miss the
+//     mark). The variable's name changed with it (it was @fencedsql_delete_token), so
+//     that a tombstone reading the older mark is reported, and an older wrapper finds
+//     no tombstone reading its mark and sends the two statements.
 //   - DeleteFenceQuery says yes when the function of this version is visible to the
 //     session's user (information_schema lists only routines it may use) and the
 //     table's tombstone trigger, if any, reads the mark. In the least-privilege layout
@@ -40,7 +45,10 @@ const (
 	// oneStepMarker is the fence function's COMMENT.
 	oneStepMarker = "fencedsql one-statement delete v2"
 	// deleteTokenVar is the user variable that carries the mark.
-	deleteTokenVar = "@fencedsql_delete_token"
+	deleteTokenVar = "@fencedsql_delete_mark"
+	// markTime is the statement's start time as the mark writes it and the tombstone
+	// compares it.
+	markTime = "CONCAT(@@timestamp)"
 )
 
 func fenceFunc(name string) string { return boundedTrigger("fencedsql_fence_", name) }
@@ -51,7 +59,7 @@ func fenceFuncName(table dialect.TableName) dialect.TableName {
 
 // markedToken is the token the current statement marked, or 0: an expression for the
 // tombstone trigger.
-const markedToken = "IF(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', -1) = CAST(NOW(6) AS CHAR), CAST(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', 1) AS SIGNED), 0)"
+const markedToken = "IF(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', -1) = " + markTime + ", CAST(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', 1) AS SIGNED), 0)"
 
 // fenceFuncDDL drops and creates table's fence function. It reads no table (the
 // statement passes the floor in: a stored program that opens a table costs MariaDB
@@ -76,7 +84,7 @@ func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []st
 // column of the row); the floor table is the one in table's database, as the guard's
 // triggers read it.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
-	mark = "(" + deleteTokenVar + " := CONCAT(" + dialect.TokenSlot + ", '/', NOW(6))) IS NOT NULL"
+	mark = "(" + deleteTokenVar + " := CONCAT(" + dialect.TokenSlot + ", '/', " + markTime + ")) IS NOT NULL"
 	floor := dialect.TableName{Schema: table.Schema, Name: dialect.FloorTable}.Quote(d.QuoteIdent)
 	check = fenceFuncName(table).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot +
 		", (SELECT f.floor FROM " + floor + " f WHERE f.id = 1))"

@@ -98,8 +98,7 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		t.Fatalf("the deleter re-inserts: %v", err)
 	}
 	// One statement deleting a row written under its own token and one written under
-	// an older token: both tombstones hold the deleter's token (PostgreSQL marks only
-	// the second for the tombstone; the first carries it).
+	// an older token: both tombstones hold the deleter's token.
 	ins := e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)")
 	for _, r := range [][2]int64{{9, 20}, {10, 15}} {
 		if _, err := e.db.ExecContext(tok(e.ctx, uint64(r[1])), ins, r[0], 0); err != nil {
@@ -135,33 +134,43 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 		}
 		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 11, 1)
 		wantErr(t, err, fencedsql.ErrFenced)
-		// The same when a user's trigger, firing before the tombstone's, changes the
-		// session's TimeZone in the middle of the statement (the mark names its
-		// statement by an integer, not by its start time as text).
-		execAll(t, e.ctx, e.raw, []string{
-			"CREATE FUNCTION audit_tz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN SET LOCAL TIME ZONE 'UTC'; RETURN NULL; END $$",
-			"CREATE TRIGGER audit_tz AFTER DELETE ON accounts FOR EACH ROW EXECUTE FUNCTION audit_tz()",
-		})
-		if _, err := e.db.ExecContext(tok(e.ctx, 15), ins, 12, 0); err != nil {
-			t.Fatal(err)
-		}
-		ztx, err := e.db.BeginTx(tok(e.ctx, 20), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ztx.ExecContext(e.ctx, "SET LOCAL TIME ZONE 'Europe/Berlin'"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ztx.ExecContext(e.ctx, e.q("DELETE FROM accounts WHERE id = ?"), 12); err != nil {
-			t.Fatal(err)
-		}
-		if err := ztx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		execAll(t, e.ctx, e.raw, []string{"DROP TRIGGER audit_tz ON accounts"})
-		_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 12, 1)
-		wantErr(t, err, fencedsql.ErrFenced)
 	}
+	// The same when a user's trigger, firing before the tombstone's, changes the
+	// session's time zone in the middle of the statement (the mark names its statement
+	// by a number, not by its start time as local text).
+	trigger, session, reset := []string{
+		"CREATE FUNCTION audit_tz() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN SET LOCAL TIME ZONE 'UTC'; RETURN NULL; END $$",
+		"CREATE TRIGGER audit_tz AFTER DELETE ON accounts FOR EACH ROW EXECUTE FUNCTION audit_tz()",
+	}, "SET LOCAL TIME ZONE 'Europe/Berlin'", ""
+	if s.b.MySQL {
+		trigger = []string{"CREATE TRIGGER audit_tz AFTER DELETE ON accounts FOR EACH ROW PRECEDES fencedsql_tombdel_accounts SET time_zone = '+00:00'"}
+		session, reset = "SET time_zone = '+05:00'", "SET time_zone = DEFAULT"
+	}
+	execAll(t, e.ctx, e.raw, trigger)
+	if _, err := e.db.ExecContext(tok(e.ctx, 15), ins, 12, 0); err != nil {
+		t.Fatal(err)
+	}
+	ztx, err := e.db.BeginTx(tok(e.ctx, 20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ztx.ExecContext(e.ctx, session); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ztx.ExecContext(e.ctx, e.q("DELETE FROM accounts WHERE id = ?"), 12); err != nil {
+		t.Fatal(err)
+	}
+	if reset != "" {
+		if _, err := ztx.ExecContext(e.ctx, reset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ztx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, e.ctx, e.raw, []string{"DROP TRIGGER audit_tz" + map[bool]string{false: " ON accounts", true: ""}[s.b.MySQL]})
+	_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 12, 1)
+	wantErr(t, err, fencedsql.ErrFenced)
 
 	// A newer row among older ones: nothing deleted.
 	if _, err := e.db.ExecContext(tok(e.ctx, 30), e.q("UPDATE accounts SET balance = 0 WHERE id = ?"), 4); err != nil {
