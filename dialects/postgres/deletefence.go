@@ -12,8 +12,8 @@ import (
 //
 //	DELETE FROM t WHERE (<condition>)
 //	  AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
-//	  AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token',
-//	         pg_catalog.concat($n::pg_catalog.int8, '/', '<table>'::pg_catalog.regclass::pg_catalog.oid, '/', <statementID>), true)
+//	  AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', $n::pg_catalog.int8::pg_catalog.text, true)
+//	           || pg_catalog.set_config('fencedsql_guard.delete_table', '<table>'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text, true)
 //	       WHERE "<schema>"."fencedsql_fence_<table>"($n::pg_catalog.int8, $n::pg_catalog.int8) IS NOT NULL) IS NOT NULL
 //
 // One round trip, and nothing else in the statement.
@@ -35,22 +35,30 @@ import (
 //     statement (an InitPlan, as a one-time filter before the scan starts, so before
 //     any code the condition calls), that calls the fence function on the token itself
 //     (the floor's check: a token below the floor fails the statement there, whatever
-//     the condition selects) and sets the transaction-local setting deleteTokenSetting
-//     to "<token>/<table's oid>/<statementID>". The row guard's DELETE trigger
-//     (fencedsql_guard_delete, AFTER DELETE) fires unless that mark is this
-//     statement's, names the trigger's table (a regclass constant in the trigger's WHEN
-//     clause, which partitions inherit) and carries a token at or above the deleted
-//     row's (guardDeleteWhen): so the wrapper's rows pay no trigger call, and any other
-//     row deleted inside the statement — by a cascade, by a user's trigger, by a
-//     function or operator the condition resolves to user code — is judged by the
-//     fence's rule: a row of another table, or of a newer token, reaches the guard
-//     function and is refused unless this transaction fenced it first. A plain DELETE
-//     in a later statement of the same transaction finds a mark of another statement.
-//     The tombstone trigger records the greater of the row's token and the mark's, as
-//     it records the token the fencing UPDATE stamped in the two-statement form. The
-//     statement is identified by an integer (statementID), not by its start time as
-//     text: a trigger that changes TimeZone would otherwise make the tombstone miss a
-//     mark the guard accepted.
+//     the condition selects) and sets two transaction-local settings: deleteTokenSetting
+//     to the token, deleteTableSetting to the table's oid. It says: this transaction
+//     deletes rows of this table under this token, at or above the floor. The row
+//     guard's DELETE trigger (fencedsql_guard_delete, AFTER DELETE) fires unless the
+//     mark names the trigger's table (a regclass constant in the trigger's WHEN clause,
+//     which partitions inherit) and a token at or above the deleted row's
+//     (guardDeleteWhen): so the wrapper's rows pay no trigger call, and any other row
+//     deleted in the transaction — by a cascade, by a user's trigger, by a function or
+//     operator the condition resolves to user code, by a later statement — is judged by
+//     the fence's rule: a row of another table, or of a newer token, reaches the guard
+//     function and is refused unless this transaction fenced it first. That is the
+//     scope the guard already gives the two-statement form (a row this transaction's
+//     fencing UPDATE wrote may be deleted by any later statement of the transaction),
+//     and the transaction is bound to one token per table. Another one-statement DELETE
+//     in the transaction replaces the mark (a later DELETE of the first table is then
+//     judged row by row again: refused unless fenced), and a rolled-back savepoint
+//     takes it back with it.
+//   - The tombstone trigger records the greater of the row's token and the mark's when
+//     the mark names its table or an ancestor of it (a partition, an inheritance
+//     child), as it records the token the fencing UPDATE stamped in the two-statement
+//     form. No time is compared: a statement's start time as text depends on the
+//     session's TimeZone, which a user's trigger may change in the middle of the
+//     statement (a red-team pass: the tombstone then missed a mark the guard had
+//     accepted, and recorded the row's older token).
 //   - Why a condition and only under a plain one: a RETURNING list would be evaluated
 //     for exactly the rows deleted, but costs the statement its result rows (about 8 µs
 //     on loopback), and a condition is exact only where it judges only the rows
@@ -85,8 +93,12 @@ const (
 	// their row guard accepted a DELETE by its text: an older wrapper, seeing functions
 	// of this version without its marker, sends the two statements.)
 	markMarker = "fencedsql delete mark v3"
-	// deleteTokenSetting is the transaction-local setting that carries the mark.
+	// deleteTokenSetting and deleteTableSetting are the transaction-local settings
+	// that carry the mark: the token, and the oid of the table it was set for. Two
+	// settings, so that the row guard's WHEN clause compares one string and casts one
+	// number (it runs for every row deleted).
 	deleteTokenSetting = "fencedsql_guard.delete_token"
+	deleteTableSetting = "fencedsql_guard.delete_table"
 	// fencePrefix starts the name of every fence function the statement calls.
 	fencePrefix = "fencedsql_fence_"
 	// fencedPrefix starts the name of the function the fence calls when its fast
@@ -166,18 +178,16 @@ SELECT /* ` + oneStepMarker + ` */ CASE WHEN cur` + op("=") + `tok AND tok` + op
 // ANDed to the caller's plain one, and no check.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
 	tok := dialect.TokenSlot + "::pg_catalog.int8"
-	return fenceCall(d, table, tokenCol) + " IS NOT NULL AND (SELECT pg_catalog.set_config('" + deleteTokenSetting + "', pg_catalog.concat(" +
-		tok + ", '/', " + tableOID(d, table) + ", '/', " + statementID + "), true) WHERE " +
+	return fenceCall(d, table, tokenCol) + " IS NOT NULL AND (SELECT pg_catalog.set_config('" + deleteTokenSetting + "', " + tok + "::pg_catalog.text, true)" +
+		" OPERATOR(pg_catalog.||) pg_catalog.set_config('" + deleteTableSetting + "', " + markedTable(d, table) + ", true) WHERE " +
 		fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + tok + ", " + tok + ") IS NOT NULL) IS NOT NULL", ""
 }
 
-// statementID identifies the statement in the mark: its start time in microseconds
-// since the epoch, an integer — the same for every part of the statement (its
-// condition, its triggers, code they call) whatever the session's TimeZone, DateStyle
-// or extra_float_digits, which a trigger or a function may change in the middle of
-// the statement. Every operator and cast is a built-in's, named or between built-in
-// types.
-const statementID = "(pg_catalog.date_part('epoch', pg_catalog.statement_timestamp())" + " OPERATOR(pg_catalog.*) 1000000::pg_catalog.float8)::pg_catalog.int8"
+// markedTable is the value of deleteTableSetting for a DELETE of table: its oid as
+// text.
+func markedTable(d dialectImpl, table dialect.TableName) string {
+	return tableOID(d, table) + "::pg_catalog.text"
+}
 
 // tableOID is table's oid as a constant of the statement or the trigger condition it
 // is written in (a regclass literal: resolved when that text is parsed, stored as the

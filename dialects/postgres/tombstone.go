@@ -156,13 +156,18 @@ DECLARE
 BEGIN
   IF TG_OP = 'DELETE' THEN
     -- The wrapper's one-statement DELETE marks the token it deletes under (see
-    -- DeleteFence); the two-statement form stamped it on the row. The mark is
-    -- "<token>/<table's oid>/<statement id>", three integers. The table is not
-    -- compared: a mark of this statement names the table it deletes from, and its
-    -- token only ever raises what is recorded.
-    mark := pg_catalog.current_setting('` + deleteTokenSetting + `', true);
-    IF pg_catalog.split_part(mark, '/', 3) = (` + statementID + `)::text AND pg_catalog.split_part(mark, '/', 1) <> '' THEN
-      marked := pg_catalog.split_part(mark, '/', 1)::bigint;
+    -- DeleteFence); the two-statement form stamped it on the row. The mark is two
+    -- transaction-local settings: the token, and the oid of the table this
+    -- transaction deletes from under it (this table, or the one whose DELETE reached
+    -- this partition or child).
+    mark := pg_catalog.current_setting('` + deleteTableSetting + `', true);
+    IF mark <> '' THEN
+      IF mark = TG_RELID::text OR mark IN (WITH RECURSIVE a(oid) AS (
+          SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = TG_RELID
+          UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid)
+        SELECT a.oid::text FROM a) THEN
+        marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
+      END IF;
     END IF;
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(marked, 0))`) + `    RETURN NULL;
   END IF;

@@ -27,9 +27,10 @@ import (
 //     still refuses a newer row (PostgreSQL);
 //   - a function of the fence's name earlier on the search_path does not count
 //     (PostgreSQL);
-//   - a plain DELETE after a statement that set the mark, or after the one-statement
-//     DELETE, in the same transaction, is still refused by the row guard (PostgreSQL:
-//     the guard reads the statement's own text, the tombstone the statement's own mark);
+//   - after the one-statement DELETE, a plain DELETE in the same transaction is judged
+//     by the mark's rule (PostgreSQL): a row of the table at or below the token is the
+//     transaction's to delete, a row of a newer token or of another guarded table is
+//     refused by the row guard, and so is everything once the transaction has ended;
 //   - the guard removed under a pool that chose the one-statement form: outside a
 //     transaction the DELETE is sent again as two statements and deletes; in a
 //     caller's transaction it fails (nothing deleted) and the next runs as two.
@@ -56,31 +57,60 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 	}
 	tx.Rollback()
 	if s.b.Name == "postgres" {
-		// A mark left by an earlier statement of the transaction does not let a plain
-		// DELETE past the row guard: the mark belongs to its statement.
-		rtx, err := e.raw.BeginTx(e.ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rtx.ExecContext(e.ctx, "SELECT pg_catalog.set_config('fencedsql_guard.delete_token', pg_catalog.concat(99, '/', 'accounts'::regclass::oid, '/', (pg_catalog.date_part('epoch', pg_catalog.statement_timestamp()) * 1000000)::int8), true)"); err != nil {
-			t.Fatal(err)
-		}
-		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
-		s.wantGuard(t, err, "plain DELETE after a marked statement, same transaction")
-		rtx.Rollback()
-		// Nor does the one-statement DELETE before it (as the wrapper sends it, fence
-		// and mark), in the same transaction.
-		rtx, err = e.raw.BeginTx(e.ctx, nil)
-		if err != nil {
+		// After the one-statement DELETE (as the wrapper sends it, fence and mark), in
+		// the same transaction: a plain DELETE of a row at or below the token passes
+		// (the transaction's, as a row its fencing UPDATE wrote would), one of a newer
+		// row and one of another guarded table are refused; after the transaction,
+		// everything is.
+		execAll(t, e.ctx, e.raw, append([]string{"CREATE TABLE others (id bigint PRIMARY KEY, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+			"INSERT INTO others (id, fence_token, version) VALUES (1, 5, 1)"},
+			s.d.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "others"}, "fence_token", "version")...))
+		if _, err := e.raw.ExecContext(e.ctx, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (30, 0, 30, 1)"); err != nil {
 			t.Fatal(err)
 		}
 		mark, _ := s.d.(dialect.DeleteFencer).DeleteFence(dialect.TableName{Name: "accounts"}, "fence_token")
-		if _, err := rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = $1 AND "+strings.ReplaceAll(mark, dialect.TokenSlot, "$2"), 1, 20); err != nil {
-			t.Fatalf("the one-statement DELETE on the plain pool: %v", err)
+		oneStep := "DELETE FROM accounts WHERE id = $1 AND " + strings.ReplaceAll(mark, dialect.TokenSlot, "$2")
+		for _, c := range []struct {
+			what, plain string
+			ok          bool
+		}{
+			{"plain DELETE of a row below the token, same transaction", "DELETE FROM accounts WHERE id = 2", true},
+			{"plain DELETE of a row of a newer token, same transaction", "DELETE FROM accounts WHERE id = 30", false},
+			{"plain DELETE of another guarded table, same transaction", "DELETE FROM others WHERE id = 1", false},
+		} {
+			rtx, err := e.raw.BeginTx(e.ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rtx.ExecContext(e.ctx, oneStep, 1, 20); err != nil {
+				t.Fatalf("the one-statement DELETE on the plain pool: %v", err)
+			}
+			_, err = rtx.ExecContext(e.ctx, c.plain)
+			if c.ok && err != nil {
+				t.Fatalf("%s: %v", c.what, err)
+			} else if !c.ok {
+				s.wantGuard(t, err, c.what)
+			}
+			rtx.Rollback()
 		}
-		_, err = rtx.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
-		s.wantGuard(t, err, "plain DELETE after a one-statement DELETE, same transaction")
-		rtx.Rollback()
+		if _, err := e.raw.ExecContext(e.ctx, oneStep, 1, 20); err != nil {
+			t.Fatalf("the one-statement DELETE on the plain pool, autocommit: %v", err)
+		}
+		_, err = e.raw.ExecContext(e.ctx, "DELETE FROM accounts WHERE id = 2")
+		s.wantGuard(t, err, "plain DELETE after a one-statement DELETE's transaction")
+		// Back as it was: row 1 (its tombstone first), no row 30.
+		if _, err := e.raw.ExecContext(e.ctx, "DELETE FROM fencedsql_tomb_accounts WHERE id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.raw.ExecContext(e.ctx, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.ExecContext(tok(e.ctx, 30), del, 30); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.raw.ExecContext(e.ctx, "DELETE FROM fencedsql_tomb_accounts WHERE id = 30"); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Autocommit, several rows: the count is the rows deleted.

@@ -160,6 +160,12 @@ func (s *guardSuite) testPGPartitions(t *testing.T) {
 	} else if n, _ := res.RowsAffected(); n != 2 {
 		t.Fatalf("RowsAffected = %d, want 2", n)
 	}
+	// The partitions' tombstones record the deleter's token (the mark names the
+	// parent, an ancestor of the partition; parts_2a two levels down), not the rows'.
+	for _, r := range [][2]int{{2, 2}, {3, 1}} {
+		_, err = fdb.ExecContext(tok(e.ctx, 10), e.q("INSERT INTO parts (id, region) VALUES (?, ?)"), r[0], r[1])
+		wantErr(t, err, fencedsql.ErrFenced)
+	}
 	_, err = e.raw.ExecContext(e.ctx, "DELETE FROM parts_1 WHERE id = 1")
 	s.wantGuard(t, err, "plain DELETE of a partition's row")
 	if _, err := fdb.ExecContext(tok(e.ctx, 30), e.q("UPDATE parts SET balance = 1 WHERE id = ?"), 1); err != nil {
