@@ -13,7 +13,8 @@ import (
 //	DELETE FROM t WHERE (<condition>)
 //	  AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
 //	  AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', $n::pg_catalog.int8::pg_catalog.text, true)
-//	           || pg_catalog.set_config('fencedsql_guard.delete_table', '<table>'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text, true)
+//	           || pg_catalog.set_config('fencedsql_guard.delete_statement',
+//	                pg_catalog.concat('<table>'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)
 //	       WHERE "<schema>"."fencedsql_fence_<table>"($n::pg_catalog.int8, $n::pg_catalog.int8) IS NOT NULL) IS NOT NULL
 //
 // One round trip, and nothing else in the statement.
@@ -35,30 +36,28 @@ import (
 //     statement (an InitPlan, as a one-time filter before the scan starts, so before
 //     any code the condition calls), that calls the fence function on the token itself
 //     (the floor's check: a token below the floor fails the statement there, whatever
-//     the condition selects) and sets two transaction-local settings: deleteTokenSetting
-//     to the token, deleteTableSetting to the table's oid. It says: this transaction
-//     deletes rows of this table under this token, at or above the floor. The row
-//     guard's DELETE trigger (fencedsql_guard_delete, AFTER DELETE) fires unless the
-//     mark names the trigger's table (a regclass constant in the trigger's WHEN clause,
-//     which partitions inherit) and a token at or above the deleted row's
-//     (guardDeleteWhen): so the wrapper's rows pay no trigger call, and any other row
-//     deleted in the transaction — by a cascade, by a user's trigger, by a function or
-//     operator the condition resolves to user code, by a later statement — is judged by
-//     the fence's rule: a row of another table, or of a newer token, reaches the guard
-//     function and is refused unless this transaction fenced it first. That is the
-//     scope the guard already gives the two-statement form (a row this transaction's
-//     fencing UPDATE wrote may be deleted by any later statement of the transaction),
-//     and the transaction is bound to one token per table. Another one-statement DELETE
-//     in the transaction replaces the mark (a later DELETE of the first table is then
-//     judged row by row again: refused unless fenced), and a rolled-back savepoint
-//     takes it back with it.
+//     the condition selects) and sets two transaction-local settings:
+//     deleteTokenSetting to the token, deleteStmtSetting to the table's oid and the
+//     statement's start time (markedStatement). The row guard's DELETE trigger
+//     (fencedsql_guard_delete, AFTER DELETE) fires unless the mark is this statement's,
+//     names the trigger's table (a regclass constant in the trigger's WHEN clause, which
+//     partitions inherit) and a token at or above the deleted row's (guardDeleteWhen):
+//     so the wrapper's rows pay no trigger call, and any other row deleted inside the
+//     statement — by a cascade, by a user's trigger, by a function or operator the
+//     condition resolves to user code — is judged by the fence's rule: a row of another
+//     table, or of a newer token, reaches the guard function and is refused unless this
+//     transaction fenced it first. A deletion in a later statement of the transaction
+//     finds a mark of another statement and is judged row by row (a red-team pass
+//     showed why the mark must not outlive its statement: a floor raised, or a lease
+//     lost, between the statements would not be seen).
 //   - The tombstone trigger records the greater of the row's token and the mark's when
 //     the mark names its table or an ancestor of it (a partition, an inheritance
 //     child), as it records the token the fencing UPDATE stamped in the two-statement
-//     form. No time is compared: a statement's start time as text depends on the
+//     form. It compares no time: a statement's start time as text depends on the
 //     session's TimeZone, which a user's trigger may change in the middle of the
 //     statement (a red-team pass: the tombstone then missed a mark the guard had
-//     accepted, and recorded the row's older token).
+//     accepted, and recorded the row's older token). A mark of an earlier statement of
+//     the transaction can only raise what it records (a refusal, never a write).
 //   - Why a condition and only under a plain one: a RETURNING list would be evaluated
 //     for exactly the rows deleted, but costs the statement its result rows (about 8 µs
 //     on loopback), and a condition is exact only where it judges only the rows
@@ -93,12 +92,12 @@ const (
 	// their row guard accepted a DELETE by its text: an older wrapper, seeing functions
 	// of this version without its marker, sends the two statements.)
 	markMarker = "fencedsql delete mark v3"
-	// deleteTokenSetting and deleteTableSetting are the transaction-local settings
-	// that carry the mark: the token, and the oid of the table it was set for. Two
-	// settings, so that the row guard's WHEN clause compares one string and casts one
-	// number (it runs for every row deleted).
+	// deleteTokenSetting and deleteStmtSetting are the transaction-local settings
+	// that carry the mark: the token, and the table and statement it was set for
+	// (markedStatement). Two settings, so that the row guard's WHEN clause compares
+	// one string and casts one number (it runs for every row deleted).
 	deleteTokenSetting = "fencedsql_guard.delete_token"
-	deleteTableSetting = "fencedsql_guard.delete_table"
+	deleteStmtSetting  = "fencedsql_guard.delete_statement"
 	// fencePrefix starts the name of every fence function the statement calls.
 	fencePrefix = "fencedsql_fence_"
 	// fencedPrefix starts the name of the function the fence calls when its fast
@@ -153,7 +152,7 @@ BEGIN
       HINT = 'the writer holds a stale fencing token';
   END IF;
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
-  fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + op("=") + `1);
+  ` + floorSlowRead + `
   IF tok` + op("<") + `fl THEN
     RAISE EXCEPTION USING ERRCODE = '` + FloorSQLState + `', TABLE = ` + pgLiteral(table.Name) + `,
       MESSAGE = pg_catalog.format('fencedsql: token floor on %s: token %s is below the floor %s', ` + name + `, tok, fl),
@@ -179,14 +178,18 @@ SELECT /* ` + oneStepMarker + ` */ CASE WHEN cur` + op("=") + `tok AND tok` + op
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
 	tok := dialect.TokenSlot + "::pg_catalog.int8"
 	return fenceCall(d, table, tokenCol) + " IS NOT NULL AND (SELECT pg_catalog.set_config('" + deleteTokenSetting + "', " + tok + "::pg_catalog.text, true)" +
-		" OPERATOR(pg_catalog.||) pg_catalog.set_config('" + deleteTableSetting + "', " + markedTable(d, table) + ", true) WHERE " +
+		" OPERATOR(pg_catalog.||) pg_catalog.set_config('" + deleteStmtSetting + "', " + markedStatement(d, table) + ", true) WHERE " +
 		fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + tok + ", " + tok + ") IS NOT NULL) IS NOT NULL", ""
 }
 
-// markedTable is the value of deleteTableSetting for a DELETE of table: its oid as
-// text.
-func markedTable(d dialectImpl, table dialect.TableName) string {
-	return tableOID(d, table) + "::pg_catalog.text"
+// markedStatement is the value of deleteStmtSetting for a DELETE of table by the
+// current statement: "<table's oid>/<the statement's start time as text>". The text
+// depends on the session's TimeZone and DateStyle: code that changes either in the
+// middle of the statement, before a row is deleted (a function the condition calls),
+// makes the rows deleted after it fail the row guard's test, and the guard refuses
+// them (a refusal, never a write).
+func markedStatement(d dialectImpl, table dialect.TableName) string {
+	return "pg_catalog.concat(" + tableOID(d, table) + ", '/', pg_catalog.statement_timestamp())"
 }
 
 // tableOID is table's oid as a constant of the statement or the trigger condition it

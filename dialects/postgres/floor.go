@@ -25,12 +25,26 @@ import (
 //
 // A guard accepts on the fast path only a token at or above the copy; a token below it
 // (or an unreadable copy: NULL) takes the slow path, which reads FloorTable and decides
-// by it. So the copy can make a write slower, never let one through that the table
+// by it (floorSlowRead) — in a READ COMMITTED transaction. Under REPEATABLE READ or
+// SERIALIZABLE the table is read as of the transaction's snapshot, which may predate a
+// raise (a red-team pass: writes under the old floor went through after the raise had
+// committed), so the slow path there decides by the greater of the table and the copy:
+// after a raise that rolled back, such a transaction's writes between the floor and the
+// copy are refused until RaiseTokenFloor runs again (any write of the floor's row sets
+// the copy to it). So the copy can make a write slower, never let one through that the table
 // refuses — unless it is lowered below the table, which takes the sequence owner's
 // rights (setval, ALTER SEQUENCE), like lowering the table itself; the fenced driver
 // refuses setval and nextval of a name with the reserved prefix. An empty floor table,
 // or none, means no floor.
 const FloorSQLState = "FNCD2"
+
+// floorSlowRead is the slow path's read of the floor into fl, a PL/pgSQL statement
+// (see FloorSQLState): the table's floor, or under REPEATABLE READ and SERIALIZABLE
+// the greater of the table's (as of the snapshot) and the copy.
+const floorSlowRead = "fl := (SELECT f.floor FROM " + floorPlaceholder + " f WHERE f.id OPERATOR(pg_catalog.=) 1);\n" +
+	"    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN\n" +
+	"      fl := GREATEST(fl, " + floorCopy + ");\n" +
+	"    END IF;"
 
 const (
 	// floorSeq is the guards' copy of the floor (see FloorSQLState).

@@ -92,16 +92,16 @@ const (
 
 // guardDeleteWhen is the WHEN clause of the guard's DELETE trigger on table (or on a
 // descendant of it, whose rows a DELETE of table deletes), with a trailing space: it
-// fires unless the mark the wrapper's one-statement DELETE sets in this transaction
-// (see DeleteFence) names table and a token at or above the deleted row's — the row
-// the fence accepted, or one deleted in the same transaction by a cascade, a trigger,
-// user code or a later statement that the same token may delete. Any other deletion,
-// and every deletion of a row whose token is NULL, reaches the guard function. The
-// table is compared first: without a mark of table (none, or an empty one: a setting
-// once set reads as an empty string after its transaction) the token's cast is not
-// reached.
+// fires unless the mark the wrapper's one-statement DELETE sets (see DeleteFence) is
+// this statement's, names table and a token at or above the deleted row's — the row
+// the fence accepted, or one deleted inside that statement by a cascade, a trigger or
+// user code that the same token may delete. Any other deletion, and every deletion of
+// a row whose token is NULL, reaches the guard function. The statement is compared
+// first: without this statement's mark (none, another statement's, or an empty one: a
+// setting once set reads as an empty string after its transaction) the token's cast
+// is not reached.
 func guardDeleteWhen(d dialectImpl, table dialect.TableName, tokenCol string) string {
-	return "WHEN ((pg_catalog.current_setting('" + deleteTableSetting + "', true) OPERATOR(pg_catalog.=) " + markedTable(d, table) +
+	return "WHEN ((pg_catalog.current_setting('" + deleteStmtSetting + "', true) OPERATOR(pg_catalog.=) " + markedStatement(d, table) +
 		" AND OLD." + d.QuoteIdent(tokenCol) + op("<=") + "pg_catalog.current_setting('" + deleteTokenSetting + "', true)::pg_catalog.int8) IS NOT TRUE) "
 }
 
@@ -219,7 +219,7 @@ BEGIN
   -- plain DELETE's.
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   IF ` + accepted + ` THEN
-    fl := (SELECT f.floor FROM ` + floorPlaceholder + ` f WHERE f.id` + eq + `1);
+    ` + floorSlowRead + `
     IF NEW.` + tok + lt + `fl THEN
       ` + floorRaise + `;
     END IF;
@@ -349,7 +349,7 @@ func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string,
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
   AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteTableSetting + "%"}
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -49,7 +49,7 @@ func TestGuardDDLShape(t *testing.T) {
 		`ERRCODE = 'FNCD2'`,
 		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')), '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END $fencedsql_2$`,
 		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
-		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.current_setting('fencedsql_guard.delete_table', true) OPERATOR(pg_catalog.=) '"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text AND OLD."fence""token" OPERATOR(pg_catalog.<=) pg_catalog.current_setting('fencedsql_guard.delete_token', true)::pg_catalog.int8) IS NOT TRUE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.current_setting('fencedsql_guard.delete_statement', true) OPERATOR(pg_catalog.=) pg_catalog.concat('"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()) AND OLD."fence""token" OPERATOR(pg_catalog.<=) pg_catalog.current_setting('fencedsql_guard.delete_token', true)::pg_catalog.int8) IS NOT TRUE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_delete`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
@@ -82,22 +82,22 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
 	if !strings.Contains(q, "pg_trigger") || len(args) != 12 || args[6] != "%fencedsql one-statement delete v3%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v5%" || args[8] != "fencedsql_floor_sync" ||
-		args[11] != "%fencedsql_guard.delete_table%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
+		args[11] != "%fencedsql_guard.delete_statement%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }
 
 // The one-statement DELETE's fragment: the fence function's call on the row's token
 // column and the token, then the mark, set once per statement by an uncorrelated
-// subquery (the token; the table's oid, from a regclass constant) where the fence
-// function accepts the token itself (the floor's check);
+// subquery (the token; the table's oid, from a regclass constant, and the statement's
+// start time) where the fence function accepts the token itself (the floor's check);
 // the token is a placeholder both times, never text.
 func TestDeleteFenceFragment(t *testing.T) {
 	f := postgres.Dialect.(dialect.DeleteFencer)
 	mark, check := f.DeleteFence(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`)
 	tok := dialect.TokenSlot + `::pg_catalog.int8`
 	want := `"shop"."fencedsql_fence_accounts"("fence""token", ` + dialect.TokenSlot + `) IS NOT NULL AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', ` + tok + `::pg_catalog.text, true)` +
-		` OPERATOR(pg_catalog.||) pg_catalog.set_config('fencedsql_guard.delete_table', '"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text, true)` +
+		` OPERATOR(pg_catalog.||) pg_catalog.set_config('fencedsql_guard.delete_statement', pg_catalog.concat('"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)` +
 		` WHERE "shop"."fencedsql_fence_accounts"(` + tok + `, ` + tok + `) IS NOT NULL) IS NOT NULL`
 	if mark != want || check != "" {
 		t.Errorf("DeleteFence = %q, %q\nwant %q, \"\"", mark, check, want)

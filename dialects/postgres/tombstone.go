@@ -157,10 +157,11 @@ BEGIN
   IF TG_OP = 'DELETE' THEN
     -- The wrapper's one-statement DELETE marks the token it deletes under (see
     -- DeleteFence); the two-statement form stamped it on the row. The mark is two
-    -- transaction-local settings: the token, and the oid of the table this
-    -- transaction deletes from under it (this table, or the one whose DELETE reached
-    -- this partition or child).
-    mark := pg_catalog.current_setting('` + deleteTableSetting + `', true);
+    -- transaction-local settings: the token, and "<oid>/<statement start>" of the table
+    -- the transaction deleted from under it (this table, or the one whose DELETE
+    -- reached this partition or child). The time is not compared (a trigger may
+    -- change its text); an earlier statement's mark only raises what is recorded.
+    mark := pg_catalog.split_part(pg_catalog.current_setting('` + deleteStmtSetting + `', true), '/', 1);
     IF mark <> '' THEN
       IF mark = TG_RELID::text OR mark IN (WITH RECURSIVE a(oid) AS (
           SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = TG_RELID

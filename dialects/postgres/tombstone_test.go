@@ -22,7 +22,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 		`REVOKE ALL ON "shop"."fencedsql_tomb_pairs" FROM PUBLIC`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombstone_pairs"() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql$`,
 		`VALUES (OLD."a", OLD."B", GREATEST(COALESCE(OLD."tok", 0), COALESCE(marked, 0)), pg_catalog.now())`,
-		"mark := pg_catalog.current_setting('fencedsql_guard.delete_table', true);",
+		"mark := pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_statement', true), '/', 1);",
 		"IF mark = TG_RELID::text OR mark IN (WITH RECURSIVE a(oid) AS (",
 		"marked := pg_catalog.current_setting('fencedsql_guard.delete_token', true)::bigint;",
 		`-- fencedsql tombstone guard v5`,

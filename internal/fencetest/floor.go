@@ -1,6 +1,7 @@
 package fencetest
 
 import (
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -101,4 +102,45 @@ func (s *guardSuite) testFloor(t *testing.T) {
 	}
 	_, err = e.db.ExecContext(tok(e.ctx, 13), upd, 3)
 	wantFloor("UPDATE after the second raise", err)
+}
+
+// testFloorSnapshot: a transaction whose snapshot predates a raise of the floor
+// (REPEATABLE READ; its first read took the snapshot) does not write under a token
+// below the raised floor — not an UPDATE, an INSERT, or a DELETE — although the floor
+// table, as its snapshot shows it, still holds the old floor.
+func (s *guardSuite) testFloorSnapshot(t *testing.T) {
+	e := setup(t, s.b)
+	s.install(e, "accounts")
+	e.seed(5, 1, 2)
+	for _, c := range []struct{ what, q string }{
+		{"UPDATE", "UPDATE accounts SET balance = balance + 1 WHERE id = ?"},
+		{"INSERT", "INSERT INTO accounts (id, balance) VALUES (? + 10, 1)"},
+		{"DELETE", "DELETE FROM accounts WHERE id = ?"},
+	} {
+		floor := uint64(10)
+		if c.what == "INSERT" {
+			floor = 11
+		} else if c.what == "DELETE" {
+			floor = 12
+		}
+		tx, err := e.db.BeginTx(tok(e.ctx, floor-2), &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := tx.QueryRowContext(e.ctx, "SELECT COUNT(*) FROM accounts").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, floor); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.ExecContext(e.ctx, e.q(c.q), 1)
+		if !errors.Is(err, fencedsql.ErrBelowFloor) {
+			t.Fatalf("%s under token %d in a snapshot older than the raise to %d: err = %v, want ErrBelowFloor", c.what, floor-2, floor, err)
+		}
+		tx.Rollback()
+	}
+	if e.count() != 2 {
+		t.Fatalf("%d rows, want 2", e.count())
+	}
 }
