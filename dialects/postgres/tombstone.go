@@ -162,11 +162,15 @@ BEGIN
     -- reached this partition or child). The time is not compared (a trigger may
     -- change its text); an earlier statement's mark only raises what is recorded.
     mark := pg_catalog.split_part(pg_catalog.current_setting('` + deleteStmtSetting + `', true), '/', 1);
-    IF mark <> '' THEN
-      IF mark = TG_RELID::text OR mark IN (WITH RECURSIVE a(oid) AS (
+    -- (The first test is a simple expression, which PL/pgSQL evaluates without the
+    -- executor; the ancestors' query runs only under another table's mark.)
+    IF mark = TG_RELID::text THEN
+      marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
+    ELSIF mark <> '' THEN
+      IF EXISTS (WITH RECURSIVE a(oid) AS (
           SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = TG_RELID
           UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid)
-        SELECT a.oid::text FROM a) THEN
+        SELECT 1 FROM a WHERE a.oid::text = mark) THEN
         marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
       END IF;
     END IF;
