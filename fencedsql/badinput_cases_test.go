@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/lockclient"
 )
 
 func badCases() []badCase {
@@ -97,6 +98,8 @@ func badCases() []badCase {
 			run: badExecCtx(fencedsql.WithToken(bg, 0), `UPDATE accounts SET balance = 0 WHERE id = ?`, 1)},
 		{name: "nil lease", kind: badNoToken, table: "accounts",
 			run: badExecCtx(fencedsql.WithLease(bg, nil), `DELETE FROM accounts WHERE id = ?`, 1)},
+		{name: "nil *lockclient.Lease (what a failed Acquire returns)", kind: badNoToken, table: "accounts",
+			run: badExecCtx(fencedsql.WithLease(bg, (*lockclient.Lease)(nil)), `UPDATE accounts SET balance = 0 WHERE id = ?`, 1)},
 		{name: "nil lease bound to a transaction", kind: badNoToken, table: "accounts", tx: true,
 			run: badInTx(fencedsql.WithLease(bg, nil), `INSERT INTO accounts (id, balance) VALUES (?, ?)`, 2, 0)},
 		{name: "token > MaxInt64", kind: badNoToken, table: "accounts",

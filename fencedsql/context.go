@@ -1,6 +1,9 @@
 package fencedsql
 
-import "context"
+import (
+	"context"
+	"reflect"
+)
 
 // Lease is what WithLease and WithLeases bind: a fencing token and a way to learn the lease was lost.
 // *lockclient.Lease implements it.
@@ -36,7 +39,7 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // Every statement and Commit under it (the transaction's, or the statement's own
 // context's outside one) is refused before anything is sent, with an error wrapping
 // lockclient.ErrLeaseLost, once any one of the leases is lost (Lost closed or Err not
-// nil). No leases, or a nil one among them, carries no usable token: guarded writes
+// nil). No leases, or a nil one among them (also a nil *lockclient.Lease), carries no usable token: guarded writes
 // fail with ErrNoToken.
 //
 // Why the largest token. A row records the token that last wrote it, and the database
@@ -60,13 +63,23 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 	b := binding{leases: make([]Lease, 0, len(leases))}
 	for _, l := range leases {
-		if l == nil {
+		if isNilLease(l) {
 			return context.WithValue(ctx, leaseKey, binding{})
 		}
 		b.token = max(b.token, l.Token())
 		b.leases = append(b.leases, l)
 	}
 	return context.WithValue(ctx, leaseKey, b)
+}
+
+// isNilLease reports whether l is nil, or a nil pointer in a Lease (what
+// lockclient.Client.Acquire returns beside an error): neither carries a token.
+func isNilLease(l Lease) bool {
+	if l == nil {
+		return true
+	}
+	v := reflect.ValueOf(l)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // WithToken returns a context that carries a bare fencing token (for tokens obtained

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/fencedsql/fencedsql/lockclient"
 )
@@ -65,17 +66,46 @@ func (st *txState) leaseLost() error {
 }
 
 // checkLease refuses a statement one of whose leases — its transaction's or its
-// context's — is known lost.
+// context's — is known lost. Inside a transaction the statement's own leases join the
+// transaction's (a transaction begun without a lease, whose statements carry theirs),
+// so that Commit checks them too; and a refusal breaks the transaction: its Commit
+// rolls back, whatever the caller does with the statement's error (the statements
+// before it must not commit without the one refused).
 func (c *conn) checkLease(ctx context.Context) error {
+	b, bound := bindingFrom(ctx)
+	if c.tx != nil && bound {
+		for _, l := range b.leases {
+			if !hasLease(c.tx.leases, l) {
+				c.tx.leases = append(c.tx.leases, l)
+			}
+		}
+	}
+	var cause error
 	if c.tx != nil {
-		if cause := lostCauseAll(c.tx.leases); cause != nil {
-			return lostErr("statement not sent", cause)
+		cause = lostCauseAll(c.tx.leases)
+	} else if bound {
+		cause = lostCauseAll(b.leases)
+	}
+	if cause == nil {
+		return nil
+	}
+	err := lostErr("statement not sent", cause)
+	if c.tx != nil && c.tx.broken == nil {
+		c.tx.broken = err
+	}
+	return err
+}
+
+// hasLease reports whether leases holds l (the same lease value; a lease of a type
+// that cannot be compared counts as absent, and is then checked twice).
+func hasLease(leases []Lease, l Lease) bool {
+	if l == nil || !reflect.TypeOf(l).Comparable() {
+		return false
+	}
+	for _, x := range leases {
+		if x == l {
+			return true
 		}
 	}
-	if b, ok := bindingFrom(ctx); ok {
-		if cause := lostCauseAll(b.leases); cause != nil {
-			return lostErr("statement not sent", cause)
-		}
-	}
-	return nil
+	return false
 }

@@ -169,3 +169,60 @@ func TestLostLeaseRealClient(t *testing.T) {
 	}
 	mockMet(t, mock)
 }
+
+// A transaction begun without a lease whose statements carry one (the lease in each
+// statement's context) is held to that lease as if it had been begun with it: once the
+// lease is lost, Commit rolls back (ErrLeaseLost, nothing committed) — whether the
+// loss shows at a later statement, whose refusal the caller ignores, or only at Commit.
+// While the lease is held the transaction commits.
+func TestStatementLeaseJoinsTransaction(t *testing.T) {
+	const upd = `UPDATE accounts SET x = $1 WHERE id = $2`
+	for _, c := range []struct {
+		name         string
+		lose         bool
+		secondWrite  bool
+		wantCommitOK bool
+	}{
+		{"held", false, true, true},
+		{"lost, then a refused statement ignored", true, true, false},
+		{"lost before Commit", true, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, mock := newRegexpMockDB(t)
+			mock.ExpectBegin()
+			mock.ExpectExec(".*").WillReturnResult(sqlmock.NewResult(0, 1))
+			if !c.lose {
+				mock.ExpectExec(".*").WillReturnResult(sqlmock.NewResult(0, 1))
+				mock.ExpectCommit()
+			} else {
+				mock.ExpectRollback()
+			}
+			lease := newFakeLease(7)
+			tx, err := db.BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lctx := fencedsql.WithLease(context.Background(), lease)
+			if _, err := tx.ExecContext(lctx, upd, 90, 1); err != nil {
+				t.Fatal(err)
+			}
+			if c.lose {
+				lease.lose(nil)
+			}
+			if c.secondWrite {
+				_, err := tx.ExecContext(lctx, upd, 10, 2)
+				if c.lose != errors.Is(err, lockclient.ErrLeaseLost) {
+					t.Fatalf("second statement: err = %v (lease lost: %v)", err, c.lose)
+				}
+			}
+			err = tx.Commit()
+			if c.wantCommitOK != (err == nil) {
+				t.Fatalf("Commit = %v, want success %v", err, c.wantCommitOK)
+			}
+			if !c.wantCommitOK && (!errors.Is(err, lockclient.ErrLeaseLost) || !errors.Is(err, fencedsql.ErrNotCommitted)) {
+				t.Fatalf("Commit = %v, want ErrLeaseLost and ErrNotCommitted", err)
+			}
+			mockMet(t, mock)
+		})
+	}
+}
