@@ -43,17 +43,21 @@ func (p *parser) protectSettings(head string, from, to int) error {
 	}
 	for i := from; i < to; i++ {
 		t := p.sig[i]
+		var n string
 		if t.Kind == sqllex.KindString {
-			if err := p.protectSettingString(i, undecodable); err != nil {
-				return err
+			v, named := p.settingNameString(head, i)
+			if !named {
+				if err := p.protectSettingString(i, undecodable); err != nil {
+					return err
+				}
+				continue
 			}
+			n = v
+		} else if !p.isIdent(i) {
 			continue
-		}
-		if !p.isIdent(i) {
-			continue
-		}
-		n, ok := p.ident(i)
-		if !ok {
+		} else if v, ok := p.ident(i); ok {
+			n = v
+		} else {
 			if p.unicodeIdent(i) && p.calledAt(i) {
 				return unsupported("", "a function called by a quoted name with escapes (U&\"…\") on a pool with guarded tables: it could be set_config, or a function that runs SQL text")
 			}
@@ -62,7 +66,7 @@ func (p *parser) protectSettings(head string, from, to int) error {
 			}
 			continue
 		}
-		if p.punct(i+1, "(") && isSQLTextFunc(n) {
+		if t.Kind != sqllex.KindString && p.punct(i+1, "(") && isSQLTextFunc(n) {
 			if err := p.dynamic(n + "(…), which runs the SQL text it is given"); err != nil {
 				return err
 			}
@@ -112,6 +116,24 @@ func (p *parser) protectSettings(head string, from, to int) error {
 		}
 	}
 	return nil
+}
+
+// settingNameString reports whether the string literal at sig[i] names a protected
+// setting in a statement that sets one (PRAGMA or SET): SQLite takes a string where a
+// name is expected, so PRAGMA 'writable_schema' = 1 and PRAGMA main.'journal_mode' =
+// OFF change the setting the string names. The string is then judged as that name.
+func (p *parser) settingNameString(head string, i int) (string, bool) {
+	if head != "PRAGMA" && head != "SET" {
+		return "", false
+	}
+	v, ok := plainString(p.text(p.sig[i]))
+	if !ok {
+		return "", false
+	}
+	if settingNamed(v) != nil || hasPrefixFold(v, "pragma_") && settingNamed(strings.TrimPrefix(strings.ToLower(v), "pragma_")) != nil {
+		return v, true
+	}
+	return "", false
 }
 
 // safeValueAt reports whether sig[i] is one literal value among s's safe values and

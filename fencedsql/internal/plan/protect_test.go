@@ -364,6 +364,11 @@ func TestProtectedSettingsRefused(t *testing.T) {
 		{sqliteTest, "PRAGMA writable_schema(1)"}, {sqliteTest, "PRAGMA temp.writable_schema = true"},
 		{sqliteTest, "SELECT * FROM pragma_writable_schema"}, {sqliteTest, "SELECT * FROM PRAGMA_WRITABLE_SCHEMA()"},
 		{sqliteTest, "SELECT 1; PRAGMA writable_schema = 1"},
+		// SQLite takes a string where a name is expected.
+		{sqliteTest, "PRAGMA 'writable_schema' = 1"}, {sqliteTest, "PRAGMA main.'writable_schema' = 1"},
+		{sqliteTest, "PRAGMA 'WRITABLE_SCHEMA'"}, {sqliteTest, "PRAGMA 'journal_mode' = OFF"},
+		{sqliteTest, "PRAGMA main.'journal_mode' = 'off'"}, {sqliteTest, "PRAGMA 'synchronous' = 0"},
+		{sqliteTest, "PRAGMA 'synchronous'(OFF)"}, {sqliteTest, "PRAGMA 'pragma_writable_schema'"},
 		{mysqlTest, "SET sql_log_bin = 1 - 1"}, {mysqlTest, "SET sql_log_bin = (0)"},
 	}
 	for _, c := range more {
@@ -398,6 +403,8 @@ func TestProtectedSettingsPass(t *testing.T) {
 		{mysqlTest, "SET @@session.sql_log_bin = true"}, {mysqlTest, "SHOW VARIABLES LIKE 'sql_log_bin'"},
 		{mysqlTest, "SET skip_replication = 0"}, {mysqlTest, "SET @x = 1"},
 		{sqliteTest, "PRAGMA foreign_keys = ON"}, {sqliteTest, "PRAGMA table_info(accounts)"},
+		{sqliteTest, "PRAGMA 'journal_mode' = WAL"}, {sqliteTest, "PRAGMA main.'synchronous' = FULL"},
+		{sqliteTest, "PRAGMA 'table_info'('accounts')"},
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d, Guard("accounts"), WithDynamicSQL(true))
