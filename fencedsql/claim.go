@@ -58,19 +58,40 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		rs.onDone(func(err error) { c.core.doubtVerdict(&c.core.claimOne, one.Guard, err) })
 		return rs, nil
 	}
+	if c.hasToken(ctx) && p.ClaimRead == nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: offsetTwoStatements}
+	}
 	claimed, err := c.claim(ctx, r, p, args)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.query(ctx, p, args)
+	if claimed < 0 && !c.hasToken(ctx) {
+		rows, err := r.query(ctx, p, args)
+		if err != nil {
+			return nil, c.core.mapPassErr(err)
+		}
+		return newRows(rows, c.core, nil, 0, 0), nil
+	}
+	// The read returns only rows carrying the token (plan.ClaimRead), counted against
+	// the rows stamped.
+	_, _, readArgs, err := c.guardedArgs(ctx, p.ClaimRead, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.query(ctx, p.ClaimRead, readArgs)
 	if err != nil {
 		return nil, c.core.mapPassErr(err)
 	}
 	if claimed < 0 {
 		return newRows(rows, c.core, nil, 0, 0), nil
 	}
-	return c.countRows(rows, p, "locking SELECT", claimed), nil
+	return c.countRows(rows, p.ClaimRead, "locking SELECT", claimed), nil
 }
+
+// offsetTwoStatements refuses a claimed read with an OFFSET in the two-statement form
+// (plan.ClaimRead is nil for it).
+const offsetTwoStatements = "a locking SELECT with an OFFSET whose claim runs as two statements on this table (the read after the claim is restricted to the rows carrying the token, which the OFFSET would skip): drop the OFFSET, or select by key"
 
 // claimOne judges a locking read (claimable) and, when it runs as one statement,
 // returns that statement with its token and bound arguments; one is nil otherwise.

@@ -201,6 +201,12 @@ func Run(t *testing.T, b Backend) {
 			fn   func(*testing.T, Backend)
 		}{"NonStrictMySQLSession", testNonStrictMySQL})
 	}
+	if b.Numbered || b.MySQL {
+		tests = append(tests, struct {
+			name string
+			fn   func(*testing.T, Backend)
+		}{"ClaimDisplacedUnderReadCommitted", testClaimDisplaced})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 	}

@@ -133,7 +133,48 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if p.rw.numbered {
 		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: clauses, nowait: nowait, nUser: nUser})
 	}
+	if !offset {
+		main.ClaimRead = p.claimRead(g, r, clauses, nUser)
+	} else if main.ClaimOne == nil {
+		return p.claimRefused(g.String(), "%s", offsetTwoStatements)
+	}
 	return main, nil
+}
+
+// offsetTwoStatements is why a locking read with an OFFSET cannot be claimed in two
+// statements (claimRead).
+const offsetTwoStatements = "a locking SELECT with an OFFSET whose claim cannot run as one statement (the read after the claim would skip claimed rows: it is restricted to the rows carrying the token)"
+
+// claimRead writes the read of the two-statement claim: the caller's locking SELECT
+// restricted to the rows that carry the token (its WHERE ANDed with the token column
+// = the token). The claiming UPDATE stamped its rows with exactly the token, and holds
+// their locks: under READ COMMITTED the read, a statement of its own, would otherwise
+// see rows committed between the two (a row that starts to match pushes a claimed one
+// out of a LIMIT: the same count, another row, unclaimed). So every row returned
+// carries the token, and the rows are counted against the rows stamped (the
+// wrapper's exactness check). An OFFSET is not kept: it would skip claimed rows
+// (offsetTwoStatements).
+func (p *parser) claimRead(g *Table, r tableRef, clauses map[string][2]int, nUser int) *Plan {
+	b := p.newBuilder(nUser)
+	b.copy(0, p.endOf(r.aliasEnd))
+	tok := p.qualifier(r) + "." + g.QTok + " = "
+	rest := r.aliasEnd
+	if c, ok := clauses["WHERE"]; ok {
+		b.write(" WHERE (")
+		if c[1] > c[0]+1 { // else a WHERE without a condition: the database's error
+			b.copy(p.sig[c[0]+1].Start, p.endOf(c[1]))
+		}
+		b.write(") AND " + tok)
+		rest = c[1]
+	} else {
+		b.write(" WHERE " + tok)
+	}
+	b.token()
+	if rest < len(p.sig) {
+		b.write(" ")
+		b.copy(p.sig[rest].Start, len(p.src))
+	}
+	return b.finish(KindClaim, g)
 }
 
 func hasClause(clauses map[string][2]int, kw string) bool {

@@ -137,3 +137,51 @@ func equalRefs(a, b []ArgRef) bool {
 	}
 	return true
 }
+
+// The read of the two-statement claim is the caller's locking read restricted to the
+// rows carrying the token (the rows the claim stamped), its placeholders where the
+// caller put them; a locking read with an OFFSET has none (it is claimed in one
+// statement or refused).
+func TestClaimReads(t *testing.T) {
+	cases := []struct {
+		d    testDialect
+		in   string
+		read string
+		args []ArgRef
+	}{
+		{mysqlTest, "SELECT ?, id FROM accounts WHERE id = ? OR id = 2 ORDER BY id LIMIT ? FOR UPDATE",
+			"SELECT ?, id FROM accounts WHERE (id = ? OR id = 2) AND accounts.`fence_token` = ? ORDER BY id LIMIT ? FOR UPDATE",
+			refs(0, 1, TOK, 2)},
+		{mysqlTest, "SELECT * FROM `accounts` AS a ORDER BY a.id LIMIT 1 FOR UPDATE",
+			"SELECT * FROM `accounts` AS a WHERE a.`fence_token` = ? ORDER BY a.id LIMIT 1 FOR UPDATE",
+			refs(TOK)},
+		{mysqlTest, "SELECT id FROM shop.accounts WHERE id IN (?, ?) LOCK IN SHARE MODE",
+			"SELECT id FROM shop.accounts WHERE (id IN (?, ?)) AND accounts.`fence_token` = ? LOCK IN SHARE MODE",
+			refs(0, 1, TOK)},
+		{pgTest, `SELECT id, (SELECT 1) FROM accounts WHERE balance = $1 ORDER BY id LIMIT $2 FOR UPDATE`,
+			`SELECT id, (SELECT 1) FROM accounts WHERE (balance = $1) AND accounts."fence_token" = $3 ORDER BY id LIMIT $2 FOR UPDATE`,
+			refs(0, 1, TOK)},
+		{pgTest, `WITH w AS (SELECT 1) SELECT * FROM ONLY "accounts" x FOR NO KEY UPDATE OF x`,
+			`WITH w AS (SELECT 1) SELECT * FROM ONLY "accounts" x WHERE x."fence_token" = $1 FOR NO KEY UPDATE OF x`,
+			refs(TOK)},
+	}
+	for _, c := range cases {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindClaim || p.ClaimRead == nil {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim with its read", c.d.name, c.in, p, err)
+			continue
+		}
+		if p.ClaimRead.SQL != c.read || !equalRefs(p.ClaimRead.Args, c.args) {
+			t.Errorf("%s: read of %q:\n got  %s %v\n want %s %v", c.d.name, c.in, p.ClaimRead.SQL, p.ClaimRead.Args, c.read, c.args)
+		}
+	}
+	// OFFSET: one statement or nothing.
+	p, err := newTestRewriter(t, pgTest).Rewrite(`SELECT id FROM accounts ORDER BY id LIMIT 1 OFFSET 1 FOR UPDATE`, false)
+	if err != nil || p.ClaimOne == nil || p.ClaimRead != nil {
+		t.Errorf("OFFSET: %+v, %v; want the one-statement claim and no two-statement read", p, err)
+	}
+	p, err = newTestRewriter(t, pgTest).Rewrite(`SELECT id, (SELECT 1) FROM accounts ORDER BY id LIMIT 1 OFFSET 1 FOR UPDATE`, false)
+	if err != nil || !isRefusal(p.ClaimErr) {
+		t.Errorf("OFFSET without the one-statement form: %+v, %v; want the claim refused", p, err)
+	}
+}

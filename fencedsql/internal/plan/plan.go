@@ -62,6 +62,11 @@ type Plan struct {
 	// caller's statement has a shape one statement cannot answer identically: the
 	// wrapper then runs Pre and the caller's text.
 	ClaimOne *Plan
+	// ClaimRead (kindClaim) is the read of the two-statement claim, run after Pre in
+	// place of the caller's text when the statement carries a token: the caller's
+	// locking SELECT restricted to the rows carrying the token (claimRead). nil for a
+	// locking read with an OFFSET, which is claimed in one statement or not at all.
+	ClaimRead *Plan
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool
