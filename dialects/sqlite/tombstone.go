@@ -29,22 +29,38 @@ import (
 //
 //	fencedsql_tombdel_<table>  AFTER DELETE   records OLD's key and OLD.<token>,
 //	                                           keeping the greater token
-//	fencedsql_tombins_<table>  BEFORE INSERT  WHEN the tombstone of NEW's key holds a
+//	fencedsql_tombins_<table>  AFTER INSERT   WHEN the tombstone of NEW's key holds a
 //	                                           greater token than NEW.<token>:
 //	                                           SELECT RAISE(ABORT, '<message>')
 //	fencedsql_tombkey_<table>  AFTER UPDATE   WHEN the key changed: records the key the
 //	                                           row left, refuses the key it moved onto
 //	                                           like an INSERT
 //
-// A BEFORE trigger cannot assign NEW in SQLite, hence RAISE (SQLITE_CONSTRAINT_TRIGGER)
-// with a message of this package's own, which Classify maps. SQLite runs BEFORE INSERT
-// triggers for an upsert (INSERT … ON CONFLICT DO UPDATE / DO NOTHING) before the
-// conflict is looked at, so upserts are covered; writers are serialised, so no DELETE
-// can commit while an INSERT of the same key waits. Trigger bodies name their tables
-// unqualified, which SQLite resolves in the trigger's own schema (a TEMP table of the
-// same name shadows nothing). Limits as for the guard: any connection can drop the
-// triggers.
+// The INSERT check is an AFTER trigger because only there is NEW's key the row's
+// key: when SQLite chooses a rowid (an INTEGER PRIMARY KEY omitted, NULL, or an
+// INSERT … DEFAULT VALUES), NEW.<key> reads -1 in a BEFORE trigger, and the rowid it
+// then picks is max(rowid)+1, which is the key just deleted when that was the highest
+// (the AUTOINCREMENT keyword prevents reuse; a plain INTEGER PRIMARY KEY does not).
+// RAISE(ABORT) in an AFTER trigger undoes the whole statement, every row and trigger
+// effect of it, whatever its OR clause (OR IGNORE/REPLACE/FAIL do not apply to a
+// RAISE), and fails with SQLITE_CONSTRAINT_TRIGGER and a message of this package's
+// own, which Classify maps. An upsert (INSERT … ON CONFLICT) that inserts fires it
+// like an INSERT; one that takes its DO UPDATE branch is an UPDATE of an existing row
+// (fenced by the row's token), and DO NOTHING on an existing row writes nothing. A
+// stale INSERT of a key that exists fails on the key's UNIQUE constraint before the
+// trigger runs. Writers are serialised, so no DELETE can commit while an INSERT of
+// the same key waits. Every trigger's text holds tombVersion, which
+// TombstoneInstalledQuery requires: a guard installed by an earlier version (a
+// BEFORE INSERT check) is reported as not installed, and schema.Check's Fix replaces
+// it. Trigger bodies name their tables unqualified, which SQLite resolves in the
+// trigger's own schema (a TEMP table of the same name shadows nothing). Limits as for
+// the guard: any connection can drop the triggers.
 const TombstoneMessagePrefix = "fencedsql: tombstone on "
+
+// tombVersion marks the text of every tombstone trigger of this version (a comment in
+// its body, which sqlite_master keeps); TombstoneInstalledQuery reports triggers
+// without it as not installed. v2: the INSERT check is an AFTER INSERT trigger.
+const tombVersion = "fencedsql tombstone guard v2"
 
 func tombObject(kind string, table dialect.TableName) dialect.TableName {
 	return dialect.TableName{Schema: table.Schema, Name: "fencedsql_tomb" + kind + "_" + table.Name}
@@ -91,17 +107,20 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	}
 	newer := "EXISTS (SELECT 1 FROM " + tombIn + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) + " AND t.fence_token > NEW." + tok + ")"
 	msg := literal(TombstoneMessagePrefix + table.Name + ": NOT NULL constraint failed: " + table.Name + "." + tokenCol)
+	begin := "BEGIN\n  /* " + tombVersion + " */\n"
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL, PRIMARY KEY (" + list + ")) WITHOUT ROWID",
 		"DROP TRIGGER IF EXISTS " + del,
-		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\nBEGIN\n" + record("coalesce(OLD."+tok+", 0)") + "END",
+		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" + begin + record("coalesce(OLD."+tok+", 0)") + "END",
 		"DROP TRIGGER IF EXISTS " + ins,
-		"CREATE TRIGGER " + ins + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\n" +
+		// AFTER, not BEFORE: NEW's key is the stored one only there (a rowid SQLite
+		// chooses reads -1 in a BEFORE trigger).
+		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\n" +
 			"WHEN NEW." + tok + " IS NOT NULL AND " + newer + "\n" +
-			"BEGIN\n  SELECT RAISE(ABORT, " + msg + ");\nEND",
+			begin + "  SELECT RAISE(ABORT, " + msg + ");\nEND",
 		"DROP TRIGGER IF EXISTS " + rekey,
 		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN " + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + "\nBEGIN\n" +
+			"WHEN " + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + "\n" + begin +
 			record("max(coalesce(OLD."+tok+", 0), coalesce(NEW."+tok+", 0))") +
 			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
 	}
@@ -119,15 +138,17 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	return ddl
 }
 
-// TombstoneInstalledQuery yields 1 when the three tombstone triggers and the
-// tombstone table exist.
+// TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
+// (their text holds tombVersion) and the tombstone table exist; triggers installed by
+// an earlier version (whose INSERT check was a BEFORE trigger, blind to a rowid SQLite
+// chooses) are reported as not installed, so schema.Check's Fix replaces them.
 func (d dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
-	return "SELECT CASE WHEN COUNT(*) = 4 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE) OR (type = 'table' AND name = ? COLLATE NOCASE)",
-		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, table.Name, tombObject("", table).Name}
+	return "SELECT CASE WHEN COUNT(*) = 4 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND instr(sql, ?) > 0) OR (type = 'table' AND name = ? COLLATE NOCASE)",
+		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, table.Name, "/* " + tombVersion + " */", tombObject("", table).Name}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (by SQLite's clock).

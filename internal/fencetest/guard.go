@@ -49,6 +49,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"NoResurrectionCompositeKey", gs.testTombstonesCompositeKey},
 		{"NoResurrectionKeyClasses", gs.testTombstoneKeyClasses},
 		{"NoResurrectionRekey", gs.testTombstoneRekey},
+		{"NoResurrectionAutoKey", gs.testTombstoneAutoKey},
 		{"AdminPath", gs.testAdminPath},
 		{"TokenFloor", gs.testFloor},
 		{"ConfigMistakes", gs.testConfigMistakes},

@@ -61,7 +61,7 @@ func TestSQLite(t *testing.T) {
 		t.Fatalf("check: exit %d, stderr %q", code, errOut)
 	}
 	wantContains(t, "report", out, "bare: 4 problem(s)", "missing column fence_token", "missing column version",
-		"no database-side guard installed", "no tombstone guard installed", "fix:", `CREATE TRIGGER "fencedsql_tombins_bare" BEFORE INSERT ON "bare"`, `ALTER TABLE bare ADD COLUMN "fence_token" BIGINT NOT NULL DEFAULT 0;`, `CREATE TRIGGER "fencedsql_guard_bare"`)
+		"no database-side guard installed", "no tombstone guard installed", "fix:", `CREATE TRIGGER "fencedsql_tombins_bare" AFTER INSERT ON "bare"`, `ALTER TABLE bare ADD COLUMN "fence_token" BIGINT NOT NULL DEFAULT 0;`, `CREATE TRIGGER "fencedsql_guard_bare"`)
 
 	code, out, _ = runCmd(t, append(args, "-print")...)
 	if code != exitProblems {
