@@ -90,9 +90,7 @@ func (c *conn) checkLease(ctx context.Context) error {
 		return nil
 	}
 	err := lostErr("statement not sent", cause)
-	if c.tx != nil && c.tx.broken == nil {
-		c.tx.broken = err
-	}
+	c.breakTx(err)
 	return err
 }
 
