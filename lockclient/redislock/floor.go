@@ -16,17 +16,27 @@ import (
 // <prefix>token, which the grant script INCRs. RaiseFloor sets it to min only if min is
 // higher, in one script, so a raise is atomic against grants: a grant runs before it
 // (and its token is below the new value) or after it (and its token is above min).
+// A missing counter is first seeded from the server's clock, as a grant would, so that
+// a raise (or WithMinToken) after a loss does not restart tokens at min.
 
 // raiseScript: KEYS[1] token counter; ARGV[1] min as a canonical decimal string. Sets
 // the counter to min if min is higher (compared as decimal strings: Lua numbers are
-// doubles) and returns the counter's value afterwards, as a string.
-var raiseScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1]) or '0'
+// doubles) than the counter, or than the clock seed (seedLua) when there is no counter,
+// and returns the counter's value afterwards, as a string.
+var raiseScript = redis.NewScript(seedLua + `
+local cur = redis.call('GET', KEYS[1])
+local set = false
+if not cur then
+  cur = seed()
+  if not cur then return redis.error_reply(noseed) end
+  set = true
+end
 local min = ARGV[1]
 if #min > #cur or (#min == #cur and min > cur) then
-  redis.call('SET', KEYS[1], min)
-  return min
+  cur = min
+  set = true
 end
+if set then redis.call('SET', KEYS[1], cur) end
 return cur
 `)
 
@@ -70,7 +80,8 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 }
 
 // LastToken implements lockclient.FloorRaiser: the value of the token counter, which is
-// the last token granted or the floor when higher (0 when the counter does not exist).
+// the last token granted or the floor when higher (0 when the counter does not exist:
+// the next grant or raise then seeds it from the server's clock, see the package doc).
 func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr

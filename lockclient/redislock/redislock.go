@@ -14,7 +14,9 @@
 //   - Grant: if the key does not exist and no live waiter is queued ahead of the caller,
 //     INCR the one token counter <prefix>token and SET the key with PX ttl; the counter
 //     is only incremented when the grant succeeds, and since scripts run one at a time,
-//     tokens are strictly increasing across all keys in the order of grants. A key that
+//     tokens are strictly increasing across all keys in the order of grants. A counter
+//     that does not exist is not restarted at 1: it is seeded from the server's clock
+//     (see Token floor below). A key that
 //     exists is held ([lockclient.ErrHeld]), also when the holder is the same session:
 //     locks are not re-entrant. (A retry of the very same request whose reply was lost,
 //     such as go-redis's own retries, gets its token back instead of ErrHeld.)
@@ -79,7 +81,7 @@
 // Under memory pressure Redis evicts keys according to maxmemory-policy. The lock keys
 // carry an expiry, so every volatile-* policy may evict a held lock and let a second
 // client be granted it while the first still trusts its lease; allkeys-* policies may
-// also evict the token counter and restart tokens at 1. Only noeviction is safe: Redis
+// also evict the token counter (see Token floor below). Only noeviction is safe: Redis
 // then refuses writes when full (grants and renewals fail with ErrUnavailable, and held
 // leases are declared lost at their local deadline). Open checks the policy with
 // CONFIG GET maxmemory-policy, once per Backend, and refuses (an error wrapping
@@ -87,18 +89,26 @@
 // case it logs a warning; where CONFIG is not allowed (managed services rename or
 // forbid it) it logs a warning and goes on. Warnings go to the logger of [WithLogger]
 // only (by default nowhere). Use
-// persistence (AOF with appendfsync always) too, if a Redis restart must not reset
-// tokens to 1.
+// persistence (AOF with appendfsync always) too, if a Redis restart must not lose the
+// locks and the counter.
 //
 // # Token floor
 //
 // The token counter <prefix>token is also the service's floor ([lockclient.FloorRaiser]):
 // [Backend.RaiseFloor] sets it to a minimum only if that is higher, in one script, atomic
 // against grants, and [Backend.LastToken] reads it; [WithMinToken] raises it when the
-// Backend opens its first session. A lost counter (a Redis rebuilt, flushed or restored
-// from an old snapshot) restarts tokens below those the guarded database has seen: raise
-// the floor above the database's highest token before the first grant. Never delete the
-// counter.
+// Backend opens its first session.
+//
+// A missing counter (a fresh service, or one that lost its keys: a restart without
+// persistence, a flush, an eviction) is seeded from the server's clock: the grant or
+// raise that finds no counter sets it to TIME in microseconds (or to the raise's
+// minimum, when higher), and grants INCR it from there. So the first token after a loss
+// is above every token issued before it, as long as the service granted fewer than one
+// token per microsecond on average since the counter was last seeded, no floor was
+// raised above the clock, and the server's clock did not go back. An existing counter is
+// never changed by the seeding. A counter that exists but went back (Redis restored
+// from an old snapshot, or a failover, see above) is not detected: raise the floor above
+// any token that may have been issued before the first grant. Never delete the counter.
 //
 // Redis Cluster: the scripts touch two keys (the lock and the counter), which must be
 // in one hash slot; give a prefix with a hash tag, e.g. WithPrefix("{fencedsql}:"), so

@@ -7,6 +7,26 @@ import (
 // The Lua scripts: each operation on a lock, its token counter and its queue runs as
 // one script, atomically at the server.
 
+// seedLua starts the scripts that may create the token counter: seed() returns the
+// server's clock (TIME) in microseconds as a canonical decimal string, or nil if the
+// clock gives no usable value (before 1970, or past 10^18 µs, which keeps the counter
+// far below 2^63−1). TIME is not deterministic, so the scripts must be replicated by
+// their effects: the only mode of Redis 7 and the default since Redis 5; before that,
+// redis.replicate_commands() selects it (since Redis 7 it is a deprecated no-op, called
+// only if it still exists).
+const seedLua = `
+if redis.replicate_commands then redis.replicate_commands() end
+local function seed()
+  local now = redis.call('TIME')
+  local s, us = now[1], tonumber(now[2])
+  if not string.match(s, '^[1-9]%d*$') or #s > 12 or not us or us < 0 or us > 999999 then
+    return nil
+  end
+  return s .. string.format('%06d', us)
+end
+local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
+`
+
 // grantScript: KEYS[1] lock, KEYS[2] token counter, KEYS[3] queue, KEYS[4] the
 // request's abandonment mark, KEYS[5] ticket counter; ARGV[1] "<session>:<request>:",
 // ARGV[2] ttl in ms, ARGV[3] owner, ARGV[4] waiter id ("" for TryAcquire), ARGV[5] the
@@ -14,8 +34,10 @@ import (
 // number, which is a double) when granted; {0, pttl, rank} when the key is held;
 // {-1, pttl, rank} when a live waiter is first in the queue (rank: the waiter's position
 // in the queue, 0 first). A waiter that is not granted is queued (once) and its liveness
-// key refreshed.
-var grantScript = redis.NewScript(`
+// key refreshed. A grant INCRs the counter; if the counter does not exist (a fresh
+// service, or one that lost its keys) it sets it to the server's clock in microseconds
+// instead (seedLua), so that tokens do not restart at 1.
+var grantScript = redis.NewScript(seedLua + `
 local v = redis.call('GET', KEYS[1])
 if v then
   if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
@@ -42,8 +64,15 @@ while true do
   if redis.call('EXISTS', ARGV[5] .. h) == 1 then return wait(-1) end
   redis.call('ZREM', KEYS[3], h)
 end
-redis.call('INCR', KEYS[2])
-local t = redis.call('GET', KEYS[2])
+local t
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('INCR', KEYS[2])
+  t = redis.call('GET', KEYS[2])
+else
+  t = seed()
+  if not t then return redis.error_reply(noseed) end
+  redis.call('SET', KEYS[2], t)
+end
 redis.call('SET', KEYS[1], ARGV[1] .. t .. ':' .. ARGV[3], 'PX', ARGV[2])
 if ARGV[4] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[4])
