@@ -4,19 +4,67 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"reflect"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// Register wraps d and registers it with database/sql under name. Registering a name
-// that is already registered does nothing (two packages' tests may both import a
-// dialect), so it never panics the way sql.Register does.
+// Register wraps d and registers it with database/sql under name. Registering the
+// same thing again under a name (the same kind of driver, options to the same effect:
+// two packages may both register a dialect) does nothing. Anything else under a name
+// already registered panics, as sql.Register does, because it would otherwise be lost
+// without a word: a name registered by another driver (its connections fence nothing),
+// or by Register with other options (the Guard options given now would guard nothing).
 func Register(name string, d driver.Driver, opts ...Option) {
-	if slices.Contains(sql.Drivers(), name) {
+	registry.Lock()
+	defer registry.Unlock()
+	if prev, ok := registry.drivers[name]; ok {
+		if same, why := sameRegistration(prev, d, opts); !same {
+			panic("fencedsql: Register(" + strconv.Quote(name) + "): the name is registered already, by Register with " + why + ": register under another name")
+		}
 		return
 	}
-	sql.Register(name, Wrap(d, opts...))
+	if slices.Contains(sql.Drivers(), name) {
+		panic("fencedsql: Register(" + strconv.Quote(name) + "): the name is registered already by another driver, whose connections fence nothing: register under another name")
+	}
+	w := &wrappedDriver{raw: d, opts: opts}
+	sql.Register(name, w)
+	if registry.drivers == nil {
+		registry.drivers = map[string]*wrappedDriver{}
+	}
+	registry.drivers[name] = w
+}
+
+// registry is the drivers Register registered, by name (database/sql keeps the
+// drivers, but does not say which one a name holds).
+var registry struct {
+	sync.Mutex
+	drivers map[string]*wrappedDriver
+}
+
+// sameRegistration reports whether registering d with opts is prev again: a driver of
+// the same type, and options that configure fencing the same way; why says what
+// differs.
+func sameRegistration(prev *wrappedDriver, d driver.Driver, opts []Option) (bool, string) {
+	if reflect.TypeOf(prev.raw) != reflect.TypeOf(d) {
+		return false, "another driver (" + reflect.TypeOf(prev.raw).String() + ")"
+	}
+	a, b := defaultConfig(), defaultConfig()
+	for _, o := range prev.opts {
+		o(&a)
+	}
+	for _, o := range opts {
+		o(&b)
+	}
+	if reflect.TypeOf(a.dialect) != reflect.TypeOf(b.dialect) || !slices.Equal(a.guards, b.guards) ||
+		a.strict != b.strict || a.schemaCheck != b.schemaCheck || a.allowDDL != b.allowDDL || a.allowDyn != b.allowDyn ||
+		(a.tokens == nil) != (b.tokens == nil) {
+		return false, "other options (dialect, guarded tables, strict mode, schema check, allowances or token source)"
+	}
+	return true, ""
 }
 
 // Wrap returns a driver that fences writes to guarded tables and delegates everything

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
@@ -20,18 +21,39 @@ import (
 	_ "github.com/fencedsql/fencedsql/dialects/sqlite/sqlitesqlx"
 )
 
-func TestRegisterTwiceDoesNotPanic(t *testing.T) {
+// Registering the same driver with the same options again does nothing; anything else
+// under a name already registered panics instead of being lost without a word: a name
+// another driver holds (its connections would fence nothing), another driver, or other
+// options (Guard options that would guard nothing).
+func TestRegisterTwice(t *testing.T) {
 	rec := newFakeRec()
 	name := registerFake(t, &fakeDriver{rec: rec})
-	fencedsql.Register(name, &fakeDriver{rec: rec})
-	fencedsql.Register(postgres.DriverName, &fakeDriver{rec: rec})
-	sql.Register("fenced-plain-"+name, &fakeDriver{rec: rec})
-	fencedsql.Register("fenced-plain-"+name, &fakeDriver{rec: rec})
+	again := []fencedsql.Option{fencedsql.WithDialect(postgres.Dialect)}
+	fencedsql.Register(name, &fakeDriver{rec: rec}, again...) // the same again: no panic
 	for _, n := range []string{"fenced-pgx", "fenced-mysql", "fenced-sqlite", name} {
 		if !slices.Contains(sql.Drivers(), n) {
 			t.Errorf("%s is not registered", n)
 		}
 	}
+	sql.Register("fenced-plain-"+name, &fakeDriver{rec: rec})
+	for what, register := range map[string]func(){
+		"a name another driver holds": func() { fencedsql.Register("fenced-plain-"+name, &fakeDriver{rec: rec}) },
+		"another driver":              func() { fencedsql.Register(postgres.DriverName, &fakeDriver{rec: rec}) },
+		"Guard options":               func() { fencedsql.Register(name, &fakeDriver{rec: rec}, append(again, fencedsql.Guard("accounts"))...) },
+		"strict mode":                 func() { fencedsql.Register(name, &fakeDriver{rec: rec}, append(again, fencedsql.WithStrict(true))...) },
+		"the dialect's own options":   func() { fencedsql.Register(postgres.DriverName, stdlib.GetDefaultDriver(), fencedsql.Guard("accounts")) },
+	} {
+		t.Run(what, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			register()
+		})
+	}
+	// The dialect's registration again, as a second package would make it.
+	fencedsql.Register(postgres.DriverName, stdlib.GetDefaultDriver(), fencedsql.WithDialect(postgres.Dialect))
 }
 
 func TestSqlxBindTypes(t *testing.T) {
