@@ -370,6 +370,9 @@ func TestProtectedSettingsRefused(t *testing.T) {
 		{sqliteTest, "PRAGMA main.'journal_mode' = 'off'"}, {sqliteTest, "PRAGMA 'synchronous' = 0"},
 		{sqliteTest, "PRAGMA 'synchronous'(OFF)"}, {sqliteTest, "PRAGMA 'pragma_writable_schema'"},
 		{mysqlTest, "SET sql_log_bin = 1 - 1"}, {mysqlTest, "SET sql_log_bin = (0)"},
+		{mysqlTest, "SET timestamp = 1000000"}, {mysqlTest, "SET @@session.timestamp = 1"},
+		{mysqlTest, "SET SESSION timestamp = UNIX_TIMESTAMP('2000-01-01')"}, {mysqlTest, "SET timestamp = DEFAULT"},
+		{mysqlTest, "SET STATEMENT timestamp = 5 FOR DELETE FROM accounts WHERE id = 1"},
 	}
 	for _, c := range more {
 		for _, opts := range protectOptions {
@@ -402,6 +405,9 @@ func TestProtectedSettingsPass(t *testing.T) {
 		{mysqlTest, "SET sql_log_bin = 1"}, {mysqlTest, "SET SESSION sql_log_bin = ON"}, {mysqlTest, "SELECT @@sql_log_bin"},
 		{mysqlTest, "SET @@session.sql_log_bin = true"}, {mysqlTest, "SHOW VARIABLES LIKE 'sql_log_bin'"},
 		{mysqlTest, "SET skip_replication = 0"}, {mysqlTest, "SET @x = 1"},
+		{mysqlTest, "SELECT @@timestamp, CAST(NOW() AS DATETIME)"}, {mysqlTest, "SET @t = UNIX_TIMESTAMP()"},
+		{mysqlTest, "UPDATE other SET timestamp = NOW()"}, {pgTest, "SELECT now()::timestamp, CURRENT_TIMESTAMP"},
+		{pgTest, "ALTER TABLE other ALTER COLUMN c TYPE timestamp"},
 		{sqliteTest, "PRAGMA foreign_keys = ON"}, {sqliteTest, "PRAGMA table_info(accounts)"},
 		{sqliteTest, "PRAGMA 'journal_mode' = WAL"}, {sqliteTest, "PRAGMA main.'synchronous' = FULL"},
 		{sqliteTest, "PRAGMA 'table_info'('accounts')"},
