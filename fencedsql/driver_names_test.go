@@ -41,7 +41,9 @@ func TestRegisterTwice(t *testing.T) {
 		"another driver":              func() { fencedsql.Register(postgres.DriverName, &fakeDriver{rec: rec}) },
 		"Guard options":               func() { fencedsql.Register(name, &fakeDriver{rec: rec}, append(again, fencedsql.Guard("accounts"))...) },
 		"strict mode":                 func() { fencedsql.Register(name, &fakeDriver{rec: rec}, append(again, fencedsql.WithStrict(true))...) },
-		"the dialect's own options":   func() { fencedsql.Register(postgres.DriverName, stdlib.GetDefaultDriver(), fencedsql.Guard("accounts")) },
+		"the dialect's own options": func() {
+			fencedsql.Register(postgres.DriverName, stdlib.GetDefaultDriver(), fencedsql.Guard("accounts"))
+		},
 	} {
 		t.Run(what, func(t *testing.T) {
 			defer func() {
