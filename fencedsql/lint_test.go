@@ -24,7 +24,7 @@ import (
 // query). The queries are recorded by running the linter over canned answers: the
 // SQLite linter's conversation (the table's schema and STRICT flag, then its CREATE
 // TABLE text), which is the only one this module has.
-func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table string) {
+func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table string, cols ...string) {
 	t.Helper()
 	l, ok := d.(dialect.SchemaLinter)
 	if !ok {
@@ -34,27 +34,57 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers := [][]string{{"main", "0"}, {"sql", "CREATE TABLE " + tn.Name + " (id INTEGER PRIMARY KEY)", ""}}
+	tok, ver := "fence_token", "version"
+	if len(cols) == 2 {
+		tok, ver = cols[0], cols[1]
+	}
+	// Canned answers of a fit table, by the query's dialect: SQLite's declaration,
+	// MySQL's engine and column types, PostgreSQL's column types.
+	answer := func(q string) [][]string {
+		switch {
+		case strings.Contains(q, "sqlite_master") || strings.Contains(q, "sqlite_schema") || strings.Contains(q, "pragma"):
+			return nil
+		case strings.Contains(q, "information_schema.ENGINES"):
+			return [][]string{{"InnoDB", "YES"}}
+		case strings.Contains(q, "information_schema.COLUMNS"):
+			return [][]string{{tok, "bigint", "bigint"}, {ver, "bigint", "bigint"}}
+		case strings.Contains(q, "pg_catalog.pg_attribute"):
+			return [][]string{{tok, "bigint", "1"}, {ver, "bigint", "1"}}
+		}
+		t.Fatalf("expectLint: unexpected query %q", q)
+		return nil
+	}
+	sqliteAnswers := [][]string{{"main", "0"}, {"sql", "CREATE TABLE " + tn.Name + " (id INTEGER PRIMARY KEY)", ""}}
 	n := 0
 	record := func(ctx context.Context, q string, args ...any) ([][]string, error) {
-		if n >= len(answers) {
-			t.Fatalf("expectLint: unexpected query %q", q)
+		rows := answer(q)
+		if rows == nil {
+			if n >= len(sqliteAnswers) {
+				t.Fatalf("expectLint: unexpected query %q", q)
+			}
+			rows = [][]string{sqliteAnswers[n]}
+			n++
 		}
-		a := answers[n]
-		n++
-		cols := make([]string, len(a))
-		vals := make([]driver.Value, len(a))
-		for i := range a {
-			cols[i], vals[i] = "c"+string(rune('0'+i)), a[i]
+		cols := make([]string, len(rows[0]))
+		for i := range cols {
+			cols[i] = "c" + string(rune('0'+i))
+		}
+		mrows := sqlmock.NewRows(cols)
+		for _, a := range rows {
+			vals := make([]driver.Value, len(a))
+			for i := range a {
+				vals[i] = a[i]
+			}
+			mrows.AddRow(vals...)
 		}
 		dargs := make([]driver.Value, len(args))
 		for i, v := range args {
 			dargs[i] = v
 		}
-		mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows(cols).AddRow(vals...))
-		return [][]string{a}, nil
+		mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(mrows)
+		return rows, nil
 	}
-	ps, err := l.LintSchema(context.Background(), record, dialect.LintTable{Table: tn, TokenColumn: "fence_token", VersionColumn: "version"})
+	ps, err := l.LintSchema(context.Background(), record, dialect.LintTable{Table: tn, TokenColumn: tok, VersionColumn: ver})
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("expectLint: the canned fit table got %q, %v", ps, err)
 	}

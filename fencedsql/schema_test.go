@@ -135,7 +135,14 @@ func lazyVerdict(t *testing.T, d dialect.Dialect, c verdictCase) error {
 	}
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.fit {
-		expectLint(t, mock, d, c.spec.Table)
+		tok, ver := c.spec.TokenColumn, c.spec.VersionColumn
+		if tok == "" {
+			tok = schema.DefaultTokenColumn
+		}
+		if ver == "" {
+			ver = schema.DefaultVersionColumn
+		}
+		expectLint(t, mock, d, c.spec.Table, tok, ver)
 		mock.ExpectExec(anySQL).WillReturnResult(sqlmock.NewResult(0, 1))
 	}
 	_, err = db.ExecContext(withTok(7), "UPDATE "+c.spec.Table+" SET x = 1")

@@ -164,6 +164,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnError(boom)
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows(goodColumns...))
+		expectLint(t, mock, postgres.Dialect, "accounts")
 		mock.ExpectExec(`UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`).
 			WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
@@ -180,10 +181,12 @@ func TestSchemaCheckFailures(t *testing.T) {
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"}, []driver.Value{"shop.orders"})
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("shop.orders").WillReturnRows(columnRows(goodColumns...))
+		expectLint(t, mock, postgres.Dialect, "shop.orders")
 		mock.ExpectExec(`INSERT INTO shop.orders (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		// another guarded table is checked on its own first write
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows(goodColumns...))
+		expectLint(t, mock, postgres.Dialect, "accounts")
 		mock.ExpectExec(`INSERT INTO accounts (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectExec(`INSERT INTO shop.orders (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(2), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
@@ -239,6 +242,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 		upd := "UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
 		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows(goodColumns...))
+		expectLint(t, mock, mysqldialect.Dialect, "accounts")
 		mock.ExpectExec(upd).WithArgs(int64(1), int64(7), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		mock.ExpectExec("SET SESSION sql_mode = ''").WillReturnResult(sqlmock.NewResult(0, 0))
 		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(" utf8mb4"))

@@ -8,13 +8,9 @@ import (
 )
 
 // SideDoors finds the database-level side doors of a guarded table
-// (dialect.SideDoorFinder), which schema.Check reports:
+// (dialect.SideDoorFinder), which schema.Check reports (a table that cannot be fenced
+// at all — no transactions, a token column that is not an integer — is LintSchema's):
 //
-//   - a storage engine without transactions (MyISAM, Aria, MEMORY, CSV, …): a fenced
-//     statement over several rows that meets a newer token fails after writing the
-//     rows before it, and they stay written (the all-or-nothing of G2 is gone; a
-//     fenced DELETE's two statements are not atomic either). Fix: ALTER TABLE …
-//     ENGINE=InnoDB.
 //   - foreign keys of the table with ON DELETE or ON UPDATE CASCADE, SET NULL or SET
 //     DEFAULT: a DELETE or UPDATE of the referenced table (which the wrapper does not
 //     fence) changes the table's rows, and MySQL and MariaDB run no triggers for
@@ -33,7 +29,7 @@ import (
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.engine, d.cascades, d.views,
+		d.cascades, d.views,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -42,20 +38,6 @@ func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, 
 		doors = append(doors, found...)
 	}
 	return doors, nil
-}
-
-func (d dialectImpl) engine(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, "SELECT t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME = ? AND t.TABLE_TYPE = 'BASE TABLE'",
-		t.Table.Schema, t.Table.Name)
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 || len(rows[0]) < 2 || strings.EqualFold(rows[0][1], "YES") {
-		return nil, nil
-	}
-	return []dialect.SideDoor{{Kind: dialect.SideDoorEngine, Object: rows[0][0],
-		Problem: "the table's engine " + rows[0][0] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
-		Fix:     []string{"ALTER TABLE " + t.Table.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}}}, nil
 }
 
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {

@@ -1,0 +1,65 @@
+package mysql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// LintSchema finds what in a guarded table's declaration defeats the fence
+// (dialect.SchemaLinter): the lazy check before the first guarded write on a
+// connection refuses such a table with ErrSchema (nothing is written), and
+// schema.Check reports it with its fix.
+//
+//   - A storage engine without transactions (MyISAM, Aria, MEMORY, CSV, …): a fenced
+//     statement over several rows that meets a newer token fails after writing the
+//     rows before it, and they stay written (the all-or-nothing of G2 is gone; an
+//     upsert's other rows, a fenced DELETE's two statements). Fix: ALTER TABLE …
+//     ENGINE=InnoDB.
+//   - A token or version column that is not an integer: a FLOAT or DOUBLE column
+//     rounds large tokens, so a stale token can compare equal to a newer one; a string
+//     column compares as text ('10' < '9'), so the guard accepts a lowered token and
+//     refuses a raised one; a DECIMAL compares exactly but the guard's arithmetic and
+//     the wrapper's arguments are integers. Fix: the column made BIGINT NOT NULL
+//     DEFAULT 0 (MODIFY COLUMN: its values converted, its other attributes replaced).
+func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
+	var found []dialect.SchemaProblem
+	tbl := t.Table.Quote(d.QuoteIdent)
+	rows, err := query(ctx, "SELECT t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME = ? AND t.TABLE_TYPE = 'BASE TABLE'",
+		t.Table.Schema, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 1 && len(rows[0]) == 2 && !strings.EqualFold(rows[0][1], "YES") {
+		found = append(found, dialect.SchemaProblem{
+			Problem: "the table's engine " + rows[0][0] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
+			Fix:     []string{"ALTER TABLE " + tbl + " ENGINE=InnoDB"}})
+	}
+	rows, err = query(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN (?, ?) ORDER BY ORDINAL_POSITION",
+		t.Table.Schema, t.Table.Name, t.TokenColumn, t.VersionColumn)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if len(r) != 3 || integerType(r[1]) {
+			continue
+		}
+		found = append(found, dialect.SchemaProblem{
+			Problem: "column " + r[0] + " is " + r[2] + ", not an integer: a fencing column compared as a float rounds large tokens (a stale one can equal a newer one) and as text orders '10' before '9'; make it BIGINT",
+			Fix:     []string{"ALTER TABLE " + tbl + " MODIFY COLUMN " + d.QuoteIdent(r[0]) + " BIGINT NOT NULL DEFAULT 0"}})
+	}
+	return found, nil
+}
+
+// integerType reports whether a DATA_TYPE of information_schema.COLUMNS is an
+// integer type.
+func integerType(dataType string) bool {
+	switch strings.ToLower(dataType) {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+		return true
+	}
+	return false
+}
+
+var _ dialect.SchemaLinter = dialectImpl{}

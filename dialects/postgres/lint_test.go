@@ -1,0 +1,68 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// A fencing column that is not an integer is refused by the lazy check (ErrSchema,
+// nothing written) and reported by schema.Check with its fix: real rounds a token
+// above 2^24, so without the check a stale token 16777216 overwrites a row written
+// under 16777217.
+func TestLintFencingColumnTypes(t *testing.T) {
+	for name, ddl := range map[string]string{
+		"real token":      "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token real NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+		"numeric version": "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version numeric NOT NULL DEFAULT 0)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dsn := testdb.Postgres(t)
+			ctx := context.Background()
+			raw, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			for _, q := range []string{ddl, "INSERT INTO acc (id, fence_token) VALUES (1, 16777217)"} {
+				if _, err := raw.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open := func() *sql.DB {
+				db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				return db
+			}
+			_, err = open().ExecContext(fencedsql.WithToken(ctx, 16777216), "UPDATE acc SET balance = 1 WHERE id = $1", 1)
+			if !errors.Is(err, fencedsql.ErrSchema) {
+				t.Fatalf("write on the unfit table: %v, want ErrSchema", err)
+			}
+			var bal int64
+			if err := raw.QueryRowContext(ctx, "SELECT balance FROM acc WHERE id = 1").Scan(&bal); err != nil || bal != 0 {
+				t.Fatalf("balance %d, %v: the refused write changed the row", bal, err)
+			}
+			reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+			if err != nil || len(reps[0].Problems) == 0 {
+				t.Fatalf("schema.Check: %+v, %v; want the column's problem", reps, err)
+			}
+			for _, q := range reps[0].Fix {
+				if _, err := raw.ExecContext(ctx, q); err != nil {
+					t.Fatalf("fix %q: %v", q, err)
+				}
+			}
+			_, err = open().ExecContext(fencedsql.WithToken(ctx, 16777218), "UPDATE acc SET balance = 2 WHERE id = $1", 1)
+			if err != nil {
+				t.Fatalf("write after the fix: %v", err)
+			}
+		})
+	}
+}
