@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,93 +59,5 @@ func TestClaimKeepsNowait(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the claim waited %v for the held row", d)
-	}
-}
-
-// A claim by row locator (ORDER BY, LIMIT, NOWAIT) on a partitioned table, and on an
-// inheritance parent, stamps and returns exactly the rows its locking query selects: a
-// row of another partition (or child) at the same ctid is neither stamped nor returned.
-// In one statement and in two (a subquery in the select list keeps the two).
-func TestClaimLocatorAcrossPartitions(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	ctx := context.Background()
-	const cols = "(id BIGINT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
-	for _, q := range []string{
-		"CREATE TABLE parted " + cols + " PARTITION BY RANGE (id)",
-		"CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100)",
-		"CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200)",
-		"CREATE TABLE inh " + cols,
-		"CREATE TABLE inh_1 () INHERITS (inh)",
-		"CREATE TABLE inh_2 () INHERITS (inh)",
-		// One row per physical table, each at ctid (0,1).
-		"INSERT INTO parted (id, balance) VALUES (1, 10), (150, 20)",
-		"INSERT INTO inh_1 (id, balance) VALUES (1, 10)",
-		"INSERT INTO inh_2 (id, balance) VALUES (150, 20)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=parted,inh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tk := uint64(10)
-	for _, table := range []string{"parted", "inh"} {
-		for _, form := range []string{
-			"SELECT id FROM %s WHERE id = $1 FOR UPDATE NOWAIT",
-			"SELECT id FROM %s WHERE id >= $1 ORDER BY id LIMIT 1 FOR UPDATE",
-			"SELECT id, (SELECT 1) FROM %s WHERE id >= $1 ORDER BY id LIMIT 1 FOR UPDATE",
-		} {
-			q := strings.Replace(form, "%s", table, 1)
-			t.Run(q, func(t *testing.T) {
-				tk++
-				bound := fencedsql.WithToken(ctx, tk)
-				tx, err := db.BeginTx(bound, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tx.Rollback() //nolint:errcheck
-				rows, err := tx.QueryContext(bound, q, 150)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ids []int64
-				for rows.Next() {
-					var id int64
-					var one sql.NullInt64
-					dest := []any{&id}
-					if strings.Contains(q, "(SELECT 1)") {
-						dest = append(dest, &one)
-					}
-					if err := rows.Scan(dest...); err != nil {
-						t.Fatal(err)
-					}
-					ids = append(ids, id)
-				}
-				if err := rows.Err(); err != nil {
-					t.Fatalf("the claimed read: %v", err)
-				}
-				if len(ids) != 1 || ids[0] != 150 {
-					t.Fatalf("the claimed read returned %v, want [150]", ids)
-				}
-				if err := tx.Commit(); err != nil {
-					t.Fatal(err)
-				}
-				var tok1, tok150 int64
-				if err := raw.QueryRowContext(ctx, "SELECT (SELECT fence_token FROM "+table+" WHERE id = 1), (SELECT fence_token FROM "+table+" WHERE id = 150)").Scan(&tok1, &tok150); err != nil {
-					t.Fatal(err)
-				}
-				if tok150 != int64(tk) || tok1 != 0 {
-					t.Fatalf("tokens after the claim: row 1 %d (want 0, not claimed), row 150 %d (want %d)", tok1, tok150, tk)
-				}
-			})
-		}
 	}
 }

@@ -199,8 +199,8 @@ func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[strin
 		p.copyClauses(b, clauses, "WHERE")
 		return
 	}
-	sel := func(loc, lock string) {
-		b.write("ARRAY(SELECT " + loc + " FROM ")
+	sel := func(lock string) {
+		b.write("ARRAY(SELECT ctid FROM ")
 		p.copyTable(b, r)
 		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
 		b.write(lock + ")")
@@ -209,24 +209,19 @@ func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[strin
 	if nowait {
 		lock = " FOR UPDATE NOWAIT"
 	}
-	member := func(loc string) {
-		b.write(loc + " = ANY(")
-		sel(loc, lock)
+	member := func() {
+		b.write("ctid = ANY(")
+		sel(lock)
 		b.write(" || ")
-		sel(loc, "")
+		sel("")
 		b.write(")")
 	}
 	b.write(" WHERE ")
-	member("ctid")
+	member()
 	b.write(" AND (")
-	member(rowLocator)
+	member()
 	b.write(") IS TRUE")
 }
-
-// rowLocator identifies a row version among the tables a statement reaches: a ctid is
-// unique only within one physical table, and a partitioned or inheritance parent's
-// scan reaches several (a row of another partition at the same ctid).
-const rowLocator = "ROW(tableoid, ctid)"
 
 // claimRefused is the plan of a locking read of a guarded table that cannot be claimed
 // exactly: refused when it carries a token, a plain read when it does not.

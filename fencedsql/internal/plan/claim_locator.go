@@ -6,13 +6,7 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // NOWAIT is one UPDATE over the rows the same locking query locks, found by ctid:
 //
 //	UPDATE t SET … WHERE ctid = ANY(ARRAY(SELECT ctid … FOR UPDATE) || ARRAY(SELECT ctid …))
-//	  AND (ROW(tableoid, ctid) = ANY(ARRAY(SELECT ROW(tableoid, ctid) … FOR UPDATE)
-//	                             || ARRAY(SELECT ROW(tableoid, ctid) …))) IS TRUE
-//
-// The first condition is the TID scan's; the copy names each row by its table too
-// (rowLocator): a partitioned or inheritance parent reaches several tables, each with
-// its own ctids, and a row of another partition at a claimed row's ctid must not be
-// stamped (and returned) with it.
+//	  AND (ctid = ANY(ARRAY(SELECT ctid … FOR UPDATE) || ARRAY(SELECT ctid …))) IS TRUE
 //
 // A row another transaction updated and committed while the claim waited for its lock
 // has a new version at a new ctid, which the UPDATE's snapshot cannot see: the locking

@@ -16,10 +16,8 @@ func claimSet(q string, n int) string {
 
 // locator is the row-locator selection (claimByLocator) of the query FROM from.
 func locator(from, lock string) string {
-	m := func(loc string) string {
-		return loc + " = ANY(ARRAY(SELECT " + loc + " FROM " + from + " FOR UPDATE" + lock + ") || ARRAY(SELECT " + loc + " FROM " + from + "))"
-	}
-	return "WHERE " + m("ctid") + " AND (" + m("ROW(tableoid, ctid)") + ") IS TRUE"
+	m := "ctid = ANY(ARRAY(SELECT ctid FROM " + from + " FOR UPDATE" + lock + ") || ARRAY(SELECT ctid FROM " + from + "))"
+	return "WHERE " + m + " AND (" + m + ") IS TRUE"
 }
 
 // lockedFirst is the selection of a read FOR UPDATE without ORDER BY, LIMIT, OFFSET or
