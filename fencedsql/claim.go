@@ -123,7 +123,26 @@ func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Pla
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
 	}
+	if err := c.locatable(ctx, p); err != nil {
+		return nil, err
+	}
 	return c.oneClaim(ctx, p)
+}
+
+// locatable refuses a claim by row locator (plan.ClaimLocator) on a table the
+// locator does not identify rows of: the dialect's dialect.LocatorChecker verdict,
+// asked once per pool and table with the lazy schema checks on.
+func (c *conn) locatable(ctx context.Context, p *plan.Plan) error {
+	k, ok := c.core.dialect.(dialect.LocatorChecker)
+	if !p.ClaimLocator || !ok || !c.core.cfg.schemaCheck {
+		return nil
+	}
+	yes, err := c.tableVerdict(ctx, &c.core.locator, p.Guard, "row locator", k.LocatorQuery)
+	if err != nil || yes {
+		return err
+	}
+	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+	return &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT on a partitioned table or a table with inheritance children: its claim finds rows by ctid, which identifies a row only within one partition: lock the rows by their key (a WHERE alone, without ORDER BY, LIMIT, OFFSET or NOWAIT)"}
 }
 
 // oneClaim returns p's one-statement claim when it may be sent: the plan has one and,

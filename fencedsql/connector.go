@@ -25,10 +25,12 @@ type core struct {
 	deleteFence sync.Map
 	// claimOne: *plan.Table → bool, the table's dialect.ClaimOneChecker verdict
 	claimOne sync.Map
-	metrics  *instruments
-	first    firstUse         // the registry and the listed tables, at the first connection
-	raw      driver.Connector // the plain driver's connector, for WithTokenSource's check
-	regress  regression
+	// locator: *plan.Table → bool, the table's dialect.LocatorChecker verdict
+	locator sync.Map
+	metrics *instruments
+	first   firstUse         // the registry and the listed tables, at the first connection
+	raw     driver.Connector // the plain driver's connector, for WithTokenSource's check
+	regress regression
 }
 
 func newCore(opts []Option) (*core, error) {

@@ -17,3 +17,12 @@ func (dialectImpl) ClaimOneQuery(table dialect.TableName) (query string, args []
 }
 
 var _ dialect.ClaimOneChecker = dialectImpl{}
+
+// LocatorQuery yields 1 when table is an ordinary table without inheritance children
+// (dialect.LocatorChecker): not partitioned (relkind 'p', which may gain partitions at
+// any time) and no child in pg_inherits.
+func (dialectImpl) LocatorQuery(table dialect.TableName) (query string, args []any) {
+	return `SELECT CASE WHEN c.relkind <> 'p' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent = c.oid) THEN 1 ELSE 0 END FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, []any{table.String()}
+}
+
+var _ dialect.LocatorChecker = dialectImpl{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +60,92 @@ func TestClaimKeepsNowait(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the claim waited %v for the held row", d)
+	}
+}
+
+// On a partitioned table, and on an inheritance parent, a claim by row locator
+// (ORDER BY, LIMIT, NOWAIT: rows found by ctid, which identifies a row only within one
+// physical table) is refused before anything is sent; a claim by its WHERE alone runs,
+// and stamps and returns exactly its rows (one row per physical table here, each at
+// ctid (0,1)).
+func TestClaimLocatorRefusedAcrossPartitions(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	const cols = "(id BIGINT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
+	for _, q := range []string{
+		"CREATE TABLE parted " + cols + " PARTITION BY RANGE (id)",
+		"CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100)",
+		"CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200)",
+		"CREATE TABLE inh " + cols,
+		"CREATE TABLE inh_1 () INHERITS (inh)",
+		"CREATE TABLE inh_2 () INHERITS (inh)",
+		"INSERT INTO parted (id, balance) VALUES (1, 10), (150, 20)",
+		"INSERT INTO inh_1 (id, balance) VALUES (1, 10)",
+		"INSERT INTO inh_2 (id, balance) VALUES (150, 20)",
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=parted,inh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tk := uint64(10)
+	for _, table := range []string{"parted", "inh"} {
+		for _, form := range []string{
+			"SELECT id FROM %s WHERE id = $1 FOR UPDATE NOWAIT",
+			"SELECT id FROM %s WHERE id >= $1 ORDER BY id LIMIT 1 FOR UPDATE",
+			"SELECT id FROM %s WHERE id = $1 FOR UPDATE",
+		} {
+			q := strings.Replace(form, "%s", table, 1)
+			t.Run(q, func(t *testing.T) {
+				tk++
+				bound := fencedsql.WithToken(ctx, tk)
+				tx, err := db.BeginTx(bound, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback() //nolint:errcheck
+				var ids []int64
+				rows, err := tx.QueryContext(bound, q, 150)
+				if err == nil {
+					for rows.Next() {
+						var id int64
+						if err := rows.Scan(&id); err != nil {
+							t.Fatal(err)
+						}
+						ids = append(ids, id)
+					}
+					err = rows.Err()
+				}
+				locator := strings.Contains(q, "NOWAIT") || strings.Contains(q, "LIMIT")
+				if locator {
+					if !errors.Is(err, fencedsql.ErrUnsupported) {
+						t.Fatalf("claim by row locator: %v %v, want ErrUnsupported", ids, err)
+					}
+					return
+				}
+				if err != nil || len(ids) != 1 || ids[0] != 150 {
+					t.Fatalf("the claimed read returned %v, %v; want [150]", ids, err)
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				var tok1, tok150 int64
+				if err := raw.QueryRowContext(ctx, "SELECT (SELECT fence_token FROM "+table+" WHERE id = 1), (SELECT fence_token FROM "+table+" WHERE id = 150)").Scan(&tok1, &tok150); err != nil {
+					t.Fatal(err)
+				}
+				if tok150 != int64(tk) || tok1 != 0 {
+					t.Fatalf("tokens after the claim: row 1 %d (want 0), row 150 %d (want %d)", tok1, tok150, tk)
+				}
+			})
+		}
 	}
 }

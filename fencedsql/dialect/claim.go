@@ -19,3 +19,16 @@ package dialect
 type ClaimOneChecker interface {
 	ClaimOneQuery(table TableName) (query string, args []any)
 }
+
+// LocatorChecker is implemented by dialects whose claim of a locking read with ORDER
+// BY, LIMIT, OFFSET or NOWAIT finds its rows by a row locator unique only within one
+// physical table (PostgreSQL's ctid). A partitioned table or an inheritance parent
+// reaches several, where a row of another partition can sit at a claimed row's
+// locator: the claim would stamp, and return, rows the read did not select.
+// LocatorQuery yields 1 when table is neither partitioned nor has inheritance
+// children; otherwise the wrapper refuses such a claim (ErrUnsupported), and a claim
+// selected by its WHERE alone still runs. The wrapper asks once per pool and table,
+// on the first such claim with a token, when its lazy schema checks are on.
+type LocatorChecker interface {
+	LocatorQuery(table TableName) (query string, args []any)
+}

@@ -84,8 +84,8 @@ func testClaimDisplaced(t *testing.T, b Backend) {
 		done <- result{id: ids[0]}
 	}()
 	time.Sleep(300 * time.Millisecond) // A's claim waits on account 5
-	// D: account 3 becomes ready and commits.
-	if _, err := e.raw.ExecContext(ctx, e.q("UPDATE accounts SET balance = ? WHERE id = ?"), 1, 3); err != nil {
+	// D, a holder of token 3: account 3 becomes ready and commits.
+	if _, err := e.db.ExecContext(tok(ctx, 3), e.q("UPDATE accounts SET balance = ? WHERE id = ?"), 1, 3); err != nil {
 		t.Fatalf("the third session's write: %v", err)
 	}
 	if err := c.Rollback(); err != nil {

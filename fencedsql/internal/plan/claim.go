@@ -130,6 +130,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	pre := b.finish(KindUpdate, g)
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
+	main.ClaimLocator = p.rw.numbered && (ordered || limited || offset || nowait)
 	if p.rw.numbered {
 		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: clauses, nowait: nowait, nUser: nUser})
 	}

@@ -62,6 +62,10 @@ type Plan struct {
 	// caller's statement has a shape one statement cannot answer identically: the
 	// wrapper then runs Pre and the caller's text.
 	ClaimOne *Plan
+	// ClaimLocator (kindClaim, PostgreSQL) marks a claim that finds its rows by row
+	// locator (ORDER BY, LIMIT, OFFSET or NOWAIT: claimByLocator), which the wrapper
+	// refuses on a table a locator does not identify rows of (dialect.LocatorChecker).
+	ClaimLocator bool
 	// ClaimRead (kindClaim) is the read of the two-statement claim, run after Pre in
 	// place of the caller's text when the statement carries a token: the caller's
 	// locking SELECT restricted to the rows carrying the token (claimRead). nil for a
