@@ -74,6 +74,15 @@ func (k *core) open(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
+	descendants, err := k.loadDescendants(ctx, c)
+	if err != nil {
+		return err
+	}
+	if len(descendants) > 0 {
+		if err := k.addGuards(descendants); err != nil {
+			return err
+		}
+	}
 	// The listed tables now: they exist (the lazy check — columns, session,
 	// declaration — runs before their first guarded write, as always). A registered
 	// table is checked before its first guarded write only: a stale registry row must
@@ -123,6 +132,39 @@ func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, e
 			continue
 		}
 		specs = append(specs, schema.GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]})
+	}
+	return specs, nil
+}
+
+// loadDescendants lists, through c, the descendants of the pool's guarded tables
+// that it does not guard yet (dialect.DescendantFinder), each with its ancestor's
+// columns: a descendant of an unqualified guard unqualified, as the guard matches a
+// table of its name in any schema.
+func (k *core) loadDescendants(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
+	f, ok := k.dialect.(dialect.DescendantFinder)
+	if !ok {
+		return nil, nil
+	}
+	var specs []schema.GuardSpec
+	for _, g := range k.rw.Tables() {
+		q, args := f.DescendantsQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
+		rows, err := c.queryStrings(ctx, q, args)
+		if err != nil {
+			return nil, &SchemaError{Table: g.String(), Problem: "the query for the table's partitions and inheritance children failed" + mockHint, Err: err}
+		}
+		for _, r := range rows {
+			if len(r) != 2 {
+				continue
+			}
+			name := r[1]
+			if g.Schema != "" {
+				name = r[0] + "." + r[1]
+			}
+			if k.rw.Lookup(strings.Split(name, ".")) != nil {
+				continue
+			}
+			specs = append(specs, schema.GuardSpec{Table: name, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
+		}
 	}
 	return specs, nil
 }

@@ -115,9 +115,27 @@ var goodColumns = []string{"id:1", "balance:1", "fence_token:1", "version:1"}
 // finds the table.
 func expectOpen(mock sqlmock.Sqlmock, d dialect.Dialect, args ...[]driver.Value) {
 	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	for _, a := range args {
+		if name, ok := a[0].(string); ok {
+			expectDescendants(mock, d, name)
+		}
+	}
 	q, _ := d.ColumnsQuery(dialect.TableName{Name: "x"})
 	for _, a := range args {
 		mock.ExpectQuery(q).WithArgs(a...).WillReturnRows(columnRows(goodColumns...))
+	}
+}
+
+// expectDescendants expects the query for the partitions and inheritance children of
+// each table (PostgreSQL, dialect.DescendantFinder), answered "none".
+func expectDescendants(mock sqlmock.Sqlmock, d dialect.Dialect, tables ...string) {
+	f, ok := d.(dialect.DescendantFinder)
+	if !ok {
+		return
+	}
+	for _, t := range tables {
+		q, _ := f.DescendantsQuery(dialect.TableName{Name: t})
+		mock.ExpectQuery(q).WithArgs(t).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
 	}
 }
 

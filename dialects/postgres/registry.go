@@ -44,3 +44,14 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 }
 
 var _ dialect.Registrar = dialectImpl{}
+
+// DescendantsQuery lists table's partitions and inheritance children, at every level
+// (dialect.DescendantFinder).
+func (dialectImpl) DescendantsQuery(table dialect.TableName) (query string, args []any) {
+	return `WITH RECURSIVE d(oid) AS (
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = pg_catalog.to_regclass($1)
+  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
+SELECT n.nspname::text, c.relname::text FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{table.String()}
+}
+
+var _ dialect.DescendantFinder = dialectImpl{}

@@ -1,0 +1,80 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// A write that names a partition or an inheritance child of a guarded table is fenced
+// like a write of the table: the pool guards every descendant with the table's
+// columns. A stale token's UPDATE that bumps the version itself (an ORM's optimistic
+// lock) fails with ErrFenced; an INSERT that sets the token column itself gets the
+// statement's token; a DELETE of a newer row fails.
+func TestDescendantsGuarded(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	const cols = "(id BIGINT NOT NULL, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
+	for _, q := range []string{
+		"CREATE TABLE parted " + cols + " PARTITION BY RANGE (id)",
+		"CREATE TABLE parted_lo PARTITION OF parted FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (id)",
+		"CREATE TABLE parted_lo_1 PARTITION OF parted_lo FOR VALUES FROM (0) TO (50)",
+		"CREATE TABLE inh " + cols,
+		"CREATE TABLE inh_child () INHERITS (inh)",
+		"INSERT INTO parted (id, fence_token) VALUES (1, 50), (2, 50)",
+		"INSERT INTO inh_child (id, fence_token) VALUES (1, 50), (2, 50)",
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=parted,inh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stale := fencedsql.WithToken(ctx, 10)
+	for _, child := range []string{"parted_lo", "parted_lo_1", "inh_child"} {
+		t.Run(child, func(t *testing.T) {
+			table := "parted"
+			if child == "inh_child" {
+				table = "inh"
+			}
+			read := func(id int) (bal, tok int64) {
+				t.Helper()
+				if err := raw.QueryRowContext(ctx, "SELECT balance, fence_token FROM "+table+" WHERE id = $1", id).Scan(&bal, &tok); err != nil {
+					t.Fatal(err)
+				}
+				return bal, tok
+			}
+			_, err := db.ExecContext(stale, "UPDATE "+child+" SET balance = 666, version = version + 1 WHERE id = $1", 1)
+			if !errors.Is(err, fencedsql.ErrFenced) {
+				t.Fatalf("stale UPDATE through %s: %v, want ErrFenced", child, err)
+			}
+			if bal, tok := read(1); bal != 0 || tok != 50 {
+				t.Fatalf("row 1 after the stale UPDATE: balance %d token %d", bal, tok)
+			}
+			if _, err := db.ExecContext(stale, "DELETE FROM "+child+" WHERE id = $1", 2); !errors.Is(err, fencedsql.ErrFenced) {
+				t.Fatalf("stale DELETE through %s: %v, want ErrFenced", child, err)
+			}
+			if _, err := db.ExecContext(stale, "INSERT INTO "+child+" (id, fence_token) VALUES ($1, 1000000)", 3); err != nil {
+				t.Fatalf("INSERT through %s: %v", child, err)
+			}
+			if _, tok := read(3); tok != 10 {
+				t.Fatalf("row 3 inserted through %s under token 10 records token %d", child, tok)
+			}
+			if _, err := raw.ExecContext(ctx, "DELETE FROM "+table+" WHERE id = 3"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
