@@ -39,7 +39,9 @@ import (
 // the session's search_path leaves out fails the pool (ErrSchema). MySQL/MariaDB and
 // SQLite read the registry of the connection's own database (main): a table registered
 // in another database (written database-qualified, reached after USE, or ATTACHed) is
-// guarded only when it is listed too.
+// guarded only when it is listed too. PostgreSQL: the partitions and inheritance
+// children of every guarded table (dialect.DescendantFinder) are guarded like it, with
+// its columns, from the pool's first connection.
 
 // firstUse is the first-connection work of a pool: the registry and the listed
 // tables. It runs once (a failure runs again at the next connection).
