@@ -60,7 +60,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	}
 	if c.hasToken(ctx) && p.ClaimRead == nil {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: offsetTwoStatements}
+		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: plan.OffsetTwoStatements}
 	}
 	claimed, err := c.claim(ctx, r, p, args)
 	if err != nil {
@@ -88,10 +88,6 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	}
 	return c.countRows(rows, p.ClaimRead, "locking SELECT", claimed), nil
 }
-
-// offsetTwoStatements refuses a claimed read with an OFFSET in the two-statement form
-// (plan.ClaimRead is nil for it).
-const offsetTwoStatements = "a locking SELECT with an OFFSET whose claim runs as two statements on this table (the read after the claim is restricted to the rows carrying the token, which the OFFSET would skip): drop the OFFSET, or select by key"
 
 // claimOne judges a locking read (claimable) and, when it runs as one statement,
 // returns that statement with its token and bound arguments; one is nil otherwise.

@@ -70,28 +70,19 @@ func TestClaimKeepsNowait(t *testing.T) {
 // ctid (0,1)).
 func TestClaimLocatorRefusedAcrossPartitions(t *testing.T) {
 	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
 	ctx := context.Background()
 	const cols = "(id BIGINT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
-	for _, q := range []string{
-		"CREATE TABLE parted " + cols + " PARTITION BY RANGE (id)",
+	raw := rawWith(t, dsn,
+		"CREATE TABLE parted "+cols+" PARTITION BY RANGE (id)",
 		"CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100)",
 		"CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200)",
-		"CREATE TABLE inh " + cols,
+		"CREATE TABLE inh "+cols,
 		"CREATE TABLE inh_1 () INHERITS (inh)",
 		"CREATE TABLE inh_2 () INHERITS (inh)",
 		"INSERT INTO parted (id, balance) VALUES (1, 10), (150, 20)",
 		"INSERT INTO inh_1 (id, balance) VALUES (1, 10)",
 		"INSERT INTO inh_2 (id, balance) VALUES (150, 20)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=parted,inh")
 	if err != nil {
 		t.Fatal(err)

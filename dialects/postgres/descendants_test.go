@@ -17,26 +17,17 @@ import (
 // statement's token; a DELETE of a newer row fails.
 func TestDescendantsGuarded(t *testing.T) {
 	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
 	ctx := context.Background()
 	const cols = "(id BIGINT NOT NULL, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
-	for _, q := range []string{
-		"CREATE TABLE parted " + cols + " PARTITION BY RANGE (id)",
+	raw := rawWith(t, dsn,
+		"CREATE TABLE parted "+cols+" PARTITION BY RANGE (id)",
 		"CREATE TABLE parted_lo PARTITION OF parted FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (id)",
 		"CREATE TABLE parted_lo_1 PARTITION OF parted_lo FOR VALUES FROM (0) TO (50)",
-		"CREATE TABLE inh " + cols,
+		"CREATE TABLE inh "+cols,
 		"CREATE TABLE inh_child () INHERITS (inh)",
 		"INSERT INTO parted (id, fence_token) VALUES (1, 50), (2, 50)",
 		"INSERT INTO inh_child (id, fence_token) VALUES (1, 50), (2, 50)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=parted,inh")
 	if err != nil {
 		t.Fatal(err)

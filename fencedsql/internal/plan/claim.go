@@ -137,14 +137,15 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if !offset {
 		main.ClaimRead = p.claimRead(g, r, clauses, nUser)
 	} else if main.ClaimOne == nil {
-		return p.claimRefused(g.String(), "%s", offsetTwoStatements)
+		return p.claimRefused(g.String(), "%s", OffsetTwoStatements)
 	}
 	return main, nil
 }
 
-// offsetTwoStatements is why a locking read with an OFFSET cannot be claimed in two
-// statements (claimRead).
-const offsetTwoStatements = "a locking SELECT with an OFFSET whose claim cannot run as one statement (the read after the claim would skip claimed rows: it is restricted to the rows carrying the token)"
+// OffsetTwoStatements is why a locking read with an OFFSET cannot be claimed in two
+// statements (claimRead): the planner's refusal when the read has no one-statement
+// form, the wrapper's when the table keeps it from running one.
+const OffsetTwoStatements = "a locking SELECT with an OFFSET whose claim cannot run as one statement (the read after the claim is restricted to the rows carrying the token, which the OFFSET would skip): drop the OFFSET, or select by key"
 
 // claimRead writes the read of the two-statement claim: the caller's locking SELECT
 // restricted to the rows that carry the token (its WHERE ANDed with the token column
@@ -154,7 +155,7 @@ const offsetTwoStatements = "a locking SELECT with an OFFSET whose claim cannot 
 // out of a LIMIT: the same count, another row, unclaimed). So every row returned
 // carries the token, and the rows are counted against the rows stamped (the
 // wrapper's exactness check). An OFFSET is not kept: it would skip claimed rows
-// (offsetTwoStatements).
+// (OffsetTwoStatements).
 func (p *parser) claimRead(g *Table, r tableRef, clauses map[string][2]int, nUser int) *Plan {
 	b := p.newBuilder(nUser)
 	b.copy(0, p.endOf(r.aliasEnd))
