@@ -23,6 +23,12 @@ func openFake(t *testing.T, d *fakeDriver, opts ...fencedsql.Option) *sql.DB {
 	db := fencedsql.OpenDB(fencedsql.DSNConnector(d, "fake"), append(base, opts...)...)
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })
+	if d.rec != nil {
+		if err := db.Ping(); err != nil {
+			t.Fatal(err)
+		}
+		d.rec.reset()
+	}
 	return db
 }
 

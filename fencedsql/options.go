@@ -74,7 +74,13 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // a query and which are checked before every guarded write even when this is off (other
 // drivers: one query before each guarded write). An untrusted session fails with a
 // *SessionError (errors.Is ErrSchema). Turn it off in unit tests against go-sqlmock,
-// whose expectations would otherwise have to include those queries.
+// whose expectations would otherwise have to include those queries. It does not turn
+// off what the database records as guarded (the registry, the guard's triggers): the
+// pool's first connection reads those whatever this says, and with the check off a
+// read that fails — a mock answers none of them, and sqlmock leaves its expectations
+// untouched by a query it did not expect — is logged (WithLogger) instead of failing
+// the pool. A production DSN copied from a test set-up still guards what the database
+// says is guarded.
 func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
 
 // WithDDL allows DDL that names a guarded table (CREATE, ALTER, DROP, RENAME, COMMENT,

@@ -2,6 +2,7 @@ package fencedsql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -27,19 +28,30 @@ import (
 //     naming it (and the registered tables, which is where a typo usually shows); one
 //     that exists but is not fit fails before its first guarded write (the lazy check).
 //
-// Without a registry table (the minimal set-up: columns added by hand, no
-// fencedsql-schema) the pool guards the listed tables only, as before, and still
-// refuses a listed table that does not exist. The first-connection checks run when
-// the schema check is on (WithSchemaCheck, the default); a pool with DDL allowed
-// (WithDDL(true): it may be the one that creates its tables) reads the registry but
-// checks its listed tables lazily, before their first guarded write, as always. A
-// listed table that is also registered must name the registered columns. An empty
-// fenced_tables is a configuration error. The registry is read once per pool: a table
-// registered later is guarded by pools opened later. PostgreSQL: a registry in a schema
-// the session's search_path leaves out fails the pool (ErrSchema). MySQL/MariaDB and
-// SQLite read the registry of the connection's own database (main): a table registered
-// in another database (written database-qualified, reached after USE, or ATTACHed) is
-// guarded only when it is listed too. PostgreSQL: the partitions and inheritance
+// The guard's own triggers are a second record (dialect.GuardFinder): a table that
+// carries them is guarded too, with the default columns, whether or not a registry or
+// fenced_tables names it — a registered table renamed by a migration, a guard
+// installed without registering, the real table behind a typo in fenced_tables. And
+// every registry of the database is read, not only the first on the search_path
+// (schema.ReadRegistries): a second registry cannot hide the first.
+//
+// Without a registry table and without the guard (the minimal set-up: columns added by
+// hand) the pool guards the listed tables only, and refuses a listed table that does
+// not exist. The listed tables are checked when the schema check is on
+// (WithSchemaCheck, the default); a pool with DDL allowed (WithDDL(true): it may be the
+// one that creates its tables) logs a listed table that does not exist yet and checks
+// it before its first guarded write. The records are read in every case; with the
+// schema check off (a mock driver, which answers none of the queries) a failed read is
+// logged instead of failing the pool. A listed table that is also registered must name
+// the registered columns; two registries that record one table with different columns
+// fail the pool. An empty fenced_tables is a configuration error. The records are read
+// once per pool: a table registered or guarded later is guarded by pools opened later.
+// PostgreSQL: registries only in schemas the session's search_path leaves out fail the
+// pool (ErrSchema). MySQL/MariaDB and SQLite read the records of the connection's own
+// database (main): a table guarded in another database (written database-qualified,
+// reached after USE, or ATTACHed) is guarded only when it is listed too; MySQL shows
+// triggers only to who holds the TRIGGER privilege, so there the registry is the record
+// of a least-privilege application. PostgreSQL: the partitions and inheritance
 // children of every guarded table (dialect.DescendantFinder) are guarded like it, with
 // its columns, from the pool's first connection.
 
@@ -50,29 +62,43 @@ type firstUse struct {
 	done bool
 }
 
-// open runs the first-connection checks on c, once per pool, before c is handed out.
+// open runs the first-connection work on c, once per pool, before c is handed out.
 // It may replace the pool's rewriter (registered tables added): no statement has run
 // on any connection yet, and every later connection passes through mu.
+//
+// What the database records as guarded is read whatever the options: with the schema
+// check off (WithSchemaCheck(false), a mock driver) a query that fails is logged, not
+// fatal — a mock answers none of them — but a registry that answers is obeyed.
 func (k *core) open(ctx context.Context, c *conn) error {
 	k.first.mu.Lock()
 	defer k.first.mu.Unlock()
 	if k.first.done {
 		return nil
 	}
-	if !k.cfg.schemaCheck {
-		k.first.done = true
-		return nil
-	}
 	listed := map[string]bool{}
 	for _, gs := range k.cfg.guards {
 		listed[strings.ToLower(gs.Table)] = true
 	}
-	registered, err := k.loadRegistry(ctx, c)
+	registered, triggered, err := k.loadRegistry(ctx, c)
 	if err != nil {
 		return err
 	}
 	if len(registered) > 0 {
 		if err := k.addGuards(registered); err != nil {
+			return err
+		}
+	}
+	// The tables carrying the guard's triggers that neither the configuration nor a
+	// registry names (a renamed table, a guard installed without registering it), with
+	// the default columns: the lazy check refuses them if they have others.
+	var unnamed []schema.GuardSpec
+	for _, t := range triggered {
+		if k.rw.Lookup([]string{t.Name}) == nil {
+			unnamed = append(unnamed, schema.GuardSpec{Table: t.Name, TokenColumn: schema.DefaultTokenColumn, VersionColumn: schema.DefaultVersionColumn})
+		}
+	}
+	if len(unnamed) > 0 {
+		if err := k.addGuards(unnamed); err != nil {
 			return err
 		}
 	}
@@ -85,57 +111,68 @@ func (k *core) open(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
+	if !k.cfg.schemaCheck {
+		k.first.done = true
+		return nil
+	}
 	// The listed tables now: they exist (the lazy check — columns, session,
 	// declaration — runs before their first guarded write, as always). A registered
 	// table is checked before its first guarded write only: a stale registry row must
 	// not close the pool.
 	for _, g := range k.rw.Tables() { // configuration order
-		// A pool allowed to run DDL may be the one that creates its listed tables: they
-		// are checked before their first guarded write only. The registry is read all
-		// the same: what the database records as guarded is guarded.
-		if listed[strings.ToLower(g.String())] && !k.cfg.allowDDL {
-			if err := k.checkListed(ctx, c, g, registered); err != nil {
+		if !listed[strings.ToLower(g.String())] {
+			continue
+		}
+		err := k.checkListed(ctx, c, g, registered)
+		if err == nil || !k.cfg.allowDDL {
+			if err != nil {
 				return err
 			}
+			continue
 		}
+		// A pool allowed to run DDL may be the one that creates its listed tables:
+		// they are checked before their first guarded write only. The registry and
+		// the guard's triggers are read all the same (a typo's real table is guarded
+		// when either records it); the missing table is logged.
+		k.cfg.logger.WarnContext(ctx, "fencedsql: a listed table does not exist yet (fenced_allow=ddl: it is checked before its first guarded write)", "table", g.String(), "error", err.Error())
 	}
 	k.first.done = true
 	return nil
 }
 
-// loadRegistry reads the registry through c; nil when the dialect keeps none or the
-// database has none.
-func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
-	r, ok := k.dialect.(dialect.Registrar)
-	if !ok {
-		return nil, nil
-	}
-	rows, err := c.queryStrings(ctx, r.RegistryExistsQuery(), nil)
+// loadRegistry reads, through c, what the database records as guarded: every
+// registry's rows (schema.ReadRegistries) and the tables carrying the guard's triggers
+// (schema.TriggerGuarded); nil when the dialect keeps no record or the database has
+// none.
+func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, []dialect.TableName, error) {
+	registered, err := schema.ReadRegistries(ctx, c.catalog(), k.dialect)
 	if err != nil {
-		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "the registry check query failed" + mockHint, Err: err}
+		return nil, nil, k.recordErr(ctx, err)
 	}
-	if len(rows) > 0 && len(rows[0]) > 0 && strings.HasPrefix(rows[0][0], dialect.RegistryElsewhere) {
-		return nil, &SchemaError{Table: dialect.RegistryTable,
-			Problem: "the registry of guarded tables is in " + strings.TrimPrefix(rows[0][0], dialect.RegistryElsewhere) + ", which this session does not see (its search_path leaves it out): the tables it records would go unguarded",
-			Fix:     "add that schema to the application role's search_path (or the DSN's), or register the tables where the session sees them"}
+	triggered, err := schema.TriggerGuarded(ctx, c.catalog(), k.dialect)
+	if err != nil {
+		return nil, nil, k.recordErr(ctx, &schema.RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: err})
 	}
-	if len(rows) == 0 || len(rows[0]) == 0 || !dialect.CatalogBool(rows[0][0]) {
-		return nil, nil
+	return registered, triggered, nil
+}
+
+// recordErr is the pool's answer to a failed read of what the database records as
+// guarded: ErrSchema, or with the schema check off (a mock driver answers none of the
+// queries) a warning and nil — the pool then guards what it otherwise knows.
+func (k *core) recordErr(ctx context.Context, err error) error {
+	if !k.cfg.schemaCheck {
+		k.cfg.logger.WarnContext(ctx, "fencedsql: reading what the database records as guarded failed; with the schema check off the pool guards what its configuration names", "error", err.Error())
+		return nil
 	}
-	if rows, err = c.queryStrings(ctx, dialect.RegistryRowsQuery, nil); err != nil {
-		if r.NoRegistry(err) {
-			return nil, nil
+	var re *schema.RegistryError
+	if errors.As(err, &re) {
+		problem := re.Problem
+		if re.Fix == "" {
+			problem += mockHint
 		}
-		return nil, &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed (grant the application SELECT on it)", Err: err}
+		return &SchemaError{Table: dialect.RegistryTable, Problem: problem, Fix: re.Fix, Err: re.Err}
 	}
-	var specs []schema.GuardSpec
-	for _, row := range rows {
-		if len(row) < 3 {
-			continue
-		}
-		specs = append(specs, schema.GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]})
-	}
-	return specs, nil
+	return &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed" + mockHint, Err: err}
 }
 
 // loadDescendants lists, through c, the descendants of the pool's guarded tables
@@ -151,6 +188,9 @@ func (k *core) loadDescendants(ctx context.Context, c *conn) ([]schema.GuardSpec
 	for _, g := range k.rw.Tables() {
 		q, args := f.DescendantsQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
 		rows, err := c.queryStrings(ctx, q, args)
+		if err != nil && !k.cfg.schemaCheck {
+			return nil, k.recordErr(ctx, err)
+		}
 		if err != nil {
 			return nil, &SchemaError{Table: g.String(), Problem: "the query for the table's partitions and inheritance children failed" + mockHint, Err: err}
 		}

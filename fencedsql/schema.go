@@ -70,13 +70,25 @@ func (c *conn) catalog() dialect.CatalogQuery {
 }
 
 // queryStrings runs an internal query on the wrapped connection and returns its rows
-// as strings.
+// as strings. A driver that runs queries only as prepared statements gets the query
+// prepared out of the statement cache (acquireOnce).
 func (c *conn) queryStrings(ctx context.Context, q string, args []any) ([][]string, error) {
 	nv := make([]driver.NamedValue, len(args))
 	for i, a := range args {
 		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
-	rows, err := connRunner{c}.query(ctx, &plan.Plan{SQL: q}, nv)
+	rows, err := c.rawQuery(ctx, q, nv)
+	if err == driver.ErrSkip {
+		var cs *cachedStmt
+		if cs, err = c.acquireOnce(ctx, q); err != nil {
+			return nil, err
+		}
+		if rows, err = stmtQuery(ctx, cs.st, nv); err != nil {
+			c.release(cs, err)
+			return nil, err
+		}
+		rows = &closeStmtRows{Rows: rows, c: c, cs: cs}
+	}
 	if err != nil {
 		return nil, err
 	}

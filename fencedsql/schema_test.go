@@ -122,7 +122,7 @@ func lazyVerdict(t *testing.T, d dialect.Dialect, c verdictCase) error {
 	defer db.Close()
 	// The pool's first connection: no registry; the listed table exists (or not: then
 	// the pool refuses with the lazy check's own verdict).
-	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	expectRecords(mock, d)
 	expectDescendants(mock, d, tableOf(t, c.spec.Table).String())
 	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())

@@ -147,7 +147,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		// the statement (here one that does not even name it): a typo in fenced_tables
 		// never leaves the table meant unguarded without a word.
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
-		mock.ExpectQuery(postgres.Dialect.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+		expectRecords(mock, postgres.Dialect)
 		expectDescendants(mock, postgres.Dialect, "accounts")
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows())
 		_, err := db.ExecContext(withTok(7), `UPDATE other SET x = $1`, 1)

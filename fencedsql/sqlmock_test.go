@@ -114,7 +114,7 @@ var goodColumns = []string{"id:1", "balance:1", "fence_token:1", "version:1"}
 // lookup, answered "none", then one column query per listed table (args each), which
 // finds the table.
 func expectOpen(mock sqlmock.Sqlmock, d dialect.Dialect, args ...[]driver.Value) {
-	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	expectRecords(mock, d)
 	for _, a := range args {
 		if name, ok := a[0].(string); ok {
 			expectDescendants(mock, d, name)
@@ -123,6 +123,16 @@ func expectOpen(mock sqlmock.Sqlmock, d dialect.Dialect, args ...[]driver.Value)
 	q, _ := d.ColumnsQuery(dialect.TableName{Name: "x"})
 	for _, a := range args {
 		mock.ExpectQuery(q).WithArgs(a...).WillReturnRows(columnRows(goodColumns...))
+	}
+}
+
+// expectRecords expects the reads of what the database records as guarded (the
+// registry, dialect.Registrar; the tables carrying the guard's triggers,
+// dialect.GuardFinder), answered "none".
+func expectRecords(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
+	if f, ok := d.(dialect.GuardFinder); ok {
+		mock.ExpectQuery(f.GuardedTablesQuery()).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
 	}
 }
 

@@ -54,7 +54,21 @@ func newStmtCache(max int) *stmtCache {
 // acquire returns a prepared statement for query, marked in use: the cached one, or a
 // new one it caches (when c has a cache). Pass it to release when done.
 func (c *conn) acquire(ctx context.Context, query string) (*cachedStmt, error) {
+	return c.acquireCached(ctx, query, true)
+}
+
+// acquireOnce is acquire for a statement run once per pool or table (the catalog
+// queries): it is prepared out of the cache, so it takes no application statement's
+// place, and closed by its release.
+func (c *conn) acquireOnce(ctx context.Context, query string) (*cachedStmt, error) {
+	return c.acquireCached(ctx, query, false)
+}
+
+func (c *conn) acquireCached(ctx context.Context, query string, cache bool) (*cachedStmt, error) {
 	k := c.stmts
+	if !cache {
+		k = nil
+	}
 	if k != nil {
 		if e, ok := k.byKey[query]; ok {
 			k.order.MoveToFront(e)

@@ -32,4 +32,18 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 		[]any{table, tokenCol, versionCol}
 }
 
-var _ dialect.Registrar = dialectImpl{}
+// GuardedTablesQuery lists the tables of the connection's database that carry a trigger
+// of the guard or of the tombstones (dialect.GuardFinder). information_schema shows a
+// trigger only to an account with the TRIGGER privilege on its table: a least-privilege
+// application sees none, and the registry is the record. Other databases are not
+// searched: a guarded table written database-qualified from a pool of another database
+// is guarded only when listed or registered where the pool reads.
+func (dialectImpl) GuardedTablesQuery() string {
+	return "SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() " +
+		"AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tomb%') AND EVENT_OBJECT_TABLE NOT LIKE 'fencedsql\\_%' ORDER BY 1, 2"
+}
+
+var (
+	_ dialect.Registrar   = dialectImpl{}
+	_ dialect.GuardFinder = dialectImpl{}
+)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
@@ -11,13 +12,28 @@ import (
 // The registry of guarded tables (dialect.Registrar): fencedsql_registry in the first
 // schema of the search_path (normally public), read through the pool's search_path.
 
-// RegistryExistsQuery yields 1 when the registry table is visible, 0 when the database
-// has none, and otherwise the schemas that hold one the session's search_path leaves
-// out (an application role whose search_path misses the installer's schema).
+// RegistryExistsQuery lists every registry of the database (temporary schemas left
+// out), each quoted and schema-qualified, when the session's search_path finds one of
+// them: a second registry earlier on the path (another installer's) must not hide the
+// first. When the path finds none of them, one row names the schemas that hold them
+// (RegistryElsewhere: an application role whose search_path misses the installer's
+// schema); no row when the database has none.
 func (dialectImpl) RegistryExistsQuery() string {
-	return "SELECT CASE WHEN to_regclass('" + dialect.RegistryTable + "') IS NOT NULL THEN '1' ELSE COALESCE(" +
-		"(SELECT '" + dialect.RegistryElsewhere + "' || pg_catalog.string_agg(pg_catalog.quote_ident(n.nspname), ', ') FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
-		"WHERE c.relname = '" + dialect.RegistryTable + "' AND c.relkind IN ('r', 'p') AND n.nspname NOT LIKE 'pg\\_temp\\_%'), '0') END"
+	return "WITH r AS (SELECT n.nspname, c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
+		"WHERE c.relname = '" + dialect.RegistryTable + "' AND c.relkind IN ('r', 'p') AND n.nspname NOT LIKE 'pg\\_temp\\_%') " +
+		"SELECT pg_catalog.quote_ident(r.nspname) || '." + dialect.RegistryTable + "' FROM r WHERE EXISTS (SELECT 1 FROM r v WHERE v.oid = pg_catalog.to_regclass('" + dialect.RegistryTable + "')) " +
+		"UNION ALL SELECT '" + dialect.RegistryElsewhere + "' || pg_catalog.string_agg(pg_catalog.quote_ident(r.nspname), ', ') FROM r " +
+		"HAVING pg_catalog.count(*) > 0 AND NOT COALESCE(pg_catalog.bool_or(r.oid = pg_catalog.to_regclass('" + dialect.RegistryTable + "')), false)"
+}
+
+// GuardedTablesQuery lists the tables that carry a trigger of the guard or of the
+// tombstones (dialect.GuardFinder); pg_trigger is readable by every role. Partitions,
+// whose triggers are their root's clones, are left to DescendantsQuery, which gives
+// them their root's columns.
+func (dialectImpl) GuardedTablesQuery() string {
+	return "SELECT DISTINCT n.nspname::text, c.relname::text FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
+		"WHERE t.tgname IN ('" + strings.Join([]string{guardTrigger, guardDeleteTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger}, "', '") + "') " +
+		"AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT LIKE 'pg\\_temp\\_%' ORDER BY 1, 2"
 }
 
 // NoRegistry: undefined_table (42P01); the existence query (to_regclass, which needs no
@@ -43,7 +59,10 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 		[]any{table, tokenCol, versionCol}
 }
 
-var _ dialect.Registrar = dialectImpl{}
+var (
+	_ dialect.Registrar   = dialectImpl{}
+	_ dialect.GuardFinder = dialectImpl{}
+)
 
 // DescendantsQuery lists table's partitions and inheritance children, at every level
 // (dialect.DescendantFinder).

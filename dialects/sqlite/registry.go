@@ -29,4 +29,14 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 		[]any{table, tokenCol, versionCol}
 }
 
-var _ dialect.Registrar = dialectImpl{}
+// GuardedTablesQuery lists the tables of main that carry a trigger of the guard or of
+// the tombstones (dialect.GuardFinder); a rename moves a table's triggers with it.
+func (dialectImpl) GuardedTablesQuery() string {
+	return "SELECT DISTINCT 'main', tbl_name FROM main.sqlite_master WHERE type = 'trigger' " +
+		"AND (name LIKE 'fencedsql\\_guard\\_%' ESCAPE '\\' OR name LIKE 'fencedsql\\_tomb%' ESCAPE '\\') AND tbl_name NOT LIKE 'fencedsql\\_%' ESCAPE '\\' ORDER BY 2"
+}
+
+var (
+	_ dialect.Registrar   = dialectImpl{}
+	_ dialect.GuardFinder = dialectImpl{}
+)

@@ -12,8 +12,10 @@ const RegistryElsewhere = "elsewhere: "
 
 // Registrar is implemented by dialects that keep the registry of guarded tables.
 type Registrar interface {
-	// RegistryExistsQuery returns a query yielding one row with 1 when the registry
-	// table exists in the connection's default schema, 0 or no row otherwise; or
+	// RegistryExistsQuery returns a query yielding the registries to read: one row with
+	// 1 when the registry table exists in the connection's default schema, 0 or no row
+	// when the database has none; or one row per registry, each its name quoted and
+	// qualified (a database may hold several: every one is read); or one row with
 	// RegistryElsewhere followed by where one is that the connection cannot see (a
 	// schema outside its search_path): the pool then fails with ErrSchema rather than
 	// leave the tables it records unguarded.
@@ -32,3 +34,9 @@ type Registrar interface {
 // RegistryRowsQuery reads the registry, one row per guarded table: (table_name,
 // token_column, version_column). Every Registrar keeps these columns.
 const RegistryRowsQuery = "SELECT table_name, token_column, version_column FROM " + RegistryTable
+
+// RegistryRowsQueryOf reads the registry named (as Registrar.RegistryExistsQuery gives
+// it: quoted and qualified by the dialect), with RegistryRowsQuery's columns.
+func RegistryRowsQueryOf(name string) string {
+	return "SELECT table_name, token_column, version_column FROM " + name
+}

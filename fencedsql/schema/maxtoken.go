@@ -11,7 +11,8 @@ import (
 // MaxToken returns the highest token db's database has accepted: the largest token
 // column value in each of tables (names as fenced_tables gives them, with
 // GuardSpec.TokenColumn when not the default), and the floor − 1 when that is higher.
-// With no tables it reads every table of the registry (RegisterTables). Raise a new lock
+// With no tables it reads every table the database records as guarded (Guarded: the
+// registries, RegisterTables, and the tables carrying the guard's triggers). Raise a new lock
 // service's floor to at least this value before the application uses it. It reads every
 // row of every table (no index on the token column): run it at a switch, not in a loop.
 func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
@@ -19,21 +20,12 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 		return 0, configErr("MaxToken: no dialect")
 	}
 	if len(tables) == 0 {
-		rows, err := db.QueryContext(ctx, dialect.RegistryRowsQuery)
-		if err != nil {
-			return 0, fmt.Errorf("fencedsql: MaxToken: reading %s (name the tables instead): %w", dialect.RegistryTable, err)
+		var err error
+		if tables, err = Guarded(ctx, catalogQuery(db), d); err != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken: reading the registry of guarded tables (name the tables instead): %w", err)
 		}
-		for rows.Next() {
-			var s GuardSpec
-			if err := rows.Scan(&s.Table, &s.TokenColumn, &s.VersionColumn); err != nil {
-				rows.Close()
-				return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
-			}
-			tables = append(tables, s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
+		if len(tables) == 0 {
+			return 0, configErr("MaxToken: the database records no guarded table (no registry, no guard installed): name the tables")
 		}
 	}
 	var max uint64

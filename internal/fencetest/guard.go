@@ -53,6 +53,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"AdminPath", gs.testAdminPath},
 		{"TokenFloor", gs.testFloor},
 		{"ConfigMistakes", gs.testConfigMistakes},
+		{"GuardRecords", gs.testGuardRecords},
 		{"Resolve", gs.testResolve},
 		{"SideDoors", gs.testSideDoors},
 	}
