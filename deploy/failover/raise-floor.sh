@@ -8,7 +8,8 @@
 # DRIVER is postgres or mysql (MySQL/MariaDB); DSN is the plain driver's DSN of the new
 # primary's guarded database (see fencedsql-schema), for an account that may write the
 # floor table (the guards' owner). On MySQL/MariaDB the floor lives in each database
-# that holds guarded tables: run this once per such database.
+# that holds guarded tables: run this once per such database (or with a DSN that names
+# no database, for an account that sees only this application's databases).
 #
 # Environment:
 #   FENCEDSQL_LOCKFLOOR        the lockfloor command (default: lockfloor in PATH)
@@ -19,13 +20,15 @@
 #                              primary may take a moment to accept writes
 #
 # It runs `lockfloor ARGS -show` (the last token the lock service issued, or its floor)
-# and `fencedsql-schema -driver DRIVER -dsn DSN -raise-floor TOKEN+1`. Every lease
-# granted before then is refused by the new primary (ErrBelowFloor). The floor only
-# goes up, so running it twice, or late, is safe.
+# and `fencedsql-schema -driver DRIVER -dsn DSN -raise-floor TOKEN+1`, which raises
+# every floor table the installed guards read and prints them (logged here). Every
+# lease granted before then is refused by the new primary (ErrBelowFloor). The floor
+# only goes up, so running it twice, or late, is safe.
 #
 # Exit status: 0 when the floor was raised; 1 when it was not (the lock service could
-# not be read, its answer is not a token, or the database refused), with the reason on
-# stderr and, when `logger` exists, in syslog (tag fencedsql-floor). A failed raise
+# not be read, its answer is not a token, the database refused, or no installed guard
+# reads a floor in the DSN's database: a wrong DSN, or guards not installed), with the
+# reason on stderr and, when `logger` exists, in syslog (tag fencedsql-floor). A failed raise
 # leaves the new primary accepting writes from holders whose lease predates the
 # failover: page someone.
 set -euo pipefail
@@ -82,6 +85,8 @@ fi
 floor=$((token + 1))
 
 # The DSN holds a password: never echo it; fencedsql-schema masks it in its errors.
-retry "$schema" -driver "$driver" -dsn "$dsn" -raise-floor "$floor" >/dev/null ||
+# Its output: the floor in force, then one line per floor table it raised.
+out=$(retry "$schema" -driver "$driver" -dsn "$dsn" -raise-floor "$floor") ||
 	die "'$schema -raise-floor $floor' failed (exit $?) on the $driver primary"
-log "token floor raised to $floor (lock service's last token $token) on the new $driver primary"
+tables=$(printf '%s\n' "$out" | sed -n '2,$p' | tr '\n' ' ')
+log "token floor raised to $floor (lock service's last token $token) on the new $driver primary: ${tables% }"

@@ -12,7 +12,9 @@ import (
 // The floor table lives in each database that holds a guarded table (the guard's
 // triggers read it unqualified, which in a trigger means the trigger's database):
 // GuardDDL creates it there, and RaiseTokenFloor raises it in the connection's
-// database — run it once per database that holds guarded tables. The guard's BEFORE
+// database when guard triggers there read it (GuardFloorsQuery) — run it once per
+// database that holds guarded tables, or with a DSN that names no database to raise
+// it in every database whose guard triggers the account can see. The guard's BEFORE
 // UPDATE trigger reads it for every UPDATE it accepts; a second trigger,
 // fencedsql_floor_<table>, BEFORE INSERT, for every INSERT (an INSERT … ON DUPLICATE
 // KEY UPDATE and a REPLACE insert first, so both pass it). An empty floor table means
@@ -36,9 +38,19 @@ func (d dialectImpl) floorDDL(schema string) []string {
 // FloorDDL creates the floor table in the connection's database.
 func (d dialectImpl) FloorDDL() []string { return d.floorDDL("") }
 
-// RaiseFloorQuery sets the floor when it is lower.
-func (dialectImpl) RaiseFloorQuery(floor int64) (string, []any) {
-	return "UPDATE " + dialect.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
+// RaiseFloorQuery sets table's floor when it is lower (writing the row when missing).
+func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (string, []any) {
+	return "INSERT INTO " + table.Quote(d.QuoteIdent) + " (id, floor) VALUES (1, ?) ON DUPLICATE KEY UPDATE floor = GREATEST(floor, ?)", []any{floor, floor}
+}
+
+// GuardFloorsQuery lists the databases whose guard triggers (the BEFORE UPDATE guard,
+// the BEFORE INSERT floor trigger) read the floor: a trigger names it unqualified
+// (floorBelow), which is the floor table of the trigger's own database. In scope: the
+// connection's database, or every database listed when it names none.
+func (dialectImpl) GuardFloorsQuery() (string, []any) {
+	return "SELECT TRIGGER_SCHEMA, MAX(IF(DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE(), 1, 0)) FROM information_schema.TRIGGERS" +
+			" WHERE (TRIGGER_NAME LIKE ? OR TRIGGER_NAME LIKE ?) AND ACTION_STATEMENT LIKE ? GROUP BY TRIGGER_SCHEMA ORDER BY TRIGGER_SCHEMA",
+		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 
 // floorTrigger is the name of table's BEFORE INSERT floor trigger.
@@ -54,4 +66,7 @@ func floorRefusal(table string) string {
 	return "SIGNAL SQLSTATE '" + FloorSQLState + "' SET MESSAGE_TEXT = " + messageWith("fencedsql: token floor on ", table, "token below the floor")
 }
 
-var _ dialect.Floorer = dialectImpl{}
+var (
+	_ dialect.Floorer     = dialectImpl{}
+	_ dialect.FloorFinder = dialectImpl{}
+)

@@ -87,9 +87,29 @@ END
 	}
 }
 
-// RaiseFloorQuery sets the floor when it is lower.
-func (dialectImpl) RaiseFloorQuery(floor int64) (query string, args []any) {
-	return "UPDATE " + dialect.FloorTable + " SET floor = $1 WHERE id = 1 AND floor < $1", []any{floor}
+// RaiseFloorQuery sets table's floor when it is lower, and writes the row in any case
+// (a lower floor is kept): the sync trigger then re-copies the floor into the sequence,
+// so a raise also puts back a copy left above the floor by a raise that rolled back.
+func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (query string, args []any) {
+	return "INSERT INTO " + table.Quote(d.QuoteIdent) + " AS f (id, floor) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, EXCLUDED.floor)", []any{floor}
 }
 
-var _ dialect.Floorer = dialectImpl{}
+// GuardFloorsQuery lists the schemas of the floor tables the guard functions of the
+// database's enabled guard triggers read: each function names its floor table with the
+// installer's schema, quoted by quote_ident (withFloorTable) in its one read of the
+// table, "FROM <schema>.fencedsql_floor f WHERE" (floorSlowRead); the query takes the
+// schema from there and unquotes it. Every schema of the database is in scope.
+func (dialectImpl) GuardFloorsQuery() (query string, args []any) {
+	return `SELECT DISTINCT CASE WHEN pg_catalog.left(s.q, 1) OPERATOR(pg_catalog.=) '"'
+    THEN pg_catalog.replace(pg_catalog.substr(s.q, 2, pg_catalog.length(s.q) OPERATOR(pg_catalog.-) 2), '""', '"') ELSE s.q END, 1
+FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
+  LATERAL (SELECT pg_catalog.substring(p.prosrc, $3) AS q) s
+WHERE t.tgname IN ($1, $2) AND t.tgenabled OPERATOR(pg_catalog.<>) 'D' AND s.q IS NOT NULL
+ORDER BY 1`,
+		[]any{guardTrigger, guardDeleteTrigger, `FROM ("(?:[^"]|"")+"|[a-z_][a-z0-9_]*)\.` + dialect.FloorTable + ` f WHERE`}
+}
+
+var (
+	_ dialect.Floorer     = dialectImpl{}
+	_ dialect.FloorFinder = dialectImpl{}
+)

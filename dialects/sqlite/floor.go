@@ -10,10 +10,10 @@ import (
 //
 // The floor table lives in each schema (the main database, an attached one) that holds
 // a guarded table: a trigger reads tables of its own schema. GuardDDL creates it there;
-// RaiseTokenFloor raises it in the main database. The guard's BEFORE UPDATE trigger
-// reads it for every UPDATE it would otherwise accept, a second trigger,
-// fencedsql_floor_<table>, BEFORE INSERT, for every INSERT. An empty floor table means no
-// floor.
+// RaiseTokenFloor raises it in the main database, when guard triggers there read it
+// (GuardFloorsQuery). The guard's BEFORE UPDATE trigger reads it for every UPDATE it
+// would otherwise accept, a second trigger, fencedsql_floor_<table>, BEFORE INSERT, for
+// every INSERT. An empty floor table means no floor.
 const FloorMessagePrefix = "fencedsql: token floor on "
 
 func floorTable(schema string) dialect.TableName {
@@ -31,9 +31,17 @@ func (d dialectImpl) floorDDL(schema string) []string {
 // FloorDDL creates the floor table in the main database.
 func (d dialectImpl) FloorDDL() []string { return d.floorDDL("") }
 
-// RaiseFloorQuery sets the floor when it is lower.
-func (dialectImpl) RaiseFloorQuery(floor int64) (string, []any) {
-	return "UPDATE " + dialect.FloorTable + " SET floor = ? WHERE id = 1 AND floor < ?", []any{floor, floor}
+// RaiseFloorQuery sets table's floor when it is lower (writing the row when missing).
+func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (string, []any) {
+	return "INSERT INTO " + table.Quote(d.QuoteIdent) + " (id, floor) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET floor = max(floor, excluded.floor)", []any{floor}
+}
+
+// GuardFloorsQuery yields the main database when guard triggers there (the BEFORE
+// UPDATE guard, the BEFORE INSERT floor trigger) read its floor table: a trigger reads
+// tables of its own schema. Attached databases are not listed.
+func (dialectImpl) GuardFloorsQuery() (string, []any) {
+	return "SELECT 'main', 1 FROM main.sqlite_master WHERE type = 'trigger' AND (name LIKE ? OR name LIKE ?) AND sql LIKE ? LIMIT 1",
+		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 
 func floorTrigger(name string) string { return "fencedsql_floor_" + name }
@@ -47,4 +55,7 @@ func floorRefusal(table string) string {
 	return "RAISE(ABORT, " + literal(FloorMessagePrefix+table+": token below the floor") + ")"
 }
 
-var _ dialect.Floorer = dialectImpl{}
+var (
+	_ dialect.Floorer     = dialectImpl{}
+	_ dialect.FloorFinder = dialectImpl{}
+)

@@ -10,9 +10,11 @@ const FloorTable = "fencedsql_floor"
 // Floorer is implemented by dialects whose guards enforce the token floor.
 type Floorer interface {
 	// FloorDDL returns the statements that create FloorTable with its one row (floor 0)
-	// when missing. GuardDDL includes them.
+	// when missing, in the connection's default schema. GuardDDL includes them (for the
+	// schema its guards read).
 	FloorDDL() []string
-	// RaiseFloorQuery returns the statement that sets the floor to floor when it is
-	// lower (never lowers it).
-	RaiseFloorQuery(floor int64) (query string, args []any)
+	// RaiseFloorQuery returns the statement that sets the floor of table (FloorTable in
+	// the schema a FloorFinder named, qualified) to floor when it is lower — never
+	// lowers it — and writes its one row when missing; floor is a bind parameter.
+	RaiseFloorQuery(table TableName, floor int64) (query string, args []any)
 }

@@ -16,14 +16,15 @@
 //     lists.
 //   - TombstoneFix and PurgeTombstones install and bound the tombstone guard (a deleted
 //     row is not re-inserted under an older token).
-//   - TokenFloor, RaiseTokenFloor and MaxToken keep tokens from going back across a
-//     failover or a lock-service switch.
+//   - TokenFloor, TokenFloors, RaiseTokenFloor and MaxToken keep tokens from going back
+//     across a failover or a lock-service switch; they work on the floor tables the
+//     installed guards read, and fail with ErrNoFloorGuard where no guard reads one.
 //   - Columns and Lint are the verdict on one table's columns and declaration that the
 //     fenced driver's lazy check (before a table's first guarded write) and Check share:
 //     the same problems, the same statements.
 //
 // Errors: a call refused before anything is sent is a *ConfigError; a failed catalog
 // query is returned wrapped, with the reports made so far (the answer is unknown, not
-// "unfit"). Nothing here writes except RegisterTables, RaiseTokenFloor and
+// "unfit"); a floor call where no installed guard reads a floor is a *FloorError. Nothing here writes except RegisterTables, RaiseTokenFloor and
 // PurgeTombstones, which say so.
 package schema

@@ -1,6 +1,10 @@
 package schema
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // ConfigError is a call this package refuses before it sends anything: no dialect, a
 // dialect without the feature the call needs (no Floorer, no Registrar, no
@@ -12,3 +16,31 @@ func (e *ConfigError) Error() string { return "fencedsql: " + e.Msg }
 func configErr(format string, args ...any) error {
 	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
 }
+
+// ErrNoFloorGuard means no installed guard reads a token floor where the connection
+// reaches: raising a floor there would refuse nothing (RaiseTokenFloor, TokenFloor).
+// *FloorError says where guards do read one, when they do elsewhere.
+var ErrNoFloorGuard = errors.New("fencedsql: no installed guard reads a token floor")
+
+// FloorError is RaiseTokenFloor's or TokenFloor's answer when no installed guard in the
+// connection's scope reads a token floor (errors.Is ErrNoFloorGuard): the guards are
+// not installed (fencedsql-schema -apply installs them), the DSN names another database
+// than the guarded one, or the account cannot see the guards (MySQL/MariaDB show a
+// trigger only to an account with a right on its table). Nothing was written.
+type FloorError struct {
+	Op string // "RaiseTokenFloor" or "TokenFloor"
+	// Elsewhere names the floor tables that guards outside the connection's scope read
+	// (MySQL/MariaDB: other databases of the server): connect to their database.
+	Elsewhere []string
+}
+
+func (e *FloorError) Error() string {
+	msg := "fencedsql: " + e.Op + ": no installed guard reads a token floor in this database (install the guards: fencedsql-schema -apply; or the account cannot see them): raising a floor here would refuse nothing"
+	if len(e.Elsewhere) > 0 {
+		msg += "; guards in other databases read " + strings.Join(e.Elsewhere, ", ") + ": connect to their database"
+	}
+	return msg
+}
+
+// Unwrap returns ErrNoFloorGuard.
+func (e *FloorError) Unwrap() error { return ErrNoFloorGuard }

@@ -26,26 +26,72 @@ import (
 // scripts) refuses every lease granted before it; raising the lock service's floor above
 // MaxToken before switching it (lockclient.FloorRaiser) keeps its new tokens above every
 // token the rows carry. The floor only goes up, costs no round trip (the guard reads
-// it inside the statement), and needs the guards installed (fencedsql-schema -apply).
+// it inside the statement), and needs the guards installed (fencedsql-schema -apply):
+// RaiseTokenFloor and TokenFloor work on the floor tables the installed guards read
+// (dialect.FloorFinder), and fail with ErrNoFloorGuard where no guard reads one.
 
-func floorer(d dialect.Dialect, what string) (dialect.Floorer, error) {
-	f, ok := d.(dialect.Floorer)
-	if !ok || d == nil {
-		return nil, configErr("%s: the dialect has no token floor", what)
-	}
-	return f, nil
+// Floor is one floor table that installed guards read, and the floor it holds.
+type Floor struct {
+	Table string // qualified, unquoted: "app.fencedsql_floor"
+	Floor uint64
 }
 
-// TokenFloor returns the token floor of db's database (0 when FloorTable has no row).
-// Run it on a plain connection or a fenced one (it only reads).
-func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, error) {
-	if _, err := floorer(d, "TokenFloor"); err != nil {
-		return 0, err
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func floorFinder(d dialect.Dialect, what string) (dialect.Floorer, dialect.FloorFinder, error) {
+	f, ok := d.(dialect.Floorer)
+	if !ok || d == nil {
+		return nil, nil, configErr("%s: the dialect has no token floor", what)
 	}
-	var floor sql.NullInt64
-	err := db.QueryRowContext(ctx, "SELECT MAX(floor) FROM "+dialect.FloorTable).Scan(&floor)
+	ff, ok := d.(dialect.FloorFinder)
+	if !ok {
+		return nil, nil, configErr("%s: the dialect cannot tell which floor its guards read (no dialect.FloorFinder)", what)
+	}
+	return f, ff, nil
+}
+
+// guardFloors returns the floor tables the installed guards in the connection's scope
+// read (dialect.FloorFinder), or a *FloorError when there is none.
+func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op string) ([]dialect.TableName, error) {
+	query, args := ff.GuardFloorsQuery()
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return 0, fmt.Errorf("fencedsql: reading %s: %w", dialect.FloorTable, err)
+		return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
+	}
+	defer rows.Close()
+	var in []dialect.TableName
+	var elsewhere []string
+	for rows.Next() {
+		var schema string
+		var inScope int64
+		if err := rows.Scan(&schema, &inScope); err != nil {
+			return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
+		}
+		t := dialect.TableName{Schema: schema, Name: dialect.FloorTable}
+		if inScope == 1 {
+			in = append(in, t)
+		} else {
+			elsewhere = append(elsewhere, t.String())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
+	}
+	if len(in) == 0 {
+		return nil, &FloorError{Op: op, Elsewhere: elsewhere}
+	}
+	return in, nil
+}
+
+// readFloor returns the floor table's floor (0 when it has no row).
+func readFloor(ctx context.Context, q querier, d dialect.Dialect, t dialect.TableName) (uint64, error) {
+	var floor sql.NullInt64
+	if err := q.QueryRowContext(ctx, "SELECT MAX(floor) FROM "+t.Quote(d.QuoteIdent)).Scan(&floor); err != nil {
+		return 0, fmt.Errorf("fencedsql: reading %s: %w", t, err)
 	}
 	if !floor.Valid || floor.Int64 < 0 {
 		return 0, nil
@@ -53,26 +99,91 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 	return uint64(floor.Int64), nil
 }
 
-// RaiseTokenFloor raises the token floor of db's database to floor (creating FloorTable
-// when missing): from then on the guards refuse every write whose token is below it. A
-// floor at or below the current one changes nothing. At a failover, run it on the new
-// primary with the lock service's LastToken + 1 before the application writes there.
-// Run it on a plain connection (the fenced driver refuses statements naming the floor).
+// TokenFloors returns each floor table that the installed guards in the connection's
+// scope read (dialect.FloorFinder: PostgreSQL, every schema of the database whose guards
+// read one; MySQL/MariaDB, the connection's database, or every database whose guards
+// the account can see when the DSN names none; SQLite, the main database), with its
+// floor, in the order of the tables' names. It fails with a *FloorError (ErrNoFloorGuard)
+// when no guard there reads one. Run it on a plain connection or a fenced one (it only
+// reads).
+func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
+	_, ff, err := floorFinder(d, "TokenFloor")
+	if err != nil {
+		return nil, err
+	}
+	tables, err := guardFloors(ctx, db, ff, "TokenFloor")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Floor, 0, len(tables))
+	for _, t := range tables {
+		f, err := readFloor(ctx, db, d, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Floor{Table: t.String(), Floor: f})
+	}
+	return out, nil
+}
+
+// TokenFloor returns the token floor in force in db's database: the floor the installed
+// guards read (see TokenFloors), the lowest when guards in several schemas (databases)
+// read different floor tables — the floor every guarded write is held to. 0 when the
+// floor tables have no row. With no guard that reads a floor it fails with a
+// *FloorError (ErrNoFloorGuard), not 0: no floor is enforced there at all, which an
+// operator checking a failover must not mistake for a floor not raised yet.
+func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, error) {
+	floors, err := TokenFloors(ctx, db, d)
+	if err != nil {
+		return 0, err
+	}
+	low := uint64(math.MaxUint64)
+	for _, f := range floors {
+		low = min(low, f.Floor)
+	}
+	return low, nil
+}
+
+// RaiseTokenFloor raises the token floor that the installed guards read to floor: from
+// then on the guards refuse every write whose token is below it. It raises every floor
+// table a guard in the connection's scope reads (TokenFloors lists them), in one
+// transaction — not the floor table of the connection's default schema, which a guard
+// installed under another search_path (PostgreSQL) or in another database
+// (MySQL/MariaDB) does not read. A floor at or below a table's current one leaves it
+// unchanged. At a failover, run it on the new primary with the lock service's LastToken
+// + 1 before the application writes there. Run it on a plain connection (the fenced
+// driver refuses statements naming the floor), as an account that may write the floor
+// tables (the guards' owner).
+//
+// It creates no floor table. The guards' installation (GuardDDL) creates the one they
+// read, so a database with guards always has it; a floor table created where no guard
+// reads it would refuse nothing while the raise reported success. With no guard in
+// scope that reads a floor it fails with a *FloorError (ErrNoFloorGuard) and writes
+// nothing. A floor table a guard reads but that has lost its row gets the row back.
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
-	f, err := floorer(d, "RaiseTokenFloor")
+	f, ff, err := floorFinder(d, "RaiseTokenFloor")
 	if err != nil {
 		return err
 	}
 	if floor > math.MaxInt64 {
 		return configErr("RaiseTokenFloor: floor %d exceeds the largest token a BIGINT column holds", floor)
 	}
-	for _, s := range f.FloorDDL() {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("fencedsql: RaiseTokenFloor: creating %s: %w", dialect.FloorTable, err)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
+	}
+	defer tx.Rollback()
+	tables, err := guardFloors(ctx, tx, ff, "RaiseTokenFloor")
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		q, args := f.RaiseFloorQuery(t, int64(floor))
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: raising %s: %w", t, err)
 		}
 	}
-	q, args := f.RaiseFloorQuery(int64(floor))
-	if _, err := db.ExecContext(ctx, q, args...); err != nil {
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
 	return nil

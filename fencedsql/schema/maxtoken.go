@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -10,11 +11,13 @@ import (
 
 // MaxToken returns the highest token db's database has accepted: the largest token
 // column value in each of tables (names as fenced_tables gives them, with
-// GuardSpec.TokenColumn when not the default), and the floor − 1 when that is higher.
-// With no tables it reads every table the database records as guarded (Guarded: the
-// registries, RegisterTables, and the tables carrying the guard's triggers). Raise a new lock
-// service's floor to at least this value before the application uses it. It reads every
-// row of every table (no index on the token column): run it at a switch, not in a loop.
+// GuardSpec.TokenColumn when not the default), and the floor − 1 when that is higher
+// (the highest of the floors the installed guards read, TokenFloors; none when no guard
+// reads one). With no tables it reads every table the database records as guarded
+// (Guarded: the registries, RegisterTables, and the tables carrying the guard's
+// triggers). Raise a new lock service's floor to at least this value before the
+// application uses it. It reads every row of every table (no index on the token
+// column): run it at a switch, not in a loop.
 func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
 	if d == nil {
 		return 0, configErr("MaxToken: no dialect")
@@ -29,13 +32,15 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 		}
 	}
 	var max uint64
-	if _, ok := d.(dialect.Floorer); ok {
-		floor, err := TokenFloor(ctx, db, d)
-		if err != nil && !isMissingTable(d, err) {
+	if _, ok := d.(dialect.FloorFinder); ok {
+		floors, err := TokenFloors(ctx, db, d)
+		if err != nil && !isMissingTable(d, err) && !errors.Is(err, ErrNoFloorGuard) {
 			return 0, err
 		}
-		if floor > 0 {
-			max = floor - 1
+		for _, f := range floors {
+			if f.Floor > 0 && f.Floor-1 > max {
+				max = f.Floor - 1
+			}
 		}
 	}
 	for _, s := range tables {

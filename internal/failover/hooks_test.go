@@ -30,6 +30,8 @@ func stubs(t *testing.T, token string, schemaFails bool) (env []string, argsFile
 	schema := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\n"
 	if schemaFails {
 		schema += "exit 1\n"
+	} else {
+		schema += "echo 42; echo 'app.fencedsql_floor: 42'; echo 'billing.fencedsql_floor: 42'\n"
 	}
 	for name, body := range map[string]string{"lockfloor": lock, "fencedsql-schema": schema} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
@@ -78,6 +80,9 @@ func TestHookScripts(t *testing.T) {
 		}
 		if strings.Contains(out, "secret") {
 			t.Errorf("the output shows the DSN's password: %s", out)
+		}
+		if !strings.Contains(out, "new postgres primary: app.fencedsql_floor: 42 billing.fencedsql_floor: 42\n") {
+			t.Errorf("the log does not name the floor tables raised: %s", out)
 		}
 	})
 	for _, c := range []struct {

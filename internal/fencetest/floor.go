@@ -144,3 +144,39 @@ func (s *guardSuite) testFloorSnapshot(t *testing.T) {
 		t.Fatalf("%d rows, want 2", e.count())
 	}
 }
+
+// testFloorNoGuard: where no guard is installed, raising the floor would refuse nothing
+// (a red-team pass: RaiseTokenFloor created a floor table no guard read, TokenFloor
+// reported the raised floor, and the failover tool exited 0). RaiseTokenFloor and
+// TokenFloor fail with ErrNoFloorGuard and create nothing; MaxToken reads the rows
+// alone; once the guard is installed the raise reaches it.
+func (s *guardSuite) testFloorNoGuard(t *testing.T) {
+	e := setup(t, s.b)
+	e.seed(5, 1)
+	err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 1000)
+	var fe *schema.FloorError
+	if !errors.Is(err, schema.ErrNoFloorGuard) || !errors.As(err, &fe) {
+		t.Fatalf("RaiseTokenFloor without a guard: err = %v, want ErrNoFloorGuard", err)
+	}
+	if _, err := e.raw.ExecContext(e.ctx, "SELECT floor FROM fencedsql_floor"); err == nil {
+		t.Fatal("RaiseTokenFloor without a guard created the floor table")
+	}
+	if f, err := schema.TokenFloor(e.ctx, e.raw, s.d); !errors.Is(err, schema.ErrNoFloorGuard) {
+		t.Fatalf("TokenFloor without a guard = %d, %v; want ErrNoFloorGuard", f, err)
+	}
+	if m, err := schema.MaxToken(e.ctx, e.raw, s.d, schema.GuardSpec{Table: "accounts"}); err != nil || m != 5 {
+		t.Fatalf("MaxToken without a guard = %d, %v; want 5", m, err)
+	}
+	s.install(e, "accounts")
+	if err := schema.RaiseTokenFloor(e.ctx, e.raw, s.d, 1000); err != nil {
+		t.Fatalf("RaiseTokenFloor with the guard: %v", err)
+	}
+	floors, err := schema.TokenFloors(e.ctx, e.raw, s.d)
+	if err != nil || len(floors) != 1 || floors[0].Floor != 1000 || !strings.HasSuffix(floors[0].Table, ".fencedsql_floor") {
+		t.Fatalf("TokenFloors = %+v, %v; want one floor table at 1000", floors, err)
+	}
+	_, err = e.db.ExecContext(tok(e.ctx, 20), e.q("UPDATE accounts SET balance = 1 WHERE id = ?"), 1)
+	if !errors.Is(err, fencedsql.ErrBelowFloor) {
+		t.Fatalf("UPDATE under 20 below the floor 1000: %v, want ErrBelowFloor", err)
+	}
+}

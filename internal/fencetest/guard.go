@@ -52,6 +52,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"NoResurrectionAutoKey", gs.testTombstoneAutoKey},
 		{"AdminPath", gs.testAdminPath},
 		{"TokenFloor", gs.testFloor},
+		{"TokenFloorNoGuard", gs.testFloorNoGuard},
 		{"ConfigMistakes", gs.testConfigMistakes},
 		{"GuardRecords", gs.testGuardRecords},
 		{"Resolve", gs.testResolve},

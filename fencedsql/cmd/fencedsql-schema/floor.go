@@ -23,10 +23,17 @@ import (
 //	                  (lockfloor -raise N) before the application uses it. It reads the
 //	                  token column of every table in -tables, or of every table in the
 //	                  registry without -tables, and the floor; it scans the tables.
-//	-raise-floor N    raises the database's floor to N (creating the floor table when
-//	                  missing) and prints the floor now in force. At a failover: N is
-//	                  the lock service's LastToken + 1, so every lease granted before
-//	                  is refused on the new primary.
+//	-raise-floor N    raises to N the floor every installed guard reads (the floor
+//	                  tables schema.TokenFloors lists: on PostgreSQL every schema of
+//	                  the database whose guards read one; on MySQL/MariaDB the DSN's
+//	                  database, or every database whose guards the account can see
+//	                  when the DSN names none) and prints the floor now in force, a
+//	                  bare number on the first line (the lowest of them), then one line
+//	                  per floor table, "<schema>.fencedsql_floor: <floor>". Where no
+//	                  installed guard reads a floor it raises nothing, says so and
+//	                  exits 1 (schema.ErrNoFloorGuard). At a failover: N is the lock
+//	                  service's LastToken + 1, so every lease granted before is refused
+//	                  on the new primary.
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
 func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {
@@ -59,10 +66,17 @@ func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol s
 	if err := schema.RaiseTokenFloor(ctx, db, be.dialect, floor); err != nil {
 		return fail("raise-floor", err)
 	}
-	now, err := schema.TokenFloor(ctx, db, be.dialect)
+	floors, err := schema.TokenFloors(ctx, db, be.dialect)
 	if err != nil {
 		return fail("raise-floor", err)
 	}
+	now := floors[0].Floor
+	for _, f := range floors {
+		now = min(now, f.Floor)
+	}
 	fmt.Fprintln(stdout, now)
+	for _, f := range floors {
+		fmt.Fprintf(stdout, "%s: %d\n", f.Table, f.Floor)
+	}
 	return exitOK
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // TestFloorCommands: -max-token and -raise-floor on a guarded SQLite database — the
-// registry's tables by default, the floor only raised, bare numbers on stdout, usage
-// errors when combined with anything else.
+// registry's tables by default, the floor only raised, bare numbers on stdout (and the
+// floor tables raised), usage errors when combined with anything else.
 func TestFloorCommands(t *testing.T) {
 	dsn := sqliteDSN(t)
 	execRaw(t, "sqlite", dsn, "CREATE TABLE acc (id INTEGER PRIMARY KEY, amount BIGINT)")
@@ -31,10 +31,11 @@ func TestFloorCommands(t *testing.T) {
 	if got := number("-max-token", "-tables", "acc"); got != "41" {
 		t.Fatalf("-max-token -tables acc = %q, want 41", got)
 	}
-	if got := number("-raise-floor", "100"); got != "100" {
+	// -raise-floor: the floor in force on the first line, then each floor table raised.
+	if got := number("-raise-floor", "100"); got != "100\nmain.fencedsql_floor: 100" {
 		t.Fatalf("-raise-floor 100 printed %q", got)
 	}
-	if got := number("-raise-floor", "50"); got != "100" {
+	if got := number("-raise-floor", "50"); got != "100\nmain.fencedsql_floor: 100" {
 		t.Fatalf("-raise-floor 50 printed %q, want the floor unchanged at 100", got)
 	}
 	if got := number("-max-token"); got != "99" {
@@ -52,6 +53,26 @@ func TestFloorCommands(t *testing.T) {
 		if code, _, _ := runCmd(t, append(base, bad...)...); code != exitUsage {
 			t.Errorf("%q: exit %d, want a usage error", bad, code)
 		}
+	}
+}
+
+// TestRaiseFloorNoGuard: -raise-floor where no guard reads a floor raises nothing,
+// says so and exits 1 (a red-team pass: it created a floor table no guard read and
+// printed the raised floor); -max-token still reads the tables.
+func TestRaiseFloorNoGuard(t *testing.T) {
+	dsn := sqliteDSN(t)
+	execRaw(t, "sqlite", dsn, "CREATE TABLE acc (id INTEGER PRIMARY KEY, amount BIGINT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"INSERT INTO acc (id, amount, fence_token, version) VALUES (1, 1, 41, 1)")
+	base := []string{"-driver", "sqlite", "-dsn", dsn}
+	code, out, errOut := runCmd(t, append(base, "-raise-floor", "1000")...)
+	if code != exitProblems || out != "" || !strings.Contains(errOut, "no installed guard reads a token floor") {
+		t.Fatalf("-raise-floor without a guard: exit %d, stdout %q, stderr %q; want exit 1 and the reason", code, out, errOut)
+	}
+	if err := execErr("sqlite", dsn, "SELECT floor FROM fencedsql_floor"); err == nil {
+		t.Fatal("-raise-floor without a guard created the floor table")
+	}
+	if code, out, _ := runCmd(t, append(base, "-max-token", "-tables", "acc")...); code != exitOK || strings.TrimSpace(out) != "41" {
+		t.Fatalf("-max-token without a guard: exit %d, %q; want 41", code, out)
 	}
 }
 

@@ -1,0 +1,21 @@
+package dialect
+
+// FloorFinder is implemented by Floorers that can tell which floor tables the installed
+// guards read. A guard reads the floor table it was installed with, not the one a later
+// connection would find by its default schema: PostgreSQL's guard functions name the
+// floor with the schema that was first on the installer's search_path; a MySQL/MariaDB
+// or SQLite trigger reads the floor table of its own database (schema). Raising any
+// other floor table refuses nothing, so schema.RaiseTokenFloor and TokenFloor raise and
+// read the tables this query lists.
+type FloorFinder interface {
+	// GuardFloorsQuery returns the query that lists the floor tables installed guards
+	// read, one row per table: the schema that holds it (PostgreSQL: the schema;
+	// MySQL/MariaDB: the database; SQLite: "main"), unquoted, and 1 when the table is in
+	// the scope of the connection, 0 when it is not. The scope: PostgreSQL, every schema
+	// of the connection's database; MySQL/MariaDB, the connection's database, or every
+	// database whose guard triggers the account can see (information_schema shows a
+	// trigger only to an account with a right on its table) when the connection names
+	// none; SQLite, the main database (attached databases are not listed). A guard of an
+	// older version that reads no floor is not listed.
+	GuardFloorsQuery() (query string, args []any)
+}
