@@ -79,8 +79,16 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 		}
 	}
 	if err != nil {
+		lost := c.core.dialect.Classify(err).Kind == dialect.ErrorMarkLost
 		err = c.core.mapErr(one, tok, 0, err)
-		c.core.doubtVerdict(&c.core.deleteFence, one.Guard, err)
+		if lost {
+			// The table's triggers missed the mark (a user's trigger changed what
+			// identifies the statement): the form cannot work on this table, whatever
+			// DeleteFenceQuery says (it may not see the user's triggers).
+			c.core.deleteFence.Store(one.Guard, false)
+		} else {
+			c.core.doubtVerdict(&c.core.deleteFence, one.Guard, err)
+		}
 		return nil, err
 	}
 	return res, nil

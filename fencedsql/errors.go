@@ -55,6 +55,10 @@ var (
 // guardHint is the advice every GuardError carries.
 const guardHint = "write through the fenced driver with a lease from the application's lock service (fencedsql.Maintain for administrative changes), or remove the guard"
 
+// markLostHint is the advice of a GuardError for a one-statement DELETE whose mark
+// user code inside the statement made the table's triggers miss (dialect.ErrorMarkLost).
+const markLostHint = "code run inside the DELETE (a trigger on the table) changed what identifies the statement to the guard's triggers; nothing was deleted, and this pool now sends the table's DELETEs as two statements: retry"
+
 // GuardError is a refusal by the database-side guard. errors.Is(err, ErrGuard) holds;
 // the driver's error stays reachable. Error() starts with the driver's own message and
 // ends with the hint.

@@ -145,6 +145,12 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 		}
 	case dialect.ErrorGuard:
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}
+	case dialect.ErrorMarkLost:
+		table := info.Table
+		if p != nil && p.Guard != nil {
+			table = p.Guard.String()
+		}
+		return &GuardError{Table: table, Hint: markLostHint, Err: err}
 	case dialect.ErrorBelowFloor:
 		table := info.Table
 		if p != nil && p.Guard != nil {

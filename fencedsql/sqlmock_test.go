@@ -90,7 +90,7 @@ const (
 	pgColumns     = `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`
 	mysqlColumns  = "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
 	sqliteColumns = `SELECT name, "notnull" FROM pragma_table_info(?)`
-	mysqlSession  = "SELECT CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin)"
+	mysqlSession  = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin) USING ascii) AS BINARY)"
 	pgSession     = "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || s.setting || ' ' || s.source FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
 	pgGood        = "on UTF8 on configuration file"
 	strictMode    = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"

@@ -25,9 +25,10 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
 	if ddl[6] != "DROP FUNCTION IF EXISTS `shop`.`fencedsql_fence_acc``ounts`" ||
-		!strings.HasPrefix(ddl[7], "CREATE FUNCTION `shop`.`fencedsql_fence_acc``ounts`(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT DETERMINISTIC NO SQL SQL SECURITY INVOKER COMMENT 'fencedsql one-statement delete v2'") ||
+		!strings.HasPrefix(ddl[7], "CREATE FUNCTION `shop`.`fencedsql_fence_acc``ounts`(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT NOT DETERMINISTIC NO SQL SQL SECURITY INVOKER COMMENT 'fencedsql one-statement delete v3'") ||
 		!strings.Contains(ddl[7], "IF cur IS NULL OR cur > tok THEN\n    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';") ||
-		!strings.Contains(ddl[7], "IF tok < fl THEN\n    SIGNAL SQLSTATE 'FNCD2'") {
+		!strings.Contains(ddl[7], "IF tok < fl THEN\n    SIGNAL SQLSTATE 'FNCD2'") ||
+		!strings.Contains(ddl[7], "IF NOT (SUBSTRING_INDEX(@fencedsql_delete_mark, '/', -1) <=> CONCAT(@@timestamp)) THEN\n    SIGNAL SQLSTATE 'FNCD3'") {
 		t.Errorf("fence function DDL = %q", ddl[6:])
 	}
 	if ddl[0] != "CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_floor` (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB" ||

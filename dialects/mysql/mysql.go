@@ -70,6 +70,8 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorGuard, Table: between(me.Message, "guard on ", ": ")}
 	case FloorSQLState: // "fencedsql: token floor on <table>: …"
 		return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: between(me.Message, "floor on ", ": ")}
+	case markLostSQLState: // "fencedsql: guard on <table>: the DELETE's mark was lost …"
+		return dialect.ErrorInfo{Kind: dialect.ErrorMarkLost, Table: between(me.Message, "guard on ", ": ")}
 	}
 	return dialect.ErrorInfo{}
 }

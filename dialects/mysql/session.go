@@ -41,10 +41,12 @@ import (
 
 // SessionQuery reads "<sql_mode> <character_set_client> <sql_log_bin>" (sql_mode has
 // no spaces, and may be empty; sql_log_bin is 1 or 0): the one round trip of the
-// check, extended with sql_log_bin at no extra cost. The query is ASCII without quotes or backslashes: every session reads
-// it the same way.
+// check, extended with sql_log_bin at no extra cost. The query is ASCII without
+// backslashes: every session reads it the same way. Its result is ASCII sent as
+// binary, which the server does not convert to character_set_results (under utf16 the
+// check read a garbled character_set_client and named it in its refusal).
 func (dialectImpl) SessionQuery() string {
-	return "SELECT CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin)"
+	return "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin) USING ascii) AS BINARY)"
 }
 
 // unsafeCharsets are the client character sets whose multibyte characters can have a

@@ -147,14 +147,19 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	return ddl
 }
 
+// markPattern matches the DELETE trigger of this version: it reads the one-statement
+// DELETE's mark and clears one that is not its statement's (clearMark). LIKE's "_"
+// matches itself too.
+var markPattern = "%" + clearMark + "%"
+
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
-// (the DELETE trigger reads the one-statement DELETE's mark) exist on table and its
-// tombstone table exists.
+// (the DELETE trigger reads the one-statement DELETE's mark and clears a stale one)
+// exist on table and its tombstone table exists.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?), 1, 0) " +
 			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
 			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE'))",
-		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), "%" + deleteTokenVar + "%", tombName("ins", table.Name), tombName("key", table.Name)}
+		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), markPattern, tombName("ins", table.Name), tombName("key", table.Name)}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock, UTC).
@@ -164,3 +169,12 @@ func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan tim
 }
 
 var _ dialect.Tombstoner = dialectImpl{}
+
+// UniqueKeysQuery lists the columns of table's unique indexes other than PRIMARY
+// (dialect.UniqueKeyFinder); a functional key part reads "(expression)".
+func (dialectImpl) UniqueKeysQuery(table dialect.TableName) (query string, args []any) {
+	return "SELECT INDEX_NAME, COALESCE(COLUMN_NAME, '(expression)') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+		[]any{table.Schema, table.Name}
+}
+
+var _ dialect.UniqueKeyFinder = dialectImpl{}

@@ -46,7 +46,11 @@ import (
 // With Roles.Owner set it also reports the guarded table, the guard function, the
 // tombstone table and the tombstone function owned by another role, and proposes
 // ALTER … OWNER TO for them, including those the Fix is about to create (those without
-// a problem of their own). Inheritance children and partitions keep their owners.
+// a problem of their own). Inheritance children and partitions (DescendantsQuery) keep
+// their owners, but one owned by the application role, or by a role it is a member
+// of, is reported: its owner can disable the guard's triggers cloned to it, or drop
+// it (a red-team pass: the check was silent). Fix, with an owner role named: ALTER
+// TABLE … OWNER TO the owner (or REVOKE owner FROM app).
 
 // OwnedDDL returns ddl unchanged: on PostgreSQL, ownership is handed over afterwards
 // (ALTER … OWNER TO, proposed by PrivilegeProblems).
@@ -161,6 +165,39 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		if len(fix) > 0 {
 			problem(o.what+" is owned by "+objOwner+", not by the owner role "+owner, fix...)
 		}
+	}
+
+	// Partitions and inheritance children (DescendantsQuery, the wrapper's own notion):
+	// the guard's triggers are cloned to them, and their owner can disable those, or
+	// ALTER or DROP the descendant (its rows go without tombstones).
+	dq, dargs := d.DescendantsQuery(resolved)
+	descendants, err := query(ctx, dq, dargs...)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range descendants {
+		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		rows, err := query(ctx, pgRelOwner, child.Quote(q), app)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 || !flag(rows[0][1]) {
+			continue
+		}
+		childOwner := rows[0][0]
+		var fix []string
+		switch {
+		case owner != "" && childOwner != owner:
+			fix = append(fix, "ALTER TABLE "+child.Quote(q)+" OWNER TO "+q(owner))
+		case owner != "" && childOwner == owner && !memberFixed:
+			fix = append(fix, "REVOKE "+q(owner)+" FROM "+q(app))
+			memberFixed = true
+		}
+		who := "application role " + app + " owns"
+		if childOwner != app {
+			who = "application role " + app + " is a member of " + childOwner + ", which owns"
+		}
+		problem(who+" "+child.String()+", a partition or inheritance child of the guarded table "+resolved.String()+": an owner can disable the guard's triggers cloned to it (ALTER TABLE … DISABLE TRIGGER), or alter or drop it; give it to a role the application does not log in as (fencedsql-schema -owner)", fix...)
 	}
 
 	// The schema: its owner can DROP SCHEMA … CASCADE.

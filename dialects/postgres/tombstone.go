@@ -256,3 +256,18 @@ func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan tim
 }
 
 var _ dialect.Tombstoner = dialectImpl{}
+
+// UniqueKeysQuery lists the key columns of table's unique indexes other than the
+// primary key's (unique constraints included: each has its index; dialect.UniqueKeyFinder);
+// an expression reads as its text.
+func (dialectImpl) UniqueKeysQuery(table dialect.TableName) (query string, args []any) {
+	return `SELECT ic.relname::text, COALESCE(a.attname::text, pg_catalog.pg_get_indexdef(i.indexrelid, k.ord::int, true))
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
+LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
+WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisunique AND NOT i.indisprimary AND k.ord <= i.indnkeyatts
+ORDER BY 1, k.ord`, []any{table.String()}
+}
+
+var _ dialect.UniqueKeyFinder = dialectImpl{}

@@ -158,3 +158,17 @@ func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan tim
 }
 
 var _ dialect.Tombstoner = dialectImpl{}
+
+// UniqueKeysQuery lists the columns of table's unique indexes other than the primary
+// key's (UNIQUE constraints and CREATE UNIQUE INDEX; dialect.UniqueKeyFinder); an
+// expression reads "(expression)".
+func (dialectImpl) UniqueKeysQuery(table dialect.TableName) (query string, args []any) {
+	schema := table.Schema
+	if schema == "" {
+		schema = "main"
+	}
+	return `SELECT il.name, COALESCE(ii.name, '(expression)') FROM pragma_index_list(?1, ?2) il, pragma_index_info(il.name, ?2) ii
+WHERE il."unique" = 1 AND il.origin <> 'pk' ORDER BY il.name, ii.seqno`, []any{table.Name, schema}
+}
+
+var _ dialect.UniqueKeyFinder = dialectImpl{}

@@ -30,6 +30,11 @@ const (
 	// ErrorBelowFloor is a refusal by the guard of a write whose token is below the
 	// database's token floor (Floorer); Table names the table when known.
 	ErrorBelowFloor
+	// ErrorMarkLost is the failure of a one-statement DELETE (DeleteFencer) whose mark
+	// did not reach the table's triggers intact: user code run inside the statement (a
+	// user's trigger) changed what identifies the statement. The statement failed
+	// whole; the wrapper sends the table's DELETEs as two statements from then on.
+	ErrorMarkLost
 )
 
 // ErrorInfo is what a Dialect extracts from a driver error.

@@ -58,3 +58,15 @@ const TombstoneTablePrefix = "fencedsql_tomb_"
 //
 // Deprecated: tombstones are kept per table; see TombstoneTablePrefix.
 const TombstoneTable = "fencedsql_tombstones"
+
+// UniqueKeyFinder is implemented by a Tombstoner that can list a table's unique keys
+// other than its primary key, so that schema.Check can say what tombstones do not
+// cover: they key on the primary key only, so a row deleted under a newer token can
+// come back under a new primary key (a surrogate: AUTO_INCREMENT, serial, rowid) with
+// the same natural unique key, from a stale holder.
+type UniqueKeyFinder interface {
+	// UniqueKeysQuery returns a query listing the columns of table's unique keys
+	// (constraints and unique indexes) other than the primary key, one row each:
+	// (key name, column name, or an expression's text), in key and column order.
+	UniqueKeysQuery(table TableName) (query string, args []any)
+}

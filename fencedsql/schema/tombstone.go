@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -111,7 +112,46 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version): a stale holder can re-insert a row a newer one deleted")
 		r.Fix = append(r.Fix, ts.TombstoneDDL(table, key, spec.TokenColumn)...)
 	}
+	if len(key) > 0 {
+		if err := noteUniqueKeys(ctx, db, d, table, r); err != nil {
+			return table, fmt.Errorf("fencedsql: schema.Check %s: %w", spec.Table, err)
+		}
+	}
 	return table, nil
+}
+
+// noteUniqueKeys adds a note to r for each unique key of table other than its primary
+// key (dialect.UniqueKeyFinder): tombstones key on the primary key only, so G9 does
+// not cover a natural key beside a surrogate primary key — a stale holder can
+// re-insert a deleted entity under a new primary key with the same unique key.
+func noteUniqueKeys(ctx context.Context, db *sql.DB, d dialect.Dialect, table dialect.TableName, r *TableReport) error {
+	f, ok := d.(dialect.UniqueKeyFinder)
+	if !ok {
+		return nil
+	}
+	q, args := f.UniqueKeysQuery(table)
+	rows, err := catalogQuery(db)(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("the unique key query failed: %w", err)
+	}
+	var names []string
+	cols := map[string][]string{}
+	for _, row := range rows {
+		if len(row) < 2 {
+			continue
+		}
+		if _, seen := cols[row[0]]; !seen {
+			names = append(names, row[0])
+		}
+		cols[row[0]] = append(cols[row[0]], row[1])
+	}
+	pk := strings.Join(r.PrimaryKey, ", ")
+	for _, name := range names {
+		r.Notes = append(r.Notes, "unique key "+name+" ("+strings.Join(cols[name], ", ")+"): tombstones key on the primary key ("+pk+") only, so no-resurrection (G9) does not cover this key: "+
+			"after a newer holder deleted a row, a stale holder can insert a row with the same "+strings.Join(cols[name], ", ")+" under a new primary key (a generated id). "+
+			"Make the natural key the primary key, or delete by a fenced UPDATE (a soft delete) so that the row's token keeps fencing older holders")
+	}
+	return nil
 }
 
 // primaryKey reads table's primary key with Tombstoner.PrimaryKeyQuery and returns

@@ -192,3 +192,27 @@ func autoKeys(t *testing.T, e *env, table string) []int64 {
 	}
 	return keys
 }
+
+// testUniqueKeyNoted: tombstones key on the primary key only, so for a table with a
+// surrogate primary key and a natural unique key, a stale holder can re-insert a
+// deleted entity under a new id (a red-team pass). schema.Check says so, naming each
+// unique key other than the primary key and its columns; a table without one gets no
+// such note.
+func (s *guardSuite) testUniqueKeyNoted(t *testing.T) {
+	e := setup(t, s.b)
+	id := s.autoKeyVariants()[0].idDef
+	email := "email VARCHAR(100) NOT NULL"
+	s.exec(e, "CREATE TABLE users ("+id+", "+email+", name VARCHAR(50), fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, CONSTRAINT users_email UNIQUE (email))"+s.engine())
+	s.exec(e, "CREATE UNIQUE INDEX users_name_email ON users (name, email)")
+	rep := s.check(e, schema.GuardSpec{Table: "users"})[0]
+	notes := strings.Join(rep.Notes, "\n")
+	// (SQLite names a UNIQUE constraint's index itself: sqlite_autoindex_users_1.)
+	for _, want := range []string{" (email): tombstones key on the primary key (id) only", "unique key users_name_email (name, email)"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", rep.Notes, want)
+		}
+	}
+	if rep := s.check(e, schema.GuardSpec{Table: "accounts"})[0]; strings.Contains(strings.Join(rep.Notes, "\n"), "unique key") {
+		t.Errorf("accounts (no unique key but its primary key): notes %q", rep.Notes)
+	}
+}

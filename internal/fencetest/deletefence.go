@@ -195,6 +195,10 @@ func (s *guardSuite) testDeleteFence(t *testing.T) {
 	_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 12, 1)
 	wantErr(t, err, fencedsql.ErrFenced)
 
+	if s.b.MySQL {
+		s.testDeleteMarkTimestamp(t, e, ins)
+	}
+
 	// A newer row among older ones: nothing deleted.
 	if _, err := e.db.ExecContext(tok(e.ctx, 30), e.q("UPDATE accounts SET balance = 0 WHERE id = ?"), 4); err != nil {
 		t.Fatal(err)
@@ -362,4 +366,72 @@ func (s *guardSuite) rowUpdates(e *env, tx *sql.Tx) int64 {
 		e.t.Fatalf("row update count: %v", err)
 	}
 	return n
+}
+
+// testDeleteMarkTimestamp: a user's trigger that sets @@timestamp, the time MariaDB's
+// mark names its statement by (a red-team pass: the tombstone missed the mark and
+// recorded the row's older token, and a holder between the two re-inserted the key).
+// A pool that chose the one-statement form before the trigger existed: outside a
+// transaction the DELETE is sent again as two statements and the tombstone holds the
+// deleter's token; in a caller's transaction it fails whole (ErrGuard), also when a
+// later trigger sets the time back, and the next DELETE runs as two statements. A pool
+// opened with the trigger in place does not choose the form (DeleteFenceQuery says no).
+func (s *guardSuite) testDeleteMarkTimestamp(t *testing.T, e *env, ins string) {
+	del := e.q("DELETE FROM accounts WHERE id = ?")
+	warm, err := sql.Open(s.b.DriverName, WithParam(e.dsn, "fenced_tables=accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	warm.SetMaxOpenConns(1)
+	for _, id := range []int64{13, 14, 15} {
+		if _, err := e.db.ExecContext(tok(e.ctx, 15), ins, id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// warm's verdict: yes (the DELETE of 15 runs as one statement).
+	if _, err := warm.ExecContext(tok(e.ctx, 20), del, 15); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, e.ctx, e.raw, []string{"CREATE TABLE audit (id BIGINT AUTO_INCREMENT PRIMARY KEY, acct BIGINT, at DATETIME(6))",
+		"CREATE TRIGGER audit_ts BEFORE DELETE ON accounts FOR EACH ROW BEGIN SET timestamp = 1234567; INSERT INTO audit (acct, at) VALUES (OLD.id, NOW(6)); END"})
+	if _, err := e.db.ExecContext(tok(e.ctx, 20), del, 13); err != nil {
+		t.Fatalf("DELETE under a trigger that sets timestamp, outside a transaction: %v", err)
+	}
+	_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 13, 1)
+	wantErr(t, err, fencedsql.ErrFenced)
+
+	// The same trigger, and a later one that sets the time back: in a caller's
+	// transaction the DELETE fails whole.
+	execAll(t, e.ctx, e.raw, []string{"CREATE TRIGGER audit_ts_back AFTER DELETE ON accounts FOR EACH ROW FOLLOWS fencedsql_tombdel_accounts SET timestamp = DEFAULT"})
+	rows := e.count()
+	tx, err := warm.BeginTx(tok(e.ctx, 20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.ExecContext(e.ctx, del, 14)
+	wantErr(t, err, fencedsql.ErrGuard)
+	tx.Rollback()
+	if e.count() != rows {
+		t.Fatal("the failed DELETE deleted")
+	}
+	tx, err = warm.BeginTx(tok(e.ctx, 20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(e.ctx, del, 14); err != nil {
+		t.Fatalf("the next DELETE, as two statements: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.db.ExecContext(tok(e.ctx, 19), ins, 14, 1)
+	wantErr(t, err, fencedsql.ErrFenced)
+	if s.deleteFenceReady(e, s.d.(dialect.DeleteFencer)) {
+		t.Fatal("DeleteFenceQuery says yes while a user's DELETE trigger is on the table")
+	}
+	execAll(t, e.ctx, e.raw, []string{"DROP TRIGGER audit_ts", "DROP TRIGGER audit_ts_back", "DROP TABLE audit"})
+	if !s.deleteFenceReady(e, s.d.(dialect.DeleteFencer)) {
+		t.Fatal("DeleteFenceQuery says no once the user's triggers are gone")
+	}
 }

@@ -50,6 +50,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"NoResurrectionKeyClasses", gs.testTombstoneKeyClasses},
 		{"NoResurrectionRekey", gs.testTombstoneRekey},
 		{"NoResurrectionAutoKey", gs.testTombstoneAutoKey},
+		{"UniqueKeyNoted", gs.testUniqueKeyNoted},
 		{"AdminPath", gs.testAdminPath},
 		{"TokenFloor", gs.testFloor},
 		{"TokenFloorNoGuard", gs.testFloorNoGuard},
