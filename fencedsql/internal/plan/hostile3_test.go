@@ -89,6 +89,11 @@ func TestHostileThirdCatalogueRefused(t *testing.T) {
 		{sqliteTest, "PRAGMA main.journal_mode(off)", "journal_mode(off)"},
 		{sqliteTest, "PRAGMA synchronous = 0", "synchronous 0"},
 		{sqliteTest, "PRAGMA synchronous(OFF)", "synchronous(OFF)"},
+		// A name split across adjacent string literals, which the server joins.
+		{pgTest, "CREATE FOREIGN TABLE ft (id bigint) SERVER loop OPTIONS (table_name 'acc'\n'ounts')", "guarded name in adjacent literals (DDL)"},
+		{pgTest, "ALTER FOREIGN TABLE ft OPTIONS (SET table_name 'ac'\n'co'\n'unts')", "guarded name in three adjacent literals"},
+		{pgTest, "CREATE FOREIGN TABLE ft (id bigint) SERVER loop OPTIONS (table_name 'fencedsql'\n'_floor')", "guard object in adjacent literals"},
+		{mysqlTest, "SET @x = 'acc' 'ounts'", "guarded name in adjacent literals (MySQL user variable)"},
 	} {
 		_, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
 		if !isRefusal(err) {

@@ -257,7 +257,6 @@ func (p *parser) protectDDL(head string, first, to int) error {
 func (p *parser) protectGuardObjects(head string, from, to int) error {
 	named, undecodable, call := "", false, false
 	for i := from; i < to; i++ {
-		t := p.sig[i]
 		if p.isIdent(i) {
 			n, ok := p.ident(i)
 			if !ok {
@@ -269,11 +268,12 @@ func (p *parser) protectGuardObjects(head string, from, to int) error {
 				call = call || p.punct(i+1, "(") && p.isGuardName(n)
 			}
 		}
-		if t.Kind == sqllex.KindString && named == "" {
-			if w := stringMentions(p.text(t), guardPrefix, "pg_settings"); w != "" {
-				named = w
-			}
+	}
+	for _, txt := range p.stringTexts(from, to) {
+		if named != "" {
+			break
 		}
+		named = stringMentions(txt, guardPrefix, "pg_settings")
 	}
 	if named == "" && !undecodable {
 		return nil

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // stringBody returns the text a string literal holds: a dollar-quoted body without its
@@ -130,4 +132,32 @@ func decodeLoose(s string) string {
 		i++
 	}
 	return b.String()
+}
+
+// stringTexts returns the text of each string literal of sig[from:to] and, after each
+// run of literals that follow one another, the run joined: PostgreSQL joins literals
+// separated by a newline ('acc'⏎'ounts' is 'accounts') and MySQL any adjacent ones, so
+// a name split across them is a name (a red-team pass carried a guarded table's name
+// into CREATE FOREIGN TABLE … OPTIONS (table_name …) this way). A run is joined
+// whatever separates its literals: more matches, never fewer.
+func (p *parser) stringTexts(from, to int) []string {
+	var out []string
+	for i := from; i < to && i < len(p.sig); i++ {
+		if p.sig[i].Kind != sqllex.KindString {
+			continue
+		}
+		out = append(out, p.text(p.sig[i]))
+		if i+1 >= to || i+1 >= len(p.sig) || p.sig[i+1].Kind != sqllex.KindString {
+			continue
+		}
+		var run strings.Builder
+		run.WriteString(stringBody(p.text(p.sig[i])))
+		for i+1 < to && i+1 < len(p.sig) && p.sig[i+1].Kind == sqllex.KindString {
+			i++
+			out = append(out, p.text(p.sig[i]))
+			run.WriteString(stringBody(p.text(p.sig[i])))
+		}
+		out = append(out, "'"+run.String()+"'")
+	}
+	return out
 }

@@ -75,8 +75,8 @@ func (p *parser) userVarSet(first int) bool {
 	if p.hasWriteIn(first, end) {
 		return false
 	}
-	for _, t := range p.sig[first:end] {
-		if t.Kind == sqllex.KindString && stringMentions(p.text(t), p.rw.names...) != "" {
+	for _, txt := range p.stringTexts(first, end) {
+		if stringMentions(txt, p.rw.names...) != "" {
 			return false
 		}
 	}

@@ -296,12 +296,9 @@ func (p *parser) deepGuard() (string, bool) {
 	if p.hasUndecodableIdent() {
 		return "", true
 	}
-	for _, t := range p.sig {
-		if t.Kind != sqllex.KindString {
-			continue
-		}
+	for _, txt := range p.stringTexts(0, len(p.sig)) {
 		// the same scanner protect uses for guard objects (escapes decoded loosely)
-		if n := stringMentions(p.text(t), p.rw.names...); n != "" {
+		if n := stringMentions(txt, p.rw.names...); n != "" {
 			return p.rw.guards[n][0].String(), true
 		}
 	}
