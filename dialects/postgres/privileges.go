@@ -177,6 +177,24 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	}
 	for _, r := range descendants {
 		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		// TRIGGER and TRUNCATE on the descendant itself (rights on a partition are its
+		// own, not its root's): a trigger of the application's own fires there before
+		// the cloned guard; a TRUNCATE of a partition fires none of the root's
+		// statement triggers (only row triggers are cloned), so it deletes without
+		// the guard's refusal and without tombstones.
+		rights, err := query(ctx, `SELECT p FROM unnest(ARRAY['TRIGGER', 'TRUNCATE']) p, pg_catalog.pg_class c
+WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, c.oid, p)`, child.Quote(q), app)
+		if err != nil {
+			return nil, err
+		}
+		if len(rights) > 0 {
+			var privs []string
+			for _, x := range rights {
+				privs = append(privs, x[0])
+			}
+			problem("application role "+app+" has "+strings.Join(privs, ", ")+" on "+child.String()+", a partition or inheritance child of the guarded table "+resolved.String()+": TRIGGER lets it add a trigger that fires before the guard's; a TRUNCATE of a partition fires none of the guard's statement triggers and leaves no tombstones",
+				"REVOKE "+strings.Join(privs, ", ")+" ON "+child.Quote(q)+" FROM "+q(app)+", PUBLIC")
+		}
 		rows, err := query(ctx, pgRelOwner, child.Quote(q), app)
 		if err != nil {
 			return nil, err

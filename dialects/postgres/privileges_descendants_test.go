@@ -103,4 +103,25 @@ func TestPrivilegesDescendants(t *testing.T) {
 			t.Errorf("after the fix: %s: %q", rep.Table, rep.Problems)
 		}
 	}
+	// TRUNCATE and TRIGGER granted on a partition (its rights are its own): a TRUNCATE
+	// of the partition fires none of the root's statement triggers.
+	if _, err := raw.ExecContext(ctx, "GRANT TRUNCATE, TRIGGER ON ledger_lo_1 TO "+app); err != nil {
+		t.Fatal(err)
+	}
+	var rep schema.TableReport
+	for _, r := range check() {
+		if r.Table == "ledger" {
+			rep = r
+		}
+	}
+	if want := "has TRIGGER, TRUNCATE on public.ledger_lo_1"; !strings.Contains(strings.Join(rep.Problems, "\n"), want) ||
+		!strings.Contains(strings.Join(rep.Fix, "\n"), `REVOKE TRIGGER, TRUNCATE ON "public"."ledger_lo_1" FROM "`+app+`", PUBLIC`) {
+		t.Errorf("rights on a partition: problems %q, fix %q; want %q and its REVOKE", rep.Problems, rep.Fix, want)
+	}
+	apply()
+	for _, rep := range check() {
+		if !rep.OK() {
+			t.Errorf("after revoking: %s: %q", rep.Table, rep.Problems)
+		}
+	}
 }
