@@ -82,9 +82,37 @@ END
 		"DO " + createTag + " BEGIN IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = '" + dialect.FloorTable + "'::pg_catalog.regclass AND tgname = '" + floorSyncTrigger + "') THEN " +
 			"EXECUTE " + pgLiteral(create) + "; END IF; END " + createTag,
 		"ALTER TABLE " + dialect.FloorTable + " ENABLE ALWAYS TRIGGER " + floorSyncTrigger,
-		"INSERT INTO " + dialect.FloorTable + " (id, floor) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+		initialFloor(),
 		"UPDATE " + dialect.FloorTable + " SET floor = floor WHERE id = 1",
 	}
+}
+
+// initialFloor gives a new floor table its row: the highest floor of the database's
+// other floor tables, not 0. Guards installed through a session whose search_path
+// starts with another schema than the first installer's read a floor table of their
+// own (withFloorTable); starting it at 0 would let every lease refused since the last
+// raise write again through them (tokens going back), until the next raise, which
+// raises every floor the guards read (RaiseTokenFloor). An existing row is kept.
+// Reading another schema's floor needs USAGE on it (the tables are readable by every
+// role): without it the install fails rather than start lower.
+func initialFloor() string {
+	body := `
+DECLARE
+  m bigint := 0;
+  v bigint;
+  s text;
+BEGIN
+  FOR s IN SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+      WHERE c.relname OPERATOR(pg_catalog.=) '` + dialect.FloorTable + `' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND n.nspname NOT LIKE 'pg\_temp\_%'
+      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass LOOP
+    EXECUTE 'SELECT pg_catalog.max(floor) FROM ' OPERATOR(pg_catalog.||) s OPERATOR(pg_catalog.||) '.` + dialect.FloorTable + `' INTO v;
+    m := GREATEST(m, COALESCE(v, 0));
+  END LOOP;
+  INSERT INTO ` + dialect.FloorTable + ` (id, floor) VALUES (1, m) ON CONFLICT (id) DO NOTHING;
+END
+`
+	tag := dollarTag(body)
+	return "DO " + tag + body + tag
 }
 
 // RaiseFloorQuery sets table's floor when it is lower, and writes the row in any case

@@ -95,3 +95,44 @@ func TestFloorGuardsInOtherSchemas(t *testing.T) {
 		t.Fatalf("MaxToken = %d, %v; want 1999", m, err)
 	}
 }
+
+// A floor table created after a raise starts at the database's highest floor: guards
+// installed later through a session whose search_path starts with another schema read
+// a new floor table, and at 0 it let every lease refused since the failover write
+// again through them (tokens going back).
+func TestFloorNewTableStartsAtHighest(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	const table = " (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
+	admin := rawWith(t, dsn, "CREATE SCHEMA app")
+	appDSN := fencetest.WithParam(dsn, "search_path=app")
+	rawWith(t, appDSN, append([]string{"CREATE TABLE accounts" + table},
+		postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)...)
+	if err := schema.RaiseTokenFloor(ctx, admin, postgres.Dialect, 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Later, a second table guarded through the plain DSN (search_path public).
+	rawWith(t, dsn, append([]string{"CREATE TABLE public.orders" + table},
+		postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Schema: "public", Name: "orders"}, "fence_token", "version")...)...)
+	floors, err := schema.TokenFloors(ctx, admin, postgres.Dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(floors) != 2 {
+		t.Fatalf("floors = %+v, want two (app's and public's)", floors)
+	}
+	for _, f := range floors {
+		if f.Floor != 1000 {
+			t.Errorf("floor %+v, want 1000: a new floor table starts at the highest", f)
+		}
+	}
+	db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=public.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO public.orders (id, balance) VALUES (1, 0)")
+	if !errors.Is(err, fencedsql.ErrBelowFloor) {
+		t.Fatalf("token 20 into the table guarded after the raise to 1000: err = %v, want ErrBelowFloor", err)
+	}
+}
