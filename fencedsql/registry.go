@@ -145,27 +145,53 @@ func (k *core) open(ctx context.Context, c *conn) error {
 // (schema.TriggerGuarded); nil when the dialect keeps no record or the database has
 // none.
 func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, []dialect.TableName, error) {
-	registered, err := schema.ReadRegistries(ctx, c.catalog(), k.dialect)
-	if err != nil {
-		return nil, nil, k.recordErr(ctx, err)
+	// Both records are read whatever the other's fate: with the schema check off a
+	// failed read of one must not drop the other.
+	registered, rerr := schema.ReadRegistries(ctx, c.catalog(), k.dialect)
+	triggered, terr := schema.TriggerGuarded(ctx, c.catalog(), k.dialect)
+	if rerr != nil {
+		if err := k.recordErr(ctx, rerr); err != nil {
+			return nil, nil, err
+		}
 	}
-	triggered, err := schema.TriggerGuarded(ctx, c.catalog(), k.dialect)
-	if err != nil {
-		return nil, nil, k.recordErr(ctx, &schema.RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: err})
+	if terr != nil {
+		if err := k.recordErr(ctx, &schema.RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: terr}); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, t := range triggered {
+		if err := representable(t, "carries the guard's triggers"); err != nil {
+			return nil, nil, err
+		}
 	}
 	return registered, triggered, nil
 }
 
+// representable fails for a table the database records as guarded whose name the
+// wrapper cannot represent (a dot inside a name would be read as a qualifier, and the
+// table written unfenced under its real name): the pool refuses to open rather than
+// leave it unguarded.
+func representable(t dialect.TableName, why string) error {
+	if !strings.Contains(t.Name, ".") && !strings.Contains(t.Schema, ".") {
+		return nil
+	}
+	return &SchemaError{Table: t.String(), Problem: "the table " + why + ", but a name with a dot in it cannot be guarded by the wrapper: its writes would go unfenced",
+		Fix: "rename it to a plain identifier (ALTER TABLE … RENAME TO …), or remove its guard"}
+}
+
 // recordErr is the pool's answer to a failed read of what the database records as
-// guarded: ErrSchema, or with the schema check off (a mock driver answers none of the
-// queries) a warning and nil — the pool then guards what it otherwise knows.
+// guarded: ErrSchema; with the schema check off (a mock driver answers none of the
+// queries), a query that failed is a warning and nil — the pool then guards what it
+// otherwise knows — but a record the database did answer with a problem (a registry
+// the session cannot see, two that disagree) still fails the pool.
 func (k *core) recordErr(ctx context.Context, err error) error {
-	if !k.cfg.schemaCheck {
+	var re *schema.RegistryError
+	isRecord := errors.As(err, &re)
+	if !k.cfg.schemaCheck && (!isRecord || re.Err != nil) {
 		k.cfg.logger.WarnContext(ctx, "fencedsql: reading what the database records as guarded failed; with the schema check off the pool guards what its configuration names", "error", err.Error())
 		return nil
 	}
-	var re *schema.RegistryError
-	if errors.As(err, &re) {
+	if isRecord {
 		problem := re.Problem
 		if re.Fix == "" {
 			problem += mockHint
@@ -197,6 +223,9 @@ func (k *core) loadDescendants(ctx context.Context, c *conn) ([]schema.GuardSpec
 		for _, r := range rows {
 			if len(r) != 2 {
 				continue
+			}
+			if err := representable(dialect.TableName{Schema: r[0], Name: r[1]}, "is a partition or inheritance child of the guarded table "+g.String()); err != nil {
+				return nil, err
 			}
 			name := r[1]
 			if g.Schema != "" {
