@@ -102,6 +102,24 @@ func TestHostileThirdCatalogueRefused(t *testing.T) {
 	}
 }
 
+// A body split across adjacent literals is judged joined, even where DDL is allowed
+// (a red-team pass: the function set synchronous_commit=off for the pooled session).
+func TestSplitBodyRefusedWithDDL(t *testing.T) {
+	for _, in := range []string{
+		"CREATE FUNCTION f() RETURNS text LANGUAGE sql AS 'SELECT set_con'\n'fig(''synchronous_commit'', ''off'', false)'",
+		"CREATE PROCEDURE p() LANGUAGE sql AS 'SET synchronous'\n'_commit = off'",
+		"CREATE PROCEDURE p() LANGUAGE sql AS 'SET synch' 'ronous' '_commit = off'",
+	} {
+		rw := newTestRewriter(t, pgTest, Guard("accounts"), WithDDL(true), WithDynamicSQL(true))
+		if _, err := rw.Rewrite(in, false); !isRefusal(err) {
+			t.Errorf("%q: err = %v, want a refusal", in, err)
+		}
+		if _, err := rw.Rewrite(strings.NewReplacer("'\n'", "", "' '", "").Replace(in), false); !isRefusal(err) {
+			t.Errorf("the unsplit control of %q: err = %v, want a refusal", in, err)
+		}
+	}
+}
+
 // What the classes above must not refuse: the same shapes without the hostile part.
 func TestHostileThirdCatalogueNearMissesPass(t *testing.T) {
 	for _, c := range []struct {

@@ -48,8 +48,20 @@ func (p *parser) protectSettings(head string, from, to int) error {
 		if t.Kind == sqllex.KindString {
 			v, named := p.settingNameString(head, i)
 			if !named {
-				if err := p.protectSettingString(i, undecodable); err != nil {
+				if err := p.protectSettingString(p.text(t), undecodable); err != nil {
 					return err
+				}
+				// A run of adjacent literals is also judged joined, as the server
+				// reads it ('SET synchronous'⏎'_commit = off' is one body).
+				if (i == from || p.sig[i-1].Kind != sqllex.KindString) && i+1 < to && p.sig[i+1].Kind == sqllex.KindString {
+					end := i + 1
+					for end < to && p.sig[end].Kind == sqllex.KindString {
+						end++
+					}
+					texts := p.stringTexts(i, end)
+					if err := p.protectSettingString(texts[len(texts)-1], undecodable); err != nil {
+						return err
+					}
 				}
 				continue
 			}
@@ -250,8 +262,7 @@ func (p *parser) protectSetConfig(i int) error {
 // holds an identifier the lexer cannot decode (it could be set_config). A body that
 // cannot be tokenized, or that hides a mention in a quoted identifier (another
 // language's string), is refused.
-func (p *parser) protectSettingString(i int, undecodable bool) error {
-	txt := p.text(p.sig[i])
+func (p *parser) protectSettingString(txt string, undecodable bool) error {
 	if v, ok := plainString(txt); ok && settingNamed(v) != nil {
 		if undecodable {
 			return unsupported("", "a protected setting's name next to a quoted identifier with escapes (U&\"…\"), which could be set_config")
