@@ -17,6 +17,10 @@ import (
 // compares exactly but the guard's functions take bigint. Text columns are refused
 // by the database itself (no text <= bigint), but are reported here too. Fix: the
 // column made bigint (ALTER COLUMN … TYPE bigint USING …::bigint).
+//
+// A DEFERRABLE primary key on a table with the tombstones: the tombstone's insert check
+// needs the INSERT to wait for a concurrent DELETE of its key. Fix: the key replaced
+// by one that is not deferrable.
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
 		t.Table.String(), t.TokenColumn, t.VersionColumn)
@@ -33,6 +37,30 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		found = append(found, dialect.SchemaProblem{
 			Problem: "column " + r[0] + " is " + r[1] + ", not an integer: a fencing column of a floating-point type rounds large tokens (a stale one can equal a newer one); make it bigint",
 			Fix:     []string{"ALTER TABLE " + tbl + " ALTER COLUMN " + col + " TYPE bigint USING " + col + "::bigint"}})
+	}
+	// A DEFERRABLE primary key under the tombstones: an INSERT of a key whose DELETE is
+	// in progress does not wait for it (the unique check is queued to the commit), so
+	// the tombstone check ran before the DELETE's tombstone committed, and the stale
+	// row came back when both committed (a red-team pass). The tombstone's insert check
+	// relies on the wait.
+	rows, err = query(ctx, `SELECT k.conname::text, (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY u.ord)
+    FROM pg_catalog.unnest(k.conkey) WITH ORDINALITY u(attnum, ord) JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum)
+FROM pg_catalog.pg_constraint k WHERE k.conrelid = to_regclass($1) AND k.contype = 'p' AND k.condeferrable
+  AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g WHERE g.tgrelid = k.conrelid AND g.tgname = $2)`, t.Table.String(), tombInsertTrigger)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if len(r) != 2 {
+			continue
+		}
+		// PostgreSQL alters the deferrability of foreign keys only: the key is
+		// replaced, in one statement (a foreign key that references it must be
+		// dropped first, and is named in the error).
+		name := d.QuoteIdent(r[0])
+		found = append(found, dialect.SchemaProblem{
+			Problem: "primary key " + r[0] + " is DEFERRABLE: an INSERT of a key whose DELETE is in progress does not wait for it, so the tombstone check cannot see the DELETE's tombstone and a stale holder's row comes back; make it NOT DEFERRABLE",
+			Fix:     []string{"ALTER TABLE " + tbl + " DROP CONSTRAINT " + name + ", ADD CONSTRAINT " + name + " PRIMARY KEY (" + r[1] + ")"}})
 	}
 	return found, nil
 }

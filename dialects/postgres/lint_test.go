@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
@@ -64,5 +65,60 @@ func TestLintFencingColumnTypes(t *testing.T) {
 				t.Fatalf("write after the fix: %v", err)
 			}
 		})
+	}
+}
+
+// A DEFERRABLE primary key on a table with the tombstones: the stale INSERT of a key
+// whose DELETE is in progress did not wait for it, and the row came back (a red-team
+// pass). The lazy check refuses the table (ErrSchema, nothing written) and
+// schema.Check gives the fix; after it, writes pass.
+func TestLintDeferrablePrimaryKey(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
+	apply := func() []string {
+		t.Helper()
+		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var problems []string
+		for _, r := range reps {
+			problems = append(problems, r.Problems...)
+			for _, q := range r.Fix {
+				if _, err := raw.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+		}
+		return problems
+	}
+	apply() // the guard and the tombstones
+	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO acc (id) VALUES (1)")
+	if !errors.Is(err, fencedsql.ErrSchema) {
+		t.Fatalf("INSERT into a table with a DEFERRABLE primary key and tombstones: err = %v, want ErrSchema", err)
+	}
+	found := false
+	for _, p := range apply() {
+		found = found || strings.Contains(p, "DEFERRABLE")
+	}
+	if !found {
+		t.Fatal("schema.Check did not report the DEFERRABLE primary key")
+	}
+	if left := apply(); len(left) != 0 {
+		t.Fatalf("after the fix: %q", left)
+	}
+	fresh, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO acc (id) VALUES (1)"); err != nil {
+		t.Fatalf("after the fix: %v", err)
 	}
 }

@@ -40,10 +40,14 @@ import (
 // index for a concurrent DELETE of the same key to end. In READ COMMITTED the check's
 // query takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
 // REPEATABLE READ and SERIALIZABLE the transaction's snapshot cannot see it; there the
-// check also counts the rows with NEW's key that the snapshot sees: more than the new
-// one means a concurrent transaction deleted the key after the snapshot was taken, and
-// the write fails with serialization_failure (40001; retry it: the retry sees the
-// tombstone). An INSERT … ON CONFLICT DO NOTHING that skips its row inserts nothing
+// check also probes the tombstone's key with an INSERT … ON CONFLICT DO NOTHING, which
+// PostgreSQL checks against the newest committed version (a tombstone written after the
+// snapshot — a key inserted and deleted under a newer token since, which a red-team
+// pass re-inserted under an older one — fails it with serialization_failure; a
+// placeholder inserted for a key without one is removed at once), and counts the rows
+// with NEW's key that the snapshot sees: more than the new one means a concurrent
+// transaction deleted the key after the snapshot was taken. Either fails the write
+// with serialization_failure (40001; retry it: the retry sees the tombstone). An INSERT … ON CONFLICT DO NOTHING that skips its row inserts nothing
 // and is not refused; one that inserts is checked.
 //
 // The refusal is RAISE … ERRCODE 'not_null_violation' (23502) with COLUMN set to the
@@ -56,14 +60,16 @@ import (
 //	DROP FUNCTION IF EXISTS <schema>.fencedsql_tombstone_<table>() CASCADE
 //
 // The tombstone table's rows are purged with schema.PurgeTombstones (deleted_at by
-// the server's clock).
+// the server's clock at the DELETE — clock_timestamp(), not the transaction's start,
+// which a long deleting transaction put far in the past: a red-team pass purged a
+// tombstone the moment its DELETE committed).
 const (
 	tombDeleteTrigger = "fencedsql_tombstone_delete"
 	tombInsertTrigger = "fencedsql_tombstone_insert"
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v5"
+	tombVersion = "fencedsql tombstone guard v6"
 )
 
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
@@ -140,7 +146,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	}
 	record := func(token string) string {
 		return `    INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at)
-    VALUES (` + row("OLD") + `, ` + token + `, pg_catalog.now())
+    VALUES (` + row("OLD") + `, ` + token + `, pg_catalog.clock_timestamp())
     ON CONFLICT (` + list + `) DO UPDATE
       SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = EXCLUDED.deleted_at;
 `
@@ -186,6 +192,16 @@ BEGIN
       HINT = 'the writer holds a stale fencing token: see schema.PurgeTombstones';
   END IF;
   IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+    -- The snapshot cannot see a tombstone written after it (a key inserted and deleted
+    -- under a newer token since): probe the key with an INSERT, which PostgreSQL
+    -- checks against the newest committed tombstone — one the snapshot cannot see
+    -- fails it with serialization_failure (40001), one in progress is waited for. No
+    -- tombstone: the placeholder (token 0, which refuses nothing) is removed again.
+    INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at) VALUES (` + row("NEW") + `, 0, pg_catalog.clock_timestamp())
+      ON CONFLICT (` + list + `) DO NOTHING;
+    IF FOUND THEN
+      DELETE FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + ` AND t.fence_token = 0;
+    END IF;
     SELECT pg_catalog.count(*) INTO seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;
     IF seen > 1 THEN
       RAISE EXCEPTION USING ERRCODE = 'serialization_failure', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,

@@ -70,6 +70,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 	}
 	if b.Name != "sqlite" { // SQLite serialises writers: no INSERT runs while a DELETE is open
 		add("NoResurrectionRace", gs.testTombstoneRace)
+		add("NoResurrectionAfterSnapshot", gs.testTombstoneAfterSnapshot)
 		// nor a raise of the floor while a transaction that read is open
 		add("TokenFloorSnapshot", gs.testFloorSnapshot)
 	}

@@ -1,0 +1,61 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// A tombstone is dated by the clock at its DELETE, not by the deleting transaction's
+// start: a red-team pass purged, with a retention of 2 s, the tombstone of a DELETE
+// committed a moment before by a transaction that had been open for 3 s, and a stale
+// holder's INSERT of the key was accepted.
+func TestTombstoneDatedAtDelete(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		rawWith(t, dsn, r.Fix...)
+	}
+	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "INSERT INTO acc (id) VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the transaction works before it deletes
+	if _, err := tx.ExecContext(ctx, "DELETE FROM acc WHERE id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schema.PurgeTombstones(ctx, raw, postgres.Dialect, time.Second, "acc"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO acc (id) VALUES (7)")
+	if !errors.Is(err, fencedsql.ErrFenced) {
+		t.Fatalf("stale INSERT after a purge with a retention shorter than the deleter's transaction: err = %v, want ErrFenced (the tombstone dated at the DELETE survives)", err)
+	}
+}
