@@ -172,12 +172,17 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 }
 
 // route plans query for a statement with ctx. A pass-through statement that changes
-// the session's sql_mode re-arms the session check.
+// the session's sql_mode re-arms the session check. A savepoint statement sent as text
+// is refused outside a transaction the wrapper began (plan.Plan.TxOnly); prepared, it
+// is judged when prepared (database/sql's tx.Stmt prepares again on the transaction).
 func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {
 		return nil, err
+	}
+	if p.TxOnly != nil && c.tx == nil {
+		return nil, c.core.refused(p.TxOnly)
 	}
 	if p.Ambiguous {
 		if err := c.verifyReading(ctx); err != nil {

@@ -56,14 +56,19 @@ func (k *core) plan(sql string, versioned bool) (*plan.Plan, error) {
 	k.metrics.cache.Add(context.Background(), 1, k.metrics.miss...)
 	p, err := k.rw.Rewrite(sql, versioned)
 	if err != nil {
-		err = asUnsupported(err)
-		// The reason names the table and the form, never the statement's values.
-		k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
-		k.metrics.count(k.metrics.unsupported, k.guardOf(err))
-		return nil, err
+		return nil, k.refused(err)
 	}
 	k.cache.put(sql, versioned, p)
 	return p, nil
+}
+
+// refused turns the planner's refusal into an *UnsupportedError, logs and counts it.
+func (k *core) refused(err error) error {
+	err = asUnsupported(err)
+	// The reason names the table and the form, never the statement's values.
+	k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
+	k.metrics.count(k.metrics.unsupported, k.guardOf(err))
+	return err
 }
 
 type connector struct {

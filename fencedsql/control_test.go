@@ -95,3 +95,47 @@ func TestRewriteNoGuardsTransparent(t *testing.T) {
 		}
 	}
 }
+
+// Savepoints as text pass the planner, marked TxOnly (the wrapper refuses them outside
+// a transaction it began), on a pool with guarded tables only; nothing else is marked.
+func TestRewriteSavepointTxOnly(t *testing.T) {
+	cases := []struct {
+		d      testDialect
+		in     string
+		txOnly bool
+	}{
+		{pgTest, `SAVEPOINT a`, true},
+		{pgTest, `savepoint "a"`, true},
+		{pgTest, `RELEASE SAVEPOINT a`, true},
+		{pgTest, `RELEASE a`, true},
+		{pgTest, `ROLLBACK TO SAVEPOINT a`, true},
+		{pgTest, `ROLLBACK WORK TO a`, true},
+		{sqliteTest, `ROLLBACK TRANSACTION TO SAVEPOINT a`, true},
+		{sqliteTest, `SELECT 1; SAVEPOINT a`, true},
+		{sqliteTest, `/* c */ SAVEPOINT a`, true},
+		{mysqlTest, `/*!50000 SAVEPOINT a */`, true},
+		{mysqlTest, `SELECT 1 /*!50000 , 2; SAVEPOINT a */`, true},
+		{pgTest, `SELECT 1`, false},
+		{pgTest, `UPDATE other SET savepoint = 1`, false},
+		{pgTest, `SELECT savepoint FROM other`, false},
+	}
+	for _, c := range cases {
+		p, err := newTestRewriter(t, c.d, Guard("accounts")).Rewrite(c.in, false)
+		if err != nil {
+			if c.txOnly && errors.Is(err, ErrUnsupported) && c.d == mysqlTest {
+				continue // a multi-statement executable comment may be refused outright
+			}
+			t.Errorf("%s: rewrite(%q): %v", c.d.name, c.in, err)
+			continue
+		}
+		if (p.TxOnly != nil) != c.txOnly || p.Kind != plan.KindPass {
+			t.Errorf("%s: rewrite(%q) = kind %v, TxOnly %v; want pass-through, TxOnly %v", c.d.name, c.in, p.Kind, p.TxOnly, c.txOnly)
+		}
+		if p.TxOnly != nil && !errors.Is(asUnsupported(p.TxOnly), ErrUnsupported) {
+			t.Errorf("%s: %q: TxOnly %v is not a refusal", c.d.name, c.in, p.TxOnly)
+		}
+		if p, err := newTestRewriter(t, c.d, WithDDL(false)).Rewrite(c.in, false); err != nil || p.TxOnly != nil {
+			t.Errorf("%s: no guarded table: rewrite(%q) = %v, %v; want a plain pass-through", c.d.name, c.in, p, err)
+		}
+	}
+}

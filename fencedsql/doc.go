@@ -146,6 +146,8 @@
 //	  commit, sql_log_bin)                           statement that may have changed them
 //	BEGIN, START TRANSACTION, COMMIT, ROLLBACK,    text-level transactions escape the binding, and the     use db.BeginTx
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
+//	SAVEPOINT, RELEASE, ROLLBACK TO outside a      SQLite's SAVEPOINT opens a transaction the wrapper      send it inside
+//	  transaction the wrapper began                does not know of (RELEASE commits it unchecked)         db.BeginTx
 //	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)
 //	  BEGIN NOT ATOMIC … END, EXPLAIN ANALYZE                                                                (fenced_allow=dynamic_sql)
 //	  EXECUTE, CREATE TABLE … AS EXECUTE,

@@ -36,6 +36,13 @@ func (ft *fzTarget) checkWrapper(t *testing.T, src string, p *plan.Plan) {
 		}
 		return
 	}
+	if p.TxOnly != nil {
+		// A savepoint as text is refused outside a transaction the wrapper began.
+		if !errors.Is(err, ErrUnsupported) || len(ft.raw.calls) != 0 {
+			t.Errorf("%s: wrapped ExecContext(%q) (a savepoint) outside a transaction = %v, sent %v; want a refusal, nothing sent", ft.d.name, src, err, ft.raw.calls)
+		}
+		return
+	}
 
 	if err != nil {
 		t.Errorf("%s: wrapped ExecContext(%q): %v", ft.d.name, src, err)

@@ -20,16 +20,12 @@ import (
 )
 
 // expectLint adds to mock the catalog queries of d's SchemaLinter, if any, answered
-// as for a fit table, in the order the lazy check sends them (after the column
-// query). The queries are recorded by running the linter over canned answers: the
+// as for a fit table, then the query of its TriggerDoorFinder, if any, answered
+// "none", in the order the lazy check sends them (after the column query). The queries are recorded by running the linter over canned answers: the
 // SQLite linter's conversation (the table's schema and STRICT flag, then its CREATE
 // TABLE text), which is the only one this module has.
 func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table string, cols ...string) {
 	t.Helper()
-	l, ok := d.(dialect.SchemaLinter)
-	if !ok {
-		return
-	}
 	tn, err := dialect.ParseTableName(table)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +34,27 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 	if len(cols) == 2 {
 		tok, ver = cols[0], cols[1]
 	}
+	if l, ok := d.(dialect.SchemaLinter); ok {
+		expectLinter(t, mock, l, tn, tok, ver)
+	}
+	if f, ok := d.(dialect.TriggerDoorFinder); ok {
+		none := func(ctx context.Context, q string, args ...any) ([][]string, error) {
+			dargs := make([]driver.Value, len(args))
+			for i, v := range args {
+				dargs[i] = v
+			}
+			mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows([]string{"c0"}))
+			return nil, nil
+		}
+		if _, err := f.TriggerDoors(context.Background(), none, dialect.SideDoorTable{Table: tn, TokenColumn: tok, VersionColumn: ver}); err != nil {
+			t.Fatalf("expectLint: trigger doors: %v", err)
+		}
+	}
+}
+
+// expectLinter records the conversation of l over the canned answers of a fit table.
+func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn dialect.TableName, tok, ver string) {
+	t.Helper()
 	// Canned answers of a fit table, by the query's dialect: SQLite's declaration,
 	// MySQL's engine and column types, PostgreSQL's column types.
 	answer := func(q string) [][]string {

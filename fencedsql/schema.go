@@ -15,7 +15,8 @@ import (
 // verify runs the lazy checks before a guarded write: the session (verifySession: from
 // the driver's state before every write where the dialect tracks it, else once per
 // connection and again after a statement that may have changed it) and the table's
-// fencing columns (once per name as the statements write it, see lookup: per DB, or
+// fencing columns, its declaration (SchemaLinter) and the triggers of other tables that
+// write it (TriggerDoorFinder) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
 // resolvesNames). Only successes are cached, so fixing the
 // schema or the session takes effect without a restart. WithSchemaCheck(false) turns
@@ -45,6 +46,9 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.Problems, "; "), Fix: strings.Join(v.Fix, "; ")}
 	}
 	if err := lintGuard(ctx, c.catalog(), k.dialect, g, t); err != nil {
+		return err
+	}
+	if err := triggerGuard(ctx, c.catalog(), k.dialect, g, t); err != nil {
 		return err
 	}
 	if c.namesMoved {

@@ -26,10 +26,12 @@ import (
 //     DELETE on the view from the writers. A view is matched by its definition naming
 //     `schema`.`table` as information_schema.VIEWS shows it; without the SHOW VIEW
 //     privilege the definition is hidden and no fix is proposed.
+//   - triggers on other tables, guarded or not, whose body writes the table
+//     (TriggerDoors, which the lazy check also runs).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.cascades, d.views,
+		d.cascades, d.views, d.TriggerDoors,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -161,3 +163,41 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 }
 
 var _ dialect.SideDoorFinder = dialectImpl{}
+
+// TriggerDoors finds the triggers on other tables, in any schema, whose body writes
+// the table (dialect.WritesTable over information_schema.TRIGGERS.ACTION_STATEMENT:
+// a statement that writes and names the table, in any quoting or schema): a write to
+// the other table, through the fenced pool or not, runs the trigger, which writes the
+// table unfenced; the guard lets through an UPDATE that advances the version, and does
+// not see an INSERT or a DELETE. A trigger on another guarded table counts too: the
+// statement on that table is fenced for its rows only (dialect.TriggerDoorFinder). A
+// trigger on the table itself cannot write it (MySQL refuses that when it fires). A
+// trigger that calls a routine that writes the table is not seen. MySQL lists only the
+// triggers of tables the account has the TRIGGER privilege on: an application account
+// without it (the least-privilege layout) sees none, so the lazy check finds nothing
+// there and schema.Check, run by the migration account, is the check that counts.
+// Fix: DROP TRIGGER, and do its work through the wrapper.
+func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
+		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
+		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
+		t.Table.Schema, t.Table.Name, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) < 5 || !dialect.WritesTable(r[4], dialect.MySQLSyntax, t.Table.Name) {
+			continue
+		}
+		trg := dialect.TableName{Schema: r[0], Name: r[1]}
+		on := dialect.TableName{Schema: r[2], Name: r[3]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: trg.String() + " on " + on.String(),
+			Problem: "the trigger " + trg.String() + " on " + on.String() + " writes " + t.Table.String() + ": a write to " + on.String() +
+				" (fenced, if at all, for " + on.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version, an INSERT and a DELETE through; drop the trigger and do its work through the wrapper",
+			Fix: []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}})
+	}
+	return doors, nil
+}
+
+var _ dialect.TriggerDoorFinder = dialectImpl{}

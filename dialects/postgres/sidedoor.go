@@ -46,10 +46,12 @@ import (
 //     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
 //     does not advance the version) and the write to the referenced table fails;
 //     tombstones are recorded. A note, not a problem.
+//   - triggers on other relations, guarded or not, whose function writes the table
+//     (TriggerDoors, which the lazy check also runs).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.descendants, d.views, d.rules, d.cascades,
+		d.descendants, d.views, d.rules, d.cascades, d.TriggerDoors,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -296,6 +298,49 @@ ORDER BY 1`, t.Table.String())
 }
 
 var _ dialect.SideDoorFinder = dialectImpl{}
+
+// TriggerDoors finds the enabled user triggers on other relations whose function's
+// body writes the table (dialect.WritesTable over pg_proc.prosrc, or the function's
+// definition for a SQL-standard body: a statement that writes and names the table, in
+// any quoting or schema, or a string naming it, such as an EXECUTE's): a write to the
+// other relation, through the fenced pool or not, runs the trigger, which writes the
+// table unfenced; the guard lets through an UPDATE that advances the version and an
+// INSERT. A trigger on another guarded table counts too: the statement on that table
+// is fenced for its rows only (dialect.TriggerDoorFinder). Not judged: triggers on the
+// table itself, triggers cloned onto partitions (their parent's is judged), internal
+// ones (foreign keys), disabled ones, and fencedsql's own trigger functions (named
+// fencedsql_…: the guard and tombstone functions its descendants' triggers call, the
+// view refusal). A function that builds the table's name at run time, or calls
+// another routine that writes it, is not seen. Fix: DROP TRIGGER, and do its work
+// through the wrapper.
+func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	rows, err := query(ctx, `SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
+  CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END
+FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D' AND tg.tgrelid IS DISTINCT FROM to_regclass($1)
+  AND p.proname::text NOT LIKE 'fencedsql\_%'
+  AND pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
+ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) < 6 || !dialect.WritesTable(r[5], dialect.PostgresSyntax, t.Table.Name) {
+			continue
+		}
+		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		fn := dialect.TableName{Schema: r[3], Name: r[4]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[2] + " on " + rel.String(),
+			Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
+				" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
+			Fix: []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}})
+	}
+	return doors, nil
+}
+
+var _ dialect.TriggerDoorFinder = dialectImpl{}
 
 // keyNames turns column names into key columns (names only, for a WHEN clause).
 func keyNames(names []string) []dialect.KeyColumn {

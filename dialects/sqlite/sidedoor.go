@@ -26,6 +26,8 @@ import (
 //     without them): an INSERT, UPDATE or DELETE on the view does not name the table,
 //     so the wrapper sends it as written and the trigger writes the table unfenced.
 //     Fix: drop those triggers (DROP TRIGGER).
+//   - triggers on other tables, guarded or not, whose body writes the table
+//     (TriggerDoors, which the lazy check also runs).
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -39,7 +41,12 @@ func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, 
 	if err != nil {
 		return nil, err
 	}
-	return append(doors, views...), nil
+	doors = append(doors, views...)
+	trgs, err := d.TriggerDoors(ctx, query, t)
+	if err != nil {
+		return nil, err
+	}
+	return append(doors, trgs...), nil
 }
 
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -107,7 +114,7 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 3 || !mentions(r[2], t.Table.Name) {
+		if len(r) < 3 || !dialect.Mentions(r[2], t.Table.Name) {
 			continue
 		}
 		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[1]}
@@ -118,25 +125,56 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 	return doors, nil
 }
 
-// mentions reports whether the SQL text s holds name as an identifier, in any case,
-// bare or quoted ("", “, []).
-func mentions(s, name string) bool {
-	ls, ln := strings.ToLower(s), strings.ToLower(name)
-	ident := func(b byte) bool {
-		return b == '_' || b == '$' || b >= 0x80 || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z')
+// TriggerDoors finds the triggers on other tables of the table's schema whose body
+// (the text after BEGIN) writes the table (dialect.WritesTable: a statement of the
+// body that writes and names it, in any quoting, also as a string): an INSERT,
+// UPDATE or DELETE on the other table, through the fenced pool or not, runs the
+// trigger, which writes the table unfenced. SQLite's guard lets through an UPDATE
+// that advances the version and does not cover INSERT or DELETE, so nothing stops it.
+// A trigger on another guarded table counts too: the statement on that table is
+// fenced for its rows only (dialect.TriggerDoorFinder). Triggers on views are
+// SideDoors' (an INSTEAD OF trigger), triggers on the table itself are not judged,
+// and TEMP triggers (of one connection) are not seen. Fix: drop the trigger (DROP
+// TRIGGER), and do its work through the wrapper.
+func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	master := "sqlite_master"
+	if t.Table.Schema != "" {
+		master = d.QuoteIdent(t.Table.Schema) + ".sqlite_master"
 	}
-	for i := 0; ; {
-		j := strings.Index(ls[i:], ln)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(ln)
-		if (j == 0 || !ident(ls[j-1])) && (end == len(ls) || !ident(ls[end])) {
-			return true
-		}
-		i = j + 1
+	rows, err := query(ctx, "SELECT tr.tbl_name, tr.name, tr.sql FROM "+master+" tr JOIN "+master+" o ON o.type = 'table' AND o.name = tr.tbl_name COLLATE NOCASE "+
+		"WHERE tr.type = 'trigger' AND tr.tbl_name <> ? COLLATE NOCASE ORDER BY tr.tbl_name, tr.name", t.Table.Name)
+	if err != nil {
+		return nil, err
 	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) < 3 || !dialect.WritesTable(triggerBody(r[2]), dialect.SQLiteSyntax, t.Table.Name) {
+			continue
+		}
+		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[1]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[1] + " on " + r[0],
+			Problem: "the trigger " + r[1] + " on " + r[0] + " writes " + t.Table.String() + ": a write to " + r[0] +
+				" (fenced, if at all, for " + r[0] + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and SQLite's guard lets an UPDATE that advances the version, an INSERT and a DELETE through; drop the trigger and do its work through the wrapper",
+			Fix: []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}})
+	}
+	return doors, nil
+}
+
+// triggerBody returns the text of a CREATE TRIGGER statement after its BEGIN (the
+// whole text when it has none, or cannot be read): the header names the trigger's own
+// table and events, and its WHEN clause can only read.
+func triggerBody(sql string) string {
+	toks, err := dialect.LexDDL(sql, dialect.SQLiteSyntax)
+	if err != nil {
+		return sql
+	}
+	for _, t := range toks {
+		if t.Is("BEGIN") {
+			return sql[t.End:]
+		}
+	}
+	return sql
 }
 
 var _ dialect.SideDoorFinder = dialectImpl{}
+var _ dialect.TriggerDoorFinder = dialectImpl{}

@@ -16,6 +16,26 @@ type SideDoorFinder interface {
 	SideDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
 }
 
+// TriggerDoorFinder is implemented by dialects that can find the triggers of other
+// tables whose bodies write a guarded table (SideDoorTrigger). Such a trigger is a side
+// door through the fenced pool itself: a statement on the other table is sent as
+// written (or, when that table is guarded too, fenced for that table only: its token
+// is checked against that table's rows, not against the rows the trigger writes here,
+// which may carry a newer token of another lease), and the trigger's write reaches
+// this table without this table's fence; the database-side guard lets through what a
+// plain connection may do (an UPDATE that advances the version, an INSERT, a DELETE
+// where the guard does not cover it). So both callers refuse it: schema.Check reports each door as a
+// problem (the dialect's SideDoors includes them), and the lazy check before the first
+// guarded write on a connection refuses the table with ErrSchema (nothing written)
+// while one is found. The table's own triggers are not judged (they run only inside a
+// statement on the table, which the wrapper fenced), nor fencedsql's own objects.
+type TriggerDoorFinder interface {
+	// TriggerDoors inspects the catalog through query (read-only, one query) and
+	// returns the triggers of other tables that write t.Table, none when there are
+	// none. An error is a failed catalog query.
+	TriggerDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
+}
+
 // SideDoorTable is what a SideDoorFinder is told about the guarded table.
 type SideDoorTable struct {
 	Table                      TableName
@@ -51,6 +71,9 @@ const (
 	// SideDoorRule: a PostgreSQL rule on the table, or a rule elsewhere whose action
 	// writes it: the rewritten statement is not the one the wrapper fenced.
 	SideDoorRule SideDoorKind = "rule"
+	// SideDoorTrigger: a trigger on another table (guarded or not) whose body writes
+	// the table (TriggerDoorFinder): a write to that table writes this one unfenced.
+	SideDoorTrigger SideDoorKind = "trigger"
 )
 
 // SideDoor is one side door of a guarded table, found by a SideDoorFinder.

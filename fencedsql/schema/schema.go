@@ -89,7 +89,12 @@ type TableReport struct {
 //     fails unless the rows were fenced first in the same transaction): a note;
 //     - PostgreSQL rules on the table, or rules on other relations whose action
 //     writes it (the rewritten statement is not the one the wrapper fenced); fix:
-//     DROP RULE.
+//     DROP RULE;
+//     - triggers on other tables, guarded or not, whose body writes the table
+//     (dialect.TriggerDoorFinder: a write to the other table writes this one without
+//     its fence; the statement on another guarded table is fenced for that table's
+//     rows only); fix: DROP TRIGGER. The lazy check refuses the table while one
+//     exists, too.
 //
 // Nullable fencing columns are problem 2 above.
 //
@@ -104,7 +109,8 @@ type TableReport struct {
 // The columns are judged exactly as the lazy check before the first guarded write
 // judges them (same problems, same statements); the guards and side doors are
 // Check's own: fenced writes are correct without them, and the lazy check does
-// not require them. A missing table gets no fix.
+// not require them — except the triggers on other tables that write the table,
+// which it refuses as well. A missing table gets no fix.
 //
 // Run the Fix statements through a plain (non-fenced) connection, one Exec each (in
 // one transaction where the database has transactional DDL: PostgreSQL, SQLite): the

@@ -35,6 +35,7 @@ func (s *guardSuite) testSideDoors(t *testing.T) {
 		t.Run("Cascade", s.testCascade)
 		t.Run("ViewTrigger", s.testView)
 	}
+	t.Run("TriggerOnOtherTable", s.testTriggerDoor)
 }
 
 // fixedAccounts: accounts seeded with token 5 and made fit by schema.Check's Fix.

@@ -13,7 +13,7 @@ import "strings"
 var controlHeads = map[string]bool{
 	"BEGIN": true, "START": true, "COMMIT": true, "ROLLBACK": true, "END": true, "ABORT": true,
 	"XA": true, "SET": true, "EXECUTE": true, "EXEC": true, "PREPARE": true, "DO": true,
-	"CALL": true, "LOCK": true,
+	"CALL": true, "LOCK": true, "SAVEPOINT": true, "RELEASE": true,
 }
 
 // protectHeads start the DDL that can remove or disable the guards without naming

@@ -23,6 +23,8 @@ type parser struct {
 	readPlanned bool
 	// shownOnly: the statement is an EXPLAIN that does not run what it explains.
 	shownOnly bool
+	// savepoint: control met SAVEPOINT, RELEASE or ROLLBACK TO (savepoint.go).
+	savepoint bool
 }
 
 func (p *parser) text(t sqllex.Token) string { return p.src[t.Start:t.End] }

@@ -85,6 +85,11 @@ type Plan struct {
 	// token sent as written — the wrapper makes sure the session reads text as the
 	// lexer does (its session check).
 	Ambiguous bool
+	// TxOnly (SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK [WORK|TRANSACTION] TO as text, on
+	// a pool with guarded tables) is the refusal of a statement that is safe only inside
+	// a transaction the wrapper began (db.BeginTx): the wrapper returns it when the
+	// connection has none (savepoint.go).
+	TxOnly error
 }
 
 // Passthrough is the shared plan of every statement sent unchanged.

@@ -163,6 +163,7 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 		if pl.Kind != KindPass && sessionDependent(sql) {
 			pl.Ambiguous = true // a claim without a token is sent as written, too
 		}
+		pl = p.txOnly(pl)
 	}
 	return pl, err
 }

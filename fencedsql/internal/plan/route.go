@@ -178,9 +178,12 @@ func (p *parser) control(head string, first int) error {
 		return p.textTx(head)
 	case "ROLLBACK":
 		if p.kwIn(first+1, "TO") || (p.kwIn(first+1, "WORK", "TRANSACTION") && p.kw(first+2, "TO")) {
-			return nil // ROLLBACK TO SAVEPOINT stays inside the transaction
+			p.savepoint = true // ROLLBACK TO SAVEPOINT: inside a wrapper transaction only
+			return nil
 		}
 		return p.textTx(head)
+	case "SAVEPOINT", "RELEASE":
+		p.savepoint = true // inside a wrapper transaction only (savepoint.go)
 	case "SET":
 		if p.hasWord("AUTOCOMMIT") {
 			return p.textTx("SET autocommit")

@@ -1,0 +1,75 @@
+package dialect
+
+import "strings"
+
+// Mentions reports whether the SQL text s holds name as a word, in any case, bare or
+// inside quotes of any kind (double, back, square brackets, single; comments too): a conservative test for
+// text the catalog stores (view and trigger definitions, routine bodies), where a name
+// may be written in any of a database's forms. A name glued to other identifier
+// characters (accounts_archive, fencedsql_tomb_accounts) is not a mention.
+func Mentions(s, name string) bool {
+	if name == "" {
+		return false
+	}
+	ls, ln := strings.ToLower(s), strings.ToLower(name)
+	ident := func(b byte) bool {
+		return b == '_' || b == '$' || b >= 0x80 || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z')
+	}
+	for i := 0; ; {
+		j := strings.Index(ls[i:], ln)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(ln)
+		if (j == 0 || !ident(ls[j-1])) && (end == len(ls) || !ident(ls[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// writeWords start, or mark, a statement that may write a table: the data-changing
+// statements, and the dynamic SQL of routine bodies (PL/pgSQL EXECUTE, whose text is
+// a string that may name the table).
+var writeWords = map[string]bool{
+	"INSERT": true, "UPDATE": true, "DELETE": true, "REPLACE": true, "MERGE": true, "UPSERT": true,
+	"TRUNCATE": true, "COPY": true, "EXECUTE": true, "EXEC": true,
+}
+
+// WritesTable reports whether the routine or trigger body src, read by syn's lexical
+// rules, may write the table name: one of its statements (the text between two
+// semicolons) holds a word that writes (INSERT, UPDATE, DELETE, REPLACE, MERGE,
+// TRUNCATE, COPY, EXECUTE) and names the table — as an identifier in any case and
+// quoting, or as a word inside a string literal (a name SQLite accepts as a string,
+// dynamic SQL). It is a word test, not a parse, and it errs on the side of yes: a
+// statement that writes another table and only reads this one (INSERT … SELECT …
+// FROM name, a locking read SELECT … FOR UPDATE) counts, and a body the lexer cannot
+// read counts when Mentions finds the name anywhere in it. It cannot see a name built
+// at run time ('acc' || 'ounts') nor the body of a routine the body calls.
+func WritesTable(src string, syn Syntax, name string) bool {
+	toks, err := LexDDL(src, syn)
+	if err != nil {
+		return Mentions(src, name)
+	}
+	writes, names := false, false
+	for _, t := range toks {
+		switch {
+		case t.Kind == DDLPunct && t.Text == ";":
+			writes, names = false, false
+			continue
+		case t.Kind == DDLWord && writeWords[strings.ToUpper(t.Text)]:
+			writes = true
+		case t.Kind == DDLString:
+			names = names || Mentions(t.Text, name)
+		case t.Kind == DDLWord || t.Kind == DDLQuoted:
+			if n, ok := t.Name(); ok && strings.EqualFold(n, name) {
+				names = true
+			}
+		}
+		if writes && names {
+			return true
+		}
+	}
+	return false
+}

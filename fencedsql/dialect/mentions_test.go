@@ -1,0 +1,61 @@
+package dialect_test
+
+import (
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+func TestMentions(t *testing.T) {
+	for s, want := range map[string]bool{
+		"UPDATE accounts SET x = 1":            true,
+		`UPDATE "Accounts" SET x = 1`:          true,
+		"UPDATE [accounts] SET x = 1":          true,
+		"UPDATE main.accounts SET x = 1":       true,
+		"UPDATE accounts_log SET x = 1":        false,
+		"UPDATE my_accounts SET x = 1":         false,
+		"INSERT INTO fencedsql_tomb_accounts":  false,
+		"UPDATE accounts2 SET x = 1; accounts": true,
+		"":                                     false,
+	} {
+		if got := dialect.Mentions(s, "accounts"); got != want {
+			t.Errorf("Mentions(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// WritesTable: a statement of the body that writes and names the table, in any
+// quoting or as a string (dynamic SQL, SQLite's string names); reads, other tables,
+// names glued to others, comments and messages do not count; text the lexer cannot
+// read counts when it mentions the table.
+func TestWritesTable(t *testing.T) {
+	cases := []struct {
+		syn  dialect.Syntax
+		body string
+		want bool
+	}{
+		{dialect.SQLiteSyntax, " UPDATE accounts SET balance = NEW.amount WHERE id = NEW.acct; END", true},
+		{dialect.SQLiteSyntax, " DELETE FROM \"Accounts\" WHERE id = OLD.acct; END", true},
+		{dialect.SQLiteSyntax, " INSERT OR REPLACE INTO [accounts] (id) VALUES (NEW.id); END", true},
+		{dialect.SQLiteSyntax, " UPDATE 'accounts' SET balance = 0; END", true},
+		{dialect.SQLiteSyntax, " SELECT RAISE(ABORT, 'no account') WHERE NOT EXISTS (SELECT 1 FROM accounts WHERE id = NEW.acct); UPDATE other SET x = 1; END", false},
+		{dialect.SQLiteSyntax, " UPDATE accounts_log SET x = 1; END", false},
+		{dialect.SQLiteSyntax, " INSERT INTO fencedsql_tomb_accounts (id) VALUES (OLD.id); END", false},
+		{dialect.SQLiteSyntax, " UPDATE other SET x = 1; -- accounts\nEND", false},
+		{dialect.SQLiteSyntax, " INSERT INTO other SELECT * FROM accounts; END", true}, // errs on the side of yes
+		{dialect.PostgresSyntax, "BEGIN UPDATE public.accounts SET balance = 0 WHERE id = NEW.acct; RETURN NEW; END", true},
+		{dialect.PostgresSyntax, "BEGIN EXECUTE format('DELETE FROM %I WHERE id = $1', 'accounts') USING NEW.id; RETURN NULL; END", true},
+		{dialect.PostgresSyntax, "BEGIN EXECUTE $q$UPDATE accounts SET x = 1$q$; RETURN NULL; END", true},
+		{dialect.PostgresSyntax, "BEGIN RAISE NOTICE 'accounts changed'; UPDATE audit SET n = n + 1; RETURN NEW; END", false},
+		{dialect.PostgresSyntax, "BEGIN NEW.updated_at := now(); RETURN NEW; END", false},
+		{dialect.PostgresSyntax, "BEGIN UPDATE accounts SET x = 'unterminated; END", true},
+		{dialect.MySQLSyntax, "BEGIN IF NEW.x > 0 THEN UPDATE `accounts` SET balance = 0 WHERE id = NEW.acct; END IF; END", true},
+		{dialect.MySQLSyntax, "UPDATE accounts SET balance = NEW.amount WHERE id = NEW.acct", true},
+		{dialect.MySQLSyntax, "SET NEW.note = (SELECT name FROM accounts WHERE id = NEW.acct)", false},
+	}
+	for _, c := range cases {
+		if got := dialect.WritesTable(c.body, c.syn, "accounts"); got != c.want {
+			t.Errorf("WritesTable(%q) = %v, want %v", c.body, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package fencedsql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// triggerGuard is the lazy check's refusal of the side doors a statement through this
+// pool can open itself: the triggers on other tables that write the guarded table
+// (dialect.TriggerDoorFinder). nil when there are none (or the dialect has no
+// finder), else a *SchemaError (ErrSchema) naming the table, each trigger and the
+// statements that drop them, as schema.Check reports them among its side doors. A
+// failed catalog query is a SchemaError wrapping it.
+func triggerGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, g *plan.Table, table dialect.TableName) error {
+	f, ok := d.(dialect.TriggerDoorFinder)
+	if !ok {
+		return nil
+	}
+	doors, err := f.TriggerDoors(ctx, query, dialect.SideDoorTable{Table: table, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
+	if err != nil {
+		return &SchemaError{Table: g.String(), Problem: "the trigger side door query failed" + mockHint, Err: err}
+	}
+	var problems, fix []string
+	for _, sd := range doors {
+		if sd.Note {
+			continue
+		}
+		problems = append(problems, string(sd.Kind)+" "+sd.Object+": "+sd.Problem)
+		fix = append(fix, sd.Fix...)
+	}
+	if len(problems) > 0 {
+		return &SchemaError{Table: g.String(), Problem: strings.Join(problems, "; "), Fix: strings.Join(fix, "; ")}
+	}
+	return nil
+}
