@@ -23,6 +23,8 @@ import (
 //     refuses a raised one; a DECIMAL compares exactly but the guard's arithmetic and
 //     the wrapper's arguments are integers. Fix: the column made BIGINT NOT NULL
 //     DEFAULT 0 (MODIFY COLUMN: its values converted, its other attributes replaced).
+//   - A primary key on a column prefix: the tombstones key on whole columns. No fix
+//     statement (a TEXT or BLOB key needs its prefix): key the table on whole columns.
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	var found []dialect.SchemaProblem
 	tbl := t.Table.Quote(d.QuoteIdent)
@@ -48,6 +50,22 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		found = append(found, dialect.SchemaProblem{
 			Problem: "column " + r[0] + " is " + r[2] + ", not an integer: a fencing column compared as a float rounds large tokens (a stale one can equal a newer one) and as text orders '10' before '9'; make it BIGINT",
 			Fix:     []string{"ALTER TABLE " + tbl + " MODIFY COLUMN " + d.QuoteIdent(r[0]) + " BIGINT NOT NULL DEFAULT 0"}})
+	}
+	// A primary key on a column prefix (name(4)): the tombstones key on the whole
+	// column, so a row deleted under a newer token came back as another value with
+	// the same prefix — one key for the table, another for the tombstone (a red-team
+	// pass). No statement fixes it in general (a TEXT key needs its prefix).
+	rows, err = query(ctx, "SELECT COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL ORDER BY SEQ_IN_INDEX",
+		t.Table.Schema, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if len(r) != 2 {
+			continue
+		}
+		found = append(found, dialect.SchemaProblem{
+			Problem: "the primary key uses a prefix of column " + r[0] + " (" + r[1] + " characters): the tombstones key on the whole column, so after a DELETE under a newer token a stale holder can insert a value with the same prefix — the same key for the table; key the table on whole columns"})
 	}
 	return found, nil
 }

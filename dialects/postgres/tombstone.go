@@ -95,20 +95,28 @@ func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 
 // PrimaryKeyQuery lists the primary key columns of table in key order: name, type
 // (format_type), collation (qualified and quoted, "" for the type's default) and the
-// table's schema.
+// table's schema, and the column's equality operator when it is not pg_catalog's
+// (citext's, KeyColumn.Equals). The key's columns only: a PRIMARY KEY … INCLUDE (…) index carries
+// other columns after them, which are not the key (a red-team pass: a tombstone keyed
+// on (id, balance) let a stale INSERT of the id with another balance through).
 func (dialectImpl) PrimaryKeyQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),
   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation THEN
     (SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname) FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation)
   ELSE '' END,
-  n.nspname::text
+  n.nspname::text,
+  COALESCE((SELECT pg_catalog.quote_ident(opn.nspname) || '.' || o.oprname FROM pg_catalog.pg_opclass oc
+    JOIN pg_catalog.pg_amop ao ON ao.amopfamily = oc.opcfamily AND ao.amoplefttype = oc.opcintype AND ao.amoprighttype = oc.opcintype AND ao.amopstrategy = 3
+    JOIN pg_catalog.pg_operator o ON o.oid = ao.amopopr JOIN pg_catalog.pg_namespace opn ON opn.oid = o.oprnamespace
+    WHERE oc.oid = i.indclass[k.ord - 1] AND opn.nspname <> 'pg_catalog'), '')
 FROM pg_catalog.pg_index i
-JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE i.indrelid = to_regclass($1) AND i.indisprimary
-ORDER BY pg_catalog.array_position(i.indkey::int2[], a.attnum)`,
+WHERE i.indrelid = to_regclass($1) AND i.indisprimary AND k.ord <= i.indnkeyatts
+ORDER BY k.ord`,
 		[]any{table.String()}
 }
 
@@ -137,10 +145,18 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		}
 		return strings.Join(out, ", ")
 	}
+	// match compares with the key's own equality (KeyColumn.Equals, qualified: the
+	// function's search_path is pinned to pg_catalog, where citext's = is not — a
+	// red-team pass found 'alice' let through after 'Alice' was deleted, by text's
+	// case-sensitive = through a cast).
 	match := func(alias, rec string) string {
 		out := make([]string, len(cols))
 		for i, c := range cols {
-			out[i] = alias + "." + c + " = " + rec + "." + c
+			eq := " = "
+			if key[i].Equals != "" {
+				eq = " OPERATOR(" + key[i].Equals + ") "
+			}
+			out[i] = alias + "." + c + eq + rec + "." + c
 		}
 		return strings.Join(out, " AND ")
 	}

@@ -44,6 +44,11 @@ type KeyColumn struct {
 	Name      string // column name
 	Type      string // type as the dialect's DDL spells it (e.g. "numeric(10,2)", "varchar(20)")
 	Collation string // collation name, "" for none or the type's default
+	// Equals is the key's equality operator, qualified, where the database's own
+	// would not be the one the primary key's index uses (PostgreSQL: citext's = in
+	// its extension's schema, which a function with a pinned search_path would not
+	// find — text's case-sensitive = would be used through a cast); "" otherwise.
+	Equals string
 }
 
 // TombstoneTablePrefix starts the name of every tombstone table: a guarded table's

@@ -167,7 +167,11 @@ func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table di
 		if len(row) < 4 || row[0] == "" {
 			continue
 		}
-		key = append(key, dialect.KeyColumn{Name: row[0], Type: row[1], Collation: row[2]})
+		kc := dialect.KeyColumn{Name: row[0], Type: row[1], Collation: row[2]}
+		if len(row) > 4 {
+			kc.Equals = row[4]
+		}
+		key = append(key, kc)
 		if table.Schema == "" {
 			table.Schema = row[3]
 		}

@@ -59,3 +59,45 @@ func TestTombstoneDatedAtDelete(t *testing.T) {
 		t.Fatalf("stale INSERT after a purge with a retention shorter than the deleter's transaction: err = %v, want ErrFenced (the tombstone dated at the DELETE survives)", err)
 	}
 }
+
+// Keys the tombstone must compare as the table's primary key does (red-team findings):
+// a citext key ('alice' is 'Alice'), whose = lives outside pg_catalog, and a primary
+// key with INCLUDE columns, which are not the key. A key deleted under token 10 is
+// not re-inserted under token 5 in another spelling or with other included values.
+func TestTombstoneKeyAsTheIndex(t *testing.T) {
+	for _, c := range []struct {
+		name, ddl, first, second string
+	}{
+		{"citext", "CREATE TABLE acc (name citext PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+			"INSERT INTO acc (name) VALUES ('Alice')", "INSERT INTO acc (name) VALUES ('alice')"},
+		{"include", "CREATE TABLE acc (id bigint, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0, PRIMARY KEY (id) INCLUDE (balance))",
+			"INSERT INTO acc (id, balance) VALUES (7, 1)", "INSERT INTO acc (id, balance) VALUES (7, 666)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := testdb.Postgres(t)
+			ctx := context.Background()
+			raw := rawWith(t, dsn, "CREATE EXTENSION IF NOT EXISTS citext", c.ddl)
+			reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reps {
+				rawWith(t, dsn, r.Fix...)
+			}
+			db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), c.first); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "DELETE FROM acc"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 5), c.second); !errors.Is(err, fencedsql.ErrFenced) {
+				t.Fatalf("%s after %s was deleted under token 10, under token 5: err = %v, want ErrFenced", c.second, c.first, err)
+			}
+		})
+	}
+}
