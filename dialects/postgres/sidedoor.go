@@ -51,7 +51,7 @@ import (
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.descendants, d.views, d.rules, d.cascades, d.TriggerDoors,
+		d.descendants, d.childKeys, d.views, d.rules, d.cascades, d.TriggerDoors,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -180,6 +180,42 @@ ORDER BY 1, 2, w.ord`,
 				": the parent's row triggers do not fire for its rows (not even for statements on the parent), and statements naming it are not fenced by the wrapper"
 		}
 		doors = append(doors, sd)
+	}
+	return doors, nil
+}
+
+// childKeys: inheritance children whose own primary key is not the guarded table's.
+// A child shares its parent's tombstone table, keyed on the parent's key: a row
+// deleted from the child under a newer token comes back under another value of the
+// parent's key with the same child key (a red-team pass). Partitions share their
+// root's key and are not judged. Only with the tombstones.
+func (d dialectImpl) childKeys(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	if !t.Tombstones || len(t.PrimaryKey) == 0 {
+		return nil, nil
+	}
+	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = to_regclass($1)
+  UNION
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
+SELECT n.nspname::text, c.relname::text, COALESCE((SELECT pg_catalog.string_agg(a.attname::text, ',' ORDER BY k.ord)
+    FROM pg_catalog.pg_index i CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+    WHERE i.indrelid = c.oid AND i.indisprimary AND k.ord <= i.indnkeyatts), '')
+FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE NOT c.relispartition ORDER BY 1, 2`, t.Table.String())
+	if err != nil {
+		return nil, err
+	}
+	want := strings.Join(t.PrimaryKey, ",")
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) != 3 || r[2] == "" || r[2] == want {
+			continue
+		}
+		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorChild, Object: child.String(),
+			Problem: "inheritance child of " + t.Table.String() + " keyed on (" + r[2] + "), not on the guarded table's key (" + want + "): its rows' tombstones key on (" + want +
+				"), so after a DELETE under a newer token a stale holder can insert its (" + r[2] + ") again under another (" + want + "); give it the guarded table's primary key"})
 	}
 	return doors, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,34 @@ func TestTombstoneKeyAsTheIndex(t *testing.T) {
 				t.Fatalf("%s after %s was deleted under token 10, under token 5: err = %v, want ErrFenced", c.second, c.first, err)
 			}
 		})
+	}
+}
+
+// An inheritance child keyed on its own column shares its parent's tombstones, keyed on
+// the parent's key: a red-team pass re-inserted a child row deleted under token 10
+// under token 5 with another id. schema.Check reports such a child.
+func TestTombstoneChildWithOtherKey(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+		"CREATE TABLE acc_same () INHERITS (acc)", "ALTER TABLE acc_same ADD PRIMARY KEY (id)",
+		"CREATE TABLE acc_child (name text PRIMARY KEY) INHERITS (acc)")
+	check := func() string {
+		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reps {
+			rawWith(t, dsn, r.Fix...)
+		}
+		return strings.Join(reps[0].Problems, "\n")
+	}
+	check()
+	problems := check()
+	if !strings.Contains(problems, "public.acc_child") || !strings.Contains(problems, "keyed on (name)") {
+		t.Fatalf("problems %q, want acc_child's key reported", problems)
+	}
+	if strings.Contains(problems, "acc_same") {
+		t.Fatalf("problems %q: acc_same, keyed like its parent, reported", problems)
 	}
 }
