@@ -180,8 +180,11 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
 		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
+		// A trigger's unqualified names are its own database's: one in another
+		// database reaches the table only by naming this database.
+		"AND (TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ACTION_STATEMENT)) > 0) "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
-		t.Table.Schema, t.Table.Name, t.Table.Name)
+		t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Schema, t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}
