@@ -28,6 +28,7 @@ var protectedSettings = []protectedSetting{
 	{"gtid_domain_id", []string{}, "replicas may filter the session's replication domain out: a failover forgets its writes (MariaDB)"},
 	{"gtid_seq_no", []string{}, "a sequence number already used makes replicas skip the session's next transaction (MariaDB)"},
 	{"timestamp", []string{}, "a clock set by hand dates the tombstones of the session's deletes (a purge then removes them early, and a deleted row can come back under an older token) and the one-statement DELETE's mark (MySQL/MariaDB)"},
+	{"autocommit", []string{}, "0 opens a transaction the wrapper does not know of: the connection goes back to the pool inside it, and later writes report success and are never committed; use BeginTx (MySQL/MariaDB)"},
 	{"completion_type", []string{"no_chain", "0"}, "CHAIN opens a transaction after every COMMIT the wrapper sends: the connection goes back to the pool inside it, and a later autocommit write reports success and is never committed; RELEASE closes the connection (MySQL/MariaDB)"},
 	{"gtid_next", []string{"automatic"}, "a GTID already executed makes the server skip the session's statements, fenced writes included (MySQL)"},
 	{"journal_mode", []string{"delete", "truncate", "persist", "memory", "wal"}, "OFF removes the rollback journal: a failed statement or ROLLBACK no longer undoes a fenced transaction's writes (SQLite)"},

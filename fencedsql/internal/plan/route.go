@@ -165,6 +165,44 @@ func (p *parser) planHead(head string, first int, versioned bool) (*Plan, error)
 	return p.pass(), nil
 }
 
+// setStatementInner judges the statement a MariaDB SET STATEMENT … FOR runs, planned
+// on its own as if sent alone: it passes only when that statement would pass unchanged
+// (a read, a write to a table that is not guarded). Anything the wrapper would rewrite
+// or refuse alone — a guarded write, transaction control, a savepoint, dynamic SQL
+// (EXECUTE IMMEDIATE builds a write from pieces no scan reads: a red-team pass wrote a
+// guarded table under a stale token this way) — is refused inside it too: the prefix
+// cannot be carried over a rewritten statement. Without a top-level FOR the statement
+// is malformed and refused.
+func (p *parser) setStatementInner(first int) error {
+	depth := 0
+	for i := first + 2; i < len(p.sig); i++ {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+		case depth == 0 && p.kw(i, "FOR"):
+			if i+1 >= len(p.sig) {
+				return unsupported("", "SET STATEMENT … FOR without a statement")
+			}
+			inner := p.src[p.sig[i+1].Start:] // shorter at every level: nesting ends
+			pl, err := p.rw.Rewrite(inner, false)
+			if err != nil {
+				return err
+			}
+			if pl.Kind != KindPass || pl.TxOnly != nil || pl.ResetsSession || pl.ResetsNames {
+				g := ""
+				if pl.Guard != nil {
+					g = pl.Guard.String()
+				}
+				return unsupported(g, "SET STATEMENT … FOR a statement the wrapper must rewrite or watch (%s): send it alone", strings.TrimSpace(strings.ToUpper(p.text(p.sig[i+1]))))
+			}
+			return nil
+		}
+	}
+	return unsupported("", "SET STATEMENT without FOR <statement>")
+}
+
 // control refuses, on a pool with guarded tables, the statements whose head makes them
 // unsafe whatever else they say: transaction control as text, dynamic SQL (unless
 // WithDynamicSQL), DDL that names a guarded table (unless WithDDL), a SET or LOCK that
@@ -187,6 +225,11 @@ func (p *parser) control(head string, first int) error {
 	case "SET":
 		if p.hasWord("AUTOCOMMIT") {
 			return p.textTx("SET autocommit")
+		}
+		if p.kw(first+1, "STATEMENT") {
+			if err := p.setStatementInner(first); err != nil {
+				return err
+			}
 		}
 		if g, ok := p.deepGuard(); ok && !p.userVarSet(first) {
 			return unsupported(g, "a SET that names a guarded table (SET STATEMENT … FOR <statement> cannot be fenced)")
