@@ -201,40 +201,52 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 	return &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed" + mockHint, Err: err}
 }
 
-// loadDescendants lists, through c, the descendants of the pool's guarded tables
-// that it does not guard yet (dialect.DescendantFinder), each with its ancestor's
-// columns: a descendant of an unqualified guard unqualified, as the guard matches a
-// table of its name in any schema.
+// loadDescendants lists, through c, the relatives of the pool's guarded tables that
+// it does not guard yet — their descendants (dialect.DescendantFinder) and ancestors
+// (dialect.AncestorFinder) — each with the guarded table's columns: a relative of an
+// unqualified guard unqualified, as the guard matches a table of its name in any
+// schema.
 func (k *core) loadDescendants(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
-	f, ok := k.dialect.(dialect.DescendantFinder)
-	if !ok {
-		return nil, nil
+	type finder struct {
+		query func(dialect.TableName) (string, []any)
+		what  string
+	}
+	var finders []finder
+	if f, ok := k.dialect.(dialect.DescendantFinder); ok {
+		finders = append(finders, finder{f.DescendantsQuery, "is a partition or inheritance child of the guarded table "})
+	}
+	if f, ok := k.dialect.(dialect.AncestorFinder); ok {
+		finders = append(finders, finder{f.AncestorsQuery, "is an inheritance parent or partitioned root of the guarded table "})
 	}
 	var specs []schema.GuardSpec
+	seen := map[string]bool{}
 	for _, g := range k.rw.Tables() {
-		q, args := f.DescendantsQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
-		rows, err := c.queryStrings(ctx, q, args)
-		if err != nil && !k.cfg.schemaCheck {
-			return nil, k.recordErr(ctx, err)
-		}
-		if err != nil {
-			return nil, &SchemaError{Table: g.String(), Problem: "the query for the table's partitions and inheritance children failed" + mockHint, Err: err}
-		}
-		for _, r := range rows {
-			if len(r) != 2 {
-				continue
+		for _, f := range finders {
+			q, args := f.query(dialect.TableName{Schema: g.Schema, Name: g.Name})
+			rows, err := c.queryStrings(ctx, q, args)
+			if err != nil && !k.cfg.schemaCheck {
+				return nil, k.recordErr(ctx, err)
 			}
-			if err := representable(dialect.TableName{Schema: r[0], Name: r[1]}, "is a partition or inheritance child of the guarded table "+g.String()); err != nil {
-				return nil, err
+			if err != nil {
+				return nil, &SchemaError{Table: g.String(), Problem: "the query for the table's partitions, inheritance children and parents failed" + mockHint, Err: err}
 			}
-			name := r[1]
-			if g.Schema != "" {
-				name = r[0] + "." + r[1]
+			for _, r := range rows {
+				if len(r) != 2 {
+					continue
+				}
+				if err := representable(dialect.TableName{Schema: r[0], Name: r[1]}, f.what+g.String()); err != nil {
+					return nil, err
+				}
+				name := r[1]
+				if g.Schema != "" {
+					name = r[0] + "." + r[1]
+				}
+				if seen[strings.ToLower(name)] || k.rw.Lookup(strings.Split(name, ".")) != nil {
+					continue
+				}
+				seen[strings.ToLower(name)] = true
+				specs = append(specs, schema.GuardSpec{Table: name, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 			}
-			if k.rw.Lookup(strings.Split(name, ".")) != nil {
-				continue
-			}
-			specs = append(specs, schema.GuardSpec{Table: name, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 		}
 	}
 	return specs, nil

@@ -136,8 +136,9 @@ func expectRecords(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	}
 }
 
-// expectDescendants expects the query for the partitions and inheritance children of
-// each table (PostgreSQL, dialect.DescendantFinder), answered "none".
+// expectDescendants expects the queries for the partitions and inheritance children of
+// each table and for its parents (PostgreSQL, dialect.DescendantFinder and
+// AncestorFinder), answered "none".
 func expectDescendants(mock sqlmock.Sqlmock, d dialect.Dialect, tables ...string) {
 	f, ok := d.(dialect.DescendantFinder)
 	if !ok {
@@ -146,6 +147,10 @@ func expectDescendants(mock sqlmock.Sqlmock, d dialect.Dialect, tables ...string
 	for _, t := range tables {
 		q, _ := f.DescendantsQuery(dialect.TableName{Name: t})
 		mock.ExpectQuery(q).WithArgs(t).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
+		if a, ok := d.(dialect.AncestorFinder); ok {
+			q, _ := a.AncestorsQuery(dialect.TableName{Name: t})
+			mock.ExpectQuery(q).WithArgs(t).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
+		}
 	}
 }
 

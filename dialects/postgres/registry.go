@@ -73,4 +73,16 @@ func (dialectImpl) DescendantsQuery(table dialect.TableName) (query string, args
 SELECT n.nspname::text, c.relname::text FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{table.String()}
 }
 
-var _ dialect.DescendantFinder = dialectImpl{}
+// AncestorsQuery lists table's inheritance parents and partitioned roots, at every
+// level (dialect.AncestorFinder).
+func (dialectImpl) AncestorsQuery(table dialect.TableName) (query string, args []any) {
+	return `WITH RECURSIVE a(oid) AS (
+  SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = pg_catalog.to_regclass($1)
+  UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid)
+SELECT n.nspname::text, c.relname::text FROM a JOIN pg_catalog.pg_class c ON c.oid = a.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{table.String()}
+}
+
+var (
+	_ dialect.DescendantFinder = dialectImpl{}
+	_ dialect.AncestorFinder   = dialectImpl{}
+)
