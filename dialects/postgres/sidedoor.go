@@ -356,7 +356,8 @@ FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid J
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
 WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D' AND tg.tgrelid IS DISTINCT FROM to_regclass($1)
   AND p.proname::text NOT LIKE 'fencedsql\_%'
-  AND pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
+  AND (pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
+    OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), 'u&') > 0)
 ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name)
 	if err != nil {
 		return nil, err

@@ -131,3 +131,22 @@ func TestTombstoneChildWithOtherKey(t *testing.T) {
 		t.Fatalf("problems %q: acc_same, keyed like its parent, reported", problems)
 	}
 }
+
+// A trigger on another table whose function writes the guarded table under an escaped
+// name (U&"\0061cc") is a side door like any: a red-team pass found it neither reported
+// nor refused (the catalog prefilter looked for the plain name).
+func TestTriggerDoorEscapedName(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+		"CREATE TABLE jobs (id bigint PRIMARY KEY)",
+		`CREATE FUNCTION jobs_apply() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE U&"\0061cc" SET balance = 777, version = version + 1 WHERE id = NEW.id; RETURN NULL; END $$`,
+		"CREATE TRIGGER jobs_apply AFTER INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION jobs_apply()")
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(reps[0].Problems, "\n"), "jobs_apply") {
+		t.Fatalf("problems %q, want the trigger jobs_apply reported", reps[0].Problems)
+	}
+}

@@ -63,7 +63,10 @@ func WritesTable(src string, syn Syntax, name string) bool {
 		case t.Kind == DDLString:
 			names = names || Mentions(t.Text, name)
 		case t.Kind == DDLWord || t.Kind == DDLQuoted:
-			if n, ok := t.Name(); ok && strings.EqualFold(n, name) {
+			n, ok := t.Name()
+			// A quoted name this cannot decode (PostgreSQL's U&"\0061cc") may be the
+			// table: it counts (a red-team pass hid a trigger's write that way).
+			if ok && strings.EqualFold(n, name) || !ok && t.Kind == DDLQuoted {
 				names = true
 			}
 		}

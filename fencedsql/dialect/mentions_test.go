@@ -49,6 +49,8 @@ func TestWritesTable(t *testing.T) {
 		{dialect.PostgresSyntax, "BEGIN RAISE NOTICE 'accounts changed'; UPDATE audit SET n = n + 1; RETURN NEW; END", false},
 		{dialect.PostgresSyntax, "BEGIN NEW.updated_at := now(); RETURN NEW; END", false},
 		{dialect.PostgresSyntax, "BEGIN UPDATE accounts SET x = 'unterminated; END", true},
+		{dialect.PostgresSyntax, `BEGIN UPDATE U&"\0061ccounts" SET x = 1; RETURN NULL; END`, true}, // a name it cannot decode may be the table
+		{dialect.PostgresSyntax, `BEGIN UPDATE U&"!0061ccounts" UESCAPE '!' SET x = 1; RETURN NULL; END`, true},
 		{dialect.MySQLSyntax, "BEGIN IF NEW.x > 0 THEN UPDATE `accounts` SET balance = 0 WHERE id = NEW.acct; END IF; END", true},
 		{dialect.MySQLSyntax, "UPDATE accounts SET balance = NEW.amount WHERE id = NEW.acct", true},
 		{dialect.MySQLSyntax, "SET NEW.note = (SELECT name FROM accounts WHERE id = NEW.acct)", false},
