@@ -51,7 +51,7 @@ import (
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.descendants, d.childKeys, d.views, d.rules, d.cascades, d.TriggerDoors,
+		d.descendants, d.childKeys, d.views, d.rules, d.cascades, d.foreignTables, d.TriggerDoors,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -216,6 +216,32 @@ WHERE NOT c.relispartition ORDER BY 1, 2`, t.Table.String())
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorChild, Object: child.String(),
 			Problem: "inheritance child of " + t.Table.String() + " keyed on (" + r[2] + "), not on the guarded table's key (" + want + "): its rows' tombstones key on (" + want +
 				"), so after a DELETE under a newer token a stale holder can insert its (" + r[2] + ") again under another (" + want + "); give it the guarded table's primary key"})
+	}
+	return doors, nil
+}
+
+// foreignTables: foreign tables whose table_name option names the table (any server:
+// whether a server loops back to this database is not knowable from the catalog, so
+// every one is reported). A red-team pass wrote the guarded table under a stale token
+// through a postgres_fdw loopback foreign table created outside the wrapper.
+func (d dialectImpl) foreignTables(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	rows, err := query(ctx, `SELECT n.nspname::text, c.relname::text, s.srvname::text FROM pg_catalog.pg_foreign_table ft
+  JOIN pg_catalog.pg_class c ON c.oid = ft.ftrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_catalog.pg_foreign_server s ON s.oid = ft.ftserver
+WHERE EXISTS (SELECT 1 FROM pg_catalog.unnest(ft.ftoptions) o(opt) WHERE pg_catalog.lower(o.opt) = 'table_name=' || pg_catalog.lower($1))
+ORDER BY 1, 2`, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) != 3 {
+			continue
+		}
+		ft := dialect.TableName{Schema: r[0], Name: r[1]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorForeign, Object: ft.String(),
+			Problem: "foreign table " + ft.String() + " on server " + r[2] + " names a remote table " + t.Table.Name + ": if the server is this database (a loopback), writes to it change " + t.Table.String() + " without naming it, so without the wrapper's fence; drop it, or point it elsewhere",
+			Fix:     []string{"DROP FOREIGN TABLE IF EXISTS " + ft.Quote(d.QuoteIdent)}})
 	}
 	return doors, nil
 }

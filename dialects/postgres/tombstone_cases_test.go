@@ -150,3 +150,31 @@ func TestTriggerDoorEscapedName(t *testing.T) {
 		t.Fatalf("problems %q, want the trigger jobs_apply reported", reps[0].Problems)
 	}
 }
+
+// A foreign table whose remote table is named like the guarded table is reported: a
+// red-team pass wrote the guarded table under a stale token through a postgres_fdw
+// loopback foreign table created outside the wrapper.
+func TestForeignTableDoor(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	raw := rawWith(t, dsn, "CREATE EXTENSION IF NOT EXISTS postgres_fdw",
+		"CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+		"CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'x')",
+		"CREATE FOREIGN TABLE facc (id bigint, balance bigint, fence_token bigint, version bigint) SERVER loop OPTIONS (table_name 'acc')")
+	check := func() string {
+		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reps {
+			rawWith(t, dsn, r.Fix...)
+		}
+		return strings.Join(reps[0].Problems, "\n")
+	}
+	if p := check(); !strings.Contains(p, "foreign table public.facc") {
+		t.Fatalf("problems %q, want the foreign table reported", p)
+	}
+	if p := check(); strings.Contains(p, "facc") {
+		t.Fatalf("after the fix: %q", p)
+	}
+}

@@ -74,6 +74,10 @@ const (
 	// SideDoorTrigger: a trigger on another table (guarded or not) whose body writes
 	// the table (TriggerDoorFinder): a write to that table writes this one unfenced.
 	SideDoorTrigger SideDoorKind = "trigger"
+	// SideDoorForeign: a foreign table (PostgreSQL postgres_fdw) whose remote table is
+	// named like the table: through a loopback server, writes to it reach the table
+	// without naming it.
+	SideDoorForeign SideDoorKind = "foreign table"
 )
 
 // SideDoor is one side door of a guarded table, found by a SideDoorFinder.
