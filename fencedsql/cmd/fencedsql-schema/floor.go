@@ -21,8 +21,12 @@ import (
 //	-max-token        prints the highest token the database has accepted, a bare number
 //	                  on stdout: raise the new lock service's floor to at least this
 //	                  (lockfloor -raise N) before the application uses it. It reads the
-//	                  token column of every table in -tables, or of every table in the
-//	                  registry without -tables, and the floor; it scans the tables.
+//	                  token column of every table in -tables, or without -tables of
+//	                  every table the database records as guarded (the registries and
+//	                  the tables carrying the guard's triggers: schema.Guarded), and the
+//	                  floor; it scans the tables. With nothing recorded, or a registry
+//	                  row naming a table that is gone, it fails (exit 1) rather than
+//	                  print a number that is too low: give -tables.
 //	-raise-floor N    raises to N the floor every installed guard reads (the floor
 //	                  tables schema.TokenFloors lists: on PostgreSQL every schema of
 //	                  the database whose guards read one; on MySQL/MariaDB the DSN's
