@@ -22,13 +22,7 @@ func TestTombstoneDatedAtDelete(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx := context.Background()
 	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		rawWith(t, dsn, r.Fix...)
-	}
+	checkAcc(t, raw, dsn)
 	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
 	if err != nil {
 		t.Fatal(err)
@@ -78,13 +72,7 @@ func TestTombstoneKeyAsTheIndex(t *testing.T) {
 			dsn := testdb.Postgres(t)
 			ctx := context.Background()
 			raw := rawWith(t, dsn, "CREATE EXTENSION IF NOT EXISTS citext", c.ddl)
-			reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range reps {
-				rawWith(t, dsn, r.Fix...)
-			}
+			checkAcc(t, raw, dsn)
 			db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
 			if err != nil {
 				t.Fatal(err)
@@ -108,20 +96,10 @@ func TestTombstoneKeyAsTheIndex(t *testing.T) {
 // under token 5 with another id. schema.Check reports such a child.
 func TestTombstoneChildWithOtherKey(t *testing.T) {
 	dsn := testdb.Postgres(t)
-	ctx := context.Background()
 	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
 		"CREATE TABLE acc_same () INHERITS (acc)", "ALTER TABLE acc_same ADD PRIMARY KEY (id)",
 		"CREATE TABLE acc_child (name text PRIMARY KEY) INHERITS (acc)")
-	check := func() string {
-		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reps {
-			rawWith(t, dsn, r.Fix...)
-		}
-		return strings.Join(reps[0].Problems, "\n")
-	}
+	check := func() string { return checkAcc(t, raw, dsn) }
 	check()
 	problems := check()
 	if !strings.Contains(problems, "public.acc_child") || !strings.Contains(problems, "keyed on (name)") {
@@ -137,17 +115,12 @@ func TestTombstoneChildWithOtherKey(t *testing.T) {
 // nor refused (the catalog prefilter looked for the plain name).
 func TestTriggerDoorEscapedName(t *testing.T) {
 	dsn := testdb.Postgres(t)
-	ctx := context.Background()
 	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
 		"CREATE TABLE jobs (id bigint PRIMARY KEY)",
 		`CREATE FUNCTION jobs_apply() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE U&"\0061cc" SET balance = 777, version = version + 1 WHERE id = NEW.id; RETURN NULL; END $$`,
 		"CREATE TRIGGER jobs_apply AFTER INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION jobs_apply()")
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.Join(reps[0].Problems, "\n"), "jobs_apply") {
-		t.Fatalf("problems %q, want the trigger jobs_apply reported", reps[0].Problems)
+	if p := checkAcc(t, raw, dsn); !strings.Contains(p, "jobs_apply") {
+		t.Fatalf("problems %q, want the trigger jobs_apply reported", p)
 	}
 }
 
@@ -156,25 +129,29 @@ func TestTriggerDoorEscapedName(t *testing.T) {
 // loopback foreign table created outside the wrapper.
 func TestForeignTableDoor(t *testing.T) {
 	dsn := testdb.Postgres(t)
-	ctx := context.Background()
 	raw := rawWith(t, dsn, "CREATE EXTENSION IF NOT EXISTS postgres_fdw",
 		"CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
 		"CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'x')",
 		"CREATE FOREIGN TABLE facc (id bigint, balance bigint, fence_token bigint, version bigint) SERVER loop OPTIONS (table_name 'acc')")
-	check := func() string {
-		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reps {
-			rawWith(t, dsn, r.Fix...)
-		}
-		return strings.Join(reps[0].Problems, "\n")
-	}
+	check := func() string { return checkAcc(t, raw, dsn) }
 	if p := check(); !strings.Contains(p, "foreign table public.facc") {
 		t.Fatalf("problems %q, want the foreign table reported", p)
 	}
 	if p := check(); strings.Contains(p, "facc") {
 		t.Fatalf("after the fix: %q", p)
 	}
+}
+
+// checkAcc runs schema.Check on acc through raw, applies every fix through a plain
+// connection on dsn, and returns the problems it reported.
+func checkAcc(t *testing.T, raw *sql.DB, dsn string) string {
+	t.Helper()
+	reps, err := schema.Check(context.Background(), raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		rawWith(t, dsn, r.Fix...)
+	}
+	return strings.Join(reps[0].Problems, "\n")
 }

@@ -224,14 +224,7 @@ func (s *guardSuite) raceCase(t *testing.T, e *env, iso sql.IsolationLevel, f st
 	if _, err := e.db.ExecContext(tok(e.ctx, 5), e.q("INSERT INTO accounts (id, balance) VALUES (?, 1)"), id); err != nil {
 		t.Fatal(err)
 	}
-	stmt := strings.Replace(form(f, "accounts", key, "id"), "(k, k2, balance) VALUES ("+key+", 1, 2)", "(id, balance) VALUES ("+key+", 2)", 1)
-	if plain {
-		stmt = strings.Replace(stmt, "(id, balance) VALUES ("+key+", 2)", "(id, balance, fence_token) VALUES ("+key+", 2, 7)", 1)
-	}
-	pool := e.db
-	if plain {
-		pool = e.raw
-	}
+	stmt, pool := staleWrite(e, f, key, plain)
 	// The stale holder's transaction takes its snapshot before the DELETE commits.
 	stale, err := pool.BeginTx(tok(e.ctx, 7), &sql.TxOptions{Isolation: iso})
 	if err != nil {
@@ -282,6 +275,17 @@ func (s *guardSuite) raceCase(t *testing.T, e *env, iso sql.IsolationLevel, f st
 		_, err := e.db.ExecContext(tok(e.ctx, 7), stmt)
 		wantErr(t, err, fencedsql.ErrFenced)
 	}
+}
+
+// staleWrite is the stale holder's write of form f for key on accounts, and the pool
+// it goes through: the fenced one, or for a plain writer the raw one, with token 7 in
+// the row.
+func staleWrite(e *env, f, key string, plain bool) (string, *sql.DB) {
+	stmt := strings.Replace(form(f, "accounts", key, "id"), "(k, k2, balance) VALUES ("+key+", 1, 2)", "(id, balance) VALUES ("+key+", 2)", 1)
+	if !plain {
+		return stmt, e.db
+	}
+	return strings.Replace(stmt, "(id, balance) VALUES ("+key+", 2)", "(id, balance, fence_token) VALUES ("+key+", 2, 7)", 1), e.raw
 }
 
 func countWhere(t *testing.T, e *env, id int64) int {
@@ -458,12 +462,7 @@ func (s *guardSuite) afterSnapshotCase(t *testing.T, e *env, iso sql.IsolationLe
 			t.Fatal(err)
 		}
 	}
-	stmt := strings.Replace(form(f, "accounts", key, "id"), "(k, k2, balance) VALUES ("+key+", 1, 2)", "(id, balance) VALUES ("+key+", 2)", 1)
-	pool := e.db
-	if plain {
-		stmt = strings.Replace(stmt, "(id, balance) VALUES ("+key+", 2)", "(id, balance, fence_token) VALUES ("+key+", 2, 7)", 1)
-		pool = e.raw
-	}
+	stmt, pool := staleWrite(e, f, key, plain)
 	stale, err := pool.BeginTx(tok(e.ctx, 7), &sql.TxOptions{Isolation: iso})
 	if err != nil {
 		t.Fatal(err)
