@@ -33,7 +33,7 @@ import (
 // fenced_tables names it — a registered table renamed by a migration, a guard
 // installed without registering, the real table behind a typo in fenced_tables. And
 // every registry of the database is read, not only the first on the search_path
-// (schema.ReadRegistries): a second registry cannot hide the first.
+// (schema.ReadRecords): a second registry cannot hide the first.
 //
 // Without a registry table and without the guard (the minimal set-up: columns added by
 // hand) the pool guards the listed tables only, and refuses a listed table that does
@@ -79,10 +79,11 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	for _, gs := range k.cfg.guards {
 		listed[strings.ToLower(gs.Table)] = true
 	}
-	registered, triggered, err := k.loadRegistry(ctx, c)
+	rec, err := k.loadRecords(ctx, c)
 	if err != nil {
 		return err
 	}
+	registered := rec.Registered
 	if len(registered) > 0 {
 		if err := k.addGuards(registered); err != nil {
 			return err
@@ -91,23 +92,18 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	// The tables carrying the guard's triggers that neither the configuration nor a
 	// registry names (a renamed table, a guard installed without registering it), with
 	// the default columns: the lazy check refuses them if they have others.
-	var unnamed []schema.GuardSpec
-	for _, t := range triggered {
-		if k.rw.Lookup([]string{t.Name}) == nil {
-			unnamed = append(unnamed, schema.GuardSpec{Table: t.Name, TokenColumn: schema.DefaultTokenColumn, VersionColumn: schema.DefaultVersionColumn})
-		}
-	}
-	if len(unnamed) > 0 {
+	known := func(name string) bool { return k.rw.Lookup([]string{name}) != nil }
+	if unnamed := rec.TriggerOnly(known); len(unnamed) > 0 {
 		if err := k.addGuards(unnamed); err != nil {
 			return err
 		}
 	}
-	descendants, err := k.loadDescendants(ctx, c)
+	relatives, err := k.loadRelatives(ctx, c)
 	if err != nil {
 		return err
 	}
-	if len(descendants) > 0 {
-		if err := k.addGuards(descendants); err != nil {
+	if len(relatives) > 0 {
+		if err := k.addGuards(relatives); err != nil {
 			return err
 		}
 	}
@@ -140,31 +136,28 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	return nil
 }
 
-// loadRegistry reads, through c, what the database records as guarded: every
-// registry's rows (schema.ReadRegistries) and the tables carrying the guard's triggers
-// (schema.TriggerGuarded); nil when the dialect keeps no record or the database has
-// none.
-func (k *core) loadRegistry(ctx context.Context, c *conn) ([]schema.GuardSpec, []dialect.TableName, error) {
-	// Both records are read whatever the other's fate: with the schema check off a
-	// failed read of one must not drop the other.
-	registered, rerr := schema.ReadRegistries(ctx, c.catalog(), k.dialect)
-	triggered, terr := schema.TriggerGuarded(ctx, c.catalog(), k.dialect)
-	if rerr != nil {
-		if err := k.recordErr(ctx, rerr); err != nil {
-			return nil, nil, err
+// loadRecords reads, through c, what the database records as guarded
+// (schema.ReadRecords): every registry's rows and the tables carrying the guard's
+// triggers. A record that could not be read goes to recordErr, each on its own.
+func (k *core) loadRecords(ctx context.Context, c *conn) (schema.Records, error) {
+	rec, err := schema.ReadRecords(ctx, c.catalog(), k.dialect)
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if err := k.recordErr(ctx, e); err != nil {
+				return schema.Records{}, err
+			}
+		}
+	} else if err != nil {
+		if err := k.recordErr(ctx, err); err != nil {
+			return schema.Records{}, err
 		}
 	}
-	if terr != nil {
-		if err := k.recordErr(ctx, &schema.RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: terr}); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, t := range triggered {
+	for _, t := range rec.Triggered {
 		if err := representable(t, "carries the guard's triggers"); err != nil {
-			return nil, nil, err
+			return schema.Records{}, err
 		}
 	}
-	return registered, triggered, nil
+	return rec, nil
 }
 
 // representable fails for a table the database records as guarded whose name the
@@ -201,12 +194,12 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 	return &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed" + mockHint, Err: err}
 }
 
-// loadDescendants lists, through c, the relatives of the pool's guarded tables that
+// loadRelatives lists, through c, the relatives of the pool's guarded tables that
 // it does not guard yet — their descendants (dialect.DescendantFinder) and ancestors
 // (dialect.AncestorFinder) — each with the guarded table's columns: a relative of an
 // unqualified guard unqualified, as the guard matches a table of its name in any
 // schema.
-func (k *core) loadDescendants(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
+func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
 	type finder struct {
 		query func(dialect.TableName) (string, []any)
 		what  string

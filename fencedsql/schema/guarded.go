@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -110,11 +111,66 @@ func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	return specs, nil
 }
 
-// TriggerGuarded returns the tables of the database that carry the guard's triggers
+// Records is what the database records as guarded, each record apart: the pool checks
+// the registries' columns against its configuration, but not the defaults it assumes
+// for a table found by its triggers alone.
+type Records struct {
+	// Registered holds the registries' rows, with their columns.
+	Registered []GuardSpec
+	// Triggered holds the tables carrying the guard's triggers.
+	Triggered []dialect.TableName
+}
+
+// ReadRecords reads both records through q. Each is read whatever the other's fate
+// (with the schema check off, a pool logs a failed read of one and still obeys the
+// other): the error joins a *RegistryError per record that failed, and Records holds
+// what was read.
+func ReadRecords(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) (Records, error) {
+	registered, rerr := ReadRegistries(ctx, q, d)
+	triggered, terr := triggerGuarded(ctx, q, d)
+	if terr != nil {
+		terr = &RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: terr}
+	}
+	return Records{Registered: registered, Triggered: triggered}, errors.Join(rerr, terr)
+}
+
+// TriggerOnly returns, with the default columns, the tables carrying the guard's
+// triggers that no registry row names and for which known (nil: none) is false —
+// matched by the table's name whatever its schema, as a guard matches its name in
+// every schema.
+func (r Records) TriggerOnly(known func(name string) bool) []GuardSpec {
+	named := map[string]bool{}
+	for _, s := range r.Registered {
+		named[strings.ToLower(lastPart(s.Table))] = true
+	}
+	var out []GuardSpec
+	for _, t := range r.Triggered {
+		k := strings.ToLower(t.Name)
+		if named[k] || (known != nil && known(t.Name)) {
+			continue
+		}
+		named[k] = true
+		out = append(out, GuardSpec{Table: t.Name, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn})
+	}
+	return out
+}
+
+// Guarded returns every table the database records as guarded: the registries' rows,
+// then each table carrying the guard's triggers that no registry row names. Unlike a
+// pool, it fails when either record cannot be read.
+func Guarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]GuardSpec, error) {
+	r, err := ReadRecords(ctx, q, d)
+	if err != nil {
+		return nil, err
+	}
+	return append(r.Registered, r.TriggerOnly(nil)...), nil
+}
+
+// triggerGuarded returns the tables of the database that carry the guard's triggers
 // (dialect.GuardFinder; nil when the dialect cannot list them). Where the catalog shows
 // a table's triggers only to who may change them (MySQL/MariaDB: the TRIGGER privilege),
 // a least-privilege application sees none, and the registry is the record.
-func TriggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]dialect.TableName, error) {
+func triggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]dialect.TableName, error) {
 	f, ok := d.(dialect.GuardFinder)
 	if !ok || d == nil {
 		return nil, nil
@@ -130,32 +186,6 @@ func TriggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 		}
 	}
 	return out, nil
-}
-
-// Guarded returns every table the database records as guarded: the registries' rows,
-// then each table carrying the guard's triggers that no registry row names (with the
-// default columns, unqualified: a guard matches its name in every schema).
-func Guarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]GuardSpec, error) {
-	specs, err := ReadRegistries(ctx, q, d)
-	if err != nil {
-		return nil, err
-	}
-	tables, err := TriggerGuarded(ctx, q, d)
-	if err != nil {
-		return nil, &RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: err}
-	}
-	named := map[string]bool{}
-	for _, s := range specs {
-		named[strings.ToLower(lastPart(s.Table))] = true
-	}
-	for _, t := range tables {
-		if named[strings.ToLower(t.Name)] {
-			continue
-		}
-		named[strings.ToLower(t.Name)] = true
-		specs = append(specs, GuardSpec{Table: t.Name})
-	}
-	return specs, nil
 }
 
 // lastPart is the table name of a registry row (which may name a schema).
