@@ -133,9 +133,14 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 			"    ELSE\n      "+floorRefusal(table.Name)+";\n"+
 			"    END IF;\n  END IF;\nEND",
 		"DROP TRIGGER IF EXISTS "+ins,
-		// One IF, no BEGIN: the cheapest trigger body.
+		// One test on the wrapper's path; a NULL fencing column is refused as NOT NULL
+		// refuses it, so that a constraint dropped while pools run opens nothing.
 		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\n"+
-			"  IF "+floorBelow(tok)+" THEN "+floorRefusal(table.Name)+"; END IF",
+			"  IF NEW."+tok+" IS NULL OR NEW."+ver+" IS NULL OR "+floorBelow(tok)+" THEN\n"+
+			"    IF NEW."+tok+" IS NULL THEN "+notNull(tokenCol)+";\n"+
+			"    ELSEIF NEW."+ver+" IS NULL THEN "+notNull(versionCol)+";\n"+
+			"    ELSE "+floorRefusal(table.Name)+";\n"+
+			"    END IF;\n  END IF",
 	)
 	return append(ddl, d.fenceFuncDDL(table, tokenCol)...)
 }

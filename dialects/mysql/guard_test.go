@@ -39,7 +39,11 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("drop = %q", ddl[2])
 	}
 	if want := "CREATE TRIGGER `shop`.`fencedsql_floor_acc``ounts` BEFORE INSERT ON `shop`.`acc``ounts` FOR EACH ROW\n" +
-		"  IF NEW.`fence_token` < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1) THEN SIGNAL SQLSTATE 'FNCD2' SET MESSAGE_TEXT = 'fencedsql: token floor on acc`ounts: token below the floor'; END IF"; ddl[5] != want {
+		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1) THEN\n" +
+		"    IF NEW.`fence_token` IS NULL THEN SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';\n" +
+		"    ELSEIF NEW.`ver'sion` IS NULL THEN SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''ver''sion'' cannot be null';\n" +
+		"    ELSE SIGNAL SQLSTATE 'FNCD2' SET MESSAGE_TEXT = 'fencedsql: token floor on acc`ounts: token below the floor';\n" +
+		"    END IF;\n  END IF"; ddl[5] != want {
 		t.Errorf("floor trigger = %q, want %q", ddl[5], want)
 	}
 	for _, want := range []string{

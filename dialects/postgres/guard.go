@@ -194,11 +194,17 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	floorRaise := "RAISE EXCEPTION USING ERRCODE = '" + FloorSQLState + "', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, " +
 		"MESSAGE = pg_catalog.format('fencedsql: token floor on %I.%I: token %s is below the floor %s', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW." + tok + ", fl), " +
 		"HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor'"
+	// nullRaise is the NOT NULL constraint's own error, naming the fencing column that
+	// is NULL (the token first), which the wrapper classifies as the constraint's.
+	nullRaise := "RAISE EXCEPTION USING ERRCODE = 'not_null_violation', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, " +
+		"COLUMN = CASE WHEN NEW." + tok + " IS NULL THEN " + pgLiteral(tokenCol) + " ELSE " + pgLiteral(versionCol) + " END, " +
+		"MESSAGE = pg_catalog.format('null value in column %I of relation %I violates not-null constraint (fencedsql guard)', " +
+		"CASE WHEN NEW." + tok + " IS NULL THEN " + pgLiteral(tokenCol) + " ELSE " + pgLiteral(versionCol) + " END, TG_TABLE_NAME)"
 	ge, gt, lt, eq := op(">="), op(">"), op("<"), op("=")
 	// accepted is the wrapper's UPDATE (token not lowered, version advanced) or an
 	// INSERT, before the floor. In an INSERT trigger OLD is NULL (the INSERT test
 	// decides); in a DELETE or TRUNCATE trigger NEW is NULL (the whole is NULL).
-	accepted := `(NEW.` + tok + ge + `OLD.` + tok + ` AND NEW.` + ver + gt + `OLD.` + ver + ` OR TG_OP` + eq + `'INSERT')`
+	accepted := `(NEW.` + tok + ge + `OLD.` + tok + ` AND NEW.` + ver + gt + `OLD.` + ver + ` OR TG_OP` + eq + `'INSERT' AND NEW.` + ver + ` IS NOT NULL)`
 	body := `
 -- ` + guardVersion + `
 DECLARE
@@ -217,6 +223,12 @@ BEGIN
   -- (guardDeleteWhen); the rows that reach this function are another statement's, or
   -- rows of a newer token (or NULL) deleted inside it, and are judged below like a
   -- plain DELETE's.
+  -- A NULL fencing column is the wrapper's fenced case (its rewrite yields NULL for an
+  -- older token): refused here as the NOT NULL constraint refuses it (ErrFenced,
+  -- ErrVersionConflict), so that a constraint dropped while pools run opens nothing.
+  IF (TG_OP` + eq + `'INSERT' OR TG_OP` + eq + `'UPDATE') AND (NEW.` + tok + ` IS NULL OR NEW.` + ver + ` IS NULL) THEN
+    ` + nullRaise + `;
+  END IF;
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   IF ` + accepted + ` THEN
     ` + floorSlowRead + `
@@ -226,9 +238,8 @@ BEGIN
     RETURN NEW;
   END IF;
   IF TG_OP` + eq + `'UPDATE' THEN
-    -- A NULL is the wrapper's fenced case, which the NOT NULL constraint refuses next
-    -- (ErrFenced, ErrVersionConflict); a NULL in the old row is not judged.
-    IF NEW.` + tok + ` IS NULL OR NEW.` + ver + ` IS NULL OR OLD.` + tok + ` IS NULL OR OLD.` + ver + ` IS NULL THEN
+    -- A NULL in the old row is not judged (only a dropped NOT NULL lets one in).
+    IF OLD.` + tok + ` IS NULL OR OLD.` + ver + ` IS NULL THEN
       RETURN NEW;
     END IF;
     IF NEW.` + tok + lt + `OLD.` + tok + ` THEN
@@ -286,9 +297,9 @@ func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 
 // guardVersion marks the body of this version of the guard function (the floor's copy
 // read on the fast path, no pinned search_path, the one-statement DELETE recognised by
-// its mark); GuardInstalledQuery reports an older one as not installed, and its Fix
+// its mark, a NULL fencing column refused by the guard itself); GuardInstalledQuery reports an older one as not installed, and its Fix
 // installs this one.
-const guardVersion = "fencedsql guard v5"
+const guardVersion = "fencedsql guard v6"
 
 // floorPlaceholder and floorSeqPlaceholder stand for the floor table's qualified name
 // and the floor sequence's (a string literal, for a regclass cast), schemaPlaceholder

@@ -26,9 +26,11 @@ func TestGuardDDLShape(t *testing.T) {
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
-		`-- fencedsql guard v5`,
-		`IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' AND (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT') AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
-		`IF NEW."fence""token" IS NULL OR NEW."version" IS NULL OR OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
+		`-- fencedsql guard v6`,
+		`IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' AND (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT' AND NEW."version" IS NOT NULL) AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
+		`IF (TG_OP OPERATOR(pg_catalog.=) 'INSERT' OR TG_OP OPERATOR(pg_catalog.=) 'UPDATE') AND (NEW."fence""token" IS NULL OR NEW."version" IS NULL) THEN
+    RAISE EXCEPTION USING ERRCODE = 'not_null_violation', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, COLUMN = CASE WHEN NEW."fence""token" IS NULL THEN 'fence"token' ELSE 'version' END,`,
+		`IF OLD."fence""token" IS NULL OR OLD."version" IS NULL THEN`,
 		`OLD.xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::pg_catalog.xid`,
 		`d := ((x OPERATOR(pg_catalog.-) (cur OPERATOR(pg_catalog.%) 4294967296)) OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;`,
 		`ERRCODE = 'FNCD1'`,
@@ -81,7 +83,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 12 || args[6] != "%fencedsql one-statement delete v3%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v5%" || args[8] != "fencedsql_floor_sync" ||
+	if !strings.Contains(q, "pg_trigger") || len(args) != 12 || args[6] != "%fencedsql one-statement delete v3%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v6%" || args[8] != "fencedsql_floor_sync" ||
 		args[11] != "%fencedsql_guard.delete_statement%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}

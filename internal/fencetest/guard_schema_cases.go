@@ -4,6 +4,7 @@ package fencetest
 
 import (
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -251,5 +252,59 @@ func (s *guardSuite) testNonStrict(t *testing.T) {
 	}
 	if r := e.row(1); r.token != 9 || r.balance != 100 {
 		t.Fatalf("row = %+v", r)
+	}
+}
+
+// The wrapper's rewrite gives a write under an older token a NULL token, which the
+// column's NOT NULL constraint refuses (ErrFenced). A migration that drops the
+// constraint while pools run — after their check passed — must not turn those writes
+// into accepted ones: the guard refuses a NULL fencing column itself, with the
+// constraint's own error. (SQLite cannot drop a constraint but by rebuilding the
+// table, which drops the guard with it: not run there.)
+func (s *guardSuite) testNotNullDropped(t *testing.T) {
+	e := setup(t, s.b)
+	s.install(e, "accounts")
+	e.seed(5, 1, 2, 3)
+	upd := e.q("UPDATE accounts SET balance = balance + 1 WHERE id = ?")
+	if _, err := e.db.ExecContext(tok(e.ctx, 7), upd, 1); err != nil { // the pool's checks run
+		t.Fatal(err)
+	}
+	drop := []string{"ALTER TABLE accounts ALTER COLUMN fence_token DROP NOT NULL", "ALTER TABLE accounts ALTER COLUMN version DROP NOT NULL"}
+	if s.b.MySQL {
+		drop = []string{"ALTER TABLE accounts MODIFY fence_token BIGINT NULL DEFAULT 0, MODIFY version BIGINT NULL DEFAULT 0"}
+	}
+	execAll(t, e.ctx, e.raw, drop)
+	stale := []struct {
+		what, q string
+		arg     int64
+	}{
+		{"stale single-row UPDATE", upd, 1},
+		{"stale multi-row UPDATE", e.q("UPDATE accounts SET balance = 0 WHERE id >= ?"), 1},
+		{"stale DELETE", e.q("DELETE FROM accounts WHERE id = ?"), 1},
+	}
+	for _, c := range stale {
+		_, err := e.db.ExecContext(tok(e.ctx, 6), c.q, c.arg)
+		if !errors.Is(err, fencedsql.ErrFenced) {
+			t.Fatalf("%s after the NOT NULL was dropped: err = %v, want ErrFenced", c.what, err)
+		}
+	}
+	if r := e.row(1); r != (row{101, 7, 2}) {
+		t.Fatalf("row 1 after the stale writes = %+v, want 101/7/2", r)
+	}
+	for _, q := range []string{
+		"UPDATE accounts SET fence_token = NULL, version = version + 1 WHERE id = 2",
+		"UPDATE accounts SET version = NULL WHERE id = 2",
+		"INSERT INTO accounts (id, balance, fence_token, version) VALUES (40, 1, NULL, 1)",
+		"INSERT INTO accounts (id, balance, fence_token, version) VALUES (41, 1, 9, NULL)",
+	} {
+		if _, err := e.raw.ExecContext(e.ctx, q); err == nil {
+			t.Fatalf("%s: accepted after the NOT NULL was dropped", q)
+		}
+	}
+	if r := e.row(2); r != (row{100, 5, 1}) {
+		t.Fatalf("row 2 after the refused plain writes = %+v", r)
+	}
+	if _, err := e.db.ExecContext(tok(e.ctx, 8), upd, 1); err != nil {
+		t.Fatalf("a current token's write: %v", err)
 	}
 }
