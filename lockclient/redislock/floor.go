@@ -80,15 +80,18 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 }
 
 // LastToken implements lockclient.FloorRaiser: the value of the token counter, which is
-// the last token granted or the floor when higher (0 when the counter does not exist:
-// the next grant or raise then seeds it from the server's clock, see the package doc).
+// the last token granted or the floor when higher. A counter that does not exist (a
+// new service, or one that lost its keys: a restart without persistence, a flush, an
+// eviction) is seeded from the server's clock first, as the next grant or raise would
+// seed it (see the package doc), and that value is returned: never 0 for a service
+// whose holders may still carry clock-seeded tokens from before the loss.
 func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
 	s, err := b.rdb.Get(ctx, b.TokenKey()).Result()
 	if errors.Is(err, redis.Nil) {
-		return 0, nil
+		s, err = raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "0").Text()
 	}
 	if err != nil {
 		return 0, unavailable("last token", "", err)

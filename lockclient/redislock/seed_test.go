@@ -157,3 +157,34 @@ func TestExistingCounterNeverLowered(t *testing.T) {
 		t.Fatalf("WithMinToken(5000) on a lost counter: token %d, want above the clock %d µs", l.Token(), before)
 	}
 }
+
+// LastToken after the counter was lost is not 0: it seeds the counter from the
+// server's clock, as the next grant would, so a floor raised to it (the failover hook,
+// a switch to another lock service) is above every token granted before the loss.
+func TestLastTokenAfterLostCounter(t *testing.T) {
+	n := newNamespace(t)
+	ctx := ctxT(t, 30*time.Second)
+	admin := newClient(t, n.Target())
+	b := n.backend("a")
+	c := lockclient.New(b, lockclient.WithTTL(locktest.NetworkTTL))
+	defer c.Close(context.Background())
+	old, err := c.Acquire(ctx, "account:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleteAll(t, ctx, admin, n.prefix)
+	last, err := b.LastToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last < old.Token() {
+		t.Fatalf("LastToken after the loss = %d, below token %d granted before it", last, old.Token())
+	}
+	l, err := c.Acquire(ctx, "account:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() <= last {
+		t.Fatalf("token %d granted after LastToken %d", l.Token(), last)
+	}
+}
