@@ -303,3 +303,12 @@ ORDER BY 1, k.ord`, []any{table.String()}
 }
 
 var _ dialect.UniqueKeyFinder = dialectImpl{}
+
+// TombstoneTablesQuery lists every tombstone table of the database, in every schema
+// (dialect.TombstoneLister).
+func (dialectImpl) TombstoneTablesQuery() string {
+	return `SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.relkind OPERATOR(pg_catalog.=) 'r' AND c.relname OPERATOR(pg_catalog.~~) 'fencedsql\_tomb\_%' AND n.nspname OPERATOR(pg_catalog.!~~) 'pg\_%'`
+}
+
+var _ dialect.TombstoneLister = dialectImpl{}

@@ -172,3 +172,11 @@ WHERE il."unique" = 1 AND il.origin <> 'pk' ORDER BY il.name, ii.seqno`, []any{t
 }
 
 var _ dialect.UniqueKeyFinder = dialectImpl{}
+
+// TombstoneTablesQuery lists the tombstone tables of the main database
+// (dialect.TombstoneLister).
+func (dialectImpl) TombstoneTablesQuery() string {
+	return `SELECT '', name FROM sqlite_master WHERE type = 'table' AND name LIKE 'fencedsql\_tomb\_%' ESCAPE '\'`
+}
+
+var _ dialect.TombstoneLister = dialectImpl{}

@@ -75,3 +75,13 @@ type UniqueKeyFinder interface {
 	// (key name, column name, or an expression's text), in key and column order.
 	UniqueKeysQuery(table TableName) (query string, args []any)
 }
+
+// TombstoneLister is implemented by a Tombstoner that can list the database's
+// tombstone tables, so that schema.MaxToken counts the tokens that only tombstones
+// keep (a key deleted under the highest token leaves it nowhere else). Every tombstone
+// table has a fence_token column holding the token of its key's last delete.
+type TombstoneLister interface {
+	// TombstoneTablesQuery returns a query listing the database's tombstone tables,
+	// one row each: (schema, or "" for the connection's own, table name).
+	TombstoneTablesQuery() string
+}

@@ -180,3 +180,25 @@ func (s *guardSuite) testFloorNoGuard(t *testing.T) {
 		t.Fatalf("UPDATE under 20 below the floor 1000: %v, want ErrBelowFloor", err)
 	}
 }
+
+// MaxToken counts the tokens only tombstones keep: a key deleted under the highest
+// token leaves that token nowhere else, and a new lock service started at a lower
+// MaxToken would hand out tokens the tombstone refuses (its holder could not re-create
+// the key until the service passed the deleter's token).
+func (s *guardSuite) testMaxTokenTombstones(t *testing.T) {
+	e := setup(t, s.b)
+	e.seed(5, 1, 2)
+	s.applyFix(e, s.check(e, schema.GuardSpec{Table: "accounts"})[0].Fix)
+	if _, err := e.db.ExecContext(tok(e.ctx, 100), e.q("DELETE FROM accounts WHERE id = ?"), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, specs := range [][]schema.GuardSpec{{{Table: "accounts"}}, nil} {
+		if m, err := schema.MaxToken(e.ctx, e.raw, s.d, specs...); err != nil || m != 100 {
+			t.Fatalf("MaxToken(%v) = %d, %v; want 100, the deleted key's tombstone", specs, m, err)
+		}
+	}
+	// A holder of the next token re-creates the key.
+	if _, err := e.db.ExecContext(tok(e.ctx, 101), e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)"), 1, 1); err != nil {
+		t.Fatalf("re-insert above MaxToken: %v", err)
+	}
+}
