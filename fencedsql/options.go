@@ -80,7 +80,11 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // read that fails — a mock answers none of them, and sqlmock leaves its expectations
 // untouched by a query it did not expect — is logged (WithLogger) instead of failing
 // the pool. A production DSN copied from a test set-up still guards what the database
-// says is guarded.
+// says is guarded — but its sessions go unchecked: on MySQL/MariaDB a non-strict
+// sql_mode (the DSN's, the server's default) then stores a stale write's refused token
+// as 0 with a warning instead of failing it, and the write succeeds, unless the
+// database-side guard is installed (its triggers refuse it whatever the sql_mode). Never
+// run a pool with the check off against a real database without the guard.
 func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
 
 // WithDDL allows DDL that names a guarded table (CREATE, ALTER, DROP, RENAME, COMMENT,

@@ -82,8 +82,10 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 // write in what the lexer took for a string. Only a SessionError with Reading fails the
 // statement: a session unfit only for writes (non-strict sql_mode, synchronous_commit
 // off) still reads. Where the dialect tracks the session (pgx) the check is free and
-// always runs; otherwise it sends its query only after a statement that may have
-// changed the session (sessionDirty) and with the lazy schema checks on.
+// always runs, and where it could but the driver's connection is out of reach its query
+// runs before every such statement; otherwise it sends its query only after a
+// statement that may have changed the session (sessionDirty). Both need the lazy
+// schema checks on.
 func (c *conn) verifyReading(ctx context.Context) error {
 	d := c.core.dialect
 	if t, ok := d.(dialect.SessionTracker); ok {
@@ -94,7 +96,13 @@ func (c *conn) verifyReading(ctx context.Context) error {
 			return nil
 		}
 	}
-	if !c.sessionDirty || d.SessionQuery() == "" || !c.core.cfg.schemaCheck {
+	// A tracking dialect whose driver connection the wrapper cannot reach (an
+	// instrumentation wrapper below it that hides it) is not told of a change such as
+	// SELECT set_config(…): its query runs before every such statement.
+	if d.SessionQuery() == "" || !c.core.cfg.schemaCheck {
+		return nil
+	}
+	if _, tracks := d.(dialect.SessionTracker); !tracks && !c.sessionDirty {
 		return nil
 	}
 	if err := c.verifySession(ctx, true); isReadingError(err) || err != nil && !isSessionError(err) {
