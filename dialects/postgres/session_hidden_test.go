@@ -28,8 +28,8 @@ func (h hidingDriver) Open(name string) (driver.Conn, error) {
 type hidingConn struct{ c driver.Conn }
 
 func (h *hidingConn) Prepare(q string) (driver.Stmt, error) { return h.c.Prepare(q) }
-func (h *hidingConn) Close() error                        { return h.c.Close() }
-func (h *hidingConn) Begin() (driver.Tx, error)           { return h.c.Begin() } //nolint:staticcheck // the interface's own
+func (h *hidingConn) Close() error                          { return h.c.Close() }
+func (h *hidingConn) Begin() (driver.Tx, error)             { return h.c.Begin() } //nolint:staticcheck // the interface's own
 func (h *hidingConn) ExecContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Result, error) {
 	return h.c.(driver.ExecerContext).ExecContext(ctx, q, a)
 }
