@@ -60,6 +60,12 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // The leases must come from one lock service (tokens of two services do not compare).
 // Take the locks in a fixed order (by key) so that two transfers do not wait for each
 // other forever.
+//
+// What it costs afterwards. The rows of lock A now carry B's larger token: a later
+// write to them under WithLease(a) alone — A still held, nobody else in between — is
+// refused with ErrFenced, as a smaller token always is. Keep writing A's rows under
+// WithLeases(a, b) while the transfer's locks are held; once B is released, acquire A
+// again (a new, larger token) before writing its rows alone.
 func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 	b := binding{leases: make([]Lease, 0, len(leases))}
 	for _, l := range leases {
