@@ -62,7 +62,11 @@ func WithDialect(d dialect.Dialect) Option { return func(c *config) { c.dialect 
 
 // WithStrict accepts only tokens strictly greater than a row's fence token: a holder
 // cannot write the same row twice under one lease, and retries are refused. The default
-// accepts equal tokens (idempotent retries).
+// accepts equal tokens (idempotent retries). A locking read under a token (SELECT … FOR
+// UPDATE in a token-bound transaction) claims its rows — it stamps them with the token
+// — and that is the one write: in strict mode a later UPDATE or DELETE of a
+// claimed row under the same lease is refused with ErrFenced. A read-modify-write in
+// strict mode reads without FOR UPDATE and relies on ExpectVersion instead.
 func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict } }
 
 // WithSchemaCheck turns the lazy checks on or off (default on): before the first guarded
