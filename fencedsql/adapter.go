@@ -152,13 +152,21 @@ func (s *adapterStmt) SQL() string {
 
 func (s *adapterStmt) Close() error { return s.st.Close() }
 
-// Batch fences one statement of a pipelined batch: the steps execPlan would run (the
-// fencing UPDATE of a DELETE or of a claimed read, then the statement), bound and
-// checked (guardedArgs) before anything is sent, with each step's error mapped as
-// execPlan maps it. The batch is one implicit transaction, which stands for the
-// transaction twoStep would begin.
+// Batch fences one statement of a pipelined batch with the functions a statement sent
+// alone goes through, in the same order: the lease check (checkLease: a lost lease
+// sends nothing, and inside a transaction the statement's leases join it), route, the
+// claim's judgement (claimOne → claimable: the planner's refusal, the row locator's
+// verdict, the one-statement form; claimReadable), guardedArgs (token, binding, schema
+// and session checks) for every step before anything is sent, and, as the results
+// come back, each step's error mapped as execPlan maps it and the two steps of a
+// claimed read or a DELETE judged against each other (exact). The batch is one
+// implicit transaction, which stands for the transaction twoStep would begin and
+// claimable asks for.
 func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue) (adapter.Batched, error) {
 	c := a.c
+	if err := c.checkLease(ctx); err != nil {
+		return nil, c.autocommitOutcome(err)
+	}
 	p, err := c.route(ctx, sql)
 	if err != nil {
 		return nil, err
@@ -167,39 +175,41 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		// Sent as written (a claim without a token is a plain locking read).
 		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan.Plan{nil}}, nil
 	}
-	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now()}
+	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now(), stamped: -1}
 	fail := func(err error) (adapter.Batched, error) {
 		c.core.observe(ctx, p, b.tok, b.start, err)
 		return nil, err
 	}
 	if p.Kind == plan.KindClaim {
-		if p.ClaimErr != nil {
-			c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-			return fail(asUnsupported(p.ClaimErr))
-		}
-		one, err := c.oneClaim(ctx, p)
+		one, tok, full, err := c.claimOne(ctx, p, args, true)
 		if err != nil {
 			return fail(err)
 		}
 		if one != nil {
 			// PostgreSQL's claim in one statement: it stamps the rows and returns them.
-			tok, _, full, err := c.guardedArgs(ctx, one, args)
-			if err != nil {
-				return fail(err)
-			}
 			b.tok = tok
 			b.steps = []adapter.Step{{SQL: one.SQL, Args: full}}
 			b.maps = []*plan.Plan{one}
 			b.verdict = &c.core.claimOne
 			return b, nil
 		}
+		// The claim, then the read restricted to the rows carrying the token, whose
+		// rows are counted against the rows claimed: queryClaim's two statements.
+		if err := c.claimReadable(p); err != nil {
+			return fail(err)
+		}
 		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 		if err != nil {
 			return fail(err)
 		}
+		_, _, readArgs, err := c.guardedArgs(ctx, p.ClaimRead, args)
+		if err != nil {
+			return fail(err)
+		}
 		b.tok = tok
-		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: args}}
+		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.ClaimRead.SQL, Args: readArgs}}
 		b.maps = []*plan.Plan{p.Pre, nil}
+		b.exact, b.what = p.ClaimRead, "locking SELECT"
 		return b, nil
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
@@ -214,6 +224,7 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		}
 		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: full}}
 		b.maps = []*plan.Plan{p.Pre, p}
+		b.exact, b.what = p, "DELETE"
 		return b, nil
 	}
 	b.steps = []adapter.Step{{SQL: p.SQL, Args: full}}
@@ -235,11 +246,17 @@ type batched struct {
 	// verdict, when set, is the cache of the table verdict that allowed the batch's
 	// one-statement form: a failure of that form drops it (doubtVerdict).
 	verdict *sync.Map
+	// exact, when set, is the plan of a two-step statement's second step (what names
+	// it): its rows are judged against the rows the first step stamped (stamped, -1
+	// while unknown).
+	exact   *plan.Plan
+	what    string
+	stamped int64
 }
 
 func (b *batched) Steps() []adapter.Step { return b.steps }
 
-func (b *batched) Done(i int, err error) error {
+func (b *batched) Done(i int, n int64, err error) error {
 	if pl := b.maps[i]; pl != nil {
 		err = b.c.core.mapErr(pl, b.tok, b.ver, err)
 	} else {
@@ -247,6 +264,14 @@ func (b *batched) Done(i int, err error) error {
 	}
 	if b.verdict != nil {
 		b.c.core.doubtVerdict(b.verdict, b.p.Guard, err)
+	}
+	if err == nil && b.exact != nil {
+		switch {
+		case i == 0:
+			b.stamped = n
+		case i == len(b.steps)-1 && b.stamped >= 0 && n >= 0:
+			err = b.c.exact(b.exact, b.what, b.stamped, n)
+		}
 	}
 	if b.observed && !b.recorded && (err != nil || i == len(b.steps)-1) {
 		b.recorded = true

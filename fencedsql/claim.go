@@ -18,7 +18,7 @@ import (
 
 // execClaim runs a claimed locking read sent with Exec (it returns no rows to count).
 func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
-	one, tok, full, err := c.claimOne(ctx, r, p, args)
+	one, tok, full, err := c.claimOne(ctx, p, args, false)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 // queryClaim runs a claimed locking read: in one statement where the plan has it,
 // else the claim, then the read, whose rows are counted against the rows claimed.
 func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
-	one, tok, full, err := c.claimOne(ctx, r, p, args)
+	one, tok, full, err := c.claimOne(ctx, p, args, false)
 	if err != nil {
 		return nil, err
 	}
@@ -58,9 +58,10 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		rs.onDone(func(err error) { c.core.doubtVerdict(&c.core.claimOne, one.Guard, err) })
 		return rs, nil
 	}
-	if c.hasToken(ctx) && p.ClaimRead == nil {
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: plan.OffsetTwoStatements}
+	if c.hasToken(ctx) {
+		if err := c.claimReadable(p); err != nil {
+			return nil, err
+		}
 	}
 	claimed, err := c.claim(ctx, r, p, args)
 	if err != nil {
@@ -89,10 +90,23 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	return c.countRows(rows, p.ClaimRead, "locking SELECT", claimed), nil
 }
 
+// claimReadable refuses a claimed read whose rows are to be read in two statements
+// when the plan has no read restricted to the rows carrying the token
+// (plan.ClaimRead): the caller's own text, sent again, could return rows it did not
+// claim.
+func (c *conn) claimReadable(p *plan.Plan) error {
+	if p.ClaimRead != nil {
+		return nil
+	}
+	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+	return &UnsupportedError{Table: p.Guard.String(), Reason: plan.OffsetTwoStatements}
+}
+
 // claimOne judges a locking read (claimable) and, when it runs as one statement,
 // returns that statement with its token and bound arguments; one is nil otherwise.
-func (c *conn) claimOne(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (one *plan.Plan, tok uint64, full []driver.NamedValue, err error) {
-	if one, err = c.claimable(ctx, r, p); err != nil || one == nil {
+// implicitTx: see claimable.
+func (c *conn) claimOne(ctx context.Context, p *plan.Plan, args []driver.NamedValue, implicitTx bool) (one *plan.Plan, tok uint64, full []driver.NamedValue, err error) {
+	if one, err = c.claimable(ctx, p, implicitTx); err != nil || one == nil {
 		return nil, 0, nil, err
 	}
 	if tok, _, full, err = c.guardedArgs(ctx, one, args); err != nil {
@@ -106,8 +120,11 @@ func (c *conn) claimOne(ctx context.Context, r runner, p *plan.Plan, args []driv
 // claim to run when the statement carries a token and the plan has one (a prepared
 // statement prepares it on first use) and, with the lazy schema checks on, the
 // dialect's dialect.ClaimOneChecker verdict on the table is yes; nil otherwise (claim
-// then decides what runs).
-func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Plan, error) {
+// then decides what runs). implicitTx says the statement runs in a transaction the
+// wrapper does not see begin: a pipelined batch, which the database runs as one
+// implicit transaction (adapterConn.Batch), so that the claim and the read commit
+// together; every other judgement is the same.
+func (c *conn) claimable(ctx context.Context, p *plan.Plan, implicitTx bool) (*plan.Plan, error) {
 	if !c.hasToken(ctx) {
 		return nil, nil
 	}
@@ -115,7 +132,7 @@ func (c *conn) claimable(ctx context.Context, r runner, p *plan.Plan) (*plan.Pla
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, asUnsupported(p.ClaimErr)
 	}
-	if c.tx == nil {
+	if c.tx == nil && !implicitTx {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
 	}

@@ -172,15 +172,13 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	}
 	stamped, ok1 := affected(preRes)
 	deleted, ok2 := affected(res)
-	if ok1 && ok2 && stamped != deleted {
-		err := inexactError(p, "DELETE", stamped, deleted)
-		if own != nil {
-			_ = own.Rollback()
-		} else {
-			c.breakTx(err)
+	if ok1 && ok2 {
+		if err := c.exact(p, "DELETE", stamped, deleted); err != nil {
+			if own != nil { // breakTx marked nothing: the transaction is the wrapper's own
+				_ = own.Rollback()
+			}
+			return nil, err
 		}
-		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return nil, err
 	}
 	if own != nil {
 		if err := own.Commit(); err != nil {

@@ -45,21 +45,31 @@ func (c *conn) breakTx(err error) {
 	}
 }
 
+// exact judges a two-statement write or read once its second statement is done:
+// that statement selected as many rows as the fencing UPDATE stamped, or the open
+// transaction is marked broken (breakTx) and the refusal returned. Every path that
+// runs the two statements (twoStep, queryDelete and queryClaim through countRows,
+// a pipelined batch) judges with it.
+func (c *conn) exact(p *plan.Plan, what string, stamped, selected int64) error {
+	if stamped == selected {
+		return nil
+	}
+	err := inexactError(p, what, stamped, selected)
+	c.breakTx(err)
+	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+	return err
+}
+
 // countRows makes r check, at its end, that it returned as many rows as the fencing
-// UPDATE stamped; on a mismatch Next returns the error instead of io.EOF and the open
-// transaction is marked broken.
+// UPDATE stamped (exact); on a mismatch Next returns the error instead of io.EOF and
+// the open transaction is marked broken. Where the caller reads the native rows
+// rather than r's Next (fencedpgx), r judges the count the native rows report when
+// they close (rowCounter).
 func (c *conn) countRows(r driver.Rows, p *plan.Plan, what string, stamped int64) *rows {
 	w, ok := r.(*rows)
 	if !ok {
 		w = newRows(r, c.core, nil, 0, 0).(*rows)
 	}
-	w.expect = func(n int64) error {
-		if n == stamped {
-			return nil
-		}
-		err := inexactError(p, what, stamped, n)
-		c.breakTx(err)
-		return err
-	}
+	w.expect = func(n int64) error { return c.exact(p, what, stamped, n) }
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"reflect"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/adapter"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
@@ -52,20 +53,34 @@ func (r *rows) Next(dest []driver.Value) error {
 		return nil
 	}
 	if err == io.EOF {
-		if r.expect != nil {
-			expect := r.expect
-			r.expect = nil
-			if xerr := expect(r.n); xerr != nil {
-				return r.fail(xerr)
-			}
+		if xerr := r.judge(r.n); xerr != nil {
+			return xerr
 		}
 		return err
 	}
 	return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))
 }
 
+// judge runs expect (countRows) once, with the number of rows returned.
+func (r *rows) judge(n int64) error {
+	if r.expect == nil {
+		return nil
+	}
+	expect := r.expect
+	r.expect = nil
+	return r.fail(expect(n))
+}
+
+// Close closes the rows. Rows the caller read natively, not through Next (fencedpgx),
+// are judged (expect) here, on the count the native rows report once closed
+// (adapter.RowCounter).
 func (r *rows) Close() error {
 	err := r.fail(r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()))
+	if rc, ok := r.native().(adapter.RowCounter); ok && err == nil && r.expect != nil {
+		if n, ok := rc.RowsRead(); ok {
+			err = r.judge(n)
+		}
+	}
 	if r.done != nil {
 		done := r.done
 		r.done = nil

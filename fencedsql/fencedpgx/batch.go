@@ -114,8 +114,8 @@ func (br *batchResults) fail(err error) error {
 func (br *batchResults) pre(it batchItem) error {
 	steps := len(it.fenced.Steps())
 	for i := 0; i < steps-1; i++ {
-		_, err := br.inner.Exec()
-		if err = it.fenced.Done(i, err); err != nil {
+		tag, err := br.inner.Exec()
+		if err = it.fenced.Done(i, tagCount(tag), err); err != nil {
 			return br.fail(err)
 		}
 	}
@@ -132,7 +132,7 @@ func (br *batchResults) Exec() (pgconn.CommandTag, error) {
 		return pgconn.CommandTag{}, err
 	}
 	tag, err := br.inner.Exec()
-	if err = it.fenced.Done(len(it.fenced.Steps())-1, err); err != nil {
+	if err = it.fenced.Done(len(it.fenced.Steps())-1, tagCount(tag), err); err != nil {
 		return pgconn.CommandTag{}, br.fail(err)
 	}
 	return tag, nil
@@ -152,7 +152,7 @@ func (br *batchResults) Query() (pgx.Rows, error) {
 		if rows != nil {
 			rows.Close()
 		}
-		err = br.fail(it.fenced.Done(len(it.fenced.Steps())-1, err))
+		err = br.fail(it.fenced.Done(len(it.fenced.Steps())-1, -1, err))
 		return &errRows{err: err}, err
 	}
 	return &Rows{Rows: rows, fin: &batchRowsFin{br: br, it: it, rows: rows}}, nil
@@ -200,14 +200,24 @@ type batchRowsFin struct {
 }
 
 func (f *batchRowsFin) MapErr(err error) error {
-	return f.it.fenced.Done(len(f.it.fenced.Steps())-1, err)
+	return f.it.fenced.Done(len(f.it.fenced.Steps())-1, -1, err)
 }
 
 func (f *batchRowsFin) Close() error {
 	f.rows.Close()
-	err := f.it.fenced.Done(len(f.it.fenced.Steps())-1, f.rows.Err())
+	err := f.it.fenced.Done(len(f.it.fenced.Steps())-1, tagCount(f.rows.CommandTag()), f.rows.Err())
 	if err != nil {
 		f.br.fail(err)
 	}
 	return err
+}
+
+// tagCount is the number of rows a command tag reports (written, or returned by a
+// SELECT), -1 when the tag carries none (an empty tag, a test double's bare "SELECT").
+func tagCount(tag pgconn.CommandTag) int64 {
+	t := tag.String()
+	if t == "" || t[len(t)-1] < '0' || t[len(t)-1] > '9' {
+		return -1
+	}
+	return tag.RowsAffected()
 }

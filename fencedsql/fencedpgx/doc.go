@@ -29,7 +29,11 @@
 //
 // What is refused: CopyFrom into a guarded table (ErrUnsupported: copied rows carry no
 // token), a batch built with pgx.Batch.BeginTx (begin the transaction with Begin),
-// and everything fencedsql refuses on a pool with guarded tables.
+// pgx.TxOptions.BeginQuery and CommitQuery (SQL pgx sends verbatim in place of BEGIN
+// and COMMIT, which the engine would never plan), and everything fencedsql refuses on
+// a pool with guarded tables — in a batch as for a statement sent alone (the batch
+// calls the statement path's checks: the lease, the claim's refusals, the count of a
+// two-statement claim or DELETE).
 //
 // What is not fenced: the wrapped pool or connection (Unwrap, Tx.Conn, Rows.Conn), as
 // with fencedsql's Unwrap.

@@ -246,6 +246,14 @@ func (r *nativeRows) Close() error {
 	return r.rows.Err()
 }
 
+// RowsRead implements adapter.RowCounter: once closed, pgx's rows carry the
+// statement's command tag, which counts the rows it returned (the caller of
+// fencedpgx reads pgx's rows, not these).
+func (r *nativeRows) RowsRead() (int64, bool) {
+	n := tagCount(r.rows.CommandTag())
+	return n, n >= 0
+}
+
 func (r *nativeRows) Next(dest []driver.Value) error {
 	if !r.rows.Next() {
 		if err := r.rows.Err(); err != nil {

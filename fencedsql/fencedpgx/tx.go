@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
 // Tx is a fenced pgx transaction (pgx.Tx). One begun with a context from
@@ -23,6 +25,9 @@ type Tx struct {
 }
 
 func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*Tx, error) {
+	if err := checkTxOptions(opts); err != nil {
+		return nil, err
+	}
 	l.n.txOpts = opts
 	l.n.lastTx = nil
 	dtx, err := l.c.Begin(ctx)
@@ -31,6 +36,25 @@ func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*T
 	}
 	nt := l.n.lastTx
 	return &Tx{l: l, dtx: dtx, ntx: nt, tx: nt.tx, stmts: stmts}, nil
+}
+
+// checkTxOptions refuses the options pgx would send as SQL of the caller's own:
+// pgx.TxOptions.BeginQuery replaces BEGIN and CommitQuery replaces COMMIT, sent
+// verbatim (several statements allowed), so the wrapper would never plan them: an
+// unfenced write to a guarded table, or a setting the wrapper refuses as a statement
+// (synchronous_commit), would go through. The other options (isolation, access and
+// deferrable modes) are pgx's own BEGIN clauses and are sent as they are.
+func checkTxOptions(opts pgx.TxOptions) error {
+	var field string
+	switch {
+	case opts.BeginQuery != "":
+		field = "BeginQuery"
+	case opts.CommitQuery != "":
+		field = "CommitQuery"
+	default:
+		return nil
+	}
+	return &fencedsql.UnsupportedError{Reason: "pgx.TxOptions." + field + ": pgx sends it verbatim in place of BEGIN or COMMIT, unplanned, so it could write a guarded table unfenced or change a setting the wrapper refuses: use IsoLevel, AccessMode and DeferrableMode, and send further statements (SET LOCAL …) on the transaction, where they are checked"}
 }
 
 func (t *Tx) end() {

@@ -93,6 +93,15 @@ type Stmt interface {
 	Close() error
 }
 
+// RowCounter may be implemented by the rows a native connection's QueryContext
+// returns, when its caller reads them natively rather than through the engine's
+// rows (fencedpgx): once they are closed, RowsRead reports how many rows the
+// statement returned (ok false when the native rows cannot say), and the engine
+// judges that count where it must (a claimed read's rows against the rows claimed).
+type RowCounter interface {
+	RowsRead() (n int64, ok bool)
+}
+
 // Step is one statement a batch must queue: its SQL and arguments in placeholder
 // order.
 type Step struct {
@@ -106,7 +115,10 @@ type Batched interface {
 	// one's.
 	Steps() []Step
 	// Done maps the error of step i (nil when it succeeded) as the wrapper maps every
-	// error, and records the statement's outcome once it is known (the first error,
-	// or the last step).
-	Done(i int, err error) error
+	// error, judges the rows the step wrote or returned (n, from its command tag; -1
+	// when unknown) where the statement's two steps must agree (a claimed read returns
+	// the rows its claim stamped, as through Query), and records the statement's
+	// outcome once it is known (the first error, or the last step). A statement whose
+	// last step returns rows is done when they are closed.
+	Done(i int, n int64, err error) error
 }
