@@ -45,24 +45,49 @@ func (e adapterEngine) Lookup(sql string, versioned bool) error {
 // copyReason is the reason a bulk copy into a guarded table is refused.
 const copyReason = "a bulk copy (COPY … FROM STDIN, pgx's CopyFrom) into a guarded table: copied rows carry no fencing token and no check; insert them with INSERT statements (a pgx.Batch of INSERTs is one round trip), or copy into an unguarded staging table and INSERT … SELECT from it"
 
-func (e adapterEngine) CheckCopy(table []string) error {
-	g := e.k.rw.Lookup(table)
+type adapterConn struct{ c *conn }
+
+// open runs the pool's first-connection work (core.open: the records of what is
+// guarded, the guarded tables' relatives, the listed tables' existence) through this
+// connection, once per engine, before its first statement: a database/sql pool runs it
+// from its connector, which the adapter's connections do not pass through. The fast
+// path is one atomic load; done's store in core.open orders the rewriter it installs
+// before every later read.
+func (a *adapterConn) open(ctx context.Context) error {
+	if a.c.core.first.done.Load() {
+		return nil
+	}
+	return a.c.core.open(ctx, a.c)
+}
+
+func (a *adapterConn) Open(ctx context.Context) error { return a.open(ctx) }
+
+func (a *adapterConn) CheckCopy(ctx context.Context, table []string) error {
+	if err := a.open(ctx); err != nil {
+		return err
+	}
+	k := a.c.core
+	g := k.rw.Lookup(table)
 	if g == nil {
 		return nil
 	}
 	err := &UnsupportedError{Table: g.String(), Reason: copyReason}
-	e.k.cfg.logger.Warn("fencedsql: statement refused", "err", err.Error())
-	e.k.metrics.count(e.k.metrics.unsupported, g)
+	k.cfg.logger.WarnContext(ctx, "fencedsql: statement refused", "err", err.Error())
+	k.metrics.count(k.metrics.unsupported, g)
 	return err
 }
 
-type adapterConn struct{ c *conn }
-
 func (a *adapterConn) Exec(ctx context.Context, sql string, args []driver.NamedValue) (driver.Result, error) {
+	if err := a.open(ctx); err != nil {
+		return nil, err
+	}
 	return a.c.ExecContext(ctx, sql, args)
 }
 
 func (a *adapterConn) Query(ctx context.Context, sql string, args []driver.NamedValue) (adapter.Rows, error) {
+	if err := a.open(ctx); err != nil {
+		return nil, err
+	}
 	rs, err := a.c.QueryContext(ctx, sql, args)
 	if err != nil {
 		return nil, err
@@ -71,12 +96,18 @@ func (a *adapterConn) Query(ctx context.Context, sql string, args []driver.Named
 }
 
 func (a *adapterConn) Begin(ctx context.Context) (driver.Tx, error) {
+	if err := a.open(ctx); err != nil {
+		return nil, err
+	}
 	return a.c.BeginTx(ctx, driver.TxOptions{})
 }
 
 func (a *adapterConn) Reset(ctx context.Context) error { return a.c.ResetSession(ctx) }
 
 func (a *adapterConn) Prepare(ctx context.Context, sql string) (adapter.Stmt, error) {
+	if err := a.open(ctx); err != nil {
+		return nil, err
+	}
 	st, err := a.c.PrepareContext(ctx, sql)
 	if err != nil {
 		return nil, err
@@ -163,6 +194,9 @@ func (s *adapterStmt) Close() error { return s.st.Close() }
 // implicit transaction, which stands for the transaction twoStep would begin and
 // claimable asks for.
 func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue) (adapter.Batched, error) {
+	if err := a.open(ctx); err != nil {
+		return nil, err
+	}
 	c := a.c
 	if err := c.checkLease(ctx); err != nil {
 		return nil, c.autocommitOutcome(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -53,13 +54,18 @@ import (
 // triggers only to who holds the TRIGGER privilege, so there the registry is the record
 // of a least-privilege application. PostgreSQL: the partitions and inheritance
 // children of every guarded table (dialect.DescendantFinder) are guarded like it, with
-// its columns, from the pool's first connection.
+// its columns, from the pool's first connection. fencedpgx's pools and connections,
+// which no connector opens, run the same work (open) before their first statement
+// (adapter.go, adapterConn.open).
 
 // firstUse is the first-connection work of a pool: the registry and the listed
-// tables. It runs once (a failure runs again at the next connection).
+// tables. It runs once (a failure runs again at the next connection). done is set,
+// under mu, once the work succeeded: the adapter's connections (fencedpgx), which are
+// not opened by a connector, read it without the lock before each statement
+// (adapterConn.open), and its store orders open's writes before their reads.
 type firstUse struct {
 	mu   sync.Mutex
-	done bool
+	done atomic.Bool
 }
 
 // open runs the first-connection work on c, once per pool, before c is handed out.
@@ -72,7 +78,7 @@ type firstUse struct {
 func (k *core) open(ctx context.Context, c *conn) error {
 	k.first.mu.Lock()
 	defer k.first.mu.Unlock()
-	if k.first.done {
+	if k.first.done.Load() {
 		return nil
 	}
 	listed := map[string]bool{}
@@ -108,7 +114,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 		}
 	}
 	if !k.cfg.schemaCheck {
-		k.first.done = true
+		k.first.done.Store(true)
 		return nil
 	}
 	// The listed tables now: they exist (the lazy check — columns, session,
@@ -132,7 +138,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 		// when either records it); the missing table is logged.
 		k.cfg.logger.WarnContext(ctx, "fencedsql: a listed table does not exist yet (fenced_allow=ddl: it is checked before its first guarded write)", "table", g.String(), "error", err.Error())
 	}
-	k.first.done = true
+	k.first.done.Store(true)
 	return nil
 }
 
@@ -283,7 +289,10 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 	if err != nil {
 		return &SchemaError{Table: dialect.RegistryTable, Problem: "the registry names a table the wrapper cannot guard: " + err.Error(), Err: err}
 	}
-	k.cfg, k.rw, k.cache = cfg, rw, newPlanCache(cfg.cacheSize)
+	// Only the guards change in the configuration: a connection being made meanwhile
+	// (newConn reads cfg.stmtCache, outside mu) reads another field.
+	k.cfg.guards = cfg.guards
+	k.rw, k.cache = rw, newPlanCache(cfg.cacheSize)
 	k.metrics = newInstruments(cfg.meter, cfg.dialect, rw)
 	return nil
 }

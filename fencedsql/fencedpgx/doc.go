@@ -4,7 +4,12 @@
 // WithToken, ExpectVersion), the same typed errors (ErrFenced, ErrVersionConflict,
 // ErrNoToken, ErrUnsupported, ErrDuplicate), the same lazy schema and session checks,
 // and the same metrics and span events. Guarded tables are configured with the same
-// options (fencedsql.Guard, WithStrict, …); the dialect is PostgreSQL.
+// options (fencedsql.Guard, WithStrict, …); the dialect is PostgreSQL. Before its first
+// statement a Pool or Conn does the work a database/sql pool does at its first
+// connection, with the same code: the tables the database records as guarded (the
+// registry, the guard's triggers) and the partitions and inheritance children of every
+// guarded table are guarded too, listed or not, and a Guard naming a table that does
+// not exist fails with fencedsql.ErrSchema (see New).
 //
 //	pool, _ := pgxpool.New(ctx, dsn)
 //	db, err := fencedpgx.New(pool, fencedsql.Guard("accounts"))
@@ -27,13 +32,13 @@
 // of its own; SELECT … FOR UPDATE on a guarded table in a statement that carries a token
 // claims the rows first (fencedsql's G10).
 //
-// What is refused: CopyFrom into a guarded table (ErrUnsupported: copied rows carry no
-// token), a batch built with pgx.Batch.BeginTx (begin the transaction with Begin),
-// pgx.TxOptions.BeginQuery and CommitQuery (SQL pgx sends verbatim in place of BEGIN
-// and COMMIT, which the engine would never plan), and everything fencedsql refuses on
-// a pool with guarded tables — in a batch as for a statement sent alone (the batch
-// calls the statement path's checks: the lease, the claim's refusals, the count of a
-// two-statement claim or DELETE).
+// What is refused: CopyFrom into a guarded table or one of its partitions
+// (ErrUnsupported: copied rows carry no token), a batch built with pgx.Batch.BeginTx
+// (begin the transaction with Begin), pgx.TxOptions.BeginQuery and CommitQuery (SQL
+// pgx sends verbatim in place of BEGIN and COMMIT, which the engine would never plan),
+// and everything fencedsql refuses on a pool with guarded tables — in a batch as for a
+// statement sent alone (the batch calls the statement path's checks: the lease, the
+// claim's refusals, the count of a two-statement claim or DELETE).
 //
 // What is not fenced: the wrapped pool or connection (Unwrap, Tx.Conn, Rows.Conn), as
 // with fencedsql's Unwrap.

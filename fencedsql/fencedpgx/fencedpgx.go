@@ -73,6 +73,18 @@ type Pool struct {
 // are fenced with the token of the statement's context (fencedsql.WithLease,
 // fencedsql.WithToken) or of its transaction. A configuration error (a bad guard) is
 // returned here.
+//
+// Before its first statement (or Ping, or CopyFrom) the pool does what a database/sql
+// pool of fencedsql does at its first connection, with the same code: it guards every
+// table the database records as guarded (the registries written by fencedsql-schema
+// -apply or schema.RegisterTables, and the tables that carry the guard's triggers),
+// listed in opts or not, and the partitions, inheritance children and parents of every
+// guarded table; and, with the schema check on (the default), it fails with
+// fencedsql.ErrSchema, naming the table, when a table named by a Guard does not exist —
+// a typo must not leave the real table unfenced. That call fails and sends nothing of
+// its own; the work runs again at the next call. With the schema check off
+// (WithSchemaCheck(false), a test double) a failed read of the records is logged, not
+// fatal, as in fencedsql.
 func New(pool *pgxpool.Pool, opts ...fencedsql.Option) (*Pool, error) {
 	if pool == nil {
 		return nil, errors.New("fencedpgx: nil pool")
@@ -197,25 +209,28 @@ func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return l.sendBatch(ctx, b, nil, l.release)
 }
 
-// CopyFrom copies rows into a table that is not guarded. Into a guarded table it is
-// refused (fencedsql.ErrUnsupported) and nothing is sent: copied rows would carry no
-// token and pass no check.
+// CopyFrom copies rows into a table that is not guarded. Into a guarded table (a
+// partition or inheritance child of one included) it is refused
+// (fencedsql.ErrUnsupported) and nothing is sent: copied rows would carry no token and
+// pass no check.
 func (p *Pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	if err := p.eng.CheckCopy(table); err != nil {
+	l, err := p.link(ctx)
+	if err != nil {
 		return 0, err
 	}
-	if p.pool != nil {
-		return p.pool.CopyFrom(ctx, table, columns, src)
-	}
-	return p.db.CopyFrom(ctx, table, columns, src)
+	defer l.release()
+	return l.copyFrom(ctx, table, columns, src)
 }
 
-// Ping pings the database (New only; Wrap: nil).
+// Ping runs the pool's first-use work if it has not run yet (see New) and pings the
+// database (Wrap: the first-use work only).
 func (p *Pool) Ping(ctx context.Context) error {
-	if p.pool != nil {
-		return p.pool.Ping(ctx)
+	l, err := p.link(ctx)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer l.release()
+	return l.ping(ctx)
 }
 
 // Close closes the wrapped pool (New only).
@@ -247,7 +262,8 @@ type Conn struct {
 	stmts *stmtMap
 }
 
-// NewConn wraps conn (see New).
+// NewConn wraps conn (see New: the same first-use work runs before its first
+// statement).
 func NewConn(conn *pgx.Conn, opts ...fencedsql.Option) (*Conn, error) {
 	if conn == nil {
 		return nil, errors.New("fencedpgx: nil conn")
@@ -334,13 +350,9 @@ func (c *Conn) Deallocate(ctx context.Context, name string) error {
 	return nil
 }
 
-// Ping pings the connection (NewConn only; WrapConn: nil).
-func (c *Conn) Ping(ctx context.Context) error {
-	if pc := c.l.n.pc; pc != nil {
-		return pc.Ping(ctx)
-	}
-	return nil
-}
+// Ping runs the first-use work if it has not run yet (see New) and pings the
+// connection (WrapConn: the first-use work only).
+func (c *Conn) Ping(ctx context.Context) error { return c.l.ping(ctx) }
 
 // Close closes the wrapped connection (NewConn only).
 func (c *Conn) Close(ctx context.Context) error {

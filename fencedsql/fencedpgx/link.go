@@ -16,14 +16,13 @@ import (
 // native driver face (n) and the engine's connection wrapper over it (c). Every
 // statement of a Pool, Conn and Tx goes through a link's methods.
 type link struct {
-	eng  adapter.Engine
 	n    *native
 	c    adapter.Conn
 	done func() // returns an acquired pool connection; nil otherwise
 }
 
 func newLink(eng adapter.Engine, n *native, done func()) *link {
-	return &link{eng: eng, n: n, c: eng.Conn(n), done: done}
+	return &link{n: n, c: eng.Conn(n), done: done}
 }
 
 func (l *link) release() {
@@ -171,11 +170,26 @@ func (l *link) prepare(ctx context.Context, name, sql string, stmts *stmtMap) (*
 	return desc, nil
 }
 
+// copyFrom refuses a copy into a guarded table (after the first-use work, which may
+// add the table's partitions and children to the guarded ones) and sends the others.
 func (l *link) copyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	if err := l.eng.CheckCopy(table); err != nil {
+	l.n.opts = l.n.opts[:0] // the engine's catalog queries carry no option of an earlier call
+	if err := l.c.CheckCopy(ctx, table); err != nil {
 		return 0, err
 	}
 	return l.n.q().CopyFrom(ctx, table, columns, src)
+}
+
+// ping runs the first-use work, then pings the connection when there is one.
+func (l *link) ping(ctx context.Context) error {
+	l.n.opts = l.n.opts[:0]
+	if err := l.c.Open(ctx); err != nil {
+		return err
+	}
+	if l.n.pc != nil {
+		return l.n.pc.Ping(ctx)
+	}
+	return nil
 }
 
 // stmtMap holds the statements prepared through a Conn (shared with its transactions)

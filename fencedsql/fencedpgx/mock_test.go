@@ -10,10 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx/fencedpgxtest"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx/internal/sqlcpgx"
+	fschema "github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/metrictest"
 )
 
@@ -303,3 +305,40 @@ func TestHelper(t *testing.T) {
 }
 
 const sqlcAddBalance = "-- name: AddBalance :execrows\nUPDATE accounts SET balance = balance + $1 WHERE id = $2\n"
+
+// triggerRecordQuery is the query of the tables carrying the guard's triggers, one of
+// the pool's first-use reads (schema.ReadRecords).
+func triggerRecordQuery(t *testing.T) string {
+	t.Helper()
+	var found string
+	_, _ = fschema.ReadRecords(bg, func(_ context.Context, q string, _ ...any) ([][]string, error) {
+		if strings.Contains(q, "pg_trigger") {
+			found = q
+		}
+		return nil, nil
+	}, postgres.Dialect)
+	if found == "" {
+		t.Fatal("no trigger record query")
+	}
+	return found
+}
+
+// Over a mock, the pool's first-use reads are sent as through database/sql over
+// go-sqlmock: with the schema check off a read the mock does not answer is logged (not
+// an unexpected call), and a record the mock does answer is obeyed — here a table
+// carrying the guard's triggers, which no Guard names, is guarded.
+func TestMockFirstUseRecordObeyed(t *testing.T) {
+	db, m := mockPool(t)
+	m.ExpectQuery(triggerRecordQuery(t)).WillReturnRows([]string{"nspname", "relname"}, []any{"public", "orders"})
+	_, err := db.Exec(bg, "UPDATE orders SET note = $1 WHERE id = $2", "x", 1)
+	wantErr(t, err, fencedsql.ErrNoToken) // orders is guarded: nothing is sent without a token
+}
+
+// With the schema check on, a mock that answers none of the first-use reads fails the
+// first statement with ErrSchema, as sqlmock does through database/sql; only the
+// catalog reads are sent, and they are not unexpected calls.
+func TestMockFirstUseSchemaCheckOn(t *testing.T) {
+	db, _ := mockPool(t, fencedsql.WithSchemaCheck(true))
+	_, err := db.Exec(fencedsql.WithToken(bg, 7), debit, 30, 42)
+	wantErr(t, err, fencedsql.ErrSchema)
+}

@@ -164,6 +164,9 @@ func (m *DB) next(kind Kind, sql string, args []any) (*Expectation, error) {
 	if kind == KindBegin || kind == KindCommit || kind == KindRollback {
 		call = string(kind)
 	}
+	if isFirstUse(kind, sql) && (e == nil || e.kind != kind || strings.TrimSpace(e.sql) != strings.TrimSpace(sql)) {
+		return nil, &errFirstUse{sql: sql}
+	}
 	if e == nil {
 		err := fmt.Errorf("fencedpgxtest: unexpected call %s: all expectations were met", call)
 		m.err = append(m.err, err.Error())

@@ -278,6 +278,11 @@ func newRecorder(opts []fencedsql.Option) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The pool's first-use work (the catalog reads of what is guarded) runs now, so
+	// that no recording holds its queries: the mock's pool answers them on its own
+	// (DB.next).
+	_ = p.Ping(context.Background())
+	r.events = nil
 	r.pool = p
 	return r, nil
 }

@@ -35,17 +35,29 @@ type Engine interface {
 	// Conn wraps raw in fencedsql's connection wrapper. Like a driver connection, the
 	// result is for one goroutine at a time.
 	Conn(raw driver.Conn) Conn
-	// CheckCopy refuses a bulk copy (COPY … FROM STDIN) into table (its name parts,
-	// schema-qualified or not) when the table is guarded: *fencedsql.UnsupportedError,
-	// counted and logged like any refused statement. nil for other tables.
-	CheckCopy(table []string) error
 	// Lookup plans sql (cached) and reports only the refusal, if any: the per-statement
-	// cost of the engine before anything is sent.
+	// cost of the engine before anything is sent. It does not run the first-use work
+	// (Conn.Open): it is for benchmarks.
 	Lookup(sql string, versioned bool) error
 }
 
 // Conn is fencedsql's wrapper around one native connection.
+//
+// Every method that sends a statement or decides what is guarded (Exec, Query, Begin,
+// Prepare, Batch, CheckCopy) first runs the engine's first-use work through this
+// connection unless it is done: what a database/sql pool does when it opens its first
+// connection (fencedsql's core.open — the registries and the tables carrying the
+// guard's triggers are guarded, the partitions, inheritance children and parents of
+// every guarded table too, and a listed table that does not exist is refused). It runs
+// once per Engine; a failure (ErrSchema) fails the call, sends nothing of it, and the
+// work runs again at the next call.
 type Conn interface {
+	// Open runs the first-use work now, if not done yet (Ping's part).
+	Open(ctx context.Context) error
+	// CheckCopy refuses a bulk copy (COPY … FROM STDIN) into table (its name parts,
+	// schema-qualified or not) when the table is guarded: *fencedsql.UnsupportedError,
+	// counted and logged like any refused statement. nil for other tables.
+	CheckCopy(ctx context.Context, table []string) error
 	// Exec runs sql (fenced if it writes a guarded table). The result is the native
 	// connection's (as its ExecContext returned it) for the statement that answers the
 	// caller: the DELETE of a fenced DELETE, the caller's SELECT of a claimed read.
