@@ -27,7 +27,59 @@ func (p *parser) protectReach(head string, from, first, to int) error {
 	if err := p.protectDependencies(head, first, to); err != nil {
 		return err
 	}
-	return p.protectGrants(head, first, to)
+	if err := p.protectGrants(head, first, to); err != nil {
+		return err
+	}
+	return p.protectReachBodies(head, from, to)
+}
+
+// codeHeads are the statements whose string literals are code the server runs: a DO
+// block, a routine body, PREPARE … FROM '…', EXECUTE [IMMEDIATE] '…', CALL run('…').
+var codeHeads = map[string]bool{"DO": true, "CREATE": true, "ALTER": true, "PREPARE": true, "EXECUTE": true, "EXEC": true, "CALL": true}
+
+// protectReachBodies applies the checks of this file (but the head check) to the
+// statements of every string literal or dollar-quoted body of a statement whose
+// strings are code (codeHeads), nested up to four deep: WithDDL or WithDynamicSQL let
+// such a body run, but not one that writes a catalog or creates an extension (a
+// DO $$ BEGIN UPDATE pg_proc … $$). A body that cannot be tokenized is left to the
+// rules that refuse dynamic SQL and routine DDL (it was allowed by an option).
+func (p *parser) protectReachBodies(head string, from, to int) error {
+	if !codeHeads[head] || p.depth >= 4 {
+		return nil
+	}
+	for i := from; i < to && i < len(p.sig); i++ {
+		if p.sig[i].Kind != sqllex.KindString {
+			continue
+		}
+		body := stringBody(p.text(p.sig[i]))
+		toks, err := sqllex.Lex(body, p.rw.syn)
+		if err != nil {
+			continue
+		}
+		q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+		start := 0
+		for k := 0; k <= len(q.sig); k++ {
+			if k < len(q.sig) && !q.punct(k, ";") {
+				continue
+			}
+			if start < k {
+				first := start
+				// a block's BEGIN, or a branch's THEN/ELSE, before the statement
+				for first < k-1 && (q.punct(first, "(") || q.kwIn(first, "BEGIN", "THEN", "ELSE", "LOOP", "DO")) {
+					first++
+				}
+				h := ""
+				if q.sig[first].Kind == sqllex.KindWord {
+					h = strings.ToUpper(q.text(q.sig[first]))
+				}
+				if err := q.protectReach(h, start, first, k); err != nil {
+					return err
+				}
+			}
+			start = k + 1
+		}
+	}
+	return nil
 }
 
 // knownHeads are the words that start a statement in one of the dialects (PostgreSQL,
