@@ -178,10 +178,37 @@
 //	  REASSIGN OWNED, MySQL DROP DATABASE/SCHEMA,    without naming them
 //	  ALTER TABLE … DISABLE TRIGGER, ENABLE
 //	  REPLICA/ALWAYS TRIGGER (any table)
+//	a write (UPDATE, DELETE, INSERT, REPLACE,       the catalogs hold the guards' functions, triggers and   —
+//	  MERGE, COPY … FROM, TRUNCATE, LOAD DATA,       the fencing columns' NOT NULL: a write there changes
+//	  also inside WITH) to a system catalog:         or disables them without naming them
+//	  PostgreSQL pg_catalog.*, pg_toast.*,
+//	  information_schema.*, any unqualified pg_*
+//	  relation; MySQL/MariaDB the mysql,
+//	  information_schema, performance_schema and
+//	  sys databases (also ALTER/DROP/RENAME of
+//	  their tables, USE of them)
+//	CREATE/ALTER/DROP EXTENSION (every form),      an extension installs code that changes tables          —
+//	  CREATE/ALTER/DROP LANGUAGE, DROP TYPE/DOMAIN/   without triggers (pg_surgery) or owns the guards'
+//	  FUNCTION/… … CASCADE (not TABLE/VIEW/INDEX/     language; CASCADE and ALTER TYPE change or drop a
+//	  SEQUENCE), ALTER TYPE … RENAME VALUE/DROP/      guarded table's column; a user operator or cast is
+//	  ALTER ATTRIBUTE, ALTER DOMAIN … DROP,           resolved in place of pg_catalog's in the fencing
+//	  CREATE/ALTER OPERATOR [CLASS|FAMILY], CREATE    comparisons; a search_path default reaches every
+//	  CAST, ALTER DATABASE/ROLE/USER/SYSTEM … SET     later session; plugins and libraries are server code
+//	  search_path, INSTALL/UNINSTALL (MariaDB),
+//	  LOAD 'library' (PostgreSQL)
+//	GRANT/REVOKE … ON ALL TABLES/SEQUENCES/        they hand out (or take away) the guard objects'          name the objects
+//	  FUNCTIONS/PROCEDURES/ROUTINES IN SCHEMA,       privileges without naming them: another role could
+//	  ALTER DEFAULT PRIVILEGES, MySQL ON *, *.*,     then delete the tombstones
+//	  db.*
+//	PostgreSQL: a statement that starts with no    pgx runs the statement prepared under a name when the   send the SQL text
+//	  statement keyword (set_balance)                text equals the name: the planner would judge a name,
+//	                                                 not the SQL that runs
 //	a change of session_replication_role (but to   replica turns off the guard and tombstone triggers;      —
 //	  origin/local), synchronous_commit to local/    the others acknowledge writes a failover forgets
 //	  off, sql_log_bin = 0, skip_replication = 1,    (docs/design.md G14); writable_schema rewrites
-//	  SQLite PRAGMA writable_schema: by SET [LOCAL|  sqlite_schema. A value that is not a literal (a
+//	  MariaDB sql_select_limit, max_join_size (but   sqlite_schema; a select limit empties the wrapper's
+//	  to the maximum), sql_big_selects = 0,          own checks (every later write on the connection fails).
+//	  SQLite PRAGMA writable_schema: by SET [LOCAL|  A value that is not a literal (a
 //	  SESSION], SET @@[session.]x, ALTER DATABASE/   placeholder, DEFAULT, an expression) is refused, and
 //	  ROLE/USER/SYSTEM/FUNCTION … SET/RESET,         so is set_config with a name that is not a string
 //	  CREATE FUNCTION … SET, RESET, set_config,      literal

@@ -45,7 +45,7 @@ func fzNoRefusalExpected(rw testPlanner, src string) string {
 	if len(sig) > 0 && fzKw(src, sig, first, "PREPARE", "DO") {
 		return ""
 	}
-	if fzJudgedByHead(src, sig) {
+	if fzJudgedByHead(src, sig, rw.Syntax() == sqllex.Postgres) {
 		return ""
 	}
 	if first > 0 && !fzKw(src, sig, first, "SELECT", "VALUES", "TABLE", "WITH") {
@@ -64,10 +64,17 @@ func fzProtected(rw testPlanner, src string) bool {
 	for _, w := range []string{"fencedsql_", "pg_settings", "set_config", "session_replication_role",
 		"synchronous_commit", "sql_log_bin", "skip_replication", "writable_schema", `\`, "u&",
 		"query_to_xml", "ts_stat", "ts_rewrite", "dblink", "server_id", "gtid_", "journal_mode", "synchronous",
-		"setval", "nextval"} {
+		"setval", "nextval", "sql_select_limit", "max_join_size", "sql_big_selects"} {
 		if plan.ContainsFold(src, w) {
 			return true
 		}
+	}
+	// A system catalog a write may reach (protect_reach.go).
+	if rw.Syntax() == sqllex.Postgres && (plan.ContainsFold(src, "pg_") || plan.ContainsFold(src, "information_schema")) {
+		return true
+	}
+	if rw.Syntax() == sqllex.MySQL && (plan.ContainsFold(src, "mysql") || plan.ContainsFold(src, "_schema") || plan.ContainsFold(src, "sys")) {
+		return true
 	}
 	if rw.Syntax() == sqllex.MySQL && plan.HasFoldableGuardPrefix(src) {
 		return true // a routine name MariaDB folds to the reserved prefix
@@ -90,14 +97,21 @@ func fzProtected(rw testPlanner, src string) bool {
 // transaction control, dynamic SQL, SET and LOCK, DDL (by what its bodies name), and
 // the statements that reach a guarded table without naming it (TRUNCATE … CASCADE,
 // COPY … PROGRAM, BINLOG, EXPLAIN ANALYZE EXECUTE).
-func fzJudgedByHead(src string, sig []sqllex.Token) bool {
+func fzJudgedByHead(src string, sig []sqllex.Token, postgres bool) bool {
 	for i := range sig {
 		at := i
 		for at < len(sig) && fzPunct(src, sig[at], "(") {
 			at++
 		}
-		if (i == 0 || fzPunct(src, sig[i-1], ";")) && fzKw(src, sig, at, fzJudgedHeads...) {
-			return true
+		if i == 0 || fzPunct(src, sig[i-1], ";") {
+			if fzKw(src, sig, at, fzJudgedHeads...) {
+				return true
+			}
+			// On PostgreSQL a statement that starts with no statement keyword (a pgx
+			// prepared-statement name) is refused (protect_reach.go: protectHead).
+			if postgres && at < len(sig) && (sig[at].Kind != sqllex.KindWord || !plan.IsStatementHead(src[sig[at].Start:sig[at].End])) {
+				return true
+			}
 		}
 	}
 	return false
@@ -107,7 +121,8 @@ func fzJudgedByHead(src string, sig []sqllex.Token) bool {
 var fzJudgedHeads = []string{"BEGIN", "START", "COMMIT", "ROLLBACK",
 	"END", "ABORT", "XA", "EXECUTE", "EXEC", "PREPARE", "DO", "CALL", "SET", "LOCK", "CREATE", "ALTER",
 	"DROP", "RENAME", "COMMENT", "GRANT", "REVOKE", "REPAIR", "ATTACH", "DETACH", "REFRESH", "SECURITY",
-	"IMPORT", "REASSIGN", "TRUNCATE", "COPY", "BINLOG", "EXPLAIN", "ANALYZE"}
+	"IMPORT", "REASSIGN", "TRUNCATE", "COPY", "BINLOG", "EXPLAIN", "ANALYZE", "USE", "INSTALL",
+	"UNINSTALL", "LOAD"}
 
 // fzUnreadableJudged reports a text the lexer cannot read that the planner looks at
 // anyway — it holds ';', starts with a comment, or its first word is a judged head —
@@ -126,6 +141,9 @@ func fzUnreadableJudged(rw testPlanner, src string) bool {
 	end := 0
 	for end < len(rest) && (rest[end]|0x20 >= 'a' && rest[end]|0x20 <= 'z' || rest[end] == '_' || end > 0 && (rest[end] >= '0' && rest[end] <= '9' || rest[end] == '$')) {
 		end++
+	}
+	if rw.Syntax() == sqllex.Postgres && (end == 0 && rest != "" || end > 0 && !plan.IsStatementHead(rest[:end])) {
+		return true // no statement keyword first: judged on PostgreSQL (protectHead)
 	}
 	return slices.ContainsFunc(fzJudgedHeads, func(h string) bool { return strings.EqualFold(h, rest[:end]) })
 }

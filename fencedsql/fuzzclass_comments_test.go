@@ -292,7 +292,7 @@ var nonRoutineDDL = map[string][]string{
 	},
 	"mysql": {
 		"CREATE TABLE t (x INT, event INT)", "CREATE DEFINER=`u`@`h` SQL SECURITY INVOKER VIEW v AS SELECT 1",
-		"GRANT CREATE ROUTINE, TRIGGER ON db.* TO u", "GRANT ALTER ROUTINE ON db.* TO u", "DROP PROCEDURE p",
+		"GRANT CREATE ROUTINE, TRIGGER ON db.other TO u", "GRANT ALTER ROUTINE ON PROCEDURE db.p TO u", "DROP PROCEDURE p",
 		"CREATE UNIQUE INDEX procedure_idx ON other (x)", "SELECT 1 /*! , 2 */",
 	},
 	"sqlite": {"CREATE TABLE t (x, \"trigger\")", "DROP TRIGGER t", "CREATE VIEW v AS SELECT 1"},

@@ -76,7 +76,10 @@ func TestRewritePassThrough(t *testing.T) {
 		{pgTest, nil, `VACUUM accounts`},
 		{pgTest, nil, ``},
 		// Unguarded malformed statements are the database's to report.
-		{pgTest, nil, `SELEC * FRM nowhere`},
+		// (on PostgreSQL a text whose head is no statement keyword is refused on a pool
+		// with guarded tables: it may be a pgx prepared-statement name)
+		{pgTest, []Option{WithDDL(false)}, `SELEC * FRM nowhere`},
+		{mysqlTest, nil, `SELEC * FRM nowhere`},
 		{pgTest, nil, `SELECT 'oops`},
 		{mysqlTest, nil, `UPDATE other SET x = 'unterminated`},
 		{sqliteTest, nil, `UPDATE other SET a = ?1`},

@@ -116,7 +116,8 @@ func TestDeleteMarkOthersPass(t *testing.T) {
 		{pgTest, "SELECT @ -5"},
 		// PostgreSQL's @ is the absolute-value operator and SQLite's @name a parameter:
 		// neither is a MySQL user variable (FuzzRewritePostgres found "@$$;$$" refused).
-		{pgTest, "@$$;$$"},
+		// (A text that starts with @ is no statement: refused by protectHead since.)
+		{pgTest, "SELECT @$$;$$"},
 		{pgTest, "SELECT @$$fencedsql_x$$::int"},
 		{pgTest, "SELECT @fencedsql_x FROM other"},
 		{pgTest, "SELECT @'x'::int"},

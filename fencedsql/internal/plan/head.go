@@ -18,8 +18,11 @@ var controlHeads = map[string]bool{
 
 // protectHeads start the DDL that can remove or disable the guards without naming
 // them (DROP SCHEMA … CASCADE, DROP OWNED, ALTER TABLE … DISABLE TRIGGER, …) or name
-// them in a body written with escapes (CREATE FUNCTION … AS E'…'): protect judges them.
-var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true, "CREATE": true}
+// them in a body written with escapes (CREATE FUNCTION … AS E'…'), and the statements
+// that reach guard objects by privilege, system database or server code (GRANT …
+// ON ALL TABLES IN SCHEMA, USE mysql, INSTALL SONAME, LOAD 'lib'): protect judges them.
+var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true, "CREATE": true,
+	"GRANT": true, "REVOKE": true, "USE": true, "INSTALL": true, "UNINSTALL": true, "LOAD": true}
 
 // reachHeads start the statements that can write a guarded table without naming it
 // (TRUNCATE … CASCADE, COPY … PROGRAM, BINLOG, EXPLAIN ANALYZE EXECUTE): control judges
@@ -27,7 +30,9 @@ var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true
 var reachHeads = map[string]bool{"TRUNCATE": true, "COPY": true, "BINLOG": true, "EXPLAIN": true, "ANALYZE": true}
 
 // controlHead reports whether sql, on a pool with guarded tables, starts with one of
-// controlHeads, protectHeads or reachHeads, or with a comment. The scan reads only whitespace and
+// controlHeads, protectHeads or reachHeads, with a word that is no statement keyword
+// (knownHeads: a pgx prepared-statement name, protectHead) or with anything but a word
+// (both on PostgreSQL only), or with a comment. The scan reads only whitespace and
 // parentheses before the head: where a comment ends (a -- comment at \r on PostgreSQL,
 // nesting, executable comments on MySQL/MariaDB, a -- that is not a comment) is the
 // lexer's question, so a text that starts with a comment gets the full analysis.
@@ -52,10 +57,10 @@ func (rw *Planner) controlHead(sql string) bool {
 				j++
 			}
 			if j == i {
-				return false
+				return rw.syn.DollarQuotes // no word first: protectHead judges it (PostgreSQL)
 			}
 			h := strings.ToUpper(sql[i:j])
-			return controlHeads[h] || protectHeads[h] || reachHeads[h]
+			return controlHeads[h] || protectHeads[h] || reachHeads[h] || rw.syn.DollarQuotes && !knownHeads[h]
 		}
 	}
 	return false

@@ -18,7 +18,10 @@ type parser struct {
 	// inBody: the text is a string literal's content that protect judges as SQL it may
 	// be run as; depth counts the literals it is nested in.
 	inBody bool
-	depth  int
+	// expanded: the text is a statement with its executable comments written out
+	// (protect), judged again for what their content says.
+	expanded bool
+	depth    int
 	// readPlanned: lockingRead planned the statement, and judged its locking clauses.
 	readPlanned bool
 	// shownOnly: the statement is an EXPLAIN that does not run what it explains.

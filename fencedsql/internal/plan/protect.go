@@ -29,6 +29,12 @@ import (
 //     CASCADE, DROP OWNED, REASSIGN OWNED, DROP EXTENSION … CASCADE, MySQL's DROP
 //     SCHEMA/DATABASE (it drops every table of the database), ALTER TABLE … DISABLE
 //     TRIGGER and ENABLE REPLICA/ALWAYS TRIGGER;
+//   - statements that reach them by catalog, dependency, privilege or name resolution
+//     (protect_reach.go): writes to the system catalogs, PostgreSQL extensions,
+//     languages, DROP … CASCADE of a type or function, ALTER TYPE … RENAME VALUE,
+//     operators and casts, a database- or role-wide search_path, GRANT/REVOKE on all
+//     tables of a schema or a database, server plugins, and on PostgreSQL a text whose
+//     head is no statement keyword (a pgx prepared-statement name);
 //   - a change of a protected setting (protectedSettings) by any spelling: SET
 //     [SESSION|LOCAL|GLOBAL] name, SET @@[session.]name, ALTER DATABASE/ROLE/USER/SYSTEM/
 //     FUNCTION … SET name, CREATE FUNCTION … SET name, RESET name, set_config('name', …)
@@ -119,7 +125,7 @@ func (p *parser) protect() error {
 		}
 		return nil
 	}
-	q := &parser{rw: p.rw, src: expanded, all: toks, sig: sqllex.Significant(toks)}
+	q := &parser{rw: p.rw, src: expanded, all: toks, sig: sqllex.Significant(toks), expanded: true}
 	return q.protectStatements()
 }
 
@@ -199,6 +205,9 @@ func (p *parser) protectOne(from, to int) error {
 		head = strings.ToUpper(p.text(p.sig[first]))
 	}
 	if err := p.protectDDL(head, first, to); err != nil {
+		return err
+	}
+	if err := p.protectReach(head, from, first, to); err != nil {
 		return err
 	}
 	if err := p.protectMark(from, to); err != nil {

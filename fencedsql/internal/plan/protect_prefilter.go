@@ -47,6 +47,13 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if hasProtectNeedle(sql) {
 		return true
 	}
+	// A system catalog a write may reach (protectCatalogWrites).
+	if rw.syn.DollarQuotes && (ContainsFold(sql, "pg_") || ContainsFold(sql, "information_schema")) {
+		return true
+	}
+	if rw.syn.ExecComments && (ContainsFold(sql, "mysql") || ContainsFold(sql, "_schema") || ContainsFold(sql, "sys")) {
+		return true
+	}
 	for _, f := range sqlTextFuncs {
 		if ContainsFold(sql, f) {
 			return true

@@ -201,7 +201,7 @@ func TestGuardObjectsPass(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS fencedsql_locks (lock_key text PRIMARY KEY)",
 		"LISTEN fencedsql_sqllock_00ff", "NOTIFY fencedsql_sqllock_00ff",
 		// DDL that cannot reach the guards
-		"DROP TABLE other CASCADE", "DROP EXTENSION hstore", "DROP SCHEMA IF EXISTS s RESTRICT",
+		"DROP TABLE other CASCADE", "DROP TYPE mood", "DROP FUNCTION f()", "DROP SCHEMA IF EXISTS s RESTRICT",
 		"ALTER TABLE other ENABLE TRIGGER ALL", "ALTER TABLE other ADD COLUMN note text",
 	}
 	for _, d := range protectDialects {
