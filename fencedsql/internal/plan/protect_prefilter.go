@@ -11,7 +11,7 @@ import (
 // protectNeedles are the words whose presence (ASCII case-insensitively) sends a
 // statement to protect; the pre-filter scans for them in one pass.
 var protectNeedles = func() []string {
-	n := []string{guardPrefix, "pg_settings", "set_config", "setval", "nextval"}
+	n := []string{guardPrefix, "pg_settings", "set_config", "setval", "nextval", "search_path"}
 	for _, s := range protectedSettings {
 		n = append(n, s.name)
 	}

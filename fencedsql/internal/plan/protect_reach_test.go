@@ -286,3 +286,33 @@ func TestSelectLimitSettings(t *testing.T) {
 		}
 	}
 }
+
+// A search_path that lists pg_catalog after another schema lets that schema's
+// operators decide the wrapper's token comparisons; one without pg_catalog, or with it
+// first, passes (PostgreSQL then searches pg_catalog first).
+func TestSearchPathCatalogFirst(t *testing.T) {
+	for _, sql := range []string{
+		"SET search_path = evil, pg_catalog, public", "SET search_path TO evil, pg_catalog",
+		"SET LOCAL search_path = evil, \"pg_catalog\"", "SET SESSION search_path TO 'evil', 'pg_catalog'",
+		"SET search_path = public, PG_CATALOG", "SELECT set_config('search_path', 'evil, pg_catalog', false)",
+		"SELECT set_config('search_path', $1, false)", "SELECT set_config('search_path', 'evil,' || 'pg_catalog', true)",
+		"CREATE FUNCTION f() RETURNS int LANGUAGE sql SET search_path = evil, pg_catalog AS 'SELECT 1'",
+		"DO $$ BEGIN SET search_path = evil, pg_catalog; END $$",
+	} {
+		for optName, opts := range protectOptions {
+			if p, err := newTestRewriter(t, pgTest, opts...).Rewrite(sql, false); !isRefusal(err) {
+				t.Errorf("postgres %s: rewrite(%q) = %v, %v; want ErrUnsupported", optName, sql, p, err)
+			}
+		}
+	}
+	for _, sql := range []string{
+		"SET search_path = tenant_7", "SET search_path TO tenant_7, public", "SET search_path = pg_catalog, evil",
+		"SET LOCAL search_path TO DEFAULT", "RESET search_path", "SHOW search_path",
+		"SELECT current_setting('search_path')", "SELECT set_config('search_path', 'tenant_7, public', false)",
+		"SELECT set_config('search_path', 'pg_catalog, tenant_7', true)",
+	} {
+		if p, err := newTestRewriter(t, pgTest).Rewrite(sql, false); err != nil || p.Kind != KindPass {
+			t.Errorf("postgres: rewrite(%q) = %v, %v; want pass-through", sql, p, err)
+		}
+	}
+}

@@ -101,6 +101,10 @@ func (p *parser) protectSettings(head string, from, to int) error {
 			}
 			continue
 		}
+		if p.rw.syn == sqllex.Postgres && strings.EqualFold(n, "search_path") && assigns &&
+			(p.punct(i+1, "=") || p.kw(i+1, "TO")) && !p.catalogFirstAt(i+2, to) {
+			return refuseSearchPath()
+		}
 		s := settingNamed(n)
 		if s == nil {
 			if ps := settingNamed(strings.TrimPrefix(strings.ToLower(n), "pragma_")); ps != nil && ps.safe == nil && hasPrefixFold(n, "pragma_") {
@@ -246,6 +250,14 @@ func (p *parser) protectSetConfig(i int) error {
 	if isGuardObject(name) {
 		return unsupported("", "set_config of %s on a pool with guarded tables: the reserved prefix %s names the guards' settings (the one-statement DELETE's mark)", name, guardPrefix)
 	}
+	if p.rw.syn == sqllex.Postgres && strings.EqualFold(name, "search_path") {
+		if i+3 < len(p.sig) && p.sig[i+2].Kind == sqllex.KindString && p.punct(i+3, ",") {
+			if v, ok := plainString(p.text(p.sig[i+2])); ok && catalogFirst(strings.Split(v, ",")) {
+				return nil
+			}
+		}
+		return refuseSearchPath()
+	}
 	s := settingNamed(name)
 	if s == nil {
 		return nil
@@ -320,4 +332,46 @@ func (p *parser) calledAt(i int) bool {
 		j += 2
 	}
 	return p.punct(j, "(")
+}
+
+// A PostgreSQL search_path that names pg_catalog after another schema makes the
+// session resolve operators and functions in that schema first: an operator of the
+// same name and types there (an always-true <= on bigint) would decide the wrapper's
+// token comparisons. Without pg_catalog in the list, PostgreSQL searches it first, so
+// only a path that lists it after another schema is refused; set_config's value must
+// then be a plain literal the wrapper can read.
+
+// catalogFirstAt reports whether the value list of a SET search_path starting at sig[i]
+// (before to, a ';' or a keyword that ends the value) leaves pg_catalog first: it is
+// absent, or the first item.
+func (p *parser) catalogFirstAt(i, to int) bool {
+	var items []string
+	for ; i < to && !p.punct(i, ";") && !p.kwIn(i, afterSettingValue...); i++ {
+		if p.punct(i, ",") {
+			continue
+		}
+		v, ok := p.literalAt(i)
+		if !ok {
+			return false
+		}
+		items = append(items, v)
+	}
+	return catalogFirst(items)
+}
+
+// catalogFirst reports whether pg_catalog is absent from the search_path items or the
+// first of them (items trimmed of spaces and double quotes, compared case-insensitively
+// as unquoted names fold).
+func catalogFirst(items []string) bool {
+	for k, it := range items {
+		it = strings.Trim(strings.TrimSpace(it), `"`)
+		if strings.EqualFold(it, "pg_catalog") && k > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func refuseSearchPath() error {
+	return unsupported("", "a search_path that lists pg_catalog after another schema (or a set_config of search_path whose value is not a plain literal) on a pool with guarded tables: an operator of that schema would decide the wrapper's token comparisons; leave pg_catalog out (it is then searched first) or list it first")
 }
