@@ -172,7 +172,8 @@ func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []strin
 }
 
 // Prepare prepares sql under name on the transaction's connection (see Conn.Prepare).
-// On a pool's transaction the name is known to this transaction only.
+// On a pool's transaction the name is known to this transaction only: the statement is
+// prepared on the connection under its text, and the name ends with the transaction.
 func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
 	if t.done() {
 		return nil, pgx.ErrTxClosed
