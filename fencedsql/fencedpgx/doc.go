@@ -22,15 +22,15 @@
 //
 // What goes through the fence: Exec, Query and QueryRow (every query exec mode; the
 // token is a typed parameter, $n::bigint, so simple_protocol works too), transactions
-// (Begin, BeginTx; savepoints with Tx.Begin), SendBatch (every queued statement is
-// fenced; the batch runs as one transaction, so a stale statement fails the whole batch
-// with ErrFenced and nothing of it is applied; a refused statement means nothing is
-// sent), Prepare (a guarded write is prepared as its rewrite, once, and serves every
-// token). pgx.NamedArgs (and any pgx.QueryRewriter given as the first argument) is
-// applied before the statement is fenced, so named arguments work. A fenced DELETE is
-// two statements (a fencing UPDATE, then the DELETE) in the caller's transaction or one
-// of its own; SELECT … FOR UPDATE on a guarded table in a statement that carries a token
-// claims the rows first (fencedsql's G10).
+// (Begin, BeginTx; savepoints with Tx.Begin, closed with their parent as pgx's),
+// SendBatch (every queued statement is fenced; the batch runs as one transaction, so a
+// stale statement fails the whole batch with ErrFenced and nothing of it is applied; a
+// refused statement means nothing is sent), Prepare (a guarded write is prepared as its
+// rewrite, once, and serves every token). pgx.NamedArgs (and any pgx.QueryRewriter
+// given as the first argument) is applied before the statement is fenced, so named
+// arguments work. A fenced DELETE is two statements (a fencing UPDATE, then the DELETE)
+// in the caller's transaction or one of its own; SELECT … FOR UPDATE on a guarded table
+// in a statement that carries a token claims the rows first (fencedsql's G10).
 //
 // What is refused: CopyFrom into a guarded table or one of its partitions
 // (ErrUnsupported: copied rows carry no token), a batch built with pgx.Batch.BeginTx

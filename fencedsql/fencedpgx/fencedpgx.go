@@ -328,13 +328,15 @@ func (c *Conn) CopyFrom(ctx context.Context, table pgx.Identifier, columns []str
 // SendBatch then run it when given name as their SQL. A guarded write is prepared as
 // its fenced rewrite, once, with the token as a parameter: the statement serves every
 // token and transaction. The description is the rewrite's, with the caller's name,
-// text and parameters.
+// text and parameters. The name is fencedpgx's: on the connection every statement is
+// prepared under its own text (pgx names it by a digest), so the name runs nothing
+// through pgx itself (Unwrap).
 func (c *Conn) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
 	return c.l.prepare(ctx, name, sql, c.stmts)
 }
 
 // Deallocate forgets the statement prepared under name (and deallocates it when it was
-// prepared as written).
+// prepared as written, under its text, and no other name of the Conn uses that text).
 func (c *Conn) Deallocate(ctx context.Context, name string) error {
 	p := c.stmts.get(name)
 	if p == nil {
@@ -342,10 +344,18 @@ func (c *Conn) Deallocate(ctx context.Context, name string) error {
 	}
 	delete(c.stmts.m, name)
 	_ = p.st.Close()
+	if !p.native {
+		return nil
+	}
+	for _, o := range c.stmts.m {
+		if o.native && o.sql == p.sql {
+			return nil
+		}
+	}
 	if d, ok := c.raw.(interface {
 		Deallocate(ctx context.Context, name string) error
-	}); ok && p.native {
-		return d.Deallocate(ctx, name)
+	}); ok {
+		return d.Deallocate(ctx, p.sql)
 	}
 	return nil
 }

@@ -137,7 +137,10 @@ func (l *link) queryRow(ctx context.Context, sql string, args []any, stmts *stmt
 
 // prepare prepares sql under name (pgx's Prepare): a guarded write is prepared as its
 // fenced rewrite, so one prepared statement serves every token. The description
-// returned is the rewrite's, with the caller's name, text and parameters.
+// returned is the rewrite's, with the caller's name, text and parameters. The name
+// lives in stmts only: on the connection every statement is prepared under its own
+// text (native.PrepareContext), so the name runs nothing once stmts is gone (a
+// pool's transaction ended) and nothing outside fencedpgx.
 func (l *link) prepare(ctx context.Context, name, sql string, stmts *stmtMap) (*pgconn.StatementDescription, error) {
 	if stmts == nil {
 		return nil, errors.New("fencedpgx: a pool has no Prepare: prepare on a Conn or a Tx")
@@ -152,9 +155,8 @@ func (l *link) prepare(ctx context.Context, name, sql string, stmts *stmtMap) (*
 		}
 		return nil, fmt.Errorf("fencedpgx: prepared statement %q already exists with other SQL", key)
 	}
-	l.n.prepName, l.n.prepSQL = key, sql
 	l.n.prepared = map[string]*pgconn.StatementDescription{}
-	defer func() { l.n.prepName, l.n.prepSQL, l.n.prepared = "", "", nil }()
+	defer func() { l.n.prepared = nil }()
 	st, err := l.c.Prepare(ctx, sql)
 	if err != nil {
 		return nil, err
@@ -201,7 +203,7 @@ type prepared struct {
 	st     adapter.Stmt
 	sql    string // the caller's text
 	desc   *pgconn.StatementDescription
-	native bool // prepared under the caller's name on the connection (a statement sent as written)
+	native bool // the caller's text is prepared on the connection (a statement sent as written)
 }
 
 func newStmtMap() *stmtMap { return &stmtMap{m: map[string]*prepared{}} }

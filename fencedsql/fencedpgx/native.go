@@ -23,12 +23,9 @@ type native struct {
 	tx    pgx.Tx    // the open transaction: statements go to it
 
 	// Per call: pgx's option arguments (QueryExecMode, QueryResultFormats, …), sent
-	// before the statement's arguments; the options of the next BeginTx; the name
-	// under which Prepare prepares the caller's own text (prepSQL).
+	// before the statement's arguments; the options of the next BeginTx.
 	opts     []any
 	txOpts   pgx.TxOptions
-	prepName string
-	prepSQL  string
 	prepared map[string]*pgconn.StatementDescription // SQL → description, during a Prepare
 	lastTx   *nativeTx                               // the transaction BeginTx began last
 }
@@ -111,21 +108,21 @@ func (n *native) PrepareContext(ctx context.Context, query string) (driver.Stmt,
 	if n.prep == nil {
 		return nil, errors.New("fencedpgx: this connection cannot prepare statements (a pool has no Prepare: prepare on a Conn or a Tx)")
 	}
-	// The caller's own text is prepared under the caller's name; a fenced rewrite is
-	// prepared under its text (pgx then names it by a digest and finds it by the text),
-	// never under the caller's name, so that the name cannot run it unfenced.
-	key := query
-	if n.prepName != "" && query == n.prepSQL {
-		key = n.prepName
-	}
-	sd, err := n.prep.Prepare(ctx, key, query)
+	// Every statement — a fenced rewrite, and the caller's own text alike — is
+	// prepared under its text: pgx then names it by a digest and runs it when a query's
+	// text is that text, which is what the planner saw. The caller's name never
+	// reaches pgx (fencedpgx resolves it, link.prepare): pgx runs a statement prepared
+	// under a name when a query's text equals the name, and on a pool that name would
+	// outlive the transaction that prepared it, running the raw text — a claim's
+	// unclaimed SELECT … FOR UPDATE — for the connection's next user (red-team pgx F3).
+	sd, err := n.prep.Prepare(ctx, query, query)
 	if err != nil {
 		return nil, err
 	}
 	if n.prepared != nil {
 		n.prepared[query] = sd
 	}
-	return &nativeStmt{n: n, key: key, sd: sd}, nil
+	return &nativeStmt{n: n, key: query, sd: sd}, nil
 }
 
 func (n *native) Prepare(query string) (driver.Stmt, error) {
@@ -181,8 +178,8 @@ func (t *nativeTx) end() {
 	}
 }
 
-// nativeStmt is a statement prepared on the pgx connection. pgx runs a prepared
-// statement when a query's text is its name (or its text, when prepared under it).
+// nativeStmt is a statement prepared on the pgx connection under its text (key): pgx
+// runs the prepared statement when a query's text is that text.
 type nativeStmt struct {
 	n   *native
 	key string

@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/jackc/pgx/v5"
 )
@@ -123,4 +125,183 @@ func TestBeginTxQueryOptionsRefused(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A savepoint (Tx.Begin) is closed once its parent, or any ancestor, ended: every call
+// returns pgx.ErrTxClosed and sends nothing, as pgx's own nested transaction does. On
+// a pool the parent's end returns the connection; a savepoint that outlived it ran its
+// statement on the connection's next user — inside a newer holder's transaction, with
+// that holder's token, committed by that holder's Commit (red-team pgx F2). On a Conn
+// it ran alone, in autocommit.
+func TestSavepointClosedWithParent(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw := openPool(t, ctx, dsn, 2)
+	if _, err := raw.Exec(ctx, plainAccounts+`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 5)`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := fencedpgx.New(openPool(t, ctx, dsn, 1), fencedsql.Guard("accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(t *testing.T) acct {
+		t.Helper()
+		var a acct
+		if err := raw.QueryRow(ctx, "SELECT balance, fence_token, version FROM accounts WHERE id = 1").Scan(&a.balance, &a.token, &a.version); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	const stale = "UPDATE accounts SET balance = 999 WHERE id = 1"
+	// closedTx asserts that every call of tx returns pgx.ErrTxClosed.
+	closedTx := func(t *testing.T, what string, tx pgx.Tx) {
+		t.Helper()
+		if _, err := tx.Exec(tok(ctx, 5), stale); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: Exec = %v, want pgx.ErrTxClosed", what, err)
+		}
+		if _, err := tx.Query(tok(ctx, 5), "SELECT id FROM accounts WHERE id = 1 FOR UPDATE"); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: Query = %v, want pgx.ErrTxClosed", what, err)
+		}
+		var id int64
+		if err := tx.QueryRow(tok(ctx, 5), "SELECT id FROM accounts WHERE id = 1").Scan(&id); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: QueryRow = %v, want pgx.ErrTxClosed", what, err)
+		}
+		b := &pgx.Batch{}
+		b.Queue(stale)
+		if err := tx.SendBatch(tok(ctx, 5), b).Close(); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: SendBatch = %v, want pgx.ErrTxClosed", what, err)
+		}
+		if _, err := tx.Prepare(ctx, "s", stale); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: Prepare = %v, want pgx.ErrTxClosed", what, err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"other"}, []string{"id"}, pgx.CopyFromRows(nil)); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: CopyFrom = %v, want pgx.ErrTxClosed", what, err)
+		}
+		if _, err := tx.Begin(ctx); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: Begin = %v, want pgx.ErrTxClosed", what, err)
+		}
+		if err := tx.Commit(ctx); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: Commit = %v, want pgx.ErrTxClosed", what, err)
+		}
+		if err := tx.Rollback(ctx); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Fatalf("%s: Rollback = %v, want pgx.ErrTxClosed", what, err)
+		}
+	}
+
+	// pgx's own nested transaction, for reference.
+	rtx, err := raw.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp, err := rtx.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rtx.Rollback(ctx)
+	if _, err := rsp.Exec(ctx, "SELECT 1"); !errors.Is(err, pgx.ErrTxClosed) {
+		t.Fatalf("pgx's savepoint after its parent's rollback: %v", err)
+	}
+
+	for _, end := range []string{"Rollback", "Commit"} {
+		t.Run("Pool/"+end, func(t *testing.T) {
+			before := row(t)
+			// Stale holder A (token 5) opens a savepoint, then its transaction ends.
+			txA, err := db.Begin(tok(ctx, 5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spA, err := txA.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end == "Commit" {
+				err = txA.Commit(ctx)
+			} else {
+				err = txA.Rollback(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Newer holder B (token 10) begins on the pool's only connection.
+			txB, err := db.Begin(tok(ctx, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer txB.Rollback(ctx)
+			_, errA := spA.Exec(tok(ctx, 5), stale)
+			if _, err := txB.Exec(ctx, "SELECT 1"); err != nil {
+				t.Fatalf("B after A's late savepoint call: %v", err)
+			}
+			if err := txB.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(errA, pgx.ErrTxClosed) {
+				t.Fatalf("savepoint Exec after its parent's %s = %v, want pgx.ErrTxClosed", end, errA)
+			}
+			wantRow(t, row(t), before)
+			closedTx(t, "savepoint after "+end, spA)
+			wantRow(t, row(t), before)
+		})
+	}
+
+	t.Run("Pool/SavepointReleased", func(t *testing.T) {
+		// A savepoint of a savepoint is closed once the middle one is released; the
+		// transaction itself stays usable.
+		before := row(t)
+		tx, err := db.Begin(tok(ctx, 6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		sp1, err := tx.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp2, err := sp1.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp1.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		closedTx(t, "savepoint of a released savepoint", sp2)
+		if _, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance - 1 WHERE id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := row(t); got.balance != before.balance-1 || got.token != 6 {
+			t.Fatalf("row = %+v after the transaction's own debit, want balance %d token 6", got, before.balance-1)
+		}
+	})
+
+	t.Run("Conn", func(t *testing.T) {
+		pc, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close(ctx)
+		c, err := fencedpgx.NewConn(pc, fencedsql.Guard("accounts"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := row(t)
+		tx, err := c.Begin(tok(ctx, 7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Sent, the statement would run alone, in autocommit, outside the transaction
+		// the caller meant it for.
+		closedTx(t, "Conn savepoint after its parent's rollback", sp)
+		wantRow(t, row(t), before)
+	})
 }

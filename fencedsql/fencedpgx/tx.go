@@ -14,6 +14,12 @@ import (
 // fencedsql.WithLease or WithToken is bound to that token — its guarded writes carry it
 // whatever their own context says — and Commit refuses, rolling back, once the lease is
 // lost (the error wraps lockclient.ErrLeaseLost). Begin makes a savepoint, as pgx's.
+//
+// Like pgx's, a Tx is closed once it ended, and a savepoint also once its parent (or
+// any ancestor) ended: every call then returns pgx.ErrTxClosed and sends nothing. On a
+// pool the connection went back to the pool with the parent, and a savepoint's
+// statement would otherwise run in whatever the connection does next — another
+// holder's transaction, with that holder's token.
 type Tx struct {
 	l       *link
 	dtx     driver.Tx // fencedsql's transaction; nil for a savepoint
@@ -21,7 +27,8 @@ type Tx struct {
 	tx      pgx.Tx    // the pgx transaction (or savepoint)
 	stmts   *stmtMap
 	release func() // returns a pool's connection
-	closed  bool
+	parent  *Tx    // the transaction a savepoint was begun in; nil for a transaction
+	closed  bool   // this Tx ended (see done for its ancestors)
 }
 
 func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*Tx, error) {
@@ -57,6 +64,18 @@ func checkTxOptions(opts pgx.TxOptions) error {
 	return &fencedsql.UnsupportedError{Reason: "pgx.TxOptions." + field + ": pgx sends it verbatim in place of BEGIN or COMMIT, unplanned, so it could write a guarded table unfenced or change a setting the wrapper refuses: use IsoLevel, AccessMode and DeferrableMode, and send further statements (SET LOCAL …) on the transaction, where they are checked"}
 }
 
+// done reports whether t or any of its ancestors ended: a savepoint outlives neither
+// itself nor the transaction it was begun in (pgx's nested transaction delegates to
+// its parent, which returns pgx.ErrTxClosed once ended).
+func (t *Tx) done() bool {
+	for x := t; x != nil; x = x.parent {
+		if x.closed {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *Tx) end() {
 	t.closed = true
 	if t.release != nil {
@@ -68,21 +87,21 @@ func (t *Tx) end() {
 
 // Begin starts a pseudo nested transaction (a savepoint), bound to the same token.
 func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if t.closed {
+	if t.done() {
 		return nil, pgx.ErrTxClosed
 	}
 	sp, err := t.tx.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{l: t.l, tx: sp, stmts: t.stmts}, nil
+	return &Tx{l: t.l, tx: sp, stmts: t.stmts, parent: t}, nil
 }
 
 // Commit commits the transaction (releases the savepoint). A transaction whose lease
 // was lost is rolled back instead, and Commit returns an error wrapping
 // lockclient.ErrLeaseLost.
 func (t *Tx) Commit(ctx context.Context) error {
-	if t.closed {
+	if t.done() {
 		return pgx.ErrTxClosed
 	}
 	if t.dtx == nil {
@@ -98,7 +117,7 @@ func (t *Tx) Commit(ctx context.Context) error {
 // Rollback rolls the transaction back. After Commit or Rollback it returns
 // pgx.ErrTxClosed, as pgx's does, so that it can be deferred.
 func (t *Tx) Rollback(ctx context.Context) error {
-	if t.closed {
+	if t.done() {
 		return pgx.ErrTxClosed
 	}
 	if t.dtx == nil {
@@ -113,7 +132,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 
 // Exec runs sql (or a prepared statement's name) in the transaction.
 func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.closed {
+	if t.done() {
 		return pgconn.CommandTag{}, pgx.ErrTxClosed
 	}
 	return t.l.exec(ctx, sql, args, t.stmts)
@@ -121,7 +140,7 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 
 // Query runs sql in the transaction and returns its rows.
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.closed {
+	if t.done() {
 		return &errRows{err: pgx.ErrTxClosed}, pgx.ErrTxClosed
 	}
 	return t.l.query(ctx, sql, args, t.stmts, nil)
@@ -138,7 +157,7 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // PostgreSQL, aborts the transaction). A statement that is refused before sending
 // (ErrNoToken, ErrUnsupported) means nothing of the batch is sent.
 func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.closed {
+	if t.done() {
 		return &batchResults{err: pgx.ErrTxClosed, closed: true}
 	}
 	return t.l.sendBatch(ctx, b, t.stmts, nil)
@@ -146,16 +165,17 @@ func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 
 // CopyFrom copies rows into a table that is not guarded (see Pool.CopyFrom).
 func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	if t.closed {
+	if t.done() {
 		return 0, pgx.ErrTxClosed
 	}
 	return t.l.copyFrom(ctx, table, columns, src)
 }
 
 // Prepare prepares sql under name on the transaction's connection (see Conn.Prepare).
-// On a pool's transaction the name is known to this transaction only.
+// On a pool's transaction the name is known to this transaction only: the statement is
+// prepared on the connection under its text, and the name ends with the transaction.
 func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
-	if t.closed {
+	if t.done() {
 		return nil, pgx.ErrTxClosed
 	}
 	return t.l.prepare(ctx, name, sql, t.stmts)
