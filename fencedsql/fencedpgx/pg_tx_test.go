@@ -305,3 +305,43 @@ func TestSavepointClosedWithParent(t *testing.T) {
 		wantRow(t, row(t), before)
 	})
 }
+
+// A second Begin on a Conn whose transaction is still open is refused: pgx would send
+// BEGIN inside it (the server only warns) and the new Tx's token would bind the open
+// transaction's statements — a stale holder's writes committed under a newer token.
+func TestSecondBeginOnConnRefused(t *testing.T) {
+	ctx, raw, _ := freshPG(t, plainAccounts+`INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 100, 5, 1)`)
+	pc, err := raw.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	c, err := fencedpgx.WrapConn(pc.Conn(), fencedsql.Guard("accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Begin(tok(ctx, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Begin(tok(ctx, 10)); !errors.Is(err, fencedsql.ErrUnsupported) {
+		t.Fatalf("second Begin with a transaction open = %v, want ErrUnsupported", err)
+	}
+	if _, err := first.Exec(tok(ctx, 5), "UPDATE accounts SET balance = 1 WHERE id = 1"); err != nil {
+		t.Fatalf("the first transaction after the refused Begin: %v", err)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var tk int64
+	if err := raw.QueryRow(ctx, "SELECT fence_token FROM accounts WHERE id = 1").Scan(&tk); err != nil || tk != 5 {
+		t.Fatalf("fence_token = %d, %v; want 5 (the first transaction's own token)", tk, err)
+	}
+	second, err := c.Begin(tok(ctx, 10))
+	if err != nil {
+		t.Fatalf("Begin after the first transaction ended: %v", err)
+	}
+	if err := second.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,7 @@ package fencedpgx
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,6 +35,11 @@ type Tx struct {
 func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*Tx, error) {
 	if err := checkTxOptions(opts); err != nil {
 		return nil, err
+	}
+	if l.n.tx != nil {
+		// pgx would send BEGIN inside the open transaction (the server only warns), and
+		// the new Tx's token would then bind the statements of the one already open.
+		return nil, fmt.Errorf("%w: a transaction is already open on this connection: commit or roll it back first, or use its Begin for a savepoint", fencedsql.ErrUnsupported)
 	}
 	l.n.txOpts = opts
 	l.n.lastTx = nil
