@@ -183,6 +183,10 @@ func (s *adapterStmt) SQL() string {
 
 func (s *adapterStmt) Close() error { return s.st.Close() }
 
+// batchSessionReason is the reason a statement that may change the session, followed
+// by others in one batch, is refused.
+const batchSessionReason = "a statement that may change the session settings or name resolution (SET, RESET, set_config, …) followed by other statements in one batch: the wrapper checks every statement of a batch against the session as it was before the batch, but the server would run the later ones under the new setting; send the setting alone (Exec) or as the batch's last statement"
+
 // Batch fences one statement of a pipelined batch with the functions a statement sent
 // alone goes through, in the same order: the lease check (checkLease: a lost lease
 // sends nothing, and inside a transaction the statement's leases join it), route, the
@@ -192,8 +196,10 @@ func (s *adapterStmt) Close() error { return s.st.Close() }
 // come back, each step's error mapped as execPlan maps it and the two steps of a
 // claimed read or a DELETE judged against each other (exact). The batch is one
 // implicit transaction, which stands for the transaction twoStep would begin and
-// claimable asks for.
-func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue) (adapter.Batched, error) {
+// claimable asks for. A statement that may change the session or its name resolution
+// (the plan's ResetsSession or ResetsNames, which re-arm the checks on the statement
+// path: sessionMoved) is refused unless it is the batch's last (more false).
+func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue, more bool) (adapter.Batched, error) {
 	if err := a.open(ctx); err != nil {
 		return nil, err
 	}
@@ -204,6 +210,15 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	p, err := c.route(ctx, sql)
 	if err != nil {
 		return nil, err
+	}
+	if more && (p.ResetsSession || p.ResetsNames) {
+		// Every statement of the batch is judged now, on the session as it is before
+		// the batch (route's reading check, guardedArgs' session check), but the server
+		// reads each one after the statements before it ran: after this one, the
+		// statements that follow may read otherwise (standard_conforming_strings off
+		// turns what the lexer took for a string into statement text) or resolve other
+		// tables. Sent alone, the next statement is judged on the session this one left.
+		return nil, c.core.refused(&UnsupportedError{Reason: batchSessionReason})
 	}
 	if p.Kind == plan.KindPass || (p.Kind == plan.KindClaim && !c.hasToken(ctx)) {
 		// Sent as written (a claim without a token is a plain locking read).

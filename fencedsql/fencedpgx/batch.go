@@ -18,7 +18,10 @@ import (
 // a fenced DELETE's two statements commit together, and a statement that fails —
 // ErrFenced among them — fails the whole batch. If any statement is refused
 // (ErrNoToken, ErrUnsupported, a session or schema check) nothing is sent and every
-// result reports the refusal. done (if not nil) runs when the results are closed.
+// result reports the refusal. Since every statement is checked before the batch is
+// sent, a statement that may change the session or name resolution (a SET, …) is
+// refused unless it is the batch's last: the server would read the statements after
+// it under the new setting. done (if not nil) runs when the results are closed.
 func (l *link) sendBatch(ctx context.Context, b *pgx.Batch, stmts *stmtMap, done func()) pgx.BatchResults {
 	refuse := func(err error) pgx.BatchResults {
 		if done != nil {
@@ -48,7 +51,7 @@ func (l *link) sendBatch(ctx context.Context, b *pgx.Batch, stmts *stmtMap, done
 		if p := stmts.get(sql); p != nil {
 			sql = p.sql // a statement prepared through fencedpgx, queued by name
 		}
-		fenced, err := l.c.Batch(ctx, sql, named(args))
+		fenced, err := l.c.Batch(ctx, sql, named(args), i < len(b.QueuedQueries)-1)
 		if err != nil {
 			return refuse(err)
 		}

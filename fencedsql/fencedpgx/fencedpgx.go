@@ -57,8 +57,8 @@ func newEngine(opts []fencedsql.Option) (adapter.Engine, error) {
 // safe for concurrent use.
 type Pool struct {
 	eng  adapter.Engine
-	pool *pgxpool.Pool // New: each call acquires a connection
-	db   DB            // Wrap: calls go to db as they are
+	pool *pgxpool.Pool // New, Wrap of a *pgxpool.Pool: each call acquires a connection
+	db   DB            // Wrap: calls go to db as they are (a *pgxpool.Pool: the caller's, not closed)
 
 	// links keeps one engine connection per pgx connection (*pgx.Conn → *link), as
 	// database/sql keeps one wrapper per driver connection: its per-connection state
@@ -96,10 +96,13 @@ func New(pool *pgxpool.Pool, opts ...fencedsql.Option) (*Pool, error) {
 	return &Pool{eng: eng, pool: pool}, nil
 }
 
-// Wrap wraps any DB as a pool: each statement goes to db as it is (a *pgxpool.Pool
-// wrapped this way loses only the session check from pgx's parameters, which New
-// keeps: the session query then runs before each guarded write). It is meant for test
-// doubles.
+// Wrap wraps any DB as a pool. It is meant for test doubles: each statement goes to db
+// as it is, and db is taken for one connection — the session check (a query, since the
+// wrapper cannot read pgx's parameters of a DB) must reach the connection the statement
+// then runs on, so a DB that spreads its calls over several connections must not be
+// wrapped this way. A *pgxpool.Pool is the exception: it is used as New uses it (each
+// call acquires one connection, on which the session check and the statement both
+// run), except that Close leaves it open.
 func Wrap(db DB, opts ...fencedsql.Option) (*Pool, error) {
 	if db == nil {
 		return nil, errors.New("fencedpgx: nil DB")
@@ -107,6 +110,14 @@ func Wrap(db DB, opts ...fencedsql.Option) (*Pool, error) {
 	eng, err := newEngine(opts)
 	if err != nil {
 		return nil, err
+	}
+	if pool, ok := db.(*pgxpool.Pool); ok {
+		// Sent to the pool itself, the session query and the statement it vouches for
+		// would each acquire a connection, not necessarily the same one.
+		if pool == nil {
+			return nil, errors.New("fencedpgx: nil DB")
+		}
+		return &Pool{eng: eng, pool: pool, db: db}, nil
 	}
 	return &Pool{eng: eng, db: db}, nil
 }
@@ -223,7 +234,7 @@ func (p *Pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []str
 }
 
 // Ping runs the pool's first-use work if it has not run yet (see New) and pings the
-// database (Wrap: the first-use work only).
+// database (Wrap of a DB other than a *pgxpool.Pool: the first-use work only).
 func (p *Pool) Ping(ctx context.Context) error {
 	l, err := p.link(ctx)
 	if err != nil {
@@ -233,9 +244,9 @@ func (p *Pool) Ping(ctx context.Context) error {
 	return l.ping(ctx)
 }
 
-// Close closes the wrapped pool (New only).
+// Close closes the wrapped pool (New only: a DB given to Wrap stays open).
 func (p *Pool) Close() {
-	if p.pool != nil {
+	if p.pool != nil && p.db == nil {
 		p.pool.Close()
 	}
 }
@@ -244,10 +255,10 @@ func (p *Pool) Close() {
 // reach the guarded tables without a token check (only the database-side guards, see
 // schema.Check, refuse them).
 func (p *Pool) Unwrap() DB {
-	if p.pool != nil {
-		return p.pool
+	if p.db != nil {
+		return p.db
 	}
-	return p.db
+	return p.pool
 }
 
 // lookup plans sql through the engine's cache: the per-statement cost before anything

@@ -73,8 +73,12 @@ type Conn interface {
 	// Batch fences sql for a pipelined batch: it returns the statements to queue in its
 	// place, or the refusal (nothing may be sent). The batch must run as one
 	// transaction (a batch is an implicit one) for a two-statement form (DELETE, a
-	// claimed read) to be atomic.
-	Batch(ctx context.Context, sql string, args []driver.NamedValue) (Batched, error)
+	// claimed read) to be atomic. more reports that other statements of the same batch
+	// follow sql: every statement of a batch is checked before anything is sent,
+	// against the session as it is before the batch, so a statement that may change the
+	// session or its name resolution (a SET, set_config, …) is refused
+	// (*fencedsql.UnsupportedError) unless it is the batch's last.
+	Batch(ctx context.Context, sql string, args []driver.NamedValue, more bool) (Batched, error)
 	// Reset forgets the connection's transaction binding (the connection returns to
 	// a pool), as driver.SessionResetter does.
 	Reset(ctx context.Context) error
