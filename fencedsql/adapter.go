@@ -187,6 +187,10 @@ func (s *adapterStmt) Close() error { return s.st.Close() }
 // by others in one batch, is refused.
 const batchSessionReason = "a statement that may change the session settings or name resolution (SET, RESET, set_config, …) followed by other statements in one batch: the wrapper checks every statement of a batch against the session as it was before the batch, but the server would run the later ones under the new setting; send the setting alone (Exec) or as the batch's last statement"
 
+// batchReadingReason is the reason a statement whose reading depends on the session,
+// after others in one batch, is refused.
+const batchReadingReason = "a statement whose reading depends on the session (a backslash or a non-ASCII byte) after other statements in one batch: a statement before it may change the session from inside a function (set_config in a body the wrapper cannot read), and the server would read this one otherwise than the wrapper checked it; send it alone or as the batch's first statement"
+
 // Batch fences one statement of a pipelined batch with the functions a statement sent
 // alone goes through, in the same order: the lease check (checkLease: a lost lease
 // sends nothing, and inside a transaction the statement's leases join it), route, the
@@ -198,8 +202,11 @@ const batchSessionReason = "a statement that may change the session settings or 
 // implicit transaction, which stands for the transaction twoStep would begin and
 // claimable asks for. A statement that may change the session or its name resolution
 // (the plan's ResetsSession or ResetsNames, which re-arm the checks on the statement
-// path: sessionMoved) is refused unless it is the batch's last (more false).
-func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue, more bool) (adapter.Batched, error) {
+// path: sessionMoved) is refused unless it is the batch's last (more false); a
+// statement whose reading depends on the session (escapesOrNonASCII) unless it is the
+// batch's first (after false): a statement before it may change the session from
+// inside a function no text of the batch shows.
+func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.NamedValue, after, more bool) (adapter.Batched, error) {
 	if err := a.open(ctx); err != nil {
 		return nil, err
 	}
@@ -219,6 +226,9 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		// turns what the lexer took for a string into statement text) or resolve other
 		// tables. Sent alone, the next statement is judged on the session this one left.
 		return nil, c.core.refused(&UnsupportedError{Reason: batchSessionReason})
+	}
+	if after && escapesOrNonASCII(sql) {
+		return nil, c.core.refused(&UnsupportedError{Reason: batchReadingReason})
 	}
 	if p.Kind == plan.KindPass || (p.Kind == plan.KindClaim && !c.hasToken(ctx)) {
 		// Sent as written (a claim without a token is a plain locking read).
@@ -327,4 +337,18 @@ func (b *batched) Done(i int, n int64, err error) error {
 		b.c.core.observe(b.ctx, b.p, b.tok, b.start, err)
 	}
 	return err
+}
+
+// escapesOrNonASCII reports whether sql holds a byte a pipelined batch's session may
+// read otherwise than the wrapper's lexer did: a backslash (PostgreSQL's
+// standard_conforming_strings) or a byte of 0x80 and above (client_encoding). Batches
+// are pgx's, so MySQL's ANSI_QUOTES, which makes a double quote ambiguous too, does
+// not apply.
+func escapesOrNonASCII(sql string) bool {
+	for i := 0; i < len(sql); i++ {
+		if c := sql[i]; c == '\\' || c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }

@@ -51,7 +51,7 @@ func (l *link) sendBatch(ctx context.Context, b *pgx.Batch, stmts *stmtMap, done
 		if p := stmts.get(sql); p != nil {
 			sql = p.sql // a statement prepared through fencedpgx, queued by name
 		}
-		fenced, err := l.c.Batch(ctx, sql, named(args), i < len(b.QueuedQueries)-1)
+		fenced, err := l.c.Batch(ctx, sql, named(args), i > 0, i < len(b.QueuedQueries)-1)
 		if err != nil {
 			return refuse(err)
 		}

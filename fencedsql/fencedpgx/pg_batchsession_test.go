@@ -127,3 +127,39 @@ func TestBatchSessionChangeFollowed(t *testing.T) {
 		})
 	}
 }
+
+// A function queued earlier in a batch may change the session from inside its body,
+// which no text of the batch shows: a statement whose reading depends on the session
+// (a backslash, a non-ASCII byte) is refused unless it is the batch's first. First, or
+// after nothing, it is judged on the session as it is.
+func TestBatchReadingAfterFunction(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw := openPool(t, ctx, dsn, 2)
+	if _, err := raw.Exec(ctx, plainAccounts+` INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 10);
+CREATE FUNCTION flip() RETURNS int LANGUAGE sql AS $f$ SELECT 1 FROM (SELECT pg_catalog.set_config('standard_conforming_strings', 'off', false)) s $f$;`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := fencedpgx.New(openPool(t, ctx, dsn, 1), fencedsql.Guard("accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := &pgx.Batch{}
+	b.Queue("SELECT flip()")
+	b.Queue(hiddenWrite)
+	if err := db.SendBatch(ctx, b).Close(); !errors.Is(err, fencedsql.ErrUnsupported) {
+		t.Fatalf("a reading-dependent statement after a function in one batch = %v, want ErrUnsupported", err)
+	}
+	if bal, tk := sessRow(t, ctx, raw); bal != 100 || tk != 10 {
+		t.Fatalf("row 1 = %d/%d after the refused batch, want 100/10", bal, tk)
+	}
+	// First in a batch, or with plain text after it, it is sent.
+	b = &pgx.Batch{}
+	b.Queue(`SELECT 'a\b'`)
+	b.Queue("SELECT 1")
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatalf("a reading-dependent statement first in a batch: %v", err)
+	}
+}

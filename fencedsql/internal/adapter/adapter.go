@@ -77,8 +77,11 @@ type Conn interface {
 	// follow sql: every statement of a batch is checked before anything is sent,
 	// against the session as it is before the batch, so a statement that may change the
 	// session or its name resolution (a SET, set_config, …) is refused
-	// (*fencedsql.UnsupportedError) unless it is the batch's last.
-	Batch(ctx context.Context, sql string, args []driver.NamedValue, more bool) (Batched, error)
+	// (*fencedsql.UnsupportedError) unless it is the batch's last. after reports that
+	// statements of the same batch come before sql: one of them may change the session
+	// from inside a function the wrapper cannot read, so a statement whose reading
+	// depends on the session is refused unless it is the batch's first.
+	Batch(ctx context.Context, sql string, args []driver.NamedValue, after, more bool) (Batched, error)
 	// Reset forgets the connection's transaction binding (the connection returns to
 	// a pool), as driver.SessionResetter does.
 	Reset(ctx context.Context) error
