@@ -109,7 +109,8 @@ func fzJudgedByHead(src string, sig []sqllex.Token, postgres bool) bool {
 			}
 			// On PostgreSQL a statement that starts with no statement keyword (a pgx
 			// prepared-statement name) is refused (protect_reach.go: protectHead).
-			if postgres && at < len(sig) && (sig[at].Kind != sqllex.KindWord || !plan.IsStatementHead(src[sig[at].Start:sig[at].End])) {
+			// Parentheses with nothing after them are judged by the last one.
+			if postgres && (at >= len(sig) || sig[at].Kind != sqllex.KindWord || !plan.IsStatementHead(src[sig[at].Start:sig[at].End])) {
 				return true
 			}
 		}
