@@ -31,16 +31,7 @@ func (p *parser) backstop() error {
 		if !p.writeKeyword(i) {
 			continue
 		}
-		j := i + 1
-		for {
-			if p.kwIn(j, backstopSkip...) {
-				j++
-			} else if p.kw(j, "OR") && p.isIdent(j+1) {
-				j += 2
-			} else {
-				break
-			}
-		}
+		j := p.afterWriteModifiers(i + 1)
 		if g := p.rw.Lookup(p.namePartsAt(j)); g != nil {
 			return unsupported(g.String(), "%s of a guarded table in a shape the rewriter does not know", p.text(p.sig[i]))
 		}
@@ -110,4 +101,18 @@ func (p *parser) isDDL() bool {
 		i++
 	}
 	return i < len(p.sig) && p.sig[i].Kind == sqllex.KindWord && ddlHeads[strings.ToUpper(p.text(p.sig[i]))]
+}
+
+// afterWriteModifiers returns the index of the first token at or after j that is not a
+// write's modifier (backstopSkip) or SQLite's OR <conflict action>: the write's target.
+func (p *parser) afterWriteModifiers(j int) int {
+	for {
+		if p.kwIn(j, backstopSkip...) {
+			j++
+		} else if p.kw(j, "OR") && p.isIdent(j+1) {
+			j += 2
+		} else {
+			return j
+		}
+	}
 }

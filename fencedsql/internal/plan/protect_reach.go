@@ -244,16 +244,7 @@ func (p *parser) protectCatalogWrites(head string, first, to int) error {
 		case p.kw(i, "TRUNCATE"):
 			name = p.catalogIn(i+1, p.stopAt(i+1, to, "RESTART", "CONTINUE", "CASCADE", "RESTRICT"))
 		default: // INSERT, REPLACE, UPSERT, MERGE: one target after the modifiers
-			j := i + 1
-			for {
-				if p.kwIn(j, backstopSkip...) {
-					j++
-				} else if p.kw(j, "OR") && p.isIdent(j+1) {
-					j += 2
-				} else {
-					break
-				}
-			}
+			j := p.afterWriteModifiers(i + 1)
 			name = p.catalogIn(j, j+1)
 		}
 		if name != "" {
