@@ -53,6 +53,9 @@ type placeholder struct {
 // tokens inside the range (found by binary search), so building a statement costs time
 // linear in its length however many pieces it is copied in (a VALUES batch: one per row).
 func (b *builder) copy(from, to int) {
+	if from < to {
+		b.join(b.p.src[from])
+	}
 	base := b.sb.Len()
 	b.sb.WriteString(b.p.src[from:to])
 	sig := b.p.sig
@@ -96,7 +99,7 @@ func (b *builder) copyExcept(from, to int, e listEdit) {
 		// What was before and after the dropped text must not glue into one token
 		// (SET"fence_token",$1 without its first item is SET $1, not SET$1).
 		if out := b.sb.String(); len(out) > 0 && from < to && Glues(out[len(out)-1], b.p.src[from]) {
-			b.sb.WriteByte(' ')
+			b.write(" ")
 		}
 	}
 	b.copy(from, to)
@@ -117,7 +120,26 @@ func (b *builder) paramIndex(i int) int {
 	return b.posN
 }
 
-func (b *builder) write(s string) { b.sb.WriteString(s) }
+// write appends inserted text.
+func (b *builder) write(s string) {
+	if s != "" {
+		b.join(s[0])
+	}
+	b.sb.WriteString(s)
+}
+
+// join keeps the output's last bytes and the next byte from opening a comment that was
+// not in the source: MySQL reads "--" followed by anything but a blank or control byte
+// as two minus signs, so "1--" then " WHERE …" would turn the inserted text into a
+// comment (and "-" then "-" would make "--" anywhere). An empty comment between them
+// keeps every token what it was.
+func (b *builder) join(next byte) {
+	out := b.sb.String()
+	n := len(out)
+	if n > 0 && out[n-1] == '-' && (next == '-' || next <= ' ' && n > 1 && out[n-2] == '-') {
+		b.sb.WriteString("/**/")
+	}
+}
 
 // params returns the number of placeholders written so far (the caller's and the
 // wrapper's).
@@ -142,7 +164,7 @@ func (b *builder) gap(at int) {
 		switch b.p.src[at] {
 		case ' ', '\t', '\n', '\r', '\f', ';', ')', ',':
 		default:
-			b.sb.WriteByte(' ')
+			b.write(" ")
 		}
 	}
 }

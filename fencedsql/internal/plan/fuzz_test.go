@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // FuzzPlan checks the planner's contract on any text, for every dialect, strict or
@@ -33,6 +35,8 @@ func FuzzPlan(f *testing.F) {
 		"DROP FUNCTION fencedsql_guard_accounts() CASCADE",
 		"SET session_replication_role = replica",
 		"SELECT id FROM other WHERE x = 'UPDATE accounts'",
+		"DELETE FROM ACCounts INDEXED --#0",
+		"UPDATE accounts SET a = 1--\n, b = 2",
 	} {
 		f.Add(s, false)
 		f.Add(s, true)
@@ -63,8 +67,40 @@ func FuzzPlan(f *testing.F) {
 				continue
 			}
 			checkPlanContract(t, name, src, p)
+			checkNoNewComment(t, name, src, rw.syn, p)
 		}
 	})
+}
+
+// checkNoNewComment: no text a plan runs holds a comment the caller's text does not
+// (byte for byte), apart from the builder's empty separator — text the rewrite put side
+// by side never opens a comment that swallows the fencing it inserted.
+func checkNoNewComment(t *testing.T, name, src string, syn sqllex.Syntax, p *Plan) {
+	t.Helper()
+	srcToks, err := sqllex.Lex(src, syn)
+	if err != nil {
+		return
+	}
+	have := map[string]bool{"/**/": true}
+	for _, tok := range srcToks {
+		if tok.Kind == sqllex.KindComment {
+			have[strings.TrimRight(tok.Text(src), "\r\n")] = true
+		}
+	}
+	for _, q := range []*Plan{p, p.Pre, p.One, p.ClaimOne, p.ClaimRead} {
+		if q == nil || q.Kind == KindPass {
+			continue
+		}
+		toks, err := sqllex.Lex(q.SQL, syn)
+		if err != nil {
+			t.Fatalf("%s: %q: plan text %q does not lex: %v", name, src, q.SQL, err)
+		}
+		for _, tok := range toks {
+			if c := strings.TrimRight(tok.Text(q.SQL), "\r\n"); tok.Kind == sqllex.KindComment && !have[c] {
+				t.Fatalf("%s: %q: plan text %q holds the comment %q the caller's text does not", name, src, q.SQL, c)
+			}
+		}
+	}
 }
 
 func asRefusal(err error, r **Refusal) bool {
