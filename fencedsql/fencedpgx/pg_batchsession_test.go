@@ -133,19 +133,10 @@ func TestBatchSessionChangeFollowed(t *testing.T) {
 // (a backslash, a non-ASCII byte) is refused unless it is the batch's first. First, or
 // after nothing, it is judged on the session as it is.
 func TestBatchReadingAfterFunction(t *testing.T) {
-	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := openPool(t, ctx, dsn, 2)
-	if _, err := raw.Exec(ctx, plainAccounts+` INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 10);
-CREATE FUNCTION flip() RETURNS int LANGUAGE sql AS $f$ SELECT 1 FROM (SELECT pg_catalog.set_config('standard_conforming_strings', 'off', false)) s $f$;`); err != nil {
-		t.Fatal(err)
-	}
-	db, err := fencedpgx.New(openPool(t, ctx, dsn, 1), fencedsql.Guard("accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	_, raw, db := oneConnDB(t, ctx, ` INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 10);
+CREATE FUNCTION flip() RETURNS int LANGUAGE sql AS $f$ SELECT 1 FROM (SELECT pg_catalog.set_config('standard_conforming_strings', 'off', false)) s $f$;`)
 	b := &pgx.Batch{}
 	b.Queue("SELECT flip()")
 	b.Queue(hiddenWrite)

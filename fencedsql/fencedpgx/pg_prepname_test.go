@@ -7,7 +7,6 @@ import (
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
-	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -65,17 +64,9 @@ func TestPreparedNameRefused(t *testing.T) {
 // The name here is itself SQL (SELECT 1), which the planner passes; a name that is no
 // SQL is also refused by the head check (TestPreparedNameRefused).
 func TestPreparedNameStaysInTx(t *testing.T) {
-	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := openPool(t, ctx, dsn, 2)
-	if _, err := raw.Exec(ctx, plainAccounts+`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 5), (2, 100, 5)`); err != nil {
-		t.Fatal(err)
-	}
-	db, err := fencedpgx.New(openPool(t, ctx, dsn, 1), fencedsql.Guard("accounts")) // one connection: every call shares it
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, raw, db := oneConnDB(t, ctx, `INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 5), (2, 100, 5)`)
 	token := func(id int64) int64 {
 		t.Helper()
 		var tk int64

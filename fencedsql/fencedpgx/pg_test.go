@@ -50,6 +50,24 @@ func openPool(t testing.TB, ctx context.Context, dsn string, max int32) *pgxpool
 	return p
 }
 
+// oneConnDB makes a database, runs plainAccounts and then seed on it, and returns its
+// DSN, a raw pool of two connections, and a fenced pool of one connection guarding
+// accounts (every call shares that connection); both pools close with the test.
+func oneConnDB(t *testing.T, ctx context.Context, seed string) (string, *pgxpool.Pool, *fencedpgx.Pool) {
+	t.Helper()
+	dsn := testdb.Postgres(t)
+	raw := openPool(t, ctx, dsn, 2)
+	if _, err := raw.Exec(ctx, plainAccounts+seed); err != nil {
+		t.Fatal(err)
+	}
+	db, err := fencedpgx.New(openPool(t, ctx, dsn, 1), fencedsql.Guard("accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return dsn, raw, db
+}
+
 func newPGEnv(t *testing.T, mode string, opts ...fencedsql.Option) *pgEnv {
 	t.Helper()
 	dsn := fencetest.WithParam(testdb.Postgres(t), "default_query_exec_mode="+mode)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
-	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/jackc/pgx/v5"
 )
@@ -134,17 +133,9 @@ func TestBeginTxQueryOptionsRefused(t *testing.T) {
 // that holder's token, committed by that holder's Commit (red-team pgx F2). On a Conn
 // it ran alone, in autocommit.
 func TestSavepointClosedWithParent(t *testing.T) {
-	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := openPool(t, ctx, dsn, 2)
-	if _, err := raw.Exec(ctx, plainAccounts+`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 5)`); err != nil {
-		t.Fatal(err)
-	}
-	db, err := fencedpgx.New(openPool(t, ctx, dsn, 1), fencedsql.Guard("accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, raw, db := oneConnDB(t, ctx, `INSERT INTO accounts (id, balance, fence_token) VALUES (1, 100, 5)`)
 	row := func(t *testing.T) acct {
 		t.Helper()
 		var a acct

@@ -38,16 +38,24 @@ func deleteAll(t *testing.T, ctx context.Context, admin *redis.Client, prefix st
 	}
 }
 
-// A lost counter (every key of the service gone) does not restart tokens below those
-// granted before the loss: the grant that finds no counter seeds it from the server's
-// clock, in microseconds, and later grants INCR it.
-func TestLostCounterDoesNotGoBack(t *testing.T) {
+// lostCounterSetup returns a fresh namespace's backend, a client on it (closed with the
+// test) and an admin connection to delete its keys.
+func lostCounterSetup(t *testing.T) (context.Context, *redis.Client, *namespace, *redislock.Backend, *lockclient.Client) {
+	t.Helper()
 	n := newNamespace(t)
 	ctx := ctxT(t, 30*time.Second)
 	admin := newClient(t, n.Target())
 	b := n.backend("a")
 	c := lockclient.New(b, lockclient.WithTTL(locktest.NetworkTTL))
-	defer c.Close(context.Background())
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return ctx, admin, n, b, c
+}
+
+// A lost counter (every key of the service gone) does not restart tokens below those
+// granted before the loss: the grant that finds no counter seeds it from the server's
+// clock, in microseconds, and later grants INCR it.
+func TestLostCounterDoesNotGoBack(t *testing.T) {
+	ctx, admin, n, b, c := lostCounterSetup(t)
 
 	// A holder that is still running when Redis loses its keys, after other grants.
 	var old *lockclient.Lease
@@ -162,12 +170,7 @@ func TestExistingCounterNeverLowered(t *testing.T) {
 // server's clock, as the next grant would, so a floor raised to it (the failover hook,
 // a switch to another lock service) is above every token granted before the loss.
 func TestLastTokenAfterLostCounter(t *testing.T) {
-	n := newNamespace(t)
-	ctx := ctxT(t, 30*time.Second)
-	admin := newClient(t, n.Target())
-	b := n.backend("a")
-	c := lockclient.New(b, lockclient.WithTTL(locktest.NetworkTTL))
-	defer c.Close(context.Background())
+	ctx, admin, n, b, c := lostCounterSetup(t)
 	old, err := c.Acquire(ctx, "account:1")
 	if err != nil {
 		t.Fatal(err)
