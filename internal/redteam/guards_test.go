@@ -105,6 +105,9 @@ func sqliteGuardEntries() []entry {
 		g(c8, "drop_guard_trigger", x(`DROP TRIGGER "fencedsql_guard_accounts"`)),
 		g(c8, "drop_guard_trigger_qualified", x("DROP TRIGGER main.FENCEDSQL_GUARD_ACCOUNTS")),
 		g(c8, "drop_tombstone_table", x("DROP TABLE fencedsql_tombstones")),
+		// sqlite_dbpage (compiled into modernc's SQLite) writes pages below every
+		// trigger: the guard's WHEN clause rewritten in place, same length.
+		g(c8, "dbpage_rewrites_guard", x("UPDATE main.sqlite_dbpage SET data = CAST(replace(CAST(data AS TEXT), 'NEW.fence_token < OLD.fence_token', 'NEW.fence_token < -1             ') AS BLOB) WHERE instr(CAST(data AS TEXT), 'NEW.fence_token < OLD.fence_token') > 0")),
 		g(c9, "writable_schema_deletes_trigger",
 			x("PRAGMA writable_schema = ON"), x("DELETE FROM sqlite_schema WHERE type = 'trigger' AND name = 'fencedsql_guard_accounts'")),
 	}

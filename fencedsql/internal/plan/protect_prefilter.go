@@ -51,6 +51,9 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if rw.syn.DollarQuotes && (ContainsFold(sql, "pg_") || ContainsFold(sql, "information_schema")) {
 		return true
 	}
+	if rw.syn == sqllex.SQLite && ContainsFold(sql, "sqlite_") {
+		return true
+	}
 	if rw.syn.ExecComments && (ContainsFold(sql, "mysql") || ContainsFold(sql, "_schema") || ContainsFold(sql, "sys")) {
 		return true
 	}

@@ -141,7 +141,8 @@ func isOneOfFold(s string, set ...string) bool {
 // catalogTable reports whether a table reference (parts as written) names a system
 // catalog: PostgreSQL's pg_catalog.*, pg_toast.*, information_schema.* and any
 // unqualified pg_* name (pg_catalog is implicitly first on the search path, so
-// pg_proc is pg_catalog.pg_proc); a table of MySQL/MariaDB's system databases.
+// pg_proc is pg_catalog.pg_proc); a table of MySQL/MariaDB's system databases;
+// SQLite's schema and page tables (sqliteCatalogs).
 func (p *parser) catalogTable(parts []string) bool {
 	n := len(parts)
 	switch {
@@ -154,9 +155,18 @@ func (p *parser) catalogTable(parts []string) bool {
 		return isOneOfFold(parts[n-2], "pg_catalog", "pg_toast", "information_schema")
 	case p.rw.syn.ExecComments:
 		return n >= 2 && isOneOfFold(parts[n-2], mysqlSystemDBs...)
+	case p.rw.syn == sqllex.SQLite:
+		return isOneOfFold(parts[n-1], sqliteCatalogs...)
 	}
 	return false
 }
+
+// sqliteCatalogs are SQLite's tables that hold the schema (the guards' triggers; with
+// writable_schema on, a DSN's _pragma can turn it on where the wrapper does not see
+// it) or the database's pages (sqlite_dbpage, compiled into modernc's SQLite: a write
+// to it rewrites rows, triggers and the floor below every trigger and constraint), in
+// any schema (main, temp, an attached one).
+var sqliteCatalogs = []string{"sqlite_schema", "sqlite_master", "sqlite_temp_schema", "sqlite_temp_master", "sqlite_dbpage"}
 
 // catalogIn returns the first catalog table named in sig[from:to], as written.
 func (p *parser) catalogIn(from, to int) string {
@@ -255,7 +265,7 @@ func (p *parser) protectCatalogWrites(head string, first, to int) error {
 }
 
 func catalogRefusal(what, name string) error {
-	return unsupported("", "%s of the system catalog %s on a pool with guarded tables: the catalogs hold the guards' functions and triggers and the NOT NULL of the fencing columns (PostgreSQL pg_catalog and any unqualified pg_* relation, information_schema; MySQL/MariaDB the mysql, information_schema, performance_schema and sys databases), so a write to them changes or disables the guards without naming them; run it on a plain connection", what, name)
+	return unsupported("", "%s of the system catalog %s on a pool with guarded tables: the catalogs hold the guards' functions and triggers and the NOT NULL of the fencing columns (PostgreSQL pg_catalog and any unqualified pg_* relation, information_schema; MySQL/MariaDB the mysql, information_schema, performance_schema and sys databases; SQLite sqlite_schema, sqlite_master and their temp forms, sqlite_dbpage), so a write to them changes or disables the guards without naming them; run it on a plain connection", what, name)
 }
 
 // dropCascadeKinds are the objects whose DROP … CASCADE drops only objects built on

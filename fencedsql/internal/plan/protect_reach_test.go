@@ -35,6 +35,20 @@ func TestReachRefused(t *testing.T) {
 		{pgTest, "UPDATE information_schema.sql_features SET comments = 'x'"},
 		{pgTest, "UPDATE pg_toast.pg_toast_1255 SET chunk_data = ''"},
 		{pgTest, "UPDATE db.pg_catalog.pg_proc SET prosrc = ''"},
+		// SQLite's schema and page tables: with writable_schema on (a DSN's _pragma the
+		// wrapper does not see) a write to sqlite_schema drops the guards' triggers;
+		// sqlite_dbpage rewrites any page, triggers and rows included.
+		{sqliteTest, "UPDATE sqlite_dbpage SET data = CAST(replace(CAST(data AS TEXT), 'IS NOT NULL', 'IS NULL    ') AS BLOB)"},
+		{sqliteTest, `UPDATE main."sqlite_dbpage" SET data = x'00' WHERE pgno = 2`},
+		{sqliteTest, "INSERT INTO sqlite_dbpage (pgno, data) VALUES (1, x'00')"},
+		{sqliteTest, "DELETE FROM sqlite_dbpage WHERE pgno > 1"},
+		{sqliteTest, "DELETE FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'accounts'"},
+		{sqliteTest, "DELETE FROM main.sqlite_master WHERE type = 'trigger'"},
+		{sqliteTest, "UPDATE SQLITE_MASTER SET sql = 'x' WHERE name LIKE 'fenced%'"},
+		{sqliteTest, "UPDATE temp.sqlite_temp_master SET sql = 'x'"},
+		{sqliteTest, "INSERT INTO sqlite_temp_schema SELECT * FROM other"},
+		{sqliteTest, "REPLACE INTO sqlite_schema (type, name, tbl_name, rootpage, sql) VALUES ('table', 'x', 'x', 0, '')"},
+		{sqliteTest, "WITH x AS (SELECT 1) DELETE FROM sqlite_schema"},
 		{mysqlTest, "UPDATE mysql.proc SET body = 'BEGIN RETURN 1; END' WHERE name LIKE '%fence%'"},
 		{mysqlTest, "UPDATE `mysql`.`proc` SET body = 'x'"},
 		{mysqlTest, "UPDATE other o JOIN mysql.proc p ON p.name = o.n SET p.body = 'x'"},
@@ -150,6 +164,11 @@ func TestReachRefused(t *testing.T) {
 // statement head of the three dialects.
 func TestReachNearMissesPass(t *testing.T) {
 	cases := []reachCase{
+		{sqliteTest, "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'"},
+		{sqliteTest, "SELECT count(*) FROM sqlite_dbpage"},
+		{sqliteTest, "INSERT INTO other (n) SELECT count(*) FROM sqlite_master"},
+		{sqliteTest, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'other'"},
+		{sqliteTest, "UPDATE sqlite_notes SET a = 1"},
 		{pgTest, "SELECT * FROM pg_proc WHERE proname = 'f'"},
 		{pgTest, "SELECT tgname FROM pg_catalog.pg_trigger"},
 		{pgTest, "INSERT INTO other (n) SELECT count(*) FROM pg_class"},
