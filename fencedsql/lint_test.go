@@ -66,7 +66,7 @@ func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn
 		case strings.Contains(q, "information_schema.COLUMNS"):
 			return [][]string{{tok, "bigint", "bigint"}, {ver, "bigint", "bigint"}}
 		case strings.Contains(q, "pg_catalog.pg_attribute"):
-			return [][]string{{tok, "bigint", "1"}, {ver, "bigint", "1"}}
+			return [][]string{{tok, "bigint", "1", "8"}, {ver, "bigint", "1", "8"}}
 		case strings.Contains(q, "pg_catalog.pg_constraint"), strings.Contains(q, "information_schema.STATISTICS"):
 			return [][]string{} // no row: a key that is neither deferrable nor a prefix
 		}

@@ -23,6 +23,8 @@ import (
 //     refuses a raised one; a DECIMAL compares exactly but the guard's arithmetic and
 //     the wrapper's arguments are integers. Fix: the column made BIGINT NOT NULL
 //     DEFAULT 0 (MODIFY COLUMN: its values converted, its other attributes replaced).
+//   - A fencing column too narrow for its values (dialect.NarrowFencingColumn). Fix:
+//     BIGINT, as above.
 //   - A primary key on a column prefix: the tombstones key on whole columns. No fix
 //     statement (a TEXT or BLOB key needs its prefix): key the table on whole columns.
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
@@ -44,12 +46,20 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		return nil, err
 	}
 	for _, r := range rows {
-		if len(r) != 3 || integerType(r[1]) {
+		if len(r) != 3 {
 			continue
 		}
-		found = append(found, dialect.SchemaProblem{
-			Problem: "column " + r[0] + " is " + r[2] + ", not an integer: a fencing column compared as a float rounds large tokens (a stale one can equal a newer one) and as text orders '10' before '9'; make it BIGINT",
-			Fix:     []string{"ALTER TABLE " + tbl + " MODIFY COLUMN " + d.QuoteIdent(r[0]) + " BIGINT NOT NULL DEFAULT 0"}})
+		fix := []string{"ALTER TABLE " + tbl + " MODIFY COLUMN " + d.QuoteIdent(r[0]) + " BIGINT NOT NULL DEFAULT 0"}
+		width := integerWidth(r[1])
+		if width == 0 {
+			found = append(found, dialect.SchemaProblem{
+				Problem: "column " + r[0] + " is " + r[2] + ", not an integer: a fencing column compared as a float rounds large tokens (a stale one can equal a newer one) and as text orders '10' before '9'; make it BIGINT",
+				Fix:     fix})
+			continue
+		}
+		if p := dialect.NarrowFencingColumn(r[0], r[2], width, t.TokenColumn); p != "" {
+			found = append(found, dialect.SchemaProblem{Problem: p, Fix: fix})
+		}
 	}
 	// A primary key on a column prefix (name(4)): the tombstones key on the whole
 	// column, so a row deleted under a newer token came back as another value with
@@ -70,14 +80,22 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	return found, nil
 }
 
-// integerType reports whether a DATA_TYPE of information_schema.COLUMNS is an
-// integer type.
-func integerType(dataType string) bool {
+// integerWidth returns the width in bytes of a DATA_TYPE of
+// information_schema.COLUMNS that is an integer type, 0 for any other.
+func integerWidth(dataType string) int {
 	switch strings.ToLower(dataType) {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
-		return true
+	case "tinyint":
+		return 1
+	case "smallint":
+		return 2
+	case "mediumint":
+		return 3
+	case "int", "integer":
+		return 4
+	case "bigint":
+		return 8
 	}
-	return false
+	return 0
 }
 
 var _ dialect.SchemaLinter = dialectImpl{}

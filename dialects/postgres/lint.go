@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -18,11 +19,14 @@ import (
 // by the database itself (no text <= bigint), but are reported here too. Fix: the
 // column made bigint (ALTER COLUMN … TYPE bigint USING …::bigint).
 //
+// A fencing column too narrow for its values (dialect.NarrowFencingColumn): a token
+// column narrower than bigint, a version column narrower than integer. Fix: bigint.
+//
 // A DEFERRABLE primary key on a table with the tombstones: the tombstone's insert check
 // needs the INSERT to wait for a concurrent DELETE of its key. Fix: the key replaced
 // by one that is not deferrable.
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
-	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
+	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END, (SELECT b.typlen FROM pg_catalog.pg_type b WHERE b.oid = COALESCE(NULLIF(t.typbasetype, 0), t.oid)) FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
 		t.Table.String(), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
@@ -30,13 +34,20 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	var found []dialect.SchemaProblem
 	tbl := fold(t.Table).Quote(d.QuoteIdent)
 	for _, r := range rows {
-		if len(r) != 3 || dialect.CatalogBool(r[2]) {
+		if len(r) != 4 {
 			continue
 		}
 		col := d.QuoteIdent(r[0])
-		found = append(found, dialect.SchemaProblem{
-			Problem: "column " + r[0] + " is " + r[1] + ", not an integer: a fencing column of a floating-point type rounds large tokens (a stale one can equal a newer one); make it bigint",
-			Fix:     []string{"ALTER TABLE " + tbl + " ALTER COLUMN " + col + " TYPE bigint USING " + col + "::bigint"}})
+		fix := []string{"ALTER TABLE " + tbl + " ALTER COLUMN " + col + " TYPE bigint USING " + col + "::bigint"}
+		if !dialect.CatalogBool(r[2]) {
+			found = append(found, dialect.SchemaProblem{
+				Problem: "column " + r[0] + " is " + r[1] + ", not an integer: a fencing column of a floating-point type rounds large tokens (a stale one can equal a newer one); make it bigint",
+				Fix:     fix})
+			continue
+		}
+		if p := dialect.NarrowFencingColumn(r[0], r[1], byteWidth(r[3]), t.TokenColumn); p != "" {
+			found = append(found, dialect.SchemaProblem{Problem: p, Fix: fix})
+		}
 	}
 	// A DEFERRABLE primary key under the tombstones: an INSERT of a key whose DELETE is
 	// in progress does not wait for it (the unique check is queued to the commit), so
@@ -63,6 +74,15 @@ FROM pg_catalog.pg_constraint k WHERE k.conrelid = to_regclass($1) AND k.contype
 			Fix:     []string{"ALTER TABLE " + tbl + " DROP CONSTRAINT " + name + ", ADD CONSTRAINT " + name + " PRIMARY KEY (" + r[1] + ")"}})
 	}
 	return found, nil
+}
+
+// byteWidth reads pg_type.typlen (bytes; "" or unreadable: 0).
+func byteWidth(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 var _ dialect.SchemaLinter = dialectImpl{}

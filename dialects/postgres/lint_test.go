@@ -13,7 +13,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// A fencing column that is not an integer is refused by the lazy check (ErrSchema,
+// A fencing column that is not an integer, or too narrow (dialect.NarrowFencingColumn), is refused by the lazy check (ErrSchema,
 // nothing written) and reported by schema.Check with its fix: real rounds a token
 // above 2^24, so without the check a stale token 16777216 overwrites a row written
 // under 16777217.
@@ -21,6 +21,10 @@ func TestLintFencingColumnTypes(t *testing.T) {
 	for name, ddl := range map[string]string{
 		"real token":      "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token real NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
 		"numeric version": "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version numeric NOT NULL DEFAULT 0)",
+		// Too narrow: every redislock token (microseconds since the epoch) fails an
+		// integer column with pgx's out-of-range error, not ErrSchema.
+		"integer token":    "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token integer NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
+		"smallint version": "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version smallint NOT NULL DEFAULT 0)",
 	} {
 		t.Run(name, func(t *testing.T) {
 			dsn := testdb.Postgres(t)

@@ -44,6 +44,25 @@ type SchemaProblem struct {
 	Fix []string
 }
 
+// NarrowFencingColumn judges an integer fencing column by its width in bytes: the
+// token column must hold any token a lock service grants (redislock's start at the
+// server's clock in microseconds, about 2^51; an etcd revision can pass 2^31), so it
+// must be 8 bytes; the version column counts the writes to one row, and must be at
+// least 4 bytes (a smallint overflows after 32767 writes, a tinyint after 127). A
+// narrower column fails every fenced write that does not fit with the driver's
+// out-of-range error instead of ErrSchema. It returns the problem in words, "" for a
+// column wide enough; column is the column's name, declared its type as declared,
+// tokenColumn the table's token column.
+func NarrowFencingColumn(column, declared string, width int, tokenColumn string) string {
+	switch {
+	case column == tokenColumn && width < 8:
+		return "token column " + column + " is " + declared + ", narrower than 64 bits: tokens from redislock (microseconds since the epoch) or etcd (revisions past 2^31) do not fit, and every such write would fail with the driver's out-of-range error; make it bigint"
+	case column != tokenColumn && width < 4:
+		return "version column " + column + " is " + declared + ", narrower than 32 bits: a row's version overflows after a few thousand writes, and every later write would fail with the driver's out-of-range error; make it bigint"
+	}
+	return ""
+}
+
 // DDLTokenKind classifies a DDLToken.
 type DDLTokenKind uint8
 
