@@ -24,7 +24,8 @@ import (
 //     (FOR UPDATE/SHARE, LOCK IN SHARE MODE) or call of a guard function. The objects
 //     of the SQL lock backend (lockclient/sqllock: fencedsql_locks and the objects
 //     named after it) are not guard objects: that backend may keep its table in the
-//     fenced database and write it through the fenced pool;
+//     fenced database and write it through the fenced pool — but its token source
+//     (lockTokenSource) may only be read;
 //   - DDL that removes or disables guard objects without naming them: DROP SCHEMA …
 //     CASCADE, DROP OWNED, REASSIGN OWNED, DROP EXTENSION … CASCADE, MySQL's DROP
 //     SCHEMA/DATABASE (it drops every table of the database), ALTER TABLE … DISABLE
@@ -54,6 +55,20 @@ const (
 // starts with the reserved prefix, in any case, and is not the lock backend's.
 func isGuardObject(name string) bool {
 	return hasPrefixFold(name, guardPrefix) && !hasPrefixFold(name, lockTablePrefix)
+}
+
+// lockTokenSource reports whether an (unquoted) identifier names the SQL lock
+// backend's token source under the default table name: the sequence
+// fencedsql_locks…_token_seq (PostgreSQL) or the counter table fencedsql_locks…_token
+// (MySQL). The backend's other objects may be written through the fenced pool; its
+// token source may only be read (a locking read included): set back, every later
+// grant's token would be below tokens the database already accepted.
+func lockTokenSource(name string) bool {
+	if !hasPrefixFold(name, lockTablePrefix) {
+		return false
+	}
+	n := strings.ToLower(name)
+	return strings.HasSuffix(n, "_token") || strings.HasSuffix(n, "_token_seq")
 }
 
 // isGuardName is isGuardObject on the parser's dialect: MySQL/MariaDB compare routine
@@ -264,12 +279,14 @@ func (p *parser) protectDDL(head string, first, to int) error {
 // protectGuardObjects refuses a statement other than a plain read that names a guard
 // object (or pg_settings), in an identifier or inside a string.
 func (p *parser) protectGuardObjects(head string, from, to int) error {
-	named, undecodable, call := "", false, false
+	named, undecodable, call, source := "", false, false, ""
 	for i := from; i < to; i++ {
 		if p.isIdent(i) {
 			n, ok := p.ident(i)
 			if !ok {
 				undecodable = undecodable || p.unicodeIdent(i)
+			} else if lockTokenSource(n) && source == "" {
+				source = n
 			} else if p.isGuardName(n) || strings.EqualFold(n, "pg_settings") {
 				if named == "" {
 					named = n
@@ -285,7 +302,7 @@ func (p *parser) protectGuardObjects(head string, from, to int) error {
 		named = stringMentions(txt, guardPrefix, "pg_settings")
 	}
 	if named == "" && !undecodable {
-		return nil
+		return p.protectLockTokenSource(head, source, from, to)
 	}
 	read := guardReadHeads[head] && !call
 	for i := from; read && i < to; i++ {
@@ -303,6 +320,24 @@ func (p *parser) protectGuardObjects(head string, from, to int) error {
 	}
 	return unsupported("", "%s naming the guard object %q on a pool with guarded tables: the prefix %s is reserved for the database-side guards' tables, functions and triggers (and pg_settings for the session's settings), which a statement through the wrapper may only read; install or change the guards with fencedsql-schema on a plain connection",
 		what, named, guardPrefix)
+}
+
+// protectLockTokenSource refuses a statement naming the lock backend's token source
+// (lockTokenSource; source "" for none) unless it is a read, a locking read included
+// (LastToken reads the counter LOCK IN SHARE MODE, after any grant in flight).
+func (p *parser) protectLockTokenSource(head, source string, from, to int) error {
+	if source == "" {
+		return nil
+	}
+	read := guardReadHeads[head]
+	for i := from; read && i < to; i++ {
+		read = !p.kwIn(i, "INSERT", "DELETE", "MERGE", "UPSERT", "TRUNCATE", "INTO", "COPY", "ANALYZE") &&
+			!(p.kw(i, "UPDATE") && !p.kw(i-1, "FOR")) && !(p.kw(i, "REPLACE") && !p.punct(i+1, "("))
+	}
+	if read {
+		return nil
+	}
+	return unsupported("", "%s statement naming %q on a pool with guarded tables: it is the SQL lock backend's token source, which only grants may advance (set back, later grants would draw tokens below those the database accepted); create, raise (RaiseFloor, WithMinToken, lockfloor) or drop it on a plain connection", strings.TrimSpace(head), source)
 }
 
 // unicodeIdent reports whether sig[i] is a PostgreSQL U&"…" identifier, which the

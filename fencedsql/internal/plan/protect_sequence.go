@@ -11,7 +11,8 @@ import (
 // protectSequenceCall judges PostgreSQL's setval(seq, …) or nextval(seq) whose
 // arguments start at i: the guards keep a copy of the token floor in a sequence with
 // the reserved prefix, which setval could lower (and nextval raise). The sequence must
-// be a string literal that does not mention the prefix and is not an OID (digits), or
+// be a string literal that does not mention the prefix (nor the SQL lock backend's
+// token source, lockTokenSource) and is not an OID (digits), or
 // pg_get_serial_sequence of such literals (the form frameworks reset sequences with); a
 // name computed any other way, or passed as a parameter, could be the guards'.
 func (p *parser) protectSequenceCall(fn string, i int) error {
@@ -25,7 +26,7 @@ func (p *parser) protectSequenceCall(fn string, i int) error {
 			return false
 		}
 		name, ok := plainString(p.text(p.sig[k]))
-		if !ok || stringMentions(p.text(p.sig[k]), guardPrefix) != "" {
+		if !ok || stringMentions(p.text(p.sig[k]), guardPrefix) != "" || mentionsLockTokenSource(name) {
 			return false
 		}
 		// regclass reads an all-digit string as an OID ('36205'): any relation.
@@ -52,4 +53,13 @@ func (p *parser) protectSequenceCall(fn string, i int) error {
 		return nil
 	}
 	return refuse("is not a string literal without the reserved prefix")
+}
+
+// mentionsLockTokenSource reports whether a sequence name as a string ('s', 'sch.s',
+// '"s"') names the SQL lock backend's token source in its last part.
+func mentionsLockTokenSource(name string) bool {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return lockTokenSource(strings.Trim(strings.TrimSpace(name), `"`))
 }
