@@ -126,3 +126,35 @@ func TestLintDeferrablePrimaryKey(t *testing.T) {
 		t.Fatalf("after the fix: %v", err)
 	}
 }
+
+// A fencing column configured in another case than PostgreSQL stored it: the wrapper
+// quotes the configured name, so "Fence_Token" is another column than fence_token.
+// The column check compares names exactly here: the write is refused with ErrSchema
+// (it failed with the server's untyped "column does not exist"); and of two columns
+// that differ only in case, the one configured is the one judged (a nullable
+// "Fence_Token" next to a NOT NULL fence_token stored the fencing NULL).
+func TestColumnNamesExact(t *testing.T) {
+	for name, c := range map[string]struct{ ddl, col string }{
+		"other case":     {"CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)", "Fence_Token"},
+		"case twin null": {`CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, "Fence_Token" bigint, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)`, "Fence_Token"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dsn := testdb.Postgres(t)
+			ctx := context.Background()
+			raw := rawWith(t, dsn, c.ddl, "INSERT INTO acc (id) VALUES (1)")
+			db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc&fenced_token_column="+c.col)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE acc SET balance = 1 WHERE id = $1", 1)
+			if !errors.Is(err, fencedsql.ErrSchema) {
+				t.Fatalf("write with token column %q: %v, want ErrSchema", c.col, err)
+			}
+			var bal int64
+			if err := raw.QueryRowContext(ctx, "SELECT balance FROM acc WHERE id = 1").Scan(&bal); err != nil || bal != 0 {
+				t.Fatalf("balance %d, %v: the refused write changed the row", bal, err)
+			}
+		})
+	}
+}

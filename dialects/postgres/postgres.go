@@ -69,6 +69,12 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	return dialect.ErrorInfo{}
 }
 
+// ExactQuotedIdents implements dialect.ExactIdenter: a quoted identifier is its exact
+// spelling ("Fence_Token" is not fence_token), and the wrapper quotes column names.
+func (dialectImpl) ExactQuotedIdents() bool { return true }
+
+var _ dialect.ExactIdenter = dialectImpl{}
+
 // ColumnsQuery resolves the table through the session's search_path (to_regclass), as
 // the statements themselves do.
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {

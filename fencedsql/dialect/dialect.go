@@ -88,3 +88,12 @@ type Dialect interface {
 	// guarded writes on that connection.
 	CheckSession(value string) error
 }
+
+// ExactIdenter is implemented by dialects whose quoted identifiers match only their
+// exact spelling (PostgreSQL: "Fence_Token" is not fence_token). The wrapper quotes the
+// configured table and column names in the SQL it writes, so the column check must
+// find them spelt exactly there; in dialects without it (MySQL, SQLite) column names
+// compare case-insensitively.
+type ExactIdenter interface {
+	ExactQuotedIdents() bool
+}

@@ -34,7 +34,9 @@ func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect,
 }
 
 // judgeColumns judges the rows of d's column query, (column name, not-null flag):
-// column names match case-insensitively, and the flag means NOT NULL when it is 1,
+// column names match exactly where the dialect's quoted names are exact
+// (dialect.ExactIdenter: the wrapper quotes the configured names, so "Fence_Token"
+// is not fence_token there), else case-insensitively; the flag means NOT NULL when it is 1,
 // true or t in any case (notNullFlag). No rows: no such table.
 //
 // A fenced write relies on the NOT NULL violation of the fencing columns (G1, G2 in
@@ -44,6 +46,14 @@ func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect,
 // problem says to rebuild the table.
 func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol string, rows [][]string) ColumnVerdict {
 	var v ColumnVerdict
+	exact := false
+	if e, ok := d.(dialect.ExactIdenter); ok {
+		exact = e.ExactQuotedIdents()
+	}
+	// An exact spelling wins over one that differs in case (two columns may differ
+	// only in case where quoted names are exact); a dialect that folds the case of
+	// quoted names takes either.
+	tokExact, verExact := false, false
 	for _, row := range rows {
 		if len(row) < 2 {
 			continue
@@ -51,9 +61,14 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 		v.Exists = true
 		nn := dialect.CatalogBool(row[1])
 		switch {
-		case strings.EqualFold(row[0], tokCol):
+		case row[0] == tokCol:
+			v.HasToken, v.TokenNotNull, tokExact = true, nn, true
+		case row[0] == verCol:
+			v.HasVersion, v.VersionNotNull, verExact = true, nn, true
+		case exact:
+		case strings.EqualFold(row[0], tokCol) && !tokExact:
 			v.HasToken, v.TokenNotNull = true, nn
-		case strings.EqualFold(row[0], verCol):
+		case strings.EqualFold(row[0], verCol) && !verExact:
 			v.HasVersion, v.VersionNotNull = true, nn
 		}
 	}
