@@ -140,10 +140,19 @@
 //	  latin1 and the other single-byte charsets
 //	  whose no-break space is whitespace,
 //	  standard_conforming_strings=off
+//	a guarded write on a MySQL/MariaDB session     its write would not be committed (autocommit off,       reset the setting,
+//	  with a protected setting set where the         CHAIN), or not replicated, or its tombstones dated by   or close the
+//	  wrapper could not see it (a DSN parameter,     a clock set by hand and purged early (*SessionError)    connection
+//	  init_connect, Raw): sql_log_bin = 0,
+//	  autocommit = 0, completion_type CHAIN or
+//	  RELEASE, a timestamp set by hand, MariaDB
+//	  skip_replication, server_id, gtid_domain_id
+//	  or gtid_seq_no
 //	any statement judged by its text on a session  a write could hide in what the lexer reads as a         reset the setting
 //	  that reads text differently (the settings      string or one word (SessionError.Reading); checked
 //	  above but sql_mode strictness, synchronous_    whenever pgx reports the settings, else after a
-//	  commit, sql_log_bin)                           statement that may have changed them
+//	  commit and the MySQL settings of the row       statement that may have changed them
+//	  before)
 //	BEGIN, START TRANSACTION, COMMIT, ROLLBACK,    text-level transactions escape the binding, and the     use db.BeginTx
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
 //	SAVEPOINT, RELEASE, ROLLBACK TO outside a      SQLite's SAVEPOINT opens a transaction the wrapper      send it inside

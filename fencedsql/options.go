@@ -72,7 +72,10 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // WithSchemaCheck turns the lazy checks on or off (default on): before the first guarded
 // write to a table the wrapper verifies that the table has both fencing columns NOT
 // NULL (cached per table), and that the session is one the rewriter can trust: on
-// MySQL/MariaDB sql_mode and character_set_client, read before the first guarded write
+// MySQL/MariaDB sql_mode and character_set_client, and the protected settings a DSN
+// parameter or init_connect could set unseen (sql_log_bin, autocommit,
+// completion_type, a timestamp set by hand, MariaDB's skip_replication, server_id,
+// gtid_domain_id and gtid_seq_no), read before the first guarded write
 // on a connection and again after any statement that may have changed them; on
 // PostgreSQL standard_conforming_strings and client_encoding, which pgx reports without
 // a query and which are checked before every guarded write even when this is off (other

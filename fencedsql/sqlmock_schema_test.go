@@ -219,19 +219,33 @@ func TestSchemaCheckFailures(t *testing.T) {
 }
 
 func TestSessionCheckMySQL(t *testing.T) {
-	for name, mode := range map[string]string{
-		"not strict":           "NO_ENGINE_SUBSTITUTION",
-		"empty":                "",
-		"ANSI_QUOTES":          "STRICT_TRANS_TABLES,ANSI_QUOTES",
-		"NO_BACKSLASH_ESCAPES": "STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES",
+	if q := mysqldialect.Dialect.SessionQuery(); q != mysqlSession {
+		t.Fatalf("SessionQuery = %q, want %q", q, mysqlSession)
+	}
+	for _, v := range []string{mysqlGood, mysqldialect.SessionOK} {
+		if err := mysqldialect.Dialect.CheckSession(v); err != nil {
+			t.Fatalf("CheckSession(%q) = %v", v, err)
+		}
+	}
+	for name, c := range map[string]struct{ value, setting string }{
+		"not strict":            {"NO_ENGINE_SUBSTITUTION utf8mb4" + mysqlRest, "sql_mode"},
+		"empty":                 {" utf8mb4" + mysqlRest, "sql_mode"},
+		"ANSI_QUOTES":           {"STRICT_TRANS_TABLES,ANSI_QUOTES utf8mb4" + mysqlRest, "sql_mode"},
+		"NO_BACKSLASH_ESCAPES":  {"STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES utf8mb4" + mysqlRest, "sql_mode"},
+		"autocommit off":        {strictMode + " utf8mb4 1 0 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0", "autocommit"},
+		"completion_type CHAIN": {strictMode + " utf8mb4 1 1 CHAIN 1700000000.000000 20 0 1 1 0 0 0", "completion_type"},
+		"clock set back":        {strictMode + " utf8mb4 1 1 NO_CHAIN 1000000000.000000 700000000000000 0 1 1 0 0 0", "timestamp"},
+		"skip_replication":      {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 1 1 1 0 0 0", "skip_replication"},
+		"the old three fields":  {strictMode + " utf8mb4 1", "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
 			expectOpenAccounts(mock, mysqldialect.Dialect)
-			mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mode + " utf8mb4"))
+			mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(c.value))
 			_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
-			if !errors.Is(err, fencedsql.ErrSchema) {
-				t.Fatalf("err = %v, want ErrSchema", err)
+			var se *fencedsql.SessionError
+			if !errors.Is(err, fencedsql.ErrSchema) || !errors.As(err, &se) || se.Setting != c.setting {
+				t.Fatalf("err = %v, want a SessionError for %s (ErrSchema)", err, c.setting)
 			}
 			mockMet(t, mock) // neither the column check nor the write was sent
 		})
@@ -246,7 +260,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 		expectLint(t, mock, mysqldialect.Dialect, "accounts")
 		mock.ExpectExec(upd).WithArgs(int64(1), int64(7), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
 		mock.ExpectExec("SET SESSION sql_mode = ''").WillReturnResult(sqlmock.NewResult(0, 0))
-		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(" utf8mb4"))
+		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(" utf8mb4" + mysqlRest))
 		if _, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1); err != nil {
 			t.Fatal(err)
 		}

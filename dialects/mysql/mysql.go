@@ -14,7 +14,12 @@
 // that may have changed it: it refuses sessions without STRICT_TRANS_TABLES or
 // STRICT_ALL_TABLES, sessions with ANSI_QUOTES or NO_BACKSLASH_ESCAPES (they change how
 // statements are tokenized), and a character_set_client whose multibyte characters can
-// end in a backslash or quote byte (GBK, SJIS, Big5, CP932, GB18030). See session.go.
+// end in a backslash or quote byte (GBK, SJIS, Big5, CP932, GB18030); and sessions in
+// which a protected setting was set where the wrapper could not see it (a DSN
+// parameter, init_connect, Raw): sql_log_bin off, autocommit off, completion_type
+// CHAIN or RELEASE, a clock set by hand (SET timestamp), and on MariaDB
+// skip_replication, a session server_id or gtid_domain_id other than the server's, a
+// gtid_seq_no. See session.go.
 // Tables must use a transactional engine (InnoDB).
 package mysql
 

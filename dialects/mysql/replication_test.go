@@ -94,15 +94,17 @@ func TestJudgeReplication(t *testing.T) {
 
 func TestCheckSessionSQLLogBin(t *testing.T) {
 	const mode = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"
+	const rest = " ON NO_CHAIN 1700000000.000000 12"
 	for _, c := range []struct {
 		value  string
 		refuse bool
 	}{
-		{mode + " utf8mb4 1", false},
-		{" utf8mb4 1", true}, // not strict
-		{mode + " utf8mb4 0", true},
-		{mode + " utf8mb4 OFF", true},
-		{mode + " utf8mb4", true}, // the old two-value form: unexpected
+		{mode + " utf8mb4 1" + rest, false},
+		{" utf8mb4 1" + rest, true}, // not strict
+		{mode + " utf8mb4 0" + rest, true},
+		{mode + " utf8mb4 OFF" + rest, true},
+		{mode + " utf8mb4 1", true}, // the old three-value form: unexpected
+		{mode + " utf8mb4", true},   // the older two-value form
 	} {
 		err := Dialect.CheckSession(c.value)
 		if (err != nil) != c.refuse {

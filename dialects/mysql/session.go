@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -8,7 +9,7 @@ import (
 
 // The session check (docs/design.md G11). A fenced write fails through the NOT NULL
 // violation of the fencing NULL, and the rewriter lexes statements with MySQL's
-// default quoting, so three session settings must be right before a guarded write:
+// default quoting, so these session settings must be right before a guarded write:
 //
 //   - sql_mode must be strict (STRICT_TRANS_TABLES or STRICT_ALL_TABLES): otherwise the
 //     server stores 0 for the NULL and the stale write succeeds;
@@ -25,29 +26,102 @@ import (
 //     so is a character set this package does not know;
 //   - sql_log_bin must be ON: with it off the session's writes stay out of the binary
 //     log, replicas never get them, and a failover forgets them (a stale token's write
-//     is then accepted). The wrapper refuses SET sql_log_bin = 0 on pools with guarded
-//     tables; this check catches what it cannot see (init_connect, a DSN parameter, a
-//     statement sent on Raw). It is checked on every server, with or without a binary
-//     log: sql_log_bin is 1 by default everywhere, and a server without one today may
-//     get replicas tomorrow.
+//     is then accepted). It is checked on every server, with or without a binary log:
+//     sql_log_bin is 1 by default everywhere, and a server without one today may get
+//     replicas tomorrow;
+//   - autocommit must be ON: with it off the session is inside a transaction the
+//     wrapper does not know of, and an acknowledged autocommit write is never
+//     committed (it goes back to the pool uncommitted, and is rolled back when the
+//     connection closes);
+//   - completion_type must be NO_CHAIN: CHAIN opens a transaction after every COMMIT
+//     the wrapper sends (the next autocommit write is then never committed), RELEASE
+//     closes the connection after it;
+//   - the session's clock must not be set by hand: tombstones are dated by
+//     UTC_TIMESTAMP(6), which follows @@SESSION.timestamp, so a clock set back dates a
+//     delete's tombstone in the past, the next schema.PurgeTombstones removes it, and a
+//     stale token re-creates the deleted row; the one-statement DELETE's mark is dated
+//     by it too. A session's timestamp cannot be asked whether it was set, so the check
+//     compares NOW(6) (the statement's start, from @@SESSION.timestamp) with SYSDATE(6)
+//     (the server's clock at evaluation, which SET timestamp does not move): unset,
+//     they differ by the few microseconds between the start of the table-less check
+//     query and its evaluation; a difference beyond clockTolerance is refused.
+//     Limits: a server started with --sysdate-is-now makes SYSDATE() follow the
+//     session's clock, and the check then sees no difference; and a clock set at
+//     connect to the then current time (init_connect's SET timestamp =
+//     UNIX_TIMESTAMP()) passes if the connection's first guarded write comes within
+//     the tolerance, and then lags behind by the connection's age;
+//   - on MariaDB (read in a /*M!100002 … */ comment, which MySQL skips: the variables
+//     do not exist there and naming one fails the query): skip_replication must be OFF
+//     (replicas started with --replicate-events-marked-for-skip may filter the
+//     session's writes out), @@SESSION.server_id and @@SESSION.gtid_domain_id must be
+//     the server's own (@@GLOBAL) values (a replica ignores events of its own server
+//     id, and may filter a replication domain out), and gtid_seq_no must be 0 (a
+//     sequence number already used makes replicas skip the session's next
+//     transaction).
+//
+// The wrapper refuses SET of each of these to anything but its safe values on pools
+// with guarded tables (fencedsql/internal/plan's protectedSettings); this check
+// catches what it cannot see: a server or init_connect default, a DSN parameter
+// (go-sql-driver/mysql sends every parameter it does not know as SET name=value at
+// connect: timestamp=1000000000, autocommit=0, completion_type=1 …), a statement sent
+// on Raw. Of the protected settings it does not read, MySQL's gtid_next cannot be read
+// by a query that must also run on MariaDB (no such variable there, and no conditional
+// comment runs on MySQL only), and sql_select_limit, max_join_size and
+// sql_big_selects only make the wrapper's own checks fail, which refuses the write
+// (TestProtectedSettingsCheckedBySession in fencedsql/internal/plan keeps the two
+// lists in step).
 //
 // SessionQuery reads them in one round trip; the wrapper runs it before the first
-// guarded write of each connection (after the DSN's charset= and sql_mode= took
-// effect) and again after any statement that may have changed them (see
-// fencedsql's mayChangeSession: SET in any form, PREPARE/EXECUTE, CALL, DO,
-// multi-statement strings, executable comments…, and the execution of a prepared
-// statement that is one of those). A stored function, procedure or trigger runs with
-// its own sql_mode and character set and the server restores the caller's afterwards.
+// guarded write of each connection (after the DSN's parameters took effect) and again
+// after any statement that may have changed them (see fencedsql's mayChangeSession:
+// SET in any form, PREPARE/EXECUTE, CALL, DO, multi-statement strings, executable
+// comments…, the execution of a prepared statement that is one of those, and the use
+// of the driver's connection through Raw). A stored function, procedure or trigger
+// runs with its own sql_mode and character set and the server restores the caller's
+// afterwards.
 
-// SessionQuery reads "<sql_mode> <character_set_client> <sql_log_bin>" (sql_mode has
-// no spaces, and may be empty; sql_log_bin is 1 or 0): the one round trip of the
-// check, extended with sql_log_bin at no extra cost. The query is ASCII without
-// backslashes: every session reads it the same way. Its result is ASCII sent as
-// binary, which the server does not convert to character_set_results (under utf16 the
-// check read a garbled character_set_client and named it in its refusal).
+// SessionQuery reads, separated by single spaces:
+//
+//	<sql_mode> <character_set_client> <sql_log_bin> <autocommit> <completion_type>
+//	<@@SESSION.timestamp> <NOW(6) to SYSDATE(6) in microseconds>
+//
+// and on MariaDB six more:
+//
+//	<skip_replication> <@@SESSION.server_id> <@@GLOBAL.server_id>
+//	<@@SESSION.gtid_domain_id> <@@GLOBAL.gtid_domain_id> <gtid_seq_no>
+//
+// sql_mode is the only value that may be empty, and none has a space. The query is
+// ASCII without backslashes: every session reads it the same way. Its result is ASCII
+// sent as binary, which the server does not convert to character_set_results (under
+// utf16 the check read a garbled character_set_client and named it in its refusal).
+// Under a mock driver (go-sqlmock), expect exactly Dialect.SessionQuery() (with
+// regexp.QuoteMeta under the default regexp matcher) and answer SessionOK.
 func (dialectImpl) SessionQuery() string {
-	return "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin) USING ascii) AS BINARY)"
+	return sessionQuery
 }
+
+const sessionQuery = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, " +
+	"@@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))" +
+	" /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */" +
+	") USING ascii) AS BINARY)"
+
+// SessionOK is a value of SessionQuery that CheckSession accepts (MariaDB's form, with
+// an unset clock): the answer a go-sqlmock test gives the session check.
+const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0"
+
+// clockTolerance is how far NOW(6) may be from SYSDATE(6) in an unset session clock.
+// Unset, they differ by the time between the start of the check query (it reads no
+// table and waits for no lock) and the evaluation of SYSDATE(6): microseconds, a few
+// milliseconds on a loaded server. A second leaves that three orders of magnitude,
+// and is far below what a clock set by hand needs to matter (tombstone retention is
+// hours or days; a second is within what NTP slews a server's own clock by).
+const clockTolerance = 1_000_000 // microseconds
+
+// The field counts of SessionQuery's value: MySQL's, and MariaDB's.
+const (
+	sessionFields        = 7
+	sessionFieldsMariaDB = 13
+)
 
 // unsafeCharsets are the client character sets whose multibyte characters can have a
 // second byte below 0x80 (0x5C, the backslash, among them).
@@ -82,20 +156,21 @@ const sessionFix = "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'S
 
 const logBinFix = "SET SESSION sql_log_bin = 1, and remove whatever turns it off (init_connect, the DSN's sql_log_bin parameter, a statement sent on Raw)"
 
-// CheckSession validates "<sql_mode> <character_set_client> <sql_log_bin>", refusing
-// sessions in which a fenced write would not fail, would be read differently from the
-// lexer, or would not reach the replicas.
+// rawFix ends the fix of a setting the wrapper refuses to SET on a pool with guarded
+// tables (any value): the connection must go.
+const rawFix = "; the wrapper refuses to SET it on a pool with guarded tables, so close the connection (or reset it on sql.Conn.Raw's driver connection), and remove whatever sets it (init_connect, a DSN parameter of that name, a statement sent on Raw)"
+
+// CheckSession validates SessionQuery's value, refusing sessions in which a fenced
+// write would not fail, would be read differently from the lexer, would not be
+// committed, would date its tombstones by a clock set by hand, or would not reach the
+// replicas.
 func (dialectImpl) CheckSession(value string) error {
-	j := strings.LastIndexByte(value, ' ')
-	i := -1
-	if j > 0 {
-		i = strings.LastIndexByte(value[:j], ' ')
-	}
-	if i < 0 {
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin", Value: value,
+	f := strings.Split(value, " ")
+	if len(f) != sessionFields && len(f) != sessionFieldsMariaDB {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp", Value: value,
 			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
 	}
-	mode, cs, logBin := value[:i], strings.ToLower(strings.TrimSpace(value[i+1:j])), strings.TrimSpace(value[j+1:])
+	mode, cs, logBin := f[0], strings.ToLower(f[1]), f[2]
 	modes := map[string]bool{}
 	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
 		modes[strings.TrimSpace(m)] = true
@@ -127,5 +202,66 @@ func (dialectImpl) CheckSession(value string) error {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_log_bin", Value: logBin,
 			Problem: "the session's writes stay out of the binary log: replicas never get them, and a failover forgets them", Fix: logBinFix}
 	}
+	if !on(f[3]) {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "autocommit", Value: f[3],
+			Problem: "the session is inside a transaction the wrapper does not know of: an acknowledged write outside BeginTx is never committed",
+			Fix:     "use BeginTx for transactions; autocommit must be 1" + rawFix}
+	}
+	if ct := strings.ToUpper(f[4]); ct != "NO_CHAIN" && ct != "0" {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "completion_type", Value: f[4],
+			Problem: "CHAIN opens a transaction after every COMMIT the wrapper sends (a later write is then never committed), RELEASE closes the connection after it",
+			Fix:     "SET SESSION completion_type = NO_CHAIN, and remove whatever sets it (init_connect, the DSN's completion_type parameter, a statement sent on Raw)"}
+	}
+	if d, err := strconv.ParseInt(f[6], 10, 64); err != nil || d > clockTolerance || d < -clockTolerance {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "timestamp", Value: f[5],
+			Problem: "the session's clock is set by hand (" + clockSkew(f[6]) + "): it dates the tombstones of its deletes (a purge removes them early, and a deleted row can come back under an older token) and the one-statement DELETE's mark",
+			Fix:     "the session clock must follow the server's (SET timestamp = DEFAULT)" + rawFix}
+	}
+	if len(f) == sessionFields {
+		return nil // MySQL
+	}
+	if on(f[7]) || !off(f[7]) {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "skip_replication", Value: f[7],
+			Problem: "replicas may filter the session's writes out: a failover forgets them",
+			Fix:     "SET SESSION skip_replication = 0, and remove whatever sets it (init_connect, the DSN's skip_replication parameter, a statement sent on Raw)"}
+	}
+	if f[8] != f[9] {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "server_id", Value: f[8],
+			Problem: "not the server's own (" + f[9] + "): a replica ignores the events of its own server id, and a failover forgets the session's writes",
+			Fix:     "the session must keep the server's server_id" + rawFix}
+	}
+	if f[10] != f[11] {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "gtid_domain_id", Value: f[10],
+			Problem: "not the server's own (" + f[11] + "): replicas may filter the session's replication domain out, and a failover forgets its writes",
+			Fix:     "the session must keep the server's gtid_domain_id" + rawFix}
+	}
+	if f[12] != "0" {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "gtid_seq_no", Value: f[12],
+			Problem: "a sequence number set by hand, if already used, makes replicas skip the session's next transaction",
+			Fix:     "gtid_seq_no must be 0" + rawFix}
+	}
 	return nil
+}
+
+// off reports whether v is a boolean variable's false.
+func off(v string) bool {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "OFF", "0", "FALSE", "NO":
+		return true
+	}
+	return false
+}
+
+// clockSkew describes the difference, in microseconds, between the session's clock
+// and the server's.
+func clockSkew(us string) string {
+	d, err := strconv.ParseInt(us, 10, 64)
+	if err != nil {
+		return "its difference from the server's clock reads " + strconv.Quote(us)
+	}
+	dir := "behind"
+	if d < 0 {
+		dir, d = "ahead of", -d
+	}
+	return strconv.FormatInt(d/1_000_000, 10) + " s " + dir + " the server's clock"
 }

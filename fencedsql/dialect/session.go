@@ -13,7 +13,9 @@ import "database/sql/driver"
 // client_encoding whose multibyte characters can end in a backslash or quote byte
 // (SJIS, BIG5, GBK, GB18030, UHC, JOHAB); MySQL/MariaDB's sql_mode (not strict: the
 // NULL is stored as 0; ANSI_QUOTES, NO_BACKSLASH_ESCAPES: other quoting) and
-// character_set_client (GBK, SJIS, Big5, CP932, GB18030). The dialect's SessionQuery
+// character_set_client (GBK, SJIS, Big5, CP932, GB18030). A dialect also reads there
+// the protected settings a DSN parameter or init_connect can set unseen (MySQL:
+// sql_log_bin, autocommit, completion_type, a clock set by hand …). The dialect's SessionQuery
 // reads all of its settings in one round trip and CheckSession judges them; a session
 // it refuses gets a *SessionError (errors.Is ErrSchema) before anything is sent.
 //

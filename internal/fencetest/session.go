@@ -49,6 +49,9 @@ type SessionCase struct {
 	Setting string
 	// Reset makes the session trustworthy again (none: rolling back InTx does).
 	Reset []string
+	// RawReset: Reset runs on the wrapped driver's own connection (sql.Conn.Raw), for
+	// a setting the wrapper refuses to SET to any value (timestamp, autocommit).
+	RawReset bool
 	// Harmless: Change does not make the session untrustworthy (a function or
 	// procedure whose SET the server undoes); the next write must succeed and cost
 	// Cost statements.
@@ -118,15 +121,48 @@ func (s *sessionEnv) exec(q string) {
 	}
 }
 
+// rawExec runs qs on the wrapped driver's own connection (sql.Conn.Raw), unseen by
+// the wrapper's statement checks.
+func (s *sessionEnv) rawExec(qs []string) error {
+	return s.conn.Raw(func(dc any) error {
+		u, ok := dc.(interface{ Raw() driver.Conn })
+		if !ok {
+			return errors.New("the fenced connection does not expose the driver's (Raw)")
+		}
+		ex, ok := u.Raw().(driver.ExecerContext)
+		if !ok {
+			return errors.New("the driver's connection has no ExecContext")
+		}
+		for _, q := range qs {
+			if _, err := ex.ExecContext(s.ctx, q, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// reset runs c.Reset, through the wrapper or (RawReset) on the driver's connection.
+func (s *sessionEnv) reset(c SessionCase) {
+	s.t.Helper()
+	if c.RawReset {
+		if err := s.rawExec(c.Reset); err != nil {
+			s.t.Fatalf("reset %q on the raw connection: %v", c.Reset, err)
+		}
+		return
+	}
+	for _, q := range c.Reset {
+		s.exec(q)
+	}
+}
+
 func runSessionCase(t *testing.T, b Backend, d dialect.Dialect, setupSQL []string, c SessionCase) {
 	s := newSessionEnv(t, b, d, setupSQL, c.DSN, c.Dynamic)
 	if c.DSN != "" {
 		// The setting took effect at connect: the first guarded write is refused.
 		err, sent := s.write(nil, 7, 999)
 		s.wantRefused(err, sent, c.Setting, 100, 5)
-		for _, q := range c.Reset {
-			s.exec(q)
-		}
+		s.reset(c)
 		err, sent = s.write(nil, 7, 999)
 		if err != nil {
 			t.Fatalf("after reset: %v", err)
@@ -175,23 +211,7 @@ func runSessionCase(t *testing.T, b Backend, d dialect.Dialect, setupSQL []strin
 			t.Fatalf("prepared %q: %v", c.Change[0], err)
 		}
 	case c.Raw:
-		err := s.conn.Raw(func(dc any) error {
-			u, ok := dc.(interface{ Raw() driver.Conn })
-			if !ok {
-				return errors.New("the fenced connection does not expose the driver's (Raw)")
-			}
-			ex, ok := u.Raw().(driver.ExecerContext)
-			if !ok {
-				return errors.New("the driver's connection has no ExecContext")
-			}
-			for _, q := range c.Change {
-				if _, err := ex.ExecContext(s.ctx, q, nil); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.rawExec(c.Change); err != nil {
 			t.Fatalf("change on the raw connection: %v", err)
 		}
 	default:
@@ -225,9 +245,7 @@ func runSessionCase(t *testing.T, b Backend, d dialect.Dialect, setupSQL []strin
 			t.Fatal(err)
 		}
 	}
-	for _, q := range c.Reset {
-		s.exec(q)
-	}
+	s.reset(c)
 	err, sent = s.write(nil, 7, 999)
 	if err != nil {
 		t.Fatalf("after reset: %v", err)
