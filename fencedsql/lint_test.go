@@ -20,7 +20,7 @@ import (
 )
 
 // expectLint adds to mock the catalog queries of d's SchemaLinter, if any, answered
-// as for a fit table, then the query of its TriggerDoorFinder, if any, answered
+// as for a fit table, then the queries of its TriggerDoorFinder, if any, answered
 // "none", in the order the lazy check sends them (after the column query). The queries are recorded by running the linter over canned answers: the
 // SQLite linter's conversation (the table's schema and STRICT flag, then its CREATE
 // TABLE text), which is the only one this module has.

@@ -15,8 +15,9 @@ import (
 // verify runs the lazy checks before a guarded write: the session (verifySession: from
 // the driver's state before every write where the dialect tracks it, else once per
 // connection and again after a statement that may have changed it) and the table's
-// fencing columns, its declaration (SchemaLinter) and the triggers of other tables that
-// write it (TriggerDoorFinder) (once per name as the statements write it, see lookup: per DB, or
+// fencing columns, its declaration (SchemaLinter) and the doors a statement through the
+// pool opens (TriggerDoorFinder: other tables' triggers that write it, its own BEFORE
+// triggers that may assign its fencing columns, updatable views, rules) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
 // resolvesNames). Only successes are cached, so fixing the
 // schema or the session takes effect without a restart. WithSchemaCheck(false) turns

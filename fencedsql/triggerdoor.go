@@ -10,11 +10,15 @@ import (
 )
 
 // triggerGuard is the lazy check's refusal of the side doors a statement through this
-// pool can open itself: the triggers on other tables that write the guarded table
-// (dialect.TriggerDoorFinder). nil when there are none (or the dialect has no
-// finder), else a *SchemaError (ErrSchema) naming the table, each trigger and the
-// statements that drop them, as schema.Check reports them among its side doors. A
-// failed catalog query is a SchemaError wrapping it.
+// pool can open itself (dialect.TriggerDoorFinder): the triggers on other tables that
+// write the guarded table, the table's own BEFORE row triggers that may assign its
+// token or version column (undoing the fencing NULL before the NOT NULL check), the
+// updatable views over it and (PostgreSQL) the rules on or naming it. nil when there
+// are none (or the dialect has no finder), else a *SchemaError (ErrSchema) naming the
+// table, each door and the statements that close them, as schema.Check reports them
+// among its side doors: the table's guarded writes are refused while a door exists,
+// so that it is impossible to miss. A failed catalog query is a SchemaError wrapping
+// it.
 func triggerGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, g *plan.Table, table dialect.TableName) error {
 	f, ok := d.(dialect.TriggerDoorFinder)
 	if !ok {
@@ -22,7 +26,7 @@ func triggerGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dia
 	}
 	doors, err := f.TriggerDoors(ctx, query, dialect.SideDoorTable{Table: table, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 	if err != nil {
-		return &SchemaError{Table: g.String(), Problem: "the trigger side door query failed" + mockHint, Err: err}
+		return &SchemaError{Table: g.String(), Problem: "the side door query failed" + mockHint, Err: err}
 	}
 	var problems, fix []string
 	for _, sd := range doors {

@@ -26,12 +26,14 @@ import (
 //     DELETE on the view from the writers. A view is matched by its definition naming
 //     `schema`.`table` as information_schema.VIEWS shows it; without the SHOW VIEW
 //     privilege the definition is hidden and no fix is proposed.
-//   - triggers on other tables, guarded or not, whose body writes the table
-//     (TriggerDoors, which the lazy check also runs).
+//   - the doors a statement through the pool opens (TriggerDoors, which the lazy
+//     check also runs): the updatable views above, triggers on other tables, guarded
+//     or not, whose body writes the table, and the table's own BEFORE triggers that
+//     may assign its token or version column.
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.cascades, d.views, d.TriggerDoors,
+		d.cascades, d.TriggerDoors,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -164,20 +166,77 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 
 var _ dialect.SideDoorFinder = dialectImpl{}
 
-// TriggerDoors finds the triggers on other tables, in any schema, whose body writes
+// TriggerDoors finds the doors a statement through the pool opens
+// (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
+// lazy check refuses: the updatable views over the table (views, described at
+// SideDoors), the triggers of other tables that write it (otherTriggers) and the
+// table's own BEFORE triggers that may assign its fencing columns (ownTriggers), in
+// that order. MySQL lists only the triggers of tables the account has the TRIGGER
+// privilege on, and shows a view's definition only with SHOW VIEW: an application
+// account without them (the least-privilege layout) sees fewer doors, so
+// schema.Check, run by the migration account, is the check that counts.
+func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	var doors []dialect.SideDoor
+	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
+		d.views, d.otherTriggers, d.ownTriggers,
+	} {
+		found, err := find(ctx, query, t)
+		if err != nil {
+			return nil, err
+		}
+		doors = append(doors, found...)
+	}
+	return doors, nil
+}
+
+// ownTriggers finds the table's own BEFORE INSERT and BEFORE UPDATE triggers (always
+// row triggers, always enabled in MySQL and MariaDB), other than fencedsql's (named
+// fencedsql_…), whose body names the token or the version column as a word
+// (dialect.NamesColumn). The fenced UPDATE sets the token (or, for ExpectVersion, the
+// version) to NULL when the row carries a newer one and relies on the NOT NULL
+// violation, which is checked after the BEFORE triggers: a trigger that replaces the
+// NULL (SET NEW.fence_token = IFNULL(NEW.fence_token, OLD.fence_token)) turns a
+// refused write into an accepted one, also with the guard installed when the
+// trigger fires after the guard's (creation order, or PRECEDES). Fix: DROP TRIGGER,
+// and move its logic so that it never assigns the fencing columns.
+func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
+		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' "+
+		"AND EVENT_MANIPULATION IN ('INSERT', 'UPDATE') AND TRIGGER_NAME NOT LIKE 'fencedsql\\_%' "+
+		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
+		t.Table.Schema, t.Table.Name)
+	if err != nil {
+		return nil, err
+	}
+	cols := t.TokenColumn
+	if t.VersionColumn != "" {
+		cols += " or " + t.VersionColumn
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) < 4 || !dialect.NamesColumn(r[3], dialect.MySQLSyntax, t.TokenColumn, t.VersionColumn) {
+			continue
+		}
+		trg := dialect.TableName{Schema: r[0], Name: r[1]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: trg.String() + " on " + t.Table.String(),
+			Problem: "the BEFORE " + r[2] + " trigger " + trg.String() + " on " + t.Table.String() + " names " + cols +
+				": the fenced UPDATE sets the token to NULL when a row carries a newer token and relies on the NOT NULL violation, which is checked after the BEFORE triggers, so a trigger that assigns the column (IFNULL(NEW.col, OLD.col)) lets a stale write through, also with the guard when it fires after the guard's; drop the trigger and move its logic so that it never assigns the fencing columns",
+			Fix: []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}})
+	}
+	return doors, nil
+}
+
+// otherTriggers finds the triggers on other tables, in any schema, whose body writes
 // the table (dialect.WritesTable over information_schema.TRIGGERS.ACTION_STATEMENT:
 // a statement that writes and names the table, in any quoting or schema): a write to
 // the other table, through the fenced pool or not, runs the trigger, which writes the
 // table unfenced; the guard lets through an UPDATE that advances the version, and does
 // not see an INSERT or a DELETE. A trigger on another guarded table counts too: the
 // statement on that table is fenced for its rows only (dialect.TriggerDoorFinder). A
-// trigger on the table itself cannot write it (MySQL refuses that when it fires). A
-// trigger that calls a routine that writes the table is not seen. MySQL lists only the
-// triggers of tables the account has the TRIGGER privilege on: an application account
-// without it (the least-privilege layout) sees none, so the lazy check finds nothing
-// there and schema.Check, run by the migration account, is the check that counts.
-// Fix: DROP TRIGGER, and do its work through the wrapper.
-func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+// trigger on the table itself cannot write it (MySQL refuses that when it fires;
+// ownTriggers judges its assignments). A trigger that calls a routine that writes the
+// table is not seen. Fix: DROP TRIGGER, and do its work through the wrapper.
+func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
 		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
 		// A trigger's unqualified names are its own database's: one in another

@@ -46,12 +46,14 @@ import (
 //     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
 //     does not advance the version) and the write to the referenced table fails;
 //     tombstones are recorded. A note, not a problem.
-//   - triggers on other relations, guarded or not, whose function writes the table
-//     (TriggerDoors, which the lazy check also runs).
+//   - the doors a statement through the pool opens (TriggerDoors, which the lazy
+//     check also runs): the updatable views and the rules above, triggers on other
+//     relations, guarded or not, whose function writes the table, and the table's own
+//     BEFORE row triggers that may assign its token or version column.
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	var doors []dialect.SideDoor
 	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.descendants, d.childKeys, d.views, d.rules, d.cascades, d.foreignTables, d.TriggerDoors,
+		d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors,
 	} {
 		found, err := find(ctx, query, t)
 		if err != nil {
@@ -361,21 +363,101 @@ ORDER BY 1`, t.Table.String())
 
 var _ dialect.SideDoorFinder = dialectImpl{}
 
-// TriggerDoors finds the enabled user triggers on other relations whose function's
+// TriggerDoors finds the doors a statement through the pool opens
+// (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
+// lazy check refuses: the updatable views over the table without the fencedsql_refuse
+// trigger and the rules on or naming it (views, rules, described at SideDoors), the
+// triggers of other relations that write it (otherTriggers) and the table's own
+// BEFORE row triggers that may assign its fencing columns (ownTriggers), in that
+// order, one catalog query each.
+func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	var doors []dialect.SideDoor
+	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
+		d.views, d.rules, d.otherTriggers, d.ownTriggers,
+	} {
+		found, err := find(ctx, query, t)
+		if err != nil {
+			return nil, err
+		}
+		doors = append(doors, found...)
+	}
+	return doors, nil
+}
+
+// ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE
+// (and those of its inheritance children and partitions, not cloned from the
+// table's), other than fencedsql's (functions named fencedsql_…), whose function's
+// body or whose arguments (a C function such as a generic "keep the old value" one
+// gets the column's name there) name the token or the version column as a word
+// (dialect.NamesColumn). The fenced UPDATE sets the token (or, for ExpectVersion, the
+// version) to NULL when the row carries a newer one and relies on the NOT NULL
+// violation; PostgreSQL checks NOT NULL after the BEFORE row triggers, so a trigger
+// that replaces the NULL (NEW.fence_token := COALESCE(NEW.fence_token,
+// OLD.fence_token)) turns a refused write into an accepted one, with the guard
+// installed too (the guard lets a NULL through for the constraint to refuse), and a
+// claim under a stale token succeeds. Fix: DROP TRIGGER, and move its logic so that
+// it never assigns the fencing columns.
+func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
+  SELECT to_regclass($1)
+  UNION
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
+SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
+  CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
+  pg_catalog.encode(tg.tgargs, 'escape')
+FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+WHERE NOT tg.tgisinternal AND tg.tgenabled <> 'D' AND tg.tgtype & 3 = 3 AND tg.tgtype & 20 <> 0
+  AND (tg.tgrelid = to_regclass($1) OR tg.tgparentid = 0)
+  AND p.proname::text NOT LIKE 'fencedsql\_%'
+ORDER BY 1, 2, 3`, t.Table.String())
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) < 7 {
+			continue
+		}
+		args := strings.ReplaceAll(r[6], `\000`, " ")
+		if !dialect.NamesColumn(r[5], dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) &&
+			!dialect.NamesColumn(args, dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) {
+			continue
+		}
+		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		fn := dialect.TableName{Schema: r[3], Name: r[4]}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[2] + " on " + rel.String(),
+			Problem: "the BEFORE row trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), whose body or arguments name " + ownColumns(t) +
+				": the fenced UPDATE sets the token to NULL when a row carries a newer token and relies on the NOT NULL violation, which PostgreSQL checks after the BEFORE row triggers, so a trigger that assigns the column (COALESCE(NEW.col, OLD.col)) lets a stale write through, the guard installed or not; drop the trigger and move its logic so that it never assigns the fencing columns",
+			Fix: []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}})
+	}
+	return doors, nil
+}
+
+// ownColumns names the fencing columns for an own-trigger door's problem.
+func ownColumns(t dialect.SideDoorTable) string {
+	if t.VersionColumn == "" {
+		return t.TokenColumn
+	}
+	return t.TokenColumn + " or " + t.VersionColumn
+}
+
+// otherTriggers finds the enabled user triggers on other relations whose function's
 // body writes the table (dialect.WritesTable over pg_proc.prosrc, or the function's
 // definition for a SQL-standard body: a statement that writes and names the table, in
 // any quoting or schema, or a string naming it, such as an EXECUTE's): a write to the
 // other relation, through the fenced pool or not, runs the trigger, which writes the
 // table unfenced; the guard lets through an UPDATE that advances the version and an
 // INSERT. A trigger on another guarded table counts too: the statement on that table
-// is fenced for its rows only (dialect.TriggerDoorFinder). Not judged: triggers on the
-// table itself, triggers cloned onto partitions (their parent's is judged), internal
-// ones (foreign keys), disabled ones, and fencedsql's own trigger functions (named
-// fencedsql_…: the guard and tombstone functions its descendants' triggers call, the
-// view refusal). A function that builds the table's name at run time, or calls
-// another routine that writes it, is not seen. Fix: DROP TRIGGER, and do its work
-// through the wrapper.
-func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+// is fenced for its rows only (dialect.TriggerDoorFinder). Not judged here: triggers
+// on the table itself (ownTriggers'), triggers cloned onto partitions (their parent's
+// is judged), internal ones (foreign keys), disabled ones, and fencedsql's own trigger
+// functions (named fencedsql_…: the guard and tombstone functions its descendants'
+// triggers call, the view refusal). A function that builds the table's name at run
+// time, or calls another routine that writes it, is not seen. Fix: DROP TRIGGER, and
+// do its work through the wrapper.
+func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
   CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END
 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace

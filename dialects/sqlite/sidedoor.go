@@ -26,8 +26,9 @@ import (
 //     without them): an INSERT, UPDATE or DELETE on the view does not name the table,
 //     so the wrapper sends it as written and the trigger writes the table unfenced.
 //     Fix: drop those triggers (DROP TRIGGER).
-//   - triggers on other tables, guarded or not, whose body writes the table
-//     (TriggerDoors, which the lazy check also runs).
+//   - the doors a statement through the pool opens (TriggerDoors, which the lazy
+//     check also runs): the views above, and triggers on other tables, guarded or
+//     not, whose body writes the table.
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -37,11 +38,6 @@ func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, 
 		return nil, err
 	}
 	doors = append(doors, fks...)
-	views, err := d.viewTriggers(ctx, query, t)
-	if err != nil {
-		return nil, err
-	}
-	doors = append(doors, views...)
 	trgs, err := d.TriggerDoors(ctx, query, t)
 	if err != nil {
 		return nil, err
@@ -125,7 +121,26 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 	return doors, nil
 }
 
-// TriggerDoors finds the triggers on other tables of the table's schema whose body
+// TriggerDoors finds the doors a statement through the pool opens
+// (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
+// lazy check refuses: the views whose INSTEAD OF triggers write the table
+// (viewTriggers, described at SideDoors), then the triggers of other tables that write
+// it (otherTriggers), one query each. The table's own triggers are no door on SQLite:
+// a BEFORE trigger cannot assign NEW, so it cannot undo the fencing NULL the NOT NULL
+// constraint refuses.
+func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	views, err := d.viewTriggers(ctx, query, t)
+	if err != nil {
+		return nil, err
+	}
+	trgs, err := d.otherTriggers(ctx, query, t)
+	if err != nil {
+		return nil, err
+	}
+	return append(views, trgs...), nil
+}
+
+// otherTriggers finds the triggers on other tables of the table's schema whose body
 // (the text after BEGIN) writes the table (dialect.WritesTable: a statement of the
 // body that writes and names it, in any quoting, also as a string): an INSERT,
 // UPDATE or DELETE on the other table, through the fenced pool or not, runs the
@@ -133,10 +148,10 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // that advances the version and does not cover INSERT or DELETE, so nothing stops it.
 // A trigger on another guarded table counts too: the statement on that table is
 // fenced for its rows only (dialect.TriggerDoorFinder). Triggers on views are
-// SideDoors' (an INSTEAD OF trigger), triggers on the table itself are not judged,
+// viewTriggers' (an INSTEAD OF trigger), triggers on the table itself are not judged,
 // and TEMP triggers (of one connection) are not seen. Fix: drop the trigger (DROP
 // TRIGGER), and do its work through the wrapper.
-func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	master := "sqlite_master"
 	if t.Table.Schema != "" {
 		master = d.QuoteIdent(t.Table.Schema) + ".sqlite_master"

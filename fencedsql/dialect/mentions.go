@@ -76,3 +76,28 @@ func WritesTable(src string, syn Syntax, name string) bool {
 	}
 	return false
 }
+
+// NamesColumn reports whether the trigger or routine text src, read by syn's lexical
+// rules, may name one of cols (the token and version columns, for the table's own
+// BEFORE row triggers, TriggerDoorFinder): Mentions finds one as a word anywhere in it
+// (identifiers in any quoting and case, strings, comments), or the lexer finds a quoted
+// identifier it cannot decode (PostgreSQL's U&"…", which may spell one). A word test,
+// not a parse: it errs on the side of yes (a trigger that only reads NEW.version
+// counts), and it cannot see a name built at run time.
+func NamesColumn(src string, syn Syntax, cols ...string) bool {
+	for _, c := range cols {
+		if Mentions(src, c) {
+			return true
+		}
+	}
+	toks, err := LexDDL(src, syn)
+	if err != nil {
+		return false
+	}
+	for _, t := range toks {
+		if _, ok := t.Name(); !ok && t.Kind == DDLQuoted {
+			return true
+		}
+	}
+	return false
+}

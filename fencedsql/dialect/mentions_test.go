@@ -61,3 +61,24 @@ func TestWritesTable(t *testing.T) {
 		}
 	}
 }
+
+func TestNamesColumn(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		syn  dialect.Syntax
+		want bool
+	}{
+		{"BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END", dialect.PostgresSyntax, true},
+		{`BEGIN NEW."Version" := 1; RETURN NEW; END`, dialect.PostgresSyntax, true},
+		{"SET NEW.`FENCE_TOKEN` = IFNULL(NEW.fence_token, OLD.fence_token)", dialect.MySQLSyntax, true},
+		{`BEGIN NEW.U&"\0066ence_token" := 1; RETURN NEW; END`, dialect.PostgresSyntax, true},
+		{"x FENCE_TOKEN", dialect.PostgresSyntax, true}, // trigger arguments
+		{"BEGIN NEW.updated_at := now(); RETURN NEW; END", dialect.PostgresSyntax, false},
+		{"BEGIN NEW.row_version := 1; NEW.fence_token_note := 'x'; RETURN NEW; END", dialect.PostgresSyntax, false},
+		{"SET NEW.updated_at = NOW(6)", dialect.MySQLSyntax, false},
+	} {
+		if got := dialect.NamesColumn(c.src, c.syn, "fence_token", "version"); got != c.want {
+			t.Errorf("NamesColumn(%q) = %v, want %v", c.src, got, c.want)
+		}
+	}
+}

@@ -16,23 +16,40 @@ type SideDoorFinder interface {
 	SideDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
 }
 
-// TriggerDoorFinder is implemented by dialects that can find the triggers of other
-// tables whose bodies write a guarded table (SideDoorTrigger). Such a trigger is a side
-// door through the fenced pool itself: a statement on the other table is sent as
-// written (or, when that table is guarded too, fenced for that table only: its token
-// is checked against that table's rows, not against the rows the trigger writes here,
-// which may carry a newer token of another lease), and the trigger's write reaches
-// this table without this table's fence; the database-side guard lets through what a
-// plain connection may do (an UPDATE that advances the version, an INSERT, a DELETE
-// where the guard does not cover it). So both callers refuse it: schema.Check reports each door as a
-// problem (the dialect's SideDoors includes them), and the lazy check before the first
-// guarded write on a connection refuses the table with ErrSchema (nothing written)
-// while one is found. The table's own triggers are not judged (they run only inside a
-// statement on the table, which the wrapper fenced), nor fencedsql's own objects.
+// TriggerDoorFinder is implemented by dialects that can find the doors a statement
+// through the pool opens: database objects through which a statement the fenced pool
+// sends (as written, or fenced for another table only) changes the guarded table's rows
+// without the fence, or undoes the fence of a statement on the table itself:
+//
+//   - triggers of other tables whose bodies write the table (SideDoorTrigger): a
+//     statement on the other table is sent as written (or, when that table is guarded
+//     too, fenced for that table only: its token is checked against that table's rows,
+//     not against the rows the trigger writes here, which may carry a newer token of
+//     another lease), and the trigger's write reaches this table without this table's
+//     fence; the database-side guard lets through what a plain connection may do (an
+//     UPDATE that advances the version, an INSERT, a DELETE where the guard does not
+//     cover it);
+//   - the table's own BEFORE row triggers on INSERT or UPDATE that may assign the token
+//     or the version column (SideDoorOwnTrigger): the fenced UPDATE sets the token to
+//     NULL when the row carries a newer one and relies on the NOT NULL violation, which
+//     the database checks after the BEFORE row triggers, so a trigger that replaces the
+//     NULL (COALESCE(NEW.fence_token, OLD.fence_token)) turns a fenced write into an
+//     accepted one, the guard's trigger or not;
+//   - updatable views over the table without the refusal the fix installs
+//     (SideDoorView), and rules (PostgreSQL, SideDoorRule): a write through them does
+//     not name the table, so the wrapper sends it as written.
+//
+// Both callers refuse them: schema.Check reports each door as a problem (the dialect's
+// SideDoors includes TriggerDoors' doors, once), and the lazy check before the first
+// guarded write of a pool (or connection) refuses the table with ErrSchema (nothing
+// written) while one is found, so a door is impossible to miss. fencedsql's own objects
+// (named fencedsql_…) are not judged.
 type TriggerDoorFinder interface {
-	// TriggerDoors inspects the catalog through query (read-only, one query) and
-	// returns the triggers of other tables that write t.Table, none when there are
-	// none. An error is a failed catalog query.
+	// TriggerDoors inspects the catalog through query (read-only; which queries it
+	// sends, in which order, depends only on t and on what the earlier ones answered,
+	// so a recorder that answers none sees a fixed sequence) and returns the doors a
+	// statement through the pool opens on t.Table, none when there are none. An
+	// error is a failed catalog query.
 	TriggerDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
 }
 
@@ -74,6 +91,11 @@ const (
 	// SideDoorTrigger: a trigger on another table (guarded or not) whose body writes
 	// the table (TriggerDoorFinder): a write to that table writes this one unfenced.
 	SideDoorTrigger SideDoorKind = "trigger"
+	// SideDoorOwnTrigger: a BEFORE INSERT or UPDATE row trigger of the table itself
+	// whose body (or arguments) names the token or the version column
+	// (TriggerDoorFinder): it may replace the NULL the fenced UPDATE writes when the row
+	// carries a newer token, before the NOT NULL check that refuses it.
+	SideDoorOwnTrigger SideDoorKind = "own trigger"
 	// SideDoorForeign: a foreign table (PostgreSQL postgres_fdw) whose remote table is
 	// named like the table: through a loopback server, writes to it reach the table
 	// without naming it.

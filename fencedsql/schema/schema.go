@@ -93,7 +93,15 @@ type TableReport struct {
 //     - triggers on other tables, guarded or not, whose body writes the table
 //     (dialect.TriggerDoorFinder: a write to the other table writes this one without
 //     its fence; the statement on another guarded table is fenced for that table's
-//     rows only); fix: DROP TRIGGER. The lazy check refuses the table while one
+//     rows only); fix: DROP TRIGGER;
+//     - the table's own BEFORE INSERT or UPDATE row triggers (PostgreSQL, MySQL) whose
+//     body or arguments name the token or the version column: one that assigns it
+//     replaces the NULL the fenced UPDATE writes when a row carries a newer token
+//     before the NOT NULL check refuses it, so a stale write is accepted (the guard
+//     installed or not); fix: DROP TRIGGER, and move its logic so that it never
+//     assigns the fencing columns.
+//     The views, rules and triggers above are the doors a statement through the pool
+//     opens (dialect.TriggerDoorFinder): the lazy check refuses the table while one
 //     exists, too.
 //
 // Nullable fencing columns are problem 2 above.
@@ -109,8 +117,10 @@ type TableReport struct {
 // The columns are judged exactly as the lazy check before the first guarded write
 // judges them (same problems, same statements); the guards and side doors are
 // Check's own: fenced writes are correct without them, and the lazy check does
-// not require them — except the triggers on other tables that write the table,
-// which it refuses as well. A missing table gets no fix.
+// not require them — except the doors a statement through the pool opens
+// (dialect.TriggerDoorFinder: triggers on other tables that write the table, the
+// table's own BEFORE triggers that may assign its fencing columns, updatable views,
+// rules), which it refuses as well. A missing table gets no fix.
 //
 // Run the Fix statements through a plain (non-fenced) connection, one Exec each (in
 // one transaction where the database has transactional DDL: PostgreSQL, SQLite): the

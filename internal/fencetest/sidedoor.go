@@ -27,10 +27,12 @@ func (s *guardSuite) testSideDoors(t *testing.T) {
 		t.Run("UpdatableView", s.testView)
 		t.Run("Rules", s.testPGRules)
 		t.Run("CascadeIsANote", s.testCascade)
+		t.Run("OwnBeforeTrigger", s.testOwnTrigger)
 	case s.b.MySQL:
 		t.Run("UnfenceableDeclaration", s.testMyISAM)
 		t.Run("Cascade", s.testCascade)
 		t.Run("UpdatableView", s.testView)
+		t.Run("OwnBeforeTrigger", s.testOwnTrigger)
 	default:
 		t.Run("Cascade", s.testCascade)
 		t.Run("ViewTrigger", s.testView)
@@ -243,6 +245,9 @@ func (s *guardSuite) testView(t *testing.T) {
 	if rep.OK() || !strings.Contains(sd.Object, "acc_v") || len(sd.Fix) == 0 {
 		t.Fatalf("view door: %+v", sd)
 	}
+	// The lazy check of a fresh pool refuses the table's writes while the door exists
+	// (dialect.TriggerDoorFinder), nothing written.
+	s.wantLazyRefusal(e, "acc_v")
 	s.applyFix(e, rep.Fix)
 	wantClean(t, s.check(e, spec)[0])
 	_, err := e.db.ExecContext(tok(e.ctx, 3), e.q("UPDATE acc_v SET balance = 667, version = version + 1, fence_token = fence_token WHERE id = ?"), 1)
@@ -313,6 +318,7 @@ func (s *guardSuite) testPGRules(t *testing.T) {
 	if rep.OK() || strings.Join(objs, ",") != "keep on public.accounts,audit_pay on public.audit" {
 		t.Fatalf("rule doors %q in %+v", objs, rep)
 	}
+	s.wantLazyRefusal(e, "keep on public.accounts", "audit_pay on public.audit", "DROP RULE")
 	s.applyFix(e, rep.Fix)
 	wantClean(t, s.check(e, spec)[0])
 	// A fresh pool: PostgreSQL keeps the rule's rewriting in statements prepared under
@@ -443,6 +449,25 @@ func (s *guardSuite) testMyISAM(t *testing.T) {
 				t.Fatalf("row 1 balance = %d, %v after a fenced statement on InnoDB", b1, err)
 			}
 		})
+	}
+}
+
+// wantLazyRefusal checks that a fresh fenced pool refuses a guarded write to accounts
+// (row 2, seeded with balance 100) with ErrSchema naming each of want, before anything
+// is written: the lazy check's refusal of the doors a statement through the pool
+// opens (dialect.TriggerDoorFinder).
+func (s *guardSuite) wantLazyRefusal(e *env, want ...string) {
+	e.t.Helper()
+	before := e.row(2)
+	_, err := e.fencedOn(e.t, "accounts").ExecContext(tok(e.ctx, 50), e.q("UPDATE accounts SET balance = 5 WHERE id = ?"), 2)
+	wantErr(e.t, err, fencedsql.ErrSchema)
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			e.t.Fatalf("lazy check: %v; want it to name %q", err, w)
+		}
+	}
+	if r := e.row(2); r != before {
+		e.t.Fatalf("row 2 = %+v after a refused write, was %+v", r, before)
 	}
 }
 

@@ -133,8 +133,10 @@ func mysqlEntries() []entry {
 			steps: []step{x("DELETE FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2")}},
 		entry{class: c4, name: "claim_on_update_current_timestamp", want: Claim, setup: touch,
 			steps: []step{s("SELECT id, balance FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2 FOR UPDATE")}},
+		// A read-only view (DISTINCT): an updatable one is a door the lazy check
+		// refuses (ErrSchema), whatever the statement.
 		entry{class: c4, name: "view_renaming_version_limited", want: Exact,
-			setup: []string{"CREATE VIEW acc_v AS SELECT id, version AS v FROM accounts"},
+			setup: []string{"CREATE VIEW acc_v AS SELECT DISTINCT id, version AS v FROM accounts"},
 			steps: []step{x("DELETE FROM accounts WHERE id = (SELECT id FROM acc_v ORDER BY v, id LIMIT 1)")}},
 		entry{class: c4, name: "row_count", want: Exact,
 			steps: []step{s("SELECT 1"), x("DELETE FROM accounts WHERE id > ROW_COUNT() + 2")}},

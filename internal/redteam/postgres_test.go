@@ -159,8 +159,10 @@ func postgresEntries() []entry {
 			steps: []step{x("DELETE FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2")}},
 		entry{class: c4, name: "claim_updated_at_trigger", want: Claim, setup: touch,
 			steps: []step{s("SELECT id, balance FROM accounts WHERE updated_at < '2021-01-01' AND id <= 2 FOR UPDATE")}},
+		// A read-only view (DISTINCT): an updatable one is a door the lazy check
+		// refuses (ErrSchema), whatever the statement.
 		entry{class: c4, name: "view_renaming_version_limited", want: Exact,
-			setup: []string{"CREATE VIEW acc_v AS SELECT id, version AS v FROM accounts"},
+			setup: []string{"CREATE VIEW acc_v AS SELECT DISTINCT id, version AS v FROM accounts"},
 			steps: []step{x("DELETE FROM accounts WHERE id = (SELECT id FROM acc_v ORDER BY v, id LIMIT 1)")}},
 		one(c4, "statement_timestamp", "DELETE FROM accounts WHERE statement_timestamp() = transaction_timestamp()", Exact),
 	)
