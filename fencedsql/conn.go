@@ -52,6 +52,10 @@ type txState struct {
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error
+	// ended is why the server already rolled the transaction back and left the session
+	// in autocommit (a deadlock victim: serverrollback.go): later statements are
+	// refused unsent, and Commit sends only a ROLLBACK and returns it.
+	ended *serverRollbackError
 }
 
 func newConn(raw driver.Conn, k *core) *conn {
@@ -151,7 +155,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
-		return c.rearmingStmt(p, newPassStmt(c, st)), nil
+		return c.rearmingStmt(p, newPassStmt(c, st, p.ImplicitCommit)), nil
 	}
 	s := &stmt{c: c, text: query, plain: p, raws: map[*plan.Plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {
@@ -175,6 +179,10 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 // the session's sql_mode re-arms the session check. A savepoint statement sent as text
 // is refused outside a transaction the wrapper began (plan.Plan.TxOnly); prepared, it
 // is judged when prepared (database/sql's tx.Stmt prepares again on the transaction).
+// A statement that commits implicitly (MySQL/MariaDB DDL, …: plan.Plan.ImplicitCommit)
+// is refused inside one; prepared outside one, it is judged again at each execution
+// (passStmt), since database/sql's tx.Stmt reuses a statement already prepared on the
+// transaction's connection.
 func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
@@ -183,6 +191,9 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	}
 	if p.TxOnly != nil && c.tx == nil {
 		return nil, c.core.refused(p.TxOnly)
+	}
+	if p.ImplicitCommit != nil && c.tx != nil {
+		return nil, c.core.refused(p.ImplicitCommit)
 	}
 	if p.Ambiguous {
 		if err := c.verifyReading(ctx); err != nil {
@@ -202,12 +213,13 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
+	st := c.tx
 	if p.Kind != plan.KindPass {
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
-		return res, c.autocommitOutcome(err)
+		return res, c.autocommitOutcome(c.watchErr(st, err))
 	}
 	res, err := c.rawExec(ctx, query, args)
-	return res, c.core.mapPassErr(err)
+	return res, c.watchErr(st, c.core.mapPassErr(err))
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -219,15 +231,16 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
+	st := c.tx
 	if p.Kind != plan.KindPass {
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
-		return rows, c.autocommitOutcome(err)
+		return c.watchRows(st, rows), c.autocommitOutcome(c.watchErr(st, err))
 	}
 	rows, err := c.rawQuery(ctx, query, args)
 	if err != nil {
-		return nil, c.core.mapPassErr(err)
+		return nil, c.watchErr(st, c.core.mapPassErr(err))
 	}
-	return newRows(rows, c.core, nil, 0, 0), nil
+	return c.watchRows(st, newRows(rows, c.core, nil, 0, 0)), nil
 }
 
 // rawExec sends query as it is through the wrapped connection's ExecerContext, else

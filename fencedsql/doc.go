@@ -157,6 +157,17 @@
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
 //	SAVEPOINT, RELEASE, ROLLBACK TO outside a      SQLite's SAVEPOINT opens a transaction the wrapper      send it inside
 //	  transaction the wrapper began                does not know of (RELEASE commits it unchecked)         db.BeginTx
+//	MySQL/MariaDB statements that commit           the server commits the transaction's fenced writes      send it outside
+//	  implicitly, inside a transaction the         at once, unchecked, and runs the later statements in    the transaction
+//	  wrapper began: CREATE, ALTER, DROP (not      autocommit
+//	  … TEMPORARY TABLE), RENAME, TRUNCATE,
+//	  ANALYZE/CHECK/OPTIMIZE/REPAIR TABLE, CACHE
+//	  INDEX, LOAD INDEX, FLUSH, RESET, GRANT,
+//	  REVOKE, users and roles, SET PASSWORD,
+//	  replication control, SHUTDOWN
+//	any statement of a transaction the server      MySQL/MariaDB rolled it back (deadlock victim 1213,      retry the whole
+//	  rolled back (Commit: NotCommitted)             1205 under innodb_rollback_on_timeout) and would run     transaction
+//	                                                 the statement in autocommit
 //	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)
 //	  BEGIN NOT ATOMIC … END, EXPLAIN ANALYZE                                                                (fenced_allow=dynamic_sql)
 //	  EXECUTE, CREATE TABLE … AS EXECUTE,

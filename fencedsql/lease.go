@@ -70,8 +70,12 @@ func (st *txState) leaseLost() error {
 // transaction's (a transaction begun without a lease, whose statements carry theirs),
 // so that Commit checks them too; and a refusal breaks the transaction: its Commit
 // rolls back, whatever the caller does with the statement's error (the statements
-// before it must not commit without the one refused).
+// before it must not commit without the one refused). A statement of a transaction the
+// server already rolled back is refused too (txEnded).
 func (c *conn) checkLease(ctx context.Context) error {
+	if err := c.txEnded(); err != nil {
+		return err // the server rolled the transaction back: nothing is sent
+	}
 	b, bound := bindingFrom(ctx)
 	if c.tx != nil && bound {
 		for _, l := range b.leases {

@@ -85,12 +85,16 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
+	if s.plain.ImplicitCommit != nil && s.c.tx != nil {
+		return nil, s.c.core.refused(s.plain.ImplicitCommit)
+	}
 	p, err := s.planFor(ctx)
 	if err != nil {
 		return nil, err
 	}
+	st := s.c.tx
 	res, err := s.c.guardedExec(ctx, s, p, args)
-	return res, s.c.autocommitOutcome(err)
+	return res, s.c.autocommitOutcome(s.c.watchErr(st, err))
 }
 
 // QueryContext implements driver.StmtQueryContext.
@@ -98,12 +102,16 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
+	if s.plain.ImplicitCommit != nil && s.c.tx != nil {
+		return nil, s.c.core.refused(s.plain.ImplicitCommit)
+	}
 	p, err := s.planFor(ctx)
 	if err != nil {
 		return nil, err
 	}
+	st := s.c.tx
 	rows, err := s.c.guardedQuery(ctx, s, p, args)
-	return rows, s.c.autocommitOutcome(err)
+	return s.c.watchRows(st, rows), s.c.autocommitOutcome(s.c.watchErr(st, err))
 }
 
 // CheckNamedValue implements driver.NamedValueChecker through the connection's.
@@ -186,6 +194,9 @@ type passStmt struct {
 	driver.Stmt
 	c       *conn
 	checker driver.NamedValueChecker
+	// inTx is the refusal of the statement inside a transaction (plan.Plan.ImplicitCommit),
+	// nil for none.
+	inTx error
 }
 
 // passStmtCC is a passStmt over a statement that implements the legacy
@@ -201,8 +212,8 @@ var (
 	_ driver.ColumnConverter   = passStmtCC{} //nolint:staticcheck // legacy, forwarded
 )
 
-func newPassStmt(c *conn, st driver.Stmt) driver.Stmt {
-	s := &passStmt{Stmt: st, c: c}
+func newPassStmt(c *conn, st driver.Stmt, inTx error) driver.Stmt {
+	s := &passStmt{Stmt: st, c: c, inTx: inTx}
 	s.checker, _ = st.(driver.NamedValueChecker)
 	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy
 		return passStmtCC{s}
@@ -219,19 +230,40 @@ func (s passStmtCC) ColumnConverter(idx int) driver.ValueConverter {
 // table anyway), and its errors are the driver's own.
 func (s *passStmt) Raw() driver.Stmt { return s.Stmt }
 
+// refusedInTx returns the statement's refusal when it would run inside a transaction
+// it must not run in (plan.Plan.ImplicitCommit), or inside one the server already
+// rolled back (txState.ended); nil otherwise.
+func (s *passStmt) refusedInTx() error {
+	if s.c.tx == nil {
+		return nil
+	}
+	if s.inTx != nil {
+		return s.c.core.refused(s.inTx)
+	}
+	return s.c.txEnded()
+}
+
 // Exec implements driver.Stmt.
 func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
+	if err := s.refusedInTx(); err != nil {
+		return nil, err
+	}
+	st := s.c.tx
 	res, err := s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
-	return res, s.c.core.mapPassErr(err)
+	return res, s.c.watchErr(st, s.c.core.mapPassErr(err))
 }
 
 // Query implements driver.Stmt.
 func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
+	if err := s.refusedInTx(); err != nil {
+		return nil, err
+	}
+	st := s.c.tx
 	rows, err := s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 	if err != nil {
-		return nil, s.c.core.mapPassErr(err)
+		return nil, s.c.watchErr(st, s.c.core.mapPassErr(err))
 	}
-	return newRows(rows, s.c.core, nil, 0, 0), nil
+	return s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0)), nil
 }
 
 // ExecContext implements driver.StmtExecContext.
@@ -239,8 +271,12 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
+	if err := s.refusedInTx(); err != nil {
+		return nil, err
+	}
+	st := s.c.tx
 	res, err := stmtExec(ctx, s.Stmt, args)
-	return res, s.c.core.mapPassErr(err)
+	return res, s.c.watchErr(st, s.c.core.mapPassErr(err))
 }
 
 // QueryContext implements driver.StmtQueryContext.
@@ -248,11 +284,15 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
+	if err := s.refusedInTx(); err != nil {
+		return nil, err
+	}
+	st := s.c.tx
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {
-		return nil, s.c.core.mapPassErr(err)
+		return nil, s.c.watchErr(st, s.c.core.mapPassErr(err))
 	}
-	return newRows(rows, s.c.core, nil, 0, 0), nil
+	return s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0)), nil
 }
 
 // CheckNamedValue implements driver.NamedValueChecker: the statement's own checker,

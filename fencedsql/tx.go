@@ -25,8 +25,14 @@ func (t *tx) end() {
 // Commit implements driver.Tx.
 func (t *tx) Commit() error {
 	defer t.end()
-	// The two refusals roll back without sending COMMIT: not committed, even if the
+	// The refusals roll back without sending COMMIT: not committed, even if the
 	// rollback itself fails (the server rolls back a transaction whose connection ends).
+	// A transaction the server already rolled back (a deadlock victim) gets only the
+	// ROLLBACK: a COMMIT would answer success for nothing.
+	if err := t.st.ended; err != nil {
+		_ = t.raw.Rollback()
+		return withOutcomeAs(fmt.Errorf("fencedsql: transaction not committed: %w", err), NotCommitted)
+	}
 	if err := t.st.leaseLost(); err != nil {
 		_ = t.raw.Rollback()
 		return withOutcomeAs(err, NotCommitted)

@@ -52,8 +52,11 @@ func (dialectImpl) QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// Classify maps 1048 (column cannot be null) and 1062 (duplicate entry). The column and
-// key names are read from the server's message; values in it are never copied.
+// Classify maps 1048 (column cannot be null) and 1062 (duplicate entry), and marks the
+// errors after which the server may have rolled back the whole transaction: 1213
+// (deadlock victim) always, 1205 (lock wait timeout) under innodb_rollback_on_timeout.
+// The column and key names are read from the server's message; values in it are never
+// copied.
 func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) {
@@ -69,6 +72,15 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 			key = strings.TrimSuffix(me.Message[i+len("for key '"):], "'")
 		}
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key}
+	case 1213: // Deadlock found when trying to get lock; try restarting transaction
+		// InnoDB rolls back the victim's whole transaction; the session is left in
+		// autocommit.
+		return dialect.ErrorInfo{Rollback: dialect.RollbackTransaction}
+	case 1205: // Lock wait timeout exceeded; try restarting transaction
+		// Only the statement by default; the whole transaction, as for a deadlock, when
+		// the server runs with innodb_rollback_on_timeout (a start-up option, read when
+		// the error happens, on the connection it happened on).
+		return dialect.ErrorInfo{Rollback: dialect.RollbackIf, RollbackQuery: "SELECT @@GLOBAL.innodb_rollback_on_timeout"}
 	}
 	switch string(me.SQLState[:]) {
 	case GuardSQLState: // "fencedsql: guard on <table>: …"

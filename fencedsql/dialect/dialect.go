@@ -43,7 +43,31 @@ type ErrorInfo struct {
 	Column     string // NOT NULL: the column
 	Constraint string // unique: the constraint or index name
 	Table      string // when the driver reports it
+	// Rollback says what the server rolled back with the statement that failed, when
+	// it is more than the statement and the session is left outside the transaction:
+	// the wrapper then marks the transaction ended, refuses its later statements (they
+	// would run in autocommit) and answers its Commit with a rollback (NotCommitted).
+	Rollback RollbackScope
+	// RollbackQuery (RollbackIf) is the query that tells, on the connection of the failed
+	// statement, whether the server rolled back the whole transaction: one value, 0 (or
+	// OFF) for no. An error running it counts as yes.
+	RollbackQuery string
 }
+
+// RollbackScope is what a failed statement's error rolled back (ErrorInfo.Rollback).
+type RollbackScope uint8
+
+const (
+	// RollbackStatement: the statement at most; the transaction goes on, or stays open
+	// and refuses what follows (PostgreSQL's aborted transaction, 25P02).
+	RollbackStatement RollbackScope = iota
+	// RollbackTransaction: the whole transaction, and the session continues in
+	// autocommit (MySQL/MariaDB's deadlock victim, 1213).
+	RollbackTransaction
+	// RollbackIf: the whole transaction when ErrorInfo.RollbackQuery says so
+	// (MySQL/MariaDB's lock wait timeout, 1205, under innodb_rollback_on_timeout).
+	RollbackIf
+)
 
 // Dialect is what differs between databases. The dialect packages (postgres, mysql,
 // sqlite) export one each as Dialect, and only they implement it.

@@ -30,7 +30,8 @@ var protectHeads = map[string]bool{"DROP": true, "ALTER": true, "REASSIGN": true
 var reachHeads = map[string]bool{"TRUNCATE": true, "COPY": true, "BINLOG": true, "EXPLAIN": true, "ANALYZE": true}
 
 // controlHead reports whether sql, on a pool with guarded tables, starts with one of
-// controlHeads, protectHeads or reachHeads, with a word that is no statement keyword
+// controlHeads, protectHeads or reachHeads (on MySQL/MariaDB, commitHeads too:
+// implicitcommit.go), with a word that is no statement keyword
 // (knownHeads: a pgx prepared-statement name, protectHead) or with anything but a word
 // (both on PostgreSQL only), or with a comment. The scan reads only whitespace and
 // parentheses before the head: where a comment ends (a -- comment at \r on PostgreSQL,
@@ -60,7 +61,8 @@ func (rw *Planner) controlHead(sql string) bool {
 				return rw.syn.DollarQuotes // no word first: protectHead judges it (PostgreSQL)
 			}
 			h := strings.ToUpper(sql[i:j])
-			return controlHeads[h] || protectHeads[h] || reachHeads[h] || rw.syn.DollarQuotes && !knownHeads[h]
+			return controlHeads[h] || protectHeads[h] || reachHeads[h] || rw.syn.ExecComments && commitHeads[h] ||
+				rw.syn.DollarQuotes && !knownHeads[h]
 		}
 	}
 	return false

@@ -28,6 +28,9 @@ type parser struct {
 	shownOnly bool
 	// savepoint: control met SAVEPOINT, RELEASE or ROLLBACK TO (savepoint.go).
 	savepoint bool
+	// implicitCommit: control met a statement that commits the open transaction on
+	// MySQL/MariaDB (implicitcommit.go).
+	implicitCommit bool
 }
 
 func (p *parser) text(t sqllex.Token) string { return p.src[t.Start:t.End] }

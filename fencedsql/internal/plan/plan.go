@@ -90,6 +90,12 @@ type Plan struct {
 	// a transaction the wrapper began (db.BeginTx): the wrapper returns it when the
 	// connection has none (savepoint.go).
 	TxOnly error
+	// ImplicitCommit (MySQL/MariaDB, on a pool with guarded tables) is the refusal of a
+	// statement the server runs only after committing the open transaction (DDL,
+	// ANALYZE/CHECK/OPTIMIZE/REPAIR TABLE, FLUSH, RESET, account management, …:
+	// implicitcommit.go): the wrapper returns it when the connection is inside a
+	// transaction it began. Outside one the statement passes as before.
+	ImplicitCommit error
 }
 
 // Passthrough is the shared plan of every statement sent unchanged.

@@ -164,6 +164,7 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 			pl.Ambiguous = true // a claim without a token is sent as written, too
 		}
 		pl = p.txOnly(pl)
+		pl = p.inTxRefused(pl)
 	}
 	return pl, err
 }

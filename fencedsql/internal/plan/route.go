@@ -197,6 +197,8 @@ func (p *parser) setStatementInner(first int) error {
 				}
 				return unsupported(g, "SET STATEMENT … FOR a statement the wrapper must rewrite or watch (%s): send it alone", strings.TrimSpace(strings.ToUpper(p.text(p.sig[i+1]))))
 			}
+			// a statement that commits the open transaction does so under the prefix too
+			p.implicitCommit = p.implicitCommit || pl.ImplicitCommit != nil
 			return nil
 		}
 	}
@@ -208,6 +210,9 @@ func (p *parser) setStatementInner(first int) error {
 // WithDynamicSQL), DDL that names a guarded table (unless WithDDL), a SET or LOCK that
 // names one.
 func (p *parser) control(head string, first int) error {
+	if p.commitsImplicitly(head, first) {
+		p.implicitCommit = true // refused inside a transaction only (implicitcommit.go)
+	}
 	switch head {
 	case "BEGIN", "START", "COMMIT", "END", "ABORT", "XA":
 		if head == "BEGIN" && p.kw(first+1, "NOT") && p.kw(first+2, "ATOMIC") {

@@ -1,0 +1,107 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"strings"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// A transaction the server rolled back. On MySQL/MariaDB, InnoDB rolls back the whole
+// transaction of a deadlock victim (error 1213) — and of a lock wait timeout (1205)
+// when the server runs with innodb_rollback_on_timeout — and the session goes on in
+// autocommit: the caller's next statement "in the transaction" would commit on its own,
+// and its Commit would answer success for writes the server already undid. The
+// dialect's error classification says which errors do this (dialect.ErrorInfo.
+// Rollback); the wrapper then marks the transaction ended (txState.ended): its later
+// statements are refused unsent, and Commit sends only a ROLLBACK and returns an error
+// (NotCommitted) that wraps the statement's. PostgreSQL needs none of this: a failed
+// statement (a deadlock, 40P01, included) leaves the transaction aborted, the server
+// refuses what follows (25P02) and answers COMMIT with a rollback.
+
+// rollbackQueryTimeout bounds the query that asks the server whether an error rolled
+// back the whole transaction (dialect.RollbackIf).
+const rollbackQueryTimeout = 10 * time.Second
+
+// serverRollbackError is why a transaction ended: the server rolled it back when one
+// of its statements failed with Err. errors.As still finds the driver's error (an ORM's
+// "retry on deadlock" sees it).
+type serverRollbackError struct{ Err error }
+
+func (e *serverRollbackError) Error() string {
+	return "the server rolled back the transaction when a statement failed (" + e.Err.Error() +
+		"); the statements after it would have run outside any transaction: roll back and retry the whole transaction"
+}
+
+func (e *serverRollbackError) Unwrap() error { return e.Err }
+
+// txEndedError refuses a statement of a transaction the server rolled back: nothing
+// was sent. errors.Is(err, ErrUnsupported) holds, and errors.As finds the driver's
+// error that ended the transaction.
+type txEndedError struct{ ended *serverRollbackError }
+
+func (e *txEndedError) Error() string { return "fencedsql: statement not sent: " + e.ended.Error() }
+
+func (e *txEndedError) Unwrap() []error { return []error{ErrUnsupported, e.ended} }
+
+// txEnded returns the refusal of a statement in a transaction the server rolled back,
+// nil when there is none.
+func (c *conn) txEnded() error {
+	if c.tx == nil || c.tx.ended == nil {
+		return nil
+	}
+	c.core.metrics.count(c.core.metrics.unsupported, nil)
+	return &txEndedError{ended: c.tx.ended}
+}
+
+// watchErr judges err, the error of a statement that ran inside st (the open
+// transaction when it started, nil for none): an error after which the server rolled
+// the whole transaction back ends st (txState.ended). It returns err.
+func (c *conn) watchErr(st *txState, err error) error {
+	if err == nil || st == nil || st.ended != nil || c.tx != st || err == driver.ErrSkip {
+		return err
+	}
+	info := c.core.dialect.Classify(err)
+	switch info.Rollback {
+	case dialect.RollbackTransaction:
+	case dialect.RollbackIf:
+		if !c.rolledBackByServer(info.RollbackQuery) {
+			return err
+		}
+	default:
+		return err
+	}
+	st.ended = &serverRollbackError{Err: err}
+	c.core.cfg.logger.Warn("fencedsql: the server rolled back the transaction; its later statements are refused", "err", err.Error())
+	return err
+}
+
+// watchRows makes the rows of a query run inside st judge, when they close, the first
+// error they reported (watchErr): a deadlock can be reported while rows stream.
+func (c *conn) watchRows(st *txState, r driver.Rows) driver.Rows {
+	w, ok := r.(*rows)
+	if !ok || st == nil {
+		return r
+	}
+	w.onDone(func(err error) { _ = c.watchErr(st, err) })
+	return w
+}
+
+// rolledBackByServer runs q (dialect.ErrorInfo.RollbackQuery) on the connection: true
+// unless it answers 0 or OFF. An error counts as rolled back: the transaction can only
+// roll back then.
+func (c *conn) rolledBackByServer(q string) bool {
+	if q == "" {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackQueryTimeout)
+	defer cancel()
+	rows, err := c.queryStrings(ctx, q, nil)
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
+		return true
+	}
+	v := strings.TrimSpace(rows[0][0])
+	return !(v == "0" || strings.EqualFold(v, "OFF"))
+}
