@@ -131,7 +131,16 @@ func TestRttMariaDBProtectedSettingsFromDSN(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = db.ExecContext(rttTok(7), "DELETE FROM acc WHERE id = 1")
-			wantSessionRefused(t, err, c.setting)
+			if c.param == "completion_type=2" {
+				// RELEASE acts at the ROLLBACK too: the server closes the connection, and
+				// the next check may meet the closed socket (the driver's invalid
+				// connection) before it reads the setting. Either way nothing is written.
+				if err == nil {
+					t.Fatal("DELETE after a released connection: no error")
+				}
+			} else {
+				wantSessionRefused(t, err, c.setting)
+			}
 			var bal, tok int64
 			if err := raw.QueryRow("SELECT bal, fence_token FROM acc WHERE id = 1").Scan(&bal, &tok); err != nil || bal != 10 || tok != 5 {
 				t.Fatalf("row 1: bal %d token %d, %v; want it untouched (10, 5)", bal, tok, err)
