@@ -232,6 +232,9 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	}
 	if p.Kind == plan.KindPass || (p.Kind == plan.KindClaim && !c.hasToken(ctx)) {
 		// Sent as written (a claim without a token is a plain locking read).
+		if err := c.checkSend(ctx, p, sql, args); err != nil {
+			return nil, err
+		}
 		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan.Plan{nil}}, nil
 	}
 	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now(), stamped: -1}
@@ -239,10 +242,27 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		c.core.observe(ctx, p, b.tok, b.start, err)
 		return nil, err
 	}
+	b2, err := a.batchSteps(ctx, p, args, b)
+	if err != nil {
+		return fail(err)
+	}
+	// Every step is sent as it stands here: the driver's reading of each is checked
+	// (checkSend) before any of the batch is.
+	for _, st := range b2.steps {
+		if err := c.checkSend(ctx, p, st.SQL, st.Args); err != nil {
+			return fail(err)
+		}
+	}
+	return b2, nil
+}
+
+// batchSteps builds the steps of a fenced statement of a batch (Batch).
+func (a *adapterConn) batchSteps(ctx context.Context, p *plan.Plan, args []driver.NamedValue, b *batched) (*batched, error) {
+	c := a.c
 	if p.Kind == plan.KindClaim {
 		one, tok, full, err := c.claimOne(ctx, p, args, true)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if one != nil {
 			// PostgreSQL's claim in one statement: it stamps the rows and returns them.
@@ -255,15 +275,15 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		// The claim, then the read restricted to the rows carrying the token, whose
 		// rows are counted against the rows claimed: queryClaim's two statements.
 		if err := c.claimReadable(p); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		_, _, readArgs, err := c.guardedArgs(ctx, p.ClaimRead, args)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		b.tok = tok
 		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.ClaimRead.SQL, Args: readArgs}}
@@ -273,13 +293,13 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	b.tok, b.ver = tok, ver
 	if p.Pre != nil {
 		preArgs, err := bind(p.Pre, args, tok, ver)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: full}}
 		b.maps = []*plan.Plan{p.Pre, p}

@@ -218,6 +218,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
 		return res, c.autocommitOutcome(c.watchErr(st, err))
 	}
+	if err := c.checkSend(ctx, p, query, args); err != nil {
+		return nil, err
+	}
 	res, err := c.rawExec(ctx, query, args)
 	return res, c.watchErr(st, c.core.mapPassErr(err))
 }
@@ -235,6 +238,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if p.Kind != plan.KindPass {
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
 		return c.watchRows(st, rows), c.autocommitOutcome(c.watchErr(st, err))
+	}
+	if err := c.checkSend(ctx, p, query, args); err != nil {
+		return nil, err
 	}
 	rows, err := c.rawQuery(ctx, query, args)
 	if err != nil {
@@ -303,7 +309,7 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 // runner executes the SQL of a plan: directly on the connection, or through the
-// statements prepared for it.
+// statements prepared for it. Both ask checkSend before they send.
 type runner interface {
 	exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error)
 	query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error)
@@ -313,6 +319,9 @@ type connRunner struct{ c *conn }
 
 func (r connRunner) exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
 	c := r.c
+	if err := c.checkSend(ctx, p, p.SQL, args); err != nil {
+		return nil, err
+	}
 	if res, err := c.rawExec(ctx, p.SQL, args); err != driver.ErrSkip {
 		return res, err
 	}
@@ -331,6 +340,9 @@ func (r connRunner) exec(ctx context.Context, p *plan.Plan, args []driver.NamedV
 
 func (r connRunner) query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
 	c := r.c
+	if err := c.checkSend(ctx, p, p.SQL, args); err != nil {
+		return nil, err
+	}
 	if rows, err := c.rawQuery(ctx, p.SQL, args); err != driver.ErrSkip {
 		return rows, err
 	}

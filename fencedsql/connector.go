@@ -31,6 +31,9 @@ type core struct {
 	first   firstUse         // the registry and the listed tables, at the first connection
 	raw     driver.Connector // the plain driver's connector, for WithTokenSource's check
 	regress regression
+	// sendCheck is the dialect's judge of the driver's own reading of what is sent
+	// (dialect.SendChecker), nil when it has none (checkSend).
+	sendCheck dialect.SendChecker
 }
 
 func newCore(opts []Option) (*core, error) {
@@ -42,8 +45,10 @@ func newCore(opts []Option) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &core{cfg: cfg, dialect: cfg.dialect, rw: rw, cache: newPlanCache(cfg.cacheSize),
-		metrics: newInstruments(cfg.meter, cfg.dialect, rw)}, nil
+	k := &core{cfg: cfg, dialect: cfg.dialect, rw: rw, cache: newPlanCache(cfg.cacheSize),
+		metrics: newInstruments(cfg.meter, cfg.dialect, rw)}
+	k.sendCheck, _ = cfg.dialect.(dialect.SendChecker)
+	return k, nil
 }
 
 // plan returns the cached plan for sql, rewriting it on a miss. Refusals are not

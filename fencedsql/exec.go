@@ -47,6 +47,11 @@ func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	}
 	ver, _ = expectedVersion(ctx)
 	if out, err = bind(p, args, tok, ver); err != nil {
+		if serr := c.checkSend(ctx, p, p.SQL, args); serr != nil {
+			// The count is off because the driver would take an argument as an option
+			// (pgx.NamedArgs): the dialect says so more clearly than the count.
+			return 0, 0, nil, serr
+		}
 		return 0, 0, nil, err
 	}
 	if err = c.verify(ctx, p.Guard); err != nil {

@@ -119,6 +119,9 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error { return s.c.CheckNa
 
 // exec and query make stmt a runner over its prepared statements.
 func (s *stmt) exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.c.checkSend(ctx, p, p.SQL, args); err != nil {
+		return nil, err
+	}
 	st, err := s.prepared(ctx, p)
 	if err != nil {
 		return nil, err
@@ -127,6 +130,9 @@ func (s *stmt) exec(ctx context.Context, p *plan.Plan, args []driver.NamedValue)
 }
 
 func (s *stmt) query(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.c.checkSend(ctx, p, p.SQL, args); err != nil {
+		return nil, err
+	}
 	st, err := s.prepared(ctx, p)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,9 @@
 //     inspections the schema checks report (SideDoor, SchemaProblem, PrivilegeProblem,
 //     ReplicationFinding), each with the statements that fix what they find;
 //   - SessionTracker, DSNParser: session settings read without a round trip, and the
-//     driver's own DSN syntax.
+//     driver's own DSN syntax;
+//   - SendChecker: the client driver's own reading of what is sent (its lexer, when it
+//     substitutes arguments into the text; argument values it takes as options).
 //
 // Every name the guards create starts with "fencedsql_" (FloorTable, RegistryTable,
 // TombstoneTablePrefix): the fenced driver refuses statements that write those objects.
