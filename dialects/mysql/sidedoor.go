@@ -31,17 +31,7 @@ import (
 //     or not, whose body writes the table, and the table's own BEFORE triggers that
 //     may assign its token or version column.
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	var doors []dialect.SideDoor
-	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.cascades, d.TriggerDoors,
-	} {
-		found, err := find(ctx, query, t)
-		if err != nil {
-			return nil, err
-		}
-		doors = append(doors, found...)
-	}
-	return doors, nil
+	return dialect.FindDoors(ctx, query, t, d.cascades, d.TriggerDoors)
 }
 
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -176,17 +166,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // account without them (the least-privilege layout) sees fewer doors, so
 // schema.Check, run by the migration account, is the check that counts.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	var doors []dialect.SideDoor
-	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.views, d.otherTriggers, d.ownTriggers,
-	} {
-		found, err := find(ctx, query, t)
-		if err != nil {
-			return nil, err
-		}
-		doors = append(doors, found...)
-	}
-	return doors, nil
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers)
 }
 
 // ownTriggers finds the table's own BEFORE INSERT and BEFORE UPDATE triggers (always

@@ -51,17 +51,7 @@ import (
 //     relations, guarded or not, whose function writes the table, and the table's own
 //     BEFORE row triggers that may assign its token or version column.
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	var doors []dialect.SideDoor
-	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors,
-	} {
-		found, err := find(ctx, query, t)
-		if err != nil {
-			return nil, err
-		}
-		doors = append(doors, found...)
-	}
-	return doors, nil
+	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
 }
 
 const (
@@ -371,17 +361,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // BEFORE row triggers that may assign its fencing columns (ownTriggers), in that
 // order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	var doors []dialect.SideDoor
-	for _, find := range []func(context.Context, dialect.CatalogQuery, dialect.SideDoorTable) ([]dialect.SideDoor, error){
-		d.views, d.rules, d.otherTriggers, d.ownTriggers,
-	} {
-		found, err := find(ctx, query, t)
-		if err != nil {
-			return nil, err
-		}
-		doors = append(doors, found...)
-	}
-	return doors, nil
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers)
 }
 
 // ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE

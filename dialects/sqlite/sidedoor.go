@@ -32,17 +32,7 @@ import (
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	var doors []dialect.SideDoor
-	fks, err := d.cascades(ctx, query, t)
-	if err != nil {
-		return nil, err
-	}
-	doors = append(doors, fks...)
-	trgs, err := d.TriggerDoors(ctx, query, t)
-	if err != nil {
-		return nil, err
-	}
-	return append(doors, trgs...), nil
+	return dialect.FindDoors(ctx, query, t, d.cascades, d.TriggerDoors)
 }
 
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -129,15 +119,7 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // a BEFORE trigger cannot assign NEW, so it cannot undo the fencing NULL the NOT NULL
 // constraint refuses.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	views, err := d.viewTriggers(ctx, query, t)
-	if err != nil {
-		return nil, err
-	}
-	trgs, err := d.otherTriggers(ctx, query, t)
-	if err != nil {
-		return nil, err
-	}
-	return append(views, trgs...), nil
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers)
 }
 
 // otherTriggers finds the triggers on other tables of the table's schema whose body

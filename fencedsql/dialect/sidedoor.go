@@ -53,6 +53,23 @@ type TriggerDoorFinder interface {
 	TriggerDoors(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
 }
 
+// DoorFinder is one finder of a dialect's side doors of a table.
+type DoorFinder func(ctx context.Context, query CatalogQuery, t SideDoorTable) ([]SideDoor, error)
+
+// FindDoors runs the finders in order and returns their doors in that order; the first
+// failed catalog query ends it with its error.
+func FindDoors(ctx context.Context, query CatalogQuery, t SideDoorTable, finders ...DoorFinder) ([]SideDoor, error) {
+	var doors []SideDoor
+	for _, find := range finders {
+		found, err := find(ctx, query, t)
+		if err != nil {
+			return nil, err
+		}
+		doors = append(doors, found...)
+	}
+	return doors, nil
+}
+
 // SideDoorTable is what a SideDoorFinder is told about the guarded table.
 type SideDoorTable struct {
 	Table                      TableName
