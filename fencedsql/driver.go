@@ -111,6 +111,11 @@ func (d *wrappedDriver) Open(name string) (driver.Conn, error) {
 
 // OpenConnector implements driver.DriverContext: the DSN is parsed once per sql.Open.
 func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
+	if c, ok := d.dialect().(dialect.DSNChecker); ok {
+		if problem := c.CheckDSN(name); problem != "" {
+			return nil, configErr("DSN: %s", problem)
+		}
+	}
 	clean, dsnOpts, err := splitDSN(name, d.dialect())
 	if err != nil {
 		return nil, err

@@ -10,3 +10,13 @@ package dialect
 type DSNParser interface {
 	QueryStart(dsn string) (q int, keyValue bool)
 }
+
+// DSNChecker is implemented by dialects whose driver turns DSN parameters into session
+// settings the wrapper never sees as statements (modernc.org/sqlite runs every
+// _pragma= on each new connection): CheckDSN returns a description of the first
+// parameter that sets a protected setting to an unsafe value ("" for none), and the
+// wrapper refuses to open the pool (ErrConfig). It reads the DSN's parameters only
+// and never echoes other parts of it (a DSN may hold a password).
+type DSNChecker interface {
+	CheckDSN(dsn string) string
+}
