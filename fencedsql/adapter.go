@@ -230,6 +230,9 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	if after && escapesOrNonASCII(sql) {
 		return nil, c.core.refused(&UnsupportedError{Reason: batchReadingReason})
 	}
+	if err := c.lockThrough(ctx, p); err != nil {
+		return nil, err
+	}
 	if p.Kind == plan.KindPass || (p.Kind == plan.KindClaim && !c.hasToken(ctx)) {
 		// Sent as written (a claim without a token is a plain locking read).
 		if err := c.checkSend(ctx, p, sql, args); err != nil {

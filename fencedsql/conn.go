@@ -155,7 +155,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
-		return c.rearmingStmt(p, newPassStmt(c, st, p.ImplicitCommit)), nil
+		return c.rearmingStmt(p, newPassStmt(c, st, p)), nil
 	}
 	s := &stmt{c: c, text: query, plain: p, raws: map[*plan.Plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {
@@ -218,6 +218,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
 		return res, c.autocommitOutcome(c.watchErr(st, err))
 	}
+	if err := c.lockThrough(ctx, p); err != nil {
+		return nil, err
+	}
 	if err := c.checkSend(ctx, p, query, args); err != nil {
 		return nil, err
 	}
@@ -238,6 +241,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if p.Kind != plan.KindPass {
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
 		return c.watchRows(st, rows), c.autocommitOutcome(c.watchErr(st, err))
+	}
+	if err := c.lockThrough(ctx, p); err != nil {
+		return nil, err
 	}
 	if err := c.checkSend(ctx, p, query, args); err != nil {
 		return nil, err

@@ -27,10 +27,13 @@ type core struct {
 	claimOne sync.Map
 	// locator: *plan.Table → bool, the table's dialect.LocatorChecker verdict
 	locator sync.Map
-	metrics *instruments
-	first   firstUse         // the registry and the listed tables, at the first connection
-	raw     driver.Connector // the plain driver's connector, for WithTokenSource's check
-	regress regression
+	// viewLock: relation text → bool, the dialect.ViewLockChecker verdict on a name a
+	// locking read reads (lockthrough.go)
+	viewLock sync.Map
+	metrics  *instruments
+	first    firstUse         // the registry and the listed tables, at the first connection
+	raw      driver.Connector // the plain driver's connector, for WithTokenSource's check
+	regress  regression
 	// sendCheck is the dialect's judge of the driver's own reading of what is sent
 	// (dialect.SendChecker), nil when it has none (checkSend).
 	sendCheck dialect.SendChecker

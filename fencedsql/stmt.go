@@ -203,6 +203,9 @@ type passStmt struct {
 	// inTx is the refusal of the statement inside a transaction (plan.Plan.ImplicitCommit),
 	// nil for none.
 	inTx error
+	// p is the statement's plan: its locking read through a view is judged at each
+	// execution, with the token it carries then (conn.lockThrough).
+	p *plan.Plan
 }
 
 // passStmtCC is a passStmt over a statement that implements the legacy
@@ -218,8 +221,8 @@ var (
 	_ driver.ColumnConverter   = passStmtCC{} //nolint:staticcheck // legacy, forwarded
 )
 
-func newPassStmt(c *conn, st driver.Stmt, inTx error) driver.Stmt {
-	s := &passStmt{Stmt: st, c: c, inTx: inTx}
+func newPassStmt(c *conn, st driver.Stmt, p *plan.Plan) driver.Stmt {
+	s := &passStmt{Stmt: st, c: c, inTx: p.ImplicitCommit, p: p}
 	s.checker, _ = st.(driver.NamedValueChecker)
 	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy
 		return passStmtCC{s}
@@ -238,8 +241,12 @@ func (s *passStmt) Raw() driver.Stmt { return s.Stmt }
 
 // refusedInTx returns the statement's refusal when it would run inside a transaction
 // it must not run in (plan.Plan.ImplicitCommit), or inside one the server already
-// rolled back (txState.ended); nil otherwise.
-func (s *passStmt) refusedInTx() error {
+// rolled back (txState.ended), or when it is a locking read through a view over a
+// guarded table that carries a token (conn.lockThrough); nil otherwise.
+func (s *passStmt) refusedInTx(ctx context.Context) error {
+	if err := s.c.lockThrough(ctx, s.p); err != nil {
+		return err
+	}
 	if s.c.tx == nil {
 		return nil
 	}
@@ -251,7 +258,7 @@ func (s *passStmt) refusedInTx() error {
 
 // Exec implements driver.Stmt.
 func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
-	if err := s.refusedInTx(); err != nil {
+	if err := s.refusedInTx(context.Background()); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -261,7 +268,7 @@ func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 
 // Query implements driver.Stmt.
 func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
-	if err := s.refusedInTx(); err != nil {
+	if err := s.refusedInTx(context.Background()); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -277,7 +284,7 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
-	if err := s.refusedInTx(); err != nil {
+	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -290,7 +297,7 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
-	if err := s.refusedInTx(); err != nil {
+	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
 	st := s.c.tx

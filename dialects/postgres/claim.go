@@ -1,6 +1,9 @@
 package postgres
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -26,3 +29,35 @@ func (dialectImpl) LocatorQuery(table dialect.TableName) (query string, args []a
 }
 
 var _ dialect.LocatorChecker = dialectImpl{}
+
+// ViewLockQuery yields 1 when rel resolves (to_regclass, on the connection's
+// search_path) to a view whose rewrite rule depends, directly or through other
+// relations' rules (views of views), on a relation named like one of guarded
+// (dialect.ViewLockChecker): pg_depend records every relation a view's query reads.
+func (dialectImpl) ViewLockQuery(rel dialect.Relation, guarded []dialect.TableName) (query string, args []any) {
+	if len(guarded) == 0 {
+		return `SELECT 0`, nil
+	}
+	args = []any{rel.Text}
+	var in strings.Builder
+	for i, g := range guarded {
+		if i > 0 {
+			in.WriteString(", ")
+		}
+		args = append(args, strings.ToLower(g.Name))
+		in.WriteString("$" + strconv.Itoa(len(args)))
+	}
+	return `WITH RECURSIVE r(oid, depth) AS (
+  SELECT c.oid, 0 FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind = 'v'
+  UNION
+  SELECT d.refobjid, r.depth + 1 FROM r
+    JOIN pg_catalog.pg_rewrite w ON w.ev_class = r.oid
+    JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND d.objid = w.oid
+      AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid <> r.oid
+  WHERE r.depth < 32
+)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM r JOIN pg_catalog.pg_class c ON c.oid = r.oid
+  WHERE r.depth > 0 AND pg_catalog.lower(c.relname::text) IN (` + in.String() + `)) THEN 1 ELSE 0 END`, args
+}
+
+var _ dialect.ViewLockChecker = dialectImpl{}

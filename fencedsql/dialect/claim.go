@@ -32,3 +32,26 @@ type ClaimOneChecker interface {
 type LocatorChecker interface {
 	LocatorQuery(table TableName) (query string, args []any)
 }
+
+// Relation is a relation name as a statement wrote it: Text, its identifiers joined by
+// '.' with their quotes (the server resolves it as it resolves the statement), and
+// Parts, the identifiers decoded.
+type Relation struct {
+	Text  string
+	Parts []string
+}
+
+// ViewLockChecker is implemented by dialects whose locking reads (SELECT … FOR
+// UPDATE/SHARE, LOCK IN SHARE MODE) lock the rows of the tables a view reads. Such a
+// read of a view over a guarded table names no guarded table: the wrapper would send
+// it as written, the rows would be locked and nothing would claim them (docs/design.md
+// G10). ViewLockQuery returns a query yielding one row with 1 when rel resolves, on the
+// connection, to a view that reads — directly or through other views — a table named
+// like one of guarded (by name in any schema, case-insensitively: a superset), or to a
+// view whose definition the session cannot read; 0 or no row otherwise (not a view,
+// or no such relation). With a token, the wrapper refuses a locking read of such a
+// relation (ErrUnsupported); it asks once per pool and relation name, when its lazy
+// schema checks are on.
+type ViewLockChecker interface {
+	ViewLockQuery(rel Relation, guarded []TableName) (query string, args []any)
+}

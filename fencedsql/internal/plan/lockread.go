@@ -1,6 +1,10 @@
 package plan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // Every locking read of a guarded table is claimed exactly or refused. The claimed
 // forms (claim.go) are a single-table SELECT with one locking clause — FOR UPDATE,
@@ -167,4 +171,73 @@ func (p *parser) withNames(first, main int) []string {
 		}
 	}
 	return names
+}
+
+// lockThroughEnds end a FROM list: after one, a comma no longer separates relations.
+var lockThroughEnds = map[string]bool{
+	"WHERE": true, "GROUP": true, "HAVING": true, "ORDER": true, "LIMIT": true, "OFFSET": true,
+	"FOR": true, "LOCK": true, "UNION": true, "INTERSECT": true, "EXCEPT": true, "WINDOW": true,
+	"FETCH": true, "RETURNING": true, "INTO": true, "SET": true, "VALUES": true, "SELECT": true,
+}
+
+// lockThrough returns the relations a statement that holds a locking clause reads, on
+// a pool with guarded tables (Plan.LockThrough): every name after FROM, JOIN or
+// STRAIGHT_JOIN, after a comma of a FROM list, or after TABLE, at any depth, each once
+// by its text; nil when the statement holds no locking clause. A name followed by '('
+// is a function call, not a relation, and is left out.
+func (p *parser) lockThrough() []Relation {
+	if len(p.rw.names) == 0 || p.inBody || p.anyLock(0, len(p.sig)) < 0 {
+		return nil
+	}
+	var out []Relation
+	seen := map[string]bool{}
+	add := func(i int) {
+		for p.kwIn(i, "ONLY", "LATERAL") {
+			i++
+		}
+		r, ok := p.parseName(i)
+		if !ok || p.punct(r.end, "(") {
+			return
+		}
+		words := make([]string, 0, r.end-r.first)
+		for k := r.first; k < r.end; k++ {
+			if !p.punct(k, ".") {
+				words = append(words, p.text(p.sig[k]))
+			}
+		}
+		text := strings.Join(words, ".")
+		if !seen[text] {
+			seen[text] = true
+			out = append(out, Relation{Text: text, Parts: r.parts})
+		}
+	}
+	for i := range p.sig {
+		if !p.kwIn(i, "FROM", "JOIN", "STRAIGHT_JOIN", "TABLE") {
+			continue
+		}
+		add(i + 1)
+		if !p.kw(i, "FROM") {
+			continue
+		}
+		// The rest of the FROM list: a name after each comma at this depth.
+		depth := 0
+	list:
+		for k := i + 1; k < len(p.sig); k++ {
+			switch {
+			case p.punct(k, "("):
+				depth++
+			case p.punct(k, ")"):
+				if depth--; depth < 0 {
+					break list
+				}
+			case p.punct(k, ";"):
+				break list
+			case depth == 0 && p.punct(k, ","):
+				add(k + 1)
+			case depth == 0 && p.sig[k].Kind == sqllex.KindWord && lockThroughEnds[strings.ToUpper(p.text(p.sig[k]))]:
+				break list
+			}
+		}
+	}
+	return out
 }

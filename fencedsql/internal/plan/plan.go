@@ -96,6 +96,22 @@ type Plan struct {
 	// implicitcommit.go): the wrapper returns it when the connection is inside a
 	// transaction it began. Outside one the statement passes as before.
 	ImplicitCommit error
+	// LockThrough (kindPass, on a pool with guarded tables) lists the relations a
+	// statement that holds a locking clause (FOR UPDATE/SHARE, LOCK IN SHARE MODE) but
+	// names no guarded table reads: every name in a FROM or JOIN position, subqueries
+	// included (a superset of what the clause locks). One of them may be a view over a
+	// guarded table, whose rows the server locks while nothing claims them: when the
+	// statement carries a token the wrapper asks the dialect (dialect.ViewLockChecker)
+	// and refuses the statement if one is (docs/design.md G10). nil for every other plan.
+	LockThrough []Relation
+}
+
+// Relation is a relation name as a statement wrote it: Text, its tokens joined by '.'
+// (quotes kept: the server resolves it like the statement), and Parts, its decoded
+// identifiers.
+type Relation struct {
+	Text  string
+	Parts []string
 }
 
 // Passthrough is the shared plan of every statement sent unchanged.

@@ -24,6 +24,12 @@ func (rw *Planner) mayMention(sql string) bool {
 	return rw.syn.EStrings && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`))
 }
 
+// mayLock is the pre-filter of Plan.LockThrough: on a pool with guarded tables, a
+// statement that may hold a locking clause (its text holds UPDATE or SHARE).
+func (rw *Planner) mayLock(sql string) bool {
+	return len(rw.names) > 0 && (ContainsFold(sql, "update") || ContainsFold(sql, "share"))
+}
+
 // SetsSession reports whether a statement sent as written may change the session
 // settings the dialect's session check reads (mayChangeSession), so that the check
 // runs again before the next guarded write.

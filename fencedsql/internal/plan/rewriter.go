@@ -129,8 +129,21 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 // Rewrite plans one statement. versioned selects the ExpectVersion variant.
 func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 	if !rw.mayMention(sql) && !rw.controlHead(sql) && !rw.mayProtect(sql) {
+		// It names no guarded table: sent as written, with the relations it reads when
+		// it holds a locking clause (a view over a guarded table may be one of them).
+		var through []Relation
+		if rw.mayLock(sql) {
+			if toks, err := sqllex.Lex(sql, rw.syn); err == nil {
+				p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
+				through = p.lockThrough()
+			}
+		}
 		if pl := rw.SessionPlan(sql); pl != nil {
+			pl.LockThrough = through
 			return pl, nil
+		}
+		if through != nil {
+			return &Plan{Kind: KindPass, NUser: -1, LockThrough: through}, nil
 		}
 		return Passthrough, nil
 	}

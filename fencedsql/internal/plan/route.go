@@ -392,9 +392,14 @@ func (p *parser) checkExecComments() error {
 // text otherwise.
 func (p *parser) pass() *Plan {
 	amb := sessionDependent(p.src)
+	through := p.lockThrough()
 	if pl := p.rw.SessionPlan(p.src); pl != nil {
 		pl.Ambiguous = amb
+		pl.LockThrough = through
 		return pl
+	}
+	if through != nil {
+		return &Plan{Kind: KindPass, NUser: -1, Ambiguous: amb, LockThrough: through}
 	}
 	if amb {
 		return PassAmbiguous
