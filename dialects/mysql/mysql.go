@@ -54,7 +54,9 @@ func (dialectImpl) QuoteIdent(name string) string {
 
 // Classify maps 1048 (column cannot be null) and 1062 (duplicate entry), and marks the
 // errors after which the server may have rolled back the whole transaction: 1213
-// (deadlock victim) always, 1205 (lock wait timeout) under innodb_rollback_on_timeout.
+// (deadlock victim), 1020 (a record changed under MariaDB's snapshot isolation) and
+// 1206 (lock table full) always, 1205 (lock wait timeout) under
+// innodb_rollback_on_timeout.
 // The column and key names are read from the server's message; values in it are never
 // copied.
 func (dialectImpl) Classify(err error) dialect.ErrorInfo {
@@ -72,8 +74,10 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 			key = strings.TrimSuffix(me.Message[i+len("for key '"):], "'")
 		}
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key}
-	case 1213: // Deadlock found when trying to get lock; try restarting transaction
-		// InnoDB rolls back the victim's whole transaction; the session is left in
+	case 1213, // Deadlock found when trying to get lock; try restarting transaction
+		1020, // Record has changed since last read (MariaDB innodb_snapshot_isolation)
+		1206: // The total number of locks exceeds the lock table size
+		// InnoDB rolls back the whole transaction for each; the session is left in
 		// autocommit.
 		return dialect.ErrorInfo{Rollback: dialect.RollbackTransaction}
 	case 1205: // Lock wait timeout exceeded; try restarting transaction

@@ -19,23 +19,32 @@ func (dialectImpl) QueryStart(dsn string) (q int, keyValue bool) {
 
 var _ dialect.DSNParser = dialectImpl{}
 
-// unsafePragmas are the _pragma= settings CheckDSN refuses, by pragma name, with the
-// values that are unsafe and why: the wrapper refuses the same PRAGMA statements
-// (journal_mode, synchronous, writable_schema are protected settings), which a DSN
-// would set on every connection unseen.
-var unsafePragmas = map[string]struct {
+// safePragmas are the values CheckDSN accepts, by pragma name, and why any other is
+// refused: the wrapper refuses the same PRAGMA statements (journal_mode, synchronous,
+// writable_schema are protected settings), which a DSN would set on every connection
+// unseen. Only exact spellings pass: SQLite reads journal_mode by prefix ("of" is
+// OFF), synchronous "no" or "00" as OFF and writable_schema "2" as on.
+var safePragmas = map[string]struct {
 	values []string
 	why    string
 }{
-	"journal_mode":    {[]string{"off"}, "OFF removes the rollback journal: a ROLLBACK no longer undoes a fenced transaction's writes"},
-	"synchronous":     {[]string{"off", "0"}, "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (a tombstone, a raised floor)"},
-	"writable_schema": {[]string{"on", "1", "true", "yes"}, "it lets a write of sqlite_schema drop or rewrite the guards' triggers"},
+	"journal_mode":    {[]string{"delete", "truncate", "persist", "memory", "wal"}, "OFF removes the rollback journal: a ROLLBACK no longer undoes a fenced transaction's writes"},
+	"synchronous":     {[]string{"full", "normal", "extra", "1", "2", "3"}, "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (a tombstone, a raised floor)"},
+	"writable_schema": {[]string{"0", "off", "false", "no"}, "it lets a write of sqlite_schema drop or rewrite the guards' triggers"},
+}
+
+// shorthandPragmas are modernc.org/sqlite's own DSN keys for the same settings.
+var shorthandPragmas = map[string]string{
+	"_journal_mode": "journal_mode", "_journal": "journal_mode",
+	"_synchronous": "synchronous", "_sync": "synchronous",
 }
 
 // CheckDSN implements dialect.DSNChecker: modernc.org/sqlite runs each
-// _pragma=name(value) (or name=value) of the DSN on every new connection, so a
-// protected setting set there is never seen as a statement. It names the first
-// parameter that sets one to an unsafe value.
+// _pragma=name(value) (or name=value) of the DSN, and its _journal_mode/_journal and
+// _synchronous/_sync keys, on every new connection, so a protected setting set there
+// is never seen as a statement. It names the first parameter that sets journal_mode,
+// synchronous or writable_schema to anything but a known safe spelling, or that
+// mentions one of them in text it cannot read plainly (comments, quotes, a ';').
 func (d dialectImpl) CheckDSN(dsn string) string {
 	q, _ := d.QueryStart(dsn)
 	if q < 0 {
@@ -46,41 +55,72 @@ func (d dialectImpl) CheckDSN(dsn string) string {
 		if uk, err := url.QueryUnescape(k); err == nil {
 			k = uk
 		}
-		if !strings.EqualFold(k, "_pragma") {
-			continue
-		}
 		if uv, err := url.QueryUnescape(v); err == nil {
 			v = uv
 		}
-		name, val := pragmaParts(v)
-		p, ok := unsafePragmas[name]
-		if !ok {
+		k = strings.ToLower(k)
+		if name, ok := shorthandPragmas[k]; ok {
+			if p := judgePragma(name, strings.ToLower(strings.TrimSpace(v))); p != "" {
+				return k + "=" + v + ": " + p
+			}
 			continue
 		}
-		for _, bad := range p.values {
-			if val == bad {
-				return "_pragma=" + name + "(" + val + "): " + p.why + "; remove it (the fenced pool refuses the same PRAGMA as a statement)"
+		if k != "_pragma" {
+			continue
+		}
+		lv := strings.ToLower(v)
+		for name := range safePragmas {
+			if !strings.Contains(lv, name) {
+				continue
+			}
+			pn, val, plain := pragmaParts(lv)
+			if !plain {
+				return "_pragma=" + name + "…: " + name + " set in text the wrapper cannot read plainly (a comment, a quote, a ';'); write _pragma=" + name + "(value)"
+			}
+			if pn != name {
+				continue
+			}
+			if p := judgePragma(name, val); p != "" {
+				return "_pragma=" + name + "(" + val + "): " + p
 			}
 		}
 	}
 	return ""
 }
 
-// pragmaParts splits "name(value)" or "name=value" (spaces and a schema prefix
-// "main." allowed, quotes around the value dropped) into the lower-cased name and value.
-func pragmaParts(s string) (name, value string) {
+// judgePragma returns why value is unsafe for the pragma name ("" when it is safe).
+func judgePragma(name, value string) string {
+	p := safePragmas[name]
+	for _, ok := range p.values {
+		if value == ok {
+			return ""
+		}
+	}
+	return p.why + "; remove it or use one of " + strings.Join(p.values, ", ") + " (the fenced pool refuses the same PRAGMA as a statement)"
+}
+
+// pragmaParts splits a lower-cased "name(value)" or "name=value" (blanks and a schema
+// prefix "main." allowed) into the name and value; plain is false when the text holds
+// anything else SQLite would read (a comment, a quote, a ';', a bracket).
+func pragmaParts(s string) (name, value string, plain bool) {
+	if strings.ContainsAny(s, "\"'`[;") || strings.Contains(s, "--") || strings.Contains(s, "/*") {
+		return "", "", false
+	}
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "(="); i >= 0 {
 		name, value = s[:i], s[i+1:]
-		value = strings.TrimSuffix(strings.TrimSpace(value), ")")
+		value = strings.TrimSpace(value)
+		if strings.HasSuffix(value, ")") != (s[i] == '(') {
+			return "", "", false
+		}
+		value = strings.TrimSuffix(value, ")")
 	} else {
 		name = s
 	}
 	if j := strings.LastIndexByte(name, '.'); j >= 0 {
 		name = name[j+1:]
 	}
-	value = strings.Trim(strings.TrimSpace(value), `'"`)
-	return strings.ToLower(strings.TrimSpace(name)), strings.ToLower(strings.TrimSpace(value))
+	return strings.TrimSpace(name), strings.TrimSpace(value), true
 }
 
 var _ dialect.DSNChecker = dialectImpl{}

@@ -192,7 +192,10 @@ func (p *parser) lockThrough() []Relation {
 	var out []Relation
 	seen := map[string]bool{}
 	add := func(i int) {
-		for p.kwIn(i, "ONLY", "LATERAL") {
+		// What may stand before a relation's name: ONLY, LATERAL, parentheses around it
+		// or around a join (FROM ONLY (v), FROM (v a CROSS JOIN o)), MySQL's ODBC
+		// { OJ … } and a leading dot (.v is the default database's v).
+		for p.kwIn(i, "ONLY", "LATERAL", "OJ") || p.punct(i, "(") || p.punct(i, "{") || p.punct(i, ".") {
 			i++
 		}
 		r, ok := p.parseName(i)
@@ -232,7 +235,10 @@ func (p *parser) lockThrough() []Relation {
 				}
 			case p.punct(k, ";"):
 				break list
-			case depth == 0 && p.punct(k, ","):
+			case p.punct(k, ","):
+				// At any depth: a parenthesised join list (FROM (v a, o b)); a comma of a
+				// function's arguments or a subquery's select list adds a name that is
+				// no view (a superset, which the catalog answers "no" for).
 				add(k + 1)
 			case depth == 0 && p.sig[k].Kind == sqllex.KindWord && lockThroughEnds[strings.ToUpper(p.text(p.sig[k]))]:
 				break list
