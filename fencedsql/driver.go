@@ -79,6 +79,11 @@ func Wrap(d driver.Driver, opts ...Option) driver.Driver {
 // error is reported by every use of the returned DB.
 func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 	core, err := newCore(opts)
+	if err == nil {
+		if dc, ok := c.(dsnConnector); ok {
+			err = checkDSN(core.cfg.dialect, dc.dsn)
+		}
+	}
 	if err != nil {
 		return sql.OpenDB(errConnector{err: err, drv: c.Driver()})
 	}
@@ -111,10 +116,8 @@ func (d *wrappedDriver) Open(name string) (driver.Conn, error) {
 
 // OpenConnector implements driver.DriverContext: the DSN is parsed once per sql.Open.
 func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
-	if c, ok := d.dialect().(dialect.DSNChecker); ok {
-		if problem := c.CheckDSN(name); problem != "" {
-			return nil, configErr("DSN: %s", problem)
-		}
+	if err := checkDSN(d.dialect(), name); err != nil {
+		return nil, err
 	}
 	clean, dsnOpts, err := splitDSN(name, d.dialect())
 	if err != nil {
@@ -135,6 +138,20 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	}
 	core.raw = raw
 	return &connector{raw: raw, core: core, drv: d}, nil
+}
+
+// checkDSN refuses a DSN whose settings the dialect judges unsafe for fenced writes
+// (dialect.DSNChecker: SQLite's pragmas, which the driver runs on every new connection
+// unseen), wherever the wrapper sees the DSN: sql.Open with a fenced driver name, and
+// OpenDB over DSNConnector. A connector built by a driver's own API carries its DSN
+// where the wrapper cannot read it; its settings are the caller's.
+func checkDSN(d dialect.Dialect, dsn string) error {
+	if c, ok := d.(dialect.DSNChecker); ok {
+		if problem := c.CheckDSN(dsn); problem != "" {
+			return configErr("DSN: %s", problem)
+		}
+	}
+	return nil
 }
 
 // dialect is the dialect Register's options name (nil for none).

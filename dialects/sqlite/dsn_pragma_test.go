@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/sqlite"
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+
+	msqlite "modernc.org/sqlite"
 )
 
 // modernc.org/sqlite runs every _pragma= of the DSN on each new connection, where the
@@ -50,5 +52,26 @@ func TestDSNPragmasRefused(t *testing.T) {
 			t.Errorf("%s: ping: %v", p, err)
 		}
 		db.Close()
+	}
+}
+
+// The same DSN check where a pool is built over DSNConnector instead of sql.Open with
+// the fenced driver name (found on review: only sql.Open checked the DSN): the
+// unsafe pragmas fail every use of the DB with a *ConfigError; a safe DSN opens.
+func TestDSNPragmasRefusedOpenDB(t *testing.T) {
+	file := "file:" + t.TempDir() + "/p.db?_pragma=busy_timeout(5000)"
+	for _, p := range []string{"_pragma=journal_mode(OFF)", "_sync=0", "_pragma=writable_schema(1)"} {
+		db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, file+"&"+p), fencedsql.WithDialect(sqlite.Dialect), fencedsql.Guard("acc"))
+		err := db.Ping()
+		db.Close()
+		var ce *fencedsql.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "DSN") {
+			t.Errorf("%s: err = %v, want a *ConfigError about the DSN", p, err)
+		}
+	}
+	db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, file+"&_pragma=journal_mode(WAL)"), fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithDDL(true), fencedsql.Guard("acc"))
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		t.Errorf("safe DSN: %v", err)
 	}
 }
