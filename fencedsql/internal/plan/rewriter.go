@@ -165,6 +165,9 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if err == nil && pl.Kind != KindPass {
+		err = p.caseTwin() // a fenced write or claim of a quoted case twin (casetwin.go)
+	}
 	if err == nil {
 		// Every reading of its executable comments passes and plans the same (execcomment.go).
 		if err := p.checkExecReadings(pl, versioned); err != nil {
