@@ -231,6 +231,12 @@ func (e *UnsupportedError) Error() string {
 
 func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
 
+// NotSent reports that the statement was refused before anything reached the
+// database. It lets a layer that does not import this package — a lock backend whose
+// statements run on a fenced pool (lockclient/sqllock) — tell this refusal, which no
+// retry passes, from a database that did not answer.
+func (e *UnsupportedError) NotSent() bool { return true }
+
 // NoTokenError is returned for a guarded write without a token.
 type NoTokenError struct {
 	Table  string

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -264,9 +265,22 @@ func cleanOwner(owner string) string {
 	return backendutil.CleanOwner(strings.ReplaceAll(owner, "\x00", "?"))
 }
 
+// unavailable is the error of an operation that could not reach the database: it
+// wraps lockclient.ErrUnavailable, which callers retry. A statement refused unsent by
+// a layer between the backend and the database (notSent) is no outage: it wraps
+// lockclient.ErrInvalidConfig instead, so Acquire fails at once rather than retry
+// until its deadline.
 func unavailable(op, key string, err error) error {
+	var ns notSent
+	if errors.As(err, &ns) && ns.NotSent() {
+		return fmt.Errorf("sqllock: %s: %w: the connection refused the statement before sending it (a fenced pool lets the lease table's token source be read only: run sqllock's RaiseFloor, WithMinToken and grants on a plain connection): %w", op, lockclient.ErrInvalidConfig, err)
+	}
 	return backendutil.Unavailable("sqllock", op, key, err)
 }
+
+// notSent is implemented by the refusal of a layer that refused a statement before
+// sending it (fencedsql.UnsupportedError), which no retry can pass.
+type notSent interface{ NotSent() bool }
 
 // fail is the error of a statement that failed with err: a *SchemaError when err says
 // that an object of the lease table does not exist (nothing ran), otherwise an error

@@ -1,0 +1,79 @@
+package failover
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/sqllock"
+)
+
+// sqllock's lease table kept in the fenced database and driven through the fenced
+// pool: the wrapper lets the token source be read only, so RaiseFloor and WithMinToken
+// are refused before anything is sent. The refusal is a configuration error
+// (lockclient.ErrInvalidConfig, the wrapper's ErrUnsupported reachable), not
+// ErrUnavailable, which callers retry until their deadline; the floor is unchanged;
+// the same backend on a plain connection raises it.
+func TestSQLLockFloorThroughFencedPool(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
+		t.Fatal(err)
+	}
+	fenced, err := sql.Open(postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fenced.Close()
+	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.RaiseFloor(ctx, 5000)
+	if !errors.Is(err, lockclient.ErrInvalidConfig) || errors.Is(err, lockclient.ErrUnavailable) || !errors.Is(err, fencedsql.ErrUnsupported) {
+		t.Fatalf("RaiseFloor through the fenced pool: %v; want ErrInvalidConfig wrapping ErrUnsupported, not ErrUnavailable", err)
+	}
+	plain, err := sqllock.New(raw, sqllock.WithDialect(sqllock.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := plain.LastToken(ctx); err != nil || n >= 5000 {
+		t.Fatalf("LastToken after the refused raise = %d, %v; want below 5000", n, err)
+	}
+	if err := plain.RaiseFloor(ctx, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := plain.LastToken(ctx); err != nil || n < 5000 {
+		t.Fatalf("LastToken after the raise on a plain connection = %d, %v", n, err)
+	}
+
+	// WithMinToken through the fenced pool: the session's Open fails the same way, at once.
+	b2, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres), sqllock.WithMinToken(9000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = lockclient.New(b2, lockclient.WithTTL(5*time.Second)).TryAcquire(ctx, "k")
+	if !errors.Is(err, lockclient.ErrInvalidConfig) || errors.Is(err, lockclient.ErrUnavailable) {
+		t.Fatalf("TryAcquire with WithMinToken through the fenced pool: %v; want ErrInvalidConfig", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("TryAcquire took %v: the refusal was retried", d)
+	}
+}
