@@ -239,7 +239,10 @@ ORDER BY 1, 2`, t.Table.Name)
 }
 
 // views: updatable views over the table (through other views too) not refused by the
-// fencedsql_refuse trigger.
+// fencedsql_refuse trigger, and views over it whose definition holds a row-locking
+// clause anywhere (the view's rule tree holds a RowMarkClause: a top-level FOR UPDATE,
+// one in a subquery or a CTE), which lock the table's rows on a plain SELECT of the
+// view, where the planner sees no locking clause to claim (G10).
 func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `WITH RECURSIVE v(oid) AS (
   SELECT r.ev_class FROM pg_catalog.pg_depend dep JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
@@ -251,7 +254,9 @@ func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t di
 SELECT n.nspname::text, c.relname::text, pg_catalog.pg_relation_is_updatable(c.oid, true),
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
     WHERE t.tgrelid = c.oid AND t.tgname = $2 AND p.proname = $3 AND t.tgenabled IN ('O', 'A')
-      AND t.tgtype & 92 = 92) THEN 1 ELSE 0 END
+      AND t.tgtype & 92 = 92) THEN 1 ELSE 0 END,
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite lr WHERE lr.ev_class = c.oid AND lr.ev_type = '1'
+    AND lr.ev_action::text LIKE '%{ROWMARKCLAUSE :%') THEN 1 ELSE 0 END
 FROM v JOIN pg_catalog.pg_class c ON c.oid = v.oid AND c.relkind = 'v' JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction)
 	if err != nil {
@@ -259,6 +264,11 @@ ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction)
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
+		if len(r) >= 5 && r[4] == "1" {
+			view := dialect.TableName{Schema: r[0], Name: r[1]}
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorLockingView, Object: view.String(),
+				Problem: "view over " + t.Table.String() + " whose definition holds a locking clause (FOR UPDATE, FOR SHARE, …): a plain SELECT of the view locks the table's rows without the statement showing it, so the wrapper cannot claim them for the reader's token (a locking read must name the fenced table); drop the view and create it without the locking clause"})
+		}
 		// pg_relation_is_updatable: INSERT 8, UPDATE 4, DELETE 16; 0 read-only.
 		if len(r) < 4 || r[3] == "1" || r[2] == "" || r[2] == "0" {
 			continue

@@ -117,6 +117,11 @@ const (
 	// named like the table: through a loopback server, writes to it reach the table
 	// without naming it.
 	SideDoorForeign SideDoorKind = "foreign table"
+	// SideDoorLockingView: a view over the table whose definition holds a row-locking
+	// clause (PostgreSQL): a plain SELECT of it locks the table's rows, which the
+	// wrapper cannot see to claim for the reader's token. No statement fixes it
+	// (recreating the view is the owner's decision): Fix is empty.
+	SideDoorLockingView SideDoorKind = "locking view"
 )
 
 // SideDoor is one side door of a guarded table, found by a SideDoorFinder.
