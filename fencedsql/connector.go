@@ -20,7 +20,7 @@ type core struct {
 	dialect dialect.Dialect
 	rw      *plan.Planner
 	cache   *planCache
-	checked sync.Map // *guard → struct{}: schema verified
+	checked sync.Map // *guard → time.Time: schema verified then (WithSchemaRecheck)
 	// deleteFence: *plan.Table → bool, the table's dialect.DeleteFencer verdict
 	deleteFence sync.Map
 	// claimOne: *plan.Table → bool, the table's dialect.ClaimOneChecker verdict

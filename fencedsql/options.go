@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -21,6 +22,7 @@ type config struct {
 	guards      []schema.GuardSpec
 	strict      bool
 	schemaCheck bool
+	recheck     time.Duration // WithSchemaRecheck
 	allowDDL    bool
 	allowDyn    bool
 	cacheSize   int
@@ -31,7 +33,7 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{schemaCheck: true, cacheSize: 1024, stmtCache: defaultStmtCache, logger: slog.New(slog.DiscardHandler)}
+	return config{schemaCheck: true, recheck: DefaultSchemaRecheck, cacheSize: 1024, stmtCache: defaultStmtCache, logger: slog.New(slog.DiscardHandler)}
 }
 
 // GuardOption configures one guarded table.
@@ -93,6 +95,20 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // database-side guard is installed (its triggers refuse it whatever the sql_mode). Never
 // run a pool with the check off against a real database without the guard.
 func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
+
+// DefaultSchemaRecheck is how long a pool trusts its lazy check of a table by default
+// (WithSchemaRecheck).
+const DefaultSchemaRecheck = time.Minute
+
+// WithSchemaRecheck bounds how long a pool trusts the lazy check of a table (its fencing
+// columns, its declaration and the side doors a statement through the pool opens; see
+// WithSchemaCheck): the first guarded write to the table after d runs the check again,
+// before it is sent. A schema changed by a migration while the pool runs — a rebuilt or
+// swapped table that lost a constraint or its guard's triggers, a trigger, rule or
+// updatable view added over it — is then found within d instead of when the pool is
+// reopened. d <= 0 keeps a verdict for the pool's life. Default DefaultSchemaRecheck;
+// a check that fails is never cached, so a fix takes effect at the next write.
+func WithSchemaRecheck(d time.Duration) Option { return func(c *config) { c.recheck = d } }
 
 // WithDDL allows DDL that names a guarded table (CREATE, ALTER, DROP, RENAME, COMMENT,
 // GRANT, CREATE VIEW/RULE/TRIGGER/FUNCTION whose body names it, …) through the fenced

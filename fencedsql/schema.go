@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -20,7 +21,9 @@ import (
 // triggers that may assign its fencing columns, updatable views, rules) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
 // resolvesNames). Only successes are cached, so fixing the
-// schema or the session takes effect without a restart. WithSchemaCheck(false) turns
+// schema or the session takes effect without a restart; a success is trusted for
+// WithSchemaRecheck's interval, so a schema changed while the pool runs is checked
+// again. WithSchemaCheck(false) turns
 // off every check that sends a query; the tracked session check, which sends none,
 // always runs.
 func (c *conn) verify(ctx context.Context, g *plan.Table) error {
@@ -35,7 +38,7 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 		if _, ok := c.checkedNames[g]; ok {
 			return nil
 		}
-	} else if _, ok := k.checked.Load(g); ok {
+	} else if at, ok := k.checked.Load(g); ok && (k.cfg.recheck <= 0 || time.Since(at.(time.Time)) < k.cfg.recheck) {
 		return nil
 	}
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
@@ -58,7 +61,7 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 		}
 		c.checkedNames[g] = struct{}{}
 	} else {
-		k.checked.Store(g, struct{}{})
+		k.checked.Store(g, time.Now())
 	}
 	return nil
 }
