@@ -23,9 +23,10 @@
 //	fence_token BIGINT NOT NULL DEFAULT 0  -- the token that last wrote the row
 //	version     BIGINT NOT NULL DEFAULT 0  -- incremented by every guarded UPDATE
 //
-// The wrapper checks them lazily, once per table, before the first guarded write, and
-// fails with ErrSchema naming the DDL that adds them (WithSchemaCheck(false) turns the
-// check off, e.g. for go-sqlmock tests).
+// The wrapper checks them lazily, before the first guarded write to a table and again
+// after WithSchemaRecheck's interval (one minute by default), and fails with ErrSchema
+// naming the DDL that adds them (WithSchemaCheck(false) turns the check off, e.g. for
+// go-sqlmock tests).
 //
 // Guards match the object a statement resolves to, not the text (docs/design.md G13):
 // any table reference whose last name part is a guarded table's name (case folded; on
