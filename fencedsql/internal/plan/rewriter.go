@@ -233,23 +233,34 @@ func (rw *Planner) Lookup(parts []string) *Table {
 	if len(parts) >= 2 {
 		qual = parts[len(parts)-2]
 	}
+	name := parts[len(parts)-1]
 	for _, g := range gs {
-		if strings.EqualFold(qual, g.Schema) {
+		if strings.EqualFold(qual, g.Schema) && (rw.syn != sqllex.MySQL || g.Name == name) {
 			return g
 		}
 	}
-	return rw.derive(gs[0], qual)
+	return rw.derive(gs[0], qual, name)
 }
 
 // derive returns the interned guard for root's table reached as qual.name (qual ""
-// : unqualified).
-func (rw *Planner) derive(root *Table, qual string) *Table {
+// : unqualified). On MySQL/MariaDB a name written in another letter case than the
+// guard's keeps the spelling: with lower_case_table_names = 0 it is another table (a
+// case twin, `Accounts` next to `accounts`), whose own columns the lazy check must
+// judge; where the server folds names the check finds the guarded table itself.
+func (rw *Planner) derive(root *Table, qual, name string) *Table {
 	k := strings.ToLower(qual) + "\x00" + rw.Key(root.Name)
+	twin := rw.syn == sqllex.MySQL && name != root.Name
+	if twin {
+		k += "\x00" + name
+	}
 	if g, ok := rw.derived.Load(k); ok {
 		return g.(*Table)
 	}
 	d := *root
 	d.Schema, d.Root = qual, root
+	if twin {
+		d.Name = name
+	}
 	g, _ := rw.derived.LoadOrStore(k, &d)
 	return g.(*Table)
 }
