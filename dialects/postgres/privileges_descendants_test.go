@@ -68,8 +68,8 @@ func TestPrivilegesDescendants(t *testing.T) {
 	apply()
 	apply() // the descendants' triggers, once the parents are guarded
 	for _, rep := range check() {
-		if !rep.OK() {
-			t.Fatalf("after the fix: %s: %q", rep.Table, rep.Problems)
+		if p := ownProblems(rep); len(p) > 0 {
+			t.Fatalf("after the fix: %s: %q", rep.Table, p)
 		}
 	}
 	// A partition two levels down owned by the application, an inheritance child
@@ -99,8 +99,8 @@ func TestPrivilegesDescendants(t *testing.T) {
 	}
 	apply()
 	for _, rep := range check() {
-		if !rep.OK() {
-			t.Errorf("after the fix: %s: %q", rep.Table, rep.Problems)
+		if p := ownProblems(rep); len(p) > 0 {
+			t.Errorf("after the fix: %s: %q", rep.Table, p)
 		}
 	}
 	// TRUNCATE and TRIGGER granted on a partition (its rights are its own): a TRUNCATE
@@ -120,8 +120,21 @@ func TestPrivilegesDescendants(t *testing.T) {
 	}
 	apply()
 	for _, rep := range check() {
-		if !rep.OK() {
-			t.Errorf("after revoking: %s: %q", rep.Table, rep.Problems)
+		if p := ownProblems(rep); len(p) > 0 {
+			t.Errorf("after revoking: %s: %q", rep.Table, p)
 		}
 	}
+}
+
+// ownProblems is rep's problems but the inheritance hierarchy's own: a child of a table
+// with tombstones is reported whatever its owner (no unique key across the hierarchy,
+// see childKeys), which is not what this test checks.
+func ownProblems(rep schema.TableReport) []string {
+	var out []string
+	for _, p := range rep.Problems {
+		if !strings.Contains(p, "no unique key across an inheritance hierarchy") {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -176,11 +176,17 @@ ORDER BY 1, 2, w.ord`,
 	return doors, nil
 }
 
-// childKeys: inheritance children whose own primary key is not the guarded table's.
-// A child shares its parent's tombstone table, keyed on the parent's key: a row
-// deleted from the child under a newer token comes back under another value of the
-// parent's key with the same child key (a red-team pass). Partitions share their
-// root's key and are not judged. Only with the tombstones.
+// childKeys: the inheritance children of a table with tombstones. A child shares its
+// parent's tombstone table, keyed on the parent's key, but no unique index: PostgreSQL
+// enforces no uniqueness across an inheritance hierarchy. So a key can live in the
+// parent and a child at once, and an INSERT into one never waits for a concurrent
+// DELETE of the key in the other — the tombstone check (READ COMMITTED) reads before
+// that DELETE commits and a stale holder's INSERT brings the deleted key back (a
+// red-team pass, with a child keyed like its parent); a child keyed on other columns
+// lets a deleted row come back under another value of the parent's key at once (an
+// earlier pass). Every such child is reported, with no fix statement: use declarative
+// partitioning (partitions share their root's key and are not judged) or separate
+// tables. Only with the tombstones.
 func (d dialectImpl) childKeys(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if !t.Tombstones || len(t.PrimaryKey) == 0 {
 		return nil, nil
@@ -201,13 +207,20 @@ WHERE NOT c.relispartition ORDER BY 1, 2`, t.Table.String())
 	want := strings.Join(t.PrimaryKey, ",")
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) != 3 || r[2] == "" || r[2] == want {
+		if len(r) != 3 {
 			continue
 		}
 		child := dialect.TableName{Schema: r[0], Name: r[1]}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorChild, Object: child.String(),
-			Problem: "inheritance child of " + t.Table.String() + " keyed on (" + r[2] + "), not on the guarded table's key (" + want + "): its rows' tombstones key on (" + want +
-				"), so after a DELETE under a newer token a stale holder can insert its (" + r[2] + ") again under another (" + want + "); give it the guarded table's primary key"})
+		problem := "inheritance child of " + t.Table.String() + ": PostgreSQL enforces no unique key across an inheritance hierarchy, so a key can live in the child and the parent at once, and an INSERT into one does not wait for a concurrent DELETE of the key in the other — a stale holder's INSERT races past the tombstone of a DELETE under a newer token; use declarative partitioning (PARTITION BY, whose partitions share the root's key) or separate tables"
+		if r[2] != want {
+			key := r[2]
+			if key == "" {
+				key = "no primary key"
+			}
+			problem = "inheritance child of " + t.Table.String() + " keyed on (" + key + "), not on the guarded table's key (" + want + "): its rows' tombstones key on (" + want +
+				"), so after a DELETE under a newer token a stale holder can insert the row again under another (" + want + "); and " + problem[len("inheritance child of "+t.Table.String()+": "):]
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorChild, Object: child.String(), Problem: problem})
 	}
 	return doors, nil
 }

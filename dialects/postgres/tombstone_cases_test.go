@@ -93,7 +93,10 @@ func TestTombstoneKeyAsTheIndex(t *testing.T) {
 
 // An inheritance child keyed on its own column shares its parent's tombstones, keyed on
 // the parent's key: a red-team pass re-inserted a child row deleted under token 10
-// under token 5 with another id. schema.Check reports such a child.
+// under token 5 with another id. A child keyed like its parent shares no unique index
+// with it: a later pass had a stale INSERT into the parent race past a concurrent
+// DELETE of the key in the child, without waiting.
+// schema.Check reports both.
 func TestTombstoneChildWithOtherKey(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
@@ -105,8 +108,8 @@ func TestTombstoneChildWithOtherKey(t *testing.T) {
 	if !strings.Contains(problems, "public.acc_child") || !strings.Contains(problems, "keyed on (name)") {
 		t.Fatalf("problems %q, want acc_child's key reported", problems)
 	}
-	if strings.Contains(problems, "acc_same") {
-		t.Fatalf("problems %q: acc_same, keyed like its parent, reported", problems)
+	if !strings.Contains(problems, "public.acc_same") || !strings.Contains(problems, "no unique key across an inheritance hierarchy") {
+		t.Fatalf("problems %q: want acc_same, keyed like its parent, reported", problems)
 	}
 }
 

@@ -193,12 +193,27 @@ func (s *guardSuite) testPGChild(t *testing.T) {
 	}
 	spec := schema.GuardSpec{Table: "accounts"}
 	rep := s.check(e, spec)[0]
-	sd := door(t, rep, dialect.SideDoorChild)
+	var sd, hierarchy dialect.SideDoor
+	for _, d := range rep.SideDoors {
+		if d.Kind == dialect.SideDoorChild && len(d.Fix) > 0 {
+			sd = d
+		} else if d.Kind == dialect.SideDoorChild {
+			hierarchy = d
+		}
+	}
 	if rep.OK() || sd.Object != "public.kids" || len(sd.Fix) != 18 || !strings.Contains(sd.Fix[1], `EXECUTE FUNCTION "fencedsql_guard_accounts"()`) {
 		t.Fatalf("child door: %+v", sd)
 	}
 	s.applyFix(e, rep.Fix)
-	wantClean(t, s.check(e, spec)[0])
+	// With its triggers the child still shares no unique key with its parent: a stale
+	// INSERT into one does not wait for a concurrent DELETE of the key in the other,
+	// so the tombstones cannot hold against that race. schema.Check keeps reporting the
+	// hierarchy (no fix statement: use partitioning).
+	after := s.check(e, spec)[0]
+	if hierarchy.Object != "public.kids" || after.OK() || len(after.SideDoors) != 1 || after.SideDoors[0].Object != "public.kids" ||
+		len(after.SideDoors[0].Fix) != 0 || !strings.Contains(after.SideDoors[0].Problem, "no unique key across an inheritance hierarchy") {
+		t.Fatalf("after the fix: %+v (hierarchy door before: %+v)", after, hierarchy)
+	}
 	_, err := e.raw.ExecContext(e.ctx, "UPDATE accounts SET balance = 8 WHERE id = 50")
 	s.wantGuard(t, err, "plain UPDATE of a child row through the parent")
 	_, err = e.raw.ExecContext(e.ctx, "DELETE FROM kids WHERE id = 50")
