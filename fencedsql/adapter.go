@@ -66,6 +66,11 @@ func (a *adapterConn) CheckCopy(ctx context.Context, table []string) error {
 	if err := a.open(ctx); err != nil {
 		return err
 	}
+	// A lost lease (or a transaction the server ended) sends nothing, as for every
+	// statement: the copy is a write like any other.
+	if err := a.c.checkLease(ctx); err != nil {
+		return err
+	}
 	k := a.c.core
 	g := k.rw.Lookup(table)
 	if g == nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // Register wraps d and registers it with database/sql under name. Registering the
@@ -75,20 +76,40 @@ func Wrap(d driver.Driver, opts ...Option) driver.Driver {
 }
 
 // OpenDB opens a database over any connector (for example one built by a driver's own
-// API, or DSNConnector over go-sqlmock's driver) with fencing applied. A configuration
-// error is reported by every use of the returned DB.
+// API, or DSNConnector over go-sqlmock's driver) with fencing applied. A DSNConnector's
+// DSN is read as sql.Open reads one (its fenced_* parameters apply, after opts). A
+// configuration error is reported by every use of the returned DB.
 func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
-	core, err := newCore(opts)
-	if err == nil {
-		if dc, ok := c.(dsnConnector); ok {
-			err = checkDSN(core.cfg.dialect, dc.dsn)
+	var err error
+	if dc, ok := c.(dsnConnector); ok {
+		// The DSN is the wrapper's to read here as in sql.Open: its fenced_*
+		// parameters apply (after opts, as the DSN's do after Register's) and are
+		// removed before the driver sees it (one that ignores unknown parameters —
+		// modernc's SQLite — would otherwise open a pool that guards nothing), and the
+		// dialect's DSN check runs.
+		cfg := defaultConfig()
+		for _, o := range opts {
+			o(&cfg)
 		}
+		if err = checkDSN(cfg.dialect, dc.dsn); err == nil && plan.ContainsFold(dc.dsn, "fenced_") {
+			// (Only a DSN that names a parameter of this package: a mock driver's DSN,
+			// go-sqlmock's "fencedtest-1", is a name, not a DSN to parse.)
+			var dsnOpts []Option
+			if dc.dsn, dsnOpts, err = splitDSN(dc.dsn, cfg.dialect); err == nil {
+				opts = append(slices.Clip(opts), dsnOpts...)
+				c = dc
+			}
+		}
+	}
+	var k *core
+	if err == nil {
+		k, err = newCore(opts)
 	}
 	if err != nil {
 		return sql.OpenDB(errConnector{err: err, drv: c.Driver()})
 	}
-	core.raw = c
-	return sql.OpenDB(&connector{raw: c, core: core, drv: &wrappedDriver{raw: c.Driver(), opts: opts}})
+	k.raw = c
+	return sql.OpenDB(&connector{raw: c, core: k, drv: &wrappedDriver{raw: c.Driver(), opts: opts}})
 }
 
 // DSNConnector returns a connector that opens d with dsn, for drivers that do not

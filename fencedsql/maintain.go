@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -33,6 +34,9 @@ func Maintain(ctx context.Context, db *sql.DB, locks *lockclient.Client, key str
 	if db == nil || locks == nil || fn == nil {
 		return configErr("Maintain: db, locks and fn are required")
 	}
+	if !fencedPool(db) {
+		return configErr("Maintain: db is not a fenced pool (open it with a fenced driver name or fencedsql.OpenDB): its writes would carry no token, and an older lease's holder could overwrite them")
+	}
 	lease, err := locks.Acquire(ctx, key)
 	if err != nil {
 		return fmt.Errorf("fencedsql: Maintain: acquiring %q: %w", key, err)
@@ -57,4 +61,21 @@ func Maintain(ctx context.Context, db *sql.DB, locks *lockclient.Client, key str
 		return fmt.Errorf("fencedsql: Maintain: commit: %w", err)
 	}
 	return nil
+}
+
+// fencedPool reports whether db's driver is this package's, under any wrappers that
+// expose theirs with an Unwrap() driver.Driver method (otelsql, …).
+func fencedPool(db *sql.DB) bool {
+	d := db.Driver()
+	for range 16 {
+		if _, ok := d.(*wrappedDriver); ok {
+			return true
+		}
+		u, ok := d.(interface{ Unwrap() driver.Driver })
+		if !ok || u.Unwrap() == nil {
+			return false
+		}
+		d = u.Unwrap()
+	}
+	return false
 }

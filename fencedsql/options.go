@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -186,12 +187,46 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 			return f.DeleteFence(dialect.TableName{Schema: schema, Name: name}, tokenCol)
 		}
 	}
-	for _, gs := range c.guards {
+	for i, gs := range c.guards {
 		t, err := gs.Validate()
 		if ne := (*dialect.NameError)(nil); errors.As(err, &ne) {
 			return nil, configErr("guarded table %q: %s", gs.Table, ne.Problem)
 		}
+		for _, prev := range c.guards[:i] {
+			if sameGuardedTable(prev, gs) && !sameColumns(prev, gs) {
+				pt, pv := guardColumns(prev)
+				gt, gv := guardColumns(gs)
+				return nil, configErr("guarded table %q is given twice with other fencing columns (%s and %s as %q, %s and %s as %q): a statement would be fenced on either; name it once, or qualify both with their schemas if they are two tables",
+					gs.Table, pt, pv, prev.Table, gt, gv, gs.Table)
+			}
+		}
 		pc.Tables = append(pc.Tables, plan.TableSpec{Schema: t.Schema, Name: t.Name, TokenColumn: gs.TokenColumn, VersionColumn: gs.VersionColumn})
 	}
 	return plan.NewPlanner(pc), nil
+}
+
+// sameGuardedTable reports whether two guard specs may name one table: the same name
+// (folded) and the same qualifier, or no qualifier on one of them — an unqualified
+// name resolves to whichever schema (database, attached file) the session finds, and
+// the planner guards a reference by its last name part. It is the one comparison
+// behind two guards given to one pool and a listed guard against the registry's.
+func sameGuardedTable(a, b schema.GuardSpec) bool {
+	ta, errA := dialect.ParseTableName(a.Table)
+	tb, errB := dialect.ParseTableName(b.Table)
+	if errA != nil || errB != nil {
+		return strings.EqualFold(a.Table, b.Table)
+	}
+	return strings.EqualFold(ta.Name, tb.Name) && (ta.Schema == "" || tb.Schema == "" || strings.EqualFold(ta.Schema, tb.Schema))
+}
+
+// guardColumns returns gs's token and version columns, defaults filled in.
+func guardColumns(gs schema.GuardSpec) (token, version string) {
+	return orDefault(gs.TokenColumn, schema.DefaultTokenColumn), orDefault(gs.VersionColumn, schema.DefaultVersionColumn)
+}
+
+// sameColumns reports whether a and b fence on the same columns.
+func sameColumns(a, b schema.GuardSpec) bool {
+	at, av := guardColumns(a)
+	bt, bv := guardColumns(b)
+	return strings.EqualFold(at, bt) && strings.EqualFold(av, bv)
 }

@@ -263,12 +263,12 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 	}
 	for _, rs := range registered {
 		for _, gs := range cfg.guards {
-			if !strings.EqualFold(gs.Table, rs.Table) {
+			if !sameGuardedTable(gs, rs) {
 				continue
 			}
-			lt, lv := orDefault(gs.TokenColumn, schema.DefaultTokenColumn), orDefault(gs.VersionColumn, schema.DefaultVersionColumn)
-			rt, rv := orDefault(rs.TokenColumn, schema.DefaultTokenColumn), orDefault(rs.VersionColumn, schema.DefaultVersionColumn)
-			if !strings.EqualFold(lt, rt) || !strings.EqualFold(lv, rv) {
+			lt, lv := guardColumns(gs)
+			rt, rv := guardColumns(rs)
+			if !sameColumns(gs, rs) {
 				return &SchemaError{Table: gs.Table, Problem: fmt.Sprintf("listed with the columns %s and %s, but the registry of guarded tables records %s and %s", lt, lv, rt, rv),
 					Fix: "give the registered columns (fenced_token_column, fenced_version_column, TokenColumn, VersionColumn), or register the table again with fencedsql-schema"}
 			}

@@ -3,6 +3,8 @@ package fencedsql
 import (
 	"database/sql/driver"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+
 	"github.com/fencedsql/fencedsql/internal/unwrap"
 )
 
@@ -41,10 +43,16 @@ func UnwrapDriver(d driver.Driver) driver.Driver { return unwrap.Driver(d) }
 // see Unwrap.
 func (c *conn) Raw() driver.Conn {
 	// What the caller does on the raw connection is unseen: the session check runs
-	// again before the next guarded write.
+	// again before the next guarded write, reading afresh what a tracking dialect kept
+	// (dialect.SessionForgetter), and so do the table checks, per connection, since a
+	// SET search_path, USE or TEMP table there may make a guarded name resolve to
+	// another table (rearmNames, which also drops the prepared statements).
 	c.sessionOK = false
 	c.sessionDirty = true
-	c.dropStatements()
+	if f, ok := c.core.dialect.(dialect.SessionForgetter); ok {
+		f.ForgetTrackedSession(c.raw)
+	}
+	c.rearmNames()
 	return c.raw
 }
 

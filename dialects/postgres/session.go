@@ -93,36 +93,56 @@ const trackedQueryTimeout = 5 * time.Second
 // has received both, and from synchronous_commit as read once for the connection (see
 // above).
 func (dialectImpl) TrackedSession(raw driver.Conn) (string, bool) {
+	pg := pgConnOf(raw)
+	if pg == nil {
+		return "", false
+	}
+	scs := pg.ParameterStatus("standard_conforming_strings")
+	enc := pg.ParameterStatus("client_encoding")
+	if scs == "" || enc == "" {
+		return "", false
+	}
+	sync, ok := syncCommitOf(pg)
+	if !ok {
+		return "", false
+	}
+	return scs + " " + enc + " " + sync, true
+}
+
+// ForgetTrackedSession implements dialect.SessionForgetter: synchronous_commit, kept
+// once read, is read again at the next TrackedSession — after the caller had the raw
+// connection, where a SET the wrapper never saw may have changed it (a red-team pass
+// turned it off on Raw after the connection's first guarded write, and the kept "on"
+// let guarded writes through).
+func (dialectImpl) ForgetTrackedSession(raw driver.Conn) {
+	if pg := pgConnOf(raw); pg != nil && pg.CustomData() != nil {
+		delete(pg.CustomData(), syncCommitKey)
+	}
+}
+
+// pgConnOf returns the pgx connection under raw (a pgx stdlib connection, possibly
+// under wrappers that expose theirs with a Raw() driver.Conn method: otelsql, …), or
+// nil.
+func pgConnOf(raw driver.Conn) *pgconn.PgConn {
 	var c any = raw
-	for range 16 { // peel wrappers that expose their connection (otelsql, …)
+	for range 16 {
 		if pc, ok := c.(interface{ Conn() *pgx.Conn }); ok {
-			p := pc.Conn()
-			if p == nil || p.PgConn() == nil {
-				return "", false
+			if p := pc.Conn(); p != nil {
+				return p.PgConn()
 			}
-			pg := p.PgConn()
-			scs := pg.ParameterStatus("standard_conforming_strings")
-			enc := pg.ParameterStatus("client_encoding")
-			if scs == "" || enc == "" {
-				return "", false
-			}
-			sync, ok := syncCommitOf(pg)
-			if !ok {
-				return "", false
-			}
-			return scs + " " + enc + " " + sync, true
+			return nil
 		}
 		r, ok := c.(interface{ Raw() driver.Conn })
 		if !ok {
-			return "", false
+			return nil
 		}
 		next := r.Raw()
 		if next == nil {
-			return "", false
+			return nil
 		}
 		c = next
 	}
-	return "", false
+	return nil
 }
 
 // clientOnlyEncodings are the encodings whose multibyte characters can have a second
@@ -204,4 +224,7 @@ var sessionSources = map[string]bool{"database": true, "user": true, "database u
 
 const syncCommitFix = "ALTER ROLE … RESET synchronous_commit / ALTER DATABASE … RESET synchronous_commit (or remove it from the DSN's options and runtime parameters): synchronous_commit must be on, remote_apply or remote_write"
 
-var _ dialect.SessionTracker = dialectImpl{}
+var (
+	_ dialect.SessionTracker   = dialectImpl{}
+	_ dialect.SessionForgetter = dialectImpl{}
+)

@@ -40,3 +40,12 @@ type SessionTracker interface {
 	// round trip. ok is false when raw does not keep it.
 	TrackedSession(raw driver.Conn) (value string, ok bool)
 }
+
+// SessionForgetter is implemented by a SessionTracker that keeps part of what it
+// reports from a read made once per connection (a setting the driver is not told
+// about). ForgetTrackedSession drops what it kept for raw, so that the next
+// TrackedSession reads it again: the wrapper calls it when the caller takes the raw
+// connection (sql.Conn.Raw), where statements it cannot see may change the setting.
+type SessionForgetter interface {
+	ForgetTrackedSession(raw driver.Conn)
+}
