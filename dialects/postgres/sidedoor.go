@@ -370,10 +370,11 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 // fencedsql_tombstone_<table> exists in the table's schema — the evidence that the
 // table was guarded under its name: the functions outlive their triggers, which
 // ALTER TABLE … RENAME leaves on the old table and DROP TABLE drops, and UnguardDDL /
-// UntombstoneDDL drop them — while the table does not carry the trigger that calls
-// it, enabled (ENABLE ALWAYS or ORIGIN): fencedsql_guard (BEFORE INSERT OR UPDATE)
-// for the guard, fencedsql_tombstone_insert and fencedsql_tombstone_delete for the
-// tombstone guard. An online schema change's swap (ALTER TABLE accounts RENAME TO
+// UntombstoneDDL drop them — while the table does not carry the trigger of that
+// name, enabled (ENABLE ALWAYS or ORIGIN), calling a function of the guard's (or an
+// ancestor's: a child guarded through its parent): fencedsql_guard (BEFORE INSERT OR
+// UPDATE) for the guard, fencedsql_tombstone_insert and fencedsql_tombstone_delete
+// for the tombstone guard. An online schema change's swap (ALTER TABLE accounts RENAME TO
 // accounts_old; ALTER TABLE accounts_new RENAME TO accounts) leaves the new table
 // without them: raw writes unguarded, a stale re-insert of a deleted key let through.
 // A disabled trigger counts as missing. The tombstone table is not evidence here
@@ -385,10 +386,11 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	rows, err := query(ctx, `SELECT n.nspname::text, p.proname::text, w.tgname
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.pronamespace = c.relnamespace
-  JOIN (VALUES ($2::text, $4::text, 1), ($3::text, $5::text, 2), ($3::text, $6::text, 3)) AS w(fn, tgname, ord) ON p.proname::text = w.fn
+  JOIN (VALUES ($2::text, $4::text, 'fencedsql\_guard\_%', 1), ($3::text, $5::text, 'fencedsql\_tombstone\_%', 2), ($3::text, $6::text, 'fencedsql\_tombstone\_%', 3)) AS w(fn, tgname, calls, ord)
+    ON p.proname::text = w.fn
 WHERE c.oid = pg_catalog.to_regclass($1) AND NOT EXISTS (
   SELECT 1 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_proc f ON f.oid = tg.tgfoid
-  WHERE tg.tgrelid = c.oid AND tg.tgname = w.tgname AND tg.tgenabled IN ('O', 'A') AND f.proname::text = w.fn)
+  WHERE tg.tgrelid = c.oid AND tg.tgname = w.tgname AND tg.tgenabled IN ('O', 'A') AND f.proname::text LIKE w.calls)
 ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, tombDeleteTrigger)
 	if err != nil {
 		return nil, err
