@@ -18,7 +18,8 @@ import (
 // connection and again after a statement that may have changed it) and the table's
 // fencing columns, its declaration (SchemaLinter) and the doors a statement through the
 // pool opens (TriggerDoorFinder: other tables' triggers that write it, its own BEFORE
-// triggers that may assign its fencing columns, updatable views, rules) (once per name as the statements write it, see lookup: per DB, or
+// triggers that may assign its fencing columns, updatable views, rules, a guard a table
+// swap lost) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
 // resolvesNames). Only successes are cached, so fixing the
 // schema or the session takes effect without a restart; a success is trusted for

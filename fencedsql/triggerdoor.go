@@ -13,7 +13,8 @@ import (
 // pool can open itself (dialect.TriggerDoorFinder): the triggers on other tables that
 // write the guarded table, the table's own BEFORE row triggers that may assign its
 // token or version column (undoing the fencing NULL before the NOT NULL check), the
-// updatable views over it and (PostgreSQL) the rules on or naming it. nil when there
+// updatable views over it, (PostgreSQL) the rules on or naming it, and a guard a table
+// swap lost (the guard's objects named for it survive, its triggers do not). nil when there
 // are none (or the dialect has no finder), else a *SchemaError (ErrSchema) naming the
 // table, each door and the statements that close them, as schema.Check reports them
 // among its side doors: the table's guarded writes are refused while a door exists,

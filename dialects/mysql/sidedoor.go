@@ -28,8 +28,8 @@ import (
 //     privilege the definition is hidden and no fix is proposed.
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views above, triggers on other tables, guarded
-//     or not, whose body writes the table, and the table's own BEFORE triggers that
-//     may assign its token or version column.
+//     or not, whose body writes the table, the table's own BEFORE triggers that may
+//     assign its token or version column, and a guard a table swap lost (lostGuard).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.cascades, d.TriggerDoors)
 }
@@ -164,9 +164,120 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // that order. MySQL lists only the triggers of tables the account has the TRIGGER
 // privilege on, and shows a view's definition only with SHOW VIEW: an application
 // account without them (the least-privilege layout) sees fewer doors, so
-// schema.Check, run by the migration account, is the check that counts.
+// schema.Check, run by the migration account, is the check that counts. Last, a guard
+// a table swap lost (lostGuard).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.lostGuard)
+}
+
+// lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
+// query. The evidence that the table was guarded under its name:
+//
+//   - a trigger of the guard (fencedsql_guard_<table>, fencedsql_floor_<table>) or of
+//     the tombstone guard (fencedsql_tombdel_/tombins_/tombkey_<table>) sitting on
+//     another table of the database: RENAME TABLE accounts TO _accounts_old,
+//     _accounts_new TO accounts (pt-online-schema-change, gh-ost) takes the triggers
+//     along to the old table. Trigger names are unique in a database, so such a
+//     trigger is not on the table;
+//   - the guard's fence function fencedsql_fence_<table> (dropped by UnguardDDL) or
+//     the tombstone table fencedsql_tomb_<table> (dropped by UntombstoneDDL), which
+//     outlive the old table when the swap drops it: evidence only when the account
+//     holds, globally, on the database or on the table, a privilege that shows the
+//     table's triggers in information_schema.TRIGGERS — TRIGGER on MySQL; on MariaDB
+//     also INSERT, UPDATE or DELETE (it lists the names of the triggers of tables the
+//     account may write) — since an account that sees the function or the table but
+//     not the triggers (a MySQL application account without TRIGGER) would take an
+//     intact guard for a lost one. (A privilege held through a role is not read: then
+//     only the first kind of evidence counts.)
+//
+// With the evidence, the table must carry fencedsql_guard_<table> (the guard), and
+// fencedsql_tombins_<table> and fencedsql_tombdel_<table> (the tombstone guard).
+// Fix: re-run fencedsql-schema -apply: its DDL drops the triggers of those names
+// (from the old table) and creates them on the table.
+func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	const db = "COALESCE(NULLIF(?, ''), DATABASE())"
+	// The privileges that show the table's triggers in information_schema.TRIGGERS:
+	// TRIGGER on MySQL; on MariaDB also INSERT, UPDATE and DELETE (their names, not
+	// their bodies), which a writing account holds.
+	const shows = "(PRIVILEGE_TYPE = 'TRIGGER' OR PRIVILEGE_TYPE IN ('INSERT', 'UPDATE', 'DELETE') AND VERSION() LIKE '%MariaDB%')"
+	const grantee = `CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')`
+	name := t.Table.Name
+	guard, floor := guardTrigger(name), floorTrigger(name)
+	del, ins, key := tombName("del", name), tombName("ins", name), tombName("key", name)
+	fence, tomb := fenceFuncName(t.Table), tombTable(t.Table)
+	rows, err := query(ctx, "SELECT 'trigger', TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+db+" AND TRIGGER_NAME IN (?, ?, ?, ?, ?) "+
+		"UNION ALL SELECT 'table', TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? "+
+		"UNION ALL SELECT 'function', ROUTINE_NAME, '' FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "+db+" AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' "+
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "+grantee+" AND "+shows+" "+
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+shows+" "+
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? AND "+shows,
+		t.Table.Schema, guard, floor, del, ins, key,
+		t.Table.Schema, tomb.Name,
+		t.Table.Schema, fence.Name,
+		t.Table.Schema, t.Table.Schema, name)
+	if err != nil {
+		return nil, err
+	}
+	on := map[string]bool{}          // triggers named for the table that are on it
+	elsewhere := map[string]string{} // … and those on another table: name → table
+	var tombTbl, fenceFn, privileged bool
+	for _, r := range rows {
+		if len(r) < 3 {
+			continue
+		}
+		switch r[0] {
+		case "trigger":
+			if strings.EqualFold(r[2], name) {
+				on[strings.ToLower(r[1])] = true
+			} else {
+				elsewhere[strings.ToLower(r[1])] = r[2]
+			}
+		case "table":
+			tombTbl = true
+		case "function":
+			fenceFn = true
+		case "privilege":
+			privileged = true
+		}
+	}
+	var doors []dialect.SideDoor
+	judge := func(what string, names, required []string, survivor bool, survivorObject, survivorEvidence string) {
+		var evidence []string
+		for _, n := range names {
+			if other, ok := elsewhere[strings.ToLower(n)]; ok {
+				evidence = append(evidence, "trigger "+n+" sits on "+other)
+			}
+		}
+		object := strings.Join(evidence, ", ")
+		if len(evidence) == 0 {
+			if !survivor || !privileged {
+				return
+			}
+			object, evidence = survivorObject, []string{survivorEvidence}
+		}
+		var missing []string
+		for _, n := range required {
+			if !on[strings.ToLower(n)] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: object,
+			Problem: lostProblem(t.Table.String(), what, strings.Join(evidence, ", "), strings.Join(missing, ", "))})
+	}
+	judge("the guard", []string{guard, floor}, []string{guard}, fenceFn, "function "+fence.String(), "its fence function "+fence.String()+" exists")
+	judge("the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists")
+	return doors, nil
+}
+
+// lostProblem is a guard-lost door's problem: table was guarded by what (evidence
+// says so) but lacks the triggers missing.
+func lostProblem(table, what, evidence, missing string) string {
+	return table + " was guarded by " + what + " under its name (" + evidence + ") but does not carry its trigger(s) " + missing +
+		": a table swap (an online schema change's RENAME TABLE) left them on the old table or dropped them with it, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
+		"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + table
 }
 
 // ownTriggers finds the table's own BEFORE INSERT and BEFORE UPDATE triggers (always

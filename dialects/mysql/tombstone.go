@@ -138,13 +138,15 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	}
 }
 
-// UntombstoneDDL drops table's three tombstone triggers (the tombstone table stays).
+// UntombstoneDDL drops table's three tombstone triggers, then its tombstone table: a
+// tombstone table without the triggers is evidence of a guard a table swap lost
+// (lostGuard), which the lazy check refuses.
 func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	var ddl []string
 	for _, kind := range []string{"del", "ins", "key"} {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
-	return ddl
+	return append(ddl, "DROP TABLE IF EXISTS "+tombTable(table).Quote(d.QuoteIdent))
 }
 
 // markPattern matches the DELETE trigger of this version: it reads the one-statement

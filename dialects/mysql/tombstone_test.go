@@ -33,7 +33,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 3 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 4 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 	long := strings.Repeat("é", 60)

@@ -48,8 +48,9 @@ import (
 //     tombstones are recorded. A note, not a problem.
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views and the rules above, triggers on other
-//     relations, guarded or not, whose function writes the table, and the table's own
-//     BEFORE row triggers that may assign its token or version column.
+//     relations, guarded or not, whose function writes the table, the table's own
+//     BEFORE row triggers that may assign its token or version column, and a guard a
+//     table swap lost (lostGuard).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
 }
@@ -381,10 +382,78 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // lazy check refuses: the updatable views over the table without the fencedsql_refuse
 // trigger and the rules on or naming it (views, rules, described at SideDoors), the
 // triggers of other relations that write it (otherTriggers) and the table's own
-// BEFORE row triggers that may assign its fencing columns (ownTriggers), in that
-// order, one catalog query each.
+// BEFORE row triggers that may assign its fencing columns (ownTriggers), and a guard
+// a table swap lost (lostGuard), in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard)
+}
+
+// lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's
+// trigger function fencedsql_guard_<table> or the tombstone guard's
+// fencedsql_tombstone_<table> exists in the table's schema — the evidence that the
+// table was guarded under its name: the functions outlive their triggers, which
+// ALTER TABLE … RENAME leaves on the old table and DROP TABLE drops, and UnguardDDL /
+// UntombstoneDDL drop them — while the table does not carry the trigger of that
+// name, enabled (ENABLE ALWAYS or ORIGIN), calling a function of the guard's (or an
+// ancestor's: a child guarded through its parent): fencedsql_guard (BEFORE INSERT OR
+// UPDATE) for the guard, fencedsql_tombstone_insert and fencedsql_tombstone_delete
+// for the tombstone guard. An online schema change's swap (ALTER TABLE accounts RENAME TO
+// accounts_old; ALTER TABLE accounts_new RENAME TO accounts) leaves the new table
+// without them: raw writes unguarded, a stale re-insert of a deleted key let through.
+// A disabled trigger counts as missing. The tombstone table is not evidence here
+// (UntombstoneDDL keeps it; the function says the same). Fix: re-run
+// fencedsql-schema -apply (schema.Check's Fix installs the guards on the table).
+func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	table := fold(t.Table)
+	gfn, tfn := guardFunc(table.Name), tombFunc(table.Name)
+	rows, err := query(ctx, `SELECT n.nspname::text, p.proname::text, w.tgname
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_catalog.pg_proc p ON p.pronamespace = c.relnamespace
+  JOIN (VALUES ($2::text, $4::text, 'fencedsql\_guard\_%', 1), ($3::text, $5::text, 'fencedsql\_tombstone\_%', 2), ($3::text, $6::text, 'fencedsql\_tombstone\_%', 3)) AS w(fn, tgname, calls, ord)
+    ON p.proname::text = w.fn
+WHERE c.oid = pg_catalog.to_regclass($1) AND NOT EXISTS (
+  SELECT 1 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_proc f ON f.oid = tg.tgfoid
+  WHERE tg.tgrelid = c.oid AND tg.tgname = w.tgname AND tg.tgenabled IN ('O', 'A') AND f.proname::text LIKE w.calls)
+ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, tombDeleteTrigger)
+	if err != nil {
+		return nil, err
+	}
+	type lost struct {
+		fn      dialect.TableName
+		missing []string
+	}
+	var order []*lost
+	byFn := map[string]*lost{}
+	for _, r := range rows {
+		if len(r) < 3 {
+			continue
+		}
+		l := byFn[r[1]]
+		if l == nil {
+			l = &lost{fn: dialect.TableName{Schema: r[0], Name: r[1]}}
+			byFn[r[1]] = l
+			order = append(order, l)
+		}
+		l.missing = append(l.missing, r[2])
+	}
+	var doors []dialect.SideDoor
+	for _, l := range order {
+		what := "the guard"
+		if l.fn.Name == tfn {
+			what = "the tombstone guard"
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: "function " + l.fn.String() + "()",
+			Problem: lostProblem(t.Table.String(), what, "its trigger function "+l.fn.String()+"() exists", strings.Join(l.missing, ", "))})
+	}
+	return doors, nil
+}
+
+// lostProblem is a guard-lost door's problem: table was guarded by what (evidence
+// says so) but lacks the triggers missing.
+func lostProblem(table, what, evidence, missing string) string {
+	return table + " was guarded by " + what + " under its name (" + evidence + ") but does not carry its trigger(s) " + missing + " (enabled)" +
+		": a table swap (an online schema change's rename, a rebuild) left them on the old table or dropped them, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
+		"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + table
 }
 
 // ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE

@@ -27,8 +27,8 @@ import (
 //     so the wrapper sends it as written and the trigger writes the table unfenced.
 //     Fix: drop those triggers (DROP TRIGGER).
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
-//     check also runs): the views above, and triggers on other tables, guarded or
-//     not, whose body writes the table.
+//     check also runs): the views above, triggers on other tables, guarded or not,
+//     whose body writes the table, and a guard a table swap lost (lostGuard).
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -117,9 +117,87 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // (viewTriggers, described at SideDoors), then the triggers of other tables that write
 // it (otherTriggers), one query each. The table's own triggers are no door on SQLite:
 // a BEFORE trigger cannot assign NEW, so it cannot undo the fencing NULL the NOT NULL
-// constraint refuses.
+// constraint refuses. Last, a guard a table swap lost (lostGuard).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers)
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.lostGuard)
+}
+
+// lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
+// query over the schema's sqlite_master. The evidence that the table was guarded
+// under its name: its tombstone table fencedsql_tomb_<table> (the twelve-step rebuild —
+// CREATE TABLE new_accounts, copy, DROP TABLE accounts, ALTER TABLE new_accounts
+// RENAME TO accounts — drops the table's triggers with it, and the tombstone table
+// stays; UntombstoneDDL drops it), or a trigger of the guard (fencedsql_guard_<table>,
+// fencedsql_floor_<table>) or of the tombstone guard (fencedsql_tombdel_/tombins_/
+// tombkey_<table>) on another table (ALTER TABLE accounts RENAME TO accounts_old
+// takes the triggers along; trigger names are unique in a schema, so such a trigger
+// is not on the table). With the evidence, the table must carry
+// fencedsql_guard_<table> (the guard), and fencedsql_tombins_<table> and
+// fencedsql_tombdel_<table> (the tombstone guard). Not seen: a table guarded without
+// the tombstone guard and rebuilt, which leaves nothing named for it. Fix: re-run
+// fencedsql-schema -apply.
+func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	master := "sqlite_master"
+	if t.Table.Schema != "" {
+		master = d.QuoteIdent(t.Table.Schema) + ".sqlite_master"
+	}
+	name := t.Table.Name
+	guard, floor := guardTrigger(name), floorTrigger(name)
+	del, ins, key := tombObject("del", t.Table).Name, tombObject("ins", t.Table).Name, tombObject("key", t.Table).Name
+	tomb := tombObject("", t.Table)
+	rows, err := query(ctx, "SELECT type, name, tbl_name FROM "+master+" WHERE type = 'table' AND name = ? COLLATE NOCASE "+
+		"OR type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?, ?, ?) ORDER BY type, name", tomb.Name, guard, floor, del, ins, key)
+	if err != nil {
+		return nil, err
+	}
+	on := map[string]bool{}          // triggers named for the table that are on it
+	elsewhere := map[string]string{} // … and those on another table: name → table
+	tombTbl := false
+	for _, r := range rows {
+		if len(r) < 3 {
+			continue
+		}
+		switch {
+		case r[0] == "table":
+			tombTbl = true
+		case strings.EqualFold(r[2], name):
+			on[strings.ToLower(r[1])] = true
+		default:
+			elsewhere[strings.ToLower(r[1])] = r[2]
+		}
+	}
+	var doors []dialect.SideDoor
+	judge := func(what string, names, required []string, survivor bool, survivorObject, survivorEvidence string) {
+		var evidence []string
+		for _, n := range names {
+			if other, ok := elsewhere[strings.ToLower(n)]; ok {
+				evidence = append(evidence, "trigger "+n+" sits on "+other)
+			}
+		}
+		object := strings.Join(evidence, ", ")
+		if len(evidence) == 0 {
+			if !survivor {
+				return
+			}
+			object, evidence = survivorObject, []string{survivorEvidence}
+		}
+		var missing []string
+		for _, n := range required {
+			if !on[strings.ToLower(n)] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: object,
+			Problem: t.Table.String() + " was guarded by " + what + " under its name (" + strings.Join(evidence, ", ") + ") but does not carry its trigger(s) " + strings.Join(missing, ", ") +
+				": a table swap (the twelve-step rebuild, a rename) dropped them with the old table or left them on it, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
+				"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + t.Table.String()})
+	}
+	judge("the guard", []string{guard, floor}, []string{guard}, false, "", "")
+	judge("the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists")
+	return doors, nil
 }
 
 // otherTriggers finds the triggers on other tables of the table's schema whose body

@@ -129,13 +129,15 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 // sqliteNow is the current time in Unix seconds, with fractions.
 const sqliteNow = "((julianday('now') - 2440587.5) * 86400.0)"
 
-// UntombstoneDDL drops table's three tombstone triggers (the tombstone table stays).
+// UntombstoneDDL drops table's three tombstone triggers, then its tombstone table: a
+// tombstone table without the triggers is the evidence of a guard a table swap lost
+// (lostGuard), which the lazy check refuses.
 func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	var ddl []string
 	for _, kind := range []string{"del", "ins", "key"} {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
-	return ddl
+	return append(ddl, "DROP TABLE IF EXISTS "+tombObject("", table).Quote(d.QuoteIdent))
 }
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version

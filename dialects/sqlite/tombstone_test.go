@@ -46,7 +46,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 	if q, args := ts.TombstoneInstalledQuery(dialect.TableName{Name: "pairs"}); !strings.Contains(q, "instr(sql, ?) > 0") || !slices.Contains(args, any("/* fencedsql tombstone guard v2 */")) {
 		t.Errorf("TombstoneInstalledQuery = %q %q, does not require the version marker", q, args)
 	}
-	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 3 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 4 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 }

@@ -37,7 +37,11 @@ type SideDoorFinder interface {
 //     accepted one, the guard's trigger or not;
 //   - updatable views over the table without the refusal the fix installs
 //     (SideDoorView), and rules (PostgreSQL, SideDoorRule): a write through them does
-//     not name the table, so the wrapper sends it as written.
+//     not name the table, so the wrapper sends it as written;
+//   - a guard lost by a table swap (SideDoorGuardLost): objects of the guard or of the
+//     tombstone guard named for the table survive (see the kind), but the table does
+//     not carry their triggers: a stale token re-inserts a deleted key, and writes
+//     outside the wrapper are unguarded.
 //
 // Both callers refuse them: schema.Check reports each door as a problem (the dialect's
 // SideDoors includes TriggerDoors' doors, once), and the lazy check before the first
@@ -122,6 +126,16 @@ const (
 	// wrapper cannot see to claim for the reader's token. No statement fixes it
 	// (recreating the view is the owner's decision): Fix is empty.
 	SideDoorLockingView SideDoorKind = "locking view"
+	// SideDoorGuardLost: the database holds evidence that the table was guarded under
+	// its name (objects of the guard or the tombstone guard named for it, which outlive
+	// its triggers: PostgreSQL's trigger functions, MySQL/MariaDB and SQLite triggers
+	// named for it sitting on another table, the tombstone table), but the table does
+	// not carry the corresponding triggers (enabled) (TriggerDoorFinder): a table swap
+	// (an online schema change's RENAME TABLE, SQLite's twelve-step rebuild) left them
+	// on the old table or dropped them, so raw writes are unguarded and a stale token
+	// re-inserts a deleted key. Fix: re-run fencedsql-schema -apply (schema.Check's
+	// Fix re-installs them on the table); the door itself carries no statement.
+	SideDoorGuardLost SideDoorKind = "guard lost"
 )
 
 // SideDoor is one side door of a guarded table, found by a SideDoorFinder.

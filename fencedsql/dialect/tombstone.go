@@ -26,8 +26,12 @@ type Tombstoner interface {
 	// replaces the triggers). key is the primary key, in key order; table should carry
 	// its schema (schema.Check resolves it; see TombstoneFix).
 	TombstoneDDL(table TableName, key []KeyColumn, tokenCol string) []string
-	// UntombstoneDDL returns the statements that remove table's tombstone triggers
-	// (the tombstone table and its rows stay).
+	// UntombstoneDDL returns the statements that remove table's tombstone triggers.
+	// Where the tombstone table is the dialect's evidence that the table was
+	// tombstoned (MySQL/MariaDB, SQLite: a tombstone table without the triggers is a
+	// guard lost by a table swap, SideDoorGuardLost, which the lazy check refuses) it
+	// drops the tombstone table too; PostgreSQL keeps it (its evidence is the
+	// tombstone function, which this drops).
 	UntombstoneDDL(table TableName) []string
 	// TombstoneInstalledQuery returns a query yielding one row with 1 when the
 	// current version of the tombstone triggers is installed on table, 0 or no row

@@ -99,10 +99,16 @@ type TableReport struct {
 //     replaces the NULL the fenced UPDATE writes when a row carries a newer token
 //     before the NOT NULL check refuses it, so a stale write is accepted (the guard
 //     installed or not); fix: DROP TRIGGER, and move its logic so that it never
-//     assigns the fencing columns.
-//     The views, rules and triggers above are the doors a statement through the pool
-//     opens (dialect.TriggerDoorFinder): the lazy check refuses the table while one
-//     exists, too.
+//     assigns the fencing columns;
+//     - a guard lost by a table swap (dialect.SideDoorGuardLost): objects of the guard
+//     or the tombstone guard named for the table survive (PostgreSQL's trigger
+//     functions, MySQL/SQLite triggers named for it on another table, the tombstone
+//     table; see the dialects' lostGuard) while the table lacks their triggers, as an
+//     online schema change's RENAME or SQLite's rebuild leaves it; no statement of its
+//     own: the guard's and the tombstone guard's Fix above install the triggers.
+//     The views, rules and triggers above and a lost guard are the doors a statement
+//     through the pool opens (dialect.TriggerDoorFinder): the lazy check refuses the
+//     table while one exists, too.
 //
 // Nullable fencing columns are problem 2 above.
 //

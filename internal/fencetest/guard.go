@@ -59,6 +59,8 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"GuardRecords", gs.testGuardRecords},
 		{"Resolve", gs.testResolve},
 		{"SideDoors", gs.testSideDoors},
+		{"TableSwap", gs.testTableSwap},
+		{"TableSwapUnguarded", gs.testTableSwapUnguarded},
 	}
 	add := func(name string, fn func(*testing.T)) {
 		tests = append(tests, struct {
