@@ -160,8 +160,8 @@ func TestSessionSynchronousCommitRoleDefault(t *testing.T) {
 	if b := balance(); b != 999 {
 		t.Fatalf("balance = %d", b)
 	}
-	// Checked once: a change unseen by the wrapper (on Raw) after the first write is
-	// not read again.
+	// Read once per connection, and again after the caller had the raw connection: a
+	// change made there after the first write is seen (a red-team pass: it was not).
 	c, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,14 @@ func TestSessionSynchronousCommitRoleDefault(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ExecContext(fencedsql.WithToken(ctx, 8), "UPDATE accounts SET balance = $1 WHERE id = 1", 1000); err != nil {
-		t.Fatalf("a checked connection runs the check again: %v", err)
+	err = func() error {
+		_, err := c.ExecContext(fencedsql.WithToken(ctx, 8), "UPDATE accounts SET balance = $1 WHERE id = 1", 1000)
+		return err
+	}()
+	if !errors.As(err, &se) || se.Setting != "synchronous_commit" {
+		t.Fatalf("a write after SET synchronous_commit = local on Raw: %v, want a *SessionError", err)
+	}
+	if b := balance(); b != 999 {
+		t.Fatalf("balance = %d after the refused write", b)
 	}
 }
