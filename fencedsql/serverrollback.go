@@ -90,18 +90,42 @@ func (c *conn) watchRows(st *txState, r driver.Rows) driver.Rows {
 }
 
 // rolledBackByServer runs q (dialect.ErrorInfo.RollbackQuery) on the connection: true
-// unless it answers 0 or OFF. An error counts as rolled back: the transaction can only
-// roll back then.
+// unless it answers 0 or OFF. With no q, it asks the dialect's TxProber whether the
+// connection is still in a transaction (SQLite); true for a dialect without one. An
+// error counts as rolled back: the transaction can only roll back then.
 func (c *conn) rolledBackByServer(q string) bool {
-	if q == "" {
-		return true
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), rollbackQueryTimeout)
 	defer cancel()
+	if q == "" {
+		p, ok := c.core.dialect.(dialect.TxProber)
+		if !ok {
+			return true
+		}
+		open, err := p.InTransaction(ctx, c.execString)
+		return err != nil || !open
+	}
 	rows, err := c.queryStrings(ctx, q, nil)
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
 		return true
 	}
 	v := strings.TrimSpace(rows[0][0])
 	return !(v == "0" || strings.EqualFold(v, "OFF"))
+}
+
+// execString sends q, without arguments, as it is on the wrapped connection (a
+// dialect.TxProber's probe).
+func (c *conn) execString(ctx context.Context, q string) error {
+	_, err := c.rawExec(ctx, q, nil)
+	if err != driver.ErrSkip {
+		return err
+	}
+	cs, err := c.acquireOnce(ctx, q)
+	if err != nil {
+		return err
+	}
+	_, err = stmtExec(ctx, cs.st, nil)
+	if cerr := c.release(cs, err); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedtest"
 )
@@ -104,5 +105,45 @@ func TestServerRollbackMock(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// SQLite has no query that tells whether an error ended the transaction: its dialect
+// marks every error RollbackIf with no query and implements dialect.TxProber (a BEGIN
+// probe). A BEGIN that succeeds (the connection was in autocommit) is rolled back at
+// once and ends the transaction; a probe that fails for another reason ends it too
+// (fail closed: Commit rolls back). The probe finding the transaction open (SQLite's
+// "cannot start a transaction within a transaction") is tested on SQLite itself
+// (internal/redteam TestSQLiteStatementErrorKeepsTransaction).
+func TestServerRollbackProbeMock(t *testing.T) {
+	stmtErr := errors.New("interrupted")
+	for _, beginErr := range []error{nil, errors.New("disk I/O error")} {
+		db, mock := fencedtest.New(t, sqlite.Dialect, fencedsql.Guard("accounts"))
+		ctx := context.Background()
+		mock.ExpectBegin()
+		mock.ExpectExec("INSERT INTO other VALUES (1)").WillReturnError(stmtErr)
+		if beginErr == nil {
+			mock.ExpectExec("BEGIN").WillReturnResult(sqlmock.NewResult(0, 0))
+			mock.ExpectExec("ROLLBACK").WillReturnResult(sqlmock.NewResult(0, 0))
+		} else {
+			mock.ExpectExec("BEGIN").WillReturnError(beginErr)
+		}
+		mock.ExpectRollback()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO other VALUES (1)"); !errors.Is(err, stmtErr) {
+			t.Fatalf("the failing statement: %v", err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO other VALUES (2)"); !errors.Is(err, fencedsql.ErrUnsupported) || !errors.Is(err, stmtErr) {
+			t.Fatalf("probe BEGIN %v: the next statement: %v; want ErrUnsupported wrapping the statement's error", beginErr, err)
+		}
+		if cerr := tx.Commit(); fencedsql.CommitOutcome(cerr) != fencedsql.NotCommitted {
+			t.Fatalf("probe BEGIN %v: Commit: %v; want NotCommitted", beginErr, cerr)
+		}
+		if err := mock.ExpectationsWereMet(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

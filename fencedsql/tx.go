@@ -2,6 +2,7 @@ package fencedsql
 
 import (
 	"database/sql/driver"
+	"errors"
 	"fmt"
 )
 
@@ -46,8 +47,15 @@ func (t *tx) Commit() error {
 	return withOutcomeAs(err, classifyOutcome(t.c.core.dialect, err))
 }
 
-// Rollback implements driver.Tx.
+// Rollback implements driver.Tx. A transaction the server already rolled back (txState.
+// ended) is rolled back: the ROLLBACK is still sent, but its error is not the caller's
+// (SQLite answers "cannot rollback - no transaction is active"), unless the connection
+// is broken (driver.ErrBadConn: database/sql then discards it).
 func (t *tx) Rollback() error {
 	defer t.end()
-	return t.raw.Rollback()
+	err := t.raw.Rollback()
+	if t.st.ended != nil && !errors.Is(err, driver.ErrBadConn) {
+		return nil
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -39,12 +40,58 @@ var shorthandPragmas = map[string]string{
 	"_synchronous": "synchronous", "_sync": "synchronous",
 }
 
+// lockingVFS are the VFS names CheckDSN accepts for vfs=: the ones that lock the
+// database file as SQLite's default does (unix: POSIX advisory locks; unix-excl: the
+// same, held exclusively; unix-dotfile: a lock file; memdb: its own in-process locks;
+// win32 and win32-longpath: LockFileEx). unix-none and win32-none take no lock at all,
+// and a VFS registered by the program (modernc.org/sqlite/vfs: vfs<hex>) is not
+// known to lock.
+var lockingVFS = []string{"unix", "unix-excl", "unix-dotfile", "memdb", "win32", "win32-longpath"}
+
+// falseSpellings are the values of nolock= that SQLite reads as false
+// (sqlite3_uri_boolean): empty, 0, no, off, false. Any other value is read as true or
+// as a number (nolock=2, nolock=1x), so CheckDSN refuses it.
+var falseSpellings = []string{"", "0", "no", "off", "false"}
+
+// lockingWhy is why a DSN may not turn SQLite's file locking off.
+const lockingWhy = "SQLite then takes no file lock, so two connections write the file at once, each judging fences and tombstones against the pages it cached " +
+	"(a stale write, or a deleted key written again under an older token, is accepted): every guarantee of the SQLite dialect rests on SQLite serialising writers"
+
+// judgeLocking returns why the DSN parameter k=v (k lower-cased, both unescaped)
+// turns SQLite's writer serialisation off, "" when it does not: nolock with any value
+// SQLite does not read as false, and vfs naming a VFS outside lockingVFS. modernc.org/
+// sqlite passes vfs= to sqlite3_open_v2 for a plain file name too, and SQLite reads
+// both from a file: URI. SQLite matches parameter names exactly; CheckDSN matches them
+// in any letter case (a spelling SQLite ignores is refused too, harmlessly).
+func judgeLocking(k, v string) string {
+	switch k {
+	case "nolock":
+		for _, f := range falseSpellings {
+			if strings.EqualFold(v, f) {
+				return ""
+			}
+		}
+		return "nolock turns SQLite's file locking off: " + lockingWhy + "; remove it"
+	case "vfs":
+		for _, ok := range lockingVFS {
+			if v == ok {
+				return ""
+			}
+		}
+		return "the VFS " + strconv.Quote(v) + " is not one known to lock the database file: " + lockingWhy +
+			"; remove vfs= (the default VFS locks) or use one of " + strings.Join(lockingVFS, ", ")
+	}
+	return ""
+}
+
 // CheckDSN implements dialect.DSNChecker: modernc.org/sqlite runs each
 // _pragma=name(value) (or name=value) of the DSN, and its _journal_mode/_journal and
 // _synchronous/_sync keys, on every new connection, so a protected setting set there
 // is never seen as a statement. It names the first parameter that sets journal_mode,
 // synchronous or writable_schema to anything but a known safe spelling, or that
-// mentions one of them in text it cannot read plainly (comments, quotes, a ';').
+// mentions one of them in text it cannot read plainly (comments, quotes, a ';'). It
+// also names a parameter that turns SQLite's file locking off (judgeLocking: nolock
+// with a true value, vfs= other than a locking VFS).
 func (d dialectImpl) CheckDSN(dsn string) string {
 	q, _ := d.QueryStart(dsn)
 	if q < 0 {
@@ -59,6 +106,9 @@ func (d dialectImpl) CheckDSN(dsn string) string {
 			v = uv
 		}
 		k = strings.ToLower(k)
+		if p := judgeLocking(k, v); p != "" {
+			return k + "=" + v + ": " + p
+		}
 		if name, ok := shorthandPragmas[k]; ok {
 			if p := judgePragma(name, strings.ToLower(strings.TrimSpace(v))); p != "" {
 				return k + "=" + v + ": " + p

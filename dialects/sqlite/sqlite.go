@@ -15,6 +15,7 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -50,7 +51,43 @@ func (dialectImpl) QuoteIdent(name string) string {
 // tombstone guard's SQLITE_CONSTRAINT_TRIGGER (TombstoneMessagePrefix) as the same, and
 // SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY ("UNIQUE constraint failed: t.a, t.b": SQLite
 // names columns, not the index, so Constraint is that column list).
-func (dialectImpl) Classify(err error) dialect.ErrorInfo {
+//
+// Every error is also marked dialect.RollbackIf, to be judged by InTransaction: SQLite
+// ends an explicit transaction by itself on several errors and goes on in autocommit —
+// a constraint failure under OR ROLLBACK (a fenced UPDATE OR ROLLBACK whose fence
+// fires), a trigger's RAISE(ROLLBACK, …), an interrupted INSERT, UPDATE or DELETE
+// (modernc.org/sqlite interrupts the statement whose context ends, and returns the
+// context's error), SQLITE_FULL, and "may" on SQLITE_IOERR, SQLITE_BUSY and
+// SQLITE_NOMEM (https://www.sqlite.org/lang_transaction.html, "Response To Errors
+// Within A Transaction"). Rather than guess from the code, the wrapper asks the
+// connection after any failed statement of a transaction; a successful one costs
+// nothing.
+func (d dialectImpl) Classify(err error) dialect.ErrorInfo {
+	info := d.classify(err)
+	info.Rollback = dialect.RollbackIf
+	return info
+}
+
+// InTransaction implements dialect.TxProber. No SQL reads sqlite3_get_autocommit and
+// modernc.org/sqlite does not export it, so it sends BEGIN: SQLite refuses it inside a
+// transaction ("cannot start a transaction within a transaction", SQLITE_ERROR); one
+// that succeeds shows the connection was in autocommit, and is rolled back at once (a
+// deferred BEGIN takes no lock and writes nothing).
+func (dialectImpl) InTransaction(ctx context.Context, exec func(context.Context, string) error) (bool, error) {
+	err := exec(ctx, "BEGIN")
+	if err == nil {
+		return false, exec(ctx, "ROLLBACK")
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "within a transaction") {
+		return true, nil
+	}
+	return false, err
+}
+
+var _ dialect.TxProber = dialectImpl{}
+
+func (dialectImpl) classify(err error) dialect.ErrorInfo {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return dialect.ErrorInfo{}

@@ -1,6 +1,10 @@
 package dialect
 
-import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+import (
+	"context"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // Syntax describes the lexical rules of a dialect's SQL (quotes, comments, placeholders).
 type Syntax = sqllex.Syntax
@@ -65,9 +69,25 @@ const (
 	// autocommit (MySQL/MariaDB's deadlock victim, 1213).
 	RollbackTransaction
 	// RollbackIf: the whole transaction when ErrorInfo.RollbackQuery says so
-	// (MySQL/MariaDB's lock wait timeout, 1205, under innodb_rollback_on_timeout).
+	// (MySQL/MariaDB's lock wait timeout, 1205, under innodb_rollback_on_timeout); with
+	// no RollbackQuery, when the dialect's TxProber finds the connection outside any
+	// transaction (SQLite, which ends a transaction on several errors), and always for
+	// a dialect without one.
 	RollbackIf
 )
+
+// TxProber is implemented by a dialect whose database ends a transaction on some
+// errors without a query that says so (SQLite: no SQL reads sqlite3_get_autocommit).
+// For an error that Classify marks RollbackIf with no RollbackQuery, raised inside a
+// transaction, the wrapper asks InTransaction on the failed statement's connection;
+// nothing runs on a statement that succeeds.
+type TxProber interface {
+	// InTransaction reports whether the connection is still inside a transaction. exec
+	// sends a statement as it is (unplanned) on that connection; InTransaction must
+	// leave the connection as it found it. An error counts as "not inside": the wrapper
+	// ends the transaction (its later statements are refused, its Commit rolls back).
+	InTransaction(ctx context.Context, exec func(ctx context.Context, query string) error) (bool, error)
+}
 
 // Dialect is what differs between databases. The dialect packages (postgres, mysql,
 // sqlite) export one each as Dialect, and only they implement it.

@@ -18,8 +18,11 @@
 //   - SideDoorFinder, SchemaLinter, Privileger, ReplicationChecker: the catalog
 //     inspections the schema checks report (SideDoor, SchemaProblem, PrivilegeProblem,
 //     ReplicationFinding), each with the statements that fix what they find;
-//   - SessionTracker, DSNParser: session settings read without a round trip, and the
-//     driver's own DSN syntax;
+//   - SessionTracker, DSNParser, DSNChecker: session settings read without a round
+//     trip, the driver's own DSN syntax, and the DSN parameters refused when a pool
+//     opens;
+//   - TxProber: whether a connection is still inside a transaction after a failed
+//     statement, where no query tells it (SQLite ends a transaction on some errors);
 //   - SendChecker: the client driver's own reading of what is sent (its lexer, when it
 //     substitutes arguments into the text; argument values it takes as options).
 //

@@ -14,7 +14,9 @@ type DSNParser interface {
 // DSNChecker is implemented by dialects whose driver turns DSN parameters into session
 // settings the wrapper never sees as statements (modernc.org/sqlite runs every
 // _pragma= on each new connection): CheckDSN returns a description of the first
-// parameter that sets a protected setting to an unsafe value ("" for none), and the
+// parameter that sets a protected setting to an unsafe value, or that turns off a
+// guarantee of the database the dialect relies on (SQLite's nolock, a VFS without file
+// locking: writers no longer serialised) ("" for none), and the
 // wrapper refuses to open the pool (ErrConfig). It reads the DSN's parameters only
 // and never echoes other parts of it (a DSN may hold a password).
 type DSNChecker interface {
