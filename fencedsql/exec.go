@@ -89,6 +89,10 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driv
 	if p.Kind == plan.KindClaim {
 		return c.execClaim(ctx, r, p, args)
 	}
+	p, err := c.conflictForm(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
@@ -98,6 +102,7 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driv
 	}
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
+		c.doubtConflictForm(p, err)
 		return nil, c.core.mapErr(p, tok, ver, err)
 	}
 	return res, nil
@@ -108,6 +113,10 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan.Plan, args []dri
 	if p.Kind == plan.KindClaim {
 		return c.queryClaim(ctx, r, p, args)
 	}
+	p, err := c.conflictForm(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)
 	if err != nil {
 		return nil, err
@@ -117,9 +126,42 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan.Plan, args []dri
 	}
 	rows, err := r.query(ctx, p, full)
 	if err != nil {
+		c.doubtConflictForm(p, err)
 		return nil, c.core.mapErr(p, tok, ver, err)
 	}
 	return newRows(rows, c.core, p, tok, ver), nil
+}
+
+// conflictForm returns the form of p to send. An INSERT … ON DUPLICATE KEY UPDATE whose
+// assignments only set columns to themselves has two (plan.Plan.Stamped): the no-op
+// conflict branch, like ON CONFLICT DO NOTHING, where the table's guard is not
+// installed, and the stamping one where it is (its BEFORE UPDATE trigger runs for the
+// duplicate row and refuses an update that does not advance the version) or where the
+// pool does not ask (WithSchemaCheck(false)).
+func (c *conn) conflictForm(ctx context.Context, p *plan.Plan) (*plan.Plan, error) {
+	if p.Stamped == nil {
+		return p, nil
+	}
+	g, ok := c.core.dialect.(dialect.Guarder)
+	if !ok || !c.core.cfg.schemaCheck {
+		return p.Stamped, nil
+	}
+	guarded, err := c.tableVerdict(ctx, &c.core.guardInstalled, p.Guard, "installed-guard", g.GuardInstalledQuery)
+	if err != nil {
+		return nil, err
+	}
+	if guarded {
+		return p.Stamped, nil
+	}
+	return p, nil
+}
+
+// doubtConflictForm drops the guard verdict that chose p's no-op conflict branch after
+// it failed (a guard installed since: the next statement asks again).
+func (c *conn) doubtConflictForm(p *plan.Plan, err error) {
+	if p.Stamped != nil {
+		c.core.doubtVerdict(&c.core.guardInstalled, p.Guard, err)
+	}
 }
 
 // mapPassErr maps the error of a statement sent as the caller wrote it (no guarded

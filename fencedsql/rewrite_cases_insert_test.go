@@ -136,6 +136,21 @@ var rewriteInsertCases = []rewriteCase{
 		out: "INSERT INTO accounts (id, balance, `fence_token`, `version`) VALUES (?, ?, ?, 1) AS new (i, b) ON DUPLICATE KEY UPDATE balance = b, " + myItems,
 	},
 	{
+		// GORM's/ent's DoNothing on MySQL: a conflict branch of self-assignments writes
+		// nothing, so it is left as written (ON CONFLICT DO NOTHING's plan); Plan.Stamped
+		// holds the fenced form for tables whose guard is installed.
+		name: "insert/mysql ON DUPLICATE KEY UPDATE id = id is DO NOTHING", d: mysqlTest,
+		in:   "INSERT INTO `accounts` (`id`,`balance`) VALUES (?,?) ON DUPLICATE KEY UPDATE `id`=`id`",
+		kind: plan.KindInsert, nUser: 2, args: refs(0, 1, TOK),
+		out: "INSERT INTO `accounts` (`id`,`balance`, `fence_token`, `version`) VALUES (?,?, ?, 1) ON DUPLICATE KEY UPDATE `id`=`id`",
+	},
+	{
+		name: "insert/mysql ON DUPLICATE KEY UPDATE id = VALUES(id) is a write", d: mysqlTest,
+		in:   "INSERT INTO `accounts` (`id`,`balance`) VALUES (?,?) ON DUPLICATE KEY UPDATE `id`=VALUES(`id`)",
+		kind: plan.KindInsert, nUser: 2, args: refs(0, 1, TOK, TOK, TOK),
+		out: "INSERT INTO `accounts` (`id`,`balance`, `fence_token`, `version`) VALUES (?,?, ?, 1) ON DUPLICATE KEY UPDATE `id`=VALUES(`id`), " + myItems,
+	},
+	{
 		name: "insert/trailing semicolon", d: pgTest,
 		in:   `INSERT INTO accounts (a) VALUES (1);`,
 		kind: plan.KindInsert, nUser: 0, args: refs(TOK),

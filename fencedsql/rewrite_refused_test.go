@@ -50,6 +50,11 @@ func TestRewriteRefused(t *testing.T) {
 		{pgTest, nil, `SELECT 1; UPDATE accounts SET x = 1`},
 		{mysqlTest, nil, `SELECT 1; DELETE FROM accounts`},
 		{sqliteTest, nil, `UPDATE other SET x = 1; INSERT INTO accounts (a) VALUES (1)`},
+		// upserts whose conflict branch reads the proposed row's token or version
+		{pgTest, nil, `INSERT INTO accounts (id, version) VALUES (1, 3) ON CONFLICT (id) DO UPDATE SET x = 1 WHERE accounts.version = EXCLUDED.version`},
+		{sqliteTest, nil, `INSERT INTO accounts (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET x = excluded."fence_token"`},
+		{mysqlTest, nil, `INSERT INTO accounts (id, version) VALUES (1, 3) ON DUPLICATE KEY UPDATE x = IF(version = VALUES(version), 1, x)`},
+		{mysqlTest, nil, `INSERT INTO accounts (id) VALUES (1) AS new ON DUPLICATE KEY UPDATE x = new.version`},
 		// conflict clauses and IGNORE
 		{sqliteTest, nil, `UPDATE OR REPLACE accounts SET a = 1`},
 		{sqliteTest, nil, `UPDATE OR IGNORE accounts SET a = 1`},

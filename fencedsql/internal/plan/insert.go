@@ -28,9 +28,15 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 	b := p.newBuilder(nUser)
 	j := r.aliasEnd
 	q := p.qualifier(r)
+	p.target = []string{r.parts[len(r.parts)-1]}
+	if r.alias != "" {
+		if n, ok := p.ident(r.aliasEnd - 1); ok {
+			p.target = append(p.target, n)
+		}
+	}
 
 	if p.kw(j, "SET") { // MySQL: INSERT INTO t SET a = 1, b = 2
-		end := p.clauseEnd(j+1, "ON", "RETURNING")
+		end := p.clauseEnd(j+1, "ON", "RETURNING", "AS") // AS: MySQL 8's row alias
 		set, err := p.setList(g, j+1, end)
 		if err != nil {
 			return nil, err
@@ -45,7 +51,7 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 		b.token()
 		b.write(", " + g.QVer + " = 1")
 		b.gap(at)
-		return p.insertTail(b, g, q, end, at, versioned)
+		return p.insertTail(b, g, q, end, at, versioned, -1, false)
 	}
 	if !p.punct(j, "(") {
 		return nil, unsupported(g.String(), "INSERT without a column list")
@@ -109,5 +115,5 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 		}
 		break
 	}
-	return p.insertTail(b, g, q, k, p.sig[last].End, versioned)
+	return p.insertTail(b, g, q, k, p.sig[last].End, versioned, cols.kept+len(mapped), len(mapped) > 0)
 }

@@ -31,6 +31,11 @@ type parser struct {
 	// implicitCommit: control met a statement that commits the open transaction on
 	// MySQL/MariaDB (implicitcommit.go).
 	implicitCommit bool
+	// target (INSERT): the target table's name and alias, decoded (selfAssignments).
+	target []string
+	// stampNoop: plan an ON DUPLICATE KEY UPDATE of self-assignments with the fencing
+	// assignments (the form Plan.Stamped holds), not as a no-op.
+	stampNoop bool
 }
 
 func (p *parser) text(t sqllex.Token) string { return p.src[t.Start:t.End] }

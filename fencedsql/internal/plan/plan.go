@@ -50,6 +50,14 @@ type Plan struct {
 	// (dialect.DeleteFencer). It returns one row per deleted row. The wrapper sends it
 	// only where the database's guard accepts it (DeleteFenceQuery); SQL and Pre otherwise.
 	One *Plan
+	// Stamped (MySQL/MariaDB INSERT … ON DUPLICATE KEY UPDATE whose every assignment
+	// sets a column to itself, the ORMs' "insert if absent") is the same INSERT with the
+	// fencing assignments in its conflict branch. SQL leaves the conflict branch a
+	// no-op, as ON CONFLICT DO NOTHING: nothing is written there, so nothing is fenced.
+	// But MySQL runs the BEFORE UPDATE triggers for the duplicate row even when nothing
+	// changes, and the guard refuses an UPDATE that does not advance the version: the
+	// wrapper sends Stamped where the table's guard is installed (or cannot be asked).
+	Stamped *Plan
 	// Dropped are the byte ranges of the caller's text left out of sql: items that
 	// assigned the token or version column, which the wrapper assigns itself.
 	Dropped [][2]int
