@@ -49,7 +49,8 @@ import (
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views and the rules above, triggers on other
 //     relations, guarded or not, whose function writes the table, and the table's own
-//     BEFORE row triggers that may assign its token or version column.
+//     BEFORE row triggers that may assign its token or version column, or whose WHEN
+//     clause names one or whose function writes the table itself (ownPatchTriggers).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
 }
@@ -380,11 +381,12 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
 // lazy check refuses: the updatable views over the table without the fencedsql_refuse
 // trigger and the rules on or naming it (views, rules, described at SideDoors), the
-// triggers of other relations that write it (otherTriggers) and the table's own
-// BEFORE row triggers that may assign its fencing columns (ownTriggers), in that
-// order, one catalog query each.
+// triggers of other relations that write it (otherTriggers), the table's own
+// BEFORE row triggers that may assign its fencing columns (ownTriggers) and the others
+// of them whose WHEN clause names a fencing column or whose function writes the table
+// itself (ownPatchTriggers), in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.ownPatchTriggers)
 }
 
 // ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE
