@@ -49,8 +49,9 @@ import (
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views and the rules above, triggers on other
 //     relations, guarded or not, whose function writes the table, the table's own
-//     BEFORE row triggers that may assign its token or version column, and a guard a
-//     table swap lost (lostGuard).
+//     BEFORE row triggers that may assign its token or version column, or whose WHEN
+//     clause names one or whose function writes the table itself (ownPatchTriggers),
+//     and a guard a table swap lost (lostGuard).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
 }
@@ -381,11 +382,13 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
 // lazy check refuses: the updatable views over the table without the fencedsql_refuse
 // trigger and the rules on or naming it (views, rules, described at SideDoors), the
-// triggers of other relations that write it (otherTriggers) and the table's own
-// BEFORE row triggers that may assign its fencing columns (ownTriggers), and a guard
-// a table swap lost (lostGuard), in that order, one catalog query each.
+// triggers of other relations that write it (otherTriggers), the table's own
+// BEFORE row triggers that may assign its fencing columns (ownTriggers) and the others
+// of them whose WHEN clause names a fencing column or whose function writes the table
+// itself (ownPatchTriggers), and a guard a table swap lost (lostGuard), in that order,
+// one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.ownPatchTriggers, d.lostGuard)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -28,7 +28,9 @@ import (
 //     Fix: drop those triggers (DROP TRIGGER).
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the views above, triggers on other tables, guarded or not,
-//     whose body writes the table, and a guard a table swap lost (lostGuard).
+//     whose body writes the table, the table's own BEFORE INSERT or UPDATE triggers
+//     that may undo the fencing NULL (ownTriggers), and a guard a table swap lost
+//     (lostGuard).
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -115,11 +117,12 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
 // lazy check refuses: the views whose INSTEAD OF triggers write the table
 // (viewTriggers, described at SideDoors), then the triggers of other tables that write
-// it (otherTriggers), one query each. The table's own triggers are no door on SQLite:
-// a BEFORE trigger cannot assign NEW, so it cannot undo the fencing NULL the NOT NULL
-// constraint refuses. Last, a guard a table swap lost (lostGuard).
+// it (otherTriggers), then the table's own BEFORE INSERT or UPDATE triggers that may
+// undo the fencing NULL (ownTriggers: a BEFORE trigger cannot assign NEW, but it can
+// write the row itself and drop the original change with RAISE(IGNORE)), one query
+// each. Last, a guard a table swap lost (lostGuard).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.lostGuard)
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.lostGuard)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
@@ -208,7 +211,7 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 // that advances the version and does not cover INSERT or DELETE, so nothing stops it.
 // A trigger on another guarded table counts too: the statement on that table is
 // fenced for its rows only (dialect.TriggerDoorFinder). Triggers on views are
-// viewTriggers' (an INSTEAD OF trigger), triggers on the table itself are not judged,
+// viewTriggers' (an INSTEAD OF trigger), triggers on the table itself ownTriggers',
 // and TEMP triggers (of one connection) are not seen. Fix: drop the trigger (DROP
 // TRIGGER), and do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {

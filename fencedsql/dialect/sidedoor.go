@@ -34,7 +34,9 @@ type SideDoorFinder interface {
 //     NULL when the row carries a newer one and relies on the NOT NULL violation, which
 //     the database checks after the BEFORE row triggers, so a trigger that replaces the
 //     NULL (COALESCE(NEW.fence_token, OLD.fence_token)) turns a fenced write into an
-//     accepted one, the guard's trigger or not;
+//     accepted one, the guard's trigger or not; so does one that writes the row itself
+//     and skips the original change (SQLite's RAISE(IGNORE), PostgreSQL's RETURN NULL),
+//     keyed on the fencing NULL in its WHEN clause or not;
 //   - updatable views over the table without the refusal the fix installs
 //     (SideDoorView), and rules (PostgreSQL, SideDoorRule): a write through them does
 //     not name the table, so the wrapper sends it as written;
@@ -113,9 +115,11 @@ const (
 	// the table (TriggerDoorFinder): a write to that table writes this one unfenced.
 	SideDoorTrigger SideDoorKind = "trigger"
 	// SideDoorOwnTrigger: a BEFORE INSERT or UPDATE row trigger of the table itself
-	// whose body (or arguments) names the token or the version column
+	// whose body (or arguments, or WHEN clause) names the token or the version column,
+	// or whose body writes the table itself (or, on SQLite, uses RAISE(IGNORE))
 	// (TriggerDoorFinder): it may replace the NULL the fenced UPDATE writes when the row
-	// carries a newer token, before the NOT NULL check that refuses it.
+	// carries a newer token, or write the row itself and skip the change, before the
+	// NOT NULL check that refuses it.
 	SideDoorOwnTrigger SideDoorKind = "own trigger"
 	// SideDoorForeign: a foreign table (PostgreSQL postgres_fdw) whose remote table is
 	// named like the table: through a loopback server, writes to it reach the table

@@ -99,7 +99,11 @@ type TableReport struct {
 //     replaces the NULL the fenced UPDATE writes when a row carries a newer token
 //     before the NOT NULL check refuses it, so a stale write is accepted (the guard
 //     installed or not); fix: DROP TRIGGER, and move its logic so that it never
-//     assigns the fencing columns;
+//     assigns the fencing columns. Also (PostgreSQL, SQLite) those that may write the
+//     row themselves and skip the fenced change (SQLite's "PATCH" idiom, a nested
+//     UPDATE and RAISE(IGNORE)): a WHEN clause naming a fencing column, a body that
+//     writes the table itself, on SQLite a body naming a fencing column or using
+//     RAISE(IGNORE); fix: DROP TRIGGER;
 //     - a guard lost by a table swap (dialect.SideDoorGuardLost): objects of the guard
 //     or the tombstone guard named for the table survive (PostgreSQL's trigger
 //     functions, MySQL/SQLite triggers named for it on another table, the tombstone
