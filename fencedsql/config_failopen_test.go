@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"github.com/XSAM/otelsql"
 
 	"database/sql"
 	"errors"
@@ -510,5 +512,78 @@ func TestCfgQualifiedRegistrySkipsListedColumns(t *testing.T) {
 	}
 	if !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
 		t.Fatalf("stale write: %v", err)
+	}
+}
+
+// OpenDB(DSNConnector) reads the DSN's parameters as sql.Open does (a red-team pass:
+// it read them only when the DSN contained "fenced_"), while
+// sql.Open's splitDSN looks at every key that, decoded and folded, starts with
+// "fenced" and refuses a misspelled one ("did you mean fenced_tables?"). A key written
+// url-encoded (fenced%5Ftables) or misspelled without the underscore (fencedTables,
+// fenced-tables) skips OpenDB's reading altogether and reaches the driver; modernc's
+// SQLite ignores unknown parameters, so the pool opens guarding nothing and a
+// tokenless write of the table the DSN names passes: the very hole the fix closed for
+// "fenced_tables".
+func TestCfgOpenDBDSNParamSpellings(t *testing.T) {
+	for i, param := range []string{"fenced%5Ftables=accounts", "fenced%5ftables=accounts", "fencedTables=accounts", "fenced-tables=accounts"} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			ctx := context.Background()
+			path := twoColumnSets(t)
+			db := fencedsql.OpenDB(fencedsql.DSNConnector(sqlDriver(t), "file:"+path+"?"+param), fencedsql.WithDialect(sqlite.Dialect))
+			defer db.Close()
+			_, err := db.ExecContext(ctx, `UPDATE accounts SET balance = 666 WHERE id = 1`)
+			var ce *fencedsql.ConfigError
+			if !errors.As(err, &ce) && !errors.Is(err, fencedsql.ErrNoToken) {
+				t.Errorf("OpenDB(DSNConnector(…?%s)): tokenless UPDATE accounts: %v (balance now %d); want a ConfigError (as sql.Open gives) or ErrNoToken", param, err, balanceOf(t, path))
+			}
+		})
+	}
+}
+
+// The same DSNs through sql.Open with the fenced SQLite driver name: refused (the
+// reference behaviour the OpenDB path should match).
+func TestCfgSQLOpenDSNParamSpellingsRefused(t *testing.T) {
+	for i, param := range []string{"fenced%5Ftables=accounts", "fencedTables=accounts", "fenced-tables=accounts"} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			path := twoColumnSets(t)
+			db, err := sql.Open(sqlite.DriverName, "file:"+path+"?"+param)
+			if err == nil {
+				defer db.Close()
+				_, err = db.ExecContext(context.Background(), `UPDATE accounts SET balance = 666 WHERE id = 1`)
+			}
+			var ce *fencedsql.ConfigError
+			if !errors.As(err, &ce) && !errors.Is(err, fencedsql.ErrNoToken) {
+				t.Errorf("sql.Open(…?%s): %v", param, err)
+			}
+		})
+	}
+}
+
+// Over-refusal found by a red-team pass: Maintain refused a pool whose driver is not fencedsql's
+// "under any wrappers that expose theirs with an Unwrap() driver.Driver method
+// (otelsql, …)" — but github.com/XSAM/otelsql's driver has no Unwrap method (v0.44.0,
+// the version in go.mod): a fenced pool opened through otelsql (otelsql.Open with the
+// fenced driver name, or otelsql.OpenDB over a fenced connector) is refused with
+// ConfigError "db is not a fenced pool" although every statement it sends is fenced.
+func TestCfgMaintainOtelsqlFencedPool(t *testing.T) {
+	ctx := context.Background()
+	path := twoColumnSets(t)
+	db, err := otelsql.Open(sqlite.DriverName, "file:"+path+"?fenced_tables=accounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The pool is fenced: a tokenless write is refused.
+	if _, err := db.ExecContext(ctx, `UPDATE accounts SET balance = 1 WHERE id = 1`); !errors.Is(err, fencedsql.ErrNoToken) {
+		t.Fatalf("tokenless write through otelsql over the fenced driver: %v; want ErrNoToken", err)
+	}
+	locks := lockclient.New(memlock.New(), lockclient.WithTTL(5*time.Second))
+	defer locks.Close(context.Background())
+	err = fencedsql.Maintain(ctx, db, locks, "acc-1", func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE accounts SET balance = 500 WHERE id = 1`)
+		return err
+	})
+	if err != nil {
+		t.Errorf("Maintain on a fenced pool wrapped by otelsql: %v; want it to run", err)
 	}
 }

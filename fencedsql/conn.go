@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
@@ -41,7 +42,7 @@ type conn struct {
 	// names (resolvesNames), so its schema checks are cached in checkedNames, not on
 	// the pool (docs/design.md G13).
 	namesMoved   bool
-	checkedNames map[*plan.Table]struct{}
+	checkedNames map[*plan.Table]time.Time // when each was verified (WithSchemaRecheck)
 
 	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -91,9 +92,11 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 		for _, o := range opts {
 			o(&cfg)
 		}
-		if err = checkDSN(cfg.dialect, dc.dsn); err == nil && plan.ContainsFold(dc.dsn, "fenced_") {
-			// (Only a DSN that names a parameter of this package: a mock driver's DSN,
-			// go-sqlmock's "fencedtest-1", is a name, not a DSN to parse.)
+		if err = checkDSN(cfg.dialect, dc.dsn); err == nil && plan.ContainsFold(dc.dsn, "fenced") && strings.ContainsAny(dc.dsn, "=?") {
+			// (Only a DSN with parameters: a mock driver's DSN, go-sqlmock's
+			// "fencedtest-1", is a name, not a DSN to parse. Every spelling sql.Open
+			// reads as this package's, misspelled and url-encoded ones included, is
+			// read or refused the same way here.)
 			var dsnOpts []Option
 			if dc.dsn, dsnOpts, err = splitDSN(dc.dsn, cfg.dialect); err == nil {
 				opts = append(slices.Clip(opts), dsnOpts...)

@@ -34,7 +34,7 @@ func Maintain(ctx context.Context, db *sql.DB, locks *lockclient.Client, key str
 	if db == nil || locks == nil || fn == nil {
 		return configErr("Maintain: db, locks and fn are required")
 	}
-	if !fencedPool(db) {
+	if !fencedPool(ctx, db) {
 		return configErr("Maintain: db is not a fenced pool (open it with a fenced driver name or fencedsql.OpenDB): its writes would carry no token, and an older lease's holder could overwrite them")
 	}
 	lease, err := locks.Acquire(ctx, key)
@@ -63,9 +63,12 @@ func Maintain(ctx context.Context, db *sql.DB, locks *lockclient.Client, key str
 	return nil
 }
 
-// fencedPool reports whether db's driver is this package's, under any wrappers that
-// expose theirs with an Unwrap() driver.Driver method (otelsql, …).
-func fencedPool(db *sql.DB) bool {
+// fencedPool reports whether db is a fenced pool: its driver is this package's, under
+// any wrappers that expose theirs with an Unwrap() driver.Driver method, or — for a
+// wrapper whose driver does not (otelsql) — one of its connections is this package's
+// under wrappers that expose theirs with Raw() driver.Conn (this package's own Raw is
+// never called: it re-arms the connection's checks).
+func fencedPool(ctx context.Context, db *sql.DB) bool {
 	d := db.Driver()
 	for range 16 {
 		if _, ok := d.(*wrappedDriver); ok {
@@ -73,9 +76,31 @@ func fencedPool(db *sql.DB) bool {
 		}
 		u, ok := d.(interface{ Unwrap() driver.Driver })
 		if !ok || u.Unwrap() == nil {
-			return false
+			break
 		}
 		d = u.Unwrap()
 	}
-	return false
+	sc, err := db.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer sc.Close()
+	fenced := false
+	_ = sc.Raw(func(dc any) error {
+		for range 16 {
+			if _, ok := dc.(*conn); ok {
+				fenced = true
+				return nil
+			}
+			r, ok := dc.(interface{ Raw() driver.Conn })
+			if !ok {
+				return nil
+			}
+			if dc = r.Raw(); dc == nil {
+				return nil
+			}
+		}
+		return nil
+	})
+	return fenced
 }

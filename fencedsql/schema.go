@@ -36,10 +36,10 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 		return nil
 	}
 	if c.namesMoved {
-		if _, ok := c.checkedNames[g]; ok {
+		if at, ok := c.checkedNames[g]; ok && k.fresh(at) {
 			return nil
 		}
-	} else if at, ok := k.checked.Load(g); ok && (k.cfg.recheck <= 0 || time.Since(at.(time.Time)) < k.cfg.recheck) {
+	} else if at, ok := k.checked.Load(g); ok && k.fresh(at.(time.Time)) {
 		return nil
 	}
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
@@ -58,13 +58,18 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	}
 	if c.namesMoved {
 		if c.checkedNames == nil {
-			c.checkedNames = map[*plan.Table]struct{}{}
+			c.checkedNames = map[*plan.Table]time.Time{}
 		}
-		c.checkedNames[g] = struct{}{}
+		c.checkedNames[g] = time.Now()
 	} else {
 		k.checked.Store(g, time.Now())
 	}
 	return nil
+}
+
+// fresh reports whether a verdict reached at at is still trusted (WithSchemaRecheck).
+func (k *core) fresh(at time.Time) bool {
+	return k.cfg.recheck <= 0 || time.Since(at) < k.cfg.recheck
 }
 
 // mockHint follows the message of a failed check query: the usual cause is a mock

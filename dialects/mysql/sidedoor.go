@@ -227,7 +227,11 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 		}
 		switch r[0] {
 		case "trigger":
-			if strings.EqualFold(r[2], name) {
+			// The trigger's table is this one when spelled exactly as it (under
+			// lower_case_table_names = 0 `Accounts` is another table: a swap may
+			// leave the triggers on such a twin, a red-team pass), or in lower case
+			// (a server that folds names stores them so).
+			if r[2] == name || r[2] == strings.ToLower(name) {
 				on[strings.ToLower(r[1])] = true
 			} else {
 				elsewhere[strings.ToLower(r[1])] = r[2]

@@ -65,3 +65,61 @@ func TestSchemaRecheckFindsLaterDoor(t *testing.T) {
 		})
 	}
 }
+
+// WithSchemaRecheck bounds a connection's own verdicts too: once its name resolution
+// moved (SET search_path through the pool, sql.Conn.Raw) its checks are its own
+// (c.checkedNames), and a door made after them (the BEFORE trigger of
+// TestSchemaRecheckFindsLaterDoor) is found once the interval passed (a red-team
+// pass: they were trusted for the connection's life).
+func TestSchemaRecheckPerConnection(t *testing.T) {
+	for _, move := range []string{"set", "raw"} {
+		t.Run(move, func(t *testing.T) {
+			dsn := testdb.Postgres(t)
+			raw := rawWith(t, dsn,
+				`CREATE TABLE acc (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+				`INSERT INTO acc (id, balance) VALUES (1, 0)`)
+			db := fencedsql.OpenDB(fencedsql.DSNConnector(stdlib.GetDefaultDriver(), dsn), fencedsql.WithDialect(postgres.Dialect),
+				fencedsql.Guard("acc"), fencedsql.WithSchemaRecheck(200*time.Millisecond))
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if move == "set" {
+				if _, err := c.ExecContext(ctx, "SET search_path TO public"); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := c.Raw(func(dc any) error { _ = fencedsql.Unwrap(dc); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			upd := func(tok uint64, bal int) error {
+				_, err := c.ExecContext(fencedsql.WithToken(ctx, tok), "UPDATE acc SET balance = $1 WHERE id = 1", bal)
+				return err
+			}
+			if err := upd(10, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{
+				`CREATE FUNCTION keep_tok() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END $$`,
+				`CREATE TRIGGER keep_tok BEFORE UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION keep_tok()`,
+			} {
+				if _, err := raw.ExecContext(ctx, q); err != nil {
+					t.Fatal(q, err)
+				}
+			}
+			time.Sleep(400 * time.Millisecond)
+			err = upd(5, 666) // a stale holder
+			var bal int
+			if qerr := raw.QueryRowContext(ctx, "SELECT balance FROM acc WHERE id = 1").Scan(&bal); qerr != nil {
+				t.Fatal(qerr)
+			}
+			if !errors.Is(err, fencedsql.ErrSchema) || bal != 1 {
+				t.Fatalf("stale write on a connection whose names moved, after the door was made and the re-check interval passed: %v, balance %d; want ErrSchema and balance 1", err, bal)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/memlock"
 	"github.com/fencedsql/fencedsql/lockclient/sqllock"
 )
 
@@ -75,5 +76,53 @@ func TestSQLLockFloorThroughFencedPool(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("TryAcquire took %v: the refusal was retried", d)
+	}
+}
+
+// A lease context whose lease is lost makes the fenced pool refuse every statement
+// unsent — sqllock's too, when its lease table lives on the fenced pool (acquiring a
+// second lock under the first one's context): sqllock reports ErrLeaseLost, not
+// ErrUnavailable that callers retry until their deadline (a red-team pass).
+func TestSQLLockUnderLostLeaseContext(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
+		t.Fatal(err)
+	}
+	fenced, err := sql.Open(postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fenced.Close()
+	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := lockclient.New(b, lockclient.WithTTL(5*time.Second))
+	defer locks.Close(context.Background())
+
+	other := lockclient.New(memlock.New(), lockclient.WithTTL(5*time.Second))
+	defer other.Close(context.Background())
+	a, err := other.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Release(ctx) // lease a is over: every statement under it is refused unsent
+	leaseCtx := fencedsql.WithLease(ctx, a)
+	if _, err := fenced.ExecContext(leaseCtx, "SELECT 1"); !errors.Is(err, lockclient.ErrLeaseLost) {
+		t.Fatalf("a statement under the released lease: %v; want ErrLeaseLost", err)
+	}
+	_, err = locks.TryAcquire(leaseCtx, "b")
+	if err == nil || errors.Is(err, lockclient.ErrUnavailable) {
+		t.Errorf("TryAcquire(b) with a lost lease's context on a sqllock over the fenced pool: %v; want ErrLeaseLost/ErrInvalidConfig, not ErrUnavailable that callers retry", err)
 	}
 }

@@ -269,8 +269,14 @@ func cleanOwner(owner string) string {
 // wraps lockclient.ErrUnavailable, which callers retry. A statement refused unsent by
 // a layer between the backend and the database (notSent) is no outage: it wraps
 // lockclient.ErrInvalidConfig instead, so Acquire fails at once rather than retry
-// until its deadline.
+// until its deadline; nor is a statement refused because a lease in the context is
+// lost (lockclient.ErrLeaseLost, returned as it is).
 func unavailable(op, key string, err error) error {
+	if errors.Is(err, lockclient.ErrLeaseLost) {
+		// A lease in the caller's context is lost, and a layer below (a fenced pool)
+		// refused the statement unsent: no retry under that context passes.
+		return fmt.Errorf("sqllock: %s: the statement was refused under a lost lease in the context: %w", op, err)
+	}
 	var ns notSent
 	if errors.As(err, &ns) && ns.NotSent() {
 		return fmt.Errorf("sqllock: %s: %w: the connection refused the statement before sending it (a fenced pool lets the lease table's token source be read only: run sqllock's RaiseFloor, WithMinToken and grants on a plain connection): %w", op, lockclient.ErrInvalidConfig, err)
