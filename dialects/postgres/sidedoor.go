@@ -50,7 +50,7 @@ import (
 //     check also runs): the updatable views and the rules above, triggers on other
 //     relations, guarded or not, whose function writes the table, the table's own
 //     BEFORE row triggers that may assign its token or version column, or whose WHEN
-//     clause names one or whose function writes the table itself (ownPatchTriggers),
+//     clause names one or whose function writes the table itself (ownTriggers),
 //     and a guard a table swap lost (lostGuard).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
@@ -383,12 +383,11 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // lazy check refuses: the updatable views over the table without the fencedsql_refuse
 // trigger and the rules on or naming it (views, rules, described at SideDoors), the
 // triggers of other relations that write it (otherTriggers), the table's own
-// BEFORE row triggers that may assign its fencing columns (ownTriggers) and the others
-// of them whose WHEN clause names a fencing column or whose function writes the table
-// itself (ownPatchTriggers), and a guard a table swap lost (lostGuard), in that order,
-// one catalog query each.
+// BEFORE row triggers that may assign its fencing columns, or whose WHEN clause names
+// one or whose function writes the table itself (ownTriggers, patchDoor), and a guard
+// a table swap lost (lostGuard), in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.ownPatchTriggers, d.lostGuard)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's
@@ -479,7 +478,8 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
 SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
   CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
-  pg_catalog.encode(tg.tgargs, 'escape')
+  pg_catalog.encode(tg.tgargs, 'escape'),
+  CASE WHEN tg.tgqual IS NULL THEN '' ELSE pg_catalog.pg_get_triggerdef(tg.oid) END
 FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
@@ -492,12 +492,15 @@ ORDER BY 1, 2, 3`, t.Table.String())
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 7 {
+		if len(r) < 8 {
 			continue
 		}
 		args := strings.ReplaceAll(r[6], `\000`, " ")
 		if !dialect.NamesColumn(r[5], dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) &&
 			!dialect.NamesColumn(args, dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) {
+			if sd, ok := d.patchDoor(r, t); ok {
+				doors = append(doors, sd)
+			}
 			continue
 		}
 		rel := dialect.TableName{Schema: r[0], Name: r[1]}
