@@ -269,19 +269,11 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 			return
 		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: object,
-			Problem: lostProblem(t.Table.String(), what, strings.Join(evidence, ", "), strings.Join(missing, ", "))})
+			Problem: dialect.GuardLostProblem(t.Table.String(), what, strings.Join(evidence, ", "), strings.Join(missing, ", "), "a table swap (an online schema change's RENAME TABLE)")})
 	}
 	judge("the guard", []string{guard, floor}, []string{guard}, fenceFn, "function "+fence.String(), "its fence function "+fence.String()+" exists")
 	judge("the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists")
 	return doors, nil
-}
-
-// lostProblem is a guard-lost door's problem: table was guarded by what (evidence
-// says so) but lacks the triggers missing.
-func lostProblem(table, what, evidence, missing string) string {
-	return table + " was guarded by " + what + " under its name (" + evidence + ") but does not carry its trigger(s) " + missing +
-		": a table swap (an online schema change's RENAME TABLE) left them on the old table or dropped them with it, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
-		"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + table
 }
 
 // ownTriggers finds the table's own BEFORE INSERT and BEFORE UPDATE triggers (always

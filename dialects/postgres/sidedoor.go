@@ -445,17 +445,9 @@ ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, to
 			what = "the tombstone guard"
 		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: "function " + l.fn.String() + "()",
-			Problem: lostProblem(t.Table.String(), what, "its trigger function "+l.fn.String()+"() exists", strings.Join(l.missing, ", "))})
+			Problem: dialect.GuardLostProblem(t.Table.String(), what, "its trigger function "+l.fn.String()+"() exists", strings.Join(l.missing, ", ")+" (enabled)", "a table swap (an online schema change's rename)")})
 	}
 	return doors, nil
-}
-
-// lostProblem is a guard-lost door's problem: table was guarded by what (evidence
-// says so) but lacks the triggers missing.
-func lostProblem(table, what, evidence, missing string) string {
-	return table + " was guarded by " + what + " under its name (" + evidence + ") but does not carry its trigger(s) " + missing + " (enabled)" +
-		": a table swap (an online schema change's rename, a rebuild) left them on the old table or dropped them, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
-		"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + table
 }
 
 // ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE

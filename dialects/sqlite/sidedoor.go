@@ -194,9 +194,7 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 			return
 		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: object,
-			Problem: t.Table.String() + " was guarded by " + what + " under its name (" + strings.Join(evidence, ", ") + ") but does not carry its trigger(s) " + strings.Join(missing, ", ") +
-				": a table swap (the twelve-step rebuild, a rename) dropped them with the old table or left them on it, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
-				"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + t.Table.String()})
+			Problem: dialect.GuardLostProblem(t.Table.String(), what, strings.Join(evidence, ", "), strings.Join(missing, ", "), "a table swap (the twelve-step rebuild, a rename)")})
 	}
 	judge("the guard", []string{guard, floor}, []string{guard}, false, "", "")
 	judge("the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists")

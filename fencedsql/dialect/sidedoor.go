@@ -159,3 +159,13 @@ type SideDoor struct {
 	// TableReport.Notes and the table stays OK.
 	Note bool
 }
+
+// GuardLostProblem is the problem of a SideDoorGuardLost door, in words: table was
+// guarded by what under its name (evidence says so) but does not carry the triggers
+// missing, which swap (the dialect's ways of swapping a table) left on the old table
+// or dropped.
+func GuardLostProblem(table, what, evidence, missing, swap string) string {
+	return table + " was guarded by " + what + " under its name (" + evidence + ") but does not carry its trigger(s) " + missing +
+		": " + swap + " left them on the old table or dropped them with it, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
+		"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + table
+}
