@@ -5,12 +5,14 @@ import (
 )
 
 // mayMention is the fast pre-filter: a statement whose text contains no guarded table
-// name (case-insensitively) cannot write one. PostgreSQL's U&"…" identifiers can spell a
+// name (case-insensitively) cannot write one. It over-approximates the server's
+// folding: with a non-ASCII guarded name it folds every letter (so a non-ASCII case
+// twin, which caseTwin refuses, is seen too). PostgreSQL's U&"…" identifiers can spell a
 // name with escapes, so their presence always forces a full analysis.
 func (rw *Planner) mayMention(sql string) bool {
 	if rw.nonASCII {
 		lower := strings.ToLower(sql)
-		for _, n := range rw.names {
+		for _, n := range rw.unames {
 			if strings.Contains(lower, n) {
 				return true
 			}

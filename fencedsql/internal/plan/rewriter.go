@@ -20,6 +20,12 @@ type Planner struct {
 	guards         map[string][]*Table // by lower-cased unqualified table name
 	names          []string            // lower-cased guarded names, for the pre-filter
 	nonASCII       bool                // some guarded name is not ASCII: pre-filter with Unicode folding
+	// unames: the guarded keys folded with Unicode case rules (nonASCII only), for the
+	// pre-filter. twins (PostgreSQL, SQLite, nonASCII only): the guards by that Unicode
+	// fold, to find a non-ASCII case twin (CAFÉ next to café), which the server reads as
+	// another table (it folds ASCII letters only) and caseTwin refuses.
+	unames []string
+	twins  map[string][]*Table
 	// stringIdents: a string literal may stand for an identifier (SQLite accepts
 	// UPDATE 'accounts' …).
 	stringIdents bool
@@ -41,7 +47,7 @@ type Planner struct {
 // name as a statement wrote it under another qualifier (lookup): fenced with the same
 // columns, and checked on its own (the object that name resolves to).
 type Table struct {
-	Schema   string // lower-cased (a derived guard: the qualifier as written); "" for any
+	Schema   string // folded as the server compares it (foldQual; a derived guard: the qualifier as written); "" for any
 	Name     string // as configured
 	Root     *Table // the configured guard of a derived one; nil for a configured guard
 	TokenCol string
@@ -108,8 +114,16 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 		rw.namesWords = mysqlNamesWords
 	}
 	for _, ts := range cfg.Tables {
+		schema := strings.ToLower(ts.Schema)
+		if cfg.Syntax == sqllex.MySQL {
+			// with lower_case_table_names = 0 database names are case-sensitive: kept
+			// as configured, like the table name.
+			schema = ts.Schema
+		} else if cfg.Syntax == sqllex.Postgres || cfg.Syntax == sqllex.SQLite {
+			schema = foldASCII(ts.Schema)
+		}
 		g := &Table{
-			Schema: strings.ToLower(ts.Schema), Name: ts.Name, TokenCol: ts.TokenColumn, VerCol: ts.VersionColumn,
+			Schema: schema, Name: ts.Name, TokenCol: ts.TokenColumn, VerCol: ts.VersionColumn,
 			QTok: rw.quote(ts.TokenColumn), QVer: rw.quote(ts.VersionColumn),
 		}
 		key := rw.Key(ts.Name)
@@ -122,6 +136,18 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 			}
 		}
 		rw.guards[key] = append(rw.guards[key], g)
+	}
+	if rw.nonASCII {
+		for _, k := range rw.names {
+			u := strings.ToLower(k)
+			rw.unames = append(rw.unames, u)
+			if cfg.Syntax != sqllex.MySQL {
+				if rw.twins == nil {
+					rw.twins = map[string][]*Table{}
+				}
+				rw.twins[u] = append(rw.twins[u], rw.guards[k]...)
+			}
+		}
 	}
 	return rw
 }
@@ -193,9 +219,14 @@ func (g *Table) Base() *Table {
 	return g
 }
 
-// Key folds a table name as the guards map is keyed: lower case and, where the server
-// truncates identifiers (PostgreSQL, 63 bytes), truncated as the server would, never
-// inside a UTF-8 character.
+// Key folds a table name as the guards map is keyed: as the server compares names and,
+// where the server truncates identifiers (PostgreSQL, 63 bytes), truncated as the
+// server would, never inside a UTF-8 character. PostgreSQL folds only the ASCII letters
+// of an unquoted name, SQLite compares names ignoring ASCII case only: their keys fold
+// ASCII letters only (CAFÉ and café are two tables; caseTwin refuses the twin of a
+// guarded name). MySQL/MariaDB keys fold every letter: the case rule is a server
+// setting, and Lookup/derive keep the written spelling so the lazy check judges the
+// table the server resolves to.
 func (rw *Planner) Key(name string) string {
 	// The server truncates the bytes it was sent (after folding ASCII only, which keeps
 	// their length): truncate first, then fold — folding first would move the cut for a
@@ -207,7 +238,38 @@ func (rw *Planner) Key(name string) string {
 		}
 		name = name[:n]
 	}
-	return strings.ToLower(name)
+	if rw.syn == sqllex.MySQL {
+		return strings.ToLower(name)
+	}
+	return foldASCII(name)
+}
+
+// foldASCII lower-cases the ASCII letters of s only.
+func foldASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// foldQual folds a qualifier (schema, database or ATTACH alias) as the server compares
+// it: exactly on MySQL/MariaDB (database names are case-sensitive with
+// lower_case_table_names = 0), ASCII letters only on PostgreSQL and SQLite. A quoted
+// PostgreSQL qualifier with upper-case letters ("S".accounts) is refused by caseTwin,
+// since Lookup does not see the quotes.
+func (rw *Planner) foldQual(q string) string {
+	if rw.syn == sqllex.MySQL {
+		return q
+	}
+	return foldASCII(q)
 }
 
 // Lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,
@@ -225,17 +287,24 @@ func (rw *Planner) Lookup(parts []string) *Table {
 	if len(parts) == 0 {
 		return nil
 	}
-	gs := rw.guards[rw.Key(parts[len(parts)-1])]
-	if len(gs) == 0 {
-		return nil
-	}
 	qual := ""
 	if len(parts) >= 2 {
 		qual = parts[len(parts)-2]
 	}
 	name := parts[len(parts)-1]
+	gs := rw.guards[rw.Key(name)]
+	if len(gs) == 0 {
+		if gs = rw.twins[strings.ToLower(rw.Key(name))]; len(gs) > 0 {
+			// A non-ASCII case twin (PostgreSQL, SQLite): another table, given a derived
+			// guard of its own spelling so that a fenced write of it is planned, and then
+			// refused by caseTwin.
+			return rw.derive(gs[0], qual, name)
+		}
+		return nil
+	}
+	fq := rw.foldQual(qual)
 	for _, g := range gs {
-		if strings.EqualFold(qual, g.Schema) && (rw.syn != sqllex.MySQL || g.Name == name) {
+		if fq == g.Schema && (rw.syn != sqllex.MySQL || g.Name == name) {
 			return g
 		}
 	}
@@ -243,13 +312,17 @@ func (rw *Planner) Lookup(parts []string) *Table {
 }
 
 // derive returns the interned guard for root's table reached as qual.name (qual ""
-// : unqualified). On MySQL/MariaDB a name written in another letter case than the
-// guard's keeps the spelling: with lower_case_table_names = 0 it is another table (a
-// case twin, `Accounts` next to `accounts`), whose own columns the lazy check must
-// judge; where the server folds names the check finds the guarded table itself.
+// : unqualified). It is keyed by the qualifier as the server compares it (foldQual:
+// exactly on MySQL/MariaDB, so `T_X`.acc and t_x.acc get two guards and two verdicts,
+// each checked on its own spelling). On MySQL/MariaDB a name written in another letter
+// case than the guard's keeps the spelling: with lower_case_table_names = 0 it is
+// another table (a case twin, `Accounts` next to `accounts`), whose own columns the
+// lazy check must judge; where the server folds names the check finds the guarded
+// table itself. On PostgreSQL and SQLite a name whose key differs from the guard's (a
+// non-ASCII case twin) keeps its spelling too; caseTwin refuses its fenced writes.
 func (rw *Planner) derive(root *Table, qual, name string) *Table {
-	k := strings.ToLower(qual) + "\x00" + rw.Key(root.Name)
-	twin := rw.syn == sqllex.MySQL && name != root.Name
+	k := rw.foldQual(qual) + "\x00" + rw.Key(root.Name)
+	twin := name != root.Name && (rw.syn == sqllex.MySQL || rw.Key(name) != rw.Key(root.Name))
 	if twin {
 		k += "\x00" + name
 	}
