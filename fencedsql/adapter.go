@@ -109,6 +109,9 @@ func (a *adapterConn) Begin(ctx context.Context) (driver.Tx, error) {
 
 func (a *adapterConn) Reset(ctx context.Context) error { return a.c.ResetSession(ctx) }
 
+// Unwrapped re-arms the connection exactly as conn.Raw does (unwrap.go).
+func (a *adapterConn) Unwrapped() { _ = a.c.Raw() }
+
 func (a *adapterConn) Prepare(ctx context.Context, sql string) (adapter.Stmt, error) {
 	if err := a.open(ctx); err != nil {
 		return nil, err

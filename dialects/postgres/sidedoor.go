@@ -257,11 +257,21 @@ ORDER BY 1, 2`, t.Table.Name)
 // fencedsql_refuse trigger, and views over it whose definition holds a row-locking
 // clause anywhere (the view's rule tree holds a RowMarkClause: a top-level FOR UPDATE,
 // one in a subquery or a CTE), which lock the table's rows on a plain SELECT of the
-// view, where the planner sees no locking clause to claim (G10).
+// view, where the planner sees no locking clause to claim (G10). A view over one of
+// the table's partitions or inheritance children, at any depth (d: the table and its
+// pg_inherits descendants), is a view over the table's rows too: a plain SELECT of a
+// locking one locks them, and a write through an updatable one writes them, unfenced
+// (a red-team pass found a locking view over a partition, and one over an inheritance
+// child, let a fresh pool's guarded writes through).
 func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, `WITH RECURSIVE v(oid) AS (
-  SELECT r.ev_class FROM pg_catalog.pg_depend dep JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
-  WHERE dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = to_regclass($1) AND r.ev_type = '1' AND r.ev_class <> dep.refobjid
+	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
+  SELECT to_regclass($1)::oid
+  UNION
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid),
+v(oid) AS (
+  SELECT r.ev_class FROM d JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = d.oid
+    JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
+  WHERE r.ev_type = '1' AND r.ev_class <> dep.refobjid
   UNION
   SELECT r.ev_class FROM v JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = v.oid
     JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid

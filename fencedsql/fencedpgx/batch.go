@@ -60,7 +60,7 @@ func (l *link) sendBatch(ctx context.Context, b *pgx.Batch, stmts *stmtMap, done
 		}
 		items[i] = batchItem{qq: qq, fenced: fenced}
 	}
-	return &batchResults{inner: l.n.q().SendBatch(ctx, out), items: items, done: done}
+	return &batchResults{inner: l.n.q().SendBatch(ctx, out), items: items, done: done, l: l}
 }
 
 // beginsTx reports a batch built with pgx.Batch.BeginTx (its options are unexported).
@@ -85,6 +85,7 @@ type batchResults struct {
 	err    error // the first error (or the refusal)
 	closed bool
 	done   func()
+	l      *link // the link the batch runs on (its rows' Conn re-arms it); nil when refused
 }
 
 var _ pgx.BatchResults = (*batchResults)(nil)
@@ -158,7 +159,7 @@ func (br *batchResults) Query() (pgx.Rows, error) {
 		err = br.fail(it.fenced.Done(len(it.fenced.Steps())-1, -1, err))
 		return &errRows{err: err}, err
 	}
-	return &Rows{Rows: rows, fin: &batchRowsFin{br: br, it: it, rows: rows}}, nil
+	return &Rows{Rows: rows, fin: &batchRowsFin{br: br, it: it, rows: rows}, l: br.l}, nil
 }
 
 // QueryRow reads the next statement's row.

@@ -41,7 +41,9 @@
 // claim's refusals, the count of a two-statement claim or DELETE).
 //
 // What is not fenced: the wrapped pool or connection (Unwrap, Tx.Conn, Rows.Conn), as
-// with fencedsql's Unwrap.
+// with fencedsql's Unwrap. Handing one out re-arms the connection's session and table
+// checks, as sql.Conn.Raw does (Pool.Unwrap: every connection, at its next acquire);
+// see Pool.Unwrap for what a kept raw pool must not do.
 //
 // How it shares the engine: the engine is package fencedsql's, reached through the
 // internal package fencedsql/internal/adapter (its one hook, adapter.New, is set by

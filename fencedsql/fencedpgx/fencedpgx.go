@@ -67,6 +67,10 @@ type Pool struct {
 	links   sync.Map
 	nlinks  atomic.Int64
 	pruneAt atomic.Int64
+
+	// unwraps counts Unwrap calls: a link whose count is behind re-arms at its
+	// acquire (link).
+	unwraps atomic.Uint64
 }
 
 // New wraps pool: writes to the guarded tables named by opts (fencedsql.Guard, …)
@@ -128,7 +132,7 @@ func (p *Pool) link(ctx context.Context) (*link, error) {
 	if p.pool == nil {
 		n := &native{base: p.db, begin: p.db}
 		n.prep, _ = p.db.(preparer)
-		return newLink(p.eng, n, nil), nil
+		return p.rearm(newLink(p.eng, n, nil)), nil
 	}
 	c, err := p.pool.Acquire(ctx)
 	if err != nil {
@@ -139,14 +143,26 @@ func (p *Pool) link(ctx context.Context) (*link, error) {
 		l := v.(*link)
 		l.n.base, l.n.begin = c, c
 		l.done = c.Release
-		return l, nil
+		return p.rearm(l), nil
 	}
 	l := newLink(p.eng, &native{base: c, begin: c, prep: pc, pc: pc}, c.Release)
 	p.links.Store(pc, l)
 	if n := p.nlinks.Add(1); n >= p.pruneAt.Load() {
 		p.prune()
 	}
-	return l, nil
+	return p.rearm(l), nil
+}
+
+// rearm re-arms l, just acquired, as Conn.Unwrap does when Unwrap was called since l
+// was last re-armed (or, for a link new to the pool, ever: its connection may have
+// run statements through the unwrapped pool before the fenced pool first saw it). One
+// atomic load otherwise.
+func (p *Pool) rearm(l *link) *link {
+	if u := p.unwraps.Load(); l.unwraps != u {
+		l.c.Unwrapped()
+		l.unwraps = u
+	}
+	return l
 }
 
 // prune forgets the links of closed connections (the pool replaced them).
@@ -254,7 +270,24 @@ func (p *Pool) Close() {
 // Unwrap returns the wrapped pool or DB. It is not fenced: statements sent through it
 // reach the guarded tables without a token check (only the database-side guards, see
 // schema.Check, refuse them).
+//
+// Its connections are the fenced pool's: a setting changed through it (SET
+// search_path, SET synchronous_commit, set_config, a TEMP table named like a guarded
+// table) stays on the connection the fenced pool later acquires. Each call of Unwrap
+// therefore re-arms every connection at its next acquire by the fenced pool, as
+// Conn.Unwrap does (the session check reads the session afresh, and the connection's
+// table checks are made per connection from then on): call Unwrap where the raw pool
+// is used, as in p.Unwrap().Exec(ctx, …), rather than keeping its result. A pool kept
+// from an earlier Unwrap (or the *pgxpool.Pool given to New or Wrap, used directly),
+// or a connection the fenced pool acquired and re-armed between the call and the
+// statement sent through it, is not seen: statements sent on it must not change session settings or name
+// resolution, or must undo them before the connection returns (pgxpool's
+// AfterRelease, or a RESET ALL / DISCARD ALL there). The wrapper cannot tell which
+// pooled connection such a statement ran on, and re-arming every connection at every
+// acquire would cost the session query and the per-connection table checks — a
+// catalog query or more — before every guarded statement.
 func (p *Pool) Unwrap() DB {
+	p.unwraps.Add(1)
 	if p.db != nil {
 		return p.db
 	}
@@ -384,4 +417,14 @@ func (c *Conn) Close(ctx context.Context) error {
 }
 
 // Unwrap returns the wrapped connection or DB. It is not fenced (see Pool.Unwrap).
-func (c *Conn) Unwrap() DB { return c.raw }
+// As for database/sql's sql.Conn.Raw, what the caller does on it is unseen, so the
+// connection is re-armed: before its next guarded write the session check reads the
+// session afresh (synchronous_commit, kept once read, is read again), and its table
+// checks are made for this connection from then on (a SET search_path or a TEMP
+// table sent on it may make a guarded name resolve to another table). The re-arming
+// happens at the call: statements sent on a result kept and used after later fenced
+// statements are not seen, so call Unwrap where the connection is used.
+func (c *Conn) Unwrap() DB {
+	c.l.c.Unwrapped()
+	return c.raw
+}

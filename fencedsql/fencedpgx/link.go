@@ -19,6 +19,9 @@ type link struct {
 	n    *native
 	c    adapter.Conn
 	done func() // returns an acquired pool connection; nil otherwise
+	// unwraps is the count of the pool's Unwrap calls this link was re-armed for
+	// (Pool.link): a pool link re-arms at its first acquire after each Unwrap.
+	unwraps uint64
 }
 
 func newLink(eng adapter.Engine, n *native, done func()) *link {
@@ -127,7 +130,7 @@ func (l *link) query(ctx context.Context, sql string, args []any, stmts *stmtMap
 		_ = ar.Close()
 		return fail(fmt.Errorf("fencedpgx: unexpected rows %T from the engine", ar.Raw()))
 	}
-	return &Rows{Rows: nr.rows, fin: ar, done: done}, nil
+	return &Rows{Rows: nr.rows, fin: ar, done: done, l: l}, nil
 }
 
 func (l *link) queryRow(ctx context.Context, sql string, args []any, stmts *stmtMap, done func()) pgx.Row {

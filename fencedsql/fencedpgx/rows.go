@@ -25,9 +25,21 @@ type Rows struct {
 	done   func()
 	closed bool
 	err    error
+	l      *link // the link the rows were read on, for Conn
 }
 
 var _ pgx.Rows = (*Rows)(nil)
+
+// Conn returns the underlying *pgx.Conn, as pgx's rows do. It is not fenced: while the
+// rows are open, the connection's session check and table checks are re-armed, as
+// Conn.Unwrap does. Once they are closed, a pool's connection is back in the pool:
+// do not use it.
+func (r *Rows) Conn() *pgx.Conn {
+	if !r.closed && r.l != nil {
+		r.l.c.Unwrapped()
+	}
+	return r.Rows.Conn()
+}
 
 // Next advances to the next row; at the end (or on an error) the rows are closed.
 func (r *Rows) Next() bool {

@@ -191,5 +191,13 @@ func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDe
 // guarded table, and are not fenced).
 func (t *Tx) LargeObjects() pgx.LargeObjects { return t.tx.LargeObjects() }
 
-// Conn returns the underlying *pgx.Conn (nil under a test double). It is not fenced.
-func (t *Tx) Conn() *pgx.Conn { return t.l.n.pc }
+// Conn returns the underlying *pgx.Conn (nil under a test double). It is not fenced:
+// while the transaction is open, the connection's session check and table checks are
+// re-armed, as Conn.Unwrap does. Once it has ended, a pool's connection is back in
+// the pool: do not use it.
+func (t *Tx) Conn() *pgx.Conn {
+	if !t.closed {
+		t.l.c.Unwrapped()
+	}
+	return t.l.n.pc
+}

@@ -85,6 +85,14 @@ type Conn interface {
 	// Reset forgets the connection's transaction binding (the connection returns to
 	// a pool), as driver.SessionResetter does.
 	Reset(ctx context.Context) error
+	// Unwrapped tells the engine that the native connection was handed to the caller
+	// (or may have run statements the engine did not see), as database/sql's
+	// sql.Conn.Raw does: before the next guarded write the session check runs again,
+	// reading afresh what the dialect kept (synchronous_commit), and the table checks
+	// are made for this connection from then on (a SET search_path or a TEMP table
+	// there may make a guarded name resolve to another table); the engine's own
+	// prepared statements are dropped.
+	Unwrapped()
 }
 
 // Rows are the rows of a Query, as fencedsql wraps them.
