@@ -244,35 +244,14 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 			privileged = true
 		}
 	}
+	g := dialect.GuardTriggers{On: on, Elsewhere: elsewhere}
 	var doors []dialect.SideDoor
-	judge := func(what string, names, required []string, survivor bool, survivorObject, survivorEvidence string) {
-		var evidence []string
-		for _, n := range names {
-			if other, ok := elsewhere[strings.ToLower(n)]; ok {
-				evidence = append(evidence, "trigger "+n+" sits on "+other)
-			}
-		}
-		object := strings.Join(evidence, ", ")
-		if len(evidence) == 0 {
-			if !survivor || !privileged {
-				return
-			}
-			object, evidence = survivorObject, []string{survivorEvidence}
-		}
-		var missing []string
-		for _, n := range required {
-			if !on[strings.ToLower(n)] {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) == 0 {
-			return
-		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: object,
-			Problem: dialect.GuardLostProblem(t.Table.String(), what, strings.Join(evidence, ", "), strings.Join(missing, ", "), "a table swap (an online schema change's RENAME TABLE)")})
+	if sd, ok := g.LostDoor(t.Table.String(), "the guard", []string{guard, floor}, []string{guard}, fenceFn && privileged, "function "+fence.String(), "its fence function "+fence.String()+" exists", "a table swap (an online schema change's RENAME TABLE)"); ok {
+		doors = append(doors, sd)
 	}
-	judge("the guard", []string{guard, floor}, []string{guard}, fenceFn, "function "+fence.String(), "its fence function "+fence.String()+" exists")
-	judge("the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists")
+	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl && privileged, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (an online schema change's RENAME TABLE)"); ok {
+		doors = append(doors, sd)
+	}
 	return doors, nil
 }
 

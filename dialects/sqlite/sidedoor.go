@@ -169,35 +169,14 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 			elsewhere[strings.ToLower(r[1])] = r[2]
 		}
 	}
+	g := dialect.GuardTriggers{On: on, Elsewhere: elsewhere}
 	var doors []dialect.SideDoor
-	judge := func(what string, names, required []string, survivor bool, survivorObject, survivorEvidence string) {
-		var evidence []string
-		for _, n := range names {
-			if other, ok := elsewhere[strings.ToLower(n)]; ok {
-				evidence = append(evidence, "trigger "+n+" sits on "+other)
-			}
-		}
-		object := strings.Join(evidence, ", ")
-		if len(evidence) == 0 {
-			if !survivor {
-				return
-			}
-			object, evidence = survivorObject, []string{survivorEvidence}
-		}
-		var missing []string
-		for _, n := range required {
-			if !on[strings.ToLower(n)] {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) == 0 {
-			return
-		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: object,
-			Problem: dialect.GuardLostProblem(t.Table.String(), what, strings.Join(evidence, ", "), strings.Join(missing, ", "), "a table swap (the twelve-step rebuild, a rename)")})
+	if sd, ok := g.LostDoor(t.Table.String(), "the guard", []string{guard, floor}, []string{guard}, false, "", "", "a table swap (the twelve-step rebuild, a rename)"); ok {
+		doors = append(doors, sd)
 	}
-	judge("the guard", []string{guard, floor}, []string{guard}, false, "", "")
-	judge("the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists")
+	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (the twelve-step rebuild, a rename)"); ok {
+		doors = append(doors, sd)
+	}
 	return doors, nil
 }
 

@@ -1,5 +1,7 @@
 package dialect
 
+import "strings"
+
 import "context"
 
 // SideDoorFinder is implemented by dialects that can find a guarded table's
@@ -168,4 +170,47 @@ func GuardLostProblem(table, what, evidence, missing, swap string) string {
 	return table + " was guarded by " + what + " under its name (" + evidence + ") but does not carry its trigger(s) " + missing +
 		": " + swap + " left them on the old table or dropped them with it, so writes outside the wrapper are unguarded and a stale token may re-insert a deleted key" +
 		"; re-run fencedsql-schema -apply (schema.Check's Fix), which installs them on " + table
+}
+
+// GuardTriggers is what a dialect whose guard triggers are named for their table
+// (MySQL/MariaDB, SQLite) read about them, for the guard-lost judgement: the
+// triggers named for the table that sit on it (On) and those that sit on another
+// table (Elsewhere: name → that table), names lower-cased.
+type GuardTriggers struct {
+	On        map[string]bool
+	Elsewhere map[string]string
+}
+
+// LostDoor judges one guard (what: "the guard", "the tombstone guard") of table:
+// the evidence that it was installed under the table's name is one of its triggers
+// names sitting on another table or, failing that, a survivor (an object of the guard
+// the dialect found, described by survivorObject and survivorEvidence); with the
+// evidence, the table must carry every trigger of required. ok is false when there is
+// no evidence or nothing is missing. swap names the dialect's ways of swapping a
+// table, for the problem's words.
+func (g GuardTriggers) LostDoor(table, what string, names, required []string, survivor bool, survivorObject, survivorEvidence, swap string) (SideDoor, bool) {
+	var evidence []string
+	for _, n := range names {
+		if other, ok := g.Elsewhere[strings.ToLower(n)]; ok {
+			evidence = append(evidence, "trigger "+n+" sits on "+other)
+		}
+	}
+	object := strings.Join(evidence, ", ")
+	if len(evidence) == 0 {
+		if !survivor {
+			return SideDoor{}, false
+		}
+		object, evidence = survivorObject, []string{survivorEvidence}
+	}
+	var missing []string
+	for _, n := range required {
+		if !g.On[strings.ToLower(n)] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return SideDoor{}, false
+	}
+	return SideDoor{Kind: SideDoorGuardLost, Object: object,
+		Problem: GuardLostProblem(table, what, strings.Join(evidence, ", "), strings.Join(missing, ", "), swap)}, true
 }
