@@ -23,7 +23,7 @@ type core struct {
 	checked sync.Map // *guard → time.Time: schema verified then (WithSchemaRecheck)
 	// deleteFence: *plan.Table → bool, the table's dialect.DeleteFencer verdict
 	deleteFence sync.Map
-	// guardInstalled: *plan.Table → bool, the table's dialect.Guarder verdict (which
+	// guardInstalled: *plan.Table → bool, the table's dialect.UpdateTriggerFinder (or Guarder) verdict (which
 	// form of a no-op ON DUPLICATE KEY UPDATE to send: plan.Plan.Stamped)
 	guardInstalled sync.Map
 	// claimOne: *plan.Table → bool, the table's dialect.ClaimOneChecker verdict

@@ -142,11 +142,19 @@ func (c *conn) conflictForm(ctx context.Context, p *plan.Plan) (*plan.Plan, erro
 	if p.Stamped == nil {
 		return p, nil
 	}
-	g, ok := c.core.dialect.(dialect.Guarder)
-	if !ok || !c.core.cfg.schemaCheck {
+	// The do-nothing form only where no BEFORE UPDATE trigger runs for the
+	// conflicting row (the guard's refuses the unchanged row; a user's may write it:
+	// a red-team pass had an updated_at trigger store a stale holder's no-op).
+	var query func(dialect.TableName) (string, []any)
+	if f, ok := c.core.dialect.(dialect.UpdateTriggerFinder); ok {
+		query = f.BeforeUpdateTriggersQuery
+	} else if g, ok := c.core.dialect.(dialect.Guarder); ok {
+		query = g.GuardInstalledQuery
+	}
+	if query == nil || !c.core.cfg.schemaCheck {
 		return p.Stamped, nil
 	}
-	guarded, err := c.tableVerdict(ctx, &c.core.guardInstalled, p.Guard, "installed-guard", g.GuardInstalledQuery)
+	guarded, err := c.tableVerdict(ctx, &c.core.guardInstalled, p.Guard, "update-trigger", query)
 	if err != nil {
 		return nil, err
 	}

@@ -162,6 +162,16 @@ func (dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, a
 		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + dialect.FloorTable + "%"}
 }
 
+// BeforeUpdateTriggersQuery implements dialect.UpdateTriggerFinder: 1 when the table
+// has a BEFORE UPDATE trigger (the guard's or the user's), which MariaDB and MySQL run
+// for the conflicting row of INSERT … ON DUPLICATE KEY UPDATE c = c too. MySQL shows
+// triggers only to an account with the TRIGGER privilege (MariaDB to one with a
+// privilege on the table): an account that sees none gets 0.
+func (dialectImpl) BeforeUpdateTriggersQuery(table dialect.TableName) (query string, args []any) {
+	return "SELECT CASE WHEN COUNT(*) > 0 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND EVENT_MANIPULATION = 'UPDATE'",
+		[]any{table.Schema, table.Name}
+}
+
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL
 // (dialect.NotNullFixer). Rows holding NULL in it must be fixed first.
 func (d dialectImpl) NotNullDDL(table dialect.TableName, column string) []string {
@@ -169,6 +179,7 @@ func (d dialectImpl) NotNullDDL(table dialect.TableName, column string) []string
 }
 
 var (
-	_ dialect.Guarder      = dialectImpl{}
-	_ dialect.NotNullFixer = dialectImpl{}
+	_ dialect.UpdateTriggerFinder = dialectImpl{}
+	_ dialect.Guarder             = dialectImpl{}
+	_ dialect.NotNullFixer        = dialectImpl{}
 )

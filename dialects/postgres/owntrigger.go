@@ -33,9 +33,14 @@ func (d dialectImpl) patchDoor(r []string, t dialect.SideDoorTable) (dialect.Sid
 	}
 	rel := dialect.TableName{Schema: r[0], Name: r[1]}
 	fn := dialect.TableName{Schema: r[3], Name: r[4]}
-	if dialect.WritesTable(r[5], dialect.PostgresSyntax, t.Table.Name) ||
-		!strings.EqualFold(r[1], t.Table.Name) && dialect.WritesTable(r[5], dialect.PostgresSyntax, r[1]) {
-		why = append(why, fn.String()+"() writes "+rel.String()+" itself")
+	// The table, the relation the trigger is on, and every partition and child of the
+	// table (r[8]): a trigger that writes the row through its partition's name (a
+	// red-team pass) writes it as surely as through the table's.
+	for _, name := range append([]string{t.Table.Name, r[1]}, strings.Fields(r[8])...) {
+		if dialect.WritesTable(r[5], dialect.PostgresSyntax, name) {
+			why = append(why, fn.String()+"() writes "+name+" (the table, or one of its partitions or children) itself")
+			break
+		}
 	}
 	if len(why) == 0 {
 		return dialect.SideDoor{}, false

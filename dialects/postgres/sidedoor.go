@@ -481,7 +481,8 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
   CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
   pg_catalog.encode(tg.tgargs, 'escape'),
-  CASE WHEN tg.tgqual IS NULL THEN '' ELSE pg_catalog.pg_get_triggerdef(tg.oid) END
+  CASE WHEN tg.tgqual IS NULL THEN '' ELSE pg_catalog.pg_get_triggerdef(tg.oid) END,
+  (SELECT pg_catalog.string_agg(hc.relname::text, ' ') FROM d h JOIN pg_catalog.pg_class hc ON hc.oid = h.oid)
 FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
@@ -494,7 +495,7 @@ ORDER BY 1, 2, 3`, t.Table.String())
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 8 {
+		if len(r) < 9 {
 			continue
 		}
 		args := strings.ReplaceAll(r[6], `\000`, " ")

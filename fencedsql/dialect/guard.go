@@ -72,3 +72,14 @@ type DeleteFencer interface {
 	// that returns rows).
 	DeleteFenceExec() bool
 }
+
+// UpdateTriggerFinder is implemented by a dialect whose server runs a table's BEFORE
+// UPDATE row triggers for an upsert's conflicting row even when the statement's
+// UPDATE branch changes nothing (MySQL/MariaDB: INSERT … ON DUPLICATE KEY UPDATE
+// c = c). BeforeUpdateTriggersQuery returns a query yielding one row with 1 when the
+// table has such a trigger (the guard's included), 0 or no row otherwise: the wrapper
+// sends such an upsert as its "do nothing" form only when the answer is 0 — a user
+// trigger that sets a column (an updated_at touch) would make the unfenced form write.
+type UpdateTriggerFinder interface {
+	BeforeUpdateTriggersQuery(table TableName) (query string, args []any)
+}

@@ -135,3 +135,28 @@ func TestUpsertSelfAssignmentIsDoNothing(t *testing.T) {
 		t.Errorf("versioned: %+v, %v", p, err)
 	}
 }
+
+// A self-assignment is judged by ASCII folding only, as MariaDB tells s from ſ (U+017F)
+// and µ from μ in column names: "s = ſ" copies one column into another and is fenced
+// like any write (a red-team pass had it sent unfenced as a do-nothing form).
+func TestSelfAssignmentFoldsASCIIOnly(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest)
+	for q, noop := range map[string]bool{
+		"INSERT INTO accounts (id, s) VALUES (1, 0) ON DUPLICATE KEY UPDATE s = S":                true,
+		"INSERT INTO accounts (id, s) VALUES (1, 0) ON DUPLICATE KEY UPDATE s = \u017f":           false,
+		"INSERT INTO accounts (id, s) VALUES (1, 0) ON DUPLICATE KEY UPDATE `\u00b5` = `\u03bc`":  false,
+		"INSERT INTO accounts (id, s) VALUES (1, 0) ON DUPLICATE KEY UPDATE s = ACCOUNTS.s":       true,
+		"INSERT INTO accounts (id, s) VALUES (1, 0) ON DUPLICATE KEY UPDATE s = accounts\u017f.s": false,
+	} {
+		p, err := rw.Rewrite(q, false)
+		if err != nil {
+			if noop {
+				t.Errorf("%s: %v", q, err)
+			}
+			continue
+		}
+		if got := p.Stamped != nil; got != noop {
+			t.Errorf("%s: do-nothing form %v, want %v", q, got, noop)
+		}
+	}
+}
