@@ -21,16 +21,16 @@ type core struct {
 	rw      *plan.Planner
 	cache   *planCache
 	checked sync.Map // *guard → time.Time: schema verified then (WithSchemaRecheck)
-	// deleteFence: *plan.Table → bool, the table's dialect.DeleteFencer verdict
+	// deleteFence: *plan.Table → verdict, the table's dialect.DeleteFencer verdict
 	deleteFence sync.Map
-	// guardInstalled: *plan.Table → bool, the table's dialect.UpdateTriggerFinder (or Guarder) verdict (which
+	// guardInstalled: *plan.Table → verdict, the table's dialect.UpdateTriggerFinder (or Guarder) verdict (which
 	// form of a no-op ON DUPLICATE KEY UPDATE to send: plan.Plan.Stamped)
 	guardInstalled sync.Map
-	// claimOne: *plan.Table → bool, the table's dialect.ClaimOneChecker verdict
+	// claimOne: *plan.Table → verdict, the table's dialect.ClaimOneChecker verdict
 	claimOne sync.Map
-	// locator: *plan.Table → bool, the table's dialect.LocatorChecker verdict
+	// locator: *plan.Table → verdict, the table's dialect.LocatorChecker verdict
 	locator sync.Map
-	// viewLock: relation text → bool, the dialect.ViewLockChecker verdict on a name a
+	// viewLock: relation text → verdict, the dialect.ViewLockChecker verdict on a name a
 	// locking read reads (lockthrough.go)
 	viewLock sync.Map
 	metrics  *instruments

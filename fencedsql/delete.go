@@ -85,7 +85,7 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 			// The table's triggers missed the mark (a user's trigger changed what
 			// identifies the statement): the form cannot work on this table, whatever
 			// DeleteFenceQuery says (it may not see the user's triggers).
-			c.core.deleteFence.Store(one.Guard, false)
+			c.core.deleteFence.Store(one.Guard, verdict{final: true})
 		} else {
 			c.core.doubtVerdict(&c.core.deleteFence, one.Guard, err)
 		}

@@ -2,6 +2,7 @@ package fencedsql
 
 import (
 	"context"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -37,11 +38,12 @@ func (c *conn) lockThrough(ctx context.Context, p *plan.Plan) error {
 	return nil
 }
 
-// viewLockVerdict is the dialect's answer for r, cached per pool (c.core.viewLock).
+// viewLockVerdict is the dialect's answer for r, cached per pool (c.core.viewLock) for
+// WithSchemaRecheck's interval.
 func (c *conn) viewLockVerdict(ctx context.Context, k dialect.ViewLockChecker, r plan.Relation) (bool, error) {
 	if !c.namesMoved {
-		if v, ok := c.core.viewLock.Load(r.Text); ok {
-			return v.(bool), nil
+		if v, ok := c.core.viewLock.Load(r.Text); ok && c.core.fresh(v.(verdict).at) {
+			return v.(verdict).yes, nil
 		}
 	}
 	tables := c.core.rw.Tables()
@@ -56,7 +58,7 @@ func (c *conn) viewLockVerdict(ctx context.Context, k dialect.ViewLockChecker, r
 	}
 	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
 	if !c.namesMoved {
-		c.core.viewLock.Store(r.Text, yes)
+		c.core.viewLock.Store(r.Text, verdict{yes: yes, at: time.Now()})
 	}
 	return yes, nil
 }

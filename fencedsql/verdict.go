@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -11,13 +12,13 @@ import (
 
 // tableVerdict answers a dialect's yes-or-no question about a guarded table (the
 // query returns one row holding 1 for yes): asked on the connection once per pool and
-// table and kept in cache, or asked every time on a connection whose name resolution
+// table and kept in cache for WithSchemaRecheck's interval, or asked every time on a connection whose name resolution
 // may have moved (the answer is then this connection's only). A failed query is a
 // *SchemaError naming what was asked.
 func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table, what string, query func(dialect.TableName) (string, []any)) (bool, error) {
 	if !c.namesMoved {
-		if v, ok := cache.Load(g); ok {
-			return v.(bool), nil
+		if v, ok := cache.Load(g); ok && (v.(verdict).final || c.core.fresh(v.(verdict).at)) {
+			return v.(verdict).yes, nil
 		}
 	}
 	q, args := query(dialect.TableName{Schema: g.Schema, Name: g.Name})
@@ -27,9 +28,19 @@ func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table,
 	}
 	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
 	if !c.namesMoved {
-		cache.Store(g, yes)
+		cache.Store(g, verdict{yes: yes, at: time.Now()})
 	}
 	return yes, nil
+}
+
+// verdict is a cached answer of tableVerdict and when it was asked: like the lazy
+// check's, it is trusted for WithSchemaRecheck's interval only (a red-team pass: a
+// user trigger added while a pool ran never made it choose MariaDB's stamped upsert).
+// A final verdict (one the wrapper reached from a statement's failure, not from the
+// catalog) is kept for the pool's life.
+type verdict struct {
+	yes, final bool
+	at         time.Time
 }
 
 // doubtVerdict drops the cached yes of cache for g after err, the failure of the
