@@ -37,6 +37,12 @@ func fzNoRefusalExpected(rw testPlanner, src string) string {
 		if ok && (strings.EqualFold(n, "accounts") || strings.EqualFold(n, "orders")) {
 			return ""
 		}
+		// PostgreSQL truncates an identifier to 63 bytes, never inside a character:
+		// the rewriter keys a longer one as the server would cut it (Planner.Key), so
+		// "accounts" followed by bytes that are no whole character may name the guard.
+		if ok && rw.Syntax() == sqllex.Postgres && len(n) > 63 {
+			return ""
+		}
 	}
 	first := 0
 	for first < len(sig)-1 && fzPunct(src, sig[first], "(") {
