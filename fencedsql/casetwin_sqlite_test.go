@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"path/filepath"
 	"testing"
 
@@ -17,11 +18,7 @@ import (
 func TestSQLiteNonASCIICaseTwinRefused(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "sqlite", "file:"+path)
 	for _, q := range []string{
 		`CREATE TABLE café (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`CREATE TABLE CAFÉ (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NULL DEFAULT 0, version BIGINT NULL DEFAULT 0)`,
@@ -32,11 +29,7 @@ func TestSQLiteNonASCIICaseTwinRefused(t *testing.T) {
 			t.Fatal(q, err)
 		}
 	}
-	db, err := sql.Open(sqlite.DriverName, "file:"+path+"?fenced_tables=café")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, sqlite.DriverName, "file:"+path+"?fenced_tables=café")
 	for _, q := range []string{`UPDATE CAFÉ SET balance = 666 WHERE id = 1`, `UPDATE "cafÉ" SET balance = 666 WHERE id = 1`} {
 		if _, err := db.ExecContext(fencedsql.WithToken(ctx, 5), q); !errors.Is(err, fencedsql.ErrUnsupported) {
 			t.Errorf("stale %s: %v; want ErrUnsupported", q, err)

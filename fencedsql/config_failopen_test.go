@@ -38,11 +38,7 @@ import (
 func twoColumnSets(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "t.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "sqlite", "file:"+path)
 	if _, err := raw.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0,
 		fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
 		tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)`); err != nil {
@@ -56,11 +52,7 @@ func twoColumnSets(t *testing.T) string {
 
 func balanceOf(t *testing.T, path string) int64 {
 	t.Helper()
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "sqlite", "file:"+path)
 	var b int64
 	if err := raw.QueryRow(`SELECT balance FROM accounts WHERE id = 1`).Scan(&b); err != nil {
 		t.Fatal(err)
@@ -88,11 +80,7 @@ func TestCfgQualifiedListingSkipsRegistryColumns(t *testing.T) {
 	}
 	raw.Close()
 
-	db, err := sql.Open("fenced-sqlite", "file:"+path+"?fenced_tables=main.accounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables=main.accounts")
 	db.SetMaxOpenConns(1)
 	if err := db.PingContext(ctx); err != nil {
 		if errors.Is(err, fencedsql.ErrSchema) {
@@ -166,22 +154,13 @@ func sqlDriver(t *testing.T) driver.Driver { t.Helper(); return &msqlite.Driver{
 func TestCfgRawSearchPathKeepsPoolVerdict(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
+	raw := testdb.Open(t, "pgx", dsn,
 		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`INSERT INTO accounts VALUES (1, 0, 0, 0)`,
 		`CREATE SCHEMA s2`,
 		`CREATE TABLE s2.accounts (id BIGINT PRIMARY KEY, balance BIGINT, fence_token BIGINT, version BIGINT)`,
 		`INSERT INTO s2.accounts VALUES (1, 100, 50, 1)`,
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	db := fencedsql.OpenDB(fencedsql.DSNConnector(stdlib.GetDefaultDriver(), dsn), fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("accounts"))
 	defer db.Close()
 	db.SetMaxOpenConns(1)
@@ -224,19 +203,10 @@ func TestCfgRawSearchPathKeepsPoolVerdict(t *testing.T) {
 func TestCfgRawSyncCommitOffAfterFirstWrite(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
+	testdb.Open(t, "pgx", dsn,
 		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`INSERT INTO accounts VALUES (1, 0, 0, 0)`,
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	db := fencedsql.OpenDB(fencedsql.DSNConnector(stdlib.GetDefaultDriver(), dsn), fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("accounts"))
 	defer db.Close()
 	db.SetMaxOpenConns(1)
@@ -277,11 +247,7 @@ func TestCfgRawSyncCommitOffAfterFirstWrite(t *testing.T) {
 func TestCfgRawTempTableShadowsSQLite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	db, err := sql.Open("fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
 	db.SetMaxOpenConns(1)
 	rawdb, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
@@ -332,19 +298,11 @@ func TestCfgRawTempTableShadowsSQLite(t *testing.T) {
 func TestCfgMaintainOnPlainPool(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	plain, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testdb.Open(t, "sqlite", "file:"+path)
 	if _, err := plain.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0); INSERT INTO accounts (id, fence_token) VALUES (1, 0)`); err != nil {
 		t.Fatal(err)
 	}
-	fenced, err := sql.Open("fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fenced.Close()
+	fenced := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
 	locks := lockclient.New(memlock.New(), lockclient.WithTTL(5*time.Second))
 	defer locks.Close(context.Background())
 	old, err := locks.Acquire(ctx, "acc-1") // a holder whose lease predates the maintenance
@@ -413,22 +371,13 @@ func TestCfgRawUseOtherDatabaseMariaDB(t *testing.T) {
 	var rnd [5]byte
 	_, _ = rand.Read(rnd[:])
 	a, b := "cfg_a"+hex.EncodeToString(rnd[:]), "cfg_b"+hex.EncodeToString(rnd[:])
-	adb, err := sql.Open("mysql", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adb.Close()
-	for _, q := range []string{
-		"CREATE DATABASE " + a, "CREATE DATABASE " + b,
-		"CREATE TABLE " + a + ".accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		"INSERT INTO " + a + ".accounts VALUES (1, 0, 0, 0)",
-		"CREATE TABLE " + b + ".accounts (id BIGINT PRIMARY KEY, balance BIGINT, fence_token BIGINT, version BIGINT)",
-		"INSERT INTO " + b + ".accounts VALUES (1, 100, 50, 1)",
-	} {
-		if _, err := adb.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	adb := testdb.Open(t, "mysql", admin,
+		"CREATE DATABASE "+a, "CREATE DATABASE "+b,
+		"CREATE TABLE "+a+".accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"INSERT INTO "+a+".accounts VALUES (1, 0, 0, 0)",
+		"CREATE TABLE "+b+".accounts (id BIGINT PRIMARY KEY, balance BIGINT, fence_token BIGINT, version BIGINT)",
+		"INSERT INTO "+b+".accounts VALUES (1, 100, 50, 1)",
+	)
 	t.Cleanup(func() {
 		cdb, err := sql.Open("mysql", admin)
 		if err != nil {
@@ -443,11 +392,7 @@ func TestCfgRawUseOtherDatabaseMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.DBName = a
-	db, err := sql.Open("fenced-mysql", cfg.FormatDSN()+"&fenced_tables=accounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-mysql", cfg.FormatDSN()+"&fenced_tables=accounts")
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 60), `UPDATE accounts SET balance = 1 WHERE id = 1`); err != nil {
 		t.Fatal(err)
@@ -488,11 +433,7 @@ func TestCfgQualifiedRegistrySkipsListedColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	db, err := sql.Open("fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
 	db.SetMaxOpenConns(1)
 	if err := db.PingContext(ctx); err != nil {
 		if errors.Is(err, fencedsql.ErrSchema) {

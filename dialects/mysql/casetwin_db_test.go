@@ -32,11 +32,7 @@ func TestDatabaseCaseTwinChecked(t *testing.T) {
 			upper := strings.ToUpper(lower)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			raw, err := sql.Open("mysql", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
+			raw := testdb.Open(t, "mysql", dsn)
 			var lcn int
 			if err := raw.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lcn); err != nil {
 				t.Fatal(err)
@@ -67,11 +63,7 @@ func TestDatabaseCaseTwinChecked(t *testing.T) {
 			if qualified {
 				guard = lower + ".acc"
 			}
-			db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables="+guard))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables="+guard))
 			db.SetMaxOpenConns(1)
 			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE `"+lower+"`.acc SET balance = 1 WHERE id = 1"); err != nil {
 				t.Fatalf("fresh UPDATE of %s.acc: %v", lower, err)
@@ -109,26 +101,13 @@ func TestNonASCIICaseTwinChecked(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
+	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE café (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"CREATE TABLE CAFÉ (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NULL DEFAULT 0, version BIGINT NULL DEFAULT 0) ENGINE=InnoDB",
 		"INSERT INTO CAFÉ (id, fence_token) VALUES (1, 10)",
 		"INSERT INTO café (id, fence_token) VALUES (1, 10)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=café"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	)
+	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=café"))
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE café SET balance = 1 WHERE id = 1"); err != nil {
 		t.Fatalf("fresh UPDATE café: %v", err)

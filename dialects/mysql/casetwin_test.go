@@ -20,11 +20,7 @@ import (
 func TestCaseTwinChecked(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx := context.Background()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "mysql", dsn)
 	var lcn int
 	if err := raw.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lcn); err != nil {
 		t.Fatal(err)
@@ -42,11 +38,7 @@ func TestCaseTwinChecked(t *testing.T) {
 			t.Fatal(q, err)
 		}
 	}
-	db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
 	for _, tbl := range []string{"acc", "ACC"} {
 		if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO "+tbl+" (id, balance) VALUES (1, 1)"); err != nil {
 			t.Fatalf("INSERT INTO %s: %v", tbl, err)
@@ -55,7 +47,7 @@ func TestCaseTwinChecked(t *testing.T) {
 			t.Fatalf("stale UPDATE of %s: %v, want ErrFenced", tbl, err)
 		}
 	}
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE Acc SET balance = 666 WHERE id = 1")
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE Acc SET balance = 666 WHERE id = 1")
 	if !errors.Is(err, fencedsql.ErrSchema) {
 		t.Errorf("stale UPDATE of the unfit twin Acc: %v, want ErrSchema", err)
 	}

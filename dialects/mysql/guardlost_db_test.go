@@ -29,11 +29,7 @@ import (
 func TestGuardLostApplicationAccount(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx := context.Background()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "mysql", dsn)
 	exec := func(qs ...string) {
 		t.Helper()
 		for _, q := range qs {
@@ -73,11 +69,7 @@ func TestGuardLostApplicationAccount(t *testing.T) {
 	cfg.User, cfg.Passwd = user, pw
 	appDSN := cfg.FormatDSN()
 	open := func() *sql.DB {
-		p, err := sql.Open("fenced-mysql", fencetest.WithParam(appDSN, "fenced_tables=accounts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
+		p := testdb.Open(t, "fenced-mysql", fencetest.WithParam(appDSN, "fenced_tables=accounts"))
 		return p
 	}
 	count := func(p *sql.DB, q string, args ...any) int {

@@ -2,7 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -26,11 +25,7 @@ func TestGuardLostCaseTwinSwap(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "mysql", dsn)
 	var lcn int
 	if err := raw.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lcn); err != nil {
 		t.Fatal(err)
@@ -73,11 +68,7 @@ func TestGuardLostCaseTwinSwap(t *testing.T) {
 	if !lost {
 		t.Errorf("schema.Check after the swap (the new accounts carries %d triggers; the guard's sit on `Accounts`): no guard-lost door", onNew)
 	}
-	db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "UPDATE accounts SET balance = 1 WHERE id = 1"); !errors.Is(err, fencedsql.ErrSchema) {
 		t.Errorf("fresh pool's guarded write to the swapped-in accounts (no guard triggers): %v; want ErrSchema (guard lost)", err)
 	}

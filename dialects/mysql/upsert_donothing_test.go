@@ -28,25 +28,12 @@ import (
 func TestSelfAssignmentUpsertIsDoNothing(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx := context.Background()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
+	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE acc (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"INSERT INTO acc (id, balance, fence_token, version) VALUES (1, 100, 50, 3)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
+	)
 	open := func() *sql.DB {
-		db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
 		return db
 	}
 	row := func(id int) (bal, tok, ver int64) {

@@ -2,7 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"testing"
@@ -21,25 +20,12 @@ import (
 func TestSelfAssignmentFoldTwinFenced(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx := context.Background()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
+	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE acc (id BIGINT PRIMARY KEY, s BIGINT NOT NULL DEFAULT 0, `\u017f` BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"INSERT INTO acc (id, s, `\u017f`, fence_token, version) VALUES (1, 100, 7, 50, 3)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 10),
+	)
+	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 10),
 		"INSERT INTO acc (id, s) VALUES (1, 0) ON DUPLICATE KEY UPDATE s = `\u017f`")
 	var k, tok int64
 	if err := raw.QueryRowContext(ctx, "SELECT s, fence_token FROM acc WHERE id = 1").Scan(&k, &tok); err != nil {
@@ -63,25 +49,12 @@ func TestSelfAssignmentFoldTwinFenced(t *testing.T) {
 func TestNoopUpsertWithUserTriggerFenced(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx := context.Background()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
+	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE acc (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, touched BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"CREATE TRIGGER acc_touch BEFORE UPDATE ON acc FOR EACH ROW SET NEW.touched = OLD.touched + 1",
 		"INSERT INTO acc (id, balance, fence_token, version) VALUES (1, 100, 50, 3)",
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	db, err := sql.Open("fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	)
+	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc"))
 	stale := fencedsql.WithToken(ctx, 10)
 	if _, err := db.ExecContext(stale, "UPDATE acc SET balance = 1 WHERE id = 1"); !errors.Is(err, fencedsql.ErrFenced) {
 		t.Fatalf("stale UPDATE: %v, want ErrFenced", err)

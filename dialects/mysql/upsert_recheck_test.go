@@ -2,7 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -26,11 +25,7 @@ func TestNoopUpsertVerdictRechecked(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "mysql", dsn)
 	raw.SetMaxOpenConns(1)
 	for _, q := range []string{
 		"CREATE TABLE acc (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, touched BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",

@@ -32,18 +32,14 @@ func TestQuotedSchemaCaseTwinRefused(t *testing.T) {
 				)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables="+guard))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
+				db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables="+guard))
 				db.SetMaxOpenConns(1)
 				if warm {
 					if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), `UPDATE s.accounts SET balance = 1 WHERE id = 1`); err != nil {
 						t.Fatalf("fresh UPDATE of s.accounts: %v", err)
 					}
 				}
-				_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE "S".accounts SET balance = 666 WHERE id = 1`)
+				_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE "S".accounts SET balance = 666 WHERE id = 1`)
 				if !errors.Is(err, fencedsql.ErrUnsupported) {
 					t.Errorf(`stale UPDATE "S".accounts: %v; want ErrUnsupported`, err)
 				}
@@ -85,11 +81,7 @@ func TestNonASCIICaseTwinUnquotedRefused(t *testing.T) {
 		`INSERT INTO café (id, fence_token) VALUES (1, 10)`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=café"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=café"))
 	for _, q := range []string{`UPDATE CAFÉ SET balance = 666 WHERE id = 1`, `UPDATE "cafÉ" SET balance = 666 WHERE id = 1`} {
 		if _, err := db.ExecContext(fencedsql.WithToken(ctx, 5), q); !errors.Is(err, fencedsql.ErrUnsupported) {
 			t.Errorf("stale %s: %v; want ErrUnsupported", q, err)

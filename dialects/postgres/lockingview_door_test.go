@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -55,12 +54,8 @@ func TestLockingViewDoor(t *testing.T) {
 		t.Fatalf("locking views before any: %q", got)
 	}
 	write := func() error {
-		db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO accounts (id, balance) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET balance = 2")
+		db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+		_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO accounts (id, balance) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET balance = 2")
 		return err
 	}
 	if err := write(); err != nil {
@@ -138,12 +133,8 @@ func TestLockingViewDoorOverDescendants(t *testing.T) {
 				return objs
 			}
 			write := func() error {
-				db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO accounts (id, balance) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET balance = 2")
+				db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+				_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), "INSERT INTO accounts (id, balance) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET balance = 2")
 				return err
 			}
 			if got := doors(); len(got) != 0 {

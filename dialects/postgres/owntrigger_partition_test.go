@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"strings"
@@ -47,11 +46,7 @@ func TestPatchTriggerWritesPartitionDoor(t *testing.T) {
 	if !found {
 		t.Errorf("schema.Check reports no door for the PATCH trigger acc_patch writing the partition; doors %+v", reps[0].SideDoors)
 	}
-	db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE accounts SET balance = 1 WHERE id = 1")
 	var bal int64
 	if err := raw.QueryRowContext(ctx, "SELECT balance FROM accounts WHERE id = 1").Scan(&bal); err != nil {

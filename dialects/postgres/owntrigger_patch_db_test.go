@@ -67,11 +67,7 @@ BEGIN
 END $$`,
 		"CREATE TRIGGER accounts_patch BEFORE UPDATE ON accounts FOR EACH ROW WHEN (NEW.fence_token IS NULL) EXECUTE FUNCTION keep_row()")
 	open := func() *sql.DB {
-		db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 		return db
 	}
 	for _, tok := range []uint64{10, 61} { // stale, then current: the table is refused

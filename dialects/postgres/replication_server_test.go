@@ -122,11 +122,7 @@ func TestSessionSynchronousCommitRoleDefault(t *testing.T) {
 	}
 	u.User = url.UserPassword(role, "fsql-test")
 	open := func() *sql.DB {
-		db, err := sql.Open("fenced-pgx", u.String()+"&fenced_tables=accounts")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := testdb.Open(t, "fenced-pgx", u.String()+"&fenced_tables=accounts")
 		return db
 	}
 	write := func(db *sql.DB, tok uint64, balance int) error {

@@ -23,11 +23,7 @@ func TestTombstoneDatedAtDelete(t *testing.T) {
 	ctx := context.Background()
 	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
 	checkAcc(t, raw, dsn)
-	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "INSERT INTO acc (id) VALUES (7)"); err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +69,7 @@ func TestTombstoneKeyAsTheIndex(t *testing.T) {
 			ctx := context.Background()
 			raw := rawWith(t, dsn, "CREATE EXTENSION IF NOT EXISTS citext", c.ddl)
 			checkAcc(t, raw, dsn)
-			db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), c.first); err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -23,11 +24,7 @@ func lockingSetup(t *testing.T) (string, *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
 	base := "file:" + (&url.URL{Path: filepath.ToSlash(filepath.Join(t.TempDir(), "lock.sqlite"))}).EscapedPath()
-	raw, err := sql.Open("sqlite", base+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw := testdb.Open(t, "sqlite", base+"?_pragma=busy_timeout(5000)")
 	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +134,7 @@ func TestDSNNoLockStaleUpdate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			newer, err := sql.Open("fenced-sqlite", dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer newer.Close()
+			newer := testdb.Open(t, "fenced-sqlite", dsn)
 			tok := func(n uint64) context.Context { return fencedsql.WithToken(ctx, n) }
 			if _, err := newer.ExecContext(tok(5), "INSERT INTO accounts (id, balance) VALUES (1, 100)"); err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"database/sql"
 	"errors"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"strings"
 	"testing"
 
@@ -19,11 +20,7 @@ import (
 // are refused when the pool opens (a red-team pass); safe values open.
 func TestDSNPragmasRefused(t *testing.T) {
 	file := "file:" + t.TempDir() + "/p.db?_pragma=busy_timeout(5000)"
-	raw, err := sql.Open("sqlite", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "sqlite", file)
 	if _, err := raw.Exec("CREATE TABLE acc (id INTEGER PRIMARY KEY, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,11 +21,7 @@ func ownTriggerDB(t *testing.T) (file string, raw *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
 	file = "file:" + filepath.ToSlash(filepath.Join(t.TempDir(), "t.db")) + "?_pragma=busy_timeout(5000)"
-	raw, err := sql.Open("sqlite", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw = testdb.Open(t, "sqlite", file)
 	ownExec(t, raw, `CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`CREATE TABLE audit (id INTEGER, tok BIGINT)`,
 		`INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 600, 60, 1)`)
@@ -99,11 +96,7 @@ BEGIN
   SELECT RAISE(IGNORE);
 END`)
 	open := func() *sql.DB {
-		db, err := sql.Open("fenced-sqlite", file+"&fenced_tables=accounts")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := testdb.Open(t, "fenced-sqlite", file+"&fenced_tables=accounts")
 		return db
 	}
 	for _, tok := range []uint64{10, 61} { // stale, then current: the table is refused

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -59,11 +58,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 func TestTombstoneUpgradeFromBeforeInsert(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.SQLite(t)
-	raw, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "sqlite", dsn)
 	exec := func(stmts ...string) {
 		t.Helper()
 		for _, st := range stmts {
@@ -104,11 +99,7 @@ func TestTombstoneUpgradeFromBeforeInsert(t *testing.T) {
 		t.Fatalf("tombstone INSERT trigger after Fix = %q, %v", ins, err)
 	}
 
-	db, err := sql.Open(sqlite.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testdb.Open(t, sqlite.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	tok := func(n uint64) context.Context { return fencedsql.WithToken(ctx, n) }
 	if _, err := db.ExecContext(tok(9), "INSERT INTO accounts (id, balance) VALUES (1, 1), (2, 2), (3, 3)"); err != nil {
 		t.Fatal(err)

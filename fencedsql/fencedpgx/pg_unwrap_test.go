@@ -107,28 +107,19 @@ func TestUnwrappedConnectionRearmsChecks(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				dsn := testdb.Postgres(t)
-				raw, err := sql.Open("pgx", dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer raw.Close()
-				for _, q := range []string{
+				raw := testdb.Open(t, "pgx", dsn,
 					`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 					`INSERT INTO accounts VALUES (1, 0, 0, 0)`,
 					`CREATE SCHEMA s2`,
 					`CREATE TABLE s2.accounts (id BIGINT PRIMARY KEY, balance BIGINT, fence_token BIGINT, version BIGINT)`,
 					`INSERT INTO s2.accounts VALUES (1, 100, 50, 1)`,
-				} {
-					if _, err := raw.ExecContext(ctx, q); err != nil {
-						t.Fatal(q, err)
-					}
-				}
+				)
 				write := func(e execer, token uint64) error {
 					_, err := e.Exec(fencedsql.WithToken(ctx, token), `UPDATE accounts SET balance = $1 WHERE id = 1`, int64(token))
 					return err
 				}
 				e, done := w.run(t, ctx, dsn, s.set, write)
-				err = write(e, 10)
+				err := write(e, 10)
 				done()
 				var se *fencedsql.SessionError
 				if !errors.Is(err, fencedsql.ErrSchema) || s.name == "synchronous_commit" && !errors.As(err, &se) {

@@ -2,7 +2,6 @@ package failover
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -26,22 +25,14 @@ func TestSQLLockFloorThroughFencedPool(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "pgx", dsn)
 	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
 	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
 		t.Fatal(err)
 	}
-	fenced, err := sql.Open(postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fenced.Close()
+	fenced := testdb.Open(t, postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
 	if err != nil {
 		t.Fatal(err)
@@ -87,22 +78,14 @@ func TestSQLLockUnderLostLeaseContext(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testdb.Open(t, "pgx", dsn)
 	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
 	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
 		t.Fatal(err)
 	}
-	fenced, err := sql.Open(postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fenced.Close()
+	fenced := testdb.Open(t, postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -26,16 +25,7 @@ func sqliteDSN(t *testing.T) string {
 
 func execRaw(t *testing.T, driver, dsn string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	testdb.Open(t, driver, dsn, stmts...)
 }
 
 func wantContains(t *testing.T, what, s string, subs ...string) {
@@ -214,11 +204,8 @@ func TestServers(t *testing.T) {
 			if code, _, _ := runCmd(t, args...); code != exitOK {
 				t.Fatalf("re-check: exit %d", code)
 			}
-			db, err := sql.Open(c.rawDriver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := testdb.Open(t, c.rawDriver, dsn)
+			var err error
 			if _, err := db.Exec("UPDATE ledger SET amount = 2"); err == nil || !strings.Contains(err.Error(), "fencedsql: guard on") {
 				t.Fatalf("plain UPDATE after -apply: %v", err)
 			}
