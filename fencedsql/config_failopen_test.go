@@ -71,22 +71,9 @@ func balanceOf(t *testing.T, path string) int64 {
 func TestCfgQualifiedListingSkipsRegistryColumns(t *testing.T) {
 	ctx := context.Background()
 	path := twoColumnSets(t)
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.RegisterTables(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts", TokenColumn: "tok", VersionColumn: "ver"}); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
-
-	db := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables=main.accounts")
-	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		if errors.Is(err, fencedsql.ErrSchema) {
-			return // fixed: the listed columns are compared with the registry's
-		}
-		t.Fatalf("ping: %v", err)
+	db := registeredPool(t, path, "accounts", "main.accounts")
+	if db == nil {
+		return // fixed: the listed columns are compared with the registry's
 	}
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), `UPDATE accounts SET balance = 100 WHERE id = 1`); err != nil {
 		if errors.Is(err, fencedsql.ErrSchema) {
@@ -94,7 +81,7 @@ func TestCfgQualifiedListingSkipsRegistryColumns(t *testing.T) {
 		}
 		t.Fatalf("newer holder (token 10) through the registered name: %v", err)
 	}
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE main.accounts SET balance = -1 WHERE id = 1`)
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE main.accounts SET balance = -1 WHERE id = 1`)
 	if err == nil {
 		t.Fatalf("stale holder (token 5) through main.accounts after token 10 wrote: accepted, balance now %d (want ErrFenced, or ErrSchema at open: main.accounts is listed with fence_token/version but registered with tok/ver)", balanceOf(t, path))
 	}
@@ -425,21 +412,9 @@ func TestCfgRawUseOtherDatabaseMariaDB(t *testing.T) {
 func TestCfgQualifiedRegistrySkipsListedColumns(t *testing.T) {
 	ctx := context.Background()
 	path := twoColumnSets(t)
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.RegisterTables(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "main.accounts", TokenColumn: "tok", VersionColumn: "ver"}); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
-	db := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
-	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		if errors.Is(err, fencedsql.ErrSchema) {
-			return
-		}
-		t.Fatalf("ping: %v", err)
+	db := registeredPool(t, path, "main.accounts", "accounts")
+	if db == nil {
+		return // fixed: the listed columns are compared with the registry's
 	}
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), `UPDATE main.accounts SET balance = 100 WHERE id = 1`); err != nil {
 		if errors.Is(err, fencedsql.ErrSchema) {
@@ -447,7 +422,7 @@ func TestCfgQualifiedRegistrySkipsListedColumns(t *testing.T) {
 		}
 		t.Fatalf("newer holder (token 10) through the registered name: %v", err)
 	}
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE accounts SET balance = -1 WHERE id = 1`)
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE accounts SET balance = -1 WHERE id = 1`)
 	if err == nil {
 		t.Fatalf("stale holder (token 5) through the listed name after token 10 wrote through the registered one: accepted, balance %d (want ErrFenced, or ErrSchema at open: listed with fence_token/version, registered with tok/ver)", balanceOf(t, path))
 	}
@@ -527,4 +502,26 @@ func TestCfgMaintainOtelsqlFencedPool(t *testing.T) {
 	if err != nil {
 		t.Errorf("Maintain on a fenced pool wrapped by otelsql: %v; want it to run", err)
 	}
+}
+
+// registeredPool records registered in path's registry with the columns tok and ver,
+// and opens a one-connection fenced pool listing listed. It returns nil when the pool
+// refuses the listing with ErrSchema at its first connection (the columns compared).
+func registeredPool(t *testing.T, path, registered, listed string) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	raw := testdb.Open(t, "sqlite", "file:"+path)
+	if err := schema.RegisterTables(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: registered, TokenColumn: "tok", VersionColumn: "ver"}); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	db := testdb.Open(t, "fenced-sqlite", "file:"+path+"?fenced_tables="+listed)
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		if errors.Is(err, fencedsql.ErrSchema) {
+			return nil
+		}
+		t.Fatalf("ping: %v", err)
+	}
+	return db
 }

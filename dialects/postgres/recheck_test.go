@@ -41,14 +41,7 @@ func TestSchemaRecheckFindsLaterDoor(t *testing.T) {
 			if err := upd(10, 1); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{
-				`CREATE FUNCTION keep_tok() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END $$`,
-				`CREATE TRIGGER keep_tok BEFORE UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION keep_tok()`,
-			} {
-				if _, err := raw.ExecContext(ctx, q); err != nil {
-					t.Fatal(q, err)
-				}
-			}
+			testdb.Exec(t, raw, keepTokenTrigger...)
 			time.Sleep(300 * time.Millisecond)
 			err := upd(5, 666) // a stale holder
 			var bal int
@@ -103,14 +96,7 @@ func TestSchemaRecheckPerConnection(t *testing.T) {
 			if err := upd(10, 1); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{
-				`CREATE FUNCTION keep_tok() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END $$`,
-				`CREATE TRIGGER keep_tok BEFORE UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION keep_tok()`,
-			} {
-				if _, err := raw.ExecContext(ctx, q); err != nil {
-					t.Fatal(q, err)
-				}
-			}
+			testdb.Exec(t, raw, keepTokenTrigger...)
 			time.Sleep(400 * time.Millisecond)
 			err = upd(5, 666) // a stale holder
 			var bal int
@@ -122,4 +108,12 @@ func TestSchemaRecheckPerConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepTokenTrigger makes a door on acc: a BEFORE UPDATE trigger that keeps the row's
+// token when the fenced rewrite sets it to NULL (a stale write then stores its other
+// columns).
+var keepTokenTrigger = []string{
+	`CREATE FUNCTION keep_tok() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END $$`,
+	`CREATE TRIGGER keep_tok BEFORE UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION keep_tok()`,
 }

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -25,19 +26,8 @@ func TestSQLLockFloorThroughFencedPool(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := testdb.Open(t, "pgx", dsn)
-	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
-		t.Fatal(err)
-	}
-	fenced := testdb.Open(t, postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.RaiseFloor(ctx, 5000)
+	raw, fenced, b := sqllockOnFencedPool(t, ctx, dsn)
+	err := b.RaiseFloor(ctx, 5000)
 	if !errors.Is(err, lockclient.ErrInvalidConfig) || errors.Is(err, lockclient.ErrUnavailable) || !errors.Is(err, fencedsql.ErrUnsupported) {
 		t.Fatalf("RaiseFloor through the fenced pool: %v; want ErrInvalidConfig wrapping ErrUnsupported, not ErrUnavailable", err)
 	}
@@ -78,18 +68,7 @@ func TestSQLLockUnderLostLeaseContext(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw := testdb.Open(t, "pgx", dsn)
-	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
-		t.Fatal(err)
-	}
-	fenced := testdb.Open(t, postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, fenced, b := sqllockOnFencedPool(t, ctx, dsn)
 	locks := lockclient.New(b, lockclient.WithTTL(5*time.Second))
 	defer locks.Close(context.Background())
 
@@ -108,4 +87,20 @@ func TestSQLLockUnderLostLeaseContext(t *testing.T) {
 	if err == nil || errors.Is(err, lockclient.ErrUnavailable) {
 		t.Errorf("TryAcquire(b) with a lost lease's context on a sqllock over the fenced pool: %v; want ErrLeaseLost/ErrInvalidConfig, not ErrUnavailable that callers retry", err)
 	}
+}
+
+// sqllockOnFencedPool makes a guarded accounts table and the lock table on dsn and
+// returns a plain pool, the fenced pool and an sqllock backend on the fenced one (accounts listed).
+func sqllockOnFencedPool(t *testing.T, ctx context.Context, dsn string) (raw, fenced *sql.DB, b *sqllock.Backend) {
+	t.Helper()
+	raw = testdb.Open(t, "pgx", dsn, "CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
+	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
+		t.Fatal(err)
+	}
+	fenced = testdb.Open(t, postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	b, err := sqllock.New(fenced, sqllock.WithDialect(sqllock.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, fenced, b
 }
