@@ -108,9 +108,18 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 // BeginTx implements driver.ConnBeginTx. A transaction begun with a context from
 // WithLease, WithLeases or WithToken is bound to that token: its guarded writes carry it
-// whatever their own context says, and its statements and Commit refuse once any of its
-// leases is lost.
+// (a statement whose own context binds another token, and none of the transaction's
+// leases, is refused with ErrUnsupported: it may be a statement of the *sql.Conn the
+// transaction runs on), and its statements and Commit refuse once any of its leases is
+// lost. A second BeginTx while a transaction is open on the connection is refused.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.tx != nil {
+		// database/sql lets a *sql.Conn begin again while its Tx is open. The second
+		// BEGIN would commit the first transaction (MySQL/MariaDB) or join it (PostgreSQL
+		// only warns), and the new binding would take over the first one's statements:
+		// refused, nothing sent.
+		return nil, &UnsupportedError{Reason: "a transaction is already open on this connection: commit or roll it back first"}
+	}
 	if b, ok := bindingFrom(ctx); ok {
 		if cause := lostCauseAll(b.leases); cause != nil {
 			return nil, lostErr("transaction not begun", cause)

@@ -308,7 +308,11 @@
 // Commit returns an error wrapping lockclient.ErrLeaseLost — defence in depth; the
 // token check in the database is the safety mechanism. Work under several locks (a
 // transfer between two accounts) binds them all with WithLeases: the largest token,
-// and every statement and Commit refused once any of the leases is lost.
+// and every statement and Commit refused once any of the leases is lost. A statement
+// run while a bound transaction is open on its connection (a *sql.Conn's own statement
+// next to its Tx) whose context binds another token, and none of the transaction's
+// leases, is refused with ErrUnsupported rather than written under the transaction's
+// token; a second BeginTx on a connection with an open transaction is refused too.
 //
 // # Commit outcomes
 //

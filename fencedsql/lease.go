@@ -77,6 +77,9 @@ func (c *conn) checkLease(ctx context.Context) error {
 		return err // the server rolled the transaction back: nothing is sent
 	}
 	b, bound := bindingFrom(ctx)
+	if err := c.otherBinding(b, bound); err != nil {
+		return err
+	}
 	if c.tx != nil && bound {
 		for _, l := range b.leases {
 			if !hasLease(c.tx.leases, l) {
@@ -96,6 +99,33 @@ func (c *conn) checkLease(ctx context.Context) error {
 	err := lostErr("statement not sent", cause)
 	c.breakTx(err)
 	return err
+}
+
+// otherBinding refuses, before anything is sent, a statement whose context binds a
+// token other than that of the transaction open on this connection, unless each of its
+// leases is one of the transaction's (the statements of a transaction bound with
+// WithLeases may carry one of its locks). database/sql sends the statements of a
+// *sql.Conn and of a *sql.Tx open on it through the same driver connection, so a
+// statement of the Conn's own, made under another lock, would otherwise be written
+// under the transaction's token, and committed by the transaction: a write carrying
+// token 1 stored over a row of token 3 because the open transaction holds token 4. The
+// transaction is not broken (the statement need not be its own). A transaction begun
+// without a token keeps taking each statement's (several locks in one transaction).
+func (c *conn) otherBinding(b binding, bound bool) error {
+	if c.tx == nil || c.tx.token == 0 || !bound || b.token == c.tx.token {
+		return nil
+	}
+	if len(b.leases) > 0 {
+		held := true
+		for _, l := range b.leases {
+			held = held && hasLease(c.tx.leases, l)
+		}
+		if held {
+			return nil
+		}
+	}
+	return &UnsupportedError{Reason: fmt.Sprintf("the statement's context binds token %d, the transaction open on this connection token %d: "+
+		"run it on the transaction with the transaction's binding, or on another connection", b.token, c.tx.token)}
 }
 
 // hasLease reports whether leases holds l (the same lease value; a lease of a type

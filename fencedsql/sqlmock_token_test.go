@@ -92,8 +92,10 @@ func TestSqlmockPreparedOutsideTx(t *testing.T) {
 	mockMet(t, mock)
 }
 
-// A transaction begun with WithToken binds its token: statements inside carry it
-// whatever their own context says.
+// A transaction begun with WithToken binds its token: statements inside carry it when
+// their own context binds none or the same token; one whose context binds another token
+// is refused with nothing sent (database/sql cannot tell a *sql.Conn's own statement from
+// its Tx's), and the transaction goes on.
 func TestSqlmockTxBoundToken(t *testing.T) {
 	db, mock := newMockDB(t, postgres.Dialect)
 	out := `UPDATE accounts SET x = $1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END`
@@ -108,7 +110,12 @@ func TestSqlmockTxBoundToken(t *testing.T) {
 	if _, err := tx.ExecContext(context.Background(), `UPDATE accounts SET x = $1`, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.ExecContext(withTok(99), `UPDATE accounts SET x = $1`, 2); err != nil {
+	for _, tok := range []uint64{99, 3} {
+		if _, err := tx.ExecContext(withTok(tok), `UPDATE accounts SET x = $1`, 9); !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Fatalf("statement bound to token %d in a transaction bound to 7: %v, want ErrUnsupported", tok, err)
+		}
+	}
+	if _, err := tx.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

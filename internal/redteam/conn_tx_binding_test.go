@@ -1,0 +1,87 @@
+package redteam
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/memlock"
+)
+
+// database/sql sends the statements of a *sql.Conn and of a *sql.Tx open on it through
+// one driver connection, and lets the Conn begin again while its Tx is open. A second
+// BeginTx would commit the first transaction (MariaDB's START TRANSACTION) or join it
+// (PostgreSQL only warns) and rebind its statements to the second one's token and
+// leases: refused, nothing sent. A statement of the Conn's own whose context binds
+// another token would be written under the open transaction's token (a token-1 write
+// over a row of token 3 because the transaction holds 4): refused, the transaction goes
+// on. A statement carrying one of the transaction's own leases (WithLeases) still runs.
+// (Red-team pass rt10x, F1 and F2.)
+func TestConnTxBinding(t *testing.T) {
+	for _, b := range []backend{postgresBackend(), mysqlBackend(), sqliteBackend()} {
+		t.Run(b.name, func(t *testing.T) {
+			d := freshDB(t, b, entry{setup: []string{"UPDATE accounts SET fence_token = 0", "UPDATE accounts SET fence_token = 3 WHERE id = 3"}})
+			w, _ := d.open(true, nil)
+			locks := lockclient.New(memlock.New(), lockclient.WithTTL(30*time.Second))
+			defer locks.Close(context.Background())
+			la, err := locks.Acquire(d.ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb, err := locks.Acquire(d.ctx, "b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := w.Conn(d.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			balance := func(id int) int64 {
+				t.Helper()
+				var v int64
+				if err := d.raw.QueryRowContext(d.ctx, "SELECT balance FROM accounts WHERE id = "+strconv.Itoa(id)).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+
+			tx, err := conn.BeginTx(fencedsql.WithLeases(d.ctx, la, lb), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(d.ctx, "UPDATE accounts SET balance = 111 WHERE id = 1"); err != nil {
+				t.Fatalf("the transaction's write: %v", err)
+			}
+			if _, err := conn.BeginTx(fencedsql.WithLease(d.ctx, lb), nil); !errors.Is(err, fencedsql.ErrUnsupported) {
+				t.Fatalf("second BeginTx on the Conn: %v, want ErrUnsupported", err)
+			}
+			if _, err := conn.ExecContext(fencedsql.WithToken(d.ctx, 1), "UPDATE accounts SET balance = 999 WHERE id = 3"); !errors.Is(err, fencedsql.ErrUnsupported) {
+				t.Errorf("token-1 write on the Conn while a transaction bound to leases a, b is open: %v, want ErrUnsupported", err)
+			}
+			// One of the transaction's leases: its statement.
+			if _, err := tx.ExecContext(fencedsql.WithLease(d.ctx, la), "UPDATE accounts SET balance = 222 WHERE id = 2"); err != nil {
+				t.Errorf("statement under one of the transaction's leases: %v", err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if v1, v2, v3 := balance(1), balance(2), balance(3); v1 != 111 || v2 != 222 || v3 == 999 {
+				t.Errorf("balances %d, %d, %d; want 111, 222 and row 3 untouched", v1, v2, v3)
+			}
+			// The connection is free again: a new transaction begins.
+			tx2, err := conn.BeginTx(fencedsql.WithLease(d.ctx, lb), nil)
+			if err != nil {
+				t.Fatalf("BeginTx after Commit: %v", err)
+			}
+			if err := tx2.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
