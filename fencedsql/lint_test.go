@@ -56,7 +56,8 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn dialect.TableName, tok, ver string) {
 	t.Helper()
 	// Canned answers of a fit table, by the query's dialect: SQLite's declaration,
-	// MySQL's engine and column types, PostgreSQL's column types.
+	// MySQL's engine and column types, PostgreSQL's column types (and no
+	// UNLOGGED relation).
 	answer := func(q string) [][]string {
 		switch {
 		case strings.Contains(q, "sqlite_master") || strings.Contains(q, "sqlite_schema") || strings.Contains(q, "pragma"):
@@ -65,6 +66,8 @@ func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn
 			return [][]string{{"InnoDB", "YES"}}
 		case strings.Contains(q, "information_schema.COLUMNS"):
 			return [][]string{{tok, "bigint", "bigint"}, {ver, "bigint", "bigint"}}
+		case strings.Contains(q, "relpersistence"):
+			return [][]string{} // no row: nothing UNLOGGED
 		case strings.Contains(q, "pg_catalog.pg_attribute"):
 			return [][]string{{tok, "bigint", "1", "8"}, {ver, "bigint", "1", "8"}}
 		case strings.Contains(q, "pg_catalog.pg_constraint"), strings.Contains(q, "information_schema.STATISTICS"):

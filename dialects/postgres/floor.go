@@ -54,6 +54,12 @@ const (
 	floorSyncTrigger = dialect.FloorTable + "_sync"
 )
 
+// floorSyncVersion marks the body of this version of the sync function (it acts only
+// as the floor table's own trigger, and EXECUTE on it is revoked from PUBLIC);
+// GuardInstalledQuery reports a guard whose floor has an older one as not installed,
+// and its Fix (GuardDDL, which runs FloorDDL) installs this one.
+const floorSyncVersion = "fencedsql floor sync v2"
+
 // FloorDDL creates the floor table with its one row (floor 0) and the guards' copy of it
 // (the sequence and the trigger that keeps it) when missing: readable by every role (the
 // guard functions run as the writing role), written by its owner only. Running it again
@@ -61,15 +67,34 @@ const (
 // the trigger copies under the row lock, so a concurrent raise cannot be overwritten by
 // an older value). No statement drops anything: a raise running beside it always finds
 // the trigger.
+//
+// The sync function is SECURITY DEFINER (setval needs the sequence owner's rights): no
+// role but its owner may EXECUTE it — EXECUTE is checked when a trigger is created, so
+// no other role can attach it to a relation of its own —, and it refuses to act unless
+// it fires as the trigger fencedsql_floor_sync (AFTER INSERT OR UPDATE, FOR EACH ROW)
+// of the floor table of its own schema, so that the copy it writes is always the floor
+// table's row (a red-team pass: an application role that owned another table in the
+// schema attached the function to it and set the copy to 0, and stale tokens went
+// through the guards' fast path). Both are re-applied on every run, as is the
+// sequence's and the table's REVOKE.
 func (dialectImpl) FloorDDL() []string {
 	syncBody := `
+-- ` + floorSyncVersion + `
 BEGIN
-  PERFORM pg_catalog.setval(pg_catalog.format('%I.%I', TG_TABLE_SCHEMA, '` + floorSeq + `')::pg_catalog.regclass, NEW.floor, true);
+  IF TG_TABLE_NAME IS DISTINCT FROM '` + dialect.FloorTable + `' OR TG_NAME IS DISTINCT FROM '` + floorSyncTrigger + `'
+      OR TG_WHEN IS DISTINCT FROM 'AFTER' OR TG_LEVEL IS DISTINCT FROM 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE')
+      OR TG_TABLE_SCHEMA IS DISTINCT FROM (SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.oid = ` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+      MESSAGE = 'fencedsql: ` + floorSyncTrigger + `() fires only as the trigger ` + floorSyncTrigger + ` of the token floor table ` + dialect.FloorTable + ` of its own schema';
+  END IF;
+  PERFORM pg_catalog.setval(` + floorSeqPlaceholder + `::pg_catalog.regclass, NEW.floor, true);
   RETURN NULL;
 END
 `
 	tag := dollarTag(syncBody)
-	create := "CREATE TRIGGER " + floorSyncTrigger + " AFTER INSERT OR UPDATE ON " + dialect.FloorTable + " FOR EACH ROW EXECUTE FUNCTION " + floorSyncTrigger + "()"
+	fn := floorSyncTrigger + "()"
+	create := "CREATE TRIGGER " + floorSyncTrigger + " AFTER INSERT OR UPDATE ON " + dialect.FloorTable + " FOR EACH ROW EXECUTE FUNCTION " + fn
 	createTag := dollarTag(create)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + dialect.FloorTable + " (id integer PRIMARY KEY CHECK (id = 1), floor bigint NOT NULL CHECK (floor >= 0))",
@@ -78,7 +103,8 @@ END
 		"CREATE SEQUENCE IF NOT EXISTS " + floorSeq + " MINVALUE 0 START WITH 0",
 		"REVOKE ALL ON SEQUENCE " + floorSeq + " FROM PUBLIC",
 		"GRANT SELECT ON SEQUENCE " + floorSeq + " TO PUBLIC",
-		"CREATE OR REPLACE FUNCTION " + floorSyncTrigger + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + syncBody + tag,
+		withFloorTable("CREATE OR REPLACE FUNCTION " + fn + " RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + syncBody + tag),
+		"REVOKE ALL ON FUNCTION " + fn + " FROM PUBLIC",
 		"DO " + createTag + " BEGIN IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = '" + dialect.FloorTable + "'::pg_catalog.regclass AND tgname = '" + floorSyncTrigger + "') THEN " +
 			"EXECUTE " + pgLiteral(create) + "; END IF; END " + createTag,
 		"ALTER TABLE " + dialect.FloorTable + " ENABLE ALWAYS TRIGGER " + floorSyncTrigger,

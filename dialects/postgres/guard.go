@@ -354,13 +354,15 @@ const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 // function of this version (guardVersion: it reads the floor's copy and accepts the
 // wrapper's one-statement DELETE; an older guard is reported as not installed, and its
 // Fix installs this one), and the floor's copy (the sequence) and the trigger that
-// keeps it exist where the session finds the floor table, the trigger firing always.
+// keeps it exist where the session finds the floor table, the trigger firing always and
+// calling the sync function of this version (floorSyncVersion: an older one, callable
+// by every role, is reported as not installed, and the Fix replaces it).
 func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A') AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
+	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s JOIN pg_catalog.pg_proc sp ON sp.oid = s.tgfoid WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A' AND sp.prosrc LIKE $13) AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
   AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%"}
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

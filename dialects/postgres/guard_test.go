@@ -20,7 +20,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(dialect.Guarder)
 	ddl := g.GuardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 23 { // 11 for the floor table and its copy, the three functions, 9 for the triggers
+	if len(ddl) != 24 { // 12 for the floor table and its copy, the three functions, 9 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
@@ -47,6 +47,10 @@ func TestGuardDDLShape(t *testing.T) {
 		`GRANT SELECT ON SEQUENCE fencedsql_floor_seq TO PUBLIC`,
 		`CREATE TRIGGER fencedsql_floor_sync AFTER INSERT OR UPDATE ON fencedsql_floor FOR EACH ROW EXECUTE FUNCTION fencedsql_floor_sync()`,
 		`ALTER TABLE fencedsql_floor ENABLE ALWAYS TRIGGER fencedsql_floor_sync`,
+		`-- fencedsql floor sync v2`,
+		`REVOKE ALL ON FUNCTION fencedsql_floor_sync() FROM PUBLIC`,
+		`IF TG_TABLE_NAME IS DISTINCT FROM 'fencedsql_floor' OR TG_NAME IS DISTINCT FROM 'fencedsql_floor_sync'`,
+		`PERFORM pg_catalog.setval(@fencedsql_floor_seq@::pg_catalog.regclass, NEW.floor, true);`,
 		`UPDATE fencedsql_floor SET floor = floor WHERE id = 1`,
 		`ERRCODE = 'FNCD2'`,
 		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')), '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END $fencedsql_2$`,
@@ -67,8 +71,8 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	// A column name holding the dollar-quote tag gets another tag.
 	ddl = g.GuardDDL(dialect.TableName{Name: "t"}, "a$fencedsql$b", "version")
-	if !strings.Contains(ddl[11], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[11], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[11], "$fencedsql_3$") {
-		t.Errorf("dollar tags not changed:\n%s", ddl[11])
+	if !strings.Contains(ddl[12], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[12], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[12], "$fencedsql_3$") {
+		t.Errorf("dollar tags not changed:\n%s", ddl[12])
 	}
 	// An unqualified table: the fence names the function it calls in the installer's
 	// schema (its body is parsed under the caller's search_path where it is inlined).
@@ -83,7 +87,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 12 || args[6] != "%fencedsql one-statement delete v3%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v6%" || args[8] != "fencedsql_floor_sync" ||
+	if !strings.Contains(q, "pg_trigger") || len(args) != 13 || args[12] != "%fencedsql floor sync v2%" || args[6] != "%fencedsql one-statement delete v3%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v6%" || args[8] != "fencedsql_floor_sync" ||
 		args[11] != "%fencedsql_guard.delete_statement%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -25,6 +26,13 @@ import (
 // A DEFERRABLE primary key on a table with the tombstones: the tombstone's insert check
 // needs the INSERT to wait for a concurrent DELETE of its key. Fix: the key replaced
 // by one that is not deferrable.
+//
+// An UNLOGGED table among the guarded table, its partitions and inheritance
+// descendants, its tombstone table and the token floor table and its copy (where the
+// session finds them): crash recovery empties it and no physical standby has its rows,
+// so the tokens the fence compares with are forgotten at every crash restart and every
+// failover, and a stale holder writes again (a red-team pass). Fix: ALTER TABLE … SET
+// LOGGED (ALTER SEQUENCE for the copy).
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END, (SELECT b.typlen FROM pg_catalog.pg_type b WHERE b.oid = COALESCE(NULLIF(t.typbasetype, 0), t.oid)) FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
 		t.Table.String(), t.TokenColumn, t.VersionColumn)
@@ -73,8 +81,39 @@ FROM pg_catalog.pg_constraint k WHERE k.conrelid = to_regclass($1) AND k.contype
 			Problem: "primary key " + r[0] + " is DEFERRABLE: an INSERT of a key whose DELETE is in progress does not wait for it, so the tombstone check cannot see the DELETE's tombstone and a stale holder's row comes back; make it NOT DEFERRABLE",
 			Fix:     []string{"ALTER TABLE " + tbl + " DROP CONSTRAINT " + name + ", ADD CONSTRAINT " + name + " PRIMARY KEY (" + r[1] + ")"}})
 	}
+	rows, err = query(ctx, unloggedQuery, t.Table.String(), tombTable(t.Table).Quote(d.QuoteIdent), d.QuoteIdent(dialect.FloorTable), d.QuoteIdent(floorSeq))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if len(r) != 3 {
+			continue
+		}
+		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		kind := "TABLE"
+		if r[2] == "S" {
+			kind = "SEQUENCE"
+		}
+		found = append(found, dialect.SchemaProblem{
+			Problem: strings.ToLower(kind) + " " + rel.String() + " is UNLOGGED: crash recovery empties it and no physical standby has its rows, so the fencing tokens it holds are forgotten at every crash restart and failover and a stale holder writes again; make it logged",
+			Fix:     []string{"ALTER " + kind + " " + rel.Quote(d.QuoteIdent) + " SET LOGGED"}})
+	}
 	return found, nil
 }
+
+// unloggedQuery lists (schema, name, relkind) of the UNLOGGED relations among $1 (the
+// guarded table) and its pg_inherits descendants (partitions and inheritance children,
+// at any depth), $2 (its tombstone table), $3 and $4 (the floor table and its copy),
+// each resolved like the guards name it (the floor where the session finds it).
+const unloggedQuery = `WITH RECURSIVE tree(oid) AS (
+    SELECT pg_catalog.to_regclass($1)::pg_catalog.oid
+  UNION
+    SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent OPERATOR(pg_catalog.=) tree.oid
+)
+SELECT n.nspname::text, c.relname::text, c.relkind::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.relpersistence OPERATOR(pg_catalog.=) 'u' AND (c.oid IN (SELECT tree.oid FROM tree)
+  OR c.oid IN (pg_catalog.to_regclass($2), pg_catalog.to_regclass($3), pg_catalog.to_regclass($4)))
+ORDER BY 1, 2`
 
 // byteWidth reads pg_type.typlen (bytes; "" or unreadable: 0).
 func byteWidth(s string) int {

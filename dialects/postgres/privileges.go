@@ -28,9 +28,17 @@ import (
 //     the guard (triggers fire in name order), could rewrite NEW so that a stale write
 //     passes. TRUNCATE: the guard's statement trigger refuses it, but it deletes
 //     without row triggers (no tombstones). Fix: REVOKE.
-//   - Any write (INSERT, UPDATE, DELETE, TRUNCATE) or TRIGGER on the tombstone table.
-//     The tombstone function is SECURITY DEFINER: it runs as its owner, and the
-//     application needs no right on the table at all. Fix: REVOKE ALL.
+//   - Any write (INSERT, UPDATE, DELETE, TRUNCATE) or TRIGGER on the tombstone table,
+//     INSERT or UPDATE granted on one of its columns included (has_table_privilege
+//     does not see those). The tombstone function is SECURITY DEFINER: it runs as its
+//     owner, and the application needs no right on the table at all. Fix: REVOKE ALL.
+//   - The token floor (FloorDDL; with the guard): any write or TRIGGER on the floor
+//     table (column rights included), UPDATE or USAGE on its copy, the sequence
+//     (setval), EXECUTE on the SECURITY DEFINER sync function, ownership of any of
+//     them (or membership in their owner). Fix: REVOKE of those rights from the
+//     application and PUBLIC (SELECT, which the guards need, stays); ALTER … OWNER TO
+//     the owner role when the application owns one. A floor owned by another role is
+//     not handed to the owner role (it is shared by every guarded table).
 //   - CREATE on any schema, or on the database (which lets it create a schema): the
 //     guard function's operators and type names resolve through the caller's
 //     search_path, so a role that can create an operator (say bigint >= bigint,
@@ -40,7 +48,8 @@ import (
 //     schema: fenced writes need them. Fix: GRANT.
 //
 // EXECUTE on the trigger functions is not needed (it is checked when a trigger is
-// created, not when it fires); REFERENCES is not needed. BYPASSRLS is irrelevant (the
+// created, not when it fires: which is why the SECURITY DEFINER ones, the tombstone
+// function and the floor's sync function, are not PUBLIC's); REFERENCES is not needed. BYPASSRLS is irrelevant (the
 // guards are triggers, not policies).
 //
 // With Roles.Owner set it also reports the guarded table, the guard function, the
@@ -60,6 +69,9 @@ type pgObject struct {
 	kind, name string // kind: "table", "function", "schema"; name as the DDL spells it (quoted; a function's with its argument types)
 	what       string // in words
 	lookup     string // query yielding (owner, app is a member of the owner) for $1 = name, $2 = app
+	// shared: an object of every guarded table's (the floor's): reported when the
+	// application role owns it, but not handed to the owner role otherwise.
+	shared bool
 }
 
 const (
@@ -130,6 +142,14 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 			pgObject{kind: "TABLE", name: tomb, what: "the tombstone table " + tombTable(resolved).String(), lookup: pgRelOwner},
 			pgObject{kind: "FUNCTION", name: tombFuncName(resolved).Quote(q) + "()", what: "the tombstone function", lookup: pgFuncOwner})
 	}
+	if t.Guard {
+		// The floor (FloorDDL), where the session finds it: the guard functions read
+		// it, RaiseTokenFloor raises it.
+		objects = append(objects,
+			pgObject{kind: "TABLE", name: q(dialect.FloorTable), what: "the token floor table " + dialect.FloorTable, lookup: pgRelOwner, shared: true},
+			pgObject{kind: "SEQUENCE", name: q(floorSeq), what: "the token floor's copy " + floorSeq, lookup: pgRelOwner, shared: true},
+			pgObject{kind: "FUNCTION", name: q(floorSyncTrigger) + "()", what: "the token floor's sync function", lookup: pgFuncOwner, shared: true})
+	}
 	memberFixed := false
 	for _, o := range objects {
 		rows, err := query(ctx, o.lookup, o.name, app)
@@ -140,14 +160,14 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		alter += " OWNER TO " + q(owner)
 		if len(rows) == 0 {
 			// Not there yet: the Fix creates it, as the role that runs the Fix.
-			if owner != "" {
+			if owner != "" && !o.shared {
 				out = append(out, dialect.PrivilegeProblem{Fix: []string{alter}})
 			}
 			continue
 		}
 		objOwner, member := rows[0][0], flag(rows[0][1])
 		var fix []string
-		if owner != "" && objOwner != owner {
+		if owner != "" && objOwner != owner && (!o.shared || member) {
 			fix = append(fix, alter)
 		}
 		switch {
@@ -263,8 +283,7 @@ FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, tbl, app)
 
 	// The tombstone table: nothing but through the SECURITY DEFINER function.
 	if t.Tombstones {
-		rows, err = query(ctx, `SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER']) p, pg_catalog.pg_class c
-WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, c.oid, p)`, tomb, app)
+		rows, err = query(ctx, pgWriteRights, tomb, app)
 		if err != nil {
 			return nil, err
 		}
@@ -275,6 +294,12 @@ WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, 
 			}
 			problem("application role "+app+" has "+strings.Join(privs, ", ")+" on the tombstone table "+tombTable(resolved).String()+": it could erase or forge tombstones (the tombstone function runs as its owner; the application needs no right on the table)",
 				"REVOKE ALL ON "+tomb+" FROM "+q(app)+", PUBLIC")
+		}
+	}
+
+	if t.Guard {
+		if err := d.floorPrivilegeProblems(ctx, query, app, problem); err != nil {
+			return nil, err
 		}
 	}
 
@@ -305,6 +330,74 @@ WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND pg_ca
 		}
 	}
 	return out, nil
+}
+
+// pgWriteRights lists the rights of role $2 that write table $1 or put a trigger on it
+// (the table's name and the rights, one a row): INSERT and UPDATE granted on a column
+// only count too (has_table_privilege is false for those, has_any_column_privilege
+// true; a red-team pass zeroed every tombstone's token through UPDATE (fence_token)).
+// A table-level REVOKE takes the column rights with it.
+const pgWriteRights = `SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER']) p, pg_catalog.pg_class c
+WHERE c.oid = pg_catalog.to_regclass($1) AND CASE WHEN p IN ('INSERT', 'UPDATE') THEN pg_catalog.has_any_column_privilege($2, c.oid, p) ELSE pg_catalog.has_table_privilege($2, c.oid, p) END`
+
+// floorPrivilegeProblems reports the application role's rights that change the token
+// floor (FloorDDL), where the session finds it: any write or TRIGGER on the floor
+// table, column rights included (a floor lowered or deleted — an empty floor table is
+// no floor — lets stale tokens through); UPDATE or USAGE on the floor's copy, the
+// sequence (setval lowers the copy, which the guards' fast path trusts; nextval moves
+// it); EXECUTE on the SECURITY DEFINER sync function (FloorDDL revokes it from
+// PUBLIC; the function acts only as the floor table's own trigger, but EXECUTE is what
+// lets a role attach it anywhere). The application needs SELECT on the table and the
+// sequence only, which every role has. Fix: REVOKE of those rights from the
+// application and PUBLIC (SELECT stays).
+func (d dialectImpl) floorPrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, app string, problem func(string, ...string)) error {
+	q := d.QuoteIdent
+	// Where the floor is: the schema the session finds it in (nothing before the
+	// guard is installed).
+	rows, err := query(ctx, `SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)`, dialect.FloorTable)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	floorTable := dialect.TableName{Schema: rows[0][0], Name: dialect.FloorTable}
+	seq := dialect.TableName{Schema: rows[0][0], Name: floorSeq}
+	fn := dialect.TableName{Schema: rows[0][0], Name: floorSyncTrigger}.Quote(q) + "()"
+	from := q(app) + ", PUBLIC"
+
+	rights := func(rows [][]string) []string {
+		var privs []string
+		for _, r := range rows {
+			privs = append(privs, r[0])
+		}
+		return privs
+	}
+	rows, err = query(ctx, pgWriteRights, floorTable.Quote(q), app)
+	if err != nil {
+		return err
+	}
+	if privs := rights(rows); len(privs) > 0 {
+		list := strings.Join(privs, ", ")
+		problem("application role "+app+" has "+list+" on the token floor table "+floorTable.String()+": it could lower or remove the floor (an empty floor table is no floor) and let tokens below it write; the application needs SELECT only",
+			"REVOKE "+list+" ON "+floorTable.Quote(q)+" FROM "+from)
+	}
+	rows, err = query(ctx, `SELECT p FROM unnest(ARRAY['UPDATE', 'USAGE']) p, pg_catalog.pg_class c
+WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind = 'S' AND pg_catalog.has_sequence_privilege($2, c.oid, p)`, seq.Quote(q), app)
+	if err != nil {
+		return err
+	}
+	if privs := rights(rows); len(privs) > 0 {
+		list := strings.Join(privs, ", ")
+		problem("application role "+app+" has "+list+" on the token floor's copy "+seq.String()+": setval lowers the copy the guards accept tokens by without reading the floor table (nextval moves it); the application needs SELECT only",
+			"REVOKE "+list+" ON SEQUENCE "+seq.Quote(q)+" FROM "+from)
+	}
+	rows, err = query(ctx, `SELECT 1 FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1) AND pg_catalog.has_function_privilege($2, p.oid, 'EXECUTE')`, fn, app)
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		problem("application role "+app+" has EXECUTE on "+floorSyncTrigger+"(), the token floor's SECURITY DEFINER sync function: with it a role may attach the function as a trigger of a table of its own (the function refuses to act there; the install revokes EXECUTE from PUBLIC)",
+			"REVOKE ALL ON FUNCTION "+fn+" FROM "+from)
+	}
+	return nil
 }
 
 // flag reads a catalog boolean (CatalogQuery renders booleans as "1"/"0").
