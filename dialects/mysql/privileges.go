@@ -17,7 +17,9 @@ import (
 // account as DEFINER (OwnedDDL), write the tombstone table while the application
 // account has no right on it at all. PrivilegeProblems reports, for the application
 // account (Roles.App: "user@host", "user" for "user@%", "" for CURRENT_USER()),
-// looking at its global (*.*), database (db.*) and table grants:
+// looking at its global (*.*), database (db.*) and table grants, and at those of
+// MariaDB's PUBLIC (10.11 and later: GRANT … TO PUBLIC gives every account the rights),
+// which count as the account's own and are reported as PUBLIC's, fixed FROM PUBLIC:
 //
 //   - SUPER: a superuser (no statement proposed: log the application in as another
 //     account);
@@ -30,8 +32,12 @@ import (
 //     the tombstone table, which the application must not write. No statement is
 //     proposed (a database-wide REVOKE would take its other tables too): grant the
 //     application its tables one by one;
-//   - any write, DROP, ALTER or TRIGGER granted on the tombstone table. Fix: REVOKE
-//     ALL PRIVILEGES on it;
+//   - any write, DROP, ALTER or TRIGGER granted on the tombstone table, or INSERT or
+//     UPDATE on some of its columns (information_schema.COLUMN_PRIVILEGES: UPDATE
+//     (fence_token) disarms every tombstone). Fix: REVOKE ALL PRIVILEGES on it;
+//   - any write, DROP or ALTER granted on the token floor, or INSERT or UPDATE on some
+//     of its columns. Fix: REVOKE of exactly those (the application may read the
+//     floor);
 //   - EXECUTE missing on the guard's fence function, or SELECT on the token floor
 //     (the one-statement DELETE calls the one and reads the other; EXECUTE is read
 //     from mysql.procs_priv where the connection may). Fix: GRANT EXECUTE ON
@@ -45,8 +51,9 @@ import (
 // need when they fire: TRIGGER and SELECT on the guarded table, SELECT, INSERT and
 // UPDATE on the tombstone table (GRANT proposed for what is missing).
 //
-// Limits: privileges the account receives through MariaDB/MySQL roles, and database
-// grants with wildcards (GRANT … ON `app\_%`.*), are not followed; the account's
+// Limits: privileges the account receives through MariaDB/MySQL roles other than
+// PUBLIC (MySQL's mandatory_roles included), and database grants with wildcards
+// (GRANT … ON `app\_%`.*), are not followed; the account's
 // grants must be readable by the connection (its own, or SELECT on the mysql
 // database). A re-created trigger fires after other triggers of the same timing and
 // event (MariaDB orders triggers by creation).

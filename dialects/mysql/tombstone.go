@@ -176,7 +176,9 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 
 // markPattern matches the DELETE trigger of this version: it reads the one-statement
 // DELETE's mark and clears one that is not its statement's (clearMark), and dates by
-// the server's clock (tombClock). LIKE's "_" matches itself too.
+// the server's clock (tombClock). LIKE's "_" matches itself too. DeleteFenceQuery
+// requires it as well: beside a tombstone trigger of an older version, DELETEs run as
+// two statements until the triggers are re-installed.
 var markPattern = "%" + clearMark + tombClockPattern
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
