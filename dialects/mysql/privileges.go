@@ -17,7 +17,9 @@ import (
 // account as DEFINER (OwnedDDL), write the tombstone table while the application
 // account has no right on it at all. PrivilegeProblems reports, for the application
 // account (Roles.App: "user@host", "user" for "user@%", "" for CURRENT_USER()),
-// looking at its global (*.*), database (db.*) and table grants:
+// looking at its global (*.*), database (db.*) and table grants, and at those of
+// MariaDB's PUBLIC (10.11 and later: GRANT … TO PUBLIC gives every account the rights),
+// which count as the account's own and are reported as PUBLIC's, fixed FROM PUBLIC:
 //
 //   - SUPER: a superuser (no statement proposed: log the application in as another
 //     account);
@@ -30,8 +32,12 @@ import (
 //     the tombstone table, which the application must not write. No statement is
 //     proposed (a database-wide REVOKE would take its other tables too): grant the
 //     application its tables one by one;
-//   - any write, DROP, ALTER or TRIGGER granted on the tombstone table. Fix: REVOKE
-//     ALL PRIVILEGES on it;
+//   - any write, DROP, ALTER or TRIGGER granted on the tombstone table, or INSERT or
+//     UPDATE on some of its columns (information_schema.COLUMN_PRIVILEGES: UPDATE
+//     (fence_token) disarms every tombstone). Fix: REVOKE ALL PRIVILEGES on it;
+//   - any write, DROP or ALTER granted on the token floor, or INSERT or UPDATE on some
+//     of its columns. Fix: REVOKE of exactly those (the application may read the
+//     floor);
 //   - EXECUTE missing on the guard's fence function, or SELECT on the token floor
 //     (the one-statement DELETE calls the one and reads the other; EXECUTE is read
 //     from mysql.procs_priv where the connection may). Fix: GRANT EXECUTE ON
@@ -45,8 +51,9 @@ import (
 // need when they fire: TRIGGER and SELECT on the guarded table, SELECT, INSERT and
 // UPDATE on the tombstone table (GRANT proposed for what is missing).
 //
-// Limits: privileges the account receives through MariaDB/MySQL roles, and database
-// grants with wildcards (GRANT … ON `app\_%`.*), are not followed; the account's
+// Limits: privileges the account receives through MariaDB/MySQL roles other than
+// PUBLIC (MySQL's mandatory_roles included), and database grants with wildcards
+// (GRANT … ON `app\_%`.*), are not followed; the account's
 // grants must be readable by the connection (its own, or SELECT on the mysql
 // database). A re-created trigger fires after other triggers of the same timing and
 // event (MariaDB orders triggers by creation).
@@ -126,6 +133,100 @@ func readGrants(ctx context.Context, query dialect.CatalogQuery, a account, db, 
 
 func (g grants) has(p string) bool { return g.global[p] || g.db[p] || g.table[p] }
 
+// publicAccount is MariaDB's PUBLIC (10.11 and later), as information_schema's GRANTEE
+// columns spell it ('PUBLIC'@”): the rights granted to it are every account's. MySQL
+// and older MariaDB have none, and no account of that name and empty host: reading
+// its grants finds nothing there.
+var publicAccount = account{user: "PUBLIC"}
+
+// holder is one grantee whose rights the application account holds: the account
+// itself, or PUBLIC.
+type holder struct {
+	name string // as the problems name it
+	sql  string // as REVOKE … FROM names it
+	a    account
+}
+
+// holders are the application account app and PUBLIC.
+func holders(app account) []holder {
+	return []holder{
+		{"application account " + app.String(), accountSQL(app), app},
+		{"PUBLIC (every account)", "PUBLIC", publicAccount},
+	}
+}
+
+// readBoth reads the grants of each of hs on database db and table tbl, and their
+// union (what the application account holds); exists is whether the first (the
+// application account) exists.
+func readBoth(ctx context.Context, query dialect.CatalogQuery, hs []holder, db, tbl string) (own []grants, union grants, exists bool, err error) {
+	union = grants{map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	for i, h := range hs {
+		g, ok, err := readGrants(ctx, query, h.a, db, tbl)
+		if err != nil {
+			return nil, union, false, err
+		}
+		if i == 0 {
+			exists = ok
+		}
+		for _, lv := range [][2]map[string]bool{{union.global, g.global}, {union.db, g.db}, {union.table, g.table}} {
+			for p := range lv[1] {
+				lv[0][p] = true
+			}
+		}
+		own = append(own, g)
+	}
+	return own, union, exists, nil
+}
+
+// guardObject is a table of the guards' own that the application must not write: what
+// the problems call it, why, the grants of each holder on it, the table-level rights
+// that are refused, and whether the fix keeps the holder's other rights (the token
+// floor, which the application may read) rather than revoking all.
+type guardObject struct {
+	obj     dialect.TableName
+	what    string
+	rule    string
+	own     []grants
+	bad     []string
+	precise bool
+}
+
+// columnWrites lists the column-level INSERT and UPDATE rights of account a on table
+// tbl of database db (information_schema.COLUMN_PRIVILEGES, where a grant like GRANT
+// UPDATE (fence_token) ON t shows; TABLE_PRIVILEGES does not list it), each as the
+// privilege and its columns in name order: they let a write the columns named, which
+// for the tombstone table or the token floor is as bad as the table-level right.
+func columnWrites(ctx context.Context, query dialect.CatalogQuery, a account, db, tbl string) ([]columnGrant, error) {
+	rows, err := query(ctx, "SELECT PRIVILEGE_TYPE, COLUMN_NAME FROM information_schema.COLUMN_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ? AND TABLE_NAME = ? AND PRIVILEGE_TYPE IN ('INSERT', 'UPDATE') ORDER BY PRIVILEGE_TYPE, COLUMN_NAME", a.grantee(), db, tbl)
+	if err != nil {
+		return nil, err
+	}
+	var out []columnGrant
+	for _, r := range rows {
+		if n := len(out); n > 0 && out[n-1].priv == r[0] {
+			out[n-1].cols = append(out[n-1].cols, r[1])
+		} else {
+			out = append(out, columnGrant{r[0], []string{r[1]}})
+		}
+	}
+	return out, nil
+}
+
+// columnGrant is one column-level privilege and the columns it is granted on.
+type columnGrant struct {
+	priv string
+	cols []string
+}
+
+// sql is the grant as a GRANT or REVOKE lists it, the columns quoted by quote.
+func (c columnGrant) sql(quote func(string) string) string {
+	q := make([]string, len(c.cols))
+	for i, col := range c.cols {
+		q[i] = quote(col)
+	}
+	return c.priv + " (" + strings.Join(q, ", ") + ")"
+}
+
 func pick(set map[string]bool, privs ...string) []string {
 	var out []string
 	for _, p := range privs {
@@ -160,7 +261,10 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	tbl := table.Quote(q)
 	tomb := tombTable(table)
 
-	g, exists, err := readGrants(ctx, query, app, db, table.Name)
+	// What the account holds: its own grants and PUBLIC's (MariaDB 10.11 and later),
+	// each reported with the REVOKE that removes it from its grantee.
+	hs := holders(app)
+	own, g, exists, err := readBoth(ctx, query, hs, db, table.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -168,28 +272,33 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		problem("application account " + app.String() + " does not exist, or its grants are not visible to this connection (SELECT on the mysql database shows them)")
 		return out, nil
 	}
-	if g.global["SUPER"] {
+	if own[0].global["SUPER"] {
 		problem("application account " + app.String() + " has SUPER (a superuser): it can drop every guard; log the application in as an account with SELECT, INSERT, UPDATE, DELETE on its tables only")
 		return out, nil
 	}
 	acct := accountSQL(app)
 	danger := []string{"TRIGGER", "DROP", "ALTER", "CREATE TEMPORARY TABLES"}
 	why := "TRIGGER lets it drop the guard's triggers, DROP and ALTER the table under them, CREATE TEMPORARY TABLES hide the tombstone table in its session"
-	if p := pick(g.global, danger...); len(p) > 0 {
-		problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on *.*: "+why, "REVOKE "+strings.Join(p, ", ")+" ON *.* FROM "+acct)
-	}
-	if p := pick(g.db, danger...); len(p) > 0 {
-		problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on database "+db+": "+why, "REVOKE "+strings.Join(p, ", ")+" ON "+q(db)+".* FROM "+acct)
-	}
-	if p := pick(g.table, "TRIGGER", "DROP", "ALTER"); len(p) > 0 {
-		problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on "+table.String()+": "+why, "REVOKE "+strings.Join(p, ", ")+" ON "+tbl+" FROM "+acct)
-	}
 	dml := []string{"INSERT", "UPDATE", "DELETE"}
-	if p := pick(g.global, dml...); len(p) > 0 {
-		problem("application account " + app.String() + " has " + strings.Join(p, ", ") + " on *.*, which reaches the tombstone tables: revoke it and grant the application its tables one by one (GRANT SELECT, INSERT, UPDATE, DELETE ON " + tbl + " TO " + acct + ")")
-	}
-	if p := pick(g.db, dml...); len(p) > 0 {
-		problem("application account " + app.String() + " has " + strings.Join(p, ", ") + " on database " + db + ", which reaches the tombstone tables: revoke it and grant the application its tables one by one (GRANT SELECT, INSERT, UPDATE, DELETE ON " + tbl + " TO " + acct + ")")
+	for i, h := range hs {
+		hg := own[i]
+		if p := pick(hg.global, danger...); len(p) > 0 {
+			problem(h.name+" has "+strings.Join(p, ", ")+" on *.*: "+why, "REVOKE "+strings.Join(p, ", ")+" ON *.* FROM "+h.sql)
+		}
+		if p := pick(hg.db, danger...); len(p) > 0 {
+			problem(h.name+" has "+strings.Join(p, ", ")+" on database "+db+": "+why, "REVOKE "+strings.Join(p, ", ")+" ON "+q(db)+".* FROM "+h.sql)
+		}
+		if p := pick(hg.table, "TRIGGER", "DROP", "ALTER"); len(p) > 0 {
+			problem(h.name+" has "+strings.Join(p, ", ")+" on "+table.String()+": "+why, "REVOKE "+strings.Join(p, ", ")+" ON "+tbl+" FROM "+h.sql)
+		}
+		// No statement proposed for a write granted globally or on the whole
+		// database: a REVOKE at that level would take the other tables too.
+		if p := pick(hg.global, dml...); len(p) > 0 {
+			problem(h.name + " has " + strings.Join(p, ", ") + " on *.*, which reaches the tombstone tables and the token floor: revoke it (REVOKE " + strings.Join(p, ", ") + " ON *.* FROM " + h.sql + ") and grant the application its tables one by one (GRANT SELECT, INSERT, UPDATE, DELETE ON " + tbl + " TO " + acct + ")")
+		}
+		if p := pick(hg.db, dml...); len(p) > 0 {
+			problem(h.name + " has " + strings.Join(p, ", ") + " on database " + db + ", which reaches the tombstone tables and the token floor: revoke it (REVOKE " + strings.Join(p, ", ") + " ON " + q(db) + ".* FROM " + h.sql + ") and grant the application its tables one by one (GRANT SELECT, INSERT, UPDATE, DELETE ON " + tbl + " TO " + acct + ")")
+		}
 	}
 	var missing []string
 	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE"} {
@@ -206,7 +315,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	// mysql.procs_priv (no information_schema view): judged when this connection may
 	// read it. Without it fenced DELETEs run as two statements.
 	if t.Guard && !g.has("EXECUTE") {
-		rows, err := query(ctx, "SELECT 1 FROM mysql.procs_priv WHERE User = ? AND Host = ? AND Db = ? AND Routine_name = ? AND Routine_type = 'FUNCTION' AND FIND_IN_SET('Execute', Proc_priv) > 0", app.user, app.host, db, fenceFunc(table.Name))
+		rows, err := query(ctx, "SELECT 1 FROM mysql.procs_priv WHERE (User = ? AND Host = ? OR User = ? AND Host = ?) AND Db = ? AND Routine_name = ? AND Routine_type = 'FUNCTION' AND FIND_IN_SET('Execute', Proc_priv) > 0", app.user, app.host, publicAccount.user, publicAccount.host, db, fenceFunc(table.Name))
 		if err == nil && len(rows) == 0 {
 			problem("application account "+app.String()+" lacks EXECUTE on the guard's fence function "+fenceFuncName(table).String()+": fenced DELETEs run as two statements instead of one",
 				"GRANT EXECUTE ON FUNCTION "+fenceFuncName(table).Quote(q)+" TO "+acct)
@@ -217,7 +326,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, dialect.RegistryTable); err != nil {
 		return nil, err
 	} else if len(reg) > 0 {
-		rg, _, err := readGrants(ctx, query, app, db, dialect.RegistryTable)
+		_, rg, _, err := readBoth(ctx, query, hs, db, dialect.RegistryTable)
 		if err != nil {
 			return nil, err
 		}
@@ -226,30 +335,49 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 				"GRANT SELECT ON "+dialect.TableName{Schema: db, Name: dialect.RegistryTable}.Quote(d.QuoteIdent)+" TO "+acct)
 		}
 	}
-	if fg, _, err := readGrants(ctx, query, app, db, dialect.FloorTable); err != nil {
+	// The token floor and the tombstone table: reading the floor is harmless (the
+	// one-statement DELETE reads it itself and passes it to the fence function,
+	// deletefence.go); writing either, at the table level or to some of its columns,
+	// is not: the triggers run as their DEFINER, the application needs no such right.
+	floor := floorTable(db)
+	fown, fg, _, err := readBoth(ctx, query, hs, db, floor.Name)
+	if err != nil {
 		return nil, err
-	} else if t.Guard && !fg.has("SELECT") {
-		// The one-statement DELETE reads the floor itself and passes it to the fence
-		// function (deletefence.go). Reading it is harmless; writing it is not (below).
-		floor := floorTable(db)
+	}
+	if t.Guard && !fg.has("SELECT") {
 		problem("application account "+app.String()+" cannot read the token floor "+floor.String()+": fenced DELETEs run as two statements instead of one",
 			"GRANT SELECT ON "+floor.Quote(q)+" TO "+acct)
-	} else if p := pick(fg.table, "INSERT", "UPDATE", "DELETE", "DROP", "ALTER"); len(p) > 0 {
-		floor := floorTable(db)
-		problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on the token floor "+floor.String()+": it could lower the floor (the triggers run as their DEFINER; the application needs no right on the table)",
-			"REVOKE ALL PRIVILEGES ON "+floor.Quote(q)+" FROM "+acct)
 	}
+	guarded := []guardObject{{floor, "the token floor " + floor.String(), "it could lower the floor", fown, []string{"INSERT", "UPDATE", "DELETE", "DROP", "ALTER"}, true}}
 	if t.Tombstones {
-		tg, _, err := readGrants(ctx, query, app, db, tomb.Name)
+		town, _, _, err := readBoth(ctx, query, hs, db, tomb.Name)
 		if err != nil {
 			return nil, err
 		}
-		if p := pick(tg.table, "INSERT", "UPDATE", "DELETE", "DROP", "ALTER", "TRIGGER"); len(p) > 0 {
-			problem("application account "+app.String()+" has "+strings.Join(p, ", ")+" on the tombstone table "+tomb.String()+": it could erase or forge tombstones (the triggers run as their DEFINER; the application needs no right on the table)",
-				"REVOKE ALL PRIVILEGES ON "+tomb.Quote(q)+" FROM "+acct)
+		guarded = append(guarded, guardObject{tomb, "the tombstone table " + tomb.String(), "it could erase or forge tombstones", town, []string{"INSERT", "UPDATE", "DELETE", "DROP", "ALTER", "TRIGGER"}, false})
+	}
+	for _, o := range guarded {
+		for i, h := range hs {
+			p := pick(o.own[i].table, o.bad...)
+			cols, err := columnWrites(ctx, query, h.a, db, o.obj.Name)
+			if err != nil {
+				return nil, err
+			}
+			shown, revoked := append([]string(nil), p...), append([]string(nil), p...)
+			for _, c := range cols {
+				shown = append(shown, c.priv+" ("+strings.Join(c.cols, ", ")+")")
+				revoked = append(revoked, c.sql(q))
+			}
+			if len(shown) == 0 {
+				continue
+			}
+			fix := "REVOKE ALL PRIVILEGES ON " + o.obj.Quote(q) + " FROM " + h.sql
+			if o.precise {
+				fix = "REVOKE " + strings.Join(revoked, ", ") + " ON " + o.obj.Quote(q) + " FROM " + h.sql
+			}
+			problem(h.name+" has "+strings.Join(shown, ", ")+" on "+o.what+": "+o.rule+" (the triggers run as their DEFINER; the application needs no such right)", fix)
 		}
 	}
-
 	// The owner account: exists, and holds what its triggers need when they fire.
 	var owner *account
 	if t.Roles.Owner != "" {

@@ -29,8 +29,8 @@ import (
 //
 //	fencedsql_tombdel_<table>  AFTER DELETE  records OLD's key and OLD.<token> (or the
 //	                                         token a one-statement DELETE marked, if
-//	                                         greater; UTC_TIMESTAMP(6)), keeping the
-//	                                         greater token
+//	                                         greater), keeping the greater token, dated
+//	                                         by the server's clock (tombClock)
 //	fencedsql_tombins_<table>  AFTER INSERT  refuses NEW when the tombstone of its key
 //	                                         holds a greater token than NEW.<token>
 //	fencedsql_tombkey_<table>  AFTER UPDATE  when the key changed: records the key the
@@ -98,6 +98,28 @@ func keyColumnDef(k dialect.KeyColumn, quote func(string) string) string {
 	return def
 }
 
+// tombClock dates a tombstone, and PurgeTombstonesQuery compares with it: the server's
+// clock in UTC. SYSDATE(6) is the time the server reads when the expression is
+// evaluated, which SET timestamp does not move (UTC_TIMESTAMP(6) and NOW(6) are the
+// statement's start as @@timestamp says, which any session, and any stored function or
+// trigger it runs, may set: a tombstone dated by it in 2001 was purged at once and a
+// stale holder re-created the key, red-team passes rt10t and rt10f). SYSDATE is in the
+// session's time zone; CONVERT_TZ from @@session.time_zone (SYSTEM, an offset or a
+// named zone) gives UTC. It is NULL only for a zone CONVERT_TZ cannot read (a named
+// zone whose time-zone tables were emptied since the session set it): the tombstone
+// triggers then refuse the statement (noClock) rather than store a NULL or a zero date,
+// and the purge removes nothing. In the hour a SYSTEM or named zone repeats when its
+// daylight saving time ends, the local time is ambiguous and the tombstone may be dated
+// an hour early: keep the retention above an hour (it is days in practice). A server
+// started with --sysdate-is-now makes SYSDATE an alias of NOW, and the session clock
+// dates tombstones again (docs/design.md, "Known limits").
+const tombClock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00')"
+
+// tombClockPattern matches, in information_schema.TRIGGERS.ACTION_STATEMENT, a tombstone
+// trigger that dates by tombClock (the trigger version after the session-clock fix).
+// LIKE's "_" and "." match themselves too.
+const tombClockPattern = "%" + tombClock + "%"
+
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers, one statement each for database/sql.
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
@@ -113,10 +135,11 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		defs[i] = keyColumnDef(k, d.QuoteIdent)
 	}
 	list := strings.Join(cols, ", ")
+	noClock := "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, "no server clock to date the tombstone (CONVERT_TZ gave NULL)")
 	each := func(sep string, f func(c string) string) string { return sqltext.Each(cols, sep, f) }
 	record := func(token string) string {
 		return "INSERT INTO " + tomb + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) +
-			", " + token + ", UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = VALUES(deleted_at)"
+			", " + token + ", " + tombClock + ") ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = VALUES(deleted_at)"
 	}
 	// One IF statement each (no BEGIN/DECLARE: the cheapest trigger body); the EXISTS
 	// subquery is a locking read.
@@ -128,12 +151,14 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") +
 			", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + list + ")) ENGINE=InnoDB",
 		"DROP TRIGGER IF EXISTS " + del,
-		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+")"),
+		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" +
+			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+")") + ";\nEND IF",
 		"DROP TRIGGER IF EXISTS " + ins,
 		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + check,
 		"DROP TRIGGER IF EXISTS " + rekey,
 		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
 			"IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
+			"  IF " + tombClock + " IS NULL THEN\n    " + noClock + ";\n  END IF;\n" +
 			"  " + record("GREATEST(COALESCE(OLD."+tok+", 0), COALESCE(NEW."+tok+", 0))") + ";\n  " + check + ";\nEND IF",
 	}
 }
@@ -150,23 +175,30 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 }
 
 // markPattern matches the DELETE trigger of this version: it reads the one-statement
-// DELETE's mark and clears one that is not its statement's (clearMark). LIKE's "_"
-// matches itself too.
-var markPattern = "%" + clearMark + "%"
+// DELETE's mark and clears one that is not its statement's (clearMark), and dates by
+// the server's clock (tombClock). LIKE's "_" matches itself too. DeleteFenceQuery
+// requires it as well: beside a tombstone trigger of an older version, DELETEs run as
+// two statements until the triggers are re-installed.
+var markPattern = "%" + clearMark + tombClockPattern
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
-// (the DELETE trigger reads the one-statement DELETE's mark and clears a stale one)
-// exist on table and its tombstone table exists.
+// (the DELETE trigger reads the one-statement DELETE's mark and clears a stale one; the
+// DELETE and key-change triggers date by the server's clock) exist on table and its
+// tombstone table exists: triggers of an older version are reported as not installed,
+// and schema.Check's fix re-creates them.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?), 1, 0) " +
 			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
-			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE'))",
-		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), markPattern, tombName("ins", table.Name), tombName("key", table.Name)}
+			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_STATEMENT LIKE ?))",
+		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), markPattern, tombName("ins", table.Name), tombName("key", table.Name), tombClockPattern}
 }
 
-// PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock, UTC).
+// PurgeTombstonesQuery deletes table's tombstones older than olderThan by the server's
+// clock in UTC (tombClock, the clock that dated them: a session clock set by hand on
+// the purging connection moves neither). Should the clock read NULL, nothing is
+// deleted.
 func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan time.Duration) (query string, args []any) {
-	return "DELETE FROM " + tombTable(table).Quote(d.QuoteIdent) + " WHERE deleted_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND",
+	return "DELETE FROM " + tombTable(table).Quote(d.QuoteIdent) + " WHERE deleted_at < " + tombClock + " - INTERVAL ? MICROSECOND",
 		[]any{olderThan.Microseconds()}
 }
 

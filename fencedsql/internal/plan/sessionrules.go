@@ -20,9 +20,24 @@ var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", 
 // SET, SET STATEMENT … FOR), run directly, in a multi-statement string, in a compound
 // statement (BEGIN NOT ATOMIC … END), in an executable comment, or through dynamic SQL
 // (PREPARE … FROM / EXECUTE, EXECUTE IMMEDIATE); a stored function, procedure or
-// trigger runs with the settings it was created with and the server restores the
-// caller's afterwards, and a system variable cannot be assigned in an expression. So a
-// statement may change them unless either
+// trigger runs with the sql_mode and character set it was created with and the server
+// restores the caller's afterwards, and a system variable cannot be assigned in an
+// expression.
+//
+// That holds for those two only. The other protected settings the session check reads
+// are session variables that a stored function, or a trigger of a table the statement
+// writes, may set for good: a read or a write not flagged here can change them unseen
+// (red-team rt10f F3; MariaDB 10.11, server-checked). Per setting, inside a function
+// or trigger: sql_log_bin, skip_replication, gtid_domain_id, gtid_seq_no and
+// autocommit are refused by the server; timestamp is kept but no longer dates
+// anything the fence relies on (MySQL tombstones are dated by SYSDATE, and the
+// one-statement DELETE's mark compares @@timestamp within one statement);
+// sql_select_limit, max_join_size and sql_big_selects fail closed; completion_type and
+// server_id are an open finding (docs/design.md, "Known open findings"). A routine
+// call cannot be told from the text (a user function in a SELECT, any write firing a
+// trigger) without flagging every write, which would cost a session query after each.
+//
+// So a statement may change sql_mode and the character set unless either
 //
 //   - its text contains none of sessionWords as a whole word (a cheap scan, no
 //     lexing: most reads), or
