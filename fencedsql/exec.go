@@ -193,7 +193,7 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 		case strings.EqualFold(info.Column, g.TokenCol):
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
-			return k.explainFenced(&FencedError{Table: g.String(), Token: tok, Err: err}, g)
+			return k.explainFenced(&FencedError{Table: g.String(), Token: tok, Err: err}, tok, g)
 		case strings.EqualFold(info.Column, g.VerCol):
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
@@ -208,12 +208,14 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 		return &GuardError{Table: table, Hint: markLostHint, Err: err}
 	case dialect.ErrorBelowFloor:
 		table := info.Table
+		var g *plan.Table
 		if p != nil && p.Guard != nil {
-			table = p.Guard.String()
-			k.metrics.count(k.metrics.fenced, p.Guard)
+			g = p.Guard
+			table = g.String()
+			k.metrics.count(k.metrics.fenced, g)
 		}
 		k.cfg.logger.Warn("fencedsql: write refused: token below the database's token floor", "table", table, "token", tok)
-		return &BelowFloorError{Table: table, Token: tok, Err: err}
+		return k.explainFenced(&BelowFloorError{Table: table, Token: tok, Err: err}, tok, g)
 	case dialect.ErrorUnique:
 		table := info.Table
 		var g *plan.Table

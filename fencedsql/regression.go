@@ -18,11 +18,14 @@ import (
 // (lockclient.FloorRaiser) issues tokens below the ones the rows carry: every new
 // holder is fenced, and the application sees a wall of ErrFenced that looks like
 // contention. With WithTokenSource the fenced driver tells the two apart. On a fenced
-// write (the error path only, at most once per table every regressionInterval) it
+// write — refused by a row's newer token or by the database's token floor — (the error
+// path only, at most once per table every regressionInterval) it
 // reads the highest token in the table (schema.MaxToken, through a separate plain connection)
 // and then the lock service's last token: when a row carries a token the service has
 // not issued yet, the service is behind the database, and the write fails with a
-// *TokenRegressionError naming the procedure instead of a plain *FencedError. The order
+// *TokenRegressionError naming the procedure, wrapping the plain *FencedError or
+// *BelowFloorError. schema.MaxToken counts the floor − 1 as accepted, so a service
+// behind a floor raised by the switch procedure is found too. The order
 // of the two reads matters: every token in the table when it was read had been issued
 // before LastToken was asked, so a table maximum above the service's answer cannot be a
 // grant that raced with the check.
@@ -44,20 +47,21 @@ func WithTokenSource(src TokenSource) Option { return func(c *config) { c.tokens
 var ErrTokenRegression = errors.New("fencedsql: the lock service issues tokens below the database's")
 
 // TokenRegressionError is a fenced write explained: the lock service's last token is
-// below the highest token in the table. errors.Is(err, ErrTokenRegression) and
-// errors.Is(err, ErrFenced) hold.
+// below the highest token the table has accepted. errors.Is(err, ErrTokenRegression)
+// and errors.Is(err, ErrFenced) hold, and errors.As reaches the *FencedError or
+// *BelowFloorError it explains (then errors.Is(err, ErrBelowFloor) holds too).
 type TokenRegressionError struct {
 	Table         string
 	Token         uint64 // the statement's token
 	ServiceToken  uint64 // the lock service's last token when checked
-	DatabaseToken uint64 // the highest token in the table when checked
-	Err           error  // the *FencedError
+	DatabaseToken uint64 // the highest token the table accepted when checked (schema.MaxToken: its rows, or its floor − 1)
+	Err           error  // the *FencedError or *BelowFloorError
 }
 
 func (e *TokenRegressionError) Error() string {
 	return "fencedsql: write to " + e.Table + " with token " + strconv.FormatUint(e.Token, 10) +
 		" fenced because the lock service is behind the database: its last token is " + strconv.FormatUint(e.ServiceToken, 10) +
-		" but the table holds token " + strconv.FormatUint(e.DatabaseToken, 10) +
+		" but the table has accepted token " + strconv.FormatUint(e.DatabaseToken, 10) +
 		"; raise the lock service's floor above the database's highest token (N=$(fencedsql-schema -max-token …); lockfloor -raise $N), " +
 		"see README, \"Switching or rebuilding the lock service\""
 }
@@ -81,9 +85,10 @@ type regressionVerdict struct {
 // noClose hides a connector's Close from the check's own short-lived sql.DB.
 type noClose struct{ driver.Connector }
 
-// explainFenced returns fe, or a *TokenRegressionError when the lock service is
-// behind the table's tokens (see above).
-func (k *core) explainFenced(fe *FencedError, g *plan.Table) error {
+// explainFenced returns fe — the *FencedError or *BelowFloorError of a write to g under
+// token tok — or a *TokenRegressionError wrapping it when the lock service is behind
+// the table's tokens (see above).
+func (k *core) explainFenced(fe error, tok uint64, g *plan.Table) error {
 	src := k.cfg.tokens
 	if src == nil || k.raw == nil || g == nil {
 		return fe
@@ -113,9 +118,9 @@ func (k *core) explainFenced(fe *FencedError, g *plan.Table) error {
 		}
 		k.regress.checked[g.String()] = v
 	}
-	if v.database <= v.service || fe.Token > v.database {
+	if v.database <= v.service || tok > v.database {
 		return fe
 	}
 	k.cfg.logger.Error("fencedsql: the lock service issues tokens below the database's", "table", g.String(), "service_token", v.service, "database_token", v.database)
-	return &TokenRegressionError{Table: fe.Table, Token: fe.Token, ServiceToken: v.service, DatabaseToken: v.database, Err: fe}
+	return &TokenRegressionError{Table: g.String(), Token: tok, ServiceToken: v.service, DatabaseToken: v.database, Err: fe}
 }

@@ -124,13 +124,20 @@ func isSessionError(err error) bool {
 }
 
 // sessionMoved re-arms what p, a statement about to run on c, may invalidate: the
-// session check after one that may change the settings it checks (SET … sql_mode),
-// the schema checks after one that may change name resolution (SET search_path, USE,
-// ATTACH …), and either empties the connection's prepared statements.
+// session check after one that may change the settings it checks (SET … sql_mode,
+// CALL, DO), the schema checks after one that may change name resolution (SET
+// search_path, USE, ATTACH …), and either empties the connection's prepared
+// statements. A tracking dialect drops what it kept for the connection
+// (dialect.SessionForgetter: PostgreSQL's synchronous_commit under pgx), so that the
+// re-check reads the server again instead of answering from the value kept before
+// the statement ran.
 func (c *conn) sessionMoved(p *plan.Plan) {
 	if p.ResetsSession {
 		c.sessionOK = false
 		c.sessionDirty = true
+		if f, ok := c.core.dialect.(dialect.SessionForgetter); ok {
+			f.ForgetTrackedSession(c.raw)
+		}
 		c.dropStatements()
 	}
 	if p.ResetsNames {

@@ -63,9 +63,14 @@ import (
 //
 // synchronous_commit is not reported to the client (not GUC_REPORT), so it costs a
 // query. Under pgx it is read once per connection, at its first guarded write (one
-// round trip, then none: the value is kept in the connection's CustomData; it can
-// change later only through statements the wrapper refuses on pools with guarded
-// tables, or on Raw). The query runs under a deadline of its own
+// round trip, then none: the value is kept in the connection's CustomData). It is read
+// again (ForgetTrackedSession) at the first guarded write after a statement the
+// planner flags as one that may change the session — SET, RESET, CALL and DO (allowed
+// with dynamic SQL: a procedure's SET, or set_config(…, false) in a function it calls,
+// outlives the call), EXECUTE … — and after Raw. Not seen: a function called from a
+// SELECT, INSERT, UPDATE or DELETE, or a trigger, that changes it for the session, and
+// any change made after a transaction's last guarded write (the COMMIT is not
+// checked): docs/design.md, "Known open findings". The query runs under a deadline of its own
 // (trackedQueryTimeout), the SessionTracker interface having no context; if it fails,
 // TrackedSession reports nothing and the wrapper runs SessionQuery under the write's
 // context, which reads the same values. Under other drivers SessionQuery, which runs

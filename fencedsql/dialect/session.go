@@ -45,7 +45,9 @@ type SessionTracker interface {
 // reports from a read made once per connection (a setting the driver is not told
 // about). ForgetTrackedSession drops what it kept for raw, so that the next
 // TrackedSession reads it again: the wrapper calls it when the caller takes the raw
-// connection (sql.Conn.Raw), where statements it cannot see may change the setting.
+// connection (sql.Conn.Raw), where statements it cannot see may change the setting,
+// and before a statement that may change the session (the plan's ResetsSession: SET,
+// CALL, DO …, each execution of such a prepared statement).
 type SessionForgetter interface {
 	ForgetTrackedSession(raw driver.Conn)
 }

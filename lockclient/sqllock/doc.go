@@ -14,7 +14,9 @@
 // expires_at, computed by the database server. [DDL] returns the statements and
 // [CreateTable] runs them; the default table name is [DefaultTable]. Next to the table
 // live the token source, one per table, shared by all keys: a SEQUENCE on PostgreSQL
-// (CACHE 1, so that every session draws from the same counter), a one-row counter table
+// (CACHE 1, so that every session draws from the same counter; CheckTable and the first
+// grant of a Backend refuse an existing sequence with CACHE above 1, CYCLE or an
+// INCREMENT that is not positive, see SchemaError.Unsafe), a one-row counter table
 // on MySQL/MariaDB; the waiter table <table>_waiters (see Waiting) and the routines
 // that grant, release and queue (PL/pgSQL functions, a MySQL stored procedure).
 //

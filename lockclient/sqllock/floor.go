@@ -65,6 +65,9 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		_, err := b.LastToken(ctx)
 		return err
 	}
+	if err := b.tokenSeqChecked(ctx, "raise-floor", ""); err != nil {
+		return err
+	}
 	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {
 		var last int64
 		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last); err != nil {
@@ -95,6 +98,8 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, b.fail("last-token", "", err)
 		}
+	} else if err = b.tokenSeqChecked(ctx, "last-token", ""); err != nil {
+		return 0, err
 	} else if err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last)
 	}); err != nil {

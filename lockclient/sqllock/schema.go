@@ -15,14 +15,15 @@ import (
 
 // ErrSchema is wrapped by the error of a backend whose lease table, or an object next to
 // it, does not exist: CreateTable (or the statements of DDL) was not run on that
-// database. Such an error is a *SchemaError and also wraps lockclient.ErrInvalidConfig,
-// never lockclient.ErrUnavailable: Acquire and TryAcquire return it at once instead of
-// retrying until their deadline.
+// database. It is also wrapped when the PostgreSQL token sequence exists but would not
+// keep tokens in grant order (SchemaError.Unsafe). Such an error is a *SchemaError and
+// also wraps lockclient.ErrInvalidConfig, never lockclient.ErrUnavailable: Acquire and
+// TryAcquire return it at once instead of retrying until their deadline.
 var ErrSchema = errors.New("sqllock: lease table missing or incomplete")
 
 // SchemaError reports a lease table that does not exist or lacks objects that DDL
-// creates. It wraps ErrSchema, lockclient.ErrInvalidConfig and the database's error,
-// if any. Its text names the table and the fix: sqllock.CreateTable, or sqllock.DDL for
+// creates, or whose token sequence would not keep tokens in grant order (Unsafe). It
+// wraps ErrSchema, lockclient.ErrInvalidConfig and the database's error, if any. Its text names the table and the fix: sqllock.CreateTable, or sqllock.DDL for
 // migrations.
 type SchemaError struct {
 	Table   string  // the lease table, as given to WithTable
@@ -35,11 +36,23 @@ type SchemaError struct {
 	// was created by an earlier release. Acquire still works then (without a queue, see
 	// the package doc); only Backend.CheckTable reports it.
 	Outdated bool
-	Err      error // the database's answer, nil when a catalog query found the gap
+	// Unsafe, when not empty, says what is wrong with an object that exists (Missing is
+	// then empty) and how to fix it: a PostgreSQL token sequence with CACHE above 1,
+	// CYCLE or an INCREMENT that is not positive, which would not keep tokens in grant
+	// order. CreateTable does not change an existing object, so it does not fix it.
+	Unsafe string
+	Err    error // the database's answer, nil when a catalog query found the gap
 }
 
 func (e *SchemaError) Error() string {
 	var b strings.Builder
+	if e.Unsafe != "" {
+		fmt.Fprintf(&b, "sqllock: lease table %q is unsafe: %s", e.Table, e.Unsafe)
+		if e.Err != nil {
+			fmt.Fprintf(&b, " (%v)", e.Err)
+		}
+		return b.String()
+	}
 	verb := "create it"
 	if e.Missing == "the lease table" {
 		fmt.Fprintf(&b, "sqllock: lease table %q does not exist", e.Table)
@@ -119,7 +132,10 @@ func (b *Backend) probeTable(ctx context.Context) error {
 // (errors.Is ErrSchema and lockclient.ErrInvalidConfig) naming what is missing,
 // with Outdated set when only the objects of schema version 2 are (the table was created
 // by an earlier release: Acquire still works, without a queue) or, on MySQL, when the
-// grant procedure is an earlier revision (CreateTable replaces it); or an error wrapping
+// grant procedure is an earlier revision (CreateTable replaces it); a *SchemaError with
+// Unsafe set when the PostgreSQL token sequence has CACHE above 1, CYCLE or an INCREMENT
+// that is not positive (it would not keep tokens in grant order across connections; the
+// first grant and the floor operations of a Backend refuse it too); or an error wrapping
 // lockclient.ErrUnavailable when the database could not answer. It reads the catalog:
 // PostgreSQL to_regclass/to_regproc (by the session's search_path for an unqualified
 // table), MySQL information_schema (in the current database for an unqualified table).
@@ -134,7 +150,19 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 	}
 	if len(missing) == 0 {
 		if b.dialect != MySQL {
-			return nil // PostgreSQL: CreateTable replaces the functions (CREATE OR REPLACE)
+			// PostgreSQL: CreateTable replaces the functions (CREATE OR REPLACE), but
+			// keeps an existing token sequence, whose settings are read here.
+			var se *SchemaError
+			switch err := b.checkTokenSeq(ctx); {
+			case errors.Is(err, errNoTokenSeq): // dropped since the catalog query
+				return b.schemaError("objects sequence "+b.table.with("_token_seq").String(), nil)
+			case errors.As(err, &se):
+				return err
+			case err != nil:
+				return unavailable("check table", "", err)
+			}
+			b.seqChecked.Store(true)
+			return nil
 		}
 		current, err := myGrantCurrent(ctx, b.db, b.table)
 		switch {

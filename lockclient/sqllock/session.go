@@ -101,6 +101,9 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 	if entered {
 		defer s.wg.Done()
 	}
+	if err := s.b.tokenSeqChecked(ctx, "try-acquire", key); err != nil {
+		return lockclient.Grant{}, err
+	}
 	gs, err := s.newRequest()
 	if err != nil {
 		return lockclient.Grant{}, err

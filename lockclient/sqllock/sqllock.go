@@ -152,6 +152,8 @@ type Backend struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // MySQL: prepared once per *sql.DB, see stmt
 
+	seqChecked atomic.Bool // the PostgreSQL token sequence keeps grant order (tokenSeqChecked)
+
 	minToken  uint64     // WithMinToken
 	floorMu   sync.Mutex // serialises openFloor
 	floorDone bool       // the floor of WithMinToken was raised

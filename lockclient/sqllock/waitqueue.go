@@ -49,6 +49,9 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 		}
 		return unavailable("acquire", key, err)
 	}
+	if err := s.b.tokenSeqChecked(ctx, "acquire", key); err != nil {
+		return lockclient.Grant{}, time.Time{}, failed(err)
+	}
 	gs, err := s.newRequest()
 	if err != nil {
 		return lockclient.Grant{}, time.Time{}, err
