@@ -141,9 +141,16 @@ func (e *VersionConflictError) Unwrap() []error { return []error{ErrVersionConfl
 // the duplicated values never appear (MySQL's "Duplicate entry 'v'" quotes them, and
 // PostgreSQL's DETAIL is left out). An error of another driver starts with
 // "fencedsql: write violates unique constraint".
+//
+// Code is the driver's SQLSTATE when it reports one through a SQLState() method
+// (PostgreSQL: "23505"), so that error translators reading a Code field recognise the
+// violation: GORM's PostgreSQL dialector with TranslateError then answers
+// gorm.ErrDuplicatedKey as with the plain driver. (GORM's MySQL dialector only knows
+// *mysql.MySQLError: test errors.Is(err, fencedsql.ErrDuplicate) there, see README.)
 type DuplicateError struct {
 	Table      string // when known
 	Constraint string // index or constraint name (SQLite: the columns), when the driver reports it
+	Code       string // the SQLSTATE, when the driver reports one ("23505" on PostgreSQL)
 	Err        error
 }
 
@@ -169,8 +176,7 @@ const (
 // starting "Error 1062"); for another driver, the wrapper's own sentence with the
 // same key words.
 func duplicateDriverWords(err error, name string) string {
-	var state interface{ SQLState() string }
-	if errors.As(err, &state) && state.SQLState() == "23505" {
+	if sqlState(err) == "23505" {
 		words := "ERROR: duplicate key value violates unique constraint"
 		if name != "" {
 			words += ` "` + name + `"`
@@ -204,6 +210,16 @@ func duplicateDriverWords(err error, name string) string {
 		words += " " + name
 	}
 	return words
+}
+
+// sqlState is the SQLSTATE err reports through a SQLState() method (pgconn.PgError's),
+// or "".
+func sqlState(err error) string {
+	var state interface{ SQLState() string }
+	if errors.As(err, &state) {
+		return state.SQLState()
+	}
+	return ""
 }
 
 // isSQLState reports whether s is five digits or upper-case letters.
