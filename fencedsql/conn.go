@@ -117,7 +117,12 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		// database/sql lets a *sql.Conn begin again while its Tx is open. The second
 		// BEGIN would commit the first transaction (MySQL/MariaDB) or join it (PostgreSQL
 		// only warns), and the new binding would take over the first one's statements:
-		// refused, nothing sent.
+		// refused, nothing sent. A connection the driver knows dead answers as the
+		// driver would (database/sql then discards it): its transaction, cancelled
+		// with its context, may not be rolled back yet.
+		if v, ok := c.raw.(driver.Validator); ok && !v.IsValid() {
+			return nil, driver.ErrBadConn
+		}
 		return nil, &UnsupportedError{Reason: "a transaction is already open on this connection: commit or roll it back first"}
 	}
 	if b, ok := bindingFrom(ctx); ok {
