@@ -108,10 +108,11 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 // BeginTx implements driver.ConnBeginTx. A transaction begun with a context from
 // WithLease, WithLeases or WithToken is bound to that token: its guarded writes carry it
-// (a statement whose own context binds another token, and none of the transaction's
-// leases, is refused with ErrUnsupported: it may be a statement of the *sql.Conn the
-// transaction runs on), and its statements and Commit refuse once any of its leases is
-// lost. A second BeginTx while a transaction is open on the connection is refused.
+// (a statement whose own context binds another bare token is refused with
+// ErrUnsupported: it may be a statement of the *sql.Conn the transaction runs on; one
+// carrying other leases joins them, see otherBinding), and its statements and Commit
+// refuse once any of its leases is lost. A second BeginTx while a transaction is open on
+// the connection is refused.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.tx != nil {
 		// database/sql lets a *sql.Conn begin again while its Tx is open. The second

@@ -308,11 +308,16 @@
 // Commit returns an error wrapping lockclient.ErrLeaseLost — defence in depth; the
 // token check in the database is the safety mechanism. Work under several locks (a
 // transfer between two accounts) binds them all with WithLeases: the largest token,
-// and every statement and Commit refused once any of the leases is lost. A statement
-// run while a bound transaction is open on its connection (a *sql.Conn's own statement
-// next to its Tx) whose context binds another token, and none of the transaction's
-// leases, is refused with ErrUnsupported rather than written under the transaction's
-// token; a second BeginTx on a connection with an open transaction is refused too.
+// and every statement and Commit refused once any of the leases is lost. A lock taken
+// during a bound transaction joins it when a statement carries it (WithLease on the
+// statement's context): the lease is checked from then on and the transaction carries
+// the larger token. A statement whose context binds a bare token (WithToken) other than
+// the transaction's is refused with ErrUnsupported: database/sql sends a *sql.Conn's own
+// statements and its Tx's through one connection, and it would be written under the
+// transaction's token. A second BeginTx on a connection with an open transaction is
+// refused too. (A *sql.Conn statement with no binding at all while its Tx is open cannot
+// be told from the Tx's own and takes the transaction's token: do not run statements on
+// a *sql.Conn while its Tx is open; fencedpgx refuses a Conn's statements then.)
 //
 // # Commit outcomes
 //

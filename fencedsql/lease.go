@@ -101,31 +101,30 @@ func (c *conn) checkLease(ctx context.Context) error {
 	return err
 }
 
-// otherBinding refuses, before anything is sent, a statement whose context binds a
-// token other than that of the transaction open on this connection, unless each of its
-// leases is one of the transaction's (the statements of a transaction bound with
-// WithLeases may carry one of its locks). database/sql sends the statements of a
-// *sql.Conn and of a *sql.Tx open on it through the same driver connection, so a
-// statement of the Conn's own, made under another lock, would otherwise be written
-// under the transaction's token, and committed by the transaction: a write carrying
-// token 1 stored over a row of token 3 because the open transaction holds token 4. The
-// transaction is not broken (the statement need not be its own). A transaction begun
-// without a token keeps taking each statement's (several locks in one transaction).
+// otherBinding judges a statement whose context binds another token than the
+// transaction open on this connection (database/sql sends the statements of a
+// *sql.Conn and of a *sql.Tx open on it through the same driver connection, so the
+// statement may be either's):
+//   - a bare token (WithToken) is refused before anything is sent: written under the
+//     transaction's token it would be stored over rows its own token may not write (a
+//     token-1 write over a row of token 3 because the open transaction holds 4), and
+//     there is no lease to hold it to. The transaction is not broken.
+//   - leases (WithLease, WithLeases: a lock taken during the transaction) join the
+//     transaction's, as in WithLeases: every later statement and the Commit check them,
+//     and the transaction carries the largest token from then on (raised here, for its
+//     later statements), which the rows of every lock held accept.
+//
+// A transaction begun without a token keeps taking each statement's (tokenFor).
 func (c *conn) otherBinding(b binding, bound bool) error {
 	if c.tx == nil || c.tx.token == 0 || !bound || b.token == c.tx.token {
 		return nil
 	}
-	if len(b.leases) > 0 {
-		held := true
-		for _, l := range b.leases {
-			held = held && hasLease(c.tx.leases, l)
-		}
-		if held {
-			return nil
-		}
+	if len(b.leases) == 0 {
+		return &UnsupportedError{Reason: fmt.Sprintf("the statement's context binds token %d, the transaction open on this connection token %d: "+
+			"run it on the transaction with the transaction's binding (or a lease: WithLease), or on another connection", b.token, c.tx.token)}
 	}
-	return &UnsupportedError{Reason: fmt.Sprintf("the statement's context binds token %d, the transaction open on this connection token %d: "+
-		"run it on the transaction with the transaction's binding, or on another connection", b.token, c.tx.token)}
+	c.tx.token = max(c.tx.token, b.token)
+	return nil
 }
 
 // hasLease reports whether leases holds l (the same lease value; a lease of a type

@@ -337,17 +337,37 @@ func WrapConn(db DB, opts ...fencedsql.Option) (*Conn, error) {
 // Exec runs sql, or the statement prepared under the name sql; a write to a guarded
 // table is fenced.
 func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := c.inTx(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	return c.l.exec(ctx, sql, args, c.stmts)
 }
 
 // Query runs sql (or a prepared statement's name) and returns its rows.
 func (c *Conn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := c.inTx(); err != nil {
+		return &errRows{err: err}, err
+	}
 	return c.l.query(ctx, sql, args, c.stmts, nil)
 }
 
 // QueryRow runs sql and returns its first row.
 func (c *Conn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := c.inTx(); err != nil {
+		return &row{rows: &errRows{err: err}}
+	}
 	return c.l.queryRow(ctx, sql, args, c.stmts, nil)
+}
+
+// inTx refuses a statement of the Conn's own while a transaction is open on it: pgx
+// would run it inside that transaction, under the transaction's binding (a tokenless or
+// older-token write stored with the transaction's token, committed by its Commit).
+// While a Tx is open, its statements go through the Tx.
+func (c *Conn) inTx() error {
+	if c.l.n.tx != nil {
+		return &fencedsql.UnsupportedError{Reason: "a transaction is open on this connection: run the statement on its Tx (or after Commit/Rollback)"}
+	}
+	return nil
 }
 
 // Begin begins a transaction bound to the token ctx carries (see Pool.BeginTx).
@@ -360,11 +380,17 @@ func (c *Conn) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) 
 
 // SendBatch sends b with every queued statement fenced (see Tx.SendBatch).
 func (c *Conn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := c.inTx(); err != nil {
+		return &batchResults{err: err, closed: true}
+	}
 	return c.l.sendBatch(ctx, b, c.stmts, nil)
 }
 
 // CopyFrom copies rows into a table that is not guarded (see Pool.CopyFrom).
 func (c *Conn) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := c.inTx(); err != nil {
+		return 0, err
+	}
 	return c.l.copyFrom(ctx, table, columns, src)
 }
 

@@ -13,11 +13,11 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// A statement sent on a fencedpgx.Conn while a transaction is open on it runs inside
-// that transaction (pgx allows it); one whose context binds another token than the
-// transaction's is refused with ErrUnsupported, nothing sent, rather than written under
-// the transaction's token (a token-1 write over a row of token 3 because the open Tx
-// holds 4). Red-team pass rt10x, F2.
+// A statement sent on a fencedpgx.Conn while a transaction is open on it would run
+// inside that transaction (pgx allows it), under the transaction's binding: a token-1 or
+// tokenless write stored with the Tx's token 4. The Conn's own statements are refused
+// with ErrUnsupported while its Tx is open, nothing sent; the Tx's go on. Red-team passes
+// rt10x F2, rt11f F3.
 func TestConnExecInsideTxRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -36,8 +36,13 @@ func TestConnExecInsideTxRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(fencedsql.WithToken(ctx, 1), "UPDATE accounts SET balance = 999 WHERE id = 1"); !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Errorf("token-1 write on the Conn while a token-4 Tx is open: %v, want ErrUnsupported", err)
+	for name, cctx := range map[string]context.Context{"token 1": fencedsql.WithToken(ctx, 1), "no token": ctx} {
+		if _, err := c.Exec(cctx, "UPDATE accounts SET balance = 999 WHERE id = 1"); !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Errorf("write on the Conn (%s) while a token-4 Tx is open: %v, want ErrUnsupported", name, err)
+		}
+		if err := c.QueryRow(cctx, "SELECT balance FROM accounts WHERE id = 1 FOR UPDATE").Scan(new(int64)); !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Errorf("locking read on the Conn (%s) while a Tx is open: %v, want ErrUnsupported", name, err)
+		}
 	}
 	if _, err := tx.Exec(ctx, "UPDATE accounts SET balance = 400 WHERE id = 1"); err != nil {
 		t.Fatalf("the Tx's own write: %v", err)
