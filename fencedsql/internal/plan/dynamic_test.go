@@ -1,0 +1,53 @@
+package plan
+
+import "testing"
+
+// TestDynamicFlag: under WithDynamicSQL(true) every statement that runs dynamic SQL is
+// marked Dynamic (the wrapper then asks whether the transaction survived it), and no
+// other statement is; without the option they are refused.
+func TestDynamicFlag(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest, Guard("accounts"), WithDynamicSQL(true))
+	for _, in := range []string{
+		"CALL bump(2)", "call note_it()", "EXECUTE IMMEDIATE 'COMMIT'", "EXECUTE IMMEDIATE CONCAT('COM', 'MIT')",
+		"EXECUTE stmt", "PREPARE stmt FROM 'COMMIT'", "BEGIN NOT ATOMIC COMMIT; END",
+		"SELECT 1; CALL p()", "/*!50000 CALL p() */",
+	} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil {
+			t.Errorf("rewrite(%q): %v", in, err)
+			continue
+		}
+		if !p.Dynamic {
+			t.Errorf("rewrite(%q): not marked Dynamic", in)
+		}
+	}
+	for _, in := range []string{"SELECT 1", "UPDATE other SET v = 1", "UPDATE accounts SET balance = 1 WHERE id = 1", "SET @x = 1", "SAVEPOINT a"} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil {
+			t.Errorf("rewrite(%q): %v", in, err)
+			continue
+		}
+		if p.Dynamic {
+			t.Errorf("rewrite(%q): marked Dynamic", in)
+		}
+	}
+	strict := newTestRewriter(t, mysqlTest, Guard("accounts"))
+	if _, err := strict.Rewrite("CALL bump(2)", false); !isRefusal(err) {
+		t.Errorf("CALL without WithDynamicSQL: %v, want refused", err)
+	}
+}
+
+// TestPrepareTransactionRefused: PostgreSQL's PREPARE TRANSACTION ends the session's
+// transaction; it is refused on a pool with guarded tables even when dynamic SQL is
+// allowed (a PREPARE of a statement is not).
+func TestPrepareTransactionRefused(t *testing.T) {
+	rw := newTestRewriter(t, pgTest, Guard("accounts"), WithDynamicSQL(true))
+	for _, in := range []string{"PREPARE TRANSACTION 'x'", "prepare transaction 'gid-1'", "SELECT 1; PREPARE TRANSACTION 'x'"} {
+		if _, err := rw.Rewrite(in, false); !isRefusal(err) {
+			t.Errorf("rewrite(%q): %v, want refused", in, err)
+		}
+	}
+	if p, err := rw.Rewrite("PREPARE q AS SELECT 1", false); err != nil || !p.Dynamic {
+		t.Errorf("PREPARE q AS SELECT 1 under WithDynamicSQL: %v, %v; want passed, marked Dynamic", p, err)
+	}
+}
