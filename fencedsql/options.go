@@ -146,9 +146,11 @@ func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } 
 // error, the transaction's later statements are refused unsent, and Commit and
 // Rollback send only a ROLLBACK and return an error whose outcome is Unknown: the
 // writes may be committed (past Commit's lease check, though each was fenced when
-// sent) or rolled back, and the wrapper cannot tell which. PostgreSQL refuses COMMIT
-// inside a procedure or DO block called in a transaction; its PREPARE TRANSACTION is
-// refused as transaction control even with this option.
+// sent) or rolled back, and the wrapper cannot tell which. EXECUTE IMMEDIATE of a
+// string literal is judged as that statement sent alone (EXECUTE IMMEDIATE 'COMMIT'
+// is refused, 'CREATE TABLE …' refused inside a transaction). PostgreSQL refuses
+// COMMIT inside a procedure or DO block called in a transaction; its PREPARE
+// TRANSACTION is refused as transaction control even with this option.
 func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = allow } }
 
 // WithCacheSize bounds the number of statement texts whose rewrite is cached

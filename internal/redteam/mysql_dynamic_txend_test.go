@@ -142,8 +142,11 @@ func TestDynamicCallCommittingEndsTx(t *testing.T) {
 }
 
 // TestDynamicStatementCommittingEndsTx: EXECUTE IMMEDIATE 'COMMIT' (or DDL, or a built
-// string) and a compound statement that commits end the transaction: the next write is
-// refused and Rollback does not answer nil for writes it could not undo.
+// string) and a compound statement that commits end the transaction: either the
+// statement is refused unsent (its literal text is transaction control, or commits
+// implicitly) and Rollback undoes the transaction's write, or it ends the transaction,
+// the next write is refused and Rollback does not answer nil for writes it could not
+// undo.
 func TestDynamicStatementCommittingEndsTx(t *testing.T) {
 	for name, s := range map[string]string{
 		"execute_immediate_commit": "EXECUTE IMMEDIATE 'COMMIT'",
@@ -167,6 +170,12 @@ func TestDynamicStatementCommittingEndsTx(t *testing.T) {
 			rerr := tx.Rollback()
 			b1, b2 := balanceOf(t, d, 1), balanceOf(t, d, 2)
 			t.Logf("%s: %v; write after it: %v; Rollback: %v; row 1 = %d, row 2 = %d", s, err, err2, rerr, b1, b2)
+			if errors.Is(err, fencedsql.ErrUnsupported) {
+				if b1 == 111 || b2 != 200 || rerr != nil {
+					t.Errorf("%s refused (%v), but Rollback: %v; row 1 = %d, row 2 = %d, want both rolled back", s, err, rerr, b1, b2)
+				}
+				return
+			}
 			if b2 == 222 || !errors.Is(err2, fencedsql.ErrUnsupported) {
 				t.Errorf("the write after %s: %v (row 2 = %d), want refused unsent", s, err2, b2)
 			}

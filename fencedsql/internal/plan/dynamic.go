@@ -1,5 +1,11 @@
 package plan
 
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
 // Dynamic SQL inside a transaction. WithDynamicSQL lets through statements whose SQL
 // the wrapper cannot read (CALL, EXECUTE [IMMEDIATE], PREPARE, DO, a MariaDB compound
 // statement BEGIN NOT ATOMIC … END, a function that runs SQL text). On MySQL/MariaDB
@@ -12,7 +18,9 @@ package plan
 // (dialect.TxOpenQuerier). PostgreSQL refuses COMMIT inside a DO block or procedure
 // called in a transaction block, and a plpgsql EXCEPTION block is a subtransaction;
 // its PREPARE TRANSACTION, which does end the session's transaction, is refused as
-// transaction control (route.go).
+// transaction control (route.go). Where the text is there to read — EXECUTE IMMEDIATE
+// of a string literal — it is judged as if sent alone: transaction control refused, a
+// statement that commits implicitly refused inside a transaction (immediateTx).
 
 // markDynamic returns pl marked Dynamic when the statement (or one of its statements,
 // or a reading of its executable comments) runs dynamic SQL that WithDynamicSQL
@@ -24,4 +32,38 @@ func (p *parser) markDynamic(pl *Plan) *Plan {
 	cp := *pl
 	cp.Dynamic = true
 	return &cp
+}
+
+// immediateTx judges the statement text of a MySQL/MariaDB EXECUTE IMMEDIATE whose
+// sig[first] is EXECUTE, when it is written as a string literal: transaction control
+// there (EXECUTE IMMEDIATE 'COMMIT') is refused as it is as text, and a statement that
+// commits implicitly (EXECUTE IMMEDIATE 'CREATE TABLE …') marks the plan as it would
+// alone (refused inside a transaction). A text built at run time (CONCAT, a variable)
+// is left to the check after the statement (Plan.Dynamic).
+func (p *parser) immediateTx(first int) error {
+	if !p.rw.syn.ExecComments || !p.kw(first+1, "IMMEDIATE") || first+2 >= len(p.sig) || p.sig[first+2].Kind != sqllex.KindString {
+		return nil
+	}
+	body := stringBody(p.text(p.sig[first+2]))
+	toks, err := sqllex.Lex(body, p.rw.syn)
+	if err != nil {
+		return nil
+	}
+	q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+	if len(q.sig) == 0 || q.sig[0].Kind != sqllex.KindWord {
+		return nil
+	}
+	head := strings.ToUpper(q.text(q.sig[0]))
+	switch head {
+	case "COMMIT", "BEGIN", "START", "XA", "END":
+		return p.textTx("EXECUTE IMMEDIATE '" + head + " …'")
+	case "ROLLBACK":
+		if !q.kwIn(1, "TO") && !(q.kwIn(1, "WORK", "TRANSACTION") && q.kw(2, "TO")) {
+			return p.textTx("EXECUTE IMMEDIATE 'ROLLBACK'")
+		}
+	}
+	if q.commitsImplicitly(head, 0) {
+		p.implicitCommit = true
+	}
+	return nil
 }

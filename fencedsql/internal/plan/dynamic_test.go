@@ -8,7 +8,7 @@ import "testing"
 func TestDynamicFlag(t *testing.T) {
 	rw := newTestRewriter(t, mysqlTest, Guard("accounts"), WithDynamicSQL(true))
 	for _, in := range []string{
-		"CALL bump(2)", "call note_it()", "EXECUTE IMMEDIATE 'COMMIT'", "EXECUTE IMMEDIATE CONCAT('COM', 'MIT')",
+		"CALL bump(2)", "call note_it()", "EXECUTE IMMEDIATE 'SELECT 1'", "EXECUTE IMMEDIATE CONCAT('COM', 'MIT')",
 		"EXECUTE stmt", "PREPARE stmt FROM 'COMMIT'", "BEGIN NOT ATOMIC COMMIT; END",
 		"SELECT 1; CALL p()", "/*!50000 CALL p() */",
 	} {
@@ -49,5 +49,31 @@ func TestPrepareTransactionRefused(t *testing.T) {
 	}
 	if p, err := rw.Rewrite("PREPARE q AS SELECT 1", false); err != nil || !p.Dynamic {
 		t.Errorf("PREPARE q AS SELECT 1 under WithDynamicSQL: %v, %v; want passed, marked Dynamic", p, err)
+	}
+}
+
+// TestExecuteImmediateLiteralJudged: the statement an EXECUTE IMMEDIATE runs from a
+// string literal is judged as if sent alone: transaction control is refused, a
+// statement that commits implicitly is marked ImplicitCommit (refused inside a
+// transaction).
+func TestExecuteImmediateLiteralJudged(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest, Guard("accounts"), WithDynamicSQL(true))
+	for _, in := range []string{"EXECUTE IMMEDIATE 'COMMIT'", "execute immediate 'commit work'", "EXECUTE IMMEDIATE 'ROLLBACK'",
+		"EXECUTE IMMEDIATE 'START TRANSACTION'", "EXECUTE IMMEDIATE \"BEGIN\"", "EXECUTE IMMEDIATE 'XA START 1'"} {
+		if _, err := rw.Rewrite(in, false); !isRefusal(err) {
+			t.Errorf("rewrite(%q): %v, want refused", in, err)
+		}
+	}
+	for _, in := range []string{"EXECUTE IMMEDIATE 'CREATE TABLE zz (a INT)'", "EXECUTE IMMEDIATE 'DROP TABLE other'", "EXECUTE IMMEDIATE 'FLUSH TABLES'"} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil || p.ImplicitCommit == nil || !p.Dynamic {
+			t.Errorf("rewrite(%q): %+v, %v; want passed, marked ImplicitCommit and Dynamic", in, p, err)
+		}
+	}
+	for _, in := range []string{"EXECUTE IMMEDIATE 'ROLLBACK TO SAVEPOINT a'", "EXECUTE IMMEDIATE 'CREATE TEMPORARY TABLE zz (a INT)'", "EXECUTE IMMEDIATE 'SELECT 1'"} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil || p.ImplicitCommit != nil {
+			t.Errorf("rewrite(%q): %+v, %v; want passed unmarked", in, p, err)
+		}
 	}
 }

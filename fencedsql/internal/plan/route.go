@@ -274,6 +274,11 @@ func (p *parser) control(head string, first int) error {
 			// WithDynamicSQL allows.
 			return p.textTx("PREPARE TRANSACTION")
 		}
+		if head == "EXECUTE" {
+			if err := p.immediateTx(first); err != nil {
+				return err
+			}
+		}
 		if head == "PREPARE" || head == "DO" {
 			// The text of a PREPARE … AS <write> or a DO block is visible: one that names a
 			// guarded table is refused even when dynamic SQL is allowed.
