@@ -67,3 +67,31 @@ func (p *parser) immediateTx(first int) error {
 	}
 	return nil
 }
+
+// compoundTx marks a MariaDB compound statement (BEGIN NOT ATOMIC … END at sig[first])
+// as committing the open transaction (Plan.ImplicitCommit: refused inside a
+// transaction) when one of its statements, as far as the text shows, ends or commits
+// it: COMMIT, ROLLBACK other than ROLLBACK TO, START TRANSACTION, XA, or a statement
+// that commits implicitly. A statement is what follows ';', a block's BEGIN or a
+// branch's THEN, ELSE, DO, LOOP or REPEAT; one the scan misses (a handler's action
+// after FOR SQLEXCEPTION) is left to the check after the statement (Plan.Dynamic).
+func (p *parser) compoundTx(first int) {
+	for i := first + 3; i < len(p.sig); i++ {
+		if !(p.punct(i-1, ";") || p.kwIn(i-1, "BEGIN", "THEN", "ELSE", "DO", "LOOP", "REPEAT") || i == first+3) ||
+			p.sig[i].Kind != sqllex.KindWord {
+			continue
+		}
+		head := strings.ToUpper(p.text(p.sig[i]))
+		switch head {
+		case "COMMIT", "XA":
+			p.implicitCommit = true
+		case "START":
+			p.implicitCommit = p.implicitCommit || p.kw(i+1, "TRANSACTION")
+		case "ROLLBACK":
+			p.implicitCommit = p.implicitCommit || !(p.kw(i+1, "TO") || p.kwIn(i+1, "WORK", "TRANSACTION") && p.kw(i+2, "TO"))
+		case "BEGIN", "END", "IF", "ELSE", "THEN", "LOOP", "REPEAT", "WHILE", "CASE", "DECLARE", "LEAVE", "ITERATE":
+		default:
+			p.implicitCommit = p.implicitCommit || p.commitsImplicitly(head, i)
+		}
+	}
+}

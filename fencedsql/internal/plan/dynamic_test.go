@@ -77,3 +77,25 @@ func TestExecuteImmediateLiteralJudged(t *testing.T) {
 		}
 	}
 }
+
+// TestCompoundCommitMarked: a MariaDB compound statement whose statements commit or
+// end the transaction (as far as its text shows) is marked ImplicitCommit: refused
+// inside a transaction.
+func TestCompoundCommitMarked(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest, Guard("accounts"), WithDynamicSQL(true))
+	for _, in := range []string{"BEGIN NOT ATOMIC COMMIT; END", "BEGIN NOT ATOMIC UPDATE other SET v = 1; COMMIT; END",
+		"BEGIN NOT ATOMIC IF 1 THEN ROLLBACK; END IF; END", "BEGIN NOT ATOMIC START TRANSACTION; END",
+		"BEGIN NOT ATOMIC BEGIN CREATE TABLE zz (a INT); END; END"} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil || p.ImplicitCommit == nil || !p.Dynamic {
+			t.Errorf("rewrite(%q): %+v, %v; want passed, marked ImplicitCommit and Dynamic", in, p, err)
+		}
+	}
+	for _, in := range []string{"BEGIN NOT ATOMIC UPDATE other SET v = 1; END", "BEGIN NOT ATOMIC SELECT 1; ROLLBACK TO SAVEPOINT a; END",
+		"BEGIN NOT ATOMIC DECLARE x INT DEFAULT 1; SELECT x; END"} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil || p.ImplicitCommit != nil || !p.Dynamic {
+			t.Errorf("rewrite(%q): %+v, %v; want passed, Dynamic, not ImplicitCommit", in, p, err)
+		}
+	}
+}

@@ -217,6 +217,7 @@ func (p *parser) control(head string, first int) error {
 	switch head {
 	case "BEGIN", "START", "COMMIT", "END", "ABORT", "XA":
 		if head == "BEGIN" && p.kw(first+1, "NOT") && p.kw(first+2, "ATOMIC") {
+			p.compoundTx(first)
 			return p.dynamic("a compound statement (BEGIN NOT ATOMIC … END)")
 		}
 		return p.textTx(head)
@@ -307,6 +308,7 @@ func (p *parser) control(head string, first int) error {
 // MariaDB compound statement (BEGIN NOT ATOMIC …; …; END) is one statement: dynamic SQL.
 func (p *parser) controlEach() error {
 	if p.kw(0, "BEGIN") && p.kw(1, "NOT") && p.kw(2, "ATOMIC") {
+		p.compoundTx(0)
 		return p.dynamic("a compound statement (BEGIN NOT ATOMIC … END)")
 	}
 	start := 0
