@@ -112,6 +112,14 @@ func (a *adapterConn) Reset(ctx context.Context) error { return a.c.ResetSession
 // Unwrapped re-arms the connection exactly as conn.Raw does (unwrap.go).
 func (a *adapterConn) Unwrapped() { _ = a.c.Raw() }
 
+// SavepointRolledBack re-arms what a statement of the open transaction may have moved
+// (conn.sessionReverted), as a ROLLBACK TO sent as text does (conn.sessionMoved).
+func (a *adapterConn) SavepointRolledBack() {
+	if st := a.c.tx; st != nil {
+		a.c.sessionReverted(st)
+	}
+}
+
 func (a *adapterConn) Prepare(ctx context.Context, sql string) (adapter.Stmt, error) {
 	if err := a.open(ctx); err != nil {
 		return nil, err

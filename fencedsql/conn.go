@@ -57,6 +57,11 @@ type txState struct {
 	// in autocommit (a deadlock victim: serverrollback.go): later statements are
 	// refused unsent, and Commit sends only a ROLLBACK and returns it.
 	ended *serverRollbackError
+	// movedSession, movedNames: a statement that may change the session settings
+	// (plan.Plan.ResetsSession) or name resolution (ResetsNames) ran inside the
+	// transaction; its end, or a rollback to a savepoint, may revert it (PostgreSQL):
+	// the checks are re-armed then (conn.sessionReverted).
+	movedSession, movedNames bool
 }
 
 func newConn(raw driver.Conn, k *core) *conn {
@@ -232,7 +237,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	st := c.tx
 	if p.Kind != plan.KindPass {
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
-		return res, c.autocommitOutcome(c.watchErr(st, err))
+		return res, c.autocommitOutcome(c.watchDynamic(st, p, c.watchErr(st, err)))
 	}
 	if err := c.lockThrough(ctx, p); err != nil {
 		return nil, err
@@ -241,7 +246,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	res, err := c.rawExec(ctx, query, args)
-	return res, c.watchErr(st, c.core.mapPassErr(err))
+	return res, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(err)))
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -256,7 +261,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	st := c.tx
 	if p.Kind != plan.KindPass {
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
-		return c.watchRows(st, rows), c.autocommitOutcome(c.watchErr(st, err))
+		return c.watchDynamicRows(st, p, c.watchRows(st, rows)), c.autocommitOutcome(c.watchErr(st, err))
 	}
 	if err := c.lockThrough(ctx, p); err != nil {
 		return nil, err
@@ -268,7 +273,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, c.watchErr(st, c.core.mapPassErr(err))
 	}
-	return c.watchRows(st, newRows(rows, c.core, nil, 0, 0)), nil
+	return c.watchDynamicRows(st, p, c.watchRows(st, newRows(rows, c.core, nil, 0, 0))), nil
 }
 
 // rawExec sends query as it is through the wrapped connection's ExecerContext, else

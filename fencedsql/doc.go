@@ -169,8 +169,10 @@
 //	any statement of a transaction the server      MySQL/MariaDB rolled it back (deadlock victim 1213,      retry the whole
 //	  rolled back (Commit: NotCommitted)             1205 under innodb_rollback_on_timeout) and would run     transaction
 //	                                                 the statement in autocommit
-//	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen          WithDynamicSQL(true)
-//	  BEGIN NOT ATOMIC … END, EXPLAIN ANALYZE                                                                (fenced_allow=dynamic_sql)
+//	PREPARE TRANSACTION (PostgreSQL)               it ends the session's transaction                        —
+//	EXECUTE [IMMEDIATE], PREPARE, DO, CALL,        the SQL they run is built at run time: unseen;          WithDynamicSQL(true)
+//	  BEGIN NOT ATOMIC … END, EXPLAIN ANALYZE        allowed, one that ends the transaction (MySQL/MariaDB)  (fenced_allow=dynamic_sql)
+//	                                                 ends the wrapper's (its outcome Unknown)
 //	  EXECUTE, CREATE TABLE … AS EXECUTE,
 //	  query_to_xml*, ts_stat, ts_rewrite, dblink*
 //	TRUNCATE … CASCADE, COPY … PROGRAM, BINLOG     they reach guarded tables without naming them           —
@@ -340,6 +342,10 @@
 //	  COMMIT or the write was in flight: driver.ErrBad-
 //	  Conn, io.EOF, net errors, "conn closed", context
 //	  errors, SQLSTATE 08/57/58/XX
+//	a dynamic statement (WithDynamicSQL: CALL, EXECUTE  Unknown        only after checking
+//	  IMMEDIATE, …) left the transaction (MySQL/MariaDB:
+//	  it committed, or the server rolled back); Commit
+//	  and Rollback send only a ROLLBACK
 //	anything else                                       Unknown        only after checking
 //
 // Unknown means the work may have committed: cut connections in fault tests showed such

@@ -135,6 +135,22 @@ func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } 
 // with a name or value built at run time: allow it only for code you trust, and give
 // the application role no privilege to set them (fencedsql-schema's least-privilege
 // set-up).
+//
+// Dynamic SQL can also end the open transaction and succeed: on MySQL/MariaDB a
+// procedure or compound statement that COMMITs, EXECUTE IMMEDIATE of COMMIT or DDL (an
+// implicit commit), a procedure whose handler swallows the deadlock InnoDB rolled the
+// whole transaction back for. After such a statement succeeds inside a transaction the
+// wrapper asks the server whether it still holds one (MariaDB @@in_transaction, one
+// round trip after these statements only; MySQL has no such variable, and every such
+// statement ends the wrapper's transaction there). If not, the statement returns an
+// error, the transaction's later statements are refused unsent, and Commit and
+// Rollback send only a ROLLBACK and return an error whose outcome is Unknown: the
+// writes may be committed (past Commit's lease check, though each was fenced when
+// sent) or rolled back, and the wrapper cannot tell which. EXECUTE IMMEDIATE of a
+// string literal is judged as that statement sent alone (EXECUTE IMMEDIATE 'COMMIT'
+// is refused, 'CREATE TABLE …' refused inside a transaction). PostgreSQL refuses
+// COMMIT inside a procedure or DO block called in a transaction; its PREPARE
+// TRANSACTION is refused as transaction control even with this option.
 func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = allow } }
 
 // WithCacheSize bounds the number of statement texts whose rewrite is cached

@@ -3,10 +3,12 @@ package fencedsql
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // A transaction the server rolled back. On MySQL/MariaDB, InnoDB rolls back the whole
@@ -20,6 +22,16 @@ import (
 // (NotCommitted) that wraps the statement's. PostgreSQL needs none of this: a failed
 // statement (a deadlock, 40P01, included) leaves the transaction aborted, the server
 // refuses what follows (25P02) and answers COMMIT with a rollback.
+//
+// A transaction a dynamic statement left. Under WithDynamicSQL, a statement that runs
+// SQL the wrapper cannot read (plan.Plan.Dynamic) can end the transaction and succeed:
+// on MySQL/MariaDB a procedure or compound statement that commits, EXECUTE IMMEDIATE
+// of COMMIT or DDL, a procedure whose handler swallowed the deadlock InnoDB rolled the
+// transaction back for. After such a statement succeeds inside a transaction the
+// wrapper asks the dialect's query (dialect.TxOpenQuerier) whether the connection is
+// still inside one (watchDynamic); if not, it ends the transaction as above, except
+// that the writes' outcome is Unknown (they may have been committed), which the
+// statement, Commit and Rollback all report.
 
 // rollbackQueryTimeout bounds the query that asks the server whether an error rolled
 // back the whole transaction (dialect.RollbackIf).
@@ -27,12 +39,32 @@ const rollbackQueryTimeout = 10 * time.Second
 
 // serverRollbackError is why a transaction ended: the server rolled it back when one
 // of its statements failed with Err. errors.As still finds the driver's error (an ORM's
-// "retry on deadlock" sees it).
-type serverRollbackError struct{ Err error }
+// "retry on deadlock" sees it). With Left set, Err is nil: a statement that runs
+// dynamic SQL succeeded and the server was outside any transaction after it — it
+// committed the transaction or the server rolled it back, which the wrapper cannot
+// tell (see watchDynamic).
+type serverRollbackError struct {
+	Err  error
+	Left bool
+}
 
 func (e *serverRollbackError) Error() string {
+	if e.Left {
+		return "the transaction ended inside a statement that runs dynamic SQL (CALL, EXECUTE, a compound statement): the server was outside any transaction after it, so a procedure or dynamic statement committed the transaction's writes, " +
+			"or the server rolled them back (a deadlock a handler swallowed), and the wrapper cannot tell which; " +
+			"the statements after it would have run outside any transaction: look in the database before retrying"
+	}
 	return "the server rolled back the transaction when a statement failed (" + e.Err.Error() +
 		"); the statements after it would have run outside any transaction: roll back and retry the whole transaction"
+}
+
+// outcome is the outcome of the transaction's writes: NotCommitted after a server
+// rollback, Unknown after a dynamic statement left the transaction.
+func (e *serverRollbackError) outcome() Outcome {
+	if e.Left {
+		return Unknown
+	}
+	return NotCommitted
 }
 
 func (e *serverRollbackError) Unwrap() error { return e.Err }
@@ -107,6 +139,52 @@ func (c *conn) rolledBackByServer(q string) bool {
 	rows, err := c.queryStrings(ctx, q, nil)
 	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
 		return true
+	}
+	v := strings.TrimSpace(rows[0][0])
+	return !(v == "0" || strings.EqualFold(v, "OFF"))
+}
+
+// watchDynamic judges a statement of plan p that ran inside st (the open transaction
+// when it started) and answered err (the error already judged by watchErr). When p
+// runs dynamic SQL allowed by WithDynamicSQL (plan.Plan.Dynamic) and succeeded, and
+// the dialect can tell (dialect.TxOpenQuerier: MySQL/MariaDB), it asks the server
+// whether the connection is still inside a transaction: one round trip, after such
+// statements only. If it is not, st ends (txState.ended, Left) — later statements are
+// refused unsent, Commit and Rollback send only a ROLLBACK and report the writes'
+// outcome Unknown — and the statement returns that error (outcome Unknown too).
+func (c *conn) watchDynamic(st *txState, p *plan.Plan, err error) error {
+	if err != nil || p == nil || !p.Dynamic || st == nil || st.ended != nil || c.tx != st {
+		return err
+	}
+	q, ok := c.core.dialect.(dialect.TxOpenQuerier)
+	if !ok || c.inTransaction(q.TxOpenQuery()) {
+		return nil
+	}
+	st.ended = &serverRollbackError{Left: true}
+	c.core.cfg.logger.Warn("fencedsql: a dynamic statement ended the transaction; its later statements are refused", "err", st.ended.Error())
+	return withOutcomeAs(fmt.Errorf("fencedsql: %w", st.ended), Unknown)
+}
+
+// watchDynamicRows makes the rows of a query of plan p run inside st judge, when they
+// close without error, whether the transaction is still open (watchDynamic): a CALL's
+// result sets must be read before anything else is sent on the connection.
+func (c *conn) watchDynamicRows(st *txState, p *plan.Plan, r driver.Rows) driver.Rows {
+	w, ok := r.(*rows)
+	if !ok || st == nil || p == nil || !p.Dynamic {
+		return r
+	}
+	w.onDone(func(err error) { _ = c.watchDynamic(st, p, err) })
+	return w
+}
+
+// inTransaction runs q (dialect.TxOpenQuerier) on the connection: false when it
+// answers 0 or OFF, fails, or answers other than one value.
+func (c *conn) inTransaction(q string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackQueryTimeout)
+	defer cancel()
+	rows, err := c.queryStrings(ctx, q, nil)
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
+		return false
 	}
 	v := strings.TrimSpace(rows[0][0])
 	return !(v == "0" || strings.EqualFold(v, "OFF"))

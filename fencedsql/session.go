@@ -124,24 +124,59 @@ func isSessionError(err error) bool {
 }
 
 // sessionMoved re-arms what p, a statement about to run on c, may invalidate: the
-// session check after one that may change the settings it checks (SET … sql_mode,
-// CALL, DO), the schema checks after one that may change name resolution (SET
-// search_path, USE, ATTACH …), and either empties the connection's prepared
-// statements. A tracking dialect drops what it kept for the connection
-// (dialect.SessionForgetter: PostgreSQL's synchronous_commit under pgx), so that the
-// re-check reads the server again instead of answering from the value kept before
-// the statement ran.
+// session check after one that may change the settings it checks (SET … sql_mode),
+// reading afresh what a tracking dialect kept (dialect.SessionForgetter:
+// synchronous_commit under pgx), the schema checks after one that may change name
+// resolution (SET search_path, SET ROLE, USE, ATTACH …), and either empties the
+// connection's prepared statements.
+//
+// Inside a transaction it also remembers that such a statement ran (txState.
+// movedSession, movedNames): PostgreSQL reverts SET, SET LOCAL and SET ROLE when the
+// transaction or the savepoint they ran in ends — no statement the wrapper plans —
+// so the checks made since are re-armed again then (sessionReverted): at the
+// transaction's end (tx.end) and at a savepoint statement sent as text (p.TxOnly:
+// ROLLBACK TO, RELEASE, SAVEPOINT) or by fencedpgx (a savepoint's Rollback). Only a
+// connection on which such a statement ran pays for it.
 func (c *conn) sessionMoved(p *plan.Plan) {
 	if p.ResetsSession {
 		c.sessionOK = false
 		c.sessionDirty = true
-		if f, ok := c.core.dialect.(dialect.SessionForgetter); ok {
-			f.ForgetTrackedSession(c.raw)
-		}
+		c.forgetTrackedSession()
 		c.dropStatements()
 	}
 	if p.ResetsNames {
 		c.rearmNames()
+	}
+	if st := c.tx; st != nil {
+		if p.TxOnly != nil {
+			c.sessionReverted(st)
+		}
+		st.movedSession = st.movedSession || p.ResetsSession
+		st.movedNames = st.movedNames || p.ResetsNames
+	}
+}
+
+// sessionReverted re-arms, on c, the checks that a statement run inside st may have
+// made under settings or a name resolution the server has since reverted (the end of
+// st, or a rollback to one of its savepoints): see sessionMoved. Nothing is done for
+// a transaction in which no such statement ran.
+func (c *conn) sessionReverted(st *txState) {
+	if st.movedSession {
+		c.sessionOK = false
+		c.sessionDirty = true
+		c.forgetTrackedSession()
+		c.dropStatements()
+	}
+	if st.movedNames {
+		c.rearmNames()
+	}
+}
+
+// forgetTrackedSession drops what a tracking dialect kept of c's session from a read
+// of its own (dialect.SessionForgetter), so that the next session check reads it again.
+func (c *conn) forgetTrackedSession() {
+	if f, ok := c.core.dialect.(dialect.SessionForgetter); ok {
+		f.ForgetTrackedSession(c.raw)
 	}
 }
 
@@ -155,10 +190,11 @@ func (c *conn) rearmNames() {
 
 // rearmingStmt returns st, prepared on c for plan p, wrapped so that each execution
 // re-arms the session check when p may change the session (a prepared SET executed
-// later: the wrapper does not see its text again); other statements are returned as
-// they are.
+// later: the wrapper does not see its text again) or is a savepoint statement (a
+// prepared ROLLBACK TO may revert a SET run since it was prepared); other statements
+// are returned as they are.
 func (c *conn) rearmingStmt(p *plan.Plan, st driver.Stmt) driver.Stmt {
-	if p == nil || !p.ResetsSession && !p.ResetsNames || st == nil {
+	if p == nil || !p.ResetsSession && !p.ResetsNames && p.TxOnly == nil || st == nil {
 		return st
 	}
 	s := &sessionStmt{Stmt: st, c: c, p: p}

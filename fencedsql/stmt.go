@@ -263,7 +263,7 @@ func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 	}
 	st := s.c.tx
 	res, err := s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
-	return res, s.c.watchErr(st, s.c.core.mapPassErr(err))
+	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
 }
 
 // Query implements driver.Stmt.
@@ -276,7 +276,7 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 	if err != nil {
 		return nil, s.c.watchErr(st, s.c.core.mapPassErr(err))
 	}
-	return s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0)), nil
+	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }
 
 // ExecContext implements driver.StmtExecContext.
@@ -289,7 +289,7 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 	}
 	st := s.c.tx
 	res, err := stmtExec(ctx, s.Stmt, args)
-	return res, s.c.watchErr(st, s.c.core.mapPassErr(err))
+	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
 }
 
 // QueryContext implements driver.StmtQueryContext.
@@ -305,7 +305,7 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	if err != nil {
 		return nil, s.c.watchErr(st, s.c.core.mapPassErr(err))
 	}
-	return s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0)), nil
+	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }
 
 // CheckNamedValue implements driver.NamedValueChecker: the statement's own checker,

@@ -17,10 +17,13 @@ type tx struct {
 	st  *txState
 }
 
+// end unbinds the transaction from its connection, and re-arms the checks made under
+// a SET the end of the transaction reverts (conn.sessionReverted).
 func (t *tx) end() {
 	if t.c.tx == t.st {
 		t.c.tx = nil
 	}
+	t.c.sessionReverted(t.st)
 }
 
 // Commit implements driver.Tx.
@@ -32,6 +35,9 @@ func (t *tx) Commit() error {
 	// ROLLBACK: a COMMIT would answer success for nothing.
 	if err := t.st.ended; err != nil {
 		_ = t.raw.Rollback()
+		if err.outcome() != NotCommitted { // a dynamic statement left it: committed or not
+			return withOutcomeAs(fmt.Errorf("fencedsql: COMMIT not sent: %w", err), err.outcome())
+		}
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction not committed: %w", err), NotCommitted)
 	}
 	if err := t.st.leaseLost(); err != nil {
@@ -50,11 +56,16 @@ func (t *tx) Commit() error {
 // Rollback implements driver.Tx. A transaction the server already rolled back (txState.
 // ended) is rolled back: the ROLLBACK is still sent, but its error is not the caller's
 // (SQLite answers "cannot rollback - no transaction is active"), unless the connection
-// is broken (driver.ErrBadConn: database/sql then discards it).
+// is broken (driver.ErrBadConn: database/sql then discards it). One a dynamic statement
+// left (the server may have committed it) returns that error: the ROLLBACK undid
+// nothing, and the writes' outcome is Unknown (CommitOutcome).
 func (t *tx) Rollback() error {
 	defer t.end()
 	err := t.raw.Rollback()
 	if t.st.ended != nil && !errors.Is(err, driver.ErrBadConn) {
+		if o := t.st.ended.outcome(); o != NotCommitted {
+			return withOutcomeAs(fmt.Errorf("fencedsql: nothing rolled back: %w", t.st.ended), o)
+		}
 		return nil
 	}
 	return err

@@ -3,8 +3,6 @@ package fencedsql
 import (
 	"database/sql/driver"
 
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
-
 	"github.com/fencedsql/fencedsql/internal/unwrap"
 )
 
@@ -49,9 +47,7 @@ func (c *conn) Raw() driver.Conn {
 	// another table (rearmNames, which also drops the prepared statements).
 	c.sessionOK = false
 	c.sessionDirty = true
-	if f, ok := c.core.dialect.(dialect.SessionForgetter); ok {
-		f.ForgetTrackedSession(c.raw)
-	}
+	c.forgetTrackedSession()
 	c.rearmNames()
 	return c.raw
 }

@@ -63,14 +63,17 @@ import (
 //
 // synchronous_commit is not reported to the client (not GUC_REPORT), so it costs a
 // query. Under pgx it is read once per connection, at its first guarded write (one
-// round trip, then none: the value is kept in the connection's CustomData). It is read
-// again (ForgetTrackedSession) at the first guarded write after a statement the
-// planner flags as one that may change the session — SET, RESET, CALL and DO (allowed
-// with dynamic SQL: a procedure's SET, or set_config(…, false) in a function it calls,
-// outlives the call), EXECUTE … — and after Raw. Not seen: a function called from a
-// SELECT, INSERT, UPDATE or DELETE, or a trigger, that changes it for the session, and
-// any change made after a transaction's last guarded write (the COMMIT is not
-// checked): docs/design.md, "Known open findings". The query runs under a deadline of its own
+// round trip, then none: the value is kept in the connection's CustomData). The
+// wrapper drops the kept value (ForgetTrackedSession) wherever it may have changed
+// since: on Raw, after a statement that may change the session (SET, SET LOCAL, RESET
+// ALL, DISCARD ALL, CALL and DO allowed with dynamic SQL, EXECUTE …: the plan's
+// ResetsSession), and at the end of a transaction — or a rollback to one of its
+// savepoints — in which such a statement ran, since PostgreSQL reverts SET LOCAL at
+// COMMIT and a SET at ROLLBACK; the next guarded write reads it again. A SET of
+// synchronous_commit to off or local is refused on pools with guarded tables. Not seen:
+// a function called from a SELECT, INSERT, UPDATE or DELETE, or a trigger, that changes
+// it for the session, and any change made after a transaction's last guarded write (the
+// COMMIT is not checked): docs/design.md, "Known open findings". The query runs under a deadline of its own
 // (trackedQueryTimeout), the SessionTracker interface having no context; if it fails,
 // TrackedSession reports nothing and the wrapper runs SessionQuery under the write's
 // context, which reads the same values. Under other drivers SessionQuery, which runs
@@ -118,7 +121,9 @@ func (dialectImpl) TrackedSession(raw driver.Conn) (string, bool) {
 // once read, is read again at the next TrackedSession — after the caller had the raw
 // connection, where a SET the wrapper never saw may have changed it (a red-team pass
 // turned it off on Raw after the connection's first guarded write, and the kept "on"
-// let guarded writes through).
+// let guarded writes through), and after a statement or transaction end that may
+// have changed or reverted it (red-team rt10x F5: the "on" of a SET LOCAL outlived the
+// COMMIT that brought the DSN's off back).
 func (dialectImpl) ForgetTrackedSession(raw driver.Conn) {
 	if pg := pgConnOf(raw); pg != nil && pg.CustomData() != nil {
 		delete(pg.CustomData(), syncCommitKey)

@@ -89,6 +89,21 @@ type TxProber interface {
 	InTransaction(ctx context.Context, exec func(ctx context.Context, query string) error) (bool, error)
 }
 
+// TxOpenQuerier is implemented by a dialect on whose database a statement that runs
+// dynamic SQL (allowed by WithDynamicSQL: CALL, EXECUTE IMMEDIATE, a compound
+// statement) can end the open transaction and still succeed: a procedure that
+// commits, EXECUTE IMMEDIATE of COMMIT or of DDL, a handler that swallows the deadlock
+// the server rolled the whole transaction back for (MySQL/MariaDB). After such a
+// statement succeeds inside a transaction, the wrapper runs TxOpenQuery on its
+// connection: one value, 0 (or OFF) when the connection is outside any transaction.
+// The wrapper then ends its transaction as for a server rollback (later statements
+// refused unsent), and Commit and Rollback report that the outcome of its writes is
+// unknown. An error, or an answer other than one value, counts as outside. Nothing
+// runs after other statements, nor on a pool that does not allow dynamic SQL.
+type TxOpenQuerier interface {
+	TxOpenQuery() string
+}
+
 // Dialect is what differs between databases. The dialect packages (postgres, mysql,
 // sqlite) export one each as Dialect, and only they implement it.
 //

@@ -21,6 +21,8 @@
 //   - SessionTracker, DSNParser, DSNChecker: session settings read without a round
 //     trip, the driver's own DSN syntax, and the DSN parameters refused when a pool
 //     opens;
+//   - TxOpenQuerier: whether a connection is still inside a transaction after a
+//     statement that runs dynamic SQL succeeded (WithDynamicSQL);
 //   - TxProber: whether a connection is still inside a transaction after a failed
 //     statement, where no query tells it (SQLite ends a transaction on some errors);
 //   - SendChecker: the client driver's own reading of what is sent (its lexer, when it

@@ -127,8 +127,11 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return pgx.ErrTxClosed
 	}
 	if t.dtx == nil {
+		// pgx sends ROLLBACK TO SAVEPOINT itself, unplanned: the server reverts what a
+		// SET inside the savepoint changed, and the engine re-arms its checks.
 		err := t.tx.Rollback(ctx)
 		t.closed = true
+		t.l.c.SavepointRolledBack()
 		return err
 	}
 	defer t.end()

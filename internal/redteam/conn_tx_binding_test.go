@@ -19,8 +19,9 @@ import (
 // leases: refused, nothing sent. A statement of the Conn's own whose context binds
 // another token would be written under the open transaction's token (a token-1 write
 // over a row of token 3 because the transaction holds 4): refused, the transaction goes
-// on. A statement carrying one of the transaction's own leases (WithLeases) still runs.
-// (Red-team pass rt10x, F1 and F2.)
+// on. A statement carrying one of the transaction's own leases (WithLeases) still runs,
+// and one carrying a lock taken during the transaction joins it as WithLeases would
+// (the larger token, the lease checked). (Red-team passes rt10x F1, F2; rt11f F8, F9.)
 func TestConnTxBinding(t *testing.T) {
 	for _, b := range []backend{postgresBackend(), mysqlBackend(), sqliteBackend()} {
 		t.Run(b.name, func(t *testing.T) {
@@ -68,11 +69,46 @@ func TestConnTxBinding(t *testing.T) {
 			if _, err := tx.ExecContext(fencedsql.WithLease(d.ctx, la), "UPDATE accounts SET balance = 222 WHERE id = 2"); err != nil {
 				t.Errorf("statement under one of the transaction's leases: %v", err)
 			}
+			// A lock taken during the transaction joins it (WithLeases): the statement
+			// runs, the transaction carries the larger token from then on, and the
+			// Commit checks that lease too.
+			lc, err := locks.Acquire(d.ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(fencedsql.WithLease(d.ctx, lc), "UPDATE accounts SET balance = 333 WHERE id = 3"); err != nil {
+				t.Errorf("statement under a lock taken during the transaction: %v", err)
+			}
 			if err := tx.Commit(); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
-			if v1, v2, v3 := balance(1), balance(2), balance(3); v1 != 111 || v2 != 222 || v3 == 999 {
-				t.Errorf("balances %d, %d, %d; want 111, 222 and row 3 untouched", v1, v2, v3)
+			if v1, v2, v3 := balance(1), balance(2), balance(3); v1 != 111 || v2 != 222 || v3 != 333 {
+				t.Errorf("balances %d, %d, %d; want 111, 222, 333", v1, v2, v3)
+			}
+			var tok3 uint64
+			if err := d.raw.QueryRowContext(d.ctx, "SELECT fence_token FROM accounts WHERE id = 3").Scan(&tok3); err != nil {
+				t.Fatal(err)
+			}
+			if tok3 != lc.Token() {
+				t.Errorf("row 3 token %d, want the joined lease's %d", tok3, lc.Token())
+			}
+			// A lock taken during a transaction and lost before Commit: ErrLeaseLost.
+			tx3, err := conn.BeginTx(fencedsql.WithLease(d.ctx, la), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ld, err := locks.Acquire(d.ctx, "d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ld.Release(d.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx3.ExecContext(fencedsql.WithLease(d.ctx, ld), "UPDATE accounts SET balance = 444 WHERE id = 1"); !errors.Is(err, lockclient.ErrLeaseLost) {
+				t.Errorf("statement under a lost lease the transaction does not hold: %v, want ErrLeaseLost", err)
+			}
+			if err := tx3.Commit(); !errors.Is(err, lockclient.ErrLeaseLost) && !errors.Is(err, fencedsql.ErrNotCommitted) {
+				t.Errorf("Commit after the joined lease was lost: %v, want not committed", err)
 			}
 			// The connection is free again: a new transaction begins.
 			tx2, err := conn.BeginTx(fencedsql.WithLease(d.ctx, lb), nil)

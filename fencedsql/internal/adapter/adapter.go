@@ -93,6 +93,12 @@ type Conn interface {
 	// there may make a guarded name resolve to another table); the engine's own
 	// prepared statements are dropped.
 	Unwrapped()
+	// SavepointRolledBack tells the engine that a savepoint of the open transaction was
+	// rolled back by statements it did not plan (pgx's nested transaction sends ROLLBACK
+	// TO SAVEPOINT itself): the server reverted the settings and name resolution set
+	// since (PostgreSQL), so the checks made under them are re-armed, as at a ROLLBACK
+	// TO sent through the engine.
+	SavepointRolledBack()
 }
 
 // Rows are the rows of a Query, as fencedsql wraps them.

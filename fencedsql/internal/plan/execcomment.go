@@ -146,6 +146,7 @@ func (p *parser) checkExecReadings(pl *Plan, versioned bool) error {
 		}
 		p.savepoint = p.savepoint || rp.TxOnly != nil
 		p.implicitCommit = p.implicitCommit || rp.ImplicitCommit != nil
+		p.runsDynamic = p.runsDynamic || rp.Dynamic
 		if rp.Kind != pl.Kind || rp.Kind != KindPass && rp.Guard.Base() != pl.Guard.Base() {
 			return unsupported(pl.Guard.String(), "an executable comment changes what the statement does to a guarded table (read as the server may run it, it is a %v of %q; as written, a %v): the rewriter can fence only one", rp.Kind, rp.Guard.String(), pl.Kind)
 		}

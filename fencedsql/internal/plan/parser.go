@@ -31,6 +31,9 @@ type parser struct {
 	// implicitCommit: control met a statement that commits the open transaction on
 	// MySQL/MariaDB (implicitcommit.go).
 	implicitCommit bool
+	// runsDynamic: the statement runs dynamic SQL that WithDynamicSQL allowed
+	// (Plan.Dynamic).
+	runsDynamic bool
 	// target (INSERT): the target table's name and alias, decoded (selfAssignments).
 	target []string
 	// stampNoop: plan an ON DUPLICATE KEY UPDATE of self-assignments with the fencing

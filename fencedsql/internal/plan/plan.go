@@ -104,6 +104,14 @@ type Plan struct {
 	// implicitcommit.go): the wrapper returns it when the connection is inside a
 	// transaction it began. Outside one the statement passes as before.
 	ImplicitCommit error
+	// Dynamic marks a statement that runs SQL the wrapper cannot read, allowed by
+	// WithDynamicSQL (CALL, EXECUTE [IMMEDIATE], PREPARE, DO, a MariaDB compound
+	// statement, a function that runs SQL text), on a pool with guarded tables. Such a
+	// statement can end the open transaction without failing (a procedure that commits,
+	// a handler that swallows the deadlock the server rolled the transaction back for,
+	// EXECUTE IMMEDIATE 'COMMIT'): after it succeeds inside a transaction, the wrapper
+	// asks the server whether the transaction is still open (dialect.TxOpenQuerier).
+	Dynamic bool
 	// LockThrough (kindPass, on a pool with guarded tables) lists the relations a
 	// statement that holds a locking clause (FOR UPDATE/SHARE, LOCK IN SHARE MODE) but
 	// names no guarded table reads: every name in a FROM or JOIN position, subqueries

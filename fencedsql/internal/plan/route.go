@@ -199,6 +199,7 @@ func (p *parser) setStatementInner(first int) error {
 			}
 			// a statement that commits the open transaction does so under the prefix too
 			p.implicitCommit = p.implicitCommit || pl.ImplicitCommit != nil
+			p.runsDynamic = p.runsDynamic || pl.Dynamic
 			return nil
 		}
 	}
@@ -216,6 +217,7 @@ func (p *parser) control(head string, first int) error {
 	switch head {
 	case "BEGIN", "START", "COMMIT", "END", "ABORT", "XA":
 		if head == "BEGIN" && p.kw(first+1, "NOT") && p.kw(first+2, "ATOMIC") {
+			p.compoundTx(first)
 			return p.dynamic("a compound statement (BEGIN NOT ATOMIC … END)")
 		}
 		return p.textTx(head)
@@ -265,6 +267,19 @@ func (p *parser) control(head string, first int) error {
 	case "BINLOG":
 		return unsupported("", "BINLOG on a pool with guarded tables: it replays binary-log row events, which write tables without the wrapper and without firing the guards' triggers")
 	case "EXECUTE", "EXEC", "PREPARE", "DO", "CALL":
+		if head == "PREPARE" && p.rw.syn == sqllex.Postgres && p.kw(first+1, "TRANSACTION") {
+			// PostgreSQL's PREPARE TRANSACTION 'gid' ends the session's transaction (it
+			// is kept for COMMIT PREPARED, which any session may send): the caller's
+			// later statements would run in autocommit and Commit would answer success
+			// for writes that are not committed. Transaction control, whatever
+			// WithDynamicSQL allows.
+			return p.textTx("PREPARE TRANSACTION")
+		}
+		if head == "EXECUTE" {
+			if err := p.immediateTx(first); err != nil {
+				return err
+			}
+		}
 		if head == "PREPARE" || head == "DO" {
 			// The text of a PREPARE … AS <write> or a DO block is visible: one that names a
 			// guarded table is refused even when dynamic SQL is allowed.
@@ -293,6 +308,7 @@ func (p *parser) control(head string, first int) error {
 // MariaDB compound statement (BEGIN NOT ATOMIC …; …; END) is one statement: dynamic SQL.
 func (p *parser) controlEach() error {
 	if p.kw(0, "BEGIN") && p.kw(1, "NOT") && p.kw(2, "ATOMIC") {
+		p.compoundTx(0)
 		return p.dynamic("a compound statement (BEGIN NOT ATOMIC … END)")
 	}
 	start := 0
@@ -331,6 +347,7 @@ func (p *parser) asExecute() bool {
 // dynamic refuses dynamic SQL unless WithDynamicSQL allows it.
 func (p *parser) dynamic(what string) error {
 	if p.rw.allowDynamic {
+		p.runsDynamic = true
 		return nil
 	}
 	return unsupported(p.firstGuard(), "dynamic SQL (%s) on a pool with guarded tables: the wrapper cannot see what it runs; allow it with fencedsql.WithDynamicSQL(true) and rely on the database-side guards", what)

@@ -8,7 +8,7 @@ import (
 
 // sessionWords are the words whose presence in a statement's text (anywhere, strings
 // and comments included, any case) makes mayChangeSession look closer.
-var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", "names", "charset", "character", "sql_mode"}
+var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", "discard", "names", "charset", "character", "sql_mode"}
 
 // MayChangeSession reports whether a statement sent as written may change the
 // session settings the session check reads, so that the check must run again before
@@ -46,7 +46,12 @@ var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", 
 //     UPDATE or DELETE (the SET of UPDATE … SET is a clause, not a statement).
 //
 // CALL is counted as a change although the server restores the settings after a
-// procedure: it costs one check after a rare statement. The cost of the rule: one
+// procedure: it costs one check after a rare statement. On PostgreSQL (whose pgx
+// connections report most checked settings themselves, dialect.SessionTracker) the
+// same rule tells the dialect to read again what it keeps (synchronous_commit): SET
+// and SET LOCAL, RESET ALL and DISCARD ALL (which bring back the connection's
+// defaults) are counted, and so are the transactions they ran in, whose end reverts
+// them (conn.sessionReverted). The cost of the rule: one
 // session query before the next guarded write after each statement it flags; plans
 // are cached by text, so the rule runs once per distinct statement.
 func MayChangeSession(sql string, syn sqllex.Syntax) bool {
