@@ -80,7 +80,7 @@ func TestSearchPathRevertRechecksTables(t *testing.T) {
 				if _, err := tx.ExecContext(d.ctx, "ROLLBACK TO SAVEPOINT a"); err != nil {
 					t.Fatal(err)
 				}
-				_, err = tx.ExecContext(stale, write)
+				_, err = tx.ExecContext(d.ctx, write) // under the transaction's token
 				if !errors.Is(err, fencedsql.ErrSchema) {
 					t.Errorf("the write inside the transaction after ROLLBACK TO: %v, want ErrSchema", err)
 				}
