@@ -262,8 +262,8 @@
 //	  IGNORE/FAIL                                    different action
 //	row assignments naming the token or version    the other columns cannot be kept apart                   assign them singly
 //	DELETE (and a claimed FOR UPDATE) sent as two  it selects its rows twice; these could find others      a stable condition,
-//	  statements (SQLite's DELETE, a DELETE the      the second time (the one-statement DELETE and           the database-side
-//	  guard does not take in one, ExpectVersion,     PostgreSQL's one-statement claim select once, and      guard (one statement)
+//	  statements (SQLite's DELETE, a DELETE the      the second time (the one-statement DELETE and         the database-side
+//	  guard does not take in one, ExpectVersion,     PostgreSQL's one-statement claim select once, and     guard (one statement)
 //	  MySQL/MariaDB's claim, PostgreSQL's claim      run; an OFFSET is refused in every form)
 //	  with ORDER BY/LIMIT/OFFSET/NOWAIT) selecting
 //	  by the fencing columns, ctid/xmin/xmax,
