@@ -316,6 +316,9 @@ func (a *adapterConn) batchSteps(ctx context.Context, p *plan.Plan, args []drive
 	}
 	b.tok, b.ver = tok, ver
 	if p.Pre != nil {
+		if err := c.twoStepRefused(p); err != nil {
+			return nil, err
+		}
 		preArgs, err := bind(p.Pre, args, tok, ver)
 		if err != nil {
 			return nil, err

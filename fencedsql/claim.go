@@ -13,8 +13,9 @@ import (
 // the rows and returns the caller's columns of exactly those rows), that statement
 // runs alone: its rows are the rows claimed, so they are not counted. Otherwise the
 // fencing UPDATE (Pre) runs first, then the caller's text, whose rows are counted
-// against the rows stamped (exact.go). Without a token, the caller's text runs as
-// written, an ordinary locking read.
+// against the rows stamped (exact.go); a read that fails after the claim stamped rows
+// leaves the caller's transaction able only to roll back (stamp_kept.go). Without a
+// token, the caller's text runs as written, an ordinary locking read.
 
 // execClaim runs a claimed locking read sent with Exec (it returns no rows to count).
 func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
@@ -31,10 +32,14 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 		}
 		return res, nil
 	}
-	if _, err := c.claim(ctx, r, p, args); err != nil {
+	claimed, err := c.claim(ctx, r, p, args)
+	if err != nil {
 		return nil, err
 	}
 	res, err := r.exec(ctx, p, args)
+	if err != nil && c.hasToken(ctx) {
+		return nil, c.stampKept(claimed, c.core.mapPassErr(err))
+	}
 	return res, c.core.mapPassErr(err)
 }
 
@@ -80,14 +85,16 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.query(ctx, p.ClaimRead, readArgs)
+	dr, err := r.query(ctx, p.ClaimRead, readArgs)
 	if err != nil {
-		return nil, c.core.mapPassErr(err)
+		return nil, c.stampKept(claimed, c.core.mapPassErr(err))
 	}
+	w := newRows(dr, c.core, nil, 0, 0).(*rows)
+	c.keepStampOnFailure(w, claimed)
 	if claimed < 0 {
-		return newRows(rows, c.core, nil, 0, 0), nil
+		return w, nil
 	}
-	return c.countRows(rows, p.ClaimRead, "locking SELECT", claimed), nil
+	return c.countRows(w, p.ClaimRead, "locking SELECT", claimed), nil
 }
 
 // claimReadable refuses a claimed read whose rows are to be read in two statements
@@ -139,7 +146,11 @@ func (c *conn) claimable(ctx context.Context, p *plan.Plan, implicitTx bool) (*p
 	if err := c.locatable(ctx, p); err != nil {
 		return nil, err
 	}
-	return c.oneClaim(ctx, p)
+	one, err := c.oneClaim(ctx, p)
+	if err == nil && one == nil {
+		err = c.twoStepRefused(p) // the two statements would select twice
+	}
+	return one, err
 }
 
 // locatable refuses a claim by row locator (plan.ClaimLocator) on a table the

@@ -94,6 +94,42 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 	return res, nil
 }
 
+// oneStepQuery runs the one-statement form of a DELETE … RETURNING (plan.Plan.One): one
+// round trip, atomic, no transaction of its own. Its rows are the caller's RETURNING
+// list over the deleted rows as they were stored, the dialect's check column
+// (plan.Plan.Hidden) dropped. A row with a newer token fails the statement (ErrFenced),
+// before the first row on PostgreSQL, which runs a DELETE … RETURNING to completion
+// first, or while the rows stream on MariaDB (the statement is undone whole either
+// way). The table's verdict is judged on the statement's error as oneStep does.
+func (c *conn) oneStepQuery(ctx context.Context, r runner, one *plan.Plan, args []driver.NamedValue, tok uint64) (driver.Rows, error) {
+	full, err := bind(one, args, tok, 0)
+	if err != nil {
+		return nil, err
+	}
+	judge := func(err error) {
+		if c.core.dialect.Classify(err).Kind == dialect.ErrorMarkLost {
+			c.core.deleteFence.Store(one.Guard, verdict{final: true}) // as oneStep
+			return
+		}
+		c.core.doubtVerdict(&c.core.deleteFence, one.Guard, err)
+	}
+	dr, err := r.query(ctx, one, full)
+	if err != nil {
+		judge(err)
+		return nil, c.core.mapErr(one, tok, 0, err)
+	}
+	if one.Hidden > 0 {
+		dr = &hiddenCols{Rows: dr, hidden: one.Hidden}
+	}
+	w := newRows(dr, c.core, one, tok, 0).(*rows)
+	w.onDone(func(err error) {
+		if err != nil {
+			judge(err)
+		}
+	})
+	return w, nil
+}
+
 // deleted is the result of a one-statement DELETE: the rows it deleted, and no insert
 // id (0, as MySQL reports for a DELETE; a DELETE inserts nothing).
 type deleted int64
@@ -118,11 +154,25 @@ func drain(rows driver.Rows) (int64, error) {
 	}
 }
 
-// queryDelete runs a fenced DELETE … RETURNING: in the caller's transaction only, the
-// fencing UPDATE, then the DELETE, whose rows are counted against the rows stamped.
+// queryDelete runs a fenced DELETE … RETURNING: as one statement where the table's
+// guard accepts it (oneStepQuery), in or outside a transaction; else in the caller's
+// transaction only, the fencing UPDATE, then the DELETE, whose rows are counted
+// against the rows stamped (they are the rows as the UPDATE stamped them). A
+// DELETE that fails after the UPDATE stamped rows leaves the transaction able only to
+// roll back (stampKept).
 func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Rows, error) {
+	ok, err := c.deleteFenced(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return c.oneStepQuery(ctx, r, p.One, args, tok)
+	}
 	if c.tx == nil {
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
+	}
+	if err := c.twoStepRefused(p); err != nil {
+		return nil, err
 	}
 	preArgs, err := bind(p.Pre, args, tok, ver)
 	if err != nil {
@@ -132,20 +182,54 @@ func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []d
 	if err != nil {
 		return nil, c.core.mapErr(p.Pre, tok, ver, err)
 	}
-	rows, err := r.query(ctx, p, full)
-	if err != nil {
-		return nil, c.core.mapErr(p, tok, ver, err)
+	stamped, ok := affected(res)
+	if !ok {
+		stamped = -1
 	}
-	w := newRows(rows, c.core, p, tok, ver)
-	if n, ok := affected(res); ok {
-		return c.countRows(w, p, "DELETE", n), nil
+	dr, err := r.query(ctx, p, full)
+	if err != nil {
+		return nil, c.stampKept(stamped, c.core.mapErr(p, tok, ver, err))
+	}
+	w := newRows(dr, c.core, p, tok, ver).(*rows)
+	c.keepStampOnFailure(w, stamped)
+	if ok {
+		return c.countRows(w, p, "DELETE", stamped), nil
 	}
 	return w, nil
 }
 
+// keepStampOnFailure makes rows of the second statement of a two-statement write or
+// read, run in the caller's transaction after its first stamped rows (-1: unknown),
+// mark the transaction when they report an error while they stream (stampKept).
+func (c *conn) keepStampOnFailure(w *rows, stamped int64) {
+	st := c.tx
+	w.onDone(func(err error) {
+		if err != nil && st != nil && c.tx == st {
+			_ = c.stampKept(stamped, err)
+		}
+	})
+}
+
+// twoStepRefused returns the refusal of p's two-statement form (plan.Plan.TwoStepErr:
+// its selection may find other rows the second time), nil when it has none. The
+// wrapper asks it where it would send the two statements, before sending anything.
+func (c *conn) twoStepRefused(p *plan.Plan) error {
+	if p.TwoStepErr == nil {
+		return nil
+	}
+	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+	return asUnsupported(p.TwoStepErr)
+}
+
 // twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
-// carrying the token, in the caller's transaction or in one of its own.
+// carrying the token, in the caller's transaction or in one of its own. A DELETE that
+// fails in the caller's transaction after the UPDATE stamped rows leaves the
+// transaction able only to roll back (stampKept). A plan whose selection the two
+// statements could read differently is refused (twoStepRefused).
 func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
+	if err := c.twoStepRefused(p); err != nil {
+		return nil, err
+	}
 	preArgs, err := bind(p.Pre, args, tok, ver)
 	if err != nil {
 		return nil, err
@@ -166,11 +250,17 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	if err != nil {
 		return fail(p.Pre, err)
 	}
+	stamped, ok1 := affected(preRes)
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
+		if own == nil {
+			if !ok1 {
+				stamped = -1
+			}
+			return nil, c.stampKept(stamped, c.core.mapErr(p, tok, ver, err))
+		}
 		return fail(p, err)
 	}
-	stamped, ok1 := affected(preRes)
 	deleted, ok2 := affected(res)
 	if ok1 && ok2 {
 		if err := c.exact(p, "DELETE", stamped, deleted); err != nil {

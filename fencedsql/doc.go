@@ -87,8 +87,16 @@
 //   - DELETE has no SET list, so it runs as two statements in one transaction (the
 //     caller's, or one the wrapper opens): a fencing UPDATE of the same rows, which fails
 //     as above or stamps the token on them and locks them, then the DELETE restricted to
-//     rows carrying that token. DELETE … RETURNING must run inside the caller's
-//     transaction.
+//     rows carrying that token — or, where the table's database-side guard takes it
+//     (PostgreSQL, MariaDB: dialect.DeleteFencer), as one statement carrying the fence.
+//     DELETE … RETURNING runs anywhere as the one statement (the caller gets its own
+//     columns of the rows as they were stored); as two statements it must run inside
+//     the caller's transaction. When the DELETE of the two statements fails inside the
+//     caller's transaction after its fencing UPDATE stamped rows (a user's trigger, a
+//     foreign key), MySQL/MariaDB and SQLite undo only the DELETE: the wrapper marks
+//     the transaction so that Commit rolls it back (NotCommitted), and the DELETE's
+//     error says so; the same for a two-statement claim whose read fails (PostgreSQL
+//     aborts the transaction on any error itself).
 //   - A statement that assigns the token or version column itself (an ORM model that
 //     maps them: INSERT column lists and VALUES rows, SET lists, upsert update lists
 //     with excluded./VALUES()/row-alias values) is fenced with those assignments
@@ -255,10 +263,17 @@
 //	UPDATE/INSERT IGNORE, SQLite OR REPLACE/       they turn the fencing error into a warning or a         —
 //	  IGNORE/FAIL                                    different action
 //	row assignments naming the token or version    the other columns cannot be kept apart                   assign them singly
-//	DELETE (and a claimed FOR UPDATE) selecting    it selects its rows twice; these could find others      ExpectVersion, a
-//	  by the fencing columns, ctid/xmin/xmax,        the second time                                         stable condition
-//	  random()/rand()/uuid()…, a LIMITed subquery
-//	  over the same table, OFFSET
+//	DELETE (and a claimed FOR UPDATE) sent as two  it selects its rows twice; these could find others      a stable condition,
+//	  statements (SQLite's DELETE, a DELETE the      the second time (the one-statement DELETE and         the database-side
+//	  guard does not take in one, ExpectVersion,     PostgreSQL's one-statement claim select once, and     guard (one statement)
+//	  MySQL/MariaDB's claim, PostgreSQL's claim      run; an OFFSET is refused in every form)
+//	  with ORDER BY/LIMIT/OFFSET/NOWAIT) selecting
+//	  by the fencing columns, ctid/xmin/xmax,
+//	  random()/rand()/clock_timestamp()/SYSDATE()…,
+//	  a LIMITed subquery over the same table;
+//	  DELETE … OFFSET
+//	DELETE … RETURNING outside a transaction,      the fencing UPDATE and the DELETE must commit           BeginTx, or the
+//	  sent as two statements (as above)              together                                                guard (one statement)
 //	FOR UPDATE with a token over a join, GROUP BY,  the claim cannot lock exactly the rows the read does    lock one table
 //	  SKIP LOCKED, MySQL NOWAIT or OFFSET
 //	FOR UPDATE with a token outside a transaction  claim and read must commit together; the lock       BeginTx

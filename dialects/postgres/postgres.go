@@ -35,6 +35,12 @@ func init() {
 
 type dialectImpl struct{}
 
+var _ dialect.TxAborter = dialectImpl{}
+
+// AbortsTxOnError implements dialect.TxAborter: a failed statement leaves PostgreSQL's
+// transaction aborted (25P02 for what follows, COMMIT answered with a rollback).
+func (dialectImpl) AbortsTxOnError() bool { return true }
+
 func (dialectImpl) Name() string           { return "postgres" }
 func (dialectImpl) Syntax() dialect.Syntax { return dialect.PostgresSyntax }
 func (dialectImpl) NumberedParams() bool   { return true }

@@ -60,6 +60,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if g == nil {
 		return p.pass(), nil
 	}
+	var twoStepErr error // the two-statement form's refusal (Plan.TwoStepErr)
 	if with >= 0 {
 		if !p.rw.numbered {
 			return p.claimRefused(g.String(), "a locking SELECT under a WITH list on MySQL/MariaDB (the claiming UPDATE cannot take the list)")
@@ -70,7 +71,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			}
 		}
 		if why := p.unstableSelection(g, with+1, p.start); why != "" {
-			return p.claimRefused(g.String(), "a locking SELECT whose WITH list %s", why)
+			twoStepErr = unsupported(g.String(), "a locking SELECT whose WITH list %s", why)
 		}
 	}
 	if a, b := outOfOrder(clauses, "WHERE", "ORDER", "LIMIT", "OFFSET"); a != "" && !p.rw.numbered {
@@ -81,12 +82,13 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}
-	// The read selects its rows again after the claim: refuse selections that could
-	// find other rows the second time.
+	// The two-statement claim's read selects its rows again after the claim: a
+	// selection that could find other rows the second time refuses that form
+	// (TwoStepErr); the one-statement claim selects once.
 	for _, kw := range []string{"WHERE", "ORDER"} {
-		if c, ok := clauses[kw]; ok {
+		if c, ok := clauses[kw]; ok && twoStepErr == nil {
 			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
-				return p.claimRefused(g.String(), "a locking SELECT whose %s %s", kw, why)
+				twoStepErr = unsupported(g.String(), "a locking SELECT whose %s %s", kw, why)
 			}
 		}
 	}
@@ -131,8 +133,15 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	pre := b.finish(KindUpdate, g)
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.ClaimLocator = p.rw.numbered && (ordered || limited || offset || nowait)
-	if p.rw.numbered {
+	main.TwoStepErr = twoStepErr
+	// The one-statement claim by row locator evaluates the selection more than once
+	// too (claimByLocator's two locator queries): it keeps a selection that may find
+	// other rows the second time to no form at all.
+	if p.rw.numbered && (twoStepErr == nil || !main.ClaimLocator) {
 		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: clauses, nowait: nowait, nUser: nUser})
+	}
+	if twoStepErr != nil && main.ClaimOne == nil {
+		return &Plan{Kind: KindClaim, SQL: p.src, NUser: -1, ClaimErr: twoStepErr}, nil
 	}
 	if !offset {
 		main.ClaimRead = p.claimRead(g, r, clauses, nUser)

@@ -295,7 +295,7 @@ var scalarFuncs = map[string]bool{
 	"strpos": true, "left": true, "right": true, "split_part": true, "lpad": true,
 	"rpad": true, "initcap": true, "md5": true, "format": true, "date_part": true,
 	"date_trunc": true, "to_char": true, "to_number": true, "to_date": true,
-	"to_timestamp": true, "now": true, "age": true, "make_date": true,
+	"to_timestamp": true, "now": true, "clock_timestamp": true, "age": true, "make_date": true,
 	"json_build_object": true, "jsonb_build_object": true, "json_build_array": true,
 	"jsonb_build_array": true, "to_json": true, "to_jsonb": true,
 	"array_length": true, "cardinality": true, "array_to_string": true,

@@ -157,10 +157,9 @@ func TestClaimOneKeepsRefusals(t *testing.T) {
 		`SELECT * FROM accounts WHERE id = $1 FOR UPDATE WAIT 5`,
 		`SELECT * FROM accounts a JOIN b ON a.id = b.id FOR UPDATE`,
 		`SELECT owner, count(*) FROM accounts GROUP BY owner FOR UPDATE`,
-		`SELECT * FROM accounts WHERE version = $1 FOR UPDATE`,
-		`SELECT * FROM accounts WHERE ctid = $1 FOR UPDATE`,
 		`SELECT * FROM accounts ORDER BY random() LIMIT 1 FOR UPDATE`,
-		`SELECT * FROM accounts WHERE id IN (SELECT id FROM accounts LIMIT 1) FOR UPDATE`,
+		`SELECT * FROM accounts WHERE version = $1 ORDER BY id LIMIT 1 FOR UPDATE`,
+		`SELECT * FROM accounts WHERE clock_timestamp() > $1 FOR UPDATE NOWAIT`,
 		`WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`,
 		`WITH accounts AS (SELECT 1) SELECT * FROM accounts FOR UPDATE`,
 		`SELECT * INTO t2 FROM accounts FOR UPDATE`,
@@ -171,6 +170,36 @@ func TestClaimOneKeepsRefusals(t *testing.T) {
 		p, err := newTestRewriter(t, pgTest).Rewrite(in, false)
 		if err != nil || p.Kind != KindClaim || !isRefusal(p.ClaimErr) || p.ClaimOne != nil || p.Pre != nil {
 			t.Errorf("rewrite(%q) = %+v, %v; want a refused claim without a one-statement form", in, p, err)
+		}
+	}
+}
+
+// A selection the two-statement claim would read differently the second time (a
+// fencing column, a row locator, a volatile function, a limited subquery over the same
+// table) keeps its one-statement claim, which selects once, and marks the plan so that
+// the wrapper refuses the two statements (TwoStepErr). MySQL/MariaDB, which has no
+// one-statement claim, refuses it at plan time.
+func TestClaimOneTakesTwoStepUnsafeSelection(t *testing.T) {
+	for _, in := range []string{
+		`SELECT * FROM accounts WHERE version = $1 FOR UPDATE`,
+		`SELECT * FROM accounts WHERE id = $1 AND fence_token = $2 FOR UPDATE`,
+		`SELECT * FROM accounts WHERE ctid = $1 FOR UPDATE`,
+		`SELECT * FROM accounts WHERE id = $1 AND clock_timestamp() > $2 FOR UPDATE`,
+		`SELECT * FROM accounts WHERE id IN (SELECT id FROM accounts LIMIT 1) FOR UPDATE`,
+		`WITH x AS (SELECT 1) SELECT * FROM accounts WHERE fence_token > 0 FOR SHARE`,
+	} {
+		p, err := newTestRewriter(t, pgTest).Rewrite(in, false)
+		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.ClaimOne == nil || !isRefusal(p.TwoStepErr) {
+			t.Errorf("rewrite(%q) = %+v, %v; want a one-statement claim whose two-statement form is refused", in, p, err)
+		}
+	}
+	for _, in := range []string{
+		"SELECT * FROM accounts WHERE version = ? FOR UPDATE",
+		"SELECT * FROM accounts WHERE id = ? AND SYSDATE() > ? FOR UPDATE",
+	} {
+		p, err := newTestRewriter(t, mysqlTest).Rewrite(in, false)
+		if err != nil || p.Kind != KindClaim || !isRefusal(p.ClaimErr) || p.Pre != nil {
+			t.Errorf("mysql: rewrite(%q) = %+v, %v; want a refused claim", in, p, err)
 		}
 	}
 }

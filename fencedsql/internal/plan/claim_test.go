@@ -73,8 +73,11 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `SELECT owner, count(*) FROM accounts GROUP BY owner FOR UPDATE`},
 		{mysqlTest, `SELECT * FROM accounts ORDER BY id LIMIT 5, 1 FOR UPDATE`},
 		{mysqlTest, `SELECT * FROM accounts LIMIT 1 OFFSET 5 FOR UPDATE`},
-		{pgTest, `SELECT * FROM accounts WHERE version = $1 FOR UPDATE`},
-		{pgTest, `SELECT * FROM accounts WHERE ctid = $1 FOR UPDATE`},
+		// A selection the claim reads twice (stable.go): PostgreSQL's claim by row
+		// locator, MySQL's two statements.
+		{pgTest, `SELECT * FROM accounts WHERE version = $1 ORDER BY id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT * FROM accounts WHERE ctid = $1 FOR UPDATE NOWAIT`},
+		{mysqlTest, `SELECT * FROM accounts WHERE version = ? FOR UPDATE`},
 		{mysqlTest, `SELECT * FROM accounts ORDER BY rand() LIMIT 1 FOR UPDATE`},
 		// A locking read inside a WITH list is not claimed (issue 22).
 		{pgTest, `WITH x AS (SELECT * FROM accounts FOR UPDATE) SELECT * FROM x`},

@@ -3,7 +3,9 @@ package plan
 // delete plans a DELETE of a guarded table as two statements in one transaction: a
 // fencing UPDATE over the same rows (it fails whole if a newer token owns one of
 // them, and stamps the token on the others), then the DELETE restricted to rows that
-// now carry the token.
+// now carry the token; and, where the dialect has a delete fence, as one statement
+// (Plan.One). A selection the two statements could read differently marks the plan
+// (Plan.TwoStepErr) rather than refusing it: the one statement is exact.
 func (p *parser) delete(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(1, false, "LOW_PRIORITY", "QUICK")
 	if !p.kw(i, "FROM") {
@@ -84,12 +86,14 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 			return nil, unsupported(g.String(), "DELETE … WHERE CURRENT OF")
 		}
 	}
-	// The DELETE selects its rows again after the fencing UPDATE: refuse selections
-	// that could find other rows the second time.
+	// The two-statement DELETE selects its rows again after the fencing UPDATE: a
+	// selection that could find other rows the second time refuses that form
+	// (TwoStepErr); the one-statement form selects once.
+	var twoStepErr error
 	for _, kw := range []string{"WHERE", "ORDER"} {
-		if c, ok := clauses[kw]; ok {
+		if c, ok := clauses[kw]; ok && twoStepErr == nil {
 			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
-				return nil, unsupported(g.String(), "a DELETE whose %s %s", kw, why)
+				twoStepErr = unsupported(g.String(), "a DELETE whose %s %s", kw, why)
 			}
 		}
 	}
@@ -142,15 +146,27 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	}
 	main := b.finish(KindDelete, g)
 	main.Pre = prePlan
-	if _, returning := clauses["RETURNING"]; !versioned && !returning && p.rw.deleteFence != nil {
+	main.TwoStepErr = twoStepErr
+	if !versioned && p.rw.deleteFence != nil && p.returningLast(clauses, k) {
 		main.One = p.oneStepDelete(g, nUser, clauses, j, k)
 	}
 	return main, nil
 }
 
+// returningLast reports whether a DELETE's RETURNING clause, if it has one, holds a
+// list and is its last clause (it ends at end, the sig index where the clauses end):
+// the one-statement form then appends the dialect's check to the caller's list
+// (oneStepDelete), and the wrapper hides that column from the caller (Plan.Hidden).
+func (p *parser) returningLast(clauses map[string][2]int, end int) bool {
+	c, ok := clauses["RETURNING"]
+	return !ok || (c[1] == end && c[1] > c[0]+1)
+}
+
 // oneStepDelete builds the one-statement form of a DELETE of g (Plan.One): the
 // caller's DELETE with the dialect's mark ANDed to its condition and its check (if it
-// has one) as the RETURNING list (dialect.DeleteFencer). Without a
+// has one) as the RETURNING list (dialect.DeleteFencer), or appended to the caller's
+// RETURNING list as its last column, which the wrapper hides (Plan.Hidden): the
+// caller gets its own columns, of the rows as they were stored when deleted. Without a
 // check the mark is the fence, and the form exists only for a plain condition
 // (plainCondition). j is the sig index after the table and its alias, end the sig
 // index where the DELETE's clauses end (len(sig) or its ';').
@@ -178,10 +194,19 @@ func (p *parser) oneStepDelete(g *Table, nUser int, clauses map[string][2]int, j
 		b.gap(at)
 		b.copy(at, stop)
 	}
+	_, returning := clauses["RETURNING"]
 	if check != "" {
-		b.write(" RETURNING ")
+		if returning {
+			b.write(", ") // after the caller's list, the clause's last item
+		} else {
+			b.write(" RETURNING ")
+		}
 		b.slots(check)
 	}
 	b.copy(stop, len(p.src))
-	return b.finish(KindDelete, g)
+	one := b.finish(KindDelete, g)
+	if returning && check != "" {
+		one.Hidden = 1
+	}
+	return one
 }

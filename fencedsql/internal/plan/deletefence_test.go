@@ -19,8 +19,9 @@ func WithDeleteFence() testOption {
 // The one-statement form of a DELETE (Plan.One): the caller's statement with the mark
 // ANDed to its condition (or as its condition) and the check as its RETURNING list,
 // placed after the last clause (before a ';' or a trailing comment); the arguments
-// follow the placeholders in order. None under ExpectVersion, with the caller's own
-// RETURNING, or without a dialect fence.
+// follow the placeholders in order; with the caller's own RETURNING list, the check is
+// appended to it and hidden from the caller. None under ExpectVersion or without a
+// dialect fence.
 func TestDeleteOneStatement(t *testing.T) {
 	cases := []struct {
 		d    testDialect
@@ -55,10 +56,38 @@ func TestDeleteOneStatement(t *testing.T) {
 			t.Errorf("%s:\n one  %q %v\n want %q %v", c.in, p.One.SQL, p.One.Args, c.want, c.args)
 		}
 	}
-	for _, in := range []string{
-		"DELETE FROM accounts WHERE id = $1 RETURNING id", // the caller's RETURNING: two statements
+	// The caller's RETURNING list: the check is appended as its last column, which
+	// the wrapper hides (Hidden); with the mark alone as the fence (no check), the
+	// caller's list stays as written.
+	for _, c := range []struct {
+		d      testDialect
+		in     string
+		want   string
+		hidden int
+	}{
+		{mysqlTest, "DELETE FROM accounts WHERE id = ? RETURNING id, balance",
+			"DELETE FROM accounts WHERE (id = ?) AND MARK(?) RETURNING id, balance, CHECK(.accounts, fence_token, ?)", 1},
+		{mysqlTest, "DELETE FROM accounts WHERE id > ? ORDER BY id LIMIT 2 RETURNING *;",
+			"DELETE FROM accounts WHERE (id > ?) AND MARK(?) ORDER BY id LIMIT 2 RETURNING *, CHECK(.accounts, fence_token, ?);", 1},
 	} {
-		p, err := newTestRewriter(t, pgTest, Guard("accounts"), WithDeleteFence()).Rewrite(in, false)
+		p, err := newTestRewriter(t, c.d, Guard("accounts"), WithDeleteFence()).Rewrite(c.in, false)
+		if err != nil || p.One == nil || p.One.SQL != c.want || p.One.Hidden != c.hidden {
+			t.Errorf("%s: one = %+v, err %v; want %q hiding %d", c.in, p.One, err, c.want, c.hidden)
+		}
+	}
+	mark := func(c *PlannerConfig) {
+		c.DeleteFence = func(_, _, _ string) (string, string) { return "MARK(" + tokenSlot + ")", "" }
+	}
+	if p, err := newTestRewriter(t, pgTest, Guard("accounts"), mark).Rewrite("DELETE FROM accounts WHERE id = $1 RETURNING *", false); err != nil ||
+		p.One == nil || p.One.SQL != "DELETE FROM accounts WHERE (id = $1) AND MARK($2) RETURNING *" || p.One.Hidden != 0 {
+		t.Errorf("mark only: one = %+v, err %v", p.One, err)
+	}
+	// A RETURNING that is not the last clause, or holds no list: two statements.
+	for _, in := range []string{
+		"DELETE FROM accounts WHERE id = ? RETURNING id LIMIT 1",
+		"DELETE FROM accounts WHERE id = ? RETURNING",
+	} {
+		p, err := newTestRewriter(t, mysqlTest, Guard("accounts"), WithDeleteFence()).Rewrite(in, false)
 		if err != nil || p.One != nil {
 			t.Errorf("%s: one = %v, err %v; want none", in, p.One, err)
 		}

@@ -28,6 +28,8 @@ func FuzzPlan(f *testing.F) {
 		"INSERT INTO accounts (id, balance) VALUES (?, ?), (?, ?)",
 		"INSERT INTO shop.orders (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET id = excluded.id",
 		"DELETE FROM accounts WHERE id = ?",
+		"DELETE FROM accounts WHERE id = $1 RETURNING id, balance",
+		"DELETE FROM accounts WHERE version = ? ORDER BY id LIMIT 1 RETURNING *;",
 		"SELECT * FROM accounts WHERE id = $1 FOR UPDATE",
 		"SELECT 1; DELETE FROM accounts",
 		"WITH x AS (DELETE FROM accounts RETURNING *) SELECT * FROM x",
@@ -166,8 +168,16 @@ func checkOneStatement(t *testing.T, name, src string, p *Plan) {
 	if p.Kind != KindDelete || o.Kind != KindDelete || o.Guard != p.Guard || o.NUser != p.NUser || o.Pre != nil || o.One != nil {
 		t.Fatalf("%s: %q: one-statement form %+v of plan %+v", name, src, o, p)
 	}
-	marked := strings.Contains(o.SQL, "MARK(") && strings.Contains(o.SQL, " RETURNING CHECK(")
-	fenced := strings.Contains(o.SQL, "FENCE(") != strings.Contains(o.SQL, " RETURNING CHECK(")
+	// The check is the RETURNING list, or the last item of the caller's RETURNING list,
+	// which the wrapper hides (Hidden).
+	check := strings.Contains(o.SQL, " RETURNING CHECK(")
+	if appended := strings.Contains(o.SQL, ", CHECK(") && !check; appended != (o.Hidden == 1) || o.Hidden > 1 {
+		t.Fatalf("%s: %q: one-statement form %q hides %d columns", name, src, o.SQL, o.Hidden)
+	} else if appended {
+		check = true
+	}
+	marked := strings.Contains(o.SQL, "MARK(") && check
+	fenced := strings.Contains(o.SQL, "FENCE(") != check
 	if strings.HasSuffix(name, "/delete-fence-cond") {
 		marked = false
 	} else {

@@ -87,7 +87,7 @@ func TestLockReadClassRefused(t *testing.T) {
 			"EXPLAIN ANALYZE SELECT * FROM accounts WHERE id = 1 %s",
 			"SELECT balance INTO newtab FROM accounts WHERE id = 1 %s",
 			"WITH accounts AS (SELECT * FROM other) SELECT * FROM accounts %s",
-			"WITH x AS (SELECT 1) SELECT * FROM accounts WHERE fence_token > 0 %s",
+			"WITH x AS (SELECT 1) SELECT * FROM accounts WHERE fence_token > 0 ORDER BY id LIMIT 1 %s",
 		},
 		"mysql": {
 			"SELECT balance INTO @b FROM accounts WHERE id = 1 %s",

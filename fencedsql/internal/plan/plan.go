@@ -44,12 +44,17 @@ type Plan struct {
 	Args  []ArgRef // the rewritten statement's arguments, in placeholder order
 	NUser int      // placeholders in the user's statement (its NumInput)
 	Pre   *Plan    // DELETE: the fencing UPDATE that runs first, in the same transaction
-	// One (DELETE without ExpectVersion or RETURNING, on a dialect with a delete fence) is
+	// One (DELETE without ExpectVersion, on a dialect with a delete fence) is
 	// the same DELETE as one statement: its WHERE marks the statement with the token for
 	// the guard's triggers and its RETURNING list fails it on a row with a newer token
 	// (dialect.DeleteFencer). It returns one row per deleted row. The wrapper sends it
 	// only where the database's guard accepts it (DeleteFenceQuery); SQL and Pre otherwise.
 	One *Plan
+	// Hidden (One of a DELETE … RETURNING whose fence is a RETURNING check: MySQL/
+	// MariaDB) is the number of trailing columns of the statement's rows that are the
+	// wrapper's (the check), not the caller's: the wrapper drops them from the rows it
+	// returns.
+	Hidden int
 	// Stamped (MySQL/MariaDB INSERT … ON DUPLICATE KEY UPDATE whose every assignment
 	// sets a column to itself, the ORMs' "insert if absent") is the same INSERT with the
 	// fencing assignments in its conflict branch. SQL leaves the conflict branch a
@@ -64,6 +69,12 @@ type Plan struct {
 	// ClaimErr (kindClaim) refuses a locking read that cannot be claimed exactly when it
 	// carries a token; without one the caller's text runs as a plain locking read.
 	ClaimErr error
+	// TwoStepErr (DELETE, kindClaim) refuses the statement's two-statement form (the
+	// fencing UPDATE, then the caller's statement): its selection may find other rows
+	// the second time (stable.go). The one-statement forms (One, ClaimOne) select once,
+	// and run; the wrapper returns TwoStepErr, with a token, only where it would send
+	// the two statements.
+	TwoStepErr error
 	// ClaimOne (kindClaim, PostgreSQL) is the claim and the read in one statement: it
 	// stamps the rows the locking read selects and returns the caller's columns of
 	// exactly those rows (a data-modifying WITH query, claim_one.go). nil where the

@@ -8,7 +8,13 @@ import "strings"
 // did. The fencing UPDATE changes the token and version columns and, on PostgreSQL, the
 // row's physical locator and transaction stamps; a non-deterministic function or a
 // LIMIT in a subquery over the same table can pick other rows the second time. Such
-// conditions are refused rather than run inexactly.
+// conditions refuse the two-statement form rather than run it inexactly
+// (Plan.TwoStepErr): the planner keeps the plan, and the wrapper refuses it, with a
+// token, only where it would send the two statements. The one-statement forms select
+// once — a DELETE with the dialect's delete fence (Plan.One: PostgreSQL, MySQL/MariaDB
+// with the guard installed) and PostgreSQL's one-statement claim (Plan.ClaimOne) —
+// and run them, except the claim by row locator (ORDER BY, LIMIT, OFFSET, NOWAIT),
+// which evaluates the selection in two locator queries and is refused.
 
 // nondeterministic are functions whose result may differ between the two statements.
 var nondeterministic = map[string]bool{

@@ -1,0 +1,16 @@
+package dialect
+
+// TxAborter is implemented by a dialect whose database, inside a transaction, aborts
+// the whole transaction when one of its statements fails: it refuses every later
+// statement until ROLLBACK or ROLLBACK TO SAVEPOINT, and answers COMMIT with a rollback
+// (PostgreSQL, 25P02). A failed statement's earlier work in the transaction can then
+// never be committed without the statement, and the wrapper leaves a failed
+// two-statement write to the database (a ROLLBACK TO a savepoint the caller set before
+// it undoes both statements, and the transaction goes on). On a database without it
+// (MySQL/MariaDB, SQLite: a failed statement undoes itself only), the wrapper marks the
+// transaction so that it can only roll back when the second statement of a
+// two-statement write fails after the first changed rows (fencedsql's stamp_kept.go).
+type TxAborter interface {
+	// AbortsTxOnError reports whether every failed statement aborts the transaction.
+	AbortsTxOnError() bool
+}

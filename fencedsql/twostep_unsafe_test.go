@@ -1,0 +1,54 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"testing"
+)
+
+// TestDeleteTwoStepUnsafeSelection: a DELETE whose selection the two-statement form
+// (the fencing UPDATE, then the DELETE) could read differently the second time — a
+// fencing column, a row locator, a non-deterministic function, a limited subquery over
+// the same table — is planned (the one-statement DELETE, where the database's guard
+// takes it, selects once: TestConditionOnFencingColumnsOneStatement in internal/ormtest),
+// with its two-statement form marked refused; the wrapper refuses it, typed and with
+// the planner's reason, before anything is sent where it would send the two statements
+// (here: without the lazy schema checks, which would ask the guard).
+func TestDeleteTwoStepUnsafeSelection(t *testing.T) {
+	cases := []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `DELETE FROM accounts WHERE id = $1 AND version = $2`},
+		{pgTest, `DELETE FROM accounts WHERE id = $1 AND fence_token = $2`},
+		{pgTest, `DELETE FROM accounts WHERE ctid = '(0,1)'`},
+		{pgTest, `DELETE FROM accounts a WHERE a.xmin::text::bigint > 5`},
+		{pgTest, `DELETE FROM accounts WHERE id IN (SELECT id FROM accounts ORDER BY balance LIMIT 1)`},
+		{pgTest, `DELETE FROM accounts WHERE id = (SELECT min(id) FROM shop.accounts FETCH FIRST 1 ROW ONLY)`},
+		{pgTest, `DELETE FROM accounts WHERE random() < 0.5`},
+		{pgTest, `DELETE FROM accounts WHERE clock_timestamp() > '2000-01-01'`},
+		{mysqlTest, `DELETE FROM accounts WHERE id > 1 ORDER BY rand() LIMIT 1`},
+		{mysqlTest, `DELETE FROM accounts ORDER BY version LIMIT 1`},
+		{mysqlTest, `DELETE FROM accounts WHERE id = ? AND SYSDATE() > '2000-01-01'`},
+		{sqliteTest, `DELETE FROM accounts WHERE id IN (SELECT id FROM accounts WHERE x LIMIT 2)`},
+		{sqliteTest, `DELETE FROM accounts WHERE id = abs(random()) % 3`},
+		{sqliteTest, `DELETE FROM accounts WHERE id = ? AND version = ?`},
+	}
+	for _, c := range cases {
+		for _, versioned := range []bool{false, true} {
+			p, err := newTestRewriter(t, c.d).Rewrite(c.in, versioned)
+			if err != nil || p.Pre == nil || p.TwoStepErr == nil || !errors.Is(asUnsupported(p.TwoStepErr), ErrUnsupported) {
+				t.Errorf("%s: rewrite(%q, versioned=%v) = %+v, %v; want a DELETE whose two-statement form is refused", c.d.name, c.in, versioned, p, err)
+			}
+		}
+		ft := newFzTarget(t, c.d)
+		args := []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(2)}}
+		p, _ := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		_, err := ft.conn.ExecContext(WithToken(context.Background(), 7), c.in, args[:max(p.NUser, 0)])
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || ue.Reason == "" || len(ft.raw.calls) != 0 {
+			t.Errorf("%s: two-statement %q = %v, sent %v; want *UnsupportedError with the reason, nothing sent", c.d.name, c.in, err, ft.raw.calls)
+		}
+	}
+}
