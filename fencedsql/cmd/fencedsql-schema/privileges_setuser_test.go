@@ -69,3 +69,29 @@ func TestSetUserReportedMariaDB(t *testing.T) {
 		t.Errorf("check after -apply: exit %d\n%s", code, out)
 	}
 }
+
+// TestTriggerBypassPrivilegesReportedMariaDB: BINLOG REPLAY (row events fire no
+// trigger), BINLOG ADMIN (SET sql_log_bin = 0) and ALTER ROUTINE on the guards'
+// database (it drops the fence function) are reported with their REVOKE, which
+// -apply runs (red-team rt11f F1b).
+func TestTriggerBypassPrivilegesReportedMariaDB(t *testing.T) {
+	dsn, args, app, _ := leastPrivilegeMariaDB(t)
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminDB := mustOpen(t, "mysql", dsn)
+	if _, err := adminDB.Exec("GRANT BINLOG REPLAY, BINLOG ADMIN ON *.* TO '" + app + "'@'%'"); err != nil {
+		t.Skipf("BINLOG REPLAY (MariaDB 10.5 and later): %v", err)
+	}
+	execRaw(t, "mysql", dsn, "GRANT ALTER ROUTINE ON `"+cfg.DBName+"`.* TO '"+app+"'@'%'")
+	code, out, _ := runCmd(t, args...)
+	for _, want := range []string{"REVOKE BINLOG REPLAY, BINLOG ADMIN ON *.* FROM", "REVOKE ALTER ROUTINE ON `" + cfg.DBName + "`.* FROM"} {
+		if code != exitProblems || !strings.Contains(out, want) {
+			t.Errorf("check with roles: exit %d, want %d with %q:\n%s", code, exitProblems, want, out)
+		}
+	}
+	if code, out, errOut := runCmd(t, append(args, "-apply")...); code != exitOK {
+		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
