@@ -56,14 +56,15 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn dialect.TableName, tok, ver string) {
 	t.Helper()
 	// Canned answers of a fit table, by the query's dialect: SQLite's declaration,
-	// MySQL's engine and column types, PostgreSQL's column types (and no
+	// MySQL's engines (the guarded table's; its tombstone table and the token floor
+	// have the same rule) and column types, PostgreSQL's column types (and no
 	// UNLOGGED relation).
 	answer := func(q string) [][]string {
 		switch {
 		case strings.Contains(q, "sqlite_master") || strings.Contains(q, "sqlite_schema") || strings.Contains(q, "pragma"):
 			return nil
 		case strings.Contains(q, "information_schema.ENGINES"):
-			return [][]string{{"InnoDB", "YES"}}
+			return [][]string{{tn.Name, "InnoDB", "YES"}}
 		case strings.Contains(q, "information_schema.COLUMNS"):
 			return [][]string{{tok, "bigint", "bigint"}, {ver, "bigint", "bigint"}}
 		case strings.Contains(q, "relpersistence"):

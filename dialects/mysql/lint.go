@@ -17,6 +17,13 @@ import (
 //     rows before it, and they stay written (the all-or-nothing of G2 is gone; an
 //     upsert's other rows, a fenced DELETE's two statements). Fix: ALTER TABLE …
 //     ENGINE=InnoDB.
+//   - The same of the table's tombstone table or of the token floor of its database
+//     (fencedsql_tomb_<table>, fencedsql_floor; TombstoneDDL and FloorDDL create them
+//     InnoDB, but CREATE TABLE IF NOT EXISTS keeps one that exists, or was converted
+//     since): a MEMORY table is emptied at every server restart, and a replica
+//     restarted or promoted starts it empty, so the tombstones (G9) or the floor are
+//     forgotten; the other engines without transactions keep what a failed
+//     statement wrote. Fix: ALTER TABLE … ENGINE=InnoDB on it.
 //   - A token or version column that is not an integer: a FLOAT or DOUBLE column
 //     rounds large tokens, so a stale token can compare equal to a newer one; a string
 //     column compares as text ('10' < '9'), so the guard accepts a lowered token and
@@ -30,15 +37,32 @@ import (
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	var found []dialect.SchemaProblem
 	tbl := t.Table.Quote(d.QuoteIdent)
-	rows, err := query(ctx, "SELECT t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME = ? AND t.TABLE_TYPE = 'BASE TABLE'",
-		t.Table.Schema, t.Table.Name)
+	// The engines of the guarded table, of its tombstone table and of the token floor
+	// of its database (those that exist), by name.
+	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
+	rows, err := query(ctx, "SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME IN (?, ?, ?) AND t.TABLE_TYPE = 'BASE TABLE' ORDER BY t.TABLE_NAME",
+		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name)
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 1 && len(rows[0]) == 2 && !strings.EqualFold(rows[0][1], "YES") {
-		found = append(found, dialect.SchemaProblem{
-			Problem: "the table's engine " + rows[0][0] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
-			Fix:     []string{"ALTER TABLE " + tbl + " ENGINE=InnoDB"}})
+	for _, r := range rows {
+		if len(r) != 3 || strings.EqualFold(r[2], "YES") {
+			continue
+		}
+		switch r[0] {
+		case t.Table.Name:
+			found = append(found, dialect.SchemaProblem{
+				Problem: "the table's engine " + r[1] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
+				Fix:     []string{"ALTER TABLE " + tbl + " ENGINE=InnoDB"}})
+		case tomb.Name:
+			found = append(found, dialect.SchemaProblem{
+				Problem: "the tombstone table " + tomb.String() + " has the engine " + r[1] + ", which has no transactions: a MEMORY table is emptied at every restart (and a replica restarted or promoted starts it empty), forgetting the tombstones so that a stale holder re-creates the rows deleted under a newer token; the others keep what a failed statement wrote; convert it to InnoDB",
+				Fix:     []string{"ALTER TABLE " + tomb.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}})
+		case floor.Name:
+			found = append(found, dialect.SchemaProblem{
+				Problem: "the token floor " + floor.String() + " has the engine " + r[1] + ", which has no transactions: a MEMORY table is emptied at every restart (and a replica restarted or promoted starts it empty), and an empty floor table is no floor, so tokens below the raised floor write again; the others keep what a failed statement wrote; convert it to InnoDB",
+				Fix:     []string{"ALTER TABLE " + floor.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}})
+		}
 	}
 	rows, err = query(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN (?, ?) ORDER BY ORDINAL_POSITION",
 		t.Table.Schema, t.Table.Name, t.TokenColumn, t.VersionColumn)

@@ -23,6 +23,22 @@ import (
 //
 //   - SUPER: a superuser (no statement proposed: log the application in as another
 //     account);
+//   - the global privileges split from SUPER (MariaDB 10.5) or dynamic (MySQL 8)
+//     that hand the guards over (handOver): SET USER / SET_USER_ID /
+//     SET_ANY_DEFINER name any DEFINER, so a routine, trigger, view or event the
+//     account creates in any database runs as the owner or an administrator (a
+//     DEFINER procedure lowers the floor); BINLOG REPLAY (MySQL BINLOG_ADMIN,
+//     REPLICATION_APPLIER) applies row events and REPLICATION SLAVE ADMIN points the
+//     server at a primary of its choosing, whose row events fire no trigger; BINLOG
+//     ADMIN (MySQL SYSTEM_VARIABLES_ADMIN, SESSION_VARIABLES_ADMIN) turns binary
+//     logging off in the session, so its writes and their tombstones never reach a
+//     replica. Fix: REVOKE … ON *.*. The other parts of SUPER (CONNECTION ADMIN,
+//     READ_ONLY ADMIN, FEDERATED ADMIN, REPLICATION MASTER ADMIN, the MONITOR
+//     ones) do not reach the guards and are not reported;
+//   - ALTER ROUTINE globally or on the database: it drops the guard's fence
+//     function, and with CREATE ROUTINE replaces it with one that passes every token
+//     (the one-statement DELETE trusts it). Fix: REVOKE at the level granted. CREATE
+//     ROUTINE alone is not reported: without SET USER a routine runs as its creator;
 //   - TRIGGER, DROP or ALTER reaching the guarded table (globally, on its database or
 //     on the table): it could drop the guard's triggers, or the table with them.
 //     Fix: REVOKE at the level granted;
@@ -277,6 +293,22 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		return out, nil
 	}
 	acct := accountSQL(app)
+	for i, h := range hs {
+		if p := pick(own[i].global, handOver...); len(p) > 0 {
+			why := make([]string, len(p))
+			for j, priv := range p {
+				why[j] = priv + " " + handOverWhy[priv]
+			}
+			problem(h.name+" has "+strings.Join(p, ", ")+" on *.*, which hands it the guards: "+strings.Join(why, "; "), "REVOKE "+strings.Join(p, ", ")+" ON *.* FROM "+h.sql)
+		}
+		routineWhy := ": it can drop the guard's fence function " + fenceFuncName(table).String() + " and, with CREATE ROUTINE, put in its place one that passes every token, which the one-statement fenced DELETE trusts"
+		if own[i].global["ALTER ROUTINE"] {
+			problem(h.name+" has ALTER ROUTINE on *.*"+routineWhy, "REVOKE ALTER ROUTINE ON *.* FROM "+h.sql)
+		}
+		if own[i].db["ALTER ROUTINE"] {
+			problem(h.name+" has ALTER ROUTINE on database "+db+routineWhy, "REVOKE ALTER ROUTINE ON "+q(db)+".* FROM "+h.sql)
+		}
+	}
 	danger := []string{"TRIGGER", "DROP", "ALTER", "CREATE TEMPORARY TABLES"}
 	why := "TRIGGER lets it drop the guard's triggers, DROP and ALTER the table under them, CREATE TEMPORARY TABLES hide the tombstone table in its session"
 	dml := []string{"INSERT", "UPDATE", "DELETE"}
@@ -450,6 +482,29 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	}
 	return out, nil
 }
+
+// handOver are the global privileges (those MariaDB 10.5 split from SUPER, and MySQL
+// 8's dynamic ones) that let an account run statements as another account or past
+// the guards' triggers, whatever else it holds; handOverWhy says how, by privilege.
+var handOver = []string{
+	"SET USER", "SET_USER_ID", "SET_ANY_DEFINER",
+	"BINLOG REPLAY", "BINLOG_ADMIN", "REPLICATION_APPLIER",
+	"REPLICATION SLAVE ADMIN", "REPLICATION_SLAVE_ADMIN",
+	"BINLOG ADMIN", "SYSTEM_VARIABLES_ADMIN", "SESSION_VARIABLES_ADMIN",
+}
+
+var handOverWhy = func() map[string]string {
+	definer := "names any DEFINER: a routine, trigger, view or event it creates (wherever it has CREATE ROUTINE, TRIGGER, CREATE VIEW or EVENT) runs as the owner or an administrator, which can lower the token floor, erase tombstones or drop the guard's triggers"
+	replay := "applies binary-log row events (the BINLOG statement), which fire no trigger"
+	replica := "points the server at a primary of its choosing (CHANGE MASTER, START SLAVE), whose row events fire no trigger"
+	binlog := "turns off binary logging in its session (SET sql_log_bin = 0): its writes and the tombstones they leave never reach a replica, which is promoted without them"
+	return map[string]string{
+		"SET USER": definer, "SET_USER_ID": definer, "SET_ANY_DEFINER": definer,
+		"BINLOG REPLAY": replay, "BINLOG_ADMIN": replay + ", and " + binlog, "REPLICATION_APPLIER": replay,
+		"REPLICATION SLAVE ADMIN": replica, "REPLICATION_SLAVE_ADMIN": replica,
+		"BINLOG ADMIN": binlog, "SYSTEM_VARIABLES_ADMIN": binlog, "SESSION_VARIABLES_ADMIN": binlog,
+	}
+}()
 
 func missingOf(g grants, privs ...string) []string {
 	var out []string
