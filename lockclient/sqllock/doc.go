@@ -15,9 +15,11 @@
 // [CreateTable] runs them; the default table name is [DefaultTable]. Next to the table
 // live the token source, one per table, shared by all keys: a SEQUENCE on PostgreSQL
 // (CACHE 1, so that every session draws from the same counter; CheckTable and the first
-// grant of a Backend refuse an existing sequence with CACHE above 1, CYCLE or an
-// INCREMENT that is not positive, see SchemaError.Unsafe), a one-row counter table
-// on MySQL/MariaDB; the waiter table <table>_waiters (see Waiting) and the routines
+// grant of a Backend refuse an existing sequence with CACHE above 1, CYCLE, an
+// INCREMENT that is not positive, fewer than a million values left before its MAXVALUE,
+// or that is UNLOGGED or temporary, as they refuse such a lease table, see
+// SchemaError.Unsafe), a one-row counter table on MySQL/MariaDB (the lease, counter and
+// waiter tables must be InnoDB: a MEMORY table is emptied at every restart); the waiter table <table>_waiters (see Waiting) and the routines
 // that grant, release and queue (PL/pgSQL functions, a MySQL stored procedure).
 //
 // # Expiry is the server's

@@ -76,7 +76,15 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		if last >= int64(min) {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, b.q.raiseFloor, b.table.with("_token_seq").quoted(Postgres), int64(min))
+		seq := b.table.with("_token_seq")
+		_, err := tx.ExecContext(ctx, b.q.raiseFloor, seq.quoted(Postgres), int64(min))
+		if state, ok := pgState(err); ok && state == "22003" {
+			// setval past the sequence's MAXVALUE: no retry passes.
+			e := b.schemaError("", err)
+			e.Unsafe = fmt.Sprintf("the floor %d is above the MAXVALUE of token sequence %s; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
+				min, seq.String(), seq.quoted(Postgres))
+			return e
+		}
 		return err
 	})
 }
@@ -123,6 +131,9 @@ func (b *Backend) inGrantLock(ctx context.Context, op string, f func(tx *sql.Tx)
 		return b.fail(op, "", err)
 	}
 	if err := f(tx); err != nil {
+		if se := (*SchemaError)(nil); errors.As(err, &se) {
+			return err // f's own verdict on the token source
+		}
 		return b.fail(op, "", err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -28,7 +28,7 @@ func (s *session) tryAcquireV1(ctx context.Context, key, gs string, entered bool
 		if entered {
 			s.abandonV1(key, gs) // the request may still reach the server
 		}
-		return lockclient.Grant{}, unavailable("try-acquire", key, err)
+		return lockclient.Grant{}, s.b.grantFailed("try-acquire", key, err)
 	}
 	if tok <= 0 {
 		return lockclient.Grant{}, unavailable("try-acquire", key, fmt.Errorf("invalid token %d from the server", tok))

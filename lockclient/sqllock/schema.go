@@ -15,8 +15,9 @@ import (
 
 // ErrSchema is wrapped by the error of a backend whose lease table, or an object next to
 // it, does not exist: CreateTable (or the statements of DDL) was not run on that
-// database. It is also wrapped when the PostgreSQL token sequence exists but would not
-// keep tokens in grant order (SchemaError.Unsafe). Such an error is a *SchemaError and
+// database. It is also wrapped when the token source or the lease table exists but
+// would not keep tokens in grant order or across a crash restart or failover, or the
+// token source is exhausted (SchemaError.Unsafe). Such an error is a *SchemaError and
 // also wraps lockclient.ErrInvalidConfig, never lockclient.ErrUnavailable: Acquire and
 // TryAcquire return it at once instead of retrying until their deadline.
 var ErrSchema = errors.New("sqllock: lease table missing or incomplete")
@@ -39,7 +40,11 @@ type SchemaError struct {
 	// Unsafe, when not empty, says what is wrong with an object that exists (Missing is
 	// then empty) and how to fix it: a PostgreSQL token sequence with CACHE above 1,
 	// CYCLE or an INCREMENT that is not positive, which would not keep tokens in grant
-	// order. CreateTable does not change an existing object, so it does not fix it.
+	// order; a PostgreSQL token sequence or lease table that is UNLOGGED or temporary,
+	// or a MySQL/MariaDB lease, counter or waiter table that is not InnoDB, which would
+	// forget tokens and holders at a crash restart or failover; a token source at or
+	// near its end (a sequence's MAXVALUE, the BIGINT counter), where every grant fails.
+	// CreateTable does not change an existing object, so it does not fix it.
 	Unsafe string
 	Err    error // the database's answer, nil when a catalog query found the gap
 }
@@ -134,9 +139,12 @@ func (b *Backend) probeTable(ctx context.Context) error {
 // by an earlier release: Acquire still works, without a queue) or, on MySQL, when the
 // grant procedure is an earlier revision (CreateTable replaces it); a *SchemaError with
 // Unsafe set when the PostgreSQL token sequence has CACHE above 1, CYCLE or an INCREMENT
-// that is not positive (it would not keep tokens in grant order across connections; the
-// first grant and the floor operations of a Backend refuse it too); or an error wrapping
-// lockclient.ErrUnavailable when the database could not answer. It reads the catalog:
+// that is not positive (it would not keep tokens in grant order across connections), or
+// fewer than a million values left before its MAXVALUE, or when the sequence or the
+// lease table is UNLOGGED or temporary, or a MySQL/MariaDB lease, counter or waiter table
+// is not InnoDB (tokens and holders lost at a crash restart or failover) — the first
+// grant of a Backend (and on PostgreSQL its floor operations) refuses these too; or an
+// error wrapping lockclient.ErrUnavailable when the database could not answer. It reads the catalog:
 // PostgreSQL to_regclass/to_regproc (by the session's search_path for an unqualified
 // table), MySQL information_schema (in the current database for an unqualified table).
 //
@@ -149,19 +157,23 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		return unavailable("check table", "", err)
 	}
 	if len(missing) == 0 {
-		if b.dialect != MySQL {
-			// PostgreSQL: CreateTable replaces the functions (CREATE OR REPLACE), but
-			// keeps an existing token sequence, whose settings are read here.
-			var se *SchemaError
-			switch err := b.checkTokenSeq(ctx); {
-			case errors.Is(err, errNoTokenSeq): // dropped since the catalog query
-				return b.schemaError("objects sequence "+b.table.with("_token_seq").String(), nil)
-			case errors.As(err, &se):
-				return err
-			case err != nil:
-				return unavailable("check table", "", err)
+		// CreateTable keeps an existing token source and lease table (IF NOT EXISTS),
+		// whose settings are read here: the PostgreSQL sequence's and the tables'
+		// persistence, the MySQL tables' engine.
+		var se *SchemaError
+		switch err := b.checkTokenSeq(ctx); {
+		case errors.Is(err, errNoTokenSeq): // dropped since the catalog query
+			if b.dialect == MySQL {
+				return b.schemaError("objects table "+b.table.with("_token").String(), nil)
 			}
-			b.seqChecked.Store(true)
+			return b.schemaError("objects sequence "+b.table.with("_token_seq").String(), nil)
+		case errors.As(err, &se):
+			return err
+		case err != nil:
+			return unavailable("check table", "", err)
+		}
+		b.seqChecked.Store(true)
+		if b.dialect != MySQL {
 			return nil
 		}
 		current, err := myGrantCurrent(ctx, b.db, b.table)

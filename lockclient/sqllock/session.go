@@ -127,7 +127,7 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 		if entered {
 			s.abandon(key, gs) // the request may still reach the server
 		}
-		return lockclient.Grant{}, unavailable("try-acquire", key, err)
+		return lockclient.Grant{}, s.b.grantFailed("try-acquire", key, err)
 	case st.token == 0:
 		return lockclient.Grant{}, lockclient.ErrHeld
 	case st.token < 0:

@@ -152,7 +152,7 @@ type Backend struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // MySQL: prepared once per *sql.DB, see stmt
 
-	seqChecked atomic.Bool // the PostgreSQL token sequence keeps grant order (tokenSeqChecked)
+	seqChecked atomic.Bool // the token source keeps grant order and survives a crash (tokenSeqChecked)
 
 	minToken  uint64     // WithMinToken
 	floorMu   sync.Mutex // serialises openFloor
@@ -291,13 +291,13 @@ func unavailable(op, key string, err error) error {
 type notSent interface{ NotSent() bool }
 
 // fail is the error of a statement that failed with err: a *SchemaError when err says
-// that an object of the lease table does not exist (nothing ran), otherwise an error
-// wrapping lockclient.ErrUnavailable.
+// that an object of the lease table does not exist (nothing ran) or that the token
+// source is exhausted (exhausted), otherwise an error wrapping lockclient.ErrUnavailable.
 func (b *Backend) fail(op, key string, err error) error {
 	if missingObject(err) {
 		return b.schemaError("an object", err)
 	}
-	return unavailable(op, key, err)
+	return b.grantFailed(op, key, err)
 }
 
 // statementHook, when set by a test, sees every statement the backend sends and its

@@ -8,40 +8,63 @@ import (
 	"strings"
 )
 
-// The PostgreSQL token sequence must hand out values in call order across every
-// connection: CACHE 1 (a larger cache gives each connection its own block of values,
-// so a later grant on another connection can draw a smaller one), NO CYCLE (no wrap
-// back to MINVALUE) and a positive INCREMENT. DDL creates it so, but with CREATE
-// SEQUENCE IF NOT EXISTS, which keeps a sequence that already exists (a DBA's tuning,
-// a restored dump); the backend therefore reads its settings before trusting it.
+// The token source must hand out values in call order across every connection, and
+// must not forget them at a crash restart or failover. On PostgreSQL the sequence needs
+// CACHE 1 (a larger cache gives each connection its own block of values, so a later
+// grant on another connection can draw a smaller one), NO CYCLE (no wrap back to
+// MINVALUE), a positive INCREMENT and values left before MAXVALUE; it and the lease
+// table must be permanent (logged): an UNLOGGED relation is reset to empty — an UNLOGGED
+// sequence to its start value — by crash recovery and has no content on a standby, and
+// a temporary one ends with its session. On MySQL/MariaDB the lease, counter and waiter
+// tables must use InnoDB (transactional, crash-safe): a MEMORY table is emptied at every
+// restart, so the counter would start again from nothing. DDL creates all of them so,
+// but with IF NOT EXISTS, which keeps an object that already exists (a DBA's tuning, a
+// restored dump, an ALTER since); the backend therefore reads them before trusting them.
 
 // errNoTokenSeq: the PostgreSQL token sequence does not exist (the statements that use
 // it report that themselves).
 var errNoTokenSeq = errors.New("sqllock: the token sequence does not exist")
 
-// checkTokenSeq reads the settings of the PostgreSQL token sequence: nil when they keep
-// tokens in grant order, a *SchemaError saying what is wrong otherwise, errNoTokenSeq
-// when it does not exist, or the database's error when it could not answer. It does nothing
-// on MySQL, whose counter row is incremented under its row lock (no cache, no cycle).
+// tokenSeqMinLeft is how many values a PostgreSQL token sequence must have left before
+// its MAXVALUE for checkTokenSeq to accept it: a sequence that close to its end (a
+// lowered MAXVALUE, AS integer) would soon make every grant fail, and the fix (ALTER
+// SEQUENCE … AS bigint NO MAXVALUE) is an operator's.
+const tokenSeqMinLeft = 1_000_000
+
+// checkTokenSeq reads the settings of the token source: nil when they keep tokens in
+// grant order and across a crash restart or failover, a *SchemaError (Unsafe) saying
+// what is wrong and how to fix it otherwise, errNoTokenSeq when the PostgreSQL sequence
+// does not exist, or the database's error when it could not answer. PostgreSQL: the
+// sequence's CACHE, CYCLE, INCREMENT, MAXVALUE against its last value, and the
+// persistence of the sequence and of the lease table. MySQL: the engine of the lease,
+// counter and waiter tables (the counter row itself is incremented under its row lock:
+// no cache, no cycle).
 func (b *Backend) checkTokenSeq(ctx context.Context) error {
-	if b.dialect != Postgres {
-		return nil
+	if b.dialect == MySQL {
+		return b.checkEngines(ctx)
 	}
 	seq := b.table.with("_token_seq")
-	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement FROM pg_catalog.pg_sequence s WHERE s.seqrelid = to_regclass($1::text)`
-	args := []any{seq.quoted(Postgres)}
+	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement, s.seqstart, s.seqmax, pg_catalog.pg_sequence_last_value(s.seqrelid), ` +
+		`c.relpersistence::text, COALESCE(t.relpersistence::text, 'p') ` +
+		`FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid ` +
+		`LEFT JOIN pg_catalog.pg_class t ON t.oid = to_regclass($2::text) ` +
+		`WHERE s.seqrelid = to_regclass($1::text)`
+	args := []any{seq.quoted(Postgres), b.table.quoted(Postgres)}
 	if h := statementHook.Load(); h != nil {
 		(*h)(q, args)
 	}
-	var cache, incr int64
+	var cache, incr, start, max int64
+	var last sql.NullInt64
 	var cycle bool
-	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr)
+	var seqPersist, tablePersist string
+	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &max, &last, &seqPersist, &tablePersist)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoTokenSeq
 	}
 	if err != nil {
 		return err
 	}
+	var problems []string
 	var wrong []string
 	if cache != 1 {
 		wrong = append(wrong, fmt.Sprintf("CACHE %d (each connection draws from its own block of values)", cache))
@@ -52,25 +75,72 @@ func (b *Backend) checkTokenSeq(ctx context.Context) error {
 	if incr <= 0 {
 		wrong = append(wrong, fmt.Sprintf("INCREMENT BY %d (values do not grow)", incr))
 	}
-	if len(wrong) == 0 {
+	if len(wrong) > 0 {
+		problems = append(problems, fmt.Sprintf("token sequence %s has %s, so a later grant can get a smaller token than an earlier one; "+
+			"run ALTER SEQUENCE %s CACHE 1 NO CYCLE INCREMENT BY 1, restart every client of the table (a connection keeps the values it cached), "+
+			"then raise the floor (Backend.RaiseFloor) above the highest token granted so far",
+			seq.String(), strings.Join(wrong, ", "), seq.quoted(Postgres)))
+	}
+	if incr > 0 && seqLeft(start, max, last, incr) < tokenSeqMinLeft {
+		problems = append(problems, fmt.Sprintf("token sequence %s is at or near its MAXVALUE %d (fewer than %d values left), "+
+			"after which every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
+			seq.String(), max, tokenSeqMinLeft, seq.quoted(Postgres)))
+	}
+	if p := persistenceProblem("token sequence", "SEQUENCE", seq, seqPersist,
+		"the lock service would grant tokens below those already granted"); p != "" {
+		problems = append(problems, p+", then raise the floor (Backend.RaiseFloor) above the highest token granted so far")
+	}
+	if p := persistenceProblem("lease table", "TABLE", b.table, tablePersist,
+		"every holder would be forgotten and its keys granted again while it still writes"); p != "" {
+		problems = append(problems, p)
+	}
+	if len(problems) == 0 {
 		return nil
 	}
 	e := b.schemaError("", nil)
-	e.Unsafe = fmt.Sprintf("token sequence %s has %s, so a later grant can get a smaller token than an earlier one; "+
-		"run ALTER SEQUENCE %s CACHE 1 NO CYCLE INCREMENT BY 1, restart every client of the table (a connection keeps the values it cached), "+
-		"then raise the floor (Backend.RaiseFloor) above the highest token granted so far",
-		seq.String(), strings.Join(wrong, ", "), seq.quoted(Postgres))
+	e.Unsafe = strings.Join(problems, "; ")
 	return e
 }
 
+// seqLeft returns how many values a sequence with a positive increment can still hand
+// out: from its last value (or before its start when none was drawn yet) to max.
+func seqLeft(start, max int64, last sql.NullInt64, incr int64) uint64 {
+	next := start
+	if last.Valid {
+		if last.Int64 > max-incr {
+			return 0
+		}
+		next = last.Int64 + incr
+	}
+	if next > max {
+		return 0
+	}
+	return (uint64(max)-uint64(next))/uint64(incr) + 1
+}
+
+// persistenceProblem describes a PostgreSQL relation whose relpersistence p is not
+// permanent ('p'), with its fix, or returns "" when it is.
+func persistenceProblem(what, kind string, name tableName, p, loss string) string {
+	switch p {
+	case "u":
+		return fmt.Sprintf("%s %s is UNLOGGED: crash recovery resets it and a standby does not have its content, so after a crash restart or failover %s; "+
+			"run ALTER %s %s SET LOGGED", what, name.String(), loss, kind, name.quoted(Postgres))
+	case "t":
+		return fmt.Sprintf("%s %s is temporary: it ends with its session and no other session sees it, so %s; "+
+			"drop it and run sqllock.CreateTable", what, name.String(), loss)
+	}
+	return ""
+}
+
 // tokenSeqChecked runs checkTokenSeq until it succeeds once for the backend: the first
-// grant of a backend (and its first floor operation) refuses an out-of-order token
-// sequence. A sequence altered after that is found by CheckTable, or by the next
+// grant of a backend (and, on PostgreSQL, its first floor operation) refuses a token
+// source or lease table that is out of order, not durable or near its end. One altered
+// after that is found by CheckTable, or by the next
 // process's first grant. It returns a *SchemaError as is and wraps any other error
 // with unavailable(op, key). A missing sequence is left to the statements that use it
 // (they report the missing object, or the missing lease table, as a *SchemaError).
 func (b *Backend) tokenSeqChecked(ctx context.Context, op, key string) error {
-	if b.dialect != Postgres || b.seqChecked.Load() {
+	if b.seqChecked.Load() {
 		return nil
 	}
 	err := b.checkTokenSeq(ctx)
@@ -83,6 +153,44 @@ func (b *Backend) tokenSeqChecked(ctx context.Context, op, key string) error {
 		return nil
 	case errors.As(err, &se):
 		return err
+	}
+	return unavailable(op, key, err)
+}
+
+// exhausted returns the *SchemaError for err when it says that the token source can
+// hand out no more values — PostgreSQL sequence_generator_limit_exceeded (SQLSTATE
+// 2200H: nextval past the sequence's MAXVALUE), MySQL ER_DATA_OUT_OF_RANGE (1690: the
+// grant procedure's increment of the BIGINT counter overflowed) — and nil otherwise.
+// No retry passes then: only an operator's change of the token source does.
+func (b *Backend) exhausted(err error) *SchemaError {
+	var fix string
+	switch {
+	case err == nil:
+		return nil
+	case b.dialect == Postgres:
+		if state, ok := pgState(err); !ok || state != "2200H" {
+			return nil
+		}
+		seq := b.table.with("_token_seq")
+		fix = fmt.Sprintf("token sequence %s reached its MAXVALUE, so every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
+			seq.String(), seq.quoted(Postgres))
+	default:
+		if !isMySQLErr(err, 1690) {
+			return nil
+		}
+		fix = fmt.Sprintf("token counter %s reached the largest BIGINT, so every grant fails; the table needs a new token source "+
+			"(a new lease table, with a floor above every token the guarded tables hold)", b.table.with("_token").String())
+	}
+	e := b.schemaError("", err)
+	e.Unsafe = fix
+	return e
+}
+
+// grantFailed is the error of a grant statement that failed with err: a *SchemaError
+// when the token source is exhausted (exhausted), otherwise unavailable(op, key, err).
+func (b *Backend) grantFailed(op, key string, err error) error {
+	if e := b.exhausted(err); e != nil {
+		return e
 	}
 	return unavailable(op, key, err)
 }
