@@ -14,16 +14,13 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// The UNLOGGED lint (lint.go unloggedQuery) resolves the token floor table and its
-// copy by their bare names, "where the session finds them", but the guards name them
-// with the installer's schema (withFloorTable: the first schema of the installer's
-// search_path). When the application's session does not have that schema on its
-// search_path (guards kept in a schema of their own, the table named qualified in
-// fenced_tables), to_regclass gives NULL and an UNLOGGED floor and copy pass the lazy
-// lint: the pool writes, and a crash restart or failover forgets the floor (the
-// PostgreSQL side of red-team rt10f F1 again). Fix: dialects/postgres/lint.go — resolve
-// the floor as the guard functions do (the schema in the guard's body, or
-// GuardFloorsQuery), not by the session's search_path.
+// The UNLOGGED lint finds the token floor table and its copy in the schema the guard
+// functions name them with (floorSchema: the installer's), not through the session's
+// search_path. With the guards installed in schema fsch and the application's session
+// on the default search_path, an UNLOGGED floor and copy are refused before the first
+// guarded write (ErrSchema, nothing written). Red-team rt11f F4: looked up by bare
+// name, they passed and the pool wrote; a crash restart or failover then forgets the
+// floor.
 func TestUnloggedFloorFoundOffSearchPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -66,7 +63,8 @@ func TestUnloggedFloorFoundOffSearchPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// (It reports "no database-side guard installed" there — wrong, but not silent.)
+	// (GuardInstalledQuery looks the floor up on the session's path: "no database-side
+	// guard installed" there, fail-closed; see design.md, Known open findings.)
 	t.Logf("schema.Check on the application's search_path: %q", reports[0].Problems)
 	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=fsch.accounts")
 	if err != nil {
