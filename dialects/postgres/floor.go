@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"context"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -154,13 +156,43 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (quer
 // table, "FROM <schema>.fencedsql_floor f WHERE" (floorSlowRead); the query takes the
 // schema from there and unquotes it. Every schema of the database is in scope.
 func (dialectImpl) GuardFloorsQuery() (query string, args []any) {
-	return `SELECT DISTINCT CASE WHEN pg_catalog.left(s.q, 1) OPERATOR(pg_catalog.=) '"'
-    THEN pg_catalog.replace(pg_catalog.substr(s.q, 2, pg_catalog.length(s.q) OPERATOR(pg_catalog.-) 2), '""', '"') ELSE s.q END, 1
+	return `SELECT DISTINCT ` + floorSchemaOfRead + `, 1
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
   LATERAL (SELECT pg_catalog.substring(p.prosrc, $3) AS q) s
 WHERE t.tgname IN ($1, $2) AND t.tgenabled OPERATOR(pg_catalog.<>) 'D' AND s.q IS NOT NULL
 ORDER BY 1`,
-		[]any{guardTrigger, guardDeleteTrigger, `FROM ("(?:[^"]|"")+"|[a-z_][a-z0-9_]*)\.` + dialect.FloorTable + ` f WHERE`}
+		[]any{guardTrigger, guardDeleteTrigger, floorReadPattern}
+}
+
+// floorReadPattern is the regular expression whose first group is the schema (as
+// quote_ident spells it) of the floor table in a guard function's read of it
+// (floorSlowRead, named by withFloorTable).
+const floorReadPattern = `FROM ("(?:[^"]|"")+"|[a-z_][a-z0-9_]*)\.` + dialect.FloorTable + ` f WHERE`
+
+// floorSchemaOfRead unquotes s.q, a schema name as quote_ident spells it.
+const floorSchemaOfRead = `CASE WHEN pg_catalog.left(s.q, 1) OPERATOR(pg_catalog.=) '"'
+    THEN pg_catalog.replace(pg_catalog.substr(s.q, 2, pg_catalog.length(s.q) OPERATOR(pg_catalog.-) 2), '""', '"') ELSE s.q END`
+
+// floorSchema returns the schema of the token floor table that table's guard
+// functions read: the one their body names (withFloorTable: the installer's schema),
+// whatever the session's search_path. Without such a guard (not installed yet, or one
+// that names no floor), the schema where the session finds a floor table; "" when
+// there is none. The UNLOGGED lint and the floor's privilege check look the floor up
+// there: looked up by its bare name, a floor in a schema off the application's
+// search_path went unchecked (a red-team pass: an UNLOGGED floor passed the lint).
+func (dialectImpl) floorSchema(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName) (string, error) {
+	rows, err := query(ctx, `SELECT COALESCE((SELECT `+floorSchemaOfRead+`
+  FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
+    LATERAL (SELECT pg_catalog.substring(p.prosrc, $4) AS q) s
+  WHERE t.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3) AND s.q IS NOT NULL
+  ORDER BY t.tgname LIMIT 1),
+ (SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+  WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($5)), '')`,
+		table.String(), guardTrigger, guardDeleteTrigger, floorReadPattern, dialect.FloorTable)
+	if err != nil || len(rows) == 0 || len(rows[0]) == 0 {
+		return "", err
+	}
+	return rows[0][0], nil
 }
 
 var (

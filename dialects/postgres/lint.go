@@ -28,8 +28,9 @@ import (
 // by one that is not deferrable.
 //
 // An UNLOGGED table among the guarded table, its partitions and inheritance
-// descendants, its tombstone table and the token floor table and its copy (where the
-// session finds them): crash recovery empties it and no physical standby has its rows,
+// descendants, its tombstone table and the token floor table and its copy (in the
+// schema the table's guard functions name them with, floorSchema, whatever the
+// session's search_path): crash recovery empties it and no physical standby has its rows,
 // so the tokens the fence compares with are forgotten at every crash restart and every
 // failover, and a stale holder writes again (a red-team pass). Fix: ALTER TABLE … SET
 // LOGGED (ALTER SEQUENCE for the copy).
@@ -81,7 +82,15 @@ FROM pg_catalog.pg_constraint k WHERE k.conrelid = to_regclass($1) AND k.contype
 			Problem: "primary key " + r[0] + " is DEFERRABLE: an INSERT of a key whose DELETE is in progress does not wait for it, so the tombstone check cannot see the DELETE's tombstone and a stale holder's row comes back; make it NOT DEFERRABLE",
 			Fix:     []string{"ALTER TABLE " + tbl + " DROP CONSTRAINT " + name + ", ADD CONSTRAINT " + name + " PRIMARY KEY (" + r[1] + ")"}})
 	}
-	rows, err = query(ctx, unloggedQuery, t.Table.String(), tombTable(t.Table).Quote(d.QuoteIdent), d.QuoteIdent(dialect.FloorTable), d.QuoteIdent(floorSeq))
+	// The floor and its copy where the table's guard functions name them (floorSchema),
+	// not where this session's search_path finds them.
+	where, err := d.floorSchema(ctx, query, t.Table)
+	if err != nil {
+		return nil, err
+	}
+	floorRel := dialect.TableName{Schema: where, Name: dialect.FloorTable}
+	floorCopyRel := dialect.TableName{Schema: where, Name: floorSeq}
+	rows, err = query(ctx, unloggedQuery, t.Table.String(), tombTable(t.Table).Quote(d.QuoteIdent), floorRel.Quote(d.QuoteIdent), floorCopyRel.Quote(d.QuoteIdent))
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +113,7 @@ FROM pg_catalog.pg_constraint k WHERE k.conrelid = to_regclass($1) AND k.contype
 // unloggedQuery lists (schema, name, relkind) of the UNLOGGED relations among $1 (the
 // guarded table) and its pg_inherits descendants (partitions and inheritance children,
 // at any depth), $2 (its tombstone table), $3 and $4 (the floor table and its copy),
-// each resolved like the guards name it (the floor where the session finds it).
+// each resolved like the guards name it (the floor qualified by the caller: floorSchema).
 const unloggedQuery = `WITH RECURSIVE tree(oid) AS (
     SELECT pg_catalog.to_regclass($1)::pg_catalog.oid
   UNION

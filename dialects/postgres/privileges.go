@@ -18,6 +18,13 @@ import (
 //     session_replication_role, though the guard's triggers are ENABLE ALWAYS and fire
 //     in replica mode too). No statement is proposed: the application must log in as
 //     another role (ALTER ROLE … NOSUPERUSER is for another superuser to run).
+//   - SUPERUSER or CREATEROLE of the application role or of a role it is a member of,
+//     and membership in pg_execute_server_program or pg_write_server_files
+//     (roleAttributeProblems). Fix: ALTER ROLE … NOCREATEROLE, REVOKE … FROM app.
+//
+// Every right below that the application must not have is asked of every role the
+// application role is a MEMBER of, inherited or not (it can SET ROLE to one:
+// heldThrough, privileges_members.go), and its REVOKE names the roles that hold it.
 //   - Ownership of the guarded table, of its guard function, of its tombstone table or
 //     tombstone function, or membership in the role that owns one (an owner may ALTER
 //     TABLE … DISABLE TRIGGER, DROP or CREATE OR REPLACE the function, write the
@@ -99,6 +106,9 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		problem("application role " + app + " is a superuser: it can disable or drop every guard (ALTER TABLE … DISABLE TRIGGER, DROP FUNCTION, session_replication_role); log the application in as a role without SUPERUSER that does not own the tables or the guards")
 		return out, nil
 	}
+	if super, err := d.roleAttributeProblems(ctx, query, app, problem); err != nil || super {
+		return out, err
+	}
 	owner := t.Roles.Owner
 	if owner != "" {
 		rows, err := query(ctx, `SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1`, owner)
@@ -143,12 +153,17 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 			pgObject{kind: "FUNCTION", name: tombFuncName(resolved).Quote(q) + "()", what: "the tombstone function", lookup: pgFuncOwner})
 	}
 	if t.Guard {
-		// The floor (FloorDDL), where the session finds it: the guard functions read
-		// it, RaiseTokenFloor raises it.
+		// The floor (FloorDDL), where the table's guard functions read it (floorSchema;
+		// RaiseTokenFloor raises it).
+		where, err := d.floorSchema(ctx, query, resolved)
+		if err != nil {
+			return nil, err
+		}
+		floorRel := dialect.TableName{Schema: where, Name: dialect.FloorTable}
 		objects = append(objects,
-			pgObject{kind: "TABLE", name: q(dialect.FloorTable), what: "the token floor table " + dialect.FloorTable, lookup: pgRelOwner, shared: true},
-			pgObject{kind: "SEQUENCE", name: q(floorSeq), what: "the token floor's copy " + floorSeq, lookup: pgRelOwner, shared: true},
-			pgObject{kind: "FUNCTION", name: q(floorSyncTrigger) + "()", what: "the token floor's sync function", lookup: pgFuncOwner, shared: true})
+			pgObject{kind: "TABLE", name: floorRel.Quote(q), what: "the token floor table " + dialect.FloorTable, lookup: pgRelOwner, shared: true},
+			pgObject{kind: "SEQUENCE", name: dialect.TableName{Schema: where, Name: floorSeq}.Quote(q), what: "the token floor's copy " + floorSeq, lookup: pgRelOwner, shared: true},
+			pgObject{kind: "FUNCTION", name: dialect.TableName{Schema: where, Name: floorSyncTrigger}.Quote(q) + "()", what: "the token floor's sync function", lookup: pgFuncOwner, shared: true})
 	}
 	memberFixed := false
 	for _, o := range objects {
@@ -202,18 +217,14 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		// the cloned guard; a TRUNCATE of a partition fires none of the root's
 		// statement triggers (only row triggers are cloned), so it deletes without
 		// the guard's refusal and without tombstones.
-		rights, err := query(ctx, `SELECT p FROM unnest(ARRAY['TRIGGER', 'TRUNCATE']) p, pg_catalog.pg_class c
-WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, c.oid, p)`, child.Quote(q), app)
+		rights, err := query(ctx, `SELECT p, m.rolname::text FROM unnest(ARRAY['TRIGGER', 'TRUNCATE']) p, pg_catalog.pg_class c, pg_catalog.pg_roles m
+WHERE c.oid = pg_catalog.to_regclass($1) AND `+heldThrough("pg_catalog.has_table_privilege", "c.oid", "c.relowner"), child.Quote(q), app)
 		if err != nil {
 			return nil, err
 		}
-		if len(rights) > 0 {
-			var privs []string
-			for _, x := range rights {
-				privs = append(privs, x[0])
-			}
-			problem("application role "+app+" has "+strings.Join(privs, ", ")+" on "+child.String()+", a partition or inheritance child of the guarded table "+resolved.String()+": TRIGGER lets it add a trigger that fires before the guard's; a TRUNCATE of a partition fires none of the guard's statement triggers and leaves no tombstones",
-				"REVOKE "+strings.Join(privs, ", ")+" ON "+child.Quote(q)+" FROM "+q(app)+", PUBLIC")
+		if g := grantsOf(app, rights, "TRIGGER", "TRUNCATE"); len(g.privs) > 0 {
+			problem(g.who()+" has "+g.list()+" on "+child.String()+", a partition or inheritance child of the guarded table "+resolved.String()+": TRIGGER lets it add a trigger that fires before the guard's; a TRUNCATE of a partition fires none of the guard's statement triggers and leaves no tombstones",
+				"REVOKE "+g.list()+" ON "+child.Quote(q)+" FROM "+g.from(q))
 		}
 		rows, err := query(ctx, pgRelOwner, child.Quote(q), app)
 		if err != nil {
@@ -252,33 +263,34 @@ WHERE c.oid = pg_catalog.to_regclass($1) AND pg_catalog.has_table_privilege($2, 
 	}
 
 	// Rights on the guarded table: what it needs, what it must not have.
+	// What it needs is asked of the role itself (its own and inherited rights: the
+	// wrapper does not SET ROLE); what it must not have, of every role it can act as.
 	rows, err = query(ctx, `SELECT pg_catalog.has_table_privilege($2, c.oid, 'SELECT'), pg_catalog.has_table_privilege($2, c.oid, 'INSERT'),
-  pg_catalog.has_table_privilege($2, c.oid, 'UPDATE'), pg_catalog.has_table_privilege($2, c.oid, 'DELETE'),
-  pg_catalog.has_table_privilege($2, c.oid, 'TRIGGER'), pg_catalog.has_table_privilege($2, c.oid, 'TRUNCATE')
+  pg_catalog.has_table_privilege($2, c.oid, 'UPDATE'), pg_catalog.has_table_privilege($2, c.oid, 'DELETE')
 FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, tbl, app)
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) > 0 {
-		var missing, extra []string
+		var missing []string
 		for i, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE"} {
 			if !flag(rows[0][i]) {
 				missing = append(missing, p)
-			}
-		}
-		for i, p := range []string{"TRIGGER", "TRUNCATE"} {
-			if flag(rows[0][4+i]) {
-				extra = append(extra, p)
 			}
 		}
 		if len(missing) > 0 {
 			problem("application role "+app+" lacks "+strings.Join(missing, ", ")+" on "+resolved.String()+": fenced writes need SELECT, INSERT, UPDATE and DELETE",
 				"GRANT "+strings.Join(missing, ", ")+" ON "+tbl+" TO "+q(app))
 		}
-		if len(extra) > 0 {
-			problem("application role "+app+" has "+strings.Join(extra, ", ")+" on "+resolved.String()+": TRIGGER lets it add a trigger that fires before the guard and rewrites the row; TRUNCATE deletes without row triggers (the guard's statement trigger refuses it)",
-				"REVOKE "+strings.Join(extra, ", ")+" ON "+tbl+" FROM "+q(app)+", PUBLIC")
-		}
+	}
+	rows, err = query(ctx, `SELECT p, m.rolname::text FROM unnest(ARRAY['TRIGGER', 'TRUNCATE']) p, pg_catalog.pg_class c, pg_catalog.pg_roles m
+WHERE c.oid = pg_catalog.to_regclass($1) AND `+heldThrough("pg_catalog.has_table_privilege", "c.oid", "c.relowner"), tbl, app)
+	if err != nil {
+		return nil, err
+	}
+	if g := grantsOf(app, rows, "TRIGGER", "TRUNCATE"); len(g.privs) > 0 {
+		problem(g.who()+" has "+g.list()+" on "+resolved.String()+": TRIGGER lets it add a trigger that fires before the guard and rewrites the row; TRUNCATE deletes without row triggers (the guard's statement trigger refuses it)",
+			"REVOKE "+g.list()+" ON "+tbl+" FROM "+g.from(q))
 	}
 
 	// The tombstone table: nothing but through the SECURITY DEFINER function.
@@ -287,18 +299,14 @@ FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, tbl, app)
 		if err != nil {
 			return nil, err
 		}
-		if len(rows) > 0 {
-			var privs []string
-			for _, r := range rows {
-				privs = append(privs, r[0])
-			}
-			problem("application role "+app+" has "+strings.Join(privs, ", ")+" on the tombstone table "+tombTable(resolved).String()+": it could erase or forge tombstones (the tombstone function runs as its owner; the application needs no right on the table)",
-				"REVOKE ALL ON "+tomb+" FROM "+q(app)+", PUBLIC")
+		if g := grantsOf(app, rows, writeRights...); len(g.privs) > 0 {
+			problem(g.who()+" has "+g.list()+" on the tombstone table "+tombTable(resolved).String()+": it could erase or forge tombstones (the tombstone function runs as its owner; the application needs no right on the table)",
+				"REVOKE ALL ON "+tomb+" FROM "+g.from(q))
 		}
 	}
 
 	if t.Guard {
-		if err := d.floorPrivilegeProblems(ctx, query, app, problem); err != nil {
+		if err := d.floorPrivilegeProblems(ctx, query, resolved, app, problem); err != nil {
 			return nil, err
 		}
 	}
@@ -310,10 +318,10 @@ FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, tbl, app)
 		query, why, revoke string
 	}{
 		{`SELECT n.nspname::text, pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') FROM pg_catalog.pg_namespace n
-WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND pg_catalog.has_schema_privilege($1, n.oid, 'CREATE') ORDER BY 1`,
+WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE pg_catalog.pg_has_role($1, m.oid, 'MEMBER') AND pg_catalog.has_schema_privilege(m.oid, n.oid, 'CREATE')) ORDER BY 1`,
 			"can CREATE in schema %s: an operator or type of its own, put first in its search_path, would take the place of the ones the guard function compares with",
 			"REVOKE CREATE ON SCHEMA %s FROM %s"},
-		{`SELECT pg_catalog.current_database()::text, pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CREATE') WHERE pg_catalog.has_database_privilege($1, pg_catalog.current_database(), 'CREATE')`,
+		{`SELECT pg_catalog.current_database()::text, pg_catalog.has_database_privilege('public', pg_catalog.current_database(), 'CREATE') WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE pg_catalog.pg_has_role($1, m.oid, 'MEMBER') AND pg_catalog.has_database_privilege(m.oid, pg_catalog.current_database(), 'CREATE'))`,
 			"can CREATE schemas in database %s: see CREATE on a schema",
 			"REVOKE CREATE ON DATABASE %s FROM %s"},
 	} {
@@ -337,11 +345,16 @@ WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND pg_ca
 // only count too (has_table_privilege is false for those, has_any_column_privilege
 // true; a red-team pass zeroed every tombstone's token through UPDATE (fence_token)).
 // A table-level REVOKE takes the column rights with it.
-const pgWriteRights = `SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER']) p, pg_catalog.pg_class c
-WHERE c.oid = pg_catalog.to_regclass($1) AND CASE WHEN p IN ('INSERT', 'UPDATE') THEN pg_catalog.has_any_column_privilege($2, c.oid, p) ELSE pg_catalog.has_table_privilege($2, c.oid, p) END`
+// Rows: (right, a role holding it that $2 can act as: heldThrough).
+var pgWriteRights = `SELECT p, m.rolname::text FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER']) p, pg_catalog.pg_class c, pg_catalog.pg_roles m
+WHERE c.oid = pg_catalog.to_regclass($1) AND ` + heldThrough("pg_catalog.has_any_column_privilege", "c.oid", "c.relowner") + ` AND p IN ('INSERT', 'UPDATE')
+UNION ALL
+SELECT p, m.rolname::text FROM unnest(ARRAY['DELETE', 'TRUNCATE', 'TRIGGER']) p, pg_catalog.pg_class c, pg_catalog.pg_roles m
+WHERE c.oid = pg_catalog.to_regclass($1) AND ` + heldThrough("pg_catalog.has_table_privilege", "c.oid", "c.relowner")
 
-// floorPrivilegeProblems reports the application role's rights that change the token
-// floor (FloorDDL), where the session finds it: any write or TRIGGER on the floor
+// floorPrivilegeProblems reports the application role's rights (those of every role
+// it can act as: heldThrough) that change the token floor (FloorDDL) the guarded
+// table's guard functions read (floorSchema, whatever the session's search_path): any write or TRIGGER on the floor
 // table, column rights included (a floor lowered or deleted — an empty floor table is
 // no floor — lets stale tokens through); UPDATE or USAGE on the floor's copy, the
 // sequence (setval lowers the copy, which the guards' fast path trusts; nextval moves
@@ -349,53 +362,44 @@ WHERE c.oid = pg_catalog.to_regclass($1) AND CASE WHEN p IN ('INSERT', 'UPDATE')
 // PUBLIC; the function acts only as the floor table's own trigger, but EXECUTE is what
 // lets a role attach it anywhere). The application needs SELECT on the table and the
 // sequence only, which every role has. Fix: REVOKE of those rights from the
-// application and PUBLIC (SELECT stays).
-func (d dialectImpl) floorPrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, app string, problem func(string, ...string)) error {
+// application, the roles it holds them through, and PUBLIC (SELECT stays).
+func (d dialectImpl) floorPrivilegeProblems(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName, app string, problem func(string, ...string)) error {
 	q := d.QuoteIdent
-	// Where the floor is: the schema the session finds it in (nothing before the
-	// guard is installed).
-	rows, err := query(ctx, `SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)`, dialect.FloorTable)
-	if err != nil || len(rows) == 0 {
+	// Where the floor is: the schema the table's guard functions name (nothing
+	// before the guard is installed).
+	where, err := d.floorSchema(ctx, query, table)
+	if err != nil || where == "" {
 		return err
 	}
-	floorTable := dialect.TableName{Schema: rows[0][0], Name: dialect.FloorTable}
-	seq := dialect.TableName{Schema: rows[0][0], Name: floorSeq}
-	fn := dialect.TableName{Schema: rows[0][0], Name: floorSyncTrigger}.Quote(q) + "()"
-	from := q(app) + ", PUBLIC"
+	floorTable := dialect.TableName{Schema: where, Name: dialect.FloorTable}
+	seq := dialect.TableName{Schema: where, Name: floorSeq}
+	fn := dialect.TableName{Schema: where, Name: floorSyncTrigger}.Quote(q) + "()"
 
-	rights := func(rows [][]string) []string {
-		var privs []string
-		for _, r := range rows {
-			privs = append(privs, r[0])
-		}
-		return privs
-	}
-	rows, err = query(ctx, pgWriteRights, floorTable.Quote(q), app)
+	rows, err := query(ctx, pgWriteRights, floorTable.Quote(q), app)
 	if err != nil {
 		return err
 	}
-	if privs := rights(rows); len(privs) > 0 {
-		list := strings.Join(privs, ", ")
-		problem("application role "+app+" has "+list+" on the token floor table "+floorTable.String()+": it could lower or remove the floor (an empty floor table is no floor) and let tokens below it write; the application needs SELECT only",
-			"REVOKE "+list+" ON "+floorTable.Quote(q)+" FROM "+from)
+	if g := grantsOf(app, rows, writeRights...); len(g.privs) > 0 {
+		problem(g.who()+" has "+g.list()+" on the token floor table "+floorTable.String()+": it could lower or remove the floor (an empty floor table is no floor) and let tokens below it write; the application needs SELECT only",
+			"REVOKE "+g.list()+" ON "+floorTable.Quote(q)+" FROM "+g.from(q))
 	}
-	rows, err = query(ctx, `SELECT p FROM unnest(ARRAY['UPDATE', 'USAGE']) p, pg_catalog.pg_class c
-WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind = 'S' AND pg_catalog.has_sequence_privilege($2, c.oid, p)`, seq.Quote(q), app)
+	rows, err = query(ctx, `SELECT p, m.rolname::text FROM unnest(ARRAY['UPDATE', 'USAGE']) p, pg_catalog.pg_class c, pg_catalog.pg_roles m
+WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind = 'S' AND `+heldThrough("pg_catalog.has_sequence_privilege", "c.oid", "c.relowner"), seq.Quote(q), app)
 	if err != nil {
 		return err
 	}
-	if privs := rights(rows); len(privs) > 0 {
-		list := strings.Join(privs, ", ")
-		problem("application role "+app+" has "+list+" on the token floor's copy "+seq.String()+": setval lowers the copy the guards accept tokens by without reading the floor table (nextval moves it); the application needs SELECT only",
-			"REVOKE "+list+" ON SEQUENCE "+seq.Quote(q)+" FROM "+from)
+	if g := grantsOf(app, rows, "UPDATE", "USAGE"); len(g.privs) > 0 {
+		problem(g.who()+" has "+g.list()+" on the token floor's copy "+seq.String()+": setval lowers the copy the guards accept tokens by without reading the floor table (nextval moves it); the application needs SELECT only",
+			"REVOKE "+g.list()+" ON SEQUENCE "+seq.Quote(q)+" FROM "+g.from(q))
 	}
-	rows, err = query(ctx, `SELECT 1 FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1) AND pg_catalog.has_function_privilege($2, p.oid, 'EXECUTE')`, fn, app)
+	rows, err = query(ctx, `SELECT p, m.rolname::text FROM unnest(ARRAY['EXECUTE']) p, pg_catalog.pg_proc f, pg_catalog.pg_roles m
+WHERE f.oid = pg_catalog.to_regprocedure($1) AND `+heldThrough("pg_catalog.has_function_privilege", "f.oid", "f.proowner"), fn, app)
 	if err != nil {
 		return err
 	}
-	if len(rows) > 0 {
-		problem("application role "+app+" has EXECUTE on "+floorSyncTrigger+"(), the token floor's SECURITY DEFINER sync function: with it a role may attach the function as a trigger of a table of its own (the function refuses to act there; the install revokes EXECUTE from PUBLIC)",
-			"REVOKE ALL ON FUNCTION "+fn+" FROM "+from)
+	if g := grantsOf(app, rows, "EXECUTE"); len(g.privs) > 0 {
+		problem(g.who()+" has EXECUTE on "+floorSyncTrigger+"(), the token floor's SECURITY DEFINER sync function: with it a role may attach the function as a trigger of a table of its own (the function refuses to act there; the install revokes EXECUTE from PUBLIC)",
+			"REVOKE ALL ON FUNCTION "+fn+" FROM "+g.from(q))
 	}
 	return nil
 }
