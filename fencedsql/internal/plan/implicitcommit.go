@@ -18,9 +18,9 @@ package plan
 // the plan (Plan.ImplicitCommit) and the wrapper refuses it when the connection has one.
 //
 // The class is judged by head keyword and fails closed: every CREATE, ALTER and DROP
-// is in it, except the forms both manuals exempt — CREATE [OR REPLACE] TEMPORARY
-// TABLE|SEQUENCE and DROP TEMPORARY TABLE|SEQUENCE — and DROP PREPARE (DEALLOCATE
-// PREPARE). A CREATE FUNCTION … SONAME (a loadable function, which the manuals exempt)
+// is in it, except CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY TABLE (the
+// manuals also exempt TEMPORARY SEQUENCE, which commits on MariaDB 10.11) and DROP
+// PREPARE (DEALLOCATE PREPARE); MariaDB's BACKUP statements are in it. A CREATE FUNCTION … SONAME (a loadable function, which the manuals exempt)
 // is refused with the stored functions: DROP FUNCTION cannot tell them apart by text.
 // PostgreSQL and SQLite run DDL inside the transaction: nothing is marked there.
 
@@ -29,7 +29,7 @@ package plan
 var commitHeads = map[string]bool{
 	"RENAME": true, "GRANT": true, "REVOKE": true, "FLUSH": true, "RESET": true, "OPTIMIZE": true,
 	"REPAIR": true, "CHECK": true, "CACHE": true, "CHANGE": true, "STOP": true, "SHUTDOWN": true,
-	"RESTART": true, "UNLOCK": true,
+	"RESTART": true, "UNLOCK": true, "BACKUP": true,
 }
 
 // commitsImplicitly reports whether the statement whose head keyword (upper-cased) is
@@ -45,11 +45,14 @@ func (p *parser) commitsImplicitly(head string, first int) bool {
 		if head == "CREATE" && p.kw(next, "OR") && p.kw(next+1, "REPLACE") {
 			next += 2
 		}
-		// CREATE [OR REPLACE] TEMPORARY TABLE|SEQUENCE, DROP TEMPORARY TABLE|SEQUENCE;
-		// DROP PREPARE is DEALLOCATE PREPARE.
-		return !p.kw(next, "TEMPORARY") && !(head == "DROP" && p.kw(next, "PREPARE"))
+		// CREATE [OR REPLACE] TEMPORARY TABLE, DROP TEMPORARY TABLE; DROP PREPARE is
+		// DEALLOCATE PREPARE. MariaDB's CREATE TEMPORARY SEQUENCE commits (checked on
+		// 10.11), whatever the manuals' list says: only TABLE is exempt.
+		return !(p.kw(next, "TEMPORARY") && p.kw(next+1, "TABLE")) && !(head == "DROP" && p.kw(next, "PREPARE"))
 	case "ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "FLUSH", "OPTIMIZE", "REPAIR",
 		"CACHE", "CHANGE", "INSTALL", "UNINSTALL", "SHUTDOWN", "RESTART",
+		// MariaDB's BACKUP STAGE|LOCK|UNLOCK (checked on 10.11: each commits)
+		"BACKUP",
 		// transaction control and table locks: refused as text everywhere already
 		// (textTx); UNLOCK TABLES commits when LOCK TABLES (refused) holds locks.
 		"BEGIN", "LOCK", "UNLOCK", "XA", "COMMIT":
