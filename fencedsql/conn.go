@@ -48,7 +48,10 @@ type conn struct {
 }
 
 type txState struct {
-	token  uint64 // 0: not bound
+	token uint64 // 0: not bound; raised by a lease joining it (otherBinding)
+	// begun is the token the transaction was bound to at BeginTx: its own binding's
+	// statements keep being its statements after a joining lease raised token.
+	begun  uint64
 	leases []Lease
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
@@ -142,7 +145,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	}
 	st := &txState{}
 	if b, ok := bindingFrom(ctx); ok {
-		st.token, st.leases = b.token, b.leases
+		st.token, st.begun, st.leases = b.token, b.token, b.leases
 	}
 	c.tx = st
 	return &tx{raw: raw, c: c, st: st}, nil

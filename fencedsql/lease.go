@@ -116,7 +116,7 @@ func (c *conn) checkLease(ctx context.Context) error {
 //
 // A transaction begun without a token keeps taking each statement's (tokenFor).
 func (c *conn) otherBinding(b binding, bound bool) error {
-	if c.tx == nil || c.tx.token == 0 || !bound || b.token == c.tx.token {
+	if c.tx == nil || c.tx.token == 0 || !bound || b.token == c.tx.token || b.token == c.tx.begun {
 		return nil
 	}
 	if len(b.leases) == 0 {

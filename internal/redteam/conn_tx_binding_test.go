@@ -110,6 +110,28 @@ func TestConnTxBinding(t *testing.T) {
 			if err := tx3.Commit(); !errors.Is(err, lockclient.ErrLeaseLost) && !errors.Is(err, fencedsql.ErrNotCommitted) {
 				t.Errorf("Commit after the joined lease was lost: %v, want not committed", err)
 			}
+			// A transaction begun with a bare token: after a lease joined it (raising its
+			// token), statements under the binding it was begun with are still its own
+			// (red-team rt12f F4).
+			own := fencedsql.WithToken(d.ctx, lb.Token())
+			tx5, err := conn.BeginTx(own, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx5.Rollback()
+			le, err := locks.Acquire(d.ctx, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx5.ExecContext(fencedsql.WithLease(d.ctx, le), "UPDATE accounts SET balance = 555 WHERE id = 2"); err != nil {
+				t.Fatalf("statement under a joining lease: %v", err)
+			}
+			if _, err := tx5.ExecContext(own, "UPDATE accounts SET balance = 556 WHERE id = 1"); err != nil {
+				t.Errorf("the transaction's own binding after a lease joined it: %v, want accepted", err)
+			}
+			if err := tx5.Rollback(); err != nil {
+				t.Fatal(err)
+			}
 			// The connection is free again: a new transaction begins.
 			tx2, err := conn.BeginTx(fencedsql.WithLease(d.ctx, lb), nil)
 			if err != nil {
