@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -153,20 +154,25 @@ func (c *conn) rolledBackByServer(q string) bool {
 // refused unsent, Commit and Rollback send only a ROLLBACK and report the writes'
 // outcome Unknown — and the statement returns that error (outcome Unknown too).
 func (c *conn) watchDynamic(st *txState, p *plan.Plan, err error) error {
-	if err != nil || p == nil || !p.Dynamic || st == nil || st.ended != nil || c.tx != st {
+	if p == nil || !p.Dynamic || st == nil || st.ended != nil || c.tx != st || errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
+	// A failed statement is asked about too: a procedure may COMMIT and then fail (a
+	// SIGNAL after it), leaving the session in autocommit (red-team rt12f F2).
 	q, ok := c.core.dialect.(dialect.TxOpenQuerier)
 	if !ok || c.inTransaction(q.TxOpenQuery()) {
-		return nil
+		return err
 	}
 	st.ended = &serverRollbackError{Left: true}
 	c.core.cfg.logger.Warn("fencedsql: a dynamic statement ended the transaction; its later statements are refused", "err", st.ended.Error())
+	if err != nil {
+		return withOutcomeAs(fmt.Errorf("fencedsql: %w (the statement failed: %w)", st.ended, err), Unknown)
+	}
 	return withOutcomeAs(fmt.Errorf("fencedsql: %w", st.ended), Unknown)
 }
 
 // watchDynamicRows makes the rows of a query of plan p run inside st judge, when they
-// close without error, whether the transaction is still open (watchDynamic): a CALL's
+// close (with an error or without), whether the transaction is still open (watchDynamic): a CALL's
 // result sets must be read before anything else is sent on the connection.
 func (c *conn) watchDynamicRows(st *txState, p *plan.Plan, r driver.Rows) driver.Rows {
 	w, ok := r.(*rows)

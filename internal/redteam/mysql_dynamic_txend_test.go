@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,5 +251,58 @@ func TestDynamicQueryCommittingEndsTx(t *testing.T) {
 	}
 	if fencedsql.CommitOutcome(cerr) != fencedsql.Unknown {
 		t.Errorf("Commit: %v (%v), want outcome unknown", cerr, fencedsql.CommitOutcome(cerr))
+	}
+}
+
+// TestDynamicCommitThenFailEndsTx: a dynamic statement that COMMITs and then fails (a
+// SIGNAL after the COMMIT, in a procedure, a compound statement or a query's result
+// sets) leaves the session in autocommit although it answers an error: the transaction
+// is asked about after a failure too, so the later write is refused and Rollback does
+// not answer nil for a write the COMMIT stored (red-team rt12f F2).
+func TestDynamicCommitThenFailEndsTx(t *testing.T) {
+	for name, s := range map[string]string{
+		"compound": "BEGIN NOT ATOMIC EXECUTE IMMEDIATE CONCAT('COM','MIT'); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'business error'; END",
+		"call":     "CALL commit_fail()",
+		"query":    "query:CALL commit_fail_rows()",
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := freshDB(t, mysqlBackend(), entry{setup: []string{
+				"UPDATE accounts SET fence_token = 0",
+				"CREATE PROCEDURE commit_fail() BEGIN COMMIT; SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'business error'; END",
+				"CREATE PROCEDURE commit_fail_rows() BEGIN SELECT 1; COMMIT; SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'business error'; END",
+			}})
+			w := dynamicPool(t, d)
+			ctx := fencedsql.WithToken(d.ctx, 5)
+			tx, err := w.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE accounts SET balance = 111 WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if q, ok := strings.CutPrefix(s, "query:"); ok {
+				rows, qerr := tx.QueryContext(ctx, q)
+				if qerr == nil {
+					for rows.Next() {
+					}
+					for rows.NextResultSet() {
+						for rows.Next() {
+						}
+					}
+					rows.Close()
+				}
+			} else if _, err := tx.ExecContext(ctx, s); err == nil {
+				t.Fatalf("%s: no error", s)
+			}
+			_, err2 := tx.ExecContext(ctx, "UPDATE accounts SET balance = 222 WHERE id = 2")
+			rerr := tx.Rollback()
+			b1, b2 := balanceOf(t, d, 1), balanceOf(t, d, 2)
+			if err2 == nil || b2 == 222 {
+				t.Errorf("the write after %s: %v, row 2 = %d; want refused, nothing stored", s, err2, b2)
+			}
+			if rerr == nil && b1 == 111 {
+				t.Errorf("Rollback answered nil, but the write of row 1 is committed")
+			}
+		})
 	}
 }
