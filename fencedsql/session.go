@@ -138,15 +138,7 @@ func isSessionError(err error) bool {
 // ROLLBACK TO, RELEASE, SAVEPOINT) or by fencedpgx (a savepoint's Rollback). Only a
 // connection on which such a statement ran pays for it.
 func (c *conn) sessionMoved(p *plan.Plan) {
-	if p.ResetsSession {
-		c.sessionOK = false
-		c.sessionDirty = true
-		c.forgetTrackedSession()
-		c.dropStatements()
-	}
-	if p.ResetsNames {
-		c.rearmNames()
-	}
+	c.rearm(p.ResetsSession, p.ResetsNames)
 	if st := c.tx; st != nil {
 		if p.TxOnly != nil {
 			c.sessionReverted(st)
@@ -161,13 +153,20 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 // st, or a rollback to one of its savepoints): see sessionMoved. Nothing is done for
 // a transaction in which no such statement ran.
 func (c *conn) sessionReverted(st *txState) {
-	if st.movedSession {
+	c.rearm(st.movedSession, st.movedNames)
+}
+
+// rearm re-arms c's session check (session: reading afresh what a tracking dialect
+// kept, and emptying the prepared statements) and its per-connection name checks
+// (names).
+func (c *conn) rearm(session, names bool) {
+	if session {
 		c.sessionOK = false
 		c.sessionDirty = true
 		c.forgetTrackedSession()
 		c.dropStatements()
 	}
-	if st.movedNames {
+	if names {
 		c.rearmNames()
 	}
 }
