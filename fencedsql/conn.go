@@ -274,7 +274,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	rows, err := c.rawQuery(ctx, query, args)
 	if err != nil {
-		return nil, c.watchErr(st, c.core.mapPassErr(err))
+		return nil, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(err)))
 	}
 	return c.watchDynamicRows(st, p, c.watchRows(st, newRows(rows, c.core, nil, 0, 0))), nil
 }

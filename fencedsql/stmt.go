@@ -274,7 +274,7 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 	st := s.c.tx
 	rows, err := s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 	if err != nil {
-		return nil, s.c.watchErr(st, s.c.core.mapPassErr(err))
+		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
 	}
 	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }
@@ -303,7 +303,7 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	st := s.c.tx
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {
-		return nil, s.c.watchErr(st, s.c.core.mapPassErr(err))
+		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
 	}
 	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }

@@ -264,6 +264,8 @@ func TestDynamicCommitThenFailEndsTx(t *testing.T) {
 		"compound": "BEGIN NOT ATOMIC EXECUTE IMMEDIATE CONCAT('COM','MIT'); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'business error'; END",
 		"call":     "CALL commit_fail()",
 		"query":    "query:CALL commit_fail_rows()",
+		// the error before any result set: Query itself fails
+		"query_no_rows": "query:CALL commit_fail()",
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := freshDB(t, mysqlBackend(), entry{setup: []string{
