@@ -50,6 +50,15 @@ var (
 	// read); outside it, classify a driver error with AsGuardError. To change guarded
 	// rows outside application code, see Maintain.
 	ErrGuard = errors.New("fencedsql: write refused by the database-side guard")
+
+	// ErrClaimConflict means a claimed locking read (SELECT … FOR UPDATE with ORDER BY,
+	// LIMIT, OFFSET or NOWAIT, on PostgreSQL) waited for rows a concurrent transaction
+	// changed, and could not claim exactly the rows its lock then reached: it returned
+	// nothing and claimed nothing, and the transaction is aborted. It happens only
+	// under READ COMMITTED (REPEATABLE READ and SERIALIZABLE report a serialization
+	// failure instead). Retry the transaction: the claim then reads the rows as they
+	// now are — and fails with ErrFenced if a newer token owns one of them.
+	ErrClaimConflict = errors.New("fencedsql: claim raced a concurrent change of the rows it locked")
 )
 
 // guardHint is the advice every GuardError carries.
@@ -125,6 +134,20 @@ func (e *VersionConflictError) Error() string {
 }
 
 func (e *VersionConflictError) Unwrap() []error { return []error{ErrVersionConflict, e.Err} }
+
+// ClaimConflictError is a claimed locking read that could not claim exactly the rows
+// its locking query locked (ErrClaimConflict). Err is the driver's error.
+type ClaimConflictError struct {
+	Table string
+	Err   error
+}
+
+func (e *ClaimConflictError) Error() string {
+	return "fencedsql: claim on " + e.Table + " raced a concurrent transaction: rows its locking read locked were changed " +
+		"while it waited for them and are out of its claim's reach; nothing was claimed and the transaction is aborted: retry it (" + e.Err.Error() + ")"
+}
+
+func (e *ClaimConflictError) Unwrap() []error { return []error{ErrClaimConflict, e.Err} }
 
 // DuplicateError is a unique-constraint violation. errors.Is(err, ErrDuplicate) holds
 // and the driver's error stays reachable with errors.As.

@@ -292,6 +292,15 @@ func (ft *fzTarget) checkClaim(t *testing.T, tag string, rw testPlanner, src str
 		t.Fatalf("%s: claim without a fencing UPDATE of its table", tag)
 	}
 	ft.checkPlan(t, tag+" [claim]", rw, src, false, p.Pre, false)
+	if p.ClaimLocator {
+		// PostgreSQL's claim by row locator: the UPDATE is the WITH query
+		// fencedsql_claimed, after the locked rows' query.
+		fzCheckAssignmentAt(t, tag+" [claim]", rw, src, p.Pre, 1)
+		if !strings.Contains(p.Pre.SQL, "fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM ") || !strings.Contains(p.Pre.SQL, "fencedsql_claimed AS (UPDATE ") {
+			t.Errorf("%s: claim by row locator %q is not the locked rows' query and an UPDATE", tag, p.Pre.SQL)
+		}
+		return
+	}
 	fzCheckAssignmentAtTop(t, tag+" [claim]", rw, src, p.Pre)
 	if toks, err := sqllex.Lex(p.Pre.SQL, rw.Syntax()); err == nil {
 		sig := sqllex.Significant(toks)

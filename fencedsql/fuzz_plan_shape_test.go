@@ -15,6 +15,13 @@ import (
 // statement's own SET list and not in a subquery — when the input is balanced.
 func fzCheckAssignmentAtTop(t *testing.T, tag string, rw testPlanner, src string, p *plan.Plan) {
 	t.Helper()
+	fzCheckAssignmentAt(t, tag, rw, src, p, 0)
+}
+
+// fzCheckAssignmentAt is fzCheckAssignmentAtTop for an UPDATE nested want parentheses
+// deep (PostgreSQL's claim by row locator runs its UPDATE as a WITH query).
+func fzCheckAssignmentAt(t *testing.T, tag string, rw testPlanner, src string, p *plan.Plan, want int) {
+	t.Helper()
 	if !fzBalanced(src, rw) {
 		return
 	}
@@ -30,12 +37,12 @@ func fzCheckAssignmentAtTop(t *testing.T, tag string, rw testPlanner, src string
 			depth++
 		case fzPunct(p.SQL, tk, ")"):
 			depth--
-		case depth == 0 && tk.Kind == sqllex.KindQuotedIdent && tk.Text(p.SQL) == p.Guard.QTok &&
+		case depth == want && tk.Kind == sqllex.KindQuotedIdent && tk.Text(p.SQL) == p.Guard.QTok &&
 			i+2 < len(sig) && fzPunct(p.SQL, sig[i+1], "=") && sqllex.IsKeyword(p.SQL, sig[i+2], "CASE"):
 			return
 		}
 	}
-	t.Errorf("%s: %q has no top-level %s = CASE … assignment", tag, p.SQL, p.Guard.QTok)
+	t.Errorf("%s: %q has no %s = CASE … assignment at depth %d", tag, p.SQL, p.Guard.QTok, want)
 }
 
 // fzHasUpsertUpdate reports an INSERT with ON CONFLICT … DO UPDATE or ON DUPLICATE KEY UPDATE.

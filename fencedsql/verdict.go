@@ -49,7 +49,7 @@ type verdict struct {
 // (a rule or trigger added, the guard replaced), so the next statement asks again
 // instead of failing the same way until the pool is reopened.
 func (k *core) doubtVerdict(cache *sync.Map, g *plan.Table, err error) {
-	if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrBelowFloor) {
+	if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrBelowFloor) && !errors.Is(err, ErrClaimConflict) {
 		cache.Delete(g)
 	}
 }

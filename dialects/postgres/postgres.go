@@ -65,6 +65,11 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 			table = pe.SchemaName + "." + table
 		}
 		return dialect.ErrorInfo{Kind: dialect.ErrorGuard, Table: table}
+	case "22P02":
+		// The claim by row locator's own failure (a cast of a text carrying the mark).
+		if strings.Contains(pe.Message, dialect.ClaimConflictMark) {
+			return dialect.ErrorInfo{Kind: dialect.ErrorClaimConflict, Table: pe.TableName}
+		}
 	case FloorSQLState:
 		table := pe.TableName
 		if table != "" && pe.SchemaName != "" {

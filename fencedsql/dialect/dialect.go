@@ -39,7 +39,19 @@ const (
 	// user's trigger) changed what identifies the statement. The statement failed
 	// whole; the wrapper sends the table's DELETEs as two statements from then on.
 	ErrorMarkLost
+	// ErrorClaimConflict is the failure of a claim by row locator (LocatorChecker's
+	// claims: a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT) whose UPDATE could
+	// not stamp every row its locking query locked: a concurrent transaction changed
+	// those rows while the claim waited for them (READ COMMITTED). The planner's
+	// statement raises it itself, as an invalid boolean literal that carries
+	// ClaimConflictMark; the statement failed whole.
+	ErrorClaimConflict
 )
+
+// ClaimConflictMark starts the value of the error a claim by row locator raises when
+// it stamped fewer rows than it locked (ErrorClaimConflict): a dialect recognises the
+// failure by it.
+const ClaimConflictMark = "fencedsql_claim_conflict"
 
 // ErrorInfo is what a Dialect extracts from a driver error.
 type ErrorInfo struct {

@@ -103,21 +103,33 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	b := p.newBuilder(nUser)
 	b.compact = true
-	if with >= 0 {
+	located := p.rw.numbered && locatorClaim(clauses, nowait)
+	if located && p.namesClaimQuery() {
+		return p.claimRefused(g.String(), "a locking SELECT with ORDER BY, LIMIT, OFFSET or NOWAIT that uses the name %s or %s, which its claim gives its own WITH queries", claimedName, lockedName)
+	}
+	switch {
+	case with >= 0 && located:
+		b.copy(p.sig[with].Start, p.endOf(p.start))
+		b.write(", ")
+	case with >= 0:
 		b.copy(p.sig[with].Start, p.endOf(p.start))
 		b.write(" ")
+	case located:
+		b.write("WITH ")
 	}
 	_, ordered := clauses["ORDER"]
 	_, limited := clauses["LIMIT"]
 	_, offset := clauses["OFFSET"]
 	switch {
 	case !ordered && !limited && !offset && !nowait:
-		p.claimUpdate(b, g, r, clauses, false, nowait)
-	case p.rw.numbered:
+		p.claimUpdate(b, g, r, clauses)
+	case located:
 		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
-		// same locking query locks (with the caller's NOWAIT), by their row locator, in
-		// one statement (claimByLocator).
-		p.claimUpdate(b, g, r, clauses, true, nowait)
+		// same locking query locks (with the caller's NOWAIT), by their row locator
+		// (claimByLocator). Its outer SELECT returns a row per row stamped, counted by
+		// the command tag as an UPDATE's rows are.
+		p.claimLocated(b, g, r, clauses, nowait, "1")
+		b.write(" SELECT FROM " + claimedName + " WHERE " + claimConflictCheck)
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
 	default:
@@ -132,7 +144,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	pre := b.finish(KindUpdate, g)
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
-	main.ClaimLocator = p.rw.numbered && (ordered || limited || offset || nowait)
+	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr
 	// The one-statement claim by row locator evaluates the selection more than once
 	// too (claimByLocator's two locator queries): it keeps a selection that may find
@@ -199,39 +211,21 @@ func (p *parser) copyTable(b *builder, r tableRef) {
 }
 
 // claimUpdate writes PostgreSQL's claiming UPDATE of the table r over the rows the
-// locking read selects: by the read's own WHERE, or (locate) by the row locator of the
-// same query's rows locked FOR UPDATE, with the caller's NOWAIT (claimByLocator).
-func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[string][2]int, locate, nowait bool) {
+// locking read's own WHERE selects (a read without ORDER BY, LIMIT, OFFSET or NOWAIT;
+// the others are claimed by row locator, claimLocated).
+func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[string][2]int) {
 	b.write("UPDATE ")
 	p.copyTable(b, r)
 	b.write(" SET ")
 	b.assignments(g, p.qualifier(r), false)
-	if !locate {
-		p.copyClauses(b, clauses, "WHERE")
-		return
-	}
-	sel := func(lock string) {
-		b.write("ARRAY(SELECT ctid FROM ")
-		p.copyTable(b, r)
-		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
-		b.write(lock + ")")
-	}
-	lock := " FOR UPDATE"
-	if nowait {
-		lock = " FOR UPDATE NOWAIT"
-	}
-	member := func() {
-		b.write("ctid = ANY(")
-		sel(lock)
-		b.write(" || ")
-		sel("")
-		b.write(")")
-	}
-	b.write(" WHERE ")
-	member()
-	b.write(" AND (")
-	member()
-	b.write(") IS TRUE")
+	p.copyClauses(b, clauses, "WHERE")
+}
+
+// locatorClaim reports whether a PostgreSQL locking read with these clauses is claimed
+// by row locator (claimByLocator): it has ORDER BY, LIMIT, OFFSET or NOWAIT, which
+// PostgreSQL's UPDATE cannot take.
+func locatorClaim(clauses map[string][2]int, nowait bool) bool {
+	return nowait || hasClause(clauses, "ORDER") || hasClause(clauses, "LIMIT") || hasClause(clauses, "OFFSET")
 }
 
 // claimRefused is the plan of a locking read of a guarded table that cannot be claimed

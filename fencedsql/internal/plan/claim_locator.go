@@ -1,23 +1,140 @@
 package plan
 
-import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // claimByLocator: PostgreSQL's claim of a locking read with ORDER BY, LIMIT, OFFSET or
-// NOWAIT is one UPDATE over the rows the same locking query locks, found by ctid:
+// NOWAIT stamps the rows the same locking query locks, found by ctid:
 //
-//	UPDATE t SET … WHERE ctid = ANY(ARRAY(SELECT ctid … FOR UPDATE) || ARRAY(SELECT ctid …))
-//	  AND (ctid = ANY(ARRAY(SELECT ctid … FOR UPDATE) || ARRAY(SELECT ctid …))) IS TRUE
+//	fencedsql_locked AS (SELECT ARRAY(SELECT ctid … FOR UPDATE) AS l),
+//	fencedsql_claimed AS (UPDATE t SET …
+//	    WHERE ctid = ANY(<locked> || ARRAY(SELECT ctid …))
+//	      AND (ctid = ANY(<locked> || ARRAY(SELECT ctid …))) IS TRUE
+//	    RETURNING …)
+//	SELECT … FROM fencedsql_claimed WHERE <as many rows stamped as locked>
 //
-// A row another transaction updated and committed while the claim waited for its lock
-// has a new version at a new ctid, which the UPDATE's snapshot cannot see: the locking
-// subquery returns that new ctid, so an UPDATE by it alone misses the row. The unlocked
-// subquery (same snapshot) gives the old version's ctid, which the UPDATE can reach; the
-// database then re-checks the condition on the newest version (the IS TRUE copy, which
-// the TID scan does not consume and so is always re-checked), and that version's ctid
-// is among the locked ones exactly when the locking query kept the row. So the claim
-// stamps exactly the rows the locking query locked — or fails with ErrFenced when a
-// newer token owns one of them — whether or not another transaction committed changes
-// to them meanwhile.
+// where <locked> is (SELECT l FROM fencedsql_locked). The locking query runs once and,
+// under READ COMMITTED, waits for the rows another transaction is changing; it then
+// re-checks its WHERE on their newest versions and returns the ctids of the versions
+// it locked. The UPDATE's scan reaches only versions its snapshot sees: a locked row
+// unchanged since the snapshot by its own ctid, a row changed and committed meanwhile
+// by its old version's ctid, which the unlocked query (same snapshot) gives when the
+// snapshot's window held it. The condition passes the old version at the scan, and
+// PostgreSQL re-evaluates it (the IS TRUE copy, which the TID scan does not consume)
+// on the newest version, whose ctid is among the locked ones exactly when the locking
+// query kept the row; a newest version is never among the unlocked ctids, which the
+// snapshot sees. An unchanged row of the unlocked window is among the locked rows too:
+// the locking query examines the snapshot's rows in the same order, keeps every
+// unchanged one, and stops only after as many rows as the window holds. So the UPDATE
+// stamps only locked rows.
+//
+// With an OFFSET that is not so: when a row of the skipped prefix leaves, the locking
+// query's window moves on by one, and an unchanged row at the snapshot window's start
+// now falls in the prefix — locked, skipped, not the caller's. The unlocked list then
+// leaves out the rows the locking query kept in its prefix: a second locking query,
+// the same limited to the offset (fencedsql_locked's s), which waits for nothing (the
+// first holds every row it examined, so their newest versions cannot change) and so
+// keeps the same rows.
+//
+// The UPDATE can also stamp fewer rows than were locked: a locked row whose old
+// version the snapshot's window did not hold (a row that entered the window as
+// another left it, both changed by the transaction the claim waited for) is out of
+// its reach. The outer SELECT's condition then fails the statement whole, with an
+// error whose text starts with dialect.ClaimConflictMark (a cast of that text to
+// boolean, 22P02, which the dialect classifies as dialect.ErrorClaimConflict): the
+// claim returns, stamps and holds exactly the rows the locking query locked, or fails,
+// stamping nothing, with the caller's transaction aborted; a retry claims the window
+// as it then is. REPEATABLE READ and SERIALIZABLE fail such a claim with a
+// serialization failure (40001) before the check.
+
+// lockedName names claimByLocator's WITH query of the locked rows' ctids. A statement
+// that uses it (or claimedName) itself cannot be claimed by locator.
+const lockedName = "fencedsql_locked"
+
+// claimLocated writes claimByLocator's two WITH queries, after "WITH " or the caller's
+// list and ", ": fencedsql_locked, then fencedsql_claimed, the UPDATE with RETURNING
+// returning.
+func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[string][2]int, nowait bool, returning string) {
+	lock := " FOR UPDATE"
+	if nowait {
+		lock = " FOR UPDATE NOWAIT"
+	}
+	sel := func(lock string) {
+		b.write("ARRAY(SELECT ctid FROM ")
+		p.copyTable(b, r)
+		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
+		b.write(lock + ")")
+	}
+	const locked = "(SELECT l FROM " + lockedName + ")"
+	b.write(lockedName + " AS (SELECT ")
+	sel(lock)
+	b.write(" AS l")
+	if c, ok := clauses["OFFSET"]; ok {
+		// The rows the OFFSET skips, which the locking query locked and kept: the same
+		// query, limited to the offset. It waits for nothing (the locking query holds
+		// every row it examined) and so keeps the same rows.
+		b.write(", ARRAY(SELECT ctid FROM ")
+		p.copyTable(b, r)
+		p.copyClauses(b, clauses, "WHERE", "ORDER")
+		end := c[1]
+		if p.kw(end-1, "ROW") || p.kw(end-1, "ROWS") {
+			end-- // OFFSET n ROWS
+		}
+		b.write(" LIMIT ")
+		b.copy(p.sig[c[0]+1].Start, p.endOf(end))
+		b.write(lock + ") AS s")
+	}
+	b.write("), " + claimedName + " AS (UPDATE ")
+	p.copyTable(b, r)
+	b.write(" SET ")
+	b.assignments(g, p.qualifier(r), false)
+	member := func() {
+		b.write("ctid = ANY(" + locked + " || ")
+		if hasClause(clauses, "OFFSET") {
+			// The unlocked window without the rows the locking query kept before it
+			// (its OFFSET skipped them): an unchanged row there is locked, not claimed.
+			b.write("ARRAY(SELECT u FROM unnest(")
+			sel("")
+			b.write(") AS u WHERE u <> ALL((SELECT s FROM " + lockedName + ")::tid[]))")
+		} else {
+			sel("")
+		}
+		b.write(")")
+	}
+	b.write(" WHERE ")
+	member()
+	b.write(" AND (")
+	member()
+	b.write(") IS TRUE RETURNING " + returning + ")")
+}
+
+// claimConflictCheck is the outer SELECT's condition of a claim by locator: true when
+// the UPDATE stamped as many rows as the locking query locked (it stamps only locked
+// rows), an error carrying dialect.ClaimConflictMark otherwise. It reads no column of
+// the outer row, so PostgreSQL evaluates it once, before the first row, even when the
+// claim stamped none. The cast's operand depends on the statement's values, so that
+// the planner cannot evaluate it early.
+const claimConflictCheck = "(SELECT CASE WHEN n = cardinality(l) THEN true ELSE CAST('" + dialect.ClaimConflictMark +
+	": the claim stamped ' || n || ' of the ' || cardinality(l) || ' rows its locking read locked' AS boolean) END FROM " +
+	lockedName + ", (SELECT count(*) AS n FROM " + claimedName + ") AS fencedsql_n)"
+
+// namesClaimQuery reports whether the statement uses a name the claim's WITH queries
+// take (claimedName, lockedName): under the claim, it would read those instead.
+func (p *parser) namesClaimQuery() bool {
+	for i := range p.sig {
+		if p.isIdent(i) {
+			n, ok := p.ident(i)
+			if !ok || strings.EqualFold(n, claimedName) || strings.EqualFold(n, lockedName) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // orderByOutput explains why the ORDER BY of a limited locking read cannot be copied
 // into the claim's selection, or returns "". The claim selects rows with the read's

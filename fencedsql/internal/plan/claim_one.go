@@ -34,10 +34,10 @@ import (
 // refused at run time (exact.go), while this form returns the rows that matched, as
 // the raw read would. Under a concurrent transaction that changes selected rows while
 // the claim waits for them, the row locator claims exactly the rows its locking query
-// kept; with a LIMIT, a row that left the selection is not replaced by the next one
-// when that one was changed too (the locator reaches only rows its snapshot's LIMIT
-// saw), so the claim may return fewer rows than the raw read, as PostgreSQL's own
-// LIMIT with a locking clause may — never a row it did not claim.
+// kept; with a LIMIT, a row that left the selection and was replaced by one the other
+// transaction changed too is out of the locator's reach (it reaches only rows its
+// snapshot's LIMIT saw), and the claim then fails whole (ErrClaimConflict,
+// claimByLocator) — never returning, or holding, a row it did not claim.
 //
 // Snapshot. In one statement every query but the outer SELECT's scan of
 // fencedsql_claimed sees the statement's snapshot, the values before the UPDATE; in
@@ -104,22 +104,24 @@ func (p *parser) claimOne(s claimShape) *Plan {
 	} else {
 		b.write("WITH ")
 	}
-	b.write(claimedName + " AS (")
-	_, ordered := s.clauses["ORDER"]
-	_, limited := s.clauses["LIMIT"]
-	_, offset := s.clauses["OFFSET"]
-	if ordered || limited || offset || s.nowait {
-		p.claimUpdate(b, s.g, s.r, s.clauses, true, s.nowait)
-	} else {
-		p.claimUpdateLocking(b, s.g, s.r, s.clauses, p.lockLen(s.lock) == 2 && p.kw(s.lock+1, "UPDATE"))
-	}
 	q := p.qualifier(s.r)
-	b.write(" RETURNING " + q + ".*) SELECT")
+	located := locatorClaim(s.clauses, s.nowait)
+	if located {
+		p.claimLocated(b, s.g, s.r, s.clauses, s.nowait, q+".*")
+	} else {
+		b.write(claimedName + " AS (")
+		p.claimUpdateLocking(b, s.g, s.r, s.clauses, p.lockLen(s.lock) == 2 && p.kw(s.lock+1, "UPDATE"))
+		b.write(" RETURNING " + q + ".*)")
+	}
+	b.write(" SELECT")
 	if p.start+1 < s.from {
 		b.write(" ")
 		b.copy(p.sig[p.start+1].Start, p.endOf(s.from))
 	}
 	b.write(" FROM " + claimedName + " AS " + q)
+	if located {
+		b.write(" WHERE " + claimConflictCheck)
+	}
 	p.copyClauses(b, s.clauses, "ORDER")
 	return b.finish(KindClaim, s.g)
 }
@@ -136,7 +138,7 @@ func (p *parser) claimOne(s claimShape) *Plan {
 // the locking subquery kept, which it has locked already.
 func (p *parser) claimUpdateLocking(b *builder, g *Table, r tableRef, clauses map[string][2]int, forUpdate bool) {
 	if !forUpdate {
-		p.claimUpdate(b, g, r, clauses, false, false)
+		p.claimUpdate(b, g, r, clauses)
 		return
 	}
 	b.write("UPDATE ")
@@ -158,12 +160,8 @@ func (p *parser) claimUpdateLocking(b *builder, g *Table, r tableRef, clauses ma
 // oneClaimable reports whether the locking read's shape has an identical answer in one
 // statement.
 func (p *parser) oneClaimable(s claimShape) bool {
-	for i := range p.sig {
-		if p.isIdent(i) {
-			if n, ok := p.ident(i); !ok || strings.EqualFold(n, claimedName) {
-				return false
-			}
-		}
+	if p.namesClaimQuery() {
+		return false
 	}
 	// Nothing may follow the locking clause but a final ';'.
 	for i := s.lock; i < len(p.sig); i++ {

@@ -14,10 +14,19 @@ func claimSet(q string, n int) string {
 	return `"version" = ` + q + `."version" + 1, "fence_token" = CASE WHEN ` + q + `."fence_token" <= ` + t + ` THEN ` + t + `::bigint ELSE NULL END`
 }
 
-// locator is the row-locator selection (claimByLocator) of the query FROM from.
-func locator(from, lock string) string {
-	m := "ctid = ANY(ARRAY(SELECT ctid FROM " + from + " FOR UPDATE" + lock + ") || ARRAY(SELECT ctid FROM " + from + "))"
-	return "WHERE " + m + " AND (" + m + ") IS TRUE"
+// located is claimByLocator's two WITH queries for the query FROM from (its ORDER BY,
+// LIMIT and OFFSET included) with the locking suffix lock, over table with the SET
+// items set and RETURNING ret; prefix is FROM with its LIMIT and OFFSET replaced by a
+// LIMIT of the offset ("" without an OFFSET).
+func located(table, from, lock, set, ret, prefix string) string {
+	l := "fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM " + from + " FOR UPDATE" + lock + ") AS l"
+	unlocked := "ARRAY(SELECT ctid FROM " + from + ")"
+	if prefix != "" {
+		l += ", ARRAY(SELECT ctid FROM " + prefix + " FOR UPDATE" + lock + ") AS s"
+		unlocked = "ARRAY(SELECT u FROM unnest(" + unlocked + ") AS u WHERE u <> ALL((SELECT s FROM fencedsql_locked)::tid[]))"
+	}
+	m := "ctid = ANY((SELECT l FROM fencedsql_locked) || " + unlocked + ")"
+	return l + "), fencedsql_claimed AS (UPDATE " + table + " SET " + set + " WHERE " + m + " AND (" + m + ") IS TRUE RETURNING " + ret + ")"
 }
 
 // lockedFirst is the selection of a read FOR UPDATE without ORDER BY, LIMIT, OFFSET or
@@ -55,11 +64,11 @@ func TestClaimOneShapes(t *testing.T) {
 		// ORDER BY, LIMIT, OFFSET: the locator applies the limit, the outer SELECT only
 		// the order.
 		{`SELECT a.id, balance * 2 AS b FROM accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT $2 OFFSET 1 FOR SHARE`,
-			`WITH fencedsql_claimed AS (UPDATE accounts AS a SET ` + claimSet("a", 3) + ` ` + locator("accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT $2 OFFSET 1", "") + ` RETURNING a.*) SELECT a.id, balance * 2 AS b FROM fencedsql_claimed AS a ORDER BY a.id DESC`,
+			`WITH ` + located("accounts AS a", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT $2 OFFSET 1", "", claimSet("a", 3), "a.*", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT 1") + ` SELECT a.id, balance * 2 AS b FROM fencedsql_claimed AS a WHERE ` + claimConflictCheck + ` ORDER BY a.id DESC`,
 			refs(0, 1, TOK)},
 		// The caller's WITH list (RECURSIVE kept) comes first; NOWAIT stays in the locator.
 		{`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1) SELECT id FROM accounts WHERE id IN (SELECT n FROM r) ORDER BY id FOR NO KEY UPDATE NOWAIT`,
-			`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1), fencedsql_claimed AS (UPDATE accounts SET ` + claimSet("accounts", 2) + ` ` + locator("accounts WHERE id IN (SELECT n FROM r) ORDER BY id", " NOWAIT") + ` RETURNING accounts.*) SELECT id FROM fencedsql_claimed AS accounts ORDER BY id`,
+			`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1), ` + located("accounts", "accounts WHERE id IN (SELECT n FROM r) ORDER BY id", " NOWAIT", claimSet("accounts", 2), "accounts.*", "") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY id`,
 			refs(0, TOK)},
 		// Parentheses around the statement, FROM ONLY, FOR UPDATE OF, a final ';'.
 		{`(SELECT id FROM ONLY accounts WHERE id = 1 FOR UPDATE OF accounts);`,
@@ -71,7 +80,7 @@ func TestClaimOneShapes(t *testing.T) {
 			refs(0, TOK)},
 		// Placeholders the claim's selection does not use are renumbered like Pre's.
 		{`SELECT id FROM accounts WHERE id = $2 ORDER BY $1 FOR NO KEY UPDATE`,
-			`WITH fencedsql_claimed AS (UPDATE accounts SET ` + claimSet("accounts", 3) + ` ` + locator("accounts WHERE id = $2 ORDER BY $1", "") + ` RETURNING accounts.*) SELECT id FROM fencedsql_claimed AS accounts ORDER BY $1`,
+			`WITH ` + located("accounts", "accounts WHERE id = $2 ORDER BY $1", "", claimSet("accounts", 3), "accounts.*", "") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY $1`,
 			refs(0, 1, TOK)},
 	}
 	for _, c := range cases {

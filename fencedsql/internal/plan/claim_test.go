@@ -21,7 +21,7 @@ func TestRewriteClaims(t *testing.T) {
 			refs(0, 1, TOK)},
 		// GORM's First with clause.Locking: ORDER BY … LIMIT, claimed by row locator.
 		{pgTest, `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE`,
-			`UPDATE "accounts" SET "version" = "accounts"."version" + 1, "fence_token" = CASE WHEN "accounts"."fence_token" <= $3 THEN $3::bigint ELSE NULL END WHERE ctid = ANY(ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE) || ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2)) AND (ctid = ANY(ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE) || ARRAY(SELECT ctid FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2))) IS TRUE`,
+			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2`, "", claimSet(`"accounts"`, 3), "1", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimConflictCheck,
 			refs(0, 1, TOK)},
 		// Placeholders only in the select list are not the claim's.
 		{pgTest, `SELECT $1::int, id FROM accounts WHERE id = $2 FOR UPDATE`,
@@ -32,7 +32,7 @@ func TestRewriteClaims(t *testing.T) {
 			refs(TOK, TOK, 0, 1)},
 		// NOWAIT is kept by the claim's inner locking query (PostgreSQL).
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`,
-			`UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE ctid = ANY(ARRAY(SELECT ctid FROM accounts WHERE id = $1 FOR UPDATE NOWAIT) || ARRAY(SELECT ctid FROM accounts WHERE id = $1)) AND (ctid = ANY(ARRAY(SELECT ctid FROM accounts WHERE id = $1 FOR UPDATE NOWAIT) || ARRAY(SELECT ctid FROM accounts WHERE id = $1))) IS TRUE`,
+			`WITH ` + located("accounts", "accounts WHERE id = $1", " NOWAIT", claimSet("accounts", 2), "1", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimConflictCheck,
 			refs(0, TOK)},
 		{mysqlTest, "SELECT ?, id FROM accounts WHERE id = ? FOR UPDATE",
 			"UPDATE accounts SET `version` = accounts.`version` + 1, `fence_token` = CASE WHEN accounts.`fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
