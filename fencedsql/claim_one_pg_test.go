@@ -307,7 +307,7 @@ func (e *claimOneEnv) snapshot(t *testing.T) []string {
 // that no longer matches, as the raw locking read does.
 func TestClaimOnePostgresConcurrentUpdate(t *testing.T) {
 	for _, c := range []struct {
-		name, q string
+		name, q  string
 		want     []string // ids|balance after the concurrent commit
 		conflict bool     // the claim fails with ErrClaimConflict (see below)
 	}{
