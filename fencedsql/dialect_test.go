@@ -2,8 +2,10 @@ package fencedsql
 
 import (
 	"strings"
+	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // testDialect is a minimal Dialect for the package's own tests (the real ones live in
@@ -37,3 +39,11 @@ func (testDialect) GuardColumnsDDL(table dialect.TableName, tokenCol, versionCol
 }
 func (testDialect) SessionQuery() string            { return "" }
 func (testDialect) CheckSession(value string) error { return nil }
+
+// The planner raises its claim-conflict error with plan.ClaimConflictMark; the
+// dialects recognise it by dialect.ClaimConflictMark: one text.
+func TestClaimConflictMarkAgrees(t *testing.T) {
+	if plan.ClaimConflictMark != dialect.ClaimConflictMark {
+		t.Fatalf("plan.ClaimConflictMark %q, dialect.ClaimConflictMark %q", plan.ClaimConflictMark, dialect.ClaimConflictMark)
+	}
+}

@@ -3,7 +3,6 @@ package plan
 import (
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
@@ -44,12 +43,18 @@ import (
 // version the snapshot's window did not hold (a row that entered the window as
 // another left it, both changed by the transaction the claim waited for) is out of
 // its reach. The outer SELECT's condition then fails the statement whole, with an
-// error whose text starts with dialect.ClaimConflictMark (a cast of that text to
+// error whose text starts with ClaimConflictMark (a cast of that text to
 // boolean, 22P02, which the dialect classifies as dialect.ErrorClaimConflict): the
 // claim returns, stamps and holds exactly the rows the locking query locked, or fails,
 // stamping nothing, with the caller's transaction aborted; a retry claims the window
 // as it then is. REPEATABLE READ and SERIALIZABLE fail such a claim with a
 // serialization failure (40001) before the check.
+
+// ClaimConflictMark starts the text of the error a claim by row locator raises when it
+// stamped fewer rows than it locked. It is dialect.ClaimConflictMark, which the
+// dialect's Classify recognises; the planner names no dialect package, so the two are
+// kept equal by a test (fencedsql: TestClaimConflictMarkAgrees).
+const ClaimConflictMark = "fencedsql_claim_conflict"
 
 // lockedName names claimByLocator's WITH query of the locked rows' ctids. A statement
 // that uses it (or claimedName) itself cannot be claimed by locator.
@@ -114,11 +119,11 @@ func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[stri
 
 // claimConflictCheck is the outer SELECT's condition of a claim by locator: true when
 // the UPDATE stamped as many rows as the locking query locked (it stamps only locked
-// rows), an error carrying dialect.ClaimConflictMark otherwise. It reads no column of
+// rows), an error carrying ClaimConflictMark otherwise. It reads no column of
 // the outer row, so PostgreSQL evaluates it once, before the first row, even when the
 // claim stamped none. The cast's operand depends on the statement's values, so that
 // the planner cannot evaluate it early.
-const claimConflictCheck = "(SELECT CASE WHEN n = cardinality(l) THEN true ELSE CAST('" + dialect.ClaimConflictMark +
+const claimConflictCheck = "(SELECT CASE WHEN n = cardinality(l) THEN true ELSE CAST('" + ClaimConflictMark +
 	": the claim stamped ' || n || ' of the ' || cardinality(l) || ' rows its locking read locked' AS boolean) END FROM " +
 	lockedName + ", (SELECT count(*) AS n FROM " + claimedName + ") AS fencedsql_n)"
 
