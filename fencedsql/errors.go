@@ -52,13 +52,16 @@ var (
 	ErrGuard = errors.New("fencedsql: write refused by the database-side guard")
 
 	// ErrClaimConflict means a claimed locking read (SELECT … FOR UPDATE with ORDER BY,
-	// LIMIT, OFFSET or NOWAIT, on PostgreSQL) waited for rows a concurrent transaction
-	// changed, and could not claim exactly the rows its lock then reached: it returned
-	// nothing and claimed nothing, and the transaction is aborted. It happens only
-	// under READ COMMITTED (REPEATABLE READ and SERIALIZABLE report a serialization
-	// failure instead). Retry the transaction: the claim then reads the rows as they
-	// now are — and fails with ErrFenced if a newer token owns one of them.
-	ErrClaimConflict = errors.New("fencedsql: claim raced a concurrent change of the rows it locked")
+	// LIMIT, OFFSET or NOWAIT, on PostgreSQL) could not stamp every row its locking
+	// query locked, so it returned nothing and claimed nothing, and the transaction is
+	// aborted. The usual cause is a race under READ COMMITTED: the read waited for rows
+	// a concurrent transaction changed, and its window then held a row out of the
+	// claim's reach (REPEATABLE READ and SERIALIZABLE report a serialization failure
+	// instead). Retry the transaction: the claim then reads the rows as they now are —
+	// and fails with ErrFenced if a newer token owns one of them. A conflict on every
+	// retry means an UPDATE of the table cannot reach rows a SELECT can (a row-level
+	// security policy, a BEFORE UPDATE trigger that skips the row).
+	ErrClaimConflict = errors.New("fencedsql: claim could not stamp every row it locked")
 )
 
 // guardHint is the advice every GuardError carries.
@@ -143,8 +146,8 @@ type ClaimConflictError struct {
 }
 
 func (e *ClaimConflictError) Error() string {
-	return "fencedsql: claim on " + e.Table + " raced a concurrent transaction: rows its locking read locked were changed " +
-		"while it waited for them and are out of its claim's reach; nothing was claimed and the transaction is aborted: retry it (" + e.Err.Error() + ")"
+	return "fencedsql: claim on " + e.Table + " could not stamp every row its locking read locked (a concurrent transaction changed " +
+		"them while it waited, under READ COMMITTED): nothing was claimed and the transaction is aborted; retry it (" + e.Err.Error() + ")"
 }
 
 func (e *ClaimConflictError) Unwrap() []error { return []error{ErrClaimConflict, e.Err} }
