@@ -16,6 +16,10 @@ func BenchmarkUpdate(b *testing.B) { fencetest.Bench(b, fencetest.Postgres()) }
 // the raw driver (see fencetest.BenchClaim).
 func BenchmarkClaim(b *testing.B) { fencetest.BenchClaim(b, fencetest.Postgres()) }
 
+// BenchmarkClaimWindow is BenchmarkClaim for ORDER BY id LIMIT 1 FOR UPDATE: the claim by
+// row locator.
+func BenchmarkClaimWindow(b *testing.B) { fencetest.BenchClaimWindow(b, fencetest.Postgres()) }
+
 // BenchmarkTombstone reports what the tombstone guard (docs/design.md, G9) costs a fenced DELETE +
 // re-INSERT (see fencetest.BenchTombstone).
 func BenchmarkTombstone(b *testing.B) {
