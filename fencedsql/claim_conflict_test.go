@@ -57,10 +57,11 @@ func TestSqlmockClaimConflictPostgres(t *testing.T) {
 }
 
 // claimLocatorSQL is the one-statement claim by row locator of the test's read.
-const claimLocatorSQL = `WITH fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1 FOR UPDATE) AS l), ` +
+const claimLocatorSQL = `WITH fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1 FOR UPDATE) AS l, ` +
+	`ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1) AS u), ` +
 	`fencedsql_claimed AS (UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $1 THEN $1::bigint ELSE NULL END ` +
-	`WHERE ctid = ANY((SELECT l FROM fencedsql_locked) || ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1)) ` +
-	`AND (ctid = ANY((SELECT l FROM fencedsql_locked) || ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1))) IS TRUE RETURNING accounts.*) ` +
+	`WHERE ctid = ANY((SELECT l || u FROM fencedsql_locked)::tid[]) ` +
+	`AND (ctid = ANY((SELECT l || u FROM fencedsql_locked)::tid[])) IS TRUE RETURNING accounts.*) ` +
 	`SELECT id FROM fencedsql_claimed AS accounts WHERE (SELECT CASE WHEN n = cardinality(l) THEN true ELSE ` +
 	`CAST('fencedsql_claim_conflict: the claim stamped ' || n || ' of the ' || cardinality(l) || ' rows its locking read locked' AS boolean) END ` +
 	`FROM fencedsql_locked, (SELECT count(*) AS n FROM fencedsql_claimed) AS fencedsql_n) ORDER BY id`

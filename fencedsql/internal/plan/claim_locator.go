@@ -9,14 +9,14 @@ import (
 // claimByLocator: PostgreSQL's claim of a locking read with ORDER BY, LIMIT, OFFSET or
 // NOWAIT stamps the rows the same locking query locks, found by ctid:
 //
-//	fencedsql_locked AS (SELECT ARRAY(SELECT ctid … FOR UPDATE) AS l),
+//	fencedsql_locked AS (SELECT ARRAY(SELECT ctid … FOR UPDATE) AS l, ARRAY(SELECT ctid …) AS u),
 //	fencedsql_claimed AS (UPDATE t SET …
-//	    WHERE ctid = ANY(<locked> || ARRAY(SELECT ctid …))
-//	      AND (ctid = ANY(<locked> || ARRAY(SELECT ctid …))) IS TRUE
+//	    WHERE ctid = ANY(<l || u>) AND (ctid = ANY(<l || u>)) IS TRUE
 //	    RETURNING …)
 //	SELECT … FROM fencedsql_claimed WHERE <as many rows stamped as locked>
 //
-// where <locked> is (SELECT l FROM fencedsql_locked). The locking query runs once and,
+// where <l || u> is (SELECT l || u FROM fencedsql_locked): the locked rows' ctids, then
+// the unlocked query's. The locking query runs once (the first of the two) and,
 // under READ COMMITTED, waits for the rows another transaction is changing; it then
 // re-checks its WHERE on their newest versions and returns the ctids of the versions
 // it locked. The UPDATE's scan reaches only versions its snapshot sees: a locked row
@@ -35,7 +35,7 @@ import (
 // query's window moves on by one, and an unchanged row at the snapshot window's start
 // now falls in the prefix — locked, skipped, not the caller's. The unlocked list then
 // leaves out the rows the locking query kept in its prefix: a second locking query,
-// the same limited to the offset (fencedsql_locked's s), which waits for nothing (the
+// the same limited to the offset (inside fencedsql_locked's u), which waits for nothing (the
 // first holds every row it examined, so their newest versions cannot change) and so
 // keeps the same rows.
 //
@@ -74,47 +74,35 @@ func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[stri
 		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
 		b.write(lock + ")")
 	}
-	const locked = "(SELECT l FROM " + lockedName + ")"
 	b.write(lockedName + " AS (SELECT ")
 	sel(lock)
-	b.write(" AS l")
+	b.write(" AS l, ")
 	if c, ok := clauses["OFFSET"]; ok {
-		// The rows the OFFSET skips, which the locking query locked and kept: the same
-		// query, limited to the offset. It waits for nothing (the locking query holds
-		// every row it examined) and so keeps the same rows.
-		b.write(", ARRAY(SELECT ctid FROM ")
-		p.copyTable(b, r)
-		p.copyClauses(b, clauses, "WHERE", "ORDER")
+		// The unlocked window without the rows the locking query kept before it (its
+		// OFFSET skipped them: an unchanged row there is locked, not claimed). They are
+		// the same query limited to the offset, locking: it waits for nothing (the
+		// locking query holds every row it examined) and so keeps the same rows.
 		end := c[1]
 		if p.kw(end-1, "ROW") || p.kw(end-1, "ROWS") {
 			end-- // OFFSET n ROWS
 		}
+		b.write("ARRAY(SELECT fencedsql_u FROM unnest(")
+		sel("")
+		b.write(") AS fencedsql_u WHERE fencedsql_u <> ALL(ARRAY(SELECT ctid FROM ")
+		p.copyTable(b, r)
+		p.copyClauses(b, clauses, "WHERE", "ORDER")
 		b.write(" LIMIT ")
 		b.copy(p.sig[c[0]+1].Start, p.endOf(end))
-		b.write(lock + ") AS s")
+		b.write(lock + ")))")
+	} else {
+		sel("")
 	}
-	b.write("), " + claimedName + " AS (UPDATE ")
+	b.write(" AS u), " + claimedName + " AS (UPDATE ")
 	p.copyTable(b, r)
 	b.write(" SET ")
 	b.assignments(g, p.qualifier(r), false)
-	member := func() {
-		b.write("ctid = ANY(" + locked + " || ")
-		if hasClause(clauses, "OFFSET") {
-			// The unlocked window without the rows the locking query kept before it
-			// (its OFFSET skipped them): an unchanged row there is locked, not claimed.
-			b.write("ARRAY(SELECT u FROM unnest(")
-			sel("")
-			b.write(") AS u WHERE u <> ALL((SELECT s FROM " + lockedName + ")::tid[]))")
-		} else {
-			sel("")
-		}
-		b.write(")")
-	}
-	b.write(" WHERE ")
-	member()
-	b.write(" AND (")
-	member()
-	b.write(") IS TRUE RETURNING " + returning + ")")
+	const member = "ctid = ANY((SELECT l || u FROM " + lockedName + ")::tid[])"
+	b.write(" WHERE " + member + " AND (" + member + ") IS TRUE RETURNING " + returning + ")")
 }
 
 // claimConflictCheck is the outer SELECT's condition of a claim by locator: true when

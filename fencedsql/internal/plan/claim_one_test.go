@@ -19,14 +19,13 @@ func claimSet(q string, n int) string {
 // items set and RETURNING ret; prefix is FROM with its LIMIT and OFFSET replaced by a
 // LIMIT of the offset ("" without an OFFSET).
 func located(table, from, lock, set, ret, prefix string) string {
-	l := "fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM " + from + " FOR UPDATE" + lock + ") AS l"
 	unlocked := "ARRAY(SELECT ctid FROM " + from + ")"
 	if prefix != "" {
-		l += ", ARRAY(SELECT ctid FROM " + prefix + " FOR UPDATE" + lock + ") AS s"
-		unlocked = "ARRAY(SELECT u FROM unnest(" + unlocked + ") AS u WHERE u <> ALL((SELECT s FROM fencedsql_locked)::tid[]))"
+		unlocked = "ARRAY(SELECT fencedsql_u FROM unnest(" + unlocked + ") AS fencedsql_u WHERE fencedsql_u <> ALL(ARRAY(SELECT ctid FROM " + prefix + " FOR UPDATE" + lock + ")))"
 	}
-	m := "ctid = ANY((SELECT l FROM fencedsql_locked) || " + unlocked + ")"
-	return l + "), fencedsql_claimed AS (UPDATE " + table + " SET " + set + " WHERE " + m + " AND (" + m + ") IS TRUE RETURNING " + ret + ")"
+	m := "ctid = ANY((SELECT l || u FROM fencedsql_locked)::tid[])"
+	return "fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM " + from + " FOR UPDATE" + lock + ") AS l, " + unlocked + " AS u), " +
+		"fencedsql_claimed AS (UPDATE " + table + " SET " + set + " WHERE " + m + " AND (" + m + ") IS TRUE RETURNING " + ret + ")"
 }
 
 // lockedFirst is the selection of a read FOR UPDATE without ORDER BY, LIMIT, OFFSET or
