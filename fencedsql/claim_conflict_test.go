@@ -57,8 +57,8 @@ func TestSqlmockClaimConflictPostgres(t *testing.T) {
 }
 
 // claimLocatorSQL is the one-statement claim by row locator of the test's read.
-const claimLocatorSQL = `WITH fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1 FOR UPDATE) AS l, ` +
-	`ARRAY(SELECT ctid FROM accounts ORDER BY id LIMIT 1) AS u), ` +
+const claimLocatorSQL = `WITH fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM accounts ORDER BY id, ctid LIMIT 1 FOR UPDATE) AS l, ` +
+	`ARRAY(SELECT ctid FROM accounts ORDER BY id, ctid LIMIT 1) AS u), ` +
 	`fencedsql_claimed AS (UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $1 THEN $1::bigint ELSE NULL END ` +
 	`WHERE ctid = ANY((SELECT l || u FROM fencedsql_locked)::tid[]) ` +
 	`AND (ctid = ANY((SELECT l || u FROM fencedsql_locked)::tid[])) IS TRUE RETURNING accounts.*) ` +

@@ -217,11 +217,12 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 		k.cfg.logger.Warn("fencedsql: write refused: token below the database's token floor", "table", table, "token", tok)
 		return k.explainFenced(&BelowFloorError{Table: table, Token: tok, Err: err}, tok, g)
 	case dialect.ErrorClaimConflict:
-		table := info.Table
-		if p != nil && p.Guard != nil {
-			table = p.Guard.String()
+		// Only the claim's own check raises it: a statement that does not carry the
+		// check failed on data that carries the mark.
+		if p == nil || p.Guard == nil || !p.ConflictChecked {
+			return err
 		}
-		return &ClaimConflictError{Table: table, Err: err}
+		return &ClaimConflictError{Table: p.Guard.String(), Err: err}
 	case dialect.ErrorUnique:
 		table := info.Table
 		var g *plan.Table

@@ -106,7 +106,10 @@ type claimOutcome struct {
 	toks    []int64 // their fence_token
 	stamped []int64 // ids carrying B's token, as B's transaction sees them
 	locked  []int64 // ids B's transaction holds locks on
-	err     error
+	// keyShareBlocked: a FOR KEY SHARE NOWAIT of the first row returned failed (the row
+	// is held FOR UPDATE, as the read asked, not only FOR NO KEY UPDATE).
+	keyShareBlocked bool
+	err             error
 }
 
 // runClaimRace runs rc on a fresh database: B's locking read through the wrapper with
@@ -169,6 +172,10 @@ func runClaimRace(t *testing.T, rc claimRace, cols string, bt uint64) claimOutco
 		}
 		rs, err = txB.QueryContext(ctx, `SELECT id FROM accounts WHERE fence_token = $1`, int64(bt))
 		o.stamped = ids(t, rs, err)
+		if len(o.got) > 0 {
+			_, err := raw.ExecContext(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR KEY SHARE NOWAIT`, o.got[0])
+			o.keyShareBlocked = err != nil
+		}
 		// The rows B holds locked: a raw NOWAIT probe of each, in autocommit.
 		for id := range rc.balances {
 			if _, err := raw.ExecContext(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`, id+1); err != nil {

@@ -143,6 +143,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT")
 	}
 	pre := b.finish(KindUpdate, g)
+	pre.ConflictChecked = located
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr

@@ -29,7 +29,12 @@ import (
 // snapshot sees. An unchanged row of the unlocked window is among the locked rows too:
 // the locking query examines the snapshot's rows in the same order, keeps every
 // unchanged one, and stops only after as many rows as the window holds. So the UPDATE
-// stamps only locked rows.
+// stamps only locked rows. "The same order" holds because a window's ORDER BY is made
+// total in every list the claim runs, with ctid last (a snapshot's ctids are
+// distinct): the two queries are planned apart — under the lock PostgreSQL sorts the
+// whole selection, without it a top-N sort or an index may serve — and would otherwise
+// break ties differently (red-team rt14c: a claim over tied rows stamped a row its
+// locking query never took). A window without ORDER BY is ordered by ctid alone.
 //
 // With an OFFSET that is not so: when a row of the skipped prefix leaves, the locking
 // query's window moves on by one, and an unchanged row at the snapshot window's start
@@ -68,10 +73,25 @@ func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[stri
 	if nowait {
 		lock = " FOR UPDATE NOWAIT"
 	}
+	// A window (LIMIT, OFFSET) is ordered totally: by the caller's ORDER BY, then by
+	// ctid, so that the locking query and the unlocked one, planned apart (a full sort
+	// under the lock, a top-N sort or an index without it), break ties alike.
+	windowed := hasClause(clauses, "LIMIT") || hasClause(clauses, "OFFSET")
+	ordered := func() {
+		p.copyClauses(b, clauses, "WHERE", "ORDER")
+		switch {
+		case !windowed:
+		case hasClause(clauses, "ORDER"):
+			b.write(", ctid")
+		default:
+			b.write(" ORDER BY ctid")
+		}
+	}
 	sel := func(lock string) {
 		b.write("ARRAY(SELECT ctid FROM ")
 		p.copyTable(b, r)
-		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT", "OFFSET")
+		ordered()
+		p.copyClauses(b, clauses, "LIMIT", "OFFSET")
 		b.write(lock + ")")
 	}
 	b.write(lockedName + " AS (SELECT ")
@@ -90,10 +110,11 @@ func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[stri
 		sel("")
 		b.write(") AS fencedsql_u WHERE fencedsql_u <> ALL(ARRAY(SELECT ctid FROM ")
 		p.copyTable(b, r)
-		p.copyClauses(b, clauses, "WHERE", "ORDER")
-		b.write(" LIMIT ")
+		ordered()
+		// OFFSET NULL skips nothing; LIMIT NULL would lock every row.
+		b.write(" LIMIT COALESCE((")
 		b.copy(p.sig[c[0]+1].Start, p.endOf(end))
-		b.write(lock + ")))")
+		b.write("), 0::bigint)" + lock + ")))")
 	} else {
 		sel("")
 	}

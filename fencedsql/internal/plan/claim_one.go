@@ -123,7 +123,9 @@ func (p *parser) claimOne(s claimShape) *Plan {
 		b.write(" WHERE " + claimConflictCheck)
 	}
 	p.copyClauses(b, s.clauses, "ORDER")
-	return b.finish(KindClaim, s.g)
+	one := b.finish(KindClaim, s.g)
+	one.ConflictChecked = located
+	return one
 }
 
 // claimUpdateLocking writes the claiming UPDATE of a read without ORDER BY, LIMIT,

@@ -63,7 +63,7 @@ func TestClaimOneShapes(t *testing.T) {
 		// ORDER BY, LIMIT, OFFSET: the locator applies the limit, the outer SELECT only
 		// the order.
 		{`SELECT a.id, balance * 2 AS b FROM accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT $2 OFFSET 1 FOR SHARE`,
-			`WITH ` + located("accounts AS a", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT $2 OFFSET 1", "", claimSet("a", 3), "a.*", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT 1") + ` SELECT a.id, balance * 2 AS b FROM fencedsql_claimed AS a WHERE ` + claimConflictCheck + ` ORDER BY a.id DESC`,
+			`WITH ` + located("accounts AS a", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC, ctid LIMIT $2 OFFSET 1", "", claimSet("a", 3), "a.*", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC, ctid LIMIT COALESCE((1), 0::bigint)") + ` SELECT a.id, balance * 2 AS b FROM fencedsql_claimed AS a WHERE ` + claimConflictCheck + ` ORDER BY a.id DESC`,
 			refs(0, 1, TOK)},
 		// The caller's WITH list (RECURSIVE kept) comes first; NOWAIT stays in the locator.
 		{`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1) SELECT id FROM accounts WHERE id IN (SELECT n FROM r) ORDER BY id FOR NO KEY UPDATE NOWAIT`,

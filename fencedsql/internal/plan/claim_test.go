@@ -21,7 +21,7 @@ func TestRewriteClaims(t *testing.T) {
 			refs(0, 1, TOK)},
 		// GORM's First with clause.Locking: ORDER BY … LIMIT, claimed by row locator.
 		{pgTest, `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE`,
-			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2`, "", claimSet(`"accounts"`, 3), "1", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimConflictCheck,
+			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id", ctid LIMIT $2`, "", claimSet(`"accounts"`, 3), "1", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimConflictCheck,
 			refs(0, 1, TOK)},
 		// Placeholders only in the select list are not the claim's.
 		{pgTest, `SELECT $1::int, id FROM accounts WHERE id = $2 FOR UPDATE`,

@@ -85,6 +85,10 @@ type Plan struct {
 	// locator (ORDER BY, LIMIT, OFFSET or NOWAIT: claimByLocator), which the wrapper
 	// refuses on a table a locator does not identify rows of (dialect.LocatorChecker).
 	ClaimLocator bool
+	// ConflictChecked marks the statements of a claim by row locator (its Pre, its
+	// ClaimOne), which fail with an error carrying ClaimConflictMark when they stamped
+	// fewer rows than they locked: the only statements whose such error is the claim's.
+	ConflictChecked bool
 	// ClaimRead (kindClaim) is the read of the two-statement claim, run after Pre in
 	// place of the caller's text when the statement carries a token: the caller's
 	// locking SELECT restricted to the rows carrying the token (claimRead). nil for a
