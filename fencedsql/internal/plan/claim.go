@@ -82,6 +82,11 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}
+	if at := p.topLevelWord(from, lock, "FETCH"); at >= 0 {
+		// FETCH FIRST n ROWS (ONLY, WITH TIES) is a window the claim does not read as
+		// one: it would be copied as part of the ORDER BY.
+		return p.claimRefused(g.String(), "a locking SELECT with FETCH FIRST/NEXT: write LIMIT n instead")
+	}
 	// The two-statement claim's read selects its rows again after the claim: a
 	// selection that could find other rows the second time refuses that form
 	// (TwoStepErr); the one-statement claim selects once.
@@ -263,6 +268,8 @@ func (p *parser) unclaimableLock(lock int) (nowait bool, why string) {
 			nowait = true
 		case p.kw(i, "WAIT"):
 			return false, "SELECT … FOR UPDATE WAIT n (the claim cannot keep the wait policy)"
+		case p.kwIn(i, "LIMIT", "OFFSET", "FETCH"):
+			return false, "a LIMIT, OFFSET or FETCH after the locking clause (the claim would not apply it): write it before FOR UPDATE"
 		case p.kw(i, "OF"):
 			// FOR UPDATE OF t: one table only, which is the one claimed.
 		case i > lock && p.lockLen(i) > 0:
@@ -326,4 +333,21 @@ func (p *parser) limitHasOffset(c [2]int) bool {
 		}
 	}
 	return false
+}
+
+// topLevelWord returns the sig index of the keyword word outside parentheses in
+// sig[from:to], or -1.
+func (p *parser) topLevelWord(from, to int, word string) int {
+	depth := 0
+	for i := from; i < to && i < len(p.sig); i++ {
+		switch {
+		case p.punct(i, "("), p.punct(i, "["):
+			depth++
+		case p.punct(i, ")"), p.punct(i, "]"):
+			depth--
+		case depth == 0 && p.kw(i, word):
+			return i
+		}
+	}
+	return -1
 }

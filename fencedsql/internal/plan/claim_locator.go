@@ -154,9 +154,13 @@ func (p *parser) namesClaimQuery() bool {
 // into the claim's selection, or returns "". The claim selects rows with the read's
 // ORDER BY and LIMIT/OFFSET but not its select list (the locator's SELECT ctid,
 // MySQL's UPDATE … ORDER BY): an ORDER BY item that names a select-list position
-// (ORDER BY 1) or output name (SELECT balance AS id … ORDER BY id) would order the
-// claim's rows by something else, and the claim would stamp other rows than the read
-// returns. sel is the select list's sig range, order the ORDER clause's.
+// (ORDER BY 1, ORDER BY (1)) or an output name would order the claim's rows by
+// something else, and the claim would stamp other rows than the read returns. Output
+// names are the explicit ones (SELECT balance AS id … ORDER BY id) and the implicit
+// ones the database derives from an expression (id::text and CAST(id AS text) are
+// named id, lower(x) is named lower): a bare name is refused unless the select list
+// holds it as a plain column (id, t.id, *) or does not mention it at all. sel is the
+// select list's sig range, order the ORDER clause's.
 func (p *parser) orderByOutput(sel, order [2]int) string {
 	outputs := p.outputNames(sel[0], sel[1])
 	item := order[0] + 2 // after ORDER BY
@@ -175,13 +179,77 @@ func (p *parser) orderByOutput(sel, order [2]int) string {
 			}
 		}
 		// sig[item:i] is one ORDER BY item: its head, then only ordering words.
-		bare := item+1 == i || p.kwIn(item+1, "ASC", "DESC", "NULLS", "USING", "COLLATE")
-		if item < i && bare && (p.sig[item].Kind == sqllex.KindNumber || p.isIdent(item) && outputs[p.foldedAt(item)]) {
-			return "orders by a select-list position or output name (" + p.src[p.sig[item].Start:p.sig[item].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
+		head := item
+		for head < i && (head == item || !p.kwIn(head, "ASC", "DESC", "NULLS", "USING", "COLLATE")) {
+			head++
+		}
+		a, z := item, head
+		for z-a >= 3 && p.punct(a, "(") && p.punct(z-1, ")") && p.closes(a, z-1) {
+			a, z = a+1, z-1 // ((id)) is id
+		}
+		if z == a+1 {
+			name := p.foldedAt(a)
+			switch {
+			case p.sig[a].Kind == sqllex.KindNumber:
+				return "orders by a select-list position (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
+			case p.isIdent(a) && (outputs[name] || p.mayNameOutput(sel, name)):
+				return "orders by a select-list output name (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
+			}
 		}
 		item = i + 1
 	}
 	return ""
+}
+
+// closes reports whether the ")" at sig[z] closes the "(" at sig[a].
+func (p *parser) closes(a, z int) bool {
+	depth := 0
+	for k := a; k <= z; k++ {
+		switch {
+		case p.punct(k, "("):
+			depth++
+		case p.punct(k, ")"):
+			depth--
+			if depth == 0 {
+				return k == z
+			}
+		}
+	}
+	return false
+}
+
+// mayNameOutput reports whether the select list sig[sel[0]:sel[1]] mentions name other
+// than as a plain column item (name, q.name): an expression over it (name::text,
+// CAST(name AS …)) or a function of that name may give an output column the name,
+// which an ORDER BY then means instead of the table's column.
+func (p *parser) mayNameOutput(sel [2]int, name string) bool {
+	mentioned, plain := false, false
+	start, depth := sel[0], 0
+	for k := sel[0]; k <= sel[1]; k++ {
+		if k < sel[1] {
+			switch {
+			case p.punct(k, "("), p.punct(k, "["):
+				depth++
+			case p.punct(k, ")"), p.punct(k, "]"):
+				depth--
+			}
+			if p.isIdent(k) && p.foldedAt(k) == name {
+				mentioned = true
+			}
+			if depth != 0 || !p.punct(k, ",") {
+				continue
+			}
+		}
+		// sig[start:k] is one select-list item.
+		switch {
+		case k == start+1 && p.isIdent(start) && p.foldedAt(start) == name:
+			plain = true
+		case k == start+3 && p.isIdent(start) && p.punct(start+1, ".") && p.isIdent(start+2) && p.foldedAt(start+2) == name:
+			plain = true
+		}
+		start = k + 1
+	}
+	return mentioned && !plain
 }
 
 // outputNames returns the names the select list sig[from:to] gives its columns with AS
