@@ -1,9 +1,11 @@
 package mysql_test
 
-// Red-team rt15c. FAILS on e10017f.
+// Red-team rt15c (failed on e10017f): FETCH FIRST and a parenthesized ORDER BY alias in
+// a MariaDB locking read are refused with a token, never claimed by another order.
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -19,11 +21,7 @@ import (
 // the plain read's row, or be refused with ErrUnsupported — not fail with the server's
 // raw syntax error.
 func TestRT15cFetchFirstClaimMariaDB(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
-		`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 9, 1), (2, 1, 1), (3, 5, 1)`)
-	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	raw, fenced := rt15cAccounts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const q = `SELECT id FROM accounts WHERE balance < 50 ORDER BY balance FETCH FIRST 1 ROW ONLY FOR UPDATE`
@@ -54,11 +52,7 @@ func TestRT15cFetchFirstClaimMariaDB(t *testing.T) {
 // and stamps another row than the plain read returns; the read restricted to the token
 // then returns the stamped row.
 func TestRT15cParenthesizedOrderByAliasMariaDB(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
-		`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 9, 1), (2, 1, 1), (3, 5, 1)`)
-	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	raw, fenced := rt15cAccounts(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const q = `SELECT id AS k, balance AS id FROM accounts WHERE balance < 50 ORDER BY (id) LIMIT 1 FOR UPDATE`
@@ -93,4 +87,16 @@ func TestRT15cParenthesizedOrderByAliasMariaDB(t *testing.T) {
 	case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
 		t.Errorf("claim failed with %v: want the plain read's row %d or ErrUnsupported", err, plainK)
 	}
+}
+
+// rt15cAccounts creates a guarded accounts table with rows 1..3 (balances 9, 1, 5,
+// token 1) in a fresh MariaDB database and returns the plain and the fenced pool.
+func rt15cAccounts(t *testing.T) (raw, fenced *sql.DB) {
+	t.Helper()
+	dsn := testdb.MySQL(t)
+	raw = testdb.Open(t, "mysql", dsn,
+		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+		`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 9, 1), (2, 1, 1), (3, 5, 1)`)
+	fenced = testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	return raw, fenced
 }

@@ -116,14 +116,9 @@ type claimOutcome struct {
 // token bt, or through the plain driver for bt 0.
 func runClaimRace(t *testing.T, rc claimRace, cols string, bt uint64) claimOutcome {
 	t.Helper()
-	dsn := testdb.Postgres(t)
-	raw := testdb.Open(t, "pgx", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
-	fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	raw, fenced := accountsDB(t, rc.balances)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i, b := range rc.balances {
-		testdb.Exec(t, raw, fmt.Sprintf(`INSERT INTO accounts (id, balance, fence_token) VALUES (%d, %d, 1)`, i+1, b))
-	}
 	claim := `SELECT ` + cols + ` FROM accounts WHERE balance < 50 ` + rc.tail + ` FOR UPDATE`
 	db, bctx := raw, ctx
 	if bt != 0 {
@@ -190,6 +185,19 @@ func runClaimRace(t *testing.T, rc claimRace, cols string, bt uint64) claimOutco
 	o := <-done
 	sort.Slice(o.got, func(i, j int) bool { return o.got[i] < o.got[j] })
 	return o
+}
+
+// accountsDB creates a fresh database with a guarded accounts table holding ids 1..n
+// with the given balances (token 1), and returns the plain and the fenced pool.
+func accountsDB(t *testing.T, balances []int64) (raw, fenced *sql.DB) {
+	t.Helper()
+	dsn := testdb.Postgres(t)
+	raw = testdb.Open(t, "pgx", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
+	fenced = testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	for i, b := range balances {
+		testdb.Exec(t, raw, fmt.Sprintf(`INSERT INTO accounts (id, balance, fence_token) VALUES (%d, %d, 1)`, i+1, b))
+	}
+	return raw, fenced
 }
 
 // ids reads a query's single BIGINT column, sorted.

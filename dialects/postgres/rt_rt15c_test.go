@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
 // rt15cRun runs stmt (select list id, balance, fence_token or any three BIGINT
@@ -24,14 +23,9 @@ import (
 // transaction holds locked, and the error.
 func rt15cRun(t *testing.T, balances []int64, stmt string, tok uint64) (got, stamped, locked []int64, err error) {
 	t.Helper()
-	dsn := testdb.Postgres(t)
-	raw := testdb.Open(t, "pgx", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
-	fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	raw, fenced := accountsDB(t, balances)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i, b := range balances {
-		testdb.Exec(t, raw, fmt.Sprintf(`INSERT INTO accounts (id, balance, fence_token) VALUES (%d, %d, 1)`, i+1, b))
-	}
 	db, bctx := raw, ctx
 	if tok != 0 {
 		db, bctx = fenced, fencedsql.WithToken(ctx, tok)
