@@ -82,7 +82,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}
-	if at := p.topLevelWord(from, lock, "FETCH"); at >= 0 {
+	if at := p.stopAt(from, lock, "FETCH"); at < lock && p.kw(at, "FETCH") {
 		// FETCH FIRST n ROWS (ONLY, WITH TIES) is a window the claim does not read as
 		// one: it would be copied as part of the ORDER BY.
 		return p.claimRefused(g.String(), "a locking SELECT with FETCH FIRST/NEXT: write LIMIT n instead")
@@ -333,21 +333,4 @@ func (p *parser) limitHasOffset(c [2]int) bool {
 		}
 	}
 	return false
-}
-
-// topLevelWord returns the sig index of the keyword word outside parentheses in
-// sig[from:to], or -1.
-func (p *parser) topLevelWord(from, to int, word string) int {
-	depth := 0
-	for i := from; i < to && i < len(p.sig); i++ {
-		switch {
-		case p.punct(i, "("), p.punct(i, "["):
-			depth++
-		case p.punct(i, ")"), p.punct(i, "]"):
-			depth--
-		case depth == 0 && p.kw(i, word):
-			return i
-		}
-	}
-	return -1
 }

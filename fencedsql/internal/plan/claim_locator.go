@@ -184,38 +184,24 @@ func (p *parser) orderByOutput(sel, order [2]int) string {
 			head++
 		}
 		a, z := item, head
-		for z-a >= 3 && p.punct(a, "(") && p.punct(z-1, ")") && p.closes(a, z-1) {
+		for z-a >= 3 && p.punct(a, "(") && p.matching(a) == z-1 {
 			a, z = a+1, z-1 // ((id)) is id
 		}
 		if z == a+1 {
-			name := p.foldedAt(a)
-			switch {
+			what := ""
+			switch name := p.foldedAt(a); {
 			case p.sig[a].Kind == sqllex.KindNumber:
-				return "orders by a select-list position (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
+				what = "position"
 			case p.isIdent(a) && (outputs[name] || p.mayNameOutput(sel, name)):
-				return "orders by a select-list output name (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
+				what = "output name"
+			}
+			if what != "" {
+				return "orders by a select-list " + what + " (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
 			}
 		}
 		item = i + 1
 	}
 	return ""
-}
-
-// closes reports whether the ")" at sig[z] closes the "(" at sig[a].
-func (p *parser) closes(a, z int) bool {
-	depth := 0
-	for k := a; k <= z; k++ {
-		switch {
-		case p.punct(k, "("):
-			depth++
-		case p.punct(k, ")"):
-			depth--
-			if depth == 0 {
-				return k == z
-			}
-		}
-	}
-	return false
 }
 
 // mayNameOutput reports whether the select list sig[sel[0]:sel[1]] mentions name other
