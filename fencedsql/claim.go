@@ -32,7 +32,7 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 		}
 		return res, nil
 	}
-	claimed, err := c.claim(ctx, r, p, args)
+	claimed, err := c.claim(ctx, r, p.Pre, args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -63,29 +63,33 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		rs.onDone(func(err error) { c.core.doubtVerdict(&c.core.claimOne, one.Guard, err) })
 		return rs, nil
 	}
-	if c.hasToken(ctx) {
-		if err := c.claimReadable(p); err != nil {
-			return nil, err
-		}
-	}
-	claimed, err := c.claim(ctx, r, p, args)
-	if err != nil {
-		return nil, err
-	}
-	if claimed < 0 && !c.hasToken(ctx) {
+	if !c.hasToken(ctx) {
 		rows, err := r.query(ctx, p, args)
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
 		return newRows(rows, c.core, nil, 0, 0), nil
 	}
-	// The read returns only rows carrying the token (plan.ClaimRead), counted against
-	// the rows stamped.
-	_, _, readArgs, err := c.guardedArgs(ctx, p.ClaimRead, args)
+	if err := c.claimReadable(p); err != nil {
+		return nil, err
+	}
+	pre, read, err := c.claimStatements(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	dr, err := r.query(ctx, p.ClaimRead, readArgs)
+	c.nextClaim()
+	claimed, err := c.claim(ctx, r, pre, args, c.claimSeq)
+	if err != nil {
+		return nil, err
+	}
+	// The read returns only rows carrying the token (plan.ClaimRead; keyed, only the
+	// rows this claim stamped), counted against the rows stamped.
+	_, _, readArgs, err := c.guardedArgs(ctx, read, args)
+	if err != nil {
+		return nil, err
+	}
+	withNonce(read, readArgs, c.claimSeq)
+	dr, err := r.query(ctx, read, readArgs)
 	if err != nil {
 		return nil, c.stampKept(claimed, c.core.mapPassErr(err))
 	}
@@ -94,7 +98,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	if claimed < 0 {
 		return w, nil
 	}
-	return c.countRows(w, p.ClaimRead, "locking SELECT", claimed), nil
+	return c.countRows(w, read, "locking SELECT", claimed), nil
 }
 
 // claimReadable refuses a claimed read whose rows are to be read in two statements
@@ -192,17 +196,18 @@ func (c *conn) oneClaim(ctx context.Context, p *plan.Plan) (*plan.Plan, error) {
 //
 // It returns the number of rows claimed, -1 when nothing was claimed or the driver
 // cannot say.
-func (c *conn) claim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (int64, error) {
+func (c *conn) claim(ctx context.Context, r runner, pre *plan.Plan, args []driver.NamedValue, nonce int64) (int64, error) {
 	if !c.hasToken(ctx) {
 		return -1, nil
 	}
-	tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
+	tok, _, preArgs, err := c.guardedArgs(ctx, pre, args)
 	if err != nil {
 		return -1, err
 	}
-	res, err := r.exec(ctx, p.Pre, preArgs)
+	withNonce(pre, preArgs, nonce)
+	res, err := r.exec(ctx, pre, preArgs)
 	if err != nil {
-		return -1, c.core.mapErr(p.Pre, tok, 0, err)
+		return -1, c.core.mapErr(pre, tok, 0, err)
 	}
 	if n, ok := affected(res); ok {
 		return n, nil

@@ -45,6 +45,9 @@ type conn struct {
 	checkedNames map[*plan.Table]time.Time // when each was verified (WithSchemaRecheck)
 
 	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
+	// claimSeq numbers the claims sent on this connection: the nonce of a keyed
+	// claim's two statements (claim_keyed.go).
+	claimSeq int64
 }
 
 type txState struct {

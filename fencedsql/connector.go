@@ -30,6 +30,10 @@ type core struct {
 	claimOne sync.Map
 	// locator: *plan.Table → verdict, the table's dialect.LocatorChecker verdict
 	locator sync.Map
+	// rowKeys: *plan.Table → rowKey, the table's primary key columns (claim_keyed.go)
+	rowKeys sync.Map
+	// keyed: *plan.Plan (a keyed template) → keyedForm, the template completed
+	keyed sync.Map
 	// viewLock: relation text → verdict, the dialect.ViewLockChecker verdict on a name a
 	// locking read reads (lockthrough.go)
 	viewLock sync.Map

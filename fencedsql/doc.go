@@ -111,7 +111,9 @@
 //     that carries a token, claims the rows it locks: a fencing UPDATE over the same
 //     rows runs first (same WHERE; ORDER BY/LIMIT through the row locator ctid on
 //     PostgreSQL — also for rows another transaction updated while the claim waited —
-//     natively on MySQL), so an older holder's late write is refused even if
+//     natively on MySQL), and the read then returns exactly the rows that UPDATE
+//     stamped (their ctids on PostgreSQL, their primary keys on MySQL/MariaDB when the
+//     read has a LIMIT), so an older holder's late write is refused even if
 //     the new holder only read, and the read fails with ErrFenced if a newer token owns
 //     a row. Without a token it is an ordinary locking read. FOR SHARE, FOR KEY SHARE and
 //     LOCK IN SHARE MODE claim the same way, as does the read in parentheses or (PostgreSQL)
@@ -271,13 +273,17 @@
 //	  by the fencing columns, ctid/xmin/xmax,
 //	  random()/rand()/clock_timestamp()/SYSDATE()…,
 //	  a LIMITed subquery over the same table;
-//	  DELETE … OFFSET
+//	  DELETE … OFFSET; MySQL/MariaDB DELETE …
+//	  ORDER BY … LIMIT
 //	DELETE … RETURNING outside a transaction,      the fencing UPDATE and the DELETE must commit           BeginTx, or the
 //	  sent as two statements (as above)              together                                                guard (one statement)
 //	FOR UPDATE with a token over a join, GROUP BY,  the claim cannot lock exactly the rows the read does    lock one table
 //	  SKIP LOCKED, MySQL NOWAIT or OFFSET
 //	FOR UPDATE with a token outside a transaction  claim and read must commit together; the lock       BeginTx
 //	                                                 would end with the statement
+//	MySQL/MariaDB FOR UPDATE … LIMIT with a token  the read is restricted to the rows the claim      a primary key;
+//	  of a table without a primary key, or naming    stamped, recorded by their key in session          values as arguments
+//	  a user variable (@name)                        variables
 //	any other statement whose write keyword, after  a shape the planners do not know (INSERT INTO      —
 //	  its modifiers (INTO, OR …, ONLY, IGNORE …),    INTO t): the backstop refuses what it cannot read
 //	  names a guarded table

@@ -73,6 +73,8 @@ func bind(p *plan.Plan, user []driver.NamedValue, tok uint64, ver int64) ([]driv
 			out[i].Value = int64(tok)
 		case plan.ArgVersion:
 			out[i].Value = ver
+		case plan.ArgNonce:
+			out[i].Value = int64(0) // the claim's (withNonce)
 		default:
 			u := user[r]
 			if u.Name != "" {

@@ -205,7 +205,10 @@ func Run(t *testing.T, b Backend) {
 		tests = append(tests, struct {
 			name string
 			fn   func(*testing.T, Backend)
-		}{"ClaimDisplacedUnderReadCommitted", testClaimDisplaced})
+		}{"ClaimDisplacedUnderReadCommitted", testClaimDisplaced}, struct {
+			name string
+			fn   func(*testing.T, Backend)
+		}{"EarlierStampedRows", testEarlierStampedRows})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })

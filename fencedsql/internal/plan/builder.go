@@ -28,6 +28,8 @@ type builder struct {
 	rows, inRows, maxRow int
 	// paramIndex's position: placeholders among sig[:posAt] are posN.
 	posAt, posN int
+	keys        []int // output offsets of row key slots (keySlot)
+	recording   bool  // assignments: the version's expression records the row key
 }
 
 func (p *parser) newBuilder(nUser int) *builder {
@@ -281,6 +283,9 @@ func (b *builder) assignments(g *Table, q string, versioned bool) {
 		b.write(" THEN NULL ELSE " + ref(g.QVer) + " END")
 	} else {
 		b.write(ref(g.QVer) + " + 1")
+	}
+	if b.recording {
+		b.recordKeys()
 	}
 	b.write(", " + g.QTok + " = CASE WHEN " + ref(g.QTok) + cmp)
 	b.token()

@@ -127,28 +127,36 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	_, offset := clauses["OFFSET"]
 	switch {
 	case !ordered && !limited && !offset && !nowait:
-		p.claimUpdate(b, g, r, clauses)
+		p.claimUpdate(b, g, r, clauses, "WHERE")
 	case located:
 		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
 		// same locking query locks (with the caller's NOWAIT), by their row locator
 		// (claimByLocator). Its outer SELECT returns a row per row stamped, counted by
 		// the command tag as an UPDATE's rows are.
-		p.claimLocated(b, g, r, clauses, nowait, "1")
-		b.write(" SELECT FROM " + claimedName + " WHERE " + claimConflictCheck)
+		p.claimLocated(b, g, r, clauses, nowait, "ctid")
+		b.write(" SELECT FROM " + claimedName + " WHERE " + claimRecordCheck)
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
 	default:
 		if offset || p.limitHasOffset(clauses["LIMIT"]) {
 			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
 		}
-		b.write("UPDATE ")
-		p.copyTable(b, r)
-		b.write(" SET ")
-		b.assignments(g, p.qualifier(r), false)
-		p.copyClauses(b, clauses, "WHERE", "ORDER", "LIMIT")
+		p.claimUpdate(b, g, r, clauses, "WHERE", "ORDER", "LIMIT")
 	}
 	pre := b.finish(KindUpdate, g)
 	pre.ConflictChecked = located
+	keyed := !p.rw.numbered && limited
+	if keyed && p.namesUserVariable() {
+		// The keyed statements keep their record in session variables; a user variable
+		// may be one of them under any spelling (@`x`, @'x' with escapes, any case).
+		return p.claimRefused(g.String(), "a locking SELECT with a LIMIT that names a user variable (@name): its claim keeps the rows it stamped in %s and %s; pass the value as an argument", claimListVar, claimNonceVar)
+	}
+	if keyed {
+		kb := p.newBuilder(nUser)
+		kb.recording = true
+		p.claimUpdate(kb, g, r, clauses, "WHERE", "ORDER", "LIMIT")
+		pre.Keyed = kb.finishKeyed(KindUpdate, g, p.qualifier(r))
+	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr
@@ -162,7 +170,10 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		return &Plan{Kind: KindClaim, SQL: p.src, NUser: -1, ClaimErr: twoStepErr}, nil
 	}
 	if !offset {
-		main.ClaimRead = p.claimRead(g, r, clauses, nUser)
+		main.ClaimRead = p.claimRead(g, r, clauses, nUser, located, false)
+		if keyed {
+			main.ClaimRead.Keyed = p.claimRead(g, r, clauses, nUser, false, true)
+		}
 	} else if main.ClaimOne == nil {
 		return p.claimRefused(g.String(), "%s", OffsetTwoStatements)
 	}
@@ -176,32 +187,46 @@ const OffsetTwoStatements = "a locking SELECT with an OFFSET whose claim cannot 
 
 // claimRead writes the read of the two-statement claim: the caller's locking SELECT
 // restricted to the rows that carry the token (its WHERE ANDed with the token column
-// = the token). The claiming UPDATE stamped its rows with exactly the token, and holds
+// = the token) and, for a claim by locator (located) or a keyed claim (keyed:
+// claim_keyed.go), to the rows its claim stamped (the token alone also finds rows the
+// holder stamped before). The claiming UPDATE stamped its rows with exactly the token, and holds
 // their locks: under READ COMMITTED the read, a statement of its own, would otherwise
 // see rows committed between the two (a row that starts to match pushes a claimed one
 // out of a LIMIT: the same count, another row, unclaimed). So every row returned
 // carries the token, and the rows are counted against the rows stamped (the
 // wrapper's exactness check). An OFFSET is not kept: it would skip claimed rows
 // (OffsetTwoStatements).
-func (p *parser) claimRead(g *Table, r tableRef, clauses map[string][2]int, nUser int) *Plan {
+func (p *parser) claimRead(g *Table, r tableRef, clauses map[string][2]int, nUser int, located, keyed bool) *Plan {
 	b := p.newBuilder(nUser)
 	b.copy(0, p.endOf(r.aliasEnd))
-	tok := p.qualifier(r) + "." + g.QTok + " = "
+	restrict := func() {
+		if located {
+			b.write(claimedRows(p.qualifier(r)) + " AND ")
+		}
+		if keyed {
+			b.claimedKeys()
+		}
+		b.write(p.qualifier(r) + "." + g.QTok + " = ")
+		b.token()
+	}
 	rest := r.aliasEnd
 	if c, ok := clauses["WHERE"]; ok {
 		b.write(" WHERE (")
 		if c[1] > c[0]+1 { // else a WHERE without a condition: the database's error
 			b.copy(p.sig[c[0]+1].Start, p.endOf(c[1]))
 		}
-		b.write(") AND " + tok)
+		b.write(") AND ")
 		rest = c[1]
 	} else {
-		b.write(" WHERE " + tok)
+		b.write(" WHERE ")
 	}
-	b.token()
+	restrict()
 	if rest < len(p.sig) {
 		b.write(" ")
 		b.copy(p.sig[rest].Start, len(p.src))
+	}
+	if keyed {
+		return b.finishKeyed(KindClaim, g, p.qualifier(r))
 	}
 	return b.finish(KindClaim, g)
 }
@@ -216,15 +241,16 @@ func (p *parser) copyTable(b *builder, r tableRef) {
 	b.copy(p.sig[r.first].Start, p.endOf(r.aliasEnd))
 }
 
-// claimUpdate writes PostgreSQL's claiming UPDATE of the table r over the rows the
-// locking read's own WHERE selects (a read without ORDER BY, LIMIT, OFFSET or NOWAIT;
-// the others are claimed by row locator, claimLocated).
-func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[string][2]int) {
+// claimUpdate writes the claiming UPDATE of the table r over the rows the locking
+// read selects with the clauses named: PostgreSQL's takes a WHERE only (a read with
+// ORDER BY, LIMIT, OFFSET or NOWAIT is claimed by row locator, claimLocated), MySQL's
+// WHERE, ORDER BY and LIMIT.
+func (p *parser) claimUpdate(b *builder, g *Table, r tableRef, clauses map[string][2]int, words ...string) {
 	b.write("UPDATE ")
 	p.copyTable(b, r)
 	b.write(" SET ")
 	b.assignments(g, p.qualifier(r), false)
-	p.copyClauses(b, clauses, "WHERE")
+	p.copyClauses(b, clauses, words...)
 }
 
 // locatorClaim reports whether a PostgreSQL locking read with these clauses is claimed

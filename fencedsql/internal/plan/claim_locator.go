@@ -132,9 +132,40 @@ func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[stri
 // the outer row, so PostgreSQL evaluates it once, before the first row, even when the
 // claim stamped none. The cast's operand depends on the statement's values, so that
 // the planner cannot evaluate it early.
-const claimConflictCheck = "(SELECT CASE WHEN n = cardinality(l) THEN true ELSE CAST('" + ClaimConflictMark +
-	": the claim stamped ' || n || ' of the ' || cardinality(l) || ' rows its locking read locked' AS boolean) END FROM " +
-	lockedName + ", (SELECT count(*) AS n FROM " + claimedName + ") AS fencedsql_n)"
+const claimConflictCheck = "(SELECT CASE WHEN n = cardinality(l) THEN true ELSE " + claimConflictRaise +
+	" END FROM " + lockedName + ", (SELECT count(*) AS n FROM " + claimedName + ") AS fencedsql_n)"
+
+// claimRecordCheck is claimConflictCheck for the first of the two statements of a
+// claim by locator (its UPDATE returns ctid): where the check passes it also records
+// the ctids of the row versions the UPDATE wrote, in the transaction-local setting
+// ClaimedSetting, which the read after it (claimRead) is restricted to. Evaluated
+// once before the first row, it records an empty list when the claim stamped none.
+const claimRecordCheck = "(SELECT CASE WHEN n = cardinality(l) THEN set_config('" + ClaimedSetting +
+	"', c::text, true) IS NOT NULL ELSE " + claimConflictRaise + " END FROM " + lockedName +
+	", (SELECT count(*) AS n, COALESCE(array_agg(ctid), '{}') AS c FROM " + claimedName + ") AS fencedsql_n)"
+
+// claimConflictRaise is the ELSE branch of the checks: a cast of a text starting with
+// ClaimConflictMark to boolean, which fails.
+const claimConflictRaise = "CAST('" + ClaimConflictMark +
+	": the claim stamped ' || n || ' of the ' || cardinality(l) || ' rows its locking read locked' AS boolean)"
+
+// ClaimedSetting is the transaction-local setting (set_config(…, true)) in which the
+// first statement of a two-statement claim by locator records the ctids of the rows it
+// stamped (claimRecordCheck). The read after it is restricted to those rows, not to
+// every row carrying the token: the holder's token is on rows it stamped before (an
+// earlier statement or transaction), and when the claim's UPDATE moved its rows in the
+// read's ORDER BY (a trigger maintaining updated_at, a tie broken by heap order), the
+// read's LIMIT would take such an earlier row instead (red-team rt14c F2). The rows
+// are locked by the claim, so their versions cannot change before the read.
+const ClaimedSetting = "fencedsql.claimed"
+
+// claimedRows is the condition that restricts the read of a two-statement claim by
+// locator to the rows its claim recorded (ClaimedSetting). The setting is empty once a
+// transaction that set it has ended, and missing in a session that never did: both
+// select nothing.
+func claimedRows(q string) string {
+	return q + ".ctid = ANY(NULLIF(current_setting('" + ClaimedSetting + "', true), '')::tid[])"
+}
 
 // namesClaimQuery reports whether the statement uses a name the claim's WITH queries
 // take (claimedName, lockedName): under the claim, it would read those instead.

@@ -140,7 +140,7 @@ func (p *parser) claimOne(s claimShape) *Plan {
 // the locking subquery kept, which it has locked already.
 func (p *parser) claimUpdateLocking(b *builder, g *Table, r tableRef, clauses map[string][2]int, forUpdate bool) {
 	if !forUpdate {
-		p.claimUpdate(b, g, r, clauses)
+		p.claimUpdate(b, g, r, clauses, "WHERE")
 		return
 	}
 	b.write("UPDATE ")

@@ -21,7 +21,7 @@ func TestRewriteClaims(t *testing.T) {
 			refs(0, 1, TOK)},
 		// GORM's First with clause.Locking: ORDER BY … LIMIT, claimed by row locator.
 		{pgTest, `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE`,
-			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id", ctid LIMIT $2`, "", claimSet(`"accounts"`, 3), "1", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimConflictCheck,
+			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id", ctid LIMIT $2`, "", claimSet(`"accounts"`, 3), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
 			refs(0, 1, TOK)},
 		// Placeholders only in the select list are not the claim's.
 		{pgTest, `SELECT $1::int, id FROM accounts WHERE id = $2 FOR UPDATE`,
@@ -32,7 +32,7 @@ func TestRewriteClaims(t *testing.T) {
 			refs(TOK, TOK, 0, 1)},
 		// NOWAIT is kept by the claim's inner locking query (PostgreSQL).
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`,
-			`WITH ` + located("accounts", "accounts WHERE id = $1", " NOWAIT", claimSet("accounts", 2), "1", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimConflictCheck,
+			`WITH ` + located("accounts", "accounts WHERE id = $1", " NOWAIT", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
 			refs(0, TOK)},
 		{mysqlTest, "SELECT ?, id FROM accounts WHERE id = ? FOR UPDATE",
 			"UPDATE accounts SET `version` = accounts.`version` + 1, `fence_token` = CASE WHEN accounts.`fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
@@ -162,7 +162,7 @@ func TestClaimReads(t *testing.T) {
 			"SELECT id FROM shop.accounts WHERE (id IN (?, ?)) AND accounts.`fence_token` = ? LOCK IN SHARE MODE",
 			refs(0, 1, TOK)},
 		{pgTest, `SELECT id, (SELECT 1) FROM accounts WHERE balance = $1 ORDER BY id LIMIT $2 FOR UPDATE`,
-			`SELECT id, (SELECT 1) FROM accounts WHERE (balance = $1) AND accounts."fence_token" = $3 ORDER BY id LIMIT $2 FOR UPDATE`,
+			`SELECT id, (SELECT 1) FROM accounts WHERE (balance = $1) AND accounts.ctid = ANY(NULLIF(current_setting('fencedsql.claimed', true), '')::tid[]) AND accounts."fence_token" = $3 ORDER BY id LIMIT $2 FOR UPDATE`,
 			refs(0, 1, TOK)},
 		{pgTest, `WITH w AS (SELECT 1) SELECT * FROM ONLY "accounts" x FOR NO KEY UPDATE OF x`,
 			`WITH w AS (SELECT 1) SELECT * FROM ONLY "accounts" x WHERE x."fence_token" = $1 FOR NO KEY UPDATE OF x`,

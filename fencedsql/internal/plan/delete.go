@@ -100,6 +100,15 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	if c, ok := clauses["LIMIT"]; ok && p.limitHasOffset(c) {
 		return nil, unsupported(g.String(), "a DELETE with an OFFSET (the second selection would skip other rows)")
 	}
+	if hasClause(clauses, "ORDER") && hasClause(clauses, "LIMIT") && twoStepErr == nil {
+		// The DELETE restricted to the token finds the rows the holder stamped before
+		// too; its ORDER BY … LIMIT takes such a row instead of one the fencing UPDATE
+		// stamped when that UPDATE moved its rows in the order (a trigger or an ON
+		// UPDATE column maintaining updated_at) or a tie is broken the other way
+		// (red-team rt14c F2): the wrong row deleted. Without an ORDER BY any matching
+		// rows are the statement's answer.
+		twoStepErr = unsupported(g.String(), "%s", orderLimitDeleteTwoStatements)
+	}
 
 	// 1. The fencing UPDATE over the same rows: it fails the whole statement (and so
 	//    the DELETE) if any targeted row carries a newer token, and stamps our token on
@@ -161,6 +170,10 @@ func (p *parser) returningLast(clauses map[string][2]int, end int) bool {
 	c, ok := clauses["RETURNING"]
 	return !ok || (c[1] == end && c[1] > c[0]+1)
 }
+
+// orderLimitDeleteTwoStatements is why a DELETE with ORDER BY … LIMIT cannot run as
+// the two statements (Plan.TwoStepErr).
+const orderLimitDeleteTwoStatements = "a DELETE with ORDER BY … LIMIT run as two statements (no database-side guard to take it in one, ExpectVersion, or the schema checks off): the DELETE after the fencing UPDATE is restricted to the rows carrying the token, which include rows the same holder stamped before, and takes such a row instead of the one the statement selects when the UPDATE changes the order (a trigger or an ON UPDATE column) or a tie is broken the other way; install the guard (the DELETE then runs as one statement) or delete by key"
 
 // oneStepDelete builds the one-statement form of a DELETE of g (Plan.One): the
 // caller's DELETE with the dialect's mark ANDed to its condition and its check (if it

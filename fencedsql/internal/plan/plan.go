@@ -10,6 +10,9 @@ type ArgRef int32
 const (
 	ArgToken   ArgRef = -1
 	ArgVersion ArgRef = -2
+	// ArgNonce is a value the wrapper chooses per claim, the same for its two
+	// statements and never used before on the connection (claim_keyed.go).
+	ArgNonce ArgRef = -3
 )
 
 type Kind uint8
@@ -94,6 +97,16 @@ type Plan struct {
 	// locking SELECT restricted to the rows carrying the token (claimRead). nil for a
 	// locking read with an OFFSET, which is claimed in one statement or not at all.
 	ClaimRead *Plan
+	// Keyed (the Pre and the ClaimRead of a MySQL/MariaDB claim with a LIMIT) is the
+	// same statement keyed by row: the claim records the primary keys of the rows it
+	// stamps, and the read is restricted to them (claim_keyed.go). Its SQL is complete
+	// only with the table's key columns (WithRowKey); the wrapper sends it where it
+	// knows them (the lazy schema checks on), the statement itself otherwise.
+	Keyed *Plan
+	// KeySlots (a Keyed plan) are the byte offsets in SQL where WithRowKey inserts the
+	// row key expression, of the table as KeyQual names it.
+	KeySlots []int
+	KeyQual  string
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool

@@ -1,0 +1,164 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// The keyed claim (a locking read with a LIMIT) records the primary keys of the rows
+// its fencing UPDATE stamps and reads only those: its key text must tell every pair of
+// distinct keys apart and find each stored row again. Keys of every kind: a composite
+// key whose text parts hold the list's and the key's own separators (',' and ':'), a
+// case-insensitive collation, a binary column with bytes no character set decodes,
+// and a DECIMAL (HEX of a number would round it). Each table's rows carry the holder's
+// token from an earlier write on every row but one per key class, and updated_at ON
+// UPDATE CURRENT_TIMESTAMP: a read restricted by the token alone returns an earlier
+// row (fencetest's EarlierStampedRows); the keyed read returns the plain read's row.
+func TestKeyedClaimKeyKinds(t *testing.T) {
+	cases := []struct {
+		name, cols, pk string
+		keys           []string // SQL literals of the key columns per row, in updated_at order
+	}{
+		{"CompositeWithSeparators", "a VARCHAR(20) NOT NULL, b INT NOT NULL", "a, b",
+			[]string{"'x,y', 1", "'x', 11", "'x:y', 1", "'x,y', 2"}},
+		{"CaseInsensitive", "a VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL", "a",
+			[]string{"'ab'", "'AC'", "'Ab,'", "'aD'"}},
+		{"Binary", "a VARBINARY(8) NOT NULL", "a",
+			[]string{"0xff00", "0xff", "0x2c", "0x00ff"}},
+		{"Decimal", "a DECIMAL(10,3) NOT NULL", "a",
+			[]string{"1.5", "1.4", "2.5", "1.501"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := testdb.MySQL(t)
+			ddl := []string{"CREATE TABLE accounts (" + c.cols + ", n INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (" + c.pk + ")) ENGINE=InnoDB"}
+			for i, k := range c.keys {
+				ddl = append(ddl, "INSERT INTO accounts VALUES ("+k+", "+string(rune('1'+i))+", 5, 1, 0, '200"+string(rune('0'+i))+"-01-01')")
+			}
+			testdb.Open(t, "mysql", dsn, ddl...)
+			fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tctx := fencedsql.WithToken(ctx, 10)
+			// Holder 10 writes rows 2–4 (n), one statement each so that their updated_at
+			// differ: they carry its token and the newest updated_at, in n order.
+			for n := 2; n <= 4; n++ {
+				if _, err := fenced.ExecContext(tctx, "UPDATE accounts SET balance = balance WHERE n = ?", n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx, err := fenced.BeginTx(tctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback() //nolint:errcheck
+			// Prepared, and run twice. The first claim stamps row 1 (the oldest), which
+			// moves it to the newest; the second stamps row 2 and must read it, not row 1,
+			// which the first claim recorded under an older nonce.
+			st, err := tx.PrepareContext(ctx, "SELECT n FROM accounts WHERE balance < ? ORDER BY updated_at LIMIT 1 FOR UPDATE")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			for round, want := range []int64{1, 2} {
+				var got []int64
+				rows, err := st.QueryContext(ctx, 50)
+				if err == nil {
+					got, err = scanIDs(rows)
+				}
+				if err != nil || !reflect.DeepEqual(got, []int64{want}) {
+					t.Fatalf("claim %d: rows %v, err %v; want [%d], the row it stamped", round+1, got, err, want)
+				}
+			}
+			for n, want := range map[int]int64{1: 1, 2: 2, 3: 1} {
+				var v int64
+				if err := tx.QueryRowContext(ctx, "SELECT version FROM accounts WHERE n = ?", n).Scan(&v); err != nil || v != want {
+					t.Fatalf("row %d's version after two claims: %d (err %v), want %d", n, v, err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestKeyedClaimWithoutPrimaryKey: a table without a primary key has no key to record,
+// so its claim with a LIMIT is refused with ErrUnsupported, stamping nothing; without a
+// LIMIT the claim stamps every row it reads and needs none.
+func TestKeyedClaimWithoutPrimaryKey(t *testing.T) {
+	dsn := testdb.MySQL(t)
+	raw := testdb.Open(t, "mysql", dsn,
+		"CREATE TABLE accounts (id BIGINT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"INSERT INTO accounts (id, balance, fence_token) VALUES (1, 5, 1), (2, 5, 1)")
+	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tctx := fencedsql.WithToken(ctx, 10)
+	tx, err := fenced.BeginTx(tctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	_, err = tx.QueryContext(ctx, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE")
+	if !errors.Is(err, fencedsql.ErrUnsupported) {
+		t.Fatalf("LIMIT claim of a table without a primary key: err %v, want ErrUnsupported", err)
+	}
+	var n int
+	if err := raw.QueryRowContext(ctx, "SELECT COUNT(*) FROM accounts WHERE version > 0").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows stamped by the refused claim: %d (err %v)", n, err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE id = 1 FOR UPDATE")
+	if err == nil {
+		var ids []int64
+		ids, err = scanIDs(rows)
+		if err == nil && !reflect.DeepEqual(ids, []int64{1}) {
+			t.Fatalf("claim by key: %v", ids)
+		}
+	}
+	if err != nil {
+		t.Fatalf("claim without a LIMIT: %v", err)
+	}
+}
+
+// TestKeyedClaimNamesItsVariables: a locking read that names the keyed claim's session
+// variables could rewrite its record; it is refused with a token.
+func TestKeyedClaimNamesItsVariables(t *testing.T) {
+	dsn := testdb.MySQL(t)
+	testdb.Open(t, "mysql", dsn,
+		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"INSERT INTO accounts (id, balance, fence_token) VALUES (1, 5, 1)")
+	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	for _, q := range []string{
+		"SELECT id, (@fencedsql_claimed := '') FROM accounts ORDER BY id LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE @FencedSQL_Claim IS NULL OR id > 0 LIMIT 1 FOR UPDATE",
+	} {
+		if _, err := tx.QueryContext(ctx, q); !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Errorf("%s: err %v, want ErrUnsupported", q, err)
+		}
+	}
+}
+
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return out, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,104 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// Keyed claims (MySQL/MariaDB). A claim that cannot run as one statement stamps its
+// rows with a fencing UPDATE and then reads them with the caller's SELECT restricted
+// to the rows carrying the token (claimRead). With a LIMIT, the token alone is not
+// enough: a holder keeps its token across statements and transactions, so rows it
+// stamped before carry it too, and when the claim's UPDATE moves the rows it stamps
+// in the read's ORDER BY (a trigger or an ON UPDATE CURRENT_TIMESTAMP column
+// maintaining updated_at) or a tie is broken the other way, the read's LIMIT takes
+// such an earlier row instead of one just stamped (red-team rt14c F2). MySQL's UPDATE
+// returns no rows, so the claim records the keys itself, in the session:
+//
+//	UPDATE t SET version = version + 1 + 0 * (<record>), fence_token = … WHERE … ORDER BY … LIMIT …
+//	SELECT … WHERE (…) AND @fencedsql_claim <=> ? AND FIND_IN_SET(<key>, @fencedsql_claimed) > 0 AND t.fence_token = ? …
+//
+// where <record> appends each stamped row's <key> to @fencedsql_claimed, starting a
+// new list when @fencedsql_claim does not hold this claim's nonce (ArgNonce, bound to
+// both statements), and then sets it. SET expressions run only for the rows the
+// UPDATE changes. A claim that stamps no row leaves the nonce unset, and its read
+// selects nothing. <key> is the primary key, each column's QUOTE() in hex, joined by
+// ':' (WithRowKey): the same text for the same stored row in both statements, and
+// distinct rows give distinct texts (QUOTE escapes injectively; hex has no ',' or ':').
+
+// Session variables of a keyed claim.
+const (
+	claimListVar  = "@fencedsql_claimed"
+	claimNonceVar = "@fencedsql_claim"
+)
+
+// namesUserVariable reports whether the statement names a MySQL user variable (an '@'
+// token, or an '@' inside an executable comment), which could read or change the
+// keyed claim's record.
+func (p *parser) namesUserVariable() bool {
+	for _, t := range p.sig {
+		switch {
+		case t.Kind == sqllex.KindPunct && p.text(t) == "@",
+			t.Kind == sqllex.KindExecComment && strings.Contains(p.text(t), "@"):
+			return true
+		}
+	}
+	return false
+}
+
+// keySlot marks the builder's current output offset as a place for the row key.
+func (b *builder) keySlot() { b.keys = append(b.keys, b.sb.Len()) }
+
+// nonce writes the claim's nonce placeholder.
+func (b *builder) nonce() { b.placeholder("?", ArgNonce) }
+
+// recordKeys writes the keyed claim's <record>: an expression that is 0 and appends
+// the row's key to the claim's list.
+func (b *builder) recordKeys() {
+	b.write(" + 0 * (((" + claimListVar + " := CONCAT_WS(',', IF(" + claimNonceVar + " <=> ")
+	b.nonce()
+	b.write(", " + claimListVar + ", NULL), ")
+	b.keySlot()
+	b.write(")) IS NULL) + ((" + claimNonceVar + " := ")
+	b.nonce()
+	b.write(") IS NULL))")
+}
+
+// claimedKeys writes the keyed read's restriction to the rows its claim recorded.
+func (b *builder) claimedKeys() {
+	b.write(claimNonceVar + " <=> ")
+	b.nonce()
+	b.write(" AND FIND_IN_SET(")
+	b.keySlot()
+	b.write(", " + claimListVar + ") > 0 AND ")
+}
+
+// finishKeyed finishes a keyed plan: its key slots, for the table as q names it.
+func (b *builder) finishKeyed(kind Kind, g *Table, q string) *Plan {
+	pl := b.finish(kind, g)
+	pl.KeySlots, pl.KeyQual = b.keys, q
+	return pl
+}
+
+// WithRowKey returns the keyed plan p complete: its SQL with the row key of the
+// table's primary key columns cols (in key order), quoted by quote, at each key slot.
+// The arguments are p's.
+func (p *Plan) WithRowKey(cols []string, quote func(string) string) *Plan {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = "HEX(QUOTE(" + p.KeyQual + "." + quote(c) + "))"
+	}
+	key := "CONCAT_WS(':', " + strings.Join(parts, ", ") + ")"
+	var sb strings.Builder
+	last := 0
+	for _, at := range p.KeySlots {
+		sb.WriteString(p.SQL[last:at])
+		sb.WriteString(key)
+		last = at
+	}
+	sb.WriteString(p.SQL[last:])
+	out := *p
+	out.SQL, out.KeySlots, out.Keyed = sb.String(), nil, nil
+	return &out
+}

@@ -1,0 +1,81 @@
+package plan
+
+import (
+	"testing"
+)
+
+// A MySQL/MariaDB claim with a LIMIT has keyed statements: the fencing UPDATE records
+// the primary key of each row it stamps under the claim's nonce, and the read is
+// restricted to the recorded keys. Exact SQL and arguments, for a composite key.
+func TestKeyedClaimSQL(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest)
+	in := "SELECT id FROM accounts a WHERE a.owner = ? ORDER BY a.updated_at LIMIT ? FOR UPDATE"
+	p, err := rw.Rewrite(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Pre == nil || p.Pre.Keyed == nil || p.ClaimRead == nil || p.ClaimRead.Keyed == nil {
+		t.Fatalf("claim of %q: no keyed statements (pre %v, read %v)", in, p.Pre, p.ClaimRead)
+	}
+	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), HEX(QUOTE(a.`id```)))"
+	const N = ArgNonce
+	pre := p.Pre.Keyed.WithRowKey([]string{"tenant", "id`"}, mysqlTest.QuoteIdent)
+	wantPre := "UPDATE accounts a SET `version` = a.`version` + 1 + 0 * (((@fencedsql_claimed := CONCAT_WS(',', IF(@fencedsql_claim <=> ?, @fencedsql_claimed, NULL), " + key +
+		")) IS NULL) + ((@fencedsql_claim := ?) IS NULL)), `fence_token` = CASE WHEN a.`fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
+	if pre.SQL != wantPre || !equalRefs(pre.Args, refs(N, N, TOK, TOK, 0, 1)) {
+		t.Errorf("keyed claim:\n got  %s %v\n want %s", pre.SQL, pre.Args, wantPre)
+	}
+	read := p.ClaimRead.Keyed.WithRowKey([]string{"tenant", "id`"}, mysqlTest.QuoteIdent)
+	wantRead := "SELECT id FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND FIND_IN_SET(" + key +
+		", @fencedsql_claimed) > 0 AND a.`fence_token` = ? ORDER BY a.updated_at LIMIT ? FOR UPDATE"
+	if read.SQL != wantRead || !equalRefs(read.Args, refs(0, N, TOK, 1)) {
+		t.Errorf("keyed read:\n got  %s %v\n want %s", read.SQL, read.Args, wantRead)
+	}
+	// An '@' in a string is no user variable.
+	if p, err := rw.Rewrite("SELECT id FROM accounts WHERE email = 'a@b' LIMIT 1 FOR UPDATE", false); err != nil || p.Pre == nil || p.Pre.Keyed == nil {
+		t.Errorf("claim with '@' in a string: %v", err)
+	}
+	// The template is unchanged: each table's key completes its own copy.
+	if again := p.Pre.Keyed.WithRowKey([]string{"id"}, mysqlTest.QuoteIdent); again.SQL == pre.SQL {
+		t.Errorf("WithRowKey kept the first key: %s", again.SQL)
+	}
+}
+
+// Only a claim with a LIMIT is keyed: without one the claim and the read select the
+// same rows; PostgreSQL restricts by row locator instead. A locking read naming the
+// keyed claim's variables is refused.
+func TestKeyedClaimOnlyWithLimit(t *testing.T) {
+	for _, c := range []struct {
+		d     testDialect
+		in    string
+		keyed bool
+	}{
+		{mysqlTest, "SELECT id FROM accounts WHERE id = ? FOR UPDATE", false},
+		{mysqlTest, "SELECT id FROM accounts ORDER BY id FOR UPDATE", false},
+		{mysqlTest, "SELECT id FROM accounts LIMIT 1 FOR UPDATE", true},
+		{mysqlTest, "(SELECT id FROM accounts ORDER BY id LIMIT 2 FOR SHARE)", true},
+		{pgTest, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE", false},
+	} {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Pre == nil {
+			t.Errorf("%s: %q: %v", c.d.name, c.in, err)
+			continue
+		}
+		if got := p.Pre.Keyed != nil && p.ClaimRead != nil && p.ClaimRead.Keyed != nil; got != c.keyed {
+			t.Errorf("%s: %q keyed %v, want %v", c.d.name, c.in, got, c.keyed)
+		}
+	}
+	for _, in := range []string{
+		"SELECT id, @fencedsql_claimed FROM accounts LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE @FENCEDSQL_CLAIM IS NULL LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE id = @`fencedsql_claim` LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE id > @'fencedsql_\\claim' LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE id > @ last LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE id > 0 /*!50000 + @x */ LIMIT 1 FOR UPDATE",
+	} {
+		p, err := newTestRewriter(t, mysqlTest).Rewrite(in, false)
+		if err == nil && (p.ClaimErr == nil && p.TwoStepErr == nil) {
+			t.Errorf("%q: claimed (pre %v), want refused", in, p.Pre)
+		}
+	}
+}
