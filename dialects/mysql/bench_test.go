@@ -16,6 +16,9 @@ func BenchmarkUpdate(b *testing.B) { fencetest.Bench(b, fencetest.MySQL()) }
 // the raw driver (see fencetest.BenchClaim).
 func BenchmarkClaim(b *testing.B) { fencetest.BenchClaim(b, fencetest.MySQL()) }
 
+// BenchmarkClaimWindow: a queue-style claim (ORDER BY … LIMIT 1), keyed on MariaDB.
+func BenchmarkClaimWindow(b *testing.B) { fencetest.BenchClaimWindow(b, fencetest.MySQL()) }
+
 // BenchmarkTombstone reports what the tombstone guard (docs/design.md, G9) costs a fenced DELETE +
 // re-INSERT (see fencetest.BenchTombstone).
 func BenchmarkTombstone(b *testing.B) {
