@@ -20,16 +20,17 @@ import (
 // checks' other answers. With the schema checks off (a mock driver) the wrapper asks
 // nothing and sends the statements restricted by the token only.
 
-// keyedForm is a keyed template completed with a table's key columns (cols, joined by
-// ','): one per template, so that a prepared statement prepares it once.
+// keyedForm is a keyed template completed with a table's key columns (key, their
+// names and types): one per template, so that a prepared statement prepares it once.
 type keyedForm struct {
-	cols string
-	p    *plan.Plan
+	key string
+	p   *plan.Plan
+	err error
 }
 
 // rowKey is a table's primary key columns and when they were read.
 type rowKey struct {
-	cols []string
+	cols []plan.KeyColumn
 	at   time.Time
 }
 
@@ -49,23 +50,35 @@ func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *pl
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with a LIMIT of a table without a primary key: its claim tells the rows it stamped from others carrying the token by their key; give the table a primary key"}
 	}
-	return c.core.keyedForm(p.Pre.Keyed, cols), c.core.keyedForm(p.ClaimRead.Keyed, cols), nil
+	if pre, err = c.core.keyedForm(p.Pre.Keyed, cols); err == nil {
+		read, err = c.core.keyedForm(p.ClaimRead.Keyed, cols)
+	}
+	if err != nil {
+		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+		return nil, nil, asUnsupported(err)
+	}
+	return pre, read, nil
 }
 
-// keyedForm returns the template t completed with cols, made once per template and
-// key.
-func (k *core) keyedForm(t *plan.Plan, cols []string) *plan.Plan {
-	joined := strings.Join(cols, ",")
-	if v, ok := k.keyed.Load(t); ok && v.(keyedForm).cols == joined {
-		return v.(keyedForm).p
+// keyedForm returns the template t completed with cols (plan.Plan.WithRowKey), made
+// once per template and key.
+func (k *core) keyedForm(t *plan.Plan, cols []plan.KeyColumn) (*plan.Plan, error) {
+	var sb strings.Builder
+	for _, c := range cols {
+		sb.WriteString(c.Name + "\x00" + c.Type + "\x00")
 	}
-	f := keyedForm{cols: joined, p: t.WithRowKey(cols, k.dialect.QuoteIdent)}
+	key := sb.String()
+	if v, ok := k.keyed.Load(t); ok && v.(keyedForm).key == key {
+		return v.(keyedForm).p, v.(keyedForm).err
+	}
+	f := keyedForm{key: key}
+	f.p, f.err = t.WithRowKey(cols, k.dialect.QuoteIdent)
 	k.keyed.Store(t, f)
-	return f.p
+	return f.p, f.err
 }
 
 // rowKey returns g's primary key columns in key order (none: no primary key).
-func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table) ([]string, error) {
+func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table) ([]plan.KeyColumn, error) {
 	if v, ok := c.core.rowKeys.Load(g); ok && c.core.fresh(v.(rowKey).at) && !c.namesMoved {
 		return v.(rowKey).cols, nil
 	}
@@ -74,11 +87,12 @@ func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table)
 	if err != nil {
 		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHint, Err: err}
 	}
-	cols := make([]string, 0, len(vals))
+	cols := make([]plan.KeyColumn, 0, len(vals))
 	for _, r := range vals {
-		if len(r) > 0 {
-			cols = append(cols, r[0])
+		if len(r) < 2 {
+			return nil, &SchemaError{Table: g.String(), Problem: "the primary key query returned no column type" + mockHint}
 		}
+		cols = append(cols, plan.KeyColumn{Name: r[0], Type: r[1]})
 	}
 	if !c.namesMoved {
 		c.core.rowKeys.Store(g, rowKey{cols: cols, at: time.Now()})

@@ -282,8 +282,8 @@
 //	FOR UPDATE with a token outside a transaction  claim and read must commit together; the lock       BeginTx
 //	                                                 would end with the statement
 //	MySQL/MariaDB FOR UPDATE … LIMIT with a token  the read is restricted to the rows the claim      a primary key;
-//	  of a table without a primary key, or naming    stamped, recorded by their key in session          values as arguments
-//	  a user variable (@name)                        variables
+//	  of a table without a primary key or with a     stamped, recorded by their key's text in session   values as arguments
+//	  FLOAT/DOUBLE one, or naming a user variable    variables (a FLOAT's text is not exact)
 //	any other statement whose write keyword, after  a shape the planners do not know (INSERT INTO      —
 //	  its modifiers (INTO, OR …, ONLY, IGNORE …),    INTO t): the backstop refuses what it cannot read
 //	  names a guarded table

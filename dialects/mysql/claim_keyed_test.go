@@ -17,7 +17,7 @@ import (
 // distinct keys apart and find each stored row again. Keys of every kind: a composite
 // key whose text parts hold the list's and the key's own separators (',' and ':'), a
 // case-insensitive collation, a binary column with bytes no character set decodes,
-// and a DECIMAL (HEX of a number would round it). Each table's rows carry the holder's
+// a DECIMAL (HEX of a number would round it) and a TIMESTAMP with microseconds. Each table's rows carry the holder's
 // token from an earlier write on every row but one per key class, and updated_at ON
 // UPDATE CURRENT_TIMESTAMP: a read restricted by the token alone returns an earlier
 // row (fencetest's EarlierStampedRows); the keyed read returns the plain read's row.
@@ -34,6 +34,10 @@ func TestKeyedClaimKeyKinds(t *testing.T) {
 			[]string{"0xff00", "0xff", "0x2c", "0x00ff"}},
 		{"Decimal", "a DECIMAL(10,3) NOT NULL", "a",
 			[]string{"1.5", "1.4", "2.5", "1.501"}},
+		// A TIMESTAMP key is recorded by its stored instant (UNIX_TIMESTAMP), not its text
+		// in the session's time zone.
+		{"Timestamp", "a TIMESTAMP(6) NOT NULL DEFAULT '2001-01-01 00:00:00'", "a",
+			[]string{"'2010-01-01 00:00:00.000001'", "'2010-01-01 00:00:00'", "'2010-01-01 00:00:00.000002'", "'2011-01-01 00:00:00'"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,6 +126,45 @@ func TestKeyedClaimWithoutPrimaryKey(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("claim without a LIMIT: %v", err)
+	}
+}
+
+// TestKeyedClaimApproximateKeyRefused: QUOTE prints a FLOAT with six digits, so
+// distinct stored keys (1.0000001, 1) print alike and a read restricted by that text
+// would also find rows the claim did not stamp: a claim with a LIMIT of a table keyed
+// by an approximate number is refused with ErrUnsupported, stamping nothing (red-team
+// rt16k).
+func TestKeyedClaimApproximateKeyRefused(t *testing.T) {
+	for _, typ := range []string{"FLOAT", "DOUBLE"} {
+		t.Run(typ, func(t *testing.T) {
+			dsn := testdb.MySQL(t)
+			raw := testdb.Open(t, "mysql", dsn,
+				"CREATE TABLE accounts (a "+typ+" NOT NULL PRIMARY KEY, n INT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+				"INSERT INTO accounts (a, n, fence_token) VALUES (1.0000001, 1, 1), (1, 2, 1)")
+			fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback() //nolint:errcheck
+			if _, err := tx.QueryContext(ctx, "SELECT n FROM accounts ORDER BY n LIMIT 1 FOR UPDATE"); !errors.Is(err, fencedsql.ErrUnsupported) {
+				t.Fatalf("LIMIT claim of a table keyed by %s: err %v, want ErrUnsupported", typ, err)
+			}
+			var n int
+			if err := raw.QueryRowContext(ctx, "SELECT COUNT(*) FROM accounts WHERE version > 0").Scan(&n); err != nil || n != 0 {
+				t.Fatalf("rows stamped by the refused claim: %d (err %v)", n, err)
+			}
+			// Without a LIMIT the claim records no key and runs.
+			rows, err := tx.QueryContext(ctx, "SELECT n FROM accounts WHERE n = 2 FOR UPDATE")
+			if err == nil {
+				_, err = scanIDs(rows)
+			}
+			if err != nil {
+				t.Fatalf("claim without a LIMIT: %v", err)
+			}
+		})
 	}
 }
 

@@ -81,13 +81,41 @@ func (b *builder) finishKeyed(kind Kind, g *Table, q string) *Plan {
 	return pl
 }
 
+// KeyColumn is one primary key column of a keyed claim's table: its name and its type
+// as the catalog spells it (information_schema.COLUMNS.COLUMN_TYPE).
+type KeyColumn struct{ Name, Type string }
+
+// keyPart returns the text of column c of the row q names in a keyed claim's row key:
+// the same text for the same stored value in both statements, distinct texts for
+// distinct values. QUOTE writes a value's exact text for every type but the
+// approximate numbers (a FLOAT prints six digits: 1.0000001 and 1 both give '1'), which
+// have none, and TIMESTAMP, which it writes in the session's time zone (the hour
+// repeated when daylight saving time ends names two instants); a TIMESTAMP's
+// UNIX_TIMESTAMP is its stored instant. ok is false for the approximate numbers.
+func keyPart(q, c, typ string) (part string, ok bool) {
+	t := strings.ToLower(strings.TrimSpace(typ))
+	switch {
+	case strings.HasPrefix(t, "float"), strings.HasPrefix(t, "double"), strings.HasPrefix(t, "real"):
+		return "", false
+	case strings.HasPrefix(t, "timestamp"):
+		return "HEX(QUOTE(UNIX_TIMESTAMP(" + q + "." + c + ")))", true
+	}
+	return "HEX(QUOTE(" + q + "." + c + "))", true
+}
+
 // WithRowKey returns the keyed plan p complete: its SQL with the row key of the
 // table's primary key columns cols (in key order), quoted by quote, at each key slot.
-// The arguments are p's.
-func (p *Plan) WithRowKey(cols []string, quote func(string) string) *Plan {
+// The arguments are p's. A key column of a type without an exact text (FLOAT, DOUBLE)
+// returns a non-nil *Refusal and no plan.
+func (p *Plan) WithRowKey(cols []KeyColumn, quote func(string) string) (*Plan, error) {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		parts[i] = "HEX(QUOTE(" + p.KeyQual + "." + quote(c) + "))"
+		part, ok := keyPart(p.KeyQual, quote(c.Name), c.Type)
+		if !ok {
+			return nil, &Refusal{Table: p.Guard.String(), Reason: "a locking SELECT with a LIMIT of a table whose primary key column " + quote(c.Name) + " is " + c.Type +
+				": its claim tells the rows it stamped by their key's text, and an approximate number has no exact text"}
+		}
+		parts[i] = part
 	}
 	key := "CONCAT_WS(':', " + strings.Join(parts, ", ") + ")"
 	var sb strings.Builder
@@ -100,5 +128,5 @@ func (p *Plan) WithRowKey(cols []string, quote func(string) string) *Plan {
 	sb.WriteString(p.SQL[last:])
 	out := *p
 	out.SQL, out.KeySlots, out.Keyed = sb.String(), nil, nil
-	return &out
+	return &out, nil
 }

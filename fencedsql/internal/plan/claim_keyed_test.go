@@ -17,15 +17,22 @@ func TestKeyedClaimSQL(t *testing.T) {
 	if p.Pre == nil || p.Pre.Keyed == nil || p.ClaimRead == nil || p.ClaimRead.Keyed == nil {
 		t.Fatalf("claim of %q: no keyed statements (pre %v, read %v)", in, p.Pre, p.ClaimRead)
 	}
-	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), HEX(QUOTE(a.`id```)))"
+	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), HEX(QUOTE(a.`id```)), HEX(QUOTE(UNIX_TIMESTAMP(a.`at`))))"
+	cols := []KeyColumn{{"tenant", "varchar(10)"}, {"id`", "bigint(20)"}, {"at", "timestamp(6)"}}
 	const N = ArgNonce
-	pre := p.Pre.Keyed.WithRowKey([]string{"tenant", "id`"}, mysqlTest.QuoteIdent)
+	pre, err := p.Pre.Keyed.WithRowKey(cols, mysqlTest.QuoteIdent)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantPre := "UPDATE accounts a SET `version` = a.`version` + 1 + 0 * (((@fencedsql_claimed := CONCAT_WS(',', IF(@fencedsql_claim <=> ?, @fencedsql_claimed, NULL), " + key +
 		")) IS NULL) + ((@fencedsql_claim := ?) IS NULL)), `fence_token` = CASE WHEN a.`fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
 	if pre.SQL != wantPre || !equalRefs(pre.Args, refs(N, N, TOK, TOK, 0, 1)) {
 		t.Errorf("keyed claim:\n got  %s %v\n want %s", pre.SQL, pre.Args, wantPre)
 	}
-	read := p.ClaimRead.Keyed.WithRowKey([]string{"tenant", "id`"}, mysqlTest.QuoteIdent)
+	read, err := p.ClaimRead.Keyed.WithRowKey(cols, mysqlTest.QuoteIdent)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantRead := "SELECT id FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND FIND_IN_SET(" + key +
 		", @fencedsql_claimed) > 0 AND a.`fence_token` = ? ORDER BY a.updated_at LIMIT ? FOR UPDATE"
 	if read.SQL != wantRead || !equalRefs(read.Args, refs(0, N, TOK, 1)) {
@@ -36,8 +43,14 @@ func TestKeyedClaimSQL(t *testing.T) {
 		t.Errorf("claim with '@' in a string: %v", err)
 	}
 	// The template is unchanged: each table's key completes its own copy.
-	if again := p.Pre.Keyed.WithRowKey([]string{"id"}, mysqlTest.QuoteIdent); again.SQL == pre.SQL {
-		t.Errorf("WithRowKey kept the first key: %s", again.SQL)
+	if again, err := p.Pre.Keyed.WithRowKey([]KeyColumn{{"id", "int"}}, mysqlTest.QuoteIdent); err != nil || again.SQL == pre.SQL {
+		t.Errorf("WithRowKey kept the first key: %v %v", again, err)
+	}
+	// An approximate number has no exact text: two stored FLOATs print alike.
+	for _, typ := range []string{"float", "FLOAT(7,4) unsigned", "double", "double precision", "real"} {
+		if _, err := p.Pre.Keyed.WithRowKey([]KeyColumn{{"id", "int"}, {"x", typ}}, mysqlTest.QuoteIdent); !isRefusal(err) {
+			t.Errorf("key column of type %s: err %v, want a refusal", typ, err)
+		}
 	}
 }
 
