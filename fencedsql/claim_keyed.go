@@ -11,7 +11,8 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// Keyed claims. A MySQL/MariaDB claim with a LIMIT runs as its keyed statements
+// Keyed claims. A MySQL/MariaDB claim with a LIMIT, or whose selection reads the
+// statement's clock, runs as its keyed statements
 // (plan.Plan.Keyed): the fencing UPDATE records the primary keys of the rows it
 // stamps in the session and the read is restricted to them, so that it returns the
 // rows just stamped, not others the holder stamped before with the same token. The
@@ -48,7 +49,7 @@ func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *pl
 	}
 	if len(cols) == 0 {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-		return nil, nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with a LIMIT of a table without a primary key: its claim tells the rows it stamped from others carrying the token by their key; give the table a primary key"}
+		return nil, nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with a LIMIT, or reading the statement's clock, of a table without a primary key: its claim tells the rows it stamped from others carrying the token by their key; give the table a primary key"}
 	}
 	if pre, err = c.core.keyedForm(p.Pre.Keyed, cols); err == nil {
 		read, err = c.core.keyedForm(p.ClaimRead.Keyed, cols)

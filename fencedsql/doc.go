@@ -272,6 +272,7 @@
 //	  with ORDER BY/LIMIT/OFFSET/NOWAIT) selecting
 //	  by the fencing columns, ctid/xmin/xmax,
 //	  random()/rand()/clock_timestamp()/SYSDATE()…,
+//	  the statement clock (MySQL NOW(), SQLite 'now'),
 //	  a LIMITed subquery over the same table;
 //	  DELETE … OFFSET; MySQL/MariaDB DELETE …
 //	  ORDER BY … LIMIT

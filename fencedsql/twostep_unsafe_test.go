@@ -34,6 +34,18 @@ func TestDeleteTwoStepUnsafeSelection(t *testing.T) {
 		{sqliteTest, `DELETE FROM accounts WHERE id IN (SELECT id FROM accounts WHERE x LIMIT 2)`},
 		{sqliteTest, `DELETE FROM accounts WHERE id = abs(random()) % 3`},
 		{sqliteTest, `DELETE FROM accounts WHERE id = ? AND version = ?`},
+		// The statement's clock: the DELETE reads a later time than its fencing UPDATE
+		// (red-team rt16k F2: a row the UPDATE moved out of the window, an earlier one in).
+		{mysqlTest, "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND"},
+		{mysqlTest, "DELETE FROM accounts WHERE updated_at <= current_timestamp - INTERVAL 3 SECOND"},
+		{mysqlTest, "DELETE FROM accounts WHERE updated_at <= CURRENT_TIMESTAMP(6) ORDER BY id LIMIT 2"},
+		{mysqlTest, "DELETE FROM accounts WHERE day < UTC_DATE"},
+		{mysqlTest, "DELETE FROM accounts WHERE ts < LOCALTIMESTAMP() AND id = ?"},
+		{mysqlTest, "DELETE FROM accounts WHERE day = CURDATE ()"},
+		{mysqlTest, "DELETE FROM accounts WHERE secs < UNIX_TIMESTAMP() - 60"},
+		{sqliteTest, `DELETE FROM accounts WHERE ts < datetime('now', '-1 day')`},
+		{sqliteTest, `DELETE FROM accounts WHERE ts < CURRENT_TIMESTAMP`},
+		{sqliteTest, `DELETE FROM accounts WHERE secs < unixepoch() - 60`},
 	}
 	for _, c := range cases {
 		for _, versioned := range []bool{false, true} {
@@ -49,6 +61,27 @@ func TestDeleteTwoStepUnsafeSelection(t *testing.T) {
 		var ue *UnsupportedError
 		if !errors.As(err, &ue) || ue.Reason == "" || len(ft.raw.calls) != 0 {
 			t.Errorf("%s: two-statement %q = %v, sent %v; want *UnsupportedError with the reason, nothing sent", c.d.name, c.in, err, ft.raw.calls)
+		}
+	}
+}
+
+// The clock conditions the two statements read alike are not refused: PostgreSQL's
+// now() and CURRENT_TIMESTAMP (the transaction's start), a function of a column, a
+// column named like a clock keyword but quoted.
+func TestDeleteTwoStepStableClock(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `DELETE FROM accounts WHERE updated_at < now() - interval '1 hour'`},
+		{pgTest, `DELETE FROM accounts WHERE updated_at < CURRENT_TIMESTAMP`},
+		{mysqlTest, "DELETE FROM accounts WHERE UNIX_TIMESTAMP(updated_at) < ?"},
+		{mysqlTest, "DELETE FROM accounts WHERE `current_date` = ?"},
+		{sqliteTest, `DELETE FROM accounts WHERE unixepoch(ts) < ?`},
+	} {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Pre == nil || p.TwoStepErr != nil {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want a DELETE whose two statements run", c.d.name, c.in, p, err)
 		}
 	}
 }

@@ -145,11 +145,18 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	pre := b.finish(KindUpdate, g)
 	pre.ConflictChecked = located
+	// A LIMIT, or a selection by the statement's clock, can take other rows carrying
+	// the token in the read (claim_keyed.go, clockSelection): keyed.
 	keyed := !p.rw.numbered && limited
+	for _, kw := range []string{"WHERE", "ORDER"} {
+		if c, ok := clauses[kw]; ok && !p.rw.numbered && p.clockSelection(c[0]+1, c[1]) != "" {
+			keyed = true
+		}
+	}
 	if keyed && p.namesUserVariable() {
 		// The keyed statements keep their record in session variables; a user variable
 		// may be one of them under any spelling (@`x`, @'x' with escapes, any case).
-		return p.claimRefused(g.String(), "a locking SELECT with a LIMIT that names a user variable (@name): its claim keeps the rows it stamped in %s and %s; pass the value as an argument", claimListVar, claimNonceVar)
+		return p.claimRefused(g.String(), "a locking SELECT with a LIMIT or reading the statement's clock that names a user variable (@name): its claim keeps the rows it stamped in %s and %s; pass the value as an argument", claimListVar, claimNonceVar)
 	}
 	if keyed {
 		kb := p.newBuilder(nUser)

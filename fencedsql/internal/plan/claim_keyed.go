@@ -8,8 +8,10 @@ import (
 
 // Keyed claims (MySQL/MariaDB). A claim that cannot run as one statement stamps its
 // rows with a fencing UPDATE and then reads them with the caller's SELECT restricted
-// to the rows carrying the token (claimRead). With a LIMIT, the token alone is not
-// enough: a holder keeps its token across statements and transactions, so rows it
+// to the rows carrying the token (claimRead). With a LIMIT, or a selection by the
+// statement's clock (clockSelection: the read's NOW() is later, and a row the holder
+// stamped before can enter the window as one stamped now leaves it), the token alone
+// is not enough: a holder keeps its token across statements and transactions, so rows it
 // stamped before carry it too, and when the claim's UPDATE moves the rows it stamps
 // in the read's ORDER BY (a trigger or an ON UPDATE CURRENT_TIMESTAMP column
 // maintaining updated_at) or a tie is broken the other way, the read's LIMIT takes

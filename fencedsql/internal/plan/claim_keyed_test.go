@@ -68,6 +68,11 @@ func TestKeyedClaimOnlyWithLimit(t *testing.T) {
 		{mysqlTest, "SELECT id FROM accounts LIMIT 1 FOR UPDATE", true},
 		{mysqlTest, "(SELECT id FROM accounts ORDER BY id LIMIT 2 FOR SHARE)", true},
 		{pgTest, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE", false},
+		// The statement's clock in the selection: the read's is later (red-team rt16k F2).
+		{mysqlTest, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE", true},
+		{mysqlTest, "SELECT id FROM accounts WHERE run_at <= CURRENT_TIMESTAMP FOR UPDATE", true},
+		{mysqlTest, "SELECT id, NOW() FROM accounts WHERE id = ? FOR UPDATE", false},
+		{pgTest, "SELECT id FROM accounts WHERE run_at <= now() FOR UPDATE", false},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Pre == nil {

@@ -92,7 +92,11 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	var twoStepErr error
 	for _, kw := range []string{"WHERE", "ORDER"} {
 		if c, ok := clauses[kw]; ok && twoStepErr == nil {
-			if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" {
+			why := p.unstableSelection(g, c[0]+1, c[1])
+			if why == "" {
+				why = p.clockSelection(c[0]+1, c[1])
+			}
+			if why != "" {
 				twoStepErr = unsupported(g.String(), "a DELETE whose %s %s", kw, why)
 			}
 		}

@@ -1,6 +1,10 @@
 package plan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // A DELETE (and a claimed locking read) runs as two statements over the same rows: a
 // fencing UPDATE selects and stamps them, then the caller's statement selects them
@@ -23,6 +27,59 @@ var nondeterministic = map[string]bool{
 	"randomblob": true, "clock_timestamp": true, "timeofday": true, "sysdate": true,
 	"setseed": true, "nextval": true, "statement_timestamp": true, "row_count": true,
 	"changes": true, "found_rows": true, "last_insert_id": true, "last_insert_rowid": true,
+}
+
+// statementClock are the functions, and the keywords usable without parentheses, that
+// read the clock of the statement on MySQL/MariaDB and SQLite: the second statement
+// runs later and reads a later time (a lock wait in the fencing UPDATE makes it
+// seconds). PostgreSQL's now() and CURRENT_TIMESTAMP read the transaction's start,
+// the same in both statements, which run in one transaction. The value says whether
+// the name reads the clock only when called with parentheses (NOW(); UNIX_TIMESTAMP()
+// and unixepoch() only without arguments).
+var statementClock = map[string]bool{
+	"now": true, "curdate": true, "curtime": true, "unix_timestamp": true, "unixepoch": true,
+	"current_timestamp": false, "current_date": false, "current_time": false, "localtime": false,
+	"localtimestamp": false, "utc_timestamp": false, "utc_date": false, "utc_time": false,
+}
+
+// readsStatementClock reports whether sig[k] reads the statement's clock
+// (statementClock; SQLite's 'now' argument of its date functions), on the dialects
+// whose statements each read their own.
+func (p *parser) readsStatementClock(k int, lower string) bool {
+	if p.rw.numbered {
+		return false
+	}
+	if p.sig[k].Kind == sqllex.KindString {
+		return lower == "now"
+	}
+	call, known := statementClock[lower]
+	switch {
+	case !known:
+		return false
+	case lower == "unix_timestamp" || lower == "unixepoch":
+		return p.punct(k+1, "(") && p.punct(k+2, ")")
+	case call:
+		return p.punct(k+1, "(")
+	}
+	return p.sig[k].Kind == sqllex.KindWord || p.punct(k+1, "(")
+}
+
+// clockSelection explains how sig[from:to] reads the statement's clock
+// (readsStatementClock), or returns "". The second statement reads a later time: with
+// a column the fencing UPDATE changes (ON UPDATE CURRENT_TIMESTAMP), a row it stamped
+// can leave the window while one the holder stamped before enters it (red-team rt16k
+// F2). The two-statement DELETE is refused; a claim is keyed instead (claim_keyed.go),
+// its read restricted to the rows it stamped.
+func (p *parser) clockSelection(from, to int) string {
+	for k := from; k < to; k++ {
+		if !p.isIdent(k) {
+			continue
+		}
+		if n, ok := p.ident(k); ok && p.readsStatementClock(k, strings.ToLower(n)) {
+			return "reads the statement's clock (" + n + "), which the second statement reads later: pass the time as an argument"
+		}
+	}
+	return ""
 }
 
 // rowLocators are PostgreSQL system columns that an UPDATE changes.

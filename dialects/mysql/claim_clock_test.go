@@ -1,0 +1,70 @@
+package mysql_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// TestStatementClockWindow: a selection by MySQL's statement clock (NOW() is per
+// statement) on a table maintaining updated_at — the stale-row reclaim pattern
+// `WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND`. The fencing UPDATE, slowed here by a
+// trigger as a lock wait would in production, stamps row 1 and moves it out of the
+// window; by the second statement row 2, stamped by the same holder before and so
+// carrying its token, has become old enough. Restricted by the token only, the claim
+// returned row 2 and the DELETE deleted it, with the counts matching (red-team rt16k
+// F2). Now the claim is keyed (its read finds only row 1, which has left the window:
+// the count check refuses it) and the two-statement DELETE is refused before it runs.
+// Either way nothing the statement did not select is returned or deleted.
+func TestStatementClockWindow(t *testing.T) {
+	setup := func(t *testing.T) (string, context.Context) {
+		dsn := testdb.MySQL(t)
+		testdb.Open(t, "mysql", dsn,
+			"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+			"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)",
+			"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		t.Cleanup(cancel)
+		return dsn, fencedsql.WithToken(ctx, 10)
+	}
+	t.Run("Claim", func(t *testing.T) {
+		t.Parallel()
+		dsn, ctx := setup(t)
+		fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+		tx, err := fenced.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback() //nolint:errcheck
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE")
+		var got []int64
+		if err == nil {
+			got, err = scanIDs(rows)
+		}
+		if !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Fatalf("claim over the clock window: rows %v, err %v; want ErrUnsupported (row 1 stamped, then out of the window)", got, err)
+		}
+	})
+	t.Run("Delete", func(t *testing.T) {
+		t.Parallel()
+		dsn, ctx := setup(t)
+		fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+		_, err := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND")
+		if !errors.Is(err, fencedsql.ErrUnsupported) {
+			t.Fatalf("two-statement DELETE over the clock window: err %v, want ErrUnsupported", err)
+		}
+		raw := testdb.Open(t, "mysql", dsn)
+		rows, err := raw.QueryContext(ctx, "SELECT id FROM accounts WHERE version = 1 ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left, err := scanIDs(rows); err != nil || !reflect.DeepEqual(left, []int64{1, 2}) {
+			t.Fatalf("rows left unstamped: %v (err %v), want [1 2]", left, err)
+		}
+	})
+}
