@@ -99,16 +99,8 @@ func TestKeyedClaimWithoutPrimaryKey(t *testing.T) {
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id BIGINT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"INSERT INTO accounts (id, balance, fence_token) VALUES (1, 5, 1), (2, 5, 1)")
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tctx := fencedsql.WithToken(ctx, 10)
-	tx, err := fenced.BeginTx(tctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
-	_, err = tx.QueryContext(ctx, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE")
+	ctx, tx := tokenTx(t, dsn)
+	_, err := tx.QueryContext(ctx, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE")
 	if !errors.Is(err, fencedsql.ErrUnsupported) {
 		t.Fatalf("LIMIT claim of a table without a primary key: err %v, want ErrUnsupported", err)
 	}
@@ -141,14 +133,7 @@ func TestKeyedClaimApproximateKeyRefused(t *testing.T) {
 			raw := testdb.Open(t, "mysql", dsn,
 				"CREATE TABLE accounts (a "+typ+" NOT NULL PRIMARY KEY, n INT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 				"INSERT INTO accounts (a, n, fence_token) VALUES (1.0000001, 1, 1), (1, 2, 1)")
-			fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback() //nolint:errcheck
+			ctx, tx := tokenTx(t, dsn)
 			if _, err := tx.QueryContext(ctx, "SELECT n FROM accounts ORDER BY n LIMIT 1 FOR UPDATE"); !errors.Is(err, fencedsql.ErrUnsupported) {
 				t.Fatalf("LIMIT claim of a table keyed by %s: err %v, want ErrUnsupported", typ, err)
 			}
@@ -175,14 +160,7 @@ func TestKeyedClaimNamesItsVariables(t *testing.T) {
 	testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"INSERT INTO accounts (id, balance, fence_token) VALUES (1, 5, 1)")
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
+	ctx, tx := tokenTx(t, dsn)
 	for _, q := range []string{
 		"SELECT id, (@fencedsql_claimed := '') FROM accounts ORDER BY id LIMIT 1 FOR UPDATE",
 		"SELECT id FROM accounts WHERE @FencedSQL_Claim IS NULL OR id > 0 LIMIT 1 FOR UPDATE",
@@ -204,4 +182,20 @@ func scanIDs(rows *sql.Rows) ([]int64, error) {
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// tokenTx opens a transaction bound to token 10 on a fenced pool guarding accounts in
+// dsn's database, and returns it with a context for its statements (the test's
+// deadline, no token: the transaction carries it).
+func tokenTx(t *testing.T, dsn string) (context.Context, *sql.Tx) {
+	t.Helper()
+	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck
+	return ctx, tx
 }
