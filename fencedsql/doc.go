@@ -289,8 +289,11 @@
 //	  its modifiers (INTO, OR …, ONLY, IGNORE …),    INTO t): the backstop refuses what it cannot read
 //	  names a guarded table
 //
-// What it cannot see at all: a function called from a SELECT that writes, a trigger or
-// rule installed before the wrapper was, writers on other connections. The dialects'
+// What it cannot see at all: a function called from a SELECT that writes, a user
+// function in a two-statement DELETE's or claim's condition that reads the clock or
+// anything else that changes between the statements (the count check refuses the
+// result only when the counts differ; install the guard for the one-statement DELETE),
+// a trigger or rule installed before the wrapper was, writers on other connections. The dialects'
 // database-side guards (schema.Check, fencedsql-schema) refuse those writes in the
 // database; install them for anything you allow.
 //
