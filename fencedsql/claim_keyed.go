@@ -11,15 +11,17 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// Keyed claims. A MySQL/MariaDB claim with a LIMIT, or whose selection reads the
-// statement's clock, runs as its keyed statements
+// Keyed claims. A MySQL/MariaDB claim runs as its keyed statements
 // (plan.Plan.Keyed): the fencing UPDATE records the primary keys of the rows it
 // stamps in the session and the read is restricted to them, so that it returns the
-// rows just stamped, not others the holder stamped before with the same token. The
-// keys are the table's primary key columns (dialect.Tombstoner's PrimaryKeyQuery),
-// asked once per pool and table and trusted for WithSchemaRecheck, like the lazy
-// checks' other answers. With the schema checks off (a mock driver) the wrapper asks
-// nothing and sends the statements restricted by the token only.
+// rows just stamped, not others the holder stamped before with the same token. A table
+// without a primary key, or with a FLOAT/DOUBLE one, runs the claim restricted by the
+// token only, or refuses it where that is known to swap rows (plan.Plan.KeyRequired: a
+// LIMIT, the statement's clock). The keys are the table's primary key columns
+// (dialect.Tombstoner's PrimaryKeyQuery), asked once per pool and table and trusted for
+// WithSchemaRecheck, like the lazy checks' other answers. With the schema checks off (a
+// mock driver) the wrapper asks nothing and sends the statements restricted by the
+// token only.
 
 // keyedForm is a keyed template completed with a table's key columns (key, their
 // names and types): one per template, so that a prepared statement prepares it once.
@@ -47,6 +49,9 @@ func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *pl
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(cols) == 0 && !p.KeyRequired {
+		return p.Pre, p.ClaimRead, nil
+	}
 	if len(cols) == 0 {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with a LIMIT, or reading the statement's clock, of a table without a primary key: its claim tells the rows it stamped from others carrying the token by their key; give the table a primary key"}
@@ -54,7 +59,10 @@ func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *pl
 	if pre, err = c.core.keyedForm(p.Pre.Keyed, cols); err == nil {
 		read, err = c.core.keyedForm(p.ClaimRead.Keyed, cols)
 	}
-	if err != nil {
+	switch {
+	case err != nil && !p.KeyRequired:
+		return p.Pre, p.ClaimRead, nil // no exact key text: restricted by the token
+	case err != nil:
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, nil, asUnsupported(err)
 	}

@@ -112,9 +112,8 @@
 //     rows runs first (same WHERE; ORDER BY/LIMIT through the row locator ctid on
 //     PostgreSQL — also for rows another transaction updated while the claim waited —
 //     natively on MySQL), and the read then returns exactly the rows that UPDATE
-//     stamped (their ctids on PostgreSQL, their primary keys on MySQL/MariaDB when the
-//     read has a LIMIT), so an older holder's late write is refused even if
-//     the new holder only read, and the read fails with ErrFenced if a newer token owns
+//     stamped (their ctids on PostgreSQL, their primary keys on MySQL/MariaDB), so an
+//     older holder's late write is refused even if the new holder only read, and the read fails with ErrFenced if a newer token owns
 //     a row. Without a token it is an ordinary locking read. FOR SHARE, FOR KEY SHARE and
 //     LOCK IN SHARE MODE claim the same way, as does the read in parentheses or (PostgreSQL)
 //     after a WITH list that only reads; any other locking read of a guarded table (in a
@@ -282,9 +281,10 @@
 //	  SKIP LOCKED, MySQL NOWAIT or OFFSET
 //	FOR UPDATE with a token outside a transaction  claim and read must commit together; the lock       BeginTx
 //	                                                 would end with the statement
-//	MySQL/MariaDB FOR UPDATE … LIMIT with a token  the read is restricted to the rows the claim      a primary key;
-//	  of a table without a primary key or with a     stamped, recorded by their key's text in session   values as arguments
-//	  FLOAT/DOUBLE one, or naming a user variable    variables (a FLOAT's text is not exact)
+//	MySQL/MariaDB FOR UPDATE with a token, with a  the read is restricted to the rows the claim      a primary key;
+//	  LIMIT or NOW() in its WHERE/ORDER BY, of a     stamped, recorded by their key's text in session   values as arguments
+//	  table without a primary key or with a          variables (a FLOAT's text is not exact)
+//	  FLOAT/DOUBLE one; any naming a user variable
 //	any other statement whose write keyword, after  a shape the planners do not know (INSERT INTO      —
 //	  its modifiers (INTO, OR …, ONLY, IGNORE …),    INTO t): the backstop refuses what it cannot read
 //	  names a guarded table

@@ -147,16 +147,23 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	pre.ConflictChecked = located
 	// A LIMIT, or a selection by the statement's clock, can take other rows carrying
 	// the token in the read (claim_keyed.go, clockSelection): keyed.
-	keyed := !p.rw.numbered && limited
+	// Every MySQL/MariaDB claim is keyed where its table has a primary key: a read
+	// restricted by the token alone also finds rows the holder stamped before, and
+	// whatever makes its selection differ from the UPDATE's (a function or view reading
+	// the clock, an aggregate over a column the UPDATE changes) can swap one in.
+	// keyRequired: a LIMIT, or a selection by the statement's clock (clockSelection),
+	// which are known to swap rows, refuse a table without a primary key.
+	keyed := !p.rw.numbered
+	keyRequired := keyed && limited
 	for _, kw := range []string{"WHERE", "ORDER"} {
-		if c, ok := clauses[kw]; ok && !p.rw.numbered && p.clockSelection(c[0]+1, c[1]) != "" {
-			keyed = true
+		if c, ok := clauses[kw]; ok && keyed && p.clockSelection(c[0]+1, c[1]) != "" {
+			keyRequired = true
 		}
 	}
 	if keyed && p.namesUserVariable() {
 		// The keyed statements keep their record in session variables; a user variable
 		// may be one of them under any spelling (@`x`, @'x' with escapes, any case).
-		return p.claimRefused(g.String(), "a locking SELECT with a LIMIT or reading the statement's clock that names a user variable (@name): its claim keeps the rows it stamped in %s and %s; pass the value as an argument", claimListVar, claimNonceVar)
+		return p.claimRefused(g.String(), "a locking SELECT on MySQL/MariaDB that names a user variable (@name): its claim keeps the rows it stamped in %s and %s; pass the value as an argument", claimListVar, claimNonceVar)
 	}
 	if keyed {
 		kb := p.newBuilder(nUser)
@@ -165,6 +172,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		pre.Keyed = kb.finishKeyed(KindUpdate, g, p.qualifier(r))
 	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
+	main.KeyRequired = keyRequired
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr
 	// The one-statement claim by row locator evaluates the selection more than once

@@ -93,12 +93,17 @@ type KeyColumn struct{ Name, Type string }
 // approximate numbers (a FLOAT prints six digits: 1.0000001 and 1 both give '1'), which
 // have none, and TIMESTAMP, which it writes in the session's time zone (the hour
 // repeated when daylight saving time ends names two instants); a TIMESTAMP's
-// UNIX_TIMESTAMP is its stored instant. ok is false for the approximate numbers.
+// UNIX_TIMESTAMP is its stored instant, and an ENUM's or SET's number its value (red-team
+// rt17k F4). ok is false for the approximate numbers.
 func keyPart(q, c, typ string) (part string, ok bool) {
 	t := strings.ToLower(strings.TrimSpace(typ))
 	switch {
 	case strings.HasPrefix(t, "float"), strings.HasPrefix(t, "double"), strings.HasPrefix(t, "real"):
 		return "", false
+	case strings.HasPrefix(t, "enum"), strings.HasPrefix(t, "set"):
+		// Their text is not their value: SET {a} and {'',a} both print 'a', an ENUM's
+		// error value and a '' member both ''. Their number is.
+		return "HEX(QUOTE(" + q + "." + c + " + 0))", true
 	case strings.HasPrefix(t, "timestamp"):
 		return "HEX(QUOTE(UNIX_TIMESTAMP(" + q + "." + c + ")))", true
 	}
@@ -114,7 +119,7 @@ func (p *Plan) WithRowKey(cols []KeyColumn, quote func(string) string) (*Plan, e
 	for i, c := range cols {
 		part, ok := keyPart(p.KeyQual, quote(c.Name), c.Type)
 		if !ok {
-			return nil, &Refusal{Table: p.Guard.String(), Reason: "a locking SELECT with a LIMIT of a table whose primary key column " + quote(c.Name) + " is " + c.Type +
+			return nil, &Refusal{Table: p.Guard.String(), Reason: "a locking SELECT with a LIMIT, or reading the statement's clock, of a table whose primary key column " + quote(c.Name) + " is " + c.Type +
 				": its claim tells the rows it stamped by their key's text, and an approximate number has no exact text"}
 		}
 		parts[i] = part

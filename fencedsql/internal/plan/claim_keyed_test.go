@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -46,6 +47,11 @@ func TestKeyedClaimSQL(t *testing.T) {
 	if again, err := p.Pre.Keyed.WithRowKey([]KeyColumn{{"id", "int"}}, mysqlTest.QuoteIdent); err != nil || again.SQL == pre.SQL {
 		t.Errorf("WithRowKey kept the first key: %v %v", again, err)
 	}
+	// ENUM and SET keys by their number (rt17k F4: {a} and {'',a} print alike).
+	if e, err := p.Pre.Keyed.WithRowKey([]KeyColumn{{"e", "enum('','x')"}, {"s", "set('','a')"}}, mysqlTest.QuoteIdent); err != nil ||
+		!strings.Contains(e.SQL, "HEX(QUOTE(a.`e` + 0)), HEX(QUOTE(a.`s` + 0))") {
+		t.Errorf("ENUM/SET key: %v %v", e, err)
+	}
 	// An approximate number has no exact text: two stored FLOATs print alike.
 	for _, typ := range []string{"float", "FLOAT(7,4) unsigned", "double", "double precision", "real"} {
 		if _, err := p.Pre.Keyed.WithRowKey([]KeyColumn{{"id", "int"}, {"x", typ}}, mysqlTest.QuoteIdent); !isRefusal(err) {
@@ -54,33 +60,34 @@ func TestKeyedClaimSQL(t *testing.T) {
 	}
 }
 
-// Only a claim with a LIMIT is keyed: without one the claim and the read select the
-// same rows; PostgreSQL restricts by row locator instead. A locking read naming the
-// keyed claim's variables is refused.
-func TestKeyedClaimOnlyWithLimit(t *testing.T) {
+// Every MySQL/MariaDB claim is keyed; a LIMIT or a selection by the statement's clock
+// requires the key (a table without one refuses the claim). PostgreSQL restricts by
+// row locator instead. A locking read naming a user variable is refused.
+func TestKeyedClaimKeyRequired(t *testing.T) {
 	for _, c := range []struct {
-		d     testDialect
-		in    string
-		keyed bool
+		d                testDialect
+		in               string
+		keyed, keyNeeded bool
 	}{
-		{mysqlTest, "SELECT id FROM accounts WHERE id = ? FOR UPDATE", false},
-		{mysqlTest, "SELECT id FROM accounts ORDER BY id FOR UPDATE", false},
-		{mysqlTest, "SELECT id FROM accounts LIMIT 1 FOR UPDATE", true},
-		{mysqlTest, "(SELECT id FROM accounts ORDER BY id LIMIT 2 FOR SHARE)", true},
-		{pgTest, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE", false},
+		{mysqlTest, "SELECT id FROM accounts WHERE id = ? FOR UPDATE", true, false},
+		{mysqlTest, "SELECT id FROM accounts ORDER BY id FOR UPDATE", true, false},
+		{mysqlTest, "SELECT id FROM accounts LIMIT 1 FOR UPDATE", true, true},
+		{mysqlTest, "(SELECT id FROM accounts ORDER BY id LIMIT 2 FOR SHARE)", true, true},
+		{pgTest, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE", false, false},
 		// The statement's clock in the selection: the read's is later (red-team rt16k F2).
-		{mysqlTest, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE", true},
-		{mysqlTest, "SELECT id FROM accounts WHERE run_at <= CURRENT_TIMESTAMP FOR UPDATE", true},
-		{mysqlTest, "SELECT id, NOW() FROM accounts WHERE id = ? FOR UPDATE", false},
-		{pgTest, "SELECT id FROM accounts WHERE run_at <= now() FOR UPDATE", false},
+		{mysqlTest, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE", true, true},
+		{mysqlTest, "SELECT id FROM accounts WHERE run_at <= CURRENT_TIMESTAMP FOR UPDATE", true, true},
+		{mysqlTest, "SELECT id, NOW() FROM accounts WHERE id = ? FOR UPDATE", true, false},
+		{pgTest, "SELECT id FROM accounts WHERE run_at <= now() FOR UPDATE", false, false},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Pre == nil {
 			t.Errorf("%s: %q: %v", c.d.name, c.in, err)
 			continue
 		}
-		if got := p.Pre.Keyed != nil && p.ClaimRead != nil && p.ClaimRead.Keyed != nil; got != c.keyed {
-			t.Errorf("%s: %q keyed %v, want %v", c.d.name, c.in, got, c.keyed)
+		got := p.Pre.Keyed != nil && p.ClaimRead != nil && p.ClaimRead.Keyed != nil
+		if got != c.keyed || p.KeyRequired != c.keyNeeded {
+			t.Errorf("%s: %q keyed %v (key required %v), want %v (%v)", c.d.name, c.in, got, p.KeyRequired, c.keyed, c.keyNeeded)
 		}
 	}
 	for _, in := range []string{
@@ -90,6 +97,7 @@ func TestKeyedClaimOnlyWithLimit(t *testing.T) {
 		"SELECT id FROM accounts WHERE id > @'fencedsql_\\claim' LIMIT 1 FOR UPDATE",
 		"SELECT id FROM accounts WHERE id > @ last LIMIT 1 FOR UPDATE",
 		"SELECT id FROM accounts WHERE id > 0 /*!50000 + @x */ LIMIT 1 FOR UPDATE",
+		"SELECT id FROM accounts WHERE id = @last FOR UPDATE",
 	} {
 		p, err := newTestRewriter(t, mysqlTest).Rewrite(in, false)
 		if err == nil && (p.ClaimErr == nil && p.TwoStepErr == nil) {

@@ -97,7 +97,7 @@ type Plan struct {
 	// locking SELECT restricted to the rows carrying the token (claimRead). nil for a
 	// locking read with an OFFSET, which is claimed in one statement or not at all.
 	ClaimRead *Plan
-	// Keyed (the Pre and the ClaimRead of a MySQL/MariaDB claim with a LIMIT) is the
+	// Keyed (the Pre and the ClaimRead of a MySQL/MariaDB claim) is the
 	// same statement keyed by row: the claim records the primary keys of the rows it
 	// stamps, and the read is restricted to them (claim_keyed.go). Its SQL is complete
 	// only with the table's key columns (WithRowKey); the wrapper sends it where it
@@ -107,6 +107,10 @@ type Plan struct {
 	// row key expression, of the table as KeyQual names it.
 	KeySlots []int
 	KeyQual  string
+	// KeyRequired (a keyed claim) says that a table without a primary key refuses the
+	// claim (a LIMIT, a selection by the statement's clock); otherwise such a table's
+	// claim runs unkeyed, restricted by the token.
+	KeyRequired bool
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool
