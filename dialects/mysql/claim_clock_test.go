@@ -22,25 +22,10 @@ import (
 // the count check refuses it) and the two-statement DELETE is refused before it runs.
 // Either way nothing the statement did not select is returned or deleted.
 func TestStatementClockWindow(t *testing.T) {
-	setup := func(t *testing.T) (string, context.Context) {
-		dsn := testdb.MySQL(t)
-		testdb.Open(t, "mysql", dsn,
-			"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
-			"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)",
-			"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)")
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		t.Cleanup(cancel)
-		return dsn, fencedsql.WithToken(ctx, 10)
-	}
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()
-		dsn, ctx := setup(t)
-		fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-		tx, err := fenced.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback() //nolint:errcheck
+		dsn, ctx := clockWindowSetup(t)
+		_, tx := tokenTx(t, dsn)
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE")
 		var got []int64
 		if err == nil {
@@ -52,7 +37,7 @@ func TestStatementClockWindow(t *testing.T) {
 	})
 	t.Run("Delete", func(t *testing.T) {
 		t.Parallel()
-		dsn, ctx := setup(t)
+		dsn, ctx := clockWindowSetup(t)
 		fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
 		_, err := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND")
 		if !errors.Is(err, fencedsql.ErrUnsupported) {
@@ -67,4 +52,18 @@ func TestStatementClockWindow(t *testing.T) {
 			t.Fatalf("rows left unstamped: %v (err %v), want [1 2]", left, err)
 		}
 	})
+}
+
+// clockWindowSetup is TestStatementClockWindow's set-up (row 1 old and in the window,
+// row 2 stamped earlier by holder 10 and 2.5 s short of the window; a trigger slows
+// the fencing UPDATE by 2 s, as a lock wait would).
+func clockWindowSetup(t *testing.T) (string, context.Context) {
+	dsn := testdb.MySQL(t)
+	testdb.Open(t, "mysql", dsn,
+		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+		"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)",
+		"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return dsn, fencedsql.WithToken(ctx, 10)
 }

@@ -7,6 +7,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"reflect"
 	"testing"
@@ -15,20 +16,6 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
-
-// clockWindowSetup is TestStatementClockWindow's set-up (row 1 old and in the window,
-// row 2 stamped earlier by holder 10 and 2.5 s short of the window; a trigger slows
-// the fencing UPDATE by 2 s, as a lock wait would).
-func clockWindowSetup(t *testing.T) (string, context.Context) {
-	dsn := testdb.MySQL(t)
-	testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
-		"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)",
-		"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return dsn, fencedsql.WithToken(ctx, 10)
-}
 
 // TestClaimRT17kSessionTimestampClock: @@timestamp (@@session.timestamp) is the statement's
 // start time on MySQL/MariaDB, the same clock as NOW(), but clockSelection knows only
@@ -42,23 +29,8 @@ func TestClaimRT17kSessionTimestampClock(t *testing.T) {
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()
 		dsn, ctx := clockWindowSetup(t)
-		fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-		tx, err := fenced.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback() //nolint:errcheck
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE updated_at <= "+window+" FOR UPDATE")
-		var got []int64
-		if err == nil {
-			got, err = scanIDs(rows)
-		}
-		if err != nil && !errors.Is(err, fencedsql.ErrUnsupported) {
-			t.Fatalf("claim: %v, want the rows it stamped or ErrUnsupported", err)
-		}
-		if err == nil && !reflect.DeepEqual(got, []int64{1}) {
-			t.Fatalf("claim over the @@timestamp window returned rows %v; its UPDATE stamped row 1 only (fail-open: a row the claim did not stamp returned)", got)
-		}
+		_, tx := tokenTx(t, dsn)
+		claimExact(t, ctx, tx, "SELECT id FROM accounts WHERE updated_at <= "+window+" FOR UPDATE", 1)
 	})
 }
 
@@ -91,18 +63,7 @@ func TestClaimRT17kEnumErrorValueKey(t *testing.T) {
 	}
 	defer tx.Rollback() //nolint:errcheck
 	// The plain read's row is n = 2 (the oldest updated_at).
-	rows, err := tx.QueryContext(fencedsql.WithToken(ctx, 10), "SELECT n FROM accounts WHERE balance < 50 ORDER BY updated_at LIMIT 1 FOR UPDATE")
-	var got []int64
-	if err == nil {
-		got, err = scanIDs(rows)
-	}
-	if err != nil && !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("claim: %v, want the rows it stamped or ErrUnsupported", err)
-	}
-	t.Logf("claim: rows %v, err %v", got, err)
-	if err == nil && !reflect.DeepEqual(got, []int64{2}) {
-		t.Fatalf("keyed claim returned rows %v; it stamped n = 2 only (fail-open: the ENUM error value and the member '' have one key text)", got)
-	}
+	claimExact(t, ctx, tx, "SELECT n FROM accounts WHERE balance < 50 ORDER BY updated_at LIMIT 1 FOR UPDATE", 2)
 }
 
 // TestClaimRT17kSelfAggregateClaim: the claim form of TestClaimRT17kSelfAggregateOverOnUpdateColumn.
@@ -114,27 +75,8 @@ func TestClaimRT17kSelfAggregateClaim(t *testing.T) {
 	testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
 		"INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2001-01-01'), (3, 5, 10, 1, '2002-01-01')")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tctx := fencedsql.WithToken(ctx, 10)
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	tx, err := fenced.BeginTx(tctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
-	rows, err := tx.QueryContext(tctx, "SELECT id FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x) FOR UPDATE")
-	var got []int64
-	if err == nil {
-		got, err = scanIDs(rows)
-	}
-	if err != nil && !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("claim: %v, want the rows it stamped or ErrUnsupported", err)
-	}
-	t.Logf("claim: %v, %v", got, err)
-	if err == nil && !reflect.DeepEqual(got, []int64{1}) {
-		t.Fatalf("claim of the oldest row returned %v; it stamped row 1 (fail-open: a row it did not stamp returned)", got)
-	}
+	ctx, tx := tokenTx(t, dsn)
+	claimExact(t, ctx, tx, "SELECT id FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x) FOR UPDATE", 1)
 }
 
 // TestClaimRT17kSetKeyText: the SET form of TestClaimRT17kEnumErrorValueKey, in strict mode: with
@@ -146,27 +88,8 @@ func TestClaimRT17kSetKeyText(t *testing.T) {
 	testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (e SET('', 'a') NOT NULL, n INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (e)) ENGINE=InnoDB",
 		"INSERT INTO accounts VALUES (2, 1, 5, 10, 1, '2001-01-01'), (3, 2, 5, 0, 0, '2000-01-01')")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tctx := fencedsql.WithToken(ctx, 10)
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	tx, err := fenced.BeginTx(tctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
-	rows, err := tx.QueryContext(tctx, "SELECT n FROM accounts WHERE balance < 50 ORDER BY updated_at LIMIT 1 FOR UPDATE")
-	var got []int64
-	if err == nil {
-		got, err = scanIDs(rows)
-	}
-	if err != nil && !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("claim: %v, want the rows it stamped or ErrUnsupported", err)
-	}
-	t.Logf("claim: rows %v, err %v", got, err)
-	if err == nil && !reflect.DeepEqual(got, []int64{2}) {
-		t.Fatalf("keyed claim returned rows %v; it stamped n = 2 only (fail-open: SET values {a} and {'',a} have one key text)", got)
-	}
+	ctx, tx := tokenTx(t, dsn)
+	claimExact(t, ctx, tx, "SELECT n FROM accounts WHERE balance < 50 ORDER BY updated_at LIMIT 1 FOR UPDATE", 2)
 }
 
 // TestClaimRT17kStoredFunctionClock: the statement's clock behind a stored function (or a
@@ -178,21 +101,24 @@ func TestClaimRT17kStoredFunctionClock(t *testing.T) {
 	dsn, ctx := clockWindowSetup(t)
 	testdb.Open(t, "mysql", dsn,
 		"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 3 SECOND")
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	tx, err := fenced.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
-	rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE updated_at <= cutoff() FOR UPDATE")
+	_, tx := tokenTx(t, dsn)
+	claimExact(t, ctx, tx, "SELECT id FROM accounts WHERE updated_at <= cutoff() FOR UPDATE", 1)
+}
+
+// claimExact runs the claim q in tx: it must return exactly the row it stamped
+// (stamped) or fail with ErrUnsupported (the count check: the stamped row left the
+// selection), never another row.
+func claimExact(t *testing.T, ctx context.Context, tx *sql.Tx, q string, stamped int64) {
+	t.Helper()
+	rows, err := tx.QueryContext(ctx, q)
 	var got []int64
 	if err == nil {
 		got, err = scanIDs(rows)
 	}
-	if err == nil && !reflect.DeepEqual(got, []int64{1}) {
-		t.Fatalf("claim over cutoff() returned rows %v; its UPDATE stamped row 1 only", got)
-	}
-	if err != nil && !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("claim over cutoff(): %v, want the rows it stamped or ErrUnsupported", err)
+	switch {
+	case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
+		t.Fatalf("claim %s: %v, want the rows it stamped or ErrUnsupported", q, err)
+	case err == nil && !reflect.DeepEqual(got, []int64{stamped}):
+		t.Fatalf("claim %s returned rows %v; it stamped [%d] only (a row it did not stamp returned)", q, got, stamped)
 	}
 }
