@@ -46,6 +46,14 @@ func TestDeleteTwoStepUnsafeSelection(t *testing.T) {
 		{sqliteTest, `DELETE FROM accounts WHERE ts < datetime('now', '-1 day')`},
 		{sqliteTest, `DELETE FROM accounts WHERE ts < CURRENT_TIMESTAMP`},
 		{sqliteTest, `DELETE FROM accounts WHERE secs < unixepoch() - 60`},
+		// red-team rt17k F1: more spellings.
+		{sqliteTest, `DELETE FROM accounts WHERE ts < datetime()`},
+		{sqliteTest, `DELETE FROM accounts WHERE day < date ( )`},
+		{sqliteTest, `DELETE FROM accounts WHERE jd < julianday()`},
+		{sqliteTest, `DELETE FROM accounts WHERE secs < strftime('%s')`},
+		{sqliteTest, `DELETE FROM accounts WHERE ts < datetime("now", '-1 day')`},
+		{mysqlTest, "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND"},
+		{mysqlTest, "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@session.timestamp)"},
 	}
 	for _, c := range cases {
 		for _, versioned := range []bool{false, true} {
@@ -78,6 +86,11 @@ func TestDeleteTwoStepStableClock(t *testing.T) {
 		{mysqlTest, "DELETE FROM accounts WHERE UNIX_TIMESTAMP(updated_at) < ?"},
 		{mysqlTest, "DELETE FROM accounts WHERE `current_date` = ?"},
 		{sqliteTest, `DELETE FROM accounts WHERE unixepoch(ts) < ?`},
+		// 'now' as data, not a date function's argument (rt17k O1).
+		{sqliteTest, `DELETE FROM accounts WHERE status = 'now'`},
+		{sqliteTest, `DELETE FROM accounts WHERE ts < datetime(created, '+1 day')`},
+		{sqliteTest, `DELETE FROM accounts WHERE day = date(ts)`},
+		{mysqlTest, "DELETE FROM accounts WHERE ts = timestamp"},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Pre == nil || p.TwoStepErr != nil {

@@ -42,6 +42,9 @@ var statementClock = map[string]bool{
 	"localtimestamp": false, "utc_timestamp": false, "utc_date": false, "utc_time": false,
 }
 
+// noArgClock are SQLite's date functions, which read 'now' when called without a time.
+var noArgClock = map[string]bool{"date": true, "time": true, "datetime": true, "julianday": true, "strftime": true}
+
 // readsStatementClock reports whether sig[k] reads the statement's clock
 // (statementClock; SQLite's 'now' argument of its date functions), on the dialects
 // whose statements each read their own.
@@ -49,11 +52,18 @@ func (p *parser) readsStatementClock(k int, lower string) bool {
 	if p.rw.numbered {
 		return false
 	}
-	if p.sig[k].Kind == sqllex.KindString {
-		return lower == "now"
+	if lower == "now" && p.sig[k].Kind != sqllex.KindWord {
+		// SQLite's 'now' (or "now", read as a string) as an argument of a date function.
+		return p.punct(k-1, "(") || p.punct(k-1, ",")
+	}
+	if lower == "timestamp" && (p.punct(k-1, "@@") || p.punct(k-1, ".") && p.punct(k-3, "@@")) {
+		return true // @@timestamp, @@session.timestamp: the statement's start
 	}
 	call, known := statementClock[lower]
 	switch {
+	case noArgClock[lower]:
+		// SQLite's date functions without arguments, strftime with its format only.
+		return p.punct(k+1, "(") && (p.punct(k+2, ")") || lower == "strftime" && p.punct(k+3, ")"))
 	case !known:
 		return false
 	case lower == "unix_timestamp" || lower == "unixepoch":
