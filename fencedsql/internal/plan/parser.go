@@ -247,8 +247,16 @@ func (p *parser) clauseEnd(i int, words ...string) int {
 // checkParams refuses placeholder forms the rewriter cannot renumber (SQLite ?NNN, :name).
 func (p *parser) checkParams(g *Table) (int, error) {
 	n := 0
-	for _, t := range p.sig {
+	for i, t := range p.sig {
 		switch t.Kind {
+		case sqllex.KindPunct:
+			if i > 0 && p.text(t) == "-" && p.text(p.sig[i-1]) == "-" && p.sig[i-1].End == t.Start &&
+				(i == len(p.sig)-1 || p.sig[i+1].Start != t.End) {
+				// MySQL reads "--" as a comment only before a space or the end (here a
+				// comment or the end follows it); the rewrite copies clauses without
+				// what follows them and could make one (FuzzPlan).
+				return 0, unsupported(g.String(), "two '-' written together ('--') before a comment or the end: write '- -'")
+			}
 		case sqllex.KindParam:
 			if p.rw.numbered {
 				if t.Num <= 0 {
