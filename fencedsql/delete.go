@@ -171,16 +171,13 @@ func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []d
 	if c.tx == nil {
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "DELETE … RETURNING outside a transaction (begin one: the fencing UPDATE and the DELETE must commit together)"}
 	}
-	if err := c.twoStepRefused(p); err != nil {
-		return nil, err
-	}
-	preArgs, err := bind(p.Pre, args, tok, ver)
+	pre, p, preArgs, full, err := c.twoStepArgs(ctx, p, args, tok, ver, full)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.exec(ctx, p.Pre, preArgs)
+	res, err := r.exec(ctx, pre, preArgs)
 	if err != nil {
-		return nil, c.core.mapErr(p.Pre, tok, ver, err)
+		return nil, c.core.mapErr(pre, tok, ver, err)
 	}
 	stamped, ok := affected(res)
 	if !ok {
@@ -221,16 +218,39 @@ func (c *conn) twoStepRefused(p *plan.Plan) error {
 	return asUnsupported(p.TwoStepErr)
 }
 
+// twoStepArgs returns the two statements of p's two-statement DELETE
+// (deleteStatements: keyed where the table's key is known) and their arguments, full
+// being p's own; or the refusal of the DELETE's form (twoStepRefused). A keyed pair
+// gets the connection's next nonce.
+func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (pre, del *plan.Plan, preArgs, delArgs []driver.NamedValue, err error) {
+	if pre, del, err = c.deleteStatements(ctx, p); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err = c.twoStepRefused(del); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if preArgs, err = bind(pre, args, tok, ver); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if del == p {
+		return pre, del, preArgs, full, nil
+	}
+	if delArgs, err = bind(del, args, tok, ver); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	c.nextClaim()
+	withNonce(pre, preArgs, c.claimSeq)
+	withNonce(del, delArgs, c.claimSeq)
+	return pre, del, preArgs, delArgs, nil
+}
+
 // twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
 // carrying the token, in the caller's transaction or in one of its own. A DELETE that
 // fails in the caller's transaction after the UPDATE stamped rows leaves the
 // transaction able only to roll back (stampKept). A plan whose selection the two
 // statements could read differently is refused (twoStepRefused).
 func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
-	if err := c.twoStepRefused(p); err != nil {
-		return nil, err
-	}
-	preArgs, err := bind(p.Pre, args, tok, ver)
+	pre, p, preArgs, full, err := c.twoStepArgs(ctx, p, args, tok, ver, full)
 	if err != nil {
 		return nil, err
 	}
@@ -246,9 +266,9 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 		}
 		return nil, c.core.mapErr(pl, tok, ver, err)
 	}
-	preRes, err := r.exec(ctx, p.Pre, preArgs)
+	preRes, err := r.exec(ctx, pre, preArgs)
 	if err != nil {
-		return fail(p.Pre, err)
+		return fail(pre, err)
 	}
 	stamped, ok1 := affected(preRes)
 	res, err := r.exec(ctx, p, full)

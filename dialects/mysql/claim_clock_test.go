@@ -18,9 +18,10 @@ import (
 // window; by the second statement row 2, stamped by the same holder before and so
 // carrying its token, has become old enough. Restricted by the token only, the claim
 // returned row 2 and the DELETE deleted it, with the counts matching (red-team rt16k
-// F2). Now the claim is keyed (its read finds only row 1, which has left the window:
-// the count check refuses it) and the two-statement DELETE is refused before it runs.
-// Either way nothing the statement did not select is returned or deleted.
+// F2). Now the claim and the DELETE are keyed (the read and the DELETE find only row 1,
+// which has left the window: the count check refuses them, and the DELETE's own
+// transaction rolls the stamp back). Nothing the statement did not select is returned
+// or deleted.
 func TestStatementClockWindow(t *testing.T) {
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()

@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+
 // delete plans a DELETE of a guarded table as two statements in one transaction: a
 // fencing UPDATE over the same rows (it fails whole if a newer token owns one of
 // them, and stamps the token on the others), then the DELETE restricted to rows that
@@ -89,16 +91,23 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	// The two-statement DELETE selects its rows again after the fencing UPDATE: a
 	// selection that could find other rows the second time refuses that form
 	// (TwoStepErr); the one-statement form selects once.
-	var twoStepErr error
+	// unstableErr is that refusal for the keyed form too (delete_keyed.go), which
+	// deletes only rows its fencing UPDATE stamped, so that the clock and a window
+	// cannot swap in others.
+	var twoStepErr, unstableErr error
 	for _, kw := range []string{"WHERE", "ORDER"} {
-		if c, ok := clauses[kw]; ok && twoStepErr == nil {
-			why := p.unstableSelection(g, c[0]+1, c[1])
-			if why == "" {
-				why = p.clockSelection(c[0]+1, c[1])
-			}
-			if why != "" {
-				twoStepErr = unsupported(g.String(), "a DELETE whose %s %s", kw, why)
-			}
+		c, ok := clauses[kw]
+		if !ok {
+			continue
+		}
+		if why := p.unstableSelection(g, c[0]+1, c[1]); why != "" && unstableErr == nil {
+			unstableErr = unsupported(g.String(), "a DELETE whose %s %s", kw, why)
+		}
+		if twoStepErr == nil {
+			twoStepErr = unstableErr
+		}
+		if why := p.clockSelection(c[0]+1, c[1]); why != "" && twoStepErr == nil {
+			twoStepErr = unsupported(g.String(), "a DELETE whose %s %s", kw, why)
 		}
 	}
 	if c, ok := clauses["LIMIT"]; ok && p.limitHasOffset(c) {
@@ -117,7 +126,33 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	// 1. The fencing UPDATE over the same rows: it fails the whole statement (and so
 	//    the DELETE) if any targeted row carries a newer token, and stamps our token on
 	//    the others, which stay locked until the transaction ends.
+	prePlan := p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
+
+	// 2. The DELETE, restricted to rows that now carry our token.
+	main, err := p.deleteRestricted(g, nUser, clauses, j, "")
+	if err != nil {
+		return nil, err
+	}
+	main.Pre = prePlan
+	main.TwoStepErr = twoStepErr
+	if p.rw.syn == sqllex.MySQL {
+		if err := p.keyDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr); err != nil {
+			return nil, err
+		}
+	}
+	if !versioned && p.rw.deleteFence != nil && p.returningLast(clauses, k) {
+		main.One = p.oneStepDelete(g, nUser, clauses, j, k)
+	}
+	return main, nil
+}
+
+// deleteFencing writes the fencing UPDATE of a DELETE of g: the table as the DELETE
+// names it (sig[tableStart:j]), the fencing assignments, and the DELETE's WHERE, ORDER BY
+// and LIMIT. keyQual, when not "", makes it the keyed form (delete_keyed.go): its
+// version's expression records each stamped row's key, of the table as keyQual names it.
+func (p *parser) deleteFencing(g *Table, nUser, tableStart int, clauses map[string][2]int, j int, versioned bool, keyQual string) *Plan {
 	pre := p.newBuilder(nUser)
+	pre.recording = keyQual != ""
 	pre.write("UPDATE ")
 	pre.copy(p.sig[tableStart].Start, p.endOf(j))
 	pre.write(" SET ")
@@ -128,10 +163,25 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 			pre.copy(p.sig[c[0]].Start, p.endOf(c[1]))
 		}
 	}
-	prePlan := pre.finish(KindUpdate, g)
+	if keyQual != "" {
+		return pre.finishKeyed(KindUpdate, g, keyQual)
+	}
+	return pre.finish(KindUpdate, g)
+}
 
-	// 2. The DELETE, restricted to rows that now carry our token.
+// deleteRestricted writes the DELETE of a two-statement DELETE of g: the caller's
+// DELETE restricted to the rows carrying the token (its WHERE ANDed with the token
+// column = the token, or a WHERE added after the table, sig[:j]) and, keyed
+// (keyQual not ""), to the rows its fencing UPDATE recorded (delete_keyed.go).
+func (p *parser) deleteRestricted(g *Table, nUser int, clauses map[string][2]int, j int, keyQual string) (*Plan, error) {
 	b := p.newBuilder(nUser)
+	restrict := func() {
+		if keyQual != "" {
+			b.claimedKeys()
+		}
+		b.write(g.QTok + " = ")
+		b.token()
+	}
 	if w, ok := clauses["WHERE"]; ok {
 		if w[0]+1 >= w[1] {
 			return nil, unsupported(g.String(), "DELETE with an empty WHERE")
@@ -145,25 +195,22 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 		b.copy(0, exprStart)
 		b.write("(")
 		b.copy(exprStart, exprEnd)
-		b.write(") AND " + g.QTok + " = ")
-		b.token()
+		b.write(") AND ")
+		restrict()
 		b.gap(exprEnd)
 		b.copy(exprEnd, len(p.src))
 	} else {
 		at := p.endOf(j)
 		b.copy(0, at)
-		b.write(" WHERE " + g.QTok + " = ")
-		b.token()
+		b.write(" WHERE ")
+		restrict()
 		b.gap(at)
 		b.copy(at, len(p.src))
 	}
-	main := b.finish(KindDelete, g)
-	main.Pre = prePlan
-	main.TwoStepErr = twoStepErr
-	if !versioned && p.rw.deleteFence != nil && p.returningLast(clauses, k) {
-		main.One = p.oneStepDelete(g, nUser, clauses, j, k)
+	if keyQual != "" {
+		return b.finishKeyed(KindDelete, g, keyQual), nil
 	}
-	return main, nil
+	return b.finish(KindDelete, g), nil
 }
 
 // returningLast reports whether a DELETE's RETURNING clause, if it has one, holds a

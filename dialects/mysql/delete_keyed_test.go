@@ -1,0 +1,166 @@
+package mysql_test
+
+// Keyed DELETEs: a DELETE run as two statements (no guard installed) deletes only the
+// rows its fencing UPDATE stamped, whatever its condition reads. Each case's condition
+// selects differently in the DELETE than in the fencing UPDATE — the statement's clock
+// read later, behind a function, an aggregate over an ON UPDATE column, a table the
+// guarded table's trigger writes, a sequence, a window moved by the UPDATE — with a
+// row the same holder stamped before ready to take the stamped row's place (red-team
+// rt14c F2, rt16k F2, rt17k F1–F3, F5: unkeyed, the counts matched and that row was
+// deleted). The DELETE must delete exactly the rows its UPDATE stamped, or fail with
+// ErrUnsupported and change nothing.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// keyedTable is the cases' table: updated_at moves on every UPDATE.
+const keyedTable = "CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB"
+
+// keyedRows: row 1 unstamped and oldest, rows 2 and 3 stamped by holder 10 before.
+const keyedRows = "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2001-01-01'), (3, 5, 10, 1, '2002-01-01')"
+
+// slowUpdates delays the fencing UPDATE by 2 s, as a lock wait would.
+const slowUpdates = "CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)"
+
+type keyedDeleteCase struct {
+	name  string
+	setup []string
+	del   string
+	// stamped: the rows the fencing UPDATE may select; the DELETE deletes only rows
+	// among these, or fails. run: it must succeed and delete exactly these (its
+	// selection is stable once keyed); refused: it must fail with ErrUnsupported.
+	stamped      []int64
+	run, refused bool
+}
+
+func keyedDeleteCases() []keyedDeleteCase {
+	return []keyedDeleteCase{
+		{name: "OrderLimitOnUpdateColumn", setup: []string{keyedTable, keyedRows},
+			del: "DELETE FROM accounts ORDER BY updated_at LIMIT 1", stamped: []int64{1}, run: true},
+		{name: "OrderLimitTie", setup: []string{keyedTable, "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2000-01-01')"},
+			del: "DELETE FROM accounts WHERE balance < 10 ORDER BY balance LIMIT 1", stamped: []int64{1}, run: true},
+		{name: "StatementClock", setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)"},
+			del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", stamped: []int64{1}},
+		{name: "SessionTimestamp", setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)"},
+			del: "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND", stamped: []int64{1}},
+		{name: "StoredFunctionClock", setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)",
+			"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 3 SECOND"},
+			del: "DELETE FROM accounts WHERE updated_at <= cutoff()", stamped: []int64{1}},
+		{name: "AggregateOverOnUpdateColumn", setup: []string{keyedTable, keyedRows},
+			del: "DELETE FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x)", stamped: []int64{1}},
+		{name: "TriggerMaintainedColumn", setup: []string{
+			"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, rnk INT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+			"INSERT INTO accounts VALUES (1, 1, 0, 0), (2, 2, 10, 1), (3, 3, 10, 1)",
+			"CREATE TRIGGER rerank BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.rnk = NEW.rnk + 10"},
+			del: "DELETE FROM accounts WHERE rnk = (SELECT MIN(r) FROM (SELECT rnk AS r FROM accounts) AS x)", stamped: []int64{1}},
+		{name: "Sequence", setup: []string{keyedTable, keyedRows, "CREATE SEQUENCE s START WITH 1"},
+			del: "DELETE FROM accounts WHERE id = (SELECT NEXT VALUE FOR s)", stamped: []int64{1}},
+		{name: "CompositeKeyWithSeparators", setup: []string{
+			"CREATE TABLE accounts (a VARCHAR(20) NOT NULL, id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (a, id)) ENGINE=InnoDB",
+			"INSERT INTO accounts VALUES ('x,y:', 1, 5, 0, 0, '2000-01-01'), ('x', 2, 5, 10, 1, '2001-01-01'), ('x,y', 3, 5, 10, 1, '2002-01-01')"},
+			del: "DELETE FROM accounts WHERE balance < 10 ORDER BY updated_at LIMIT 1", stamped: []int64{1}, run: true},
+		{name: "UserVariable", setup: []string{keyedTable, keyedRows},
+			del: "DELETE FROM accounts WHERE id = @x", refused: true},
+		{name: "NoPrimaryKeyClock", setup: []string{
+			"CREATE TABLE accounts (id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB", keyedRows},
+			del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", refused: true},
+		{name: "NoPrimaryKeyPlain", setup: []string{
+			"CREATE TABLE accounts (id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+			"INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 5, 10, 1)"},
+			del: "DELETE FROM accounts WHERE id = 1", stamped: []int64{1}, run: true},
+	}
+}
+
+// TestKeyedDeleteSelectionClasses runs each case in autocommit (the wrapper's own
+// transaction) and in the caller's transaction, then committed.
+func TestKeyedDeleteSelectionClasses(t *testing.T) {
+	for _, tc := range keyedDeleteCases() {
+		for _, inTx := range []bool{false, true} {
+			name := tc.name + "/Autocommit"
+			if inTx {
+				name = tc.name + "/InTx"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dsn := testdb.MySQL(t)
+				testdb.Open(t, "mysql", dsn, tc.setup...)
+				raw := testdb.Open(t, "mysql", dsn)
+				before := keyedIDs(t, raw)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+				err := keyedDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
+				after := keyedIDs(t, raw)
+				switch {
+				case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
+					t.Fatalf("%s: %v, want the stamped rows deleted or ErrUnsupported", tc.del, err)
+				case err != nil && tc.run:
+					t.Fatalf("%s: %v, want it to run (its keyed selection is stable)", tc.del, err)
+				case err == nil && tc.refused:
+					t.Fatalf("%s ran; want ErrUnsupported", tc.del)
+				case err != nil && !reflect.DeepEqual(after, before):
+					t.Fatalf("%s failed (%v) but changed the table: rows %v, were %v", tc.del, err, after, before)
+				case err == nil && len(without(without(before, after), tc.stamped)) > 0:
+					t.Fatalf("%s deleted rows %v; its fencing UPDATE could stamp only %v", tc.del, without(before, after), tc.stamped)
+				case err == nil && tc.run && !reflect.DeepEqual(after, without(before, tc.stamped)):
+					t.Fatalf("%s deleted rows %v; its fencing UPDATE stamped %v", tc.del, without(before, after), tc.stamped)
+				}
+			})
+		}
+	}
+}
+
+// keyedDelete runs q with ctx's token, on its own or in a transaction committed after.
+func keyedDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
+	if !inTx {
+		_, err := db.ExecContext(ctx, q)
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, q); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// keyedIDs returns the ids of accounts' rows, in order.
+func keyedIDs(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	rows, err := db.Query("SELECT id FROM accounts ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// without returns the ids of all not in drop (the difference, in order).
+func without(all, drop []int64) []int64 {
+	out := []int64{}
+	for _, id := range all {
+		keep := true
+		for _, d := range drop {
+			keep = keep && d != id
+		}
+		if keep {
+			out = append(out, id)
+		}
+	}
+	return out
+}

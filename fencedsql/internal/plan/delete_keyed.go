@@ -1,0 +1,44 @@
+package plan
+
+// Keyed DELETEs (MySQL/MariaDB). A DELETE that runs as two statements (no guard to
+// take it in one) stamps its rows with a fencing UPDATE and then deletes the rows of
+// its selection that carry the token. Rows the holder stamped before carry the token
+// too, and whatever makes the second selection differ from the first — the
+// statement's clock read later, a stored function or view reading it, an aggregate
+// over a column the UPDATE changes (ON UPDATE CURRENT_TIMESTAMP, a trigger), a tie in
+// an ORDER BY … LIMIT broken the other way — can drop a stamped row and take in such
+// an earlier one: the counts match, the wrong row is deleted (red-team rt14c F2,
+// rt17k). The keyed form records the stamped rows' keys as a keyed claim does
+// (claim_keyed.go) and restricts the DELETE to them:
+//
+//	UPDATE t SET version = version + 1 + 0 * (<record>), fence_token = … WHERE … ORDER BY … LIMIT …
+//	DELETE FROM t WHERE (…) AND @fencedsql_claim <=> ? AND FIND_IN_SET(<key>, @fencedsql_claimed) > 0 AND fence_token = ? ORDER BY … LIMIT …
+//
+// The DELETE then deletes only rows the UPDATE stamped, and the wrapper's count check
+// (as many deleted as stamped) makes it delete all of them or fail: exact whatever
+// its condition reads, so the clock and ORDER BY … LIMIT, which the unkeyed form
+// refuses (Plan.TwoStepErr), run. A selection that reads the fencing columns is still
+// refused (the version it names is gone once stamped). The list is scanned once per
+// row the DELETE examines: a two-statement DELETE of n rows costs O(n²) in the
+// server, which the guard's one statement does not.
+
+// keyDelete gives main, the two-statement DELETE of g (sig[:j] its table, r its
+// reference), and its fencing UPDATE (main.Pre) their keyed forms (Plan.Keyed), the
+// keyed DELETE refused only for unstable (Plan.TwoStepErr). A DELETE that names a
+// user variable has none (it could read or change the record, under any spelling),
+// and its two statements are refused.
+func (p *parser) keyDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error) error {
+	if p.namesUserVariable() {
+		main.TwoStepErr = unsupported(g.String(), "a DELETE on MySQL/MariaDB that names a user variable (@name), run as two statements (no database-side guard to take it in one, ExpectVersion, or the schema checks off): its fencing UPDATE keeps the rows it stamped in %s and %s; pass the value as an argument, or install the guard", claimListVar, claimNonceVar)
+		return nil
+	}
+	q := p.qualifier(r)
+	keyed, err := p.deleteRestricted(g, nUser, clauses, j, q)
+	if err != nil {
+		return err
+	}
+	keyed.TwoStepErr = unstable
+	main.Keyed = keyed
+	main.Pre.Keyed = p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, q)
+	return nil
+}

@@ -1,0 +1,90 @@
+package plan
+
+import (
+	"errors"
+	"testing"
+)
+
+// A MySQL/MariaDB DELETE has keyed two statements: the fencing UPDATE records the
+// primary key of each row it stamps under the statement's nonce, and the DELETE is
+// restricted to the recorded keys. Exact SQL and arguments, for an aliased table.
+func TestKeyedDeleteSQL(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest)
+	in := "DELETE FROM accounts a WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
+	p, err := rw.Rewrite(in, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Keyed == nil || p.Pre == nil || p.Pre.Keyed == nil {
+		t.Fatalf("DELETE %q: no keyed statements (%v, pre %v)", in, p.Keyed, p.Pre)
+	}
+	if p.TwoStepErr == nil || p.Keyed.TwoStepErr != nil {
+		t.Errorf("ORDER BY … LIMIT: unkeyed refusal %v (want one), keyed %v (want none)", p.TwoStepErr, p.Keyed.TwoStepErr)
+	}
+	cols := []KeyColumn{{"tenant", "varchar(10)"}, {"id", "bigint(20)"}}
+	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), HEX(QUOTE(a.`id`)))"
+	const N = ArgNonce
+	pre, err := p.Pre.Keyed.WithRowKey(cols, mysqlTest.QuoteIdent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPre := "UPDATE accounts a SET `version` = `version` + 1 + 0 * (((@fencedsql_claimed := CONCAT_WS(',', IF(@fencedsql_claim <=> ?, @fencedsql_claimed, NULL), " + key +
+		")) IS NULL) + ((@fencedsql_claim := ?) IS NULL)), `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
+	if pre.SQL != wantPre || !equalRefs(pre.Args, refs(N, N, TOK, TOK, 0, 1)) {
+		t.Errorf("keyed fencing UPDATE:\n got  %s %v\n want %s", pre.SQL, pre.Args, wantPre)
+	}
+	del, err := p.Keyed.WithRowKey(cols, mysqlTest.QuoteIdent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDel := "DELETE FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND FIND_IN_SET(" + key +
+		", @fencedsql_claimed) > 0 AND `fence_token` = ? ORDER BY a.updated_at LIMIT ?"
+	if del.SQL != wantDel || !equalRefs(del.Args, refs(0, N, TOK, 1)) {
+		t.Errorf("keyed DELETE:\n got  %s %v\n want %s", del.SQL, del.Args, wantDel)
+	}
+}
+
+// Which two-statement DELETEs the keyed form runs: it drops the refusals a keyed
+// DELETE makes needless (the statement's clock, ORDER BY … LIMIT) and keeps those of a
+// selection reading the fencing columns or a non-deterministic function; a DELETE
+// naming a user variable has no keyed form and refuses its two statements;
+// PostgreSQL and SQLite have no keyed DELETE.
+func TestKeyedDeleteRefusals(t *testing.T) {
+	for _, c := range []struct {
+		d                testDialect
+		in               string
+		keyed            bool
+		unkeyedOK, keyOK bool
+	}{
+		{mysqlTest, "DELETE FROM accounts WHERE id = ?", true, true, true},
+		{mysqlTest, "DELETE FROM accounts", true, true, true},
+		{mysqlTest, "DELETE FROM accounts WHERE expires_at < NOW()", true, false, true},
+		{mysqlTest, "DELETE FROM accounts ORDER BY id LIMIT 3", true, false, true},
+		{mysqlTest, "DELETE FROM accounts WHERE version = 3", true, false, false},
+		{mysqlTest, "DELETE FROM accounts WHERE id = FLOOR(RAND() * 3)", true, false, false},
+		{mysqlTest, "DELETE FROM accounts WHERE id < NOW() AND `version` = 3", true, false, false},
+		{mysqlTest, "DELETE FROM accounts WHERE id = @x", false, false, false},
+		{mysqlTest, "DELETE FROM accounts WHERE email = 'a@b'", true, true, true},
+		{pgTest, "DELETE FROM accounts WHERE id = $1", false, true, false},
+	} {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if (p.Keyed != nil) != c.keyed || (p.Pre.Keyed != nil) != c.keyed {
+			t.Errorf("%s: keyed form %v, pre %v; want keyed %v", c.in, p.Keyed != nil, p.Pre.Keyed != nil, c.keyed)
+			continue
+		}
+		if (p.TwoStepErr == nil) != c.unkeyedOK {
+			t.Errorf("%s: unkeyed refusal %v, want refused %v", c.in, p.TwoStepErr, !c.unkeyedOK)
+		}
+		var r *Refusal
+		if p.TwoStepErr != nil && !errors.As(p.TwoStepErr, &r) {
+			t.Errorf("%s: refusal of type %T", c.in, p.TwoStepErr)
+		}
+		if c.keyed && (p.Keyed.TwoStepErr == nil) != c.keyOK {
+			t.Errorf("%s: keyed refusal %v, want refused %v", c.in, p.Keyed.TwoStepErr, !c.keyOK)
+		}
+	}
+}

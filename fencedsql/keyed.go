@@ -1,0 +1,152 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+)
+
+// Keyed statements. A MySQL/MariaDB claim, and a DELETE run as two statements, run
+// as their keyed forms (plan.Plan.Keyed): the fencing UPDATE records the primary keys
+// of the rows it stamps in the session and the second statement (the claim's read, the
+// DELETE) is restricted to them, so that it reads or deletes the rows just stamped,
+// not others the holder stamped before with the same token. A table without a primary
+// key, or with a FLOAT/DOUBLE one, runs the statements restricted by the token only,
+// or refuses them where that is known to swap rows (a claim's plan.Plan.KeyRequired: a
+// LIMIT, the statement's clock; the unkeyed DELETE's plan.Plan.TwoStepErr). The keys
+// are the table's primary key columns (dialect.Tombstoner's PrimaryKeyQuery), asked
+// once per pool and table and trusted for WithSchemaRecheck, like the lazy checks'
+// other answers. With the schema checks off (a mock driver) the wrapper asks nothing
+// and sends the statements restricted by the token only.
+
+// keyedForm is a keyed template completed with a table's key columns (key, their
+// names and types): one per template, so that a prepared statement prepares it once.
+type keyedForm struct {
+	key string
+	p   *plan.Plan
+	err error
+}
+
+// rowKey is a table's primary key columns and when they were read.
+type rowKey struct {
+	cols []plan.KeyColumn
+	at   time.Time
+}
+
+// claimStatements returns the two statements of p's two-statement claim: its keyed
+// forms where p has them and the table's key is known (keyedPair), else Pre and
+// ClaimRead. A claim that requires its key (plan.Plan.KeyRequired) on a table without
+// an exact one is refused.
+func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *plan.Plan, err error) {
+	pre, read, why, err := c.keyedPair(ctx, p.Guard, p.Pre, p.ClaimRead)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case pre != nil:
+		return pre, read, nil
+	case !p.KeyRequired:
+		return p.Pre, p.ClaimRead, nil
+	}
+	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
+	if why != nil {
+		return nil, nil, asUnsupported(why)
+	}
+	return nil, nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with a LIMIT, or reading the statement's clock, of a table without a primary key: its claim tells the rows it stamped from others carrying the token by their key; give the table a primary key"}
+}
+
+// deleteStatements returns the two statements of p's two-statement DELETE: its keyed
+// forms where p has them and the table's key is known (keyedPair), else Pre and p.
+// The caller judges the DELETE returned (twoStepRefused).
+func (c *conn) deleteStatements(ctx context.Context, p *plan.Plan) (pre, del *plan.Plan, err error) {
+	pre, del, _, err = c.keyedPair(ctx, p.Guard, p.Pre, p)
+	if err != nil || pre != nil {
+		return pre, del, err
+	}
+	return p.Pre, p, nil
+}
+
+// keyedPair returns the keyed forms of first and second (plan.Plan.Keyed), completed
+// with g's primary key columns. They are nil when a form is missing, the schema checks
+// are off, or g has no primary key, and also when its key has no exact text (why
+// says so).
+func (c *conn) keyedPair(ctx context.Context, g *plan.Table, first, second *plan.Plan) (pre, next *plan.Plan, why, err error) {
+	ts, ok := c.core.dialect.(dialect.Tombstoner)
+	if first == nil || first.Keyed == nil || second == nil || second.Keyed == nil || !ok || !c.core.cfg.schemaCheck {
+		return nil, nil, nil, nil
+	}
+	cols, err := c.rowKey(ctx, ts, g)
+	if err != nil || len(cols) == 0 {
+		return nil, nil, nil, err
+	}
+	if pre, why = c.core.keyedForm(first.Keyed, cols); why == nil {
+		next, why = c.core.keyedForm(second.Keyed, cols)
+	}
+	if why != nil {
+		return nil, nil, why, nil
+	}
+	return pre, next, nil, nil
+}
+
+// keyedForm returns the template t completed with cols (plan.Plan.WithRowKey), made
+// once per template and key.
+func (k *core) keyedForm(t *plan.Plan, cols []plan.KeyColumn) (*plan.Plan, error) {
+	var sb strings.Builder
+	for _, c := range cols {
+		sb.WriteString(c.Name + "\x00" + c.Type + "\x00")
+	}
+	key := sb.String()
+	if v, ok := k.keyed.Load(t); ok && v.(keyedForm).key == key {
+		return v.(keyedForm).p, v.(keyedForm).err
+	}
+	f := keyedForm{key: key}
+	f.p, f.err = t.WithRowKey(cols, k.dialect.QuoteIdent)
+	k.keyed.Store(t, f)
+	return f.p, f.err
+}
+
+// rowKey returns g's primary key columns in key order (none: no primary key).
+func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table) ([]plan.KeyColumn, error) {
+	if v, ok := c.core.rowKeys.Load(g); ok && c.core.fresh(v.(rowKey).at) && !c.namesMoved {
+		return v.(rowKey).cols, nil
+	}
+	q, args := ts.PrimaryKeyQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
+	vals, err := c.queryStrings(ctx, q, args)
+	if err != nil {
+		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHint, Err: err}
+	}
+	cols := make([]plan.KeyColumn, 0, len(vals))
+	for _, r := range vals {
+		if len(r) < 2 {
+			return nil, &SchemaError{Table: g.String(), Problem: "the primary key query returned no column type" + mockHint}
+		}
+		cols = append(cols, plan.KeyColumn{Name: r[0], Type: r[1]})
+	}
+	if !c.namesMoved {
+		c.core.rowKeys.Store(g, rowKey{cols: cols, at: time.Now()})
+	}
+	return cols, nil
+}
+
+// nextClaim advances the connection's claim number, the nonce of its next keyed
+// claim: a random start, then one up per claim, so that no nonce repeats on the
+// session (a value a caller's own statement left in the variable included).
+func (c *conn) nextClaim() {
+	if c.claimSeq == 0 {
+		c.claimSeq = rand.Int64N(1<<62) + 1
+	}
+	c.claimSeq++
+}
+
+// withNonce sets the arguments of p that are the claim's nonce (plan.ArgNonce) to n.
+func withNonce(p *plan.Plan, args []driver.NamedValue, n int64) {
+	for i, r := range p.Args {
+		if r == plan.ArgNonce {
+			args[i].Value = n
+		}
+	}
+}
