@@ -77,8 +77,13 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	if err != nil {
 		return nil, err
 	}
-	c.nextClaim()
-	claimed, err := c.claim(ctx, r, pre, args, c.claimSeq)
+	var nonce int64
+	if pre != p.Pre {
+		if nonce, err = c.keyedNonce(ctx); err != nil {
+			return nil, err
+		}
+	}
+	claimed, err := c.claim(ctx, r, pre, args, nonce)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +93,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	if err != nil {
 		return nil, err
 	}
-	withNonce(read, readArgs, c.claimSeq)
+	withNonce(read, readArgs, nonce)
 	dr, err := r.query(ctx, read, readArgs)
 	if err != nil {
 		return nil, c.stampKept(claimed, c.core.mapPassErr(err))

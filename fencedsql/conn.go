@@ -45,8 +45,9 @@ type conn struct {
 	checkedNames map[*plan.Table]time.Time // when each was verified (WithSchemaRecheck)
 
 	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
-	// claimSeq numbers the claims sent on this connection: the nonce of a keyed
-	// claim's two statements (claim_keyed.go).
+	// claimSeq numbers the keyed statement pairs (claims, DELETEs) sent on this
+	// connection: the nonce of the last (keyed.go); 0 before the first, which
+	// defines their session variables.
 	claimSeq int64
 }
 

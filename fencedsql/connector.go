@@ -30,7 +30,7 @@ type core struct {
 	claimOne sync.Map
 	// locator: *plan.Table → verdict, the table's dialect.LocatorChecker verdict
 	locator sync.Map
-	// rowKeys: *plan.Table → rowKey, the table's primary key columns (claim_keyed.go)
+	// rowKeys: *plan.Table → rowKey, the table's primary key columns (keyed.go)
 	rowKeys sync.Map
 	// keyed: *plan.Plan (a keyed template) → keyedForm, the template completed
 	keyed sync.Map

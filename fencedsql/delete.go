@@ -238,9 +238,12 @@ func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	if delArgs, err = bind(del, args, tok, ver); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	c.nextClaim()
-	withNonce(pre, preArgs, c.claimSeq)
-	withNonce(del, delArgs, c.claimSeq)
+	nonce, err := c.keyedNonce(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	withNonce(pre, preArgs, nonce)
+	withNonce(del, delArgs, nonce)
 	return pre, del, preArgs, delArgs, nil
 }
 

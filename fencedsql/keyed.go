@@ -132,14 +132,20 @@ func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table)
 	return cols, nil
 }
 
-// nextClaim advances the connection's claim number, the nonce of its next keyed
-// claim: a random start, then one up per claim, so that no nonce repeats on the
-// session (a value a caller's own statement left in the variable included).
-func (c *conn) nextClaim() {
+// keyedNonce returns the nonce of the next keyed statements on this connection: a
+// random start, then one up per pair, so that no nonce repeats on the session (a
+// value a caller's own statement left in the variable included). Before the first it
+// defines the keyed statements' session variables (plan.KeyedSessionInit): a
+// statement that is not prepared reads one the session never set as a constant.
+func (c *conn) keyedNonce(ctx context.Context) (int64, error) {
 	if c.claimSeq == 0 {
+		if _, err := c.execOwn(ctx, plan.KeyedSessionInit); err != nil {
+			return 0, &SchemaError{Problem: "setting the keyed statements' session variables failed" + mockHint, Err: err}
+		}
 		c.claimSeq = rand.Int64N(1<<62) + 1
 	}
 	c.claimSeq++
+	return c.claimSeq, nil
 }
 
 // withNonce sets the arguments of p that are the claim's nonce (plan.ArgNonce) to n.

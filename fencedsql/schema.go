@@ -83,6 +83,23 @@ func (c *conn) catalog() dialect.CatalogQuery {
 	}
 }
 
+// execOwn runs an internal statement without arguments on the wrapped connection,
+// prepared out of the statement cache (acquireOnce) by a driver that runs statements
+// only as prepared statements.
+func (c *conn) execOwn(ctx context.Context, q string) (driver.Result, error) {
+	res, err := c.rawExec(ctx, q, nil)
+	if err != driver.ErrSkip {
+		return res, err
+	}
+	cs, err := c.acquireOnce(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	res, err = stmtExec(ctx, cs.st, nil)
+	c.release(cs, err)
+	return res, err
+}
+
 // queryStrings runs an internal query on the wrapped connection and returns its rows
 // as strings. A driver that runs queries only as prepared statements gets the query
 // prepared out of the statement cache (acquireOnce).

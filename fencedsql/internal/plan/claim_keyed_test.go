@@ -18,15 +18,15 @@ func TestKeyedClaimSQL(t *testing.T) {
 	if p.Pre == nil || p.Pre.Keyed == nil || p.ClaimRead == nil || p.ClaimRead.Keyed == nil {
 		t.Fatalf("claim of %q: no keyed statements (pre %v, read %v)", in, p.Pre, p.ClaimRead)
 	}
-	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), HEX(QUOTE(a.`id```)), HEX(QUOTE(UNIX_TIMESTAMP(a.`at`))))"
+	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), a.`id```, HEX(QUOTE(UNIX_TIMESTAMP(a.`at`))))"
 	cols := []KeyColumn{{"tenant", "varchar(10)"}, {"id`", "bigint(20)"}, {"at", "timestamp(6)"}}
 	const N = ArgNonce
 	pre, err := p.Pre.Keyed.WithRowKey(cols, mysqlTest.QuoteIdent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPre := "UPDATE accounts a SET `version` = a.`version` + 1 + 0 * (((@fencedsql_claimed := CONCAT_WS(',', IF(@fencedsql_claim <=> ?, @fencedsql_claimed, NULL), " + key +
-		")) IS NULL) + ((@fencedsql_claim := ?) IS NULL)), `fence_token` = CASE WHEN a.`fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
+	wantPre := "UPDATE accounts a SET `version` = a.`version` + 1 + 0 * (@fencedsql_claim := (? + 0 * LENGTH(@fencedsql_claimed := CONCAT(IF(@fencedsql_claim <=> ?, @fencedsql_claimed, ','), " + key +
+		", ',')))), `fence_token` = CASE WHEN a.`fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
 	if pre.SQL != wantPre || !equalRefs(pre.Args, refs(N, N, TOK, TOK, 0, 1)) {
 		t.Errorf("keyed claim:\n got  %s %v\n want %s", pre.SQL, pre.Args, wantPre)
 	}
@@ -34,8 +34,8 @@ func TestKeyedClaimSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRead := "SELECT id FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND FIND_IN_SET(" + key +
-		", @fencedsql_claimed) > 0 AND a.`fence_token` = ? ORDER BY a.updated_at LIMIT ? FOR UPDATE"
+	wantRead := "SELECT id FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND LOCATE(CONCAT(',', " + key +
+		", ','), @fencedsql_claimed) > 0 AND a.`fence_token` = ? ORDER BY a.updated_at LIMIT ? FOR UPDATE"
 	if read.SQL != wantRead || !equalRefs(read.Args, refs(0, N, TOK, 1)) {
 		t.Errorf("keyed read:\n got  %s %v\n want %s", read.SQL, read.Args, wantRead)
 	}
@@ -102,6 +102,24 @@ func TestKeyedClaimKeyRequired(t *testing.T) {
 		p, err := newTestRewriter(t, mysqlTest).Rewrite(in, false)
 		if err == nil && (p.ClaimErr == nil && p.TwoStepErr == nil) {
 			t.Errorf("%q: claimed (pre %v), want refused", in, p.Pre)
+		}
+	}
+}
+
+// keyPart: integers by their digits, TIMESTAMP by its instant, ENUM/SET by their
+// number, others by QUOTE() in hex, approximate numbers refused.
+func TestKeyPartTypes(t *testing.T) {
+	for _, c := range []struct{ typ, want string }{
+		{"int(11)", "t.c"}, {"bigint(20) unsigned", "t.c"}, {"tinyint(1)", "t.c"}, {"int", "t.c"},
+		{"mediumint(8) unsigned zerofill", "t.c"}, {"smallint", "t.c"},
+		{"interval", "HEX(QUOTE(t.c))"}, {"bit(8)", "HEX(QUOTE(t.c))"}, {"decimal(10,2)", "HEX(QUOTE(t.c))"},
+		{"varchar(10)", "HEX(QUOTE(t.c))"}, {"binary(4)", "HEX(QUOTE(t.c))"}, {"datetime(6)", "HEX(QUOTE(t.c))"},
+		{"timestamp(6)", "HEX(QUOTE(UNIX_TIMESTAMP(t.c)))"}, {"enum('a','b')", "HEX(QUOTE(t.c + 0))"},
+		{"float", ""}, {"double unsigned", ""},
+	} {
+		got, ok := keyPart("t", "c", c.typ)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("keyPart(%s) = %q, %v; want %q", c.typ, got, ok, c.want)
 		}
 	}
 }

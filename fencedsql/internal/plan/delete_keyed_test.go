@@ -22,14 +22,14 @@ func TestKeyedDeleteSQL(t *testing.T) {
 		t.Errorf("ORDER BY … LIMIT: unkeyed refusal %v (want one), keyed %v (want none)", p.TwoStepErr, p.Keyed.TwoStepErr)
 	}
 	cols := []KeyColumn{{"tenant", "varchar(10)"}, {"id", "bigint(20)"}}
-	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), HEX(QUOTE(a.`id`)))"
+	key := "CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), a.`id`)"
 	const N = ArgNonce
 	pre, err := p.Pre.Keyed.WithRowKey(cols, mysqlTest.QuoteIdent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPre := "UPDATE accounts a SET `version` = `version` + 1 + 0 * (((@fencedsql_claimed := CONCAT_WS(',', IF(@fencedsql_claim <=> ?, @fencedsql_claimed, NULL), " + key +
-		")) IS NULL) + ((@fencedsql_claim := ?) IS NULL)), `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
+	wantPre := "UPDATE accounts a SET `version` = `version` + 1 + 0 * (@fencedsql_claim := (? + 0 * LENGTH(@fencedsql_claimed := CONCAT(IF(@fencedsql_claim <=> ?, @fencedsql_claimed, ','), " + key +
+		", ',')))), `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE a.owner = ? ORDER BY a.updated_at LIMIT ?"
 	if pre.SQL != wantPre || !equalRefs(pre.Args, refs(N, N, TOK, TOK, 0, 1)) {
 		t.Errorf("keyed fencing UPDATE:\n got  %s %v\n want %s", pre.SQL, pre.Args, wantPre)
 	}
@@ -37,8 +37,8 @@ func TestKeyedDeleteSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDel := "DELETE FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND FIND_IN_SET(" + key +
-		", @fencedsql_claimed) > 0 AND `fence_token` = ? ORDER BY a.updated_at LIMIT ?"
+	wantDel := "DELETE FROM accounts a WHERE (a.owner = ?) AND @fencedsql_claim <=> ? AND LOCATE(CONCAT(',', " + key +
+		", ','), @fencedsql_claimed) > 0 AND `fence_token` = ? ORDER BY a.updated_at LIMIT ?"
 	if del.SQL != wantDel || !equalRefs(del.Args, refs(0, N, TOK, 1)) {
 		t.Errorf("keyed DELETE:\n got  %s %v\n want %s", del.SQL, del.Args, wantDel)
 	}
