@@ -58,10 +58,11 @@ func (b *builder) keySlot() { b.keys = append(b.keys, b.sb.Len()) }
 // nonce writes the claim's nonce placeholder.
 func (b *builder) nonce() { b.placeholder("?", ArgNonce) }
 
-// recordKeys writes the keyed claim's <record>: an expression that is 0 and appends
-// the row's key to the claim's list, then sets the nonce:
+// recordKeys writes the keyed claim's <record> after the version's new value: an
+// expression that is 0 and appends the row's key to the claim's list, then sets the
+// nonce:
 //
-//	+ 0 * (@fencedsql_claim := (? + 0 * LENGTH(@fencedsql_claimed := CONCAT(IF(@fencedsql_claim <=> ?, @fencedsql_claimed, ','), <key>, ','))))
+//	version + 1 + 0 * (@fencedsql_claim := (? + 0 * LENGTH(@fencedsql_claimed := CONCAT(IF(@fencedsql_claim <=> ?, @fencedsql_claimed, ','), <key>, ','))))
 //
 // Each assignment is an operand of the next, so the server evaluates them per row and
 // in that order: the nonce's new value depends on the list's, which depends on the
