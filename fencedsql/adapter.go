@@ -316,16 +316,13 @@ func (a *adapterConn) batchSteps(ctx context.Context, p *plan.Plan, args []drive
 	}
 	b.tok, b.ver = tok, ver
 	if p.Pre != nil {
-		if err := c.twoStepRefused(p); err != nil {
-			return nil, err
-		}
-		preArgs, err := bind(p.Pre, args, tok, ver)
+		pre, del, preArgs, delArgs, err := c.twoStepArgs(ctx, p, args, tok, ver, full)
 		if err != nil {
 			return nil, err
 		}
-		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.SQL, Args: full}}
-		b.maps = []*plan.Plan{p.Pre, p}
-		b.exact, b.what = p, "DELETE"
+		b.steps = []adapter.Step{{SQL: pre.SQL, Args: preArgs}, {SQL: del.SQL, Args: delArgs}}
+		b.maps = []*plan.Plan{pre, del}
+		b.exact, b.what = del, "DELETE"
 		return b, nil
 	}
 	b.steps = []adapter.Step{{SQL: p.SQL, Args: full}}

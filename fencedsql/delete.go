@@ -238,6 +238,9 @@ func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	if delArgs, err = bind(del, args, tok, ver); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if del.ClaimLocator {
+		return pre, del, preArgs, delArgs, nil // by row locator: no nonce
+	}
 	nonce, err := c.keyedNonce(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err

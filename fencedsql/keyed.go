@@ -71,12 +71,29 @@ func (c *conn) deleteStatements(ctx context.Context, p *plan.Plan) (pre, del *pl
 }
 
 // keyedPair returns the keyed forms of first and second (plan.Plan.Keyed), completed
-// with g's primary key columns. They are nil when a form is missing, the schema checks
-// are off, or g has no primary key, and also when its key has no exact text (why
-// says so).
+// with g's primary key columns, or as they are when they name rows by locator. They
+// are nil when a form is missing, the schema checks are off, g has no primary key or
+// (by locator) its locator does not identify its rows, and also when its key has no
+// exact text (why says so).
 func (c *conn) keyedPair(ctx context.Context, g *plan.Table, first, second *plan.Plan) (pre, next *plan.Plan, why, err error) {
+	if first == nil || first.Keyed == nil || second == nil || second.Keyed == nil || !c.core.cfg.schemaCheck {
+		return nil, nil, nil, nil
+	}
+	if second.Keyed.ClaimLocator {
+		// Keyed by row locator (PostgreSQL's DELETE): complete, where a locator
+		// identifies the table's rows.
+		k, ok := c.core.dialect.(dialect.LocatorChecker)
+		if !ok {
+			return nil, nil, nil, nil
+		}
+		yes, err := c.tableVerdict(ctx, &c.core.locator, g, "row locator", k.LocatorQuery)
+		if err != nil || !yes {
+			return nil, nil, nil, err
+		}
+		return first.Keyed, second.Keyed, nil, nil
+	}
 	ts, ok := c.core.dialect.(dialect.Tombstoner)
-	if first == nil || first.Keyed == nil || second == nil || second.Keyed == nil || !ok || !c.core.cfg.schemaCheck {
+	if !ok {
 		return nil, nil, nil, nil
 	}
 	cols, err := c.rowKey(ctx, ts, g)

@@ -135,10 +135,14 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	}
 	main.Pre = prePlan
 	main.TwoStepErr = twoStepErr
-	if p.rw.syn == sqllex.MySQL {
-		if err := p.keyDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr); err != nil {
-			return nil, err
-		}
+	switch {
+	case p.rw.syn == sqllex.MySQL:
+		err = p.keyDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
+	case p.rw.numbered:
+		err = p.locateDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if !versioned && p.rw.deleteFence != nil && p.returningLast(clauses, k) {
 		main.One = p.oneStepDelete(g, nUser, clauses, j, k)
@@ -174,9 +178,19 @@ func (p *parser) deleteFencing(g *Table, nUser, tableStart int, clauses map[stri
 // column = the token, or a WHERE added after the table, sig[:j]) and, keyed
 // (keyQual not ""), to the rows its fencing UPDATE recorded (delete_keyed.go).
 func (p *parser) deleteRestricted(g *Table, nUser int, clauses map[string][2]int, j int, keyQual string) (*Plan, error) {
+	return p.deleteRestrictedBy(g, nUser, clauses, j, keyQual, false)
+}
+
+// deleteRestrictedBy is deleteRestricted; located restricts the DELETE to the rows
+// its fencing UPDATE recorded by row locator instead (PostgreSQL, delete_keyed.go),
+// of the table as keyQual names it.
+func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]int, j int, keyQual string, located bool) (*Plan, error) {
 	b := p.newBuilder(nUser)
 	restrict := func() {
-		if keyQual != "" {
+		switch {
+		case located:
+			b.write(claimedRows(keyQual) + " AND ")
+		case keyQual != "":
 			b.claimedKeys()
 		}
 		b.write(g.QTok + " = ")
@@ -207,7 +221,7 @@ func (p *parser) deleteRestricted(g *Table, nUser int, clauses map[string][2]int
 		b.gap(at)
 		b.copy(at, len(p.src))
 	}
-	if keyQual != "" {
+	if keyQual != "" && !located {
 		return b.finishKeyed(KindDelete, g, keyQual), nil
 	}
 	return b.finish(KindDelete, g), nil

@@ -42,3 +42,48 @@ func (p *parser) keyDelete(main *Plan, g *Table, nUser int, r tableRef, tableSta
 	main.Pre.Keyed = p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, q)
 	return nil
 }
+
+// Located DELETEs (PostgreSQL). Without the guard's one statement a PostgreSQL DELETE
+// runs as two statements too, and its condition can select differently the second
+// time in the same ways (a function reading clock_timestamp(), an aggregate over a
+// column a trigger maintains). Its keyed form names the stamped rows by ctid, as a
+// claim by row locator does (ClaimedSetting):
+//
+//	WITH fencedsql_claimed AS (UPDATE t SET … WHERE … RETURNING ctid)
+//	    SELECT FROM fencedsql_claimed WHERE (SELECT set_config('fencedsql.claimed', …, true) IS NOT NULL FROM fencedsql_claimed)
+//	DELETE FROM t WHERE (…) AND t.ctid = ANY(NULLIF(current_setting('fencedsql.claimed', true), '')::tid[]) AND fence_token = $n
+//
+// The first statement's rows are the rows stamped (its command tag counts them, as an
+// UPDATE's); its condition reads no column of the outer row, so PostgreSQL evaluates
+// it once, before the first row, and records the new versions' ctids (an empty list
+// when none was stamped). The stamped rows stay locked by the transaction, so their
+// versions cannot move before the DELETE, which finds them by a TID scan. A ctid
+// names a row only within one physical table: on a partitioned table or an
+// inheritance parent (the table's dialect.LocatorChecker verdict, Plan.ClaimLocator)
+// the wrapper sends the unkeyed statements.
+
+// locateDelete gives main, the two-statement DELETE of g, and its fencing UPDATE
+// their located forms (Plan.Keyed, complete: no key slots), the DELETE refused only
+// for unstable. A DELETE naming the first statement's WITH query has none.
+func (p *parser) locateDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error) error {
+	if p.namesClaimQuery() {
+		return nil
+	}
+	q := p.qualifier(r)
+	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, q, true)
+	if err != nil {
+		return err
+	}
+	located.TwoStepErr = unstable
+	located.ClaimLocator = true
+	// The fencing UPDATE wrapped: its placeholders keep their numbers, and its text
+	// ends with the last token of its WHERE (no comment after it).
+	pre := *p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
+	pre.SQL = "WITH " + claimedName + " AS (" + pre.SQL + " RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + deleteRecord
+	main.Keyed, main.Pre.Keyed = located, &pre
+	return nil
+}
+
+// deleteRecord is the located DELETE's record of the ctids its fencing UPDATE wrote
+// (ClaimedSetting): a condition true for every row, evaluated once.
+const deleteRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(array_agg(ctid), '{}')::text, true) IS NOT NULL FROM " + claimedName + ")"

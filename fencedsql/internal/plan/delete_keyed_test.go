@@ -48,7 +48,8 @@ func TestKeyedDeleteSQL(t *testing.T) {
 // DELETE makes needless (the statement's clock, ORDER BY … LIMIT) and keeps those of a
 // selection reading the fencing columns or a non-deterministic function; a DELETE
 // naming a user variable has no keyed form and refuses its two statements;
-// PostgreSQL and SQLite have no keyed DELETE.
+// PostgreSQL's is keyed by row locator, except where the DELETE names the name its
+// first statement gives its WITH query; SQLite has none.
 func TestKeyedDeleteRefusals(t *testing.T) {
 	for _, c := range []struct {
 		d                testDialect
@@ -65,7 +66,9 @@ func TestKeyedDeleteRefusals(t *testing.T) {
 		{mysqlTest, "DELETE FROM accounts WHERE id < NOW() AND `version` = 3", true, false, false},
 		{mysqlTest, "DELETE FROM accounts WHERE id = @x", false, false, false},
 		{mysqlTest, "DELETE FROM accounts WHERE email = 'a@b'", true, true, true},
-		{pgTest, "DELETE FROM accounts WHERE id = $1", false, true, false},
+		{pgTest, "DELETE FROM accounts WHERE id = $1", true, true, true},
+		{pgTest, "DELETE FROM accounts WHERE id = random()", true, false, false},
+		{sqliteTest, "DELETE FROM accounts WHERE id = ?", false, true, false},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil {
@@ -86,5 +89,25 @@ func TestKeyedDeleteRefusals(t *testing.T) {
 		if c.keyed && (p.Keyed.TwoStepErr == nil) != c.keyOK {
 			t.Errorf("%s: keyed refusal %v, want refused %v", c.in, p.Keyed.TwoStepErr, !c.keyOK)
 		}
+	}
+}
+
+// PostgreSQL's DELETE keyed by row locator: the fencing UPDATE in a WITH query that
+// records the new versions' ctids, the DELETE restricted to them. Exact SQL.
+func TestLocatedDeleteSQL(t *testing.T) {
+	p, err := newTestRewriter(t, pgTest).Rewrite("DELETE FROM ONLY accounts AS a WHERE a.owner = $1 -- who\n", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Keyed == nil || p.Pre.Keyed == nil || !p.Keyed.ClaimLocator {
+		t.Fatalf("no located form: %+v", p.Keyed)
+	}
+	wantPre := `WITH fencedsql_claimed AS (UPDATE ONLY accounts AS a SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE a.owner = $1 RETURNING ctid) SELECT FROM fencedsql_claimed WHERE (SELECT set_config('fencedsql.claimed', COALESCE(array_agg(ctid), '{}')::text, true) IS NOT NULL FROM fencedsql_claimed)`
+	if p.Pre.Keyed.SQL != wantPre || !equalRefs(p.Pre.Keyed.Args, p.Pre.Args) {
+		t.Errorf("located fencing UPDATE:\n got  %s %v\n want %s", p.Pre.Keyed.SQL, p.Pre.Keyed.Args, wantPre)
+	}
+	wantDel := "DELETE FROM ONLY accounts AS a WHERE (a.owner = $1) AND a.ctid = ANY(NULLIF(current_setting('fencedsql.claimed', true), '')::tid[]) AND \"fence_token\" = $2 -- who\n"
+	if p.Keyed.SQL != wantDel || !equalRefs(p.Keyed.Args, p.Args) {
+		t.Errorf("located DELETE:\n got  %q %v\n want %q", p.Keyed.SQL, p.Keyed.Args, wantDel)
 	}
 }

@@ -1,0 +1,168 @@
+package postgres_test
+
+// DELETEs run as two statements (no guard installed) keyed by row locator: the
+// fencing UPDATE records the ctids it wrote and the DELETE is restricted to them.
+// Each condition below selects differently the second time — an aggregate over a
+// column a trigger maintains, a function reading clock_timestamp() — with a row the
+// same holder stamped before ready to take the stamped row's place. Restricted by the
+// token only, the counts matched and that row was deleted. The DELETE must delete
+// exactly the rows its UPDATE stamped, or fail with ErrUnsupported and change nothing.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+const locatedTable = `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT '2000-01-01')`
+
+// touchUpdated maintains updated_at by the wall clock, slowly (as a lock wait would).
+const touchUpdated = `CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(NEW.balance / 1000.0); NEW.updated_at := clock_timestamp(); RETURN NEW; END $$;
+CREATE TRIGGER touch BEFORE UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION touch()`
+
+func TestLocatedDeleteSelectionClasses(t *testing.T) {
+	for _, tc := range []struct {
+		name, del    string
+		setup        []string
+		stamped      []int64
+		run, refused bool
+	}{
+		{name: "AggregateOverTriggerColumn", setup: []string{locatedTable, touchUpdated,
+			`INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2001-01-01'), (3, 5, 10, 1, '2002-01-01')`},
+			del: "DELETE FROM accounts WHERE updated_at = (SELECT min(updated_at) FROM accounts)", stamped: []int64{1}},
+		// balance 2000: the trigger sleeps 2 s; row 2 was stamped 2.5 s ago.
+		{name: "FunctionReadingTheClock", setup: []string{locatedTable, touchUpdated,
+			`CREATE FUNCTION cutoff() RETURNS timestamptz VOLATILE LANGUAGE sql AS $$ SELECT clock_timestamp() - interval '3 seconds' $$`,
+			// Row 2 first in the heap: the UPDATE's volatile cutoff() is read per row, and
+			// row 2 must be judged before row 1's trigger sleeps.
+			`INSERT INTO accounts VALUES (2, 2000, 10, 1, clock_timestamp() - interval '2.5 seconds'), (1, 2000, 10, 1, '2000-01-01')`},
+			del: "DELETE FROM accounts WHERE updated_at <= cutoff()", stamped: []int64{1}},
+		{name: "ByKey", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 5, 10, 1)`},
+			del: "DELETE FROM accounts WHERE id = 1", stamped: []int64{1}, run: true},
+		{name: "ManyRows", setup: []string{locatedTable, touchUpdated,
+			`INSERT INTO accounts SELECT g, 1, 0, 0 FROM generate_series(1, 300) AS g`, `INSERT INTO accounts VALUES (1000, 50, 10, 1)`},
+			del: "DELETE FROM accounts WHERE balance < 10", stamped: seq(1, 300), run: true},
+		{name: "Aliased", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
+			del: "DELETE FROM ONLY accounts AS a WHERE a.balance < 6", stamped: []int64{1}, run: true},
+		{name: "Returning", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
+			del: "DELETE FROM accounts WHERE balance < 6 RETURNING id", stamped: []int64{1}, run: true},
+	} {
+		for _, inTx := range []bool{false, true} {
+			name := tc.name + "/Autocommit"
+			if inTx {
+				name = tc.name + "/InTx"
+			}
+			if !inTx && tc.name == "Returning" {
+				continue // DELETE … RETURNING in two statements needs the caller's transaction
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				dsn := testdb.Postgres(t)
+				raw := testdb.Open(t, "pgx", dsn, tc.setup...)
+				before := pgIDs(t, raw)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+				err := pgDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
+				after := pgIDs(t, raw)
+				gone := minus(before, after)
+				switch {
+				case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
+					t.Fatalf("%s: %v, want the stamped rows deleted or ErrUnsupported", tc.del, err)
+				case err != nil && tc.run:
+					t.Fatalf("%s: %v, want it to run", tc.del, err)
+				case err == nil && tc.refused:
+					t.Fatalf("%s ran; want ErrUnsupported", tc.del)
+				case err != nil && len(gone) > 0:
+					t.Fatalf("%s failed (%v) but deleted %v", tc.del, err, gone)
+				case err == nil && len(minus(gone, tc.stamped)) > 0:
+					t.Fatalf("%s deleted rows %v; its fencing UPDATE could stamp only %v", tc.del, gone, tc.stamped)
+				case err == nil && tc.run && !reflect.DeepEqual(gone, tc.stamped):
+					t.Fatalf("%s deleted rows %v; its fencing UPDATE stamped %v", tc.del, gone, tc.stamped)
+				}
+			})
+		}
+	}
+}
+
+// pgDelete runs q with ctx's token, on its own or in a transaction committed after
+// (reading its rows, for a DELETE … RETURNING).
+func pgDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
+	if !inTx {
+		_, err := db.ExecContext(ctx, q)
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	var rows *sql.Rows
+	if strings.Contains(q, "RETURNING") {
+		rows, err = tx.QueryContext(ctx, q)
+	} else {
+		_, err = tx.ExecContext(ctx, q)
+	}
+	if err == nil && rows != nil {
+		for rows.Next() {
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// pgIDs returns the ids of accounts' rows, in order.
+func pgIDs(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	rows, err := db.Query("SELECT id FROM accounts ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// minus returns the ids of all not in drop, in order.
+func minus(all, drop []int64) []int64 {
+	gone := map[int64]bool{}
+	for _, d := range drop {
+		gone[d] = true
+	}
+	out := []int64{}
+	for _, id := range all {
+		if !gone[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func seq(from, to int64) []int64 {
+	var out []int64
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
