@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -175,11 +177,10 @@ func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []d
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.exec(ctx, pre, preArgs)
+	stamped, ok, err := c.stamp(ctx, r, pre, preArgs, p, full)
 	if err != nil {
 		return nil, c.core.mapErr(pre, tok, ver, err)
 	}
-	stamped, ok := affected(res)
 	if !ok {
 		stamped = -1
 	}
@@ -250,6 +251,65 @@ func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	return pre, del, preArgs, delArgs, nil
 }
 
+// stamp runs the fencing UPDATE pre of a two-statement DELETE del: it returns the
+// rows it stamped (ok false: the driver cannot say) and, where pre returns their row
+// locators (plan.Plan.Locators), binds them to del's plan.ArgStamped arguments in
+// delArgs, as a JSON array.
+func (c *conn) stamp(ctx context.Context, r runner, pre *plan.Plan, preArgs []driver.NamedValue, del *plan.Plan, delArgs []driver.NamedValue) (n int64, ok bool, err error) {
+	if !pre.Locators {
+		res, err := r.exec(ctx, pre, preArgs)
+		if err != nil {
+			return 0, false, err
+		}
+		n, ok = affected(res)
+		return n, ok, nil
+	}
+	rows, err := r.query(ctx, pre, preArgs)
+	if err != nil {
+		return 0, false, err
+	}
+	list, n, err := locatorList(rows)
+	if err != nil {
+		return 0, false, err
+	}
+	for i, a := range del.Args {
+		if a == plan.ArgStamped {
+			delArgs[i].Value = list
+		}
+	}
+	return n, true, nil
+}
+
+// locatorList reads rows of one integer column (row locators) to their end and
+// closes them; it returns them as a JSON array, and how many there were.
+func locatorList(rows driver.Rows) (string, int64, error) {
+	defer rows.Close()
+	if len(rows.Columns()) != 1 {
+		return "", 0, fmt.Errorf("fencedsql: the fencing UPDATE returned %d columns, want its rows' locators", len(rows.Columns()))
+	}
+	dest := make([]driver.Value, 1)
+	b := []byte{'['}
+	var n int64
+	for {
+		err := rows.Next(dest)
+		if err == io.EOF {
+			return string(append(b, ']')), n, nil
+		}
+		if err != nil {
+			return "", n, err
+		}
+		id, ok := dest[0].(int64)
+		if !ok {
+			return "", n, fmt.Errorf("fencedsql: the fencing UPDATE returned a row locator of type %T, want int64", dest[0])
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+		n++
+	}
+}
+
 // twoStep runs a fenced DELETE: the fencing UPDATE, then the DELETE restricted to rows
 // carrying the token, in the caller's transaction or in one of its own. A DELETE that
 // fails in the caller's transaction after the UPDATE stamped rows leaves the
@@ -272,11 +332,10 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 		}
 		return nil, c.core.mapErr(pl, tok, ver, err)
 	}
-	preRes, err := r.exec(ctx, pre, preArgs)
+	stamped, ok1, err := c.stamp(ctx, r, pre, preArgs, p, full)
 	if err != nil {
 		return fail(pre, err)
 	}
-	stamped, ok1 := affected(preRes)
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
 		if own == nil {

@@ -75,6 +75,8 @@ func bind(p *plan.Plan, user []driver.NamedValue, tok uint64, ver int64) ([]driv
 			out[i].Value = ver
 		case plan.ArgNonce:
 			out[i].Value = int64(0) // the claim's (withNonce)
+		case plan.ArgStamped:
+			out[i].Value = "[]" // the rows stamped (stamp)
 		default:
 			u := user[r]
 			if u.Name != "" {

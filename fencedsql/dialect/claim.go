@@ -20,15 +20,22 @@ type ClaimOneChecker interface {
 	ClaimOneQuery(table TableName) (query string, args []any)
 }
 
-// LocatorChecker is implemented by dialects whose claim of a locking read with ORDER
-// BY, LIMIT, OFFSET or NOWAIT finds its rows by a row locator unique only within one
-// physical table (PostgreSQL's ctid). A partitioned table or an inheritance parent
-// reaches several, where a row of another partition can sit at a claimed row's
-// locator: the claim would stamp, and return, rows the read did not select.
-// LocatorQuery yields 1 when table is neither partitioned nor has inheritance
-// children; otherwise the wrapper refuses such a claim (ErrUnsupported), and a claim
-// selected by its WHERE alone still runs. The wrapper asks once per pool and table,
-// on the first such claim with a token, when its lazy schema checks are on.
+// LocatorChecker is implemented by dialects whose statements can name rows by a row
+// locator that may not identify every table's rows: PostgreSQL's ctid, unique only
+// within one physical table, and SQLite's rowid, which WITHOUT ROWID tables lack and
+// a column called rowid hides. LocatorQuery yields 1 when the locator identifies
+// table's rows.
+//
+// A PostgreSQL claim of a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT finds
+// its rows by ctid. A partitioned table or an inheritance parent reaches several
+// physical tables, where a row of another partition can sit at a claimed row's
+// locator: the claim would stamp, and return, rows the read did not select. Where the
+// answer is no the wrapper refuses such a claim (ErrUnsupported), and a claim
+// selected by its WHERE alone still runs. A DELETE sent as two statements (no guard
+// to take it in one) is restricted to the rows its fencing UPDATE stamped, by
+// locator, where the answer is yes, and to the rows carrying the token otherwise.
+// The wrapper asks once per pool and table, on the first such statement with a
+// token, when its lazy schema checks are on.
 type LocatorChecker interface {
 	LocatorQuery(table TableName) (query string, args []any)
 }

@@ -140,6 +140,8 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 		err = p.keyDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
 	case p.rw.numbered:
 		err = p.locateDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
+	case p.rw.syn == sqllex.SQLite:
+		err = p.rowidDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
 	}
 	if err != nil {
 		return nil, err
@@ -178,19 +180,37 @@ func (p *parser) deleteFencing(g *Table, nUser, tableStart int, clauses map[stri
 // column = the token, or a WHERE added after the table, sig[:j]) and, keyed
 // (keyQual not ""), to the rows its fencing UPDATE recorded (delete_keyed.go).
 func (p *parser) deleteRestricted(g *Table, nUser int, clauses map[string][2]int, j int, keyQual string) (*Plan, error) {
-	return p.deleteRestrictedBy(g, nUser, clauses, j, keyQual, false)
+	k := byToken
+	if keyQual != "" {
+		k = byKey
+	}
+	return p.deleteRestrictedBy(g, nUser, clauses, j, keyQual, k)
 }
 
-// deleteRestrictedBy is deleteRestricted; located restricts the DELETE to the rows
-// its fencing UPDATE recorded by row locator instead (PostgreSQL, delete_keyed.go),
-// of the table as keyQual names it.
-func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]int, j int, keyQual string, located bool) (*Plan, error) {
+// keying is how a two-statement DELETE names the rows its fencing UPDATE stamped
+// (delete_keyed.go).
+type keying uint8
+
+const (
+	byToken keying = iota // the token only: every row carrying it
+	byKey                 // MySQL/MariaDB: the primary keys the UPDATE recorded in the session
+	byCtid                // PostgreSQL: the ctids the UPDATE recorded in ClaimedSetting
+	byRowid               // SQLite: the rowids the UPDATE returned, bound as ArgStamped
+)
+
+// deleteRestrictedBy is deleteRestricted, the rows named as k says, of the table as
+// keyQual names it.
+func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]int, j int, keyQual string, k keying) (*Plan, error) {
 	b := p.newBuilder(nUser)
 	restrict := func() {
-		switch {
-		case located:
+		switch k {
+		case byCtid:
 			b.write(claimedRows(keyQual) + " AND ")
-		case keyQual != "":
+		case byRowid:
+			b.write(keyQual + ".rowid IN (SELECT value FROM json_each(")
+			b.placeholder("?", ArgStamped)
+			b.write(")) AND ")
+		case byKey:
 			b.claimedKeys()
 		}
 		b.write(g.QTok + " = ")
@@ -221,7 +241,7 @@ func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]i
 		b.gap(at)
 		b.copy(at, len(p.src))
 	}
-	if keyQual != "" && !located {
+	if k == byKey {
 		return b.finishKeyed(KindDelete, g, keyQual), nil
 	}
 	return b.finish(KindDelete, g), nil

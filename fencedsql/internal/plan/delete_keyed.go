@@ -70,7 +70,7 @@ func (p *parser) locateDelete(main *Plan, g *Table, nUser int, r tableRef, table
 		return nil
 	}
 	q := p.qualifier(r)
-	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, q, true)
+	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, q, byCtid)
 	if err != nil {
 		return err
 	}
@@ -87,3 +87,35 @@ func (p *parser) locateDelete(main *Plan, g *Table, nUser int, r tableRef, table
 // deleteRecord is the located DELETE's record of the ctids its fencing UPDATE wrote
 // (ClaimedSetting): a condition true for every row, evaluated once.
 const deleteRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(array_agg(ctid), '{}')::text, true) IS NOT NULL FROM " + claimedName + ")"
+
+// Rowid DELETEs (SQLite). SQLite's DELETE always runs as two statements; its keyed
+// form names the stamped rows by rowid, which the fencing UPDATE returns:
+//
+//	UPDATE t SET … WHERE … RETURNING rowid
+//	DELETE FROM t WHERE (…) AND t.rowid IN (SELECT value FROM json_each(?)) AND fence_token = ?
+//
+// The wrapper reads the rowids (as many as were stamped) and binds them to the DELETE
+// as a JSON array (ArgStamped). A table whose rowid a statement cannot name — WITHOUT
+// ROWID, or a column called rowid — is the dialect.LocatorChecker's no (Plan.ClaimLocator),
+// and gets the unkeyed form; so does a DELETE with ORDER BY or LIMIT (an UPDATE's
+// RETURNING stands before them).
+
+// rowidDelete gives main, the two-statement DELETE of g, and its fencing UPDATE their
+// rowid forms (Plan.Keyed), the DELETE refused only for unstable.
+func (p *parser) rowidDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error) error {
+	if hasClause(clauses, "ORDER") || hasClause(clauses, "LIMIT") {
+		return nil
+	}
+	q := p.qualifier(r)
+	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, q, byRowid)
+	if err != nil {
+		return err
+	}
+	located.TwoStepErr = unstable
+	located.ClaimLocator = true
+	pre := *p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
+	pre.SQL += " RETURNING rowid"
+	pre.Locators = true
+	main.Keyed, main.Pre.Keyed = located, &pre
+	return nil
+}

@@ -49,7 +49,7 @@ func TestKeyedDeleteSQL(t *testing.T) {
 // selection reading the fencing columns or a non-deterministic function; a DELETE
 // naming a user variable has no keyed form and refuses its two statements;
 // PostgreSQL's is keyed by row locator, except where the DELETE names the name its
-// first statement gives its WITH query; SQLite has none.
+// first statement gives its WITH query; SQLite's by rowid.
 func TestKeyedDeleteRefusals(t *testing.T) {
 	for _, c := range []struct {
 		d                testDialect
@@ -68,7 +68,9 @@ func TestKeyedDeleteRefusals(t *testing.T) {
 		{mysqlTest, "DELETE FROM accounts WHERE email = 'a@b'", true, true, true},
 		{pgTest, "DELETE FROM accounts WHERE id = $1", true, true, true},
 		{pgTest, "DELETE FROM accounts WHERE id = random()", true, false, false},
-		{sqliteTest, "DELETE FROM accounts WHERE id = ?", false, true, false},
+		{sqliteTest, "DELETE FROM accounts WHERE id = ?", true, true, true},
+		{sqliteTest, "DELETE FROM accounts WHERE expires < CURRENT_TIMESTAMP", true, false, true},
+		{sqliteTest, "DELETE FROM accounts WHERE id = random()", true, false, false},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil {
@@ -109,5 +111,30 @@ func TestLocatedDeleteSQL(t *testing.T) {
 	wantDel := "DELETE FROM ONLY accounts AS a WHERE (a.owner = $1) AND a.ctid = ANY(NULLIF(current_setting('fencedsql.claimed', true), '')::tid[]) AND \"fence_token\" = $2 -- who\n"
 	if p.Keyed.SQL != wantDel || !equalRefs(p.Keyed.Args, p.Args) {
 		t.Errorf("located DELETE:\n got  %q %v\n want %q", p.Keyed.SQL, p.Keyed.Args, wantDel)
+	}
+}
+
+// SQLite's DELETE keyed by rowid: the fencing UPDATE returns the stamped rowids, which
+// the wrapper binds to the DELETE as a JSON array. Exact SQL and arguments.
+func TestRowidDeleteSQL(t *testing.T) {
+	p, err := newTestRewriter(t, sqliteTest).Rewrite("DELETE FROM accounts AS a WHERE a.owner = ? /* who */", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Keyed == nil || p.Pre.Keyed == nil || !p.Keyed.ClaimLocator || !p.Pre.Keyed.Locators {
+		t.Fatalf("no rowid form: %+v", p.Keyed)
+	}
+	wantPre := `UPDATE accounts AS a SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE a.owner = ? RETURNING rowid`
+	if p.Pre.Keyed.SQL != wantPre || !equalRefs(p.Pre.Keyed.Args, refs(TOK, TOK, 0)) {
+		t.Errorf("rowid fencing UPDATE:\n got  %s %v\n want %s", p.Pre.Keyed.SQL, p.Pre.Keyed.Args, wantPre)
+	}
+	wantDel := `DELETE FROM accounts AS a WHERE (a.owner = ?) AND a.rowid IN (SELECT value FROM json_each(?)) AND "fence_token" = ? /* who */`
+	if p.Keyed.SQL != wantDel || !equalRefs(p.Keyed.Args, refs(0, ArgStamped, TOK)) {
+		t.Errorf("rowid DELETE:\n got  %s %v\n want %s", p.Keyed.SQL, p.Keyed.Args, wantDel)
+	}
+	for _, in := range []string{"DELETE FROM accounts ORDER BY id LIMIT 1", "DELETE FROM accounts LIMIT 1"} {
+		if p, err := newTestRewriter(t, sqliteTest).Rewrite(in, false); err != nil || p.Keyed != nil {
+			t.Errorf("%s: keyed %v, %v; want the token-only form (RETURNING stands before ORDER BY/LIMIT)", in, p != nil && p.Keyed != nil, err)
+		}
 	}
 }

@@ -13,6 +13,9 @@ const (
 	// ArgNonce is a value the wrapper chooses per claim, the same for its two
 	// statements and never used before on the connection (claim_keyed.go).
 	ArgNonce ArgRef = -3
+	// ArgStamped is the row locators the statement before returned (Plan.Locators),
+	// as a JSON array (delete_keyed.go).
+	ArgStamped ArgRef = -4
 )
 
 type Kind uint8
@@ -107,6 +110,10 @@ type Plan struct {
 	// row key expression, of the table as KeyQual names it.
 	KeySlots []int
 	KeyQual  string
+	// Locators (a keyed fencing UPDATE on SQLite) marks a statement that returns the
+	// row locator of each row it stamped: the wrapper reads them (the rows stamped)
+	// and binds them to the ArgStamped arguments of the statement after it.
+	Locators bool
 	// KeyRequired (a keyed claim) says that a table without a primary key refuses the
 	// claim (a LIMIT, a selection by the statement's clock); otherwise such a table's
 	// claim runs unkeyed, restricted by the token.
