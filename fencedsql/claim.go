@@ -175,7 +175,7 @@ func (c *conn) locatable(ctx context.Context, p *plan.Plan) error {
 		return err
 	}
 	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-	return &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT on a partitioned table or a table with inheritance children: its claim finds rows by ctid, which identifies a row only within one partition: lock the rows by their key (a WHERE alone, without ORDER BY, LIMIT, OFFSET or NOWAIT)"}
+	return &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT on a partitioned table, a table with inheritance children, or one the session may not SELECT as a whole: its claim finds rows by ctid, which identifies a row only within one partition and needs the table's SELECT privilege: lock the rows by their key (a WHERE alone, without ORDER BY, LIMIT, OFFSET or NOWAIT)"}
 }
 
 // oneClaim returns p's one-statement claim when it may be sent: the plan has one and,

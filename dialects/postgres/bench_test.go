@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
@@ -31,4 +32,19 @@ func BenchmarkTombstone(b *testing.B) {
 // (see fencetest.BenchDelete).
 func BenchmarkDelete(b *testing.B) {
 	fencetest.BenchDelete(b, fencetest.Postgres(), postgres.Dialect)
+}
+
+// BenchmarkDeleteTwoStep compares a single-row DELETE sent as two statements (no
+// guard: the fencing UPDATE, then the keyed DELETE) with the raw driver's DELETE (see
+// fencetest.BenchDeleteTwoStep).
+func BenchmarkDeleteTwoStep(b *testing.B) {
+	fencetest.BenchDeleteTwoStep(b, fencetest.Postgres())
+}
+
+// BenchmarkDeleteTwoStepBulk: one two-statement DELETE of 100, 1000 and 10000 rows
+// against the raw driver's (see fencetest.BenchDeleteTwoStepBulk).
+func BenchmarkDeleteTwoStepBulk(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { fencetest.BenchDeleteTwoStepBulk(b, fencetest.Postgres(), n) })
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -165,4 +166,34 @@ func seq(from, to int64) []int64 {
 		out = append(out, i)
 	}
 	return out
+}
+
+// TestLocatedDeleteColumnGrants: a role granted SELECT on the table's columns, not the
+// whole table (least privilege), may not read ctid. Its two-statement DELETE takes the
+// token-only form (the locator verdict is no) and runs, as before the located form;
+// it failed with the server's raw "permission denied" (red-team rt18d F5).
+func TestLocatedDeleteColumnGrants(t *testing.T) {
+	role := fmt.Sprintf("fsql_colgrant_%d", time.Now().UnixNano()%1_000_000_000)
+	dsn := testdb.Postgres(t)
+	admin := testdb.Open(t, "pgx", dsn, locatedTable,
+		`INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2001-01-01')`,
+		`CREATE ROLE `+role+` LOGIN PASSWORD 'x'`,
+		`GRANT SELECT (id, balance, fence_token, version, updated_at), UPDATE, DELETE ON accounts TO `+role)
+	t.Cleanup(func() {
+		_, _ = admin.Exec("REVOKE ALL ON accounts FROM " + role)
+		_, _ = admin.Exec("DROP ROLE IF EXISTS " + role)
+	})
+	appDSN := strings.Replace(dsn, "fenced:fenced@", role+":x@", 1)
+	if appDSN == dsn {
+		t.Fatalf("set-up: the DSN has no fenced:fenced@ to replace")
+	}
+	fenced := testdb.Open(t, "fenced-pgx", appDSN+"&fenced_tables=accounts")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := fenced.ExecContext(fencedsql.WithToken(ctx, 10), "DELETE FROM accounts WHERE id = 1"); err != nil {
+		t.Fatalf("DELETE as a role with column SELECT grants: %v", err)
+	}
+	if got := pgIDs(t, admin); !reflect.DeepEqual(got, []int64{2}) {
+		t.Fatalf("rows %v, want [2]", got)
+	}
 }

@@ -24,7 +24,7 @@ type ClaimOneChecker interface {
 // locator that may not identify every table's rows: PostgreSQL's ctid, unique only
 // within one physical table, and SQLite's rowid, which WITHOUT ROWID tables lack and
 // a column called rowid hides. LocatorQuery yields 1 when the locator identifies
-// table's rows.
+// table's rows and the session may read it (PostgreSQL: SELECT on the whole table).
 //
 // A PostgreSQL claim of a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT finds
 // its rows by ctid. A partitioned table or an inheritance parent reaches several
