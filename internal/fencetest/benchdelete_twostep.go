@@ -140,8 +140,12 @@ func BenchDeleteTwoStepBulk(b *testing.B, be Backend, n int) {
 		func() error { return fill(rawPool, ctx, plain) },
 	}
 	fns := []func() error{
-		func() error { return deletedAll(fenced.ExecContext(tok, e.q("DELETE FROM accounts WHERE balance = ?"), 0)) },
-		func() error { return deletedAll(rawPool.ExecContext(ctx, e.q("DELETE FROM "+plain+" WHERE balance = ?"), 0)) },
+		func() error {
+			return deletedAll(fenced.ExecContext(tok, e.q("DELETE FROM accounts WHERE balance = ?"), 0))
+		},
+		func() error {
+			return deletedAll(rawPool.ExecContext(ctx, e.q("DELETE FROM "+plain+" WHERE balance = ?"), 0))
+		},
 	}
 	warm := make([]func() error, len(fns))
 	for i := range fns {
