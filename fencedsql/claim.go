@@ -211,6 +211,9 @@ func (c *conn) claim(ctx context.Context, r runner, pre *plan.Plan, args []drive
 	}
 	withNonce(pre, preArgs, nonce)
 	res, err := r.exec(ctx, pre, preArgs)
+	if tooLarge := c.keyedTooLarge(pre, err); tooLarge != nil {
+		return -1, tooLarge
+	}
 	if err != nil {
 		return -1, c.core.mapErr(pre, tok, 0, err)
 	}

@@ -258,6 +258,9 @@ func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 func (c *conn) stamp(ctx context.Context, r runner, pre *plan.Plan, preArgs []driver.NamedValue, del *plan.Plan, delArgs []driver.NamedValue) (n int64, ok bool, err error) {
 	if !pre.Locators {
 		res, err := r.exec(ctx, pre, preArgs)
+		if tooLarge := c.keyedTooLarge(pre, err); tooLarge != nil {
+			return 0, false, tooLarge
+		}
 		if err != nil {
 			return 0, false, err
 		}

@@ -134,7 +134,7 @@ func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table)
 	q, args := ts.PrimaryKeyQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHint, Err: err}
+		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHint}
 	}
 	cols := make([]plan.KeyColumn, 0, len(vals))
 	for _, r := range vals {
@@ -157,7 +157,7 @@ func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table)
 func (c *conn) keyedNonce(ctx context.Context) (int64, error) {
 	if c.claimSeq == 0 {
 		if _, err := c.execOwn(ctx, plan.KeyedSessionInit); err != nil {
-			return 0, &SchemaError{Problem: "setting the keyed statements' session variables failed" + mockHint, Err: err}
+			return 0, &SchemaError{Problem: "setting the keyed statements' session variables failed" + mockHint}
 		}
 		c.claimSeq = rand.Int64N(1<<62) + 1
 	}
@@ -172,4 +172,16 @@ func withNonce(p *plan.Plan, args []driver.NamedValue, n int64) {
 			args[i].Value = n
 		}
 	}
+}
+
+// keyedTooLarge returns err, the failure of pre, a keyed statement's fencing UPDATE, as
+// an *UnsupportedError when it is the record of the stamped keys growing past the
+// server's limit on a value (dialect.ErrorTooLarge); nil otherwise. The statement
+// failed whole: nothing was stamped.
+func (c *conn) keyedTooLarge(pre *plan.Plan, err error) error {
+	if pre.KeyQual == "" || c.core.dialect.Classify(err).Kind != dialect.ErrorTooLarge {
+		return nil
+	}
+	c.core.metrics.count(c.core.metrics.unsupported, pre.Guard)
+	return &UnsupportedError{Table: pre.Guard.String(), Reason: "the keyed statement's record of the rows it stamped grew past the server's limit on a value (max_allowed_packet): the statement failed whole; delete or claim fewer rows at a time (a LIMIT), or install the guard (a DELETE then runs as one statement, without a record)"}
 }

@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +164,28 @@ func without(all, drop []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// TestKeyedDeleteRecordTooLarge: the keyed DELETE's record of the stamped keys lives in
+// one user variable, which cannot grow past max_allowed_packet (16 MiB by default):
+// here ~1450 rows of 3 KiB binary keys (12 KiB of record each). The fencing UPDATE
+// fails whole, nothing changes, and the error is ErrUnsupported saying why; it was the
+// driver's raw error 1301 (red-team rt18d F6).
+func TestKeyedDeleteRecordTooLarge(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.MySQL(t)
+	raw := testdb.Open(t, "mysql", dsn,
+		"CREATE TABLE accounts (id INT NOT NULL, k VARBINARY(3072) NOT NULL PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"INSERT INTO accounts (id, k) SELECT seq, CONCAT(LPAD(seq, 8, '0'), REPEAT(CHAR(0), 3064)) FROM seq_1_to_1450")
+	before := keyedIDs(t, raw)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	_, err := fenced.ExecContext(fencedsql.WithToken(ctx, 10), "DELETE FROM accounts WHERE id > 0")
+	if !errors.Is(err, fencedsql.ErrUnsupported) || !strings.Contains(err.Error(), "max_allowed_packet") {
+		t.Fatalf("DELETE of %d rows with 3 KiB keys: %v (%T); want ErrUnsupported naming max_allowed_packet", len(before), err, err)
+	}
+	if after := keyedIDs(t, raw); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the failed DELETE changed the table: %d rows left of %d", len(after), len(before))
+	}
 }

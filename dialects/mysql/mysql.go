@@ -52,7 +52,8 @@ func (dialectImpl) QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// Classify maps 1048 (column cannot be null) and 1062 (duplicate entry), and marks the
+// Classify maps 1048 (column cannot be null), 1062 (duplicate entry) and 1301 (a
+// value larger than max_allowed_packet), and marks the
 // errors after which the server may have rolled back the whole transaction: 1213
 // (deadlock victim), 1020 (a record changed under MariaDB's snapshot isolation) and
 // 1206 (lock table full) always, 1205 (lock wait timeout) under
@@ -67,6 +68,8 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	switch me.Number {
 	case 1048: // Column 'fence_token' cannot be null
 		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: between(me.Message, "Column '", "'")}
+	case 1301: // Result of concat() was larger than max_allowed_packet (…)
+		return dialect.ErrorInfo{Kind: dialect.ErrorTooLarge}
 	case 1062: // Duplicate entry '…' for key 'name'
 		i := strings.LastIndex(me.Message, "for key '")
 		key := ""

@@ -46,6 +46,11 @@ const (
 	// statement raises it itself, as an invalid boolean literal that carries
 	// ClaimConflictMark; the statement failed whole.
 	ErrorClaimConflict
+	// ErrorTooLarge is a value the statement built growing past the server's limit on
+	// a value's size (MySQL's max_allowed_packet, error 1301): a keyed statement's
+	// record of the rows it stamped, over very many rows or very long keys. The
+	// statement failed whole.
+	ErrorTooLarge
 )
 
 // ClaimConflictMark starts the value of the error a claim by row locator raises when
