@@ -251,6 +251,24 @@ func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	return pre, del, preArgs, delArgs, nil
 }
 
+// execDeleting executes del, the DELETE of a two-statement DELETE sent with Exec. A
+// DELETE … RETURNING answers with rows, which a driver's Exec may not count as
+// affected (go-sql-driver/mysql reports 0): it is queried, and its rows counted.
+func (c *conn) execDeleting(ctx context.Context, r runner, del *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
+	if !del.Returns {
+		return r.exec(ctx, del, args)
+	}
+	rows, err := r.query(ctx, del, args)
+	if err != nil {
+		return nil, err
+	}
+	n, err := drain(rows)
+	if err != nil {
+		return nil, err
+	}
+	return deleted(n), nil
+}
+
 // stamp runs the fencing UPDATE pre of a two-statement DELETE del: it returns the
 // rows it stamped (ok false: the driver cannot say) and, where pre returns their row
 // locators (plan.Plan.Locators), binds them to del's plan.ArgStamped arguments in
@@ -339,7 +357,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	if err != nil {
 		return fail(pre, err)
 	}
-	res, err := r.exec(ctx, p, full)
+	res, err := c.execDeleting(ctx, r, p, full)
 	if err != nil {
 		if own == nil {
 			if !ok1 {

@@ -69,6 +69,10 @@ func keyedDeleteCases() []keyedDeleteCase {
 			"CREATE TABLE accounts (a VARCHAR(20) NOT NULL, id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (a, id)) ENGINE=InnoDB",
 			"INSERT INTO accounts VALUES ('x,y:', 1, 5, 0, 0, '2000-01-01'), ('x', 2, 5, 10, 1, '2001-01-01'), ('x,y', 3, 5, 10, 1, '2002-01-01')"},
 			del: "DELETE FROM accounts WHERE balance < 10 ORDER BY updated_at LIMIT 1", stamped: []int64{1}, run: true},
+		// Exec of a DELETE … RETURNING: the driver reports 0 rows affected for a statement
+		// answering with rows; the count failed it (red-team rt18d F8).
+		{name: "ReturningThroughExec", setup: []string{keyedTable, keyedRows},
+			del: "DELETE FROM accounts WHERE id = 1 RETURNING id", stamped: []int64{1}, run: true},
 		{name: "UserVariable", setup: []string{keyedTable, keyedRows},
 			del: "DELETE FROM accounts WHERE id = @x", refused: true},
 		{name: "NoPrimaryKeyClock", setup: []string{

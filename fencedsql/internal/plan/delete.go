@@ -135,6 +135,7 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	}
 	main.Pre = prePlan
 	main.TwoStepErr = twoStepErr
+	main.Returns = hasClause(clauses, "RETURNING")
 	switch {
 	case p.rw.syn == sqllex.MySQL:
 		err = p.keyDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)

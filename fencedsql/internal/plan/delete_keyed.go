@@ -37,7 +37,7 @@ func (p *parser) keyDelete(main *Plan, g *Table, nUser int, r tableRef, tableSta
 	if err != nil {
 		return err
 	}
-	keyed.TwoStepErr = unstable
+	keyed.TwoStepErr, keyed.Returns = unstable, main.Returns
 	main.Keyed = keyed
 	main.Pre.Keyed = p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, q)
 	return nil
@@ -74,7 +74,7 @@ func (p *parser) locateDelete(main *Plan, g *Table, nUser int, r tableRef, table
 	if err != nil {
 		return err
 	}
-	located.TwoStepErr = unstable
+	located.TwoStepErr, located.Returns = unstable, main.Returns
 	located.ClaimLocator = true
 	// The fencing UPDATE wrapped: its placeholders keep their numbers, and its text
 	// ends with the last token of its WHERE (no comment after it).
@@ -111,7 +111,7 @@ func (p *parser) rowidDelete(main *Plan, g *Table, nUser int, r tableRef, tableS
 	if err != nil {
 		return err
 	}
-	located.TwoStepErr = unstable
+	located.TwoStepErr, located.Returns = unstable, main.Returns
 	located.ClaimLocator = true
 	pre := *p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
 	pre.SQL += " RETURNING rowid"

@@ -110,6 +110,9 @@ type Plan struct {
 	// row key expression, of the table as KeyQual names it.
 	KeySlots []int
 	KeyQual  string
+	// Returns (a DELETE) marks a statement with a RETURNING clause: it answers with
+	// rows, and a driver's Exec may report none of them as affected.
+	Returns bool
 	// Locators (a keyed fencing UPDATE on SQLite) marks a statement that returns the
 	// row locator of each row it stamped: the wrapper reads them (the rows stamped)
 	// and binds them to the ArgStamped arguments of the statement after it.
