@@ -134,6 +134,7 @@ func (c *fzRawConn) ExecContext(_ context.Context, q string, args []driver.Named
 	c.record(q, args)
 	return driver.RowsAffected(1), nil
 }
+
 // QueryContext answers with one row, as ExecContext affects one: the rows of the
 // DELETE … RETURNING the wrapper queries to count them.
 func (c *fzRawConn) QueryContext(_ context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
