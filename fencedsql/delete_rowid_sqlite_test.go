@@ -3,14 +3,13 @@ package fencedsql_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // SQLite runs every guarded DELETE as two statements. Its keyed form names the rows
@@ -39,7 +38,7 @@ func TestSQLiteRowidDelete(t *testing.T) {
 		{name: "Aliased", setup: []string{table, rows},
 			del: "DELETE FROM accounts AS a WHERE a.rnk < 3", stamped: []int64{1, 2}, run: true},
 		{name: "ManyRows", setup: []string{table, `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 500) INSERT INTO accounts (id, rnk) SELECT i, i FROM s`},
-			del: "DELETE FROM accounts WHERE rnk <= 400", stamped: seqIDs(1, 400), run: true},
+			del: "DELETE FROM accounts WHERE rnk <= 400", stamped: fencetest.Seq(1, 400), run: true},
 		// Rows its statements cannot name by rowid: the token-only form, whose refusals stay.
 		{name: "WithoutRowid", setup: []string{strings.Replace(table, "version BIGINT NOT NULL DEFAULT 0)", "version BIGINT NOT NULL DEFAULT 0) WITHOUT ROWID", 1), rows},
 			del: "DELETE FROM accounts WHERE expires < CURRENT_TIMESTAMP", refused: true},
@@ -66,7 +65,7 @@ func TestSQLiteRowidDelete(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer db.Close()
-				before := sqliteIDs(t, raw)
+				before := fencetest.IDs(t, raw)
 				ctx := fencedsql.WithToken(context.Background(), 10)
 				if inTx {
 					var tx *sql.Tx
@@ -80,22 +79,7 @@ func TestSQLiteRowidDelete(t *testing.T) {
 				} else {
 					_, err = db.ExecContext(ctx, tc.del)
 				}
-				after := sqliteIDs(t, raw)
-				gone := idsMinus(before, after)
-				switch {
-				case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
-					t.Fatalf("%s: %v, want the stamped rows deleted or ErrUnsupported", tc.del, err)
-				case err != nil && tc.run:
-					t.Fatalf("%s: %v, want it to run", tc.del, err)
-				case err == nil && tc.refused:
-					t.Fatalf("%s ran; want ErrUnsupported", tc.del)
-				case err != nil && len(gone) > 0:
-					t.Fatalf("%s failed (%v) but deleted %v", tc.del, err, gone)
-				case err == nil && len(idsMinus(gone, tc.stamped)) > 0:
-					t.Fatalf("%s deleted rows %v; its fencing UPDATE could stamp only %v", tc.del, gone, tc.stamped)
-				case err == nil && tc.run && !reflect.DeepEqual(gone, tc.stamped):
-					t.Fatalf("%s deleted rows %v; its fencing UPDATE stamped %v", tc.del, gone, tc.stamped)
-				}
+				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
 			})
 		}
 	}
@@ -132,50 +116,4 @@ func TestSQLiteRowidDeleteReturning(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func sqliteIDs(t *testing.T, db *sql.DB) []int64 {
-	t.Helper()
-	rows, err := db.Query("SELECT id FROM accounts ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// idsMinus returns the ids of all not in drop, in order.
-func idsMinus(all, drop []int64) []int64 {
-	out := []int64{}
-	for _, id := range all {
-		if !slicesContains(drop, id) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-func slicesContains(s []int64, v int64) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func seqIDs(from, to int64) []int64 {
-	var out []int64
-	for i := from; i <= to; i++ {
-		out = append(out, i)
-	}
-	return out
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -99,26 +100,12 @@ func TestKeyedDeleteSelectionClasses(t *testing.T) {
 				dsn := testdb.MySQL(t)
 				testdb.Open(t, "mysql", dsn, tc.setup...)
 				raw := testdb.Open(t, "mysql", dsn)
-				before := keyedIDs(t, raw)
+				before := fencetest.IDs(t, raw)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
 				err := keyedDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
-				after := keyedIDs(t, raw)
-				switch {
-				case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
-					t.Fatalf("%s: %v, want the stamped rows deleted or ErrUnsupported", tc.del, err)
-				case err != nil && tc.run:
-					t.Fatalf("%s: %v, want it to run (its keyed selection is stable)", tc.del, err)
-				case err == nil && tc.refused:
-					t.Fatalf("%s ran; want ErrUnsupported", tc.del)
-				case err != nil && !reflect.DeepEqual(after, before):
-					t.Fatalf("%s failed (%v) but changed the table: rows %v, were %v", tc.del, err, after, before)
-				case err == nil && len(without(without(before, after), tc.stamped)) > 0:
-					t.Fatalf("%s deleted rows %v; its fencing UPDATE could stamp only %v", tc.del, without(before, after), tc.stamped)
-				case err == nil && tc.run && !reflect.DeepEqual(after, without(before, tc.stamped)):
-					t.Fatalf("%s deleted rows %v; its fencing UPDATE stamped %v", tc.del, without(before, after), tc.stamped)
-				}
+				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
 			})
 		}
 	}
@@ -141,35 +128,6 @@ func keyedDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
 	return tx.Commit()
 }
 
-// keyedIDs returns the ids of accounts' rows, in order.
-func keyedIDs(t *testing.T, db *sql.DB) []int64 {
-	t.Helper()
-	rows, err := db.Query("SELECT id FROM accounts ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := scanIDs(rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
-
-// without returns the ids of all not in drop (the difference, in order).
-func without(all, drop []int64) []int64 {
-	out := []int64{}
-	for _, id := range all {
-		keep := true
-		for _, d := range drop {
-			keep = keep && d != id
-		}
-		if keep {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // TestKeyedDeleteRecordTooLarge: the keyed DELETE's record of the stamped keys lives in
 // one user variable, which cannot grow past max_allowed_packet (16 MiB by default):
 // here ~1450 rows of 3 KiB binary keys (12 KiB of record each). The fencing UPDATE
@@ -181,7 +139,7 @@ func TestKeyedDeleteRecordTooLarge(t *testing.T) {
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL, k VARBINARY(3072) NOT NULL PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 		"INSERT INTO accounts (id, k) SELECT seq, CONCAT(LPAD(seq, 8, '0'), REPEAT(CHAR(0), 3064)) FROM seq_1_to_1450")
-	before := keyedIDs(t, raw)
+	before := fencetest.IDs(t, raw)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
@@ -189,7 +147,7 @@ func TestKeyedDeleteRecordTooLarge(t *testing.T) {
 	if !errors.Is(err, fencedsql.ErrUnsupported) || !strings.Contains(err.Error(), "max_allowed_packet") {
 		t.Fatalf("DELETE of %d rows with 3 KiB keys: %v (%T); want ErrUnsupported naming max_allowed_packet", len(before), err, err)
 	}
-	if after := keyedIDs(t, raw); !reflect.DeepEqual(after, before) {
+	if after := fencetest.IDs(t, raw); !reflect.DeepEqual(after, before) {
 		t.Fatalf("the failed DELETE changed the table: %d rows left of %d", len(after), len(before))
 	}
 }

@@ -11,7 +11,6 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -49,7 +49,7 @@ func TestLocatedDeleteSelectionClasses(t *testing.T) {
 			del: "DELETE FROM accounts WHERE id = 1", stamped: []int64{1}, run: true},
 		{name: "ManyRows", setup: []string{locatedTable, touchUpdated,
 			`INSERT INTO accounts SELECT g, 1, 0, 0 FROM generate_series(1, 300) AS g`, `INSERT INTO accounts VALUES (1000, 50, 10, 1)`},
-			del: "DELETE FROM accounts WHERE balance < 10", stamped: seq(1, 300), run: true},
+			del: "DELETE FROM accounts WHERE balance < 10", stamped: fencetest.Seq(1, 300), run: true},
 		{name: "Aliased", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
 			del: "DELETE FROM ONLY accounts AS a WHERE a.balance < 6", stamped: []int64{1}, run: true},
 		{name: "Returning", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
@@ -67,27 +67,12 @@ func TestLocatedDeleteSelectionClasses(t *testing.T) {
 				t.Parallel()
 				dsn := testdb.Postgres(t)
 				raw := testdb.Open(t, "pgx", dsn, tc.setup...)
-				before := pgIDs(t, raw)
+				before := fencetest.IDs(t, raw)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
 				err := pgDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
-				after := pgIDs(t, raw)
-				gone := minus(before, after)
-				switch {
-				case err != nil && !errors.Is(err, fencedsql.ErrUnsupported):
-					t.Fatalf("%s: %v, want the stamped rows deleted or ErrUnsupported", tc.del, err)
-				case err != nil && tc.run:
-					t.Fatalf("%s: %v, want it to run", tc.del, err)
-				case err == nil && tc.refused:
-					t.Fatalf("%s ran; want ErrUnsupported", tc.del)
-				case err != nil && len(gone) > 0:
-					t.Fatalf("%s failed (%v) but deleted %v", tc.del, err, gone)
-				case err == nil && len(minus(gone, tc.stamped)) > 0:
-					t.Fatalf("%s deleted rows %v; its fencing UPDATE could stamp only %v", tc.del, gone, tc.stamped)
-				case err == nil && tc.run && !reflect.DeepEqual(gone, tc.stamped):
-					t.Fatalf("%s deleted rows %v; its fencing UPDATE stamped %v", tc.del, gone, tc.stamped)
-				}
+				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
 			})
 		}
 	}
@@ -123,51 +108,6 @@ func pgDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
 	return tx.Commit()
 }
 
-// pgIDs returns the ids of accounts' rows, in order.
-func pgIDs(t *testing.T, db *sql.DB) []int64 {
-	t.Helper()
-	rows, err := db.Query("SELECT id FROM accounts ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// minus returns the ids of all not in drop, in order.
-func minus(all, drop []int64) []int64 {
-	gone := map[int64]bool{}
-	for _, d := range drop {
-		gone[d] = true
-	}
-	out := []int64{}
-	for _, id := range all {
-		if !gone[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-func seq(from, to int64) []int64 {
-	var out []int64
-	for i := from; i <= to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
-
 // TestLocatedDeleteColumnGrants: a role granted SELECT on the table's columns, not the
 // whole table (least privilege), may not read ctid. Its two-statement DELETE takes the
 // token-only form (the locator verdict is no) and runs, as before the located form;
@@ -193,7 +133,7 @@ func TestLocatedDeleteColumnGrants(t *testing.T) {
 	if _, err := fenced.ExecContext(fencedsql.WithToken(ctx, 10), "DELETE FROM accounts WHERE id = 1"); err != nil {
 		t.Fatalf("DELETE as a role with column SELECT grants: %v", err)
 	}
-	if got := pgIDs(t, admin); !reflect.DeepEqual(got, []int64{2}) {
+	if got := fencetest.IDs(t, admin); !reflect.DeepEqual(got, []int64{2}) {
 		t.Fatalf("rows %v, want [2]", got)
 	}
 }

@@ -62,26 +62,8 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 	insPlain := e.q("INSERT INTO " + plain + " (id, balance) VALUES (?, ?)")
 	tk := uint64(1)
 	// One row per variant (ids 1–4), deleted by it and put back before its next DELETE.
-	deleted := func(res sql.Result, err error) error {
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			b.Fatalf("DELETE affected %d rows (%v), want 1", n, err)
-		}
-		return nil
-	}
-	inTx := func(p *sql.DB, c context.Context, q string, id int) error {
-		tx, err := p.BeginTx(c, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := deleted(tx.ExecContext(c, q, id)); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
+	deleted := deletedRows(b, 1)
+	inTx := func(p *sql.DB, c context.Context, q string, id int) error { return deleteInTx(p, c, q, id, deleted) }
 	names := []string{"fenced-auto", "raw-auto", "fenced-tx", "raw-tx", "guarded-auto", "guarded-tx"}
 	setup := []func() error{
 		func() error {
@@ -115,16 +97,7 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 		func() error { return deleted(guardedPools[0].ExecContext(fencedsql.WithToken(ctx, tk), delGuarded, 5)) },
 		func() error { return inTx(guardedPools[1], fencedsql.WithToken(ctx, tk), delGuarded, 6) },
 	}
-	warm := make([]func() error, len(fns))
-	for i := range fns {
-		warm[i] = func() error {
-			if err := setup[i](); err != nil {
-				return err
-			}
-			return fns[i]()
-		}
-	}
-	Warm(b, 20, names, warm)
+	Warm(b, 20, names, withSetup(setup, fns))
 	spent, p50 := InterleaveAfter(b, names, setup, fns)
 	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "delete-cost-auto")
 	b.ReportMetric(float64(p50[0])/float64(p50[1]), "delete-cost-auto-p50")
@@ -134,4 +107,47 @@ func BenchDelete(b *testing.B, be Backend, d dialect.Dialect) {
 	b.ReportMetric(float64(p50[4])/float64(p50[1]), "delete-guard-auto-p50")
 	b.ReportMetric(spent[5].Seconds()/spent[3].Seconds(), "delete-guard-tx")
 	b.ReportMetric(float64(p50[5])/float64(p50[3]), "delete-guard-tx-p50")
+}
+
+// deletedRows returns a check of a DELETE's result: no error and n rows affected (a
+// benchmark that deleted another count is wrong, and stops).
+func deletedRows(b *testing.B, n int64) func(sql.Result, error) error {
+	return func(res sql.Result, err error) error {
+		if err != nil {
+			return err
+		}
+		if got, err := res.RowsAffected(); err != nil || got != n {
+			b.Fatalf("DELETE affected %d rows (%v), want %d", got, err, n)
+		}
+		return nil
+	}
+}
+
+// deleteInTx runs the DELETE q of id in a transaction on p, judged by check, and
+// commits it.
+func deleteInTx(p *sql.DB, c context.Context, q string, id int, check func(sql.Result, error) error) error {
+	tx, err := p.BeginTx(c, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := check(tx.ExecContext(c, q, id)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// withSetup returns fns, each run after its setup: the warm-up of an InterleaveAfter
+// measurement.
+func withSetup(setup, fns []func() error) []func() error {
+	warm := make([]func() error, len(fns))
+	for i := range fns {
+		warm[i] = func() error {
+			if err := setup[i](); err != nil {
+				return err
+			}
+			return fns[i]()
+		}
+	}
+	return warm
 }

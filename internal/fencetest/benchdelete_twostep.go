@@ -42,26 +42,8 @@ func BenchDeleteTwoStep(b *testing.B, be Backend) {
 	insPlain := e.q("INSERT INTO " + plain + " (id, balance) VALUES (?, ?)")
 	ins := e.q("INSERT INTO accounts (id, balance) VALUES (?, ?)")
 	tok := fencedsql.WithToken(ctx, 1)
-	deleted := func(res sql.Result, err error) error {
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			b.Fatalf("DELETE affected %d rows (%v), want 1", n, err)
-		}
-		return nil
-	}
-	inTx := func(p *sql.DB, c context.Context, q string, id int) error {
-		tx, err := p.BeginTx(c, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := deleted(tx.ExecContext(c, q, id)); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
+	deleted := deletedRows(b, 1)
+	inTx := func(p *sql.DB, c context.Context, q string, id int) error { return deleteInTx(p, c, q, id, deleted) }
 	names := []string{"twostep-auto", "raw-auto", "twostep-tx", "raw-tx"}
 	setup := []func() error{
 		func() error { _, err := fenced[0].ExecContext(tok, ins, 1, 0); return err },
@@ -75,16 +57,7 @@ func BenchDeleteTwoStep(b *testing.B, be Backend) {
 		func() error { return inTx(fenced[1], tok, del, 3) },
 		func() error { return inTx(rawPools[1], ctx, delPlain, 4) },
 	}
-	warm := make([]func() error, len(fns))
-	for i := range fns {
-		warm[i] = func() error {
-			if err := setup[i](); err != nil {
-				return err
-			}
-			return fns[i]()
-		}
-	}
-	Warm(b, 20, names, warm)
+	Warm(b, 20, names, withSetup(setup, fns))
 	spent, p50 := InterleaveAfter(b, names, setup, fns)
 	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "twostep-auto")
 	b.ReportMetric(float64(p50[0])/float64(p50[1]), "twostep-auto-p50")
@@ -125,15 +98,7 @@ func BenchDeleteTwoStepBulk(b *testing.B, be Backend, n int) {
 		}
 		return tx.Commit()
 	}
-	deletedAll := func(res sql.Result, err error) error {
-		if err != nil {
-			return err
-		}
-		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
-			b.Fatalf("DELETE affected %d rows (%v), want %d", got, err, n)
-		}
-		return nil
-	}
+	deletedAll := deletedRows(b, int64(n))
 	names := []string{"twostep", "raw"}
 	setup := []func() error{
 		func() error { return fill(fenced, tok, "accounts") },
@@ -147,16 +112,7 @@ func BenchDeleteTwoStepBulk(b *testing.B, be Backend, n int) {
 			return deletedAll(rawPool.ExecContext(ctx, e.q("DELETE FROM "+plain+" WHERE balance = ?"), 0))
 		},
 	}
-	warm := make([]func() error, len(fns))
-	for i := range fns {
-		warm[i] = func() error {
-			if err := setup[i](); err != nil {
-				return err
-			}
-			return fns[i]()
-		}
-	}
-	Warm(b, 2, names, warm)
+	Warm(b, 2, names, withSetup(setup, fns))
 	spent, _ := InterleaveAfter(b, names, setup, fns)
 	b.ReportMetric(spent[0].Seconds()/spent[1].Seconds(), "twostep-bulk")
 }
