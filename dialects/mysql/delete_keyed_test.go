@@ -12,7 +12,6 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"reflect"
 	"strings"
@@ -104,28 +103,11 @@ func TestKeyedDeleteSelectionClasses(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-				err := keyedDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
+				err := fencetest.ExecDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
 				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
 			})
 		}
 	}
-}
-
-// keyedDelete runs q with ctx's token, on its own or in a transaction committed after.
-func keyedDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
-	if !inTx {
-		_, err := db.ExecContext(ctx, q)
-		return err
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, q); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // TestKeyedDeleteRecordTooLarge: the keyed DELETE's record of the stamped keys lives in

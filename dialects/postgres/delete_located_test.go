@@ -10,7 +10,6 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"reflect"
 	"strings"
@@ -71,41 +70,11 @@ func TestLocatedDeleteSelectionClasses(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-				err := pgDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
+				err := fencetest.ExecDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
 				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
 			})
 		}
 	}
-}
-
-// pgDelete runs q with ctx's token, on its own or in a transaction committed after
-// (reading its rows, for a DELETE … RETURNING).
-func pgDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
-	if !inTx {
-		_, err := db.ExecContext(ctx, q)
-		return err
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	var rows *sql.Rows
-	if strings.Contains(q, "RETURNING") {
-		rows, err = tx.QueryContext(ctx, q)
-	} else {
-		_, err = tx.ExecContext(ctx, q)
-	}
-	if err == nil && rows != nil {
-		for rows.Next() {
-		}
-		err = rows.Err()
-		rows.Close()
-	}
-	if err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // TestLocatedDeleteColumnGrants: a role granted SELECT on the table's columns, not the

@@ -25,15 +25,8 @@ import (
 // twostep-auto and twostep-tx are the ratios of total times, the -p50 metrics those
 // of medians.
 func BenchDeleteTwoStep(b *testing.B, be Backend) {
-	dsn := be.DSN(b)
-	raw, err := sql.Open(be.RawName, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
-	ctx := context.Background()
-	const plain = "accounts_plain"
-	execAll(b, ctx, raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plain, 1)})
+	dsn, ctx := be.DSN(b), context.Background()
+	withPlainTable(b, be, dsn)
 	e := &env{b: be}
 	fenced := []*sql.DB{SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts")), SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts"))}
 	rawPools := []*sql.DB{SinglePool(b, be.RawName, dsn), SinglePool(b, be.RawName, dsn)}
@@ -65,21 +58,27 @@ func BenchDeleteTwoStep(b *testing.B, be Backend) {
 	b.ReportMetric(float64(p50[2])/float64(p50[3]), "twostep-tx-p50")
 }
 
+// plain is the table of a benchmark's raw statements: accounts' copy without triggers.
+const plain = "accounts_plain"
+
+// withPlainTable creates accounts and plain (be.TableDDL) in dsn's database.
+func withPlainTable(b *testing.B, be Backend, dsn string) {
+	raw, err := sql.Open(be.RawName, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	execAll(b, context.Background(), raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plain, 1)})
+}
+
 // BenchDeleteTwoStepBulk is BenchDeleteTwoStep for one DELETE of n rows, autocommit:
 // twostep-bulk is the fenced DELETE's total time over the raw driver's, each deleting
 // n rows (ids 1..n; put back, untimed, before each). The keyed DELETE's restriction
 // searches a list of the stamped keys per row (MySQL/MariaDB), so its cost grows with
 // n² there.
 func BenchDeleteTwoStepBulk(b *testing.B, be Backend, n int) {
-	dsn := be.DSN(b)
-	raw, err := sql.Open(be.RawName, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
-	ctx := context.Background()
-	const plain = "accounts_plain"
-	execAll(b, ctx, raw, []string{be.TableDDL, strings.Replace(be.TableDDL, "accounts", plain, 1)})
+	dsn, ctx := be.DSN(b), context.Background()
+	withPlainTable(b, be, dsn)
 	e := &env{b: be}
 	fenced := SinglePool(b, be.DriverName, WithParam(dsn, "fenced_tables=accounts"))
 	rawPool := SinglePool(b, be.RawName, dsn)

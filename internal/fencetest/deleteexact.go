@@ -1,9 +1,11 @@
 package fencetest
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -87,4 +89,35 @@ func Seq(from, to int64) []int64 {
 		out = append(out, i)
 	}
 	return out
+}
+
+// ExecDelete runs the DELETE q on db with ctx, on its own or (inTx) in a transaction
+// committed after; a DELETE … RETURNING is queried and its rows read.
+func ExecDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
+	if !inTx {
+		_, err := db.ExecContext(ctx, q)
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit: ErrTxDone
+	if strings.Contains(strings.ToUpper(q), "RETURNING") {
+		rows, err := tx.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	} else if _, err := tx.ExecContext(ctx, q); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
