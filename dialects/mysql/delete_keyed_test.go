@@ -12,6 +12,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"reflect"
 	"strings"
@@ -32,82 +33,55 @@ const keyedRows = "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5
 // slowUpdates delays the fencing UPDATE by 2 s, as a lock wait would.
 const slowUpdates = "CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)"
 
-type keyedDeleteCase struct {
-	name  string
-	setup []string
-	del   string
-	// stamped: the rows the fencing UPDATE may select; the DELETE deletes only rows
-	// among these, or fails. run: it must succeed and delete exactly these (its
-	// selection is stable once keyed); refused: it must fail with ErrUnsupported.
-	stamped      []int64
-	run, refused bool
-}
-
-func keyedDeleteCases() []keyedDeleteCase {
-	return []keyedDeleteCase{
-		{name: "OrderLimitOnUpdateColumn", setup: []string{keyedTable, keyedRows},
-			del: "DELETE FROM accounts ORDER BY updated_at LIMIT 1", stamped: []int64{1}, run: true},
-		{name: "OrderLimitTie", setup: []string{keyedTable, "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2000-01-01')"},
-			del: "DELETE FROM accounts WHERE balance < 10 ORDER BY balance LIMIT 1", stamped: []int64{1}, run: true},
-		{name: "StatementClock", setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)"},
-			del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", stamped: []int64{1}},
-		{name: "SessionTimestamp", setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)"},
-			del: "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND", stamped: []int64{1}},
-		{name: "StoredFunctionClock", setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)",
+func keyedDeleteCases() []fencetest.DeleteTableCase {
+	return []fencetest.DeleteTableCase{
+		{Name: "OrderLimitOnUpdateColumn", Setup: []string{keyedTable, keyedRows},
+			Del: "DELETE FROM accounts ORDER BY updated_at LIMIT 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+		{Name: "OrderLimitTie", Setup: []string{keyedTable, "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2000-01-01')"},
+			Del: "DELETE FROM accounts WHERE balance < 10 ORDER BY balance LIMIT 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+		{Name: "StatementClock", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)"},
+			Del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "SessionTimestamp", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)"},
+			Del: "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "StoredFunctionClock", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)",
 			"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 3 SECOND"},
-			del: "DELETE FROM accounts WHERE updated_at <= cutoff()", stamped: []int64{1}},
-		{name: "AggregateOverOnUpdateColumn", setup: []string{keyedTable, keyedRows},
-			del: "DELETE FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x)", stamped: []int64{1}},
-		{name: "TriggerMaintainedColumn", setup: []string{
+			Del: "DELETE FROM accounts WHERE updated_at <= cutoff()", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "AggregateOverOnUpdateColumn", Setup: []string{keyedTable, keyedRows},
+			Del: "DELETE FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x)", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "TriggerMaintainedColumn", Setup: []string{
 			"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, rnk INT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 			"INSERT INTO accounts VALUES (1, 1, 0, 0), (2, 2, 10, 1), (3, 3, 10, 1)",
 			"CREATE TRIGGER rerank BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.rnk = NEW.rnk + 10"},
-			del: "DELETE FROM accounts WHERE rnk = (SELECT MIN(r) FROM (SELECT rnk AS r FROM accounts) AS x)", stamped: []int64{1}},
-		{name: "Sequence", setup: []string{keyedTable, keyedRows, "CREATE SEQUENCE s START WITH 1"},
-			del: "DELETE FROM accounts WHERE id = (SELECT NEXT VALUE FOR s)", stamped: []int64{1}},
-		{name: "CompositeKeyWithSeparators", setup: []string{
+			Del: "DELETE FROM accounts WHERE rnk = (SELECT MIN(r) FROM (SELECT rnk AS r FROM accounts) AS x)", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "Sequence", Setup: []string{keyedTable, keyedRows, "CREATE SEQUENCE s START WITH 1"},
+			Del: "DELETE FROM accounts WHERE id = (SELECT NEXT VALUE FOR s)", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "CompositeKeyWithSeparators", Setup: []string{
 			"CREATE TABLE accounts (a VARCHAR(20) NOT NULL, id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (a, id)) ENGINE=InnoDB",
 			"INSERT INTO accounts VALUES ('x,y:', 1, 5, 0, 0, '2000-01-01'), ('x', 2, 5, 10, 1, '2001-01-01'), ('x,y', 3, 5, 10, 1, '2002-01-01')"},
-			del: "DELETE FROM accounts WHERE balance < 10 ORDER BY updated_at LIMIT 1", stamped: []int64{1}, run: true},
+			Del: "DELETE FROM accounts WHERE balance < 10 ORDER BY updated_at LIMIT 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
 		// Exec of a DELETE … RETURNING: the driver reports 0 rows affected for a statement
 		// answering with rows; the count failed it (red-team rt18d F8).
-		{name: "ReturningThroughExec", setup: []string{keyedTable, keyedRows},
-			del: "DELETE FROM accounts WHERE id = 1 RETURNING id", stamped: []int64{1}, run: true},
-		{name: "UserVariable", setup: []string{keyedTable, keyedRows},
-			del: "DELETE FROM accounts WHERE id = @x", refused: true},
-		{name: "NoPrimaryKeyClock", setup: []string{
+		{Name: "ReturningThroughExec", Setup: []string{keyedTable, keyedRows},
+			Del: "DELETE FROM accounts WHERE id = 1 RETURNING id", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+		{Name: "UserVariable", Setup: []string{keyedTable, keyedRows},
+			Del: "DELETE FROM accounts WHERE id = @x", DeleteCase: fencetest.DeleteCase{Refused: true}},
+		{Name: "NoPrimaryKeyClock", Setup: []string{
 			"CREATE TABLE accounts (id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB", keyedRows},
-			del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", refused: true},
-		{name: "NoPrimaryKeyPlain", setup: []string{
+			Del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", DeleteCase: fencetest.DeleteCase{Refused: true}},
+		{Name: "NoPrimaryKeyPlain", Setup: []string{
 			"CREATE TABLE accounts (id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 			"INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 5, 10, 1)"},
-			del: "DELETE FROM accounts WHERE id = 1", stamped: []int64{1}, run: true},
+			Del: "DELETE FROM accounts WHERE id = 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
 	}
 }
 
 // TestKeyedDeleteSelectionClasses runs each case in autocommit (the wrapper's own
 // transaction) and in the caller's transaction, then committed.
 func TestKeyedDeleteSelectionClasses(t *testing.T) {
-	for _, tc := range keyedDeleteCases() {
-		for _, inTx := range []bool{false, true} {
-			name := tc.name + "/Autocommit"
-			if inTx {
-				name = tc.name + "/InTx"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				dsn := testdb.MySQL(t)
-				testdb.Open(t, "mysql", dsn, tc.setup...)
-				raw := testdb.Open(t, "mysql", dsn)
-				before := fencetest.IDs(t, raw)
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-				err := fencetest.ExecDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
-				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
-			})
-		}
-	}
+	fencetest.RunDeleteCases(t, keyedDeleteCases(), func(t *testing.T, setup []string) (raw, fenced *sql.DB) {
+		dsn := testdb.MySQL(t)
+		return testdb.Open(t, "mysql", dsn, setup...), testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	})
 }
 
 // TestKeyedDeleteRecordTooLarge: the keyed DELETE's record of the stamped keys lives in

@@ -10,6 +10,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"reflect"
 	"strings"
@@ -28,53 +29,30 @@ const touchUpdated = `CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql A
 CREATE TRIGGER touch BEFORE UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION touch()`
 
 func TestLocatedDeleteSelectionClasses(t *testing.T) {
-	for _, tc := range []struct {
-		name, del    string
-		setup        []string
-		stamped      []int64
-		run, refused bool
-	}{
-		{name: "AggregateOverTriggerColumn", setup: []string{locatedTable, touchUpdated,
+	fencetest.RunDeleteCases(t, []fencetest.DeleteTableCase{
+		{Name: "AggregateOverTriggerColumn", Setup: []string{locatedTable, touchUpdated,
 			`INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2001-01-01'), (3, 5, 10, 1, '2002-01-01')`},
-			del: "DELETE FROM accounts WHERE updated_at = (SELECT min(updated_at) FROM accounts)", stamped: []int64{1}},
+			Del: "DELETE FROM accounts WHERE updated_at = (SELECT min(updated_at) FROM accounts)", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
 		// balance 2000: the trigger sleeps 2 s; row 2 was stamped 2.5 s ago.
-		{name: "FunctionReadingTheClock", setup: []string{locatedTable, touchUpdated,
+		{Name: "FunctionReadingTheClock", Setup: []string{locatedTable, touchUpdated,
 			`CREATE FUNCTION cutoff() RETURNS timestamptz VOLATILE LANGUAGE sql AS $$ SELECT clock_timestamp() - interval '3 seconds' $$`,
 			// Row 2 first in the heap: the UPDATE's volatile cutoff() is read per row, and
 			// row 2 must be judged before row 1's trigger sleeps.
 			`INSERT INTO accounts VALUES (2, 2000, 10, 1, clock_timestamp() - interval '2.5 seconds'), (1, 2000, 10, 1, '2000-01-01')`},
-			del: "DELETE FROM accounts WHERE updated_at <= cutoff()", stamped: []int64{1}},
-		{name: "ByKey", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 5, 10, 1)`},
-			del: "DELETE FROM accounts WHERE id = 1", stamped: []int64{1}, run: true},
-		{name: "ManyRows", setup: []string{locatedTable, touchUpdated,
+			Del: "DELETE FROM accounts WHERE updated_at <= cutoff()", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "ByKey", Setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 5, 10, 1)`},
+			Del: "DELETE FROM accounts WHERE id = 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+		{Name: "ManyRows", Setup: []string{locatedTable, touchUpdated,
 			`INSERT INTO accounts SELECT g, 1, 0, 0 FROM generate_series(1, 300) AS g`, `INSERT INTO accounts VALUES (1000, 50, 10, 1)`},
-			del: "DELETE FROM accounts WHERE balance < 10", stamped: fencetest.Seq(1, 300), run: true},
-		{name: "Aliased", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
-			del: "DELETE FROM ONLY accounts AS a WHERE a.balance < 6", stamped: []int64{1}, run: true},
-		{name: "Returning", setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
-			del: "DELETE FROM accounts WHERE balance < 6 RETURNING id", stamped: []int64{1}, run: true},
-	} {
-		for _, inTx := range []bool{false, true} {
-			name := tc.name + "/Autocommit"
-			if inTx {
-				name = tc.name + "/InTx"
-			}
-			if !inTx && tc.name == "Returning" {
-				continue // DELETE … RETURNING in two statements needs the caller's transaction
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				dsn := testdb.Postgres(t)
-				raw := testdb.Open(t, "pgx", dsn, tc.setup...)
-				before := fencetest.IDs(t, raw)
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-				err := fencetest.ExecDelete(fencedsql.WithToken(ctx, 10), fenced, tc.del, inTx)
-				fencetest.CheckDeleteExact(t, fencetest.DeleteCase{Stamped: tc.stamped, Run: tc.run, Refused: tc.refused}, tc.del, err, before, fencetest.IDs(t, raw))
-			})
-		}
-	}
+			Del: "DELETE FROM accounts WHERE balance < 10", DeleteCase: fencetest.DeleteCase{Stamped: fencetest.Seq(1, 300), Run: true}},
+		{Name: "Aliased", Setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
+			Del: "DELETE FROM ONLY accounts AS a WHERE a.balance < 6", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+		{Name: "Returning", Setup: []string{locatedTable, `INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 9, 10, 1)`},
+			Del: "DELETE FROM accounts WHERE balance < 6 RETURNING id", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+	}, func(t *testing.T, setup []string) (raw, fenced *sql.DB) {
+		dsn := testdb.Postgres(t)
+		return testdb.Open(t, "pgx", dsn, setup...), testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	})
 }
 
 // TestLocatedDeleteColumnGrants: a role granted SELECT on the table's columns, not the

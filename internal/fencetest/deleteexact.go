@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -120,4 +121,36 @@ func ExecDelete(ctx context.Context, db *sql.DB, q string, inTx bool) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// DeleteTableCase is a DeleteCase on its own table: the statements that set it up
+// (DDL, rows), and the DELETE, run with token 10.
+type DeleteTableCase struct {
+	Name, Del string
+	Setup     []string
+	DeleteCase
+}
+
+// RunDeleteCases runs each case in parallel, in autocommit (the wrapper's own
+// transaction) and in the caller's transaction committed after (ExecDelete), each
+// on a database open returns: raw, set up with the case's statements, and fenced, a
+// fenced pool guarding accounts there. It judges each with CheckDeleteExact.
+func RunDeleteCases(t *testing.T, cases []DeleteTableCase, open func(t *testing.T, setup []string) (raw, fenced *sql.DB)) {
+	for _, c := range cases {
+		for _, inTx := range []bool{false, true} {
+			name := c.Name + "/Autocommit"
+			if inTx {
+				name = c.Name + "/InTx"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				raw, fenced := open(t, c.Setup)
+				before := IDs(t, raw)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				err := ExecDelete(fencedsql.WithToken(ctx, 10), fenced, c.Del, inTx)
+				CheckDeleteExact(t, c.DeleteCase, c.Del, err, before, IDs(t, raw))
+			})
+		}
+	}
 }

@@ -140,9 +140,9 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	case p.rw.syn == sqllex.MySQL:
 		err = p.keyDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
 	case p.rw.numbered:
-		err = p.locateDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
+		err = p.locatorDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr, byCtid)
 	case p.rw.syn == sqllex.SQLite:
-		err = p.rowidDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr)
+		err = p.locatorDelete(main, g, nUser, r, tableStart, clauses, j, versioned, unstableErr, byRowid)
 	}
 	if err != nil {
 		return nil, err

@@ -62,28 +62,6 @@ func (p *parser) keyDelete(main *Plan, g *Table, nUser int, r tableRef, tableSta
 // inheritance parent (the table's dialect.LocatorChecker verdict, Plan.ClaimLocator)
 // the wrapper sends the unkeyed statements.
 
-// locateDelete gives main, the two-statement DELETE of g, and its fencing UPDATE
-// their located forms (Plan.Keyed, complete: no key slots), the DELETE refused only
-// for unstable. A DELETE naming the first statement's WITH query has none.
-func (p *parser) locateDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error) error {
-	if p.namesClaimQuery() {
-		return nil
-	}
-	q := p.qualifier(r)
-	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, q, byCtid)
-	if err != nil {
-		return err
-	}
-	located.TwoStepErr, located.Returns = unstable, main.Returns
-	located.ClaimLocator = true
-	// The fencing UPDATE wrapped: its placeholders keep their numbers, and its text
-	// ends with the last token of its WHERE (no comment after it).
-	pre := *p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
-	pre.SQL = "WITH " + claimedName + " AS (" + pre.SQL + " RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + deleteRecord
-	main.Keyed, main.Pre.Keyed = located, &pre
-	return nil
-}
-
 // deleteRecord is the located DELETE's record of the ctids its fencing UPDATE wrote
 // (ClaimedSetting): a condition true for every row, evaluated once.
 const deleteRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(array_agg(ctid), '{}')::text, true) IS NOT NULL FROM " + claimedName + ")"
@@ -100,22 +78,32 @@ const deleteRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(arra
 // and gets the unkeyed form; so does a DELETE with ORDER BY or LIMIT (an UPDATE's
 // RETURNING stands before them).
 
-// rowidDelete gives main, the two-statement DELETE of g, and its fencing UPDATE their
-// rowid forms (Plan.Keyed), the DELETE refused only for unstable.
-func (p *parser) rowidDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error) error {
-	if hasClause(clauses, "ORDER") || hasClause(clauses, "LIMIT") {
+// locatorDelete gives main, the two-statement DELETE of g, and its fencing UPDATE
+// their forms keyed by row locator (Plan.Keyed, complete: no key slots) as k says
+// (byCtid, byRowid), the DELETE refused only for unstable. A PostgreSQL DELETE naming
+// the first statement's WITH query has none, and so has a SQLite DELETE with ORDER BY
+// or LIMIT.
+func (p *parser) locatorDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error, k keying) error {
+	switch {
+	case k == byCtid && p.namesClaimQuery(),
+		k == byRowid && (hasClause(clauses, "ORDER") || hasClause(clauses, "LIMIT")):
 		return nil
 	}
-	q := p.qualifier(r)
-	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, q, byRowid)
+	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, p.qualifier(r), k)
 	if err != nil {
 		return err
 	}
 	located.TwoStepErr, located.Returns = unstable, main.Returns
 	located.ClaimLocator = true
+	// The fencing UPDATE, extended: its placeholders keep their numbers, and its text
+	// ends with the last token of its WHERE (no comment after it).
 	pre := *p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
-	pre.SQL += " RETURNING rowid"
-	pre.Locators = true
+	if k == byCtid {
+		pre.SQL = "WITH " + claimedName + " AS (" + pre.SQL + " RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + deleteRecord
+	} else {
+		pre.SQL += " RETURNING rowid"
+		pre.Locators = true
+	}
 	main.Keyed, main.Pre.Keyed = located, &pre
 	return nil
 }
