@@ -179,7 +179,7 @@ func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []d
 	}
 	stamped, ok, err := c.stamp(ctx, r, pre, preArgs, p, full)
 	if err != nil {
-		return nil, c.core.mapErr(pre, tok, ver, err)
+		return nil, c.stampFailed(c.core.mapErr(pre, tok, ver, err))
 	}
 	if !ok {
 		stamped = -1
@@ -354,6 +354,9 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 		return nil, c.core.mapErr(pl, tok, ver, err)
 	}
 	stamped, ok1, err := c.stamp(ctx, r, pre, preArgs, p, full)
+	if err != nil && own == nil {
+		return nil, c.stampFailed(c.core.mapErr(pre, tok, ver, err))
+	}
 	if err != nil {
 		return fail(pre, err)
 	}

@@ -36,7 +36,10 @@ func TestSQLiteRowidDelete(t *testing.T) {
 		// Rows its statements cannot name by rowid: the token-only form, whose refusals stay.
 		{Name: "WithoutRowid", Setup: []string{strings.Replace(table, "version BIGINT NOT NULL DEFAULT 0)", "version BIGINT NOT NULL DEFAULT 0) WITHOUT ROWID", 1), rows},
 			Del: "DELETE FROM accounts WHERE expires < CURRENT_TIMESTAMP", DeleteCase: fencetest.DeleteCase{Refused: true}},
+		// A column called rowid hides that alias, not _rowid_, by which the DELETE names rows.
 		{Name: "ColumnCalledRowid", Setup: []string{strings.Replace(table, "rnk INTEGER", "rowid INTEGER, rnk INTEGER", 1), rows},
+			Del: "DELETE FROM accounts WHERE expires < CURRENT_TIMESTAMP", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1, 2, 3}, Run: true}},
+		{Name: "ColumnCalled_rowid_", Setup: []string{strings.Replace(table, "rnk INTEGER", "_rowid_ INTEGER, rnk INTEGER", 1), rows},
 			Del: "DELETE FROM accounts WHERE expires < CURRENT_TIMESTAMP", DeleteCase: fencetest.DeleteCase{Refused: true}},
 		{Name: "WithoutRowidByKey", Setup: []string{strings.Replace(table, "version BIGINT NOT NULL DEFAULT 0)", "version BIGINT NOT NULL DEFAULT 0) WITHOUT ROWID", 1), rows},
 			Del: "DELETE FROM accounts WHERE id = 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},

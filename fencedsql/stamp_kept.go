@@ -54,3 +54,16 @@ func (c *conn) stampKept(stamped int64, err error) error {
 	c.breakTx(kept)
 	return kept
 }
+
+// stampFailed judges err, the failure of the fencing UPDATE of a two-statement write
+// in the caller's transaction, already mapped (mapErr): where a failed statement may
+// keep its earlier changes (dialect.PartialFailer) and the failure is not the fence's
+// own refusal, which aborts the statement whole, some rows may stay stamped, and the
+// transaction is marked as stampKept does.
+func (c *conn) stampFailed(err error) error {
+	p, ok := c.core.dialect.(dialect.PartialFailer)
+	if !ok || !p.FailedStatementMayKeepChanges() || errors.Is(err, ErrFenced) || errors.Is(err, ErrBelowFloor) || errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrUnsupported) {
+		return err
+	}
+	return c.stampKept(-1, err)
+}

@@ -159,3 +159,9 @@ func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionC
 	}
 	return stmts
 }
+
+// FailedStatementMayKeepChanges implements dialect.PartialFailer: RAISE(FAIL) in a
+// trigger and OR FAIL keep a failed statement's earlier changes.
+func (dialectImpl) FailedStatementMayKeepChanges() bool { return true }
+
+var _ dialect.PartialFailer = dialectImpl{}

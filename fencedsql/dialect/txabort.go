@@ -14,3 +14,16 @@ type TxAborter interface {
 	// AbortsTxOnError reports whether every failed statement aborts the transaction.
 	AbortsTxOnError() bool
 }
+
+// PartialFailer is implemented by dialects on which a failed statement may keep the
+// changes it made before it failed: SQLite, where a trigger's RAISE(FAIL) or an OR
+// FAIL conflict clause stops the statement and keeps its earlier rows' changes. When
+// the fencing UPDATE of a two-statement write fails that way in the caller's
+// transaction, some rows may stay stamped: the wrapper marks the transaction so that
+// it can only roll back, unless the failure is the fence's own refusal (ErrFenced and
+// the like), which aborts the statement whole.
+type PartialFailer interface {
+	// FailedStatementMayKeepChanges reports whether a failed statement may have kept
+	// some of its changes.
+	FailedStatementMayKeepChanges() bool
+}

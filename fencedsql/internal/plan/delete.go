@@ -208,7 +208,7 @@ func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]i
 		case byCtid:
 			b.write(claimedRows(keyQual) + " AND ")
 		case byRowid:
-			b.write(keyQual + ".rowid IN (SELECT value FROM json_each(")
+			b.write(keyQual + "._rowid_ IN (SELECT value FROM json_each(")
 			b.placeholder("?", ArgStamped)
 			b.write(")) AND ")
 		case byKey:

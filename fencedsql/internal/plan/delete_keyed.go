@@ -69,14 +69,16 @@ const deleteRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(arra
 // Rowid DELETEs (SQLite). SQLite's DELETE always runs as two statements; its keyed
 // form names the stamped rows by rowid, which the fencing UPDATE returns:
 //
-//	UPDATE t SET … WHERE … RETURNING rowid
-//	DELETE FROM t WHERE (…) AND t.rowid IN (SELECT value FROM json_each(?)) AND fence_token = ?
+//	UPDATE t SET … WHERE … RETURNING _rowid_
+//	DELETE FROM t WHERE (…) AND t._rowid_ IN (SELECT value FROM json_each(?)) AND fence_token = ?
 //
 // The wrapper reads the rowids (as many as were stamped) and binds them to the DELETE
-// as a JSON array (ArgStamped). A table whose rowid a statement cannot name — WITHOUT
-// ROWID, or a column called rowid — is the dialect.LocatorChecker's no (Plan.ClaimLocator),
-// and gets the unkeyed form; so does a DELETE with ORDER BY or LIMIT (an UPDATE's
-// RETURNING stands before them).
+// as a JSON array (ArgStamped). The rowid is named _rowid_, the alias a user column
+// is least likely to take (a column called rowid, _rowid_ or oid hides that alias). A
+// table whose rowid a statement cannot name so — WITHOUT ROWID, or a column called
+// _rowid_ — is the dialect.LocatorChecker's no (Plan.ClaimLocator), and gets the
+// unkeyed form; so does a DELETE with ORDER BY or LIMIT (an UPDATE's RETURNING stands
+// before them).
 
 // locatorDelete gives main, the two-statement DELETE of g, and its fencing UPDATE
 // their forms keyed by row locator (Plan.Keyed, complete: no key slots) as k says
@@ -101,7 +103,7 @@ func (p *parser) locatorDelete(main *Plan, g *Table, nUser int, r tableRef, tabl
 	if k == byCtid {
 		pre.SQL = "WITH " + claimedName + " AS (" + pre.SQL + " RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + deleteRecord
 	} else {
-		pre.SQL += " RETURNING rowid"
+		pre.SQL += " RETURNING _rowid_"
 		pre.Locators = true
 	}
 	main.Keyed, main.Pre.Keyed = located, &pre

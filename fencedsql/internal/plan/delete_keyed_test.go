@@ -124,11 +124,11 @@ func TestRowidDeleteSQL(t *testing.T) {
 	if p.Keyed == nil || p.Pre.Keyed == nil || !p.Keyed.ClaimLocator || !p.Pre.Keyed.Locators {
 		t.Fatalf("no rowid form: %+v", p.Keyed)
 	}
-	wantPre := `UPDATE accounts AS a SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE a.owner = ? RETURNING rowid`
+	wantPre := `UPDATE accounts AS a SET "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= ? THEN ? ELSE NULL END WHERE a.owner = ? RETURNING _rowid_`
 	if p.Pre.Keyed.SQL != wantPre || !equalRefs(p.Pre.Keyed.Args, refs(TOK, TOK, 0)) {
 		t.Errorf("rowid fencing UPDATE:\n got  %s %v\n want %s", p.Pre.Keyed.SQL, p.Pre.Keyed.Args, wantPre)
 	}
-	wantDel := `DELETE FROM accounts AS a WHERE (a.owner = ?) AND a.rowid IN (SELECT value FROM json_each(?)) AND "fence_token" = ? /* who */`
+	wantDel := `DELETE FROM accounts AS a WHERE (a.owner = ?) AND a._rowid_ IN (SELECT value FROM json_each(?)) AND "fence_token" = ? /* who */`
 	if p.Keyed.SQL != wantDel || !equalRefs(p.Keyed.Args, refs(0, ArgStamped, TOK)) {
 		t.Errorf("rowid DELETE:\n got  %s %v\n want %s", p.Keyed.SQL, p.Keyed.Args, wantDel)
 	}
