@@ -360,7 +360,12 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	if err != nil {
 		return fail(pre, err)
 	}
-	res, err := c.execDeleting(ctx, r, p, full)
+	var res driver.Result
+	if ok1 && stamped > listFrom && p.Listed != nil && !p.Returns {
+		res, err = c.deleteListed(ctx, r, p, args, tok, ver, stamped)
+	} else {
+		res, err = c.execDeleting(ctx, r, p, full)
+	}
 	if err != nil {
 		if own == nil {
 			if !ok1 {

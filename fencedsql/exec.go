@@ -77,6 +77,8 @@ func bind(p *plan.Plan, user []driver.NamedValue, tok uint64, ver int64) ([]driv
 			out[i].Value = int64(0) // the claim's (withNonce)
 		case plan.ArgStamped:
 			out[i].Value = "[]" // the rows stamped (stamp)
+		case plan.ArgKeyItem:
+			out[i].Value = "" // a key the fencing UPDATE recorded (deleteListed)
 		default:
 			u := user[r]
 			if u.Name != "" {

@@ -122,6 +122,9 @@ func (k *core) keyedForm(t *plan.Plan, cols []plan.KeyColumn) (*plan.Plan, error
 	}
 	f := keyedForm{key: key}
 	f.p, f.err = t.WithRowKey(cols, k.dialect.QuoteIdent)
+	if f.err == nil && f.p.ListArg >= 0 {
+		f.p = f.p.WithKeyList(listChunk) // a listed DELETE (delete_listed.go)
+	}
 	k.keyed.Store(t, f)
 	return f.p, f.err
 }

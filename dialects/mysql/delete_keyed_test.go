@@ -63,6 +63,17 @@ func keyedDeleteCases() []fencetest.DeleteTableCase {
 		// answering with rows; the count failed it (red-team rt18d F8).
 		{Name: "ReturningThroughExec", Setup: []string{keyedTable, keyedRows},
 			Del: "DELETE FROM accounts WHERE id = 1 RETURNING id", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
+		// More rows than the wrapper searches the record for: deleted by lists of the
+		// recorded keys (fencedsql's delete_listed.go), exact as the search is.
+		{Name: "ManyRowsListed", Setup: []string{keyedTable, "INSERT INTO accounts (id, balance) SELECT seq, 1 FROM seq_1_to_1300",
+			"INSERT INTO accounts VALUES (5000, 1, 10, 1, '2000-01-01')"},
+			Del: "DELETE FROM accounts WHERE balance < 10 AND id < 2000", DeleteCase: fencetest.DeleteCase{Stamped: fencetest.Seq(1, 1300), Run: true}},
+		{Name: "ManyRowsOrderLimitListed", Setup: []string{keyedTable, "INSERT INTO accounts (id, balance) SELECT seq, 1 FROM seq_1_to_1300"},
+			Del: "DELETE FROM accounts WHERE balance < 10 ORDER BY id LIMIT 1100", DeleteCase: fencetest.DeleteCase{Stamped: fencetest.Seq(1, 1100), Run: true}},
+		{Name: "ManyRowsAggregateListed", Setup: []string{keyedTable,
+			"INSERT INTO accounts (id, balance, updated_at) SELECT seq, 1, '2000-01-01' FROM seq_1_to_600",
+			"INSERT INTO accounts (id, balance, fence_token, version, updated_at) SELECT 1000 + seq, 1, 10, 1, '2001-01-01' FROM seq_1_to_600"},
+			Del: "DELETE FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x)", DeleteCase: fencetest.DeleteCase{Stamped: fencetest.Seq(1, 600)}},
 		{Name: "UserVariable", Setup: []string{keyedTable, keyedRows},
 			Del: "DELETE FROM accounts WHERE id = @x", DeleteCase: fencetest.DeleteCase{Refused: true}},
 		{Name: "NoPrimaryKeyClock", Setup: []string{

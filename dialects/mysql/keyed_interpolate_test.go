@@ -25,7 +25,8 @@ func TestKeyedStatementsInterpolated(t *testing.T) {
 			dsn := testdb.MySQL(t)
 			testdb.Open(t, "mysql", dsn,
 				"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-				"INSERT INTO accounts (id, balance) VALUES (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2), (7, 3), (8, 3)")
+				"INSERT INTO accounts (id, balance) VALUES (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2), (7, 3), (8, 3)",
+				"INSERT INTO accounts (id, balance) SELECT 100 + seq, 9 FROM seq_1_to_700")
 			fenced := testdb.Open(t, "fenced-mysql", dsn+interp+"&fenced_tables=accounts")
 			fenced.SetMaxOpenConns(1)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -39,6 +40,12 @@ func TestKeyedStatementsInterpolated(t *testing.T) {
 				if n, _ := res.RowsAffected(); n != 3 {
 					t.Fatalf("DELETE %d deleted %d rows, want 3", i, n)
 				}
+			}
+			// Past the record's search: deleted by lists of keys bound as arguments.
+			if res, err := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE balance = ?", 9); err != nil {
+				t.Fatalf("DELETE of 700 rows: %v", err)
+			} else if n, _ := res.RowsAffected(); n != 700 {
+				t.Fatalf("DELETE of 700 rows deleted %d", n)
 			}
 			tx, err := fenced.BeginTx(ctx, nil)
 			if err != nil {

@@ -30,6 +30,8 @@ type builder struct {
 	posAt, posN int
 	keys        []int // output offsets of row key slots (keySlot)
 	recording   bool  // assignments: the version's expression records the row key
+	// listAt, listArg: a listed DELETE's key list slot (Plan.ListAt, Plan.ListArg).
+	listAt, listArg int
 }
 
 func (p *parser) newBuilder(nUser int) *builder {

@@ -101,6 +101,10 @@ func (b *builder) claimedKeys() {
 func (b *builder) finishKeyed(kind Kind, g *Table, q string) *Plan {
 	pl := b.finish(kind, g)
 	pl.KeySlots, pl.KeyQual = b.keys, q
+	pl.ListAt, pl.ListArg = b.listAt, b.listArg
+	if b.listAt == 0 {
+		pl.ListArg = -1
+	}
 	return pl
 }
 
@@ -161,15 +165,42 @@ func (p *Plan) WithRowKey(cols []KeyColumn, quote func(string) string) (*Plan, e
 		parts[i] = part
 	}
 	key := "CONCAT_WS(':', " + strings.Join(parts, ", ") + ")"
+	out := *p
+	if p.ListArg >= 0 && len(cols) == 1 && integerType(strings.ToLower(strings.TrimSpace(cols[0].Type))) {
+		// A listed DELETE by one integer column: the column itself, which the server
+		// finds by its index, the keys bound as integers (ListInts).
+		key, out.ListInts = p.KeyQual+"."+quote(cols[0].Name), true
+	}
 	var sb strings.Builder
 	last := 0
 	for _, at := range p.KeySlots {
 		sb.WriteString(p.SQL[last:at])
 		sb.WriteString(key)
 		last = at
+		if p.ListArg >= 0 && at <= p.ListAt {
+			out.ListAt += len(key)
+		}
 	}
 	sb.WriteString(p.SQL[last:])
-	out := *p
 	out.SQL, out.KeySlots, out.Keyed = sb.String(), nil, nil
 	return &out, nil
 }
+
+// WithKeyList returns the listed DELETE p (Plan.Listed, completed by WithRowKey) with
+// a list of n keys: n placeholders, bound to ArgKeyItem.
+func (p *Plan) WithKeyList(n int) *Plan {
+	out := *p
+	out.SQL = p.SQL[:p.ListAt] + strings.Repeat("?, ", n-1) + "?" + p.SQL[p.ListAt:]
+	args := make([]ArgRef, 0, len(p.Args)+n)
+	args = append(args, p.Args[:p.ListArg]...)
+	for range n {
+		args = append(args, ArgKeyItem)
+	}
+	out.Args = append(args, p.Args[p.ListArg:]...)
+	out.ListArg = -1
+	return &out
+}
+
+// KeyedRecordQuery reads a keyed statement's record: the nonce, then the list of keys
+// (',' before and after each).
+const KeyedRecordQuery = "SELECT " + claimNonceVar + ", " + claimListVar

@@ -193,10 +193,11 @@ func (p *parser) deleteRestricted(g *Table, nUser int, clauses map[string][2]int
 type keying uint8
 
 const (
-	byToken keying = iota // the token only: every row carrying it
-	byKey                 // MySQL/MariaDB: the primary keys the UPDATE recorded in the session
-	byCtid                // PostgreSQL: the ctids the UPDATE recorded in ClaimedSetting
-	byRowid               // SQLite: the rowids the UPDATE returned, bound as ArgStamped
+	byToken   keying = iota // the token only: every row carrying it
+	byKey                   // MySQL/MariaDB: the primary keys the UPDATE recorded in the session
+	byCtid                  // PostgreSQL: the ctids the UPDATE recorded in ClaimedSetting
+	byRowid                 // SQLite: the rowids the UPDATE returned, bound as ArgStamped
+	byKeyList               // MySQL/MariaDB: the keys the UPDATE recorded, bound as ArgKeyItem
 )
 
 // deleteRestrictedBy is deleteRestricted, the rows named as k says, of the table as
@@ -213,6 +214,11 @@ func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]i
 			b.write(")) AND ")
 		case byKey:
 			b.claimedKeys()
+		case byKeyList:
+			b.keySlot()
+			b.write(" IN (")
+			b.listAt, b.listArg = b.sb.Len(), len(b.refs)
+			b.write(") AND ")
 		}
 		b.write(g.QTok + " = ")
 		b.token()
@@ -242,7 +248,7 @@ func (p *parser) deleteRestrictedBy(g *Table, nUser int, clauses map[string][2]i
 		b.gap(at)
 		b.copy(at, len(p.src))
 	}
-	if k == byKey {
+	if k == byKey || k == byKeyList {
 		return b.finishKeyed(KindDelete, g, keyQual), nil
 	}
 	return b.finish(KindDelete, g), nil

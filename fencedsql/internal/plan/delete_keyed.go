@@ -38,6 +38,10 @@ func (p *parser) keyDelete(main *Plan, g *Table, nUser int, r tableRef, tableSta
 		return err
 	}
 	keyed.TwoStepErr, keyed.Returns = unstable, main.Returns
+	if keyed.Listed, err = p.deleteRestrictedBy(g, nUser, clauses, j, q, byKeyList); err != nil {
+		return err
+	}
+	keyed.Listed.TwoStepErr, keyed.Listed.Returns = unstable, main.Returns
 	main.Keyed = keyed
 	main.Pre.Keyed = p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, q)
 	return nil

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -136,5 +137,39 @@ func TestRowidDeleteSQL(t *testing.T) {
 		if p, err := newTestRewriter(t, sqliteTest).Rewrite(in, false); err != nil || p.Keyed != nil {
 			t.Errorf("%s: keyed %v, %v; want the token-only form (RETURNING stands before ORDER BY/LIMIT)", in, p != nil && p.Keyed != nil, err)
 		}
+	}
+}
+
+// The listed form of a keyed DELETE: the same DELETE restricted to the keys bound as
+// arguments. Exact SQL and arguments, completed with a key and a list of three.
+func TestListedDeleteSQL(t *testing.T) {
+	p, err := newTestRewriter(t, mysqlTest).Rewrite("DELETE FROM accounts a WHERE a.owner = ? ORDER BY a.id LIMIT ?", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Keyed == nil || p.Keyed.Listed == nil {
+		t.Fatalf("no listed form")
+	}
+	keyed, err := p.Keyed.Listed.WithRowKey([]KeyColumn{{"tenant", "varchar(10)"}, {"id", "int"}}, mysqlTest.QuoteIdent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := keyed.WithKeyList(3)
+	want := "DELETE FROM accounts a WHERE (a.owner = ?) AND CONCAT_WS(':', HEX(QUOTE(a.`tenant`)), a.`id`) IN (?, ?, ?) AND `fence_token` = ? ORDER BY a.id LIMIT ?"
+	K := ArgKeyItem
+	if listed.SQL != want || !equalRefs(listed.Args, refs(0, K, K, K, TOK, 1)) {
+		t.Errorf("listed DELETE:\n got  %s %v\n want %s", listed.SQL, listed.Args, want)
+	}
+	if again := keyed.WithKeyList(1); !strings.Contains(again.SQL, "IN (?) AND") || len(again.Args) != 4 {
+		t.Errorf("list of one: %s %v", again.SQL, again.Args)
+	}
+	// One integer key column: the column itself (its index serves the list), the keys
+	// bound as integers.
+	byInt, err := p.Keyed.Listed.WithRowKey([]KeyColumn{{"id", "bigint(20) unsigned"}}, mysqlTest.QuoteIdent)
+	if err != nil || !byInt.ListInts || !strings.Contains(byInt.WithKeyList(2).SQL, "AND a.`id` IN (?, ?) AND") {
+		t.Errorf("listed by one integer column: %v %v", byInt, err)
+	}
+	if keyed.ListInts {
+		t.Errorf("a composite key listed as integers")
 	}
 }

@@ -16,6 +16,9 @@ const (
 	// ArgStamped is the row locators the statement before returned (Plan.Locators),
 	// as a JSON array (delete_keyed.go).
 	ArgStamped ArgRef = -4
+	// ArgKeyItem is one row key of a listed DELETE (Plan.Listed): the wrapper binds
+	// the keys its fencing UPDATE recorded, in order (delete_keyed.go).
+	ArgKeyItem ArgRef = -5
 )
 
 type Kind uint8
@@ -110,6 +113,18 @@ type Plan struct {
 	// row key expression, of the table as KeyQual names it.
 	KeySlots []int
 	KeyQual  string
+	// Listed (a keyed DELETE on MySQL/MariaDB) is the same DELETE restricted to a list
+	// of row keys given as arguments (ArgKeyItem) instead of the session's record:
+	// an IN list the server searches by bisection, for a DELETE of many rows, where the
+	// record's search per row costs the list's length. Its SQL is complete only with
+	// the table's key columns (WithRowKey) and the list's length (WithKeyList): ListAt
+	// is the byte offset in SQL where the list's placeholders go, ListArg the index in
+	// Args where their references go (-1 once expanded).
+	Listed          *Plan
+	ListAt, ListArg int
+	// ListInts (a listed DELETE completed by WithRowKey) says that its key is one
+	// integer column, compared with the keys as integers: bind them so.
+	ListInts bool
 	// Returns (a DELETE) marks a statement with a RETURNING clause: it answers with
 	// rows, and a driver's Exec may report none of them as affected.
 	Returns bool
