@@ -43,24 +43,32 @@ func TestSQLiteRowidDelete(t *testing.T) {
 			Del: "DELETE FROM accounts WHERE expires < CURRENT_TIMESTAMP", DeleteCase: fencetest.DeleteCase{Refused: true}},
 		{Name: "WithoutRowidByKey", Setup: []string{strings.Replace(table, "version BIGINT NOT NULL DEFAULT 0)", "version BIGINT NOT NULL DEFAULT 0) WITHOUT ROWID", 1), rows},
 			Del: "DELETE FROM accounts WHERE id = 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
-	}, func(t *testing.T, setup []string) (raw, fenced *sql.DB) {
-		file := filepath.Join(t.TempDir(), "t.db")
-		raw, err := sql.Open("sqlite", "file:"+file)
-		if err != nil {
-			t.Fatal(err)
+	}, func(t *testing.T, setup []string) (raw, fenced *sql.DB) { return sqlitePair(t, setup...) })
+}
+
+// sqlitePair creates a SQLite file with setup (run on a plain connection) and opens
+// it fenced (fenced_tables=accounts) on one connection, so that temp objects made on
+// that connection are seen by the fenced statements. raw is the plain pool.
+func sqlitePair(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "t.db")
+	raw, err := sql.Open("sqlite", "file:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	for _, s := range setup {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
 		}
-		t.Cleanup(func() { raw.Close() })
-		for _, s := range setup {
-			if _, err := raw.Exec(s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-		if fenced, err = sql.Open("fenced-sqlite", "file:"+file+"?fenced_tables=accounts"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fenced.Close() })
-		return raw, fenced
-	})
+	}
+	if fenced, err = sql.Open("fenced-sqlite", "file:"+file+"?fenced_tables=accounts"); err != nil {
+		t.Fatal(err)
+	}
+	fenced.SetMaxOpenConns(1)
+	fenced.SetMaxIdleConns(1)
+	t.Cleanup(func() { fenced.Close() })
+	return raw, fenced
 }
 
 // TestSQLiteRowidDeleteReturning: DELETE … RETURNING in the caller's transaction,

@@ -11,33 +11,8 @@ import (
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
-
-// rt18sOpen creates a SQLite file with setup (run on a plain connection) and opens it
-// fenced (fenced_tables=accounts), one connection, so that temp objects made on it
-// through rt18sRaw are seen by the fenced statements.
-func rt18sOpen(t *testing.T, setup ...string) (raw, db *sql.DB) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "t.db")
-	raw, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	for _, s := range setup {
-		if _, err := raw.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	db, err = sql.Open("fenced-sqlite", "file:"+path+"?fenced_tables=accounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	t.Cleanup(func() { db.Close() })
-	return raw, db
-}
 
 // rt18sRaw runs stmts on the fenced pool's one driver connection, unfenced (temp
 // tables and temp triggers live on that connection).
@@ -62,24 +37,6 @@ func rt18sRaw(t *testing.T, db *sql.DB, stmts ...string) {
 	}
 }
 
-func rt18sIDs(t *testing.T, db *sql.DB, table string) []int64 {
-	t.Helper()
-	rows, err := db.Query("SELECT id FROM " + table + " ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
 const rt18sMain = `CREATE TABLE accounts (id INTEGER PRIMARY KEY, rnk INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`
 
 // TestRT18sTempShadowRowidColumn: a TEMP table named accounts shadows main.accounts
@@ -98,7 +55,7 @@ const rt18sMain = `CREATE TABLE accounts (id INTEGER PRIMARY KEY, rnk INTEGER NO
 // so the DELETE gets the token-only form (and fails its count) or refuses; never
 // deletes id 2.
 func TestRT18sTempShadowRowidColumn(t *testing.T) {
-	_, db := rt18sOpen(t, rt18sMain, `INSERT INTO accounts (id, rnk) VALUES (100, 100)`)
+	_, db := sqlitePair(t, rt18sMain, `INSERT INTO accounts (id, rnk) VALUES (100, 100)`)
 	rt18sRaw(t, db,
 		`CREATE TEMP TABLE accounts (id INTEGER PRIMARY KEY, rowid INTEGER NOT NULL, rnk INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`INSERT INTO temp.accounts (id, rowid, rnk, fence_token, version) VALUES (1, 7, 1, 0, 0), (2, 7, 2, 10, 1), (3, 9, 3, 10, 1)`,
@@ -106,7 +63,7 @@ func TestRT18sTempShadowRowidColumn(t *testing.T) {
 	)
 	ctx := fencedsql.WithToken(context.Background(), 10)
 	_, err := db.ExecContext(ctx, `DELETE FROM accounts WHERE rnk = (SELECT min(rnk) FROM accounts)`)
-	left := rt18sIDs(t, db, "temp.accounts")
+	left := fencetest.TableIDs(t, db, "temp.accounts")
 	if !slices.Contains(left, 2) {
 		t.Fatalf("DELETE (its fencing UPDATE stamps id 1 only) returned err=%v and left ids %v: it deleted id 2, a row its fencing UPDATE did not stamp (accounts.rowid named the temp table's user column \"rowid\")", err, left)
 	}
@@ -123,14 +80,14 @@ func TestRT18sTempShadowRowidColumn(t *testing.T) {
 // runs. Right behaviour: LocatorQuery judges the table the name resolves to (temp
 // first) and the DELETE runs token-only (it deletes id 1). Over-refusal, unclear error.
 func TestRT18sTempShadowWithoutRowid(t *testing.T) {
-	_, db := rt18sOpen(t, rt18sMain)
+	_, db := sqlitePair(t, rt18sMain)
 	rt18sRaw(t, db,
 		`CREATE TEMP TABLE accounts (id INTEGER PRIMARY KEY, rnk INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) WITHOUT ROWID`,
 		`INSERT INTO temp.accounts (id, rnk) VALUES (1, 1), (2, 2)`,
 	)
 	ctx := fencedsql.WithToken(context.Background(), 10)
 	_, err := db.ExecContext(ctx, `DELETE FROM accounts WHERE id = 1`)
-	left := rt18sIDs(t, db, "temp.accounts")
+	left := fencetest.TableIDs(t, db, "temp.accounts")
 	if err != nil || !reflect.DeepEqual(left, []int64{2}) {
 		t.Fatalf("DELETE FROM accounts WHERE id = 1 on a WITHOUT ROWID temp table: err=%v (ErrUnsupported=%v ErrSchema=%v), ids left %v; want id 1 deleted by the token-only form",
 			err, errors.Is(err, fencedsql.ErrUnsupported), errors.Is(err, fencedsql.ErrSchema), left)
@@ -152,10 +109,10 @@ func TestRT18sJSONEachShadowed(t *testing.T) {
 		"view":  {rt18sMain, `CREATE VIEW json_each AS SELECT 1 AS value`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			raw, db := rt18sOpen(t, append(setup, `INSERT INTO accounts (id, rnk) VALUES (1, 1), (2, 2)`)...)
+			raw, db := sqlitePair(t, append(setup, `INSERT INTO accounts (id, rnk) VALUES (1, 1), (2, 2)`)...)
 			ctx := fencedsql.WithToken(context.Background(), 10)
 			_, err := db.ExecContext(ctx, `DELETE FROM accounts WHERE id = 1`)
-			left := rt18sIDs(t, raw, "accounts")
+			left := fencetest.TableIDs(t, raw, "accounts")
 			if err != nil || !reflect.DeepEqual(left, []int64{2}) {
 				t.Fatalf("DELETE FROM accounts WHERE id = 1 with a %s named json_each: err=%v (ErrUnsupported=%v), ids left %v; want id 1 deleted",
 					name, err, errors.Is(err, fencedsql.ErrUnsupported), left)
@@ -177,7 +134,7 @@ func TestRT18sJSONEachShadowed(t *testing.T) {
 // token-only form's Exec path does the same).
 func TestRT18sStampFailKeptInCallerTx(t *testing.T) {
 	ctx := fencedsql.WithToken(context.Background(), 10)
-	raw, db := rt18sOpen(t, rt18sMain, `INSERT INTO accounts (id, rnk) VALUES (1, 1), (2, 2)`,
+	raw, db := sqlitePair(t, rt18sMain, `INSERT INTO accounts (id, rnk) VALUES (1, 1), (2, 2)`,
 		`CREATE TRIGGER f BEFORE UPDATE ON accounts WHEN OLD.id = 2 BEGIN SELECT RAISE(FAIL, 'refused by trigger'); END`)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -239,7 +196,7 @@ func TestRT18sTempShadowThroughPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = db.ExecContext(ctx, `DELETE FROM accounts WHERE id = (SELECT min(id) FROM fresh)`)
-	left := rt18sIDs(t, db, "temp.accounts")
+	left := fencetest.TableIDs(t, db, "temp.accounts")
 	if !slices.Contains(left, 2) {
 		t.Fatalf("DELETE (its fencing UPDATE stamps id 1 only) returned err=%v and left ids %v: it deleted id 2, which it never stamped", err, left)
 	}

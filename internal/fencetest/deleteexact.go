@@ -64,7 +64,13 @@ func IDsMinus(all, drop []int64) []int64 {
 // IDs returns the ids of the rows of accounts in db, in order (never nil).
 func IDs(t testing.TB, db *sql.DB) []int64 {
 	t.Helper()
-	rows, err := db.Query("SELECT id FROM accounts ORDER BY id")
+	return TableIDs(t, db, "accounts")
+}
+
+// TableIDs returns the ids of the rows of table in db, in order (never nil).
+func TableIDs(t testing.TB, db *sql.DB, table string) []int64 {
+	t.Helper()
+	rows, err := db.Query("SELECT id FROM " + table + " ORDER BY id")
 	if err != nil {
 		t.Fatal(err)
 	}
