@@ -73,7 +73,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	if err := c.claimReadable(p); err != nil {
 		return nil, err
 	}
-	pre, read, err := c.claimStatements(ctx, p)
+	pre, read, err := c.claimStatements(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,9 @@ import (
 // of the rows it stamps in the session and the second statement (the claim's read, the
 // DELETE) is restricted to them, so that it reads or deletes the rows just stamped,
 // not others the holder stamped before with the same token. A table without a primary
-// key, or with a FLOAT/DOUBLE one, runs the statements restricted by the token only,
-// or refuses them where that is known to swap rows (a claim's plan.Plan.KeyRequired: a
+// key, or with a FLOAT/DOUBLE one, and a claim that fixes its whole integer key to an
+// integer (a point claim, pointClaim), run the statements restricted by the token only,
+// or refuse them where that is known to swap rows (a claim's plan.Plan.KeyRequired: a
 // LIMIT, the statement's clock; the unkeyed DELETE's plan.Plan.TwoStepErr). The keys
 // are the table's primary key columns (dialect.Tombstoner's PrimaryKeyQuery), asked
 // once per pool and table and trusted for WithSchemaRecheck, like the lazy checks'
@@ -38,11 +39,15 @@ type rowKey struct {
 	at   time.Time
 }
 
-// claimStatements returns the two statements of p's two-statement claim: its keyed
-// forms where p has them and the table's key is known (keyedPair), else Pre and
-// ClaimRead. A claim that requires its key (plan.Plan.KeyRequired) on a table without
-// an exact one is refused.
-func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *plan.Plan, err error) {
+// claimStatements returns the two statements of p's two-statement claim, run with
+// args: its keyed forms where p has them and the table's key is known (keyedPair),
+// else Pre and ClaimRead — also when its selection fixes the whole key to one integer
+// (pointClaim). A claim that requires its key (plan.Plan.KeyRequired) on a table
+// without an exact one is refused.
+func (c *conn) claimStatements(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (pre, read *plan.Plan, err error) {
+	if point, err := c.pointClaim(ctx, p, args); err != nil || point {
+		return p.Pre, p.ClaimRead, err
+	}
 	pre, read, why, err := c.keyedPair(ctx, p.Guard, p.Pre, p.ClaimRead)
 	switch {
 	case err != nil:
@@ -57,6 +62,29 @@ func (c *conn) claimStatements(ctx context.Context, p *plan.Plan) (pre, read *pl
 		return nil, nil, asUnsupported(why)
 	}
 	return nil, nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with a LIMIT, or reading the statement's clock, of a table without a primary key: its claim tells the rows it stamped from others carrying the token by their key; give the table a primary key"}
+}
+
+// pointClaim reports whether the claim p, run with args, selects at most one row by
+// its table's primary key (plan.Plan.FixesKey): its read can return no other row than
+// the one its fencing UPDATE stamps, so neither needs the keyed record.
+func (c *conn) pointClaim(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (bool, error) {
+	if len(p.Point) == 0 || p.Pre == nil || p.Pre.Keyed == nil || !c.core.cfg.schemaCheck {
+		return false, nil
+	}
+	ts, ok := c.core.dialect.(dialect.Tombstoner)
+	if !ok {
+		return false, nil
+	}
+	cols, err := c.rowKey(ctx, ts, p.Guard)
+	if err != nil {
+		return false, err
+	}
+	return p.FixesKey(cols, func(i int) (any, bool) {
+		if i >= len(args) || args[i].Name != "" || args[i].Ordinal != i+1 {
+			return nil, false
+		}
+		return args[i].Value, true
+	}), nil
 }
 
 // deleteStatements returns the two statements of p's two-statement DELETE: its keyed

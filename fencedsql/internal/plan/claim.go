@@ -173,6 +173,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.KeyRequired = keyRequired
+	if c, ok := clauses["WHERE"]; ok && keyed {
+		main.Point = p.pointTerms(c[0]+1, c[1])
+	}
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr
 	// The one-statement claim by row locator evaluates the selection more than once

@@ -136,6 +136,11 @@ type Plan struct {
 	// claim (a LIMIT, a selection by the statement's clock); otherwise such a table's
 	// claim runs unkeyed, restricted by the token.
 	KeyRequired bool
+	// Point (a MySQL/MariaDB claim) are the conjuncts of its WHERE that fix a column to
+	// a placeholder or an integer literal (claim_point.go): where they fix the whole
+	// primary key to integers (FixesKey), the claim names at most one row and runs
+	// unkeyed.
+	Point []PointTerm
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool

@@ -1,0 +1,198 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// Point claims (MySQL/MariaDB). The keyed claim (claim_keyed.go) records the rows its
+// fencing UPDATE stamps because the read after it could select others carrying the
+// token. A selection that fixes every column of the primary key to one integer cannot:
+// it names at most one row, the same row in both statements, so the read returns that
+// row or nothing, and the wrapper's count check (the rows read against the rows
+// stamped) tells the two apart. Whatever else the condition holds (a clock, a
+// function, a column the UPDATE changes) can only drop that row, which the count
+// check sees. Such a claim runs unkeyed: no record, no nonce, the statements a claim
+// ran before keyed claims existed.
+//
+// The planner finds the candidate conjuncts (PointTerm); the wrapper, which knows the
+// table's primary key and the arguments, decides (Plan.FixesKey): every key column an
+// integer type, each fixed by a conjunct whose value is an integer. An integer
+// compared with a string or a float is compared as a double, which more than one
+// BIGINT can equal; an integer with an integer is exact.
+
+// PointTerm is a conjunct of a claim's WHERE of the form column = value (either side),
+// where value is a placeholder or an unsigned integer literal.
+type PointTerm struct {
+	Column string // unquoted, as written
+	Arg    int    // the caller's argument index of a placeholder, or -1
+	Lit    string // the literal's digits when Arg < 0
+}
+
+// pointBreakers are words that, at the top level of a condition, make its top-level
+// ANDs not all conjunctions of the whole condition: operators of lower precedence
+// than AND, and constructs holding an AND of their own (BETWEEN … AND, CASE WHEN a
+// AND b).
+var pointBreakers = map[string]bool{"or": true, "xor": true, "between": true, "case": true, "when": true, "then": true, "else": true, "end": true}
+
+// bareValues are words MySQL reads as a value, not a column, when written without
+// quotes: a column of such a name must be quoted to be named.
+var bareValues = map[string]bool{"null": true, "true": true, "false": true, "unknown": true, "default": true,
+	"current_date": true, "current_time": true, "current_timestamp": true, "current_user": true, "current_role": true,
+	"localtime": true, "localtimestamp": true, "utc_date": true, "utc_time": true, "utc_timestamp": true}
+
+// pointTerms returns the conjuncts column = value of the condition sig[from:to] (a
+// WHERE clause's body), or nil when the condition is not a plain conjunction at its top
+// level (pointBreakers, an operator holding '|', '&' or ':', an executable comment
+// anywhere in the statement).
+func (p *parser) pointTerms(from, to int) []PointTerm {
+	for _, t := range p.sig {
+		if t.Kind == sqllex.KindExecComment {
+			return nil
+		}
+	}
+	var out []PointTerm
+	depth, start := 0, from
+	for k := from; k <= to; k++ {
+		if k < to {
+			t := p.sig[k]
+			switch {
+			case p.punct(k, "("):
+				depth++
+				continue
+			case p.punct(k, ")"):
+				depth--
+				continue
+			case depth > 0:
+				continue
+			case t.Kind == sqllex.KindWord && pointBreakers[strings.ToLower(p.text(t))]:
+				return nil
+			case t.Kind == sqllex.KindPunct && strings.ContainsAny(p.text(t), "|&:"):
+				return nil
+			case !p.kw(k, "AND"):
+				continue
+			}
+		}
+		if depth != 0 {
+			return nil
+		}
+		if term, ok := p.pointTerm(start, k); ok {
+			out = append(out, term)
+		}
+		start = k + 1
+	}
+	return out
+}
+
+// pointTerm reads sig[from:to] as column = value or value = column (the column
+// optionally qualified once).
+func (p *parser) pointTerm(from, to int) (PointTerm, bool) {
+	eq := -1
+	for k := from; k < to; k++ {
+		if p.punct(k, "=") {
+			if eq >= 0 {
+				return PointTerm{}, false
+			}
+			eq = k
+		}
+	}
+	if eq < 0 {
+		return PointTerm{}, false
+	}
+	if col, ok := p.pointColumn(from, eq); ok {
+		if arg, lit, ok := p.pointValue(eq+1, to); ok {
+			return PointTerm{Column: col, Arg: arg, Lit: lit}, true
+		}
+	}
+	if col, ok := p.pointColumn(eq+1, to); ok {
+		if arg, lit, ok := p.pointValue(from, eq); ok {
+			return PointTerm{Column: col, Arg: arg, Lit: lit}, true
+		}
+	}
+	return PointTerm{}, false
+}
+
+// pointColumn reads sig[from:to] as a column name, bare or behind one qualifier. In a
+// single-table SELECT any qualifier the server accepts names that table.
+func (p *parser) pointColumn(from, to int) (string, bool) {
+	switch {
+	case to-from == 3 && p.isColumnWord(from) && p.punct(from+1, "."):
+		from += 2
+	case to-from != 1:
+		return "", false
+	}
+	if !p.isColumnWord(from) {
+		return "", false
+	}
+	name, quoted, ok := sqllex.Ident(p.src, p.sig[from])
+	if !ok || !quoted && bareValues[strings.ToLower(name)] {
+		return "", false
+	}
+	return name, true
+}
+
+// isColumnWord reports whether sig[k] is a bare word or a backquoted name (a "…" may be
+// a string on MySQL).
+func (p *parser) isColumnWord(k int) bool {
+	t := p.sig[k]
+	return t.Kind == sqllex.KindWord || t.Kind == sqllex.KindQuotedIdent && p.src[t.Start] == '`'
+}
+
+// pointValue reads sig[from:to] as a '?' placeholder (its argument index) or an
+// unsigned integer literal of at most 18 digits (an exact BIGINT).
+func (p *parser) pointValue(from, to int) (arg int, lit string, ok bool) {
+	if to-from != 1 {
+		return 0, "", false
+	}
+	t := p.sig[from]
+	txt := p.text(t)
+	switch {
+	case t.Kind == sqllex.KindParam && txt == "?":
+		n := 0
+		for _, s := range p.sig[:from] {
+			if s.Kind == sqllex.KindParam {
+				n++
+			}
+		}
+		return n, "", true
+	case t.Kind == sqllex.KindNumber && len(txt) <= 18 && strings.Trim(txt, "0123456789") == "":
+		return -1, txt, true
+	}
+	return 0, "", false
+}
+
+// FixesKey reports whether the claim p selects at most one row by its key: every
+// column of the primary key cols (the catalog's names and types) is an integer type
+// and fixed by one of p's PointTerms to an integer — a literal, or an argument
+// whose value (arg, given the index) is an int64 or uint64.
+func (p *Plan) FixesKey(cols []KeyColumn, arg func(i int) (any, bool)) bool {
+	if len(p.Point) == 0 || len(cols) == 0 {
+		return false
+	}
+	for _, c := range cols {
+		if !integerType(strings.ToLower(strings.TrimSpace(c.Type))) || !p.fixes(c.Name, arg) {
+			return false
+		}
+	}
+	return true
+}
+
+// fixes reports whether one of p's PointTerms fixes column col to an integer.
+func (p *Plan) fixes(col string, arg func(i int) (any, bool)) bool {
+	for _, t := range p.Point {
+		if !strings.EqualFold(t.Column, col) {
+			continue
+		}
+		if t.Arg < 0 {
+			return true
+		}
+		if v, ok := arg(t.Arg); ok {
+			switch v.(type) {
+			case int64, uint64:
+				return true
+			}
+		}
+	}
+	return false
+}
