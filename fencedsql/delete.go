@@ -349,7 +349,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	}
 	fail := func(pl *plan.Plan, err error) (driver.Result, error) {
 		if own != nil {
-			_ = own.Rollback()
+			_ = c.endTx(own, false)
 		}
 		return nil, c.core.mapErr(pl, tok, ver, err)
 	}
@@ -379,13 +379,13 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	if ok1 && ok2 {
 		if err := c.exact(p, "DELETE", stamped, deleted); err != nil {
 			if own != nil { // breakTx marked nothing: the transaction is the wrapper's own
-				_ = own.Rollback()
+				_ = c.endTx(own, false)
 			}
 			return nil, err
 		}
 	}
 	if own != nil {
-		if err := own.Commit(); err != nil {
+		if err := c.endTx(own, true); err != nil {
 			return nil, c.core.mapErr(p, tok, ver, err)
 		}
 	}

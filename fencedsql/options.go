@@ -83,7 +83,10 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // PostgreSQL standard_conforming_strings and client_encoding, which pgx reports without
 // a query and which are checked before every guarded write even when this is off (other
 // drivers: one query before each guarded write). An untrusted session fails with a
-// *SessionError (errors.Is ErrSchema). Turn it off in unit tests against go-sqlmock,
+// *SessionError (errors.Is ErrSchema). With it on, a dialect that spells its
+// transaction end so that no session setting changes it (dialect.TxEnder:
+// MySQL/MariaDB's COMMIT/ROLLBACK AND NO CHAIN NO RELEASE) ends every transaction with
+// that statement instead of the driver's Commit and Rollback. Turn it off in unit tests against go-sqlmock,
 // whose expectations would otherwise have to include those queries. It does not turn
 // off what the database records as guarded (the registry, the guard's triggers): the
 // pool's first connection reads those whatever this says, and with the check off a

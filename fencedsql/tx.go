@@ -34,22 +34,22 @@ func (t *tx) Commit() error {
 	// A transaction the server already rolled back (a deadlock victim) gets only the
 	// ROLLBACK: a COMMIT would answer success for nothing.
 	if err := t.st.ended; err != nil {
-		_ = t.raw.Rollback()
+		_ = t.c.endTx(t.raw, false)
 		if err.outcome() != NotCommitted { // a dynamic statement left it: committed or not
 			return withOutcomeAs(fmt.Errorf("fencedsql: COMMIT not sent: %w", err), err.outcome())
 		}
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction not committed: %w", err), NotCommitted)
 	}
 	if err := t.st.leaseLost(); err != nil {
-		_ = t.raw.Rollback()
+		_ = t.c.endTx(t.raw, false)
 		return withOutcomeAs(err, NotCommitted)
 	}
 	if err := t.st.broken; err != nil {
-		_ = t.raw.Rollback()
+		_ = t.c.endTx(t.raw, false)
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}
 	// COMMIT was sent: an error the wrapper cannot judge is Unknown (ErrCommitUnknown).
-	err := t.c.core.mapPassErr(t.raw.Commit())
+	err := t.c.core.mapPassErr(t.c.endTx(t.raw, true))
 	return withOutcomeAs(err, classifyOutcome(t.c.core.dialect, err))
 }
 
@@ -61,7 +61,7 @@ func (t *tx) Commit() error {
 // nothing, and the writes' outcome is Unknown (CommitOutcome).
 func (t *tx) Rollback() error {
 	defer t.end()
-	err := t.raw.Rollback()
+	err := t.c.endTx(t.raw, false)
 	if t.st.ended != nil && !errors.Is(err, driver.ErrBadConn) {
 		if o := t.st.ended.outcome(); o != NotCommitted {
 			return withOutcomeAs(fmt.Errorf("fencedsql: nothing rolled back: %w", t.st.ended), o)

@@ -14,7 +14,8 @@ import (
 // plain SELECT or write may run unseen, cannot change the protected settings that
 // keep writes out of the binary log or off the replicas, nor autocommit. (timestamp
 // can be set there and is harmless since tombstones are dated by SYSDATE:
-// TestTombstoneNotBackdatedBySessionClock; completion_type and server_id can, an open
+// TestTombstoneNotBackdatedBySessionClock; completion_type can, and the wrapper's COMMIT
+// and ROLLBACK override it: TestCompletionTypeSetByRoutine; server_id can, an open
 // finding.)
 func TestRoutineCannotSetReplicationSettings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
