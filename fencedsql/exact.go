@@ -60,9 +60,10 @@ func (c *conn) exact(p *plan.Plan, what string, stamped, selected int64) error {
 	return err
 }
 
-// countRows makes r check, at its end, that it returned as many rows as the fencing
-// UPDATE stamped (exact); on a mismatch Next returns the error instead of io.EOF and
-// the open transaction is marked broken. Where the caller reads the native rows
+// countRows makes r check that it returns as many rows as the fencing UPDATE stamped
+// (exact): a row past that number fails Next at once, fewer fail it in place of
+// io.EOF, and rows closed before their end are read to it first (drain); on a
+// mismatch the open transaction is marked broken. Where the caller reads the native rows
 // rather than r's Next (fencedpgx), r judges the count the native rows report when
 // they close (rowCounter).
 func (c *conn) countRows(r driver.Rows, p *plan.Plan, what string, stamped int64) *rows {
@@ -71,5 +72,6 @@ func (c *conn) countRows(r driver.Rows, p *plan.Plan, what string, stamped int64
 		w = newRows(r, c.core, nil, 0, 0).(*rows)
 	}
 	w.expect = func(n int64) error { return c.exact(p, what, stamped, n) }
+	w.most = stamped
 	return w
 }

@@ -28,8 +28,10 @@ type rows struct {
 	lastErr error
 
 	// expect, when set, judges the number of rows returned once they end (see
-	// countRows); its error replaces io.EOF.
+	// countRows); its error replaces io.EOF. most (with expect) is the number of rows
+	// it accepts: a row past it fails Next at once, in place of the row.
 	expect func(n int64) error
+	most   int64
 	n      int64
 }
 
@@ -50,6 +52,11 @@ func (r *rows) Next(dest []driver.Value) error {
 	err := r.Rows.Next(dest)
 	if err == nil {
 		r.n++
+		if r.expect != nil && r.n > r.most {
+			// More rows than the fencing UPDATE stamped: this one is not the claim's
+			// (a caller reading one row, sql.Row.Scan, never reaches io.EOF).
+			return r.judge(r.n)
+		}
 		return nil
 	}
 	if err == io.EOF {
@@ -75,11 +82,19 @@ func (r *rows) judge(n int64) error {
 // are judged (expect) here, on the count the native rows report once closed
 // (adapter.RowCounter).
 func (r *rows) Close() error {
+	rc, native := r.native().(adapter.RowCounter)
+	drained := error(nil)
+	if !native && r.expect != nil {
+		drained = r.drain()
+	}
 	err := r.fail(r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()))
-	if rc, ok := r.native().(adapter.RowCounter); ok && err == nil && r.expect != nil {
+	if native && err == nil && r.expect != nil {
 		if n, ok := rc.RowsRead(); ok {
 			err = r.judge(n)
 		}
+	}
+	if drained != nil {
+		err = drained
 	}
 	if r.done != nil {
 		done := r.done
@@ -87,6 +102,22 @@ func (r *rows) Close() error {
 		done(r.lastErr)
 	}
 	return err
+}
+
+// drain reads the rows the caller left unread, closing counted rows (countRows)
+// before their end: the count is judged on every row the statement returned, and its
+// error is Close's (sql.Row.Scan returns it). A driver reads them on Close anyway.
+func (r *rows) drain() error {
+	dest := make([]driver.Value, len(r.Rows.Columns()))
+	for r.expect != nil {
+		if err := r.Next(dest); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // onDone adds f to the functions called once when the rows close (done), after those

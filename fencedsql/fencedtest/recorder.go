@@ -224,7 +224,7 @@ func (c *recConn) QueryContext(_ context.Context, q string, args []driver.NamedV
 	if err := c.r.add(event{op: OpQuery, sql: q, args: args}); err != nil {
 		return nil, err
 	}
-	return recRows{}, nil
+	return &recRows{}, nil
 }
 
 type recTx struct{ r *recorder }
@@ -232,8 +232,17 @@ type recTx struct{ r *recorder }
 func (t recTx) Commit() error   { return t.r.add(event{op: OpCommit}) }
 func (t recTx) Rollback() error { return t.r.add(event{op: OpRollback}) }
 
-type recRows struct{}
+// recRows answers every query with one row, as every statement reports one row
+// changed: the wrapper counts a two-statement claim's or DELETE's rows against the
+// rows its fencing UPDATE stamped, on Close too.
+type recRows struct{ read bool }
 
-func (recRows) Columns() []string         { return nil }
-func (recRows) Close() error              { return nil }
-func (recRows) Next([]driver.Value) error { return io.EOF }
+func (*recRows) Columns() []string { return nil }
+func (*recRows) Close() error      { return nil }
+func (r *recRows) Next([]driver.Value) error {
+	if r.read {
+		return io.EOF
+	}
+	r.read = true
+	return nil
+}

@@ -154,12 +154,13 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	// keyRequired: a LIMIT, or a selection by the statement's clock (clockSelection),
 	// which are known to swap rows, refuse a table without a primary key.
 	keyed := !p.rw.numbered
-	keyRequired := keyed && limited
+	clock := false
 	for _, kw := range []string{"WHERE", "ORDER"} {
 		if c, ok := clauses[kw]; ok && keyed && p.clockSelection(c[0]+1, c[1]) != "" {
-			keyRequired = true
+			clock = true
 		}
 	}
+	keyRequired := keyed && (limited || clock)
 	if keyed && p.namesUserVariable() {
 		// The keyed statements keep their record in session variables; a user variable
 		// may be one of them under any spelling (@`x`, @'x' with escapes, any case).
@@ -173,7 +174,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.KeyRequired = keyRequired
-	if c, ok := clauses["WHERE"]; ok && keyed {
+	if c, ok := clauses["WHERE"]; ok && keyed && !clock {
+		// A selection by the statement's clock can add in the read the row the UPDATE
+		// did not find (a lock wait between them): keyed, that read returns nothing.
 		main.Point = p.pointTerms(c[0]+1, c[1])
 	}
 	main.ClaimLocator = located

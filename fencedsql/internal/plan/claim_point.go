@@ -11,14 +11,17 @@ import (
 // token. A selection that fixes every column of the primary key to one integer cannot:
 // it names at most one row, the same row in both statements, so the read returns that
 // row or nothing, and the wrapper's count check (the rows read against the rows
-// stamped) tells the two apart. Whatever else the condition holds (a clock, a
-// function, a column the UPDATE changes) can only drop that row, which the count
-// check sees. Such a claim runs unkeyed: no record, no nonce, the statements a claim
-// ran before keyed claims existed.
+// stamped, fencedsql's exact.go) tells a read that differs from the stamp: whatever
+// else the condition holds (a function, a column the UPDATE changes) may drop the row
+// in the read, or find it there when the UPDATE did not (the statement's clock, after
+// a lock wait). A condition whose text reads the clock stays keyed (its read then
+// finds nothing, as a keyed claim's does); a point claim runs unkeyed: no record, no
+// nonce, the statements a claim ran before keyed claims existed.
 //
 // The planner finds the candidate conjuncts (PointTerm); the wrapper, which knows the
 // table's primary key and the arguments, decides (Plan.FixesKey): every key column an
-// integer type, each fixed by a conjunct whose value is an integer. An integer
+// integer type, each fixed by a conjunct whose value is an integer, the names compared
+// as the server compares them (sameColumnName). An integer
 // compared with a string or a float is compared as a double, which more than one
 // BIGINT can equal; an integer with an integer is exact.
 
@@ -181,7 +184,7 @@ func (p *Plan) FixesKey(cols []KeyColumn, arg func(i int) (any, bool)) bool {
 // fixes reports whether one of p's PointTerms fixes column col to an integer.
 func (p *Plan) fixes(col string, arg func(i int) (any, bool)) bool {
 	for _, t := range p.Point {
-		if !strings.EqualFold(t.Column, col) {
+		if !sameColumnName(t.Column, col) {
 			continue
 		}
 		if t.Arg < 0 {
@@ -195,4 +198,20 @@ func (p *Plan) fixes(col string, arg func(i int) (any, bool)) bool {
 		}
 	}
 	return false
+}
+
+// sameColumnName reports whether the names a and b are the same column's on
+// MySQL/MariaDB for a point claim: equal but for the case of ASCII letters. A name
+// with any other byte is no one's: the server folds names under its own collation,
+// in which Unicode's case pairs are not all one name (ſ and s are two columns there,
+// one to strings.EqualFold; red-team rt19p F1).
+func sameColumnName(a, b string) bool {
+	for _, s := range []string{a, b} {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 {
+				return false
+			}
+		}
+	}
+	return foldASCII(a) == foldASCII(b)
 }
