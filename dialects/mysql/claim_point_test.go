@@ -52,8 +52,7 @@ func TestPointClaimSelectionClasses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := testdb.MySQL(t)
-			testdb.Open(t, "mysql", dsn,
-				"CREATE TABLE accounts ("+c.cols+", n INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+			testdb.Open(t, "mysql", dsn, pointTable(c.cols, ""),
 				"INSERT INTO accounts VALUES ("+c.keys[0]+", 1, 5, 1, 0, '2000-01-01'), ("+c.keys[1]+", 2, 5, 10, 1, '2001-01-01')")
 			ctx, tx := tokenTx(t, dsn)
 			rows, err := tx.QueryContext(ctx, "SELECT n FROM accounts WHERE "+c.where+" ORDER BY updated_at LIMIT 1 FOR UPDATE", c.args...)
@@ -104,21 +103,9 @@ func TestPointClaimRunsUnkeyed(t *testing.T) {
 			if c.name == "CompositeKey" {
 				keyVals = "1, 3"
 			}
-			raw := testdb.Open(t, "mysql", dsn,
-				"CREATE TABLE accounts ("+c.cols+", n INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+			raw := testdb.Open(t, "mysql", dsn, pointTable(c.cols, ""),
 				"INSERT INTO accounts VALUES ("+keyVals+", 1, 5, 1, 0, '2000-01-01')")
-			fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			conn, err := fenced.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			tx, err := conn.BeginTx(fencedsql.WithToken(ctx, 10), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx, conn, tx := tokenConnTx(t, dsn)
 			var n int64
 			if err := tx.QueryRowContext(ctx, "SELECT n FROM accounts WHERE "+c.where+" FOR UPDATE", c.args...).Scan(&n); err != nil || n != 1 {
 				t.Fatalf("claim: n %d, err %v; want its row", n, err)
@@ -160,4 +147,30 @@ func sessionValue(t *testing.T, ctx context.Context, conn *sql.Conn, q string) d
 		t.Fatal(err)
 	}
 	return v
+}
+
+// pointTable is the accounts table of the point-claim tests, with the key columns
+// cols and extra columns extra (each with its trailing comma).
+func pointTable(cols, extra string) string {
+	return "CREATE TABLE accounts (" + cols + ", " + extra + " n INT NOT NULL, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB"
+}
+
+// tokenConnTx opens a fenced pool on dsn guarding accounts, a connection of it and a
+// transaction bound to token 10 on that connection.
+func tokenConnTx(t *testing.T, dsn string) (context.Context, *sql.Conn, *sql.Tx) {
+	t.Helper()
+	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	conn, err := fenced.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	tx, err := conn.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck
+	return ctx, conn, tx
 }

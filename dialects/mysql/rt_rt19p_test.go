@@ -1,7 +1,6 @@
 package mysql_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"reflect"
@@ -11,32 +10,6 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
-
-// rt19pTable is the accounts table of the point-claim tests, with the key columns
-// cols and extra columns extra (each with its trailing comma).
-func rt19pTable(cols, extra string) string {
-	return "CREATE TABLE accounts (" + cols + ", " + extra + " n INT NOT NULL, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB"
-}
-
-// rt19pConnTx opens a fenced pool on dsn guarding accounts, a connection of it and a
-// transaction bound to token 10 on that connection.
-func rt19pConnTx(t *testing.T, dsn string) (context.Context, *sql.Conn, *sql.Tx) {
-	t.Helper()
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	conn, err := fenced.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	tx, err := conn.BeginTx(fencedsql.WithToken(ctx, 10), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck
-	return ctx, conn, tx
-}
 
 // TestRT19pPointClaimFoldedColumnName (red-team rt19p F1): the point-claim decision
 // matched the WHERE's column against the primary key's name with strings.EqualFold,
@@ -51,9 +24,9 @@ func rt19pConnTx(t *testing.T, dsn string) (context.Context, *sql.Conn, *sql.Tx)
 func TestRT19pPointClaimFoldedColumnName(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	testdb.Open(t, "mysql", dsn,
-		rt19pTable("s BIGINT NOT NULL, PRIMARY KEY (s)", "`ſ` INT NOT NULL,"),
+		pointTable("s BIGINT NOT NULL, PRIMARY KEY (s)", "`ſ` INT NOT NULL,"),
 		"INSERT INTO accounts (s, `ſ`, n, fence_token, version, updated_at) VALUES (1, 7, 1, 1, 0, '2000-01-01'), (2, 7, 2, 10, 1, '2001-01-01')")
-	ctx, conn, tx := rt19pConnTx(t, dsn)
+	ctx, conn, tx := tokenConnTx(t, dsn)
 	rows, err := tx.QueryContext(ctx, "SELECT n FROM accounts WHERE ſ = ? ORDER BY updated_at LIMIT 1 FOR UPDATE", 7)
 	var got []int64
 	if err == nil {
@@ -88,10 +61,10 @@ func TestRT19pPointClaimClockAddsRow(t *testing.T) {
 			t.Parallel()
 			dsn := testdb.MySQL(t)
 			raw := testdb.Open(t, "mysql", dsn,
-				rt19pTable("id BIGINT NOT NULL, PRIMARY KEY (id)", "due DATETIME(6) NOT NULL,"),
+				pointTable("id BIGINT NOT NULL, PRIMARY KEY (id)", "due DATETIME(6) NOT NULL,"),
 				"INSERT INTO accounts (id, due, n, fence_token, version) VALUES (1, NOW(6) + INTERVAL 1 SECOND, 1, 10, 1)",
 				"CREATE FUNCTION due_cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6)")
-			ctx, _, tx := rt19pConnTx(t, dsn)
+			ctx, _, tx := tokenConnTx(t, dsn)
 			holder, err := raw.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
