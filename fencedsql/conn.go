@@ -49,6 +49,10 @@ type conn struct {
 	// connection: the nonce of the last (keyed.go); 0 before the first, which
 	// defines their session variables.
 	claimSeq int64
+	// endFailed: a transaction end sent as the dialect's statement (endTx) failed, so
+	// the session may still be inside the transaction: the pool discards the
+	// connection (IsValid, ResetSession), which the server then rolls back.
+	endFailed bool
 }
 
 type txState struct {
@@ -318,6 +322,9 @@ func (c *conn) Ping(ctx context.Context) error {
 // ResetSession implements driver.SessionResetter.
 func (c *conn) ResetSession(ctx context.Context) error {
 	c.tx = nil
+	if c.endFailed {
+		return driver.ErrBadConn
+	}
 	if c.resetter == nil {
 		return nil
 	}
@@ -326,6 +333,9 @@ func (c *conn) ResetSession(ctx context.Context) error {
 
 // IsValid implements driver.Validator.
 func (c *conn) IsValid() bool {
+	if c.endFailed {
+		return false
+	}
 	if c.validator == nil {
 		return true
 	}

@@ -50,7 +50,7 @@ func (c *conn) deleteListed(ctx context.Context, r runner, del *plan.Plan, user 
 	}
 	keys := strings.Split(strings.Trim(vals[0][1], ","), ",")
 	if int64(len(keys)) != stamped {
-		return nil, inexactError(del, "DELETE's record", stamped, int64(len(keys)))
+		return nil, inexactError(del, "DELETE's record", stamped, int64(len(keys)), true)
 	}
 	var n int64
 	for len(keys) > 0 {

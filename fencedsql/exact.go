@@ -22,11 +22,17 @@ import (
 
 // inexactError is the refusal of a two-statement write or read whose second statement
 // selected other rows than its fencing UPDATE.
-func inexactError(p *plan.Plan, what string, stamped, selected int64) error {
+// complete false: the statement returned at least selected rows (more than stamped).
+func inexactError(p *plan.Plan, what string, stamped, selected int64, complete bool) error {
+	n := fmt.Sprint(selected)
+	if !complete {
+		n = "at least " + n
+	}
 	return &UnsupportedError{Table: p.Guard.String(), Reason: fmt.Sprintf(
-		"the %s selected %d rows after its fencing UPDATE stamped %d: its condition reads something that UPDATE changed "+
-			"(a column the database updates on every UPDATE, a trigger, a view of the fencing columns, ROW_COUNT()/changes(), "+
-			"the statement clock); the transaction can only roll back", what, selected, stamped)}
+		"the %s selected %s rows after its fencing UPDATE stamped %d: its condition reads something that UPDATE changed "+
+			"or that changed between the two statements (a column the database updates on every UPDATE, a trigger, a view "+
+			"of the fencing columns, ROW_COUNT()/changes(), the statement clock, a function reading it, a user-defined "+
+			"aggregate); the transaction can only roll back", what, n, stamped)}
 }
 
 // affected returns a result's RowsAffected, ok false when the driver cannot say.
@@ -51,10 +57,15 @@ func (c *conn) breakTx(err error) {
 // runs the two statements (twoStep, queryDelete and queryClaim through countRows,
 // a pipelined batch) judges with it.
 func (c *conn) exact(p *plan.Plan, what string, stamped, selected int64) error {
-	if stamped == selected {
+	return c.exactly(p, what, stamped, selected, true)
+}
+
+// exactly is exact for a count that may be a lower bound (complete false).
+func (c *conn) exactly(p *plan.Plan, what string, stamped, selected int64, complete bool) error {
+	if stamped == selected && complete {
 		return nil
 	}
-	err := inexactError(p, what, stamped, selected)
+	err := inexactError(p, what, stamped, selected, complete)
 	c.breakTx(err)
 	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 	return err
@@ -71,7 +82,7 @@ func (c *conn) countRows(r driver.Rows, p *plan.Plan, what string, stamped int64
 	if !ok {
 		w = newRows(r, c.core, nil, 0, 0).(*rows)
 	}
-	w.expect = func(n int64) error { return c.exact(p, what, stamped, n) }
+	w.expect = func(n int64, complete bool) error { return c.exactly(p, what, stamped, n, complete) }
 	w.most = stamped
 	return w
 }

@@ -28,9 +28,10 @@ type rows struct {
 	lastErr error
 
 	// expect, when set, judges the number of rows returned once they end (see
-	// countRows); its error replaces io.EOF. most (with expect) is the number of rows
-	// it accepts: a row past it fails Next at once, in place of the row.
-	expect func(n int64) error
+	// countRows), or, complete false, at least n rows; its error replaces io.EOF. most
+	// (with expect) is the number of rows it accepts: a row past it fails Next at
+	// once, in place of the row.
+	expect func(n int64, complete bool) error
 	most   int64
 	n      int64
 }
@@ -55,12 +56,12 @@ func (r *rows) Next(dest []driver.Value) error {
 		if r.expect != nil && r.n > r.most {
 			// More rows than the fencing UPDATE stamped: this one is not the claim's
 			// (a caller reading one row, sql.Row.Scan, never reaches io.EOF).
-			return r.judge(r.n)
+			return r.judge(r.n, false)
 		}
 		return nil
 	}
 	if err == io.EOF {
-		if xerr := r.judge(r.n); xerr != nil {
+		if xerr := r.judge(r.n, true); xerr != nil {
 			return xerr
 		}
 		return err
@@ -68,14 +69,15 @@ func (r *rows) Next(dest []driver.Value) error {
 	return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))
 }
 
-// judge runs expect (countRows) once, with the number of rows returned.
-func (r *rows) judge(n int64) error {
+// judge runs expect (countRows) once, with the number of rows returned: all of them
+// (complete), or so far.
+func (r *rows) judge(n int64, complete bool) error {
 	if r.expect == nil {
 		return nil
 	}
 	expect := r.expect
 	r.expect = nil
-	return r.fail(expect(n))
+	return r.fail(expect(n, complete))
 }
 
 // Close closes the rows. Rows the caller read natively, not through Next (fencedpgx),
@@ -84,13 +86,13 @@ func (r *rows) judge(n int64) error {
 func (r *rows) Close() error {
 	rc, native := r.native().(adapter.RowCounter)
 	drained := error(nil)
-	if !native && r.expect != nil {
+	if !native {
 		drained = r.drain()
 	}
 	err := r.fail(r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()))
 	if native && err == nil && r.expect != nil {
 		if n, ok := rc.RowsRead(); ok {
-			err = r.judge(n)
+			err = r.judge(n, true)
 		}
 	}
 	if drained != nil {
@@ -107,7 +109,11 @@ func (r *rows) Close() error {
 // drain reads the rows the caller left unread, closing counted rows (countRows)
 // before their end: the count is judged on every row the statement returned, and its
 // error is Close's (sql.Row.Scan returns it). A driver reads them on Close anyway.
+// Rows that already failed are not judged: their error is the statement's.
 func (r *rows) drain() error {
+	if r.expect == nil || r.lastErr != nil {
+		return nil
+	}
 	dest := make([]driver.Value, len(r.Rows.Columns()))
 	for r.expect != nil {
 		if err := r.Next(dest); err != nil {
@@ -146,6 +152,9 @@ func (r *rows) HasNextResultSet() bool {
 }
 
 func (r *rows) NextResultSet() error {
+	if err := r.drain(); err != nil { // the driver drops the rows left unread
+		return err
+	}
 	if x, ok := r.native().(driver.RowsNextResultSet); ok {
 		err := x.NextResultSet()
 		if err == nil || err == io.EOF {

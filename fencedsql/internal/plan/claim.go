@@ -60,6 +60,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if g == nil {
 		return p.pass(), nil
 	}
+	if why := p.collapsingSelect(p.start+1, from); why != "" {
+		return p.claimRefused(g.String(), "a locking SELECT whose select list has %s: its rows are not the rows it locks, so the wrapper cannot check that its claim read exactly the rows it stamped; lock the rows with SELECT <columns> … FOR UPDATE and aggregate in the application", why)
+	}
 	var twoStepErr error // the two-statement form's refusal (Plan.TwoStepErr)
 	if with >= 0 {
 		if !p.rw.numbered {

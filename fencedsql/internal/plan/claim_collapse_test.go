@@ -1,0 +1,53 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCollapsingClaimRefused: a locking read of a guarded table whose select list
+// collapses its rows (an aggregate without OVER, anywhere outside a subquery;
+// DISTINCT) is refused with a token, naming why; one that keeps its rows is claimed.
+func TestCollapsingClaimRefused(t *testing.T) {
+	cases := []struct{ sel, why string }{
+		{"COUNT(*)", "COUNT()"},
+		{"count(id), 1", "count()"},
+		{"COALESCE(SUM(balance), 0)", "SUM()"},
+		{"1 + MAX(balance)", "MAX()"},
+		{"GROUP_CONCAT(id ORDER BY id)", "GROUP_CONCAT()"},
+		{"`sum`(balance)", "sum()"},
+		{"DISTINCT owner", "DISTINCT"},
+		{"DISTINCTROW owner", "DISTINCT"},
+		{"COUNT(DISTINCT owner)", "COUNT()"},
+		{"COUNT(*) OVER (PARTITION BY owner) AS n", ""},
+		{"SUM(balance) OVER w", ""},
+		{"(SELECT COUNT(*) FROM ledger l WHERE l.account_id = accounts.id)", ""},
+		{"(SELECT MAX(x) FROM (SELECT 1 AS x) s) + id", ""},
+		{"id, balance", ""},
+		{"counter(id)", ""},
+	}
+	for _, d := range []testDialect{mysqlTest, pgTest} {
+		rw := newTestRewriter(t, d)
+		for _, c := range cases {
+			if d == pgTest && strings.Contains(c.sel, "`") {
+				continue // a MySQL quoted name
+			}
+			q := "SELECT " + c.sel + " FROM accounts WHERE owner = 'bob' FOR UPDATE"
+			p, err := rw.Rewrite(q, false)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			switch {
+			case c.why == "" && p.ClaimErr != nil:
+				t.Errorf("%s: refused (%v), want it claimed", q, p.ClaimErr)
+			case c.why != "" && (p.ClaimErr == nil || !strings.Contains(p.ClaimErr.Error(), c.why)):
+				t.Errorf("%s: claim error %v, want a refusal naming %s", q, p.ClaimErr, c.why)
+			}
+		}
+	}
+	// A locking read of a table that is not guarded is no claim.
+	rw := newTestRewriter(t, mysqlTest)
+	if p, err := rw.Rewrite("SELECT COUNT(*) FROM orders WHERE id = 1 FOR UPDATE", false); err != nil || p.ClaimErr != nil {
+		t.Errorf("unguarded aggregate locking read: %v %v", p.ClaimErr, err)
+	}
+}
