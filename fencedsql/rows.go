@@ -80,9 +80,9 @@ func (r *rows) judge(n int64, complete bool) error {
 	return r.fail(expect(n, complete))
 }
 
-// Close closes the rows. Rows the caller read natively, not through Next (fencedpgx),
-// are judged (expect) here, on the count the native rows report once closed
-// (adapter.RowCounter).
+// Close closes the rows. Counted rows (expect) the caller left unread are read first
+// and judged (drain); rows the caller read natively, not through Next (fencedpgx), are
+// judged on the count the native rows report once closed (adapter.RowCounter).
 func (r *rows) Close() error {
 	rc, native := r.native().(adapter.RowCounter)
 	drained := error(nil)
