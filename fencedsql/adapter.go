@@ -296,18 +296,23 @@ func (a *adapterConn) batchSteps(ctx context.Context, p *plan.Plan, args []drive
 		if err := c.claimReadable(p); err != nil {
 			return nil, err
 		}
-		tok, _, preArgs, err := c.guardedArgs(ctx, p.Pre, args)
+		// PostgreSQL: keyed by row locator where the table allows (no nonce).
+		pre, read, err := c.claimStatements(ctx, p, args)
 		if err != nil {
 			return nil, err
 		}
-		_, _, readArgs, err := c.guardedArgs(ctx, p.ClaimRead, args)
+		tok, _, preArgs, err := c.guardedArgs(ctx, pre, args)
+		if err != nil {
+			return nil, err
+		}
+		_, _, readArgs, err := c.guardedArgs(ctx, read, args)
 		if err != nil {
 			return nil, err
 		}
 		b.tok = tok
-		b.steps = []adapter.Step{{SQL: p.Pre.SQL, Args: preArgs}, {SQL: p.ClaimRead.SQL, Args: readArgs}}
-		b.maps = []*plan.Plan{p.Pre, nil}
-		b.exact, b.what = p.ClaimRead, "locking SELECT"
+		b.steps = []adapter.Step{{SQL: pre.SQL, Args: preArgs}, {SQL: read.SQL, Args: readArgs}}
+		b.maps = []*plan.Plan{pre, nil}
+		b.exact, b.what = read, "locking SELECT"
 		return b, nil
 	}
 	tok, ver, full, err := c.guardedArgs(ctx, p, args)

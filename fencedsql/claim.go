@@ -78,7 +78,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return nil, err
 	}
 	var nonce int64
-	if pre != p.Pre {
+	if pre != p.Pre && !read.ClaimLocator { // keyed by row locator: no nonce
 		if nonce, err = c.keyedNonce(ctx); err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (c *conn) locatable(ctx context.Context, p *plan.Plan) error {
 		return err
 	}
 	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
-	return &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT on a partitioned table, a table with inheritance children, or one the session may not SELECT as a whole: its claim finds rows by ctid, which identifies a row only within one partition and needs the table's SELECT privilege: lock the rows by their key (a WHERE alone, without ORDER BY, LIMIT, OFFSET or NOWAIT)"}
+	return &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read with ORDER BY, LIMIT, OFFSET or NOWAIT on a partitioned table, a table with inheritance children or an UPDATE rule, or one the session may not SELECT as a whole: its claim finds rows by ctid, which identifies a row only within one partition and needs the table's SELECT privilege, in a WITH query a rule refuses: lock the rows by their key (a WHERE alone, without ORDER BY, LIMIT, OFFSET or NOWAIT)"}
 }
 
 // oneClaim returns p's one-statement claim when it may be sent: the plan has one and,

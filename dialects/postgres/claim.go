@@ -25,9 +25,13 @@ var _ dialect.ClaimOneChecker = dialectImpl{}
 // (dialect.LocatorChecker): not partitioned (relkind 'p', which may gain partitions at
 // any time) and no child in pg_inherits; and when the session may read its ctid,
 // which needs SELECT on the whole table (a role granted SELECT on some columns only
-// gets "permission denied" for a statement naming ctid).
+// gets "permission denied" for a statement naming ctid); and when no rule rewrites an
+// UPDATE of it: the statements that record the stamped rows' ctids run their UPDATE
+// in a WITH query, which PostgreSQL refuses on a table with such a rule (0A000).
 func (dialectImpl) LocatorQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN c.relkind <> 'p' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent = c.oid) AND pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN 1 ELSE 0 END FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, []any{table.String()}
+	return `SELECT CASE WHEN c.relkind <> 'p' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent = c.oid) AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite w WHERE w.ev_class = c.oid AND w.ev_type = '2') THEN 1 ELSE 0 END
+FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, []any{table.String()}
 }
 
 var _ dialect.LocatorChecker = dialectImpl{}

@@ -35,7 +35,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if into := p.intoAt(p.start, len(p.sig)); into >= 0 {
 		return p.claimRefused(p.firstGuard(), "a locking SELECT … INTO (variables, a table or a file): it returns no rows, so the wrapper cannot check that its claim stamped exactly the rows it read; select the rows with SELECT … %s and assign them in the application", p.lockText(lock))
 	}
-	from := p.clauseEnd(p.start+1, "FROM")
+	from := p.selectFrom(p.start)
 	at := from + 1
 	if p.rw.numbered && p.kw(at, "ONLY") {
 		at++ // PostgreSQL's FROM ONLY: the claim keeps it (UPDATE ONLY …)
@@ -175,6 +175,10 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		p.claimUpdate(kb, g, r, clauses, "WHERE", "ORDER", "LIMIT")
 		pre.Keyed = kb.finishKeyed(KindUpdate, g, p.qualifier(r))
 	}
+	plainLocated := p.rw.numbered && !located && !p.namesClaimQuery()
+	if plainLocated {
+		pre.Keyed = p.claimLocatedPlain(g, r, clauses, with, nUser)
+	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.KeyRequired = keyRequired
 	if c, ok := clauses["WHERE"]; ok && keyed && !clock {
@@ -197,6 +201,10 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		main.ClaimRead = p.claimRead(g, r, clauses, nUser, located, false)
 		if keyed {
 			main.ClaimRead.Keyed = p.claimRead(g, r, clauses, nUser, false, true)
+		}
+		if plainLocated {
+			main.ClaimRead.Keyed = p.claimRead(g, r, clauses, nUser, true, false)
+			main.ClaimRead.Keyed.ClaimLocator = true
 		}
 	} else if main.ClaimOne == nil {
 		return p.claimRefused(g.String(), "%s", OffsetTwoStatements)

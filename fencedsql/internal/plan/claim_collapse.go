@@ -1,6 +1,10 @@
 package plan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // A claim is counted: its read must return as many rows as its fencing UPDATE stamped
 // (fencedsql's exact.go), the check that tells a read that differs from the stamp. A
@@ -44,16 +48,35 @@ func (p *parser) collapsingSelect(from, to int) string {
 				subq = subq[:n-1]
 			}
 		case inSub > 0:
-		case len(subq) == 0 && (p.kw(i, "DISTINCT") || p.kw(i, "DISTINCTROW")):
+		case len(subq) == 0 && (p.kw(i, "DISTINCT") || p.kw(i, "DISTINCTROW")) && !p.isDistinctFrom(i):
 			return "DISTINCT"
-		case p.isIdent(i) && p.punct(i+1, "("):
-			n, ok := p.ident(i)
-			if ok && aggregates[strings.ToLower(n)] && !p.windowed(i+1, to) {
+		case !p.rw.numbered && p.sig[i].Kind == sqllex.KindWord && p.punct(i+1, "(") && !p.punct(i-1, "."):
+			// MySQL/MariaDB's built-in aggregates, by their bare name (a quoted or
+			// qualified name is a stored function). PostgreSQL refuses an aggregate in a
+			// locking read itself, and a user's function there may be called total().
+			n := p.text(p.sig[i])
+			if aggregates[strings.ToLower(n)] && !p.windowed(i+1, to) {
 				return "an aggregate (" + n + "())"
 			}
 		}
 	}
 	return ""
+}
+
+// isDistinctFrom reports whether the DISTINCT at sig[i] is that of the comparison
+// a IS [NOT] DISTINCT FROM b.
+func (p *parser) isDistinctFrom(i int) bool {
+	return p.kw(i+1, "FROM") && (p.kw(i-1, "IS") || p.kw(i-1, "NOT") && p.kw(i-2, "IS"))
+}
+
+// selectFrom returns the sig index of the FROM of the SELECT at sig[start]: the first
+// top-level FROM that is not that of IS [NOT] DISTINCT FROM, or len(sig).
+func (p *parser) selectFrom(start int) int {
+	from := p.clauseEnd(start+1, "FROM")
+	for from < len(p.sig) && p.isDistinctFrom(from-1) {
+		from = p.clauseEnd(from+1, "FROM")
+	}
+	return from
 }
 
 // subqueryAt reports whether sig[i] opens a subquery (SELECT, WITH, VALUES, TABLE).

@@ -6,8 +6,9 @@ import (
 )
 
 // TestCollapsingClaimRefused: a locking read of a guarded table whose select list
-// collapses its rows (an aggregate without OVER, anywhere outside a subquery;
-// DISTINCT) is refused with a token, naming why; one that keeps its rows is claimed.
+// collapses its rows (on MySQL/MariaDB an aggregate without OVER, anywhere outside a
+// subquery; DISTINCT) is refused with a token, naming why; one that keeps its rows is
+// claimed, and so is IS [NOT] DISTINCT FROM (rt19c F2).
 func TestCollapsingClaimRefused(t *testing.T) {
 	cases := []struct{ sel, why string }{
 		{"COUNT(*)", "COUNT()"},
@@ -15,7 +16,7 @@ func TestCollapsingClaimRefused(t *testing.T) {
 		{"COALESCE(SUM(balance), 0)", "SUM()"},
 		{"1 + MAX(balance)", "MAX()"},
 		{"GROUP_CONCAT(id ORDER BY id)", "GROUP_CONCAT()"},
-		{"`sum`(balance)", "sum()"},
+		{"`sum`(balance)", ""}, // a stored function: the built-in is called by its bare name
 		{"DISTINCT owner", "DISTINCT"},
 		{"DISTINCTROW owner", "DISTINCT"},
 		{"COUNT(DISTINCT owner)", "COUNT()"},
@@ -25,12 +26,19 @@ func TestCollapsingClaimRefused(t *testing.T) {
 		{"(SELECT MAX(x) FROM (SELECT 1 AS x) s) + id", ""},
 		{"id, balance", ""},
 		{"counter(id)", ""},
+		{"id, owner IS DISTINCT FROM 'bob'", ""},
+		{"db.total(id)", ""},
 	}
 	for _, d := range []testDialect{mysqlTest, pgTest} {
 		rw := newTestRewriter(t, d)
 		for _, c := range cases {
 			if d == pgTest && strings.Contains(c.sel, "`") {
 				continue // a MySQL quoted name
+			}
+			if d == pgTest && !strings.HasPrefix(c.why, "DISTINCT") {
+				// PostgreSQL refuses an aggregate in a locking read itself; a user's
+				// function there may be named like one (rt19c F3).
+				c.why = ""
 			}
 			q := "SELECT " + c.sel + " FROM accounts WHERE owner = 'bob' FOR UPDATE"
 			p, err := rw.Rewrite(q, false)

@@ -78,7 +78,8 @@ func TestKeyedClaimKeyRequired(t *testing.T) {
 		{mysqlTest, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE", true, true},
 		{mysqlTest, "SELECT id FROM accounts WHERE run_at <= CURRENT_TIMESTAMP FOR UPDATE", true, true},
 		{mysqlTest, "SELECT id, NOW() FROM accounts WHERE id = ? FOR UPDATE", true, false},
-		{pgTest, "SELECT id FROM accounts WHERE run_at <= now() FOR UPDATE", false, false},
+		// PostgreSQL's plain claim: keyed by the ctids its UPDATE records (red-team rt19c).
+		{pgTest, "SELECT id FROM accounts WHERE run_at <= now() FOR UPDATE", true, false},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Pre == nil {
@@ -121,5 +122,36 @@ func TestKeyPartTypes(t *testing.T) {
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("keyPart(%s) = %q, %v; want %q", c.typ, got, ok, c.want)
 		}
+	}
+}
+
+// TestLocatedPlainClaimSQL: a PostgreSQL claim without ORDER BY, LIMIT, OFFSET or
+// NOWAIT has a keyed form for its two statements: the fencing UPDATE records the
+// ctids it writes, and the read is restricted to them (red-team rt19c F1). Under a
+// WITH list the claim's query joins the list. A statement using the claim's query
+// names has none.
+func TestLocatedPlainClaimSQL(t *testing.T) {
+	rw := newTestRewriter(t, pgTest)
+	for _, c := range []struct{ in, pre, read string }{
+		{"SELECT id FROM accounts a WHERE a.owner = $1 FOR UPDATE",
+			`WITH fencedsql_claimed AS (UPDATE accounts a SET "version" = a."version" + 1, "fence_token" = CASE WHEN a."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE a.owner = $1 RETURNING ctid) SELECT FROM fencedsql_claimed WHERE ` + stampRecord,
+			`SELECT id FROM accounts a WHERE (a.owner = $1) AND a.ctid = ANY(NULLIF(current_setting('fencedsql.claimed', true), '')::tid[]) AND a."fence_token" = $2 FOR UPDATE`},
+		{"WITH o AS (SELECT 1 AS x) SELECT id FROM accounts WHERE owner = $1 FOR UPDATE",
+			`WITH o AS (SELECT 1 AS x), fencedsql_claimed AS (UPDATE accounts SET "version" = accounts."version" + 1, "fence_token" = CASE WHEN accounts."fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE owner = $1 RETURNING ctid) SELECT FROM fencedsql_claimed WHERE ` + stampRecord,
+			""},
+	} {
+		p, err := rw.Rewrite(c.in, false)
+		if err != nil || p.Pre == nil || p.Pre.Keyed == nil || p.ClaimRead == nil || p.ClaimRead.Keyed == nil {
+			t.Fatalf("%s: no keyed statements (%v)", c.in, err)
+		}
+		if p.Pre.Keyed.SQL != c.pre || !equalRefs(p.Pre.Keyed.Args, refs(0, TOK)) {
+			t.Errorf("%s: keyed claim\n got  %s %v\n want %s", c.in, p.Pre.Keyed.SQL, p.Pre.Keyed.Args, c.pre)
+		}
+		if !p.ClaimRead.Keyed.ClaimLocator || c.read != "" && p.ClaimRead.Keyed.SQL != c.read {
+			t.Errorf("%s: keyed read (locator %v)\n got  %s\n want %s", c.in, p.ClaimRead.Keyed.ClaimLocator, p.ClaimRead.Keyed.SQL, c.read)
+		}
+	}
+	if p, err := rw.Rewrite("SELECT id FROM accounts WHERE owner = (SELECT 1 FROM fencedsql_claimed) FOR UPDATE", false); err == nil && p.Pre != nil && p.Pre.Keyed != nil {
+		t.Errorf("a claim naming the claim's query: keyed %s", p.Pre.Keyed.SQL)
 	}
 }

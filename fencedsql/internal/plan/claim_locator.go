@@ -293,3 +293,30 @@ func (p *parser) outputNames(from, to int) map[string]bool {
 	}
 	return out
 }
+
+// claimLocatedPlain is the fencing UPDATE of a PostgreSQL claim without ORDER BY,
+// LIMIT, OFFSET or NOWAIT, run as two statements (its one statement not taken), that
+// records the ctids of the rows it stamps as the located DELETE does (stampRecord), so
+// that its read (claimRead, located) returns only rows this claim stamped — not rows
+// the holder stamped before with the same token, which a trigger or a concurrent
+// commit can move into the selection as a stamped row leaves it (red-team rt19c F1):
+//
+//	[WITH <caller's list>,] fencedsql_claimed AS (UPDATE t SET … WHERE … RETURNING ctid)
+//	    SELECT FROM fencedsql_claimed WHERE <stampRecord>
+//
+// It is Pre's keyed form (Plan.Keyed), with its read's marked ClaimLocator: the
+// wrapper sends them where a ctid identifies the table's rows (dialect.LocatorChecker).
+func (p *parser) claimLocatedPlain(g *Table, r tableRef, clauses map[string][2]int, with, nUser int) *Plan {
+	b := p.newBuilder(nUser)
+	b.compact = true
+	if with >= 0 {
+		b.copy(p.sig[with].Start, p.endOf(p.start))
+		b.write(", ")
+	} else {
+		b.write("WITH ")
+	}
+	b.write(claimedName + " AS (")
+	p.claimUpdate(b, g, r, clauses, "WHERE")
+	b.write(" RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + stampRecord)
+	return b.finish(KindUpdate, g)
+}

@@ -66,9 +66,10 @@ func (p *parser) keyDelete(main *Plan, g *Table, nUser int, r tableRef, tableSta
 // inheritance parent (the table's dialect.LocatorChecker verdict, Plan.ClaimLocator)
 // the wrapper sends the unkeyed statements.
 
-// deleteRecord is the located DELETE's record of the ctids its fencing UPDATE wrote
+// stampRecord is the record of the ctids a fencing UPDATE wrote, of the located DELETE
+// and of the located plain claim (claimLocatedPlain)
 // (ClaimedSetting): a condition true for every row, evaluated once.
-const deleteRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(array_agg(ctid), '{}')::text, true) IS NOT NULL FROM " + claimedName + ")"
+const stampRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(array_agg(ctid), '{}')::text, true) IS NOT NULL FROM " + claimedName + ")"
 
 // Rowid DELETEs (SQLite). SQLite's DELETE always runs as two statements; its keyed
 // form names the stamped rows by rowid, which the fencing UPDATE returns:
@@ -105,7 +106,7 @@ func (p *parser) locatorDelete(main *Plan, g *Table, nUser int, r tableRef, tabl
 	// ends with the last token of its WHERE (no comment after it).
 	pre := *p.deleteFencing(g, nUser, tableStart, clauses, j, versioned, "")
 	if k == byCtid {
-		pre.SQL = "WITH " + claimedName + " AS (" + pre.SQL + " RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + deleteRecord
+		pre.SQL = "WITH " + claimedName + " AS (" + pre.SQL + " RETURNING ctid) SELECT FROM " + claimedName + " WHERE " + stampRecord
 	} else {
 		pre.SQL += " RETURNING _rowid_"
 		pre.Locators = true
