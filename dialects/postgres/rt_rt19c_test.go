@@ -5,6 +5,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,36 +55,10 @@ func TestRT19cTokenOnlyClaimSwapsRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck
-	rs, err := tx.QueryContext(ctx, `SELECT id, state FROM accounts WHERE state = 'free' FOR UPDATE`)
-	if err != nil {
-		t.Fatalf("claim: %v", err)
-	}
-	var got []int64
-	for rs.Next() {
-		var id int64
-		var st string
-		if err := rs.Scan(&id, &st); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, id)
-	}
-	readErr := rs.Err()
-	rs.Close()
+	got, readErr := rt19cClaimFree(t, ctx, tx)
 	commitErr := tx.Commit()
-	var v2, v3 int64
-	if err := raw.QueryRowContext(ctx, `SELECT (SELECT version FROM accounts WHERE id = 2), (SELECT version FROM accounts WHERE id = 3)`).Scan(&v2, &v3); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("read %v readErr %v commitErr %v; versions after: row2 %d row3 %d", got, readErr, commitErr, v2, v3)
-	if readErr == nil && commitErr == nil {
-		for _, id := range got {
-			if id == 3 {
-				t.Errorf("FAIL-OPEN: the claim returned row 3 (not stamped by its fencing UPDATE: version still %d) and not row 2 (stamped: version %d); the count matched and Commit succeeded", v3, v2)
-			}
-		}
-	}
+	rt19cNoSwap(t, ctx, raw, got, readErr, commitErr)
 }
-
 
 // TestRT19cTokenOnlyClaimSwapsRowConcurrent (fail-open): the same swap without a
 // trigger writing its own table. A BEFORE UPDATE trigger marks row 2 'claimed' when it is
@@ -120,10 +95,22 @@ func TestRT19cTokenOnlyClaimSwapsRowConcurrent(t *testing.T) {
 		_, err := raw.ExecContext(ctx, `UPDATE accounts SET state = 'free' WHERE id = 3`)
 		requeued <- err
 	}()
+	got, readErr := rt19cClaimFree(t, ctx, tx)
+	commitErr := tx.Commit()
+	if err := <-requeued; err != nil {
+		t.Fatal(err)
+	}
+	rt19cNoSwap(t, ctx, raw, got, readErr, commitErr)
+}
+
+// rt19cClaimFree runs the claim of the free rows in tx and returns the ids it read.
+func rt19cClaimFree(t *testing.T, ctx context.Context, tx *sql.Tx) ([]int64, error) {
+	t.Helper()
 	rs, err := tx.QueryContext(ctx, `SELECT id, state FROM accounts WHERE state = 'free' FOR UPDATE`)
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
+	defer rs.Close()
 	var got []int64
 	for rs.Next() {
 		var id int64
@@ -133,22 +120,19 @@ func TestRT19cTokenOnlyClaimSwapsRowConcurrent(t *testing.T) {
 		}
 		got = append(got, id)
 	}
-	readErr := rs.Err()
-	rs.Close()
-	commitErr := tx.Commit()
-	if err := <-requeued; err != nil {
-		t.Fatal(err)
-	}
+	return got, rs.Err()
+}
+
+// rt19cNoSwap fails when a claim that read and committed without error returned row 3,
+// which its fencing UPDATE did not stamp, in place of row 2, which it did.
+func rt19cNoSwap(t *testing.T, ctx context.Context, raw *sql.DB, got []int64, readErr, commitErr error) {
+	t.Helper()
 	var v2, v3 int64
 	if err := raw.QueryRowContext(ctx, `SELECT (SELECT version FROM accounts WHERE id = 2), (SELECT version FROM accounts WHERE id = 3)`).Scan(&v2, &v3); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("read %v readErr %v commitErr %v; versions after: row2 %d row3 %d", got, readErr, commitErr, v2, v3)
-	if readErr == nil && commitErr == nil {
-		for _, id := range got {
-			if id == 3 {
-				t.Errorf("FAIL-OPEN: the claim returned row 3 (not stamped by its fencing UPDATE: version %d) and not row 2 (stamped: version %d); the count matched and Commit succeeded", v3, v2)
-			}
-		}
+	if readErr == nil && commitErr == nil && slices.Contains(got, 3) {
+		t.Errorf("FAIL-OPEN: the claim returned row 3 (not stamped by its fencing UPDATE: version %d) and not row 2 (stamped: version %d); the count matched and Commit succeeded", v3, v2)
 	}
 }
