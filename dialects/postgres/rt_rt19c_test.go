@@ -48,13 +48,7 @@ func TestRT19cTokenOnlyClaimSwapsRow(t *testing.T) {
 			RETURN NULL; END $$`,
 		`CREATE TRIGGER rt19c_audit AFTER UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION rt19c_audit()`,
 		`INSERT INTO accounts (id, state, fence_token, version) VALUES (1, 'free', 0, 0), (2, 'free', 0, 0), (3, 'taken', 10, 1)`)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
+	ctx, tx := rt19cTokenTx(t, fenced)
 	got, readErr := rt19cClaimFree(t, ctx, tx)
 	commitErr := tx.Commit()
 	rt19cNoSwap(t, ctx, raw, got, readErr, commitErr)
@@ -82,13 +76,7 @@ func TestRT19cTokenOnlyClaimSwapsRowConcurrent(t *testing.T) {
 		`CREATE FUNCTION rt19c_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit (id) VALUES (NEW.id); RETURN NULL; END $$`,
 		`CREATE TRIGGER rt19c_audit AFTER UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION rt19c_audit()`,
 		`INSERT INTO accounts (id, state, fence_token, version) VALUES (1, 'free', 0, 0), (2, 'free', 0, 0), (3, 'done', 10, 1)`)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
+	ctx, tx := rt19cTokenTx(t, fenced)
 	requeued := make(chan error, 1)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
@@ -135,4 +123,18 @@ func rt19cNoSwap(t *testing.T, ctx context.Context, raw *sql.DB, got []int64, re
 	if readErr == nil && commitErr == nil && slices.Contains(got, 3) {
 		t.Errorf("FAIL-OPEN: the claim returned row 3 (not stamped by its fencing UPDATE: version %d) and not row 2 (stamped: version %d); the count matched and Commit succeeded", v3, v2)
 	}
+}
+
+// rt19cTokenTx begins a transaction bound to token 10 on fenced, with a context for
+// its statements.
+func rt19cTokenTx(t *testing.T, fenced *sql.DB) (context.Context, *sql.Tx) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() }) //nolint:errcheck
+	return ctx, tx
 }
