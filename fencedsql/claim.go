@@ -83,17 +83,19 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 			return nil, err
 		}
 	}
-	claimed, err := c.claim(ctx, r, pre, args, nonce)
-	if err != nil {
-		return nil, err
-	}
 	// The read returns only rows carrying the token (plan.ClaimRead; keyed, only the
-	// rows this claim stamped), counted against the rows stamped.
+	// rows this claim stamped), counted against the rows stamped. It is bound, and
+	// its checks run, before the claim stamps anything: a check failing after the
+	// stamp would leave it in the caller's transaction (red-team rt20m F2).
 	_, _, readArgs, err := c.guardedArgs(ctx, read, args)
 	if err != nil {
 		return nil, err
 	}
 	withNonce(read, readArgs, nonce)
+	claimed, err := c.claim(ctx, r, pre, args, nonce)
+	if err != nil {
+		return nil, err
+	}
 	dr, err := r.query(ctx, read, readArgs)
 	if err != nil {
 		return nil, c.stampKept(claimed, c.core.mapPassErr(err))

@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 
@@ -42,12 +43,15 @@ func (c *conn) stampKept(stamped int64, err error) error {
 	if err == nil || c.tx == nil || stamped == 0 {
 		return err
 	}
-	if a, ok := c.core.dialect.(dialect.TxAborter); ok && a.AbortsTxOnError() {
-		return err
-	}
 	var kept *stampKeptError
 	if errors.As(err, &kept) || errors.Is(err, driver.ErrBadConn) {
 		c.breakTx(err)
+		return err
+	}
+	// A database that aborts the transaction on an error aborts it only on an error
+	// it answered: a statement never sent (its context ended first, a check of the
+	// wrapper's failed) leaves the stamp in a live transaction (red-team rt20m F1).
+	if a, ok := c.core.dialect.(dialect.TxAborter); ok && a.AbortsTxOnError() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && isServerError(c.core.dialect, err) {
 		return err
 	}
 	kept = &stampKeptError{err: err}

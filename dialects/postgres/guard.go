@@ -301,6 +301,10 @@ func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 // installs this one.
 const guardVersion = "fencedsql guard v6"
 
+// guardMarker begins every version's marker: the side-door checks leave a
+// fencedsql_guard trigger whose function carries it to the guard's own checks.
+const guardMarker = "fencedsql guard v"
+
 // floorPlaceholder and floorSeqPlaceholder stand for the floor table's qualified name
 // and the floor sequence's (a string literal, for a regclass cast), schemaPlaceholder
 // for the installer's schema (quoted), in the guard functions' text until the DO

@@ -59,6 +59,17 @@ func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, 
 const (
 	refuseTrigger  = "fencedsql_refuse"
 	refuseFunction = "fencedsql_refuse_write"
+	// refuseBody is the body of the view's refusing function: a view counts as closed
+	// only when its fencedsql_refuse trigger calls a PL/pgSQL function of this name, in
+	// the view's schema, with exactly this body (a function of the same name that
+	// writes the table is no refusal: red-team rt20g F2).
+	refuseBody = `
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = '` + GuardSQLState + `',
+    MESSAGE = pg_catalog.format('fencedsql: guard on %I.%I: %s through this view refused: it writes a fenced table the wrapper cannot see', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP),
+    HINT = 'write to the fenced table through the fencedsql driver wrapper';
+END
+`
 )
 
 // descendants: inheritance children and partitions without the guard's triggers.
@@ -279,11 +290,12 @@ v(oid) AS (
 SELECT n.nspname::text, c.relname::text, pg_catalog.pg_relation_is_updatable(c.oid, true),
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
     WHERE t.tgrelid = c.oid AND t.tgname = $2 AND p.proname = $3 AND t.tgenabled IN ('O', 'A')
-      AND t.tgtype & 92 = 92) THEN 1 ELSE 0 END,
+      AND t.tgtype & 92 = 92 AND p.pronamespace = c.relnamespace AND p.prosrc = $4
+      AND p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'plpgsql')) THEN 1 ELSE 0 END,
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite lr WHERE lr.ev_class = c.oid AND lr.ev_type = '1'
     AND lr.ev_action::text LIKE '%{ROWMARKCLAUSE :%') THEN 1 ELSE 0 END
 FROM v JOIN pg_catalog.pg_class c ON c.oid = v.oid AND c.relkind = 'v' JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction)
+ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction, refuseBody)
 	if err != nil {
 		return nil, err
 	}
@@ -300,24 +312,24 @@ ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction)
 		}
 		view := dialect.TableName{Schema: r[0], Name: r[1]}
 		fn := dialect.TableName{Schema: r[0], Name: refuseFunction}.Quote(d.QuoteIdent)
-		body := `
-BEGIN
-  RAISE EXCEPTION USING ERRCODE = '` + GuardSQLState + `',
-    MESSAGE = pg_catalog.format('fencedsql: guard on %I.%I: %s through this view refused: it writes a fenced table the wrapper cannot see', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP),
-    HINT = 'write to the fenced table through the fencedsql driver wrapper';
-END
-`
-		tag := dollarTag(body)
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorView, Object: view.String(),
 			Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
 				"(the table's triggers still fire, but cannot check a token); the fix makes the view refuse writes (or revoke INSERT, UPDATE, DELETE on it from the writers)",
 			Fix: []string{
-				"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
+				d.refuseFunctionDDL(r[0]),
 				"DROP TRIGGER IF EXISTS " + refuseTrigger + " ON " + view.Quote(d.QuoteIdent),
 				"CREATE TRIGGER " + refuseTrigger + " INSTEAD OF INSERT OR UPDATE OR DELETE ON " + view.Quote(d.QuoteIdent) + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
 			}})
 	}
 	return doors, nil
+}
+
+// refuseFunctionDDL returns the statement that creates (or restores) the views'
+// refusing function in schema.
+func (d dialectImpl) refuseFunctionDDL(schema string) string {
+	fn := dialect.TableName{Schema: schema, Name: refuseFunction}.Quote(d.QuoteIdent)
+	tag := dollarTag(refuseBody)
+	return "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + refuseBody + tag
 }
 
 // rules: enabled non-SELECT rules on the table, or on other relations naming it.
@@ -462,7 +474,10 @@ ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, to
 
 // ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE
 // (and those of its inheritance children and partitions, not cloned from the
-// table's), other than fencedsql's (functions named fencedsql_…), whose function's
+// table's), other than the guard's own (the trigger fencedsql_guard calling a
+// fencedsql_guard_… function whose body carries a guard version marker, of this or an
+// earlier version: a trigger or function merely named fencedsql_… is judged like any
+// other, red-team rt20g F1), whose function's
 // body or whose arguments (a C function such as a generic "keep the old value" one
 // gets the column's name there) name the token or the version column as a word
 // (dialect.NamesColumn). The fenced UPDATE sets the token (or, for ExpectVersion, the
@@ -488,8 +503,8 @@ FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_cl
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
 WHERE NOT tg.tgisinternal AND tg.tgenabled <> 'D' AND tg.tgtype & 3 = 3 AND tg.tgtype & 20 <> 0
   AND (tg.tgrelid = to_regclass($1) OR tg.tgparentid = 0)
-  AND p.proname::text NOT LIKE 'fencedsql\_%'
-ORDER BY 1, 2, 3`, t.Table.String())
+  AND NOT (tg.tgname = $2 AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $3)
+ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
 	if err != nil {
 		return nil, err
 	}
@@ -533,9 +548,10 @@ func ownColumns(t dialect.SideDoorTable) string {
 // INSERT. A trigger on another guarded table counts too: the statement on that table
 // is fenced for its rows only (dialect.TriggerDoorFinder). Not judged here: triggers
 // on the table itself (ownTriggers'), triggers cloned onto partitions (their parent's
-// is judged), internal ones (foreign keys), disabled ones, and fencedsql's own trigger
-// functions (named fencedsql_…: the guard and tombstone functions its descendants'
-// triggers call, the view refusal). A function that builds the table's name at run
+// is judged), internal ones (foreign keys) and disabled ones. fencedsql's own trigger
+// functions (the guard and tombstone functions, the view refusal) write no guarded
+// table and are judged like the rest: a function merely named fencedsql_… that writes
+// the table is a door (red-team rt20g F1, F2). A function that builds the table's name at run
 // time, or calls another routine that writes it, is not seen. Fix: DROP TRIGGER, and
 // do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -544,7 +560,6 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
 WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D' AND tg.tgrelid IS DISTINCT FROM to_regclass($1)
-  AND p.proname::text NOT LIKE 'fencedsql\_%'
   AND (pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
     OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), 'u&') > 0)
 ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name)
@@ -558,10 +573,17 @@ ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name)
 		}
 		rel := dialect.TableName{Schema: r[0], Name: r[1]}
 		fn := dialect.TableName{Schema: r[3], Name: r[4]}
+		fix := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}
+		if r[2] == refuseTrigger && r[4] == refuseFunction {
+			// A view's refusal whose function was replaced: restore the function (the
+			// view check's Fix re-creates the same trigger; a DROP after it would
+			// undo that).
+			fix = []string{d.refuseFunctionDDL(r[3])}
+		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[2] + " on " + rel.String(),
 			Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
 				" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
-			Fix: []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}})
+			Fix: fix})
 	}
 	return doors, nil
 }
