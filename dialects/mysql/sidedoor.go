@@ -167,7 +167,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // schema.Check, run by the migration account, is the check that counts. Last, a guard
 // a table swap lost (lostGuard).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.lostGuard)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
@@ -256,8 +256,9 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 }
 
 // ownTriggers finds the table's own BEFORE INSERT and BEFORE UPDATE triggers (always
-// row triggers, always enabled in MySQL and MariaDB), other than fencedsql's (named
-// fencedsql_…), whose body names the token or the version column as a word
+// row triggers, always enabled in MySQL and MariaDB), other than those carrying one
+// of the guard's names (guardTriggers compares their whole body with the guard's; any
+// other name, fencedsql_… too, is judged here), whose body names the token or the version column as a word
 // (dialect.NamesColumn). The fenced UPDATE sets the token (or, for ExpectVersion, the
 // version) to NULL when the row carries a newer one and relies on the NOT NULL
 // violation, which is checked after the BEFORE triggers: a trigger that replaces the
@@ -268,7 +269,7 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
 		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' "+
-		"AND EVENT_MANIPULATION IN ('INSERT', 'UPDATE') AND TRIGGER_NAME NOT LIKE 'fencedsql\\_%' "+
+		"AND EVENT_MANIPULATION IN ('INSERT', 'UPDATE') "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		t.Table.Schema, t.Table.Name)
 	if err != nil {
@@ -282,6 +283,9 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 	for _, r := range rows {
 		if len(r) < 4 || !dialect.NamesColumn(r[3], dialect.MySQLSyntax, t.TokenColumn, t.VersionColumn) {
 			continue
+		}
+		if _, ok := guardTriggerTable(r[1]); ok {
+			continue // one of the guard's names: guardTriggers judges its whole body
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: trg.String() + " on " + t.Table.String(),

@@ -351,9 +351,12 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 // instead.)
 const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 
-// GuardInstalledQuery yields 1 when the three guard triggers exist on table (the row
-// trigger BEFORE INSERT and UPDATE, the row trigger on DELETE with its WHEN clause
-// reading the one-statement DELETE's mark, the TRUNCATE trigger),
+// GuardInstalledQuery yields 1 when the three guard triggers exist on table with the
+// timing, events and level GuardDDL gives them, on no column list, and without a WHEN
+// clause but the DELETE trigger's (the row trigger BEFORE INSERT OR UPDATE, the row
+// trigger AFTER DELETE with its WHEN clause reading the one-statement DELETE's mark,
+// the BEFORE TRUNCATE statement trigger: a trigger of the guard's name re-created
+// WHEN (false), UPDATE OF a column or on another event is no guard, red-team rt20g F4),
 // fire in every session_replication_role (ENABLE ALWAYS) and call the table's guard
 // function of this version (guardVersion: it reads the floor's copy and accepts the
 // wrapper's one-statement DELETE; an older guard is reported as not installed, and its
@@ -365,7 +368,8 @@ func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string,
 	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s JOIN pg_catalog.pg_proc sp ON sp.oid = s.tgfoid WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A' AND sp.prosrc LIKE $13) AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
-  AND (t.tgname = $3 OR t.tgname = $2 AND (t.tgtype::integer & 23) = 23 OR t.tgname = $11 AND (t.tgtype::integer & 9) = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
+  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0
+  AND (t.tgname = $3 AND t.tgtype = 34 AND t.tgqual IS NULL OR t.tgname = $2 AND t.tgtype = 23 AND t.tgqual IS NULL OR t.tgname = $11 AND t.tgtype = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
 		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
 }
 

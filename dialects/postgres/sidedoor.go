@@ -409,7 +409,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // one or whose function writes the table itself (ownTriggers, patchDoor), and a guard
 // a table swap lost (lostGuard), in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

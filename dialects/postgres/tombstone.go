@@ -274,10 +274,13 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 }
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
-// exist on table, fire always (ENABLE ALWAYS) and call the table's tombstone function,
+// exist on table as TombstoneDDL creates them (AFTER DELETE and AFTER INSERT row
+// triggers without a WHEN clause, the AFTER UPDATE row trigger, on no column list: one
+// re-created on another event or WHEN (false) is none, red-team rt20g F4), fire always
+// (ENABLE ALWAYS) and call the table's tombstone function,
 // SECURITY DEFINER, and its tombstone table exists.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname IN ($2, $3, $4) AND t.tgenabled = 'A' AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
+	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
 		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath}
 }
 

@@ -8,8 +8,9 @@ import (
 )
 
 // ownTriggers finds the table's own BEFORE INSERT or UPDATE triggers (a trigger with
-// no BEFORE, AFTER or INSTEAD OF is a BEFORE one), other than fencedsql's (named
-// fencedsql_…: the guard, floor and tombstone triggers), that may undo the fence of a
+// no BEFORE, AFTER or INSTEAD OF is a BEFORE one), other than those carrying one of
+// the guard's, floor's or tombstone guard's names (guardTriggers compares their whole
+// text; any other name, fencedsql_… too, is judged here), that may undo the fence of a
 // statement on the table: one whose WHEN clause or body names the token or the
 // version column as a word (dialect.NamesColumn), whose body writes the table itself
 // (dialect.WritesTable, the test otherTriggers applies to other tables' triggers), or
@@ -25,18 +26,17 @@ import (
 // TEMP triggers (of one connection, not seen) are not judged. Fix: DROP TRIGGER, and
 // do its work through the wrapper.
 func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	master := "sqlite_master"
-	if t.Table.Schema != "" {
-		master = d.QuoteIdent(t.Table.Schema) + ".sqlite_master"
-	}
-	rows, err := query(ctx, "SELECT name, sql FROM "+master+" WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE ORDER BY name", t.Table.Name)
+	rows, err := query(ctx, "SELECT name, sql FROM "+d.master(t.Table.Schema)+" WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE ORDER BY name", t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 2 || strings.HasPrefix(strings.ToLower(r[0]), "fencedsql_") {
+		if len(r) < 2 {
 			continue
+		}
+		if _, ok := guardTriggerTable(r[0]); ok {
+			continue // one of the guard's names: guardTriggers judges its whole text
 		}
 		event, why := ownTriggerJudged(r[1], t)
 		if len(why) == 0 {

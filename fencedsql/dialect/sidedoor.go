@@ -142,6 +142,15 @@ const (
 	// re-inserts a deleted key. Fix: re-run fencedsql-schema -apply (schema.Check's
 	// Fix re-installs them on the table); the door itself carries no statement.
 	SideDoorGuardLost SideDoorKind = "guard lost"
+
+	// SideDoorTombstoneKey: the tombstone table's key is not the table's primary key
+	// as it is now (a key column's type or collation changed, or the key's columns did,
+	// after the tombstone guard was installed: MySQL/MariaDB keep no dependency of the
+	// triggers on the columns): a deleted key is recorded converted (1.5 as 2 in a
+	// BIGINT), and a stale holder re-inserts it (TriggerDoorFinder). Fix: the
+	// tombstone table's key columns altered to the key's types, where the columns are
+	// the same; else drop the tombstone table and re-run fencedsql-schema -apply.
+	SideDoorTombstoneKey SideDoorKind = "tombstone key"
 )
 
 // SideDoor is one side door of a guarded table, found by a SideDoorFinder.

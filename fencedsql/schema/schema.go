@@ -109,7 +109,14 @@ type TableReport struct {
 //     functions, MySQL/SQLite triggers named for it on another table, the tombstone
 //     table; see the dialects' lostGuard) while the table lacks their triggers, as an
 //     online schema change's RENAME or SQLite's rebuild leaves it; no statement of its
-//     own: the guard's and the tombstone guard's Fix above install the triggers.
+//     own: the guard's and the tombstone guard's Fix above install the triggers;
+//     - a trigger carrying the name of one of the guard's or the tombstone guard's
+//     triggers but not the text this version writes (MySQL/MariaDB, SQLite: a
+//     weakened guard; a trigger merely named fencedsql_… is judged as a user's);
+//     fix: re-create it;
+//     - a tombstone table whose key is not the table's primary key as it is now
+//     (dialect.SideDoorTombstoneKey: a key column's type changed after the
+//     tombstones were installed); fix: convert the tombstone's key columns;
 //     The views, rules and triggers above and a lost guard are the doors a statement
 //     through the pool opens (dialect.TriggerDoorFinder): the lazy check refuses the
 //     table while one exists, too.

@@ -1,0 +1,78 @@
+package mysql
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// tombstoneKey finds a tombstone table whose key is no longer the table's primary key
+// (dialect.SideDoorTombstoneKey): TombstoneDDL gives the tombstone table the key's
+// columns with their COLUMN_TYPE and collation, and MySQL/MariaDB let a key column's
+// type change under the tombstone triggers (ALTER TABLE … MODIFY id DECIMAL(10,1)),
+// after which a deleted key 1.5 is recorded as 2 and a stale INSERT of 1.5 finds no
+// tombstone (red-team rt20g F5). One query: each primary-key column of the table
+// beside the tombstone table's column of that name and its place in the tombstone's
+// key. Fix: MODIFY each differing tombstone column to the key's type and collation
+// (existing tombstones are converted as the table's keys were); when the key's
+// columns themselves differ, no statement: drop the tombstone table and re-run
+// fencedsql-schema -apply.
+func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	tomb := tombTable(dialect.TableName{Name: t.Table.Name}).Name
+	rows, err := query(ctx, "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), COALESCE(tc.COLUMN_TYPE, ''), COALESCE(tc.COLLATION_NAME, ''), "+
+		"COALESCE(tk.ORDINAL_POSITION, 0) = k.ORDINAL_POSITION, "+
+		"(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE x WHERE x.TABLE_SCHEMA = k.TABLE_SCHEMA AND x.TABLE_NAME = ? AND x.CONSTRAINT_NAME = 'PRIMARY'), k.TABLE_SCHEMA "+
+		"FROM information_schema.KEY_COLUMN_USAGE k "+
+		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "+
+		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = k.TABLE_SCHEMA AND tt.TABLE_NAME = ? "+
+		"LEFT JOIN information_schema.COLUMNS tc ON tc.TABLE_SCHEMA = k.TABLE_SCHEMA AND tc.TABLE_NAME = ? AND tc.COLUMN_NAME = k.COLUMN_NAME "+
+		"LEFT JOIN information_schema.KEY_COLUMN_USAGE tk ON tk.TABLE_SCHEMA = k.TABLE_SCHEMA AND tk.TABLE_NAME = ? AND tk.CONSTRAINT_NAME = 'PRIMARY' AND tk.COLUMN_NAME = k.COLUMN_NAME "+
+		"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
+		tomb, tomb, tomb, tomb, t.Table.Schema, t.Table.Name)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	var differ, fix []string
+	sameColumns := true
+	for _, r := range rows {
+		if len(r) < 8 {
+			return nil, nil
+		}
+		if r[5] != "1" || r[6] != strconv.Itoa(len(rows)) {
+			sameColumns = false
+		}
+		if !strings.EqualFold(r[1], r[3]) || !strings.EqualFold(r[2], r[4]) {
+			differ = append(differ, r[0]+" ("+r[1]+" in the table, "+orNone(r[3])+" in the tombstone table)")
+			if r[3] != "" {
+				fix = append(fix, "MODIFY "+keyColumnDef(dialect.KeyColumn{Name: r[0], Type: r[1], Collation: r[2]}, d.QuoteIdent))
+			}
+		}
+	}
+	if sameColumns && len(differ) == 0 {
+		return nil, nil
+	}
+	tt := dialect.TableName{Schema: rows[0][7], Name: tomb}
+	door := dialect.SideDoor{Kind: dialect.SideDoorTombstoneKey, Object: tt.String(),
+		Problem: "the tombstone table " + tt.String() + " does not have " + t.Table.String() + "'s primary key as it is now",
+	}
+	if len(differ) > 0 {
+		door.Problem += " (" + strings.Join(differ, ", ") + ")"
+	}
+	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), and a stale holder can insert it again"
+	if sameColumns {
+		door.Problem += "; the fix converts the tombstone table's key columns"
+		door.Fix = []string{"ALTER TABLE " + tt.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
+	} else {
+		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
+	}
+	return []dialect.SideDoor{door}, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// tombstoneKey finds a tombstone table whose key is no longer the table's primary key
+// (dialect.SideDoorTombstoneKey). TombstoneDDL creates the tombstone table only if it
+// is missing, and UntombstoneDDL keeps it, so after the documented re-install around a
+// key change (drop the tombstone triggers, ALTER the key column, re-run the Fix) the
+// old tombstone table stays: a key made numeric from bigint is recorded rounded (1.5
+// as 2) and a stale INSERT of 1.5 finds no tombstone; one made citext from text makes
+// every INSERT fail with an untyped "operator does not exist" (red-team rt20g F5). One
+// query: each primary-key column of the table beside the tombstone table's column of
+// that name (type with modifier, collation) and its place in the tombstone's key.
+// Fix: ALTER each differing tombstone column to the key's type and collation
+// (existing tombstones converted as the table's keys were); when the key's columns
+// themselves differ, no statement: drop the tombstone table and re-run
+// fencedsql-schema -apply.
+func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	tomb := tombTable(fold(t.Table))
+	rows, err := query(ctx, `WITH k AS (
+  SELECT a.attname, a.atttypid, a.atttypmod, a.attcollation, k.ord
+  FROM pg_catalog.pg_index i CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+  WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisprimary AND k.ord <= i.indnkeyatts),
+tk AS (
+  SELECT a.attname, k.ord
+  FROM pg_catalog.pg_index i CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+  WHERE i.indrelid = pg_catalog.to_regclass($2) AND i.indisprimary AND k.ord <= i.indnkeyatts)
+SELECT k.attname::text, pg_catalog.format_type(k.atttypid, k.atttypmod), COALESCE(pg_catalog.format_type(ta.atttypid, ta.atttypmod), ''),
+  CASE WHEN ta.attname IS NOT NULL AND ta.atttypid = k.atttypid AND ta.atttypmod = k.atttypmod AND ta.attcollation = k.attcollation THEN 1 ELSE 0 END,
+  CASE WHEN tk.ord = k.ord THEN 1 ELSE 0 END,
+  (SELECT pg_catalog.count(*) FROM tk),
+  CASE WHEN k.attcollation = 0 OR k.attcollation = ty.typcollation THEN '' ELSE
+    (SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname) FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = k.attcollation) END
+FROM k JOIN pg_catalog.pg_type ty ON ty.oid = k.atttypid
+  LEFT JOIN pg_catalog.pg_attribute ta ON ta.attrelid = pg_catalog.to_regclass($2) AND ta.attname = k.attname AND ta.attnum > 0 AND NOT ta.attisdropped
+  LEFT JOIN tk ON tk.attname = k.attname
+WHERE pg_catalog.to_regclass($2) IS NOT NULL
+ORDER BY k.ord`, t.Table.String(), tomb.String())
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	var differ, fix []string
+	sameColumns := true
+	for _, r := range rows {
+		if len(r) < 7 {
+			return nil, nil
+		}
+		if r[4] != "1" || r[5] != strconv.Itoa(len(rows)) {
+			sameColumns = false
+		}
+		if r[3] != "1" {
+			in := r[2]
+			if in == "" {
+				in = "none"
+			}
+			differ = append(differ, r[0]+" ("+r[1]+" in the table, "+in+" in the tombstone table)")
+			if r[2] != "" {
+				alter := "ALTER COLUMN " + d.QuoteIdent(r[0]) + " TYPE " + r[1]
+				if r[6] != "" {
+					alter += " COLLATE " + r[6]
+				}
+				fix = append(fix, alter)
+			}
+		}
+	}
+	if sameColumns && len(differ) == 0 {
+		return nil, nil
+	}
+	door := dialect.SideDoor{Kind: dialect.SideDoorTombstoneKey, Object: tomb.String(),
+		Problem: "the tombstone table " + tomb.String() + " does not have " + t.Table.String() + "'s primary key as it is now"}
+	if len(differ) > 0 {
+		door.Problem += " (" + strings.Join(differ, ", ") + ")"
+	}
+	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), or compared with an operator of another type, and a stale holder can insert it again"
+	if sameColumns {
+		door.Problem += "; the fix converts the tombstone table's key columns"
+		door.Fix = []string{"ALTER TABLE " + tomb.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
+	} else {
+		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
+	}
+	return []dialect.SideDoor{door}, nil
+}
