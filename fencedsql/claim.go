@@ -17,7 +17,9 @@ import (
 // leaves the caller's transaction able only to roll back (stamp_kept.go). Without a
 // token, the caller's text runs as written, an ordinary locking read.
 
-// execClaim runs a claimed locking read sent with Exec (it returns no rows to count).
+// execClaim runs a claimed locking read sent with Exec: in one statement where the
+// plan has it, else as queryClaim's claim and counted read, whose rows it reads to the
+// end and counts (RowsAffected). Without a token, the caller's text as written.
 func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Result, error) {
 	one, tok, full, err := c.claimOne(ctx, p, args, false)
 	if err != nil {
@@ -32,14 +34,21 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 		}
 		return res, nil
 	}
-	claimed, err := c.claim(ctx, r, p.Pre, args, 0)
-	if err != nil {
-		return nil, err
+	if c.hasToken(ctx) {
+		// The claim and the read of the rows it stamped, as queryClaim runs them, read
+		// to the end: re-sending the caller's text after the claim would lock a row
+		// that began to match in between without stamping it (red-team rt20m F4).
+		rows, err := c.queryClaim(ctx, r, p, args)
+		if err != nil {
+			return nil, err
+		}
+		n, err := drain(rows)
+		if err != nil {
+			return nil, err
+		}
+		return counted(n), nil
 	}
 	res, err := r.exec(ctx, p, args)
-	if err != nil && c.hasToken(ctx) {
-		return nil, c.stampKept(claimed, c.core.mapPassErr(err))
-	}
 	return res, c.core.mapPassErr(err)
 }
 

@@ -77,7 +77,7 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 		if rows, err = r.query(ctx, one, full); err == nil {
 			var n int64
 			n, err = drain(rows)
-			res = deleted(n)
+			res = counted(n)
 		}
 	}
 	if err != nil {
@@ -132,12 +132,13 @@ func (c *conn) oneStepQuery(ctx context.Context, r runner, one *plan.Plan, args 
 	return w, nil
 }
 
-// deleted is the result of a one-statement DELETE: the rows it deleted, and no insert
-// id (0, as MySQL reports for a DELETE; a DELETE inserts nothing).
-type deleted int64
+// counted is the result of a statement the wrapper ran as a read of the rows it
+// changed or locked (a DELETE … RETURNING, a claimed locking read sent with Exec): how
+// many rows, and no insert id (0, as MySQL reports for a DELETE; neither inserts).
+type counted int64
 
-func (d deleted) LastInsertId() (int64, error) { return 0, nil }
-func (d deleted) RowsAffected() (int64, error) { return int64(d), nil }
+func (d counted) LastInsertId() (int64, error) { return 0, nil }
+func (d counted) RowsAffected() (int64, error) { return int64(d), nil }
 
 // drain reads rows to their end and closes them, returning how many there were.
 func drain(rows driver.Rows) (int64, error) {
@@ -266,7 +267,7 @@ func (c *conn) execDeleting(ctx context.Context, r runner, del *plan.Plan, args 
 	if err != nil {
 		return nil, err
 	}
-	return deleted(n), nil
+	return counted(n), nil
 }
 
 // stamp runs the fencing UPDATE pre of a two-statement DELETE del: it returns the
@@ -385,6 +386,15 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 		}
 	}
 	if own != nil {
+		// The lease may have been lost while the statements waited (a row lock): the
+		// wrapper's own transaction commits only under a lease still held, as a
+		// caller's Commit does (red-team rt20m F3).
+		if b, bound := bindingFrom(ctx); bound {
+			if cause := lostCauseAll(b.leases); cause != nil {
+				_ = c.endTx(own, false)
+				return nil, lostErr("transaction rolled back", cause)
+			}
+		}
 		if err := c.endTx(own, true); err != nil {
 			return nil, c.core.mapErr(p, tok, ver, err)
 		}

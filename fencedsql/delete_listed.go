@@ -80,7 +80,7 @@ func (c *conn) deleteListed(ctx context.Context, r runner, del *plan.Plan, user 
 		}
 		n += d
 	}
-	return deleted(n), nil
+	return counted(n), nil
 }
 
 // listedKey returns key, a key text of the record, as listed binds it: an integer where

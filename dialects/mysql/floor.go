@@ -56,10 +56,20 @@ func (dialectImpl) GuardFloorsQuery() (string, []any) {
 // floorTrigger is the name of table's BEFORE INSERT floor trigger.
 func floorTrigger(name string) string { return boundedTrigger("fencedsql_floor_", name) }
 
-// floorBelow is the condition "the new row's token is below the floor".
+// floorBelow is the condition "the new row's token is below the floor". The floor is
+// read with a shared lock, held to the end of the writing transaction, under every
+// isolation level (a plain subquery is a consistent, lockless read under READ
+// COMMITTED): RaiseTokenFloor's UPDATE of the row waits for every open transaction
+// that judged a write under the old floor, so that none commits after the raise
+// returned (red-team rt20t F1; REPEATABLE READ already locked).
 func floorBelow(tok string) string {
-	return "NEW." + tok + " < (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1)"
+	return "NEW." + tok + " < (" + floorRead + ")"
 }
+
+// floorRead reads the floor with a shared lock (floorBelow). GuardInstalledQuery
+// requires it in both guard triggers: a guard of an earlier version, which read the
+// floor without the lock, is reported as not installed, and its Fix replaces it.
+const floorRead = "SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1 LOCK IN SHARE MODE"
 
 // floorRefusal is the SIGNAL of a write below the floor.
 func floorRefusal(table string) string {

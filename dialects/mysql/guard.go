@@ -155,11 +155,12 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 }
 
 // GuardInstalledQuery yields 1 when both guard triggers exist on table and read the
-// token floor (a guard installed before the floor existed is reported missing).
+// token floor with a shared lock (floorRead: a guard installed before the floor
+// existed, or one reading it without the lock, is reported missing).
 func (dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND " +
 			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT')) AND ACTION_STATEMENT LIKE ?",
-		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + dialect.FloorTable + "%"}
+		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + floorRead + "%"}
 }
 
 // BeforeUpdateTriggersQuery implements dialect.UpdateTriggerFinder: 1 when the table

@@ -210,3 +210,124 @@ func TestRTrt20mClaimContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
 		t.Errorf("row 1: token %d, version %d; want it unchanged (token 0, version 0)", tok, ver)
 	}
 }
+
+// rt20mLease is a fencedsql.Lease the test loses at will.
+type rt20mLease struct {
+	tok  uint64
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newRT20mLease(tok uint64) *rt20mLease  { return &rt20mLease{tok: tok, ch: make(chan struct{})} }
+func (l *rt20mLease) Token() uint64         { return l.tok }
+func (l *rt20mLease) Lost() <-chan struct{} { return l.ch }
+func (l *rt20mLease) lose()                 { l.once.Do(func() { close(l.ch) }) }
+func (l *rt20mLease) Err() error {
+	select {
+	case <-l.ch:
+		return errors.New("rt20m: lease lost")
+	default:
+		return nil
+	}
+}
+
+// TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost (fail-open, defence in depth). A
+// DELETE outside a transaction, on a table without the guard, runs in a transaction
+// the wrapper opens itself: BEGIN, the fencing UPDATE, the DELETE, COMMIT. The lease is
+// checked once, before BEGIN. Here the fencing UPDATE waits for a row lock another
+// session holds (contention), the lease is lost during the wait (the watchdog closed
+// Lost: the client knows), the lock is released, and the wrapper goes on to send the
+// DELETE and its own COMMIT without looking at the lease again: the row is deleted and
+// the statement reports success, although the lease was known lost before COMMIT was
+// sent. Inside a caller's transaction the same DELETE would be refused at Commit
+// (G2/G13: "every statement and Commit … refuse once any is lost"); the wrapper's own
+// COMMIT is a commit it sends. Right behaviour: before the second statement and before
+// its own COMMIT, twoStep checks the statement's leases (checkLease) and, when one is
+// lost, rolls its transaction back and fails with an error wrapping
+// lockclient.ErrLeaseLost; row 1 stays.
+func TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost(t *testing.T) {
+	raw, fenced := rt20mOpen(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	holder, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback() //nolint:errcheck
+	if _, err := holder.ExecContext(ctx, "SELECT id FROM accounts WHERE id = 1 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	lease := newRT20mLease(10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := fenced.ExecContext(fencedsql.WithLease(ctx, lease), "DELETE FROM accounts WHERE id = 1")
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the fencing UPDATE waits for row 1
+	lease.lose()
+	time.Sleep(100 * time.Millisecond)
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	derr := <-done
+	exists, _, _ := rt20mRow(t, raw, 1)
+	t.Logf("DELETE under a lease lost during its lock wait: %v; row 1 exists %v", derr, exists)
+	if derr == nil || !exists {
+		t.Errorf("DELETE: %v, row 1 exists %v; want an error wrapping lockclient.ErrLeaseLost and row 1 kept (the lease was known lost before the wrapper sent its own COMMIT)", derr, exists)
+	}
+}
+
+// TestRTrt20mExecClaimLocksRowItDidNotStamp (fail-open, narrow). A locking read sent
+// with Exec (`tx.ExecContext("SELECT … FOR UPDATE")`, the "lock these rows" idiom) in
+// its two-statement form (here a subquery in the select list keeps the one statement
+// from taking it; on MySQL/MariaDB every claim) runs execClaim: the claim's plain
+// fencing UPDATE (p.Pre, not the located form queryClaim uses), then the caller's own
+// text again, unrestricted and uncounted (claim.go: "it returns no rows to count").
+// A row that starts to match between the two — another session commits row 2's
+// balance 0 → 100 under READ COMMITTED — is not stamped by the UPDATE but is locked
+// FOR UPDATE by the re-run text. G10: "SELECT … FOR UPDATE on a guarded table claims
+// the rows it locks … A late write by an older holder to those rows then fails". Here
+// holder 10's transaction holds row 2's lock with row 2 still at token 0, and once it
+// commits, an older holder's (token 7) write to row 2 is accepted. Right behaviour:
+// the Exec form is restricted to the rows the claim stamped as the Query form is (the
+// located/keyed read, counted), or refused, so that no row is locked unclaimed; the
+// older holder's write to row 2 then fails with ErrFenced (or row 2 is not locked).
+func TestRTrt20mExecClaimLocksRowItDidNotStamp(t *testing.T) {
+	raw, fenced := rt20mOpen(t, `UPDATE accounts SET balance = 0 WHERE id = 2`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	rt20mHookNow.Store(&rt20mHook{after: "UPDATE ACCOUNTS", prefix: "", fire: func() {
+		if _, err := raw.Exec("UPDATE accounts SET balance = 100 WHERE id = 2"); err != nil {
+			t.Errorf("concurrent commit: %v", err)
+		}
+	}})
+	if _, err := tx.ExecContext(ctx, "SELECT id, (SELECT 1) AS one FROM accounts WHERE balance > 50 FOR UPDATE"); err != nil {
+		t.Fatalf("claim sent with Exec: %v", err)
+	}
+	rt20mHookNow.Store(nil)
+	// Row 2 is locked by holder 10's transaction…
+	probe, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lockErr := probe.ExecContext(ctx, "SELECT id FROM accounts WHERE id = 2 FOR UPDATE NOWAIT")
+	_ = probe.Rollback()
+	_, tok2, _ := rt20mRow(t, raw, 2)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// …and after it commits, the older holder's write to row 2 lands.
+	_, werr := fenced.ExecContext(fencedsql.WithToken(ctx, 7), "UPDATE accounts SET balance = balance - 1 WHERE id = 2")
+	t.Logf("row 2 locked by the Exec claim: %v (NOWAIT probe: %v); row 2 token while locked: %d; older holder's write after commit: %v", lockErr != nil, lockErr, tok2, werr)
+	if lockErr != nil && tok2 != 10 {
+		t.Errorf("the Exec claim locked row 2 FOR UPDATE but left it at token %d (unclaimed); want every row it locks stamped with 10", tok2)
+	}
+	if lockErr != nil && werr == nil {
+		t.Errorf("older holder (token 7) wrote row 2, which holder 10 had locked FOR UPDATE: want ErrFenced")
+	}
+}

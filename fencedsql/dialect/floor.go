@@ -18,3 +18,18 @@ type Floorer interface {
 	// lowers it — and writes its one row when missing; floor is a bind parameter.
 	RaiseFloorQuery(table TableName, floor int64) (query string, args []any)
 }
+
+// FloorSettler is implemented by dialects whose guards read the floor without a lock
+// that a raise waits for (PostgreSQL: a sequence's last value, lock-free): a
+// transaction open across the raise may have judged a write under the old floor, and
+// would commit it after the raise returned. RaiseTokenFloor, once its raise has
+// committed, waits until every transaction open at that moment in the database has
+// ended (as CREATE INDEX CONCURRENTLY waits out older transactions).
+type FloorSettler interface {
+	// OpenTransactionsQuery lists the transactions open now in the connection's
+	// database other than the session's own: one identifier per row.
+	OpenTransactionsQuery() string
+	// StillOpenQuery yields those of the identifiers in its one bind parameter (joined
+	// with commas) still open: the identifier and the session's process id per row.
+	StillOpenQuery() string
+}

@@ -44,3 +44,25 @@ func (e *FloorError) Error() string {
 
 // Unwrap returns ErrNoFloorGuard.
 func (e *FloorError) Unwrap() error { return ErrNoFloorGuard }
+
+// ErrFloorUnsettled means RaiseTokenFloor raised the floor (committed: every write that
+// starts from then on is held to it) but its context ended while transactions open at
+// the raise were still open: one of them may still commit a write judged under the old
+// floor. A *SettleError names them.
+var ErrFloorUnsettled = errors.New("fencedsql: transactions open across the floor's raise have not ended")
+
+// SettleError is RaiseTokenFloor's answer when its context ended before the
+// transactions open at the raise did (errors.Is ErrFloorUnsettled, and the context's
+// error).
+type SettleError struct {
+	Open []string // the sessions' process ids
+	Err  error    // the context's error
+}
+
+func (e *SettleError) Error() string {
+	return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but %d transaction(s) open at the raise have not ended (process ids %s): one may still commit a write judged under the old floor; wait for them again (RaiseTokenFloor with the same floor) or end them: %v",
+		len(e.Open), strings.Join(e.Open, ", "), e.Err)
+}
+
+// Unwrap returns ErrFloorUnsettled and the context's error.
+func (e *SettleError) Unwrap() []error { return []error{ErrFloorUnsettled, e.Err} }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -155,6 +157,14 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // driver refuses statements naming the floor), as an account that may write the floor
 // tables (the guards' owner).
 //
+// It returns when no transaction that may have judged a write under the old floor can
+// still commit: MySQL/MariaDB's guards read the floor with a shared lock, which the
+// raise's UPDATE waits for; on PostgreSQL (dialect.FloorSettler), once the raise has
+// committed, it waits until the transactions then open that hold a write lock on a
+// guarded table have ended, and fails with a *SettleError (ErrFloorUnsettled) naming
+// their sessions when ctx ends first — the floor is raised by then; call it again to
+// wait again. A paused holder's open transaction holds it up until it ends.
+//
 // It creates no floor table. The guards' installation (GuardDDL) creates the one they
 // read, so a database with guards always has it; a floor table created where no guard
 // reads it would refuse nothing while the raise reported success. With no guard in
@@ -186,7 +196,71 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
+	if s, ok := d.(dialect.FloorSettler); ok {
+		return settle(ctx, db, s)
+	}
 	return nil
+}
+
+// settle waits until the transactions open when the raise committed have ended
+// (dialect.FloorSettler), polling with a growing pause; when ctx ends first it fails
+// with a *SettleError naming them.
+func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
+	ids, err := column(ctx, db, s.OpenTransactionsQuery())
+	if err != nil {
+		return fmt.Errorf("fencedsql: RaiseTokenFloor: listing the transactions open at the raise: %w", err)
+	}
+	pause := 2 * time.Millisecond
+	for len(ids) > 0 {
+		rows, err := db.QueryContext(ctx, s.StillOpenQuery(), strings.Join(ids, ","))
+		if err != nil {
+			if ctx.Err() != nil {
+				return &SettleError{Open: ids, Err: ctx.Err()}
+			}
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: waiting for the transactions open at the raise: %w", err)
+		}
+		var open, pids []string
+		for rows.Next() {
+			var id, pid string
+			if err := rows.Scan(&id, &pid); err != nil {
+				rows.Close()
+				return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
+			}
+			open, pids = append(open, id), append(pids, pid)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
+		}
+		if len(open) == 0 {
+			return nil
+		}
+		ids = open
+		select {
+		case <-ctx.Done():
+			return &SettleError{Open: pids, Err: ctx.Err()}
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+	return nil
+}
+
+// column runs q and returns its first column, one string per row.
+func column(ctx context.Context, db *sql.DB, q string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 // isMissingTable reports whether err says the floor table does not exist (no guard

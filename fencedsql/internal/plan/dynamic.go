@@ -41,10 +41,10 @@ func (p *parser) markDynamic(pl *Plan) *Plan {
 // alone (refused inside a transaction). A text built at run time (CONCAT, a variable)
 // is left to the check after the statement (Plan.Dynamic).
 func (p *parser) immediateTx(first int) error {
-	if !p.rw.syn.ExecComments || !p.kw(first+1, "IMMEDIATE") || first+2 >= len(p.sig) || p.sig[first+2].Kind != sqllex.KindString {
+	if !p.rw.syn.ExecComments || !p.kw(first+1, "IMMEDIATE") || !p.stringLike(first+2) {
 		return nil
 	}
-	body := stringBody(p.text(p.sig[first+2]))
+	body := stringBody(p.literalText(first + 2))
 	toks, err := sqllex.Lex(body, p.rw.syn)
 	if err != nil {
 		return nil

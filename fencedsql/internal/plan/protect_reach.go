@@ -48,10 +48,10 @@ func (p *parser) protectReachBodies(head string, from, to int) error {
 		return nil
 	}
 	for i := from; i < to && i < len(p.sig); i++ {
-		if p.sig[i].Kind != sqllex.KindString {
+		if !p.stringLike(i) {
 			continue
 		}
-		body := stringBody(p.text(p.sig[i]))
+		body := stringBody(p.literalText(i))
 		toks, err := sqllex.Lex(body, p.rw.syn)
 		if err != nil {
 			continue

@@ -50,17 +50,17 @@ func (p *parser) protectSettings(head string, from, to int) error {
 	for i := from; i < to; i++ {
 		t := p.sig[i]
 		var n string
-		if t.Kind == sqllex.KindString {
+		if p.stringLike(i) {
 			v, named := p.settingNameString(head, i)
 			if !named {
-				if err := p.protectSettingString(p.text(t), undecodable); err != nil {
+				if err := p.protectSettingString(p.literalText(i), undecodable); err != nil {
 					return err
 				}
 				// A run of adjacent literals is also judged joined, as the server
 				// reads it ('SET synchronous'⏎'_commit = off' is one body).
-				if (i == from || p.sig[i-1].Kind != sqllex.KindString) && i+1 < to && p.sig[i+1].Kind == sqllex.KindString {
+				if (i == from || !p.stringLike(i-1)) && i+1 < to && p.stringLike(i+1) {
 					end := i + 1
-					for end < to && p.sig[end].Kind == sqllex.KindString {
+					for end < to && p.stringLike(end) {
 						end++
 					}
 					texts := p.stringTexts(i, end)

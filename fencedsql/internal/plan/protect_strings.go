@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // stringBody returns the text a string literal holds: a dollar-quoted body without its
@@ -39,9 +37,14 @@ func stringBody(txt string) string {
 // literal's text holds at an identifier boundary, after decoding backslash escapes
 // loosely (E'…', U&'…', MySQL strings: more matches, never fewer), or "".
 func stringMentions(txt string, words ...string) string {
-	bodies := [2]string{strings.ToLower(txt), ""}
+	bodies := [3]string{strings.ToLower(txt), "", ""}
 	if strings.IndexByte(txt, '\\') >= 0 {
 		bodies[1] = strings.ToLower(decodeLoose(txt))
+	}
+	if strings.HasPrefix(txt, "$") {
+		// A dollar-quoted body without its tags: the $ that ends the opening tag is an
+		// identifier byte, which hid a name right after it (red-team rt20t F2).
+		bodies[2] = strings.ToLower(stringBody(txt))
 	}
 	for _, body := range bodies {
 		for _, w := range words {
@@ -143,19 +146,19 @@ func decodeLoose(s string) string {
 func (p *parser) stringTexts(from, to int) []string {
 	var out []string
 	for i := from; i < to && i < len(p.sig); i++ {
-		if p.sig[i].Kind != sqllex.KindString {
+		if !p.stringLike(i) {
 			continue
 		}
-		out = append(out, p.text(p.sig[i]))
-		if i+1 >= to || i+1 >= len(p.sig) || p.sig[i+1].Kind != sqllex.KindString {
+		out = append(out, p.literalText(i))
+		if i+1 >= to || i+1 >= len(p.sig) || !p.stringLike(i+1) {
 			continue
 		}
 		var run strings.Builder
-		run.WriteString(stringBody(p.text(p.sig[i])))
-		for i+1 < to && i+1 < len(p.sig) && p.sig[i+1].Kind == sqllex.KindString {
+		run.WriteString(stringBody(p.literalText(i)))
+		for i+1 < to && i+1 < len(p.sig) && p.stringLike(i+1) {
 			i++
-			out = append(out, p.text(p.sig[i]))
-			run.WriteString(stringBody(p.text(p.sig[i])))
+			out = append(out, p.literalText(i))
+			run.WriteString(stringBody(p.literalText(i)))
 		}
 		out = append(out, "'"+run.String()+"'")
 	}
