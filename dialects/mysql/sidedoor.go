@@ -256,9 +256,10 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 }
 
 // ownTriggers finds the table's own BEFORE INSERT and BEFORE UPDATE triggers (always
-// row triggers, always enabled in MySQL and MariaDB), other than those carrying one
-// of the guard's names (guardTriggers compares their whole body with the guard's; any
-// other name, fencedsql_… too, is judged here), whose body names the token or the version column as a word
+// row triggers, always enabled in MySQL and MariaDB), other than those carrying the
+// guard's or the floor trigger's name (guardTriggers compares their whole body with
+// the guard's; any other name, fencedsql_… and the tombstone guard's AFTER triggers'
+// names too, is judged here), whose body names the token or the version column as a word
 // (dialect.NamesColumn). The fenced UPDATE sets the token (or, for ExpectVersion, the
 // version) to NULL when the row carries a newer one and relies on the NOT NULL
 // violation, which is checked after the BEFORE triggers: a trigger that replaces the
@@ -284,8 +285,8 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 		if len(r) < 4 || !dialect.NamesColumn(r[3], dialect.MySQLSyntax, t.TokenColumn, t.VersionColumn) {
 			continue
 		}
-		if _, ok := guardTriggerTable(r[1]); ok {
-			continue // one of the guard's names: guardTriggers judges its whole body
+		if _, before, ok := guardTriggerTable(r[1], t.Table.Name); ok && before {
+			continue // the guard's or the floor's name: guardTriggers judges its whole body
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: trg.String() + " on " + t.Table.String(),

@@ -14,8 +14,8 @@ import (
 // type change under the tombstone triggers (ALTER TABLE … MODIFY id DECIMAL(10,1)),
 // after which a deleted key 1.5 is recorded as 2 and a stale INSERT of 1.5 finds no
 // tombstone (red-team rt20g F5). One query: each primary-key column of the table
-// beside the tombstone table's column of that name and its place in the tombstone's
-// key. Fix: MODIFY each differing tombstone column to the key's type and collation
+// beside the tombstone table's column of that name, its place in the tombstone's key,
+// and whether that key covers whole columns. Fix: MODIFY each differing tombstone column to the key's type and collation
 // (existing tombstones are converted as the table's keys were); when the key's
 // columns themselves differ, no statement: drop the tombstone table and re-run
 // fencedsql-schema -apply.
@@ -23,24 +23,27 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 	tomb := tombTable(dialect.TableName{Name: t.Table.Name}).Name
 	rows, err := query(ctx, "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), COALESCE(tc.COLUMN_TYPE, ''), COALESCE(tc.COLLATION_NAME, ''), "+
 		"COALESCE(tk.ORDINAL_POSITION, 0) = k.ORDINAL_POSITION, "+
-		"(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE x WHERE x.TABLE_SCHEMA = k.TABLE_SCHEMA AND x.TABLE_NAME = ? AND x.CONSTRAINT_NAME = 'PRIMARY'), k.TABLE_SCHEMA "+
+		"(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE x WHERE x.TABLE_SCHEMA = k.TABLE_SCHEMA AND x.TABLE_NAME = ? AND x.CONSTRAINT_NAME = 'PRIMARY'), k.TABLE_SCHEMA, "+
+		"NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = k.TABLE_SCHEMA AND s.TABLE_NAME = ? AND s.INDEX_NAME = 'PRIMARY' AND s.SUB_PART IS NOT NULL) "+
 		"FROM information_schema.KEY_COLUMN_USAGE k "+
 		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "+
 		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = k.TABLE_SCHEMA AND tt.TABLE_NAME = ? "+
 		"LEFT JOIN information_schema.COLUMNS tc ON tc.TABLE_SCHEMA = k.TABLE_SCHEMA AND tc.TABLE_NAME = ? AND tc.COLUMN_NAME = k.COLUMN_NAME "+
 		"LEFT JOIN information_schema.KEY_COLUMN_USAGE tk ON tk.TABLE_SCHEMA = k.TABLE_SCHEMA AND tk.TABLE_NAME = ? AND tk.CONSTRAINT_NAME = 'PRIMARY' AND tk.COLUMN_NAME = k.COLUMN_NAME "+
 		"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
-		tomb, tomb, tomb, tomb, t.Table.Schema, t.Table.Name)
+		tomb, tomb, tomb, tomb, tomb, t.Table.Schema, t.Table.Name)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
 	var differ, fix []string
 	sameColumns := true
 	for _, r := range rows {
-		if len(r) < 8 {
+		if len(r) < 9 {
 			return nil, nil
 		}
-		if r[5] != "1" || r[6] != strconv.Itoa(len(rows)) {
+		// The same columns in the same places, each whole (a key on a prefix of a
+		// column, id(5), merges the tombstones of keys that share it: red-team rt21a F8).
+		if r[5] != "1" || r[6] != strconv.Itoa(len(rows)) || r[8] != "1" {
 			sameColumns = false
 		}
 		if !strings.EqualFold(r[1], r[3]) || !strings.EqualFold(r[2], r[4]) {
@@ -62,7 +65,7 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 	}
 	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), and a stale holder can insert it again"
 	if sameColumns {
-		door.Problem += "; the fix converts the tombstone table's key columns"
+		door.Problem += "; the fix converts the tombstone table's key columns (where two tombstones become one key under the new type or collation it fails on a duplicate key: keep the one with the greater fence_token, or drop the tombstone table and re-run fencedsql-schema -apply)"
 		door.Fix = []string{"ALTER TABLE " + tt.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
 	} else {
 		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"

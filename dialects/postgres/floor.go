@@ -200,30 +200,35 @@ var (
 	_ dialect.FloorFinder = dialectImpl{}
 )
 
-// OpenTransactionsQuery lists the virtual transaction ids of the other sessions'
-// transactions that hold a lock for writing (RowExclusiveLock or stronger, granted)
-// on a table a guard trigger of this version's naming fires on, in this database
+// OpenTransactionsQuery lists the other transactions that hold RowExclusiveLock (the
+// lock every INSERT, UPDATE, DELETE, MERGE and COPY FROM takes, held to the
+// transaction's end) on a table a guard trigger of this version's naming fires on, in
+// this database — prepared (two-phase) transactions included, whose locks no session
+// holds — with their session's process id ("prepared" for those)
 // (dialect.FloorSettler): the guards read the floor's copy without a lock, so
 // RaiseTokenFloor waits for these to end before it returns (red-team rt20t F1: a
 // transaction that wrote under token 8 before a raise to 10 committed after it). A
 // statement takes that lock before its guard reads the floor, so one in flight at the
-// raise is among them; a transaction that has only read (a REPEATABLE READ snapshot
-// taken before the raise) is not waited for — its later writes read the raised floor
-// (the copy, a sequence, is read outside the snapshot).
+// raise is among them. Not waited for: a transaction that has only read (a REPEATABLE
+// READ snapshot taken before the raise: its later writes read the raised floor, the
+// copy being a sequence read outside the snapshot), and other lock modes that write
+// nothing through the guard (LOCK TABLE … IN SHARE MODE, VACUUM, CREATE INDEX:
+// red-team rt21b F4).
 func (dialectImpl) OpenTransactionsQuery() string {
-	return `SELECT DISTINCT l.virtualtransaction FROM pg_catalog.pg_locks l
-WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' AND l.granted AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+	return `SELECT DISTINCT l.virtualtransaction, COALESCE(l.pid::pg_catalog.text, 'prepared') FROM pg_catalog.pg_locks l
+WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' AND l.granted AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
   AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-  AND l.mode OPERATOR(pg_catalog.=) ANY ('{RowExclusiveLock,ShareUpdateExclusiveLock,ShareLock,ShareRowExclusiveLock,ExclusiveLock,AccessExclusiveLock}'::pg_catalog.text[])
+  AND l.mode OPERATOR(pg_catalog.=) 'RowExclusiveLock'
   AND l.relation OPERATOR(pg_catalog.=) ANY (SELECT t.tgrelid FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid
     WHERE t.tgname OPERATOR(pg_catalog.=) '` + guardTrigger + `' AND p.proname OPERATOR(pg_catalog.~~) 'fencedsql\_guard\_%')`
 }
 
-// StillOpenQuery yields those of the virtual transaction ids in $1 (joined with
-// commas) whose transaction is still open, with its session's process id.
+// StillOpenQuery yields those of the transactions in $1 (their virtual transaction
+// ids, joined with commas) still open — holding any lock, as every transaction holds
+// its own until it ends — with the session's process id.
 func (dialectImpl) StillOpenQuery() string {
-	return `SELECT l.virtualxid, l.pid::pg_catalog.text FROM pg_catalog.pg_locks l
-WHERE l.locktype OPERATOR(pg_catalog.=) 'virtualxid' AND l.granted AND l.virtualxid OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array($1, ','))`
+	return `SELECT DISTINCT l.virtualtransaction, COALESCE(l.pid::pg_catalog.text, 'prepared') FROM pg_catalog.pg_locks l
+WHERE l.virtualtransaction OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array($1, ','))`
 }
 
 var _ dialect.FloorSettler = dialectImpl{}

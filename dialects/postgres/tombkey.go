@@ -22,8 +22,14 @@ import (
 // themselves differ, no statement: drop the tombstone table and re-run
 // fencedsql-schema -apply.
 func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	tomb := tombTable(fold(t.Table))
-	rows, err := query(ctx, `WITH k AS (
+	// The tombstone table sits in the table's own schema, the one the table's name
+	// resolves to (an unqualified name on a pool whose search_path starts elsewhere
+	// is not public's: red-team rt21a F10).
+	tombName := tombTable(fold(t.Table)).Name
+	rows, err := query(ctx, `WITH tomb AS (
+  SELECT c.oid, n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relname = $2 AND c.relnamespace = (SELECT r.relnamespace FROM pg_catalog.pg_class r WHERE r.oid = pg_catalog.to_regclass($1))),
+k AS (
   SELECT a.attname, a.atttypid, a.atttypmod, a.attcollation, k.ord
   FROM pg_catalog.pg_index i CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
     JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
@@ -32,25 +38,26 @@ tk AS (
   SELECT a.attname, k.ord
   FROM pg_catalog.pg_index i CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
     JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-  WHERE i.indrelid = pg_catalog.to_regclass($2) AND i.indisprimary AND k.ord <= i.indnkeyatts)
+  WHERE i.indrelid = (SELECT oid FROM tomb) AND i.indisprimary AND k.ord <= i.indnkeyatts)
 SELECT k.attname::text, pg_catalog.format_type(k.atttypid, k.atttypmod), COALESCE(pg_catalog.format_type(ta.atttypid, ta.atttypmod), ''),
   CASE WHEN ta.attname IS NOT NULL AND ta.atttypid = k.atttypid AND ta.atttypmod = k.atttypmod AND ta.attcollation = k.attcollation THEN 1 ELSE 0 END,
   CASE WHEN tk.ord = k.ord THEN 1 ELSE 0 END,
   (SELECT pg_catalog.count(*) FROM tk),
   CASE WHEN k.attcollation = 0 OR k.attcollation = ty.typcollation THEN '' ELSE
-    (SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname) FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = k.attcollation) END
+    (SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname) FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = k.attcollation) END,
+  (SELECT nspname::text FROM tomb)
 FROM k JOIN pg_catalog.pg_type ty ON ty.oid = k.atttypid
-  LEFT JOIN pg_catalog.pg_attribute ta ON ta.attrelid = pg_catalog.to_regclass($2) AND ta.attname = k.attname AND ta.attnum > 0 AND NOT ta.attisdropped
+  LEFT JOIN pg_catalog.pg_attribute ta ON ta.attrelid = (SELECT oid FROM tomb) AND ta.attname = k.attname AND ta.attnum > 0 AND NOT ta.attisdropped
   LEFT JOIN tk ON tk.attname = k.attname
-WHERE pg_catalog.to_regclass($2) IS NOT NULL
-ORDER BY k.ord`, t.Table.String(), tomb.String())
+WHERE EXISTS (SELECT 1 FROM tomb)
+ORDER BY k.ord`, t.Table.String(), tombName)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
 	var differ, fix []string
 	sameColumns := true
 	for _, r := range rows {
-		if len(r) < 7 {
+		if len(r) < 8 {
 			return nil, nil
 		}
 		if r[4] != "1" || r[5] != strconv.Itoa(len(rows)) {
@@ -74,6 +81,7 @@ ORDER BY k.ord`, t.Table.String(), tomb.String())
 	if sameColumns && len(differ) == 0 {
 		return nil, nil
 	}
+	tomb := dialect.TableName{Schema: rows[0][7], Name: tombName}
 	door := dialect.SideDoor{Kind: dialect.SideDoorTombstoneKey, Object: tomb.String(),
 		Problem: "the tombstone table " + tomb.String() + " does not have " + t.Table.String() + "'s primary key as it is now"}
 	if len(differ) > 0 {

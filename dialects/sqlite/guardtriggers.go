@@ -13,16 +13,18 @@ import (
 var guardTriggerPrefixes = []string{"fencedsql_guard_", "fencedsql_floor_", "fencedsql_tombdel_", "fencedsql_tombins_", "fencedsql_tombkey_"}
 
 // guardTriggerTable returns the table name a trigger of one of the guard's names was
-// installed for: the name after the prefix (ALTER TABLE … RENAME TO keeps a table's
-// triggers and their names, so it may differ from the table's name now).
-func guardTriggerTable(trigger string) (string, bool) {
+// installed for — the name after the prefix (ALTER TABLE … RENAME TO keeps a table's
+// triggers and their names, so it may differ from the table's name now) — and whether
+// it is one of the guard's BEFORE triggers (the guard's and the floor's; the tombstone
+// guard's are AFTER triggers).
+func guardTriggerTable(trigger string) (name string, before bool, ok bool) {
 	lower := strings.ToLower(trigger)
-	for _, p := range guardTriggerPrefixes {
+	for k, p := range guardTriggerPrefixes {
 		if strings.HasPrefix(lower, p) && len(trigger) > len(p) {
-			return trigger[len(p):], true
+			return trigger[len(p):], k < 2, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // triggerShape splits a CREATE TRIGGER statement of the guard's form into its timing
@@ -111,7 +113,7 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		if len(r) < 2 {
 			continue
 		}
-		name, ok := guardTriggerTable(r[0])
+		name, _, ok := guardTriggerTable(r[0])
 		if !ok {
 			continue
 		}
@@ -122,9 +124,12 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		}
 		want, ok := own[strings.ToLower(r[0])]
 		if !ok {
-			continue // a tombstone trigger where the key is not known
+			// A tombstone trigger where the key is not known (an AFTER trigger cannot
+			// undo the statement's fence; a BEFORE one of that name is ownTriggers').
+			continue
 		}
-		if timing, rest, ok := triggerShape(r[1]); ok && timing+rest == want[0] {
+		// Identifiers and keywords compare without case (red-team rt21a F7).
+		if timing, rest, ok := triggerShape(r[1]); ok && strings.EqualFold(timing+rest, want[0]) {
 			continue
 		}
 		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[0]}

@@ -8,9 +8,10 @@ import (
 )
 
 // ownTriggers finds the table's own BEFORE INSERT or UPDATE triggers (a trigger with
-// no BEFORE, AFTER or INSTEAD OF is a BEFORE one), other than those carrying one of
-// the guard's, floor's or tombstone guard's names (guardTriggers compares their whole
-// text; any other name, fencedsql_… too, is judged here), that may undo the fence of a
+// no BEFORE, AFTER or INSTEAD OF is a BEFORE one), other than those carrying the
+// guard's or the floor trigger's name (guardTriggers compares their whole text; any
+// other name, fencedsql_… and the tombstone guard's AFTER triggers' names too, is
+// judged here), that may undo the fence of a
 // statement on the table: one whose WHEN clause or body names the token or the
 // version column as a word (dialect.NamesColumn), whose body writes the table itself
 // (dialect.WritesTable, the test otherTriggers applies to other tables' triggers), or
@@ -35,8 +36,8 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 		if len(r) < 2 {
 			continue
 		}
-		if _, ok := guardTriggerTable(r[0]); ok {
-			continue // one of the guard's names: guardTriggers judges its whole text
+		if _, before, ok := guardTriggerTable(r[0]); ok && before {
+			continue // the guard's or the floor's name: guardTriggers judges its whole text
 		}
 		event, why := ownTriggerJudged(r[1], t)
 		if len(why) == 0 {

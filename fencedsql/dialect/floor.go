@@ -27,7 +27,8 @@ type Floorer interface {
 // ended (as CREATE INDEX CONCURRENTLY waits out older transactions).
 type FloorSettler interface {
 	// OpenTransactionsQuery lists the transactions open now in the connection's
-	// database other than the session's own: one identifier per row.
+	// database, other than the session's own, that may have judged a write under the
+	// floor: an identifier and the session's process id per row.
 	OpenTransactionsQuery() string
 	// StillOpenQuery yields those of the identifiers in its one bind parameter (joined
 	// with commas) still open: the identifier and the session's process id per row.

@@ -55,11 +55,14 @@ var ErrFloorUnsettled = errors.New("fencedsql: transactions open across the floo
 // transactions open at the raise did (errors.Is ErrFloorUnsettled, and the context's
 // error).
 type SettleError struct {
-	Open []string // the sessions' process ids
+	Open []string // the sessions' process ids ("prepared" for a prepared transaction); none when they could not be listed
 	Err  error    // the context's error
 }
 
 func (e *SettleError) Error() string {
+	if len(e.Open) == 0 {
+		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but the context ended before the transactions open at the raise could be listed: one may still commit a write judged under the old floor; run it again (with the same floor) to wait for them: %v", e.Err)
+	}
 	return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but %d transaction(s) open at the raise have not ended (process ids %s): one may still commit a write judged under the old floor; wait for them again (RaiseTokenFloor with the same floor) or end them: %v",
 		len(e.Open), strings.Join(e.Open, ", "), e.Err)
 }

@@ -203,64 +203,51 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 }
 
 // settle waits until the transactions open when the raise committed have ended
-// (dialect.FloorSettler), polling with a growing pause; when ctx ends first it fails
-// with a *SettleError naming them.
+// (dialect.FloorSettler), polling with a growing pause; when ctx ends first — while
+// listing them, too — it fails with a *SettleError naming their sessions.
 func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
-	ids, err := column(ctx, db, s.OpenTransactionsQuery())
+	ids, pids, err := pairs(ctx, db, s.OpenTransactionsQuery())
 	if err != nil {
+		if ctx.Err() != nil {
+			return &SettleError{Err: ctx.Err()}
+		}
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: listing the transactions open at the raise: %w", err)
 	}
 	pause := 2 * time.Millisecond
 	for len(ids) > 0 {
-		rows, err := db.QueryContext(ctx, s.StillOpenQuery(), strings.Join(ids, ","))
-		if err != nil {
-			if ctx.Err() != nil {
-				return &SettleError{Open: ids, Err: ctx.Err()}
-			}
-			return fmt.Errorf("fencedsql: RaiseTokenFloor: waiting for the transactions open at the raise: %w", err)
-		}
-		var open, pids []string
-		for rows.Next() {
-			var id, pid string
-			if err := rows.Scan(&id, &pid); err != nil {
-				rows.Close()
-				return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
-			}
-			open, pids = append(open, id), append(pids, pid)
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
-		}
-		if len(open) == 0 {
-			return nil
-		}
-		ids = open
 		select {
 		case <-ctx.Done():
 			return &SettleError{Open: pids, Err: ctx.Err()}
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 100*time.Millisecond)
+		open, openPids, err := pairs(ctx, db, s.StillOpenQuery(), strings.Join(ids, ","))
+		if err != nil {
+			if ctx.Err() != nil {
+				return &SettleError{Open: pids, Err: ctx.Err()}
+			}
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: waiting for the transactions open at the raise: %w", err)
+		}
+		ids, pids = open, openPids
 	}
 	return nil
 }
 
-// column runs q and returns its first column, one string per row.
-func column(ctx context.Context, db *sql.DB, q string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, q)
+// pairs runs q and returns its two columns, one string each per row.
+func pairs(ctx context.Context, db *sql.DB, q string, args ...any) (a, b []string, err error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var out []string
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
+		var x, y string
+		if err := rows.Scan(&x, &y); err != nil {
+			return nil, nil, err
 		}
-		out = append(out, s)
+		a, b = append(a, x), append(b, y)
 	}
-	return out, rows.Err()
+	return a, b, rows.Err()
 }
 
 // isMissingTable reports whether err says the floor table does not exist (no guard

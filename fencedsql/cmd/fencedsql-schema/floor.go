@@ -37,7 +37,10 @@ import (
 //	                  installed guard reads a floor it raises nothing, says so and
 //	                  exits 1 (schema.ErrNoFloorGuard). At a failover: N is the lock
 //	                  service's LastToken + 1, so every lease granted before is refused
-//	                  on the new primary.
+//	                  on the new primary. It returns once no transaction open across
+//	                  the raise can still commit a write judged under the old floor;
+//	                  when -timeout ends first it exits 1 naming their sessions
+//	                  (schema.ErrFloorUnsettled: the floor is raised by then).
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
 func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {

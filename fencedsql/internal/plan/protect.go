@@ -121,6 +121,9 @@ func (p *parser) protect() error {
 	if len(p.rw.names) == 0 {
 		return nil
 	}
+	if err := p.protectUnicodeEscapes(); err != nil {
+		return err
+	}
 	if err := p.protectStatements(); err != nil {
 		return err
 	}

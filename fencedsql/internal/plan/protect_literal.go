@@ -5,7 +5,7 @@ package plan
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"unicode/utf16"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
@@ -29,24 +29,17 @@ func (p *parser) stringLike(i int) bool {
 }
 
 // literalText returns the text of the literal at sig[i] as a plain quoted literal of
-// what the server reads, where the token's own text is not that: PostgreSQL's U&'…'
-// with the escape character a following UESCAPE 'c' names, and MySQL/MariaDB's
-// hexadecimal and bit literals (X'…', B'…', 0x…, 0b…, after an optional character set
-// introducer, a token of its own). Else the token's text. The string checks read this
-// text (red-team rt20t F3: a body spelled U&'… fenced!0073ql_floor …' UESCAPE '!' or
-// X'…' went past them).
+// what the server reads, where the token's own text is not that: MySQL/MariaDB's
+// hexadecimal and bit literals (X'…', B'…', 0x…, 0b…), as the bytes they spell in the
+// character set of an introducer before them (_utf16 X'…' is UTF-16). Else the token's
+// text. The string checks read this text (red-team rt20t F3: a body spelled X'…' went
+// past them). PostgreSQL's Unicode escapes with an escape character of their own are
+// refused instead (protectUnicodeEscapes).
 func (p *parser) literalText(i int) string {
 	txt := p.text(p.sig[i])
 	if p.sig[i].Kind == sqllex.KindNumber {
 		if b, ok := p.radixNumber(txt); ok {
-			return p.quoteLiteral(b)
-		}
-		return txt
-	}
-	if len(txt) > 3 && (txt[0] == 'U' || txt[0] == 'u') && txt[1] == '&' && txt[2] == '\'' {
-		if c, ok := p.uescape(i); ok {
-			inner := strings.ReplaceAll(txt[3:len(txt)-1], "''", "'")
-			return p.quoteLiteral(decodeUnicodeEscapes(inner, c))
+			return p.quoteLiteral(p.introduced(i, b))
 		}
 		return txt
 	}
@@ -54,65 +47,68 @@ func (p *parser) literalText(i int) string {
 		switch txt[0] | 0x20 {
 		case 'x':
 			if b, ok := radixBytes(txt[2:len(txt)-1], 16); ok {
-				return p.quoteLiteral(b)
+				return p.quoteLiteral(p.introduced(i, b))
 			}
 		case 'b':
 			if b, ok := radixBytes(txt[2:len(txt)-1], 2); ok {
-				return p.quoteLiteral(b)
+				return p.quoteLiteral(p.introduced(i, b))
 			}
 		}
 	}
 	return txt
 }
 
-// uescape returns the escape character of the U&'…' literal at sig[i]: the one
-// character of the UESCAPE 'c' after it, or false when there is none (the default
-// backslash, which stringBody decodes).
-func (p *parser) uescape(i int) (byte, bool) {
-	if !p.kw(i+1, "UESCAPE") || i+2 >= len(p.sig) || p.sig[i+2].Kind != sqllex.KindString {
-		return 0, false
+// introduced returns the bytes b of the literal at sig[i] read in the character set an
+// introducer before it names (_utf16 X'…'): UTF-16 (big- or little-endian, ucs2 too)
+// and UTF-32 decoded, any other set as the bytes themselves (ASCII reads the same in
+// all of them; red-team rt21b F1: _utf16 X'…' spelled a write of the floor).
+func (p *parser) introduced(i int, b string) string {
+	if i == 0 || p.sig[i-1].Kind != sqllex.KindWord {
+		return b
 	}
-	e := p.text(p.sig[i+2])
-	if len(e) == 3 && e[0] == '\'' && e[2] == '\'' {
-		return e[1], true
+	cs := strings.ToLower(p.text(p.sig[i-1]))
+	width, little := 0, false
+	switch cs {
+	case "_utf16", "_ucs2":
+		width = 2
+	case "_utf16le":
+		width, little = 2, true
+	case "_utf32":
+		width = 4
+	default:
+		return b
 	}
-	if e == "''''" {
-		return '\'', true
+	if r := len(b) % width; r != 0 {
+		b = strings.Repeat("\x00", width-r) + b // MySQL pads on the left
 	}
-	return 0, false
-}
-
-// decodeUnicodeEscapes decodes a U&'…' body whose escape character is c: cc is c,
-// cXXXX and c+XXXXXX are code points; anything else is kept.
-func decodeUnicodeEscapes(s string, c byte) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != c || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		rest := s[i+1:]
-		switch {
-		case rest[0] == c:
-			b.WriteByte(c)
-			i++
-			continue
-		case rest[0] == '+' && len(rest) >= 7:
-			if v, err := strconv.ParseUint(rest[1:7], 16, 32); err == nil && utf8.ValidRune(rune(v)) {
-				b.WriteRune(rune(v))
-				i += 7
-				continue
-			}
-		case len(rest) >= 4:
-			if v, err := strconv.ParseUint(rest[:4], 16, 32); err == nil {
-				b.WriteRune(rune(v))
-				i += 4
-				continue
+	units := make([]uint32, 0, len(b)/width)
+	for k := 0; k+width <= len(b); k += width {
+		var u uint32
+		for j := 0; j < width; j++ {
+			c := uint32(b[k+j])
+			if little {
+				u |= c << (8 * j)
+			} else {
+				u = u<<8 | c
 			}
 		}
-		b.WriteByte(s[i])
+		units = append(units, u)
 	}
-	return b.String()
+	var out strings.Builder
+	if width == 4 {
+		for _, u := range units {
+			out.WriteRune(rune(u))
+		}
+		return out.String()
+	}
+	u16 := make([]uint16, len(units))
+	for k, u := range units {
+		u16[k] = uint16(u)
+	}
+	for _, r := range utf16.Decode(u16) {
+		out.WriteRune(r)
+	}
+	return out.String()
 }
 
 // radixNumber decodes a MySQL/MariaDB 0x… or 0b… number into the bytes it spells.
@@ -161,4 +157,47 @@ func (p *parser) quoteLiteral(s string) string {
 		s = strings.ReplaceAll(s, `\`, `\\`)
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// protectUnicodeEscapes refuses, on PostgreSQL, a statement that chooses its own
+// Unicode escape character (UESCAPE, after a U&'…' string or a U&"…" name), in its
+// own text or in a body it holds: such a spelling can carry any name past the checks
+// — a literal continued on the next line, an escape string continued, a body's own
+// literal (red-team rt20t F3, rt21b F2) — and applications do not write it. A U&'…'
+// or U&"…" with the default backslash escape is decoded (stringBody, decodeLoose).
+func (p *parser) protectUnicodeEscapes() error {
+	if !p.rw.syn.DollarQuotes {
+		return nil
+	}
+	for i, t := range p.sig {
+		switch {
+		case t.Kind == sqllex.KindWord && p.kw(i, "UESCAPE"):
+			return unsupported("", "UESCAPE on a pool with guarded tables: a Unicode-escape string or name with an escape character of its own can spell a guard object's name past the checks")
+		case t.Kind == sqllex.KindString:
+			txt := strings.ToLower(p.text(t))
+			if nestedUnicodeEscape(txt) {
+				return unsupported("", "a string or body holding a UESCAPE clause on a pool with guarded tables: a Unicode-escape literal with an escape character of its own can spell a guard object's name past the checks")
+			}
+		}
+	}
+	return nil
+}
+
+// nestedUnicodeEscape reports whether a literal's text (lower-cased) holds a UESCAPE
+// clause — the word, then a quote after blanks — as a body's own statements would
+// write it. The word alone in data ('t_uescape_db') is not one. (A body's U&'…' and
+// U&"…" with the default escape are decoded by protectReachBodies.)
+func nestedUnicodeEscape(txt string) bool {
+	for at := 0; at < len(txt); {
+		k := strings.Index(txt[at:], "uescape")
+		if k < 0 {
+			return false
+		}
+		rest := strings.TrimLeft(txt[at+k+len("uescape"):], " \t\r\n\f")
+		if strings.HasPrefix(rest, "'") {
+			return true
+		}
+		at += k + 1
+	}
+	return false
 }

@@ -47,6 +47,9 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if hasProtectNeedle(sql) {
 		return true
 	}
+	if rw.syn.DollarQuotes && (strings.Contains(sql, "u&") || strings.Contains(sql, "U&") || ContainsFold(sql, "uescape")) {
+		return true // a Unicode-escape spelling (protectUnicodeEscapes)
+	}
 	// A system catalog a write may reach (protectCatalogWrites).
 	if rw.syn.DollarQuotes && (ContainsFold(sql, "pg_") || ContainsFold(sql, "information_schema")) {
 		return true
@@ -58,6 +61,11 @@ func (rw *Planner) mayProtect(sql string) bool {
 		return true
 	}
 	for _, f := range sqlTextFuncs {
+		if ContainsFold(sql, f) {
+			return true
+		}
+	}
+	for _, f := range surgeryFuncs {
 		if ContainsFold(sql, f) {
 			return true
 		}

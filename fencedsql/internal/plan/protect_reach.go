@@ -57,6 +57,22 @@ func (p *parser) protectReachBodies(head string, from, to int) error {
 			continue
 		}
 		q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+		// The body's own literals, read as the server reads them (adjacent ones
+		// joined): a reserved name spelled across 'UPDATE fenced'⏎'sql_floor …' in
+		// an EXECUTE of the body (red-team rt21b F2).
+		if len(p.rw.names) > 0 {
+			texts := q.stringTexts(0, len(q.sig))
+			for _, t := range q.sig {
+				if t.Kind == sqllex.KindQuotedIdent && len(q.text(t)) > 2 && q.text(t)[1] == '&' {
+					texts = append(texts, q.text(t)) // U&"…": decodeLoose reads its escapes
+				}
+			}
+			for _, txt := range texts {
+				if w := stringMentions(txt, guardPrefix); w != "" {
+					return unsupported("", "a body whose string or name spells the guard object prefix %q on a pool with guarded tables", w)
+				}
+			}
+		}
 		start := 0
 		for k := 0; k <= len(q.sig); k++ {
 			if k < len(q.sig) && !q.punct(k, ";") {
