@@ -57,20 +57,10 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 		return nil, nil
 	}
 	tt := dialect.TableName{Schema: rows[0][7], Name: tomb}
-	door := dialect.SideDoor{Kind: dialect.SideDoorTombstoneKey, Object: tt.String(),
-		Problem: "the tombstone table " + tt.String() + " does not have " + t.Table.String() + "'s primary key as it is now",
+	if !sameColumns {
+		fix = nil // the key's columns changed: no statement converts them
 	}
-	if len(differ) > 0 {
-		door.Problem += " (" + strings.Join(differ, ", ") + ")"
-	}
-	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), and a stale holder can insert it again"
-	if sameColumns {
-		door.Problem += "; the fix converts the tombstone table's key columns (where two tombstones become one key under the new type or collation it fails on a duplicate key: keep the one with the greater fence_token, or drop the tombstone table and re-run fencedsql-schema -apply)"
-		door.Fix = []string{"ALTER TABLE " + tt.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
-	} else {
-		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
-	}
-	return []dialect.SideDoor{door}, nil
+	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tt.String(), tt.Quote(d.QuoteIdent), t.Table.String(), differ, fix)}, nil
 }
 
 func orNone(s string) string {

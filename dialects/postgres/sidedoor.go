@@ -168,7 +168,7 @@ ORDER BY 1, 2, w.ord`,
 				}
 				missing = append(missing, w.trg)
 				fix = append(fix, "DROP TRIGGER IF EXISTS "+w.trg+" ON "+tbl,
-					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+d.triggerWhen(w.trg, t.Table, t.TokenColumn, keyNames(t.PrimaryKey))+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
+					"CREATE TRIGGER "+w.trg+" "+w.when+" ON "+tbl+each+" "+d.triggerWhen(w.trg, t.Table, t.TokenColumn, dialect.KeyColumnsNamed(t.PrimaryKey))+"EXECUTE FUNCTION "+fnName(w.fn)+"()",
 					"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+w.trg)
 			}
 		}
@@ -589,12 +589,3 @@ ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name)
 }
 
 var _ dialect.TriggerDoorFinder = dialectImpl{}
-
-// keyNames turns column names into key columns (names only, for a WHEN clause).
-func keyNames(names []string) []dialect.KeyColumn {
-	key := make([]dialect.KeyColumn, len(names))
-	for i, n := range names {
-		key[i].Name = n
-	}
-	return key
-}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -82,17 +81,8 @@ ORDER BY k.ord`, t.Table.String(), tombName)
 		return nil, nil
 	}
 	tomb := dialect.TableName{Schema: rows[0][7], Name: tombName}
-	door := dialect.SideDoor{Kind: dialect.SideDoorTombstoneKey, Object: tomb.String(),
-		Problem: "the tombstone table " + tomb.String() + " does not have " + t.Table.String() + "'s primary key as it is now"}
-	if len(differ) > 0 {
-		door.Problem += " (" + strings.Join(differ, ", ") + ")"
+	if !sameColumns {
+		fix = nil // the key's columns changed: no statement converts them
 	}
-	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), or compared with an operator of another type, and a stale holder can insert it again"
-	if sameColumns {
-		door.Problem += "; the fix converts the tombstone table's key columns"
-		door.Fix = []string{"ALTER TABLE " + tomb.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
-	} else {
-		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
-	}
-	return []dialect.SideDoor{door}, nil
+	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tomb.String(), tomb.Quote(d.QuoteIdent), t.Table.String(), differ, fix)}, nil
 }

@@ -66,11 +66,7 @@ func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, name string) map[
 		ddl = d.GuardDDL(table, t.TokenColumn, t.VersionColumn)
 	}
 	if len(t.PrimaryKey) > 0 {
-		key := make([]dialect.KeyColumn, len(t.PrimaryKey))
-		for i, n := range t.PrimaryKey {
-			key[i].Name = n
-		}
-		ddl = append(ddl, d.TombstoneDDL(table, key, t.TokenColumn)...)
+		ddl = append(ddl, d.TombstoneDDL(table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
 	}
 	for i, q := range ddl {
 		if i == 0 || !strings.HasPrefix(ddl[i-1], "DROP TRIGGER IF EXISTS ") {

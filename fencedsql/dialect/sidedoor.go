@@ -223,3 +223,24 @@ func (g GuardTriggers) LostDoor(table, what string, names, required []string, su
 	return SideDoor{Kind: SideDoorGuardLost, Object: object,
 		Problem: GuardLostProblem(table, what, strings.Join(evidence, ", "), strings.Join(missing, ", "), swap)}, true
 }
+
+// TombstoneKeyDoor is the SideDoorTombstoneKey door of the tombstone table tomb (as the
+// catalog names it, quoted for the Fix) of table: differ describes the key columns
+// that differ ("id (numeric in the table, bigint in the tombstone table)"); alter, the
+// ALTER TABLE clauses that convert them — nil when the key's columns themselves
+// changed, which no statement fixes (the tombstones name the old key).
+func TombstoneKeyDoor(tomb, quoted, table string, differ, alter []string) SideDoor {
+	door := SideDoor{Kind: SideDoorTombstoneKey, Object: tomb,
+		Problem: "the tombstone table " + tomb + " does not have " + table + "'s primary key as it is now"}
+	if len(differ) > 0 {
+		door.Problem += " (" + strings.Join(differ, ", ") + ")"
+	}
+	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), or compared as another type, and a stale holder can insert it again"
+	if alter == nil {
+		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
+		return door
+	}
+	door.Problem += "; the fix converts the tombstone table's key columns (where two tombstones become one key under the new type or collation it fails on a duplicate key: keep the one with the greater fence_token, or drop the tombstone table and re-run fencedsql-schema -apply)"
+	door.Fix = []string{"ALTER TABLE " + quoted + " " + strings.Join(alter, ", ")}
+	return door
+}

@@ -55,6 +55,16 @@ type KeyColumn struct {
 	Equals string
 }
 
+// KeyColumnsNamed turns key column names into key columns that carry only their names
+// (enough for the statements that name the columns: a trigger's body, a WHEN clause).
+func KeyColumnsNamed(names []string) []KeyColumn {
+	key := make([]KeyColumn, len(names))
+	for i, n := range names {
+		key[i].Name = n
+	}
+	return key
+}
+
 // TombstoneTablePrefix starts the name of every tombstone table: a guarded table's
 // tombstones live in "fencedsql_tomb_<table>" in its schema (shortened with a hash
 // where the database limits identifier length). Like every object whose name starts
