@@ -53,6 +53,16 @@ func (dialectImpl) GuardFloorsQuery() (string, []any) {
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 
+// OutdatedFloorReadersQuery lists the guard triggers in scope (as GuardFloorsQuery
+// scopes them) that read the floor without floorRead's lock (dialect.FloorLockReader):
+// a guard of an earlier version, which a raise does not wait for (red-team rt22b F2).
+func (dialectImpl) OutdatedFloorReadersQuery() (string, []any) {
+	return "SELECT TRIGGER_SCHEMA, TRIGGER_NAME FROM information_schema.TRIGGERS" +
+			" WHERE (TRIGGER_NAME LIKE ? OR TRIGGER_NAME LIKE ?) AND ACTION_STATEMENT LIKE ? AND ACTION_STATEMENT NOT LIKE ?" +
+			" AND (DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE()) ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
+		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%", "%" + floorRead + "%"}
+}
+
 // floorTrigger is the name of table's BEFORE INSERT floor trigger.
 func floorTrigger(name string) string { return boundedTrigger("fencedsql_floor_", name) }
 
@@ -63,7 +73,10 @@ func floorTrigger(name string) string { return boundedTrigger("fencedsql_floor_"
 // that judged a write under the old floor, so that none commits after the raise
 // returned (red-team rt20t F1; REPEATABLE READ already locked).
 func floorBelow(tok string) string {
-	return "NEW." + tok + " < (" + floorRead + ")"
+	// NOT COALESCE(>=, FALSE): a floor table without its row (deleted by its owner) refuses every
+	// write until a raise writes the row back, instead of reading as no floor; under
+	// READ COMMITTED no lock would stand for the missing row (red-team rt22b F3).
+	return "NOT COALESCE(NEW." + tok + " >= (" + floorRead + "), FALSE)"
 }
 
 // floorRead reads the floor with a shared lock (floorBelow). GuardInstalledQuery
@@ -77,6 +90,7 @@ func floorRefusal(table string) string {
 }
 
 var (
-	_ dialect.Floorer     = dialectImpl{}
-	_ dialect.FloorFinder = dialectImpl{}
+	_ dialect.FloorLockReader = dialectImpl{}
+	_ dialect.Floorer         = dialectImpl{}
+	_ dialect.FloorFinder     = dialectImpl{}
 )

@@ -39,7 +39,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("drop = %q", ddl[2])
 	}
 	if want := "CREATE TRIGGER `shop`.`fencedsql_floor_acc``ounts` BEFORE INSERT ON `shop`.`acc``ounts` FOR EACH ROW\n" +
-		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1 LOCK IN SHARE MODE) THEN\n" +
+		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NOT COALESCE(NEW.`fence_token` >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1 LOCK IN SHARE MODE), FALSE) THEN\n" +
 		"    IF NEW.`fence_token` IS NULL THEN SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';\n" +
 		"    ELSEIF NEW.`ver'sion` IS NULL THEN SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''ver''sion'' cannot be null';\n" +
 		"    ELSE SIGNAL SQLSTATE 'FNCD2' SET MESSAGE_TEXT = 'fencedsql: token floor on acc`ounts: token below the floor';\n" +
@@ -48,7 +48,7 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	for _, want := range []string{
 		"CREATE TRIGGER `shop`.`fencedsql_guard_acc``ounts` BEFORE UPDATE ON `shop`.`acc``ounts` FOR EACH ROW",
-		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < OLD.`fence_token` OR NEW.`ver'sion` <= OLD.`ver'sion` OR NEW.`fence_token` < (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1 LOCK IN SHARE MODE) THEN\n",
+		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < OLD.`fence_token` OR NEW.`ver'sion` <= OLD.`ver'sion` OR NOT COALESCE(NEW.`fence_token` >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1 LOCK IN SHARE MODE), FALSE) THEN\n",
 		"    IF NEW.`fence_token` IS NULL THEN\n      SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';",
 		"MESSAGE_TEXT = 'Column ''ver''sion'' cannot be null'",
 		"    ELSEIF NEW.`fence_token` < OLD.`fence_token` THEN\n      SIGNAL SQLSTATE 'FNCD1'",

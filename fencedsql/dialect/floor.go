@@ -34,3 +34,13 @@ type FloorSettler interface {
 	// with commas) still open: the identifier and the session's process id per row.
 	StillOpenQuery() string
 }
+
+// FloorLockReader is implemented by dialects whose guards read the floor with a lock
+// that a raise waits for (MySQL/MariaDB: LOCK IN SHARE MODE). OutdatedFloorReadersQuery
+// lists the guard triggers in the connection's scope that read the floor without that
+// lock (of an earlier version, before fencedsql-schema -apply upgraded them): schema and
+// trigger per row. RaiseTokenFloor raises the floor all the same and then reports them:
+// a transaction they judged under the old floor may still commit.
+type FloorLockReader interface {
+	OutdatedFloorReadersQuery() (query string, args []any)
+}

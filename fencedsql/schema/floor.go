@@ -199,6 +199,21 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if s, ok := d.(dialect.FloorSettler); ok {
 		return settle(ctx, db, s)
 	}
+	if r, ok := d.(dialect.FloorLockReader); ok {
+		q, args := r.OutdatedFloorReadersQuery()
+		schemas, triggers, err := pairs(ctx, db, q, args...)
+		if err != nil {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: listing the guards that read the floor without a lock: %w", err)
+		}
+		if len(triggers) > 0 {
+			names := make([]string, len(triggers))
+			for i := range triggers {
+				names[i] = schemas[i] + "." + triggers[i]
+			}
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: the floor is raised, but the guard triggers %s, of an earlier version, read it without the lock a raise waits for: a transaction they judged under the old floor may still commit; re-apply the guards (fencedsql-schema -apply): %w",
+				strings.Join(names, ", "), ErrFloorUnsettled)
+		}
+	}
 	return nil
 }
 

@@ -43,6 +43,10 @@ func (p *parser) literalText(i int) string {
 		}
 		return txt
 	}
+	if p.rw.syn.ExecComments && (txt[0] == '\'' || txt[0] == '"') && p.wideIntroducer(i) {
+		// _utf16'…': the string's bytes read in the introducer's set (red-team rt22a F1).
+		return p.quoteLiteral(p.introduced(i, mysqlStringBytes(txt)))
+	}
 	if p.rw.syn.ExecComments && len(txt) > 2 && txt[1] == '\'' {
 		switch txt[0] | 0x20 {
 		case 'x':
@@ -111,6 +115,19 @@ func (p *parser) introduced(i int, b string) string {
 	return out.String()
 }
 
+// wideIntroducer reports whether the literal at sig[i] follows an introducer of a
+// character set whose units are wider than a byte (introduced decodes those).
+func (p *parser) wideIntroducer(i int) bool {
+	if i == 0 || p.sig[i-1].Kind != sqllex.KindWord {
+		return false
+	}
+	switch strings.ToLower(p.text(p.sig[i-1])) {
+	case "_utf16", "_ucs2", "_utf16le", "_utf32":
+		return true
+	}
+	return false
+}
+
 // radixNumber decodes a MySQL/MariaDB 0x… or 0b… number into the bytes it spells.
 func (p *parser) radixNumber(txt string) (string, bool) {
 	if !p.rw.syn.ExecComments || len(txt) < 3 || txt[0] != '0' {
@@ -160,44 +177,63 @@ func (p *parser) quoteLiteral(s string) string {
 }
 
 // protectUnicodeEscapes refuses, on PostgreSQL, a statement that chooses its own
-// Unicode escape character (UESCAPE, after a U&'…' string or a U&"…" name), in its
-// own text or in a body it holds: such a spelling can carry any name past the checks
-// — a literal continued on the next line, an escape string continued, a body's own
-// literal (red-team rt20t F3, rt21b F2) — and applications do not write it. A U&'…'
-// or U&"…" with the default backslash escape is decoded (stringBody, decodeLoose).
+// Unicode escape character (UESCAPE 'c' after a U&'…' string or a U&"…" name):
+// such a spelling can carry any name past the checks — a literal continued on the
+// next line, an escape string continued (red-team rt20t F3, rt21b F2) — and
+// applications do not write it. protectReachBodies applies it to the statements of a
+// body. A U&'…' or U&"…" with the default backslash escape is decoded (stringBody,
+// decodeLoose); the word in data ('see UESCAPE') is no clause.
 func (p *parser) protectUnicodeEscapes() error {
 	if !p.rw.syn.DollarQuotes {
 		return nil
 	}
 	for i, t := range p.sig {
-		switch {
-		case t.Kind == sqllex.KindWord && p.kw(i, "UESCAPE"):
+		if t.Kind == sqllex.KindWord && p.kw(i, "UESCAPE") && p.stringLike(i+1) {
 			return unsupported("", "UESCAPE on a pool with guarded tables: a Unicode-escape string or name with an escape character of its own can spell a guard object's name past the checks")
-		case t.Kind == sqllex.KindString:
-			txt := strings.ToLower(p.text(t))
-			if nestedUnicodeEscape(txt) {
-				return unsupported("", "a string or body holding a UESCAPE clause on a pool with guarded tables: a Unicode-escape literal with an escape character of its own can spell a guard object's name past the checks")
-			}
 		}
 	}
 	return nil
 }
 
-// nestedUnicodeEscape reports whether a literal's text (lower-cased) holds a UESCAPE
-// clause — the word, then a quote after blanks — as a body's own statements would
-// write it. The word alone in data ('t_uescape_db') is not one. (A body's U&'…' and
-// U&"…" with the default escape are decoded by protectReachBodies.)
-func nestedUnicodeEscape(txt string) bool {
-	for at := 0; at < len(txt); {
-		k := strings.Index(txt[at:], "uescape")
-		if k < 0 {
-			return false
+// mysqlStringBytes returns the bytes a MySQL/MariaDB quoted string holds, exactly as
+// the server reads them with backslash escapes on: its doubled quote undoubled, \0
+// NUL, \b \n \r \t, \Z (0x1A), \% and \_ kept with their backslash, any other \c
+// as c — no octal or hexadecimal escapes (decodeLoose's \01 would shift a wide
+// character set's units).
+func mysqlStringBytes(txt string) string {
+	quote := txt[0]
+	inner := txt[1 : len(txt)-1]
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case c == quote && i+1 < len(inner) && inner[i+1] == quote:
+			b.WriteByte(quote)
+			i++
+		case c == '\\' && i+1 < len(inner):
+			i++
+			switch e := inner[i]; e {
+			case '0':
+				b.WriteByte(0)
+			case 'b':
+				b.WriteByte('\b')
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case 'Z':
+				b.WriteByte(0x1a)
+			case '%', '_':
+				b.WriteByte('\\')
+				b.WriteByte(e)
+			default:
+				b.WriteByte(e)
+			}
+		default:
+			b.WriteByte(c)
 		}
-		rest := strings.TrimLeft(txt[at+k+len("uescape"):], " \t\r\n\f")
-		if strings.HasPrefix(rest, "'") {
-			return true
-		}
-		at += k + 1
 	}
-	return false
+	return b.String()
 }

@@ -47,8 +47,11 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if hasProtectNeedle(sql) {
 		return true
 	}
-	if rw.syn.DollarQuotes && (strings.Contains(sql, "u&") || strings.Contains(sql, "U&") || ContainsFold(sql, "uescape")) {
+	if rw.syn.DollarQuotes && ContainsFold(sql, "uescape") {
 		return true // a Unicode-escape spelling (protectUnicodeEscapes)
+	}
+	if rw.syn.ExecComments && (ContainsFold(sql, "x'") || ContainsFold(sql, "b'") || ContainsFold(sql, "0x") || ContainsFold(sql, "0b") || ContainsFold(sql, "_utf") || ContainsFold(sql, "_ucs")) {
+		return true // a literal spelled in hexadecimal, bits or a wide character set (literalText)
 	}
 	// A system catalog a write may reach (protectCatalogWrites).
 	if rw.syn.DollarQuotes && (ContainsFold(sql, "pg_") || ContainsFold(sql, "information_schema")) {

@@ -30,6 +30,9 @@ func (p *parser) protectReach(head string, from, first, to int) error {
 	if err := p.protectGrants(head, first, to); err != nil {
 		return err
 	}
+	if err := p.protectSurgery(first, to); err != nil {
+		return err
+	}
 	return p.protectReachBodies(head, from, to)
 }
 
@@ -61,6 +64,9 @@ func (p *parser) protectReachBodies(head string, from, to int) error {
 		// joined): a reserved name spelled across 'UPDATE fenced'⏎'sql_floor …' in
 		// an EXECUTE of the body (red-team rt21b F2).
 		if len(p.rw.names) > 0 {
+			if err := q.protectUnicodeEscapes(); err != nil {
+				return err
+			}
 			texts := q.stringTexts(0, len(q.sig))
 			for _, t := range q.sig {
 				if t.Kind == sqllex.KindQuotedIdent && len(q.text(t)) > 2 && q.text(t)[1] == '&' {
@@ -81,7 +87,10 @@ func (p *parser) protectReachBodies(head string, from, to int) error {
 			if start < k {
 				first := start
 				// a block's BEGIN, or a branch's THEN/ELSE, before the statement
-				for first < k-1 && (q.punct(first, "(") || q.kwIn(first, "BEGIN", "THEN", "ELSE", "LOOP", "DO")) {
+				// (a DO that opens a block of its own, DO [LANGUAGE l] '…', is a
+				// statement, judged with its body: red-team rt22a F3)
+				for first < k-1 && (q.punct(first, "(") || q.kwIn(first, "BEGIN", "THEN", "ELSE", "LOOP") ||
+					q.kw(first, "DO") && !q.stringLike(first+1) && !q.kw(first+1, "LANGUAGE")) {
 					first++
 				}
 				h := ""
@@ -90,6 +99,15 @@ func (p *parser) protectReachBodies(head string, from, to int) error {
 				}
 				if err := q.protectReach(h, start, first, k); err != nil {
 					return err
+				}
+				// A DO block inside a branch or loop of the statement (IF … THEN DO
+				// $b$ … $b$): its body is judged too (red-team rt22a F3).
+				for j := first + 1; j < k; j++ {
+					if q.kw(j, "DO") && (q.stringLike(j+1) || q.kw(j+1, "LANGUAGE")) {
+						if err := q.protectReach("DO", j, j, k); err != nil {
+							return err
+						}
+					}
 				}
 			}
 			start = k + 1

@@ -9,7 +9,7 @@ import (
 )
 
 // stringBody returns the text a string literal holds: a dollar-quoted body without its
-// tags, a quoted literal without its quotes and prefix, doubled quotes undoubled and
+// tags, a quoted literal without its quotes and prefix, doubled quotes undoubled, then
 // backslash escapes decoded loosely.
 func stringBody(txt string) string {
 	if strings.HasPrefix(txt, "$") {
@@ -26,11 +26,13 @@ func stringBody(txt string) string {
 		return txt
 	}
 	quote := txt[q]
-	inner := txt[q+1 : len(txt)-1]
+	// Doubled quotes first, then the escapes: a quote an escape produced (\') never
+	// pairs with the next (E'\'\'' is two quotes, not one: red-team rt22a F2).
+	inner := strings.ReplaceAll(txt[q+1:len(txt)-1], string([]byte{quote, quote}), string(quote))
 	if strings.IndexByte(inner, '\\') >= 0 {
 		inner = decodeLoose(txt[:q] + inner)[q:]
 	}
-	return strings.ReplaceAll(inner, string([]byte{quote, quote}), string(quote))
+	return inner
 }
 
 // stringMentions returns the first word (a prefix, for guardPrefix) that the string
