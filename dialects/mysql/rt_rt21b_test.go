@@ -5,18 +5,9 @@ package mysql_test
 // commit").
 
 import (
-	"context"
 	"encoding/hex"
-	"errors"
 	"testing"
-	"time"
 	"unicode/utf16"
-
-	"github.com/fencedsql/fencedsql/dialects/mysql"
-	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
-	"github.com/fencedsql/fencedsql/fencedsql/schema"
-	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
 // rt21bUTF16 returns s encoded as UTF-16 (big endian: MySQL's utf16/ucs2), in hex.
@@ -58,51 +49,9 @@ func TestRTrt21bFloorLoweredThroughWideCharsetHex(t *testing.T) {
 		}
 		return hex.EncodeToString(b)
 	}
-	for _, c := range []struct{ name, q, then string }{
+	requireFloorLiteralsRefused(t, []string{"EXECUTE IMMEDIATE '" + lower + "'", "EXECUTE IMMEDIATE 0x" + hex.EncodeToString([]byte(lower))}, []floorLiteralCase{
 		{"utf16-x", "EXECUTE IMMEDIATE _utf16 X'" + rt21bUTF16(lower, false) + "'", ""},
 		{"utf16le-0x", "EXECUTE IMMEDIATE _utf16le 0x" + rt21bUTF16(lower, true), ""},
 		{"utf32-prepare", "PREPARE rt21b FROM _utf32 X'" + u32(lower) + "'", "EXECUTE rt21b"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dsn := testdb.MySQL(t)
-			raw := testdb.Open(t, "mysql", dsn,
-				"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-				"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1)")
-			g := mysql.Dialect.(dialect.Guarder)
-			testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
-			fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts&fenced_allow=dynamic_sql")
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := fenced.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			// Controls: the same body in a plain literal and in an ASCII hex literal is refused.
-			for _, q := range []string{"EXECUTE IMMEDIATE '" + lower + "'", "EXECUTE IMMEDIATE 0x" + hex.EncodeToString([]byte(lower))} {
-				if _, err := conn.ExecContext(ctx, q); !errors.Is(err, fencedsql.ErrUnsupported) {
-					t.Fatalf("control %q: %v, want ErrUnsupported", q, err)
-				}
-			}
-			if _, err := conn.ExecContext(ctx, c.q); err != nil {
-				if !errors.Is(err, fencedsql.ErrUnsupported) {
-					t.Fatalf("err = %v, want ErrUnsupported (the decoded literal names the floor)", err)
-				}
-				return
-			}
-			if c.then != "" {
-				if _, err := conn.ExecContext(ctx, c.then); err != nil {
-					t.Fatalf("%s: %v", c.then, err)
-				}
-			}
-			var floor int64
-			_ = raw.QueryRowContext(ctx, "SELECT floor FROM fencedsql_floor WHERE id = 1").Scan(&floor)
-			if _, err := conn.ExecContext(fencedsql.WithToken(ctx, 40), "UPDATE accounts SET balance = 1 WHERE id = 1"); err == nil {
-				t.Errorf("%.60s… through the fenced pool (WithDynamicSQL) lowered the floor to %d, and a write under 40 below the floor 50 was then accepted", c.q, floor)
-			}
-		})
-	}
+	})
 }

@@ -237,47 +237,13 @@ func TestRT20tFloorLoweredThroughForeignTable(t *testing.T) {
 // form the checks cannot read, as a body built at run time would be with dynamic SQL off.
 func TestRT20tFloorLoweredThroughLiteralBody(t *testing.T) {
 	const lower = "UPDATE fenced!0073ql_floor SET floor = 0 WHERE id = 1"
-	for _, c := range []struct{ allow, create, call string }{
-		{"ddl", "CREATE FUNCTION rt20t_f() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE '!'", "SELECT rt20t_f()"},
-		{"dynamic_sql", "DO U&'BEGIN " + lower + "; END' UESCAPE '!'", ""},
-	} {
-		t.Run(c.allow, func(t *testing.T) {
-			dsn := testdb.Postgres(t)
-			ctx := context.Background()
-			raw := testdb.Open(t, "pgx", dsn, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
-			g := postgres.Dialect.(dialect.Guarder)
-			testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
-			testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
-			if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts&fenced_allow="+c.allow))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			// The same body in a plain literal is refused (the control).
-			plain := strings.ReplaceAll(strings.ReplaceAll(c.create, "U&'", "'"), "!0073", "s")
-			plain = strings.ReplaceAll(plain, " UESCAPE '!'", "")
-			if _, err := db.ExecContext(ctx, plain); err == nil {
-				t.Fatalf("control: %q passed", plain)
-			}
-			if _, err := db.ExecContext(ctx, c.create); err != nil {
-				rt20tRefused(t, err)
-				return
-			}
-			if c.call != "" {
-				if _, err := db.ExecContext(ctx, c.call); err != nil {
-					t.Fatalf("call refused after the function was created: %v; want the CREATE refused", err)
-				}
-			}
-			var floor int64
-			_ = raw.QueryRowContext(ctx, "SELECT floor FROM fencedsql_floor WHERE id = 1").Scan(&floor)
-			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 40), "UPDATE accounts SET balance = 1 WHERE id = 1"); err == nil {
-				t.Errorf("with fenced_allow=%s, %q lowered the floor to %d through the fenced pool, and a write under 40 below the floor 50 was then accepted", c.allow, c.create, floor)
-			}
-		})
-	}
+	const plain = "UPDATE fencedsql_floor SET floor = 0 WHERE id = 1"
+	requireFloorBodiesRefused(t, []floorBodyCase{
+		{name: "ddl", allow: "ddl", create: "CREATE FUNCTION rt20t_f() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE '!'", call: "SELECT rt20t_f()",
+			controls: []string{"CREATE FUNCTION rt20t_f() RETURNS void LANGUAGE sql AS '" + plain + "'"}},
+		{name: "dynamic_sql", allow: "dynamic_sql", create: "DO U&'BEGIN " + lower + "; END' UESCAPE '!'",
+			controls: []string{"DO 'BEGIN " + plain + "; END'"}},
+	})
 }
 
 // rt20tRefused requires err, the answer to a statement whose literal spells a write of

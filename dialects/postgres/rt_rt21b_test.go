@@ -48,55 +48,16 @@ import (
 // depth the body checks descend to; or refuse a body that holds UESCAPE at all.
 func TestRTrt21bFloorLoweredThroughUescapeSpellings(t *testing.T) {
 	const lower = "UPDATE fenced!0073ql_floor SET floor = 0 WHERE id = 1"
-	for _, c := range []struct{ name, allow, create, call string }{
-		{"ddl-escape-continued", "ddl", "CREATE FUNCTION rt21b_f() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE ''\n'!'", "SELECT rt21b_f()"},
-		{"do-body-continued", "dynamic_sql", "DO U&'BEGIN UPDATE fenced'\n'!0073ql_floor SET floor = 0 WHERE id = 1; END' UESCAPE '!'", ""},
-		{"do-nested-execute", "dynamic_sql", "DO $rt$BEGIN EXECUTE U&'" + lower + "' UESCAPE '!'; END$rt$", ""},
-		{"do-nested-identifier", "dynamic_sql", "DO $rt$BEGIN UPDATE U&\"fenced!0073ql_floor\" UESCAPE '!' SET floor = 0 WHERE id = 1; END$rt$", ""},
-		{"do-nested-default-escape", "dynamic_sql", "DO $rt$BEGIN EXECUTE U&'UPDATE fenced\\0073ql_floor SET floor = 0 WHERE id = 1'; END$rt$", ""},
-		{"do-nested-continued", "dynamic_sql", "DO $rt$BEGIN EXECUTE 'UPDATE fenced'\n'sql_floor SET floor = 0 WHERE id = 1'; END$rt$", ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dsn := testdb.Postgres(t)
-			ctx := context.Background()
-			raw := testdb.Open(t, "pgx", dsn, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
-			g := postgres.Dialect.(dialect.Guarder)
-			testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
-			testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
-			if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts&fenced_allow="+c.allow))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			// Control: the spelling the last commit decodes is refused.
-			control := "DO U&'BEGIN " + lower + "; END' UESCAPE '!'"
-			if c.allow == "ddl" {
-				control = "CREATE FUNCTION rt21b_g() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE '!'"
-			}
-			if _, err := db.ExecContext(ctx, control); !errors.Is(err, fencedsql.ErrUnsupported) {
-				t.Fatalf("control %q: %v, want ErrUnsupported", control, err)
-			}
-			if _, err := db.ExecContext(ctx, c.create); err != nil {
-				if !errors.Is(err, fencedsql.ErrUnsupported) {
-					t.Fatalf("err = %v, want ErrUnsupported (the decoded literal names the floor)", err)
-				}
-				return
-			}
-			if c.call != "" {
-				if _, err := db.ExecContext(ctx, c.call); err != nil {
-					t.Fatalf("call refused after the function was created: %v; want the CREATE refused", err)
-				}
-			}
-			var floor int64
-			_ = raw.QueryRowContext(ctx, "SELECT floor FROM fencedsql_floor WHERE id = 1").Scan(&floor)
-			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 40), "UPDATE accounts SET balance = 1 WHERE id = 1"); err == nil {
-				t.Errorf("with fenced_allow=%s, %q lowered the floor to %d through the fenced pool, and a write under 40 below the floor 50 was then accepted", c.allow, c.create, floor)
-			}
-		})
-	}
+	dynamic := []string{"DO U&'BEGIN " + lower + "; END' UESCAPE '!'"}
+	ddl := []string{"CREATE FUNCTION rt21b_g() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE '!'"}
+	requireFloorBodiesRefused(t, []floorBodyCase{
+		{"ddl-escape-continued", "ddl", "CREATE FUNCTION rt21b_f() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE ''\n'!'", "SELECT rt21b_f()", ddl},
+		{"do-body-continued", "dynamic_sql", "DO U&'BEGIN UPDATE fenced'\n'!0073ql_floor SET floor = 0 WHERE id = 1; END' UESCAPE '!'", "", dynamic},
+		{"do-nested-execute", "dynamic_sql", "DO $rt$BEGIN EXECUTE U&'" + lower + "' UESCAPE '!'; END$rt$", "", dynamic},
+		{"do-nested-identifier", "dynamic_sql", "DO $rt$BEGIN UPDATE U&\"fenced!0073ql_floor\" UESCAPE '!' SET floor = 0 WHERE id = 1; END$rt$", "", dynamic},
+		{"do-nested-default-escape", "dynamic_sql", "DO $rt$BEGIN EXECUTE U&'UPDATE fenced\\0073ql_floor SET floor = 0 WHERE id = 1'; END$rt$", "", dynamic},
+		{"do-nested-continued", "dynamic_sql", "DO $rt$BEGIN EXECUTE 'UPDATE fenced'\n'sql_floor SET floor = 0 WHERE id = 1'; END$rt$", "", dynamic},
+	})
 }
 
 // TestRTrt21bSettleWaitsForNonWriters (over-refusal: RaiseTokenFloor fails, or hangs
