@@ -88,6 +88,21 @@ func fzProtected(rw testPlanner, src string) bool {
 	if rw.Syntax() == sqllex.MySQL && (strings.Contains(src, "@'") || strings.Contains(src, `@"`)) {
 		return true // a user variable named by a string: escapes may spell the DELETE's mark
 	}
+	for _, w := range []string{"heap_force_kill", "heap_force_freeze"} {
+		if plan.ContainsFold(src, w) {
+			return true // pg_surgery (protectSurgery)
+		}
+	}
+	if rw.Syntax() == sqllex.Postgres && plan.ContainsFold(src, "uescape") {
+		return true // a Unicode escape of its own (protectUnicodeEscapes)
+	}
+	if rw.Syntax() == sqllex.MySQL {
+		for _, w := range []string{"x'", "b'", "0x", "0b", "_utf", "_ucs"} {
+			if plan.ContainsFold(src, w) {
+				return true // a hexadecimal, bit or wide-charset literal (literalText)
+			}
+		}
+	}
 	if _, err := sqllex.Lex(src, rw.Syntax()); err != nil && (plan.ContainsFold(src, "create") || plan.ContainsFold(src, "alter")) {
 		for _, k := range []string{"function", "procedure", "trigger", "rule", "event", "package"} {
 			if plan.ContainsFold(src, k) {
