@@ -248,21 +248,19 @@ func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
 	return nil
 }
 
-// pairs runs q and returns its two columns, one string each per row.
+// pairs runs q and returns its first two columns, one string each per row.
 func pairs(ctx context.Context, db *sql.DB, q string, args ...any) (a, b []string, err error) {
-	rows, err := db.QueryContext(ctx, q, args...)
+	rows, err := catalogQuery(db)(ctx, q, args...)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var x, y string
-		if err := rows.Scan(&x, &y); err != nil {
-			return nil, nil, err
+	for _, r := range rows {
+		if len(r) < 2 {
+			return nil, nil, fmt.Errorf("%d columns, want 2", len(r))
 		}
-		a, b = append(a, x), append(b, y)
+		a, b = append(a, r[0]), append(b, r[1])
 	}
-	return a, b, rows.Err()
+	return a, b, nil
 }
 
 // isMissingTable reports whether err says the floor table does not exist (no guard
