@@ -8,20 +8,23 @@ import (
 )
 
 // guardTriggerPrefixes are the name prefixes of the triggers the guard (BEFORE UPDATE,
-// BEFORE INSERT) and the tombstone guard (AFTER DELETE, INSERT, UPDATE) install, each
-// followed by the table's name.
-var guardTriggerPrefixes = []string{"fencedsql_guard_", "fencedsql_floor_", "fencedsql_tombdel_", "fencedsql_tombins_", "fencedsql_tombkey_"}
+// BEFORE INSERT) and the tombstone guard (BEFORE INSERT, UPDATE; AFTER DELETE, INSERT,
+// UPDATE) install, each followed by the table's name; the BEFORE triggers' first.
+var guardTriggerPrefixes = []string{"fencedsql_guard_", "fencedsql_floor_", "fencedsql_tombrep_", "fencedsql_tombmov_", "fencedsql_tombdel_", "fencedsql_tombins_", "fencedsql_tombkey_"}
+
+// beforePrefixes is how many of guardTriggerPrefixes name BEFORE triggers.
+const beforePrefixes = 4
 
 // guardTriggerTable returns the table name a trigger of one of the guard's names was
 // installed for — the name after the prefix (ALTER TABLE … RENAME TO keeps a table's
 // triggers and their names, so it may differ from the table's name now) — and whether
-// it is one of the guard's BEFORE triggers (the guard's and the floor's; the tombstone
-// guard's are AFTER triggers).
+// it is one of the BEFORE triggers (the guard's, the floor's, and the tombstone
+// guard's two that record a row a REPLACE deletes).
 func guardTriggerTable(trigger string) (name string, before bool, ok bool) {
 	lower := strings.ToLower(trigger)
 	for k, p := range guardTriggerPrefixes {
 		if strings.HasPrefix(lower, p) && len(trigger) > len(p) {
-			return trigger[len(p):], k < 2, true
+			return trigger[len(p):], k < beforePrefixes, true
 		}
 	}
 	return "", false, false
@@ -53,9 +56,9 @@ func triggerShape(sql string) (timing, rest string, ok bool) {
 
 // ownTriggerShapes returns the triggers the guard and the tombstone guard install on a
 // table called name, by lower-cased trigger name: each one's shape (triggerShape) and
-// the statements that re-create it on t's table. The tombstone's only when t's
-// primary key is known.
-func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, name string) map[string][3]string {
+// the statements that re-create it on t's table. The tombstone's only when the table
+// has a primary key (key).
+func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, key []dialect.KeyColumn, name string) map[string][3]string {
 	own := map[string][3]string{}
 	if t.TokenColumn == "" {
 		return own
@@ -65,8 +68,8 @@ func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, name string) map[
 	if t.VersionColumn != "" {
 		ddl = d.GuardDDL(table, t.TokenColumn, t.VersionColumn)
 	}
-	if len(t.PrimaryKey) > 0 {
-		ddl = append(ddl, d.TombstoneDDL(table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
+	if len(key) > 0 {
+		ddl = append(ddl, d.TombstoneDDL(table, key, t.TokenColumn)...)
 	}
 	for i, q := range ddl {
 		if i == 0 || !strings.HasPrefix(ddl[i-1], "DROP TRIGGER IF EXISTS ") {
@@ -77,7 +80,11 @@ func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, name string) map[
 			continue
 		}
 		for _, p := range guardTriggerPrefixes {
-			if strings.HasPrefix(q, "CREATE TRIGGER "+(dialect.TableName{Schema: table.Schema, Name: p + name}).Quote(d.QuoteIdent)+" ") {
+			// TombstoneDDL leaves "main" out of the names, GuardDDL writes it.
+			named := func(schema string) bool {
+				return strings.HasPrefix(q, "CREATE TRIGGER "+(dialect.TableName{Schema: schema, Name: p + name}).Quote(d.QuoteIdent)+" ")
+			}
+			if named(table.Schema) || table.Schema == "main" && named("") {
 				own[strings.ToLower(p+name)] = [3]string{timing + rest, ddl[i-1], q}
 			}
 		}
@@ -89,12 +96,16 @@ func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, name string) map[
 // tombstone guard installs but not the text this version writes for it (a WHEN 0, an
 // emptied body keeping the version comment: any connection can re-create a SQLite
 // trigger), which GuardInstalledQuery and TombstoneInstalledQuery, judging names and
-// markers, do not see. ownTriggers leaves those names to this check; a trigger merely
-// named fencedsql_… is judged there like any other (red-team rt20g F1, F4). The
-// trigger's and the table's names are not compared (a renamed table keeps its
-// triggers); the tombstone's triggers only where the primary key is known
-// (schema.Check). Fix: re-create the trigger as this version writes it (another
-// table's, under the name the table had: drop it; the guard's Fix installs t's own).
+// markers, do not see. ownTriggers leaves the BEFORE triggers' names to this check; a
+// trigger merely named fencedsql_… is judged there like any other (red-team rt20g F1,
+// F4). The trigger's and the table's names are not compared (a renamed table keeps its
+// triggers). The table's primary key, which the tombstone triggers' text holds, is
+// read from the catalog (the lazy check is not told it). A BEFORE trigger of one of
+// the names that this version would not install there (a table without a primary
+// key, or without a version column) is a door too: ownTriggers does not judge it.
+// Fix: re-create the trigger as this version writes it (another table's, under the
+// name the table had, or one this version would not install: drop it; the guard's Fix
+// installs t's own).
 func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if t.TokenColumn == "" {
 		return nil, nil
@@ -103,35 +114,44 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 	if err != nil {
 		return nil, err
 	}
+	var key []dialect.KeyColumn
+	for _, r := range rows {
+		if len(r) > 0 && strings.HasPrefix(strings.ToLower(r[0]), "fencedsql_tomb") {
+			if _, key, err = dialect.PrimaryKeyColumns(ctx, query, d, t.Table); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	shapes := map[string]map[string][3]string{}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 2 {
 			continue
 		}
-		name, _, ok := guardTriggerTable(r[0])
+		name, before, ok := guardTriggerTable(r[0])
 		if !ok {
 			continue
 		}
 		own, seen := shapes[strings.ToLower(name)]
 		if !seen {
-			own = d.ownTriggerShapes(t, name)
+			own = d.ownTriggerShapes(t, key, name)
 			shapes[strings.ToLower(name)] = own
 		}
 		want, ok := own[strings.ToLower(r[0])]
-		if !ok {
-			// A tombstone trigger where the key is not known (an AFTER trigger cannot
-			// undo the statement's fence; a BEFORE one of that name is ownTriggers').
+		if !ok && !before {
+			// An AFTER trigger this version would not install here (no primary key):
+			// it cannot undo the statement's fence.
 			continue
 		}
 		// Identifiers and keywords compare without case (red-team rt21a F7).
-		if timing, rest, ok := triggerShape(r[1]); ok && strings.EqualFold(timing+rest, want[0]) {
+		if timing, rest, same := triggerShape(r[1]); ok && same && strings.EqualFold(timing+rest, want[0]) {
 			continue
 		}
 		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[0]}
-		fix := []string{want[1], want[2]}
-		if !strings.EqualFold(name, t.Table.Name) {
-			fix = []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}
+		fix := []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}
+		if ok && strings.EqualFold(name, t.Table.Name) {
+			fix = []string{want[1], want[2]}
 		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[0] + " on " + t.Table.String(),
 			Problem: "the trigger " + r[0] + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the text this version installs: " +

@@ -132,7 +132,7 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 // RENAME TO accounts — drops the table's triggers with it, and the tombstone table
 // stays; UntombstoneDDL drops it), or a trigger of the guard (fencedsql_guard_<table>,
 // fencedsql_floor_<table>) or of the tombstone guard (fencedsql_tombdel_/tombins_/
-// tombkey_<table>) on another table (ALTER TABLE accounts RENAME TO accounts_old
+// tombkey_/tombrep_/tombmov_<table>) on another table (ALTER TABLE accounts RENAME TO accounts_old
 // takes the triggers along; trigger names are unique in a schema, so such a trigger
 // is not on the table). With the evidence, the table must carry
 // fencedsql_guard_<table> (the guard), and fencedsql_tombins_<table> and
@@ -147,9 +147,10 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	name := t.Table.Name
 	guard, floor := guardTrigger(name), floorTrigger(name)
 	del, ins, key := tombObject("del", t.Table).Name, tombObject("ins", t.Table).Name, tombObject("key", t.Table).Name
+	rep, mov := tombObject("rep", t.Table).Name, tombObject("mov", t.Table).Name
 	tomb := tombObject("", t.Table)
 	rows, err := query(ctx, "SELECT type, name, tbl_name FROM "+master+" WHERE type = 'table' AND name = ? COLLATE NOCASE "+
-		"OR type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?, ?, ?) ORDER BY type, name", tomb.Name, guard, floor, del, ins, key)
+		"OR type = 'trigger' AND name COLLATE NOCASE IN (?, ?, ?, ?, ?, ?, ?) ORDER BY type, name", tomb.Name, guard, floor, del, ins, key, rep, mov)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	if sd, ok := g.LostDoor(t.Table.String(), "the guard", []string{guard, floor}, []string{guard}, false, "", "", "a table swap (the twelve-step rebuild, a rename)"); ok {
 		doors = append(doors, sd)
 	}
-	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (the twelve-step rebuild, a rename)"); ok {
+	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key, rep, mov}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (the twelve-step rebuild, a rename)"); ok {
 		doors = append(doors, sd)
 	}
 	return doors, nil

@@ -24,7 +24,7 @@ import (
 //	    fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL,
 //	    PRIMARY KEY (<pk columns>)) WITHOUT ROWID
 //
-// (deleted_at in Unix seconds), and three triggers per table, with the key and token
+// (deleted_at in Unix seconds), and five triggers per table, with the key and token
 // columns compiled in:
 //
 //	fencedsql_tombdel_<table>  AFTER DELETE   records OLD's key and OLD.<token>,
@@ -35,6 +35,24 @@ import (
 //	fencedsql_tombkey_<table>  AFTER UPDATE   WHEN the key changed: records the key the
 //	                                           row left, refuses the key it moved onto
 //	                                           like an INSERT
+//	fencedsql_tombrep_<table>  BEFORE INSERT  WHEN a row of NEW's key holds a greater
+//	fencedsql_tombmov_<table>  BEFORE UPDATE  token than NEW.<token> (the UPDATE's: and
+//	                                           the key changed): records that row's
+//	                                           key and token
+//
+// The last two close REPLACE: SQLite deletes the row a REPLACE (INSERT OR REPLACE,
+// REPLACE, UPDATE OR REPLACE, from a connection outside the wrapper, which refuses the
+// OR clauses) collides with without firing its delete triggers unless the connection
+// set recursive_triggers, so neither the guard nor the DELETE trigger sees it; the
+// tombstone recorded before the write makes the AFTER check refuse it, as it refuses
+// the same key deleted first. Where the write does not delete that row — a plain
+// INSERT fails on the key's UNIQUE constraint, which undoes the record; INSERT OR
+// IGNORE, or an upsert's DO NOTHING, writes nothing and keeps it; an upsert's DO
+// UPDATE updates the row — the record stays: a tombstone of a live key at a token
+// its row already carries (or passed), which refuses nothing that key's UNIQUE
+// constraint does not (a row's token never goes down under the guard). Only the
+// primary key is compared: a REPLACE that collides on another UNIQUE index deletes
+// that row unrecorded (open, docs/design.md "Known open findings").
 //
 // The INSERT check is an AFTER trigger because only there is NEW's key the row's
 // key: when SQLite chooses a rowid (an INTEGER PRIMARY KEY omitted, NULL, or an
@@ -59,8 +77,12 @@ const TombstoneMessagePrefix = "fencedsql: tombstone on "
 
 // tombVersion marks the text of every tombstone trigger of this version (a comment in
 // its body, which sqlite_master keeps); TombstoneInstalledQuery reports triggers
-// without it as not installed. v2: the INSERT check is an AFTER INSERT trigger.
-const tombVersion = "fencedsql tombstone guard v2"
+// without it as not installed. v2: the INSERT check is an AFTER INSERT trigger; v3:
+// a REPLACE of a newer row is refused (the rep and mov triggers).
+const tombVersion = "fencedsql tombstone guard v3"
+
+// tombTriggerKinds are the kinds of the tombstone guard's triggers, fencedsql_tomb<kind>_<table>.
+var tombTriggerKinds = []string{"del", "ins", "key", "rep", "mov"}
 
 func tombObject(kind string, table dialect.TableName) dialect.TableName {
 	return dialect.TableName{Schema: table.Schema, Name: "fencedsql_tomb" + kind + "_" + table.Name}
@@ -88,6 +110,8 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	del := tombObject("del", table).Quote(d.QuoteIdent)
 	ins := tombObject("ins", table).Quote(d.QuoteIdent)
 	rekey := tombObject("key", table).Quote(d.QuoteIdent)
+	rep := tombObject("rep", table).Quote(d.QuoteIdent)
+	mov := tombObject("mov", table).Quote(d.QuoteIdent)
 	tbl, tombIn := d.QuoteIdent(table.Name), d.QuoteIdent(tombObject("", dialect.TableName{Name: table.Name}).Name) // unqualified in trigger bodies
 	tok := d.QuoteIdent(tokenCol)
 	cols, defs := make([]string, len(key)), make([]string, len(key))
@@ -108,6 +132,21 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	newer := "EXISTS (SELECT 1 FROM " + tombIn + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) + " AND t.fence_token > NEW." + tok + ")"
 	msg := literal(TombstoneMessagePrefix + table.Name + ": NOT NULL constraint failed: " + table.Name + "." + tokenCol)
 	begin := "BEGIN\n  /* " + tombVersion + " */\n"
+	// displaced is the row of a newer token that holds NEW's key (compared under the
+	// key's own collation, as the key's index compares): the row a REPLACE deletes
+	// without its delete trigger. A tombstone of it, written before the write, makes
+	// the AFTER check refuse the write as it refuses the same key deleted first.
+	keyOf := func(c string) string {
+		for _, k := range key {
+			if d.QuoteIdent(k.Name) == c && k.Collation != "" {
+				return "o." + c + " = NEW." + c + " COLLATE " + d.QuoteIdent(k.Collation)
+			}
+		}
+		return "o." + c + " = NEW." + c
+	}
+	displaced := " FROM " + tbl + " o WHERE " + each(" AND ", keyOf) + " AND o." + tok + " > NEW." + tok
+	recordDisplaced := "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "o." + c }) + ", o." + tok + ", " + sqliteNow + displaced + "\n" +
+		"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL, PRIMARY KEY (" + list + ")) WITHOUT ROWID",
 		"DROP TRIGGER IF EXISTS " + del,
@@ -123,6 +162,12 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 			"WHEN " + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + "\n" + begin +
 			record("max(coalesce(OLD."+tok+", 0), coalesce(NEW."+tok+", 0))") +
 			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
+		"DROP TRIGGER IF EXISTS " + rep,
+		"CREATE TRIGGER " + rep + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\n" +
+			"WHEN EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
+		"DROP TRIGGER IF EXISTS " + mov,
+		"CREATE TRIGGER " + mov + " BEFORE UPDATE ON " + tbl + " FOR EACH ROW\n" +
+			"WHEN (" + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + ") AND EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
 	}
 }
 
@@ -134,7 +179,7 @@ const sqliteNow = "((julianday('now') - 2440587.5) * 86400.0)"
 // (lostGuard), which the lazy check refuses.
 func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	var ddl []string
-	for _, kind := range []string{"del", "ins", "key"} {
+	for _, kind := range tombTriggerKinds {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
 	return append(ddl, "DROP TABLE IF EXISTS "+tombObject("", table).Quote(d.QuoteIdent))
@@ -149,8 +194,8 @@ func (d dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query str
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
-	return "SELECT CASE WHEN COUNT(*) = 4 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND instr(sql, ?) > 0) OR (type = 'table' AND name = ? COLLATE NOCASE)",
-		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, table.Name, "/* " + tombVersion + " */", tombObject("", table).Name}
+	return "SELECT CASE WHEN COUNT(*) = 6 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND instr(sql, ?) > 0) OR (type = 'table' AND name = ? COLLATE NOCASE)",
+		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, tombObject("rep", table).Name, tombObject("mov", table).Name, table.Name, "/* " + tombVersion + " */", tombObject("", table).Name}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (by SQLite's clock).

@@ -20,7 +20,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 	ts := sqlite.Dialect.(dialect.Tombstoner)
 	key := []dialect.KeyColumn{{Name: "a", Type: "INTEGER"}, {Name: "b", Type: "TEXT", Collation: "NOCASE"}}
 	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "aux", Name: "pairs"}, key, "tok")
-	if len(ddl) != 7 {
+	if len(ddl) != 11 {
 		t.Fatalf("TombstoneDDL = %q", ddl)
 	}
 	all := strings.Join(ddl, "\n")
@@ -33,19 +33,23 @@ func TestTombstoneDDLShape(t *testing.T) {
 		`CREATE TRIGGER "aux"."fencedsql_tombkey_pairs" AFTER UPDATE ON "pairs" FOR EACH ROW`,
 		`WHEN OLD."a" IS NOT NEW."a" OR OLD."b" IS NOT NEW."b"`,
 		`SELECT RAISE(ABORT, 'fencedsql: tombstone on pairs: NOT NULL constraint failed: pairs.tok');`,
+		`CREATE TRIGGER "aux"."fencedsql_tombrep_pairs" BEFORE INSERT ON "pairs" FOR EACH ROW`,
+		`WHEN EXISTS (SELECT 1 FROM "pairs" o WHERE o."a" = NEW."a" AND o."b" = NEW."b" COLLATE "NOCASE" AND o."tok" > NEW."tok")`,
+		`CREATE TRIGGER "aux"."fencedsql_tombmov_pairs" BEFORE UPDATE ON "pairs" FOR EACH ROW`,
+		`SELECT o."a", o."b", o."tok", `,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
 	// Every trigger carries the version marker TombstoneInstalledQuery requires.
-	if n := strings.Count(all, "BEGIN\n  /* fencedsql tombstone guard v2 */\n"); n != 3 {
-		t.Errorf("TombstoneDDL has the version marker in %d triggers, want 3:\n%s", n, all)
+	if n := strings.Count(all, "BEGIN\n  /* fencedsql tombstone guard v3 */\n"); n != 5 {
+		t.Errorf("TombstoneDDL has the version marker in %d triggers, want 5:\n%s", n, all)
 	}
-	if q, args := ts.TombstoneInstalledQuery(dialect.TableName{Name: "pairs"}); !strings.Contains(q, "instr(sql, ?) > 0") || !slices.Contains(args, any("/* fencedsql tombstone guard v2 */")) {
+	if q, args := ts.TombstoneInstalledQuery(dialect.TableName{Name: "pairs"}); !strings.Contains(q, "instr(sql, ?) > 0") || !slices.Contains(args, any("/* fencedsql tombstone guard v3 */")) {
 		t.Errorf("TombstoneInstalledQuery = %q %q, does not require the version marker", q, args)
 	}
-	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 4 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 6 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 }
@@ -74,11 +78,14 @@ func TestTombstoneUpgradeFromBeforeInsert(t *testing.T) {
 	ts := sqlite.Dialect.(dialect.Tombstoner)
 	var old []string
 	for _, st := range ts.TombstoneDDL(table, []dialect.KeyColumn{{Name: "id", Type: "INTEGER"}}, schema.DefaultTokenColumn) {
+		if strings.Contains(st, "fencedsql_tombrep_") || strings.Contains(st, "fencedsql_tombmov_") {
+			continue // v3's
+		}
 		st = strings.Replace(st, " AFTER INSERT ON ", " BEFORE INSERT ON ", 1)
-		old = append(old, strings.Replace(st, "  /* fencedsql tombstone guard v2 */\n", "", 1))
+		old = append(old, strings.Replace(st, "  /* fencedsql tombstone guard v3 */\n", "", 1))
 	}
 	exec(old...)
-	if strings.Contains(strings.Join(old, "\n"), "guard v2") || !strings.Contains(strings.Join(old, "\n"), "BEFORE INSERT") {
+	if strings.Contains(strings.Join(old, "\n"), "guard v") || !strings.Contains(strings.Join(old, "\n"), "BEFORE INSERT") {
 		t.Fatalf("previous version's DDL not reconstructed:\n%s", strings.Join(old, "\n"))
 	}
 

@@ -1,6 +1,9 @@
 package dialect
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Tombstoner is implemented by dialects that can keep tombstones (G9 in
 // docs/design.md, no resurrection). Each guarded table gets a tombstone table of its
@@ -53,6 +56,32 @@ type KeyColumn struct {
 	// its extension's schema, which a function with a pinned search_path would not
 	// find — text's case-sensitive = would be used through a cast); "" otherwise.
 	Equals string
+}
+
+// PrimaryKeyColumns reads table's primary key with ts.PrimaryKeyQuery through query
+// and returns it in key order, with table's schema filled in from the catalog when
+// table names none (the schema its name resolves to). No rows: no primary key.
+func PrimaryKeyColumns(ctx context.Context, query CatalogQuery, ts Tombstoner, table TableName) (TableName, []KeyColumn, error) {
+	q, args := ts.PrimaryKeyQuery(table)
+	rows, err := query(ctx, q, args...)
+	if err != nil {
+		return table, nil, err
+	}
+	var key []KeyColumn
+	for _, row := range rows {
+		if len(row) < 4 || row[0] == "" {
+			continue
+		}
+		kc := KeyColumn{Name: row[0], Type: row[1], Collation: row[2]}
+		if len(row) > 4 {
+			kc.Equals = row[4]
+		}
+		key = append(key, kc)
+		if table.Schema == "" {
+			table.Schema = row[3]
+		}
+	}
+	return table, key, nil
 }
 
 // KeyColumnsNamed turns key column names into key columns that carry only their names

@@ -157,24 +157,9 @@ func noteUniqueKeys(ctx context.Context, db *sql.DB, d dialect.Dialect, table di
 // primaryKey reads table's primary key with Tombstoner.PrimaryKeyQuery and returns
 // table with the schema it resolves to filled in (when the catalog names one).
 func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table dialect.TableName) (dialect.TableName, []dialect.KeyColumn, error) {
-	q, args := ts.PrimaryKeyQuery(table)
-	rows, err := catalogQuery(db)(ctx, q, args...)
+	table, key, err := dialect.PrimaryKeyColumns(ctx, catalogQuery(db), ts, table)
 	if err != nil {
 		return table, nil, fmt.Errorf("the primary key query failed: %w", err)
-	}
-	var key []dialect.KeyColumn
-	for _, row := range rows {
-		if len(row) < 4 || row[0] == "" {
-			continue
-		}
-		kc := dialect.KeyColumn{Name: row[0], Type: row[1], Collation: row[2]}
-		if len(row) > 4 {
-			kc.Equals = row[4]
-		}
-		key = append(key, kc)
-		if table.Schema == "" {
-			table.Schema = row[3]
-		}
 	}
 	return table, key, nil
 }

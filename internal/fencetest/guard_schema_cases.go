@@ -147,7 +147,7 @@ func (s *guardSuite) testCustomColumns(t *testing.T) {
 	}
 	s.applyFix(e, rep.Fix)
 	if !s.installed(e, sch, "ledger2") || !s.check(e, spec)[0].OK() {
-		t.Fatal("guard on a qualified table not reported installed")
+		t.Fatalf("guard on a qualified table not reported installed: %+v", s.check(e, spec)[0])
 	}
 	db, err := sql.Open(s.b.DriverName, WithParam(WithParam(WithParam(e.dsn, "fenced_tables=ledger2"), "fenced_token_column=tok"), "fenced_version_column=ver"))
 	if err != nil {
