@@ -65,7 +65,7 @@ func TestSQLite(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
 	}
-	wantContains(t, "-apply output", out, "applied 15 statement(s); now:\nbare: OK\n")
+	wantContains(t, "-apply output", out, "applied 19 statement(s); now:\nbare: OK\n")
 
 	code, out, _ = runCmd(t, args...)
 	if code != exitOK || out != "bare: OK\n" {
