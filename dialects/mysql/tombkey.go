@@ -60,7 +60,11 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 	if !sameColumns {
 		fix = nil // the key's columns changed: no statement converts them
 	}
-	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tt.String(), tt.Quote(d.QuoteIdent), t.Table.String(), differ, fix)}, nil
+	var stmts []string
+	if fix != nil {
+		stmts = []string{"ALTER TABLE " + tt.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
+	}
+	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tt.String(), t.Table.String(), differ, stmts, false)}, nil
 }
 
 func orNone(s string) string {

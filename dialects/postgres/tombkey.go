@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -84,5 +85,9 @@ ORDER BY k.ord`, t.Table.String(), tombName)
 	if !sameColumns {
 		fix = nil // the key's columns changed: no statement converts them
 	}
-	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tomb.String(), tomb.Quote(d.QuoteIdent), t.Table.String(), differ, fix)}, nil
+	var stmts []string
+	if fix != nil {
+		stmts = []string{"ALTER TABLE " + tomb.Quote(d.QuoteIdent) + " " + strings.Join(fix, ", ")}
+	}
+	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tomb.String(), t.Table.String(), differ, stmts, false)}, nil
 }

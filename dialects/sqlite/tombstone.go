@@ -115,16 +115,23 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	tbl, tombIn := d.QuoteIdent(table.Name), d.QuoteIdent(tombObject("", dialect.TableName{Name: table.Name}).Name) // unqualified in trigger bodies
 	tok := d.QuoteIdent(tokenCol)
 	cols, defs := make([]string, len(key)), make([]string, len(key))
+	// keyColl is each key column's COLLATE clause: the tombstone table's column
+	// carries it, and so does every comparison of a key the triggers make outside that
+	// table: the key's index may compare under another collation than its column's
+	// (PRIMARY KEY (name COLLATE BINARY) on a NOCASE column: 'alice' and 'Alice' are
+	// two keys), and SQLite compares two column values under the left one's (red-team
+	// rt23b F1).
+	keyColl := map[string]string{}
 	for i, k := range key {
 		cols[i] = d.QuoteIdent(k.Name)
-		defs[i] = cols[i] + " " + k.Type
 		if k.Collation != "" {
-			defs[i] += " COLLATE " + d.QuoteIdent(k.Collation)
+			keyColl[cols[i]] = " COLLATE " + d.QuoteIdent(k.Collation)
 		}
-		defs[i] += " NOT NULL"
+		defs[i] = cols[i] + " " + k.Type + keyColl[cols[i]] + " NOT NULL"
 	}
 	list := strings.Join(cols, ", ")
 	each := func(sep string, f func(c string) string) string { return sqltext.Each(cols, sep, f) }
+	moved := each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c + keyColl[c] })
 	record := func(token string) string {
 		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) + ", " + token + ", " + sqliteNow + ")\n" +
 			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
@@ -136,14 +143,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	// key's own collation, as the key's index compares): the row a REPLACE deletes
 	// without its delete trigger. A tombstone of it, written before the write, makes
 	// the AFTER check refuse the write as it refuses the same key deleted first.
-	keyOf := func(c string) string {
-		for _, k := range key {
-			if d.QuoteIdent(k.Name) == c && k.Collation != "" {
-				return "o." + c + " = NEW." + c + " COLLATE " + d.QuoteIdent(k.Collation)
-			}
-		}
-		return "o." + c + " = NEW." + c
-	}
+	keyOf := func(c string) string { return "o." + c + " = NEW." + c + keyColl[c] }
 	displaced := " FROM " + tbl + " o WHERE " + each(" AND ", keyOf) + " AND o." + tok + " > NEW." + tok
 	recordDisplaced := "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "o." + c }) + ", o." + tok + ", " + sqliteNow + displaced + "\n" +
 		"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
@@ -159,7 +159,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 			begin + "  SELECT RAISE(ABORT, " + msg + ");\nEND",
 		"DROP TRIGGER IF EXISTS " + rekey,
 		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN " + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + "\n" + begin +
+			"WHEN " + moved + "\n" + begin +
 			record("max(coalesce(OLD."+tok+", 0), coalesce(NEW."+tok+", 0))") +
 			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
 		"DROP TRIGGER IF EXISTS " + rep,
@@ -167,7 +167,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 			"WHEN EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
 		"DROP TRIGGER IF EXISTS " + mov,
 		"CREATE TRIGGER " + mov + " BEFORE UPDATE ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN (" + each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c }) + ") AND EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
+			"WHEN (" + moved + ") AND EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
 	}
 }
 

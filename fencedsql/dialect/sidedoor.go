@@ -225,22 +225,29 @@ func (g GuardTriggers) LostDoor(table, what string, names, required []string, su
 }
 
 // TombstoneKeyDoor is the SideDoorTombstoneKey door of the tombstone table tomb (as the
-// catalog names it, quoted for the Fix) of table: differ describes the key columns
-// that differ ("id (numeric in the table, bigint in the tombstone table)"); alter, the
-// ALTER TABLE clauses that convert them — nil when the key's columns themselves
-// changed, which no statement fixes (the tombstones name the old key).
-func TombstoneKeyDoor(tomb, quoted, table string, differ, alter []string) SideDoor {
+// catalog names it) of table: differ describes the key columns that differ ("id
+// (numeric in the table, bigint in the tombstone table)"); fix, the statements that
+// give the tombstone table the key as it is now — nil when the key's columns
+// themselves changed, which no statement fixes (the tombstones name the old key).
+// merges tells what fix does where two tombstones become one key under the new type
+// or collation: true, it keeps the one with the greater token (a rebuild that copies
+// them); false, it fails on the duplicate key (a conversion in place).
+func TombstoneKeyDoor(tomb, table string, differ, fix []string, merges bool) SideDoor {
 	door := SideDoor{Kind: SideDoorTombstoneKey, Object: tomb,
 		Problem: "the tombstone table " + tomb + " does not have " + table + "'s primary key as it is now"}
 	if len(differ) > 0 {
 		door.Problem += " (" + strings.Join(differ, ", ") + ")"
 	}
 	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), or compared as another type, and a stale holder can insert it again"
-	if alter == nil {
+	switch {
+	case fix == nil:
 		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
 		return door
+	case merges:
+		door.Problem += "; the fix rebuilds the tombstone table with the key as it is now (where two tombstones become one key, the greater fence_token is kept)"
+	default:
+		door.Problem += "; the fix converts the tombstone table's key columns (where two tombstones become one key under the new type or collation it fails on a duplicate key: keep the one with the greater fence_token, or drop the tombstone table and re-run fencedsql-schema -apply)"
 	}
-	door.Problem += "; the fix converts the tombstone table's key columns (where two tombstones become one key under the new type or collation it fails on a duplicate key: keep the one with the greater fence_token, or drop the tombstone table and re-run fencedsql-schema -apply)"
-	door.Fix = []string{"ALTER TABLE " + quoted + " " + strings.Join(alter, ", ")}
+	door.Fix = fix
 	return door
 }
