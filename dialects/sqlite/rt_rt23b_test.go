@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -170,30 +171,8 @@ func TestRTrt23bRebuiltKeyCollationKeepsOldTombstoneKey(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.SQLite(t)
 	raw := testdb.Open(t, "sqlite", dsn)
-	exec := func(stmts ...string) {
-		t.Helper()
-		for _, st := range stmts {
-			if _, err := raw.ExecContext(ctx, st); err != nil {
-				t.Fatalf("%v\n-- statement:\n%s", err, st)
-			}
-		}
-	}
-	spec := schema.GuardSpec{Table: "accounts"}
-	fix := func() bool {
-		t.Helper()
-		reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reps {
-			exec(r.Fix...)
-		}
-		reps, err = schema.Check(ctx, raw, sqlite.Dialect, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reps[0].OK() && reps[0].Tombstoned
-	}
+	exec := func(stmts ...string) { t.Helper(); testdb.Exec(t, raw, stmts...) }
+	fix := func() bool { t.Helper(); return rt23bFixed(t, raw) }
 	exec("CREATE TABLE accounts (name TEXT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
 	if !fix() {
 		t.Fatal("first install not OK")
@@ -235,30 +214,8 @@ func TestRTrt23bRebuiltKeyColumnsUntypedRefusal(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.SQLite(t)
 	raw := testdb.Open(t, "sqlite", dsn)
-	exec := func(stmts ...string) {
-		t.Helper()
-		for _, st := range stmts {
-			if _, err := raw.ExecContext(ctx, st); err != nil {
-				t.Fatalf("%v\n-- statement:\n%s", err, st)
-			}
-		}
-	}
-	spec := schema.GuardSpec{Table: "accounts"}
-	fix := func() bool {
-		t.Helper()
-		reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reps {
-			exec(r.Fix...)
-		}
-		reps, err = schema.Check(ctx, raw, sqlite.Dialect, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reps[0].OK() && reps[0].Tombstoned
-	}
+	exec := func(stmts ...string) { t.Helper(); testdb.Exec(t, raw, stmts...) }
+	fix := func() bool { t.Helper(); return rt23bFixed(t, raw) }
 	exec("CREATE TABLE accounts (id INTEGER NOT NULL PRIMARY KEY, region TEXT NOT NULL DEFAULT 'eu', balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
 	if !fix() {
 		t.Fatal("first install not OK")
@@ -271,4 +228,24 @@ func TestRTrt23bRebuiltKeyColumnsUntypedRefusal(t *testing.T) {
 	if checkOK || err != nil && !errors.Is(err, fencedsql.ErrSchema) {
 		t.Errorf("after widening the key by a rebuild: schema.Check after Fix OK = %v (want a reported tombstone key mismatch); a correct fenced INSERT: err = %v (want success, or ErrSchema)", checkOK, err)
 	}
+}
+
+// rt23bFixed applies schema.Check's Fix for accounts on raw and reports whether the
+// table is then OK and tombstoned.
+func rt23bFixed(t *testing.T, raw *sql.DB) bool {
+	t.Helper()
+	ctx := context.Background()
+	spec := schema.GuardSpec{Table: "accounts"}
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		testdb.Exec(t, raw, r.Fix...)
+	}
+	reps, err = schema.Check(ctx, raw, sqlite.Dialect, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reps[0].OK() && reps[0].Tombstoned
 }
