@@ -99,6 +99,7 @@ END
 	create := "CREATE TRIGGER " + floorSyncTrigger + " AFTER INSERT OR UPDATE ON " + dialect.FloorTable + " FOR EACH ROW EXECUTE FUNCTION " + fn
 	createTag := dollarTag(create)
 	return []string{
+		floorLock,
 		"CREATE TABLE IF NOT EXISTS " + dialect.FloorTable + " (id integer PRIMARY KEY CHECK (id = 1), floor bigint NOT NULL CHECK (floor >= 0))",
 		"REVOKE ALL ON " + dialect.FloorTable + " FROM PUBLIC",
 		"GRANT SELECT ON " + dialect.FloorTable + " TO PUBLIC",
@@ -115,8 +116,25 @@ END
 	}
 }
 
+// floorLock is the transaction-level advisory lock that an installation of the floor
+// (FloorDDL, first) and a raise (FloorRaiseLock) both take: neither overlaps the other
+// (dialect.FloorInstallLocker; red-team rt20t: a floor table installed in another
+// schema while a raise ran started at the old floor, and the raise did not see the
+// guards reading it). The key is a constant of this package ("fencedsq" in ASCII).
+const floorLock = "SELECT pg_catalog.pg_advisory_xact_lock(7378424937698325361)"
+
+// FloorRaiseLock returns the statements a raise runs first in its transaction
+// (dialect.FloorInstallLocker): READ COMMITTED, so that its list of the guards' floors,
+// read after the wait, sees an installation that committed during it, and floorLock.
+func (dialectImpl) FloorRaiseLock() []string {
+	return []string{"SET TRANSACTION ISOLATION LEVEL READ COMMITTED", floorLock}
+}
+
 // initialFloor gives a new floor table its row: the highest floor of the database's
-// other floor tables, not 0. Guards installed through a session whose search_path
+// other floor tables, not 0 — each the greater of the table's row and its copy in the
+// sequence, which is read outside the transaction's snapshot (an installation under
+// REPEATABLE READ whose snapshot predates a raise it waited for reads the raised
+// copy). Guards installed through a session whose search_path
 // starts with another schema than the first installer's read a floor table of their
 // own (withFloorTable); starting it at 0 would let every lease refused since the last
 // raise write again through them (tokens going back), until the next raise, which
@@ -135,6 +153,9 @@ BEGIN
       AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass LOOP
     EXECUTE 'SELECT pg_catalog.max(floor) FROM ' OPERATOR(pg_catalog.||) s OPERATOR(pg_catalog.||) '.` + dialect.FloorTable + `' INTO v;
     m := GREATEST(m, COALESCE(v, 0));
+    IF pg_catalog.to_regclass(s OPERATOR(pg_catalog.||) '.` + floorSeq + `') IS NOT NULL THEN
+      m := GREATEST(m, COALESCE(pg_catalog.pg_sequence_last_value((s OPERATOR(pg_catalog.||) '.` + floorSeq + `')::pg_catalog.regclass), 0));
+    END IF;
   END LOOP;
   INSERT INTO ` + dialect.FloorTable + ` (id, floor) VALUES (1, m) ON CONFLICT (id) DO NOTHING;
 END
@@ -196,8 +217,9 @@ func (dialectImpl) floorSchema(ctx context.Context, query dialect.CatalogQuery, 
 }
 
 var (
-	_ dialect.Floorer     = dialectImpl{}
-	_ dialect.FloorFinder = dialectImpl{}
+	_ dialect.Floorer            = dialectImpl{}
+	_ dialect.FloorFinder        = dialectImpl{}
+	_ dialect.FloorInstallLocker = dialectImpl{}
 )
 
 // OpenTransactionsQuery lists the other transactions that hold RowExclusiveLock (the

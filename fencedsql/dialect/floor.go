@@ -19,6 +19,18 @@ type Floorer interface {
 	RaiseFloorQuery(table TableName, floor int64) (query string, args []any)
 }
 
+// FloorInstallLocker is implemented by dialects whose floor installation (FloorDDL,
+// inside GuardDDL) takes a lock that a raise takes too, so that the two never overlap:
+// RaiseTokenFloor runs FloorRaiseLock's statements first in its transaction, then
+// lists the floors the guards read. A raise then waits for an installation in
+// progress and sees the guards it committed; an installation that begins during a
+// raise waits for it and starts its new floor table from the raised floors. Without
+// it, a floor table installed while a raise ran started at the old floor, unseen by
+// the raise (tokens going back on the tables its guards protect).
+type FloorInstallLocker interface {
+	FloorRaiseLock() []string
+}
+
 // FloorSettler is implemented by dialects whose guards read the floor without a lock
 // that a raise waits for (PostgreSQL: a sequence's last value, lock-free): a
 // transaction open across the raise may have judged a write under the old floor, and

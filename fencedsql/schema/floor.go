@@ -183,6 +183,13 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
 	defer tx.Rollback()
+	if l, ok := d.(dialect.FloorInstallLocker); ok {
+		for _, q := range l.FloorRaiseLock() {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("fencedsql: RaiseTokenFloor: waiting for guard installations: %w", err)
+			}
+		}
+	}
 	tables, err := guardFloors(ctx, tx, ff, "RaiseTokenFloor")
 	if err != nil {
 		return err
