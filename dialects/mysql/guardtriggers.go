@@ -109,6 +109,7 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		return nil, err
 	}
 	bodies := map[string]map[string]ownGuardTrigger{}
+	cols := append([]string{t.TokenColumn, t.VersionColumn}, t.PrimaryKey...)
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 5 {
@@ -124,9 +125,11 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 			bodies[strings.ToLower(name)] = own
 		}
 		g, ok := own[strings.ToLower(r[1])]
-		// Identifiers and keywords compare without case (a column spelled Fence_Token
-		// by the installer and fence_token by the pool is one column: red-team rt21a F7).
-		if !ok || strings.EqualFold(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), strings.TrimSpace(g.body)) {
+		// Column names compare without case (a column spelled Fence_Token by the
+		// installer and fence_token by the pool is one column: red-team rt21a F7); the
+		// rest of the text exactly — a table name in another case, or with a letter
+		// that only Unicode folds (ſ for s), is another table (red-team rt24a F1).
+		if !ok || foldColumns(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), cols) == foldColumns(strings.TrimSpace(g.body), cols) {
 			// As installed, or not to be judged here: the tombstone's triggers when the
 			// primary key is not known (the lazy check; schema.Check knows it) — an AFTER
 			// trigger, which cannot undo the fence of the statement; a BEFORE trigger of
@@ -144,4 +147,43 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 			Fix: fix})
 	}
 	return doors, nil
+}
+
+// foldColumns returns s with every occurrence of one of the column names in cols — as
+// a word (bare, quoted, or inside a message's text), matched with ASCII letters in any
+// case — spelled in lower case: MySQL/MariaDB compare column names without case;
+// nothing else of s changes.
+func foldColumns(s string, cols []string) string {
+	asciiLower := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if 'A' <= r && r <= 'Z' {
+				return r + ('a' - 'A')
+			}
+			return r
+		}, s) // ASCII only: byte offsets stay those of s
+	}
+	ident := func(b byte) bool {
+		return b == '_' || b == '$' || b >= 0x80 || '0' <= b && b <= '9' || 'a' <= b && b <= 'z'
+	}
+	lower := asciiLower(s)
+	b := []byte(s)
+	for _, c := range cols {
+		lc := asciiLower(c)
+		if lc == "" {
+			continue
+		}
+		for i := 0; ; {
+			j := strings.Index(lower[i:], lc)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(lc)
+			if (j == 0 || !ident(lower[j-1])) && (end == len(lower) || !ident(lower[end])) {
+				copy(b[j:], lower[j:end])
+			}
+			i = j + 1
+		}
+	}
+	return string(b)
 }

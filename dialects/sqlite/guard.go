@@ -16,9 +16,13 @@ import (
 // guarded table that bypasses the wrapper: one that lowers the fence token or does not
 // advance the version. It fails with
 // SQLITE_CONSTRAINT_TRIGGER and a message starting "fencedsql: guard on <table>:".
-// An UPDATE that sets the token or version to NULL is let through (the WHEN clause
-// skips it): that is the wrapper's fenced case, and the NOT NULL constraint raises the
-// error the wrapper maps to ErrFenced or ErrVersionConflict.
+// An UPDATE or INSERT that sets the token or version to NULL (the wrapper's fenced
+// case) is refused by the guard with the NOT NULL constraint's own words ("NOT NULL
+// constraint failed: <table>.<column> (fencedsql guard)"), which Classify reports as
+// that constraint's violation, so the wrapper maps it to ErrFenced or
+// ErrVersionConflict as before (it is no IsGuardError): a statement's OR REPLACE, which
+// turns a NOT NULL violation into the column's default, never gets to store 0 over a
+// newer token.
 //
 // The DDL (GuardDDL) is one trigger per table, fencedsql_guard_<table>, in the
 // table's schema. Removing it is one statement (UnguardDDL):
@@ -36,6 +40,10 @@ import (
 //     semicolon, and the fenced driver refuses multi-statement strings that mention a
 //     guarded table.
 const GuardMessagePrefix = "fencedsql: guard on "
+
+// nullRefusalSuffix ends the guard's refusal of a NULL fencing column, after the NOT
+// NULL constraint's own words.
+const nullRefusalSuffix = " (fencedsql guard)"
 
 // IsGuardError reports whether err is a refusal by the database-side guard.
 func IsGuardError(err error) bool {
@@ -58,21 +66,29 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	trg := triggerName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	msg := func(what string) string { return literal(GuardMessagePrefix + table.Name + ": " + what) }
+	// A NULL fencing column is refused as the NOT NULL constraint refuses it (Classify
+	// reads the message so): OR REPLACE would otherwise write the column's default.
+	nullMsg := func(col string) string {
+		return literal("NOT NULL constraint failed: " + table.Name + "." + col + nullRefusalSuffix)
+	}
+	nullCase := "WHEN NEW." + tok + " IS NULL THEN RAISE(ABORT, " + nullMsg(tokenCol) + ")" +
+		" WHEN NEW." + ver + " IS NULL THEN RAISE(ABORT, " + nullMsg(versionCol) + ")"
+	nullWhen := "NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR "
 	ins := dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
 	return append(d.floorDDL(table.Schema),
 		"DROP TRIGGER IF EXISTS "+trg,
 		// The table of a trigger is never schema-qualified: it is in the trigger's schema,
 		// and so are the tables its body names.
 		"CREATE TRIGGER "+trg+" BEFORE UPDATE ON "+d.QuoteIdent(table.Name)+" FOR EACH ROW\n"+
-			"WHEN NEW."+tok+" IS NOT NULL AND NEW."+ver+" IS NOT NULL AND (NEW."+tok+" < OLD."+tok+" OR NEW."+ver+" <= OLD."+ver+" OR "+floorBelow(tok)+")\n"+
-			"BEGIN\n  SELECT CASE WHEN NEW."+tok+" < OLD."+tok+
+			"WHEN "+nullWhen+"NEW."+tok+" < OLD."+tok+" OR NEW."+ver+" <= OLD."+ver+" OR "+floorBelow(tok)+"\n"+
+			"BEGIN\n  SELECT CASE "+nullCase+" WHEN NEW."+tok+" < OLD."+tok+
 			" THEN RAISE(ABORT, "+msg("UPDATE lowers the fence token")+")"+
 			" WHEN NEW."+ver+" <= OLD."+ver+
 			" THEN RAISE(ABORT, "+msg("UPDATE does not advance the version")+")"+
 			" ELSE "+floorRefusal(table.Name)+" END;\nEND",
 		"DROP TRIGGER IF EXISTS "+ins,
 		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+d.QuoteIdent(table.Name)+" FOR EACH ROW\n"+
-			"WHEN "+floorBelow(tok)+"\nBEGIN\n  SELECT "+floorRefusal(table.Name)+";\nEND",
+			"WHEN "+nullWhen+floorBelow(tok)+"\nBEGIN\n  SELECT CASE "+nullCase+" ELSE "+floorRefusal(table.Name)+" END;\nEND",
 	)
 }
 

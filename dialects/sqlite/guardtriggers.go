@@ -145,7 +145,7 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 			continue
 		}
 		// Identifiers and keywords compare without case (red-team rt21a F7).
-		if timing, rest, same := triggerShape(r[1]); ok && same && strings.EqualFold(timing+rest, want[0]) {
+		if timing, rest, same := triggerShape(r[1]); ok && same && dialect.EqualFoldASCII(timing+rest, want[0]) {
 			continue
 		}
 		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[0]}

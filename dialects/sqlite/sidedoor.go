@@ -122,7 +122,7 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // write the row itself and drop the original change with RAISE(IGNORE)), one query
 // each. Last, a guard a table swap lost (lostGuard).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey)
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.lostGuard, d.tombstoneKey)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one

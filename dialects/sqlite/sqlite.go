@@ -104,6 +104,12 @@ func (dialectImpl) classify(err error) dialect.ErrorInfo {
 			table, _, _ := strings.Cut(msg[i+len(FloorMessagePrefix):], ": ")
 			return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: table}
 		}
+		// The row guard's refusal of a NULL fencing column: the constraint's own words
+		// (nullRefusalSuffix).
+		if strings.Contains(msg, "NOT NULL constraint failed: ") && strings.Contains(msg, nullRefusalSuffix) {
+			table, col, _ := strings.Cut(after(msg, "NOT NULL constraint failed: "), ".")
+			return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: col, Table: table}
+		}
 		// The row guard's refusal: "fencedsql: guard on t: …" (GuardMessagePrefix).
 		if i := strings.Index(msg, GuardMessagePrefix); i >= 0 {
 			table, _, _ := strings.Cut(msg[i+len(GuardMessagePrefix):], ": ")

@@ -17,18 +17,29 @@ import (
 // fail with SQLite's untyped "no such column" (red-team rt23b F2, F3). Two reads of
 // PrimaryKeyQuery, the table's and the tombstone table's, compared column by column:
 // name, declared type and collation (an INTEGER PRIMARY KEY has no index of its own
-// and compares as BINARY). Fix, when the columns are the same: rebuild the tombstone
-// table with the key as it is now, copying the tombstones and keeping the greater
-// token where two become one key; when the columns differ, none (the tombstones name
-// the old key).
+// and compares as BINARY). Fix, when the columns are the same and the new key's
+// comparison only merges the tombstones' (from BINARY, or the same collation): rebuild
+// the tombstone table with the key as it is now, copying the tombstones and keeping
+// the greater token where two become one key; otherwise none (the tombstones name the
+// old key, or a class a narrower collation splits). A tombstone table without a primary
+// key is a door without a Fix.
 func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if t.TokenColumn == "" {
 		return nil, nil
 	}
 	tomb := tombObject("", t.Table)
 	_, tkey, err := dialect.PrimaryKeyColumns(ctx, query, d, tomb)
-	if err != nil || len(tkey) == 0 {
-		return nil, err // no tombstone table
+	if err != nil {
+		return nil, err
+	}
+	if len(tkey) == 0 {
+		// No tombstone table, or one without a primary key (re-created by hand): the
+		// latter is a door without a Fix (its tombstones' classes are not known).
+		rows, err := query(ctx, "SELECT 1 FROM "+d.master(t.Table.Schema)+" WHERE type = 'table' AND name = ? COLLATE NOCASE", tomb.Name)
+		if err != nil || len(rows) == 0 {
+			return nil, err
+		}
+		return []dialect.SideDoor{dialect.TombstoneKeyDoor(tomb.String(), t.Table.String(), []string{"no primary key in the tombstone table"}, nil, true)}, nil
 	}
 	_, key, err := dialect.PrimaryKeyColumns(ctx, query, d, t.Table)
 	if err != nil {
@@ -41,6 +52,12 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 		return c
 	}
 	sameColumns := len(key) == len(tkey)
+	// merges: every tombstone maps to the key's class it stood for. A BINARY tombstone
+	// key compares no two spellings equal, so any other collation only merges them; a
+	// tombstone recorded under NOCASE or RTRIM kept the first spelling of its class
+	// ('Bob' for a later 'bob'), which a narrower collation would tell apart (red-team
+	// rt24a F6): no Fix then.
+	merges := true
 	var differ []string
 	for i, k := range key {
 		if i >= len(tkey) || !strings.EqualFold(k.Name, tkey[i].Name) {
@@ -49,13 +66,16 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 		}
 		if !strings.EqualFold(k.Type, tkey[i].Type) || !strings.EqualFold(coll(k.Collation), coll(tkey[i].Collation)) {
 			differ = append(differ, k.Name+" ("+k.Type+" COLLATE "+coll(k.Collation)+" in the table, "+tkey[i].Type+" COLLATE "+coll(tkey[i].Collation)+" in the tombstone table)")
+			if !strings.EqualFold(coll(tkey[i].Collation), "BINARY") && !strings.EqualFold(coll(k.Collation), coll(tkey[i].Collation)) {
+				merges = false
+			}
 		}
 	}
 	if sameColumns && len(differ) == 0 {
 		return nil, nil
 	}
 	var fix []string
-	if sameColumns {
+	if sameColumns && merges {
 		fix = d.rebuildTombstones(t.Table, key, t.TokenColumn)
 	}
 	return []dialect.SideDoor{dialect.TombstoneKeyDoor(tomb.String(), t.Table.String(), differ, fix, true)}, nil

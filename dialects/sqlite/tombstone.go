@@ -89,14 +89,17 @@ func tombObject(kind string, table dialect.TableName) dialect.TableName {
 }
 
 // PrimaryKeyQuery lists the primary key columns of table in key order: name, declared
-// type, collation (of the primary key's index; "" for an INTEGER PRIMARY KEY) and
-// schema (main unless given).
+// type, collation (of the primary key's index; "" for an INTEGER PRIMARY KEY), schema
+// (main unless given), no equality operator, and whether the table keeps a rowid apart
+// from its key (dialect.KeyColumn.Rowid: a rowid table whose key has an index of its
+// own, i.e. is not the INTEGER PRIMARY KEY).
 func (dialectImpl) PrimaryKeyQuery(table dialect.TableName) (query string, args []any) {
 	schema := table.Schema
 	if schema == "" {
 		schema = "main"
 	}
-	return `SELECT ti.name, ti.type, COALESCE((SELECT x.coll FROM pragma_index_list(?1, ?2) il, pragma_index_xinfo(il.name, ?2) x WHERE il.origin = 'pk' AND x.name = ti.name), ''), ?2
+	return `SELECT ti.name, ti.type, COALESCE((SELECT x.coll FROM pragma_index_list(?1, ?2) il, pragma_index_xinfo(il.name, ?2) x WHERE il.origin = 'pk' AND x.name = ti.name), ''), ?2, '',
+  EXISTS (SELECT 1 FROM pragma_table_list(?1) tl WHERE tl.schema = ?2 AND tl.wr = 0) AND EXISTS (SELECT 1 FROM pragma_index_list(?1, ?2) il WHERE il.origin = 'pk')
 FROM pragma_table_info(?1, ?2) ti WHERE ti.pk > 0 ORDER BY ti.pk`, []any{table.Name, schema}
 }
 
@@ -132,21 +135,41 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	list := strings.Join(cols, ", ")
 	each := func(sep string, f func(c string) string) string { return sqltext.Each(cols, sep, f) }
 	moved := each(" OR ", func(c string) string { return "OLD." + c + " IS NOT NEW." + c + keyColl[c] })
+	// record writes the tombstone of OLD's key; a NULL in the key (SQLite lets a rowid
+	// table's non-integer key hold NULL) is no key a write can take again: none.
 	record := func(token string) string {
-		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) VALUES (" + each(", ", func(c string) string { return "OLD." + c }) + ", " + token + ", " + sqliteNow + ")\n" +
+		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "OLD." + c }) + ", " + token + ", " + sqliteNow +
+			" WHERE " + each(" AND ", func(c string) string { return "OLD." + c + " IS NOT NULL" }) + "\n" +
 			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
 	}
-	newer := "EXISTS (SELECT 1 FROM " + tombIn + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) + " AND t.fence_token > NEW." + tok + ")"
+	newer := "EXISTS (SELECT 1 FROM " + tombIn + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c + keyColl[c] }) + " AND t.fence_token > NEW." + tok + ")"
 	msg := literal(TombstoneMessagePrefix + table.Name + ": NOT NULL constraint failed: " + table.Name + "." + tokenCol)
 	begin := "BEGIN\n  /* " + tombVersion + " */\n"
 	// displaced is the row of a newer token that holds NEW's key (compared under the
 	// key's own collation, as the key's index compares): the row a REPLACE deletes
 	// without its delete trigger. A tombstone of it, written before the write, makes
 	// the AFTER check refuse the write as it refuses the same key deleted first.
-	keyOf := func(c string) string { return "o." + c + " = NEW." + c + keyColl[c] }
-	displaced := " FROM " + tbl + " o WHERE " + each(" AND ", keyOf) + " AND o." + tok + " > NEW." + tok
-	recordDisplaced := "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "o." + c }) + ", o." + tok + ", " + sqliteNow + displaced + "\n" +
-		"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
+	// A NULL token in NEW is the lowest (a REPLACE turns it into the column's default).
+	// A table with a rowid apart from its key (dialect.KeyColumn.Rowid) loses a row of
+	// another key to a write that names its rowid: that row's tombstone is recorded
+	// too, at its own token, as its DELETE would record it.
+	sameKey := each(" AND ", func(c string) string { return "o." + c + " = NEW." + c + keyColl[c] })
+	displacedWhere := func(self string) string {
+		w := sameKey + " AND (NEW." + tok + " IS NULL OR o." + tok + " > NEW." + tok + ")"
+		if len(key) > 0 && key[0].Rowid {
+			w = "(" + w + ") OR (o.rowid = NEW.rowid" + self + " AND " + each(" AND ", func(c string) string { return "o." + c + " IS NOT NULL" }) + " AND NOT (" + sameKey + "))"
+		}
+		return w
+	}
+	recordDisplaced := func(self string) string {
+		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "o." + c }) + ", coalesce(o." + tok + ", 0), " + sqliteNow +
+			" FROM " + tbl + " o WHERE " + displacedWhere(self) + "\n" +
+			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
+	}
+	movedOrRowid := moved
+	if len(key) > 0 && key[0].Rowid {
+		movedOrRowid += " OR OLD.rowid IS NOT NEW.rowid"
+	}
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL, PRIMARY KEY (" + list + ")) WITHOUT ROWID",
 		"DROP TRIGGER IF EXISTS " + del,
@@ -164,10 +187,10 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
 		"DROP TRIGGER IF EXISTS " + rep,
 		"CREATE TRIGGER " + rep + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
+			"WHEN EXISTS (SELECT 1 FROM " + tbl + " o WHERE " + displacedWhere("") + ")\n" + begin + recordDisplaced("") + "END",
 		"DROP TRIGGER IF EXISTS " + mov,
 		"CREATE TRIGGER " + mov + " BEFORE UPDATE ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN (" + moved + ") AND EXISTS (SELECT 1" + displaced + ")\n" + begin + recordDisplaced + "END",
+			"WHEN (" + movedOrRowid + ") AND EXISTS (SELECT 1 FROM " + tbl + " o WHERE " + displacedWhere(" AND o.rowid IS NOT OLD.rowid") + ")\n" + begin + recordDisplaced(" AND o.rowid IS NOT OLD.rowid") + "END",
 	}
 }
 

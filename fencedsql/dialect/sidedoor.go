@@ -116,6 +116,11 @@ const (
 	// SideDoorTrigger: a trigger on another table (guarded or not) whose body writes
 	// the table (TriggerDoorFinder): a write to that table writes this one unfenced.
 	SideDoorTrigger SideDoorKind = "trigger"
+	// SideDoorGuardWriter: a trigger (on any table or view) whose body may write an
+	// object the guards read — the table's tombstone table, the token floor — where no
+	// privilege keeps it from doing so (SQLite): a tombstone deleted or the floor
+	// lowered inside a fenced statement lets a stale write through the intact guards.
+	SideDoorGuardWriter SideDoorKind = "guard writer"
 	// SideDoorOwnTrigger: a BEFORE INSERT or UPDATE row trigger of the table itself
 	// whose body (or arguments, or WHEN clause) names the token or the version column,
 	// or whose body writes the table itself (or, on SQLite, uses RAISE(IGNORE))
@@ -241,7 +246,7 @@ func TombstoneKeyDoor(tomb, table string, differ, fix []string, merges bool) Sid
 	door.Problem += ": a deleted key is recorded converted to the tombstone's key (1.5 as 2), or compared as another type, and a stale holder can insert it again"
 	switch {
 	case fix == nil:
-		door.Problem += "; the key's columns changed: drop the tombstone table (its tombstones name the old key) and re-run fencedsql-schema -apply"
+		door.Problem += "; no statement converts its tombstones (the key's columns changed, or its comparison now tells apart keys a tombstone stood for): raise the token floor to the lock service's LastToken + 1 (RaiseTokenFloor: no holder whose deletion a tombstone records can write then), drop the tombstone table and re-run fencedsql-schema -apply"
 		return door
 	case merges:
 		door.Problem += "; the fix rebuilds the tombstone table with the key as it is now (where two tombstones become one key, the greater fence_token is kept)"

@@ -83,3 +83,26 @@ func (t TableName) Quote(quote func(string) string) string {
 	}
 	return quote(t.Schema) + "." + quote(t.Name)
 }
+
+// EqualFoldASCII reports whether a and b are equal with ASCII letters compared without
+// case, as SQLite and MySQL/MariaDB compare identifiers and keywords: unlike
+// strings.EqualFold, no other character folds (U+017F ſ is not s, U+212A K is not k),
+// so a name spelled with such a character is another name.
+func EqualFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -56,6 +56,10 @@ type KeyColumn struct {
 	// its extension's schema, which a function with a pinned search_path would not
 	// find — text's case-sensitive = would be used through a cast); "" otherwise.
 	Equals string
+	// Rowid (SQLite) is set on every column of the key of a table that keeps a rowid
+	// apart from its key (a rowid table whose key is not its INTEGER PRIMARY KEY): a
+	// write may name the rowid, and collide on it, instead of the key.
+	Rowid bool
 }
 
 // PrimaryKeyColumns reads table's primary key with ts.PrimaryKeyQuery through query
@@ -75,6 +79,9 @@ func PrimaryKeyColumns(ctx context.Context, query CatalogQuery, ts Tombstoner, t
 		kc := KeyColumn{Name: row[0], Type: row[1], Collation: row[2]}
 		if len(row) > 4 {
 			kc.Equals = row[4]
+		}
+		if len(row) > 5 {
+			kc.Rowid = CatalogBool(row[5])
 		}
 		key = append(key, kc)
 		if table.Schema == "" {
