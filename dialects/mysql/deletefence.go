@@ -61,7 +61,7 @@ import (
 // MariaDB, and the wrapper keeps the two statements there.
 const (
 	// oneStepMarker is the fence function's COMMENT.
-	oneStepMarker = "fencedsql one-statement delete v3"
+	oneStepMarker = "fencedsql one-statement delete v4"
 	// deleteTokenVar is the user variable that carries the mark.
 	deleteTokenVar = "@fencedsql_delete_mark"
 	// markTime is the statement's start time as the mark writes it and the tombstone
@@ -99,7 +99,7 @@ func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []st
 			"  IF cur IS NULL OR cur > tok THEN\n" +
 			"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
 			"  END IF;\n" +
-			"  IF tok < fl THEN\n" +
+			"  IF fl IS NULL OR tok < fl THEN\n" + // a floor table that lost its row refuses (as the guards do)
 			"    " + floorRefusal(table.Name) + ";\n" +
 			"  END IF;\n" +
 			"  IF NOT (" + markIsCurrent + ") THEN\n" +

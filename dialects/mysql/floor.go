@@ -17,8 +17,10 @@ import (
 // it in every database whose guard triggers the account can see. The guard's BEFORE
 // UPDATE trigger reads it for every UPDATE it accepts; a second trigger,
 // fencedsql_floor_<table>, BEFORE INSERT, for every INSERT (an INSERT … ON DUPLICATE
-// KEY UPDATE and a REPLACE insert first, so both pass it). An empty floor table means
-// no floor.
+// KEY UPDATE and a REPLACE insert first, so both pass it). A floor table that has lost
+// its row refuses every write, the one-statement DELETE's included (red-team rt22b F3,
+// rt24c F2), until RaiseTokenFloor writes it back; schema.Check and TokenFloor report
+// it (ErrFloorLost).
 const FloorSQLState = "FNCD2"
 
 func floorTable(schema string) dialect.TableName {
@@ -94,3 +96,18 @@ var (
 	_ dialect.Floorer         = dialectImpl{}
 	_ dialect.FloorFinder     = dialectImpl{}
 )
+
+// PreparedQuery lists the server's prepared XA transactions (dialect.PreparedLister):
+// XA PREPARE gives up the shared lock on the floor row that a raise waits for, so a
+// transaction written under the old floor and prepared could commit after the raise
+// returned (red-team rt22b F1, rt24c F3). XA RECOVER's last column is the XID's data.
+func (dialectImpl) PreparedQuery() string { return "XA RECOVER" }
+
+var _ dialect.PreparedLister = dialectImpl{}
+
+// WritablePrimaryQuery yields 1 when the server is not read_only
+// (dialect.PrimaryChecker): a replica runs read_only, and an account that may write
+// past it would see its raise undone by the primary's floor in the relay log.
+func (dialectImpl) WritablePrimaryQuery() string { return "SELECT @@GLOBAL.read_only = 0" }
+
+var _ dialect.PrimaryChecker = dialectImpl{}

@@ -25,9 +25,9 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Fatalf("GuardDDL = %q", ddl)
 	}
 	if ddl[6] != "DROP FUNCTION IF EXISTS `shop`.`fencedsql_fence_acc``ounts`" ||
-		!strings.HasPrefix(ddl[7], "CREATE FUNCTION `shop`.`fencedsql_fence_acc``ounts`(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT NOT DETERMINISTIC NO SQL SQL SECURITY INVOKER COMMENT 'fencedsql one-statement delete v3'") ||
+		!strings.HasPrefix(ddl[7], "CREATE FUNCTION `shop`.`fencedsql_fence_acc``ounts`(cur BIGINT, tok BIGINT, fl BIGINT) RETURNS INT NOT DETERMINISTIC NO SQL SQL SECURITY INVOKER COMMENT 'fencedsql one-statement delete v4'") ||
 		!strings.Contains(ddl[7], "IF cur IS NULL OR cur > tok THEN\n    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';") ||
-		!strings.Contains(ddl[7], "IF tok < fl THEN\n    SIGNAL SQLSTATE 'FNCD2'") ||
+		!strings.Contains(ddl[7], "IF fl IS NULL OR tok < fl THEN\n    SIGNAL SQLSTATE 'FNCD2'") ||
 		!strings.Contains(ddl[7], "IF NOT (SUBSTRING_INDEX(@fencedsql_delete_mark, '/', -1) <=> CONCAT(@@timestamp)) THEN\n    SIGNAL SQLSTATE 'FNCD3'") {
 		t.Errorf("fence function DDL = %q", ddl[6:])
 	}

@@ -85,7 +85,7 @@ const (
 	// oneStepMarker is in the body of the guard function (its DELETE trigger reads
 	// the mark) and of the two fence functions of this version of the one-statement
 	// DELETE.
-	oneStepMarker = "fencedsql one-statement delete v3"
+	oneStepMarker = "fencedsql one-statement delete v4"
 	// markMarker is in the body of every function that reads the mark as this version
 	// writes it: the tombstone function. (Older versions marked their functions
 	// "fencedsql one-statement delete v1"/"v2" and "fencedsql delete mark v2", and
@@ -153,9 +153,9 @@ BEGIN
   END IF;
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   ` + floorSlowRead + `
-  IF tok` + op("<") + `fl THEN
+  IF fl IS NULL OR tok` + op("<") + `fl THEN
     RAISE EXCEPTION USING ERRCODE = '` + FloorSQLState + `', TABLE = ` + pgLiteral(table.Name) + `,
-      MESSAGE = pg_catalog.format('fencedsql: token floor on %s: token %s is below the floor %s', ` + name + `, tok, fl),
+      MESSAGE = pg_catalog.format('fencedsql: token floor on %s: token %s is below the floor %s', ` + name + `, tok, ` + floorShown + `),
       HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor';
   END IF;
   RETURN 1;

@@ -36,8 +36,10 @@ import (
 // the copy to it). So the copy can make a write slower, never let one through that the table
 // refuses — unless it is lowered below the table, which takes the sequence owner's
 // rights (setval, ALTER SEQUENCE), like lowering the table itself; the fenced driver
-// refuses setval and nextval of a name with the reserved prefix. An empty floor table,
-// or none, means no floor.
+// refuses setval and nextval of a name with the reserved prefix. A floor table that has
+// lost its row refuses every token the copy does not accept, as MariaDB's guards do
+// (red-team rt24c F1: a NULL floor refused nothing); schema.Check and TokenFloor report
+// it (ErrFloorLost), and RaiseTokenFloor writes it back.
 const FloorSQLState = "FNCD2"
 
 // floorSlowRead is the slow path's read of the floor into fl, a PL/pgSQL statement
@@ -47,6 +49,11 @@ const floorSlowRead = "fl := (SELECT f.floor FROM " + floorPlaceholder + " f WHE
 	"    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN\n" +
 	"      fl := GREATEST(fl, " + floorCopy + ");\n" +
 	"    END IF;"
+
+// floorShown is the floor a refusal names: the slow path's fl, or "missing" when the
+// floor table has lost its row — which refuses every token the copy does not accept,
+// as MariaDB's guards do (red-team rt24c F1: a NULL floor refused nothing).
+const floorShown = "COALESCE(fl::pg_catalog.text, 'missing (the floor table has no row)')"
 
 const (
 	// floorSeq is the guards' copy of the floor (see FloorSQLState).
@@ -254,3 +261,10 @@ WHERE l.virtualtransaction OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_arra
 }
 
 var _ dialect.FloorSettler = dialectImpl{}
+
+// WritablePrimaryQuery yields 1 when the server is not in recovery (a standby refuses
+// the raise's write with an untyped error; dialect.PrimaryChecker makes it
+// ErrNotPrimary).
+func (dialectImpl) WritablePrimaryQuery() string { return "SELECT NOT pg_catalog.pg_is_in_recovery()" }
+
+var _ dialect.PrimaryChecker = dialectImpl{}

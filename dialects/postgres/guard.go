@@ -192,7 +192,7 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 			"HINT = 'write through the fencedsql driver wrapper, or remove the guard'"
 	}
 	floorRaise := "RAISE EXCEPTION USING ERRCODE = '" + FloorSQLState + "', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, " +
-		"MESSAGE = pg_catalog.format('fencedsql: token floor on %I.%I: token %s is below the floor %s', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW." + tok + ", fl), " +
+		"MESSAGE = pg_catalog.format('fencedsql: token floor on %I.%I: token %s is below the floor %s', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW." + tok + ", " + floorShown + "), " +
 		"HINT = 'the lease predates a failover or a lock-service switch: acquire again; if every new lease is refused, raise the lock service''s floor'"
 	// nullRaise is the NOT NULL constraint's own error, naming the fencing column that
 	// is NULL (the token first), which the wrapper classifies as the constraint's.
@@ -232,7 +232,7 @@ BEGIN
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   IF ` + accepted + ` THEN
     ` + floorSlowRead + `
-    IF NEW.` + tok + lt + `fl THEN
+    IF fl IS NULL OR NEW.` + tok + lt + `fl THEN
       ` + floorRaise + `;
     END IF;
     RETURN NEW;
@@ -297,9 +297,10 @@ func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 
 // guardVersion marks the body of this version of the guard function (the floor's copy
 // read on the fast path, no pinned search_path, the one-statement DELETE recognised by
-// its mark, a NULL fencing column refused by the guard itself); GuardInstalledQuery reports an older one as not installed, and its Fix
+// its mark, a NULL fencing column refused by the guard itself, a floor table that lost
+// its row refusing what the copy does not accept); GuardInstalledQuery reports an older one as not installed, and its Fix
 // installs this one.
-const guardVersion = "fencedsql guard v6"
+const guardVersion = "fencedsql guard v7"
 
 // guardMarker begins every version's marker: the side-door checks leave a
 // fencedsql_guard trigger whose function carries it to the guard's own checks.

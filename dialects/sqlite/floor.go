@@ -13,7 +13,8 @@ import (
 // RaiseTokenFloor raises it in the main database, when guard triggers there read it
 // (GuardFloorsQuery). The guard's BEFORE UPDATE trigger reads it for every UPDATE it
 // would otherwise accept, a second trigger, fencedsql_floor_<table>, BEFORE INSERT, for
-// every INSERT. An empty floor table means no floor.
+// every INSERT. A floor table that has lost its row refuses every write until
+// RaiseTokenFloor writes it back (schema.Check and TokenFloor report it: ErrFloorLost).
 const FloorMessagePrefix = "fencedsql: token floor on "
 
 func floorTable(schema string) dialect.TableName {
@@ -48,7 +49,9 @@ func floorTrigger(name string) string { return "fencedsql_floor_" + name }
 
 // floorBelow is the condition "the new row's token is below the floor".
 func floorBelow(tok string) string {
-	return "NEW." + tok + " < (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1)"
+	// NOT COALESCE(>=, 0): a floor table without its row refuses every write until a
+	// raise writes it back, instead of reading as no floor (red-team rt24c F1, F5).
+	return "NOT COALESCE(NEW." + tok + " >= (SELECT f.floor FROM " + dialect.FloorTable + " f WHERE f.id = 1), 0)"
 }
 
 func floorRefusal(table string) string {

@@ -47,6 +47,25 @@ type FloorSettler interface {
 	StillOpenQuery() string
 }
 
+// PrimaryChecker is implemented by dialects that can tell a server that takes writes as
+// a primary from a replica: WritablePrimaryQuery yields one row, 1 when it does.
+// RaiseTokenFloor refuses to raise anywhere else: a raise on a replica that an account
+// with the right to write past read_only (MariaDB) makes is undone when the replica
+// applies the primary's floor from its relay log (red-team rt24c F4).
+type PrimaryChecker interface {
+	WritablePrimaryQuery() string
+}
+
+// PreparedLister is implemented by dialects where a prepared two-phase transaction
+// no longer holds the lock a raise waits for (MariaDB: XA PREPARE releases the shared
+// lock the guards took on the floor row), so that one written under the old floor may
+// commit after the raise returned. PreparedQuery lists the prepared transactions, one
+// per row, the last column identifying it; RaiseTokenFloor waits for those listed at
+// the raise to end (or fails with ErrFloorUnsettled when its context ends first).
+type PreparedLister interface {
+	PreparedQuery() string
+}
+
 // FloorLockReader is implemented by dialects whose guards read the floor with a lock
 // that a raise waits for (MySQL/MariaDB: LOCK IN SHARE MODE). OutdatedFloorReadersQuery
 // lists the guard triggers in the connection's scope that read the floor without that

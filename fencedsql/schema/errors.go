@@ -45,6 +45,32 @@ func (e *FloorError) Error() string {
 // Unwrap returns ErrNoFloorGuard.
 func (e *FloorError) Unwrap() error { return ErrNoFloorGuard }
 
+// ErrNotPrimary means RaiseTokenFloor was run on a server that does not take writes as
+// a primary (a replica, a read-only server: dialect.PrimaryChecker): nothing was
+// written; run it on the primary (at a failover, after the promotion, before the
+// application writes).
+var ErrNotPrimary = errors.New("fencedsql: the server is not a writable primary")
+
+// ErrFloorLost means a token floor table the installed guards read has lost its one
+// row: the guards refuse the writes they do not accept on their fast path (PostgreSQL:
+// tokens below the floor's copy; MySQL/MariaDB and SQLite: every write) until
+// RaiseTokenFloor writes it back. A *FloorLostError names the tables.
+var ErrFloorLost = errors.New("fencedsql: a token floor table has lost its row")
+
+// FloorLostError is TokenFloor's answer when a floor table the guards read has no row
+// (errors.Is ErrFloorLost).
+type FloorLostError struct {
+	Tables []string // qualified, unquoted
+}
+
+func (e *FloorLostError) Error() string {
+	return "fencedsql: TokenFloor: the token floor table(s) " + strings.Join(e.Tables, ", ") +
+		" have lost their row: the guards refuse the writes they cannot judge against it; write it back with RaiseTokenFloor (fencedsql-schema -raise-floor) at the lock service's LastToken + 1"
+}
+
+// Unwrap returns ErrFloorLost.
+func (e *FloorLostError) Unwrap() error { return ErrFloorLost }
+
 // ErrFloorUnsettled means RaiseTokenFloor raised the floor (committed: every write that
 // starts from then on is held to it) but its context ended while transactions open at
 // the raise were still open: one of them may still commit a write judged under the old
@@ -55,7 +81,7 @@ var ErrFloorUnsettled = errors.New("fencedsql: transactions open across the floo
 // transactions open at the raise did (errors.Is ErrFloorUnsettled, and the context's
 // error).
 type SettleError struct {
-	Open []string // the sessions' process ids ("prepared" for a prepared transaction); none when they could not be listed
+	Open []string // the sessions' process ids ("prepared" for a prepared transaction, "XA <id>" for a prepared XA transaction); none when they could not be listed
 	Err  error    // the context's error
 }
 
@@ -63,7 +89,7 @@ func (e *SettleError) Error() string {
 	if len(e.Open) == 0 {
 		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but the context ended before the transactions open at the raise could be listed: one may still commit a write judged under the old floor; run it again (with the same floor) to wait for them: %v", e.Err)
 	}
-	return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but %d transaction(s) open at the raise have not ended (process ids %s): one may still commit a write judged under the old floor; wait for them again (RaiseTokenFloor with the same floor) or end them: %v",
+	return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but %d transaction(s) open at the raise have not ended (%s): one may still commit a write judged under the old floor; wait for them again (RaiseTokenFloor with the same floor) or end them: %v",
 		len(e.Open), strings.Join(e.Open, ", "), e.Err)
 }
 

@@ -3,8 +3,10 @@ package schema
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,11 @@ import (
 type Floor struct {
 	Table string // qualified, unquoted: "app.fencedsql_floor"
 	Floor uint64
+	// Lost: the table has lost its one row (Floor is 0). The guards then refuse every
+	// write they do not accept on their fast path (PostgreSQL: below the floor's copy;
+	// MySQL/MariaDB, SQLite: every write) — not "no floor". RaiseTokenFloor writes the
+	// row back.
+	Lost bool
 }
 
 // querier is a *sql.DB or a *sql.Tx.
@@ -89,16 +96,38 @@ func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op stri
 	return in, nil
 }
 
-// readFloor returns the floor table's floor (0 when it has no row).
-func readFloor(ctx context.Context, q querier, d dialect.Dialect, t dialect.TableName) (uint64, error) {
-	var floor sql.NullInt64
-	if err := q.QueryRowContext(ctx, "SELECT MAX(floor) FROM "+t.Quote(d.QuoteIdent)).Scan(&floor); err != nil {
-		return 0, fmt.Errorf("fencedsql: reading %s: %w", t, err)
+// readFloor returns the floor table's floor, and whether it has lost its row (floor 0).
+func readFloor(ctx context.Context, q querier, d dialect.Dialect, t dialect.TableName) (floor uint64, lost bool, err error) {
+	var f sql.NullInt64
+	if err := q.QueryRowContext(ctx, "SELECT MAX(floor) FROM "+t.Quote(d.QuoteIdent)).Scan(&f); err != nil {
+		return 0, false, fmt.Errorf("fencedsql: reading %s: %w", t, err)
 	}
-	if !floor.Valid || floor.Int64 < 0 {
-		return 0, nil
+	if !f.Valid {
+		return 0, true, nil
 	}
-	return uint64(floor.Int64), nil
+	return uint64(max(f.Int64, 0)), false, nil
+}
+
+// lostFloors returns the floor tables in the connection's scope that the installed
+// guards read and that have lost their row (none when no guard reads a floor there).
+func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, error) {
+	if _, ok := d.(dialect.FloorFinder); !ok {
+		return nil, nil
+	}
+	floors, err := TokenFloors(ctx, db, d)
+	if errors.Is(err, ErrNoFloorGuard) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	for _, f := range floors {
+		if f.Lost {
+			lost = append(lost, f.Table)
+		}
+	}
+	return lost, nil
 }
 
 // TokenFloors returns each floor table that the installed guards in the connection's
@@ -119,29 +148,38 @@ func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 	}
 	out := make([]Floor, 0, len(tables))
 	for _, t := range tables {
-		f, err := readFloor(ctx, db, d, t)
+		f, lost, err := readFloor(ctx, db, d, t)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Floor{Table: t.String(), Floor: f})
+		out = append(out, Floor{Table: t.String(), Floor: f, Lost: lost})
 	}
 	return out, nil
 }
 
 // TokenFloor returns the token floor in force in db's database: the floor the installed
 // guards read (see TokenFloors), the lowest when guards in several schemas (databases)
-// read different floor tables — the floor every guarded write is held to. 0 when the
-// floor tables have no row. With no guard that reads a floor it fails with a
-// *FloorError (ErrNoFloorGuard), not 0: no floor is enforced there at all, which an
-// operator checking a failover must not mistake for a floor not raised yet.
+// read different floor tables — the floor every guarded write is held to. With no
+// guard that reads a floor it fails with a *FloorError (ErrNoFloorGuard), not 0: no
+// floor is enforced there at all, which an operator checking a failover must not
+// mistake for a floor not raised yet. A floor table that has lost its row fails it with
+// a *FloorLostError (ErrFloorLost): the guards refuse writes then, which 0 would not
+// say.
 func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, error) {
 	floors, err := TokenFloors(ctx, db, d)
 	if err != nil {
 		return 0, err
 	}
 	low := uint64(math.MaxUint64)
+	var lost []string
 	for _, f := range floors {
 		low = min(low, f.Floor)
+		if f.Lost {
+			lost = append(lost, f.Table)
+		}
+	}
+	if len(lost) > 0 {
+		return 0, &FloorLostError{Tables: lost}
 	}
 	return low, nil
 }
@@ -169,7 +207,10 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // read, so a database with guards always has it; a floor table created where no guard
 // reads it would refuse nothing while the raise reported success. With no guard in
 // scope that reads a floor it fails with a *FloorError (ErrNoFloorGuard) and writes
-// nothing. A floor table a guard reads but that has lost its row gets the row back.
+// nothing. A floor table a guard reads but that has lost its row gets the row back. On
+// a server that does not take writes as a primary (dialect.PrimaryChecker: a replica,
+// MariaDB's read_only) it fails with ErrNotPrimary and writes nothing; on MariaDB it
+// also waits for the XA transactions prepared at the raise (dialect.PreparedLister).
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	f, ff, err := floorFinder(d, "RaiseTokenFloor")
 	if err != nil {
@@ -177,6 +218,15 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	}
 	if floor > math.MaxInt64 {
 		return configErr("RaiseTokenFloor: floor %d exceeds the largest token a BIGINT column holds", floor)
+	}
+	if p, ok := d.(dialect.PrimaryChecker); ok {
+		var primary sql.NullString
+		if err := db.QueryRowContext(ctx, p.WritablePrimaryQuery()).Scan(&primary); err != nil {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: asking whether the server is a writable primary: %w", err)
+		}
+		if !dialect.CatalogBool(primary.String) {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: the server is a replica or read-only, where a raise is refused or undone by replication; raise on the primary: %w", ErrNotPrimary)
+		}
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -202,6 +252,11 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
+	}
+	if p, ok := d.(dialect.PreparedLister); ok {
+		if err := settlePrepared(ctx, db, p); err != nil {
+			return err
+		}
 	}
 	if s, ok := d.(dialect.FloorSettler); ok {
 		return settle(ctx, db, s)
@@ -230,11 +285,59 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
 	ids, pids, err := pairs(ctx, db, s.OpenTransactionsQuery())
 	if err != nil {
-		if ctx.Err() != nil {
-			return &SettleError{Err: ctx.Err()}
-		}
-		return fmt.Errorf("fencedsql: RaiseTokenFloor: listing the transactions open at the raise: %w", err)
+		return listFailed(ctx, nil, err)
 	}
+	return waitEnded(ctx, ids, pids, func() ([]string, []string, error) {
+		return pairs(ctx, db, s.StillOpenQuery(), strings.Join(ids, ","))
+	})
+}
+
+// settlePrepared waits until the two-phase transactions prepared when the raise
+// committed have ended (dialect.PreparedLister: MariaDB's XA PREPARE gives up the
+// shared lock on the floor row that the raise waits for, red-team rt24c F3), as
+// settle waits, naming them "XA <id>" in a *SettleError.
+func settlePrepared(ctx context.Context, db *sql.DB, p dialect.PreparedLister) error {
+	list := func() (map[string]bool, error) {
+		rows, err := catalogQuery(db)(ctx, p.PreparedQuery())
+		if err != nil {
+			return nil, err
+		}
+		ids := map[string]bool{}
+		for _, r := range rows {
+			if len(r) > 0 {
+				ids[r[len(r)-1]] = true
+			}
+		}
+		return ids, nil
+	}
+	at, err := list()
+	if err != nil {
+		return listFailed(ctx, nil, err)
+	}
+	named := func(ids map[string]bool) (out []string) {
+		for id := range ids {
+			out = append(out, "XA "+id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return waitEnded(ctx, named(at), named(at), func() ([]string, []string, error) {
+		now, err := list()
+		if err != nil {
+			return nil, nil, err
+		}
+		for id := range at {
+			if !now[id] {
+				delete(at, id)
+			}
+		}
+		return named(at), named(at), nil
+	})
+}
+
+// waitEnded polls still, with a growing pause, until it lists no transaction (ids);
+// pids names them for a *SettleError when ctx ends first.
+func waitEnded(ctx context.Context, ids, pids []string, still func() (ids, pids []string, err error)) error {
 	pause := 2 * time.Millisecond
 	for len(ids) > 0 {
 		select {
@@ -243,7 +346,7 @@ func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 100*time.Millisecond)
-		open, openPids, err := pairs(ctx, db, s.StillOpenQuery(), strings.Join(ids, ","))
+		open, openPids, err := still()
 		if err != nil {
 			if ctx.Err() != nil {
 				return &SettleError{Open: pids, Err: ctx.Err()}
@@ -253,6 +356,14 @@ func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
 		ids, pids = open, openPids
 	}
 	return nil
+}
+
+// listFailed is the error of a failed first listing of the transactions to wait for.
+func listFailed(ctx context.Context, pids []string, err error) error {
+	if ctx.Err() != nil {
+		return &SettleError{Open: pids, Err: ctx.Err()}
+	}
+	return fmt.Errorf("fencedsql: RaiseTokenFloor: listing the transactions open at the raise: %w", err)
 }
 
 // pairs runs q and returns its first two columns, one string each per row.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -230,6 +231,16 @@ func checkGuard(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 	if !r.Guarded {
 		r.Problems = append(r.Problems, "no database-side guard installed: writes that bypass the wrapper are not refused by the database")
 		r.Fix = append(r.Fix, g.GuardDDL(table, tokCol, verCol)...)
+		return nil
+	}
+	// The floor tables the guards read must hold their row (no statement restores the
+	// right floor: the lock service knows it).
+	lost, err := lostFloors(ctx, db, d)
+	if err != nil {
+		return fmt.Errorf("fencedsql: schema.Check %s: reading the token floor: %w", spec.Table, err)
+	}
+	if len(lost) > 0 {
+		r.Problems = append(r.Problems, "the token floor table(s) "+strings.Join(lost, ", ")+" that the guards read have lost their row: the guards refuse the writes they cannot judge against it; write it back with RaiseTokenFloor (fencedsql-schema -raise-floor) at the lock service's LastToken + 1")
 	}
 	return nil
 }
