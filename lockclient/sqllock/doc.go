@@ -85,7 +85,8 @@
 // larger token, two grants of the same key are ordered like their tokens, and so are two
 // grants of different keys. A waiter's token is drawn when it is granted, not when it
 // joins the queue (its ticket only orders the queue). On PostgreSQL every grant takes
-// one transaction-scoped advisory lock for the whole table, so that drawing the
+// one transaction-scoped advisory lock for the whole table — derived from the table's
+// OID, so every spelling of its name ("t", "public.t") takes the same one — so that drawing the
 // sequence value, inserting (or taking over) the row and committing happen in one
 // critical section shared by all grants: no grant draws its token before an earlier one
 // has committed. On MySQL the counter row lock serialises all grants the same way. The
