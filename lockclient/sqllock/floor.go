@@ -101,7 +101,7 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.dialect == MySQL {
 		err = b.scanRow(ctx, b.q.lastToken, nil, &last)
 		if errors.Is(err, sql.ErrNoRows) {
-			return 0, b.schemaError("the row of the token counter "+b.table.with("_token").String(), nil)
+			return 0, b.schemaError(b.counterRowMissing(), nil)
 		}
 		if err != nil {
 			return 0, b.fail("last-token", "", err)
