@@ -66,7 +66,11 @@ const maxFloor = math.MaxInt64 - 1
 
 // WithSessionLeases makes every grant hang on its session's single lease, the way etcd
 // does: sessions implement lockclient.SessionRenewer, one renewal keeps all of a
-// client's locks alive, and when the session lease expires every grant of it ends.
+// client's locks alive, and when the session lease expires every grant of it ends. A
+// later grant gives the session a new lease; if a grant of the expired one could still
+// be trusted by the client (the service's clock ran ahead: Advance), the session's next
+// RenewSession fails with ErrLeaseLost, as etcdlock's does, so the client loses that
+// grant instead of extending it.
 func WithSessionLeases() Option { return func(c *config) { c.sessionLeases = true } }
 
 // WithMinToken starts the service with its token floor at n: every token it issues is
