@@ -124,16 +124,26 @@ func (s *Service) refreshSessionLocked(ss *session) {
 	if s.now().Before(ss.expires) {
 		return
 	}
+	s.endSessionLeaseLocked(ss, true)
+	ss.expires = s.now().Add(ss.ttl)
+}
+
+// endSessionLeaseLocked ends every grant of the lapsed lease of session ss (shared mode),
+// handing their keys to their first waiters. With note, a grant the client could still
+// trust makes the next RenewSession report ErrLeaseLost; without, the caller reports the
+// loss itself. Caller holds mu.
+func (s *Service) endSessionLeaseLocked(ss *session, note bool) {
 	var freed []string
 	for k, e := range s.locks {
 		if e.session == ss {
 			delete(s.locks, k)
 			close(e.changed)
-			noteExpiredLocked(e)
+			if note {
+				noteExpiredLocked(e)
+			}
 			freed = append(freed, k)
 		}
 	}
-	ss.expires = s.now().Add(ss.ttl)
 	for _, k := range freed {
 		s.handOff(k)
 	}

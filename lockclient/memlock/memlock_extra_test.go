@@ -225,3 +225,41 @@ func TestExpiredSessionLeaseNotRenewedAfterNewGrant(t *testing.T) {
 			la.Token(), err, firstDeadline, la.Deadline(), lb.Token())
 	}
 }
+
+// With WithSessionLeases, a session lease whose expiry a RenewSession already reported
+// (ErrLeaseLost) is not reported again: once a later grant gave the session a new lease,
+// renewals of that lease succeed, even after the grants of the old one were dropped.
+func TestExpiredSessionLeaseReportedOnce(t *testing.T) {
+	ctx := context.Background()
+	svc := memlock.New(memlock.WithSessionLeases())
+	ttl := 3 * time.Second
+	sess, err := svc.Open(ctx, "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	r, ok := sess.(lockclient.SessionRenewer)
+	if !ok {
+		t.Fatal("a session-lease session is not a lockclient.SessionRenewer")
+	}
+	if _, err := sess.TryAcquire(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	svc.Advance(ttl / 2)
+	if err := r.RenewSession(ctx); err != nil {
+		t.Fatalf("RenewSession of a live lease: %v", err)
+	}
+	svc.Advance(2 * ttl)
+	if err := r.RenewSession(ctx); !errors.Is(err, lockclient.ErrLeaseLost) {
+		t.Fatalf("RenewSession of an expired lease = %v, want ErrLeaseLost", err)
+	}
+	if _, _, ok := svc.Holder("k"); ok {
+		t.Fatal("k still held after its session lease expired")
+	}
+	if _, err := sess.TryAcquire(ctx, "other"); err != nil { // a new session lease
+		t.Fatal(err)
+	}
+	if err := r.RenewSession(ctx); err != nil {
+		t.Fatalf("RenewSession of the new lease = %v, want nil: the old lease's loss was reported already", err)
+	}
+}

@@ -47,6 +47,7 @@ func (ss *sharedSession) RenewSession(ctx context.Context) error {
 		return fmt.Errorf("memlock: an earlier session lease of %s expired while a lock on it could still be trusted: %w", ss.owner, lockclient.ErrLeaseLost)
 	}
 	if !s.now().Before(ss.expires) {
+		s.endSessionLeaseLocked(ss.session, false) // its grants end, reported now
 		return lockclient.ErrLeaseLost
 	}
 	ss.expires = s.now().Add(ss.ttl)
