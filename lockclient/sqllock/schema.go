@@ -32,8 +32,8 @@ type SchemaError struct {
 	Table   string  // the lease table, as given to WithTable
 	Dialect Dialect // the backend's dialect
 	// Missing says what does not exist: "the lease table", or the objects of a schema
-	// version ("the waiter queue (schema version 2): ..."), or "an object of the lease
-	// table" when only the database's error says which.
+	// version ("the waiter queue (schema version 2): ..."), or "the row of the token
+	// counter ..." (MySQL), or "an object" when only the database's error says which.
 	Missing string
 	// Outdated is true when only the objects of schema version 2 are missing: the table
 	// was created by an earlier release. Acquire still works then (without a queue, see
