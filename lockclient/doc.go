@@ -14,7 +14,11 @@
 //     and if renewals keep failing the client declares the lease lost at
 //     (send time of the last successful renewal + TTL − safety margin), measured on the
 //     monotonic clock, which is never later than the moment the service can expire it.
-//   - A renewal the service refuses closes [Lease.Lost] at once with [ErrLeaseLost].
+//   - A renewal the service refuses closes [Lease.Lost] at once with [ErrLeaseLost]. A
+//     lease declared lost at its local deadline, or because the service refused the
+//     renewal of the session lease its grant hangs on, is also released in the
+//     background (owner-checked), so that its key does not stay blocked when the
+//     application never calls Release.
 //   - [Lease.Release] is owner- and token-checked by the service: a holder whose lease
 //     expired cannot release the next holder's lock.
 //   - [ErrHeld] (someone else holds the lock: back off and retry) is never confused with
@@ -32,7 +36,7 @@
 // it. [New] keeps the signature New(b, opts...) *Client and does not fail: it records an
 // invalid option value (a *[ConfigError] naming the option and the value), a nil
 // Backend, or the error of a backend constructor that has no error result (a backend
-// implementing [ConfigChecker]: etcdlock.New, redislock.New), and every Acquire and
+// implementing [ConfigChecker]: etcdlock.New, redislock.New, memlock.New), and every Acquire and
 // TryAcquire of that Client returns it at once. [NewChecked] returns the same error at
 // construction:
 //

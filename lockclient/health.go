@@ -99,9 +99,9 @@ func (c *Client) loseAtDeadlineLocked(l *Lease) {
 }
 
 // freeLostLocked releases, in the background and owner-checked, the grant of a lease
-// declared lost at its local deadline, so that its key does not stay blocked until the
-// service expires it (or, for a session-lease backend, for as long as the session lives)
-// when the user never calls Release. Caller holds mu.
+// declared lost at its local deadline or on a refused session renewal, so that its key
+// does not stay blocked until the service expires it (or, for a session-lease backend,
+// for as long as the session lives) when the user never calls Release. Caller holds mu.
 func (c *Client) freeLostLocked(l *Lease) {
 	if c.closed || l.released || c.sess == nil {
 		return

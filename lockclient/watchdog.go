@@ -219,8 +219,15 @@ func (c *Client) renewSession(deadline time.Time) {
 			c.sessNext = sent.Add(c.cfg.renewEvery)
 		}
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
+		// Every lease is dropped, also those whose grants the service may still hold (a
+		// grant made on a newer session lease after an earlier one ended: the service
+		// cannot say which grants survived), and each is released in the background,
+		// owner-checked, so that such a grant's key is not kept alive by later renewals of
+		// the session for as long as the client runs.
 		for len(c.leases) > 0 {
-			c.loseLocked(c.leases[0], fmt.Errorf("%w: session renewal refused by the lock service: %w", ErrLeaseLost, err), c.metrics.lostRefused)
+			l := c.leases[0]
+			c.loseLocked(l, fmt.Errorf("%w: session renewal refused by the lock service: %w", ErrLeaseLost, err), c.metrics.lostRefused)
+			c.freeLostLocked(l)
 		}
 		c.sessNext = time.Time{}
 	default:

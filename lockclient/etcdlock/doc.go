@@ -16,7 +16,9 @@
 // If the session lease is gone when the session next takes a lock (it lapsed while the
 // client held nothing, or etcd revoked it), the session grants a new one; locks of the old
 // lease ended with it. If the client could still have trusted a lock of the old lease, the
-// next RenewSession reports lockclient.ErrLeaseLost so that the client drops what it holds.
+// next RenewSession reports lockclient.ErrLeaseLost so that the client drops what it holds
+// — also the locks taken on the new lease, which the Client then releases in the
+// background (owner-checked), so their keys are not kept alive by later keep-alives.
 //
 // # Expiry is judged by the etcd leader
 //

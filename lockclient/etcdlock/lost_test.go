@@ -134,3 +134,76 @@ func TestCancelledTryAcquireLeavesNoGrant(t *testing.T) {
 	}
 	t.Logf("%d TryAcquires cancelled, %d granted before the cancel; the other client waited at most %v for the lock", cancelled, granted, longest)
 }
+
+// A lease the client drops because the service refused the session's renewal is freed at
+// the service too (owner-checked, in the background), even when its grant survived on a
+// newer session lease: session lease L1 is revoked while lease "a" is held, TryAcquire("b")
+// moves the session to lease L2, and the next RenewSession reports the earlier loss, so the
+// client declares every lease lost, "b" included. The application does not release "b" and
+// takes another lock, "c", whose keep-alives renew L2; another client still gets "b" well
+// within the etcd lease TTL, instead of waiting behind a holder that reports it lost for as
+// long as the first client holds anything (G7 clean-ups).
+func TestLeaseDroppedOnRefusedSessionRenewalFreesKey(t *testing.T) {
+	cluster := etcdtest.StartSingle(t)
+	cli := cluster.Client(t)
+	observer := cluster.Client(t)
+	other := cluster.Client(t)
+	ctx := ctxT(t, 30*time.Second)
+	prefix := uniquePrefix(t)
+	ttl := testTTL
+	c := lockclient.New(etcdlock.New(cli, etcdlock.WithPrefix(prefix)), lockclient.WithTTL(ttl), lockclient.WithOwner("x"))
+	defer c.Close(context.Background())
+	d := lockclient.New(etcdlock.New(other, etcdlock.WithPrefix(prefix)), lockclient.WithTTL(ttl), lockclient.WithOwner("y"))
+	defer d.Close(context.Background())
+
+	la, err := c.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := observer.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("Get = %v, %v", resp, err)
+	}
+	if _, err := observer.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := c.TryAcquire(ctx, "b") // on a new session lease
+	if err != nil {
+		t.Fatalf("TryAcquire after the revocation: %v", err)
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(ttl):
+		t.Fatal("lease on the revoked session lease not reported lost")
+	}
+	select {
+	case <-lb.Lost():
+	case <-time.After(ttl):
+		t.Fatal("b not dropped: the scenario did not happen")
+	}
+	if !errors.Is(lb.Err(), lockclient.ErrLeaseLost) {
+		t.Fatalf("b: Err = %v", lb.Err())
+	}
+	// The application moves on (b is lost: it does not Release it) and takes another lock.
+	lc, err := c.Acquire(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Release(context.Background())
+
+	// etcd's session lease is ceil(ttl + 1s slack) = 3s: without renewals b's key is gone by then.
+	wctx, cancel := context.WithTimeout(ctx, 2*ttl+time.Second)
+	defer cancel()
+	start := time.Now()
+	ld, err := d.Acquire(wctx, "b")
+	if err != nil {
+		kv, _ := observer.Get(ctx, prefix, clientv3.WithPrefix())
+		var keys []string
+		for _, k := range kv.Kvs {
+			keys = append(keys, string(k.Key)+"="+string(k.Value))
+		}
+		t.Fatalf("another client waited %v for b, whose only holder declared it lost (%v); keys: %v; Acquire: %v",
+			time.Since(start).Round(time.Millisecond), lb.Err(), keys, err)
+	}
+	ld.Release(ctx)
+}

@@ -22,6 +22,7 @@ type entry struct {
 	owner   string
 	token   uint64
 	expires time.Time
+	granted time.Time     // local time of the grant
 	changed chan struct{} // closed when this grant ends (release, expiry noticed, clock jump)
 }
 
@@ -38,9 +39,29 @@ func (s *Service) live(key string) *entry {
 	if !s.now().Before(e.expires) {
 		delete(s.locks, key)
 		close(e.changed)
+		noteExpiredLocked(e)
 		return s.handOff(key)
 	}
 	return e
+}
+
+// noteExpiredLocked records, for a grant e that hung on its session's lease (shared
+// mode) and has just been dropped because that lease expired, whether the client could
+// still trust it: less than a ttl has passed on the local clock since the grant or the
+// session's last renewal (the service's clock ran ahead: Advance). Then the session's next
+// RenewSession must report the loss. Caller holds mu.
+func noteExpiredLocked(e *entry) {
+	ss := e.session
+	if ss == nil {
+		return
+	}
+	last := ss.renewed
+	if e.granted.After(last) {
+		last = e.granted
+	}
+	if time.Now().Before(last.Add(ss.ttl)) {
+		ss.lostEarlier = true
+	}
 }
 
 // handOff grants the free key to the first waiter of its queue, if any, and wakes that
@@ -82,11 +103,12 @@ func (s *Service) grantLocked(ss *session, key string) *entry {
 		s.refreshSessionLocked(ss)
 	}
 	s.seq++
-	e := &entry{sess: ss.id, owner: ss.owner, token: s.seq, expires: s.now().Add(ss.ttl), changed: make(chan struct{})}
+	e := &entry{sess: ss.id, owner: ss.owner, token: s.seq, expires: s.now().Add(ss.ttl), granted: time.Now(), changed: make(chan struct{})}
 	if s.shared {
 		if d := s.now().Add(ss.ttl); d.After(ss.expires) {
 			ss.expires = d
 		}
+		ss.renewed = e.granted
 		e.session = ss
 		e.expires = ss.expires
 	}
@@ -95,20 +117,33 @@ func (s *Service) grantLocked(ss *session, key string) *entry {
 }
 
 // refreshSessionLocked replaces the lapsed lease of session ss (shared mode) by a new
-// one: the grants of the old lease end. Caller holds mu.
+// one: the grants of the old lease end, and if the client could still trust one of them
+// the session's next RenewSession reports ErrLeaseLost (see noteExpiredLocked), so the
+// new lease does not extend them at the client. Caller holds mu.
 func (s *Service) refreshSessionLocked(ss *session) {
 	if s.now().Before(ss.expires) {
 		return
 	}
+	s.endSessionLeaseLocked(ss, true)
+	ss.expires = s.now().Add(ss.ttl)
+}
+
+// endSessionLeaseLocked ends every grant of the lapsed lease of session ss (shared mode),
+// handing their keys to their first waiters. With note, a grant the client could still
+// trust makes the next RenewSession report ErrLeaseLost; without, the caller reports the
+// loss itself. Caller holds mu.
+func (s *Service) endSessionLeaseLocked(ss *session, note bool) {
 	var freed []string
 	for k, e := range s.locks {
 		if e.session == ss {
 			delete(s.locks, k)
 			close(e.changed)
+			if note {
+				noteExpiredLocked(e)
+			}
 			freed = append(freed, k)
 		}
 	}
-	ss.expires = s.now().Add(ss.ttl)
 	for _, k := range freed {
 		s.handOff(k)
 	}

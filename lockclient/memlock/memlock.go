@@ -4,7 +4,8 @@
 // A Service judges expiry on its own clock, exactly like a remote lock service: a grant
 // or renewal is valid for the session's TTL from the moment the Service handles the
 // request. Tokens come from one counter shared by all keys, which RaiseFloor and
-// WithMinToken raise (lockclient.FloorRaiser); it lives as long as the Service. Several lockclient.Clients
+// WithMinToken raise (lockclient.FloorRaiser) up to 2^63−2, like the other backends' floors;
+// it lives as long as the Service. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
 //
 // # Fair handoff
@@ -28,6 +29,7 @@ package memlock
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -45,6 +47,7 @@ type Service struct {
 	queues   map[string][]*waiter // waiters per key, in arrival order
 	faults   map[string]*fault    // by owner
 	renewals uint64
+	cfgErr   error // an invalid option value (CheckConfig)
 }
 
 // Option configures a Service.
@@ -53,16 +56,36 @@ type Option func(*config)
 type config struct {
 	sessionLeases bool
 	minToken      uint64
+	err           error
 }
+
+// maxFloor is the highest floor RaiseFloor and WithMinToken accept, the same as
+// redislock's and sqllock's (the largest BIGINT or Redis integer less one): the counter
+// then has room for far more tokens than can ever be drawn, and never wraps to 0.
+const maxFloor = math.MaxInt64 - 1
 
 // WithSessionLeases makes every grant hang on its session's single lease, the way etcd
 // does: sessions implement lockclient.SessionRenewer, one renewal keeps all of a
-// client's locks alive, and when the session lease expires every grant of it ends.
+// client's locks alive, and when the session lease expires every grant of it ends. A
+// later grant gives the session a new lease; if a grant of the expired one could still
+// be trusted by the client (the service's clock ran ahead: Advance), the session's next
+// RenewSession fails with ErrLeaseLost, as etcdlock's does, so the client loses that
+// grant instead of extending it.
 func WithSessionLeases() Option { return func(c *config) { c.sessionLeases = true } }
 
 // WithMinToken starts the service with its token floor at n: every token it issues is
-// greater than n, as after RaiseFloor(ctx, n).
-func WithMinToken(n uint64) Option { return func(c *config) { c.minToken = n } }
+// greater than n, as after RaiseFloor(ctx, n). n above 2^63−2 is invalid: the Service
+// then records an error wrapping lockclient.ErrInvalidConfig, which CheckConfig, Open
+// and RaiseFloor return.
+func WithMinToken(n uint64) Option {
+	return func(c *config) {
+		if n > maxFloor {
+			c.err = fmt.Errorf("memlock: %w: WithMinToken: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), n)
+			return
+		}
+		c.minToken = n
+	}
+}
 
 // New returns an empty lock service.
 func New(opts ...Option) *Service {
@@ -70,14 +93,23 @@ func New(opts ...Option) *Service {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Service{shared: cfg.sessionLeases, seq: cfg.minToken, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
+	return &Service{shared: cfg.sessionLeases, seq: cfg.minToken, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
 		faults: make(map[string]*fault)}
 }
+
+var _ lockclient.ConfigChecker = (*Service)(nil)
+
+// CheckConfig implements lockclient.ConfigChecker: the error New recorded for an invalid
+// option value (wrapping lockclient.ErrInvalidConfig), or nil.
+func (s *Service) CheckConfig() error { return s.cfgErr }
 
 func (s *Service) now() time.Time { return time.Now().Add(s.offset) }
 
 // Open implements lockclient.Backend.
 func (s *Service) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
+	if s.cfgErr != nil {
+		return nil, s.cfgErr
+	}
 	if ttl <= 0 {
 		return nil, fmt.Errorf("memlock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
@@ -110,8 +142,17 @@ var _ lockclient.FloorRaiser = (*Service)(nil)
 // RaiseFloor implements lockclient.FloorRaiser: every token issued after it returns is
 // greater than min. The floor and the token counter are one number (the last token
 // issued, or the floor when higher), raised only upward under the service's lock, so a
-// raise is atomic against grants. It lasts as long as the Service. It never fails.
+// raise is atomic against grants. It lasts as long as the Service. A min above 2^63−2
+// (which would leave the counter no room to grow) yields an error wrapping
+// lockclient.ErrInvalidConfig and raises nothing, as does a Service with an invalid
+// option; it fails for no other reason.
 func (s *Service) RaiseFloor(ctx context.Context, min uint64) error {
+	if s.cfgErr != nil {
+		return s.cfgErr
+	}
+	if min > maxFloor {
+		return fmt.Errorf("memlock: raise floor: %w: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), min)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq = max(s.seq, min)

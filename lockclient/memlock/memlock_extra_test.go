@@ -179,3 +179,87 @@ func BenchmarkHeldLeases(b *testing.B) {
 		c.Close(ctx)
 	}
 }
+
+// With WithSessionLeases, a session whose lease the service expired (its clock moved on:
+// Advance) while the client could still trust its grants is not revived by a later
+// TryAcquire: that TryAcquire gives the session a new lease, but the next RenewSession
+// answers ErrLeaseLost, so the client loses the lease whose key another client took
+// instead of extending it (G7).
+func TestExpiredSessionLeaseNotRenewedAfterNewGrant(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	svc := memlock.New(memlock.WithSessionLeases())
+	ttl := 3 * time.Second
+	a := lockclient.New(svc, lockclient.WithTTL(ttl), lockclient.WithRenewInterval(2*time.Second), lockclient.WithOwner("a"))
+	b := lockclient.New(svc, lockclient.WithTTL(ttl), lockclient.WithOwner("b"))
+	defer a.Close(context.Background())
+	defer b.Close(context.Background())
+
+	la, err := a.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstDeadline := la.Deadline()
+	svc.Advance(ttl) // the service expires a's session lease, and with it a's grant of k
+	lb, err := b.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Release(context.Background())
+	// a takes another key: the service gives a's session a new lease.
+	lo, err := a.TryAcquire(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Release(context.Background())
+
+	select {
+	case <-la.Lost():
+	case <-time.After(time.Until(firstDeadline) + 100*time.Millisecond):
+	}
+	if owner, tok, ok := svc.Holder("k"); !ok || owner != "b" {
+		t.Fatalf("holder of k = %q %d %v, want b", owner, tok, ok)
+	}
+	if err := la.Err(); !errors.Is(err, lockclient.ErrLeaseLost) {
+		t.Fatalf("a's lease of k (token %d): Err = %v at its local deadline (%v, now %v), while b holds k with token %d; want ErrLeaseLost",
+			la.Token(), err, firstDeadline, la.Deadline(), lb.Token())
+	}
+}
+
+// With WithSessionLeases, a session lease whose expiry a RenewSession already reported
+// (ErrLeaseLost) is not reported again: once a later grant gave the session a new lease,
+// renewals of that lease succeed, even after the grants of the old one were dropped.
+func TestExpiredSessionLeaseReportedOnce(t *testing.T) {
+	ctx := context.Background()
+	svc := memlock.New(memlock.WithSessionLeases())
+	ttl := 3 * time.Second
+	sess, err := svc.Open(ctx, "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(ctx)
+	r, ok := sess.(lockclient.SessionRenewer)
+	if !ok {
+		t.Fatal("a session-lease session is not a lockclient.SessionRenewer")
+	}
+	if _, err := sess.TryAcquire(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	svc.Advance(ttl / 2)
+	if err := r.RenewSession(ctx); err != nil {
+		t.Fatalf("RenewSession of a live lease: %v", err)
+	}
+	svc.Advance(2 * ttl)
+	if err := r.RenewSession(ctx); !errors.Is(err, lockclient.ErrLeaseLost) {
+		t.Fatalf("RenewSession of an expired lease = %v, want ErrLeaseLost", err)
+	}
+	if _, _, ok := svc.Holder("k"); ok {
+		t.Fatal("k still held after its session lease expired")
+	}
+	if _, err := sess.TryAcquire(ctx, "other"); err != nil { // a new session lease
+		t.Fatal(err)
+	}
+	if err := r.RenewSession(ctx); err != nil {
+		t.Fatalf("RenewSession of the new lease = %v, want nil: the old lease's loss was reported already", err)
+	}
+}

@@ -2,7 +2,9 @@ package memlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -56,6 +58,63 @@ func TestWithMinToken(t *testing.T) {
 	}
 	if n, _ := c.LastToken(ctx); n != 501 {
 		t.Fatalf("LastToken after a lower RaiseFloor = %d, want 501", n)
+	}
+}
+
+// A floor above 2^63−2 is refused with ErrInvalidConfig and raises nothing, as on the
+// other backends: the counter never wraps, so the next grant's token is above the
+// earlier ones.
+func TestRaiseFloorAboveMaxRefused(t *testing.T) {
+	ctx := context.Background()
+	svc := memlock.New()
+	c := lockclient.New(svc, lockclient.WithTTL(time.Second))
+	defer c.Close(ctx)
+	l1, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l1.Token()
+	if err := l1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, min := range []uint64{math.MaxUint64, math.MaxInt64} {
+		if err := c.RaiseFloor(ctx, min); !errors.Is(err, lockclient.ErrInvalidConfig) {
+			t.Fatalf("RaiseFloor(%d) = %v, want ErrInvalidConfig", min, err)
+		}
+	}
+	if n, err := svc.LastToken(ctx); err != nil || n != first {
+		t.Fatalf("LastToken after refused raises = %d, %v; want %d", n, err, first)
+	}
+	l2, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	if l2.Token() <= first {
+		t.Fatalf("token %d after refused raises, not above the earlier token %d", l2.Token(), first)
+	}
+	if err := c.RaiseFloor(ctx, math.MaxInt64-1); err != nil {
+		t.Fatalf("RaiseFloor(2^63-2), the highest floor: %v", err)
+	}
+}
+
+// WithMinToken above 2^63−2 is an invalid option: CheckConfig and every Acquire return
+// ErrInvalidConfig, and no token (least of all a wrapped 0) is granted.
+func TestWithMinTokenAboveMaxRefused(t *testing.T) {
+	ctx := context.Background()
+	svc := memlock.New(memlock.WithMinToken(math.MaxUint64))
+	if err := svc.CheckConfig(); !errors.Is(err, lockclient.ErrInvalidConfig) {
+		t.Fatalf("CheckConfig = %v, want ErrInvalidConfig", err)
+	}
+	c := lockclient.New(svc, lockclient.WithTTL(time.Second))
+	defer c.Close(ctx)
+	l, err := c.Acquire(ctx, "k")
+	if err == nil {
+		l.Release(ctx)
+		t.Fatalf("WithMinToken(MaxUint64): granted token %d, want ErrInvalidConfig", l.Token())
+	}
+	if !errors.Is(err, lockclient.ErrInvalidConfig) {
+		t.Fatalf("Acquire = %v, want ErrInvalidConfig", err)
 	}
 }
 

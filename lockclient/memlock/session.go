@@ -16,12 +16,24 @@ type session struct {
 	owner   string
 	ttl     time.Duration
 	expires time.Time // the session lease (shared mode), guarded by svc.mu
+	// renewed is the local time of the last successful renewal or grant of the session
+	// lease (shared mode), guarded by svc.mu: the client trusts the lease's grants until
+	// at most a ttl after it.
+	renewed time.Time
+	// lostEarlier is set (shared mode) when a grant of the session ended at the service
+	// while the client could still trust it; the next RenewSession reports ErrLeaseLost.
+	// Guarded by svc.mu.
+	lostEarlier bool
 }
 
 // sharedSession is a session whose grants share its lease.
 type sharedSession struct{ *session }
 
-// RenewSession implements lockclient.SessionRenewer.
+// RenewSession implements lockclient.SessionRenewer. It fails with ErrLeaseLost when
+// the session lease has expired, and also, once, when a grant of the session ended at
+// the service (its lease expired by the service's clock) while the client could still
+// trust it, even if a later TryAcquire gave the session a new lease: the renewal would
+// otherwise extend, at the client, a grant the service no longer holds.
 func (ss *sharedSession) RenewSession(ctx context.Context) error {
 	s := ss.svc
 	if err := s.gate(ctx, ss.owner); err != nil {
@@ -30,10 +42,16 @@ func (ss *sharedSession) RenewSession(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.renewals++
+	if ss.lostEarlier {
+		ss.lostEarlier = false
+		return fmt.Errorf("memlock: an earlier session lease of %s expired while a lock on it could still be trusted: %w", ss.owner, lockclient.ErrLeaseLost)
+	}
 	if !s.now().Before(ss.expires) {
+		s.endSessionLeaseLocked(ss.session, false) // its grants end, reported now
 		return lockclient.ErrLeaseLost
 	}
 	ss.expires = s.now().Add(ss.ttl)
+	ss.renewed = time.Now()
 	return nil
 }
 

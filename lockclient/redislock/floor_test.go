@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/locktest"
@@ -64,5 +66,41 @@ func TestWithMinToken(t *testing.T) {
 	bad := redislock.New(n.client("b"), redislock.WithMinToken(math.MaxUint64))
 	if err := bad.CheckConfig(); !errors.Is(err, lockclient.ErrInvalidConfig) {
 		t.Fatalf("CheckConfig with WithMinToken(2^64-1) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// A token counter at its end (2^63−1, reached after a raise to the highest floor,
+// 2^63−2, and one grant) is a configuration error: the next grant fails at once with an
+// error wrapping lockclient.ErrInvalidConfig that names the counter, never ErrUnavailable
+// retried until the deadline (G16, as sqllock's exhausted token source).
+func TestExhaustedCounterIsConfigError(t *testing.T) {
+	n := newNamespace(t)
+	ctx := ctxT(t, 20*time.Second)
+	b := n.backend("a")
+	if err := b.RaiseFloor(ctx, math.MaxInt64-1); err != nil {
+		t.Fatalf("RaiseFloor(2^63-2), documented as the highest floor: %v", err)
+	}
+	c := lockclient.New(b, lockclient.WithTTL(5*time.Second))
+	defer c.Close(context.Background())
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != math.MaxInt64 {
+		t.Fatalf("token %d, want 2^63-1", l.Token())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Acquire(actx, "k")
+	if err == nil {
+		t.Fatal("a grant after 2^63-1 succeeded")
+	}
+	if !errors.Is(err, lockclient.ErrInvalidConfig) || errors.Is(err, lockclient.ErrUnavailable) || !strings.Contains(err.Error(), b.TokenKey()) {
+		t.Fatalf("Acquire with the token counter at its end = %v after %v; want an error wrapping ErrInvalidConfig naming the counter, at once, not ErrUnavailable retried until the deadline",
+			err, time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -31,6 +31,9 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 		if err != nil {
 			// Unknown outcome: the request may still grant the key, or queue us.
 			s.abandon(key, head, waiter)
+			if gerr := s.b.grantFailed("acquire", key, err); gerr != nil {
+				return lockclient.Grant{}, time.Time{}, gerr
+			}
 			return lockclient.Grant{}, time.Time{}, unavailable("acquire", key, err)
 		}
 		if code == 1 {

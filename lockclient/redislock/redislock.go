@@ -97,7 +97,9 @@
 // The token counter <prefix>token is also the service's floor ([lockclient.FloorRaiser]):
 // [Backend.RaiseFloor] sets it to a minimum only if that is higher, in one script, atomic
 // against grants, and [Backend.LastToken] reads it; [WithMinToken] raises it when the
-// Backend opens its first session.
+// Backend opens its first session. A floor above 2^63−2 is refused (ErrInvalidConfig),
+// and a grant that finds the counter at 2^63−1, where no later token can be greater,
+// fails at once with an error wrapping [lockclient.ErrInvalidConfig] naming the counter.
 //
 // A missing counter (a fresh service, or one that lost its keys: a restart without
 // persistence, a flush, an eviction) is seeded from the server's clock: the grant or

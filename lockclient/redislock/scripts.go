@@ -25,7 +25,12 @@ local function seed()
   return s .. string.format('%06d', us)
 end
 local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
+local exhausted = '` + exhaustedReply + `'
 `
+
+// exhaustedReply is the error reply of a grant that finds the token counter at the
+// largest Redis integer, 2^63−1: no later token can be greater (see grantFailed).
+const exhaustedReply = "redislock: the token counter is at its end"
 
 // grantScript: KEYS[1] lock, KEYS[2] token counter, KEYS[3] queue, KEYS[4] the
 // request's abandonment mark, KEYS[5] ticket counter; ARGV[1] "<session>:<request>:",
@@ -36,7 +41,8 @@ local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
 // in the queue, 0 first). A waiter that is not granted is queued (once) and its liveness
 // key refreshed. A grant INCRs the counter; if the counter does not exist (a fresh
 // service, or one that lost its keys) it sets it to the server's clock in microseconds
-// instead (seedLua), so that tokens do not restart at 1.
+// instead (seedLua), so that tokens do not restart at 1. A counter at 2^63−1 grants
+// nothing: the script answers the error reply exhaustedReply.
 var grantScript = redis.NewScript(seedLua + `
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -65,7 +71,9 @@ while true do
   redis.call('ZREM', KEYS[3], h)
 end
 local t
-if redis.call('EXISTS', KEYS[2]) == 1 then
+local cur = redis.call('GET', KEYS[2])
+if cur then
+  if cur == '9223372036854775807' then return redis.error_reply(exhausted) end
   redis.call('INCR', KEYS[2])
   t = redis.call('GET', KEYS[2])
 else

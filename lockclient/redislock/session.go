@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,9 @@ func (s *session) tryAcquire(ctx context.Context, key, req string) (lockclient.G
 	switch {
 	case err != nil:
 		s.abandon(key, head, "")
+		if gerr := s.b.grantFailed("try-acquire", key, err); gerr != nil {
+			return lockclient.Grant{}, gerr
+		}
 		return lockclient.Grant{}, unavailable("try-acquire", key, err)
 	case code != 1:
 		return lockclient.Grant{}, lockclient.ErrHeld
@@ -69,6 +73,19 @@ func (s *session) grant(ctx context.Context, key, head, waiter string) (code int
 		rank, _ = res[2].(int64)
 	}
 	return code, res[1], rank, nil
+}
+
+// grantFailed returns the error of a grant that failed because the token counter is at
+// its end (the script's exhaustedReply, or Redis's own overflow error of the INCR): a
+// configuration error, wrapping lockclient.ErrInvalidConfig, that no retry can fix.
+// Any other failure yields nil.
+func (b *Backend) grantFailed(op, key string, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, exhaustedReply) && !strings.Contains(msg, "increment or decrement would overflow") {
+		return nil
+	}
+	return fmt.Errorf("redislock: %s %q: %w: the token counter %s is at its end (2^63-1), no later token can be greater: %v",
+		op, key, lockclient.ErrInvalidConfig, b.TokenKey(), err)
 }
 
 // granted makes the Grant of a granted request from the token string the script sent.

@@ -121,3 +121,58 @@ func TestDialectDetection(t *testing.T) {
 		t.Fatalf("WithDialect/WithTable: %v %v %v", b, err, b.Dialect())
 	}
 }
+
+// A token source lost while its lease table still holds grants — PostgreSQL: the sequence
+// <table>_token_seq dropped; MySQL/MariaDB: the counter row of <table>_token deleted — is
+// reported by CheckTable as a *SchemaError whose text says that CreateTable re-creates it
+// and that the floor must then be raised; CreateTable re-creates it at the highest token
+// of the lease table, so the next grant's token is above every token the table holds (a
+// live holder's here), not 1 (G16).
+func TestCreateTableReseedsLostTokenSourceAboveLeaseTable(t *testing.T) {
+	forEachServer(t, func(t *testing.T, srv server) {
+		dsn, admin := srv.fresh(t, "")
+		ctx := ctxT(t, 30*time.Second)
+		b, err := sqllock.New(srv.open(t, dsn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.RaiseFloor(ctx, 500); err != nil {
+			t.Fatal(err)
+		}
+		s := openSession(t, b)
+		held := grantOne(t, s, "held") // a live holder, token 501
+		if held <= 500 {
+			t.Fatalf("token %d after RaiseFloor(500)", held)
+		}
+		// The token source is lost (a DBA's clean-up, a partial restore).
+		lose := `DROP SEQUENCE fencedsql_locks_token_seq`
+		if srv.dialect == sqllock.MySQL {
+			lose = "DELETE FROM fencedsql_locks_token"
+		}
+		if _, err := admin.ExecContext(ctx, lose); err != nil {
+			t.Fatal(err)
+		}
+		cerr := b.CheckTable(ctx)
+		wantSchemaErr(t, "CheckTable after the loss", cerr)
+		if !strings.Contains(cerr.Error(), "sqllock.CreateTable") || !strings.Contains(cerr.Error(), "raise the floor") {
+			t.Fatalf("CheckTable after the loss: %v; want the fix: CreateTable, then raise the floor", cerr)
+		}
+		if err := sqllock.CreateTable(ctx, admin, srv.dialect, ""); err != nil {
+			t.Fatal(err)
+		}
+		b2, err := sqllock.New(srv.open(t, dsn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b2.CheckTable(ctx); err != nil {
+			t.Fatalf("CheckTable after CreateTable: %v", err)
+		}
+		if last, err := b2.LastToken(ctx); err != nil || last != held {
+			t.Fatalf("LastToken after CreateTable = %d, %v; want %d, the highest token of the lease table", last, err, held)
+		}
+		if g := grantOne(t, openSession(t, b2), "other"); g <= held {
+			t.Fatalf("after the token source was lost and CreateTable re-created it, a grant got token %d, "+
+				"at or below token %d of a live holder in the same lease table", g, held)
+		}
+	})
+}

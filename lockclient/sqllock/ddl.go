@@ -17,7 +17,8 @@ import (
 //
 // Version 1 — PostgreSQL: the sequence <table>_token_seq (bigint, CACHE 1, NO CYCLE: one
 // counter for all keys and sessions) and the table. MySQL/MariaDB: the table, the
-// one-row counter table <table>_token, its row, and the procedure <table>_grant_v1.
+// one-row counter table <table>_token, its row (starting at the highest token of the
+// lease table, 0 for a new one), and the procedure <table>_grant_v1.
 //
 // Version 2 (the waiter queue) — both: the table <table>_waiters (one row per waiting
 // Acquire: ticket, key, waiter id, session id, owner, alive_until, gone) with indexes on
@@ -84,6 +85,13 @@ func DropDDL(d Dialect, table string) ([]string, error) {
 // if they do not exist yet; table "" means DefaultTable. It is safe to run at every
 // start, also from several processes at once. Run it before New's backend is used:
 // lockclient does not create tables by itself.
+//
+// A token source it creates next to an existing lease table (the PostgreSQL sequence or
+// the MySQL counter row was lost) starts at the highest token the lease table holds, so
+// no later grant gets a token at or below a holder's there. Tokens of grants released
+// since are not in the table: after such a loss raise the floor (Backend.RaiseFloor,
+// lockfloor -raise) above the highest token the guarded tables hold before the
+// application writes, as after a rebuilt lock service.
 func CreateTable(ctx context.Context, db *sql.DB, d Dialect, table string) error {
 	stmts, err := DDL(d, table)
 	if err != nil {
@@ -102,9 +110,24 @@ func CreateTable(ctx context.Context, db *sql.DB, d Dialect, table string) error
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, 0)", advisoryClass(tn))); err != nil {
 			return fmt.Errorf("sqllock: create table: %w", err)
 		}
+		seq := tn.with("_token_seq").quoted(Postgres)
+		var seqMissing bool
+		if err := tx.QueryRowContext(ctx, "SELECT to_regclass($1::text) IS NULL", seq).Scan(&seqMissing); err != nil {
+			return fmt.Errorf("sqllock: create table: %w", err)
+		}
 		for _, s := range stmts {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
 				return fmt.Errorf("sqllock: create table: %w", err)
+			}
+		}
+		if seqMissing {
+			// A token sequence created next to a lease table that holds grants (it was
+			// lost: dropped, not restored) starts above their tokens, not at 1. Grants
+			// cannot draw from it before this transaction commits.
+			q := fmt.Sprintf("SELECT setval(%s::regclass, m, true) FROM (SELECT max(token) AS m FROM %s) AS lease_tokens WHERE m > 0",
+				pgLiteral(seq), tn.quoted(Postgres))
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("sqllock: create table: start the token sequence above the lease table's tokens: %w", err)
 			}
 		}
 		if err := tx.Commit(); err != nil {

@@ -23,7 +23,9 @@ func myDDL(tn tableName) []string {
 			"    id TINYINT NOT NULL PRIMARY KEY,\n"+
 			"    v  BIGINT  NOT NULL COMMENT 'last fencing token issued'\n"+
 			") ENGINE=InnoDB", c),
-		fmt.Sprintf("INSERT IGNORE INTO %s (id, v) VALUES (1, 0)", c),
+		// The counter row starts at the highest token of the lease table: 0 for a new
+		// table, above its holders' tokens when the row was lost.
+		fmt.Sprintf("INSERT IGNORE INTO %s (id, v) SELECT 1, COALESCE(MAX(token), 0) FROM %s", c, t),
 		// One round trip, one short transaction at the server. The counter row lock
 		// serialises grants, so tokens follow commit order; renew and release never
 		// take it, and grants take it first, so there is no lock-order cycle.

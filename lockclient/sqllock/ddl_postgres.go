@@ -9,11 +9,34 @@ import (
 // PostgreSQL's lease table, token sequence and functions: schema version 1 (pgDDL)
 // and the waiter queue of version 2 (pgDDLv2).
 
-// advisoryClass is the first key of the PostgreSQL advisory locks the backend takes
-// (the two-int form, which never collides with the one-bigint form applications use).
+// The backend's PostgreSQL advisory locks use the two-int form, which never collides
+// with the one-bigint form applications use. Grants, RaiseFloor and LastToken are
+// serialised by the table-wide lock (tableClass, 1); they first take (advisoryClass, 1),
+// the lock earlier releases took alone, so that their clients stay serialised with this
+// one during a rolling upgrade. CreateTable serialises on (advisoryClass, 0).
+
+// advisoryClass is the class derived from the table's name as spelled: two spellings
+// of one table ("t", "public.t") give two classes, so it orders nothing between them.
 func advisoryClass(tn tableName) int32 {
 	return int32(crc32.ChecksumIEEE([]byte("fencedsql.sqllock:" + tn.String())))
 }
+
+// tableClassSalt is mixed into the table's OID by tableClass, so that the class is not
+// a small number another user of two-int advisory locks may have picked.
+var tableClassSalt = int32(crc32.ChecksumIEEE([]byte("fencedsql.sqllock.table")))
+
+// tableClass returns the SQL expression of the class of the grants' table-wide advisory
+// lock, for name, an SQL expression of type text that names the lease table: the OID of
+// the table the name resolves to when the expression runs (by the session's
+// search_path for an unqualified name), XOR tableClassSalt. Every spelling of one table
+// therefore takes the same lock. It fails with undefined_table (42P01) when name resolves
+// to no table.
+func tableClass(name string) string {
+	return fmt.Sprintf("(%s::text::regclass::oid::int4 # (%d))", name, tableClassSalt)
+}
+
+// pgLiteral quotes s as a PostgreSQL string literal.
+func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func pgDDL(tn tableName) []string {
 	return []string{
@@ -33,8 +56,9 @@ func pgDDL(tn tableName) []string {
 //
 // Every routine reads with a fresh snapshot per statement (PL/pgSQL, READ COMMITTED), so
 // a statement that waited for a lock sees what the lock holder committed. The locks:
-//   - grants take the table-wide advisory lock (class, 1) before drawing a token, as in
-//     version 1, and hold it to commit: tokens follow grant order across keys;
+//   - grants take the table-wide advisory lock (tableClass, 1), after (advisoryClass, 1),
+//     before drawing a token, as in version 1, and hold it to commit: tokens follow
+//     grant order across keys, whatever the spelling of the table's name;
 //   - lock order: the request's waiter row, then the key's lease row, then the advisory
 //     lock. A grant (and abandon) waits for the row locks before it takes the advisory
 //     lock, never while holding it: a row lock held on one key (a slow renewal or
@@ -59,6 +83,7 @@ func pgDDLv2(tn tableName) []string {
 	wseqLit := strings.ReplaceAll(wseq, "'", "''")
 	wake := tn.with("_wake_v2").quoted(Postgres)
 	class := advisoryClass(tn)
+	tclass := tableClass(pgLiteral(t))
 	return []string{
 		fmt.Sprintf(`CREATE SEQUENCE IF NOT EXISTS %s AS bigint MINVALUE 1 START WITH 1 CACHE 1 NO CYCLE`, wseq),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
@@ -162,6 +187,7 @@ BEGIN
     v_locked := FOUND;
     -- Grant, serialised with every other grant of the table (tokens in grant order).
     PERFORM pg_advisory_xact_lock(%[5]d, 1);
+    PERFORM pg_advisory_xact_lock(%[7]s, 1);
     IF NOT v_locked THEN
         -- The key had no row: one that a grant inserted since must not be waited for
         -- here (lock_not_available, 55P03: nothing happened, the client calls again).
@@ -201,7 +227,7 @@ BEGIN
         SELECT g.ticket FROM %[2]s g WHERE g.alive_until < clock_timestamp()
          ORDER BY g.alive_until LIMIT 8 FOR UPDATE SKIP LOCKED);
 END
-$fn$`, tn.with("_grant_v2").quoted(Postgres), w, t, wake, class, tseq),
+$fn$`, tn.with("_grant_v2").quoted(Postgres), w, t, wake, class, tseq, tclass),
 		// release: delete the grant (key, request, token); wake the first waiter.
 		fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s(p_key text, p_waiter text, p_token bigint,
     OUT o_found boolean, OUT o_live boolean)
@@ -246,6 +272,7 @@ BEGIN
     PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter FOR UPDATE;
     v_locked := FOUND;
     PERFORM pg_advisory_xact_lock(%[4]d, 1);
+    PERFORM pg_advisory_xact_lock(%[6]s, 1);
     IF NOT v_locked THEN
         PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter FOR UPDATE NOWAIT;
     END IF;
@@ -256,6 +283,6 @@ BEGIN
     END IF;
     RETURN v_n;
 END
-$fn$`, tn.with("_abandon_v2").quoted(Postgres), w, t, class, wake),
+$fn$`, tn.with("_abandon_v2").quoted(Postgres), w, t, class, wake, tclass),
 	}
 }

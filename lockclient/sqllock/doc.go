@@ -72,8 +72,12 @@
 // never ErrUnavailable, so it is not retried until the deadline, and it is counted in
 // lockclient's metrics with lock.outcome "invalid_config", not "unavailable" — whose text
 // names the table and the fix (sqllock.CreateTable, or sqllock.DDL for migrations). The
-// same holds for any other object of the lease table that is missing (say, a dropped
-// token sequence). Nothing is cached: once the table exists, the next call works.
+// same holds for any other object of the lease table that is missing, and for a MySQL
+// token counter without its row. A lost token source (a dropped sequence, a deleted
+// counter row) is re-created by CreateTable at the highest token the lease table holds,
+// not at 1; the error's text says so, and that the floor must then be raised above the
+// highest token the guarded tables hold (tokens of grants released since are not in the
+// lease table). Nothing is cached: once the table exists, the next call works.
 // [Backend.CheckTable] reads the catalog to find a missing or old table at start-up,
 // before the first Acquire. Invalid options of New are errors wrapping
 // lockclient.ErrInvalidConfig too.
@@ -85,7 +89,8 @@
 // larger token, two grants of the same key are ordered like their tokens, and so are two
 // grants of different keys. A waiter's token is drawn when it is granted, not when it
 // joins the queue (its ticket only orders the queue). On PostgreSQL every grant takes
-// one transaction-scoped advisory lock for the whole table, so that drawing the
+// one transaction-scoped advisory lock for the whole table — derived from the table's
+// OID, so every spelling of its name ("t", "public.t") takes the same one — so that drawing the
 // sequence value, inserting (or taking over) the row and committing happen in one
 // critical section shared by all grants: no grant draws its token before an earlier one
 // has committed. On MySQL the counter row lock serialises all grants the same way. The

@@ -101,7 +101,7 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.dialect == MySQL {
 		err = b.scanRow(ctx, b.q.lastToken, nil, &last)
 		if errors.Is(err, sql.ErrNoRows) {
-			return 0, b.schemaError("the row of the token counter "+b.table.with("_token").String(), nil)
+			return 0, b.schemaError(b.counterRowMissing(), nil)
 		}
 		if err != nil {
 			return 0, b.fail("last-token", "", err)
@@ -120,7 +120,9 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 }
 
 // inGrantLock runs f in a PostgreSQL transaction that holds the table-wide advisory
-// lock the grants take.
+// locks the grants take, in their order: the one of the name as spelled (earlier
+// releases), then the table's own (tableClass), which every spelling of the table that
+// grants, raises or reads the floor shares.
 func (b *Backend) inGrantLock(ctx context.Context, op string, f func(tx *sql.Tx) error) error {
 	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -128,6 +130,9 @@ func (b *Backend) inGrantLock(ctx context.Context, op string, f func(tx *sql.Tx)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, 1)", advisoryClass(b.table)); err != nil {
+		return b.fail(op, "", err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock("+tableClass("$1")+", 1)", b.table.quoted(Postgres)); err != nil {
 		return b.fail(op, "", err)
 	}
 	if err := f(tx); err != nil {

@@ -255,3 +255,76 @@ func TestMinTokenAfterRecreate(t *testing.T) {
 		}
 	})
 }
+
+// On PostgreSQL a raise through another spelling of the same table ("public.fencedsql_locks"
+// for the application's "fencedsql_locks", as lockfloor -table or a schema-qualified
+// WithTable gives) is serialised with the grants: the table-wide advisory lock derives
+// from the table the name resolves to, not from the spelling. A grant that has drawn its
+// token and not yet committed (a slow BEFORE trigger stands for commit latency) is waited
+// for: RaiseFloor returns only after it committed, so every token issued after the raise
+// returns is above its minimum (lockclient.FloorRaiser).
+func TestRaiseFloorSerialisedAcrossTableSpellings(t *testing.T) {
+	srv := servers[0]
+	if srv.dialect != sqllock.Postgres {
+		t.Fatal("servers[0] is not PostgreSQL")
+	}
+	dsn, admin := srv.fresh(t, "") // CreateTable(…, "") = "fencedsql_locks"
+	ctx := ctxT(t, 30*time.Second)
+	for _, q := range []string{
+		`CREATE FUNCTION slow_grant() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.owner = 'slow' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER slow_grant BEFORE INSERT OR UPDATE ON fencedsql_locks FOR EACH ROW EXECUTE FUNCTION slow_grant()`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app, err := sqllock.New(srv.open(t, dsn)) // the application: default name
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := sqllock.New(srv.open(t, dsn), sqllock.WithTable("public.fencedsql_locks")) // the operator's raise
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.LastToken(ctx); err != nil { // the same table: it answers
+		t.Fatal(err)
+	}
+	s, err := app.Open(ctx, "slow", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	type res struct {
+		g   lockclient.Grant
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		g, err := s.TryAcquire(ctx, "a")
+		done <- res{g, err}
+	}()
+	time.Sleep(400 * time.Millisecond) // the grant has drawn its token and sits in the trigger
+	const min = 1000
+	if err := ops.RaiseFloor(ctx, min); err != nil {
+		t.Fatal(err)
+	}
+	var committed int
+	if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM fencedsql_locks WHERE lock_key = 'a'`).Scan(&committed); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if committed == 0 {
+		t.Fatalf("RaiseFloor(%d) through \"public.fencedsql_locks\" returned while a grant of the same table was uncommitted; "+
+			"that grant then took effect with token %d", min, r.g.Token)
+	}
+	if r.g.Token > min {
+		t.Fatalf("the grant drawn before the raise got token %d, above the floor %d: the raise went first", r.g.Token, min)
+	}
+	if g := grantOne(t, s, "b"); g <= min {
+		t.Fatalf("token %d after RaiseFloor(%d)", g, min)
+	}
+}

@@ -23,15 +23,17 @@ import (
 var ErrSchema = errors.New("sqllock: lease table missing or incomplete")
 
 // SchemaError reports a lease table that does not exist or lacks objects that DDL
-// creates, or whose token sequence would not keep tokens in grant order (Unsafe). It
-// wraps ErrSchema, lockclient.ErrInvalidConfig and the database's error, if any. Its text names the table and the fix: sqllock.CreateTable, or sqllock.DDL for
-// migrations.
+// creates (or, on MySQL, the row of its token counter), or whose token sequence would not
+// keep tokens in grant order (Unsafe). It wraps ErrSchema, lockclient.ErrInvalidConfig
+// and the database's error, if any. Its text names the table and the fix:
+// sqllock.CreateTable, or sqllock.DDL for migrations; for a lost token source also that
+// the floor must be raised after CreateTable re-created it.
 type SchemaError struct {
 	Table   string  // the lease table, as given to WithTable
 	Dialect Dialect // the backend's dialect
 	// Missing says what does not exist: "the lease table", or the objects of a schema
-	// version ("the waiter queue (schema version 2): ..."), or "an object of the lease
-	// table" when only the database's error says which.
+	// version ("the waiter queue (schema version 2): ..."), or "the row of the token
+	// counter ..." (MySQL), or "an object" when only the database's error says which.
 	Missing string
 	// Outdated is true when only the objects of schema version 2 are missing: the table
 	// was created by an earlier release. Acquire still works then (without a queue, see
@@ -71,9 +73,35 @@ func (e *SchemaError) Error() string {
 	if e.Err != nil {
 		fmt.Fprintf(&b, " (%v)", e.Err)
 	}
+	if e.tokenSourceLost() {
+		fmt.Fprintf(&b, "; the lease table's token source was lost: create it again with sqllock.CreateTable(ctx, db, sqllock.%s, %q), "+
+			"which starts it at the highest token the lease table holds, then, before the application writes, raise the floor "+
+			"(Backend.RaiseFloor, lockfloor -raise) above the highest token the guarded tables hold (fencedsql-schema -max-token): "+
+			"tokens of grants released since the loss are not in the lease table",
+			dialectIdent(e.Dialect), e.Table)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "; %s with sqllock.CreateTable(ctx, db, sqllock.%s, %q) before the first Acquire, or apply the statements of sqllock.DDL in your migrations",
 		verb, dialectIdent(e.Dialect), e.Table)
 	return b.String()
+}
+
+// tokenSourceLost reports whether what is missing, by Missing or the database's error,
+// is the token source of an existing lease table: the PostgreSQL sequence
+// <table>_token_seq, or the MySQL counter table <table>_token or its row.
+func (e *SchemaError) tokenSourceLost() bool {
+	if e.Missing == "the lease table" {
+		return false
+	}
+	tn, err := parseTable(e.Table)
+	if err != nil {
+		return false
+	}
+	name := tn.name + "_token_seq"
+	if e.Dialect == MySQL {
+		name = tn.name + "_token"
+	}
+	return strings.Contains(e.Missing, name) || e.Err != nil && strings.Contains(e.Err.Error(), name)
 }
 
 // Unwrap returns ErrSchema, lockclient.ErrInvalidConfig and the database's error.
@@ -143,7 +171,8 @@ func (b *Backend) probeTable(ctx context.Context) error {
 // fewer than a million values left before its MAXVALUE, or when the sequence or the
 // lease table is UNLOGGED or temporary, or a MySQL/MariaDB lease, counter or waiter table
 // is not InnoDB (tokens and holders lost at a crash restart or failover) — the first
-// grant of a Backend (and on PostgreSQL its floor operations) refuses these too; or an
+// grant of a Backend (and on PostgreSQL its floor operations) refuses these too; a
+// *SchemaError when the MySQL token counter has no row; or an
 // error wrapping lockclient.ErrUnavailable when the database could not answer. It reads the catalog:
 // PostgreSQL to_regclass/to_regproc (by the session's search_path for an unqualified
 // table), MySQL information_schema (in the current database for an unqualified table).
@@ -175,6 +204,16 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		b.seqChecked.Store(true)
 		if b.dialect != MySQL {
 			return nil
+		}
+		// The counter row, without which every grant fails.
+		var v int64
+		switch err := b.db.QueryRowContext(ctx, "SELECT v FROM "+b.table.with("_token").quoted(MySQL)+" WHERE id = 1").Scan(&v); {
+		case errors.Is(err, sql.ErrNoRows):
+			return b.schemaError(b.counterRowMissing(), nil)
+		case missingObject(err):
+			return b.schemaError("objects table "+b.table.with("_token").String(), err)
+		case err != nil:
+			return unavailable("check table", "", err)
 		}
 		current, err := myGrantCurrent(ctx, b.db, b.table)
 		switch {

@@ -58,7 +58,7 @@ func buildQueries(d Dialect, tn tableName) queries {
 	seq := strings.ReplaceAll(tn.with("_token_seq").quoted(Postgres), "'", "''")
 	return queries{
 		// The advisory lock (held to the end of this one-statement transaction, one lock
-		// for the whole table) makes "draw the token, then insert or take over the row,
+		// for the whole table, whatever its name's spelling: tableClass) makes "draw the token, then insert or take over the row,
 		// then commit" one critical section for all grants, so tokens follow the order in
 		// which grants take effect, across keys too: a grant that waits for the key's row
 		// lock (a concurrent renewal or release) does so before any later grant draws its
@@ -66,12 +66,13 @@ func buildQueries(d Dialect, tn tableName) queries {
 		// before the select list draws nextval.
 		grant: fmt.Sprintf(`INSERT INTO %[1]s AS l (lock_key, owner, session_id, token, expires_at)
 SELECT $1::text, $2::text, $3::text, nextval('%[2]s'), clock_timestamp() + $4::bigint * interval '1 microsecond'
-  FROM (SELECT pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS serialise_grants
+  FROM (SELECT pg_advisory_xact_lock(%[4]s, 1)
+          FROM (SELECT pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS earlier_releases OFFSET 0) AS serialise_grants
 ON CONFLICT (lock_key) DO UPDATE
    SET owner = excluded.owner, session_id = excluded.session_id, token = excluded.token,
        expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
  WHERE l.expires_at <= clock_timestamp()
-RETURNING l.token`, t, seq, advisoryClass(tn)),
+RETURNING l.token`, t, seq, advisoryClass(tn), tableClass(pgLiteral(t))),
 		renew: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
  WHERE lock_key = $1 AND session_id = $2 AND token = $3 AND expires_at > clock_timestamp()`, t),
 		release: fmt.Sprintf(`WITH d AS (

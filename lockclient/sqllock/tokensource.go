@@ -157,12 +157,13 @@ func (b *Backend) tokenSeqChecked(ctx context.Context, op, key string) error {
 	return unavailable(op, key, err)
 }
 
-// exhausted returns the *SchemaError for err when it says that the token source can
-// hand out no more values — PostgreSQL sequence_generator_limit_exceeded (SQLSTATE
-// 2200H: nextval past the sequence's MAXVALUE), MySQL ER_DATA_OUT_OF_RANGE (1690: the
-// grant procedure's increment of the BIGINT counter overflowed) — and nil otherwise.
-// No retry passes then: only an operator's change of the token source does.
-func (b *Backend) exhausted(err error) *SchemaError {
+// tokenSourceError returns the *SchemaError for err when it says that the token source
+// cannot hand out a value: it is exhausted — PostgreSQL sequence_generator_limit_exceeded
+// (SQLSTATE 2200H: nextval past the sequence's MAXVALUE), MySQL ER_DATA_OUT_OF_RANGE
+// (1690: the grant procedure's increment of the BIGINT counter overflowed) — or, on
+// MySQL, the counter row is missing (the grant procedures' SIGNAL, error 1644); nil
+// otherwise. No retry passes then: only an operator's change of the token source does.
+func (b *Backend) tokenSourceError(err error) *SchemaError {
 	var fix string
 	switch {
 	case err == nil:
@@ -174,6 +175,8 @@ func (b *Backend) exhausted(err error) *SchemaError {
 		seq := b.table.with("_token_seq")
 		fix = fmt.Sprintf("token sequence %s reached its MAXVALUE, so every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
 			seq.String(), seq.quoted(Postgres))
+	case isMySQLErr(err, 1644) && strings.Contains(err.Error(), counterRowMissingSignal):
+		return b.schemaError(b.counterRowMissing(), err)
 	default:
 		if !isMySQLErr(err, 1690) {
 			return nil
@@ -186,10 +189,20 @@ func (b *Backend) exhausted(err error) *SchemaError {
 	return e
 }
 
+// counterRowMissingSignal is the message of the MySQL grant procedures' SIGNAL when the
+// row of the token counter does not exist.
+const counterRowMissingSignal = "the token counter row is missing"
+
+// counterRowMissing is SchemaError.Missing for a MySQL token counter without its row.
+func (b *Backend) counterRowMissing() string {
+	return "the row of the token counter " + b.table.with("_token").String()
+}
+
 // grantFailed is the error of a grant statement that failed with err: a *SchemaError
-// when the token source is exhausted (exhausted), otherwise unavailable(op, key, err).
+// when the token source cannot hand out a value (tokenSourceError), otherwise
+// unavailable(op, key, err).
 func (b *Backend) grantFailed(op, key string, err error) error {
-	if e := b.exhausted(err); e != nil {
+	if e := b.tokenSourceError(err); e != nil {
 		return e
 	}
 	return unavailable(op, key, err)

@@ -1,7 +1,9 @@
 package sqllock_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +137,42 @@ func TestTokenSourceExhaustedIsSchemaError(t *testing.T) {
 			t.Errorf("Acquire took %v: it retried", d)
 		}
 	})
+}
+
+// On MySQL/MariaDB a token counter without its row (id = 1 of <table>_token) is a
+// configuration error: CheckTable and every grant return a *SchemaError (ErrSchema,
+// lockclient.ErrInvalidConfig) naming the row, and Acquire returns it at once instead of
+// retrying it as ErrUnavailable until its deadline.
+func TestMySQLMissingCounterRowIsSchemaError(t *testing.T) {
+	for _, srv := range servers {
+		if srv.dialect != sqllock.MySQL {
+			continue
+		}
+		dsn, admin := srv.fresh(t, "")
+		ctx := ctxT(t, 30*time.Second)
+		b, err := sqllock.New(srv.open(t, dsn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.ExecContext(ctx, "DELETE FROM fencedsql_locks_token"); err != nil {
+			t.Fatal(err)
+		}
+		cerr := b.CheckTable(ctx)
+		wantSchemaErr(t, "CheckTable", cerr)
+		if !strings.Contains(cerr.Error(), "the row of the token counter") {
+			t.Fatalf("CheckTable = %v, want the missing counter row named", cerr)
+		}
+		_, terr := openSession(t, b).TryAcquire(ctx, "k")
+		wantSchemaErr(t, "TryAcquire", terr)
+		c := lockclient.New(b, lockclient.WithTTL(5*time.Second))
+		defer c.Close(context.Background())
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, aerr := c.Acquire(actx, "k")
+		wantSchemaErr(t, "Acquire", aerr)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("Acquire took %v to fail: retried", d)
+		}
+	}
 }
