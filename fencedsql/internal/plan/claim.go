@@ -100,8 +100,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			}
 		}
 	}
+	sel, _ := p.selectList(p.start+1, from)
 	if c, ok := clauses["ORDER"]; ok && (hasClause(clauses, "LIMIT") || hasClause(clauses, "OFFSET")) {
-		if why := p.orderByOutput([2]int{p.start + 1, from}, c); why != "" {
+		if why := p.orderByOutput([2]int{sel, from}, c); why != "" {
 			return p.claimRefused(g.String(), "a locking SELECT that %s", why)
 		}
 	}
@@ -210,6 +211,28 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		return p.claimRefused(g.String(), "%s", OffsetTwoStatements)
 	}
 	return main, nil
+}
+
+// selectModifiers are the words MySQL/MariaDB take between SELECT and its select list.
+// PostgreSQL takes ALL and DISTINCT there; a DISTINCT read is refused (collapsingSelect).
+var selectModifiers = []string{"ALL", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "STRAIGHT_JOIN",
+	"SQL_SMALL_RESULT", "SQL_BIG_RESULT", "SQL_BUFFER_RESULT", "SQL_CACHE", "SQL_NO_CACHE", "SQL_CALC_FOUND_ROWS"}
+
+// selectList returns the sig index of the first item of the select list that starts at
+// sig[from] (before to, the FROM), after the select modifiers (MySQL/MariaDB's
+// selectModifiers, which the server reads as modifiers there even where a column of
+// that name exists; PostgreSQL's ALL), and whether they hold SQL_CALC_FOUND_ROWS.
+func (p *parser) selectList(from, to int) (first int, calcFound bool) {
+	for first = from; first < to; first++ {
+		switch {
+		case p.rw.numbered && p.kw(first, "ALL"):
+		case !p.rw.numbered && p.kwIn(first, selectModifiers...):
+			calcFound = calcFound || p.kw(first, "SQL_CALC_FOUND_ROWS")
+		default:
+			return first, calcFound
+		}
+	}
+	return first, calcFound
 }
 
 // OffsetTwoStatements is why a locking read with an OFFSET cannot be claimed in two

@@ -88,6 +88,18 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `SELECT id, balance b FROM accounts ORDER BY b NULLS FIRST, id OFFSET 2 FOR NO KEY UPDATE`},
 		{pgTest, `SELECT id, count(*) "N" FROM accounts ORDER BY "N" LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT id FROM accounts ORDER BY 1 DESC LIMIT 1 FOR UPDATE`},
+		// MySQL/MariaDB: a string-literal alias, an alias in another case or quoted,
+		// a string item named by its value, and an output name inside an expression.
+		{mysqlTest, `SELECT balance AS "id" FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance "ID" FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'i\d' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, "SELECT balance AS `ID` FROM accounts ORDER BY id LIMIT 1 FOR UPDATE"},
+		{mysqlTest, `SELECT balance, 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY x + 0 LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY (SELECT x) LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT ALL balance id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
 	}
 	for _, c := range refused {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
@@ -106,6 +118,14 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `SELECT id, balance FROM accounts ORDER BY balance + 1, id LIMIT 1 FOR UPDATE`},
 		{pgTest, `SELECT id FROM accounts ORDER BY 1 FOR UPDATE`},
 		{mysqlTest, `SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// Select modifiers are not expressions with an alias.
+		{mysqlTest, `SELECT ALL id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT HIGH_PRIORITY STRAIGHT_JOIN SQL_SMALL_RESULT SQL_BIG_RESULT SQL_BUFFER_RESULT SQL_NO_CACHE id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT ALL id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// An operand, a qualified column, and a string alias of another value.
+		{mysqlTest, `SELECT id, balance = 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY accounts.x LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'id ' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil {
