@@ -60,6 +60,12 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if g == nil {
 		return p.pass(), nil
 	}
+	if why := p.selectOnlyClause(r.aliasEnd, lock); why != "" {
+		return p.claimRefused(g.String(), "a locking SELECT with %s, which the claim's UPDATE cannot take; lock the rows with a plain SELECT … FOR UPDATE", why)
+	}
+	if name := p.lockOfOther(lock, r); name != "" {
+		return p.claimRefused(g.String(), "%s OF %s, which is not the relation the SELECT reads (%s): lock the rows of the table in its FROM clause, named by its alias if it has one", p.lockText(lock), name, p.qualifier(r))
+	}
 	if why := p.collapsingSelect(p.start+1, from); why != "" {
 		return p.claimRefused(g.String(), "a locking SELECT whose select list has %s: its rows are not the rows it locks, so the wrapper cannot check that its claim read exactly the rows it stamped; lock the rows with SELECT <columns> … FOR UPDATE and aggregate in the application", why)
 	}
@@ -100,10 +106,22 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			}
 		}
 	}
-	sel, _ := p.selectList(p.start+1, from)
+	sel, calcFound := p.selectList(p.start+1, from)
 	if c, ok := clauses["ORDER"]; ok && (hasClause(clauses, "LIMIT") || hasClause(clauses, "OFFSET")) {
 		if why := p.orderByOutput([2]int{sel, from}, c); why != "" {
 			return p.claimRefused(g.String(), "a locking SELECT that %s", why)
+		}
+	}
+	if !p.rw.numbered && hasClause(clauses, "LIMIT") {
+		// The claim's read is the caller's SELECT restricted to the rows its UPDATE
+		// stamped, the LIMIT's: what MariaDB computes over every row the WHERE selects,
+		// before the LIMIT, would be computed over those alone. (PostgreSQL refuses a
+		// window function in a locking read itself.)
+		if calcFound {
+			return p.claimRefused(g.String(), "a locking SELECT SQL_CALC_FOUND_ROWS with a LIMIT: the claim reads only the rows it stamped, so FOUND_ROWS() would count those, not the rows the statement selects; count them with a separate SELECT COUNT(*)")
+		}
+		if at := p.windowCall(sel, from); at >= 0 {
+			return p.claimRefused(g.String(), "a locking SELECT with a LIMIT whose select list calls a window function (… OVER): the claim reads only the rows it stamped, so the window would be computed over those, not over the rows the statement selects; compute it in a separate SELECT")
 		}
 	}
 	nUser, err := p.checkParams(g)
@@ -233,6 +251,80 @@ func (p *parser) selectList(from, to int) (first int, calcFound bool) {
 		}
 	}
 	return first, calcFound
+}
+
+// windowCall returns the sig index of the first window call (a ')' followed by OVER, at
+// any depth) in sig[from:to], or -1.
+func (p *parser) windowCall(from, to int) int {
+	for k := from + 1; k < to; k++ {
+		if p.kw(k, "OVER") && p.punct(k-1, ")") {
+			return k
+		}
+	}
+	return -1
+}
+
+// selectOnlyClause names a top-level clause in sig[from:to] (the clauses after a locking
+// read's table, before its locking clause) that a SELECT takes and the claim's UPDATE,
+// which copies the read's WHERE, ORDER BY and LIMIT, cannot: GROUP BY, HAVING (MariaDB
+// takes it without GROUP BY), a WINDOW clause, a set operation, MariaDB's LIMIT … ROWS
+// EXAMINED and MySQL's PROCEDURE; or returns "".
+func (p *parser) selectOnlyClause(from, to int) string {
+	depth := 0
+	for k := from; k < to && k < len(p.sig); k++ {
+		switch {
+		case p.punct(k, "("):
+			depth++
+		case p.punct(k, ")"):
+			depth--
+		case depth != 0:
+		case p.kw(k, "GROUP") && p.kw(k+1, "BY"):
+			return "GROUP BY"
+		case p.kw(k, "HAVING"):
+			return "HAVING"
+		case p.kw(k, "WINDOW") && (p.rw.numbered || p.isIdent(k+1) && p.kw(k+2, "AS")):
+			return "a WINDOW clause"
+		case p.kwIn(k, "UNION", "INTERSECT", "EXCEPT"):
+			return strings.ToUpper(p.text(p.sig[k]))
+		case !p.rw.numbered && p.kw(k, "ROWS") && p.kw(k+1, "EXAMINED"):
+			return "LIMIT … ROWS EXAMINED"
+		case !p.rw.numbered && p.kw(k, "PROCEDURE"):
+			return "PROCEDURE"
+		}
+	}
+	return ""
+}
+
+// lockOfOther returns a name the OF list of the locking clause at sig[lock] holds that
+// is not the relation the read's single table r is named by in the statement (its
+// alias, else its name), as written, or "". The server refuses such a list (PostgreSQL:
+// the relation is not in the FROM clause); the claim, which locks r's rows, would not.
+func (p *parser) lockOfOther(lock int, r tableRef) string {
+	at := lock + p.lockLen(lock)
+	if !p.kw(at, "OF") {
+		return ""
+	}
+	q := r.end - 1
+	if r.alias != "" {
+		q = r.aliasEnd - 1
+	}
+	want := p.foldedAt(q)
+	for k := at + 1; k < len(p.sig); k += 2 {
+		if !p.isIdent(k) || p.punct(k+1, ".") || want == "" || p.foldedAt(k) != want {
+			end := k
+			for end < len(p.sig) && !p.punct(end, ",") && !p.kwIn(end, "NOWAIT", "SKIP", "WAIT") && !p.punct(end, ";") && p.lockLen(end) == 0 {
+				end++
+			}
+			if end == k {
+				return "(nothing)"
+			}
+			return p.src[p.sig[k].Start:p.sig[end-1].End]
+		}
+		if !p.punct(k+1, ",") {
+			return ""
+		}
+	}
+	return ""
 }
 
 // OffsetTwoStatements is why a locking read with an OFFSET cannot be claimed in two

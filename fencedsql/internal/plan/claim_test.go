@@ -100,6 +100,25 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY x + 0 LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY (SELECT x) LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT ALL balance id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// What the claim's read, restricted to the rows stamped, would compute over
+		// those alone (MySQL/MariaDB, with a LIMIT).
+		{mysqlTest, `SELECT id, COUNT(*) OVER () FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT SQL_CALC_FOUND_ROWS id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// Clauses a SELECT takes and the claim's UPDATE does not.
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 LIMIT 1 ROWS EXAMINED 10 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 LIMIT ROWS EXAMINED 10 LOCK IN SHARE MODE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 WINDOW w AS () FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 HAVING id = 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 GROUP BY id FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 UNION SELECT 1 FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 WINDOW w AS () FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 WINDOW w AS () ORDER BY id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 GROUP BY id FOR UPDATE`},
+		// An OF list naming another relation than the read's table (by its alias).
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 FOR UPDATE OF other`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 ORDER BY id LIMIT 1 FOR UPDATE OF nosuch`},
+		{pgTest, `SELECT id FROM accounts a WHERE id = 1 FOR UPDATE OF accounts`},
+		{pgTest, `SELECT id FROM accounts a WHERE id = 1 FOR UPDATE OF a, b NOWAIT`},
 	}
 	for _, c := range refused {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
@@ -122,10 +141,16 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{mysqlTest, `SELECT ALL id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT HIGH_PRIORITY STRAIGHT_JOIN SQL_SMALL_RESULT SQL_BIG_RESULT SQL_BUFFER_RESULT SQL_NO_CACHE id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
 		{pgTest, `SELECT ALL id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
-		// An operand, a qualified column, and a string alias of another value.
+		// An operand, a qualified column, a string alias of another value, and what is
+		// computed over the same rows without a LIMIT.
 		{mysqlTest, `SELECT id, balance = 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY accounts.x LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT balance AS 'id ' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id, COUNT(*) OVER () FROM accounts WHERE id > 0 FOR UPDATE`},
+		{mysqlTest, `SELECT SQL_CALC_FOUND_ROWS id FROM accounts WHERE id > 0 FOR UPDATE`},
+		// FOR UPDATE OF the read's table, by its alias or its name.
+		{pgTest, `SELECT id FROM accounts a WHERE id = 1 FOR UPDATE OF a NOWAIT`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 FOR UPDATE OF accounts`},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil {
