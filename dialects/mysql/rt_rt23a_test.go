@@ -385,3 +385,52 @@ func TestRTrt23aClaimSelectModifierReadAsAlias(t *testing.T) {
 		})
 	}
 }
+
+// TestRTrt23aClaimOrderByOutputNameWithoutLimit: a locking read ordered by a select-list
+// output name without a LIMIT (`SELECT balance AS x … ORDER BY x FOR UPDATE`, `ORDER BY
+// x + 0`, a string-literal alias) picks its rows by its WHERE alone. The claim's
+// fencing UPDATE leaves that ORDER BY out (it failed with a raw `Error 1054 Unknown
+// column 'x'`); the rows come back in the statement's order, each stamped.
+func TestRTrt23aClaimOrderByOutputNameWithoutLimit(t *testing.T) {
+	dsn := testdb.MySQL(t)
+	testdb.Open(t, "mysql", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+		`INSERT INTO accounts VALUES (1, 20, 3, 1), (2, 10, 3, 1)`)
+	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	ctx := fencedsql.WithToken(context.Background(), 8)
+	for _, q := range []string{
+		`SELECT balance AS x FROM accounts WHERE id IN (1, 2) ORDER BY x FOR UPDATE`,
+		`SELECT balance AS x FROM accounts WHERE id IN (1, 2) ORDER BY x + 0 FOR UPDATE`,
+		`SELECT balance AS 'x' FROM accounts WHERE id IN (1, 2) ORDER BY x FOR UPDATE`,
+	} {
+		t.Run(q, func(t *testing.T) {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			rows, err := tx.QueryContext(ctx, q)
+			if err != nil {
+				t.Fatalf("claim: %v", err)
+			}
+			var got []int64
+			for rows.Next() {
+				var v int64
+				if err := rows.Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, v)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatalf("claim: %v", err)
+			}
+			rows.Close()
+			if len(got) != 2 || got[0] != 10 || got[1] != 20 {
+				t.Errorf("claim returned %v, want [10 20]", got)
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM accounts WHERE fence_token = 8`).Scan(&n); err != nil || n != 2 {
+				t.Errorf("rows stamped: %d (err %v), want 2", n, err)
+			}
+		})
+	}
+}

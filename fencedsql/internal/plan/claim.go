@@ -112,6 +112,19 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			return p.claimRefused(g.String(), "a locking SELECT that %s", why)
 		}
 	}
+	// selection: the clauses that select the claim's rows. Without a LIMIT or OFFSET
+	// an ORDER BY picks no row, only an order: one the claim's selection cannot read
+	// (an output name or a select-list position, which the server refused or read as
+	// a column) is left out of it, and kept by the read.
+	selection := clauses
+	if c, ok := clauses["ORDER"]; ok && !hasClause(clauses, "LIMIT") && !hasClause(clauses, "OFFSET") && p.orderByOutput([2]int{sel, from}, c) != "" {
+		selection = map[string][2]int{}
+		for kw, c := range clauses {
+			if kw != "ORDER" {
+				selection[kw] = c
+			}
+		}
+	}
 	if !p.rw.numbered && hasClause(clauses, "LIMIT") {
 		// The claim's read is the caller's SELECT restricted to the rows its UPDATE
 		// stamped, the LIMIT's: what MariaDB computes over every row the WHERE selects,
@@ -130,7 +143,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	b := p.newBuilder(nUser)
 	b.compact = true
-	located := p.rw.numbered && locatorClaim(clauses, nowait)
+	located := p.rw.numbered && locatorClaim(selection, nowait)
 	if located && p.namesClaimQuery() {
 		return p.claimRefused(g.String(), "a locking SELECT with ORDER BY, LIMIT, OFFSET or NOWAIT that uses the name %s or %s, which its claim gives its own WITH queries", claimedName, lockedName)
 	}
@@ -144,18 +157,18 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	case located:
 		b.write("WITH ")
 	}
-	_, ordered := clauses["ORDER"]
+	_, ordered := selection["ORDER"]
 	_, limited := clauses["LIMIT"]
 	_, offset := clauses["OFFSET"]
 	switch {
 	case !ordered && !limited && !offset && !nowait:
-		p.claimUpdate(b, g, r, clauses, "WHERE")
+		p.claimUpdate(b, g, r, selection, "WHERE")
 	case located:
 		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
 		// same locking query locks (with the caller's NOWAIT), by their row locator
 		// (claimByLocator). Its outer SELECT returns a row per row stamped, counted by
 		// the command tag as an UPDATE's rows are.
-		p.claimLocated(b, g, r, clauses, nowait, "ctid")
+		p.claimLocated(b, g, r, selection, nowait, "ctid")
 		b.write(" SELECT FROM " + claimedName + " WHERE " + claimRecordCheck)
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
@@ -163,7 +176,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		if offset || p.limitHasOffset(clauses["LIMIT"]) {
 			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
 		}
-		p.claimUpdate(b, g, r, clauses, "WHERE", "ORDER", "LIMIT")
+		p.claimUpdate(b, g, r, selection, "WHERE", "ORDER", "LIMIT")
 	}
 	pre := b.finish(KindUpdate, g)
 	pre.ConflictChecked = located
@@ -191,12 +204,12 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if keyed {
 		kb := p.newBuilder(nUser)
 		kb.recording = true
-		p.claimUpdate(kb, g, r, clauses, "WHERE", "ORDER", "LIMIT")
+		p.claimUpdate(kb, g, r, selection, "WHERE", "ORDER", "LIMIT")
 		pre.Keyed = kb.finishKeyed(KindUpdate, g, p.qualifier(r))
 	}
 	plainLocated := p.rw.numbered && !located && !p.namesClaimQuery()
 	if plainLocated {
-		pre.Keyed = p.claimLocatedPlain(g, r, clauses, with, nUser)
+		pre.Keyed = p.claimLocatedPlain(g, r, selection, with, nUser)
 	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.KeyRequired = keyRequired
@@ -211,7 +224,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	// too (claimByLocator's two locator queries): it keeps a selection that may find
 	// other rows the second time to no form at all.
 	if p.rw.numbered && (twoStepErr == nil || !main.ClaimLocator) {
-		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: clauses, nowait: nowait, nUser: nUser})
+		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: selection, read: clauses, nowait: nowait, nUser: nUser})
 	}
 	if twoStepErr != nil && main.ClaimOne == nil {
 		return &Plan{Kind: KindClaim, SQL: p.src, NUser: -1, ClaimErr: twoStepErr}, nil

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -231,5 +232,37 @@ func TestClaimReads(t *testing.T) {
 	p, err = newTestRewriter(t, pgTest).Rewrite(`SELECT id, (SELECT 1) FROM accounts ORDER BY id LIMIT 1 OFFSET 1 FOR UPDATE`, false)
 	if err != nil || !isRefusal(p.ClaimErr) {
 		t.Errorf("OFFSET without the one-statement form: %+v, %v; want the claim refused", p, err)
+	}
+}
+
+// Without a LIMIT or OFFSET, an ORDER BY the claim's selection cannot read (an output
+// name, a position) picks no row: the claim's selection leaves it out, and the read
+// (and the one-statement claim's outer SELECT) keeps it.
+func TestClaimOrderByOutputWithoutLimit(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `SELECT balance AS x FROM accounts WHERE id > 0 ORDER BY x FOR UPDATE`},
+		{pgTest, `SELECT balance AS x FROM accounts WHERE id > 0 ORDER BY x FOR UPDATE NOWAIT`},
+		{mysqlTest, `SELECT balance AS x FROM accounts WHERE id > 0 ORDER BY x + 0 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'x' FROM accounts WHERE id > 0 ORDER BY x FOR UPDATE`},
+	} {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim", c.d.name, c.in, p, err)
+			continue
+		}
+		for _, q := range []*Plan{p.Pre, p.Pre.Keyed} {
+			if q != nil && strings.Contains(q.SQL, "ORDER BY") {
+				t.Errorf("%s: the claim of %q selects with its ORDER BY: %s", c.d.name, c.in, q.SQL)
+			}
+		}
+		if p.ClaimRead == nil || !strings.Contains(p.ClaimRead.SQL, "ORDER BY x") {
+			t.Errorf("%s: the read of %q lost its ORDER BY: %+v", c.d.name, c.in, p.ClaimRead)
+		}
+		if p.ClaimOne != nil && !strings.HasSuffix(p.ClaimOne.SQL, "ORDER BY x") {
+			t.Errorf("%s: the one-statement claim of %q lost its ORDER BY: %s", c.d.name, c.in, p.ClaimOne.SQL)
+		}
 	}
 }
