@@ -133,8 +133,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		if calcFound {
 			return p.claimRefused(g.String(), "a locking SELECT SQL_CALC_FOUND_ROWS with a LIMIT: the claim reads only the rows it stamped, so FOUND_ROWS() would count those, not the rows the statement selects; count them with a separate SELECT COUNT(*)")
 		}
-		if at := p.windowCall(sel, from); at >= 0 {
-			return p.claimRefused(g.String(), "a locking SELECT with a LIMIT whose select list calls a window function (… OVER): the claim reads only the rows it stamped, so the window would be computed over those, not over the rows the statement selects; compute it in a separate SELECT")
+		order, ordered := clauses["ORDER"]
+		if p.windowCall(sel, from) >= 0 || ordered && p.windowCall(order[0], order[1]) >= 0 {
+			return p.claimRefused(g.String(), "a locking SELECT with a LIMIT that calls a window function (… OVER): the claim reads only the rows it stamped, so the window would be computed over those, not over the rows the statement selects; compute it in a separate SELECT")
 		}
 	}
 	nUser, err := p.checkParams(g)

@@ -105,6 +105,7 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		// those alone (MySQL/MariaDB, with a LIMIT).
 		{mysqlTest, `SELECT id, COUNT(*) OVER () FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT SQL_CALC_FOUND_ROWS id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts ORDER BY ROW_NUMBER() OVER (ORDER BY balance) LIMIT 1 FOR UPDATE`},
 		// Clauses a SELECT takes and the claim's UPDATE does not.
 		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 LIMIT 1 ROWS EXAMINED 10 FOR UPDATE`},
 		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 LIMIT ROWS EXAMINED 10 LOCK IN SHARE MODE`},
