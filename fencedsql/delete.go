@@ -132,6 +132,14 @@ func (c *conn) oneStepQuery(ctx context.Context, r runner, one *plan.Plan, args 
 	return w, nil
 }
 
+// noRows are the rows of a statement that returns none (a DELETE without RETURNING
+// sent with Query): no columns, and no row.
+type noRows struct{}
+
+func (noRows) Columns() []string              { return nil }
+func (noRows) Close() error                   { return nil }
+func (noRows) Next(dest []driver.Value) error { return io.EOF }
+
 // counted is the result of a statement the wrapper ran as a read of the rows it
 // changed or locked (a DELETE … RETURNING, a claimed locking read sent with Exec): how
 // many rows, and no insert id (0, as MySQL reports for a DELETE; neither inserts).
@@ -157,13 +165,21 @@ func drain(rows driver.Rows) (int64, error) {
 	}
 }
 
-// queryDelete runs a fenced DELETE … RETURNING: as one statement where the table's
-// guard accepts it (oneStepQuery), in or outside a transaction; else in the caller's
-// transaction only, the fencing UPDATE, then the DELETE, whose rows are counted
-// against the rows stamped (they are the rows as the UPDATE stamped them). A
-// DELETE that fails after the UPDATE stamped rows leaves the transaction able only to
-// roll back (stampKept).
+// queryDelete runs a fenced DELETE sent with Query. One without RETURNING runs as
+// Exec runs it (execDelete: counted on the rows affected, in a transaction of the
+// wrapper's own outside the caller's), and answers with no rows and no columns. A
+// DELETE … RETURNING runs as one statement where the table's guard accepts it
+// (oneStepQuery), in or outside a transaction; else in the caller's transaction
+// only, the fencing UPDATE, then the DELETE, whose rows are counted against the rows
+// stamped (they are the rows as the UPDATE stamped them). A DELETE that fails after
+// the UPDATE stamped rows leaves the transaction able only to roll back (stampKept).
 func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Rows, error) {
+	if !p.Returns {
+		if _, err := c.execDelete(ctx, r, p, args, tok, ver, full); err != nil {
+			return nil, err
+		}
+		return noRows{}, nil
+	}
 	ok, err := c.deleteFenced(ctx, p)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,12 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if g == nil {
 		return p.pass(), nil
 	}
+	if why := p.selectOnlyClause(r.aliasEnd, lock); why != "" {
+		return p.claimRefused(g.String(), "a locking SELECT with %s, which the claim's UPDATE cannot take; lock the rows with a plain SELECT … FOR UPDATE", why)
+	}
+	if name := p.lockOfOther(lock, r); name != "" {
+		return p.claimRefused(g.String(), "%s OF %s, which is not the relation the SELECT reads (%s): lock the rows of the table in its FROM clause, named by its alias if it has one", p.lockText(lock), name, p.qualifier(r))
+	}
 	if why := p.collapsingSelect(p.start+1, from); why != "" {
 		return p.claimRefused(g.String(), "a locking SELECT whose select list has %s: its rows are not the rows it locks, so the wrapper cannot check that its claim read exactly the rows it stamped; lock the rows with SELECT <columns> … FOR UPDATE and aggregate in the application", why)
 	}
@@ -100,9 +106,36 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			}
 		}
 	}
+	sel, calcFound := p.selectList(p.start+1, from)
 	if c, ok := clauses["ORDER"]; ok && (hasClause(clauses, "LIMIT") || hasClause(clauses, "OFFSET")) {
-		if why := p.orderByOutput([2]int{p.start + 1, from}, c); why != "" {
+		if why := p.orderByOutput([2]int{sel, from}, c); why != "" {
 			return p.claimRefused(g.String(), "a locking SELECT that %s", why)
+		}
+	}
+	// selection: the clauses that select the claim's rows. Without a LIMIT or OFFSET
+	// an ORDER BY picks no row, only an order: one the claim's selection cannot read
+	// (an output name or a select-list position, which the server refused or read as
+	// a column) is left out of it, and kept by the read.
+	selection := clauses
+	if c, ok := clauses["ORDER"]; ok && !hasClause(clauses, "LIMIT") && !hasClause(clauses, "OFFSET") && p.orderByOutput([2]int{sel, from}, c) != "" {
+		selection = map[string][2]int{}
+		for kw, c := range clauses {
+			if kw != "ORDER" {
+				selection[kw] = c
+			}
+		}
+	}
+	if !p.rw.numbered && hasClause(clauses, "LIMIT") {
+		// The claim's read is the caller's SELECT restricted to the rows its UPDATE
+		// stamped, the LIMIT's: what MariaDB computes over every row the WHERE selects,
+		// before the LIMIT, would be computed over those alone. (PostgreSQL refuses a
+		// window function in a locking read itself.)
+		if calcFound {
+			return p.claimRefused(g.String(), "a locking SELECT SQL_CALC_FOUND_ROWS with a LIMIT: the claim reads only the rows it stamped, so FOUND_ROWS() would count those, not the rows the statement selects; count them with a separate SELECT COUNT(*)")
+		}
+		order, ordered := clauses["ORDER"]
+		if p.windowCall(sel, from) >= 0 || ordered && p.windowCall(order[0], order[1]) >= 0 {
+			return p.claimRefused(g.String(), "a locking SELECT with a LIMIT that calls a window function (… OVER): the claim reads only the rows it stamped, so the window would be computed over those, not over the rows the statement selects; compute it in a separate SELECT")
 		}
 	}
 	nUser, err := p.checkParams(g)
@@ -111,7 +144,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	b := p.newBuilder(nUser)
 	b.compact = true
-	located := p.rw.numbered && locatorClaim(clauses, nowait)
+	located := p.rw.numbered && locatorClaim(selection, nowait)
 	if located && p.namesClaimQuery() {
 		return p.claimRefused(g.String(), "a locking SELECT with ORDER BY, LIMIT, OFFSET or NOWAIT that uses the name %s or %s, which its claim gives its own WITH queries", claimedName, lockedName)
 	}
@@ -125,18 +158,18 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	case located:
 		b.write("WITH ")
 	}
-	_, ordered := clauses["ORDER"]
+	_, ordered := selection["ORDER"]
 	_, limited := clauses["LIMIT"]
 	_, offset := clauses["OFFSET"]
 	switch {
 	case !ordered && !limited && !offset && !nowait:
-		p.claimUpdate(b, g, r, clauses, "WHERE")
+		p.claimUpdate(b, g, r, selection, "WHERE")
 	case located:
 		// PostgreSQL's UPDATE has no ORDER BY/LIMIT and no NOWAIT: claim the rows the
 		// same locking query locks (with the caller's NOWAIT), by their row locator
 		// (claimByLocator). Its outer SELECT returns a row per row stamped, counted by
 		// the command tag as an UPDATE's rows are.
-		p.claimLocated(b, g, r, clauses, nowait, "ctid")
+		p.claimLocated(b, g, r, selection, nowait, "ctid")
 		b.write(" SELECT FROM " + claimedName + " WHERE " + claimRecordCheck)
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
@@ -144,7 +177,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		if offset || p.limitHasOffset(clauses["LIMIT"]) {
 			return p.claimRefused(g.String(), "a locking SELECT with an OFFSET (MySQL's UPDATE cannot skip rows)")
 		}
-		p.claimUpdate(b, g, r, clauses, "WHERE", "ORDER", "LIMIT")
+		p.claimUpdate(b, g, r, selection, "WHERE", "ORDER", "LIMIT")
 	}
 	pre := b.finish(KindUpdate, g)
 	pre.ConflictChecked = located
@@ -172,12 +205,12 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if keyed {
 		kb := p.newBuilder(nUser)
 		kb.recording = true
-		p.claimUpdate(kb, g, r, clauses, "WHERE", "ORDER", "LIMIT")
+		p.claimUpdate(kb, g, r, selection, "WHERE", "ORDER", "LIMIT")
 		pre.Keyed = kb.finishKeyed(KindUpdate, g, p.qualifier(r))
 	}
 	plainLocated := p.rw.numbered && !located && !p.namesClaimQuery()
 	if plainLocated {
-		pre.Keyed = p.claimLocatedPlain(g, r, clauses, with, nUser)
+		pre.Keyed = p.claimLocatedPlain(g, r, selection, with, nUser)
 	}
 	main := &Plan{Kind: KindClaim, Guard: g, SQL: p.src, NUser: nUser, Pre: pre}
 	main.KeyRequired = keyRequired
@@ -192,7 +225,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	// too (claimByLocator's two locator queries): it keeps a selection that may find
 	// other rows the second time to no form at all.
 	if p.rw.numbered && (twoStepErr == nil || !main.ClaimLocator) {
-		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: clauses, nowait: nowait, nUser: nUser})
+		main.ClaimOne = p.claimOne(claimShape{g: g, r: r, with: with, from: from, lock: lock, clauses: selection, read: clauses, nowait: nowait, nUser: nUser})
 	}
 	if twoStepErr != nil && main.ClaimOne == nil {
 		return &Plan{Kind: KindClaim, SQL: p.src, NUser: -1, ClaimErr: twoStepErr}, nil
@@ -210,6 +243,102 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		return p.claimRefused(g.String(), "%s", OffsetTwoStatements)
 	}
 	return main, nil
+}
+
+// selectModifiers are the words MySQL/MariaDB take between SELECT and its select list.
+// PostgreSQL takes ALL and DISTINCT there; a DISTINCT read is refused (collapsingSelect).
+var selectModifiers = []string{"ALL", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "STRAIGHT_JOIN",
+	"SQL_SMALL_RESULT", "SQL_BIG_RESULT", "SQL_BUFFER_RESULT", "SQL_CACHE", "SQL_NO_CACHE", "SQL_CALC_FOUND_ROWS"}
+
+// selectList returns the sig index of the first item of the select list that starts at
+// sig[from] (before to, the FROM), after the select modifiers (MySQL/MariaDB's
+// selectModifiers, which the server reads as modifiers there even where a column of
+// that name exists; PostgreSQL's ALL), and whether they hold SQL_CALC_FOUND_ROWS.
+func (p *parser) selectList(from, to int) (first int, calcFound bool) {
+	for first = from; first < to; first++ {
+		switch {
+		case p.rw.numbered && p.kw(first, "ALL"):
+		case !p.rw.numbered && p.kwIn(first, selectModifiers...):
+			calcFound = calcFound || p.kw(first, "SQL_CALC_FOUND_ROWS")
+		default:
+			return first, calcFound
+		}
+	}
+	return first, calcFound
+}
+
+// windowCall returns the sig index of the first window call (a ')' followed by OVER, at
+// any depth) in sig[from:to], or -1.
+func (p *parser) windowCall(from, to int) int {
+	for k := from + 1; k < to; k++ {
+		if p.kw(k, "OVER") && p.punct(k-1, ")") {
+			return k
+		}
+	}
+	return -1
+}
+
+// selectOnlyClause names a top-level clause in sig[from:to] (the clauses after a locking
+// read's table, before its locking clause) that a SELECT takes and the claim's UPDATE,
+// which copies the read's WHERE, ORDER BY and LIMIT, cannot: GROUP BY, HAVING (MariaDB
+// takes it without GROUP BY), a WINDOW clause, a set operation, MariaDB's LIMIT … ROWS
+// EXAMINED and MySQL's PROCEDURE; or returns "".
+func (p *parser) selectOnlyClause(from, to int) string {
+	depth := 0
+	for k := from; k < to && k < len(p.sig); k++ {
+		switch {
+		case p.punct(k, "("):
+			depth++
+		case p.punct(k, ")"):
+			depth--
+		case depth != 0:
+		case p.kw(k, "GROUP") && p.kw(k+1, "BY"):
+			return "GROUP BY"
+		case p.kw(k, "HAVING"):
+			return "HAVING"
+		case p.kw(k, "WINDOW") && (p.rw.numbered || p.isIdent(k+1) && p.kw(k+2, "AS")):
+			return "a WINDOW clause"
+		case p.kwIn(k, "UNION", "INTERSECT", "EXCEPT"):
+			return strings.ToUpper(p.text(p.sig[k]))
+		case !p.rw.numbered && p.kw(k, "ROWS") && p.kw(k+1, "EXAMINED"):
+			return "LIMIT … ROWS EXAMINED"
+		case !p.rw.numbered && p.kw(k, "PROCEDURE"):
+			return "PROCEDURE"
+		}
+	}
+	return ""
+}
+
+// lockOfOther returns a name the OF list of the locking clause at sig[lock] holds that
+// is not the relation the read's single table r is named by in the statement (its
+// alias, else its name), as written, or "". The server refuses such a list (PostgreSQL:
+// the relation is not in the FROM clause); the claim, which locks r's rows, would not.
+func (p *parser) lockOfOther(lock int, r tableRef) string {
+	at := lock + p.lockLen(lock)
+	if !p.kw(at, "OF") {
+		return ""
+	}
+	q := r.end - 1
+	if r.alias != "" {
+		q = r.aliasEnd - 1
+	}
+	want := p.foldedAt(q)
+	for k := at + 1; k < len(p.sig); k += 2 {
+		if !p.isIdent(k) || p.punct(k+1, ".") || want == "" || p.foldedAt(k) != want {
+			end := k
+			for end < len(p.sig) && !p.punct(end, ",") && !p.kwIn(end, "NOWAIT", "SKIP", "WAIT") && !p.punct(end, ";") && p.lockLen(end) == 0 {
+				end++
+			}
+			if end == k {
+				return "(nothing)"
+			}
+			return p.src[p.sig[k].Start:p.sig[end-1].End]
+		}
+		if !p.punct(k+1, ",") {
+			return ""
+		}
+	}
+	return ""
 }
 
 // OffsetTwoStatements is why a locking read with an OFFSET cannot be claimed in two

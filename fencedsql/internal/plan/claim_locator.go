@@ -187,11 +187,16 @@ func (p *parser) namesClaimQuery() bool {
 // MySQL's UPDATE … ORDER BY): an ORDER BY item that names a select-list position
 // (ORDER BY 1, ORDER BY (1)) or an output name would order the claim's rows by
 // something else, and the claim would stamp other rows than the read returns. Output
-// names are the explicit ones (SELECT balance AS id … ORDER BY id) and the implicit
-// ones the database derives from an expression (id::text and CAST(id AS text) are
-// named id, lower(x) is named lower): a bare name is refused unless the select list
-// holds it as a plain column (id, t.id, *) or does not mention it at all. sel is the
-// select list's sig range, order the ORDER clause's.
+// names are the explicit ones (SELECT balance AS id … ORDER BY id; on MySQL/MariaDB
+// also a string-literal alias, AS 'id', AS "id" or a bare 'id') and the implicit ones
+// the database derives from an expression (id::text and CAST(id AS text) are named
+// id, lower(x) is named lower; on MySQL/MariaDB a string literal item 'id' is named
+// id): a bare name is refused unless the select list holds it as a plain column (id,
+// t.id, *) or does not mention it at all. MySQL/MariaDB also resolve an output name
+// inside an ORDER BY expression (x + 0, (SELECT x)), where the claim's UPDATE would
+// read a column of that name or fail: an item that mentions an output name anywhere
+// is refused there too. Names compare as outputName folds them. sel is the select
+// list's sig range after its modifiers (selectList), order the ORDER clause's.
 func (p *parser) orderByOutput(sel, order [2]int) string {
 	outputs := p.outputNames(sel[0], sel[1])
 	item := order[0] + 2 // after ORDER BY
@@ -218,21 +223,43 @@ func (p *parser) orderByOutput(sel, order [2]int) string {
 		for z-a >= 3 && p.punct(a, "(") && p.matching(a) == z-1 {
 			a, z = a+1, z-1 // ((id)) is id
 		}
+		what := ""
 		if z == a+1 {
-			what := ""
-			switch name := p.foldedAt(a); {
+			switch name := p.outputName(a); {
 			case p.sig[a].Kind == sqllex.KindNumber:
 				what = "position"
-			case p.isIdent(a) && (outputs[name] || p.mayNameOutput(sel, name)):
+			case p.isIdent(a) && (outputs[name] || outputs[undecodedName] || p.mayNameOutput(sel, name)):
 				what = "output name"
 			}
-			if what != "" {
-				return "orders by a select-list " + what + " (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
-			}
+		}
+		if what == "" && !p.rw.numbered && p.mentionsOutput(item, head, outputs) {
+			what = "output name"
+		}
+		if what != "" {
+			return "orders by a select-list " + what + " (" + p.src[p.sig[item].Start:p.sig[head-1].End] + ") before a LIMIT or OFFSET: the claim selects its rows without the select list; order by the expression itself"
 		}
 		item = i + 1
 	}
 	return ""
+}
+
+// mentionsOutput reports whether sig[from:to], an ORDER BY item of a MySQL/MariaDB
+// locking read, names one of the outputs (an output name that cannot be decoded,
+// undecodedName, any) at any depth: a name that is neither called (f(…)) nor
+// qualified (t.x, which names the table's column).
+func (p *parser) mentionsOutput(from, to int, outputs map[string]bool) bool {
+	if len(outputs) == 0 {
+		return false
+	}
+	for k := from; k < to; k++ {
+		if !p.isIdent(k) || p.punct(k+1, "(") || p.punct(k+1, ".") || p.punct(k-1, ".") {
+			continue
+		}
+		if outputs[undecodedName] || outputs[p.outputName(k)] {
+			return true
+		}
+	}
+	return false
 }
 
 // mayNameOutput reports whether the select list sig[sel[0]:sel[1]] mentions name other
@@ -250,7 +277,7 @@ func (p *parser) mayNameOutput(sel [2]int, name string) bool {
 			case p.punct(k, ")"), p.punct(k, "]"):
 				depth--
 			}
-			if p.isIdent(k) && p.foldedAt(k) == name {
+			if p.isIdent(k) && p.outputName(k) == name {
 				mentioned = true
 			}
 			if depth != 0 || !p.punct(k, ",") {
@@ -259,9 +286,9 @@ func (p *parser) mayNameOutput(sel [2]int, name string) bool {
 		}
 		// sig[start:k] is one select-list item.
 		switch {
-		case k == start+1 && p.isIdent(start) && p.foldedAt(start) == name:
+		case k == start+1 && p.isIdent(start) && p.outputName(start) == name:
 			plain = true
-		case k == start+3 && p.isIdent(start) && p.punct(start+1, ".") && p.isIdent(start+2) && p.foldedAt(start+2) == name:
+		case k == start+3 && p.isIdent(start) && p.punct(start+1, ".") && p.isIdent(start+2) && p.outputName(start+2) == name:
 			plain = true
 		}
 		start = k + 1
@@ -270,7 +297,8 @@ func (p *parser) mayNameOutput(sel [2]int, name string) bool {
 }
 
 // outputNames returns the names the select list sig[from:to] gives its columns with AS
-// or a bare alias (folded as foldedAt folds them).
+// or a bare alias, and on MySQL/MariaDB with a string literal (stringOutput), as
+// outputName folds them.
 func (p *parser) outputNames(from, to int) map[string]bool {
 	out := map[string]bool{}
 	depth := 0
@@ -280,18 +308,104 @@ func (p *parser) outputNames(from, to int) map[string]bool {
 			depth++
 		case p.punct(i, ")"), p.punct(i, "]"):
 			depth--
-		case depth != 0 || !p.isIdent(i):
+		case depth != 0:
+		case p.stringOutput(i, from, to):
+			out[p.outputName(i)] = true
+		case !p.isIdent(i):
 		case p.kw(i-1, "AS") && i-1 >= from:
-			out[p.foldedAt(i)] = true
+			out[p.outputName(i)] = true
 		case i+1 == to || p.punct(i+1, ","):
 			// the last word of an item: a bare alias unless it is the whole item or a
 			// qualified column (x.col)
 			if i > from && !p.punct(i-1, ",") && !p.punct(i-1, ".") {
-				out[p.foldedAt(i)] = true
+				out[p.outputName(i)] = true
 			}
 		}
 	}
 	return out
+}
+
+// stringOutput reports whether the top-level string literal sig[i] of the select list
+// sig[from:to] names an output column on MySQL/MariaDB, which take a string literal
+// ('id', or "id" without ANSI_QUOTES) as an alias, after AS or bare (balance 'id'),
+// and name an item that is a string literal alone by its value (SELECT 'id'). A
+// literal that ends an item after an operator (x = 'id') is an operand.
+func (p *parser) stringOutput(i, from, to int) bool {
+	if p.rw.numbered || p.sig[i].Kind != sqllex.KindString || !(i+1 == to || p.punct(i+1, ",")) {
+		return false
+	}
+	return i == from || p.punct(i-1, ",") || p.punct(i-1, ")") || p.sig[i-1].Kind != sqllex.KindPunct
+}
+
+// undecodedName stands for an output name that outputName cannot decode: it may be
+// any name.
+const undecodedName = "\x00"
+
+// outputName is the name sig[i] gives or refers to as a select-list output column,
+// folded as the server compares such names: PostgreSQL as foldedAt folds them;
+// MySQL/MariaDB without regard to case, quoted or not, and a string literal read by
+// its value (mysqlString). It is undecodedName where the token cannot be decoded.
+func (p *parser) outputName(i int) string {
+	if p.rw.numbered {
+		if n := p.foldedAt(i); n != "" {
+			return n
+		}
+		return undecodedName
+	}
+	var n string
+	var ok bool
+	if p.sig[i].Kind == sqllex.KindString {
+		n, ok = mysqlString(p.text(p.sig[i]), p.rw.syn.BackslashEscapes)
+	} else {
+		n, ok = p.ident(i)
+	}
+	if !ok {
+		return undecodedName
+	}
+	return strings.ToLower(n)
+}
+
+// mysqlString returns the value of the MySQL/MariaDB string literal lit, '…' or "…": a
+// doubled quote stands for one and, with esc (no NO_BACKSLASH_ESCAPES), a backslash
+// escape stands for the character the server reads (\n a newline, \% and \_
+// themselves with the backslash, any other escaped character itself). ok is false for
+// any other text (a prefixed literal: N'…', X'…', _charset'…').
+func mysqlString(lit string, esc bool) (string, bool) {
+	if len(lit) < 2 || (lit[0] != '\'' && lit[0] != '"') || lit[len(lit)-1] != lit[0] {
+		return "", false
+	}
+	q, body := lit[0], lit[1:len(lit)-1]
+	b := make([]byte, 0, len(body))
+	for j := 0; j < len(body); j++ {
+		c := body[j]
+		switch {
+		case c == q && j+1 < len(body) && body[j+1] == q:
+			j++
+		case c == '\\' && esc && j+1 < len(body):
+			j++
+			switch e := body[j]; e {
+			case '0':
+				c = 0
+			case 'b':
+				c = '\b'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			case 'Z':
+				c = 0x1a
+			case '%', '_':
+				b = append(b, '\\')
+				c = e
+			default:
+				c = e
+			}
+		}
+		b = append(b, c)
+	}
+	return string(b), true
 }
 
 // claimLocatedPlain is the fencing UPDATE of a PostgreSQL claim without ORDER BY,

@@ -82,10 +82,11 @@ const claimedName = "fencedsql_claimed"
 type claimShape struct {
 	g       *Table
 	r       tableRef
-	with    int // sig index of the WITH list, -1 for none
-	from    int // sig index of the FROM keyword
-	lock    int // sig index of the locking clause
-	clauses map[string][2]int
+	with    int               // sig index of the WITH list, -1 for none
+	from    int               // sig index of the FROM keyword
+	lock    int               // sig index of the locking clause
+	clauses map[string][2]int // the clauses that select the claim's rows
+	read    map[string][2]int // the read's clauses (its ORDER BY, which the outer SELECT keeps)
 	nowait  bool
 	nUser   int
 }
@@ -122,7 +123,7 @@ func (p *parser) claimOne(s claimShape) *Plan {
 	if located {
 		b.write(" WHERE " + claimConflictCheck)
 	}
-	p.copyClauses(b, s.clauses, "ORDER")
+	p.copyClauses(b, s.read, "ORDER")
 	one := b.finish(KindClaim, s.g)
 	one.ConflictChecked = located
 	return one
@@ -180,7 +181,7 @@ func (p *parser) oneClaimable(s claimShape) bool {
 	if !p.oneSafeExprs(s.r, p.start+1, s.from) {
 		return false
 	}
-	if c, ok := s.clauses["ORDER"]; ok && !p.oneSafeExprs(s.r, c[0]+1, c[1]) {
+	if c, ok := s.read["ORDER"]; ok && !p.oneSafeExprs(s.r, c[0]+1, c[1]) {
 		return false
 	}
 	return true

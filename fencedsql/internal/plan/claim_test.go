@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -88,6 +89,38 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `SELECT id, balance b FROM accounts ORDER BY b NULLS FIRST, id OFFSET 2 FOR NO KEY UPDATE`},
 		{pgTest, `SELECT id, count(*) "N" FROM accounts ORDER BY "N" LIMIT 1 FOR UPDATE`},
 		{mysqlTest, `SELECT id FROM accounts ORDER BY 1 DESC LIMIT 1 FOR UPDATE`},
+		// MySQL/MariaDB: a string-literal alias, an alias in another case or quoted,
+		// a string item named by its value, and an output name inside an expression.
+		{mysqlTest, `SELECT balance AS "id" FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance "ID" FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'i\d' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, "SELECT balance AS `ID` FROM accounts ORDER BY id LIMIT 1 FOR UPDATE"},
+		{mysqlTest, `SELECT balance, 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY x + 0 LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY (SELECT x) LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT ALL balance id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// What the claim's read, restricted to the rows stamped, would compute over
+		// those alone (MySQL/MariaDB, with a LIMIT).
+		{mysqlTest, `SELECT id, COUNT(*) OVER () FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT SQL_CALC_FOUND_ROWS id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts ORDER BY ROW_NUMBER() OVER (ORDER BY balance) LIMIT 1 FOR UPDATE`},
+		// Clauses a SELECT takes and the claim's UPDATE does not.
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 LIMIT 1 ROWS EXAMINED 10 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 LIMIT ROWS EXAMINED 10 LOCK IN SHARE MODE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 WINDOW w AS () FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 HAVING id = 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 GROUP BY id FOR UPDATE`},
+		{mysqlTest, `SELECT id FROM accounts WHERE id = 1 UNION SELECT 1 FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 WINDOW w AS () FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 WINDOW w AS () ORDER BY id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 GROUP BY id FOR UPDATE`},
+		// An OF list naming another relation than the read's table (by its alias).
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 FOR UPDATE OF other`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 ORDER BY id LIMIT 1 FOR UPDATE OF nosuch`},
+		{pgTest, `SELECT id FROM accounts a WHERE id = 1 FOR UPDATE OF accounts`},
+		{pgTest, `SELECT id FROM accounts a WHERE id = 1 FOR UPDATE OF a, b NOWAIT`},
 	}
 	for _, c := range refused {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
@@ -106,6 +139,20 @@ func TestRewriteClaimRefusedOrPassed(t *testing.T) {
 		{pgTest, `SELECT id, balance FROM accounts ORDER BY balance + 1, id LIMIT 1 FOR UPDATE`},
 		{pgTest, `SELECT id FROM accounts ORDER BY 1 FOR UPDATE`},
 		{mysqlTest, `SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// Select modifiers are not expressions with an alias.
+		{mysqlTest, `SELECT ALL id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT HIGH_PRIORITY STRAIGHT_JOIN SQL_SMALL_RESULT SQL_BIG_RESULT SQL_BUFFER_RESULT SQL_NO_CACHE id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{pgTest, `SELECT ALL id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		// An operand, a qualified column, a string alias of another value, and what is
+		// computed over the same rows without a LIMIT.
+		{mysqlTest, `SELECT id, balance = 'id' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS x FROM accounts ORDER BY accounts.x LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'id ' FROM accounts ORDER BY id LIMIT 1 FOR UPDATE`},
+		{mysqlTest, `SELECT id, COUNT(*) OVER () FROM accounts WHERE id > 0 FOR UPDATE`},
+		{mysqlTest, `SELECT SQL_CALC_FOUND_ROWS id FROM accounts WHERE id > 0 FOR UPDATE`},
+		// FOR UPDATE OF the read's table, by its alias or its name.
+		{pgTest, `SELECT id FROM accounts a WHERE id = 1 FOR UPDATE OF a NOWAIT`},
+		{pgTest, `SELECT id FROM accounts WHERE id = 1 FOR UPDATE OF accounts`},
 	} {
 		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
 		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil {
@@ -186,5 +233,37 @@ func TestClaimReads(t *testing.T) {
 	p, err = newTestRewriter(t, pgTest).Rewrite(`SELECT id, (SELECT 1) FROM accounts ORDER BY id LIMIT 1 OFFSET 1 FOR UPDATE`, false)
 	if err != nil || !isRefusal(p.ClaimErr) {
 		t.Errorf("OFFSET without the one-statement form: %+v, %v; want the claim refused", p, err)
+	}
+}
+
+// Without a LIMIT or OFFSET, an ORDER BY the claim's selection cannot read (an output
+// name, a position) picks no row: the claim's selection leaves it out, and the read
+// (and the one-statement claim's outer SELECT) keeps it.
+func TestClaimOrderByOutputWithoutLimit(t *testing.T) {
+	for _, c := range []struct {
+		d  testDialect
+		in string
+	}{
+		{pgTest, `SELECT balance AS x FROM accounts WHERE id > 0 ORDER BY x FOR UPDATE`},
+		{pgTest, `SELECT balance AS x FROM accounts WHERE id > 0 ORDER BY x FOR UPDATE NOWAIT`},
+		{mysqlTest, `SELECT balance AS x FROM accounts WHERE id > 0 ORDER BY x + 0 FOR UPDATE`},
+		{mysqlTest, `SELECT balance AS 'x' FROM accounts WHERE id > 0 ORDER BY x FOR UPDATE`},
+	} {
+		p, err := newTestRewriter(t, c.d).Rewrite(c.in, false)
+		if err != nil || p.Kind != KindClaim || p.ClaimErr != nil || p.Pre == nil {
+			t.Errorf("%s: rewrite(%q) = %+v, %v; want a claim", c.d.name, c.in, p, err)
+			continue
+		}
+		for _, q := range []*Plan{p.Pre, p.Pre.Keyed} {
+			if q != nil && strings.Contains(q.SQL, "ORDER BY") {
+				t.Errorf("%s: the claim of %q selects with its ORDER BY: %s", c.d.name, c.in, q.SQL)
+			}
+		}
+		if p.ClaimRead == nil || !strings.Contains(p.ClaimRead.SQL, "ORDER BY x") {
+			t.Errorf("%s: the read of %q lost its ORDER BY: %+v", c.d.name, c.in, p.ClaimRead)
+		}
+		if p.ClaimOne != nil && !strings.HasSuffix(p.ClaimOne.SQL, "ORDER BY x") {
+			t.Errorf("%s: the one-statement claim of %q lost its ORDER BY: %s", c.d.name, c.in, p.ClaimOne.SQL)
+		}
 	}
 }
