@@ -201,10 +201,12 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 }
 
 // loadRelatives lists, through c, the relatives of the pool's guarded tables that
-// it does not guard yet — their descendants (dialect.DescendantFinder) and ancestors
-// (dialect.AncestorFinder) — each with the guarded table's columns: a relative of an
-// unqualified guard unqualified, as the guard matches a table of its name in any
-// schema.
+// it does not guard yet — their descendants (dialect.DescendantFinder) and the
+// ancestors of each guarded table and of each of its descendants
+// (dialect.AncestorFinder: with multiple inheritance a child has other parents) — each
+// with the guarded table's columns: a relative of an unqualified guard unqualified, as
+// the guard matches a table of its name in any schema, and found for every table of
+// that name, whatever the search_path finds.
 func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
 	type finder struct {
 		query func(dialect.TableName) (string, []any)
@@ -215,7 +217,7 @@ func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, 
 		finders = append(finders, finder{f.DescendantsQuery, "is a partition or inheritance child of the guarded table "})
 	}
 	if f, ok := k.dialect.(dialect.AncestorFinder); ok {
-		finders = append(finders, finder{f.AncestorsQuery, "is an inheritance parent or partitioned root of the guarded table "})
+		finders = append(finders, finder{f.AncestorsQuery, "is an inheritance parent or partitioned root of (a descendant of) the guarded table "})
 	}
 	var specs []schema.GuardSpec
 	seen := map[string]bool{}
