@@ -179,13 +179,19 @@ func representable(t dialect.TableName, why string) error {
 }
 
 // recordErr is the pool's answer to a failed read of what the database records as
-// guarded: ErrSchema; with the schema check off (a mock driver answers none of the
-// queries), a query that failed is a warning and nil — the pool then guards what it
-// otherwise knows — but a record the database did answer with a problem (a registry
-// the session cannot see, two that disagree) still fails the pool.
+// guarded: ErrSchema, or a *ConfigError when the cause is the pool's configuration (a
+// connection without a current database, whatever the schema check). With the schema
+// check off (a mock driver answers none of the queries), a query that failed is a
+// warning and nil — the pool then guards what it otherwise knows — but a record the
+// database did answer with a problem (a registry the session cannot see, two that
+// disagree) still fails the pool.
 func (k *core) recordErr(ctx context.Context, err error) error {
 	var re *schema.RegistryError
 	isRecord := errors.As(err, &re)
+	if isRecord && re.Config {
+		// The pool's configuration, whatever the schema check says.
+		return configErr("%s: %v; fix: %s", re.Problem, re.Err, re.Fix)
+	}
 	if !k.cfg.schemaCheck && (!isRecord || re.Err != nil) {
 		k.cfg.logger.WarnContext(ctx, "fencedsql: reading what the database records as guarded failed; with the schema check off the pool guards what its configuration names", "error", err.Error())
 		return nil
