@@ -12,7 +12,9 @@ import (
 )
 
 // DSN parameters of this package. They are removed from the DSN before it reaches the
-// real driver. Any other parameter starting with "fenced_" is an error.
+// real driver. Any other key that looks like one (ours: a misspelling, a near miss
+// such as fence_tables, a url-encoded spelling) is an error, and so are the column
+// parameters without fenced_tables.
 const (
 	ParamTables        = "fenced_tables"         // comma-separated guarded tables
 	ParamStrict        = "fenced_strict"         // true: accept only strictly greater tokens
