@@ -4,14 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
-	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // Register wraps d and registers it with database/sql under name. Registering the
@@ -92,17 +93,18 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 		for _, o := range opts {
 			o(&cfg)
 		}
-		if err = checkDSN(cfg.dialect, dc.dsn); err == nil && plan.ContainsFold(dc.dsn, "fenced") && strings.ContainsAny(dc.dsn, "=?") {
+		if err = checkDSN(cfg.dialect, dc.dsn); err == nil && strings.ContainsAny(dc.dsn, "=?") {
 			// (Only a DSN with parameters: a mock driver's DSN, go-sqlmock's
 			// "fencedtest-1", is a name, not a DSN to parse. Every spelling sql.Open
-			// reads as this package's, misspelled and url-encoded ones included, is
-			// read or refused the same way here.)
+			// reads as this package's, misspelled, near-miss and url-encoded ones
+			// included, is read or refused the same way here.)
 			var dsnOpts []Option
 			if dc.dsn, dsnOpts, err = splitDSN(dc.dsn, cfg.dialect); err == nil {
 				opts = append(slices.Clip(opts), dsnOpts...)
-				c = dc
 			}
 		}
+		dc.read = true
+		c = dc
 	}
 	var k *core
 	if err == nil {
@@ -116,10 +118,16 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 }
 
 // DSNConnector returns a connector that opens d with dsn, for drivers that do not
-// implement driver.DriverContext (go-sqlmock, for one):
+// implement driver.DriverContext (go-sqlmock, for one), to be opened with this
+// package's OpenDB, which reads the DSN's parameters of this package:
 //
 //	mockDB, mock, _ := sqlmock.NewWithDSN("test")
 //	db := fencedsql.OpenDB(fencedsql.DSNConnector(mockDB.Driver(), "test"), opts...)
+//
+// Opened by anything else (database/sql's sql.OpenDB), its Connect refuses a DSN that
+// holds a parameter of this package, or one that looks like it (a *ConfigError): the
+// driver would get the parameter, and one that ignores unknown parameters (modernc's
+// SQLite) would open a pool that guards nothing. A DSN without one is opened as given.
 func DSNConnector(d driver.Driver, dsn string) driver.Connector {
 	return dsnConnector{drv: d, dsn: dsn}
 }
@@ -158,7 +166,7 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 			return nil, err
 		}
 	} else {
-		raw = dsnConnector{drv: d.raw, dsn: clean}
+		raw = dsnConnector{drv: d.raw, dsn: clean, read: true}
 	}
 	core.raw = raw
 	return &connector{raw: raw, core: core, drv: d}, nil
@@ -187,13 +195,49 @@ func (d *wrappedDriver) dialect() dialect.Dialect {
 	return cfg.dialect
 }
 
+// dsnConnector opens drv with dsn. read is set once this package has read the DSN
+// (OpenDB, a wrapped driver's OpenConnector), its parameters taken out: until then
+// Connect refuses a DSN that holds one (DSNConnector).
 type dsnConnector struct {
-	drv driver.Driver
-	dsn string
+	drv  driver.Driver
+	dsn  string
+	read bool
 }
 
-func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
-func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
+// Connect implements driver.Connector: drv.Open(dsn), unless the DSN still holds a
+// parameter of this package that no fenced opener read (a *ConfigError naming the
+// parameter it stands for).
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) {
+	if !c.read {
+		if k := paramOfOurs(c.dsn); k != "" {
+			// Named by the parameter it stands for: the DSN's own text may hold a password.
+			return nil, configErr("the DSN given to fencedsql.DSNConnector holds a parameter of this package (%s, or a spelling of it), which only fencedsql.OpenDB reads: open the connector with fencedsql.OpenDB, not sql.OpenDB (the driver would get the parameter, and a pool that guards nothing could open)", orDefault(nearest(k), ParamTables))
+		}
+	}
+	return c.drv.Open(c.dsn)
+}
+
+func (c dsnConnector) Driver() driver.Driver { return c.drv }
+
+// paramOfOurs returns the first key of dsn, in any DSN form, that is or looks like a
+// parameter of this package (ours, the key url-decoded), "" for none: each text before
+// '=' that follows the DSN's start, '?', '&', ';' or a blank.
+func paramOfOurs(dsn string) string {
+	sep := func(r rune) bool { return r == '?' || r == '&' || r == ';' || unicode.IsSpace(r) }
+	for _, part := range strings.FieldsFunc(dsn, sep) {
+		k, _, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if ours(k) {
+			return k
+		}
+	}
+	return ""
+}
 
 type errConnector struct {
 	err error

@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
-
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // DSN parameters of this package. They are removed from the DSN before it reaches the
-// real driver. Any other parameter starting with "fenced_" is an error.
+// real driver. Any other key that looks like one (ours: a misspelling, a near miss
+// such as fence_tables, a url-encoded spelling) is an error, and so are the column
+// parameters without fenced_tables.
 const (
 	ParamTables        = "fenced_tables"         // comma-separated guarded tables
 	ParamStrict        = "fenced_strict"         // true: accept only strictly greater tokens
@@ -27,16 +27,19 @@ const (
 // splitDSN removes this package's parameters from dsn and returns the cleaned DSN and
 // the options they stand for. It reads dsn the way d's driver does (dialect.DSNParser):
 // URL-style query strings (…?a=b&c=d, as used by pgx URLs, go-sql-driver/mysql and
-// SQLite file names and URIs) and PostgreSQL's keyword/value form (host=…
-// fenced_tables=a,b). Bytes that are not ours are kept as they are. A parameter given
-// twice, and one that looks like ours but is not (fencedtables, fenced-tables,
-// FENCED_TABLES, fenced_tabels), is an error: it would otherwise reach the server, or
-// leave a table unguarded without a word. Errors never quote the DSN (it may hold a
-// password).
+// SQLite file names and URIs, keys url-decoded before they are judged) and
+// PostgreSQL's keyword/value form (host=… fenced_tables=a,b). Bytes that are not ours
+// are kept as they are, and a DSN without a parameter of ours is returned unchanged. A
+// parameter given twice, and one that looks like ours but is not (ours: fencedtables,
+// fenced-tables, FENCED_TABLES, fenced_tabels, fence_tables, fencd_tables), is an
+// error: it would otherwise reach the server, or a driver that ignores unknown
+// parameters (modernc's SQLite), and leave a table unguarded without a word. So are
+// fenced_token_column and fenced_version_column without fenced_tables: they name the
+// columns of the DSN's tables, and would apply to none. Errors never quote the DSN (it
+// may hold a password).
 func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
-	if !plan.ContainsFold(dsn, "fenced") {
-		return dsn, nil, nil
-	}
+	// Every DSN is read: a key whose letters are percent-encoded (%66enced_tables)
+	// shows "fenced" only once decoded, and a near miss (fence_tables) never does.
 	q, keyValue := -1, false
 	if p, ok := d.(dialect.DSNParser); ok {
 		q, keyValue = p.QueryStart(dsn)
@@ -112,6 +115,14 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 			return "", nil, configErr("unknown DSN parameter %q (known: %s)", k, strings.Join(knownParams, ", "))
 		}
 	}
+	_, tok := params[ParamTokenColumn]
+	_, ver := params[ParamVersionColumn]
+	if _, ok := params[ParamTables]; !ok && (tok || ver) {
+		// Usually a template whose table list was lost: the columns would apply to no
+		// table, and the tables meant to be guarded go unguarded without a word. (A
+		// registered table's columns are the registry's.)
+		return "", nil, configErr("DSN parameters %s and %s name the fencing columns of the DSN's tables, but the DSN has no %s: list the guarded tables, or leave the column parameters out", ParamTokenColumn, ParamVersionColumn, ParamTables)
+	}
 	if t, ok := params[ParamTables]; ok {
 		named := 0
 		for _, name := range strings.Split(t, ",") {
@@ -134,22 +145,67 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 // knownParams are this package's DSN parameters.
 var knownParams = []string{ParamTables, ParamStrict, ParamSchemaCheck, ParamTokenColumn, ParamVersionColumn, ParamAllow}
 
-// ours reports whether a DSN parameter key is, or looks like, one of this package's:
-// its letters and digits, lower-cased, start with "fenced". Such a key never reaches
-// the driver: either it is one of knownParams, exactly, or splitDSN refuses it.
+// ours reports whether a DSN parameter key (url-decoded) is, or looks like, one of this
+// package's. Such a key never reaches the driver: either it is one of knownParams,
+// exactly, or splitDSN refuses it. A key looks like ours when its letters and digits,
+// lower-cased (alnumFold), start with "fence" (fenced_tables, fence_tables,
+// FENCED-TABLES), or begin with a near miss of "fenced" (one letter dropped, added,
+// changed or two swapped: fencd_tables, fenecd_tables, fnced_tables), or are within
+// two such edits of a known parameter's. A driver that ignores unknown parameters
+// (modernc's SQLite) would otherwise open a pool that guards nothing; the servers
+// PostgreSQL and MySQL refuse an unknown one, so catching it here costs them nothing
+// and names the parameter meant. No parameter of the supported drivers is that close.
 func ours(key string) bool {
-	n := 0
-	for i := 0; i < len(key) && n < len("fenced"); i++ {
-		c := key[i] | 0x20
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= key[i] && key[i] <= '9':
-			if c != "fenced"[n] {
-				return false
-			}
-			n++
+	k := alnumFold(key)
+	if strings.HasPrefix(k, "fence") {
+		return true
+	}
+	for n := len("fenced") - 1; n <= len("fenced")+1 && n <= len(k); n++ {
+		if editDistance(k[:n], "fenced") <= 1 {
+			return true
 		}
 	}
-	return n == len("fenced")
+	_, d := nearestParam(k)
+	return d <= 2
+}
+
+// nearestParam returns the known parameter whose alnumFold is closest to k (already
+// folded) and that distance (editDistance).
+func nearestParam(k string) (string, int) {
+	best, bestD := "", 1<<30
+	for _, p := range knownParams {
+		if d := editDistance(k, alnumFold(p)); d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best, bestD
+}
+
+// editDistance is the optimal string alignment distance of a and b (bytes): the
+// insertions, deletions, substitutions and swaps of two adjacent bytes that turn a
+// into b, no byte edited twice.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // record stores a parameter of ours, refusing a repeated or misspelled one.
@@ -167,15 +223,17 @@ func record(params map[string]string, k, v string) error {
 	return nil
 }
 
-// nearest returns the known parameter whose letters and digits, lower-cased, are k's,
-// or "" for none (fenced-tables, fencedTables, FENCED_TABLES → fenced_tables).
+// nearest returns the known parameter k most likely stands for: the one whose letters
+// and digits, lower-cased, are closest to k's (fenced-tables, fencedTables,
+// FENCED_TABLES, fence_tables, fenced_tabels → fenced_tables), or "" when none is
+// within a few edits.
 func nearest(k string) string {
-	for _, p := range knownParams {
-		if alnumFold(p) == alnumFold(k) {
-			return p
-		}
+	f := alnumFold(k)
+	p, d := nearestParam(f)
+	if d > max(3, len(f)/3) {
+		return ""
 	}
-	return ""
+	return p
 }
 
 func alnumFold(s string) string {

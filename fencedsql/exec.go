@@ -36,8 +36,10 @@ func (c *conn) tokenFor(ctx context.Context, g *plan.Table) (uint64, error) {
 	return tok, nil
 }
 
-// guardedArgs resolves the token and expected version, binds a plan's arguments and
-// runs the lazy schema and session checks: everything before a guarded write is sent.
+// guardedArgs resolves the token and expected version, binds a plan's arguments,
+// refuses a reference whose fencing columns the configuration leaves undecided
+// (ambiguous) and runs the lazy schema and session checks: everything before a
+// guarded write is sent.
 func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
 	tok, err = c.tokenFor(ctx, p.Guard)
 	if err != nil {
@@ -52,6 +54,9 @@ func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 			// (pgx.NamedArgs): the dialect says so more clearly than the count.
 			return 0, 0, nil, serr
 		}
+		return 0, 0, nil, err
+	}
+	if err = c.core.ambiguous(p.Guard); err != nil {
 		return 0, 0, nil, err
 	}
 	if err = c.verify(ctx, p.Guard); err != nil {

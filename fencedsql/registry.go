@@ -179,13 +179,19 @@ func representable(t dialect.TableName, why string) error {
 }
 
 // recordErr is the pool's answer to a failed read of what the database records as
-// guarded: ErrSchema; with the schema check off (a mock driver answers none of the
-// queries), a query that failed is a warning and nil — the pool then guards what it
-// otherwise knows — but a record the database did answer with a problem (a registry
-// the session cannot see, two that disagree) still fails the pool.
+// guarded: ErrSchema, or a *ConfigError when the cause is the pool's configuration (a
+// connection without a current database, whatever the schema check). With the schema
+// check off (a mock driver answers none of the queries), a query that failed is a
+// warning and nil — the pool then guards what it otherwise knows — but a record the
+// database did answer with a problem (a registry the session cannot see, two that
+// disagree) still fails the pool.
 func (k *core) recordErr(ctx context.Context, err error) error {
 	var re *schema.RegistryError
 	isRecord := errors.As(err, &re)
+	if isRecord && re.Config {
+		// The pool's configuration, whatever the schema check says.
+		return configErr("%s: %v; fix: %s", re.Problem, re.Err, re.Fix)
+	}
 	if !k.cfg.schemaCheck && (!isRecord || re.Err != nil) {
 		k.cfg.logger.WarnContext(ctx, "fencedsql: reading what the database records as guarded failed; with the schema check off the pool guards what its configuration names", "error", err.Error())
 		return nil
@@ -201,10 +207,12 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 }
 
 // loadRelatives lists, through c, the relatives of the pool's guarded tables that
-// it does not guard yet — their descendants (dialect.DescendantFinder) and ancestors
-// (dialect.AncestorFinder) — each with the guarded table's columns: a relative of an
-// unqualified guard unqualified, as the guard matches a table of its name in any
-// schema.
+// it does not guard yet — their descendants (dialect.DescendantFinder) and the
+// ancestors of each guarded table and of each of its descendants
+// (dialect.AncestorFinder: with multiple inheritance a child has other parents) — each
+// with the guarded table's columns: a relative of an unqualified guard unqualified, as
+// the guard matches a table of its name in any schema, and found for every table of
+// that name, whatever the search_path finds.
 func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
 	type finder struct {
 		query func(dialect.TableName) (string, []any)
@@ -215,7 +223,7 @@ func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, 
 		finders = append(finders, finder{f.DescendantsQuery, "is a partition or inheritance child of the guarded table "})
 	}
 	if f, ok := k.dialect.(dialect.AncestorFinder); ok {
-		finders = append(finders, finder{f.AncestorsQuery, "is an inheritance parent or partitioned root of the guarded table "})
+		finders = append(finders, finder{f.AncestorsQuery, "is an inheritance parent or partitioned root of (a descendant of) the guarded table "})
 	}
 	var specs []schema.GuardSpec
 	seen := map[string]bool{}

@@ -150,10 +150,14 @@ func expectDescendants(mock sqlmock.Sqlmock, d dialect.Dialect, tables ...string
 		return
 	}
 	for _, t := range tables {
-		q, _ := f.DescendantsQuery(dialect.TableName{Name: t})
+		tn, err := dialect.ParseTableName(t)
+		if err != nil {
+			tn = dialect.TableName{Name: t}
+		}
+		q, _ := f.DescendantsQuery(tn)
 		mock.ExpectQuery(q).WithArgs(t).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
 		if a, ok := d.(dialect.AncestorFinder); ok {
-			q, _ := a.AncestorsQuery(dialect.TableName{Name: t})
+			q, _ := a.AncestorsQuery(tn)
 			mock.ExpectQuery(q).WithArgs(t).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
 		}
 	}

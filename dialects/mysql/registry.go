@@ -21,6 +21,13 @@ func (dialectImpl) NoRegistry(err error) bool {
 	return errors.As(err, &me) && me.Number == 1146
 }
 
+// NoDatabase: error 1046, no database selected (dialect.NoDatabaseReporter): the DSN
+// names no database, so the connection has no registry to read.
+func (dialectImpl) NoDatabase(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1046
+}
+
 // RegistryDDL creates the registry table when missing.
 func (dialectImpl) RegistryDDL() []string {
 	return []string{"CREATE TABLE IF NOT EXISTS " + dialect.RegistryTable + " (table_name VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, token_column VARCHAR(64) NOT NULL, version_column VARCHAR(64) NOT NULL) ENGINE=InnoDB"}
@@ -44,6 +51,7 @@ func (dialectImpl) GuardedTablesQuery() string {
 }
 
 var (
-	_ dialect.Registrar   = dialectImpl{}
-	_ dialect.GuardFinder = dialectImpl{}
+	_ dialect.Registrar          = dialectImpl{}
+	_ dialect.GuardFinder        = dialectImpl{}
+	_ dialect.NoDatabaseReporter = dialectImpl{}
 )

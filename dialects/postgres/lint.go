@@ -27,6 +27,11 @@ import (
 // needs the INSERT to wait for a concurrent DELETE of its key. Fix: the key replaced
 // by one that is not deferrable.
 //
+// A fencing column that is nullable in a partition or inheritance child (at any
+// depth): a statement on the table writes the child's rows too, and there the fencing
+// NULL of a stale write is stored instead of failing it. Fix: the column made NOT NULL
+// in the child (its rows holding NULL fixed first).
+//
 // An UNLOGGED table among the guarded table, its partitions and inheritance
 // descendants, its tombstone table and the token floor table and its copy (in the
 // schema the table's guard functions name them with, floorSchema, whatever the
@@ -57,6 +62,25 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		if p := dialect.NarrowFencingColumn(r[0], r[1], byteWidth(r[3]), t.TokenColumn); p != "" {
 			found = append(found, dialect.SchemaProblem{Problem: p, Fix: fix})
 		}
+	}
+	// The descendants' fencing columns: a statement on the table writes their rows too,
+	// and PostgreSQL (before 18) lets an inheritance child drop the NOT NULL it inherited
+	// (a partition may not). There the fencing NULL of a stale write is stored instead of
+	// failing the statement (red-team rt24b F5). The types are the table's: an inherited
+	// column keeps its parent's type.
+	rows, err = query(ctx, nullableDescendantsQuery, t.Table.String(), t.TokenColumn, t.VersionColumn)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if len(r) != 3 {
+			continue
+		}
+		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		found = append(found, dialect.SchemaProblem{
+			Problem: "column " + r[2] + " of " + child.String() + ", a partition or inheritance child of " + t.Table.String() + ", is nullable: a fenced write of " + t.Table.String() + " that reaches its rows stores the fencing NULL there instead of failing (a stale write is accepted and the row's token lost); make it NOT NULL",
+			// The catalog's exact names, quoted (NotNullDDL folds a configured name).
+			Fix: []string{"ALTER TABLE " + child.Quote(d.QuoteIdent) + " ALTER COLUMN " + d.QuoteIdent(r[2]) + " SET NOT NULL"}})
 	}
 	// A DEFERRABLE primary key under the tombstones: an INSERT of a key whose DELETE is
 	// in progress does not wait for it (the unique check is queued to the commit), so
@@ -123,6 +147,20 @@ SELECT n.nspname::text, c.relname::text, c.relkind::text FROM pg_catalog.pg_clas
 WHERE c.relpersistence OPERATOR(pg_catalog.=) 'u' AND (c.oid IN (SELECT tree.oid FROM tree)
   OR c.oid IN (pg_catalog.to_regclass($2), pg_catalog.to_regclass($3), pg_catalog.to_regclass($4)))
 ORDER BY 1, 2`
+
+// nullableDescendantsQuery lists (schema, name, column) of the fencing columns $2 and
+// $3 that are nullable in a pg_inherits descendant of $1 (partitions and inheritance
+// children, at any depth), $1 resolved like the statements resolve it.
+const nullableDescendantsQuery = `WITH RECURSIVE tree(oid) AS (
+    SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)
+  UNION
+    SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent OPERATOR(pg_catalog.=) tree.oid
+)
+SELECT n.nspname::text, c.relname::text, a.attname::text FROM tree JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tree.oid
+  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+  JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid
+WHERE a.attname IN ($2, $3) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND NOT a.attnotnull
+ORDER BY 1, 2, 3`
 
 // byteWidth reads pg_type.typlen (bytes; "" or unreadable: 0).
 func byteWidth(s string) int {

@@ -64,22 +64,48 @@ var (
 	_ dialect.GuardFinder = dialectImpl{}
 )
 
+// relativeRoots is the query text yielding the oids of the tables a guard names: for a
+// qualified name the one table it resolves to (to_regclass); for an unqualified one
+// every table of that name, in every schema — an unqualified guard guards the table of
+// its name whatever its qualifier, so the partitions, children and parents of each are
+// its relatives, not only those of the table the pool's search_path finds (red-team
+// rt24b F9: a tenant schema's partition written by its name went unfenced). The name is
+// folded and truncated as the server reads an unquoted identifier (parse_ident, then
+// the cast to name).
+func relativeRoots(table dialect.TableName) string {
+	if table.Schema != "" {
+		return `SELECT pg_catalog.to_regclass($1)::pg_catalog.oid`
+	}
+	return `SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.=) ((pg_catalog.parse_ident($1))[1])::pg_catalog.name`
+}
+
 // DescendantsQuery lists table's partitions and inheritance children, at every level
-// (dialect.DescendantFinder).
+// (dialect.DescendantFinder); for an unqualified name, those of every table of that
+// name (relativeRoots).
 func (dialectImpl) DescendantsQuery(table dialect.TableName) (query string, args []any) {
-	return `WITH RECURSIVE d(oid) AS (
-  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = pg_catalog.to_regclass($1)
+	return `WITH RECURSIVE r(oid) AS (` + relativeRoots(table) + `),
+d(oid) AS (
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN r ON i.inhparent = r.oid
   UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
 SELECT n.nspname::text, c.relname::text FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{table.String()}
 }
 
-// AncestorsQuery lists table's inheritance parents and partitioned roots, at every
-// level (dialect.AncestorFinder).
+// AncestorsQuery lists the inheritance parents and partitioned roots, at every level,
+// of table and of each of its descendants, other than table and its descendants
+// themselves (dialect.AncestorFinder): with multiple inheritance a child of the guarded
+// table has other parents, whose UPDATE and DELETE reach the child's rows (red-team
+// rt24b F6). For an unqualified name, those of every table of that name
+// (relativeRoots).
 func (dialectImpl) AncestorsQuery(table dialect.TableName) (query string, args []any) {
-	return `WITH RECURSIVE a(oid) AS (
-  SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = pg_catalog.to_regclass($1)
+	return `WITH RECURSIVE r(oid) AS (` + relativeRoots(table) + `),
+t(oid) AS (
+  SELECT r.oid FROM r
+  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN t ON i.inhparent = t.oid),
+a(oid) AS (
+  SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN t ON i.inhrelid = t.oid
   UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid)
-SELECT n.nspname::text, c.relname::text FROM a JOIN pg_catalog.pg_class c ON c.oid = a.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{table.String()}
+SELECT n.nspname::text, c.relname::text FROM a JOIN pg_catalog.pg_class c ON c.oid = a.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE a.oid NOT IN (SELECT t.oid FROM t WHERE t.oid IS NOT NULL) ORDER BY 1, 2`, []any{table.String()}
 }
 
 var (

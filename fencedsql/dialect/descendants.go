@@ -9,7 +9,9 @@ package dialect
 // opened later, as a table registered later is).
 type DescendantFinder interface {
 	// DescendantsQuery returns a query yielding one row (schema, name) per descendant
-	// of table, at every level, as the catalog spells them.
+	// of table, at every level, as the catalog spells them. For an unqualified name —
+	// a guard of the table of that name in any schema — the descendants of every table
+	// of that name; AncestorsQuery likewise.
 	DescendantsQuery(table TableName) (query string, args []any)
 }
 
@@ -22,6 +24,8 @@ type DescendantFinder interface {
 // refused by the lazy check (ErrSchema) when the ancestor lacks the fencing columns.
 type AncestorFinder interface {
 	// AncestorsQuery returns a query yielding one row (schema, name) per ancestor of
-	// table, at every level, as the catalog spells them.
+	// table or of one of its descendants (with multiple inheritance a descendant has
+	// other parents, which reach its rows), at every level, as the catalog spells them;
+	// table and its descendants are not listed.
 	AncestorsQuery(table TableName) (query string, args []any)
 }

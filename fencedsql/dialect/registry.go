@@ -31,6 +31,16 @@ type Registrar interface {
 	NoRegistry(err error) bool
 }
 
+// NoDatabaseReporter is implemented by dialects whose registry is the connection's
+// current database (MySQL/MariaDB). A connection may have none (a DSN that names no
+// database, every table written database-qualified): then no registry can be read, and
+// the tables one records would go unguarded without a word. NoDatabase reports whether
+// err, from reading the registry, says so; the pool then refuses to open with a
+// configuration error that asks for the database in the DSN.
+type NoDatabaseReporter interface {
+	NoDatabase(err error) bool
+}
+
 // RegistryRowsQuery reads the registry, one row per guarded table: (table_name,
 // token_column, version_column). Every Registrar keeps these columns.
 const RegistryRowsQuery = "SELECT table_name, token_column, version_column FROM " + RegistryTable

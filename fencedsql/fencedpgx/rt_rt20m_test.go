@@ -37,7 +37,7 @@ func (tr *rt20mTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 func (tr *rt20mTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestRTrt20mNativeDeleteContextEndsBetweenStatementsCommitsStamp (data change on
-// error): F1 of FINDINGS.md through fencedpgx. In a fencedpgx Tx, a DELETE of a table
+// error): red-team rt20m F1, through fencedpgx. In a fencedpgx Tx, a DELETE of a table
 // without the guard runs as the fencing UPDATE, then the DELETE. The context ends
 // right before the DELETE is sent: pgx does not send it, the server sees no error,
 // the wrapper does not mark the transaction (stamp_kept.go trusts PostgreSQL to have

@@ -28,10 +28,14 @@ import (
 
 // RegistryError is a registry that exists but cannot be read, or one the session
 // cannot see. Problem and Fix are for the operator; Err is the database's error, if any.
+// Config is set when the cause is the pool's configuration, not the database: a
+// connection without a current database, whose registry cannot be named
+// (dialect.NoDatabaseReporter).
 type RegistryError struct {
 	Problem string
 	Fix     string
 	Err     error
+	Config  bool
 }
 
 func (e *RegistryError) Error() string {
@@ -83,6 +87,11 @@ func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	for _, name := range names {
 		rows, err := q(ctx, dialect.RegistryRowsQueryOf(name))
 		if err != nil {
+			if nd, ok := d.(dialect.NoDatabaseReporter); ok && nd.NoDatabase(err) {
+				return nil, &RegistryError{Config: true, Err: err,
+					Problem: "the connection has no current database (the DSN names none), and the registry of guarded tables is the connection database's: it cannot be read, and the tables it records would go unguarded",
+					Fix:     "name the database whose registry records the guarded tables in the DSN (user:password@tcp(host)/dbname); statements may still qualify tables with other databases"}
+			}
 			if r.NoRegistry(err) {
 				continue
 			}
