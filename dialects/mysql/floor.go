@@ -33,8 +33,21 @@ func (d dialectImpl) floorDDL(schema string) []string {
 	t := floorTable(schema).Quote(d.QuoteIdent)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + t + " (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB",
-		"INSERT IGNORE INTO " + t + " (id, floor) VALUES (1, 0)",
+		// The row only where no guard reads the floor yet: a row lost under guards stays
+		// lost (every write refused, ErrFloorLost reported) until a raise writes it back
+		// at the lock service's token — an installation writing 0 lowered the floor
+		// (red-team rt25a F1).
+		"INSERT IGNORE INTO " + t + " (id, floor) SELECT 1, 0 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = " + schemaOf(schema) +
+			" AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_floor\\_%') AND ACTION_STATEMENT LIKE '%FROM " + dialect.FloorTable + " f WHERE%')",
 	}
+}
+
+// schemaOf is the SQL of schema's name ("" for the connection's database).
+func schemaOf(schema string) string {
+	if schema == "" {
+		return "DATABASE()"
+	}
+	return literal(schema)
 }
 
 // FloorDDL creates the floor table in the connection's database.
@@ -49,8 +62,14 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (stri
 // the BEFORE INSERT floor trigger) read the floor: a trigger names it unqualified
 // (floorBelow), which is the floor table of the trigger's own database. In scope: the
 // connection's database, or every database listed when it names none.
+//
+// Its two more columns (dialect.FloorFinder) say whether the floor is a base table: a
+// view of that name (an SQL SECURITY INVOKER view over a function) would run another
+// account's code with the operator's rights when TokenFloor or a raise reads it
+// (red-team rt25a F0); the tools refuse it.
 func (dialectImpl) GuardFloorsQuery() (string, []any) {
-	return "SELECT TRIGGER_SCHEMA, MAX(IF(DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE(), 1, 0)) FROM information_schema.TRIGGERS" +
+	base := "EXISTS (SELECT 1 FROM information_schema.TABLES tb WHERE tb.TABLE_SCHEMA = TRIGGER_SCHEMA AND tb.TABLE_NAME = '" + dialect.FloorTable + "' AND tb.TABLE_TYPE = 'BASE TABLE')"
+	return "SELECT TRIGGER_SCHEMA, MAX(IF(DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE(), 1, 0)), MAX(" + base + "), MAX(" + base + ") FROM information_schema.TRIGGERS" +
 			" WHERE (TRIGGER_NAME LIKE ? OR TRIGGER_NAME LIKE ?) AND ACTION_STATEMENT LIKE ? GROUP BY TRIGGER_SCHEMA ORDER BY TRIGGER_SCHEMA",
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }

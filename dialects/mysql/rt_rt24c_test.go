@@ -120,7 +120,7 @@ func TestRTrt24cRaiseOverPreparedXA(t *testing.T) {
 	defer cancel()
 	raiseErr := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 10)
 	if raiseErr != nil {
-		if !errors.Is(raiseErr, schema.ErrFloorUnsettled) || !strings.Contains(raiseErr.Error(), "XA rt24c") {
+		if !errors.Is(raiseErr, schema.ErrFloorUnsettled) || !strings.Contains(raiseErr.Error(), "XA X'7274323463',X'',1") {
 			t.Fatalf("RaiseTokenFloor over a prepared XA transaction: %v; want ErrFloorUnsettled naming it", raiseErr)
 		}
 		// Once it has ended, a raise returns.

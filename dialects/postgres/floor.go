@@ -137,11 +137,16 @@ func (dialectImpl) FloorRaiseLock() []string {
 	return []string{"SET TRANSACTION ISOLATION LEVEL READ COMMITTED", floorLock}
 }
 
-// initialFloor gives a new floor table its row: the highest floor of the database's
-// other floor tables, not 0 — each the greater of the table's row and its copy in the
-// sequence, which is read outside the transaction's snapshot (an installation under
-// REPEATABLE READ whose snapshot predates a raise it waited for reads the raised
-// copy). Guards installed through a session whose search_path
+// initialFloor gives a floor table its row, or raises the one it has, to the highest
+// floor of the database: its own copy in the sequence (a row lost and written back by
+// an installation starts where it was, red-team rt25a F1) and every other floor
+// table's, each the greater of the table's row and its copy, which is read outside the
+// transaction's snapshot (an installation under REPEATABLE READ whose snapshot
+// predates a raise it waited for reads the raised copy). An existing row below that is
+// raised: a floor table no guard read while a raise ran (left by removed guards) is
+// adopted at the floor in force, not at its own (rt25a F3). Only plain tables without
+// row security whose floor column is a bigint are read (floorTableSafe): no other
+// role's code runs with the installer's rights (rt25a F0). Guards installed through a session whose search_path
 // starts with another schema than the first installer's read a floor table of their
 // own (withFloorTable); starting it at 0 would let every lease refused since the last
 // raise write again through them (tokens going back), until the next raise, which
@@ -155,16 +160,18 @@ DECLARE
   v bigint;
   s text;
 BEGIN
+  -- The table's own copy: a row lost and written back here starts where it was.
+  m := GREATEST(m, COALESCE(pg_catalog.pg_sequence_last_value('` + floorSeq + `'::pg_catalog.regclass), 0));
   FOR s IN SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
       WHERE c.relname OPERATOR(pg_catalog.=) '` + dialect.FloorTable + `' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND n.nspname NOT LIKE 'pg\_temp\_%'
-      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass LOOP
+      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass` + floorTableSafe("c") + ` LOOP
     EXECUTE 'SELECT pg_catalog.max(floor) FROM ' OPERATOR(pg_catalog.||) s OPERATOR(pg_catalog.||) '.` + dialect.FloorTable + `' INTO v;
     m := GREATEST(m, COALESCE(v, 0));
     IF pg_catalog.to_regclass(s OPERATOR(pg_catalog.||) '.` + floorSeq + `') IS NOT NULL THEN
       m := GREATEST(m, COALESCE(pg_catalog.pg_sequence_last_value((s OPERATOR(pg_catalog.||) '.` + floorSeq + `')::pg_catalog.regclass), 0));
     END IF;
   END LOOP;
-  INSERT INTO ` + dialect.FloorTable + ` (id, floor) VALUES (1, m) ON CONFLICT (id) DO NOTHING;
+  INSERT INTO ` + dialect.FloorTable + ` AS f (id, floor) VALUES (1, m) ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, EXCLUDED.floor);
 END
 `
 	tag := dollarTag(body)
@@ -175,7 +182,20 @@ END
 // (a lower floor is kept): the sync trigger then re-copies the floor into the sequence,
 // so a raise also puts back a copy left above the floor by a raise that rolled back.
 func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (query string, args []any) {
-	return "INSERT INTO " + table.Quote(d.QuoteIdent) + " AS f (id, floor) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, EXCLUDED.floor)", []any{floor}
+	// A lost row comes back at no less than its copy, the floor the guards last read
+	// (red-team rt25a F2: a raise to 10 over a lost row of 50 lowered the floor).
+	seq := pgLiteral(dialect.TableName{Schema: table.Schema, Name: floorSeq}.Quote(d.QuoteIdent))
+	return "INSERT INTO " + table.Quote(d.QuoteIdent) + " AS f (id, floor) VALUES (1, GREATEST($1::pg_catalog.int8, COALESCE(pg_catalog.pg_sequence_last_value(" + seq + "::pg_catalog.regclass), 0))) " +
+		"ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, $1::pg_catalog.int8)", []any{floor}
+}
+
+// floorTableSafe is the condition, on the pg_class row alias, that a floor table is
+// one the floor tools may read as their own role runs them: a plain table without row
+// security (a policy's function would run with the reader's rights) whose floor column
+// is a bigint (red-team rt25a F0: an application role's decoy floor table with a
+// policy lowered the real floor when the owner read it).
+func floorTableSafe(c string) string {
+	return " AND NOT " + c + ".relrowsecurity AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) " + c + ".oid AND a.attname OPERATOR(pg_catalog.=) 'floor' AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype)"
 }
 
 // GuardFloorsQuery lists the schemas of the floor tables the guard functions of the
@@ -183,13 +203,26 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (quer
 // installer's schema, quoted by quote_ident (withFloorTable) in its one read of the
 // table, "FROM <schema>.fencedsql_floor f WHERE" (floorSlowRead); the query takes the
 // schema from there and unquotes it. Every schema of the database is in scope.
+//
+// Only the triggers of a guard function of this library's naming whose text carries a
+// guard version's marker count (an application role's trigger merely named
+// fencedsql_guard made every raise fail, red-team rt25a F8). Two more columns say what
+// the floor tools may do with each as the role running them
+// (dialect.FloorFinder): read it — a plain table without row security whose floor is a
+// bigint (floorTableSafe) — and write it — that, and owned by the running role itself,
+// so that no trigger, policy or constraint another role put on it runs with the
+// raiser's rights (red-team rt25a F0).
 func (dialectImpl) GuardFloorsQuery() (query string, args []any) {
-	return `SELECT DISTINCT ` + floorSchemaOfRead + `, 1
-FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
-  LATERAL (SELECT pg_catalog.substring(p.prosrc, $3) AS q) s
-WHERE t.tgname IN ($1, $2) AND t.tgenabled OPERATOR(pg_catalog.<>) 'D' AND s.q IS NOT NULL
-ORDER BY 1`,
-		[]any{guardTrigger, guardDeleteTrigger, floorReadPattern}
+	return `SELECT x.nsp, 1, COALESCE(bool_or(true` + floorTableSafe("c") + `), false), COALESCE(bool_or(true` + floorTableSafe("c") + ` AND c.relowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)), false)
+FROM (SELECT DISTINCT ` + floorSchemaOfRead + ` AS nsp
+  FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
+    LATERAL (SELECT pg_catalog.substring(p.prosrc, $3) AS q) s
+  WHERE t.tgname IN ($1, $2) AND t.tgenabled OPERATOR(pg_catalog.<>) 'D' AND s.q IS NOT NULL
+    AND p.proname LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $4) x
+  LEFT JOIN pg_catalog.pg_namespace n ON n.nspname OPERATOR(pg_catalog.=) x.nsp
+  LEFT JOIN pg_catalog.pg_class c ON c.relnamespace OPERATOR(pg_catalog.=) n.oid AND c.relname OPERATOR(pg_catalog.=) '` + dialect.FloorTable + `' AND c.relkind OPERATOR(pg_catalog.=) 'r'
+GROUP BY x.nsp ORDER BY 1`,
+		[]any{guardTrigger, guardDeleteTrigger, floorReadPattern, "%" + guardMarker + "%"}
 }
 
 // floorReadPattern is the regular expression whose first group is the schema (as
@@ -268,3 +301,14 @@ var _ dialect.FloorSettler = dialectImpl{}
 func (dialectImpl) WritablePrimaryQuery() string { return "SELECT NOT pg_catalog.pg_is_in_recovery()" }
 
 var _ dialect.PrimaryChecker = dialectImpl{}
+
+// FloorCopiedQuery yields 1 when table's copy (the sequence its sync trigger sets) is
+// at or above its floor (dialect.FloorCopier): with the trigger disabled, a raise wrote
+// the table but not the copy, and the guards' fast path accepted tokens below the
+// raised floor (red-team rt25a F6).
+func (d dialectImpl) FloorCopiedQuery(table dialect.TableName) (string, []any) {
+	seq := dialect.TableName{Schema: table.Schema, Name: floorSeq}.Quote(d.QuoteIdent)
+	return "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), -1) OPERATOR(pg_catalog.>=) (SELECT f.floor FROM " + table.Quote(d.QuoteIdent) + " f WHERE f.id OPERATOR(pg_catalog.=) 1)", []any{seq}
+}
+
+var _ dialect.FloorCopier = dialectImpl{}

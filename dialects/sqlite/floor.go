@@ -25,7 +25,10 @@ func (d dialectImpl) floorDDL(schema string) []string {
 	t := floorTable(schema).Quote(d.QuoteIdent)
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + t + " (id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL CHECK (floor >= 0))",
-		"INSERT OR IGNORE INTO " + t + " (id, floor) VALUES (1, 0)",
+		// The row only where no guard reads the floor yet: a row lost under guards stays
+		// lost (every write refused, ErrFloorLost reported) until a raise writes it back
+		// at the lock service's token (red-team rt25a F1).
+		"INSERT OR IGNORE INTO " + t + " (id, floor) SELECT 1, 0 WHERE NOT EXISTS (SELECT 1 FROM " + d.master(schema) + " WHERE type = 'trigger' AND sql LIKE '%FROM " + dialect.FloorTable + " f WHERE%')",
 	}
 }
 

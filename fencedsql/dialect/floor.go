@@ -47,6 +47,15 @@ type FloorSettler interface {
 	StillOpenQuery() string
 }
 
+// FloorCopier is implemented by dialects whose guards read a copy of the floor kept by
+// a trigger on the floor table (PostgreSQL's sequence): FloorCopiedQuery yields one row,
+// 1 when table's copy is at or above its floor. RaiseTokenFloor checks it after its
+// writes, in its transaction, and fails when a copy was not kept (the sync trigger
+// disabled: the guards' fast path would accept tokens below the raised floor).
+type FloorCopier interface {
+	FloorCopiedQuery(table TableName) (query string, args []any)
+}
+
 // PrimaryChecker is implemented by dialects that can tell a server that takes writes as
 // a primary from a replica: WritablePrimaryQuery yields one row, 1 when it does.
 // RaiseTokenFloor refuses to raise anywhere else: a raise on a replica that an account

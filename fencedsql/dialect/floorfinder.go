@@ -16,6 +16,9 @@ type FloorFinder interface {
 	// database whose guard triggers the account can see (information_schema shows a
 	// trigger only to an account with a right on its table) when the connection names
 	// none; SQLite, the main database (attached databases are not listed). A guard of an
-	// older version that reads no floor is not listed.
+	// older version that reads no floor is not listed. A dialect may add two columns:
+	// 1 when the floor tools may read the table as the running role (no other role's
+	// code runs then), and 1 when they may write it (the role owns it); the tools
+	// refuse a table that is not, rather than skip it.
 	GuardFloorsQuery() (query string, args []any)
 }

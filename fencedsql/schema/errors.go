@@ -51,6 +51,13 @@ func (e *FloorError) Unwrap() error { return ErrNoFloorGuard }
 // application writes).
 var ErrNotPrimary = errors.New("fencedsql: the server is not a writable primary")
 
+// ErrFloorUnsafe means a token floor table the guards read is one the floor tools will
+// not read or write as the role running them: reading or writing it could run another
+// role's code with that role's rights (PostgreSQL: row security, not a plain table, a
+// floor column that is not a bigint, or — to write it — owned by another role). Nothing
+// was read or written; run the tool as the guards' owner, and look at the table.
+var ErrFloorUnsafe = errors.New("fencedsql: a token floor table is not safe to use")
+
 // ErrFloorLost means a token floor table the installed guards read has lost its one
 // row: the guards refuse the writes they do not accept on their fast path (PostgreSQL:
 // tokens below the floor's copy; MySQL/MariaDB and SQLite: every write) until

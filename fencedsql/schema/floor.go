@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,31 +65,54 @@ func floorFinder(d dialect.Dialect, what string) (dialect.Floorer, dialect.Floor
 }
 
 // guardFloors returns the floor tables the installed guards in the connection's scope
-// read (dialect.FloorFinder), or a *FloorError when there is none.
-func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op string) ([]dialect.TableName, error) {
+// read (dialect.FloorFinder), or a *FloorError when there is none. write: the caller
+// writes them (the raise). A table the dialect marks as one the running role may not
+// read (or, with write, write) without running another role's code fails the call: a
+// floor skipped would stay unraised.
+func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op string, write bool) ([]dialect.TableName, error) {
 	query, args := ff.GuardFloorsQuery()
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
+	}
 	var in []dialect.TableName
-	var elsewhere []string
+	var elsewhere, unsafe []string
 	for rows.Next() {
 		var schema string
 		var inScope int64
-		if err := rows.Scan(&schema, &inScope); err != nil {
+		readable, writable := true, true
+		dest := []any{&schema, &inScope}
+		if len(cols) >= 4 {
+			dest = append(dest, &readable, &writable)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
 		}
 		t := dialect.TableName{Schema: schema, Name: dialect.FloorTable}
-		if inScope == 1 {
-			in = append(in, t)
-		} else {
+		switch {
+		case inScope != 1:
 			elsewhere = append(elsewhere, t.String())
+		case !readable || write && !writable:
+			unsafe = append(unsafe, t.String())
+		default:
+			in = append(in, t)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
+	}
+	if len(unsafe) > 0 {
+		what := "read"
+		if write {
+			what = "write"
+		}
+		return nil, fmt.Errorf("fencedsql: %s: the guards read the floor table(s) %s, which this role may not %s without running another role's code (not a plain table of its own without row security, or its floor not a bigint): run it as the guards' owner, and check those tables: %w",
+			op, strings.Join(unsafe, ", "), what, ErrFloorUnsafe)
 	}
 	if len(in) == 0 {
 		return nil, &FloorError{Op: op, Elsewhere: elsewhere}
@@ -142,7 +166,7 @@ func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 	if err != nil {
 		return nil, err
 	}
-	tables, err := guardFloors(ctx, db, ff, "TokenFloor")
+	tables, err := guardFloors(ctx, db, ff, "TokenFloor", false)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +264,7 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 			}
 		}
 	}
-	tables, err := guardFloors(ctx, tx, ff, "RaiseTokenFloor")
+	tables, err := guardFloors(ctx, tx, ff, "RaiseTokenFloor", true)
 	if err != nil {
 		return err
 	}
@@ -248,6 +272,16 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		q, args := f.RaiseFloorQuery(t, int64(floor))
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("fencedsql: RaiseTokenFloor: raising %s: %w", t, err)
+		}
+		if c, ok := d.(dialect.FloorCopier); ok {
+			q, args := c.FloorCopiedQuery(t)
+			var copied sql.NullString
+			if err := tx.QueryRowContext(ctx, q, args...).Scan(&copied); err != nil {
+				return fmt.Errorf("fencedsql: RaiseTokenFloor: reading %s's copy: %w", t, err)
+			}
+			if !dialect.CatalogBool(copied.String) {
+				return fmt.Errorf("fencedsql: RaiseTokenFloor: %s's copy, which the guards' fast path reads, did not follow the raise (its sync trigger disabled?): nothing raised; re-apply the guards (fencedsql-schema -apply): %w", t, ErrFloorUnsafe)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -305,7 +339,7 @@ func settlePrepared(ctx context.Context, db *sql.DB, p dialect.PreparedLister) e
 		ids := map[string]bool{}
 		for _, r := range rows {
 			if len(r) > 0 {
-				ids[r[len(r)-1]] = true
+				ids[xid(r)] = true
 			}
 		}
 		return ids, nil
@@ -333,6 +367,21 @@ func settlePrepared(ctx context.Context, db *sql.DB, p dialect.PreparedLister) e
 		}
 		return named(at), named(at), nil
 	})
+}
+
+// xid names a prepared transaction of a PreparedLister row: XA RECOVER's formatID,
+// gtrid_length, bqual_length and data as the XID an XA ROLLBACK or XA COMMIT takes
+// (X'gtrid',X'bqual',formatID: the data may be binary); another shape, by its last
+// column.
+func xid(r []string) string {
+	if len(r) == 4 {
+		g, errG := strconv.Atoi(r[1])
+		b, errB := strconv.Atoi(r[2])
+		if errG == nil && errB == nil && g >= 0 && b >= 0 && g+b == len(r[3]) {
+			return fmt.Sprintf("X'%x',X'%x',%s", r[3][:g], r[3][g:], r[0])
+		}
+	}
+	return r[len(r)-1]
 }
 
 // waitEnded polls still, with a growing pause, until it lists no transaction (ids);

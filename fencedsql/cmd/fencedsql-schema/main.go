@@ -277,7 +277,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("check", err)
 	}
 	if *printOnly {
-		printDDL(stdout, reports, be.dialect.Name() == "mysql")
+		printDDL(stdout, reports, be.dialect.Name() == "mysql", be.txDDL)
 	} else {
 		printReports(stdout, reports)
 	}
@@ -389,8 +389,15 @@ func printReports(w io.Writer, reports []schema.TableReport) {
 
 // printDDL prints the fixes as a script. Problems no statement fixes become comments.
 // MySQL statements with semicolons inside (trigger bodies) are wrapped in DELIMITER
-// lines for the mysql/mariadb client.
-func printDDL(w io.Writer, reports []schema.TableReport, mysqlClient bool) {
+// lines for the mysql/mariadb client. Where DDL is transactional (inTx) the script is
+// one transaction, BEGIN; … COMMIT;, as -apply runs it: the guards' installation takes
+// a transaction-level lock that a token floor raise also takes, which a script run
+// statement by statement would release after its first statement (red-team rt25a F4).
+func printDDL(w io.Writer, reports []schema.TableReport, mysqlClient, inTx bool) {
+	if inTx && hasFix(reports) {
+		fmt.Fprintln(w, "BEGIN;")
+		defer fmt.Fprintln(w, "COMMIT;")
+	}
 	for _, r := range reports {
 		if r.OK() {
 			continue
