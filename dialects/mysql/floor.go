@@ -124,9 +124,13 @@ func (dialectImpl) PreparedQuery() string { return "XA RECOVER" }
 
 var _ dialect.PreparedLister = dialectImpl{}
 
-// WritablePrimaryQuery yields 1 when the server is not read_only
-// (dialect.PrimaryChecker): a replica runs read_only, and an account that may write
-// past it would see its raise undone by the primary's floor in the relay log.
-func (dialectImpl) WritablePrimaryQuery() string { return "SELECT @@GLOBAL.read_only = 0" }
+// WritablePrimaryQuery yields 1 when the server is not read_only and runs no
+// replication thread (dialect.PrimaryChecker): a replica's raise is undone by the
+// primary's floor in its relay log. The threads are seen in the process list, which
+// shows them to an account with the PROCESS privilege: without it, a replica that runs
+// without read_only (MariaDB's default) is taken for a primary.
+func (dialectImpl) WritablePrimaryQuery() string {
+	return "SELECT @@GLOBAL.read_only = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker'))"
+}
 
 var _ dialect.PrimaryChecker = dialectImpl{}
