@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,14 @@ import (
 // SHOW SLAVE STATUS / SHOW ALL SLAVES STATUS), so that the hook fails loudly ("NOT
 // raised") instead of reporting a raise that replication undoes.
 func TestRTrt24cMariaDBRaiseOnReplicaUndone(t *testing.T) {
+	// read_only ON, and OFF (MariaDB's default for a replica: seen by its replication
+	// threads, red-team rt25a F5).
+	for _, readOnly := range []bool{true, false} {
+		t.Run(fmt.Sprintf("read_only=%v", readOnly), func(t *testing.T) { raiseOnReplica(t, readOnly) })
+	}
+}
+
+func raiseOnReplica(t *testing.T, readOnly bool) {
 	env := needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -73,7 +82,11 @@ func TestRTrt24cMariaDBRaiseOnReplicaUndone(t *testing.T) {
 	// The replica lags: its SQL thread is behind (stopped here, for determinism). It runs
 	// with MariaDB's default gtid_strict_mode = OFF (the harness turns it on; with it on
 	// the hook's local write stops replication with error 1950 instead).
-	for _, s := range []string{`STOP SLAVE SQL_THREAD`, `SET GLOBAL gtid_strict_mode = OFF`} {
+	stmts := []string{`STOP SLAVE SQL_THREAD`, `SET GLOBAL gtid_strict_mode = OFF`}
+	if !readOnly {
+		stmts = append(stmts, `SET GLOBAL read_only = OFF`)
+	}
+	for _, s := range stmts {
 		if _, err := replica.ExecContext(ctx, s); err != nil {
 			t.Fatal(err)
 		}
