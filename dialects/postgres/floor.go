@@ -111,6 +111,11 @@ END
 		"REVOKE ALL ON " + dialect.FloorTable + " FROM PUBLIC",
 		"GRANT SELECT ON " + dialect.FloorTable + " TO PUBLIC",
 		"CREATE SEQUENCE IF NOT EXISTS " + floorSeq + " MINVALUE 0 START WITH 0",
+		// A copy another role owns could be set below the floor by it (setval): the
+		// guards' fast path reads it (red-team rt26a F2).
+		"DO $fencedsql$ BEGIN IF (SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) '" + floorSeq + "'::pg_catalog.regclass) OPERATOR(pg_catalog.<>) " +
+			"(SELECT relowner FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) '" + dialect.FloorTable + "'::pg_catalog.regclass) THEN " +
+			"RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = 'fencedsql: the token floor''s copy " + floorSeq + " is owned by another role than the floor table " + dialect.FloorTable + ": drop it (it is re-created) or hand it to the floor''s owner'; END IF; END $fencedsql$",
 		"REVOKE ALL ON SEQUENCE " + floorSeq + " FROM PUBLIC",
 		"GRANT SELECT ON SEQUENCE " + floorSeq + " TO PUBLIC",
 		withFloorTable("CREATE OR REPLACE FUNCTION " + fn + " RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + syncBody + tag),
@@ -144,9 +149,11 @@ func (dialectImpl) FloorRaiseLock() []string {
 // transaction's snapshot (an installation under REPEATABLE READ whose snapshot
 // predates a raise it waited for reads the raised copy). An existing row below that is
 // raised: a floor table no guard read while a raise ran (left by removed guards) is
-// adopted at the floor in force, not at its own (rt25a F3). Only plain tables without
-// row security whose floor column is a bigint are read (floorTableSafe): no other
-// role's code runs with the installer's rights (rt25a F0). Guards installed through a session whose search_path
+// adopted at the floor in force, not at its own (rt25a F3). Only the installing role's
+// own floor tables count (another role's decoy at 2^63 would block every write, rt26a
+// F1), and only plain tables without row security whose floor column is a bigint are
+// read (floorTableSafe): no other role's code runs with the installer's rights (rt25a
+// F0). Guards installed through a session whose search_path
 // starts with another schema than the first installer's read a floor table of their
 // own (withFloorTable); starting it at 0 would let every lease refused since the last
 // raise write again through them (tokens going back), until the next raise, which
@@ -164,7 +171,8 @@ BEGIN
   m := GREATEST(m, COALESCE(pg_catalog.pg_sequence_last_value('` + floorSeq + `'::pg_catalog.regclass), 0));
   FOR s IN SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
       WHERE c.relname OPERATOR(pg_catalog.=) '` + dialect.FloorTable + `' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND n.nspname NOT LIKE 'pg\_temp\_%'
-      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass` + floorTableSafe("c") + ` LOOP
+      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass` + floorTableSafe("c") + `
+      AND c.relowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) LOOP
     EXECUTE 'SELECT pg_catalog.max(floor) FROM ' OPERATOR(pg_catalog.||) s OPERATOR(pg_catalog.||) '.` + dialect.FloorTable + `' INTO v;
     m := GREATEST(m, COALESCE(v, 0));
     IF pg_catalog.to_regclass(s OPERATOR(pg_catalog.||) '.` + floorSeq + `') IS NOT NULL THEN
@@ -213,7 +221,14 @@ func floorTableSafe(c string) string {
 // so that no trigger, policy or constraint another role put on it runs with the
 // raiser's rights (red-team rt25a F0).
 func (dialectImpl) GuardFloorsQuery() (query string, args []any) {
-	return `SELECT x.nsp, 1, COALESCE(bool_or(true` + floorTableSafe("c") + `), false), COALESCE(bool_or(true` + floorTableSafe("c") + ` AND c.relowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)), false)
+	seqOwned := ` AND EXISTS (SELECT 1 FROM pg_catalog.pg_class q WHERE q.relnamespace OPERATOR(pg_catalog.=) c.relnamespace AND q.relname OPERATOR(pg_catalog.=) '` + floorSeq + `' AND q.relkind OPERATOR(pg_catalog.=) 'S' AND q.relowner OPERATOR(pg_catalog.=) c.relowner)`
+	// Writable: the running role owns the table, or is a member of its owner (a
+	// superuser is) and the table carries no trigger but the sync trigger and no rule —
+	// nothing another role wrote runs with the raiser's rights.
+	writable := ` AND (c.relowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+    OR pg_catalog.pg_has_role(c.relowner, 'MEMBER') AND NOT c.relhasrules
+      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g WHERE g.tgrelid OPERATOR(pg_catalog.=) c.oid AND g.tgname OPERATOR(pg_catalog.<>) '` + floorSyncTrigger + `'))`
+	return `SELECT x.nsp, 1, COALESCE(bool_or(true` + floorTableSafe("c") + seqOwned + `), false), COALESCE(bool_or(true` + floorTableSafe("c") + seqOwned + writable + `), false)
 FROM (SELECT DISTINCT ` + floorSchemaOfRead + ` AS nsp
   FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
     LATERAL (SELECT pg_catalog.substring(p.prosrc, $3) AS q) s
