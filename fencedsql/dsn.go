@@ -148,16 +148,17 @@ var knownParams = []string{ParamTables, ParamStrict, ParamSchemaCheck, ParamToke
 // ours reports whether a DSN parameter key (url-decoded) is, or looks like, one of this
 // package's. Such a key never reaches the driver: either it is one of knownParams,
 // exactly, or splitDSN refuses it. A key looks like ours when its letters and digits,
-// lower-cased (alnumFold), start with "fence" (fenced_tables, fence_tables,
-// FENCED-TABLES), or begin with a near miss of "fenced" (one letter dropped, added,
-// changed or two swapped: fencd_tables, fenecd_tables, fnced_tables), or are within
-// two such edits of a known parameter's. A driver that ignores unknown parameters
-// (modernc's SQLite) would otherwise open a pool that guards nothing; the servers
-// PostgreSQL and MySQL refuse an unknown one, so catching it here costs them nothing
-// and names the parameter meant. No parameter of the supported drivers is that close.
+// lower-cased (alnumFold), start with "fenc" (fenced_tables, fence_tables,
+// fencing_tables, FENCED-TABLES), or begin with a near miss of "fenced" (one letter
+// dropped, added, changed or two swapped: fencd_tables, fenecd_tables, fnced_tables),
+// or when nearest names a parameter for it: ours is at least as wide as the
+// suggestion a refusal gives. A driver that ignores unknown parameters (modernc's
+// SQLite) would otherwise open a pool that guards nothing; the servers PostgreSQL and
+// MySQL refuse an unknown one, so catching it here costs them nothing and names the
+// parameter meant. No parameter of the supported drivers is that close.
 func ours(key string) bool {
 	k := alnumFold(key)
-	if strings.HasPrefix(k, "fence") {
+	if strings.HasPrefix(k, "fenc") {
 		return true
 	}
 	for n := len("fenced") - 1; n <= len("fenced")+1 && n <= len(k); n++ {
@@ -165,8 +166,7 @@ func ours(key string) bool {
 			return true
 		}
 	}
-	_, d := nearestParam(k)
-	return d <= 2
+	return nearest(key) != ""
 }
 
 // nearestParam returns the known parameter whose alnumFold is closest to k (already
