@@ -262,8 +262,11 @@ func isKeyValue(dsn string) bool {
 }
 
 // removeKeyValue removes the fenced_* keywords (and the blank before each) from a
-// keyword/value DSN, keeping every other byte, and records them in params. Values may
-// be single-quoted with backslash escapes, as libpq allows.
+// keyword/value DSN, keeping every other byte, and records them in params. It reads
+// the form as pgx does (parseKeywordValueSettings): a keyword is the text before the
+// next '=' with the blanks around it trimmed ("fenced_tables = accounts" is allowed,
+// as libpq allows it), blanks after the '=' are skipped, and a value runs to the next
+// blank, or is single-quoted; in either, a backslash escapes the byte after it.
 func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	var b strings.Builder
 	last := 0 // start of the text not yet copied
@@ -272,29 +275,35 @@ func removeKeyValue(dsn string, params map[string]string) (string, error) {
 		for i < len(dsn) && isSpace(dsn[i]) {
 			i++
 		}
-		ts := i
-		for i < len(dsn) && dsn[i] != '=' && !isSpace(dsn[i]) {
-			i++
+		if i == len(dsn) {
+			break
 		}
-		key := dsn[ts:i]
+		ts := i
+		var key string
 		var val strings.Builder
-		if i < len(dsn) && dsn[i] == '=' {
-			i++
-			if i < len(dsn) && dsn[i] == '\'' {
+		if eq := strings.IndexByte(dsn[i:], '='); eq < 0 {
+			key, i = strings.TrimRight(dsn[ts:], blanks), len(dsn)
+		} else {
+			key, i = strings.TrimRight(dsn[ts:ts+eq], blanks), ts+eq+1
+			for i < len(dsn) && isSpace(dsn[i]) {
 				i++
-				for i < len(dsn) && dsn[i] != '\'' {
-					if dsn[i] == '\\' && i+1 < len(dsn) {
-						i++
+			}
+			quoted := i < len(dsn) && dsn[i] == '\''
+			if quoted {
+				i++
+			}
+			for i < len(dsn) && (quoted && dsn[i] != '\'' || !quoted && !isSpace(dsn[i])) {
+				if dsn[i] == '\\' && i+1 < len(dsn) {
+					i++
+					if c := dsn[i]; c != '\\' && c != '\'' {
+						val.WriteByte('\\') // pgx unescapes \\ and \' only
 					}
-					val.WriteByte(dsn[i])
-					i++
 				}
+				val.WriteByte(dsn[i])
+				i++
+			}
+			if quoted {
 				i++ // closing quote
-			} else {
-				for i < len(dsn) && !isSpace(dsn[i]) {
-					val.WriteByte(dsn[i])
-					i++
-				}
 			}
 		}
 		te := min(i, len(dsn))
@@ -321,6 +330,9 @@ func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	b.WriteString(dsn[last:])
 	return b.String(), nil
 }
+
+// blanks are the bytes isSpace reports.
+const blanks = " \t\n\r\f\v"
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
