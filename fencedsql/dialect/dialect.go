@@ -2,7 +2,6 @@ package dialect
 
 import (
 	"context"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
@@ -178,30 +177,12 @@ type ExactIdenter interface {
 // SameColumnName reports whether the configured column names a and b name one column
 // of a table in d, compared as d compares the quoted names the wrapper writes: exactly
 // where d's quoted names are exact (ExactIdenter: on PostgreSQL "Tok" and tok are two
-// columns), with ASCII letters folded on SQLite, folded without regard to case
-// otherwise (MySQL/MariaDB). A nil d folds.
+// columns), else with ASCII letters folded (EqualFoldASCII). Where the server folds
+// more (MariaDB's collations fold é and É), two such names count as two columns: a
+// caller that needs one column then refuses rather than fences on the wrong one.
 func SameColumnName(d Dialect, a, b string) bool {
 	if e, ok := d.(ExactIdenter); ok && e.ExactQuotedIdents() {
 		return a == b
 	}
-	if d != nil && d.Syntax() == SQLiteSyntax {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := 0; i < len(a); i++ {
-			if lowerASCII(a[i]) != lowerASCII(b[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return strings.EqualFold(a, b)
-}
-
-// lowerASCII is c with an ASCII capital letter lowered.
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
+	return EqualFoldASCII(a, b)
 }
