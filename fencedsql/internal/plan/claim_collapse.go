@@ -63,12 +63,12 @@ var scalarBuiltins = wordSet(`
 
 // callWords are MySQL/MariaDB keywords and type names that a '(' can follow in an
 // expression without calling a function (x IN (…), CAST(x AS CHAR(10)), MATCH (…)
-// AGAINST (…)).
+// AGAINST (…), TRIM(LEADING 'x' FROM (y))).
 var callWords = wordSet(`
-	against all and any as between binary case char character collate dec decimal
-	datetime distinct div double else escape exists float in int integer interval is like
-	match nchar not numeric on or over partition regexp rlike row signed some then time
-	timestamp unsigned using varbinary varchar when xor`)
+	against all and any as between binary both case char character collate dec decimal
+	datetime distinct div double else escape exists float for from in int integer
+	interval is leading like match nchar not numeric on or over partition regexp rlike row
+	signed some then time timestamp trailing unsigned using varbinary varchar when xor`)
 
 // wordSet is the set of the blank-separated words of s.
 func wordSet(s string) map[string]bool {
