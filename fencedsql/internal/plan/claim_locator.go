@@ -296,9 +296,13 @@ func (p *parser) mayNameOutput(sel [2]int, name string) bool {
 	return mentioned && !plain
 }
 
-// blankLed reports whether the name sig[i] starts with a blank that outputName drops:
-// as a column it is another name than the one its output column is compared by.
+// blankLed reports whether the MySQL/MariaDB name sig[i] starts with a blank that
+// outputName drops (or cannot be decoded): as a column it is another name than the one
+// its output column is compared by.
 func (p *parser) blankLed(i int) bool {
+	if p.rw.numbered {
+		return false
+	}
 	n, ok := p.ident(i)
 	return !ok || n != strings.TrimLeft(n, mysqlBlanks)
 }
