@@ -3,13 +3,15 @@ package fencedsql
 import (
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
 // ambiguous refuses a guarded write through a derived guard (plan.Table.Root: a
 // reference the configured qualifiers do not decide — unqualified, or written with
 // another qualifier) when the configured guards sharing its name do not all fence the
-// same columns (two tables of one name in two schemas or databases, listed or
+// same columns, compared as the dialect compares column names
+// (dialect.SameColumnName: exactly on PostgreSQL) (two tables of one name in two schemas or databases, listed or
 // registered with other columns). The planner derives such a guard from the first
 // guard of the name, whatever table the reference resolves to, so the write could be
 // fenced on another table's columns: a column the resolved table also has, but that
@@ -28,7 +30,7 @@ func (k *core) ambiguous(g *plan.Table) error {
 			continue
 		}
 		named = append(named, t.String()+" ("+t.TokenCol+", "+t.VerCol+")")
-		if !strings.EqualFold(t.TokenCol, g.Root.TokenCol) || !strings.EqualFold(t.VerCol, g.Root.VerCol) {
+		if !dialect.SameColumnName(k.dialect, t.TokenCol, g.Root.TokenCol) || !dialect.SameColumnName(k.dialect, t.VerCol, g.Root.VerCol) {
 			differ = true
 		}
 	}

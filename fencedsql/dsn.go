@@ -148,16 +148,17 @@ var knownParams = []string{ParamTables, ParamStrict, ParamSchemaCheck, ParamToke
 // ours reports whether a DSN parameter key (url-decoded) is, or looks like, one of this
 // package's. Such a key never reaches the driver: either it is one of knownParams,
 // exactly, or splitDSN refuses it. A key looks like ours when its letters and digits,
-// lower-cased (alnumFold), start with "fence" (fenced_tables, fence_tables,
-// FENCED-TABLES), or begin with a near miss of "fenced" (one letter dropped, added,
-// changed or two swapped: fencd_tables, fenecd_tables, fnced_tables), or are within
-// two such edits of a known parameter's. A driver that ignores unknown parameters
-// (modernc's SQLite) would otherwise open a pool that guards nothing; the servers
-// PostgreSQL and MySQL refuse an unknown one, so catching it here costs them nothing
-// and names the parameter meant. No parameter of the supported drivers is that close.
+// lower-cased (alnumFold), start with "fenc" (fenced_tables, fence_tables,
+// fencing_tables, FENCED-TABLES), or begin with a near miss of "fenced" (one letter
+// dropped, added, changed or two swapped: fencd_tables, fenecd_tables, fnced_tables),
+// or when nearest names a parameter for it: ours is at least as wide as the
+// suggestion a refusal gives. A driver that ignores unknown parameters (modernc's
+// SQLite) would otherwise open a pool that guards nothing; the servers PostgreSQL and
+// MySQL refuse an unknown one, so catching it here costs them nothing and names the
+// parameter meant. No parameter of the supported drivers is that close.
 func ours(key string) bool {
 	k := alnumFold(key)
-	if strings.HasPrefix(k, "fence") {
+	if strings.HasPrefix(k, "fenc") {
 		return true
 	}
 	for n := len("fenced") - 1; n <= len("fenced")+1 && n <= len(k); n++ {
@@ -165,8 +166,7 @@ func ours(key string) bool {
 			return true
 		}
 	}
-	_, d := nearestParam(k)
-	return d <= 2
+	return nearest(key) != ""
 }
 
 // nearestParam returns the known parameter whose alnumFold is closest to k (already
@@ -262,8 +262,11 @@ func isKeyValue(dsn string) bool {
 }
 
 // removeKeyValue removes the fenced_* keywords (and the blank before each) from a
-// keyword/value DSN, keeping every other byte, and records them in params. Values may
-// be single-quoted with backslash escapes, as libpq allows.
+// keyword/value DSN, keeping every other byte, and records them in params. It reads
+// the form as pgx does (parseKeywordValueSettings): a keyword is the text before the
+// next '=' with the blanks around it trimmed ("fenced_tables = accounts" is allowed,
+// as libpq allows it), blanks after the '=' are skipped, and a value runs to the next
+// blank, or is single-quoted; in either, a backslash escapes the byte after it.
 func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	var b strings.Builder
 	last := 0 // start of the text not yet copied
@@ -272,29 +275,35 @@ func removeKeyValue(dsn string, params map[string]string) (string, error) {
 		for i < len(dsn) && isSpace(dsn[i]) {
 			i++
 		}
-		ts := i
-		for i < len(dsn) && dsn[i] != '=' && !isSpace(dsn[i]) {
-			i++
+		if i == len(dsn) {
+			break
 		}
-		key := dsn[ts:i]
+		ts := i
+		var key string
 		var val strings.Builder
-		if i < len(dsn) && dsn[i] == '=' {
-			i++
-			if i < len(dsn) && dsn[i] == '\'' {
+		if eq := strings.IndexByte(dsn[i:], '='); eq < 0 {
+			key, i = strings.TrimRight(dsn[ts:], blanks), len(dsn)
+		} else {
+			key, i = strings.TrimRight(dsn[ts:ts+eq], blanks), ts+eq+1
+			for i < len(dsn) && isSpace(dsn[i]) {
 				i++
-				for i < len(dsn) && dsn[i] != '\'' {
-					if dsn[i] == '\\' && i+1 < len(dsn) {
-						i++
+			}
+			quoted := i < len(dsn) && dsn[i] == '\''
+			if quoted {
+				i++
+			}
+			for i < len(dsn) && (quoted && dsn[i] != '\'' || !quoted && !isSpace(dsn[i])) {
+				if dsn[i] == '\\' && i+1 < len(dsn) {
+					i++
+					if c := dsn[i]; c != '\\' && c != '\'' {
+						val.WriteByte('\\') // pgx unescapes \\ and \' only
 					}
-					val.WriteByte(dsn[i])
-					i++
 				}
+				val.WriteByte(dsn[i])
+				i++
+			}
+			if quoted {
 				i++ // closing quote
-			} else {
-				for i < len(dsn) && !isSpace(dsn[i]) {
-					val.WriteByte(dsn[i])
-					i++
-				}
 			}
 		}
 		te := min(i, len(dsn))
@@ -321,6 +330,9 @@ func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	b.WriteString(dsn[last:])
 	return b.String(), nil
 }
+
+// blanks are the bytes isSpace reports.
+const blanks = " \t\n\r\f\v"
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'

@@ -11,7 +11,7 @@ func TestOursNearMisses(t *testing.T) {
 		"fenced_tables", "fencedtables", "fenced-tables", "FENCED_TABLES", "fenced_tabels",
 		"fence_tables", "fencd_tables", "fenecd_tables", "fnced_tables", "fencde_tables",
 		"fence_token_column", "fenced_token_colum", "fenced_versoin_column", "fenced_alow",
-		"fencedstrict", "fenced_schemacheck",
+		"fencedstrict", "fenced_schemacheck", "fencing_tables", "fencing_table", "FencingTables",
 	} {
 		if !ours(k) {
 			t.Errorf("ours(%q) = false; want true (a near miss of a parameter of this package)", k)
@@ -33,7 +33,14 @@ func TestOursNearMisses(t *testing.T) {
 		"parseTime", "loc", "charset", "collation", "interpolateParams", "multiStatements", "tls", "timeout", "readTimeout", "writeTimeout",
 		"allowNativePasswords", "allowCleartextPasswords", "rejectReadOnly", "clientFoundRows", "columnsWithAlias", "maxAllowedPacket",
 		"checkConnLiveness", "serverPubKey", "sql_mode", "time_zone", "foreign_key_checks", "transaction_isolation", "autocommit",
-		"encoding", "defer", "fetch",
+		"encoding", "defer", "fetch", "allowOldPasswords", "allowAllFiles", "allowFallbackToPlaintext", "clientFoundRows",
+		"maxAllowedPacket", "connectionAttributes", "compress", "strict", "net_write_timeout", "innodb_lock_wait_timeout",
+		// more of pgx / libpq
+		"sslcert", "sslkey", "sslpassword", "sslsni", "krb_srv_name", "krb_spn", "service", "servicefile", "passfile",
+		"pool_min_conns", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_health_check_period", "description_cache_capacity",
+		"min_read_buffer_size", "channel_binding", "gssencmode", "hostaddr", "keepalives",
+		// more of modernc.org/sqlite
+		"_foreign_keys", "_busy_timeout", "_locking_mode", "_cache_size",
 	} {
 		if ours(k) {
 			t.Errorf("ours(%q) = true; want false (a parameter of a driver or server)", k)

@@ -212,7 +212,7 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 			return nil, configErr("guarded table %q: %s", gs.Table, ne.Problem)
 		}
 		for _, prev := range c.guards[:i] {
-			if sameGuardedTable(prev, gs) && !sameColumns(prev, gs) {
+			if sameGuardedTable(prev, gs) && !sameColumns(c.dialect, prev, gs) {
 				pt, pv := guardColumns(prev)
 				gt, gv := guardColumns(gs)
 				return nil, configErr("guarded table %q is given twice with other fencing columns (%s and %s as %q, %s and %s as %q): a statement would be fenced on either; name it once, or qualify both with their schemas if they are two tables",
@@ -229,6 +229,9 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 // name resolves to whichever schema (database, attached file) the session finds, and
 // the planner guards a reference by its last name part. It is the one comparison
 // behind two guards given to one pool and a listed guard against the registry's.
+// Table names fold whatever the dialect (unlike column names, sameColumns): the
+// planner keys its guards by the folded name, so two spellings are one guard to it,
+// and taking them for one table only refuses more.
 func sameGuardedTable(a, b schema.GuardSpec) bool {
 	ta, errA := dialect.ParseTableName(a.Table)
 	tb, errB := dialect.ParseTableName(b.Table)
@@ -243,9 +246,11 @@ func guardColumns(gs schema.GuardSpec) (token, version string) {
 	return orDefault(gs.TokenColumn, schema.DefaultTokenColumn), orDefault(gs.VersionColumn, schema.DefaultVersionColumn)
 }
 
-// sameColumns reports whether a and b fence on the same columns.
-func sameColumns(a, b schema.GuardSpec) bool {
+// sameColumns reports whether a and b fence on the same columns, compared as d
+// compares column names (dialect.SameColumnName: exactly on PostgreSQL, where "Tok"
+// and tok are two columns).
+func sameColumns(d dialect.Dialect, a, b schema.GuardSpec) bool {
 	at, av := guardColumns(a)
 	bt, bv := guardColumns(b)
-	return strings.EqualFold(at, bt) && strings.EqualFold(av, bv)
+	return dialect.SameColumnName(d, at, bt) && dialect.SameColumnName(d, av, bv)
 }

@@ -276,7 +276,7 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 			}
 			lt, lv := guardColumns(gs)
 			rt, rv := guardColumns(rs)
-			if !sameColumns(gs, rs) {
+			if !sameColumns(k.dialect, gs, rs) {
 				return &SchemaError{Table: gs.Table, Problem: fmt.Sprintf("listed with the columns %s and %s, but the registry of guarded tables records %s and %s", lt, lv, rt, rv),
 					Fix: "give the registered columns (fenced_token_column, fenced_version_column, TokenColumn, VersionColumn), or register the table again with fencedsql-schema"}
 			}

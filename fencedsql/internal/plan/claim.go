@@ -69,6 +69,13 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if why := p.collapsingSelect(p.start+1, from); why != "" {
 		return p.claimRefused(g.String(), "a locking SELECT whose select list has %s: its rows are not the rows it locks, so the wrapper cannot check that its claim read exactly the rows it stamped; lock the rows with SELECT <columns> … FOR UPDATE and aggregate in the application", why)
 	}
+	if c, ok := clauses["ORDER"]; ok && !p.rw.numbered {
+		// MySQL/MariaDB: an aggregate in the ORDER BY makes the read an aggregate
+		// query as one in the select list does, and the claim's UPDATE cannot take it.
+		if why := p.collapsingSelect(c[0]+2, c[1]); why != "" {
+			return p.claimRefused(g.String(), "a locking SELECT whose ORDER BY has %s: it collapses the rows it reads into one, which are then not the rows it locks; lock the rows with SELECT <columns> … FOR UPDATE and aggregate in the application", why)
+		}
+	}
 	var twoStepErr error // the two-statement form's refusal (Plan.TwoStepErr)
 	if with >= 0 {
 		if !p.rw.numbered {

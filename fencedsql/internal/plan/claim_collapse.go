@@ -26,6 +26,59 @@ var aggregates = map[string]bool{
 	"jsonb_object_agg": true, "total": true, "xmlagg": true, "listagg": true,
 }
 
+// scalarBuiltins are MySQL/MariaDB built-in functions that are not aggregates, by
+// name: a claim may call them (collapsingSelect). Any other bare name called in a
+// claim's select list or ORDER BY may name a stored aggregate and is refused.
+var scalarBuiltins = wordSet(`
+	abs acos adddate addtime aes_decrypt aes_encrypt ascii asin atan atan2 benchmark bin
+	binlog_gtid_pos bit_count bit_length cast ceil ceiling char_length character_length
+	charset chr coalesce coercibility collation column_check column_create column_exists
+	column_get column_json column_list compress concat concat_ws connection_id conv convert
+	convert_tz cos cot crc32 crc32c curdate current_date current_role current_time
+	current_timestamp current_user curtime database date date_add date_format date_sub
+	datediff day dayname dayofmonth dayofweek dayofyear decode decode_histogram default
+	degrees des_decrypt des_encrypt elt encode encrypt exp export_set extract extractvalue
+	field find_in_set floor format format_bytes format_pico_time found_rows from_base64
+	from_days from_unixtime get_format get_lock greatest hex hour if ifnull inet6_aton
+	inet6_ntoa inet_aton inet_ntoa insert instr is_free_lock is_ipv4 is_ipv4_compat
+	is_ipv4_mapped is_ipv6 is_used_lock isnull json_array json_array_append
+	json_array_insert json_compact json_contains json_contains_path json_depth
+	json_detailed json_equals json_exists json_extract json_insert json_keys json_length
+	json_loose json_merge json_merge_patch json_merge_preserve json_normalize json_object
+	json_overlaps json_pretty json_query json_quote json_remove json_replace json_search
+	json_set json_type json_unquote json_valid json_value last_day last_insert_id lastval
+	lcase least left length lengthb ln load_file localtime localtimestamp locate log log10
+	log2 lower lpad ltrim make_set makedate maketime master_gtid_wait master_pos_wait md5
+	microsecond mid minute mod month monthname name_const natural_sort_key nextval now
+	nullif nvl nvl2 oct octet_length old_password ord password period_add period_diff pi
+	position pow power quarter quote radians rand random_bytes regexp_instr regexp_replace
+	regexp_substr release_all_locks release_lock repeat replace reverse right round
+	row_count rpad rtrim schema sec_to_time second session_user setval sformat sha sha1
+	sha2 sign sin sleep soundex space sqrt str_to_date strcmp subdate substr substring
+	substring_index subtime sys_guid sysdate system_user tan time time_format time_to_sec
+	timediff timestamp timestampadd timestampdiff to_base64 to_char to_days to_seconds trim
+	trim_oracle truncate ucase uncompress uncompressed_length unhex unix_timestamp updatexml
+	upper user utc_date utc_time utc_timestamp uuid uuid_short values version week weekday
+	weekofyear weight_string year yearweek`)
+
+// callWords are MySQL/MariaDB keywords and type names that a '(' can follow in an
+// expression without calling a function (x IN (…), CAST(x AS CHAR(10)), MATCH (…)
+// AGAINST (…), TRIM(LEADING 'x' FROM (y))).
+var callWords = wordSet(`
+	against all and any as between binary both case char character collate dec decimal
+	datetime distinct div double else escape exists float for from in int integer
+	interval is leading like match nchar not numeric on or over partition regexp rlike row
+	signed some then time timestamp trailing unsigned using varbinary varchar when xor`)
+
+// wordSet is the set of the blank-separated words of s.
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
 // collapsingSelect explains how the select list sig[from:to] of a locking read
 // collapses its rows (a top-level DISTINCT or DISTINCTROW, an aggregate called without
 // OVER anywhere but inside a subquery: COALESCE(SUM(x), 0) collapses), or returns "".
@@ -50,13 +103,22 @@ func (p *parser) collapsingSelect(from, to int) string {
 		case inSub > 0:
 		case len(subq) == 0 && (p.kw(i, "DISTINCT") || p.kw(i, "DISTINCTROW")) && !p.isDistinctFrom(i):
 			return "DISTINCT"
-		case !p.rw.numbered && p.sig[i].Kind == sqllex.KindWord && p.punct(i+1, "(") && !p.punct(i-1, "."):
-			// MySQL/MariaDB's built-in aggregates, by their bare name (a quoted or
-			// qualified name is a stored function). PostgreSQL refuses an aggregate in a
-			// locking read itself, and a user's function there may be called total().
+		case !p.rw.numbered && p.isIdent(i) && p.sig[i].Kind != sqllex.KindString && p.punct(i+1, "(") && !p.windowed(i+1, to):
+			// MySQL/MariaDB's built-in aggregates, by their bare name. A quoted or
+			// qualified name, or a bare one that names no built-in, is a stored function
+			// (a bare call of a built-in's name calls the built-in), and MariaDB's
+			// CREATE AGGREGATE FUNCTION makes one an aggregate: its one row can be as
+			// many as the rows stamped while computed over none of them (red-team
+			// rt25b F2). PostgreSQL refuses an aggregate in a locking read itself, and a
+			// user's function there may be called total().
 			n := p.text(p.sig[i])
-			if aggregates[strings.ToLower(n)] && !p.windowed(i+1, to) {
+			switch l := strings.ToLower(n); {
+			case p.sig[i].Kind != sqllex.KindWord || p.punct(i-1, "."):
+				return "a call of a stored function (" + n + "(…)), which may be a user-defined aggregate"
+			case aggregates[l]:
 				return "an aggregate (" + n + "())"
+			case !scalarBuiltins[l] && !callWords[l]:
+				return "a call of " + n + "(…), which is not known as a MySQL/MariaDB built-in scalar function and may be a user-defined aggregate"
 			}
 		}
 	}

@@ -286,9 +286,9 @@ func (p *parser) mayNameOutput(sel [2]int, name string) bool {
 		}
 		// sig[start:k] is one select-list item.
 		switch {
-		case k == start+1 && p.isIdent(start) && p.outputName(start) == name:
+		case k == start+1 && p.isIdent(start) && p.outputName(start) == name && !p.blankLed(start):
 			plain = true
-		case k == start+3 && p.isIdent(start) && p.punct(start+1, ".") && p.isIdent(start+2) && p.outputName(start+2) == name:
+		case k == start+3 && p.isIdent(start) && p.punct(start+1, ".") && p.isIdent(start+2) && p.outputName(start+2) == name && !p.blankLed(start+2):
 			plain = true
 		}
 		start = k + 1
@@ -296,11 +296,24 @@ func (p *parser) mayNameOutput(sel [2]int, name string) bool {
 	return mentioned && !plain
 }
 
+// blankLed reports whether the MySQL/MariaDB name sig[i] starts with a blank that
+// outputName drops (or cannot be decoded): as a column it is another name than the one
+// its output column is compared by.
+func (p *parser) blankLed(i int) bool {
+	if p.rw.numbered {
+		return false
+	}
+	n, ok := p.ident(i)
+	return !ok || n != strings.TrimLeft(n, mysqlBlanks)
+}
+
 // outputNames returns the names the select list sig[from:to] gives its columns with AS
 // or a bare alias, and on MySQL/MariaDB with a string literal (stringOutput), as
-// outputName folds them.
+// outputName folds them. It also holds the names the server derives from an item
+// without an alias that a bare ORDER BY name can mean (implicitOutputs).
 func (p *parser) outputNames(from, to int) map[string]bool {
 	out := map[string]bool{}
+	p.implicitOutputs(from, to, out)
 	depth := 0
 	for i := from; i < to; i++ {
 		switch {
@@ -325,6 +338,81 @@ func (p *parser) outputNames(from, to int) map[string]bool {
 	return out
 }
 
+// implicitOutputs adds to out the output names the server gives the items without an
+// alias of the select list sig[from:to] that a bare ORDER BY name can mean other than
+// a column of the table:
+//   - MySQL/MariaDB name an expression by its text (ORDER BY `-balance` orders by the
+//     item -balance): the text of each item of more than one token, lowercased;
+//   - PostgreSQL names an item it cannot name otherwise "?column?", and names a scalar
+//     subquery after the subquery's target and a composite's expansion ((f(x)).*)
+//     after the composite's fields, which the text need not show
+//     (unreadableOutput): such an item may name any output (undecodedName).
+func (p *parser) implicitOutputs(from, to int, out map[string]bool) {
+	if p.rw.numbered {
+		out["?column?"] = true
+	}
+	start, depth := from, 0
+	for k := from; k <= to; k++ {
+		if k < to {
+			switch {
+			case p.punct(k, "("), p.punct(k, "["):
+				depth++
+			case p.punct(k, ")"), p.punct(k, "]"):
+				depth--
+			}
+			if depth != 0 || !p.punct(k, ",") {
+				continue
+			}
+		}
+		// sig[start:k] is one select-list item.
+		if k-start > 1 && !p.aliased(start, k) {
+			if !p.rw.numbered {
+				out[strings.ToLower(p.src[p.sig[start].Start:p.sig[k-1].End])] = true
+			} else if p.unreadableOutput(start, k) {
+				out[undecodedName] = true
+			}
+		}
+		start = k + 1
+	}
+}
+
+// aliased reports whether the select-list item sig[from:to] ends with an alias: AS
+// name, or a bare name after a word, a literal or a closing bracket (or, on
+// MySQL/MariaDB, a string literal as stringOutput reads it). A name after an operator
+// (x::int, -x) or a '.' is part of the expression.
+func (p *parser) aliased(from, to int) bool {
+	last := to - 1
+	if last <= from {
+		return false
+	}
+	if !p.rw.numbered && p.sig[last].Kind == sqllex.KindString {
+		return p.kw(last-1, "AS") || p.stringOutput(last, from, to)
+	}
+	return p.isIdent(last) && (p.sig[last-1].Kind != sqllex.KindPunct || p.punct(last-1, ")") || p.punct(last-1, "]"))
+}
+
+// unreadableOutput reports whether the PostgreSQL select-list item sig[from:to] may
+// take its output name from something its text does not show: a `*` that expands a
+// relation or a composite inside it ((SELECT * FROM f(x)), (f(x)).*; the item q.*
+// alone expands the FROM table's columns), or a (TABLE …) or (VALUES …) subquery,
+// named after the table's column or column1. A scalar subquery's other targets are
+// named by words its text shows, which mayNameOutput finds.
+func (p *parser) unreadableOutput(from, to int) bool {
+	if to-from == 3 && p.isIdent(from) && p.punct(from+1, ".") && p.punct(from+2, "*") {
+		return false
+	}
+	for k := from; k < to; k++ {
+		if p.punct(k, "(") && (p.kw(k+1, "TABLE") || p.kw(k+1, "VALUES")) {
+			return true
+		}
+		if p.punct(k, "*") && (p.kwIn(k-1, "SELECT", "ALL", "DISTINCT") || p.punct(k-1, ",") || p.punct(k-1, ".") || p.punct(k-1, "(") ||
+			k+1 == to || p.kw(k+1, "FROM") || p.punct(k+1, ",") || p.punct(k+1, ")")) {
+			return true
+		}
+	}
+	return false
+}
+
 // stringOutput reports whether the top-level string literal sig[i] of the select list
 // sig[from:to] names an output column on MySQL/MariaDB, which take a string literal
 // ('id', or "id" without ANSI_QUOTES) as an alias, after AS or bare (balance 'id'),
@@ -343,8 +431,9 @@ const undecodedName = "\x00"
 
 // outputName is the name sig[i] gives or refers to as a select-list output column,
 // folded as the server compares such names: PostgreSQL as foldedAt folds them;
-// MySQL/MariaDB without regard to case, quoted or not, and a string literal read by
-// its value (mysqlString). It is undecodedName where the token cannot be decoded.
+// MySQL/MariaDB without regard to case, quoted or not, a string literal read by its
+// value (mysqlString), and without leading blanks (mysqlBlanks). It is undecodedName
+// where the token cannot be decoded.
 func (p *parser) outputName(i int) string {
 	if p.rw.numbered {
 		if n := p.foldedAt(i); n != "" {
@@ -362,8 +451,14 @@ func (p *parser) outputName(i int) string {
 	if !ok {
 		return undecodedName
 	}
-	return strings.ToLower(n)
+	// MariaDB drops the leading blanks of a name it gives an output column (AS
+	// ' balance' and AS ` balance` name the column balance, with a warning).
+	return strings.ToLower(strings.TrimLeft(n, mysqlBlanks))
 }
+
+// mysqlBlanks are the bytes MariaDB's my_isspace takes for blanks: the ones it drops
+// from the start of an output column's name.
+const mysqlBlanks = " \t\n\v\f\r"
 
 // mysqlString returns the value of the MySQL/MariaDB string literal lit, '…' or "…": a
 // doubled quote stands for one and, with esc (no NO_BACKSLASH_ESCAPES), a backslash
