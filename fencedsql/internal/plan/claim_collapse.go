@@ -38,7 +38,7 @@ var scalarBuiltins = wordSet(`
 	current_timestamp current_user curtime database date date_add date_format date_sub
 	datediff day dayname dayofmonth dayofweek dayofyear decode decode_histogram default
 	degrees des_decrypt des_encrypt elt encode encrypt exp export_set extract extractvalue
-	field find_in_set floor format format_bytes format_pico_time found_rows from_base64
+	field find_in_set floor format found_rows from_base64
 	from_days from_unixtime get_format get_lock greatest hex hour if ifnull inet6_aton
 	inet6_ntoa inet_aton inet_ntoa insert instr is_free_lock is_ipv4 is_ipv4_compat
 	is_ipv4_mapped is_ipv6 is_used_lock isnull json_array json_array_append
@@ -64,9 +64,13 @@ var scalarBuiltins = wordSet(`
 // callWords are MySQL/MariaDB keywords and type names that a '(' can follow in an
 // expression without calling a function (x IN (…), CAST(x AS CHAR(10)), MATCH (…)
 // AGAINST (…), TRIM(LEADING 'x' FROM (y))).
+//
+// ESCAPE and AGAINST are not reserved on MariaDB: escape(x) and against(x) call a
+// stored function, so they are not listed (red-team rt26b F8); AGAINST is excused only
+// right after the ')' of MATCH (…) (matchAgainst).
 var callWords = wordSet(`
-	against all and any as between binary both case char character collate dec decimal
-	datetime distinct div double else escape exists float for from in int integer
+	all and any as between binary both case char character collate dec decimal
+	datetime distinct div double else exists float for from in int integer
 	interval is leading like match nchar not numeric on or over partition regexp rlike row
 	signed some then time timestamp trailing unsigned using varbinary varchar when xor`)
 
@@ -117,12 +121,38 @@ func (p *parser) collapsingSelect(from, to int) string {
 				return "a call of a stored function (" + n + "(…)), which may be a user-defined aggregate"
 			case aggregates[l]:
 				return "an aggregate (" + n + "())"
-			case !scalarBuiltins[l] && !callWords[l]:
+			case callWords[l] || p.matchAgainst(i):
+			case p.sig[i].End != p.sig[i+1].Start:
+				// With IGNORE_SPACE off (the default) a blank or comment between a
+				// built-in's name and '(' makes name (…) a call of the stored function
+				// of that name (substr (x), now (), red-team rt26b F7).
+				return "a call of " + n + " (…) with a blank before '(', which may call a stored function, a user-defined aggregate"
+			case !scalarBuiltins[l]:
 				return "a call of " + n + "(…), which is not known as a MySQL/MariaDB built-in scalar function and may be a user-defined aggregate"
 			}
 		}
 	}
 	return ""
+}
+
+// matchAgainst reports whether sig[i] is the AGAINST of MATCH (…) AGAINST (…): the
+// token before it is the ')' of a '(' that follows MATCH.
+func (p *parser) matchAgainst(i int) bool {
+	if !p.kw(i, "AGAINST") || !p.punct(i-1, ")") {
+		return false
+	}
+	depth := 0
+	for j := i - 1; j >= 0; j-- {
+		switch {
+		case p.punct(j, ")"):
+			depth++
+		case p.punct(j, "("):
+			if depth--; depth == 0 {
+				return p.kw(j-1, "MATCH")
+			}
+		}
+	}
+	return false
 }
 
 // isDistinctFrom reports whether the DISTINCT at sig[i] is that of the comparison
@@ -135,7 +165,7 @@ func (p *parser) isDistinctFrom(i int) bool {
 // top-level FROM that is not that of IS [NOT] DISTINCT FROM, or len(sig).
 func (p *parser) selectFrom(start int) int {
 	from := p.clauseEnd(start+1, "FROM")
-	for from < len(p.sig) && p.isDistinctFrom(from-1) {
+	for from < len(p.sig) && p.kw(from-1, "DISTINCT") && p.isDistinctFrom(from-1) {
 		from = p.clauseEnd(from+1, "FROM")
 	}
 	return from

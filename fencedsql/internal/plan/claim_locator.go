@@ -365,7 +365,11 @@ func (p *parser) implicitOutputs(from, to int, out map[string]bool) {
 			}
 		}
 		// sig[start:k] is one select-list item.
-		if k-start > 1 && !p.aliased(start, k) {
+		if !p.rw.numbered && k-start > 1 && p.literalsOnly(start, k) {
+			// ('balance'), 'bal' 'ance', N'bal' 'ance': MariaDB names the item by
+			// the literals' value (red-team rt26b F4), which may be any name.
+			out[undecodedName] = true
+		} else if k-start > 1 && !p.aliased(start, k) {
 			if !p.rw.numbered {
 				out[strings.ToLower(p.src[p.sig[start].Start:p.sig[k-1].End])] = true
 			} else if p.unreadableOutput(start, k) {
@@ -374,6 +378,25 @@ func (p *parser) implicitOutputs(from, to int, out map[string]bool) {
 		}
 		start = k + 1
 	}
+}
+
+// literalsOnly reports whether the MySQL/MariaDB select-list item sig[from:to] holds
+// only string literals (with an introducer right before one: N'…', _utf8mb4'…') and
+// parentheses: MariaDB concatenates adjacent literals and names the item by their
+// value.
+func (p *parser) literalsOnly(from, to int) bool {
+	str := false
+	for k := from; k < to; k++ {
+		switch {
+		case p.sig[k].Kind == sqllex.KindString:
+			str = true
+		case p.punct(k, "("), p.punct(k, ")"):
+		case p.sig[k].Kind == sqllex.KindWord && k+1 < to && p.sig[k+1].Kind == sqllex.KindString && p.sig[k].End == p.sig[k+1].Start:
+		default:
+			return false
+		}
+	}
+	return str
 }
 
 // aliased reports whether the select-list item sig[from:to] ends with an alias: AS

@@ -24,6 +24,11 @@ func TestClaimOutputNamesRt25b(t *testing.T) {
 		{mysqlTest, "SELECT id FROM accounts WHERE id > 0 ORDER BY my_agg(id) LIMIT 1 FOR UPDATE", true},
 		{mysqlTest, "SELECT id, balance, -balance AS neg FROM accounts ORDER BY balance LIMIT 1 FOR UPDATE", false},
 		{mysqlTest, "SELECT id FROM accounts WHERE id > 0 ORDER BY ABS(balance - 7), id LIMIT 1 FOR UPDATE", false},
+		// rt26b F4: an item of string literals alone is named by their value.
+		{mysqlTest, "SELECT id, ('balance') FROM accounts ORDER BY balance DESC LIMIT 1 FOR UPDATE", true},
+		{mysqlTest, "SELECT id, 'bal' 'ance' FROM accounts ORDER BY balance DESC LIMIT 1 FOR UPDATE", true},
+		{mysqlTest, "SELECT id, _utf8mb4'bal' 'ance' FROM accounts ORDER BY balance DESC LIMIT 1 FOR UPDATE", true},
+		{mysqlTest, "SELECT id, ('x') AS y FROM accounts ORDER BY balance DESC LIMIT 1 FOR UPDATE", false},
 		{pgTest, `SELECT id, -balance FROM accounts WHERE id > 0 ORDER BY "?column?" LIMIT 1 FOR UPDATE`, true},
 		{pgTest, "SELECT id, (SELECT * FROM f(id)) FROM accounts ORDER BY balance LIMIT 1 FOR UPDATE", true},
 		{pgTest, "SELECT id, (f(id)).* FROM accounts ORDER BY balance LIMIT 1 FOR UPDATE", true},
