@@ -34,39 +34,9 @@ END`
 // them: the claim is refused with ErrUnsupported before anything is sent, the
 // transaction stays usable and nothing is stamped.
 func TestRTrt26bAllowListedNonNativeAggregateClaimed(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
-		upd TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))`,
-		`INSERT INTO accounts (id, balance, fence_token, version, upd) VALUES (1, 5, 3, 1, '2000-01-01'), (2, 7, 3, 1, '2000-01-01')`,
-		rt26bAggregate("format_bytes"))
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	raw, db := rt26bAggregateDB(t, rt26bAggregate("format_bytes"))
 	q := `SELECT format_bytes(id) FROM accounts WHERE id = 1 AND upd < '2001-01-01' FOR UPDATE`
-	var plain any
-	rtx, err := raw.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rtx.QueryRow(q).Scan(&plain); err != nil {
-		t.Fatalf("set-up: the plain driver: %v", err)
-	}
-	_ = rtx.Rollback()
-
-	ctx := fencedsql.WithToken(context.Background(), 8)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	var got any
-	err = tx.QueryRowContext(ctx, q).Scan(&got)
-	var tok int64
-	serr := tx.QueryRowContext(ctx, `SELECT fence_token FROM accounts WHERE id = 1`).Scan(&tok)
-	if err == nil {
-		t.Fatalf("claim %s: answered %v with no error (the plain driver answers %v), row 1 stamped with token %d: format_bytes is no MariaDB built-in, the bare call ran the stored aggregate over no stamped row; want ErrUnsupported before anything is sent", q, got, plain, tok)
-	}
-	if !errors.Is(err, fencedsql.ErrUnsupported) || serr != nil || tok == 8 {
-		t.Fatalf("claim %s: err = %v, then the transaction: %v, row 1's token %d; want ErrUnsupported before anything is sent, the transaction usable and nothing stamped", q, err, serr, tok)
-	}
+	rt26bClaimRefused(t, raw, db, q, "format_bytes is no MariaDB built-in, the bare call ran the stored aggregate over no stamped row")
 }
 
 // TestRTrt26bClaimLiteralOutputNameWrongRow (red-team rt26b F4): MariaDB names a
@@ -185,13 +155,45 @@ func TestRTrt26bClaimIsNullSelectRefused(t *testing.T) {
 // and '(' is refused with ErrUnsupported before anything is sent (plan.collapsingSelect),
 // the transaction stays usable and nothing is stamped.
 func TestRTrt26bSpacedBuiltinNameCallsStoredAggregate(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
-		upd TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))`,
-		`INSERT INTO accounts (id, balance, fence_token, version, upd) VALUES (1, 5, 3, 1, '2000-01-01'), (2, 7, 3, 1, '2000-01-01')`,
-		rt26bAggregate("`substr`"))
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	raw, db := rt26bAggregateDB(t, rt26bAggregate("`substr`"))
 	q := `SELECT substr (id) FROM accounts WHERE id = 1 AND upd < '2001-01-01' FOR UPDATE`
+	rt26bClaimRefused(t, raw, db, q, "the blank makes substr (…) a call of the stored aggregate, computed over no stamped row")
+}
+
+// TestRTrt26bCallWordNameCallsStoredAggregate (red-team rt26b F8): ESCAPE and AGAINST
+// are not reserved on MariaDB, so `escape(id)` and `against(id)` call the stored
+// function of that name, which may be an aggregate. plan.callWords no longer excuses
+// them (AGAINST only right after MATCH (…)): the claims are refused with
+// ErrUnsupported before anything is sent, and nothing is stamped.
+func TestRTrt26bCallWordNameCallsStoredAggregate(t *testing.T) {
+	raw, db := rt26bAggregateDB(t, rt26bAggregate("`escape`"), rt26bAggregate("`against`"))
+	for _, q := range []string{
+		`SELECT escape(id) FROM accounts WHERE id = 1 AND upd < '2001-01-01' FOR UPDATE`,
+		`SELECT against(id) FROM accounts WHERE id = 1 AND upd < '2001-01-01' LOCK IN SHARE MODE`,
+	} {
+		t.Run(q, func(t *testing.T) {
+			rt26bClaimRefused(t, raw, db, q, "the call ran the stored aggregate over no stamped row")
+		})
+	}
+}
+
+// rt26bAggregateDB: accounts with an ON UPDATE timestamp (rows 1 and 2 under token 3),
+// the stored functions of create (rt26bAggregate) on the plain connection raw, and a
+// fenced pool db on it.
+func rt26bAggregateDB(t *testing.T, create ...string) (raw, db *sql.DB) {
+	t.Helper()
+	dsn := testdb.MySQL(t)
+	raw = testdb.Open(t, "mysql", dsn, append([]string{`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
+		upd TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))`,
+		`INSERT INTO accounts (id, balance, fence_token, version, upd) VALUES (1, 5, 3, 1, '2000-01-01'), (2, 7, 3, 1, '2000-01-01')`}, create...)...)
+	return raw, testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+}
+
+// rt26bClaimRefused runs the claim q on the plain driver (it answers) and then under
+// token 8 through db: the claim must fail with ErrUnsupported before anything is sent,
+// the transaction stay usable and row 1 keep its token (why says what a success meant).
+func rt26bClaimRefused(t *testing.T, raw, db *sql.DB, q, why string) {
+	t.Helper()
 	var plain any
 	rtx, err := raw.Begin()
 	if err != nil {
@@ -213,56 +215,9 @@ func TestRTrt26bSpacedBuiltinNameCallsStoredAggregate(t *testing.T) {
 	var tok int64
 	serr := tx.QueryRowContext(ctx, `SELECT fence_token FROM accounts WHERE id = 1`).Scan(&tok)
 	if err == nil {
-		t.Fatalf("claim %s: answered %v with no error (the plain driver answers %v), row 1 stamped with token %d: the blank makes substr (…) a call of the stored aggregate, computed over no stamped row; want ErrUnsupported before anything is sent", q, got, plain, tok)
+		t.Fatalf("claim %s: answered %v with no error (the plain driver answers %v), row 1 stamped with token %d: %s; want ErrUnsupported before anything is sent", q, got, plain, tok, why)
 	}
 	if !errors.Is(err, fencedsql.ErrUnsupported) || serr != nil || tok == 8 {
 		t.Fatalf("claim %s: err = %v, then the transaction: %v, row 1's token %d; want ErrUnsupported before anything is sent, the transaction usable and nothing stamped", q, err, serr, tok)
-	}
-}
-
-// TestRTrt26bCallWordNameCallsStoredAggregate (red-team rt26b F8): ESCAPE and AGAINST
-// are not reserved on MariaDB, so `escape(id)` and `against(id)` call the stored
-// function of that name, which may be an aggregate. plan.callWords no longer excuses
-// them (AGAINST only right after MATCH (…)): the claims are refused with
-// ErrUnsupported before anything is sent, and nothing is stamped.
-func TestRTrt26bCallWordNameCallsStoredAggregate(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,
-		upd TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))`,
-		`INSERT INTO accounts (id, balance, fence_token, version, upd) VALUES (1, 5, 3, 1, '2000-01-01'), (2, 7, 3, 1, '2000-01-01')`,
-		rt26bAggregate("`escape`"), rt26bAggregate("`against`"))
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	for _, q := range []string{
-		`SELECT escape(id) FROM accounts WHERE id = 1 AND upd < '2001-01-01' FOR UPDATE`,
-		`SELECT against(id) FROM accounts WHERE id = 1 AND upd < '2001-01-01' LOCK IN SHARE MODE`,
-	} {
-		t.Run(q, func(t *testing.T) {
-			var plain any
-			rtx, err := raw.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rtx.QueryRow(q).Scan(&plain); err != nil {
-				t.Fatalf("set-up: the plain driver: %v", err)
-			}
-			_ = rtx.Rollback()
-
-			ctx := fencedsql.WithToken(context.Background(), 8)
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback()
-			var got any
-			err = tx.QueryRowContext(ctx, q).Scan(&got)
-			var tok int64
-			serr := tx.QueryRowContext(ctx, `SELECT fence_token FROM accounts WHERE id = 1`).Scan(&tok)
-			if err == nil {
-				t.Fatalf("claim %s: answered %v with no error (the plain driver answers %v), row 1 stamped with token %d: the call ran the stored aggregate over no stamped row; want ErrUnsupported before anything is sent", q, got, plain, tok)
-			}
-			if !errors.Is(err, fencedsql.ErrUnsupported) || serr != nil || tok == 8 {
-				t.Fatalf("claim %s: err = %v, then the transaction: %v, row 1's token %d; want ErrUnsupported before anything is sent, the transaction usable and nothing stamped", q, err, serr, tok)
-			}
-		})
 	}
 }
