@@ -154,21 +154,13 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 // case — spelled in lower case: MySQL/MariaDB compare column names without case;
 // nothing else of s changes.
 func foldColumns(s string, cols []string) string {
-	asciiLower := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if 'A' <= r && r <= 'Z' {
-				return r + ('a' - 'A')
-			}
-			return r
-		}, s) // ASCII only: byte offsets stay those of s
-	}
 	ident := func(b byte) bool {
 		return b == '_' || b == '$' || b >= 0x80 || '0' <= b && b <= '9' || 'a' <= b && b <= 'z'
 	}
-	lower := asciiLower(s)
+	lower := dialect.LowerASCII(s)
 	b := []byte(s)
 	for _, c := range cols {
-		lc := asciiLower(c)
+		lc := dialect.LowerASCII(c)
 		if lc == "" {
 			continue
 		}

@@ -116,16 +116,7 @@ func IsGuardError(err error) bool {
 // objects as the unquoted names the wrapper, ColumnsQuery (to_regclass) and
 // GuardColumnsDDL use.
 func fold(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: foldASCII(table.Schema), Name: foldASCII(table.Name)}
-}
-
-func foldASCII(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'A' && r <= 'Z' {
-			return r + ('a' - 'A')
-		}
-		return r
-	}, s)
+	return dialect.TableName{Schema: dialect.LowerASCII(table.Schema), Name: dialect.LowerASCII(table.Name)}
 }
 
 // guardFuncName is the qualified name of table's trigger function (table folded).
@@ -371,7 +362,7 @@ FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0
   AND (t.tgname = $3 AND t.tgtype = 34 AND t.tgqual IS NULL OR t.tgname = $2 AND t.tgtype = 23 AND t.tgqual IS NULL OR t.tgname = $11 AND t.tgtype = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(dialect.LowerASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

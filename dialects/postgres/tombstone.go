@@ -80,15 +80,15 @@ func tombSchema(table dialect.TableName) string {
 	if table.Schema == "" {
 		return "public"
 	}
-	return foldASCII(table.Schema)
+	return dialect.LowerASCII(table.Schema)
 }
 
 func tombFuncName(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: tombFunc(foldASCII(table.Name))}
+	return dialect.TableName{Schema: tombSchema(table), Name: tombFunc(dialect.LowerASCII(table.Name))}
 }
 
 func tombTable(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: boundedName(dialect.TombstoneTablePrefix, foldASCII(table.Name), maxIdentLen)}
+	return dialect.TableName{Schema: tombSchema(table), Name: boundedName(dialect.TombstoneTablePrefix, dialect.LowerASCII(table.Name), maxIdentLen)}
 }
 
 func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -123,7 +123,7 @@ ORDER BY k.ord`,
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
-	table = dialect.TableName{Schema: tombSchema(table), Name: foldASCII(table.Name)}
+	table = dialect.TableName{Schema: tombSchema(table), Name: dialect.LowerASCII(table.Name)}
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
 	fn := tombFuncName(table).Quote(d.QuoteIdent)
@@ -281,7 +281,7 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // SECURITY DEFINER, and its tombstone table exists.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath}
+		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).
