@@ -586,6 +586,15 @@ func scanExecComment(src string, i int, syn *Syntax) (int, *Error) {
 			if err != nil || e > t0 {
 				return t0, ambiguous
 			}
+			if c == '\'' && j > body && (src[j-1]|0x20 == 'x' || src[j-1]|0x20 == 'b') {
+				// X'..' and B'..' end at the first quote; whether the
+				// letter is a prefix depends on what precedes it (a
+				// version number, a parameter sigil, a longer word), so
+				// both readings must end at the same place.
+				if r, _ := scanString(src, j, modeRaw); r != e {
+					return t0, ambiguous
+				}
+			}
 			end = e
 		case c == '[' && syn.Brackets:
 			e := strings.IndexByte(src[j:t0], ']')

@@ -485,10 +485,17 @@ func TestMySQLExecComments(t *testing.T) {
 		{"/*! #'\n'*/' */", 0, "ambiguous executable comment"},
 		{"/*! -- '\n'*/' */", 0, "ambiguous executable comment"},
 		{"/*! --\xa0 */", 0, "ambiguous executable comment"},
+		// X'..' and B'..' end at the first quote, a plain string at the
+		// unescaped one: where the readings differ, refuse (the letter may
+		// follow a version number or a parameter sigil).
+		{"/*!B'\\''*/", 0, "ambiguous executable comment"},
+		{"/*!50110x'\\'' */", 0, "ambiguous executable comment"},
+		{"/*! @b'\\'' */", 0, "ambiguous executable comment"},
 	})
 	runCases(t, MySQL, []lexCase{
 		// Comments and literals that close before the first */ are fine.
 		{"/*! # it's\n x */", []tk{ex("/*! # it's\n x */")}},
+		{"/*! B'01' X'1f' ab'x' */", []tk{ex("/*! B'01' X'1f' ab'x' */")}},
 		{"/*! -- it's\n x */", []tk{ex("/*! -- it's\n x */")}},
 		{"/*! a --*/", []tk{ex("/*! a --*/")}},
 		{"/*! a--'b' */", []tk{ex("/*! a--'b' */")}},
