@@ -3,6 +3,8 @@ package dialect
 import (
 	"fmt"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // TableName names one table. Schema is "" for an unqualified name, which the database
@@ -110,17 +112,4 @@ func EqualFoldASCII(a, b string) bool {
 // LowerASCII returns s with its ASCII letters in lower case and every other byte as it
 // is (byte offsets unchanged): how SQLite, MySQL/MariaDB and PostgreSQL's unquoted
 // identifiers fold names.
-func LowerASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if c := b[j]; 'A' <= c && c <= 'Z' {
-					b[j] = c + 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
-}
+func LowerASCII(s string) string { return sqllex.LowerASCII(s) }

@@ -56,15 +56,15 @@ func (p *parser) caseTwin() error {
 		if rw.syn != sqllex.Postgres || !quoted {
 			continue
 		}
-		if foldASCII(n) != n && i+2 < len(p.sig) && p.punct(i+1, ".") {
+		if sqllex.LowerASCII(n) != n && i+2 < len(p.sig) && p.punct(i+1, ".") {
 			if m, ok := p.identAt(i + 2); ok && (rw.guards[rw.Key(m)] != nil || rw.twins[strings.ToLower(rw.Key(m))] != nil) {
-				return unsupported(m, "the statement qualifies the guarded name %q with the quoted %q, which PostgreSQL reads as another schema than %q (a quoted name differing only in letter case); the wrapper cannot guard it", m, n, foldASCII(n))
+				return unsupported(m, "the statement qualifies the guarded name %q with the quoted %q, which PostgreSQL reads as another schema than %q (a quoted name differing only in letter case); the wrapper cannot guard it", m, n, sqllex.LowerASCII(n))
 			}
 		}
 		if len(gs) == 0 || alias {
 			continue
 		}
-		twin := foldASCII(n) != n
+		twin := sqllex.LowerASCII(n) != n
 		for _, g := range gs {
 			if n == g.Name {
 				twin = false

@@ -213,5 +213,5 @@ func sameColumnName(a, b string) bool {
 			}
 		}
 	}
-	return foldASCII(a) == foldASCII(b)
+	return sqllex.LowerASCII(a) == sqllex.LowerASCII(b)
 }

@@ -120,7 +120,7 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 			// as configured, like the table name.
 			schema = ts.Schema
 		} else if cfg.Syntax == sqllex.Postgres || cfg.Syntax == sqllex.SQLite {
-			schema = foldASCII(ts.Schema)
+			schema = sqllex.LowerASCII(ts.Schema)
 		}
 		g := &Table{
 			Schema: schema, Name: ts.Name, TokenCol: ts.TokenColumn, VerCol: ts.VersionColumn,
@@ -242,23 +242,7 @@ func (rw *Planner) Key(name string) string {
 	if rw.syn == sqllex.MySQL {
 		return strings.ToLower(name)
 	}
-	return foldASCII(name)
-}
-
-// foldASCII lower-cases the ASCII letters of s only.
-func foldASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if c := b[j]; 'A' <= c && c <= 'Z' {
-					b[j] = c + 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
+	return sqllex.LowerASCII(name)
 }
 
 // foldQual folds a qualifier (schema, database or ATTACH alias) as the server compares
@@ -270,7 +254,7 @@ func (rw *Planner) foldQual(q string) string {
 	if rw.syn == sqllex.MySQL {
 		return q
 	}
-	return foldASCII(q)
+	return sqllex.LowerASCII(q)
 }
 
 // Lookup finds the guard for a table reference, if it is guarded (docs/design.md G13,

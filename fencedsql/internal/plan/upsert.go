@@ -214,7 +214,7 @@ func (p *parser) selfAssignments(from, to int) bool {
 		case 2, 3:
 			t := parts[len(parts)-2]
 			for _, tn := range tableNames {
-				if foldASCII(t) == foldASCII(tn) {
+				if sqllex.LowerASCII(t) == sqllex.LowerASCII(tn) {
 					return parts[len(parts)-1], true
 				}
 			}
@@ -236,7 +236,7 @@ func (p *parser) selfAssignments(from, to int) bool {
 		c, ok2 := column(eq+1, it[1])
 		// ASCII letters only: MariaDB tells s from ſ (U+017F), µ from μ, … in column
 		// names (a red-team pass had "s = ſ" judged a self-assignment, sent unfenced).
-		if !ok1 || !ok2 || foldASCII(a) != foldASCII(c) {
+		if !ok1 || !ok2 || sqllex.LowerASCII(a) != sqllex.LowerASCII(c) {
 			return false
 		}
 	}

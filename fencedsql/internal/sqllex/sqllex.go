@@ -241,3 +241,21 @@ func Significant(toks []Token) []Token {
 	}
 	return out
 }
+
+// LowerASCII returns s with its ASCII letters in lower case and every other byte as it
+// is (byte offsets unchanged): how SQLite, MySQL/MariaDB and PostgreSQL's unquoted
+// identifiers fold names (no other character folds: U+017F ſ is not s).
+func LowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
