@@ -117,10 +117,22 @@ const (
 	// the table (TriggerDoorFinder): a write to that table writes this one unfenced.
 	SideDoorTrigger SideDoorKind = "trigger"
 	// SideDoorGuardWriter: a trigger (on any table or view) whose body may write an
-	// object the guards read — the table's tombstone table, the token floor — where no
-	// privilege keeps it from doing so (SQLite): a tombstone deleted or the floor
-	// lowered inside a fenced statement lets a stale write through the intact guards.
+	// object the guards read — the table's tombstone table, the token floor: a
+	// tombstone deleted or the floor lowered inside a fenced statement lets a stale
+	// write through the intact guards. (On PostgreSQL and MySQL/MariaDB the trigger's
+	// owner or definer needs a right on those tables the application role lacks; the
+	// trigger lends it to every role that may write its table.)
 	SideDoorGuardWriter SideDoorKind = "guard writer"
+	// SideDoorGuardTable: an object the guards read — the table's tombstone table, the
+	// token floor — is not as the guards created it: its token column is not a
+	// NOT NULL 64-bit integer (a FLOAT keeps 2^24+1 as 2^24, a text column compares
+	// '60' above '100'), or it carries a foreign key (a cascade from an ordinary table
+	// erases tombstones or lowers the floor), a trigger or rule other than the guards'
+	// own, or row security (PostgreSQL: rows hidden from the guard's check). A
+	// tombstone or floor kept lower than written lets a stale write through the intact
+	// guards. Fix: the statements that restore it where one can (the column's type, a
+	// dropped constraint or trigger); else drop and re-run fencedsql-schema -apply.
+	SideDoorGuardTable SideDoorKind = "guard table"
 	// SideDoorOwnTrigger: a BEFORE INSERT or UPDATE row trigger of the table itself
 	// whose body (or arguments, or WHEN clause) names the token or the version column,
 	// or whose body writes the table itself (or, on SQLite, uses RAISE(IGNORE))
