@@ -24,12 +24,9 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	}
 	r, ok := p.parseName(i)
 	if !ok {
-		return p.unknownShape("DELETE")
+		return p.unknownShape("a DELETE")
 	}
-	if p.punct(r.end, "*") {
-		r.end++
-		r.aliasEnd = r.end
-	}
+	p.descendants(&r)
 	p.parseAlias(&r, "WHERE", "USING", "RETURNING", "ORDER", "LIMIT", "INDEXED", "NOT")
 	g := p.rw.Lookup(r.parts)
 	j := r.aliasEnd
@@ -47,7 +44,7 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 		// else after the table (unknown syntax hiding a USING or a join) that names one
 		// is refused.
 		if j < len(p.sig) && !p.punct(j, ";") && !p.kwIn(j, "WHERE", "RETURNING", "ORDER", "LIMIT") && p.mentionsGuardIn(j, len(p.sig)) {
-			return p.unknownShape("DELETE")
+			return p.unknownShape("a DELETE")
 		}
 		return p.pass(), nil
 	}

@@ -8,7 +8,7 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 	i = p.skipInto(i)
 	r, ok := p.parseName(i)
 	if !ok {
-		return p.unknownShape("INSERT")
+		return p.unknownShape("an INSERT")
 	}
 	p.parseAlias(&r, "VALUES", "VALUE", "SET", "SELECT", "DEFAULT", "OVERRIDING", "PARTITION")
 	g := p.rw.Lookup(r.parts)

@@ -186,7 +186,7 @@ var notTableName = map[string]bool{
 // parseAlias reads an optional [AS] alias after a table name; stop lists the words that
 // end the table reference instead.
 func (p *parser) parseAlias(r *tableRef, stop ...string) {
-	i := r.end
+	i := r.aliasEnd
 	if p.kw(i, "AS") {
 		if p.isIdent(i + 1) {
 			r.alias = p.text(p.sig[i+1])
@@ -204,6 +204,16 @@ func (p *parser) parseAlias(r *tableRef, stop ...string) {
 	}
 	r.alias = p.text(p.sig[i])
 	r.aliasEnd = i + 1
+}
+
+// descendants reads PostgreSQL's `*` after a table name (`UPDATE accounts * SET`, the
+// old spelling of "the table and its descendants", which is what a name without ONLY
+// means anyway; PostgreSQL only): the alias, if any, follows it, and the name still ends before it (the
+// columns are qualified by the name, not by the `*`: red-team rt27a F1, F2).
+func (p *parser) descendants(r *tableRef) {
+	if p.rw.numbered && r.aliasEnd == r.end && p.punct(r.end, "*") {
+		r.aliasEnd = r.end + 1
+	}
 }
 
 // qualifier is the name that qualifies the target's columns inside the statement.

@@ -12,7 +12,7 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 func (p *parser) merge() (*Plan, error) {
 	i := 1
 	if !p.kw(i, "INTO") {
-		return p.unknownShape("MERGE")
+		return p.unknownShape("a MERGE")
 	}
 	i++
 	if p.kw(i, "ONLY") {
@@ -20,14 +20,14 @@ func (p *parser) merge() (*Plan, error) {
 	}
 	r, ok := p.parseName(i)
 	if !ok {
-		return p.unknownShape("MERGE")
+		return p.unknownShape("a MERGE")
 	}
 	if g := p.rw.Lookup(r.parts); g != nil {
 		return nil, unsupported(g.String(), "MERGE STATEMENT on a guarded table")
 	}
 	p.parseAlias(&r, "USING")
 	if !p.kw(r.aliasEnd, "USING") {
-		return p.unknownShape("MERGE")
+		return p.unknownShape("a MERGE")
 	}
 	return p.pass(), nil
 }

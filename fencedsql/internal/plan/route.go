@@ -543,7 +543,7 @@ func (p *parser) guardName(g *Table) string {
 // mentions a guarded table, passed through otherwise.
 func (p *parser) unknownShape(what string) (*Plan, error) {
 	if p.mentionsGuard() {
-		return nil, unsupported("", "an %s of a shape the rewriter does not know", what)
+		return nil, unsupported("", "%s of a shape the rewriter does not know", what)
 	}
 	return p.pass(), nil
 }

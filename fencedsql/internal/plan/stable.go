@@ -27,6 +27,10 @@ var nondeterministic = map[string]bool{
 	"randomblob": true, "clock_timestamp": true, "timeofday": true, "sysdate": true,
 	"setseed": true, "nextval": true, "statement_timestamp": true, "row_count": true,
 	"changes": true, "found_rows": true, "last_insert_id": true, "last_insert_rowid": true,
+	// PostgreSQL: NULL until the transaction's first write (the fencing UPDATE is one),
+	// and a snapshot that READ COMMITTED takes anew for each statement (red-team rt27a).
+	"pg_current_xact_id_if_assigned": true, "txid_current_if_assigned": true,
+	"pg_current_snapshot": true, "txid_current_snapshot": true,
 }
 
 // statementClock are the functions, and the keywords usable without parentheses, that

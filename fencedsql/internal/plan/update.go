@@ -8,12 +8,9 @@ func (p *parser) update(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "ONLY")
 	r, ok := p.parseName(i)
 	if !ok {
-		return p.unknownShape("UPDATE")
+		return p.unknownShape("an UPDATE")
 	}
-	if p.punct(r.end, "*") {
-		r.end++
-		r.aliasEnd = r.end
-	}
+	p.descendants(&r)
 	p.parseAlias(&r, "SET", "INDEXED", "NOT")
 	j := r.aliasEnd
 	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {
