@@ -57,7 +57,11 @@ import (
 //     the server's own (@@GLOBAL) values (a replica ignores events of its own server
 //     id, and may filter a replication domain out), and gtid_seq_no must be 0 (a
 //     sequence number already used makes replicas skip the session's next
-//     transaction).
+//     transaction); from MariaDB 10.3.4, system_versioning_asof must be DEFAULT (set,
+//     every SELECT of a system-versioned table, FOR UPDATE included, reads it as of
+//     that time, so a claim would stamp the current rows and return old ones), and
+//     @@SESSION.wsrep_on must be the server's own (off on a Galera node, the session's
+//     writes are not replicated to the cluster: red-team rt27b).
 //
 // The wrapper refuses SET of each of these to anything but its safe values on pools
 // with guarded tables (fencedsql/internal/plan's protectedSettings); this check
@@ -90,6 +94,10 @@ import (
 //	<skip_replication> <@@SESSION.server_id> <@@GLOBAL.server_id>
 //	<@@SESSION.gtid_domain_id> <@@GLOBAL.gtid_domain_id> <gtid_seq_no>
 //
+// and from MariaDB 10.3.4 three more:
+//
+//	<system_versioning_asof, blanks as _> <@@SESSION.wsrep_on> <@@GLOBAL.wsrep_on>
+//
 // sql_mode is the only value that may be empty, and none has a space. The query is
 // ASCII without backslashes: every session reads it the same way. Its result is ASCII
 // sent as binary, which the server does not convert to character_set_results (under
@@ -103,11 +111,12 @@ func (dialectImpl) SessionQuery() string {
 const sessionQuery = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, " +
 	"@@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))" +
 	" /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */" +
+	" /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */" +
 	") USING ascii) AS BINARY)"
 
 // SessionOK is a value of SessionQuery that CheckSession accepts (MariaDB's form, with
 // an unset clock): the answer a go-sqlmock test gives the session check.
-const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0"
+const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0"
 
 // clockTolerance is how far NOW(6) may be from SYSDATE(6) in an unset session clock.
 // Unset, they differ by the time between the start of the check query (it reads no
@@ -117,10 +126,12 @@ const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHA
 // hours or days; a second is within what NTP slews a server's own clock by).
 const clockTolerance = 1_000_000 // microseconds
 
-// The field counts of SessionQuery's value: MySQL's, and MariaDB's.
+// The field counts of SessionQuery's value: MySQL's, MariaDB's before 10.3.4 (no
+// system versioning), and MariaDB's.
 const (
-	sessionFields        = 7
-	sessionFieldsMariaDB = 13
+	sessionFields          = 7
+	sessionFieldsMariaDB10 = 13
+	sessionFieldsMariaDB   = 16
 )
 
 // unsafeCharsets are the client character sets whose multibyte characters can have a
@@ -166,7 +177,7 @@ const rawFix = "; the wrapper refuses to SET it on a pool with guarded tables, s
 // replicas.
 func (dialectImpl) CheckSession(value string) error {
 	f := strings.Split(value, " ")
-	if len(f) != sessionFields && len(f) != sessionFieldsMariaDB {
+	if len(f) != sessionFields && len(f) != sessionFieldsMariaDB10 && len(f) != sessionFieldsMariaDB {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp", Value: value,
 			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
 	}
@@ -239,6 +250,19 @@ func (dialectImpl) CheckSession(value string) error {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "gtid_seq_no", Value: f[12],
 			Problem: "a sequence number set by hand, if already used, makes replicas skip the session's next transaction",
 			Fix:     "gtid_seq_no must be 0" + rawFix}
+	}
+	if len(f) == sessionFieldsMariaDB10 {
+		return nil
+	}
+	if !strings.EqualFold(f[13], "DEFAULT") {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "system_versioning_asof", Value: strings.ReplaceAll(f[13], "_", " "),
+			Problem: "every SELECT of a system-versioned table reads it as of that time, a claim's locking read included, while its UPDATE stamps the current rows: the claim returns old values",
+			Fix:     "SET SESSION system_versioning_asof = DEFAULT" + rawFix}
+	}
+	if f[14] != f[15] {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "wsrep_on", Value: f[14],
+			Problem: "not the server's own (" + f[15] + "): on a Galera node the session's writes stay local, and a failover forgets them",
+			Fix:     "the session must keep the server's wsrep_on" + rawFix}
 	}
 	return nil
 }

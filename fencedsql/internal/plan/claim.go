@@ -51,6 +51,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	g := p.rw.Lookup(r.parts)
 	j := r.aliasEnd
 	clauses, rest := p.readClauses(j, "WHERE", "ORDER", "LIMIT", "OFFSET")
+	if g != nil && p.indexHints(j) != j {
+		return p.claimRefused(g.String(), "a locking SELECT with an index hint (USE, FORCE or IGNORE INDEX): the claim's UPDATE, which stamps the rows, might select others; lock the rows without the hint")
+	}
 	if rest != lock {
 		if g == nil && !p.mentionsGuardIn(from, lock) {
 			return p.pass(), nil

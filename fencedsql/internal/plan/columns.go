@@ -97,10 +97,7 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 			continue
 		}
 		// The target is the last part of a possibly qualified name before '='.
-		i := it[0]
-		for i+2 < it[1] && p.punct(i+1, ".") {
-			i += 2
-		}
+		i := p.lastNamePart(it[0], it[1])
 		if p.isIdent(i) && p.assign(i+1) && i+1 < it[1] {
 			if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
 				if i+2 >= it[1] {
@@ -154,13 +151,33 @@ func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
 	}
 	var drop []int
 	for k, it := range items {
-		if it[1]-it[0] == 1 && p.isIdent(it[0]) {
-			if n, ok := p.ident(it[0]); ok && g.IsFenceColumn(n) {
-				drop = append(drop, k)
-			}
+		i := p.lastNamePart(it[0], it[1])
+		if i != it[1]-1 || !p.isIdent(i) {
+			continue
 		}
+		n, ok := p.ident(i)
+		if !ok || !g.IsFenceColumn(n) {
+			continue
+		}
+		if i > it[0] && p.rw.syn != sqllex.MySQL {
+			// PostgreSQL reads `t.col` here as a field of a column t, SQLite not at all:
+			// dropping the item would make a broken statement run.
+			return nil, listEdit{}, unsupported(g.String(), "an INSERT column list naming %q qualified", n)
+		}
+		// MySQL/MariaDB take `t.col` and `db.t.col` for col (red-team rt27b F4: the
+		// caller's item was kept beside the wrapper's, "Column specified twice").
+		drop = append(drop, k)
 	}
 	return drop, p.dropItems(items, drop), nil
+}
+
+// lastNamePart returns the index of the last part of the possibly qualified name that
+// starts at sig[i] (`col`, `t.col`, `db.t.col`), looking no further than sig[to-1].
+func (p *parser) lastNamePart(i, to int) int {
+	for i+2 < to && p.punct(i+1, ".") && p.isIdent(i) {
+		i += 2
+	}
+	return i
 }
 
 // hasEmpty reports an empty item among items.

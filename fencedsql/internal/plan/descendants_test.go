@@ -64,3 +64,42 @@ func planSQL(p *Plan) []string {
 	}
 	return out
 }
+
+// MySQL/MariaDB index hints after a single UPDATE's table stay in the one fenced
+// statement (red-team rt27b F3); elsewhere the words are not hints.
+func TestUpdateIndexHints(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest)
+	for _, in := range []string{
+		"UPDATE accounts USE INDEX (PRIMARY) SET balance = ? WHERE id = ?",
+		"UPDATE accounts a FORCE INDEX FOR ORDER BY (PRIMARY), IGNORE KEY (ix_owner) SET a.balance = ? WHERE a.id = ? ORDER BY a.id LIMIT 1",
+	} {
+		p, err := rw.Rewrite(in, false)
+		if err != nil || p.Kind != KindUpdate {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if !strings.Contains(p.SQL, "`fence_token` = CASE WHEN") || !strings.HasPrefix(p.SQL, in[:strings.Index(in, " SET ")]) {
+			t.Errorf("%s: rewritten as %s", in, p.SQL)
+		}
+	}
+	// A hint followed by something else is no single-table UPDATE the planner knows.
+	if _, err := rw.Rewrite("UPDATE accounts USE INDEX (PRIMARY) JOIN t2 SET balance = 1", false); err == nil {
+		t.Errorf("UPDATE … USE INDEX … JOIN: not refused")
+	}
+}
+
+// A qualified fencing column in an INSERT column list is the column itself on
+// MySQL/MariaDB (dropped, the wrapper's value takes its place: red-team rt27b F4), and
+// refused elsewhere.
+func TestInsertQualifiedFencingColumn(t *testing.T) {
+	p, err := newTestRewriter(t, mysqlTest).Rewrite("INSERT INTO accounts (id, accounts.fence_token, `db`.`accounts`.`version`) VALUES (?, ?, ?)", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.SQL, "accounts.fence_token") || strings.Contains(p.SQL, "`accounts`.`version`") {
+		t.Errorf("qualified fencing columns kept: %s", p.SQL)
+	}
+	if _, err := newTestRewriter(t, pgTest).Rewrite("INSERT INTO accounts (id, accounts.fence_token) VALUES ($1, $2)", false); !isRefusal(err) {
+		t.Errorf("PostgreSQL: err = %v, want a refusal", err)
+	}
+}

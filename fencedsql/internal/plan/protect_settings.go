@@ -26,6 +26,8 @@ var protectedSettings = []protectedSetting{
 	{"writable_schema", nil, "it lets the session rewrite sqlite_schema, the guard and tombstone triggers included (SQLite)"},
 	{"server_id", []string{}, "replicas ignore the events of their own server id: a failover forgets the session's writes (MariaDB)"},
 	{"gtid_domain_id", []string{}, "replicas may filter the session's replication domain out: a failover forgets its writes (MariaDB)"},
+	{"system_versioning_asof", []string{}, "every SELECT of a system-versioned table reads it as of that time, a claim's locking read included, while the claim's UPDATE stamps the current rows: the claim returns old values (MariaDB)"},
+	{"wsrep_on", []string{"1", "on", "true"}, "0 keeps the session's writes on this Galera node: the cluster never gets them, and a failover forgets them (MariaDB)"},
 	{"gtid_seq_no", []string{}, "a sequence number already used makes replicas skip the session's next transaction (MariaDB)"},
 	{"timestamp", []string{}, "a clock set by hand dates the tombstones of the session's deletes (a purge then removes them early, and a deleted row can come back under an older token) and the one-statement DELETE's mark (MySQL/MariaDB)"},
 	{"autocommit", []string{}, "0 opens a transaction the wrapper does not know of: the connection goes back to the pool inside it, and later writes report success and are never committed; use BeginTx (MySQL/MariaDB)"},

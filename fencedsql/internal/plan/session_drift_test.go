@@ -30,14 +30,16 @@ func TestProtectedSettingsCheckedBySession(t *testing.T) {
 		field int
 		bad   string
 	}{
-		"sql_log_bin":      {2, "0"},
-		"autocommit":       {3, "0"},
-		"completion_type":  {4, "CHAIN"},
-		"timestamp":        {6, "796306528094486"}, // NOW(6) to SYSDATE(6): a clock set back to 2001
-		"skip_replication": {7, "1"},
-		"server_id":        {8, "1001"}, // @@SESSION.server_id, not @@GLOBAL's
-		"gtid_domain_id":   {10, "7"},   // @@SESSION.gtid_domain_id, not @@GLOBAL's
-		"gtid_seq_no":      {12, "5"},
+		"sql_log_bin":            {2, "0"},
+		"autocommit":             {3, "0"},
+		"completion_type":        {4, "CHAIN"},
+		"timestamp":              {6, "796306528094486"}, // NOW(6) to SYSDATE(6): a clock set back to 2001
+		"skip_replication":       {7, "1"},
+		"server_id":              {8, "1001"}, // @@SESSION.server_id, not @@GLOBAL's
+		"gtid_domain_id":         {10, "7"},   // @@SESSION.gtid_domain_id, not @@GLOBAL's
+		"gtid_seq_no":            {12, "5"},
+		"system_versioning_asof": {13, "2020-01-01_00:00:00.000000"},
+		"wsrep_on":               {14, "1"},
 	}
 	notRead := map[string]string{
 		// The session query must run on MySQL and MariaDB alike, and naming a variable the
