@@ -156,8 +156,9 @@
 //	  init_connect, Raw): sql_log_bin = 0,
 //	  autocommit = 0, completion_type CHAIN or
 //	  RELEASE, a timestamp set by hand, MariaDB
-//	  skip_replication, server_id, gtid_domain_id
-//	  or gtid_seq_no
+//	  skip_replication, server_id, gtid_domain_id,
+//	  gtid_seq_no, wsrep_on or
+//	  system_versioning_asof
 //	any statement judged by its text on a session  a write could hide in what the lexer reads as a         reset the setting
 //	  that reads text differently (the settings      string or one word (SessionError.Reading); checked
 //	  above but sql_mode strictness, synchronous_    whenever pgx reports the settings, else after a
