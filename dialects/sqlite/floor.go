@@ -42,9 +42,13 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (stri
 
 // GuardFloorsQuery yields the main database when guard triggers there (the BEFORE
 // UPDATE guard, the BEFORE INSERT floor trigger) read its floor table: a trigger reads
-// tables of its own schema. Attached databases are not listed.
-func (dialectImpl) GuardFloorsQuery() (string, []any) {
-	return "SELECT 'main', 1 FROM main.sqlite_master WHERE type = 'trigger' AND (name LIKE ? OR name LIKE ?) AND sql LIKE ? LIMIT 1",
+// tables of its own schema. Attached databases are not listed. The floor tools may
+// read and write it (third and fourth columns) only while it is as the guards create
+// it and carries no trigger (floorSafe), else they fail with ErrFloorUnsafe: a floor
+// column of TEXT affinity keeps '9' over a raise to 100 (red-team rt27c F2).
+func (d dialectImpl) GuardFloorsQuery() (string, []any) {
+	safe := d.floorSafe("main")
+	return "SELECT 'main', 1, " + safe + ", " + safe + " FROM main.sqlite_master WHERE type = 'trigger' AND (name LIKE ? OR name LIKE ?) AND sql LIKE ? LIMIT 1",
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 

@@ -16,6 +16,8 @@ import (
 // guarded table that bypasses the wrapper: one that lowers the fence token or does not
 // advance the version. It fails with
 // SQLITE_CONSTRAINT_TRIGGER and a message starting "fencedsql: guard on <table>:".
+// An UPDATE or INSERT that sets the token or version to a value that is not an integer
+// (TEXT, BLOB, REAL) is refused too ("… is not an integer"), in the guard's words.
 // An UPDATE or INSERT that sets the token or version to NULL (the wrapper's fenced
 // case) is refused by the guard with the NOT NULL constraint's own words ("NOT NULL
 // constraint failed: <table>.<column> (fencedsql guard)"), which Classify reports as
@@ -71,9 +73,18 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	nullMsg := func(col string) string {
 		return literal("NOT NULL constraint failed: " + table.Name + "." + col + nullRefusalSuffix)
 	}
+	// A value of another storage class than INTEGER (TEXT, BLOB, REAL: SQLite stores
+	// what does not convert, even in an INTEGER column) is no token or version: SQLite
+	// orders every TEXT and BLOB above every number, so the floor check, the tombstone
+	// check and the row's next fence would compare the class, not the number (red-team
+	// rt27c F8). The guard refuses it in its own words (IsGuardError); the tombstone
+	// and floor checks never see one. Column affinity is applied before a BEFORE
+	// trigger reads NEW: '100' in an INTEGER or NUMERIC column is the integer 100.
 	nullCase := "WHEN NEW." + tok + " IS NULL THEN RAISE(ABORT, " + nullMsg(tokenCol) + ")" +
-		" WHEN NEW." + ver + " IS NULL THEN RAISE(ABORT, " + nullMsg(versionCol) + ")"
-	nullWhen := "NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR "
+		" WHEN NEW." + ver + " IS NULL THEN RAISE(ABORT, " + nullMsg(versionCol) + ")" +
+		" WHEN typeof(NEW." + tok + ") <> 'integer' THEN RAISE(ABORT, " + msg(tokenCol+" is not an integer") + ")" +
+		" WHEN typeof(NEW." + ver + ") <> 'integer' THEN RAISE(ABORT, " + msg(versionCol+" is not an integer") + ")"
+	nullWhen := "typeof(NEW." + tok + ") <> 'integer' OR typeof(NEW." + ver + ") <> 'integer' OR "
 	ins := dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
 	return append(d.floorDDL(table.Schema),
 		"DROP TRIGGER IF EXISTS "+trg,

@@ -26,7 +26,7 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	for _, want := range []string{
 		`CREATE TRIGGER "aux"."fencedsql_guard_o'rders" BEFORE UPDATE ON "o'rders" FOR EACH ROW`,
-		`WHEN NEW."fence_token" IS NULL OR NEW."version" IS NULL OR NEW."fence_token" < OLD."fence_token" OR NEW."version" <= OLD."version" OR NOT COALESCE(NEW."fence_token" >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1), 0)`,
+		`WHEN typeof(NEW."fence_token") <> 'integer' OR typeof(NEW."version") <> 'integer' OR NEW."fence_token" < OLD."fence_token" OR NEW."version" <= OLD."version" OR NOT COALESCE(NEW."fence_token" >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1), 0)`,
 		`SELECT CASE WHEN NEW."fence_token" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.fence_token (fencedsql guard)') WHEN NEW."version" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.version (fencedsql guard)') WHEN`,
 		`RAISE(ABORT, 'fencedsql: guard on o''rders: UPDATE lowers the fence token')`,
 		`ELSE RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor')`,
@@ -36,8 +36,10 @@ func TestGuardDDLShape(t *testing.T) {
 		}
 	}
 	if want := `CREATE TRIGGER "aux"."fencedsql_floor_o'rders" BEFORE INSERT ON "o'rders" FOR EACH ROW` + "\n" +
-		`WHEN NEW."fence_token" IS NULL OR NEW."version" IS NULL OR NOT COALESCE(NEW."fence_token" >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1), 0)` + "\nBEGIN\n" +
-		`  SELECT CASE WHEN NEW."fence_token" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.fence_token (fencedsql guard)') WHEN NEW."version" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.version (fencedsql guard)') ELSE RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor') END;` + "\nEND"; ddl[5] != want {
+		`WHEN typeof(NEW."fence_token") <> 'integer' OR typeof(NEW."version") <> 'integer' OR NOT COALESCE(NEW."fence_token" >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1), 0)` + "\nBEGIN\n" +
+		`  SELECT CASE WHEN NEW."fence_token" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.fence_token (fencedsql guard)') WHEN NEW."version" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.version (fencedsql guard)') ` +
+		`WHEN typeof(NEW."fence_token") <> 'integer' THEN RAISE(ABORT, 'fencedsql: guard on o''rders: fence_token is not an integer') ` +
+		`WHEN typeof(NEW."version") <> 'integer' THEN RAISE(ABORT, 'fencedsql: guard on o''rders: version is not an integer') ELSE RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor') END;` + "\nEND"; ddl[5] != want {
 		t.Errorf("floor trigger = %q, want %q", ddl[5], want)
 	}
 	if un := g.UnguardDDL(dialect.TableName{Name: "orders"}); len(un) != 2 || un[0] != `DROP TRIGGER IF EXISTS "fencedsql_guard_orders"` || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_floor_orders"` {

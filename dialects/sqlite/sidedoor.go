@@ -120,9 +120,11 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // it (otherTriggers), then the table's own BEFORE INSERT or UPDATE triggers that may
 // undo the fencing NULL (ownTriggers: a BEFORE trigger cannot assign NEW, but it can
 // write the row itself and drop the original change with RAISE(IGNORE)), one query
-// each. Last, a guard a table swap lost (lostGuard).
+// each; the guards' own triggers (guardTriggers), the triggers on or writing the guard
+// tables (guardWriters), the guard tables' shape (guardTables). Last, a guard a table
+// swap lost (lostGuard), and the tombstone table's key (tombstoneKey).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.lostGuard, d.tombstoneKey)
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.guardTables, d.lostGuard, d.tombstoneKey)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
