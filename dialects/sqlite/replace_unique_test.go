@@ -210,7 +210,7 @@ func TestReplaceUniqueMarkerForged(t *testing.T) {
 	if err := raw.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE name = 'fencedsql_tombrep_accounts'").Scan(&orig); err != nil {
 		t.Fatal(err)
 	}
-	forged := strings.Replace(orig, `OR (o."email" = NEW."email"`, `OR (0 AND o."email" = NEW."email"`, 2)
+	forged := strings.Replace(orig, `WHERE o."email" = NEW."email"`, `WHERE 0 AND o."email" = NEW."email"`, 2)
 	if forged == orig || !strings.Contains(forged, "/* fencedsql unique indexes [") {
 		t.Fatalf("could not forge: %s", orig)
 	}
@@ -260,7 +260,7 @@ func TestReplaceUniqueExpressionReported(t *testing.T) {
 }
 
 // TestTombstoneUniqueDDLShape: the REPLACE triggers compare each column index (one OR
-// term each, under the index's collation, the key's own row left out) and leave out
+// search each, UNION ALL, under the index's collation, the key's own row left out) and leave out
 // an expression index and one holding the key; the UPDATE trigger runs when a unique
 // column changes, and on every UPDATE where an index is partial.
 func TestTombstoneUniqueDDLShape(t *testing.T) {
@@ -275,8 +275,8 @@ func TestTombstoneUniqueDDLShape(t *testing.T) {
 	ddl := u.TombstoneUniqueDDL(dialect.TableName{Name: "t"}, key, unique, "tok")
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
-		`OR (o."email" = NEW."email" COLLATE "nocase" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL)`,
-		`OR (o."a" = NEW."a" COLLATE "BINARY" AND o."b" = NEW."b" COLLATE "BINARY" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL AND NOT (o."id" = OLD."id"))`,
+		`WHEN EXISTS (SELECT 1 FROM "t" o WHERE o."id" = NEW."id" AND (NEW."tok" IS NULL OR o."tok" > NEW."tok") UNION ALL SELECT 1 FROM "t" o WHERE o."email" = NEW."email" COLLATE "nocase" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL UNION ALL `,
+		` UNION ALL SELECT o."id", coalesce(o."tok", 0), ((julianday('now') - 2440587.5) * 86400.0) FROM "t" o WHERE o."a" = NEW."a" COLLATE "BINARY" AND o."b" = NEW."b" COLLATE "BINARY" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL AND NOT (o."id" = OLD."id")` + "\n",
 		`WHEN (OLD."id" IS NOT NEW."id" OR OLD."email" IS NOT NEW."email" OR OLD."a" IS NOT NEW."a" OR OLD."b" IS NOT NEW."b") AND EXISTS`,
 		"/* fencedsql tombstone guard v4 */",
 	} {

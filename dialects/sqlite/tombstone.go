@@ -207,32 +207,37 @@ func (d dialectImpl) TombstoneUniqueDDL(table dialect.TableName, key []dialect.K
 		self = " AND NOT (" + each(" AND ", func(c string) string { return "o." + c + " = OLD." + c + keyColl[c] }) + ")"
 	}
 	uniqueTerms, uniqueChanged, partial := d.uniqueTerms(key, unique)
-	displacedWhere := func(update bool) string {
-		w := sameKey + " AND (NEW." + tok + " IS NULL OR o." + tok + " > NEW." + tok + ")"
+	// displacedWhere is one WHERE clause per way a row is displaced (the key, the
+	// rowid, each unique index), each searched on its own (UNION ALL): SQLite (3.54)
+	// does not search the indexes of an OR whose terms carry a COLLATE clause, and
+	// scanned the table on every write.
+	displacedWhere := func(update bool) []string {
+		w := []string{sameKey + " AND (NEW." + tok + " IS NULL OR o." + tok + " > NEW." + tok + ")"}
 		if rowidKey {
 			rowid := "o.rowid = NEW.rowid"
 			if update {
 				rowid += self
 			}
-			w = "(" + w + ") OR (" + rowid + " AND " + keyNotNull + " AND " + otherKey + ")"
+			w = append(w, rowid+" AND "+keyNotNull+" AND "+otherKey)
 		}
-		if len(uniqueTerms) > 0 {
-			// One OR term per index, each one's comparison at its top, so that SQLite
-			// searches each index (a MULTI-INDEX OR), not the table.
-			w = "(" + w + ")"
-			for _, u := range uniqueTerms {
-				u += " AND " + otherKey + " AND " + keyNotNull
-				if update {
-					u += self
-				}
-				w += " OR (" + u + ")"
+		for _, u := range uniqueTerms {
+			u += " AND " + otherKey + " AND " + keyNotNull
+			if update {
+				u += self
 			}
+			w = append(w, u)
 		}
 		return w
 	}
+	displaced := func(update bool, cols string) string {
+		var parts []string
+		for _, w := range displacedWhere(update) {
+			parts = append(parts, "SELECT "+cols+" FROM "+tbl+" o WHERE "+w)
+		}
+		return strings.Join(parts, " UNION ALL ")
+	}
 	recordDisplaced := func(update bool) string {
-		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "o." + c }) + ", coalesce(o." + tok + ", 0), " + sqliteNow +
-			" FROM " + tbl + " o WHERE " + displacedWhere(update) + "\n" +
+		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) " + displaced(update, each(", ", func(c string) string { return "o." + c })+", coalesce(o."+tok+", 0), "+sqliteNow) + "\n" +
 			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
 	}
 	// movWhen: the UPDATE trigger runs when the write may collide: its key, its rowid
@@ -263,10 +268,10 @@ func (d dialectImpl) TombstoneUniqueDDL(table dialect.TableName, key []dialect.K
 			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
 		"DROP TRIGGER IF EXISTS " + rep,
 		"CREATE TRIGGER " + rep + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN EXISTS (SELECT 1 FROM " + tbl + " o WHERE " + displacedWhere(false) + ")\n" + begin + uniqueMarker(unique) + recordDisplaced(false) + "END",
+			"WHEN EXISTS (" + displaced(false, "1") + ")\n" + begin + uniqueMarker(unique) + recordDisplaced(false) + "END",
 		"DROP TRIGGER IF EXISTS " + mov,
 		"CREATE TRIGGER " + mov + " BEFORE UPDATE ON " + tbl + " FOR EACH ROW\n" +
-			movWhen + "EXISTS (SELECT 1 FROM " + tbl + " o WHERE " + displacedWhere(true) + ")\n" + begin + uniqueMarker(unique) + recordDisplaced(true) + "END",
+			movWhen + "EXISTS (" + displaced(true, "1") + ")\n" + begin + uniqueMarker(unique) + recordDisplaced(true) + "END",
 	}
 }
 
