@@ -395,3 +395,32 @@ func TestReplaceUniqueWritesUnchanged(t *testing.T) {
 		t.Fatalf("tombstones after the wrapper's writes: %d at %d (%v); want key 1 at 21 only", id, tok, err)
 	}
 }
+
+// TestReplaceUniqueAttached: the unique indexes are read, compiled and compared in the
+// attached database the table is in.
+func TestReplaceUniqueAttached(t *testing.T) {
+	ctx := context.Background()
+	raw := testdb.Open(t, "sqlite", testdb.SQLite(t))
+	raw.SetMaxOpenConns(1)
+	testdb.Exec(t, raw, "ATTACH DATABASE '"+t.TempDir()+"/aux.db' AS aux",
+		"CREATE TABLE aux.accounts (id INTEGER PRIMARY KEY, "+uniqCols+", UNIQUE (email))",
+		"CREATE TABLE main.accounts (id INTEGER PRIMARY KEY, "+uniqCols+")")
+	spec := schema.GuardSpec{Table: "aux.accounts"}
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	if reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec); err != nil || !reps[0].OK() || !reps[0].Tombstoned {
+		t.Fatalf("after the fix: %+v %v", reps, err)
+	}
+	testdb.Exec(t, raw, "INSERT INTO aux.accounts (id, email, fence_token, version) VALUES (1, 'A', 20, 1)",
+		"REPLACE INTO aux.accounts (id, email, fence_token, version) VALUES (2, 'A', 5, 1)")
+	if _, err := raw.ExecContext(ctx, "INSERT INTO aux.accounts (id, email, fence_token, version) VALUES (1, 'zzz', 10, 1)"); err == nil || !strings.Contains(err.Error(), sqlite.TombstoneMessagePrefix) {
+		t.Fatalf("aux: after a REPLACE deleted row 1 (token 20) on email, INSERT of key 1 under token 10: %v; want the refusal", err)
+	}
+	testdb.Exec(t, raw, "CREATE UNIQUE INDEX aux.accounts_ab ON accounts (a, b)")
+	if reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec); err != nil || reps[0].Tombstoned {
+		t.Fatalf("aux: after CREATE UNIQUE INDEX: %+v %v; want the guard reported as not installed", reps, err)
+	}
+}
