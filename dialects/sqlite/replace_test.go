@@ -110,7 +110,7 @@ func TestReplaceTriggerImpostor(t *testing.T) {
 	file, raw := ownTriggerDB(t)
 	ownExec(t, raw, `DROP TRIGGER fencedsql_tombmov_accounts`, `CREATE TRIGGER fencedsql_tombmov_accounts BEFORE UPDATE ON accounts FOR EACH ROW WHEN NEW.fence_token IS NULL
 BEGIN
-  /* fencedsql tombstone guard v3 */
+  /* fencedsql tombstone guard v4 */
   UPDATE accounts SET balance = NEW.balance, fence_token = OLD.fence_token, version = OLD.version + 1 WHERE id = OLD.id;
   SELECT RAISE(IGNORE);
 END`)

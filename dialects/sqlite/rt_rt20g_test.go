@@ -70,7 +70,7 @@ func TestRTrt20gSQLiteTombstoneTriggerMarkerOnly(t *testing.T) {
 	ctx := context.Background()
 	raw := rt20gGuarded(t)
 	testdb.Exec(t, raw, "DROP TRIGGER fencedsql_tombins_accounts",
-		"CREATE TRIGGER fencedsql_tombins_accounts AFTER INSERT ON accounts FOR EACH ROW WHEN 0 BEGIN /* fencedsql tombstone guard v3 */ SELECT 1; END",
+		"CREATE TRIGGER fencedsql_tombins_accounts AFTER INSERT ON accounts FOR EACH ROW WHEN 0 BEGIN /* fencedsql tombstone guard v4 */ SELECT 1; END",
 		"DELETE FROM accounts WHERE id = 2")
 	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {

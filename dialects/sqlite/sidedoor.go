@@ -34,7 +34,36 @@ import (
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.cascades, d.TriggerDoors)
+	return dialect.FindDoors(ctx, query, t, d.cascades, d.uniqueExpressions, d.TriggerDoors)
+}
+
+// uniqueExpressions finds the UNIQUE indexes of a tombstoned table on an expression
+// (dialect.SideDoorUniqueExpression): a REPLACE that collides on one (from a plain
+// connection; CREATE UNIQUE INDEX takes no ON CONFLICT clause) deletes the row without
+// its delete triggers, and the tombstone guard's REPLACE triggers, which compare
+// unique indexes column by column (TombstoneUniqueDDL), cannot tell which row: no
+// tombstone, so a holder older than the row may insert its key again. A problem with
+// no Fix (schema.Check only: the wrapper refuses the OR clauses, so the lazy check
+// does not refuse the table for it).
+func (d dialectImpl) uniqueExpressions(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	if t.TokenColumn == "" || !t.Tombstones {
+		return nil, nil
+	}
+	unique, err := dialect.UniqueIndexes(ctx, query, d, t.Table)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, u := range unique {
+		if !u.Expression() {
+			continue
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorUniqueExpression, Object: u.Name + " on " + t.Table.String(),
+			Problem: "the UNIQUE index " + u.Name + " on " + t.Table.String() + " is on an expression: a REPLACE that collides on it (INSERT OR REPLACE, REPLACE, UPDATE OR REPLACE from a plain connection) " +
+				"deletes the row without its delete triggers, and the tombstone guard, which compares unique indexes column by column, cannot record it: a holder older than that row may insert its key again. " +
+				"Index a column instead (e.g. a generated column holding the expression), or write that table through the wrapper only (it refuses the OR clauses)"})
+	}
+	return doors, nil
 }
 
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"encoding/hex"
 	"strings"
 	"time"
 
@@ -36,8 +37,11 @@ import (
 //	                                           row left, refuses the key it moved onto
 //	                                           like an INSERT
 //	fencedsql_tombrep_<table>  BEFORE INSERT  WHEN a row of NEW's key holds a greater
-//	fencedsql_tombmov_<table>  BEFORE UPDATE  token than NEW.<token> (the UPDATE's: and
-//	                                           the key changed): records that row's
+//	fencedsql_tombmov_<table>  BEFORE UPDATE  token than NEW.<token>, or a row of
+//	                                           another key collides with NEW on the
+//	                                           rowid or a unique index (the UPDATE's:
+//	                                           and the key, the rowid or a unique
+//	                                           column changed): records that row's
 //	                                           key and token
 //
 // The last two close REPLACE: SQLite deletes the row a REPLACE (INSERT OR REPLACE,
@@ -50,9 +54,18 @@ import (
 // IGNORE, or an upsert's DO NOTHING, writes nothing and keeps it; an upsert's DO
 // UPDATE updates the row — the record stays: a tombstone of a live key at a token
 // its row already carries (or passed), which refuses nothing that key's UNIQUE
-// constraint does not (a row's token never goes down under the guard). Only the
-// primary key is compared: a REPLACE that collides on another UNIQUE index deletes
-// that row unrecorded (open, docs/design.md "Known open findings").
+// constraint does not (a row's token never goes down under the guard). A REPLACE (or
+// a plain write under a UNIQUE … ON CONFLICT REPLACE constraint) that collides on
+// another UNIQUE index deletes a row of another key: the same triggers record that
+// row's tombstone at its own token, as its DELETE would, and the write goes on
+// (TombstoneUniqueDDL; an index on an expression is reported by SideDoors instead).
+// The REPLACE triggers name the unique indexes they were written for in their text
+// (uniqueMarker), which TombstoneInstalledQuery compares with the catalog: a unique
+// index created (or dropped) after the install reports the guard as not installed,
+// and schema.Check's Fix re-creates the triggers. The whole-text comparison
+// (guardTriggers) compares them with the text written for the indexes they name, so a
+// stale guard is not taken for a forged one (the lazy check does not require the
+// tombstone guard).
 //
 // The INSERT check is an AFTER trigger because only there is NEW's key the row's
 // key: when SQLite chooses a rowid (an INTEGER PRIMARY KEY omitted, NULL, or an
@@ -78,8 +91,9 @@ const TombstoneMessagePrefix = "fencedsql: tombstone on "
 // tombVersion marks the text of every tombstone trigger of this version (a comment in
 // its body, which sqlite_master keeps); TombstoneInstalledQuery reports triggers
 // without it as not installed. v2: the INSERT check is an AFTER INSERT trigger; v3:
-// a REPLACE of a newer row is refused (the rep and mov triggers).
-const tombVersion = "fencedsql tombstone guard v3"
+// a REPLACE of a newer row is refused (the rep and mov triggers); v4: the rows a
+// write displaces through a unique index other than the primary key are recorded.
+const tombVersion = "fencedsql tombstone guard v4"
 
 // tombTriggerKinds are the kinds of the tombstone guard's triggers, fencedsql_tomb<kind>_<table>.
 var tombTriggerKinds = []string{"del", "ins", "key", "rep", "mov"}
@@ -104,8 +118,34 @@ FROM pragma_table_info(?1, ?2) ti WHERE ti.pk > 0 ORDER BY ti.pk`, []any{table.N
 }
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
-// and install table's tombstone triggers; run them in one transaction.
+// and install table's tombstone triggers, for a table without unique indexes other
+// than its primary key's (TombstoneUniqueDDL with none); run them in one transaction.
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
+	return d.TombstoneUniqueDDL(table, key, nil, tokenCol)
+}
+
+// TombstoneUniqueDDL returns the statements that create the tombstone table (if
+// missing) and install table's tombstone triggers (dialect.UniqueTombstoner), whose
+// REPLACE triggers also record the rows a write displaces through unique, the table's
+// unique indexes other than its primary key's (UniqueIndexesQuery); run them in one
+// transaction.
+//
+// A row displaced through a unique index has another key than the write's: its
+// tombstone is recorded at its own token, as its DELETE would record it, and the write
+// goes on (its own key is judged by the AFTER check as ever). The columns are compared
+// each under the collation the index compares it under (the index's COLLATE clause, or
+// the column's), and a NULL equals nothing, as in the index. An index on an expression
+// is left out (reported by SideDoors, dialect.SideDoorUniqueExpression), and so is one
+// holding every key column under the key's collation (a collision on it is one on the
+// key). A partial index is compared without its WHERE clause, and the UPDATE trigger
+// runs on every UPDATE of such a table (a change of the WHERE clause's columns alone
+// can bring a row into the index): both over-approximate, so a live row that does not
+// collide may get a tombstone at its own token. That is harmless: it refuses only an
+// INSERT of that key below the token the live row carries, which the key's own UNIQUE
+// constraint refuses while the row lives; and every way the row leaves its key (a
+// DELETE, a key-changing UPDATE, a REPLACE, all recorded) records a token at least as
+// great, since a row's token never goes down under the guard.
+func (d dialectImpl) TombstoneUniqueDDL(table dialect.TableName, key []dialect.KeyColumn, unique []dialect.UniqueIndex, tokenCol string) []string {
 	if table.Schema == "main" {
 		table.Schema = ""
 	}
@@ -145,30 +185,71 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	newer := "EXISTS (SELECT 1 FROM " + tombIn + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c + keyColl[c] }) + " AND t.fence_token > NEW." + tok + ")"
 	msg := literal(TombstoneMessagePrefix + table.Name + ": NOT NULL constraint failed: " + table.Name + "." + tokenCol)
 	begin := "BEGIN\n  /* " + tombVersion + " */\n"
+	rowidKey := len(key) > 0 && key[0].Rowid
 	// displaced is the row of a newer token that holds NEW's key (compared under the
 	// key's own collation, as the key's index compares): the row a REPLACE deletes
 	// without its delete trigger. A tombstone of it, written before the write, makes
 	// the AFTER check refuse the write as it refuses the same key deleted first.
 	// A NULL token in NEW is the lowest (a REPLACE turns it into the column's default).
 	// A table with a rowid apart from its key (dialect.KeyColumn.Rowid) loses a row of
-	// another key to a write that names its rowid: that row's tombstone is recorded
-	// too, at its own token, as its DELETE would record it.
+	// another key to a write that names its rowid, and any table a row of another key
+	// to a write that collides with it on a unique index: that row's tombstone is
+	// recorded too, at its own token, as its DELETE would record it (its key not NULL:
+	// such a key has no tombstone). NEW's key is compared with coalesce(…, 0): a NULL
+	// in it (a rowid table's key) equals no row's.
 	sameKey := each(" AND ", func(c string) string { return "o." + c + " = NEW." + c + keyColl[c] })
-	displacedWhere := func(self string) string {
-		w := sameKey + " AND (NEW." + tok + " IS NULL OR o." + tok + " > NEW." + tok + ")"
-		if len(key) > 0 && key[0].Rowid {
-			w = "(" + w + ") OR (o.rowid = NEW.rowid" + self + " AND " + each(" AND ", func(c string) string { return "o." + c + " IS NOT NULL" }) + " AND NOT (" + sameKey + "))"
+	otherKey := "NOT coalesce(" + sameKey + ", 0)"
+	keyNotNull := each(" AND ", func(c string) string { return "o." + c + " IS NOT NULL" })
+	// self leaves the row an UPDATE writes out of the rows it displaces (by rowid
+	// where the table has one apart from its key; else by its key, never NULL there).
+	self := " AND o.rowid IS NOT OLD.rowid"
+	if !rowidKey {
+		self = " AND NOT (" + each(" AND ", func(c string) string { return "o." + c + " = OLD." + c + keyColl[c] }) + ")"
+	}
+	uniqueTerms, uniqueChanged, partial := d.uniqueTerms(key, unique)
+	// displacedWhere is one WHERE clause per way a row is displaced (the key, the
+	// rowid, each unique index), each searched on its own (UNION ALL): SQLite (3.54)
+	// does not search the indexes of an OR whose terms carry a COLLATE clause, and
+	// scanned the table on every write.
+	displacedWhere := func(update bool) []string {
+		w := []string{sameKey + " AND (NEW." + tok + " IS NULL OR o." + tok + " > NEW." + tok + ")"}
+		if rowidKey {
+			rowid := "o.rowid = NEW.rowid"
+			if update {
+				rowid += self
+			}
+			w = append(w, rowid+" AND "+keyNotNull+" AND "+otherKey)
+		}
+		for _, u := range uniqueTerms {
+			u += " AND " + otherKey + " AND " + keyNotNull
+			if update {
+				u += self
+			}
+			w = append(w, u)
 		}
 		return w
 	}
-	recordDisplaced := func(self string) string {
-		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) SELECT " + each(", ", func(c string) string { return "o." + c }) + ", coalesce(o." + tok + ", 0), " + sqliteNow +
-			" FROM " + tbl + " o WHERE " + displacedWhere(self) + "\n" +
+	displaced := func(update bool, cols string) string {
+		var parts []string
+		for _, w := range displacedWhere(update) {
+			parts = append(parts, "SELECT "+cols+" FROM "+tbl+" o WHERE "+w)
+		}
+		return strings.Join(parts, " UNION ALL ")
+	}
+	recordDisplaced := func(update bool) string {
+		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) " + displaced(update, each(", ", func(c string) string { return "o." + c })+", coalesce(o."+tok+", 0), "+sqliteNow) + "\n" +
 			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
 	}
-	movedOrRowid := moved
-	if len(key) > 0 && key[0].Rowid {
-		movedOrRowid += " OR OLD.rowid IS NOT NEW.rowid"
+	// movWhen: the UPDATE trigger runs when the write may collide: its key, its rowid
+	// or a unique index's column changed; on every UPDATE where a partial unique index
+	// may take the row in by its WHERE clause.
+	movWhen := "WHEN (" + moved
+	if rowidKey {
+		movWhen += " OR OLD.rowid IS NOT NEW.rowid"
+	}
+	movWhen += uniqueChanged + ") AND "
+	if partial {
+		movWhen = "WHEN "
 	}
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL, PRIMARY KEY (" + list + ")) WITHOUT ROWID",
@@ -187,11 +268,122 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 			"  SELECT RAISE(ABORT, " + msg + ") WHERE NEW." + tok + " IS NULL OR " + newer + ";\nEND",
 		"DROP TRIGGER IF EXISTS " + rep,
 		"CREATE TRIGGER " + rep + " BEFORE INSERT ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN EXISTS (SELECT 1 FROM " + tbl + " o WHERE " + displacedWhere("") + ")\n" + begin + recordDisplaced("") + "END",
+			"WHEN EXISTS (" + displaced(false, "1") + ")\n" + begin + uniqueMarker(unique) + recordDisplaced(false) + "END",
 		"DROP TRIGGER IF EXISTS " + mov,
 		"CREATE TRIGGER " + mov + " BEFORE UPDATE ON " + tbl + " FOR EACH ROW\n" +
-			"WHEN (" + movedOrRowid + ") AND EXISTS (SELECT 1 FROM " + tbl + " o WHERE " + displacedWhere(" AND o.rowid IS NOT OLD.rowid") + ")\n" + begin + recordDisplaced(" AND o.rowid IS NOT OLD.rowid") + "END",
+			movWhen + "EXISTS (" + displaced(true, "1") + ")\n" + begin + uniqueMarker(unique) + recordDisplaced(true) + "END",
 	}
+}
+
+// uniqueMarkerPrefix starts the comment in the REPLACE triggers' text that names the
+// unique indexes they were written for (uniqueMarker).
+const uniqueMarkerPrefix = "/* fencedsql unique indexes ["
+
+// uniqueMarker is the comment line of the REPLACE triggers naming unique, the unique
+// indexes (as UniqueIndexesQuery lists them, expressions included) they were written
+// for: the rows of UniqueIndexesQuery (name, column, collation, partial 0 or 1; tabs
+// between, newlines between rows) in hexadecimal, which no name can break out of.
+// TombstoneInstalledQuery computes the same text from the catalog (uniqueSignature),
+// so a unique index created or dropped since reports the guard as not installed; the
+// whole-text comparison (guardTriggers) reads it back (parseUniqueMarker) to compare
+// the triggers with the text written for the indexes they name.
+func uniqueMarker(unique []dialect.UniqueIndex) string {
+	var rows []string
+	for _, u := range unique {
+		partial := "0"
+		if u.Partial {
+			partial = "1"
+		}
+		for _, c := range u.Columns {
+			rows = append(rows, u.Name+"\t"+c.Name+"\t"+c.Collation+"\t"+partial)
+		}
+	}
+	return "  " + uniqueMarkerPrefix + strings.ToUpper(hex.EncodeToString([]byte(strings.Join(rows, "\n")))) + "] */\n"
+}
+
+// parseUniqueMarker reads back the unique indexes a REPLACE trigger's text names
+// (uniqueMarker); ok is false when it names none readable.
+func parseUniqueMarker(sql string) (unique []dialect.UniqueIndex, ok bool) {
+	_, rest, found := strings.Cut(sql, uniqueMarkerPrefix)
+	if !found {
+		return nil, false
+	}
+	h, _, found := strings.Cut(rest, "] */")
+	if !found {
+		return nil, false
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, false
+	}
+	if len(b) == 0 {
+		return nil, true
+	}
+	for _, row := range strings.Split(string(b), "\n") {
+		f := strings.Split(row, "\t")
+		if len(f) != 4 || f[0] == "" {
+			return nil, false
+		}
+		if len(unique) == 0 || unique[len(unique)-1].Name != f[0] {
+			unique = append(unique, dialect.UniqueIndex{Name: f[0], Partial: f[3] == "1"})
+		}
+		last := &unique[len(unique)-1]
+		last.Columns = append(last.Columns, dialect.KeyColumn{Name: f[1], Collation: f[2]})
+	}
+	return unique, true
+}
+
+// uniqueSignature is an SQL expression that yields uniqueMarker's hexadecimal text for
+// the unique indexes of the table named ?9 in the schema named ?10 (as
+// TombstoneInstalledQuery binds them), read from the catalog as UniqueIndexesQuery
+// reads them.
+const uniqueSignature = `(SELECT hex(coalesce(group_concat(r, char(10)), '')) FROM (SELECT il.name || char(9) || COALESCE(x.name, '') || char(9) || COALESCE(x.coll, '') || char(9) || il.partial AS r
+  FROM pragma_index_list(?9, ?10) il, pragma_index_xinfo(il.name, ?10) x WHERE il."unique" = 1 AND il.origin IN ('u', 'c') AND x.key = 1 ORDER BY il.name, x.seqno))`
+
+// uniqueTerms returns, for the unique indexes of unique the REPLACE triggers compare
+// (TombstoneUniqueDDL: not on an expression, not holding the key), the condition that
+// a row o collides with NEW on each of them (none: none), the OR terms of a change of
+// one of their columns (" OR OLD.c IS NOT NEW.c" each; a change under BINARY, which
+// every change under another collation is), and whether one of them is partial.
+func (d dialectImpl) uniqueTerms(key []dialect.KeyColumn, unique []dialect.UniqueIndex) (collide []string, changed string, partial bool) {
+	coll := func(c string) string {
+		if c == "" {
+			return "BINARY"
+		}
+		return c
+	}
+	seen := map[string]bool{}
+	for _, u := range unique {
+		if len(u.Columns) == 0 || u.Expression() {
+			continue
+		}
+		holdsKey := len(key) > 0
+		for _, k := range key {
+			found := false
+			for _, c := range u.Columns {
+				found = found || strings.EqualFold(c.Name, k.Name) && strings.EqualFold(coll(c.Collation), coll(k.Collation))
+			}
+			holdsKey = holdsKey && found
+		}
+		if holdsKey {
+			continue
+		}
+		conds := make([]string, len(u.Columns))
+		for i, c := range u.Columns {
+			q := d.QuoteIdent(c.Name)
+			conds[i] = "o." + q + " = NEW." + q
+			if c.Collation != "" {
+				conds[i] += " COLLATE " + d.QuoteIdent(c.Collation)
+			}
+			if !seen[strings.ToLower(c.Name)] {
+				seen[strings.ToLower(c.Name)] = true
+				changed += " OR OLD." + q + " IS NOT NEW." + q
+			}
+		}
+		collide = append(collide, strings.Join(conds, " AND "))
+		partial = partial || u.Partial
+	}
+	return collide, changed, partial
 }
 
 // sqliteNow is the current time in Unix seconds, with fractions.
@@ -208,17 +400,24 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	return append(ddl, "DROP TABLE IF EXISTS "+tombObject("", table).Quote(d.QuoteIdent))
 }
 
-// TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
-// (their text holds tombVersion) and the tombstone table exist; triggers installed by
-// an earlier version (whose INSERT check was a BEFORE trigger, blind to a rowid SQLite
-// chooses) are reported as not installed, so schema.Check's Fix replaces them.
+// TombstoneInstalledQuery yields 1 when the five tombstone triggers of this version
+// (their text holds tombVersion) and the tombstone table exist, and the REPLACE
+// triggers were written for the table's unique indexes as they are now (their
+// uniqueMarker is the catalog's, uniqueSignature); triggers installed by an earlier
+// version, or before a unique index was created or dropped, are reported as not
+// installed, so schema.Check's Fix replaces them.
 func (d dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	master := "sqlite_master"
+	schema := "main"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
+		schema = table.Schema
 	}
-	return "SELECT CASE WHEN COUNT(*) = 6 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND name IN (? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE, ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND instr(sql, ?) > 0) OR (type = 'table' AND name = ? COLLATE NOCASE)",
-		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, tombObject("rep", table).Name, tombObject("mov", table).Name, table.Name, "/* " + tombVersion + " */", tombObject("", table).Name}
+	return "SELECT CASE WHEN COUNT(*) = 6 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND tbl_name = ?6 COLLATE NOCASE AND instr(sql, ?7) > 0 AND (" +
+			"name IN (?1 COLLATE NOCASE, ?2 COLLATE NOCASE, ?3 COLLATE NOCASE) OR name IN (?4 COLLATE NOCASE, ?5 COLLATE NOCASE) AND instr(sql, ?11 || " + uniqueSignature + " || '] */') > 0)) " +
+			"OR (type = 'table' AND name = ?8 COLLATE NOCASE)",
+		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, tombObject("rep", table).Name, tombObject("mov", table).Name,
+			table.Name, "/* " + tombVersion + " */", tombObject("", table).Name, table.Name, schema, uniqueMarkerPrefix}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (by SQLite's clock).
@@ -228,6 +427,22 @@ func (d dialectImpl) PurgeTombstonesQuery(table dialect.TableName, olderThan tim
 }
 
 var _ dialect.Tombstoner = dialectImpl{}
+
+// UniqueIndexesQuery lists the columns of table's unique indexes other than the
+// primary key's (dialect.UniqueTombstoner): of a UNIQUE constraint (origin 'u') or a
+// CREATE UNIQUE INDEX (origin 'c'), in index name and column order, each with the
+// collation the index compares it under (pragma_index_xinfo) and whether the index is
+// partial; a column of an expression reads "".
+func (dialectImpl) UniqueIndexesQuery(table dialect.TableName) (query string, args []any) {
+	schema := table.Schema
+	if schema == "" {
+		schema = "main"
+	}
+	return `SELECT il.name, COALESCE(x.name, ''), COALESCE(x.coll, ''), il.partial FROM pragma_index_list(?1, ?2) il, pragma_index_xinfo(il.name, ?2) x
+WHERE il."unique" = 1 AND il.origin IN ('u', 'c') AND x.key = 1 ORDER BY il.name, x.seqno`, []any{table.Name, schema}
+}
+
+var _ dialect.UniqueTombstoner = dialectImpl{}
 
 // UniqueKeysQuery lists the columns of table's unique indexes other than the primary
 // key's (UNIQUE constraints and CREATE UNIQUE INDEX; dialect.UniqueKeyFinder); an

@@ -43,10 +43,10 @@ func TestTombstoneDDLShape(t *testing.T) {
 		}
 	}
 	// Every trigger carries the version marker TombstoneInstalledQuery requires.
-	if n := strings.Count(all, "BEGIN\n  /* fencedsql tombstone guard v3 */\n"); n != 5 {
+	if n := strings.Count(all, "BEGIN\n  /* fencedsql tombstone guard v4 */\n"); n != 5 {
 		t.Errorf("TombstoneDDL has the version marker in %d triggers, want 5:\n%s", n, all)
 	}
-	if q, args := ts.TombstoneInstalledQuery(dialect.TableName{Name: "pairs"}); !strings.Contains(q, "instr(sql, ?) > 0") || !slices.Contains(args, any("/* fencedsql tombstone guard v3 */")) {
+	if q, args := ts.TombstoneInstalledQuery(dialect.TableName{Name: "pairs"}); !strings.Contains(q, "instr(sql, ?7) > 0") || !slices.Contains(args, any("/* fencedsql tombstone guard v4 */")) {
 		t.Errorf("TombstoneInstalledQuery = %q %q, does not require the version marker", q, args)
 	}
 	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 6 || un[1] != `DROP TRIGGER IF EXISTS "fencedsql_tombins_pairs"` {
@@ -82,7 +82,7 @@ func TestTombstoneUpgradeFromBeforeInsert(t *testing.T) {
 			continue // v3's
 		}
 		st = strings.Replace(st, " AFTER INSERT ON ", " BEFORE INSERT ON ", 1)
-		old = append(old, strings.Replace(st, "  /* fencedsql tombstone guard v3 */\n", "", 1))
+		old = append(old, strings.Replace(st, "  /* fencedsql tombstone guard v4 */\n", "", 1))
 	}
 	exec(old...)
 	if strings.Contains(strings.Join(old, "\n"), "guard v") || !strings.Contains(strings.Join(old, "\n"), "BEFORE INSERT") {

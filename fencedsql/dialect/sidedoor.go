@@ -168,6 +168,15 @@ const (
 	// tombstone table's key columns altered to the key's types, where the columns are
 	// the same; else drop the tombstone table and re-run fencedsql-schema -apply.
 	SideDoorTombstoneKey SideDoorKind = "tombstone key"
+
+	// SideDoorUniqueExpression: a UNIQUE index of the table on an expression (SQLite):
+	// a write that REPLACEs on it (INSERT OR REPLACE, REPLACE, UPDATE OR REPLACE from a
+	// plain connection) deletes the row it collides with without the row's delete
+	// triggers, and the tombstone guard, which compares the UNIQUE indexes column by
+	// column, cannot tell which row that is: no tombstone is recorded, and a holder
+	// older than the deleted row may insert its key again. No statement fixes it (an
+	// index on a column, e.g. a generated one, is compared): Fix is empty.
+	SideDoorUniqueExpression SideDoorKind = "unique expression"
 )
 
 // SideDoor is one side door of a guarded table, found by a SideDoorFinder.

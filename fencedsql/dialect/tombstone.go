@@ -126,6 +126,83 @@ type UniqueKeyFinder interface {
 	UniqueKeysQuery(table TableName) (query string, args []any)
 }
 
+// UniqueIndex is one unique index of a table other than its primary key's, as a
+// UniqueTombstoner reads it from the catalog.
+type UniqueIndex struct {
+	Name string // the index's name
+	// Columns are the index's columns in index order: Name, and Collation the index
+	// compares the column under ("" for the database's default). Name is "" for an
+	// expression (which cannot be compared column by column).
+	Columns []KeyColumn
+	Partial bool // the index has a WHERE clause
+}
+
+// Expression reports whether one of the index's columns is an expression.
+func (u UniqueIndex) Expression() bool {
+	for _, c := range u.Columns {
+		if c.Name == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// UniqueTombstoner is implemented by a Tombstoner whose database deletes the row a
+// write collides with on any unique index without that row's delete triggers (SQLite's
+// REPLACE conflict resolution: INSERT OR REPLACE, REPLACE, UPDATE OR REPLACE, and a
+// UNIQUE … ON CONFLICT REPLACE constraint), so its tombstone triggers must know the
+// table's unique indexes to record the rows such a write displaces. Where a dialect
+// implements it, schema.Check installs the tombstone guard with TombstoneUniqueDDL
+// (TombstoneDDLFor), and its TombstoneInstalledQuery reports a guard installed before
+// a unique index was created (or dropped) as not installed.
+type UniqueTombstoner interface {
+	// UniqueIndexesQuery returns a query listing the columns of table's unique indexes
+	// other than the primary key's, one row each in index and column order: (index
+	// name, column name or "" for an expression, collation the index compares it
+	// under, whether the index is partial).
+	UniqueIndexesQuery(table TableName) (query string, args []any)
+	// TombstoneUniqueDDL is TombstoneDDL for a table whose unique indexes other than
+	// the primary key's are unique (as UniqueIndexes reads them).
+	TombstoneUniqueDDL(table TableName, key []KeyColumn, unique []UniqueIndex, tokenCol string) []string
+}
+
+// UniqueIndexes reads table's unique indexes other than the primary key's with
+// u.UniqueIndexesQuery through query, in the query's order.
+func UniqueIndexes(ctx context.Context, query CatalogQuery, u UniqueTombstoner, table TableName) ([]UniqueIndex, error) {
+	q, args := u.UniqueIndexesQuery(table)
+	rows, err := query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []UniqueIndex
+	for _, row := range rows {
+		if len(row) < 4 || row[0] == "" {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Name != row[0] {
+			out = append(out, UniqueIndex{Name: row[0], Partial: CatalogBool(row[3])})
+		}
+		last := &out[len(out)-1]
+		last.Columns = append(last.Columns, KeyColumn{Name: row[1], Collation: row[2]})
+	}
+	return out, nil
+}
+
+// TombstoneDDLFor returns the statements that install ts's tombstone guard on table
+// (key: its primary key): TombstoneDDL, or, where ts is a UniqueTombstoner, its
+// TombstoneUniqueDDL with table's unique indexes read through query.
+func TombstoneDDLFor(ctx context.Context, query CatalogQuery, ts Tombstoner, table TableName, key []KeyColumn, tokenCol string) ([]string, error) {
+	u, ok := ts.(UniqueTombstoner)
+	if !ok {
+		return ts.TombstoneDDL(table, key, tokenCol), nil
+	}
+	unique, err := UniqueIndexes(ctx, query, u, table)
+	if err != nil {
+		return nil, err
+	}
+	return u.TombstoneUniqueDDL(table, key, unique, tokenCol), nil
+}
+
 // TombstoneLister is implemented by a Tombstoner that can list the database's
 // tombstone tables, so that schema.MaxToken counts the tokens that only tombstones
 // keep (a key deleted under the highest token leaves it nowhere else). Every tombstone

@@ -113,11 +113,15 @@ type TableReport struct {
 //     own: the guard's and the tombstone guard's Fix above install the triggers;
 //     - a trigger carrying the name of one of the guard's or the tombstone guard's
 //     triggers but not the text this version writes (MySQL/MariaDB, SQLite: a
-//     weakened guard; a trigger merely named fencedsql_… is judged as a user's);
-//     fix: re-create it;
+//     weakened guard; a trigger merely named fencedsql_… is judged as a user's; on
+//     SQLite also the tombstone guard's REPLACE triggers installed before a unique
+//     index was created, see dialect.UniqueTombstoner); fix: re-create it;
 //     - a tombstone table whose key is not the table's primary key as it is now
 //     (dialect.SideDoorTombstoneKey: a key column's type changed after the
 //     tombstones were installed); fix: convert the tombstone's key columns;
+//     - a unique index on an expression (dialect.SideDoorUniqueExpression, SQLite): a
+//     REPLACE that collides on it deletes a row the tombstone guard cannot record; no
+//     statement (index a column instead);
 //     The views, rules and triggers above and a lost guard are the doors a statement
 //     through the pool opens (dialect.TriggerDoorFinder): the lazy check refuses the
 //     table while one exists, too.

@@ -109,8 +109,12 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	case len(key) == 0:
 		r.Problems = append(r.Problems, "no primary key: a deleted row cannot be protected against resurrection by a stale holder (tombstones need a key)")
 	case !r.Tombstoned:
-		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version): a stale holder can re-insert a row a newer one deleted")
-		r.Fix = append(r.Fix, ts.TombstoneDDL(table, key, spec.TokenColumn)...)
+		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version, or one written for other unique indexes than the table has now): a stale holder can re-insert a row a newer one deleted")
+		ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
+		if err != nil {
+			return table, fmt.Errorf("fencedsql: schema.Check %s: the unique index query failed: %w", spec.Table, err)
+		}
+		r.Fix = append(r.Fix, ddl...)
 	}
 	if len(key) > 0 {
 		if err := noteUniqueKeys(ctx, db, d, table, r); err != nil {
@@ -185,7 +189,11 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 	if len(key) == 0 {
 		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: no such table, or it has no primary key", spec.Table)
 	}
-	return ts.TombstoneDDL(table, key, spec.TokenColumn), nil
+	ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
+	if err != nil {
+		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: the unique index query failed: %w", spec.Table, err)
+	}
+	return ddl, nil
 }
 
 // PurgeTombstones deletes the tombstones recorded more than olderThan ago (by the
