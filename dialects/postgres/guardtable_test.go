@@ -314,3 +314,26 @@ func TestGuardTableGeneratedFencingColumn(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardTableFloorWriterElsewhere: a trigger on an unguarded table whose function
+// lowers the floor is a guard writer; after its Fix the floor holds.
+func TestGuardTableFloorWriterElsewhere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	dsn := testdb.Postgres(t)
+	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw,
+		"CREATE FUNCTION rt27c_lower() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN UPDATE public.fencedsql_floor SET floor = 0; RETURN NULL; END $$",
+		"CREATE TRIGGER rt27c_lower AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt27c_lower()")
+	requireGuardDoor(t, ctx, raw, dsn, dialect.SideDoorGuardWriter)
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO accounts (id, balance) VALUES (2, -1)"); !errors.Is(err, fencedsql.ErrBelowFloor) {
+		t.Errorf("after the Fix: write under token 20 below floor 50: %v, want ErrBelowFloor", err)
+	}
+}

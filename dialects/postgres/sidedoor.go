@@ -569,7 +569,10 @@ func ownColumns(t dialect.SideDoorTable) string {
 // guard's own triggers (fencedsql_tombstone_delete, _insert, _rekey calling the
 // fencedsql_tombstone_<table> function of a schema holding a table of the name: the
 // guarded table's, or a same-named table's of another schema, whose tombstone table has
-// the same name), and triggers on the guard table itself (guardTables judges those).
+// the same name), triggers on the guard table itself (guardTables judges those), and,
+// for the floor, the guard functions (fencedsql_guard_… carrying a guard version's
+// marker: every guarded table's guard reads the floor, and lexing them all for each
+// table's check would cost a pool's start quadratic time).
 // Fix: DROP TRIGGER.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb := tombTable(fold(t.Table)).Name
@@ -583,9 +586,10 @@ WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D'
     AND EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.relnamespace = p.pronamespace AND r.relname = $9))
   AND (pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
     OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), $3) > 0
+      AND NOT (p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $10)
     OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), $5) > 0
     OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), 'u&') > 0)
-ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, fold(t.Table).Name)
+ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, fold(t.Table).Name, "%"+guardMarker+"%")
 	if err != nil {
 		return nil, err
 	}
