@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -152,7 +153,7 @@ func (dialectImpl) FloorRaiseLock() []string {
 // adopted at the floor in force, not at its own (rt25a F3). Only the installing role's
 // own floor tables count (another role's decoy at 2^63 would block every write, rt26a
 // F1), and only plain tables without row security whose floor column is a bigint are
-// read (floorTableSafe): no other role's code runs with the installer's rights (rt25a
+// read (floorTableReadable): no other role's code runs with the installer's rights (rt25a
 // F0). Guards installed through a session whose search_path
 // starts with another schema than the first installer's read a floor table of their
 // own (withFloorTable); starting it at 0 would let every lease refused since the last
@@ -171,7 +172,7 @@ BEGIN
   m := GREATEST(m, COALESCE(pg_catalog.pg_sequence_last_value('` + floorSeq + `'::pg_catalog.regclass), 0));
   FOR s IN SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
       WHERE c.relname OPERATOR(pg_catalog.=) '` + dialect.FloorTable + `' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND n.nspname NOT LIKE 'pg\_temp\_%'
-      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass` + floorTableSafe("c") + `
+      AND c.oid OPERATOR(pg_catalog.<>) '` + dialect.FloorTable + `'::pg_catalog.regclass` + floorTableReadable("c") + `
       AND c.relowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) LOOP
     EXECUTE 'SELECT pg_catalog.max(floor) FROM ' OPERATOR(pg_catalog.||) s OPERATOR(pg_catalog.||) '.` + dialect.FloorTable + `' INTO v;
     m := GREATEST(m, COALESCE(v, 0));
@@ -197,12 +198,26 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (quer
 		"ON CONFLICT (id) DO UPDATE SET floor = GREATEST(f.floor, $1::pg_catalog.int8)", []any{floor}
 }
 
-// floorTableSafe is the condition, on the pg_class row alias, that a floor table is
-// one the floor tools may read as their own role runs them: a plain table without row
-// security (a policy's function would run with the reader's rights) whose floor column
-// is a bigint (red-team rt25a F0: an application role's decoy floor table with a
-// policy lowered the real floor when the owner read it).
+// floorTableSafe is the condition, on the pg_class row alias c, that a floor table is
+// one the floor tools may use and the guards may trust: guardTableSafe with the floor
+// column and the sync trigger — a plain table without row security (a policy's
+// function would run with the reader's rights, and hide the row: red-team rt25a F0,
+// an application role's decoy floor table with a policy lowered the real floor when
+// the owner read it) whose floor column is a NOT NULL bigint, with no foreign key (a
+// cascade from an ordinary table lowered the floor through the pool: rt27c F4), no
+// trigger but its sync trigger, no rule and no parent. The side-door check
+// (guardTables) judges the floor the table's guards read by the same condition.
 func floorTableSafe(c string) string {
+	return guardTableSafe(c, "'floor'", "'"+floorSyncTrigger+"'")
+}
+
+// floorTableReadable is the part of floorTableSafe that says a floor table can be read
+// by its owner without running another role's code (no row security) and holds a
+// bigint floor: an installation adopts the highest floor of the installer's other
+// floor tables that pass it (initialFloor) — a floor carrying a foreign key or a
+// trigger is reported (guardTables) and still counts there, so that an installation
+// never starts lower for it.
+func floorTableReadable(c string) string {
 	return " AND NOT " + c + ".relrowsecurity AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) " + c + ".oid AND a.attname OPERATOR(pg_catalog.=) 'floor' AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype)"
 }
 
@@ -216,8 +231,10 @@ func floorTableSafe(c string) string {
 // guard version's marker count (an application role's trigger merely named
 // fencedsql_guard made every raise fail, red-team rt25a F8). Two more columns say what
 // the floor tools may do with each as the role running them
-// (dialect.FloorFinder): read it — a plain table without row security whose floor is a
-// bigint (floorTableSafe) — and write it — that, and owned by the running role itself,
+// (dialect.FloorFinder): read it — the floor as the guards created it (floorTableSafe:
+// a plain table without row security whose floor is a NOT NULL bigint, with no foreign
+// key, rule or trigger but the sync trigger; the side-door check judges it by the same
+// condition, red-team rt27c F4) — and write it — that, and owned by the running role itself,
 // so that no trigger, policy or constraint another role put on it runs with the
 // raiser's rights (red-team rt25a F0).
 func (dialectImpl) GuardFloorsQuery() (query string, args []any) {
@@ -257,18 +274,30 @@ const floorSchemaOfRead = `CASE WHEN pg_catalog.left(s.q, 1) OPERATOR(pg_catalog
 // there: looked up by its bare name, a floor in a schema off the application's
 // search_path went unchecked (a red-team pass: an UNLOGGED floor passed the lint).
 func (dialectImpl) floorSchema(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName) (string, error) {
-	rows, err := query(ctx, `SELECT COALESCE((SELECT `+floorSchemaOfRead+`
-  FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
-    LATERAL (SELECT pg_catalog.substring(p.prosrc, $4) AS q) s
-  WHERE t.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3) AND s.q IS NOT NULL
-  ORDER BY t.tgname LIMIT 1),
- (SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-  WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($5)), '')`,
-		table.String(), guardTrigger, guardDeleteTrigger, floorReadPattern, dialect.FloorTable)
+	rows, err := query(ctx, "SELECT "+floorSchemaSQL(1), floorSchemaArgs(table)...)
 	if err != nil || len(rows) == 0 || len(rows[0]) == 0 {
 		return "", err
 	}
 	return rows[0][0], nil
+}
+
+// floorSchemaSQL is floorSchema's expression (text, "" when there is no floor), its
+// parameters numbered from $n: floorSchemaArgs, in that order. Other catalog queries
+// embed it to find the floor with no query of their own.
+func floorSchemaSQL(n int) string {
+	p := func(i int) string { return "$" + strconv.Itoa(n+i-1) }
+	return `COALESCE((SELECT ` + floorSchemaOfRead + `
+  FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
+    LATERAL (SELECT pg_catalog.substring(p.prosrc, ` + p(4) + `) AS q) s
+  WHERE t.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(` + p(1) + `) AND t.tgname IN (` + p(2) + `, ` + p(3) + `) AND s.q IS NOT NULL
+  ORDER BY t.tgname LIMIT 1),
+ (SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+  WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(` + p(5) + `)), '')`
+}
+
+// floorSchemaArgs are floorSchemaSQL's five parameters for table.
+func floorSchemaArgs(table dialect.TableName) []any {
+	return []any{table.String(), guardTrigger, guardDeleteTrigger, floorReadPattern, dialect.FloorTable}
 }
 
 var (

@@ -51,7 +51,9 @@ import (
 //     relations, guarded or not, whose function writes the table, the table's own
 //     BEFORE row triggers that may assign its token or version column, or whose WHEN
 //     clause names one or whose function writes the table itself (ownTriggers),
-//     and a guard a table swap lost (lostGuard).
+//     a guard a table swap lost (lostGuard), and the guards' own tables — the
+//     tombstone table and the floor — not as the guards created them
+//     (guardTables), or written by a trigger (otherTriggers' guard writers).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
 }
@@ -406,10 +408,13 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // trigger and the rules on or naming it (views, rules, described at SideDoors), the
 // triggers of other relations that write it (otherTriggers), the table's own
 // BEFORE row triggers that may assign its fencing columns, or whose WHEN clause names
-// one or whose function writes the table itself (ownTriggers, patchDoor), and a guard
-// a table swap lost (lostGuard), in that order, one catalog query each.
+// one or whose function writes the table itself (ownTriggers, patchDoor), a guard
+// a table swap lost (lostGuard), a tombstone table keyed otherwise than the table
+// (tombstoneKey), and the guards' own tables not as the guards created them
+// (guardTables) — and, with the triggers of other relations, the triggers that write
+// those tables (guard writers, otherTriggers) — in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey, d.guardTables)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's
@@ -554,36 +559,77 @@ func ownColumns(t dialect.SideDoorTable) string {
 // the table is a door (red-team rt20g F1, F2). A function that builds the table's name at run
 // time, or calls another routine that writes it, is not seen. Fix: DROP TRIGGER, and
 // do its work through the wrapper.
+//
+// The same query finds the guard writers (dialect.SideDoorGuardWriter, red-team rt27c
+// F7; SQLite's guardWriters): an enabled user trigger on any relation — the table
+// itself included — whose function's body writes the table's tombstone table or the
+// token floor, by the same body test. Its function, SECURITY DEFINER or owned by
+// their owner, deletes tombstones or lowers the floor whenever the application writes
+// its table through the pool, with every guard intact. Not judged: the tombstone
+// guard's own triggers (fencedsql_tombstone_delete, _insert, _rekey calling the
+// fencedsql_tombstone_<table> function of a schema holding a table of the name: the
+// guarded table's, or a same-named table's of another schema, whose tombstone table has
+// the same name), triggers on the guard table itself (guardTables judges those), and,
+// for the floor, the guard functions (fencedsql_guard_… carrying a guard version's
+// marker: every guarded table's guard reads the floor, and lexing them all for each
+// table's check would cost a pool's start quadratic time).
+// Fix: DROP TRIGGER.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	tomb := tombTable(fold(t.Table)).Name
 	rows, err := query(ctx, `SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
-  CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END
+  CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
+  CASE WHEN tg.tgrelid = to_regclass($1) THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D' AND tg.tgrelid IS DISTINCT FROM to_regclass($1)
+WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D'
+  AND NOT (tg.tgname IN ($6, $7, $8) AND p.proname = $4
+    AND EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.relnamespace = p.pronamespace AND r.relname = $9))
   AND (pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
+    OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), $3) > 0
+      AND NOT (p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $10)
+    OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), $5) > 0
     OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), 'u&') > 0)
-ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name)
+ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, fold(t.Table).Name, "%"+guardMarker+"%")
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 6 || !dialect.WritesTable(r[5], dialect.PostgresSyntax, t.Table.Name) {
+		if len(r) < 7 {
 			continue
 		}
 		rel := dialect.TableName{Schema: r[0], Name: r[1]}
 		fn := dialect.TableName{Schema: r[3], Name: r[4]}
-		fix := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}
-		if r[2] == refuseTrigger && r[4] == refuseFunction {
-			// A view's refusal whose function was replaced: restore the function (the
-			// view check's Fix re-creates the same trigger; a DROP after it would
-			// undo that).
-			fix = []string{d.refuseFunctionDDL(r[3])}
+		drop := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}
+		if r[6] != "1" && dialect.WritesTable(r[5], dialect.PostgresSyntax, t.Table.Name) {
+			fix := drop
+			if r[2] == refuseTrigger && r[4] == refuseFunction {
+				// A view's refusal whose function was replaced: restore the function (the
+				// view check's Fix re-creates the same trigger; a DROP after it would
+				// undo that).
+				fix = []string{d.refuseFunctionDDL(r[3])}
+			}
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[2] + " on " + rel.String(),
+				Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
+					" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
+				Fix: fix})
+			continue
 		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[2] + " on " + rel.String(),
-			Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
-				" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
-			Fix: fix})
+		// The guards' own tables (red-team rt27c F7): a trigger on the guard table
+		// itself is guardTables' to judge.
+		var wrote []string
+		for _, g := range []string{tomb, dialect.FloorTable} {
+			if !strings.EqualFold(r[1], g) && dialect.WritesTable(r[5], dialect.PostgresSyntax, g) {
+				wrote = append(wrote, g)
+			}
+		}
+		if len(wrote) == 0 {
+			continue
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[2] + " on " + rel.String(),
+			Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
+				" read: a write to " + rel.String() + " (through the pool too; a SECURITY DEFINER function lends its owner's rights on them) that deletes a tombstone or lowers the floor lets a stale holder write again; drop the trigger",
+			Fix: drop})
 	}
 	return doors, nil
 }

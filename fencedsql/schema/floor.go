@@ -111,7 +111,7 @@ func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op stri
 		if write {
 			what = "write"
 		}
-		return nil, fmt.Errorf("fencedsql: %s: the guards read the floor table(s) %s, which this role may not %s without running another role's code (not a plain table of its own without row security, or its floor not a bigint): run it as the guards' owner, and check those tables: %w",
+		return nil, fmt.Errorf("fencedsql: %s: the guards read the floor table(s) %s, which this role may not %s without running another role's code (not a plain table of its own without row security, its floor not a NOT NULL bigint, or carrying a foreign key, trigger or rule the guards did not put there): run it as the guards' owner, and check those tables (schema.Check reports what to restore): %w",
 			op, strings.Join(unsafe, ", "), what, ErrFloorUnsafe)
 	}
 	if len(in) == 0 {
