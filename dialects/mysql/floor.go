@@ -73,9 +73,10 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (stri
 // an ordinary table lowered it): rt27c F2, F4, F5. The tools refuse another with
 // ErrFloorUnsafe; schema.Check and the lazy check report it (guardTables).
 func (dialectImpl) GuardFloorsQuery() (string, []any) {
-	safe := guardTableSafe("tr.TRIGGER_SCHEMA", "'"+dialect.FloorTable+"'", "'floor'")
-	return "SELECT tr.TRIGGER_SCHEMA, MAX(IF(DATABASE() IS NULL OR tr.TRIGGER_SCHEMA = DATABASE(), 1, 0)), MAX(" + safe + "), MAX(" + safe + ") FROM information_schema.TRIGGERS tr" +
-			" WHERE (tr.TRIGGER_NAME LIKE ? OR tr.TRIGGER_NAME LIKE ?) AND tr.ACTION_STATEMENT LIKE ? GROUP BY tr.TRIGGER_SCHEMA ORDER BY tr.TRIGGER_SCHEMA",
+	// The condition once per database (not per guard trigger).
+	safe := "IF(" + guardTableSafe("fl.db", "'"+dialect.FloorTable+"'", "'floor'") + ", 1, 0)"
+	return "SELECT fl.db, fl.in_scope, " + safe + ", " + safe + " FROM (SELECT tr.TRIGGER_SCHEMA AS db, MAX(IF(DATABASE() IS NULL OR tr.TRIGGER_SCHEMA = DATABASE(), 1, 0)) AS in_scope FROM information_schema.TRIGGERS tr" +
+			" WHERE (tr.TRIGGER_NAME LIKE ? OR tr.TRIGGER_NAME LIKE ?) AND tr.ACTION_STATEMENT LIKE ? GROUP BY tr.TRIGGER_SCHEMA) fl ORDER BY fl.db",
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 

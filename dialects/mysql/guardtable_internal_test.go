@@ -45,8 +45,8 @@ type blindFloor struct{ dialectImpl }
 
 func (blindFloor) GuardFloorsQuery() (string, []any) {
 	q, args := dialectImpl{}.GuardFloorsQuery()
-	from := strings.Index(q, " FROM information_schema.TRIGGERS tr")
-	return "SELECT tr.TRIGGER_SCHEMA, MAX(IF(DATABASE() IS NULL OR tr.TRIGGER_SCHEMA = DATABASE(), 1, 0)), 1, 1" + q[from:], args
+	from := strings.Index(q, " FROM (SELECT tr.TRIGGER_SCHEMA")
+	return "SELECT fl.db, fl.in_scope, 1, 1" + q[from:], args
 }
 
 // A raise whose write a trigger on the floor altered fails with ErrFloorUnsafe when
