@@ -63,14 +63,20 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (stri
 // (floorBelow), which is the floor table of the trigger's own database. In scope: the
 // connection's database, or every database listed when it names none.
 //
-// Its two more columns (dialect.FloorFinder) say whether the floor is a base table: a
-// view of that name (an SQL SECURITY INVOKER view over a function) would run another
-// account's code with the operator's rights when TokenFloor or a raise reads it
-// (red-team rt25a F0); the tools refuse it.
+// Its two more columns (dialect.FloorFinder) say whether the tools may read and write
+// the floor: only one guardTableSafe accepts — a base table (a view of that name, an
+// SQL SECURITY INVOKER view over a function, would run another account's code with
+// the operator's rights when TokenFloor or a raise reads it: red-team rt25a F0) whose
+// floor is BIGINT NOT NULL (a FLOAT stored a raise to 16777217 as 16777216, and
+// TokenFloor failed on it with a raw Scan error), carrying no trigger (one that kept
+// NEW.floor = OLD.floor made every raise a no-op) and no foreign key (a cascade from
+// an ordinary table lowered it): rt27c F2, F4, F5. The tools refuse another with
+// ErrFloorUnsafe; schema.Check and the lazy check report it (guardTables).
 func (dialectImpl) GuardFloorsQuery() (string, []any) {
-	base := "EXISTS (SELECT 1 FROM information_schema.TABLES tb WHERE tb.TABLE_SCHEMA = TRIGGER_SCHEMA AND tb.TABLE_NAME = '" + dialect.FloorTable + "' AND tb.TABLE_TYPE = 'BASE TABLE')"
-	return "SELECT TRIGGER_SCHEMA, MAX(IF(DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE(), 1, 0)), MAX(" + base + "), MAX(" + base + ") FROM information_schema.TRIGGERS" +
-			" WHERE (TRIGGER_NAME LIKE ? OR TRIGGER_NAME LIKE ?) AND ACTION_STATEMENT LIKE ? GROUP BY TRIGGER_SCHEMA ORDER BY TRIGGER_SCHEMA",
+	// The condition once per database (not per guard trigger).
+	safe := "IF(" + guardTableSafe("fl.db", "'"+dialect.FloorTable+"'", "'floor'") + ", 1, 0)"
+	return "SELECT fl.db, fl.in_scope, " + safe + ", " + safe + " FROM (SELECT tr.TRIGGER_SCHEMA AS db, MAX(IF(DATABASE() IS NULL OR tr.TRIGGER_SCHEMA = DATABASE(), 1, 0)) AS in_scope FROM information_schema.TRIGGERS tr" +
+			" WHERE (tr.TRIGGER_NAME LIKE ? OR tr.TRIGGER_NAME LIKE ?) AND tr.ACTION_STATEMENT LIKE ? GROUP BY tr.TRIGGER_SCHEMA) fl ORDER BY fl.db",
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 

@@ -164,10 +164,12 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // that order. MySQL lists only the triggers of tables the account has the TRIGGER
 // privilege on, and shows a view's definition only with SHOW VIEW: an application
 // account without them (the least-privilege layout) sees fewer doors, so
-// schema.Check, run by the migration account, is the check that counts. Last, a guard
-// a table swap lost (lostGuard).
+// schema.Check, run by the migration account, is the check that counts. Then a guard
+// a table swap lost (lostGuard), a tombstone table whose key is not the table's
+// (tombstoneKey), and last the guards' own tables not as the guards created them and
+// the triggers that write them (guardTables).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one

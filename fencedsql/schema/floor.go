@@ -283,6 +283,13 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 				return fmt.Errorf("fencedsql: RaiseTokenFloor: %s's copy, which the guards' fast path reads, did not follow the raise (its sync trigger disabled?): nothing raised; re-apply the guards (fencedsql-schema -apply): %w", t, ErrFloorUnsafe)
 			}
 		}
+		// Read back what the write left: a trigger on the floor table, or a column that
+		// does not hold a bigint, may have stored less than asked (red-team rt27c F2, F5).
+		if got, lost, err := readFloor(ctx, tx, d, t); err != nil {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: reading back %s: %w", t, err)
+		} else if lost || got < floor {
+			return fmt.Errorf("fencedsql: RaiseTokenFloor: %s holds %d after the raise to %d (a trigger on it, or a floor column that is not a bigint, altered the write): nothing raised; check it (schema.Check): %w", t, got, floor, ErrFloorUnsafe)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
