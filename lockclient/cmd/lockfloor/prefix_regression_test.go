@@ -12,7 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient/redislock"
 )
 
-// TestRTrt28bRedisEmptyPrefixRaisesAnotherCounter: redislock accepts WithPrefix("")
+// TestRedisEmptyPrefixRaisesItsCounter (red-team rt28b F4): redislock accepts WithPrefix("")
 // (its keys are then lock:<name> and token), but lockfloor treats `-prefix ""` as "not
 // given" and raises the default prefix's counter, fencedsql:token, instead. It exits 0
 // and prints that other counter's LastToken (at least N), so the operator's switch
@@ -25,7 +25,7 @@ import (
 // (exit 2) — never a raise of a different counter. (redislock.WithPrefix("") could also
 // be refused like etcdlock's, making both agree.) The test uses Redis database 14 and
 // deletes only the keys it created there.
-func TestRTrt28bRedisEmptyPrefixRaisesAnotherCounter(t *testing.T) {
+func TestRedisEmptyPrefixRaisesItsCounter(t *testing.T) {
 	addr := os.Getenv("FENCEDSQL_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("FENCEDSQL_REDIS_ADDR not set")
@@ -41,9 +41,6 @@ func TestRTrt28bRedisEmptyPrefixRaisesAnotherCounter(t *testing.T) {
 	const floor = 5_000_000_000_000_000_000
 	code, out, errOut := lockfloor(t, "-backend", "redis", "-addr", "redis://"+addr+"/14", "-prefix", "", "-raise", "5000000000000000000")
 	if code != exitOK {
-		if code == exitUsage {
-			return // refused as a usage error: fine
-		}
 		t.Fatalf("lockfloor: exit %d, stderr %q", code, errOut)
 	}
 	t.Logf("lockfloor -prefix \"\" -raise %d printed %q", uint64(floor), out)
@@ -59,5 +56,19 @@ func TestRTrt28bRedisEmptyPrefixRaisesAnotherCounter(t *testing.T) {
 	if l.Token() <= floor {
 		t.Fatalf("lockfloor -prefix \"\" -raise %d exited 0, yet the backend with WithPrefix(\"\") granted token %d: "+
 			"the raise went to another counter (fencedsql:token)", uint64(floor), l.Token())
+	}
+}
+
+// TestEmptyPrefixRefusedWhereTheBackendRefusesIt (red-team rt28b F4): an explicit
+// -prefix "" is the empty prefix, never "not given": etcd (whose WithPrefix refuses "")
+// and the SQL backends (which take no prefix) refuse it as a usage error.
+func TestEmptyPrefixRefusedWhereTheBackendRefusesIt(t *testing.T) {
+	for _, args := range [][]string{
+		{"-backend", "etcd", "-endpoints", "127.0.0.1:1", "-prefix", "", "-show"},
+		{"-backend", "postgres", "-dsn", "postgres://127.0.0.1:1/x", "-prefix", "", "-show"},
+	} {
+		if code, _, errOut := lockfloor(t, args...); code != exitUsage {
+			t.Errorf("lockfloor %q: exit %d (stderr %q), want %d", args, code, errOut, exitUsage)
+		}
 	}
 }
