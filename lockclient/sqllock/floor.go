@@ -68,7 +68,8 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		_, err := b.LastToken(ctx)
 		return err
 	}
-	if err := b.tokenSeqChecked(ctx, "raise-floor", ""); err != nil {
+	// Not compared with the lease table: a source behind its tokens is fixed by a raise.
+	if err := b.tokenSourceChecked(ctx, "raise-floor", "", false); err != nil {
 		return err
 	}
 	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {

@@ -42,9 +42,13 @@ const tokenSeqMinLeft = 1_000_000
 // persistence of the sequence and of the lease table. MySQL: the engine of the lease,
 // counter and waiter tables (the counter row itself is incremented under its row lock:
 // no cache, no cycle).
-func (b *Backend) checkTokenSeq(ctx context.Context) error {
+func (b *Backend) checkTokenSeq(ctx context.Context) error { return b.checkTokenSource(ctx, true) }
+
+// checkTokenSource is checkTokenSeq; without compare, the source is not compared with
+// the lease table's tokens (RaiseFloor: raising the floor is that problem's fix).
+func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 	if b.dialect == MySQL {
-		return b.checkEngines(ctx)
+		return b.checkEngines(ctx, compare)
 	}
 	seq := b.table.with("_token_seq")
 	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement, s.seqstart, s.seqmin, s.seqmax, pg_catalog.pg_sequence_last_value(s.seqrelid), ` +
@@ -95,7 +99,7 @@ func (b *Backend) checkTokenSeq(ctx context.Context) error {
 			"after which every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
 			seq.String(), max, tokenSeqMinLeft, seq.quoted(Postgres)))
 	}
-	if len(wrong) == 0 && tableExists {
+	if compare && len(wrong) == 0 && tableExists {
 		p, err := b.tokenSeqBehindTable(ctx, seq)
 		if err != nil {
 			return err
@@ -211,14 +215,22 @@ func persistenceProblem(what, kind string, name tableName, p, loss string) strin
 // with unavailable(op, key). A missing sequence is left to the statements that use it
 // (they report the missing object, or the missing lease table, as a *SchemaError).
 func (b *Backend) tokenSeqChecked(ctx context.Context, op, key string) error {
+	return b.tokenSourceChecked(ctx, op, key, true)
+}
+
+// tokenSourceChecked is tokenSeqChecked; without compare (RaiseFloor) the source is not
+// compared with the lease table's tokens, and a pass is not remembered.
+func (b *Backend) tokenSourceChecked(ctx context.Context, op, key string, compare bool) error {
 	if b.seqChecked.Load() {
 		return nil
 	}
-	err := b.checkTokenSeq(ctx)
+	err := b.checkTokenSource(ctx, compare)
 	var se *SchemaError
 	switch {
 	case err == nil:
-		b.seqChecked.Store(true)
+		if compare {
+			b.seqChecked.Store(true)
+		}
 		return nil
 	case errors.Is(err, errNoTokenSeq):
 		return nil

@@ -74,7 +74,18 @@ func TestTokenSourceResetBelowLeaseTableRefused(t *testing.T) {
 		if err != nil {
 			var se *sqllock.SchemaError
 			if errors.As(err, &se) || errors.Is(err, lockclient.ErrInvalidConfig) {
-				return // typed refusal: fine
+				// Typed refusal; its fix, a raise of the floor, must be accepted and work.
+				if err := b2.RaiseFloor(ctx, 1000); err != nil {
+					t.Fatalf("RaiseFloor(1000), the fix the refusal names: %v", err)
+				}
+				g3, err := s2.TryAcquire(ctx, "k")
+				if err != nil {
+					t.Fatalf("TryAcquire after the raise: %v", err)
+				}
+				if g3.Token <= 1000 {
+					t.Fatalf("token %d after RaiseFloor(1000)", g3.Token)
+				}
+				return
 			}
 			t.Fatalf("TryAcquire after the reset: %v (untyped)", err)
 		}
