@@ -38,6 +38,11 @@ type Client struct {
 
 	health healthGate // WithHealthCheck's check, shared by concurrent renewals
 
+	// highest is the highest token granted to this Client per lock name (at most
+	// maxRemembered names), guarded by mu: a later grant of the name at or below it
+	// means the service's token source went back (checkTokenAdvances).
+	highest map[string]uint64
+
 	// Session-level renewal (SessionRenewer backends), guarded by mu.
 	metrics *instruments
 
@@ -316,6 +321,11 @@ func (c *Client) adopt(ctx context.Context, s Session, g Grant, sent time.Time) 
 		c.releaseQuietly(ctx, s, g)
 		return nil, fmt.Errorf("%w: grant arrived after its local deadline", ErrUnavailable)
 	}
+	if err := c.checkTokenAdvancesLocked(g); err != nil {
+		c.mu.Unlock()
+		c.releaseQuietly(ctx, s, g)
+		return nil, err
+	}
 	l.nextRenew = sent.Add(c.cfg.renewEvery)
 	if c.sessRenewer != nil {
 		// The session renewal extends this lease; it has no renewal of its own.
@@ -328,6 +338,42 @@ func (c *Client) adopt(ctx context.Context, s Session, g Grant, sent time.Time) 
 	c.schedule(l)
 	c.mu.Unlock()
 	return l, nil
+}
+
+// maxRemembered bounds the lock names whose highest token a Client remembers: beyond
+// it, an arbitrary name is forgotten for each new one.
+const maxRemembered = 1024
+
+// checkTokenAdvancesLocked refuses grant g when its token is not above the highest
+// token this Client was granted before for the same lock name: the lock service's
+// token source went back (a Redis counter restored from an older snapshot, a deleted
+// etcd floor key, a reset SQL sequence), and the token would lose to an older holder's
+// at the guarded database. It records g's token otherwise. It returns an error wrapping
+// ErrInvalidConfig (no retry passes: only raising the floor does). It detects a
+// regression only within this Client's lifetime and for the names it remembers
+// (maxRemembered); a new process after a restore is not protected by it. Grants of one
+// name reach one Client in token order: a later grant of the name is made only after
+// the earlier lease ended at the service, which is after its local deadline, so an
+// earlier grant that arrives late is refused by the deadline check first. c.mu is held.
+func (c *Client) checkTokenAdvancesLocked(g Grant) error {
+	prev, ok := c.highest[g.Key]
+	if ok && g.Token <= prev {
+		return fmt.Errorf("lockclient: %w: lock %q was granted token %d, not above token %d this Client was granted for it earlier: "+
+			"the lock service's token source went back (restored from an older snapshot, reset, or its floor deleted); "+
+			"raise the service's token floor (FloorRaiser.RaiseFloor, lockfloor -raise) above %d and above the highest token the guarded tables hold",
+			ErrInvalidConfig, g.Key, g.Token, prev, prev)
+	}
+	if c.highest == nil {
+		c.highest = make(map[string]uint64)
+	}
+	if !ok && len(c.highest) >= maxRemembered {
+		for k := range c.highest {
+			delete(c.highest, k)
+			break
+		}
+	}
+	c.highest[g.Key] = g.Token
+	return nil
 }
 
 // classify makes sure an error from a backend answers errors.Is for one of the

@@ -23,6 +23,15 @@
 //     expired cannot release the next holder's lock.
 //   - [ErrHeld] (someone else holds the lock: back off and retry) is never confused with
 //     [ErrUnavailable] (the lock service cannot be reached: degrade or fail fast).
+//   - A token that goes back is not handed out, as far as one Client can see it: the
+//     Client remembers the highest token it was granted per lock name (for at most 1,024
+//     names) and refuses a later grant of that name whose token is not above it — the
+//     service's token source went back (restored from an older snapshot, reset, its
+//     floor deleted). The grant is released (owner-checked) and Acquire or TryAcquire
+//     returns an error wrapping [ErrInvalidConfig] naming both tokens; the fix is to
+//     raise the service's token floor ([FloorRaiser]). This detects a regression only
+//     within one Client's lifetime and for the names it remembers: a new process after
+//     a restore is not protected by it, and the floor procedure stays necessary.
 //
 // A lease is not an exclusive grant: between the service's "yes" and a write reaching the
 // database the holder can be paused past the TTL. Only the fencing token checked by the

@@ -129,8 +129,12 @@
 // hence the offset.
 //
 // The floor key is part of the lock service's state: an operator must never delete it
-// (tokens would fall back to bare revisions, below those the guarded database has seen)
-// nor give several applications' backends the same prefix unless they share the floor.
+// (tokens would fall back to bare revisions, below those the guarded database has seen;
+// a lockclient.Client that was granted a higher token for the same lock name refuses
+// the lower one, but a new process cannot tell), nor give several applications'
+// backends the same prefix unless they share the floor. A value of the floor key that
+// is no offset ("1e9", text) makes every grant fail with an error wrapping
+// lockclient.ErrInvalidConfig naming the key.
 // Rebuilding a cluster, or moving the locks to another prefix or cluster, means raising
 // the floor on the new one above the highest token the database has accepted
 // (lockfloor -raise, or RaiseFloor) before the first grant. The Renew and Release checks

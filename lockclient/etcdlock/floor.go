@@ -34,14 +34,18 @@ func floorKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
 	return nil
 }
 
-// parseOffset reads the offset of a floor key (0 when it does not exist).
+// parseOffset reads the offset of a floor key (0 when it does not exist); a value that
+// is no offset is an error wrapping lockclient.ErrInvalidConfig.
 func (b *Backend) parseOffset(kv *mvccpb.KeyValue) (uint64, error) {
 	if kv == nil {
 		return 0, nil
 	}
 	off, err := strconv.ParseUint(string(kv.Value), 10, 64)
 	if err != nil || off > maxFloor {
-		return 0, fmt.Errorf("etcdlock: the floor key %s holds %q, not a token offset: %w", b.FloorKey(), kv.Value, lockclient.ErrUnavailable)
+		// A configuration error, not an outage: no retry passes (red-team rt28b F7).
+		return 0, fmt.Errorf("etcdlock: %w: the floor key %s holds %q, not a token offset (a decimal integer of at most %d); "+
+			"put the offset of the last raise back (or RaiseFloor above the highest token granted so far) after deleting it",
+			lockclient.ErrInvalidConfig, b.FloorKey(), kv.Value, uint64(maxFloor))
 	}
 	return off, nil
 }

@@ -3,6 +3,8 @@
 package memlock
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/fencedsql/fencedsql/lockclient"
@@ -14,6 +16,7 @@ type waiter struct {
 	granted chan struct{} // closed when the key is handed to this waiter
 	grant   lockclient.Grant
 	at      time.Time // local time of the handoff: when the grant took effect
+	err     error     // set instead of grant when the token counter is at its end
 }
 
 type entry struct {
@@ -71,12 +74,21 @@ func (s *Service) handOff(key string) *entry {
 	if len(q) == 0 {
 		return nil
 	}
-	w := q[0]
-	s.dequeue(key, w)
-	e := s.grantLocked(w.ss, key)
-	w.grant, w.at = lockclient.Grant{Key: key, Token: e.token}, time.Now()
-	close(w.granted)
-	return e
+	for len(q) > 0 {
+		w := q[0]
+		s.dequeue(key, w)
+		e, err := s.grantLocked(w.ss, key)
+		if err != nil { // the counter is at its end: this waiter, and every next one, fails
+			w.err = err
+			close(w.granted)
+			q = s.queues[key]
+			continue
+		}
+		w.grant, w.at = lockclient.Grant{Key: key, Token: e.token}, time.Now()
+		close(w.granted)
+		return e
+	}
+	return nil
 }
 
 // dequeue removes w from key's queue. Caller holds mu.
@@ -98,7 +110,14 @@ func (s *Service) dequeue(key string, w *waiter) {
 // grantLocked grants the free key to ss with the next token. With session leases the
 // grant hangs on the session's lease, which it renews (a lapsed one is replaced by a new
 // lease, and the grants of the old one stay dead). Caller holds mu.
-func (s *Service) grantLocked(ss *session, key string) *entry {
+//
+// A counter at 2^63−1, the largest token a guarded BIGINT column can hold, grants
+// nothing: errExhausted (red-team rt28b F3), as redislock and sqllock do.
+func (s *Service) grantLocked(ss *session, key string) (*entry, error) {
+	if s.seq >= math.MaxInt64 {
+		return nil, fmt.Errorf("memlock: grant %q: %w: the token counter is at its end (2^63-1), no later token can be greater; "+
+			"a new Service (with WithMinToken above every token the guarded tables hold) is needed", key, lockclient.ErrInvalidConfig)
+	}
 	if s.shared {
 		s.refreshSessionLocked(ss)
 	}
@@ -113,7 +132,7 @@ func (s *Service) grantLocked(ss *session, key string) *entry {
 		e.expires = ss.expires
 	}
 	s.locks[key] = e
-	return e
+	return e, nil
 }
 
 // refreshSessionLocked replaces the lapsed lease of session ss (shared mode) by a new

@@ -5,7 +5,8 @@
 // or renewal is valid for the session's TTL from the moment the Service handles the
 // request. Tokens come from one counter shared by all keys, which RaiseFloor and
 // WithMinToken raise (lockclient.FloorRaiser) up to 2^63−2, like the other backends' floors;
-// it lives as long as the Service. Several lockclient.Clients
+// it lives as long as the Service. The last token is 2^63−1: a grant after it fails at
+// once with an error wrapping lockclient.ErrInvalidConfig. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
 //
 // # Fair handoff
@@ -60,8 +61,10 @@ type config struct {
 }
 
 // maxFloor is the highest floor RaiseFloor and WithMinToken accept, the same as
-// redislock's and sqllock's (the largest BIGINT or Redis integer less one): the counter
-// then has room for far more tokens than can ever be drawn, and never wraps to 0.
+// redislock's (the largest BIGINT or Redis integer less one). The counter never goes
+// past 2^63−1: a grant that finds it there fails with an error wrapping
+// lockclient.ErrInvalidConfig (grantLocked), so it never hands out a token no guarded
+// BIGINT column can hold, and never wraps to 0.
 const maxFloor = math.MaxInt64 - 1
 
 // WithSessionLeases makes every grant hang on its session's single lease, the way etcd

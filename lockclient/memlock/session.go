@@ -69,7 +69,10 @@ func (ss *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant
 	if e := s.live(key); e != nil {
 		return lockclient.Grant{}, lockclient.ErrHeld
 	}
-	e := s.grantLocked(ss, key)
+	e, err := s.grantLocked(ss, key)
+	if err != nil {
+		return lockclient.Grant{}, err
+	}
 	return lockclient.Grant{Key: key, Token: e.token}, nil
 }
 
@@ -87,8 +90,11 @@ func (ss *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gr
 		s.refreshSessionLocked(ss)
 	}
 	if s.live(key) == nil {
-		e := s.grantLocked(ss, key)
+		e, err := s.grantLocked(ss, key)
 		s.mu.Unlock()
+		if err != nil {
+			return lockclient.Grant{}, time.Time{}, err
+		}
 		return lockclient.Grant{Key: key, Token: e.token}, sent, nil
 	}
 	w := &waiter{ss: ss, granted: make(chan struct{})}
@@ -106,6 +112,9 @@ func (ss *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gr
 		timer.Reset(max(until, 0))
 		select {
 		case <-w.granted:
+			if w.err != nil {
+				return lockclient.Grant{}, time.Time{}, w.err
+			}
 			// The reply reaches a paused client late, and a cut-off one never.
 			if err := s.gate(ctx, ss.owner); err != nil {
 				ss.releaseAbandoned(w.grant)
@@ -119,7 +128,9 @@ func (ss *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gr
 			select {
 			case <-w.granted:
 				// Granted as the caller gave up: release it, handing the key on.
-				s.releaseLocked(ss, w.grant)
+				if w.err == nil {
+					s.releaseLocked(ss, w.grant)
+				}
 			default:
 				s.dequeue(key, w)
 			}

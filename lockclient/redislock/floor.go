@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,10 +23,13 @@ import (
 // raiseScript: KEYS[1] token counter; ARGV[1] min as a canonical decimal string. Sets
 // the counter to min if min is higher (compared as decimal strings: Lua numbers are
 // doubles) than the counter, or than the clock seed (seedLua) when there is no counter,
-// and returns the counter's value afterwards, as a string.
+// and returns the counter's value afterwards, as a string. A counter that holds no
+// canonical non-negative integer is left alone and answered with corruptReply: a raise
+// never reports success for a floor it did not put in force.
 var raiseScript = redis.NewScript(seedLua + `
 local cur = redis.call('GET', KEYS[1])
 local set = false
+if cur and not canon(cur) then return redis.error_reply(corrupt) end
 if not cur then
   cur = seed()
   if not cur then return redis.error_reply(noseed) end
@@ -74,6 +78,9 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 			lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
 	if err := raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, strconv.FormatUint(min, 10)).Err(); err != nil {
+		if e := b.grantFailed("raise floor", "", err); e != nil {
+			return e
+		}
 		return unavailable("raise floor", "", err)
 	}
 	return nil
@@ -94,11 +101,16 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 		s, err = raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "0").Text()
 	}
 	if err != nil {
+		if e := b.grantFailed("last token", "", err); e != nil {
+			return 0, e
+		}
 		return 0, unavailable("last token", "", err)
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, unavailable("last token", "", fmt.Errorf("the counter %s holds %q, not a token", b.TokenKey(), s))
+	if err != nil || n > math.MaxInt64 || (s != "0" && strings.HasPrefix(s, "0")) {
+		return 0, fmt.Errorf("redislock: last token: %w: the token counter %s holds %q, not a token; "+
+			"set it (SET) above the highest token granted so far and above the highest token the guarded tables hold",
+			lockclient.ErrInvalidConfig, b.TokenKey(), s)
 	}
 	return n, nil
 }

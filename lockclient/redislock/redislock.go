@@ -109,8 +109,12 @@
 // token per microsecond on average since the counter was last seeded, no floor was
 // raised above the clock, and the server's clock did not go back. An existing counter is
 // never changed by the seeding. A counter that exists but went back (Redis restored
-// from an old snapshot, or a failover, see above) is not detected: raise the floor above
-// any token that may have been issued before the first grant. Never delete the counter.
+// from an old snapshot, or a failover, see above) is not detected at the server; a
+// lockclient.Client refuses a grant whose token is not above the highest it was granted
+// for that lock name (within its lifetime only), so raise the floor above any token
+// that may have been issued before the first grant. Never delete the counter. A counter
+// that holds no canonical non-negative integer ("abc", "-5") fails grants, RaiseFloor
+// and LastToken with an error wrapping lockclient.ErrInvalidConfig naming it.
 //
 // Redis Cluster: the scripts touch two keys (the lock and the counter), which must be
 // in one hash slot; give a prefix with a hash tag, e.g. WithPrefix("{fencedsql}:"), so
@@ -194,7 +198,8 @@ func WithAllowEviction() Option { return func(c *config) { c.allowEviction = tru
 // WithPrefix sets the prefix of every key the backend uses (default DefaultPrefix):
 // the locks are <prefix>lock:<name> and the token counter is <prefix>token. Clients
 // that must exclude each other need the same prefix; different prefixes are separate
-// lock services with separate token sequences.
+// lock services with separate token sequences. WithPrefix("") is the empty prefix
+// (keys lock:<name> and token); lockfloor -prefix "" names the same counter.
 func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithPollInterval sets the bounds of Wait's jittered poll interval (defaults 20ms and

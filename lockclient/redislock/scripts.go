@@ -26,7 +26,16 @@ local function seed()
 end
 local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
 local exhausted = '` + exhaustedReply + `'
+local corrupt = '` + corruptReply + `'
+local function canon(v)
+  return #v <= 19 and (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil)
+end
 `
+
+// corruptReply starts the error reply of a grant or raise that finds the token counter
+// holding something that is not a canonical non-negative integer ("abc", "-5", "007"):
+// no token can be drawn from it (see grantFailed; red-team rt28b F7).
+const corruptReply = "redislock: the token counter does not hold a token"
 
 // exhaustedReply is the error reply of a grant that finds the token counter at the
 // largest Redis integer, 2^63−1: no later token can be greater (see grantFailed).
@@ -42,7 +51,8 @@ const exhaustedReply = "redislock: the token counter is at its end"
 // key refreshed. A grant INCRs the counter; if the counter does not exist (a fresh
 // service, or one that lost its keys) it sets it to the server's clock in microseconds
 // instead (seedLua), so that tokens do not restart at 1. A counter at 2^63−1 grants
-// nothing: the script answers the error reply exhaustedReply.
+// nothing: the script answers the error reply exhaustedReply; a counter that holds no
+// canonical non-negative integer grants nothing either (corruptReply).
 var grantScript = redis.NewScript(seedLua + `
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -73,6 +83,7 @@ end
 local t
 local cur = redis.call('GET', KEYS[2])
 if cur then
+  if not canon(cur) then return redis.error_reply(corrupt) end
   if cur == '9223372036854775807' then return redis.error_reply(exhausted) end
   redis.call('INCR', KEYS[2])
   t = redis.call('GET', KEYS[2])

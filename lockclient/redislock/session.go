@@ -77,10 +77,15 @@ func (s *session) grant(ctx context.Context, key, head, waiter string) (code int
 
 // grantFailed returns the error of a grant that failed because the token counter is at
 // its end (the script's exhaustedReply, or Redis's own overflow error of the INCR): a
-// configuration error, wrapping lockclient.ErrInvalidConfig, that no retry can fix.
-// Any other failure yields nil.
+// configuration error, wrapping lockclient.ErrInvalidConfig, that no retry can fix;
+// likewise a counter that holds no token (corruptReply). Any other failure yields nil.
 func (b *Backend) grantFailed(op, key string, err error) error {
 	msg := err.Error()
+	if strings.Contains(msg, corruptReply) {
+		return fmt.Errorf("redislock: %s %q: %w: the token counter %s does not hold a token (a canonical non-negative integer); "+
+			"set it (SET) above the highest token granted so far and above the highest token the guarded tables hold: %v",
+			op, key, lockclient.ErrInvalidConfig, b.TokenKey(), err)
+	}
 	if !strings.Contains(msg, exhaustedReply) && !strings.Contains(msg, "increment or decrement would overflow") {
 		return nil
 	}

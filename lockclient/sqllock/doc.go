@@ -16,10 +16,19 @@
 // live the token source, one per table, shared by all keys: a SEQUENCE on PostgreSQL
 // (CACHE 1, so that every session draws from the same counter; CheckTable and the first
 // grant of a Backend refuse an existing sequence with CACHE above 1, CYCLE, an
-// INCREMENT that is not positive, fewer than a million values left before its MAXVALUE,
-// or that is UNLOGGED or temporary, as they refuse such a lease table, see
+// INCREMENT that is not positive, a MINVALUE below 1, fewer than a million values left
+// before a lowered MAXVALUE, or that is UNLOGGED or temporary, as they refuse such a lease table, see
 // SchemaError.Unsafe), a one-row counter table on MySQL/MariaDB (the lease, counter and
-// waiter tables must be InnoDB: a MEMORY table is emptied at every restart); the waiter table <table>_waiters (see Waiting) and the routines
+// waiter tables must be InnoDB: a MEMORY table is emptied at every restart). The same
+// check refuses a token source whose next token is below 1 or not above the highest
+// token the lease table records (a sequence RESTARTed or set back, a counter row
+// UPDATEd lower, a source restored older than the table): a *SchemaError (Unsafe) whose
+// fix, RaiseFloor above that token, is accepted. It runs once per Backend and in
+// CheckTable, not in the grant statement: a reset while a process runs is found by the
+// next process, by CheckTable, or (for a lock name it was granted before) by the
+// lockclient.Client; it cannot see tokens of released grants, which leave no row. A key
+// the table cannot store (over MaxKeyLen bytes; on PostgreSQL NUL or invalid UTF-8) is
+// an error wrapping lockclient.ErrInvalidConfig; the waiter table <table>_waiters (see Waiting) and the routines
 // that grant, release and queue (PL/pgSQL functions, a MySQL stored procedure).
 //
 // # Expiry is the server's

@@ -16,9 +16,12 @@ import (
 
 var _ lockclient.FloorRaiser = (*Backend)(nil)
 
-// maxFloor is the highest floor a BIGINT token source can take: the next token must
-// still fit.
-const maxFloor = math.MaxInt64 - 1
+// maxFloor is the highest floor a token source can take: one that leaves
+// tokenSeqMinLeft tokens before the largest BIGINT, the least the token-source check
+// (checkTokenSeq) accepts, so that a floor one process raised never makes another
+// process's first grant refuse the source (red-team rt28b F5). One limit for both
+// dialects.
+const maxFloor = math.MaxInt64 - tokenSeqMinLeft // floorLimit(math.MaxInt64)
 
 // WithMinToken makes the backend raise the table's token floor to n (see RaiseFloor)
 // when it opens its first session, before any grant of that session: every token
@@ -28,12 +31,12 @@ const maxFloor = math.MaxInt64 - 1
 // application moved from another lock service, set n to the highest token that service
 // (or the guarded database, fencedsql-schema -max-token) knows. If the database cannot
 // be reached, Open fails with an error wrapping lockclient.ErrUnavailable and the next
-// Open tries again. n above math.MaxInt64-1 is refused by New (ErrInvalidConfig); 0
+// Open tries again. n above math.MaxInt64-1,000,000 (maxFloor: it leaves a million tokens) is refused by New (ErrInvalidConfig); 0
 // means no floor.
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
-			c.invalid("WithMinToken", "%d is above the largest floor of a BIGINT token, %d", n, uint64(maxFloor))
+			c.invalid("WithMinToken", "%d is above the largest floor, %d (it leaves %d tokens before the largest BIGINT)", n, uint64(maxFloor), tokenSeqMinLeft)
 			return
 		}
 		c.minToken = n
@@ -46,13 +49,13 @@ func WithMinToken(n uint64) Option {
 // takes the table-wide advisory lock of the grants and then setval()s the sequence; on
 // MySQL it updates the counter row, whose lock grants take. Either way it is ordered
 // with every grant and every other RaiseFloor: no grant draws a token between the check
-// and the raise. min above math.MaxInt64-1 is an error wrapping
+// and the raise. min above math.MaxInt64-1,000,000 is an error wrapping
 // lockclient.ErrInvalidConfig; a missing table a *SchemaError; an unreachable database
 // an error wrapping lockclient.ErrUnavailable.
 func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if min > maxFloor {
-		return fmt.Errorf("sqllock: %w: RaiseFloor(%d): above the largest floor of a BIGINT token, %d",
-			lockclient.ErrInvalidConfig, min, uint64(maxFloor))
+		return fmt.Errorf("sqllock: %w: RaiseFloor(%d): above the largest floor, %d (it leaves %d tokens before the largest BIGINT)",
+			lockclient.ErrInvalidConfig, min, uint64(maxFloor), tokenSeqMinLeft)
 	}
 	if min == 0 {
 		return nil
@@ -65,7 +68,8 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		_, err := b.LastToken(ctx)
 		return err
 	}
-	if err := b.tokenSeqChecked(ctx, "raise-floor", ""); err != nil {
+	// Not compared with the lease table: a source behind its tokens is fixed by a raise.
+	if err := b.tokenSourceChecked(ctx, "raise-floor", "", false); err != nil {
 		return err
 	}
 	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {
@@ -77,6 +81,15 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 			return nil
 		}
 		seq := b.table.with("_token_seq")
+		var seqMax int64
+		if err := tx.QueryRowContext(ctx, `SELECT seqmax FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass($1::text)`,
+			seq.quoted(Postgres)).Scan(&seqMax); err == nil && int64(min) > floorLimit(seqMax) {
+			// A floor the token-source check of the next process would refuse (F5).
+			e := b.schemaError("", nil)
+			e.Unsafe = fmt.Sprintf("the floor %d leaves fewer than %d tokens before the MAXVALUE %d of token sequence %s; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
+				min, tokenSeqMinLeft, seqMax, seq.String(), seq.quoted(Postgres))
+			return e
+		}
 		_, err := tx.ExecContext(ctx, b.q.raiseFloor, seq.quoted(Postgres), int64(min))
 		if state, ok := pgState(err); ok && state == "22003" {
 			// setval past the sequence's MAXVALUE: no retry passes.

@@ -246,10 +246,10 @@ func (b *Backend) pollDelay() time.Duration {
 
 func (b *Backend) checkKey(key string) error {
 	if len(key) > MaxKeyLen {
-		return fmt.Errorf("sqllock: key of %d bytes is longer than %d", len(key), MaxKeyLen)
+		return fmt.Errorf("sqllock: %w: key of %d bytes is longer than %d", lockclient.ErrInvalidConfig, len(key), MaxKeyLen)
 	}
 	if b.dialect == Postgres && (!utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0) {
-		return fmt.Errorf("sqllock: key %q is not valid UTF-8 text without NUL (PostgreSQL stores keys as text)", key)
+		return fmt.Errorf("sqllock: %w: key %q is not valid UTF-8 text without NUL (PostgreSQL stores keys as text)", lockclient.ErrInvalidConfig, key)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -25,10 +26,12 @@ import (
 // it report that themselves).
 var errNoTokenSeq = errors.New("sqllock: the token sequence does not exist")
 
-// tokenSeqMinLeft is how many values a PostgreSQL token sequence must have left before
-// its MAXVALUE for checkTokenSeq to accept it: a sequence that close to its end (a
-// lowered MAXVALUE, AS integer) would soon make every grant fail, and the fix (ALTER
-// SEQUENCE … AS bigint NO MAXVALUE) is an operator's.
+// tokenSeqMinLeft is how many values a PostgreSQL token sequence with a lowered MAXVALUE
+// (AS integer, MAXVALUE n) must have left for checkTokenSeq to accept it: a sequence
+// that close to its end would soon make every grant fail, and the fix (ALTER SEQUENCE …
+// AS bigint NO MAXVALUE) is an operator's. It is also the number of tokens the highest
+// floor leaves (maxFloor; RaiseFloor against a lowered MAXVALUE: floorLimit), so that a
+// floor accepted by one process never makes the check of another refuse the source.
 const tokenSeqMinLeft = 1_000_000
 
 // checkTokenSeq reads the settings of the token source: nil when they keep tokens in
@@ -39,13 +42,17 @@ const tokenSeqMinLeft = 1_000_000
 // persistence of the sequence and of the lease table. MySQL: the engine of the lease,
 // counter and waiter tables (the counter row itself is incremented under its row lock:
 // no cache, no cycle).
-func (b *Backend) checkTokenSeq(ctx context.Context) error {
+func (b *Backend) checkTokenSeq(ctx context.Context) error { return b.checkTokenSource(ctx, true) }
+
+// checkTokenSource is checkTokenSeq; without compare, the source is not compared with
+// the lease table's tokens (RaiseFloor: raising the floor is that problem's fix).
+func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 	if b.dialect == MySQL {
-		return b.checkEngines(ctx)
+		return b.checkEngines(ctx, compare)
 	}
 	seq := b.table.with("_token_seq")
-	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement, s.seqstart, s.seqmax, pg_catalog.pg_sequence_last_value(s.seqrelid), ` +
-		`c.relpersistence::text, COALESCE(t.relpersistence::text, 'p') ` +
+	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement, s.seqstart, s.seqmin, s.seqmax, pg_catalog.pg_sequence_last_value(s.seqrelid), ` +
+		`c.relpersistence::text, COALESCE(t.relpersistence::text, ''), t.oid IS NOT NULL ` +
 		`FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid ` +
 		`LEFT JOIN pg_catalog.pg_class t ON t.oid = to_regclass($2::text) ` +
 		`WHERE s.seqrelid = to_regclass($1::text)`
@@ -53,11 +60,11 @@ func (b *Backend) checkTokenSeq(ctx context.Context) error {
 	if h := statementHook.Load(); h != nil {
 		(*h)(q, args)
 	}
-	var cache, incr, start, max int64
+	var cache, incr, start, min, max int64
 	var last sql.NullInt64
-	var cycle bool
+	var cycle, tableExists bool
 	var seqPersist, tablePersist string
-	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &max, &last, &seqPersist, &tablePersist)
+	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &min, &max, &last, &seqPersist, &tablePersist, &tableExists)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoTokenSeq
 	}
@@ -75,16 +82,31 @@ func (b *Backend) checkTokenSeq(ctx context.Context) error {
 	if incr <= 0 {
 		wrong = append(wrong, fmt.Sprintf("INCREMENT BY %d (values do not grow)", incr))
 	}
+	if min < 1 {
+		wrong = append(wrong, fmt.Sprintf("MINVALUE %d (a token must be at least 1)", min))
+	}
 	if len(wrong) > 0 {
 		problems = append(problems, fmt.Sprintf("token sequence %s has %s, so a later grant can get a smaller token than an earlier one; "+
-			"run ALTER SEQUENCE %s CACHE 1 NO CYCLE INCREMENT BY 1, restart every client of the table (a connection keeps the values it cached), "+
+			"run ALTER SEQUENCE %s CACHE 1 NO CYCLE INCREMENT BY 1 MINVALUE 1, restart every client of the table (a connection keeps the values it cached), "+
 			"then raise the floor (Backend.RaiseFloor) above the highest token granted so far",
 			seq.String(), strings.Join(wrong, ", "), seq.quoted(Postgres)))
 	}
-	if incr > 0 && seqLeft(start, max, last, incr) < tokenSeqMinLeft {
+	// Near its end only for a lowered MAXVALUE: a sequence at the BIGINT end (a floor
+	// raised up to maxFloor, then grants) grants what is left and then fails typed
+	// (2200H), the same answer for every process (red-team rt28b F5).
+	if incr > 0 && max < math.MaxInt64 && seqLeft(start, max, last, incr) < tokenSeqMinLeft {
 		problems = append(problems, fmt.Sprintf("token sequence %s is at or near its MAXVALUE %d (fewer than %d values left), "+
 			"after which every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
 			seq.String(), max, tokenSeqMinLeft, seq.quoted(Postgres)))
+	}
+	if compare && len(wrong) == 0 && tableExists {
+		p, err := b.tokenSeqBehindTable(ctx, seq)
+		if err != nil {
+			return err
+		}
+		if p != "" {
+			problems = append(problems, p)
+		}
 	}
 	if p := persistenceProblem("token sequence", "SEQUENCE", seq, seqPersist,
 		"the lock service would grant tokens below those already granted"); p != "" {
@@ -101,6 +123,59 @@ func (b *Backend) checkTokenSeq(ctx context.Context) error {
 	e.Unsafe = strings.Join(problems, "; ")
 	return e
 }
+
+// tokenSeqBehindTable compares the next value of the PostgreSQL token sequence seq with
+// the tokens the lease table records (red-team rt28b F1, F6): a sequence reset
+// (ALTER SEQUENCE … RESTART, a setval lower, a sequence restored from an older dump than
+// the table) would grant tokens at or below tokens already granted, and one whose next
+// value is below 1 would grant tokens that are no tokens. It returns the problem, or ""
+// when the next value is at least 1 and above max(token). One statement: the table's
+// rows are those of its snapshot, taken before the sequence is read, so a grant that
+// commits meanwhile cannot make the sequence look behind.
+func (b *Backend) tokenSeqBehindTable(ctx context.Context, seq tableName) (string, error) {
+	q := `SELECT s.last_value, s.is_called, (SELECT max(l.token) FROM ` + b.table.quoted(Postgres) + ` l) FROM ` + seq.quoted(Postgres) + ` s`
+	if h := statementHook.Load(); h != nil {
+		(*h)(q, nil)
+	}
+	var last int64
+	var called bool
+	var top sql.NullInt64
+	if err := b.db.QueryRowContext(ctx, q).Scan(&last, &called, &top); err != nil {
+		if missingObject(err) { // dropped since the catalog query: left to the statements
+			return "", nil
+		}
+		return "", err
+	}
+	next := last
+	if called {
+		if last == math.MaxInt64 {
+			return "", nil // exhausted: the grants report it (2200H)
+		}
+		next = last + 1
+	}
+	return tokenSourceBehind(b, seq, next, top), nil
+}
+
+// tokenSourceBehind describes a token source whose next token is next, for a lease
+// table whose highest recorded token is top: a problem when next is below 1 or not
+// above top, "" otherwise.
+func tokenSourceBehind(b *Backend, src tableName, next int64, top sql.NullInt64) string {
+	switch {
+	case next < 1:
+		return fmt.Sprintf("token source %s would hand out %d next, and a token must be at least 1; "+
+			"raise the floor (Backend.RaiseFloor) above the highest token granted so far", src.String(), next)
+	case top.Valid && next <= top.Int64:
+		return fmt.Sprintf("token source %s would hand out %d next, at or below token %d that the lease table %s records "+
+			"(the source was reset or restored older than the table), so a grant could get a token below one already granted; "+
+			"raise the floor (Backend.RaiseFloor) above %d, and above the highest token the guarded tables hold",
+			src.String(), next, top.Int64, b.table.String(), top.Int64)
+	}
+	return ""
+}
+
+// floorLimit is the highest floor RaiseFloor accepts for a token source whose largest
+// value is max: it leaves tokenSeqMinLeft tokens, as checkTokenSeq demands.
+func floorLimit(max int64) int64 { return max - tokenSeqMinLeft }
 
 // seqLeft returns how many values a sequence with a positive increment can still hand
 // out: from its last value (or before its start when none was drawn yet) to max.
@@ -140,14 +215,22 @@ func persistenceProblem(what, kind string, name tableName, p, loss string) strin
 // with unavailable(op, key). A missing sequence is left to the statements that use it
 // (they report the missing object, or the missing lease table, as a *SchemaError).
 func (b *Backend) tokenSeqChecked(ctx context.Context, op, key string) error {
+	return b.tokenSourceChecked(ctx, op, key, true)
+}
+
+// tokenSourceChecked is tokenSeqChecked; without compare (RaiseFloor) the source is not
+// compared with the lease table's tokens, and a pass is not remembered.
+func (b *Backend) tokenSourceChecked(ctx context.Context, op, key string, compare bool) error {
 	if b.seqChecked.Load() {
 		return nil
 	}
-	err := b.checkTokenSeq(ctx)
+	err := b.checkTokenSource(ctx, compare)
 	var se *SchemaError
 	switch {
 	case err == nil:
-		b.seqChecked.Store(true)
+		if compare {
+			b.seqChecked.Store(true)
+		}
 		return nil
 	case errors.Is(err, errNoTokenSeq):
 		return nil

@@ -16,7 +16,9 @@
 //	lockfloor -backend etcd -endpoints … -raise "$max"
 //
 // -prefix and -table name the same keys or table the application's backend uses (the
-// backends' defaults otherwise). -addr may also be a redis:// URL. The DSN's (or URL's)
+// backends' defaults when left out). -prefix "" given is the empty prefix (Redis:
+// redislock.WithPrefix(""), keys lock:<name> and token), not the default; etcd refuses
+// it, as etcdlock.WithPrefix does. -addr may also be a redis:// URL. The DSN's (or URL's)
 // password is never printed, in errors either. Exit status: 0 on success, 1 when the
 // service cannot be read or raised (or has no token floor), 2 on usage errors.
 package main
@@ -76,6 +78,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	// -prefix "" given is the empty prefix, not the backend's default (red-team rt28b
+	// F4): the tool must name the keys the application's backend uses.
+	prefixSet := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "prefix" {
+			prefixSet = true
+		}
+	})
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "lockfloor: "+format+"\n%s\n", append(a, usageString)...)
 		return exitUsage
@@ -114,8 +124,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *endpoints == "" || *addr != "" || *dsn != "" || *table != "" {
 			return usage("-backend etcd takes -endpoints [-prefix], not -addr, -dsn or -table")
 		}
+		if prefixSet && *prefix == "" {
+			return usage("-backend etcd: -prefix must not be empty (etcdlock.WithPrefix refuses the empty prefix); leave -prefix out for the default")
+		}
 		var closeFn func()
-		floor, closeFn, err = openEtcd(strings.Split(*endpoints, ","), *prefix)
+		floor, closeFn, err = openEtcd(strings.Split(*endpoints, ","), *prefix, prefixSet)
 		if err != nil {
 			return fail("etcd", err)
 		}
@@ -125,13 +138,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("-backend redis takes -addr [-prefix], not -endpoints, -dsn or -table")
 		}
 		var closeFn func()
-		floor, closeFn, err = openRedis(*addr, *prefix)
+		floor, closeFn, err = openRedis(*addr, *prefix, prefixSet)
 		if err != nil {
 			return fail("redis", err)
 		}
 		defer closeFn()
 	case "postgres", "postgresql", "pg", "mysql", "mariadb":
-		if *dsn == "" || *endpoints != "" || *addr != "" || *prefix != "" {
+		if *dsn == "" || *endpoints != "" || *addr != "" || prefixSet {
 			return usage("-backend %s takes -dsn [-table], not -endpoints, -addr or -prefix", *kind)
 		}
 		var closeFn func()
@@ -156,13 +169,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func openEtcd(endpoints []string, prefix string) (lockclient.FloorRaiser, func(), error) {
+func openEtcd(endpoints []string, prefix string, prefixSet bool) (lockclient.FloorRaiser, func(), error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, nil, err
 	}
 	var opts []etcdlock.Option
-	if prefix != "" {
+	if prefixSet {
 		opts = append(opts, etcdlock.WithPrefix(prefix))
 	}
 	b := etcdlock.New(cli, opts...)
@@ -173,7 +186,7 @@ func openEtcd(endpoints []string, prefix string) (lockclient.FloorRaiser, func()
 	return b, func() { cli.Close() }, nil
 }
 
-func openRedis(addr, prefix string) (lockclient.FloorRaiser, func(), error) {
+func openRedis(addr, prefix string, prefixSet bool) (lockclient.FloorRaiser, func(), error) {
 	o := &redis.Options{Addr: addr}
 	if strings.Contains(addr, "://") {
 		var err error
@@ -184,7 +197,7 @@ func openRedis(addr, prefix string) (lockclient.FloorRaiser, func(), error) {
 	o.MaxRetries, o.ContextTimeoutEnabled, o.DialTimeout = -1, true, 5*time.Second
 	rdb := redis.NewClient(o)
 	var opts []redislock.Option
-	if prefix != "" {
+	if prefixSet { // "" included: redislock.WithPrefix("") is the empty prefix
 		opts = append(opts, redislock.WithPrefix(prefix))
 	}
 	b := redislock.New(rdb, opts...)
