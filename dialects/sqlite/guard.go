@@ -92,14 +92,14 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 		// and so are the tables its body names.
 		"CREATE TRIGGER "+trg+" BEFORE UPDATE ON "+d.QuoteIdent(table.Name)+" FOR EACH ROW\n"+
 			"WHEN "+nullWhen+"NEW."+tok+" < OLD."+tok+" OR NEW."+ver+" <= OLD."+ver+" OR "+floorBelow(tok)+"\n"+
-			"BEGIN\n  SELECT CASE "+nullCase+" WHEN NEW."+tok+" < OLD."+tok+
+			"BEGIN\n  /* "+guardVersion+" */\n  SELECT CASE "+nullCase+" WHEN NEW."+tok+" < OLD."+tok+
 			" THEN RAISE(ABORT, "+msg("UPDATE lowers the fence token")+")"+
 			" WHEN NEW."+ver+" <= OLD."+ver+
 			" THEN RAISE(ABORT, "+msg("UPDATE does not advance the version")+")"+
 			" ELSE "+floorRefusal(table.Name)+" END;\nEND",
 		"DROP TRIGGER IF EXISTS "+ins,
 		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+d.QuoteIdent(table.Name)+" FOR EACH ROW\n"+
-			"WHEN "+nullWhen+floorBelow(tok)+"\nBEGIN\n  SELECT CASE "+nullCase+" ELSE "+floorRefusal(table.Name)+" END;\nEND",
+			"WHEN "+nullWhen+floorBelow(tok)+"\nBEGIN\n  /* "+guardVersion+" */\n  SELECT CASE "+nullCase+" ELSE "+floorRefusal(table.Name)+" END;\nEND",
 	)
 }
 
@@ -111,16 +111,23 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 	}
 }
 
-// GuardInstalledQuery yields 1 when both guard triggers exist on table and read the
-// token floor (a guard installed before the floor existed is reported missing). The schema, if
-// any, is an identifier in the query text (SQLite cannot bind it).
+// guardVersion marks the text of both row-guard triggers of this version (a comment in
+// their bodies, which sqlite_master keeps); GuardInstalledQuery reports triggers
+// without it as not installed, and the whole-text comparison (guardTriggers) names an
+// earlier version as such. v2: a token or version that is no integer is refused.
+const guardVersion = "fencedsql guard v2"
+
+// GuardInstalledQuery yields 1 when both guard triggers of this version (guardVersion)
+// exist on table and read the token floor (a guard installed before the floor existed,
+// or by an earlier version, is reported missing, and schema.Check's Fix replaces it).
+// The schema, if any, is an identifier in the query text (SQLite cannot bind it).
 func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	if table.Schema != "" {
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 	}
-	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM " + master + " WHERE type = 'trigger' AND (name = ? COLLATE NOCASE OR name = ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND sql LIKE ?",
-		[]any{guardTrigger(table.Name), floorTrigger(table.Name), table.Name, "%" + dialect.FloorTable + "%"}
+	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM " + master + " WHERE type = 'trigger' AND (name = ? COLLATE NOCASE OR name = ? COLLATE NOCASE) AND tbl_name = ? COLLATE NOCASE AND sql LIKE ? AND sql LIKE ?",
+		[]any{guardTrigger(table.Name), floorTrigger(table.Name), table.Name, "%" + dialect.FloorTable + "%", "%" + guardVersion + "%"}
 }
 
 // NotNullDDL returns nothing: SQLite cannot make an existing column NOT NULL (the

@@ -36,7 +36,7 @@ func TestGuardDDLShape(t *testing.T) {
 		}
 	}
 	if want := `CREATE TRIGGER "aux"."fencedsql_floor_o'rders" BEFORE INSERT ON "o'rders" FOR EACH ROW` + "\n" +
-		`WHEN typeof(NEW."fence_token") <> 'integer' OR typeof(NEW."version") <> 'integer' OR NOT COALESCE(NEW."fence_token" >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1), 0)` + "\nBEGIN\n" +
+		`WHEN typeof(NEW."fence_token") <> 'integer' OR typeof(NEW."version") <> 'integer' OR NOT COALESCE(NEW."fence_token" >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1), 0)` + "\nBEGIN\n  /* fencedsql guard v2 */\n" +
 		`  SELECT CASE WHEN NEW."fence_token" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.fence_token (fencedsql guard)') WHEN NEW."version" IS NULL THEN RAISE(ABORT, 'NOT NULL constraint failed: o''rders.version (fencedsql guard)') ` +
 		`WHEN typeof(NEW."fence_token") <> 'integer' THEN RAISE(ABORT, 'fencedsql: guard on o''rders: fence_token is not an integer') ` +
 		`WHEN typeof(NEW."version") <> 'integer' THEN RAISE(ABORT, 'fencedsql: guard on o''rders: version is not an integer') ELSE RAISE(ABORT, 'fencedsql: token floor on o''rders: token below the floor') END;` + "\nEND"; ddl[5] != want {

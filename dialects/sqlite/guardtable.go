@@ -16,7 +16,10 @@ import (
 // floor, REAL rounds tokens above 2^53), and ("foreign key", the reference) for each of
 // its foreign keys (the guards create none: a cascade from an ordinary table, which
 // the fenced pool sends as written, erases tombstones or lowers the floor) (red-team
-// rt27c F1–F4). No row for a table that does not exist. Triggers on a guard table are
+// rt27c F1–F4), and ("index", its name) for each UNIQUE constraint or index besides
+// its key (the guards create none: under its own ON CONFLICT REPLACE, the tombstone
+// triggers' upsert of one key deleted another key's tombstone, red-team rt29a F6). No
+// row for a table that does not exist. Triggers on a guard table are
 // guardWriters'.
 func (d dialectImpl) guardTableProblems(tag, schema, table, col string) string {
 	if schema == "" {
@@ -26,7 +29,8 @@ func (d dialectImpl) guardTableProblems(tag, schema, table, col string) string {
 	return "SELECT " + literal(tag) + ", 'column', ti.type || CASE WHEN ti.\"notnull\" THEN ' NOT NULL' ELSE '' END FROM pragma_table_info(" + t + ", " + s + ") ti" +
 		" WHERE ti.name = " + literal(col) + " COLLATE NOCASE AND NOT (ti.\"notnull\" AND upper(ti.type) LIKE '%INT%')" +
 		" UNION ALL SELECT " + literal(tag) + ", 'foreign key', '(' || group_concat(fk.\"from\", ', ') || ') REFERENCES ' || fk.\"table\"" +
-		" || ' ON DELETE ' || fk.on_delete || ' ON UPDATE ' || fk.on_update FROM pragma_foreign_key_list(" + t + ", " + s + ") fk GROUP BY fk.id"
+		" || ' ON DELETE ' || fk.on_delete || ' ON UPDATE ' || fk.on_update FROM pragma_foreign_key_list(" + t + ", " + s + ") fk GROUP BY fk.id" +
+		" UNION ALL SELECT " + literal(tag) + ", 'index', il.name FROM pragma_index_list(" + t + ", " + s + ") il WHERE il.\"unique\" AND il.origin <> 'pk'"
 }
 
 // floorSafe is the SQL condition that schema's floor table is safe for the floor
@@ -75,6 +79,8 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 				col = "floor"
 			}
 			what = "column " + col + " " + strings.TrimSpace(r[2]) + ", not a NOT NULL INTEGER"
+		} else if r[1] == "index" {
+			what = "unique index " + what + " besides the key"
 		} else {
 			what = "foreign key " + what
 		}
@@ -88,7 +94,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		}
 		door := dialect.SideDoor{Kind: dialect.SideDoorGuardTable, Object: tomb.String(),
 			Problem: "the tombstone table " + tomb.String() + " of " + t.Table.String() + " is not as the guards create it (" + strings.Join(p, "; ") +
-				"): tokens compared as text keep a lower tombstone ('60' above '100'), and a cascade from an ordinary table, sent as written through the pool, erases tombstones, so a stale holder re-inserts a deleted key",
+				"): tokens compared as text keep a lower tombstone ('60' above '100'), a cascade from an ordinary table, sent as written through the pool, erases tombstones, and a unique index of its own makes recording one tombstone replace another, so a stale holder re-inserts a deleted key",
 			Fix: fix}
 		if fix != nil {
 			door.Problem += "; the fix rebuilds it as the guards create it, keeping its tombstones (tokens as integers)"

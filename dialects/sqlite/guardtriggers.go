@@ -169,10 +169,15 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		if ok && strings.EqualFold(name, t.Table.Name) {
 			fix = []string{want[1], want[2]}
 		}
+		problem := "the trigger " + r[0] + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the text this version installs: " +
+			"a changed guard may let through what it should refuse (a token lowered, a deleted key re-inserted); re-create it (fencedsql-schema -apply)"
+		if !strings.Contains(r[1], guardVersion) && !strings.Contains(r[1], tombVersion) {
+			// No marker of this version: an earlier version's guard (or one changed).
+			problem = "the trigger " + r[0] + " on " + t.Table.String() + " is not the one this version of fencedsql installs (it lacks the marker \"" + guardVersion + "\" or \"" + tombVersion + "\"): " +
+				"installed by an earlier version, or changed since; an earlier guard refuses less than this version's: re-create it (fencedsql-schema -apply)"
+		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[0] + " on " + t.Table.String(),
-			Problem: "the trigger " + r[0] + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the text this version installs: " +
-				"a changed guard may let through what it should refuse (a token lowered, a deleted key re-inserted); re-create it (fencedsql-schema -apply)",
-			Fix: fix})
+			Problem: problem, Fix: fix})
 	}
 	return doors, nil
 }

@@ -276,7 +276,7 @@ func TestTombstoneUniqueDDLShape(t *testing.T) {
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`WHEN EXISTS (SELECT 1 FROM "t" o WHERE o."id" = NEW."id" AND (NEW."tok" IS NULL OR o."tok" > NEW."tok") UNION ALL SELECT 1 FROM "t" o WHERE o."email" = NEW."email" COLLATE "nocase" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL UNION ALL `,
-		` UNION ALL SELECT o."id", coalesce(o."tok", 0), ((julianday('now') - 2440587.5) * 86400.0) FROM "t" o WHERE o."a" = NEW."a" COLLATE "BINARY" AND o."b" = NEW."b" COLLATE "BINARY" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL AND NOT (o."id" = OLD."id")` + "\n",
+		` UNION ALL SELECT o."id", max(coalesce(o."tok", 0), coalesce(NEW."tok", 0)), ((julianday('now') - 2440587.5) * 86400.0) FROM "t" o WHERE o."a" = NEW."a" COLLATE "BINARY" AND o."b" = NEW."b" COLLATE "BINARY" AND NOT coalesce(o."id" = NEW."id", 0) AND o."id" IS NOT NULL AND NOT (o."id" = OLD."id")` + "\n",
 		`WHEN (OLD."id" IS NOT NEW."id" OR OLD."email" IS NOT NEW."email" OR OLD."a" IS NOT NEW."a" OR OLD."b" IS NOT NEW."b") AND EXISTS`,
 		"/* fencedsql tombstone guard v4 */",
 	} {

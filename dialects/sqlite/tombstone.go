@@ -57,7 +57,8 @@ import (
 // constraint does not (a row's token never goes down under the guard). A REPLACE (or
 // a plain write under a UNIQUE … ON CONFLICT REPLACE constraint) that collides on
 // another UNIQUE index deletes a row of another key: the same triggers record that
-// row's tombstone at its own token, as its DELETE would, and the write goes on
+// row's tombstone at the greater of its token and the write's (the deleter's, as a
+// fenced DELETE stamps it before deleting: red-team rt29a F7), and the write goes on
 // (TombstoneUniqueDDL; an index on an expression is reported by SideDoors instead).
 // The REPLACE triggers name the unique indexes they were written for in their text
 // (uniqueMarker), which TombstoneInstalledQuery compares with the catalog: a unique
@@ -131,7 +132,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 // transaction.
 //
 // A row displaced through a unique index has another key than the write's: its
-// tombstone is recorded at its own token, as its DELETE would record it, and the write
+// tombstone is recorded at the greater of its token and the write's (the deleter's), and the write
 // goes on (its own key is judged by the AFTER check as ever). The columns are compared
 // each under the collation the index compares it under (the index's COLLATE clause, or
 // the column's), and a NULL equals nothing, as in the index. An index on an expression
@@ -140,11 +141,13 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 // key). A partial index is compared without its WHERE clause, and the UPDATE trigger
 // runs on every UPDATE of such a table (a change of the WHERE clause's columns alone
 // can bring a row into the index): both over-approximate, so a live row that does not
-// collide may get a tombstone at its own token. That is harmless: it refuses only an
-// INSERT of that key below the token the live row carries, which the key's own UNIQUE
-// constraint refuses while the row lives; and every way the row leaves its key (a
-// DELETE, a key-changing UPDATE, a REPLACE, all recorded) records a token at least as
-// great, since a row's token never goes down under the guard.
+// collide may get a tombstone at the greater of its token and the write's. That fails
+// closed: while the row lives the key's own UNIQUE constraint refuses an INSERT of it
+// anyway; once the row is deleted under a token below the write's, an INSERT of the key
+// below the write's token is refused too — by a holder older than a token already
+// granted. Every way the row leaves its key (a DELETE, a key-changing UPDATE, a
+// REPLACE, all recorded) records a token at least as great as its own, since a row's
+// token never goes down under the guard.
 func (d dialectImpl) TombstoneUniqueDDL(table dialect.TableName, key []dialect.KeyColumn, unique []dialect.UniqueIndex, tokenCol string) []string {
 	if table.Schema == "main" {
 		table.Schema = ""
@@ -194,7 +197,7 @@ func (d dialectImpl) TombstoneUniqueDDL(table dialect.TableName, key []dialect.K
 	// A table with a rowid apart from its key (dialect.KeyColumn.Rowid) loses a row of
 	// another key to a write that names its rowid, and any table a row of another key
 	// to a write that collides with it on a unique index: that row's tombstone is
-	// recorded too, at its own token, as its DELETE would record it (its key not NULL:
+	// recorded too, at the greater of its token and NEW's (its key not NULL:
 	// such a key has no tombstone). NEW's key is compared with coalesce(…, 0): a NULL
 	// in it (a rowid table's key) equals no row's.
 	sameKey := each(" AND ", func(c string) string { return "o." + c + " = NEW." + c + keyColl[c] })
@@ -237,7 +240,7 @@ func (d dialectImpl) TombstoneUniqueDDL(table dialect.TableName, key []dialect.K
 		return strings.Join(parts, " UNION ALL ")
 	}
 	recordDisplaced := func(update bool) string {
-		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) " + displaced(update, each(", ", func(c string) string { return "o." + c })+", coalesce(o."+tok+", 0), "+sqliteNow) + "\n" +
+		return "  INSERT INTO " + tombIn + " (" + list + ", fence_token, deleted_at) " + displaced(update, each(", ", func(c string) string { return "o." + c })+", max(coalesce(o."+tok+", 0), coalesce(NEW."+tok+", 0)), "+sqliteNow) + "\n" +
 			"  ON CONFLICT (" + list + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = excluded.deleted_at;\n"
 	}
 	// movWhen: the UPDATE trigger runs when the write may collide: its key, its rowid

@@ -36,7 +36,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 		`CREATE TRIGGER "aux"."fencedsql_tombrep_pairs" BEFORE INSERT ON "pairs" FOR EACH ROW`,
 		`WHEN EXISTS (SELECT 1 FROM "pairs" o WHERE o."a" = NEW."a" AND o."b" = NEW."b" COLLATE "NOCASE" AND (NEW."tok" IS NULL OR o."tok" > NEW."tok"))`,
 		`CREATE TRIGGER "aux"."fencedsql_tombmov_pairs" BEFORE UPDATE ON "pairs" FOR EACH ROW`,
-		`SELECT o."a", o."b", coalesce(o."tok", 0), `,
+		`SELECT o."a", o."b", max(coalesce(o."tok", 0), coalesce(NEW."tok", 0)), `,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
