@@ -53,6 +53,13 @@ type conn struct {
 	// the session may still be inside the transaction: the pool discards the
 	// connection (IsValid, ResetSession), which the server then rolls back.
 	endFailed bool
+	// strayTx: a statement that runs dynamic SQL outside a transaction of the wrapper
+	// left the session inside one (watchDynamicOutside): the connection is discarded,
+	// and every later statement on it answers driver.ErrBadConn, nothing sent.
+	strayTx bool
+	// dynSeq numbers the savepoints that mark a transaction around a statement that
+	// runs dynamic SQL (markDynamic).
+	dynSeq uint64
 }
 
 type txState struct {
@@ -73,6 +80,9 @@ type txState struct {
 	// transaction; its end, or a rollback to a savepoint, may revert it (PostgreSQL):
 	// the checks are re-armed then (conn.sessionReverted).
 	movedSession, movedNames bool
+	// dynMark is the savepoint set before a statement that runs dynamic SQL
+	// (markDynamic), released after it (watchDynamic); "" for none.
+	dynMark string
 }
 
 func newConn(raw driver.Conn, k *core) *conn {
@@ -130,6 +140,9 @@ func (c *conn) Begin() (driver.Tx, error) {
 // refuse once any of its leases is lost. A second BeginTx while a transaction is open on
 // the connection is refused.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.strayTx {
+		return nil, driver.ErrBadConn
+	}
 	if c.tx != nil {
 		// database/sql lets a *sql.Conn begin again while its Tx is open. The second
 		// BEGIN would commit the first transaction (MySQL/MariaDB) or join it (PostgreSQL
@@ -210,12 +223,16 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 // route plans query for a statement with ctx. A pass-through statement that changes
 // the session's sql_mode re-arms the session check. A savepoint statement sent as text
 // is refused outside a transaction the wrapper began (plan.Plan.TxOnly); prepared, it
-// is judged when prepared (database/sql's tx.Stmt prepares again on the transaction).
+// is judged when prepared and again at each execution (passStmt.refusedInTx: one
+// prepared on a *sql.Conn inside a Tx outlives the Tx).
 // A statement that commits implicitly (MySQL/MariaDB DDL, …: plan.Plan.ImplicitCommit)
 // is refused inside one; prepared outside one, it is judged again at each execution
 // (passStmt), since database/sql's tx.Stmt reuses a statement already prepared on the
 // transaction's connection.
 func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
+	if c.strayTx {
+		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
+	}
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {
@@ -247,6 +264,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	st := c.tx
 	if p.Kind != plan.KindPass {
+		if err := c.markDynamic(ctx, st, p); err != nil {
+			return nil, err
+		}
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
 		return res, c.autocommitOutcome(c.watchDynamic(st, p, c.watchErr(st, err)))
 	}
@@ -254,6 +274,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	if err := c.checkSend(ctx, p, query, args); err != nil {
+		return nil, err
+	}
+	if err := c.markDynamic(ctx, st, p); err != nil {
 		return nil, err
 	}
 	res, err := c.rawExec(ctx, query, args)
@@ -271,13 +294,22 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	st := c.tx
 	if p.Kind != plan.KindPass {
+		if err := c.markDynamic(ctx, st, p); err != nil {
+			return nil, err
+		}
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
-		return c.watchDynamicRows(st, p, c.watchRows(st, rows)), c.autocommitOutcome(c.watchErr(st, err))
+		if err != nil {
+			return nil, c.autocommitOutcome(c.watchDynamic(st, p, c.watchErr(st, err)))
+		}
+		return c.watchDynamicRows(st, p, c.watchRows(st, rows)), nil
 	}
 	if err := c.lockThrough(ctx, p); err != nil {
 		return nil, err
 	}
 	if err := c.checkSend(ctx, p, query, args); err != nil {
+		return nil, err
+	}
+	if err := c.markDynamic(ctx, st, p); err != nil {
 		return nil, err
 	}
 	rows, err := c.rawQuery(ctx, query, args)
@@ -322,7 +354,7 @@ func (c *conn) Ping(ctx context.Context) error {
 // ResetSession implements driver.SessionResetter.
 func (c *conn) ResetSession(ctx context.Context) error {
 	c.tx = nil
-	if c.endFailed {
+	if c.endFailed || c.strayTx {
 		return driver.ErrBadConn
 	}
 	if c.resetter == nil {
@@ -333,7 +365,7 @@ func (c *conn) ResetSession(ctx context.Context) error {
 
 // IsValid implements driver.Validator.
 func (c *conn) IsValid() bool {
-	if c.endFailed {
+	if c.endFailed || c.strayTx {
 		return false
 	}
 	if c.validator == nil {

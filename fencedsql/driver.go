@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"net/url"
 	"reflect"
 	"slices"
@@ -16,22 +17,24 @@ import (
 )
 
 // Register wraps d and registers it with database/sql under name. Registering the
-// same thing again under a name (the same kind of driver, options to the same effect:
-// two packages may both register a dialect) does nothing. Anything else under a name
-// already registered panics, as sql.Register does, because it would otherwise be lost
-// without a word: a name registered by another driver (its connections fence nothing),
-// or by Register with other options (the Guard options given now would guard nothing).
+// same thing again under a name (the same kind of driver, options that resolve to the
+// same configuration: two packages may both register a dialect) does nothing.
+// Anything else under a name already registered panics with a *ConfigError, as
+// sql.Register panics, because it would otherwise be lost without a word: a name
+// registered by another driver (its connections fence nothing), or by Register with
+// other options (the Guard options given now would guard nothing, a WithSchemaRecheck
+// bound would not apply, another TokenSource would not be asked).
 func Register(name string, d driver.Driver, opts ...Option) {
 	registry.Lock()
 	defer registry.Unlock()
 	if prev, ok := registry.drivers[name]; ok {
 		if same, why := sameRegistration(prev, d, opts); !same {
-			panic("fencedsql: Register(" + strconv.Quote(name) + "): the name is registered already, by Register with " + why + ": register under another name")
+			panic(configErr("Register(%s): the name is registered already, by Register with %s: register under another name", strconv.Quote(name), why))
 		}
 		return
 	}
 	if slices.Contains(sql.Drivers(), name) {
-		panic("fencedsql: Register(" + strconv.Quote(name) + "): the name is registered already by another driver, whose connections fence nothing: register under another name")
+		panic(configErr("Register(%s): the name is registered already by another driver, whose connections fence nothing: register under another name", strconv.Quote(name)))
 	}
 	w := &wrappedDriver{raw: d, opts: opts}
 	sql.Register(name, w)
@@ -49,8 +52,13 @@ var registry struct {
 }
 
 // sameRegistration reports whether registering d with opts is prev again: a driver of
-// the same type, and options that configure fencing the same way; why says what
+// the same type, and options that resolve to the same configuration; why says what
 // differs.
+//
+// The configurations are compared whole, field by field (describeConfig), so that an
+// option added later is compared without anyone remembering to (red-team rt28a F6: the
+// schema recheck bound and the token source were not). Only the fields listed in
+// notCompared are left out: they change what is observed, not what is fenced.
 func sameRegistration(prev *wrappedDriver, d driver.Driver, opts []Option) (bool, string) {
 	if reflect.TypeOf(prev.raw) != reflect.TypeOf(d) {
 		return false, "another driver (" + reflect.TypeOf(prev.raw).String() + ")"
@@ -62,12 +70,54 @@ func sameRegistration(prev *wrappedDriver, d driver.Driver, opts []Option) (bool
 	for _, o := range opts {
 		o(&b)
 	}
-	if reflect.TypeOf(a.dialect) != reflect.TypeOf(b.dialect) || !slices.Equal(a.guards, b.guards) ||
-		a.strict != b.strict || a.schemaCheck != b.schemaCheck || a.allowDDL != b.allowDDL || a.allowDyn != b.allowDyn ||
-		(a.tokens == nil) != (b.tokens == nil) {
-		return false, "other options (dialect, guarded tables, strict mode, schema check, allowances or token source)"
+	da, db := describeConfig(a), describeConfig(b)
+	var differ []string
+	for i := range da {
+		if da[i].value != db[i].value {
+			differ = append(differ, da[i].field)
+		}
+	}
+	if len(differ) > 0 {
+		return false, "other options (configuration fields that differ: " + strings.Join(differ, ", ") + ")"
 	}
 	return true, ""
+}
+
+// notCompared are the config fields a second Register may give differently: the
+// logger and the meter provider (each registration builds its own default logger).
+var notCompared = map[string]bool{"logger": true, "meter": true}
+
+type describedField struct{ field, value string }
+
+// describeConfig describes every field of c but notCompared, in declaration order: a
+// pointer, function, channel or map by its type and address (another TokenSource is
+// another registration, however alike), an interface by its dynamic type and value,
+// anything else by its value (%#v).
+func describeConfig(c config) []describedField {
+	v := reflect.ValueOf(c)
+	var out []describedField
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Name
+		if notCompared[name] {
+			continue
+		}
+		out = append(out, describedField{name, describeValue(v.Field(i))})
+	}
+	return out
+}
+
+func describeValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return "nil"
+		}
+		return describeValue(v.Elem())
+	case reflect.Pointer, reflect.Func, reflect.Chan, reflect.Map, reflect.UnsafePointer:
+		return fmt.Sprintf("%s@%#x", v.Type(), v.Pointer())
+	default:
+		return fmt.Sprintf("%s:%#v", v.Type(), v)
+	}
 }
 
 // Wrap returns a driver that fences writes to guarded tables and delegates everything
@@ -79,13 +129,15 @@ func Wrap(d driver.Driver, opts ...Option) driver.Driver {
 
 // OpenDB opens a database over any connector (for example one built by a driver's own
 // API, or DSNConnector over go-sqlmock's driver) with fencing applied. A DSNConnector's
-// DSN is read as sql.Open reads one (its fenced_* parameters apply, after opts). A
-// configuration error is reported by every use of the returned DB.
+// DSN is read as sql.Open reads one (its fenced_* parameters apply with opts; one that
+// contradicts an option given in opts is a *ConfigError). A configuration error is
+// reported by every use of the returned DB.
 func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 	var err error
 	if dc, ok := c.(dsnConnector); ok {
 		// The DSN is the wrapper's to read here as in sql.Open: its fenced_*
-		// parameters apply (after opts, as the DSN's do after Register's) and are
+		// parameters apply (with opts, as the DSN's do with Register's; a
+		// contradiction is refused: optionConflict) and are
 		// removed before the driver sees it (one that ignores unknown parameters —
 		// modernc's SQLite — would otherwise open a pool that guards nothing), and the
 		// dialect's DSN check runs.
@@ -100,7 +152,9 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 			// included, is read or refused the same way here.)
 			var dsnOpts []Option
 			if dc.dsn, dsnOpts, err = splitDSN(dc.dsn, cfg.dialect); err == nil {
-				opts = append(slices.Clip(opts), dsnOpts...)
+				if err = optionConflict(opts, dsnOpts); err == nil {
+					opts = append(slices.Clip(opts), dsnOpts...)
+				}
 			}
 		}
 		dc.read = true
@@ -153,6 +207,9 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	}
 	clean, dsnOpts, err := splitDSN(name, d.dialect())
 	if err != nil {
+		return nil, err
+	}
+	if err := optionConflict(d.opts, dsnOpts); err != nil {
 		return nil, err
 	}
 	opts := append(slices.Clip(d.opts), dsnOpts...)

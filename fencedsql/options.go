@@ -31,6 +31,56 @@ type config struct {
 	logger      *slog.Logger
 	meter       metric.MeterProvider
 	tokens      TokenSource // WithTokenSource
+	explicit    setting     // the settings an option gave explicitly (optionConflict)
+}
+
+// setting names a boolean setting an option or a DSN parameter can give: explicit
+// records which ones were given, so that a DSN parameter contradicting an option given
+// in code is refused (optionConflict), not silently applied after it.
+type setting uint
+
+const (
+	setStrict      setting = 1 << iota // WithStrict, fenced_strict
+	setSchemaCheck                     // WithSchemaCheck, fenced_schema_check
+	setDDL                             // WithDDL, fenced_allow=ddl
+	setDynamic                         // WithDynamicSQL, fenced_allow=dynamic_sql
+)
+
+// settings are the explicit settings, with their option and DSN spellings and value.
+var settings = []struct {
+	bit         setting
+	option, dsn string
+	get         func(*config) bool
+}{
+	{setStrict, "WithStrict", ParamStrict, func(c *config) bool { return c.strict }},
+	{setSchemaCheck, "WithSchemaCheck", ParamSchemaCheck, func(c *config) bool { return c.schemaCheck }},
+	{setDDL, "WithDDL", ParamAllow + "=ddl", func(c *config) bool { return c.allowDDL }},
+	{setDynamic, "WithDynamicSQL", ParamAllow + "=dynamic_sql", func(c *config) bool { return c.allowDyn }},
+}
+
+// optionConflict refuses a DSN whose fenced_* parameters contradict an option given in
+// code (red-team rt28a F5): WithSchemaCheck(true) and fenced_schema_check=false,
+// WithStrict(false) and fenced_strict=true, WithDDL(false) or WithDynamicSQL(false) and
+// the fenced_allow value that turns it on. Either could be the one meant — a code-level
+// WithSchemaCheck(true) is usually there to stop a test DSN from switching the checks
+// off in production — so neither wins: the pool does not open (a *ConfigError naming
+// both). A DSN parameter that repeats the option's value, or gives a setting the code
+// leaves at its default, applies as before.
+func optionConflict(code, dsn []Option) error {
+	a, b := defaultConfig(), defaultConfig()
+	for _, o := range code {
+		o(&a)
+	}
+	for _, o := range dsn {
+		o(&b)
+	}
+	for _, s := range settings {
+		if a.explicit&s.bit == 0 || b.explicit&s.bit == 0 || s.get(&a) == s.get(&b) {
+			continue
+		}
+		return configErr("the DSN parameter %s (%v) contradicts %s(%v) given in code: a configuration the wrapper cannot honour both of; remove the parameter from the DSN or change the option", s.dsn, s.get(&b), s.option, s.get(&a))
+	}
+	return nil
 }
 
 func defaultConfig() config {
@@ -70,7 +120,9 @@ func WithDialect(d dialect.Dialect) Option { return func(c *config) { c.dialect 
 // — and that is the one write: in strict mode a later UPDATE or DELETE of a
 // claimed row under the same lease is refused with ErrFenced. A read-modify-write in
 // strict mode reads without FOR UPDATE and relies on ExpectVersion instead.
-func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict } }
+func WithStrict(strict bool) Option {
+	return func(c *config) { c.strict = strict; c.explicit |= setStrict }
+}
 
 // WithSchemaCheck turns the lazy checks on or off (default on): before the first guarded
 // write to a table the wrapper verifies that the table has both fencing columns NOT
@@ -97,8 +149,13 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // sql_mode (the DSN's, the server's default) then stores a stale write's refused token
 // as 0 with a warning instead of failing it, and the write succeeds, unless the
 // database-side guard is installed (its triggers refuse it whatever the sql_mode). Never
-// run a pool with the check off against a real database without the guard.
-func WithSchemaCheck(on bool) Option { return func(c *config) { c.schemaCheck = on } }
+// run a pool with the check off against a real database without the guard. Given in
+// code, this option is not overruled by a DSN: a fenced_schema_check parameter that
+// says otherwise makes Open fail with a *ConfigError (so do fenced_strict against
+// WithStrict, and fenced_allow against WithDDL(false) or WithDynamicSQL(false)).
+func WithSchemaCheck(on bool) Option {
+	return func(c *config) { c.schemaCheck = on; c.explicit |= setSchemaCheck }
+}
 
 // DefaultSchemaRecheck is how long a pool trusts its lazy check of a table by default
 // (WithSchemaRecheck).
@@ -124,7 +181,9 @@ func WithSchemaRecheck(d time.Duration) Option { return func(c *config) { c.rech
 // on a pool with guarded tables whatever its body names (its body runs SQL the wrapper
 // never sees); WithDDL allows it too. Other DDL that names no guarded table always
 // passes; TRUNCATE of a guarded table is refused even when allowed.
-func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } }
+func WithDDL(allow bool) Option {
+	return func(c *config) { c.allowDDL = allow; c.explicit |= setDDL }
+}
 
 // WithDynamicSQL allows statements whose effect the wrapper cannot see — PREPARE …
 // FROM/AS, EXECUTE, EXECUTE IMMEDIATE, PostgreSQL DO blocks, CALL of a procedure, MariaDB
@@ -151,10 +210,20 @@ func WithDDL(allow bool) Option { return func(c *config) { c.allowDDL = allow } 
 // writes may be committed (past Commit's lease check, though each was fenced when
 // sent) or rolled back, and the wrapper cannot tell which. EXECUTE IMMEDIATE of a
 // string literal is judged as that statement sent alone (EXECUTE IMMEDIATE 'COMMIT'
-// is refused, 'CREATE TABLE …' refused inside a transaction). PostgreSQL refuses
+// is refused, 'CREATE TABLE …' refused inside a transaction). On MySQL/MariaDB the
+// wrapper also sets a savepoint before each such statement inside a transaction and
+// releases it after (two round trips): a statement that ended the transaction and
+// began another (COMMIT or ROLLBACK, then START TRANSACTION, in a procedure) took the
+// savepoint with it, and the transaction ends the same way. Outside a transaction a
+// savepoint is set and released after each such statement: when the release succeeds
+// the statement left a transaction open, which is rolled back; the statement fails
+// (ErrUnsupported, outcome Unknown) and the connection is discarded (its later
+// statements answer driver.ErrBadConn). PostgreSQL refuses
 // COMMIT inside a procedure or DO block called in a transaction; its PREPARE
 // TRANSACTION is refused as transaction control even with this option.
-func WithDynamicSQL(allow bool) Option { return func(c *config) { c.allowDyn = allow } }
+func WithDynamicSQL(allow bool) Option {
+	return func(c *config) { c.allowDyn = allow; c.explicit |= setDynamic }
+}
 
 // WithCacheSize bounds the number of statement texts whose rewrite is cached
 // (default 1024).

@@ -47,9 +47,17 @@ const rollbackQueryTimeout = 10 * time.Second
 type serverRollbackError struct {
 	Err  error
 	Left bool
+	// Replaced (with Left): the savepoint set before the dynamic statement
+	// (dialect.TxMarker) was gone after it — the transaction ended inside the
+	// statement, and the server may be inside another one the statement began.
+	Replaced bool
 }
 
 func (e *serverRollbackError) Error() string {
+	if e.Replaced {
+		return "the transaction ended inside a statement that runs dynamic SQL (CALL, EXECUTE, a compound statement): the savepoint the wrapper set before it was gone after it, so a procedure or dynamic statement committed or rolled back the transaction's writes (and may have begun another transaction, which the wrapper rolls back), " +
+			"and the wrapper cannot tell which; the statements after it would have run in a transaction that is not the wrapper's: look in the database before retrying"
+	}
 	if e.Left {
 		return "the transaction ended inside a statement that runs dynamic SQL (CALL, EXECUTE, a compound statement): the server was outside any transaction after it, so a procedure or dynamic statement committed the transaction's writes, " +
 			"or the server rolled them back (a deadlock a handler swallowed), and the wrapper cannot tell which; " +
@@ -153,9 +161,38 @@ func (c *conn) rolledBackByServer(q string) bool {
 // statements only. If it is not, st ends (txState.ended, Left) — later statements are
 // refused unsent, Commit and Rollback send only a ROLLBACK and report the writes'
 // outcome Unknown — and the statement returns that error (outcome Unknown too).
+//
+// Where the dialect can mark its transaction (dialect.TxMarker: MySQL/MariaDB), a
+// savepoint set before the statement (markDynamic) is released first: when the
+// release fails the transaction ended inside the statement, even if the server is
+// inside a transaction again (a procedure's COMMIT or ROLLBACK, then START
+// TRANSACTION: red-team rt28a F1), and st ends the same way. Outside a transaction,
+// see watchDynamicOutside.
 func (c *conn) watchDynamic(st *txState, p *plan.Plan, err error) error {
-	if p == nil || !p.Dynamic || st == nil || st.ended != nil || c.tx != st || errors.Is(err, driver.ErrBadConn) {
+	if p == nil || !p.Dynamic || errors.Is(err, driver.ErrBadConn) {
 		return err
+	}
+	if st == nil {
+		return c.watchDynamicOutside(p, err)
+	}
+	mark := st.dynMark
+	st.dynMark = ""
+	if st.ended != nil || c.tx != st {
+		return err
+	}
+	if m, ok := c.core.dialect.(dialect.TxMarker); ok && mark != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), rollbackQueryTimeout)
+		_, release := m.MarkStatements(mark)
+		rerr := c.execString(ctx, release)
+		cancel()
+		if rerr != nil {
+			st.ended = &serverRollbackError{Left: true, Replaced: true}
+			c.core.cfg.logger.Warn("fencedsql: a dynamic statement ended the transaction (its savepoint is gone); its later statements are refused", "err", rerr.Error())
+			if err != nil {
+				return withOutcomeAs(fmt.Errorf("fencedsql: %w (the statement failed: %w)", st.ended, err), Unknown)
+			}
+			return withOutcomeAs(fmt.Errorf("fencedsql: %w", st.ended), Unknown)
+		}
 	}
 	// A failed statement is asked about too: a procedure may COMMIT and then fail (a
 	// SIGNAL after it), leaving the session in autocommit (red-team rt12f F2).
@@ -171,12 +208,98 @@ func (c *conn) watchDynamic(st *txState, p *plan.Plan, err error) error {
 	return withOutcomeAs(fmt.Errorf("fencedsql: %w", st.ended), Unknown)
 }
 
+// markDynamic sets, before a statement of plan p that runs dynamic SQL is sent inside
+// st, the savepoint watchDynamic releases after it (dialect.TxMarker). An error means
+// the statement must not be sent.
+func (c *conn) markDynamic(ctx context.Context, st *txState, p *plan.Plan) error {
+	if p == nil || !p.Dynamic || st == nil || st.ended != nil || c.tx != st {
+		return nil
+	}
+	m, ok := c.core.dialect.(dialect.TxMarker)
+	if !ok {
+		return nil
+	}
+	c.dynSeq++
+	name := fmt.Sprintf("fencedsql_dyn_%d", c.dynSeq)
+	set, _ := m.MarkStatements(name)
+	if err := c.execString(ctx, set); err != nil {
+		return fmt.Errorf("fencedsql: statement not sent: the savepoint that marks the transaction before a statement that runs dynamic SQL failed: %w", err)
+	}
+	st.dynMark = name
+	return nil
+}
+
+// strayTxError fails a statement that runs dynamic SQL, sent outside a transaction of
+// the wrapper, after which the server was inside a transaction (a procedure that runs
+// START TRANSACTION: red-team rt28a F2). The wrapper rolled that transaction back
+// (or could not tell: Probe) and the connection is discarded: later statements on it
+// answer driver.ErrBadConn. errors.Is(err, ErrUnsupported) holds; the outcome is
+// Unknown (what the statement wrote before it began the transaction is committed, what
+// it wrote after is rolled back).
+type strayTxError struct {
+	Err   error // the statement's own error, if any
+	Probe error // the probe itself failed: the session's state is unknown
+}
+
+func (e *strayTxError) Error() string {
+	msg := "fencedsql: a statement that runs dynamic SQL (CALL, EXECUTE, a compound statement), sent outside a transaction, left the session inside one the wrapper did not begin: it was rolled back and the connection is discarded; " +
+		"what the statement wrote before it began the transaction is committed, what it wrote after is not: run such procedures inside a transaction (BeginTx), or make them leave none open"
+	if e.Probe != nil {
+		msg = "fencedsql: after a statement that runs dynamic SQL, sent outside a transaction, the wrapper could not tell whether the session is inside a transaction (" + e.Probe.Error() + "): the connection is discarded"
+	}
+	if e.Err != nil {
+		msg += " (the statement failed: " + e.Err.Error() + ")"
+	}
+	return msg
+}
+
+func (e *strayTxError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrUnsupported, e.Err}
+	}
+	return []error{ErrUnsupported}
+}
+
+// watchDynamicOutside judges a statement of plan p that runs dynamic SQL and was sent
+// outside any transaction of the wrapper (err: its error): where the dialect marks
+// transactions (dialect.TxMarker), a savepoint is set and released — the release
+// succeeds only when the statement left the session inside a transaction, which would
+// hold the next autocommit writes uncommitted (committed later, by whatever ends it,
+// past any lease check). That transaction is rolled back, the connection marked
+// (strayTx: discarded by database/sql, every later statement on it refused with
+// driver.ErrBadConn), and the statement fails (*strayTxError, outcome Unknown).
+func (c *conn) watchDynamicOutside(p *plan.Plan, err error) error {
+	m, ok := c.core.dialect.(dialect.TxMarker)
+	if !ok || c.tx != nil || c.strayTx {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackQueryTimeout)
+	defer cancel()
+	c.dynSeq++
+	set, release := m.MarkStatements(fmt.Sprintf("fencedsql_dyn_%d", c.dynSeq))
+	if serr := c.execString(ctx, set); serr != nil {
+		c.strayTx = true
+		_ = c.execString(ctx, "ROLLBACK")
+		return withOutcomeAs(&strayTxError{Err: err, Probe: serr}, Unknown)
+	}
+	if rerr := c.execString(ctx, release); rerr != nil {
+		return err // in autocommit: the savepoint ended with its statement
+	}
+	c.strayTx = true
+	_ = c.execString(ctx, "ROLLBACK")
+	c.core.cfg.logger.Warn("fencedsql: a dynamic statement outside a transaction left the session inside one: rolled back, connection discarded")
+	return withOutcomeAs(&strayTxError{Err: err}, Unknown)
+}
+
 // watchDynamicRows makes the rows of a query of plan p run inside st judge, when they
 // close (with an error or without), whether the transaction is still open (watchDynamic): a CALL's
-// result sets must be read before anything else is sent on the connection.
+// result sets must be read before anything else is sent on the connection. Outside a
+// transaction (st nil) the rows judge whether the statement left one open
+// (watchDynamicOutside): the rows' error is not changed, but the connection is
+// discarded then, and its next statement answers driver.ErrBadConn.
 func (c *conn) watchDynamicRows(st *txState, p *plan.Plan, r driver.Rows) driver.Rows {
 	w, ok := r.(*rows)
-	if !ok || st == nil || p == nil || !p.Dynamic {
+	if !ok || p == nil || !p.Dynamic {
 		return r
 	}
 	w.onDone(func(err error) { _ = c.watchDynamic(st, p, err) })

@@ -82,6 +82,9 @@ func (s *stmt) planFor(ctx context.Context) (*plan.Plan, error) {
 
 // ExecContext implements driver.StmtExecContext.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if s.c.strayTx {
+		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
+	}
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
@@ -99,6 +102,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if s.c.strayTx {
+		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
+	}
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
 	}
@@ -241,13 +247,22 @@ func (s *passStmt) Raw() driver.Stmt { return s.Stmt }
 
 // refusedInTx returns the statement's refusal when it would run inside a transaction
 // it must not run in (plan.Plan.ImplicitCommit), or inside one the server already
-// rolled back (txState.ended), or when it is a locking read through a view over a
-// guarded table that carries a token (conn.lockThrough); nil otherwise.
+// rolled back (txState.ended), or outside a transaction the wrapper began when it may
+// run only inside one (plan.Plan.TxOnly: a savepoint statement prepared while a
+// transaction was open and executed after it ended — a statement prepared on a
+// *sql.Conn outlives its Tx; red-team rt28a F3), or when it is a locking read through
+// a view over a guarded table that carries a token (conn.lockThrough); nil otherwise.
 func (s *passStmt) refusedInTx(ctx context.Context) error {
+	if s.c.strayTx {
+		return driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
+	}
 	if err := s.c.lockThrough(ctx, s.p); err != nil {
 		return err
 	}
 	if s.c.tx == nil {
+		if s.p != nil && s.p.TxOnly != nil {
+			return s.c.core.refused(s.p.TxOnly)
+		}
 		return nil
 	}
 	if s.inTx != nil {
@@ -262,6 +277,9 @@ func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 		return nil, err
 	}
 	st := s.c.tx
+	if err := s.c.markDynamic(context.Background(), st, s.p); err != nil {
+		return nil, err
+	}
 	res, err := s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
 	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
 }
@@ -272,6 +290,9 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 		return nil, err
 	}
 	st := s.c.tx
+	if err := s.c.markDynamic(context.Background(), st, s.p); err != nil {
+		return nil, err
+	}
 	rows, err := s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 	if err != nil {
 		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
@@ -288,6 +309,9 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 		return nil, err
 	}
 	st := s.c.tx
+	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
+		return nil, err
+	}
 	res, err := stmtExec(ctx, s.Stmt, args)
 	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
 }
@@ -301,6 +325,9 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 		return nil, err
 	}
 	st := s.c.tx
+	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
+		return nil, err
+	}
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {
 		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))

@@ -14,4 +14,18 @@ func (dialectImpl) TxOpenQuery() string {
 	return "SELECT /*M!100002 @@in_transaction + */ 0"
 }
 
-var _ dialect.TxOpenQuerier = dialectImpl{}
+// MarkStatements implements dialect.TxMarker: a savepoint set before a statement that
+// runs dynamic SQL inside a transaction, released after it; COMMIT and ROLLBACK (and
+// the implicit commit of DDL) drop every savepoint of the transaction, so the release
+// fails (1305) when the statement ended the wrapper's transaction, even when it began
+// another (COMMIT; START TRANSACTION in a procedure). Outside a transaction SAVEPOINT
+// followed by RELEASE SAVEPOINT succeeds only inside one: in autocommit the savepoint
+// ends with its own statement.
+func (dialectImpl) MarkStatements(name string) (set, release string) {
+	return "SAVEPOINT " + name, "RELEASE SAVEPOINT " + name
+}
+
+var (
+	_ dialect.TxOpenQuerier = dialectImpl{}
+	_ dialect.TxMarker      = dialectImpl{}
+)

@@ -121,6 +121,23 @@ type TxOpenQuerier interface {
 	TxOpenQuery() string
 }
 
+// TxMarker is implemented by a dialect on whose database a statement that runs
+// dynamic SQL (allowed by WithDynamicSQL) can end the open transaction and begin
+// another one, or begin one outside any: a procedure that runs COMMIT (or ROLLBACK)
+// and then START TRANSACTION leaves the session inside a transaction, which
+// TxOpenQuerier cannot tell from the wrapper's own (MySQL/MariaDB). MarkStatements
+// returns the statements that set and release a savepoint named name (a plain
+// identifier the wrapper makes). Inside a transaction the wrapper sets one before such
+// a statement and releases it after: a transaction ended inside the statement takes
+// its savepoints with it, so the release fails and the wrapper ends its transaction
+// with an Unknown outcome. Outside a transaction it sets and releases one after such a
+// statement: the release succeeds only inside a transaction (one the statement
+// opened), which the wrapper then rolls back, failing the statement and discarding the
+// connection.
+type TxMarker interface {
+	MarkStatements(name string) (set, release string)
+}
+
 // Dialect is what differs between databases. The dialect packages (postgres, mysql,
 // sqlite) export one each as Dialect, and only they implement it.
 //

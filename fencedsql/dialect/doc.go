@@ -23,6 +23,8 @@
 //     opens;
 //   - TxOpenQuerier: whether a connection is still inside a transaction after a
 //     statement that runs dynamic SQL succeeded (WithDynamicSQL);
+//   - TxMarker: the savepoint statements that show whether such a statement ended
+//     the transaction and began another, or began one outside any;
 //   - TxProber: whether a connection is still inside a transaction after a failed
 //     statement, where no query tells it (SQLite ends a transaction on some errors);
 //   - SendChecker: the client driver's own reading of what is sent (its lexer, when it

@@ -35,7 +35,9 @@
 // What is refused: CopyFrom into a guarded table or one of its partitions
 // (ErrUnsupported: copied rows carry no token), a batch built with pgx.Batch.BeginTx
 // (begin the transaction with Begin), pgx.TxOptions.BeginQuery and CommitQuery (SQL
-// pgx sends verbatim in place of BEGIN and COMMIT, which the engine would never plan),
+// pgx sends verbatim in place of BEGIN and COMMIT, which the engine would never plan)
+// and an IsoLevel, AccessMode or DeferrableMode other than pgx's constants (pgx pastes
+// them into BEGIN),
 // and everything fencedsql refuses on a pool with guarded tables — in a batch as for a
 // statement sent alone (the batch calls the statement path's checks: the lease, the
 // claim's refusals, the count of a two-statement claim or DELETE).

@@ -41,7 +41,12 @@ func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*T
 		// the new Tx's token would then bind the statements of the one already open.
 		return nil, fmt.Errorf("%w: a transaction is already open on this connection: commit or roll it back first, or use its Begin for a savepoint", fencedsql.ErrUnsupported)
 	}
+	// The options are the connection's only for this call: native.BeginTx takes them
+	// when the engine sends BEGIN, and a Begin the engine refuses before that (a lost
+	// lease, a failing first use) must not leave them for the next transaction begun on
+	// this (pooled) connection by anyone.
 	l.n.txOpts = opts
+	defer func() { l.n.txOpts = pgx.TxOptions{} }()
 	l.n.lastTx = nil
 	dtx, err := l.c.Begin(ctx)
 	if err != nil {
@@ -55,8 +60,11 @@ func begin(ctx context.Context, l *link, opts pgx.TxOptions, stmts *stmtMap) (*T
 // pgx.TxOptions.BeginQuery replaces BEGIN and CommitQuery replaces COMMIT, sent
 // verbatim (several statements allowed), so the wrapper would never plan them: an
 // unfenced write to a guarded table, or a setting the wrapper refuses as a statement
-// (synchronous_commit), would go through. The other options (isolation, access and
-// deferrable modes) are pgx's own BEGIN clauses and are sent as they are.
+// (synchronous_commit), would go through. IsoLevel, AccessMode and DeferrableMode are
+// plain strings too, pasted by pgx into the BEGIN text (simple protocol, several
+// statements allowed): only the values pgx defines as constants (or "") are accepted,
+// compared exactly; anything else — "read committed; UPDATE …" — is refused before
+// anything is sent (red-team rt28a F7).
 func checkTxOptions(opts pgx.TxOptions) error {
 	var field string
 	switch {
@@ -64,10 +72,30 @@ func checkTxOptions(opts pgx.TxOptions) error {
 		field = "BeginQuery"
 	case opts.CommitQuery != "":
 		field = "CommitQuery"
-	default:
-		return nil
 	}
-	return &fencedsql.UnsupportedError{Reason: "pgx.TxOptions." + field + ": pgx sends it verbatim in place of BEGIN or COMMIT, unplanned, so it could write a guarded table unfenced or change a setting the wrapper refuses: use IsoLevel, AccessMode and DeferrableMode, and send further statements (SET LOCAL …) on the transaction, where they are checked"}
+	if field != "" {
+		return &fencedsql.UnsupportedError{Reason: "pgx.TxOptions." + field + ": pgx sends it verbatim in place of BEGIN or COMMIT, unplanned, so it could write a guarded table unfenced or change a setting the wrapper refuses: use IsoLevel, AccessMode and DeferrableMode, and send further statements (SET LOCAL …) on the transaction, where they are checked"}
+	}
+	switch opts.IsoLevel {
+	case "", pgx.Serializable, pgx.RepeatableRead, pgx.ReadCommitted, pgx.ReadUncommitted:
+	default:
+		return txModeRefused("IsoLevel", string(opts.IsoLevel))
+	}
+	switch opts.AccessMode {
+	case "", pgx.ReadWrite, pgx.ReadOnly:
+	default:
+		return txModeRefused("AccessMode", string(opts.AccessMode))
+	}
+	switch opts.DeferrableMode {
+	case "", pgx.Deferrable, pgx.NotDeferrable:
+	default:
+		return txModeRefused("DeferrableMode", string(opts.DeferrableMode))
+	}
+	return nil
+}
+
+func txModeRefused(field, v string) error {
+	return &fencedsql.UnsupportedError{Reason: fmt.Sprintf("pgx.TxOptions.%s %q is not one of the values pgx defines (its constants, or \"\"): pgx pastes it into the BEGIN text, unplanned, so any other text could carry a statement the wrapper never sees", field, v)}
 }
 
 // done reports whether t or any of its ancestors ended: a savepoint outlives neither
