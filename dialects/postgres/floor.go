@@ -88,20 +88,7 @@ const floorSyncVersion = "fencedsql floor sync v2"
 // through the guards' fast path). Both are re-applied on every run, as is the
 // sequence's and the table's REVOKE.
 func (dialectImpl) FloorDDL() []string {
-	syncBody := `
--- ` + floorSyncVersion + `
-BEGIN
-  IF TG_TABLE_NAME IS DISTINCT FROM '` + dialect.FloorTable + `' OR TG_NAME IS DISTINCT FROM '` + floorSyncTrigger + `'
-      OR TG_WHEN IS DISTINCT FROM 'AFTER' OR TG_LEVEL IS DISTINCT FROM 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE')
-      OR TG_TABLE_SCHEMA IS DISTINCT FROM (SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.oid = ` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
-    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-      MESSAGE = 'fencedsql: ` + floorSyncTrigger + `() fires only as the trigger ` + floorSyncTrigger + ` of the token floor table ` + dialect.FloorTable + ` of its own schema';
-  END IF;
-  PERFORM pg_catalog.setval(` + floorSeqPlaceholder + `::pg_catalog.regclass, NEW.floor, true);
-  RETURN NULL;
-END
-`
+	syncBody := floorSyncBody()
 	tag := dollarTag(syncBody)
 	fn := floorSyncTrigger + "()"
 	create := "CREATE TRIGGER " + floorSyncTrigger + " AFTER INSERT OR UPDATE ON " + dialect.FloorTable + " FOR EACH ROW EXECUTE FUNCTION " + fn
@@ -356,3 +343,23 @@ func (d dialectImpl) FloorCopiedQuery(table dialect.TableName) (string, []any) {
 }
 
 var _ dialect.FloorCopier = dialectImpl{}
+
+// floorSyncBody is the body of the floor's sync function as FloorDDL writes it, with
+// floorSeqPlaceholder for the copy's qualified name (otherTriggers compares another
+// schema's sync function with it, placeholders replaced by that schema's names).
+func floorSyncBody() string {
+	return `
+-- ` + floorSyncVersion + `
+BEGIN
+  IF TG_TABLE_NAME IS DISTINCT FROM '` + dialect.FloorTable + `' OR TG_NAME IS DISTINCT FROM '` + floorSyncTrigger + `'
+      OR TG_WHEN IS DISTINCT FROM 'AFTER' OR TG_LEVEL IS DISTINCT FROM 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE')
+      OR TG_TABLE_SCHEMA IS DISTINCT FROM (SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.oid = ` + floorSeqPlaceholder + `::pg_catalog.regclass) THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+      MESSAGE = 'fencedsql: ` + floorSyncTrigger + `() fires only as the trigger ` + floorSyncTrigger + ` of the token floor table ` + dialect.FloorTable + ` of its own schema';
+  END IF;
+  PERFORM pg_catalog.setval(` + floorSeqPlaceholder + `::pg_catalog.regclass, NEW.floor, true);
+  RETURN NULL;
+END
+`
+}

@@ -53,7 +53,8 @@ import (
 //     clause names one or whose function writes the table itself (ownTriggers),
 //     a guard a table swap lost (lostGuard), and the guards' own tables — the
 //     tombstone table and the floor — not as the guards created them
-//     (guardTables), or written by a trigger (otherTriggers' guard writers).
+//     (guardTables), or changed by a trigger, a rule, a view over them, an event
+//     trigger or a SECURITY DEFINER routine (otherTriggers' guard writers).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
 }
@@ -411,8 +412,9 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // one or whose function writes the table itself (ownTriggers, patchDoor), a guard
 // a table swap lost (lostGuard), a tombstone table keyed otherwise than the table
 // (tombstoneKey), and the guards' own tables not as the guards created them
-// (guardTables) — and, with the triggers of other relations, the triggers that write
-// those tables (guard writers, otherTriggers) — in that order, one catalog query each.
+// (guardTables) — and, with the triggers of other relations, what may change those
+// tables (guard writers: triggers, rules, views, event triggers, SECURITY DEFINER
+// routines; otherTriggers) — in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey, d.guardTables)
 }
@@ -561,77 +563,282 @@ func ownColumns(t dialect.SideDoorTable) string {
 // do its work through the wrapper.
 //
 // The same query finds the guard writers (dialect.SideDoorGuardWriter, red-team rt27c
-// F7; SQLite's guardWriters): an enabled user trigger on any relation — the table
-// itself included — whose function's body writes the table's tombstone table or the
-// token floor, by the same body test. Its function, SECURITY DEFINER or owned by
-// their owner, deletes tombstones or lowers the floor whenever the application writes
-// its table through the pool, with every guard intact. Not judged: the tombstone
-// guard's own triggers (fencedsql_tombstone_delete, _insert, _rekey calling the
-// fencedsql_tombstone_<table> function of a schema holding a table of the name: the
-// guarded table's, or a same-named table's of another schema, whose tombstone table has
-// the same name), triggers on the guard table itself (guardTables judges those), and,
-// for the floor, the guard functions (fencedsql_guard_… carrying a guard version's
-// marker: every guarded table's guard reads the floor, and lexing them all for each
-// table's check would cost a pool's start quadratic time).
-// Fix: DROP TRIGGER.
+// F7, rt29a; SQLite's guardWriters): whatever may change a guard object — the table's
+// tombstone table, the token floor, or the floor's copy fencedsql_floor_seq, which the
+// guards' fast path reads — by guardWrites (rows written, or DDL on them: rt29a F5; the
+// copy named at all: F9), each lending its owner's rights to a statement through the
+// pool: an enabled user trigger on any relation, the guarded table included (Fix DROP
+// TRIGGER); an enabled non-SELECT rule on another relation whose action depends on or
+// names one (F3, DROP RULE); a view over the tombstone table or the floor (F4, a guard
+// table door: a write through it reaches the table under another name; DROP VIEW); an
+// enabled event trigger (F11, DROP EVENT TRIGGER; one that writes the table itself is a
+// trigger door); a SECURITY DEFINER function or procedure other than a trigger
+// function that a role other than its owner may execute (F12, REVOKE EXECUTE).
+// Not judged: triggers on the guard tables themselves (guardTables judges those); the
+// tombstone guard's own triggers (fencedsql_tombstone_delete, _insert, _rekey) on the
+// table or its inheritance descendants calling fencedsql_tombstone_<table> of the
+// table's own schema (F1: not any schema holding a table of the name, nor any
+// relation); the guard's own triggers (fencedsql_guard, _delete, _truncate) calling a
+// fencedsql_guard_… function carrying a guard version marker in the schema of the
+// trigger's relation or of an inheritance ancestor (F2: no other trigger; every
+// guarded table's guard reads the floor's copy, and lexing them all for each table's
+// check would cost a pool's start quadratic time. The function is not required to be
+// named for the relation: a renamed guarded table, and a swap's old table, keep
+// triggers calling the function of the old name; a guard function re-created with the
+// marker is not seen); the floor sync trigger of another schema's floor calling that
+// schema's sync function whose body is exactly FloorDDL's for that schema. The own
+// tombstone triggers of another schema (a same-named guarded table's, the function
+// named for the relation in its schema, pinned search_path), and a sync trigger of
+// another text, write that schema's same-named guard table: they count only when their
+// body names this table's schema (or the floor's).
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb := tombTable(fold(t.Table)).Name
-	rows, err := query(ctx, `SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
-  CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
-  CASE WHEN tg.tgrelid = to_regclass($1) THEN 1 ELSE 0 END
+	// body is a routine's text: prosrc, or the definition of an SQL-standard body.
+	body := func(p string) string {
+		return `COALESCE(NULLIF(` + p + `.prosrc, ''), pg_catalog.pg_get_functiondef(` + p + `.oid))`
+	}
+	// names: the cheap pre-filter of a text that may name the table (with tables, not
+	// routines), the tombstone table or the floor (and its copy), or spell a name in
+	// U& escapes; the Go side decides.
+	names := func(s string, table bool) string {
+		l := `pg_catalog.lower(` + s + `)`
+		out := `(pg_catalog.strpos(` + l + `, $3) > 0 OR pg_catalog.strpos(` + l + `, $5) > 0 OR pg_catalog.strpos(` + l + `, 'u&') > 0`
+		if table {
+			out += ` OR pg_catalog.strpos(` + l + `, pg_catalog.lower($2)) > 0`
+		}
+		return out + `)`
+	}
+	// ownFn: fn is the function the library names for relation name with prefix —
+	// exactly when the name fits PostgreSQL's 63 bytes; a longer one is cut and hashed
+	// (boundedName), compared here on its first 40 characters.
+	ownFn := func(prefix, name, fn string) string {
+		full := `('` + prefix + `' || pg_catalog.translate(` + name + `::text, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'))`
+		return `(pg_catalog.octet_length(` + full + `) <= 63 AND ` + fn + `::text = ` + full +
+			` OR pg_catalog.octet_length(` + full + `) > 63 AND pg_catalog.left(` + fn + `::text, 40) = pg_catalog.left(` + full + `, 40))`
+	}
+	// relOrAncestor: relation a is the trigger's relation or one of its inheritance
+	// ancestors (a child's guard triggers call its guarded ancestor's functions).
+	const relOrAncestor = `(a.oid = tg.tgrelid OR a.oid IN (SELECT inh.anc FROM inh WHERE inh.rel = tg.tgrelid))`
+	args := []any{t.Table.String(), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb,
+		tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, guardTrigger, guardDeleteTrigger, guardTruncateTrigger,
+		"%" + guardMarker + "%", pinnedSearchPath, floorSeq, floorSyncTrigger}
+	fs := len(args) + 1
+	args = append(args, floorSchemaArgs(t.Table)...)
+	args = append(args, floorSyncBody())
+	rows, err := query(ctx, `WITH RECURSIVE inh(rel, anc) AS (
+  SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i
+  UNION
+  SELECT inh.rel, i.inhparent FROM inh JOIN pg_catalog.pg_inherits i ON i.inhrelid = inh.anc),
+me AS (SELECT c.oid, c.relnamespace, n.nspname::text AS nsp FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.oid = pg_catalog.to_regclass($1)),
+fs AS (SELECT `+floorSchemaSQL(fs)+` AS nsp),
+g(oid, what) AS (
+  SELECT c.oid, 'tomb' FROM pg_catalog.pg_class c JOIN me ON c.relnamespace = me.relnamespace WHERE c.relname = $5
+  UNION ALL
+  SELECT c.oid, CASE WHEN c.relname = $3 THEN 'floor' ELSE 'seq' END FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    JOIN fs ON n.nspname = fs.nsp WHERE c.relname IN ($3, $14))
+SELECT 1, n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text, `+body("p")+`,
+  CASE WHEN tg.tgrelid = pg_catalog.to_regclass($1) THEN 1 ELSE 0 END,
+  CASE WHEN tg.tgrelid IN (SELECT g.oid FROM g) THEN 'g'
+    WHEN p.proconfig = ARRAY[$13]::text[] AND (tg.tgname IN ($6, $7, $8) AND EXISTS (SELECT 1 FROM pg_catalog.pg_class a
+        WHERE a.relnamespace = p.pronamespace AND `+relOrAncestor+` AND `+ownFn("fencedsql_tombstone_", "a.relname", "p.proname")+`)
+      OR tg.tgname = $15 AND p.proname = $15 AND c.relname = $3 AND p.pronamespace = c.relnamespace) THEN 'o' ELSE '' END,
+  COALESCE((SELECT me.nsp FROM me), ''), COALESCE((SELECT fs.nsp FROM fs), '')
 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
 WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D'
-  AND NOT (tg.tgname IN ($6, $7, $8) AND p.proname = $4
-    AND EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.relnamespace = p.pronamespace AND r.relname = $9))
-  AND (pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), pg_catalog.lower($2)) > 0
-    OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), $3) > 0
-      AND NOT (p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $10)
-    OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), $5) > 0
-    OR pg_catalog.strpos(pg_catalog.lower(COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))), 'u&') > 0)
-ORDER BY 1, 2, 3`, t.Table.String(), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, fold(t.Table).Name, "%"+guardMarker+"%")
+  AND NOT (tg.tgname IN ($6, $7, $8) AND p.proname = $4 AND p.pronamespace = (SELECT me.relnamespace FROM me)
+    AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgrelid IN (SELECT inh.rel FROM inh WHERE inh.anc = pg_catalog.to_regclass($1))))
+  AND NOT (tg.tgname IN ($9, $10, $11) AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $12 AND EXISTS (SELECT 1 FROM pg_catalog.pg_class a
+    WHERE a.relnamespace = p.pronamespace AND `+relOrAncestor+`))
+  AND NOT (tg.tgname = $15 AND p.proname = $15 AND c.relname = $3 AND p.pronamespace = c.relnamespace AND p.proconfig = ARRAY[$13]::text[]
+    AND p.prosrc = pg_catalog.replace(pg_catalog.replace(pg_catalog.replace($21, `+pgLiteral(floorPlaceholder)+`, pg_catalog.quote_ident(n.nspname) || '.' || $3),
+      `+pgLiteral(floorSeqPlaceholder)+`, pg_catalog.quote_literal(pg_catalog.quote_ident(n.nspname) || '.' || $14)), `+pgLiteral(schemaPlaceholder)+`, pg_catalog.quote_ident(n.nspname)))
+  AND `+names(body("p"), true)+`
+UNION ALL
+SELECT 2, n.nspname::text, c.relname::text, r.rulename::text, '', '', pg_catalog.pg_get_ruledef(r.oid), 0, '',
+  COALESCE((SELECT pg_catalog.string_agg(DISTINCT g.what, ' ') FROM pg_catalog.pg_depend dep JOIN g ON g.oid = dep.refobjid
+    WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass), ''), ''
+FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D' AND r.ev_class NOT IN (SELECT g.oid FROM g)
+  AND (EXISTS (SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
+      AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid IN (SELECT g.oid FROM g))
+    OR `+names("pg_catalog.pg_get_ruledef(r.oid)", false)+`)
+UNION ALL
+SELECT 3, n.nspname::text, c.relname::text, c.relname::text, '', '', '', 0, '',
+  (SELECT pg_catalog.string_agg(DISTINCT g.what, ' ') FROM pg_catalog.pg_depend dep JOIN g ON g.oid = dep.refobjid
+    WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass), ''
+FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE r.ev_type = '1' AND c.relkind = 'v' AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend dep JOIN g ON g.oid = dep.refobjid
+  WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND g.what <> 'seq')
+UNION ALL
+SELECT 4, '', '', e.evtname::text, pn.nspname::text, p.proname::text, `+body("p")+`, 0, '', '', ''
+FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid = e.evtfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+WHERE e.evtenabled <> 'D' AND `+names(body("p"), true)+`
+UNION ALL
+SELECT 5, '', '', CASE WHEN p.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END, pn.nspname::text, p.proname::text, `+body("p")+`, 0, '',
+  pg_catalog.pg_get_function_identity_arguments(p.oid),
+  CASE WHEN p.proacl IS NULL THEN 'PUBLIC' ELSE (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(ro.rolname) END, ', ')
+    FROM pg_catalog.aclexplode(p.proacl) x LEFT JOIN pg_catalog.pg_roles ro ON ro.oid = x.grantee
+    WHERE x.privilege_type = 'EXECUTE' AND x.grantee <> p.proowner) END
+FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+WHERE p.prosecdef AND p.prokind IN ('f', 'p')
+  AND p.prorettype NOT IN ('pg_catalog.trigger'::pg_catalog.regtype, 'pg_catalog.event_trigger'::pg_catalog.regtype)
+  AND (p.proacl IS NULL OR EXISTS (SELECT 1 FROM pg_catalog.aclexplode(p.proacl) x WHERE x.privilege_type = 'EXECUTE' AND x.grantee <> p.proowner))
+  AND `+names(body("p"), false)+`
+ORDER BY 1, 2, 3, 4`, args...)
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 7 {
+		if len(r) < 11 {
 			continue
 		}
-		rel := dialect.TableName{Schema: r[0], Name: r[1]}
-		fn := dialect.TableName{Schema: r[3], Name: r[4]}
-		drop := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[2]) + " ON " + rel.Quote(d.QuoteIdent)}
-		if r[6] != "1" && dialect.WritesTable(r[5], dialect.PostgresSyntax, t.Table.Name) {
-			fix := drop
-			if r[2] == refuseTrigger && r[4] == refuseFunction {
-				// A view's refusal whose function was replaced: restore the function (the
-				// view check's Fix re-creates the same trigger; a DROP after it would
-				// undo that).
-				fix = []string{d.refuseFunctionDDL(r[3])}
+		switch r[0] {
+		case "1":
+			if sd, ok := d.triggerDoor(r, t, tomb); ok {
+				doors = append(doors, sd)
 			}
-			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[2] + " on " + rel.String(),
-				Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
-					" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
-				Fix: fix})
-			continue
-		}
-		// The guards' own tables (red-team rt27c F7): a trigger on the guard table
-		// itself is guardTables' to judge.
-		var wrote []string
-		for _, g := range []string{tomb, dialect.FloorTable} {
-			if !strings.EqualFold(r[1], g) && dialect.WritesTable(r[5], dialect.PostgresSyntax, g) {
-				wrote = append(wrote, g)
+		case "2":
+			rel := dialect.TableName{Schema: r[1], Name: r[2]}
+			wrote := guardObjects(r[9])
+			if len(wrote) == 0 {
+				wrote = guardWrites(r[6], tomb)
 			}
+			if len(wrote) == 0 {
+				continue
+			}
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[3] + " on " + rel.String(),
+				Problem: "the rule " + r[3] + " on " + rel.String() + " names " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
+					" read: a rule's action runs with the rights of the relation's owner on every matching statement on " + rel.String() +
+					" (through the pool too, without a token), so one that deletes a tombstone or lowers the floor lets a stale holder write again; drop the rule" +
+					" (statements prepared under the rule keep its rewriting after DROP RULE: reconnect the pools)",
+				Fix: []string{"DROP RULE IF EXISTS " + d.QuoteIdent(r[3]) + " ON " + rel.Quote(d.QuoteIdent)}})
+		case "3":
+			view := dialect.TableName{Schema: r[1], Name: r[2]}
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardTable, Object: view.String(),
+				Problem: "the view " + view.String() + " reads " + strings.Join(guardObjects(r[9]), " and ") + ", which the guards of " + t.Table.String() +
+					" read: a write through the view (automatically updatable, or through an INSTEAD OF trigger or rule) — by a routine or trigger that names only the view — deletes tombstones or lowers the floor under another name, which no body test for the guard tables sees; drop the view (the guard tables are the library's own: read them, if at all, directly)",
+				Fix: []string{"DROP VIEW IF EXISTS " + view.Quote(d.QuoteIdent)}})
+		case "4":
+			fn := dialect.TableName{Schema: r[4], Name: r[5]}
+			drop := []string{"DROP EVENT TRIGGER IF EXISTS " + d.QuoteIdent(r[3])}
+			if wrote := guardWrites(r[6], tomb); len(wrote) > 0 {
+				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: "event trigger " + r[3],
+					Problem: "the event trigger " + r[3] + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
+						" read: any DDL statement (a CREATE TEMP TABLE through the pool, without a token) runs it, and one that deletes a tombstone or lowers the floor lets a stale holder write again; drop the event trigger",
+					Fix: drop})
+			} else if dialect.WritesTable(r[6], dialect.PostgresSyntax, t.Table.Name) {
+				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: "event trigger " + r[3],
+					Problem: "the event trigger " + r[3] + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": any DDL statement (through the pool too, without a token) changes rows of " +
+						t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the event trigger and do its work through the wrapper",
+					Fix: drop})
+			}
+		case "5":
+			wrote := guardWrites(r[6], tomb)
+			if len(wrote) == 0 {
+				continue
+			}
+			fn := dialect.TableName{Schema: r[4], Name: r[5]}
+			sig := fn.Quote(d.QuoteIdent) + "(" + r[9] + ")"
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + ")",
+				Problem: "the SECURITY DEFINER " + strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + "), which " + r[10] + " may execute, may write " + strings.Join(wrote, " and ") +
+					", which the guards of " + t.Table.String() + " read: a call through the pool (SELECT " + fn.String() + "(…), sent as written, with or without a token) runs it with its owner's rights, and one that deletes a tombstone or lowers the floor lets a stale holder write again; revoke EXECUTE from every role but its owner (or drop it)",
+				Fix: []string{"REVOKE EXECUTE ON " + r[3] + " " + sig + " FROM " + r[10]}})
 		}
-		if len(wrote) == 0 {
-			continue
-		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[2] + " on " + rel.String(),
-			Problem: "the trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
-				" read: a write to " + rel.String() + " (through the pool too; a SECURITY DEFINER function lends its owner's rights on them) that deletes a tombstone or lowers the floor lets a stale holder write again; drop the trigger",
-			Fix: drop})
 	}
 	return doors, nil
+}
+
+// guardDDLWords: statements that change a guard table or its copy other than by
+// writing rows (red-team rt29a F5): renamed away, dropped and re-created empty, …
+var guardDDLWords = map[string]bool{
+	"ALTER": true, "DROP": true, "CREATE": true, "RENAME": true, "CLUSTER": true, "REINDEX": true, "VACUUM": true,
+	"GRANT": true, "REVOKE": true, "COMMENT": true, "SECURITY": true, "IMPORT": true, "REFRESH": true,
+}
+
+// guardWrites lists the guard objects the routine or rule text src may change: the
+// tombstone table tomb and the floor, by a statement that writes rows or changes the
+// table (dialect.WritesTableWords with guardDDLWords), and the floor's copy
+// fencedsql_floor_seq named at all (setval, nextval, ALTER SEQUENCE; red-team rt29a F9).
+func guardWrites(src, tomb string) []string {
+	var wrote []string
+	for _, g := range []string{tomb, dialect.FloorTable} {
+		if dialect.WritesTableWords(src, dialect.PostgresSyntax, g, guardDDLWords) {
+			wrote = append(wrote, g)
+		}
+	}
+	if dialect.NamesColumn(src, dialect.PostgresSyntax, floorSeq) {
+		wrote = append(wrote, floorSeq)
+	}
+	return wrote
+}
+
+// guardObjects names the guard objects of a dependency list ("tomb floor seq").
+func guardObjects(deps string) []string {
+	var out []string
+	for _, w := range strings.Fields(deps) {
+		switch w {
+		case "tomb":
+			out = append(out, "the tombstone table")
+		case "floor":
+			out = append(out, dialect.FloorTable)
+		case "seq":
+			out = append(out, floorSeq)
+		}
+	}
+	return out
+}
+
+// triggerDoor judges one trigger row of otherTriggers: a trigger on another relation
+// that writes the table (SideDoorTrigger), or a trigger whose function may change a
+// guard object (SideDoorGuardWriter). r[8] is "g" for a trigger on one of the guard
+// tables themselves (guardTables judges those), "o" for the library's own tombstone or
+// floor sync trigger of another schema (the function of that name, pinned search_path,
+// on a relation of its schema that it is named for): such a body writes its own
+// schema's guard table, which shares the name, so it counts only when it also names
+// this table's schema (r[9]) or the floor's (r[10]).
+func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb string) (dialect.SideDoor, bool) {
+	rel := dialect.TableName{Schema: r[1], Name: r[2]}
+	fn := dialect.TableName{Schema: r[4], Name: r[5]}
+	drop := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[3]) + " ON " + rel.Quote(d.QuoteIdent)}
+	if r[7] != "1" && dialect.WritesTable(r[6], dialect.PostgresSyntax, t.Table.Name) {
+		fix := drop
+		if r[3] == refuseTrigger && r[5] == refuseFunction {
+			// A view's refusal whose function was replaced: restore the function (the
+			// view check's Fix re-creates the same trigger; a DROP after it would
+			// undo that).
+			fix = []string{d.refuseFunctionDDL(r[4])}
+		}
+		return dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[3] + " on " + rel.String(),
+			Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
+				" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
+			Fix: fix}, true
+	}
+	if r[8] == "g" {
+		return dialect.SideDoor{}, false
+	}
+	var wrote []string
+	for _, g := range guardWrites(r[6], tomb) {
+		if r[8] == "o" {
+			schema := r[10]
+			if g == tomb {
+				schema = r[9]
+			}
+			if !dialect.NamesColumn(r[6], dialect.PostgresSyntax, schema) {
+				continue
+			}
+		}
+		wrote = append(wrote, g)
+	}
+	if len(wrote) == 0 {
+		return dialect.SideDoor{}, false
+	}
+	return dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[3] + " on " + rel.String(),
+		Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
+			" read: a write to " + rel.String() + " (through the pool too; a SECURITY DEFINER function lends its owner's rights on them) that deletes a tombstone or lowers the floor lets a stale holder write again; drop the trigger",
+		Fix: drop}, true
 }
 
 var _ dialect.TriggerDoorFinder = dialectImpl{}

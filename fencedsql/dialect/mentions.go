@@ -48,6 +48,14 @@ var writeWords = map[string]bool{
 // read counts when Mentions finds the name anywhere in it. It cannot see a name built
 // at run time ('acc' || 'ounts') nor the body of a routine the body calls.
 func WritesTable(src string, syn Syntax, name string) bool {
+	return WritesTableWords(src, syn, name, nil)
+}
+
+// WritesTableWords is WritesTable with more words that count as writing (upper case),
+// for a dialect whose bodies may change a table by other statements too: PostgreSQL's
+// routine bodies may hold DDL (ALTER TABLE … RENAME, DROP TABLE, CREATE TABLE … LIKE),
+// which empties or swaps a table no less than a DELETE. extra nil is WritesTable.
+func WritesTableWords(src string, syn Syntax, name string, extra map[string]bool) bool {
 	toks, err := LexDDL(src, syn)
 	if err != nil {
 		return Mentions(src, name)
@@ -58,7 +66,7 @@ func WritesTable(src string, syn Syntax, name string) bool {
 		case t.Kind == DDLPunct && t.Text == ";":
 			writes, names = false, false
 			continue
-		case t.Kind == DDLWord && writeWords[strings.ToUpper(t.Text)]:
+		case t.Kind == DDLWord && (writeWords[strings.ToUpper(t.Text)] || extra[strings.ToUpper(t.Text)]):
 			writes = true
 		case t.Kind == DDLString:
 			names = names || Mentions(t.Text, name)

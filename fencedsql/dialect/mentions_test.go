@@ -82,3 +82,19 @@ func TestNamesColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesTableWords: extra words count as writing (PostgreSQL's DDL on a guard
+// table, red-team rt29a F5); nil extra is WritesTable.
+func TestWritesTableWords(t *testing.T) {
+	ddl := map[string]bool{"ALTER": true, "DROP": true, "CREATE": true}
+	swap := "BEGIN ALTER TABLE public.fencedsql_tomb_a RENAME TO old; CREATE TABLE public.fencedsql_tomb_a (LIKE public.old); RETURN NULL; END"
+	if dialect.WritesTable(swap, dialect.PostgresSyntax, "fencedsql_tomb_a") || dialect.WritesTableWords(swap, dialect.PostgresSyntax, "fencedsql_tomb_a", nil) {
+		t.Error("the swap counts as a write without the extra words")
+	}
+	if !dialect.WritesTableWords(swap, dialect.PostgresSyntax, "fencedsql_tomb_a", ddl) {
+		t.Error("the swap does not count with ALTER, CREATE as extra words")
+	}
+	if dialect.WritesTableWords("BEGIN PERFORM 1 FROM fencedsql_tomb_a; ALTER TABLE other ADD x int; END", dialect.PostgresSyntax, "fencedsql_tomb_a", ddl) {
+		t.Error("a read and DDL on another table in separate statements count")
+	}
+}
