@@ -78,16 +78,7 @@ func TestRTrt29aTombWriterNamedLikeOwnTrigger(t *testing.T) {
 		"CREATE FUNCTION rt29a_x.fencedsql_tombstone_accounts() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN DELETE FROM public.fencedsql_tomb_accounts; RETURN NULL; END $$",
 		"CREATE TRIGGER fencedsql_tombstone_delete AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_x.fencedsql_tombstone_accounts()")
 	// Demonstrate the attack: delete under 100, trigger erases the tombstone, stale insert under 90.
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
-		t.Logf("INSERT audit: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	rt29aTombAttack(t, ctx, dsn, true, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
 	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_tombstone_delete on public.audit"))
 }
@@ -133,16 +124,7 @@ func TestRTrt29aRuleWritesTombstoneTable(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw, "CREATE RULE rt29a_r AS ON INSERT TO audit DO ALSO DELETE FROM public.fencedsql_tomb_accounts")
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	if _, err := db.ExecContext(ctx, "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
-		t.Logf("INSERT audit: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	rt29aTombAttack(t, ctx, dsn, false, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
 	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_r on public.audit"))
 }
@@ -165,16 +147,7 @@ func TestRTrt29aTriggerWritesTombstoneTableThroughView(t *testing.T) {
 		"CREATE VIEW rt29a_tv AS SELECT * FROM public.fencedsql_tomb_accounts",
 		"CREATE FUNCTION rt29a_audit() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN DELETE FROM public.rt29a_tv; RETURN NULL; END $$",
 		"CREATE TRIGGER rt29a_audit AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_audit()")
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	if _, err := db.ExecContext(ctx, "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
-		t.Logf("INSERT audit: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	rt29aTombAttack(t, ctx, dsn, false, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
 	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardTable, "public.rt29a_tv"))
 }
@@ -201,16 +174,7 @@ func TestRTrt29aTriggerSwapsTombstoneTableByDDL(t *testing.T) {
   RETURN NULL; END $$`,
 		"CREATE TRIGGER rt29a_swap AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_swap()")
 	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_swap on public.audit")
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	if _, err := db.ExecContext(ctx, "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
-		t.Logf("INSERT audit: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	rt29aTombAttack(t, ctx, dsn, false, "INSERT INTO audit (msg) VALUES ('x')")
 	rt29aFixRestores(t, ctx, raw, fix)
 }
 
@@ -264,16 +228,7 @@ func TestRTrt29aEventTriggerWritesTombstoneTable(t *testing.T) {
 		"CREATE EVENT TRIGGER rt29a_evt ON ddl_command_end EXECUTE FUNCTION rt29a_evt()")
 	t.Cleanup(func() { raw.Exec("DROP EVENT TRIGGER IF EXISTS rt29a_evt") })
 	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "event trigger rt29a_evt")
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	if _, err := db.ExecContext(ctx, "CREATE TEMP TABLE rt29a_tmp (x int)"); err != nil {
-		t.Logf("CREATE TEMP TABLE: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	rt29aTombAttack(t, ctx, dsn, false, "CREATE TEMP TABLE rt29a_tmp (x int)")
 	rt29aFixRestores(t, ctx, raw, fix)
 }
 
@@ -293,16 +248,7 @@ func TestRTrt29aSecurityDefinerRoutineWritesTombstoneTable(t *testing.T) {
 	raw := guardedAccounts(t, ctx, dsn)
 	testdb.Exec(t, raw, "CREATE FUNCTION rt29a_wipe() RETURNS void LANGUAGE sql SECURITY DEFINER AS 'DELETE FROM public.fencedsql_tomb_accounts'")
 	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "function public.rt29a_wipe()")
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	if _, err := db.ExecContext(ctx, "SELECT rt29a_wipe()"); err != nil {
-		t.Logf("SELECT rt29a_wipe(): %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	rt29aTombAttack(t, ctx, dsn, false, "SELECT rt29a_wipe()")
 	rt29aFixRestores(t, ctx, raw, fix)
 }
 
@@ -335,4 +281,26 @@ func TestGuardWriterRuleSetsFloorCopy(t *testing.T) {
 	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw, "CREATE RULE rt29a_seq AS ON INSERT TO audit DO ALSO SELECT pg_catalog.setval('public.fencedsql_floor_seq', 1)")
 	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_seq on public.audit"))
+}
+
+// rt29aTombAttack runs the attack of these tests through the fenced pool: key 1 deleted
+// under token 100, then poke (under token 90 when tokened, else without a token), which
+// fires the attacker's code, then the stale INSERT of key 1 under 90, which must be
+// refused (ErrFenced by the tombstone guard, or ErrSchema by the lazy check's door).
+func rt29aTombAttack(t *testing.T, ctx context.Context, dsn string, tokened bool, poke string) {
+	t.Helper()
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
+		t.Logf("fenced DELETE: %v", err)
+	}
+	pctx := ctx
+	if tokened {
+		pctx = fencedsql.WithToken(ctx, 90)
+	}
+	if _, err := db.ExecContext(pctx, poke); err != nil {
+		t.Logf("%s: %v", poke, err)
+	}
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
+		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
+	}
 }
