@@ -57,9 +57,6 @@ type conn struct {
 	// left the session inside one (watchDynamicOutside): the connection is discarded,
 	// and every later statement on it answers driver.ErrBadConn, nothing sent.
 	strayTx bool
-	// dynSeq numbers the savepoints that mark a transaction around a statement that
-	// runs dynamic SQL (markDynamic).
-	dynSeq uint64
 }
 
 type txState struct {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,8 +85,11 @@ func sameRegistration(prev *wrappedDriver, d driver.Driver, opts []Option) (bool
 }
 
 // notCompared are the config fields a second Register may give differently: the
-// logger and the meter provider (each registration builds its own default logger).
-var notCompared = map[string]bool{"logger": true, "meter": true}
+// logger and the meter provider (each registration builds its own default logger), and
+// which settings were given explicitly (explicit: the settings' values are compared;
+// spelling a default out, WithStrict(false), is the same registration, red-team rt30a
+// F6).
+var notCompared = map[string]bool{"logger": true, "meter": true, "explicit": true}
 
 type describedField struct{ field, value string }
 
@@ -99,6 +103,17 @@ func describeConfig(c config) []describedField {
 	for i := 0; i < v.NumField(); i++ {
 		name := v.Type().Field(i).Name
 		if notCompared[name] {
+			continue
+		}
+		if name == "guards" {
+			// The guards are a set: the same Guard options in another order (built from a
+			// map, say) are the same registration (red-team rt30a F5).
+			g := make([]string, v.Field(i).Len())
+			for k := range g {
+				g[k] = describeValue(v.Field(i).Index(k))
+			}
+			sort.Strings(g)
+			out = append(out, describedField{name, strings.Join(g, "; ")})
 			continue
 		}
 		out = append(out, describedField{name, describeValue(v.Field(i))})

@@ -82,19 +82,20 @@ func (s *rt28aTokens) LastToken(context.Context) (uint64, error) { return s.n, n
 
 // TestRegisterTwiceComparesWholeConfig: a second Register of a name is a no-op only
 // when every option resolves the same (the token source by identity, the recheck
-// bound, the explicit settings, ...); any difference panics with a *ConfigError.
+// bound, ...; a default spelled out is no difference); any difference panics with a *ConfigError.
 func TestRegisterTwiceComparesWholeConfig(t *testing.T) {
 	src := &rt28aTokens{n: 1}
 	base := []fencedsql.Option{fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(src), fencedsql.WithSchemaRecheck(time.Second)}
 	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, base...)
 	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, base...) // the same again: no panic
 	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, append(base, fencedsql.WithLogger(nil))...)
+	// A default spelled out is the same registration (red-team rt30a F6).
+	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, append(base[:3:3], fencedsql.WithStrict(false))...)
 	for what, opts := range map[string][]fencedsql.Option{
 		"another token source (same value)": {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(&rt28aTokens{n: 1}), fencedsql.WithSchemaRecheck(time.Second)},
 		"no token source":                   {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithSchemaRecheck(time.Second)},
 		"another recheck bound":             {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(src), fencedsql.WithSchemaRecheck(2 * time.Second)},
 		"another statement cache":           append(base[:3:3], fencedsql.WithStatementCache(3)),
-		"an explicit default":               append(base[:3:3], fencedsql.WithStrict(false)),
 	} {
 		t.Run(what, func(t *testing.T) {
 			defer func() {

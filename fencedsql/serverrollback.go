@@ -2,7 +2,9 @@ package fencedsql
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -219,8 +221,7 @@ func (c *conn) markDynamic(ctx context.Context, st *txState, p *plan.Plan) error
 	if !ok {
 		return nil
 	}
-	c.dynSeq++
-	name := fmt.Sprintf("fencedsql_dyn_%d", c.dynSeq)
+	name := dynMarkName()
 	set, _ := m.MarkStatements(name)
 	if err := c.execString(ctx, set); err != nil {
 		return fmt.Errorf("fencedsql: statement not sent: the savepoint that marks the transaction before a statement that runs dynamic SQL failed: %w", err)
@@ -275,8 +276,7 @@ func (c *conn) watchDynamicOutside(p *plan.Plan, err error) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rollbackQueryTimeout)
 	defer cancel()
-	c.dynSeq++
-	set, release := m.MarkStatements(fmt.Sprintf("fencedsql_dyn_%d", c.dynSeq))
+	set, release := m.MarkStatements(dynMarkName())
 	if serr := c.execString(ctx, set); serr != nil {
 		c.strayTx = true
 		_ = c.execString(ctx, "ROLLBACK")
@@ -335,4 +335,16 @@ func (c *conn) execString(ctx context.Context, q string) error {
 		err = cerr
 	}
 	return err
+}
+
+// dynMarkName names a savepoint that marks a transaction around a dynamic statement:
+// fencedsql_dyn_ and 64 random bits, so that the procedure the statement runs cannot
+// name it (a COMMIT, START TRANSACTION and a SAVEPOINT of the same name had passed for
+// the wrapper's transaction: red-team rt30a F4).
+func dynMarkName() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("fencedsql: crypto/rand: " + err.Error()) // never fails on supported platforms
+	}
+	return "fencedsql_dyn_" + hex.EncodeToString(b[:])
 }

@@ -46,6 +46,9 @@ func TestWritesTable(t *testing.T) {
 		{dialect.PostgresSyntax, "BEGIN UPDATE public.accounts SET balance = 0 WHERE id = NEW.acct; RETURN NEW; END", true},
 		{dialect.PostgresSyntax, "BEGIN EXECUTE format('DELETE FROM %I WHERE id = $1', 'accounts') USING NEW.id; RETURN NULL; END", true},
 		{dialect.PostgresSyntax, "BEGIN EXECUTE $q$UPDATE accounts SET x = 1$q$; RETURN NULL; END", true},
+		// The name glued to the dollar quote's closing tag (red-team rt30a F8).
+		{dialect.PostgresSyntax, "BEGIN EXECUTE $q$DELETE FROM accounts$q$; RETURN NULL; END", true},
+		{dialect.PostgresSyntax, "BEGIN EXECUTE $q$TRUNCATE accounts$q$; END", true},
 		{dialect.PostgresSyntax, "BEGIN RAISE NOTICE 'accounts changed'; UPDATE audit SET n = n + 1; RETURN NEW; END", false},
 		{dialect.PostgresSyntax, "BEGIN NEW.updated_at := now(); RETURN NEW; END", false},
 		{dialect.PostgresSyntax, "BEGIN UPDATE accounts SET x = 'unterminated; END", true},

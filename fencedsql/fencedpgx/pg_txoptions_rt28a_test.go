@@ -94,21 +94,24 @@ func TestRTrt28aTxOptionsModeTextUnplanned(t *testing.T) {
 	}
 }
 
-// TestTxOptionsModesExact: only pgx's constants (and "") pass, compared exactly; any
-// other text in IsoLevel, AccessMode or DeferrableMode is refused before anything is
+// TestTxOptionsModesExact: only pgx's constants (and "") pass, in any ASCII case (SQL
+// keywords: rt30a F7); any other text in IsoLevel, AccessMode or DeferrableMode is refused before anything is
 // sent, and the refused Begin leaves the connection usable.
 func TestTxOptionsModesExact(t *testing.T) {
 	ctx := context.Background()
 	_, _, db := oneConnDB(t, ctx, "INSERT INTO accounts (id, balance, fence_token) VALUES (1, 1, 10);")
 	for _, o := range []pgx.TxOptions{
-		{IsoLevel: "SERIALIZABLE"},
 		{IsoLevel: " serializable"},
+		{IsoLevel: "ſerializable"},
 		{AccessMode: "read only; SET synchronous_commit = off"},
-		{AccessMode: "READ ONLY"},
+		{AccessMode: "READ  ONLY"},
 		{DeferrableMode: "deferrable, read write"},
 	} {
-		if _, err := db.BeginTx(ctx, o); !errors.Is(err, fencedsql.ErrUnsupported) {
+		if tx, err := db.BeginTx(ctx, o); !errors.Is(err, fencedsql.ErrUnsupported) {
 			t.Errorf("BeginTx(%+v): %v, want ErrUnsupported", o, err)
+			if err == nil {
+				tx.Rollback(ctx)
+			}
 		}
 	}
 	for _, o := range []pgx.TxOptions{
@@ -117,6 +120,7 @@ func TestTxOptionsModesExact(t *testing.T) {
 		{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadWrite, DeferrableMode: pgx.NotDeferrable},
 		{IsoLevel: pgx.ReadCommitted},
 		{IsoLevel: pgx.ReadUncommitted},
+		{IsoLevel: "SERIALIZABLE", AccessMode: "READ ONLY"},
 	} {
 		tx, err := db.BeginTx(ctx, o)
 		if err != nil {

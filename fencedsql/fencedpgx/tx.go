@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // Tx is a fenced pgx transaction (pgx.Tx). One begun with a context from
@@ -76,20 +78,19 @@ func checkTxOptions(opts pgx.TxOptions) error {
 	if field != "" {
 		return &fencedsql.UnsupportedError{Reason: "pgx.TxOptions." + field + ": pgx sends it verbatim in place of BEGIN or COMMIT, unplanned, so it could write a guarded table unfenced or change a setting the wrapper refuses: use IsoLevel, AccessMode and DeferrableMode, and send further statements (SET LOCAL …) on the transaction, where they are checked"}
 	}
-	switch opts.IsoLevel {
-	case "", pgx.Serializable, pgx.RepeatableRead, pgx.ReadCommitted, pgx.ReadUncommitted:
-	default:
-		return txModeRefused("IsoLevel", string(opts.IsoLevel))
-	}
-	switch opts.AccessMode {
-	case "", pgx.ReadWrite, pgx.ReadOnly:
-	default:
-		return txModeRefused("AccessMode", string(opts.AccessMode))
-	}
-	switch opts.DeferrableMode {
-	case "", pgx.Deferrable, pgx.NotDeferrable:
-	default:
-		return txModeRefused("DeferrableMode", string(opts.DeferrableMode))
+	// Each mode is one of pgx's constants, in any ASCII case (SQL keywords: a
+	// "SERIALIZABLE" spelled so worked before the check, red-team rt30a F7), or "".
+	for _, m := range []struct {
+		field, v string
+		ok       []string
+	}{
+		{"IsoLevel", string(opts.IsoLevel), []string{string(pgx.Serializable), string(pgx.RepeatableRead), string(pgx.ReadCommitted), string(pgx.ReadUncommitted)}},
+		{"AccessMode", string(opts.AccessMode), []string{string(pgx.ReadWrite), string(pgx.ReadOnly)}},
+		{"DeferrableMode", string(opts.DeferrableMode), []string{string(pgx.Deferrable), string(pgx.NotDeferrable)}},
+	} {
+		if m.v != "" && !slices.ContainsFunc(m.ok, func(c string) bool { return dialect.EqualFoldASCII(c, m.v) }) {
+			return txModeRefused(m.field, m.v)
+		}
 	}
 	return nil
 }

@@ -27,7 +27,9 @@
 //
 // The expectations cover statements executed directly (DB/Tx ExecContext and
 // QueryContext), not prepared statements. Queries are matched with
-// sqlmock.QueryMatcherEqual.
+// sqlmock.QueryMatcherEqual, after the random part of a savepoint that marks a
+// dynamic statement (MySQL/MariaDB under WithDynamicSQL: fencedsql_dyn_ and 16 hex
+// digits) is replaced by #: expect "SAVEPOINT fencedsql_dyn_#".
 //
 // go-sqlmock options (a value converter for argument types the real driver accepts,
 // such as a []int64 for pgx) go through NewWith and WithSQLMockOptions:
@@ -40,6 +42,7 @@ package fencedtest
 import (
 	"database/sql"
 	"fmt"
+	"regexp"
 	"sync"
 	"sync/atomic"
 
@@ -135,7 +138,7 @@ func NewWith(t TB, d dialect.Dialect, options ...Option) (*sql.DB, *Mock) {
 	}
 	opts := set.fenced
 	dsn := fmt.Sprintf("fencedtest-%d", seq.Add(1))
-	mdb, mock, err := newSQLMock(sqlmock.NewWithDSN, dsn, sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual), set.mock)
+	mdb, mock, err := newSQLMock(sqlmock.NewWithDSN, dsn, sqlmock.QueryMatcherOption(queryMatcher), set.mock)
 	if err != nil {
 		t.Fatalf("fencedtest.New: sqlmock: %v", err)
 	}
@@ -169,3 +172,12 @@ func newSQLMock[O any](open func(string, ...O) (*sql.DB, sqlmock.Sqlmock, error)
 	}
 	return open(dsn, typed...)
 }
+
+// dynMark is the random name of a savepoint that marks a dynamic statement.
+var dynMark = regexp.MustCompile(`fencedsql_dyn_[0-9a-f]{16}`)
+
+// queryMatcher is sqlmock.QueryMatcherEqual over the SQL with dynMark's names written
+// fencedsql_dyn_#.
+var queryMatcher = sqlmock.QueryMatcherFunc(func(want, got string) error {
+	return sqlmock.QueryMatcherEqual.Match(want, dynMark.ReplaceAllString(got, "fencedsql_dyn_#"))
+})
