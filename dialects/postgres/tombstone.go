@@ -55,6 +55,9 @@ import (
 // raised directly rather than by setting the token to NULL, so it holds even where the
 // column is (wrongly) nullable.
 //
+// Before the triggers are replaced, a renamed table's tombstones, recorded by the old
+// name's function into the old name's tombstone table, are merged in (tombCarryOver).
+//
 // Removing the triggers is one statement (UntombstoneDDL), which keeps the table:
 //
 //	DROP FUNCTION IF EXISTS <schema>.fencedsql_tombstone_<table>() CASCADE
@@ -238,12 +241,53 @@ END
 	ddl := []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (" + list + "))",
 		"REVOKE ALL ON " + tomb + " FROM PUBLIC",
+		d.tombCarryOver(table, tbl, tomb, list),
 		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
 	}
 	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
 	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
+}
+
+// tombCarryOver is the statement of TombstoneDDL that carries a renamed table's
+// tombstones over (red-team rt30a F1). ALTER TABLE … RENAME moves the tombstone
+// triggers with the table, still calling the old name's function, which records into
+// the old name's tombstone table; a re-install under the new name must not start from
+// an empty one. For each tombstone trigger of table whose function is another
+// fencedsql_tombstone_ function, the tombstone table that function records into (the
+// target of its first INSERT) is found, and when it is a fencedsql_tomb_ table of the
+// same schema, its rows are merged into tomb, keeping the greater token of a key. The
+// old table is left in place (another table may have taken the old name and share it;
+// schema.PurgeTombstones ages its rows out). A key whose columns were renamed as well
+// fails the statement, and with it the Fix: nothing is installed over lost tombstones.
+func (d dialectImpl) tombCarryOver(table dialect.TableName, tbl, tomb, list string) string {
+	merge := "INSERT INTO " + tomb + " AS t (" + list + ", fence_token, deleted_at) SELECT " + list + ", fence_token, deleted_at FROM "
+	conflict := " ON CONFLICT (" + list + ") DO UPDATE SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at)"
+	body := `
+DECLARE
+  old pg_catalog.oid;
+  oldname text;
+BEGIN
+  FOR old IN SELECT DISTINCT pg_catalog.to_regclass(pg_catalog.substring(p.prosrc, 'INSERT INTO (.+?) AS t \('))::pg_catalog.oid
+      FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) tg.tgfoid
+      WHERE tg.tgrelid OPERATOR(pg_catalog.=) ` + pgLiteral(tbl) + `::pg_catalog.regclass
+        AND tg.tgname OPERATOR(pg_catalog.=) ANY (ARRAY[` + pgLiteral(tombDeleteTrigger) + `, ` + pgLiteral(tombInsertTrigger) + `, ` + pgLiteral(tombRekeyTrigger) + `])
+        AND p.proname OPERATOR(pg_catalog.~~) 'fencedsql\_tombstone\_%' AND p.proname OPERATOR(pg_catalog.<>) ` + pgLiteral(tombFunc(table.Name)) + `
+  LOOP
+    SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) INTO oldname
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+      WHERE c.oid OPERATOR(pg_catalog.=) old AND c.relkind OPERATOR(pg_catalog.=) 'r'
+        AND c.relname OPERATOR(pg_catalog.~~) 'fencedsql\_tomb\_%' AND n.nspname OPERATOR(pg_catalog.=) ` + pgLiteral(tombSchema(table)) + `
+        AND c.oid OPERATOR(pg_catalog.<>) ` + pgLiteral(tomb) + `::pg_catalog.regclass;
+    IF oldname IS NOT NULL THEN
+      EXECUTE ` + pgLiteral(merge) + ` || oldname || ` + pgLiteral(conflict) + `;
+    END IF;
+  END LOOP;
+END
+`
+	tag := dollarTag(body)
+	return "DO " + tag + body + tag
 }
 
 // triggerWhen is the WHEN clause of a guard or tombstone trigger of table (on table

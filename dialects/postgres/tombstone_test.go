@@ -13,13 +13,15 @@ func TestTombstoneDDLShape(t *testing.T) {
 	ts := postgres.Dialect.(dialect.Tombstoner)
 	key := []dialect.KeyColumn{{Name: "a", Type: "numeric(10,2)"}, {Name: "B", Type: "text", Collation: `"public"."ci"`}}
 	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "Shop", Name: "Pairs"}, key, "tok")
-	if len(ddl) != 13 {
+	if len(ddl) != 14 {
 		t.Fatalf("TombstoneDDL = %d statements: %q", len(ddl), ddl)
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`CREATE TABLE IF NOT EXISTS "shop"."fencedsql_tomb_pairs" ("a" numeric(10,2) NOT NULL, "B" text COLLATE "public"."ci" NOT NULL, fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY ("a", "B"))`,
 		`REVOKE ALL ON "shop"."fencedsql_tomb_pairs" FROM PUBLIC`,
+		// A renamed table's tombstones are carried over (rt30a F1).
+		`' || oldname || ' ON CONFLICT ("a", "B") DO UPDATE SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token)`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombstone_pairs"() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql$`,
 		`VALUES (OLD."a", OLD."B", GREATEST(COALESCE(OLD."tok", 0), COALESCE(marked, 0)), pg_catalog.clock_timestamp())`,
 		"mark := pg_catalog.split_part(pg_catalog.current_setting('fencedsql_guard.delete_statement', true), '/', 1);",
