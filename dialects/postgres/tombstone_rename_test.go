@@ -83,3 +83,49 @@ func TestTombstoneRenamedTableFixKeepsTombstones(t *testing.T) {
 		t.Errorf("stale re-insert (token 20) of key 1 deleted under token 50 succeeded after the rename and the library's Fix: the tombstones were left in fencedsql_tomb_ledger")
 	}
 }
+
+// TestRTrt30aDollarQuotedTombPurgeUnseen (fail-open). The guard-writer check
+// (otherTriggers case 5, guardWrites → dialect.WritesTableWords) reads a routine's body
+// for a statement that writes the tombstone table. A SECURITY DEFINER function that
+// PUBLIC may execute, whose body is EXECUTE $q$DELETE FROM fencedsql_tomb_accounts$q$
+// — dynamic SQL in a dollar-quoted string, the usual plpgsql spelling — is not seen:
+// the name is directly followed by the closing tag, and '$' is an identifier character
+// in PostgreSQL, so the scanner reads "fencedsql_tomb_accounts$q" and no name matches
+// (the same with EXECUTE $q$TRUNCATE fencedsql_tomb_accounts$q$; with a space before
+// the closing tag, or with a plain '…' string, it is seen). schema.Check is OK, the
+// lazy check lets the pool write, and a call through the pool erases the tombstones: a
+// stale holder (token 90) re-inserts key 1, deleted under token 100.
+//
+// Right behaviour: the body of a dollar-quoted string is scanned without its
+// delimiters (the closing tag ends the identifier): schema.Check reports a guard
+// writer (REVOKE EXECUTE), the fenced pool refuses with ErrSchema, and the stale
+// re-insert does not land.
+func TestRTrt30aDollarQuotedTombPurgeUnseen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.Postgres(t)
+	specs := []schema.GuardSpec{{Table: "accounts", TokenColumn: "fence_token", VersionColumn: "version"}}
+	tombRenameInstallAll(t, ctx, dsn, specs, guardTableAccounts,
+		"INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 60, 1)")
+	raw := rawWith(t, dsn,
+		"CREATE FUNCTION rt30a_purge() RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN EXECUTE $q$DELETE FROM fencedsql_tomb_accounts$q$; END $$")
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, specs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reps[0].OK() {
+		t.Errorf("schema.Check: OK with a PUBLIC SECURITY DEFINER function that deletes every tombstone (EXECUTE $q$DELETE FROM fencedsql_tomb_accounts$q$); want a guard writer door")
+	}
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
+		t.Logf("fenced DELETE (token 100): %v", err)
+		return // refused: the door was seen by the lazy check
+	}
+	if _, err := db.ExecContext(ctx, "SELECT rt30a_purge()"); err != nil {
+		t.Logf("SELECT rt30a_purge() through the pool: %v", err)
+	}
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, 666)")
+	if err == nil {
+		t.Errorf("stale re-insert (token 90) of key 1, deleted under token 100, landed after the unseen purge routine ran through the pool")
+	}
+}
