@@ -9,6 +9,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -20,27 +21,25 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-func rt27cInstall(t *testing.T) (string, func(string) error) {
+// gtInstall creates accounts, installs its guards, runs setup on a plain connection and
+// returns the database's DSN, a plain connection to it and a context for the test.
+func gtInstall(t *testing.T, setup ...string) (string, *sql.DB, context.Context) {
 	t.Helper()
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testdb.Exec(t, raw, reps[0].Fix...)
-	return dsn, func(s string) error { _, err := raw.Exec(s); return err }
+	testdb.Exec(t, raw, setup...)
+	return dsn, raw, ctx
 }
 
-func rt27cCheck(t *testing.T, dsn string) []string {
-	t.Helper()
-	return rt27cReport(t, dsn).Problems
-}
-
-func rt27cReport(t *testing.T, dsn string) schema.TableReport {
+func gtReport(t *testing.T, dsn string) schema.TableReport {
 	t.Helper()
 	raw := testdb.Open(t, "mysql", dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
@@ -52,12 +51,19 @@ func rt27cReport(t *testing.T, dsn string) schema.TableReport {
 	return reps[0]
 }
 
-// rt27cDoor checks that schema.Check reports a door of kind (its problem text starts
-// with the kind) naming want, runs the report's Fix, and checks that the report is
-// clean afterwards.
-func rt27cDoor(t *testing.T, dsn, kind, want string) {
+// gtRefusedThenFixed runs stmt under token through a new fenced pool and checks that
+// the lazy check refuses it (ErrSchema naming a door of kind); then that schema.Check
+// reports a door of kind (its problem text starts with the kind) naming want, with a
+// Fix, and that the report is clean after the Fix ran.
+func gtRefusedThenFixed(t *testing.T, dsn string, token uint64, stmt, kind, want string) {
 	t.Helper()
-	rep := rt27cReport(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, token), stmt); !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), kind+" ") {
+		t.Fatalf("%s through the pool: %v, want ErrSchema naming a %q door", stmt, err, kind)
+	}
+	rep := gtReport(t, dsn)
 	found := false
 	for _, p := range rep.Problems {
 		if strings.HasPrefix(p, kind+" ") && strings.Contains(p, want) {
@@ -72,17 +78,43 @@ func rt27cDoor(t *testing.T, dsn, kind, want string) {
 	}
 	raw := testdb.Open(t, "mysql", dsn)
 	testdb.Exec(t, raw, rep.Fix...)
-	if after := rt27cCheck(t, dsn); len(after) != 0 {
+	if after := gtReport(t, dsn).Problems; len(after) != 0 {
 		t.Fatalf("after the Fix %q, schema.Check still reports %q", rep.Fix, after)
 	}
 }
 
-// rt27cRefused checks that err is the lazy check's refusal (ErrSchema) of a door of
-// kind.
-func rt27cRefused(t *testing.T, err error, kind string) {
+// gtFloorHolds raises the floor to floor and checks that stale, a plain write under a
+// token below it, is refused.
+func gtFloorHolds(t *testing.T, raw *sql.DB, stale string, floor uint64) {
 	t.Helper()
-	if !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), kind+" ") {
-		t.Fatalf("a write to accounts through the pool: %v, want ErrSchema naming a %q door", err, kind)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, floor); err != nil {
+		t.Fatalf("after the Fix: RaiseTokenFloor: %v", err)
+	}
+	if _, err := raw.Exec(stale); err == nil {
+		t.Errorf("after the Fix, floor raised to %d: %s was accepted", floor, stale)
+	}
+}
+
+// gtDeletedStaysDeleted deletes key 1 under token 100 through a new fenced pool, runs
+// between (under token 90) and checks that an INSERT of key 1 under token 90 is refused
+// with ErrFenced.
+func gtDeletedStaysDeleted(t *testing.T, dsn string, between ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range between {
+		if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), s); err != nil {
+			t.Fatalf("%s through the pool: %v", s, err)
+		}
+	}
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Errorf("after the Fix: stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced", err)
 	}
 }
 
@@ -101,25 +133,12 @@ func rt27cRefused(t *testing.T, err error, kind string) {
 // connection is not stopped by a check; after the Fix, a DELETE under 16777217 refuses
 // the stale INSERT under 16777216 again.
 func TestGuardTableTombstoneTokenColumnFloat(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	if err := exec("ALTER TABLE fencedsql_tomb_accounts MODIFY fence_token FLOAT NOT NULL"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 16777217), "INSERT INTO accounts (id, balance) VALUES (1, 1)")
-	rt27cRefused(t, err, "guard table")
-	rt27cDoor(t, dsn, "guard table", "fence_token is float")
-	for _, s := range []string{
+	dsn, raw, _ := gtInstall(t, "ALTER TABLE fencedsql_tomb_accounts MODIFY fence_token FLOAT NOT NULL")
+	gtRefusedThenFixed(t, dsn, 16777217, "INSERT INTO accounts (id, balance) VALUES (1, 1)", "guard table", "fence_token is float")
+	testdb.Exec(t, raw,
 		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 16777217, 1)",
-		"DELETE FROM accounts WHERE id = 1",
-	} {
-		if err := exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	if err := exec("INSERT INTO accounts (id, fence_token, version) VALUES (1, 16777216, 1)"); err == nil {
+		"DELETE FROM accounts WHERE id = 1")
+	if _, err := raw.Exec("INSERT INTO accounts (id, fence_token, version) VALUES (1, 16777216, 1)"); err == nil {
 		t.Error("after the Fix, a stale plain INSERT (token 16777216) of a key deleted under 16777217 was accepted")
 	}
 }
@@ -135,32 +154,16 @@ func TestGuardTableTombstoneTokenColumnFloat(t *testing.T) {
 // ErrFloorUnsafe for the floor tools (as PostgreSQL's "whose floor is a bigint"), and
 // the lazy check refuses the guarded table.
 func TestGuardTableFloorColumnFloat(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	if err := exec("INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := exec("ALTER TABLE fencedsql_floor MODIFY floor FLOAT NOT NULL"); err != nil {
-		t.Fatal(err)
-	}
-	raw := testdb.Open(t, "mysql", dsn)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
+	dsn, raw, ctx := gtInstall(t,
+		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1)",
+		"ALTER TABLE fencedsql_floor MODIFY floor FLOAT NOT NULL")
 	raiseErr := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 16777217)
 	fl, flErr := schema.TokenFloor(ctx, raw, mysql.Dialect)
-	problems := rt27cCheck(t, dsn)
 	if !errors.Is(raiseErr, schema.ErrFloorUnsafe) || !errors.Is(flErr, schema.ErrFloorUnsafe) {
-		t.Fatalf("FLOAT floor: RaiseTokenFloor(16777217) = %v, TokenFloor = %d, %v; want ErrFloorUnsafe from both (schema.Check problems %q)", raiseErr, fl, flErr, problems)
+		t.Fatalf("FLOAT floor: RaiseTokenFloor(16777217) = %v, TokenFloor = %d, %v; want ErrFloorUnsafe from both (schema.Check problems %q)", raiseErr, fl, flErr, gtReport(t, dsn).Problems)
 	}
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 16777217), "UPDATE accounts SET balance = 2 WHERE id = 1")
-	rt27cRefused(t, err, "guard table")
-	rt27cDoor(t, dsn, "guard table", "floor is float")
-	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 16777217); err != nil {
-		t.Fatalf("after the Fix: RaiseTokenFloor: %v", err)
-	}
-	if err := exec("UPDATE accounts SET balance = 1, fence_token = 16777216, version = version + 1 WHERE id = 1"); err == nil {
-		t.Error("after the Fix, floor raised to 16777217: a plain UPDATE under 16777216 was accepted")
-	}
+	gtRefusedThenFixed(t, dsn, 16777217, "UPDATE accounts SET balance = 2 WHERE id = 1", "guard table", "floor is float")
+	gtFloorHolds(t, raw, "UPDATE accounts SET balance = 1, fence_token = 16777216, version = version + 1 WHERE id = 1", 16777217)
 }
 
 // TestGuardTableTombstoneTableCascadeFromParent (fail-open through the pool, unreported).
@@ -175,33 +178,13 @@ func TestGuardTableFloorColumnFloat(t *testing.T) {
 // Right behaviour: a foreign key of the tombstone table (or the floor table) is a door
 // (schema.Check, lazy check), Fix: DROP FOREIGN KEY; the guards need none.
 func TestGuardTableTombstoneCascadeFromParent(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	for _, s := range []string{
+	dsn, _, _ := gtInstall(t,
 		"CREATE TABLE rt27c_parent (id BIGINT PRIMARY KEY) ENGINE=InnoDB",
 		"INSERT INTO rt27c_parent VALUES (1)",
 		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 60, 1)",
-		"ALTER TABLE fencedsql_tomb_accounts ADD CONSTRAINT rt27c_fk FOREIGN KEY (id) REFERENCES rt27c_parent (id) ON DELETE CASCADE",
-	} {
-		if err := exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1")
-	rt27cRefused(t, err, "guard table")
-	rt27cDoor(t, dsn, "guard table", "foreign key rt27c_fk")
-	db = testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "DELETE FROM rt27c_parent WHERE id = 1"); err != nil {
-		t.Fatalf("parent DELETE through the pool: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) {
-		t.Errorf("after the Fix: stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced", err)
-	}
+		"ALTER TABLE fencedsql_tomb_accounts ADD CONSTRAINT rt27c_fk FOREIGN KEY (id) REFERENCES rt27c_parent (id) ON DELETE CASCADE")
+	gtRefusedThenFixed(t, dsn, 100, "DELETE FROM accounts WHERE id = 1", "guard table", "foreign key rt27c_fk")
+	gtDeletedStaysDeleted(t, dsn, "DELETE FROM rt27c_parent WHERE id = 1")
 }
 
 // TestGuardTableFloorLoweredByCascade (fail-open through the pool, unreported). A foreign
@@ -215,24 +198,15 @@ func TestGuardTableTombstoneCascadeFromParent(t *testing.T) {
 // (schema.Check, ErrFloorUnsafe for the floor tools, lazy check), Fix: DROP FOREIGN
 // KEY.
 func TestGuardTableFloorLoweredByCascade(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	raw := testdb.Open(t, "mysql", dsn)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
+	dsn, raw, ctx := gtInstall(t, "INSERT INTO accounts (id, fence_token, version) VALUES (1, 60, 1)")
 	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 60, 1)",
+	testdb.Exec(t, raw,
 		"CREATE TABLE rt27c_fp (v BIGINT PRIMARY KEY) ENGINE=InnoDB",
 		"INSERT INTO rt27c_fp VALUES (50)",
 		"ALTER TABLE fencedsql_floor DROP CONSTRAINT fencedsql_floor_not_negative", // MariaDB cannot re-parse it in an ALTER (error 1901)
-		"ALTER TABLE fencedsql_floor ADD CONSTRAINT rt27c_ffk FOREIGN KEY (floor) REFERENCES rt27c_fp (v) ON UPDATE CASCADE",
-	} {
-		if err := exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+		"ALTER TABLE fencedsql_floor ADD CONSTRAINT rt27c_ffk FOREIGN KEY (floor) REFERENCES rt27c_fp (v) ON UPDATE CASCADE")
 	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE rt27c_fp SET v = 0 WHERE v = 50"); err != nil {
 		t.Logf("parent UPDATE through the pool: %v", err)
@@ -243,9 +217,7 @@ func TestGuardTableFloorLoweredByCascade(t *testing.T) {
 	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); !errors.Is(err, schema.ErrFloorUnsafe) {
 		t.Errorf("RaiseTokenFloor of a floor with a foreign key: %v; want ErrFloorUnsafe", err)
 	}
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO accounts (id, balance) VALUES (2, -1)")
-	rt27cRefused(t, err, "guard table")
-	rt27cDoor(t, dsn, "guard table", "foreign key rt27c_ffk")
+	gtRefusedThenFixed(t, dsn, 20, "INSERT INTO accounts (id, balance) VALUES (2, -1)", "guard table", "foreign key rt27c_ffk")
 	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); err != nil {
 		t.Fatalf("after the Fix: RaiseTokenFloor: %v", err)
 	}
@@ -267,29 +239,12 @@ func TestGuardTableFloorLoweredByCascade(t *testing.T) {
 // Right behaviour: any trigger on a tombstone table or the floor table is a door
 // (schema.Check with DROP TRIGGER as Fix; the lazy check refuses the table).
 func TestGuardTableTriggerOnTombstoneTable(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	for _, s := range []string{
+	dsn, _, _ := gtInstall(t,
 		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 60, 1)",
 		"CREATE TRIGGER rt27c_zero_ins BEFORE INSERT ON fencedsql_tomb_accounts FOR EACH ROW SET NEW.fence_token = 0",
-		"CREATE TRIGGER rt27c_zero_upd BEFORE UPDATE ON fencedsql_tomb_accounts FOR EACH ROW SET NEW.fence_token = 0",
-	} {
-		if err := exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1")
-	rt27cRefused(t, err, "guard table")
-	rt27cDoor(t, dsn, "guard table", "trigger")
-	db = testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) {
-		t.Errorf("after the Fix: stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced", err)
-	}
+		"CREATE TRIGGER rt27c_zero_upd BEFORE UPDATE ON fencedsql_tomb_accounts FOR EACH ROW SET NEW.fence_token = 0")
+	gtRefusedThenFixed(t, dsn, 100, "DELETE FROM accounts WHERE id = 1", "guard table", "trigger")
+	gtDeletedStaysDeleted(t, dsn)
 }
 
 // TestGuardTableTriggerOnFloorTable (fail-open, unreported). A trigger ON the floor
@@ -304,31 +259,14 @@ func TestGuardTableTriggerOnTombstoneTable(t *testing.T) {
 // raise; a door of schema.Check and the lazy check), and the raise reads back the
 // floor it wrote.
 func TestGuardTableTriggerOnFloorTable(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	for _, s := range []string{
+	dsn, raw, ctx := gtInstall(t,
 		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 10, 1)",
-		"CREATE TRIGGER rt27c_keep_floor BEFORE UPDATE ON fencedsql_floor FOR EACH ROW SET NEW.floor = OLD.floor",
-	} {
-		if err := exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	raw := testdb.Open(t, "mysql", dsn)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
+		"CREATE TRIGGER rt27c_keep_floor BEFORE UPDATE ON fencedsql_floor FOR EACH ROW SET NEW.floor = OLD.floor")
 	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); !errors.Is(err, schema.ErrFloorUnsafe) {
 		t.Fatalf("floor table with a BEFORE UPDATE trigger: RaiseTokenFloor(50) = %v, want ErrFloorUnsafe", err)
 	}
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE accounts SET balance = 2 WHERE id = 1")
-	rt27cRefused(t, err, "guard table")
-	rt27cDoor(t, dsn, "guard table", "trigger")
-	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); err != nil {
-		t.Fatalf("after the Fix: RaiseTokenFloor: %v", err)
-	}
-	if err := exec("UPDATE accounts SET balance = 1, fence_token = 20, version = version + 1 WHERE id = 1"); err == nil {
-		t.Error("after the Fix, floor 50: a plain UPDATE under token 20 was accepted")
-	}
+	gtRefusedThenFixed(t, dsn, 20, "UPDATE accounts SET balance = 2 WHERE id = 1", "guard table", "trigger")
+	gtFloorHolds(t, raw, "UPDATE accounts SET balance = 1, fence_token = 20, version = version + 1 WHERE id = 1", 50)
 }
 
 // TestGuardTableTriggerElsewhereDeletesTombstones (fail-open through the pool,
@@ -344,30 +282,10 @@ func TestGuardTableTriggerOnFloorTable(t *testing.T) {
 // Right behaviour: a trigger whose body writes a tombstone table or the floor is a
 // door (SideDoorGuardWriter) on MySQL/MariaDB too, Fix: DROP TRIGGER.
 func TestGuardWriterTriggerElsewhereDeletesTombstones(t *testing.T) {
-	dsn, exec := rt27cInstall(t)
-	for _, s := range []string{
+	dsn, _, _ := gtInstall(t,
 		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 60, 1)",
 		"CREATE TABLE audit (id BIGINT AUTO_INCREMENT PRIMARY KEY, msg TEXT) ENGINE=InnoDB",
-		"CREATE TRIGGER rt27c_audit AFTER INSERT ON audit FOR EACH ROW DELETE FROM fencedsql_tomb_accounts",
-	} {
-		if err := exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1")
-	rt27cRefused(t, err, "guard writer")
-	rt27cDoor(t, dsn, "guard writer", "rt27c_audit")
-	db = testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
-		t.Fatalf("audit INSERT through the pool: %v", err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) {
-		t.Errorf("after the Fix: stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced", err)
-	}
+		"CREATE TRIGGER rt27c_audit AFTER INSERT ON audit FOR EACH ROW DELETE FROM fencedsql_tomb_accounts")
+	gtRefusedThenFixed(t, dsn, 100, "DELETE FROM accounts WHERE id = 1", "guard writer", "rt27c_audit")
+	gtDeletedStaysDeleted(t, dsn, "INSERT INTO audit (msg) VALUES ('x')")
 }
