@@ -1,12 +1,8 @@
 package postgres_test
 
 import (
-	"context"
-	"database/sql"
 	"errors"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -19,44 +15,6 @@ import (
 // the guards' own objects — the tombstone table, the token floor and its copy — that
 // the guard-writer check (otherTriggers) did not see.
 
-// rt29aRequireRefused checks that schema.Check reports on accounts a door of kind whose
-// Object holds object, with a Fix, and that the fenced pool refuses a write to accounts
-// with ErrSchema naming the door; it returns the report's Fix (rt29aFixRestores).
-func rt29aRequireRefused(t *testing.T, ctx context.Context, dsn string, kind dialect.SideDoorKind, object string) []string {
-	t.Helper()
-	raw := testdb.Open(t, "pgx", dsn)
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found bool
-	for _, sd := range reps[0].SideDoors {
-		found = found || sd.Kind == kind && strings.Contains(sd.Object, object) && !sd.Note && len(sd.Fix) > 0
-	}
-	if reps[0].OK() || !found {
-		t.Errorf("schema.Check: OK=%v, want a %q door on %s with a Fix (problems %q)", reps[0].OK(), kind, object, reps[0].Problems)
-	}
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 100), "UPDATE accounts SET balance = 6 WHERE id = 1")
-	if !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), string(kind)+" "+object) {
-		t.Errorf("fenced UPDATE with a %q door on %s: %v, want ErrSchema naming it", kind, object, err)
-	}
-	return reps[0].Fix
-}
-
-// rt29aFixRestores runs fix and checks that accounts is OK afterwards.
-func rt29aFixRestores(t *testing.T, ctx context.Context, raw *sql.DB, fix []string) {
-	t.Helper()
-	testdb.Exec(t, raw, fix...)
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reps[0].OK() {
-		t.Errorf("after the Fix: problems %q", reps[0].Problems)
-	}
-}
-
 // TestRTrt29aTombWriterNamedLikeOwnTrigger: the guard-writer check skips any trigger named
 // fencedsql_tombstone_delete/_insert/_rekey whose function is named
 // fencedsql_tombstone_accounts in a schema holding a table named accounts — but that
@@ -68,19 +26,16 @@ func rt29aFixRestores(t *testing.T, ctx context.Context, raw *sql.DB, fix []stri
 // function that writes only its own schema's tombstone table), so schema.Check reports
 // a SideDoorGuardWriter and the lazy check refuses accounts with ErrSchema.
 func TestRTrt29aTombWriterNamedLikeOwnTrigger(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
 	testdb.Exec(t, raw,
 		"CREATE SCHEMA rt29a_x",
 		"CREATE TABLE rt29a_x.accounts (id int)",
 		"CREATE FUNCTION rt29a_x.fencedsql_tombstone_accounts() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN DELETE FROM public.fencedsql_tomb_accounts; RETURN NULL; END $$",
 		"CREATE TRIGGER fencedsql_tombstone_delete AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_x.fencedsql_tombstone_accounts()")
 	// Demonstrate the attack: delete under 100, trigger erases the tombstone, stale insert under 90.
-	rt29aTombAttack(t, ctx, dsn, true, "INSERT INTO audit (msg) VALUES ('x')")
+	tombAttack(t, ctx, dsn, false, 90, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
-	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_tombstone_delete on public.audit"))
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_tombstone_delete on public.audit"))
 }
 
 // TestRTrt29aFloorWriterNamedLikeGuard: the floor-writer check skips any function named
@@ -91,10 +46,7 @@ func TestRTrt29aTombWriterNamedLikeOwnTrigger(t *testing.T) {
 // function of a guarded table, text as written) are skipped; schema.Check reports a
 // SideDoorGuardWriter and the lazy check refuses accounts with ErrSchema.
 func TestRTrt29aFloorWriterNamedLikeGuard(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +60,7 @@ func TestRTrt29aFloorWriterNamedLikeGuard(t *testing.T) {
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO accounts (id, balance) VALUES (2, -1)"); !errors.Is(err, fencedsql.ErrBelowFloor) && !errors.Is(err, fencedsql.ErrSchema) {
 		t.Errorf("write under token 20 below floor 50: %v, want ErrBelowFloor or ErrSchema", err)
 	}
-	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_lower on public.audit"))
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_lower on public.audit"))
 }
 
 // TestRTrt29aRuleWritesTombstoneTable: a rule on an unguarded table (DO ALSO DELETE FROM
@@ -119,14 +71,11 @@ func TestRTrt29aFloorWriterNamedLikeGuard(t *testing.T) {
 // SideDoorGuardWriter (schema.Check reports it with DROP RULE as Fix; the lazy check
 // refuses accounts with ErrSchema), and the stale INSERT below is refused.
 func TestRTrt29aRuleWritesTombstoneTable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw, "CREATE RULE rt29a_r AS ON INSERT TO audit DO ALSO DELETE FROM public.fencedsql_tomb_accounts")
-	rt29aTombAttack(t, ctx, dsn, false, "INSERT INTO audit (msg) VALUES ('x')")
+	tombAttack(t, ctx, dsn, false, 0, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
-	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_r on public.audit"))
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_r on public.audit"))
 }
 
 // TestRTrt29aTriggerWritesTombstoneTableThroughView: an automatically updatable view
@@ -139,17 +88,14 @@ func TestRTrt29aRuleWritesTombstoneTable(t *testing.T) {
 // schema.Check reports it, the lazy check refuses accounts (ErrSchema), and the stale
 // INSERT is refused.
 func TestRTrt29aTriggerWritesTombstoneTableThroughView(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw,
 		"CREATE VIEW rt29a_tv AS SELECT * FROM public.fencedsql_tomb_accounts",
 		"CREATE FUNCTION rt29a_audit() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN DELETE FROM public.rt29a_tv; RETURN NULL; END $$",
 		"CREATE TRIGGER rt29a_audit AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_audit()")
-	rt29aTombAttack(t, ctx, dsn, false, "INSERT INTO audit (msg) VALUES ('x')")
+	tombAttack(t, ctx, dsn, false, 0, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
-	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardTable, "public.rt29a_tv"))
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardTable, "public.rt29a_tv"))
 }
 
 // TestRTrt29aTriggerSwapsTombstoneTableByDDL: the guard-writer check is a word test for
@@ -163,19 +109,16 @@ func TestRTrt29aTriggerWritesTombstoneTableThroughView(t *testing.T) {
 // CREATE … LIKE, RENAME) is a SideDoorGuardWriter; the lazy check refuses accounts
 // (ErrSchema), and the stale INSERT is refused.
 func TestRTrt29aTriggerSwapsTombstoneTableByDDL(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw,
 		`CREATE FUNCTION rt29a_swap() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN
   ALTER TABLE public.fencedsql_tomb_accounts RENAME TO rt29a_old;
   CREATE TABLE public.fencedsql_tomb_accounts (LIKE public.rt29a_old INCLUDING ALL);
   RETURN NULL; END $$`,
 		"CREATE TRIGGER rt29a_swap AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_swap()")
-	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_swap on public.audit")
-	rt29aTombAttack(t, ctx, dsn, false, "INSERT INTO audit (msg) VALUES ('x')")
-	rt29aFixRestores(t, ctx, raw, fix)
+	fix := requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_swap on public.audit")
+	tombAttack(t, ctx, dsn, false, 0, "INSERT INTO audit (msg) VALUES ('x')")
+	fixRestores(t, ctx, raw, fix)
 }
 
 // TestRTrt29aTriggerLowersFloorCopy: the guards' fast path accepts any token at or above
@@ -189,17 +132,14 @@ func TestRTrt29aTriggerSwapsTombstoneTableByDDL(t *testing.T) {
 // calls setval/nextval on it) is a SideDoorGuardWriter (schema.Check reports it, the
 // lazy check refuses accounts with ErrSchema); the write under 20 is refused.
 func TestRTrt29aTriggerLowersFloorCopy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
 		t.Fatal(err)
 	}
 	testdb.Exec(t, raw,
 		"CREATE FUNCTION rt29a_copy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN PERFORM pg_catalog.setval('public.fencedsql_floor_seq', 1); RETURN NULL; END $$",
 		"CREATE TRIGGER rt29a_copy AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION rt29a_copy()")
-	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_copy on public.audit")
+	fix := requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_copy on public.audit")
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
 	if _, err := db.ExecContext(ctx, "INSERT INTO audit (msg) VALUES ('x')"); err != nil {
 		t.Logf("INSERT audit: %v", err)
@@ -207,7 +147,7 @@ func TestRTrt29aTriggerLowersFloorCopy(t *testing.T) {
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO accounts (id, balance) VALUES (2, -1)"); !errors.Is(err, fencedsql.ErrBelowFloor) && !errors.Is(err, fencedsql.ErrSchema) {
 		t.Errorf("write under token 20 after a raise to 50 and the copy lowered: %v, want ErrBelowFloor or ErrSchema", err)
 	}
-	rt29aFixRestores(t, ctx, raw, fix)
+	fixRestores(t, ctx, raw, fix)
 }
 
 // TestRTrt29aEventTriggerWritesTombstoneTable: an event trigger (ddl_command_end) whose
@@ -219,17 +159,14 @@ func TestRTrt29aTriggerLowersFloorCopy(t *testing.T) {
 // table is a SideDoorGuardWriter (schema.Check reports it with DROP EVENT TRIGGER as
 // Fix; the lazy check refuses accounts with ErrSchema), and the stale INSERT is refused.
 func TestRTrt29aEventTriggerWritesTombstoneTable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn)
+	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw,
 		"CREATE FUNCTION rt29a_evt() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN DELETE FROM public.fencedsql_tomb_accounts; END $$",
 		"CREATE EVENT TRIGGER rt29a_evt ON ddl_command_end EXECUTE FUNCTION rt29a_evt()")
 	t.Cleanup(func() { raw.Exec("DROP EVENT TRIGGER IF EXISTS rt29a_evt") })
-	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "event trigger rt29a_evt")
-	rt29aTombAttack(t, ctx, dsn, false, "CREATE TEMP TABLE rt29a_tmp (x int)")
-	rt29aFixRestores(t, ctx, raw, fix)
+	fix := requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "event trigger rt29a_evt")
+	tombAttack(t, ctx, dsn, false, 0, "CREATE TEMP TABLE rt29a_tmp (x int)")
+	fixRestores(t, ctx, raw, fix)
 }
 
 // TestRTrt29aSecurityDefinerRoutineWritesTombstoneTable: the guard-writer check covers
@@ -242,14 +179,11 @@ func TestRTrt29aEventTriggerWritesTombstoneTable(t *testing.T) {
 // others is reported (SideDoorGuardWriter, or a privilege problem naming it, Fix
 // REVOKE EXECUTE … FROM PUBLIC / DROP FUNCTION), and the lazy check refuses accounts.
 func TestRTrt29aSecurityDefinerRoutineWritesTombstoneTable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn)
+	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw, "CREATE FUNCTION rt29a_wipe() RETURNS void LANGUAGE sql SECURITY DEFINER AS 'DELETE FROM public.fencedsql_tomb_accounts'")
-	fix := rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "function public.rt29a_wipe()")
-	rt29aTombAttack(t, ctx, dsn, false, "SELECT rt29a_wipe()")
-	rt29aFixRestores(t, ctx, raw, fix)
+	fix := requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "function public.rt29a_wipe()")
+	tombAttack(t, ctx, dsn, false, 0, "SELECT rt29a_wipe()")
+	fixRestores(t, ctx, raw, fix)
 }
 
 // TestGuardWriterOwnNamesOnOtherSchemaTable (rt29a F1): the disguise of F1 on the
@@ -260,47 +194,19 @@ func TestRTrt29aSecurityDefinerRoutineWritesTombstoneTable(t *testing.T) {
 // public.accounts. (The library's own triggers of a same-named guarded table in
 // another schema write that schema's tombstone table and are not reported: rt21a.)
 func TestGuardWriterOwnNamesOnOtherSchemaTable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn)
+	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw,
 		"CREATE SCHEMA rt29a_x",
 		"CREATE TABLE rt29a_x.accounts (id int)",
 		"CREATE FUNCTION rt29a_x.fencedsql_tombstone_accounts() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$ BEGIN DELETE FROM public.fencedsql_tomb_accounts; RETURN NULL; END $$",
 		"CREATE TRIGGER fencedsql_tombstone_delete AFTER INSERT ON rt29a_x.accounts FOR EACH ROW EXECUTE FUNCTION rt29a_x.fencedsql_tombstone_accounts()")
-	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_tombstone_delete on rt29a_x.accounts"))
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_tombstone_delete on rt29a_x.accounts"))
 }
 
 // TestGuardWriterRuleSetsFloorCopy (rt29a F3, F9): a rule on another table whose action
 // lowers the floor's copy (setval on fencedsql_floor_seq) is a guard writer.
 func TestGuardWriterRuleSetsFloorCopy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dsn := testdb.Postgres(t)
-	raw := guardedAccounts(t, ctx, dsn, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw, "CREATE RULE rt29a_seq AS ON INSERT TO audit DO ALSO SELECT pg_catalog.setval('public.fencedsql_floor_seq', 1)")
-	rt29aFixRestores(t, ctx, raw, rt29aRequireRefused(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_seq on public.audit"))
-}
-
-// rt29aTombAttack runs the attack of these tests through the fenced pool: key 1 deleted
-// under token 100, then poke (under token 90 when tokened, else without a token), which
-// fires the attacker's code, then the stale INSERT of key 1 under 90, which must be
-// refused (ErrFenced by the tombstone guard, or ErrSchema by the lazy check's door).
-func rt29aTombAttack(t *testing.T, ctx context.Context, dsn string, tokened bool, poke string) {
-	t.Helper()
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 100), "DELETE FROM accounts WHERE id = 1"); err != nil {
-		t.Logf("fenced DELETE: %v", err)
-	}
-	pctx := ctx
-	if tokened {
-		pctx = fencedsql.WithToken(ctx, 90)
-	}
-	if _, err := db.ExecContext(pctx, poke); err != nil {
-		t.Logf("%s: %v", poke, err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 90), "INSERT INTO accounts (id, balance) VALUES (1, -1)"); !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("stale INSERT (token 90) of key 1 deleted under 100: %v, want ErrFenced or ErrSchema", err)
-	}
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_seq on public.audit"))
 }
