@@ -2,6 +2,7 @@ package fencedsql_test
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"testing"
@@ -44,8 +45,18 @@ func TestDynamicStatementTxProbeMock(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "CALL keep()"); err != nil {
 		t.Fatalf("a CALL that keeps the transaction: %v", err)
 	}
-	if _, err := tx.ExecContext(ctx, "CALL end_it()"); fencedsql.CommitOutcome(err) != fencedsql.Unknown {
-		t.Fatalf("a CALL after which the server is outside any transaction: %v; want an error whose outcome is Unknown", err)
+	requireEndedBehind(t, tx, mock, "CALL end_it()")
+}
+
+// requireEndedBehind runs call, a dynamic statement that ends the wrapper's
+// transaction, in tx and checks that it reports outcome Unknown, that the next
+// statement is refused unsent, that Commit reports Unknown, and that the mock saw
+// exactly what it expected.
+func requireEndedBehind(t *testing.T, tx *sql.Tx, mock sqlmock.Sqlmock, call string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := tx.ExecContext(ctx, call); fencedsql.CommitOutcome(err) != fencedsql.Unknown {
+		t.Fatalf("%s, after which the wrapper's transaction is gone: %v; want an error whose outcome is Unknown", call, err)
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO other VALUES (2)"); !errors.Is(err, fencedsql.ErrUnsupported) {
 		t.Fatalf("the next statement: %v; want refused unsent", err)
@@ -76,18 +87,7 @@ func TestDynamicStatementSavepointGoneMock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.ExecContext(ctx, "CALL reopen()"); fencedsql.CommitOutcome(err) != fencedsql.Unknown {
-		t.Fatalf("a CALL after which the savepoint is gone: %v; want an error whose outcome is Unknown", err)
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO other VALUES (2)"); !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("the next statement: %v; want refused unsent", err)
-	}
-	if cerr := tx.Commit(); fencedsql.CommitOutcome(cerr) != fencedsql.Unknown {
-		t.Fatalf("Commit: %v; want outcome Unknown", cerr)
-	}
-	if err := mock.ExpectationsWereMet(); err != nil {
-		t.Fatal(err)
-	}
+	requireEndedBehind(t, tx, mock, "CALL reopen()")
 }
 
 // TestDynamicStatementOutsideTxMock (red-team rt28a F2): outside a transaction a
