@@ -9,7 +9,7 @@ import (
 
 // guardWriters finds the triggers of the table's schema on the table's tombstone table
 // or the token floor, and those on any table or view whose body may write one of them
-// (dialect.WritesTable: a statement that writes and names it):
+// (triggerWrites: a statement that writes and names it):
 // SQLite has no privileges, so a trigger that deletes the key's tombstone before the
 // tombstone guard's AFTER INSERT check reads it (or one that lowers the floor) lets a
 // stale write through the pool while every guard trigger is as installed (red-team
@@ -37,7 +37,7 @@ func (d dialectImpl) guardWriters(ctx context.Context, query dialect.CatalogQuer
 		for _, g := range []string{tomb, dialect.FloorTable} {
 			// A trigger on the object itself (its body may drop the write with
 			// RAISE(IGNORE)), or a body that writes it.
-			if strings.EqualFold(r[1], g) || dialect.WritesTable(triggerBody(r[2]), dialect.SQLiteSyntax, g) {
+			if strings.EqualFold(r[1], g) || triggerWrites(r[2], g) {
 				wrote = append(wrote, g)
 			}
 		}

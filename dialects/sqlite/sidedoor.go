@@ -235,7 +235,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 3 || !dialect.WritesTable(triggerBody(r[2]), dialect.SQLiteSyntax, t.Table.Name) {
+		if len(r) < 3 || !triggerWrites(r[2], t.Table.Name) {
 			continue
 		}
 		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[1]}
@@ -245,22 +245,6 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 			Fix: []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}})
 	}
 	return doors, nil
-}
-
-// triggerBody returns the text of a CREATE TRIGGER statement after its BEGIN (the
-// whole text when it has none, or cannot be read): the header names the trigger's own
-// table and events, and its WHEN clause can only read.
-func triggerBody(sql string) string {
-	toks, err := dialect.LexDDL(sql, dialect.SQLiteSyntax)
-	if err != nil {
-		return sql
-	}
-	for _, t := range toks {
-		if t.Is("BEGIN") {
-			return sql[t.End:]
-		}
-	}
-	return sql
 }
 
 var _ dialect.SideDoorFinder = dialectImpl{}
