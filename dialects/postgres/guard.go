@@ -173,6 +173,32 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	table = fold(table)
 	tbl := table.Quote(d.QuoteIdent)
 	fn := guardFuncName(table).Quote(d.QuoteIdent)
+	ddl := d.FloorDDL()
+	for _, f := range d.guardFunctionDDL(table, tokenCol, versionCol) {
+		ddl = append(ddl, withFloorTable(f))
+	}
+	return append(ddl,
+		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
+		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
+		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTrigger,
+		"DROP TRIGGER IF EXISTS "+guardDeleteTrigger+" ON "+tbl,
+		"CREATE TRIGGER "+guardDeleteTrigger+" AFTER DELETE ON "+tbl+" FOR EACH ROW "+guardDeleteWhen(d, table, tokenCol)+"EXECUTE FUNCTION "+fn+"()",
+		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardDeleteTrigger,
+		"DROP TRIGGER IF EXISTS "+guardTruncateTrigger+" ON "+tbl,
+		"CREATE TRIGGER "+guardTruncateTrigger+" BEFORE TRUNCATE ON "+tbl+" FOR EACH STATEMENT EXECUTE FUNCTION "+fn+"()",
+		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTruncateTrigger,
+	)
+}
+
+// guardFunctionDDL returns the CREATE FUNCTION statements of the guard's functions for
+// table (folded), with the floor's placeholders in them (withFloorTable replaces
+// them): the trigger function, then the one-statement DELETE's fence functions
+// (fenceFuncDDL). The texts PostgreSQL keeps of them (pg_proc.prosrc) are what
+// guardFunctions compares the installed functions with: any change to them must
+// change guardVersion or oneStepMarker, or the guards installed by the release before
+// are reported as changed.
+func (d dialectImpl) guardFunctionDDL(table dialect.TableName, tokenCol, versionCol string) []string {
+	fn := guardFuncName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	// raise builds a RAISE whose message names the table through TG_TABLE_SCHEMA and
 	// TG_TABLE_NAME (no names in string literals); extra are further format arguments.
@@ -266,21 +292,7 @@ END
 `
 	tag := dollarTag(body)
 	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag
-	ddl := append(d.FloorDDL(), withFloorTable(create))
-	for _, f := range d.fenceFuncDDL(table, tokenCol) {
-		ddl = append(ddl, withFloorTable(f))
-	}
-	return append(ddl,
-		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
-		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
-		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTrigger,
-		"DROP TRIGGER IF EXISTS "+guardDeleteTrigger+" ON "+tbl,
-		"CREATE TRIGGER "+guardDeleteTrigger+" AFTER DELETE ON "+tbl+" FOR EACH ROW "+guardDeleteWhen(d, table, tokenCol)+"EXECUTE FUNCTION "+fn+"()",
-		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardDeleteTrigger,
-		"DROP TRIGGER IF EXISTS "+guardTruncateTrigger+" ON "+tbl,
-		"CREATE TRIGGER "+guardTruncateTrigger+" BEFORE TRUNCATE ON "+tbl+" FOR EACH STATEMENT EXECUTE FUNCTION "+fn+"()",
-		"ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+guardTruncateTrigger,
-	)
+	return append([]string{create}, d.fenceFuncDDL(table, tokenCol)...)
 }
 
 // op is the operator named with its schema, between spaces: OPERATOR(pg_catalog.>=).

@@ -416,7 +416,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // tables (guard writers: triggers, rules, views, event triggers, SECURITY DEFINER
 // routines; otherTriggers) — in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey, d.guardTables)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardFunctions)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

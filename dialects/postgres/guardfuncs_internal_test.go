@@ -1,0 +1,68 @@
+package postgres
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// TestGuardFunctionTextPinned: guardFunctions compares the installed functions with
+// this version's text whole, so a change to the text that keeps the markers would
+// report every guard the release before installed as changed (ErrSchema until
+// reinstalled). A changed text must come with a new guardVersion (the trigger
+// function) or oneStepMarker (the fences); then update the pin below.
+func TestGuardFunctionTextPinned(t *testing.T) {
+	pins := map[string]string{
+		guardVersion + " / " + oneStepMarker: "2ed1654cfeac39cf1f5c0d8bf704ab567a19c8644bd13a5ba4e2c66dba8e9025",
+	}
+	ddl := dialectImpl{}.guardFunctionDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")
+	sum := sha256.Sum256([]byte(strings.Join(ddl, "\n")))
+	got := hex.EncodeToString(sum[:])
+	key := guardVersion + " / " + oneStepMarker
+	if want, ok := pins[key]; !ok || want != got {
+		t.Fatalf("the guard's function text for %q hashes to %s, pinned %q: a changed text needs a new guardVersion or oneStepMarker (installed guards of the release before would be reported as changed), then a new pin", key, got, pins[key])
+	}
+}
+
+// TestOwnFunctionText: the template with its placeholders replaced for any schema
+// spelling (as quote_ident writes it; the floor's copy in a quote_literal string) is
+// recognised with that schema; one character changed anywhere is not.
+func TestOwnFunctionText(t *testing.T) {
+	ddl := dialectImpl{}.guardFunctionDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")
+	for _, create := range ddl {
+		tmpl := createBody(create)
+		if tmpl == "" {
+			t.Fatalf("createBody found no body in %q", create)
+		}
+		for _, schema := range []string{"public", `"odd'sch\ema"`, `"a""b"`, `"x.fencedsql_floor"`} {
+			src := strings.ReplaceAll(tmpl, floorPlaceholder, schema+"."+dialect.FloorTable)
+			src = strings.ReplaceAll(src, floorSeqPlaceholder, quoteLiteral(schema+"."+floorSeq))
+			src = strings.ReplaceAll(src, schemaPlaceholder, schema)
+			if got, ok := ownFunctionText(src, tmpl); !ok || got != schema {
+				t.Errorf("schema %s: ownFunctionText = %q, %v", schema, got, ok)
+			}
+			for _, i := range []int{0, len(src) / 3, len(src) / 2, len(src) - 1} {
+				changed := src[:i] + "X" + src[i+1:]
+				if _, ok := ownFunctionText(changed, tmpl); ok {
+					t.Errorf("schema %s: a text changed at %d is taken for the guard's", schema, i)
+				}
+			}
+			if _, ok := ownFunctionText(src+" ", tmpl); ok {
+				t.Errorf("schema %s: a text with a character appended is taken for the guard's", schema)
+			}
+		}
+	}
+	for _, s := range []string{"public.fencedsql_floor_seq", `"odd'sch\ema".x`, `a\\b`, "''"} {
+		if got, ok := unquoteLiteral(quoteLiteral(s)); !ok || got != s {
+			t.Errorf("unquoteLiteral(quoteLiteral(%q)) = %q, %v", s, got, ok)
+		}
+	}
+	for _, q := range []string{"'a", "a'", "'a'b'", `E'a\b'`, "Eab"} {
+		if _, ok := unquoteLiteral(q); ok {
+			t.Errorf("unquoteLiteral(%q) accepted a text quote_literal does not write", q)
+		}
+	}
+}
