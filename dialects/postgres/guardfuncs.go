@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -11,7 +13,8 @@ import (
 // but not the text this version installs (dialect.SideDoorOwnTrigger): the function
 // each of the three guard triggers on t runs (fencedsql_guard, _delete, _truncate),
 // and the one-statement DELETE's fence functions (fencedsql_fence_<table>, as the
-// DELETE resolves it, and the fencedsql_fenced_<table> it calls). GuardInstalledQuery
+// DELETE resolves it, and the fencedsql_fenced_<table> it calls, which must be the one
+// of its own schema, and is judged whatever its marker). GuardInstalledQuery
 // judges them by name and marker only, and the guard-writer check leaves the guard's
 // own functions alone, so `CREATE OR REPLACE FUNCTION fencedsql_guard_<table>()` by
 // the functions' owner, keeping the marker, could accept a lowered token or a write
@@ -48,14 +51,14 @@ func (d dialectImpl) guardFunctions(ctx context.Context, query dialect.CatalogQu
 	// fenceMatches reports whether src is the fence text (1 the slow one, 2 the fast
 	// one) for the table unqualified or qualified by the function's schema, and the
 	// schema of the slow function the fast one calls.
-	fenceMatches := func(src string, which int, nsp string) (calls string, ok bool) {
+	fenceMatches := func(src string, which int, nsp string) (calls, floor string, ok bool) {
 		if schema, ok := ownFunctionText(src, bare[which]); ok {
-			return unquoteIdent(schema), true
+			return unquoteIdent(schema), unquoteIdent(schema), true
 		}
-		if _, ok := ownFunctionText(src, texts(dialect.TableName{Schema: nsp, Name: table.Name})[which]); ok {
-			return nsp, true
+		if schema, ok := ownFunctionText(src, texts(dialect.TableName{Schema: nsp, Name: table.Name})[which]); ok {
+			return nsp, unquoteIdent(schema), true
 		}
-		return "", false
+		return "", "", false
 	}
 	fence := fenceFuncName(table).Quote(d.QuoteIdent) + "(bigint, bigint)"
 	rows, err := query(ctx, `SELECT 'trigger', t.tgname::text, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')', n.nspname::text, p.prosrc, l.lanname::text
@@ -78,49 +81,58 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTrun
 	judged := map[string]int{} // function → its door's index
 	door := func(fn, what string) {
 		if i, ok := judged[fn]; ok {
-			doors[i].Problem = strings.Replace(doors[i].Problem, ", carries", " and "+what+", carries", 1)
+			doors[i].Problem = strings.Replace(doors[i].Problem, ", is not the text", " and "+what+", is not the text", 1)
 			return
 		}
 		judged[fn] = len(doors)
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: "function " + fn,
-			Problem: "the function " + fn + ", " + what + ", carries this version's marker but not the text this version installs for " + t.Table.String() + ": " +
+			Problem: "the function " + fn + ", " + what + ", is not the text this version installs for " + t.Table.String() + ": " +
 				"a changed guard may let through what it should refuse (a token lowered, a write below the floor, a stale holder's DELETE) or change the guard tables; re-create it (fencedsql-schema -apply)",
 			Fix: d.GuardDDL(t.Table, t.TokenColumn, t.VersionColumn)})
 	}
-	// The slow fence judged is the one the fast fence calls (its schema's name).
-	calls := ""
-	var fenced [][]string
+	// The three guard triggers' function, then the fast fence, then the slow fence it
+	// calls; every one names the same floor (one GuardDDL wrote them), so a fence
+	// re-created to read another schema's floor (or to call another schema's slow
+	// fence) is a changed guard too.
+	byKind := map[string][][]string{}
 	for _, r := range rows {
-		if len(r) < 6 {
-			continue
-		}
-		switch r[0] {
-		case "trigger":
-			if !strings.Contains(r[4], guardVersion) {
-				continue
-			}
-			if _, ok := ownFunctionText(r[4], guardText); !ok || r[5] != "plpgsql" {
-				door(r[2], "which the guard trigger "+r[1]+" on "+t.Table.String()+" runs")
-			}
-		case "fence":
-			if !strings.Contains(r[4], oneStepMarker) {
-				continue
-			}
-			schema, ok := fenceMatches(r[4], 2, r[3])
-			if !ok || r[5] != "sql" {
-				door(r[2], "the one-statement DELETE's fence")
-				continue
-			}
-			calls = schema
-		case "fenced":
-			fenced = append(fenced, r)
+		if len(r) >= 6 {
+			byKind[r[0]] = append(byKind[r[0]], r)
 		}
 	}
-	for _, r := range fenced {
-		if r[3] != calls || !strings.Contains(r[4], oneStepMarker) {
+	floor := ""
+	for _, r := range byKind["trigger"] {
+		if !strings.Contains(r[4], guardVersion) {
 			continue
 		}
-		if _, ok := fenceMatches(r[4], 1, r[3]); !ok || r[5] != "plpgsql" {
+		schema, ok := ownFunctionText(r[4], guardText)
+		if !ok || r[5] != "plpgsql" || floor != "" && unquoteIdent(schema) != floor {
+			door(r[2], "which the guard trigger "+r[1]+" on "+t.Table.String()+" runs")
+			continue
+		}
+		floor = unquoteIdent(schema)
+	}
+	calls := ""
+	for _, r := range byKind["fence"] {
+		if !strings.Contains(r[4], oneStepMarker) {
+			continue
+		}
+		// The fast fence calls the slow one of its own schema (both are created where
+		// the fast one is: the installer's schema, or the table's).
+		schema, reads, ok := fenceMatches(r[4], 2, r[3])
+		if !ok || r[5] != "sql" || schema != r[3] || floor != "" && reads != floor {
+			door(r[2], "the one-statement DELETE's fence")
+			continue
+		}
+		calls = schema
+	}
+	for _, r := range byKind["fenced"] {
+		// The slow fence the fast one calls is judged whatever its marker: an unmarked
+		// one answering 1 would pass every DELETE.
+		if r[3] != calls {
+			continue
+		}
+		if _, reads, ok := fenceMatches(r[4], 1, r[3]); !ok || r[5] != "plpgsql" || floor != "" && reads != floor {
 			door(r[2], "the one-statement DELETE's fence")
 		}
 	}
@@ -194,13 +206,34 @@ func ownFunctionText(src, template string) (schema string, ok bool) {
 	default:
 		schema, ok = value, true
 	}
-	if !ok || schema == "" {
+	if !ok || !quotedIdent(schema) {
 		return "", false
 	}
 	want := strings.ReplaceAll(template, floorPlaceholder, schema+"."+dialect.FloorTable)
 	want = strings.ReplaceAll(want, floorSeqPlaceholder, quoteLiteral(schema+"."+floorSeq))
 	want = strings.ReplaceAll(want, schemaPlaceholder, schema)
 	return schema, src == want
+}
+
+// quotedIdent reports whether q is one identifier as quote_ident spells it: a plain
+// lower-case name, or a double-quoted one whose quotes are doubled. The schema read
+// from a function's text must be one, or text put where the schema goes (an
+// expression, a subquery) would be accepted wherever the template repeats it.
+func quotedIdent(q string) bool {
+	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' {
+		inner := q[1 : len(q)-1]
+		return inner != "" && !strings.Contains(strings.ReplaceAll(inner, `""`, ""), `"`)
+	}
+	if q == "" || !(q[0] == '_' || q[0] >= 'a' && q[0] <= 'z') {
+		return false
+	}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // unquoteIdent returns the name quote_ident spelled as q.
@@ -232,4 +265,63 @@ func unquoteLiteral(q string) (string, bool) {
 		s = strings.ReplaceAll(s, `\\`, `\`)
 	}
 	return s, quoteLiteral(s) == q
+}
+
+// The fencing columns' stand-ins in ownGuardTextSQL's template.
+const (
+	tokStandIn = "@fencedsql_token_column@"
+	verStandIn = "@fencedsql_version_column@"
+)
+
+// ownGuardTextSQL returns an SQL condition on the text expression src (a function's
+// pg_proc.prosrc) that holds exactly when src is the guard's trigger function as this
+// version writes it (guardFunctionDDL) for some fencing columns and some floor schema:
+// the columns (quoted identifiers) and the schema (as quote_ident spells it) are read
+// from where the text first names them, each matched as one identifier, and the whole
+// text must equal the template with them put in — so no other text, however it spells
+// its marker, passes. Its parameters are numbered from first. The guard-writer check
+// leaves such a function alone on any relation (every guard reads the floor's copy);
+// the check of its own table (guardFunctions) compares it with that table's columns.
+func (d dialectImpl) ownGuardTextSQL(src string, first int) (string, []any) {
+	tmpl := createBody(d.guardFunctionDDL(dialect.TableName{Name: "t"}, tokStandIn, verStandIn)[0])
+	qt, qv := d.QuoteIdent(tokStandIn), d.QuoteIdent(verStandIn)
+	lt, lv := pgLiteral(tokStandIn), pgLiteral(verStandIn)
+	const ident = `("(?:[^"]|"")+")`
+	const schemaIdent = `((?:[a-z_][a-z0-9_$]*|"(?:[^"]|"")+"))`
+	// around returns a pattern matching the text around the first occurrence of s in
+	// tmpl, with group in its place (and what follows s, from skip on).
+	around := func(s, group, skip string) string {
+		i := strings.Index(tmpl, s)
+		if i < 0 {
+			return "^$.^" // matches nothing: the condition is false
+		}
+		// The context holds no other stand-in or placeholder (which the text spells
+		// otherwise).
+		before, after := tmpl[:i], tmpl[i+len(s):]
+		for _, o := range []string{qt, qv, lt, lv, floorPlaceholder, floorSeqPlaceholder, schemaPlaceholder} {
+			if j := strings.LastIndex(before, o); j >= 0 {
+				before = before[j+len(o):]
+			}
+			if j := strings.Index(after, o); j >= 0 {
+				after = after[:j]
+			}
+		}
+		before = before[max(0, len(before)-32):]
+		after = after[:min(len(after), 24)]
+		return regexp.QuoteMeta(before) + group + regexp.QuoteMeta(skip+after)
+	}
+	args := []any{
+		tmpl, qt, lt, qv, lv, floorPlaceholder, floorSeqPlaceholder, schemaPlaceholder,
+		"." + dialect.FloorTable, "." + floorSeq,
+		around(qt, ident, ""), around(qv, ident, ""), around(floorPlaceholder, schemaIdent, "."+dialect.FloorTable),
+	}
+	p := func(k int) string { return "$" + strconv.Itoa(first+k) }
+	lit := func(q string) string {
+		return `'''' || pg_catalog.replace(pg_catalog.replace(pg_catalog.substr(` + q + `, 2, pg_catalog.length(` + q + `) - 2), '""', '"'), '''', '''''') || ''''`
+	}
+	cond := `(SELECT COALESCE(` + src + ` = pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(` +
+		p(0) + `::text, ` + p(1) + `::text, x.tq), ` + p(2) + `::text, ` + lit("x.tq") + `), ` + p(3) + `::text, x.vq), ` + p(4) + `::text, ` + lit("x.vq") + `), ` +
+		p(5) + `::text, x.s || ` + p(8) + `::text), ` + p(6) + `::text, pg_catalog.quote_literal(x.s || ` + p(9) + `::text)), ` + p(7) + `::text, x.s), false)
+  FROM (SELECT pg_catalog.substring(` + src + `, ` + p(10) + `::text) AS tq, pg_catalog.substring(` + src + `, ` + p(11) + `::text) AS vq, pg_catalog.substring(` + src + `, ` + p(12) + `::text) AS s) x)`
+	return cond, args
 }

@@ -55,6 +55,17 @@ func TestOwnFunctionText(t *testing.T) {
 			}
 		}
 	}
+	// A schema position holding anything but one identifier is not the guard's text,
+	// even where the text repeats it consistently.
+	tmpl := createBody(ddl[0])
+	for _, schema := range []string{"(SELECT 1) AS x, public", "public f, public", `"a"b"`, "Public", ""} {
+		src := strings.ReplaceAll(tmpl, floorPlaceholder, schema+"."+dialect.FloorTable)
+		src = strings.ReplaceAll(src, floorSeqPlaceholder, quoteLiteral(schema+"."+floorSeq))
+		src = strings.ReplaceAll(src, schemaPlaceholder, schema)
+		if _, ok := ownFunctionText(src, tmpl); ok {
+			t.Errorf("schema %q: a text with an expression for the schema is taken for the guard's", schema)
+		}
+	}
 	for _, s := range []string{"public.fencedsql_floor_seq", `"odd'sch\ema".x`, `a\\b`, "''"} {
 		if got, ok := unquoteLiteral(quoteLiteral(s)); !ok || got != s {
 			t.Errorf("unquoteLiteral(quoteLiteral(%q)) = %q, %v", s, got, ok)

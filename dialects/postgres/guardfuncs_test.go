@@ -140,3 +140,79 @@ func TestGuardFunctionOlderMarkerNotInstalled(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardWriterDisguisedAsAnotherTablesGuard: the guard-writer check leaves the guard
+// triggers of every relation alone (each reads the floor's copy), once judged by the
+// trigger's name, the function's name and its marker. A trigger named fencedsql_guard on
+// an unguarded table of the guarded table's schema, running a function named
+// fencedsql_guard_<that table> that carries the marker and deletes the tombstones of
+// accounts, was passed over: a write to audit through the pool erased them. Only the
+// guard's own text (for some fencing columns and floor schema) is left alone now.
+func TestGuardWriterDisguisedAsAnotherTablesGuard(t *testing.T) {
+	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+	testdb.Exec(t, raw,
+		"CREATE FUNCTION public.fencedsql_guard_audit() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $x$ BEGIN /* fencedsql guard v7 public.fencedsql_floor f fencedsql one-statement delete v4 */ DELETE FROM public.fencedsql_tomb_accounts; RETURN NULL; END $x$",
+		"CREATE TRIGGER fencedsql_guard AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION public.fencedsql_guard_audit()")
+	tombAttack(t, ctx, dsn, false, 90, "INSERT INTO audit (msg) VALUES ('x')")
+	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_guard on public.audit"))
+}
+
+// TestOtherTablesGuardsNotGuardWriters: the guards of other tables (their functions
+// read the floor's copy), installed as the guard writes them — with other fencing
+// column names, quoted ones included — are not guard writers of accounts.
+func TestOtherTablesGuardsNotGuardWriters(t *testing.T) {
+	ctx, _, raw := guardedAccounts(t,
+		`CREATE TABLE other1 (id BIGINT PRIMARY KEY, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)`,
+		`CREATE TABLE other2 (id BIGINT PRIMARY KEY, "TokX" BIGINT NOT NULL DEFAULT 0, "V" BIGINT NOT NULL DEFAULT 0)`)
+	reps, err := schema.Check(ctx, raw, postgres.Dialect,
+		schema.GuardSpec{Table: "other1", TokenColumn: "tok", VersionColumn: "ver"},
+		schema.GuardSpec{Table: "other2", TokenColumn: "TokX", VersionColumn: "V"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		testdb.Exec(t, raw, r.Fix...)
+	}
+	reps, err = schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"},
+		schema.GuardSpec{Table: "other1", TokenColumn: "tok", VersionColumn: "ver"},
+		schema.GuardSpec{Table: "other2", TokenColumn: "TokX", VersionColumn: "V"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		if !r.OK() || !r.Guarded {
+			t.Errorf("%s: guarded %v, problems %q", r.Table, r.Guarded, r.Problems)
+		}
+	}
+}
+
+// TestEarlierGuardOfAnotherTableNoDropFix: another relation's guard whose function is
+// not this version's text (an earlier release's: it reads the floor's copy) is a guard
+// writer of accounts — it is judged by its body like any trigger — but its door carries
+// no Fix: a DROP TRIGGER would leave that relation unguarded.
+func TestEarlierGuardOfAnotherTableNoDropFix(t *testing.T) {
+	ctx, _, raw := guardedAccounts(t, `CREATE TABLE other1 (id BIGINT PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "other1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	testdb.Exec(t, raw, "CREATE OR REPLACE FUNCTION public.fencedsql_guard_other1() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v6 */ IF NEW.fence_token < pg_catalog.pg_sequence_last_value('public.fencedsql_floor_seq'::pg_catalog.regclass) THEN RAISE EXCEPTION 'below'; END IF; RETURN NEW; END $x$")
+	reps, err = schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, sd := range reps[0].SideDoors {
+		if sd.Kind == dialect.SideDoorGuardWriter && strings.Contains(sd.Object, "fencedsql_guard on public.other1") {
+			found = true
+			if len(sd.Fix) != 0 {
+				t.Errorf("the door of another relation's earlier guard has a Fix %q: it would drop that guard", sd.Fix)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("another relation's guard of an earlier version: not reported (problems %q)", reps[0].Problems)
+	}
+}

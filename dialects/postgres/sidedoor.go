@@ -625,6 +625,8 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	fs := len(args) + 1
 	args = append(args, floorSchemaArgs(t.Table)...)
 	args = append(args, floorSyncBody())
+	ownGuard, ownArgs := d.ownGuardTextSQL("p.prosrc", len(args)+1)
+	args = append(args, ownArgs...)
 	rows, err := query(ctx, `WITH RECURSIVE inh(rel, anc) AS (
   SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i
   UNION
@@ -649,7 +651,7 @@ FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid J
 WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D'
   AND NOT (tg.tgname IN ($6, $7, $8) AND p.proname = $4 AND p.pronamespace = (SELECT me.relnamespace FROM me)
     AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgrelid IN (SELECT inh.rel FROM inh WHERE inh.anc = pg_catalog.to_regclass($1))))
-  AND NOT (tg.tgname IN ($9, $10, $11) AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $12 AND EXISTS (SELECT 1 FROM pg_catalog.pg_class a
+  AND NOT (tg.tgname IN ($9, $10, $11) AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $12 AND `+ownGuard+` AND EXISTS (SELECT 1 FROM pg_catalog.pg_class a
     WHERE a.relnamespace = p.pronamespace AND `+relOrAncestor+`))
   AND NOT (tg.tgname = $15 AND p.proname = $15 AND c.relname = $3 AND p.pronamespace = c.relnamespace AND p.proconfig = ARRAY[$13]::text[]
     AND p.prosrc = pg_catalog.replace(pg_catalog.replace(pg_catalog.replace($21, `+pgLiteral(floorPlaceholder)+`, pg_catalog.quote_ident(n.nspname) || '.' || $3),
@@ -834,6 +836,15 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 	}
 	if len(wrote) == 0 {
 		return dialect.SideDoor{}, false
+	}
+	if (r[3] == guardTrigger || r[3] == guardDeleteTrigger || r[3] == guardTruncateTrigger) && strings.HasPrefix(r[5], "fencedsql_guard_") && strings.Contains(r[6], guardMarker) {
+		// A guard of another relation that is not this version's text: an earlier
+		// release's (it reads the floor's copy) or a changed one. No Fix: dropping it
+		// would leave that relation unguarded; reinstalling its guard (its own report's
+		// Fix) clears this door.
+		return dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[3] + " on " + rel.String(),
+			Problem: "the guard trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which is not the text this version's guard installs and may write " + strings.Join(wrote, " and ") +
+				", which the guards of " + t.Table.String() + " read (an earlier release's guard of " + rel.String() + ", or a changed one): reinstall the guard of " + rel.String() + " (fencedsql-schema -apply with it listed), or drop the trigger if " + rel.String() + " is not to be guarded"}, true
 	}
 	return dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[3] + " on " + rel.String(),
 		Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
