@@ -9,8 +9,8 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// guardFunctions finds the guard's functions of t that carry this version's marker
-// but not the text this version installs (dialect.SideDoorOwnTrigger): the function
+// guardFunctions finds the guard's functions of t that are not the text this version
+// installs (dialect.SideDoorOwnTrigger): the function
 // each of the three guard triggers on t runs (fencedsql_guard, _delete, _truncate),
 // and the one-statement DELETE's fence functions (fencedsql_fence_<table>, as the
 // DELETE resolves it, and the fencedsql_fenced_<table> it calls, which must be the one
@@ -61,18 +61,17 @@ func (d dialectImpl) guardFunctions(ctx context.Context, query dialect.CatalogQu
 		return "", "", false
 	}
 	fence := fenceFuncName(table).Quote(d.QuoteIdent) + "(bigint, bigint)"
-	rows, err := query(ctx, `SELECT 'trigger', t.tgname::text, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')', n.nspname::text, p.prosrc, l.lanname::text
-FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+	rows, err := query(ctx, `WITH f(kind, tg, fn) AS (
+  SELECT 'trigger', t.tgname::text, t.tgfoid FROM pg_catalog.pg_trigger t
+  WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $4)
+  UNION ALL
+  SELECT 'fence', '', pg_catalog.to_regprocedure($5)::pg_catalog.oid
+  UNION ALL
+  SELECT 'fenced', '', p.oid FROM pg_catalog.pg_proc p WHERE p.proname = $6 AND p.proargtypes = '20 20'::pg_catalog.oidvector)
+SELECT f.kind, f.tg, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')',
+  n.nspname::text, p.prosrc, l.lanname::text
+FROM f JOIN pg_catalog.pg_proc p ON p.oid = f.fn
   JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $4)
-UNION ALL
-SELECT 'fence', '', pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')', n.nspname::text, p.prosrc, l.lanname::text
-FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE p.oid = pg_catalog.to_regprocedure($5)
-UNION ALL
-SELECT 'fenced', '', pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')', n.nspname::text, p.prosrc, l.lanname::text
-FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE p.proname = $6 AND p.proargtypes = '20 20'::pg_catalog.oidvector
 ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTruncateTrigger, fence, fencedFunc(table.Name))
 	if err != nil {
 		return nil, err
