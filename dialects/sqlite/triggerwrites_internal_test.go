@@ -43,7 +43,7 @@ func TestMayNameNeverHidesAWrite(t *testing.T) {
 		{`DELETE FROM fencedsql_tomb_ac`, "fencedsql_tomb_acc", false},
 		{`DELETE FROM "FencedSQL_Tomb_Acc"`, "fencedsql_tomb_acc", true},
 		{`DELETE FROM other -- é`, "fencedsql_tomb_acc", true}, // a byte outside ASCII: the full test decides
-		{`DELETE FROM other`, `we"ird`, true},                // a name with a quote character: the full test decides
+		{`DELETE FROM other`, `we"ird`, true},                  // a name with a quote character: the full test decides
 		{`DELETE FROM other`, "", false},
 	} {
 		if got := mayName(c.src, c.name); got != c.want {
