@@ -78,9 +78,13 @@ retry() {
 
 token=$(retry "$lockfloor" "${lockargs[@]}" -show) || die "'$lockfloor -show' failed (exit $?)"
 token=${token//[[:space:]]/}
-# Tokens are unsigned 64-bit; bash arithmetic is signed: refuse what it cannot add 1 to.
-if [[ ! $token =~ ^(0|[1-9][0-9]{0,17})$ ]]; then
-	die "'$lockfloor -show' printed '$token', not a token below 10^18"
+# Every token a backend issues is at most 2^63-1, and the database floor takes at most
+# 2^63-1: accept every token up to 2^63-2 (9223372036854775806), whose floor token+1
+# bash's signed 64-bit arithmetic computes exactly. A 19-digit token is compared with
+# that bound as a string of the same length (digits collate in order in every locale).
+max=9223372036854775806
+if [[ ! $token =~ ^(0|[1-9][0-9]{0,18})$ ]] || { ((${#token} == 19)) && [[ $token > $max ]]; }; then
+	die "'$lockfloor -show' printed '$token', not a token the floor can be raised above (0 to $max)"
 fi
 floor=$((token + 1))
 

@@ -1,6 +1,10 @@
 package mysql
 
 import (
+	"errors"
+
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
@@ -140,3 +144,21 @@ func (dialectImpl) WritablePrimaryQuery() string {
 }
 
 var _ dialect.PrimaryChecker = dialectImpl{}
+
+// FloorLockWait reports whether err is the server's lock wait timeout (error 1205,
+// innodb_lock_wait_timeout): a raise that waited for the floor row, which every open
+// guarded write holds with a shared lock (dialect.FloorBlockLister).
+func (dialectImpl) FloorLockWait(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1205
+}
+
+// FloorBlockersQuery lists the connections, other than this one, whose open InnoDB
+// transactions hold row locks (dialect.FloorBlockLister): among them the guarded
+// writers that hold the floor row a raise waits for. information_schema.INNODB_TRX
+// needs the PROCESS privilege; without it the list is empty.
+func (dialectImpl) FloorBlockersQuery() string {
+	return "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id <> CONNECTION_ID() AND trx_lock_structs > 0 ORDER BY trx_started"
+}
+
+var _ dialect.FloorBlockLister = dialectImpl{}

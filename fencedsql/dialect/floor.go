@@ -84,3 +84,17 @@ type PreparedLister interface {
 type FloorLockReader interface {
 	OutdatedFloorReadersQuery() (query string, args []any)
 }
+
+// FloorBlockLister is implemented by dialects whose raise waits for a lock every open
+// guarded write holds on the floor row (MySQL/MariaDB: the guards' LOCK IN SHARE MODE),
+// so that a paused holder's open transaction blocks it. When the raise's write fails
+// with FloorLockWait (the server's lock wait timeout) or its context ends,
+// RaiseTokenFloor rolls back and fails with a *SettleError (Blocked, ErrFloorBlocked)
+// naming the sessions FloorBlockersQuery lists (red-team rt31b F8).
+type FloorBlockLister interface {
+	// FloorLockWait reports whether err is the server's lock wait timeout.
+	FloorLockWait(err error) bool
+	// FloorBlockersQuery lists the sessions, other than the connection's own, whose
+	// open transactions hold row locks: one session id per row.
+	FloorBlockersQuery() string
+}

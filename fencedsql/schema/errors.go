@@ -84,15 +84,33 @@ func (e *FloorLostError) Unwrap() error { return ErrFloorLost }
 // floor. A *SettleError names them.
 var ErrFloorUnsettled = errors.New("fencedsql: transactions open across the floor's raise have not ended")
 
+// ErrFloorBlocked means RaiseTokenFloor raised nothing: on a database whose raise
+// waits for the lock every open guarded write holds on the floor row
+// (dialect.FloorBlockLister: MySQL/MariaDB), the server's lock wait timeout, or the
+// context, ended before those transactions did. A *SettleError (Blocked) names their
+// sessions; end them (a paused holder's) and raise again.
+var ErrFloorBlocked = errors.New("fencedsql: open transactions blocked the floor's raise: nothing raised")
+
 // SettleError is RaiseTokenFloor's answer when its context ended before the
 // transactions open at the raise did (errors.Is ErrFloorUnsettled, and the context's
-// error).
+// error); with Blocked, when the raise itself gave up waiting for them and raised
+// nothing (errors.Is ErrFloorBlocked, and the server's or the context's error; red-team
+// rt31b F8).
 type SettleError struct {
-	Open []string // the sessions' process ids ("prepared" for a prepared transaction, "XA <id>" for a prepared XA transaction); none when they could not be listed
-	Err  error    // the context's error
+	Open    []string // the sessions' process ids ("prepared" for a prepared transaction, "XA <id>" for a prepared XA transaction; MySQL/MariaDB: connection ids); none when they could not be listed
+	Err     error    // the context's error (Blocked: the server's lock wait timeout, or the context's error)
+	Blocked bool     // the raise was not made: it waited for these transactions' locks and gave up
 }
 
 func (e *SettleError) Error() string {
+	if e.Blocked {
+		who := "transactions holding row locks (they could not be listed)"
+		if len(e.Open) > 0 {
+			who = fmt.Sprintf("%d transaction(s) holding row locks (connections %s)", len(e.Open), strings.Join(e.Open, ", "))
+		}
+		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is NOT raised: the raise waited for the floor row, which every open guarded write locks, and gave up; open: %s: end them (KILL) and raise again: %v",
+			who, e.Err)
+	}
 	if len(e.Open) == 0 {
 		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but the context ended before the transactions open at the raise could be listed: one may still commit a write judged under the old floor; run it again (with the same floor) to wait for them: %v", e.Err)
 	}
@@ -100,5 +118,10 @@ func (e *SettleError) Error() string {
 		len(e.Open), strings.Join(e.Open, ", "), e.Err)
 }
 
-// Unwrap returns ErrFloorUnsettled and the context's error.
-func (e *SettleError) Unwrap() []error { return []error{ErrFloorUnsettled, e.Err} }
+// Unwrap returns ErrFloorUnsettled (Blocked: ErrFloorBlocked) and Err.
+func (e *SettleError) Unwrap() []error {
+	if e.Blocked {
+		return []error{ErrFloorBlocked, e.Err}
+	}
+	return []error{ErrFloorUnsettled, e.Err}
+}

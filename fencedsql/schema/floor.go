@@ -225,7 +225,10 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // committed, it waits until the transactions then open that hold a write lock on a
 // guarded table have ended, and fails with a *SettleError (ErrFloorUnsettled) naming
 // their sessions when ctx ends first — the floor is raised by then; call it again to
-// wait again. A paused holder's open transaction holds it up until it ends.
+// wait again. A paused holder's open transaction holds it up until it ends; on
+// MySQL/MariaDB (dialect.FloorBlockLister) a raise that gives up waiting for it (the
+// server's lock wait timeout, or ctx) raises nothing and fails with a *SettleError with
+// Blocked set (ErrFloorBlocked) naming the connections that hold row locks.
 //
 // It creates no floor table. The guards' installation (GuardDDL) creates the one they
 // read, so a database with guards always has it; a floor table created where no guard
@@ -271,6 +274,10 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	for _, t := range tables {
 		q, args := f.RaiseFloorQuery(t, int64(floor))
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			if b, ok := d.(dialect.FloorBlockLister); ok && (b.FloorLockWait(err) || ctx.Err() != nil) {
+				tx.Rollback() // its own locks: not a blocker to list
+				return floorBlocked(ctx, db, b, err)
+			}
 			return fmt.Errorf("fencedsql: RaiseTokenFloor: raising %s: %w", t, err)
 		}
 		if c, ok := d.(dialect.FloorCopier); ok {
@@ -318,6 +325,26 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		}
 	}
 	return nil
+}
+
+// floorBlocked is RaiseTokenFloor's answer when its write of the floor gave up waiting
+// for the floor row's lock (err: the server's lock wait timeout, or the context's end):
+// a *SettleError (Blocked) naming the sessions that hold row locks, listed within a
+// few seconds even when ctx has ended (none when they cannot be listed: the listing
+// may need a privilege, MySQL's PROCESS).
+func floorBlocked(ctx context.Context, db *sql.DB, b dialect.FloorBlockLister, err error) error {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	e := &SettleError{Err: err, Blocked: true}
+	rows, lerr := catalogQuery(db)(lctx, b.FloorBlockersQuery())
+	if lerr == nil {
+		for _, r := range rows {
+			if len(r) > 0 {
+				e.Open = append(e.Open, r[0])
+			}
+		}
+	}
+	return e
 }
 
 // settle waits until the transactions open when the raise committed have ended

@@ -93,6 +93,9 @@ func TestHookScripts(t *testing.T) {
 		{"lock service unreachable", "fail", false, false},
 		{"not a token", "oops", false, false},
 		{"token too large", "18446744073709551615", false, false},
+		{"token 2^63-1 (no floor above it)", "9223372036854775807", false, false},
+		{"token 2^63", "9223372036854775808", false, false},
+		{"token 19 digits above 2^63", "9999999999999999999", false, false},
 		{"database refuses", "41", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -28,13 +28,15 @@ local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
 local exhausted = '` + exhaustedReply + `'
 local corrupt = '` + corruptReply + `'
 local function canon(v)
-  return #v <= 19 and (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil)
+  return (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil) and (#v < 19 or (#v == 19 and v <= '9223372036854775807'))
 end
 `
 
 // corruptReply starts the error reply of a grant or raise that finds the token counter
-// holding something that is not a canonical non-negative integer ("abc", "-5", "007"):
-// no token can be drawn from it (see grantFailed; red-team rt28b F7).
+// holding something that is not a canonical non-negative integer up to 2^63−1 ("abc",
+// "-5", "007", "9223372036854775808": canon() compares a 19-digit value with 2^63−1 as
+// a string of the same length): no token can be drawn from it, and no raise can be
+// compared with it (see grantFailed; red-team rt28b F7, rt31b F5).
 const corruptReply = "redislock: the token counter does not hold a token"
 
 // exhaustedReply is the error reply of a grant that finds the token counter at the

@@ -78,10 +78,14 @@ func (s *session) grant(ctx context.Context, key, head, waiter string) (code int
 // grantFailed returns the error of a grant that failed because the token counter is at
 // its end (the script's exhaustedReply, or Redis's own overflow error of the INCR): a
 // configuration error, wrapping lockclient.ErrInvalidConfig, that no retry can fix;
-// likewise a counter that holds no token (corruptReply). Any other failure yields nil.
+// likewise a counter that holds no token (corruptReply, or Redis' "value is not an
+// integer or out of range"). Any other failure yields nil.
 func (b *Backend) grantFailed(op, key string, err error) error {
 	msg := err.Error()
-	if strings.Contains(msg, corruptReply) {
+	// Redis' own reply to an INCR of a value that is no 64-bit integer: canon() refuses
+	// such a counter first, so this is a backstop (the scripts of an earlier release,
+	// during an upgrade) with the same verdict (rt31b F5).
+	if strings.Contains(msg, corruptReply) || strings.Contains(msg, "value is not an integer or out of range") {
 		return fmt.Errorf("redislock: %s %q: %w: the token counter %s does not hold a token (a canonical non-negative integer); "+
 			"set it (SET) above the highest token granted so far and above the highest token the guarded tables hold: %v",
 			op, key, lockclient.ErrInvalidConfig, b.TokenKey(), err)

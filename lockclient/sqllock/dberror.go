@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"reflect"
+	"slices"
 
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -34,6 +35,12 @@ func pgState(err error) (string, bool) {
 		return st.SQLState(), true
 	}
 	return "", false
+}
+
+// pgStateIn reports whether err carries a PostgreSQL SQLSTATE, and it is one of states.
+func pgStateIn(err error, states ...string) bool {
+	st, ok := pgState(err)
+	return ok && slices.Contains(states, st)
 }
 
 // mysqlNumber returns the error number of the first go-sql-driver/mysql *MySQLError in

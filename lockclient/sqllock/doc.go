@@ -119,9 +119,14 @@
 // upgrade (on MySQL the two orders can deadlock; the server breaks it at once and the
 // session calls again). Tokens are increasing, not consecutive: on PostgreSQL a grant that loses a race
 // for the row still draws (and skips) a sequence value.
-// Tokens survive a crash of the server as long as commits are durable (PostgreSQL fsync
-// and synchronous_commit on, InnoDB innodb_flush_log_at_trx_commit=1): run the lease
-// table on a durable configuration, like the data it protects.
+// Tokens survive a crash of the server as long as commits are durable: on PostgreSQL
+// every grant (and RaiseFloor) sets synchronous_commit on for its own transaction, so a
+// database or role default of off or local does not apply to it (fsync must still be
+// on); on MySQL/MariaDB run the server with innodb_flush_log_at_trx_commit=1 (global,
+// not checked). The token-source check also requires the lease table's token column
+// (and MySQL's counter column) to be BIGINT, and LastToken refuses a source behind the
+// lease table's tokens (a *SchemaError), so a failover hook never raises a floor below
+// a token granted.
 //
 // # The token floor
 //

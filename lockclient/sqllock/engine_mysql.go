@@ -9,8 +9,10 @@ import (
 )
 
 // checkEngines reads the storage engine of the MySQL/MariaDB lease table, token counter
-// table and waiter table: nil when each that exists uses InnoDB, a *SchemaError (Unsafe)
-// naming the others and the ALTER TABLE that fixes them, errNoTokenSeq when the counter
+// table and waiter table, and the type of the lease table's token column and of the
+// counter's v (narrowTokenColumns): nil when each table that exists uses InnoDB and both
+// columns are BIGINT, a *SchemaError (Unsafe) naming the others and the ALTER TABLE
+// that fixes them, errNoTokenSeq when the counter
 // table does not exist (the statements that use it report that), or the database's
 // error. The grant procedure needs a transactional, crash-safe engine: it increments the
 // counter and writes the key's row in one transaction under InnoDB row locks, and a
@@ -56,6 +58,16 @@ func (b *Backend) checkEngines(ctx context.Context, compare bool) error {
 			"and a table that is not crash-safe (MEMORY is emptied at every restart) loses the token counter and the holders, "+
 			"so tokens start again below those already granted; run ALTER TABLE %s ENGINE=InnoDB", t.String(), engine, t.quoted(MySQL)))
 	}
+	if len(problems) > 0 {
+		problems[len(problems)-1] += ", then raise the floor (Backend.RaiseFloor) above the highest token granted so far"
+	}
+	if _, ok := engines[strings.ToLower(tables[0].name)]; ok {
+		p, err := b.narrowTokenColumns(ctx)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, p...)
+	}
 	if len(problems) == 0 {
 		if _, ok := engines[strings.ToLower(tables[0].name)]; !ok || !compare {
 			return nil
@@ -68,10 +80,47 @@ func (b *Backend) checkEngines(ctx context.Context, compare bool) error {
 		e.Unsafe = p
 		return e
 	}
-	problems[len(problems)-1] += ", then raise the floor (Backend.RaiseFloor) above the highest token granted so far"
 	e := b.schemaError("", nil)
 	e.Unsafe = strings.Join(problems, "; ")
 	return e
+}
+
+// narrowTokenColumns returns the problems of the MySQL lease table's token column and
+// the counter's v (narrowColumn), read from the result metadata of a statement that
+// reads no row (LIMIT 0: no catalog scan, which information_schema.COLUMNS can cost on a
+// busy server). A column that does not exist is left to the statements that use it.
+func (b *Backend) narrowTokenColumns(ctx context.Context) ([]string, error) {
+	q := "SELECT l.token, c.v FROM " + b.table.quoted(MySQL) + " l CROSS JOIN " + b.table.with("_token").quoted(MySQL) + " c LIMIT 0"
+	if h := statementHook.Load(); h != nil {
+		(*h)(q, nil)
+	}
+	rows, err := b.db.QueryContext(ctx, q)
+	if err != nil {
+		if missingObject(err) || isMySQLErr(err, 1054) { // no such table, no such column
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for i, t := range []tableName{b.table, b.table.with("_token")} {
+		if i >= len(types) {
+			break
+		}
+		// go-sql-driver/mysql: "BIGINT" ("UNSIGNED BIGINT" unsigned), "INT", "SMALLINT", …
+		typ := types[i].DatabaseTypeName()
+		if strings.HasSuffix(typ, "BIGINT") {
+			typ = "bigint"
+		}
+		if p := b.narrowColumn(t, types[i].Name(), strings.ToLower(typ)); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	return problems, rows.Err()
 }
 
 // counterBehindTable compares the MySQL token counter with the tokens the lease table

@@ -60,21 +60,24 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if min == 0 {
 		return nil
 	}
-	if b.dialect == MySQL {
-		if _, err := b.exec(ctx, b.q.raiseFloor, int64(min), int64(min)); err != nil {
-			return b.fail("raise-floor", "", err)
-		}
-		// No row changed: the counter is at or above min, or its row is missing.
-		_, err := b.LastToken(ctx)
-		return err
-	}
 	// Not compared with the lease table: a source behind its tokens is fixed by a raise.
 	if err := b.tokenSourceChecked(ctx, "raise-floor", "", false); err != nil {
 		return err
 	}
+	if b.dialect == MySQL {
+		if _, err := b.exec(ctx, b.q.raiseFloor, int64(min), int64(min)); err != nil {
+			return b.fail("raise-floor", "", err)
+		}
+		// The counter is now at or above min, or its row is missing; LastToken also
+		// refuses a counter still below a token of the lease table (a raise not high
+		// enough to fix it).
+		_, err := b.LastToken(ctx)
+		return err
+	}
 	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {
 		var last int64
-		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last); err != nil {
+		var top sql.NullInt64
+		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top); err != nil {
 			return err
 		}
 		if last >= int64(min) {
@@ -108,28 +111,73 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 // counter row), so every token granted before it returns is at most the result and
 // every token granted after it returns is greater. On PostgreSQL a value drawn by a
 // grant that then lost its race for the key counts as issued (it is never granted).
+//
+// Every call compares the source with the lease table's highest token under that lock
+// (tokenSourceBehind, the check of a backend's first grant), on both dialects: a
+// source that was set back below a token the table holds, or below 1, is a *SchemaError
+// (Unsafe: raise the floor above that token), never a number below a token granted —
+// a failover hook raises the guarded database's floor to LastToken+1 (red-team rt31b
+// F1, F6). The backend's token-source check (tokenSeqChecked) runs first, as for a grant.
 func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
+	if err := b.tokenSeqChecked(ctx, "last-token", ""); err != nil {
+		return 0, err
+	}
 	var last int64
+	var top sql.NullInt64
 	var err error
 	if b.dialect == MySQL {
-		err = b.scanRow(ctx, b.q.lastToken, nil, &last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, b.schemaError(b.counterRowMissing(), nil)
-		}
-		if err != nil {
-			return 0, b.fail("last-token", "", err)
-		}
-	} else if err = b.tokenSeqChecked(ctx, "last-token", ""); err != nil {
-		return 0, err
-	} else if err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last)
-	}); err != nil {
+		err = b.inCounterLock(ctx, "last-token", func(tx *sql.Tx) error {
+			if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last); err != nil {
+				return err
+			}
+			return tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top)
+		})
+	} else {
+		err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
+			return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top)
+		})
+	}
+	if err != nil {
 		return 0, err
 	}
-	if last < 0 {
-		return 0, unavailable("last-token", "", fmt.Errorf("negative token counter %d", last))
+	if last < math.MaxInt64 {
+		if p := tokenSourceBehind(b, b.tokenSource(), last+1, top); p != "" {
+			e := b.schemaError("", nil)
+			e.Unsafe = p
+			return 0, e
+		}
 	}
 	return uint64(last), nil
+}
+
+// tokenSource is the name of the table's token source: the PostgreSQL sequence, the
+// MySQL counter table.
+func (b *Backend) tokenSource() tableName {
+	if b.dialect == MySQL {
+		return b.table.with("_token")
+	}
+	return b.table.with("_token_seq")
+}
+
+// inCounterLock runs f in a MySQL READ COMMITTED transaction whose first statement is
+// expected to take the shared lock on the counter row (q.lastToken): while f holds it
+// no grant can draw a token, so the lease table f reads next holds every token drawn
+// up to the counter and none above. A missing counter row is a *SchemaError.
+func (b *Backend) inCounterLock(ctx context.Context, op string, f func(tx *sql.Tx) error) error {
+	tx, err := b.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return unavailable(op, "", err)
+	}
+	defer tx.Rollback()
+	if err := f(tx); errors.Is(err, sql.ErrNoRows) {
+		return b.schemaError(b.counterRowMissing(), nil)
+	} else if err != nil {
+		return b.fail(op, "", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return unavailable(op, "", err)
+	}
+	return nil
 }
 
 // inGrantLock runs f in a PostgreSQL transaction that holds the table-wide advisory
@@ -145,7 +193,9 @@ func (b *Backend) inGrantLock(ctx context.Context, op string, f func(tx *sql.Tx)
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, 1)", advisoryClass(b.table)); err != nil {
 		return b.fail(op, "", err)
 	}
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock("+tableClass("$1")+", 1)", b.table.quoted(Postgres)); err != nil {
+	// With the lock, a durable commit for this transaction (pgDurableCommit): a raise
+	// of the floor must survive a crash like a grant.
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock("+tableClass("$1")+", 1), "+pgDurableCommit, b.table.quoted(Postgres)); err != nil {
 		return b.fail(op, "", err)
 	}
 	if err := f(tx); err != nil {

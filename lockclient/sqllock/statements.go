@@ -25,9 +25,25 @@ type queries struct {
 	abandonMark string // MySQL: mark an abandoned request (then abandon deletes its grant)
 
 	// The token floor.
-	lastToken  string // the last token drawn (or the floor)
+	lastToken  string // the last token drawn (or the floor); PostgreSQL: and the lease table's max(token)
+	leaseTop   string // MySQL: the lease table's max(token)
 	raiseFloor string // raise the token source (PostgreSQL: under the advisory lock)
 }
+
+// pgDurableCommit, evaluated in a PostgreSQL statement, makes the commit of its
+// transaction durable whatever the session's default (red-team rt31b F3): it sets
+// synchronous_commit to on for that transaction alone (SET LOCAL). The commit reads the
+// setting when it happens, so a grant (or a raise of the floor) is acknowledged only
+// after its WAL — the lease row and the token sequence's advance — is flushed, and,
+// with synchronous standbys configured, flushed by them: a database or role default of
+// off (or local) cannot make a server crash (or a failover) forget tokens that were
+// granted, after which the sequence would grant them again. Part of the grant
+// statement itself: no extra round trip. The value is the literal on (a remote_apply
+// default is lowered to on for the grant, which is as durable): a fenced pool's driver
+// accepts a change of synchronous_commit only to a value it can read. (MySQL has no
+// per-transaction equivalent: innodb_flush_log_at_trx_commit is global; see the
+// package doc.)
+const pgDurableCommit = `pg_catalog.set_config('synchronous_commit', 'on', true)`
 
 func buildQueries(d Dialect, tn tableName) queries {
 	if d == MySQL {
@@ -51,6 +67,7 @@ func buildQueries(d Dialect, tn tableName) queries {
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND",
 				tn.waiters().quoted(MySQL)),
 			lastToken:  fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
+			leaseTop:   fmt.Sprintf("SELECT MAX(token) FROM %s", t),
 			raiseFloor: fmt.Sprintf("UPDATE %s SET v = ? WHERE id = 1 AND v < ?", tn.with("_token").quoted(MySQL)),
 		}
 	}
@@ -66,13 +83,13 @@ func buildQueries(d Dialect, tn tableName) queries {
 		// before the select list draws nextval.
 		grant: fmt.Sprintf(`INSERT INTO %[1]s AS l (lock_key, owner, session_id, token, expires_at)
 SELECT $1::text, $2::text, $3::text, nextval('%[2]s'), clock_timestamp() + $4::bigint * interval '1 microsecond'
-  FROM (SELECT pg_advisory_xact_lock(%[4]s, 1)
+  FROM (SELECT pg_advisory_xact_lock(%[4]s, 1), %[5]s
           FROM (SELECT pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS earlier_releases OFFSET 0) AS serialise_grants
 ON CONFLICT (lock_key) DO UPDATE
    SET owner = excluded.owner, session_id = excluded.session_id, token = excluded.token,
        expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
  WHERE l.expires_at <= clock_timestamp()
-RETURNING l.token`, t, seq, advisoryClass(tn), tableClass(pgLiteral(t))),
+RETURNING l.token`, t, seq, advisoryClass(tn), tableClass(pgLiteral(t)), pgDurableCommit),
 		renew: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
  WHERE lock_key = $1 AND session_id = $2 AND token = $3 AND expires_at > clock_timestamp()`, t),
 		release: fmt.Sprintf(`WITH d AS (
@@ -90,14 +107,15 @@ SELECT d.live, (SELECT count(*) FROM n) FROM d`, t),
 )
 SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM n)`, t),
 		grant2: fmt.Sprintf(`SELECT o_token, o_ahead, o_holder_us, o_ahead_us, o_holder
-  FROM %s($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint <> 0, $7::text)`,
-			tn.with("_grant_v2").quoted(Postgres)),
+  FROM (SELECT %s OFFSET 0) AS durable_commit,
+       %s($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint <> 0, $7::text)`,
+			pgDurableCommit, tn.with("_grant_v2").quoted(Postgres)),
 		release2: fmt.Sprintf(`SELECT o_found, o_live FROM %s($1::text, $2::text, $3::bigint)`,
 			tn.with("_release_v2").quoted(Postgres)),
 		leave2:   fmt.Sprintf(`SELECT %s($1::text, $2::text)`, tn.with("_leave_v2").quoted(Postgres)),
 		abandon2: fmt.Sprintf(`SELECT %s($1::text, $2::text, $3::text, $4::bigint)`, tn.with("_abandon_v2").quoted(Postgres)),
-		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM %s`,
-			tn.with("_token_seq").quoted(Postgres)),
+		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END, (SELECT max(token) FROM %s) FROM %s`,
+			t, tn.with("_token_seq").quoted(Postgres)),
 		raiseFloor: `SELECT setval($1::text::regclass, $2::bigint, true)`,
 	}
 }

@@ -41,7 +41,8 @@ const tokenSeqMinLeft = 1_000_000
 // sequence's CACHE, CYCLE, INCREMENT, MAXVALUE against its last value, and the
 // persistence of the sequence and of the lease table. MySQL: the engine of the lease,
 // counter and waiter tables (the counter row itself is incremented under its row lock:
-// no cache, no cycle).
+// no cache, no cycle). Both: the lease table's token column (and MySQL's counter
+// column) must be BIGINT (narrowColumn).
 func (b *Backend) checkTokenSeq(ctx context.Context) error { return b.checkTokenSource(ctx, true) }
 
 // checkTokenSource is checkTokenSeq; without compare, the source is not compared with
@@ -52,7 +53,9 @@ func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 	}
 	seq := b.table.with("_token_seq")
 	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement, s.seqstart, s.seqmin, s.seqmax, pg_catalog.pg_sequence_last_value(s.seqrelid), ` +
-		`c.relpersistence::text, COALESCE(t.relpersistence::text, ''), t.oid IS NOT NULL ` +
+		`c.relpersistence::text, COALESCE(t.relpersistence::text, ''), t.oid IS NOT NULL, ` +
+		`COALESCE((SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a ` +
+		`WHERE a.attrelid = t.oid AND a.attname = 'token' AND NOT a.attisdropped), '') ` +
 		`FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid ` +
 		`LEFT JOIN pg_catalog.pg_class t ON t.oid = to_regclass($2::text) ` +
 		`WHERE s.seqrelid = to_regclass($1::text)`
@@ -63,8 +66,8 @@ func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 	var cache, incr, start, min, max int64
 	var last sql.NullInt64
 	var cycle, tableExists bool
-	var seqPersist, tablePersist string
-	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &min, &max, &last, &seqPersist, &tablePersist, &tableExists)
+	var seqPersist, tablePersist, tokenType string
+	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &min, &max, &last, &seqPersist, &tablePersist, &tableExists, &tokenType)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoTokenSeq
 	}
@@ -98,6 +101,9 @@ func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 		problems = append(problems, fmt.Sprintf("token sequence %s is at or near its MAXVALUE %d (fewer than %d values left), "+
 			"after which every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
 			seq.String(), max, tokenSeqMinLeft, seq.quoted(Postgres)))
+	}
+	if p := b.narrowColumn(b.table, "token", tokenType); p != "" {
+		problems = append(problems, p)
 	}
 	if compare && len(wrong) == 0 && tableExists {
 		p, err := b.tokenSeqBehindTable(ctx, seq)
@@ -173,6 +179,26 @@ func tokenSourceBehind(b *Backend, src tableName, next int64, top sql.NullInt64)
 	return ""
 }
 
+// narrowColumn describes column col of table t, whose type as the catalog spells it is
+// typ, when it cannot hold every token the source can hand out (red-team rt31b F2): a
+// token column narrower than BIGINT (an older hand-written schema, a restore through a
+// tool that maps types) takes the first tokens and then fails every grant — after a
+// raise above its range (a switch from a lock service with larger tokens) at once —
+// with the database's out-of-range error. It returns "" for a BIGINT column or one
+// that does not exist (the statements report a missing column). One check for both
+// dialects: PostgreSQL's format_type spells it "bigint", MySQL's DATA_TYPE "bigint".
+func (b *Backend) narrowColumn(t tableName, col, typ string) string {
+	if typ == "" || strings.EqualFold(typ, "bigint") {
+		return ""
+	}
+	alter := fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE bigint", t.quoted(Postgres), col)
+	if b.dialect == MySQL {
+		alter = fmt.Sprintf("ALTER TABLE %s MODIFY %s BIGINT NOT NULL", t.quoted(MySQL), col)
+	}
+	return fmt.Sprintf("column %s of %s is %s, narrower than the BIGINT tokens the source hands out, so a grant fails "+
+		"once a token (or a raised floor) is beyond its range; run %s", col, t.String(), typ, alter)
+}
+
 // floorLimit is the highest floor RaiseFloor accepts for a token source whose largest
 // value is max: it leaves tokenSeqMinLeft tokens, as checkTokenSeq demands.
 func floorLimit(max int64) int64 { return max - tokenSeqMinLeft }
@@ -241,7 +267,9 @@ func (b *Backend) tokenSourceChecked(ctx context.Context, op, key string, compar
 }
 
 // tokenSourceError returns the *SchemaError for err when it says that the token source
-// cannot hand out a value: it is exhausted — PostgreSQL sequence_generator_limit_exceeded
+// cannot hand out a value or the lease table cannot store it: a value out of a
+// column's range (PostgreSQL numeric_value_out_of_range, 22003; MySQL 1264: a token
+// column narrowed after the check, narrowColumn); the source is exhausted — PostgreSQL sequence_generator_limit_exceeded
 // (SQLSTATE 2200H: nextval past the sequence's MAXVALUE), MySQL ER_DATA_OUT_OF_RANGE
 // (1690: the grant procedure's increment of the BIGINT counter overflowed) — or, on
 // MySQL, the counter row is missing (the grant procedures' SIGNAL, error 1644); nil
@@ -251,6 +279,12 @@ func (b *Backend) tokenSourceError(err error) *SchemaError {
 	switch {
 	case err == nil:
 		return nil
+	case b.dialect == Postgres && pgStateIn(err, "22003"), b.dialect == MySQL && isMySQLErr(err, 1264):
+		// A token beyond a column's range: a column narrowed after the token-source
+		// check passed (rt31b F2).
+		e := b.schemaError("", err)
+		e.Unsafe = b.narrowColumn(b.table, "token", "too narrow for the token") + " (and any other column that holds tokens)"
+		return e
 	case b.dialect == Postgres:
 		if state, ok := pgState(err); !ok || state != "2200H" {
 			return nil

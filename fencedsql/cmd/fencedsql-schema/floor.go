@@ -40,7 +40,10 @@ import (
 //	                  on the new primary. It returns once no transaction open across
 //	                  the raise can still commit a write judged under the old floor;
 //	                  when -timeout ends first it exits 1 naming their sessions
-//	                  (schema.ErrFloorUnsettled: the floor is raised by then).
+//	                  (schema.ErrFloorUnsettled: the floor is raised by then). On
+//	                  MySQL/MariaDB a raise blocked by an open guarded writer past the
+//	                  server's lock wait timeout exits 1 naming the connections
+//	                  (schema.ErrFloorBlocked: nothing raised).
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
 func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {

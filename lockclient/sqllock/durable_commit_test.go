@@ -1,0 +1,89 @@
+package sqllock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/sqllock"
+)
+
+// TestGrantCommitsDurablyUnderAsyncDefault (red-team rt31b F3): the lock database runs
+// its sessions with synchronous_commit = off (a database default set for throughput).
+// A grant acknowledged before its commit is flushed — the lease row and the sequence's
+// advance — is forgotten by a server crash within the WAL writer's delay, after which
+// the sequence grants the same token again. Every PostgreSQL grant sets
+// synchronous_commit on for its own transaction (SET LOCAL, in the grant statement):
+// a deferred constraint trigger on the lease table, which fires at commit, records the
+// setting the commit runs under, for the grant of TryAcquire, of a queued Acquire, and
+// of a grant after a release. (The crash itself is not reproduced here.)
+func TestGrantCommitsDurablyUnderAsyncDefault(t *testing.T) {
+	srv := servers[0]
+	if srv.dialect != sqllock.Postgres {
+		t.Fatal("servers[0] is not PostgreSQL")
+	}
+	dsn, admin := srv.fresh(t, "")
+	ctx := ctxT(t, 20*time.Second)
+	for _, q := range []string{
+		`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = off', current_database()); END $$`,
+		`CREATE TABLE commit_log (setting text NOT NULL)`,
+		`CREATE FUNCTION log_commit_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO commit_log VALUES (current_setting('synchronous_commit')); RETURN NULL; END $$`,
+		`CREATE CONSTRAINT TRIGGER log_commit AFTER INSERT OR UPDATE ON fencedsql_locks
+ DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION log_commit_setting()`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := srv.open(t, dsn)
+	var sc string
+	if err := db.QueryRowContext(ctx, "SHOW synchronous_commit").Scan(&sc); err != nil || sc != "off" {
+		t.Fatalf("setup: synchronous_commit = %q (%v), want off", sc, err)
+	}
+	b, err := sqllock.New(db, sqllock.WithDialect(sqllock.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, b)
+	g, err := s.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	c := lockclient.New(b, lockclient.WithTTL(30*time.Second))
+	defer c.Close(context.Background())
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := admin.QueryContext(ctx, `SELECT setting FROM commit_log`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var setting string
+		if err := rows.Scan(&setting); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if setting != "on" {
+			t.Errorf("a grant committed with synchronous_commit = %s (the database default is off): a crash can forget its token, "+
+				"after which the sequence grants it again", setting)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Fatalf("%d grant commits logged, want at least 2", n)
+	}
+}
