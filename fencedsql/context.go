@@ -63,7 +63,10 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // as a statement's lease joins the transaction it runs in. Code that takes lock A,
 // binds it and calls a function that takes lock B and binds it on the context it was
 // given thus keeps A checked. A bare token (WithToken) in ctx is replaced: it carries
-// no lease to check.
+// no lease to check. In a loop that takes a new lease per round, derive each round's
+// context from one without the previous lease (jobCtx := WithLease(ctx, lease), not
+// ctx = WithLease(ctx, lease)): a released lease kept in the binding is lost, and
+// refuses every statement with ErrLeaseLost.
 //
 // Why the largest token. A row records the token that last wrote it, and the database
 // refuses a token smaller than that. A row last written under lock B carries a token
