@@ -143,12 +143,12 @@ func (c *conn) claimOne(ctx context.Context, p *plan.Plan, args []driver.NamedVa
 }
 
 // claimable judges a locking read before it runs: with a token (bound: hasToken), a
-// claim the planner refused, one outside a transaction, or one whose binding carries no
-// usable token (tokenFor: ErrNoToken) is refused, before anything is sent. It returns the one-statement
-// claim to run when the statement carries a token and the plan has one (a prepared
-// statement prepares it on first use) and, with the lazy schema checks on, the
-// dialect's dialect.ClaimOneChecker verdict on the table is yes; nil otherwise (claim
-// then decides what runs). implicitTx says the statement runs in a transaction the
+// claim the planner refused, one outside a transaction, or one whose binding carries
+// no usable token (tokenFor: ErrNoToken) is refused, before anything is sent. It
+// returns the one-statement claim to run when the statement carries a token and the
+// plan has one (a prepared statement prepares it on first use) and, with the lazy
+// schema checks on, the dialect's dialect.ClaimOneChecker verdict on the table is yes;
+// nil otherwise (claim then decides what runs). implicitTx says the statement runs in a transaction the
 // wrapper does not see begin: a pipelined batch, which the database runs as one
 // implicit transaction (adapterConn.Batch), so that the claim and the read commit
 // together; every other judgement is the same.

@@ -23,14 +23,15 @@ const (
 
 type binding struct {
 	token  uint64
-	leases []Lease // nil for WithToken
+	leases []Lease // nil for a bare WithToken
 	// noToken: a lease bound was nil or never granted (token 0), or none was given:
 	// the binding carries no usable token (token 0), whatever the others carry; the
 	// other leases are still checked.
 	noToken bool
 }
 
-// leased reports whether b was made by WithLease or WithLeases (not WithToken).
+// leased reports whether b carries leases, or the mark of a lease missing (noToken):
+// made by WithLease or WithLeases, or by WithToken over such a binding.
 func (b binding) leased() bool { return len(b.leases) > 0 || b.noToken }
 
 // WithLease returns a context that carries lease's fencing token: WithLeases with one
