@@ -120,6 +120,9 @@ func (a *adapterConn) SavepointRolledBack() {
 	}
 }
 
+// Savepoint judges a savepoint's binding as a statement's (checkLease).
+func (a *adapterConn) Savepoint(ctx context.Context) error { return a.c.checkLease(ctx) }
+
 func (a *adapterConn) Prepare(ctx context.Context, sql string) (adapter.Stmt, error) {
 	if err := a.open(ctx); err != nil {
 		return nil, err

@@ -142,12 +142,13 @@ func (c *conn) claimOne(ctx context.Context, p *plan.Plan, args []driver.NamedVa
 	return one, tok, full, nil
 }
 
-// claimable judges a locking read before it runs: with a token, a claim the planner
-// refused, or one outside a transaction, is refused. It returns the one-statement
-// claim to run when the statement carries a token and the plan has one (a prepared
-// statement prepares it on first use) and, with the lazy schema checks on, the
-// dialect's dialect.ClaimOneChecker verdict on the table is yes; nil otherwise (claim
-// then decides what runs). implicitTx says the statement runs in a transaction the
+// claimable judges a locking read before it runs: with a token (bound: hasToken), a
+// claim the planner refused, one outside a transaction, or one whose binding carries
+// no usable token (tokenFor: ErrNoToken) is refused, before anything is sent. It
+// returns the one-statement claim to run when the statement carries a token and the
+// plan has one (a prepared statement prepares it on first use) and, with the lazy
+// schema checks on, the dialect's dialect.ClaimOneChecker verdict on the table is yes;
+// nil otherwise (claim then decides what runs). implicitTx says the statement runs in a transaction the
 // wrapper does not see begin: a pipelined batch, which the database runs as one
 // implicit transaction (adapterConn.Batch), so that the claim and the read commit
 // together; every other judgement is the same.
@@ -162,6 +163,9 @@ func (c *conn) claimable(ctx context.Context, p *plan.Plan, implicitTx bool) (*p
 	if c.tx == nil && !implicitTx {
 		c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a locking read (SELECT … FOR UPDATE) with a token outside a transaction: begin one with BeginTx (the claim and the read must commit together, and the lock ends with the statement otherwise)"}
+	}
+	if _, err := c.tokenFor(ctx, p.Guard); err != nil {
+		return nil, err // bound to no usable token: refused as a write is, nothing sent
 	}
 	if err := c.locatable(ctx, p); err != nil {
 		return nil, err
@@ -232,14 +236,4 @@ func (c *conn) claim(ctx context.Context, r runner, pre *plan.Plan, args []drive
 		return n, nil
 	}
 	return -1, nil
-}
-
-// hasToken reports whether a statement with ctx on this connection carries a token
-// (a valid one or not: tokenFor judges it).
-func (c *conn) hasToken(ctx context.Context) bool {
-	if c.tx != nil && c.tx.token != 0 {
-		return true
-	}
-	_, ok := bindingFrom(ctx)
-	return ok
 }

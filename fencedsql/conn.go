@@ -60,7 +60,11 @@ type conn struct {
 }
 
 type txState struct {
-	token uint64 // 0: not bound; raised by a lease joining it (otherBinding)
+	token uint64 // 0: no token; raised by a lease joining it (otherBinding)
+	// bound: begun under a binding (WithLease, WithLeases, WithToken), even one that
+	// carries no usable token: its statements carry token, 0 refusing their guarded
+	// writes and claims (statementToken).
+	bound bool
 	// begun is the token the transaction was bound to at BeginTx: its own binding's
 	// statements keep being its statements after a joining lease raised token.
 	begun  uint64
@@ -134,8 +138,10 @@ func (c *conn) Begin() (driver.Tx, error) {
 // (a statement whose own context binds another bare token is refused with
 // ErrUnsupported: it may be a statement of the *sql.Conn the transaction runs on; one
 // carrying other leases joins them, see otherBinding), and its statements and Commit
-// refuse once any of its leases is lost. A second BeginTx while a transaction is open on
-// the connection is refused.
+// refuse once any of its leases is lost. One begun under a binding that carries no
+// usable token (a nil lease: WithLeases) refuses its guarded writes and claims with
+// ErrNoToken (statementToken). A second BeginTx while a transaction is open on the
+// connection is refused.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.strayTx {
 		return nil, driver.ErrBadConn
@@ -163,7 +169,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	}
 	st := &txState{}
 	if b, ok := bindingFrom(ctx); ok {
-		st.token, st.begun, st.leases = b.token, b.token, b.leases
+		st.token, st.begun, st.leases, st.bound = b.token, b.token, b.leases, true
 	}
 	c.tx = st
 	return &tx{raw: raw, c: c, st: st}, nil

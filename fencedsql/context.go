@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"context"
 	"reflect"
+	"slices"
 )
 
 // Lease is what WithLease and WithLeases bind: a fencing token and a way to learn the lease was lost.
@@ -22,13 +23,22 @@ const (
 
 type binding struct {
 	token  uint64
-	leases []Lease // nil for WithToken
+	leases []Lease // nil for a bare WithToken
+	// noToken: a lease bound was nil or never granted (token 0), or none was given:
+	// the binding carries no usable token (token 0), whatever the others carry; the
+	// other leases are still checked.
+	noToken bool
 }
+
+// leased reports whether b carries leases, or the mark of a lease missing (noToken):
+// made by WithLease or WithLeases, or by WithToken over such a binding.
+func (b binding) leased() bool { return len(b.leases) > 0 || b.noToken }
 
 // WithLease returns a context that carries lease's fencing token: WithLeases with one
 // lease. A transaction begun with it is bound to that token, and every statement and
 // Commit refuse once the lease is lost. A statement outside a transaction takes the
-// token from its own context.
+// token from its own context. On a context that already carries leases, lease joins
+// them (see WithLeases).
 func WithLease(ctx context.Context, lease Lease) context.Context {
 	return WithLeases(ctx, lease)
 }
@@ -39,8 +49,25 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // Every statement and Commit under it (the transaction's, or the statement's own
 // context's outside one) is refused before anything is sent, with an error wrapping
 // lockclient.ErrLeaseLost, once any one of the leases is lost (Lost closed or Err not
-// nil). No leases, or a nil one among them (also a nil *lockclient.Lease), carries no usable token: guarded writes
-// fail with ErrNoToken.
+// nil).
+//
+// No leases, or a nil one among them (also a nil *lockclient.Lease, what Acquire
+// returns beside an error), or one never granted (its Token is 0: a zero-value
+// lockclient.Lease, whose other methods are then not called), carries no usable token:
+// guarded writes and claims (SELECT … FOR UPDATE) fail with ErrNoToken, in a
+// transaction begun under it whatever the statements' own contexts carry. The other
+// leases are kept and checked: once one of them is lost, BeginTx and every statement
+// refuse with ErrLeaseLost.
+//
+// Nesting joins. On a context that already carries leases (WithLease, WithLeases), the
+// leases given join them: WithLease(WithLease(ctx, a), b) is WithLeases(ctx, a, b),
+// as a statement's lease joins the transaction it runs in. Code that takes lock A,
+// binds it and calls a function that takes lock B and binds it on the context it was
+// given thus keeps A checked. A bare token (WithToken) in ctx is replaced: it carries
+// no lease to check. In a loop that takes a new lease per round, derive each round's
+// context from one without the previous lease (jobCtx := WithLease(ctx, lease), not
+// ctx = WithLease(ctx, lease)): a released lease kept in the binding is lost, and
+// refuses every statement with ErrLeaseLost.
 //
 // Why the largest token. A row records the token that last wrote it, and the database
 // refuses a token smaller than that. A row last written under lock B carries a token
@@ -67,19 +94,34 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // WithLeases(a, b) while the transfer's locks are held; once B is released, acquire A
 // again (a new, larger token) before writing its rows alone.
 func WithLeases(ctx context.Context, leases ...Lease) context.Context {
-	b := binding{leases: make([]Lease, 0, len(leases))}
-	for _, l := range leases {
-		if isNilLease(l) {
-			return context.WithValue(ctx, leaseKey, binding{})
-		}
-		b.token = max(b.token, l.Token())
-		b.leases = append(b.leases, l)
+	var b binding
+	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
+		b.leases, b.noToken = slices.Clone(outer.leases), outer.noToken
 	}
+	b.noToken = b.noToken || len(leases) == 0
+	for _, l := range leases {
+		if isNilLease(l) || l.Token() == 0 {
+			b.noToken = true // not a lease held: nothing to check, no token to carry
+			continue
+		}
+		if !hasLease(b.leases, l) {
+			b.leases = append(b.leases, l)
+		}
+	}
+	if !b.noToken {
+		for _, l := range b.leases {
+			b.token = max(b.token, l.Token())
+		}
+	}
+	// Clipped: a transaction begun under b appends the leases joining it to its own
+	// copy, never into b's array, which every transaction begun under ctx shares.
+	b.leases = slices.Clip(b.leases)
 	return context.WithValue(ctx, leaseKey, b)
 }
 
 // isNilLease reports whether l is nil, or a nil pointer in a Lease (what
-// lockclient.Client.Acquire returns beside an error): neither carries a token.
+// lockclient.Client.Acquire returns beside an error): neither carries a token, and
+// their methods may not be called.
 func isNilLease(l Lease) bool {
 	if l == nil {
 		return true
@@ -89,9 +131,20 @@ func isNilLease(l Lease) bool {
 }
 
 // WithToken returns a context that carries a bare fencing token (for tokens obtained
-// some other way, such as a job carrying its scheduler's token). Token 0 is no token.
+// some other way, such as a job carrying its scheduler's token). Token 0 is no token:
+// a transaction begun under it refuses its guarded writes and claims with ErrNoToken.
+// On a context that carries leases (WithLease, WithLeases) the token replaces theirs,
+// but the leases stay bound and checked (forgetting them would let work go on after
+// one is lost), and a binding with no usable token keeps none.
 func WithToken(ctx context.Context, token uint64) context.Context {
-	return context.WithValue(ctx, leaseKey, binding{token: token})
+	b := binding{token: token}
+	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
+		b.leases, b.noToken = outer.leases, outer.noToken // clipped by WithLeases
+		if b.noToken {
+			b.token = 0
+		}
+	}
+	return context.WithValue(ctx, leaseKey, b)
 }
 
 // TokenFrom returns the token carried by ctx, if any.

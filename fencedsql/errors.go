@@ -279,13 +279,17 @@ func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
 // retry passes, from a database that did not answer.
 func (e *UnsupportedError) NotSent() bool { return true }
 
-// NoTokenError is returned for a guarded write without a token.
+// NoTokenError is returned for a guarded write, or a claim, without a usable token;
+// Table is empty when a statement's binding is refused whatever it writes.
 type NoTokenError struct {
 	Table  string
 	Reason string // e.g. "no token in context", "token 0"
 }
 
 func (e *NoTokenError) Error() string {
+	if e.Table == "" {
+		return "fencedsql: statement refused: " + e.Reason
+	}
 	return "fencedsql: write to guarded table " + e.Table + " refused: " + e.Reason
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -13,38 +12,12 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// tokenFor returns the token a guarded write on this connection carries: the
-// transaction's, else the statement context's.
-func (c *conn) tokenFor(ctx context.Context, g *plan.Table) (uint64, error) {
-	tok := uint64(0)
-	if c.tx != nil {
-		tok = c.tx.token
-	}
-	if tok == 0 {
-		b, ok := bindingFrom(ctx)
-		if !ok {
-			return 0, &NoTokenError{Table: g.String(), Reason: "no fencing token in the context or transaction (use fencedsql.WithLease or fencedsql.WithToken)"}
-		}
-		tok = b.token
-	}
-	switch {
-	case tok == 0:
-		return 0, &NoTokenError{Table: g.String(), Reason: "token 0 (or a nil lease) is not a fencing token"}
-	case tok > math.MaxInt64:
-		return 0, &NoTokenError{Table: g.String(), Reason: "token exceeds the largest BIGINT"}
-	}
-	return tok, nil
-}
-
 // guardedArgs resolves the token and expected version, binds a plan's arguments,
 // refuses a reference whose fencing columns the configuration leaves undecided
 // (ambiguous) and runs the lazy schema and session checks: everything before a
 // guarded write is sent.
 func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
-	tok, err = c.tokenFor(ctx, p.Guard)
-	if err != nil {
-		c.core.cfg.logger.Warn("fencedsql: guarded write without a token refused", "table", p.Guard.String())
-		c.core.metrics.count(c.core.metrics.noToken, p.Guard)
+	if tok, err = c.tokenFor(ctx, p.Guard); err != nil {
 		return 0, 0, nil, err
 	}
 	ver, _ = expectedVersion(ctx)

@@ -113,11 +113,16 @@ func (c *conn) checkLease(ctx context.Context) error {
 //     transaction's, as in WithLeases: every later statement and the Commit check them,
 //     and the transaction carries the largest token from then on (raised here, for its
 //     later statements), which the rows of every lock held accept.
+//   - leases with no usable token (a nil lease among them: WithLeases) are refused
+//     with ErrNoToken: the statement's lock is not held.
 //
 // A transaction begun without a token keeps taking each statement's (tokenFor).
 func (c *conn) otherBinding(b binding, bound bool) error {
 	if c.tx == nil || c.tx.token == 0 || !bound || b.token == c.tx.token || b.token == c.tx.begun {
 		return nil
+	}
+	if b.token == 0 && b.leased() {
+		return &NoTokenError{Reason: fmt.Sprintf("the statement's context binds leases with no usable token (a nil lease, or one never granted), the transaction open on this connection token %d", c.tx.token)}
 	}
 	if len(b.leases) == 0 {
 		return &UnsupportedError{Reason: fmt.Sprintf("the statement's context binds token %d, the transaction open on this connection token %d: "+

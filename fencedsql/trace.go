@@ -109,16 +109,6 @@ func (c *conn) guardedQuery(ctx context.Context, r runner, p *plan.Plan, args []
 	return w, nil
 }
 
-// tokenOf returns the token a statement with ctx carries on this connection, unchecked
-// (0 for none): for the record only, tokenFor decides.
-func (c *conn) tokenOf(ctx context.Context) uint64 {
-	if c.tx != nil && c.tx.token != 0 {
-		return c.tx.token
-	}
-	b, _ := bindingFrom(ctx)
-	return b.token
-}
-
 // observe records a guarded statement's duration and outcome, and adds the event to
 // the active span.
 func (k *core) observe(ctx context.Context, p *plan.Plan, tok uint64, start time.Time, err error) {

@@ -121,9 +121,18 @@ func (t *Tx) end() {
 }
 
 // Begin starts a pseudo nested transaction (a savepoint), bound to the same token.
+// The binding of ctx is judged as a statement's is: leases it carries (a lock taken
+// inside the transaction) join the transaction's — checked by every later statement
+// and the Commit, the larger token carried — and a lost one refuses the savepoint with
+// an error wrapping lockclient.ErrLeaseLost (the transaction then only rolls back); a
+// bare token other than the transaction's is refused with fencedsql.ErrUnsupported.
+// Nothing is sent when refused.
 func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
 	if t.done() {
 		return nil, pgx.ErrTxClosed
+	}
+	if err := t.l.c.Savepoint(ctx); err != nil {
+		return nil, err
 	}
 	sp, err := t.tx.Begin(ctx)
 	if err != nil {

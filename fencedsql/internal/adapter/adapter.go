@@ -99,6 +99,14 @@ type Conn interface {
 	// since (PostgreSQL), so the checks made under them are re-armed, as at a ROLLBACK
 	// TO sent through the engine.
 	SavepointRolledBack()
+	// Savepoint judges the binding of ctx for a savepoint (pgx's nested transaction)
+	// about to be begun in the open transaction, as a statement's binding is judged:
+	// its leases join the transaction's (checked by every later statement and the
+	// Commit, the larger token carried), a lost one refuses with an error wrapping
+	// lockclient.ErrLeaseLost (the transaction can then only roll back), a bare token
+	// other than the transaction's with ErrUnsupported, leases with no usable token
+	// with ErrNoToken. Nothing is sent; the refused savepoint must not be begun.
+	Savepoint(ctx context.Context) error
 }
 
 // Rows are the rows of a Query, as fencedsql wraps them.
