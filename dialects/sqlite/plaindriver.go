@@ -39,5 +39,5 @@ func refusePlainDriverParams(_ sqlite.ExecQuerierContext, dsn string) error {
 		return nil
 	}
 	// Named by the parameter it stands for: the DSN's own text may hold a secret.
-	return &fencedsql.ConfigError{Msg: "the DSN opened with modernc.org/sqlite's own driver (sql.Open(\"sqlite\") or sqlite.NewConnector) holds a parameter of this package (" + p + ", or a spelling of it), which that driver ignores: the pool would guard nothing; open " + strconv.Quote(DriverName) + " (sql.Open(" + strconv.Quote(DriverName) + ", dsn)), or fencedsql.OpenDB(fencedsql.DSNConnector(&sqlite.Driver{}, dsn), fencedsql.WithDialect(sqlite.Dialect))"}
+	return &fencedsql.ConfigError{Msg: "the DSN opened with modernc.org/sqlite's own driver (sql.Open(\"sqlite\") or sqlite.NewConnector) holds a parameter of this package (" + p + ", or a spelling of it), which that driver ignores: the pool would guard nothing; open " + strconv.Quote(DriverName) + " (sql.Open(" + strconv.Quote(DriverName) + ", dsn)), or fencedsql.OpenDB(fencedsql.DSNConnector(a modernc.org/sqlite Driver, dsn), fencedsql.WithDialect(the fencedsql SQLite dialect))"}
 }
