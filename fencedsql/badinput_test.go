@@ -208,10 +208,12 @@ func checkBad(t *testing.T, c badCase, err error) {
 // table.
 func newBadSQLite(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "bad.db") + "?fenced_tables=accounts,bare"
-	// The schema is made without the wrapper ("sqlite" is modernc's own driver name):
-	// bare is guarded but cannot take a fenced write.
-	raw, err := sql.Open("sqlite", dsn)
+	file := "file:" + filepath.Join(t.TempDir(), "bad.db")
+	dsn := file + "?fenced_tables=accounts,bare"
+	// The schema is made without the wrapper ("sqlite" is modernc's own driver name,
+	// which refuses a DSN holding fenced_tables): bare is guarded but cannot take a
+	// fenced write.
+	raw, err := sql.Open("sqlite", file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,13 +90,17 @@ type connector struct {
 	raw  driver.Connector
 	core *core
 	drv  driver.Driver
+	// password is the DSN's (secret.Password), masked in the plain driver's errors
+	// (maskPassword); "" when the DSN is not the wrapper's to read.
+	password string
 }
 
-// Connect implements driver.Connector.
+// Connect implements driver.Connector. The plain driver's error is returned masked of
+// the DSN's password.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	raw, err := c.raw.Connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, maskPassword(err, c.password)
 	}
 	fc := newConn(raw, c.core)
 	if err := c.core.open(ctx, fc); err != nil {

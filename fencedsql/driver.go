@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/internal/secret"
 )
 
 // Register wraps d and registers it with database/sql under name. Registering the
@@ -183,7 +184,11 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 		return sql.OpenDB(errConnector{err: err, drv: c.Driver()})
 	}
 	k.raw = c
-	return sql.OpenDB(&connector{raw: c, core: k, drv: &wrappedDriver{raw: c.Driver(), opts: opts}})
+	var pw string
+	if dc, ok := c.(dsnConnector); ok {
+		pw = secret.Password(dc.dsn)
+	}
+	return sql.OpenDB(&connector{raw: c, core: k, drv: &wrappedDriver{raw: c.Driver(), opts: opts}, password: pw})
 }
 
 // DSNConnector returns a connector that opens d with dsn, for drivers that do not
@@ -232,16 +237,18 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The plain driver's errors may quote the DSN: they are masked of its password.
+	pw := secret.Password(clean)
 	var raw driver.Connector
 	if dc, ok := d.raw.(driver.DriverContext); ok {
 		if raw, err = dc.OpenConnector(clean); err != nil {
-			return nil, err
+			return nil, maskPassword(err, pw)
 		}
 	} else {
 		raw = dsnConnector{drv: d.raw, dsn: clean, read: true}
 	}
 	core.raw = raw
-	return &connector{raw: raw, core: core, drv: d}, nil
+	return &connector{raw: raw, core: core, drv: d, password: pw}, nil
 }
 
 // checkDSN refuses a DSN whose settings the dialect judges unsafe for fenced writes
@@ -290,6 +297,19 @@ func (c dsnConnector) Connect(context.Context) (driver.Conn, error) {
 }
 
 func (c dsnConnector) Driver() driver.Driver { return c.drv }
+
+// DSNParam returns the parameter of this package that dsn holds, in any DSN form and
+// spelling (a misspelled, near-miss or url-encoded key is named by the parameter it
+// stands for), "" when it holds none. It is for a dialect whose plain driver ignores
+// parameters it does not know (modernc's SQLite): that driver, opened by its own
+// name or its own connector with such a DSN, would open a pool that guards nothing
+// without a word, so the dialect refuses the DSN there.
+func DSNParam(dsn string) string {
+	if k := paramOfOurs(dsn); k != "" {
+		return orDefault(nearest(k), ParamTables)
+	}
+	return ""
+}
 
 // paramOfOurs returns the first key of dsn, in any DSN form, that is or looks like a
 // parameter of this package (ours, the key url-decoded), "" for none: each text before

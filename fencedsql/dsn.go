@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/secret"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -35,15 +36,17 @@ const (
 // error: it would otherwise reach the server, or a driver that ignores unknown
 // parameters (modernc's SQLite), and leave a table unguarded without a word. So are
 // fenced_token_column and fenced_version_column without fenced_tables: they name the
-// columns of the DSN's tables, and would apply to none. Errors never quote the DSN (it
-// may hold a password).
+// columns of the DSN's tables, and would apply to none. Outside the keyword/value form,
+// so is a parameter of ours anywhere the driver does not read parameters (paramOfOurs
+// over what is left: a '?' in the first position, a key cut short by a '?' in a
+// path). Errors never quote the DSN (it may hold a password).
 func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	// Every DSN is read: a key whose letters are percent-encoded (%66enced_tables)
 	// shows "fenced" only once decoded, and a near miss (fence_tables) never does.
 	q, keyValue := -1, false
 	if p, ok := d.(dialect.DSNParser); ok {
 		q, keyValue = p.QueryStart(dsn)
-	} else if keyValue = isKeyValue(dsn); !keyValue {
+	} else if keyValue = secret.IsKeyValue(dsn); !keyValue {
 		q = strings.LastIndexByte(dsn, '?')
 	}
 	params := map[string]string{}
@@ -76,6 +79,19 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	}
 	if err != nil {
 		return "", nil, err
+	}
+	if !keyValue {
+		if q < 0 {
+			clean = dsn
+		}
+		if k := paramOfOurs(clean); k != "" {
+			// A parameter of ours where the driver does not read one: a '?' in the first
+			// position (modernc's SQLite ignores it: os.Getenv("DB")+"?fenced_tables=…"
+			// with the variable unset), or a key cut short by an earlier '?' (a '?' in a
+			// directory name). The driver would take it as part of a file name and a
+			// pool that guards nothing would open (red-team rt31d F3).
+			return "", nil, configErr("the DSN holds a parameter of this package (%s, or a spelling of it) where its driver does not read parameters (before the DSN's query, or after a '?' in the first position or in a path: is the file name empty?): give the parameters after the first '?' of a non-empty name", orDefault(nearest(k), ParamTables))
+		}
 	}
 	if len(params) == 0 {
 		return dsn, nil, nil
@@ -250,75 +266,29 @@ func alnumFold(s string) string {
 	return b.String()
 }
 
-// isKeyValue reports PostgreSQL's keyword/value form ("host=h dbname=d"): no URL
-// scheme, and its first '=' comes before any '?'.
-func isKeyValue(dsn string) bool {
-	if strings.Contains(dsn, "://") {
-		return false
-	}
-	eq := strings.IndexByte(dsn, '=')
-	q := strings.IndexByte(dsn, '?')
-	return eq >= 0 && (q < 0 || eq < q)
-}
-
 // removeKeyValue removes the fenced_* keywords (and the blank before each) from a
 // keyword/value DSN, keeping every other byte, and records them in params. It reads
-// the form as pgx does (parseKeywordValueSettings): a keyword is the text before the
-// next '=' with the blanks around it trimmed ("fenced_tables = accounts" is allowed,
-// as libpq allows it), blanks after the '=' are skipped, and a value runs to the next
-// blank, or is single-quoted; in either, a backslash escapes the byte after it.
+// the form as pgx does, with the module's one reader of it (secret.KeyValues): a
+// keyword is the text before the next '=' with the blanks around it trimmed
+// ("fenced_tables = accounts" is allowed, as libpq allows it), blanks after the '='
+// are skipped, and a value runs to the next blank, or is single-quoted; in either, a
+// backslash escapes the byte after it.
 func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	var b strings.Builder
 	last := 0 // start of the text not yet copied
-	i := 0
-	for i < len(dsn) {
-		for i < len(dsn) && isSpace(dsn[i]) {
-			i++
-		}
-		if i == len(dsn) {
-			break
-		}
-		ts := i
-		var key string
-		var val strings.Builder
-		if eq := strings.IndexByte(dsn[i:], '='); eq < 0 {
-			key, i = strings.TrimRight(dsn[ts:], blanks), len(dsn)
-		} else {
-			key, i = strings.TrimRight(dsn[ts:ts+eq], blanks), ts+eq+1
-			for i < len(dsn) && isSpace(dsn[i]) {
-				i++
-			}
-			quoted := i < len(dsn) && dsn[i] == '\''
-			if quoted {
-				i++
-			}
-			for i < len(dsn) && (quoted && dsn[i] != '\'' || !quoted && !isSpace(dsn[i])) {
-				if dsn[i] == '\\' && i+1 < len(dsn) {
-					i++
-					if c := dsn[i]; c != '\\' && c != '\'' {
-						val.WriteByte('\\') // pgx unescapes \\ and \' only
-					}
-				}
-				val.WriteByte(dsn[i])
-				i++
-			}
-			if quoted {
-				i++ // closing quote
-			}
-		}
-		te := min(i, len(dsn))
-		if !ours(key) {
+	for _, kv := range secret.KeyValues(dsn) {
+		if !ours(kv.Key) {
 			continue
 		}
-		if err := record(params, key, val.String()); err != nil {
+		if err := record(params, kv.Key, kv.Value); err != nil {
 			return "", err
 		}
 		// Drop the blank before the keyword, or after it when it comes first.
-		from := ts
+		from := kv.Start
 		for from > last && isSpace(dsn[from-1]) {
 			from--
 		}
-		to := te
+		to := kv.End
 		if from == 0 {
 			for to < len(dsn) && isSpace(dsn[to]) {
 				to++
@@ -330,9 +300,6 @@ func removeKeyValue(dsn string, params map[string]string) (string, error) {
 	b.WriteString(dsn[last:])
 	return b.String(), nil
 }
-
-// blanks are the bytes isSpace reports.
-const blanks = " \t\n\r\f\v"
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'

@@ -92,14 +92,23 @@ func quoteFor(d, s string) string {
 
 // ---- the lazy schema and session checks ----
 
+// The dialects' column queries (ColumnsQuery), for an unqualified table.
+var (
+	pgColumns     = columnsQuery(postgres.Dialect)
+	mysqlColumns  = columnsQuery(mysqldialect.Dialect)
+	sqliteColumns = columnsQuery(sqlite.Dialect)
+)
+
+func columnsQuery(d dialect.Dialect) string {
+	q, _ := d.ColumnsQuery(dialect.TableName{Name: "x"})
+	return q
+}
+
 const (
-	pgColumns     = `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`
-	mysqlColumns  = "SELECT COLUMN_NAME, IF(IS_NULLABLE = 'NO', 1, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
-	sqliteColumns = `SELECT name, "notnull" FROM pragma_table_info(?)`
-	mysqlSession  = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, @@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */ /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */) USING ascii) AS BINARY)"
-	pgSession     = "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || s.setting || ' ' || s.source FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
-	pgGood        = "on UTF8 on configuration file"
-	strictMode    = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+	mysqlSession = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, @@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */ /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */) USING ascii) AS BINARY)"
+	pgSession    = "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || s.setting || ' ' || s.source FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
+	pgGood       = "on UTF8 on configuration file"
+	strictMode   = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 	// mysqlRest follows sql_mode and character_set_client in a MariaDB session value
 	// that passes: sql_log_bin, autocommit, completion_type, the session clock and
 	// its distance from SYSDATE(6) in microseconds, skip_replication, server_id

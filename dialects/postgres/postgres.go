@@ -87,9 +87,16 @@ func (dialectImpl) ExactQuotedIdents() bool { return true }
 var _ dialect.ExactIdenter = dialectImpl{}
 
 // ColumnsQuery resolves the table through the session's search_path (to_regclass), as
-// the statements themselves do.
+// the statements themselves do. A view (or materialized view) is noted as one, with
+// the relations its rewrite rule reads (pg_depend), so that the refusal names the table
+// to guard instead and proposes no ALTER TABLE that cannot run on a view (red-team
+// rt31d F5). (A generated fencing column is the lint's to report.)
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
+	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END, ` +
+		`CASE WHEN c.relkind IN ('v', 'm') THEN 'view:' || COALESCE((SELECT string_agg(DISTINCT d.refobjid::regclass::text, ', ') FROM pg_catalog.pg_rewrite r ` +
+		`JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass ` +
+		`WHERE r.ev_class = c.oid AND d.refobjid <> c.oid), '') END ` +
+		`FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE adding the missing columns. The table name

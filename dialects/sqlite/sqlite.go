@@ -17,6 +17,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	sqlite "modernc.org/sqlite"
@@ -144,13 +145,17 @@ func after(msg, marker string) string {
 	return strings.TrimSpace(s)
 }
 
-// ColumnsQuery reads pragma_table_info; an unqualified table is looked up in the main
-// database, then the attached ones.
+// ColumnsQuery reads pragma_table_xinfo, which shows generated columns too (noted
+// "generated": pragma_table_info hides them, and a generated fencing column was
+// reported missing, with an ADD COLUMN that fails, red-team rt31d F6), and notes a view
+// as one (pragma_table_list; rt31d F4). An unqualified table is looked up in the temp
+// database, then main, then the attached ones, as SQLite resolves a name.
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
+	const cols = `SELECT x.name, x."notnull", CASE WHEN (%s) = 'view' THEN 'view' WHEN x.hidden IN (2, 3) THEN 'generated' END FROM pragma_table_xinfo(%s) x`
 	if table.Schema != "" {
-		return `SELECT name, "notnull" FROM pragma_table_info(?, ?)`, []any{table.Name, table.Schema}
+		return fmt.Sprintf(cols, `SELECT l.type FROM pragma_table_list(?1) l WHERE l.schema = ?2`, `?1, ?2`), []any{table.Name, table.Schema}
 	}
-	return `SELECT name, "notnull" FROM pragma_table_info(?)`, []any{table.Name}
+	return fmt.Sprintf(cols, `SELECT l.type FROM pragma_table_list(?1) l ORDER BY CASE l.schema WHEN 'temp' THEN 0 WHEN 'main' THEN 1 ELSE 2 END LIMIT 1`, `?1`), []any{table.Name}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE per missing column (SQLite adds one column

@@ -169,7 +169,11 @@ type Dialect interface {
 	// ColumnsQuery returns a query listing the columns of table as rows of (column
 	// name, not-null flag). The flag is 1, true or t for a NOT NULL column (any
 	// spelling of those, as the driver returns it); anything else, NULL included,
-	// means nullable. No rows means no such table.
+	// means nullable. No rows means no such table. A row may carry a third value, a
+	// note on what no flag can say (NULL or "" for nothing): "view" when table is a
+	// view (on every row; "view:" followed by the tables it reads, comma-separated,
+	// where the catalog tells), "generated" for a generated column. The wrapper refuses
+	// both, as such (schema.Columns).
 	ColumnsQuery(table TableName) (query string, args []any)
 	// GuardColumnsDDL returns the statements that add the missing fencing columns to
 	// table, as BIGINT NOT NULL DEFAULT 0, in order (one Exec each).

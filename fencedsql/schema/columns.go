@@ -14,6 +14,9 @@ type ColumnVerdict struct {
 	// Exists: the table is visible; HasToken, HasVersion: it has the fencing columns;
 	// TokenNotNull, VersionNotNull: they are NOT NULL.
 	Exists, HasToken, HasVersion, TokenNotNull, VersionNotNull bool
+	// View: the name is a view, not a table (its problem says so; nothing else is
+	// judged, and no statement fixes it).
+	View bool
 
 	Problems []string // in words; empty when the columns are fit
 	Fix      []string // DDL statements, in order: add missing columns, then make nullable ones NOT NULL
@@ -33,7 +36,7 @@ func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect,
 	return judgeColumns(d, table, tokCol, verCol, rows), nil
 }
 
-// judgeColumns judges the rows of d's column query, (column name, not-null flag):
+// judgeColumns judges the rows of d's column query, (column name, not-null flag[, note]):
 // column names match exactly where the dialect's quoted names are exact
 // (dialect.ExactIdenter: the wrapper quotes the configured names, so "Fence_Token"
 // is not fence_token there), else case-insensitively; the flag means NOT NULL when it is 1,
@@ -44,6 +47,14 @@ func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect,
 // with the statements that fix them: GuardColumnsDDL for the missing columns, then
 // NotNullFixer's statements per nullable column; where the dialect has none, the
 // problem says to rebuild the table.
+//
+// A row's optional third value, the note (dialect.Dialect.ColumnsQuery), reports what
+// no flag can: a view (every row's note "view", or "view:" and the tables it reads)
+// is refused as such, whatever its columns, with no fix — the rows live in the
+// tables behind it, which a guard on the view would leave unfenced, and no ALTER
+// TABLE runs on a view (red-team rt31d F4, F5); a generated fencing column ("generated")
+// is refused as generated, not as missing or nullable: the fenced writes set it, which
+// the database refuses, and no ADD COLUMN of a column that exists can run (rt31d F6).
 func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol string, rows [][]string) ColumnVerdict {
 	var v ColumnVerdict
 	exact := false
@@ -54,12 +65,23 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 	// only in case where quoted names are exact); a dialect that folds the case of
 	// quoted names takes either.
 	tokExact, verExact := false, false
+	var viewOf string
+	generated := map[string]bool{}
 	for _, row := range rows {
 		if len(row) < 2 {
 			continue
 		}
 		v.Exists = true
 		nn := dialect.CatalogBool(row[1])
+		if len(row) > 2 {
+			switch note := row[2]; {
+			case note == "view" || strings.HasPrefix(note, "view:"):
+				v.View, viewOf = true, strings.TrimPrefix(strings.TrimPrefix(note, "view"), ":")
+			case note == "generated":
+				generated[row[0]] = true
+				continue // judged below, as generated
+			}
+		}
 		switch {
 		case row[0] == tokCol:
 			v.HasToken, v.TokenNotNull, tokExact = true, nn, true
@@ -76,6 +98,26 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 		v.Problems = append(v.Problems, "no such table (or it is not visible to this connection)")
 		return v
 	}
+	if v.View {
+		p := table.String() + " is a view, not a table: the rows live in the table(s) it reads, which a guard on the view leaves unfenced (a write to them is not fenced), and the fenced writes, keys and triggers are built for a table; guard the table that holds its rows"
+		if viewOf = strings.TrimSpace(viewOf); viewOf != "" {
+			p += " (" + viewOf + ")"
+		}
+		p += " instead"
+		v.Problems = append(v.Problems, p)
+		return v
+	}
+	tokGen := !v.HasToken && isGenerated(generated, tokCol, exact)
+	verGen := !v.HasVersion && isGenerated(generated, verCol, exact)
+	for _, c := range []struct {
+		gen bool
+		col string
+	}{{tokGen, tokCol}, {verGen, verCol}} {
+		if c.gen {
+			v.Problems = append(v.Problems, "column "+c.col+" is a generated column: the fenced writes set it, which the database refuses; make it a plain column (BIGINT NOT NULL DEFAULT 0; where the database cannot change a column, rebuild the table)")
+		}
+	}
+	v.HasToken, v.HasVersion = v.HasToken || tokGen, v.HasVersion || verGen
 	if !v.HasToken {
 		v.Problems = append(v.Problems, "missing column "+tokCol+" (BIGINT NOT NULL DEFAULT 0)")
 	}
@@ -88,7 +130,7 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 	for _, c := range []struct {
 		nullable bool
 		col      string
-	}{{v.HasToken && !v.TokenNotNull, tokCol}, {v.HasVersion && !v.VersionNotNull, verCol}} {
+	}{{v.HasToken && !v.TokenNotNull && !tokGen, tokCol}, {v.HasVersion && !v.VersionNotNull && !verGen, verCol}} {
 		if !c.nullable {
 			continue
 		}
@@ -106,4 +148,21 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 		v.Fix = append(v.Fix, fix...)
 	}
 	return v
+}
+
+// isGenerated reports whether the note of column col said "generated" (generated is
+// keyed by the column names the query returned; case-insensitively unless exact).
+func isGenerated(generated map[string]bool, col string, exact bool) bool {
+	if generated[col] {
+		return true
+	}
+	if exact {
+		return false
+	}
+	for name := range generated {
+		if strings.EqualFold(name, col) {
+			return true
+		}
+	}
+	return false
 }

@@ -191,7 +191,8 @@ func checkTable(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 	r.Exists, r.HasToken, r.HasVersion = v.Exists, v.HasToken, v.HasVersion
 	r.TokenNotNull, r.VersionNotNull = v.TokenNotNull, v.VersionNotNull
 	r.Problems, r.Fix = v.Problems, v.Fix
-	if !r.Exists {
+	if !r.Exists || v.View {
+		// (A view: nothing else of it is judged; its problem says to guard its table.)
 		return r, nil
 	}
 	// The declaration's problems (SchemaLinter), judged as the lazy check judges them.

@@ -5,11 +5,13 @@ package secret
 
 import (
 	"net/url"
+	"sort"
 	"strings"
 )
 
 // Password extracts the password of a URL (postgres://, redis://), a pgx
-// keyword/value DSN or a go-sql-driver/mysql DSN, so that it can be masked in messages;
+// keyword/value DSN (read as pgx reads it, KeyValues: "password = p", "password='a b'",
+// escaped quotes) or a go-sql-driver/mysql DSN, so that it can be masked in messages;
 // "" when none is found.
 func Password(dsn string) string {
 	if strings.Contains(dsn, "://") {
@@ -19,19 +21,18 @@ func Password(dsn string) string {
 		}
 		return ""
 	}
-	if i := strings.Index(dsn, "password="); i >= 0 && (i == 0 || dsn[i-1] == ' ') {
-		v := dsn[i+len("password="):]
-		if strings.HasPrefix(v, "'") {
-			v = v[1:]
-			if j := strings.Index(v, "'"); j >= 0 {
-				v = v[:j]
+	if IsKeyValue(dsn) {
+		// Read as pgx reads it (KeyValues): blanks around '=', quotes, escapes; the last
+		// password wins, as in pgx.
+		pw, found := "", false
+		for _, kv := range KeyValues(dsn) {
+			if kv.Key == "password" {
+				pw, found = kv.Value, true
 			}
-			return v
 		}
-		if j := strings.IndexAny(v, " \t"); j >= 0 {
-			v = v[:j]
+		if found {
+			return pw
 		}
-		return v
 	}
 	// go-sql-driver/mysql: [user[:password]@][net[(addr)]]/dbname[?params]
 	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
@@ -44,21 +45,24 @@ func Password(dsn string) string {
 	return ""
 }
 
-// Redact masks the password (and its URL-escaped forms) in s.
+// Redact masks the password in s, as written and in every escaped form a message may
+// quote it in: URL-escaped (query, path, user information: @ → %40, space → %20) and
+// keyword/value-escaped (\\ and \' in a value, KeyValues). The longer forms are
+// masked first, so that masking one does not leave the rest of another.
 func Redact(s, secret string) string {
 	if secret == "" {
 		return s
 	}
-	s = strings.ReplaceAll(s, secret, "xxxxx")
-	if esc := url.QueryEscape(secret); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
+	forms := []string{
+		secret,
+		strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(secret),
+		url.QueryEscape(secret),
+		url.PathEscape(secret),
+		strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
 	}
-	if esc := url.PathEscape(secret); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
-	}
-	// as a URL's user information escapes it (@ → %40, space → %20)
-	if esc := strings.TrimPrefix(url.UserPassword("", secret).String(), ":"); esc != secret {
-		s = strings.ReplaceAll(s, esc, "xxxxx")
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	for _, f := range forms {
+		s = strings.ReplaceAll(s, f, "xxxxx")
 	}
 	return s
 }

@@ -178,10 +178,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *dsn == "" {
 		return usage("-dsn is required")
 	}
-	for _, p := range []string{fencedsql.ParamTables, fencedsql.ParamStrict, fencedsql.ParamSchemaCheck, fencedsql.ParamTokenColumn, fencedsql.ParamVersionColumn} {
-		if strings.Contains(*dsn, p+"=") {
-			return usage("-dsn: give the plain driver's DSN, without fencedsql's %s parameter", p)
-		}
+	// Any parameter of fencedsql's, in any spelling the wrapper reads as one
+	// (fencedsql.DSNParam: fenced_allow, a misspelling, a url-encoded key).
+	if p := fencedsql.DSNParam(*dsn); p != "" {
+		return usage("-dsn: give the plain driver's DSN, without fencedsql's %s parameter (or a spelling of it)", p)
 	}
 	purging, roles, flooring := false, false, 0
 	fs.Visit(func(f *flag.Flag) {

@@ -139,6 +139,8 @@ func TestUsage(t *testing.T) {
 		{"-driver", "sqlite", "-dsn", dsn, "-tables", "t", "extra"},
 		{"-driver", "sqlite", "-dsn", dsn + "&fenced_tables=t", "-tables", "t"},
 		{"-driver", "sqlite", "-dsn", dsn + "&fenced_strict=true", "-tables", "t"},
+		{"-driver", "sqlite", "-dsn", dsn + "&fenced_allow=ddl", "-tables", "t"},
+		{"-driver", "sqlite", "-dsn", dsn + "&fence_tables=t", "-tables", "t"},
 		{"-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "-1h"},
 		{"-driver", "sqlite", "-dsn", dsn, "-purge-tombstones", "1h", "-apply"},
 		{"-nosuchflag"},
