@@ -113,8 +113,8 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version, or one written for other unique indexes than the table has now): a stale holder can re-insert a row a newer one deleted")
 		ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
 		if errors.Is(err, dialect.ErrTombstoneMoved) {
-			// A renamed table keeps triggers of this table's name: no statement is safe
-			// until its own install frees the name (its tombstones carried over).
+			// A renamed table keeps triggers of this table's name and cannot keep their
+			// tombstones under a guard of its own (no primary key): no statement is safe.
 			r.Problems = append(r.Problems, err.Error())
 			break
 		}
@@ -180,9 +180,10 @@ func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table di
 // the statements Check puts in a report's Fix. Run them on a plain connection,
 // in one transaction where the database's DDL is transactional (on PostgreSQL a READ
 // COMMITTED one: carrying a renamed table's tombstones over refuses another). Where a
-// renamed table keeps tombstone triggers of spec's table's name, it refuses with an
-// error wrapping dialect.ErrTombstoneMoved (MySQL/MariaDB, SQLite): re-install the
-// renamed table's guard first.
+// renamed table keeps tombstone triggers of spec's table's name (MySQL/MariaDB,
+// SQLite), the statements install that table's own tombstone guard first, which
+// carries its tombstones over and frees the names; where it has no primary key to keep
+// them under, TombstoneFix refuses with an error wrapping dialect.ErrTombstoneMoved.
 func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) ([]string, error) {
 	ts, ok := d.(dialect.Tombstoner)
 	if !ok || d == nil {
