@@ -184,13 +184,18 @@ var markPattern = "%" + clearMark + tombClockPattern
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
 // (the DELETE trigger reads the one-statement DELETE's mark and clears a stale one; the
 // DELETE and key-change triggers date by the server's clock) exist on table and its
-// tombstone table exists: triggers of an older version are reported as not installed,
-// and schema.Check's fix re-creates them.
+// tombstone table exists, and no tombstone trigger of another name is on table (one a
+// rename kept, recording into the old name's tombstone table: TombstoneCarryDDL
+// carries its tombstones over and drops it, red-team rt31a F1): triggers of an older
+// version are reported as not installed, and schema.Check's fix re-creates them.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?), 1, 0) " +
+	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?) AND NOT EXISTS (" +
+			"SELECT 1 FROM information_schema.TRIGGERS o WHERE o.TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND o.EVENT_OBJECT_TABLE = ? AND o.TRIGGER_NAME NOT IN (?, ?, ?) AND " +
+			"(o.TRIGGER_NAME LIKE 'fencedsql\\_tombdel\\_%' OR o.TRIGGER_NAME LIKE 'fencedsql\\_tombins\\_%' OR o.TRIGGER_NAME LIKE 'fencedsql\\_tombkey\\_%')), 1, 0) " +
 			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
 			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_STATEMENT LIKE ?))",
-		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), markPattern, tombName("ins", table.Name), tombName("key", table.Name), tombClockPattern}
+		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name),
+			table.Schema, table.Name, tombName("del", table.Name), markPattern, tombName("ins", table.Name), tombName("key", table.Name), tombClockPattern}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan by the server's

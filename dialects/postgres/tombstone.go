@@ -55,8 +55,11 @@ import (
 // raised directly rather than by setting the token to NULL, so it holds even where the
 // column is (wrongly) nullable.
 //
-// Before the triggers are replaced, a renamed table's tombstones, recorded by the old
-// name's function into the old name's tombstone table, are merged in (tombCarryOver).
+// Before the triggers are replaced, the table is locked against writers (LOCK TABLE …
+// IN SHARE ROW EXCLUSIVE MODE, in the carry-over's block) and a renamed or moved table's tombstones, recorded by
+// the old name's (or old schema's) function into its tombstone table, are merged in
+// (tombCarryOver; it needs a READ COMMITTED transaction when there is anything to
+// carry over).
 //
 // Removing the triggers is one statement (UntombstoneDDL), which keeps the table:
 //
@@ -241,7 +244,7 @@ END
 	ddl := []string{
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (" + list + "))",
 		"REVOKE ALL ON " + tomb + " FROM PUBLIC",
-		d.tombCarryOver(table, tbl, tomb, list),
+		d.tombCarryOver(tbl, tomb, fn, list),
 		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
 	}
@@ -250,18 +253,33 @@ END
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
 }
 
-// tombCarryOver is the statement of TombstoneDDL that carries a renamed table's
-// tombstones over (red-team rt30a F1). ALTER TABLE … RENAME moves the tombstone
-// triggers with the table, still calling the old name's function, which records into
-// the old name's tombstone table; a re-install under the new name must not start from
-// an empty one. For each tombstone trigger of table whose function is another
-// fencedsql_tombstone_ function, the tombstone table that function records into (the
-// target of its first INSERT) is found, and when it is a fencedsql_tomb_ table of the
-// same schema, its rows are merged into tomb, keeping the greater token of a key. The
-// old table is left in place (another table may have taken the old name and share it;
-// schema.PurgeTombstones ages its rows out). A key whose columns were renamed as well
-// fails the statement, and with it the Fix: nothing is installed over lost tombstones.
-func (d dialectImpl) tombCarryOver(table dialect.TableName, tbl, tomb, list string) string {
+// tombCarryOver is the statement of TombstoneDDL that carries a moved table's
+// tombstones over (red-team rt30a F1, rt31a F3). ALTER TABLE … RENAME and ALTER TABLE …
+// SET SCHEMA move the tombstone triggers with the table, still calling the function
+// they were created with, which records into its own tombstone table (the old name's,
+// in the old schema); a re-install under the new name or schema must not start from an
+// empty one. For each tombstone trigger of table whose function is a
+// fencedsql_tombstone_ function other than fn (by OID, in whatever schema: the same
+// name in the old schema is another function), the tombstone table that function
+// records into (the target of its first INSERT) is found, and when it is a
+// fencedsql_tomb_ table (in any schema) other than tomb, its rows are merged into
+// tomb, keeping the greater token of a key. The old table is left in place (another
+// table may have taken the old name and share it; schema.PurgeTombstones ages its rows
+// out). A key whose columns were renamed as well fails the statement, and with it the
+// Fix: nothing is installed over lost tombstones.
+//
+// The merge must see every tombstone the old triggers recorded (rt31a F4): the block
+// first locks table against writers (SHARE ROW EXCLUSIVE, held to the end of the
+// Fix's transaction), so a DELETE of it either
+// committed before the lock was granted or waits until the new triggers are in place;
+// and the merge reads with a snapshot taken after the lock, which READ COMMITTED gives
+// (each statement of the block takes its own). Under REPEATABLE READ or SERIALIZABLE
+// the transaction's snapshot may predate the lock (taken by the Fix's first statement)
+// and miss a tombstone committed in between: when there is anything to carry over, the
+// block refuses there (SQLSTATE 55000, object_not_in_prerequisite_state; nothing is
+// installed, the old triggers stay), and the Fix is to be run in a READ COMMITTED
+// transaction (BEGIN ISOLATION LEVEL READ COMMITTED; fencedsql-schema -apply does).
+func (d dialectImpl) tombCarryOver(tbl, tomb, fn, list string) string {
 	merge := "INSERT INTO " + tomb + " AS t (" + list + ", fence_token, deleted_at) SELECT " + list + ", fence_token, deleted_at FROM "
 	conflict := " ON CONFLICT (" + list + ") DO UPDATE SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at)"
 	body := `
@@ -269,18 +287,24 @@ DECLARE
   old pg_catalog.oid;
   oldname text;
 BEGIN
+  LOCK TABLE ` + tbl + ` IN SHARE ROW EXCLUSIVE MODE;
   FOR old IN SELECT DISTINCT pg_catalog.to_regclass(pg_catalog.substring(p.prosrc, 'INSERT INTO (.+?) AS t \('))::pg_catalog.oid
       FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) tg.tgfoid
       WHERE tg.tgrelid OPERATOR(pg_catalog.=) ` + pgLiteral(tbl) + `::pg_catalog.regclass
         AND tg.tgname OPERATOR(pg_catalog.=) ANY (ARRAY[` + pgLiteral(tombDeleteTrigger) + `, ` + pgLiteral(tombInsertTrigger) + `, ` + pgLiteral(tombRekeyTrigger) + `])
-        AND p.proname OPERATOR(pg_catalog.~~) 'fencedsql\_tombstone\_%' AND p.proname OPERATOR(pg_catalog.<>) ` + pgLiteral(tombFunc(table.Name)) + `
+        AND p.proname OPERATOR(pg_catalog.~~) 'fencedsql\_tombstone\_%'
+        AND p.oid OPERATOR(pg_catalog.<>) COALESCE(pg_catalog.to_regprocedure(` + pgLiteral(fn+"()") + `)::pg_catalog.oid, 0)
   LOOP
     SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) INTO oldname
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
       WHERE c.oid OPERATOR(pg_catalog.=) old AND c.relkind OPERATOR(pg_catalog.=) 'r'
-        AND c.relname OPERATOR(pg_catalog.~~) 'fencedsql\_tomb\_%' AND n.nspname OPERATOR(pg_catalog.=) ` + pgLiteral(tombSchema(table)) + `
+        AND c.relname OPERATOR(pg_catalog.~~) 'fencedsql\_tomb\_%'
         AND c.oid OPERATOR(pg_catalog.<>) ` + pgLiteral(tomb) + `::pg_catalog.regclass;
     IF oldname IS NOT NULL THEN
+      IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+          MESSAGE = pg_catalog.format('fencedsql: carrying the tombstones of %s over to %s needs a READ COMMITTED transaction (this one is %s, whose snapshot may miss a DELETE committed while the Fix waited for its lock): run the Fix in BEGIN ISOLATION LEVEL READ COMMITTED', oldname, ` + pgLiteral(tomb) + `, pg_catalog.current_setting('transaction_isolation'));
+      END IF;
       EXECUTE ` + pgLiteral(merge) + ` || oldname || ` + pgLiteral(conflict) + `;
     END IF;
   END LOOP;
@@ -321,11 +345,13 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // exist on table as TombstoneDDL creates them (AFTER DELETE and AFTER INSERT row
 // triggers without a WHEN clause, the AFTER UPDATE row trigger, on no column list: one
 // re-created on another event or WHEN (false) is none, red-team rt20g F4), fire always
-// (ENABLE ALWAYS) and call the table's tombstone function,
+// (ENABLE ALWAYS) and call the table's tombstone function in the table's schema (one
+// left in the schema a moved table came from is reported: the Fix carries its
+// tombstones over, red-team rt31a F3),
 // SECURITY DEFINER, and its tombstone table exists.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath}
+	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
+		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table)}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).

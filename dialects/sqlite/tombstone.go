@@ -408,7 +408,10 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // triggers were written for the table's unique indexes as they are now (their
 // uniqueMarker is the catalog's, uniqueSignature); triggers installed by an earlier
 // version, or before a unique index was created or dropped, are reported as not
-// installed, so schema.Check's Fix replaces them.
+// installed, so schema.Check's Fix replaces them. So is a guard beside a tombstone
+// trigger of another name on the table (one a rename kept, recording into the old
+// name's tombstone table: TombstoneCarryDDL carries its tombstones over and drops it,
+// red-team rt31a F2).
 func (d dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	master := "sqlite_master"
 	schema := "main"
@@ -416,7 +419,8 @@ func (d dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query str
 		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
 		schema = table.Schema
 	}
-	return "SELECT CASE WHEN COUNT(*) = 6 THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND tbl_name = ?6 COLLATE NOCASE AND instr(sql, ?7) > 0 AND (" +
+	return "SELECT CASE WHEN COUNT(*) = 6 AND NOT EXISTS (SELECT 1 FROM " + master + " o WHERE o.type = 'trigger' AND o.tbl_name = ?6 COLLATE NOCASE AND o.name LIKE 'fencedsql\\_tomb___\\_%' ESCAPE '\\' " +
+			"AND o.name NOT IN (?1 COLLATE NOCASE, ?2 COLLATE NOCASE, ?3 COLLATE NOCASE, ?4 COLLATE NOCASE, ?5 COLLATE NOCASE)) THEN 1 ELSE 0 END FROM " + master + " WHERE (type = 'trigger' AND tbl_name = ?6 COLLATE NOCASE AND instr(sql, ?7) > 0 AND (" +
 			"name IN (?1 COLLATE NOCASE, ?2 COLLATE NOCASE, ?3 COLLATE NOCASE) OR name IN (?4 COLLATE NOCASE, ?5 COLLATE NOCASE) AND instr(sql, ?11 || " + uniqueSignature + " || '] */') > 0)) " +
 			"OR (type = 'table' AND name = ?8 COLLATE NOCASE)",
 		[]any{tombObject("del", table).Name, tombObject("ins", table).Name, tombObject("key", table).Name, tombObject("rep", table).Name, tombObject("mov", table).Name,

@@ -2,6 +2,8 @@ package dialect
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -190,17 +192,77 @@ func UniqueIndexes(ctx context.Context, query CatalogQuery, u UniqueTombstoner, 
 
 // TombstoneDDLFor returns the statements that install ts's tombstone guard on table
 // (key: its primary key): TombstoneDDL, or, where ts is a UniqueTombstoner, its
-// TombstoneUniqueDDL with table's unique indexes read through query.
+// TombstoneUniqueDDL with table's unique indexes read through query; where ts is a
+// TombstoneCarrier, as its TombstoneCarryDDL completes them (or refuses, with an
+// error wrapping ErrTombstoneMoved).
 func TombstoneDDLFor(ctx context.Context, query CatalogQuery, ts Tombstoner, table TableName, key []KeyColumn, tokenCol string) ([]string, error) {
-	u, ok := ts.(UniqueTombstoner)
-	if !ok {
-		return ts.TombstoneDDL(table, key, tokenCol), nil
+	var ddl []string
+	if u, ok := ts.(UniqueTombstoner); ok {
+		unique, err := UniqueIndexes(ctx, query, u, table)
+		if err != nil {
+			return nil, err
+		}
+		ddl = u.TombstoneUniqueDDL(table, key, unique, tokenCol)
+	} else {
+		ddl = ts.TombstoneDDL(table, key, tokenCol)
 	}
-	unique, err := UniqueIndexes(ctx, query, u, table)
+	if c, ok := ts.(TombstoneCarrier); ok {
+		return c.TombstoneCarryDDL(ctx, query, table, key, tokenCol, ddl)
+	}
+	return ddl, nil
+}
+
+// ErrTombstoneMoved is the refusal of a TombstoneCarrier to install a table's
+// tombstone guard while another table (a renamed one) keeps tombstone triggers under
+// this table's name and their tombstones cannot be kept for it (it has no primary key,
+// or the renames chain too deep): installing would drop them (red-team rt31a F1, F2).
+var ErrTombstoneMoved = errors.New("fencedsql: a tombstone trigger of this table's name sits on another table (renamed?)")
+
+// TombstoneCarrier is implemented by a Tombstoner whose tombstone triggers are named
+// after the table in a namespace wider than the table (MySQL/MariaDB: the database;
+// SQLite: the schema), where a renamed table keeps its triggers, and their names, and
+// they keep recording into the old name's tombstone table. TombstoneCarryDDL returns
+// ddl (the statements TombstoneDDL or TombstoneUniqueDDL wrote for table, tokenCol its
+// token column) completed so that no tombstone is lost:
+//
+//   - where a trigger of table's own tombstone names sits on another table (renamed
+//     away: a rename, or a table swap's old table), first that table's own tombstone
+//     guard (TombstoneMovedDDL), whose install carries its tombstones over and frees
+//     the names, or a refusal wrapping ErrTombstoneMoved when it has none to install;
+//   - then the statements that carry the tombstones of table's triggers of another
+//     table's name into table's own tombstone table (keeping the greater token of a
+//     key) and drop those triggers. The old name's tombstone table stays: a table
+//     created under the old name (a swap's new table) shares it.
+//
+// It reads the catalog through query.
+type TombstoneCarrier interface {
+	TombstoneCarryDDL(ctx context.Context, query CatalogQuery, table TableName, key []KeyColumn, tokenCol string, ddl []string) ([]string, error)
+}
+
+type movedDepthKey struct{}
+
+// maxMovedDepth bounds the chain of renamed tables TombstoneMovedDDL follows.
+const maxMovedDepth = 4
+
+// TombstoneMovedDDL returns the statements that install ts's tombstone guard on other,
+// a table that keeps tombstone triggers of another table's name (TombstoneCarrier),
+// with other's primary key read through query and tokenCol as its token column: its
+// install (TombstoneDDLFor) carries those triggers' tombstones over to its own
+// tombstone table. It refuses with an error wrapping ErrTombstoneMoved when other has
+// no primary key or the chain of such tables is longer than a few.
+func TombstoneMovedDDL(ctx context.Context, query CatalogQuery, ts Tombstoner, other TableName, tokenCol string) ([]string, error) {
+	depth, _ := ctx.Value(movedDepthKey{}).(int)
+	if depth >= maxMovedDepth {
+		return nil, fmt.Errorf("%w: the tombstone triggers of %s chain through %d renamed tables; re-install the tombstone guard of each (fencedsql-schema -apply)", ErrTombstoneMoved, other, depth)
+	}
+	other, key, err := PrimaryKeyColumns(ctx, query, ts, other)
 	if err != nil {
 		return nil, err
 	}
-	return u.TombstoneUniqueDDL(table, key, unique, tokenCol), nil
+	if len(key) == 0 {
+		return nil, fmt.Errorf("%w: %s, which keeps them, has no primary key to keep its tombstones under; drop its tombstone triggers or give it one", ErrTombstoneMoved, other)
+	}
+	return TombstoneDDLFor(context.WithValue(ctx, movedDepthKey{}, depth+1), query, ts, other, key, tokenCol)
 }
 
 // TombstoneLister is implemented by a Tombstoner that can list the database's

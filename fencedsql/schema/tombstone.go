@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -111,8 +112,14 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	case !r.Tombstoned:
 		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version, or one written for other unique indexes than the table has now): a stale holder can re-insert a row a newer one deleted")
 		ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
+		if errors.Is(err, dialect.ErrTombstoneMoved) {
+			// A renamed table keeps triggers of this table's name and cannot keep their
+			// tombstones under a guard of its own (no primary key): no statement is safe.
+			r.Problems = append(r.Problems, err.Error())
+			break
+		}
 		if err != nil {
-			return table, fmt.Errorf("fencedsql: schema.Check %s: the unique index query failed: %w", spec.Table, err)
+			return table, fmt.Errorf("fencedsql: schema.Check %s: the tombstone guard's catalog query failed: %w", spec.Table, err)
 		}
 		r.Fix = append(r.Fix, ddl...)
 	}
@@ -171,7 +178,12 @@ func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table di
 // TombstoneFix returns the statements that install the tombstone guard on spec's
 // table as it is now (its primary key read from the catalog, its schema resolved):
 // the statements Check puts in a report's Fix. Run them on a plain connection,
-// in one transaction where the database's DDL is transactional.
+// in one transaction where the database's DDL is transactional (on PostgreSQL a READ
+// COMMITTED one: carrying a renamed table's tombstones over refuses another). Where a
+// renamed table keeps tombstone triggers of spec's table's name (MySQL/MariaDB,
+// SQLite), the statements install that table's own tombstone guard first, which
+// carries its tombstones over and frees the names; where it has no primary key to keep
+// them under, TombstoneFix refuses with an error wrapping dialect.ErrTombstoneMoved.
 func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) ([]string, error) {
 	ts, ok := d.(dialect.Tombstoner)
 	if !ok || d == nil {
@@ -190,8 +202,11 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: no such table, or it has no primary key", spec.Table)
 	}
 	ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
+	if errors.Is(err, dialect.ErrTombstoneMoved) {
+		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: %w", spec.Table, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: the unique index query failed: %w", spec.Table, err)
+		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: the tombstone guard's catalog query failed: %w", spec.Table, err)
 	}
 	return ddl, nil
 }

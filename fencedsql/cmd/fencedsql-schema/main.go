@@ -118,16 +118,21 @@ type backend struct {
 	driver  string // plain database/sql driver name
 	dialect dialect.Dialect
 	txDDL   bool // DDL is transactional
+	// txIso is the isolation the Fix's transaction runs in: READ COMMITTED on
+	// PostgreSQL, whose tombstone carry-over refuses another (its merge must see the
+	// tombstones committed while it waited for its lock, red-team rt31a F4), whatever
+	// the installer's default_transaction_isolation.
+	txIso sql.IsolationLevel
 }
 
 func backendFor(name string) (backend, bool) {
 	switch strings.ToLower(name) {
 	case "postgres", "postgresql", "pg", "pgx":
-		return backend{"pgx", postgres.Dialect, true}, true
+		return backend{"pgx", postgres.Dialect, true, sql.LevelReadCommitted}, true
 	case "mysql", "mariadb":
-		return backend{"mysql", mysql.Dialect, false}, true
+		return backend{"mysql", mysql.Dialect, false, sql.LevelDefault}, true
 	case "sqlite", "sqlite3":
-		return backend{"sqlite", sqlite.Dialect, true}, true
+		return backend{"sqlite", sqlite.Dialect, true, sql.LevelDefault}, true
 	}
 	return backend{}, false
 }
@@ -277,12 +282,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("check", err)
 	}
 	if *printOnly {
-		printDDL(stdout, reports, be.dialect.Name() == "mysql", be.txDDL)
+		printDDL(stdout, reports, be.dialect.Name() == "mysql", be.txDDL, be.txIso == sql.LevelReadCommitted)
 	} else {
 		printReports(stdout, reports)
 	}
 	if *apply && hasFix(reports) {
-		n, err := applyFixes(ctx, db, reports, be.txDDL)
+		n, err := applyFixes(ctx, db, reports, be.txDDL, be.txIso)
 		if err != nil {
 			return fail("apply", err)
 		}
@@ -392,10 +397,16 @@ func printReports(w io.Writer, reports []schema.TableReport) {
 // lines for the mysql/mariadb client. Where DDL is transactional (inTx) the script is
 // one transaction, BEGIN; … COMMIT;, as -apply runs it: the guards' installation takes
 // a transaction-level lock that a token floor raise also takes, which a script run
-// statement by statement would release after its first statement (red-team rt25a F4).
-func printDDL(w io.Writer, reports []schema.TableReport, mysqlClient, inTx bool) {
+// statement by statement would release after its first statement (red-team rt25a F4);
+// readCommitted begins it as BEGIN ISOLATION LEVEL READ COMMITTED; (PostgreSQL, as
+// -apply runs it: backend.txIso).
+func printDDL(w io.Writer, reports []schema.TableReport, mysqlClient, inTx, readCommitted bool) {
 	if inTx && hasFix(reports) {
-		fmt.Fprintln(w, "BEGIN;")
+		if readCommitted {
+			fmt.Fprintln(w, "BEGIN ISOLATION LEVEL READ COMMITTED;")
+		} else {
+			fmt.Fprintln(w, "BEGIN;")
+		}
 		defer fmt.Fprintln(w, "COMMIT;")
 	}
 	for _, r := range reports {
@@ -428,8 +439,8 @@ func printDDL(w io.Writer, reports []schema.TableReport, mysqlClient, inTx bool)
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // applyFixes runs every report's Fix statements, in one transaction when the database
-// has transactional DDL.
-func applyFixes(ctx context.Context, db *sql.DB, reports []schema.TableReport, inTx bool) (int, error) {
+// has transactional DDL (of isolation iso).
+func applyFixes(ctx context.Context, db *sql.DB, reports []schema.TableReport, inTx bool, iso sql.IsolationLevel) (int, error) {
 	var stmts []string
 	for _, r := range reports {
 		stmts = append(stmts, r.Fix...)
@@ -442,7 +453,7 @@ func applyFixes(ctx context.Context, db *sql.DB, reports []schema.TableReport, i
 		}
 		return len(stmts), nil
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: iso})
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,155 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// A renamed table's tombstones (dialect.TombstoneCarrier, red-team rt31a F1).
+//
+// Trigger names are unique per database, and RENAME TABLE keeps a table's triggers
+// under their names: after RENAME TABLE ledger TO ledger2, the fencedsql_tomb*_ledger
+// triggers sit on ledger2 and record into fencedsql_tomb_ledger. Installing the
+// tombstone guard on ledger2 must not start from an empty fencedsql_tomb_ledger2, and
+// installing it on a table created under the name ledger must not DROP TRIGGER IF
+// EXISTS the old names, which would drop ledger2's triggers and with them the only
+// record of its tombstones. So TombstoneCarryDDL:
+//
+//   - where a trigger of table's own tombstone names sits on another table, first
+//     installs that table's own tombstone guard (dialect.TombstoneMovedDDL: its
+//     primary key read from the catalog, table's token column), whose carry-over
+//     below frees the names; a table without a primary key cannot keep them, and the
+//     install is refused (dialect.ErrTombstoneMoved);
+//   - after TombstoneDDL's statements (table's own triggers in place: CREATE TRIGGER
+//     waits for every transaction that used the table to end, so every DELETE from then
+//     on records into table's own tombstone table as well), merges each tombstone table
+//     the other-named tombstone triggers on table record into (read from their bodies:
+//     INSERT INTO / FROM `fencedsql_tomb_…`) into table's own, keeping the greater token
+//     and date of a key (INSERT … SELECT reads the latest committed tombstones), then
+//     drops those triggers.
+//
+// The old name's tombstone table stays, and a table created under the old name shares
+// it (CREATE TABLE IF NOT EXISTS): in a table swap (an online schema change renames
+// the table away and a copy into its place), which the catalog cannot tell from a
+// rename followed by a new table, the new table is the one whose tombstones they are.
+// A table that is new in fact inherits them: an over-refusal (an INSERT of a key the
+// old table deleted, under a token below the deleter's), purged with the retention.
+//
+// A tombstone table whose key columns are not table's fails its merge, and the
+// statements after it do not run: the old triggers stay (and go on refusing), and
+// TombstoneInstalledQuery reports the guard not installed while they are there.
+
+// tombKinds are the kinds of the tombstone triggers, fencedsql_tomb<kind>_<table>.
+var tombKinds = []string{"del", "ins", "key"}
+
+// tombTableRef finds, in a tombstone trigger's body, the tombstone table it records
+// into or checks: the first `fencedsql_tomb_…` after INSERT INTO or FROM, with the
+// database qualifier the body gives it (dropped: tombstone tables live in the
+// trigger's database).
+var tombTableRef = regexp.MustCompile("(?:INSERT INTO|FROM) (?:`(?:[^`]|``)+`\\.)?`(fencedsql_tomb_(?:[^`]|``)*)`")
+
+// tombTriggerTable returns the tombstone table a tombstone trigger named name with body
+// records into: the one its body names, else the one its name's table has
+// (fencedsql_tomb<kind>_<name> → fencedsql_tomb_<name>), "" when neither is known.
+func tombTriggerTable(name, body string) string {
+	if m := tombTableRef.FindStringSubmatch(body); m != nil {
+		return strings.ReplaceAll(m[1], "``", "`")
+	}
+	for _, k := range tombKinds {
+		p := "fencedsql_tomb" + k + "_"
+		if strings.HasPrefix(strings.ToLower(name), p) && len([]rune(name)) < maxIdentLen {
+			return tombName("", name[len(p):])
+		}
+	}
+	return ""
+}
+
+// TombstoneCarryDDL completes ddl, TombstoneDDL's statements for table (tokenCol its
+// token column), with the install on the table that keeps triggers of table's names
+// and the carry-over of table's tombstone triggers of another name (see above), or
+// refuses with an error wrapping dialect.ErrTombstoneMoved.
+func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName, key []dialect.KeyColumn, tokenCol string, ddl []string) ([]string, error) {
+	rows, err := query(ctx, "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
+		"WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND (TRIGGER_NAME LIKE 'fencedsql\\_tombdel\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tombins\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tombkey\\_%') "+
+		"ORDER BY TRIGGER_NAME", table.Schema)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := query(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME LIKE 'fencedsql\\_tomb\\_%'", table.Schema)
+	if err != nil {
+		return nil, err
+	}
+	exists := map[string]bool{}
+	for _, r := range tables {
+		if len(r) > 0 {
+			exists[r[0]] = true
+		}
+	}
+	own := map[string]bool{}
+	var others []string            // the tables a trigger of table's own names is on
+	seenOther := map[string]bool{} // others, as a set
+	for _, k := range tombKinds {
+		own[strings.ToLower(tombName(k, table.Name))] = true
+	}
+	ownTomb := tombTable(table).Name
+	var drop []string          // the other-named tombstone triggers on table
+	from := []string{}         // the tombstone tables they record into, in order
+	moved := map[string]bool{} // from, as a set
+	for _, r := range rows {
+		if len(r) < 3 {
+			continue
+		}
+		name, on, body := r[0], r[1], r[2]
+		onTable := on == table.Name
+		if own[strings.ToLower(name)] {
+			if !onTable && !seenOther[on] {
+				seenOther[on] = true
+				others = append(others, on)
+			}
+			continue
+		}
+		if !onTable {
+			continue
+		}
+		tomb := tombTriggerTable(name, body)
+		drop = append(drop, name)
+		if tomb != "" && tomb != ownTomb && !moved[tomb] {
+			moved[tomb] = true
+			from = append(from, tomb)
+		}
+	}
+	var out []string
+	for _, o := range others {
+		install, err := dialect.TombstoneMovedDDL(ctx, query, d, dialect.TableName{Schema: table.Schema, Name: o}, tokenCol)
+		if err != nil {
+			return nil, fmt.Errorf("the tombstone triggers of %s's name are on %s (a rename keeps a table's triggers and their names), whose own guard installs first: %w", table.Name, o, err)
+		}
+		out = append(out, install...)
+	}
+	out = append(out, ddl...)
+	if len(drop) == 0 {
+		return out, nil
+	}
+	into := tombTable(table).Quote(d.QuoteIdent)
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+	}
+	list := strings.Join(cols, ", ") + ", fence_token, deleted_at"
+	for _, t := range from {
+		if exists[t] {
+			out = append(out, "INSERT INTO "+into+" ("+list+") SELECT "+list+" FROM "+dialect.TableName{Schema: table.Schema, Name: t}.Quote(d.QuoteIdent)+
+				" ON DUPLICATE KEY UPDATE fence_token = GREATEST("+into+".fence_token, VALUES(fence_token)), deleted_at = GREATEST("+into+".deleted_at, VALUES(deleted_at))")
+		}
+	}
+	for _, n := range drop {
+		out = append(out, "DROP TRIGGER IF EXISTS "+dialect.TableName{Schema: table.Schema, Name: n}.Quote(d.QuoteIdent))
+	}
+	return out, nil
+}
+
+var _ dialect.TombstoneCarrier = dialectImpl{}
