@@ -62,6 +62,10 @@ func (p *parser) plan(versioned bool) (*Plan, error) {
 	if err := p.checkExecComments(); err != nil {
 		return nil, err
 	}
+	// Optimizer hints are blanks, but SET_VAR sets a session variable (hint.go).
+	if err := p.checkHints(); err != nil {
+		return nil, err
+	}
 	// Multi-statement strings: anything significant after a top-level ';'.
 	for i, t := range p.sig {
 		if t.Kind == sqllex.KindPunct && p.text(t) == ";" && i+1 < len(p.sig) {
