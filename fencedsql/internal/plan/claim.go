@@ -98,6 +98,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		return p.claimRefused(g.String(), "a locking SELECT whose %s comes before its %s", b, a)
 	}
 	nowait, why := p.unclaimableLock(lock)
+	if why == "" {
+		why = p.lockNotTaken(lock)
+	}
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}
