@@ -14,8 +14,8 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // it reads (Plan.LockThrough: a view over a guarded table named in the OF list is
 // refused at run time). Anything it cannot read answers false: the caller refuses.
 func (p *parser) locksOnlyUnguarded(lock, with int) bool {
-	if !p.rw.numbered || p.rw.syn != sqllex.Postgres {
-		return false
+	if !p.rw.numbered || p.rw.syn != sqllex.Postgres || p.hasUndecodableIdent() {
+		return false // a name it cannot decode (U&"…") may be a guarded table or its alias
 	}
 	var names []int          // sig indexes of the OF lists' names
 	inList := map[int]bool{} // the same, as a set

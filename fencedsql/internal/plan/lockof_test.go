@@ -28,6 +28,8 @@ func TestJoinLockingOnlyUnguardedPasses(t *testing.T) {
 		{"SELECT 1 FROM ledger l JOIN (SELECT id FROM accounts) s ON s.id = l.account_id FOR UPDATE OF s", false},
 		{"SELECT 1 FROM ledger l JOIN accounts a (i, b, t, v) ON a.i = l.account_id FOR UPDATE OF a", false},
 		{"SELECT 1 FROM ledger l JOIN public.accounts ON true FOR UPDATE OF public.ledger", false},
+		{`SELECT 1 FROM ledger l JOIN U&"\0061ccounts" x ON true FOR UPDATE OF x`, false},
+		{`SELECT 1 FROM ledger m JOIN accounts U&"\006C" ON true FOR UPDATE OF l`, false},
 		{"WITH s AS (SELECT id FROM accounts) SELECT 1 FROM ledger l JOIN s ON s.id = l.account_id FOR UPDATE OF l", true},
 	} {
 		pl, err := rw.Rewrite(c.sql, false)
