@@ -71,7 +71,7 @@ func TestOptimizerHintInPlainReadPasses(t *testing.T) {
 // hint; MySQL reads it as a hint, never as statement text. Right behaviour: a hint
 // other than SET_VAR is a blank to the rewriter (the design's "/*+ */ hints are
 // blanks"): the write is fenced as without it (a newer token lands and stamps, an older
-// one gets ErrFenced with the row unchanged). SET_VAR (MySQL 8: /*+ SET_VAR(sql_mode=”)
+// one gets ErrFenced with the row unchanged). SET_VAR (MySQL 8: /*+ SET_VAR(sql_mode="")
 // */ would turn the fence's NOT NULL violation into a warning) must stay refused in a
 // write; the test checks that it is.
 func TestOptimizerHintInFencedWriteIsFenced(t *testing.T) {
