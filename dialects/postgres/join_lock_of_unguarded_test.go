@@ -16,8 +16,8 @@ import (
 // FOR UPDATE OF l / FOR NO KEY UPDATE OF l, "lock the ledger rows of accounts that are
 // still open" — locks no row of the guarded table: PostgreSQL locks only the
 // relations the OF list names (checked below: another session's FOR UPDATE NOWAIT of
-// the accounts row succeeds while the read holds its locks). Yet with a token it is
-// refused as "a locking SELECT over a join … that reads a guarded table"
+// the accounts row succeeds while the read holds its locks). Yet with a token it was
+// refused as "a locking SELECT over a join … that reads a guarded table" before the fix
 // (plan/claim.go lockingRead: any join that names a guarded table), while the same
 // read written with the guarded table in a subquery (WHERE EXISTS (SELECT … FROM
 // accounts …) FOR UPDATE) passes as a plain locking read with LockThrough.

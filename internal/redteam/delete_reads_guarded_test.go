@@ -7,7 +7,7 @@ import "testing"
 // TestOverRefusalDeleteReadsGuardedPostgres (over-refusal): a DELETE of an
 // UNGUARDED table that only reads the guarded table — PostgreSQL's DELETE … USING,
 // the usual "delete the ledger rows of these accounts" — is refused as "a
-// multi-table DELETE" (plan/delete.go: any guarded name between the table and WHERE),
+// multi-table DELETE" (plan/delete.go: any guarded name between the table and WHERE, before the fix),
 // although it writes no row of accounts, and the same join as an UPDATE
 // (UPDATE ledger … FROM accounts) or a MERGE INTO ledger USING accounts passes
 // (TestOverRefusal*). Right behaviour: sent as written, like the UPDATE, since the
@@ -41,7 +41,7 @@ func TestOverRefusalDeleteReadsGuardedMariaDB(t *testing.T) {
 // every statement after a WITH list that is not UPDATE/INSERT/SELECT is refused when a
 // guarded name appears anywhere). The comment there gives the reason for a DELETE OF
 // the guarded table (its fencing UPDATE would need the list); here nothing guarded is
-// written, and the same statement as an UPDATE of ledger passes. Right behaviour:
+// written, and the same statement as an UPDATE of ledger passes (all three were refused before the fix). Right behaviour:
 // sent as written when the DELETE's target is not guarded.
 func TestOverRefusalWithDeleteOfUnguarded(t *testing.T) {
 	es := func() []entry {
