@@ -188,6 +188,10 @@ func fzWriteAt(rw testPlanner, src string, sig []sqllex.Token, i int) string {
 			if fzNameGuarded(src, sig, j, rw) {
 				return report()
 			}
+			if rw.NumberedParams() {
+				// PostgreSQL's DELETE FROM t USING …: t, a table, is the only target.
+				return ""
+			}
 			// DELETE FROM t1, t2 USING …: the tables before USING are the targets.
 			return fzDeleteTargets(rw, src, sig, j, "USING")
 		}

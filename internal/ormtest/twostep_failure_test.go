@@ -167,9 +167,11 @@ func TestFailedTwoStepDeleteCannotCommit(t *testing.T) {
 }
 
 // TestFailedTwoStepClaimCannotCommit: MariaDB's claim is two statements (the fencing
-// UPDATE, then the caller's locking read); a read MariaDB then rejects (ent's
-// ForUpdate(WithLockTables) sends MySQL 8's FOR UPDATE OF, which MariaDB does not
-// parse) leaves the claim's stamp in the transaction, which can then only roll back.
+// UPDATE, then the caller's locking read); a read MariaDB then rejects (its select
+// list names a column the table does not have: the claim's UPDATE has no select list)
+// leaves the claim's stamp in the transaction, which can then only roll back. (A
+// locking clause MariaDB does not parse, such as ent's FOR UPDATE OF, is refused before
+// anything is sent: mysql: TestUnknownLockingClauseRefusedBeforeSending.)
 func TestFailedTwoStepClaimCannotCommit(t *testing.T) {
 	b := backendNamed("mysql")
 	e := setupWith(t, b, nil, "")
@@ -181,7 +183,7 @@ func TestFailedTwoStepClaimCannotCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got int64
-	readErr := tx.QueryRowContext(ctx, "SELECT `id` FROM `accounts` WHERE `id` = ? FOR UPDATE OF `accounts`", id).Scan(&got)
+	readErr := tx.QueryRowContext(ctx, "SELECT `no_such_column` FROM `accounts` WHERE `id` = ? FOR UPDATE", id).Scan(&got)
 	wantCannotCommit(t, e, id, before, readErr, tx.Commit())
 }
 

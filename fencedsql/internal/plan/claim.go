@@ -55,7 +55,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		return p.claimRefused(g.String(), "a locking SELECT with an index hint (USE, FORCE or IGNORE INDEX): the claim's UPDATE, which stamps the rows, might select others; lock the rows without the hint")
 	}
 	if rest != lock {
-		if g == nil && !p.mentionsGuardIn(from, lock) {
+		if g == nil && !p.mentionsGuardIn(from, lock) || p.locksOnlyUnguarded(lock, with) {
 			return p.pass(), nil
 		}
 		return p.claimRefused(p.guardName(g), "a locking SELECT over a join, grouping or set operation that reads a guarded table (lock the guarded table's rows in a single-table SELECT … FOR UPDATE)")
@@ -98,6 +98,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		return p.claimRefused(g.String(), "a locking SELECT whose %s comes before its %s", b, a)
 	}
 	nowait, why := p.unclaimableLock(lock)
+	if why == "" {
+		why = p.lockNotTaken(lock)
+	}
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}

@@ -72,7 +72,7 @@ func TestKeyedClaimKeyRequired(t *testing.T) {
 		{mysqlTest, "SELECT id FROM accounts WHERE id = ? FOR UPDATE", true, false},
 		{mysqlTest, "SELECT id FROM accounts ORDER BY id FOR UPDATE", true, false},
 		{mysqlTest, "SELECT id FROM accounts LIMIT 1 FOR UPDATE", true, true},
-		{mysqlTest, "(SELECT id FROM accounts ORDER BY id LIMIT 2 FOR SHARE)", true, true},
+		{mysqlTest, "(SELECT id FROM accounts ORDER BY id LIMIT 2 LOCK IN SHARE MODE)", true, true},
 		{pgTest, "SELECT id FROM accounts ORDER BY id LIMIT 1 FOR UPDATE", false, false},
 		// The statement's clock in the selection: the read's is later (red-team rt16k F2).
 		{mysqlTest, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE", true, true},

@@ -9,15 +9,18 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // (Plan.One). A selection the two statements could read differently marks the plan
 // (Plan.TwoStepErr) rather than refusing it: the one statement is exact.
 func (p *parser) delete(versioned bool) (*Plan, error) {
-	i, mods := p.readModifiers(1, false, "LOW_PRIORITY", "QUICK")
+	i, mods := p.readModifiers(p.start+1, false, "LOW_PRIORITY", "QUICK")
 	if !p.kw(i, "FROM") {
 		// MySQL multi-table form: DELETE t1[, t2] FROM …
-		if g := p.firstGuard(); g != "" {
-			return nil, unsupported(g, "a multi-table DELETE")
-		}
-		return p.pass(), nil
+		return p.multiDelete(i, p.clauseEnd(i, "FROM"))
 	}
 	i++
+	if p.rw.syn == sqllex.MySQL {
+		// MySQL multi-table form: DELETE FROM t1[, t2] USING …
+		if u := p.clauseEnd(i, "USING", "WHERE"); p.kw(u, "USING") {
+			return p.multiDelete(i, u)
+		}
+	}
 	tableStart := i // the fencing UPDATE keeps ONLY: it must not reach child tables
 	if p.kw(i, "ONLY") {
 		i++
@@ -34,6 +37,11 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 		j = p.clauseEnd(j, "WHERE", "RETURNING", "ORDER", "LIMIT")
 	}
 	if p.punct(j, ",") || p.kw(j, "USING") || p.kw(j, "JOIN") {
+		if g == nil && p.rw.numbered && p.kw(j, "USING") {
+			// PostgreSQL's DELETE … USING deletes only from its target, which is not
+			// guarded, and does not lock the rows it reads in the USING list.
+			return p.pass(), nil
+		}
 		if g != nil || p.mentionsGuardIn(i, p.clauseEnd(j, "WHERE")) {
 			return nil, unsupported(p.guardName(g), "a multi-table DELETE")
 		}
@@ -47,6 +55,9 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 			return p.unknownShape("a DELETE")
 		}
 		return p.pass(), nil
+	}
+	if p.start > 0 {
+		return nil, unsupported(g.String(), "WITH … DELETE on a guarded table (its fencing UPDATE would need the WITH list): delete without the WITH list, or select the keys first")
 	}
 	if mods.ignore {
 		return nil, unsupported(g.String(), "DELETE IGNORE (it turns errors into warnings)")

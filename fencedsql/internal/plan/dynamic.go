@@ -49,7 +49,7 @@ func (p *parser) immediateTx(first int) error {
 	if err != nil {
 		return nil
 	}
-	q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+	q := &parser{rw: p.rw, src: body, all: toks, sig: significant(body, toks), depth: p.depth + 1, inBody: true}
 	if len(q.sig) == 0 || q.sig[0].Kind != sqllex.KindWord {
 		return nil
 	}

@@ -20,7 +20,8 @@ func lockVariants(d testDialect) []string {
 	if d.name == "postgres" {
 		return []string{"FOR UPDATE", "FOR NO KEY UPDATE", "FOR SHARE", "FOR KEY SHARE", "for update nowait", "FOR UPDATE OF accounts"}
 	}
-	return []string{"FOR UPDATE", "LOCK IN SHARE MODE", "FOR SHARE", "lock in share mode"}
+	// MySQL 8's FOR SHARE and OF are refused: MariaDB does not take them (lockNotTaken).
+	return []string{"FOR UPDATE", "LOCK IN SHARE MODE", "for update", "lock in share mode"}
 }
 
 // Every locking clause, plain, in parentheses that wrap the statement, or (PostgreSQL)

@@ -22,57 +22,12 @@ func (p *parser) multiUpdate(i int, g *Table) (*Plan, error) {
 	if !p.kw(set, "SET") {
 		return refuse("without a SET clause it can read")
 	}
-	guarded := map[string]bool{} // qualifiers of guarded tables, lower-cased
-	plain := map[string]bool{}   // qualifiers of other tables
-	joinWords := []string{"SET", "JOIN", "INNER", "LEFT", "RIGHT", "CROSS", "NATURAL", "STRAIGHT_JOIN", "OUTER"}
-	k := i
-	for {
-		r, ok := p.parseName(k)
-		if !ok {
-			return refuse("whose table list it cannot read")
-		}
-		p.parseAlias(&r, append(joinWords, "ON", "USING", "PARTITION", "USE", "FORCE", "IGNORE")...)
-		qual := strings.ToLower(r.parts[len(r.parts)-1])
-		if r.alias != "" {
-			n, ok := p.ident(r.aliasEnd - 1)
-			if !ok {
-				return refuse("with an alias it cannot decode")
-			}
-			qual = strings.ToLower(n)
-		}
-		if p.rw.Lookup(r.parts) != nil {
-			guarded[qual] = true
-		} else {
-			plain[qual] = true
-		}
-		k = r.aliasEnd
-		switch {
-		case p.kw(k, "ON"):
-			k = p.listEnd(k+1, set, joinWords...)
-		case p.kw(k, "USING") && p.punct(k+1, "("):
-			if k = p.matching(k + 1); k < 0 {
-				return refuse("whose table list it cannot read")
-			}
-			k++
-		}
-		if k == set {
-			break
-		}
-		switch {
-		case p.punct(k, ","):
-			k++
-			continue
-		}
-		for p.kwIn(k, "NATURAL", "INNER", "CROSS", "LEFT", "RIGHT", "OUTER") {
-			k++
-		}
-		if !p.kwIn(k, "JOIN", "STRAIGHT_JOIN") {
-			return refuse("whose table list it cannot read")
-		}
-		k++
+	guarded, plain, ok := p.tableQualifiers(i, set)
+	if !ok {
+		return refuse("whose table list it cannot read")
 	}
 	end := p.clauseEnd(set+1, "WHERE", "ORDER", "LIMIT")
-	for k = set + 1; k < end; k++ {
+	for k := set + 1; k < end; k++ {
 		r, ok := p.parseName(k)
 		if !ok || len(r.parts) < 2 || !p.assign(r.end) {
 			return refuse("whose SET target is not qualified with a table of its list")

@@ -143,12 +143,13 @@ func (p *parser) protect() error {
 		}
 		return nil
 	}
-	q := &parser{rw: p.rw, src: expanded, all: toks, sig: sqllex.Significant(toks), expanded: true}
+	q := &parser{rw: p.rw, src: expanded, all: toks, sig: significant(expanded, toks), expanded: true}
 	return q.protectStatements()
 }
 
 // expandExecComments returns src with every executable comment replaced by its content
-// (/*!50708 x */ → x), and false when there is none.
+// (/*!50708 x */ → x) and every optimizer hint by a blank, and false when there is
+// neither.
 func expandExecComments(src string, toks []sqllex.Token) (string, bool) {
 	var b strings.Builder
 	last, found := 0, false
@@ -157,6 +158,13 @@ func expandExecComments(src string, toks []sqllex.Token) (string, bool) {
 			continue
 		}
 		found = true
+		if isHint(src, t) {
+			// an optimizer hint is never statement text (hint.go): a blank
+			b.WriteString(src[last:t.Start])
+			b.WriteString(" ")
+			last = t.End
+			continue
+		}
 		body := src[t.Start+2 : t.End]
 		body = strings.TrimSuffix(body, "*/")
 		body = strings.TrimPrefix(body, "M")

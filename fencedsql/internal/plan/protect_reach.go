@@ -59,7 +59,7 @@ func (p *parser) protectReachBodies(head string, from, to int) error {
 		if err != nil {
 			continue
 		}
-		q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+		q := &parser{rw: p.rw, src: body, all: toks, sig: significant(body, toks), depth: p.depth + 1, inBody: true}
 		// The body's own literals, read as the server reads them (adjacent ones
 		// joined): a reserved name spelled across 'UPDATE fenced'⏎'sql_floor …' in
 		// an EXECUTE of the body (red-team rt21b F2).

@@ -301,7 +301,7 @@ func (p *parser) protectSettingString(txt string, undecodable bool) error {
 	if err != nil {
 		return refuse
 	}
-	q := &parser{rw: p.rw, src: body, all: toks, sig: sqllex.Significant(toks), depth: p.depth + 1, inBody: true}
+	q := &parser{rw: p.rw, src: body, all: toks, sig: significant(body, toks), depth: p.depth + 1, inBody: true}
 	for k := range q.sig {
 		if q.sig[k].Kind == sqllex.KindQuotedIdent && stringMentions(q.text(q.sig[k]), protectNeedles...) != "" {
 			return refuse

@@ -160,7 +160,7 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 		var through []Relation
 		if rw.mayLock(sql) {
 			if toks, err := sqllex.Lex(sql, rw.syn); err == nil {
-				p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
+				p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
 				through = p.lockThrough()
 			}
 		}
@@ -184,7 +184,7 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 		// start with U+FEFF): refused.
 		return nil, unsupported("", "the statement cannot be tokenized: %v", err)
 	}
-	p := &parser{rw: rw, src: sql, all: toks, sig: sqllex.Significant(toks)}
+	p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
 	pl, err := p.plan(versioned)
 	if err == nil && pl.Kind == KindPass && !p.isDDL() && p.mentionsGuard() {
 		if err := p.backstop(); err != nil {

@@ -62,6 +62,10 @@ func (p *parser) plan(versioned bool) (*Plan, error) {
 	if err := p.checkExecComments(); err != nil {
 		return nil, err
 	}
+	// Optimizer hints are blanks, but SET_VAR sets a session variable (hint.go).
+	if err := p.checkHints(); err != nil {
+		return nil, err
+	}
 	// Multi-statement strings: anything significant after a top-level ';'.
 	for i, t := range p.sig {
 		if t.Kind == sqllex.KindPunct && p.text(t) == ";" && i+1 < len(p.sig) {
@@ -426,8 +430,8 @@ func (p *parser) pass() *Plan {
 
 // with plans a statement that starts with a WITH list. Its queries must only read; the
 // statement after them is planned as a write of its own kind (bun's bulk UPDATE … FROM
-// a VALUES list, for one). A DELETE under WITH is refused: its fencing UPDATE would
-// need the list too.
+// a VALUES list, for one). A DELETE of a guarded table under WITH is refused: its
+// fencing UPDATE would need the list too.
 func (p *parser) with(first int, versioned bool) (*Plan, error) {
 	main, ok := p.afterWithList(first)
 	if !ok || p.hasWriteIn(first, main) {
@@ -448,6 +452,11 @@ func (p *parser) with(first int, versioned bool) (*Plan, error) {
 		return p.update(versioned)
 	case p.kw(main, "INSERT"):
 		return p.insert(versioned)
+	case p.kw(main, "DELETE"):
+		// A DELETE of a table that is not guarded passes (it may read guarded tables,
+		// in the list or its own clauses); one of a guarded table is refused: its
+		// fencing UPDATE would need the list too.
+		return p.delete(versioned)
 	case p.kw(main, "SELECT"):
 		return p.lockingRead(first)
 	}

@@ -79,7 +79,7 @@ func mayChangeWith(sql string, syn sqllex.Syntax, words []string, harmless func(
 	if err != nil {
 		return true
 	}
-	sig := sqllex.Significant(toks)
+	sig := significant(sql, toks) // a hint (/*+ … */) changes nothing after the statement
 	if len(sig) == 0 {
 		return false
 	}
