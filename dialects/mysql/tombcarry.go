@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -90,49 +89,14 @@ func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.Catalo
 		}
 	}
 	own := map[string]bool{}
-	var others []string            // the tables a trigger of table's own names is on
-	seenOther := map[string]bool{} // others, as a set
 	for _, k := range tombKinds {
 		own[strings.ToLower(tombName(k, table.Name))] = true
 	}
-	ownTomb := tombTable(table).Name
-	var drop []string          // the other-named tombstone triggers on table
-	from := []string{}         // the tombstone tables they record into, in order
-	moved := map[string]bool{} // from, as a set
+	var triggers []dialect.TombTrigger
 	for _, r := range rows {
-		if len(r) < 3 {
-			continue
+		if len(r) >= 3 {
+			triggers = append(triggers, dialect.TombTrigger{Name: r[0], On: r[1], Records: tombTriggerTable(r[0], r[2])})
 		}
-		name, on, body := r[0], r[1], r[2]
-		onTable := on == table.Name
-		if own[strings.ToLower(name)] {
-			if !onTable && !seenOther[on] {
-				seenOther[on] = true
-				others = append(others, on)
-			}
-			continue
-		}
-		if !onTable {
-			continue
-		}
-		tomb := tombTriggerTable(name, body)
-		drop = append(drop, name)
-		if tomb != "" && tomb != ownTomb && !moved[tomb] {
-			moved[tomb] = true
-			from = append(from, tomb)
-		}
-	}
-	var out []string
-	for _, o := range others {
-		install, err := dialect.TombstoneMovedDDL(ctx, query, d, dialect.TableName{Schema: table.Schema, Name: o}, tokenCol)
-		if err != nil {
-			return nil, fmt.Errorf("the tombstone triggers of %s's name are on %s (a rename keeps a table's triggers and their names), whose own guard installs first: %w", table.Name, o, err)
-		}
-		out = append(out, install...)
-	}
-	out = append(out, ddl...)
-	if len(drop) == 0 {
-		return out, nil
 	}
 	into := tombTable(table).Quote(d.QuoteIdent)
 	cols := make([]string, len(key))
@@ -140,16 +104,19 @@ func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.Catalo
 		cols[i] = d.QuoteIdent(k.Name)
 	}
 	list := strings.Join(cols, ", ") + ", fence_token, deleted_at"
-	for _, t := range from {
-		if exists[t] {
-			out = append(out, "INSERT INTO "+into+" ("+list+") SELECT "+list+" FROM "+dialect.TableName{Schema: table.Schema, Name: t}.Quote(d.QuoteIdent)+
-				" ON DUPLICATE KEY UPDATE fence_token = GREATEST("+into+".fence_token, VALUES(fence_token)), deleted_at = GREATEST("+into+".deleted_at, VALUES(deleted_at))")
+	merge := func(t string) string {
+		if !exists[t] {
+			return ""
 		}
+		return "INSERT INTO " + into + " (" + list + ") SELECT " + list + " FROM " + dialect.TableName{Schema: table.Schema, Name: t}.Quote(d.QuoteIdent) +
+			" ON DUPLICATE KEY UPDATE fence_token = GREATEST(" + into + ".fence_token, VALUES(fence_token)), deleted_at = GREATEST(" + into + ".deleted_at, VALUES(deleted_at))"
 	}
-	for _, n := range drop {
-		out = append(out, "DROP TRIGGER IF EXISTS "+dialect.TableName{Schema: table.Schema, Name: n}.Quote(d.QuoteIdent))
+	drop := func(n string) string {
+		return "DROP TRIGGER IF EXISTS " + dialect.TableName{Schema: table.Schema, Name: n}.Quote(d.QuoteIdent)
 	}
-	return out, nil
+	isOwn := func(n string) bool { return own[strings.ToLower(n)] }
+	exact := func(s string) string { return s }
+	return dialect.TombCarry(ctx, query, d, table, tokenCol, ddl, triggers, isOwn, tombTable(table).Name, exact, merge, drop)
 }
 
 var _ dialect.TombstoneCarrier = dialectImpl{}

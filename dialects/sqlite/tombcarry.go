@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -74,54 +73,20 @@ func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.Catalo
 	}
 	lower := dialect.LowerASCII
 	own := map[string]bool{}
-	var others []string            // the tables a trigger of table's own names is on
-	seenOther := map[string]bool{} // others, as a set
 	for _, k := range tombTriggerKinds {
 		own[lower(tombObject(k, table).Name)] = true
 	}
-	ownTomb := lower(tombObject("", table).Name)
 	exists := map[string]bool{} // tombstone tables, lower-cased
-	var drop []string           // the other-named tombstone triggers on table
-	var from []string           // the tombstone tables they record into, in order
-	moved := map[string]bool{}  // from, lower-cased
+	var triggers []dialect.TombTrigger
 	for _, r := range rows {
 		if len(r) < 4 {
 			continue
 		}
-		kind, name, on, body := r[0], r[1], r[2], r[3]
-		if kind == "table" {
-			exists[lower(name)] = true
-			continue
+		if r[0] == "table" {
+			exists[lower(r[1])] = true
+		} else {
+			triggers = append(triggers, dialect.TombTrigger{Name: r[1], On: r[2], Records: tombTriggerTable(r[1], r[3])})
 		}
-		onTable := strings.EqualFold(on, table.Name)
-		if own[lower(name)] {
-			if !onTable && !seenOther[lower(on)] {
-				seenOther[lower(on)] = true
-				others = append(others, on)
-			}
-			continue
-		}
-		if !onTable {
-			continue
-		}
-		tomb := tombTriggerTable(name, body)
-		drop = append(drop, name)
-		if tomb != "" && lower(tomb) != ownTomb && !moved[lower(tomb)] {
-			moved[lower(tomb)] = true
-			from = append(from, tomb)
-		}
-	}
-	var out []string
-	for _, o := range others {
-		install, err := dialect.TombstoneMovedDDL(ctx, query, d, dialect.TableName{Schema: table.Schema, Name: o}, tokenCol)
-		if err != nil {
-			return nil, fmt.Errorf("the tombstone triggers of %s's name are on %s (a rename keeps a table's triggers and their names), whose own guard installs first: %w", table.Name, o, err)
-		}
-		out = append(out, install...)
-	}
-	out = append(out, ddl...)
-	if len(drop) == 0 {
-		return out, nil
 	}
 	into := tombObject("", table).Quote(d.QuoteIdent)
 	cols := make([]string, len(key))
@@ -130,17 +95,19 @@ func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.Catalo
 	}
 	keyList := strings.Join(cols, ", ")
 	list := keyList + ", fence_token, deleted_at"
-	for _, t := range from {
-		if exists[lower(t)] {
-			// WHERE true: SQLite's upsert after a SELECT needs it to parse ON CONFLICT.
-			out = append(out, "INSERT INTO "+into+" ("+list+") SELECT "+list+" FROM "+dialect.TableName{Schema: table.Schema, Name: t}.Quote(d.QuoteIdent)+
-				" WHERE true ON CONFLICT ("+keyList+") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = max(deleted_at, excluded.deleted_at)")
+	merge := func(t string) string {
+		if !exists[lower(t)] {
+			return ""
 		}
+		// WHERE true: SQLite's upsert after a SELECT needs it to parse ON CONFLICT.
+		return "INSERT INTO " + into + " (" + list + ") SELECT " + list + " FROM " + dialect.TableName{Schema: table.Schema, Name: t}.Quote(d.QuoteIdent) +
+			" WHERE true ON CONFLICT (" + keyList + ") DO UPDATE SET fence_token = max(fence_token, excluded.fence_token), deleted_at = max(deleted_at, excluded.deleted_at)"
 	}
-	for _, n := range drop {
-		out = append(out, "DROP TRIGGER IF EXISTS "+dialect.TableName{Schema: table.Schema, Name: n}.Quote(d.QuoteIdent))
+	drop := func(n string) string {
+		return "DROP TRIGGER IF EXISTS " + dialect.TableName{Schema: table.Schema, Name: n}.Quote(d.QuoteIdent)
 	}
-	return out, nil
+	isOwn := func(n string) bool { return own[lower(n)] }
+	return dialect.TombCarry(ctx, query, d, table, tokenCol, ddl, triggers, isOwn, tombObject("", table).Name, lower, merge, drop)
 }
 
 var _ dialect.TombstoneCarrier = dialectImpl{}

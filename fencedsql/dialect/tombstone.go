@@ -274,3 +274,66 @@ type TombstoneLister interface {
 	// one row each: (schema, or "" for the connection's own, table name).
 	TombstoneTablesQuery() string
 }
+
+// TombTrigger is one tombstone trigger of a namespace as a TombstoneCarrier reads it:
+// its name, the table it is on, and the tombstone table it records into ("" when its
+// body and name do not tell).
+type TombTrigger struct {
+	Name, On, Records string
+}
+
+// TombCarry is a TombstoneCarrier's plan for table: the tombstone triggers of the
+// namespace (triggers), of which those isOwn names are table's own names, and ownTomb
+// is table's own tombstone table; fold is the namespace's comparison of table names
+// (MySQL/MariaDB: exact; SQLite: ASCII case).
+//
+// It returns ddl completed as TombstoneCarrier describes: first ts's install on each
+// table that keeps triggers of table's own names (TombstoneMovedDDL), then ddl, then
+// merge(t) for each tombstone table t the other-named tombstone triggers on table
+// record into (merge returns "" for one that does not exist), then drop(n) for each
+// of those triggers.
+func TombCarry(ctx context.Context, query CatalogQuery, ts Tombstoner, table TableName, tokenCol string, ddl []string,
+	triggers []TombTrigger, isOwn func(trigger string) bool, ownTomb string, fold func(string) string,
+	merge func(tomb string) string, drop func(trigger string) string) ([]string, error) {
+	var others, dropped, from []string
+	seenOther, moved := map[string]bool{}, map[string]bool{}
+	for _, tr := range triggers {
+		onTable := fold(tr.On) == fold(table.Name)
+		if isOwn(tr.Name) {
+			if !onTable && !seenOther[fold(tr.On)] {
+				seenOther[fold(tr.On)] = true
+				others = append(others, tr.On)
+			}
+			continue
+		}
+		if !onTable {
+			continue
+		}
+		dropped = append(dropped, tr.Name)
+		if tr.Records != "" && fold(tr.Records) != fold(ownTomb) && !moved[fold(tr.Records)] {
+			moved[fold(tr.Records)] = true
+			from = append(from, tr.Records)
+		}
+	}
+	var out []string
+	for _, o := range others {
+		install, err := TombstoneMovedDDL(ctx, query, ts, TableName{Schema: table.Schema, Name: o}, tokenCol)
+		if err != nil {
+			return nil, fmt.Errorf("the tombstone triggers of %s's name are on %s (a rename keeps a table's triggers and their names), whose own guard installs first: %w", table.Name, o, err)
+		}
+		out = append(out, install...)
+	}
+	out = append(out, ddl...)
+	if len(dropped) == 0 {
+		return out, nil
+	}
+	for _, t := range from {
+		if q := merge(t); q != "" {
+			out = append(out, q)
+		}
+	}
+	for _, n := range dropped {
+		out = append(out, drop(n))
+	}
+	return out, nil
+}
