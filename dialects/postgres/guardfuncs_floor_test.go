@@ -1,11 +1,13 @@
 package postgres_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
@@ -34,127 +36,52 @@ func rt32aRetarget(src string) string {
 	return strings.ReplaceAll(src, "'public.", "'rt32a_evil.")
 }
 
-// TestGuardFunctionReadsAnotherFloor: the functions' owner re-creates
-// public.fencedsql_guard_accounts() with exactly the text the guard installs, but for
-// a floor schema of its own (rt32a_evil: floor 0). guardFunctions accepts any schema
-// the text names (ownFunctionText extracts it and only checks consistency), so
-// schema.Check reports the table OK and the fenced pool writes under token 70 although
-// the token floor (public.fencedsql_floor, the floor RaiseTokenFloor raised) is 100.
-// Right behaviour: the guard function reading a floor other than the one the
-// installation's floor tools keep (or, at least, one in a schema other than the
-// function's own / the floor the table's guard was installed with) is an own-trigger
-// door (or the write is refused by the floor): the UPDATE under 70 must fail.
-func TestGuardFunctionReadsAnotherFloor(t *testing.T) {
-	ctx, dsn, raw := guardedAccounts(t)
-	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Exec(t, raw, rt32aEvilFloor...)
-	var src string
-	if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE oid = 'public.fencedsql_guard_accounts()'::regprocedure").Scan(&src); err != nil {
-		t.Fatal(err)
-	}
-	evil := rt32aRetarget(src)
-	if evil == src || strings.Contains(evil, "public.") {
-		t.Fatalf("set-up: retargeting failed:\n%s", evil)
-	}
-	testdb.Exec(t, raw, "CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $rt32a$"+evil+"$rt32a$")
-
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("schema.Check: OK=%v guarded=%v problems=%q", reps[0].OK(), reps[0].Guarded, reps[0].Problems)
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 70), "UPDATE accounts SET balance = 7 WHERE id = 1")
-	if err == nil {
-		var tok int64
-		_ = raw.QueryRowContext(ctx, "SELECT fence_token FROM accounts WHERE id = 1").Scan(&tok)
-		t.Errorf("FAIL-OPEN: schema.Check OK=%v, and the fenced UPDATE under token 70, below the floor 100, was accepted (row token now %d)", reps[0].OK(), tok)
-	} else {
-		t.Logf("refused: %v", err)
-	}
-}
-
-// TestGuardFastFenceCallsAnotherSchema: the functions' owner re-creates the fast
-// fence public.fencedsql_fence_accounts(bigint, bigint) with exactly the library's text
-// for the schema rt32a_evil: it reads rt32a_evil's floor copy and calls
-// rt32a_evil.fencedsql_fenced_accounts, a function without the marker that answers 1.
-// guardFunctions takes the schema the fast fence's text names as the one whose slow
-// fence to judge, and skips a slow fence without the marker; DeleteFenceQuery judges
-// the untouched public slow fence. A stale holder (token 70, row written under 60,
-// floor raised to 100) deletes the row in one statement: the row guard's DELETE trigger
-// does not fire for a row at or below the marked token, so the floor is never read.
-// Right behaviour: a door (or ErrFloor-like refusal); the DELETE must fail.
-func TestGuardFastFenceCallsAnotherSchema(t *testing.T) {
-	ctx, dsn, raw := guardedAccounts(t)
-	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Exec(t, raw, rt32aEvilFloor...)
-	testdb.Exec(t, raw, "CREATE FUNCTION rt32a_evil.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS 'SELECT 1'")
-	var src string
-	if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE oid = 'public.fencedsql_fence_accounts(bigint,bigint)'::regprocedure").Scan(&src); err != nil {
-		t.Fatal(err)
-	}
-	evil := strings.ReplaceAll(rt32aRetarget(src), "public.", "rt32a_evil.")
-	if evil == src {
-		t.Fatalf("set-up: retargeting failed:\n%s", evil)
-	}
-	t.Logf("fast fence now: %s", evil)
-	testdb.Exec(t, raw, "CREATE OR REPLACE FUNCTION public.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS $rt32a$"+evil+"$rt32a$")
-
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("schema.Check: OK=%v guarded=%v problems=%q", reps[0].OK(), reps[0].Guarded, reps[0].Problems)
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	res, err := db.ExecContext(fencedsql.WithToken(ctx, 70), "DELETE FROM accounts WHERE id = 1")
-	if err == nil {
-		n, _ := res.RowsAffected()
-		t.Errorf("FAIL-OPEN: schema.Check OK=%v, and the fenced DELETE under token 70, below the floor 100, was accepted (%d rows deleted)", reps[0].OK(), n)
-	} else {
-		t.Logf("refused: %v", err)
-	}
-}
-
-// TestGuardSlowFenceReadsAnotherFloor: the slow fence
-// public.fencedsql_fenced_accounts(bigint, bigint), re-created by the functions' owner
-// with the library's exact text for the floor schema rt32a_evil (floor 0), is accepted
-// by guardFunctions (fenceMatches takes whatever schema the text names, without
-// comparing it with the schema the fast fence calls or the floor the guard trigger
-// reads). A stale holder (token 70, row written under 60, floor raised to 100) deletes
-// the row in one statement: both the mark's fence(70, 70) and the row's fence(60, 70)
-// reach the slow fence, which reads rt32a_evil's floor. Right behaviour: an own-trigger
-// door (the fence reads another floor than the table's guard); the DELETE must fail.
-func TestGuardSlowFenceReadsAnotherFloor(t *testing.T) {
-	ctx, dsn, raw := guardedAccounts(t)
-	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Exec(t, raw, rt32aEvilFloor...)
-	var src string
-	if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE oid = 'public.fencedsql_fenced_accounts(bigint,bigint)'::regprocedure").Scan(&src); err != nil {
-		t.Fatal(err)
-	}
-	evil := rt32aRetarget(src)
-	if evil == src || strings.Contains(evil, "public.") {
-		t.Fatalf("set-up: retargeting failed:\n%s", evil)
-	}
-	testdb.Exec(t, raw, "CREATE OR REPLACE FUNCTION public.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST 1000 AS $rt32a$"+evil+"$rt32a$")
-
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("schema.Check: OK=%v guarded=%v problems=%q", reps[0].OK(), reps[0].Guarded, reps[0].Problems)
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-	res, err := db.ExecContext(fencedsql.WithToken(ctx, 70), "DELETE FROM accounts WHERE id = 1")
-	if err == nil {
-		n, _ := res.RowsAffected()
-		t.Errorf("FAIL-OPEN: schema.Check OK=%v, and the fenced DELETE under token 70, below the floor 100, was accepted (%d rows deleted)", reps[0].OK(), n)
-	} else {
-		t.Logf("refused: %v", err)
+// TestGuardFunctionsRetargetedToAnotherFloor: the functions' owner re-creates one of
+// the guard's functions with exactly the text the guard installs, but for a floor (and
+// copy) of its own, rt32a_evil's at 0, after the floor was raised to 100 — the trigger
+// function (a stale UPDATE under 70 was accepted), the slow fence (a stale
+// one-statement DELETE under 70 deleted the row), or the fast fence calling
+// rt32a_evil's unmarked slow fence that answers 1 (the same). Each is a changed guard:
+// schema.Check reports an own-trigger door and the fenced pool refuses (ErrSchema).
+func TestGuardFunctionsRetargetedToAnotherFloor(t *testing.T) {
+	for _, c := range []struct {
+		name, fn, create, stmt string
+		extra                  []string
+		retarget               func(string) string
+	}{
+		{"trigger function", "public.fencedsql_guard_accounts()",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS ",
+			"UPDATE accounts SET balance = 7 WHERE id = 1", nil, rt32aRetarget},
+		{"slow fence", "public.fencedsql_fenced_accounts(bigint,bigint)",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST 1000 AS ",
+			"DELETE FROM accounts WHERE id = 1", nil, rt32aRetarget},
+		{"fast fence calling another schema's", "public.fencedsql_fence_accounts(bigint,bigint)",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS ",
+			"DELETE FROM accounts WHERE id = 1",
+			[]string{"CREATE FUNCTION rt32a_evil.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS 'SELECT 1'"},
+			func(src string) string { return strings.ReplaceAll(rt32aRetarget(src), "public.", "rt32a_evil.") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, dsn, raw := guardedAccounts(t)
+			if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
+				t.Fatal(err)
+			}
+			testdb.Exec(t, raw, rt32aEvilFloor...)
+			testdb.Exec(t, raw, c.extra...)
+			var src string
+			if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE oid = $1::regprocedure", c.fn).Scan(&src); err != nil {
+				t.Fatal(err)
+			}
+			evil := c.retarget(src)
+			if evil == src || strings.Contains(evil, "public.") {
+				t.Fatalf("set-up: retargeting failed:\n%s", evil)
+			}
+			testdb.Exec(t, raw, c.create+"$rt32a$"+evil+"$rt32a$")
+			fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorOwnTrigger, "function "))
+			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 70), c.stmt); !errors.Is(err, fencedsql.ErrBelowFloor) {
+				t.Errorf("after the Fix, floor 100: %s under token 70: %v, want ErrBelowFloor", c.stmt, err)
+			}
+		})
 	}
 }
