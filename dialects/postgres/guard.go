@@ -362,7 +362,10 @@ const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 // the BEFORE TRUNCATE statement trigger: a trigger of the guard's name re-created
 // WHEN (false), UPDATE OF a column or on another event is no guard, red-team rt20g F4),
 // fire in every session_replication_role (ENABLE ALWAYS) and call the table's guard
-// function of this version (guardVersion: it reads the floor's copy and accepts the
+// function of this version, in the table's schema or an inheritance ancestor's (a
+// table moved by ALTER TABLE … SET SCHEMA keeps triggers calling the old schema's
+// function, which the guard-writer check judges as another relation's: reported not
+// installed, its Fix installs the table's own; red-team rt33c F3) (guardVersion: it reads the floor's copy and accepts the
 // wrapper's one-statement DELETE; an older guard is reported as not installed, and its
 // Fix installs this one), and the floor's copy (the sequence) and the trigger that
 // keeps it exist where the session finds the floor table, the trigger firing always and
@@ -372,6 +375,9 @@ func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string,
 	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s JOIN pg_catalog.pg_proc sp ON sp.oid = s.tgfoid WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A' AND sp.prosrc LIKE $13) AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
+  AND p.pronamespace IN (WITH RECURSIVE r(oid) AS (SELECT pg_catalog.to_regclass($1)::pg_catalog.oid
+      UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN r ON i.inhrelid = r.oid)
+    SELECT c.relnamespace FROM r JOIN pg_catalog.pg_class c ON c.oid = r.oid)
   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0
   AND (t.tgname = $3 AND t.tgtype = 34 AND t.tgqual IS NULL OR t.tgname = $2 AND t.tgtype = 23 AND t.tgqual IS NULL OR t.tgname = $11 AND t.tgtype = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
 		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(dialect.LowerASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}

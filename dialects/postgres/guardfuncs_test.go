@@ -155,7 +155,13 @@ func TestGuardWriterDisguisedAsAnotherTablesGuard(t *testing.T) {
 		"CREATE TRIGGER fencedsql_guard AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION public.fencedsql_guard_audit()")
 	tombAttack(t, ctx, dsn, false, 90, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")
-	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_guard on public.audit"))
+	// It carries a guard marker: reported as another relation's guard, with no Fix (a
+	// DROP would unguard a real one); dropped by hand, the attack fails.
+	if fix := requireDoorNoFix(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_guard on public.audit"); len(fix) != 0 {
+		t.Errorf("a guard-named trigger's door has a Fix %q", fix)
+	}
+	fixRestores(t, ctx, raw, []string{"DROP TRIGGER fencedsql_guard ON audit"})
+	tombAttack(t, ctx, dsn, true, 90, "INSERT INTO audit (msg) VALUES ('y')")
 }
 
 // TestOtherTablesGuardsNotGuardWriters: the guards of other tables (their functions

@@ -700,6 +700,14 @@ ORDER BY 1, 2, 3, 4`, args...)
 		switch r[0] {
 		case "1":
 			if sd, ok := d.triggerDoor(r, t, tomb); ok {
+				if movedTombTrigger(r) {
+					// Its Fix: the relation's own tombstone guard (its primary key read
+					// here), whose install carries the tombstones over and replaces these
+					// triggers; none when it has no primary key.
+					if ddl, err := dialect.TombstoneMovedDDL(ctx, query, d, dialect.TableName{Schema: r[1], Name: r[2]}, t.TokenColumn); err == nil {
+						sd.Fix = ddl
+					}
+				}
 				doors = append(doors, sd)
 			}
 		case "2":
@@ -837,6 +845,16 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 	if len(wrote) == 0 {
 		return dialect.SideDoor{}, false
 	}
+	if movedTombTrigger(r) {
+		// The tombstone guard of another table's name on rel: rel was renamed or moved
+		// (or swapped) and its triggers still record its deletions into that name's
+		// tombstone table. Not dropped: that loses the only record the carry-over of
+		// rel's own install follows (red-team rt33c F1-F3); otherTriggers gives that
+		// install as the Fix.
+		return dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[3] + " on " + rel.String(),
+			Problem: "the tombstone trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), the tombstone guard of another table's name (" + rel.String() + " was renamed, moved or swapped), and writes " + strings.Join(wrote, " and ") +
+				", which the guards of " + t.Table.String() + " read: install the tombstone guard of " + rel.String() + ", which carries its tombstones over and replaces these triggers; do not drop them (its deleted keys would come back)"}, true
+	}
 	if (r[3] == guardTrigger || r[3] == guardDeleteTrigger || r[3] == guardTruncateTrigger) && strings.HasPrefix(r[5], "fencedsql_guard_") && strings.Contains(r[6], guardMarker) {
 		// A guard of another relation that is not this version's text: an earlier
 		// release's (it reads the floor's copy) or a changed one. No Fix: dropping it
@@ -850,6 +868,14 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 		Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
 			" read: a write to " + rel.String() + " (through the pool too; a SECURITY DEFINER function lends its owner's rights on them) that deletes a tombstone or lowers the floor lets a stale holder write again; drop the trigger",
 		Fix: drop}, true
+}
+
+// movedTombTrigger reports whether otherTriggers' row r is a tombstone trigger of the
+// library's names running a tombstone function of the library's (another table's
+// name: the row is not the relation's own, which otherTriggers passes over).
+func movedTombTrigger(r []string) bool {
+	return (r[3] == tombDeleteTrigger || r[3] == tombInsertTrigger || r[3] == tombRekeyTrigger) &&
+		strings.HasPrefix(r[5], "fencedsql_tombstone_") && strings.Contains(r[6], tombMarker)
 }
 
 var _ dialect.TriggerDoorFinder = dialectImpl{}

@@ -76,6 +76,8 @@ const (
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
 	tombVersion = "fencedsql tombstone guard v6"
+	// tombMarker begins every version's marker.
+	tombMarker = "fencedsql tombstone guard v"
 )
 
 func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
