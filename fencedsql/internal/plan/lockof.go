@@ -14,8 +14,10 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // it reads (Plan.LockThrough: a view over a guarded table named in the OF list is
 // refused at run time). Anything it cannot read answers false: the caller refuses.
 func (p *parser) locksOnlyUnguarded(lock, with int) bool {
-	if !p.rw.numbered || p.rw.syn != sqllex.Postgres || p.hasUndecodableIdent() {
-		return false // a name it cannot decode (U&"…") may be a guarded table or its alias
+	if !p.rw.numbered || p.rw.syn != sqllex.Postgres || p.hasUndecodableIdent() || p.hasFoldUnsureIdent() {
+		// A name it cannot decode (U&"…") may be a guarded table or its alias, and so
+		// may one it cannot compare as PostgreSQL does (red-team rt33b F1).
+		return false
 	}
 	var names []int          // sig indexes of the OF lists' names
 	inList := map[int]bool{} // the same, as a set
@@ -96,4 +98,27 @@ func (p *parser) locksOnlyUnguarded(lock, with int) bool {
 		}
 	}
 	return true
+}
+
+// hasFoldUnsureIdent reports whether the statement holds an identifier whose
+// comparison with another this file cannot make as PostgreSQL makes it: one with a
+// byte outside ASCII (PostgreSQL folds an unquoted name's ASCII letters only, foldedAt
+// every letter: "É" and É are one name to the server) or longer than PostgreSQL keeps
+// (NAMEDATALEN−1 = 63 bytes: two names equal in their first 63 bytes are one).
+func (p *parser) hasFoldUnsureIdent() bool {
+	for i := range p.sig {
+		if !p.isIdent(i) {
+			continue
+		}
+		n, ok := p.ident(i)
+		if !ok || len(n) > 63 {
+			return true
+		}
+		for j := 0; j < len(n); j++ {
+			if n[j] >= 0x80 {
+				return true
+			}
+		}
+	}
+	return false
 }

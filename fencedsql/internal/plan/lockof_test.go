@@ -1,6 +1,9 @@
 package plan
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A PostgreSQL locking read over a join whose locking clauses all name, in their OF
 // lists, only relations that are not guarded tables (nor their aliases, nor subqueries)
@@ -31,6 +34,12 @@ func TestJoinLockingOnlyUnguardedPasses(t *testing.T) {
 		{`SELECT 1 FROM ledger l JOIN U&"\0061ccounts" x ON true FOR UPDATE OF x`, false},
 		{`SELECT 1 FROM ledger m JOIN accounts U&"\006C" ON true FOR UPDATE OF l`, false},
 		{"WITH s AS (SELECT id FROM accounts) SELECT 1 FROM ledger l JOIN s ON s.id = l.account_id FOR UPDATE OF l", true},
+		// Names compared otherwise than PostgreSQL compares them (red-team rt33b F1):
+		// longer than 63 bytes (cut there by the server), or holding a non-ASCII letter
+		// (folded by the server in ASCII only).
+		{"SELECT 1 FROM ledger l, accounts AS " + strings.Repeat("a", 63) + "x FOR UPDATE OF " + strings.Repeat("a", 63) + "y", false},
+		{`SELECT 1 FROM ledger l, accounts AS "É" FOR UPDATE OF É`, false},
+		{`SELECT 1 FROM ledger é, accounts a FOR UPDATE OF é`, false},
 	} {
 		pl, err := rw.Rewrite(c.sql, false)
 		switch {
