@@ -53,7 +53,8 @@ func (p *parser) listEnd(i, end int, words ...string) int {
 			depth++
 		case p.punct(i, ")"):
 			depth--
-		case depth == 0 && (p.punct(i, ",") || p.kwIn(i, words...)):
+		case depth == 0 && (p.punct(i, ",") || p.kwIn(i, words...) && !(p.kwIn(i, "LEFT", "RIGHT") && p.punct(i+1, "("))):
+			// (LEFT( and RIGHT( are the string functions, not joins: red-team rt33b F2.)
 			return i
 		}
 	}
