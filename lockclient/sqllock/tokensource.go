@@ -54,7 +54,9 @@ func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 	seq := b.table.with("_token_seq")
 	q := `SELECT s.seqcache, s.seqcycle, s.seqincrement, s.seqstart, s.seqmin, s.seqmax, pg_catalog.pg_sequence_last_value(s.seqrelid), ` +
 		`c.relpersistence::text, COALESCE(t.relpersistence::text, ''), t.oid IS NOT NULL, ` +
-		`COALESCE((SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a ` +
+		// A domain's base type (one level: a domain over bigint is as wide as bigint).
+		`COALESCE((SELECT pg_catalog.format_type(COALESCE(NULLIF(ty.typbasetype, 0), a.atttypid), NULL) FROM pg_catalog.pg_attribute a ` +
+		`JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid ` +
 		`WHERE a.attrelid = t.oid AND a.attname = 'token' AND NOT a.attisdropped), '') ` +
 		`FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid ` +
 		`LEFT JOIN pg_catalog.pg_class t ON t.oid = to_regclass($2::text) ` +
