@@ -69,6 +69,10 @@ type txState struct {
 	// statements keep being its statements after a joining lease raised token.
 	begun  uint64
 	leases []Lease
+	// joined is the largest token of the leases statements joined to it (checkLease):
+	// in a transaction begun without a binding, the least token its leased statements
+	// carry (statementToken).
+	joined uint64
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error

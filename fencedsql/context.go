@@ -24,6 +24,10 @@ const (
 type binding struct {
 	token  uint64
 	leases []Lease // nil for a bare WithToken
+	// leaseTok is the largest token of leases (0 for none), read when they were bound:
+	// the only token the binding may raise a transaction to (otherBinding). It differs
+	// from token where WithToken replaced the leases' token.
+	leaseTok uint64
 	// noToken: a lease bound was nil or never granted (token 0), or none was given:
 	// the binding carries no usable token (token 0), whatever the others carry; the
 	// other leases are still checked.
@@ -108,10 +112,11 @@ func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 			b.leases = append(b.leases, l)
 		}
 	}
+	for _, l := range b.leases {
+		b.leaseTok = max(b.leaseTok, l.Token())
+	}
 	if !b.noToken {
-		for _, l := range b.leases {
-			b.token = max(b.token, l.Token())
-		}
+		b.token = b.leaseTok
 	}
 	// Clipped: a transaction begun under b appends the leases joining it to its own
 	// copy, never into b's array, which every transaction begun under ctx shares.
@@ -135,11 +140,14 @@ func isNilLease(l Lease) bool {
 // a transaction begun under it refuses its guarded writes and claims with ErrNoToken.
 // On a context that carries leases (WithLease, WithLeases) the token replaces theirs,
 // but the leases stay bound and checked (forgetting them would let work go on after
-// one is lost), and a binding with no usable token keeps none.
+// one is lost), and a binding with no usable token keeps none. Inside a transaction
+// bound to another token, such a statement raises the transaction only to its leases'
+// largest token, and a token above both that and the transaction's is refused as a
+// bare token is (ErrUnsupported): no lease held was granted it (see BeginTx).
 func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
-		b.leases, b.noToken = outer.leases, outer.noToken // clipped by WithLeases
+		b.leases, b.noToken, b.leaseTok = outer.leases, outer.noToken, outer.leaseTok // clipped by WithLeases
 		if b.noToken {
 			b.token = 0
 		}

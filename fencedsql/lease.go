@@ -86,6 +86,7 @@ func (c *conn) checkLease(ctx context.Context) error {
 				c.tx.leases = append(c.tx.leases, l)
 			}
 		}
+		c.tx.joined = max(c.tx.joined, b.leaseTok)
 	}
 	var cause error
 	if c.tx != nil {
@@ -108,27 +109,36 @@ func (c *conn) checkLease(ctx context.Context) error {
 //   - a bare token (WithToken) is refused before anything is sent: written under the
 //     transaction's token it would be stored over rows its own token may not write (a
 //     token-1 write over a row of token 3 because the open transaction holds 4), and
-//     there is no lease to hold it to. The transaction is not broken.
+//     there is no lease to hold it to. The transaction is not broken. A token laid
+//     over leases (WithToken(WithLease(ctx, l), t)) above both the leases' largest
+//     token and the transaction's is such a bare token too (red-team rt33a F1: it
+//     raised the transaction to a token no lease held was granted); below, the
+//     statement runs with the transaction's token, raised by its leases as follows.
 //   - leases (WithLease, WithLeases: a lock taken during the transaction) join the
 //     transaction's, as in WithLeases: every later statement and the Commit check them,
-//     and the transaction carries the largest token from then on (raised here, for its
+//     and the transaction carries the largest token from then on (raised here to the
+//     joining leases' largest token, never to a token WithToken laid over them, for its
 //     later statements), which the rows of every lock held accept.
 //   - leases with no usable token (a nil lease among them: WithLeases) are refused
 //     with ErrNoToken: the statement's lock is not held.
 //
-// A transaction begun without a token keeps taking each statement's (tokenFor).
+// A statement binding the transaction's token (or the one it was begun with) is the
+// transaction's own; its leases raise the token the same way. A transaction begun
+// without a token keeps taking each statement's (statementToken).
 func (c *conn) otherBinding(b binding, bound bool) error {
-	if c.tx == nil || c.tx.token == 0 || !bound || b.token == c.tx.token || b.token == c.tx.begun {
+	if c.tx == nil || c.tx.token == 0 || !bound {
 		return nil
 	}
-	if b.token == 0 && b.leased() {
+	own := b.token == c.tx.token || b.token == c.tx.begun
+	if !own && b.token == 0 && b.leased() {
 		return &NoTokenError{Reason: fmt.Sprintf("the statement's context binds leases with no usable token (a nil lease, or one never granted), the transaction open on this connection token %d", c.tx.token)}
 	}
-	if len(b.leases) == 0 {
-		return &UnsupportedError{Reason: fmt.Sprintf("the statement's context binds token %d, the transaction open on this connection token %d: "+
-			"run it on the transaction with the transaction's binding (or a lease: WithLease), or on another connection", b.token, c.tx.token)}
+	raised := max(c.tx.token, b.leaseTok)
+	if !own && (len(b.leases) == 0 || b.token > raised) {
+		return &UnsupportedError{Reason: fmt.Sprintf("the statement's context binds token %d (its leases' largest token %d), the transaction open on this connection token %d: "+
+			"run it on the transaction with the transaction's binding (or a lease: WithLease), or on another connection", b.token, b.leaseTok, c.tx.token)}
 	}
-	c.tx.token = max(c.tx.token, b.token)
+	c.tx.token = raised
 	return nil
 }
 

@@ -21,7 +21,12 @@ import (
 //     binding another token was judged by otherBinding). A transaction begun under a
 //     binding with no usable token (a nil lease, a lease never granted, token 0) keeps
 //     none: every guarded write and claim in it is refused with ErrNoToken;
-//   - else its own context carries a binding: that binding's token;
+//   - else its own context carries a binding: that binding's token, and where it
+//     carries leases, at least the largest token of the leases joined to its
+//     transaction (txState.joined): the transaction holds them all and checks them at
+//     Commit, and a smaller token would be refused on rows the transaction itself
+//     wrote under the larger one (red-team rt33a F3). A bare token (WithToken, no
+//     leases) and token 0 stay as they are;
 //   - else its transaction (begun without a binding) was joined by a statement's
 //     lease: it runs under that lock, and a statement without a binding of its own
 //     has no token for it (0).
@@ -35,6 +40,9 @@ func (c *conn) statementToken(ctx context.Context) (tok uint64, bound bool) {
 		return st.token, true
 	}
 	if b, ok := bindingFrom(ctx); ok {
+		if st != nil && b.token != 0 && len(b.leases) > 0 {
+			return max(b.token, st.joined), true
+		}
 		return b.token, true
 	}
 	if st != nil && len(st.leases) > 0 {
