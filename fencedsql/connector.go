@@ -90,9 +90,9 @@ type connector struct {
 	raw  driver.Connector
 	core *core
 	drv  driver.Driver
-	// password is the DSN's (secret.Password), masked in the plain driver's errors
-	// (maskPassword); "" when the DSN is not the wrapper's to read.
-	password string
+	// passwords are the DSN's (secret.Passwords), masked in the plain driver's
+	// errors (maskPassword); nil when the DSN is not the wrapper's to read.
+	passwords []string
 }
 
 // Connect implements driver.Connector. The plain driver's error is returned masked of
@@ -100,7 +100,7 @@ type connector struct {
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	raw, err := c.raw.Connect(ctx)
 	if err != nil {
-		return nil, maskPassword(err, c.password)
+		return nil, maskPassword(err, c.passwords)
 	}
 	fc := newConn(raw, c.core)
 	if err := c.core.open(ctx, fc); err != nil {

@@ -184,11 +184,11 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 		return sql.OpenDB(errConnector{err: err, drv: c.Driver()})
 	}
 	k.raw = c
-	var pw string
+	var pw []string
 	if dc, ok := c.(dsnConnector); ok {
-		pw = secret.Password(dc.dsn)
+		pw = secret.Passwords(dc.dsn)
 	}
-	return sql.OpenDB(&connector{raw: c, core: k, drv: &wrappedDriver{raw: c.Driver(), opts: opts}, password: pw})
+	return sql.OpenDB(&connector{raw: c, core: k, drv: &wrappedDriver{raw: c.Driver(), opts: opts}, passwords: pw})
 }
 
 // DSNConnector returns a connector that opens d with dsn, for drivers that do not
@@ -238,7 +238,7 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 		return nil, err
 	}
 	// The plain driver's errors may quote the DSN: they are masked of its password.
-	pw := secret.Password(clean)
+	pw := secret.Passwords(clean)
 	var raw driver.Connector
 	if dc, ok := d.raw.(driver.DriverContext); ok {
 		if raw, err = dc.OpenConnector(clean); err != nil {
@@ -248,7 +248,7 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 		raw = dsnConnector{drv: d.raw, dsn: clean, read: true}
 	}
 	core.raw = raw
-	return &connector{raw: raw, core: core, drv: d, password: pw}, nil
+	return &connector{raw: raw, core: core, drv: d, passwords: pw}, nil
 }
 
 // checkDSN refuses a DSN whose settings the dialect judges unsafe for fenced writes

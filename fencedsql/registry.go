@@ -307,14 +307,16 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 
 // checkListed fails unless the listed table g exists, naming the registered tables
 // when it does not (a typo in fenced_tables shows there), and fails when g is a view
-// (schema.ColumnVerdict.View: its rows live in a table the guard leaves unfenced).
+// or another relation that is not a table (schema.ColumnVerdict.NotTable: a view's
+// rows live in a table the guard leaves unfenced, a foreign table's on the remote
+// server).
 func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, registered []schema.GuardSpec) error {
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
 	}
-	if v.View {
+	if v.NotTable {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.Problems, "; ")}
 	}
 	if v.Exists {

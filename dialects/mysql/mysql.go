@@ -118,7 +118,8 @@ func between(s, open, close string) string {
 // base tables of its database its stored definition names (MariaDB stores it with
 // every name qualified and quoted, `+"`db`.`t`"+`): MariaDB reports a view's columns
 // NOT NULL, so a view listed as guarded passed without a word while the table holding
-// its rows went unfenced (red-team rt31d F4).
+// its rows went unfenced (red-team rt31d F4). A sequence (and a system view) is noted
+// with its kind: a sequence was reported as a table missing columns (rt33a F7).
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	// The names are joined as constants (k): information_schema looks a constant name up
 	// directly, where a correlated one scans every database. The view's definition is
@@ -126,7 +127,8 @@ func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []a
 	return "SELECT c.COLUMN_NAME, IF(c.IS_NULLABLE = 'NO', 1, 0), IF(t.TABLE_TYPE = 'VIEW', " +
 		"(SELECT CONCAT('view:', COALESCE((SELECT GROUP_CONCAT(DISTINCT b.TABLE_NAME ORDER BY b.TABLE_NAME SEPARATOR ', ') FROM information_schema.TABLES b " +
 		"WHERE b.TABLE_SCHEMA = v.TABLE_SCHEMA AND b.TABLE_TYPE = 'BASE TABLE' AND LOCATE(CONCAT('`', b.TABLE_SCHEMA, '`.`', b.TABLE_NAME, '`'), v.VIEW_DEFINITION) > 0), '')) " +
-		"FROM information_schema.VIEWS v WHERE v.TABLE_SCHEMA = t.TABLE_SCHEMA AND v.TABLE_NAME = t.TABLE_NAME), NULL) " +
+		"FROM information_schema.VIEWS v WHERE v.TABLE_SCHEMA = t.TABLE_SCHEMA AND v.TABLE_NAME = t.TABLE_NAME), " +
+		"CASE t.TABLE_TYPE WHEN 'SEQUENCE' THEN 'sequence' WHEN 'SYSTEM VIEW' THEN 'system view' END) " +
 		"FROM (SELECT COALESCE(NULLIF(?, ''), DATABASE()) AS s, ? AS n) k JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = k.s AND t.TABLE_NAME = k.n " +
 		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.s AND c.TABLE_NAME = k.n", []any{table.Schema, table.Name}
 }

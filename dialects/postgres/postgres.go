@@ -90,12 +90,16 @@ var _ dialect.ExactIdenter = dialectImpl{}
 // the statements themselves do. A view (or materialized view) is noted as one, with
 // the relations its rewrite rule reads (pg_depend), so that the refusal names the table
 // to guard instead and proposes no ALTER TABLE that cannot run on a view (red-team
-// rt31d F5). (A generated fencing column is the lint's to report.)
+// rt31d F5). Any other relation that is not a table is noted with its kind: a foreign
+// table (its rows live on the remote server: accepted, a stale write went through,
+// red-team rt33a F4), a sequence (reported as a table missing columns, rt33a F7), an
+// index, a composite type. (A generated fencing column is the lint's to report.)
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END, ` +
 		`CASE WHEN c.relkind IN ('v', 'm') THEN 'view:' || COALESCE((SELECT string_agg(DISTINCT d.refobjid::regclass::text, ', ') FROM pg_catalog.pg_rewrite r ` +
 		`JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass ` +
-		`WHERE r.ev_class = c.oid AND d.refobjid <> c.oid), '') END ` +
+		`WHERE r.ev_class = c.oid AND d.refobjid <> c.oid), '') ` +
+		`WHEN c.relkind = 'f' THEN 'foreign table' WHEN c.relkind = 'S' THEN 'sequence' WHEN c.relkind IN ('i', 'I') THEN 'index' WHEN c.relkind = 'c' THEN 'composite type' END ` +
 		`FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
 }
 

@@ -148,10 +148,11 @@ func after(msg, marker string) string {
 // ColumnsQuery reads pragma_table_xinfo, which shows generated columns too (noted
 // "generated": pragma_table_info hides them, and a generated fencing column was
 // reported missing, with an ADD COLUMN that fails, red-team rt31d F6), and notes a view
-// as one (pragma_table_list; rt31d F4). An unqualified table is looked up in the temp
+// as one (pragma_table_list; rt31d F4), and a virtual table as one (FTS5, R*Tree: it
+// was reported as a table with nullable or missing columns, rt33a F8). An unqualified table is looked up in the temp
 // database, then main, then the attached ones, as SQLite resolves a name.
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
-	const cols = `SELECT x.name, x."notnull", CASE WHEN (%s) = 'view' THEN 'view' WHEN x.hidden IN (2, 3) THEN 'generated' END FROM pragma_table_xinfo(%s) x`
+	const cols = `SELECT x.name, x."notnull", CASE (%s) WHEN 'view' THEN 'view' WHEN 'virtual' THEN 'virtual table' ELSE CASE WHEN x.hidden IN (2, 3) THEN 'generated' END END FROM pragma_table_xinfo(%s) x`
 	if table.Schema != "" {
 		return fmt.Sprintf(cols, `SELECT l.type FROM pragma_table_list(?1) l WHERE l.schema = ?2`, `?1, ?2`), []any{table.Name, table.Schema}
 	}

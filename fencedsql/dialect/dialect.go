@@ -172,8 +172,10 @@ type Dialect interface {
 	// means nullable. No rows means no such table. A row may carry a third value, a
 	// note on what no flag can say (NULL or "" for nothing): "view" when table is a
 	// view (on every row; "view:" followed by the tables it reads, comma-separated,
-	// where the catalog tells), "generated" for a generated column. The wrapper refuses
-	// both, as such (schema.Columns).
+	// where the catalog tells); the kind of any other relation that is not a table,
+	// on every row ("foreign table", "sequence", "virtual table", "index", "composite
+	// type", "system view"); "generated" for a generated column. The wrapper refuses
+	// each, as such (schema.Columns).
 	ColumnsQuery(table TableName) (query string, args []any)
 	// GuardColumnsDDL returns the statements that add the missing fencing columns to
 	// table, as BIGINT NOT NULL DEFAULT 0, in order (one Exec each).

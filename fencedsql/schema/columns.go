@@ -14,9 +14,10 @@ type ColumnVerdict struct {
 	// Exists: the table is visible; HasToken, HasVersion: it has the fencing columns;
 	// TokenNotNull, VersionNotNull: they are NOT NULL.
 	Exists, HasToken, HasVersion, TokenNotNull, VersionNotNull bool
-	// View: the name is a view, not a table (its problem says so; nothing else is
-	// judged, and no statement fixes it).
-	View bool
+	// NotTable: the name is not a table (a view, materialized view, foreign table,
+	// sequence, virtual table…): its problem says so, nothing else is judged, and no
+	// statement fixes it.
+	NotTable bool
 
 	Problems []string // in words; empty when the columns are fit
 	Fix      []string // DDL statements, in order: add missing columns, then make nullable ones NOT NULL
@@ -36,6 +37,17 @@ func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect,
 	return judgeColumns(d, table, tokCol, verCol, rows), nil
 }
 
+// notTableKinds are the notes (dialect.Dialect.ColumnsQuery) of a relation that is
+// not a table, other than a view, with why it cannot be guarded and what to do.
+var notTableKinds = map[string]string{
+	"foreign table":  "its rows live in a table on the remote server, which a write not sent through this foreign table changes unfenced, and the database enforces none of the foreign table's NOT NULL constraints (the fencing relies on them) nor runs the guard's triggers there; guard the remote table on its own server instead",
+	"sequence":       "it holds no rows a fenced write can change; list only tables in fenced_tables",
+	"virtual table":  "its rows are its module's (FTS5, R*Tree, …), which have no NOT NULL fencing columns and fire no triggers, and no ALTER TABLE runs on it; it cannot be guarded: list only ordinary tables in fenced_tables",
+	"index":          "it holds no rows a fenced write can change; list the table it indexes instead",
+	"composite type": "it holds no rows a fenced write can change; list only tables in fenced_tables",
+	"system view":    "its rows are the server's; list only tables in fenced_tables",
+}
+
 // judgeColumns judges the rows of d's column query, (column name, not-null flag[, note]):
 // column names match exactly where the dialect's quoted names are exact
 // (dialect.ExactIdenter: the wrapper quotes the configured names, so "Fence_Token"
@@ -52,7 +64,11 @@ func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect,
 // no flag can: a view (every row's note "view", or "view:" and the tables it reads)
 // is refused as such, whatever its columns, with no fix — the rows live in the
 // tables behind it, which a guard on the view would leave unfenced, and no ALTER
-// TABLE runs on a view (red-team rt31d F4, F5); a generated fencing column ("generated")
+// TABLE runs on a view (red-team rt31d F4, F5); so is any other relation that is not
+// a table, its note naming its kind (notTableKinds: a foreign table, whose rows live
+// on the remote server, which fails open, red-team rt33a F4; a sequence, a virtual
+// table, an index or a composite type, which were reported as tables missing columns,
+// with an ALTER TABLE that cannot run, rt33a F7, F8); a generated fencing column ("generated")
 // is refused as generated, not as missing or nullable: the fenced writes set it, which
 // the database refuses, and no ADD COLUMN of a column that exists can run (rt31d F6).
 func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol string, rows [][]string) ColumnVerdict {
@@ -65,7 +81,7 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 	// only in case where quoted names are exact); a dialect that folds the case of
 	// quoted names takes either.
 	tokExact, verExact := false, false
-	var viewOf string
+	var viewOf, kind string
 	generated := map[string]bool{}
 	for _, row := range rows {
 		if len(row) < 2 {
@@ -76,7 +92,9 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 		if len(row) > 2 {
 			switch note := row[2]; {
 			case note == "view" || strings.HasPrefix(note, "view:"):
-				v.View, viewOf = true, strings.TrimPrefix(strings.TrimPrefix(note, "view"), ":")
+				v.NotTable, viewOf = true, strings.TrimPrefix(strings.TrimPrefix(note, "view"), ":")
+			case notTableKinds[note] != "":
+				v.NotTable, kind = true, note
 			case note == "generated":
 				generated[row[0]] = true
 				continue // judged below, as generated
@@ -98,7 +116,15 @@ func judgeColumns(d dialect.Dialect, table dialect.TableName, tokCol, verCol str
 		v.Problems = append(v.Problems, "no such table (or it is not visible to this connection)")
 		return v
 	}
-	if v.View {
+	if kind != "" {
+		article := "a "
+		if strings.ContainsRune("aeiou", rune(kind[0])) {
+			article = "an "
+		}
+		v.Problems = append(v.Problems, table.String()+" is "+article+kind+", not a table: "+notTableKinds[kind])
+		return v
+	}
+	if v.NotTable {
 		p := table.String() + " is a view, not a table: the rows live in the table(s) it reads, which a guard on the view leaves unfenced (a write to them is not fenced), and the fenced writes, keys and triggers are built for a table; guard the table that holds its rows"
 		if viewOf = strings.TrimSpace(viewOf); viewOf != "" {
 			p += " (" + viewOf + ")"

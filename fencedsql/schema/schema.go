@@ -191,8 +191,9 @@ func checkTable(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 	r.Exists, r.HasToken, r.HasVersion = v.Exists, v.HasToken, v.HasVersion
 	r.TokenNotNull, r.VersionNotNull = v.TokenNotNull, v.VersionNotNull
 	r.Problems, r.Fix = v.Problems, v.Fix
-	if !r.Exists || v.View {
-		// (A view: nothing else of it is judged; its problem says to guard its table.)
+	if !r.Exists || v.NotTable {
+		// (A view or another relation that is not a table: nothing else of it is
+		// judged; its problem says why and what to guard instead.)
 		return r, nil
 	}
 	// The declaration's problems (SchemaLinter), judged as the lazy check judges them.

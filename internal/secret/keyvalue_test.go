@@ -18,23 +18,23 @@ func TestPasswordKeywordValueSpellings(t *testing.T) {
 		{"host=h password = 's3 cr3t' dbname=d", "s3 cr3t"},
 		{`host=h password='it\'s \\ x' dbname=d`, `it's \ x`},
 		{`host=h password=it\'s dbname=d`, `it's`},
-		{`host=h password=a\ b dbname=d`, `a\ b`},             // pgx keeps a backslash before a blank
-		{"host=h password=first password = second", "second"}, // the last wins, as in pgx
-		{"host=h password= dbname=d", "dbname=d"},             // pgx skips the blanks after the =
+		{`host=h password=a\ b dbname=d`, `a\ b`},                   // pgx keeps a backslash before a blank
+		{"host=h password=first password = second", "first|second"}, // each occurrence
+		{"host=h password= dbname=d", "dbname=d"},                   // pgx skips the blanks after the =
 		{"host=h mypassword = x dbname=d", ""},
 		{"host=h dbname=password", ""},
 	} {
-		got := Password(c.dsn)
-		if got != c.want {
-			t.Errorf("Password(%q) = %q, want %q", c.dsn, got, c.want)
+		got := Passwords(c.dsn)
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("Passwords(%q) = %q, want %q", c.dsn, got, c.want)
 			continue
 		}
-		if got == "" {
+		if got == nil {
 			continue
 		}
 		msg := "cannot parse `" + c.dsn + "`: failed"
-		red := Redact(msg, got)
-		for _, part := range []string{"s3cr3t", "s3 cr3t", "cr3t", "it's", `it\'s`, "second"} {
+		red := Redact(msg, got...)
+		for _, part := range []string{"s3cr3t", "s3 cr3t", "cr3t", "it's", `it\'s`, "first", "second"} {
 			if strings.Contains(c.dsn, part) && strings.Contains(red, part) {
 				t.Errorf("Redact left %q in %q", part, red)
 			}

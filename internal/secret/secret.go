@@ -1,66 +1,96 @@
-// Package secret finds the password in a DSN and masks it in messages, for the
-// commands (fencedsql-schema, lockfloor): a DSN's password never appears in their
-// errors or output.
+// Package secret finds the secrets in a DSN (its passwords) and masks them in
+// messages, for the fenced pools' driver errors and the commands (fencedsql-schema,
+// lockfloor): a DSN's password never appears in their errors or output.
 package secret
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 )
 
-// Password extracts the password of a URL (postgres://, redis://), a pgx
-// keyword/value DSN (read as pgx reads it, KeyValues: "password = p", "password='a b'",
-// escaped quotes) or a go-sql-driver/mysql DSN, so that it can be masked in messages;
-// "" when none is found.
-func Password(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil && u.User != nil {
-			p, _ := u.User.Password()
-			return p
+// secretKeys are the settings pgx (pgconn.ParseConfig) reads a secret from, in the
+// keyword/value form and as a URL's query parameters: the server password and the
+// client key's passphrase. The other settings it reads (passfile, sslkey, service,
+// servicefile) name files, not secrets.
+var secretKeys = map[string]bool{"password": true, "sslpassword": true}
+
+// Passwords extracts every secret of a DSN, so that each can be masked in messages
+// (Redact): of a URL (postgres://, redis://) the user information's password and every
+// password/sslpassword query value; of a pgx keyword/value DSN every password and
+// sslpassword setting (read as pgx reads it, KeyValues: "password = p",
+// "password='a b'", escaped quotes), each occurrence, not only the last one pgx uses
+// (a message may quote the whole DSN); of a go-sql-driver/mysql DSN its password. Empty
+// values are left out; nil when none is found.
+func Passwords(dsn string) []string {
+	var out []string
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
-		return ""
 	}
-	if IsKeyValue(dsn) {
-		// Read as pgx reads it (KeyValues): blanks around '=', quotes, escapes; the last
-		// password wins, as in pgx.
-		pw, found := "", false
-		for _, kv := range KeyValues(dsn) {
-			if kv.Key == "password" {
-				pw, found = kv.Value, true
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return nil
+		}
+		if u.User != nil {
+			p, _ := u.User.Password()
+			add(p)
+		}
+		q := u.Query()
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			if secretKeys[strings.ToLower(k)] {
+				for _, v := range q[k] {
+					add(v)
+				}
 			}
 		}
-		if found {
-			return pw
+		return out
+	}
+	if IsKeyValue(dsn) {
+		for _, kv := range KeyValues(dsn) {
+			if secretKeys[kv.Key] {
+				add(kv.Value)
+			}
+		}
+		if out != nil {
+			return out
 		}
 	}
 	// go-sql-driver/mysql: [user[:password]@][net[(addr)]]/dbname[?params]
 	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
 		if at := strings.LastIndex(dsn[:slash], "@"); at >= 0 {
 			if _, p, ok := strings.Cut(dsn[:at], ":"); ok {
-				return p
+				add(p)
 			}
 		}
 	}
-	return ""
+	return out
 }
 
-// Redact masks the password in s, as written and in every escaped form a message may
-// quote it in: URL-escaped (query, path, user information: @ → %40, space → %20) and
-// keyword/value-escaped (\\ and \' in a value, KeyValues). The longer forms are
-// masked first, so that masking one does not leave the rest of another.
-func Redact(s, secret string) string {
-	if secret == "" {
-		return s
+// Redact masks every one of secrets in s (Passwords), each as written and in every
+// escaped form a message may quote it in: URL-escaped (query, path, user information:
+// @ → %40, space → %20) and keyword/value-escaped (\\ and \' in a value, KeyValues).
+// The longer forms are masked first, so that masking one does not leave the rest of
+// another.
+func Redact(s string, secrets ...string) string {
+	var forms []string
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		forms = append(forms,
+			secret,
+			strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(secret),
+			url.QueryEscape(secret),
+			url.PathEscape(secret),
+			strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
+		)
 	}
-	forms := []string{
-		secret,
-		strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(secret),
-		url.QueryEscape(secret),
-		url.PathEscape(secret),
-		strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
-	}
-	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
 	for _, f := range forms {
 		s = strings.ReplaceAll(s, f, "xxxxx")
 	}

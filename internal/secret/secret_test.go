@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestPassword(t *testing.T) {
+func TestPasswords(t *testing.T) {
 	for dsn, want := range map[string]string{
 		"postgres://u:p%40ss@h/db":                     "p@ss",
 		"postgres://u@h/db":                            "",
@@ -18,8 +18,8 @@ func TestPassword(t *testing.T) {
 		"mypassword=x host=h":                          "",
 		"root:pw@unix(/var/run/mysqld/mysqld.sock)/db": "pw",
 	} {
-		if got := Password(dsn); got != want {
-			t.Errorf("Password(%q) = %q, want %q", dsn, got, want)
+		if got := strings.Join(Passwords(dsn), "|"); got != want {
+			t.Errorf("Passwords(%q) = %q, want %q", dsn, got, want)
 		}
 	}
 	if got := Redact("auth failed for p@ss (p%40ss)", "p@ss"); strings.Contains(got, "p@ss") || strings.Contains(got, "p%40ss") {
@@ -37,12 +37,43 @@ func TestRedact(t *testing.T) {
 		"app:" + pw + "@tcp(db:3306)/x",
 		(&url.URL{Scheme: "redis", User: url.UserPassword("", pw), Host: "db:6379", Path: "/0"}).String(),
 	} {
-		secret := Password(dsn)
-		if secret != pw {
-			t.Errorf("Password(%q) = %q, want %q", dsn, secret, pw)
+		secrets := Passwords(dsn)
+		if len(secrets) != 1 || secrets[0] != pw {
+			t.Errorf("Passwords(%q) = %q, want [%q]", dsn, secrets, pw)
 		}
-		if got := Redact("cannot connect to "+dsn, secret); strings.Contains(got, "ss w") || strings.Contains(got, "ss%20w") {
+		if got := Redact("cannot connect to "+dsn, secrets...); strings.Contains(got, "ss w") || strings.Contains(got, "ss%20w") {
 			t.Errorf("redact left the password in %q", got)
+		}
+	}
+}
+
+// Every secret pgx reads is found, each occurrence of it, in every form (red-team rt33a
+// F5: "sslpassword = X" was not masked; F6: of "password = A … password = B" only B
+// was), and Redact masks them all.
+func TestPasswordsEverySecretSetting(t *testing.T) {
+	for _, c := range []struct {
+		dsn  string
+		want []string
+	}{
+		{"host=h sslpassword = S3CRET sslmode=require", []string{"S3CRET"}},
+		{"host=h sslpassword='k p' password=pw", []string{"k p", "pw"}},
+		{"host=h password = FIRST password = second", []string{"FIRST", "second"}},
+		{"host=h password=same password = same", []string{"same"}},
+		{"host=h sslpassword= password=p", []string{"password=p"}}, // pgx skips the blanks after '='
+		{"host=h mysslpassword=x sslpasswordx=y", nil},
+		{"postgres://u:up@h/db?sslpassword=kp&password=qp", []string{"up", "qp", "kp"}},
+		{"postgres://u@h/db?password=a&password=b", []string{"a", "b"}},
+	} {
+		got := Passwords(c.dsn)
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("Passwords(%q) = %q, want %q", c.dsn, got, c.want)
+			continue
+		}
+		red := Redact("cannot parse `"+c.dsn+"`: failed", got...)
+		for _, w := range c.want {
+			if strings.Contains(red, w) {
+				t.Errorf("Redact left %q in %q", w, red)
+			}
 		}
 	}
 }

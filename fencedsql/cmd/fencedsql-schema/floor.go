@@ -47,9 +47,9 @@ import (
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
 func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {
-	pw := secret.Password(dsn)
+	pw := secret.Passwords(dsn)
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw))
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw...))
 		return exitProblems
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

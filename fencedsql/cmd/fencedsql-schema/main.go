@@ -241,9 +241,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !*tombstones {
 		check = checkWithoutTombstones
 	}
-	pw := secret.Password(*dsn)
+	pw := secret.Passwords(*dsn)
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw))
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw...))
 		return exitProblems
 	}
 

@@ -78,6 +78,32 @@ func TestExecuteImmediateLiteralJudged(t *testing.T) {
 	}
 }
 
+// TestExecuteNamingGuardedTableRefused: an EXECUTE [IMMEDIATE] whose text names a
+// guarded table — a literal, a double-quoted literal, a CONCAT of literals, with USING —
+// is refused (a *Refusal: ErrUnsupported) even when dynamic SQL is allowed, as PREPARE … FROM and DO of the same text
+// are (red-team rt33a F9: it wrote the table unfenced in a token-0 transaction). One
+// naming none still passes, marked Dynamic.
+func TestExecuteNamingGuardedTableRefused(t *testing.T) {
+	rw := newTestRewriter(t, mysqlTest, Guard("accounts"), WithDynamicSQL(true))
+	for _, in := range []string{
+		"EXECUTE IMMEDIATE 'UPDATE accounts SET balance = 9 WHERE id = 2'",
+		"EXECUTE IMMEDIATE 'UPDATE accounts SET balance = ? WHERE id = 3' USING 8",
+		`EXECUTE IMMEDIATE "DELETE FROM accounts WHERE id = 1"`,
+		"EXECUTE IMMEDIATE CONCAT('UPDATE accounts ', 'SET balance = 9')",
+		"EXECUTE IMMEDIATE 'SELECT * FROM accounts FOR UPDATE'",
+		"PREPARE s FROM 'UPDATE accounts SET balance = 1'",
+	} {
+		if _, err := rw.Rewrite(in, false); !isRefusal(err) {
+			t.Errorf("rewrite(%q): %v, want refused", in, err)
+		}
+	}
+	for _, in := range []string{"EXECUTE IMMEDIATE 'UPDATE other SET v = 1'", "EXECUTE s USING @a", "EXECUTE IMMEDIATE @q"} {
+		if p, err := rw.Rewrite(in, false); err != nil || !p.Dynamic {
+			t.Errorf("rewrite(%q): %+v, %v; want passed, marked Dynamic", in, p, err)
+		}
+	}
+}
+
 // TestCompoundCommitMarked: a MariaDB compound statement whose statements commit or
 // end the transaction (as far as its text shows) is marked ImplicitCommit: refused
 // inside a transaction.

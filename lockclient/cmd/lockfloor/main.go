@@ -104,12 +104,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		min = n
 	}
-	pw := secret.Password(*dsn)
-	if pw == "" {
-		pw = secret.Password(*addr)
-	}
+	pw := append(secret.Passwords(*dsn), secret.Passwords(*addr)...)
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "lockfloor: %s: %s\n", what, secret.Redact(err.Error(), pw))
+		fmt.Fprintf(stderr, "lockfloor: %s: %s\n", what, secret.Redact(err.Error(), pw...))
 		return exitFailed
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
