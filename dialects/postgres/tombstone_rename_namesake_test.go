@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -11,7 +13,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestRTrt33cSwappedTablesTombstones (red-team rt33c, fail-open): accounts and
+// TestTombstoneRenameSwappedTablesTombstones (red-team rt33c, fail-open): accounts and
 // ledger, both guarded, swap names (accounts→tmp, ledger→accounts, tmp→ledger). Key 1
 // of the old accounts (now ledger) was deleted under 70, key 2 of the old ledger (now
 // accounts) under 80. schema.Check on accounts reports the tombstone triggers on
@@ -24,7 +26,7 @@ import (
 // their tombstones are carried over (install that table's own guard first, as the
 // MySQL/SQLite carriers do, or carry over in the Fix), and both stale INSERTs are
 // refused with ErrFenced.
-func TestRTrt33cSwappedTablesTombstones(t *testing.T) {
+func TestTombstoneRenameSwappedTablesTombstones(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw, strings.Replace(guardTableAccounts, "accounts", "ledger", 1),
 		"INSERT INTO ledger (id, balance, fence_token, version) VALUES (2, 5, 60, 1)")
@@ -42,22 +44,7 @@ func TestRTrt33cSwappedTablesTombstones(t *testing.T) {
 	}
 	f.Close()
 	testdb.Exec(t, raw, "ALTER TABLE accounts RENAME TO rt33c_tmp", "ALTER TABLE ledger RENAME TO accounts", "ALTER TABLE rt33c_tmp RENAME TO ledger")
-	for _, tbl := range []string{"accounts", "ledger"} {
-		var r schema.TableReport
-		for i := 0; i < 3; i++ {
-			reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: tbl})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r = reps[0]; r.OK() {
-				break
-			}
-			testdb.Exec(t, raw, r.Fix...)
-		}
-		if !r.OK() {
-			t.Fatalf("%s after its Fix: %q", tbl, r.Problems)
-		}
-	}
+	fixUntilOK(t, ctx, raw, "accounts", "ledger")
 	g := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts,ledger")
 	if _, err := g.ExecContext(fencedsql.WithToken(ctx, 75), "INSERT INTO accounts (id, balance) VALUES (2, 1)"); !errors.Is(err, fencedsql.ErrFenced) {
 		t.Errorf("stale INSERT of accounts key 2 (deleted at 80 as ledger) under 75: %v; want ErrFenced", err)
@@ -67,7 +54,7 @@ func TestRTrt33cSwappedTablesTombstones(t *testing.T) {
 	}
 }
 
-// TestRTrt33cNamesakeFixDropsRenamedTriggers (red-team rt33c, fail-open): accounts is
+// TestTombstoneRenameNamesakeFixDropsRenamedTriggers (red-team rt33c, fail-open): accounts is
 // renamed to ledger2, a new accounts is created and guarded BEFORE ledger2's guard is
 // re-installed (the order an online schema change or a re-deploy gives). The new
 // accounts' schema.Check reports ledger2's tombstone triggers (running
@@ -76,7 +63,7 @@ func TestRTrt33cSwappedTablesTombstones(t *testing.T) {
 // rename, is re-inserted into ledger2 under 65. Right behaviour: ErrFenced (the
 // tombstone carried to fencedsql_tomb_ledger2), as on MySQL and SQLite
 // (TestTombstoneNamesakeInstallKeepsRenamedTablesTombstones).
-func TestRTrt33cNamesakeFixDropsRenamedTriggers(t *testing.T) {
+func TestTombstoneRenameNamesakeFixDropsRenamedTriggers(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t)
 	f := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
 	if _, err := f.ExecContext(fencedsql.WithToken(ctx, 70), "DELETE FROM accounts WHERE id = 1"); err != nil {
@@ -84,22 +71,7 @@ func TestRTrt33cNamesakeFixDropsRenamedTriggers(t *testing.T) {
 	}
 	f.Close()
 	testdb.Exec(t, raw, "ALTER TABLE accounts RENAME TO ledger2", guardTableAccounts)
-	for _, tbl := range []string{"accounts", "ledger2"} {
-		var r schema.TableReport
-		for i := 0; i < 3; i++ {
-			reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: tbl})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r = reps[0]; r.OK() {
-				break
-			}
-			testdb.Exec(t, raw, r.Fix...)
-		}
-		if !r.OK() {
-			t.Fatalf("%s after its Fix: %q", tbl, r.Problems)
-		}
-	}
+	fixUntilOK(t, ctx, raw, "accounts", "ledger2")
 	g := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=ledger2")
 	_, err := g.ExecContext(fencedsql.WithToken(ctx, 65), "INSERT INTO ledger2 (id, balance) VALUES (1, 666)")
 	var n int
@@ -111,8 +83,8 @@ func TestRTrt33cNamesakeFixDropsRenamedTriggers(t *testing.T) {
 	}
 }
 
-// TestRTrt33cSetSchemaNamesakeFixDropsMovedTriggers (red-team rt33c, fail-open and
-// over-refusal): the SET SCHEMA form of TestRTrt33cNamesakeFixDropsRenamedTriggers.
+// TestTombstoneRenameSetSchemaNamesakeFixDropsMovedTriggers (red-team rt33c, fail-open and
+// over-refusal): the SET SCHEMA form of TestTombstoneRenameNamesakeFixDropsRenamedTriggers.
 // accounts (key 1 deleted under 70) is moved with ALTER TABLE accounts SET SCHEMA
 // moved, a new public.accounts is created, and fencedsql-schema -apply runs over both
 // (public.accounts listed first, rounds until both report OK). public.accounts' Fix
@@ -125,7 +97,7 @@ func TestRTrt33cNamesakeFixDropsRenamedTriggers(t *testing.T) {
 // without a Fix, so the fenced pool refuses moved.accounts for good. Right behaviour:
 // the Fixes converge (moved.accounts gets its own guard function), key 1 is carried
 // over to moved.fencedsql_tomb_accounts at 70, and the stale write is refused.
-func TestRTrt33cSetSchemaNamesakeFixDropsMovedTriggers(t *testing.T) {
+func TestTombstoneRenameSetSchemaNamesakeFixDropsMovedTriggers(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE SCHEMA moved")
 	f := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
 	if _, err := f.ExecContext(fencedsql.WithToken(ctx, 70), "DELETE FROM accounts WHERE id = 1"); err != nil {
@@ -166,5 +138,28 @@ func TestRTrt33cSetSchemaNamesakeFixDropsMovedTriggers(t *testing.T) {
 	}
 	if tomb != 70 || err == nil || n != 0 {
 		t.Fatalf("moved.fencedsql_tomb_accounts holds key 1 at %d (want 70 carried over); the stale plain INSERT of key 1 under token 65 returned %v (%d rows); want the tombstone refusal and no row", tomb, err, n)
+	}
+}
+
+// fixUntilOK runs schema.Check's Fix of each table in turn, at most three times, until
+// its report is OK (a Fix that installs another table's guard first needs a second
+// round), and fails the test when one is not.
+func fixUntilOK(t *testing.T, ctx context.Context, raw *sql.DB, tables ...string) {
+	t.Helper()
+	for _, tbl := range tables {
+		var r schema.TableReport
+		for i := 0; i < 3; i++ {
+			reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: tbl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r = reps[0]; r.OK() {
+				break
+			}
+			testdb.Exec(t, raw, r.Fix...)
+		}
+		if !r.OK() {
+			t.Fatalf("%s after its Fix: %q", tbl, r.Problems)
+		}
 	}
 }
