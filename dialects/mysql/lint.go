@@ -12,11 +12,17 @@ import (
 // connection refuses such a table with ErrSchema (nothing is written), and
 // schema.Check reports it with its fix.
 //
-//   - A storage engine without transactions (MyISAM, Aria, MEMORY, CSV, …): a fenced
-//     statement over several rows that meets a newer token fails after writing the
-//     rows before it, and they stay written (the all-or-nothing of G2 is gone; an
-//     upsert's other rows, a fenced DELETE's two statements). Fix: ALTER TABLE …
-//     ENGINE=InnoDB.
+//   - A storage engine other than InnoDB. One without transactions (MyISAM, Aria,
+//     MEMORY, CSV, …): a fenced statement over several rows that meets a newer token
+//     fails after writing the rows before it, and they stay written (the
+//     all-or-nothing of G2 is gone; an upsert's other rows, a fenced DELETE's two
+//     statements). One with transactions that keeps its rows on another server
+//     (FEDERATED/FederatedX, Spider; CONNECT has none): the guard's triggers run
+//     only for writes through this table, and the remote table's own writers never
+//     meet them, as with a PostgreSQL foreign table. The engines are judged by an
+//     allow-list (InnoDB alone, the engine the guards were built and tested on), so
+//     an engine this version does not know is refused, not assumed. Fix: ALTER
+//     TABLE … ENGINE=InnoDB.
 //   - The same of the table's tombstone table or of the token floor of its database
 //     (fencedsql_tomb_<table>, fencedsql_floor; TombstoneDDL and FloorDDL create them
 //     InnoDB, but CREATE TABLE IF NOT EXISTS keeps one that exists, or was converted
@@ -46,21 +52,22 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		return nil, err
 	}
 	for _, r := range rows {
-		if len(r) != 3 || strings.EqualFold(r[2], "YES") {
+		if len(r) != 3 || strings.EqualFold(r[1], "InnoDB") {
 			continue
 		}
+		why := engineProblem(r[1], r[2])
 		switch r[0] {
 		case t.Table.Name:
 			found = append(found, dialect.SchemaProblem{
-				Problem: "the table's engine " + r[1] + " has no transactions: a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, and a fenced DELETE is not atomic; convert the table to InnoDB",
+				Problem: "the table's engine " + r[1] + " " + why + ": a fenced statement that fails (ErrFenced) leaves the rows it wrote before the failing one, a fenced DELETE is not atomic, or the rows' own writers never meet the guard; convert the table to InnoDB",
 				Fix:     []string{"ALTER TABLE " + tbl + " ENGINE=InnoDB"}})
 		case tomb.Name:
 			found = append(found, dialect.SchemaProblem{
-				Problem: "the tombstone table " + tomb.String() + " has the engine " + r[1] + ", which has no transactions: a MEMORY table is emptied at every restart (and a replica restarted or promoted starts it empty), forgetting the tombstones so that a stale holder re-creates the rows deleted under a newer token; the others keep what a failed statement wrote; convert it to InnoDB",
+				Problem: "the tombstone table " + tomb.String() + " has the engine " + r[1] + ", which " + why + ": a MEMORY table is emptied at every restart (and a replica restarted or promoted starts it empty), forgetting the tombstones so that a stale holder re-creates the rows deleted under a newer token; the others keep what a failed statement wrote, or keep the tombstones where other writers change them; convert it to InnoDB",
 				Fix:     []string{"ALTER TABLE " + tomb.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}})
 		case floor.Name:
 			found = append(found, dialect.SchemaProblem{
-				Problem: "the token floor " + floor.String() + " has the engine " + r[1] + ", which has no transactions: a MEMORY table is emptied at every restart (and a replica restarted or promoted starts it empty), and an empty floor table is no floor, so tokens below the raised floor write again; the others keep what a failed statement wrote; convert it to InnoDB",
+				Problem: "the token floor " + floor.String() + " has the engine " + r[1] + ", which " + why + ": a MEMORY table is emptied at every restart (and a replica restarted or promoted starts it empty), and an empty floor table is no floor, so tokens below the raised floor write again; the others keep what a failed statement wrote, or keep the floor where other writers change it; convert it to InnoDB",
 				Fix:     []string{"ALTER TABLE " + floor.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}})
 		}
 	}
@@ -123,3 +130,18 @@ func integerWidth(dataType string) int {
 }
 
 var _ dialect.SchemaLinter = dialectImpl{}
+
+// engineProblem says why a storage engine other than InnoDB is refused, from its
+// name and information_schema.ENGINES.TRANSACTIONS ("YES", "NO", or empty for an
+// engine the server does not list).
+func engineProblem(engine, transactions string) string {
+	switch {
+	case !strings.EqualFold(transactions, "YES"):
+		return "has no transactions"
+	case strings.EqualFold(engine, "FEDERATED"), strings.EqualFold(engine, "FEDERATEDX"),
+		strings.EqualFold(engine, "SPIDER"), strings.EqualFold(engine, "CONNECT"):
+		return "keeps the rows on another server, whose writers never meet the guard"
+	default:
+		return "is not InnoDB, the one engine the guards are known to hold on"
+	}
+}
