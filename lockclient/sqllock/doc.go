@@ -122,8 +122,8 @@
 // Tokens survive a crash of the server as long as commits are durable: on PostgreSQL
 // every grant (and RaiseFloor) sets synchronous_commit on for its own transaction, so a
 // database or role default of off or local does not apply to it (fsync must still be
-// on); on MySQL/MariaDB run the server with innodb_flush_log_at_trx_commit=1 (global,
-// not checked). The token-source check also requires the lease table's token column
+// on); on MySQL/MariaDB run the server with innodb_flush_log_at_trx_commit=1 (global:
+// a Backend's first check warns through its logger, WithLogger, when it is not). The token-source check also requires the lease table's token column
 // (and MySQL's counter column) to be BIGINT, and LastToken refuses a source behind the
 // lease table's tokens (a *SchemaError), so a failover hook never raises a floor below
 // a token granted.

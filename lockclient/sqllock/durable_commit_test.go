@@ -2,9 +2,11 @@ package sqllock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/internal/logtest"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/sqllock"
 )
@@ -85,5 +87,49 @@ BEGIN INSERT INTO commit_log VALUES (current_setting('synchronous_commit')); RET
 	}
 	if n < 2 {
 		t.Fatalf("%d grant commits logged, want at least 2", n)
+	}
+}
+
+// TestFlushLogSettingWarned: MySQL/MariaDB has no per-transaction durable commit, so
+// a lock server run with innodb_flush_log_at_trx_commit other than 1 forgets the
+// grants of about the last second in a crash and grants their tokens again. The
+// first check of a Backend reads the setting in the statement that reads the tables'
+// engines and warns through the backend's logger; with 1 it is silent. (The test
+// servers run with 0 for speed; either value is judged.)
+func TestFlushLogSettingWarned(t *testing.T) {
+	srv := servers[1]
+	if srv.dialect != sqllock.MySQL {
+		t.Fatal("servers[1] is not MySQL")
+	}
+	_, admin := srv.fresh(t, "")
+	ctx := ctxT(t, 20*time.Second)
+	var flush string
+	if err := admin.QueryRowContext(ctx, "SELECT @@global.innodb_flush_log_at_trx_commit").Scan(&flush); err != nil {
+		t.Fatal(err)
+	}
+	rec := logtest.New()
+	be, err := sqllock.New(admin, sqllock.WithLogger(rec.Logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lockclient.New(be, lockclient.WithTTL(5*time.Second))
+	defer c.Close(context.Background())
+	for i := 0; i < 2; i++ {
+		l, err := c.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var warned int
+	for _, m := range rec.Messages() {
+		if strings.Contains(m, "innodb_flush_log_at_trx_commit = "+flush) {
+			warned++
+		}
+	}
+	if want := map[bool]int{true: 0, false: 1}[flush == "1"]; warned != want {
+		t.Errorf("innodb_flush_log_at_trx_commit = %s: warned %d times in two grants, want %d (messages %q)", flush, warned, want, rec.Messages())
 	}
 }

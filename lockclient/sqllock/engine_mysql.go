@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 )
@@ -17,10 +18,11 @@ import (
 // error. The grant procedure needs a transactional, crash-safe engine: it increments the
 // counter and writes the key's row in one transaction under InnoDB row locks, and a
 // MEMORY table is emptied at every server restart (a replica starts it empty), after
-// which the counter starts again from nothing and every holder is forgotten.
+// which the counter starts again from nothing and every holder is forgotten. The same
+// statement reads innodb_flush_log_at_trx_commit (warnFlushLog).
 func (b *Backend) checkEngines(ctx context.Context, compare bool) error {
 	tables := []tableName{b.table, b.table.with("_token"), b.table.waiters()}
-	q := "SELECT table_name, COALESCE(engine, '') FROM information_schema.tables " +
+	q := "SELECT table_name, COALESCE(engine, ''), @@global.innodb_flush_log_at_trx_commit FROM information_schema.tables " +
 		"WHERE table_schema = COALESCE(NULLIF(?, ''), DATABASE()) AND table_name IN (?, ?, ?)"
 	args := []any{b.table.schema, tables[0].name, tables[1].name, tables[2].name}
 	if h := statementHook.Load(); h != nil {
@@ -31,9 +33,10 @@ func (b *Backend) checkEngines(ctx context.Context, compare bool) error {
 		return err
 	}
 	engines := map[string]string{}
+	var flush string
 	for rows.Next() {
 		var name, engine string
-		if err := rows.Scan(&name, &engine); err != nil {
+		if err := rows.Scan(&name, &engine, &flush); err != nil {
 			rows.Close()
 			return err
 		}
@@ -48,6 +51,7 @@ func (b *Backend) checkEngines(ctx context.Context, compare bool) error {
 	if _, ok := engines[strings.ToLower(tables[1].name)]; !ok {
 		return errNoTokenSeq
 	}
+	warnFlushLog(b.logger, flush)
 	var problems []string
 	for _, t := range tables {
 		engine, ok := engines[strings.ToLower(t.name)]
@@ -147,4 +151,20 @@ func (b *Backend) counterBehindTable(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return tokenSourceBehind(b, c, v.Int64+1, top), nil
+}
+
+// warnFlushLog warns, through the backend's logger, when the MySQL/MariaDB server does
+// not flush its redo log at every commit (innodb_flush_log_at_trx_commit other than
+// 1): a crash of the server (0) or of its machine (2) then forgets the grants of the
+// last second or so, and the counter grants their tokens again to other holders — two
+// leases with one token. The setting is global, with no per-transaction override (the
+// PostgreSQL grant sets synchronous_commit itself), and servers run for tests or bulk
+// loads set it on purpose, so it is a warning, not a refusal; the first check of each
+// Backend gives it.
+func warnFlushLog(l *slog.Logger, flush string) {
+	if flush == "" || flush == "1" {
+		return
+	}
+	l.Warn("sqllock: the lock server runs with innodb_flush_log_at_trx_commit = " + flush +
+		": a crash can forget the grants of the last second and grant their tokens again; set it to 1 (SET GLOBAL and the server's configuration)")
 }

@@ -77,7 +77,8 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {
 		var last int64
 		var top sql.NullInt64
-		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top); err != nil {
+		var standby bool
+		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top, &standby); err != nil {
 			return err
 		}
 		if last >= int64(min) {
@@ -118,27 +119,39 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 // (Unsafe: raise the floor above that token), never a number below a token granted —
 // a failover hook raises the guarded database's floor to LastToken+1 (red-team rt31b
 // F1, F6). The backend's token-source check (tokenSeqChecked) runs first, as for a grant.
+//
+// The value is read from a primary only: on a PostgreSQL standby (pg_is_in_recovery)
+// or a MySQL/MariaDB replica (@@global.read_only, or a replication thread in the
+// process list, which an account without PROCESS does not see) the token source may
+// lag tokens the primary granted, and a floor raised from it would let them write
+// again; LastToken then fails with an error wrapping lockclient.ErrUnavailable (the
+// statement that reads the lease table reads it too: no extra round trip).
 func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if err := b.tokenSeqChecked(ctx, "last-token", ""); err != nil {
 		return 0, err
 	}
 	var last int64
 	var top sql.NullInt64
+	var replica bool
 	var err error
 	if b.dialect == MySQL {
 		err = b.inCounterLock(ctx, "last-token", func(tx *sql.Tx) error {
 			if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last); err != nil {
 				return err
 			}
-			return tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top)
+			return tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica)
 		})
 	} else {
 		err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
-			return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top)
+			return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top, &replica)
 		})
 	}
 	if err != nil {
 		return 0, err
+	}
+	if replica {
+		return 0, fmt.Errorf("sqllock: last-token: %w: the server is a standby, a replica or read-only: its token source may lag the primary's, which may have granted higher tokens; read LastToken from the primary",
+			lockclient.ErrUnavailable)
 	}
 	if last < math.MaxInt64 {
 		if p := tokenSourceBehind(b, b.tokenSource(), last+1, top); p != "" {

@@ -159,7 +159,7 @@ func TestMissingTable(t *testing.T) {
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got := rec.Messages(); len(got) != 0 {
+			if got := withoutFlushLogWarning(rec.Messages()); len(got) != 0 {
 				t.Fatalf("the backend's logger got %q, want nothing", got)
 			}
 		}
@@ -209,7 +209,7 @@ func TestSchemaV1NotMissing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := rec.Messages(); len(got) != 1 || !strings.Contains(got[0], "schema version 2") {
+		if got := withoutFlushLogWarning(rec.Messages()); len(got) != 1 || !strings.Contains(got[0], "schema version 2") {
 			t.Fatalf("the backend's logger got %q, want one warning about schema version 2", got)
 		}
 
@@ -241,4 +241,17 @@ func TestSchemaV1NotMissing(t *testing.T) {
 	if got := def.Messages(); len(got) != 0 {
 		t.Fatalf("slog's default logger got %q, want nothing", got)
 	}
+}
+
+// withoutFlushLogWarning drops the warning about the MySQL server's
+// innodb_flush_log_at_trx_commit (TestFlushLogSettingWarned), which the test
+// servers, run with 0, give on every first check.
+func withoutFlushLogWarning(msgs []string) []string {
+	var out []string
+	for _, m := range msgs {
+		if !strings.Contains(m, "innodb_flush_log_at_trx_commit") {
+			out = append(out, m)
+		}
+	}
+	return out
 }

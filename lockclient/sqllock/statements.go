@@ -25,8 +25,8 @@ type queries struct {
 	abandonMark string // MySQL: mark an abandoned request (then abandon deletes its grant)
 
 	// The token floor.
-	lastToken  string // the last token drawn (or the floor); PostgreSQL: and the lease table's max(token)
-	leaseTop   string // MySQL: the lease table's max(token)
+	lastToken  string // the last token drawn (or the floor); PostgreSQL: and the lease table's max(token), and whether the server is a standby
+	leaseTop   string // MySQL: the lease table's max(token), and whether the server is read-only or a replica
 	raiseFloor string // raise the token source (PostgreSQL: under the advisory lock)
 }
 
@@ -66,8 +66,9 @@ func buildQueries(d Dialect, tn tableName) queries {
 				"VALUES (?, ?, ?, '', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1) "+
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND",
 				tn.waiters().quoted(MySQL)),
-			lastToken:  fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
-			leaseTop:   fmt.Sprintf("SELECT MAX(token) FROM %s", t),
+			lastToken: fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
+			leaseTop: fmt.Sprintf("SELECT MAX(token), @@global.read_only <> 0 OR EXISTS (SELECT 1 FROM information_schema.PROCESSLIST "+
+				"WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker')) FROM %s", t),
 			raiseFloor: fmt.Sprintf("UPDATE %s SET v = ? WHERE id = 1 AND v < ?", tn.with("_token").quoted(MySQL)),
 		}
 	}
@@ -114,7 +115,7 @@ SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM n)`, t),
 			tn.with("_release_v2").quoted(Postgres)),
 		leave2:   fmt.Sprintf(`SELECT %s($1::text, $2::text)`, tn.with("_leave_v2").quoted(Postgres)),
 		abandon2: fmt.Sprintf(`SELECT %s($1::text, $2::text, $3::text, $4::bigint)`, tn.with("_abandon_v2").quoted(Postgres)),
-		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END, (SELECT max(token) FROM %s) FROM %s`,
+		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END, (SELECT max(token) FROM %s), pg_catalog.pg_is_in_recovery() FROM %s`,
 			t, tn.with("_token_seq").quoted(Postgres)),
 		raiseFloor: `SELECT setval($1::text::regclass, $2::bigint, true)`,
 	}
