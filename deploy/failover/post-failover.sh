@@ -21,7 +21,8 @@
 #     FENCEDSQL_FLOOR_DSN_TEMPLATE='fencedsql_owner:…@tcp({host}:{port})/shop'
 #     FENCEDSQL_FLOOR_DRIVER=mysql        (default; postgres for a PostgreSQL cluster)
 #
-# plus raise-floor.sh's variables. Exit status: raise-floor.sh's (1: NOT raised).
+# plus raise-floor.sh's variables. Exit status: raise-floor.sh's (1: NOT raised, or
+# raised with transactions still open across it; the message says which).
 set -euo pipefail
 
 host="" port="" command=start

@@ -27,7 +27,9 @@
 #
 # Exit status: 0 when the floor was raised; 1 when it was not (the lock service could
 # not be read, its answer is not a token, the database refused, or no installed guard
-# reads a floor in the DSN's database: a wrong DSN, or guards not installed), with the
+# reads a floor in the DSN's database: a wrong DSN, or guards not installed: "NOT
+# raised"), or when it was raised but transactions open across the raise had not
+# ended within fencedsql-schema's -timeout ("WAS raised … have not ended"), with the
 # reason on stderr and, when `logger` exists, in syslog (tag fencedsql-floor). A failed raise
 # leaves the new primary accepting writes from holders whose lease predates the
 # failover: page someone.
@@ -90,7 +92,15 @@ floor=$((token + 1))
 
 # The DSN holds a password: never echo it; fencedsql-schema masks it in its errors.
 # Its output: the floor in force, then one line per floor table it raised.
-out=$(retry "$schema" -driver "$driver" -dsn "$dsn" -raise-floor "$floor") ||
-	die "'$schema -raise-floor $floor' failed (exit $?) on the $driver primary"
+rc=0
+out=$(retry "$schema" -driver "$driver" -dsn "$dsn" -raise-floor "$floor") || rc=$?
+if ((rc == 3)); then
+	# fencedsql-schema's exit 3 (ErrFloorUnsettled): the floor is raised, but transactions
+	# open across the raise (named on stderr above) had not ended when it gave up.
+	log "FAILED: the token floor WAS raised to $floor on the new $driver primary, but transactions open across the raise have not ended: writes they made under the old floor can still commit; end those sessions (named above), then run this again"
+	exit 1
+elif ((rc != 0)); then
+	die "'$schema -raise-floor $floor' failed (exit $rc) on the $driver primary"
+fi
 tables=$(printf '%s\n' "$out" | sed -n '2,$p' | tr '\n' ' ')
 log "token floor raised to $floor (lock service's last token $token) on the new $driver primary: ${tables% }"

@@ -21,7 +21,7 @@ func TestHookRaisesAboveLargeTokens(t *testing.T) {
 		{"9223372036854775806", "9223372036854775807"}, // redislock's/memlock's highest floor
 	} {
 		t.Run(c.token, func(t *testing.T) {
-			env, args := stubs(t, c.token, false)
+			env, args := stubs(t, c.token, 0)
 			out, rc := runHook(t, env, "raise-floor.sh", "postgres", "postgres://owner:pw@10.0.0.2:5432/shop")
 			if want := "-driver postgres -dsn postgres://owner:pw@10.0.0.2:5432/shop -raise-floor " + c.floor; rc != 0 || schemaArgs(t, args) != want {
 				t.Fatalf("lock service's LastToken %s: exit %d, fencedsql-schema got %q (want %q); output: %s", c.token, rc, schemaArgs(t, args), want, out)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,9 +17,10 @@ func hookDir(t *testing.T) string {
 }
 
 // stubs writes a lockfloor that prints token (or fails when token is "fail") and a
-// fencedsql-schema that records its arguments (and fails when schemaFails), and returns
-// the environment for the scripts and the file the arguments land in.
-func stubs(t *testing.T, token string, schemaFails bool) (env []string, argsFile string) {
+// fencedsql-schema that records its arguments and exits with schemaExit (printing the
+// floors when 0), and returns the environment for the scripts and the file the
+// arguments land in.
+func stubs(t *testing.T, token string, schemaExit int) (env []string, argsFile string) {
 	dir := t.TempDir()
 	argsFile = filepath.Join(dir, "schema.args")
 	lock := "#!/bin/sh\necho \"$*\" > " + filepath.Join(dir, "lock.args") + "\n"
@@ -28,8 +30,8 @@ func stubs(t *testing.T, token string, schemaFails bool) (env []string, argsFile
 		lock += "echo " + token + "\n"
 	}
 	schema := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\n"
-	if schemaFails {
-		schema += "exit 1\n"
+	if schemaExit != 0 {
+		schema += "exit " + strconv.Itoa(schemaExit) + "\n"
 	} else {
 		schema += "echo 42; echo 'app.fencedsql_floor: 42'; echo 'billing.fencedsql_floor: 42'\n"
 	}
@@ -73,7 +75,7 @@ func TestHookScripts(t *testing.T) {
 	}
 	const dsn = "postgres://owner:secret@10.0.0.2:5432/shop"
 	t.Run("raise", func(t *testing.T) {
-		env, args := stubs(t, "41", false)
+		env, args := stubs(t, "41", 0)
 		out, rc := runHook(t, env, "raise-floor.sh", "postgres", dsn)
 		if rc != 0 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 42" {
 			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
@@ -87,19 +89,19 @@ func TestHookScripts(t *testing.T) {
 	})
 	for _, c := range []struct {
 		name, token string
-		schemaFails bool
+		schemaExit  int
 		schemaRuns  bool
 	}{
-		{"lock service unreachable", "fail", false, false},
-		{"not a token", "oops", false, false},
-		{"token too large", "18446744073709551615", false, false},
-		{"token 2^63-1 (no floor above it)", "9223372036854775807", false, false},
-		{"token 2^63", "9223372036854775808", false, false},
-		{"token 19 digits above 2^63", "9999999999999999999", false, false},
-		{"database refuses", "41", true, true},
+		{"lock service unreachable", "fail", 0, false},
+		{"not a token", "oops", 0, false},
+		{"token too large", "18446744073709551615", 0, false},
+		{"token 2^63-1 (no floor above it)", "9223372036854775807", 0, false},
+		{"token 2^63", "9223372036854775808", 0, false},
+		{"token 19 digits above 2^63", "9999999999999999999", 0, false},
+		{"database refuses", "41", 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env, args := stubs(t, c.token, c.schemaFails)
+			env, args := stubs(t, c.token, c.schemaExit)
 			out, rc := runHook(t, env, "raise-floor.sh", "mysql", "u:p@tcp(h:3306)/shop")
 			if rc != 1 || !strings.Contains(out, "NOT raised") {
 				t.Errorf("exit %d (want 1), output %q (want NOT raised)", rc, out)
@@ -109,8 +111,20 @@ func TestHookScripts(t *testing.T) {
 			}
 		})
 	}
+	// fencedsql-schema's exit 3: the floor is raised, transactions open across the
+	// raise have not ended. Still a failure (page someone), but not "NOT raised".
+	t.Run("raised, unsettled", func(t *testing.T) {
+		env, args := stubs(t, "41", 3)
+		out, rc := runHook(t, env, "raise-floor.sh", "postgres", dsn)
+		if rc != 1 || strings.Contains(out, "NOT raised") || !strings.Contains(out, "WAS raised to 42") || !strings.Contains(out, "have not ended") {
+			t.Errorf("exit %d (want 1), output %q (want WAS raised to 42 … have not ended, not NOT raised)", rc, out)
+		}
+		if schemaArgs(t, args) == "" {
+			t.Error("fencedsql-schema did not run")
+		}
+	})
 	t.Run("patroni", func(t *testing.T) {
-		env, args := stubs(t, "7", false)
+		env, args := stubs(t, "7", 0)
 		env = append(env, "FENCEDSQL_FLOOR_DSN="+dsn)
 		if out, rc := runHook(t, env, "patroni-on-role-change.sh", "on_role_change", "replica", "shop"); rc != 0 || schemaArgs(t, args) != "" {
 			t.Fatalf("replica: exit %d, fencedsql-schema got %q: %s", rc, schemaArgs(t, args), out)
@@ -123,7 +137,7 @@ func TestHookScripts(t *testing.T) {
 		}
 	})
 	t.Run("post-failover", func(t *testing.T) {
-		env, args := stubs(t, "99", false)
+		env, args := stubs(t, "99", 0)
 		env = append(env, "FENCEDSQL_FLOOR_DSN_TEMPLATE=owner:pw@tcp({host}:{port})/shop")
 		if out, rc := runHook(t, env, "post-failover.sh", "db2", "3307"); rc != 0 ||
 			schemaArgs(t, args) != "-driver mysql -dsn owner:pw@tcp(db2:3307)/shop -raise-floor 100" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -39,8 +40,9 @@ import (
 //	                  service's LastToken + 1, so every lease granted before is refused
 //	                  on the new primary. It returns once no transaction open across
 //	                  the raise can still commit a write judged under the old floor;
-//	                  when -timeout ends first it exits 1 naming their sessions
-//	                  (schema.ErrFloorUnsettled: the floor is raised by then). On
+//	                  when -timeout ends first it exits 3 naming their sessions
+//	                  (schema.ErrFloorUnsettled: the floor is raised by then, and
+//	                  running it again waits for them again). On
 //	                  MySQL/MariaDB a raise blocked by an open guarded writer past the
 //	                  server's lock wait timeout exits 1 naming the connections
 //	                  (schema.ErrFloorBlocked: nothing raised).
@@ -74,7 +76,11 @@ func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol s
 		return exitOK
 	}
 	if err := schema.RaiseTokenFloor(ctx, db, be.dialect, floor); err != nil {
-		return fail("raise-floor", err)
+		code := fail("raise-floor", err)
+		if errors.Is(err, schema.ErrFloorUnsettled) && !errors.Is(err, schema.ErrFloorBlocked) {
+			code = exitUnsettled
+		}
+		return code
 	}
 	floors, err := schema.TokenFloors(ctx, db, be.dialect)
 	if err != nil {

@@ -80,7 +80,9 @@
 // is only proposed while still needed).
 //
 // Exit status: 0 when every table is fit, 1 when problems remain (or the check or the
-// apply failed), 2 on usage errors. The DSN is never printed, and its password is
+// apply failed), 2 on usage errors, 3 when -raise-floor raised the floor but
+// transactions open across the raise had not ended when -timeout did
+// (schema.ErrFloorUnsettled). The DSN is never printed, and its password is
 // masked in driver errors.
 package main
 
@@ -109,9 +111,10 @@ import (
 func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
 
 const (
-	exitOK       = 0
-	exitProblems = 1
-	exitUsage    = 2
+	exitOK        = 0
+	exitProblems  = 1
+	exitUsage     = 2
+	exitUnsettled = 3 // -raise-floor: raised, but transactions open across it have not ended
 )
 
 type backend struct {
