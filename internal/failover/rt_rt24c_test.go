@@ -45,16 +45,7 @@ func raiseOnReplica(t *testing.T, readOnly bool) {
 	env := needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tmpl, err := NewMariaDBTemplate(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmpl.Close() })
-	pair, err := NewMariaDB(ctx, tmpl, Async)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Close() })
+	pair := asyncMariaDBPair(t, ctx, env)
 	if _, err := Install(ctx, pair.DSN(), myDB); err != nil {
 		t.Fatal(err)
 	}
@@ -157,16 +148,7 @@ func TestRTrt24cMariaDBPreparedXASurvivesFailover(t *testing.T) {
 	env := needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tmpl, err := NewMariaDBTemplate(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmpl.Close() })
-	pair, err := NewMariaDB(ctx, tmpl, Async)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Close() })
+	pair := asyncMariaDBPair(t, ctx, env)
 	if _, err := Install(ctx, pair.DSN(), myDB); err != nil {
 		t.Fatal(err)
 	}

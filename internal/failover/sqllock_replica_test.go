@@ -35,16 +35,7 @@ func TestSQLLockLastTokenOnReplica(t *testing.T) {
 	t.Run("MariaDB", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		tmpl, err := NewMariaDBTemplate(ctx, env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tmpl.Close() })
-		pair, err := NewMariaDB(ctx, tmpl, Async)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { pair.Close() })
+		pair := asyncMariaDBPair(t, ctx, env)
 		replicaDSN := pair.replica.dsn(mariaDBDatabase)
 		lastTokenOnReplica(t, ctx, "mysql", sqllock.MySQL, pair.DSN(), replicaDSN, func() {
 			// MariaDB's default: a replica that is not read_only, seen by its
@@ -115,4 +106,21 @@ func lastTokenOnReplica(t *testing.T, ctx context.Context, driver string, d sqll
 		writable()
 		check("writable replica")
 	}
+}
+
+// asyncMariaDBPair starts a MariaDB primary and asynchronous replica from a template
+// of their own, both closed when the test ends.
+func asyncMariaDBPair(t *testing.T, ctx context.Context, env Env) *MariaDBPair {
+	t.Helper()
+	tmpl, err := NewMariaDBTemplate(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmpl.Close() })
+	pair, err := NewMariaDB(ctx, tmpl, Async)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pair.Close() })
+	return pair
 }
