@@ -354,21 +354,31 @@ func locatorList(rows driver.Rows) (string, int64, error) {
 // transaction able only to roll back (stampKept). A plan whose selection the two
 // statements could read differently is refused (twoStepRefused).
 func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Result, error) {
+	// Outside a caller's transaction every failure before the wrapper's own COMMIT is
+	// sent is NotCommitted, whatever its kind (a context that ended, a connection cut,
+	// a server's timeout): the statements ran, if at all, in a transaction that was
+	// never committed (red-team rt35b F1). Inside one, Commit tells the outcome.
+	notCommitted := func(err error) error {
+		if c.tx == nil {
+			return withOutcomeAs(err, NotCommitted)
+		}
+		return err
+	}
 	pre, p, preArgs, full, err := c.twoStepArgs(ctx, p, args, tok, ver, full)
 	if err != nil {
-		return nil, err
+		return nil, notCommitted(err)
 	}
 	var own driver.Tx
 	if c.tx == nil {
 		if own, err = c.rawBegin(ctx, driver.TxOptions{}); err != nil {
-			return nil, err
+			return nil, notCommitted(err)
 		}
 	}
 	fail := func(pl *plan.Plan, err error) (driver.Result, error) {
 		if own != nil {
 			_ = c.endTx(own, false)
 		}
-		return nil, c.core.mapErr(pl, tok, ver, err)
+		return nil, notCommitted(c.core.mapErr(pl, tok, ver, err))
 	}
 	stamped, ok1, err := c.stamp(ctx, r, pre, preArgs, p, full)
 	if err != nil && own == nil {
@@ -398,7 +408,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 			if own != nil { // breakTx marked nothing: the transaction is the wrapper's own
 				_ = c.endTx(own, false)
 			}
-			return nil, err
+			return nil, notCommitted(err)
 		}
 	}
 	if own != nil {
@@ -408,7 +418,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 		if b, bound := bindingFrom(ctx); bound {
 			if cause := lostCauseAll(b.leases); cause != nil {
 				_ = c.endTx(own, false)
-				return nil, lostErr("transaction rolled back", cause)
+				return nil, notCommitted(lostErr("transaction rolled back", cause))
 			}
 		}
 		if err := c.endTx(own, true); err != nil {

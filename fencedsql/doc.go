@@ -360,7 +360,11 @@
 //	ErrFenced, ErrVersionConflict, ErrDuplicate,        NotCommitted   after re-reading (fenced:
 //	  ErrGuard, ErrNoToken, ErrUnsupported, ErrSchema                    stop, a newer holder owns it)
 //	a server error on a statement or on COMMIT          NotCommitted   yes
-//	  (PostgreSQL SQLSTATE outside 08/57/58/XX)
+//	  (PostgreSQL SQLSTATE outside 08/57/58/XX; MySQL
+//	  error packets but shutdown, killed, interrupted
+//	  and packet errors)
+//	any error of the wrapper's own transaction around   NotCommitted   yes
+//	  a fenced DELETE before its COMMIT was sent
 //	COMMIT answered by ROLLBACK (PostgreSQL: a failed   NotCommitted   yes
 //	  transaction; pgx "commit unexpectedly resulted
 //	  in rollback"), sql.ErrTxDone
@@ -373,6 +377,11 @@
 //	  it committed, or the server rolled back); Commit
 //	  and Rollback send only a ROLLBACK
 //	anything else                                       Unknown        only after checking
+//
+// One exception to the own transaction's row: when the wrapped driver answers
+// driver.ErrBadConn (pgx does once a cancelled context closed its connection),
+// database/sql runs the statement again on another connection and returns that
+// attempt's error — for an ended context its own context.Canceled, which says Unknown.
 //
 // Unknown means the work may have committed: cut connections in fault tests showed such
 // commits had in fact committed. The recipe: give each unit of work a request id and

@@ -165,7 +165,7 @@ func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table)
 	q, args := ts.PrimaryKeyQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHint}
+		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHintFor(err), Err: err}
 	}
 	cols := make([]plan.KeyColumn, 0, len(vals))
 	for _, r := range vals {
@@ -188,7 +188,7 @@ func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table)
 func (c *conn) keyedNonce(ctx context.Context) (int64, error) {
 	if c.claimSeq == 0 {
 		if _, err := c.execOwn(ctx, plan.KeyedSessionInit); err != nil {
-			return 0, &SchemaError{Problem: "setting the keyed statements' session variables failed" + mockHint}
+			return 0, &SchemaError{Problem: "setting the keyed statements' session variables failed" + mockHintFor(err), Err: err}
 		}
 		c.claimSeq = rand.Int64N(1<<62) + 1
 	}

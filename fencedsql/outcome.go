@@ -147,7 +147,8 @@ const rollbackReported = "commit unexpectedly resulted in rollback"
 
 // isServerError reports an error the server answered with (so the statement, or
 // COMMIT, was refused and its transaction rolled back): a PostgreSQL error (SQLSTATE),
-// a COMMIT answered by ROLLBACK, or an error the dialect classifies.
+// a COMMIT answered by ROLLBACK, or an error the dialect classifies (a kind, or
+// ErrorInfo.Server: MySQL's error packets).
 //
 // PostgreSQL's classes 08 (connection exception), 57 (operator intervention: a backend
 // terminated while it waited for a synchronous standby has already committed
@@ -164,7 +165,11 @@ func isServerError(d dialect.Dialect, err error) bool {
 	if strings.Contains(err.Error(), rollbackReported) {
 		return true
 	}
-	return d != nil && d.Classify(err).Kind != dialect.ErrorOther
+	if d == nil {
+		return false
+	}
+	info := d.Classify(err)
+	return info.Kind != dialect.ErrorOther || info.Server
 }
 
 // autocommitOutcome adds the outcome to the error of a statement outside a

@@ -76,6 +76,15 @@ func (k *core) fresh(at time.Time) bool {
 // driver without an expectation for it.
 const mockHint = " (under a mock driver such as go-sqlmock, turn the checks off with fencedsql.WithSchemaCheck(false), or use the fencedtest package)"
 
+// mockHintFor is mockHint for a check's query that failed with err, or nothing when
+// err is a lost connection or an ended context (isTransport), which no mock explains.
+func mockHintFor(err error) string {
+	if isTransport(err) {
+		return ""
+	}
+	return mockHint
+}
+
 // catalog is queryStrings as a dialect.CatalogQuery, for the schema checks.
 func (c *conn) catalog() dialect.CatalogQuery {
 	return func(ctx context.Context, q string, args ...any) ([][]string, error) {

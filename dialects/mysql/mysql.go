@@ -65,6 +65,22 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	if !errors.As(err, &me) {
 		return dialect.ErrorInfo{}
 	}
+	info := classify(me)
+	// An error packet is the server's answer, except those that say the session or
+	// the server went away while the statement ran (it may have committed).
+	switch me.Number {
+	case 1053, // Server shutdown in progress
+		1927,                   // Connection was killed
+		1317,                   // Query execution was interrupted
+		1158, 1159, 1160, 1161: // communication packets: read error, read timeout, write error, write timeout
+	default:
+		info.Server = true
+	}
+	return info
+}
+
+// classify is Classify's reading of an error packet.
+func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 	switch me.Number {
 	case 1048: // Column 'fence_token' cannot be null
 		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: between(me.Message, "Column '", "'")}

@@ -64,6 +64,12 @@ type ErrorInfo struct {
 	Column     string // NOT NULL: the column
 	Constraint string // unique: the constraint or index name
 	Table      string // when the driver reports it
+	// Server says the server answered the statement (or COMMIT) with this error, so
+	// that nothing of it was committed (the wrapper's outcome NotCommitted), for a
+	// driver whose errors carry no SQLSTATE method (PostgreSQL's do, and are judged by
+	// it). A lost connection, a killed session or a server shutting down is not a
+	// server's answer: false.
+	Server bool
 	// Rollback says what the server rolled back with the statement that failed, when
 	// it is more than the statement and the session is left outside the transaction:
 	// the wrapper then marks the transaction ended, refuses its later statements (they
