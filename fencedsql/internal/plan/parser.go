@@ -89,6 +89,16 @@ func (p *parser) ident(i int) (string, bool) {
 	return name, ok
 }
 
+// fenceColumn decodes the identifier sig[i] and reports whether it names g's token or
+// version column as the server resolves it (Planner.isFenceColumn); ok is false when it
+// cannot be decoded (the caller then fails closed).
+func (p *parser) fenceColumn(g *Table, i int) (name string, fence, ok bool) {
+	t := p.sig[i]
+	quoted := t.Kind == sqllex.KindQuotedIdent || t.Kind == sqllex.KindString
+	name, ok = p.ident(i)
+	return name, ok && p.rw.isFenceColumn(g, name, quoted), ok
+}
+
 // mentionsGuard reports whether any identifier token names a guarded table.
 func (p *parser) mentionsGuard() bool { return p.firstGuard() != "" }
 
