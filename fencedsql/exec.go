@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -174,11 +173,11 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 		}
 		g := p.Guard
 		switch {
-		case strings.EqualFold(info.Column, g.TokenCol):
+		case dialect.SameColumnName(k.dialect, info.Column, g.TokenCol):
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
 			return k.explainFenced(&FencedError{Table: g.String(), Token: tok, Err: err}, tok, g)
-		case strings.EqualFold(info.Column, g.VerCol):
+		case dialect.SameColumnName(k.dialect, info.Column, g.VerCol):
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
 		}

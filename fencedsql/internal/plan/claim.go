@@ -40,11 +40,12 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if p.rw.numbered && p.kw(at, "ONLY") {
 		at++ // PostgreSQL's FROM ONLY: the claim keeps it (UPDATE ONLY …)
 	}
-	r, ok := p.parseName(at)
+	r, ok := p.parseTarget(at) // also ONLY ( name ) (red-team rt34c F4)
 	r.first = from + 1
 	if !ok {
 		return p.claimRefused(p.firstGuard(), "a locking SELECT whose FROM is not a plain table")
 	}
+	p.descendants(&r) // name *: the table and its descendants, as a name alone
 	p.parseAlias(&r, "WHERE", "ORDER", "LIMIT", "OFFSET", "FOR", "GROUP", "HAVING", "WINDOW",
 		"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN", "UNION",
 		"INTERSECT", "EXCEPT", "LOCK", "USE", "FORCE", "IGNORE", "PARTITION", "TABLESAMPLE")

@@ -89,7 +89,7 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 		if p.punct(it[0], "(") {
 			for i := it[0] + 1; i < it[1] && !p.assign(i); i++ {
 				if p.isIdent(i) {
-					if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
+					if n, fence, _ := p.fenceColumn(g, i); fence {
 						return listEdit{}, reserved(g, n)
 					}
 				}
@@ -99,7 +99,7 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 		// The target is the last part of a possibly qualified name before '='.
 		i := p.lastNamePart(it[0], it[1])
 		if p.isIdent(i) && p.assign(i+1) && i+1 < it[1] {
-			if n, ok := p.ident(i); ok && g.IsFenceColumn(n) {
+			if n, fence, _ := p.fenceColumn(g, i); fence {
 				if i+2 >= it[1] {
 					// "col =" with nothing after it: the caller's statement is broken, and
 					// dropping the item would make it run.
@@ -155,8 +155,8 @@ func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
 		if i != it[1]-1 || !p.isIdent(i) {
 			continue
 		}
-		n, ok := p.ident(i)
-		if !ok || !g.IsFenceColumn(n) {
+		n, fence, _ := p.fenceColumn(g, i)
+		if !fence {
 			continue
 		}
 		if i > it[0] && p.rw.syn != sqllex.MySQL {

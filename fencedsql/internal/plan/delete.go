@@ -25,12 +25,18 @@ func (p *parser) delete(versioned bool) (*Plan, error) {
 	if p.kw(i, "ONLY") {
 		i++
 	}
-	r, ok := p.parseName(i)
+	r, ok := p.parseTarget(i)
 	if !ok {
 		return p.unknownShape("a DELETE")
 	}
 	p.descendants(&r)
+	if !p.skipPartition(&r) {
+		return p.unknownShape("a DELETE")
+	}
 	p.parseAlias(&r, "WHERE", "USING", "RETURNING", "ORDER", "LIMIT", "INDEXED", "NOT")
+	if !p.skipPartition(&r) { // MySQL 8: DELETE FROM t AS a PARTITION (…)
+		return p.unknownShape("a DELETE")
+	}
 	g := p.rw.Lookup(r.parts)
 	j := r.aliasEnd
 	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {

@@ -83,17 +83,35 @@ const stampRecord = "(SELECT set_config('" + ClaimedSetting + "', COALESCE(array
 // table whose rowid a statement cannot name so — WITHOUT ROWID, or a column called
 // _rowid_ — is the dialect.LocatorChecker's no (Plan.ClaimLocator), and gets the
 // unkeyed form; so does a DELETE with ORDER BY or LIMIT (an UPDATE's RETURNING stands
-// before them).
+// before them), and a DELETE of a table qualified by an ATTACHed schema (not main or
+// temp): json_each is an eponymous virtual table of main, and reading it takes main's
+// read lock in the DELETE's transaction. Where that schema is the main file attached
+// again (ATTACH of the database's own file), the COMMIT then cannot take the file's
+// exclusive lock and fails with SQLITE_BUSY after the busy timeout (red-team rt34c F5);
+// which file an alias names is a property of each connection, so the planner keeps the
+// keyed form to main and temp. The unkeyed form refuses the selections it cannot
+// repeat (Plan.TwoStepErr).
+
+// attachedSchema reports whether r is qualified by a SQLite schema other than main and
+// temp (an ATTACH alias).
+func (p *parser) attachedSchema(r tableRef) bool {
+	if len(r.parts) < 2 {
+		return false
+	}
+	q := p.rw.foldQual(r.parts[len(r.parts)-2])
+	return q != "main" && q != "temp"
+}
 
 // locatorDelete gives main, the two-statement DELETE of g, and its fencing UPDATE
 // their forms keyed by row locator (Plan.Keyed, complete: no key slots) as k says
 // (byCtid, byRowid), the DELETE refused only for unstable. A PostgreSQL DELETE naming
 // the first statement's WITH query has none, and so has a SQLite DELETE with ORDER BY
-// or LIMIT.
+// or LIMIT or of an attached schema's table.
 func (p *parser) locatorDelete(main *Plan, g *Table, nUser int, r tableRef, tableStart int, clauses map[string][2]int, j int, versioned bool, unstable error, k keying) error {
 	switch {
 	case k == byCtid && p.namesClaimQuery(),
-		k == byRowid && (hasClause(clauses, "ORDER") || hasClause(clauses, "LIMIT")):
+		k == byRowid && (hasClause(clauses, "ORDER") || hasClause(clauses, "LIMIT")),
+		k == byRowid && p.attachedSchema(r):
 		return nil
 	}
 	located, err := p.deleteRestrictedBy(g, nUser, clauses, j, p.qualifier(r), k)

@@ -10,6 +10,9 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 	if !ok {
 		return p.unknownShape("an INSERT")
 	}
+	if !p.skipPartition(&r) {
+		return p.unknownShape("an INSERT")
+	}
 	p.parseAlias(&r, "VALUES", "VALUE", "SET", "SELECT", "DEFAULT", "OVERRIDING", "PARTITION")
 	g := p.rw.Lookup(r.parts)
 	if g == nil {

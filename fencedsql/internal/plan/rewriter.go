@@ -56,8 +56,33 @@ type Table struct {
 	QTok, QVer string
 }
 
-// IsFenceColumn reports whether name (unquoted) is the token or the version column.
-func (g *Table) IsFenceColumn(name string) bool {
+// isFenceColumn reports whether a column name the statement wrote (name, decoded;
+// quoted: it was a quoted identifier) is g's token or version column as the server
+// resolves column names (red-team rt34c F2: a quoted "Version" next to version was
+// dropped from a SET list as if it were the version column, its write lost):
+//
+//   - PostgreSQL: an unquoted name is folded (ASCII letters) and a quoted one taken
+//     exactly, both truncated to 63 bytes; the configured column name is the exact
+//     catalogue name (the wrapper writes it quoted). "Version" is not version, and an
+//     unquoted FenceTok (fencetok) is not the configured "FenceTok".
+//   - SQLite: column names compare ignoring ASCII case, quoted or not.
+//   - MySQL/MariaDB: column names compare ignoring case, quoted or not (every letter:
+//     the server's system collation folds beyond ASCII, and a name it would take for
+//     a fencing column must never be missed — it allows a column assigned twice).
+//
+// It is the one test of "names a fencing column" for every list the rewriter edits or
+// judges (SET lists, INSERT column lists, conflict branches, selections).
+func (rw *Planner) isFenceColumn(g *Table, name string, quoted bool) bool {
+	switch rw.syn {
+	case sqllex.Postgres:
+		name = rw.truncate(name)
+		if !quoted {
+			name = sqllex.LowerASCII(name)
+		}
+		return name == g.TokenCol || name == g.VerCol
+	case sqllex.SQLite:
+		return sqllex.LowerASCII(name) == sqllex.LowerASCII(g.TokenCol) || sqllex.LowerASCII(name) == sqllex.LowerASCII(g.VerCol)
+	}
 	return strings.EqualFold(name, g.TokenCol) || strings.EqualFold(name, g.VerCol)
 }
 
@@ -232,6 +257,16 @@ func (rw *Planner) Key(name string) string {
 	// The server truncates the bytes it was sent (after folding ASCII only, which keeps
 	// their length): truncate first, then fold — folding first would move the cut for a
 	// character whose lower case is shorter (U+212A KELVIN SIGN is k).
+	name = rw.truncate(name)
+	if rw.syn == sqllex.MySQL {
+		return strings.ToLower(name)
+	}
+	return sqllex.LowerASCII(name)
+}
+
+// truncate cuts an identifier as the server does (PostgreSQL: to 63 bytes, never inside
+// a UTF-8 character); unchanged where the server does not truncate.
+func (rw *Planner) truncate(name string) string {
 	if rw.maxIdent > 0 && len(name) > rw.maxIdent {
 		n := rw.maxIdent
 		for n > 0 && name[n]&0xC0 == 0x80 { // name[n] continues a character: clip before it
@@ -239,10 +274,7 @@ func (rw *Planner) Key(name string) string {
 		}
 		name = name[:n]
 	}
-	if rw.syn == sqllex.MySQL {
-		return strings.ToLower(name)
-	}
-	return sqllex.LowerASCII(name)
+	return name
 }
 
 // foldQual folds a qualifier (schema, database or ATTACH alias) as the server compares

@@ -108,13 +108,13 @@ func (p *parser) unstableSelection(g *Table, from, to int) string {
 		case p.kw(k, "LIMIT"), p.kw(k, "FETCH"), p.kw(k, "OFFSET"), p.kw(k, "TOP"), p.kw(k, "TABLESAMPLE"):
 			limited = true
 		case p.isIdent(k):
-			n, ok := p.ident(k)
+			n, fence, ok := p.fenceColumn(g, k)
 			if !ok {
 				return "an identifier it cannot decode"
 			}
 			lower := strings.ToLower(n)
 			switch {
-			case g.IsFenceColumn(n):
+			case fence:
 				return "reads " + quoteName(n) + " (use fencedsql.ExpectVersion for a version check)"
 			case p.rw.numbered && rowLocators[lower] && !p.punct(k+1, "("):
 				return "reads the row locator " + quoteName(n) + ", which the fencing UPDATE changes"

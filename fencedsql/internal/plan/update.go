@@ -8,11 +8,14 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // statement fails whole. Multi-table forms and modifiers that soften errors are refused.
 func (p *parser) update(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(p.start+1, true, "LOW_PRIORITY", "ONLY")
-	r, ok := p.parseName(i)
+	r, ok := p.parseTarget(i)
 	if !ok {
 		return p.unknownShape("an UPDATE")
 	}
 	p.descendants(&r)
+	if !p.skipPartition(&r) {
+		return p.unknownShape("an UPDATE")
+	}
 	p.parseAlias(&r, "SET", "INDEXED", "NOT", "USE", "FORCE", "IGNORE")
 	j := p.indexHints(r.aliasEnd)
 	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {

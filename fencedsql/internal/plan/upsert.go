@@ -156,8 +156,7 @@ func (p *parser) proposedFenceRead(g *Table, from, to int, e listEdit, rowAlias 
 				return refuse(n + ".*")
 			}
 			if p.isIdent(i + 2) {
-				c, ok := p.ident(i + 2)
-				if !ok || g.IsFenceColumn(c) {
+				if c, fence, ok := p.fenceColumn(g, i+2); !ok || fence {
 					return refuse(n + "." + quoteName(c))
 				}
 			}
@@ -168,7 +167,7 @@ func (p *parser) proposedFenceRead(g *Table, from, to int, e listEdit, rowAlias 
 			}
 			for j := i + 2; j < end; j++ {
 				if p.isIdent(j) {
-					if c, ok := p.ident(j); !ok || g.IsFenceColumn(c) {
+					if c, fence, ok := p.fenceColumn(g, j); !ok || fence {
 						return refuse(strings.ToUpper(n) + "(" + quoteName(c) + ")")
 					}
 				}
