@@ -235,7 +235,8 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 // A statement that commits implicitly (MySQL/MariaDB DDL, …: plan.Plan.ImplicitCommit)
 // is refused inside one; prepared outside one, it is judged again at each execution
 // (passStmt), since database/sql's tx.Stmt reuses a statement already prepared on the
-// transaction's connection.
+// transaction's connection. While a listed table does not exist yet (WithDDL), a
+// statement that may write rows is refused (checkMissing).
 func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	if c.strayTx {
 		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
@@ -250,6 +251,9 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	}
 	if p.ImplicitCommit != nil && c.tx != nil {
 		return nil, c.core.refused(p.ImplicitCommit)
+	}
+	if err := c.checkMissing(ctx, p, query); err != nil {
+		return nil, err
 	}
 	if p.Ambiguous {
 		if err := c.verifyReading(ctx); err != nil {

@@ -39,6 +39,7 @@ type core struct {
 	viewLock sync.Map
 	metrics  *instruments
 	first    firstUse         // the registry and the listed tables, at the first connection
+	missing  missingListed    // listed tables that did not exist yet (WithDDL: missing.go)
 	raw      driver.Connector // the plain driver's connector, for WithTokenSource's check
 	regress  regression
 	// sendCheck is the dialect's judge of the driver's own reading of what is sent

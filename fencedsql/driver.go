@@ -38,7 +38,7 @@ func Register(name string, d driver.Driver, opts ...Option) {
 	if slices.Contains(sql.Drivers(), name) {
 		panic(configErr("Register(%s): the name is registered already by another driver, whose connections fence nothing: register under another name", strconv.Quote(name)))
 	}
-	w := &wrappedDriver{raw: d, opts: opts}
+	w := &wrappedDriver{raw: d, opts: opts, err: alreadyFenced(d, nil)}
 	sql.Register(name, w)
 	if registry.drivers == nil {
 		registry.drivers = map[string]*wrappedDriver{}
@@ -86,11 +86,12 @@ func sameRegistration(prev *wrappedDriver, d driver.Driver, opts []Option) (bool
 }
 
 // notCompared are the config fields a second Register may give differently: the
-// logger and the meter provider (each registration builds its own default logger), and
+// logger and the meter provider (each registration builds its own default logger), what
+// the DSN gave (fromDSN: a registration has no DSN), and
 // which settings were given explicitly (explicit: the settings' values are compared;
 // spelling a default out, WithStrict(false), is the same registration, red-team rt30a
 // F6).
-var notCompared = map[string]bool{"logger": true, "meter": true, "explicit": true}
+var notCompared = map[string]bool{"logger": true, "loggerGiven": true, "meter": true, "explicit": true, "fromDSN": true, "fromBoth": true}
 
 type describedField struct{ field, value string }
 
@@ -138,9 +139,44 @@ func describeValue(v reflect.Value) string {
 
 // Wrap returns a driver that fences writes to guarded tables and delegates everything
 // else to d. The DSN given to sql.Open may add this package's parameters (see
-// ParamTables); they are removed before the DSN reaches d.
+// ParamTables); they are removed before the DSN reaches d. A d that is already this
+// package's (a fenced pool's driver, a name a dialect registered, under wrappers that
+// expose theirs with Unwrap() driver.Driver) is a *ConfigError at open: see
+// alreadyFenced.
 func Wrap(d driver.Driver, opts ...Option) driver.Driver {
-	return &wrappedDriver{raw: d, opts: opts}
+	return &wrappedDriver{raw: d, opts: opts, err: alreadyFenced(d, nil)}
+}
+
+// alreadyFenced refuses to wrap a driver or a connector that is already this
+// package's (red-team rt34d F7): every statement would be rewritten twice, the inner
+// wrapper judging the outer one's rewrite — a keyed DELETE was refused as "a DELETE
+// whose WHERE reads fence_token", an error blaming a statement the caller did not
+// write — and the inner pool's guards and options would apply on top of the outer's.
+// It looks through wrappers that expose what they wrap (Unwrap() driver.Driver, as
+// this package's own driver does); one that hides it (an instrumentation connector)
+// cannot be recognised. d may be nil (a connector's driver is asked then).
+func alreadyFenced(d driver.Driver, c driver.Connector) error {
+	const fix = "open the fenced pool's own *sql.DB, or wrap the plain driver (pgx's stdlib driver, go-sql-driver/mysql, modernc's sqlite) with the options of both"
+	switch c.(type) {
+	case *connector, errConnector:
+		return configErr("the connector is already fenced (a fenced pool's connector): wrapping it again would rewrite every statement twice; %s", fix)
+	}
+	if d == nil && c != nil {
+		d = c.Driver()
+	}
+	for range 16 {
+		if _, ok := d.(*wrappedDriver); ok {
+			return configErr("the driver is already fenced (a name a dialect registered, a fenced pool's driver, or fencedsql.Wrap's): wrapping it again would rewrite every statement twice; %s", fix)
+		}
+		u, ok := d.(interface{ Unwrap() driver.Driver })
+		if !ok {
+			return nil
+		}
+		if d = u.Unwrap(); d == nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // OpenDB opens a database over any connector (for example one built by a driver's own
@@ -149,8 +185,8 @@ func Wrap(d driver.Driver, opts ...Option) driver.Driver {
 // contradicts an option given in opts is a *ConfigError). A configuration error is
 // reported by every use of the returned DB.
 func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
-	var err error
-	if dc, ok := c.(dsnConnector); ok {
+	err := alreadyFenced(nil, c)
+	if dc, ok := c.(dsnConnector); ok && err == nil {
 		// The DSN is the wrapper's to read here as in sql.Open: its fenced_*
 		// parameters apply (with opts, as the DSN's do with Register's; a
 		// contradiction is refused: optionConflict) and are
@@ -168,8 +204,9 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 			// included, is read or refused the same way here.)
 			var dsnOpts []Option
 			if dc.dsn, dsnOpts, err = splitDSN(dc.dsn, cfg.dialect); err == nil {
-				if err = optionConflict(opts, dsnOpts); err == nil {
-					opts = append(slices.Clip(opts), dsnOpts...)
+				var all []Option
+				if all, err = withDSN(opts, dsnOpts); err == nil {
+					opts = all
 				}
 			}
 		}
@@ -209,6 +246,7 @@ func DSNConnector(d driver.Driver, dsn string) driver.Connector {
 type wrappedDriver struct {
 	raw  driver.Driver
 	opts []Option
+	err  error // a configuration error every open returns (alreadyFenced)
 }
 
 // Open implements driver.Driver.
@@ -222,6 +260,9 @@ func (d *wrappedDriver) Open(name string) (driver.Conn, error) {
 
 // OpenConnector implements driver.DriverContext: the DSN is parsed once per sql.Open.
 func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
 	if err := checkDSN(d.dialect(), name); err != nil {
 		return nil, err
 	}
@@ -229,10 +270,10 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := optionConflict(d.opts, dsnOpts); err != nil {
+	opts, err := withDSN(d.opts, dsnOpts)
+	if err != nil {
 		return nil, err
 	}
-	opts := append(slices.Clip(d.opts), dsnOpts...)
 	core, err := newCore(opts)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 const (
 	ParamTables        = "fenced_tables"         // comma-separated guarded tables
 	ParamStrict        = "fenced_strict"         // true: accept only strictly greater tokens
-	ParamSchemaCheck   = "fenced_schema_check"   // false: skip the lazy schema/session checks
+	ParamSchemaCheck   = "fenced_schema_check"   // false: skip the lazy schema/session checks (logged: WithSchemaCheck)
 	ParamTokenColumn   = "fenced_token_column"   // token column name for the DSN's tables
 	ParamVersionColumn = "fenced_version_column" // version column name for the DSN's tables
 	ParamAllow         = "fenced_allow"          // comma-separated: ddl, dynamic_sql (WithDDL, WithDynamicSQL)

@@ -5,6 +5,7 @@ package fencedsql_test
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -12,9 +13,36 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/dialects/postgres"
+	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
+
+// fakeUnanswered are the texts of the queries the fake answers with an error, as a
+// mock answers a query it was not told to expect: the wrapper's check that a listed
+// table exists (schema.Columns) and its session query, which it sends with the schema
+// check off too (red-team rt34d F1, F4) and whose failure it then logs. Answered with
+// the fake's one row of 42, they would read as "no such table", or a session refused.
+var fakeUnanswered = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	record := func(_ context.Context, q string, _ ...any) ([][]string, error) {
+		out[q] = true
+		return nil, errors.New("recorded")
+	}
+	for _, d := range []dialect.Dialect{postgres.Dialect, mysql.Dialect, sqlite.Dialect} {
+		for _, t := range []dialect.TableName{{Name: "t"}, {Schema: "s", Name: "t"}} {
+			_, _ = schema.Columns(context.Background(), record, d, t, schema.DefaultTokenColumn, schema.DefaultVersionColumn)
+		}
+		out[d.SessionQuery()] = true
+	}
+	delete(out, "")
+	return out
+})
+
+var errFakeUnanswered = errors.New("fake: a query the fake does not answer")
 
 // ---- a recording fake driver ----
 
@@ -153,6 +181,9 @@ func (s *fakeStmt) Exec(args []driver.Value) (driver.Result, error) {
 	return driver.RowsAffected(1), nil
 }
 func (s *fakeStmt) Query(args []driver.Value) (driver.Rows, error) {
+	if fakeUnanswered()[s.sql] {
+		return nil, errFakeUnanswered
+	}
 	s.rec.inc("StmtQuery")
 	if err := s.rec.takeFail(); err != nil {
 		return nil, err
@@ -228,6 +259,9 @@ func (c *fullConn) QueryContext(_ context.Context, q string, args []driver.Named
 	if c.skipArgs && len(args) > 0 {
 		c.rec.inc("QueryContextSkip")
 		return nil, driver.ErrSkip
+	}
+	if fakeUnanswered()[q] {
+		return nil, errFakeUnanswered
 	}
 	c.rec.inc("QueryContext")
 	c.rec.add(&c.rec.queries, q, args)

@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,9 +30,12 @@ type config struct {
 	cacheSize   int
 	stmtCache   int
 	logger      *slog.Logger
+	loggerGiven bool // WithLogger gave logger (else it discards: configLogger)
 	meter       metric.MeterProvider
 	tokens      TokenSource // WithTokenSource
 	explicit    setting     // the settings an option gave explicitly (optionConflict)
+	fromDSN     setting     // the settings the DSN gave (withDSN), named by warnChecksOff
+	fromBoth    setting     // the settings the DSN and the code both gave (withDSN)
 }
 
 // setting names a boolean setting an option or a DSN parameter can give: explicit
@@ -81,6 +85,28 @@ func optionConflict(code, dsn []Option) error {
 		return configErr("the DSN parameter %s (%v) contradicts %s(%v) given in code: a configuration the wrapper cannot honour both of; remove the parameter from the DSN or change the option", s.dsn, s.get(&b), s.option, s.get(&a))
 	}
 	return nil
+}
+
+// withDSN returns the options of a pool opened with a DSN: code's, then the DSN's
+// parameters' (dsn), which apply after them unless they contradict one
+// (optionConflict), recording which settings the DSN gave (config.fromDSN). sql.Open
+// with a fenced driver name and OpenDB over a DSNConnector both combine them so.
+func withDSN(code, dsn []Option) ([]Option, error) {
+	if err := optionConflict(code, dsn); err != nil {
+		return nil, err
+	}
+	given, coded := defaultConfig(), defaultConfig()
+	for _, o := range dsn {
+		o(&given)
+	}
+	for _, o := range code {
+		o(&coded)
+	}
+	opts := append(slices.Clip(code), dsn...)
+	return append(opts, func(c *config) {
+		c.fromDSN |= given.explicit
+		c.fromBoth |= given.explicit & coded.explicit
+	}), nil
 }
 
 func defaultConfig() config {
@@ -135,16 +161,23 @@ func WithStrict(strict bool) Option {
 // PostgreSQL standard_conforming_strings and client_encoding, which pgx reports without
 // a query and which are checked before every guarded write even when this is off (other
 // drivers: one query before each guarded write). An untrusted session fails with a
-// *SessionError (errors.Is ErrSchema). With it on, a dialect that spells its
+// *SessionError (errors.Is ErrSchema). With it off, the settings that change how the
+// server reads statement text (MySQL/MariaDB ANSI_QUOTES, NO_BACKSLASH_ESCAPES and the
+// modes implying them, character_set_client; PostgreSQL's two under a driver that does
+// not report them) are still checked, with the same query, once per connection and
+// again after a statement that may have changed them (never per statement): a query
+// that fails (a mock's) is logged, an answer obeyed (red-team rt34d F4). With it on, a dialect that spells its
 // transaction end so that no session setting changes it (dialect.TxEnder:
 // MySQL/MariaDB's COMMIT/ROLLBACK AND NO CHAIN NO RELEASE) ends every transaction with
 // that statement instead of the driver's Commit and Rollback. Turn it off in unit tests against go-sqlmock,
 // whose expectations would otherwise have to include those queries. It does not turn
 // off what the database records as guarded (the registry, the guard's triggers): the
-// pool's first connection reads those whatever this says, and with the check off a
-// read that fails — a mock answers none of them, and sqlmock leaves its expectations
-// untouched by a query it did not expect — is logged (WithLogger) instead of failing
-// the pool. A production DSN copied from a test set-up still guards what the database
+// pool's first connection reads those, and asks whether the listed tables exist,
+// whatever this says (red-team rt34d F1), and with the check off a read that fails — a
+// mock answers none of them, and sqlmock leaves its expectations untouched by a query it
+// did not expect — is logged (WithLogger) instead of failing the pool; an answer (no
+// such table) is obeyed. A pool running with the check off says so at its first
+// connection (a Warn naming the parameter or option that turned it off: WithLogger). A production DSN copied from a test set-up still guards what the database
 // says is guarded — but its sessions go unchecked: on MySQL/MariaDB a non-strict
 // sql_mode (the DSN's, the server's default) then stores a stale write's refused token
 // as 0 with a warning instead of failing it, and the write succeeds, unless the
@@ -161,14 +194,26 @@ func WithSchemaCheck(on bool) Option {
 // (WithSchemaRecheck).
 const DefaultSchemaRecheck = time.Minute
 
+// NeverRecheck, given to WithSchemaRecheck, keeps a lazy check's verdict for the pool's
+// life: a schema changed while the pool runs is found only by pools opened later.
+// Any negative duration means the same. A pool running so says it at its first
+// connection (a Warn, see WithLogger).
+const NeverRecheck time.Duration = -1
+
 // WithSchemaRecheck bounds how long a pool trusts the lazy check of a table (its fencing
 // columns, its declaration and the side doors a statement through the pool opens; see
 // WithSchemaCheck): the first guarded write to the table after d runs the check again,
 // before it is sent. A schema changed by a migration while the pool runs — a rebuilt or
 // swapped table that lost a constraint or its guard's triggers, a trigger, rule or
 // updatable view added over it — is then found within d instead of when the pool is
-// reopened. d <= 0 keeps a verdict for the pool's life. Default DefaultSchemaRecheck;
-// a check that fails is never cached, so a fix takes effect at the next write.
+// reopened. Default DefaultSchemaRecheck; a check that fails is never cached, so a fix
+// takes effect at the next write.
+//
+// d == 0 caches nothing: the checks run before every guarded write (their queries
+// each time: for tests and investigations, not for production). The zero value of a
+// time.Duration — a configuration field left unset — thus picks the safest setting,
+// never the least safe (red-team rt34d F6: 0 used to mean "never"). Never re-checking
+// takes an explicit negative value, NeverRecheck.
 func WithSchemaRecheck(d time.Duration) Option { return func(c *config) { c.recheck = d } }
 
 // WithDDL allows DDL that names a guarded table (CREATE, ALTER, DROP, RENAME, COMMENT,
@@ -180,7 +225,13 @@ func WithSchemaRecheck(d time.Duration) Option { return func(c *config) { c.rech
 // replaces or alters a function, procedure, trigger, rule, event or package is refused
 // on a pool with guarded tables whatever its body names (its body runs SQL the wrapper
 // never sees); WithDDL allows it too. Other DDL that names no guarded table always
-// passes; TRUNCATE of a guarded table is refused even when allowed.
+// passes; TRUNCATE of a guarded table is refused even when allowed. Since the pool
+// may be the one that creates its listed tables, a listed table that does not exist at
+// its first connection does not fail it: the pool refuses every statement that may
+// write rows (of any table: a typo's real table among them) with ErrSchema naming the
+// missing table until it exists, and lets DDL, reads and session statements through
+// (red-team rt34d F2). Create the listed tables before writing anything. A pool with
+// DDL allowed says so at its first connection (a Warn: WithLogger).
 func WithDDL(allow bool) Option {
 	return func(c *config) { c.allowDDL = allow; c.explicit |= setDDL }
 }
@@ -196,7 +247,8 @@ func WithDDL(allow bool) Option {
 // also change the protected session settings (session_replication_role, sql_log_bin …)
 // with a name or value built at run time: allow it only for code you trust, and give
 // the application role no privilege to set them (fencedsql-schema's least-privilege
-// set-up).
+// set-up). A pool with dynamic SQL allowed says so at its first connection (a Warn:
+// WithLogger).
 //
 // Dynamic SQL can also end the open transaction and succeed: on MySQL/MariaDB a
 // procedure or compound statement that COMMITs, EXECUTE IMMEDIATE of COMMIT or DDL (an
@@ -251,13 +303,28 @@ func WithStatementCache(n int) Option {
 }
 
 // WithLogger sets the structured logger (default: discard). Fenced writes and refused
-// statements are logged at Warn with the table and token, never row data.
+// statements are logged at Warn with the table and token, never row data. What
+// weakens the pool's configuration — a check turned off (warnChecksOff), a listed
+// table that does not exist yet — is logged at Warn at its first connection here, and,
+// without a logger given (the driver names the dialects register carry none), by
+// slog.Default(), the process's logger (stderr unless the application set another):
+// a pool that runs with a check off is never silent. WithLogger(slog.New(
+// slog.DiscardHandler)) silences it too.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
-			c.logger = l
+			c.logger, c.loggerGiven = l, true
 		}
 	}
+}
+
+// configLogger is the logger of what weakens the configuration: WithLogger's, else
+// slog.Default() (WithLogger).
+func (c *config) configLogger() *slog.Logger {
+	if c.loggerGiven {
+		return c.logger
+	}
+	return slog.Default()
 }
 
 // newRewriter validates the guard list and builds the planner.

@@ -40,7 +40,7 @@ func TestRTrt28aRegisterTwiceDropsSchemaRecheck(t *testing.T) {
 	raw := testdb.Open(t, "sqlite", "file:"+path,
 		`CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 1, 10)`)
-	fencedsql.Register("rt28a-sqlite-recheck", &msqlite.Driver{}, fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithSchemaRecheck(0))
+	fencedsql.Register("rt28a-sqlite-recheck", &msqlite.Driver{}, fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithSchemaRecheck(fencedsql.NeverRecheck))
 	second := func() (p any) {
 		defer func() { p = recover() }()
 		fencedsql.Register("rt28a-sqlite-recheck", &msqlite.Driver{}, fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithSchemaRecheck(time.Millisecond))

@@ -38,12 +38,13 @@ import (
 //
 // Without a registry table and without the guard (the minimal set-up: columns added by
 // hand) the pool guards the listed tables only, and refuses a listed table that does
-// not exist. The listed tables are checked when the schema check is on
-// (WithSchemaCheck, the default); a pool with DDL allowed (WithDDL(true): it may be the
-// one that creates its tables) logs a listed table that does not exist yet and checks
-// it before its first guarded write. The records are read in every case; with the
-// schema check off (a mock driver, which answers none of the queries) a failed read is
-// logged instead of failing the pool. A listed table that is also registered must name
+// not exist. The listed tables are checked whatever the schema check says (red-team
+// rt34d F1); a pool with DDL allowed (WithDDL(true): it may be the one that creates its
+// tables) opens with a listed table that does not exist yet, logs it, and refuses
+// every statement that may write rows until it exists (missing.go, rt34d F2). The
+// records and the listed tables are read in every case; with the schema check off (a
+// mock driver, which answers none of the queries) a query that fails is logged instead
+// of failing the pool, and an answer is obeyed. A listed table that is also registered must name
 // the registered columns; two registries that record one table with different columns
 // fail the pool. An empty fenced_tables is a configuration error. The records are read
 // once per pool: a table registered or guarded later is guarded by pools opened later.
@@ -113,31 +114,38 @@ func (k *core) open(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
-	if !k.cfg.schemaCheck {
-		k.first.done.Store(true)
-		return nil
-	}
-	// The listed tables now: they exist (the lazy check — columns, session,
+	// The listed tables now, whatever the schema check says (red-team rt34d F1: with
+	// it off a typo went unasked): they exist (the lazy check — columns, session,
 	// declaration — runs before their first guarded write, as always). A registered
 	// table is checked before its first guarded write only: a stale registry row must
 	// not close the pool.
+	var missing []missingTable
 	for _, g := range k.rw.Tables() { // configuration order
 		if !listed[strings.ToLower(g.String())] {
 			continue
 		}
 		err := k.checkListed(ctx, c, g, registered)
-		if err == nil || !k.cfg.allowDDL {
-			if err != nil {
-				return err
-			}
-			continue
+		var qf *listedQueryError
+		switch {
+		case err == nil:
+		case errors.As(err, &qf) && !k.cfg.schemaCheck:
+			// A mock answers none of the catalog queries: logged, as a failed record
+			// read is (recordErr). A database that answers is obeyed.
+			k.cfg.logger.WarnContext(ctx, "fencedsql: checking that a listed table exists failed; with the schema check off the pool goes on", "table", g.String(), "error", err.Error())
+		case k.cfg.allowDDL:
+			// A pool allowed to run DDL may be the one that creates its listed tables
+			// (or attaches the database, creates the schema, that holds one: SQLite's
+			// "unknown database" is a failed query): until they exist it refuses every
+			// write but DDL (missing.go), so that a typo cannot leave the table meant
+			// unguarded (red-team rt34d F2).
+			missing = append(missing, missingTable{g: g, err: err})
+			k.cfg.configLogger().WarnContext(ctx, "fencedsql: a listed table does not exist yet (fenced_allow=ddl): the pool refuses writes other than DDL until it does", "table", g.String(), "error", err.Error())
+		default:
+			return err
 		}
-		// A pool allowed to run DDL may be the one that creates its listed tables:
-		// they are checked before their first guarded write only. The registry and
-		// the guard's triggers are read all the same (a typo's real table is guarded
-		// when either records it); the missing table is logged.
-		k.cfg.logger.WarnContext(ctx, "fencedsql: a listed table does not exist yet (fenced_allow=ddl: it is checked before its first guarded write)", "table", g.String(), "error", err.Error())
 	}
+	k.missing.set(missing)
+	k.warnChecksOff(ctx)
 	k.first.done.Store(true)
 	return nil
 }
@@ -309,12 +317,13 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 // when it does not (a typo in fenced_tables shows there), and fails when g is a view
 // or another relation that is not a table (schema.ColumnVerdict.NotTable: a view's
 // rows live in a table the guard leaves unfenced, a foreign table's on the remote
-// server).
+// server). A query that failed is a *listedQueryError (errors.Is ErrSchema): the
+// database did not answer.
 func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, registered []schema.GuardSpec) error {
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
-		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
+		return &listedQueryError{&SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}}
 	}
 	if v.NotTable {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.Problems, "; ")}
@@ -332,6 +341,12 @@ func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, register
 	}
 	return &SchemaError{Table: g.String(), Problem: problem, Fix: strings.Join(v.Fix, "; ")}
 }
+
+// listedQueryError is checkListed's failure to ask: the query failed, the database
+// said nothing of the table.
+type listedQueryError struct{ *SchemaError }
+
+func (e *listedQueryError) Unwrap() error { return e.SchemaError }
 
 func orDefault(v, def string) string {
 	if v == "" {

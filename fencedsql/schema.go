@@ -25,8 +25,9 @@ import (
 // schema or the session takes effect without a restart; a success is trusted for
 // WithSchemaRecheck's interval, so a schema changed while the pool runs is checked
 // again. WithSchemaCheck(false) turns
-// off every check that sends a query; the tracked session check, which sends none,
-// always runs.
+// off every table check and the session check but for the settings that change how
+// statements are read (sessionReadingOnly); the tracked session check, which sends no
+// query, always runs.
 func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	k := c.core
 	if err := c.verifySession(ctx, k.cfg.schemaCheck); err != nil {
@@ -67,9 +68,10 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	return nil
 }
 
-// fresh reports whether a verdict reached at at is still trusted (WithSchemaRecheck).
+// fresh reports whether a verdict reached at at is still trusted (WithSchemaRecheck: a
+// negative bound, NeverRecheck, trusts it for the pool's life; 0 never trusts it).
 func (k *core) fresh(at time.Time) bool {
-	return k.cfg.recheck <= 0 || time.Since(at) < k.cfg.recheck
+	return k.cfg.recheck < 0 || time.Since(at) < k.cfg.recheck
 }
 
 // mockHint follows the message of a failed check query: the usual cause is a mock

@@ -80,9 +80,14 @@ import (
 // after any statement that may have changed them (see fencedsql's mayChangeSession:
 // SET in any form, PREPARE/EXECUTE, CALL, DO, multi-statement strings, executable
 // comments…, the execution of a prepared statement that is one of those, and the use
-// of the driver's connection through Raw). A stored function, procedure or trigger
-// runs with its own sql_mode and character set and the server restores the caller's
-// afterwards.
+// of the driver's connection through Raw). With the schema check off
+// (fenced_schema_check=false, WithSchemaCheck(false)) it runs all the same, when it
+// would run with the check on and before a statement the lexer may read otherwise, and
+// only the settings that change how the server reads text are enforced (the
+// SessionError's Reading: unsafeModes, character_set_client), as PostgreSQL's are
+// whatever the option (red-team rt34d F4: with ANSI_QUOTES, UPDATE "accounts" went out
+// as a write to a string, unfenced). A stored function, procedure or trigger runs with
+// its own sql_mode and character set and the server restores the caller's afterwards.
 
 // SessionQuery reads, separated by single spaces:
 //

@@ -23,7 +23,7 @@ func TestSchemaRecheckFindsLaterDoor(t *testing.T) {
 		name    string
 		recheck time.Duration
 		refused bool
-	}{{"recheck", 200 * time.Millisecond, true}, {"never", 0, false}} {
+	}{{"recheck", 200 * time.Millisecond, true}, {"never", fencedsql.NeverRecheck, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			dsn := testdb.Postgres(t)
 			raw := rawWith(t, dsn,

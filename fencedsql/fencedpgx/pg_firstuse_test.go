@@ -194,10 +194,14 @@ func TestFirstUseTypoInGuard(t *testing.T) {
 	})
 	t.Run("DDLAllowed", func(t *testing.T) {
 		// As through database/sql, a pool allowed to run DDL may create its listed
-		// tables: the missing one is logged, and the other tables stay fenced.
+		// tables: it opens, but refuses its writes (of any table) with ErrSchema naming
+		// the missing one until it exists (red-team rt34d F2).
 		db := e.pool(typo, fencedsql.Guard("accounts"), fencedsql.WithDDL(true))
 		_, err := db.Exec(tok(e.ctx, 20), stale)
-		wantErr(t, err, fencedsql.ErrFenced)
+		wantErr(t, err, fencedsql.ErrSchema)
+		if !strings.Contains(err.Error(), "acounts") {
+			t.Fatalf("err = %v, want it to name the missing listed table acounts", err)
+		}
 		e.unchanged()
 	})
 }

@@ -83,6 +83,12 @@ type recorder struct {
 	mu     sync.Mutex // serialises runs
 	events []event
 	fail   error // answer the next Exec/Query with this error
+	// running: a run is under way (run). A query outside one — the pool's first
+	// connection's catalog queries — and the dialect's session query (session) are
+	// answered with an error, as sqlmock answers a query it was not told to expect:
+	// the wrapper, its schema check off, logs them and goes on, on both sides.
+	running bool
+	session string
 }
 
 type event struct {
@@ -93,7 +99,7 @@ type event struct {
 }
 
 func newRecorder(d dialect.Dialect, opts []fencedsql.Option) (*recorder, error) {
-	r := &recorder{}
+	r := &recorder{session: d.SessionQuery()}
 	all := append([]fencedsql.Option{fencedsql.WithDialect(d)}, opts...)
 	all = append(all, fencedsql.WithSchemaCheck(false))
 	r.db = fencedsql.OpenDB(fencedsql.DSNConnector(recDriver{r}, ""), all...)
@@ -139,6 +145,8 @@ func (r *recorder) run(ctx context.Context, inTx, query bool, userSQL string, ar
 		}
 	}
 	r.events, r.fail = nil, nil
+	r.running = true
+	defer func() { r.running = false }()
 	var err error
 	var tx *sql.Tx
 	if inTx {
@@ -221,6 +229,9 @@ func (c *recConn) ExecContext(_ context.Context, q string, args []driver.NamedVa
 }
 
 func (c *recConn) QueryContext(_ context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	if !c.r.running || q != "" && q == c.r.session {
+		return nil, errors.New("fencedtest: the recording driver answers no catalog or session query")
+	}
 	if err := c.r.add(event{op: OpQuery, sql: q, args: args}); err != nil {
 		return nil, err
 	}

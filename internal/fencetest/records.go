@@ -1,6 +1,7 @@
 package fencetest
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"strings"
@@ -17,8 +18,9 @@ import (
 //     registry is read all the same;
 //   - a registered table renamed by a migration: its guard's triggers move with it, and
 //     the pool guards it under its new name;
-//   - a typo in fenced_tables on a pool allowed to run DDL (which does not refuse a listed
-//     table that does not exist yet): the real table carries the guard, and is guarded;
+//   - a typo in fenced_tables on a pool allowed to run DDL (which opens with a listed
+//     table that does not exist yet, and refuses writes until it does): the real table
+//     carries the guard, and is guarded once the listed one is created;
 //   - MaxToken without a table list counts a table guarded but not registered, and
 //     refuses rather than answer 0 when nothing is recorded or a registry row names a
 //     table that is gone.
@@ -71,7 +73,24 @@ func (s *guardSuite) testGuardRecords(t *testing.T) {
 
 	t.Run("TypoWithDDL", func(t *testing.T) {
 		s.install(e, "payees") // guarded, not registered
-		fenced(t, "fenced_tables=payes with fenced_allow=ddl", "payees", e.fencedOnDSN(t, WithParam(WithParam(e.dsn, "fenced_tables=payes"), "fenced_allow=ddl")))
+		// A pool allowed to run DDL opens with its listed table missing, but refuses
+		// every write (ErrSchema naming the typo) until it exists (red-team rt34d F2);
+		// the real table behind the typo, carrying the guard, is guarded all the same.
+		typo := e.fencedOnDSN(t, WithParam(WithParam(e.dsn, "fenced_tables=payes"), "fenced_allow=ddl"))
+		for _, ctx := range []context.Context{e.ctx, tok(e.ctx, 10)} {
+			if _, err := typo.ExecContext(ctx, upd("payees"), 1); !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "payes") {
+				t.Fatalf("UPDATE payees through a pool listing the missing payes: err = %v, want ErrSchema naming payes", err)
+			}
+		}
+		var tokNow int64
+		if err := e.raw.QueryRowContext(e.ctx, "SELECT fence_token FROM payees WHERE id = 1").Scan(&tokNow); err != nil || tokNow != 30 {
+			t.Fatalf("payees row 1 token = %d (%v), want 30 unchanged", tokNow, err)
+		}
+		typoDB := e.fencedOnDSN(t, WithParam(WithParam(e.dsn, "fenced_tables=payes"), "fenced_allow=ddl"))
+		if _, err := typoDB.ExecContext(e.ctx, strings.Replace(s.b.TableDDL, "accounts", "payes", 1)); err != nil {
+			t.Fatalf("creating the listed payes through the pool (DDL passes): %v", err)
+		}
+		fenced(t, "fenced_tables=payes (created) with fenced_allow=ddl", "payees", typoDB)
 		max, err := schema.MaxToken(e.ctx, e.raw, s.d)
 		if err != nil || max != 30 {
 			t.Fatalf("MaxToken = %d, %v; want 30 (payees, not registered, counted through its guard)", max, err)

@@ -349,6 +349,12 @@ func (d recDB) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandT
 }
 
 func (d recDB) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if isFirstUse(KindQuery, sql) {
+		// The wrapper's catalog and session reads: answered as the mock's pool answers
+		// them when no one expects them (DB.next), and not recorded.
+		err := &errFirstUse{sql: sql}
+		return &Rows{err: err}, err
+	}
 	if err := d.r.add(Statement{Op: OpQuery, SQL: sql, Args: args}); err != nil {
 		return &Rows{err: err}, err
 	}

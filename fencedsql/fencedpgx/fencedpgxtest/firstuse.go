@@ -12,8 +12,10 @@ import (
 
 // Before its first statement a fenced pool reads what the database records as guarded
 // (the registries, the tables carrying the guard's triggers) and the partitions,
-// children and parents of its guarded tables, as a database/sql pool does at its first
-// connection. Over go-sqlmock those queries fail (sqlmock answers no query it was not
+// children and parents of its guarded tables, and asks whether its listed tables exist,
+// as a database/sql pool does at its first connection; with the schema check off it
+// still reads the session settings that change how statements are read (red-team
+// rt34d F1, F4). Over go-sqlmock those queries fail (sqlmock answers no query it was not
 // told to expect, and does not count it against ExpectationsWereMet) and, with the
 // schema check off, the pool logs the failure and guards what its options name. DB
 // does the same: such a query, unless it matches the next expectation (a test may
@@ -35,6 +37,13 @@ var firstUseQueries = sync.OnceValue(func() map[string]bool {
 		return nil, nil
 	}
 	_, _ = schema.ReadRecords(context.Background(), record, d)
+	// The listed tables' existence (asked whatever the schema check says) and the
+	// session settings that change how statements are read (asked with the check off
+	// too, once per connection: pgx's own are tracked, the double's are not).
+	for _, t := range []dialect.TableName{{Name: "t"}, {Schema: "s", Name: "t"}} {
+		_, _ = schema.Columns(context.Background(), record, d, t, schema.DefaultTokenColumn, schema.DefaultVersionColumn)
+	}
+	out[strings.TrimSpace(d.SessionQuery())] = true
 	for _, t := range []dialect.TableName{{Name: "t"}, {Schema: "s", Name: "t"}} {
 		if f, ok := d.(dialect.DescendantFinder); ok {
 			q, _ := f.DescendantsQuery(t)

@@ -1,0 +1,64 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// quietHeads are the session and transaction statements that change no row (their
+// text may still hold a write: a PREPARE … AS UPDATE, a SET from a data-modifying
+// subquery, which hasWriteIn finds).
+var quietHeads = map[string]bool{
+	"SET": true, "BEGIN": true, "START": true, "COMMIT": true, "ROLLBACK": true, "END": true,
+	"ABORT": true, "LOCK": true, "PREPARE": true, "ANALYZE": true, "EXPLAIN": true, "WITH": true,
+}
+
+// MayWriteRows reports whether sql, sent as written, may change rows of any table,
+// guarded or not: a statement the wrapper refuses while a table the pool lists does
+// not exist yet (fencedsql's missing listed tables: the write may be meant for the
+// table a typo in the list left unguarded). It fails closed: a text the lexer cannot
+// read, a statement of any head but a read (readHeads, WITH, EXPLAIN), session or
+// transaction control (quietHeads) and DDL (ddlHeads, which creates the missing table,
+// whatever its body names: a column's ON UPDATE, a trigger's body) may write, and so
+// may one of those whose text holds INSERT, UPDATE (not FOR/KEY UPDATE), DELETE,
+// MERGE or REPLACE; each statement of a multi-statement string is judged. It
+// tokenizes sql: it is asked only while a listed table is missing, not on the
+// statement path of a pool whose tables exist.
+func (rw *Planner) MayWriteRows(sql string) bool {
+	toks, err := sqllex.Lex(sql, rw.syn)
+	if err != nil {
+		return true
+	}
+	p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
+	from := 0
+	for i := 0; i <= len(p.sig); i++ {
+		if i < len(p.sig) && !p.punct(i, ";") {
+			continue
+		}
+		if i > from && p.stmtMayWrite(from, i) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
+}
+
+// stmtMayWrite is MayWriteRows for the statement sig[from:to].
+func (p *parser) stmtMayWrite(from, to int) bool {
+	first := from
+	for first < to-1 && p.punct(first, "(") {
+		first++
+	}
+	if p.sig[first].Kind != sqllex.KindWord {
+		return true
+	}
+	head := strings.ToUpper(p.text(p.sig[first]))
+	switch {
+	case ddlHeads[head]:
+		return false
+	case readHeads[head] || quietHeads[head]:
+		return p.hasWriteIn(first, to)
+	}
+	return true
+}
