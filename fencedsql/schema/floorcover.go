@@ -25,9 +25,13 @@ import (
 // unfloored returns the tables whose INSERTs and UPDATEs no installed guard holds to
 // the token floor, though the database records them (or a table whose rows they hold)
 // as guarded: every table of Guarded's two records — the registries' rows and the
-// tables carrying the guard's triggers — that exists and carries no floor-reading
-// guard, and (dialect.FloorCoverageFinder) their descendants that carry none. Their
-// names are qualified as the catalog spells them where it does, sorted, each once.
+// tables carrying the guard's triggers — that carries no floor-reading guard, and
+// (dialect.FloorCoverageFinder) their descendants that carry none; each only when it
+// is a table with both fencing columns NOT NULL, which a fenced pool writes (one
+// without them is refused by the pool's lazy check, ErrSchema, so no fenced write
+// lands there: an application role's table carrying a trigger of the guard's name
+// does not fail the raise, red-team rt25a). Their names are qualified as the catalog
+// spells them where it does, sorted, each once.
 //
 // A registry the connection cannot see (PostgreSQL: outside the search_path) or name
 // (MySQL/MariaDB: a DSN without a database) is left out: its tables are judged by
@@ -57,11 +61,20 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 	}
 	found := map[string]bool{}
 	var out []string
-	add := func(t dialect.TableName) {
-		if k := strings.ToLower(t.String()); !found[k] {
+	add := func(t dialect.TableName, spec GuardSpec) error {
+		k := strings.ToLower(t.String())
+		if found[k] {
+			return nil
+		}
+		v, err := Columns(ctx, q, d, t, spec.TokenColumn, spec.VersionColumn)
+		if err != nil {
+			return fmt.Errorf("%s: the column query failed: %w", t, err)
+		}
+		if v.Exists && !v.NotTable && v.HasToken && v.HasVersion && v.TokenNotNull && v.VersionNotNull {
 			found[k] = true
 			out = append(out, t.String())
 		}
+		return nil
 	}
 	cf, byQuery := d.(dialect.FloorCoverageFinder)
 	for _, spec := range specs {
@@ -77,8 +90,11 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 				return nil, fmt.Errorf("%s: the floor coverage query failed: %w", spec.Table, err)
 			}
 			for _, r := range rows {
-				if len(r) >= 2 {
-					add(dialect.TableName{Schema: r[0], Name: r[1]})
+				if len(r) < 2 {
+					continue
+				}
+				if err := add(dialect.TableName{Schema: r[0], Name: r[1]}, spec); err != nil {
+					return nil, err
 				}
 			}
 			continue
@@ -91,12 +107,8 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 		if dialect.CatalogBool(installed.String) {
 			continue
 		}
-		v, err := Columns(ctx, q, d, table, spec.TokenColumn, spec.VersionColumn)
-		if err != nil {
-			return nil, fmt.Errorf("%s: the column query failed: %w", spec.Table, err)
-		}
-		if v.Exists && !v.NotTable {
-			add(table)
+		if err := add(table, spec); err != nil {
+			return nil, err
 		}
 	}
 	slices.Sort(out)
