@@ -258,10 +258,11 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // floor-reading guard judges — a table registered but fenced by the wrapper alone, a
 // child created after the guard, a MariaDB guard that lost its floor trigger — it
 // fails with a *FloorError (ErrFloorUncovered, Raised) naming them: the floor is
-// raised for the other tables, not for those (red-team rt34b F1). A floor table a guard reads but that has lost its row gets the row back. On
-// a server that does not take writes as a primary (dialect.PrimaryChecker: a replica,
-// MariaDB's read_only) it fails with ErrNotPrimary and writes nothing; on MariaDB it
-// also waits for the XA transactions prepared at the raise (dialect.PreparedLister).
+// raised for the other tables, not for those (red-team rt34b F1). A floor table a
+// guard reads but that has lost its row gets the row back. On a server that does not
+// take writes as a primary (dialect.PrimaryChecker: a replica, MariaDB's read_only) it
+// fails with ErrNotPrimary and writes nothing; on MariaDB it also waits for the XA
+// transactions prepared at the raise (dialect.PreparedLister).
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	f, ff, err := floorFinder(d, "RaiseTokenFloor")
 	if err != nil {
