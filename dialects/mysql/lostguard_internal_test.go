@@ -11,7 +11,8 @@ import (
 // lostGuard over canned catalog answers: a trigger named for the table on another
 // table is a door whatever the account's privileges; the survivors (fence function,
 // tombstone table) are one only with a privilege that shows the table's triggers;
-// triggers present on the table close it; no rows, no door.
+// triggers present on the table close it; no rows, no door; the guard's trigger
+// without its floor trigger is a door.
 func TestLostGuardAnswers(t *testing.T) {
 	d := dialectImpl{}
 	tbl := dialect.SideDoorTable{Table: dialect.TableName{Name: "accounts"}, TokenColumn: "fence_token", VersionColumn: "version"}
@@ -19,7 +20,7 @@ func TestLostGuardAnswers(t *testing.T) {
 	fn := []string{"function", "fencedsql_fence_accounts", ""}
 	tomb := []string{"table", "fencedsql_tomb_accounts", ""}
 	priv := []string{"privilege", "INSERT", ""}
-	present := [][]string{trg("fencedsql_guard_accounts", "accounts"), trg("fencedsql_tombins_accounts", "accounts"), trg("fencedsql_tombdel_accounts", "accounts")}
+	present := [][]string{trg("fencedsql_guard_accounts", "accounts"), trg("fencedsql_floor_accounts", "accounts"), trg("fencedsql_tombins_accounts", "accounts"), trg("fencedsql_tombdel_accounts", "accounts")}
 	for _, c := range []struct {
 		name string
 		rows [][]string
@@ -30,7 +31,9 @@ func TestLostGuardAnswers(t *testing.T) {
 		{"only the floor trigger elsewhere", [][]string{trg("fencedsql_floor_accounts", "_accounts_old")}, 1},
 		{"survivors without a privilege", [][]string{fn, tomb}, 0},
 		{"survivors with a privilege", [][]string{fn, tomb, priv}, 2},
-		{"tombstone table only", [][]string{tomb, priv, trg("fencedsql_guard_accounts", "accounts")}, 1},
+		{"tombstone table only", [][]string{tomb, priv, trg("fencedsql_guard_accounts", "accounts"), trg("fencedsql_floor_accounts", "accounts")}, 1},
+		// Half a guard: the UPDATE trigger without the floor's (red-team rt34b F1).
+		{"guard without its floor trigger", [][]string{trg("fencedsql_guard_accounts", "accounts")}, 1},
 		{"intact", append([][]string{fn, tomb, priv}, present...), 0},
 		{"intact, other names", append([][]string{fn, tomb, priv, trg("fencedsql_guard_accounts_old", "accounts_old")}, present...), 0},
 	} {

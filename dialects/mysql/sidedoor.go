@@ -193,7 +193,10 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 //     only the first kind of evidence counts.)
 //
 // With the evidence, the table must carry fencedsql_guard_<table> (the guard), and
-// fencedsql_tombins_<table> and fencedsql_tombdel_<table> (the tombstone guard).
+// fencedsql_tombins_<table> and fencedsql_tombdel_<table> (the tombstone guard). A
+// table carrying fencedsql_guard_<table> without fencedsql_floor_<table> has lost
+// the guard's floor part, evidence or not (red-team rt34b F1: its INSERTs went
+// unfloored while RaiseTokenFloor reported the floor in force).
 // Fix: re-run fencedsql-schema -apply: its DDL drops the triggers of those names
 // (from the old table) and creates them on the table.
 func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -249,6 +252,9 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	g := dialect.GuardTriggers{On: on, Elsewhere: elsewhere}
 	var doors []dialect.SideDoor
 	if sd, ok := g.LostDoor(t.Table.String(), "the guard", []string{guard, floor}, []string{guard}, fenceFn && privileged, "function "+fence.String(), "its fence function "+fence.String()+" exists", "a table swap (an online schema change's RENAME TABLE)"); ok {
+		doors = append(doors, sd)
+	}
+	if sd, ok := g.FloorPartDoor(t.Table.String(), guard, floor); ok {
 		doors = append(doors, sd)
 	}
 	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl && privileged, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (an online schema change's RENAME TABLE)"); ok {

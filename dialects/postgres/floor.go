@@ -363,3 +363,77 @@ BEGIN
 END
 `
 }
+
+// UnflooredQuery lists table (every table of its name when unqualified:
+// relativeRoots) and its partitions and inheritance children, at every level, that
+// carry no floor-reading guard trigger (flooredRel) (dialect.FloorCoverageFinder).
+// An inheritance child created after the guard's installation is listed: a parent's
+// row triggers do not fire for its rows, so a stale write through the parent stored a
+// token below the floor there (red-team rt34b F1). It reads pg_trigger and pg_proc
+// only, so the answer does not depend on the session's search_path.
+func (dialectImpl) UnflooredQuery(table dialect.TableName) (query string, args []any) {
+	return `WITH RECURSIVE r(oid) AS (` + relativeRoots(table) + `),
+t(oid) AS (
+  SELECT r.oid FROM r WHERE r.oid IS NOT NULL
+  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN t ON i.inhparent OPERATOR(pg_catalog.=) t.oid)
+SELECT n.nspname::text, c.relname::text FROM t JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.oid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'f') AND NOT ` + flooredRel("c.oid") + `
+ORDER BY 1, 2`, []any{table.String(), guardTrigger, "%" + guardMarker + "%", floorReadPattern}
+}
+
+// flooredRel is the condition, on the relation whose oid is rel, that it carries an
+// enabled row trigger fencedsql_guard (BEFORE INSERT OR UPDATE, no WHEN, no column
+// list) calling a guard function that reads a token floor, judged as GuardFloorsQuery
+// judges one ($2 guardTrigger, $3 the guard's marker, $4 floorReadPattern).
+func flooredRel(rel string) string {
+	return `EXISTS (
+  SELECT 1 FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) g.tgfoid
+  WHERE g.tgrelid OPERATOR(pg_catalog.=) ` + rel + ` AND g.tgname OPERATOR(pg_catalog.=) $2 AND g.tgenabled OPERATOR(pg_catalog.<>) 'D'
+    AND g.tgtype OPERATOR(pg_catalog.=) 23 AND g.tgqual IS NULL AND pg_catalog.cardinality(g.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0
+    AND p.proname LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $3 AND pg_catalog.substring(p.prosrc, $4) IS NOT NULL)`
+}
+
+// unflooredRelatives finds the relatives of a guarded table that its guard leaves
+// unfloored (a door a statement through the pool opens, in TriggerDoors): the table
+// (every table of its name when unqualified) or a partition or inheritance child of
+// it, at any level, that carries no floor-reading guard trigger (flooredRel) while an
+// ancestor of it does — an inheritance child created after the guard (a parent's row
+// triggers do not fire for its rows), a partition whose cloned trigger was disabled.
+// A write through the guarded parent (or naming the child, which a pool guards with
+// the parent's columns) stored a token below the floor in the child's rows, with
+// RaiseTokenFloor reporting the floor in force (red-team rt34b F1). A table whose
+// ancestors carry no guard either (fenced by the wrapper alone) is no door here. Fix:
+// schema.Check's side door for the child installs the guard's triggers on it.
+func (d dialectImpl) unflooredRelatives(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	rows, err := query(ctx, `WITH RECURSIVE r(oid) AS (`+relativeRoots(t.Table)+`),
+t(oid) AS (
+  SELECT r.oid FROM r WHERE r.oid IS NOT NULL
+  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN t ON i.inhparent OPERATOR(pg_catalog.=) t.oid),
+a(oid, anc) AS (
+  SELECT t.oid, i.inhparent FROM t JOIN pg_catalog.pg_inherits i ON i.inhrelid OPERATOR(pg_catalog.=) t.oid
+  UNION SELECT a.oid, i.inhparent FROM a JOIN pg_catalog.pg_inherits i ON i.inhrelid OPERATOR(pg_catalog.=) a.anc)
+SELECT DISTINCT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 0 END
+FROM a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.oid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'f') AND NOT `+flooredRel("c.oid")+` AND `+flooredRel("a.anc")+`
+ORDER BY 1, 2`, t.Table.String(), guardTrigger, "%"+guardMarker+"%", floorReadPattern)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if len(r) < 3 {
+			continue
+		}
+		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		sd := dialect.SideDoor{Kind: dialect.SideDoorChild, Object: rel.String(),
+			Problem: "inheritance child of a guarded table without the guard's trigger " + guardTrigger + " reading the token floor: the parent's row triggers do not fire for its rows, so a write through " + t.Table.String() + " (or naming it) stores a token below the floor there; install the guard's triggers on it (schema.Check's side door Fix, fencedsql-schema -apply)"}
+		if r[2] == "1" {
+			sd.Kind = dialect.SideDoorPartition
+			sd.Problem = "partition of a guarded table whose guard trigger " + guardTrigger + " reading the token floor is disabled or missing: a write through " + t.Table.String() + " (or naming it) stores a token below the floor there; enable or install it (schema.Check's side door Fix, fencedsql-schema -apply)"
+		}
+		doors = append(doors, sd)
+	}
+	return doors, nil
+}
+
+var _ dialect.FloorCoverageFinder = dialectImpl{}

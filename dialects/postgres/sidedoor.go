@@ -410,13 +410,14 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // triggers of other relations that write it (otherTriggers), the table's own
 // BEFORE row triggers that may assign its fencing columns, or whose WHEN clause names
 // one or whose function writes the table itself (ownTriggers, patchDoor), a guard
-// a table swap lost (lostGuard), a tombstone table keyed otherwise than the table
+// a table swap lost (lostGuard), a child or partition its guard leaves unfloored
+// (unflooredRelatives), a tombstone table keyed otherwise than the table
 // (tombstoneKey), and the guards' own tables not as the guards created them
 // (guardTables) — and, with the triggers of other relations, what may change those
 // tables (guard writers: triggers, rules, views, event triggers, SECURITY DEFINER
 // routines; otherTriggers) — in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardFunctions)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardFunctions)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -10,7 +10,8 @@ import (
 
 // lostGuard over canned catalog answers: the tombstone table without the tombstone
 // triggers on the table, and triggers named for the table on another table, are
-// doors; the triggers on the table close them.
+// doors; the triggers on the table close them; the guard's trigger without its floor
+// trigger is a door.
 func TestLostGuardAnswers(t *testing.T) {
 	d := dialectImpl{}
 	tbl := dialect.SideDoorTable{Table: dialect.TableName{Name: "accounts"}, TokenColumn: "fence_token", VersionColumn: "version"}
@@ -24,8 +25,10 @@ func TestLostGuardAnswers(t *testing.T) {
 		{"none", nil, 0},
 		{"rebuilt", [][]string{tomb}, 1},
 		{"renamed", [][]string{tomb, trg("fencedsql_guard_accounts", "accounts_old"), trg("fencedsql_tombins_accounts", "accounts_old"), trg("fencedsql_tombdel_accounts", "accounts_old")}, 2},
-		{"intact", [][]string{tomb, trg("fencedsql_guard_accounts", "accounts"), trg("fencedsql_tombins_accounts", "Accounts"), trg("fencedsql_tombdel_accounts", "accounts")}, 0},
+		{"intact", [][]string{tomb, trg("fencedsql_guard_accounts", "accounts"), trg("fencedsql_floor_accounts", "accounts"), trg("fencedsql_tombins_accounts", "Accounts"), trg("fencedsql_tombdel_accounts", "accounts")}, 0},
 		{"guard only, intact", [][]string{trg("fencedsql_guard_accounts", "accounts"), trg("fencedsql_floor_accounts", "accounts")}, 0},
+		// Half a guard: the UPDATE trigger without the floor's (red-team rt34b F1).
+		{"guard without its floor trigger", [][]string{trg("fencedsql_guard_accounts", "accounts")}, 1},
 	} {
 		query := func(_ context.Context, q string, _ ...any) ([][]string, error) {
 			if strings.Contains(q, "SELECT type, name, tbl_name") {

@@ -168,8 +168,10 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 // is not on the table). With the evidence, the table must carry
 // fencedsql_guard_<table> (the guard), and fencedsql_tombins_<table> and
 // fencedsql_tombdel_<table> (the tombstone guard). Not seen: a table guarded without
-// the tombstone guard and rebuilt, which leaves nothing named for it. Fix: re-run
-// fencedsql-schema -apply.
+// the tombstone guard and rebuilt, which leaves nothing named for it. A table
+// carrying fencedsql_guard_<table> without fencedsql_floor_<table> has lost the
+// guard's floor part (dialect.GuardTriggers.FloorPartDoor, red-team rt34b F1). Fix:
+// re-run fencedsql-schema -apply.
 func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	master := "sqlite_master"
 	if t.Table.Schema != "" {
@@ -204,6 +206,9 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	g := dialect.GuardTriggers{On: on, Elsewhere: elsewhere}
 	var doors []dialect.SideDoor
 	if sd, ok := g.LostDoor(t.Table.String(), "the guard", []string{guard, floor}, []string{guard}, false, "", "", "a table swap (the twelve-step rebuild, a rename)"); ok {
+		doors = append(doors, sd)
+	}
+	if sd, ok := g.FloorPartDoor(t.Table.String(), guard, floor); ok {
 		doors = append(doors, sd)
 	}
 	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key, rep, mov}, []string{ins, del}, tombTbl, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (the twelve-step rebuild, a rename)"); ok {

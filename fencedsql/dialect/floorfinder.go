@@ -22,3 +22,20 @@ type FloorFinder interface {
 	// refuse a table that is not, rather than skip it.
 	GuardFloorsQuery() (query string, args []any)
 }
+
+// FloorCoverageFinder is implemented by dialects in which a guarded table's rows may
+// live in tables its guard's triggers do not fire for (PostgreSQL: inheritance
+// children, whose rows a parent's row triggers never judge, and partitions whose
+// cloned trigger was disabled), or whose guard's installation the session's default
+// schema decides (PostgreSQL's GuardInstalledQuery looks the floor's copy up on the
+// search_path). schema.RaiseTokenFloor and TokenFloor(s) use it to name the tables
+// whose writes the floor does not hold (schema.ErrFloorUncovered); a dialect without
+// it is judged by Guarder.GuardInstalledQuery on each guarded table.
+type FloorCoverageFinder interface {
+	// UnflooredQuery returns a query yielding one row (schema, name) per table among
+	// table (for an unqualified name, every table of that name, as a guard names them)
+	// and its descendants at every level that exists and carries no enabled row
+	// trigger of the guard whose function reads a token floor: the tables whose
+	// INSERTs and UPDATEs no floor refuses.
+	UnflooredQuery(table TableName) (query string, args []any)
+}

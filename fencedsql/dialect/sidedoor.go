@@ -250,6 +250,22 @@ func (g GuardTriggers) LostDoor(table, what string, names, required []string, su
 		Problem: GuardLostProblem(table, what, strings.Join(evidence, ", "), strings.Join(missing, ", "), swap)}, true
 }
 
+// FloorPartDoor judges whether table carries the guard's row trigger guard without
+// its floor trigger floor (BEFORE INSERT): half a guard — the floor trigger dropped,
+// or a guard from before the floor partly re-created — whose INSERTs no floor refuses
+// while RaiseTokenFloor finds the floor through the other trigger (red-team rt34b F1).
+// GuardInstalledQuery calls such a guard not installed, which would leave the table
+// to the wrapper alone; as a SideDoorGuardLost door the lazy check refuses it
+// instead. ok is false when both triggers, or neither, sit on the table.
+func (g GuardTriggers) FloorPartDoor(table, guard, floor string) (SideDoor, bool) {
+	if !g.On[strings.ToLower(guard)] || g.On[strings.ToLower(floor)] {
+		return SideDoor{}, false
+	}
+	return SideDoor{Kind: SideDoorGuardLost, Object: "trigger " + floor,
+		Problem: "the guard's trigger " + guard + " is on " + table + " but its floor trigger " + floor +
+			" (BEFORE INSERT) is not: INSERTs below the token floor are not refused; re-run fencedsql-schema -apply (schema.Check's Fix), which installs the whole guard on " + table}, true
+}
+
 // TombstoneKeyDoor is the SideDoorTombstoneKey door of the tombstone table tomb (as the
 // catalog names it) of table: differ describes the key columns that differ ("id
 // (numeric in the table, bigint in the tombstone table)"); fix, the statements that

@@ -18,7 +18,8 @@
 //     row is not re-inserted under an older token).
 //   - TokenFloor, TokenFloors, RaiseTokenFloor and MaxToken keep tokens from going back
 //     across a failover or a lock-service switch; they work on the floor tables the
-//     installed guards read, and fail with ErrNoFloorGuard where no guard reads one.
+//     installed guards read, and fail with ErrNoFloorGuard where no guard reads one
+//     and with ErrFloorUncovered where a guarded table is not held to the floor.
 //   - Columns and Lint are the verdict on one table's columns and declaration that the
 //     fenced driver's lazy check (before a table's first guarded write) and Check share:
 //     the same problems, the same statements.

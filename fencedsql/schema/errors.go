@@ -22,19 +22,47 @@ func configErr(format string, args ...any) error {
 // *FloorError says where guards do read one, when they do elsewhere.
 var ErrNoFloorGuard = errors.New("fencedsql: no installed guard reads a token floor")
 
-// FloorError is RaiseTokenFloor's or TokenFloor's answer when no installed guard in the
-// connection's scope reads a token floor (errors.Is ErrNoFloorGuard): the guards are
-// not installed (fencedsql-schema -apply installs them), the DSN names another database
-// than the guarded one, or the account cannot see the guards (MySQL/MariaDB show a
-// trigger only to an account with a right on its table). Nothing was written.
+// ErrFloorUncovered means a table the database records as guarded (a registry row, a
+// table carrying the guard's triggers) or one holding such a table's rows (PostgreSQL:
+// an inheritance child, a partition) is not held to the token floor: no installed
+// guard that reads the floor judges its writes, so a token below the floor still
+// writes it (red-team rt34b F1). RaiseTokenFloor and TokenFloor(s) report it rather
+// than say the floor is in force; a *FloorError names the tables.
+var ErrFloorUncovered = errors.New("fencedsql: a guarded table is not held to the token floor")
+
+// FloorError is RaiseTokenFloor's or TokenFloor's answer when the floor is not in force
+// for every guarded table. Without Uncovered (errors.Is ErrNoFloorGuard): no installed
+// guard in the connection's scope reads a token floor — the guards are not installed
+// (fencedsql-schema -apply installs them), the DSN names another database than the
+// guarded one, or the account cannot see the guards (MySQL/MariaDB show a trigger only
+// to an account with a right on its table); nothing was written. With Uncovered
+// (errors.Is ErrFloorUncovered): guards read a floor, but the tables named are
+// recorded as guarded (or hold a guarded table's rows) and no floor-reading guard
+// judges their writes; Raised says whether RaiseTokenFloor raised the floor of the
+// tables the guards judge before it found them (it does: a floor raised where it can
+// be refuses more, never less).
 type FloorError struct {
 	Op string // "RaiseTokenFloor" or "TokenFloor"
 	// Elsewhere names the floor tables that guards outside the connection's scope read
 	// (MySQL/MariaDB: other databases of the server): connect to their database.
 	Elsewhere []string
+	// Uncovered names the tables not held to the floor (qualified where the catalog
+	// qualifies them): install the guard on them (fencedsql-schema -apply; PostgreSQL,
+	// a child or partition: the side door's Fix schema.Check reports), or, for a table
+	// fenced by the wrapper alone, drop it from the registry if it is not guarded.
+	Uncovered []string
+	Raised    bool
 }
 
 func (e *FloorError) Error() string {
+	if len(e.Uncovered) > 0 {
+		state := "the floor is NOT in force for"
+		if e.Raised {
+			state = "the floor is raised for the tables the guards judge, but NOT for"
+		}
+		return "fencedsql: " + e.Op + ": " + state + " " + strings.Join(e.Uncovered, ", ") +
+			": the database records them (or the tables whose rows they hold) as guarded, and no installed guard that reads the floor judges their writes, so a token below the floor still writes them; install the guard on them (fencedsql-schema -apply, and the side doors' Fix schema.Check reports), then raise again"
+	}
 	msg := "fencedsql: " + e.Op + ": no installed guard reads a token floor in this database (install the guards: fencedsql-schema -apply; or the account cannot see them): raising a floor here would refuse nothing"
 	if len(e.Elsewhere) > 0 {
 		msg += "; guards in other databases read " + strings.Join(e.Elsewhere, ", ") + ": connect to their database"
@@ -42,8 +70,14 @@ func (e *FloorError) Error() string {
 	return msg
 }
 
-// Unwrap returns ErrNoFloorGuard.
-func (e *FloorError) Unwrap() error { return ErrNoFloorGuard }
+// Unwrap returns ErrFloorUncovered when tables are not held to the floor, else
+// ErrNoFloorGuard.
+func (e *FloorError) Unwrap() error {
+	if len(e.Uncovered) > 0 {
+		return ErrFloorUncovered
+	}
+	return ErrNoFloorGuard
+}
 
 // ErrNotPrimary means RaiseTokenFloor was run on a server that does not take writes as
 // a primary (a replica, a read-only server: dialect.PrimaryChecker): nothing was

@@ -138,7 +138,7 @@ func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, e
 	if _, ok := d.(dialect.FloorFinder); !ok {
 		return nil, nil
 	}
-	floors, err := TokenFloors(ctx, db, d)
+	floors, err := tokenFloors(ctx, db, d)
 	if errors.Is(err, ErrNoFloorGuard) {
 		return nil, nil
 	}
@@ -159,9 +159,26 @@ func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, e
 // read one; MySQL/MariaDB, the connection's database, or every database whose guards
 // the account can see when the DSN names none; SQLite, the main database), with its
 // floor, in the order of the tables' names. It fails with a *FloorError (ErrNoFloorGuard)
-// when no guard there reads one. Run it on a plain connection or a fenced one (it only
-// reads).
+// when no guard there reads one, and with a *FloorError (ErrFloorUncovered) naming them
+// when tables the database records as guarded, or their PostgreSQL children and
+// partitions, are not held to the floor by any floor-reading guard (the floor reported
+// would not be in force there: see unfloored). Run it on a plain connection or a fenced
+// one (it only reads).
 func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
+	floors, err := tokenFloors(ctx, db, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := floorCovered(ctx, db, d, "TokenFloor", false); err != nil {
+		return nil, err
+	}
+	return floors, nil
+}
+
+// tokenFloors is TokenFloors without the coverage check: the floor tables the guards
+// read and their floors (MaxToken and Check's lost-row report need them whatever the
+// coverage).
+func tokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
 	_, ff, err := floorFinder(d, "TokenFloor")
 	if err != nil {
 		return nil, err
@@ -188,7 +205,9 @@ func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 // floor is enforced there at all, which an operator checking a failover must not
 // mistake for a floor not raised yet. A floor table that has lost its row fails it with
 // a *FloorLostError (ErrFloorLost): the guards refuse writes then, which 0 would not
-// say.
+// say. A guarded table no floor-reading guard judges fails it with a *FloorError
+// (ErrFloorUncovered), as TokenFloors: a health check comparing the floor with the lock
+// service must not take it for in force there.
 func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, error) {
 	floors, err := TokenFloors(ctx, db, d)
 	if err != nil {
@@ -234,10 +253,16 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // read, so a database with guards always has it; a floor table created where no guard
 // reads it would refuse nothing while the raise reported success. With no guard in
 // scope that reads a floor it fails with a *FloorError (ErrNoFloorGuard) and writes
-// nothing. A floor table a guard reads but that has lost its row gets the row back. On
-// a server that does not take writes as a primary (dialect.PrimaryChecker: a replica,
-// MariaDB's read_only) it fails with ErrNotPrimary and writes nothing; on MariaDB it
-// also waits for the XA transactions prepared at the raise (dialect.PreparedLister).
+// nothing. When, after the raise, a table the database records as guarded (or, on
+// PostgreSQL, one of its inheritance children or partitions) is found that no
+// floor-reading guard judges — a table registered but fenced by the wrapper alone, a
+// child created after the guard, a MariaDB guard that lost its floor trigger — it
+// fails with a *FloorError (ErrFloorUncovered, Raised) naming them: the floor is
+// raised for the other tables, not for those (red-team rt34b F1). A floor table a
+// guard reads but that has lost its row gets the row back. On a server that does not
+// take writes as a primary (dialect.PrimaryChecker: a replica, MariaDB's read_only) it
+// fails with ErrNotPrimary and writes nothing; on MariaDB it also waits for the XA
+// transactions prepared at the raise (dialect.PreparedLister).
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	f, ff, err := floorFinder(d, "RaiseTokenFloor")
 	if err != nil {
@@ -301,6 +326,15 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
+	if err := settleRaise(ctx, db, d); err != nil {
+		return err
+	}
+	return floorCovered(ctx, db, d, "RaiseTokenFloor", true)
+}
+
+// settleRaise waits, after a raise has committed, until no transaction that may have
+// judged a write under the old floor can still commit (see RaiseTokenFloor).
+func settleRaise(ctx context.Context, db *sql.DB, d dialect.Dialect) error {
 	if p, ok := d.(dialect.PreparedLister); ok {
 		if err := settlePrepared(ctx, db, p); err != nil {
 			return err

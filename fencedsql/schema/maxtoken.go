@@ -37,7 +37,7 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 	}
 	var max uint64
 	if _, ok := d.(dialect.FloorFinder); ok {
-		floors, err := TokenFloors(ctx, db, d)
+		floors, err := tokenFloors(ctx, db, d)
 		if err != nil && !isMissingTable(d, err) && !errors.Is(err, ErrNoFloorGuard) {
 			return 0, err
 		}

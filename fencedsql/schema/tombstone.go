@@ -214,8 +214,13 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 // PurgeTombstones deletes the tombstones recorded more than olderThan ago (by the
 // database's clock) from the tombstone table of each named guarded table and returns
 // how many it deleted. At least one table must be named; a table without a tombstone
-// table is an error. Run it on a plain connection: the fenced pool refuses writes to
-// the guards' own tables.
+// table is an error. An unqualified name is resolved as Check and TombstoneFix resolve
+// it (the schema its name resolves to on this connection: PostgreSQL's search_path,
+// MySQL's current database), so the tombstone table purged is the one they installed
+// for that table, never a namesake's in another schema; an unqualified name that
+// resolves to no table with a primary key is an error, and nothing is purged for it.
+// Run it on a plain connection: the fenced pool refuses writes to the guards' own
+// tables.
 //
 // Purging bounds the tombstone tables, at a price: once a row's tombstone is purged, a
 // holder paused for longer than olderThan could re-insert that row under its old
@@ -236,6 +241,19 @@ func PurgeTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, olderTh
 		table, err := dialect.ParseTableName(name)
 		if err != nil {
 			return total, configErr("PurgeTombstones: %v", err)
+		}
+		if table.Schema == "" {
+			// Resolve the schema as TombstoneFix did when it installed the tombstone
+			// table (red-team rt34a F4: PostgreSQL's purge took an unqualified name as
+			// public's whatever the search_path, and purged a namesake's tombstones).
+			resolved, key, err := primaryKey(ctx, db, ts, table)
+			if err != nil {
+				return total, fmt.Errorf("fencedsql: PurgeTombstones %s: %w", name, err)
+			}
+			if len(key) == 0 || resolved.Schema == "" {
+				return total, fmt.Errorf("fencedsql: PurgeTombstones %s: no such table on this connection's path, or it has no primary key (name it schema-qualified)", name)
+			}
+			table = resolved
 		}
 		q, args := ts.PurgeTombstonesQuery(table, olderThan)
 		res, err := db.ExecContext(ctx, q, args...)

@@ -36,7 +36,10 @@ import (
 //	                  bare number on the first line (the lowest of them), then one line
 //	                  per floor table, "<schema>.fencedsql_floor: <floor>". Where no
 //	                  installed guard reads a floor it raises nothing, says so and
-//	                  exits 1 (schema.ErrNoFloorGuard). At a failover: N is the lock
+//	                  exits 1 (schema.ErrNoFloorGuard). Where a table the database
+//	                  records as guarded (or a PostgreSQL child or partition of one) is
+//	                  not judged by a floor-reading guard, it raises the others, names
+//	                  those and exits 1 (schema.ErrFloorUncovered). At a failover: N is the lock
 //	                  service's LastToken + 1, so every lease granted before is refused
 //	                  on the new primary. It returns once no transaction open across
 //	                  the raise can still commit a write judged under the old floor;
