@@ -46,8 +46,9 @@ import (
 //   - The guard checks that a writer follows the protocol, not that its token is
 //     genuine: a writer outside the wrapper that raises the version and sets a token
 //     at least as high passes. INSERT is not guarded.
-//   - DDL is not transactional in MySQL: GuardDDL drops and re-creates the trigger,
-//     leaving a moment without it when re-installing over an existing guard.
+//   - DDL is not transactional in MySQL: GuardDDL installs each trigger through a
+//     shadow copy (replaceTrigger), so that re-installing over an existing guard
+//     leaves no moment without it.
 //   - Creating triggers needs the TRIGGER privilege, and with binary logging on it
 //     may also need SUPER or log_bin_trust_function_creators=1.
 //   - Install it through a plain (non-fenced) connection: the trigger body holds
@@ -110,9 +111,17 @@ func messageWith(head, table, what string) string {
 }
 
 // GuardDDL returns the statements that install the guard on table (in table.Schema,
-// or the connection's database when it is empty). Each is one statement for database/sql.
+// or the connection's database when it is empty). Each is one statement for
+// database/sql; each trigger replaces one of its name without a moment in which the
+// table has neither (replaceTrigger).
 func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol string) []string {
-	trg := triggerName(table).Quote(d.QuoteIdent)
+	ddl := append(d.floorDDL(table.Schema), d.replaceTriggers(d.guardTriggerDefs(table, tokenCol, versionCol))...)
+	return append(ddl, d.fenceFuncDDL(table, tokenCol)...)
+}
+
+// guardTriggerDefs are the guard's two triggers on table: the BEFORE UPDATE guard and
+// the BEFORE INSERT floor trigger.
+func (d dialectImpl) guardTriggerDefs(table dialect.TableName, tokenCol, versionCol string) []triggerDef {
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	notNull := func(col string) string {
 		return "SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+col+"' cannot be null")
@@ -120,29 +129,25 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	refuse := func(what string) string {
 		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, what)
 	}
-	ins := dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}.Quote(d.QuoteIdent)
-	ddl := append(d.floorDDL(table.Schema),
-		"DROP TRIGGER IF EXISTS "+trg,
+	return []triggerDef{
 		// One test on the wrapper's path; the nested IF only names the refusal.
-		"CREATE TRIGGER "+trg+" BEFORE UPDATE ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\nBEGIN\n"+
-			"  IF NEW."+tok+" IS NULL OR NEW."+ver+" IS NULL OR NEW."+tok+" < OLD."+tok+" OR NEW."+ver+" <= OLD."+ver+" OR "+floorBelow(tok)+" THEN\n"+
-			"    IF NEW."+tok+" IS NULL THEN\n      "+notNull(tokenCol)+";\n"+
-			"    ELSEIF NEW."+ver+" IS NULL THEN\n      "+notNull(versionCol)+";\n"+
-			"    ELSEIF NEW."+tok+" < OLD."+tok+" THEN\n      "+refuse("UPDATE lowers the fence token")+";\n"+
-			"    ELSEIF NEW."+ver+" <= OLD."+ver+" THEN\n      "+refuse("UPDATE does not advance the version")+";\n"+
-			"    ELSE\n      "+floorRefusal(table.Name)+";\n"+
-			"    END IF;\n  END IF;\nEND",
-		"DROP TRIGGER IF EXISTS "+ins,
+		{triggerName(table), "BEFORE UPDATE ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\nBEGIN\n" +
+			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + " OR " + floorBelow(tok) + " THEN\n" +
+			"    IF NEW." + tok + " IS NULL THEN\n      " + notNull(tokenCol) + ";\n" +
+			"    ELSEIF NEW." + ver + " IS NULL THEN\n      " + notNull(versionCol) + ";\n" +
+			"    ELSEIF NEW." + tok + " < OLD." + tok + " THEN\n      " + refuse("UPDATE lowers the fence token") + ";\n" +
+			"    ELSEIF NEW." + ver + " <= OLD." + ver + " THEN\n      " + refuse("UPDATE does not advance the version") + ";\n" +
+			"    ELSE\n      " + floorRefusal(table.Name) + ";\n" +
+			"    END IF;\n  END IF;\nEND"},
 		// One test on the wrapper's path; a NULL fencing column is refused as NOT NULL
 		// refuses it, so that a constraint dropped while pools run opens nothing.
-		"CREATE TRIGGER "+ins+" BEFORE INSERT ON "+table.Quote(d.QuoteIdent)+" FOR EACH ROW\n"+
-			"  IF NEW."+tok+" IS NULL OR NEW."+ver+" IS NULL OR "+floorBelow(tok)+" THEN\n"+
-			"    IF NEW."+tok+" IS NULL THEN "+notNull(tokenCol)+";\n"+
-			"    ELSEIF NEW."+ver+" IS NULL THEN "+notNull(versionCol)+";\n"+
-			"    ELSE "+floorRefusal(table.Name)+";\n"+
-			"    END IF;\n  END IF",
-	)
-	return append(ddl, d.fenceFuncDDL(table, tokenCol)...)
+		{dialect.TableName{Schema: table.Schema, Name: floorTrigger(table.Name)}, "BEFORE INSERT ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\n" +
+			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR " + floorBelow(tok) + " THEN\n" +
+			"    IF NEW." + tok + " IS NULL THEN " + notNull(tokenCol) + ";\n" +
+			"    ELSEIF NEW." + ver + " IS NULL THEN " + notNull(versionCol) + ";\n" +
+			"    ELSE " + floorRefusal(table.Name) + ";\n" +
+			"    END IF;\n  END IF"},
+	}
 }
 
 // UnguardDDL returns the one statement that removes the guard from table.

@@ -48,41 +48,29 @@ func guardTriggerTable(trigger, table string) (name string, before bool, ok bool
 // by lower-cased trigger name; the tombstone's only when t's primary key is known.
 // Bodies are those written for the table named without its schema (compared with
 // the schema's qualifier removed: schema.Check qualifies what it installs); the
-// statements re-create them for the table in t's schema.
+// statements re-create them for the table in t's schema (replaceTrigger).
 func (d dialectImpl) ownTriggerBodies(t dialect.SideDoorTable, name string) map[string]ownGuardTrigger {
 	own := map[string]ownGuardTrigger{}
 	if t.TokenColumn == "" {
 		return own
 	}
-	build := func(table dialect.TableName) []string {
-		var ddl []string
+	build := func(table dialect.TableName) []triggerDef {
+		var defs []triggerDef
 		if t.VersionColumn != "" {
-			ddl = d.GuardDDL(table, t.TokenColumn, t.VersionColumn)
+			defs = d.guardTriggerDefs(table, t.TokenColumn, t.VersionColumn)
 		}
 		if len(t.PrimaryKey) > 0 {
-			ddl = append(ddl, d.TombstoneDDL(table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
+			defs = append(defs, d.tombTriggerDefs(table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
 		}
-		return ddl
+		return defs
 	}
-	bare := dialect.TableName{Name: name}
-	ddl, fix := build(bare), build(dialect.TableName{Schema: t.Table.Schema, Name: name})
-	if len(ddl) != len(fix) {
-		return own
-	}
-	for i, q := range ddl {
-		if i == 0 || !strings.HasPrefix(q, "CREATE TRIGGER ") || !strings.HasPrefix(ddl[i-1], "DROP TRIGGER IF EXISTS ") {
-			continue
-		}
-		head, body, ok := strings.Cut(q, " FOR EACH ROW\n")
+	bare, fix := build(dialect.TableName{Name: name}), build(dialect.TableName{Schema: t.Table.Schema, Name: name})
+	for i, tr := range bare {
+		_, body, ok := strings.Cut(tr.def, " FOR EACH ROW\n")
 		if !ok {
 			continue
 		}
-		quoted, _, _ := strings.Cut(strings.TrimPrefix(head, "CREATE TRIGGER "), " ")
-		for _, p := range guardTriggerPrefixes {
-			if n := boundedTrigger(p, name); quoted == d.QuoteIdent(n) {
-				own[strings.ToLower(n)] = ownGuardTrigger{body: body, ddl: []string{fix[i-1], fix[i]}}
-			}
-		}
+		own[strings.ToLower(tr.name.Name)] = ownGuardTrigger{body: body, ddl: d.replaceTrigger("CREATE", fix[i])}
 	}
 	return own
 }

@@ -472,11 +472,8 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		}
 		var fix []string
 		if owner != nil {
-			trg := dialect.TableName{Schema: db, Name: name}.Quote(q)
-			fix = []string{
-				"DROP TRIGGER IF EXISTS " + trg,
-				"CREATE DEFINER = " + accountSQL(*owner) + " TRIGGER " + trg + " " + r[2] + " " + r[3] + " ON " + tbl + " FOR EACH ROW\n" + r[4],
-			}
+			fix = d.replaceTrigger("CREATE DEFINER = "+accountSQL(*owner),
+				triggerDef{dialect.TableName{Schema: db, Name: name}, r[2] + " " + r[3] + " ON " + tbl + " FOR EACH ROW\n" + r[4]})
 		}
 		problem("trigger "+name+" "+bad, fix...)
 	}

@@ -51,8 +51,9 @@ import (
 // tombstone table. Limits: foreign-key cascades run no triggers in MySQL and record no
 // tombstones; a TEMPORARY table named like the tombstone table shadows it for the
 // session that created it (the wrapper refuses creating one; grant applications
-// CREATE TEMPORARY TABLES only where needed). DDL is not transactional: re-installing
-// leaves a moment without the triggers.
+// CREATE TEMPORARY TABLES only where needed). DDL is not transactional: each trigger
+// is installed through a shadow copy (replaceTrigger), so that re-installing leaves no
+// moment without it.
 func tombName(kind, name string) string {
 	prefix := "fencedsql_tomb" + kind + "_"
 	full := prefix + name
@@ -121,20 +122,38 @@ const tombClock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00')"
 const tombClockPattern = "%" + tombClock + "%"
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
-// and install table's tombstone triggers, one statement each for database/sql.
+// and install table's tombstone triggers, one statement each for database/sql; each
+// trigger replaces one of its name without a moment in which the table has neither
+// (replaceTrigger).
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
-	tbl := table.Quote(d.QuoteIdent)
-	tomb := tombTable(table).Quote(d.QuoteIdent)
-	del := tombObject("del", table).Quote(d.QuoteIdent)
-	ins := tombObject("ins", table).Quote(d.QuoteIdent)
-	rekey := tombObject("key", table).Quote(d.QuoteIdent)
-	tok := d.QuoteIdent(tokenCol)
-	cols, defs := make([]string, len(key)), make([]string, len(key))
+	defs := make([]string, len(key))
 	for i, k := range key {
-		cols[i] = d.QuoteIdent(k.Name)
 		defs[i] = keyColumnDef(k, d.QuoteIdent)
 	}
-	list := strings.Join(cols, ", ")
+	create := "CREATE TABLE IF NOT EXISTS " + tombTable(table).Quote(d.QuoteIdent) + " (" + strings.Join(defs, ", ") +
+		", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + d.keyList(key) + ")) ENGINE=InnoDB"
+	return append([]string{create}, d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
+}
+
+// keyList is the key's columns, quoted, separated by commas.
+func (d dialectImpl) keyList(key []dialect.KeyColumn) string {
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// tombTriggerDefs are table's three tombstone triggers (see above).
+func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []triggerDef {
+	tbl := table.Quote(d.QuoteIdent)
+	tomb := tombTable(table).Quote(d.QuoteIdent)
+	tok := d.QuoteIdent(tokenCol)
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+	}
+	list := d.keyList(key)
 	noClock := "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, "no server clock to date the tombstone (CONVERT_TZ gave NULL)")
 	each := func(sep string, f func(c string) string) string { return sqltext.Each(cols, sep, f) }
 	record := func(token string) string {
@@ -147,19 +166,14 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		" AND (NEW." + tok + " IS NULL OR t.fence_token > NEW." + tok + ") LOCK IN SHARE MODE) THEN\n" +
 		"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
 		"  END IF"
-	return []string{
-		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") +
-			", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + list + ")) ENGINE=InnoDB",
-		"DROP TRIGGER IF EXISTS " + del,
-		"CREATE TRIGGER " + del + " AFTER DELETE ON " + tbl + " FOR EACH ROW\n" +
-			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+")") + ";\nEND IF",
-		"DROP TRIGGER IF EXISTS " + ins,
-		"CREATE TRIGGER " + ins + " AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + check,
-		"DROP TRIGGER IF EXISTS " + rekey,
-		"CREATE TRIGGER " + rekey + " AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
+	return []triggerDef{
+		{tombObject("del", table), "AFTER DELETE ON " + tbl + " FOR EACH ROW\n" +
+			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+")") + ";\nEND IF"},
+		{tombObject("ins", table), "AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + check},
+		{tombObject("key", table), "AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
 			"IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
 			"  IF " + tombClock + " IS NULL THEN\n    " + noClock + ";\n  END IF;\n" +
-			"  " + record("GREATEST(COALESCE(OLD."+tok+", 0), COALESCE(NEW."+tok+", 0))") + ";\n  " + check + ";\nEND IF",
+			"  " + record("GREATEST(COALESCE(OLD."+tok+", 0), COALESCE(NEW."+tok+", 0))") + ";\n  " + check + ";\nEND IF"},
 	}
 }
 

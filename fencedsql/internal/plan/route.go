@@ -300,6 +300,11 @@ func (p *parser) control(head string, first int) error {
 		if !ok {
 			return nil
 		}
+		// Partition and inheritance DDL that moves a guarded table's rows without its
+		// row triggers: refused like TRUNCATE, whatever WithDDL says (rowmove.go).
+		if err := p.rowMoves(head, first); err != nil {
+			return err
+		}
 		if !p.rw.allowDDL {
 			return unsupported(g, "DDL (%s) that names a guarded table through the fenced pool: run migrations on a plain connection (the driver without \"fenced-\"), or allow it with fencedsql.WithDDL(true)", head)
 		}

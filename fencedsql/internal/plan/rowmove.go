@@ -1,0 +1,185 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
+
+// Partition and inheritance DDL that moves rows into or out of a guarded table without
+// its row triggers (docs/design.md, G9 and "Statements that reach the guards without
+// naming them"). TRUNCATE of a guarded table is refused whatever WithDDL says: it
+// removes rows without the DELETE trigger, so without tombstones, and a stale holder
+// could then re-insert a key a newer holder wrote or deleted. The same removal (or the
+// arrival of rows no INSERT trigger judged) spelled as partition maintenance is refused
+// the same way, on a pool with guarded tables, before anything is sent (red-team rt34a
+// F2, F3):
+//
+//   - MySQL/MariaDB ALTER TABLE … TRUNCATE PARTITION, DROP PARTITION (both delete the
+//     partition's rows), EXCHANGE PARTITION … WITH TABLE (swaps rows in and out),
+//     DISCARD/IMPORT [PARTITION …] TABLESPACE (drops the data, or brings in a data
+//     file's rows), and MariaDB's CONVERT PARTITION … TO TABLE and CONVERT TABLE … TO
+//     PARTITION (rows leave, or arrive);
+//   - PostgreSQL ALTER [FOREIGN] TABLE … ATTACH PARTITION, DETACH PARTITION, INHERIT
+//     and NO INHERIT (a table's rows join or leave the guarded table's, and a table
+//     attached below it is written by its own name, which the pool does not guard);
+//   - PostgreSQL CREATE [FOREIGN] TABLE … PARTITION OF and CREATE TABLE … INHERITS
+//     (…) that name a guarded table (red-team rt34d F5): no row moves, but the new
+//     relative holds the guarded table's rows under a name this pool does not guard —
+//     its guarded names (a guarded table's partitions and inheritance children, read at
+//     its first connection) are fixed once statements have run, and other pools read
+//     them when they open. Re-reading them after the statement was weighed and not
+//     done: the pool's rewriter and statement caches would change under running
+//     statements, and every pool already open elsewhere would still write the new
+//     relative unfenced. Create partitions on a plain connection (the migration role),
+//     before the pools that write them open, as for one attached by another client.
+//
+// A statement is judged when it names a guarded table (or one of its relatives) by an
+// identifier: the partition's own table, the table it becomes a partition or child of,
+// or the table a partition is exchanged with. Maintenance that keeps the rows where they
+// are (ADD, COALESCE, REORGANIZE, REBUILD, ANALYZE/CHECK/OPTIMIZE/REPAIR PARTITION,
+// PARTITION BY, REMOVE PARTITIONING) passes under WithDDL like any other DDL.
+
+// mysqlRowMoves are, on MySQL/MariaDB, the words that start an ALTER TABLE clause
+// moving rows when the word after one of them is in the list it maps to.
+var mysqlRowMoves = map[string][]string{
+	"TRUNCATE": {"PARTITION"},
+	"DROP":     {"PARTITION"},
+	"EXCHANGE": {"PARTITION"},
+	"DISCARD":  {"PARTITION", "TABLESPACE"},
+	"IMPORT":   {"PARTITION", "TABLESPACE"},
+	"CONVERT":  {"PARTITION", "TABLE"},
+}
+
+// rowMoves refuses, whatever WithDDL allows, the statement at sig[first] (head its
+// head keyword, upper-cased) when it is partition or inheritance DDL that moves rows
+// into or out of a guarded table without its row triggers, or makes a new partition
+// or inheritance child of one (see above). Any other statement is left to the DDL rule.
+func (p *parser) rowMoves(head string, first int) error {
+	to := first
+	for to < len(p.sig) && !p.punct(to, ";") {
+		to++
+	}
+	if !p.mentionsGuardIn(first, to) {
+		return nil
+	}
+	var what string
+	switch head {
+	case "ALTER":
+		what = p.alterMovesRows(first, to)
+	case "CREATE":
+		what = p.createsRelative(first, to)
+	}
+	if what == "" {
+		return nil
+	}
+	return unsupported(p.firstGuard(), "%s on a pool with guarded tables, whatever WithDDL allows: like TRUNCATE, it moves rows into or out of a guarded table "+
+		"without its row triggers (no tombstone for a row that leaves, no check of a row that arrives), or makes a partition or inheritance child the pool "+
+		"does not guard by its name; run partition maintenance on a plain connection (the migration role), and open the pools after it", what)
+}
+
+// alterMovesRows returns the clause (upper-cased, e.g. "ALTER TABLE … DETACH
+// PARTITION") by which the ALTER statement sig[first:to] moves rows of a table
+// without its row triggers, or "" when it has none or is not an ALTER TABLE.
+func (p *parser) alterMovesRows(first, to int) string {
+	// ALTER [ONLINE|OFFLINE] [IGNORE] TABLE (MySQL/MariaDB), ALTER [FOREIGN] TABLE.
+	tbl := first + 1
+	for tbl < to && tbl < first+3 && p.kwIn(tbl, "ONLINE", "OFFLINE", "IGNORE", "FOREIGN") {
+		tbl++
+	}
+	if !p.kw(tbl, "TABLE") {
+		return ""
+	}
+	clause := func(i, n int) string {
+		words := make([]string, n)
+		for k := range words {
+			words[k] = strings.ToUpper(p.text(p.sig[i+k]))
+		}
+		return "ALTER TABLE … " + strings.Join(words, " ")
+	}
+	mysql := p.rw.syn == sqllex.MySQL
+	starts := p.alterActionStarts(tbl+1, to)
+	depth := 0
+	for i := tbl + 1; i < to; i++ {
+		switch {
+		case p.punct(i, "("):
+			depth++
+			continue
+		case p.punct(i, ")"):
+			depth--
+			continue
+		case depth != 0:
+			continue
+		case p.kwIn(i, "ATTACH", "DETACH") && p.kw(i+1, "PARTITION"):
+			return clause(i, 2)
+		case starts[i] && p.kw(i, "INHERIT"):
+			return clause(i, 1)
+		case starts[i] && p.kw(i, "NO") && p.kw(i+1, "INHERIT"):
+			return clause(i, 2)
+		}
+		if mysql && p.sig[i].Kind == sqllex.KindWord {
+			if next, ok := mysqlRowMoves[strings.ToUpper(p.text(p.sig[i]))]; ok && p.kwIn(i+1, next...) {
+				return clause(i, 2)
+			}
+		}
+	}
+	return ""
+}
+
+// alterActionStarts returns the sig indexes in [from, to) where a PostgreSQL ALTER
+// TABLE action may start: after [IF EXISTS] [ONLY] name [*], and after each top-level
+// comma. Where the name cannot be read, every top-level position counts (fail closed:
+// INHERIT is then judged wherever it stands).
+func (p *parser) alterActionStarts(from, to int) map[int]bool {
+	starts := map[int]bool{}
+	i := from
+	if p.kw(i, "IF") && p.kw(i+1, "EXISTS") {
+		i += 2
+	}
+	if p.kw(i, "ONLY") {
+		i++
+	}
+	r, ok := p.parseName(i)
+	depth := 0
+	for k := from; k < to; k++ {
+		switch {
+		case p.punct(k, "("):
+			depth++
+		case p.punct(k, ")"):
+			depth--
+		case depth == 0 && !ok:
+			starts[k] = true
+		case depth == 0 && p.punct(k, ","):
+			starts[k+1] = true
+		}
+	}
+	if ok {
+		end := r.end
+		if p.punct(end, "*") {
+			end++
+		}
+		starts[end] = true
+	}
+	return starts
+}
+
+// createsRelative returns the clause ("CREATE TABLE … PARTITION OF", "CREATE TABLE …
+// INHERITS") by which the CREATE statement sig[first:to] makes a table a partition or
+// an inheritance child, or "".
+func (p *parser) createsRelative(first, to int) string {
+	depth := 0
+	for i := first + 1; i < to; i++ {
+		switch {
+		case p.punct(i, "("):
+			depth++
+		case p.punct(i, ")"):
+			depth--
+		case depth != 0:
+		case p.kw(i, "PARTITION") && p.kw(i+1, "OF"):
+			return "CREATE TABLE … PARTITION OF"
+		case p.kw(i, "INHERITS") && p.punct(i+1, "("):
+			return "CREATE TABLE … INHERITS"
+		}
+	}
+	return ""
+}
