@@ -53,7 +53,6 @@ func rt35bChildLock(t *testing.T, raw *sql.DB) func() {
 	return func() { _ = holder.Rollback() }
 }
 
-
 // TestOwnDeleteTxDeadlineNotCommitted (cosmetic, as above).
 // The DELETE of the wrapper's own transaction waits (a foreign-key check on a child
 // row another transaction holds) and the statement's deadline passes: pgx drops the

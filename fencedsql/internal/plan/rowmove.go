@@ -23,6 +23,9 @@ import (
 //   - PostgreSQL ALTER [FOREIGN] TABLE … ATTACH PARTITION, DETACH PARTITION, INHERIT
 //     and NO INHERIT (a table's rows join or leave the guarded table's, and a table
 //     attached below it is written by its own name, which the pool does not guard);
+//   - PostgreSQL ALTER TABLE … ALTER [COLUMN] c [SET DATA] TYPE … USING <expression>:
+//     every row is rewritten with the expression's value, without the row triggers
+//     (a fencing column set back to 0, any column changed unfenced);
 //   - PostgreSQL CREATE [FOREIGN] TABLE … PARTITION OF and CREATE TABLE … INHERITS
 //     (…) that name a guarded table (red-team rt34d F5): no row moves, but the new
 //     relative holds the guarded table's rows under a name this pool does not guard —
@@ -100,6 +103,7 @@ func (p *parser) alterMovesRows(first, to int) string {
 	mysql := p.rw.syn == sqllex.MySQL
 	starts := p.alterActionStarts(tbl+1, to)
 	depth := 0
+	retype := false // a PostgreSQL action's [SET DATA] TYPE seen: its USING rewrites rows
 	for i := tbl + 1; i < to; i++ {
 		switch {
 		case p.punct(i, "("):
@@ -110,6 +114,14 @@ func (p *parser) alterMovesRows(first, to int) string {
 			continue
 		case depth != 0:
 			continue
+		case p.punct(i, ","):
+			retype = false
+			continue
+		case !mysql && p.kw(i, "TYPE"):
+			retype = true
+			continue
+		case !mysql && retype && p.kw(i, "USING"):
+			return "ALTER TABLE … ALTER COLUMN … TYPE … USING"
 		case p.kwIn(i, "ATTACH", "DETACH") && p.kw(i+1, "PARTITION"):
 			return clause(i, 2)
 		case starts[i] && p.kw(i, "INHERIT"):

@@ -55,6 +55,11 @@ func TestPartitionRowMovesRefused(t *testing.T) {
 			"CREATE TABLE accounts PARTITION OF ledger DEFAULT",
 			"CREATE TABLE child (extra int) INHERITS (accounts)",
 			"CREATE TABLE child () INHERITS (other, accounts)",
+			// every row rewritten by an expression, without the row triggers
+			"ALTER TABLE accounts ALTER COLUMN fence_token TYPE bigint USING 0",
+			"ALTER TABLE accounts ALTER fence_token SET DATA TYPE bigint USING fence_token - 100",
+			"ALTER TABLE accounts ADD COLUMN z int, ALTER COLUMN balance TYPE numeric USING balance * 0",
+			"alter table only accounts alter column balance type bigint collate \"C\" using (balance)",
 		},
 	}
 	for d, stmts := range refused {
@@ -97,6 +102,10 @@ func TestPartitionRowMovesRefused(t *testing.T) {
 			"ALTER TABLE accounts RENAME COLUMN inherit TO x",
 			"ALTER TABLE accounts SET (fillfactor = 70)",
 			"ALTER TABLE accounts DROP partition", // a column named partition
+			"ALTER TABLE accounts ALTER COLUMN balance TYPE numeric",
+			"ALTER TABLE accounts ADD CONSTRAINT ex EXCLUDE USING gist (id WITH =)",
+			"ALTER TABLE accounts ALTER COLUMN balance TYPE numeric, ADD CONSTRAINT u UNIQUE USING INDEX accounts_u",
+			"ALTER TABLE other ALTER COLUMN x TYPE int USING 0",
 			"ALTER TABLE other DETACH PARTITION other_p1",
 			"ALTER TABLE other ATTACH PARTITION other_p2 DEFAULT",
 			"ALTER TABLE child INHERIT parent",
