@@ -409,9 +409,10 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // trigger and the rules on or naming it (views, rules, described at SideDoors), the
 // triggers of other relations that write it (otherTriggers), the table's own
 // BEFORE row triggers that may assign its fencing columns, or whose WHEN clause names
-// one or whose function writes the table itself (ownTriggers, patchDoor), a guard
-// a table swap lost (lostGuard), a child or partition its guard leaves unfloored
-// (unflooredRelatives), a tombstone table keyed otherwise than the table
+// one or whose function writes the table itself (ownTriggers, patchDoor), or, on
+// UPDATE, may return something other than NEW (skipDoor), a guard a table swap lost
+// (lostGuard), a child or partition its guard leaves unfloored (unflooredRelatives),
+// a tombstone table keyed otherwise than the table
 // (tombstoneKey), and the guards' own tables not as the guards created them
 // (guardTables) — and, with the triggers of other relations, what may change those
 // tables (guard writers: triggers, rules, views, event triggers, SECURITY DEFINER
@@ -505,7 +506,9 @@ SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.pr
   CASE WHEN COALESCE(p.prosrc, '') = '' THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
   pg_catalog.encode(tg.tgargs, 'escape'),
   CASE WHEN tg.tgqual IS NULL THEN '' ELSE pg_catalog.pg_get_triggerdef(tg.oid) END,
-  (SELECT pg_catalog.string_agg(hc.relname::text, ' ') FROM d h JOIN pg_catalog.pg_class hc ON hc.oid = h.oid)
+  (SELECT pg_catalog.string_agg(hc.relname::text, ' ') FROM d h JOIN pg_catalog.pg_class hc ON hc.oid = h.oid),
+  CASE WHEN tg.tgtype & 16 <> 0 THEN 'u' ELSE '' END,
+  (SELECT l.lanname::text FROM pg_catalog.pg_language l WHERE l.oid = p.prolang)
 FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
@@ -525,6 +528,8 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
 		if !dialect.NamesColumn(r[5], dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) &&
 			!dialect.NamesColumn(args, dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) {
 			if sd, ok := d.patchDoor(r, t); ok {
+				doors = append(doors, sd)
+			} else if sd, ok := d.skipDoor(r, t); ok {
 				doors = append(doors, sd)
 			}
 			continue

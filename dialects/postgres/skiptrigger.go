@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// skipDoor judges one of ownTriggers' rows (the table's own enabled BEFORE row
+// triggers, of the table and of its inheritance children and partitions, other than
+// the guard's) that patchDoor passed: a BEFORE UPDATE row trigger (r[9] is "u") whose
+// function may return something other than NEW is a door (red-team rt35a F1-F3). Every
+// fenced statement that writes the table's rows by an UPDATE — a fenced UPDATE, a
+// claim's fencing UPDATE (one statement or two), the two-statement DELETE's stamp —
+// takes the rows the UPDATE reached to be the rows it stamped with its token. A
+// trigger that returns OLD keeps the row as it was (the UPDATE RETURNs it, unstamped:
+// a claim reports a row it did not claim, and the older holder's later write lands);
+// one that returns NULL skips the row (a claim silently drops a row the plain locking
+// read returns, a stale claim of a row a newer token owns is not fenced, the
+// two-statement DELETE deletes fewer rows than its WHERE selects). Such a trigger
+// names no fencing column and writes no table, so neither ownTriggers' column test
+// nor patchDoor sees it.
+//
+// A PL/pgSQL function (r[10] is "plpgsql") is read (plpgsqlKeepsNew): every RETURN
+// must return NEW (or COALESCE(NEW, …), NEW never being NULL on UPDATE), and NEW must
+// not be assigned whole (NEW := OLD; SELECT … INTO NEW). A function in any other
+// language (C, internal, plpython, plperl, …), whose body the check cannot read, is a
+// door too, but for the built-in tsvector_update_trigger functions, which return the
+// new row always. The library's own guard trigger is not among ownTriggers' rows, and
+// its tombstone triggers are AFTER triggers. No Fix: the trigger is the user's; the
+// problem says how to rewrite it (refuse the change with RAISE EXCEPTION instead of
+// skipping it, or do its work elsewhere).
+func (d dialectImpl) skipDoor(r []string, t dialect.SideDoorTable) (dialect.SideDoor, bool) {
+	if len(r) < 11 || r[9] != "u" {
+		return dialect.SideDoor{}, false
+	}
+	rel := dialect.TableName{Schema: r[0], Name: r[1]}
+	fn := dialect.TableName{Schema: r[3], Name: r[4]}
+	var why string
+	switch {
+	case r[10] == "plpgsql":
+		if plpgsqlKeepsNew(r[5]) {
+			return dialect.SideDoor{}, false
+		}
+		why = "may return something other than NEW (RETURN OLD, RETURN NULL, another record, or NEW assigned whole)"
+	case r[10] == "internal" && r[3] == "pg_catalog" && (r[4] == "tsvector_update_trigger" || r[4] == "tsvector_update_trigger_column"):
+		return dialect.SideDoor{}, false
+	default:
+		why = "is written in " + r[10] + ", whose body the check cannot read, so it may return something other than NEW"
+	}
+	return dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[2] + " on " + rel.String(),
+		Problem: "the BEFORE UPDATE row trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which " + why +
+			": a BEFORE UPDATE trigger that returns OLD keeps the row unstamped while the fencing UPDATE reports it changed (a claim returns a row it did not claim, and an older holder's later write of it is stored), and one that returns NULL skips the row (a claim silently drops a row its read selects and a stale claim is not fenced, a two-statement DELETE deletes fewer rows than asked) — of " +
+			t.Table.String() + "'s fenced UPDATEs, claims and DELETEs; make the function return NEW for every row (refuse a change it must not allow with RAISE EXCEPTION instead of skipping it), or drop the trigger"}, true
+}
+
+// plpgsqlKeepsNew reports whether the PL/pgSQL trigger body src returns NEW from
+// every RETURN (bare NEW, parenthesized, or COALESCE(NEW, …)) and never assigns NEW
+// whole (NEW := …, NEW = … at a statement's start, or INTO [STRICT] NEW); NEW.col
+// assignments are fine (ownTriggers judges the fencing columns). A body the lexer
+// cannot read keeps nothing (it errs on the side of a door).
+func plpgsqlKeepsNew(src string) bool {
+	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
+	if err != nil {
+		return false
+	}
+	punct := func(i int, s ...string) bool {
+		if i < 0 || i >= len(toks) || toks[i].Kind != dialect.DDLPunct {
+			return false
+		}
+		for _, x := range s {
+			if toks[i].Text == x {
+				return true
+			}
+		}
+		return false
+	}
+	isNew := func(i int) bool {
+		if i >= len(toks) {
+			return false
+		}
+		if n, ok := toks[i].Name(); ok && toks[i].Kind != dialect.DDLString {
+			return strings.EqualFold(n, "new") && (toks[i].Kind == dialect.DDLWord || n == "new")
+		}
+		return false
+	}
+	// stmtStart: token i begins a statement (after ;, a block or branch keyword, or a label).
+	stmtStart := func(i int) bool {
+		if i == 0 {
+			return true
+		}
+		p := toks[i-1]
+		return punct(i-1, ";", ">>") || p.Is("BEGIN") || p.Is("THEN") || p.Is("ELSE") || p.Is("LOOP") || p.Is("DECLARE")
+	}
+	for i := 0; i < len(toks); i++ {
+		switch {
+		case toks[i].Is("RETURN"):
+			// The expression up to the statement's ';'.
+			j := i + 1
+			for j < len(toks) && !punct(j, ";") {
+				j++
+			}
+			if !returnsNew(toks[i+1:j], isNew, i+1) {
+				return false
+			}
+			i = j
+		case isNew(i) && !punct(i+1, ".") && punct(i+1, ":=", "=") && stmtStart(i):
+			return false
+		case toks[i].Is("INTO"):
+			k := i + 1
+			if k < len(toks) && toks[k].Is("STRICT") {
+				k++
+			}
+			if isNew(k) && !punct(k+1, ".") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// returnsNew reports whether the RETURN expression expr (tokens from index base of the
+// body) is NEW: NEW, (NEW), or COALESCE(NEW, …).
+func returnsNew(expr []dialect.DDLToken, isNew func(int) bool, base int) bool {
+	// Strip enclosing parentheses.
+	for len(expr) >= 2 && expr[0].Kind == dialect.DDLPunct && expr[0].Text == "(" && expr[len(expr)-1].Kind == dialect.DDLPunct && expr[len(expr)-1].Text == ")" && closes(expr) {
+		expr, base = expr[1:len(expr)-1], base+1
+	}
+	if len(expr) == 1 {
+		return isNew(base)
+	}
+	if len(expr) >= 4 && expr[0].Is("COALESCE") && expr[1].Kind == dialect.DDLPunct && expr[1].Text == "(" && isNew(base+2) &&
+		expr[3].Kind == dialect.DDLPunct && (expr[3].Text == "," || expr[3].Text == ")") {
+		return true
+	}
+	return false
+}
+
+// closes reports whether expr's first token, "(", is closed by its last.
+func closes(expr []dialect.DDLToken) bool {
+	depth := 0
+	for i, tk := range expr {
+		if tk.Kind != dialect.DDLPunct {
+			continue
+		}
+		switch tk.Text {
+		case "(":
+			depth++
+		case ")":
+			if depth--; depth == 0 {
+				return i == len(expr)-1
+			}
+		}
+	}
+	return false
+}
