@@ -290,13 +290,24 @@
 //	  its modifiers (INTO, OR …, ONLY, IGNORE …),    INTO t): the backstop refuses what it cannot read
 //	  names a guarded table
 //
-// What it cannot see at all: a function called from a SELECT that writes, a user
-// function in a two-statement DELETE's or claim's condition that reads the clock or
-// anything else that changes between the statements (the count check refuses the
-// result only when the counts differ; install the guard for the one-statement DELETE),
-// a trigger or rule installed before the wrapper was, writers on other connections. The dialects'
-// database-side guards (schema.Check, fencedsql-schema) refuse those writes in the
-// database; install them for anything you allow.
+// What it cannot see at all: a stored function whose body writes a guarded table,
+// reached without CALL and without naming the table (SELECT f(), f() in VALUES, a
+// WHERE or another table's INSERT, SET @x = f(); on PostgreSQL also a view, a column
+// DEFAULT or CHECK, a domain, an operator or attribute notation that calls it); a
+// trigger or rule on another table that writes it; a user function in a
+// two-statement DELETE's or claim's condition that reads the clock or anything else
+// that changes between the statements (the count check refuses the result only when
+// the counts differ; install the guard for the one-statement DELETE); writers on
+// other connections. The functions, triggers and rules that write the table are doors
+// the lazy check finds in the catalog before the pool's first guarded write to it (a
+// "routine" door for a function: a body that writes and names the table, by a word
+// test): while one exists, those writes are refused with ErrSchema, and schema.Check
+// reports it; a pool that never writes the table runs no check. The dialects'
+// database-side guards (schema.Check, fencedsql-schema) do not stop such a body: they
+// refuse only an UPDATE that lowers the token or does not advance the version (and, on
+// PostgreSQL, a DELETE that did not go through the fencing UPDATE), so a write that
+// advances the version, an INSERT, or on MySQL/MariaDB a DELETE gets through them, from
+// a routine, a trigger or another connection alike.
 //
 // Deleted rows stay deleted (docs/design.md, G9) only with the tombstone guard: the
 // dialects' dialect.Tombstoner triggers record the deleter's token per primary key on DELETE, in

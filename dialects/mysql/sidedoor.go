@@ -167,9 +167,10 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // schema.Check, run by the migration account, is the check that counts. Then a guard
 // a table swap lost (lostGuard), a tombstone table whose key is not the table's
 // (tombstoneKey), and last the guards' own tables not as the guards created them and
-// the triggers that write them (guardTables).
+// the triggers that write them (guardTables), then the stored functions whose body
+// writes the table (routines, routinedoor.go).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
@@ -313,8 +314,8 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 // not see an INSERT or a DELETE. A trigger on another guarded table counts too: the
 // statement on that table is fenced for its rows only (dialect.TriggerDoorFinder). A
 // trigger on the table itself cannot write it (MySQL refuses that when it fires;
-// ownTriggers judges its assignments). A trigger that calls a routine that writes the
-// table is not seen. Fix: DROP TRIGGER, and do its work through the wrapper.
+// ownTriggers judges its assignments). A trigger that calls a function that writes the
+// table is not this door: the function is one (routines). Fix: DROP TRIGGER, and do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
 		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+

@@ -42,6 +42,10 @@ type SideDoorFinder interface {
 //   - updatable views over the table without the refusal the fix installs
 //     (SideDoorView), and rules (PostgreSQL, SideDoorRule): a write through them does
 //     not name the table, so the wrapper sends it as written;
+//   - stored functions whose bodies write the table (SideDoorRoutine): a statement
+//     reaches them without CALL and without naming the table (SELECT f(), a view, a
+//     default, …), so the wrapper sends it as written and their write is unfenced;
+//     the guard lets through what a plain connection may do;
 //   - a guard lost by a table swap (SideDoorGuardLost): objects of the guard or of the
 //     tombstone guard named for the table survive (see the kind), but the table does
 //     not carry their triggers: a stale token re-inserts a deleted key, and writes

@@ -122,7 +122,12 @@ type TableReport struct {
 //     - a unique index on an expression (dialect.SideDoorUniqueExpression, SQLite): a
 //     REPLACE that collides on it deletes a row the tombstone guard cannot record; no
 //     statement (index a column instead);
-//     The views, rules and triggers above and a lost guard are the doors a statement
+//     - a stored function whose body writes the table (dialect.SideDoorRoutine,
+//     PostgreSQL, MySQL/MariaDB): a statement reaches it without CALL and without
+//     naming the table (SELECT f(), a view, a default, …), so its write is unfenced,
+//     and the guard lets an UPDATE that advances the version through; no statement
+//     (the routine is the user's: drop it, or do its work through the wrapper);
+//     The views, rules, triggers and functions above and a lost guard are the doors a statement
 //     through the pool opens (dialect.TriggerDoorFinder): the lazy check refuses the
 //     table while one exists, too.
 //
