@@ -46,7 +46,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// The engines of the guarded table, of its tombstone table and of the token floor
 	// of its database (those that exist), by name.
 	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
-	rows, err := query(ctx, "SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME IN (?, ?, ?) AND t.TABLE_TYPE = 'BASE TABLE' ORDER BY t.TABLE_NAME",
+	rows, err := query(ctx, "SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME IN (?, ?, ?) AND t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY t.TABLE_NAME",
 		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name)
 	if err != nil {
 		return nil, err

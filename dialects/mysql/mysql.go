@@ -70,8 +70,12 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	// the server went away while the statement ran (it may have committed).
 	switch me.Number {
 	case 1053, // Server shutdown in progress
-		1927,                   // Connection was killed
-		1317,                   // Query execution was interrupted
+		1927,       // Connection was killed
+		1317,       // Query execution was interrupted
+		1969,       // MariaDB: Query execution was interrupted (max_statement_time exceeded)
+		3024,       // MySQL: Query execution was interrupted, maximum statement execution time exceeded
+		3169,       // MySQL: Session was killed
+		2006, 2013, // server gone away, lost connection (as a proxy's error packet)
 		1158, 1159, 1160, 1161: // communication packets: read error, read timeout, write error, write timeout
 	default:
 		info.Server = true

@@ -236,7 +236,7 @@ func (dialectImpl) GuardFloorsQuery() (query string, args []any) {
 FROM (SELECT DISTINCT ` + floorSchemaOfRead + ` AS nsp
   FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid,
     LATERAL (SELECT pg_catalog.substring(p.prosrc, $3) AS q) s
-  WHERE t.tgname IN ($1, $2) AND t.tgenabled OPERATOR(pg_catalog.<>) 'D' AND s.q IS NOT NULL
+  WHERE t.tgname IN ($1, $2) AND (t.tgenabled OPERATOR(pg_catalog.=) 'O' OR t.tgenabled OPERATOR(pg_catalog.=) 'A') AND s.q IS NOT NULL
     AND p.proname LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $4) x
   LEFT JOIN pg_catalog.pg_namespace n ON n.nspname OPERATOR(pg_catalog.=) x.nsp
   LEFT JOIN pg_catalog.pg_class c ON c.relnamespace OPERATOR(pg_catalog.=) n.oid AND c.relname OPERATOR(pg_catalog.=) '` + dialect.FloorTable + `' AND c.relkind OPERATOR(pg_catalog.=) 'r'
@@ -388,7 +388,7 @@ ORDER BY 1, 2`, []any{table.String(), guardTrigger, "%" + guardMarker + "%", flo
 func flooredRel(rel string) string {
 	return `EXISTS (
   SELECT 1 FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) g.tgfoid
-  WHERE g.tgrelid OPERATOR(pg_catalog.=) ` + rel + ` AND g.tgname OPERATOR(pg_catalog.=) $2 AND g.tgenabled OPERATOR(pg_catalog.<>) 'D'
+  WHERE g.tgrelid OPERATOR(pg_catalog.=) ` + rel + ` AND g.tgname OPERATOR(pg_catalog.=) $2 AND (g.tgenabled OPERATOR(pg_catalog.=) 'O' OR g.tgenabled OPERATOR(pg_catalog.=) 'A')
     AND g.tgtype OPERATOR(pg_catalog.=) 23 AND g.tgqual IS NULL AND pg_catalog.cardinality(g.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0
     AND p.proname LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $3 AND pg_catalog.substring(p.prosrc, $4) IS NOT NULL)`
 }
