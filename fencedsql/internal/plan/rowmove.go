@@ -23,9 +23,12 @@ import (
 //   - PostgreSQL ALTER [FOREIGN] TABLE … ATTACH PARTITION, DETACH PARTITION, INHERIT
 //     and NO INHERIT (a table's rows join or leave the guarded table's, and a table
 //     attached below it is written by its own name, which the pool does not guard);
-//   - PostgreSQL ALTER TABLE … ALTER [COLUMN] c [SET DATA] TYPE … USING <expression>:
-//     every row is rewritten with the expression's value, without the row triggers
-//     (a fencing column set back to 0, any column changed unfenced);
+//   - a column's type changed on a guarded table: PostgreSQL ALTER TABLE … ALTER
+//     [COLUMN] c [SET DATA] TYPE … [USING <expression>], MySQL/MariaDB MODIFY and
+//     CHANGE: every row is rewritten by the cast or the expression without the row
+//     triggers (a fencing column set back to 0 or rounded by a FLOAT, numeric(19,-6)
+//     rounding every balance; red-team rt36a F1); and MySQL/MariaDB ALTER IGNORE
+//     TABLE, which deletes the rows a new unique key or partitioning rejects (F6);
 //   - PostgreSQL CREATE [FOREIGN] TABLE … PARTITION OF and CREATE TABLE … INHERITS
 //     (…) that name a guarded table (red-team rt34d F5): no row moves, but the new
 //     relative holds the guarded table's rows under a name this pool does not guard —
@@ -77,7 +80,7 @@ func (p *parser) rowMoves(head string, first int) error {
 		return nil
 	}
 	return unsupported(p.firstGuard(), "%s on a pool with guarded tables, whatever WithDDL allows: like TRUNCATE, it moves rows into or out of a guarded table "+
-		"without its row triggers (no tombstone for a row that leaves, no check of a row that arrives), or makes a partition or inheritance child the pool "+
+		"without its row triggers (no tombstone for a row that leaves, no check of a row that arrives, rows rewritten unfenced), or makes a partition or inheritance child the pool "+
 		"does not guard by its name; run partition maintenance on a plain connection (the migration role), and open the pools after it", what)
 }
 
@@ -93,6 +96,11 @@ func (p *parser) alterMovesRows(first, to int) string {
 	if !p.kw(tbl, "TABLE") {
 		return ""
 	}
+	if p.kwIn(first+1, "IGNORE") || p.kwIn(first+2, "IGNORE") {
+		// MySQL/MariaDB: the rows that duplicate a new unique key, or fit no partition
+		// of a new partitioning, are deleted without the DELETE trigger.
+		return "ALTER IGNORE TABLE"
+	}
 	clause := func(i, n int) string {
 		words := make([]string, n)
 		for k := range words {
@@ -103,7 +111,6 @@ func (p *parser) alterMovesRows(first, to int) string {
 	mysql := p.rw.syn == sqllex.MySQL
 	starts := p.alterActionStarts(tbl+1, to)
 	depth := 0
-	retype := false // a PostgreSQL action's [SET DATA] TYPE seen: its USING rewrites rows
 	for i := tbl + 1; i < to; i++ {
 		switch {
 		case p.punct(i, "("):
@@ -114,14 +121,13 @@ func (p *parser) alterMovesRows(first, to int) string {
 			continue
 		case depth != 0:
 			continue
-		case p.punct(i, ","):
-			retype = false
-			continue
-		case !mysql && p.kw(i, "TYPE"):
-			retype = true
-			continue
-		case !mysql && retype && p.kw(i, "USING"):
-			return "ALTER TABLE … ALTER COLUMN … TYPE … USING"
+		case !mysql && p.kw(i, "TYPE") && !p.kwIn(i-1, "ALTER", "COLUMN") && (p.kw(i-1, "DATA") && p.kw(i-2, "SET") || p.kwIn(i-2, "ALTER", "COLUMN")):
+			// ALTER [COLUMN] c [SET DATA] TYPE t: every row rewritten by the cast (a
+			// numeric(19,-6) rounds every value), or by a USING expression.
+			return "ALTER TABLE … ALTER COLUMN … TYPE"
+		case mysql && starts[i] && p.kwIn(i, "MODIFY", "CHANGE"):
+			// MODIFY/CHANGE [COLUMN] c type: every row converted (a FLOAT rounds tokens).
+			return "ALTER TABLE … " + strings.ToUpper(p.text(p.sig[i]))
 		case p.kwIn(i, "ATTACH", "DETACH") && p.kw(i+1, "PARTITION"):
 			return clause(i, 2)
 		case starts[i] && p.kw(i, "INHERIT"):

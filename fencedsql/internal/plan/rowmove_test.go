@@ -33,6 +33,14 @@ func TestPartitionRowMovesRefused(t *testing.T) {
 			// the clause in an executable comment: every reading is judged
 			"ALTER TABLE accounts /*!50100 EXCHANGE PARTITION p0 WITH TABLE swap */",
 			"ALTER TABLE accounts /*M!100700 CONVERT PARTITION p0 TO TABLE old_rows */",
+			// a column's type changed: every row converted (rt36a F1)
+			"ALTER TABLE accounts MODIFY fence_token FLOAT NOT NULL",
+			"ALTER TABLE accounts CHANGE fence_token fence_token FLOAT NOT NULL",
+			"ALTER TABLE accounts ADD COLUMN note TEXT, MODIFY COLUMN version FLOAT NOT NULL",
+			// ALTER IGNORE deletes the rows a new key or partitioning rejects (rt36a F6)
+			"ALTER IGNORE TABLE accounts ADD UNIQUE (balance)",
+			"ALTER IGNORE TABLE accounts PARTITION BY LIST (id) (PARTITION p0 VALUES IN (1))",
+			"ALTER ONLINE IGNORE TABLE accounts ADD UNIQUE (balance)",
 		},
 		pgTest: {
 			"ALTER TABLE accounts DETACH PARTITION accounts_p1",
@@ -60,6 +68,11 @@ func TestPartitionRowMovesRefused(t *testing.T) {
 			"ALTER TABLE accounts ALTER fence_token SET DATA TYPE bigint USING fence_token - 100",
 			"ALTER TABLE accounts ADD COLUMN z int, ALTER COLUMN balance TYPE numeric USING balance * 0",
 			"alter table only accounts alter column balance type bigint collate \"C\" using (balance)",
+			// the cast alone rewrites every row too (rt36a F1)
+			"ALTER TABLE accounts ALTER COLUMN balance TYPE numeric(19,-6)",
+			"ALTER TABLE accounts ALTER balance SET DATA TYPE numeric",
+			"ALTER TABLE accounts ALTER COLUMN type TYPE bigint",
+			"ALTER TABLE accounts ALTER COLUMN balance TYPE numeric, ADD CONSTRAINT u UNIQUE USING INDEX accounts_u",
 		},
 	}
 	for d, stmts := range refused {
@@ -102,9 +115,9 @@ func TestPartitionRowMovesRefused(t *testing.T) {
 			"ALTER TABLE accounts RENAME COLUMN inherit TO x",
 			"ALTER TABLE accounts SET (fillfactor = 70)",
 			"ALTER TABLE accounts DROP partition", // a column named partition
-			"ALTER TABLE accounts ALTER COLUMN balance TYPE numeric",
 			"ALTER TABLE accounts ADD CONSTRAINT ex EXCLUDE USING gist (id WITH =)",
-			"ALTER TABLE accounts ALTER COLUMN balance TYPE numeric, ADD CONSTRAINT u UNIQUE USING INDEX accounts_u",
+			"ALTER TABLE accounts ALTER COLUMN type SET DEFAULT 'x'",
+			"ALTER TABLE accounts ADD COLUMN type text",
 			"ALTER TABLE other ALTER COLUMN x TYPE int USING 0",
 			"ALTER TABLE other DETACH PARTITION other_p1",
 			"ALTER TABLE other ATTACH PARTITION other_p2 DEFAULT",

@@ -56,9 +56,41 @@ func (p *parser) stmtMayWrite(from, to int) bool {
 	head := strings.ToUpper(p.text(p.sig[first]))
 	switch {
 	case ddlHeads[head]:
-		return false
+		return p.ddlMayWrite(head, first, to)
+	case head == "BEGIN" && p.kw(first+1, "NOT"), head == "SET" && p.kw(first+1, "STATEMENT"):
+		// MariaDB's compound statement (split at its inner semicolons, so its body is
+		// not this statement's) and SET STATEMENT … FOR <statement>, which runs
+		// whatever follows FOR (an UPDATE there is not a locking clause): rt36a F4, F7.
+		return true
 	case readHeads[head] || quietHeads[head]:
 		return p.hasWriteIn(first, to)
 	}
 	return true
+}
+
+// ddlMayWrite is stmtMayWrite for DDL: it passes (it may create the missing table)
+// unless it changes rows as it runs — an ALTER TABLE that moves, deletes or rewrites
+// rows (alterMovesRows, the clauses refused on a guarded table whatever WithDDL says),
+// or a CREATE TABLE … AS / SELECT whose query writes (a data-modifying WITH): red-team
+// rt36a F2, F3.
+func (p *parser) ddlMayWrite(head string, first, to int) bool {
+	switch head {
+	case "ALTER":
+		return p.alterMovesRows(first, to) != ""
+	case "CREATE":
+		depth := 0
+		for i := first + 1; i < to; i++ {
+			switch {
+			case p.punct(i, "("):
+				depth++
+			case p.punct(i, ")"):
+				depth--
+			case depth == 0 && p.kwIn(i, "TRIGGER", "FUNCTION", "PROCEDURE", "EVENT", "RULE", "VIEW"):
+				return false // a body or query kept for later, not run now
+			case depth == 0 && p.kwIn(i, "AS", "SELECT", "WITH"):
+				return p.hasWriteIn(i, to)
+			}
+		}
+	}
+	return false
 }
