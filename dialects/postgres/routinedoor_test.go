@@ -3,7 +3,7 @@ package postgres
 import "testing"
 
 // TestDynamicSQLWrites: a body with EXECUTE counts when it names the table anywhere
-// (a DECLAREd string, another statement) or holds an E'' string with a backslash or a
+// (a DECLAREd string, another statement) or holds an E'…' string with a backslash or a
 // U& literal or identifier; a body without EXECUTE, or with EXECUTE of text that names
 // neither the table nor holds an undecoded escape, does not (red-team rt36b F2).
 func TestDynamicSQLWrites(t *testing.T) {
