@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -10,46 +11,52 @@ import (
 // (BEGIN ATOMIC … END, RETURN …), whose prosrc is empty.
 const routineBody = `COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functiondef(p.oid))`
 
-// routines finds the user functions whose body writes the table (dialect.SideDoorRoutine,
-// red-team rt34c F1): dialect.WritesTable over the body of every function (prokind 'f':
-// not a procedure, which only CALL runs, refused unless WithDynamicSQL; not an
-// aggregate or window function, whose support functions are judged themselves) of a
-// schema other than pg_catalog and information_schema, in any language but internal
-// and C (whose prosrc is a symbol's name), that is no trigger or event trigger
-// function (those run only as triggers: otherTriggers and ownTriggers judge them). The
-// SQL and PL/pgSQL bodies are read by the words test the trigger doors use; a body in
-// another language (PL/Python, PL/Perl, …), which the lexer does not read, counts when
-// it names the table at all (dialect.Mentions). A statement reaches such a function
-// without CALL and without naming the table — SELECT f(), f() in VALUES, FROM, WHERE or
-// an UPDATE of another table, attribute notation (SELECT t.f FROM t), a cast to a domain
-// whose CHECK calls it, a user operator, a view, a column DEFAULT or CHECK of another
-// table — so the wrapper sends it as written, and its write is unfenced; the guard lets
-// an UPDATE that advances the version and an INSERT through. A function whose body
-// only reads the table and writes another (INSERT INTO t SELECT … FROM table) counts
-// too: a word test, not a parse. fencedsql's own functions write no guarded table (the
-// fence functions raise, the guard and tombstone functions are trigger functions) and
-// are judged like the rest. Not seen: a function that builds the table's name at run
-// time, or that calls another routine that writes it (that routine is a door itself
-// when its body names the table). The door carries no Fix: the routine is the user's
-// (drop it, or do its work through the wrapper). One catalog query, its rows
-// pre-filtered to bodies holding the table's name (or a U& escape), the cheap
-// conditions on pg_proc's own columns first (a few ms over a catalog of 3000
-// functions; the body of every pg_catalog function lower-cased took 40 ms).
+// routines finds the user functions and procedures whose body writes the table
+// (dialect.SideDoorRoutine, red-team rt34c F1): dialect.WritesTable over the body of
+// every function and procedure (prokind 'f' or 'p'; not an aggregate or window
+// function, whose support functions are judged themselves) of a schema other than
+// pg_catalog and information_schema, in any language but internal and C (whose prosrc
+// is a symbol's name), that is no trigger or event trigger function (those run only as
+// triggers: otherTriggers and ownTriggers judge them). A procedure counts although the
+// wrapper refuses CALL unless WithDynamicSQL: a function, a trigger function or
+// another procedure may CALL it, and a statement reaches that one with no CALL in its
+// text (red-team rt36b F1). The SQL and PL/pgSQL bodies are read by the words test the
+// trigger doors use, and by dynamicSQLWrites (a body with EXECUTE that names the table
+// anywhere, or holds a literal whose escapes the test does not decode: red-team rt36b
+// F2); a body in another language (PL/Python, PL/Perl, …), which the lexer does not
+// read, counts when it names the table at all (dialect.Mentions). A statement reaches
+// such a function without CALL and without naming the table — SELECT f(), f() in
+// VALUES, FROM, WHERE or an UPDATE of another table, attribute notation (SELECT t.f
+// FROM t), a cast to a domain whose CHECK calls it, a user operator, a view, a column
+// DEFAULT or CHECK of another table — so the wrapper sends it as written, and its
+// write is unfenced; the guard lets an UPDATE that advances the version and an INSERT
+// through. A function whose body only reads the table and writes another (INSERT INTO
+// t SELECT … FROM table) counts too: a word test, not a parse. fencedsql's own
+// functions write no guarded table (the fence functions raise, the guard and tombstone
+// functions are trigger functions) and are judged like the rest. Not seen: a function
+// that builds the table's name at run time from pieces none of which is the name
+// ('acc' || 'ounts', chr()), in a body without an escape literal. The door carries no
+// Fix: the routine is the user's (drop it, or do its work through the wrapper). One
+// catalog query, its rows pre-filtered to bodies holding the table's name, a U&
+// escape, or EXECUTE and a backslash (an E'…' string's escape), the cheap conditions on
+// pg_proc's own columns first (a few ms over a catalog of 3000 functions; the body of
+// every pg_catalog function lower-cased took 40 ms).
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `SELECT pn.nspname::text, p.proname::text, pg_catalog.pg_get_function_identity_arguments(p.oid), l.lanname::text,
-  CASE WHEN COALESCE(p.prosrc, '') = '' THEN 1 ELSE 0 END, `+routineBody+`
+  CASE WHEN COALESCE(p.prosrc, '') = '' THEN 1 ELSE 0 END, `+routineBody+`, p.prokind::text
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE p.prokind = 'f' AND p.prolang NOT IN (SELECT x.oid FROM pg_catalog.pg_language x WHERE x.lanname IN ('internal', 'c'))
+WHERE p.prokind IN ('f', 'p') AND p.prolang NOT IN (SELECT x.oid FROM pg_catalog.pg_language x WHERE x.lanname IN ('internal', 'c'))
   AND p.pronamespace NOT IN ('pg_catalog'::pg_catalog.regnamespace, 'information_schema'::pg_catalog.regnamespace)
   AND p.prorettype NOT IN ('pg_catalog.trigger'::pg_catalog.regtype, 'pg_catalog.event_trigger'::pg_catalog.regtype)
-  AND (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), pg_catalog.lower($1)) > 0 OR pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'u&') > 0)
-ORDER BY 1, 2, 3`, t.Table.Name)
+  AND (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), pg_catalog.lower($1)) > 0 OR pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'u&') > 0
+    OR (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'execute') > 0 AND pg_catalog.strpos(`+routineBody+`, pg_catalog.chr(92)) > 0))
+ORDER BY 1, 2, 3, 7`, t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 6 {
+		if len(r) < 7 {
 			continue
 		}
 		src := r[5]
@@ -59,7 +66,7 @@ ORDER BY 1, 2, 3`, t.Table.Name)
 		writes := false
 		switch r[3] {
 		case "sql", "plpgsql":
-			writes = dialect.WritesTable(src, dialect.PostgresSyntax, t.Table.Name)
+			writes = dialect.WritesTable(src, dialect.PostgresSyntax, t.Table.Name) || dynamicSQLWrites(src, t.Table.Name)
 		default:
 			writes = dialect.Mentions(src, t.Table.Name)
 		}
@@ -67,9 +74,12 @@ ORDER BY 1, 2, 3`, t.Table.Name)
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "function " + fn.String() + "(" + r[2] + ")",
-			Problem: dialect.RoutineDoorProblem("the function "+fn.String()+"("+r[2]+")", t.Table.String(),
-				"SELECT "+fn.String()+"(…), or a view, a column default or check, a domain, an operator or attribute notation that calls it",
+		kind, reached := "function", "SELECT "+fn.String()+"(…), or a view, a column default or check, a domain, an operator or attribute notation that calls it"
+		if r[6] == "p" {
+			kind, reached = "procedure", "a function, trigger or procedure that CALLs it (SELECT f(), a view, a default, a trigger of another table)"
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: kind + " " + fn.String() + "(" + r[2] + ")",
+			Problem: dialect.RoutineDoorProblem("the "+kind+" "+fn.String()+"("+r[2]+")", t.Table.String(), reached,
 				"an UPDATE that advances the version and an INSERT")})
 	}
 	return doors, nil
@@ -87,4 +97,47 @@ func standardBody(def string) string {
 		}
 	}
 	return def
+}
+
+// dynamicSQLWrites reports whether the SQL or PL/pgSQL body src may write the table
+// name through dynamic SQL that dialect.WritesTable's per-statement test misses
+// (red-team rt36b F2): the body holds the word EXECUTE, and either names the table
+// anywhere (dialect.Mentions: in any string, identifier or comment, in any statement:
+// DECLARE q text := 'UPDATE name …'; BEGIN EXECUTE q), or holds a literal whose
+// escapes this does not decode — an E'…' string with a backslash, any U&'…' string or
+// U&"…" identifier (E'\x61ccounts', U&'\0061ccounts' may spell the name). Fail
+// closed: a body with EXECUTE that only reads the table, or whose escapes spell
+// something else, counts too. Not seen: a name built at run time from pieces, and a
+// plain '…' string's backslash escapes under standard_conforming_strings = off. A body
+// the lexer cannot read counts when it holds EXECUTE and names the table.
+func dynamicSQLWrites(src, name string) bool {
+	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
+	if err != nil {
+		return dialect.Mentions(src, "execute") && dialect.Mentions(src, name)
+	}
+	execute := false
+	for _, t := range toks {
+		if t.Is("EXECUTE") {
+			execute = true
+			break
+		}
+	}
+	if !execute {
+		return false
+	}
+	if dialect.Mentions(src, name) {
+		return true
+	}
+	for _, t := range toks {
+		if t.Kind != dialect.DDLString && t.Kind != dialect.DDLQuoted {
+			continue
+		}
+		switch {
+		case len(t.Text) > 1 && (t.Text[0] == 'e' || t.Text[0] == 'E') && strings.Contains(t.Text, `\`):
+			return true
+		case len(t.Text) > 2 && (t.Text[0] == 'u' || t.Text[0] == 'U') && t.Text[1] == '&':
+			return true
+		}
+	}
+	return false
 }

@@ -148,7 +148,7 @@ func TestRoutineWritingGuardedTableMariaDB(t *testing.T) {
 	})
 	my := mysqlBackend()
 	routineNotDoor(t, my, "reads_only", "CREATE FUNCTION total() RETURNS BIGINT READS SQL DATA RETURN (SELECT SUM(balance) FROM accounts)")
-	routineNotDoor(t, my, "procedure", "CREATE PROCEDURE wipep() BEGIN UPDATE accounts SET balance = 0; END")
+	routineNotDoor(t, my, "procedure_reads_only", "CREATE PROCEDURE totalp() BEGIN SELECT SUM(balance) FROM accounts; END")
 }
 
 // TestRoutineWritingGuardedTablePastGuard: with the real database-side guard installed
