@@ -509,7 +509,8 @@ SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.pr
   CASE WHEN tg.tgqual IS NULL THEN '' ELSE pg_catalog.pg_get_triggerdef(tg.oid) END,
   (SELECT pg_catalog.string_agg(hc.relname::text, ' ') FROM d h JOIN pg_catalog.pg_class hc ON hc.oid = h.oid),
   CASE WHEN tg.tgtype & 16 <> 0 THEN 'u' ELSE '' END,
-  (SELECT l.lanname::text FROM pg_catalog.pg_language l WHERE l.oid = p.prolang)
+  (SELECT l.lanname::text FROM pg_catalog.pg_language l WHERE l.oid = p.prolang),
+  COALESCE(p.probin, '')
 FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace

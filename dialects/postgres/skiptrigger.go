@@ -25,8 +25,12 @@ import (
 // must return NEW (or COALESCE(NEW, …), NEW never being NULL on UPDATE), and NEW must
 // not be assigned whole (NEW := OLD; SELECT … INTO NEW). A function in any other
 // language (C, internal, plpython, plperl, …), whose body the check cannot read, is a
-// door too, but for the built-in tsvector_update_trigger functions, which return the
-// new row always. The library's own guard trigger is not among ownTriggers' rows, and
+// door too, but for the built-in tsvector_update_trigger functions and contrib's
+// moddatetime (a C function with symbol moddatetime in $libdir/moddatetime, r[11]
+// being pg_proc.probin), which return the new row always. The built-in
+// suppress_redundant_updates_trigger stays a door: it returns NULL for an UPDATE that
+// leaves the row identical, and a claim's fencing UPDATE by the token the row already
+// carries can be one. The library's own guard trigger is not among ownTriggers' rows, and
 // its tombstone triggers are AFTER triggers. No Fix: the trigger is the user's; the
 // problem says how to rewrite it (refuse the change with RAISE EXCEPTION instead of
 // skipping it, or do its work elsewhere).
@@ -42,8 +46,13 @@ func (d dialectImpl) skipDoor(r []string, t dialect.SideDoorTable) (dialect.Side
 		if plpgsqlKeepsNew(r[5]) {
 			return dialect.SideDoor{}, false
 		}
-		why = "may return something other than NEW (RETURN OLD, RETURN NULL, another record, or NEW assigned whole)"
+		why = "may return something other than NEW (RETURN OLD, RETURN NULL, another record, or NEW replaced whole: assigned, shadowed by a variable named new, a loop or INTO target, or passed to a CALL)"
 	case r[10] == "internal" && r[3] == "pg_catalog" && (r[4] == "tsvector_update_trigger" || r[4] == "tsvector_update_trigger_column"):
+		return dialect.SideDoor{}, false
+	case len(r) > 11 && r[10] == "c" && r[5] == "moddatetime" && r[11] == "$libdir/moddatetime":
+		// contrib's moddatetime, known by its C symbol and library (not by the SQL
+		// name, which anyone may give a function): it replaces one timestamp column
+		// of the new row and returns it, always.
 		return dialect.SideDoor{}, false
 	default:
 		why = "is written in " + r[10] + ", whose body the check cannot read, so it may return something other than NEW"
@@ -55,10 +64,23 @@ func (d dialectImpl) skipDoor(r []string, t dialect.SideDoorTable) (dialect.Side
 }
 
 // plpgsqlKeepsNew reports whether the PL/pgSQL trigger body src returns NEW from
-// every RETURN (bare NEW, parenthesized, or COALESCE(NEW, …)) and never assigns NEW
-// whole (NEW := …, NEW = … at a statement's start, or INTO [STRICT] NEW); NEW.col
-// assignments are fine (ownTriggers judges the fencing columns). A body the lexer
-// cannot read keeps nothing (it errs on the side of a door).
+// every RETURN (bare NEW, parenthesized, or COALESCE(NEW, …)) and never lets anything
+// replace NEW whole. It fails closed (red-team rt36b F3): a reference to NEW whole —
+// NEW in any case or "new", alone or block-qualified (trg.new; a following "." makes it
+// NEW.col, a field) — is a door where it is
+//   - at a statement's start (an assignment NEW := …, NEW = …, or the declaration of
+//     a local variable named new, which shadows the special NEW, in any DECLARE);
+//   - followed by := anywhere;
+//   - among an INTO [STRICT] target list;
+//   - between FOR or FOREACH and the loop's IN (a loop variable), or after ALIAS FOR
+//     (the alias could be assigned);
+//   - anywhere in a CALL statement (a procedure's INOUT parameter writes it back).
+//
+// NEW.col assignments are fine (ownTriggers judges the fencing columns), and so are
+// NEW in an expression (IF NEW IS DISTINCT FROM OLD, PERFORM f(NEW): a function takes
+// it by value). A body the lexer cannot read keeps nothing (it errs on the side of a
+// door); the reader does not follow control flow, so a RETURN OLD in a branch that an
+// UPDATE never takes (IF TG_OP = 'DELETE') still counts.
 func plpgsqlKeepsNew(src string) bool {
 	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
 	if err != nil {
@@ -76,7 +98,7 @@ func plpgsqlKeepsNew(src string) bool {
 		return false
 	}
 	isNew := func(i int) bool {
-		if i >= len(toks) {
+		if i < 0 || i >= len(toks) {
 			return false
 		}
 		if n, ok := toks[i].Name(); ok && toks[i].Kind != dialect.DDLString {
@@ -84,7 +106,20 @@ func plpgsqlKeepsNew(src string) bool {
 		}
 		return false
 	}
-	// stmtStart: token i begins a statement (after ;, a block or branch keyword, or a label).
+	// whole: token i is NEW referred to whole (not NEW.col), qualified or not.
+	whole := func(i int) bool { return isNew(i) && !punct(i+1, ".") }
+	// refStart: the first token of the (possibly qualified) name ending at token i.
+	refStart := func(i int) int {
+		for i >= 2 && punct(i-1, ".") {
+			if _, ok := toks[i-2].Name(); !ok || toks[i-2].Kind == dialect.DDLString {
+				break
+			}
+			i -= 2
+		}
+		return i
+	}
+	// stmtStart: token i begins a statement or a declaration (after ;, a block or
+	// branch keyword, or a label).
 	stmtStart := func(i int) bool {
 		if i == 0 {
 			return true
@@ -92,6 +127,17 @@ func plpgsqlKeepsNew(src string) bool {
 		p := toks[i-1]
 		return punct(i-1, ";", ">>") || p.Is("BEGIN") || p.Is("THEN") || p.Is("ELSE") || p.Is("LOOP") || p.Is("DECLARE")
 	}
+	// wholeUntil: a whole NEW among tokens i.. up to the statement's ';' or a token
+	// stop reports true for.
+	wholeUntil := func(i int, stop func(int) bool) bool {
+		for ; i < len(toks) && !punct(i, ";") && !stop(i); i++ {
+			if whole(i) {
+				return true
+			}
+		}
+		return false
+	}
+	never := func(int) bool { return false }
 	for i := 0; i < len(toks); i++ {
 		switch {
 		case toks[i].Is("RETURN"):
@@ -104,14 +150,31 @@ func plpgsqlKeepsNew(src string) bool {
 				return false
 			}
 			i = j
-		case isNew(i) && !punct(i+1, ".") && punct(i+1, ":=", "=") && stmtStart(i):
+		case whole(i) && (punct(i+1, ":=") || stmtStart(refStart(i))):
 			return false
 		case toks[i].Is("INTO"):
 			k := i + 1
 			if k < len(toks) && toks[k].Is("STRICT") {
 				k++
 			}
-			if isNew(k) && !punct(k+1, ".") {
+			// The target list: name[.name…][, name[.name…]…].
+			for ; k < len(toks); k += 2 {
+				if _, ok := toks[k].Name(); !ok || toks[k].Kind == dialect.DDLString {
+					break
+				}
+				if whole(k) {
+					return false
+				}
+				if !punct(k+1, ".", ",") {
+					break
+				}
+			}
+		case toks[i].Is("FOR") || toks[i].Is("FOREACH"):
+			if wholeUntil(i+1, func(j int) bool { return toks[j].Is("IN") || toks[j].Is("LOOP") }) {
+				return false
+			}
+		case toks[i].Is("CALL"):
+			if wholeUntil(i+1, never) {
 				return false
 			}
 		}

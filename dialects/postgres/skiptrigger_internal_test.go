@@ -27,3 +27,39 @@ func TestPlpgsqlKeepsNew(t *testing.T) {
 		}
 	}
 }
+
+// TestPlpgsqlKeepsNewReplacedWhole: every way the reader knows of to replace NEW whole
+// is a door (red-team rt36b F3) — block-qualified NEW assigned, a local variable named
+// new (shadowing NEW) declared, NEW a FOR/FOREACH loop variable or an ALIAS FOR target,
+// NEW in an INTO target list, NEW passed to a CALL (an INOUT parameter writes it
+// back) — while NEW in expressions and NEW.col assignments stay fine.
+func TestPlpgsqlKeepsNewReplacedWhole(t *testing.T) {
+	for src, want := range map[string]bool{
+		` BEGIN trg.new := OLD; RETURN NEW; END `:                                                                 false,
+		` BEGIN "trg".NEW = OLD; RETURN NEW; END `:                                                                false,
+		` BEGIN IF x THEN <<b>> trg.new := OLD; END IF; RETURN NEW; END `:                                         false,
+		` DECLARE new accounts := OLD; BEGIN RETURN new; END `:                                                    false,
+		` DECLARE a int; "new" record; BEGIN RETURN NEW; END `:                                                    false,
+		` BEGIN DECLARE new record := OLD; BEGIN RETURN new; END; END `:                                           false,
+		` BEGIN FOR new IN SELECT OLD.* LOOP END LOOP; RETURN NEW; END `:                                          false,
+		` BEGIN FOR a, trg.New IN SELECT 1, OLD LOOP END LOOP; RETURN NEW; END `:                                  false,
+		` BEGIN FOREACH new IN ARRAY arr LOOP END LOOP; RETURN NEW; END `:                                         false,
+		` DECLARE n ALIAS FOR new; BEGIN n := OLD; RETURN NEW; END `:                                              false,
+		` BEGIN SELECT 1, OLD.* INTO a, trg.new FROM t; RETURN NEW; END `:                                         false,
+		` BEGIN EXECUTE 'SELECT $1' INTO new USING OLD; RETURN NEW; END `:                                         false,
+		` BEGIN CALL cp(NEW, OLD); RETURN NEW; END `:                                                              false,
+		` BEGIN CALL cp(b => OLD, a => trg.new); RETURN NEW; END `:                                                false,
+		` BEGIN x := f(new := 1); RETURN NEW; END `:                                                               false,
+		` BEGIN NEW.updated_at := now(); trg.new.n := 2; RETURN NEW; END `:                                        true,
+		` BEGIN IF NEW IS DISTINCT FROM OLD THEN NEW.n := 1; END IF; RETURN NEW; END `:                            true,
+		` BEGIN IF NEW.a IS DISTINCT FROM OLD.a THEN PERFORM f(NEW); END IF; RETURN NEW; END `:                    true,
+		` DECLARE r record; BEGIN SELECT * INTO r FROM t WHERE id = NEW.id AND NEW IS NOT NULL; RETURN NEW; END `: true,
+		` BEGIN FOR r IN SELECT * FROM t WHERE x = NEW.x LOOP PERFORM g(NEW, r); END LOOP; RETURN NEW; END `:      true,
+		` BEGIN CALL log_row(NEW.id); RETURN NEW; END `:                                                           true,
+		` BEGIN PERFORM 1 FROM t WHERE t.a = NEW.a FOR UPDATE; RETURN NEW; END `:                                  true,
+	} {
+		if got := plpgsqlKeepsNew(src); got != want {
+			t.Errorf("plpgsqlKeepsNew(%q) = %v, want %v", src, got, want)
+		}
+	}
+}
