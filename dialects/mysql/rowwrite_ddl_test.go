@@ -11,7 +11,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestRowWriteDDLMissingListedTablePartitionTruncate (red-team rt36a F3, fail-open of the
+// TestMissingListedTablePartitionTruncateRefused (red-team rt36a F3, fail-open of the
 // missing-table guard): while a listed table does not exist (fenced_tables=acounts, a
 // typo for accounts) a pool with fenced_allow=ddl refuses every statement that may
 // write rows (missing.go, plan.MayWriteRows) — TRUNCATE accounts and DELETE FROM
@@ -24,7 +24,7 @@ import (
 // Right behaviour: the ALTER TABLE clauses rowmove.go lists (and PostgreSQL's DETACH
 // PARTITION / TYPE … USING) may write rows; while a listed table is missing they are
 // refused with ErrSchema naming acounts, and accounts keeps its row.
-func TestRowWriteDDLMissingListedTablePartitionTruncate(t *testing.T) {
+func TestMissingListedTablePartitionTruncateRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dsn := testdb.MySQL(t)
@@ -46,7 +46,7 @@ func TestRowWriteDDLMissingListedTablePartitionTruncate(t *testing.T) {
 	}
 }
 
-// TestRowWriteDDLMissingListedTableCompoundStatement (red-team rt36a F4, fail-open of the
+// TestMissingListedTableCompoundStatementRefused (red-team rt36a F4, fail-open of the
 // missing-table guard): MayWriteRows splits the text at every ";" and judges the
 // pieces; a MariaDB compound statement `BEGIN NOT ATOMIC …; END` is one statement, but
 // its first piece has the quiet head BEGIN, so only INSERT/UPDATE/DELETE/MERGE/REPLACE
@@ -58,7 +58,7 @@ func TestRowWriteDDLMissingListedTablePartitionTruncate(t *testing.T) {
 // Right behaviour: a compound statement (the planner already recognises `BEGIN NOT
 // ATOMIC`) may write rows; refused with ErrSchema naming acounts, accounts keeps its
 // row.
-func TestRowWriteDDLMissingListedTableCompoundStatement(t *testing.T) {
+func TestMissingListedTableCompoundStatementRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dsn := testdb.MySQL(t)
@@ -77,7 +77,7 @@ func TestRowWriteDDLMissingListedTableCompoundStatement(t *testing.T) {
 	}
 }
 
-// TestRowWriteDDLModifyFenceColumnTypeLowersToken (red-team rt36a F1b, fail-open under
+// TestModifyFenceColumnTypeRefused (red-team rt36a F1b, fail-open under
 // WithDDL): the planner refuses PostgreSQL's ALTER COLUMN … TYPE … USING on a guarded
 // table whatever WithDDL says, because it rewrites every row without the row triggers
 // (commit 7f4b65c: "a fencing column set back to 0"). MariaDB's ALTER TABLE … MODIFY
@@ -93,7 +93,7 @@ func TestRowWriteDDLMissingListedTableCompoundStatement(t *testing.T) {
 // like TYPE … USING, arguably of any column) is refused whatever WithDDL says
 // (ErrUnsupported); the stale write is refused with ErrFenced and the row keeps the
 // fresh holder's balance.
-func TestRowWriteDDLModifyFenceColumnTypeLowersToken(t *testing.T) {
+func TestModifyFenceColumnTypeRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dsn, admin := tombstoneClockSetup(t, ctx)
@@ -119,7 +119,7 @@ func TestRowWriteDDLModifyFenceColumnTypeLowersToken(t *testing.T) {
 	}
 }
 
-// TestRowWriteDDLAlterIgnoreDeletesRows (red-team rt36a F6, fail-open under WithDDL):
+// TestAlterIgnoreRefusedThroughPool (red-team rt36a F6, fail-open under WithDDL):
 // MariaDB's ALTER IGNORE TABLE deletes rows while it copies the table — the later rows
 // that duplicate a new UNIQUE key (`ALTER IGNORE TABLE accounts ADD UNIQUE (balance)`),
 // or the rows no partition of a new LIST/RANGE partitioning takes (`ALTER IGNORE TABLE
@@ -132,7 +132,7 @@ func TestRowWriteDDLModifyFenceColumnTypeLowersToken(t *testing.T) {
 //
 // Right behaviour: ALTER IGNORE TABLE of a guarded table is refused like TRUNCATE
 // (ErrUnsupported) — the IGNORE is what lets the server drop rows — and key 2 stays.
-func TestRowWriteDDLAlterIgnoreDeletesRows(t *testing.T) {
+func TestAlterIgnoreRefusedThroughPool(t *testing.T) {
 	for _, ddl := range []string{
 		"ALTER IGNORE TABLE accounts ADD UNIQUE (balance)",
 		"ALTER IGNORE TABLE accounts PARTITION BY LIST (id) (PARTITION p0 VALUES IN (1))",
@@ -167,7 +167,7 @@ func TestRowWriteDDLAlterIgnoreDeletesRows(t *testing.T) {
 	}
 }
 
-// TestRowWriteDDLMissingListedTableSetStatementFor (red-team rt36a F7, fail-open of the
+// TestMissingListedTableSetStatementForRefused (red-team rt36a F7, fail-open of the
 // missing-table guard): while a listed table does not exist (fenced_tables=acounts, a
 // typo for accounts) a pool with fenced_allow=ddl refuses every statement that may
 // write rows. MariaDB's `SET STATEMENT var=value FOR <statement>` runs <statement>, but
@@ -181,7 +181,7 @@ func TestRowWriteDDLAlterIgnoreDeletesRows(t *testing.T) {
 // Right behaviour: SET STATEMENT … FOR <statement> is judged as <statement> (the
 // planner already finds it for guarded tables); the write is refused with ErrSchema
 // naming acounts and the balance stays 1.
-func TestRowWriteDDLMissingListedTableSetStatementFor(t *testing.T) {
+func TestMissingListedTableSetStatementForRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dsn := testdb.MySQL(t)

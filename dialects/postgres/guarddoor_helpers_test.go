@@ -21,6 +21,19 @@ import (
 
 const guardTableAccounts = "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
 
+// guardedWith creates setup's objects on the database dsn names and installs the
+// guards of accounts (schema.Check's Fix); it returns a plain connection.
+func guardedWith(t *testing.T, ctx context.Context, dsn string, setup ...string) *sql.DB {
+	t.Helper()
+	raw := rawWith(t, dsn, setup...)
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	return raw
+}
+
 // guardedAccounts creates a database with accounts (and the extra statements'
 // objects), key 1 under token 60, and installs the guards (schema.Check's Fix). It
 // returns a context for the test, the database's DSN and a plain connection.

@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestRowWriteDDLAlterTypeWithoutUsingRewritesRows (red-team rt36a F1, fail-open under
+// TestAlterColumnTypeRefusedThroughPool (red-team rt36a F1, fail-open under
 // WithDDL): commit 7f4b65c refuses ALTER TABLE … ALTER COLUMN … TYPE … USING on a
 // guarded table whatever WithDDL says, because it rewrites every row without the row
 // triggers ("any column changed unfenced"). The same rewrite happens without USING:
@@ -28,17 +26,12 @@ import (
 // refused like the USING form whatever WithDDL says (ErrUnsupported), and the rows
 // keep their values — or the design says why an implicit cast's rewrite is allowed
 // when the USING rewrite is not.
-func TestRowWriteDDLAlterTypeWithoutUsingRewritesRows(t *testing.T) {
+func TestAlterColumnTypeRefusedThroughPool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dsn := testdb.Postgres(t)
-	raw := rawWith(t, dsn, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+	raw := guardedWith(t, ctx, dsn, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 0, 0)")
-	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testdb.Exec(t, raw, reps[0].Fix...)
 	fenced := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts")+"&fenced_allow=ddl")
 	if _, err := fenced.ExecContext(fencedsql.WithToken(ctx, 40), "UPDATE accounts SET balance = 1400000 WHERE id = 1"); err != nil {
 		t.Fatalf("UPDATE under 40: %v", err)
@@ -64,7 +57,7 @@ func TestRowWriteDDLAlterTypeWithoutUsingRewritesRows(t *testing.T) {
 	}
 }
 
-// TestRowWriteDDLMissingListedTableDDLThatWritesRows (red-team rt36a F2, fail-open of the
+// TestMissingListedTableWritingDDLRefused (red-team rt36a F2, fail-open of the
 // missing-table guard): while a listed table does not exist (fenced_tables=acounts, a
 // typo for accounts) a pool with fenced_allow=ddl refuses every statement that may
 // write rows (missing.go, plan.MayWriteRows), since the write may be meant for the
@@ -78,7 +71,7 @@ func TestRowWriteDDLAlterTypeWithoutUsingRewritesRows(t *testing.T) {
 // Right behaviour: a DDL statement whose text holds a write (hasWriteIn: INSERT,
 // UPDATE, DELETE, MERGE in a WITH) may write rows; while a listed table is missing it
 // is refused with ErrSchema naming acounts, and accounts keeps its row.
-func TestRowWriteDDLMissingListedTableDDLThatWritesRows(t *testing.T) {
+func TestMissingListedTableWritingDDLRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dsn := testdb.Postgres(t)
