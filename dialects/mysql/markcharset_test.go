@@ -37,15 +37,7 @@ func TestMarkCharsetServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range reps[0].Fix {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	fencetest.Guard(t, ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	db, err := sql.Open(be.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	if err != nil {
 		t.Fatal(err)

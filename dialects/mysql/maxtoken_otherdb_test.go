@@ -30,17 +30,7 @@ func TestMaxTokenReadsTheTablesOwnDatabase(t *testing.T) {
 	shop := cfg.DBName
 	rawShop := testdb.Open(t, "mysql", dsnShop,
 		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
-	reports, err := schema.Check(ctx, rawShop, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reports {
-		for _, s := range r.Fix {
-			if _, err := rawShop.ExecContext(ctx, s); err != nil {
-				t.Fatalf("%v\n%s", err, s)
-			}
-		}
-	}
+	fencetest.Guard(t, ctx, rawShop, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsnShop, "fenced_tables=accounts"))
 	for _, w := range []struct {
 		tok uint64

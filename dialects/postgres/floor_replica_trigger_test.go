@@ -9,6 +9,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -28,17 +29,7 @@ func TestFloorReplicaOnlyGuardNotCounted(t *testing.T) {
 		`INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 100, 5, 3)`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reports {
-		for _, s := range r.Fix {
-			if _, err := raw.ExecContext(ctx, s); err != nil {
-				t.Fatalf("%v\n%s", err, s)
-			}
-		}
-	}
+	fencetest.Guard(t, ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 	testdb.Exec(t, raw, `ALTER TABLE accounts ENABLE REPLICA TRIGGER fencedsql_guard`)
 	raiseErr := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100)
 	// The guard does not fire: a write with a token below the floor is stored.
@@ -71,17 +62,7 @@ func TestPartitionReplicaOnlyGuardIsDoor(t *testing.T) {
 		`INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 100, 5, 3)`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reports {
-		for _, s := range r.Fix {
-			if _, err := raw.ExecContext(ctx, s); err != nil {
-				t.Fatalf("%v\n%s", err, s)
-			}
-		}
-	}
+	fencetest.Guard(t, ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
 		t.Fatalf("case wrong: RaiseTokenFloor on the guarded partitioned table: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -32,17 +33,7 @@ func TestFloorChildOfGuardedTableRefused(t *testing.T) {
 	defer cancel()
 	apply := func() {
 		t.Helper()
-		reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reports {
-			for _, s := range r.Fix {
-				if _, err := raw.ExecContext(ctx, s); err != nil {
-					t.Fatalf("%v\n%s", err, s)
-				}
-			}
-		}
+		fencetest.Guard(t, ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 	}
 	apply()
 	testdb.Exec(t, raw, `CREATE TABLE accounts_child () INHERITS (accounts)`, `INSERT INTO accounts_child VALUES (3, 100, 5, 3)`)

@@ -13,6 +13,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -216,17 +217,7 @@ func TestKeepOldTriggerClaimNotUnstamped(t *testing.T) {
 			raw, db := skipTrigOpen(t, `INSERT INTO accounts VALUES (1, 10, 0, 0), (2, 20, 0, 0)`, skipTrigFreezeOld, `INSERT INTO frozen_ids VALUES (1)`)
 			ctx := context.Background()
 			if guard {
-				reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range reports {
-					for _, f := range r.Fix {
-						if _, err := raw.Exec(f); err != nil {
-							t.Fatalf("%s: %v", f, err)
-						}
-					}
-				}
+				fencetest.Guard(t, ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 			}
 			tx, ids, err := skipTrigClaim(t, db, 7, c.q)
 			if err != nil {

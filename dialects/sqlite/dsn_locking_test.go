@@ -16,6 +16,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // lockingSetup creates a guarded, tombstoned accounts table in a fresh file through a
@@ -28,15 +29,7 @@ func lockingSetup(t *testing.T) (string, *sql.DB) {
 	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
-	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range reps[0].Fix {
-		if _, err := raw.ExecContext(ctx, st); err != nil {
-			t.Fatalf("%s: %v", st, err)
-		}
-	}
+	fencetest.Guard(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
 	return base, raw
 }
 

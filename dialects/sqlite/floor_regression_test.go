@@ -12,6 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
@@ -33,15 +34,7 @@ func TestBelowFloorExplainedAsRegression(t *testing.T) {
 	if _, err := raw.ExecContext(ctx, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
-	reports, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range reports[0].Fix {
-		if _, err := raw.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%v\n%s", err, s)
-		}
-	}
+	fencetest.Guard(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, 1000); err != nil {
 		t.Fatal(err)
 	}

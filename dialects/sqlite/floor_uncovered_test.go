@@ -12,6 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // TestFloorRaiseNamesRegisteredTableWithoutGuard (red-team rt34b F1, G16): the floor
@@ -59,15 +60,7 @@ func TestFloorRaiseNamesRegisteredTableWithoutGuard(t *testing.T) {
 	}
 
 	// The fix: install ledger's guard; the raise is then complete.
-	reports, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "ledger"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range reports[0].Fix {
-		if _, err := raw.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%v\n%s", err, s)
-		}
-	}
+	fencetest.Guard(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "ledger"})
 	if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, 100); err != nil {
 		t.Fatalf("RaiseTokenFloor(100) with every registered table guarded: %v", err)
 	}

@@ -204,14 +204,14 @@ type ExactIdenter interface {
 }
 
 // SameColumnName reports whether the configured column names a and b name one column
-// of a table in d, compared as d compares the quoted names the wrapper writes: exactly
-// where d's quoted names are exact (ExactIdenter: on PostgreSQL "Tok" and tok are two
-// columns), else with ASCII letters folded (EqualFoldASCII). Where the server folds
-// more (MariaDB's collations fold é and É), two such names count as two columns: a
-// caller that needs one column then refuses rather than fences on the wrong one.
+// of a table in d, compared as d's server compares the quoted names the wrapper writes
+// (sqllex.SameName): exactly where d's quoted names are exact (ExactIdenter: on
+// PostgreSQL "Tok" and tok are two columns); ignoring ASCII case on SQLite; by each
+// character's lower-case form on MySQL/MariaDB (É is é). The planner asks the same
+// question of the names in statement text with the same function.
 func SameColumnName(d Dialect, a, b string) bool {
 	if e, ok := d.(ExactIdenter); ok && e.ExactQuotedIdents() {
 		return a == b
 	}
-	return EqualFoldASCII(a, b)
+	return sqllex.SameName(d.Syntax(), a, b)
 }

@@ -87,9 +87,10 @@ func (t TableName) Quote(quote func(string) string) string {
 }
 
 // EqualFoldASCII reports whether a and b are equal with ASCII letters compared without
-// case, as SQLite and MySQL/MariaDB compare identifiers and keywords: unlike
+// case, as SQLite compares identifiers and SQL keywords compare: unlike
 // strings.EqualFold, no other character folds (U+017F ſ is not s, U+212A K is not k),
-// so a name spelled with such a character is another name.
+// so a name spelled with such a character is another name. (MySQL/MariaDB column names
+// fold further: SameColumnName.)
 func EqualFoldASCII(a, b string) bool {
 	if len(a) != len(b) {
 		return false

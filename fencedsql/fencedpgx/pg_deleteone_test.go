@@ -25,15 +25,7 @@ func TestPGDeleteOneStatementModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer std.Close()
-			reps, err := fschema.Check(e.ctx, std, postgres.Dialect, fschema.GuardSpec{Table: "accounts"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range reps[0].Fix {
-				if _, err := std.ExecContext(e.ctx, s); err != nil {
-					t.Fatalf("%s: %v", s, err)
-				}
-			}
+			fencetest.Guard(t, e.ctx, std, postgres.Dialect, fschema.GuardSpec{Table: "accounts"})
 			ins := "INSERT INTO accounts (id, owner, balance) VALUES ($1, $2, 0)"
 			ctx := func(tok uint64) context.Context { return fencedsql.WithToken(e.ctx, tok) }
 			for _, id := range []int64{1, 2, 3} {

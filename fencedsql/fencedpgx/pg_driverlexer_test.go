@@ -13,6 +13,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	fschema "github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // pgx's own lexer (docs/design.md, "The drivers' own lexers"): under the simple protocol
@@ -45,15 +46,7 @@ func installGuard(t *testing.T, e *pgEnv) {
 		t.Fatal(err)
 	}
 	defer std.Close()
-	reps, err := fschema.Check(e.ctx, std, postgres.Dialect, fschema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range reps[0].Fix {
-		if _, err := std.ExecContext(e.ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	fencetest.Guard(t, e.ctx, std, postgres.Dialect, fschema.GuardSpec{Table: "accounts"})
 }
 
 // TestDriverLexerSimpleProtocolDesync: the DSN's simple_protocol.

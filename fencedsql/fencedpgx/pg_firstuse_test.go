@@ -16,6 +16,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
 	fschema "github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -123,17 +124,7 @@ func (e *firstUseEnv) installGuard() {
 		e.t.Fatal(err)
 	}
 	defer db.Close()
-	reps, err := fschema.Check(e.ctx, db, postgres.Dialect, fschema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, r := range reps {
-		for _, s := range r.Fix {
-			if _, err := db.ExecContext(e.ctx, s); err != nil {
-				e.t.Fatalf("%s: %v", s, err)
-			}
-		}
-	}
+	fencetest.Guard(e.t, e.ctx, db, postgres.Dialect, fschema.GuardSpec{Table: "accounts"})
 }
 
 func wantTypo(t *testing.T, err error) {

@@ -100,15 +100,7 @@ func TestSwitchLockService(t *testing.T) {
 	if err := schema.RegisterTables(ctx, raw, postgres.Dialect, spec); err != nil {
 		t.Fatal(err)
 	}
-	reports, err := schema.Check(ctx, raw, postgres.Dialect, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range reports[0].Fix {
-		if _, err := raw.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%v\n%s", err, s)
-		}
-	}
+	fencetest.Guard(t, ctx, raw, postgres.Dialect, spec)
 	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, sqllock.DefaultTable); err != nil {
 		t.Fatal(err)
 	}

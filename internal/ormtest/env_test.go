@@ -18,6 +18,7 @@ import (
 	pgdialect "github.com/fencedsql/fencedsql/dialects/postgres"
 	sqlitedialect "github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -120,18 +121,8 @@ func setup(t *testing.T, b backend) *env {
 	if _, err := raw.ExecContext(ctx, b.ddl); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	reps, err := schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatalf("schema.Check: %v", err)
-	}
-	for _, r := range reps {
-		for _, stmt := range r.Fix {
-			if _, err := raw.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("schema.Check fix for %s: %v\n%s", r.Table, err, stmt)
-			}
-		}
-	}
-	if reps, err = schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
+	fencetest.Guard(t, ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"})
+	if reps, err := schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
 		t.Fatalf("schema.Check after fix: %v %+v", err, reps)
 	}
 	db, err := sql.Open(b.fenced, withParam(dsn, "fenced_tables=accounts"))

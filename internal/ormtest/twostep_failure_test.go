@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // setupWith is setup with extra DDL run on the plain pool after the table is created
@@ -29,17 +30,7 @@ func setupWith(t *testing.T, b backend, extra []string, params string) *env {
 	if _, err := raw.ExecContext(ctx, b.ddl); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	reps, err := schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatalf("schema.Check: %v", err)
-	}
-	for _, r := range reps {
-		for _, stmt := range r.Fix {
-			if _, err := raw.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("schema.Check fix for %s: %v\n%s", r.Table, err, stmt)
-			}
-		}
-	}
+	fencetest.Guard(t, ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"})
 	for _, q := range extra {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // A DSN's _pragma=writable_schema(1) turned writable_schema on for every connection of
@@ -29,17 +30,7 @@ func TestSQLiteWritableSchemaFromDSN(t *testing.T) {
 	if _, err := raw.Exec("CREATE TABLE acc (id INTEGER PRIMARY KEY, bal INTEGER, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
 	}
-	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "acc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		for _, f := range r.Fix {
-			if _, err := raw.Exec(f); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-		}
-	}
+	fencetest.Guard(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "acc"})
 	// The DSN's pragma is refused when the pool opens (sqlite.CheckDSN).
 	if bad, err := sql.Open("fenced-sqlite", dsn+"&fenced_tables=acc&_pragma=writable_schema(1)"); err == nil {
 		bad.Close()

@@ -48,6 +48,17 @@ func TestFenceColumnMatchedAsTheServerResolvesIt(t *testing.T) {
 		{sqliteTest, def, `UPDATE accounts SET [Fence_Token] = 1, balance = 0 WHERE id = 1`, `[Fence_Token] = 1`, false},
 		{mysqlTest, def, "UPDATE accounts SET `VERSION` = 1, balance = 0 WHERE id = 1", "`VERSION` = 1", false},
 		{mysqlTest, def, "UPDATE accounts SET FENCE_TOKEN = 1, balance = 0 WHERE id = 1", "FENCE_TOKEN = 1", false},
+		// MySQL/MariaDB lower every character (sqllex.SameName; the server's
+		// utf8mb3 column names): U+212A K is k, so fence_toKen is the token column;
+		// U+017F ſ is not s (strings.EqualFold would equate them, rt36a F8), so
+		// verſion is a column of its own and keeps its assignment.
+		{mysqlTest, def, "UPDATE accounts SET `fence_to\u212aen` = 1, balance = 0 WHERE id = 1", "`fence_to\u212aen` = 1", false},
+		{mysqlTest, def, "UPDATE accounts SET `ver\u017fion` = 1, balance = 0 WHERE id = 1", "`ver\u017fion` = 1", true},
+		{mysqlTest, def, "INSERT INTO accounts (id, `ver\u017fion`) VALUES (1, 77)", "77", true},
+		{mysqlTest, guardCols("fence_token", "v\u00e9r"), "UPDATE accounts SET `V\u00c9R` = 1, balance = 0 WHERE id = 1", "`V\u00c9R` = 1", false},
+		// SQLite folds ASCII letters only: \u00c9 is not \u00e9, K is not k.
+		{sqliteTest, def, "UPDATE accounts SET \"fence_to\u212aen\" = 1, balance = 0 WHERE id = 1", "\"fence_to\u212aen\" = 1", true},
+		{sqliteTest, guardCols("fence_token", "v\u00e9r"), "UPDATE accounts SET \"V\u00c9R\" = 1, balance = 0 WHERE id = 1", "\"V\u00c9R\" = 1", true},
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, c.d, c.guard)

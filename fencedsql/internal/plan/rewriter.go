@@ -66,24 +66,20 @@ type Table struct {
 //     catalogue name (the wrapper writes it quoted). "Version" is not version, and an
 //     unquoted FenceTok (fencetok) is not the configured "FenceTok".
 //   - SQLite: column names compare ignoring ASCII case, quoted or not.
-//   - MySQL/MariaDB: column names compare ignoring case, quoted or not (every letter:
-//     the server's system collation folds beyond ASCII, and a name it would take for
-//     a fencing column must never be missed — it allows a column assigned twice).
+//   - MySQL/MariaDB: column names compare by each character's lower-case form, quoted
+//     or not (sqllex.SameName: K is k, but ſ is not s: rt36a F8, a column verſion
+//     next to version lost its assignment as if it were the version column).
 //
 // It is the one test of "names a fencing column" for every list the rewriter edits or
 // judges (SET lists, INSERT column lists, conflict branches, selections).
 func (rw *Planner) isFenceColumn(g *Table, name string, quoted bool) bool {
-	switch rw.syn {
-	case sqllex.Postgres:
+	if rw.syn == sqllex.Postgres {
 		name = rw.truncate(name)
 		if !quoted {
 			name = sqllex.LowerASCII(name)
 		}
-		return name == g.TokenCol || name == g.VerCol
-	case sqllex.SQLite:
-		return sqllex.LowerASCII(name) == sqllex.LowerASCII(g.TokenCol) || sqllex.LowerASCII(name) == sqllex.LowerASCII(g.VerCol)
 	}
-	return strings.EqualFold(name, g.TokenCol) || strings.EqualFold(name, g.VerCol)
+	return sqllex.SameName(rw.syn, name, g.TokenCol) || sqllex.SameName(rw.syn, name, g.VerCol)
 }
 
 func (g *Table) String() string {

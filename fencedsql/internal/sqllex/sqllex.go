@@ -3,6 +3,7 @@ package sqllex
 import (
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Syntax selects the lexical rules of one SQL dialect. The zero value is a
@@ -240,6 +241,38 @@ func Significant(toks []Token) []Token {
 		}
 	}
 	return out
+}
+
+// SameName reports whether the column names a and b, each as the server reads it
+// (decoded from its quoting; on PostgreSQL an unquoted name already folded and
+// truncated), name one column in syn's server:
+//
+//   - PostgreSQL: only the same bytes ("Version" is not version).
+//   - SQLite: ASCII letters compared without case, no other character.
+//   - MySQL/MariaDB: every character compared by its lower-case form, as the server
+//     compares column names (the system character set utf8mb3 lowered character by
+//     character): É is é, U+212A K is k, U+0130 İ is i, but U+017F ſ is not s and σ
+//     is not ς, which strings.EqualFold would equate.
+//
+// It is the one answer to "same column?" for names from statement text, from the
+// configuration and from server errors.
+func SameName(syn Syntax, a, b string) bool {
+	switch syn {
+	case Postgres:
+		return a == b
+	case SQLite:
+		return len(a) == len(b) && LowerASCII(a) == LowerASCII(b)
+	}
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) != len(rb) {
+		return false
+	}
+	for i := range ra {
+		if ra[i] != rb[i] && unicode.ToLower(ra[i]) != unicode.ToLower(rb[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // LowerASCII returns s with its ASCII letters in lower case and every other byte as it
