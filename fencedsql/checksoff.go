@@ -17,10 +17,18 @@ import (
 //   - DDL naming a guarded table allowed (WithDDL(true), fenced_allow=ddl);
 //   - dynamic SQL allowed (WithDynamicSQL(true), fenced_allow=dynamic_sql);
 //   - the lazy check's verdicts kept for the pool's life (WithSchemaRecheck with a
-//     negative bound, NeverRecheck).
+//     negative bound, NeverRecheck);
+//   - the fence itself, for a pool that guards no table at all: nothing listed
+//     (fenced_tables, Guard), no table recorded in a registry or carrying the
+//     guard's triggers, so that every write passes unfenced — the DSN of a plain pool
+//     given to a fenced driver, or a database whose guards were never installed
+//     (red-team rt31d F1).
 func (k *core) warnChecksOff(ctx context.Context) {
 	cfg := &k.cfg
 	l := cfg.configLogger()
+	if len(k.rw.Tables()) == 0 {
+		l.WarnContext(ctx, "fencedsql: the pool guards no table: none is listed (fenced_tables, Guard) and the database records none as guarded (no registry row, no guard trigger), so every write passes unfenced. List the tables the lock protects, or install their guards with fencedsql-schema -apply")
+	}
 	by := func(bit setting) string {
 		for _, s := range settings {
 			if s.bit != bit {

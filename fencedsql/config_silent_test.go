@@ -281,3 +281,28 @@ func TestSchemaRecheckZeroChecksEveryWrite(t *testing.T) {
 		t.Errorf("WithSchemaRecheck(0), fence_token made nullable by a migration: stale write (token 5 over 10) returned %v, row now balance %d token %v; want ErrSchema (0 must not mean \"never re-check\"), row unchanged", err, b, tok)
 	}
 }
+
+// TestNothingGuardedLoggedSQLite (red-team rt31d F1's broader suggestion): a fenced
+// pool with nothing listed on a database that records no guarded table fences
+// nothing — every write passes as through the plain driver. It says so once, at
+// Warn, at its first connection; a pool that guards a table does not.
+func TestNothingGuardedLoggedSQLite(t *testing.T) {
+	for _, c := range []struct {
+		param string
+		warn  bool
+	}{{"", true}, {"?fenced_tables=accounts", false}} {
+		p, _ := accountsAt10SQLite(t)
+		var buf bytes.Buffer
+		l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, "file:"+p+c.param),
+			fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithLogger(l))
+		if _, err := db.ExecContext(fencedsql.WithToken(context.Background(), 20), "UPDATE accounts SET balance = 2 WHERE id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		out := buf.String()
+		if got := strings.Contains(out, "guards no table") && strings.Contains(out, "level=WARN"); got != c.warn {
+			t.Errorf("pool over %q logged %q; want the nothing-guarded warning: %v", "file:…"+c.param, out, c.warn)
+		}
+	}
+}
