@@ -158,8 +158,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		appRole    = fs.String("app-role", "", "the role (MySQL: user@host) the application logs in as: check and fix its privileges (least-privilege set-up)")
 		owner      = fs.String("owner", "", "the role (MySQL: user@host) that owns the guarded tables and the guard objects (needs -app-role)")
 		maxToken   = fs.Bool("max-token", false, "only print the highest token the database has accepted (the tables' token columns, or the registry's tables without -tables, and the floor − 1), then exit")
-		raiseFloor = fs.Uint64("raise-floor", 0, "only raise the database's token floor to this value (never lowers it), print the floor, then exit")
+		raiseFloor decimalToken
 	)
+	fs.Var(&raiseFloor, "raise-floor", "only raise the database's token floor to this decimal value (never lowers it), print the floor, then exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION | -max-token | -raise-floor N")
 		fs.PrintDefaults()
@@ -203,7 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if flooring > 1 || purging || roles || *printOnly || *apply {
 			return usage("-max-token and -raise-floor each run alone")
 		}
-		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, *raiseFloor, *timeout, stdout, stderr)
+		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, uint64(raiseFloor), *timeout, stdout, stderr)
 	}
 	if roles {
 		if _, ok := be.dialect.(dialect.Privileger); !ok {
