@@ -37,10 +37,14 @@ func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	return tok, ver, out, nil
 }
 
-// bind builds p's arguments from the caller's, the token and the version.
+// bind builds p's arguments from the caller's, the token and the version. A caller's
+// argument count that differs from the statement's placeholders is an
+// *UnsupportedError (ErrUnsupported; nothing was sent, so CommitOutcome is
+// NotCommitted): the wrapper places its own arguments among the caller's by position,
+// and cannot tell which the caller meant (red-team rt37d F2: the error was untyped).
 func bind(p *plan.Plan, user []driver.NamedValue, tok uint64, ver int64) ([]driver.NamedValue, error) {
 	if p.NUser >= 0 && len(user) != p.NUser {
-		return nil, fmt.Errorf("fencedsql: statement on %s has %d placeholders but %d arguments were given", p.Guard, p.NUser, len(user))
+		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: fmt.Sprintf("the statement has %d placeholders but %d arguments were given", p.NUser, len(user))}
 	}
 	out := make([]driver.NamedValue, len(p.Args))
 	for i, r := range p.Args {
