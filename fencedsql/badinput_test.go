@@ -29,7 +29,7 @@ const (
 	badSchema                     // ErrSchema, *SchemaError
 	badNoToken                    // ErrNoToken, *NoTokenError
 	badCanceled                   // context.Canceled
-	badArgCount                   // an error about the argument count, none of ours
+	badArgCount                   // database/sql's own argument count error (a prepared statement), none of ours
 )
 
 func (k badKind) String() string {
