@@ -175,6 +175,9 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 
 // Rewrite plans one statement. versioned selects the ExpectVersion variant.
 func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
+	if err := rw.readingChangeFollowed(sql); err != nil {
+		return nil, err // multistatement.go
+	}
 	if !rw.mayMention(sql) && !rw.controlHead(sql) && !rw.mayProtect(sql) {
 		// It names no guarded table: sent as written, with the relations it reads when
 		// it holds a locking clause (a view over a guarded table may be one of them).
