@@ -15,8 +15,9 @@ import (
 // token that wins.
 //
 // The procedure (README, "Switching or rebuilding the lock service"): read the highest
-// token the guarded database has accepted (fencedsql-schema -max-token), raise the new
-// service's floor above it with RaiseFloor, then raise the database's own floor to the
+// token the guarded database has accepted (fencedsql-schema -max-token), retire the old
+// service (Retirer, which answers its last token) when switching, raise the new
+// service's floor above both with RaiseFloor, then raise the database's own floor to the
 // service's LastToken + 1 so that any lease of the old service is refused.
 type FloorRaiser interface {
 	// RaiseFloor makes every token the service issues after RaiseFloor returns strictly
@@ -51,10 +52,42 @@ func (c *Client) RaiseFloor(ctx context.Context, min uint64) error {
 
 // LastToken returns the highest token the Client's lock service has issued, or its
 // floor when higher (see FloorRaiser). It returns ErrNoFloor when the backend cannot.
+//
+// It never answers below a token this Client was granted: when the service answers
+// less than the highest token the Client remembers granting for some lock name (the
+// names checkTokenAdvancesLocked keeps), the service's token source went back (restored
+// from an older snapshot, a lagging replica promoted, its counter set back), and a
+// database floor raised from that answer would not refuse that lease. LastToken then
+// fails with an error wrapping ErrInvalidConfig, as a grant of that name would: the
+// Client does not make up a number in its stead (other Clients may have been granted
+// more), the service's floor has to be raised first (red-team rt37c F5).
 func (c *Client) LastToken(ctx context.Context) (uint64, error) {
 	f, ok := c.backend.(FloorRaiser)
 	if !ok {
 		return 0, ErrNoFloor
 	}
-	return f.LastToken(ctx)
+	last, err := f.LastToken(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if key, held, behind := c.aboveLastToken(last); behind {
+		return 0, fmt.Errorf("lockclient: last token: %w: the lock service answers %d, below token %d this Client was granted for lock %q: "+
+			"the lock service's token source went back (restored from an older snapshot, reset, or its floor deleted); "+
+			"raise the service's token floor (FloorRaiser.RaiseFloor, lockfloor -raise) above %d and above the highest token the guarded tables hold",
+			ErrInvalidConfig, last, held, key, held)
+	}
+	return last, nil
+}
+
+// aboveLastToken reports the lock name and token of the highest token this Client
+// remembers being granted, when it is above last.
+func (c *Client) aboveLastToken(last uint64) (key string, token uint64, behind bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, t := range c.highest {
+		if t > last && t > token {
+			key, token, behind = k, t, true
+		}
+	}
+	return key, token, behind
 }

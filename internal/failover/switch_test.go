@@ -23,17 +23,23 @@ import (
 )
 
 // switchLockService is the documented procedure (README, "Switching or rebuilding the
-// lock service") for moving an application from one lock service to another, run
-// with the application stopped: raise the new service's floor above both the highest
-// token the database has accepted and the old service's last token, then raise the
-// database's floor to the new service's last token + 1, so that a lease the old service
-// granted can no longer write.
+// lock service") for moving an application from one lock service to another: retire
+// the old service (lockfloor -retire), which refuses every later grant and answers the
+// last token it issued — a service that cannot be retired (sqllock: ErrNoRetire) is
+// read with lockfloor -show instead, and then every process configured for it must
+// have been stopped; raise the new service's floor above both the highest token the
+// database has accepted and the old service's last token; then raise the database's
+// floor to the new service's last token + 1, so that a lease the old service granted
+// can no longer write.
 func switchLockService(ctx context.Context, raw *sql.DB, from, to *lockclient.Client) error {
 	dbMax, err := schema.MaxToken(ctx, raw, postgres.Dialect) // fencedsql-schema -max-token
 	if err != nil {
 		return err
 	}
-	old, err := from.LastToken(ctx) // lockfloor -show (old service)
+	old, err := from.Retire(ctx) // lockfloor -retire (old service)
+	if errors.Is(err, lockclient.ErrNoRetire) {
+		old, err = from.LastToken(ctx) // lockfloor -show (old service)
+	}
 	if err != nil {
 		return err
 	}

@@ -135,6 +135,10 @@
 // backends the same prefix unless they share the floor. A value of the floor key that
 // is no offset ("1e9", text) makes every grant fail with an error wrapping
 // lockclient.ErrInvalidConfig naming the key.
+// Backend.Retire (lockclient.Retirer, lockfloor -retire: the first step of switching the
+// application to another lock service) puts "retired:<offset>" there: every later grant
+// fails with an error wrapping lockclient.ErrRetired, and so does RaiseFloor; LastToken
+// answers the last token issued before the mark.
 // Rebuilding a cluster, or moving the locks to another prefix or cluster, means raising
 // the floor on the new one above the highest token the database has accepted
 // (lockfloor -raise, or RaiseFloor) before the first grant. The Renew and Release checks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -34,11 +35,21 @@ func floorKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
 	return nil
 }
 
+// retiredMark starts the value of the floor key of a retired service (Retire):
+// "retired:<offset>", the offset in force until the retirement. It is no offset, so
+// every grant — of this release, which names it (lockclient.ErrRetired), or of an
+// earlier one, which refuses any value that is no offset — fails.
+const retiredMark = "retired:"
+
 // parseOffset reads the offset of a floor key (0 when it does not exist); a value that
-// is no offset is an error wrapping lockclient.ErrInvalidConfig.
+// is no offset is an error wrapping lockclient.ErrInvalidConfig, and the mark of a
+// retired service (retiredMark) one wrapping lockclient.ErrRetired.
 func (b *Backend) parseOffset(kv *mvccpb.KeyValue) (uint64, error) {
 	if kv == nil {
 		return 0, nil
+	}
+	if _, ok := b.retiredOffset(kv); ok {
+		return 0, fmt.Errorf("etcdlock: the floor key %s holds %q: %w", b.FloorKey(), kv.Value, lockclient.ErrRetired)
 	}
 	off, err := strconv.ParseUint(string(kv.Value), 10, 64)
 	if err != nil || off > maxFloor {
@@ -145,11 +156,95 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if len(resp.Kvs) > 0 {
 		kv = resp.Kvs[0]
 	}
+	if last, ok := b.retiredLast(kv); ok {
+		return last, nil
+	}
 	off, err := b.parseOffset(kv)
 	if err != nil {
 		return 0, err
 	}
 	return token(off, resp.Header.Revision), nil
+}
+
+// retiredOffset reads the offset of the mark of a retired service (retiredMark); ok is
+// false when kv holds no such mark (a mark whose offset is unreadable is no mark: it is
+// refused as a value that is no offset).
+func (b *Backend) retiredOffset(kv *mvccpb.KeyValue) (off uint64, ok bool) {
+	v, found := strings.CutPrefix(string(kv.Value), retiredMark)
+	if !found {
+		return 0, false
+	}
+	off, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || off > maxFloor {
+		return 0, false
+	}
+	return off, true
+}
+
+// retiredLast is the last token of a retired service, from its floor key kv: the mark
+// was written at kv.ModRevision under the offset it keeps, which was in force for every
+// grant before (the mark's write was a compare-and-swap on the key), so every token
+// issued is at most offset + ModRevision − 1.
+func (b *Backend) retiredLast(kv *mvccpb.KeyValue) (uint64, bool) {
+	if kv == nil {
+		return 0, false
+	}
+	off, ok := b.retiredOffset(kv)
+	if !ok {
+		return 0, false
+	}
+	return token(off, kv.ModRevision-1), true
+}
+
+var _ lockclient.Retirer = (*Backend)(nil)
+
+// Retire implements lockclient.Retirer: it replaces the floor key's offset o by the mark
+// "retired:<o>" (retiredMark), by compare-and-swap on the key's mod revision (retried
+// when a concurrent raise won). Every granting transaction reads the floor key, so a
+// grant ordered after the mark by etcd's revision fails with an error wrapping
+// lockclient.ErrRetired (its key is given back, as for any floor that is no offset),
+// and one ordered before got offset o. It returns o plus the mark's revision minus one,
+// which bounds every token issued (LastToken answers the same afterwards). A service
+// already retired is left alone.
+func (b *Backend) Retire(ctx context.Context) (uint64, error) {
+	if b.cfg.err != nil {
+		return 0, b.cfg.err
+	}
+	for {
+		reqCtx, cancel := b.requestContext(ctx)
+		resp, err := b.cli.Get(reqCtx, b.FloorKey())
+		cancel()
+		if err != nil {
+			return 0, unavailable(ctx, "retire", err)
+		}
+		var kv *mvccpb.KeyValue
+		if len(resp.Kvs) > 0 {
+			kv = resp.Kvs[0]
+		}
+		if last, ok := b.retiredLast(kv); ok {
+			return last, nil
+		}
+		off, err := b.parseOffset(kv)
+		if err != nil {
+			return 0, err
+		}
+		mod := int64(0)
+		if kv != nil {
+			mod = kv.ModRevision
+		}
+		reqCtx, cancel = b.requestContext(ctx)
+		tr, err := b.cli.Txn(reqCtx).
+			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
+			Then(clientv3.OpPut(b.FloorKey(), retiredMark+strconv.FormatUint(off, 10))).
+			Commit()
+		cancel()
+		if err != nil {
+			return 0, unavailable(ctx, "retire", err)
+		}
+		if tr.Succeeded {
+			return token(off, tr.Header.Revision-1), nil
+		}
+	}
 }
 
 // WithMinToken raises the token floor to n (see Backend.RaiseFloor) when the Backend

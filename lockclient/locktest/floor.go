@@ -31,7 +31,10 @@ import (
 //     answer and at most the second;
 //   - RaiseFloor concurrent with grants: tokens of one key, taken in turns by several
 //     clients while another raises the floor again and again, strictly increase in grant
-//     order, and a grant requested after a raise returned is above that raise's min.
+//     order, and a grant requested after a raise returned is above that raise's min;
+//   - for a backend that implements lockclient.Retirer (skipped otherwise): after Retire
+//     no grant takes effect (ErrRetired), for a waiter queued before either, RaiseFloor
+//     fails, and LastToken and a second Retire answer Retire's bound.
 //
 // A namespace may share its service's token counter with other namespaces (etcd: one
 // revision for the whole cluster): the checks allow other activity to move tokens up, by
@@ -45,6 +48,7 @@ func RunFloor(t *testing.T, h Harness) {
 		{"LowerRaiseChangesNothing", testLowerRaise},
 		{"LastTokenBoundsGrants", testLastTokenBounds},
 		{"RaiseConcurrentWithGrants", testRaiseConcurrent},
+		{"RetireRefusesLaterGrants", testRetire},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

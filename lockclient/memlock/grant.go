@@ -78,7 +78,7 @@ func (s *Service) handOff(key string) *entry {
 		w := q[0]
 		s.dequeue(key, w)
 		e, err := s.grantLocked(w.ss, key)
-		if err != nil { // the counter is at its end: this waiter, and every next one, fails
+		if err != nil { // the counter is at its end, or retired: this waiter, and every next one, fails
 			w.err = err
 			close(w.granted)
 			q = s.queues[key]
@@ -113,7 +113,12 @@ func (s *Service) dequeue(key string, w *waiter) {
 //
 // A counter at 2^63−1, the largest token a guarded BIGINT column can hold, grants
 // nothing: errExhausted (red-team rt28b F3), as redislock and sqllock do.
+//
+// A retired service (Retire) grants nothing: an error wrapping lockclient.ErrRetired.
 func (s *Service) grantLocked(ss *session, key string) (*entry, error) {
+	if s.retired {
+		return nil, fmt.Errorf("memlock: grant %q: %w", key, lockclient.ErrRetired)
+	}
 	if s.seq >= math.MaxInt64 {
 		return nil, fmt.Errorf("memlock: grant %q: %w: the token counter is at its end (2^63-1), no later token can be greater; "+
 			"a new Service (with WithMinToken above every token the guarded tables hold) is needed", key, lockclient.ErrInvalidConfig)

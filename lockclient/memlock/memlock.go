@@ -6,7 +6,8 @@
 // request. Tokens come from one counter shared by all keys, which RaiseFloor and
 // WithMinToken raise (lockclient.FloorRaiser) up to 2^63−2, like the other backends' floors;
 // it lives as long as the Service. The last token is 2^63−1: a grant after it fails at
-// once with an error wrapping lockclient.ErrInvalidConfig. Several lockclient.Clients
+// once with an error wrapping lockclient.ErrInvalidConfig. Retire (lockclient.Retirer)
+// makes every later grant fail with lockclient.ErrRetired. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
 //
 // # Fair handoff
@@ -43,6 +44,7 @@ type Service struct {
 	mu       sync.Mutex
 	offset   time.Duration // added to time.Now by Advance
 	seq      uint64        // last token issued
+	retired  bool          // Retire: every later grant and raise fails with ErrRetired
 	nextSess uint64
 	locks    map[string]*entry
 	queues   map[string][]*waiter // waiters per key, in arrival order
@@ -158,8 +160,25 @@ func (s *Service) RaiseFloor(ctx context.Context, min uint64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.retired {
+		return fmt.Errorf("memlock: raise floor: %w", lockclient.ErrRetired)
+	}
 	s.seq = max(s.seq, min)
 	return nil
+}
+
+var _ lockclient.Retirer = (*Service)(nil)
+
+// Retire implements lockclient.Retirer: under the service's lock, every later grant
+// (and every waiter's handoff) fails with an error wrapping lockclient.ErrRetired, and
+// so does RaiseFloor; it returns the last token issued, which LastToken keeps
+// answering. Leases granted before keep their renewals and releases until they end.
+// It never fails.
+func (s *Service) Retire(ctx context.Context) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retired = true
+	return s.seq, nil
 }
 
 // LastToken implements lockclient.FloorRaiser: the last fencing token the service

@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -26,9 +25,14 @@ import (
 // and returns the counter's value afterwards, as a string. A counter that holds no
 // canonical non-negative integer is left alone and answered with corruptReply: a raise
 // never reports success for a floor it did not put in force.
+//
+// It runs on the primary only (replica(): notPrimaryReply); a retired service is
+// refused (retiredReply).
 var raiseScript = redis.NewScript(seedLua + `
+if replica(KEYS[1]) then return redis.error_reply(notprimary) end
 local cur = redis.call('GET', KEYS[1])
 local set = false
+if cur and isretired(cur) then return redis.error_reply(retired) end
 if cur and not canon(cur) then return redis.error_reply(corrupt) end
 if not cur then
   cur = seed()
@@ -41,6 +45,39 @@ if #min > #cur or (#min == #cur and min > cur) then
   set = true
 end
 if set then redis.call('SET', KEYS[1], cur) end
+return cur
+`)
+
+// lastScript: KEYS[1] token counter. Returns the counter's value, as a string, after
+// seeding a missing one from the clock as a grant would (seedLua): a token, or the mark
+// of a retired service ("retired:<last token>"). It runs on the primary only
+// (replica(): notPrimaryReply); the value is not checked (LastToken parses it).
+var lastScript = redis.NewScript(seedLua + `
+if replica(KEYS[1]) then return redis.error_reply(notprimary) end
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  cur = seed()
+  if not cur then return redis.error_reply(noseed) end
+  redis.call('SET', KEYS[1], cur)
+end
+return cur
+`)
+
+// retireScript: KEYS[1] token counter. Replaces the counter's value v (seeded from the
+// clock when missing, as a grant would) by the mark "retired:<v>", which every later
+// grant and raise refuses, and returns v; a counter already retired is left alone and
+// its last token returned. It runs on the primary only; a counter that holds no token is
+// left alone (corruptReply).
+var retireScript = redis.NewScript(seedLua + `
+if replica(KEYS[1]) then return redis.error_reply(notprimary) end
+local cur = redis.call('GET', KEYS[1])
+if cur and isretired(cur) then return string.sub(cur, 9) end
+if cur and not canon(cur) then return redis.error_reply(corrupt) end
+if not cur then
+  cur = seed()
+  if not cur then return redis.error_reply(noseed) end
+end
+redis.call('SET', KEYS[1], 'retired:' .. cur)
 return cur
 `)
 
@@ -68,7 +105,9 @@ func WithMinToken(n uint64) Option {
 // to min if min is higher, atomically against grants, so every later token is greater
 // than min. The floor lives in Redis, as durable as the counter (see the package doc on
 // persistence and eviction). A min above 2^63−2 yields an error wrapping
-// lockclient.ErrInvalidConfig; an unreachable server one wrapping ErrUnavailable.
+// lockclient.ErrInvalidConfig; a retired service (Retire) one wrapping
+// lockclient.ErrRetired; an unreachable server, or one that is not the primary (see
+// LastToken), one wrapping ErrUnavailable.
 func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if b.cfgErr != nil {
 		return b.cfgErr
@@ -78,10 +117,7 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 			lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
 	if err := raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, strconv.FormatUint(min, 10)).Err(); err != nil {
-		if e := b.grantFailed("raise floor", "", err); e != nil {
-			return e
-		}
-		return unavailable("raise floor", "", err)
+		return b.floorFailed("raise floor", err)
 	}
 	return nil
 }
@@ -91,26 +127,72 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 // new service, or one that lost its keys: a restart without persistence, a flush, an
 // eviction) is seeded from the server's clock first, as the next grant or raise would
 // seed it (see the package doc), and that value is returned: never 0 for a service
-// whose holders may still carry clock-seeded tokens from before the loss.
+// whose holders may still carry clock-seeded tokens from before the loss. A retired
+// service (Retire) answers its last token.
+//
+// The value is read from the primary only: on a replica (a Sentinel replica, a managed
+// service's reader endpoint, a replica whose link is down) the counter may lag tokens
+// the primary granted, and a floor raised from it would let them write again; LastToken
+// then fails with an error wrapping lockclient.ErrUnavailable. The check is part of the
+// script that reads the counter (notPrimaryReply): no extra round trip. RaiseFloor and
+// Retire check the same.
 func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := b.rdb.Get(ctx, b.TokenKey()).Result()
-	if errors.Is(err, redis.Nil) {
-		s, err = raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "0").Text()
-	}
+	s, err := lastScript.Run(ctx, b.rdb, []string{b.TokenKey()}).Text()
 	if err != nil {
-		if e := b.grantFailed("last token", "", err); e != nil {
-			return 0, e
-		}
-		return 0, unavailable("last token", "", err)
+		return 0, b.floorFailed("last token", err)
 	}
+	if v, ok := strings.CutPrefix(s, "retired:"); ok {
+		s = v
+	}
+	return b.parseCounter("last token", s)
+}
+
+// Retire implements lockclient.Retirer: in one script on the primary, the token counter
+// <prefix>token becomes the mark "retired:<its value>", which every later grant refuses
+// (an error wrapping lockclient.ErrRetired; a grant of an earlier release refuses it as
+// a counter that holds no token), as does RaiseFloor, and the value is returned: every
+// token granted before is at most it. A service already retired answers its last token
+// again. On a replica it fails with an error wrapping lockclient.ErrUnavailable (see
+// LastToken). A retired service is brought back only by hand (SET the counter to a
+// token): switch to another prefix instead.
+func (b *Backend) Retire(ctx context.Context) (uint64, error) {
+	if b.cfgErr != nil {
+		return 0, b.cfgErr
+	}
+	s, err := retireScript.Run(ctx, b.rdb, []string{b.TokenKey()}).Text()
+	if err != nil {
+		return 0, b.floorFailed("retire", err)
+	}
+	return b.parseCounter("retire", s)
+}
+
+var _ lockclient.Retirer = (*Backend)(nil)
+
+// floorFailed classifies the error of a floor script (raise, last token, retire): the
+// answers of grantFailed (a counter at its end, no token, retired), a server that is
+// not the primary, or unavailability.
+func (b *Backend) floorFailed(op string, err error) error {
+	if e := b.grantFailed(op, "", err); e != nil {
+		return e
+	}
+	if msg := err.Error(); strings.Contains(msg, notPrimaryReply) || strings.HasPrefix(msg, "READONLY") {
+		return fmt.Errorf("redislock: %s: %w: the Redis server is a replica (%v): its token counter may lag tokens the primary granted; "+
+			"read it from the primary", op, lockclient.ErrUnavailable, err)
+	}
+	return unavailable(op, "", err)
+}
+
+// parseCounter reads a token counter's value: a canonical non-negative integer up to
+// 2^63−1, or an error wrapping lockclient.ErrInvalidConfig naming the counter.
+func (b *Backend) parseCounter(op, s string) (uint64, error) {
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || n > math.MaxInt64 || (s != "0" && strings.HasPrefix(s, "0")) {
-		return 0, fmt.Errorf("redislock: last token: %w: the token counter %s holds %q, not a token; "+
+		return 0, fmt.Errorf("redislock: %s: %w: the token counter %s holds %q, not a token; "+
 			"set it (SET) above the highest token granted so far and above the highest token the guarded tables hold",
-			lockclient.ErrInvalidConfig, b.TokenKey(), s)
+			op, lockclient.ErrInvalidConfig, b.TokenKey(), s)
 	}
 	return n, nil
 }

@@ -115,6 +115,13 @@
 // that may have been issued before the first grant. Never delete the counter. A counter
 // that holds no canonical non-negative integer ("abc", "-5") fails grants, RaiseFloor
 // and LastToken with an error wrapping lockclient.ErrInvalidConfig naming it.
+// [Backend.Retire] (lockclient.Retirer, lockfloor -retire: the first step of switching
+// the application to another lock service) sets the counter to "retired:<last token>":
+// every later grant fails with an error wrapping lockclient.ErrRetired, checked in the
+// grant script, and so does RaiseFloor; LastToken answers the last token.
+// LastToken, RaiseFloor and Retire run on the primary only: on a replica, whose counter
+// may lag tokens the primary granted, they fail with an error wrapping
+// lockclient.ErrUnavailable.
 //
 // Redis Cluster: the scripts touch two keys (the lock and the counter), which must be
 // in one hash slot; give a prefix with a hash tag, e.g. WithPrefix("{fencedsql}:"), so

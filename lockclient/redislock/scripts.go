@@ -27,10 +27,34 @@ end
 local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
 local exhausted = '` + exhaustedReply + `'
 local corrupt = '` + corruptReply + `'
+local retired = '` + retiredReply + `'
+local function isretired(v)
+  return string.sub(v, 1, 8) == 'retired:'
+end
+local notprimary = '` + notPrimaryReply + `'
+local function replica(key)
+  redis.call('PERSIST', key)
+  local ok, info = pcall(redis.call, 'INFO', 'replication')
+  return ok and type(info) == 'string' and string.match(info, 'role:(%a+)') ~= 'master'
+end
 local function canon(v)
   return (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil) and (#v < 19 or (#v == 19 and v <= '9223372036854775807'))
 end
 `
+
+// retiredReply is the error reply of a grant or raise that finds the token counter
+// holding the mark of a retired service, "retired:<last token>" (Backend.Retire): it
+// grants nothing, for good (see grantFailed). A script of an earlier release refuses the
+// mark as a counter that holds no token (corruptReply).
+const retiredReply = "redislock: the lock service was retired"
+
+// notPrimaryReply is the error reply of the floor scripts (raise, last token, retire)
+// on a server that is not the primary: their replica() check — a PERSIST of the counter,
+// a write that a read-only replica refuses (READONLY) before anything runs, and
+// INFO replication's role where the account may read it (a writable replica) — runs in
+// the same script as the read, so no extra round trip (red-team rt37c F2). A replica's
+// counter may lag tokens the primary granted.
+const notPrimaryReply = "redislock: the server is not the primary"
 
 // corruptReply starts the error reply of a grant or raise that finds the token counter
 // holding something that is not a canonical non-negative integer up to 2^63−1 ("abc",
@@ -54,7 +78,8 @@ const exhaustedReply = "redislock: the token counter is at its end"
 // service, or one that lost its keys) it sets it to the server's clock in microseconds
 // instead (seedLua), so that tokens do not restart at 1. A counter at 2^63−1 grants
 // nothing: the script answers the error reply exhaustedReply; a counter that holds no
-// canonical non-negative integer grants nothing either (corruptReply).
+// canonical non-negative integer grants nothing either (corruptReply), nor does the
+// mark of a retired service (retiredReply).
 var grantScript = redis.NewScript(seedLua + `
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -85,6 +110,7 @@ end
 local t
 local cur = redis.call('GET', KEYS[2])
 if cur then
+  if isretired(cur) then return redis.error_reply(retired) end
   if not canon(cur) then return redis.error_reply(corrupt) end
   if cur == '9223372036854775807' then return redis.error_reply(exhausted) end
   redis.call('INCR', KEYS[2])

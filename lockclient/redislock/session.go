@@ -79,9 +79,13 @@ func (s *session) grant(ctx context.Context, key, head, waiter string) (code int
 // its end (the script's exhaustedReply, or Redis's own overflow error of the INCR): a
 // configuration error, wrapping lockclient.ErrInvalidConfig, that no retry can fix;
 // likewise a counter that holds no token (corruptReply, or Redis' "value is not an
-// integer or out of range"). Any other failure yields nil.
+// integer or out of range") and the mark of a retired service (retiredReply: an error
+// wrapping lockclient.ErrRetired). Any other failure yields nil.
 func (b *Backend) grantFailed(op, key string, err error) error {
 	msg := err.Error()
+	if strings.Contains(msg, retiredReply) {
+		return fmt.Errorf("redislock: %s %q: the token counter %s: %w", op, key, b.TokenKey(), lockclient.ErrRetired)
+	}
 	// Redis' own reply to an INCR of a value that is no 64-bit integer: canon() refuses
 	// such a counter first, so this is a backstop (the scripts of an earlier release,
 	// during an upgrade) with the same verdict (rt31b F5).

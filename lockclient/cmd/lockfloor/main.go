@@ -3,14 +3,19 @@
 // guarded database remembers the highest token that wrote each row, so a new, rebuilt or
 // restored service must never hand out tokens at or below it.
 //
-//	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show | -raise N
-//	lockfloor -backend redis -addr host:6379 [-prefix p] -show | -raise N
+//	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show | -raise N | -retire
+//	lockfloor -backend redis -addr host:6379 [-prefix p] -show | -raise N | -retire
 //	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show | -raise N
 //
 // -show prints LastToken: a number t such that every token the service issued so far is
 // at most t and every later one is greater. -raise N makes every token the service issues
-// from then on greater than N (a lower N changes nothing), then prints LastToken. Both
-// print a bare decimal number on stdout and nothing else, for scripts:
+// from then on greater than N (a lower N changes nothing), then prints LastToken.
+// -retire retires the service for good (lockclient.Retirer, the first step of a switch
+// to another lock service): every later grant, by any process still configured for it,
+// fails with lockclient.ErrRetired, and so does every raise; it prints the last token
+// the service issued (again on a second -retire; -show prints it too). sqllock cannot
+// be retired (exit 1). Each prints a bare decimal number on stdout and nothing else,
+// for scripts:
 //
 //	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted
 //	lockfloor -backend etcd -endpoints … -raise "$max"
@@ -52,7 +57,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port [-prefix p] | -backend postgres|mysql -dsn DSN [-table t]; then -show or -raise N [-timeout d]"
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port [-prefix p] | -backend postgres|mysql -dsn DSN [-table t]; then -show, -raise N or -retire [-timeout d]"
 )
 
 func main() {
@@ -73,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		table     = fs.String("table", "", "postgres, mysql: the lease table (default: sqllock's)")
 		show      = fs.Bool("show", false, "print the service's LastToken")
 		raiseTo   = fs.String("raise", "", "raise the floor: every later token is greater than this number; then print LastToken")
+		retire    = fs.Bool("retire", false, "retire the service for good (every later grant fails); then print its last token")
 		timeout   = fs.Duration("timeout", 30*time.Second, "overall deadline")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -93,8 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usage("unexpected arguments %q", fs.Args())
 	}
-	if *show == (*raiseTo != "") {
-		return usage("give exactly one of -show and -raise N")
+	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire); modes != 1 {
+		return usage("give exactly one of -show, -raise N and -retire")
 	}
 	var min uint64
 	if *raiseTo != "" {
@@ -153,7 +159,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		return usage("-backend must be etcd, redis, postgres or mysql")
 	}
-	if !*show {
+	if *retire {
+		r, ok := floor.(lockclient.Retirer)
+		if !ok {
+			return fail("retire", fmt.Errorf("-backend %s: %w", *kind, lockclient.ErrNoRetire))
+		}
+		last, err := r.Retire(ctx)
+		if err != nil {
+			return fail("retire", err)
+		}
+		fmt.Fprintln(stdout, last)
+		return exitOK
+	}
+	if *raiseTo != "" {
 		if err := floor.RaiseFloor(ctx, min); err != nil {
 			return fail("raise", err)
 		}
@@ -164,6 +182,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, last)
 	return exitOK
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func openEtcd(endpoints []string, prefix string, prefixSet bool) (lockclient.FloorRaiser, func(), error) {

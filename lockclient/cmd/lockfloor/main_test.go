@@ -128,6 +128,8 @@ func TestUsage(t *testing.T) {
 		{},
 		{"-backend", "etcd", "-endpoints", "x:1"},                                   // neither -show nor -raise
 		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-raise", "3"},           // both
+		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-retire"},               // both
+		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "3", "-retire"},         // both
 		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "-3"},                   // not a token
 		{"-backend", "etcd", "-addr", "x:1", "-show"},                               // wrong address flag
 		{"-backend", "redis", "-endpoints", "x:1", "-show"},                         // wrong address flag
