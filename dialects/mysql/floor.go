@@ -16,9 +16,13 @@ import (
 // The floor table lives in each database that holds a guarded table (the guard's
 // triggers read it unqualified, which in a trigger means the trigger's database):
 // GuardDDL creates it there, and RaiseTokenFloor raises it in the connection's
-// database when guard triggers there read it (GuardFloorsQuery) — run it once per
-// database that holds guarded tables, or with a DSN that names no database to raise
-// it in every database whose guard triggers the account can see. The guard's BEFORE
+// database when guard triggers there read it (GuardFloorsQuery), and in every other
+// database a table of the connection's registry is qualified with (shop.accounts
+// registered in home: red-team rt37c F3) — run it with the application's DSN, once per
+// database whose registry lists guarded tables, or with a DSN that names no database
+// to raise it in every database whose guard triggers the account can see. A
+// registered table whose database's guards the account cannot see is named
+// (schema.ErrFloorUncovered), not taken for covered. The guard's BEFORE
 // UPDATE trigger reads it for every UPDATE it accepts; a second trigger,
 // fencedsql_floor_<table>, BEFORE INSERT, for every INSERT (an INSERT … ON DUPLICATE
 // KEY UPDATE and a REPLACE insert first, so both pass it). A floor table that has lost

@@ -11,10 +11,15 @@ import (
 // The floor table lives in each schema (the main database, an attached one) that holds
 // a guarded table: a trigger reads tables of its own schema. GuardDDL creates it there;
 // RaiseTokenFloor raises it in the main database, when guard triggers there read it
-// (GuardFloorsQuery). The guard's BEFORE UPDATE trigger reads it for every UPDATE it
-// would otherwise accept, a second trigger, fencedsql_floor_<table>, BEFORE INSERT, for
-// every INSERT. A floor table that has lost its row refuses every write until
-// RaiseTokenFloor writes it back (schema.Check and TokenFloor report it: ErrFloorLost).
+// (GuardFloorsQuery); an attached database's floor only through a connection whose
+// main database is that file. A table of an attached database registered in main is
+// therefore named by the main database's raise and TokenFloor
+// (schema.ErrFloorUncovered: its guard reads a floor they do not raise, red-team
+// rt37c F3), never taken for covered. The guard's BEFORE UPDATE trigger reads it for
+// every UPDATE it would otherwise accept, a second trigger, fencedsql_floor_<table>,
+// BEFORE INSERT, for every INSERT. A floor table that has lost its row refuses every
+// write until RaiseTokenFloor writes it back (schema.Check and TokenFloor report it:
+// ErrFloorLost).
 const FloorMessagePrefix = "fencedsql: token floor on "
 
 func floorTable(schema string) dialect.TableName {

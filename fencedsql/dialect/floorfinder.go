@@ -6,7 +6,9 @@ package dialect
 // floor with the schema that was first on the installer's search_path; a MySQL/MariaDB
 // or SQLite trigger reads the floor table of its own database (schema). Raising any
 // other floor table refuses nothing, so schema.RaiseTokenFloor and TokenFloor raise and
-// read the tables this query lists.
+// read the tables this query lists: those in scope, and those out of scope whose
+// schema a table of the connection's registry is qualified with (MySQL/MariaDB: a
+// registered table of another database, whose guards read that database's floor).
 type FloorFinder interface {
 	// GuardFloorsQuery returns the query that lists the floor tables installed guards
 	// read, one row per table: the schema that holds it (PostgreSQL: the schema;

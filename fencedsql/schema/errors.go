@@ -49,7 +49,10 @@ type FloorError struct {
 	// Uncovered names the tables not held to the floor (qualified where the catalog
 	// qualifies them): install the guard on them (fencedsql-schema -apply; PostgreSQL,
 	// a child or partition: the side door's Fix schema.Check reports), or, for a table
-	// fenced by the wrapper alone, drop it from the registry if it is not guarded.
+	// fenced by the wrapper alone, drop it from the registry if it is not guarded. A
+	// table whose guard reads a floor table the tools did not raise or read is named
+	// too: a registered table of another MySQL/MariaDB database whose guards the
+	// account cannot see, a registered table of an ATTACHed SQLite database.
 	Uncovered []string
 	Raised    bool
 }
@@ -61,7 +64,7 @@ func (e *FloorError) Error() string {
 			state = "the floor is raised for the tables the guards judge, but NOT for"
 		}
 		return "fencedsql: " + e.Op + ": " + state + " " + strings.Join(e.Uncovered, ", ") +
-			": the database records them (or the tables whose rows they hold) as guarded, and no installed guard that reads the floor judges their writes, so a token below the floor still writes them; install the guard on them (fencedsql-schema -apply, and the side doors' Fix schema.Check reports), then raise again"
+			": the database records them (or the tables whose rows they hold) as guarded, and no installed guard that reads the floor these tools raised or read judges their writes, so a token below the floor still writes them; install the guard on them (fencedsql-schema -apply, and the side doors' Fix schema.Check reports), then raise again (a table of another MySQL/MariaDB database: as an account that sees its guards; a table of an ATTACHed SQLite database: its floor is raised only through a connection whose main database is that file, so keep the guarded tables whose floor a failover must raise in the main database)"
 	}
 	msg := "fencedsql: " + e.Op + ": no installed guard reads a token floor in this database (install the guards: fencedsql-schema -apply; or the account cannot see them): raising a floor here would refuse nothing"
 	if len(e.Elsewhere) > 0 {

@@ -15,12 +15,15 @@ import (
 )
 
 // The token floor (docs/design.md, G16: tokens never go back). The database remembers
-// the highest token that wrote each row, but two ordinary operations make it forget, or
+// the highest token that wrote each row, but ordinary operations make it forget, or
 // make the lock service forget:
 //
 //   - a failover to a replica that had not received the newest writes (asynchronous
 //     replication) brings rows back to older tokens, so a holder whose lease expired
 //     before the failover would win again on the new primary;
+//   - a restore of the database from a backup brings its rows and its floor back to the
+//     backup's time, likewise (raise the floor after it as after a failover: the
+//     failover hooks do not fire on a restore);
 //   - a lock service that is switched, rebuilt or restored starts counting below the
 //     tokens the rows carry.
 //
@@ -65,11 +68,13 @@ func floorFinder(d dialect.Dialect, what string) (dialect.Floorer, dialect.Floor
 }
 
 // guardFloors returns the floor tables the installed guards in the connection's scope
-// read (dialect.FloorFinder), or a *FloorError when there is none. write: the caller
-// writes them (the raise). A table the dialect marks as one the running role may not
-// read (or, with write, write) without running another role's code fails the call: a
-// floor skipped would stay unraised.
-func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op string, write bool) ([]dialect.TableName, error) {
+// read (dialect.FloorFinder), and those of the schemas in registered (registrySchemas:
+// a registered table of another MySQL/MariaDB database, whose guards read that
+// database's floor) that the dialect lists out of scope, or a *FloorError when there is
+// none. write: the caller writes them (the raise). A table the dialect marks as one
+// the running role may not read (or, with write, write) without running another role's
+// code fails the call: a floor skipped would stay unraised.
+func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op string, write bool, registered map[string]bool) ([]dialect.TableName, error) {
 	query, args := ff.GuardFloorsQuery()
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -95,7 +100,7 @@ func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op stri
 		}
 		t := dialect.TableName{Schema: schema, Name: dialect.FloorTable}
 		switch {
-		case inScope != 1:
+		case inScope != 1 && !registered[schema]:
 			elsewhere = append(elsewhere, t.String())
 		case !readable || write && !writable:
 			unsafe = append(unsafe, t.String())
@@ -157,19 +162,27 @@ func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, e
 // TokenFloors returns each floor table that the installed guards in the connection's
 // scope read (dialect.FloorFinder: PostgreSQL, every schema of the database whose guards
 // read one; MySQL/MariaDB, the connection's database, or every database whose guards
-// the account can see when the DSN names none; SQLite, the main database), with its
-// floor, in the order of the tables' names. It fails with a *FloorError (ErrNoFloorGuard)
+// the account can see when the DSN names none; SQLite, the main database), and the
+// floor table of each other database a registered table is qualified with
+// (MySQL/MariaDB: shop.accounts in home's registry, whose guards read shop's floor;
+// registrySchemas), with its floor, in the order of the tables' names. It fails with a *FloorError (ErrNoFloorGuard)
 // when no guard there reads one, and with a *FloorError (ErrFloorUncovered) naming them
 // when tables the database records as guarded, or their PostgreSQL children and
 // partitions, are not held to the floor by any floor-reading guard (the floor reported
-// would not be in force there: see unfloored). Run it on a plain connection or a fenced
-// one (it only reads).
+// would not be in force there: see unfloored) — among them a registered table whose
+// guard reads a floor table not listed (a table of another MySQL/MariaDB database whose
+// guards the account cannot see; of an ATTACHed SQLite database). Run it on a plain
+// connection or a fenced one (it only reads).
 func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
-	floors, err := tokenFloors(ctx, db, d)
+	tables, err := floorTables(ctx, db, d)
 	if err != nil {
 		return nil, err
 	}
-	if err := floorCovered(ctx, db, d, "TokenFloor", false); err != nil {
+	floors, err := readFloors(ctx, db, d, tables)
+	if err != nil {
+		return nil, err
+	}
+	if err := floorCovered(ctx, db, d, "TokenFloor", false, tables); err != nil {
 		return nil, err
 	}
 	return floors, nil
@@ -179,14 +192,26 @@ func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 // read and their floors (MaxToken and Check's lost-row report need them whatever the
 // coverage).
 func tokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
+	tables, err := floorTables(ctx, db, d)
+	if err != nil {
+		return nil, err
+	}
+	return readFloors(ctx, db, d, tables)
+}
+
+// floorTables lists the floor tables TokenFloors reports: those the guards in the
+// connection's scope read, and those of the schemas the registries' tables are
+// qualified with (guardFloors, registrySchemas).
+func floorTables(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]dialect.TableName, error) {
 	_, ff, err := floorFinder(d, "TokenFloor")
 	if err != nil {
 		return nil, err
 	}
-	tables, err := guardFloors(ctx, db, ff, "TokenFloor", false)
-	if err != nil {
-		return nil, err
-	}
+	return guardFloors(ctx, db, ff, "TokenFloor", false, registrySchemas(ctx, db, d))
+}
+
+// readFloors reads the floor of each of tables.
+func readFloors(ctx context.Context, db *sql.DB, d dialect.Dialect, tables []dialect.TableName) ([]Floor, error) {
 	out := make([]Floor, 0, len(tables))
 	for _, t := range tables {
 		f, lost, err := readFloor(ctx, db, d, t)
@@ -232,7 +257,11 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // table a guard in the connection's scope reads (TokenFloors lists them), in one
 // transaction — not the floor table of the connection's default schema, which a guard
 // installed under another search_path (PostgreSQL) or in another database
-// (MySQL/MariaDB) does not read. A floor at or below a table's current one leaves it
+// (MySQL/MariaDB) does not read. On MySQL/MariaDB that includes the floor of every
+// other database a table of the connection's registry is qualified with (shop.accounts
+// registered in home: its guards read shop's floor; red-team rt37c F3), under the same
+// locks, so the application's DSN raises every floor its registered tables are held
+// to. A floor at or below a table's current one leaves it
 // unchanged. At a failover, run it on the new primary with the lock service's LastToken
 // + 1 before the application writes there. Run it on a plain connection (the fenced
 // driver refuses statements naming the floor), as an account that may write the floor
@@ -256,7 +285,10 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // nothing. When, after the raise, a table the database records as guarded (or, on
 // PostgreSQL, one of its inheritance children or partitions) is found that no
 // floor-reading guard judges — a table registered but fenced by the wrapper alone, a
-// child created after the guard, a MariaDB guard that lost its floor trigger — it
+// child created after the guard, a MariaDB guard that lost its floor trigger, a
+// registered table whose guard reads a floor table the raise did not raise (another
+// MySQL/MariaDB database whose guards the account cannot see, an ATTACHed SQLite
+// database) — it
 // fails with a *FloorError (ErrFloorUncovered, Raised) naming them: the floor is
 // raised for the other tables, not for those (red-team rt34b F1). A floor table a
 // guard reads but that has lost its row gets the row back. On a server that does not
@@ -280,6 +312,7 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 			return fmt.Errorf("fencedsql: RaiseTokenFloor: the server is a replica or read-only, where a raise is refused or undone by replication; raise on the primary: %w", ErrNotPrimary)
 		}
 	}
+	registered := registrySchemas(ctx, db, d)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
@@ -292,7 +325,7 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 			}
 		}
 	}
-	tables, err := guardFloors(ctx, tx, ff, "RaiseTokenFloor", true)
+	tables, err := guardFloors(ctx, tx, ff, "RaiseTokenFloor", true, registered)
 	if err != nil {
 		return err
 	}
@@ -329,7 +362,7 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if err := settleRaise(ctx, db, d); err != nil {
 		return err
 	}
-	return floorCovered(ctx, db, d, "RaiseTokenFloor", true)
+	return floorCovered(ctx, db, d, "RaiseTokenFloor", true, tables)
 }
 
 // settleRaise waits, after a raise has committed, until no transaction that may have

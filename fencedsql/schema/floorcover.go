@@ -33,11 +33,21 @@ import (
 // does not fail the raise, red-team rt25a). Their names are qualified as the catalog
 // spells them where it does, sorted, each once.
 //
+// On a dialect judged by GuardInstalledQuery (no dialect.FloorCoverageFinder:
+// MySQL/MariaDB, SQLite), a guard's triggers read the floor table of their own table's
+// schema (database). A table named with a schema qualifier whose floor table is not
+// among held — the floor tables the caller raised or read — is not held to the floor
+// it reports, however installed its guard (red-team rt37c F3: a MySQL registry of
+// database home naming shop.accounts, whose guard reads shop's floor; a SQLite
+// registry naming a table of an ATTACHed database, whose floor the tools never raise).
+// Such a table is named even when the catalog does not show it to the running account
+// (its columns unseen): coverage not known is not coverage.
+//
 // A registry the connection cannot see (PostgreSQL: outside the search_path) or name
 // (MySQL/MariaDB: a DSN without a database) is left out: its tables are judged by
 // their triggers alone. A catalog query that fails fails the call: coverage not known
 // is not coverage.
-func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, error) {
+func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect, held []dialect.TableName) ([]string, error) {
 	g, ok := d.(dialect.Guarder)
 	if !ok {
 		return nil, nil
@@ -61,7 +71,10 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 	}
 	found := map[string]bool{}
 	var out []string
-	add := func(t dialect.TableName, spec GuardSpec) error {
+	// unseen: count the table when the catalog does not show it (a table of a schema
+	// whose floor is not held, which the running account may not see: whether a fenced
+	// pool writes it cannot be told, so it is not taken for covered).
+	add := func(t dialect.TableName, spec GuardSpec, unseen bool) error {
 		k := strings.ToLower(t.String())
 		if found[k] {
 			return nil
@@ -70,11 +83,15 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 		if err != nil {
 			return fmt.Errorf("%s: the column query failed: %w", t, err)
 		}
-		if v.Exists && !v.NotTable && v.HasToken && v.HasVersion && v.TokenNotNull && v.VersionNotNull {
+		if v.Exists && !v.NotTable && v.HasToken && v.HasVersion && v.TokenNotNull && v.VersionNotNull || !v.Exists && unseen {
 			found[k] = true
 			out = append(out, t.String())
 		}
 		return nil
+	}
+	heldIn := map[string]bool{}
+	for _, t := range held {
+		heldIn[t.Schema] = true
 	}
 	cf, byQuery := d.(dialect.FloorCoverageFinder)
 	for _, spec := range specs {
@@ -93,7 +110,7 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 				if len(r) < 2 {
 					continue
 				}
-				if err := add(dialect.TableName{Schema: r[0], Name: r[1]}, spec); err != nil {
+				if err := add(dialect.TableName{Schema: r[0], Name: r[1]}, spec, false); err != nil {
 					return nil, err
 				}
 			}
@@ -104,10 +121,11 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 		if err := db.QueryRowContext(ctx, query, args...).Scan(&installed); err != nil && err != sql.ErrNoRows {
 			return nil, fmt.Errorf("%s: the guard query failed: %w", spec.Table, err)
 		}
-		if dialect.CatalogBool(installed.String) {
+		held := table.Schema == "" || heldIn[table.Schema]
+		if held && dialect.CatalogBool(installed.String) {
 			continue
 		}
-		if err := add(table, spec); err != nil {
+		if err := add(table, spec, !held); err != nil {
 			return nil, err
 		}
 	}
@@ -116,10 +134,11 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, er
 }
 
 // floorCovered is nil when every table the database records as guarded is held to
-// the floor (unfloored finds none), else a *FloorError (ErrFloorUncovered) naming the
-// tables that are not; raised says whether the caller raised the floor first.
-func floorCovered(ctx context.Context, db *sql.DB, d dialect.Dialect, op string, raised bool) error {
-	tables, err := unfloored(ctx, db, d)
+// the floor tables held (the ones the caller raised or read: unfloored finds none),
+// else a *FloorError (ErrFloorUncovered) naming the tables that are not; raised says
+// whether the caller raised the floor first.
+func floorCovered(ctx context.Context, db *sql.DB, d dialect.Dialect, op string, raised bool, held []dialect.TableName) error {
+	tables, err := unfloored(ctx, db, d, held)
 	if err != nil {
 		if raised {
 			return fmt.Errorf("fencedsql: %s: the floor is raised for the tables the guards judge, but whether every guarded table is held to it could not be checked (run it again): %w", op, err)
@@ -130,4 +149,24 @@ func floorCovered(ctx context.Context, db *sql.DB, d dialect.Dialect, op string,
 		return &FloorError{Op: op, Uncovered: tables, Raised: raised}
 	}
 	return nil
+}
+
+// registrySchemas returns the schemas the registries' tables are qualified with
+// (RegisterTables: "shop.accounts"), as spelled there. On MySQL/MariaDB such a table
+// may live in a database other than the connection's, and its guards read that
+// database's floor table (a trigger reads its own database's tables): the floor tools
+// raise and read it too (guardFloors takes in the out-of-scope floor tables of these
+// schemas), since the application's registry lists the table as one its pool writes
+// (red-team rt37c F3). Elsewhere every schema is in scope (PostgreSQL) or the dialect
+// does not list it (SQLite's attached databases: unfloored names their tables). An
+// unreadable registry yields none: unfloored reads it again and fails the call then.
+func registrySchemas(ctx context.Context, db *sql.DB, d dialect.Dialect) map[string]bool {
+	specs, _ := ReadRegistries(ctx, catalogQuery(db), d)
+	out := map[string]bool{}
+	for _, spec := range specs {
+		if t, problem := spec.withDefaults().parse(); problem == "" && t.Schema != "" {
+			out[t.Schema] = true
+		}
+	}
+	return out
 }

@@ -31,15 +31,18 @@ import (
 //	-raise-floor N    raises to N the floor every installed guard reads (the floor
 //	                  tables schema.TokenFloors lists: on PostgreSQL every schema of
 //	                  the database whose guards read one; on MySQL/MariaDB the DSN's
-//	                  database, or every database whose guards the account can see
-//	                  when the DSN names none) and prints the floor now in force, a
+//	                  database and every other database a table of its registry is
+//	                  qualified with, or every database whose guards the account can
+//	                  see when the DSN names none) and prints the floor now in force, a
 //	                  bare number on the first line (the lowest of them), then one line
 //	                  per floor table, "<schema>.fencedsql_floor: <floor>". Where no
 //	                  installed guard reads a floor it raises nothing, says so and
 //	                  exits 1 (schema.ErrNoFloorGuard). Where a table the database
 //	                  records as guarded (or a PostgreSQL child or partition of one) is
-//	                  not judged by a floor-reading guard, it raises the others, names
-//	                  those and exits 1 (schema.ErrFloorUncovered). At a failover: N is the lock
+//	                  not judged by a guard reading a floor it raised (no guard; a
+//	                  registered table of another database whose guards the account
+//	                  cannot see; of an ATTACHed SQLite database), it raises the
+//	                  others, names those and exits 1 (schema.ErrFloorUncovered). At a failover: N is the lock
 //	                  service's LastToken + 1, so every lease granted before is refused
 //	                  on the new primary. It returns once no transaction open across
 //	                  the raise can still commit a write judged under the old floor;
