@@ -62,7 +62,7 @@ func TestClaimByLocatorRacingCommitIsExact(t *testing.T) {
 	} {
 		// Each lock strength: the claim's locking query takes the read's, at least FOR
 		// NO KEY UPDATE (red-team rt37d F1), and holds what the plain read holds.
-		for _, rc := range claimRacesLocking(claimRaces, "FOR UPDATE", "FOR NO KEY UPDATE", "FOR SHARE") {
+		for _, rc := range claimRacesLocking(claimRaces, "FOR UPDATE", "FOR NO KEY UPDATE") {
 			if form.name == "TwoStatements" && strings.Contains(rc.tail, "OFFSET") {
 				continue // refused unsent in two statements (TestRewriteClaims)
 			}
