@@ -484,7 +484,9 @@ func (c *recConn) ResetSession(ctx context.Context) error {
 
 // The claim holds the lock the read asked for: FOR UPDATE blocks a concurrent insert
 // of a row that references a claimed one (its foreign key check locks FOR KEY SHARE),
-// as the raw read does; FOR NO KEY UPDATE lets it through, as the raw read does.
+// as the raw read does; FOR NO KEY UPDATE lets it through, as the raw read does, and
+// so do FOR SHARE and FOR KEY SHARE, which the claim's write makes FOR NO KEY UPDATE.
+// Each selection: by its WHERE and by row locator (NOWAIT, ORDER BY, LIMIT, OFFSET).
 func TestClaimOnePostgresLockStrength(t *testing.T) {
 	e := newClaimOneEnv(t)
 	if _, err := e.raw.ExecContext(e.ctx, "CREATE TABLE child (account_id BIGINT NOT NULL REFERENCES accounts (id))"); err != nil {
@@ -498,6 +500,13 @@ func TestClaimOnePostgresLockStrength(t *testing.T) {
 		{"SELECT id FROM accounts WHERE id = $1 FOR UPDATE OF accounts", true},
 		{"SELECT id FROM accounts WHERE id = $1 ORDER BY id LIMIT 1 FOR UPDATE", true},
 		{"SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE", false},
+		// Claimed by row locator: its locking query takes the read's strength, at
+		// least FOR NO KEY UPDATE (red-team rt37d F1: it took FOR UPDATE for each).
+		{"SELECT id FROM accounts WHERE id = $1 FOR UPDATE NOWAIT", true},
+		{"SELECT id FROM accounts WHERE id = $1 ORDER BY id LIMIT 1 FOR NO KEY UPDATE", false},
+		{"SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE NOWAIT", false},
+		{"SELECT id FROM accounts WHERE id = $1 ORDER BY id LIMIT 1 OFFSET 0 FOR SHARE", false},
+		{"SELECT id FROM accounts WHERE id = $1 ORDER BY id FOR KEY SHARE NOWAIT", false},
 	} {
 		for _, fenced := range []bool{false, true} {
 			pool, ctx := e.raw, e.ctx

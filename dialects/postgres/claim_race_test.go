@@ -32,6 +32,7 @@ type claimRace struct {
 	tail      string
 	limit     int
 	mustClaim bool
+	lock      string // the locking clause; "" is FOR UPDATE
 }
 
 var claimRaces = []claimRace{
@@ -59,7 +60,9 @@ func TestClaimByLocatorRacingCommitIsExact(t *testing.T) {
 		// then the read restricted to the token's rows.
 		{"TwoStatements", "id, balance, (SELECT fence_token)"},
 	} {
-		for _, rc := range claimRaces {
+		// Each lock strength: the claim's locking query takes the read's, at least FOR
+		// NO KEY UPDATE (red-team rt37d F1), and holds what the plain read holds.
+		for _, rc := range claimRacesLocking(claimRaces, "FOR UPDATE", "FOR NO KEY UPDATE") {
 			if form.name == "TwoStatements" && strings.Contains(rc.tail, "OFFSET") {
 				continue // refused unsent in two statements (TestRewriteClaims)
 			}
@@ -94,10 +97,26 @@ func TestClaimByLocatorRacingCommitIsExact(t *testing.T) {
 					if fmt.Sprint(o.got) != fmt.Sprint(plain.got) || fmt.Sprint(o.stamped) != fmt.Sprint(o.got) || fmt.Sprint(o.locked) != fmt.Sprint(plain.locked) {
 						t.Errorf("token %d: returned %v, stamped %v, locked %v; the plain read returns %v and locks %v: a claim returns, stamps and locks what the read does", bt, o.got, o.stamped, o.locked, plain.got, plain.locked)
 					}
+					if o.keyShareBlocked != plain.keyShareBlocked {
+						t.Errorf("token %d: a FOR KEY SHARE of row %v blocked %v, beside the plain read %v: the claim holds the strength the read asked for (FOR UPDATE blocks it, FOR NO KEY UPDATE not)", bt, o.got, o.keyShareBlocked, plain.keyShareBlocked)
+					}
 				}
 			})
 		}
 	}
+}
+
+// claimRacesLocking returns races under each of the locking clauses locks, named by it.
+func claimRacesLocking(races []claimRace, locks ...string) []claimRace {
+	var out []claimRace
+	for _, lock := range locks {
+		for _, rc := range races {
+			rc.lock = lock
+			rc.name = strings.ReplaceAll(lock, " ", "") + "/" + rc.name
+			out = append(out, rc)
+		}
+	}
+	return out
 }
 
 // claimOutcome is what holder B's locking read did.
@@ -107,7 +126,7 @@ type claimOutcome struct {
 	stamped []int64 // ids carrying B's token, as B's transaction sees them
 	locked  []int64 // ids B's transaction holds locks on
 	// keyShareBlocked: a FOR KEY SHARE NOWAIT of the first row returned failed (the row
-	// is held FOR UPDATE, as the read asked, not only FOR NO KEY UPDATE).
+	// is held FOR UPDATE, not only FOR NO KEY UPDATE or weaker).
 	keyShareBlocked bool
 	err             error
 }
@@ -119,7 +138,11 @@ func runClaimRace(t *testing.T, rc claimRace, cols string, bt uint64) claimOutco
 	raw, fenced := accountsDB(t, rc.balances)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	claim := `SELECT ` + cols + ` FROM accounts WHERE balance < 50 ` + rc.tail + ` FOR UPDATE`
+	lock := rc.lock
+	if lock == "" {
+		lock = "FOR UPDATE"
+	}
+	claim := `SELECT ` + cols + ` FROM accounts WHERE balance < 50 ` + rc.tail + ` ` + lock
 	db, bctx := raw, ctx
 	if bt != 0 {
 		db, bctx = fenced, fencedsql.WithToken(ctx, bt)

@@ -183,7 +183,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		// same locking query locks (with the caller's NOWAIT), by their row locator
 		// (claimByLocator). Its outer SELECT returns a row per row stamped, counted by
 		// the command tag as an UPDATE's rows are.
-		p.claimLocated(b, g, r, selection, nowait, "ctid")
+		p.claimLocated(b, g, r, selection, p.locksForUpdate(lock), nowait, "ctid")
 		b.write(" SELECT FROM " + claimedName + " WHERE " + claimRecordCheck)
 	case nowait:
 		return p.claimRefused(g.String(), "SELECT … FOR UPDATE NOWAIT on MySQL/MariaDB (the claiming UPDATE cannot keep the wait policy)")
@@ -456,6 +456,13 @@ func (p *parser) lockClause() int {
 		}
 	}
 	return -1
+}
+
+// locksForUpdate reports whether the locking clause at sig[lock] is FOR UPDATE, the
+// strongest row lock (PostgreSQL): stronger than the FOR NO KEY UPDATE a claim's own
+// UPDATE takes, so its claim takes it besides (claimLockClause, claimUpdateLocking).
+func (p *parser) locksForUpdate(lock int) bool {
+	return p.lockLen(lock) == 2 && p.kw(lock+1, "UPDATE")
 }
 
 // unclaimableLock explains why the locking clause at sig[lock] cannot be claimed by an

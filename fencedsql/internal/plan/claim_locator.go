@@ -9,14 +9,16 @@ import (
 // claimByLocator: PostgreSQL's claim of a locking read with ORDER BY, LIMIT, OFFSET or
 // NOWAIT stamps the rows the same locking query locks, found by ctid:
 //
-//	fencedsql_locked AS (SELECT ARRAY(SELECT ctid … FOR UPDATE) AS l, ARRAY(SELECT ctid …) AS u),
+//	fencedsql_locked AS (SELECT ARRAY(SELECT ctid … FOR <strength>) AS l, ARRAY(SELECT ctid …) AS u),
 //	fencedsql_claimed AS (UPDATE t SET …
 //	    WHERE ctid = ANY(<l || u>) AND (ctid = ANY(<l || u>)) IS TRUE
 //	    RETURNING …)
 //	SELECT … FROM fencedsql_claimed WHERE <as many rows stamped as locked>
 //
 // where <l || u> is (SELECT l || u FROM fencedsql_locked): the locked rows' ctids, then
-// the unlocked query's. The locking query runs once (the first of the two) and,
+// the unlocked query's, and <strength> the read's own lock strength but never weaker
+// than FOR NO KEY UPDATE, the lock the UPDATE takes (claimLockClause), with the read's
+// NOWAIT. The locking query runs once (the first of the two) and,
 // under READ COMMITTED, waits for the rows another transaction is changing; it then
 // re-checks its WHERE on their newest versions and returns the ctids of the versions
 // it locked. The UPDATE's scan reaches only versions its snapshot sees: a locked row
@@ -41,8 +43,9 @@ import (
 // now falls in the prefix — locked, skipped, not the caller's. The unlocked list then
 // leaves out the rows the locking query kept in its prefix: a second locking query,
 // the same limited to the offset (inside fencedsql_locked's u), which waits for nothing (the
-// first holds every row it examined, so their newest versions cannot change) and so
-// keeps the same rows.
+// first holds every row it examined with the same strength, which conflicts with every
+// update and delete, so their newest versions cannot change, and another transaction
+// can hold only locks that strength does not conflict with) and so keeps the same rows.
 //
 // The UPDATE can also stamp fewer rows than were locked: a locked row whose old
 // version the snapshot's window did not hold (a row that entered the window as
@@ -67,12 +70,10 @@ const lockedName = "fencedsql_locked"
 
 // claimLocated writes claimByLocator's two WITH queries, after "WITH " or the caller's
 // list and ", ": fencedsql_locked, then fencedsql_claimed, the UPDATE with RETURNING
-// returning.
-func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[string][2]int, nowait bool, returning string) {
-	lock := " FOR UPDATE"
-	if nowait {
-		lock = " FOR UPDATE NOWAIT"
-	}
+// returning. Its locking queries lock as claimLockClause says (forUpdate: the read
+// asked for FOR UPDATE; nowait: it asked not to wait).
+func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[string][2]int, forUpdate, nowait bool, returning string) {
+	lock := claimLockClause(forUpdate, nowait)
 	// A window (LIMIT, OFFSET) is ordered totally: by the caller's ORDER BY, then by
 	// ctid, so that the locking query and the unlocked one, planned apart (a full sort
 	// under the lock, a top-N sort or an index without it), break ties alike.
@@ -124,6 +125,29 @@ func (p *parser) claimLocated(b *builder, g *Table, r tableRef, clauses map[stri
 	b.assignments(g, p.qualifier(r), false)
 	const member = "ctid = ANY((SELECT l || u FROM " + lockedName + ")::tid[])"
 	b.write(" WHERE " + member + " AND (" + member + ") IS TRUE RETURNING " + returning + ")")
+}
+
+// claimLockClause is the locking clause of claimByLocator's locking queries: FOR
+// UPDATE for a read FOR UPDATE, FOR NO KEY UPDATE for the weaker strengths (FOR NO KEY
+// UPDATE, FOR SHARE, FOR KEY SHARE), with NOWAIT where the read asked for it. The
+// claim's UPDATE changes no key column, so its own row lock is FOR NO KEY UPDATE. The
+// locking query takes at least that: it conflicts with every update and delete, so
+// the rows it locked keep the versions the UPDATE then stamps, and the UPDATE waits
+// for no one after it (a weaker lock lets another transaction update a row FOR KEY
+// SHARE holds, or lock one FOR SHARE, between the two: the UPDATE would find another
+// version, or wait past a NOWAIT). It takes no more than the read asked for beyond
+// that: FOR UPDATE for every strength blocked a concurrent insert of a row referencing
+// a claimed one (its foreign-key check locks FOR KEY SHARE) that the plain read lets
+// through, and failed such a read's NOWAIT (red-team rt37d F1).
+func claimLockClause(forUpdate, nowait bool) string {
+	lock := " FOR NO KEY UPDATE"
+	if forUpdate {
+		lock = " FOR UPDATE"
+	}
+	if nowait {
+		lock += " NOWAIT"
+	}
+	return lock
 }
 
 // claimConflictCheck is the outer SELECT's condition of a claim by locator: true when

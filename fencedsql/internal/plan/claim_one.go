@@ -65,8 +65,9 @@ import (
 // FOR KEY SHARE (a foreign key check of a referencing row), which the UPDATE alone
 // would let through: its claim first locks the rows FOR UPDATE in a subquery of the
 // UPDATE's condition (claimUpdateLocking), or by the row locator, whose locking query
-// takes FOR UPDATE, so the lock it asked for is held, as the two-statement form's
-// SELECT holds it.
+// takes FOR UPDATE then, so the lock it asked for is held, as the two-statement form's
+// SELECT holds it. For the other strengths the row locator's locking query takes FOR
+// NO KEY UPDATE (claimLockClause), the UPDATE's own lock, and no more.
 //
 // A trigger that changes the claimed rows again after the UPDATE (an AFTER trigger
 // updating its own table) would run before the two-statement form's SELECT but after
@@ -108,10 +109,10 @@ func (p *parser) claimOne(s claimShape) *Plan {
 	q := p.qualifier(s.r)
 	located := locatorClaim(s.clauses, s.nowait)
 	if located {
-		p.claimLocated(b, s.g, s.r, s.clauses, s.nowait, q+".*")
+		p.claimLocated(b, s.g, s.r, s.clauses, p.locksForUpdate(s.lock), s.nowait, q+".*")
 	} else {
 		b.write(claimedName + " AS (")
-		p.claimUpdateLocking(b, s.g, s.r, s.clauses, p.lockLen(s.lock) == 2 && p.kw(s.lock+1, "UPDATE"))
+		p.claimUpdateLocking(b, s.g, s.r, s.clauses, p.locksForUpdate(s.lock))
 		b.write(" RETURNING " + q + ".*)")
 	}
 	b.write(" SELECT")

@@ -15,16 +15,17 @@ func claimSet(q string, n int) string {
 }
 
 // located is claimByLocator's two WITH queries for the query FROM from (its ORDER BY,
-// LIMIT and OFFSET included) with the locking suffix lock, over table with the SET
-// items set and RETURNING ret; prefix is FROM with its LIMIT and OFFSET replaced by a
-// LIMIT of the offset ("" without an OFFSET).
+// LIMIT and OFFSET included) with the locking clause lock (" FOR UPDATE", " FOR NO KEY
+// UPDATE NOWAIT", …), over table with the SET items set and RETURNING ret; prefix is
+// FROM with its LIMIT and OFFSET replaced by a LIMIT of the offset ("" without an
+// OFFSET).
 func located(table, from, lock, set, ret, prefix string) string {
 	unlocked := "ARRAY(SELECT ctid FROM " + from + ")"
 	if prefix != "" {
-		unlocked = "ARRAY(SELECT fencedsql_u FROM unnest(" + unlocked + ") AS fencedsql_u WHERE fencedsql_u <> ALL(ARRAY(SELECT ctid FROM " + prefix + " FOR UPDATE" + lock + ")))"
+		unlocked = "ARRAY(SELECT fencedsql_u FROM unnest(" + unlocked + ") AS fencedsql_u WHERE fencedsql_u <> ALL(ARRAY(SELECT ctid FROM " + prefix + lock + ")))"
 	}
 	m := "ctid = ANY((SELECT l || u FROM fencedsql_locked)::tid[])"
-	return "fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM " + from + " FOR UPDATE" + lock + ") AS l, " + unlocked + " AS u), " +
+	return "fencedsql_locked AS (SELECT ARRAY(SELECT ctid FROM " + from + lock + ") AS l, " + unlocked + " AS u), " +
 		"fencedsql_claimed AS (UPDATE " + table + " SET " + set + " WHERE " + m + " AND (" + m + ") IS TRUE RETURNING " + ret + ")"
 }
 
@@ -61,13 +62,14 @@ func TestClaimOneShapes(t *testing.T) {
 			`WITH fencedsql_claimed AS (UPDATE accounts a SET ` + claimSet("a", 1) + ` WHERE (SELECT count(*) FROM (SELECT FROM accounts a FOR UPDATE) AS fencedsql_locked) >= 0 RETURNING a.*) SELECT id FROM fencedsql_claimed AS a`,
 			refs(TOK)},
 		// ORDER BY, LIMIT, OFFSET: the locator applies the limit, the outer SELECT only
-		// the order.
+		// the order. Its locking queries take FOR NO KEY UPDATE for a read FOR SHARE
+		// (the UPDATE's own lock), FOR UPDATE only for a read FOR UPDATE.
 		{`SELECT a.id, balance * 2 AS b FROM accounts AS a WHERE a.id > $1 ORDER BY a.id DESC LIMIT $2 OFFSET 1 FOR SHARE`,
-			`WITH ` + located("accounts AS a", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC, ctid LIMIT $2 OFFSET 1", "", claimSet("a", 3), "a.*", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC, ctid LIMIT COALESCE((1), 0::bigint)") + ` SELECT a.id, balance * 2 AS b FROM fencedsql_claimed AS a WHERE ` + claimConflictCheck + ` ORDER BY a.id DESC`,
+			`WITH ` + located("accounts AS a", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC, ctid LIMIT $2 OFFSET 1", " FOR NO KEY UPDATE", claimSet("a", 3), "a.*", "accounts AS a WHERE a.id > $1 ORDER BY a.id DESC, ctid LIMIT COALESCE((1), 0::bigint)") + ` SELECT a.id, balance * 2 AS b FROM fencedsql_claimed AS a WHERE ` + claimConflictCheck + ` ORDER BY a.id DESC`,
 			refs(0, 1, TOK)},
 		// The caller's WITH list (RECURSIVE kept) comes first; NOWAIT stays in the locator.
 		{`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1) SELECT id FROM accounts WHERE id IN (SELECT n FROM r) ORDER BY id FOR NO KEY UPDATE NOWAIT`,
-			`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1), ` + located("accounts", "accounts WHERE id IN (SELECT n FROM r) ORDER BY id", " NOWAIT", claimSet("accounts", 2), "accounts.*", "") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY id`,
+			`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $1), ` + located("accounts", "accounts WHERE id IN (SELECT n FROM r) ORDER BY id", " FOR NO KEY UPDATE NOWAIT", claimSet("accounts", 2), "accounts.*", "") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY id`,
 			refs(0, TOK)},
 		// Parentheses around the statement, FROM ONLY, FOR UPDATE OF, a final ';'.
 		{`(SELECT id FROM ONLY accounts WHERE id = 1 FOR UPDATE OF accounts);`,
@@ -79,8 +81,13 @@ func TestClaimOneShapes(t *testing.T) {
 			refs(0, TOK)},
 		// Placeholders the claim's selection does not use are renumbered like Pre's.
 		{`SELECT id FROM accounts WHERE id = $2 ORDER BY $1 FOR NO KEY UPDATE`,
-			`WITH ` + located("accounts", "accounts WHERE id = $2 ORDER BY $1", "", claimSet("accounts", 3), "accounts.*", "") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY $1`,
+			`WITH ` + located("accounts", "accounts WHERE id = $2 ORDER BY $1", " FOR NO KEY UPDATE", claimSet("accounts", 3), "accounts.*", "") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY $1`,
 			refs(0, 1, TOK)},
+		// A read FOR UPDATE: its locator locks FOR UPDATE, the prefix query of an
+		// OFFSET too.
+		{`SELECT id FROM accounts WHERE id > $1 ORDER BY id OFFSET 1 FOR UPDATE NOWAIT`,
+			`WITH ` + located("accounts", "accounts WHERE id > $1 ORDER BY id, ctid OFFSET 1", " FOR UPDATE NOWAIT", claimSet("accounts", 2), "accounts.*", "accounts WHERE id > $1 ORDER BY id, ctid LIMIT COALESCE((1), 0::bigint)") + ` SELECT id FROM fencedsql_claimed AS accounts WHERE ` + claimConflictCheck + ` ORDER BY id`,
+			refs(0, TOK)},
 	}
 	for _, c := range cases {
 		rw := newTestRewriter(t, pgTest, Guard("accounts"), Guard("public.Accounts"))

@@ -22,7 +22,7 @@ func TestRewriteClaims(t *testing.T) {
 			refs(0, 1, TOK)},
 		// GORM's First with clause.Locking: ORDER BY … LIMIT, claimed by row locator.
 		{pgTest, `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT $2 FOR UPDATE`,
-			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id", ctid LIMIT $2`, "", claimSet(`"accounts"`, 3), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
+			`WITH ` + located(`"accounts"`, `"accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id", ctid LIMIT $2`, " FOR UPDATE", claimSet(`"accounts"`, 3), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
 			refs(0, 1, TOK)},
 		// Placeholders only in the select list are not the claim's.
 		{pgTest, `SELECT $1::int, id FROM accounts WHERE id = $2 FOR UPDATE`,
@@ -31,9 +31,23 @@ func TestRewriteClaims(t *testing.T) {
 		{mysqlTest, "SELECT * FROM `accounts` WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ? FOR UPDATE",
 			"UPDATE `accounts` SET `version` = `accounts`.`version` + 1, `fence_token` = CASE WHEN `accounts`.`fence_token` <= ? THEN ? ELSE NULL END WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT ?",
 			refs(TOK, TOK, 0, 1)},
-		// NOWAIT is kept by the claim's inner locking query (PostgreSQL).
+		// NOWAIT is kept by the claim's inner locking query (PostgreSQL), which locks
+		// with the read's strength, at least FOR NO KEY UPDATE (the UPDATE's own lock:
+		// red-team rt37d F1).
 		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR UPDATE NOWAIT`,
-			`WITH ` + located("accounts", "accounts WHERE id = $1", " NOWAIT", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
+			`WITH ` + located("accounts", "accounts WHERE id = $1", " FOR UPDATE NOWAIT", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
+			refs(0, TOK)},
+		{pgTest, `SELECT * FROM accounts WHERE id = $1 FOR NO KEY UPDATE NOWAIT`,
+			`WITH ` + located("accounts", "accounts WHERE id = $1", " FOR NO KEY UPDATE NOWAIT", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
+			refs(0, TOK)},
+		{pgTest, `SELECT * FROM accounts WHERE id > $1 ORDER BY id LIMIT 1 FOR SHARE`,
+			`WITH ` + located("accounts", "accounts WHERE id > $1 ORDER BY id, ctid LIMIT 1", " FOR NO KEY UPDATE", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
+			refs(0, TOK)},
+		{pgTest, `SELECT * FROM accounts WHERE id > $1 ORDER BY id LIMIT 1 FOR KEY SHARE NOWAIT`,
+			`WITH ` + located("accounts", "accounts WHERE id > $1 ORDER BY id, ctid LIMIT 1", " FOR NO KEY UPDATE NOWAIT", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
+			refs(0, TOK)},
+		{pgTest, `SELECT * FROM accounts WHERE id > $1 ORDER BY id LIMIT 1 FOR UPDATE OF accounts`,
+			`WITH ` + located("accounts", "accounts WHERE id > $1 ORDER BY id, ctid LIMIT 1", " FOR UPDATE", claimSet("accounts", 2), "ctid", "") + ` SELECT FROM fencedsql_claimed WHERE ` + claimRecordCheck,
 			refs(0, TOK)},
 		{mysqlTest, "SELECT ?, id FROM accounts WHERE id = ? FOR UPDATE",
 			"UPDATE accounts SET `version` = accounts.`version` + 1, `fence_token` = CASE WHEN accounts.`fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?",
