@@ -56,14 +56,17 @@ func TestStatementClockWindow(t *testing.T) {
 }
 
 // clockWindowSetup is TestStatementClockWindow's set-up (row 1 old and in the window,
-// row 2 stamped earlier by holder 10 and 2.5 s short of the window; a trigger slows
-// the fencing UPDATE by 2 s, as a lock wait would).
+// row 2 stamped earlier by holder 10 and 1.5 s short of the window; a trigger slows
+// the fencing UPDATE by 2 s, as a lock wait would: row 2 enters the window during it,
+// row 1, stamped, stays out of it for 1 s after it. The 1.5 s leave room for the
+// pool's first checks, which on a loaded machine took more than the 0.5 s they once
+// had).
 func clockWindowSetup(t *testing.T) (string, context.Context) {
 	dsn := testdb.MySQL(t)
 	testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
 		"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)",
-		"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 2.5 SECOND)")
+		"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 1.5 SECOND)")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return dsn, fencedsql.WithToken(ctx, 10)
