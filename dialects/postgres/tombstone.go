@@ -21,6 +21,8 @@ import (
 //	    fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT now(),
 //	    PRIMARY KEY (<pk columns>))
 //
+// (a key column named fence_token or deleted_at cannot be held there:
+// dialect.TombstoneDDLFor refuses it first, with dialect.ErrTombstoneKeyName),
 // and one trigger function per table, <schema>.fencedsql_tombstone_<table>(), with the
 // key and token columns compiled in, SECURITY DEFINER (the application role needs no
 // right on the tombstone table, and cannot write it) and SET search_path = pg_catalog,
@@ -75,7 +77,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v6"
+	tombVersion = "fencedsql tombstone guard v7"
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -175,14 +177,24 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
       SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = EXCLUDED.deleted_at;
 `
 	}
+	// The variables carry the reserved prefix and the pragma resolves a name a column
+	// and a variable share to the column (the conflict targets name the key's columns
+	// bare, as an index expression, where PL/pgSQL would otherwise substitute a
+	// variable of the name or, under the default variable_conflict = error, fail every
+	// write with 42702: red-team rt37a F2 keyed a table on a column named mark). The
+	// pragma overrides the session's plpgsql.variable_conflict, so no connection's
+	// setting changes what the function does. No variable is read inside a query that
+	// has a user's table in scope (only as an INTO target or in an expression without
+	// FROM), so the column never takes a variable's place.
 	body := `
+#variable_conflict use_column
 -- ` + tombVersion + `
 -- ` + markMarker + `
 DECLARE
-  newer bigint;
-  seen bigint;
-  mark text;
-  marked bigint;
+  fencedsql_newer bigint;
+  fencedsql_seen bigint;
+  fencedsql_mark text;
+  fencedsql_marked bigint;
 BEGIN
   IF TG_OP = 'DELETE' THEN
     -- The wrapper's one-statement DELETE marks the token it deletes under (see
@@ -191,25 +203,25 @@ BEGIN
     -- the transaction deleted from under it (this table, or the one whose DELETE
     -- reached this partition or child). The time is not compared (a trigger may
     -- change its text); an earlier statement's mark only raises what is recorded.
-    mark := pg_catalog.split_part(pg_catalog.current_setting('` + deleteStmtSetting + `', true), '/', 1);
+    fencedsql_mark := pg_catalog.split_part(pg_catalog.current_setting('` + deleteStmtSetting + `', true), '/', 1);
     -- (The first test is a simple expression, which PL/pgSQL evaluates without the
     -- executor; the ancestors' query runs only under another table's mark.)
-    IF mark = TG_RELID::text THEN
-      marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
-    ELSIF mark <> '' THEN
+    IF fencedsql_mark = TG_RELID::text THEN
+      fencedsql_marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
+    ELSIF fencedsql_mark <> '' THEN
       IF EXISTS (WITH RECURSIVE a(oid) AS (
           SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = TG_RELID
           UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid)
-        SELECT 1 FROM a WHERE a.oid::text = mark) THEN
-        marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
+        SELECT 1 FROM a WHERE a.oid::text = fencedsql_mark) THEN
+        fencedsql_marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
       END IF;
     END IF;
-` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(marked, 0))`) + `    RETURN NULL;
+` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(fencedsql_marked, 0))`) + `    RETURN NULL;
   END IF;
   IF TG_OP = 'UPDATE' THEN
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;
-  SELECT t.fence_token INTO newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
-  IF newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR newer > NEW.` + tok + `) THEN
+  SELECT t.fence_token INTO fencedsql_newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
+  IF fencedsql_newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR fencedsql_newer > NEW.` + tok + `) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,
       TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
       MESSAGE = pg_catalog.format('fencedsql: tombstone on %I.%I: a row with this key was deleted under a newer fence token than %s (null value in column %I violates the fence)', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW.` + tok + `, ` + pgLiteral(tokenCol) + `),
@@ -226,8 +238,8 @@ BEGIN
     IF FOUND THEN
       DELETE FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + ` AND t.fence_token = 0;
     END IF;
-    SELECT pg_catalog.count(*) INTO seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;
-    IF seen > 1 THEN
+    SELECT pg_catalog.count(*) INTO fencedsql_seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;
+    IF fencedsql_seen > 1 THEN
       RAISE EXCEPTION USING ERRCODE = 'serialization_failure', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
         MESSAGE = pg_catalog.format('fencedsql: tombstone on %I.%I: a concurrent transaction deleted this key after this transaction''s snapshot; retry the transaction', TG_TABLE_SCHEMA, TG_TABLE_NAME);
     END IF;

@@ -70,7 +70,9 @@ import (
 // installed in an earlier version), and fencedsql-schema installs it.
 //
 // Limits: the table needs a primary key (a table without one is reported, and cannot
-// be protected); the triggers and the tombstone table follow the primary key's
+// be protected), none of whose columns is named fence_token or deleted_at, the
+// tombstone table's own columns (dialect.ErrTombstoneKeyName: reported, no tombstone
+// guard); the triggers and the tombstone table follow the primary key's
 // columns, so after changing the key drop the tombstone table and re-install;
 // TRUNCATE (refused by the PostgreSQL guard) and MySQL's foreign-key cascades record
 // no tombstones (Check reports such cascades). On PostgreSQL, inheritance
@@ -112,9 +114,11 @@ func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	case !r.Tombstoned:
 		r.Problems = append(r.Problems, "no tombstone guard installed (or one of an earlier version, or one written for other unique indexes than the table has now): a stale holder can re-insert a row a newer one deleted")
 		ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
-		if errors.Is(err, dialect.ErrTombstoneMoved) {
+		if errors.Is(err, dialect.ErrTombstoneMoved) || errors.Is(err, dialect.ErrTombstoneKeyName) {
 			// A renamed table keeps triggers of this table's name and cannot keep their
 			// tombstones under a guard of its own (no primary key): no statement is safe.
+			// A key column named like a tombstone table's own column: no tombstone
+			// table can be created (a Fix would fail on it).
 			r.Problems = append(r.Problems, err.Error())
 			break
 		}
@@ -184,6 +188,9 @@ func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table di
 // SQLite), the statements install that table's own tombstone guard first, which
 // carries its tombstones over and frees the names; where it has no primary key to keep
 // them under, TombstoneFix refuses with an error wrapping dialect.ErrTombstoneMoved.
+// A primary key column named like one of the tombstone table's own columns
+// (dialect.TombstoneColumns) is refused with an error wrapping
+// dialect.ErrTombstoneKeyName (Check reports it as a problem without a tombstone Fix).
 func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) ([]string, error) {
 	ts, ok := d.(dialect.Tombstoner)
 	if !ok || d == nil {
@@ -202,7 +209,7 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: no such table, or it has no primary key", spec.Table)
 	}
 	ddl, err := dialect.TombstoneDDLFor(ctx, catalogQuery(db), ts, table, key, spec.TokenColumn)
-	if errors.Is(err, dialect.ErrTombstoneMoved) {
+	if errors.Is(err, dialect.ErrTombstoneMoved) || errors.Is(err, dialect.ErrTombstoneKeyName) {
 		return nil, fmt.Errorf("fencedsql: TombstoneFix %s: %w", spec.Table, err)
 	}
 	if err != nil {
