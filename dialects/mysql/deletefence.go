@@ -21,8 +21,8 @@ import (
 //     the whole statement (InnoDB). GuardDDL creates the function beside the guard's
 //     triggers, UnguardDDL drops it.
 //   - The mark (the user-variable assignment in the condition, true for every row it
-//     is evaluated for) carries the token and the statement's start time to the
-//     tombstone trigger, which records the greater of the row's token and the marked
+//     is evaluated for; mark.go) carries the token and the statement's start time to
+//     the tombstone trigger, which records the greater of the row's token and the marked
 //     one — as it records the token the fencing UPDATE stamped in the two-statement
 //     form. A mark left on the session by an earlier statement is ignored (its time
 //     differs). The time is @@timestamp, seconds since the epoch: the same in the
@@ -62,19 +62,19 @@ import (
 const (
 	// oneStepMarker is the fence function's COMMENT.
 	oneStepMarker = "fencedsql one-statement delete v4"
-	// deleteTokenVar is the user variable that carries the mark.
+	// deleteTokenVar is the user variable that carries the mark (mark.go).
 	deleteTokenVar = "@fencedsql_delete_mark"
-	// markTime is the statement's start time as the mark writes it and the tombstone
-	// compares it.
-	markTime = "CONCAT(@@timestamp)"
 	// markLostSQLState is the SQLSTATE of the fence function's refusal of a statement
 	// whose mark the table's triggers missed (dialect.ErrorMarkLost).
 	markLostSQLState = "FNCD3"
+)
+
+var (
 	// markIsCurrent is true when the mark is the current statement's.
-	markIsCurrent = "SUBSTRING_INDEX(" + deleteTokenVar + ", '/', -1) <=> " + markTime
+	markIsCurrent = markCurrent(deleteTokenVar)
 	// clearMark is 0, and empties the mark: the tombstone trigger's value for a mark
 	// that is not its statement's.
-	clearMark = "COALESCE(" + deleteTokenVar + " := NULL, 0)"
+	clearMark = markClear(deleteTokenVar)
 )
 
 func fenceFunc(name string) string { return boundedTrigger("fencedsql_fence_", name) }
@@ -85,7 +85,7 @@ func fenceFuncName(table dialect.TableName) dialect.TableName {
 
 // markedToken is the token the current statement marked, or 0 (and the mark cleared,
 // see clearMark): an expression for the tombstone trigger.
-const markedToken = "IF(" + markIsCurrent + ", CAST(SUBSTRING_INDEX(" + deleteTokenVar + ", '/', 1) AS SIGNED), " + clearMark + ")"
+var markedToken = markToken(deleteTokenVar)
 
 // fenceFuncDDL drops and creates table's fence function. It reads no table (the
 // statement passes the floor in: a stored program that opens a table costs MariaDB
@@ -114,7 +114,7 @@ func (d dialectImpl) fenceFuncDDL(table dialect.TableName, tokenCol string) []st
 // column of the row); the floor table is the one in table's database, as the guard's
 // triggers read it.
 func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark, check string) {
-	mark = "(" + deleteTokenVar + " := CONVERT(CONCAT(CAST(" + dialect.TokenSlot + " AS SIGNED), '/', " + markTime + ") USING ascii)) IS NOT NULL"
+	mark = "(" + deleteTokenVar + " := " + markValue(dialect.TokenSlot) + ") IS NOT NULL"
 	floor := dialect.TableName{Schema: table.Schema, Name: dialect.FloorTable}.Quote(d.QuoteIdent)
 	check = fenceFuncName(table).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot +
 		", (SELECT f.floor FROM " + floor + " f WHERE f.id = 1))"

@@ -42,7 +42,9 @@ import (
 //     per-row identity of the transaction that last wrote a row, so a trigger cannot
 //     tell the wrapper's DELETE (fencing UPDATE, then DELETE) from a plain one. Use
 //     privileges instead: give writers outside the wrapper no DELETE on guarded tables.
-//     TRUNCATE and foreign-key cascades do not run triggers at all in MySQL.
+//     (What a deletion records is the tombstone guard's: a row a REPLACE deletes is
+//     recorded at the REPLACE's token when greater, replacemark.go.) TRUNCATE and
+//     foreign-key cascades do not run triggers at all in MySQL.
 //   - The guard checks that a writer follows the protocol, not that its token is
 //     genuine: a writer outside the wrapper that raises the version and sets a token
 //     at least as high passes. INSERT is not guarded.

@@ -87,8 +87,8 @@ func TestGuardLostApplicationAccount(t *testing.T) {
 	triggers := func() int {
 		return count(app, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE 'fencedsql%'")
 	}
-	if n := triggers(); n != 5 {
-		t.Fatalf("the account sees %d of the 5 triggers of accounts, want all (MariaDB shows them to a writer)", n)
+	if n := triggers(); n != 6 {
+		t.Fatalf("the account sees %d of the 6 triggers of accounts, want all (MariaDB shows them to a writer)", n)
 	}
 	upd := "UPDATE accounts SET balance = ? WHERE id = ?"
 	if _, err := app.ExecContext(fencedsql.WithToken(ctx, 10), upd, 1, 1); err != nil {

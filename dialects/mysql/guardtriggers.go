@@ -16,21 +16,29 @@ type ownGuardTrigger struct {
 }
 
 // guardTriggerPrefixes are the name prefixes of the triggers the guard (BEFORE UPDATE,
-// BEFORE INSERT) and the tombstone guard (AFTER DELETE, INSERT, UPDATE) install, each
-// followed by the table's name.
-var guardTriggerPrefixes = []string{"fencedsql_guard_", "fencedsql_floor_", "fencedsql_tombdel_", "fencedsql_tombins_", "fencedsql_tombkey_"}
+// BEFORE INSERT) and the tombstone guard (BEFORE INSERT: the REPLACE mark; AFTER
+// DELETE, INSERT, UPDATE) install, each followed by the table's name, and whether the
+// trigger is a BEFORE trigger whose body is known without the table's primary key
+// (ownTriggerBodies builds it for the lazy check too).
+var guardTriggerPrefixes = []struct {
+	prefix string
+	before bool
+}{{"fencedsql_guard_", true}, {"fencedsql_floor_", true}, {"fencedsql_tombrep_", true},
+	{"fencedsql_tombdel_", false}, {"fencedsql_tombins_", false}, {"fencedsql_tombkey_", false}}
 
 // guardTriggerTable returns the table name a trigger of one of the guard's names was
-// installed for, and whether the name is one of the guard's BEFORE triggers (the
-// guard's and the floor's; the tombstone guard's are AFTER triggers): t's own names
-// (cut to the identifier limit and hashed for a long table name), or the name after
-// the prefix where that is a whole name (RENAME TABLE keeps a table's triggers and
-// their names, so it may be a name the table had). A hashed name of another table has
-// no recoverable table name: it is judged like a user's trigger (ownTriggers).
+// installed for, and whether the name is one of the guards' BEFORE triggers (the
+// guard's, the floor's and the REPLACE mark's; the tombstone guard's others are AFTER
+// triggers): t's own names (cut to the identifier limit and hashed for a long table
+// name), or the name after the prefix where that is a whole name (RENAME TABLE keeps
+// a table's triggers and their names, so it may be a name the table had). A hashed
+// name of another table has no recoverable table name: it is judged like a user's
+// trigger (ownTriggers).
 func guardTriggerTable(trigger, table string) (name string, before bool, ok bool) {
 	lower := strings.ToLower(trigger)
-	for k, p := range guardTriggerPrefixes {
-		before = k < 2
+	for _, g := range guardTriggerPrefixes {
+		p := g.prefix
+		before = g.before
 		if strings.EqualFold(trigger, boundedTrigger(p, table)) {
 			return table, before, true
 		}
@@ -45,7 +53,8 @@ func guardTriggerTable(trigger, table string) (name string, before bool, ok bool
 
 // ownTriggerBodies returns the triggers the guard and the tombstone guard install on
 // t's table under the name name (t's, or the one it had when they were installed),
-// by lower-cased trigger name; the tombstone's only when t's primary key is known.
+// by lower-cased trigger name; the tombstone's only when t's primary key is known,
+// but for the REPLACE mark's, which names no key column.
 // Bodies are those written for the table named without its schema (compared with
 // the schema's qualifier removed: schema.Check qualifies what it installs); the
 // statements re-create them for the table in t's schema (replaceTrigger).
@@ -61,6 +70,8 @@ func (d dialectImpl) ownTriggerBodies(t dialect.SideDoorTable, name string) map[
 		}
 		if len(t.PrimaryKey) > 0 {
 			defs = append(defs, d.tombTriggerDefs(table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
+		} else {
+			defs = append(defs, d.replaceMarkDef(table, t.TokenColumn))
 		}
 		return defs
 	}
@@ -118,10 +129,10 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		// rest of the text exactly — a table name in another case, or with a letter
 		// that only Unicode folds (ſ for s), is another table (red-team rt24a F1).
 		if !ok || foldColumns(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), cols) == foldColumns(strings.TrimSpace(g.body), cols) {
-			// As installed, or not to be judged here: the tombstone's triggers when the
-			// primary key is not known (the lazy check; schema.Check knows it) — an AFTER
-			// trigger, which cannot undo the fence of the statement; a BEFORE trigger of
-			// a tombstone name is ownTriggers' to judge.
+			// As installed, or not to be judged here: the tombstone's AFTER triggers when
+			// the primary key is not known (the lazy check; schema.Check knows it) — an
+			// AFTER trigger cannot undo the fence of the statement; a BEFORE trigger of
+			// one of their names is ownTriggers' to judge.
 			continue
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}

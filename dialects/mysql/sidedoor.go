@@ -177,8 +177,8 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 // query. The evidence that the table was guarded under its name:
 //
 //   - a trigger of the guard (fencedsql_guard_<table>, fencedsql_floor_<table>) or of
-//     the tombstone guard (fencedsql_tombdel_/tombins_/tombkey_<table>) sitting on
-//     another table of the database: RENAME TABLE accounts TO _accounts_old,
+//     the tombstone guard (fencedsql_tombdel_/tombins_/tombkey_/tombrep_<table>)
+//     sitting on another table of the database: RENAME TABLE accounts TO _accounts_old,
 //     _accounts_new TO accounts (pt-online-schema-change, gh-ost) takes the triggers
 //     along to the old table. Trigger names are unique in a database, so such a
 //     trigger is not on the table;
@@ -195,9 +195,13 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 //
 // With the evidence, the table must carry fencedsql_guard_<table> (the guard), and
 // fencedsql_tombins_<table> and fencedsql_tombdel_<table> (the tombstone guard). A
-// table carrying fencedsql_guard_<table> without fencedsql_floor_<table> has lost
-// the guard's floor part, evidence or not (red-team rt34b F1: its INSERTs went
-// unfloored while RaiseTokenFloor reported the floor in force).
+// tombstone guard without its REPLACE mark fencedsql_tombrep_<table> is not refused
+// here: one of the previous version never had it (TombstoneInstalledQuery reports it
+// outdated), and beside an INSERT trigger of this version its loss fails closed (the
+// rows whose mark is missing are refused). A table carrying fencedsql_guard_<table>
+// without fencedsql_floor_<table> has lost the guard's floor part, evidence or not
+// (red-team rt34b F1: its INSERTs went unfloored while RaiseTokenFloor reported the
+// floor in force).
 // Fix: re-run fencedsql-schema -apply: its DDL drops the triggers of those names
 // (from the old table) and creates them on the table.
 func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -209,15 +213,15 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	const grantee = `CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')`
 	name := t.Table.Name
 	guard, floor := guardTrigger(name), floorTrigger(name)
-	del, ins, key := tombName("del", name), tombName("ins", name), tombName("key", name)
+	del, ins, key, rep := tombName("del", name), tombName("ins", name), tombName("key", name), tombName("rep", name)
 	fence, tomb := fenceFuncName(t.Table), tombTable(t.Table)
-	rows, err := query(ctx, "SELECT 'trigger', TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+db+" AND TRIGGER_NAME IN (?, ?, ?, ?, ?) "+
+	rows, err := query(ctx, "SELECT 'trigger', TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+db+" AND TRIGGER_NAME IN (?, ?, ?, ?, ?, ?) "+
 		"UNION ALL SELECT 'table', TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? "+
 		"UNION ALL SELECT 'function', ROUTINE_NAME, '' FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "+db+" AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "+grantee+" AND "+shows+" "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+shows+" "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? AND "+shows,
-		t.Table.Schema, guard, floor, del, ins, key,
+		t.Table.Schema, guard, floor, del, ins, key, rep,
 		t.Table.Schema, tomb.Name,
 		t.Table.Schema, fence.Name,
 		t.Table.Schema, t.Table.Schema, name)
@@ -258,7 +262,7 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	if sd, ok := g.FloorPartDoor(t.Table.String(), guard, floor); ok {
 		doors = append(doors, sd)
 	}
-	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key}, []string{ins, del}, tombTbl && privileged, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (an online schema change's RENAME TABLE)"); ok {
+	if sd, ok := g.LostDoor(t.Table.String(), "the tombstone guard", []string{del, ins, key, rep}, []string{ins, del}, tombTbl && privileged, "table "+tomb.String(), "its tombstone table "+tomb.String()+" exists", "a table swap (an online schema change's RENAME TABLE)"); ok {
 		doors = append(doors, sd)
 	}
 	return doors, nil

@@ -42,8 +42,9 @@ import (
 // statements after it do not run: the old triggers stay (and go on refusing), and
 // TombstoneInstalledQuery reports the guard not installed while they are there.
 
-// tombKinds are the kinds of the tombstone triggers, fencedsql_tomb<kind>_<table>.
-var tombKinds = []string{"del", "ins", "key"}
+// tombKinds are the kinds of the tombstone triggers, fencedsql_tomb<kind>_<table>, in
+// the order UntombstoneDDL drops them (the REPLACE mark's last).
+var tombKinds = []string{"del", "ins", "key", "rep"}
 
 // tombTableRef finds, in a tombstone trigger's body, the tombstone table it records
 // into or checks: the first `fencedsql_tomb_…` after INSERT INTO or FROM, with the
@@ -73,7 +74,7 @@ func tombTriggerTable(name, body string) string {
 // refuses with an error wrapping dialect.ErrTombstoneMoved.
 func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName, key []dialect.KeyColumn, tokenCol string, ddl []string) ([]string, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
-		"WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND (TRIGGER_NAME LIKE 'fencedsql\\_tombdel\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tombins\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tombkey\\_%') "+
+		"WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND "+tombTriggerNameLike("TRIGGER_NAME")+" "+
 		"ORDER BY TRIGGER_NAME", table.Schema)
 	if err != nil {
 		return nil, err

@@ -25,14 +25,20 @@ import (
 //	    fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL,
 //	    PRIMARY KEY (<pk columns>)) ENGINE=InnoDB
 //
-// and three triggers per table, with the key and token columns compiled in:
+// and four triggers per table, with the key and token columns compiled in:
 //
+//	fencedsql_tombrep_<table>  BEFORE INSERT marks NEW.<token> for the rows a REPLACE
+//	                                         deletes to make room for NEW
+//	                                         (replacemark.go)
 //	fencedsql_tombdel_<table>  AFTER DELETE  records OLD's key and OLD.<token> (or the
-//	                                         token a one-statement DELETE marked, if
-//	                                         greater), keeping the greater token, dated
-//	                                         by the server's clock (tombClock)
+//	                                         token a one-statement DELETE marked, or
+//	                                         the token of the REPLACE that displaces
+//	                                         the row, if greater), keeping the greater
+//	                                         token, dated by the server's clock
+//	                                         (tombClock)
 //	fencedsql_tombins_<table>  AFTER INSERT  refuses NEW when the tombstone of its key
-//	                                         holds a greater token than NEW.<token>
+//	                                         holds a greater token than NEW.<token>, or
+//	                                         when NEW's REPLACE mark was lost
 //	fencedsql_tombkey_<table>  AFTER UPDATE  when the key changed: records the key the
 //	                                         row left, checks the key it moved onto
 //
@@ -144,7 +150,9 @@ func (d dialectImpl) keyList(key []dialect.KeyColumn) string {
 	return strings.Join(cols, ", ")
 }
 
-// tombTriggerDefs are table's three tombstone triggers (see above).
+// tombTriggerDefs are table's four tombstone triggers (see above), the REPLACE mark's
+// first: the AFTER INSERT trigger refuses a row whose mark is missing, so on a table
+// whose guard is upgraded the mark is set before that check is installed.
 func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []triggerDef {
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
@@ -162,14 +170,17 @@ func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyC
 	}
 	// One IF statement each (no BEGIN/DECLARE: the cheapest trigger body); the EXISTS
 	// subquery is a locking read.
-	check := "IF EXISTS (SELECT 1 FROM " + tomb + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) +
+	refused := "IF EXISTS (SELECT 1 FROM " + tomb + " t WHERE " + each(" AND ", func(c string) string { return "t." + c + " = NEW." + c }) +
 		" AND (NEW." + tok + " IS NULL OR t.fence_token > NEW." + tok + ") LOCK IN SHARE MODE) THEN\n" +
-		"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
-		"  END IF"
+		"    SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n"
+	check := refused + "  END IF"
+	markLost := "  ELSEIF " + replaceMarkLost(table.Name) + " THEN\n" +
+		"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, "a row this write displaced lost its token (a trigger set timestamp)") + ";\n"
 	return []triggerDef{
+		d.replaceMarkDef(table, tokenCol),
 		{tombObject("del", table), "AFTER DELETE ON " + tbl + " FOR EACH ROW\n" +
-			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+")") + ";\nEND IF"},
-		{tombObject("ins", table), "AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + check},
+			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+", "+replaceMarkedToken(table.Name)+")") + ";\nEND IF"},
+		{tombObject("ins", table), "AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + refused + markLost + "  END IF"},
 		{tombObject("key", table), "AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
 			"IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
 			"  IF " + tombClock + " IS NULL THEN\n    " + noClock + ";\n  END IF;\n" +
@@ -177,39 +188,63 @@ func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyC
 	}
 }
 
-// UntombstoneDDL drops table's three tombstone triggers, then its tombstone table: a
+// UntombstoneDDL drops table's four tombstone triggers (the REPLACE mark's last: the
+// AFTER INSERT trigger refuses a row without its mark), then its tombstone table: a
 // tombstone table without the triggers is evidence of a guard a table swap lost
 // (lostGuard), which the lazy check refuses.
 func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	var ddl []string
-	for _, kind := range []string{"del", "ins", "key"} {
+	for _, kind := range tombKinds {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
 	return append(ddl, "DROP TABLE IF EXISTS "+tombTable(table).Quote(d.QuoteIdent))
 }
 
-// markPattern matches the DELETE trigger of this version: it reads the one-statement
-// DELETE's mark and clears one that is not its statement's (clearMark), and dates by
-// the server's clock (tombClock). LIKE's "_" matches itself too. DeleteFenceQuery
-// requires it as well: beside a tombstone trigger of an older version, DELETEs run as
-// two statements until the triggers are re-installed.
+// markPattern matches a DELETE trigger that reads the one-statement DELETE's mark and
+// clears one that is not its statement's (clearMark), and dates by the server's clock
+// (tombClock); LIKE's "_" matches itself too. DeleteFenceQuery requires it: beside a
+// tombstone trigger of an older version, DELETEs run as two statements until the
+// triggers are re-installed. (TombstoneInstalledQuery requires the REPLACE mark's
+// reading as well: a trigger of the previous version reads the one-statement DELETE's
+// mark as this one does.)
 var markPattern = "%" + clearMark + tombClockPattern
 
-// TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
-// (the DELETE trigger reads the one-statement DELETE's mark and clears a stale one; the
-// DELETE and key-change triggers date by the server's clock) exist on table and its
-// tombstone table exists, and no tombstone trigger of another name is on table (one a
-// rename kept, recording into the old name's tombstone table: TombstoneCarryDDL
-// carries its tombstones over and drops it, red-team rt31a F1): triggers of an older
-// version are reported as not installed, and schema.Check's fix re-creates them.
+// TombstoneInstalledQuery yields 1 when the four tombstone triggers of this version
+// (the REPLACE mark's trigger sets the table's mark; the DELETE trigger reads the
+// one-statement DELETE's mark and the REPLACE mark and clears a stale one; the INSERT
+// trigger refuses a row whose REPLACE mark was lost; the DELETE and key-change triggers
+// date by the server's clock) exist on table and its tombstone table exists, and no
+// tombstone trigger of another name is on table (one a rename kept, recording into the
+// old name's tombstone table: TombstoneCarryDDL carries its tombstones over and drops
+// it, red-team rt31a F1): triggers of an older version are reported as not installed,
+// and schema.Check's fix re-creates them.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT IF(COUNT(*) = 3 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?) AND NOT EXISTS (" +
-			"SELECT 1 FROM information_schema.TRIGGERS o WHERE o.TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND o.EVENT_OBJECT_TABLE = ? AND o.TRIGGER_NAME NOT IN (?, ?, ?) AND " +
-			"(o.TRIGGER_NAME LIKE 'fencedsql\\_tombdel\\_%' OR o.TRIGGER_NAME LIKE 'fencedsql\\_tombins\\_%' OR o.TRIGGER_NAME LIKE 'fencedsql\\_tombkey\\_%')), 1, 0) " +
-			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'AFTER' AND " +
-			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_STATEMENT LIKE ?))",
-		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name),
-			table.Schema, table.Name, tombName("del", table.Name), markPattern, tombName("ins", table.Name), tombName("key", table.Name), tombClockPattern}
+	rep, del, ins, key := tombName("rep", table.Name), tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name)
+	v := replaceMarkVar(table.Name)
+	return "SELECT IF(COUNT(*) = 4 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?) AND NOT EXISTS (" +
+			"SELECT 1 FROM information_schema.TRIGGERS o WHERE o.TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND o.EVENT_OBJECT_TABLE = ? AND o.TRIGGER_NAME NOT IN (?, ?, ?, ?) AND " +
+			tombTriggerNameLike("o.TRIGGER_NAME") + "), 1, 0) " +
+			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND " +
+			"((TRIGGER_NAME = ? AND ACTION_TIMING = 'BEFORE' AND EVENT_MANIPULATION = 'INSERT' AND ACTION_STATEMENT LIKE ?) OR " +
+			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR " +
+			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'INSERT' AND ACTION_STATEMENT LIKE ?) OR " +
+			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_STATEMENT LIKE ?))",
+		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, rep, del, ins, key,
+			table.Schema, table.Name,
+			rep, "%SET " + v + " := %",
+			del, "%" + clearMark + "%" + markClear(v) + tombClockPattern,
+			ins, "%" + replaceMarkLost(table.Name) + "%",
+			key, tombClockPattern}
+}
+
+// tombTriggerNameLike is the SQL condition that the trigger name col carries one of the
+// tombstone guard's name prefixes (fencedsql_tomb<kind>_, tombKinds).
+func tombTriggerNameLike(col string) string {
+	var or []string
+	for _, k := range tombKinds {
+		or = append(or, col+" LIKE 'fencedsql\\_tomb"+k+"\\_%'")
+	}
+	return "(" + strings.Join(or, " OR ") + ")"
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan by the server's

@@ -13,14 +13,17 @@ func TestTombstoneDDLShape(t *testing.T) {
 	ts := mysql.Dialect.(dialect.Tombstoner)
 	key := []dialect.KeyColumn{{Name: "a", Type: "bigint(20)"}, {Name: "b", Type: "varchar(20)", Collation: "utf8mb4_general_ci"}, {Name: "c", Type: "timestamp(3)"}}
 	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "shop", Name: "pairs"}, key, "tok")
-	if len(ddl) != 16 { // the tombstone table, three triggers of five statements each (replaceTrigger)
+	if len(ddl) != 21 { // the tombstone table, four triggers of five statements each (replaceTrigger)
 		t.Fatalf("TombstoneDDL = %q", ddl)
 	}
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		"CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_tomb_pairs` (`a` bigint(20) NOT NULL, `b` varchar(20) COLLATE utf8mb4_general_ci NOT NULL, `c` timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (`a`, `b`, `c`)) ENGINE=InnoDB",
+		"CREATE TRIGGER `shop`.`fencedsql_tombrep_pairs` BEFORE INSERT ON `shop`.`pairs` FOR EACH ROW\n  SET @fencedsql_replace_mark_544438a7391e1e26 := CONVERT(CONCAT(CAST(NEW.`tok` AS SIGNED), '/', CONCAT(@@timestamp)) USING ascii)",
 		"CREATE TRIGGER `shop`.`fencedsql_tombdel_pairs` AFTER DELETE ON `shop`.`pairs` FOR EACH ROW",
-		"VALUES (OLD.`a`, OLD.`b`, OLD.`c`, GREATEST(COALESCE(OLD.`tok`, 0), IF(SUBSTRING_INDEX(@fencedsql_delete_mark, '/', -1) <=> CONCAT(@@timestamp), CAST(SUBSTRING_INDEX(@fencedsql_delete_mark, '/', 1) AS SIGNED), COALESCE(@fencedsql_delete_mark := NULL, 0))), CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))",
+		"VALUES (OLD.`a`, OLD.`b`, OLD.`c`, GREATEST(COALESCE(OLD.`tok`, 0), IF(SUBSTRING_INDEX(@fencedsql_delete_mark, '/', -1) <=> CONCAT(@@timestamp), CAST(SUBSTRING_INDEX(@fencedsql_delete_mark, '/', 1) AS SIGNED), COALESCE(@fencedsql_delete_mark := NULL, 0)), " +
+			"IF(SUBSTRING_INDEX(@fencedsql_replace_mark_544438a7391e1e26, '/', -1) <=> CONCAT(@@timestamp), CAST(SUBSTRING_INDEX(@fencedsql_replace_mark_544438a7391e1e26, '/', 1) AS SIGNED), COALESCE(@fencedsql_replace_mark_544438a7391e1e26 := NULL, 0))), CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))",
+		"  ELSEIF @fencedsql_replace_mark_544438a7391e1e26 IS NULL THEN\n    SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on pairs: a row this write displaced lost its token (a trigger set timestamp)';\n  END IF",
 		"FOR EACH ROW\nIF CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00') IS NULL THEN\n  SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on pairs: no server clock to date the tombstone (CONVERT_TZ gave NULL)';\nELSE\n  INSERT INTO",
 		"GREATEST(COALESCE(OLD.`tok`, 0), COALESCE(NEW.`tok`, 0)), CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))",
 		"ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token))",
@@ -35,7 +38,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 4 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" {
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 5 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" || un[3] != "DROP TRIGGER IF EXISTS `fencedsql_tombrep_pairs`" {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 	long := strings.Repeat("é", 60)

@@ -1,0 +1,42 @@
+package mysql
+
+// Statement marks: a token a statement carries, in a user variable, to the tombstone
+// trigger of the rows it deletes (MariaDB and MySQL have no other channel from a
+// statement to the triggers it fires). Two statements mark: the one-statement fenced
+// DELETE (deletefence.go, in its WHERE clause) and every INSERT, for the rows a REPLACE
+// deletes to make room for it (replacemark.go, in a BEFORE INSERT trigger).
+//
+// A mark is "<token>/<@@timestamp>", converted to ascii: the token as a signed number
+// and the statement's start time, which names the statement — a mark an earlier
+// statement left on the session is not its statement's (its time differs), and the
+// tombstone trigger clears such a mark and reads 0 for it. @@timestamp is a number of
+// seconds, the same in a statement and every trigger it fires whatever time_zone one
+// sets; only code that sets timestamp itself moves it (each mark's users say what they
+// do about that). The tombstone trigger records the greater of the row's token and the
+// marks it reads, so a mark a session forges itself (SET @… := …) can only raise what
+// is recorded: an over-refusal of that key's re-insertion, never a miss.
+
+// markTime is the statement's start time as a mark writes it and the tombstone
+// compares it.
+const markTime = "CONCAT(@@timestamp)"
+
+// markValue is the mark of the token expression tok: the text a statement assigns to
+// its mark's variable.
+func markValue(tok string) string {
+	return "CONVERT(CONCAT(CAST(" + tok + " AS SIGNED), '/', " + markTime + ") USING ascii)"
+}
+
+// markCurrent is true when the mark in the user variable v is the current statement's.
+func markCurrent(v string) string {
+	return "SUBSTRING_INDEX(" + v + ", '/', -1) <=> " + markTime
+}
+
+// markClear is 0, and empties the mark in v: the tombstone trigger's value for a mark
+// that is not its statement's.
+func markClear(v string) string { return "COALESCE(" + v + " := NULL, 0)" }
+
+// markToken is the token the current statement marked in v, or 0 (and v cleared, see
+// markClear): an expression for the tombstone trigger.
+func markToken(v string) string {
+	return "IF(" + markCurrent(v) + ", CAST(SUBSTRING_INDEX(" + v + ", '/', 1) AS SIGNED), " + markClear(v) + ")"
+}
