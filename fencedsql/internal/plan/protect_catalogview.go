@@ -69,14 +69,9 @@ func isASCII(s string) bool {
 }
 
 // viewKinds are the objects whose definition a write through them (or to the relation
-// they sit on) runs: a view, a rule, a trigger. Materialized views are not written
-// through; the other kinds end the search for the object's kind.
+// they sit on) runs: a view, a rule, a trigger. A materialized view is not written
+// through.
 var viewKinds = []string{"VIEW", "RULE", "TRIGGER"}
-
-// otherKinds end the search for a CREATE's or ALTER's object kind.
-var otherKinds = []string{"TABLE", "INDEX", "FUNCTION", "PROCEDURE", "SCHEMA", "DATABASE", "SEQUENCE",
-	"TYPE", "DOMAIN", "EVENT", "MATERIALIZED", "EXTENSION", "LANGUAGE", "ROLE", "USER", "SERVER",
-	"POLICY", "PUBLICATION", "SUBSCRIPTION", "STATISTICS", "COLLATION", "CAST", "OPERATOR", "AGGREGATE"}
 
 // protectViewDDL refuses, whatever WithDDL allows, the DDL that makes a relation reach
 // a system catalog or settings relation under another name, and the DDL that would
@@ -106,14 +101,15 @@ func (p *parser) protectViewDDL(head string, first, to int) error {
 			return catalogViewDDLRefusal(head, v)
 		}
 	}
+	// The kind is found anywhere in the statement, not only where the grammar puts it:
+	// what may stand before it (MySQL's DEFINER = user@host, whose user may be spelled
+	// like a keyword: event@localhost) is not parsed. A statement of another kind that
+	// holds the word and names a catalog is refused too (fail closed).
 	kind := ""
 	for i := first + 1; i < to && i < len(p.sig); i++ {
-		if p.kwIn(i, viewKinds...) {
+		if p.kwIn(i, viewKinds...) && !p.kw(i-1, "MATERIALIZED") {
 			kind = strings.ToUpper(p.text(p.sig[i]))
 			break
-		}
-		if p.kwIn(i, otherKinds...) || p.kw(i, "AS") {
-			return nil
 		}
 	}
 	if kind == "" {

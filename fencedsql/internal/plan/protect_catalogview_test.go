@@ -42,6 +42,8 @@ var catalogViewCases = []struct {
 	{mysqlTest, "CREATE VIEW rt37e_proc2 AS SELECT db, name, body FROM mysql.proc", true},
 	{mysqlTest, "CREATE OR REPLACE ALGORITHM = MERGE DEFINER = CURRENT_USER SQL SECURITY DEFINER VIEW v AS SELECT * FROM `mysql`.`global_priv`", true},
 	{mysqlTest, "ALTER VIEW v AS SELECT * FROM mysql.proc", true},
+	{mysqlTest, "CREATE DEFINER = event@localhost VIEW v AS SELECT * FROM mysql.proc", true},
+	{mysqlTest, "CREATE DEFINER = `table`@`%` VIEW v AS SELECT * FROM mysql.proc", true},
 	{mysqlTest, "CREATE VIEW v AS SELECT * FROM rt37e_proc", true},
 	{mysqlTest, "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = (SELECT count(*) FROM performance_schema.threads)", true},
 	// what passes (unless refused for another reason: CREATE TRIGGER without WithDDL)
@@ -57,6 +59,7 @@ var catalogViewCases = []struct {
 	{mysqlTest, "CREATE VIEW v AS SELECT id, balance FROM ledger", false},
 	{mysqlTest, "CREATE VIEW v AS SELECT sys.format_bytes(size) AS s FROM ledger", false},
 	{mysqlTest, "CREATE TABLE copy AS SELECT * FROM mysql.proc", false},
+	{mysqlTest, "CREATE TABLE copy AS SELECT * FROM information_schema.views", false},
 }
 
 func TestCatalogViewWritesAndDDLRefused(t *testing.T) {
