@@ -10,10 +10,10 @@ package mysql
 // definer's rights, whatever the account's.
 const catalogViewsQuery = "WITH RECURSIVE reach (s, n, reached) AS (" +
 	" SELECT TABLE_SCHEMA, TABLE_NAME, CASE" +
-	"  WHEN LOCATE('`mysql`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'mysql'" +
-	"  WHEN LOCATE('`information_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'information_schema'" +
-	"  WHEN LOCATE('`performance_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'performance_schema'" +
-	"  WHEN LOCATE('`sys`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'sys'" +
+	"  WHEN LOCATE('`mysql`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'mysql.*'" +
+	"  WHEN LOCATE('`information_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'information_schema.*'" +
+	"  WHEN LOCATE('`performance_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'performance_schema.*'" +
+	"  WHEN LOCATE('`sys`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'sys.*'" +
 	"  ELSE '' END" +
 	" FROM information_schema.VIEWS" +
 	" WHERE LOWER(TABLE_SCHEMA) NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') AND (" +

@@ -16,8 +16,8 @@ type CatalogViewFinder interface {
 	// relation outside the system catalogs through which a write may reach a system
 	// catalog or settings relation, directly or through other such relations, in every
 	// schema (database) the connection can see: schema and name as the catalog spells
-	// them, reaches the catalog relation reached, as "schema.name" ("" when the dialect
-	// cannot tell: a view whose definition the account may not read is listed, fail
-	// closed, when it is updatable).
+	// them, reaches the catalog relation reached, as "schema.name" (MySQL/MariaDB:
+	// "database.*"; "" when the dialect cannot tell: a view whose definition the
+	// account may not read is listed, fail closed, when it is updatable).
 	CatalogViewsQuery() (query string, args []any)
 }
