@@ -20,22 +20,25 @@ import (
 type Option func(*config)
 
 type config struct {
-	dialect     dialect.Dialect
-	guards      []schema.GuardSpec
-	strict      bool
-	schemaCheck bool
-	recheck     time.Duration // WithSchemaRecheck
-	allowDDL    bool
-	allowDyn    bool
-	cacheSize   int
-	stmtCache   int
-	logger      *slog.Logger
-	loggerGiven bool // WithLogger gave logger (else it discards: configLogger)
-	meter       metric.MeterProvider
-	tokens      TokenSource // WithTokenSource
-	explicit    setting     // the settings an option gave explicitly (optionConflict)
-	fromDSN     setting     // the settings the DSN gave (withDSN), named by warnChecksOff
-	fromBoth    setting     // the settings the DSN and the code both gave (withDSN)
+	dialect dialect.Dialect
+	guards  []schema.GuardSpec
+	// catalogViews: the relations through which a write reaches a system catalog,
+	// read at the pool's first connection (registry.go, loadCatalogViews).
+	catalogViews []plan.CatalogView
+	strict       bool
+	schemaCheck  bool
+	recheck      time.Duration // WithSchemaRecheck
+	allowDDL     bool
+	allowDyn     bool
+	cacheSize    int
+	stmtCache    int
+	logger       *slog.Logger
+	loggerGiven  bool // WithLogger gave logger (else it discards: configLogger)
+	meter        metric.MeterProvider
+	tokens       TokenSource // WithTokenSource
+	explicit     setting     // the settings an option gave explicitly (optionConflict)
+	fromDSN      setting     // the settings the DSN gave (withDSN), named by warnChecksOff
+	fromBoth     setting     // the settings the DSN and the code both gave (withDSN)
 }
 
 // setting names a boolean setting an option or a DSN parameter can give: explicit
@@ -336,6 +339,7 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 		Syntax: c.dialect.Syntax(), NumberedParams: c.dialect.NumberedParams(), QuoteIdent: c.dialect.QuoteIdent,
 		SessionChecked: c.dialect.SessionQuery() != "",
 		Strict:         c.strict, AllowDDL: c.allowDDL, AllowDynamic: c.allowDyn,
+		CatalogViews: c.catalogViews,
 	}
 	if f, ok := c.dialect.(dialect.DeleteFencer); ok {
 		pc.DeleteFence = func(schema, name, tokenCol string) (string, string) {

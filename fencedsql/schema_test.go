@@ -127,6 +127,7 @@ func lazyVerdict(t *testing.T, d dialect.Dialect, c verdictCase) error {
 	// the pool refuses with the lazy check's own verdict).
 	expectRecords(mock, d)
 	expectDescendants(mock, d, tableOf(t, c.spec.Table).String())
+	expectCatalogViews(mock, d)
 	q, _ := d.ColumnsQuery(tableOf(t, c.spec.Table))
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.cols == nil {

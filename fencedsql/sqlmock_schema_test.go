@@ -149,6 +149,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
 		expectRecords(mock, postgres.Dialect)
 		expectDescendants(mock, postgres.Dialect, "accounts")
+		expectCatalogViews(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows())
 		_, err := db.ExecContext(withTok(7), `UPDATE other SET x = $1`, 1)
 		var se *fencedsql.SchemaError

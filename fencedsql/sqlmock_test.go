@@ -140,6 +140,7 @@ func expectOpen(mock sqlmock.Sqlmock, d dialect.Dialect, args ...[]driver.Value)
 			expectDescendants(mock, d, name)
 		}
 	}
+	expectCatalogViews(mock, d)
 	q, _ := d.ColumnsQuery(dialect.TableName{Name: "x"})
 	for _, a := range args {
 		mock.ExpectQuery(q).WithArgs(a...).WillReturnRows(columnRows(goodColumns...))
@@ -175,6 +176,15 @@ func expectDescendants(mock sqlmock.Sqlmock, d dialect.Dialect, tables ...string
 			q, _ := a.AncestorsQuery(tn)
 			mock.ExpectQuery(q).WithArgs(t).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
 		}
+	}
+}
+
+// expectCatalogViews expects the query for the relations through which a write
+// reaches a system catalog (dialect.CatalogViewFinder), answered "none".
+func expectCatalogViews(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	if f, ok := d.(dialect.CatalogViewFinder); ok {
+		q, _ := f.CatalogViewsQuery()
+		mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"schema", "name", "reaches"}))
 	}
 }
 

@@ -44,6 +44,10 @@ var firstUseQueries = sync.OnceValue(func() map[string]bool {
 		_, _ = schema.Columns(context.Background(), record, d, t, schema.DefaultTokenColumn, schema.DefaultVersionColumn)
 	}
 	out[strings.TrimSpace(d.SessionQuery())] = true
+	if f, ok := d.(dialect.CatalogViewFinder); ok {
+		q, _ := f.CatalogViewsQuery() // the relations that reach a system catalog
+		out[strings.TrimSpace(q)] = true
+	}
 	for _, t := range []dialect.TableName{{Name: "t"}, {Schema: "s", Name: "t"}} {
 		if f, ok := d.(dialect.DescendantFinder); ok {
 			q, _ := f.DescendantsQuery(t)

@@ -31,7 +31,9 @@ import (
 //     SCHEMA/DATABASE (it drops every table of the database), ALTER TABLE … DISABLE
 //     TRIGGER and ENABLE REPLICA/ALWAYS TRIGGER;
 //   - statements that reach them by catalog, dependency, privilege or name resolution
-//     (protect_reach.go): writes to the system catalogs, PostgreSQL extensions,
+//     (protect_reach.go): writes to the system catalogs (and to the relations through
+//     which a write reaches one, and the DDL that makes such a relation:
+//     protect_catalogview.go), PostgreSQL extensions,
 //     languages, DROP … CASCADE of a type or function, ALTER TYPE … RENAME VALUE,
 //     operators and casts, a database- or role-wide search_path, GRANT/REVOKE on all
 //     tables of a schema or a database, server plugins, and on PostgreSQL a text whose

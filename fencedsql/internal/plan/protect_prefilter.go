@@ -47,6 +47,9 @@ func (rw *Planner) mayProtect(sql string) bool {
 	if hasProtectNeedle(sql) {
 		return true
 	}
+	if len(rw.catalogViewKeys) > 0 && rw.mayNameCatalogView(sql) {
+		return true // a relation through which a write reaches a catalog (protect_catalogview.go)
+	}
 	if rw.syn.DollarQuotes && ContainsFold(sql, "uescape") {
 		return true // a Unicode-escape spelling (protectUnicodeEscapes)
 	}

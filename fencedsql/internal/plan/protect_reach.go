@@ -24,6 +24,9 @@ func (p *parser) protectReach(head string, from, first, to int) error {
 	if err := p.protectCatalogWrites(head, first, to); err != nil {
 		return err
 	}
+	if err := p.protectViewDDL(head, first, to); err != nil {
+		return err
+	}
 	if err := p.protectDependencies(head, first, to); err != nil {
 		return err
 	}
@@ -215,6 +218,25 @@ func (p *parser) catalogIn(from, to int) string {
 	return ""
 }
 
+// writeTargetRefusal refuses a write (what) whose targets, sig[from:to], name a
+// system catalog (catalogTable) or a relation through which a write reaches one
+// (catalogView, protect_catalogview.go); nil when they name neither.
+func (p *parser) writeTargetRefusal(what string, from, to int) error {
+	if name := p.catalogIn(from, to); name != "" {
+		return catalogRefusal(what, name)
+	}
+	for k := from; k < to && k < len(p.sig); k++ {
+		if k > 0 && p.punct(k-1, ".") {
+			continue
+		}
+		parts := p.namePartsAt(k)
+		if v, ok := p.rw.catalogView(parts); ok {
+			return catalogViewRefusal(what, strings.Join(parts, "."), v)
+		}
+	}
+	return nil
+}
+
 // stopAt returns the first index in [from, to) at the depth of sig[from] holding one of
 // the keywords or closing that depth, or to.
 func (p *parser) stopAt(from, to int, words ...string) int {
@@ -235,9 +257,10 @@ func (p *parser) stopAt(from, to int, words ...string) int {
 	return to
 }
 
-// protectCatalogWrites refuses a write to a system catalog (catalogTable), at the head
-// or inside a WITH, and MySQL's USE of a system database (its tables would then be
-// written unqualified). Reads of the catalogs pass.
+// protectCatalogWrites refuses a write to a system catalog (catalogTable) or to a
+// relation through which a write reaches one (a known catalog view,
+// protect_catalogview.go), at the head or inside a WITH, and MySQL's USE of a system
+// database (its tables would then be written unqualified). Reads of the catalogs pass.
 func (p *parser) protectCatalogWrites(head string, first, to int) error {
 	if p.rw.syn.ExecComments && head == "USE" {
 		if parts := p.namePartsAt(first + 1); len(parts) == 1 && isOneOfFold(parts[0], mysqlSystemDBs...) {
@@ -253,11 +276,11 @@ func (p *parser) protectCatalogWrites(head string, first, to int) error {
 		return nil // privileges: protectGrants
 	}
 	for i := first; i < to; i++ {
-		var name string
+		from, end := -1, -1 // the write's targets: sig[from:end]
 		switch {
 		case p.kw(i, "COPY") && i == first:
 			if p.kw(p.stopAt(i+1, to, "FROM", "TO"), "FROM") {
-				name = p.catalogIn(i+1, p.stopAt(i+1, to, "FROM", "("))
+				from, end = i+1, p.stopAt(i+1, to, "FROM", "(")
 			}
 		case p.kw(i, "LOAD") && i == first:
 			if k := p.stopAt(i+1, to, "INTO"); p.kw(k, "INTO") {
@@ -265,13 +288,13 @@ func (p *parser) protectCatalogWrites(head string, first, to int) error {
 				if p.kw(j, "TABLE") {
 					j++
 				}
-				name = p.catalogIn(j, j+1)
+				from, end = j, j+1
 			}
 		case !p.writeKeyword(i) || i > first && p.kwIn(i-1, "OR", "BEFORE", "AFTER", "OF", "THEN", "INSTEAD"):
 			continue
 		case p.kw(i, "UPDATE"):
 			// MySQL's multi-table UPDATE names every target before SET.
-			name = p.catalogIn(i+1, p.stopAt(i+1, to, "SET"))
+			from, end = i+1, p.stopAt(i+1, to, "SET")
 		case p.kw(i, "DELETE"):
 			j := i + 1
 			for p.kwIn(j, "LOW_PRIORITY", "QUICK", "IGNORE") {
@@ -279,20 +302,23 @@ func (p *parser) protectCatalogWrites(head string, first, to int) error {
 			}
 			if p.kw(j, "FROM") {
 				// DELETE FROM t1[, t2] [USING …]: the targets end at USING or a clause.
-				name = p.catalogIn(j+1, p.stopAt(j+1, to, "USING", "WHERE", "RETURNING", "ORDER", "LIMIT", "AS"))
+				from, end = j+1, p.stopAt(j+1, to, "USING", "WHERE", "RETURNING", "ORDER", "LIMIT", "AS")
 			} else {
 				// MySQL's DELETE t1[, t2] FROM …: the targets before FROM are aliases or
 				// names of the tables after it: every table up to the conditions counts.
-				name = p.catalogIn(j, p.stopAt(j, to, "WHERE", "ORDER", "LIMIT"))
+				from, end = j, p.stopAt(j, to, "WHERE", "ORDER", "LIMIT")
 			}
 		case p.kw(i, "TRUNCATE"):
-			name = p.catalogIn(i+1, p.stopAt(i+1, to, "RESTART", "CONTINUE", "CASCADE", "RESTRICT"))
+			from, end = i+1, p.stopAt(i+1, to, "RESTART", "CONTINUE", "CASCADE", "RESTRICT")
 		default: // INSERT, REPLACE, UPSERT, MERGE: one target after the modifiers
 			j := p.afterWriteModifiers(i + 1)
-			name = p.catalogIn(j, j+1)
+			from, end = j, j+1
 		}
-		if name != "" {
-			return catalogRefusal(strings.ToUpper(p.text(p.sig[i])), name)
+		if from < 0 {
+			continue
+		}
+		if err := p.writeTargetRefusal(strings.ToUpper(p.text(p.sig[i])), from, end); err != nil {
+			return err
 		}
 	}
 	return nil

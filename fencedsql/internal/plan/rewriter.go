@@ -38,6 +38,11 @@ type Planner struct {
 	maxIdent int
 	// namesWords: the words that make resolvesNames look closer at a statement.
 	namesWords []string
+	// catalogViews: the relations through which a write reaches a system catalog or
+	// settings relation (PlannerConfig.CatalogViews), by Key; catalogViewKeys, their
+	// keys for the pre-filter (protect_catalogview.go).
+	catalogViews    map[string]CatalogView
+	catalogViewKeys []string
 	// derived interns the guards of references reaching a guarded table under another
 	// qualifier (see lookup): qualifier + "\x00" + key → *guard.
 	derived sync.Map
@@ -108,6 +113,11 @@ type PlannerConfig struct {
 	// DeleteFence (dialect.DeleteFencer's DeleteFence, or nil) gives the fragments of a
 	// DELETE's one-statement form (Plan.One); schema is "" for an unqualified reference.
 	DeleteFence func(schema, name, tokenCol string) (mark, check string)
+	// CatalogViews are the relations through which a write reaches a system catalog or
+	// settings relation (dialect.CatalogViewFinder, read at the pool's first
+	// connection): on a pool with guarded tables, writes to them are refused like
+	// writes to the catalogs (protect_catalogview.go).
+	CatalogViews []CatalogView
 }
 
 // TableSpec names one guarded table: Schema "" when configured unqualified, Name as
@@ -158,6 +168,7 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 		}
 		rw.guards[key] = append(rw.guards[key], g)
 	}
+	rw.setCatalogViews(cfg.CatalogViews)
 	if rw.nonASCII {
 		for _, k := range rw.names {
 			u := strings.ToLower(k)

@@ -1,0 +1,32 @@
+package mysql
+
+// catalogViewsQuery lists the views outside the server's system databases (mysql,
+// information_schema, performance_schema, sys) whose definition names a table of one
+// of them, or another view so listed, at any depth, in every database the account
+// sees views of. The server stores a view's definition with every table qualified and
+// backquoted (`mysql`.`proc`), which is what is searched for. An updatable view whose
+// definition the account may not read (no SHOW VIEW: VIEW_DEFINITION is empty) is
+// listed too, reaching "": with SQL SECURITY DEFINER a write through it runs with its
+// definer's rights, whatever the account's.
+const catalogViewsQuery = "WITH RECURSIVE reach (s, n, reached) AS (" +
+	" SELECT TABLE_SCHEMA, TABLE_NAME, CASE" +
+	"  WHEN LOCATE('`mysql`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'mysql.*'" +
+	"  WHEN LOCATE('`information_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'information_schema.*'" +
+	"  WHEN LOCATE('`performance_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'performance_schema.*'" +
+	"  WHEN LOCATE('`sys`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'sys.*'" +
+	"  ELSE '' END" +
+	" FROM information_schema.VIEWS" +
+	" WHERE LOWER(TABLE_SCHEMA) NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') AND (" +
+	"  LOCATE('`mysql`.', LOWER(VIEW_DEFINITION)) > 0 OR LOCATE('`information_schema`.', LOWER(VIEW_DEFINITION)) > 0" +
+	"  OR LOCATE('`performance_schema`.', LOWER(VIEW_DEFINITION)) > 0 OR LOCATE('`sys`.', LOWER(VIEW_DEFINITION)) > 0" +
+	"  OR COALESCE(VIEW_DEFINITION, '') = '' AND IS_UPDATABLE = 'YES')" +
+	" UNION" +
+	" SELECT v.TABLE_SCHEMA, v.TABLE_NAME, r.reached" +
+	" FROM information_schema.VIEWS v JOIN reach r" +
+	"  ON LOCATE(CONCAT('`', REPLACE(r.s, '`', '``'), '`.`', REPLACE(r.n, '`', '``'), '`'), v.VIEW_DEFINITION) > 0" +
+	" WHERE LOWER(v.TABLE_SCHEMA) NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')" +
+	")" +
+	" SELECT s, n, MAX(reached) FROM reach GROUP BY s, n ORDER BY s, n"
+
+// CatalogViewsQuery implements dialect.CatalogViewFinder.
+func (dialectImpl) CatalogViewsQuery() (string, []any) { return catalogViewsQuery, nil }
