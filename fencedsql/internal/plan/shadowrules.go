@@ -28,7 +28,7 @@ var shadowWords = []string{"create", "alter", "rename", "drop", "import", "into"
 // check could see it.
 //
 // The rule is textual and errs on the side of flagging: a statement flags when it
-// mentions a guarded name (or, on PostgreSQL, the word SCHEMA or EXTENSION: IMPORT
+// mentions a guarded name as a word (mentionsName; or, on PostgreSQL, the word SCHEMA or EXTENSION: IMPORT
 // FOREIGN SCHEMA, CREATE EXTENSION and ALTER … SET SCHEMA may bring in a relation
 // without naming it) and one of its statements starts (after opening parentheses)
 // with CREATE, ALTER, RENAME, DROP or IMPORT, or, on PostgreSQL, with SELECT or WITH
@@ -41,7 +41,7 @@ func (rw *Planner) ShadowsNames(sql string) (pool, session bool) {
 		return false, false
 	}
 	pg := rw.syn == sqllex.Postgres
-	if !rw.mayMention(sql) && !(pg && (ContainsWord(sql, "schema") || ContainsWord(sql, "extension"))) {
+	if !rw.mentionsName(sql) && !(pg && (ContainsWord(sql, "schema") || ContainsWord(sql, "extension"))) {
 		return false, false
 	}
 	exec := rw.syn.ExecComments && strings.Contains(sql, "/*")
@@ -87,4 +87,20 @@ func (rw *Planner) ShadowsNames(sql string) (pool, session bool) {
 	}
 	session = ContainsWord(sql, "temp") || ContainsWord(sql, "temporary") || ContainsWord(sql, "pg_temp") || ContainsWord(sql, "rename")
 	return true, session
+}
+
+// mentionsName reports whether sql holds a guarded table's name as a whole word, in
+// any ASCII case (tmp_accounts does not name accounts). Where a name could be spelled
+// otherwise — a guarded name with non-ASCII letters, PostgreSQL's U&"…" escapes — it
+// is the substring pre-filter (mayMention).
+func (rw *Planner) mentionsName(sql string) bool {
+	if rw.nonASCII || rw.syn.EStrings && (strings.Contains(sql, `U&"`) || strings.Contains(sql, `u&"`)) {
+		return rw.mayMention(sql)
+	}
+	for _, n := range rw.names {
+		if ContainsWord(sql, strings.ToLower(n)) {
+			return true
+		}
+	}
+	return false
 }
