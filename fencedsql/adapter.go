@@ -237,7 +237,7 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	if err != nil {
 		return nil, err
 	}
-	if more && (p.ResetsSession || p.ResetsNames) {
+	if more && (p.ResetsSession || p.ResetsNames || p.ResetsPoolNames) {
 		// Every statement of the batch is judged now, on the session as it is before
 		// the batch (route's reading check, guardedArgs' session check), but the server
 		// reads each one after the statements before it ran: after this one, the

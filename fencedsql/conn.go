@@ -43,6 +43,12 @@ type conn struct {
 	// the pool (docs/design.md G13).
 	namesMoved   bool
 	checkedNames map[*plan.Table]time.Time // when each was verified (WithSchemaRecheck)
+	// namesGen is the pool's names generation checkedNames were made under
+	// (syncNames); poolNamesPending: a statement that may have moved a guarded name
+	// for every connection was sent, and the pool's verdicts are dropped again at the
+	// next statement (settlePoolNames, names.go).
+	namesGen         uint64
+	poolNamesPending bool
 
 	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
 	// claimSeq numbers the keyed statement pairs (claims, DELETEs) sent on this
@@ -85,6 +91,10 @@ type txState struct {
 	// transaction; its end, or a rollback to a savepoint, may revert it (PostgreSQL):
 	// the checks are re-armed then (conn.sessionReverted).
 	movedSession, movedNames bool
+	// movedPoolNames: DDL that may move a guarded name for every connection
+	// (plan.Plan.ResetsPoolNames) ran inside the transaction: the pool's verdicts are
+	// dropped again at its end, when the other connections see the change.
+	movedPoolNames bool
 	// dynMark is the savepoint set before a statement that runs dynamic SQL
 	// (markDynamic), released after it (watchDynamic); "" for none.
 	dynMark string
@@ -241,6 +251,7 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	if c.strayTx {
 		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
 	}
+	c.settlePoolNames()
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -21,6 +22,9 @@ type core struct {
 	rw      *plan.Planner
 	cache   *planCache
 	checked sync.Map // *guard → time.Time: schema verified then (WithSchemaRecheck)
+	// namesGen counts forgetNames: DDL that may have moved what a guarded name
+	// resolves to on every connection (names.go)
+	namesGen atomic.Uint64
 	// deleteFence: *plan.Table → verdict, the table's dialect.DeleteFencer verdict
 	deleteFence sync.Map
 	// guardInstalled: *plan.Table → verdict, the table's dialect.UpdateTriggerFinder (or Guarder) verdict (which

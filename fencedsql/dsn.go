@@ -36,10 +36,12 @@ const (
 // error: it would otherwise reach the server, or a driver that ignores unknown
 // parameters (modernc's SQLite), and leave a table unguarded without a word. So are
 // fenced_token_column and fenced_version_column without fenced_tables: they name the
-// columns of the DSN's tables, and would apply to none. Outside the keyword/value form,
-// so is a parameter of ours anywhere the driver does not read parameters (paramOfOurs
-// over what is left: a '?' in the first position, a key cut short by a '?' in a
-// path). Errors never quote the DSN (it may hold a password).
+// columns of the DSN's tables, and would apply to none. So is a parameter of ours left
+// in the cleaned DSN under any DSN form's reading (paramOfOurs over what is left):
+// outside the keyword/value form, one where the driver does not read parameters (a
+// '?' in the first position, a key cut short by a '?' in a path); in it, a URL-style
+// query that the keyword/value reading took for part of one key (a dialect that does
+// not match the driver). Errors never quote the DSN (it may hold a password).
 func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	// Every DSN is read: a key whose letters are percent-encoded (%66enced_tables)
 	// shows "fenced" only once decoded, and a near miss (fence_tables) never does.
@@ -80,7 +82,17 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if !keyValue {
+	if keyValue {
+		if k := paramOfOurs(clean); k != "" {
+			// Read as keyword/value pairs, the DSN still holds a parameter of ours under
+			// another DSN form's reading: a URL-style query (file:/…/t.db?fenced_tables=…)
+			// taken for one key by a dialect whose driver reads keyword/value DSNs
+			// (PostgreSQL's), the dialect not matching the driver. The driver would get
+			// it, ignore it (modernc's SQLite), and a pool that guards nothing would open
+			// (red-team rt37b F6).
+			return "", nil, configErr("the DSN still holds a parameter of this package (%s, or a spelling of it) after its keyword/value pairs were read by the dialect's DSN rules: it is in another form (a URL-style query after '?'), so the dialect's driver would get it; check that the dialect (WithDialect) matches the driver, and give the parameters in the driver's DSN form", orDefault(nearest(k), ParamTables))
+		}
+	} else {
 		if q < 0 {
 			clean = dsn
 		}

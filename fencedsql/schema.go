@@ -21,7 +21,9 @@ import (
 // triggers that may assign its fencing columns, updatable views, rules, a guard a table
 // swap lost) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
-// resolvesNames). Only successes are cached, so fixing the
+// resolvesNames; dropped for the pool after DDL that may move a guarded name,
+// forgetNames; on a connection whose names moved, a temporary table the catalog
+// cannot see is refused first, tempShadow). Only successes are cached, so fixing the
 // schema or the session takes effect without a restart; a success is trusted for
 // WithSchemaRecheck's interval, so a schema changed while the pool runs is checked
 // again. WithSchemaCheck(false) turns
@@ -36,6 +38,7 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	if !k.cfg.schemaCheck {
 		return nil
 	}
+	c.syncNames()
 	if c.namesMoved {
 		if at, ok := c.checkedNames[g]; ok && k.fresh(at) {
 			return nil
@@ -43,7 +46,11 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	} else if at, ok := k.checked.Load(g); ok && k.fresh(at.(time.Time)) {
 		return nil
 	}
+	gen := k.namesGen.Load()
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
+	if err := c.tempShadow(ctx, g, t); err != nil {
+		return err
+	}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
 		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
@@ -62,7 +69,8 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 			c.checkedNames = map[*plan.Table]time.Time{}
 		}
 		c.checkedNames[g] = time.Now()
-	} else {
+	} else if k.namesGen.Load() == gen {
+		// not across a forgetNames: what it saw may be the name's old relation
 		k.checked.Store(g, time.Now())
 	}
 	return nil

@@ -181,6 +181,7 @@ func isSessionError(err error) bool {
 // connection on which such a statement ran pays for it.
 func (c *conn) sessionMoved(p *plan.Plan) {
 	c.rearm(p.ResetsSession, p.ResetsNames)
+	c.poolNamesMoved(p)
 	if st := c.tx; st != nil {
 		if p.TxOnly != nil {
 			c.sessionReverted(st)
@@ -196,6 +197,9 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 // a transaction in which no such statement ran.
 func (c *conn) sessionReverted(st *txState) {
 	c.rearm(st.movedSession, st.movedNames)
+	if st.movedPoolNames {
+		c.core.forgetNames()
+	}
 }
 
 // rearm re-arms c's session check (session: reading afresh what a tracking dialect
@@ -235,7 +239,7 @@ func (c *conn) rearmNames() {
 // prepared ROLLBACK TO may revert a SET run since it was prepared); other statements
 // are returned as they are.
 func (c *conn) rearmingStmt(p *plan.Plan, st driver.Stmt) driver.Stmt {
-	if p == nil || !p.ResetsSession && !p.ResetsNames && p.TxOnly == nil || st == nil {
+	if p == nil || !p.ResetsSession && !p.ResetsNames && !p.ResetsPoolNames && p.TxOnly == nil || st == nil {
 		return st
 	}
 	s := &sessionStmt{Stmt: st, c: c, p: p}

@@ -148,6 +148,11 @@ type Plan struct {
 	// session may resolve table names differently: the connection's schema checks run
 	// again (docs/design.md G13).
 	ResetsNames bool
+	// ResetsPoolNames marks DDL that may create, rename or drop a relation a guarded
+	// name resolves to on every connection (CREATE TABLE "$user".accounts …,
+	// ShadowsNames): the pool's cached verdicts on names are dropped, so every
+	// connection checks them again (docs/design.md G13).
+	ResetsPoolNames bool
 	// Ambiguous marks a statement planned on the lexer's reading of its text (it names
 	// a guarded table, a guard object or a protected setting, or starts with a keyword
 	// judged whatever it names) whose text holds a byte a session may read otherwise

@@ -194,7 +194,7 @@ func (p *parser) setStatementInner(first int) error {
 			if err != nil {
 				return err
 			}
-			if pl.Kind != KindPass || pl.TxOnly != nil || pl.ResetsSession || pl.ResetsNames {
+			if pl.Kind != KindPass || pl.TxOnly != nil || pl.ResetsSession || pl.ResetsNames || pl.ResetsPoolNames {
 				g := ""
 				if pl.Guard != nil {
 					g = pl.Guard.String()
