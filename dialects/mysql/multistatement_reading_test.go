@@ -74,3 +74,48 @@ func TestMultiStatementArgumentNotCode(t *testing.T) {
 func TestMultiStatementHiddenWriteWithGuard(t *testing.T) {
 	multiHiddenWrite(t, true, "", "SET sql_mode = 'STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; PREPARE p FROM 0x"+hiddenUpdate("balance = 1, version = version + 1")+"; EXECUTE p; -- '")
 }
+
+// sjisHiddenTail follows a SET NAMES sjis: to a reader in sjis, 0x95 0x5C is one
+// character and the quote after it ends the string, so a dynamic UPDATE of accounts
+// runs.
+func sjisHiddenTail() string {
+	return "; SELECT '\x95\\'; PREPARE p FROM 0x" + hiddenUpdate("balance = 1") + "; EXECUTE p; -- '"
+}
+
+// TestMultiStatementIdentifierNamedLikeBlockWord (red-team rt38a F1, F2): BEGIN is a
+// non-reserved word (a column alias), and a reserved word after a qualifier dot is a
+// column (`a.case`); counted as blocks, they hid the SET NAMES after them. The text is
+// now cut at every ';' outside parentheses.
+func TestMultiStatementIdentifierNamedLikeBlockWord(t *testing.T) {
+	multiHiddenWrite(t, false, "", "SELECT 1 AS begin, 2; SET NAMES sjis"+sjisHiddenTail())
+	multiHiddenWrite(t, true, "", "SELECT 1 AS begin, 2; SET NAMES sjis; SELECT '\x95\\'; PREPARE p FROM 0x"+hiddenUpdate("balance = 1, version = version + 1")+"; EXECUTE p; -- '")
+	multiHiddenWrite(t, false, "&interpolateParams=true", "SELECT 1 AS begin, 2; SET sql_mode = 'STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES'; SELECT ?",
+		"x'; UPDATE accounts SET balance = 1 WHERE id = 1; -- ")
+	multiHiddenWrite(t, false, "", "SELECT a.case FROM (SELECT 1 AS `case`) a; SET NAMES sjis"+sjisHiddenTail())
+}
+
+// TestMultiStatementCharSetSpelling (red-team rt38a F3): CHAR is CHARACTER's synonym in
+// MariaDB's grammar; SET CHAR SET sjis was taken for an ordinary setting.
+func TestMultiStatementCharSetSpelling(t *testing.T) {
+	for _, head := range []string{"SET CHAR SET sjis", "SET @x = 1, CHAR SET sjis"} {
+		multiHiddenWrite(t, false, "", head+sjisHiddenTail())
+	}
+}
+
+// TestMultiStatementSafeSettingsRun (red-team rt38a F5, over-refusal): migration and
+// dump headers that set a character set or sql_mode reading as the wrapper reads
+// (utf8mb4; NO_AUTO_VALUE_ON_ZERO) run before the statements after them.
+func TestMultiStatementSafeSettingsRun(t *testing.T) {
+	ctx := fencedsql.WithToken(context.Background(), 8)
+	dsn := testdb.MySQL(t)
+	testdb.Open(t, "mysql", dsn, accountsDDL)
+	db := testdb.Open(t, "fenced-mysql", dsn+"&multiStatements=true&fenced_tables=accounts")
+	for i, q := range []string{
+		"SET NAMES utf8mb4; SET FOREIGN_KEY_CHECKS = 0; CREATE TABLE m1 (id INT PRIMARY KEY, name VARCHAR(20)); INSERT INTO m1 VALUES (1, 'a'); SET FOREIGN_KEY_CHECKS = 1;",
+		"SET sql_mode = 'NO_AUTO_VALUE_ON_ZERO'; CREATE TABLE m2 (id INT PRIMARY KEY AUTO_INCREMENT); INSERT INTO m2 VALUES (0)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Errorf("migration %d %q: %v; want it run", i, q, err)
+		}
+	}
+}

@@ -19,10 +19,18 @@ import (
 // message before it runs any of it; fencedpgx's batches have their own rule
 // (batchSessionReason); SQLite has no setting that changes how it reads.
 //
-// So, on MySQL/MariaDB (the syntax with executable comments), a text in
-// which a statement that may change the reading settings (readingChange) is followed
-// by another statement is refused (ErrUnsupported) before anything is sent: send the
+// So, on MySQL/MariaDB (the syntax with executable comments), a text in which a
+// statement that may change the reading settings (readingChange) is followed by
+// another statement is refused (ErrUnsupported) before anything is sent: send the
 // setting alone, or as the text's last statement.
+//
+// The text is cut at every ';' outside parentheses, including those inside a
+// compound statement's BEGIN … END, which the server parses whole. Cutting finer than
+// the server only makes pieces smaller: a piece that may change the reading settings
+// and is followed by another is refused wherever the server's statement ends (a SET
+// NAMES inside a compound statement followed by more of it is refused too: fail
+// closed). Counting BEGIN and CASE to find the server's statement ends was read
+// wrongly by an identifier (`1 AS begin`, `a.case`: red-team rt38a F1, F2).
 
 // readingChangeFollowed returns the refusal of sql, or nil.
 func (rw *Planner) readingChangeFollowed(sql string) error {
@@ -34,58 +42,34 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 		return nil // judged, and refused where it matters, by the statement's own plan
 	}
 	p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
-	ends := p.statementEnds()
-	start := 0
-	for _, end := range ends {
-		if end+1 < len(p.sig) && start < end && p.readingChange(start, end) {
-			return unsupported("", "a statement that may change how the server reads SQL (%s) followed by other statements in one text: "+
-				"the server reads the later statements under the new setting, the wrapper read them under the old one; send the setting alone, or as the text's last statement",
-				strings.ToUpper(p.text(p.sig[start])))
-		}
-		start = end + 1
-	}
-	return nil
-}
-
-// statementEnds returns the sig indexes of the ';' that end a statement of the text:
-// those outside parentheses and outside a compound statement's BEGIN … END (a stored
-// program's body, BEGIN NOT ATOMIC, a labelled block: the server parses it whole, so
-// its inner statements are read under one setting) and a CASE … END; the text's end
-// is the last. END IF, END LOOP, END WHILE, END REPEAT and END FOR close blocks that
-// are inside a BEGIN … END. An END with no opener left (an Oracle-mode package body,
-// AS … END) is taken as closing nothing.
-func (p *parser) statementEnds() []int {
-	var ends []int
-	parens, blocks := 0, 0
+	start, parens := 0, 0
 	for i := range p.sig {
 		switch {
 		case p.punct(i, "("):
 			parens++
 		case p.punct(i, ")"):
 			parens--
-		case parens != 0:
-		case p.punct(i, ";") && blocks == 0:
-			ends = append(ends, i)
-		case p.kw(i, "CASE"):
-			blocks++
-		case p.kw(i, "BEGIN") && !p.kw(i-1, "XA") && i+1 < len(p.sig) && !p.punct(i+1, ";") && !p.kwIn(i+1, "WORK", "TRANSACTION"):
-			blocks++
-		case p.kw(i, "END") && !p.kwIn(i+1, "IF", "LOOP", "WHILE", "REPEAT", "FOR") && blocks > 0:
-			blocks--
+		case parens == 0 && p.punct(i, ";"):
+			if i+1 < len(p.sig) && start < i && p.readingChange(start, i) {
+				return unsupported("", "a statement that may change how the server reads SQL (%s) followed by other statements in one text: "+
+					"the server reads the later statements under the new setting, the wrapper read them under the old one; send the setting alone, or as the text's last statement",
+					strings.ToUpper(p.text(p.sig[start])))
+			}
+			start = i + 1
 		}
 	}
-	return append(ends, len(p.sig))
+	return nil
 }
 
-// readingChange reports whether the statement sig[from:to] may change the session
-// settings that decide how the server reads the statements after it: a SET of
-// sql_mode, the character set (NAMES, CHARACTER SET, CHARSET, character_set_client)
-// or a target it cannot read; dynamic SQL (PREPARE, EXECUTE), a compound statement
-// (BEGIN NOT ATOMIC, a labelled block: its SETs stay after it), an executable
-// comment, or any statement it does not know. Reads and writes, DDL (a routine's body
-// is not run by its CREATE), transaction control, SHOW and CALL (a routine runs with
-// its own sql_mode and character set, and the server restores the caller's) do not,
-// nor does the END that closes an Oracle-mode package body.
+// readingChange reports whether the piece sig[from:to] (a statement, or a piece of a
+// compound statement) may change the session settings that decide how the server
+// reads the statements after it: an executable comment anywhere; a SET of sql_mode
+// or the client character set (setChangesReading); dynamic SQL (PREPARE, EXECUTE,
+// EXECUTE IMMEDIATE) or a SET anywhere in a piece of a compound statement (BEGIN NOT
+// ATOMIC, a label, IF … THEN, WHILE …); any statement it does not know. Reads and
+// writes, DDL (a routine's body is not run by its CREATE), transaction control, SHOW,
+// CALL and DO (a routine runs with its own sql_mode and character set, and the server
+// restores the caller's) do not.
 func (p *parser) readingChange(from, to int) bool {
 	for i := from; i < to; i++ {
 		if p.sig[i].Kind == sqllex.KindExecComment {
@@ -96,30 +80,53 @@ func (p *parser) readingChange(from, to int) bool {
 	for first < to-1 && p.punct(first, "(") {
 		first++
 	}
-	if p.sig[first].Kind != sqllex.KindWord {
+	if p.sig[first].Kind != sqllex.KindWord && p.sig[first].Kind != sqllex.KindQuotedIdent {
 		return true
 	}
-	switch strings.ToUpper(p.text(p.sig[first])) {
-	case "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "REPLACE", "UPDATE", "DELETE", "END",
-		"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE",
-		"START", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "LOCK", "UNLOCK",
-		"SHOW", "DESCRIBE", "DESC", "EXPLAIN", "ANALYZE", "CHECK", "OPTIMIZE", "REPAIR",
-		"USE", "DO", "CALL", "HANDLER", "LOAD", "FLUSH", "KILL", "XA":
+	head := strings.ToUpper(p.text(p.sig[first]))
+	switch {
+	case p.punct(first+1, ":") || compoundHeads[head]:
+		// A piece of a compound statement: judged by what it holds.
+		for i := first; i < to; i++ {
+			switch {
+			case p.kwIn(i, "PREPARE", "EXECUTE", "DEALLOCATE"):
+				return true
+			case p.kw(i, "SET") && p.setChangesReading(i+1, to):
+				return true
+			}
+		}
 		return false
-	case "SET":
+	case plainHeads[head]:
+		return false
+	case head == "SET":
 		return p.setChangesReading(first+1, to)
 	}
 	return true
 }
 
-// readingVariables are the session settings, and SET's shorthand words for them, that
-// change how the server reads SQL text.
-var readingVariables = map[string]bool{"sql_mode": true, "character_set_client": true, "names": true, "character": true, "charset": true}
+// plainHeads are the first words of statements that cannot change how the server
+// reads the statements after them.
+var plainHeads = map[string]bool{
+	"SELECT": true, "WITH": true, "VALUES": true, "TABLE": true, "INSERT": true, "REPLACE": true, "UPDATE": true, "DELETE": true,
+	"CREATE": true, "ALTER": true, "DROP": true, "RENAME": true, "TRUNCATE": true, "GRANT": true, "REVOKE": true,
+	"START": true, "COMMIT": true, "ROLLBACK": true, "SAVEPOINT": true, "RELEASE": true, "LOCK": true, "UNLOCK": true,
+	"SHOW": true, "DESCRIBE": true, "DESC": true, "EXPLAIN": true, "ANALYZE": true, "CHECK": true, "OPTIMIZE": true, "REPAIR": true,
+	"USE": true, "DO": true, "CALL": true, "HANDLER": true, "LOAD": true, "FLUSH": true, "KILL": true, "XA": true,
+}
+
+// compoundHeads are the first words of the pieces a compound statement's ';' leave
+// (BEGIN NOT ATOMIC …, the statements of its body, END …).
+var compoundHeads = map[string]bool{
+	"BEGIN": true, "END": true, "IF": true, "ELSEIF": true, "ELSE": true, "WHILE": true, "REPEAT": true, "LOOP": true,
+	"UNTIL": true, "DECLARE": true, "LEAVE": true, "ITERATE": true, "RETURN": true, "OPEN": true, "FETCH": true,
+	"CLOSE": true, "CASE": true, "WHEN": true, "SIGNAL": true, "RESIGNAL": true, "GET": true, "FOR": true,
+}
 
 // setChangesReading reports whether the assignments of a SET statement, sig[from:to],
-// may set a reading setting: a target (first word of an assignment, after @@, a scope
-// word or a scope prefix) in readingVariables, or one it cannot read. User variables
-// (@name) change nothing the server reads by.
+// may change a reading setting: a target it cannot read, or sql_mode, NAMES,
+// CHARACTER SET, CHAR SET, CHARSET or character_set_client given a value other than
+// the ones that read as the wrapper reads (readingValueSafe). User variables (@name)
+// and other settings change nothing the server reads by.
 func (p *parser) setChangesReading(from, to int) bool {
 	depth := 0
 	at := true // at the start of an assignment
@@ -143,6 +150,9 @@ func (p *parser) setChangesReading(from, to int) bool {
 		if p.punct(i, "@") {
 			continue // a user variable
 		}
+		if p.kw(i, "STATEMENT") {
+			return false // SET STATEMENT … FOR: for its own statement only
+		}
 		k := i
 		if p.punct(k, "@@") {
 			k++
@@ -157,12 +167,82 @@ func (p *parser) setChangesReading(from, to int) bool {
 			return true
 		}
 		name, ok := p.ident(k)
-		if !ok || readingVariables[strings.ToLower(name)] {
+		if !ok {
 			return true
 		}
-		if p.kw(i, "STATEMENT") {
-			return false // SET STATEMENT … FOR: for its own statement only
+		switch strings.ToLower(name) {
+		case "names", "charset":
+			if !p.readingValueSafe(k+1, to, safeCharsets) {
+				return true
+			}
+		case "character", "char":
+			if !p.kw(k+1, "SET") || !p.readingValueSafe(k+2, to, safeCharsets) {
+				return true
+			}
+		case "character_set_client":
+			if !p.assigned(k+1) || !p.readingValueSafe(k+2, to, safeCharsets) {
+				return true
+			}
+		case "sql_mode":
+			if !p.assigned(k+1) || !p.readingValueSafe(k+2, to, safeModes) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// assigned reports whether sig[i] is an assignment operator.
+func (p *parser) assigned(i int) bool { return p.punct(i, "=") || p.punct(i, ":=") }
+
+// readingValueSafe reports whether the value at sig[i] (up to the assignment's end: a
+// top-level ',' or to; NAMES may add COLLATE x) is one word or string literal whose
+// comma-separated items are all in safe (compared upper-cased).
+func (p *parser) readingValueSafe(i, to int, safe map[string]bool) bool {
+	if i >= to {
+		return false
+	}
+	end := i + 1
+	if p.kw(end, "COLLATE") && end+1 < to {
+		end += 2
+	}
+	if end < to && !p.punct(end, ",") {
+		return false
+	}
+	var v string
+	switch t := p.sig[i]; t.Kind {
+	case sqllex.KindWord:
+		v = p.text(t)
+	case sqllex.KindString:
+		txt := p.text(t)
+		if len(txt) < 2 || txt[0] != '\'' || txt[len(txt)-1] != '\'' || strings.ContainsAny(txt[1:len(txt)-1], "'\\") {
+			return false
+		}
+		v = txt[1 : len(txt)-1]
+	default:
+		return false
+	}
+	for _, item := range strings.Split(v, ",") {
+		if !safe[strings.ToUpper(strings.TrimSpace(item))] {
+			return false
+		}
+	}
+	return true
+}
+
+// safeCharsets are the client character sets in which the server reads every byte
+// below 0x80 as ASCII, as the wrapper does (no multi-byte character holds a 0x5C or a
+// quote byte).
+var safeCharsets = map[string]bool{"UTF8MB4": true, "UTF8MB3": true, "UTF8": true, "LATIN1": true, "ASCII": true}
+
+// safeModes are the sql_mode items that change nothing in how the server reads SQL
+// text (no ANSI_QUOTES, NO_BACKSLASH_ESCAPES, PIPES_AS_CONCAT, IGNORE_SPACE,
+// HIGH_NOT_PRECEDENCE, ORACLE or a combination holding one); "" is the empty mode.
+var safeModes = map[string]bool{
+	"": true, "STRICT_TRANS_TABLES": true, "STRICT_ALL_TABLES": true, "NO_ZERO_DATE": true, "NO_ZERO_IN_DATE": true,
+	"ERROR_FOR_DIVISION_BY_ZERO": true, "NO_ENGINE_SUBSTITUTION": true, "NO_AUTO_VALUE_ON_ZERO": true,
+	"NO_AUTO_CREATE_USER": true, "ONLY_FULL_GROUP_BY": true, "TRADITIONAL": true, "SIMULTANEOUS_ASSIGNMENT": true,
+	"TIME_ROUND_FRACTIONAL": true, "PAD_CHAR_TO_FULL_LENGTH": true, "NO_UNSIGNED_SUBTRACTION": true,
+	"REAL_AS_FLOAT": true, "ALLOW_INVALID_DATES": true, "NO_DIR_IN_CREATE": true, "NO_FIELD_OPTIONS": true,
+	"NO_KEY_OPTIONS": true, "NO_TABLE_OPTIONS": true,
 }
