@@ -39,11 +39,15 @@ func init() {
 
 type dialectImpl struct{}
 
-func (dialectImpl) Name() string                    { return "sqlite" }
-func (dialectImpl) Syntax() dialect.Syntax          { return dialect.SQLiteSyntax }
-func (dialectImpl) NumberedParams() bool            { return false }
-func (dialectImpl) SessionQuery() string            { return "" }
-func (dialectImpl) CheckSession(value string) error { return nil }
+func (dialectImpl) Name() string { return "sqlite" }
+
+// FoldSchemaName implements dialect.SchemaNameFolder: SQLite compares the names of
+// attached databases (main, temp, an ATTACH alias) ignoring the case of ASCII letters.
+func (dialectImpl) FoldSchemaName(name string) string { return dialect.LowerASCII(name) }
+func (dialectImpl) Syntax() dialect.Syntax            { return dialect.SQLiteSyntax }
+func (dialectImpl) NumberedParams() bool              { return false }
+func (dialectImpl) SessionQuery() string              { return "" }
+func (dialectImpl) CheckSession(value string) error   { return nil }
 func (dialectImpl) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }

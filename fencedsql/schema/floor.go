@@ -100,7 +100,7 @@ func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op stri
 		}
 		t := dialect.TableName{Schema: schema, Name: dialect.FloorTable}
 		switch {
-		case inScope != 1 && !registered[schema]:
+		case inScope != 1 && !registered[dialect.SchemaKey(ff, schema)]:
 			elsewhere = append(elsewhere, t.String())
 		case !readable || write && !writable:
 			unsafe = append(unsafe, t.String())

@@ -91,7 +91,7 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect, held []dialec
 	}
 	heldIn := map[string]bool{}
 	for _, t := range held {
-		heldIn[t.Schema] = true
+		heldIn[dialect.SchemaKey(d, t.Schema)] = true
 	}
 	cf, byQuery := d.(dialect.FloorCoverageFinder)
 	for _, spec := range specs {
@@ -121,7 +121,7 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect, held []dialec
 		if err := db.QueryRowContext(ctx, query, args...).Scan(&installed); err != nil && err != sql.ErrNoRows {
 			return nil, fmt.Errorf("%s: the guard query failed: %w", spec.Table, err)
 		}
-		held := table.Schema == "" || heldIn[table.Schema]
+		held := table.Schema == "" || heldIn[dialect.SchemaKey(d, table.Schema)]
 		if held && dialect.CatalogBool(installed.String) {
 			continue
 		}
@@ -165,7 +165,7 @@ func registrySchemas(ctx context.Context, db *sql.DB, d dialect.Dialect) map[str
 	out := map[string]bool{}
 	for _, spec := range specs {
 		if t, problem := spec.withDefaults().parse(); problem == "" && t.Schema != "" {
-			out[t.Schema] = true
+			out[dialect.SchemaKey(d, t.Schema)] = true
 		}
 	}
 	return out
