@@ -42,7 +42,7 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 		return nil // judged, and refused where it matters, by the statement's own plan
 	}
 	p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
-	start, parens := 0, 0
+	start, parens, routine := 0, 0, false
 	for i := range p.sig {
 		switch {
 		case p.punct(i, "("):
@@ -50,7 +50,8 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 		case p.punct(i, ")"):
 			parens--
 		case parens == 0 && p.punct(i, ";"):
-			if i+1 < len(p.sig) && start < i && p.readingChange(start, i) {
+			routine = routine || p.createsRoutine(start, i)
+			if i+1 < len(p.sig) && start < i && p.readingChange(start, i, routine) {
 				return unsupported("", "a statement that may change how the server reads SQL (%s) followed by other statements in one text: "+
 					"the server reads the later statements under the new setting, the wrapper read them under the old one; send the setting alone, or as the text's last statement",
 					strings.ToUpper(p.text(p.sig[start])))
@@ -70,7 +71,12 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 // writes, DDL (a routine's body is not run by its CREATE), transaction control, SHOW,
 // CALL and DO (a routine runs with its own sql_mode and character set, and the server
 // restores the caller's) do not.
-func (p *parser) readingChange(from, to int) bool {
+//
+// After a CREATE of a stored program (routine is true), a piece headed by PREPARE,
+// EXECUTE or DEALLOCATE is taken for its body, which the CREATE does not run: a text
+// that also runs dynamic SQL after the body is a pool's that allows both routine DDL
+// and dynamic SQL, whose SQL the wrapper does not see (WithDynamicSQL).
+func (p *parser) readingChange(from, to int, routine bool) bool {
 	for i := from; i < to; i++ {
 		if p.sig[i].Kind == sqllex.KindExecComment {
 			return true
@@ -98,10 +104,27 @@ func (p *parser) readingChange(from, to int) bool {
 		return false
 	case plainHeads[head]:
 		return false
+	case routine && (head == "PREPARE" || head == "EXECUTE" || head == "DEALLOCATE"):
+		return false
 	case head == "SET":
 		return p.setChangesReading(first+1, to)
 	}
 	return true
+}
+
+// createsRoutine reports whether the piece sig[from:to] creates a stored program
+// (CREATE [OR REPLACE] [DEFINER = …] PROCEDURE, FUNCTION, TRIGGER, EVENT or PACKAGE),
+// whose body the following pieces may be.
+func (p *parser) createsRoutine(from, to int) bool {
+	if !p.kw(from, "CREATE") {
+		return false
+	}
+	for i := from + 1; i < to && !p.punct(i, "("); i++ {
+		if p.kwIn(i, "PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE") {
+			return true
+		}
+	}
+	return false
 }
 
 // plainHeads are the first words of statements that cannot change how the server
