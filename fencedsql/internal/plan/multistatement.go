@@ -24,13 +24,16 @@ import (
 // another statement is refused (ErrUnsupported) before anything is sent: send the
 // setting alone, or as the text's last statement.
 //
-// The text is cut at every ';' outside parentheses, including those inside a
-// compound statement's BEGIN … END, which the server parses whole. Cutting finer than
-// the server only makes pieces smaller: a piece that may change the reading settings
-// and is followed by another is refused wherever the server's statement ends (a SET
-// NAMES inside a compound statement followed by more of it is refused too: fail
-// closed). Counting BEGIN and CASE to find the server's statement ends was read
-// wrongly by an identifier (`1 AS begin`, `a.case`: red-team rt38a F1, F2).
+// The text is cut at every ';' outside parentheses into pieces. A compound statement
+// (BEGIN NOT ATOMIC …, label: BEGIN …), which the server parses whole, is kept one
+// statement: from the piece that opens it to the piece whose END closes it, counting
+// BEGIN only where a block may open (a piece's first word, after a label's ':', after
+// THEN, ELSE, DO, LOOP, REPEAT) and END only where a block may close (a piece's first
+// word, or right after its BEGIN [NOT ATOMIC]), never END IF/LOOP/WHILE/REPEAT/CASE/FOR.
+// Where the count does not come back to zero by the text's end, the pieces are judged
+// one by one: cutting finer than the server only makes the rule stricter. Counting
+// every BEGIN and CASE was misled by identifiers (`1 AS begin`, `a.case`: red-team
+// rt38a F1, F2).
 
 // readingChangeFollowed returns the refusal of sql, or nil.
 func (rw *Planner) readingChangeFollowed(sql string) error {
@@ -42,24 +45,77 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 		return nil // judged, and refused where it matters, by the statement's own plan
 	}
 	p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
-	start, parens, routine := 0, 0, false
-	for i := range p.sig {
+	pieces := p.pieces()
+	routine := false
+	for k := 0; k < len(pieces); k++ {
+		from, to := pieces[k][0], pieces[k][1]
+		if last := p.compoundEnd(pieces, k); last > k {
+			to, k = pieces[last][1], last
+		}
+		routine = routine || p.createsRoutine(from, to)
+		if k+1 < len(pieces) && from < to && p.readingChange(from, to, routine) {
+			return unsupported("", "a statement that may change how the server reads SQL (%s) followed by other statements in one text: "+
+				"the server reads the later statements under the new setting, the wrapper read them under the old one; send the setting alone, or as the text's last statement",
+				strings.ToUpper(p.text(p.sig[from])))
+		}
+	}
+	return nil
+}
+
+// pieces cuts sig at every ';' outside parentheses; each piece is [from, to), the ';'
+// excluded, empty pieces (a final ';') left out.
+func (p *parser) pieces() [][2]int {
+	var out [][2]int
+	start, parens := 0, 0
+	for i := 0; i <= len(p.sig); i++ {
 		switch {
+		case i == len(p.sig) || parens == 0 && p.punct(i, ";"):
+			if start < i {
+				out = append(out, [2]int{start, i})
+			}
+			start = i + 1
 		case p.punct(i, "("):
 			parens++
 		case p.punct(i, ")"):
 			parens--
-		case parens == 0 && p.punct(i, ";"):
-			routine = routine || p.createsRoutine(start, i)
-			if i+1 < len(p.sig) && start < i && p.readingChange(start, i, routine) {
-				return unsupported("", "a statement that may change how the server reads SQL (%s) followed by other statements in one text: "+
-					"the server reads the later statements under the new setting, the wrapper read them under the old one; send the setting alone, or as the text's last statement",
-					strings.ToUpper(p.text(p.sig[start])))
-			}
-			start = i + 1
 		}
 	}
-	return nil
+	return out
+}
+
+// compoundEnd returns the index of the piece whose END closes the compound statement
+// that pieces[k] opens, or k when pieces[k] opens none or the count does not close.
+func (p *parser) compoundEnd(pieces [][2]int, k int) int {
+	opens := func(i int) bool {
+		if !p.kw(i, "BEGIN") || i+1 >= len(p.sig) || p.punct(i+1, ";") || p.kwIn(i+1, "WORK", "TRANSACTION") {
+			return false
+		}
+		return i == 0 || p.punct(i-1, ";") || p.punct(i-1, ":") || p.kwIn(i-1, "THEN", "ELSE", "DO") ||
+			p.kwIn(i-1, "LOOP", "REPEAT") && !p.kw(i-2, "END")
+	}
+	from := pieces[k][0]
+	if !opens(from) && !(p.punct(from+1, ":") && opens(from+2)) {
+		return k
+	}
+	depth := 0
+	for j := k; j < len(pieces); j++ {
+		for i := pieces[j][0]; i < pieces[j][1]; i++ {
+			switch {
+			case opens(i):
+				depth++
+			case p.kw(i, "END") && !p.kwIn(i+1, "IF", "LOOP", "WHILE", "REPEAT", "CASE", "FOR") &&
+				(i == pieces[j][0] || p.kw(i-1, "BEGIN") || p.kw(i-1, "ATOMIC")):
+				depth--
+				if depth == 0 {
+					if i+1 < pieces[j][1] && !p.isIdent(i+1) || i+2 < pieces[j][1] {
+						return k // more after the END in its piece: not read, cut finer
+					}
+					return j
+				}
+			}
+		}
+	}
+	return k
 }
 
 // readingChange reports whether the piece sig[from:to] (a statement, or a piece of a

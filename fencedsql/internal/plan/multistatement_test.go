@@ -83,3 +83,36 @@ func TestReadingChangeFollowedRefused(t *testing.T) {
 		}
 	}
 }
+
+// A compound statement is one statement to the rule (the server parses it whole): the
+// dynamic SQL or SET inside it is refused only when another statement follows its
+// END; an identifier spelt like a block word does not extend it, and a count that does
+// not close falls back to judging each piece.
+func TestReadingChangeCompound(t *testing.T) {
+	run := []string{
+		"BEGIN NOT ATOMIC EXECUTE IMMEDIATE CONCAT('COM','MIT'); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'x'; END",
+		"BEGIN NOT ATOMIC SET NAMES sjis; SELECT 1; END;",
+		"lbl: BEGIN NOT ATOMIC IF 1 THEN BEGIN SET NAMES sjis; SELECT 2; END; END IF; END lbl",
+		"BEGIN NOT ATOMIC SELECT 1; END; SELECT 2",
+	}
+	for _, q := range run {
+		rw := newTestRewriter(t, mysqlTest, WithDynamicSQL(true))
+		if _, err := rw.Rewrite(q, false); err != nil {
+			t.Errorf("%s: %v; want it planned", q, err)
+		}
+	}
+	refused := []string{
+		"BEGIN NOT ATOMIC EXECUTE IMMEDIATE 'SET NAMES sjis'; END; SELECT 1",
+		"BEGIN NOT ATOMIC SET NAMES sjis; END; SELECT 1",
+		"BEGIN NOT ATOMIC END; SET NAMES sjis; SELECT 1",
+		"BEGIN NOT ATOMIC SELECT 1 AS begin; END; SET NAMES sjis; SELECT 1",
+		"BEGIN NOT ATOMIC SELECT 1 AS begin; SET NAMES sjis; SELECT 1",
+		"lbl: LOOP SELECT 1; END LOOP begin; SET NAMES sjis; SELECT 1",
+	}
+	for _, q := range refused {
+		rw := newTestRewriter(t, mysqlTest, WithDynamicSQL(true))
+		if _, err := rw.Rewrite(q, false); !isRefusal(err) {
+			t.Errorf("%s: %v; want a refusal", q, err)
+		}
+	}
+}
