@@ -70,13 +70,23 @@ func (c *Client) LastToken(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if key, held, behind := c.aboveLastToken(last); behind {
-		return 0, fmt.Errorf("lockclient: last token: %w: the lock service answers %d, below token %d this Client was granted for lock %q: "+
-			"the lock service's token source went back (restored from an older snapshot, reset, or its floor deleted); "+
-			"raise the service's token floor (FloorRaiser.RaiseFloor, lockfloor -raise) above %d and above the highest token the guarded tables hold",
-			ErrInvalidConfig, last, held, key, held)
+	if err := c.behindError("last token", last); err != nil {
+		return 0, err
 	}
 	return last, nil
+}
+
+// behindError is the refusal of an answer last of the service (LastToken, Retire) that
+// is below a token this Client remembers granting (see LastToken), or nil.
+func (c *Client) behindError(op string, last uint64) error {
+	key, held, behind := c.aboveLastToken(last)
+	if !behind {
+		return nil
+	}
+	return fmt.Errorf("lockclient: %s: %w: the lock service answers %d, below token %d this Client was granted for lock %q: "+
+		"the lock service's token source went back (restored from an older snapshot, reset, or its floor deleted); "+
+		"raise the service's token floor (FloorRaiser.RaiseFloor, lockfloor -raise) above %d and above the highest token the guarded tables hold",
+		op, ErrInvalidConfig, last, held, key, held)
 }
 
 // aboveLastToken reports the lock name and token of the highest token this Client

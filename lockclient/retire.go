@@ -28,8 +28,15 @@ type Retirer interface {
 	// refuses it too (it is no token). LastToken keeps answering last afterwards, and
 	// Retire again changes nothing and answers last again. A retired service is not
 	// brought back: to switch back, switch to a fresh one (another prefix) by the same
-	// procedure. An unreachable service, or a server that is not the primary, yields an
-	// error wrapping ErrUnavailable.
+	// procedure. An unreachable service, or a server that is not the primary (or not
+	// known to be), yields an error wrapping ErrUnavailable.
+	//
+	// The mark lives in the service's own data: when that data is lost (a Redis flush,
+	// a restart without persistence, an eviction; the etcd prefix deleted, or a restore
+	// from before Retire), the service comes back as a fresh one whose tokens are above
+	// last. Retirement bridges the time until every process configured for the service
+	// is stopped or reconfigured; it does not replace that (README, "Switching or
+	// rebuilding the lock service"; red-team rt38b F1).
 	Retire(ctx context.Context) (last uint64, err error)
 }
 
@@ -40,10 +47,30 @@ var ErrNoRetire = fmt.Errorf("lockclient: the lock service cannot be retired: %w
 // Retire retires the Client's lock service (see Retirer) and returns the last token it
 // issued. It returns ErrNoRetire when the backend cannot. The Client's own later grants
 // fail with ErrRetired like everyone's.
+//
+// Like LastToken, it never answers below a token this Client was granted: the switch
+// procedure raises the new service and the database floor from the answer, so an answer
+// below a live lease's token would let that lease write. Before retiring, it reads the
+// service's LastToken (when the backend is a FloorRaiser) and, when that is below a
+// token the Client remembers granting, fails with LastToken's error (wrapping
+// ErrInvalidConfig) without marking the service; the answer of Retire itself is checked
+// the same way (red-team rt38b F3). The service's floor has to be raised first.
 func (c *Client) Retire(ctx context.Context) (uint64, error) {
 	r, ok := c.backend.(Retirer)
 	if !ok {
 		return 0, ErrNoRetire
 	}
-	return r.Retire(ctx)
+	if _, ok := c.backend.(FloorRaiser); ok {
+		if _, err := c.LastToken(ctx); err != nil {
+			return 0, fmt.Errorf("lockclient: retire: %w", err)
+		}
+	}
+	last, err := r.Retire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.behindError("retire", last); err != nil {
+		return 0, err
+	}
+	return last, nil
 }

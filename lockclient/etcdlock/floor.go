@@ -205,7 +205,9 @@ var _ lockclient.Retirer = (*Backend)(nil)
 // lockclient.ErrRetired (its key is given back, as for any floor that is no offset),
 // and one ordered before got offset o. It returns o plus the mark's revision minus one,
 // which bounds every token issued (LastToken answers the same afterwards). A service
-// already retired is left alone.
+// already retired is left alone. The mark is the floor key under the prefix: deleting
+// the prefix, or restoring the cluster from before Retire, removes it and the service
+// grants again, above the returned token (see lockclient.Retirer; red-team rt38b F1b).
 func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	if b.cfg.err != nil {
 		return 0, b.cfg.err

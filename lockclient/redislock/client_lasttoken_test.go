@@ -53,3 +53,39 @@ func TestClientLastTokenNotBelowOwnGrant(t *testing.T) {
 		t.Fatalf("Client.LastToken after the raise: %d, %v, want at least %d", last, err, l.Token())
 	}
 }
+
+// TestClientRetireNotBelowOwnGrant (red-team rt38b F3): Client.Retire applies
+// Client.LastToken's check. With the counter gone back below a lease the Client holds,
+// it used to retire the service and answer the reset value — the switch raises the new
+// service and the database floor from that answer, which would not refuse the lease.
+// It now fails with ErrInvalidConfig and leaves the service unmarked; after the floor
+// is raised above the lease, it retires and answers at least the lease's token.
+func TestClientRetireNotBelowOwnGrant(t *testing.T) {
+	n := newNamespace(t)
+	ctx := ctxT(t, 10*time.Second)
+	b := n.backend("a")
+	c := lockclient.New(b, lockclient.WithTTL(5*time.Second))
+	defer c.Close(context.Background())
+	l, err := c.Acquire(ctx, "account:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	reset := strconv.FormatUint(l.Token()-1000, 10)
+	if err := n.client("admin").Set(ctx, b.TokenKey(), reset, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	last, err := c.Retire(ctx)
+	if !errors.Is(err, lockclient.ErrInvalidConfig) || errors.Is(err, lockclient.ErrRetired) {
+		t.Fatalf("Client.Retire = %d, %v with a lease of token %d held: want ErrInvalidConfig (not ErrRetired)", last, err, l.Token())
+	}
+	if v, _ := n.client("admin").Get(ctx, b.TokenKey()).Result(); v != reset {
+		t.Fatalf("the refused Retire changed the counter to %q", v)
+	}
+	if err := c.RaiseFloor(ctx, l.Token()); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := c.Retire(ctx); err != nil || last < l.Token() {
+		t.Fatalf("Client.Retire after the raise: %d, %v, want at least %d", last, err, l.Token())
+	}
+}

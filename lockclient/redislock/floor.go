@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -63,13 +64,23 @@ end
 return cur
 `)
 
-// retireScript: KEYS[1] token counter. Replaces the counter's value v (seeded from the
-// clock when missing, as a grant would) by the mark "retired:<v>", which every later
-// grant and raise refuses, and returns v; a counter already retired is left alone and
-// its last token returned. It runs on the primary only; a counter that holds no token is
-// left alone (corruptReply).
+// retireScript: KEYS[1] token counter; ARGV[1] "role:master" when the caller has just
+// read ROLE's answer "master" from the server (Retire, where INFO is refused), else "".
+// Replaces the counter's value v (seeded from the clock when missing, as a grant would)
+// by the mark "retired:<v>", which every later grant and raise refuses, and returns v; a
+// counter already retired is left alone and its last token returned. It runs on a
+// positively verified primary only: replica() as the other floor scripts, and besides
+// INFO replication must answer role:master — an INFO the account may not run is
+// unverifiedReply, not "primary" (red-team rt38b F2) — unless ARGV[1] says ROLE did. A
+// counter that holds no token is left alone (corruptReply).
 var retireScript = redis.NewScript(seedLua + `
 if replica(KEYS[1]) then return redis.error_reply(notprimary) end
+if ARGV[1] ~= 'role:master' then
+  local ok, info = pcall(redis.call, 'INFO', 'replication')
+  if not ok or type(info) ~= 'string' or not string.match(info, 'role:(%a+)') then
+    return redis.error_reply('` + unverifiedReply + `')
+  end
+end
 local cur = redis.call('GET', KEYS[1])
 if cur and isretired(cur) then return string.sub(cur, 9) end
 if cur and not canon(cur) then return redis.error_reply(corrupt) end
@@ -157,16 +168,62 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 // token granted before is at most it. A service already retired answers its last token
 // again. On a replica it fails with an error wrapping lockclient.ErrUnavailable (see
 // LastToken). A retired service is brought back only by hand (SET the counter to a
-// token): switch to another prefix instead.
+// token): switch to another prefix instead — or by losing the counter (a flush, a
+// restart without persistence, an eviction): the next grant seeds it from the clock,
+// above the returned token (see lockclient.Retirer; red-team rt38b F1).
+//
+// Unlike LastToken and RaiseFloor, Retire requires the server to be positively known as
+// the primary: a Retire through a writable replica would mark only the replica's copy
+// and report a retirement that retired nothing, while the primary keeps granting to
+// stragglers. The script reads INFO replication; where the account may not run INFO, the
+// role is read with ROLE (which a script cannot call: one more round trip, on this
+// rare, non-hot path) and the script is run again with that answer. Where the account
+// may run neither, Retire fails with an error wrapping lockclient.ErrUnavailable that
+// says to allow INFO (ACL +info) or ROLE (+role) (red-team rt38b F2).
 func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := retireScript.Run(ctx, b.rdb, []string{b.TokenKey()}).Text()
+	s, err := retireScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "").Text()
+	if err != nil && strings.Contains(err.Error(), unverifiedReply) {
+		if err := b.roleIsPrimary(ctx); err != nil {
+			return 0, err
+		}
+		s, err = retireScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "role:master").Text()
+	}
 	if err != nil {
 		return 0, b.floorFailed("retire", err)
 	}
 	return b.parseCounter("retire", s)
+}
+
+// unverifiedReply is the error reply of retireScript where INFO replication cannot be
+// read (the account may not run INFO): the server is not known to be the primary.
+const unverifiedReply = "redislock: cannot tell whether the server is the primary (INFO refused)"
+
+// roleIsPrimary reads ROLE: nil when the server answers "master", else an error wrapping
+// lockclient.ErrUnavailable — a replica, or a ROLE the account may not run either.
+func (b *Backend) roleIsPrimary(ctx context.Context) error {
+	v, err := b.rdb.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		var reply redis.Error
+		if !errors.As(err, &reply) { // no answer: unreachable
+			return unavailable("retire", "", err)
+		}
+		return fmt.Errorf("redislock: retire: %w: cannot tell whether the Redis server is the primary: the account may run neither "+
+			"INFO nor ROLE (%v); a Retire through a writable replica would retire nothing, so it is refused: "+
+			"allow this account INFO (ACL +info) or ROLE (ACL +role), or retire with an account that may",
+			lockclient.ErrUnavailable, err)
+	}
+	if len(v) == 0 || v[0] != "master" {
+		role := "unknown"
+		if len(v) > 0 {
+			role = fmt.Sprint(v[0])
+		}
+		return fmt.Errorf("redislock: retire: %w: the Redis server is not the primary (ROLE answers %q): "+
+			"retiring it would retire only its copy; retire through the primary", lockclient.ErrUnavailable, role)
+	}
+	return nil
 }
 
 var _ lockclient.Retirer = (*Backend)(nil)

@@ -13,8 +13,11 @@
 // -retire retires the service for good (lockclient.Retirer, the first step of a switch
 // to another lock service): every later grant, by any process still configured for it,
 // fails with lockclient.ErrRetired, and so does every raise; it prints the last token
-// the service issued (again on a second -retire; -show prints it too). sqllock cannot
-// be retired (exit 1). Each prints a bare decimal number on stdout and nothing else,
+// the service issued (again on a second -retire; -show prints it too). The mark lives
+// in the service's own data: stop or reconfigure the processes still configured for it
+// afterwards, and do not flush, evict, delete (etcd prefix) or restore that data before
+// (a wiped service comes back fresh, above the printed token). On Redis the account
+// must be allowed INFO or ROLE, to tell the primary. sqllock cannot be retired (exit 1). Each prints a bare decimal number on stdout and nothing else,
 // for scripts:
 //
 //	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted
