@@ -119,3 +119,19 @@ func TestMultiStatementSafeSettingsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiStatementCaseExpressionInCompound (red-team rt39b F1): inside a compound
+// statement, `CASE WHEN 1 THEN begin …` (a column named begin) was counted as a block,
+// so the count closed only at a later END the wrapper read after a string the server
+// reads otherwise, and the SET after the compound was taken for part of it. A CASE
+// not at a statement's place is now an expression whose THEN opens no block.
+func TestMultiStatementCaseExpressionInCompound(t *testing.T) {
+	const compound = "BEGIN NOT ATOMIC SELECT CASE WHEN 1 THEN begin ELSE 0 END FROM (SELECT 1 AS begin) t; END; "
+	multiHiddenWrite(t, false, "&fenced_allow=dynamic_sql",
+		compound+"SET NAMES sjis; SELECT '\x95\\'; UPDATE accounts SET balance = 1 WHERE id = 1; -- '; END")
+	multiHiddenWrite(t, true, "&fenced_allow=dynamic_sql",
+		compound+"SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; UPDATE accounts SET balance = 1, version = version + 1 WHERE id = 1; -- '; END")
+	multiHiddenWrite(t, false, "&interpolateParams=true&fenced_allow=dynamic_sql",
+		compound+"SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT ?; END",
+		"x'; UPDATE accounts SET balance = 1 WHERE id = 1; -- ")
+}

@@ -85,26 +85,38 @@ func (p *parser) pieces() [][2]int {
 
 // compoundEnd returns the index of the piece whose END closes the compound statement
 // that pieces[k] opens, or k when pieces[k] opens none or the count does not close.
+// A CASE that is not at a statement's place is an expression: until its END, its THEN
+// and ELSE open no block and its END closes no block (red-team rt39b F1: `CASE WHEN 1
+// THEN begin …`, a column named begin, was counted as a block).
 func (p *parser) compoundEnd(pieces [][2]int, k int) int {
-	opens := func(i int) bool {
-		if !p.kw(i, "BEGIN") || i+1 >= len(p.sig) || p.punct(i+1, ";") || p.kwIn(i+1, "WORK", "TRANSACTION") {
-			return false
-		}
-		return i == 0 || p.punct(i-1, ";") || p.punct(i-1, ":") || p.kwIn(i-1, "THEN", "ELSE", "DO") ||
-			p.kwIn(i-1, "LOOP", "REPEAT") && !p.kw(i-2, "END")
+	caseExpr := 0 // CASE expressions open in the current piece
+	stmtPlace := func(i, pieceStart int) bool {
+		return caseExpr == 0 && (i == pieceStart || p.punct(i-1, ":") || p.kwIn(i-1, "THEN", "ELSE", "DO") ||
+			p.kwIn(i-1, "LOOP", "REPEAT") && !p.kw(i-2, "END"))
+	}
+	opens := func(i, pieceStart int) bool {
+		return p.kw(i, "BEGIN") && i+1 < len(p.sig) && !p.punct(i+1, ";") && !p.kwIn(i+1, "WORK", "TRANSACTION") && stmtPlace(i, pieceStart)
 	}
 	from := pieces[k][0]
-	if !opens(from) && !(p.punct(from+1, ":") && opens(from+2)) {
+	if !opens(from, from) && !(p.punct(from+1, ":") && opens(from+2, from)) {
 		return k
 	}
 	depth := 0
 	for j := k; j < len(pieces); j++ {
-		for i := pieces[j][0]; i < pieces[j][1]; i++ {
+		caseExpr = 0
+		start := pieces[j][0]
+		for i := start; i < pieces[j][1]; i++ {
 			switch {
-			case opens(i):
+			case p.kw(i, "CASE") && !(i > 0 && p.punct(i-1, ".")):
+				if !stmtPlace(i, start) {
+					caseExpr++ // a CASE statement ends with END CASE, never counted
+				}
+			case p.kw(i, "END") && caseExpr > 0 && !(i > 0 && p.punct(i-1, ".")):
+				caseExpr--
+			case opens(i, start):
 				depth++
 			case p.kw(i, "END") && !p.kwIn(i+1, "IF", "LOOP", "WHILE", "REPEAT", "CASE", "FOR") &&
-				(i == pieces[j][0] || p.kw(i-1, "BEGIN") || p.kw(i-1, "ATOMIC")):
+				(i == start || p.kw(i-1, "BEGIN") || p.kw(i-1, "ATOMIC")):
 				depth--
 				if depth == 0 {
 					if i+1 < pieces[j][1] && !p.isIdent(i+1) || i+2 < pieces[j][1] {

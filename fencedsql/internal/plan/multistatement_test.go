@@ -94,6 +94,7 @@ func TestReadingChangeCompound(t *testing.T) {
 		"BEGIN NOT ATOMIC SET NAMES sjis; SELECT 1; END;",
 		"lbl: BEGIN NOT ATOMIC IF 1 THEN BEGIN SET NAMES sjis; SELECT 2; END; END IF; END lbl",
 		"BEGIN NOT ATOMIC SELECT 1; END; SELECT 2",
+		"BEGIN NOT ATOMIC CASE 1 WHEN 1 THEN BEGIN SELECT 1; END; ELSE SELECT 2; END CASE; SELECT CASE WHEN 1 THEN 2 END; END",
 	}
 	for _, q := range run {
 		rw := newTestRewriter(t, mysqlTest, WithDynamicSQL(true))
@@ -108,6 +109,8 @@ func TestReadingChangeCompound(t *testing.T) {
 		"BEGIN NOT ATOMIC SELECT 1 AS begin; END; SET NAMES sjis; SELECT 1",
 		"BEGIN NOT ATOMIC SELECT 1 AS begin; SET NAMES sjis; SELECT 1",
 		"lbl: LOOP SELECT 1; END LOOP begin; SET NAMES sjis; SELECT 1",
+		"BEGIN NOT ATOMIC SELECT CASE WHEN 1 THEN begin ELSE 0 END FROM t; END; SET NAMES sjis; SELECT '\x95\\'; SELECT 1; -- '; END",
+		"BEGIN NOT ATOMIC SELECT CASE WHEN 1 THEN 1 ELSE begin + 0 END FROM t; END; SET NAMES sjis; SELECT 1; END",
 	}
 	for _, q := range refused {
 		rw := newTestRewriter(t, mysqlTest, WithDynamicSQL(true))
