@@ -31,6 +31,30 @@ func markCurrent(v string) string {
 	return "SUBSTRING_INDEX(" + v + ", '/', -1) <=> " + markTime
 }
 
+// A mark set and read by triggers (the REPLACE mark) also names the database of the
+// trigger that set it, "<token>/<@@timestamp>/<database>" (DATABASE() in a trigger is
+// the trigger's database; a database name holds no '/'): two guarded tables of one
+// name in two databases share the variable's name, and a write into the other one
+// inside the statement (a user's trigger) would otherwise leave its own mark where
+// this table's tombstone trigger reads it (red-team rt39b F2). The tombstone trigger
+// then reads no mark of its statement and clears it, and the row's AFTER INSERT
+// trigger refuses the row (markLost): fail closed.
+
+// markScoped is the statement and database a trigger's mark names, as it is written
+// and compared (ascii, as the mark is).
+const markScoped = "CONVERT(CONCAT(@@timestamp, '/', DATABASE()) USING ascii)"
+
+// markValueScoped is the mark of the token expression tok set by a trigger.
+func markValueScoped(tok string) string {
+	return "CONVERT(CONCAT(CAST(" + tok + " AS SIGNED), '/', " + markScoped + ") USING ascii)"
+}
+
+// markTokenScoped is the token the current statement marked in v through a trigger of
+// this database, or 0 (and v cleared, see markClear).
+func markTokenScoped(v string) string {
+	return "IF(SUBSTRING(" + v + ", LOCATE('/', " + v + ") + 1) <=> " + markScoped + ", CAST(SUBSTRING_INDEX(" + v + ", '/', 1) AS SIGNED), " + markClear(v) + ")"
+}
+
 // markClear is 0, and empties the mark in v: the tombstone trigger's value for a mark
 // that is not its statement's.
 func markClear(v string) string { return "COALESCE(" + v + " := NULL, 0)" }

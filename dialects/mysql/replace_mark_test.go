@@ -217,3 +217,35 @@ func TestReplaceMarkTriggerIsPartOfTheGuard(t *testing.T) {
 		t.Errorf("fenced INSERT beside a forged REPLACE-mark trigger: err = %v, want ErrSchema", err)
 	}
 }
+
+// TestReplaceMarkOfNamesakeInOtherDatabase (red-team rt39b F2): two guarded tables
+// named ledger in two databases share the REPLACE mark's variable name. A user's
+// BEFORE INSERT trigger on A.ledger copies the row about to be displaced into B.ledger,
+// whose mark trigger overwrote the mark with that row's token (10), and A's tombstone
+// recorded key 3 at 10 instead of 50. The mark now names its trigger's database: A's
+// tombstone trigger reads no mark of its own, and the REPLACE is refused (the row's
+// mark was lost) or records 50; either way holder 30 cannot put key 3 back.
+func TestReplaceMarkOfNamesakeInOtherDatabase(t *testing.T) {
+	adminA, _ := replaceSetup(t)
+	adminB, _ := replaceSetup(t)
+	var dbB string
+	if err := adminB.QueryRow("SELECT DATABASE()").Scan(&dbB); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, adminA, "CREATE TRIGGER archive BEFORE INSERT ON ledger FOR EACH ROW "+
+		"INSERT INTO `"+dbB+"`.ledger (id, email, balance, fence_token, version) "+
+		"SELECT id + 100, NULL, balance, fence_token, version FROM ledger WHERE email = NEW.email")
+	_, err := adminA.Exec("REPLACE INTO ledger (id, email, balance, fence_token, version) VALUES (5, 'x@example.com', 1, 50, 1)")
+	if err == nil {
+		if tok := tombstoneToken(t, adminA, 3); tok != 50 {
+			t.Errorf("key 3, displaced by a write under token 50, recorded at %d", tok)
+		}
+		wantStaleReinsertRefused(t, adminA, 3)
+		return
+	}
+	var n int
+	if qerr := adminA.QueryRow("SELECT COUNT(*) FROM ledger WHERE id = 3 AND fence_token = 10").Scan(&n); qerr != nil || n != 1 {
+		t.Fatalf("the refused REPLACE (%v) changed key 3: %d rows, %v", err, n, qerr)
+	}
+	t.Logf("REPLACE refused: %v", err)
+}

@@ -19,10 +19,10 @@ func TestTombstoneDDLShape(t *testing.T) {
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		"CREATE TABLE IF NOT EXISTS `shop`.`fencedsql_tomb_pairs` (`a` bigint(20) NOT NULL, `b` varchar(20) COLLATE utf8mb4_general_ci NOT NULL, `c` timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (`a`, `b`, `c`)) ENGINE=InnoDB",
-		"CREATE TRIGGER `shop`.`fencedsql_tombrep_pairs` BEFORE INSERT ON `shop`.`pairs` FOR EACH ROW\n  SET @fencedsql_replace_mark_544438a7391e1e26 := CONVERT(CONCAT(CAST(NEW.`tok` AS SIGNED), '/', CONCAT(@@timestamp)) USING ascii)",
+		"CREATE TRIGGER `shop`.`fencedsql_tombrep_pairs` BEFORE INSERT ON `shop`.`pairs` FOR EACH ROW\n  SET @fencedsql_replace_mark_544438a7391e1e26 := CONVERT(CONCAT(CAST(NEW.`tok` AS SIGNED), '/', CONVERT(CONCAT(@@timestamp, '/', DATABASE()) USING ascii)) USING ascii)",
 		"CREATE TRIGGER `shop`.`fencedsql_tombdel_pairs` AFTER DELETE ON `shop`.`pairs` FOR EACH ROW",
 		"VALUES (OLD.`a`, OLD.`b`, OLD.`c`, GREATEST(COALESCE(OLD.`tok`, 0), IF(SUBSTRING_INDEX(@fencedsql_delete_mark, '/', -1) <=> CONCAT(@@timestamp), CAST(SUBSTRING_INDEX(@fencedsql_delete_mark, '/', 1) AS SIGNED), COALESCE(@fencedsql_delete_mark := NULL, 0)), " +
-			"IF(SUBSTRING_INDEX(@fencedsql_replace_mark_544438a7391e1e26, '/', -1) <=> CONCAT(@@timestamp), CAST(SUBSTRING_INDEX(@fencedsql_replace_mark_544438a7391e1e26, '/', 1) AS SIGNED), COALESCE(@fencedsql_replace_mark_544438a7391e1e26 := NULL, 0))), CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))",
+			"IF(SUBSTRING(@fencedsql_replace_mark_544438a7391e1e26, LOCATE('/', @fencedsql_replace_mark_544438a7391e1e26) + 1) <=> CONVERT(CONCAT(@@timestamp, '/', DATABASE()) USING ascii), CAST(SUBSTRING_INDEX(@fencedsql_replace_mark_544438a7391e1e26, '/', 1) AS SIGNED), COALESCE(@fencedsql_replace_mark_544438a7391e1e26 := NULL, 0))), CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))",
 		"  ELSEIF @fencedsql_replace_mark_544438a7391e1e26 IS NULL THEN\n    SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on pairs: a row this write displaced lost its token (a trigger set timestamp)';\n  END IF",
 		"FOR EACH ROW\nIF CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00') IS NULL THEN\n  SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on pairs: no server clock to date the tombstone (CONVERT_TZ gave NULL)';\nELSE\n  INSERT INTO",
 		"GREATEST(COALESCE(OLD.`tok`, 0), COALESCE(NEW.`tok`, 0)), CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))",
