@@ -15,6 +15,8 @@ func TestShadowsNames(t *testing.T) {
 		{pgTest, `CREATE TEMP TABLE accounts AS SELECT * FROM public.accounts`, true, true},
 		{pgTest, `CREATE TABLE pg_temp.accounts (id int)`, true, true},
 		{pgTest, `SELECT * INTO TEMP accounts FROM public.accounts`, true, true},
+		{pgTest, `EXPLAIN ANALYZE CREATE TEMP TABLE accounts AS SELECT * FROM public.accounts`, true, true},
+		{pgTest, `EXPLAIN (ANALYZE) SELECT * INTO TEMP accounts FROM public.accounts`, true, true},
 		{pgTest, `CREATE TABLE "fenced".accounts AS SELECT * FROM public.accounts`, true, false},
 		{pgTest, `ALTER TABLE acc2 RENAME TO accounts`, true, true},
 		{pgTest, `DROP TABLE app.accounts`, true, false},
