@@ -102,21 +102,15 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		return fmt.Errorf("etcdlock: raise floor: %w: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
 	for {
-		reqCtx, cancel := b.requestContext(ctx)
-		resp, err := b.cli.Get(reqCtx, b.FloorKey())
-		cancel()
+		kv, header, err := b.readFloor(ctx, "raise floor")
 		if err != nil {
-			return unavailable(ctx, "raise floor", err)
-		}
-		var kv *mvccpb.KeyValue
-		if len(resp.Kvs) > 0 {
-			kv = resp.Kvs[0]
+			return err
 		}
 		off, err := b.parseOffset(kv)
 		if err != nil {
 			return err
 		}
-		rev := uint64(resp.Header.Revision)
+		rev := uint64(header)
 		if off+rev >= min {
 			return nil
 		}
@@ -124,7 +118,7 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		if kv != nil {
 			mod = kv.ModRevision
 		}
-		reqCtx, cancel = b.requestContext(ctx)
+		reqCtx, cancel := b.requestContext(ctx)
 		tr, err := b.cli.Txn(reqCtx).
 			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
 			Then(clientv3.OpPut(b.FloorKey(), strconv.FormatUint(min-rev, 10))).
@@ -139,6 +133,22 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	}
 }
 
+// readFloor reads the floor key (nil when it is not set) and the store's revision at
+// that read, in one linearizable Get; op names the operation in an unreachable
+// service's error.
+func (b *Backend) readFloor(ctx context.Context, op string) (*mvccpb.KeyValue, int64, error) {
+	reqCtx, cancel := b.requestContext(ctx)
+	defer cancel()
+	resp, err := b.cli.Get(reqCtx, b.FloorKey())
+	if err != nil {
+		return nil, 0, unavailable(ctx, op, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, resp.Header.Revision, nil
+	}
+	return resp.Kvs[0], resp.Header.Revision, nil
+}
+
 // LastToken implements lockclient.FloorRaiser: the offset plus the current revision, read
 // together (one linearizable read). Every grant before it was made at a revision at most
 // that one under an offset at most this one; every grant after, at a higher revision.
@@ -146,15 +156,9 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfg.err != nil {
 		return 0, b.cfg.err
 	}
-	reqCtx, cancel := b.requestContext(ctx)
-	defer cancel()
-	resp, err := b.cli.Get(reqCtx, b.FloorKey())
+	kv, rev, err := b.readFloor(ctx, "last token")
 	if err != nil {
-		return 0, unavailable(ctx, "last token", err)
-	}
-	var kv *mvccpb.KeyValue
-	if len(resp.Kvs) > 0 {
-		kv = resp.Kvs[0]
+		return 0, err
 	}
 	if last, ok := b.retiredLast(kv); ok {
 		return last, nil
@@ -163,7 +167,7 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return token(off, resp.Header.Revision), nil
+	return token(off, rev), nil
 }
 
 // retiredOffset reads the offset of the mark of a retired service (retiredMark); ok is
@@ -213,15 +217,9 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 		return 0, b.cfg.err
 	}
 	for {
-		reqCtx, cancel := b.requestContext(ctx)
-		resp, err := b.cli.Get(reqCtx, b.FloorKey())
-		cancel()
+		kv, _, err := b.readFloor(ctx, "retire")
 		if err != nil {
-			return 0, unavailable(ctx, "retire", err)
-		}
-		var kv *mvccpb.KeyValue
-		if len(resp.Kvs) > 0 {
-			kv = resp.Kvs[0]
+			return 0, err
 		}
 		if last, ok := b.retiredLast(kv); ok {
 			return last, nil
@@ -234,7 +232,7 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 		if kv != nil {
 			mod = kv.ModRevision
 		}
-		reqCtx, cancel = b.requestContext(ctx)
+		reqCtx, cancel := b.requestContext(ctx)
 		tr, err := b.cli.Txn(reqCtx).
 			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
 			Then(clientv3.OpPut(b.FloorKey(), retiredMark+strconv.FormatUint(off, 10))).
