@@ -66,18 +66,32 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 // excluded, empty pieces (a final ';') left out.
 func (p *parser) pieces() [][2]int {
 	var out [][2]int
-	start, parens := 0, 0
-	for i := 0; i <= len(p.sig); i++ {
+	start := 0
+	for _, i := range append(p.topLevel(0, len(p.sig)), len(p.sig)) {
+		if i < len(p.sig) && !p.punct(i, ";") {
+			continue
+		}
+		if start < i {
+			out = append(out, [2]int{start, i})
+		}
+		start = i + 1
+	}
+	return out
+}
+
+// topLevel returns the sig indexes in [from, to) outside parentheses (the parentheses
+// themselves left out), in order: the tokens a clause-level reading looks at.
+func (p *parser) topLevel(from, to int) []int {
+	var out []int
+	depth := 0
+	for i := from; i < to; i++ {
 		switch {
-		case i == len(p.sig) || parens == 0 && p.punct(i, ";"):
-			if start < i {
-				out = append(out, [2]int{start, i})
-			}
-			start = i + 1
 		case p.punct(i, "("):
-			parens++
+			depth++
 		case p.punct(i, ")"):
-			parens--
+			depth--
+		case depth == 0:
+			out = append(out, i)
 		}
 	}
 	return out
@@ -219,18 +233,9 @@ var compoundHeads = map[string]bool{
 // the ones that read as the wrapper reads (readingValueSafe). User variables (@name)
 // and other settings change nothing the server reads by.
 func (p *parser) setChangesReading(from, to int) bool {
-	depth := 0
 	at := true // at the start of an assignment
-	for i := from; i < to; i++ {
+	for _, i := range p.topLevel(from, to) {
 		switch {
-		case p.punct(i, "("):
-			depth++
-			continue
-		case p.punct(i, ")"):
-			depth--
-			continue
-		case depth != 0:
-			continue
 		case p.punct(i, ","):
 			at = true
 			continue

@@ -110,17 +110,8 @@ func (p *parser) alterMovesRows(first, to int) string {
 	}
 	mysql := p.rw.syn == sqllex.MySQL
 	starts := p.alterActionStarts(tbl+1, to)
-	depth := 0
-	for i := tbl + 1; i < to; i++ {
+	for _, i := range p.topLevel(tbl+1, to) {
 		switch {
-		case p.punct(i, "("):
-			depth++
-			continue
-		case p.punct(i, ")"):
-			depth--
-			continue
-		case depth != 0:
-			continue
 		case !mysql && p.kw(i, "TYPE") && !p.kwIn(i-1, "ALTER", "COLUMN") && (p.kw(i-1, "DATA") && p.kw(i-2, "SET") || p.kwIn(i-2, "ALTER", "COLUMN")):
 			// ALTER [COLUMN] c [SET DATA] TYPE t: every row rewritten by the cast (a
 			// numeric(19,-6) rounds every value), or by a USING expression.
