@@ -16,7 +16,7 @@ import (
 // construct the rewriter documents as refused on sight (an executable comment naming a
 // guarded table or a write, a U&"…" identifier, PREPARE/DO, a parenthesised write).
 func fzNoRefusalExpected(rw testPlanner, src string) string {
-	if fzProtected(rw, src) {
+	if fzProtected(rw, src) || fzReadingChangeJudged(rw, src) {
 		return ""
 	}
 	toks, err := sqllex.Lex(src, rw.Syntax())
@@ -137,6 +137,17 @@ func fzJudgedByHead(src string, sig []sqllex.Token, postgres bool) bool {
 		}
 	}
 	return false
+}
+
+// fzReadingChangeJudged reports a MySQL/MariaDB text of several statements that holds
+// SET or EXECUTE (as a word anywhere, or in an executable comment): the multi-statement
+// rule (plan/multistatement.go) may refuse it whatever it names, when such a statement
+// may change how the server reads the statements after it.
+func fzReadingChangeJudged(rw testPlanner, src string) bool {
+	if rw.Syntax() != sqllex.MySQL || !strings.Contains(strings.TrimRight(src, " \t\n\r;"), ";") {
+		return false
+	}
+	return plan.ContainsWord(src, "set") || plan.ContainsWord(src, "execute") || strings.Contains(src, "/*")
 }
 
 // fzJudgedHeads are the head keywords fzJudgedByHead names.

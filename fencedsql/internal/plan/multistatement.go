@@ -146,18 +146,19 @@ func (p *parser) compoundEnd(pieces [][2]int, k int) int {
 
 // readingChange reports whether the piece sig[from:to] (a statement, or a piece of a
 // compound statement) may change the session settings that decide how the server
-// reads the statements after it: an executable comment anywhere; a SET of sql_mode
-// or the client character set (setChangesReading); dynamic SQL (PREPARE, EXECUTE,
-// EXECUTE IMMEDIATE) or a SET anywhere in a piece of a compound statement (BEGIN NOT
-// ATOMIC, a label, IF … THEN, WHILE …); any statement it does not know. Reads and
-// writes, DDL (a routine's body is not run by its CREATE), transaction control, SHOW,
-// CALL and DO (a routine runs with its own sql_mode and character set, and the server
-// restores the caller's) do not.
+// reads the statements after it. On MySQL/MariaDB only a SET statement assigns sql_mode
+// or the character set, run directly, through dynamic SQL (EXECUTE, EXECUTE
+// IMMEDIATE), inside a compound statement or in an executable comment; a routine runs
+// with its own settings and the server restores the caller's, and no expression
+// assigns a system variable. So: an executable comment anywhere; a SET that may set a
+// reading setting (setChangesReading); EXECUTE; a piece of a compound statement
+// (BEGIN NOT ATOMIC, a label, IF … THEN, WHILE …) that holds either. Every other
+// statement does not.
 //
-// After a CREATE of a stored program (routine is true), a piece headed by PREPARE,
-// EXECUTE or DEALLOCATE is taken for its body, which the CREATE does not run: a text
-// that also runs dynamic SQL after the body is a pool's that allows both routine DDL
-// and dynamic SQL, whose SQL the wrapper does not see (WithDynamicSQL).
+// After a CREATE of a stored program (routine is true), an EXECUTE is taken for its
+// body, which the CREATE does not run: a text that also runs dynamic SQL after the
+// body is a pool's that allows both routine DDL and dynamic SQL, whose SQL the wrapper
+// does not see (WithDynamicSQL).
 func (p *parser) readingChange(from, to int, routine bool) bool {
 	for i := from; i < to; i++ {
 		if p.sig[i].Kind == sqllex.KindExecComment {
@@ -169,7 +170,7 @@ func (p *parser) readingChange(from, to int, routine bool) bool {
 		first++
 	}
 	if p.sig[first].Kind != sqllex.KindWord && p.sig[first].Kind != sqllex.KindQuotedIdent {
-		return true
+		return false
 	}
 	head := strings.ToUpper(p.text(p.sig[first]))
 	switch {
@@ -177,21 +178,19 @@ func (p *parser) readingChange(from, to int, routine bool) bool {
 		// A piece of a compound statement: judged by what it holds.
 		for i := first; i < to; i++ {
 			switch {
-			case p.kwIn(i, "PREPARE", "EXECUTE", "DEALLOCATE"):
+			case p.kw(i, "EXECUTE"):
 				return true
 			case p.kw(i, "SET") && p.setChangesReading(i+1, to):
 				return true
 			}
 		}
 		return false
-	case plainHeads[head]:
-		return false
-	case routine && (head == "PREPARE" || head == "EXECUTE" || head == "DEALLOCATE"):
-		return false
 	case head == "SET":
 		return p.setChangesReading(first+1, to)
+	case head == "EXECUTE":
+		return !routine
 	}
-	return true
+	return false
 }
 
 // createsRoutine reports whether the piece sig[from:to] creates a stored program
@@ -207,16 +206,6 @@ func (p *parser) createsRoutine(from, to int) bool {
 		}
 	}
 	return false
-}
-
-// plainHeads are the first words of statements that cannot change how the server
-// reads the statements after them.
-var plainHeads = map[string]bool{
-	"SELECT": true, "WITH": true, "VALUES": true, "TABLE": true, "INSERT": true, "REPLACE": true, "UPDATE": true, "DELETE": true,
-	"CREATE": true, "ALTER": true, "DROP": true, "RENAME": true, "TRUNCATE": true, "GRANT": true, "REVOKE": true,
-	"START": true, "COMMIT": true, "ROLLBACK": true, "SAVEPOINT": true, "RELEASE": true, "LOCK": true, "UNLOCK": true,
-	"SHOW": true, "DESCRIBE": true, "DESC": true, "EXPLAIN": true, "ANALYZE": true, "CHECK": true, "OPTIMIZE": true, "REPAIR": true,
-	"USE": true, "DO": true, "CALL": true, "HANDLER": true, "LOAD": true, "FLUSH": true, "KILL": true, "XA": true,
 }
 
 // compoundHeads are the first words of the pieces a compound statement's ';' leave
