@@ -12,10 +12,10 @@ package plan
 //     column list), LATERAL, and after a comma of such a list at its depth (until a
 //     clause keyword ends the list); ONLY and opening parentheses are skipped. There a
 //     name followed by "(" is a table function, not a relation;
-//   - a write's target: after INTO, UPDATE and DELETE (a write's, not FOR … UPDATE or an
-//     event of a rule or trigger),
-//     INSERT/REPLACE and their modifiers (MySQL's INTO is optional), TABLE, TRUNCATE,
-//     LOCK, and a comma of MySQL's multi-table UPDATE/DELETE list; a rule's table (ON
+//   - a write's target: after INTO, UPDATE and DELETE (a write's, not FOR … UPDATE or
+//     an event of a rule or trigger), INSERT/REPLACE and their modifiers (MySQL's INTO
+//     is optional), TABLE, TRUNCATE, LOCK, and a comma of MySQL's multi-table
+//     UPDATE/DELETE list; a rule's table (ON
 //     <event> TO t) and a trigger's (the first ON at depth 0 of a statement of kind
 //     TRIGGER). There a name followed by "(" is a relation with a column list
 //     (INSERT INTO pg_catalog.pg_description(objoid, …)).
