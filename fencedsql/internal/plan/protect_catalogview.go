@@ -11,6 +11,8 @@ package plan
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
 // CatalogView is a relation outside the system catalogs through which a write reaches
@@ -79,9 +81,13 @@ var viewKinds = []string{"VIEW", "RULE", "TRIGGER"}
 //
 //   - CREATE [OR REPLACE] VIEW / RULE / TRIGGER (and MySQL's ALTER VIEW … AS) whose
 //     text names a system catalog (catalogTable) or a known catalog view in a relation
-//     position (a function call, name(…), and a type after ::, are not relations): a
+//     position (relationPositions: after FROM, JOIN, INTO, UPDATE, TABLE, USING, … —
+//     with a column list too, INSERT INTO pg_catalog.pg_description(objoid, …)): a
 //     write through the view, or to the rule's or trigger's table, would change the
-//     catalog;
+//     catalog. Elsewhere a name is a column, a function, a type, a collation or an
+//     operator (a column pg_score, CAST(x AS pg_catalog.text), COLLATE
+//     pg_catalog."default", OPERATOR(pg_catalog.=) pass); a schema-qualified catalog
+//     name in a position read as none of these is refused (fail closed);
 //   - ALTER or RENAME that names a known catalog view (ALTER VIEW … RENAME TO, RENAME
 //     TABLE … TO): under a new name the pool would not know it. DROP passes: it
 //     removes the door.
@@ -115,7 +121,12 @@ func (p *parser) protectViewDDL(head string, first, to int) error {
 	if kind == "" {
 		return nil
 	}
+	rel := p.relationPositions(first+1, to, kind == "TRIGGER")
 	for k := first + 1; k < to && k < len(p.sig); k++ {
+		if p.kw(k, "OPERATOR") && p.punct(k+1, "(") && p.matching(k+1) > 0 {
+			k = p.matching(k + 1) // OPERATOR(pg_catalog.=): an operator
+			continue
+		}
 		if k > 0 && p.punct(k-1, ".") {
 			continue // a later part of a name read from its first
 		}
@@ -123,14 +134,22 @@ func (p *parser) protectViewDDL(head string, first, to int) error {
 		if len(parts) == 0 {
 			continue
 		}
-		end := k + 2*len(parts) - 1 // the token after the name
-		if p.punct(end, "(") || k > 0 && p.punct(k-1, "::") {
-			continue // a function call, or a type
+		if !rel[k] {
+			// Not a relation position: a column, a function call, a type (after ::,
+			// after AS — CAST(x AS pg_catalog.text); an alias is never qualified — or
+			// before a literal, pg_catalog.int4 '5'), a collation (after COLLATE).
+			// Only a schema-qualified catalog name left over is refused: a relation
+			// in a position this reader does not know (fail closed).
+			end := k + 2*len(parts) - 1
+			if len(parts) < 2 || p.punct(end, "(") || end < len(p.sig) && p.sig[end].Kind == sqllex.KindString ||
+				k > 0 && (p.punct(k-1, "::") || p.kwIn(k-1, "AS", "COLLATE")) {
+				continue
+			}
 		}
 		if p.catalogTable(parts) {
 			return unsupported("", "%s %s naming the system catalog %s on a pool with guarded tables: a write through it would change the catalog (the guards' functions and triggers, the fencing columns' NOT NULL, the session's settings) without naming it; create it on a plain connection (the pool refuses writes through it)", head, kind, strings.Join(parts, "."))
 		}
-		if _, ok := p.rw.catalogView(parts); ok {
+		if v, ok := p.rw.catalogView(parts); ok && (rel[k] || strings.EqualFold(parts[len(parts)-2], v.Schema)) {
 			return unsupported("", "%s %s naming %s, a relation through which a write reaches a system catalog, on a pool with guarded tables: a write through it would change the catalog without naming it; create it on a plain connection (the pool refuses writes through it)", head, kind, strings.Join(parts, "."))
 		}
 	}

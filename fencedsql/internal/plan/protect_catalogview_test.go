@@ -39,6 +39,22 @@ var catalogViewCases = []struct {
 	{pgTest, "CREATE VIEW v AS SELECT * FROM rt37e_v", true},
 	{pgTest, "CREATE VIEW v AS TABLE information_schema.tables", true},
 	{pgTest, "CREATE RULE r AS ON INSERT TO t DO INSTEAD UPDATE pg_trigger SET tgenabled = 'D'", true},
+	// names in relation positions, a column list after INTO included (rt39a F2)
+	{pgTest, "CREATE RULE r AS ON INSERT TO t DO INSTEAD INSERT INTO pg_catalog.pg_description(objoid, description) VALUES (1, 'x')", true},
+	{pgTest, "CREATE RULE r AS ON INSERT TO t DO INSTEAD INSERT INTO rt37e_v(name, setting) VALUES ('a', 'b')", true},
+	{pgTest, "CREATE RULE r AS ON INSERT TO t DO ALSO (INSERT INTO u VALUES (1); INSERT INTO pg_attribute(attnotnull) VALUES (false))", true},
+	{pgTest, "CREATE RULE r AS ON INSERT TO t DO UPDATE pg_catalog.pg_trigger SET tgenabled = 'D'", true},
+	{pgTest, "CREATE RULE r AS ON INSERT TO t DO INSTEAD DELETE FROM ONLY public.rt37e_v WHERE name = 'x'", true},
+	{pgTest, "CREATE VIEW v AS SELECT * FROM t, pg_proc", true},
+	{pgTest, "CREATE VIEW v AS SELECT * FROM t AS a JOIN u ON a.x = u.x, LATERAL (SELECT 1) s, pg_catalog.pg_proc", true},
+	{pgTest, "CREATE VIEW v AS SELECT * FROM (t JOIN pg_proc ON true)", true},
+	{pgTest, "CREATE VIEW v AS SELECT * FROM t WHERE x IN (SELECT oid FROM ONLY pg_catalog.pg_class)", true},
+	{pgTest, "CREATE VIEW v AS SELECT * FROM t LEFT JOIN rt37e_v USING (name)", true},
+	{pgTest, "CREATE VIEW v AS SELECT pg_catalog.pg_proc FROM t", true}, // a qualified catalog name where no relation is read: fail closed
+	{mysqlTest, "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW INSERT IGNORE mysql.proc (db) VALUES ('x')", true},
+	{mysqlTest, "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW UPDATE t2, mysql.proc SET body = 'x'", true},
+	{mysqlTest, "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW REPLACE INTO rt37e_proc(db) VALUES ('x')", true},
+	{sqliteTest, "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE OR IGNORE sqlite_dbpage SET data = NULL; END", true},
 	{mysqlTest, "CREATE VIEW rt37e_proc2 AS SELECT db, name, body FROM mysql.proc", true},
 	{mysqlTest, "CREATE OR REPLACE ALGORITHM = MERGE DEFINER = CURRENT_USER SQL SECURITY DEFINER VIEW v AS SELECT * FROM `mysql`.`global_priv`", true},
 	{mysqlTest, "ALTER VIEW v AS SELECT * FROM mysql.proc", true},
@@ -86,5 +102,31 @@ func TestCatalogViewNeedsGuardedTables(t *testing.T) {
 		CatalogViews: []CatalogView{{Name: "rt37e_v"}}})
 	if _, err := rw.Rewrite("UPDATE rt37e_v SET setting = 'off'", false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCatalogViewDDLJudgesRelationPositionsOnly (red-team rt39a F3): names in column,
+// function, type, collation and operator positions are no relations, so these views
+// pass a WithDDL pool (they were refused as naming the system catalog).
+func TestCatalogViewDDLJudgesRelationPositionsOnly(t *testing.T) {
+	for _, c := range []struct {
+		d   testDialect
+		sql string
+	}{
+		{pgTest, "CREATE VIEW v AS SELECT pg_score FROM ledger"},
+		{pgTest, "CREATE VIEW v AS SELECT CAST(x AS pg_catalog.text) AS y, pg_catalog.int4 '5' FROM ledger"},
+		{pgTest, `CREATE VIEW v AS SELECT (x::text COLLATE pg_catalog."default") AS y FROM ledger`},
+		{pgTest, "CREATE VIEW v AS SELECT x FROM ledger WHERE x OPERATOR(pg_catalog.=) 1"},
+		{pgTest, "CREATE VIEW v AS SELECT EXTRACT(epoch FROM pg_ts), x IS DISTINCT FROM pg_score FROM ledger"},
+		{pgTest, "CREATE VIEW v AS SELECT a, pg_score FROM ledger JOIN other USING (pg_score) ORDER BY a, pg_score"},
+		{pgTest, "CREATE VIEW v AS SELECT * FROM ledger, pg_catalog.generate_series(1, 3) g"},
+		{pgTest, "CREATE VIEW v AS SELECT ledger.rt37e_v FROM ledger"},
+		{mysqlTest, "CREATE VIEW v AS SELECT CAST(x AS CHAR) AS y, pg_score FROM ledger"},
+	} {
+		rw := newTestRewriter(t, c.d, append(append([]testOption{}, protectOptions["ddl+dynamic_sql"]...), withCatalogViews(
+			CatalogView{Schema: "public", Name: "rt37e_v", Reaches: "pg_catalog.pg_settings"}))...)
+		if _, err := rw.Rewrite(c.sql, false); err != nil {
+			t.Errorf("%s: %q refused: %v", c.d.name, c.sql, err)
+		}
 	}
 }
