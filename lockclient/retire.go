@@ -18,7 +18,7 @@ var ErrRetired = fmt.Errorf("lockclient: the lock service was retired (the appli
 
 // Retirer is implemented by lock services that can be retired for good: the last step
 // of moving an application to another lock service (README, "Switching or rebuilding
-// the lock service"). memlock, etcdlock and redislock implement it.
+// the lock service"). memlock, etcdlock, redislock and sqllock implement it.
 type Retirer interface {
 	// Retire makes the service refuse every grant that takes effect after Retire
 	// returns, for every client (an error wrapping ErrRetired), and every RaiseFloor,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -131,21 +132,27 @@ func (b *Backend) narrowTokenColumns(ctx context.Context) ([]string, error) {
 // records (red-team rt28b F1, F6): a counter set back (UPDATE … SET v = 0, a restore of
 // the counter table older than the lease table) would grant tokens at or below tokens
 // already granted, and a negative one tokens that are no tokens. It returns the problem,
-// or "" (also when the counter row is missing: the grants report that). One statement,
+// or "" (also when the counter row is missing: the grants report that); a retired
+// counter (Retire: row 1 at the largest BIGINT, row 2 the last token) is an error
+// wrapping lockclient.ErrRetired. One statement,
 // one snapshot: the grant procedure writes the counter and the lease row in one
 // transaction.
 func (b *Backend) counterBehindTable(ctx context.Context) (string, error) {
 	c := b.table.with("_token")
-	q := "SELECT (SELECT v FROM " + c.quoted(MySQL) + " WHERE id = 1), (SELECT MAX(token) FROM " + b.table.quoted(MySQL) + ")"
+	q := "SELECT (SELECT v FROM " + c.quoted(MySQL) + " WHERE id = 1), (SELECT MAX(token) FROM " + b.table.quoted(MySQL) + "), " +
+		"(SELECT v FROM " + c.quoted(MySQL) + " WHERE id = " + strconv.Itoa(retiredRow) + ")"
 	if h := statementHook.Load(); h != nil {
 		(*h)(q, nil)
 	}
-	var v, top sql.NullInt64
-	if err := b.db.QueryRowContext(ctx, q).Scan(&v, &top); err != nil {
+	var v, top, retired sql.NullInt64
+	if err := b.db.QueryRowContext(ctx, q).Scan(&v, &top, &retired); err != nil {
 		if missingObject(err) {
 			return "", nil
 		}
 		return "", err
+	}
+	if retired.Valid && v.Valid && v.Int64 == math.MaxInt64 {
+		return "", b.retiredError("check", retired.Int64)
 	}
 	if !v.Valid || v.Int64 == math.MaxInt64 {
 		return "", nil

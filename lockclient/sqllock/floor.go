@@ -66,15 +66,25 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	}
 	if b.dialect == MySQL {
 		if _, err := b.exec(ctx, b.q.raiseFloor, int64(min), int64(min)); err != nil {
-			return b.fail("raise-floor", "", err)
+			return b.fail(ctx, "raise-floor", "", err)
 		}
-		// The counter is now at or above min, or its row is missing; LastToken also
-		// refuses a counter still below a token of the lease table (a raise not high
-		// enough to fix it).
-		_, err := b.LastToken(ctx)
+		// The counter is now at or above min, or its row is missing, or the service is
+		// retired (the counter at the largest BIGINT: the UPDATE changed nothing);
+		// lastToken also refuses a counter still below a token of the lease table (a
+		// raise not high enough to fix it).
+		last, retired, err := b.lastToken(ctx)
+		if err == nil && retired {
+			err = b.retiredError("raise-floor", last)
+		}
 		return err
 	}
 	return b.inGrantLock(ctx, "raise-floor", func(tx *sql.Tx) error {
+		if last, ok, err := b.retiredLast(ctx, tx); err != nil || ok {
+			if ok {
+				err = b.retiredError("raise-floor", last)
+			}
+			return err
+		}
 		var last int64
 		var top sql.NullInt64
 		var standby bool
@@ -127,40 +137,62 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 // again; LastToken then fails with an error wrapping lockclient.ErrUnavailable (the
 // statement that reads the lease table reads it too: no extra round trip).
 func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
-	if err := b.tokenSeqChecked(ctx, "last-token", ""); err != nil {
+	last, _, err := b.lastToken(ctx)
+	if err != nil {
 		return 0, err
+	}
+	return uint64(last), nil
+}
+
+// lastToken is LastToken, and, on MySQL, whether the token source is retired (Retire:
+// its last token is then the one the retirement recorded, not the counter).
+func (b *Backend) lastToken(ctx context.Context) (int64, bool, error) {
+	if err := b.tokenSeqChecked(ctx, "last-token", ""); err != nil && !errors.Is(err, lockclient.ErrRetired) {
+		return 0, false, err
 	}
 	var last int64
 	var top sql.NullInt64
-	var replica bool
+	var replica, retired bool
 	var err error
 	if b.dialect == MySQL {
 		err = b.inCounterLock(ctx, "last-token", func(tx *sql.Tx) error {
 			if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last); err != nil {
 				return err
 			}
-			return tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica)
+			if err := tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica); err != nil {
+				return err
+			}
+			if last == math.MaxInt64 { // the end of the counter, or a retirement
+				var err error
+				if l, ok, err2 := b.retiredLast(ctx, tx); ok {
+					last, retired = l, true
+				} else {
+					err = err2
+				}
+				return err
+			}
+			return nil
 		})
 	} else {
 		err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
+			// A retired sequence's last value is the retirement's last token.
 			return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top, &replica)
 		})
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if replica {
-		return 0, fmt.Errorf("sqllock: last-token: %w: the server is a standby, a replica or read-only: its token source may lag the primary's, which may have granted higher tokens; read LastToken from the primary",
-			lockclient.ErrUnavailable)
+		return 0, false, replicaError("last-token")
 	}
 	if last < math.MaxInt64 {
 		if p := tokenSourceBehind(b, b.tokenSource(), last+1, top); p != "" {
 			e := b.schemaError("", nil)
 			e.Unsafe = p
-			return 0, e
+			return 0, false, e
 		}
 	}
-	return uint64(last), nil
+	return last, retired, nil
 }
 
 // tokenSource is the name of the table's token source: the PostgreSQL sequence, the
@@ -185,7 +217,7 @@ func (b *Backend) inCounterLock(ctx context.Context, op string, f func(tx *sql.T
 	if err := f(tx); errors.Is(err, sql.ErrNoRows) {
 		return b.schemaError(b.counterRowMissing(), nil)
 	} else if err != nil {
-		return b.fail(op, "", err)
+		return b.fail(ctx, op, "", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return unavailable(op, "", err)
@@ -204,18 +236,18 @@ func (b *Backend) inGrantLock(ctx context.Context, op string, f func(tx *sql.Tx)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, 1)", advisoryClass(b.table)); err != nil {
-		return b.fail(op, "", err)
+		return b.fail(ctx, op, "", err)
 	}
 	// With the lock, a durable commit for this transaction (pgDurableCommit): a raise
 	// of the floor must survive a crash like a grant.
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock("+tableClass("$1")+", 1), "+pgDurableCommit, b.table.quoted(Postgres)); err != nil {
-		return b.fail(op, "", err)
+		return b.fail(ctx, op, "", err)
 	}
 	if err := f(tx); err != nil {
 		if se := (*SchemaError)(nil); errors.As(err, &se) {
 			return err // f's own verdict on the token source
 		}
-		return b.fail(op, "", err)
+		return b.fail(ctx, op, "", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return unavailable(op, "", err)

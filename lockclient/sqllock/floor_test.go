@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/locktest"
 	"github.com/fencedsql/fencedsql/lockclient/sqllock"
 )
 
@@ -326,5 +327,18 @@ BEGIN IF NEW.owner = 'slow' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END 
 	}
 	if g := grantOne(t, s, "b"); g <= min {
 		t.Fatalf("token %d after RaiseFloor(%d)", g, min)
+	}
+}
+
+// The lockclient floor suite (RaiseFloor, LastToken, Retire) on each server, each check
+// on a fresh lease table.
+func TestFloorConformance(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			locktest.RunFloor(t, locktest.Harness{TTL: locktest.NetworkTTL, New: func(t *testing.T) locktest.Namespace {
+				return newNamespace(t, srv)
+			}})
+		})
 	}
 }

@@ -23,12 +23,12 @@ func (s *session) tryAcquireV1(ctx context.Context, key, gs string, entered bool
 	}
 	if err != nil {
 		if missingObject(err) { // nothing ran: version 1's objects are missing too
-			return lockclient.Grant{}, s.b.fail("try-acquire", key, err)
+			return lockclient.Grant{}, s.b.fail(ctx, "try-acquire", key, err)
 		}
 		if entered {
 			s.abandonV1(key, gs) // the request may still reach the server
 		}
-		return lockclient.Grant{}, s.b.grantFailed("try-acquire", key, err)
+		return lockclient.Grant{}, s.b.grantFailed(ctx, "try-acquire", key, err)
 	}
 	if tok <= 0 {
 		return lockclient.Grant{}, unavailable("try-acquire", key, fmt.Errorf("invalid token %d from the server", tok))

@@ -127,7 +127,7 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 		if entered {
 			s.abandon(key, gs) // the request may still reach the server
 		}
-		return lockclient.Grant{}, s.b.grantFailed("try-acquire", key, err)
+		return lockclient.Grant{}, s.b.grantFailed(ctx, "try-acquire", key, err)
 	case st.token == 0:
 		return lockclient.Grant{}, lockclient.ErrHeld
 	case st.token < 0:
@@ -154,7 +154,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 			if !legacy {
 				switch {
 				case err != nil:
-					return s.b.fail("release", g.Key, err)
+					return s.b.fail(ctx, "release", g.Key, err)
 				case !found:
 					return lockclient.ErrNotOwner
 				case !live.Bool:
@@ -169,7 +169,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		case errors.Is(err, sql.ErrNoRows):
 			return lockclient.ErrNotOwner
 		case err != nil:
-			return s.b.fail("release", g.Key, err)
+			return s.b.fail(ctx, "release", g.Key, err)
 		case !live.Bool:
 			return lockclient.ErrLeaseLost
 		}
@@ -177,20 +177,20 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	default:
 		res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.grantSession(g), tok)
 		if err != nil {
-			return s.b.fail("release", g.Key, err)
+			return s.b.fail(ctx, "release", g.Key, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return s.b.fail("release", g.Key, err)
+			return s.b.fail(ctx, "release", g.Key, err)
 		} else if n > 0 {
 			return nil
 		}
 		// Not live: delete our own expired row, if nobody took the key since.
 		res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
 		if err != nil {
-			return s.b.fail("release", g.Key, err)
+			return s.b.fail(ctx, "release", g.Key, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return s.b.fail("release", g.Key, err)
+			return s.b.fail(ctx, "release", g.Key, err)
 		} else if n > 0 {
 			return lockclient.ErrLeaseLost
 		}
@@ -212,7 +212,7 @@ func (s *session) Wait(ctx context.Context, key string) error {
 		case errors.Is(err, sql.ErrNoRows):
 			return true, 0, nil // free
 		case err != nil:
-			return false, 0, s.b.fail("wait", key, err)
+			return false, 0, s.b.fail(ctx, "wait", key, err)
 		}
 		// us <= 0: expired, TryAcquire takes it over.
 		return us <= 0, time.Duration(us) * time.Microsecond, nil
@@ -258,11 +258,11 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 		res, err = s.b.exec(ctx, s.b.q.renew, s.ttlMicros, g.Key, s.grantSession(g), tok)
 	}
 	if err != nil {
-		return s.b.fail("renew", g.Key, err)
+		return s.b.fail(ctx, "renew", g.Key, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return s.b.fail("renew", g.Key, err)
+		return s.b.fail(ctx, "renew", g.Key, err)
 	}
 	if n > 0 {
 		return nil
@@ -276,7 +276,7 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 		case err == nil && live:
 			return nil
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return s.b.fail("renew", g.Key, err)
+			return s.b.fail(ctx, "renew", g.Key, err)
 		}
 	}
 	return lockclient.ErrLeaseLost

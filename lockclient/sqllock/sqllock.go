@@ -274,6 +274,9 @@ func cleanOwner(owner string) string {
 // until its deadline; nor is a statement refused because a lease in the context is
 // lost (lockclient.ErrLeaseLost, returned as it is).
 func unavailable(op, key string, err error) error {
+	if errors.Is(err, lockclient.ErrRetired) {
+		return err // the lock service was retired: no retry passes (Retire)
+	}
 	if errors.Is(err, lockclient.ErrLeaseLost) {
 		// A lease in the caller's context is lost, and a layer below (a fenced pool)
 		// refused the statement unsent: no retry under that context passes.
@@ -293,11 +296,11 @@ type notSent interface{ NotSent() bool }
 // fail is the error of a statement that failed with err: a *SchemaError when err says
 // that an object of the lease table does not exist (nothing ran) or that the token
 // source is exhausted (exhausted), otherwise an error wrapping lockclient.ErrUnavailable.
-func (b *Backend) fail(op, key string, err error) error {
+func (b *Backend) fail(ctx context.Context, op, key string, err error) error {
 	if missingObject(err) {
 		return b.schemaError("an object", err)
 	}
-	return b.grantFailed(op, key, err)
+	return b.grantFailed(ctx, op, key, err)
 }
 
 // statementHook, when set by a test, sees every statement the backend sends and its

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
+
+	"github.com/fencedsql/fencedsql/lockclient"
 )
 
 // The token source must hand out values in call order across every connection, and
@@ -57,24 +60,28 @@ func (b *Backend) checkTokenSource(ctx context.Context, compare bool) error {
 		// A domain's base type (one level: a domain over bigint is as wide as bigint).
 		`COALESCE((SELECT pg_catalog.format_type(COALESCE(NULLIF(ty.typbasetype, 0), a.atttypid), NULL) FROM pg_catalog.pg_attribute a ` +
 		`JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid ` +
-		`WHERE a.attrelid = t.oid AND a.attname = 'token' AND NOT a.attisdropped), '') ` +
+		`WHERE a.attrelid = t.oid AND a.attname = 'token' AND NOT a.attisdropped), '') , ` +
+		`COALESCE(pg_catalog.obj_description(s.seqrelid, 'pg_class') = $3, false) ` +
 		`FROM pg_catalog.pg_sequence s JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid ` +
 		`LEFT JOIN pg_catalog.pg_class t ON t.oid = to_regclass($2::text) ` +
 		`WHERE s.seqrelid = to_regclass($1::text)`
-	args := []any{seq.quoted(Postgres), b.table.quoted(Postgres)}
+	args := []any{seq.quoted(Postgres), b.table.quoted(Postgres), retiredMark}
 	if h := statementHook.Load(); h != nil {
 		(*h)(q, args)
 	}
 	var cache, incr, start, min, max int64
 	var last sql.NullInt64
-	var cycle, tableExists bool
+	var cycle, tableExists, retired bool
 	var seqPersist, tablePersist, tokenType string
-	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &min, &max, &last, &seqPersist, &tablePersist, &tableExists, &tokenType)
+	err := b.db.QueryRowContext(ctx, q, args...).Scan(&cache, &cycle, &incr, &start, &min, &max, &last, &seqPersist, &tablePersist, &tableExists, &tokenType, &retired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoTokenSeq
 	}
 	if err != nil {
 		return err
+	}
+	if retired { // its MAXVALUE is its last token: no problem of an exhausted sequence
+		return b.retiredError("check", max)
 	}
 	var problems []string
 	var wrong []string
@@ -262,22 +269,24 @@ func (b *Backend) tokenSourceChecked(ctx context.Context, op, key string, compar
 		return nil
 	case errors.Is(err, errNoTokenSeq):
 		return nil
-	case errors.As(err, &se):
+	case errors.As(err, &se), errors.Is(err, lockclient.ErrRetired):
 		return err
 	}
 	return unavailable(op, key, err)
 }
 
-// tokenSourceError returns the *SchemaError for err when it says that the token source
-// cannot hand out a value or the lease table cannot store it: a value out of a
-// column's range (PostgreSQL numeric_value_out_of_range, 22003; MySQL 1264: a token
-// column narrowed after the check, narrowColumn); the source is exhausted — PostgreSQL sequence_generator_limit_exceeded
-// (SQLSTATE 2200H: nextval past the sequence's MAXVALUE), MySQL ER_DATA_OUT_OF_RANGE
-// (1690: the grant procedure's increment of the BIGINT counter overflowed) — or, on
-// MySQL, the counter row is missing (the grant procedures' SIGNAL, error 1644); nil
-// otherwise. No retry passes then: only an operator's change of the token source does.
-func (b *Backend) tokenSourceError(err error) *SchemaError {
-	var fix string
+// tokenSourceError returns the error for err when it says that the token source cannot
+// hand out a value or the lease table cannot store it: a value out of a column's range
+// (PostgreSQL numeric_value_out_of_range, 22003; MySQL 1264: a token column narrowed
+// after the check, narrowColumn); the source is at its end — PostgreSQL
+// sequence_generator_limit_exceeded (SQLSTATE 2200H: nextval past the sequence's
+// MAXVALUE), MySQL ER_DATA_OUT_OF_RANGE (1690: the grant procedure's increment of the
+// BIGINT counter overflowed) — or, on MySQL, the counter row is missing (the grant
+// procedures' SIGNAL, error 1644); nil otherwise. No retry passes then: only an
+// operator's change of the token source does. The end of a source is a *SchemaError,
+// or, when the source was retired (Retire: the end is the mark, read with one more
+// statement on this failure path), an error wrapping lockclient.ErrRetired.
+func (b *Backend) tokenSourceError(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -287,24 +296,37 @@ func (b *Backend) tokenSourceError(err error) *SchemaError {
 		e := b.schemaError("", err)
 		e.Unsafe = b.narrowColumn(b.table, "token", "too narrow for the token") + " (and any other column that holds tokens)"
 		return e
-	case b.dialect == Postgres:
-		if state, ok := pgState(err); !ok || state != "2200H" {
-			return nil
-		}
-		seq := b.table.with("_token_seq")
-		fix = fmt.Sprintf("token sequence %s reached its MAXVALUE, so every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
-			seq.String(), seq.quoted(Postgres))
-	case isMySQLErr(err, 1644) && strings.Contains(err.Error(), counterRowMissingSignal):
+	case b.dialect == MySQL && isMySQLErr(err, 1644) && strings.Contains(err.Error(), counterRowMissingSignal):
 		return b.schemaError(b.counterRowMissing(), err)
+	case b.dialect == Postgres && pgStateIn(err, "2200H"), b.dialect == MySQL && isMySQLErr(err, 1690):
 	default:
-		if !isMySQLErr(err, 1690) {
-			return nil
-		}
-		fix = fmt.Sprintf("token counter %s reached the largest BIGINT, so every grant fails; the table needs a new token source "+
-			"(a new lease table, with a floor above every token the guarded tables hold)", b.table.with("_token").String())
+		return nil
 	}
+	// The caller's context may have ended with the statement; the probe is short.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	if last, ok, perr := b.retiredLast(pctx, b.db); perr == nil && ok {
+		return b.retiredError("grant", last)
+	}
+	if b.dialect == MySQL {
+		return b.exhaustedCounter(err)
+	}
+	seq := b.table.with("_token_seq")
 	e := b.schemaError("", err)
-	e.Unsafe = fix
+	e.Unsafe = fmt.Sprintf("token sequence %s reached its MAXVALUE, so every grant fails; run ALTER SEQUENCE %s AS bigint NO MAXVALUE",
+		seq.String(), seq.quoted(Postgres))
+	return e
+}
+
+// probeTimeout bounds the statement that tells a retired token source from an
+// exhausted one after a grant failed.
+const probeTimeout = 5 * time.Second
+
+// exhaustedCounter is the *SchemaError of a MySQL token counter at the largest BIGINT.
+func (b *Backend) exhaustedCounter(err error) *SchemaError {
+	e := b.schemaError("", err)
+	e.Unsafe = fmt.Sprintf("token counter %s reached the largest BIGINT, so every grant fails; the table needs a new token source "+
+		"(a new lease table, with a floor above every token the guarded tables hold)", b.table.with("_token").String())
 	return e
 }
 
@@ -320,8 +342,8 @@ func (b *Backend) counterRowMissing() string {
 // grantFailed is the error of a grant statement that failed with err: a *SchemaError
 // when the token source cannot hand out a value (tokenSourceError), otherwise
 // unavailable(op, key, err).
-func (b *Backend) grantFailed(op, key string, err error) error {
-	if e := b.tokenSourceError(err); e != nil {
+func (b *Backend) grantFailed(ctx context.Context, op, key string, err error) error {
+	if e := b.tokenSourceError(ctx, err); e != nil {
 		return e
 	}
 	return unavailable(op, key, err)

@@ -44,7 +44,7 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 		if errors.Is(err, lockclient.ErrInvalidConfig) {
 			return err // a missing lease table: not unavailability
 		}
-		if e := s.b.tokenSourceError(err); e != nil {
+		if e := s.b.tokenSourceError(ctx, err); e != nil {
 			return e // the token source is at its end or lost: no retry passes
 		}
 		if ce := parent.Err(); ce != nil && !errors.Is(err, ce) {

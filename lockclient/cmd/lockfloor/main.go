@@ -17,7 +17,9 @@
 // in the service's own data: stop or reconfigure the processes still configured for it
 // afterwards, and do not flush, evict, delete (etcd prefix) or restore that data before
 // (a wiped service comes back fresh, above the printed token). On Redis the account
-// must be allowed INFO or ROLE, to tell the primary. sqllock cannot be retired (exit 1). Each prints a bare decimal number on stdout and nothing else,
+// must be allowed INFO or ROLE, to tell the primary; on sqllock it must be allowed to
+// alter the token source (sqllock.Backend.Retire). Each prints a bare decimal number on
+// stdout and nothing else,
 // for scripts:
 //
 //	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
 	"github.com/fencedsql/fencedsql/lockclient/redislock"
+	"github.com/fencedsql/fencedsql/lockclient/sqllock"
 )
 
 // retireRefusesGrants checks -retire against a service (red-team rt37c F4): it prints a
@@ -71,10 +73,35 @@ func TestRetireRedis(t *testing.T) {
 		"-backend", "redis", "-addr", addr, "-prefix", prefix)
 }
 
-// sqllock cannot be retired: -retire says so and fails, changing nothing.
-func TestRetireSQLUnsupported(t *testing.T) {
-	code, out, errOut := lockfloor(t, "-backend", "postgres", "-dsn", testdb.Postgres(t), "-table", "lockfloor_retire", "-retire")
-	if code != exitFailed || out != "" || !strings.Contains(errOut, "cannot be retired") {
-		t.Fatalf("-retire on sqllock: exit %d, stdout %q, stderr %q", code, out, errOut)
+func TestRetirePostgres(t *testing.T) {
+	testRetireSQL(t, "postgres", "pgx", sqllock.Postgres, testdb.Postgres(t))
+}
+
+func TestRetireMySQL(t *testing.T) { testRetireSQL(t, "mysql", "mysql", sqllock.MySQL, testdb.MySQL(t)) }
+
+// testRetireSQL: -retire on a sqllock lease table; a CreateTable after it (a process
+// that ensures its schema at start) does not bring the service back.
+func testRetireSQL(t *testing.T, kind, driver string, d sqllock.Dialect, dsn string) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const table = "lockfloor_retire"
+	if err := sqllock.CreateTable(ctx, db, d, table); err != nil {
+		t.Fatal(err)
+	}
+	newBackend := func() lockclient.Backend {
+		if err := sqllock.CreateTable(ctx, db, d, table); err != nil {
+			t.Fatal(err)
+		}
+		b, err := sqllock.New(db, sqllock.WithDialect(d), sqllock.WithTable(table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	retireRefusesGrants(t, newBackend, "-backend", kind, "-dsn", dsn, "-table", table)
 }
