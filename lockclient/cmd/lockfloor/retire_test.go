@@ -77,7 +77,9 @@ func TestRetirePostgres(t *testing.T) {
 	testRetireSQL(t, "postgres", "pgx", sqllock.Postgres, testdb.Postgres(t))
 }
 
-func TestRetireMySQL(t *testing.T) { testRetireSQL(t, "mysql", "mysql", sqllock.MySQL, testdb.MySQL(t)) }
+func TestRetireMySQL(t *testing.T) {
+	testRetireSQL(t, "mysql", "mysql", sqllock.MySQL, testdb.MySQL(t))
+}
 
 // testRetireSQL: -retire on a sqllock lease table; a CreateTable after it (a process
 // that ensures its schema at start) does not bring the service back.
