@@ -3,6 +3,7 @@ package fencedsql
 import (
 	"context"
 	"database/sql/driver"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,11 @@ func (e adapterEngine) Lookup(sql string, versioned bool) error {
 // copyReason is the reason a bulk copy into a guarded table is refused.
 const copyReason = "a bulk copy (COPY … FROM STDIN, pgx's CopyFrom) into a guarded table: copied rows carry no fencing token and no check; insert them with INSERT statements (a pgx.Batch of INSERTs is one round trip), or copy into an unguarded staging table and INSERT … SELECT from it"
 
+// copyNULReason is the reason a bulk copy into a table whose name holds a NUL byte is
+// refused: no table has such a name, and the driver would send another name than the
+// one judged.
+const copyNULReason = "a bulk copy into a table whose name holds a NUL byte: the driver drops the byte and copies into another table than the one named"
+
 type adapterConn struct{ c *conn }
 
 // open runs the pool's first-connection work (core.open: the records of what is
@@ -72,6 +78,15 @@ func (a *adapterConn) CheckCopy(ctx context.Context, table []string) error {
 		return err
 	}
 	k := a.c.core
+	for _, part := range table {
+		if strings.ContainsRune(part, 0) {
+			// pgx's Identifier.Sanitize drops NUL bytes, so the name sent would not be
+			// the name looked up: acc\x00ounts copies into accounts (red-team rt40d F1).
+			err := &UnsupportedError{Table: strings.ReplaceAll(strings.Join(table, "."), "\x00", `\x00`), Reason: copyNULReason}
+			k.cfg.logger.WarnContext(ctx, "fencedsql: statement refused", "err", err.Error())
+			return err
+		}
+	}
 	g := k.rw.Lookup(table)
 	if g == nil {
 		return nil
