@@ -1,12 +1,18 @@
 package plan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
+)
 
 // explain plans EXPLAIN, DESCRIBE/DESC and ANALYZE. A plan that is only shown runs
 // nothing, so it passes whatever it explains: PostgreSQL's EXPLAIN [VERBOSE] … and
 // EXPLAIN (option, …) … whose ANALYZE option is absent or written false (FALSE, OFF,
 // 0); MySQL/MariaDB's EXPLAIN/DESCRIBE [EXTENDED | PARTITIONS | FORMAT = name] …;
-// SQLite's EXPLAIN [QUERY PLAN] …. Every other form is taken as executing the
+// SQLite's EXPLAIN [QUERY PLAN] …; except, on MySQL/MariaDB, one of a locking read of
+// a guarded table, which locks the rows it plans from (a claim refused with a token).
+// Every other form is taken as executing the
 // statement it explains (PostgreSQL's EXPLAIN ANALYZE, MySQL's EXPLAIN ANALYZE,
 // MariaDB's ANALYZE <statement>, an option list it cannot read): with a write and a
 // guarded table it is refused, with a locking read of one it is a claim refused when
@@ -18,6 +24,14 @@ func (p *parser) explain(head string) (*Plan, error) {
 		return p.pass(), nil
 	}
 	if !runs {
+		// MySQL/MariaDB plan a read of a row picked by an equality on a unique key by
+		// reading that row, with the lock its statement asks for: a shown-only plan of
+		// a locking read locks the row unclaimed (red-team rt40e F1).
+		if p.rw.syn == sqllex.MySQL {
+			if at := p.anyLock(from, len(p.sig)); at >= 0 && p.mayNameGuard() {
+				return p.claimRefused(p.firstGuard(), "%s of a locking read (%s) of a guarded table: MySQL/MariaDB lock the rows they read while planning it, and cannot be claimed exactly", head, p.lockText(at))
+			}
+		}
 		p.shownOnly = true
 		return p.pass(), nil
 	}

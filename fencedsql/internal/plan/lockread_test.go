@@ -105,6 +105,12 @@ func TestLockReadClassRefused(t *testing.T) {
 			"SET @x = (SELECT balance FROM accounts WHERE id = 1 %s)",
 			"WITH y AS (SELECT 1 AS one) SELECT balance FROM accounts WHERE id = 1 %s",
 			"UPDATE other o JOIN accounts a ON o.id = a.id SET o.x = (SELECT 1 FROM accounts %s)",
+			// A shown-only plan locks the rows it plans from (red-team rt40e F1).
+			"EXPLAIN SELECT * FROM accounts WHERE id = 1 %s",
+			"EXPLAIN EXTENDED SELECT * FROM accounts WHERE id = 1 %s",
+			"EXPLAIN FORMAT=JSON SELECT * FROM accounts WHERE id = 1 %s",
+			"describe (SELECT * FROM accounts WHERE id = 1 %s)",
+			"DESC UPDATE other SET x = (SELECT balance FROM accounts WHERE id = 1 %s)",
 		},
 	}
 	for _, d := range []testDialect{pgTest, mysqlTest} {
