@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
@@ -26,6 +27,10 @@ func TestInvalidGuardReportedOnUse(t *testing.T) {
 		"same columns":        {fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("a", fencedsql.TokenColumn("v"), fencedsql.VersionColumn("V"))},
 		"empty version colum": {fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("a", fencedsql.VersionColumn(""))},
 		"no dialect":          {fencedsql.Guard("accounts")},
+		// MySQL/MariaDB compare non-ASCII column names by their own case table (red-team
+		// rt38a F6): a non-ASCII fencing column is refused there.
+		"mysql non-ASCII version column": {fencedsql.WithDialect(mysql.Dialect), fencedsql.Guard("a", fencedsql.VersionColumn("ვერსია"))},
+		"mysql non-ASCII token column":   {fencedsql.WithDialect(mysql.Dialect), fencedsql.Guard("a", fencedsql.TokenColumn("fence_tokén"))},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := newFakeRec()

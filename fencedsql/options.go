@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 
@@ -351,6 +353,9 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 		if ne := (*dialect.NameError)(nil); errors.As(err, &ne) {
 			return nil, configErr("guarded table %q: %s", gs.Table, ne.Problem)
 		}
+		if err := fencingColumnsReadable(c.dialect, gs); err != nil {
+			return nil, err
+		}
 		for _, prev := range c.guards[:i] {
 			if sameGuardedTable(prev, gs) && !sameColumns(c.dialect, prev, gs) {
 				pt, pv := guardColumns(prev)
@@ -362,6 +367,30 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 		pc.Tables = append(pc.Tables, plan.TableSpec{Schema: t.Schema, Name: t.Name, TokenColumn: gs.TokenColumn, VersionColumn: gs.VersionColumn})
 	}
 	return plan.NewPlanner(pc), nil
+}
+
+// fencingColumnsReadable refuses fencing column names the planner cannot compare as
+// the server does. MySQL/MariaDB compare column names by the lower case of each
+// character in their own case table, which differs from Go's for hundreds of
+// non-ASCII capitals (Georgian Mtavruli, U+023A …): with a version column ვერსია, a
+// write of an ordinary column ᲕᲔᲠᲡᲘᲐ was taken for the version column and dropped
+// (red-team rt38a F6). ASCII names compare alike on both sides (sqllex.SameName, and
+// the server test TestSameColumnNameAgreesWithServer), so there the fencing columns
+// must be ASCII: a *ConfigError otherwise, from Open for a listed table and at the
+// first connection for a registered one.
+func fencingColumnsReadable(d dialect.Dialect, gs schema.GuardSpec) error {
+	if d.Syntax() != sqllex.MySQL {
+		return nil
+	}
+	tok, ver := guardColumns(gs)
+	for _, col := range []string{tok, ver} {
+		for _, r := range col {
+			if r >= utf8.RuneSelf {
+				return configErr("guarded table %q: fencing column %q is not ASCII: MySQL/MariaDB compare column names by a case table the wrapper cannot repeat for non-ASCII letters, so a write of another column could be taken for it; rename the column to an ASCII name (ALTER TABLE … RENAME COLUMN) and configure that", gs.Table, col)
+			}
+		}
+	}
+	return nil
 }
 
 // sameGuardedTable reports whether two guard specs may name one table: the same name
