@@ -20,17 +20,19 @@ import (
 // A missing counter is first seeded from the server's clock, as a grant would, so that
 // a raise (or WithMinToken) after a loss does not restart tokens at min.
 
-// raiseScript: KEYS[1] token counter; ARGV[1] min as a canonical decimal string. Sets
+// raiseScript: KEYS[1] token counter; ARGV[1] min as a canonical decimal string;
+// ARGV[2] the primary check's mode (notPrimaryReply). Sets
 // the counter to min if min is higher (compared as decimal strings: Lua numbers are
 // doubles) than the counter, or than the clock seed (seedLua) when there is no counter,
 // and returns the counter's value afterwards, as a string. A counter that holds no
 // canonical non-negative integer is left alone and answered with corruptReply: a raise
 // never reports success for a floor it did not put in force.
 //
-// It runs on the primary only (replica(): notPrimaryReply); a retired service is
-// refused (retiredReply).
+// It runs on the primary only (notPrimaryReply); a retired service is refused
+// (retiredReply).
 var raiseScript = redis.NewScript(seedLua + `
-if replica(KEYS[1]) then return redis.error_reply(notprimary) end
+local np = notprimaryreply(KEYS[1], ARGV[2])
+if np then return np end
 local cur = redis.call('GET', KEYS[1])
 local set = false
 if cur and isretired(cur) then return redis.error_reply(retired) end
@@ -49,12 +51,14 @@ if set then redis.call('SET', KEYS[1], cur) end
 return cur
 `)
 
-// lastScript: KEYS[1] token counter. Returns the counter's value, as a string, after
-// seeding a missing one from the clock as a grant would (seedLua): a token, or the mark
-// of a retired service ("retired:<last token>"). It runs on the primary only
-// (replica(): notPrimaryReply); the value is not checked (LastToken parses it).
+// lastScript: KEYS[1] token counter; ARGV[1] the primary check's mode
+// (notPrimaryReply). Returns the counter's value, as a string, after seeding a missing
+// one from the clock as a grant would (seedLua): a token, or the mark of a retired
+// service ("retired:<last token>"). It runs on the primary only (notPrimaryReply); the
+// value is not checked (LastToken parses it).
 var lastScript = redis.NewScript(seedLua + `
-if replica(KEYS[1]) then return redis.error_reply(notprimary) end
+local np = notprimaryreply(KEYS[1], ARGV[1])
+if np then return np end
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   cur = seed()
@@ -69,18 +73,13 @@ return cur
 // Replaces the counter's value v (seeded from the clock when missing, as a grant would)
 // by the mark "retired:<v>", which every later grant and raise refuses, and returns v; a
 // counter already retired is left alone and its last token returned. It runs on a
-// positively verified primary only: replica() as the other floor scripts, and besides
-// INFO replication must answer role:master — an INFO the account may not run is
-// unverifiedReply, not "primary" (red-team rt38b F2) — unless ARGV[1] says ROLE did. A
+// positively verified primary only: INFO replication must answer role:master — an
+// INFO the account may not run is unverifiedReply, not "primary" (red-team rt38b F2) —
+// unless ARGV[1] says ROLE did (Retire never passes "unverified"). A
 // counter that holds no token is left alone (corruptReply).
 var retireScript = redis.NewScript(seedLua + `
-if replica(KEYS[1]) then return redis.error_reply(notprimary) end
-if ARGV[1] ~= 'role:master' then
-  local ok, info = pcall(redis.call, 'INFO', 'replication')
-  if not ok or type(info) ~= 'string' or not string.match(info, 'role:(%a+)') then
-    return redis.error_reply('` + unverifiedReply + `')
-  end
-end
+local np = notprimaryreply(KEYS[1], ARGV[1])
+if np then return np end
 local cur = redis.call('GET', KEYS[1])
 if cur and isretired(cur) then return string.sub(cur, 9) end
 if cur and not canon(cur) then return redis.error_reply(corrupt) end
@@ -127,7 +126,7 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		return fmt.Errorf("redislock: raise floor: %w: the floor must be at most %d (a Redis integer), got %d",
 			lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
-	if err := raiseScript.Run(ctx, b.rdb, []string{b.TokenKey()}, strconv.FormatUint(min, 10)).Err(); err != nil {
+	if _, err := b.runFloorScript(ctx, "raise floor", raiseScript, false, strconv.FormatUint(min, 10)); err != nil {
 		return b.floorFailed("raise floor", err)
 	}
 	return nil
@@ -151,7 +150,7 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := lastScript.Run(ctx, b.rdb, []string{b.TokenKey()}).Text()
+	s, err := b.runFloorScript(ctx, "last token", lastScript, false)
 	if err != nil {
 		return 0, b.floorFailed("last token", err)
 	}
@@ -184,46 +183,68 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := retireScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "").Text()
-	if err != nil && strings.Contains(err.Error(), unverifiedReply) {
-		if err := b.roleIsPrimary(ctx); err != nil {
-			return 0, err
-		}
-		s, err = retireScript.Run(ctx, b.rdb, []string{b.TokenKey()}, "role:master").Text()
-	}
+	s, err := b.runFloorScript(ctx, "retire", retireScript, true)
 	if err != nil {
 		return 0, b.floorFailed("retire", err)
 	}
 	return b.parseCounter("retire", s)
 }
 
-// unverifiedReply is the error reply of retireScript where INFO replication cannot be
-// read (the account may not run INFO): the server is not known to be the primary.
+// unverifiedReply is the error reply of a floor script where INFO replication cannot
+// be read (the account may not run INFO): the server is not known to be the primary.
 const unverifiedReply = "redislock: cannot tell whether the server is the primary (INFO refused)"
 
-// roleIsPrimary reads ROLE: nil when the server answers "master", else an error wrapping
-// lockclient.ErrUnavailable — a replica, or a ROLE the account may not run either.
-func (b *Backend) roleIsPrimary(ctx context.Context) error {
+// runFloorScript runs a floor script on the token counter with args and the primary
+// check's mode last (notPrimaryReply), and returns its answer. Where the script cannot
+// read INFO, ROLE is read (a script cannot call it: one more round trip, only for an
+// account without INFO) and the script run again: "role:master" when ROLE says so; a
+// replica is an error wrapping lockclient.ErrUnavailable. Where the account may run
+// neither, strict (Retire) fails with ErrUnavailable naming the ACL to allow, and
+// otherwise (LastToken, RaiseFloor, which WithMinToken runs at every Backend's first
+// Open: a least-privilege account must still open) the script runs again unverified,
+// as before ROLE was read (the known-open writable replica without INFO or ROLE).
+func (b *Backend) runFloorScript(ctx context.Context, op string, script *redis.Script, strict bool, args ...any) (string, error) {
+	keys := []string{b.TokenKey()}
+	s, err := script.Run(ctx, b.rdb, keys, append(args, "")...).Text()
+	if err == nil || !strings.Contains(err.Error(), unverifiedReply) {
+		return s, err
+	}
+	mode, err := b.roleMode(ctx, op, strict)
+	if err != nil {
+		return "", err
+	}
+	return script.Run(ctx, b.rdb, keys, append(args, mode)...).Text()
+}
+
+// roleMode reads ROLE for runFloorScript: "role:master" when the server answers
+// "master"; an error wrapping lockclient.ErrUnavailable for a replica or an unreachable
+// server; for a ROLE the account may not run either, "unverified" when not strict, else
+// an error wrapping ErrUnavailable that says which ACL to allow (red-team rt38b F2).
+func (b *Backend) roleMode(ctx context.Context, op string, strict bool) (string, error) {
 	v, err := b.rdb.Do(ctx, "ROLE").Slice()
 	if err != nil {
 		var reply redis.Error
 		if !errors.As(err, &reply) { // no answer: unreachable
-			return unavailable("retire", "", err)
+			return "", unavailable(op, "", err)
 		}
-		return fmt.Errorf("redislock: retire: %w: cannot tell whether the Redis server is the primary: the account may run neither "+
+		if !strict {
+			return "unverified", nil
+		}
+		return "", fmt.Errorf("redislock: %s: %w: cannot tell whether the Redis server is the primary: the account may run neither "+
 			"INFO nor ROLE (%v); a Retire through a writable replica would retire nothing, so it is refused: "+
 			"allow this account INFO (ACL +info) or ROLE (ACL +role), or retire with an account that may",
-			lockclient.ErrUnavailable, err)
+			op, lockclient.ErrUnavailable, err)
 	}
 	if len(v) == 0 || v[0] != "master" {
 		role := "unknown"
 		if len(v) > 0 {
 			role = fmt.Sprint(v[0])
 		}
-		return fmt.Errorf("redislock: retire: %w: the Redis server is not the primary (ROLE answers %q): "+
-			"retiring it would retire only its copy; retire through the primary", lockclient.ErrUnavailable, role)
+		return "", fmt.Errorf("redislock: %s: %w: the Redis server is not the primary (ROLE answers %q): "+
+			"its token counter may lag tokens the primary granted, and a retirement would mark only its copy; use the primary",
+			op, lockclient.ErrUnavailable, role)
 	}
-	return nil
+	return "role:master", nil
 }
 
 var _ lockclient.Retirer = (*Backend)(nil)
@@ -232,6 +253,9 @@ var _ lockclient.Retirer = (*Backend)(nil)
 // answers of grantFailed (a counter at its end, no token, retired), a server that is
 // not the primary, or unavailability.
 func (b *Backend) floorFailed(op string, err error) error {
+	if errors.Is(err, lockclient.ErrUnavailable) {
+		return err // runFloorScript's own verdict on ROLE
+	}
 	if e := b.grantFailed(op, "", err); e != nil {
 		return e
 	}

@@ -107,3 +107,56 @@ func TestRetireWithoutINFOChecksROLE(t *testing.T) {
 		t.Fatalf("counter after Retire: %q, want retired:%s", v, before)
 	}
 }
+
+// TestFloorOnWritableReplicaWithoutINFOReadsROLE (a known-open finding of rt38b): on a
+// writable replica (replica-read-only no), an account that may not run INFO passed the
+// PERSIST check, and LastToken answered the replica's counter — which may lag tokens
+// the primary granted: a floor raised from it lets them write again — and RaiseFloor
+// raised only the replica's copy. Both now read ROLE where INFO is refused, and refuse
+// the replica (ErrUnavailable), leaving its counter alone; where the account may run
+// neither they stay lenient (WithMinToken runs at every Open), which
+// TestRetireWithoutINFOChecksROLE covers on a primary.
+func TestFloorOnWritableReplicaWithoutINFOReadsROLE(t *testing.T) {
+	primary := ownRedis(t, "--repl-diskless-sync-delay", "0")
+	replica := ownRedis(t, "--replicaof", "127.0.0.1", portOf(t, primary), "--replica-read-only", "no")
+	ctx := ctxT(t, 20*time.Second)
+	p := newClient(t, primary)
+	admin := newClient(t, replica)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "op", "on", ">pw", "~*", "&*", "+@all", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := newClient(t, replica)
+	if err := r.Do(ctx, "AUTH", "op", "pw").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "floor-wr:"
+	bp := redislock.New(p, redislock.WithPrefix(prefix))
+	br := redislock.New(r, redislock.WithPrefix(prefix))
+	if err := bp.RaiseFloor(ctx, 500); err != nil { // a missing counter is seeded from the clock
+		t.Fatal(err)
+	}
+	want, err := p.Get(ctx, bp.TokenKey()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for { // the replica has the counter
+		v, err := admin.Get(ctx, bp.TokenKey()).Result()
+		if err == nil && v == want {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("replica never synced: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last, err := br.LastToken(ctx); !errors.Is(err, lockclient.ErrUnavailable) {
+		t.Errorf("LastToken through a writable replica (account without INFO) = %d, %v: want ErrUnavailable", last, err)
+	}
+	n, _ := strconv.ParseUint(want, 10, 64)
+	if err := br.RaiseFloor(ctx, n+1000); !errors.Is(err, lockclient.ErrUnavailable) {
+		t.Errorf("RaiseFloor through a writable replica (account without INFO) = %v: want ErrUnavailable", err)
+	}
+	if v, _ := admin.Get(ctx, bp.TokenKey()).Result(); v != want {
+		t.Errorf("the replica's counter after the refused raise: %q, want %s", v, want)
+	}
+}

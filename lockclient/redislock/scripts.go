@@ -32,10 +32,18 @@ local function isretired(v)
   return string.sub(v, 1, 8) == 'retired:'
 end
 local notprimary = '` + notPrimaryReply + `'
-local function replica(key)
+local unverified = '` + unverifiedReply + `'
+local function notprimaryreply(key, mode)
   redis.call('PERSIST', key)
+  if mode == 'role:master' then return nil end
   local ok, info = pcall(redis.call, 'INFO', 'replication')
-  return ok and type(info) == 'string' and string.match(info, 'role:(%a+)') ~= 'master'
+  local role = ok and type(info) == 'string' and string.match(info, 'role:(%a+)')
+  if role then
+    if role ~= 'master' then return redis.error_reply(notprimary) end
+    return nil
+  end
+  if mode == 'unverified' then return nil end
+  return redis.error_reply(unverified)
 end
 local function canon(v)
   return (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil) and (#v < 19 or (#v == 19 and v <= '9223372036854775807'))
@@ -49,11 +57,16 @@ end
 const retiredReply = "redislock: the lock service was retired"
 
 // notPrimaryReply is the error reply of the floor scripts (raise, last token, retire)
-// on a server that is not the primary: their replica() check — a PERSIST of the counter,
-// a write that a read-only replica refuses (READONLY) before anything runs, and
-// INFO replication's role where the account may read it (a writable replica) — runs in
-// the same script as the read, so no extra round trip (red-team rt37c F2). A replica's
-// counter may lag tokens the primary granted.
+// on a server that is not the primary: their notprimaryreply() check — a PERSIST of the
+// counter, a write that a read-only replica refuses (READONLY) before anything runs,
+// and INFO replication's role (a writable replica) — runs in the same script as the
+// read, so no extra round trip (red-team rt37c F2). A replica's counter may lag tokens
+// the primary granted. Where the account may not run INFO, the check answers
+// unverifiedReply and the caller reads ROLE (primaryMode), then runs the script again
+// with the mode "role:master" (ROLE said so) or, for LastToken and RaiseFloor only,
+// "unverified" (ROLE refused too).
+//
+// notprimaryreply(key, mode) returns that error reply, or nil when the script may go on.
 const notPrimaryReply = "redislock: the server is not the primary"
 
 // corruptReply starts the error reply of a grant or raise that finds the token counter
