@@ -38,6 +38,9 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	if !k.cfg.schemaCheck {
 		return nil
 	}
+	if err := c.samePath(ctx); err != nil {
+		return err
+	}
 	c.syncNames()
 	if c.namesMoved {
 		if at, ok := c.checkedNames[g]; ok && k.fresh(at) {
