@@ -49,6 +49,9 @@ type conn struct {
 	// next statement (settlePoolNames, names.go).
 	namesGen         uint64
 	poolNamesPending bool
+	// pathSeen: the connection's name resolution as it opened was compared with the
+	// pool's (samePath, namepath.go).
+	pathSeen bool
 
 	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
 	// claimSeq numbers the keyed statement pairs (claims, DELETEs) sent on this

@@ -25,6 +25,9 @@ type core struct {
 	// namesGen counts forgetNames: DDL that may have moved what a guarded name
 	// resolves to on every connection (names.go)
 	namesGen atomic.Uint64
+	// namePath is the dialect's name resolution (dialect.NamePather) of the connections
+	// whose verdicts the pool caches: the first connection's to ask (namepath.go)
+	namePath atomic.Pointer[string]
 	// deleteFence: *plan.Table → verdict, the table's dialect.DeleteFencer verdict
 	deleteFence sync.Map
 	// guardInstalled: *plan.Table → verdict, the table's dialect.UpdateTriggerFinder (or Guarder) verdict (which

@@ -159,6 +159,9 @@ func (k *core) keyedForm(t *plan.Plan, cols []plan.KeyColumn) (*plan.Plan, error
 
 // rowKey returns g's primary key columns in key order (none: no primary key).
 func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table) ([]plan.KeyColumn, error) {
+	if err := c.samePath(ctx); err != nil {
+		return nil, err
+	}
 	if v, ok := c.core.rowKeys.Load(g); ok && c.core.fresh(v.(rowKey).at) && !c.namesMoved {
 		return v.(rowKey).cols, nil
 	}

@@ -41,6 +41,9 @@ func (c *conn) lockThrough(ctx context.Context, p *plan.Plan) error {
 // viewLockVerdict is the dialect's answer for r, cached per pool (c.core.viewLock) for
 // WithSchemaRecheck's interval.
 func (c *conn) viewLockVerdict(ctx context.Context, k dialect.ViewLockChecker, r plan.Relation) (bool, error) {
+	if err := c.samePath(ctx); err != nil {
+		return false, err
+	}
 	if !c.namesMoved {
 		if v, ok := c.core.viewLock.Load(r.Text); ok && c.core.fresh(v.(verdict).at) {
 			return v.(verdict).yes, nil

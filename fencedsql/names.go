@@ -14,7 +14,9 @@ import (
 // may make it resolve elsewhere for every connection (a same-named table created on
 // the search_path, a table renamed onto the name, the shadow dropped: plan.Plan.
 // ResetsPoolNames) drops the pool's verdicts (forgetNames), and connections whose
-// checks are already per connection drop theirs at their next check (syncNames).
+// checks are already per connection drop theirs at their next check (syncNames). A
+// connection that opens resolving names otherwise than the pool's first (a default set
+// outside the wrapper since: samePath, namepath.go) caches its checks on itself too.
 
 // forgetNames drops every verdict the pool cached about its guarded names — the lazy
 // check's, the tables' dialect verdicts, their row keys, the locking reads' view

@@ -21,7 +21,8 @@ import (
 // triggers that may assign its fencing columns, updatable views, rules, a guard a table
 // swap lost) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
-// resolvesNames; dropped for the pool after DDL that may move a guarded name,
+// resolvesNames, or from its start when it opened resolving names otherwise than the
+// pool's first, samePath; dropped for the pool after DDL that may move a guarded name,
 // forgetNames; on a connection whose names moved, a temporary table the catalog
 // cannot see is refused first, tempShadow). Only successes are cached, so fixing the
 // schema or the session takes effect without a restart; a success is trusted for
@@ -37,6 +38,9 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	}
 	if !k.cfg.schemaCheck {
 		return nil
+	}
+	if err := c.samePath(ctx); err != nil {
+		return err
 	}
 	c.syncNames()
 	if c.namesMoved {

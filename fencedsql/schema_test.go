@@ -138,6 +138,7 @@ func lazyVerdict(t *testing.T, d dialect.Dialect, c verdictCase) error {
 	if q := d.SessionQuery(); q != "" {
 		mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(d)))
 	}
+	expectNamePath(mock, d)
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.fit {
 		tok, ver := c.spec.TokenColumn, c.spec.VersionColumn
@@ -333,6 +334,7 @@ func TestSchemaErrorCheckQueryFails(t *testing.T) {
 			if q := dc.d.SessionQuery(); q != "" {
 				mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(dc.d)))
 			}
+			expectNamePath(mock, dc.d)
 			// No expectation for the column query: sqlmock refuses it.
 			_, err := db.ExecContext(withTok(7), "UPDATE accounts SET x = 1")
 			var se *fencedsql.SchemaError

@@ -25,6 +25,7 @@ func TestSqlmockLockingReadThroughView(t *testing.T) {
 	db, mock := newMockDB(t, d, fencedsql.WithSchemaCheck(true))
 	expectOpenAccounts(mock, d)
 	mock.ExpectBegin()
+	expectNamePath(mock, d)
 	mock.ExpectQuery(vq).WithArgs("av", "accounts").WillReturnRows(one(1))
 	mock.ExpectQuery(vq).WithArgs("other", "accounts").WillReturnRows(one(0))
 	mock.ExpectQuery(`SELECT id FROM other FOR UPDATE`).WillReturnRows(sqlmock.NewRows([]string{"id"}))

@@ -47,6 +47,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 				mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"@@SESSION.sql_mode"}).AddRow(mysqlGood))
 			}
 			expectPGSession(mock, dc.d)
+			expectNamePath(mock, dc.d)
 			mock.ExpectQuery(s.colsQuery).WithArgs(s.colsArgs...).WillReturnRows(columnRows(goodColumns...))
 			expectLint(t, mock, dc.d, "accounts")
 			mock.ExpectExec(s.update).WithArgs(s.updArgs...).WillReturnResult(sqlmock.NewResult(0, 1))
@@ -88,6 +89,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 			db, mock := newMockDB(t, c.d, fencedsql.WithSchemaCheck(true))
 			expectOpen(mock, c.d, c.args)
 			expectPGSession(mock, c.d)
+			expectNamePath(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows("id:1", "fence_token:1"))
 			_, err := db.ExecContext(withTok(7), c.in, 1)
 			if !errors.Is(err, fencedsql.ErrSchema) {
@@ -120,6 +122,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, mysqldialect.Dialect, []driver.Value{"", "accounts"})
 		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
+		expectNamePath(mock, mysqldialect.Dialect)
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows("id:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
 		if !errors.Is(err, fencedsql.ErrSchema) {
@@ -135,6 +138,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"})
 		expectPGSession(mock, postgres.Dialect)
+		expectNamePath(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows("id:1", "fence_token:0", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
 		if !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "fence_token") {
@@ -163,6 +167,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		boom := errors.New("boom")
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"})
 		expectPGSession(mock, postgres.Dialect)
+		expectNamePath(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnError(boom)
 		expectPGSession(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows(goodColumns...))
@@ -182,6 +187,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.Guard("shop.orders"), fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"}, []driver.Value{"shop.orders"})
 		expectPGSession(mock, postgres.Dialect)
+		expectNamePath(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("shop.orders").WillReturnRows(columnRows(goodColumns...))
 		expectLint(t, mock, postgres.Dialect, "shop.orders")
 		mock.ExpectExec(`INSERT INTO shop.orders (id, "fence_token", "version") VALUES ($1, $2, 1)`).WithArgs(int64(1), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))
@@ -205,6 +211,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("custom columns", func(t *testing.T) {
 		db, mock := newMockDB(t, sqlite.Dialect, fencedsql.Guard("jobs", fencedsql.TokenColumn("ft"), fencedsql.VersionColumn("ver")), fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, sqlite.Dialect, []driver.Value{"accounts"}, []driver.Value{"jobs"})
+		expectNamePath(mock, sqlite.Dialect)
 		mock.ExpectQuery(sqliteColumns).WithArgs("jobs").WillReturnRows(columnRows("id:1", "fence_token:1", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE jobs SET state = ?`, "done")
 		if !errors.Is(err, fencedsql.ErrSchema) {
@@ -259,6 +266,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 		expectOpenAccounts(mock, mysqldialect.Dialect)
 		upd := "UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
 		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
+		expectNamePath(mock, mysqldialect.Dialect)
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows(goodColumns...))
 		expectLint(t, mock, mysqldialect.Dialect, "accounts")
 		mock.ExpectExec(upd).WithArgs(int64(1), int64(7), int64(7)).WillReturnResult(sqlmock.NewResult(0, 1))

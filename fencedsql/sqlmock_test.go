@@ -210,3 +210,12 @@ func goodSession(d dialect.Dialect) string {
 	}
 	return mysqlGood
 }
+
+// expectNamePath expects the dialect's name resolution query (dialect.NamePather),
+// which runs once per connection before its first lazy check, answered with one
+// resolution for every connection.
+func expectNamePath(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	if p, ok := d.(dialect.NamePather); ok {
+		mock.ExpectQuery(p.NamePathQuery()).WillReturnRows(sqlmock.NewRows([]string{"path"}).AddRow("path"))
+	}
+}

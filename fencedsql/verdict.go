@@ -16,6 +16,9 @@ import (
 // may have moved (the answer is then this connection's only). A failed query is a
 // *SchemaError naming what was asked.
 func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table, what string, query func(dialect.TableName) (string, []any)) (bool, error) {
+	if err := c.samePath(ctx); err != nil {
+		return false, err
+	}
 	if !c.namesMoved {
 		if v, ok := cache.Load(g); ok && (v.(verdict).final || c.core.fresh(v.(verdict).at)) {
 			return v.(verdict).yes, nil

@@ -208,7 +208,9 @@ func (dialectImpl) CheckSession(value string) error {
 
 // syncCommitOf returns "<synchronous_commit> <source>" for pg, read once and kept in
 // its CustomData; false when the read failed (nothing is kept: the next call tries
-// again).
+// again). The same query reads the session's name resolution (namePathColumn), kept
+// under namePathKey for TrackedNamePath: the wrapper's once-per-connection comparison
+// costs no round trip of its own.
 func syncCommitOf(pg *pgconn.PgConn) (string, bool) {
 	data := pg.CustomData()
 	if data == nil {
@@ -219,12 +221,13 @@ func syncCommitOf(pg *pgconn.PgConn) (string, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), trackedQueryTimeout)
 	defer cancel()
-	res, err := pg.Exec(ctx, "SELECT "+syncCommitColumns+" FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'").ReadAll()
-	if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+	res, err := pg.Exec(ctx, "SELECT "+syncCommitColumns+", "+namePathColumn+" FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'").ReadAll()
+	if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 2 {
 		return "", false
 	}
 	v := string(res[0].Rows[0][0])
 	data[syncCommitKey] = v
+	data[namePathKey] = string(res[0].Rows[0][1])
 	return v, true
 }
 
