@@ -40,6 +40,12 @@ import (
 //     BIGINT, as above.
 //   - A primary key on a column prefix: the tombstones key on whole columns. No fix
 //     statement (a TEXT or BLOB key needs its prefix): key the table on whole columns.
+//   - A primary key ending in an application-time period WITHOUT OVERLAPS (MariaDB;
+//     periodKeyQuery, red-team rt40a F1): the table calls two rows one key when their
+//     periods overlap, the tombstones when the period's bounds are equal, so a row
+//     deleted under a newer token came back under an older one with a shorter period.
+//     Refused whether or not the table is tombstoned (the keyed claims compare the key
+//     with = too). No fix statement: key the table without WITHOUT OVERLAPS.
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	var found []dialect.SchemaProblem
 	tbl := t.Table.Quote(d.QuoteIdent)
@@ -96,20 +102,47 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// column, so a row deleted under a newer token came back as another value with
 	// the same prefix — one key for the table, another for the tombstone (a red-team
 	// pass). No statement fixes it in general (a TEXT key needs its prefix).
-	rows, err = query(ctx, "SELECT COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL ORDER BY SEQ_IN_INDEX",
-		t.Table.Schema, t.Table.Name)
+	// And, in the same query, a MariaDB application-time period key (periodKeyQuery).
+	rows, err = query(ctx, "SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
+		"UNION ALL "+periodKeyQuery,
+		t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		if len(r) != 2 {
+		if len(r) != 3 {
 			continue
 		}
-		found = append(found, dialect.SchemaProblem{
-			Problem: "the primary key uses a prefix of column " + r[0] + " (" + r[1] + " characters): the tombstones key on the whole column, so after a DELETE under a newer token a stale holder can insert a value with the same prefix — the same key for the table; key the table on whole columns"})
+		switch r[0] {
+		case "prefix":
+			found = append(found, dialect.SchemaProblem{
+				Problem: "the primary key uses a prefix of column " + r[1] + " (" + r[2] + " characters): the tombstones key on the whole column, so after a DELETE under a newer token a stale holder can insert a value with the same prefix — the same key for the table; key the table on whole columns"})
+		case "period":
+			found = append(found, dialect.SchemaProblem{
+				Problem: "the primary key ends in the application-time period " + r[1] + " WITHOUT OVERLAPS: two rows whose periods overlap are one key for the table, but the tombstones (and the keyed claims) compare the period's columns with =, so after a DELETE under a newer token a stale holder re-inserts the deleted row with a period one day shorter, and a DELETE … FOR PORTION OF on a plain connection frees a portion no tombstone covers; key the table without WITHOUT OVERLAPS (the overlap rule can be kept by a trigger) or do not fence it"})
+		}
 	}
 	return found, nil
 }
+
+// periodKeyQuery finds a primary key that ends in an application-time period WITHOUT
+// OVERLAPS (MariaDB 10.5+: PRIMARY KEY (id, p WITHOUT OVERLAPS); red-team rt40a F1):
+// one row ('period', the period's name, "") per such key. MariaDB's catalog does not
+// mark the period in a key (information_schema has no PERIODS table before 11.x): the
+// key lists the period's end and start columns as its last two columns, in that
+// order, and the period is a table CHECK constraint named after it whose clause is
+// exactly `start` < `end`. A key whose last two columns are (end, start) beside such a
+// CHECK written by hand is refused too (fail closed). Parameters: schema, table,
+// table, table. MySQL has no periods (and no CHECK_CONSTRAINTS.TABLE_NAME: the
+// constraint is joined through TABLE_CONSTRAINTS, which both have).
+const periodKeyQuery = "SELECT 'period', tc.CONSTRAINT_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc " +
+	"JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME " +
+	"JOIN information_schema.KEY_COLUMN_USAGE ke ON ke.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ke.TABLE_NAME = tc.TABLE_NAME AND ke.CONSTRAINT_NAME = 'PRIMARY' " +
+	"JOIN information_schema.KEY_COLUMN_USAGE ks ON ks.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ks.TABLE_NAME = tc.TABLE_NAME AND ks.CONSTRAINT_NAME = 'PRIMARY' AND ks.ORDINAL_POSITION = ke.ORDINAL_POSITION + 1 " +
+	"WHERE tc.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND tc.TABLE_NAME = ? AND tc.CONSTRAINT_TYPE = 'CHECK' " +
+	"AND cc.CHECK_CLAUSE = CONCAT('`', REPLACE(ks.COLUMN_NAME, '`', '``'), '` < `', REPLACE(ke.COLUMN_NAME, '`', '``'), '`') " +
+	"AND NOT EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE kx WHERE kx.TABLE_SCHEMA = tc.TABLE_SCHEMA AND kx.TABLE_NAME = ? AND kx.CONSTRAINT_NAME = 'PRIMARY' AND kx.ORDINAL_POSITION > ks.ORDINAL_POSITION) " +
+	"AND ks.TABLE_NAME = ?"
 
 // integerWidth returns the width in bytes of a DATA_TYPE of
 // information_schema.COLUMNS that is an integer type, 0 for any other.

@@ -91,7 +91,12 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 	return doors, nil
 }
 
-// views: updatable views naming the table or, level by level, such a view.
+// views: updatable views naming the table or, level by level, such a view — and, in
+// the same queries, those naming the guards' own tables of the table (its tombstone
+// table, the token floor of its database) or such a view, which are doors of the guard
+// tables (guardViewDoor, red-team rt40a F2). One query per level over every target of
+// the level (information_schema.VIEWS opens every view of the server, some 1 ms each):
+// a table without views over it or its guard tables costs one query, as before.
 func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT COALESCE(NULLIF(?, ''), DATABASE())", t.Table.Schema)
 	if err != nil {
@@ -100,41 +105,62 @@ func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t di
 	if len(rows) == 0 || len(rows[0]) == 0 || rows[0][0] == "" {
 		return nil, nil
 	}
-	targets := []dialect.TableName{{Schema: rows[0][0], Name: t.Table.Name}}
-	seen := map[dialect.TableName]bool{targets[0]: true}
+	db := rows[0][0]
+	// A target is a relation a write through a view may reach; root is what it leads
+	// to: "" for the guarded table, else the guard table's name.
+	type target struct {
+		name dialect.TableName
+		root string
+	}
+	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
+	targets := []target{{name: dialect.TableName{Schema: db, Name: t.Table.Name}},
+		{name: dialect.TableName{Schema: db, Name: tomb.Name}, root: tomb.Name},
+		{name: dialect.TableName{Schema: db, Name: floor.Name}, root: floor.Name}}
+	spelled := func(n dialect.TableName) string { return "`" + n.Schema + "`.`" + n.Name + "`" }
+	type seenKey struct {
+		view dialect.TableName
+		root string
+	}
+	seen := map[seenKey]bool{}
+	for _, tg := range targets {
+		seen[seenKey{tg.name, tg.root}] = true
+	}
 	var doors []dialect.SideDoor
 	for depth := 0; len(targets) > 0 && depth < 16; depth++ {
-		var next []dialect.TableName
-		for _, target := range targets {
-			vs, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DEFINER, SECURITY_TYPE FROM information_schema.VIEWS "+
-				"WHERE IS_UPDATABLE = 'YES' AND LOCATE(CONCAT('`', ?, '`.`', ?, '`'), VIEW_DEFINITION) > 0 ORDER BY TABLE_SCHEMA, TABLE_NAME",
-				target.Schema, target.Name)
-			if err != nil {
-				return nil, err
+		var cond []string
+		var args []any
+		for _, tg := range targets {
+			cond = append(cond, "LOCATE(CONCAT('`', ?, '`.`', ?, '`'), VIEW_DEFINITION) > 0")
+			args = append(args, tg.name.Schema, tg.name.Name)
+		}
+		vs, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DEFINER, SECURITY_TYPE FROM information_schema.VIEWS "+
+			"WHERE IS_UPDATABLE = 'YES' AND ("+strings.Join(cond, " OR ")+") ORDER BY TABLE_SCHEMA, TABLE_NAME", args...)
+		if err != nil {
+			return nil, err
+		}
+		var next []target
+		for _, v := range vs {
+			if len(v) < 5 {
+				continue
 			}
-			for _, v := range vs {
-				if len(v) < 5 {
+			view := dialect.TableName{Schema: v[0], Name: v[1]}
+			def := strings.ToLower(v[2])
+			for _, tg := range targets {
+				k := seenKey{view, tg.root}
+				if seen[k] || !strings.Contains(def, strings.ToLower(spelled(tg.name))) {
 					continue
 				}
-				view := dialect.TableName{Schema: v[0], Name: v[1]}
-				if seen[view] {
+				seen[k] = true
+				next = append(next, target{name: view, root: tg.root})
+				if tg.root != "" {
+					doors = append(doors, d.guardViewDoor(t.Table, view, tg.root, v[2], v[3], v[4]))
 					continue
 				}
-				seen[view] = true
-				next = append(next, view)
 				sd := dialect.SideDoor{Kind: dialect.SideDoorView, Object: view.String(),
 					Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
 						"(the table's triggers fire, but cannot check a token nor refuse a DELETE); the fix re-creates it with ALGORITHM=TEMPTABLE, which is not updatable (or revoke INSERT, UPDATE, DELETE on it from the writers)"}
-				if def := strings.TrimSpace(v[2]); def != "" {
-					definer := ""
-					if user, host, ok := cutLast(v[3], "@"); ok {
-						definer = " DEFINER = " + literal(user) + "@" + literal(host)
-					}
-					sec := ""
-					if v[4] == "DEFINER" || v[4] == "INVOKER" {
-						sec = " SQL SECURITY " + v[4]
-					}
-					sd.Fix = []string{"ALTER ALGORITHM = TEMPTABLE" + definer + sec + " VIEW " + view.Quote(d.QuoteIdent) + " AS " + def}
+				if fix := temptableFix(d, view, v[2], v[3], v[4]); fix != "" {
+					sd.Fix = []string{fix}
 				} else {
 					sd.Problem += "; the view's definition is not visible to this account (SHOW VIEW), so no statement is proposed"
 				}
@@ -159,7 +185,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // TriggerDoors finds the doors a statement through the pool opens
 // (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
 // lazy check refuses: the updatable views over the table (views, described at
-// SideDoors), the triggers of other tables that write it (otherTriggers) and the
+// SideDoors) and over its guard tables (views, guardViewDoor), the triggers of other tables that write it (otherTriggers) and the
 // table's own BEFORE triggers that may assign its fencing columns (ownTriggers), in
 // that order. MySQL lists only the triggers of tables the account has the TRIGGER
 // privilege on, and shows a view's definition only with SHOW VIEW: an application

@@ -414,12 +414,12 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // (lostGuard), a child or partition its guard leaves unfloored (unflooredRelatives),
 // a tombstone table keyed otherwise than the table
 // (tombstoneKey), and the guards' own tables not as the guards created them
-// (guardTables) — and, with the triggers of other relations, what may change those
-// tables (guard writers: triggers, rules, views, event triggers, SECURITY DEFINER
-// routines; otherTriggers) — and the functions whose body writes the table
+// (guardTables) and the foreign tables naming them (guardForeignTables) — and, with
+// the triggers of other relations, what may change those tables (guard writers:
+// triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers) — and the functions whose body writes the table
 // (routines, routinedoor.go) — in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardFunctions, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -8,7 +8,10 @@ package dialect
 // writes to the catalogs by name, on a pool with guarded tables, because they hold
 // the guards' functions and triggers, the fencing columns' NOT NULL and the session's
 // settings; a write through such a relation would change them without naming them
-// (red-team rt37e F2, F3). So a pool reads these relations at its first connection
+// (red-team rt37e F2, F3). The guards' own tables (tombstone tables, the token
+// floor) count as catalogs here: a view over one, and on PostgreSQL a foreign table
+// whose options name one, erased tombstones or lowered the floor through the pool
+// (red-team rt40a F2, F3). So a pool reads these relations at its first connection
 // and refuses writes to them like writes to the catalogs (a relation created later is
 // refused by pools opened later; the wrapper refuses creating one through the pool).
 type CatalogViewFinder interface {
@@ -18,6 +21,7 @@ type CatalogViewFinder interface {
 	// schema (database) the connection can see: schema and name as the catalog spells
 	// them, reaches the catalog relation reached, as "schema.name" (MySQL/MariaDB:
 	// "database.*"; "" when the dialect cannot tell: a view whose definition the
-	// account may not read is listed, fail closed, when it is updatable).
+	// account may not read is listed, fail closed, when it is updatable; a guard table
+	// reached is named with its fencedsql_ prefix, which the refusal's message names).
 	CatalogViewsQuery() (query string, args []any)
 }

@@ -1,6 +1,8 @@
 // Relations that reach a system catalog or settings relation under another name: a
 // view over pg_proc, pg_trigger, pg_attribute or pg_settings, over mysql.proc, or a
-// table with a rule that writes one (red-team rt37e F2, F3). A write through one
+// table with a rule that writes one (red-team rt37e F2, F3) — and, the same way, a
+// view or a foreign table over one of the guards' own tables (a tombstone table, the
+// token floor: red-team rt40a F2, F3), whose Reaches names it. A write through one
 // changes the catalog without naming it — a guard function's body, a trigger's
 // enabled flag, a fencing column's NOT NULL, a protected setting — so the planner
 // refuses it like a write to the catalog itself (protectCatalogWrites), and refuses the
@@ -179,7 +181,11 @@ func catalogViewDDLRefusal(head, name string) error {
 // (name as written).
 func catalogViewRefusal(what, name string, v CatalogView) error {
 	reaches := "a system catalog or settings relation"
-	if v.Reaches != "" {
+	switch {
+	case ContainsFold(v.Reaches, guardPrefix):
+		// A view or foreign table over a guard table (red-team rt40a F2, F3).
+		return unsupported("", "%s of %s on a pool with guarded tables: a write through it reaches the guard table %s (a view over it, or a foreign table naming it), so it deletes tombstones or lowers the token floor without naming them; drop it, or run the write on a plain connection", what, name, v.Reaches)
+	case v.Reaches != "":
 		reaches = "the system catalog " + v.Reaches
 	}
 	return unsupported("", "%s of %s on a pool with guarded tables: a write through it reaches %s (a view over it, or a rule that writes it), which holds the guards' functions and triggers, the fencing columns' NOT NULL or the session's settings, so it changes or disables the guards without naming them; drop the view or rule, or run the write on a plain connection", what, name, reaches)
