@@ -197,7 +197,7 @@ func (dialectImpl) CheckSession(value string) error {
 	f := strings.Split(value, " ")
 	if len(f) != sessionFields && len(f) != sessionFieldsMariaDB10 && len(f) != sessionFieldsMariaDB {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp", Value: value,
-			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
+			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true, Records: true}
 	}
 	limit, results := f[len(f)-2], f[len(f)-1]
 	f = f[:len(f)-recordFields]
@@ -208,27 +208,16 @@ func (dialectImpl) CheckSession(value string) error {
 	}
 	// How the server reads text first (SessionError.Reading): a statement passed through
 	// must not be let through because the session is unfit for writes in another way.
-	for _, m := range unsafeModes {
-		if modes[m] {
-			return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
-				Problem: "has " + m + ": the server would quote statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
-		}
+	// A reading error also carries Records when the session changes the wrapper's own
+	// reads too, so that neither hides the other (the pool's first connection is refused
+	// on Records before it reads the records).
+	recErr := checkRecordReads(limit, results)
+	if re := readingError(modes, mode, cs); re != nil {
+		re.Records = recErr != nil
+		return re
 	}
-	switch {
-	case unsafeCharsets[cs]:
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "a multibyte character of this character set can end in a byte that fencedsql's lexer reads as a backslash", Fix: sessionFix, Reading: true}
-	case spaceCharsets[cs]:
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "the server reads a byte of 0x80 and above (no-break space) as whitespace where fencedsql's lexer reads part of a word", Fix: sessionFix, Reading: true}
-	case !safeCharsets[cs]:
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
-	}
-	// How the server returns the wrapper's own reads next (SessionError.Records): the
-	// pool's first connection is refused on them before it reads the records.
-	if err := checkRecordReads(limit, results); err != nil {
-		return err
+	if recErr != nil {
+		return recErr
 	}
 	if !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"] {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
@@ -288,6 +277,29 @@ func (dialectImpl) CheckSession(value string) error {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "wsrep_on", Value: f[14],
 			Problem: "not the server's own (" + f[15] + "): on a Galera node the session's writes stay local, and a failover forgets them",
 			Fix:     "the session must keep the server's wsrep_on" + rawFix}
+	}
+	return nil
+}
+
+// readingError refuses a session whose sql_mode (modes, as read: mode) or client
+// character set cs makes the server read statement text differently from the lexer.
+func readingError(modes map[string]bool, mode, cs string) *fencedsql.SessionError {
+	for _, m := range unsafeModes {
+		if modes[m] {
+			return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
+				Problem: "has " + m + ": the server would quote statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
+		}
+	}
+	switch {
+	case unsafeCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "a multibyte character of this character set can end in a byte that fencedsql's lexer reads as a backslash", Fix: sessionFix, Reading: true}
+	case spaceCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "the server reads a byte of 0x80 and above (no-break space) as whitespace where fencedsql's lexer reads part of a word", Fix: sessionFix, Reading: true}
+	case !safeCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
 	}
 	return nil
 }

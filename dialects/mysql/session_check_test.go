@@ -98,6 +98,11 @@ func TestCheckSessionValues(t *testing.T) {
 			}
 		})
 	}
+	// A reading error does not hide a records one: it carries Records too.
+	var se *fencedsql.SessionError
+	if err := Dialect.CheckSession(sessionValue(false, map[int]string{0: "STRICT_ALL_TABLES,ANSI_QUOTES", 16: "1"})); !errors.As(err, &se) || !se.Reading || !se.Records {
+		t.Errorf("ANSI_QUOTES with sql_select_limit 1: %v; want a SessionError with Reading and Records", err)
+	}
 	// Values of another shape (the old three-field form, a missing field) are refused
 	// as unreadable, with Reading (every statement the wrapper judges is refused).
 	for _, v := range []string{"", "STRICT_TRANS_TABLES utf8mb4 1", sessionValue(true, nil) + " 0", SessionOK + " 0"} {
