@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -88,6 +89,9 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	listed := map[string]bool{}
 	for _, gs := range k.cfg.guards {
 		listed[strings.ToLower(gs.Table)] = true
+	}
+	if err := c.checkRecordsSession(ctx); err != nil {
+		return err
 	}
 	rec, err := k.loadRecords(ctx, c)
 	if err != nil {
@@ -182,9 +186,14 @@ func (k *core) loadRecords(ctx context.Context, c *conn) (schema.Records, error)
 
 // representable fails for a table the database records as guarded whose name the
 // wrapper cannot represent (a dot inside a name would be read as a qualifier, and the
-// table written unfenced under its real name): the pool refuses to open rather than
-// leave it unguarded.
+// table written unfenced under its real name; a name that is not valid UTF-8 — read
+// back converted to another character set, red-team rt40b F4 — would match no
+// statement's): the pool refuses to open rather than leave it unguarded.
 func representable(t dialect.TableName, why string) error {
+	if !utf8.ValidString(t.Name) || !utf8.ValidString(t.Schema) {
+		return &SchemaError{Table: t.String(), Problem: "the table " + why + ", but its name was read back as text that is not UTF-8: the session converts the names it reads (character_set_results), and a guard on it would match no statement",
+			Fix: "read the records in UTF-8 (character_set_results = utf8mb4)"}
+	}
 	if !strings.Contains(t.Name, ".") && !strings.Contains(t.Schema, ".") {
 		return nil
 	}

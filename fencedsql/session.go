@@ -23,6 +23,11 @@ type SessionError struct {
 	// only how a fenced write fails): statements the wrapper would pass through on its
 	// lexer's reading are refused too.
 	Reading bool
+	// Records reports a setting that changes the rows the wrapper's own catalog reads
+	// return (MySQL's sql_select_limit, character_set_results; see
+	// dialect.RecordsSessionChecker): a pool whose first connection has it does not
+	// open, and it is refused whatever the schema check says.
+	Records bool
 }
 
 func (e *SessionError) Error() string {
@@ -146,7 +151,7 @@ func (c *conn) sessionReadingOnly(ctx context.Context) error {
 		c.core.cfg.logger.WarnContext(ctx, "fencedsql: the session check query failed; with the schema check off the pool goes on", "error", err.Error())
 		return nil
 	}
-	if err := d.CheckSession(vals[0][0]); isReadingError(err) {
+	if err := d.CheckSession(vals[0][0]); isReadingError(err) || isRecordsError(err) {
 		return err
 	}
 	c.sessionDirty = false
@@ -158,6 +163,13 @@ func (c *conn) sessionReadingOnly(ctx context.Context) error {
 func isReadingError(err error) bool {
 	var se *SessionError
 	return errors.As(err, &se) && se.Reading
+}
+
+// isRecordsError reports whether err is a SessionError about a setting that changes
+// the rows of the wrapper's own catalog reads (SessionError.Records).
+func isRecordsError(err error) bool {
+	var se *SessionError
+	return errors.As(err, &se) && se.Records
 }
 
 func isSessionError(err error) bool {

@@ -240,13 +240,13 @@ func TestSessionCheckMySQL(t *testing.T) {
 		"empty":                  {" utf8mb4" + mysqlRest, "sql_mode"},
 		"ANSI_QUOTES":            {"STRICT_TRANS_TABLES,ANSI_QUOTES utf8mb4" + mysqlRest, "sql_mode"},
 		"NO_BACKSLASH_ESCAPES":   {"STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES utf8mb4" + mysqlRest, "sql_mode"},
-		"autocommit off":         {strictMode + " utf8mb4 1 0 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0", "autocommit"},
-		"completion_type CHAIN":  {strictMode + " utf8mb4 1 1 CHAIN 1700000000.000000 20 0 1 1 0 0 0", "completion_type"},
-		"clock set back":         {strictMode + " utf8mb4 1 1 NO_CHAIN 1000000000.000000 700000000000000 0 1 1 0 0 0", "timestamp"},
-		"skip_replication":       {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 1 1 1 0 0 0", "skip_replication"},
+		"autocommit off":         {strictMode + " utf8mb4 1 0 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0" + mysqlRecords, "autocommit"},
+		"completion_type CHAIN":  {strictMode + " utf8mb4 1 1 CHAIN 1700000000.000000 20 0 1 1 0 0 0" + mysqlRecords, "completion_type"},
+		"clock set back":         {strictMode + " utf8mb4 1 1 NO_CHAIN 1000000000.000000 700000000000000 0 1 1 0 0 0" + mysqlRecords, "timestamp"},
+		"skip_replication":       {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 1 1 1 0 0 0" + mysqlRecords, "skip_replication"},
 		"the old three fields":   {strictMode + " utf8mb4 1", "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp"},
-		"system_versioning_asof": {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 2020-01-01_00:00:00.000000 0 0", "system_versioning_asof"},
-		"wsrep_on off on Galera": {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 1", "wsrep_on"},
+		"system_versioning_asof": {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 2020-01-01_00:00:00.000000 0 0" + mysqlRecords, "system_versioning_asof"},
+		"wsrep_on off on Galera": {strictMode + " utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 1" + mysqlRecords, "wsrep_on"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))

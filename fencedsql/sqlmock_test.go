@@ -105,16 +105,20 @@ func columnsQuery(d dialect.Dialect) string {
 }
 
 const (
-	mysqlSession = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, @@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */ /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */) USING ascii) AS BINARY)"
+	mysqlSession = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, @@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */ /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */, @@SESSION.sql_select_limit, IFNULL(@@SESSION.character_set_results, 'NULL')) USING ascii) AS BINARY) LIMIT 1"
 	pgSession    = "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || s.setting || ' ' || s.source FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
 	pgGood       = "on UTF8 on configuration file"
 	strictMode   = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 	// mysqlRest follows sql_mode and character_set_client in a MariaDB session value
 	// that passes: sql_log_bin, autocommit, completion_type, the session clock and
 	// its distance from SYSDATE(6) in microseconds, skip_replication, server_id
-	// (session, global), gtid_domain_id (session, global), gtid_seq_no.
-	mysqlRest = " 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0"
-	mysqlGood = strictMode + " utf8mb4" + mysqlRest
+	// (session, global), gtid_domain_id (session, global), gtid_seq_no,
+	// system_versioning_asof, wsrep_on (session, global), sql_select_limit and
+	// character_set_results.
+	mysqlRest = " 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0" + mysqlRecords
+	// mysqlRecords ends every MySQL session value: sql_select_limit, character_set_results.
+	mysqlRecords = " 18446744073709551615 utf8mb4"
+	mysqlGood    = strictMode + " utf8mb4" + mysqlRest
 )
 
 func columnRows(cols ...string) *sqlmock.Rows {
@@ -149,8 +153,13 @@ func expectOpen(mock sqlmock.Sqlmock, d dialect.Dialect, args ...[]driver.Value)
 
 // expectRecords expects the reads of what the database records as guarded (the
 // registry, dialect.Registrar; the tables carrying the guard's triggers,
-// dialect.GuardFinder), answered "none".
+// dialect.GuardFinder), answered "none", after the session check that precedes them
+// where the dialect asks for it (dialect.RecordsSessionChecker: MySQL).
 func expectRecords(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	if _, ok := d.(dialect.RecordsSessionChecker); ok {
+		// The session check before the records (red-team rt40b F3, F4).
+		mock.ExpectQuery(d.SessionQuery()).WillReturnRows(sqlmock.NewRows([]string{"s"}).AddRow(goodSession(d)))
+	}
 	mock.ExpectQuery(d.(dialect.Registrar).RegistryExistsQuery()).WillReturnRows(sqlmock.NewRows([]string{"n"}).AddRow(int64(0)))
 	if f, ok := d.(dialect.GuardFinder); ok {
 		mock.ExpectQuery(f.GuardedTablesQuery()).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))

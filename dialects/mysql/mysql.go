@@ -87,16 +87,11 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 	switch me.Number {
 	case 1048: // Column 'fence_token' cannot be null
-		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: between(me.Message, "Column '", "'")}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: nullColumn(me.Message)}
 	case 1301: // Result of concat() was larger than max_allowed_packet (…)
 		return dialect.ErrorInfo{Kind: dialect.ErrorTooLarge}
 	case 1062: // Duplicate entry '…' for key 'name'
-		i := strings.LastIndex(me.Message, "for key '")
-		key := ""
-		if i >= 0 {
-			key = strings.TrimSuffix(me.Message[i+len("for key '"):], "'")
-		}
-		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key}
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: duplicateKey(me.Message)}
 	case 1213, // Deadlock found when trying to get lock; try restarting transaction
 		1020, // Record has changed since last read (MariaDB innodb_snapshot_isolation)
 		1206: // The total number of locks exceeds the lock table size

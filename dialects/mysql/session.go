@@ -70,8 +70,11 @@ import (
 // connect: timestamp=1000000000, autocommit=0, completion_type=1 …), a statement sent
 // on Raw. Of the protected settings it does not read, MySQL's gtid_next cannot be read
 // by a query that must also run on MariaDB (no such variable there, and no conditional
-// comment runs on MySQL only), and sql_select_limit, max_join_size and
-// sql_big_selects only make the wrapper's own checks fail, which refuses the write
+// comment runs on MySQL only), and max_join_size and sql_big_selects only make the
+// server refuse the wrapper's own reads, which refuses the write; sql_select_limit and
+// character_set_results, which change the rows those reads return, are read and
+// refused with SessionError.Records, on the pool's first connection before it reads
+// the records too (recordreads.go, red-team rt40b F3, F4)
 // (TestProtectedSettingsCheckedBySession in fencedsql/internal/plan keeps the two
 // lists in step).
 //
@@ -103,6 +106,11 @@ import (
 //
 //	<system_versioning_asof, blanks as _> <@@SESSION.wsrep_on> <@@GLOBAL.wsrep_on>
 //
+// and last, on every server:
+//
+//	<sql_select_limit> <character_set_results, NULL as the text NULL>
+//
+// The query ends in LIMIT 1, which overrides sql_select_limit (0 made it read no row).
 // sql_mode is the only value that may be empty, and none has a space. The query is
 // ASCII without backslashes: every session reads it the same way. Its result is ASCII
 // sent as binary, which the server does not convert to character_set_results (under
@@ -117,11 +125,12 @@ const sessionQuery = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@S
 	"@@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))" +
 	" /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */" +
 	" /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */" +
-	") USING ascii) AS BINARY)"
+	", @@SESSION.sql_select_limit, IFNULL(@@SESSION.character_set_results, 'NULL')" +
+	") USING ascii) AS BINARY) LIMIT 1"
 
 // SessionOK is a value of SessionQuery that CheckSession accepts (MariaDB's form, with
 // an unset clock): the answer a go-sqlmock test gives the session check.
-const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0"
+const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0 18446744073709551615 utf8mb4"
 
 // clockTolerance is how far NOW(6) may be from SYSDATE(6) in an unset session clock.
 // Unset, they differ by the time between the start of the check query (it reads no
@@ -134,10 +143,14 @@ const clockTolerance = 1_000_000 // microseconds
 // The field counts of SessionQuery's value: MySQL's, MariaDB's before 10.3.4 (no
 // system versioning), and MariaDB's.
 const (
-	sessionFields          = 7
-	sessionFieldsMariaDB10 = 13
-	sessionFieldsMariaDB   = 16
+	sessionFields          = 9
+	sessionFieldsMariaDB10 = 15
+	sessionFieldsMariaDB   = 18
 )
+
+// recordFields is the number of fields at the end of SessionQuery's value, after the
+// MariaDB ones: sql_select_limit and character_set_results.
+const recordFields = 2
 
 // unsafeCharsets are the client character sets whose multibyte characters can have a
 // second byte below 0x80 (0x5C, the backslash, among them).
@@ -184,8 +197,10 @@ func (dialectImpl) CheckSession(value string) error {
 	f := strings.Split(value, " ")
 	if len(f) != sessionFields && len(f) != sessionFieldsMariaDB10 && len(f) != sessionFieldsMariaDB {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp", Value: value,
-			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
+			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true, Records: true}
 	}
+	limit, results := f[len(f)-2], f[len(f)-1]
+	f = f[:len(f)-recordFields]
 	mode, cs, logBin := f[0], strings.ToLower(f[1]), f[2]
 	modes := map[string]bool{}
 	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
@@ -193,22 +208,16 @@ func (dialectImpl) CheckSession(value string) error {
 	}
 	// How the server reads text first (SessionError.Reading): a statement passed through
 	// must not be let through because the session is unfit for writes in another way.
-	for _, m := range unsafeModes {
-		if modes[m] {
-			return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
-				Problem: "has " + m + ": the server would quote statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
-		}
+	// A reading error also carries Records when the session changes the wrapper's own
+	// reads too, so that neither hides the other (the pool's first connection is refused
+	// on Records before it reads the records).
+	recErr := checkRecordReads(limit, results)
+	if re := readingError(modes, mode, cs); re != nil {
+		re.Records = recErr != nil
+		return re
 	}
-	switch {
-	case unsafeCharsets[cs]:
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "a multibyte character of this character set can end in a byte that fencedsql's lexer reads as a backslash", Fix: sessionFix, Reading: true}
-	case spaceCharsets[cs]:
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "the server reads a byte of 0x80 and above (no-break space) as whitespace where fencedsql's lexer reads part of a word", Fix: sessionFix, Reading: true}
-	case !safeCharsets[cs]:
-		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
-			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
+	if recErr != nil {
+		return recErr
 	}
 	if !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"] {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
@@ -233,7 +242,7 @@ func (dialectImpl) CheckSession(value string) error {
 			Problem: "the session's clock is set by hand (" + clockSkew(f[6]) + "): it dates the tombstones of its deletes (a purge removes them early, and a deleted row can come back under an older token) and the one-statement DELETE's mark",
 			Fix:     "the session clock must follow the server's (SET timestamp = DEFAULT)" + rawFix}
 	}
-	if len(f) == sessionFields {
+	if len(f) == sessionFields-recordFields {
 		return nil // MySQL
 	}
 	if on(f[7]) || !off(f[7]) {
@@ -256,7 +265,7 @@ func (dialectImpl) CheckSession(value string) error {
 			Problem: "a sequence number set by hand, if already used, makes replicas skip the session's next transaction",
 			Fix:     "gtid_seq_no must be 0" + rawFix}
 	}
-	if len(f) == sessionFieldsMariaDB10 {
+	if len(f) == sessionFieldsMariaDB10-recordFields {
 		return nil
 	}
 	if !strings.EqualFold(f[13], "DEFAULT") {
@@ -268,6 +277,29 @@ func (dialectImpl) CheckSession(value string) error {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "wsrep_on", Value: f[14],
 			Problem: "not the server's own (" + f[15] + "): on a Galera node the session's writes stay local, and a failover forgets them",
 			Fix:     "the session must keep the server's wsrep_on" + rawFix}
+	}
+	return nil
+}
+
+// readingError refuses a session whose sql_mode (modes, as read: mode) or client
+// character set cs makes the server read statement text differently from the lexer.
+func readingError(modes map[string]bool, mode, cs string) *fencedsql.SessionError {
+	for _, m := range unsafeModes {
+		if modes[m] {
+			return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
+				Problem: "has " + m + ": the server would quote statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
+		}
+	}
+	switch {
+	case unsafeCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "a multibyte character of this character set can end in a byte that fencedsql's lexer reads as a backslash", Fix: sessionFix, Reading: true}
+	case spaceCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "the server reads a byte of 0x80 and above (no-break space) as whitespace where fencedsql's lexer reads part of a word", Fix: sessionFix, Reading: true}
+	case !safeCharsets[cs]:
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs,
+			Problem: "a character set fencedsql does not know to be safe for its lexer", Fix: sessionFix, Reading: true}
 	}
 	return nil
 }

@@ -15,8 +15,8 @@ func sessionValue(mysqlForm bool, repl map[int]string) string {
 	for i, v := range repl {
 		f[i] = v
 	}
-	if mysqlForm {
-		f = f[:sessionFields]
+	if mysqlForm { // the common fields and the trailing record fields
+		f = append(f[:sessionFields-recordFields:sessionFields-recordFields], f[len(f)-recordFields:]...)
 	}
 	return strings.Join(f, " ")
 }
@@ -66,6 +66,19 @@ func TestCheckSessionValues(t *testing.T) {
 		{"server_id not the server's", false, map[int]string{8: "1001"}, "server_id"},
 		{"gtid_domain_id not the server's", false, map[int]string{10: "7"}, "gtid_domain_id"},
 		{"gtid_seq_no set", false, map[int]string{12: "5"}, "gtid_seq_no"},
+
+		// The settings that change what the wrapper's own reads return (red-team rt40b
+		// F3, F4), the last two fields in every form.
+		{"sql_select_limit 1", false, map[int]string{16: "1"}, "sql_select_limit"},
+		{"sql_select_limit 0", false, map[int]string{16: "0"}, "sql_select_limit"},
+		{"sql_select_limit 0, MySQL form", true, map[int]string{16: "0"}, "sql_select_limit"},
+		{"sql_select_limit unreadable", false, map[int]string{16: "x"}, "sql_select_limit"},
+		{"sql_select_limit of a 32-bit server", false, map[int]string{16: "4294967295"}, ""},
+		{"character_set_results latin1", false, map[int]string{17: "latin1"}, "character_set_results"},
+		{"character_set_results ascii, MySQL form", true, map[int]string{17: "ascii"}, "character_set_results"},
+		{"character_set_results binary", false, map[int]string{17: "binary"}, ""},
+		{"character_set_results NULL", false, map[int]string{17: "NULL"}, ""},
+		{"character_set_results utf8mb3", true, map[int]string{17: "utf8mb3"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := sessionValue(c.mysql, c.repl)
@@ -84,6 +97,11 @@ func TestCheckSessionValues(t *testing.T) {
 				t.Fatalf("CheckSession(%q) = %+v, want Setting %q with a Problem and a Fix", v, se, c.setting)
 			}
 		})
+	}
+	// A reading error does not hide a records one: it carries Records too.
+	var se *fencedsql.SessionError
+	if err := Dialect.CheckSession(sessionValue(false, map[int]string{0: "STRICT_ALL_TABLES,ANSI_QUOTES", 16: "1"})); !errors.As(err, &se) || !se.Reading || !se.Records {
+		t.Errorf("ANSI_QUOTES with sql_select_limit 1: %v; want a SessionError with Reading and Records", err)
 	}
 	// Values of another shape (the old three-field form, a missing field) are refused
 	// as unreadable, with Reading (every statement the wrapper judges is refused).

@@ -51,3 +51,19 @@ type SessionTracker interface {
 type SessionForgetter interface {
 	ForgetTrackedSession(raw driver.Conn)
 }
+
+// RecordsSessionChecker is implemented by dialects in which a session setting can
+// change the rows the wrapper's own catalog reads return, not only whether a write
+// fails (MySQL/MariaDB: sql_select_limit caps every top-level SELECT, the registry's
+// and the guard-trigger record's included; character_set_results converts the names
+// they return): a record read under such a setting gives a silently shorter list of
+// guarded tables, or names no statement spells (red-team rt40b F3, F4). The wrapper
+// runs the dialect's session check on a pool's first connection before it reads what
+// the database records as guarded, and refuses to open the pool on a *SessionError
+// with Records set, whatever the schema check says (a query that fails with the check
+// off — a mock — is logged). CheckSession must report such a setting before any other
+// that is not about reading (a session check with the schema check off enforces only
+// those). The method only marks the dialect.
+type RecordsSessionChecker interface {
+	SessionBeforeRecords()
+}

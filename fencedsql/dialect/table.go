@@ -3,6 +3,7 @@ package dialect
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
@@ -54,13 +55,18 @@ func parseTableName(s string) (TableName, string) {
 // PlainIdent reports whether s is an identifier a guard may name: letters, digits, _
 // and $ (not first), and non-ASCII letters, at most 128 bytes. Anything else (quotes, spaces,
 // dots) is refused so that names never need escaping. "" passes: the callers check
-// emptiness where it matters.
+// emptiness where it matters. A name that is not valid UTF-8 (and U+FFFD, what
+// invalid bytes decode to) is refused: statements are UTF-8, so such a guard matches
+// no statement's name — a registered name read back in latin1 (red-team rt40b F4)
+// left its table unguarded.
 func PlainIdent(s string) bool {
 	if s == "" {
 		return true
 	}
 	for i, r := range s {
 		switch {
+		case r == utf8.RuneError:
+			return false
 		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= 0x80:
 		case i > 0 && (r >= '0' && r <= '9' || r == '$'):
 		default:

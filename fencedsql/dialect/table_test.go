@@ -31,3 +31,13 @@ func TestParseTableName(t *testing.T) {
 		t.Errorf("Quote = %q", got)
 	}
 }
+
+// A name that is not valid UTF-8 (a registered name read back in latin1, red-team
+// rt40b F4) is not a plain identifier; non-ASCII letters in UTF-8 are.
+func TestPlainIdentRefusesInvalidUTF8(t *testing.T) {
+	for s, want := range map[string]bool{"café": true, "rt40b_caf\xe9": false, "a\ufffd": false, "\xff": false, "naïve_ß": true} {
+		if got := PlainIdent(s); got != want {
+			t.Errorf("PlainIdent(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

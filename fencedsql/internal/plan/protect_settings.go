@@ -33,7 +33,7 @@ var protectedSettings = []protectedSetting{
 	{"autocommit", []string{}, "0 opens a transaction the wrapper does not know of: the connection goes back to the pool inside it, and later writes report success and are never committed; use BeginTx (MySQL/MariaDB)"},
 	{"completion_type", []string{"no_chain", "0"}, "CHAIN opens a transaction after every COMMIT the wrapper sends: the connection goes back to the pool inside it, and a later autocommit write reports success and is never committed; RELEASE closes the connection (MySQL/MariaDB)"},
 	{"gtid_next", []string{"automatic"}, "a GTID already executed makes the server skip the session's statements, fenced writes included (MySQL)"},
-	{"sql_select_limit", []string{"18446744073709551615"}, "a limit makes the wrapper's own session and schema checks read no row, so every later guarded write on the pooled connection fails (MySQL/MariaDB)"},
+	{"sql_select_limit", []string{"18446744073709551615"}, "a limit caps the wrapper's own reads of the records and the catalog: a shorter list of guarded tables, or none (MySQL/MariaDB)"},
 	{"max_join_size", []string{"18446744073709551615"}, "a limit (it also clears sql_big_selects) makes the server refuse the wrapper's own checks of the session and of the schema, so later guarded writes on the pooled connection fail (MySQL/MariaDB)"},
 	{"sql_big_selects", []string{"1", "on", "true"}, "0 makes the server refuse the wrapper's own checks of the session and of the schema when they exceed max_join_size, so later guarded writes on the pooled connection fail (MySQL/MariaDB)"},
 	{"journal_mode", []string{"delete", "truncate", "persist", "memory", "wal"}, "OFF removes the rollback journal: a failed statement or ROLLBACK no longer undoes a fenced transaction's writes (SQLite)"},

@@ -40,6 +40,7 @@ func TestProtectedSettingsCheckedBySession(t *testing.T) {
 		"gtid_seq_no":            {12, "5"},
 		"system_versioning_asof": {13, "2020-01-01_00:00:00.000000"},
 		"wsrep_on":               {14, "1"},
+		"sql_select_limit":       {16, "1"}, // red-team rt40b F3: it capped the record reads
 	}
 	notRead := map[string]string{
 		// The session query must run on MySQL and MariaDB alike, and naming a variable the
@@ -48,12 +49,10 @@ func TestProtectedSettingsCheckedBySession(t *testing.T) {
 		// Setting it needs REPLICATION_APPLIER or SYSTEM_VARIABLES_ADMIN.
 		"gtid_next": "MySQL only: not readable by a query that also runs on MariaDB",
 		// These are protected for availability, not for fencing: they make the wrapper's
-		// own queries read no row or be refused by the server, so guarded writes fail;
-		// none makes a write pass unfenced (the session check itself reads no row under
-		// sql_select_limit = 0, which refuses the write).
-		"sql_select_limit": "fails closed: the wrapper's own checks read no row",
-		"max_join_size":    "fails closed: the server refuses the wrapper's own checks",
-		"sql_big_selects":  "fails closed: the server refuses the wrapper's own checks",
+		// own queries be refused by the server, so guarded writes fail;
+		// none makes a write pass unfenced.
+		"max_join_size":   "fails closed: the server refuses the wrapper's own checks",
+		"sql_big_selects": "fails closed: the server refuses the wrapper's own checks",
 	}
 	ok := strings.Split(mysql.SessionOK, " ")
 	if err := mysql.Dialect.CheckSession(mysql.SessionOK); err != nil {

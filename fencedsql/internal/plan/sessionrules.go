@@ -32,7 +32,8 @@ var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", 
 // autocommit are refused by the server; timestamp is kept but no longer dates
 // anything the fence relies on (MySQL tombstones are dated by SYSDATE, and the
 // one-statement DELETE's mark compares @@timestamp within one statement);
-// sql_select_limit, max_join_size and sql_big_selects fail closed; completion_type and
+// max_join_size and sql_big_selects fail closed; sql_select_limit is refused by the
+// connection's next session check (red-team rt40b F3); completion_type and
 // server_id are an open finding (docs/design.md, "Known open findings"). A routine
 // call cannot be told from the text (a user function in a SELECT, any write firing a
 // trigger) without flagging every write, which would cost a session query after each.

@@ -1,0 +1,68 @@
+package mysql
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// The session settings that change the rows the wrapper's own reads return (red-team
+// rt40b F3, F4; dialect.RecordsSessionChecker). go-sql-driver/mysql sends a DSN
+// parameter it does not know as SET name=value at connect, and init_connect or the
+// server's defaults set them unseen too:
+//
+//   - sql_select_limit caps every top-level SELECT: with 1 the registry read returned
+//     its first row only and the second registered table went unguarded, with 0 it
+//     returned none and the pool guarded nothing (only "nothing guarded" was logged);
+//     the guard-trigger record, the columns of the lazy check and every other catalog
+//     read were capped alike. Any value below 2^32-1 (the maximum of a 32-bit
+//     server; 64-bit servers default to 2^64-1) is refused. SessionQuery itself ends
+//     in an explicit LIMIT 1, which overrides it, so the refusal names the setting.
+//   - character_set_results other than UTF-8 or binary (or NULL: no conversion)
+//     converts the names the record reads return: under latin1 the registered
+//     rt40b_café came back as "rt40b_caf\xe9", a guard keyed by a name no UTF-8
+//     statement spells, and the real table went unguarded; under ascii a name came
+//     back with '?' for each character, and a name stored as "cafÃ©" is read as the
+//     valid "café", another table. It is refused whatever the names (the application's
+//     own reads under latin1 are not the wrapper's concern, but its catalog reads share
+//     the session), and dialect.PlainIdent refuses a name that is not valid UTF-8.
+//
+// Judged and accepted: max_join_size and sql_big_selects make the server refuse a
+// read (error 1104), never return fewer rows, so the wrapper's checks fail and the
+// write is refused (they stay protected settings); group_concat_max_len truncates only
+// the list of base tables named in the refusal of a listed view (ColumnsQuery); the
+// sql_mode flag PAD_CHAR_TO_FULL_LENGTH pads CHAR columns only, and the registry's and
+// information_schema's names are VARCHAR; lc_messages changes the servers' message
+// texts, which classify reads locale-independently (red-team rt40b F5).
+
+// minSelectLimit is the smallest sql_select_limit accepted: 2^32-1, the maximum on a
+// 32-bit server, more rows than any catalog read of the wrapper returns.
+const minSelectLimit = math.MaxUint32
+
+// utf8Results are the character_set_results values under which the server returns
+// names in UTF-8 (or unconverted: NULL, binary, in which the server stores them).
+var utf8Results = map[string]bool{"null": true, "binary": true, "utf8": true, "utf8mb3": true, "utf8mb4": true}
+
+// checkRecordReads refuses a session whose sql_select_limit or character_set_results
+// changes what the wrapper's own reads return.
+func checkRecordReads(limit, results string) error {
+	if n, err := strconv.ParseUint(limit, 10, 64); err != nil || n < minSelectLimit {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_select_limit", Value: limit, Records: true,
+			Problem: "caps every SELECT of the session, the wrapper's own reads of the tables the database records as guarded included: a shorter record leaves the other tables unfenced",
+			Fix:     "SET SESSION sql_select_limit = 18446744073709551615 (put a LIMIT in the application's queries instead), and remove whatever sets it (init_connect, the DSN's sql_select_limit parameter, the server's default)"}
+	}
+	if !utf8Results[strings.ToLower(results)] {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_results", Value: results, Records: true,
+			Problem: "the server converts the table names the wrapper reads from its records to it: a registered name read in another character set is a guard no statement matches, and the table goes unfenced",
+			Fix:     "SET SESSION character_set_results = utf8mb4 (or the DSN's charset=utf8mb4), and remove whatever sets it otherwise (init_connect, the DSN's character_set_results parameter, the server's default)"}
+	}
+	return nil
+}
+
+// SessionBeforeRecords implements dialect.RecordsSessionChecker.
+func (dialectImpl) SessionBeforeRecords() {}
+
+var _ dialect.RecordsSessionChecker = dialectImpl{}

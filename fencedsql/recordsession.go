@@ -1,0 +1,55 @@
+package fencedsql
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// checkRecordsSession runs the dialect's session check on c, a pool's first
+// connection, before the pool reads what the database records as guarded
+// (dialect.RecordsSessionChecker): a session setting that changes the rows of the
+// wrapper's own catalog reads — MySQL's sql_select_limit (any value but the
+// maximum: 1 reads one registry row, 0 none) or a character_set_results other than
+// UTF-8 or binary (a registered name read back in latin1 is a name no statement
+// spells) — left a registered table unguarded, with nothing failing (red-team rt40b
+// F3, F4). Such a session (a *SessionError with Records) fails the pool whatever the
+// schema check says. The session's other findings are left to the lazy check before
+// the first guarded write, as for every connection. With the schema check off, a
+// query that fails (a mock driver answers none) is logged; with it on, it fails the
+// pool, as the record reads it precedes would. One query per pool, not per statement;
+// the connection's own session check (sessionDirty) is left armed.
+func (c *conn) checkRecordsSession(ctx context.Context) error {
+	d := c.core.dialect
+	if _, ok := d.(dialect.RecordsSessionChecker); !ok || d.SessionQuery() == "" {
+		return nil
+	}
+	var value string
+	if t, ok := d.(dialect.SessionTracker); ok {
+		value, ok = t.TrackedSession(c.raw)
+		if ok {
+			return recordsOnly(d.CheckSession(value))
+		}
+	}
+	vals, err := c.queryStrings(ctx, d.SessionQuery(), nil)
+	if err == nil && (len(vals) != 1 || len(vals[0]) != 1) {
+		err = errors.New("the session check query did not return one value")
+	}
+	if err != nil {
+		if !c.core.cfg.schemaCheck {
+			c.core.cfg.logger.WarnContext(ctx, "fencedsql: the session check before reading the guarded tables' records failed; with the schema check off the pool goes on", "error", err.Error())
+			return nil
+		}
+		return &SchemaError{Problem: "the session check before reading the guarded tables' records failed" + mockHintFor(err), Err: err}
+	}
+	return recordsOnly(d.CheckSession(vals[0][0]))
+}
+
+// recordsOnly keeps err if it is a SessionError with Records.
+func recordsOnly(err error) error {
+	if isRecordsError(err) {
+		return err
+	}
+	return nil
+}
