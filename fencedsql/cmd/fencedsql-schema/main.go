@@ -19,7 +19,8 @@
 // (its deleted rows cannot be protected). The tables the database records as guarded
 // (its registries, the guard's triggers: every fenced pool on it guards them) that
 // -tables leaves out are checked too and reported after the listed ones (not fixed:
-// add them to -tables); their problems make the exit status non-zero. -purge-tombstones runs
+// add them to -tables); a warning on stderr names those with problems (the exit status
+// is the listed tables'). -purge-tombstones runs
 // schema.PurgeTombstones on the tombstone table of each table named in -tables
 // (-tables is required), and nothing else. A holder paused for longer than the retention could resurrect a
 // row whose tombstone was purged: keep the retention far above any pause you expect.
@@ -312,48 +313,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			code = exitProblems
 		}
 	}
-	if c := checkUnlisted(ctx, db, be.dialect, check, specs, *printOnly, stdout, stderr, fail); c != exitOK {
-		code = c
-	}
+	checkUnlisted(ctx, db, be.dialect, check, specs, *printOnly, stdout, stderr)
 	return code
 }
 
 // checkUnlisted checks the tables the database records as guarded (its registries,
 // the guard's triggers) that -tables leaves out — every fenced pool on the database
-// guards them — and reports them after the listed ones (on stderr with -print, whose
-// stdout is DDL): a -tables list must not pass a recorded table's problems over in
-// silence (red-team rt40b F1). Their fixes are not applied: add them to -tables. It
-// returns exitProblems when one has a problem or the records cannot be read.
+// guards them — and reports them after the listed ones (red-team rt40b F1): a -tables
+// list must not pass a recorded table's problems over in silence. Their reports go to
+// stdout (not with -print, whose stdout is DDL), and a warning naming those with
+// problems, or a failure to read the records, to stderr. Their fixes are not applied
+// and the exit status stays the listed tables' (an operator fixing one table is not
+// failed by another's known problem): add them to -tables to fix or gate on them.
 func checkUnlisted(ctx context.Context, db *sql.DB, d dialect.Dialect, check func(context.Context, *sql.DB, dialect.Dialect, ...schema.GuardSpec) ([]schema.TableReport, error),
-	specs []schema.GuardSpec, printOnly bool, stdout, stderr io.Writer, fail func(string, error) int) int {
+	specs []schema.GuardSpec, printOnly bool, stdout, stderr io.Writer) {
 	unlisted, err := schema.Unlisted(ctx, db, d, specs...)
 	if err != nil {
-		return fail("reading the tables the database records as guarded", err)
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: the tables the database records as guarded could not be read, so those -tables leaves out were not checked: %v\n", err)
+		return
 	}
 	if len(unlisted) == 0 {
-		return exitOK
+		return
 	}
 	reports, err := check(ctx, db, d, unlisted...)
 	if err != nil {
-		return fail("check of the recorded tables not in -tables", err)
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: the check of the recorded tables not in -tables failed: %v\n", err)
+		return
 	}
-	code := exitOK
 	var bad []string
 	for _, r := range reports {
 		if !r.OK() {
-			code = exitProblems
 			bad = append(bad, r.Table)
 		}
 	}
-	if printOnly {
-		if len(bad) > 0 {
-			fmt.Fprintf(stderr, "fencedsql-schema: recorded as guarded but not in -tables, with problems (add them to -tables): %s\n", strings.Join(bad, ", "))
-		}
-		return code
+	if !printOnly {
+		fmt.Fprintf(stdout, "\nrecorded as guarded (registry, guard triggers) but not in -tables; every fenced pool guards them (checked, not fixed: add them to -tables):\n")
+		printReports(stdout, reports)
 	}
-	fmt.Fprintf(stdout, "\nrecorded as guarded (registry, guard triggers) but not in -tables; every fenced pool guards them (checked, not fixed: add them to -tables):\n")
-	printReports(stdout, reports)
-	return code
+	if len(bad) > 0 {
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: recorded as guarded but not in -tables, with problems (add them to -tables): %s\n", strings.Join(bad, ", "))
+	}
 }
 
 // sideDoorHelp ends the usage message.
