@@ -10,3 +10,27 @@ type SchemaTokenLister interface {
 	// one row each: (schema, table name).
 	TombstoneTablesInQuery(schema string) (query string, args []any)
 }
+
+// TokenTableResolver is implemented by a dialect where a guarded table's name can name
+// tables that the connection's own name resolution does not reach (PostgreSQL: a table
+// of the name in every schema, the search_path choosing only one — and a guard matches
+// its name in every schema). schema.MaxToken then reads each table the query lists by
+// its exact catalog identity, never through the search_path (red-team rt40c F1: two
+// schemas' accounts, case twins, a "$user" schema's table shadowing public's).
+type TokenTableResolver interface {
+	// TokenTablesQuery returns a query listing, one row each (schema, table, column:
+	// exact catalog names), every table that table can name — for an unqualified name
+	// one in each schema; each part matched as written and as the server folds it — and
+	// that has a column tokenCol can name. Listing too many is safe (MaxToken reads
+	// more); a table the name reaches that is left out is not.
+	TokenTablesQuery(table TableName, tokenCol string) (query string, args []any)
+}
+
+// UnfilteredReader is implemented by a dialect whose row-level security can hide rows
+// from schema.MaxToken's reads (PostgreSQL). UnfilteredReadStatements run first in
+// MaxToken's read-only transaction and make a read that a policy would filter fail
+// instead (red-team rt40c F2); RowFiltered reports whether err is that failure.
+type UnfilteredReader interface {
+	UnfilteredReadStatements() []string
+	RowFiltered(err error) bool
+}

@@ -82,10 +82,11 @@ func (e *FloorError) Unwrap() error {
 	return ErrNoFloorGuard
 }
 
-// ErrNotPrimary means RaiseTokenFloor was run on a server that does not take writes as
-// a primary (a replica, a read-only server: dialect.PrimaryChecker): nothing was
-// written; run it on the primary (at a failover, after the promotion, before the
-// application writes).
+// ErrNotPrimary means RaiseTokenFloor or MaxToken was run on a server that does not
+// take writes as a primary (a replica, a read-only server: dialect.PrimaryChecker):
+// nothing was written, no token was answered (a replica's copy may lag behind tokens
+// the primary accepted); run it on the primary (at a failover, after the promotion,
+// before the application writes).
 var ErrNotPrimary = errors.New("fencedsql: the server is not a writable primary")
 
 // ErrFloorUnsafe means a token floor table the guards read is one the floor tools will
@@ -162,3 +163,20 @@ func (e *SettleError) Unwrap() []error {
 	}
 	return []error{ErrFloorUnsettled, e.Err}
 }
+
+// MaxTokenRowSecurityError means MaxToken's read of a table was refused because
+// row-level security would have hidden rows from the role running it (PostgreSQL: a
+// policy applies to that role, and MaxToken reads with row_security off, which turns
+// the filter into this error): the highest token is unknown, not the highest of the
+// rows the role may see (red-team rt40c F2). Run MaxToken (fencedsql-schema -max-token)
+// as the tables' owner (when the table does not FORCE ROW LEVEL SECURITY), a superuser
+// or a role with BYPASSRLS.
+type MaxTokenRowSecurityError struct {
+	Err error
+}
+
+func (e *MaxTokenRowSecurityError) Error() string {
+	return "fencedsql: MaxToken: row-level security would hide rows of a guarded table from this role, so the highest token cannot be read; run it as the tables' owner (without FORCE ROW LEVEL SECURITY), a superuser or a role with BYPASSRLS: " + e.Err.Error()
+}
+
+func (e *MaxTokenRowSecurityError) Unwrap() error { return e.Err }

@@ -191,7 +191,7 @@ func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 // tokenFloors is TokenFloors without the coverage check: the floor tables the guards
 // read and their floors (MaxToken and Check's lost-row report need them whatever the
 // coverage).
-func tokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
+func tokenFloors(ctx context.Context, db querier, d dialect.Dialect) ([]Floor, error) {
 	tables, err := floorTables(ctx, db, d)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func tokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 // floorTables lists the floor tables TokenFloors reports: those the guards in the
 // connection's scope read, and those of the schemas the registries' tables are
 // qualified with (guardFloors, registrySchemas).
-func floorTables(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]dialect.TableName, error) {
+func floorTables(ctx context.Context, db querier, d dialect.Dialect) ([]dialect.TableName, error) {
 	_, ff, err := floorFinder(d, "TokenFloor")
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func floorTables(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]dialect.
 }
 
 // readFloors reads the floor of each of tables.
-func readFloors(ctx context.Context, db *sql.DB, d dialect.Dialect, tables []dialect.TableName) ([]Floor, error) {
+func readFloors(ctx context.Context, db querier, d dialect.Dialect, tables []dialect.TableName) ([]Floor, error) {
 	out := make([]Floor, 0, len(tables))
 	for _, t := range tables {
 		f, lost, err := readFloor(ctx, db, d, t)
@@ -303,14 +303,8 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if floor > math.MaxInt64 {
 		return configErr("RaiseTokenFloor: floor %d exceeds the largest token a BIGINT column holds", floor)
 	}
-	if p, ok := d.(dialect.PrimaryChecker); ok {
-		var primary sql.NullString
-		if err := db.QueryRowContext(ctx, p.WritablePrimaryQuery()).Scan(&primary); err != nil {
-			return fmt.Errorf("fencedsql: RaiseTokenFloor: asking whether the server is a writable primary: %w", err)
-		}
-		if !dialect.CatalogBool(primary.String) {
-			return fmt.Errorf("fencedsql: RaiseTokenFloor: the server is a replica or read-only, where a raise is refused or undone by replication; raise on the primary: %w", ErrNotPrimary)
-		}
+	if err := requirePrimary(ctx, db, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary"); err != nil {
+		return err
 	}
 	registered := registrySchemas(ctx, db, d)
 	tx, err := db.BeginTx(ctx, nil)

@@ -160,7 +160,7 @@ func floorCovered(ctx context.Context, db *sql.DB, d dialect.Dialect, op string,
 // (red-team rt37c F3). Elsewhere every schema is in scope (PostgreSQL) or the dialect
 // does not list it (SQLite's attached databases: unfloored names their tables). An
 // unreadable registry yields none: unfloored reads it again and fails the call then.
-func registrySchemas(ctx context.Context, db *sql.DB, d dialect.Dialect) map[string]bool {
+func registrySchemas(ctx context.Context, db querier, d dialect.Dialect) map[string]bool {
 	specs, _ := ReadRegistries(ctx, catalogQuery(db), d)
 	out := map[string]bool{}
 	for _, spec := range specs {

@@ -57,6 +57,41 @@ func (e *RegistryError) Unwrap() error { return e.Err }
 // the guard checks. An unreadable registry is a RegistryError too: it is never taken
 // for none.
 func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]GuardSpec, error) {
+	rows, err := registryRows(ctx, q, d)
+	if err != nil {
+		return nil, err
+	}
+	var specs []GuardSpec
+	seen := map[string]GuardSpec{}
+	for _, row := range rows {
+		s := row.Spec
+		key := strings.ToLower(s.Table)
+		if prev, ok := seen[key]; ok {
+			p, n := prev.withDefaults(), s.withDefaults()
+			if !strings.EqualFold(p.TokenColumn, n.TokenColumn) || !strings.EqualFold(p.VersionColumn, n.VersionColumn) {
+				return nil, &RegistryError{
+					Problem: fmt.Sprintf("two registries of guarded tables record %s with different columns (%s, %s and %s, %s)", s.Table, p.TokenColumn, p.VersionColumn, n.TokenColumn, n.VersionColumn),
+					Fix:     "register the table again with its columns (fencedsql-schema -apply) and drop the stale registry"}
+			}
+			continue
+		}
+		seen[key] = s
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
+
+// registryRow is one row of one registry: Home is the schema that holds the registry
+// (unquoted; "" for the connection's own: MySQL/MariaDB, SQLite).
+type registryRow struct {
+	Home string
+	Spec GuardSpec
+}
+
+// registryRows returns every row of every registry of the database, each with the
+// schema of the registry holding it, none merged: MaxToken and Check read each table a
+// row names, whatever another row of another schema names (red-team rt40c F1).
+func registryRows(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]registryRow, error) {
 	r, ok := d.(dialect.Registrar)
 	if !ok || d == nil {
 		return nil, nil
@@ -82,8 +117,7 @@ func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 			names = append(names, v) // a qualified registry the dialect named
 		}
 	}
-	var specs []GuardSpec
-	seen := map[string]GuardSpec{}
+	var out []registryRow
 	for _, name := range names {
 		rows, err := q(ctx, dialect.RegistryRowsQueryOf(name))
 		if err != nil {
@@ -98,26 +132,28 @@ func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 			return nil, &RegistryError{Problem: "reading the registry of guarded tables " + name + " failed",
 				Fix: "grant the application SELECT on it (and USAGE on its schema)", Err: err}
 		}
+		home := registryHome(name)
 		for _, row := range rows {
 			if len(row) < 3 {
 				continue
 			}
-			s := GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]}
-			key := strings.ToLower(s.Table)
-			if prev, ok := seen[key]; ok {
-				p, n := prev.withDefaults(), s.withDefaults()
-				if !strings.EqualFold(p.TokenColumn, n.TokenColumn) || !strings.EqualFold(p.VersionColumn, n.VersionColumn) {
-					return nil, &RegistryError{
-						Problem: fmt.Sprintf("two registries of guarded tables record %s with different columns (%s, %s and %s, %s)", s.Table, p.TokenColumn, p.VersionColumn, n.TokenColumn, n.VersionColumn),
-						Fix:     "register the table again with its columns (fencedsql-schema -apply) and drop the stale registry"}
-				}
-				continue
-			}
-			seen[key] = s
-			specs = append(specs, s)
+			out = append(out, registryRow{Home: home, Spec: GuardSpec{Table: row[0], TokenColumn: row[1], VersionColumn: row[2]}})
 		}
 	}
-	return specs, nil
+	return out, nil
+}
+
+// registryHome is the schema of a registry named as Registrar.RegistryExistsQuery
+// names it ("" when unqualified), its double quotes undone.
+func registryHome(name string) string {
+	schema, ok := strings.CutSuffix(name, "."+dialect.RegistryTable)
+	if !ok {
+		return ""
+	}
+	if len(schema) >= 2 && schema[0] == '"' && schema[len(schema)-1] == '"' {
+		schema = strings.ReplaceAll(schema[1:len(schema)-1], `""`, `"`)
+	}
+	return schema
 }
 
 // Records is what the database records as guarded, each record apart: the pool checks

@@ -17,34 +17,89 @@ import (
 // deleted under the highest token leaves it nowhere else). For a table named with a
 // schema (database) qualifier outside the connection's scope (dialect.SchemaTokenLister:
 // MySQL/MariaDB, a table of another database), it also reads that schema's floor and
-// tombstones, which that table's guards hold to. With no tables it reads every table the database records as guarded
-// (Guarded: the registries, RegisterTables, and the tables carrying the guard's
-// triggers). Raise a new lock service's floor to at least this value before the
+// tombstones, which that table's guards hold to. With no tables it reads every table the
+// database records as guarded (the registries, RegisterTables — every row of every
+// registry — and the tables carrying the guard's triggers, by their schema and exact
+// name). Raise a new lock service's floor to at least this value before the
 // application uses it. It reads every row of every table (no index on the token
 // column): run it at a switch, not in a loop.
+//
+// Each table is read by its exact identity, never through the caller's name
+// resolution (red-team rt40c F1): where a name reaches tables of other schemas
+// (dialect.TokenTableResolver, PostgreSQL: an unqualified name names a table of each
+// schema, and a guard matches its name in every schema) every table of that name — as
+// written or case-folded — that has the token column is read, each by its quoted,
+// qualified catalog name; a name that reaches no such table fails. Reading too many
+// only raises the answer.
+//
+// All reads run in one read-only REPEATABLE READ transaction on one connection, so the
+// rows, the tombstones and the floors are one snapshot (a DELETE moving a token from a
+// row to a tombstone between two reads cannot hide it). It refuses a server that is not
+// a writable primary (dialect.PrimaryChecker, as RaiseTokenFloor; red-team rt40c F3)
+// with ErrNotPrimary: a standby or replica answers from a copy that may lag. Where
+// row-level security could hide rows (dialect.UnfilteredReader, PostgreSQL) it turns
+// row security off for its transaction, so a read a policy would filter fails with a
+// *MaxTokenRowSecurityError instead of answering too low (red-team rt40c F2): run it as
+// the tables' owner, a superuser or a role with BYPASSRLS.
 func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
 	if d == nil {
 		return 0, configErr("MaxToken: no dialect")
 	}
-	if len(tables) == 0 {
-		var err error
-		if tables, err = Guarded(ctx, catalogQuery(db), d); err != nil {
-			return 0, fmt.Errorf("fencedsql: MaxToken: reading the registry of guarded tables (name the tables instead): %w", err)
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return 0, fmt.Errorf("fencedsql: MaxToken: starting its read-only transaction: %w", err)
+	}
+	defer tx.Rollback()
+	m, err := maxToken(ctx, tx, d, tables)
+	if err != nil {
+		if u, ok := d.(dialect.UnfilteredReader); ok && u.RowFiltered(err) {
+			return 0, &MaxTokenRowSecurityError{Err: err}
 		}
-		if len(tables) == 0 {
-			return 0, configErr("MaxToken: the database records no guarded table (no registry, no guard installed): name the tables")
+		return 0, err
+	}
+	return m, nil
+}
+
+// maxToken is MaxToken inside its transaction.
+func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []GuardSpec) (uint64, error) {
+	if u, ok := d.(dialect.UnfilteredReader); ok {
+		for _, q := range u.UnfilteredReadStatements() {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return 0, fmt.Errorf("fencedsql: MaxToken: %s: %w", q, err)
+			}
 		}
 	}
-	var max uint64
-	if _, ok := d.(dialect.FloorFinder); ok {
-		floors, err := tokenFloors(ctx, db, d)
-		if err != nil && !isMissingTable(d, err) && !errors.Is(err, ErrNoFloorGuard) {
-			return 0, err
+	if err := requirePrimary(ctx, tx, d, "MaxToken", "a standby or replica answers from a copy that may lag behind tokens the primary accepted; run it on the primary"); err != nil {
+		return 0, err
+	}
+	specs := tables
+	if len(specs) == 0 {
+		recs, err := recordedTables(ctx, catalogQuery(tx), d)
+		if err != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken: reading the registry of guarded tables (name the tables instead): %w", err)
 		}
-		for _, f := range floors {
-			if f.Floor > 0 && f.Floor-1 > max {
-				max = f.Floor - 1
-			}
+		if len(recs) == 0 {
+			return 0, configErr("MaxToken: the database records no guarded table (no registry, no guard installed): name the tables")
+		}
+		specs = make([]GuardSpec, 0, len(recs))
+		for _, r := range recs {
+			specs = append(specs, r.Spec)
+		}
+	}
+	targets, err := tokenTargets(ctx, tx, d, specs)
+	if err != nil {
+		return 0, err
+	}
+	var max uint64
+	// The rows first, then the tombstones, then the floors (one snapshot all the same).
+	for _, t := range targets {
+		var v sql.NullInt64
+		q := "SELECT MAX(" + d.QuoteIdent(t.column) + ") FROM " + t.table.Quote(d.QuoteIdent)
+		if err := tx.QueryRowContext(ctx, q).Scan(&v); err != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken %s: %w", t.table, err)
+		}
+		if v.Valid && v.Int64 > 0 && uint64(v.Int64) > max {
+			max = uint64(v.Int64)
 		}
 	}
 	l, _ := d.(dialect.TombstoneLister)
@@ -52,35 +107,71 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 	if l != nil {
 		query = l.TombstoneTablesQuery()
 	}
-	tombs, err := tombstoneMax(ctx, db, d, query, nil)
+	tombs, err := tombstoneMax(ctx, tx, d, query, nil)
 	if err != nil {
 		return 0, err
 	}
-	other, err := otherSchemasMax(ctx, db, d, tables)
+	other, err := otherSchemasMax(ctx, tx, d, targets)
 	if err != nil {
 		return 0, err
 	}
-	for _, v := range []uint64{tombs, other} {
+	floor, err := floorMax(ctx, tx, d)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range []uint64{tombs, other, floor} {
 		if v > max {
 			max = v
 		}
 	}
-	for _, s := range tables {
-		s = s.withDefaults()
-		t, problem := s.parse()
-		if problem != "" {
-			return 0, configErr("MaxToken: table %q: %s", s.Table, problem)
+	return max, nil
+}
+
+// floorMax is the highest floor − 1 of the floor tables the installed guards read
+// (0 with none, or no guard reading one). It reads them under a savepoint: a floor
+// table a guard names but that is missing is skipped, and must not abort the
+// transaction (PostgreSQL) that MaxToken's other reads share.
+func floorMax(ctx context.Context, tx *sql.Tx, d dialect.Dialect) (uint64, error) {
+	if _, ok := d.(dialect.FloorFinder); !ok {
+		return 0, nil
+	}
+	const sp = "fencedsql_maxtoken_floors"
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+		return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
+	}
+	floors, err := tokenFloors(ctx, tx, d)
+	if err != nil {
+		if !isMissingTable(d, err) && !errors.Is(err, ErrNoFloorGuard) {
+			return 0, err
 		}
-		var v sql.NullInt64
-		q := "SELECT MAX(" + d.QuoteIdent(s.TokenColumn) + ") FROM " + t.Quote(d.QuoteIdent)
-		if err := db.QueryRowContext(ctx, q).Scan(&v); err != nil {
-			return 0, fmt.Errorf("fencedsql: MaxToken %s: %w", s.Table, err)
-		}
-		if v.Valid && v.Int64 > 0 && uint64(v.Int64) > max {
-			max = uint64(v.Int64)
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
+			return 0, fmt.Errorf("fencedsql: MaxToken: %w", rerr)
 		}
 	}
-	return max, nil
+	var top uint64
+	for _, f := range floors {
+		if f.Floor > 0 && f.Floor-1 > top {
+			top = f.Floor - 1
+		}
+	}
+	return top, nil
+}
+
+// requirePrimary fails with ErrNotPrimary when d can tell (dialect.PrimaryChecker) that
+// the server q reaches is not a writable primary; why says what that would do.
+func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why string) error {
+	p, ok := d.(dialect.PrimaryChecker)
+	if !ok {
+		return nil
+	}
+	var primary sql.NullString
+	if err := q.QueryRowContext(ctx, p.WritablePrimaryQuery()).Scan(&primary); err != nil {
+		return fmt.Errorf("fencedsql: %s: asking whether the server is a writable primary: %w", op, err)
+	}
+	if !dialect.CatalogBool(primary.String) {
+		return fmt.Errorf("fencedsql: %s: the server is a replica or read-only: %s: %w", op, why, ErrNotPrimary)
+	}
+	return nil
 }
 
 // otherSchemasMax is, for a dialect.SchemaTokenLister, the highest token the floor
@@ -90,17 +181,17 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 // and reads its floor in its own database, which the connection's listings do not
 // cover. A schema without a floor table adds nothing; reading the connection's own
 // database again changes nothing. 0 for other dialects.
-func otherSchemasMax(ctx context.Context, db *sql.DB, d dialect.Dialect, tables []GuardSpec) (uint64, error) {
+func otherSchemasMax(ctx context.Context, db querier, d dialect.Dialect, tables []tokenTarget) (uint64, error) {
 	sl, ok := d.(dialect.SchemaTokenLister)
 	if !ok {
 		return 0, nil
 	}
 	seen := map[string]bool{}
 	var top uint64
-	for _, s := range tables {
-		t, problem := s.withDefaults().parse()
-		if problem != "" || t.Schema == "" || seen[t.Schema] {
-			continue // a bad name is MaxToken's own error
+	for _, tt := range tables {
+		t := tt.table
+		if t.Schema == "" || seen[t.Schema] {
+			continue
 		}
 		seen[t.Schema] = true
 		f, _, err := readFloor(ctx, db, d, dialect.TableName{Schema: t.Schema, Name: dialect.FloorTable})
@@ -125,7 +216,7 @@ func otherSchemasMax(ctx context.Context, db *sql.DB, d dialect.Dialect, tables 
 // tombstoneMax is the highest token in the tombstone tables that query (with args)
 // lists, one row each (schema, or "" for the connection's own, table name): 0 when
 // query is "" (the dialect cannot list them) or there are none.
-func tombstoneMax(ctx context.Context, db *sql.DB, d dialect.Dialect, query string, args []any) (uint64, error) {
+func tombstoneMax(ctx context.Context, db querier, d dialect.Dialect, query string, args []any) (uint64, error) {
 	if query == "" {
 		return 0, nil
 	}

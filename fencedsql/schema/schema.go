@@ -159,9 +159,26 @@ type TableReport struct {
 // wrapping the driver's error (not ErrSchema: the answer is unknown, not "unfit"). A
 // table name or column name that is not a plain identifier (letters, digits, _, $) is a
 // *ConfigError.
+//
+// With no tables, Check checks every table the database records as guarded (Recorded:
+// every registry row, with its columns, and every table carrying the guard's triggers,
+// schema-qualified) — what every fenced pool on the database guards — and fails with a
+// *ConfigError when it records none: an empty list never passes as "nothing wrong"
+// (red-team rt40b F1). A list is checked as given; Unlisted names the recorded tables
+// it leaves out (fencedsql-schema reports them too).
 func Check(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
 	if d == nil {
 		return nil, configErr("schema.Check: no dialect")
+	}
+	if len(tables) == 0 {
+		recorded, err := Recorded(ctx, db, d)
+		if err != nil {
+			return nil, fmt.Errorf("fencedsql: schema.Check without a table list: %w", err)
+		}
+		if len(recorded) == 0 {
+			return nil, configErr("schema.Check: no table given, and the database records no guarded table (no registry row, no guard installed): name the tables to check")
+		}
+		tables = recorded
 	}
 	reports := make([]TableReport, 0, len(tables))
 	repl, err := checkReplication(ctx, db, d)
@@ -289,7 +306,7 @@ func checkSideDoors(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 
 // catalogQuery runs catalog queries on db, each value rendered by dialect.CatalogText
 // (as the fenced driver's lazy check renders them).
-func catalogQuery(db *sql.DB) dialect.CatalogQuery {
+func catalogQuery(db querier) dialect.CatalogQuery {
 	return func(ctx context.Context, q string, args ...any) ([][]string, error) {
 		rows, err := db.QueryContext(ctx, q, args...)
 		if err != nil {

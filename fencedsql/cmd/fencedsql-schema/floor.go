@@ -24,10 +24,16 @@ import (
 //	                  (lockfloor -raise N) before the application uses it. It reads the
 //	                  token column of every table in -tables, or without -tables of
 //	                  every table the database records as guarded (the registries and
-//	                  the tables carrying the guard's triggers: schema.Guarded), and the
-//	                  floor; it scans the tables. With nothing recorded, or a registry
-//	                  row naming a table that is gone, it fails (exit 1) rather than
-//	                  print a number that is too low: give -tables.
+//	                  the tables carrying the guard's triggers: schema.Recorded), each
+//	                  by its exact schema and name (PostgreSQL: every same-named table
+//	                  of every schema with the token column), the tombstones and the
+//	                  floor, in one read-only snapshot; it scans the tables. With
+//	                  nothing recorded, or a registry row naming a table that is gone,
+//	                  it fails (exit 1) rather than print a number that is too low:
+//	                  give -tables. It fails on a standby or replica
+//	                  (schema.ErrNotPrimary) and, on PostgreSQL, for a role that
+//	                  row-level security would filter: run it on the primary as the
+//	                  tables' owner, a superuser or a BYPASSRLS role.
 //	-raise-floor N    raises to N the floor every installed guard reads (the floor
 //	                  tables schema.TokenFloors lists: on PostgreSQL every schema of
 //	                  the database whose guards read one; on MySQL/MariaDB the DSN's

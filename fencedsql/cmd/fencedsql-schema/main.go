@@ -16,7 +16,11 @@
 //	… -raise-floor 1234   # raise the token floor to 1234 (never lowers it), then exit
 //
 // The check is schema.Check: a table without a primary key is reported
-// (its deleted rows cannot be protected). -purge-tombstones runs
+// (its deleted rows cannot be protected). The tables the database records as guarded
+// (its registries, the guard's triggers: every fenced pool on it guards them) that
+// -tables leaves out are checked too and reported after the listed ones (not fixed:
+// add them to -tables); a warning on stderr names those with problems (the exit status
+// is the listed tables'). -purge-tombstones runs
 // schema.PurgeTombstones on the tombstone table of each table named in -tables
 // (-tables is required), and nothing else. A holder paused for longer than the retention could resurrect a
 // row whose tombstone was purged: keep the retention far above any pause you expect.
@@ -303,12 +307,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printReports(stdout, reports)
 		}
 	}
+	code := exitOK
 	for _, r := range reports {
 		if !r.OK() {
-			return exitProblems
+			code = exitProblems
 		}
 	}
-	return exitOK
+	checkUnlisted(ctx, db, be.dialect, check, specs, *printOnly, stdout, stderr)
+	return code
+}
+
+// checkUnlisted checks the tables the database records as guarded (its registries,
+// the guard's triggers) that -tables leaves out — every fenced pool on the database
+// guards them — and reports them after the listed ones (red-team rt40b F1): a -tables
+// list must not pass a recorded table's problems over in silence. Their reports go to
+// stdout (not with -print, whose stdout is DDL), and a warning naming those with
+// problems, or a failure to read the records, to stderr. Their fixes are not applied
+// and the exit status stays the listed tables' (an operator fixing one table is not
+// failed by another's known problem): add them to -tables to fix or gate on them.
+func checkUnlisted(ctx context.Context, db *sql.DB, d dialect.Dialect, check func(context.Context, *sql.DB, dialect.Dialect, ...schema.GuardSpec) ([]schema.TableReport, error),
+	specs []schema.GuardSpec, printOnly bool, stdout, stderr io.Writer) {
+	unlisted, err := schema.Unlisted(ctx, db, d, specs...)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: the tables the database records as guarded could not be read, so those -tables leaves out were not checked: %v\n", err)
+		return
+	}
+	if len(unlisted) == 0 {
+		return
+	}
+	reports, err := check(ctx, db, d, unlisted...)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: the check of the recorded tables not in -tables failed: %v\n", err)
+		return
+	}
+	var bad []string
+	for _, r := range reports {
+		if !r.OK() {
+			bad = append(bad, r.Table)
+		}
+	}
+	if !printOnly {
+		fmt.Fprintf(stdout, "\nrecorded as guarded (registry, guard triggers) but not in -tables; every fenced pool guards them (checked, not fixed: add them to -tables):\n")
+		printReports(stdout, reports)
+	}
+	if len(bad) > 0 {
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: recorded as guarded but not in -tables, with problems (add them to -tables): %s\n", strings.Join(bad, ", "))
+	}
 }
 
 // sideDoorHelp ends the usage message.

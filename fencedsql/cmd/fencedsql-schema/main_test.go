@@ -99,7 +99,10 @@ func TestSQLite(t *testing.T) {
 	if code != exitProblems || !strings.Contains(out, "bare: 2 problem(s)\n  - no tombstone guard installed") || !strings.Contains(out, "fencedsql_tombins_bare") {
 		t.Fatalf("tombstone trigger dropped: exit %d\n%s", code, out)
 	}
-	if code, out, errOut := runCmd(t, append(args, "-apply")...); code != exitOK {
+	// bare is fixed; nullable, registered above and left out of -tables, is still
+	// reported, with a warning (rt40b F1).
+	if code, out, errOut := runCmd(t, append(args, "-apply")...); code != exitOK ||
+		!strings.Contains(out, "now:\nbare: OK\n") || !strings.Contains(out, "not in -tables") || !strings.Contains(out, "nullable: 1 problem(s)") || !strings.Contains(errOut, "nullable") {
 		t.Fatalf("-apply: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// A table without a primary key cannot get tombstones.
