@@ -9,3 +9,6 @@ func RememberedTokens(c *Client) int {
 	defer c.mu.Unlock()
 	return len(c.highest)
 }
+
+// ServiceContext is serviceContext, for tests.
+var ServiceContext = serviceContext

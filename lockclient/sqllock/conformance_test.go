@@ -92,7 +92,7 @@ func (c serverClock) CheckExpiry(t *testing.T, key string, l *lockclient.Lease, 
 	var left float64
 	q := `SELECT extract(epoch FROM expires_at - clock_timestamp()) FROM fencedsql_locks WHERE lock_key = $1`
 	if c.srv.dialect == sqllock.MySQL {
-		q = `SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 FROM fencedsql_locks WHERE lock_key = ?`
+		q = `SELECT TIMESTAMPDIFF(MICROSECOND, ` + myClock + `, expires_at) / 1e6 FROM fencedsql_locks WHERE lock_key = ?`
 	}
 	if err := c.admin.QueryRowContext(ctxT(t, 10*time.Second), q, key).Scan(&left); err != nil {
 		t.Fatal(err)
@@ -114,12 +114,15 @@ func (c serverClock) Expire(t *testing.T, key string) {
 	}
 }
 
+// myClock is sqllock's MySQL clock (red-team rt41c F1): not the session's @@timestamp.
+const myClock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00')"
+
 // checkServerClockStatements checks that every write takes its time from the server's
 // clock function that does not depend on the transaction or the session's time zone.
 func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
-	clock := "clock_timestamp()"
+	clock := "pg_catalog.clock_timestamp()"
 	if srv.dialect == sqllock.MySQL {
-		clock = "UTC_TIMESTAMP(6)"
+		clock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00')"
 	}
 	kinds := map[string]bool{}
 	for _, q := range stmts {
@@ -133,7 +136,7 @@ func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
 				t.Errorf("statement without the server clock %s: %s", clock, q)
 			}
 		}
-		for _, bad := range []string{"NOW()", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "SYSDATE"} {
+		for _, bad := range []string{"NOW()", "CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "UTC_TIMESTAMP"} {
 			if strings.Contains(up, bad) {
 				t.Errorf("statement uses %s (transaction/statement-start or session-zone time): %s", bad, q)
 			}
@@ -145,8 +148,8 @@ func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
 			t.Fatal(err)
 		}
 		proc := ddl[len(ddl)-1]
-		if !strings.Contains(proc, "expires_at > UTC_TIMESTAMP(6)") || !strings.Contains(proc, "UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND") {
-			t.Errorf("grant procedure does not judge expiry by UTC_TIMESTAMP(6):\n%s", proc)
+		if !strings.Contains(proc, "expires_at > "+myClock) || !strings.Contains(proc, myClock+" + INTERVAL p_ttl_us MICROSECOND") || strings.Contains(proc, "UTC_TIMESTAMP") {
+			t.Errorf("grant procedure does not judge expiry by the server's clock %s:\n%s", myClock, proc)
 		}
 	}
 	if len(stmts) < 4 {
@@ -155,7 +158,7 @@ func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
 }
 
 // Clients whose sessions use different time zones agree on expiry: the lease table
-// holds absolute times (timestamptz; UTC DATETIME from UTC_TIMESTAMP on MySQL).
+// holds absolute times (timestamptz; UTC DATETIME from the server's clock on MySQL).
 func TestSessionTimeZonesAgree(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv server) {
 		t.Parallel()

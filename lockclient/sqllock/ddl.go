@@ -143,13 +143,9 @@ func CreateTable(ctx context.Context, db *sql.DB, d Dialect, table string) error
 				return fmt.Errorf("sqllock: create table: %w", err)
 			}
 		}
-		// A grant procedure created by an earlier revision of version 2 is replaced.
-		grant, err := myGrantStmt(stmts, tn)
-		if err != nil {
-			return err
-		}
-		if err := myReplaceGrant(ctx, db, tn, grant); err != nil {
-			return fmt.Errorf("sqllock: create table: upgrade the grant procedure: %w", err)
+		// A grant procedure created by an earlier revision is replaced.
+		if err := myReplaceProcs(ctx, db, tn, stmts); err != nil {
+			return fmt.Errorf("sqllock: create table: upgrade the grant procedures: %w", err)
 		}
 		return nil
 	}

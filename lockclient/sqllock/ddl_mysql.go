@@ -7,6 +7,11 @@ import (
 // MySQL/MariaDB's lease table, token table and stored procedures: schema version 1
 // (myDDL) and the waiter queue of version 2 (myDDLv2).
 
+// myGrantV1Comment is the COMMENT of the version-1 grant procedure <table>_grant_v1
+// (a backend falls back on it while version 2 is missing); "rev 2": expiry by the
+// server's clock (myClock, red-team rt41c F1). The first revision had no "rev".
+const myGrantV1Comment = "fencedsql sqllock: grant p_key if free or expired; returns the token, 0 if held; rev 2"
+
 func myDDL(tn tableName) []string {
 	t := tn.quoted(MySQL)
 	c := tn.with("_token").quoted(MySQL)
@@ -17,7 +22,7 @@ func myDDL(tn tableName) []string {
 			"    owner      VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL,\n"+
 			"    session_id VARCHAR(64) CHARACTER SET ascii NOT NULL,\n"+
 			"    token      BIGINT NOT NULL,\n"+
-			"    expires_at DATETIME(6) NOT NULL COMMENT 'UTC, from UTC_TIMESTAMP(6)'\n"+
+			"    expires_at DATETIME(6) NOT NULL COMMENT 'UTC, server clock'\n"+
 			") ENGINE=InnoDB", t, MaxKeyLen),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n"+
 			"    id TINYINT NOT NULL PRIMARY KEY,\n"+
@@ -33,7 +38,7 @@ func myDDL(tn tableName) []string {
 			"    IN p_key VARBINARY(%d), IN p_owner VARCHAR(255) CHARACTER SET utf8mb4,\n"+
 			"    IN p_session VARCHAR(64) CHARACTER SET ascii, IN p_ttl_us BIGINT)\n"+
 			"    MODIFIES SQL DATA SQL SECURITY INVOKER\n"+
-			"    COMMENT 'fencedsql sqllock: grant p_key if free or expired; returns the token, 0 if held'\n"+
+			"    COMMENT '"+myGrantV1Comment+"'\n"+
 			"BEGIN\n"+
 			"    DECLARE v_token BIGINT DEFAULT NULL;\n"+
 			"    DECLARE v_live INT DEFAULT 0;\n"+
@@ -42,13 +47,14 @@ func myDDL(tn tableName) []string {
 			"        ROLLBACK;\n"+
 			"        RESIGNAL;\n"+
 			"    END;\n"+
+			myNoClock+
 			"    START TRANSACTION;\n"+
 			"    SELECT v INTO v_token FROM %s WHERE id = 1 FOR UPDATE;\n"+
 			"    IF v_token IS NULL THEN\n"+
 			"        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'fencedsql sqllock: the token counter row is missing';\n"+
 			"    END IF;\n"+
 			"    SELECT COUNT(*) INTO v_live FROM %s\n"+
-			"        WHERE lock_key = p_key AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE;\n"+
+			"        WHERE lock_key = p_key AND expires_at > "+myClock+" FOR UPDATE;\n"+
 			"    IF v_live > 0 THEN\n"+
 			"        COMMIT;\n"+
 			"        SELECT CAST(0 AS SIGNED) AS token;\n"+
@@ -56,9 +62,9 @@ func myDDL(tn tableName) []string {
 			"        SET v_token = v_token + 1;\n"+
 			"        UPDATE %s SET v = v_token WHERE id = 1;\n"+
 			"        INSERT INTO %s (lock_key, owner, session_id, token, expires_at)\n"+
-			"            VALUES (p_key, p_owner, p_session, v_token, UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND)\n"+
+			"            VALUES (p_key, p_owner, p_session, v_token, "+myClock+" + INTERVAL p_ttl_us MICROSECOND)\n"+
 			"            ON DUPLICATE KEY UPDATE owner = p_owner, session_id = p_session, token = v_token,\n"+
-			"                expires_at = UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND;\n"+
+			"                expires_at = "+myClock+" + INTERVAL p_ttl_us MICROSECOND;\n"+
 			"        COMMIT;\n"+
 			"        SELECT v_token AS token;\n"+
 			"    END IF;\n"+
@@ -86,9 +92,11 @@ func myDDL(tn tableName) []string {
 // TTL has passed, so that polls are reads. After a grant it deletes up to 8 lapsed
 // waiter rows and abandon marks (READ COMMITTED, errors ignored).
 // myGrantComment is the COMMENT of the grant procedure <table>_grant_v2; its revision
-// ("rev 2": the key's row is locked before the counter) tells CreateTable and CheckTable
-// whether an existing procedure is the current one (CREATE PROCEDURE does not replace).
-const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 2"
+// tells CreateTable and CheckTable whether an existing procedure is the current one
+// (CREATE PROCEDURE does not replace). Revisions: 2, the key's row is locked before the
+// counter; 3, expiry is judged by the server's clock (myClock), not the session's
+// (red-team rt41c F1).
+const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 3"
 
 func myDDLv2(tn tableName) []string {
 	t := tn.quoted(MySQL)
@@ -102,7 +110,7 @@ func myDDLv2(tn tableName) []string {
 			"    waiter_id   VARCHAR(64) CHARACTER SET ascii NOT NULL,\n"+
 			"    session_id  VARCHAR(64) CHARACTER SET ascii NOT NULL,\n"+
 			"    owner       VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL,\n"+
-			"    alive_until DATETIME(6) NOT NULL COMMENT 'UTC, from UTC_TIMESTAMP(6)',\n"+
+			"    alive_until DATETIME(6) NOT NULL COMMENT 'UTC, server clock',\n"+
 			"    gone        TINYINT NOT NULL DEFAULT 0 COMMENT '1: abandoned request, kept until alive_until',\n"+
 			"    UNIQUE KEY waiter_id (waiter_id),\n"+
 			"    KEY queue (lock_key, ticket),\n"+
@@ -131,9 +139,10 @@ func myDDLv2(tn tableName) []string {
 			"        ROLLBACK;\n"+
 			"        RESIGNAL;\n"+
 			"    END;\n"+
+			myNoClock+
 			"    body: BEGIN\n"+
 			"        SELECT MAX(ticket), COALESCE(MAX(gone), 0),\n"+
-			"               COALESCE(MAX(alive_until < UTC_TIMESTAMP(6) + INTERVAL (p_ttl_us * 2 DIV 3) MICROSECOND), 0)\n"+
+			"               COALESCE(MAX(alive_until < "+myClock+" + INTERVAL (p_ttl_us * 2 DIV 3) MICROSECOND), 0)\n"+
 			"          INTO v_ticket, v_gone, v_stale FROM %[3]s WHERE waiter_id = p_waiter;\n"+
 			"        IF v_gone THEN\n"+
 			"            SET v_token = -1;\n"+
@@ -142,19 +151,19 @@ func myDDLv2(tn tableName) []string {
 			"        IF p_queue THEN\n"+
 			"            IF v_ticket IS NULL THEN\n"+
 			"                INSERT INTO %[3]s (lock_key, waiter_id, session_id, owner, alive_until)\n"+
-			"                    VALUES (p_key, p_waiter, p_session, p_owner, UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND);\n"+
+			"                    VALUES (p_key, p_waiter, p_session, p_owner, "+myClock+" + INTERVAL p_ttl_us MICROSECOND);\n"+
 			"                SELECT MAX(ticket) INTO v_ticket FROM %[3]s WHERE waiter_id = p_waiter;\n"+
 			"            ELSEIF v_stale THEN\n"+
-			"                UPDATE %[3]s SET alive_until = UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND\n"+
+			"                UPDATE %[3]s SET alive_until = "+myClock+" + INTERVAL p_ttl_us MICROSECOND\n"+
 			"                    WHERE waiter_id = p_waiter AND gone = 0;\n"+
 			"            END IF;\n"+
 			"        END IF;\n"+
-			"        SELECT COUNT(*), COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), alive_until)), 0)\n"+
+			"        SELECT COUNT(*), COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, "+myClock+", alive_until)), 0)\n"+
 			"          INTO v_ahead, v_ahead_us FROM %[3]s\n"+
-			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > UTC_TIMESTAMP(6)\n"+
+			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > "+myClock+"\n"+
 			"           AND (v_ticket IS NULL OR ticket < v_ticket);\n"+
-			"        SELECT COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)), 0), COALESCE(MAX(token), 0)\n"+
-			"          INTO v_holder_us, v_holder FROM %[4]s WHERE lock_key = p_key AND expires_at > UTC_TIMESTAMP(6);\n"+
+			"        SELECT COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at)), 0), COALESCE(MAX(token), 0)\n"+
+			"          INTO v_holder_us, v_holder FROM %[4]s WHERE lock_key = p_key AND expires_at > "+myClock+";\n"+
 			"        IF v_ahead > 0 OR v_holder_us > 0 THEN\n"+
 			"            LEAVE body;\n"+
 			"        END IF;\n"+
@@ -182,9 +191,9 @@ func myDDLv2(tn tableName) []string {
 			"            LEAVE body;\n"+
 			"        END IF;\n"+
 			"        SELECT COUNT(*) INTO v_n FROM %[4]s\n"+
-			"            WHERE lock_key = p_key AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE;\n"+
+			"            WHERE lock_key = p_key AND expires_at > "+myClock+" FOR UPDATE;\n"+
 			"        SELECT COUNT(*) INTO v_ahead FROM %[3]s\n"+
-			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > UTC_TIMESTAMP(6)\n"+
+			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > "+myClock+"\n"+
 			"           AND (v_ticket IS NULL OR ticket < v_ticket);\n"+
 			"        IF v_n > 0 OR v_ahead > 0 THEN\n"+
 			"            COMMIT;\n"+
@@ -194,9 +203,9 @@ func myDDLv2(tn tableName) []string {
 			"        SET v_token = v_count + 1;\n"+
 			"        UPDATE %[5]s SET v = v_token WHERE id = 1;\n"+
 			"        INSERT INTO %[4]s (lock_key, owner, session_id, token, expires_at)\n"+
-			"            VALUES (p_key, p_owner, p_waiter, v_token, UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND)\n"+
+			"            VALUES (p_key, p_owner, p_waiter, v_token, "+myClock+" + INTERVAL p_ttl_us MICROSECOND)\n"+
 			"            ON DUPLICATE KEY UPDATE owner = p_owner, session_id = p_waiter, token = v_token,\n"+
-			"                expires_at = UTC_TIMESTAMP(6) + INTERVAL p_ttl_us MICROSECOND;\n"+
+			"                expires_at = "+myClock+" + INTERVAL p_ttl_us MICROSECOND;\n"+
 			"        IF p_queue THEN\n"+
 			"            DELETE FROM %[3]s WHERE waiter_id = p_waiter;\n"+
 			"        END IF;\n"+
@@ -208,7 +217,7 @@ func myDDLv2(tn tableName) []string {
 			"        gc: BEGIN\n"+
 			"            DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"+
 			"            SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"+
-			"            DELETE FROM %[3]s WHERE alive_until < UTC_TIMESTAMP(6) ORDER BY alive_until LIMIT 8;\n"+
+			"            DELETE FROM %[3]s WHERE alive_until < "+myClock+" ORDER BY alive_until LIMIT 8;\n"+
 			"        END gc;\n"+
 			"    END IF;\n"+
 			"END proc", p, MaxKeyLen, w, t, c),

@@ -87,7 +87,7 @@ func pgDDLv2(tn tableName) []string {
 	return []string{
 		fmt.Sprintf(`CREATE SEQUENCE IF NOT EXISTS %s AS bigint MINVALUE 1 START WITH 1 CACHE 1 NO CYCLE`, wseq),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-    ticket      bigint      NOT NULL DEFAULT nextval('%s') PRIMARY KEY,
+    ticket      bigint      NOT NULL DEFAULT pg_catalog.nextval('%s') PRIMARY KEY,
     lock_key    text        NOT NULL,
     waiter_id   text        NOT NULL UNIQUE,
     session_id  text        NOT NULL,
@@ -106,10 +106,10 @@ DECLARE
     v_w  text;
 BEGIN
     SELECT w.channel, w.waiter_id INTO v_ch, v_w FROM %[2]s w
-     WHERE w.lock_key = p_key AND NOT w.gone AND w.alive_until > clock_timestamp()
+     WHERE w.lock_key = p_key AND NOT w.gone AND w.alive_until > pg_catalog.clock_timestamp()
      ORDER BY w.ticket LIMIT 1;
     IF v_w IS NOT NULL AND v_ch <> '' THEN
-        PERFORM pg_notify(v_ch, v_w);
+        PERFORM pg_catalog.pg_notify(v_ch, v_w);
     END IF;
 END
 $fn$`, wake, w),
@@ -129,7 +129,7 @@ DECLARE
     v_locked boolean;
 BEGIN
     o_token := 0; o_ahead := 0; o_holder_us := 0; o_ahead_us := 0; o_holder := 0;
-    SELECT w.ticket, w.gone, w.alive_until < clock_timestamp() + v_ttl * 2 / 3
+    SELECT w.ticket, w.gone, w.alive_until < pg_catalog.clock_timestamp() + v_ttl * 2 / 3
       INTO v_ticket, v_gone, v_stale FROM %[2]s w WHERE w.waiter_id = p_waiter;
     IF v_gone THEN
         o_token := -1;
@@ -138,7 +138,7 @@ BEGIN
     IF p_queue THEN
         IF v_ticket IS NULL THEN
             INSERT INTO %[2]s AS w (lock_key, waiter_id, session_id, owner, channel, alive_until)
-            VALUES (p_key, p_waiter, p_session, p_owner, p_channel, clock_timestamp() + v_ttl)
+            VALUES (p_key, p_waiter, p_session, p_owner, p_channel, pg_catalog.clock_timestamp() + v_ttl)
             ON CONFLICT (waiter_id) DO NOTHING
             RETURNING w.ticket INTO v_ticket;
             IF v_ticket IS NULL THEN
@@ -146,7 +146,7 @@ BEGIN
                 RETURN;
             END IF;
         ELSIF v_stale THEN
-            UPDATE %[2]s w SET alive_until = clock_timestamp() + v_ttl, channel = p_channel
+            UPDATE %[2]s w SET alive_until = pg_catalog.clock_timestamp() + v_ttl, channel = p_channel
              WHERE w.waiter_id = p_waiter AND NOT w.gone;
             IF NOT FOUND THEN
                 o_token := -1;
@@ -154,16 +154,16 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    SELECT count(*), coalesce(max((extract(epoch FROM w.alive_until - clock_timestamp()) * 1000000)::bigint), 0)
+    SELECT pg_catalog.count(*), coalesce(pg_catalog.max((extract(epoch FROM w.alive_until - pg_catalog.clock_timestamp()) * 1000000)::bigint), 0)
       INTO o_ahead, o_ahead_us FROM %[2]s w
-     WHERE w.lock_key = p_key AND NOT w.gone AND w.alive_until > clock_timestamp()
+     WHERE w.lock_key = p_key AND NOT w.gone AND w.alive_until > pg_catalog.clock_timestamp()
        AND (v_ticket IS NULL OR w.ticket < v_ticket);
-    SELECT (extract(epoch FROM l.expires_at - clock_timestamp()) * 1000000)::bigint, l.token
+    SELECT (extract(epoch FROM l.expires_at - pg_catalog.clock_timestamp()) * 1000000)::bigint, l.token
       INTO o_holder_us, o_holder FROM %[3]s l WHERE l.lock_key = p_key;
     IF o_holder_us > 0 AND p_queue THEN
         -- Held: lock the row, so that a release in progress either commits first (the
         -- key is then free) or waits for this transaction (and then notifies this waiter).
-        SELECT (extract(epoch FROM l.expires_at - clock_timestamp()) * 1000000)::bigint, l.token
+        SELECT (extract(epoch FROM l.expires_at - pg_catalog.clock_timestamp()) * 1000000)::bigint, l.token
           INTO o_holder_us, o_holder FROM %[3]s l WHERE l.lock_key = p_key FOR KEY SHARE;
     END IF;
     o_holder_us := coalesce(o_holder_us, 0);
@@ -186,8 +186,8 @@ BEGIN
     PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key FOR NO KEY UPDATE;
     v_locked := FOUND;
     -- Grant, serialised with every other grant of the table (tokens in grant order).
-    PERFORM pg_advisory_xact_lock(%[5]d, 1);
-    PERFORM pg_advisory_xact_lock(%[7]s, 1);
+    PERFORM pg_catalog.pg_advisory_xact_lock(%[5]d, 1);
+    PERFORM pg_catalog.pg_advisory_xact_lock(%[7]s, 1);
     IF NOT v_locked THEN
         -- The key had no row: one that a grant inserted since must not be waited for
         -- here (lock_not_available, 55P03: nothing happened, the client calls again).
@@ -198,22 +198,22 @@ BEGIN
         o_token := -1;
         RETURN;
     END IF;
-    SELECT count(*) INTO o_ahead FROM %[2]s w
-     WHERE w.lock_key = p_key AND NOT w.gone AND w.alive_until > clock_timestamp()
+    SELECT pg_catalog.count(*) INTO o_ahead FROM %[2]s w
+     WHERE w.lock_key = p_key AND NOT w.gone AND w.alive_until > pg_catalog.clock_timestamp()
        AND (v_ticket IS NULL OR w.ticket < v_ticket);
     IF o_ahead > 0 THEN
         RETURN;
     END IF;
     INSERT INTO %[3]s AS l (lock_key, owner, session_id, token, expires_at)
-    VALUES (p_key, p_owner, p_waiter, nextval('%[6]s'), clock_timestamp() + v_ttl)
+    VALUES (p_key, p_owner, p_waiter, pg_catalog.nextval('%[6]s'), pg_catalog.clock_timestamp() + v_ttl)
     ON CONFLICT (lock_key) DO UPDATE
        SET owner = excluded.owner, session_id = excluded.session_id, token = excluded.token,
-           expires_at = clock_timestamp() + v_ttl
-     WHERE l.expires_at <= clock_timestamp()
+           expires_at = pg_catalog.clock_timestamp() + v_ttl
+     WHERE l.expires_at <= pg_catalog.clock_timestamp()
     RETURNING l.token INTO o_token;
     IF o_token IS NULL THEN
         o_token := 0;
-        SELECT (extract(epoch FROM l.expires_at - clock_timestamp()) * 1000000)::bigint, l.token
+        SELECT (extract(epoch FROM l.expires_at - pg_catalog.clock_timestamp()) * 1000000)::bigint, l.token
           INTO o_holder_us, o_holder FROM %[3]s l WHERE l.lock_key = p_key;
         o_holder_us := greatest(coalesce(o_holder_us, 0), 1);
         RETURN;
@@ -224,7 +224,7 @@ BEGIN
     o_holder := o_token; o_holder_us := p_ttl_us; o_ahead_us := 0;
     -- Garbage: waiters that lapsed (crashed) and marks of abandoned requests past their time.
     DELETE FROM %[2]s w WHERE w.ticket IN (
-        SELECT g.ticket FROM %[2]s g WHERE g.alive_until < clock_timestamp()
+        SELECT g.ticket FROM %[2]s g WHERE g.alive_until < pg_catalog.clock_timestamp()
          ORDER BY g.alive_until LIMIT 8 FOR UPDATE SKIP LOCKED);
 END
 $fn$`, tn.with("_grant_v2").quoted(Postgres), w, t, wake, class, tseq, tclass),
@@ -234,7 +234,7 @@ $fn$`, tn.with("_grant_v2").quoted(Postgres), w, t, wake, class, tseq, tclass),
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
     DELETE FROM %[2]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter AND l.token = p_token
-    RETURNING l.expires_at > clock_timestamp() INTO o_live;
+    RETURNING l.expires_at > pg_catalog.clock_timestamp() INTO o_live;
     o_found := FOUND;
     IF o_found THEN
         PERFORM %[3]s(p_key);
@@ -250,7 +250,7 @@ BEGIN
     PERFORM 1 FROM %[2]s l WHERE l.lock_key = p_key FOR KEY SHARE; -- after a release in progress
     DELETE FROM %[3]s w WHERE w.waiter_id = p_waiter AND NOT w.gone;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF NOT EXISTS (SELECT 1 FROM %[2]s l WHERE l.lock_key = p_key AND l.expires_at > clock_timestamp()) THEN
+    IF NOT EXISTS (SELECT 1 FROM %[2]s l WHERE l.lock_key = p_key AND l.expires_at > pg_catalog.clock_timestamp()) THEN
         PERFORM %[4]s(p_key);
     END IF;
     RETURN v_n;
@@ -266,13 +266,13 @@ DECLARE
     v_locked boolean;
 BEGIN
     INSERT INTO %[2]s AS w (lock_key, waiter_id, session_id, owner, channel, alive_until, gone)
-    VALUES (p_key, p_waiter, p_session, '', '', clock_timestamp() + p_keep_us * interval '1 microsecond', true)
+    VALUES (p_key, p_waiter, p_session, '', '', pg_catalog.clock_timestamp() + p_keep_us * interval '1 microsecond', true)
     ON CONFLICT (waiter_id) DO UPDATE SET gone = true, alive_until = excluded.alive_until;
     -- As in grant: the row lock before the table-wide lock, never the other way round.
     PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter FOR UPDATE;
     v_locked := FOUND;
-    PERFORM pg_advisory_xact_lock(%[4]d, 1);
-    PERFORM pg_advisory_xact_lock(%[6]s, 1);
+    PERFORM pg_catalog.pg_advisory_xact_lock(%[4]d, 1);
+    PERFORM pg_catalog.pg_advisory_xact_lock(%[6]s, 1);
     IF NOT v_locked THEN
         PERFORM 1 FROM %[3]s l WHERE l.lock_key = p_key AND l.session_id = p_waiter FOR UPDATE NOWAIT;
     END IF;

@@ -35,8 +35,11 @@
 //
 // The client never sends a time, only the TTL as a duration: a grant or renewal sets
 // expires_at = (server now) + TTL, and a lease is expired once expires_at <= server now
-// (PostgreSQL clock_timestamp(), MySQL UTC_TIMESTAMP(6), which does not depend on the
-// session's time_zone). Because the server computes expires_at after it received the
+// (PostgreSQL pg_catalog.clock_timestamp(), qualified so that a session's search_path
+// cannot substitute another; MySQL CONVERT_TZ(SYSDATE(6), @@session.time_zone,
+// '+00:00'), the server's clock in UTC, which neither the session's time_zone nor its
+// settable @@timestamp moves — UTC_TIMESTAMP(6) would follow @@timestamp; see clock.go,
+// red-team rt41c F1, F2). Because the server computes expires_at after it received the
 // request, it is never earlier than the client's send time + TTL, which is what
 // lockclient's local deadline (send time + TTL − margin) relies on: the client gives up
 // before the service expires the lease (G7 in docs/design.md).
@@ -60,7 +63,12 @@
 //     a network round trip, so a client that stalls mid-request (GC pause, partition) can
 //     never keep row locks of the lease table.
 //   - Renew: UPDATE … SET expires_at = now + TTL WHERE key, session, token match and
-//     expires_at > now; no row → [lockclient.ErrLeaseLost].
+//     expires_at > now; no row → [lockclient.ErrLeaseLost]. On MySQL renew and release
+//     run in a short transaction of their own (START TRANSACTION, the statement, COMMIT:
+//     three round trips), so that they are committed whatever the session's autocommit;
+//     a client that stalls between the statement and COMMIT keeps the key's row locked
+//     (that key's grants wait) until the server drops its connection or its lock wait
+//     timeout ends them — availability only, as for an operator's query.
 //   - Release: DELETE … WHERE key, session and token match. A live row deleted: released.
 //     Our own row deleted after it had expired (nobody retook it): [lockclient.ErrLeaseLost].
 //     No row of ours: [lockclient.ErrNotOwner], and the current holder's row, which has
@@ -247,10 +255,12 @@
 //
 // # Connections
 //
-// The backend uses the *sql.DB it is given as is: connections must be in autocommit mode
-// (database/sql's default; do not put autocommit=0 in a MySQL DSN), and on MySQL the
-// session variable timestamp must not be set (it changes what the server reports as
-// now). Every call is bounded by its context and the driver's own timeouts only: give
+// The backend uses the *sql.DB it is given as is. Its statements do not depend on the
+// session's clock settings (see "Expiry is the server's"), and on MySQL renewals and
+// releases run in a transaction of their own that is committed before they are reported
+// (a pool with autocommit=0 or a connection left in a stray transaction does not keep
+// them uncommitted; such a stray transaction is committed by them, as by a grant:
+// red-team rt41c F3). Every call is bounded by its context and the driver's own timeouts only: give
 // Release a deadline too (context.WithoutCancel keeps none). On PostgreSQL, a waiting
 // Acquire holds one extra pooled connection per Backend while someone waits (not with a
 // pool of one connection, SetMaxOpenConns(1), where waiters poll).

@@ -133,3 +133,68 @@ func TestFlushLogSettingWarned(t *testing.T) {
 		t.Errorf("innodb_flush_log_at_trx_commit = %s: warned %d times in two grants, want %d (messages %q)", flush, warned, want, rec.Messages())
 	}
 }
+
+// TestRenewAndReleaseCommitDurablyUnderAsyncDefault (the durability suspicion of
+// red-team rt41c): under a database default of synchronous_commit = off a renewal was
+// acknowledged before its commit was flushed, so a crash (or a failover to a
+// synchronous standby) could take back a renewal the client trusts (G7). Renew and
+// Release set synchronous_commit on for their own transaction as the grant does: a
+// deferred constraint trigger on UPDATE and DELETE records the setting they commit under.
+func TestRenewAndReleaseCommitDurablyUnderAsyncDefault(t *testing.T) {
+	srv := servers[0]
+	if srv.dialect != sqllock.Postgres {
+		t.Fatal("servers[0] is not PostgreSQL")
+	}
+	dsn, admin := srv.fresh(t, "")
+	ctx := ctxT(t, 20*time.Second)
+	for _, q := range []string{
+		`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = off', current_database()); END $$`,
+		`CREATE TABLE commit_log (op text NOT NULL, setting text NOT NULL)`,
+		`CREATE FUNCTION log_commit_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO commit_log VALUES (TG_OP, current_setting('synchronous_commit')); RETURN NULL; END $$`,
+		`CREATE CONSTRAINT TRIGGER log_commit AFTER UPDATE OR DELETE ON fencedsql_locks
+ DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION log_commit_setting()`,
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := sqllock.New(srv.open(t, dsn), sqllock.WithDialect(sqllock.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, b)
+	g, err := s.TryAcquire(ctx, "fresh") // an insert: not logged
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Renew(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := admin.QueryContext(ctx, `SELECT op, setting FROM commit_log`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	ops := map[string]bool{}
+	for rows.Next() {
+		var op, setting string
+		if err := rows.Scan(&op, &setting); err != nil {
+			t.Fatal(err)
+		}
+		ops[op] = true
+		if setting != "on" {
+			t.Errorf("a %s of the lease table (renewal or release) committed with synchronous_commit = %s (the database default is off): "+
+				"a crash can take it back while the client trusts it", op, setting)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !ops["UPDATE"] || !ops["DELETE"] {
+		t.Fatalf("commits logged for %v, want UPDATE (renew) and DELETE (release)", ops)
+	}
+}

@@ -203,7 +203,7 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		}
 		b.seqChecked.Store(true)
 		if b.dialect != MySQL {
-			return nil
+			return b.checkPGFunctions(ctx)
 		}
 		// The counter row, without which every grant fails.
 		var v int64
@@ -215,15 +215,19 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		case err != nil:
 			return unavailable("check table", "", err)
 		}
-		current, err := myGrantCurrent(ctx, b.db, b.table)
+		outdated, err := myOutdatedProcs(ctx, b.db, b.table)
 		switch {
 		case err != nil:
 			return unavailable("check table", "", err)
-		case current:
+		case len(outdated) == 0:
 			return nil
 		}
-		e := b.schemaError("the current revision of procedure "+b.table.with("_grant_v2").String()+
-			" (it waits for a key's row lock while holding the token counter)", nil)
+		var names []string
+		for _, p := range outdated {
+			names = append(names, b.table.with(p.suffix).String())
+		}
+		e := b.schemaError("the current revision of procedure "+strings.Join(names, ", ")+
+			" (an earlier one judges expiry by the session's clock, or waits for a key's row lock while holding the token counter)", nil)
 		e.Outdated = true
 		return e
 	}
@@ -345,4 +349,41 @@ func (b *Backend) missingObjects(ctx context.Context, list []schemaObject) ([]sc
 		}
 	}
 	return missing, nil
+}
+
+// pgCurrentMark is in the body of every current PostgreSQL function of the lease table:
+// functions of an earlier release call clock_timestamp() (and the other built-ins)
+// unqualified, resolved by the caller's search_path (red-team rt41c F2). CreateTable
+// replaces them (CREATE OR REPLACE FUNCTION).
+const pgCurrentMark = pgClock
+
+// checkPGFunctions reports, as an Outdated *SchemaError, the version-2 functions whose
+// body is not the current one (pgCurrentMark missing).
+func (b *Backend) checkPGFunctions(ctx context.Context) error {
+	_, v2 := b.objects()
+	var names []string
+	for _, o := range v2 {
+		if o.kind != "function" {
+			continue
+		}
+		var current bool
+		err := b.db.QueryRowContext(ctx, "SELECT pg_catalog.strpos(p.prosrc, $2::text) > 0 FROM pg_catalog.pg_proc p "+
+			"WHERE p.oid = pg_catalog.to_regproc($1::text)", o.name.quoted(Postgres), pgCurrentMark).Scan(&current)
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // dropped since the catalog query
+			current = false
+		case err != nil:
+			return unavailable("check table", "", err)
+		}
+		if !current {
+			names = append(names, o.name.String())
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	e := b.schemaError("the current revision of function "+strings.Join(names, ", ")+
+		" (an earlier one resolves clock_timestamp() by the caller's search_path)", nil)
+	e.Outdated = true
+	return e
 }

@@ -337,6 +337,70 @@ func (b *Backend) exec(ctx context.Context, q string, args ...any) (sql.Result, 
 	return b.db.ExecContext(ctx, q, args...)
 }
 
+// execCommitted runs the MySQL statement q in a transaction of its own and commits it:
+// renewals and releases (red-team rt41c F3). A plain statement is committed only if the
+// session is in autocommit and outside a transaction, which a DSN parameter
+// (autocommit=0) or a stray START TRANSACTION left on a pooled connection of a shared
+// *sql.DB changes without the backend knowing: the renewal's UPDATE then reported a
+// changed row, the client extended its lease, and the server rolled the renewal back
+// when the connection went. START TRANSACTION … COMMIT commits whatever the session's
+// autocommit (START TRANSACTION also ends a stray transaction, committing it, as a call
+// of the grant procedure does), and the result is returned only once COMMIT succeeded.
+// Two round trips more than the plain statement, once per renewal (a third of the TTL),
+// not on the per-statement path of the application.
+//
+// check, if not nil, is a one-row query of one boolean, run in the same transaction when
+// q changed no row: true counts as one row affected.
+func (b *Backend) execCommitted(ctx context.Context, check *boolQuery, q string, args ...any) (sql.Result, error) {
+	if h := statementHook.Load(); h != nil {
+		(*h)(q, args)
+	}
+	st, err := b.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 && check != nil {
+		// MySQL counts changed rows: ask, in the same transaction, whether the row matched.
+		var ok bool
+		switch err := tx.QueryRowContext(ctx, check.q, check.args...).Scan(&ok); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, err
+		case ok:
+			n = 1
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return committedResult(n), nil
+}
+
+// boolQuery is a query of one boolean and its arguments.
+type boolQuery struct {
+	q    string
+	args []any
+}
+
+// committedResult is the sql.Result of a statement execCommitted committed.
+type committedResult int64
+
+func (r committedResult) LastInsertId() (int64, error) { return 0, errors.New("sqllock: no insert id") }
+func (r committedResult) RowsAffected() (int64, error) { return int64(r), nil }
+
 // stmt returns q prepared on b.db. go-sql-driver/mysql (without interpolateParams)
 // would otherwise prepare, execute and close every statement with arguments: two round
 // trips instead of one. database/sql re-prepares a *sql.Stmt on each connection that

@@ -50,21 +50,21 @@ func buildQueries(d Dialect, tn tableName) queries {
 		t := tn.quoted(MySQL)
 		return queries{
 			grant: fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_grant_v1").quoted(MySQL)),
-			renew: fmt.Sprintf("UPDATE %s SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "+
-				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > UTC_TIMESTAMP(6)", t),
-			renewCheck: fmt.Sprintf("SELECT expires_at > UTC_TIMESTAMP(6) FROM %s "+
+			renew: fmt.Sprintf("UPDATE %s SET expires_at = "+myClock+" + INTERVAL ? MICROSECOND "+
+				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > "+myClock, t),
+			renewCheck: fmt.Sprintf("SELECT expires_at > "+myClock+" FROM %s "+
 				"WHERE lock_key = ? AND session_id = ? AND token = ?", t),
 			release: fmt.Sprintf("DELETE FROM %s "+
-				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > UTC_TIMESTAMP(6)", t),
+				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > "+myClock, t),
 			releaseExpired: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ? AND token = ?", t),
-			remaining: fmt.Sprintf("SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM %s "+
+			remaining: fmt.Sprintf("SELECT TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at) FROM %s "+
 				"WHERE lock_key = ?", t),
 			abandon: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ?", t),
 			grant2:  fmt.Sprintf("CALL %s(?, ?, ?, ?, ?, ?)", tn.with("_grant_v2").quoted(MySQL)),
 			leave2:  fmt.Sprintf("DELETE FROM %s WHERE waiter_id = ? AND gone = 0", tn.waiters().quoted(MySQL)),
 			abandonMark: fmt.Sprintf("INSERT INTO %s (lock_key, waiter_id, session_id, owner, alive_until, gone) "+
-				"VALUES (?, ?, ?, '', UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1) "+
-				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND",
+				"VALUES (?, ?, ?, '', "+myClock+" + INTERVAL ? MICROSECOND, 1) "+
+				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = "+myClock+" + INTERVAL ? MICROSECOND",
 				tn.waiters().quoted(MySQL)),
 			lastToken: fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
 			leaseTop: fmt.Sprintf("SELECT MAX(token), @@global.read_only <> 0 OR EXISTS (SELECT 1 FROM information_schema.PROCESSLIST "+
@@ -83,40 +83,46 @@ func buildQueries(d Dialect, tn tableName) queries {
 		// token. OFFSET 0 keeps the planner from flattening the subquery, so it runs
 		// before the select list draws nextval.
 		grant: fmt.Sprintf(`INSERT INTO %[1]s AS l (lock_key, owner, session_id, token, expires_at)
-SELECT $1::text, $2::text, $3::text, nextval('%[2]s'), clock_timestamp() + $4::bigint * interval '1 microsecond'
-  FROM (SELECT pg_advisory_xact_lock(%[4]s, 1), %[5]s
-          FROM (SELECT pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS earlier_releases OFFSET 0) AS serialise_grants
+SELECT $1::text, $2::text, $3::text, pg_catalog.nextval('%[2]s'), pg_catalog.clock_timestamp() + $4::bigint * interval '1 microsecond'
+  FROM (SELECT pg_catalog.pg_advisory_xact_lock(%[4]s, 1), %[5]s
+          FROM (SELECT pg_catalog.pg_advisory_xact_lock(%[3]d, 1) OFFSET 0) AS earlier_releases OFFSET 0) AS serialise_grants
 ON CONFLICT (lock_key) DO UPDATE
    SET owner = excluded.owner, session_id = excluded.session_id, token = excluded.token,
-       expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
- WHERE l.expires_at <= clock_timestamp()
+       expires_at = pg_catalog.clock_timestamp() + $4::bigint * interval '1 microsecond'
+ WHERE l.expires_at <= pg_catalog.clock_timestamp()
 RETURNING l.token`, t, seq, advisoryClass(tn), tableClass(pgLiteral(t)), pgDurableCommit),
-		renew: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
- WHERE lock_key = $1 AND session_id = $2 AND token = $3 AND expires_at > clock_timestamp()`, t),
+		// Renewals and releases commit durably too (pgDurableCommit): a renewal
+		// acknowledged before its WAL was flushed could be taken back by a crash or a
+		// failover while its client trusts the lease (red-team rt41c, suspected with F3).
+		renew: fmt.Sprintf(`UPDATE %s SET expires_at = pg_catalog.clock_timestamp() + $4::bigint * interval '1 microsecond'
+  FROM (SELECT %s OFFSET 0) AS durable_commit
+ WHERE lock_key = $1 AND session_id = $2 AND token = $3 AND expires_at > pg_catalog.clock_timestamp()`, t, pgDurableCommit),
 		release: fmt.Sprintf(`WITH d AS (
   DELETE FROM %s WHERE lock_key = $1 AND session_id = $2 AND token = $3
-  RETURNING lock_key, expires_at > clock_timestamp() AS live
+  RETURNING lock_key, expires_at > pg_catalog.clock_timestamp() AS live
 ), n AS (
-  SELECT pg_notify($4::text, d.lock_key) FROM d
+  SELECT pg_catalog.pg_notify($4::text, d.lock_key) FROM d
+), durable_commit AS (
+  SELECT %s
 )
-SELECT d.live, (SELECT count(*) FROM n) FROM d`, t),
-		remaining: fmt.Sprintf(`SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM %s WHERE lock_key = $1`, t),
+SELECT d.live, (SELECT pg_catalog.count(*) FROM n) FROM d, durable_commit`, t, pgDurableCommit),
+		remaining: fmt.Sprintf(`SELECT (extract(epoch FROM expires_at - pg_catalog.clock_timestamp()) * 1000000)::bigint FROM %s WHERE lock_key = $1`, t),
 		abandon: fmt.Sprintf(`WITH d AS (
   DELETE FROM %s WHERE lock_key = $1 AND session_id = $2 RETURNING lock_key
 ), n AS (
-  SELECT pg_notify($3::text, d.lock_key) FROM d
+  SELECT pg_catalog.pg_notify($3::text, d.lock_key) FROM d
 )
-SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM n)`, t),
+SELECT (SELECT pg_catalog.count(*) FROM d), (SELECT pg_catalog.count(*) FROM n)`, t),
 		grant2: fmt.Sprintf(`SELECT o_token, o_ahead, o_holder_us, o_ahead_us, o_holder
   FROM (SELECT %s OFFSET 0) AS durable_commit,
        %s($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::bigint <> 0, $7::text)`,
 			pgDurableCommit, tn.with("_grant_v2").quoted(Postgres)),
-		release2: fmt.Sprintf(`SELECT o_found, o_live FROM %s($1::text, $2::text, $3::bigint)`,
-			tn.with("_release_v2").quoted(Postgres)),
+		release2: fmt.Sprintf(`SELECT o_found, o_live FROM (SELECT %s OFFSET 0) AS durable_commit, %s($1::text, $2::text, $3::bigint)`,
+			pgDurableCommit, tn.with("_release_v2").quoted(Postgres)),
 		leave2:   fmt.Sprintf(`SELECT %s($1::text, $2::text)`, tn.with("_leave_v2").quoted(Postgres)),
 		abandon2: fmt.Sprintf(`SELECT %s($1::text, $2::text, $3::text, $4::bigint)`, tn.with("_abandon_v2").quoted(Postgres)),
-		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END, (SELECT max(token) FROM %s), pg_catalog.pg_is_in_recovery() FROM %s`,
+		lastToken: fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END, (SELECT pg_catalog.max(token) FROM %s), pg_catalog.pg_is_in_recovery() FROM %s`,
 			t, tn.with("_token_seq").quoted(Postgres)),
-		raiseFloor: `SELECT setval($1::text::regclass, $2::bigint, true)`,
+		raiseFloor: `SELECT pg_catalog.setval($1::text::regclass, $2::bigint, true)`,
 	}
 }

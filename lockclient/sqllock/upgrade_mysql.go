@@ -8,16 +8,26 @@ import (
 	"strings"
 )
 
-// MySQL's CREATE PROCEDURE does not replace an existing procedure, so a change of the
-// grant procedure's body within schema version 2 is recognised by its COMMENT
-// (myGrantComment) and replaced by CreateTable: CREATE OR REPLACE PROCEDURE on MariaDB
+// MySQL's CREATE PROCEDURE does not replace an existing procedure, so a change of a
+// grant procedure's body is recognised by its COMMENT (myGrantComment,
+// myGrantV1Comment) and replaced by CreateTable: CREATE OR REPLACE PROCEDURE on MariaDB
 // (atomic), DROP and CREATE on MySQL (during the moment in between, a grant finds the
-// procedure missing and that backend grants with schema version 1's statements for a
-// minute, see legacy.go).
+// version-2 procedure missing and that backend grants with schema version 1's
+// statements for a minute, see legacy.go; a version-1 call finds its procedure missing
+// and fails, nothing granted).
 
-// myGrantCurrent reports whether the grant procedure of tn exists with the current
-// body (its comment is myGrantComment). A missing procedure is not current.
-func myGrantCurrent(ctx context.Context, db *sql.DB, tn tableName) (bool, error) {
+// myProc is one of the grant procedures and the COMMENT of its current revision.
+type myProc struct {
+	suffix  string // of the table's name: "_grant_v1", "_grant_v2"
+	comment string
+}
+
+// myProcs are the procedures CreateTable keeps at their current revision, version 2 first.
+var myProcs = [...]myProc{{"_grant_v2", myGrantComment}, {"_grant_v1", myGrantV1Comment}}
+
+// myProcCurrent reports whether procedure p of tn exists with its current body (its
+// comment is p.comment). A missing procedure is not current.
+func myProcCurrent(ctx context.Context, db *sql.DB, tn tableName, p myProc) (bool, error) {
 	var schema sql.NullString
 	if tn.schema != "" {
 		schema = sql.NullString{String: tn.schema, Valid: true}
@@ -25,29 +35,63 @@ func myGrantCurrent(ctx context.Context, db *sql.DB, tn tableName) (bool, error)
 	var comment string
 	err := db.QueryRowContext(ctx, "SELECT routine_comment FROM information_schema.routines "+
 		"WHERE routine_schema = COALESCE(?, DATABASE()) AND routine_type = 'PROCEDURE' AND routine_name = ?",
-		schema, tn.with("_grant_v2").name).Scan(&comment)
+		schema, tn.with(p.suffix).name).Scan(&comment)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return comment == myGrantComment, nil
+	return comment == p.comment, nil
 }
 
-// myReplaceGrant replaces an outdated grant procedure of tn by stmt, the current
-// CREATE PROCEDURE statement.
-func myReplaceGrant(ctx context.Context, db *sql.DB, tn tableName, stmt string) error {
-	ok, err := myGrantCurrent(ctx, db, tn)
-	if err != nil || ok {
-		return err
+// myOutdatedProcs returns the grant procedures of tn that are missing or not at their
+// current revision.
+func myOutdatedProcs(ctx context.Context, db *sql.DB, tn tableName) ([]myProc, error) {
+	var out []myProc
+	for _, p := range myProcs {
+		ok, err := myProcCurrent(ctx, db, tn, p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, p)
+		}
 	}
+	return out, nil
+}
+
+// myReplaceProcs replaces every outdated grant procedure of tn by its CREATE PROCEDURE
+// statement among stmts (the DDL).
+func myReplaceProcs(ctx context.Context, db *sql.DB, tn tableName, stmts []string) error {
+	for _, p := range myProcs {
+		ok, err := myProcCurrent(ctx, db, tn, p)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		stmt, err := myProcStmt(stmts, tn, p.suffix)
+		if err != nil {
+			return err
+		}
+		if err := myReplaceProc(ctx, db, tn, p.suffix, stmt); err != nil {
+			return fmt.Errorf("procedure %s: %w", tn.with(p.suffix), err)
+		}
+	}
+	return nil
+}
+
+// myReplaceProc replaces the procedure <tn><suffix> by stmt, its current CREATE
+// PROCEDURE statement.
+func myReplaceProc(ctx context.Context, db *sql.DB, tn tableName, suffix, stmt string) error {
 	orReplace := strings.Replace(stmt, "CREATE PROCEDURE", "CREATE OR REPLACE PROCEDURE", 1)
-	_, err = db.ExecContext(ctx, orReplace)
+	_, err := db.ExecContext(ctx, orReplace)
 	if !isMySQLErr(err, 1064) { // ER_PARSE_ERROR: MySQL, no OR REPLACE
 		return err
 	}
-	if _, err := db.ExecContext(ctx, "DROP PROCEDURE IF EXISTS "+tn.with("_grant_v2").quoted(MySQL)); err != nil {
+	if _, err := db.ExecContext(ctx, "DROP PROCEDURE IF EXISTS "+tn.with(suffix).quoted(MySQL)); err != nil {
 		return err
 	}
 	if _, err = db.ExecContext(ctx, stmt); isMySQLErr(err, 1304) {
@@ -56,13 +100,13 @@ func myReplaceGrant(ctx context.Context, db *sql.DB, tn tableName, stmt string) 
 	return err
 }
 
-// myGrantStmt returns the CREATE PROCEDURE statement of the grant procedure among stmts.
-func myGrantStmt(stmts []string, tn tableName) (string, error) {
-	prefix := "CREATE PROCEDURE " + tn.with("_grant_v2").quoted(MySQL) + "("
+// myProcStmt returns the CREATE PROCEDURE statement of <tn><suffix> among stmts.
+func myProcStmt(stmts []string, tn tableName, suffix string) (string, error) {
+	prefix := "CREATE PROCEDURE " + tn.with(suffix).quoted(MySQL) + "("
 	for _, s := range stmts {
 		if strings.HasPrefix(s, prefix) {
 			return s, nil
 		}
 	}
-	return "", fmt.Errorf("sqllock: internal error: no grant procedure in the DDL of %s", tn)
+	return "", fmt.Errorf("sqllock: internal error: no procedure %s in the DDL of %s", suffix, tn)
 }
