@@ -186,11 +186,31 @@ func TestSwitchLockService(t *testing.T) {
 	}
 	total += w
 
-	// And back to sqllock.
-	if err := switchLockService(ctx, raw, etcdLocks, sqlLocks); err != nil {
+	// The retired sqllock grants nothing (lockclient.Retirer): a straggler still
+	// configured for it gets no lease.
+	if l, err := sqlLocks.Acquire(ctx, "account:2"); !errors.Is(err, lockclient.ErrRetired) {
+		if l != nil {
+			t.Fatalf("the retired sqllock granted token %d", l.Token())
+		}
+		t.Fatalf("Acquire on the retired sqllock: %v, want ErrRetired", err)
+	}
+
+	// And back to sqllock: a retired service is not brought back, so the switch back
+	// goes to a fresh lease table, by the same procedure.
+	const backTable = "fencedsql_locks_back"
+	if err := sqllock.CreateTable(ctx, raw, sqllock.Postgres, backTable); err != nil {
 		t.Fatal(err)
 	}
-	w, f = transfers(ctx, t, sqlLocks, app, 30)
+	backBackend, err := sqllock.New(raw, sqllock.WithDialect(sqllock.Postgres), sqllock.WithTable(backTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlBack := lockclient.New(backBackend, lockclient.WithTTL(10*time.Second))
+	defer sqlBack.Close(context.Background())
+	if err := switchLockService(ctx, raw, etcdLocks, sqlBack); err != nil {
+		t.Fatal(err)
+	}
+	w, f = transfers(ctx, t, sqlBack, app, 30)
 	if f != 0 {
 		t.Fatalf("sqllock after switching back: %d writes fenced", f)
 	}
