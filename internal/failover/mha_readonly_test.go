@@ -25,6 +25,9 @@ import (
 // START SLAVE would undo the raise). This runs the real post-failover.sh with the real
 // fencedsql-schema against a promoted MariaDB in MHA's --command=start state.
 func TestMHAStartHookRaisesFloorOnReadOnlyNewMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fencedsql-schema and a MariaDB pair: ~50 s")
+	}
 	env := needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
