@@ -14,7 +14,11 @@
 #
 # MHA: call it from master_ip_failover_script on --command=start, BEFORE the virtual
 # IP moves to the new master (the application cannot reach it before the floor is up);
-# other --command values exit 0.
+# other --command values exit 0. MHA turns read_only off only after the script: run
+# `STOP SLAVE; RESET SLAVE ALL` on the new master first and call this with
+# FENCEDSQL_FLOOR_ALLOW_READ_ONLY=1, which raises on a read_only server that has no
+# replication configured (a configured replica, even stopped, is still refused), or
+# turn read_only off first (README, "MHA").
 #
 # The DSN comes from FENCEDSQL_FLOOR_DSN_TEMPLATE, where {host} and {port} are replaced:
 #
