@@ -3,24 +3,40 @@
 # deploy/failover/raise-floor.sh - raise the guarded database's token floor to the
 # lock service's last token + 1, on the database's new primary, after a failover.
 #
-#     raise-floor.sh DRIVER DSN
+#     FENCEDSQL_FLOOR_DSN=DSN raise-floor.sh DRIVER
+#     raise-floor.sh DRIVER DSN      (the DSN in argv: only when it holds no password)
 #
 # DRIVER is postgres or mysql (MySQL/MariaDB); DSN is the plain driver's DSN of the new
 # primary's guarded database (see fencedsql-schema), for an account that may write the
-# floor table (the guards' owner). On MySQL/MariaDB the floor lives in each database
+# floor table (the guards' owner). A DSN with a password belongs in the environment
+# (FENCEDSQL_FLOOR_DSN), never in argv: every local user reads a process's command
+# line (ps); the script hands it to fencedsql-schema the same way (-dsn-env), never on
+# its command line (red-team rt41b F1). On PostgreSQL a password file (PGPASSFILE,
+# ~/.pgpass) or PGPASSWORD keeps the password out of the DSN altogether. On MySQL/MariaDB the floor lives in each database
 # that holds guarded tables: run this once per such database (or with a DSN that names
 # no database, for an account that sees only this application's databases).
 #
 # Environment:
 #   FENCEDSQL_LOCKFLOOR        the lockfloor command (default: lockfloor in PATH)
 #   FENCEDSQL_LOCKFLOOR_ARGS   its arguments naming the lock service, split on spaces
-#                              (e.g. "-backend etcd -endpoints https://etcd1:2379")
+#                              (e.g. "-backend etcd -endpoints https://etcd1:2379");
+#                              a DSN or redis:// address with a password goes through
+#                              -dsn-env NAME / -addr-env NAME (or -dsn-file/-addr-file),
+#                              e.g. "-backend postgres -dsn-env LOCK_DSN" with LOCK_DSN
+#                              exported, never as -dsn/-addr (they land in argv)
 #   FENCEDSQL_SCHEMA           the fencedsql-schema command (default: in PATH)
 #   FENCEDSQL_FLOOR_ATTEMPTS   attempts of each step, 1s apart (default 5): the new
 #                              primary may take a moment to accept writes
+#   FENCEDSQL_FLOOR_WAIT       seconds (default 0) during which the raise is retried,
+#                              1s apart, beyond FENCEDSQL_FLOOR_ATTEMPTS: a node still
+#                              finishing its promotion (in recovery) refuses the raise
+#                              and changes nothing (patroni-on-role-change.sh sets it)
+#   FENCEDSQL_FLOOR_ALLOW_READ_ONLY=1   MySQL/MariaDB: raise on a server that is still
+#                              read_only provided no replication is configured on it
+#                              (fencedsql-schema -allow-read-only; MHA, see README)
 #
 # It runs `lockfloor ARGS -show` (the last token the lock service issued, or its floor)
-# and `fencedsql-schema -driver DRIVER -dsn DSN -raise-floor TOKEN+1`, which raises
+# and `fencedsql-schema -driver DRIVER -dsn-env … -raise-floor TOKEN+1`, which raises
 # every floor table the installed guards read and prints them (logged here). Every
 # lease granted before then is refused by the new primary (ErrBelowFloor). The floor
 # only goes up, so running it twice, or late, is safe.
@@ -47,11 +63,12 @@ die() {
 	exit 1
 }
 
-if [[ $# -ne 2 || -z $1 || -z $2 ]]; then
-	printf 'usage: %s postgres|mysql DSN\n' "${0##*/}" >&2
+if [[ $# -lt 1 || $# -gt 2 || -z $1 ]] || { [[ $# -eq 2 ]] && [[ -z $2 ]]; }; then
+	printf 'usage: FENCEDSQL_FLOOR_DSN=DSN %s postgres|mysql   (or: %s postgres|mysql DSN)\n' "${0##*/}" "${0##*/}" >&2
 	exit 2
 fi
-driver=$1 dsn=$2
+driver=$1 dsn=${2:-${FENCEDSQL_FLOOR_DSN:-}}
+[[ -n $dsn ]] || die "no DSN: set FENCEDSQL_FLOOR_DSN"
 case $driver in
 postgres | mysql) ;;
 *) die "unknown driver '$driver' (want postgres or mysql)" ;;
@@ -61,19 +78,30 @@ lockfloor=${FENCEDSQL_LOCKFLOOR:-lockfloor}
 schema=${FENCEDSQL_SCHEMA:-fencedsql-schema}
 attempts=${FENCEDSQL_FLOOR_ATTEMPTS:-5}
 [[ $attempts =~ ^[1-9][0-9]*$ ]] || die "FENCEDSQL_FLOOR_ATTEMPTS='$attempts' is not a positive number"
+wait=${FENCEDSQL_FLOOR_WAIT:-0}
+[[ $wait =~ ^(0|[1-9][0-9]{0,5})$ ]] || die "FENCEDSQL_FLOOR_WAIT='$wait' is not a number of seconds (0 to 999999)"
+schemaargs=()
+case ${FENCEDSQL_FLOOR_ALLOW_READ_ONLY:-} in
+'' | 0) ;;
+1) schemaargs=(-allow-read-only) ;;
+*) die "FENCEDSQL_FLOOR_ALLOW_READ_ONLY='$FENCEDSQL_FLOOR_ALLOW_READ_ONLY' is not 0 or 1" ;;
+esac
 # shellcheck disable=SC2206 # splitting the arguments on spaces is the contract
 lockargs=(${FENCEDSQL_LOCKFLOOR_ARGS:-})
 
-# retry CMD...: run CMD up to $attempts times, 1s apart; stdout of the last run.
+# retry CMD...: run CMD up to $attempts times, 1s apart, and beyond that until
+# $retry_for seconds have passed since the first run; stdout of the last run.
+retry_for=0
 retry() {
-	local i rc=0
-	for ((i = 1; i <= attempts; i++)); do
+	local i rc=0 start=$SECONDS
+	for ((i = 1; ; i++)); do
 		if "$@"; then
 			return 0
 		else
 			rc=$?
 		fi
-		((i < attempts)) && sleep 1
+		((i < attempts || SECONDS - start < retry_for)) || break
+		sleep 1
 	done
 	return "$rc"
 }
@@ -90,10 +118,14 @@ if [[ ! $token =~ ^(0|[1-9][0-9]{0,18})$ ]] || { ((${#token} == 19)) && [[ $toke
 fi
 floor=$((token + 1))
 
-# The DSN holds a password: never echo it; fencedsql-schema masks it in its errors.
-# Its output: the floor in force, then one line per floor table it raised.
+# The DSN holds a password: never echo it, never put it in argv (ps): fencedsql-schema
+# reads it from its environment (-dsn-env) and masks it in its errors. Its output: the
+# floor in force, then one line per floor table it raised. A node still in recovery
+# refuses the raise (nothing changed): retried for FENCEDSQL_FLOOR_WAIT seconds.
 rc=0
-out=$(retry "$schema" -driver "$driver" -dsn "$dsn" -raise-floor "$floor") || rc=$?
+retry_for=$wait
+export FENCEDSQL_FLOOR_SCHEMA_DSN=$dsn
+out=$(retry "$schema" -driver "$driver" -dsn-env FENCEDSQL_FLOOR_SCHEMA_DSN "${schemaargs[@]}" -raise-floor "$floor") || rc=$?
 if ((rc == 3)); then
 	# fencedsql-schema's exit 3 (ErrFloorUnsettled): the floor is raised, but transactions
 	# open across the raise (named on stderr above) had not ended when it gave up.

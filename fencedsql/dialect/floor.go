@@ -98,3 +98,14 @@ type FloorBlockLister interface {
 	// open transactions hold row locks: one session id per row.
 	FloorBlockersQuery() string
 }
+
+// ReplicationLister is implemented by dialects whose servers can be told to have no
+// replication configured (schema.RaiseTokenFloorReadOnly, red-team rt41b F4).
+// ReplicationStatusQueries are alternative spellings of the statement listing the
+// server's replication connections, tried in order until the server accepts one: any
+// row means replication is configured, running or not. ReplicationThreadsQuery yields
+// the number of replication threads running.
+type ReplicationLister interface {
+	ReplicationStatusQueries() []string
+	ReplicationThreadsQuery() string
+}

@@ -296,6 +296,12 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // fails with ErrNotPrimary and writes nothing; on MariaDB it also waits for the XA
 // transactions prepared at the raise (dialect.PreparedLister).
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
+	return raiseTokenFloor(ctx, db, d, floor, false)
+}
+
+// raiseTokenFloor is RaiseTokenFloor; readOnlyOK is RaiseTokenFloorReadOnly's check of
+// the server instead of dialect.PrimaryChecker's.
+func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64, readOnlyOK bool) error {
 	f, ff, err := floorFinder(d, "RaiseTokenFloor")
 	if err != nil {
 		return err
@@ -303,7 +309,11 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if floor > math.MaxInt64 {
 		return configErr("RaiseTokenFloor: floor %d exceeds the largest token a BIGINT column holds", floor)
 	}
-	if err := requirePrimary(ctx, db, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary"); err != nil {
+	if readOnlyOK {
+		if err := checkUnreplicated(ctx, db, d); err != nil {
+			return err
+		}
+	} else if err := requirePrimary(ctx, db, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary"); err != nil {
 		return err
 	}
 	registered := registrySchemas(ctx, db, d)

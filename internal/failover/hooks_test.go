@@ -17,7 +17,8 @@ func hookDir(t *testing.T) string {
 }
 
 // stubs writes a lockfloor that prints token (or fails when token is "fail") and a
-// fencedsql-schema that records its arguments and exits with schemaExit (printing the
+// fencedsql-schema that records its arguments (-dsn-env NAME recorded as -dsn and the
+// variable's value: the DSN it was given) and exits with schemaExit (printing the
 // floors when 0), and returns the environment for the scripts and the file the
 // arguments land in.
 func stubs(t *testing.T, token string, schemaExit int) (env []string, argsFile string) {
@@ -29,7 +30,8 @@ func stubs(t *testing.T, token string, schemaExit int) (env []string, argsFile s
 	} else {
 		lock += "echo " + token + "\n"
 	}
-	schema := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\n"
+	schema := "#!/bin/bash\na=()\nwhile (($#)); do if [[ $1 == -dsn-env ]]; then a+=(-dsn \"${!2}\"); shift 2; else a+=(\"$1\"); shift; fi; done\n" +
+		"printf '%s\\n' \"${a[@]}\" > " + argsFile + "\n"
 	if schemaExit != 0 {
 		schema += "exit " + strconv.Itoa(schemaExit) + "\n"
 	} else {
@@ -76,7 +78,7 @@ func TestHookScripts(t *testing.T) {
 	const dsn = "postgres://owner:secret@10.0.0.2:5432/shop"
 	t.Run("raise", func(t *testing.T) {
 		env, args := stubs(t, "41", 0)
-		out, rc := runHook(t, env, "raise-floor.sh", "postgres", dsn)
+		out, rc := runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn), "raise-floor.sh", "postgres")
 		if rc != 0 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 42" {
 			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
 		}
@@ -115,7 +117,7 @@ func TestHookScripts(t *testing.T) {
 	// raise have not ended. Still a failure (page someone), but not "NOT raised".
 	t.Run("raised, unsettled", func(t *testing.T) {
 		env, args := stubs(t, "41", 3)
-		out, rc := runHook(t, env, "raise-floor.sh", "postgres", dsn)
+		out, rc := runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn), "raise-floor.sh", "postgres")
 		if rc != 1 || strings.Contains(out, "NOT raised") || !strings.Contains(out, "WAS raised to 42") || !strings.Contains(out, "have not ended") {
 			t.Errorf("exit %d (want 1), output %q (want WAS raised to 42 … have not ended, not NOT raised)", rc, out)
 		}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // secretKeys are the settings pgx (pgconn.ParseConfig) reads a secret from, in the
@@ -75,7 +77,12 @@ func Passwords(dsn string) []string {
 // escaped form a message may quote it in: URL-escaped (query, path, user information:
 // @ → %40, space → %20) and keyword/value-escaped (\\ and \' in a value, KeyValues).
 // The longer forms are masked first, so that masking one does not leave the rest of
-// another.
+// another. An occurrence inside a word — continuing a run of letters, digits, '_' or
+// '-' on a side where the secret itself starts or ends with one — is left alone: it is
+// the message's own text ("fencedsql", "raise-floor"), not the secret as a DSN quotes
+// it (after ':', '=', a quote or a blank, before '@', a blank, a quote, '&' or the
+// end). Masking it would mangle the message and tell its reader which word the
+// password is (red-team rt41b F5).
 func Redact(s string, secrets ...string) string {
 	var forms []string
 	for _, secret := range secrets {
@@ -92,7 +99,38 @@ func Redact(s string, secrets ...string) string {
 	}
 	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
 	for _, f := range forms {
-		s = strings.ReplaceAll(s, f, "xxxxx")
+		s = maskForm(s, f)
 	}
 	return s
+}
+
+// maskForm replaces with "xxxxx" every occurrence of f in s that is not inside a word
+// (Redact).
+func maskForm(s, f string) string {
+	first, _ := utf8.DecodeRuneInString(f)
+	last, _ := utf8.DecodeLastRuneInString(f)
+	var b strings.Builder
+	for {
+		i := strings.Index(s, f)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		before, _ := utf8.DecodeLastRuneInString(s[:i])
+		after, _ := utf8.DecodeRuneInString(s[i+len(f):])
+		inWord := (i > 0 && wordRune(first) && wordRune(before)) ||
+			(i+len(f) < len(s) && wordRune(last) && wordRune(after))
+		b.WriteString(s[:i])
+		if inWord {
+			b.WriteString(f)
+		} else {
+			b.WriteString("xxxxx")
+		}
+		s = s[i+len(f):]
+	}
+}
+
+// wordRune reports whether r continues a word of a message (Redact).
+func wordRune(r rune) bool {
+	return r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }

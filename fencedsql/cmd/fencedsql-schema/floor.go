@@ -58,9 +58,15 @@ import (
 //	                  MySQL/MariaDB a raise blocked by an open guarded writer past the
 //	                  server's lock wait timeout exits 1 naming the connections
 //	                  (schema.ErrFloorBlocked: nothing raised).
+//	-allow-read-only  with -raise-floor on MySQL/MariaDB: also raise on a server that
+//	                  is still read_only, provided no replication is configured on it
+//	                  (schema.RaiseTokenFloorReadOnly): MHA's master_ip_failover_script
+//	                  --command=start runs before MHA turns read_only off (red-team
+//	                  rt41b F4). A replica, even one whose threads are stopped, is
+//	                  still refused.
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
-func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, timeout time.Duration, stdout, stderr io.Writer) int {
+func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, readOnlyOK bool, timeout time.Duration, stdout, stderr io.Writer) int {
 	pw := secret.Passwords(dsn)
 	fail := func(what string, err error) int {
 		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw...))
@@ -87,7 +93,11 @@ func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol s
 		fmt.Fprintln(stdout, m)
 		return exitOK
 	}
-	if err := schema.RaiseTokenFloor(ctx, db, be.dialect, floor); err != nil {
+	raise := schema.RaiseTokenFloor
+	if readOnlyOK {
+		raise = schema.RaiseTokenFloorReadOnly
+	}
+	if err := raise(ctx, db, be.dialect, floor); err != nil {
 		code := fail("raise-floor", err)
 		if errors.Is(err, schema.ErrFloorUnsettled) && !errors.Is(err, schema.ErrFloorBlocked) {
 			code = exitUnsettled

@@ -87,7 +87,9 @@
 // apply failed), 2 on usage errors, 3 when -raise-floor raised the floor but
 // transactions open across the raise had not ended when -timeout did
 // (schema.ErrFloorUnsettled). The DSN is never printed, and its password is
-// masked in driver errors.
+// masked in driver errors. -dsn-env NAME or -dsn-file PATH (- for standard input)
+// give the DSN instead of -dsn, off the command line that every local user can read
+// (ps, /proc/<pid>/cmdline): use one of them whenever the DSN holds a password.
 package main
 
 import (
@@ -150,7 +152,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var (
 		driverName = fs.String("driver", "", "database: postgres, mysql (MySQL/MariaDB) or sqlite")
-		dsn        = fs.String("dsn", "", "the plain driver's DSN (needs rights to alter the tables and create triggers)")
+		dsnFlag    = fs.String("dsn", "", "the plain driver's DSN (needs rights to alter the tables and create triggers); on the command line every local user can read it: prefer -dsn-env or -dsn-file when it holds a password")
+		dsnEnv     = fs.String("dsn-env", "", "read the DSN from this environment variable instead of -dsn")
+		dsnFile    = fs.String("dsn-file", "", "read the DSN from this file (- for standard input) instead of -dsn")
+		readOnlyOK = fs.Bool("allow-read-only", false, "-raise-floor, MySQL/MariaDB: raise on a read_only server with no replication configured (MHA's --command=start; schema.RaiseTokenFloorReadOnly)")
 		tables     = fs.String("tables", "", "comma-separated guarded tables (schema.table allowed)")
 		tokCol     = fs.String("token-column", schema.DefaultTokenColumn, "fence token column name")
 		verCol     = fs.String("version-column", schema.DefaultVersionColumn, "version column name")
@@ -166,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	)
 	fs.Var(&raiseFloor, "raise-floor", "only raise the database's token floor to this decimal value (never lowers it), print the floor, then exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION | -max-token | -raise-floor N")
+		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN|-dsn-env NAME|-dsn-file PATH -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION | -max-token | -raise-floor N [-allow-read-only]")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, sideDoorHelp)
 	}
@@ -188,9 +193,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return usage("-driver must be postgres, mysql or sqlite")
 	}
-	if *dsn == "" {
-		return usage("-dsn is required")
+	dsnValue, err := secret.Source{Flag: "dsn", Value: *dsnFlag, Env: *dsnEnv, File: *dsnFile}.Read(os.Getenv, os.Stdin)
+	if err != nil {
+		return usage("%s", err)
 	}
+	if dsnValue == "" {
+		return usage("-dsn, -dsn-env or -dsn-file is required")
+	}
+	dsn := &dsnValue
 	// Any parameter of fencedsql's, in any spelling the wrapper reads as one
 	// (fencedsql.DSNParam: fenced_allow, a misspelling, a url-encoded key).
 	if p := fencedsql.DSNParam(*dsn); p != "" {
@@ -208,7 +218,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if flooring > 1 || purging || roles || *printOnly || *apply {
 			return usage("-max-token and -raise-floor each run alone")
 		}
-		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, uint64(raiseFloor), *timeout, stdout, stderr)
+		if *readOnlyOK && (*maxToken || be.driver != "mysql") {
+			return usage("-allow-read-only goes with -raise-floor on MySQL/MariaDB only")
+		}
+		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, uint64(raiseFloor), *readOnlyOK, *timeout, stdout, stderr)
+	}
+	if *readOnlyOK {
+		return usage("-allow-read-only goes with -raise-floor only")
 	}
 	if roles {
 		if _, ok := be.dialect.(dialect.Privileger); !ok {

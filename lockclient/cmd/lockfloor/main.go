@@ -29,7 +29,9 @@
 // backends' defaults when left out). -prefix "" given is the empty prefix (Redis:
 // redislock.WithPrefix(""), keys lock:<name> and token), not the default; etcd refuses
 // it, as etcdlock.WithPrefix does. -addr may also be a redis:// URL. The DSN's (or URL's)
-// password is never printed, in errors either. Exit status: 0 on success, 1 when the
+// password is never printed, in errors either. -dsn-env NAME / -dsn-file PATH and
+// -addr-env NAME / -addr-file PATH (- for standard input) read them off the command
+// line, which every local user can read (ps): use them whenever they hold a password. Exit status: 0 on success, 1 when the
 // service cannot be read or raised (or has no token floor), 2 on usage errors.
 package main
 
@@ -62,7 +64,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port [-prefix p] | -backend postgres|mysql -dsn DSN [-table t]; then -show, -raise N or -retire [-timeout d]"
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show, -raise N or -retire [-timeout d]"
 )
 
 func main() {
@@ -77,8 +79,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		kind      = fs.String("backend", "", "lock service: etcd, redis, postgres or mysql (sqllock)")
 		endpoints = fs.String("endpoints", "", "etcd: comma-separated endpoints")
-		addr      = fs.String("addr", "", "redis: host:port or a redis:// URL")
-		dsn       = fs.String("dsn", "", "postgres, mysql: the DSN of the database holding the lease table")
+		addrFlag  = fs.String("addr", "", "redis: host:port or a redis:// URL (on the command line every local user can read it: prefer -addr-env or -addr-file when it holds a password)")
+		addrEnv   = fs.String("addr-env", "", "redis: read -addr from this environment variable")
+		addrFile  = fs.String("addr-file", "", "redis: read -addr from this file (- for standard input)")
+		dsnFlag   = fs.String("dsn", "", "postgres, mysql: the DSN of the database holding the lease table (on the command line every local user can read it: prefer -dsn-env or -dsn-file when it holds a password)")
+		dsnEnv    = fs.String("dsn-env", "", "postgres, mysql: read -dsn from this environment variable")
+		dsnFile   = fs.String("dsn-file", "", "postgres, mysql: read -dsn from this file (- for standard input)")
 		prefix    = fs.String("prefix", "", "etcd, redis: the key prefix of the application's backend (default: the backend's)")
 		table     = fs.String("table", "", "postgres, mysql: the lease table (default: sqllock's)")
 		show      = fs.Bool("show", false, "print the service's LastToken")
@@ -104,6 +110,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usage("unexpected arguments %q", fs.Args())
 	}
+	// -dsn-env/-dsn-file, -addr-env/-addr-file: the secret off the command line
+	// (red-team rt41b F1); the messages never show the value.
+	if *dsnFile == "-" && *addrFile == "-" {
+		return usage("-dsn-file and -addr-file cannot both read standard input")
+	}
+	dsnValue, err := secret.Source{Flag: "dsn", Value: *dsnFlag, Env: *dsnEnv, File: *dsnFile}.Read(os.Getenv, os.Stdin)
+	if err != nil {
+		return usage("%s", err)
+	}
+	addrValue, err := secret.Source{Flag: "addr", Value: *addrFlag, Env: *addrEnv, File: *addrFile}.Read(os.Getenv, os.Stdin)
+	if err != nil {
+		return usage("%s", err)
+	}
+	dsn, addr := &dsnValue, &addrValue
 	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire); modes != 1 {
 		return usage("give exactly one of -show, -raise N and -retire")
 	}
@@ -123,10 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	var (
-		floor lockclient.FloorRaiser
-		err   error
-	)
+	var floor lockclient.FloorRaiser
 	switch *kind {
 	case "etcd":
 		if *endpoints == "" || *addr != "" || *dsn != "" || *table != "" {
