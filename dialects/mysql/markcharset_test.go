@@ -19,7 +19,8 @@ import (
 // machinery (a red-team pass). Under character_set_connection = utf32 the
 // one-statement DELETE's mark is still read by the tombstone (it failed with a raw
 // 1292 from the tombstone's CAST), and under character_set_results = utf16 the
-// session check still reads character_set_client (it refused with a garbled name).
+// session check reads the settings ungarbled (it refused with a garbled name): it
+// names utf16, and then gbk.
 func TestMarkCharsetServer(t *testing.T) {
 	be := fencetest.MySQL()
 	dsn := testdb.MySQL(t)
@@ -70,8 +71,11 @@ func TestMarkCharsetServer(t *testing.T) {
 	if err := exec(1, "SET character_set_connection = utf8mb4, character_set_results = utf16"); err != nil {
 		t.Fatal(err)
 	}
-	if err := exec(20, "UPDATE accounts SET balance = 1 WHERE id = ?", 2); err != nil {
-		t.Fatalf("UPDATE under character_set_results = utf16: %v", err)
+	// A results character set other than utf8/binary is refused (red-team rt40b F4: it
+	// changes the names the wrapper reads back), and the check reads it ungarbled.
+	err = exec(20, "UPDATE accounts SET balance = 1 WHERE id = ?", 2)
+	if se := (*fencedsql.SessionError)(nil); !errors.As(err, &se) || se.Value != "utf16" || !strings.Contains(err.Error(), "character_set_results") {
+		t.Fatalf("UPDATE under character_set_results = utf16: %v, want a SessionError naming utf16", err)
 	}
 	if err := exec(1, "SET character_set_client = gbk"); err != nil {
 		t.Fatal(err)

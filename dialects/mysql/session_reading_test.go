@@ -1,9 +1,14 @@
 package mysql_test
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"testing"
 
+	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
 // Session settings changed through the fenced pool that make MariaDB read text
@@ -43,7 +48,18 @@ func TestSessionReadingMySQLRoutes(t *testing.T) {
 		{SQL: "/*!40101SET character_set_client=latin1*/"},
 		{SQL: update, Refused: "character_set_client"},
 	})
-	fencetest.RunSessionReading(t, fencetest.MySQL(), []fencetest.ReadingStep{
-		{SQL: update, Refused: "character_set_client"},
-	}, "charset=latin1")
+	// A DSN charset of latin1 also sets character_set_results, under which the pool's
+	// first connection would read its records otherwise: refused at connect (red-team
+	// rt40b F4), naming the reading problem first.
+	dsn := fencetest.WithParam(fencetest.WithParam(testdb.MySQL(t), "fenced_tables=accounts"), "charset=latin1")
+	db, err := sql.Open(fencetest.MySQL().DriverName, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.ExecContext(fencedsql.WithToken(context.Background(), 7), update)
+	var se *fencedsql.SessionError
+	if !errors.As(err, &se) || se.Setting != "character_set_client" || !errors.Is(err, fencedsql.ErrSchema) {
+		t.Fatalf("%q through a pool whose DSN sets charset=latin1: %v, want the session check's refusal", update, err)
+	}
 }
