@@ -64,11 +64,9 @@
 //     never keep row locks of the lease table.
 //   - Renew: UPDATE … SET expires_at = now + TTL WHERE key, session, token match and
 //     expires_at > now; no row → [lockclient.ErrLeaseLost]. On MySQL renew and release
-//     run in a short transaction of their own (START TRANSACTION, the statement, COMMIT:
-//     three round trips), so that they are committed whatever the session's autocommit;
-//     a client that stalls between the statement and COMMIT keeps the key's row locked
-//     (that key's grants wait) until the server drops its connection or its lock wait
-//     timeout ends them — availability only, as for an operator's query.
+//     are single autocommit statements: give the lease table a pool with autocommit on
+//     (the default) and never leave a transaction open on its connections, or a
+//     renewal is acknowledged that the server rolls back (docs/design.md, known open).
 //   - Release: DELETE … WHERE key, session and token match. A live row deleted: released.
 //     Our own row deleted after it had expired (nobody retook it): [lockclient.ErrLeaseLost].
 //     No row of ours: [lockclient.ErrNotOwner], and the current holder's row, which has

@@ -175,7 +175,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 		}
 		return nil
 	default:
-		res, err := s.b.execCommitted(ctx, nil, s.b.q.release, g.Key, s.grantSession(g), tok)
+		res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.grantSession(g), tok)
 		if err != nil {
 			return s.b.fail(ctx, "release", g.Key, err)
 		}
@@ -185,7 +185,7 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 			return nil
 		}
 		// Not live: delete our own expired row, if nobody took the key since.
-		res, err = s.b.execCommitted(ctx, nil, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
+		res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
 		if err != nil {
 			return s.b.fail(ctx, "release", g.Key, err)
 		}
@@ -255,9 +255,7 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	case Postgres:
 		res, err = s.b.exec(ctx, s.b.q.renew, g.Key, s.grantSession(g), tok, s.ttlMicros)
 	case MySQL:
-		// Committed, and the "unchanged but live" check in the same transaction (rt41c F3).
-		check := &boolQuery{s.b.q.renewCheck, []any{g.Key, s.grantSession(g), tok}}
-		res, err = s.b.execCommitted(ctx, check, s.b.q.renew, s.ttlMicros, g.Key, s.grantSession(g), tok)
+		res, err = s.b.exec(ctx, s.b.q.renew, s.ttlMicros, g.Key, s.grantSession(g), tok)
 	}
 	if err != nil {
 		return s.b.fail(ctx, "renew", g.Key, err)
@@ -269,8 +267,17 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	if n > 0 {
 		return nil
 	}
-	// MySQL counts changed rows, not matched ones: a renewal computing the very
-	// expires_at already stored changes nothing; execCommitted asked then whether the
-	// grant is still live (renewCheck) and counted it.
+	if s.b.dialect == MySQL {
+		// MySQL counts changed rows, not matched ones: a renewal computing the very
+		// expires_at already stored changes nothing. Ask whether the grant is still live.
+		var live bool
+		err := s.b.scanRow(ctx, s.b.q.renewCheck, []any{g.Key, s.grantSession(g), tok}, &live)
+		switch {
+		case err == nil && live:
+			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return s.b.fail(ctx, "renew", g.Key, err)
+		}
+	}
 	return lockclient.ErrLeaseLost
 }
