@@ -16,6 +16,12 @@ type Lease interface {
 
 type ctxKey int
 
+// CallerOnly marks fencedsql's context keys as lockclient.CallerOnlyKey: a lease or
+// version bound to a context is for the caller's statements, and a lock client called
+// with that context (Acquire, Release) leaves it out of its calls to the lock service,
+// whose statements may go through a fenced pool too.
+func (ctxKey) CallerOnly() {}
+
 const (
 	leaseKey ctxKey = iota
 	versionKey

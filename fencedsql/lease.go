@@ -17,6 +17,9 @@ import (
 // may no longer make) and Commit fail with an error wrapping lockclient.ErrLeaseLost,
 // before anything is sent. The check is a channel poll and a mutex, no round trip.
 
+// A lease bound to a context is not passed on to a lock service called with it.
+var _ lockclient.CallerOnlyKey = leaseKey
+
 // lostCause returns why lease can no longer be trusted, or nil while it is held.
 func lostCause(lease Lease) error {
 	if lease == nil {

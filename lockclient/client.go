@@ -142,7 +142,10 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 // cannot be reached before ctx ends. A Client with an invalid configuration returns its
 // error (errors.Is ErrInvalidConfig, see New) without contacting the service; so does a
 // lock service that answers that it is set up wrongly (such as a missing sqllock lease
-// table): such an error never wraps ErrUnavailable.
+// table): such an error never wraps ErrUnavailable. The service is called with ctx's
+// deadline, cancellation and values, except its caller-only values (CallerOnlyKey: a
+// fencing lease bound by fencedsql.WithLease, even a lost one, does not refuse the
+// grant's statements when the lease table is reached through a fenced pool).
 func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err error) {
 	start := time.Now()
 	defer func() { c.metrics.acquired(start, err) }()
@@ -164,9 +167,12 @@ func (c *Client) TryAcquire(ctx context.Context, key string) (l *Lease, err erro
 	return l, nil
 }
 
-// untilClosed returns ctx, also cancelled when Close begins.
+// untilClosed returns the context a grant calls the service with: ctx without its
+// caller-only values (serviceContext: a lease bound to ctx, even a lost one, must not
+// refuse the grant's statements on a lease table reached through a fenced pool), also
+// cancelled when Close begins.
 func (c *Client) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(serviceContext(ctx))
 	stop := context.AfterFunc(c.closing, cancel)
 	return wctx, func() { stop(); cancel() }
 }
@@ -184,7 +190,8 @@ func (c *Client) untilClosed(ctx context.Context) (context.Context, context.Canc
 // Waiters are served in the order the backend documents: in order of arrival for
 // backends whose sessions implement QueueSession (all four shipped backends), each
 // woken by its predecessor's release or expiry. Close ends a waiting Acquire at once
-// with ErrClosed.
+// with ErrClosed. The service is called as by TryAcquire, without ctx's caller-only
+// values.
 func (c *Client) Acquire(ctx context.Context, key string) (lease *Lease, err error) {
 	start := time.Now()
 	defer func() { c.metrics.acquired(start, err) }()

@@ -72,10 +72,9 @@ func (l *Lease) Deadline() time.Time {
 // held it). A second Release of a released lease returns nil. If the service cannot be
 // reached the error wraps ErrUnavailable and the lock stays held until the service
 // expires it: after its TTL, or for backends with one session lease (etcd) when that
-// session ends. Give Release a context with a deadline. The service is called with
-// ctx's deadline and cancellation only, not its values, so ctx may be the context the
-// lease is bound to (fencedsql.WithLease): the release is not refused for the lease it
-// ends.
+// session ends. Give Release a context with a deadline. The service is called without
+// ctx's caller-only values (CallerOnlyKey), so ctx may be the context the lease is bound
+// to (fencedsql.WithLease): the release is not refused for the lease it ends.
 func (l *Lease) Release(ctx context.Context) error {
 	c := l.c
 	c.mu.Lock()
@@ -89,9 +88,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	c.mu.Unlock()
 
 	s := c.sess // set before any lease exists; never reset
-	// The service is called with ctx's deadline and cancellation but not its values: a
-	// lease bound to ctx (fencedsql.WithLease, this very lease, now ended) must not
-	// refuse the release's own statement (rt41c F4).
+	// The service is called without ctx's caller-only values: a lease bound to ctx
+	// (fencedsql.WithLease, this very lease, now ended) must not refuse the release's
+	// own statement (rt41c F4).
 	err := s.Release(serviceContext(ctx), l.grant)
 	switch {
 	case prior != nil:

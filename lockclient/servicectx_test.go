@@ -10,13 +10,23 @@ import (
 
 type ctxKey struct{}
 
-// The context a lock service is called with keeps the caller's deadline and
-// cancellation and drops its values (a fencing lease bound to it, red-team rt41c F4).
-func TestServiceContextKeepsDeadlineDropsValues(t *testing.T) {
-	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "lease"), time.Hour)
+// callerKey is a key whose values are for the caller's statements only.
+type callerKey struct{}
+
+func (callerKey) CallerOnly() {}
+
+// The context a lock service is called with keeps the caller's deadline, cancellation
+// and ordinary values (a tracing span) and drops the caller-only ones (a fencing lease
+// bound to it, red-team rt41c F4).
+func TestServiceContextKeepsDeadlineDropsCallerOnlyValues(t *testing.T) {
+	parent, cancel := context.WithTimeout(context.WithValue(context.WithValue(context.Background(),
+		ctxKey{}, "span"), callerKey{}, "lease"), time.Hour)
 	sc := lockclient.ServiceContext(parent)
-	if sc.Value(ctxKey{}) != nil {
-		t.Fatal("the service context carries the caller's value")
+	if v := sc.Value(callerKey{}); v != nil {
+		t.Fatalf("the service context carries the caller-only value %v", v)
+	}
+	if v := sc.Value(ctxKey{}); v != "span" {
+		t.Fatalf("the service context lost the caller's ordinary value: %v", v)
 	}
 	want, _ := parent.Deadline()
 	if d, ok := sc.Deadline(); !ok || !d.Equal(want) {
