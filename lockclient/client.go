@@ -18,7 +18,8 @@ import (
 type Client struct {
 	backend Backend
 	cfg     config
-	cfgErr  error // a *ConfigError from New, returned by Acquire and TryAcquire
+	cfgErr  error            // a *ConfigError from New, returned by Acquire and TryAcquire
+	wall    func() time.Time // the wall clock, beside the monotonic one (pastDeadline)
 
 	openMu sync.Mutex // serialises session opening
 	sess   Session
@@ -90,7 +91,7 @@ func NewChecked(b Backend, opts ...Option) (*Client, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	closing, closeNow := context.WithCancel(context.Background())
-	return &Client{backend: b, cfg: cfg, cfgErr: cfgErr, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
+	return &Client{backend: b, cfg: cfg, cfgErr: cfgErr, wall: wallNow, kick: make(chan struct{}, 1), done: make(chan struct{}), bg: bg, stop: stop,
 		closing: closing, closeNow: closeNow, health: healthGate{check: cfg.health},
 		metrics: newInstruments(cfg.meter, backendName(b))}, cfgErr
 }
@@ -322,7 +323,7 @@ func (c *Client) adopt(ctx context.Context, s Session, g Grant, sent time.Time) 
 		return nil, ErrClosed
 	}
 	l.deadline = sent.Add(c.cfg.ttl - c.cfg.margin)
-	if !time.Now().Before(l.deadline) {
+	if c.pastDeadline(time.Now(), l.deadline) {
 		// The grant took longer than the TTL to arrive: it cannot be trusted.
 		c.mu.Unlock()
 		c.releaseQuietly(ctx, s, g)

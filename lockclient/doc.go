@@ -13,7 +13,9 @@
 //     make it give up earlier: a watchdog renews each held lease at a fraction of the TTL,
 //     and if renewals keep failing the client declares the lease lost at
 //     (send time of the last successful renewal + TTL − safety margin), measured on the
-//     monotonic clock, which is never later than the moment the service can expire it.
+//     monotonic clock, which is never later than the moment the service can expire it,
+//     and on the wall clock, whichever comes first (the monotonic clock does not count
+//     the time a machine is suspended).
 //   - A renewal the service refuses closes [Lease.Lost] at once with [ErrLeaseLost]. A
 //     lease declared lost at its local deadline, or because the service refused the
 //     renewal of the session lease its grant hangs on, is also released in the

@@ -1,5 +1,7 @@
 package lockclient
 
+import "time"
+
 // MaxRemembered is maxRemembered, for tests.
 const MaxRemembered = maxRemembered
 
@@ -12,3 +14,11 @@ func RememberedTokens(c *Client) int {
 
 // ServiceContext is serviceContext, for tests.
 var ServiceContext = serviceContext
+
+// SetWall replaces c's wall clock (the reading pastDeadline takes beside the monotonic
+// one), to stand for time the monotonic clock did not count (a suspended machine).
+func SetWall(c *Client, wall func() time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wall = wall
+}

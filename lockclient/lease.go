@@ -47,12 +47,14 @@ func (l *Lease) Lost() <-chan struct{} { return l.lost }
 //
 // Err also enforces the local deadline itself: past it, the lease is declared lost even
 // if the watchdog has not run yet (a starved process), so a caller that checks Err
-// before writing never trusts a lease longer than the service would.
+// before writing never trusts a lease longer than the service would. The deadline has
+// come when either the monotonic or the wall clock says so: the monotonic clock does not
+// count a suspended machine's sleep.
 func (l *Lease) Err() error {
 	c := l.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !l.ended && !time.Now().Before(l.deadline) {
+	if !l.ended && c.pastDeadline(time.Now(), l.deadline) {
 		c.loseAtDeadlineLocked(l)
 	}
 	return l.err

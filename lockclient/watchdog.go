@@ -80,7 +80,7 @@ func (c *Client) watchdog() {
 			if now.Before(l.nextEvent()) {
 				break
 			}
-			if !now.Before(l.deadline) {
+			if c.pastDeadline(now, l.deadline) {
 				c.loseAtDeadlineLocked(l)
 				continue
 			}
