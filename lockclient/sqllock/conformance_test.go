@@ -147,9 +147,20 @@ func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		proc := ddl[len(ddl)-1]
-		if !strings.Contains(proc, "expires_at > "+myClock) || !strings.Contains(proc, myClock+" + INTERVAL p_ttl_us MICROSECOND") || strings.Contains(proc, "UTC_TIMESTAMP") {
-			t.Errorf("grant procedure does not judge expiry by the server's clock %s:\n%s", myClock, proc)
+		procs := 0
+		for _, proc := range ddl {
+			if !strings.HasPrefix(proc, "CREATE PROCEDURE") {
+				continue
+			}
+			procs++
+			// Every procedure judges expiry; those given a TTL set it from the server's clock.
+			if !strings.Contains(proc, "expires_at > "+myClock) || strings.Contains(proc, "UTC_TIMESTAMP") || strings.Contains(proc, "NOW(") ||
+				strings.Contains(proc, "p_ttl_us") && !strings.Contains(proc, myClock+" + INTERVAL p_ttl_us MICROSECOND") {
+				t.Errorf("procedure does not judge expiry by the server's clock %s:\n%s", myClock, proc)
+			}
+		}
+		if procs != 4 { // grant v1 and v2, renew, release
+			t.Errorf("DDL has %d procedures, want 4", procs)
 		}
 	}
 	if len(stmts) < 4 {
