@@ -27,10 +27,11 @@ import (
 // _leave_v2, _abandon_v2 and _wake_v2; MySQL: an AUTO_INCREMENT ticket and the
 // procedure <table>_grant_v2.
 //
-// Renewals and releases, MySQL/MariaDB: the procedures <table>_renew_v2 and
-// <table>_release_v2, which commit at the server whatever the session's autocommit
-// (renew_mysql.go; added after version 2, red-team rt41c F3: a table without them keeps
-// working with the plain statements of earlier releases until CreateTable adds them).
+// Renewals, releases and the queue's clean-ups, MySQL/MariaDB: the procedures
+// <table>_renew_v2, <table>_release_v2, <table>_leave_v2 and <table>_abandon_v2, which
+// commit at the server whatever the session's autocommit (renew_mysql.go; added after
+// version 2, red-team rt41c F3: a table without them keeps working with the plain
+// statements of earlier releases until CreateTable adds them).
 //
 // The routines run with the caller's rights (SQL SECURITY INVOKER, PostgreSQL's
 // default); creating them needs CREATE ROUTINE on MySQL (EXECUTE to call) and CREATE on
@@ -80,6 +81,8 @@ func DropDDL(d Dialect, table string) ([]string, error) {
 		return []string{
 			"DROP PROCEDURE IF EXISTS " + q("_renew_v2"),
 			"DROP PROCEDURE IF EXISTS " + q("_release_v2"),
+			"DROP PROCEDURE IF EXISTS " + q("_leave_v2"),
+			"DROP PROCEDURE IF EXISTS " + q("_abandon_v2"),
 			"DROP PROCEDURE IF EXISTS " + q("_grant_v2"),
 			"DROP PROCEDURE IF EXISTS " + q("_grant_v1"),
 			"DROP TABLE IF EXISTS " + q("_waiters"),

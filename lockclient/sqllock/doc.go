@@ -274,10 +274,11 @@
 // <table>_release_v2, renewals and releases are the plain statements of that release
 // — committed only on a session in autocommit outside a transaction — with a warning
 // through WithLogger's logger, until CreateTable adds the procedures (CheckTable
-// reports the table Outdated). The other MySQL statements (a waiter leaving the queue,
-// the clean-up of an abandoned request) are still plain statements: on a pool with
-// autocommit=0 they take effect late (a known open finding of docs/design.md, about
-// liveness only). On PostgreSQL every statement is its own transaction (pgx does not
+// reports the table Outdated). A waiter leaving the queue and the clean-up of an
+// abandoned request are procedures too (<table>_leave_v2, <table>_abandon_v2); the
+// statements left plain only read (a Wait's poll of the remaining lease, the checks of
+// the token source), and the token floor's writes (RaiseFloor, Retire) run in
+// transactions of their own. On PostgreSQL every statement is its own transaction (pgx does not
 // hand out a connection inside a transaction). Every call is bounded by its context and
 // the driver's own timeouts only: give Release a deadline too (context.WithoutCancel
 // keeps none). On PostgreSQL, a waiting

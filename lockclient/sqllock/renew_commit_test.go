@@ -141,15 +141,15 @@ func TestMySQLRenewalAndReleaseCommitted(t *testing.T) {
 }
 
 // A lease table created by the release before rt41c F3's fix has no
-// <table>_renew_v2 or <table>_release_v2: CheckTable reports it as Outdated, naming
-// them; renewals and releases keep working with the plain statements of that release
+// <table>_renew_v2, _release_v2, _leave_v2 or _abandon_v2: CheckTable reports it as
+// Outdated, naming them; renewals and releases keep working with the plain statements of that release
 // (a warning, once, through the backend's logger) until CreateTable adds them, after
 // which a renewal on a pool with autocommit=0 is committed.
 func TestMySQLRenewalProceduresUpgraded(t *testing.T) {
 	srv := servers[1]
 	dsn, admin := srv.fresh(t, "")
 	ctx := ctxT(t, 30*time.Second)
-	for _, p := range []string{"fencedsql_locks_renew_v2", "fencedsql_locks_release_v2"} {
+	for _, p := range []string{"fencedsql_locks_renew_v2", "fencedsql_locks_release_v2", "fencedsql_locks_leave_v2", "fencedsql_locks_abandon_v2"} {
 		if _, err := admin.ExecContext(ctx, "DROP PROCEDURE "+p); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestMySQLRenewalProceduresUpgraded(t *testing.T) {
 			t.Fatalf("Release on a table without the release procedure: %v", err)
 		}
 	}
-	if got := withoutFlushLogWarning(rec.Messages()); len(got) != 1 || !strings.Contains(got[0], "renewal and release procedures are missing") {
+	if got := withoutFlushLogWarning(rec.Messages()); len(got) != 1 || !strings.Contains(got[0], "procedures that commit renewals") {
 		t.Fatalf("the backend's logger got %q, want one warning about the missing procedures", got)
 	}
 
@@ -238,7 +238,7 @@ func leaseExpiry(t *testing.T, ctx context.Context, db *sql.DB, key string) int6
 // stayed uncommitted, invisible to the other clients (and locked on the idle
 // connection) while the waiter was not first. Every path of <table>_grant_v2 now
 // commits: the waiter is in the queue as others see it, and is granted after the
-// release.
+// release; a waiter that gives up leaves the queue by <table>_leave_v2, committed too.
 func TestMySQLQueuedWaiterCommittedWithoutAutocommit(t *testing.T) {
 	srv := servers[1]
 	dsn, admin := srv.fresh(t, "")
@@ -269,6 +269,30 @@ func TestMySQLQueuedWaiterCommittedWithoutAutocommit(t *testing.T) {
 		got <- err
 	}()
 	waitFor(t, func() bool { return countWaiters(t, srv, admin, "k") == 1 })
+	// A second waiter, on a pool of its own with autocommit=0 (no later call there would
+	// commit for it), gives up: its leaving is committed too.
+	offC, err := sqllock.New(srv.open(t, cfg.FormatDSN()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lockclient.New(offC, lockclient.WithOwner("c"), lockclient.WithTTL(ttl))
+	t.Cleanup(func() { c.Close(context.Background()) })
+	cctx, cancel := context.WithCancel(ctx)
+	left := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(cctx, "k")
+		left <- err
+	}()
+	waitFor(t, func() bool { return countWaiters(t, srv, admin, "k") == 2 })
+	cancel()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire of the waiter that gave up = %v, want context.Canceled", err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); countWaiters(t, srv, admin, "k") != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter that gave up is still in the queue as the other pools see it 3s later: its leaving was not committed")
+		}
+	}
 	if err := a.Release(ctx, g); err != nil {
 		t.Fatal(err)
 	}

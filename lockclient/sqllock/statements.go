@@ -21,9 +21,10 @@ type queries struct {
 	grant2      string // the grant routine: queue or try, grant to the first live waiter
 	renew2      string // MySQL: the renewal procedure, committed at the server (renew_mysql.go)
 	release2    string // release (PostgreSQL: and wake the next waiter; MySQL: committed at the server)
-	leave2      string // a waiter leaves the queue
-	abandon2    string // PostgreSQL: mark an abandoned request and delete its grant
-	abandonMark string // MySQL: mark an abandoned request (then abandon deletes its grant)
+	leave2      string // a waiter leaves the queue (MySQL: committed at the server)
+	leave       string // MySQL: leave2's plain statement of earlier releases (plainRenew)
+	abandon2    string // mark an abandoned request and delete its grant (MySQL: committed at the server)
+	abandonMark string // MySQL: abandon2's plain statements of earlier releases: mark an abandoned request (then abandon deletes its grant)
 
 	// The token floor.
 	lastToken  string // the last token drawn (or the floor); PostgreSQL: and the lease table's max(token), and whether the server is a standby
@@ -64,7 +65,9 @@ func buildQueries(d Dialect, tn tableName) queries {
 			grant2:   fmt.Sprintf("CALL %s(?, ?, ?, ?, ?, ?)", tn.with("_grant_v2").quoted(MySQL)),
 			renew2:   fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_renew_v2").quoted(MySQL)),
 			release2: fmt.Sprintf("CALL %s(?, ?, ?)", tn.with("_release_v2").quoted(MySQL)),
-			leave2:   fmt.Sprintf("DELETE FROM %s WHERE waiter_id = ? AND gone = 0", tn.waiters().quoted(MySQL)),
+			leave2:   fmt.Sprintf("CALL %s(?)", tn.with("_leave_v2").quoted(MySQL)),
+			abandon2: fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_abandon_v2").quoted(MySQL)),
+			leave:    fmt.Sprintf("DELETE FROM %s WHERE waiter_id = ? AND gone = 0", tn.waiters().quoted(MySQL)),
 			abandonMark: fmt.Sprintf("INSERT INTO %s (lock_key, waiter_id, session_id, owner, alive_until, gone) "+
 				"VALUES (?, ?, ?, '', "+myClock+" + INTERVAL ? MICROSECOND, 1) "+
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = "+myClock+" + INTERVAL ? MICROSECOND",

@@ -31,6 +31,8 @@ var myProcs = [...]myProc{
 	{"_grant_v1", myGrantV1Comment, "an earlier one judges expiry by the session's clock"},
 	{"_renew_v2", myRenewComment, "without it renewals are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction"},
 	{"_release_v2", myReleaseComment, "without it releases are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction"},
+	{"_leave_v2", myLeaveComment, "without it a waiter leaves the queue by a plain statement, left uncommitted on a session with autocommit=0"},
+	{"_abandon_v2", myAbandonComment, "without it abandoned requests are cleaned up by plain statements, left uncommitted on a session with autocommit=0"},
 }
 
 // myProcCurrent reports whether procedure p of tn exists with its current body (its
