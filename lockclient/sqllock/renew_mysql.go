@@ -32,7 +32,7 @@ import (
 // procedure has always done): do not share the lease table's pool with transactions of
 // your own. A session whose next transaction was made READ ONLY is overridden (READ
 // WRITE); a read-only server, or an XA transaction open on the connection, makes the
-// call fail (the lease is then lost at its local deadline, fail-closed). Both procedures
+// call fail (the lease is then lost at its local deadline, fail-closed). The procedures
 // carry their revision in their COMMENT, as the grant procedures do (upgrade_mysql.go).
 
 // myRenewComment and myReleaseComment are the COMMENTs of the current revisions of
@@ -45,8 +45,8 @@ const (
 	myAbandonComment = "fencedsql sqllock: mark request p_waiter abandoned, then delete its grant, committed at the server; rev 1"
 )
 
-// myDDLRenew returns the CREATE PROCEDURE statements of <table>_renew_v2 and
-// <table>_release_v2.
+// myDDLRenew returns the CREATE PROCEDURE statements of <table>_renew_v2,
+// <table>_release_v2, <table>_leave_v2 and <table>_abandon_v2.
 //
 // The renewal's UPDATE matches the key's row only if the session and token are the
 // grant's and the lease has not expired by the server's clock (myClock); MySQL counts
@@ -159,11 +159,11 @@ func (b *Backend) plainRenew() bool {
 }
 
 // missingRenewProcs decides what a failed CALL of a procedure of myDDLRenew means when
-// err says that a table or routine does not exist (nothing
-// ran). It returns (false, nil) for any other error. If the lease table itself does not
+// err says that a table or routine does not exist (nothing ran). It returns
+// (false, nil) for any other error. If the lease table itself does not
 // exist, the error is a *SchemaError (CreateTable never ran). If it does, the table was
-// created by an earlier release and not upgraded: the backend renews and releases with
-// the plain statements of that release for legacyRecheck (as it did before: committed
+// created by an earlier release and not upgraded: the backend renews, releases and
+// cleans up the queue with the plain statements of that release for legacyRecheck (as it did before: committed
 // only on a session in autocommit outside a transaction; the procedures come together
 // with CreateTable, so one missing means the others are too), warns once through
 // WithLogger's logger, and missingRenewProcs returns (true, nil); CheckTable reports
