@@ -259,31 +259,33 @@
 // # Connections
 //
 // The backend uses the *sql.DB it is given as is. Its statements do not depend on the
-// session's clock settings (see "Expiry is the server's"). On MySQL/MariaDB grants,
-// renewals and releases are stored procedures that run their transactions at the
-// server — START TRANSACTION, the lease row's change, COMMIT AND NO CHAIN NO RELEASE —
-// within the one round trip of their CALL, and send their result only after the COMMIT
-// (red-team rt41c F3): a pool whose DSN says autocommit=0 (or sets completion_type), or
-// a pooled connection left inside a transaction by the application, cannot keep a
-// grant, renewal or release uncommitted while its client believes it, and a client
-// paused at any point (GC, SIGSTOP) holds no row lock of the lease table, since the
-// server never waits for it inside a transaction.
-// Their START TRANSACTION commits a transaction left open on the connection (MySQL's
-// implicit commit): do not run transactions of your own on the lease table's pool. On
-// a table created by an earlier release, which lacks <table>_renew_v2 and
-// <table>_release_v2, renewals and releases are the plain statements of that release
-// — committed only on a session in autocommit outside a transaction — with a warning
-// through WithLogger's logger, until CreateTable adds the procedures (CheckTable
-// reports the table Outdated). A waiter leaving the queue and the clean-up of an
-// abandoned request are procedures too (<table>_leave_v2, <table>_abandon_v2); the
-// statements left plain only read (a Wait's poll of the remaining lease, the checks of
-// the token source), and the token floor's writes (RaiseFloor, Retire) run in
-// transactions of their own. On PostgreSQL every statement is its own transaction (pgx does not
-// hand out a connection inside a transaction). Every call is bounded by its context and
-// the driver's own timeouts only: give Release a deadline too (context.WithoutCancel
-// keeps none). On PostgreSQL, a waiting
-// Acquire holds one extra pooled connection per Backend while someone waits (not with a
-// pool of one connection, SetMaxOpenConns(1), where waiters poll).
+// session's clock settings (see "Expiry is the server's").
+//
+// On MySQL/MariaDB grants, renewals, releases, a waiter leaving the queue and the
+// clean-up of an abandoned request are stored procedures (<table>_grant_v2,
+// _renew_v2, _release_v2, _leave_v2, _abandon_v2) that run their transactions at the
+// server — START TRANSACTION, the rows' change, COMMIT AND NO CHAIN NO RELEASE — within
+// the one round trip of their CALL, and send their result only after the COMMIT
+// (red-team rt41c F3). So a pool whose DSN says autocommit=0 (or sets
+// completion_type), or a pooled connection left inside a transaction by the
+// application, cannot keep them uncommitted while the client believes them, and a
+// client paused at any point (GC, SIGSTOP) holds no row lock of the lease table: the
+// server never waits for it inside a transaction. Their START TRANSACTION commits a
+// transaction left open on the connection (MySQL's implicit commit): do not run
+// transactions of your own on the lease table's pool. The statements left plain only
+// read (a Wait's poll of the remaining lease, the checks of the token source); the
+// token floor's writes (RaiseFloor, Retire) run in transactions of their own. On a
+// table created by an earlier release, which lacks <table>_renew_v2 and the others,
+// the backend uses the plain statements of that release — committed only on a session
+// in autocommit outside a transaction — with a warning through WithLogger's logger,
+// until CreateTable adds the procedures (CheckTable reports the table Outdated).
+//
+// On PostgreSQL each lease-table statement is a transaction of its own (a pgx
+// connection left inside a transaction is not reused by the pool). Every call is
+// bounded by its context and the driver's own timeouts only: give Release a deadline
+// too (context.WithoutCancel keeps none). On PostgreSQL, a waiting Acquire holds one
+// extra pooled connection per Backend while someone waits (not with a pool of one
+// connection, SetMaxOpenConns(1), where waiters poll).
 //
 // # Dependencies
 //
