@@ -147,9 +147,22 @@ func checkServerClockStatements(t *testing.T, srv server, stmts []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		proc := ddl[len(ddl)-1]
-		if !strings.Contains(proc, "expires_at > "+myClock) || !strings.Contains(proc, myClock+" + INTERVAL p_ttl_us MICROSECOND") || strings.Contains(proc, "UTC_TIMESTAMP") {
-			t.Errorf("grant procedure does not judge expiry by the server's clock %s:\n%s", myClock, proc)
+		procs := 0
+		for _, proc := range ddl {
+			if !strings.HasPrefix(proc, "CREATE PROCEDURE") {
+				continue
+			}
+			procs++
+			// A procedure that reads a lease's expiry judges it by the server's clock; one
+			// given a TTL sets it from that clock.
+			if strings.Contains(proc, "UTC_TIMESTAMP") || strings.Contains(proc, "NOW(") ||
+				strings.Contains(proc, "expires_at") && !strings.Contains(proc, "expires_at > "+myClock) ||
+				strings.Contains(proc, "p_ttl_us") && !strings.Contains(proc, myClock+" + INTERVAL p_ttl_us MICROSECOND") {
+				t.Errorf("procedure does not judge expiry by the server's clock %s:\n%s", myClock, proc)
+			}
+		}
+		if procs != 6 { // grant v1 and v2, renew, release, leave, abandon
+			t.Errorf("DDL has %d procedures, want 6", procs)
 		}
 	}
 	if len(stmts) < 4 {

@@ -25,9 +25,17 @@ import (
 // (lock_key, ticket) and alive_until. PostgreSQL: the sequence <table>_ticket_seq
 // (CACHE 1) for tickets and the PL/pgSQL functions <table>_grant_v2, _release_v2,
 // _leave_v2, _abandon_v2 and _wake_v2; MySQL: an AUTO_INCREMENT ticket and the
-// procedure <table>_grant_v2. The routines run with the caller's rights (SQL SECURITY
-// INVOKER, PostgreSQL's default); creating them needs CREATE ROUTINE on MySQL (EXECUTE to
-// call) and CREATE on the schema on PostgreSQL.
+// procedure <table>_grant_v2.
+//
+// Renewals, releases and the queue's clean-ups, MySQL/MariaDB: the procedures
+// <table>_renew_v2, <table>_release_v2, <table>_leave_v2 and <table>_abandon_v2, which
+// commit at the server whatever the session's autocommit (renew_mysql.go; added after
+// version 2, red-team rt41c F3: a table without them keeps working with the plain
+// statements of earlier releases until CreateTable adds them).
+//
+// The routines run with the caller's rights (SQL SECURITY INVOKER, PostgreSQL's
+// default); creating them needs CREATE ROUTINE on MySQL (EXECUTE to call) and CREATE on
+// the schema on PostgreSQL.
 //
 // Lease table columns: lock_key (primary key), owner, session_id, token (BIGINT),
 // expires_at (timestamptz on PostgreSQL; DATETIME(6) in UTC on MySQL).
@@ -40,7 +48,7 @@ func DDL(d Dialect, table string) ([]string, error) {
 	case Postgres:
 		return append(pgDDL(tn), pgDDLv2(tn)...), nil
 	case MySQL:
-		return append(myDDL(tn), myDDLv2(tn)...), nil
+		return append(append(myDDL(tn), myDDLv2(tn)...), myDDLRenew(tn)...), nil
 	}
 	return nil, fmt.Errorf("sqllock: DDL: unknown dialect %v", d)
 }
@@ -71,6 +79,10 @@ func DropDDL(d Dialect, table string) ([]string, error) {
 	case MySQL:
 		q := func(suffix string) string { return tn.with(suffix).quoted(MySQL) }
 		return []string{
+			"DROP PROCEDURE IF EXISTS " + q("_renew_v2"),
+			"DROP PROCEDURE IF EXISTS " + q("_release_v2"),
+			"DROP PROCEDURE IF EXISTS " + q("_leave_v2"),
+			"DROP PROCEDURE IF EXISTS " + q("_abandon_v2"),
 			"DROP PROCEDURE IF EXISTS " + q("_grant_v2"),
 			"DROP PROCEDURE IF EXISTS " + q("_grant_v1"),
 			"DROP TABLE IF EXISTS " + q("_waiters"),
@@ -143,9 +155,9 @@ func CreateTable(ctx context.Context, db *sql.DB, d Dialect, table string) error
 				return fmt.Errorf("sqllock: create table: %w", err)
 			}
 		}
-		// A grant procedure created by an earlier revision is replaced.
+		// A procedure created by an earlier revision is replaced.
 		if err := myReplaceProcs(ctx, db, tn, stmts); err != nil {
-			return fmt.Errorf("sqllock: create table: upgrade the grant procedures: %w", err)
+			return fmt.Errorf("sqllock: create table: upgrade the procedures: %w", err)
 		}
 		return nil
 	}

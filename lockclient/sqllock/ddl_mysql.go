@@ -90,13 +90,22 @@ func myDDL(tn tableName) []string {
 // then followed by the delete of this grant), lock and test the key's row, re-check the
 // queue, grant. A waiter's liveness (alive_until) is written only when a third of its
 // TTL has passed, so that polls are reads. After a grant it deletes up to 8 lapsed
-// waiter rows and abandon marks (READ COMMITTED, errors ignored).
+// waiter rows and abandon marks (READ COMMITTED, errors ignored). Every path ends with
+// a COMMIT, before the result and after the clean-up: on a session with autocommit=0
+// the statements before the grant transaction (the queue's join or refresh) and the
+// clean-up would otherwise stay uncommitted, their rows locked, on an idle pooled
+// connection (red-team rt41c F3's class); with autocommit on it commits nothing. Every
+// COMMIT and ROLLBACK says AND NO CHAIN NO RELEASE: a session's completion_type of
+// RELEASE made the first COMMIT cut the connection in the middle of the grant, and
+// CHAIN left a transaction open after it.
+//
 // myGrantComment is the COMMENT of the grant procedure <table>_grant_v2; its revision
 // tells CreateTable and CheckTable whether an existing procedure is the current one
 // (CREATE PROCEDURE does not replace). Revisions: 2, the key's row is locked before the
 // counter; 3, expiry is judged by the server's clock (myClock), not the session's
-// (red-team rt41c F1).
-const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 3"
+// (red-team rt41c F1); 4, every path commits, whatever the session's autocommit
+// (red-team rt41c F3).
+const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 4"
 
 func myDDLv2(tn tableName) []string {
 	t := tn.quoted(MySQL)
@@ -136,7 +145,7 @@ func myDDLv2(tn tableName) []string {
 			"    DECLARE v_try INT DEFAULT 0;\n"+
 			"    DECLARE EXIT HANDLER FOR SQLEXCEPTION\n"+
 			"    BEGIN\n"+
-			"        ROLLBACK;\n"+
+			"        ROLLBACK AND NO CHAIN NO RELEASE;\n"+
 			"        RESIGNAL;\n"+
 			"    END;\n"+
 			myNoClock+
@@ -178,7 +187,7 @@ func myDDLv2(tn tableName) []string {
 			"            IF v_n > 0 OR v_try >= 3 THEN\n"+
 			"                LEAVE pre;\n"+
 			"            END IF;\n"+
-			"            COMMIT;\n"+
+			"            COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"        END LOOP pre;\n"+
 			"        SELECT v INTO v_count FROM %[5]s WHERE id = 1 FOR UPDATE;\n"+
 			"        IF v_count IS NULL THEN\n"+
@@ -186,7 +195,7 @@ func myDDLv2(tn tableName) []string {
 			"        END IF;\n"+
 			"        SELECT COUNT(*), COALESCE(MAX(gone), 0) INTO v_n, v_gone FROM %[3]s WHERE waiter_id = p_waiter FOR UPDATE;\n"+
 			"        IF v_gone OR (p_queue AND v_n = 0) THEN\n"+
-			"            COMMIT;\n"+
+			"            COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"            SET v_token = -1;\n"+
 			"            LEAVE body;\n"+
 			"        END IF;\n"+
@@ -196,7 +205,7 @@ func myDDLv2(tn tableName) []string {
 			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > "+myClock+"\n"+
 			"           AND (v_ticket IS NULL OR ticket < v_ticket);\n"+
 			"        IF v_n > 0 OR v_ahead > 0 THEN\n"+
-			"            COMMIT;\n"+
+			"            COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"            SET v_holder_us = IF(v_n > 0, 1, 0);\n"+
 			"            LEAVE body;\n"+
 			"        END IF;\n"+
@@ -209,15 +218,17 @@ func myDDLv2(tn tableName) []string {
 			"        IF p_queue THEN\n"+
 			"            DELETE FROM %[3]s WHERE waiter_id = p_waiter;\n"+
 			"        END IF;\n"+
-			"        COMMIT;\n"+
+			"        COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"        SET v_holder = v_token, v_holder_us = p_ttl_us, v_ahead = 0, v_ahead_us = 0;\n"+
 			"    END body;\n"+
+			"    COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"    SELECT v_token AS token, v_ahead AS ahead, v_holder_us AS holder_us, v_ahead_us AS ahead_us, v_holder AS holder;\n"+
 			"    IF v_token > 0 THEN\n"+
 			"        gc: BEGIN\n"+
 			"            DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"+
 			"            SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"+
 			"            DELETE FROM %[3]s WHERE alive_until < "+myClock+" ORDER BY alive_until LIMIT 8;\n"+
+			"            COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"        END gc;\n"+
 			"    END IF;\n"+
 			"END proc", p, MaxKeyLen, w, t, c),

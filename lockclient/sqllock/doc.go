@@ -29,7 +29,7 @@
 // lockclient.Client; it cannot see tokens of released grants, which leave no row. A key
 // the table cannot store (over MaxKeyLen bytes; on PostgreSQL NUL or invalid UTF-8) is
 // an error wrapping lockclient.ErrInvalidConfig; the waiter table <table>_waiters (see Waiting) and the routines
-// that grant, release and queue (PL/pgSQL functions, a MySQL stored procedure).
+// that grant, renew, release and queue (PL/pgSQL functions, MySQL stored procedures).
 //
 // # Expiry is the server's
 //
@@ -63,15 +63,17 @@
 //     a network round trip, so a client that stalls mid-request (GC pause, partition) can
 //     never keep row locks of the lease table.
 //   - Renew: UPDATE … SET expires_at = now + TTL WHERE key, session, token match and
-//     expires_at > now; no row → [lockclient.ErrLeaseLost]. On MySQL renew and release
-//     are single autocommit statements: give the lease table a pool with autocommit on
-//     (the default) and never leave a transaction open on its connections, or a
-//     renewal is acknowledged that the server rolls back (docs/design.md, known open).
+//     expires_at > now; no row → [lockclient.ErrLeaseLost]. On PostgreSQL one statement
+//     (committed durably, synchronous_commit on for it); on MySQL the procedure
+//     <table>_renew_v2, which runs START TRANSACTION, the UPDATE and COMMIT at the server
+//     and answers only after the COMMIT (see Connections).
 //   - Release: DELETE … WHERE key, session and token match. A live row deleted: released.
 //     Our own row deleted after it had expired (nobody retook it): [lockclient.ErrLeaseLost].
 //     No row of ours: [lockclient.ErrNotOwner], and the current holder's row, which has
 //     another session and token, is untouched: release is owner- and token-checked (G8 in
-//     docs/design.md). On PostgreSQL the release also notifies the first live waiter.
+//     docs/design.md). On PostgreSQL the release also notifies the first live waiter; on
+//     MySQL it is the procedure <table>_release_v2, committed at the server as the
+//     renewal is.
 //   - Any database error, timeout or ended context: an error wrapping
 //     [lockclient.ErrUnavailable], never ErrHeld — except a lease table that does not
 //     exist (see below).
@@ -234,8 +236,11 @@
 // table as a *SchemaError with Outdated set. On MySQL, where CREATE PROCEDURE does not
 // replace, the grant procedure carries its revision in its COMMENT: CreateTable replaces
 // one of an earlier revision (CREATE OR REPLACE on MariaDB; DROP and CREATE on MySQL) and
-// CheckTable reports it as Outdated; PostgreSQL's functions are replaced by CREATE OR
-// REPLACE.
+// CheckTable reports it as Outdated; so do the renewal and release procedures, which
+// CheckTable also reports as Outdated when they are missing (a table of the release
+// before red-team rt41c F3; until CreateTable adds them the backend renews and releases
+// with that release's plain statements, see Connections). PostgreSQL's functions are
+// replaced by CREATE OR REPLACE.
 //
 // # Logging
 //
@@ -254,14 +259,33 @@
 // # Connections
 //
 // The backend uses the *sql.DB it is given as is. Its statements do not depend on the
-// session's clock settings (see "Expiry is the server's"), and on MySQL renewals and
-// releases run in a transaction of their own that is committed before they are reported
-// (a pool with autocommit=0 or a connection left in a stray transaction does not keep
-// them uncommitted; such a stray transaction is committed by them, as by a grant:
-// red-team rt41c F3). Every call is bounded by its context and the driver's own timeouts only: give
-// Release a deadline too (context.WithoutCancel keeps none). On PostgreSQL, a waiting
-// Acquire holds one extra pooled connection per Backend while someone waits (not with a
-// pool of one connection, SetMaxOpenConns(1), where waiters poll).
+// session's clock settings (see "Expiry is the server's").
+//
+// On MySQL/MariaDB grants, renewals, releases, a waiter leaving the queue and the
+// clean-up of an abandoned request are stored procedures (<table>_grant_v2,
+// _renew_v2, _release_v2, _leave_v2, _abandon_v2) that run their transactions at the
+// server — START TRANSACTION, the rows' change, COMMIT AND NO CHAIN NO RELEASE — within
+// the one round trip of their CALL, and send their result only after the COMMIT
+// (red-team rt41c F3). So a pool whose DSN says autocommit=0 (or sets
+// completion_type), or a pooled connection left inside a transaction by the
+// application, cannot keep them uncommitted while the client believes them, and a
+// client paused at any point (GC, SIGSTOP) holds no row lock of the lease table: the
+// server never waits for it inside a transaction. Their START TRANSACTION commits a
+// transaction left open on the connection (MySQL's implicit commit): do not run
+// transactions of your own on the lease table's pool. The statements left plain only
+// read (a Wait's poll of the remaining lease, the checks of the token source); the
+// token floor's writes (RaiseFloor, Retire) run in transactions of their own. On a
+// table created by an earlier release, which lacks <table>_renew_v2 and the others,
+// the backend uses the plain statements of that release — committed only on a session
+// in autocommit outside a transaction — with a warning through WithLogger's logger,
+// until CreateTable adds the procedures (CheckTable reports the table Outdated).
+//
+// On PostgreSQL each lease-table statement is a transaction of its own (a pgx
+// connection left inside a transaction is not reused by the pool). Every call is
+// bounded by its context and the driver's own timeouts only: give Release a deadline
+// too (context.WithoutCancel keeps none). On PostgreSQL, a waiting Acquire holds one
+// extra pooled connection per Backend while someone waits (not with a pool of one
+// connection, SetMaxOpenConns(1), where waiters poll).
 //
 // # Dependencies
 //

@@ -164,8 +164,10 @@ func (b *Backend) probeTable(ctx context.Context) error {
 // rather than at the first Acquire. It returns nil if they all exist; a *SchemaError
 // (errors.Is ErrSchema and lockclient.ErrInvalidConfig) naming what is missing,
 // with Outdated set when only the objects of schema version 2 are (the table was created
-// by an earlier release: Acquire still works, without a queue) or, on MySQL, when the
-// grant procedure is an earlier revision (CreateTable replaces it); a *SchemaError with
+// by an earlier release: Acquire still works, without a queue) or, on MySQL, when a
+// grant, renewal or release procedure is an earlier revision or, for the last two,
+// missing (CreateTable replaces or adds it; until then renewals and releases are the
+// plain statements of the earlier release); a *SchemaError with
 // Unsafe set when the PostgreSQL token sequence has CACHE above 1, CYCLE or an INCREMENT
 // that is not positive (it would not keep tokens in grant order across connections), or
 // fewer than a million values left before its MAXVALUE, or when the sequence or the
@@ -224,10 +226,9 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		}
 		var names []string
 		for _, p := range outdated {
-			names = append(names, b.table.with(p.suffix).String())
+			names = append(names, b.table.with(p.suffix).String()+" ("+p.why+")")
 		}
-		e := b.schemaError("the current revision of procedure "+strings.Join(names, ", ")+
-			" (an earlier one judges expiry by the session's clock, or waits for a key's row lock while holding the token counter)", nil)
+		e := b.schemaError("the current revision of procedure "+strings.Join(names, ", "), nil)
 		e.Outdated = true
 		return e
 	}

@@ -141,28 +141,41 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	if err != nil {
 		return err
 	}
-	switch s.b.dialect {
-	case Postgres:
+	// The release routine: PostgreSQL <table>_release_v2 (schema version 2), MySQL
+	// <table>_release_v2 (committed at the server, red-team rt41c F3). Both answer
+	// (found, live).
+	useRoutine := !s.b.legacy()
+	if s.b.dialect == MySQL {
+		useRoutine = !s.b.plainRenew()
+	}
+	if useRoutine {
 		var found bool
 		var live sql.NullBool
-		if !s.b.legacy() {
-			err = s.b.scanRow(ctx, s.b.q.release2, []any{g.Key, s.grantSession(g), tok}, &found, &live)
-			legacy, serr := s.b.missingV2(ctx, "release", g.Key, err)
-			if serr != nil {
-				return serr
-			}
-			if !legacy {
-				switch {
-				case err != nil:
-					return s.b.fail(ctx, "release", g.Key, err)
-				case !found:
-					return lockclient.ErrNotOwner
-				case !live.Bool:
-					return lockclient.ErrLeaseLost
-				}
-				return nil
-			}
+		err = s.b.scanRow(ctx, s.b.q.release2, []any{g.Key, s.grantSession(g), tok}, &found, &live)
+		var fallback bool
+		var serr error
+		if s.b.dialect == MySQL {
+			fallback, serr = s.b.missingRenewProcs(ctx, "release", g.Key, err)
+		} else {
+			fallback, serr = s.b.missingV2(ctx, "release", g.Key, err)
 		}
+		if serr != nil {
+			return serr
+		}
+		if !fallback {
+			switch {
+			case err != nil:
+				return s.b.fail(ctx, "release", g.Key, err)
+			case !found:
+				return lockclient.ErrNotOwner
+			case !live.Bool:
+				return lockclient.ErrLeaseLost
+			}
+			return nil
+		}
+	}
+	if s.b.dialect == Postgres {
+		var live sql.NullBool
 		var notified int64
 		err := s.b.scanRow(ctx, s.b.q.release, []any{g.Key, s.grantSession(g), tok, s.b.table.name}, &live, &notified)
 		switch {
@@ -174,28 +187,29 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 			return lockclient.ErrLeaseLost
 		}
 		return nil
-	default:
-		res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.grantSession(g), tok)
-		if err != nil {
-			return s.b.fail(ctx, "release", g.Key, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return s.b.fail(ctx, "release", g.Key, err)
-		} else if n > 0 {
-			return nil
-		}
-		// Not live: delete our own expired row, if nobody took the key since.
-		res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
-		if err != nil {
-			return s.b.fail(ctx, "release", g.Key, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return s.b.fail(ctx, "release", g.Key, err)
-		} else if n > 0 {
-			return lockclient.ErrLeaseLost
-		}
-		return lockclient.ErrNotOwner
 	}
+	// MySQL, a table without <table>_release_v2: the plain statements of earlier
+	// releases, committed only on a session in autocommit outside a transaction.
+	res, err := s.b.exec(ctx, s.b.q.release, g.Key, s.grantSession(g), tok)
+	if err != nil {
+		return s.b.fail(ctx, "release", g.Key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.b.fail(ctx, "release", g.Key, err)
+	} else if n > 0 {
+		return nil
+	}
+	// Not live: delete our own expired row, if nobody took the key since.
+	res, err = s.b.exec(ctx, s.b.q.releaseExpired, g.Key, s.grantSession(g), tok)
+	if err != nil {
+		return s.b.fail(ctx, "release", g.Key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.b.fail(ctx, "release", g.Key, err)
+	} else if n > 0 {
+		return lockclient.ErrLeaseLost
+	}
+	return lockclient.ErrNotOwner
 }
 
 // Wait polls the key (Clients use AcquireQueued instead): it returns when the key is
@@ -249,6 +263,24 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	tok, err := grantToken(g)
 	if err != nil {
 		return err
+	}
+	if s.b.dialect == MySQL && !s.b.plainRenew() {
+		// One CALL: the procedure updates and commits at the server, then answers
+		// (red-team rt41c F3, renew_mysql.go).
+		var renewed int64
+		err := s.b.scanRow(ctx, s.b.q.renew2, []any{g.Key, s.grantSession(g), tok, s.ttlMicros}, &renewed)
+		plain, serr := s.b.missingRenewProcs(ctx, "renew", g.Key, err)
+		switch {
+		case serr != nil:
+			return serr
+		case plain: // an earlier release's table: the plain statements below
+		case err != nil:
+			return s.b.fail(ctx, "renew", g.Key, err)
+		case renewed > 0:
+			return nil
+		default:
+			return lockclient.ErrLeaseLost
+		}
 	}
 	var res sql.Result
 	switch s.b.dialect {

@@ -149,6 +149,12 @@ type Backend struct {
 	legacyUntil atomic.Int64
 	legacyWarn  sync.Once
 
+	// plainRenewUntil (unix nanoseconds), MySQL: until then renewals and releases use
+	// the plain statements of earlier releases, because their procedures were missing;
+	// see plainRenew.
+	plainRenewUntil atomic.Int64
+	plainRenewWarn  sync.Once
+
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // MySQL: prepared once per *sql.DB, see stmt
 

@@ -10,19 +10,21 @@ import (
 // queries are the statements of one dialect and table.
 type queries struct {
 	grant          string
-	renew          string
-	renewCheck     string // MySQL only
-	release        string
-	releaseExpired string // MySQL only
+	renew          string // MySQL: the plain statement of earlier releases (plainRenew)
+	renewCheck     string // MySQL only, with renew
+	release        string // MySQL: the plain statement of earlier releases (plainRenew)
+	releaseExpired string // MySQL only, with release
 	remaining      string // microseconds left on the key's lease; no row when free
 	abandon        string // delete the row of an abandoned grant request (key, session_id)
 
 	// Schema version 2 (the waiter queue).
 	grant2      string // the grant routine: queue or try, grant to the first live waiter
-	release2    string // PostgreSQL: release and wake the next waiter
-	leave2      string // a waiter leaves the queue
-	abandon2    string // PostgreSQL: mark an abandoned request and delete its grant
-	abandonMark string // MySQL: mark an abandoned request (then abandon deletes its grant)
+	renew2      string // MySQL: the renewal procedure, committed at the server (renew_mysql.go)
+	release2    string // release (PostgreSQL: and wake the next waiter; MySQL: committed at the server)
+	leave2      string // a waiter leaves the queue (MySQL: committed at the server)
+	leave       string // MySQL: leave2's plain statement of earlier releases (plainRenew)
+	abandon2    string // mark an abandoned request and delete its grant (MySQL: committed at the server)
+	abandonMark string // MySQL: abandon2's plain statements of earlier releases: mark an abandoned request (then abandon deletes its grant)
 
 	// The token floor.
 	lastToken  string // the last token drawn (or the floor); PostgreSQL: and the lease table's max(token), and whether the server is a standby
@@ -59,9 +61,13 @@ func buildQueries(d Dialect, tn tableName) queries {
 			releaseExpired: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ? AND token = ?", t),
 			remaining: fmt.Sprintf("SELECT TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at) FROM %s "+
 				"WHERE lock_key = ?", t),
-			abandon: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ?", t),
-			grant2:  fmt.Sprintf("CALL %s(?, ?, ?, ?, ?, ?)", tn.with("_grant_v2").quoted(MySQL)),
-			leave2:  fmt.Sprintf("DELETE FROM %s WHERE waiter_id = ? AND gone = 0", tn.waiters().quoted(MySQL)),
+			abandon:  fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ?", t),
+			grant2:   fmt.Sprintf("CALL %s(?, ?, ?, ?, ?, ?)", tn.with("_grant_v2").quoted(MySQL)),
+			renew2:   fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_renew_v2").quoted(MySQL)),
+			release2: fmt.Sprintf("CALL %s(?, ?, ?)", tn.with("_release_v2").quoted(MySQL)),
+			leave2:   fmt.Sprintf("CALL %s(?)", tn.with("_leave_v2").quoted(MySQL)),
+			abandon2: fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_abandon_v2").quoted(MySQL)),
+			leave:    fmt.Sprintf("DELETE FROM %s WHERE waiter_id = ? AND gone = 0", tn.waiters().quoted(MySQL)),
 			abandonMark: fmt.Sprintf("INSERT INTO %s (lock_key, waiter_id, session_id, owner, alive_until, gone) "+
 				"VALUES (?, ?, ?, '', "+myClock+" + INTERVAL ? MICROSECOND, 1) "+
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = "+myClock+" + INTERVAL ? MICROSECOND",

@@ -9,21 +9,31 @@ import (
 )
 
 // MySQL's CREATE PROCEDURE does not replace an existing procedure, so a change of a
-// grant procedure's body is recognised by its COMMENT (myGrantComment,
-// myGrantV1Comment) and replaced by CreateTable: CREATE OR REPLACE PROCEDURE on MariaDB
+// procedure's body is recognised by its COMMENT (myGrantComment, myGrantV1Comment,
+// myRenewComment, myReleaseComment) and replaced by CreateTable: CREATE OR REPLACE PROCEDURE on MariaDB
 // (atomic), DROP and CREATE on MySQL (during the moment in between, a grant finds the
 // version-2 procedure missing and that backend grants with schema version 1's
 // statements for a minute, see legacy.go; a version-1 call finds its procedure missing
-// and fails, nothing granted).
+// and fails, nothing granted; a renewal or release finds its procedure missing and
+// that backend uses the plain statements for a minute, see renew_mysql.go).
 
-// myProc is one of the grant procedures and the COMMENT of its current revision.
+// myProc is one of the procedures, the COMMENT of its current revision, and what an
+// earlier revision (or its absence) gets wrong, for CheckTable's report.
 type myProc struct {
-	suffix  string // of the table's name: "_grant_v1", "_grant_v2"
+	suffix  string // of the table's name: "_grant_v1", "_grant_v2", …
 	comment string
+	why     string
 }
 
 // myProcs are the procedures CreateTable keeps at their current revision, version 2 first.
-var myProcs = [...]myProc{{"_grant_v2", myGrantComment}, {"_grant_v1", myGrantV1Comment}}
+var myProcs = [...]myProc{
+	{"_grant_v2", myGrantComment, "an earlier one judges expiry by the session's clock, or waits for a key's row lock while holding the token counter"},
+	{"_grant_v1", myGrantV1Comment, "an earlier one judges expiry by the session's clock"},
+	{"_renew_v2", myRenewComment, "without it renewals are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction"},
+	{"_release_v2", myReleaseComment, "without it releases are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction"},
+	{"_leave_v2", myLeaveComment, "without it a waiter leaves the queue by a plain statement, left uncommitted on a session with autocommit=0"},
+	{"_abandon_v2", myAbandonComment, "without it abandoned requests are cleaned up by plain statements, left uncommitted on a session with autocommit=0"},
+}
 
 // myProcCurrent reports whether procedure p of tn exists with its current body (its
 // comment is p.comment). A missing procedure is not current.
@@ -45,7 +55,7 @@ func myProcCurrent(ctx context.Context, db *sql.DB, tn tableName, p myProc) (boo
 	return comment == p.comment, nil
 }
 
-// myOutdatedProcs returns the grant procedures of tn that are missing or not at their
+// myOutdatedProcs returns the procedures of tn that are missing or not at their
 // current revision.
 func myOutdatedProcs(ctx context.Context, db *sql.DB, tn tableName) ([]myProc, error) {
 	var out []myProc
@@ -61,7 +71,7 @@ func myOutdatedProcs(ctx context.Context, db *sql.DB, tn tableName) ([]myProc, e
 	return out, nil
 }
 
-// myReplaceProcs replaces every outdated grant procedure of tn by its CREATE PROCEDURE
+// myReplaceProcs replaces every outdated procedure of tn by its CREATE PROCEDURE
 // statement among stmts (the DDL).
 func myReplaceProcs(ctx context.Context, db *sql.DB, tn tableName, stmts []string) error {
 	for _, p := range myProcs {

@@ -187,7 +187,18 @@ func (s *session) leave(key, gs string) {
 			var n int64
 			return s.b.scanRow(ctx, s.b.q.leave2, []any{key, gs}, &n)
 		}
-		_, err := s.b.exec(ctx, s.b.q.leave2, gs)
+		if !s.b.plainRenew() {
+			var n int64
+			err := s.b.scanRow(ctx, s.b.q.leave2, []any{gs}, &n)
+			plain, serr := s.b.missingRenewProcs(ctx, "leave", key, err)
+			switch {
+			case serr != nil:
+				return serr
+			case !plain:
+				return err
+			}
+		}
+		_, err := s.b.exec(ctx, s.b.q.leave, gs)
 		return err
 	})
 }
@@ -210,8 +221,8 @@ func (s *session) abandon(key, gs string) {
 		if s.b.dialect == Postgres {
 			var n int64
 			err = s.b.scanRow(ctx, s.b.q.abandon2, []any{key, gs, s.id, keep}, &n)
-		} else if _, err = s.b.exec(ctx, s.b.q.abandonMark, key, gs, s.id, keep, keep); err == nil {
-			_, err = s.b.exec(ctx, s.b.q.abandon, key, gs)
+		} else {
+			err = s.abandonMySQL(ctx, key, gs, keep)
 		}
 		if err != nil && missingObject(err) {
 			switch legacy, serr := s.b.missingV2(ctx, "abandon", key, err); {
@@ -225,4 +236,26 @@ func (s *session) abandon(key, gs string) {
 		}
 		return err
 	})
+}
+
+// abandonMySQL marks the request gs gone and deletes its grant: one CALL of
+// <table>_abandon_v2, committed at the server, or, on a table of an earlier release
+// (plainRenew), that release's two plain statements.
+func (s *session) abandonMySQL(ctx context.Context, key, gs string, keep int64) error {
+	if !s.b.plainRenew() {
+		var n int64
+		err := s.b.scanRow(ctx, s.b.q.abandon2, []any{key, gs, s.id, keep}, &n)
+		plain, serr := s.b.missingRenewProcs(ctx, "abandon", key, err)
+		switch {
+		case serr != nil:
+			return serr
+		case !plain:
+			return err
+		}
+	}
+	if _, err := s.b.exec(ctx, s.b.q.abandonMark, key, gs, s.id, keep, keep); err != nil {
+		return err
+	}
+	_, err := s.b.exec(ctx, s.b.q.abandon, key, gs)
+	return err
 }
