@@ -83,9 +83,10 @@ fi
 # off by default on a laptop). A finding fails the run; its input is written under
 # testdata/fuzz/ for a regression test. The five targets run one after the other, after
 # go test, each with the whole machine: 30s each (2.5 minutes in all, down from 60s and
-# 5 minutes) keeps CI near 25 minutes on two cores; the seed corpora and the checked-in
-# findings under testdata/fuzz/ run in every go test regardless. Run the long form with
-# FENCEDSQL_FUZZTIME=10m (or more) before a release or after a planner change.
+# 5 minutes) helps keep CI well under half an hour on two cores; the seed corpora and
+# the checked-in findings under testdata/fuzz/ run in every go test regardless. Run the
+# long form with FENCEDSQL_FUZZTIME=10m (or more) before a release or after a planner
+# change.
 fuzztime=${FENCEDSQL_FUZZTIME:-}
 if [[ -z $fuzztime && ${CI:-} == true ]]; then
 	fuzztime=30s
