@@ -41,6 +41,7 @@ func TestKeyedClaimKeyKinds(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // a database of its own; session settings only
 			dsn := testdb.MySQL(t)
 			ddl := []string{"CREATE TABLE accounts (" + c.cols + ", n INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (" + c.pk + ")) ENGINE=InnoDB"}
 			for i, k := range c.keys {
@@ -129,6 +130,7 @@ func TestKeyedClaimWithoutPrimaryKey(t *testing.T) {
 func TestKeyedClaimApproximateKeyRefused(t *testing.T) {
 	for _, typ := range []string{"FLOAT", "DOUBLE"} {
 		t.Run(typ, func(t *testing.T) {
+			t.Parallel() // a database of its own
 			dsn := testdb.MySQL(t)
 			raw := testdb.Open(t, "mysql", dsn,
 				"CREATE TABLE accounts (a "+typ+" NOT NULL PRIMARY KEY, n INT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",

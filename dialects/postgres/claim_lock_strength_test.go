@@ -58,6 +58,7 @@ func TestClaimByLocatorNowaitBesideReferencingInsert(t *testing.T) {
 		{`SELECT id, balance FROM accounts WHERE id = 1 FOR UPDATE NOWAIT`, true},
 	} {
 		t.Run(c.q, func(t *testing.T) {
+			t.Parallel() // a database of its own (lockStrengthEnv)
 			raw, db := lockStrengthEnv(t)
 			h, err := raw.Begin()
 			if err != nil {
@@ -128,6 +129,7 @@ func TestClaimByLocatorWindowAndReferencingInsert(t *testing.T) {
 		{`SELECT id, balance FROM accounts WHERE id >= 1 ORDER BY id LIMIT 1 OFFSET 0 FOR UPDATE`, true},
 	} {
 		t.Run(c.q, func(t *testing.T) {
+			t.Parallel() // databases of its own (lockStrengthEnv)
 			for _, fenced := range []bool{false, true} {
 				raw, db := lockStrengthEnv(t)
 				pool, ctx := raw, context.Background()

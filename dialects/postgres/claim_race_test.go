@@ -67,6 +67,7 @@ func TestClaimByLocatorRacingCommitIsExact(t *testing.T) {
 				continue // refused unsent in two statements (TestRewriteClaims)
 			}
 			t.Run(form.name+"/"+rc.name, func(t *testing.T) {
+				t.Parallel() // each run in a database of its own (runClaimRace)
 				// The plain driver's locking read under the same interleaving: the rows
 				// it returns and the rows it leaves locked (PostgreSQL keeps the lock of
 				// a row it waited for and then skipped).
@@ -159,9 +160,10 @@ func runClaimRace(t *testing.T, rc claimRace, cols string, bt uint64) claimOutco
 		}
 	}
 	done := make(chan claimOutcome, 1)
+	finished := make(chan struct{})
 	go func() {
 		var o claimOutcome
-		defer func() { done <- o }()
+		defer func() { done <- o; close(finished) }()
 		txB, err := db.BeginTx(bctx, nil)
 		if err != nil {
 			o.err = err
@@ -201,7 +203,11 @@ func runClaimRace(t *testing.T, rc claimRace, cols string, bt uint64) claimOutco
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond) // B's claim waits for A's rows
+	// B's claim waits for A's rows: A commits once it does (polled: a fixed 300ms sleep
+	// cost 40s over this test's 132 races and, on a loaded machine, sometimes let A commit
+	// before B read, a different interleaving). B failing before it waits (finished)
+	// commits A at once, as the sleep did after 300ms.
+	awaitLockWait(t, ctx, raw, finished, 20*time.Second)
 	if err := txA.Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,10 @@ func TestClaimByLocatorTies(t *testing.T) {
 			if form.name == "TwoStatements" && (rc.name == "Limit1Offset2" || rc.name == "OffsetNull" || rc.name == "TiesChangedOffset") {
 				continue // an OFFSET is refused in two statements
 			}
-			t.Run(rc.name+"/"+form.name, func(t *testing.T) { claimTies(t, rc, form.cols) })
+			t.Run(rc.name+"/"+form.name, func(t *testing.T) {
+				t.Parallel() // each run in a database of its own (runClaimRace)
+				claimTies(t, rc, form.cols)
+			})
 		}
 	}
 }

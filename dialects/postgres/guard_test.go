@@ -10,7 +10,12 @@ import (
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
+// Parallel with the conformance suites (TestConformance): the guard suite's tests, its
+// own ConformanceWithGuard run included, each work in a database of their own and change
+// only session settings (session_replication_role, search_path), so this long chain
+// overlaps the suites' waits for the server instead of running before them.
 func TestGuards(t *testing.T) {
+	t.Parallel()
 	fencetest.RunGuards(t, fencetest.Postgres(), postgres.Dialect, postgres.IsGuardError)
 }
 

@@ -22,6 +22,7 @@ import (
 // raised to it hands out tokens below them.
 func TestMaxTokenRefusesStandby(t *testing.T) {
 	env := needEnv(t)
+	t.Parallel() // its own pair (fresh directories and ports): waits for its servers
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pair, err := NewPostgres(ctx, env, Async)
@@ -94,6 +95,7 @@ func TestMaxTokenRefusesStandby(t *testing.T) {
 // stopped: replication cut).
 func TestMaxTokenRefusesMariaDBReplica(t *testing.T) {
 	env := needEnv(t)
+	t.Parallel() // its own pair (fresh directories and ports): waits for its servers
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pair := asyncMariaDBPair(t, ctx, env)

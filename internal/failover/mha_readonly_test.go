@@ -29,6 +29,9 @@ func TestMHAStartHookRaisesFloorOnReadOnlyNewMaster(t *testing.T) {
 		t.Skip("builds fencedsql-schema and a MariaDB pair: ~50 s")
 	}
 	env := needEnv(t)
+	// Parallel: its own MariaDB pair (fresh directories and ports) and its own build of
+	// fencedsql-schema; it waits mostly for them (over a minute on two loaded cores).
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pair := asyncMariaDBPair(t, ctx, env)

@@ -22,6 +22,9 @@ import (
 // token granted.
 func TestSQLLockLastTokenOnReplica(t *testing.T) {
 	env := needEnv(t)
+	// Parallel: its pairs are its own (fresh directories and ports; SET GLOBAL only on
+	// its own replica), and it waits mostly for their servers to start and replicate.
+	t.Parallel()
 	t.Run("PostgreSQL", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

@@ -54,7 +54,9 @@ func testClaimDisplaced(t *testing.T, b Backend) {
 		err error
 	}
 	done := make(chan result, 1)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		rows, err := a.QueryContext(actx, e.q(read), 1)
 		if err != nil {
 			done <- result{err: err}
@@ -83,7 +85,7 @@ func testClaimDisplaced(t *testing.T, b Backend) {
 		}
 		done <- result{id: ids[0]}
 	}()
-	time.Sleep(300 * time.Millisecond) // A's claim waits on account 5
+	e.awaitRowLockWait(ctx, finished) // A's claim waits on account 5
 	// D, a holder of token 3: account 3 becomes ready and commits.
 	if _, err := e.db.ExecContext(tok(ctx, 3), e.q("UPDATE accounts SET balance = ? WHERE id = ?"), 1, 3); err != nil {
 		t.Fatalf("the third session's write: %v", err)

@@ -35,6 +35,11 @@ type Backend struct {
 	Upsert     string                  // upsert of (id, balance) with two placeholders
 	Returning  bool                    // UPDATE … RETURNING is supported
 	MySQL      bool
+	// RowLockWaits, when set, counts the statements of the test's database that wait
+	// for a row lock (through raw, the plain driver): the tests whose interleaving needs
+	// "this statement now waits for that row" poll it instead of sleeping a fixed time,
+	// which on a loaded machine was sometimes too short. Nil: they sleep 300ms.
+	RowLockWaits func(ctx context.Context, raw *sql.DB) (int, error)
 }
 
 const cols = "id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0"
@@ -45,8 +50,18 @@ func Postgres() Backend {
 		Name: "postgres", DriverName: "fenced-pgx", RawName: "pgx", DSN: testdb.Postgres, Numbered: true,
 		TableDDL:  "CREATE TABLE accounts (" + cols + ")",
 		Upsert:    "INSERT INTO accounts (id, balance) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance",
-		Returning: true,
+		Returning: true, RowLockWaits: postgresRowLockWaits,
 	}
+}
+
+// postgresRowLockWaits counts the sessions of raw's database waiting for a row lock
+// (on another transaction's id or on a tuple; not a table or advisory lock). Each test
+// has a database of its own (testdb.Postgres).
+func postgresRowLockWaits(ctx context.Context, raw *sql.DB) (int, error) {
+	var n int
+	err := raw.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`).Scan(&n)
+	return n, err
 }
 
 // MySQL is the MariaDB/MySQL backend (import dialects/mysql in the test).
@@ -212,5 +227,31 @@ func Run(t *testing.T, b Backend) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
+	}
+}
+
+// awaitRowLockWait returns once a statement of the test's database waits for a row
+// lock (Backend.RowLockWaits), or finished is closed (the statement ended without
+// waiting), or 20s passed; without RowLockWaits it sleeps 300ms, as the tests did
+// before.
+func (e *env) awaitRowLockWait(ctx context.Context, finished <-chan struct{}) {
+	e.t.Helper()
+	if e.b.RowLockWaits == nil {
+		time.Sleep(300 * time.Millisecond)
+		return
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n, err := e.b.RowLockWaits(ctx, e.raw)
+		if err != nil {
+			e.t.Fatalf("polling for a row lock wait: %v", err)
+		}
+		if n > 0 {
+			return
+		}
+		select {
+		case <-finished:
+			return
+		default:
+		}
 	}
 }

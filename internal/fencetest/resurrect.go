@@ -101,6 +101,12 @@ func form(f, table, key, target string) string {
 // the wrapper.
 func (s *guardSuite) testTombstoneKeyClasses(t *testing.T) {
 	e := setup(t, s.b)
+	// One database for every key class (two tables each): setup's 60s bounded the whole
+	// loop, which took 65s on a loaded machine and failed with "context deadline
+	// exceeded". The deadline only stops a hung test; 5 minutes for the loop.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	e.ctx = ctx
 	for i, kc := range s.keyClasses() {
 		for _, composite := range []bool{false, true} {
 			name := kc.name

@@ -56,6 +56,7 @@ const (
 	EnvMySQL          = "FENCEDSQL_MYSQL_DSN"
 	EnvRedis          = "FENCEDSQL_REDIS_ADDR"
 	EnvRequireServers = "FENCEDSQL_REQUIRE_SERVERS"
+	EnvLong           = "FENCEDSQL_LONG"
 )
 
 // adminTimeout bounds every administrative round trip (create, drop, ping).
@@ -69,6 +70,15 @@ const maxNameLen = 63
 // strconv.ParseBool accepts work too.
 func RequireServers() bool {
 	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(EnvRequireServers)))
+	return err == nil && v
+}
+
+// Long reports whether FENCEDSQL_LONG=1 (or another spelling of true that
+// strconv.ParseBool accepts): the slow tests then also run their long forms (more
+// clients, more rounds), for a nightly or a release. CI runs the short forms, which
+// reach the same branches of the code under test.
+func Long() bool {
+	v, err := strconv.ParseBool(strings.TrimSpace(os.Getenv(EnvLong)))
 	return err == nil && v
 }
 
