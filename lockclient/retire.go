@@ -74,3 +74,23 @@ func (c *Client) Retire(ctx context.Context) (uint64, error) {
 	}
 	return last, nil
 }
+
+// RetirementReader is implemented by lock services that can tell whether they were
+// retired (Retirer.Retire) without changing anything: memlock, etcdlock, redislock and
+// sqllock implement it. The failover hook asks it before raising the guarded database's
+// floor from the service's LastToken (lockfloor -show -live): a hook still configured
+// for a service the application has moved away from would otherwise raise the floor
+// from the retired service's last token, below every token of the service in use, and
+// report success (red-team rt42c F6).
+type RetirementReader interface {
+	// Retired reports whether the service was retired and, if so, its last token — the
+	// value Retire and LastToken answer, a bound of every token it issued. When the
+	// service was not retired, it answers (0, false, nil). It is a read: it writes
+	// nothing (a missing Redis counter is not seeded, unlike LastToken) and needs no
+	// right beyond those LastToken needs. Like LastToken it reads the primary: a
+	// server that is known not to be one (a standby, a replica, whose copy may lag a
+	// retirement) yields an error wrapping ErrUnavailable, as does an unreachable
+	// service. A retirement whose mark was lost with the service's data (see Retirer)
+	// is no retirement: the service answers false, as the fresh service it became.
+	Retired(ctx context.Context) (last uint64, retired bool, err error)
+}

@@ -35,7 +35,8 @@
 #                              read_only provided no replication is configured on it
 #                              (fencedsql-schema -allow-read-only; MHA, see README)
 #
-# It runs `lockfloor ARGS -show` (the last token the lock service issued, or its floor)
+# It runs `lockfloor ARGS -show -live` (the last token the lock service issued, or its
+# floor; it fails for a retired service: ARGS must name the one the application uses)
 # and `fencedsql-schema -driver DRIVER -dsn-env … -raise-floor TOKEN+1`, which raises
 # every floor table the installed guards read and prints them (logged here). Every
 # lease granted before then is refused by the new primary (ErrBelowFloor). The floor
@@ -106,7 +107,7 @@ retry() {
 	return "$rc"
 }
 
-token=$(retry "$lockfloor" "${lockargs[@]}" -show) || die "'$lockfloor -show' failed (exit $?)"
+token=$(retry "$lockfloor" "${lockargs[@]}" -show -live) || die "'$lockfloor -show -live' failed (exit $?): the lock service could not be read, or is retired (then point FENCEDSQL_LOCKFLOOR_ARGS at the service the application uses)"
 token=${token//[[:space:]]/}
 # Every token a backend issues is at most 2^63-1, and the database floor takes at most
 # 2^63-1: accept every token up to 2^63-2 (9223372036854775806), whose floor token+1
@@ -114,7 +115,7 @@ token=${token//[[:space:]]/}
 # that bound as a string of the same length (digits collate in order in every locale).
 max=9223372036854775806
 if [[ ! $token =~ ^(0|[1-9][0-9]{0,18})$ ]] || { ((${#token} == 19)) && [[ $token > $max ]]; }; then
-	die "'$lockfloor -show' printed '$token', not a token the floor can be raised above (0 to $max)"
+	die "'$lockfloor -show -live' printed '$token', not a token the floor can be raised above (0 to $max)"
 fi
 floor=$((token + 1))
 

@@ -170,6 +170,23 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	return token(off, rev), nil
 }
 
+var _ lockclient.RetirementReader = (*Backend)(nil)
+
+// Retired implements lockclient.RetirementReader: whether the floor key holds the mark
+// of a retired service (retiredMark) and, if so, the last token Retire answered, read
+// with one linearizable Get of the floor key, as LastToken reads it. It writes nothing.
+func (b *Backend) Retired(ctx context.Context) (uint64, bool, error) {
+	if b.cfg.err != nil {
+		return 0, false, b.cfg.err
+	}
+	kv, _, err := b.readFloor(ctx, "retired")
+	if err != nil {
+		return 0, false, err
+	}
+	last, ok := b.retiredLast(kv)
+	return last, ok, nil
+}
+
 // retiredOffset reads the offset of the mark of a retired service (retiredMark); ok is
 // false when kv holds no such mark (a mark whose offset is unreadable is no mark: it is
 // refused as a value that is no offset).

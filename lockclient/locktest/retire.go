@@ -14,7 +14,9 @@ import (
 // was queued before and is handed the key after, a Client started afterwards — each
 // failing with an error wrapping ErrRetired and ErrInvalidConfig; RaiseFloor fails with
 // ErrRetired; LastToken and a second Retire answer the same bound; a lease granted
-// before is still released normally (red-team rt37c F4).
+// before is still released normally (red-team rt37c F4). A backend that also implements
+// lockclient.RetirementReader answers Retired with (0, false) before and with the
+// retirement's last token and true after (red-team rt42c F6).
 func testRetire(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	ctx := ctxT(t, 60*time.Second)
@@ -23,8 +25,14 @@ func testRetire(t *testing.T, h Harness) {
 	if !ok {
 		t.Skipf("the backend %T does not implement lockclient.Retirer", f)
 	}
+	rr, reads := f.(lockclient.RetirementReader)
 	a, b := e.client(), e.client()
 	before := grant(t, ctx, a, "k")
+	if reads {
+		if last, retired, err := rr.Retired(ctx); err != nil || retired || last != 0 {
+			t.Errorf("Retired before Retire = %d, %v, %v; want 0, false, nil", last, retired, err)
+		}
+	}
 	held, err := a.Acquire(ctx, "q")
 	if err != nil {
 		t.Fatal(err)
@@ -68,5 +76,13 @@ func testRetire(t *testing.T, h Harness) {
 	}
 	if again, err := r.Retire(ctx); err != nil || again != last {
 		t.Errorf("Retire again = %d, %v, want %d", again, err, last)
+	}
+	if reads {
+		if got, retired, err := rr.Retired(ctx); err != nil || !retired || got != last {
+			t.Errorf("Retired after Retire = %d, %v, %v; want %d, true, nil", got, retired, err, last)
+		}
+		if got := lastToken(t, ctx, f); got != last {
+			t.Errorf("LastToken after Retired = %d, want the retirement's %d", got, last)
+		}
 	}
 }

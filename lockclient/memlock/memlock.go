@@ -181,6 +181,19 @@ func (s *Service) Retire(ctx context.Context) (uint64, error) {
 	return s.seq, nil
 }
 
+var _ lockclient.RetirementReader = (*Service)(nil)
+
+// Retired implements lockclient.RetirementReader: whether Retire was called, and then
+// the last token it answered (which LastToken keeps answering). It never fails.
+func (s *Service) Retired(ctx context.Context) (uint64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.retired {
+		return 0, false, nil
+	}
+	return s.seq, true, nil
+}
+
 // LastToken implements lockclient.FloorRaiser: the last fencing token the service
 // issued, or its floor when higher. It never fails.
 func (s *Service) LastToken(ctx context.Context) (uint64, error) {

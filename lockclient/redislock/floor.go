@@ -68,6 +68,17 @@ end
 return cur
 `)
 
+// retiredScript: KEYS[1] token counter; ARGV[1] the primary check's mode (rolereply,
+// notPrimaryReply without the PERSIST). Returns the counter's value, or "" when there
+// is none; it writes nothing (a missing counter is not seeded: it is no retirement).
+var retiredScript = redis.NewScript(seedLua + `
+local np = rolereply(ARGV[1])
+if np then return np end
+local cur = redis.call('GET', KEYS[1])
+if not cur then return '' end
+return cur
+`)
+
 // retireScript: KEYS[1] token counter; ARGV[1] "role:master" when the caller has just
 // read ROLE's answer "master" from the server (Retire, where INFO is refused), else "".
 // Replaces the counter's value v (seeded from the clock when missing, as a grant would)
@@ -188,6 +199,39 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 		return 0, b.floorFailed("retire", err)
 	}
 	return b.parseCounter("retire", s)
+}
+
+var _ lockclient.RetirementReader = (*Backend)(nil)
+
+// Retired implements lockclient.RetirementReader: whether the token counter holds the
+// mark of a retired service ("retired:<last token>", Retire) and, if so, that last
+// token. The script that reads it writes nothing — a missing counter is not seeded, as
+// LastToken would — and checks the server's role as LastToken does (INFO replication,
+// else ROLE): a replica, whose counter may lag a retirement, is an error wrapping
+// lockclient.ErrUnavailable. A counter that holds neither a mark nor a token is an
+// error wrapping lockclient.ErrInvalidConfig.
+func (b *Backend) Retired(ctx context.Context) (uint64, bool, error) {
+	if b.cfgErr != nil {
+		return 0, false, b.cfgErr
+	}
+	s, err := b.runFloorScript(ctx, "retired", retiredScript, false)
+	if err != nil {
+		return 0, false, b.floorFailed("retired", err)
+	}
+	v, ok := strings.CutPrefix(s, "retired:")
+	if !ok {
+		if s != "" {
+			if _, err := b.parseCounter("retired", s); err != nil {
+				return 0, false, err
+			}
+		}
+		return 0, false, nil
+	}
+	last, err := b.parseCounter("retired", v)
+	if err != nil {
+		return 0, false, err
+	}
+	return last, true, nil
 }
 
 // unverifiedReply is the error reply of a floor script where INFO replication cannot

@@ -33,8 +33,7 @@ local function isretired(v)
 end
 local notprimary = '` + notPrimaryReply + `'
 local unverified = '` + unverifiedReply + `'
-local function notprimaryreply(key, mode)
-  redis.call('PERSIST', key)
+local function rolereply(mode)
   if mode == 'role:master' then return nil end
   local ok, info = pcall(redis.call, 'INFO', 'replication')
   local role = ok and type(info) == 'string' and string.match(info, 'role:(%a+)')
@@ -44,6 +43,10 @@ local function notprimaryreply(key, mode)
   end
   if mode == 'unverified' then return nil end
   return redis.error_reply(unverified)
+end
+local function notprimaryreply(key, mode)
+  redis.call('PERSIST', key)
+  return rolereply(mode)
 end
 local function canon(v)
   return (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil) and (#v < 19 or (#v == 19 and v <= '9223372036854775807'))
@@ -66,7 +69,9 @@ const retiredReply = "redislock: the lock service was retired"
 // with the mode "role:master" (ROLE said so) or, for LastToken and RaiseFloor only,
 // "unverified" (ROLE refused too).
 //
-// notprimaryreply(key, mode) returns that error reply, or nil when the script may go on.
+// notprimaryreply(key, mode) returns that error reply, or nil when the script may go on;
+// rolereply(mode) is its INFO part alone, without the PERSIST, for a script that writes
+// nothing (retiredScript: on a read-only replica INFO's role answers "slave").
 const notPrimaryReply = "redislock: the server is not the primary"
 
 // corruptReply starts the error reply of a grant or raise that finds the token counter

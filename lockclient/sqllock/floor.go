@@ -144,8 +144,9 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	return uint64(last), nil
 }
 
-// lastToken is LastToken, and, on MySQL, whether the token source is retired (Retire:
-// its last token is then the one the retirement recorded, not the counter).
+// lastToken is LastToken, and whether the token source is retired (Retire: its last
+// token is then the one the retirement recorded — on MySQL row retiredRow, not the
+// counter; on PostgreSQL the sequence's MAXVALUE, which is its last value).
 func (b *Backend) lastToken(ctx context.Context) (int64, bool, error) {
 	if err := b.tokenSeqChecked(ctx, "last-token", ""); err != nil && !errors.Is(err, lockclient.ErrRetired) {
 		return 0, false, err
@@ -175,8 +176,16 @@ func (b *Backend) lastToken(ctx context.Context) (int64, bool, error) {
 		})
 	} else {
 		err = b.inGrantLock(ctx, "last-token", func(tx *sql.Tx) error {
-			// A retired sequence's last value is the retirement's last token.
-			return tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top, &replica)
+			// A retired sequence's last value is the retirement's last token; the mark
+			// (MAXVALUE and COMMENT) is read in the same transaction, under the lock.
+			if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top, &replica); err != nil {
+				return err
+			}
+			l, ok, err := b.retiredLast(ctx, tx)
+			if ok {
+				last, retired = l, true
+			}
+			return err
 		})
 	}
 	if err != nil {
@@ -193,6 +202,23 @@ func (b *Backend) lastToken(ctx context.Context) (int64, bool, error) {
 		}
 	}
 	return last, retired, nil
+}
+
+var _ lockclient.RetirementReader = (*Backend)(nil)
+
+// Retired implements lockclient.RetirementReader with the reads of LastToken, in the
+// same transaction, under the same lock and with the same checks (a standby or replica
+// is an error wrapping lockclient.ErrUnavailable; a token source behind the lease
+// table's tokens a *SchemaError): whether the token source carries the retirement's
+// mark (PostgreSQL: the sequence's COMMENT retiredMark, its MAXVALUE the last token;
+// MySQL: row retiredRow beside a counter at the largest BIGINT) and that last token. It
+// writes nothing and needs no right beyond LastToken's.
+func (b *Backend) Retired(ctx context.Context) (uint64, bool, error) {
+	last, retired, err := b.lastToken(ctx)
+	if err != nil || !retired {
+		return 0, false, err
+	}
+	return uint64(last), true, nil
 }
 
 // tokenSource is the name of the table's token source: the PostgreSQL sequence, the

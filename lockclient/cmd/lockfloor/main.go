@@ -3,9 +3,9 @@
 // guarded database remembers the highest token that wrote each row, so a new, rebuilt or
 // restored service must never hand out tokens at or below it.
 //
-//	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show | -raise N | -retire
-//	lockfloor -backend redis -addr host:6379 [-prefix p] -show | -raise N | -retire
-//	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show | -raise N
+//	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show [-live] | -raise N | -retire
+//	lockfloor -backend redis -addr host:6379 [-prefix p] -show [-live] | -raise N | -retire
+//	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show [-live] | -raise N | -retire
 //
 // -show prints LastToken: a number t such that every token the service issued so far is
 // at most t and every later one is greater. -raise N makes every token the service issues
@@ -13,7 +13,8 @@
 // -retire retires the service for good (lockclient.Retirer, the first step of a switch
 // to another lock service): every later grant, by any process still configured for it,
 // fails with lockclient.ErrRetired, and so does every raise; it prints the last token
-// the service issued (again on a second -retire; -show prints it too). The mark lives
+// the service issued (again on a second -retire; -show prints it too, -show -live
+// refuses it, see below). The mark lives
 // in the service's own data: stop or reconfigure the processes still configured for it
 // afterwards, and do not flush, evict, delete (etcd prefix) or restore that data before
 // (a wiped service comes back fresh, above the printed token). On Redis the account
@@ -25,6 +26,15 @@
 //	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted
 //	lockfloor -backend etcd -endpoints … -raise "$max"
 //
+// -show -live is -show for the failover hook (deploy/failover/raise-floor.sh), which
+// raises the guarded database's floor above the printed token: after reading LastToken
+// it asks whether the service was retired (lockclient.RetirementReader, a read that
+// changes nothing) and, if it was, prints nothing and fails (exit 1) — a hook still
+// configured for the service the application moved away from would otherwise raise the
+// floor from the retired service's last token, below every token of the service in use,
+// and report success (red-team rt42c F6). A backend that cannot tell fails too. -live
+// is valid only with -show.
+//
 // -prefix and -table name the same keys or table the application's backend uses (the
 // backends' defaults when left out). -prefix "" given is the empty prefix (Redis:
 // redislock.WithPrefix(""), keys lock:<name> and token), not the default; etcd refuses
@@ -32,7 +42,8 @@
 // password is never printed, in errors either. -dsn-env NAME / -dsn-file PATH and
 // -addr-env NAME / -addr-file PATH (- for standard input) read them off the command
 // line, which every local user can read (ps): use them whenever they hold a password. Exit status: 0 on success, 1 when the
-// service cannot be read or raised (or has no token floor), 2 on usage errors.
+// service cannot be read or raised (or has no token floor), or, with -show -live, is
+// retired or cannot tell; 2 on usage errors.
 package main
 
 import (
@@ -64,7 +75,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show, -raise N or -retire [-timeout d]"
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show [-live], -raise N or -retire [-timeout d]"
 )
 
 func main() {
@@ -88,6 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		prefix    = fs.String("prefix", "", "etcd, redis: the key prefix of the application's backend (default: the backend's)")
 		table     = fs.String("table", "", "postgres, mysql: the lease table (default: sqllock's)")
 		show      = fs.Bool("show", false, "print the service's LastToken")
+		live      = fs.Bool("live", false, "with -show: fail (print nothing, exit 1) when the service is retired, as the failover hook needs")
 		raiseTo   = fs.String("raise", "", "raise the floor: every later token is greater than this number; then print LastToken")
 		retire    = fs.Bool("retire", false, "retire the service for good (every later grant fails); then print its last token")
 		timeout   = fs.Duration("timeout", 30*time.Second, "overall deadline")
@@ -126,6 +138,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dsn, addr := &dsnValue, &addrValue
 	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire); modes != 1 {
 		return usage("give exactly one of -show, -raise N and -retire")
+	}
+	if *live && !*show {
+		return usage("-live is valid only with -show")
 	}
 	var min uint64
 	if *raiseTo != "" {
@@ -201,6 +216,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	last, err := floor.LastToken(ctx)
 	if err != nil {
 		return fail("last token", err)
+	}
+	if *live {
+		// Read after LastToken: a retirement is never undone, so a service not retired
+		// now was not retired when LastToken answered.
+		rr, ok := floor.(lockclient.RetirementReader)
+		if !ok {
+			fmt.Fprintf(stderr, "lockfloor: -live: -backend %s cannot tell whether the lock service is retired (no lockclient.RetirementReader); refusing to show its last token\n", *kind)
+			return exitFailed
+		}
+		retiredLast, retired, err := rr.Retired(ctx)
+		if err != nil {
+			return fail("retired", err)
+		}
+		if retired {
+			fmt.Fprintf(stderr, "lockfloor: the lock service is retired (its last token %d): point the failover hook's FENCEDSQL_LOCKFLOOR_ARGS at the service the application uses\n", retiredLast)
+			return exitFailed
+		}
 	}
 	fmt.Fprintln(stdout, last)
 	return exitOK

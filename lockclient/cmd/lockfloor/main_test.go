@@ -136,6 +136,9 @@ func TestUsage(t *testing.T) {
 		{"-backend", "postgres", "-dsn", "postgres://x/y", "-prefix", "p", "-show"}, // prefix is not for SQL
 		{"-backend", "zookeeper", "-show"},
 		{"-backend", "etcd", "-endpoints", "x:1", "-show", "extra"},
+		{"-backend", "etcd", "-endpoints", "x:1", "-live"},                // -live only with -show
+		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "3", "-live"}, // -live only with -show
+		{"-backend", "etcd", "-endpoints", "x:1", "-retire", "-live"},     // -live only with -show
 	} {
 		if code, out, errOut := lockfloor(t, args...); code != exitUsage || out != "" || errOut == "" {
 			t.Errorf("lockfloor %q: exit %d, stdout %q, stderr %q; want usage error (2) on stderr only", args, code, out, errOut)

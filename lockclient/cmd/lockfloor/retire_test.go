@@ -20,7 +20,10 @@ import (
 // retireRefusesGrants checks -retire against a service (red-team rt37c F4): it prints a
 // number at least every token granted before; afterwards every grant, by a Client that
 // was already running and by a new one, fails with ErrRetired (at once, not retried),
-// -raise fails, and -show and a second -retire print the same number.
+// -raise fails, and -show and a second -retire print the same number. -show -live, the
+// failover hook's read, prints LastToken before the retirement and, after it, prints
+// nothing and fails naming the retirement and the hook's configuration (red-team rt42c
+// F6).
 func retireRefusesGrants(t *testing.T, newBackend func() lockclient.Backend, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -31,6 +34,9 @@ func retireRefusesGrants(t *testing.T, newBackend func() lockclient.Backend, arg
 		t.Fatal(err)
 	}
 	_ = l.Release(ctx)
+	if n := number(t, append(args, "-show", "-live")...); n < l.Token() {
+		t.Fatalf("-show -live printed %d after token %d was granted", n, l.Token())
+	}
 	last := number(t, append(args, "-retire")...)
 	if last < l.Token() {
 		t.Fatalf("-retire printed %d after token %d was granted", last, l.Token())
@@ -55,6 +61,11 @@ func retireRefusesGrants(t *testing.T, newBackend func() lockclient.Backend, arg
 	}
 	if n := number(t, append(args, "-retire")...); n != last {
 		t.Fatalf("a second -retire printed %d, want the last token %d", n, last)
+	}
+	code, out, errOut := lockfloor(t, append(args, "-show", "-live")...)
+	if code != exitFailed || out != "" || !strings.Contains(errOut, "retired (its last token "+strconv.FormatUint(last, 10)+")") ||
+		!strings.Contains(errOut, "FENCEDSQL_LOCKFLOOR_ARGS") {
+		t.Fatalf("-show -live on a retired service: exit %d, stdout %q, stderr %q; want 1, nothing printed, the retirement named", code, out, errOut)
 	}
 }
 
