@@ -114,10 +114,11 @@ const (
 	// its distance from SYSDATE(6) in microseconds, skip_replication, server_id
 	// (session, global), gtid_domain_id (session, global), gtid_seq_no,
 	// system_versioning_asof, wsrep_on (session, global), sql_select_limit and
-	// character_set_results.
+	// character_set_results, and the writable-primary test.
 	mysqlRest = " 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0" + mysqlRecords
-	// mysqlRecords ends every MySQL session value: sql_select_limit, character_set_results.
-	mysqlRecords = " 18446744073709551615 utf8mb4"
+	// mysqlRecords ends every MySQL session value: sql_select_limit, character_set_results
+	// and the writable-primary test (1: a primary).
+	mysqlRecords = " 18446744073709551615 utf8mb4 1"
 	mysqlGood    = strictMode + " utf8mb4" + mysqlRest
 )
 
