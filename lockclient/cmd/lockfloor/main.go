@@ -6,6 +6,7 @@
 //	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show | -raise N | -retire
 //	lockfloor -backend redis -addr host:6379 [-prefix p] -show | -raise N | -retire
 //	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show | -raise N
+//	lockfloor … -failover [-margin M]
 //
 // -show prints LastToken: a number t such that every token the service issued so far is
 // at most t and every later one is greater. -raise N makes every token the service issues
@@ -24,6 +25,17 @@
 //
 //	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted
 //	lockfloor -backend etcd -endpoints … -raise "$max"
+//
+// -failover prints the token the guarded database's floor must be raised above after
+// a failover or a restore of that database (deploy/failover/raise-floor.sh): the
+// service's LastToken, after raising the service's own floor by -margin M
+// (lockclient.AdvanceFloor, red-team rt42f F1). For the SQL backends (sqllock), whose
+// lease table may live in the database that failed over and lost the grants of its
+// replication lag window with it, M defaults to 2^32 (lockclient.DefaultFailoverMargin):
+// every token the old primary granted is then below the new floor, and the service never
+// grants one again. For etcd and Redis M defaults to 0 (-show). -margin 0 with sqllock:
+// only when its lease table is in a database that did not fail over (or was not
+// restored), or whose grants are synchronously replicated. Every run jumps again.
 //
 // -prefix and -table name the same keys or table the application's backend uses (the
 // backends' defaults when left out). -prefix "" given is the empty prefix (Redis:
@@ -64,7 +76,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show, -raise N or -retire [-timeout d]"
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show, -raise N, -retire or -failover [-margin M] [-timeout d]"
 )
 
 func main() {
@@ -90,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		show      = fs.Bool("show", false, "print the service's LastToken")
 		raiseTo   = fs.String("raise", "", "raise the floor: every later token is greater than this number; then print LastToken")
 		retire    = fs.Bool("retire", false, "retire the service for good (every later grant fails); then print its last token")
+		failover  = fs.Bool("failover", false, "after a failover or restore of the guarded database: raise the service's floor to LastToken + -margin, then print LastToken")
+		marginArg = fs.String("margin", "", "-failover: the margin (default 2^32 for postgres and mysql, whose lease table may have failed over with the database; 0 for etcd and redis)")
 		timeout   = fs.Duration("timeout", 30*time.Second, "overall deadline")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -124,8 +138,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("%s", err)
 	}
 	dsn, addr := &dsnValue, &addrValue
-	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire); modes != 1 {
-		return usage("give exactly one of -show, -raise N and -retire")
+	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire) + btoi(*failover); modes != 1 {
+		return usage("give exactly one of -show, -raise N, -retire and -failover")
+	}
+	marginSet := false
+	fs.Visit(func(f *flag.Flag) { marginSet = marginSet || f.Name == "margin" })
+	var margin uint64
+	if marginSet {
+		if !*failover {
+			return usage("-margin goes with -failover")
+		}
+		n, err := strconv.ParseUint(*marginArg, 10, 64)
+		if err != nil {
+			return usage("-margin %q is not a number of tokens", *marginArg)
+		}
+		margin = n
 	}
 	var min uint64
 	if *raiseTo != "" {
@@ -178,6 +205,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(*kind, err)
 		}
 		defer closeFn()
+		if !marginSet {
+			margin = lockclient.DefaultFailoverMargin // the lease table may have failed over with the database
+		}
 	default:
 		return usage("-backend must be etcd, redis, postgres or mysql")
 	}
@@ -189,6 +219,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		last, err := r.Retire(ctx)
 		if err != nil {
 			return fail("retire", err)
+		}
+		fmt.Fprintln(stdout, last)
+		return exitOK
+	}
+	if *failover {
+		last, err := lockclient.AdvanceFloor(ctx, floor, margin)
+		if err != nil {
+			return fail("failover", err)
 		}
 		fmt.Fprintln(stdout, last)
 		return exitOK
