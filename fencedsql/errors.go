@@ -42,6 +42,14 @@ var (
 	// sql_mode). *SchemaError names the table and the DDL that fixes it.
 	ErrSchema = errors.New("fencedsql: guarded table or session not fit for fencing")
 
+	// ErrNotPrimary means a guarded write was refused because the connection's server
+	// is not a writable primary: a MySQL/MariaDB replica (its replication threads run)
+	// or a read_only server (red-team rt42f F2). Its floor and rows lag behind the
+	// primary's, which a write there never reaches: judged by them, a stale token would
+	// be acknowledged. Nothing was sent. It comes as a *SessionError (NotPrimary set),
+	// so errors.Is(err, ErrSchema) holds too; a new connection to the primary writes.
+	ErrNotPrimary = errors.New("fencedsql: the server is not a writable primary")
+
 	// ErrGuard means the database-side guard (the dialects' dialect.Guarder triggers) refused a
 	// write that did not follow the fencing protocol: an UPDATE that lowers the token or
 	// does not advance the version, a DELETE the transaction did not fence first, a

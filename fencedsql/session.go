@@ -28,6 +28,9 @@ type SessionError struct {
 	// dialect.RecordsSessionChecker): a pool whose first connection has it does not
 	// open, and it is refused whatever the schema check says.
 	Records bool
+	// NotPrimary reports a server that is not a writable primary (a replica, a
+	// read_only server: red-team rt42f F2): errors.Is(err, ErrNotPrimary) holds.
+	NotPrimary bool
 }
 
 func (e *SessionError) Error() string {
@@ -38,8 +41,13 @@ func (e *SessionError) Error() string {
 	return msg
 }
 
-// Unwrap returns ErrSchema.
-func (e *SessionError) Unwrap() error { return ErrSchema }
+// Unwrap returns ErrSchema, and ErrNotPrimary too when NotPrimary is set.
+func (e *SessionError) Unwrap() []error {
+	if e.NotPrimary {
+		return []error{ErrSchema, ErrNotPrimary}
+	}
+	return []error{ErrSchema}
+}
 
 // verifySession runs the dialect's session check before a guarded write (see
 // dialect.SessionTracker for when it costs a round trip). query false

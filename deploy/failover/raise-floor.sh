@@ -31,16 +31,29 @@
 #                              1s apart, beyond FENCEDSQL_FLOOR_ATTEMPTS: a node still
 #                              finishing its promotion (in recovery) refuses the raise
 #                              and changes nothing (patroni-on-role-change.sh sets it)
+#   FENCEDSQL_FAILOVER_TOKEN_MARGIN     lockfloor -failover's -margin: how far the lock
+#                              service's own floor jumps above its last token before the
+#                              database floor is raised above it (default: lockfloor's,
+#                              2^32 for the SQL backends — sqllock's lease table may have
+#                              failed over with the database and lost its newest grants,
+#                              red-team rt42f F1 — and 0 for etcd and Redis). Set 0 for
+#                              sqllock only when its lease table is in a database that
+#                              does not fail over with this one (or is restored with it),
+#                              or whose grants commit on a synchronous standby
 #   FENCEDSQL_FLOOR_ALLOW_READ_ONLY=1   MySQL/MariaDB: raise on a server that is still
 #                              read_only provided no replication is configured on it
 #                              (fencedsql-schema -allow-read-only; MHA, see README)
 #
-# It runs `lockfloor ARGS -show -live` (the last token the lock service issued, or its
-# floor; it fails for a retired service: ARGS must name the one the application uses)
-# and `fencedsql-schema -driver DRIVER -dsn-env … -raise-floor TOKEN+1`, which raises
-# every floor table the installed guards read and prints them (logged here). Every
-# lease granted before then is refused by the new primary (ErrBelowFloor). The floor
-# only goes up, so running it twice, or late, is safe.
+# It runs `lockfloor ARGS -failover -live [-margin M]` (the last token the lock service
+# issued, or its floor, after raising the service's own floor by the margin: the tokens
+# a lease table that failed over with the database forgot are jumped over, and never
+# granted again; it fails for a retired service: ARGS must name the one the application
+# uses) and `fencedsql-schema -driver DRIVER -dsn-env … -raise-floor TOKEN+1`,
+# which raises every floor table the installed guards read and prints them (logged
+# here). Every lease granted before then is refused by the new primary (ErrBelowFloor).
+# The floors only go up, so running it twice, or late, is safe (each run with a margin
+# jumps again: the leases granted since the last run are refused too, and their holders
+# acquire again).
 #
 # Exit status: 0 when the floor was raised; 1 when it was not (the lock service could
 # not be read, its answer is not a token, the database refused, or no installed guard
@@ -89,6 +102,12 @@ case ${FENCEDSQL_FLOOR_ALLOW_READ_ONLY:-} in
 esac
 # shellcheck disable=SC2206 # splitting the arguments on spaces is the contract
 lockargs=(${FENCEDSQL_LOCKFLOOR_ARGS:-})
+marginargs=()
+if [[ -n ${FENCEDSQL_FAILOVER_TOKEN_MARGIN:-} ]]; then
+	[[ $FENCEDSQL_FAILOVER_TOKEN_MARGIN =~ ^(0|[1-9][0-9]{0,18})$ ]] ||
+		die "FENCEDSQL_FAILOVER_TOKEN_MARGIN='$FENCEDSQL_FAILOVER_TOKEN_MARGIN' is not a number of tokens"
+	marginargs=(-margin "$FENCEDSQL_FAILOVER_TOKEN_MARGIN")
+fi
 
 # retry CMD...: run CMD up to $attempts times, 1s apart, and beyond that until
 # $retry_for seconds have passed since the first run; stdout of the last run.
@@ -107,7 +126,7 @@ retry() {
 	return "$rc"
 }
 
-token=$(retry "$lockfloor" "${lockargs[@]}" -show -live) || die "'$lockfloor -show -live' failed (exit $?): the lock service could not be read, or is retired (then point FENCEDSQL_LOCKFLOOR_ARGS at the service the application uses)"
+token=$(retry "$lockfloor" "${lockargs[@]}" -failover -live "${marginargs[@]}") || die "'$lockfloor -failover -live' failed (exit $?): the lock service could not be read or raised, or is retired (then point FENCEDSQL_LOCKFLOOR_ARGS at the service the application uses)"
 token=${token//[[:space:]]/}
 # Every token a backend issues is at most 2^63-1, and the database floor takes at most
 # 2^63-1: accept every token up to 2^63-2 (9223372036854775806), whose floor token+1
@@ -115,7 +134,7 @@ token=${token//[[:space:]]/}
 # that bound as a string of the same length (digits collate in order in every locale).
 max=9223372036854775806
 if [[ ! $token =~ ^(0|[1-9][0-9]{0,18})$ ]] || { ((${#token} == 19)) && [[ $token > $max ]]; }; then
-	die "'$lockfloor -show -live' printed '$token', not a token the floor can be raised above (0 to $max)"
+	die "'$lockfloor -failover -live' printed '$token', not a token the floor can be raised above (0 to $max)"
 fi
 floor=$((token + 1))
 

@@ -138,16 +138,48 @@ func (dialectImpl) PreparedQuery() string { return "XA RECOVER" }
 
 var _ dialect.PreparedLister = dialectImpl{}
 
-// WritablePrimaryQuery yields 1 when the server is not read_only and runs no
-// replication thread (dialect.PrimaryChecker): a replica's raise is undone by the
-// primary's floor in its relay log. The threads are seen in the process list, which
-// shows them to an account with the PROCESS privilege: without it, a replica that runs
-// without read_only (MariaDB's default) is taken for a primary.
+// WritablePrimaryQuery yields 1 when the server is a writable primary
+// (writablePrimary; dialect.PrimaryChecker): a replica's raise is undone by the
+// primary's floor in its relay log.
 func (dialectImpl) WritablePrimaryQuery() string {
-	return "SELECT @@GLOBAL.read_only = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker'))"
+	return "SELECT " + writablePrimary
 }
 
+// writablePrimary is the one test of "this server takes writes as a primary", 1 or 0
+// (never NULL), shared by the floor tools (WritablePrimaryQuery: RaiseTokenFloor,
+// MaxToken) and the pool's per-connection session check (SessionQuery's last field,
+// red-team rt42f F2): read_only off, and no replication running. The replication
+// threads are seen in the process list only by an account with the PROCESS privilege;
+// on MariaDB the status variable Slaves_running (the replication connections whose SQL
+// thread runs, readable by every account) sees a replica without it, its IO thread
+// stopped included (the replica lags). A replica whose SQL thread is stopped is seen
+// by an account with PROCESS while its IO thread runs, not otherwise: it applies
+// nothing, and a connection to it is a stale copy the floor tools refuse only through
+// RaiseTokenFloorReadOnly's stricter test (replication configured). A missing status
+// row reads as a replica (fail closed).
+const writablePrimary = "IF(@@GLOBAL.read_only = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker'))" +
+	" /*M!100002 AND COALESCE((SELECT s.VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS s WHERE s.VARIABLE_NAME = 'SLAVES_RUNNING') = 0, FALSE) */, 1, 0)"
+
 var _ dialect.PrimaryChecker = dialectImpl{}
+
+// RaiseSessionQuery names the session settings that keep the raise out of the binary
+// log or make the replicas skip it (dialect.ReplicatedRaiser, red-team rt42f F3):
+// sql_log_bin = 0 (a DSN parameter is enough: go-sql-driver/mysql sends it as SET),
+// and on MariaDB skip_replication, a session server_id or gtid_domain_id other than
+// the server's, a preset gtid_seq_no and wsrep_on off — the settings the wrapper's
+// session check refuses for guarded writes (session.go). Setting them back needs
+// SUPER or BINLOG ADMIN, which the floor's account need not have: the raise is refused
+// instead. Empty when none is set.
+func (dialectImpl) RaiseSessionQuery() string {
+	return "SELECT CONCAT_WS(' ', IF(@@SESSION.sql_log_bin = 1, NULL, 'sql_log_bin=0')" +
+		" /*M!100002 , IF(@@SESSION.skip_replication = 0, NULL, 'skip_replication=1')," +
+		" IF(@@SESSION.server_id = @@GLOBAL.server_id, NULL, 'server_id (session value differs from global)')," +
+		" IF(@@SESSION.gtid_domain_id = @@GLOBAL.gtid_domain_id, NULL, 'gtid_domain_id (session value differs from global)')," +
+		" IF(@@SESSION.gtid_seq_no = 0, NULL, 'gtid_seq_no (set)') */" +
+		" /*M!100304 , IF(@@SESSION.wsrep_on = @@GLOBAL.wsrep_on, NULL, 'wsrep_on (session value differs from global)') */)"
+}
+
+var _ dialect.ReplicatedRaiser = dialectImpl{}
 
 // FloorLockWait reports whether err is the server's lock wait timeout (error 1205,
 // innodb_lock_wait_timeout): a raise that waited for the floor row, which every open

@@ -94,7 +94,7 @@ func TestJudgeReplication(t *testing.T) {
 
 func TestCheckSessionSQLLogBin(t *testing.T) {
 	const mode = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"
-	const rest = " ON NO_CHAIN 1700000000.000000 12 18446744073709551615 utf8mb4"
+	const rest = " ON NO_CHAIN 1700000000.000000 12 18446744073709551615 utf8mb4 1"
 	for _, c := range []struct {
 		value  string
 		refuse bool

@@ -108,7 +108,7 @@ import (
 //
 // and last, on every server:
 //
-//	<sql_select_limit> <character_set_results, NULL as the text NULL>
+//	<sql_select_limit> <character_set_results, NULL as the text NULL> <writable primary: 1 or 0>
 //
 // The query ends in LIMIT 1, which overrides sql_select_limit (0 made it read no row).
 // sql_mode is the only value that may be empty, and none has a space. The query is
@@ -125,12 +125,12 @@ const sessionQuery = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@S
 	"@@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))" +
 	" /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */" +
 	" /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */" +
-	", @@SESSION.sql_select_limit, IFNULL(@@SESSION.character_set_results, 'NULL')" +
+	", @@SESSION.sql_select_limit, IFNULL(@@SESSION.character_set_results, 'NULL'), " + writablePrimary +
 	") USING ascii) AS BINARY) LIMIT 1"
 
 // SessionOK is a value of SessionQuery that CheckSession accepts (MariaDB's form, with
 // an unset clock): the answer a go-sqlmock test gives the session check.
-const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0 18446744073709551615 utf8mb4"
+const SessionOK = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION utf8mb4 1 1 NO_CHAIN 1700000000.000000 20 0 1 1 0 0 0 DEFAULT 0 0 18446744073709551615 utf8mb4 1"
 
 // clockTolerance is how far NOW(6) may be from SYSDATE(6) in an unset session clock.
 // Unset, they differ by the time between the start of the check query (it reads no
@@ -143,14 +143,15 @@ const clockTolerance = 1_000_000 // microseconds
 // The field counts of SessionQuery's value: MySQL's, MariaDB's before 10.3.4 (no
 // system versioning), and MariaDB's.
 const (
-	sessionFields          = 9
-	sessionFieldsMariaDB10 = 15
-	sessionFieldsMariaDB   = 18
+	sessionFields          = 10
+	sessionFieldsMariaDB10 = 16
+	sessionFieldsMariaDB   = 19
 )
 
-// recordFields is the number of fields at the end of SessionQuery's value, after the
-// MariaDB ones: sql_select_limit and character_set_results.
-const recordFields = 2
+// tailFields is the number of fields at the end of SessionQuery's value, after the
+// MariaDB ones: sql_select_limit, character_set_results (the record reads' settings)
+// and the writable-primary test.
+const tailFields = 3
 
 // unsafeCharsets are the client character sets whose multibyte characters can have a
 // second byte below 0x80 (0x5C, the backslash, among them).
@@ -199,8 +200,8 @@ func (dialectImpl) CheckSession(value string) error {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode, character_set_client, sql_log_bin, autocommit, completion_type, timestamp", Value: value,
 			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true, Records: true}
 	}
-	limit, results := f[len(f)-2], f[len(f)-1]
-	f = f[:len(f)-recordFields]
+	limit, results, primary := f[len(f)-3], f[len(f)-2], f[len(f)-1]
+	f = f[:len(f)-tailFields]
 	mode, cs, logBin := f[0], strings.ToLower(f[1]), f[2]
 	modes := map[string]bool{}
 	for _, m := range strings.Split(strings.ToUpper(mode), ",") {
@@ -218,6 +219,11 @@ func (dialectImpl) CheckSession(value string) error {
 	}
 	if recErr != nil {
 		return recErr
+	}
+	if primary != "1" {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "read_only, replication", Value: primary, NotPrimary: true,
+			Problem: "the server is not a writable primary (a replica, or read_only): its floor and rows lag behind the primary's, a write there never reaches it, and a stale token's write would be acknowledged",
+			Fix:     "connect to the primary (a connection is judged once, when it first writes: close the pool's connections to a server that became a replica)"}
 	}
 	if !modes["STRICT_TRANS_TABLES"] && !modes["STRICT_ALL_TABLES"] {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "sql_mode", Value: mode,
@@ -242,7 +248,7 @@ func (dialectImpl) CheckSession(value string) error {
 			Problem: "the session's clock is set by hand (" + clockSkew(f[6]) + "): it dates the tombstones of its deletes (a purge removes them early, and a deleted row can come back under an older token) and the one-statement DELETE's mark",
 			Fix:     "the session clock must follow the server's (SET timestamp = DEFAULT)" + rawFix}
 	}
-	if len(f) == sessionFields-recordFields {
+	if len(f) == sessionFields-tailFields {
 		return nil // MySQL
 	}
 	if on(f[7]) || !off(f[7]) {
@@ -265,7 +271,7 @@ func (dialectImpl) CheckSession(value string) error {
 			Problem: "a sequence number set by hand, if already used, makes replicas skip the session's next transaction",
 			Fix:     "gtid_seq_no must be 0" + rawFix}
 	}
-	if len(f) == sessionFieldsMariaDB10-recordFields {
+	if len(f) == sessionFieldsMariaDB10-tailFields {
 		return nil
 	}
 	if !strings.EqualFold(f[13], "DEFAULT") {

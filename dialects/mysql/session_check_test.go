@@ -16,7 +16,7 @@ func sessionValue(mysqlForm bool, repl map[int]string) string {
 		f[i] = v
 	}
 	if mysqlForm { // the common fields and the trailing record fields
-		f = append(f[:sessionFields-recordFields:sessionFields-recordFields], f[len(f)-recordFields:]...)
+		f = append(f[:sessionFields-tailFields:sessionFields-tailFields], f[len(f)-tailFields:]...)
 	}
 	return strings.Join(f, " ")
 }
@@ -79,6 +79,11 @@ func TestCheckSessionValues(t *testing.T) {
 		{"character_set_results binary", false, map[int]string{17: "binary"}, ""},
 		{"character_set_results NULL", false, map[int]string{17: "NULL"}, ""},
 		{"character_set_results utf8mb3", true, map[int]string{17: "utf8mb3"}, ""},
+
+		// The writable-primary test, the last field in every form (red-team rt42f F2).
+		{"a replica or read_only server", false, map[int]string{18: "0"}, "read_only, replication"},
+		{"a replica, MySQL form", true, map[int]string{18: "0"}, "read_only, replication"},
+		{"writable primary unreadable", false, map[int]string{18: "NULL"}, "read_only, replication"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := sessionValue(c.mysql, c.repl)
@@ -95,6 +100,9 @@ func TestCheckSessionValues(t *testing.T) {
 			}
 			if se.Setting != c.setting || se.Problem == "" || se.Fix == "" {
 				t.Fatalf("CheckSession(%q) = %+v, want Setting %q with a Problem and a Fix", v, se, c.setting)
+			}
+			if want := c.setting == "read_only, replication"; errors.Is(err, fencedsql.ErrNotPrimary) != want || want && (se.Reading || se.Records) {
+				t.Fatalf("CheckSession(%q) = %+v: errors.Is ErrNotPrimary %v, want %v (and neither Reading nor Records)", v, se, !want, want)
 			}
 		})
 	}

@@ -333,6 +333,19 @@ func (dialectImpl) WritablePrimaryQuery() string { return "SELECT NOT pg_catalog
 
 var _ dialect.PrimaryChecker = dialectImpl{}
 
+// RaiseSessionQuery sets synchronous_commit to on for the raise's transaction alone
+// (dialect.ReplicatedRaiser, red-team rt42f F3), as sqllock's grants do: a role,
+// database or DSN default of local, off or remote_write would acknowledge the raise
+// before the synchronous standby has flushed it, and a failover to that standby (or a
+// crash restart, under off) would forget it. The commit then waits for the synchronous
+// standbys, when any are configured. It yields the empty text: no PostgreSQL session
+// setting keeps a committed transaction out of physical replication.
+func (dialectImpl) RaiseSessionQuery() string {
+	return "SELECT pg_catalog.left(pg_catalog.set_config('synchronous_commit', 'on', true), 0)"
+}
+
+var _ dialect.ReplicatedRaiser = dialectImpl{}
+
 // FloorCopiedQuery yields 1 when table's copy (the sequence its sync trigger sets) is
 // at or above its floor (dialect.FloorCopier): with the trigger disabled, a raise wrote
 // the table but not the copy, and the guards' fast path accepted tokens below the

@@ -89,6 +89,13 @@ func (e *FloorError) Unwrap() error {
 // before the application writes).
 var ErrNotPrimary = errors.New("fencedsql: the server is not a writable primary")
 
+// ErrRaiseNotReplicated means RaiseTokenFloor was called on a session whose settings
+// keep its writes from the replicas (MySQL/MariaDB: sql_log_bin = 0, skip_replication,
+// a session server_id or gtid_domain_id of its own, a preset gtid_seq_no, wsrep_on off):
+// the raise would be reported done and a failover would forget it (red-team rt42f F3).
+// Nothing is written.
+var ErrRaiseNotReplicated = errors.New("fencedsql: the session's writes are not replicated")
+
 // ErrFloorUnsafe means a token floor table the guards read is one the floor tools will
 // not read or write as the role running them: reading or writing it could run another
 // role's code with that role's rights (PostgreSQL: row security, not a plain table, a

@@ -322,6 +322,9 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
 	defer tx.Rollback()
+	if err := replicatedRaise(ctx, tx, d); err != nil {
+		return err
+	}
 	if l, ok := d.(dialect.FloorInstallLocker); ok {
 		for _, q := range l.FloorRaiseLock() {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
@@ -367,6 +370,28 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		return err
 	}
 	return floorCovered(ctx, db, d, "RaiseTokenFloor", true, tables)
+}
+
+// replicatedRaise runs the dialect's dialect.ReplicatedRaiser query first in the
+// raise's transaction tx (red-team rt42f F3): PostgreSQL commits the raise with
+// synchronous_commit = on whatever the session's default, and a MySQL/MariaDB session
+// whose writes would stay out of the binary log or be skipped by the replicas
+// (sql_log_bin = 0, skip_replication …) is refused with ErrRaiseNotReplicated before
+// anything is written: the raise would be reported done, and a failover would forget it.
+func replicatedRaise(ctx context.Context, tx *sql.Tx, d dialect.Dialect) error {
+	r, ok := d.(dialect.ReplicatedRaiser)
+	if !ok {
+		return nil
+	}
+	var unsafe sql.NullString
+	if err := tx.QueryRowContext(ctx, r.RaiseSessionQuery()).Scan(&unsafe); err != nil {
+		return fmt.Errorf("fencedsql: RaiseTokenFloor: reading the session's replication settings: %w", err)
+	}
+	if unsafe.String != "" {
+		return fmt.Errorf("fencedsql: RaiseTokenFloor: the session's %s keeps the raise from the replicas (a failover would forget it): nothing raised; "+
+			"use a connection without that setting (a DSN parameter, the account's or the server's init_connect): %w", unsafe.String, ErrRaiseNotReplicated)
+	}
+	return nil
 }
 
 // settleRaise waits, after a raise has committed, until no transaction that may have

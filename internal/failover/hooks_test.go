@@ -82,6 +82,11 @@ func TestHookScripts(t *testing.T) {
 		if rc != 0 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 42" {
 			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
 		}
+		// The lock service is asked with -failover (lockfloor's margin by default:
+		// a lease table that failed over with the database jumps; red-team rt42f F1).
+		if got := schemaArgs(t, filepath.Join(filepath.Dir(args), "lock.args")); got != "-backend etcd -endpoints http://127.0.0.1:2379 -failover -live" {
+			t.Errorf("lockfloor got %q, want its -failover -live", got)
+		}
 		if strings.Contains(out, "secret") {
 			t.Errorf("the output shows the DSN's password: %s", out)
 		}
@@ -113,6 +118,25 @@ func TestHookScripts(t *testing.T) {
 			}
 		})
 	}
+	// FENCEDSQL_FAILOVER_TOKEN_MARGIN becomes lockfloor's -margin; a value that is not
+	// a number of tokens fails loudly before anything runs.
+	t.Run("failover margin", func(t *testing.T) {
+		env, args := stubs(t, "4294967337", 0)
+		out, rc := runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn, "FENCEDSQL_FAILOVER_TOKEN_MARGIN=0"), "raise-floor.sh", "postgres")
+		if rc != 0 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 4294967338" {
+			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
+		}
+		if got := schemaArgs(t, filepath.Join(filepath.Dir(args), "lock.args")); !strings.HasSuffix(got, " -failover -live -margin 0") {
+			t.Errorf("lockfloor got %q, want -failover -live -margin 0", got)
+		}
+		env, args = stubs(t, "41", 0)
+		for _, bad := range []string{"-1", "2^32", "12345678901234567890", "0x10"} {
+			out, rc := runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn, "FENCEDSQL_FAILOVER_TOKEN_MARGIN="+bad), "raise-floor.sh", "postgres")
+			if rc != 1 || !strings.Contains(out, "NOT raised") || schemaArgs(t, args) != "" {
+				t.Errorf("margin %q: exit %d (want 1, NOT raised, nothing run): %s", bad, rc, out)
+			}
+		}
+	})
 	// fencedsql-schema's exit 3: the floor is raised, transactions open across the
 	// raise have not ended. Still a failure (page someone), but not "NOT raised".
 	t.Run("raised, unsettled", func(t *testing.T) {

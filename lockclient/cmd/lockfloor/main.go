@@ -6,6 +6,7 @@
 //	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show [-live] | -raise N | -retire
 //	lockfloor -backend redis -addr host:6379 [-prefix p] -show [-live] | -raise N | -retire
 //	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show [-live] | -raise N | -retire
+//	lockfloor … -failover [-margin M] [-live]
 //
 // -show prints LastToken: a number t such that every token the service issued so far is
 // at most t and every later one is greater. -raise N makes every token the service issues
@@ -26,14 +27,24 @@
 //	max=$(fencedsql-schema -max-token …)   # the highest token the database accepted
 //	lockfloor -backend etcd -endpoints … -raise "$max"
 //
-// -show -live is -show for the failover hook (deploy/failover/raise-floor.sh), which
-// raises the guarded database's floor above the printed token: after reading LastToken
-// it asks whether the service was retired (lockclient.RetirementReader, a read that
-// changes nothing) and, if it was, prints nothing and fails (exit 1) — a hook still
-// configured for the service the application moved away from would otherwise raise the
-// floor from the retired service's last token, below every token of the service in use,
-// and report success (red-team rt42c F6). A backend that cannot tell fails too. -live
-// is valid only with -show.
+// -failover prints the token the guarded database's floor must be raised above after
+// a failover or a restore of that database (deploy/failover/raise-floor.sh): the
+// service's LastToken, after raising the service's own floor by -margin M
+// (lockclient.AdvanceFloor, red-team rt42f F1). For the SQL backends (sqllock), whose
+// lease table may live in the database that failed over and lost the grants of its
+// replication lag window with it, M defaults to 2^32 (lockclient.DefaultFailoverMargin):
+// every token the old primary granted is then below the new floor, and the service never
+// grants one again. For etcd and Redis M defaults to 0 (-show). -margin 0 with sqllock:
+// only when its lease table is in a database that did not fail over (or was not
+// restored), or whose grants are synchronously replicated. Every run jumps again.
+//
+// -live, with -show or -failover, is for the failover hook, which raises the guarded
+// database's floor above the printed token: after the answer it asks whether the
+// service was retired (lockclient.RetirementReader, a read that changes nothing) and,
+// if it was, prints nothing and fails (exit 1) — a hook still configured for the
+// service the application moved away from would otherwise raise the floor from the
+// retired service's last token, below every token of the service in use, and report
+// success (red-team rt42c F6). A backend that cannot tell fails too.
 //
 // -prefix and -table name the same keys or table the application's backend uses (the
 // backends' defaults when left out). -prefix "" given is the empty prefix (Redis:
@@ -42,7 +53,7 @@
 // password is never printed, in errors either. -dsn-env NAME / -dsn-file PATH and
 // -addr-env NAME / -addr-file PATH (- for standard input) read them off the command
 // line, which every local user can read (ps): use them whenever they hold a password. Exit status: 0 on success, 1 when the
-// service cannot be read or raised (or has no token floor), or, with -show -live, is
+// service cannot be read or raised (or has no token floor), or, with -live, is
 // retired or cannot tell; 2 on usage errors.
 package main
 
@@ -75,7 +86,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show [-live], -raise N or -retire [-timeout d]"
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show [-live], -raise N, -retire or -failover [-margin M] [-live] [-timeout d]"
 )
 
 func main() {
@@ -99,9 +110,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		prefix    = fs.String("prefix", "", "etcd, redis: the key prefix of the application's backend (default: the backend's)")
 		table     = fs.String("table", "", "postgres, mysql: the lease table (default: sqllock's)")
 		show      = fs.Bool("show", false, "print the service's LastToken")
-		live      = fs.Bool("live", false, "with -show: fail (print nothing, exit 1) when the service is retired, as the failover hook needs")
+		live      = fs.Bool("live", false, "with -show or -failover: fail (print nothing, exit 1) when the service is retired, as the failover hook needs")
 		raiseTo   = fs.String("raise", "", "raise the floor: every later token is greater than this number; then print LastToken")
 		retire    = fs.Bool("retire", false, "retire the service for good (every later grant fails); then print its last token")
+		failover  = fs.Bool("failover", false, "after a failover or restore of the guarded database: raise the service's floor to LastToken + -margin, then print LastToken")
+		marginArg = fs.String("margin", "", "-failover: the margin (default 2^32 for postgres and mysql, whose lease table may have failed over with the database; 0 for etcd and redis)")
 		timeout   = fs.Duration("timeout", 30*time.Second, "overall deadline")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -136,11 +149,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("%s", err)
 	}
 	dsn, addr := &dsnValue, &addrValue
-	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire); modes != 1 {
-		return usage("give exactly one of -show, -raise N and -retire")
+	if modes := btoi(*show) + btoi(*raiseTo != "") + btoi(*retire) + btoi(*failover); modes != 1 {
+		return usage("give exactly one of -show, -raise N, -retire and -failover")
 	}
-	if *live && !*show {
-		return usage("-live is valid only with -show")
+	marginSet := false
+	fs.Visit(func(f *flag.Flag) { marginSet = marginSet || f.Name == "margin" })
+	var margin uint64
+	if marginSet {
+		if !*failover {
+			return usage("-margin goes with -failover")
+		}
+		n, err := strconv.ParseUint(*marginArg, 10, 64)
+		if err != nil {
+			return usage("-margin %q is not a number of tokens", *marginArg)
+		}
+		margin = n
+	}
+	if *live && !*show && !*failover {
+		return usage("-live is valid only with -show or -failover")
 	}
 	var min uint64
 	if *raiseTo != "" {
@@ -193,6 +219,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(*kind, err)
 		}
 		defer closeFn()
+		if !marginSet {
+			margin = lockclient.DefaultFailoverMargin // the lease table may have failed over with the database
+		}
 	default:
 		return usage("-backend must be etcd, redis, postgres or mysql")
 	}
@@ -208,18 +237,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, last)
 		return exitOK
 	}
-	if *raiseTo != "" {
-		if err := floor.RaiseFloor(ctx, min); err != nil {
-			return fail("raise", err)
+	var last uint64
+	if *failover {
+		if last, err = lockclient.AdvanceFloor(ctx, floor, margin); err != nil {
+			return fail("failover", err)
+		}
+	} else {
+		if *raiseTo != "" {
+			if err := floor.RaiseFloor(ctx, min); err != nil {
+				return fail("raise", err)
+			}
+		}
+		if last, err = floor.LastToken(ctx); err != nil {
+			return fail("last token", err)
 		}
 	}
-	last, err := floor.LastToken(ctx)
-	if err != nil {
-		return fail("last token", err)
-	}
 	if *live {
-		// Read after LastToken: a retirement is never undone, so a service not retired
-		// now was not retired when LastToken answered.
+		// Read after the answer: a retirement is never undone, so a service not retired
+		// now was not retired when it answered.
 		rr, ok := floor.(lockclient.RetirementReader)
 		if !ok {
 			fmt.Fprintf(stderr, "lockfloor: -live: -backend %s cannot tell whether the lock service is retired (no lockclient.RetirementReader); refusing to show its last token\n", *kind)

@@ -79,11 +79,41 @@ func showRaiseGrant(t *testing.T, backend lockclient.Backend, args ...string) {
 	}
 }
 
+// failoverJump checks -failover against a service (red-team rt42f F1): it prints a
+// LastToken at least the last token + the margin (defaultMargin when -margin is left
+// out) and the next grant is above it; -margin 0 prints LastToken unchanged.
+func failoverJump(t *testing.T, backend lockclient.Backend, defaultMargin uint64, args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := lockclient.New(backend, lockclient.WithTTL(2*time.Second))
+	defer c.Close(context.Background())
+	before := number(t, append(args, "-show")...)
+	if got := number(t, append(args, "-failover", "-margin", "0")...); got < before || got-before > 1000 {
+		t.Fatalf("-failover -margin 0 printed %d, -show %d", got, before)
+	}
+	jumped := number(t, append(args, "-failover")...)
+	if jumped < before+defaultMargin || defaultMargin == 0 && jumped-before > 1000 {
+		t.Fatalf("-failover printed %d after -show %d; want the default margin %d", jumped, before, defaultMargin)
+	}
+	l, err := c.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if l.Token() <= jumped {
+		t.Fatalf("token %d granted after -failover printed %d", l.Token(), jumped)
+	}
+	if got := number(t, append(args, "-failover", "-margin", "1000")...); got < l.Token()+1000 {
+		t.Fatalf("-failover -margin 1000 printed %d after token %d", got, l.Token())
+	}
+}
+
 func TestEtcd(t *testing.T) {
 	cluster := etcdtest.StartSingle(t)
 	prefix := "/lockfloor-test/"
 	b := etcdlock.New(cluster.Client(t), etcdlock.WithPrefix(prefix))
 	showRaiseGrant(t, b, "-backend", "etcd", "-endpoints", strings.Join(cluster.Endpoints(), ","), "-prefix", prefix)
+	failoverJump(t, b, 0, "-backend", "etcd", "-endpoints", strings.Join(cluster.Endpoints(), ","), "-prefix", prefix)
 }
 
 func TestRedis(t *testing.T) {
@@ -121,6 +151,7 @@ func testSQL(t *testing.T, kind, driver string, d sqllock.Dialect, dsn string) {
 		return
 	}
 	showRaiseGrant(t, b, args...)
+	failoverJump(t, b, lockclient.DefaultFailoverMargin, args...)
 }
 
 func TestUsage(t *testing.T) {
@@ -136,9 +167,13 @@ func TestUsage(t *testing.T) {
 		{"-backend", "postgres", "-dsn", "postgres://x/y", "-prefix", "p", "-show"}, // prefix is not for SQL
 		{"-backend", "zookeeper", "-show"},
 		{"-backend", "etcd", "-endpoints", "x:1", "-show", "extra"},
-		{"-backend", "etcd", "-endpoints", "x:1", "-live"},                // -live only with -show
-		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "3", "-live"}, // -live only with -show
-		{"-backend", "etcd", "-endpoints", "x:1", "-retire", "-live"},     // -live only with -show
+		{"-backend", "etcd", "-endpoints", "x:1", "-live"},                        // -live only with -show or -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "3", "-live"},         // -live only with -show or -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-retire", "-live"},             // -live only with -show or -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-failover"},           // both
+		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-margin", "5"},        // -margin without -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-margin", "-5"},   // not a number
+		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-margin", "2^32"}, // not a number
 	} {
 		if code, out, errOut := lockfloor(t, args...); code != exitUsage || out != "" || errOut == "" {
 			t.Errorf("lockfloor %q: exit %d, stdout %q, stderr %q; want usage error (2) on stderr only", args, code, out, errOut)
