@@ -104,3 +104,32 @@ func TestKeyColumnChangeThroughDDLPoolRefused(t *testing.T) {
 		t.Errorf("key 'Alice', deleted under 50, came back under 40 on a plain connection")
 	}
 }
+
+// A guarded child whose foreign key to a guarded parent cascades ON DELETE is refused
+// by the pool's lazy check (ErrSchema naming the cascade door): MariaDB runs no
+// triggers for the cascade of holder 50's fenced DELETE of the parent, so the child's
+// row is deleted without a tombstone and holder 40 could re-insert its key (red-team
+// rt42a F3, the SQLite class).
+func TestCascadeFromGuardedParentRefusedByLazyCheck(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.MySQL(t)
+	admin := testdb.Open(t, "mysql", dsn,
+		"CREATE TABLE parent (id INT NOT NULL PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"CREATE TABLE child (id INT NOT NULL PRIMARY KEY, parent_id INT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, CONSTRAINT child_parent FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB",
+		"INSERT INTO parent VALUES (1, 30, 1), (2, 30, 1)",
+		"INSERT INTO child VALUES (7, 1, 30, 1)")
+	admin.SetMaxOpenConns(1)
+	fencetest.Guard(t, ctx, admin, mysql.Dialect, schema.GuardSpec{Table: "parent"})
+	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=parent,child")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 50), "DELETE FROM parent WHERE id = 1"); err != nil {
+		t.Fatalf("fenced DELETE of parent 1 under 50: %v", err)
+	}
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 40), "INSERT INTO child (id, parent_id) VALUES (7, 2)")
+	var n int
+	if err := admin.QueryRow("SELECT COUNT(*) FROM child WHERE id = 7").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "cascade child_parent") {
+		t.Errorf("child 7, deleted by holder 50's cascade, re-inserted under 40 through the pool: err %v, rows %d; want ErrSchema naming the cascade and no row", err, n)
+	}
+}
