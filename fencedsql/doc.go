@@ -194,6 +194,9 @@
 //	  or in a body): CREATE, ALTER, DROP, RENAME,    ALTER … USING can remove the fence or rewrite rows;     (fenced_allow=ddl);
 //	  COMMENT, GRANT, REVOKE, REPAIR, …               migrations belong on a plain connection                  run it plainly
 //	DDL whose query writes a guarded table         CREATE TABLE … AS WITH … UPDATE writes unfenced        —
+//	ALTER TABLE of a guarded table that renames    replaces a fencing or key column without the row       —
+//	  or drops a column, changes a column's type,    triggers: tokens reset, tombstones read another key
+//	  or CONVERTs TO CHARACTER SET                   (docs/design.md, rt36a F1, rt42a F1, F2)
 //	SELECT … INTO [TEMP] <guarded name>            CREATE TABLE AS; a temporary table would shadow the     WithDDL(true)
 //	                                                 guarded one for the rest of the session
 //	TRUNCATE, COPY, LOAD, REPLACE, MERGE,           writes with no row-level place for the token            —

@@ -230,7 +230,10 @@ func WithSchemaRecheck(d time.Duration) Option { return func(c *config) { c.rech
 // replaces or alters a function, procedure, trigger, rule, event or package is refused
 // on a pool with guarded tables whatever its body names (its body runs SQL the wrapper
 // never sees); WithDDL allows it too. Other DDL that names no guarded table always
-// passes; TRUNCATE of a guarded table is refused even when allowed. Since the pool
+// passes; TRUNCATE of a guarded table is refused even when allowed, and so is an ALTER
+// TABLE of a guarded table that changes a column's type, renames or drops a column, or
+// (MySQL/MariaDB) converts its character set: it would replace a fencing or key column
+// without the row triggers (docs/design.md, rt42a F1, F2). Since the pool
 // may be the one that creates its listed tables, a listed table that does not exist at
 // its first connection does not fail it: the pool refuses every statement that may
 // write rows (of any table: a typo's real table among them) with ErrSchema naming the

@@ -411,7 +411,8 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // BEFORE row triggers that may assign its fencing columns, or whose WHEN clause names
 // one or whose function writes the table itself (ownTriggers, patchDoor), or, on
 // UPDATE, may return something other than NEW (skipDoor), a guard a table swap lost
-// (lostGuard), a child or partition its guard leaves unfloored (unflooredRelatives),
+// (lostGuard), a guard whose DELETE trigger reads a column that replaced token column
+// left (guardColumn), a child or partition its guard leaves unfloored (unflooredRelatives),
 // a tombstone table keyed otherwise than the table
 // (tombstoneKey), and the guards' own tables not as the guards created them
 // (guardTables) and the foreign tables naming them (guardForeignTables) — and, with
@@ -419,7 +420,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers) — and the functions whose body writes the table
 // (routines, routinedoor.go) — in that order, one catalog query each.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -12,16 +12,21 @@ import (
 // SideDoors finds the database-level side doors of a guarded table
 // (dialect.SideDoorFinder), which schema.Check reports:
 //
-//   - foreign keys of the table with ON DELETE CASCADE: deleting a row of the
-//     referenced table (which the wrapper does not fence) deletes the table's rows.
-//     SQLite runs the table's triggers for the cascade (the tombstone of each row is
-//     recorded), but its guard does not cover DELETE: a problem. SQLite cannot alter a
+//   - foreign keys of the table with ON DELETE CASCADE (cascades, one of the
+//     TriggerDoors, so the lazy check refuses the table too): deleting a row of the
+//     referenced table deletes the table's rows without their own fence. SQLite runs
+//     the table's triggers for the cascade, but its guard does not cover DELETE, and
+//     the tombstone of each row is recorded at the row's own token, not at the token
+//     of the DELETE that cascaded (the wrapper's two-statement DELETE stamps only the
+//     referenced table's rows), so a holder older than the deleter but newer than the
+//     row re-inserts the key (red-team rt42a F3): a problem. SQLite cannot alter a
 //     constraint, so there is no statement: rebuild the table with ON DELETE RESTRICT
-//     (or NO ACTION), or delete the referencing rows through the wrapper first.
+//     (or NO ACTION), and delete the referencing rows through the wrapper first.
 //     ON DELETE SET NULL / SET DEFAULT and ON UPDATE CASCADE / SET NULL / SET DEFAULT
 //     change the rows by an UPDATE that does not advance the version, which the guard
 //     refuses (the referenced table's write fails): a note. Foreign keys act only on
-//     connections with PRAGMA foreign_keys = ON.
+//     connections with PRAGMA foreign_keys = ON (a constraint counts whatever the
+//     pragma: another connection may turn it on).
 //   - views whose INSTEAD OF triggers write the table (a view is read-only in SQLite
 //     without them): an INSERT, UPDATE or DELETE on the view does not name the table,
 //     so the wrapper sends it as written and the trigger writes the table unfenced.
@@ -34,7 +39,7 @@ import (
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.cascades, d.uniqueExpressions, d.TriggerDoors)
+	return dialect.FindDoors(ctx, query, t, d.uniqueExpressions, d.TriggerDoors)
 }
 
 // uniqueExpressions finds the UNIQUE indexes of a tombstoned table on an expression
@@ -105,9 +110,10 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 		switch {
 		case f.onDel == "CASCADE":
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj,
-				Problem: "ON DELETE CASCADE: a DELETE of " + f.ref + " (not fenced by the wrapper) deletes rows of " + t.Table.String() +
-					" unfenced, and the guard does not cover DELETE on SQLite (the tombstones are recorded); SQLite cannot alter a constraint: rebuild " +
-					t.Table.String() + " with ON DELETE RESTRICT, or delete its rows through the wrapper before the " + f.ref + " row"})
+				Problem: "ON DELETE CASCADE: a DELETE of " + f.ref + " (fenced for " + f.ref + " only, or not fenced at all) deletes rows of " + t.Table.String() +
+					" without their fence, and their tombstones record each row's own token, not the deleting token, so a holder older than the deleter re-inserts a deleted key " +
+					"(the guard does not cover DELETE on SQLite); SQLite cannot alter a constraint: rebuild " +
+					t.Table.String() + " with ON DELETE RESTRICT, and delete its rows through the wrapper before the " + f.ref + " row"})
 		case changes(f.onDel) || changes(f.onUpd):
 			rule := "ON DELETE " + f.onDel
 			if !changes(f.onDel) {
@@ -151,9 +157,13 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // write the row itself and drop the original change with RAISE(IGNORE)), one query
 // each; the guards' own triggers (guardTriggers), the triggers on or writing the guard
 // tables (guardWriters), the guard tables' shape (guardTables). Last, a guard a table
-// swap lost (lostGuard), and the tombstone table's key (tombstoneKey).
+// swap lost (lostGuard), the tombstone table's key (tombstoneKey), and the foreign keys
+// whose ON DELETE CASCADE deletes the table's rows at their own token (cascades,
+// described at SideDoors; red-team rt42a F3: a DELETE of a guarded parent through the
+// pool tombstoned the child's rows below the deleting token, and the lazy check, which
+// did not run this finder, let a stale holder re-insert them).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.guardTables, d.lostGuard, d.tombstoneKey)
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.guardTables, d.lostGuard, d.tombstoneKey, d.cascades)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one

@@ -49,7 +49,9 @@ type SideDoorFinder interface {
 //   - a guard lost by a table swap (SideDoorGuardLost): objects of the guard or of the
 //     tombstone guard named for the table survive (see the kind), but the table does
 //     not carry their triggers: a stale token re-inserts a deleted key, and writes
-//     outside the wrapper are unguarded.
+//     outside the wrapper are unguarded;
+//   - a guard that reads another column than the token column (SideDoorGuardColumn,
+//     PostgreSQL): the token column was replaced by DDL, every row's token reset.
 //
 // Both callers refuse them: schema.Check reports each door as a problem (the dialect's
 // SideDoors includes TriggerDoors' doors, once), and the lazy check before the first
@@ -163,6 +165,14 @@ const (
 	// re-inserts a deleted key. Fix: re-run fencedsql-schema -apply (schema.Check's
 	// Fix re-installs them on the table); the door itself carries no statement.
 	SideDoorGuardLost SideDoorKind = "guard lost"
+	// SideDoorGuardColumn: the guard reads another column than the table's token
+	// column (PostgreSQL: its DELETE trigger's WHEN clause is bound to the column's
+	// number, and still reads a column renamed away): the token column was replaced
+	// by DDL (renamed or dropped and added again) without the row triggers, every row's
+	// token reset to the new column's default, and a stale holder overwrites rows a
+	// newer one wrote (TriggerDoorFinder). No statement fixes it (the old tokens may be
+	// in the old column): Fix is empty.
+	SideDoorGuardColumn SideDoorKind = "guard column"
 
 	// SideDoorTombstoneKey: the tombstone table's key is not the table's primary key
 	// as it is now (a key column's type or collation changed, or the key's columns did,

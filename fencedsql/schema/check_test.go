@@ -126,9 +126,10 @@ func TestCheckSchemaWithoutGuarder(t *testing.T) {
 
 // schema.Check reports side doors (here a foreign key whose ON DELETE CASCADE deletes
 // guarded rows on SQLite, where the guard cannot refuse a DELETE, and whose ON UPDATE
-// SET NULL the guard refuses: a note), while the lazy check before the first guarded
-// write requires neither the guards nor closed side doors.
-func TestCheckSchemaSideDoorsNotRequiredByLazyCheck(t *testing.T) {
+// SET NULL the guard refuses: a note). The lazy check before the first guarded write
+// does not require the guards, nor a note closed, but refuses the ON DELETE CASCADE
+// door (red-team rt42a F3: the cascade tombstones rows at their own token).
+func TestCheckSchemaSideDoorsLazyCheck(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.ToSlash(filepath.Join(t.TempDir(), "sd.db"))
 	raw, err := sql.Open("sqlite", "file:"+path)
@@ -156,8 +157,12 @@ func TestCheckSchemaSideDoorsNotRequiredByLazyCheck(t *testing.T) {
 	for _, table := range []string{"pets", "toys"} {
 		fdb := fencedsql.OpenDB(fencedsql.DSNConnector(raw.Driver(), "file:"+path), fencedsql.WithDialect(sqlite.Dialect), fencedsql.Guard(table))
 		defer fdb.Close()
-		if _, err := fdb.ExecContext(withTok(7), "UPDATE "+table+" SET x = 1"); err != nil {
-			t.Errorf("fenced UPDATE of %s without the guards: %v", table, err)
+		_, err := fdb.ExecContext(withTok(7), "UPDATE "+table+" SET x = 1")
+		if table == "pets" && (!errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), string(dialect.SideDoorCascade))) {
+			t.Errorf("fenced UPDATE of pets with its ON DELETE CASCADE: %v, want ErrSchema naming the cascade", err)
+		}
+		if table == "toys" && err != nil {
+			t.Errorf("fenced UPDATE of toys without the guards: %v", err)
 		}
 	}
 }

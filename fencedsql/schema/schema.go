@@ -111,6 +111,11 @@ type TableReport struct {
 //     table; see the dialects' lostGuard) while the table lacks their triggers, as an
 //     online schema change's RENAME or SQLite's rebuild leaves it; no statement of its
 //     own: the guard's and the tombstone guard's Fix above install the triggers;
+//     - a guard that reads another column than the token column
+//     (dialect.SideDoorGuardColumn, PostgreSQL: its DELETE trigger is bound to a
+//     column renamed away): the token column was replaced by DDL without the row
+//     triggers, every row's token reset to the new column's default (red-team rt42a
+//     F1); no Fix: restore the tokens from the old column, then re-install the guard;
 //     - a trigger carrying the name of one of the guard's or the tombstone guard's
 //     triggers but not the text this version writes (MySQL/MariaDB, SQLite: a
 //     weakened guard; a trigger merely named fencedsql_… is judged as a user's; on

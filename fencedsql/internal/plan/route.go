@@ -305,6 +305,11 @@ func (p *parser) control(head string, first int) error {
 		if err := p.rowMoves(head, first); err != nil {
 			return err
 		}
+		// An ALTER TABLE that renames, drops or replaces a column the guards read:
+		// refused whatever WithDDL says (guardcolumn.go).
+		if err := p.guardColumns(head, first); err != nil {
+			return err
+		}
 		if !p.rw.allowDDL {
 			return unsupported(g, "DDL (%s) that names a guarded table through the fenced pool: run migrations on a plain connection (the driver without \"fenced-\"), or allow it with fencedsql.WithDDL(true)", head)
 		}
