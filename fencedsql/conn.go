@@ -220,7 +220,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		if err != nil {
 			return nil, c.core.mapPassErr(err)
 		}
-		return c.rearmingStmt(p, newPassStmt(c, st, p)), nil
+		return c.rearmingStmt(p, newPassStmt(c, st, p, query)), nil
 	}
 	s := &stmt{c: c, text: query, plain: p, raws: map[*plan.Plan]driver.Stmt{}}
 	if err := s.prepareAll(ctx, p); err != nil {
@@ -249,7 +249,9 @@ func (c *conn) rawPrepare(ctx context.Context, query string) (driver.Stmt, error
 // is refused inside one; prepared outside one, it is judged again at each execution
 // (passStmt), since database/sql's tx.Stmt reuses a statement already prepared on the
 // transaction's connection. While a listed table does not exist yet (WithDDL), a
-// statement that may write rows is refused (checkMissing).
+// statement that may write rows is refused (checkMissing), and once the pool found a
+// relative of a guarded table it does not guard, until it is reopened
+// (checkRelativeBlock).
 func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	if c.strayTx {
 		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
@@ -267,6 +269,9 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 		return nil, c.core.refused(p.ImplicitCommit)
 	}
 	if err := c.checkMissing(ctx, p, query); err != nil {
+		return nil, err
+	}
+	if err := c.checkRelativeBlock(p, query); err != nil {
 		return nil, err
 	}
 	if p.Ambiguous {

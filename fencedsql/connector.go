@@ -45,10 +45,13 @@ type core struct {
 	// locking read reads (lockthrough.go)
 	viewLock sync.Map
 	metrics  *instruments
-	first    firstUse         // the registry and the listed tables, at the first connection
-	missing  missingListed    // listed tables that did not exist yet (WithDDL: missing.go)
-	raw      driver.Connector // the plain driver's connector, for WithTokenSource's check
-	regress  regression
+	first    firstUse      // the registry and the listed tables, at the first connection
+	missing  missingListed // listed tables that did not exist yet (WithDDL: missing.go)
+	// relatives stops the pool's writes once a relative it does not guard appeared
+	// (relatives.go)
+	relatives relativeBlock
+	raw       driver.Connector // the plain driver's connector, for WithTokenSource's check
+	regress   regression
 	// sendCheck is the dialect's judge of the driver's own reading of what is sent
 	// (dialect.SendChecker), nil when it has none (checkSend).
 	sendCheck dialect.SendChecker

@@ -31,6 +31,9 @@ func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 	if err = c.core.ambiguous(p.Guard); err != nil {
 		return 0, 0, nil, err
 	}
+	if err = c.core.relatives.refusal(); err != nil { // a prepared statement: relatives.go
+		return 0, 0, nil, err
+	}
 	if err = c.verify(ctx, p.Guard); err != nil {
 		return 0, 0, nil, err
 	}

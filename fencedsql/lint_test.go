@@ -50,6 +50,15 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 			t.Fatalf("expectLint: trigger doors: %v", err)
 		}
 	}
+	// The table's ancestors (relatives.go, checkAncestors): none.
+	if f, ok := d.(dialect.AncestorFinder); ok {
+		q, args := f.AncestorsQuery(tn)
+		dargs := make([]driver.Value, len(args))
+		for i, v := range args {
+			dargs[i] = v
+		}
+		mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
+	}
 }
 
 // expectLinter records the conversation of l over the canned answers of a fit table.

@@ -20,7 +20,9 @@ import (
 // pass (plan.Planner.MayWriteRows). Each write asks again, on its connection, whether
 // the missing tables exist now; once they all do (outside a transaction: one that
 // created a table may still roll back) the pool forgets them, and its statement path is
-// one atomic load again. A pool that creates its tables before it writes (CREATE TABLE
+// one atomic load again. A table found is asked for its ancestors first (relatives.go):
+// one the pool does not guard — it read no relatives of a table that did not exist —
+// stops the pool's writes until it is reopened. A pool that creates its tables before it writes (CREATE TABLE
 // IF NOT EXISTS first, or a migration tool that writes its own bookkeeping only after
 // the DDL) works as before; one that writes before its listed tables exist is refused
 // until they do.
@@ -68,7 +70,15 @@ func (c *conn) checkMissing(ctx context.Context, p *plan.Plan, query string) err
 	for _, t := range tables {
 		err := c.core.checkListed(ctx, c, t.g, nil)
 		if err == nil {
-			continue
+			// It exists now: made, perhaps, a partition or child of a table the pool
+			// read no relatives of at its first connection (red-team rt42b F1). An
+			// ancestor the pool does not guard stops it (checkAncestors).
+			if err = c.checkAncestors(ctx, t.g); err == nil {
+				continue
+			}
+			if c.core.relatives.refusal() != nil {
+				return err
+			}
 		}
 		still = append(still, missingTable{g: t.g, err: err})
 		if refusal == nil {

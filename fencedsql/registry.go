@@ -112,7 +112,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
-	relatives, err := k.loadRelatives(ctx, c)
+	relatives, err := k.loadRelatives(ctx, c, listed)
 	if err != nil {
 		return err
 	}
@@ -235,8 +235,12 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 // (dialect.AncestorFinder: with multiple inheritance a child has other parents) — each
 // with the guarded table's columns: a relative of an unqualified guard unqualified, as
 // the guard matches a table of its name in any schema, and found for every table of
-// that name, whatever the search_path finds.
-func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, error) {
+// that name, whatever the search_path finds. A relative the pool guards already, or
+// one found for two guarded tables, must be guarded on the guarded table's columns:
+// else the same rows are fenced on other columns by each name, and the pool refuses
+// to open (relativeConflict: a *ConfigError when listed names both, red-team rt42b
+// F2). The running pool's lazy check reads the ancestors again (checkAncestors).
+func (k *core) loadRelatives(ctx context.Context, c *conn, listed map[string]bool) ([]schema.GuardSpec, error) {
 	type finder struct {
 		query func(dialect.TableName) (string, []any)
 		what  string
@@ -249,7 +253,7 @@ func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, 
 		finders = append(finders, finder{f.AncestorsQuery, "is an inheritance parent or partitioned root of (a descendant of) the guarded table "})
 	}
 	var specs []schema.GuardSpec
-	seen := map[string]bool{}
+	seen := map[string]*plan.Table{} // a relative added → the guarded table it was added for
 	for _, g := range k.rw.Tables() {
 		for _, f := range finders {
 			q, args := f.query(dialect.TableName{Schema: g.Schema, Name: g.Name})
@@ -267,14 +271,25 @@ func (k *core) loadRelatives(ctx context.Context, c *conn) ([]schema.GuardSpec, 
 				if err := representable(dialect.TableName{Schema: r[0], Name: r[1]}, f.what+g.String()); err != nil {
 					return nil, err
 				}
-				name := r[1]
-				if g.Schema != "" {
-					name = r[0] + "." + r[1]
-				}
-				if seen[strings.ToLower(name)] || k.rw.Lookup(strings.Split(name, ".")) != nil {
+				parts := relativeName(g, r[0], r[1])
+				name := strings.Join(parts, ".")
+				if h := k.rw.Lookup(parts); h != nil {
+					// Guarded already: on the guarded table's columns, or the
+					// configuration contradicts itself (red-team rt42b F2).
+					if !sameTableColumns(k.dialect, h, g) {
+						return nil, relativeConflict(listed, g, h.Base().String(), h.TokenCol, h.VerCol, "")
+					}
 					continue
 				}
-				seen[strings.ToLower(name)] = true
+				if first, ok := seen[strings.ToLower(name)]; ok {
+					// A relative of two guarded tables (multiple inheritance, a parent of
+					// both): on one set of columns only.
+					if !sameTableColumns(k.dialect, first, g) {
+						return nil, relativeConflict(listed, g, name, first.TokenCol, first.VerCol, first.String())
+					}
+					continue
+				}
+				seen[strings.ToLower(name)] = g
 				specs = append(specs, schema.GuardSpec{Table: name, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 			}
 		}

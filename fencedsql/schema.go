@@ -19,7 +19,8 @@ import (
 // fencing columns, its declaration (SchemaLinter) and the doors a statement through the
 // pool opens (TriggerDoorFinder: other tables' triggers that write it, its own BEFORE
 // triggers that may assign its fencing columns, updatable views, rules, a guard a table
-// swap lost) (once per name as the statements write it, see lookup: per DB, or
+// swap lost) and its inheritance parents and partitioned roots (checkAncestors: one
+// the pool does not guard, added by a migration, stops the pool's writes) (once per name as the statements write it, see lookup: per DB, or
 // per connection once a statement may have changed how it resolves names,
 // resolvesNames, or from its start when it opened resolving names otherwise than the
 // pool's first, samePath; dropped for the pool after DDL that may move a guarded name,
@@ -66,6 +67,9 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 		return err
 	}
 	if err := triggerGuard(ctx, c.catalog(), k.dialect, g, t); err != nil {
+		return err
+	}
+	if err := c.checkAncestors(ctx, g); err != nil { // relatives.go (red-team rt42b F1)
 		return err
 	}
 	if c.namesMoved {

@@ -212,6 +212,9 @@ type passStmt struct {
 	// p is the statement's plan: its locking read through a view is judged at each
 	// execution, with the token it carries then (conn.lockThrough).
 	p *plan.Plan
+	// text is the statement's text: once the pool is stopped by an unguarded relative
+	// (relatives.go), an execution that may write rows is refused.
+	text string
 }
 
 // passStmtCC is a passStmt over a statement that implements the legacy
@@ -227,8 +230,8 @@ var (
 	_ driver.ColumnConverter   = passStmtCC{} //nolint:staticcheck // legacy, forwarded
 )
 
-func newPassStmt(c *conn, st driver.Stmt, p *plan.Plan) driver.Stmt {
-	s := &passStmt{Stmt: st, c: c, inTx: p.ImplicitCommit, p: p}
+func newPassStmt(c *conn, st driver.Stmt, p *plan.Plan, text string) driver.Stmt {
+	s := &passStmt{Stmt: st, c: c, inTx: p.ImplicitCommit, p: p, text: text}
 	s.checker, _ = st.(driver.NamedValueChecker)
 	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy
 		return passStmtCC{s}
@@ -251,10 +254,15 @@ func (s *passStmt) Raw() driver.Stmt { return s.Stmt }
 // run only inside one (plan.Plan.TxOnly: a savepoint statement prepared while a
 // transaction was open and executed after it ended — a statement prepared on a
 // *sql.Conn outlives its Tx; red-team rt28a F3), or when it is a locking read through
-// a view over a guarded table that carries a token (conn.lockThrough); nil otherwise.
+// a view over a guarded table that carries a token (conn.lockThrough), or when it may
+// write rows and the pool is stopped by an unguarded relative (checkRelativeBlock); nil
+// otherwise.
 func (s *passStmt) refusedInTx(ctx context.Context) error {
 	if s.c.strayTx {
 		return driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
+	}
+	if err := s.c.checkRelativeBlock(s.p, s.text); err != nil {
+		return err
 	}
 	if err := s.c.lockThrough(ctx, s.p); err != nil {
 		return err
