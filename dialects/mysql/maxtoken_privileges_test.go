@@ -18,13 +18,12 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
-// maxTokenAccounts creates accounts (row 1 under token 10), registers and guards it,
+// maxTokenAccounts creates accounts, runs setup (its rows), registers and guards it,
 // and returns the admin connection and its DSN.
-func maxTokenAccounts(t *testing.T, ctx context.Context) (*sql.DB, string) {
+func maxTokenAccounts(t *testing.T, ctx context.Context, setup ...string) (*sql.DB, string) {
 	t.Helper()
 	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts VALUES (1, 0, 10, 1)")
+	raw := testdb.Open(t, "mysql", dsn, append([]string{"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB"}, setup...)...)
 	spec := schema.GuardSpec{Table: "accounts"}
 	if err := schema.RegisterTables(ctx, raw, mysql.Dialect, spec); err != nil {
 		t.Fatal(err)
@@ -32,6 +31,9 @@ func maxTokenAccounts(t *testing.T, ctx context.Context) (*sql.DB, string) {
 	fencetest.Guard(t, ctx, raw, mysql.Dialect, spec)
 	return raw, dsn
 }
+
+// row10 is a row of accounts written under token 10.
+const row10 = "INSERT INTO accounts VALUES (1, 0, 10, 1)"
 
 // limitedAccount creates an account of the test (dropped at its end) with grants, each
 // "<privileges> ON <object>" with DB standing for the test's database, and returns its
@@ -77,7 +79,7 @@ func replaceDB(s, db string) string {
 // the floor by name when the tables are named (red-team rt42c F4).
 func TestMaxTokenWithoutTriggerPrivilege(t *testing.T) {
 	ctx := context.Background()
-	raw, dsn := maxTokenAccounts(t, ctx)
+	raw, dsn := maxTokenAccounts(t, ctx, row10)
 	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 1000); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestMaxTokenWithoutTriggerPrivilege(t *testing.T) {
 // first, and with SELECT on the floor, the table's tombstone table.
 func TestMaxTokenWithoutGuardTablePrivilege(t *testing.T) {
 	ctx := context.Background()
-	raw, dsn := maxTokenAccounts(t, ctx)
+	raw, dsn := maxTokenAccounts(t, ctx, row10)
 	app := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	if _, err := app.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO accounts (id, balance) VALUES (2, 0)"); err != nil {
 		t.Fatal(err)
@@ -128,7 +130,8 @@ func TestMaxTokenWithoutGuardTablePrivilege(t *testing.T) {
 // WithTokenSource's regression check runs schema.MaxToken through the application's
 // own account, which on MySQL/MariaDB has no TRIGGER privilege by design: the table is
 // named, so MaxToken reads the floor by name and the lock service behind the floor is
-// reported (*TokenRegressionError), as on SQLite (red-team rt42c F5).
+// reported (*TokenRegressionError), as on SQLite (red-team rt42c F5). The table has
+// no row: only the floor puts the database ahead of the fresh service.
 func TestBelowFloorExplainedForLeastPrivilegeApp(t *testing.T) {
 	ctx := context.Background()
 	raw, dsn := maxTokenAccounts(t, ctx)
