@@ -37,17 +37,34 @@ func floorTable(schema string) dialect.TableName {
 
 // floorDDL creates the floor table with its one row in schema ("" for the connection's
 // database). The triggers run with their definer's rights: no grant is needed.
+//
+// The row is written only where no guard reads the floor yet, and at the floor of the
+// connection's database (0 where it has none yet): a table of another database guarded
+// through the application's connection (shop.accounts registered in home) belongs to
+// home's application since rt37c F3 — home's raise raises shop's floor — so a floor
+// table created for it after home's floor was raised must not start at 0, which let
+// every lease refused since the raise write shop.accounts (red-team rt42c F1; a
+// PostgreSQL floor table created when others exist starts at the highest floor
+// likewise). So a schema-qualified installation first creates the connection
+// database's own floor table (as GuardDDL on a table of it would), to read it: a
+// qualified table's guard needs a connection with a current database.
 func (d dialectImpl) floorDDL(schema string) []string {
 	t := floorTable(schema).Quote(d.QuoteIdent)
-	return []string{
-		"CREATE TABLE IF NOT EXISTS " + t + " (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB",
+	var ddl []string
+	seed := "0"
+	if schema != "" {
+		ddl = d.floorDDL("")
+		seed = "COALESCE((SELECT MAX(h.floor) FROM " + d.QuoteIdent(dialect.FloorTable) + " h), 0)"
+	}
+	return append(ddl,
+		"CREATE TABLE IF NOT EXISTS "+t+" (id INT NOT NULL PRIMARY KEY, floor BIGINT NOT NULL, CONSTRAINT fencedsql_floor_one_row CHECK (id = 1), CONSTRAINT fencedsql_floor_not_negative CHECK (floor >= 0)) ENGINE=InnoDB",
 		// The row only where no guard reads the floor yet: a row lost under guards stays
 		// lost (every write refused, ErrFloorLost reported) until a raise writes it back
 		// at the lock service's token — an installation writing 0 lowered the floor
 		// (red-team rt25a F1).
-		"INSERT IGNORE INTO " + t + " (id, floor) SELECT 1, 0 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = " + schemaOf(schema) +
-			" AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_floor\\_%') AND ACTION_STATEMENT LIKE '%FROM " + dialect.FloorTable + " f WHERE%')",
-	}
+		"INSERT IGNORE INTO "+t+" (id, floor) SELECT 1, "+seed+" FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+schemaOf(schema)+
+			" AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_floor\\_%') AND ACTION_STATEMENT LIKE '%FROM "+dialect.FloorTable+" f WHERE%')",
+	)
 }
 
 // schemaOf is the SQL of schema's name ("" for the connection's database).

@@ -73,9 +73,18 @@ func TestFloorOtherDatabase(t *testing.T) {
 	if !slices.Contains(fe.Elsewhere, nameA+".fencedsql_floor") || !slices.Contains(fe.Elsewhere, nameC+".fencedsql_floor") {
 		t.Errorf("the error names %q, want A's and C's floor tables", fe.Elsewhere)
 	}
+	// Installing C's guard through B's connection creates B's floor table to seed C's
+	// floor from it (red-team rt42c F1); no guard reads it, and the raise through B
+	// must not have written it.
 	var n int
-	if err := rawB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'fencedsql_floor'", nameB).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("floor tables in B: %d (%v), want none created", n, err)
+	if err := rawB.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'fencedsql_floor'", nameB).Scan(&n); err != nil || n > 1 {
+		t.Fatalf("floor tables in B: %d (%v)", n, err)
+	}
+	if n == 1 {
+		var f int64
+		if err := rawB.QueryRowContext(ctx, "SELECT COALESCE(MAX(floor), 0) FROM fencedsql_floor").Scan(&f); err != nil || f != 0 {
+			t.Fatalf("B's floor (no guard reads it) after the refused raise through B: %d, %v; want 0 (not raised)", f, err)
+		}
 	}
 	if f, err := schema.TokenFloor(ctx, rawB, mysql.Dialect); !errors.Is(err, schema.ErrNoFloorGuard) {
 		t.Fatalf("TokenFloor through B = %d, %v; want ErrNoFloorGuard", f, err)

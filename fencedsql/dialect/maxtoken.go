@@ -34,3 +34,21 @@ type UnfilteredReader interface {
 	UnfilteredReadStatements() []string
 	RowFiltered(err error) bool
 }
+
+// HiddenGuardReader is implemented by a dialect whose catalog lists an object only to
+// an account that holds a privilege on it (MySQL/MariaDB: information_schema shows a
+// table only to an account with a right on it, a trigger only to one with TRIGGER on
+// its table), so that schema.MaxToken's listings — the guards' floor tables
+// (FloorFinder), the tombstone tables (TombstoneLister), the tables guarded by their
+// triggers alone (GuardFinder) — come back short, with no error, for a least-privilege
+// account (red-team rt42c F4). MaxToken then also reads, by name, the floor table of
+// the connection's database and each named table's own tombstone table: a table that
+// does not exist adds nothing, one the account may not read fails MaxToken
+// (schema.MaxTokenPrivilegeError) instead of answering too low.
+type HiddenGuardReader interface {
+	// TombstoneTableOf returns the tombstone table of table, qualified as table is.
+	TombstoneTableOf(table TableName) TableName
+	// Denied reports whether err is the server's refusal of a statement for a
+	// privilege the account lacks.
+	Denied(err error) bool
+}

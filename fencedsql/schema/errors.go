@@ -187,3 +187,30 @@ func (e *MaxTokenRowSecurityError) Error() string {
 }
 
 func (e *MaxTokenRowSecurityError) Unwrap() error { return e.Err }
+
+// MaxTokenPrivilegeError means MaxToken could not read everything the highest token
+// may be kept in, because the account running it lacks a privilege (red-team rt42c
+// F4): on MySQL/MariaDB information_schema hides from an account the tables and
+// triggers it holds no right on, so an account without SELECT on the guards' floor
+// and tombstone tables (fencedsql_floor, fencedsql_tomb_<table>) or without TRIGGER
+// (the guards' triggers, which record the floor read and the tables guarded without a
+// registry row) would otherwise answer too low with no error. Object names what could
+// not be read, Privilege the privilege it needs. Run MaxToken (fencedsql-schema
+// -max-token) as the guards' owner, or grant SELECT on the database's tables and, when
+// no tables are named, TRIGGER.
+type MaxTokenPrivilegeError struct {
+	Object    string
+	Privilege string
+	Err       error // the server's refusal, if any
+}
+
+func (e *MaxTokenPrivilegeError) Error() string {
+	msg := "fencedsql: MaxToken: the account cannot read " + e.Object + " (it needs the " + e.Privilege +
+		" privilege), so the highest token the database accepted is unknown; run it as the guards' owner, or grant " + e.Privilege
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *MaxTokenPrivilegeError) Unwrap() error { return e.Err }

@@ -83,6 +83,11 @@ func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []Guard
 		}
 		specs = make([]GuardSpec, 0, len(recs))
 		for _, r := range recs {
+			if r.TriggerOnly {
+				if err := defaultColumnsGuard(ctx, tx, d, r); err != nil {
+					return 0, err
+				}
+			}
 			specs = append(specs, r.Spec)
 		}
 	}
@@ -115,11 +120,15 @@ func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []Guard
 	if err != nil {
 		return 0, err
 	}
-	floor, err := floorMax(ctx, tx, d)
+	floor, noGuard, err := floorMax(ctx, tx, d)
 	if err != nil {
 		return 0, err
 	}
-	for _, v := range []uint64{tombs, other, floor} {
+	hidden, err := hiddenGuardsMax(ctx, tx, d, targets, len(tables) == 0 && noGuard)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range []uint64{tombs, other, floor, hidden} {
 		if v > max {
 			max = v
 		}
@@ -128,33 +137,34 @@ func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []Guard
 }
 
 // floorMax is the highest floor − 1 of the floor tables the installed guards read
-// (0 with none, or no guard reading one). It reads them under a savepoint: a floor
-// table a guard names but that is missing is skipped, and must not abort the
-// transaction (PostgreSQL) that MaxToken's other reads share.
-func floorMax(ctx context.Context, tx *sql.Tx, d dialect.Dialect) (uint64, error) {
+// (0 with none, or no guard reading one; noGuard: the listing found no guard that
+// reads one). It reads them under a savepoint: a floor table a guard names but that
+// is missing is skipped, and must not abort the transaction (PostgreSQL) that
+// MaxToken's other reads share.
+func floorMax(ctx context.Context, tx *sql.Tx, d dialect.Dialect) (top uint64, noGuard bool, err error) {
 	if _, ok := d.(dialect.FloorFinder); !ok {
-		return 0, nil
+		return 0, false, nil
 	}
 	const sp = "fencedsql_maxtoken_floors"
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
-		return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
+		return 0, false, fmt.Errorf("fencedsql: MaxToken: %w", err)
 	}
 	floors, err := tokenFloors(ctx, tx, d)
 	if err != nil {
 		if !isMissingTable(d, err) && !errors.Is(err, ErrNoFloorGuard) {
-			return 0, err
+			return 0, false, err
 		}
+		noGuard = errors.Is(err, ErrNoFloorGuard)
 		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
-			return 0, fmt.Errorf("fencedsql: MaxToken: %w", rerr)
+			return 0, false, fmt.Errorf("fencedsql: MaxToken: %w", rerr)
 		}
 	}
-	var top uint64
 	for _, f := range floors {
 		if f.Floor > 0 && f.Floor-1 > top {
 			top = f.Floor - 1
 		}
 	}
-	return top, nil
+	return top, noGuard, nil
 }
 
 // requirePrimary fails with ErrNotPrimary when d can tell (dialect.PrimaryChecker) that
@@ -200,6 +210,8 @@ func otherSchemasMax(ctx context.Context, db querier, d dialect.Dialect, tables 
 			if f > 0 {
 				top = max(top, f-1)
 			}
+		case denied(d, err):
+			return 0, &MaxTokenPrivilegeError{Object: dialect.TableName{Schema: t.Schema, Name: dialect.FloorTable}.String(), Privilege: "SELECT", Err: err}
 		case !isMissingTable(d, err):
 			return 0, fmt.Errorf("fencedsql: MaxToken: %w", err)
 		}

@@ -16,6 +16,9 @@ import (
 type recordedTable struct {
 	Table dialect.TableName
 	Spec  GuardSpec
+	// TriggerOnly is set for a table found by its triggers alone: its columns are the
+	// defaults, assumed, not recorded.
+	TriggerOnly bool
 }
 
 // recordedTables returns every table the database records as guarded, for MaxToken and
@@ -70,7 +73,7 @@ func recordedTables(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 		if t.Schema != "" {
 			name = t.Schema + "." + t.Name
 		}
-		out = append(out, recordedTable{Table: t, Spec: GuardSpec{Table: name, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn}})
+		out = append(out, recordedTable{Table: t, Spec: GuardSpec{Table: name, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn}, TriggerOnly: true})
 	}
 	return out, nil
 }
