@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencedsql/fencedsql/lockclient"
@@ -99,15 +100,14 @@ func (b *Backend) legacy() bool {
 	return u != 0 && time.Now().UnixNano() < u
 }
 
-// missingV2 decides what a failed statement of schema version 2 means when err says
-// that a table or routine does not exist. It returns (false, nil) for any other error.
-// Otherwise it asks whether the lease table itself exists: if it does not, the error is
-// a *SchemaError (CreateTable never ran: a configuration error, returned at once); if
-// it does, the table was created by an earlier version and not upgraded: the backend
-// uses version 1's statements for a while, warns once (through WithLogger's logger)
-// and missingV2 returns (true, nil). When the database cannot answer that question, the
-// error wraps lockclient.ErrUnavailable.
-func (b *Backend) missingV2(ctx context.Context, op, key string, err error) (legacy bool, _ error) {
+// fallBackFor is the common part of missingV2 and missingRenewProcs: when err says that
+// a table or routine does not exist (nothing ran) and the lease table itself exists,
+// the table was created by an earlier release and not upgraded, so it sets *until to
+// legacyRecheck from now (the statements of that release are used until then) and
+// returns (true, nil). It returns (false, nil) for any other error, (false, a
+// *SchemaError) when the lease table does not exist (CreateTable never ran), and
+// (false, an error wrapping lockclient.ErrUnavailable) when the database cannot answer.
+func (b *Backend) fallBackFor(ctx context.Context, op, key string, err error, until *atomic.Int64) (bool, error) {
 	if !missingObject(err) {
 		return false, nil
 	}
@@ -118,7 +118,22 @@ func (b *Backend) missingV2(ctx context.Context, op, key string, err error) (leg
 		}
 		return false, unavailable(op, key, perr)
 	}
-	b.legacyUntil.Store(time.Now().Add(legacyRecheck).UnixNano())
+	until.Store(time.Now().Add(legacyRecheck).UnixNano())
+	return true, nil
+}
+
+// missingV2 decides what a failed statement of schema version 2 means when err says
+// that a table or routine does not exist. It returns (false, nil) for any other error.
+// Otherwise it asks whether the lease table itself exists: if it does not, the error is
+// a *SchemaError (CreateTable never ran: a configuration error, returned at once); if
+// it does, the table was created by an earlier version and not upgraded: the backend
+// uses version 1's statements for a while, warns once (through WithLogger's logger)
+// and missingV2 returns (true, nil). When the database cannot answer that question, the
+// error wraps lockclient.ErrUnavailable.
+func (b *Backend) missingV2(ctx context.Context, op, key string, err error) (legacy bool, _ error) {
+	if fallBack, ferr := b.fallBackFor(ctx, op, key, err, &b.legacyUntil); !fallBack {
+		return false, ferr
+	}
 	b.legacyWarn.Do(func() {
 		b.logger.Warn("sqllock: the waiter queue (schema version 2) is missing; run sqllock.CreateTable to upgrade the lease table. Until then waiters are not queued (no fairness)",
 			"table", b.table.String(), "err", err)

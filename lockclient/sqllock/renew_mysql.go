@@ -2,7 +2,6 @@ package sqllock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -172,17 +171,9 @@ func (b *Backend) plainRenew() bool {
 // running CreateTable. When the database cannot answer, the error wraps
 // lockclient.ErrUnavailable.
 func (b *Backend) missingRenewProcs(ctx context.Context, op, key string, err error) (plain bool, _ error) {
-	if !missingObject(err) {
-		return false, nil
+	if fallBack, ferr := b.fallBackFor(ctx, op, key, err, &b.plainRenewUntil); !fallBack {
+		return false, ferr
 	}
-	if perr := b.probeTable(ctx); perr != nil {
-		var se *SchemaError
-		if errors.As(perr, &se) {
-			return false, perr
-		}
-		return false, unavailable(op, key, perr)
-	}
-	b.plainRenewUntil.Store(time.Now().Add(legacyRecheck).UnixNano())
 	if !b.legacy() { // a table without version 2 was warned about already
 		b.plainRenewWarn.Do(func() {
 			b.logger.Warn("sqllock: the procedures that commit renewals, releases and queue clean-ups are missing (the lease table was created "+
