@@ -61,9 +61,12 @@ func TestSQLLockFloorThroughFencedPool(t *testing.T) {
 }
 
 // A lease context whose lease is lost makes the fenced pool refuse every statement
-// unsent — sqllock's too, when its lease table lives on the fenced pool (acquiring a
-// second lock under the first one's context): sqllock reports ErrLeaseLost, not
-// ErrUnavailable that callers retry until their deadline (a red-team pass).
+// unsent. A lock client called with such a context (acquiring a second lock under the
+// first one's context) leaves the lease out of its calls to the service
+// (lockclient.CallerOnlyKey), so sqllock on the fenced pool grants the second lock. The
+// backend called directly with that context has its statements refused, and reports
+// ErrLeaseLost, not ErrUnavailable that callers retry until their deadline (a red-team
+// pass).
 func TestSQLLockUnderLostLeaseContext(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -83,9 +86,22 @@ func TestSQLLockUnderLostLeaseContext(t *testing.T) {
 	if _, err := fenced.ExecContext(leaseCtx, "SELECT 1"); !errors.Is(err, lockclient.ErrLeaseLost) {
 		t.Fatalf("a statement under the released lease: %v; want ErrLeaseLost", err)
 	}
-	_, err = locks.TryAcquire(leaseCtx, "b")
-	if err == nil || errors.Is(err, lockclient.ErrUnavailable) {
-		t.Errorf("TryAcquire(b) with a lost lease's context on a sqllock over the fenced pool: %v; want ErrLeaseLost/ErrInvalidConfig, not ErrUnavailable that callers retry", err)
+	lb, err := locks.TryAcquire(leaseCtx, "b")
+	if err != nil {
+		t.Fatalf("TryAcquire(b) with a lost lease's context on a sqllock over the fenced pool: %v; want a grant (the caller's lease is not the service's)", err)
+	}
+	if err := lb.Release(leaseCtx); err != nil {
+		t.Fatalf("Release(b): %v", err)
+	}
+
+	s, err := b.Open(ctx, "direct", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	_, err = s.TryAcquire(leaseCtx, "c")
+	if !errors.Is(err, lockclient.ErrLeaseLost) || errors.Is(err, lockclient.ErrUnavailable) {
+		t.Errorf("the backend's TryAcquire(c) called directly with a lost lease's context: %v; want ErrLeaseLost, not ErrUnavailable that callers retry", err)
 	}
 }
 
