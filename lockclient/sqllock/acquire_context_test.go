@@ -2,14 +2,12 @@ package sqllock_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
-	"github.com/fencedsql/fencedsql/lockclient/sqllock"
 )
 
 // lostLease is a fencing lease its holder already lost.
@@ -28,20 +26,7 @@ func (l lostLease) Err() error            { return lockclient.ErrLeaseLost }
 func TestAcquireUnderLostLeaseThroughFencedPool(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
-			dsn, _ := srv.fresh(t, "")
-			name := "fenced-pgx"
-			if srv.dialect == sqllock.MySQL {
-				name = "fenced-mysql"
-			}
-			db, err := sql.Open(name, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			be, err := sqllock.New(db)
-			if err != nil {
-				t.Fatal(err)
-			}
+			db, be := backendOnFencedPool(t, srv)
 			c := lockclient.New(be, lockclient.WithOwner("a"), lockclient.WithTTL(10*time.Second))
 			t.Cleanup(func() { c.Close(context.Background()) })
 			ctx := ctxT(t, 30*time.Second)

@@ -21,20 +21,7 @@ import (
 func TestReleaseUnderOwnLeaseThroughFencedPool(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
-			dsn, _ := srv.fresh(t, "")
-			name := "fenced-pgx"
-			if srv.dialect == sqllock.MySQL {
-				name = "fenced-mysql"
-			}
-			db, err := sql.Open(name, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			be, err := sqllock.New(db)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, be := backendOnFencedPool(t, srv)
 			ttl := 10 * time.Second
 			a := lockclient.New(be, lockclient.WithOwner("a"), lockclient.WithTTL(ttl))
 			b := lockclient.New(be, lockclient.WithOwner("b"), lockclient.WithTTL(ttl))
@@ -54,4 +41,26 @@ func TestReleaseUnderOwnLeaseThroughFencedPool(t *testing.T) {
 			_ = lb.Release(ctx)
 		})
 	}
+}
+
+// backendOnFencedPool returns a fenced pool (fencedsql's driver for srv) on a fresh
+// database holding the lease table, and an sqllock backend on it: the set-up of the
+// lease table in the fenced database.
+func backendOnFencedPool(t *testing.T, srv server) (*sql.DB, *sqllock.Backend) {
+	t.Helper()
+	dsn, _ := srv.fresh(t, "")
+	name := "fenced-pgx"
+	if srv.dialect == sqllock.MySQL {
+		name = "fenced-mysql"
+	}
+	db, err := sql.Open(name, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	be, err := sqllock.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, be
 }
