@@ -1,9 +1,9 @@
 // Package dialects holds what differs per database for fencedsql, one sub-package per
 // database: postgres (pgx v5), mysql (go-sql-driver/mysql, for MySQL and MariaDB) and
 // sqlite (modernc.org/sqlite, pure Go). Importing a sub-package registers its fenced
-// driver name with database/sql. It does not import sqlx: a sqlx user imports the
-// dialect's sqlx package instead (postgres/pgsqlx, mysql/mysqlsqlx, sqlite/sqlitesqlx),
-// which imports the dialect and registers the driver name's bind style with sqlx.
+// driver name with database/sql and its bind style with sqlx (sqlx.BindDriver), so
+// sqlx.Open with a fenced name works unchanged. The older per-dialect sqlx packages
+// (postgres/pgsqlx, mysql/mysqlsqlx, sqlite/sqlitesqlx) are kept for existing imports.
 //
 // Each dialect also implements the optional dialect.Guarder (database-side guard
 // triggers), dialect.NotNullFixer and dialect.Tombstoner: tombstones for docs/design.md G9, no

@@ -15,10 +15,10 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 
-	// The sqlx tests need the bind styles of the fenced driver names.
-	_ "github.com/fencedsql/fencedsql/dialects/mysql/mysqlsqlx"
-	_ "github.com/fencedsql/fencedsql/dialects/postgres/pgsqlx"
-	_ "github.com/fencedsql/fencedsql/dialects/sqlite/sqlitesqlx"
+	// The dialects register the fenced driver names and their sqlx bind styles.
+	_ "github.com/fencedsql/fencedsql/dialects/mysql"
+	_ "github.com/fencedsql/fencedsql/dialects/postgres"
+	_ "github.com/fencedsql/fencedsql/dialects/sqlite"
 )
 
 // Registering the same driver with the same options again does nothing; anything else

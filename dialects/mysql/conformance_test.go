@@ -3,7 +3,6 @@ package mysql_test
 import (
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/mysql/mysqlsqlx"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 

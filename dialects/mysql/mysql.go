@@ -4,8 +4,8 @@
 //	import _ "github.com/fencedsql/fencedsql/dialects/mysql"
 //	db, err := sql.Open("fenced-mysql", "app:pw@tcp(db:3306)/shop?fenced_tables=accounts")
 //
-// It does not import sqlx: a sqlx user imports dialects/mysql/mysqlsqlx instead, which
-// imports this package and binds "fenced-mysql" to sqlx's ? bind style.
+// It also binds "fenced-mysql" to sqlx's ? bind style (sqlx.BindDriver), so sqlx works
+// unchanged: sqlx.Open("fenced-mysql", dsn) rebinds named queries and In to ?.
 //
 // A fenced write fails with error 1048 (column cannot be null) on the token column,
 // which InnoDB makes atomic per statement. That only holds in a strict sql_mode: in a
@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -41,6 +42,7 @@ var Dialect dialect.Dialect = dialectImpl{}
 
 func init() {
 	fencedsql.Register(DriverName, &mysql.MySQLDriver{}, fencedsql.WithDialect(Dialect))
+	sqlx.BindDriver(DriverName, sqlx.QUESTION)
 }
 
 type dialectImpl struct{}

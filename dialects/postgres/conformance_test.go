@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/postgres/pgsqlx"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 

@@ -4,8 +4,8 @@
 //	import _ "github.com/fencedsql/fencedsql/dialects/postgres"
 //	db, err := sql.Open("fenced-pgx", "postgres://app@db/shop?fenced_tables=accounts,orders")
 //
-// It does not import sqlx: a sqlx user imports dialects/postgres/pgsqlx instead, which
-// imports this package and binds "fenced-pgx" to sqlx's $n bind style.
+// It also binds "fenced-pgx" to sqlx's $n bind style (sqlx.BindDriver), so sqlx works
+// unchanged: sqlx.Open("fenced-pgx", dsn) rebinds ? and named queries to $1, $2, ….
 //
 // A fenced write that meets a newer token fails with SQLSTATE 23502 (not_null_violation)
 // on the token column, which the wrapper reports as fencedsql.ErrFenced; PostgreSQL then
@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -31,6 +32,7 @@ var Dialect dialect.Dialect = dialectImpl{}
 
 func init() {
 	fencedsql.Register(DriverName, stdlib.GetDefaultDriver(), fencedsql.WithDialect(Dialect))
+	sqlx.BindDriver(DriverName, sqlx.DOLLAR)
 }
 
 type dialectImpl struct{}

@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"testing"
 
-	_ "github.com/fencedsql/fencedsql/dialects/sqlite/sqlitesqlx"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 

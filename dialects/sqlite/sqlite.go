@@ -5,8 +5,8 @@
 //	import _ "github.com/fencedsql/fencedsql/dialects/sqlite"
 //	db, err := sql.Open("fenced-sqlite", "file:shop.db?fenced_tables=accounts&_pragma=busy_timeout(5000)")
 //
-// It does not import sqlx: a sqlx user imports dialects/sqlite/sqlitesqlx instead, which
-// imports this package and binds "fenced-sqlite" to sqlx's ? bind style.
+// It also binds "fenced-sqlite" to sqlx's ? bind style (sqlx.BindDriver), so sqlx works
+// unchanged: sqlx.Open("fenced-sqlite", dsn) rebinds named queries and In to ?.
 //
 // A fenced write fails with SQLITE_CONSTRAINT_NOTNULL on the token column; the default
 // ABORT conflict resolution undoes the whole statement. UPDATE/INSERT OR REPLACE,
@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jmoiron/sqlx"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -35,6 +36,7 @@ var Dialect dialect.Dialect = dialectImpl{}
 
 func init() {
 	fencedsql.Register(DriverName, &sqlite.Driver{}, fencedsql.WithDialect(Dialect))
+	sqlx.BindDriver(DriverName, sqlx.QUESTION)
 }
 
 type dialectImpl struct{}

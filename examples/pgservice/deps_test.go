@@ -8,11 +8,11 @@ import (
 )
 
 // TestLinksPostgresOnly: a PostgreSQL-only service built on fencedsql and sqllock links
-// pgx and nothing of the other databases, nor sqlx (issue 24).
+// pgx and nothing of the other databases (issue 24). It links sqlx: the PostgreSQL
+// dialect binds "fenced-pgx" to sqlx's $n style itself, so that sqlx works unchanged.
 func TestLinksPostgresOnly(t *testing.T) {
 	depstest.Forbid(t, ".",
 		"github.com/go-sql-driver/mysql",
-		"github.com/jmoiron/sqlx",
 		"modernc.org/sqlite",
 	)
 	deps := depstest.Deps(t, ".")

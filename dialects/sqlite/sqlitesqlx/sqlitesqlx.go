@@ -1,22 +1,12 @@
-// Package sqlitesqlx registers the SQLite dialect of fencedsql for sqlx: importing it
-// imports dialects/sqlite (which registers the driver name "fenced-sqlite" with
-// database/sql) and binds "fenced-sqlite" to sqlx's ? bind style, so that sqlx's Rebind,
-// named queries and In expand placeholders as the database expects. A sqlx user
-// imports this package instead of the dialect, one import:
+// Package sqlitesqlx is kept for programs that imported it before the dialect registered its
+// sqlx bind style itself: importing it imports dialects/sqlite, which registers the driver
+// name "fenced-sqlite" with database/sql and binds it to sqlx's bind style. New code imports the
+// dialect alone:
 //
-//	import _ "github.com/fencedsql/fencedsql/dialects/sqlite/sqlitesqlx"
+//	import _ "github.com/fencedsql/fencedsql/dialects/sqlite"
 //	db, err := sqlx.Open("fenced-sqlite", dsn)
 //
-// The dialect alone does not import sqlx, so applications that do not use it do not
-// link it.
+// Deprecated: import github.com/fencedsql/fencedsql/dialects/sqlite.
 package sqlitesqlx
 
-import (
-	"github.com/jmoiron/sqlx"
-
-	sqlitedialect "github.com/fencedsql/fencedsql/dialects/sqlite"
-)
-
-func init() {
-	sqlx.BindDriver(sqlitedialect.DriverName, sqlx.QUESTION)
-}
+import _ "github.com/fencedsql/fencedsql/dialects/sqlite" // registers "fenced-sqlite" with database/sql and sqlx
