@@ -44,20 +44,20 @@ func rt35bExists(t *testing.T, raw *sql.DB, id int64) bool {
 // outcomes"): a failure of the wrapper's own transaction before its COMMIT was sent
 // wraps ErrNotCommitted.
 func TestOwnDeleteTxCancelledNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	bg, cancelAll := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancelAll()
 	ctx, cancel := context.WithCancel(fencedsql.WithToken(bg, 10))
 	defer cancel()
-	h := &rt20mHook{after: "UPDATE", fire: cancel}
-	rt20mHookNow.Store(h)
+	h := &hookedHook{after: "UPDATE", fire: cancel}
+	hookedNow.Store(h)
 	_, derr := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE balance = 100 AND id = 1")
-	rt20mHookNow.Store(nil)
+	hookedNow.Store(nil)
 	if !h.fired.Load() {
 		t.Fatalf("set-up: the hook did not fire after the fencing UPDATE (err %v)", derr)
 	}
-	tok, ver := rt20mTokVer(t, raw, 1)
+	tok, ver := hookedTokVer(t, raw, 1)
 	var in int
 	ierr := fenced.QueryRow("SELECT @@in_transaction").Scan(&in)
 	t.Logf("DELETE: %v (outcome %v); row 1 tok %d ver %d; in_transaction %d (%v)", derr, fencedsql.CommitOutcome(derr), tok, ver, in, ierr)
@@ -77,7 +77,7 @@ func TestOwnDeleteTxCancelledNotCommitted(t *testing.T) {
 // server error on a statement (the doc's table: "a server error on a statement or on
 // COMMIT: NotCommitted"), in a transaction the wrapper then rolled back.
 func TestOwnDeleteTxLockWaitNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	if _, err := raw.Exec(`CREATE TABLE rt35b_child (id BIGINT PRIMARY KEY, acc BIGINT, FOREIGN KEY (acc) REFERENCES accounts(id)) ENGINE=InnoDB`); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestOwnDeleteTxLockWaitNotCommitted(t *testing.T) {
 	ierr := conn.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&in)
 	conn.Close()
 	_ = holder.Rollback()
-	tok, ver := rt20mTokVer(t, raw, 1)
+	tok, ver := hookedTokVer(t, raw, 1)
 	t.Logf("DELETE: %v (outcome %v); row 1 tok %d ver %d; in_transaction %d (%v)", derr, fencedsql.CommitOutcome(derr), tok, ver, in, ierr)
 	if mysqlErrNumber(derr) != 1205 {
 		t.Fatalf("set-up: DELETE error %v; want 1205", derr)
@@ -128,7 +128,7 @@ func TestOwnDeleteTxLockWaitNotCommitted(t *testing.T) {
 // *mysql.MySQLError (any server error number) on a statement is NotCommitted, as the
 // table says, and the write's error wraps ErrNotCommitted.
 func TestAutocommitServerErrorNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	holder, err := raw.Begin()
 	if err != nil {
@@ -182,19 +182,19 @@ func (d rt35bDriver) Open(name string) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rt35bConn{rt20mConn: c.(*rt20mConn)}, nil
+	return &rt35bConn{hookedConn: c.(*hookedConn)}, nil
 }
 
-type rt35bConn struct{ *rt20mConn }
+type rt35bConn struct{ *hookedConn }
 
 func (c *rt35bConn) ExecContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Result, error) {
 	rt35bBefore(q)
-	return c.rt20mConn.ExecContext(ctx, q, a)
+	return c.hookedConn.ExecContext(ctx, q, a)
 }
 
 func (c *rt35bConn) QueryContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Rows, error) {
 	rt35bBefore(q)
-	return c.rt20mConn.QueryContext(ctx, q, a)
+	return c.hookedConn.QueryContext(ctx, q, a)
 }
 
 var rt35bRegister sync.Once
@@ -205,7 +205,7 @@ const rt35bDriverName = "rt35b-fenced-mysql-hooked"
 // whose lazy checks re-run before every guarded statement (WithSchemaRecheck(1ns)).
 func rt35bOpen(t *testing.T) (raw, fenced *sql.DB) {
 	rt35bRegister.Do(func() {
-		sql.Register(rt35bDriverName, fencedsql.Wrap(rt35bDriver{d: rt20mDriver{d: &gomysql.MySQLDriver{}}},
+		sql.Register(rt35bDriverName, fencedsql.Wrap(rt35bDriver{d: hookedDriver{d: &gomysql.MySQLDriver{}}},
 			fencedsql.WithDialect(mysql.Dialect), fencedsql.WithSchemaRecheck(time.Nanosecond)))
 	})
 	dsn := testdb.MySQL(t)
@@ -240,7 +240,7 @@ func rt35bKeyedCheckCancelled(t *testing.T, name, prefix string) {
 	if !h.fired.Load() {
 		t.Fatalf("set-up: no statement starting with %q was sent (err %v)", prefix, derr)
 	}
-	tok, ver := rt20mTokVer(t, raw, 1)
+	tok, ver := hookedTokVer(t, raw, 1)
 	t.Logf("DELETE: %v; errors.Is Canceled %v, ErrSchema %v; row 1 tok %d ver %d", derr,
 		errors.Is(derr, context.Canceled), errors.Is(derr, fencedsql.ErrSchema), tok, ver)
 	if derr == nil || tok != 0 || ver != 0 || !rt35bExists(t, raw, 1) {

@@ -12,13 +12,13 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// rt20gSetup: accounts with rows 1..3 under token 10, the guard and tombstones
+// guardBodySetup: accounts with rows 1..3 under token 10, the guard and tombstones
 // installed by schema.Check's fix, and a second Check that reports it all installed.
-var rt20gDSNs = map[*sql.DB]string{}
+var guardBodyDSNs = map[*sql.DB]string{}
 
-func rt20gDSN(t *testing.T, db *sql.DB) string { return rt20gDSNs[db] }
+func guardBodyDSN(t *testing.T, db *sql.DB) string { return guardBodyDSNs[db] }
 
-func rt20gSetup(t *testing.T) *sql.DB {
+func guardBodySetup(t *testing.T) *sql.DB {
 	t.Helper()
 	ctx := context.Background()
 	dsn := testdb.MySQL(t)
@@ -27,7 +27,7 @@ func rt20gSetup(t *testing.T) *sql.DB {
 		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 10, 1), (2, 10, 1), (3, 10, 1)",
 	)
 	admin.SetMaxOpenConns(1)
-	rt20gDSNs[admin] = dsn
+	guardBodyDSNs[admin] = dsn
 	reports, err := schema.Check(ctx, admin, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
 		t.Fatal(err)
@@ -35,13 +35,13 @@ func rt20gSetup(t *testing.T) *sql.DB {
 	for _, r := range reports {
 		testdb.Exec(t, admin, r.Fix...)
 	}
-	if r := rt20gReport(t, admin); !r.OK() || !r.Guarded || !r.Tombstoned {
+	if r := guardBodyReport(t, admin); !r.OK() || !r.Guarded || !r.Tombstoned {
 		t.Fatalf("after the fix: %+v", r)
 	}
 	return admin
 }
 
-func rt20gReport(t *testing.T, db *sql.DB) schema.TableReport {
+func guardBodyReport(t *testing.T, db *sql.DB) schema.TableReport {
 	t.Helper()
 	reps, err := schema.Check(context.Background(), db, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
@@ -50,9 +50,9 @@ func rt20gReport(t *testing.T, db *sql.DB) schema.TableReport {
 	return reps[0]
 }
 
-func rt20gMariaRun(t *testing.T, weaken, effect []string, tomb bool, what string) {
+func guardBodyRun(t *testing.T, weaken, effect []string, tomb bool, what string) {
 	t.Helper()
-	admin := rt20gSetup(t)
+	admin := guardBodySetup(t)
 	testdb.Exec(t, admin, weaken...)
 	var through []string
 	for _, q := range effect {
@@ -60,7 +60,7 @@ func rt20gMariaRun(t *testing.T, weaken, effect []string, tomb bool, what string
 			through = append(through, q)
 		}
 	}
-	r := rt20gReport(t, admin)
+	r := guardBodyReport(t, admin)
 	flag := r.Guarded
 	if tomb {
 		flag = r.Tombstoned
@@ -69,7 +69,7 @@ func rt20gMariaRun(t *testing.T, weaken, effect []string, tomb bool, what string
 		t.Fatalf("%s: schema.Check still reports accounts as guarded (Guarded=%v Tombstoned=%v, no problem) while the weakened trigger let through %q; want it reported as not installed, with the Fix re-creating it", what, r.Guarded, r.Tombstoned, through)
 	}
 	testdb.Exec(t, admin, r.Fix...)
-	if r := rt20gReport(t, admin); !r.OK() {
+	if r := guardBodyReport(t, admin); !r.OK() {
 		t.Fatalf("%s: after the Fix: %q", what, r.Problems)
 	}
 }
@@ -81,8 +81,8 @@ func rt20gMariaRun(t *testing.T, weaken, effect []string, tomb bool, what string
 // stale INSERT re-creates a key deleted under a newer token. Right: require the body
 // (ACTION_STATEMENT) to be the one TombstoneDDL writes (or at least its tombstone
 // lookup and refusal), as the DELETE and rekey triggers' bodies are matched.
-func TestRTrt20gMariaTombstoneInsertTriggerEmptied(t *testing.T) {
-	rt20gMariaRun(t, []string{
+func TestCheckReportsEmptiedTombstoneInsertTrigger(t *testing.T) {
+	guardBodyRun(t, []string{
 		"DROP TRIGGER fencedsql_tombins_accounts",
 		"CREATE TRIGGER fencedsql_tombins_accounts AFTER INSERT ON accounts FOR EACH ROW BEGIN END",
 	}, []string{
@@ -96,8 +96,8 @@ func TestRTrt20gMariaTombstoneInsertTriggerEmptied(t *testing.T) {
 // whose body contains the text "fencedsql_floor" anywhere — a string literal will do.
 // Check reports the guard installed while an UPDATE lowering the token passes.
 // Right: match the body GuardDDL writes (its refusals), not one substring.
-func TestRTrt20gMariaGuardTriggerBodyReplaced(t *testing.T) {
-	rt20gMariaRun(t, []string{
+func TestCheckReportsReplacedGuardTriggerBody(t *testing.T) {
+	guardBodyRun(t, []string{
 		"DROP TRIGGER fencedsql_guard_accounts",
 		"CREATE TRIGGER fencedsql_guard_accounts BEFORE UPDATE ON accounts FOR EACH ROW SET @rt20g = 'fencedsql_floor'",
 	}, []string{
@@ -114,16 +114,16 @@ func TestRTrt20gMariaGuardTriggerBodyReplaced(t *testing.T) {
 // tombstone table's key with the primary key). Right: Check reports the tombstone
 // table whose key columns differ from the primary key's (COLUMN_TYPE, collation), with
 // a Fix that rebuilds it; the stale INSERT fails (ErrFenced through the wrapper).
-func TestRTrt20gMariaTombstoneKeyTypeChanged(t *testing.T) {
+func TestCheckReportsTombstoneKeyTypeChange(t *testing.T) {
 	ctx := context.Background()
-	admin := rt20gSetup(t)
+	admin := guardBodySetup(t)
 	testdb.Exec(t, admin, "ALTER TABLE accounts MODIFY id DECIMAL(10,1) NOT NULL")
-	r := rt20gReport(t, admin)
+	r := guardBodyReport(t, admin)
 	if r.OK() {
 		t.Fatalf("schema.Check reports OK after the key's type changed; want the tombstone table's key reported")
 	}
 	testdb.Exec(t, admin, r.Fix...)
-	if r := rt20gReport(t, admin); !r.OK() {
+	if r := guardBodyReport(t, admin); !r.OK() {
 		t.Fatalf("after the Fix: %q", r.Problems)
 	}
 	testdb.Exec(t, admin,
@@ -144,16 +144,16 @@ func TestRTrt20gMariaTombstoneKeyTypeChanged(t *testing.T) {
 // fenced pool, the guard installed. Right: skip only the guard's own triggers (exact
 // names: fencedsql_guard_<table>, the floor trigger, the tombstone triggers), report
 // this one; the stale UPDATE fails with ErrFenced (or the pool with ErrSchema).
-func TestRTrt20gMariaOwnTriggerNamedLikeGuard(t *testing.T) {
+func TestOwnTriggerNamedLikeGuardReported(t *testing.T) {
 	ctx := context.Background()
-	admin := rt20gSetup(t)
+	admin := guardBodySetup(t)
 	testdb.Exec(t, admin, "CREATE TRIGGER fencedsql_keep_token BEFORE UPDATE ON accounts FOR EACH ROW PRECEDES fencedsql_guard_accounts SET NEW.fence_token = IFNULL(NEW.fence_token, OLD.fence_token)")
-	r := rt20gReport(t, admin)
+	r := guardBodyReport(t, admin)
 	if r.OK() {
 		t.Fatal("schema.Check reports OK; want the trigger reported")
 	}
 	testdb.Exec(t, admin, "UPDATE accounts SET fence_token = 20, version = version + 1 WHERE id = 1")
-	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(rt20gDSN(t, admin), "fenced_tables=accounts"))
+	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(guardBodyDSN(t, admin), "fenced_tables=accounts"))
 	_, err := fenced.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE accounts SET balance = 666 WHERE id = 1")
 	var bal int64
 	if err := admin.QueryRowContext(ctx, "SELECT balance FROM accounts WHERE id = 1").Scan(&bal); err != nil {

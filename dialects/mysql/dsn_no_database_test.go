@@ -22,7 +22,7 @@ import (
 // ConfigError that says to name the database in the DSN — not the ErrSchema "grant the
 // application SELECT on it" it gave before — never quoting the DSN's password; nothing
 // is written.
-func TestRTrt24bNoDefaultDatabaseRefused(t *testing.T) {
+func TestNoDefaultDatabaseRefused(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",

@@ -13,7 +13,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-func rt21aSetup(t *testing.T, table, create string) (*sql.DB, string) {
+func triggerNamesSetup(t *testing.T, table, create string) (*sql.DB, string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn := testdb.MySQL(t)
@@ -30,7 +30,7 @@ func rt21aSetup(t *testing.T, table, create string) (*sql.DB, string) {
 	return admin, dsn
 }
 
-func rt21aReport(t *testing.T, db *sql.DB, table string) schema.TableReport {
+func triggerNamesReport(t *testing.T, db *sql.DB, table string) schema.TableReport {
 	t.Helper()
 	reps, err := schema.Check(context.Background(), db, mysql.Dialect, schema.GuardSpec{Table: table})
 	if err != nil {
@@ -51,11 +51,11 @@ func rt21aReport(t *testing.T, db *sql.DB, table string) schema.TableReport {
 // the lazy check refuses every fenced write, and applying the Fix drops the guard.
 // Right: a legitimately installed guard on a long-named table is OK; the hashed names
 // are matched by computing boundedTrigger(prefix, t.Table.Name).
-func TestRTrt21aLongTableNameGuardIsADoor(t *testing.T) {
+func TestLongTableNameGuardNotReportedAsDoor(t *testing.T) {
 	ctx := context.Background()
 	table := "accounts_with_a_rather_long_descriptive_name_for_tests_x" // 56 chars
-	admin, dsn := rt21aSetup(t, table, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
-	r := rt21aReport(t, admin, table)
+	admin, dsn := triggerNamesSetup(t, table, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
+	r := triggerNamesReport(t, admin, table)
 	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables="+table))
 	_, err := fenced.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE "+table+" SET balance = 1 WHERE id = 1")
 	if !r.OK() || err != nil {
@@ -73,9 +73,9 @@ func TestRTrt21aLongTableNameGuardIsADoor(t *testing.T) {
 // holder's UPDATE through the fenced pool. Right: the lazy check refuses the table
 // (a trigger named like the guard's but not one of t's own installed triggers — wrong
 // timing, wrong table suffix, wrong body — is a door, or is judged by ownTriggers).
-func TestRTrt21aTombNamedTriggerEscapesLazyCheck(t *testing.T) {
+func TestTombNamedTriggerRefusedByLazyCheck(t *testing.T) {
 	ctx := context.Background()
-	admin, dsn := rt21aSetup(t, "accounts", "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
+	admin, dsn := triggerNamesSetup(t, "accounts", "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
 	testdb.Exec(t, admin,
 		"CREATE TRIGGER fencedsql_tombkey_accounts2 BEFORE UPDATE ON accounts FOR EACH ROW PRECEDES fencedsql_guard_accounts SET NEW.fence_token = IFNULL(NEW.fence_token, OLD.fence_token)",
 		"UPDATE accounts SET fence_token = 20, version = version + 1 WHERE id = 1")
@@ -97,16 +97,16 @@ func TestRTrt21aTombNamedTriggerEscapesLazyCheck(t *testing.T) {
 // restores the old token ahead of the guard: schema.Check reports the table OK and a
 // stale holder's UPDATE goes through. Right: Check reports the trigger (a door with
 // DROP TRIGGER as Fix); the stale UPDATE is refused.
-func TestRTrt21aTombNamedTriggerNoPrimaryKey(t *testing.T) {
+func TestTombNamedTriggerWithoutPrimaryKeyReported(t *testing.T) {
 	ctx := context.Background()
-	admin, dsn := rt21aSetup(t, "accounts", "CREATE TABLE accounts (id BIGINT NOT NULL, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
-	if r := rt21aReport(t, admin, "accounts"); !r.Guarded {
+	admin, dsn := triggerNamesSetup(t, "accounts", "CREATE TABLE accounts (id BIGINT NOT NULL, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
+	if r := triggerNamesReport(t, admin, "accounts"); !r.Guarded {
 		t.Fatalf("setup: %+v", r)
 	}
 	testdb.Exec(t, admin,
 		"CREATE TRIGGER fencedsql_tombins_accounts BEFORE UPDATE ON accounts FOR EACH ROW PRECEDES fencedsql_guard_accounts SET NEW.fence_token = IFNULL(NEW.fence_token, OLD.fence_token)",
 		"UPDATE accounts SET fence_token = 20, version = version + 1 WHERE id = 1")
-	r := rt21aReport(t, admin, "accounts")
+	r := triggerNamesReport(t, admin, "accounts")
 	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	_, err := fenced.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE accounts SET balance = 666 WHERE id = 1")
 	var bal int64
@@ -129,7 +129,7 @@ func TestRTrt21aTombNamedTriggerNoPrimaryKey(t *testing.T) {
 // which schema.Check with the installer's spelling reports it changed in turn.
 // Right: compare identifiers case-insensitively (or compare against the column
 // names read from the catalog), accept the installed guard in both spellings.
-func TestRTrt21aColumnCaseGuardIsADoor(t *testing.T) {
+func TestColumnCaseGuardNotReportedAsDoor(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.MySQL(t)
 	admin := testdb.Open(t, "mysql", dsn,
@@ -161,15 +161,15 @@ func TestRTrt21aColumnCaseGuardIsADoor(t *testing.T) {
 // 'alice1', and the INSERT check (t.id = NEW.id) finds no tombstone for 'alice2': a
 // stale holder re-inserts a key deleted under a newer token. Right: the tombstone's
 // key must be the full columns (SUB_PART IS NULL), else a door whose Fix rebuilds it.
-func TestRTrt21aTombKeyPrefixIndexComparesEqual(t *testing.T) {
+func TestTombstoneKeyPrefixIndexReported(t *testing.T) {
 	ctx := context.Background()
-	admin, _ := rt21aSetup(t, "accounts", "CREATE TABLE accounts (id VARCHAR(20) NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
+	admin, _ := triggerNamesSetup(t, "accounts", "CREATE TABLE accounts (id VARCHAR(20) NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB")
 	testdb.Exec(t, admin,
 		"ALTER TABLE fencedsql_tomb_accounts DROP PRIMARY KEY, ADD PRIMARY KEY (id(5))",
 		"INSERT INTO accounts (id, fence_token, version) VALUES ('alice1', 30, 1), ('alice2', 30, 1)",
 		"DELETE FROM accounts WHERE id = 'alice1'",
 		"DELETE FROM accounts WHERE id = 'alice2'")
-	r := rt21aReport(t, admin, "accounts")
+	r := triggerNamesReport(t, admin, "accounts")
 	_, err := admin.ExecContext(ctx, "INSERT INTO accounts (id, fence_token, version) VALUES ('alice2', 5, 1)")
 	if err == nil && r.OK() {
 		t.Fatalf("[fail-open] tombstone PRIMARY KEY made a prefix key (id(5)): schema.Check OK=%v Tombstoned=%v, and a stale INSERT of 'alice2' (token 5) after its DELETE under token 30 was accepted; want the tombstone key reported and the INSERT refused", r.OK(), r.Tombstoned)

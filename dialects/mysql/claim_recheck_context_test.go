@@ -21,11 +21,11 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// rt20mHook: once a statement whose text starts with after has been executed without
+// hookedHook: once a statement whose text starts with after has been executed without
 // error (ExecContext), fire is called before the next statement the driver sends
 // (whatever it is): the moment between the first statement of a fenced operation and
 // what follows it.
-type rt20mHook struct {
+type hookedHook struct {
 	after string
 	fire  func()
 	armed atomic.Bool
@@ -34,10 +34,10 @@ type rt20mHook struct {
 	mu    sync.Mutex
 }
 
-var rt20mHookNow atomic.Pointer[rt20mHook]
+var hookedNow atomic.Pointer[hookedHook]
 
-func rt20mBefore(query string) {
-	h := rt20mHookNow.Load()
+func hookedBefore(query string) {
+	h := hookedNow.Load()
 	if h == nil {
 		return
 	}
@@ -49,10 +49,10 @@ func rt20mBefore(query string) {
 	}
 }
 
-// rt20mAfter arms the hook once a statement starting with its prefix was sent and
+// hookedAfter arms the hook once a statement starting with its prefix was sent and
 // answered without error.
-func rt20mAfter(query string, err error) {
-	h := rt20mHookNow.Load()
+func hookedAfter(query string, err error) {
+	h := hookedNow.Load()
 	if h == nil || err != nil {
 		return
 	}
@@ -61,61 +61,61 @@ func rt20mAfter(query string, err error) {
 	}
 }
 
-// rt20mDriver is go-sql-driver/mysql, unchanged except that it calls rt20mBefore
+// hookedDriver is go-sql-driver/mysql, unchanged except that it calls hookedBefore
 // before each statement it sends (every optional interface forwarded).
-type rt20mDriver struct{ d driver.Driver }
+type hookedDriver struct{ d driver.Driver }
 
-func (d rt20mDriver) Open(name string) (driver.Conn, error) {
+func (d hookedDriver) Open(name string) (driver.Conn, error) {
 	c, err := d.d.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return &rt20mConn{c: c}, nil
+	return &hookedConn{c: c}, nil
 }
 
-type rt20mConn struct{ c driver.Conn }
+type hookedConn struct{ c driver.Conn }
 
-func (c *rt20mConn) Prepare(q string) (driver.Stmt, error) { rt20mBefore(q); return c.c.Prepare(q) }
-func (c *rt20mConn) Close() error                          { return c.c.Close() }
-func (c *rt20mConn) Begin() (driver.Tx, error)             { return c.c.Begin() } //nolint:staticcheck
-func (c *rt20mConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.Tx, error) {
+func (c *hookedConn) Prepare(q string) (driver.Stmt, error) { hookedBefore(q); return c.c.Prepare(q) }
+func (c *hookedConn) Close() error                          { return c.c.Close() }
+func (c *hookedConn) Begin() (driver.Tx, error)             { return c.c.Begin() } //nolint:staticcheck
+func (c *hookedConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.Tx, error) {
 	return c.c.(driver.ConnBeginTx).BeginTx(ctx, o)
 }
-func (c *rt20mConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	rt20mBefore(q)
+func (c *hookedConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	hookedBefore(q)
 	return c.c.(driver.ConnPrepareContext).PrepareContext(ctx, q)
 }
-func (c *rt20mConn) ExecContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Result, error) {
-	rt20mBefore(q)
+func (c *hookedConn) ExecContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Result, error) {
+	hookedBefore(q)
 	res, err := c.c.(driver.ExecerContext).ExecContext(ctx, q, a)
-	rt20mAfter(q, err)
+	hookedAfter(q, err)
 	return res, err
 }
-func (c *rt20mConn) QueryContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Rows, error) {
-	rt20mBefore(q)
+func (c *hookedConn) QueryContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Rows, error) {
+	hookedBefore(q)
 	return c.c.(driver.QueryerContext).QueryContext(ctx, q, a)
 }
-func (c *rt20mConn) Ping(ctx context.Context) error { return c.c.(driver.Pinger).Ping(ctx) }
-func (c *rt20mConn) ResetSession(ctx context.Context) error {
+func (c *hookedConn) Ping(ctx context.Context) error { return c.c.(driver.Pinger).Ping(ctx) }
+func (c *hookedConn) ResetSession(ctx context.Context) error {
 	return c.c.(driver.SessionResetter).ResetSession(ctx)
 }
-func (c *rt20mConn) IsValid() bool { return c.c.(driver.Validator).IsValid() }
-func (c *rt20mConn) CheckNamedValue(nv *driver.NamedValue) error {
+func (c *hookedConn) IsValid() bool { return c.c.(driver.Validator).IsValid() }
+func (c *hookedConn) CheckNamedValue(nv *driver.NamedValue) error {
 	return c.c.(driver.NamedValueChecker).CheckNamedValue(nv)
 }
 
-var rt20mRegister sync.Once
+var hookedRegister sync.Once
 
-const rt20mDriverName = "rt20m-fenced-mysql-hooked"
+const hookedDriverName = "rt20m-fenced-mysql-hooked"
 
-// rt20mOpen: the table accounts (primary key id; rows 1, 2, 3 at balance 100, token
+// hookedOpen: the table accounts (primary key id; rows 1, 2, 3 at balance 100, token
 // 0), the plain pool and a fenced pool over the hooked driver whose lazy schema check
 // is re-run before every guarded statement (WithSchemaRecheck(1ns): a pool whose
 // minute just ran out, at the worst moment). interpolateParams=true: statements with
 // arguments go through ExecContext/QueryContext, where the hook sees them.
-func rt20mOpen(t *testing.T) (raw, fenced *sql.DB) {
-	rt20mRegister.Do(func() {
-		sql.Register(rt20mDriverName, fencedsql.Wrap(rt20mDriver{d: &gomysql.MySQLDriver{}},
+func hookedOpen(t *testing.T) (raw, fenced *sql.DB) {
+	hookedRegister.Do(func() {
+		sql.Register(hookedDriverName, fencedsql.Wrap(hookedDriver{d: &gomysql.MySQLDriver{}},
 			fencedsql.WithDialect(mysql.Dialect), fencedsql.WithSchemaRecheck(time.Nanosecond)))
 	})
 	dsn := testdb.MySQL(t)
@@ -123,12 +123,12 @@ func rt20mOpen(t *testing.T) (raw, fenced *sql.DB) {
 		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL,
 			fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB`,
 		`INSERT INTO accounts VALUES (1, 100, 0, 0), (2, 100, 0, 0), (3, 100, 0, 0)`)
-	fenced = testdb.Open(t, rt20mDriverName, fencetest.WithParam(fencetest.WithParam(dsn, "fenced_tables=accounts"), "interpolateParams=true"))
-	t.Cleanup(func() { rt20mHookNow.Store(nil) })
+	fenced = testdb.Open(t, hookedDriverName, fencetest.WithParam(fencetest.WithParam(dsn, "fenced_tables=accounts"), "interpolateParams=true"))
+	t.Cleanup(func() { hookedNow.Store(nil) })
 	return raw, fenced
 }
 
-func rt20mTokVer(t *testing.T, raw *sql.DB, id int64) (tok, ver int64) {
+func hookedTokVer(t *testing.T, raw *sql.DB, id int64) (tok, ver int64) {
 	t.Helper()
 	if err := raw.QueryRow("SELECT fence_token, version FROM accounts WHERE id = ?", id).Scan(&tok, &ver); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func rt20mTokVer(t *testing.T, raw *sql.DB, id int64) (tok, ver int64) {
 	return tok, ver
 }
 
-// TestRTrt20mClaimRecheckFailsAfterStampCommits (data change on error). On
+// TestKeyedClaimRecheckFailureAfterStampBreaksTx (data change on error). On
 // MySQL/MariaDB a claim that is not a point claim runs keyed: the fencing UPDATE
 // stamps and records its rows, then the read. Between the two the wrapper binds the
 // read's arguments with guardedArgs, which runs the lazy schema check again when its
@@ -150,8 +150,8 @@ func rt20mTokVer(t *testing.T, raw *sql.DB, id int64) (tok, ver int64) {
 // advanced. Right behaviour: an error after the fencing UPDATE stamped rows leaves the
 // transaction able only to roll back (Commit NotCommitted, rows unchanged) — or the
 // read's checks run before the UPDATE is sent.
-func TestRTrt20mClaimRecheckFailsAfterStampCommits(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+func TestKeyedClaimRecheckFailureAfterStampBreaksTx(t *testing.T) {
+	raw, fenced := hookedOpen(t)
 	bg, cancelAll := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancelAll()
 	tx, err := fenced.BeginTx(fencedsql.WithToken(bg, 10), nil)
@@ -161,8 +161,8 @@ func TestRTrt20mClaimRecheckFailsAfterStampCommits(t *testing.T) {
 	defer tx.Rollback() //nolint:errcheck
 	stmtCtx, cancel := context.WithCancel(bg)
 	defer cancel()
-	h := &rt20mHook{after: "UPDATE", fire: cancel}
-	rt20mHookNow.Store(h)
+	h := &hookedHook{after: "UPDATE", fire: cancel}
+	hookedNow.Store(h)
 	rows, qerr := tx.QueryContext(stmtCtx, "SELECT id FROM accounts WHERE balance = ? ORDER BY id LIMIT 2 FOR UPDATE", 100)
 	if qerr == nil {
 		for rows.Next() {
@@ -170,13 +170,13 @@ func TestRTrt20mClaimRecheckFailsAfterStampCommits(t *testing.T) {
 		qerr = rows.Err()
 		rows.Close()
 	}
-	rt20mHookNow.Store(nil)
+	hookedNow.Store(nil)
 	if qerr == nil {
 		t.Fatalf("set-up: the claim succeeded; want it to fail after its fencing UPDATE (statements: %q)", h.log)
 	}
 	cerr := tx.Commit()
-	tok1, ver1 := rt20mTokVer(t, raw, 1)
-	tok2, ver2 := rt20mTokVer(t, raw, 2)
+	tok1, ver1 := hookedTokVer(t, raw, 1)
+	tok2, ver2 := hookedTokVer(t, raw, 2)
 	t.Logf("claim: %v; Commit: %v; rows 1, 2: token %d/%d, version %d/%d", qerr, cerr, tok1, tok2, ver1, ver2)
 	if cerr == nil || fencedsql.CommitOutcome(cerr) != fencedsql.NotCommitted {
 		t.Errorf("Commit after the claim failed between its statements: %v; want NotCommitted (its fencing UPDATE's stamp must not commit)", cerr)
