@@ -8,12 +8,12 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestDeleteThroughQueryRefused: a plain `DELETE FROM accounts WHERE id = 1` (no
+// TestDeleteThroughQueryRunsAsExec: a plain `DELETE FROM accounts WHERE id = 1` (no
 // RETURNING) sent with QueryContext runs as Exec runs it — the two-statement DELETE
 // (no guard installed), counted on the rows affected, in the wrapper's own
 // transaction outside the caller's — and answers with no rows: the row is deleted, and
 // the caller's transaction commits.
-func TestDeleteThroughQueryRefused(t *testing.T) {
+func TestDeleteThroughQueryRunsAsExec(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
 	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")

@@ -1,8 +1,5 @@
 package fencedsql_test
 
-// Red-team rt28a F6 (a second Register compared on the whole resolved configuration)
-// and F5 (a DSN parameter contradicting an option given in code).
-
 import (
 	"context"
 	"database/sql"
@@ -11,15 +8,16 @@ import (
 	"testing"
 	"time"
 
-	msqlite "modernc.org/sqlite"
-
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
-
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/testdb"
+	msqlite "modernc.org/sqlite"
 )
 
-// TestRTrt28aRegisterTwiceDropsSchemaRecheck (fail-open through a registration that
+// Red-team rt28a F6 (a second Register compared on the whole resolved configuration)
+// and F5 (a DSN parameter contradicting an option given in code).
+
+// TestRegisterTwiceComparesSchemaRecheck (fail-open through a registration that
 // is silently ignored). fencedsql.Register of a name already registered is a no-op
 // when sameRegistration finds "options to the same effect"; it compares the dialect,
 // guards, strict mode, schema check, allowances and whether a token source is set —
@@ -34,7 +32,7 @@ import (
 // Right behaviour: a registration whose recheck bound (or token source) differs is
 // not "the same registration": Register panics as for any other difference (or
 // keeps the stricter of the two bounds).
-func TestRTrt28aRegisterTwiceDropsSchemaRecheck(t *testing.T) {
+func TestRegisterTwiceComparesSchemaRecheck(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
 	raw := testdb.Open(t, "sqlite", "file:"+path,
@@ -75,16 +73,16 @@ func TestRTrt28aRegisterTwiceDropsSchemaRecheck(t *testing.T) {
 	}
 }
 
-// rt28aTokens is a TokenSource.
-type rt28aTokens struct{ n uint64 }
+// fixedTokens is a TokenSource.
+type fixedTokens struct{ n uint64 }
 
-func (s *rt28aTokens) LastToken(context.Context) (uint64, error) { return s.n, nil }
+func (s *fixedTokens) LastToken(context.Context) (uint64, error) { return s.n, nil }
 
 // TestRegisterTwiceComparesWholeConfig: a second Register of a name is a no-op only
 // when every option resolves the same (the token source by identity, the recheck
 // bound, ...; a default spelled out is no difference); any difference panics with a *ConfigError.
 func TestRegisterTwiceComparesWholeConfig(t *testing.T) {
-	src := &rt28aTokens{n: 1}
+	src := &fixedTokens{n: 1}
 	base := []fencedsql.Option{fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(src), fencedsql.WithSchemaRecheck(time.Second)}
 	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, base...)
 	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, base...) // the same again: no panic
@@ -92,7 +90,7 @@ func TestRegisterTwiceComparesWholeConfig(t *testing.T) {
 	// A default spelled out is the same registration (red-team rt30a F6).
 	fencedsql.Register("rt28a-sqlite-whole", &msqlite.Driver{}, append(base[:3:3], fencedsql.WithStrict(false))...)
 	for what, opts := range map[string][]fencedsql.Option{
-		"another token source (same value)": {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(&rt28aTokens{n: 1}), fencedsql.WithSchemaRecheck(time.Second)},
+		"another token source (same value)": {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(&fixedTokens{n: 1}), fencedsql.WithSchemaRecheck(time.Second)},
 		"no token source":                   {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithSchemaRecheck(time.Second)},
 		"another recheck bound":             {fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithTokenSource(src), fencedsql.WithSchemaRecheck(2 * time.Second)},
 		"another statement cache":           append(base[:3:3], fencedsql.WithStatementCache(3)),
@@ -145,5 +143,54 @@ func TestDSNContradictsOption(t *testing.T) {
 		if c.driver == "rt28a-sqlite-explicit" && errors.As(perr, &ce) != c.refused {
 			t.Errorf("OpenDB with %s: Ping error %v, want refused = %v", c.params, perr, c.refused)
 		}
+	}
+}
+
+// registerTwice registers name with first, then with second, and returns what the
+// second Register panicked with (nil for none).
+func registerTwice(name string, first, second []fencedsql.Option) (p any) {
+	fencedsql.Register(name, &msqlite.Driver{}, first...)
+	defer func() { p = recover() }()
+	fencedsql.Register(name, &msqlite.Driver{}, second...)
+	return nil
+}
+
+// TestRegisterTwiceIgnoresGuardOrder (over-refusal). Two packages (or one building its
+// options from a map, whose iteration order is random) register the same name with the
+// same guarded tables given in another order: Guard("accounts"), Guard("orders") and
+// Guard("orders"), Guard("accounts"). The pools they open guard exactly the same
+// tables, yet sameRegistration compares the guards slice element by element and the
+// second Register panics with a *ConfigError ("configuration fields that differ:
+// guards").
+//
+// Right behaviour: the guards are a set (keyed by table); the same set in another order
+// (or a Guard repeated) is the same registration and the second Register does nothing.
+func TestRegisterTwiceIgnoresGuardOrder(t *testing.T) {
+	d := fencedsql.WithDialect(sqlite.Dialect)
+	p := registerTwice("rt30a-sqlite-order",
+		[]fencedsql.Option{d, fencedsql.Guard("accounts"), fencedsql.Guard("orders")},
+		[]fencedsql.Option{d, fencedsql.Guard("orders"), fencedsql.Guard("accounts")})
+	if p != nil {
+		t.Errorf("second Register with the same guards in another order panicked: %v; want it accepted as the same registration", p)
+	}
+}
+
+// TestRegisterTwiceExplicitDefaultIsSame (over-refusal). One package registers a name with
+// WithDialect only; another, with the same dialect and WithStrict(false),
+// WithSchemaCheck(true), WithDDL(false), WithDynamicSQL(false) — each the default. Every
+// field that decides what is fenced resolves to the same value, but the bookkeeping
+// field "explicit" (which settings an option named) differs, so the second Register
+// panics ("configuration fields that differ: explicit").
+//
+// Right behaviour: options that resolve to the same configuration are the same
+// registration (the doc comment of Register); at most, the explicit bits should be
+// merged (they only make a contradicting DSN parameter an error).
+func TestRegisterTwiceExplicitDefaultIsSame(t *testing.T) {
+	d := fencedsql.WithDialect(sqlite.Dialect)
+	p := registerTwice("rt30a-sqlite-explicit",
+		[]fencedsql.Option{d},
+		[]fencedsql.Option{d, fencedsql.WithStrict(false), fencedsql.WithSchemaCheck(true), fencedsql.WithDDL(false), fencedsql.WithDynamicSQL(false)})
+	if p != nil {
+		t.Errorf("second Register with the defaults spelled out panicked: %v; want it accepted as the same registration", p)
 	}
 }

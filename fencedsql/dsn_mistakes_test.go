@@ -22,7 +22,7 @@ import (
 // refused as a ConfigError. Before, both skipped a DSN whose raw text did not contain
 // "fenced", and modernc's SQLite, which ignores unknown parameters, opened a pool that
 // guarded nothing.
-func TestRTrt24bPercentEncodedKeyLetters(t *testing.T) {
+func TestPercentEncodedKeyLettersRead(t *testing.T) {
 	// want: the key is read as fenced_tables (ErrNoToken), or refused (ConfigError).
 	check := func(t *testing.T, how, param string, obeyed bool, err error, path string) {
 		t.Helper()
@@ -60,7 +60,7 @@ func TestRTrt24bPercentEncodedKeyLetters(t *testing.T) {
 // two edits of a known parameter) and refused at Open with a ConfigError naming
 // fenced_tables. Before, it went to the driver; PostgreSQL and MariaDB refuse an
 // unknown parameter, but modernc's SQLite ignores it, and the pool guarded nothing.
-func TestRTrt24bNearMissKeySQLite(t *testing.T) {
+func TestNearMissKeyRefusedSQLite(t *testing.T) {
 	for i, param := range []string{"fence_tables=accounts", "fencd_tables=accounts", "fenecd_tables=accounts"} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			path := twoColumnSets(t)
@@ -81,7 +81,7 @@ func TestRTrt24bNearMissKeySQLite(t *testing.T) {
 // DSN's tables; without fenced_tables they would apply to none (a template whose table
 // list was lost), and a pool without a registry would guard nothing. Such a DSN is a
 // ConfigError at Open, as an empty fenced_tables is.
-func TestRTrt24bColumnParamsWithoutTables(t *testing.T) {
+func TestColumnParamsWithoutTablesRefused(t *testing.T) {
 	path := twoColumnSets(t)
 	db, err := sql.Open(sqlite.DriverName, "file:"+path+"?fenced_token_column=tok&fenced_version_column=ver")
 	if err == nil {
@@ -100,7 +100,7 @@ func TestRTrt24bColumnParamsWithoutTables(t *testing.T) {
 // package with a ConfigError ("open the connector with fencedsql.OpenDB"): the driver
 // would get fenced_tables, and modernc's SQLite, which ignores it, would open a pool
 // that guards nothing.
-func TestRTrt24bDSNConnectorUnderSQLOpenDB(t *testing.T) {
+func TestDSNConnectorUnderSQLOpenDBRefused(t *testing.T) {
 	path := twoColumnSets(t)
 	db := sql.OpenDB(fencedsql.DSNConnector(sqlDriver(t), "file:"+path+"?fenced_tables=accounts"))
 	defer db.Close()
@@ -111,35 +111,37 @@ func TestRTrt24bDSNConnectorUnderSQLOpenDB(t *testing.T) {
 	}
 }
 
-// RT24B F4 on SQLite: guards main.accounts (tok/ver) and aux.accounts (the default
-// columns; an ATTACHed database not attached yet, so the pool allows DDL, and attaches
-// it and creates the table before it writes: until then it refuses writes, rt34d F2).
-// A write of main.accounts is fenced on tok; the unqualified `UPDATE accounts`, which
-// neither qualifier decides, is refused with ErrSchema naming both guards instead of
-// being fenced on the first guard's columns, and the row keeps the newer holder's
-// balance.
-func TestRTrt24bUnqualifiedNameAmbiguousSQLite(t *testing.T) {
-	ctx := context.Background()
-	path := twoColumnSets(t)
-	db := fencedsql.OpenDB(fencedsql.DSNConnector(sqlDriver(t), "file:"+path), fencedsql.WithDialect(sqlite.Dialect), fencedsql.WithDDL(true),
-		fencedsql.Guard("aux.accounts"),
-		fencedsql.Guard("main.accounts", fencedsql.TokenColumn("tok"), fencedsql.VersionColumn("ver")))
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), `UPDATE main.accounts SET balance = 100 WHERE id = 1`); !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "aux.accounts") {
-		t.Fatalf("a write while the listed aux.accounts does not exist: %v, want ErrSchema naming it", err)
-	}
-	for _, q := range []string{`ATTACH DATABASE ':memory:' AS aux`,
-		`CREATE TABLE aux.accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), `UPDATE main.accounts SET balance = 100 WHERE id = 1`); err != nil {
-		t.Fatalf("newer holder (token 10) through main.accounts: %v", err)
-	}
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE accounts SET balance = 666 WHERE id = 1`)
-	if !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "main.accounts (tok, ver)") || balanceOf(t, path) != 100 {
-		t.Errorf("stale holder (token 5) through the unqualified name: err = %v, balance now %d; want ErrSchema naming both guards and balance 100", err, balanceOf(t, path))
+// TestFencingNearMissRefusedSQLite (red-team rt25b F4): "fencing_tables" (the
+// package's own word for what it does), "fencing_table" and "FencingTables" are near
+// misses of fenced_tables: their folded letters start with "fenc", and nearest maps
+// them to fenced_tables. ours() takes them for parameters of this package (any key
+// nearest names a parameter for, or whose folded letters start with "fenc"), so they
+// never reach modernc's SQLite, which ignores unknown parameters: the pool is refused
+// at Open with a ConfigError naming fenced_tables, through sql.Open("fenced-sqlite", …)
+// and sql.OpenDB(DSNConnector(…)) alike. Before, the pool opened and guarded nothing.
+func TestFencingNearMissRefusedSQLite(t *testing.T) {
+	for i, param := range []string{"fencing_tables=accounts", "fencing_table=accounts", "FencingTables=accounts"} {
+		t.Run(fmt.Sprint("sql.Open/", i), func(t *testing.T) {
+			path := twoColumnSets(t)
+			db, err := sql.Open(sqlite.DriverName, "file:"+path+"?"+param)
+			if err == nil {
+				defer db.Close()
+				_, err = db.ExecContext(context.Background(), `UPDATE accounts SET balance = 666 WHERE id = 1`)
+			}
+			var ce *fencedsql.ConfigError
+			if !errors.As(err, &ce) {
+				t.Errorf("sql.Open(fenced-sqlite, …?%s): tokenless UPDATE accounts: err = %v, balance now %d; want a ConfigError naming fenced_tables (a near miss)", param, err, balanceOf(t, path))
+			}
+		})
+		t.Run(fmt.Sprint("sql.OpenDB(DSNConnector)/", i), func(t *testing.T) {
+			path := twoColumnSets(t)
+			db := sql.OpenDB(fencedsql.DSNConnector(sqlDriver(t), "file:"+path+"?"+param))
+			defer db.Close()
+			_, err := db.ExecContext(context.Background(), `UPDATE accounts SET balance = 666 WHERE id = 1`)
+			var ce *fencedsql.ConfigError
+			if !errors.As(err, &ce) {
+				t.Errorf("sql.OpenDB(DSNConnector(modernc, …?%s)): tokenless UPDATE accounts: err = %v, balance now %d; want a ConfigError (the DSN holds a near miss of fenced_tables)", param, err, balanceOf(t, path))
+			}
+		})
 	}
 }
