@@ -1,30 +1,29 @@
 package fencedpgx_test
 
-// Red-team rt28a F4 (a Begin refused before BEGIN leaves no TxOptions on the pooled
-// connection) and F7 (pgx.TxOptions' modes accepted only as pgx's constants).
-
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/jackc/pgx/v5"
 )
 
-// rt28aLease is a lease already lost.
-type rt28aLease struct {
+// Red-team rt28a F4 (a Begin refused before BEGIN leaves no TxOptions on the pooled
+// connection) and F7 (pgx.TxOptions' modes accepted only as pgx's constants).
+
+// txOptionsLease is a lease already lost.
+type txOptionsLease struct {
 	tok  uint64
 	lost chan struct{}
 }
 
-func (l *rt28aLease) Token() uint64         { return l.tok }
-func (l *rt28aLease) Lost() <-chan struct{} { return l.lost }
-func (l *rt28aLease) Err() error            { return lockclient.ErrLeaseLost }
+func (l *txOptionsLease) Token() uint64         { return l.tok }
+func (l *txOptionsLease) Lost() <-chan struct{} { return l.lost }
+func (l *txOptionsLease) Err() error            { return lockclient.ErrLeaseLost }
 
-// TestRTrt28aRefusedBeginLeaksTxOptions (over-refusal; state leaked across pool users).
+// TestRefusedBeginClearsTxOptions (over-refusal; state leaked across pool users).
 // fencedpgx's begin stores the caller's pgx.TxOptions on the link's native connection
 // (n.txOpts) before the engine's BeginTx runs, and only native.BeginTx clears them. When
 // the engine refuses the Begin before sending BEGIN — a lost lease here — the options
@@ -36,10 +35,10 @@ func (l *rt28aLease) Err() error            { return lockclient.ErrLeaseLost }
 //
 // Right behaviour: a refused Begin leaves nothing behind; the later DELETE, under a
 // valid token, deletes row 1.
-func TestRTrt28aRefusedBeginLeaksTxOptions(t *testing.T) {
+func TestRefusedBeginClearsTxOptions(t *testing.T) {
 	ctx := context.Background()
 	_, raw, db := oneConnDB(t, ctx, "INSERT INTO accounts (id, balance) VALUES (1, 1), (2, 2);")
-	lost := &rt28aLease{tok: 5, lost: make(chan struct{})}
+	lost := &txOptionsLease{tok: 5, lost: make(chan struct{})}
 	close(lost.lost)
 	_, err := db.BeginTx(fencedsql.WithLease(ctx, lost), pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if !errors.Is(err, lockclient.ErrLeaseLost) {
@@ -56,7 +55,7 @@ func TestRTrt28aRefusedBeginLeaksTxOptions(t *testing.T) {
 	}
 }
 
-// TestRTrt28aTxOptionsModeTextUnplanned (fail-open: a guarded write sent unplanned).
+// TestTxOptionsModeTextRefused (fail-open: a guarded write sent unplanned).
 // checkTxOptions refuses pgx.TxOptions.BeginQuery and CommitQuery because pgx sends
 // them verbatim, unplanned — "an unfenced write to a guarded table ... would go
 // through" — and lets IsoLevel, AccessMode and DeferrableMode pass as "pgx's own BEGIN
@@ -71,7 +70,7 @@ func TestRTrt28aRefusedBeginLeaksTxOptions(t *testing.T) {
 // constants pgx.Serializable … pgx.ReadCommitted, pgx.ReadWrite/ReadOnly,
 // pgx.Deferrable/NotDeferrable, and ""), refusing anything else with ErrUnsupported,
 // nothing sent; the row keeps balance 1 and token 10.
-func TestRTrt28aTxOptionsModeTextUnplanned(t *testing.T) {
+func TestTxOptionsModeTextRefused(t *testing.T) {
 	ctx := context.Background()
 	_, raw, db := oneConnDB(t, ctx, "INSERT INTO accounts (id, balance, fence_token) VALUES (1, 1, 10);")
 	tctx := fencedsql.WithToken(ctx, 1) // a stale holder
@@ -131,4 +130,23 @@ func TestTxOptionsModesExact(t *testing.T) {
 			t.Errorf("Rollback: %v", err)
 		}
 	}
+}
+
+// TestTxOptionsUpperCaseIsoAccepted (over-refusal, minor). pgx's TxIsoLevel is a string
+// type pasted into the BEGIN text, and PostgreSQL reads it case-insensitively: code that
+// writes pgx.TxOptions{IsoLevel: "SERIALIZABLE"} (or "REPEATABLE READ", "READ ONLY")
+// ran serializable before rt28a F7. checkTxOptions now compares with pgx's lower-case
+// constants exactly and refuses it (ErrUnsupported), though the text is a keyword
+// sequence that carries no statement.
+//
+// Right behaviour: accept the pgx constants case-insensitively (strings.EqualFold) and
+// send the constant, refusing only text that is not one of them.
+func TestTxOptionsUpperCaseIsoAccepted(t *testing.T) {
+	ctx := context.Background()
+	_, _, db := oneConnDB(t, ctx, "INSERT INTO accounts (id, balance) VALUES (1, 1);")
+	tx, err := db.BeginTx(fencedsql.WithToken(ctx, 7), pgx.TxOptions{IsoLevel: "SERIALIZABLE", AccessMode: "READ WRITE"})
+	if err != nil {
+		t.Fatalf("BeginTx with IsoLevel \"SERIALIZABLE\": %v; want it accepted (serializable)", err)
+	}
+	_ = tx.Rollback(ctx)
 }
