@@ -13,12 +13,12 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-func rt19cOpen(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
+func locatedReadOpen(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
 	dsn := testdb.Postgres(t)
 	return testdb.Open(t, "pgx", dsn, setup...), testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
 }
 
-// TestRT19cTokenOnlyClaimSwapsRow (fail-open). On PostgreSQL a claim without ORDER
+// TestTwoStatementClaimReadsOnlyStampedRows (fail-open). On PostgreSQL a claim without ORDER
 // BY/LIMIT/OFFSET/NOWAIT that runs as two statements — here because the table has an
 // ordinary AFTER UPDATE trigger (an audit log: ClaimOneQuery then says no), the same
 // for a subquery or any function outside the short list in the select list — reads
@@ -32,8 +32,8 @@ func rt19cOpen(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
 // "the read is restricted to the rows this claim stamped" on PostgreSQL. Right
 // behaviour: restrict the read to the stamped ctids (fencedsql.claimed) as the located
 // claim does, or refuse; never return row 3 with a passed count.
-func TestRT19cTokenOnlyClaimSwapsRow(t *testing.T) {
-	raw, fenced := rt19cOpen(t,
+func TestTwoStatementClaimReadsOnlyStampedRows(t *testing.T) {
+	raw, fenced := locatedReadOpen(t,
 		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, state TEXT NOT NULL, tags INT[] NOT NULL DEFAULT '{}',
 		fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`CREATE TABLE audit (id BIGINT, at timestamptz DEFAULT now())`,
@@ -48,13 +48,13 @@ func TestRT19cTokenOnlyClaimSwapsRow(t *testing.T) {
 			RETURN NULL; END $$`,
 		`CREATE TRIGGER rt19c_audit AFTER UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION rt19c_audit()`,
 		`INSERT INTO accounts (id, state, fence_token, version) VALUES (1, 'free', 0, 0), (2, 'free', 0, 0), (3, 'taken', 10, 1)`)
-	ctx, tx := rt19cTokenTx(t, fenced)
-	got, readErr := rt19cClaimFree(t, ctx, tx)
+	ctx, tx := locatedReadTokenTx(t, fenced)
+	got, readErr := claimFreeRows(t, ctx, tx)
 	commitErr := tx.Commit()
-	rt19cNoSwap(t, ctx, raw, got, readErr, commitErr)
+	requireNoSwap(t, ctx, raw, got, readErr, commitErr)
 }
 
-// TestRT19cTokenOnlyClaimSwapsRowConcurrent (fail-open): the same swap without a
+// TestTwoStatementClaimReadsOnlyStampedRowsConcurrent (fail-open): the same swap without a
 // trigger writing its own table. A BEFORE UPDATE trigger marks row 2 'claimed' when it is
 // updated while free (it sleeps 0.5 s, as a lock wait would), so the claimed row 2
 // leaves `state = 'free'`; meanwhile another session re-queues row 3 (state 'free'),
@@ -64,8 +64,8 @@ func TestRT19cTokenOnlyClaimSwapsRow(t *testing.T) {
 // audit AFTER UPDATE trigger, so the claim runs as two statements. Right behaviour: the
 // read returns only the rows this claim stamped (here: the count then fails, 1 != 2,
 // and the transaction rolls back), never row 3.
-func TestRT19cTokenOnlyClaimSwapsRowConcurrent(t *testing.T) {
-	raw, fenced := rt19cOpen(t,
+func TestTwoStatementClaimReadsOnlyStampedRowsConcurrent(t *testing.T) {
+	raw, fenced := locatedReadOpen(t,
 		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, state TEXT NOT NULL,
 		fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`CREATE TABLE audit (id BIGINT, at timestamptz DEFAULT now())`,
@@ -76,23 +76,23 @@ func TestRT19cTokenOnlyClaimSwapsRowConcurrent(t *testing.T) {
 		`CREATE FUNCTION rt19c_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit (id) VALUES (NEW.id); RETURN NULL; END $$`,
 		`CREATE TRIGGER rt19c_audit AFTER UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION rt19c_audit()`,
 		`INSERT INTO accounts (id, state, fence_token, version) VALUES (1, 'free', 0, 0), (2, 'free', 0, 0), (3, 'done', 10, 1)`)
-	ctx, tx := rt19cTokenTx(t, fenced)
+	ctx, tx := locatedReadTokenTx(t, fenced)
 	requeued := make(chan error, 1)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		_, err := raw.ExecContext(ctx, `UPDATE accounts SET state = 'free' WHERE id = 3`)
 		requeued <- err
 	}()
-	got, readErr := rt19cClaimFree(t, ctx, tx)
+	got, readErr := claimFreeRows(t, ctx, tx)
 	commitErr := tx.Commit()
 	if err := <-requeued; err != nil {
 		t.Fatal(err)
 	}
-	rt19cNoSwap(t, ctx, raw, got, readErr, commitErr)
+	requireNoSwap(t, ctx, raw, got, readErr, commitErr)
 }
 
-// rt19cClaimFree runs the claim of the free rows in tx and returns the ids it read.
-func rt19cClaimFree(t *testing.T, ctx context.Context, tx *sql.Tx) ([]int64, error) {
+// claimFreeRows runs the claim of the free rows in tx and returns the ids it read.
+func claimFreeRows(t *testing.T, ctx context.Context, tx *sql.Tx) ([]int64, error) {
 	t.Helper()
 	rs, err := tx.QueryContext(ctx, `SELECT id, state FROM accounts WHERE state = 'free' FOR UPDATE`)
 	if err != nil {
@@ -111,9 +111,9 @@ func rt19cClaimFree(t *testing.T, ctx context.Context, tx *sql.Tx) ([]int64, err
 	return got, rs.Err()
 }
 
-// rt19cNoSwap fails when a claim that read and committed without error returned row 3,
+// requireNoSwap fails when a claim that read and committed without error returned row 3,
 // which its fencing UPDATE did not stamp, in place of row 2, which it did.
-func rt19cNoSwap(t *testing.T, ctx context.Context, raw *sql.DB, got []int64, readErr, commitErr error) {
+func requireNoSwap(t *testing.T, ctx context.Context, raw *sql.DB, got []int64, readErr, commitErr error) {
 	t.Helper()
 	var v2, v3 int64
 	if err := raw.QueryRowContext(ctx, `SELECT (SELECT version FROM accounts WHERE id = 2), (SELECT version FROM accounts WHERE id = 3)`).Scan(&v2, &v3); err != nil {
@@ -125,9 +125,9 @@ func rt19cNoSwap(t *testing.T, ctx context.Context, raw *sql.DB, got []int64, re
 	}
 }
 
-// rt19cTokenTx begins a transaction bound to token 10 on fenced, with a context for
+// locatedReadTokenTx begins a transaction bound to token 10 on fenced, with a context for
 // its statements.
-func rt19cTokenTx(t *testing.T, fenced *sql.DB) (context.Context, *sql.Tx) {
+func locatedReadTokenTx(t *testing.T, fenced *sql.DB) (context.Context, *sql.Tx) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)

@@ -16,12 +16,12 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
-// rt15cRun runs stmt (select list id, balance, fence_token or any three BIGINT
+// windowClaimRun runs stmt (select list id, balance, fence_token or any three BIGINT
 // columns whose first is the id) on a fresh table with the given balances (ids 1..n,
 // token 1), through the plain driver (tok 0) or the fenced one with token tok, no
 // concurrency. It returns the ids returned, the ids stamped with tok, the ids the
 // transaction holds locked, and the error.
-func rt15cRun(t *testing.T, balances []int64, stmt string, tok uint64) (got, stamped, locked []int64, err error) {
+func windowClaimRun(t *testing.T, balances []int64, stmt string, tok uint64) (got, stamped, locked []int64, err error) {
 	t.Helper()
 	raw, fenced := accountsDB(t, balances)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -65,16 +65,16 @@ func rt15cRun(t *testing.T, balances []int64, stmt string, tok uint64) (got, sta
 	return got, stamped, locked, nil
 }
 
-// rt15cExact: the claim with token 10 returns what the plain read returns, stamps
+// windowClaimExact: the claim with token 10 returns what the plain read returns, stamps
 // exactly that, and locks what the plain read locks (no ties, no concurrency: the
 // answer is determined).
-func rt15cExact(t *testing.T, balances []int64, stmt string) {
+func windowClaimExact(t *testing.T, balances []int64, stmt string) {
 	t.Helper()
-	pg, _, pl, perr := rt15cRun(t, balances, stmt, 0)
+	pg, _, pl, perr := windowClaimRun(t, balances, stmt, 0)
 	if perr != nil {
 		t.Fatalf("plain read: %v", perr)
 	}
-	got, stamped, locked, err := rt15cRun(t, balances, stmt, 10)
+	got, stamped, locked, err := windowClaimRun(t, balances, stmt, 10)
 	t.Logf("%s\n claim: returned %v stamped %v locked %v err %v; plain: returned %v locked %v", stmt, got, stamped, locked, err, pg, pl)
 	if errors.Is(err, fencedsql.ErrUnsupported) {
 		// Refused before sending (a form the claim cannot window exactly): nothing stamped.
@@ -96,7 +96,7 @@ func rt15cExact(t *testing.T, balances []int64, stmt string) {
 // `… FOR UPDATE LIMIT 1`) is not seen by the planner: readClauses stops at FOR, and
 // the claim drops the window — it stamps, locks and (one-statement form) returns every
 // matching row.
-func TestRT15cLimitAfterLockingClause(t *testing.T) {
+func TestClaimLimitAfterLockingClauseKeepsWindow(t *testing.T) {
 	bal := []int64{1, 5, 7}
 	for _, stmt := range []string{
 		`SELECT id, balance, fence_token FROM accounts WHERE balance < 50 ORDER BY balance FOR UPDATE LIMIT 1`,
@@ -108,7 +108,7 @@ func TestRT15cLimitAfterLockingClause(t *testing.T) {
 		// two-statement form (a subquery in the select list)
 		`SELECT id, balance, (SELECT fence_token) FROM accounts WHERE balance < 50 ORDER BY balance FOR UPDATE LIMIT 1`,
 	} {
-		t.Run("", func(t *testing.T) { rt15cExact(t, bal, stmt) })
+		t.Run("", func(t *testing.T) { windowClaimExact(t, bal, stmt) })
 	}
 }
 
@@ -116,7 +116,7 @@ func TestRT15cLimitAfterLockingClause(t *testing.T) {
 // clause: the claim neither sees a window (no ctid tie-break, rt14c F1 again) nor
 // checks the ORDER BY for select-list positions and output names (orderByOutput), so
 // `ORDER BY 1` orders the claim's `SELECT ctid` by ctid.
-func TestRT15cFetchFirstOrderByOutput(t *testing.T) {
+func TestClaimFetchFirstOrderByOutputExact(t *testing.T) {
 	bal := []int64{9, 1, 5}
 	for _, stmt := range []string{
 		// plain: the row with the highest balance (id 1); the claim: the highest ctid (id 3)
@@ -124,14 +124,14 @@ func TestRT15cFetchFirstOrderByOutput(t *testing.T) {
 		// an output name: plain orders by balance, the claim by the column id
 		`SELECT id AS k, balance AS id, fence_token FROM accounts WHERE balance < 50 ORDER BY id FETCH FIRST 1 ROW ONLY FOR UPDATE`,
 	} {
-		t.Run("", func(t *testing.T) { rt15cExact(t, bal, stmt) })
+		t.Run("", func(t *testing.T) { windowClaimExact(t, bal, stmt) })
 	}
 }
 
 // F2 (ties): FETCH FIRST over tied keys has no ctid tie-break: the locking and the
 // unlocked list break the tie differently — ErrClaimConflict every time without
 // concurrency, as rt14c F1 before e10017f.
-func TestRT15cFetchFirstTies(t *testing.T) {
+func TestClaimFetchFirstTiesNoConflict(t *testing.T) {
 	for _, rc := range []claimRace{
 		{name: "FetchFirst1", balances: tieBalances(), tail: "ORDER BY balance FETCH FIRST 1 ROW ONLY"},
 		{name: "FetchFirst3", balances: tieBalances(), tail: "ORDER BY balance FETCH FIRST 3 ROWS ONLY"},
@@ -151,15 +151,15 @@ func TestRT15cFetchFirstTies(t *testing.T) {
 // F3: OFFSET … ROWS FETCH …, or FETCH … then OFFSET: the claim's SQL is malformed (the
 // FETCH is copied into COALESCE((…)), or ", ctid" is appended after FETCH …): a
 // syntax error for a statement the plain read runs.
-func TestRT15cOffsetFetchSyntax(t *testing.T) {
+func TestClaimOffsetFetchSyntaxRuns(t *testing.T) {
 	bal := []int64{1, 5, 7}
 	for _, stmt := range []string{
 		`SELECT id, balance, fence_token FROM accounts WHERE balance < 50 ORDER BY balance OFFSET 1 ROWS FETCH FIRST 1 ROW ONLY FOR UPDATE`,
 		`SELECT id, balance, fence_token FROM accounts WHERE balance < 50 ORDER BY balance FETCH FIRST 1 ROW ONLY OFFSET 1 FOR UPDATE`,
 	} {
 		t.Run("", func(t *testing.T) {
-			rt15cExact(t, bal, stmt)
-			_, _, _, err := rt15cRun(t, bal, stmt, 10)
+			windowClaimExact(t, bal, stmt)
+			_, _, _, err := windowClaimRun(t, bal, stmt, 10)
 			if err != nil && !errors.Is(err, fencedsql.ErrClaimConflict) && !errors.Is(err, fencedsql.ErrUnsupported) {
 				t.Logf("error is neither ErrClaimConflict nor ErrUnsupported: %v", err)
 			}
@@ -173,7 +173,7 @@ func TestRT15cOffsetFetchSyntax(t *testing.T) {
 // bare word or number: `ORDER BY (id) LIMIT 1` with an output named id orders the
 // claim's rows by the column id; `ORDER BY (1)` orders the claim's `SELECT ctid` by
 // ctid (or, `(2)`, fails with 42P10).
-func TestRT15cParenthesizedOrderByOutput(t *testing.T) {
+func TestClaimParenthesizedOrderByOutputExact(t *testing.T) {
 	bal := []int64{9, 1, 5}
 	for _, stmt := range []string{
 		// plain: ordered by the output id (= balance): id 2; the claim: by the column id: id 1
@@ -183,7 +183,7 @@ func TestRT15cParenthesizedOrderByOutput(t *testing.T) {
 		`SELECT id, balance, fence_token FROM accounts WHERE balance < 50 ORDER BY (2) LIMIT 1 FOR UPDATE`,
 		`SELECT id AS k, balance AS id, fence_token FROM accounts WHERE balance < 50 ORDER BY (id) DESC LIMIT 1 OFFSET 1 FOR UPDATE`,
 	} {
-		t.Run("", func(t *testing.T) { rt15cExact(t, bal, stmt) })
+		t.Run("", func(t *testing.T) { windowClaimExact(t, bal, stmt) })
 	}
 }
 
@@ -192,13 +192,13 @@ func TestRT15cParenthesizedOrderByOutput(t *testing.T) {
 // `ORDER BY id` orders by that output (text order), as an explicit alias would.
 // outputNames collects only AS/bare aliases, so orderByOutput lets it through and the
 // claim orders by the column id (numeric order).
-func TestRT15cImplicitOutputNameOrderBy(t *testing.T) {
+func TestClaimImplicitOutputNameOrderByExact(t *testing.T) {
 	bal := []int64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1} // ids 1..10
 	for _, stmt := range []string{
 		// plain: '9' (text order); the claim: 10
 		`SELECT id::text, balance, fence_token FROM accounts WHERE balance < 50 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
 		`SELECT CAST(id AS text), balance, fence_token FROM accounts WHERE balance < 50 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
 	} {
-		t.Run("", func(t *testing.T) { rt15cExact(t, bal, stmt) })
+		t.Run("", func(t *testing.T) { windowClaimExact(t, bal, stmt) })
 	}
 }

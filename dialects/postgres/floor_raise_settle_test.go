@@ -1,14 +1,11 @@
 package postgres_test
 
-// Red-team rt20t: G16 "Tokens never go back" — the token floor against a transaction
-// that is open across RaiseTokenFloor.
-
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
-	"fmt"
-	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +18,14 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// rt20tRaiseDuringOpenTx runs the race: a holder of token 8 writes row 1 through the
+// Red-team rt20t: G16 "Tokens never go back" — the token floor against a transaction
+// that is open across RaiseTokenFloor.
+
+// raiseDuringOpenTx runs the race: a holder of token 8 writes row 1 through the
 // fenced pool in a transaction (accepted: no floor yet), then RaiseTokenFloor(10) runs
 // on a plain connection, then the holder commits. It returns whether the raise had
 // returned before the commit, the commit's error, and row 1's token afterwards.
-func rt20tRaiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (raisedFirst bool, commitErr error, token int64) {
+func raiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (raisedFirst bool, commitErr error, token int64) {
 	t.Helper()
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -86,7 +86,7 @@ func rt20tRaiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (rai
 	return raisedFirst, commitErr, token
 }
 
-// TestRT20tFloorRaisedUnderOpenWriter (fail-open, race). G16: "A token … below the
+// TestRaiseWaitsForOpenWriter (fail-open, race). G16: "A token … below the
 // database's token floor never writes", and the switch/failover procedures promise
 // that once `fencedsql-schema -raise-floor` (RaiseTokenFloor) has run, "a holder of the
 // old service that is still running gets ErrBelowFloor". On PostgreSQL the guards take
@@ -99,7 +99,7 @@ func rt20tRaiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (rai
 // UPDATE stamps the row). The same
 // happens under REPEATABLE READ. (MariaDB under REPEATABLE READ does not: its trigger's
 // read of the floor row is a locking read, so the raise waits for the writer, see
-// mysql: TestRT20tFloorRaisedUnderOpenWriterReadCommitted for its READ COMMITTED hole.)
+// mysql: TestRaiseWaitsForOpenWriterReadCommitted for its READ COMMITTED hole.)
 //
 // Right behaviour: when RaiseTokenFloor returns, no transaction that wrote under a token
 // below the new floor may still commit — e.g. RaiseTokenFloor, after committing the
@@ -109,7 +109,7 @@ func rt20tRaiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (rai
 // guard reads the floor row with FOR SHARE on its slow path and RaiseTokenFloor takes
 // the row lock before touching the copy. Nothing here needs the old holder to be
 // well-behaved: it only has to commit late.
-func TestRT20tFloorRaisedUnderOpenWriter(t *testing.T) {
+func TestRaiseWaitsForOpenWriter(t *testing.T) {
 	for _, iso := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead} {
 		for _, q := range []string{
 			"UPDATE accounts SET balance = 99 WHERE id = 1",
@@ -118,140 +118,12 @@ func TestRT20tFloorRaisedUnderOpenWriter(t *testing.T) {
 			"SELECT id FROM accounts WHERE id = 1 FOR UPDATE",
 		} {
 			t.Run(iso.String()+"/"+q, func(t *testing.T) {
-				raisedFirst, commitErr, token := rt20tRaiseDuringOpenTx(t, iso, q)
+				raisedFirst, commitErr, token := raiseDuringOpenTx(t, iso, q)
 				if raisedFirst && commitErr == nil && token == 8 {
 					t.Errorf("RaiseTokenFloor(10) returned while a transaction under token 8 was open (%s), and that transaction then committed: its write under 8 landed after the floor 10 was raised", q)
 				}
 			})
 		}
-	}
-}
-
-// rt20tForeignFloorSetup: accounts with the guard (one row, token 5), the floor raised
-// to 50, the postgres_fdw extension installed by the administrator (as it would be for
-// an application that reads another database), and a fenced pool on the naive layout
-// (the application's account owns what the guards' installer created: here the test's
-// account for both). It returns the raw and fenced pools and the loopback server's
-// OPTIONS.
-func rt20tForeignFloorSetup(t *testing.T) (ctx context.Context, raw, db *sql.DB, server string) {
-	t.Helper()
-	dsn := testdb.Postgres(t)
-	ctx = context.Background()
-	raw = testdb.Open(t, "pgx", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		"CREATE EXTENSION postgres_fdw")
-	g := postgres.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
-	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
-	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pw, _ := u.User.Password()
-	server = fmt.Sprintf("host '%s', port '%s', dbname '%s'", u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/"))
-	db, err = sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	for _, q := range []string{
-		"CREATE SERVER rt20t_loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (" + server + ")",
-		fmt.Sprintf("CREATE USER MAPPING FOR CURRENT_USER SERVER rt20t_loop OPTIONS (user '%s', password '%s')", u.User.Username(), pw),
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("through the fenced pool: %v", err)
-		}
-	}
-	return ctx, raw, db, server
-}
-
-// TestRT20tFloorLoweredThroughForeignTable (fail-open; naive layout, postgres_fdw
-// installed). The wrapper refuses a CREATE FOREIGN TABLE whose table_name option names
-// a reserved object when the option is a plain string ('fencedsql_floor', also split
-// into adjacent literals or upper-cased), but not when the same string is spelled as a
-// Unicode-escape literal with its own escape character (U&'fenced!0073ql_floor'
-// UESCAPE '!', which decodeLoose does not decode: it knows only the backslash) or as a
-// dollar-quoted string ($$fencedsql_floor$$, which the prefix check treats as a code
-// body and lexes as SQL instead of reading it as a name). Neither needs WithDDL. The
-// foreign table is then written through the fenced pool under a name without the
-// prefix: an UPDATE sets the token floor to 0 (the floor's sync trigger copies it into
-// the sequence), a TRUNCATE empties the floor table (no floor at all); either way a
-// write under token 40 with the floor at 50 is accepted. The loopback connection is
-// postgres_fdw's own, like dblink's, which the wrapper refuses for that reason
-// (sqlTextFuncs); "writes through imported tables are fenced by name" (docs/design.md
-// §5, "Not refused") holds for guarded tables, not for the floor and tombstone tables.
-//
-// Right behaviour: a statement through a pool with guarded tables that names a
-// reserved object in any string spelling — U&'…' with or without UESCAPE, E'…',
-// dollar-quoted, adjacent literals — is refused like the plain spelling (decode the
-// literal as the server does before the prefix test); better, refuse CREATE/ALTER
-// FOREIGN TABLE and IMPORT FOREIGN SCHEMA whose remote name cannot be read, as dblink is.
-func TestRT20tFloorLoweredThroughForeignTable(t *testing.T) {
-	for _, c := range []struct{ name, spelling, write string }{
-		{"uescape/update", "U&'fenced!0073ql_floor' UESCAPE '!'", "UPDATE rt20t_floor SET floor = 0"},
-		{"dollar/update", "$$fencedsql_floor$$", "UPDATE rt20t_floor SET floor = 0"},
-		{"dollar/truncate", "$t$fencedsql_floor$t$", "TRUNCATE rt20t_floor"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ctx, raw, db, _ := rt20tForeignFloorSetup(t)
-			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 40), "UPDATE accounts SET balance = 1 WHERE id = 1"); err == nil {
-				t.Fatal("control: a write under 40 passed the floor 50")
-			}
-			create := "CREATE FOREIGN TABLE rt20t_floor (id int, floor bigint) SERVER rt20t_loop OPTIONS (table_name " + c.spelling + ")"
-			if _, err := db.ExecContext(ctx, create); err != nil {
-				rt20tRefused(t, err)
-				return
-			}
-			if _, err := db.ExecContext(ctx, c.write); err != nil {
-				t.Fatalf("%s refused after the foreign table was created: %v; want the CREATE refused", c.write, err)
-			}
-			var floor sql.NullInt64
-			_ = raw.QueryRowContext(ctx, "SELECT floor FROM fencedsql_floor WHERE id = 1").Scan(&floor)
-			_, err := db.ExecContext(fencedsql.WithToken(ctx, 40), "UPDATE accounts SET balance = 1 WHERE id = 1")
-			if err == nil {
-				var tok int64
-				_ = raw.QueryRowContext(ctx, "SELECT fence_token FROM accounts WHERE id = 1").Scan(&tok)
-				t.Errorf("through the fenced pool: %q then %q (floor table now %v); a write under token 40 below the floor 50 was then accepted (row token %d)", create, c.write, floor, tok)
-			}
-		})
-	}
-}
-
-// TestRT20tFloorLoweredThroughLiteralBody (fail-open under WithDDL or WithDynamicSQL;
-// naive layout). docs/design.md §5: the protect checks "apply to the statements in the
-// string literals and dollar-quoted bodies of a statement whose strings are code — DO,
-// CREATE/ALTER (routine bodies) … so that WithDDL/WithDynamicSQL do not let DO $$ BEGIN
-// UPDATE pg_proc … $$ … through"; only "a body built at run time" is not seen. A body
-// written as a Unicode-escape literal with its own escape character — U&'…' UESCAPE '!'
-// — is a literal, not built at run time, but the body check does not decode it (the
-// plain, E'…' and U&'\…' spellings of the same body are refused). Under WithDDL a SQL
-// function whose body is `UPDATE fenced!0073ql_floor SET floor = 0` is created and
-// called through the fenced pool; under WithDynamicSQL a DO block does the same. The
-// floor goes to 0 and a write under token 40 with the floor at 50 is accepted.
-//
-// Right behaviour: decode every string form the server decodes (U&'…' with UESCAPE,
-// E'…', dollar quotes, adjacent literals) before the body checks, or refuse a body in a
-// form the checks cannot read, as a body built at run time would be with dynamic SQL off.
-func TestRT20tFloorLoweredThroughLiteralBody(t *testing.T) {
-	const lower = "UPDATE fenced!0073ql_floor SET floor = 0 WHERE id = 1"
-	const plain = "UPDATE fencedsql_floor SET floor = 0 WHERE id = 1"
-	requireFloorBodiesRefused(t, []floorBodyCase{
-		{name: "ddl", allow: "ddl", create: "CREATE FUNCTION rt20t_f() RETURNS void LANGUAGE sql AS U&'" + lower + "' UESCAPE '!'", call: "SELECT rt20t_f()",
-			controls: []string{"CREATE FUNCTION rt20t_f() RETURNS void LANGUAGE sql AS '" + plain + "'"}},
-		{name: "dynamic_sql", allow: "dynamic_sql", create: "DO U&'BEGIN " + lower + "; END' UESCAPE '!'",
-			controls: []string{"DO 'BEGIN " + plain + "; END'"}},
-	})
-}
-
-// rt20tRefused requires err, the answer to a statement whose literal spells a write of
-// the floor in a form the checks must decode, to be the planner's refusal.
-func rt20tRefused(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("err = %v, want ErrUnsupported (the decoded literal names the floor)", err)
 	}
 }
 
@@ -305,5 +177,170 @@ func TestRaiseTokenFloorSettleTimesOut(t *testing.T) {
 	}
 	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 10); err != nil {
 		t.Fatalf("RaiseTokenFloor again once the writer ended: %v", err)
+	}
+}
+
+// Red-team rt21b: the last commit's literal decoding (plan/protect_literal.go) and
+// RaiseTokenFloor's settle (dialect.FloorSettler, G16 "A raise returns when no older
+// write can still commit").
+
+// TestSettleIgnoresNonWriters (over-refusal: RaiseTokenFloor fails, or hangs
+// until its context ends). G16 and OpenTransactionsQuery say RaiseTokenFloor waits for
+// "the transactions open at the raise that hold a write lock on a guarded table"; the
+// query counts ShareLock, ShareUpdateExclusiveLock, ExclusiveLock and
+// AccessExclusiveLock as locks "for writing". None of them is taken by a statement that
+// fires the guard: ShareLock (LOCK TABLE … IN SHARE MODE, CREATE INDEX) and
+// ShareUpdateExclusiveLock (VACUUM, ANALYZE, CREATE INDEX CONCURRENTLY, autovacuum
+// workers) even block or exclude writers. A transaction that holds one but has written
+// nothing judged no write under the old floor — any write it makes later reads the
+// raised floor — yet RaiseTokenFloor waits for it: here a reader holding
+// `LOCK TABLE accounts IN SHARE MODE` (a consistent backup/report), and the raise fails
+// with *SettleError after its 2 s context although no write is in flight. A manual or
+// auto VACUUM of a large guarded table holds a raise up the same way for its whole run.
+//
+// Right behaviour: wait only for transactions that may have judged a write — the
+// transactions holding RowExclusiveLock (the lock every INSERT/UPDATE/DELETE/MERGE/COPY
+// takes on its target) on a guarded table; RaiseTokenFloor returns at once here.
+func TestSettleIgnoresNonWriters(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	raw := testdb.Open(t, "pgx", dsn,
+		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+	testdb.Exec(t, raw, postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
+	db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+
+	reader, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback() //nolint:errcheck
+	var locked string
+	// A read-only report: the table locked against writers for a consistent read.
+	if _, err := reader.ExecContext(ctx, "LOCK TABLE accounts IN SHARE MODE"); err != nil {
+		// The fenced pool may refuse LOCK TABLE; take the same lock on a plain connection.
+		t.Logf("fenced pool: LOCK TABLE: %v; taking it on a plain connection", err)
+		reader.Rollback() //nolint:errcheck
+		reader, err = raw.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reader.ExecContext(ctx, "LOCK TABLE accounts IN SHARE MODE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reader.QueryRowContext(ctx, "SELECT string_agg(mode, ',') FROM pg_locks WHERE relation = 'accounts'::regclass AND pid = pg_backend_pid()").Scan(&locked); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = schema.RaiseTokenFloor(short, raw, postgres.Dialect, 10)
+	if err != nil {
+		t.Errorf("RaiseTokenFloor(10) with only a read-only transaction open (holding %s on accounts, no write): %v after %v; want it to return at once (that transaction judged no write)", locked, err, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// settleConnector opens pgx connections whose queries containing block wait for their
+// context to end and fail with its error: a stand-in for a settle query still running
+// when RaiseTokenFloor's context ends (a slow pg_locks read on a busy server, a
+// network stall).
+type settleConnector struct {
+	dsn   string
+	d     driver.Driver
+	block string
+}
+
+type settleInner interface {
+	driver.Conn
+	driver.QueryerContext
+	driver.ExecerContext
+	driver.ConnBeginTx
+	driver.NamedValueChecker
+}
+
+type settleConn struct {
+	settleInner
+	block string
+}
+
+func (c settleConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	if strings.Contains(q, c.block) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return c.settleInner.QueryContext(ctx, q, args)
+}
+
+func (k settleConnector) Connect(context.Context) (driver.Conn, error) {
+	c, err := k.d.Open(k.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return settleConn{c.(settleInner), k.block}, nil
+}
+
+func (k settleConnector) Driver() driver.Driver { return k.d }
+
+// TestSettleErrorNamesProcessIDs (cosmetic / unclear error). RaiseTokenFloor's
+// doc and G16: once the raise has committed, a context that ends before the
+// transactions open at the raise have ended gives a *schema.SettleError
+// (errors.Is ErrFloorUnsettled) whose Open names "the sessions' process ids" — the
+// floor is raised, call again to wait again. settle breaks that in two places:
+//
+//   - the context ends while the poll query (StillOpenQuery) runs: the SettleError's
+//     Open is the virtual transaction ids ("3/1234"), not process ids (settle passes
+//     ids, not pids), and the message then says "process ids 3/1234";
+//   - the context ends while the first query (OpenTransactionsQuery) runs: a plain
+//     "listing the transactions open at the raise: context deadline exceeded", not
+//     ErrFloorUnsettled, though the floor is raised and open writers may remain — a
+//     caller that tells "raised, not settled" from "not raised" by ErrFloorUnsettled
+//     takes it for a failed raise.
+//
+// Right behaviour: every context end after the raise committed is a *SettleError
+// (ErrFloorUnsettled), and its Open holds process ids (or the field says what it holds).
+func TestSettleErrorNamesProcessIDs(t *testing.T) {
+	for _, c := range []struct{ name, block string }{
+		{"poll", "'virtualxid'"},
+		{"listing", "RowExclusiveLock"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := testdb.Postgres(t)
+			ctx := context.Background()
+			raw := testdb.Open(t, "pgx", dsn,
+				"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+			testdb.Exec(t, raw, postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+			testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
+			db := testdb.Open(t, "fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+			writer, err := db.BeginTx(fencedsql.WithToken(ctx, 8), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer writer.Rollback() //nolint:errcheck
+			if _, err := writer.ExecContext(ctx, "UPDATE accounts SET balance = 1 WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			slow := sql.OpenDB(settleConnector{dsn: dsn, d: raw.Driver(), block: c.block})
+			defer slow.Close()
+			short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			err = schema.RaiseTokenFloor(short, slow, postgres.Dialect, 10)
+			var floor int64
+			if err := raw.QueryRowContext(ctx, "SELECT floor FROM fencedsql_floor WHERE id = 1").Scan(&floor); err != nil {
+				t.Fatal(err)
+			}
+			if floor != 10 {
+				t.Fatalf("floor = %d after the raise; the scenario needs the raise committed", floor)
+			}
+			var se *schema.SettleError
+			if !errors.As(err, &se) || !errors.Is(err, schema.ErrFloorUnsettled) {
+				t.Fatalf("RaiseTokenFloor raised the floor to 10, a writer under 8 still open, context ended during the settle's %s query: err = %v; want a *SettleError (ErrFloorUnsettled)", c.name, err)
+			}
+			for _, pid := range se.Open {
+				if _, perr := strconv.Atoi(pid); perr != nil {
+					t.Errorf("SettleError.Open = %q; want the sessions' process ids (documented), got a virtual transaction id: %v", se.Open, err)
+				}
+			}
+		})
 	}
 }

@@ -14,22 +14,22 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-const rt20gAcc = "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"
+const guardBodyAcc = "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"
 
-// rt20gInstalled creates acc, installs the guard and the tombstones with schema.Check's
+// guardBodyInstalled creates acc, installs the guard and the tombstones with schema.Check's
 // fix, and checks that a second Check reports acc as fully guarded.
-func rt20gInstalled(t *testing.T) (dsn string, raw *sql.DB) {
+func guardBodyInstalled(t *testing.T) (dsn string, raw *sql.DB) {
 	t.Helper()
 	dsn = testdb.Postgres(t)
-	raw = rawWith(t, dsn, rt20gAcc)
+	raw = rawWith(t, dsn, guardBodyAcc)
 	checkAcc(t, raw, dsn)
-	if p := rt20gReport(t, raw); !p.OK() || !p.Guarded || !p.Tombstoned {
+	if p := guardBodyReport(t, raw); !p.OK() || !p.Guarded || !p.Tombstoned {
 		t.Fatalf("after the fix: %+v", p)
 	}
 	return dsn, raw
 }
 
-func rt20gReport(t *testing.T, raw *sql.DB) schema.TableReport {
+func guardBodyReport(t *testing.T, raw *sql.DB) schema.TableReport {
 	t.Helper()
 	reps, err := schema.Check(context.Background(), raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
 	if err != nil {
@@ -38,52 +38,10 @@ func rt20gReport(t *testing.T, raw *sql.DB) schema.TableReport {
 	return reps[0]
 }
 
-func rt20gExec(t *testing.T, raw *sql.DB, q string) error {
+func guardBodyExec(t *testing.T, raw *sql.DB, q string) error {
 	t.Helper()
 	_, err := raw.ExecContext(context.Background(), q)
 	return err
-}
-
-// A table's own BEFORE UPDATE trigger that puts the old token back in place of the
-// fencing NULL (NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token)) is the
-// door ownTriggers exists to report, and the lazy check refuses a pool over it. But
-// ownTriggers skips every trigger whose function's name starts with "fencedsql_"
-// (p.proname NOT LIKE 'fencedsql\_%', in any schema), meant for the guard's own
-// functions: the same trigger calling a function so named is neither reported by
-// schema.Check nor refused by the lazy check. Named to fire before fencedsql_guard
-// ("a_…"), it turns the wrapper's refused stale UPDATE into an accepted one, the row
-// guard installed: the guard then sees the old token and an advanced version. Right:
-// exclude only the guard's own functions (the table's fencedsql_guard_/tombstone_
-// functions, by name and schema, or by the triggers GuardDDL/TombstoneDDL create), and
-// report this trigger; the stale UPDATE fails with ErrFenced (or the pool with
-// ErrSchema).
-func TestRTrt20gOwnTriggerNamedLikeGuard(t *testing.T) {
-	ctx := context.Background()
-	dsn, raw := rt20gInstalled(t)
-	for _, q := range []string{
-		`CREATE FUNCTION public.fencedsql_keep_token() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END $$`,
-		`CREATE TRIGGER a_keep BEFORE UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION public.fencedsql_keep_token()`,
-	} {
-		if err := rt20gExec(t, raw, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := rt20gReport(t, raw)
-	if r.OK() {
-		t.Fatalf("schema.Check reports OK; want the door reported")
-	}
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
-	if err := rt20gExec(t, raw, "INSERT INTO acc (id, balance, fence_token, version) VALUES (7, 100, 20, 1)"); err != nil {
-		t.Fatal(err)
-	}
-	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE acc SET balance = 666 WHERE id = 7")
-	var bal, tok int64
-	if err := raw.QueryRowContext(ctx, "SELECT balance, fence_token FROM acc WHERE id = 7").Scan(&bal, &tok); err != nil {
-		t.Fatal(err)
-	}
-	if bal == 666 {
-		t.Fatalf("a stale UPDATE (token 5) of a row written under token 20 went through the fenced pool (err = %v; row now balance %d, token %d) past a BEFORE trigger whose function is named fencedsql_…; schema.Check: OK=%v %q; want the trigger reported and the write refused (ErrFenced or ErrSchema)", err, bal, tok, r.OK(), r.Problems)
-	}
 }
 
 // An updatable view over the guarded table counts as closed when it carries an
@@ -98,24 +56,24 @@ func TestRTrt20gOwnTriggerNamedLikeGuard(t *testing.T) {
 // fencedsql_refuse_write of this package (its body, in the view's schema — as the
 // Fix creates it), and otherTriggers excludes only the guard's own functions; the
 // write through the view is refused (ErrSchema for the pool, or the FNCD1 refusal).
-func TestRTrt20gViewRefuseTriggerImpostor(t *testing.T) {
+func TestViewRefuseTriggerImpostorReported(t *testing.T) {
 	ctx := context.Background()
-	dsn, raw := rt20gInstalled(t)
+	dsn, raw := guardBodyInstalled(t)
 	for _, q := range []string{
 		"CREATE VIEW accv AS SELECT * FROM acc",
 		`CREATE FUNCTION public.fencedsql_refuse_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE acc SET balance = NEW.balance, version = version + 1 WHERE id = OLD.id; RETURN NEW; END $$`,
 		"CREATE TRIGGER fencedsql_refuse INSTEAD OF INSERT OR UPDATE OR DELETE ON accv FOR EACH ROW EXECUTE FUNCTION public.fencedsql_refuse_write()",
 	} {
-		if err := rt20gExec(t, raw, q); err != nil {
+		if err := guardBodyExec(t, raw, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := rt20gReport(t, raw)
+	r := guardBodyReport(t, raw)
 	if r.OK() {
 		t.Fatalf("schema.Check reports OK; want the view and its trigger reported")
 	}
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
-	if err := rt20gExec(t, raw, "INSERT INTO acc (id, balance, fence_token, version) VALUES (7, 100, 20, 1)"); err != nil {
+	if err := guardBodyExec(t, raw, "INSERT INTO acc (id, balance, fence_token, version) VALUES (7, 100, 20, 1)"); err != nil {
 		t.Fatal(err)
 	}
 	// The pool's first statement on the table runs the lazy check, which must find the
@@ -126,11 +84,11 @@ func TestRTrt20gViewRefuseTriggerImpostor(t *testing.T) {
 	// Check's Fix restores the refusing function (and the view's trigger), after
 	// which a write through the view is refused, and the check is clean.
 	for _, q := range r.Fix {
-		if err := rt20gExec(t, raw, q); err != nil {
+		if err := guardBodyExec(t, raw, q); err != nil {
 			t.Fatalf("fix %q: %v", q, err)
 		}
 	}
-	if r := rt20gReport(t, raw); !r.OK() {
+	if r := guardBodyReport(t, raw); !r.OK() {
 		t.Fatalf("after the Fix, Check: %q", r.Problems)
 	}
 	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE accv SET balance = 666 WHERE id = 7")
@@ -143,7 +101,7 @@ func TestRTrt20gViewRefuseTriggerImpostor(t *testing.T) {
 	}
 }
 
-type rt20gCase struct {
+type guardBodyCase struct {
 	name    string
 	weaken  []string
 	effect  []string // statements that the intact guard refuses
@@ -151,24 +109,24 @@ type rt20gCase struct {
 	comment string
 }
 
-func rt20gRun(t *testing.T, c rt20gCase) {
+func guardBodyRun(t *testing.T, c guardBodyCase) {
 	t.Helper()
-	_, raw := rt20gInstalled(t)
-	if err := rt20gExec(t, raw, "INSERT INTO acc (id, fence_token, version) VALUES (1, 10, 1), (2, 10, 1)"); err != nil {
+	_, raw := guardBodyInstalled(t)
+	if err := guardBodyExec(t, raw, "INSERT INTO acc (id, fence_token, version) VALUES (1, 10, 1), (2, 10, 1)"); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range c.weaken {
-		if err := rt20gExec(t, raw, q); err != nil {
+		if err := guardBodyExec(t, raw, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	var through []string
 	for _, q := range c.effect {
-		if err := rt20gExec(t, raw, q); err == nil {
+		if err := guardBodyExec(t, raw, q); err == nil {
 			through = append(through, q)
 		}
 	}
-	r := rt20gReport(t, raw)
+	r := guardBodyReport(t, raw)
 	flag := r.Guarded
 	if c.tomb {
 		flag = r.Tombstoned
@@ -177,17 +135,17 @@ func rt20gRun(t *testing.T, c rt20gCase) {
 		t.Fatalf("%s: schema.Check still reports acc as guarded (Guarded=%v Tombstoned=%v, no problem) while the weakened guard let through %q; want the guard reported as not installed (and its Fix to restore it)", c.comment, r.Guarded, r.Tombstoned, through)
 	}
 	for _, q := range r.Fix {
-		if err := rt20gExec(t, raw, q); err != nil {
+		if err := guardBodyExec(t, raw, q); err != nil {
 			t.Fatalf("fix %q: %v", q, err)
 		}
 	}
-	if r := rt20gReport(t, raw); !r.OK() || !r.Guarded || !r.Tombstoned {
+	if r := guardBodyReport(t, raw); !r.OK() || !r.Guarded || !r.Tombstoned {
 		t.Fatalf("%s: after the Fix: %q", c.comment, r.Problems)
 	}
 }
 
-func TestRTrt20gGuardTriggerWhenFalse(t *testing.T) {
-	rt20gRun(t, rt20gCase{
+func TestCheckReportsGuardTriggerWhenFalse(t *testing.T) {
+	guardBodyRun(t, guardBodyCase{
 		weaken: []string{
 			"DROP TRIGGER fencedsql_guard ON acc",
 			"CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON acc FOR EACH ROW WHEN (false) EXECUTE FUNCTION fencedsql_guard_acc()",
@@ -198,8 +156,8 @@ func TestRTrt20gGuardTriggerWhenFalse(t *testing.T) {
 	})
 }
 
-func TestRTrt20gGuardTriggerUpdateOf(t *testing.T) {
-	rt20gRun(t, rt20gCase{
+func TestCheckReportsGuardTriggerUpdateOf(t *testing.T) {
+	guardBodyRun(t, guardBodyCase{
 		weaken: []string{
 			"DROP TRIGGER fencedsql_guard ON acc",
 			"CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE OF id ON acc FOR EACH ROW EXECUTE FUNCTION fencedsql_guard_acc()",
@@ -210,8 +168,8 @@ func TestRTrt20gGuardTriggerUpdateOf(t *testing.T) {
 	})
 }
 
-func TestRTrt20gTruncateTriggerOtherEvent(t *testing.T) {
-	rt20gRun(t, rt20gCase{
+func TestCheckReportsTruncateTriggerOtherEvent(t *testing.T) {
+	guardBodyRun(t, guardBodyCase{
 		weaken: []string{
 			"DROP TRIGGER fencedsql_guard_truncate ON acc",
 			"CREATE TRIGGER fencedsql_guard_truncate AFTER UPDATE ON acc FOR EACH STATEMENT WHEN (false) EXECUTE FUNCTION fencedsql_guard_acc()",
@@ -222,8 +180,8 @@ func TestRTrt20gTruncateTriggerOtherEvent(t *testing.T) {
 	})
 }
 
-func TestRTrt20gTombstoneInsertWhenFalse(t *testing.T) {
-	rt20gRun(t, rt20gCase{
+func TestCheckReportsTombstoneInsertWhenFalse(t *testing.T) {
+	guardBodyRun(t, guardBodyCase{
 		tomb: true,
 		weaken: []string{
 			"DROP TRIGGER fencedsql_tombstone_insert ON acc",
@@ -238,8 +196,8 @@ func TestRTrt20gTombstoneInsertWhenFalse(t *testing.T) {
 	})
 }
 
-func TestRTrt20gTombstoneDeleteOtherEvent(t *testing.T) {
-	rt20gRun(t, rt20gCase{
+func TestCheckReportsTombstoneDeleteOtherEvent(t *testing.T) {
+	guardBodyRun(t, guardBodyCase{
 		tomb: true,
 		weaken: []string{
 			"DROP TRIGGER fencedsql_tombstone_delete ON acc",
@@ -269,24 +227,24 @@ func TestRTrt20gTombstoneDeleteOtherEvent(t *testing.T) {
 // INSERT of a new key then succeeds (and 'alice' after 'Alice' was deleted under a
 // newer token fails with ErrFenced). Severity: over-refusal (fail closed) with an
 // untyped error and a green check.
-func TestRTrt20gTombstoneKeyTypeChanged(t *testing.T) {
+func TestTombstoneKeyTypeChangeRebuiltByFix(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.Postgres(t)
 	raw := rawWith(t, dsn, "CREATE EXTENSION IF NOT EXISTS citext",
 		"CREATE TABLE acc (name text PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
 	checkAcc(t, raw, dsn)
 	for _, q := range postgres.Dialect.(dialect.Tombstoner).UntombstoneDDL(dialect.TableName{Schema: "public", Name: "acc"}) {
-		if err := rt20gExec(t, raw, q); err != nil {
+		if err := guardBodyExec(t, raw, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := rt20gExec(t, raw, "ALTER TABLE acc ALTER COLUMN name TYPE citext"); err != nil {
+	if err := guardBodyExec(t, raw, "ALTER TABLE acc ALTER COLUMN name TYPE citext"); err != nil {
 		t.Fatal(err)
 	}
 	if p := checkAcc(t, raw, dsn); !strings.Contains(p, "tombstone table") {
 		t.Fatalf("schema.Check after the key's type changed: %q; want the tombstone table's key reported (and fixed by the Fix applied)", p)
 	}
-	r := rt20gReport(t, raw)
+	r := guardBodyReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	_, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "INSERT INTO acc (name) VALUES ('Alice')")
 	if err != nil {
@@ -307,23 +265,23 @@ func TestRTrt20gTombstoneKeyTypeChanged(t *testing.T) {
 // reports the tombstone guard installed and OK. Right: as above — Check compares the
 // tombstone table's key with the primary key and rebuilds it; the stale INSERT fails
 // with ErrFenced.
-func TestRTrt20gTombstoneKeyNumericRounds(t *testing.T) {
+func TestTombstoneKeyNumericChangeRebuiltByFix(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.Postgres(t)
-	raw := rawWith(t, dsn, rt20gAcc)
+	raw := rawWith(t, dsn, guardBodyAcc)
 	checkAcc(t, raw, dsn)
 	for _, q := range postgres.Dialect.(dialect.Tombstoner).UntombstoneDDL(dialect.TableName{Schema: "public", Name: "acc"}) {
-		if err := rt20gExec(t, raw, q); err != nil {
+		if err := guardBodyExec(t, raw, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := rt20gExec(t, raw, "ALTER TABLE acc ALTER COLUMN id TYPE numeric"); err != nil {
+	if err := guardBodyExec(t, raw, "ALTER TABLE acc ALTER COLUMN id TYPE numeric"); err != nil {
 		t.Fatal(err)
 	}
 	if p := checkAcc(t, raw, dsn); !strings.Contains(p, "tombstone table") {
 		t.Fatalf("schema.Check after the key's type changed: %q; want the tombstone table's key reported (and fixed by the Fix applied)", p)
 	}
-	r := rt20gReport(t, raw)
+	r := guardBodyReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "INSERT INTO acc (id) VALUES (1.5)"); err != nil {
 		t.Fatal(err)

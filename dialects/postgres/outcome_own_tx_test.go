@@ -62,14 +62,14 @@ func rt35bChildLock(t *testing.T, raw *sql.DB) func() {
 // never sent; only the DELETE was in flight, inside a transaction the wrapper never
 // committed).
 func TestOwnDeleteTxDeadlineNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	release := rt35bChildLock(t, raw)
 	ctx, cancel := context.WithTimeout(fencedsql.WithToken(context.Background(), 10), 1500*time.Millisecond)
 	defer cancel()
 	_, derr := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE id = 1")
 	release()
-	exists, tok, ver := rt20mRow(t, raw, 1)
+	exists, tok, ver := hookedRow(t, raw, 1)
 	auto, aerr := rt35bNotInTx(t, fenced)
 	t.Logf("DELETE: %v (outcome %v); row 1 exists %v tok %d ver %d; autocommit %v (%v)", derr, fencedsql.CommitOutcome(derr), exists, tok, ver, auto, aerr)
 	if !errors.Is(derr, context.DeadlineExceeded) {
@@ -90,7 +90,7 @@ func TestOwnDeleteTxDeadlineNotCommitted(t *testing.T) {
 // as a lost connection). Right behaviour: a server error on a statement of the
 // wrapper's own transaction, which it then rolled back, is NotCommitted.
 func TestOwnDeleteTxStatementTimeoutNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	release := rt35bChildLock(t, raw)
 	defer release()
@@ -110,7 +110,7 @@ func TestOwnDeleteTxStatementTimeoutNotCommitted(t *testing.T) {
 	}
 	conn.Close()
 	release()
-	exists, tok, ver := rt20mRow(t, raw, 1)
+	exists, tok, ver := hookedRow(t, raw, 1)
 	var pe *pgconn.PgError
 	if !errors.As(derr, &pe) || pe.Code != "57014" {
 		t.Fatalf("set-up: DELETE error %v; want the server's statement timeout (57014)", derr)

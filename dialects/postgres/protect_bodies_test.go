@@ -18,9 +18,9 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// rt22aSetup makes a guarded accounts table (row 1 at token 5, floor 50) and returns
+// bodyCheckSetup makes a guarded accounts table (row 1 at token 5, floor 50) and returns
 // the raw pool and a fenced pool with fenced_allow=allow ("" for none).
-func rt22aSetup(t *testing.T, allow string, setup ...string) (raw, fenced *sql.DB) {
+func bodyCheckSetup(t *testing.T, allow string, setup ...string) (raw, fenced *sql.DB) {
 	t.Helper()
 	dsn := testdb.Postgres(t)
 	ctx := context.Background()
@@ -46,7 +46,7 @@ func rt22aSetup(t *testing.T, allow string, setup ...string) (raw, fenced *sql.D
 	return raw, db
 }
 
-// TestRTrt22aGuardTriggersDisabledThroughBodies (fail-open under WithDynamicSQL). Two
+// TestDynamicBodiesDisablingGuardTriggersRefused (fail-open under WithDynamicSQL). Two
 // spellings of a DO body get an UPDATE of pg_trigger past protect_reach.go's catalog
 // check through the fenced pool (the same UPDATE in a plain DO $$…$$ is refused):
 //
@@ -62,14 +62,14 @@ func rt22aSetup(t *testing.T, allow string, setup ...string) (raw, fenced *sql.D
 // token 40, below the floor 50, is accepted.
 //
 // Right behaviour: both refused with ErrUnsupported (catalog write in a body).
-func TestRTrt22aGuardTriggersDisabledThroughBodies(t *testing.T) {
+func TestDynamicBodiesDisablingGuardTriggersRefused(t *testing.T) {
 	const upd = "UPDATE pg_trigger SET tgenabled = $x$D$x$ WHERE tgname LIKE $y$fenced%$y$"
 	for _, c := range []struct{ name, q string }{
 		{"escaped-quote", `DO E'BEGIN PERFORM \'\'; ` + upd + `; PERFORM \'\'; END'`},
 		{"nested-do", "DO $a$ BEGIN DO $b$ BEGIN " + upd + "; END $b$; END $a$"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			raw, db := rt22aSetup(t, "dynamic_sql")
+			raw, db := bodyCheckSetup(t, "dynamic_sql")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			control := "DO $a$ BEGIN " + upd + "; END $a$"
@@ -92,7 +92,7 @@ func TestRTrt22aGuardTriggersDisabledThroughBodies(t *testing.T) {
 	}
 }
 
-// TestRTrt22aSurgeryInDoBody (fail-open under WithDynamicSQL). protect_settings.go
+// TestSurgeryInDoBodyRefused (fail-open under WithDynamicSQL). protect_settings.go
 // refuses heap_force_kill/heap_force_freeze "whatever the statement looks like", but
 // only among the statement's own tokens: protectReachBodies judges a body without the
 // surgery check. With pg_surgery installed (by an administrator), a DO block that
@@ -101,8 +101,8 @@ func TestRTrt22aGuardTriggersDisabledThroughBodies(t *testing.T) {
 // fence — a later insert under a stale token brings it back.
 //
 // Right behaviour: refused with ErrUnsupported (pg_surgery call in a body).
-func TestRTrt22aSurgeryInDoBody(t *testing.T) {
-	raw, db := rt22aSetup(t, "dynamic_sql", "CREATE EXTENSION IF NOT EXISTS pg_surgery")
+func TestSurgeryInDoBodyRefused(t *testing.T) {
+	raw, db := bodyCheckSetup(t, "dynamic_sql", "CREATE EXTENSION IF NOT EXISTS pg_surgery")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	control := "SELECT heap_force_kill(c.oid, ARRAY['(0,1)']::tid[]) FROM pg_class c WHERE c.relname LIKE 'acc%' AND c.relkind = 'r'"
@@ -121,14 +121,14 @@ func TestRTrt22aSurgeryInDoBody(t *testing.T) {
 	t.Errorf("%q went through the fenced pool (WithDynamicSQL); accounts now holds %d row(s) (row 1 killed by pg_surgery without trigger or tombstone)", q, rows)
 }
 
-// TestRTrt22aUescapeWordInDataRefused (over-refusal, default options). An ordinary
+// TestUescapeWordInDataRuns (over-refusal, default options). An ordinary
 // write of an unguarded table, and a plain read, whose string data ends in the word
 // "uescape" are refused: nestedUnicodeEscape takes the literal's own closing quote for
 // the quote of a UESCAPE clause.
 //
 // Right behaviour: both run (the server reads no UESCAPE clause in them).
-func TestRTrt22aUescapeWordInDataRefused(t *testing.T) {
-	_, db := rt22aSetup(t, "", "CREATE TABLE other (id BIGINT PRIMARY KEY, s TEXT)")
+func TestUescapeWordInDataRuns(t *testing.T) {
+	_, db := bodyCheckSetup(t, "", "CREATE TABLE other (id BIGINT PRIMARY KEY, s TEXT)")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, q := range []string{

@@ -21,10 +21,10 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// rt20mHook, when set, is called by the rt20m driver before it sends a statement whose
+// hookedHook, when set, is called by the rt20m driver before it sends a statement whose
 // text starts with prefix (case-insensitively): the moment between two statements of
 // one fenced operation. It stands for a context whose deadline passes right then.
-type rt20mHook struct {
+type hookedHook struct {
 	prefix string
 	fire   func()
 	fired  atomic.Bool
@@ -34,10 +34,10 @@ type rt20mHook struct {
 	armed atomic.Bool
 }
 
-var rt20mHookNow atomic.Pointer[rt20mHook]
+var hookedNow atomic.Pointer[hookedHook]
 
-func rt20mBefore(query string) {
-	h := rt20mHookNow.Load()
+func hookedBefore(query string) {
+	h := hookedNow.Load()
 	if h == nil {
 		return
 	}
@@ -53,53 +53,53 @@ func rt20mBefore(query string) {
 	}
 }
 
-// rt20mDriver is pgx's database/sql driver, unchanged except that it calls
-// rt20mBefore before each statement it sends.
-type rt20mDriver struct{ d driver.Driver }
+// hookedDriver is pgx's database/sql driver, unchanged except that it calls
+// hookedBefore before each statement it sends.
+type hookedDriver struct{ d driver.Driver }
 
-func (d rt20mDriver) Open(name string) (driver.Conn, error) {
+func (d hookedDriver) Open(name string) (driver.Conn, error) {
 	c, err := d.d.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return &rt20mConn{Conn: c.(*stdlib.Conn)}, nil
+	return &hookedConn{Conn: c.(*stdlib.Conn)}, nil
 }
 
-type rt20mConn struct{ *stdlib.Conn }
+type hookedConn struct{ *stdlib.Conn }
 
-func (c *rt20mConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	rt20mBefore(q)
+func (c *hookedConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	hookedBefore(q)
 	return c.Conn.ExecContext(ctx, q, args)
 }
 
-func (c *rt20mConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	rt20mBefore(q)
+func (c *hookedConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	hookedBefore(q)
 	return c.Conn.QueryContext(ctx, q, args)
 }
 
-func (c *rt20mConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	rt20mBefore(q)
+func (c *hookedConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	hookedBefore(q)
 	return c.Conn.PrepareContext(ctx, q)
 }
 
-var rt20mRegister sync.Once
+var hookedRegister sync.Once
 
 const (
-	rt20mDriverName  = "rt20m-fenced-pgx-hooked"
-	rt20mRecheckName = "rt20m-fenced-pgx-hooked-recheck"
+	hookedDriverName  = "rt20m-fenced-pgx-hooked"
+	hookedRecheckName = "rt20m-fenced-pgx-hooked-recheck"
 )
 
-// rt20mRecheck is the last rt20mOpen's fenced pool whose lazy schema check is re-run
+// hookedRecheck is the last hookedOpen's fenced pool whose lazy schema check is re-run
 // before every guarded statement (WithSchemaRecheck(1ns)).
-var rt20mRecheck *sql.DB
+var hookedRecheck *sql.DB
 
-// rt20mOpen creates a database with the guarded table accounts (no guard installed:
+// hookedOpen creates a database with the guarded table accounts (no guard installed:
 // DELETE and claims that the one statement does not take run as two statements) and
 // returns the plain pool and a fenced pool over the hooked driver.
-func rt20mOpen(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
-	rt20mRegister.Do(func() {
-		sql.Register(rt20mDriverName, fencedsql.Wrap(rt20mDriver{d: stdlib.GetDefaultDriver()}, fencedsql.WithDialect(postgres.Dialect)))
-		sql.Register(rt20mRecheckName, fencedsql.Wrap(rt20mDriver{d: stdlib.GetDefaultDriver()}, fencedsql.WithDialect(postgres.Dialect),
+func hookedOpen(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
+	hookedRegister.Do(func() {
+		sql.Register(hookedDriverName, fencedsql.Wrap(hookedDriver{d: stdlib.GetDefaultDriver()}, fencedsql.WithDialect(postgres.Dialect)))
+		sql.Register(hookedRecheckName, fencedsql.Wrap(hookedDriver{d: stdlib.GetDefaultDriver()}, fencedsql.WithDialect(postgres.Dialect),
 			fencedsql.WithSchemaRecheck(time.Nanosecond)))
 	})
 	dsn := testdb.Postgres(t)
@@ -108,13 +108,13 @@ func rt20mOpen(t *testing.T, setup ...string) (raw, fenced *sql.DB) {
 			fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`INSERT INTO accounts VALUES (1, 100, 0, 0), (2, 100, 0, 0)`,
 	}, setup...)...)
-	fenced = testdb.Open(t, rt20mDriverName, dsn+"&fenced_tables=accounts")
-	rt20mRecheck = testdb.Open(t, rt20mRecheckName, dsn+"&fenced_tables=accounts")
-	t.Cleanup(func() { rt20mHookNow.Store(nil) })
+	fenced = testdb.Open(t, hookedDriverName, dsn+"&fenced_tables=accounts")
+	hookedRecheck = testdb.Open(t, hookedRecheckName, dsn+"&fenced_tables=accounts")
+	t.Cleanup(func() { hookedNow.Store(nil) })
 	return raw, fenced
 }
 
-func rt20mRow(t *testing.T, raw *sql.DB, id int64) (exists bool, tok, ver int64) {
+func hookedRow(t *testing.T, raw *sql.DB, id int64) (exists bool, tok, ver int64) {
 	t.Helper()
 	err := raw.QueryRow("SELECT fence_token, version FROM accounts WHERE id = $1", id).Scan(&tok, &ver)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -126,7 +126,7 @@ func rt20mRow(t *testing.T, raw *sql.DB, id int64) (exists bool, tok, ver int64)
 	return true, tok, ver
 }
 
-// TestRTrt20mDeleteContextEndsBetweenStatementsCommitsStamp (data change on error).
+// TestDeleteContextEndingBetweenStatementsFailsCommit (data change on error).
 // A DELETE on a table without the guard runs, in the caller's transaction, as the
 // fencing UPDATE and then the DELETE restricted to the rows it stamped. When the
 // statement's context ends between the two (a request deadline), pgx refuses to send
@@ -141,8 +141,8 @@ func rt20mRow(t *testing.T, raw *sql.DB, id int64) (exists bool, tok, ver int64)
 // server did not answer (a context error, driver.ErrBadConn, any wrapper-side error
 // after the stamp) breaks the transaction on PostgreSQL as well: Commit returns
 // NotCommitted and row 1 is left as it was (token 0, version 0).
-func TestRTrt20mDeleteContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+func TestDeleteContextEndingBetweenStatementsFailsCommit(t *testing.T) {
+	raw, fenced := hookedOpen(t)
 	bg, cancelAll := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancelAll()
 	tx, err := fenced.BeginTx(fencedsql.WithToken(bg, 10), nil)
@@ -152,14 +152,14 @@ func TestRTrt20mDeleteContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
 	defer tx.Rollback() //nolint:errcheck
 	stmtCtx, cancel := context.WithCancel(bg)
 	defer cancel()
-	rt20mHookNow.Store(&rt20mHook{prefix: "DELETE", fire: cancel})
+	hookedNow.Store(&hookedHook{prefix: "DELETE", fire: cancel})
 	_, derr := tx.ExecContext(stmtCtx, "DELETE FROM accounts WHERE id = 1")
 	if derr == nil {
 		t.Fatalf("set-up: the DELETE succeeded; want its second statement refused by the ended context")
 	}
-	rt20mHookNow.Store(nil)
+	hookedNow.Store(nil)
 	cerr := tx.Commit()
-	exists, tok, ver := rt20mRow(t, raw, 1)
+	exists, tok, ver := hookedRow(t, raw, 1)
 	t.Logf("DELETE: %v; Commit: %v; row 1 exists %v, token %d, version %d", derr, cerr, exists, tok, ver)
 	if cerr == nil || fencedsql.CommitOutcome(cerr) != fencedsql.NotCommitted {
 		t.Errorf("Commit after the DELETE failed between its statements: %v; want NotCommitted (the fencing UPDATE's stamp must not commit without the DELETE)", cerr)
@@ -169,14 +169,14 @@ func TestRTrt20mDeleteContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
 	}
 }
 
-// TestRTrt20mClaimContextEndsBetweenStatementsCommitsStamp (data change on error). The
+// TestClaimContextEndingBetweenStatementsFailsCommit (data change on error). The
 // same for a claim run as two statements (a subquery in the select list keeps the
 // one-statement claim from taking it): the fencing UPDATE stamps row 1, the context
 // ends before the read is sent, the locking read fails — the caller got no rows and an
 // error — and Commit succeeds with row 1 stamped by a claim that failed. Right
 // behaviour: as for the DELETE, Commit returns NotCommitted and row 1 is unchanged.
-func TestRTrt20mClaimContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+func TestClaimContextEndingBetweenStatementsFailsCommit(t *testing.T) {
+	raw, fenced := hookedOpen(t)
 	bg, cancelAll := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancelAll()
 	tx, err := fenced.BeginTx(fencedsql.WithToken(bg, 10), nil)
@@ -186,7 +186,7 @@ func TestRTrt20mClaimContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
 	defer tx.Rollback() //nolint:errcheck
 	stmtCtx, cancel := context.WithCancel(bg)
 	defer cancel()
-	rt20mHookNow.Store(&rt20mHook{prefix: "SELECT ID, (SELECT", fire: cancel})
+	hookedNow.Store(&hookedHook{prefix: "SELECT ID, (SELECT", fire: cancel})
 	rows, qerr := tx.QueryContext(stmtCtx, "SELECT id, (SELECT 1) AS one FROM accounts WHERE id = 1 FOR UPDATE")
 	if qerr == nil {
 		n := 0
@@ -199,9 +199,9 @@ func TestRTrt20mClaimContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
 			t.Fatalf("set-up: the claim read %d rows without error; want its read refused by the ended context", n)
 		}
 	}
-	rt20mHookNow.Store(nil)
+	hookedNow.Store(nil)
 	cerr := tx.Commit()
-	_, tok, ver := rt20mRow(t, raw, 1)
+	_, tok, ver := hookedRow(t, raw, 1)
 	t.Logf("claim: %v; Commit: %v; row 1 token %d, version %d", qerr, cerr, tok, ver)
 	if cerr == nil || fencedsql.CommitOutcome(cerr) != fencedsql.NotCommitted {
 		t.Errorf("Commit after the claim failed between its statements: %v; want NotCommitted", cerr)
@@ -211,18 +211,20 @@ func TestRTrt20mClaimContextEndsBetweenStatementsCommitsStamp(t *testing.T) {
 	}
 }
 
-// rt20mLease is a fencedsql.Lease the test loses at will.
-type rt20mLease struct {
+// losableLease is a fencedsql.Lease the test loses at will.
+type losableLease struct {
 	tok  uint64
 	once sync.Once
 	ch   chan struct{}
 }
 
-func newRT20mLease(tok uint64) *rt20mLease  { return &rt20mLease{tok: tok, ch: make(chan struct{})} }
-func (l *rt20mLease) Token() uint64         { return l.tok }
-func (l *rt20mLease) Lost() <-chan struct{} { return l.ch }
-func (l *rt20mLease) lose()                 { l.once.Do(func() { close(l.ch) }) }
-func (l *rt20mLease) Err() error {
+func newLosableLease(tok uint64) *losableLease {
+	return &losableLease{tok: tok, ch: make(chan struct{})}
+}
+func (l *losableLease) Token() uint64         { return l.tok }
+func (l *losableLease) Lost() <-chan struct{} { return l.ch }
+func (l *losableLease) lose()                 { l.once.Do(func() { close(l.ch) }) }
+func (l *losableLease) Err() error {
 	select {
 	case <-l.ch:
 		return errors.New("rt20m: lease lost")
@@ -231,7 +233,7 @@ func (l *rt20mLease) Err() error {
 	}
 }
 
-// TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost (fail-open, defence in depth). A
+// TestAutocommitDeleteChecksLeaseBeforeCommit (fail-open, defence in depth). A
 // DELETE outside a transaction, on a table without the guard, runs in a transaction
 // the wrapper opens itself: BEGIN, the fencing UPDATE, the DELETE, COMMIT. The lease is
 // checked once, before BEGIN. Here the fencing UPDATE waits for a row lock another
@@ -245,8 +247,8 @@ func (l *rt20mLease) Err() error {
 // its own COMMIT, twoStep checks the statement's leases (checkLease) and, when one is
 // lost, rolls its transaction back and fails with an error wrapping
 // lockclient.ErrLeaseLost; row 1 stays.
-func TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+func TestAutocommitDeleteChecksLeaseBeforeCommit(t *testing.T) {
+	raw, fenced := hookedOpen(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	holder, err := raw.BeginTx(ctx, nil)
@@ -257,7 +259,7 @@ func TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost(t *testing.T) {
 	if _, err := holder.ExecContext(ctx, "SELECT id FROM accounts WHERE id = 1 FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
-	lease := newRT20mLease(10)
+	lease := newLosableLease(10)
 	done := make(chan error, 1)
 	go func() {
 		_, err := fenced.ExecContext(fencedsql.WithLease(ctx, lease), "DELETE FROM accounts WHERE id = 1")
@@ -270,14 +272,14 @@ func TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	derr := <-done
-	exists, _, _ := rt20mRow(t, raw, 1)
+	exists, _, _ := hookedRow(t, raw, 1)
 	t.Logf("DELETE under a lease lost during its lock wait: %v; row 1 exists %v", derr, exists)
 	if derr == nil || !exists {
 		t.Errorf("DELETE: %v, row 1 exists %v; want an error wrapping lockclient.ErrLeaseLost and row 1 kept (the lease was known lost before the wrapper sent its own COMMIT)", derr, exists)
 	}
 }
 
-// TestRTrt20mExecClaimLocksRowItDidNotStamp (fail-open, narrow). A locking read sent
+// TestExecClaimLocksOnlyStampedRows (fail-open, narrow). A locking read sent
 // with Exec (`tx.ExecContext("SELECT … FOR UPDATE")`, the "lock these rows" idiom) in
 // its two-statement form (here a subquery in the select list keeps the one statement
 // from taking it; on MySQL/MariaDB every claim) runs execClaim: the claim's plain
@@ -292,8 +294,8 @@ func TestRTrt20mAutocommitDeleteCommitsAfterLeaseLost(t *testing.T) {
 // the Exec form is restricted to the rows the claim stamped as the Query form is (the
 // located/keyed read, counted), or refused, so that no row is locked unclaimed; the
 // older holder's write to row 2 then fails with ErrFenced (or row 2 is not locked).
-func TestRTrt20mExecClaimLocksRowItDidNotStamp(t *testing.T) {
-	raw, fenced := rt20mOpen(t, `UPDATE accounts SET balance = 0 WHERE id = 2`)
+func TestExecClaimLocksOnlyStampedRows(t *testing.T) {
+	raw, fenced := hookedOpen(t, `UPDATE accounts SET balance = 0 WHERE id = 2`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 10), nil)
@@ -301,7 +303,7 @@ func TestRTrt20mExecClaimLocksRowItDidNotStamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck
-	rt20mHookNow.Store(&rt20mHook{after: "UPDATE ACCOUNTS", prefix: "", fire: func() {
+	hookedNow.Store(&hookedHook{after: "UPDATE ACCOUNTS", prefix: "", fire: func() {
 		if _, err := raw.Exec("UPDATE accounts SET balance = 100 WHERE id = 2"); err != nil {
 			t.Errorf("concurrent commit: %v", err)
 		}
@@ -309,7 +311,7 @@ func TestRTrt20mExecClaimLocksRowItDidNotStamp(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "SELECT id, (SELECT 1) AS one FROM accounts WHERE balance > 50 FOR UPDATE"); err != nil {
 		t.Fatalf("claim sent with Exec: %v", err)
 	}
-	rt20mHookNow.Store(nil)
+	hookedNow.Store(nil)
 	// Row 2 is locked by holder 10's transaction…
 	probe, err := raw.BeginTx(ctx, nil)
 	if err != nil {
@@ -317,7 +319,7 @@ func TestRTrt20mExecClaimLocksRowItDidNotStamp(t *testing.T) {
 	}
 	_, lockErr := probe.ExecContext(ctx, "SELECT id FROM accounts WHERE id = 2 FOR UPDATE NOWAIT")
 	_ = probe.Rollback()
-	_, tok2, _ := rt20mRow(t, raw, 2)
+	_, tok2, _ := hookedRow(t, raw, 2)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
