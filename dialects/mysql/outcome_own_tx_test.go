@@ -2,7 +2,7 @@ package mysql_test
 
 // Red-team rt35b: fail closed, second round — a context or server timeout in the
 // middle of a multi-statement fenced operation, and the outcome its error reports.
-// Uses the rt20m hooked driver (rt_rt20m_test.go): an autocommit DELETE runs in the
+// Uses the rt20m hooked driver (claim_recheck_context_test.go): an autocommit DELETE runs in the
 // wrapper's own transaction as the keyed fencing UPDATE, the keyed DELETE and
 // COMMIT AND NO CHAIN NO RELEASE (or ROLLBACK … on a failure).
 

@@ -8,14 +8,14 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestDeleteThroughQueryRefused: a plain `DELETE FROM accounts WHERE id = 1` (no
+// TestDeleteThroughQueryRunsAsExec: a plain `DELETE FROM accounts WHERE id = 1` (no
 // RETURNING) sent with QueryContext — as database/sql allows for any statement, and as
 // ORMs' raw-SQL helpers and QueryRowContext(…).Scan(…) callers do — runs as Exec runs
 // it: the two-statement DELETE (no guard installed), counted on the rows affected, in
 // the wrapper's own transaction outside the caller's. It answers with no rows; the row
 // is deleted and the caller's transaction commits, in a transaction, prepared, and in
 // autocommit.
-func TestDeleteThroughQueryRefused(t *testing.T) {
+func TestDeleteThroughQueryRunsAsExec(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	raw := testdb.Open(t, "pgx", dsn, selectOnlyTable)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")

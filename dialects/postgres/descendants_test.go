@@ -35,14 +35,14 @@ func rt27aRow(t *testing.T, raw *sql.DB, id int64) (n int, tok, ver int64) {
 	return
 }
 
-// TestDeleteStarInheritanceSyntaxFenced: `DELETE FROM accounts * WHERE …` (the
+// TestDescendantsStarDeleteFenced: `DELETE FROM accounts * WHERE …` (the
 // legacy "and descendants" spelling, accepted by PostgreSQL 15) is taken by the
 // DELETE planner as the target with alias "*": the second statement of the fenced
 // DELETE qualifies the ctid as `*.ctid`, a syntax error. Right behaviour: either
 // delete the row (with a fresh token) like the raw driver, or refuse the statement
 // with ErrUnsupported before sending anything; never an untyped syntax error, and
 // never after the stamping statement has already changed the row.
-func TestDeleteStarInheritanceSyntaxFenced(t *testing.T) {
+func TestDescendantsStarDeleteFenced(t *testing.T) {
 	raw, db := rt27aOpen(t)
 	ctx := fencedsql.WithToken(context.Background(), 100)
 	_, err := db.ExecContext(ctx, `DELETE FROM accounts * WHERE id = 1`)
@@ -59,7 +59,7 @@ func TestDeleteStarInheritanceSyntaxFenced(t *testing.T) {
 	}
 }
 
-// TestUpdateStarFromFenced: `UPDATE accounts * SET … FROM ledger WHERE …`
+// TestDescendantsStarUpdateFromFenced: `UPDATE accounts * SET … FROM ledger WHERE …`
 // (the legacy "table and its descendants" marker, which PostgreSQL 15 still accepts)
 // is read by the UPDATE planner as the target with alias "*": the fencing assignments
 // are qualified as `*."version"` and `*."fence_token"`, and that text is sent. The
@@ -68,7 +68,7 @@ func TestDeleteStarInheritanceSyntaxFenced(t *testing.T) {
 // behaviour: fence it like `UPDATE accounts SET … FROM ledger` (the qualifier is the
 // table name when there is no alias), or refuse it with ErrUnsupported before
 // sending anything, leaving the transaction usable.
-func TestUpdateStarFromFenced(t *testing.T) {
+func TestDescendantsStarUpdateFromFenced(t *testing.T) {
 	raw, db := rt27aOpen(t, `CREATE TABLE ledger (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL)`,
 		`INSERT INTO ledger VALUES (1, 1)`)
 	ctx := fencedsql.WithToken(context.Background(), 100)

@@ -2,7 +2,7 @@ package postgres_test
 
 // Red-team rt35b: fail closed, second round — a context or server timeout in the
 // middle of a multi-statement fenced operation. Uses the rt20m hooked driver
-// (rt_rt20m_test.go): the wrapper's own transaction around an autocommit DELETE on a
+// (second_statement_failure_test.go): the wrapper's own transaction around an autocommit DELETE on a
 // table without the guard runs the located fencing UPDATE (WITH …) and then the DELETE.
 
 import (
