@@ -15,7 +15,7 @@ import (
 
 // Red-team rt27a: a second catalogue of hostile SQL through fenced-pgx.
 
-func rt27aOpen(t *testing.T, setup ...string) (raw, db *sql.DB) {
+func starOpen(t *testing.T, setup ...string) (raw, db *sql.DB) {
 	t.Helper()
 	dsn := testdb.Postgres(t)
 	st := append([]string{`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL,
@@ -26,7 +26,7 @@ func rt27aOpen(t *testing.T, setup ...string) (raw, db *sql.DB) {
 	return raw, db
 }
 
-func rt27aRow(t *testing.T, raw *sql.DB, id int64) (n int, tok, ver int64) {
+func starRow(t *testing.T, raw *sql.DB, id int64) (n int, tok, ver int64) {
 	t.Helper()
 	err := raw.QueryRow(`SELECT count(*), coalesce(max(fence_token), 0), coalesce(max(version), 0) FROM accounts WHERE id = $1`, id).Scan(&n, &tok, &ver)
 	if err != nil {
@@ -43,10 +43,10 @@ func rt27aRow(t *testing.T, raw *sql.DB, id int64) (n int, tok, ver int64) {
 // with ErrUnsupported before sending anything; never an untyped syntax error, and
 // never after the stamping statement has already changed the row.
 func TestDescendantsStarDeleteFenced(t *testing.T) {
-	raw, db := rt27aOpen(t)
+	raw, db := starOpen(t)
 	ctx := fencedsql.WithToken(context.Background(), 100)
 	_, err := db.ExecContext(ctx, `DELETE FROM accounts * WHERE id = 1`)
-	n, tok, ver := rt27aRow(t, raw, 1)
+	n, tok, ver := starRow(t, raw, 1)
 	t.Logf("err=%v; row 1: present=%d token=%d version=%d", err, n, tok, ver)
 	if err != nil && n == 1 && (tok != 50 || ver != 3) {
 		t.Fatalf("data change on error: the DELETE failed (%v) but row 1 was stamped (token %d, version %d)", err, tok, ver)
@@ -69,7 +69,7 @@ func TestDescendantsStarDeleteFenced(t *testing.T) {
 // table name when there is no alias), or refuse it with ErrUnsupported before
 // sending anything, leaving the transaction usable.
 func TestDescendantsStarUpdateFromFenced(t *testing.T) {
-	raw, db := rt27aOpen(t, `CREATE TABLE ledger (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL)`,
+	raw, db := starOpen(t, `CREATE TABLE ledger (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL)`,
 		`INSERT INTO ledger VALUES (1, 1)`)
 	ctx := fencedsql.WithToken(context.Background(), 100)
 	tx, err := db.BeginTx(ctx, nil)
@@ -102,7 +102,7 @@ func TestOnlyParenFencedInTransaction(t *testing.T) {
 		`SELECT id, balance FROM ONLY (accounts) WHERE id = 1 FOR UPDATE`,
 	} {
 		t.Run(q, func(t *testing.T) {
-			raw, db := rt27aOpen(t)
+			raw, db := starOpen(t)
 			ctx := fencedsql.WithToken(context.Background(), 100)
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
@@ -124,7 +124,7 @@ func TestOnlyParenFencedInTransaction(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			n, tok, _ := rt27aRow(t, raw, 1)
+			n, tok, _ := starRow(t, raw, 1)
 			if deleting := q[0] == 'D'; deleting && n != 0 || !deleting && (n != 1 || tok != 100) {
 				t.Fatalf("row 1: present=%d token=%d; want deleted by the DELETE, else stamped with 100", n, tok)
 			}
