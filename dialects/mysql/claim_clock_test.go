@@ -71,3 +71,33 @@ func clockWindowSetup(t *testing.T) (string, context.Context) {
 	t.Cleanup(cancel)
 	return dsn, fencedsql.WithToken(ctx, 10)
 }
+
+// TestClaimSessionTimestampClockReturnsOnlyStampedRow: @@timestamp (@@session.timestamp) is the statement's
+// start time on MySQL/MariaDB, the same clock as NOW(), but clockSelection knows only
+// the function names. The stale-row window of TestStatementClockWindow written with
+// FROM_UNIXTIME(@@timestamp) instead of NOW(6): the claim is not keyed (no LIMIT, no
+// known clock) and its token-only read returns row 2, which its UPDATE did not stamp
+// (row 1 was stamped and left the window); the two-statement DELETE deletes row 2
+// instead of row 1 with the counts matching.
+func TestClaimSessionTimestampClockReturnsOnlyStampedRow(t *testing.T) {
+	const window = "FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND"
+	t.Run("Claim", func(t *testing.T) {
+		t.Parallel()
+		dsn, ctx := clockWindowSetup(t)
+		_, tx := tokenTx(t, dsn)
+		claimExact(t, ctx, tx, "SELECT id FROM accounts WHERE updated_at <= "+window+" FOR UPDATE", 1)
+	})
+}
+
+// TestClaimStoredFunctionClockReturnsOnlyStampedRow: the statement's clock behind a stored function (or a
+// view): NOW() inside a function is the calling statement's start time, so the two
+// statements read different cut-offs, and no text check of the caller's statement sees
+// it. The rt16k window written as `updated_at <= cutoff()`: the keyed claim's read
+// finds only the row it stamped (here out of the window: ErrUnsupported).
+func TestClaimStoredFunctionClockReturnsOnlyStampedRow(t *testing.T) {
+	dsn, ctx := clockWindowSetup(t)
+	testdb.Open(t, "mysql", dsn,
+		"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 3 SECOND")
+	_, tx := tokenTx(t, dsn)
+	claimExact(t, ctx, tx, "SELECT id FROM accounts WHERE updated_at <= cutoff() FOR UPDATE", 1)
+}

@@ -1,10 +1,5 @@
 package mysql_test
 
-// Red-team rt28a (F1, F2, F5): dynamic statements that end the wrapper's transaction
-// and begin another, or begin one outside any (the savepoint that marks the
-// transaction, dialect.TxMarker), and a DSN parameter contradicting an option given
-// in code.
-
 import (
 	"context"
 	"database/sql"
@@ -13,15 +8,19 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
-// TestRTrt28aCallOpensTxOutsideWrapperTx (F2: acknowledged write never committed; the
+// Red-team rt28a (F1, F2, F5): dynamic statements that end the wrapper's transaction
+// and begin another, or begin one outside any (the savepoint that marks the
+// transaction, dialect.TxMarker), and a DSN parameter contradicting an option given
+// in code.
+
+// TestCallOpeningTxOutsideWrapperTxDetected (F2: acknowledged write never committed; the
 // autocommit=0 / completion_type=CHAIN class G11 protects against). With
 // WithDynamicSQL(true) (fenced_allow=dynamic_sql), a CALL *outside* a wrapper
 // transaction of a procedure that runs START TRANSACTION left the session inside a
@@ -36,7 +35,7 @@ import (
 // transaction is rolled back, and the connection is discarded — on a *sql.Conn its
 // next statement answers driver.ErrBadConn, nothing sent; on the pool the next write
 // runs on a fresh connection and is committed.
-func TestRTrt28aCallOpensTxOutsideWrapperTx(t *testing.T) {
+func TestCallOpeningTxOutsideWrapperTxDetected(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
@@ -86,15 +85,15 @@ func TestRTrt28aCallOpensTxOutsideWrapperTx(t *testing.T) {
 	}
 }
 
-// rt28aLostLease is a lease that can be lost on demand.
-type rt28aLostLease struct {
+// callLostLease is a lease that can be lost on demand.
+type callLostLease struct {
 	tok  uint64
 	lost chan struct{}
 }
 
-func (l *rt28aLostLease) Token() uint64         { return l.tok }
-func (l *rt28aLostLease) Lost() <-chan struct{} { return l.lost }
-func (l *rt28aLostLease) Err() error {
+func (l *callLostLease) Token() uint64         { return l.tok }
+func (l *callLostLease) Lost() <-chan struct{} { return l.lost }
+func (l *callLostLease) Err() error {
 	select {
 	case <-l.lost:
 		return errLeaseGone
@@ -105,7 +104,7 @@ func (l *rt28aLostLease) Err() error {
 
 var errLeaseGone = lockclient.ErrLeaseLost
 
-// TestRTrt28aCallCommitsAndReopensTx (data change on error: Commit reports
+// TestCallCommittingAndReopeningTxDetected (data change on error: Commit reports
 // NotCommitted for a committed write). Inside a wrapper transaction, a dynamic
 // statement allowed by WithDynamicSQL(true) is followed by the @@in_transaction check
 // (watchDynamic, red-team rt10x F4): a CALL that COMMITs is caught because the session
@@ -123,7 +122,7 @@ var errLeaseGone = lockclient.ErrLeaseLost
 // statement inside a transaction as ending it with an Unknown outcome. At the least
 // Commit must report Unknown (ErrCommitUnknown), never NotCommitted, after a dynamic
 // statement ran in the transaction.
-func TestRTrt28aCallCommitsAndReopensTx(t *testing.T) {
+func TestCallCommittingAndReopeningTxDetected(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
@@ -133,7 +132,7 @@ func TestRTrt28aCallCommitsAndReopensTx(t *testing.T) {
 	fenced.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	lease := &rt28aLostLease{tok: 20, lost: make(chan struct{})}
+	lease := &callLostLease{tok: 20, lost: make(chan struct{})}
 	lctx := fencedsql.WithLease(ctx, lease)
 	tx, err := fenced.BeginTx(lctx, nil)
 	if err != nil {
@@ -160,7 +159,7 @@ func TestRTrt28aCallCommitsAndReopensTx(t *testing.T) {
 	}
 }
 
-// TestRTrt28aDSNOverridesSchemaCheckOption (fail-open through a configuration
+// TestDSNContradictingSchemaCheckOptionRefused (fail-open through a configuration
 // conflict). A driver registered with fencedsql.WithSchemaCheck(true) — the code
 // insisting on the session checks — opened with a DSN that says
 // fenced_schema_check=false (a DSN copied from a test set-up, as the WithSchemaCheck
@@ -175,7 +174,7 @@ func TestRTrt28aCallCommitsAndReopensTx(t *testing.T) {
 // (fenced_schema_check=false against WithSchemaCheck(true); likewise fenced_strict)
 // is a ConfigError at Open (G13: "a configuration the wrapper cannot honour is an
 // error at open"), or the safer of the two wins; the stale write fails with ErrFenced.
-func TestRTrt28aDSNOverridesSchemaCheckOption(t *testing.T) {
+func TestDSNContradictingSchemaCheckOptionRefused(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
@@ -203,7 +202,7 @@ func TestRTrt28aDSNOverridesSchemaCheckOption(t *testing.T) {
 	}
 }
 
-// TestRTrt28aCallRollsBackAndReopensTx (success reported for a write that was rolled
+// TestCallRollingBackAndReopeningTxDetected (success reported for a write that was rolled
 // back): F1's mirror image. A procedure that runs `ROLLBACK; START TRANSACTION` inside
 // a wrapper transaction leaves @@in_transaction = 1: the wrapper goes on, and Commit
 // answers nil (Committed) although the fenced UPDATE made before the CALL was rolled
@@ -212,7 +211,7 @@ func TestRTrt28aDSNOverridesSchemaCheckOption(t *testing.T) {
 // Right behaviour: as for F1 — a dynamic statement after which the wrapper cannot
 // show its transaction is the same one ends it: Commit fails with an Unknown (or
 // NotCommitted) outcome, never nil.
-func TestRTrt28aCallRollsBackAndReopensTx(t *testing.T) {
+func TestCallRollingBackAndReopeningTxDetected(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
@@ -241,5 +240,46 @@ func TestRTrt28aCallRollsBackAndReopensTx(t *testing.T) {
 	}
 	if callErr == nil && cerr == nil && seen != 99 {
 		t.Errorf("CALL and Commit both succeeded, but balance is %d (want 99, or an error): the procedure rolled the wrapper's transaction back and opened another", seen)
+	}
+}
+
+// TestCallRecreatingWrapperSavepointDetected (fail-open, needs a procedure that knows the
+// wrapper's naming). The savepoint that marks the transaction around a dynamic statement
+// (markDynamic) is named fencedsql_dyn_<n>, n counting the connection's dynamic
+// statements from 1: predictable. A procedure that runs COMMIT; START TRANSACTION;
+// SAVEPOINT fencedsql_dyn_1 (or loops over a few numbers) leaves a savepoint of that
+// name in the new transaction, so the wrapper's RELEASE succeeds, @@in_transaction is 1,
+// and the wrapper believes its transaction intact: the fenced UPDATE made before the CALL
+// is committed, yet tx.Rollback answers nil (the caller believes nothing was written).
+//
+// Right behaviour: the marker cannot be recreated by the statement it judges — a name
+// with a per-connection random part (crypto/rand), so that a procedure cannot name it;
+// the CALL fails with outcome Unknown and Rollback reports Unknown.
+func TestCallRecreatingWrapperSavepointDetected(t *testing.T) {
+	dsn := testdb.MySQL(t)
+	raw := testdb.Open(t, "mysql", dsn,
+		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"INSERT INTO accounts VALUES (1, 10, 10, 1)",
+		"CREATE PROCEDURE rt30a_reopen() BEGIN COMMIT; START TRANSACTION; SAVEPOINT fencedsql_dyn_1; SAVEPOINT fencedsql_dyn_2; SAVEPOINT fencedsql_dyn_3; END")
+	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts&fenced_allow=dynamic_sql")
+	fenced.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	tctx := fencedsql.WithToken(ctx, 20)
+	tx, err := fenced.BeginTx(tctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(tctx, "UPDATE accounts SET balance = 99 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	_, cerr := tx.ExecContext(tctx, "CALL rt30a_reopen()")
+	rerr := tx.Rollback()
+	var bal int64
+	if err := raw.QueryRowContext(ctx, "SELECT balance FROM accounts WHERE id = 1").Scan(&bal); err != nil {
+		t.Fatal(err)
+	}
+	if bal == 99 && cerr == nil && rerr == nil {
+		t.Errorf("the CALL that committed and re-created the wrapper's savepoint by name passed (err nil), Rollback answered nil, yet balance 99 is committed: want the CALL refused with outcome Unknown")
 	}
 }

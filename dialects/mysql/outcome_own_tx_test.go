@@ -2,7 +2,7 @@ package mysql_test
 
 // Red-team rt35b: fail closed, second round — a context or server timeout in the
 // middle of a multi-statement fenced operation, and the outcome its error reports.
-// Uses the rt20m hooked driver (rt_rt20m_test.go): an autocommit DELETE runs in the
+// Uses the rt20m hooked driver (claim_recheck_context_test.go): an autocommit DELETE runs in the
 // wrapper's own transaction as the keyed fencing UPDATE, the keyed DELETE and
 // COMMIT AND NO CHAIN NO RELEASE (or ROLLBACK … on a failure).
 
@@ -25,7 +25,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-func rt35bExists(t *testing.T, raw *sql.DB, id int64) bool {
+func rowExists(t *testing.T, raw *sql.DB, id int64) bool {
 	t.Helper()
 	var n int
 	if err := raw.QueryRow("SELECT COUNT(*) FROM accounts WHERE id = ?", id).Scan(&n); err != nil {
@@ -44,20 +44,20 @@ func rt35bExists(t *testing.T, raw *sql.DB, id int64) bool {
 // outcomes"): a failure of the wrapper's own transaction before its COMMIT was sent
 // wraps ErrNotCommitted.
 func TestOwnDeleteTxCancelledNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	bg, cancelAll := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancelAll()
 	ctx, cancel := context.WithCancel(fencedsql.WithToken(bg, 10))
 	defer cancel()
-	h := &rt20mHook{after: "UPDATE", fire: cancel}
-	rt20mHookNow.Store(h)
+	h := &hookedHook{after: "UPDATE", fire: cancel}
+	hookedNow.Store(h)
 	_, derr := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE balance = 100 AND id = 1")
-	rt20mHookNow.Store(nil)
+	hookedNow.Store(nil)
 	if !h.fired.Load() {
 		t.Fatalf("set-up: the hook did not fire after the fencing UPDATE (err %v)", derr)
 	}
-	tok, ver := rt20mTokVer(t, raw, 1)
+	tok, ver := hookedTokVer(t, raw, 1)
 	var in int
 	ierr := fenced.QueryRow("SELECT @@in_transaction").Scan(&in)
 	t.Logf("DELETE: %v (outcome %v); row 1 tok %d ver %d; in_transaction %d (%v)", derr, fencedsql.CommitOutcome(derr), tok, ver, in, ierr)
@@ -77,7 +77,7 @@ func TestOwnDeleteTxCancelledNotCommitted(t *testing.T) {
 // server error on a statement (the doc's table: "a server error on a statement or on
 // COMMIT: NotCommitted"), in a transaction the wrapper then rolled back.
 func TestOwnDeleteTxLockWaitNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	if _, err := raw.Exec(`CREATE TABLE rt35b_child (id BIGINT PRIMARY KEY, acc BIGINT, FOREIGN KEY (acc) REFERENCES accounts(id)) ENGINE=InnoDB`); err != nil {
 		t.Fatal(err)
@@ -103,12 +103,12 @@ func TestOwnDeleteTxLockWaitNotCommitted(t *testing.T) {
 	ierr := conn.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&in)
 	conn.Close()
 	_ = holder.Rollback()
-	tok, ver := rt20mTokVer(t, raw, 1)
+	tok, ver := hookedTokVer(t, raw, 1)
 	t.Logf("DELETE: %v (outcome %v); row 1 tok %d ver %d; in_transaction %d (%v)", derr, fencedsql.CommitOutcome(derr), tok, ver, in, ierr)
 	if mysqlErrNumber(derr) != 1205 {
 		t.Fatalf("set-up: DELETE error %v; want 1205", derr)
 	}
-	if tok != 0 || ver != 0 || !rt35bExists(t, raw, 1) || ierr != nil || in != 0 {
+	if tok != 0 || ver != 0 || !rowExists(t, raw, 1) || ierr != nil || in != 0 {
 		t.Errorf("row 1 tok %d ver %d, in_transaction %d (%v); want unchanged and a clean connection", tok, ver, in, ierr)
 	}
 	if o := fencedsql.CommitOutcome(derr); o != fencedsql.NotCommitted {
@@ -128,7 +128,7 @@ func TestOwnDeleteTxLockWaitNotCommitted(t *testing.T) {
 // *mysql.MySQLError (any server error number) on a statement is NotCommitted, as the
 // table says, and the write's error wraps ErrNotCommitted.
 func TestAutocommitServerErrorNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
 	holder, err := raw.Begin()
 	if err != nil {
@@ -157,55 +157,55 @@ func TestAutocommitServerErrorNotCommitted(t *testing.T) {
 	}
 }
 
-// rt35bCut, when set, is called by the rt35b driver before it sends a statement whose
+// cutHook, when set, is called by the rt35b driver before it sends a statement whose
 // text starts with prefix (once).
-type rt35bCut struct {
+type cutHook struct {
 	prefix string
 	fire   func()
 	fired  atomic.Bool
 }
 
-var rt35bCutNow atomic.Pointer[rt35bCut]
+var cutNow atomic.Pointer[cutHook]
 
-func rt35bBefore(q string) {
-	if h := rt35bCutNow.Load(); h != nil && strings.HasPrefix(q, h.prefix) && h.fired.CompareAndSwap(false, true) {
+func cutBefore(q string) {
+	if h := cutNow.Load(); h != nil && strings.HasPrefix(q, h.prefix) && h.fired.CompareAndSwap(false, true) {
 		h.fire()
 	}
 }
 
-// rt35bDriver is go-sql-driver/mysql under the rt20m hooked connection, with
-// rt35bBefore called before each statement as well.
-type rt35bDriver struct{ d driver.Driver }
+// cutDriver is go-sql-driver/mysql under the rt20m hooked connection, with
+// cutBefore called before each statement as well.
+type cutDriver struct{ d driver.Driver }
 
-func (d rt35bDriver) Open(name string) (driver.Conn, error) {
+func (d cutDriver) Open(name string) (driver.Conn, error) {
 	c, err := d.d.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return &rt35bConn{rt20mConn: c.(*rt20mConn)}, nil
+	return &cutConn{hookedConn: c.(*hookedConn)}, nil
 }
 
-type rt35bConn struct{ *rt20mConn }
+type cutConn struct{ *hookedConn }
 
-func (c *rt35bConn) ExecContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Result, error) {
-	rt35bBefore(q)
-	return c.rt20mConn.ExecContext(ctx, q, a)
+func (c *cutConn) ExecContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Result, error) {
+	cutBefore(q)
+	return c.hookedConn.ExecContext(ctx, q, a)
 }
 
-func (c *rt35bConn) QueryContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Rows, error) {
-	rt35bBefore(q)
-	return c.rt20mConn.QueryContext(ctx, q, a)
+func (c *cutConn) QueryContext(ctx context.Context, q string, a []driver.NamedValue) (driver.Rows, error) {
+	cutBefore(q)
+	return c.hookedConn.QueryContext(ctx, q, a)
 }
 
-var rt35bRegister sync.Once
+var cutRegister sync.Once
 
-const rt35bDriverName = "rt35b-fenced-mysql-hooked"
+const cutDriverName = "rt35b-fenced-mysql-hooked"
 
-// rt35bOpen: the rt20m table (rows 1, 2, 3) and a fenced pool over the rt35b driver
+// cutOpen: the rt20m table (rows 1, 2, 3) and a fenced pool over the rt35b driver
 // whose lazy checks re-run before every guarded statement (WithSchemaRecheck(1ns)).
-func rt35bOpen(t *testing.T) (raw, fenced *sql.DB) {
-	rt35bRegister.Do(func() {
-		sql.Register(rt35bDriverName, fencedsql.Wrap(rt35bDriver{d: rt20mDriver{d: &gomysql.MySQLDriver{}}},
+func cutOpen(t *testing.T) (raw, fenced *sql.DB) {
+	cutRegister.Do(func() {
+		sql.Register(cutDriverName, fencedsql.Wrap(cutDriver{d: hookedDriver{d: &gomysql.MySQLDriver{}}},
 			fencedsql.WithDialect(mysql.Dialect), fencedsql.WithSchemaRecheck(time.Nanosecond)))
 	})
 	dsn := testdb.MySQL(t)
@@ -213,37 +213,37 @@ func rt35bOpen(t *testing.T) (raw, fenced *sql.DB) {
 		`CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL,
 			fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB`,
 		`INSERT INTO accounts VALUES (1, 100, 0, 0), (2, 100, 0, 0), (3, 100, 0, 0)`)
-	fenced = testdb.Open(t, rt35bDriverName, fencetest.WithParam(fencetest.WithParam(dsn, "fenced_tables=accounts"), "interpolateParams=true"))
-	t.Cleanup(func() { rt35bCutNow.Store(nil) })
+	fenced = testdb.Open(t, cutDriverName, fencetest.WithParam(fencetest.WithParam(dsn, "fenced_tables=accounts"), "interpolateParams=true"))
+	t.Cleanup(func() { cutNow.Store(nil) })
 	return raw, fenced
 }
 
-// rt35bPKQuery and rt35bKeyedInit start the primary key query of the keyed statements
+// pkQuery and keyedInit start the primary key query of the keyed statements
 // (keyed.go rowKey) and their session variables' initialisation (keyedNonce).
 const (
-	rt35bPKQuery   = "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), k.TABLE_SCHEMA FROM"
-	rt35bKeyedInit = "SET @fencedsql_claim = NULL"
+	pkQuery   = "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), k.TABLE_SCHEMA FROM"
+	keyedInit = "SET @fencedsql_claim = NULL"
 )
 
-// rt35bKeyedCheckCancelled ends the DELETE's context right before the statement
+// keyedCheckCancelled ends the DELETE's context right before the statement
 // starting with prefix is sent, and checks that the error keeps context.Canceled.
-func rt35bKeyedCheckCancelled(t *testing.T, name, prefix string) {
-	raw, fenced := rt35bOpen(t)
+func keyedCheckCancelled(t *testing.T, name, prefix string) {
+	raw, fenced := cutOpen(t)
 	bg, cancelAll := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancelAll()
 	ctx, cancel := context.WithCancel(fencedsql.WithToken(bg, 10))
 	defer cancel()
-	h := &rt35bCut{prefix: prefix, fire: cancel}
-	rt35bCutNow.Store(h)
+	h := &cutHook{prefix: prefix, fire: cancel}
+	cutNow.Store(h)
 	_, derr := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE balance = 100 AND id = 1")
-	rt35bCutNow.Store(nil)
+	cutNow.Store(nil)
 	if !h.fired.Load() {
 		t.Fatalf("set-up: no statement starting with %q was sent (err %v)", prefix, derr)
 	}
-	tok, ver := rt20mTokVer(t, raw, 1)
+	tok, ver := hookedTokVer(t, raw, 1)
 	t.Logf("DELETE: %v; errors.Is Canceled %v, ErrSchema %v; row 1 tok %d ver %d", derr,
 		errors.Is(derr, context.Canceled), errors.Is(derr, fencedsql.ErrSchema), tok, ver)
-	if derr == nil || tok != 0 || ver != 0 || !rt35bExists(t, raw, 1) {
+	if derr == nil || tok != 0 || ver != 0 || !rowExists(t, raw, 1) {
 		t.Fatalf("row 1 changed or no error")
 	}
 	if !errors.Is(derr, context.Canceled) {
@@ -266,7 +266,7 @@ func rt35bKeyedCheckCancelled(t *testing.T, name, prefix string) {
 // return it as it is), so that errors.Is finds context.Canceled, and ErrBadConn-class
 // errors stay recognisable.
 func TestKeyedCheckKeepsContextError(t *testing.T) {
-	rt35bKeyedCheckCancelled(t, "primary key query", rt35bPKQuery)
+	keyedCheckCancelled(t, "primary key query", pkQuery)
 }
 
 // TestKeyedInitKeepsContextError (untyped error): as
@@ -274,5 +274,5 @@ func TestKeyedCheckKeepsContextError(t *testing.T) {
 // first keyed pair initialises its session variables (keyedNonce: "setting the keyed
 // statements' session variables failed", the cause dropped).
 func TestKeyedInitKeepsContextError(t *testing.T) {
-	rt35bKeyedCheckCancelled(t, "session variables' initialisation", rt35bKeyedInit)
+	keyedCheckCancelled(t, "session variables' initialisation", keyedInit)
 }

@@ -28,8 +28,8 @@ const replaceLedger = "CREATE TABLE ledger (id INT NOT NULL PRIMARY KEY, email V
 // the e-mail x@example.com; the admin connection is a plain one (one connection).
 func replaceSetup(t *testing.T) (*sql.DB, string) {
 	t.Helper()
-	admin, dsn := rt21aSetup(t, "ledger", replaceLedger)
-	if rep := rt21aReport(t, admin, "ledger"); !rep.OK() || !rep.Guarded || !rep.Tombstoned {
+	admin, dsn := triggerNamesSetup(t, "ledger", replaceLedger)
+	if rep := triggerNamesReport(t, admin, "ledger"); !rep.OK() || !rep.Guarded || !rep.Tombstoned {
 		t.Fatalf("ledger not guarded: %+v", rep)
 	}
 	testdb.Exec(t, admin, "UPDATE ledger SET email = 'x@example.com', version = version + 1 WHERE id = 3")
@@ -197,18 +197,18 @@ func TestReplaceMarkTriggerIsPartOfTheGuard(t *testing.T) {
 	}
 
 	testdb.Exec(t, admin, "DROP TRIGGER fencedsql_tombrep_ledger")
-	rep := rt21aReport(t, admin, "ledger")
+	rep := triggerNamesReport(t, admin, "ledger")
 	if rep.Tombstoned || !strings.Contains(strings.Join(rep.Fix, "\n"), "fencedsql_tombrep_ledger` BEFORE INSERT ON") {
 		t.Fatalf("without its REPLACE mark the tombstone guard is reported installed: Tombstoned=%v fix=%q", rep.Tombstoned, rep.Fix)
 	}
 	testdb.Exec(t, admin, rep.Fix...)
-	if rep := rt21aReport(t, admin, "ledger"); !rep.OK() || !rep.Tombstoned {
+	if rep := triggerNamesReport(t, admin, "ledger"); !rep.OK() || !rep.Tombstoned {
 		t.Fatalf("after the Fix: %+v", rep)
 	}
 
 	testdb.Exec(t, admin, "DROP TRIGGER fencedsql_tombrep_ledger",
 		"CREATE TRIGGER fencedsql_tombrep_ledger BEFORE INSERT ON ledger FOR EACH ROW SET NEW.fence_token = 99")
-	rep = rt21aReport(t, admin, "ledger")
+	rep = triggerNamesReport(t, admin, "ledger")
 	if rep.OK() || !strings.Contains(strings.Join(rep.Problems, " "), "fencedsql_tombrep_ledger") {
 		t.Errorf("a forged REPLACE-mark trigger: schema.Check problems = %q, want it reported", rep.Problems)
 	}

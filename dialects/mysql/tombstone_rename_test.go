@@ -22,7 +22,7 @@ const tombRenameLedger = "CREATE TABLE ledger (id INT NOT NULL PRIMARY KEY, bala
 // triggers, which record into fencedsql_tomb_ledger). It returns the admin connection,
 // the DSN and a helper that applies schema.Check's Fix for a table and checks again.
 func tombRenamed(t *testing.T, ctx context.Context) (*sql.DB, string, func(string) schema.TableReport) {
-	admin, dsn := rt21aSetup(t, "ledger", tombRenameLedger)
+	admin, dsn := triggerNamesSetup(t, "ledger", tombRenameLedger)
 	fix := func(table string) schema.TableReport {
 		t.Helper()
 		reps, err := schema.Check(ctx, admin, mysql.Dialect, schema.GuardSpec{Table: table})

@@ -128,10 +128,10 @@ func containsID(ids []int64, id int64) bool {
 	return false
 }
 
-// TestRT14cClaimConflictSpoofedByData (red-team rt14c): a 22P02 whose message carries
+// TestClaimConflictNotSpoofedByData (red-team rt14c): a 22P02 whose message carries
 // the mark is ErrClaimConflict only from a statement that carries the claim's check
 // (plan.Plan.ConflictChecked); caller data holding the text stays the driver's error.
-func TestRT14cClaimConflictSpoofedByData(t *testing.T) {
+func TestClaimConflictNotSpoofedByData(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	testdb.Open(t, "pgx", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, flag boolean, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
 		`INSERT INTO accounts (id, balance, fence_token) VALUES (1, 1, 1)`)
@@ -151,12 +151,12 @@ func TestRT14cClaimConflictSpoofedByData(t *testing.T) {
 	}
 }
 
-// TestRT14cNowaitClaimWaits (red-team rt14c): with ties, the claim's UPDATE reached a
+// TestNowaitClaimNeverWaits (red-team rt14c): with ties, the claim's UPDATE reached a
 // row of the unlocked list its NOWAIT locking list never examined, and waited for
 // another transaction holding it: a NOWAIT read blocked. Every list now breaks ties by
 // ctid, so the claim's lists agree and it never waits (it may fail with 55P03 where the
 // plain read took another tie).
-func TestRT14cNowaitClaimWaits(t *testing.T) {
+func TestNowaitClaimNeverWaits(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	raw := testdb.Open(t, "pgx", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
 	fenced := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
@@ -134,5 +137,44 @@ func TestFloorNewTableStartsAtHighest(t *testing.T) {
 	_, err = db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO public.orders (id, balance) VALUES (1, 0)")
 	if !errors.Is(err, fencedsql.ErrBelowFloor) {
 		t.Fatalf("token 20 into the table guarded after the raise to 1000: err = %v, want ErrBelowFloor", err)
+	}
+}
+
+// TestCheckSkipsUnreadableOtherSchemaFloor (over-refusal; regression of
+// cc57ac0). schema.Check now reads every floor table the database's guards read
+// (lostFloors → TokenFloors) for every guarded table it checks — also floors in schemas
+// the checking role has no USAGE on. A role that may check public.accounts (its guards
+// read public.fencedsql_floor, which is fine) gets no report at all: Check fails with the
+// server's raw "permission denied for schema …" because another team's schema also has
+// guards. Before cc57ac0 the same Check answered.
+//
+// Right behaviour: Check reports the table; floors it cannot read are skipped (or named
+// as a note), not a failure of the whole check; at least the floor the table's own guard
+// reads decides its report.
+func TestCheckSkipsUnreadableOtherSchemaFloor(t *testing.T) {
+	role := fmt.Sprintf("rt25a_chk_%d", time.Now().UnixNano()%1_000_000_000)
+	dsn := testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	const tbl = "(id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
+	g := postgres.Dialect.(dialect.Guarder)
+	admin := rawWith(t, dsn, `CREATE SCHEMA secret`, "CREATE ROLE "+role+" LOGIN PASSWORD 'x'")
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP OWNED BY " + role)
+		_, _ = admin.Exec("DROP ROLE IF EXISTS " + role)
+	})
+	rawWith(t, fencetest.WithParam(dsn, "search_path=public"), append([]string{"CREATE TABLE accounts " + tbl}, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)...)
+	rawWith(t, fencetest.WithParam(dsn, "search_path=secret"), append([]string{"CREATE TABLE vault " + tbl}, g.GuardDDL(dialect.TableName{Name: "vault"}, "fence_token", "version")...)...)
+	testdb.Exec(t, admin, "GRANT SELECT ON accounts TO "+role)
+	chkDSN := strings.Replace(dsn, "fenced:fenced@", role+":x@", 1)
+	if chkDSN == dsn {
+		t.Fatal("set-up: the DSN has no fenced:fenced@ to replace")
+	}
+	chk := rawWith(t, chkDSN)
+	reps, err := schema.Check(ctx, chk, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Errorf("schema.Check(accounts) as a role without USAGE on schema secret (whose guards read their own floor): %v; want a report for accounts", err)
+	} else {
+		t.Logf("report: %+v", reps[0])
 	}
 }

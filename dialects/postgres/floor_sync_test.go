@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -108,5 +111,50 @@ END $$`, "GRANT EXECUTE ON FUNCTION fencedsql_floor_sync() TO PUBLIC")
 	pgExec(t, raw, ddl...)
 	if n, public := installed(); n != 1 || public {
 		t.Errorf("after the guard's DDL again: installed %d, PUBLIC EXECUTE %v", n, public)
+	}
+}
+
+// TestDisabledFloorSyncOffSearchPathReported (fail-open, reporting). The
+// guards of app.accounts read app.fencedsql_floor and its copy app.fencedsql_floor_seq
+// (installed with search_path=app). With the floor table's sync trigger disabled (a
+// DBA's ALTER TABLE … DISABLE TRIGGER, a restore that disabled triggers), a raise
+// writes the table but not the copy, and the guards' fast path accepts every token at
+// or above the stale copy: RaiseTokenFloor(50) returns nil and token 20 then writes.
+// schema.Check catches a disabled sync trigger only "where the session finds the floor
+// table" (GuardInstalledQuery: to_regclass('fencedsql_floor') by the checker's
+// search_path), not the floor table the table's guards read: run with the
+// application's DSN (search_path public, which has its own healthy floor table for
+// other guarded tables) it reports app.accounts guarded and fine.
+//
+// Right behaviour: GuardInstalledQuery checks the sync trigger and the sequence of the
+// floor table the table's guard function reads (floorSchema, as the UNLOGGED lint
+// already does), so schema.Check reports the disabled sync trigger; and/or
+// RaiseTokenFloor verifies the copy equals the raised floor after its write (and fails
+// when it does not). The test passes when any of these holds.
+func TestDisabledFloorSyncOffSearchPathReported(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	const accounts = "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
+	admin := rawWith(t, dsn, `CREATE SCHEMA app`)
+	guardDDL := postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")
+	rawWith(t, fencetest.WithParam(dsn, "search_path=app"), append([]string{accounts}, guardDDL...)...)
+	rawWith(t, fencetest.WithParam(dsn, "search_path=public"), append([]string{accounts}, guardDDL...)...)
+	testdb.Exec(t, admin, "ALTER TABLE app.fencedsql_floor DISABLE TRIGGER fencedsql_floor_sync")
+	reps, err := schema.Check(ctx, admin, postgres.Dialect, schema.GuardSpec{Table: "app.accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := !reps[0].Guarded
+	for _, p := range reps[0].Problems {
+		if strings.Contains(p, "floor") {
+			reported = true
+		}
+	}
+	raiseErr := schema.RaiseTokenFloor(ctx, admin, postgres.Dialect, 50)
+	fenced := testdb.Open(t, postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=app.accounts"))
+	_, werr := fenced.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO app.accounts (id, balance) VALUES (1, 1)")
+	if !reported && raiseErr == nil && !errors.Is(werr, fencedsql.ErrBelowFloor) {
+		t.Errorf("app.fencedsql_floor's sync trigger disabled: schema.Check(app.accounts) Guarded=%v OK=%v problems %q; after RaiseTokenFloor(50) (nil), token 20 on app.accounts: %v; want Check to report it (or the raise to fail, or ErrBelowFloor)", reps[0].Guarded, reps[0].OK(), reps[0].Problems, errText(werr))
 	}
 }

@@ -20,18 +20,18 @@ import (
 // each is a changed guard now. Left open (docs/design.md): all of them re-created
 // consistently for another floor.
 
-// rt32aEvilFloor creates a schema rt32a_evil holding a floor table (floor 0) and a
+// evilFloor creates a schema rt32a_evil holding a floor table (floor 0) and a
 // floor sequence never advanced: a floor the functions' owner controls.
-var rt32aEvilFloor = []string{
+var evilFloor = []string{
 	"CREATE SCHEMA rt32a_evil",
 	"CREATE TABLE rt32a_evil.fencedsql_floor (id integer PRIMARY KEY, floor bigint NOT NULL)",
 	"INSERT INTO rt32a_evil.fencedsql_floor VALUES (1, 0)",
 	"CREATE SEQUENCE rt32a_evil.fencedsql_floor_seq MINVALUE 0 START 0",
 }
 
-// rt32aRetarget returns src with every name of the public floor replaced by the
+// retargetFloor returns src with every name of the public floor replaced by the
 // rt32a_evil one: the very text the guard installs, for another floor's schema.
-func rt32aRetarget(src string) string {
+func retargetFloor(src string) string {
 	src = strings.ReplaceAll(src, "public.fencedsql_floor", "rt32a_evil.fencedsql_floor")
 	return strings.ReplaceAll(src, "'public.", "'rt32a_evil.")
 }
@@ -51,22 +51,22 @@ func TestGuardFunctionsRetargetedToAnotherFloor(t *testing.T) {
 	}{
 		{"trigger function", "public.fencedsql_guard_accounts()",
 			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS ",
-			"UPDATE accounts SET balance = 7 WHERE id = 1", nil, rt32aRetarget},
+			"UPDATE accounts SET balance = 7 WHERE id = 1", nil, retargetFloor},
 		{"slow fence", "public.fencedsql_fenced_accounts(bigint,bigint)",
 			"CREATE OR REPLACE FUNCTION public.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST 1000 AS ",
-			"DELETE FROM accounts WHERE id = 1", nil, rt32aRetarget},
+			"DELETE FROM accounts WHERE id = 1", nil, retargetFloor},
 		{"fast fence calling another schema's", "public.fencedsql_fence_accounts(bigint,bigint)",
 			"CREATE OR REPLACE FUNCTION public.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS ",
 			"DELETE FROM accounts WHERE id = 1",
 			[]string{"CREATE FUNCTION rt32a_evil.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS 'SELECT 1'"},
-			func(src string) string { return strings.ReplaceAll(rt32aRetarget(src), "public.", "rt32a_evil.") }},
+			func(src string) string { return strings.ReplaceAll(retargetFloor(src), "public.", "rt32a_evil.") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, dsn, raw := guardedAccounts(t)
 			if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
 				t.Fatal(err)
 			}
-			testdb.Exec(t, raw, rt32aEvilFloor...)
+			testdb.Exec(t, raw, evilFloor...)
 			testdb.Exec(t, raw, c.extra...)
 			var src string
 			if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE oid = $1::regprocedure", c.fn).Scan(&src); err != nil {

@@ -15,7 +15,7 @@ import (
 // the guards' own objects — the tombstone table, the token floor and its copy — that
 // the guard-writer check (otherTriggers) did not see.
 
-// TestRTrt29aTombWriterNamedLikeOwnTrigger: the guard-writer check skips any trigger named
+// TestTombWriterNamedLikeOwnTriggerReported: the guard-writer check skips any trigger named
 // fencedsql_tombstone_delete/_insert/_rekey whose function is named
 // fencedsql_tombstone_accounts in a schema holding a table named accounts — but that
 // schema may be any schema. A trigger of that name on an unguarded table whose
@@ -25,7 +25,7 @@ import (
 // body as the tombstone guard writes it for that schema's table, or at least a
 // function that writes only its own schema's tombstone table), so schema.Check reports
 // a SideDoorGuardWriter and the lazy check refuses accounts with ErrSchema.
-func TestRTrt29aTombWriterNamedLikeOwnTrigger(t *testing.T) {
+func TestTombWriterNamedLikeOwnTriggerReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
 	testdb.Exec(t, raw,
 		"CREATE SCHEMA rt29a_x",
@@ -38,14 +38,14 @@ func TestRTrt29aTombWriterNamedLikeOwnTrigger(t *testing.T) {
 	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "fencedsql_tombstone_delete on public.audit"))
 }
 
-// TestRTrt29aFloorWriterNamedLikeGuard: the floor-writer check skips any function named
+// TestFloorWriterNamedLikeGuardReported: the floor-writer check skips any function named
 // fencedsql_guard_% whose text contains the guard version marker ("fencedsql guard v"),
 // which a comment supplies. A trigger on an unguarded table running such a function
 // that lowers the floor is not reported, and a writer below the raised floor writes.
 // Right behaviour: only the library's own guard functions (the guard trigger's
 // function of a guarded table, text as written) are skipped; schema.Check reports a
 // SideDoorGuardWriter and the lazy check refuses accounts with ErrSchema.
-func TestRTrt29aFloorWriterNamedLikeGuard(t *testing.T) {
+func TestFloorWriterNamedLikeGuardReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
 		t.Fatal(err)
@@ -63,14 +63,14 @@ func TestRTrt29aFloorWriterNamedLikeGuard(t *testing.T) {
 	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_lower on public.audit"))
 }
 
-// TestRTrt29aRuleWritesTombstoneTable: a rule on an unguarded table (DO ALSO DELETE FROM
+// TestRuleWritingTombstoneTableReported: a rule on an unguarded table (DO ALSO DELETE FROM
 // the tombstone table) is the guard writer the trigger check looks for, in another
 // form: the rule's action runs with the rule owner's rights (the table owner's) on
 // every INSERT into audit, through the pool too, and erases the tombstones of
 // accounts. Right behaviour: a rule anywhere whose action writes a guard table is a
 // SideDoorGuardWriter (schema.Check reports it with DROP RULE as Fix; the lazy check
 // refuses accounts with ErrSchema), and the stale INSERT below is refused.
-func TestRTrt29aRuleWritesTombstoneTable(t *testing.T) {
+func TestRuleWritingTombstoneTableReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw, "CREATE RULE rt29a_r AS ON INSERT TO audit DO ALSO DELETE FROM public.fencedsql_tomb_accounts")
 	tombAttack(t, ctx, dsn, false, 0, "INSERT INTO audit (msg) VALUES ('x')")
@@ -78,7 +78,7 @@ func TestRTrt29aRuleWritesTombstoneTable(t *testing.T) {
 	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "rt29a_r on public.audit"))
 }
 
-// TestRTrt29aTriggerWritesTombstoneTableThroughView: an automatically updatable view
+// TestTriggerWritingTombstoneTableThroughViewReported: an automatically updatable view
 // over the tombstone table, and a trigger on an unguarded table whose SECURITY DEFINER
 // function deletes from the view: the function's body does not name the tombstone
 // table, so the guard-writer check (a body test for the guard table's name) passes
@@ -87,7 +87,7 @@ func TestRTrt29aRuleWritesTombstoneTable(t *testing.T) {
 // trigger or rule) is itself a door (or a writer of such a view is a guard writer):
 // schema.Check reports it, the lazy check refuses accounts (ErrSchema), and the stale
 // INSERT is refused.
-func TestRTrt29aTriggerWritesTombstoneTableThroughView(t *testing.T) {
+func TestTriggerWritingTombstoneTableThroughViewReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw,
 		"CREATE VIEW rt29a_tv AS SELECT * FROM public.fencedsql_tomb_accounts",
@@ -98,7 +98,7 @@ func TestRTrt29aTriggerWritesTombstoneTableThroughView(t *testing.T) {
 	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorGuardTable, "public.rt29a_tv"))
 }
 
-// TestRTrt29aTriggerSwapsTombstoneTableByDDL: the guard-writer check is a word test for
+// TestTriggerSwappingTombstoneTableByDDLReported: the guard-writer check is a word test for
 // data-changing statements (INSERT, UPDATE, DELETE, TRUNCATE, …) naming a guard table;
 // a trigger function that swaps the tombstone table by DDL — ALTER TABLE … RENAME,
 // then CREATE TABLE … (LIKE … INCLUDING ALL) — writes no row, yet leaves an empty
@@ -108,7 +108,7 @@ func TestRTrt29aTriggerWritesTombstoneTableThroughView(t *testing.T) {
 // whose function names a guard table in any statement but a plain read (ALTER, DROP,
 // CREATE … LIKE, RENAME) is a SideDoorGuardWriter; the lazy check refuses accounts
 // (ErrSchema), and the stale INSERT is refused.
-func TestRTrt29aTriggerSwapsTombstoneTableByDDL(t *testing.T) {
+func TestTriggerSwappingTombstoneTableByDDLReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	testdb.Exec(t, raw,
 		`CREATE FUNCTION rt29a_swap() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN
@@ -121,7 +121,7 @@ func TestRTrt29aTriggerSwapsTombstoneTableByDDL(t *testing.T) {
 	fixRestores(t, ctx, raw, fix)
 }
 
-// TestRTrt29aTriggerLowersFloorCopy: the guards' fast path accepts any token at or above
+// TestTriggerLoweringFloorCopyReported: the guards' fast path accepts any token at or above
 // the floor's copy (the sequence fencedsql_floor_seq, pg_sequence_last_value), without
 // reading the floor table. A SECURITY DEFINER trigger function on an unguarded table
 // that runs `setval('public.fencedsql_floor_seq', 1)` names neither guard table as a
@@ -131,7 +131,7 @@ func TestRTrt29aTriggerSwapsTombstoneTableByDDL(t *testing.T) {
 // Right behaviour: a trigger (or rule) whose function names the floor's sequence (or
 // calls setval/nextval on it) is a SideDoorGuardWriter (schema.Check reports it, the
 // lazy check refuses accounts with ErrSchema); the write under 20 is refused.
-func TestRTrt29aTriggerLowersFloorCopy(t *testing.T) {
+func TestTriggerLoweringFloorCopyReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT)")
 	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestRTrt29aTriggerLowersFloorCopy(t *testing.T) {
 	fixRestores(t, ctx, raw, fix)
 }
 
-// TestRTrt29aEventTriggerWritesTombstoneTable: an event trigger (ddl_command_end) whose
+// TestEventTriggerWritingTombstoneTableReported: an event trigger (ddl_command_end) whose
 // function deletes from the tombstone table is not in pg_trigger, so the guard-writer
 // check never sees it. The pool sends DDL without a token (CREATE TEMP TABLE is
 // accepted), so any session of the application erases the tombstones of accounts with
@@ -158,7 +158,7 @@ func TestRTrt29aTriggerLowersFloorCopy(t *testing.T) {
 // Right behaviour: an enabled event trigger whose function writes (or names) a guard
 // table is a SideDoorGuardWriter (schema.Check reports it with DROP EVENT TRIGGER as
 // Fix; the lazy check refuses accounts with ErrSchema), and the stale INSERT is refused.
-func TestRTrt29aEventTriggerWritesTombstoneTable(t *testing.T) {
+func TestEventTriggerWritingTombstoneTableReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw,
 		"CREATE FUNCTION rt29a_evt() RETURNS event_trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN DELETE FROM public.fencedsql_tomb_accounts; END $$",
@@ -169,7 +169,7 @@ func TestRTrt29aEventTriggerWritesTombstoneTable(t *testing.T) {
 	fixRestores(t, ctx, raw, fix)
 }
 
-// TestRTrt29aSecurityDefinerRoutineWritesTombstoneTable: the guard-writer check covers
+// TestSecurityDefinerRoutineWritingTombstoneTableReported: the guard-writer check covers
 // triggers only. A SECURITY DEFINER function that deletes from the tombstone table, and
 // that PUBLIC may execute (the default for a new function), erases the tombstones with
 // the owner's rights when the application calls it through the pool (`SELECT
@@ -178,7 +178,7 @@ func TestRTrt29aEventTriggerWritesTombstoneTable(t *testing.T) {
 // and that runs with another role's rights (SECURITY DEFINER) and is executable by
 // others is reported (SideDoorGuardWriter, or a privilege problem naming it, Fix
 // REVOKE EXECUTE … FROM PUBLIC / DROP FUNCTION), and the lazy check refuses accounts.
-func TestRTrt29aSecurityDefinerRoutineWritesTombstoneTable(t *testing.T) {
+func TestSecurityDefinerRoutineWritingTombstoneTableReported(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw, "CREATE FUNCTION rt29a_wipe() RETURNS void LANGUAGE sql SECURITY DEFINER AS 'DELETE FROM public.fencedsql_tomb_accounts'")
 	fix := requireDoor(t, ctx, dsn, dialect.SideDoorGuardWriter, "function public.rt29a_wipe()")

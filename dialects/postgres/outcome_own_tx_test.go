@@ -2,7 +2,7 @@ package postgres_test
 
 // Red-team rt35b: fail closed, second round — a context or server timeout in the
 // middle of a multi-statement fenced operation. Uses the rt20m hooked driver
-// (rt_rt20m_test.go): the wrapper's own transaction around an autocommit DELETE on a
+// (second_statement_failure_test.go): the wrapper's own transaction around an autocommit DELETE on a
 // table without the guard runs the located fencing UPDATE (WITH …) and then the DELETE.
 
 import (
@@ -17,9 +17,9 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
-// rt35bNotInTx reports whether the next statements on db's only connection run
+// notInTx reports whether the next statements on db's only connection run
 // outside any transaction (two txid_current() calls differ only in autocommit).
-func rt35bNotInTx(t *testing.T, db *sql.DB) (bool, error) {
+func notInTx(t *testing.T, db *sql.DB) (bool, error) {
 	t.Helper()
 	var a, b int64
 	if err := db.QueryRow(`SELECT txid_current()`).Scan(&a); err != nil {
@@ -31,11 +31,11 @@ func rt35bNotInTx(t *testing.T, db *sql.DB) (bool, error) {
 	return a != b, nil
 }
 
-// rt35bChildLock makes a DELETE of accounts row 1 wait: a child row referencing it,
+// childLock makes a DELETE of accounts row 1 wait: a child row referencing it,
 // inserted and deleted by a transaction left open, makes the DELETE's foreign-key
 // check wait for that transaction (the fencing UPDATE, which changes no key, does
 // not wait). It returns the function ending that transaction.
-func rt35bChildLock(t *testing.T, raw *sql.DB) func() {
+func childLock(t *testing.T, raw *sql.DB) func() {
 	t.Helper()
 	if _, err := raw.Exec(`CREATE TABLE rt35b_child (id BIGINT PRIMARY KEY, acc BIGINT REFERENCES accounts(id))`); err != nil {
 		t.Fatal(err)
@@ -62,15 +62,15 @@ func rt35bChildLock(t *testing.T, raw *sql.DB) func() {
 // never sent; only the DELETE was in flight, inside a transaction the wrapper never
 // committed).
 func TestOwnDeleteTxDeadlineNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
-	release := rt35bChildLock(t, raw)
+	release := childLock(t, raw)
 	ctx, cancel := context.WithTimeout(fencedsql.WithToken(context.Background(), 10), 1500*time.Millisecond)
 	defer cancel()
 	_, derr := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE id = 1")
 	release()
-	exists, tok, ver := rt20mRow(t, raw, 1)
-	auto, aerr := rt35bNotInTx(t, fenced)
+	exists, tok, ver := hookedRow(t, raw, 1)
+	auto, aerr := notInTx(t, fenced)
 	t.Logf("DELETE: %v (outcome %v); row 1 exists %v tok %d ver %d; autocommit %v (%v)", derr, fencedsql.CommitOutcome(derr), exists, tok, ver, auto, aerr)
 	if !errors.Is(derr, context.DeadlineExceeded) {
 		t.Fatalf("set-up: DELETE error %v; want context.DeadlineExceeded while the DELETE waited", derr)
@@ -90,9 +90,9 @@ func TestOwnDeleteTxDeadlineNotCommitted(t *testing.T) {
 // as a lost connection). Right behaviour: a server error on a statement of the
 // wrapper's own transaction, which it then rolled back, is NotCommitted.
 func TestOwnDeleteTxStatementTimeoutNotCommitted(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	fenced.SetMaxOpenConns(1)
-	release := rt35bChildLock(t, raw)
+	release := childLock(t, raw)
 	defer release()
 	ctx := fencedsql.WithToken(context.Background(), 10)
 	conn, err := fenced.Conn(ctx)
@@ -110,7 +110,7 @@ func TestOwnDeleteTxStatementTimeoutNotCommitted(t *testing.T) {
 	}
 	conn.Close()
 	release()
-	exists, tok, ver := rt20mRow(t, raw, 1)
+	exists, tok, ver := hookedRow(t, raw, 1)
 	var pe *pgconn.PgError
 	if !errors.As(derr, &pe) || pe.Code != "57014" {
 		t.Fatalf("set-up: DELETE error %v; want the server's statement timeout (57014)", derr)

@@ -74,3 +74,45 @@ func TestOwnTriggerDoors(t *testing.T) {
 		}
 	}
 }
+
+// A table's own BEFORE UPDATE trigger that puts the old token back in place of the
+// fencing NULL (NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token)) is the
+// door ownTriggers exists to report, and the lazy check refuses a pool over it. But
+// ownTriggers skips every trigger whose function's name starts with "fencedsql_"
+// (p.proname NOT LIKE 'fencedsql\_%', in any schema), meant for the guard's own
+// functions: the same trigger calling a function so named is neither reported by
+// schema.Check nor refused by the lazy check. Named to fire before fencedsql_guard
+// ("a_…"), it turns the wrapper's refused stale UPDATE into an accepted one, the row
+// guard installed: the guard then sees the old token and an advanced version. Right:
+// exclude only the guard's own functions (the table's fencedsql_guard_/tombstone_
+// functions, by name and schema, or by the triggers GuardDDL/TombstoneDDL create), and
+// report this trigger; the stale UPDATE fails with ErrFenced (or the pool with
+// ErrSchema).
+func TestOwnTriggerNamedLikeGuardReported(t *testing.T) {
+	ctx := context.Background()
+	dsn, raw := guardBodyInstalled(t)
+	for _, q := range []string{
+		`CREATE FUNCTION public.fencedsql_keep_token() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fence_token := COALESCE(NEW.fence_token, OLD.fence_token); RETURN NEW; END $$`,
+		`CREATE TRIGGER a_keep BEFORE UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION public.fencedsql_keep_token()`,
+	} {
+		if err := guardBodyExec(t, raw, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := guardBodyReport(t, raw)
+	if r.OK() {
+		t.Fatalf("schema.Check reports OK; want the door reported")
+	}
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
+	if err := guardBodyExec(t, raw, "INSERT INTO acc (id, balance, fence_token, version) VALUES (7, 100, 20, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE acc SET balance = 666 WHERE id = 7")
+	var bal, tok int64
+	if err := raw.QueryRowContext(ctx, "SELECT balance, fence_token FROM acc WHERE id = 7").Scan(&bal, &tok); err != nil {
+		t.Fatal(err)
+	}
+	if bal == 666 {
+		t.Fatalf("a stale UPDATE (token 5) of a row written under token 20 went through the fenced pool (err = %v; row now balance %d, token %d) past a BEFORE trigger whose function is named fencedsql_…; schema.Check: OK=%v %q; want the trigger reported and the write refused (ErrFenced or ErrSchema)", err, bal, tok, r.OK(), r.Problems)
+	}
+}

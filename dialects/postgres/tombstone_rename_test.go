@@ -84,7 +84,7 @@ func TestTombstoneRenamedTableFixKeepsTombstones(t *testing.T) {
 	}
 }
 
-// TestRTrt30aDollarQuotedTombPurgeUnseen (fail-open). The guard-writer check
+// TestDollarQuotedTombPurgeReported (fail-open). The guard-writer check
 // (otherTriggers case 5, guardWrites → dialect.WritesTableWords) reads a routine's body
 // for a statement that writes the tombstone table. A SECURITY DEFINER function that
 // PUBLIC may execute, whose body is EXECUTE $q$DELETE FROM fencedsql_tomb_accounts$q$
@@ -100,7 +100,7 @@ func TestTombstoneRenamedTableFixKeepsTombstones(t *testing.T) {
 // delimiters (the closing tag ends the identifier): schema.Check reports a guard
 // writer (REVOKE EXECUTE), the fenced pool refuses with ErrSchema, and the stale
 // re-insert does not land.
-func TestRTrt30aDollarQuotedTombPurgeUnseen(t *testing.T) {
+func TestDollarQuotedTombPurgeReported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dsn := testdb.Postgres(t)

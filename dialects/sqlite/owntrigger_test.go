@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/fencedsql/fencedsql/internal/testdb"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
 // ownTriggerDB makes a SQLite file with accounts (row 1: balance 600, token 60) fit by
@@ -157,5 +157,196 @@ func TestOwnTriggerDoorsJudged(t *testing.T) {
 	}
 	if want := "d_body on accounts,d_default on accounts,d_ignore on accounts,d_when on accounts"; strings.Join(got, ",") != want {
 		t.Fatalf("own trigger doors %q, want %q", strings.Join(got, ","), want)
+	}
+}
+
+// guardedAccounts: accounts with the guard and the tombstones installed by schema.Check's
+// Fix (a second Check reports it OK), row 1 and 2 written under token 20.
+func guardedAccounts(t *testing.T) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	raw := testdb.Open(t, "sqlite", testdb.SQLite(t), "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
+	raw.SetMaxOpenConns(1)
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	if reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() || !reps[0].Guarded || !reps[0].Tombstoned {
+		t.Fatalf("after the fix: %+v %v", reps, err)
+	}
+	testdb.Exec(t, raw, "INSERT INTO accounts (id, fence_token, version) VALUES (1, 20, 1), (2, 20, 1), (3, 5, 1)")
+	return raw
+}
+
+// Fail-open (lazy check). SQLite's guardTriggerTable takes any name with one of the
+// guard's prefixes; ownTriggers skips it, and guardTriggers compares it only when the
+// name is among ownTriggerShapes — which has no tombstone triggers when the primary
+// key is unknown, as in the lazy check (triggerdoor.go passes no PrimaryKey). The
+// PATCH trigger of TestOwnTriggerPatchIdiomRefused, created as
+// fencedsql_tombkey_patch, is not refused by the lazy check, and a stale UPDATE
+// (token 10) of a row written under token 60 stores its values with no error.
+// Right: the pool refuses the table with ErrSchema (the trigger is judged by
+// ownTriggers unless it is exactly one of t's own installed triggers).
+func TestTombNamedPatchTriggerRefusedByLazyCheck(t *testing.T) {
+	ctx := context.Background()
+	file, raw := ownTriggerDB(t)
+	ownExec(t, raw, `CREATE TRIGGER fencedsql_tombkey_patch BEFORE UPDATE ON accounts WHEN NEW.fence_token IS NULL
+BEGIN
+  UPDATE accounts SET balance = NEW.balance, fence_token = OLD.fence_token, version = OLD.version + 1 WHERE id = OLD.id;
+  SELECT RAISE(IGNORE);
+END`)
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testdb.Open(t, "fenced-sqlite", file+"&fenced_tables=accounts")
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 10), `UPDATE accounts SET balance = -1 WHERE id = 1`)
+	if bal, tok := ownRow(t, raw); bal == -1 {
+		t.Fatalf("[fail-open] stale UPDATE (token 10) of a row written under token 60 with a PATCH trigger named fencedsql_tombkey_patch: err = %v, row now balance %d token %d (schema.Check OK=%v, reports it: %v); want ErrSchema from the lazy check and the row unchanged",
+			err, bal, tok, reps[0].OK(), strings.Contains(strings.Join(reps[0].Problems, " "), "fencedsql_tombkey_patch"))
+	}
+}
+
+// Over-refusal (regression of the whole-text comparison). SQLite column names are
+// case-insensitive, but guardTriggers compares the installed trigger text byte for
+// byte with the DDL rebuilt from the lazy check's column names: a column declared
+// Fence_Token, guarded by schema.Check with TokenColumn "Fence_Token" (Check: OK),
+// makes a pool with the default fence_token (the same column) refuse every write.
+// Right: accept the installed guard (compare identifiers case-insensitively, or with
+// the catalog's spelling).
+func TestColumnCaseGuardNotReportedAsDoor(t *testing.T) {
+	ctx := context.Background()
+	file := "file:" + t.TempDir() + "/c.db?_pragma=busy_timeout(5000)"
+	raw := testdb.Open(t, "sqlite", file, `CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, Fence_Token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
+	spec := schema.GuardSpec{Table: "accounts", TokenColumn: "Fence_Token"}
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownExec(t, raw, reps[0].Fix...)
+	if reps, _ = schema.Check(ctx, raw, sqlite.Dialect, spec); !reps[0].OK() {
+		t.Fatalf("setup: %q", reps[0].Problems)
+	}
+	db := testdb.Open(t, "fenced-sqlite", file+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 10), `INSERT INTO accounts (id, fence_token, version) VALUES (1, 10, 1)`); err != nil {
+		t.Fatalf("[over-refusal] guard installed for column Fence_Token (schema.Check OK); a pool with the default fence_token (same column) refuses: %.300s…; want the write accepted", err)
+	}
+}
+
+// Fail-open (schema.Check too). As TestTombNamedPatchTriggerRefusedByLazyCheck,
+// on a table without a declared primary key: no tombstone DDL is built in schema.Check
+// either, so the PATCH trigger named fencedsql_tombins_accounts is judged by neither
+// ownTriggers nor guardTriggers. Right: Check reports it (DROP TRIGGER), the pool
+// refuses the table, the stale UPDATE changes nothing.
+func TestTombNamedPatchTriggerWithoutPrimaryKeyReported(t *testing.T) {
+	ctx := context.Background()
+	file := "file:" + t.TempDir() + "/n.db?_pragma=busy_timeout(5000)"
+	raw := testdb.Open(t, "sqlite", file, `CREATE TABLE accounts (id INTEGER NOT NULL, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+		`INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 600, 60, 1)`)
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownExec(t, raw, reps[0].Fix...)
+	ownExec(t, raw, `CREATE TRIGGER fencedsql_tombins_accounts BEFORE UPDATE ON accounts WHEN NEW.fence_token IS NULL
+BEGIN
+  UPDATE accounts SET balance = NEW.balance, fence_token = OLD.fence_token, version = OLD.version + 1 WHERE id = OLD.id;
+  SELECT RAISE(IGNORE);
+END`)
+	reps, err = schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := strings.Contains(strings.Join(reps[0].Problems, " "), "fencedsql_tombins_accounts")
+	db := testdb.Open(t, "fenced-sqlite", file+"&fenced_tables=accounts")
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 10), `UPDATE accounts SET balance = -1 WHERE id = 1`)
+	if bal, tok := ownRow(t, raw); bal == -1 || !reported {
+		t.Fatalf("[fail-open] no primary key, PATCH trigger named fencedsql_tombins_accounts: schema.Check reports it=%v (problems %q); stale UPDATE (token 10 < 60) err=%v, row balance %d token %d; want it reported and the write refused", reported, reps[0].Problems, err, bal, tok)
+	}
+}
+
+// TestImpostorUnicodeFoldReported: guardTriggers compares a guard-named trigger's
+// text with the text this version writes using strings.EqualFold, i.e. Unicode
+// simple case folding, under which U+017F (ſ, LATIN SMALL LETTER LONG S) equals
+// 's'. SQLite, however, folds only ASCII in identifiers: "fencedſql_tomb_accounts" is
+// another table. A plain connection creates such a decoy (empty) tombstone table and
+// re-creates fencedsql_tombins_accounts reading the decoy instead of the real
+// tombstone table: every character the same under EqualFold, the version marker
+// kept. schema.Check reports the table OK, the pool's lazy check lets it through, and
+// a stale INSERT (token 10) brings back a key deleted under token 60 through the
+// fenced pool with no error.
+// Right: compare the trigger text byte for byte (or fold ASCII only, as SQLite does),
+// so the impostor is an own-trigger door: schema.Check not OK (Fix re-creates the
+// trigger), the pool refuses the table with ErrSchema, and the stale INSERT fails.
+func TestImpostorUnicodeFoldReported(t *testing.T) {
+	ctx := context.Background()
+	file, raw := ownTriggerDB(t)
+	var orig string
+	if err := raw.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'fencedsql_tombins_accounts'`).Scan(&orig); err != nil {
+		t.Fatal(err)
+	}
+	decoy := "fencedſql_tomb_accounts" // U+017F for the 's' of fencedsql
+	forged := strings.ReplaceAll(orig, `"fencedsql_tomb_accounts"`, `"`+decoy+`"`)
+	if forged == orig || !strings.EqualFold(forged, orig) {
+		t.Fatalf("could not forge: %q", orig)
+	}
+	ownExec(t, raw, `CREATE TABLE "`+decoy+`" AS SELECT * FROM fencedsql_tomb_accounts WHERE 0`,
+		`DROP TRIGGER fencedsql_tombins_accounts`, forged)
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reps[0].OK() {
+		t.Fatalf("schema.Check OK with fencedsql_tombins_accounts forged with a Unicode-folded decoy table name")
+	}
+	testdb.Exec(t, raw, "DELETE FROM accounts WHERE id = 1") // under token 60: the real tombstone
+	db := testdb.Open(t, "fenced-sqlite", file+"&fenced_tables=accounts")
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 10), `INSERT INTO accounts (id, balance) VALUES (1, -1)`)
+	var n int
+	raw.QueryRow(`SELECT count(*) FROM accounts WHERE id = 1`).Scan(&n)
+	if !errors.Is(err, fencedsql.ErrSchema) || n != 0 {
+		t.Fatalf("stale INSERT (token 10) of key 1 deleted under token 60, the trigger forged: err = %v, rows now %d; want ErrSchema and nothing inserted", err, n)
+	}
+}
+
+// TestTriggerDeletingTombstonesReported: a trigger of the table's own, under an ordinary
+// name, whose body deletes the key's tombstone before the tombstone guard's AFTER
+// INSERT check reads it:
+//
+//	CREATE TRIGGER aa_clean BEFORE INSERT ON accounts BEGIN
+//	  DELETE FROM fencedsql_tomb_accounts WHERE id = NEW.id; END
+//
+// ownTriggers judges a BEFORE trigger only by whether it names the token or version
+// column, writes the table itself or uses RAISE(IGNORE); otherTriggers only by whether
+// another table's trigger writes the guarded table. Neither looks at writes to the
+// tombstone table (nor at triggers of other tables that write it), so schema.Check
+// reports the table OK, the pool's lazy check passes, and a stale INSERT (token 10)
+// through the fenced pool brings back a key deleted under token 60.
+// Right: a trigger (on the table or any other table of its schema) whose body writes
+// fencedsql_tomb_<table> (or the token floor) is a door: reported by schema.Check with
+// DROP TRIGGER as Fix, and the pool refuses the table (ErrSchema).
+func TestTriggerDeletingTombstonesReported(t *testing.T) {
+	ctx := context.Background()
+	file, raw := ownTriggerDB(t)
+	ownExec(t, raw, `CREATE TRIGGER aa_clean BEFORE INSERT ON accounts BEGIN DELETE FROM fencedsql_tomb_accounts WHERE id = NEW.id; END`)
+	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reps[0].OK() {
+		t.Fatal("schema.Check OK with a trigger that deletes tombstones")
+	}
+	testdb.Exec(t, raw, "DELETE FROM accounts WHERE id = 1") // under token 60: the real tombstone
+	db := testdb.Open(t, "fenced-sqlite", file+"&fenced_tables=accounts")
+	_, err = db.ExecContext(fencedsql.WithToken(ctx, 10), `INSERT INTO accounts (id, balance) VALUES (1, -1)`)
+	var n int
+	raw.QueryRow(`SELECT count(*) FROM accounts WHERE id = 1`).Scan(&n)
+	if !errors.Is(err, fencedsql.ErrSchema) || n != 0 {
+		t.Fatalf("stale INSERT (token 10) of key 1 deleted under token 60 with a trigger deleting tombstones: err = %v, rows now %d; want ErrSchema from the pool", err, n)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	if reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() {
+		t.Fatalf("after the Fix: %+v %v", reps, err)
 	}
 }

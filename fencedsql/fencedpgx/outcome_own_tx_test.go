@@ -29,7 +29,7 @@ func TestNativeOwnDeleteTxCancelledNotCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &rt20mTracer{}
+	tr := &cutBeforeTracer{}
 	cfg.ConnConfig.Tracer = tr
 	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

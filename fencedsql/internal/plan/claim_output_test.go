@@ -2,14 +2,14 @@ package plan
 
 import "testing"
 
-// TestClaimOutputNamesRt25b: the output names a claim's ORDER BY can mean besides the
+// TestClaimOutputNamesAsServerDerives: the output names a claim's ORDER BY can mean besides the
 // explicit aliases are read as the server derives them (red-team rt25b): MariaDB drops
 // an alias's leading blanks (F1) and names an item without an alias by its text (F5);
 // PostgreSQL names an unnamed item "?column?" (F4b), and an item whose output name its
 // text need not show (a `*` inside it, (TABLE …), (VALUES …)) may name any output
 // (F1b). Before a LIMIT such an ORDER BY is refused with a token; MariaDB also refuses
 // an aggregate in the ORDER BY (F5). The plain forms next to them are still claimed.
-func TestClaimOutputNamesRt25b(t *testing.T) {
+func TestClaimOutputNamesAsServerDerives(t *testing.T) {
 	for _, c := range []struct {
 		d       testDialect
 		in      string

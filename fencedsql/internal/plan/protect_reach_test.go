@@ -335,3 +335,51 @@ func TestSearchPathCatalogFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedDoInBodyRefused (fail-open under WithDDL/WithDynamicSQL, PostgreSQL).
+// protectReachBodies skips a block's leading keywords before a statement's head:
+// "BEGIN", "THEN", "ELSE", "LOOP" and "DO". DO is also a statement (plpgsql runs it as
+// SQL), so in a body "BEGIN DO $b$ … $b$; END" the head skips past DO to the $b$
+// string, the head is "", and the nested body — not a code head — is never lexed:
+// catalog writes and CREATE EXTENSION in a DO nested in a DO or in a function body pass
+// (the same statements one level up are refused).
+//
+// Right behaviour: refused (ErrUnsupported): treat DO followed by a string (or
+// LANGUAGE) as the head of a statement whose body is judged.
+func TestNestedDoInBodyRefused(t *testing.T) {
+	for _, in := range []string{
+		"DO $a$ BEGIN DO $b$ BEGIN UPDATE pg_trigger SET tgenabled = 'D' WHERE tgname LIKE 'fenced%'; END $b$; END $a$",
+		"DO $a$ BEGIN IF true THEN DO $b$ BEGIN UPDATE pg_trigger SET tgenabled = 'D'; END $b$; END IF; END $a$",
+		"DO $a$ BEGIN DO $b$ BEGIN CREATE EXTENSION pg_surgery; END $b$; END $a$",
+		"CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $f$ BEGIN DO $d$ BEGIN UPDATE pg_trigger SET tgenabled = 'D'; END $d$; END $f$",
+	} {
+		// Control: one level up it is refused.
+		rw := newTestRewriter(t, pgTest, protectOptions["ddl+dynamic_sql"]...)
+		if p, err := rw.Rewrite(in, false); !isRefusal(err) {
+			t.Errorf("rewrite(%q) = %v, %v; want ErrUnsupported (the nested DO's body writes a catalog / creates an extension)", in, p, err)
+		}
+	}
+}
+
+// TestSurgeryInBodyRefused (fail-open under WithDDL/WithDynamicSQL, PostgreSQL). The
+// pg_surgery refusal (protectSettings: heap_force_kill/heap_force_freeze called) runs
+// on the statement's own tokens only; protectReachBodies judges a body with
+// protectReach, which has no surgery check. A DO block or a function body that calls
+// heap_force_kill on a guarded table found by a pattern (no guarded name in the text)
+// passes, and kills the guarded row's version without any trigger: no tombstone, no
+// fence.
+//
+// Right behaviour: refused (ErrUnsupported) "whatever the statement looks like", as
+// protect_settings.go says: apply the surgery check to bodies too.
+func TestSurgeryInBodyRefused(t *testing.T) {
+	for _, in := range []string{
+		"DO $a$ BEGIN PERFORM heap_force_kill(c.oid, ARRAY['(0,1)']::tid[]) FROM pg_class c WHERE c.relname LIKE 'acc%' AND c.relkind = 'r'; END $a$",
+		"CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $f$ BEGIN PERFORM heap_force_freeze(c.oid, ARRAY['(0,1)']::tid[]) FROM pg_class c WHERE c.relname LIKE 'acc%'; END $f$",
+		"CREATE FUNCTION f() RETURNS void LANGUAGE sql AS 'SELECT heap_force_kill(''accounts''::regclass, ARRAY[''(0,1)'']::tid[])'",
+	} {
+		rw := newTestRewriter(t, pgTest, protectOptions["ddl+dynamic_sql"]...)
+		if p, err := rw.Rewrite(in, false); !isRefusal(err) {
+			t.Errorf("rewrite(%q) = %v, %v; want ErrUnsupported (pg_surgery call in a body)", in, p, err)
+		}
+	}
+}

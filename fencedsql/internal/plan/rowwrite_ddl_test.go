@@ -6,7 +6,7 @@ import (
 
 // TestMayWriteRowsRowWritingDDL (red-team rt36a F2-F4, F6, F7, fail-open of the
 // missing-table guard; the server-side forms are dialects/mysql and dialects/postgres
-// TestRTrt36aMissingListedTable*): MayWriteRows decides what a pool with fenced_allow=ddl
+// TestMissingListedTable*): MayWriteRows decides what a pool with fenced_allow=ddl
 // refuses while a listed table is missing. It answers false for statements that do
 // write rows:
 //   - DDL heads are never judged writing, but the partition and row-rewrite clauses
@@ -56,8 +56,8 @@ func TestMayWriteRowsRowWritingDDL(t *testing.T) {
 }
 
 // TestAlterColumnTypeRewriteRefused (red-team rt36a F1, fail-open under
-// WithDDL; server forms: dialects/postgres TestRTrt36aAlterTypeWithoutUsingRewritesRows,
-// dialects/mysql TestRTrt36aModifyFenceColumnTypeLowersToken): the USING form of a
+// WithDDL; server forms: dialects/postgres TestAlterColumnTypeRefusedThroughPool,
+// dialects/mysql TestModifyFenceColumnTypeRefused): the USING form of a
 // column type change is refused whatever WithDDL says because it rewrites every row
 // without the row triggers, but the same rewrite by the type's assignment cast is not:
 // PostgreSQL ALTER COLUMN … TYPE numeric(19,-6) rounds every value, and MariaDB's
@@ -86,7 +86,7 @@ func TestAlterColumnTypeRewriteRefused(t *testing.T) {
 }
 
 // TestAlterIgnoreRefused (red-team rt36a F6, fail-open under WithDDL; server
-// form: dialects/mysql TestRTrt36aAlterIgnoreDeletesRows): MariaDB's ALTER IGNORE
+// form: dialects/mysql TestAlterIgnoreRefusedThroughPool): MariaDB's ALTER IGNORE
 // TABLE deletes the rows that duplicate a new unique key or fit no partition of a new
 // partitioning, without the DELETE trigger (no tombstones), like TRUNCATE.
 //
