@@ -239,7 +239,8 @@ func TestKeyedClaimEnumErrorValueKeyReturnsOnlyStampedRow(t *testing.T) {
 	claimExact(t, ctx, tx, "SELECT n FROM accounts WHERE balance < 50 ORDER BY updated_at LIMIT 1 FOR UPDATE", 2)
 }
 
-// TestClaimSelfAggregateConditionReturnsOnlyStampedRow: the claim form of TestClaimRT17kSelfAggregateOverOnUpdateColumn.
+// TestClaimSelfAggregateConditionReturnsOnlyStampedRow: a claim whose condition takes an
+// aggregate of the table itself over a column an ON UPDATE clause changes.
 // Without a LIMIT and without a known clock the claim is not keyed: its read,
 // restricted to the token, takes MIN() again after the UPDATE moved row 1 to the
 // newest, and returns row 2, which the claim did not stamp.
