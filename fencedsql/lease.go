@@ -96,6 +96,9 @@ func (c *conn) checkLease(ctx context.Context) error {
 			}
 		}
 		c.tx.joined = max(c.tx.joined, b.leaseTok)
+		if c.tx.service == "" && b.service != "" {
+			c.tx.service, c.tx.serviceTok = b.service, b.leaseTok
+		}
 	}
 	var cause error
 	if c.tx != nil {
@@ -167,9 +170,8 @@ func hasLease(leases []Lease, l Lease) bool {
 
 // sameService refuses a statement whose binding joins leases of two lock services
 // (binding.mixed), or whose leases name another lock service than its transaction's
-// (red-team rt42e F2, leaseservice.go). Inside a transaction, the statement's service
-// becomes the transaction's when it had none known; a lease naming no service changes
-// nothing.
+// (red-team rt42e F2, leaseservice.go). It changes nothing: a statement's leases that
+// join the transaction give it their service when it had none known (checkLease).
 func (c *conn) sameService(b binding, bound bool) error {
 	if !bound {
 		return nil
@@ -180,12 +182,5 @@ func (c *conn) sameService(b binding, bound bool) error {
 	if c.tx == nil || b.service == "" {
 		return nil
 	}
-	service, err := joinServices(c.tx.service, c.tx.serviceTok, b.service, b.leaseTok)
-	if err != nil {
-		return err
-	}
-	if c.tx.service == "" {
-		c.tx.service, c.tx.serviceTok = service, b.leaseTok
-	}
-	return nil
+	return otherService(c.tx.service, c.tx.serviceTok, b.service, b.leaseTok)
 }

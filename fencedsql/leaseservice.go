@@ -40,14 +40,12 @@ func leaseServices(leases []Lease) (string, error) {
 	return first, nil
 }
 
-// joinServices returns the service of a transaction whose service is tx after leases
-// naming service joined it, or the refusal when both are known and differ.
-func joinServices(tx string, txTok uint64, service string, tok uint64) (string, error) {
-	switch {
-	case tx == "":
-		return service, nil
-	case service == "" || service == tx:
-		return tx, nil
+// otherService refuses leases naming service (a token tok of it) joining a
+// transaction whose leases name tx (a token txTok of it), when both are known and
+// differ; nil otherwise.
+func otherService(tx string, txTok uint64, service string, tok uint64) error {
+	if tx == "" || service == "" || tx == service {
+		return nil
 	}
-	return tx, &LeaseServicesError{First: tx, FirstToken: txTok, Second: service, SecondToken: tok}
+	return &LeaseServicesError{First: tx, FirstToken: txTok, Second: service, SecondToken: tok}
 }
