@@ -7,7 +7,9 @@ import (
 )
 
 // Lease is what WithLease and WithLeases bind: a fencing token and a way to learn the lease was lost.
-// *lockclient.Lease implements it.
+// *lockclient.Lease implements it. A Lease that also implements
+// lockclient.ServiceIdentifier (*lockclient.Lease does) names the lock service its token
+// comes from, and leases naming two services are not bound together (see WithLeases).
 type Lease interface {
 	Token() uint64
 	Lost() <-chan struct{}
