@@ -78,6 +78,11 @@ type txState struct {
 	// statements keep being its statements after a joining lease raised token.
 	begun  uint64
 	leases []Lease
+	// service is the lock service its leases name (leaseServices), "" when none
+	// does; serviceTok a token of it. A statement's leases naming another one are
+	// refused (checkLease).
+	service    string
+	serviceTok uint64
 	// joined is the largest token of the leases statements joined to it (checkLease):
 	// in a transaction begun without a binding, the least token its leased statements
 	// carry (statementToken).
@@ -157,7 +162,8 @@ func (c *conn) Begin() (driver.Tx, error) {
 // carrying other leases joins them, see otherBinding), and its statements and Commit
 // refuse once any of its leases is lost. One begun under a binding that carries no
 // usable token (a nil lease: WithLeases) refuses its guarded writes and claims with
-// ErrNoToken (statementToken). A second BeginTx while a transaction is open on the
+// ErrNoToken (statementToken). One begun under leases of two lock services is refused
+// with a *LeaseServicesError (ErrLeaseServicesDiffer), nothing sent. A second BeginTx while a transaction is open on the
 // connection is refused.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.strayTx {
@@ -176,6 +182,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		return nil, &UnsupportedError{Reason: "a transaction is already open on this connection: commit or roll it back first"}
 	}
 	if b, ok := bindingFrom(ctx); ok {
+		if b.mixed != nil {
+			return nil, b.mixed // nothing sent
+		}
 		if cause := lostCauseAll(b.leases); cause != nil {
 			return nil, lostErr("transaction not begun", cause)
 		}
@@ -187,6 +196,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	st := &txState{}
 	if b, ok := bindingFrom(ctx); ok {
 		st.token, st.begun, st.leases, st.bound = b.token, b.token, b.leases, true
+		st.service, st.serviceTok = b.service, b.leaseTok
 	}
 	c.tx = st
 	return &tx{raw: raw, c: c, st: st}, nil

@@ -7,7 +7,9 @@ import (
 )
 
 // Lease is what WithLease and WithLeases bind: a fencing token and a way to learn the lease was lost.
-// *lockclient.Lease implements it.
+// *lockclient.Lease implements it. A Lease that also implements
+// lockclient.ServiceIdentifier (*lockclient.Lease does) names the lock service its token
+// comes from, and leases naming two services are not bound together (see WithLeases).
 type Lease interface {
 	Token() uint64
 	Lost() <-chan struct{}
@@ -38,6 +40,13 @@ type binding struct {
 	// the binding carries no usable token (token 0), whatever the others carry; the
 	// other leases are still checked.
 	noToken bool
+	// service is the lock service the leases come from, as far as they name it
+	// (leaseService): the first known identity, "" when none is known.
+	service string
+	// mixed is the refusal of leases of two lock services bound together (their
+	// identities both known and different), nil otherwise: BeginTx and every statement
+	// under the binding return it (checkLease).
+	mixed error
 }
 
 // leased reports whether b carries leases, or the mark of a lease missing (noToken):
@@ -94,7 +103,12 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // comes from the lease checks: every statement and the Commit check all the leases,
 // locally (no round trip), and refuse once any is lost. A lease lost after COMMIT was
 // sent cannot be taken back: that transaction commits, as it would under one lock.
-// The leases must come from one lock service (tokens of two services do not compare).
+// The leases must come from one lock service (tokens of two services do not compare):
+// leases that name two different services (lockclient.ServiceIdentifier: every
+// *lockclient.Lease does) make BeginTx and every statement under the context fail with
+// a *LeaseServicesError (ErrLeaseServicesDiffer) before anything is sent. A lease that
+// does not name its service (another Lease implementation, a test's fake) is accepted
+// beside any other, unchecked.
 // Take the locks in a fixed order (by key) so that two transfers do not wait for each
 // other forever.
 //
@@ -121,6 +135,7 @@ func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 	for _, l := range b.leases {
 		b.leaseTok = max(b.leaseTok, l.Token())
 	}
+	b.service, b.mixed = leaseServices(b.leases)
 	if !b.noToken {
 		b.token = b.leaseTok
 	}
@@ -154,6 +169,7 @@ func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
 		b.leases, b.noToken, b.leaseTok = outer.leases, outer.noToken, outer.leaseTok // clipped by WithLeases
+		b.service, b.mixed = outer.service, outer.mixed
 		if b.noToken {
 			b.token = 0
 		}

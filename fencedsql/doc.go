@@ -350,7 +350,9 @@
 // Commit returns an error wrapping lockclient.ErrLeaseLost — defence in depth; the
 // token check in the database is the safety mechanism. Work under several locks (a
 // transfer between two accounts) binds them all with WithLeases: the largest token,
-// and every statement and Commit refused once any of the leases is lost. A lock taken
+// and every statement and Commit refused once any of the leases is lost; leases that
+// name two lock services (lockclient.ServiceIdentifier) are refused with
+// ErrLeaseServicesDiffer, nothing sent, since tokens of two services do not compare. A lock taken
 // during a bound transaction joins it when a statement carries it (WithLease on the
 // statement's context): the lease is checked from then on and the transaction carries
 // the larger token. A statement whose context binds a bare token (WithToken) other than

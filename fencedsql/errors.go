@@ -70,6 +70,15 @@ var (
 	// retry means an UPDATE of the table cannot reach rows a SELECT can (a row-level
 	// security policy, a BEFORE UPDATE trigger that skips the row).
 	ErrClaimConflict = errors.New("fencedsql: claim could not stamp every row it locked")
+
+	// ErrLeaseServicesDiffer means the leases bound to one transaction or statement
+	// (WithLeases, a nested WithLease, a statement's lease joining its transaction)
+	// come from two lock services, as their lockclient.ServiceIdentifier names tell:
+	// tokens of two services do not compare, so no token of the binding may stamp the
+	// rows of both locks. Nothing was sent; a statement refused inside a transaction
+	// breaks it (Commit rolls back). Take every lock of one piece of work from one lock
+	// service. It comes as a *LeaseServicesError.
+	ErrLeaseServicesDiffer = errors.New("fencedsql: leases of two lock services bound together")
 )
 
 // guardHint is the advice every GuardError carries.
@@ -286,6 +295,26 @@ func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
 // statements run on a fenced pool (lockclient/sqllock) — tell this refusal, which no
 // retry passes, from a database that did not answer.
 func (e *UnsupportedError) NotSent() bool { return true }
+
+// LeaseServicesError names the two lock services whose leases were bound together
+// (their lockclient.ServiceIdentifier names) and a token of each.
+// errors.Is(err, ErrLeaseServicesDiffer).
+type LeaseServicesError struct {
+	First, Second           string // the two services' identities
+	FirstToken, SecondToken uint64 // a lease's token of each
+}
+
+func (e *LeaseServicesError) Error() string {
+	return fmt.Sprintf("fencedsql: nothing sent: leases of two lock services bound together (token %d of %q, token %d of %q): "+
+		"tokens of two lock services do not compare; take every lock of one transaction from one lock service",
+		e.FirstToken, e.First, e.SecondToken, e.Second)
+}
+
+func (e *LeaseServicesError) Unwrap() error { return ErrLeaseServicesDiffer }
+
+// NotSent reports that the statement was refused before anything reached the
+// database (see UnsupportedError.NotSent).
+func (e *LeaseServicesError) NotSent() bool { return true }
 
 // NoTokenError is returned for a guarded write, or a claim, without a usable token;
 // Table is empty when a statement's binding is refused whatever it writes.

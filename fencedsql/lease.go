@@ -74,12 +74,18 @@ func (st *txState) leaseLost() error {
 // so that Commit checks them too; and a refusal breaks the transaction: its Commit
 // rolls back, whatever the caller does with the statement's error (the statements
 // before it must not commit without the one refused). A statement of a transaction the
-// server already rolled back is refused too (txEnded).
+// server already rolled back is refused too (txEnded), and so is one whose leases —
+// its own, or its own and its transaction's — come from two lock services
+// (sameService), which breaks its transaction too.
 func (c *conn) checkLease(ctx context.Context) error {
 	if err := c.txEnded(); err != nil {
 		return err // the server rolled the transaction back: nothing is sent
 	}
 	b, bound := bindingFrom(ctx)
+	if err := c.sameService(b, bound); err != nil {
+		c.breakTx(err)
+		return err
+	}
 	if err := c.otherBinding(b, bound); err != nil {
 		return err
 	}
@@ -90,6 +96,9 @@ func (c *conn) checkLease(ctx context.Context) error {
 			}
 		}
 		c.tx.joined = max(c.tx.joined, b.leaseTok)
+		if c.tx.service == "" && b.service != "" {
+			c.tx.service, c.tx.serviceTok = b.service, b.leaseTok
+		}
 	}
 	var cause error
 	if c.tx != nil {
@@ -157,4 +166,21 @@ func hasLease(leases []Lease, l Lease) bool {
 		}
 	}
 	return false
+}
+
+// sameService refuses a statement whose binding joins leases of two lock services
+// (binding.mixed), or whose leases name another lock service than its transaction's
+// (red-team rt42e F2, leaseservice.go). It changes nothing: a statement's leases that
+// join the transaction give it their service when it had none known (checkLease).
+func (c *conn) sameService(b binding, bound bool) error {
+	if !bound {
+		return nil
+	}
+	if b.mixed != nil {
+		return b.mixed
+	}
+	if c.tx == nil || b.service == "" {
+		return nil
+	}
+	return otherService(c.tx.service, c.tx.serviceTok, b.service, b.leaseTok)
 }

@@ -23,6 +23,10 @@ type Client struct {
 
 	openMu sync.Mutex // serialises session opening
 	sess   Session
+	// serviceID is the session's ServiceIdentifier answer ("" when it has none), set
+	// with sess, before any lease exists, and never changed: what every Lease's
+	// ServiceID answers.
+	serviceID string
 
 	mu     sync.Mutex // guards the fields below and every Lease's scheduling state
 	leases leaseHeap
@@ -128,6 +132,9 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 	s, err := c.backend.Open(ctx, c.cfg.owner, c.cfg.ttl)
 	if err != nil {
 		return nil, classify(err)
+	}
+	if si, ok := s.(ServiceIdentifier); ok {
+		c.serviceID = si.ServiceID()
 	}
 	c.sess = s
 	if sr, ok := s.(SessionRenewer); ok {

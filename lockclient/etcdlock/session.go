@@ -50,6 +50,9 @@ type session struct {
 	// grants; the next RenewSession reports ErrLeaseLost.
 	lostEarlier bool
 	closed      bool
+	// clusterID is the etcd cluster's id, from the header of the first session lease
+	// grant (ServiceID); 0 until then.
+	clusterID uint64
 }
 
 // grantRec is a grant handed out and not yet released.

@@ -40,7 +40,8 @@ import (
 
 // Service is an in-process lock service. The zero value is not usable; call New.
 type Service struct {
-	shared   bool // grants hang on their session's lease (WithSessionLeases)
+	id       string // the identity of its token counter (ServiceID), set by New
+	shared   bool   // grants hang on their session's lease (WithSessionLeases)
 	mu       sync.Mutex
 	offset   time.Duration // added to time.Now by Advance
 	seq      uint64        // last token issued
@@ -98,7 +99,7 @@ func New(opts ...Option) *Service {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Service{shared: cfg.sessionLeases, seq: cfg.minToken, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
+	return &Service{id: newServiceID(), shared: cfg.sessionLeases, seq: cfg.minToken, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
 		faults: make(map[string]*fault)}
 }
 

@@ -239,6 +239,9 @@ type Backend struct {
 	minToken    uint64 // WithMinToken
 	floorMu     sync.Mutex
 	floorRaised bool // WithMinToken was applied
+
+	idMu sync.Mutex
+	id   string // the identity of the token counter (serviceID), "" until read
 }
 
 var (
@@ -283,7 +286,8 @@ func (b *Backend) TokenKey() string { return b.prefix + "token" }
 
 // Open implements lockclient.Backend. The session is a random id stored in the values
 // of the locks it holds; the first Open of a Backend checks Redis's maxmemory-policy (see
-// the package doc) and applies WithMinToken.
+// the package doc), applies WithMinToken and reads the token counter's identity
+// (ServiceIDKey, see lockclient.ServiceIdentifier).
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if b.cfgErr != nil {
 		return nil, b.cfgErr
@@ -297,13 +301,17 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	if err := b.raiseMinToken(ctx); err != nil {
 		return nil, err
 	}
+	sid, err := b.serviceID(ctx)
+	if err != nil {
+		return nil, err
+	}
 	id, err := randomHex(16)
 	if err != nil {
 		return nil, err
 	}
 	ms := backendutil.CeilUnits(ttl, time.Millisecond)
 	bg, stop := context.WithCancel(context.Background())
-	return &session{b: b, id: id, owner: backendutil.CleanOwner(owner), ttlMillis: ms, bg: bg, stop: stop}, nil
+	return &session{b: b, id: id, serviceID: sid, owner: backendutil.CleanOwner(owner), ttlMillis: ms, bg: bg, stop: stop}, nil
 }
 
 // checkPolicy checks maxmemory-policy once per Backend (again after an unreachable

@@ -18,6 +18,7 @@ import (
 type session struct {
 	b         *Backend
 	id        string
+	serviceID string // the Backend's identity when the session was opened (ServiceID)
 	owner     string
 	ttlMillis int64
 

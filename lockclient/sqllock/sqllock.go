@@ -160,6 +160,9 @@ type Backend struct {
 
 	seqChecked atomic.Bool // the token source keeps grant order and survives a crash (tokenSeqChecked)
 
+	idMu sync.Mutex
+	id   string // the identity of the token source (serviceID), "" until read
+
 	minToken  uint64     // WithMinToken
 	floorMu   sync.Mutex // serialises openFloor
 	floorDone bool       // the floor of WithMinToken was raised
@@ -219,14 +222,19 @@ func (b *Backend) Dialect() Dialect { return b.dialect }
 func (b *Backend) Table() string { return b.table.String() }
 
 // Open implements lockclient.Backend. The session is a random id that identifies this
-// client's rows in the lease table. Open does not touch the database, except that the
-// first Open of a backend with WithMinToken raises the token floor (and fails, wrapping
-// lockclient.ErrUnavailable, if it cannot).
+// client's rows in the lease table. The first Open of a backend reads the token source's
+// identity (one round trip, see lockclient.ServiceIdentifier), and with WithMinToken
+// raises the token floor; either fails, wrapping lockclient.ErrUnavailable, when the
+// database cannot be reached.
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("sqllock: %w: ttl must be positive, got %v", lockclient.ErrInvalidConfig, ttl)
 	}
 	if err := b.openFloor(ctx); err != nil {
+		return nil, err
+	}
+	sid, err := b.serviceID(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var id [16]byte
@@ -236,7 +244,7 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	us := backendutil.CeilUnits(ttl, time.Microsecond)
 	bg, stop := context.WithCancel(context.Background())
 	closing, closeWaiters := context.WithCancel(context.Background())
-	s := &session{b: b, id: hex.EncodeToString(id[:]), owner: cleanOwner(owner), ttlMicros: us, bg: bg, stop: stop,
+	s := &session{b: b, id: hex.EncodeToString(id[:]), serviceID: sid, owner: cleanOwner(owner), ttlMicros: us, bg: bg, stop: stop,
 		closing: closing, closeWaiters: closeWaiters}
 	if b.lis != nil {
 		b.lis.addSession()
