@@ -357,9 +357,12 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	// Outside a caller's transaction every failure before the wrapper's own COMMIT is
 	// sent is NotCommitted, whatever its kind (a context that ended, a connection cut,
 	// a server's timeout): the statements ran, if at all, in a transaction that was
-	// never committed (red-team rt35b F1). Inside one, Commit tells the outcome.
+	// never committed (red-team rt35b F1). Inside one, Commit tells the outcome. A
+	// server's error CommitOutcome classifies NotCommitted by itself is returned as the
+	// driver returned it (keepsDriverError, red-team rt43d F2: a foreign key refusing
+	// the DELETE is the driver's error, as on the plain driver).
 	notCommitted := func(err error) error {
-		if c.tx == nil {
+		if c.tx == nil && !keepsDriverError(c.core.dialect, err) {
 			return withOutcomeAs(err, NotCommitted)
 		}
 		return err

@@ -367,7 +367,11 @@
 //
 // Every error of Tx.Commit, and the errors of a guarded write outside a transaction
 // (the wrapper's own transaction around a fenced DELETE included) that it can judge,
-// wrap ErrNotCommitted or ErrCommitUnknown; CommitOutcome classifies any error:
+// wrap ErrNotCommitted or ErrCommitUnknown — but for a write's server error the wrapper
+// does not type itself (a foreign key, a CHECK constraint), which is returned as the
+// driver returned it (*pgconn.PgError, *mysql.MySQLError), so that type assertions and
+// ORMs' error translators see the same error in autocommit as in a transaction.
+// CommitOutcome classifies any error, those included:
 //
 //	error                                               outcome        retry
 //	--------------------------------------------------  -------------  --------------------------

@@ -44,13 +44,41 @@ func Register(name string, d driver.Driver, opts ...Option) {
 		registry.drivers = map[string]*wrappedDriver{}
 	}
 	registry.drivers[name] = w
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.dialect != nil && !slices.ContainsFunc(registry.dialects, func(d dialect.Dialect) bool { return sameDialect(d, cfg.dialect) }) {
+		registry.dialects = append(registry.dialects, cfg.dialect)
+	}
 }
 
 // registry is the drivers Register registered, by name (database/sql keeps the
-// drivers, but does not say which one a name holds).
+// drivers, but does not say which one a name holds), and their dialects, once each:
+// CommitOutcome asks them about errors that carry no SQLSTATE method (outcome.go,
+// registeredDialects).
 var registry struct {
 	sync.Mutex
-	drivers map[string]*wrappedDriver
+	drivers  map[string]*wrappedDriver
+	dialects []dialect.Dialect
+}
+
+// sameDialect reports whether a and b are one dialect value (==; a value of a type
+// that cannot be compared is kept apart).
+func sameDialect(a, b dialect.Dialect) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// registeredDialects returns the dialects of the drivers Register registered.
+func registeredDialects() []dialect.Dialect {
+	registry.Lock()
+	defer registry.Unlock()
+	return slices.Clip(registry.dialects)
 }
 
 // sameRegistration reports whether registering d with opts is prev again: a driver of

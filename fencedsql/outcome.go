@@ -45,7 +45,13 @@ func (o Outcome) String() string {
 
 var (
 	// ErrNotCommitted is wrapped by every error of Commit, and of a guarded write
-	// outside a transaction, after which nothing of that transaction is in the database.
+	// outside a transaction, after which nothing of that transaction is in the database
+	// — but for a write's server error that the wrapper does not type itself (a foreign
+	// key, a CHECK constraint, an unknown column: the driver's *pgconn.PgError or
+	// *mysql.MySQLError), which is returned as the driver returned it, so that type
+	// assertions and ORMs' error translators see it as on the plain driver (red-team
+	// rt43d F2). CommitOutcome classifies that error NotCommitted: test with
+	// CommitOutcome rather than errors.Is.
 	ErrNotCommitted = errors.New("fencedsql: not committed")
 	// ErrCommitUnknown is wrapped by the errors of Commit, and of a guarded write
 	// outside a transaction, that report a lost connection (or a context that ended)
@@ -58,9 +64,14 @@ var (
 
 // CommitOutcome classifies err, an error returned by Tx.Commit or by a write outside a
 // transaction. Errors the wrapper returned carry ErrNotCommitted or ErrCommitUnknown
-// (errors.Is) and are classified by it; other errors (database/sql's own, such as
-// sql.ErrTxDone, or errors of a plain connection) are classified by the same rules
-// as far as they can be, and Unknown otherwise: the safe answer when in doubt.
+// (errors.Is) and are classified by it, but for a write's server error the wrapper
+// returns as the driver returned it (see ErrNotCommitted); that one, and other errors
+// (database/sql's own, such as sql.ErrTxDone, or errors of a plain connection), are
+// classified by the same rules as far as they can be, and Unknown otherwise: the safe
+// answer when in doubt. A server's error is recognised by its SQLSTATE method
+// (PostgreSQL) or by the dialect of a driver name registered with Register — every
+// dialect package registers one (MySQL/MariaDB: the error packets the dialect calls a
+// server's answer).
 func CommitOutcome(err error) Outcome {
 	switch {
 	case err == nil:
@@ -87,12 +98,28 @@ func (e *outcomeError) Unwrap() []error { return []error{e.err, e.outcome} }
 // driver.ErrSkip, which database/sql compares by identity, is returned unchanged.
 // An error it cannot judge (neither a refusal, nor a server's answer, nor a lost
 // connection) is returned unchanged, identity included: CommitOutcome calls it Unknown.
+// So is a server's answer CommitOutcome classifies NotCommitted by itself
+// (keepsDriverError).
 func withOutcome(d dialect.Dialect, err error) error {
 	o := classifyOutcome(d, err)
-	if o == Unknown && !isTransport(err) {
+	if o == Unknown && !isTransport(err) || o == NotCommitted && keepsDriverError(d, err) {
 		return err
 	}
 	return withOutcomeAs(err, o)
+}
+
+// keepsDriverError reports whether err, an error of a statement after which nothing
+// was committed, may be returned as it is, without ErrNotCommitted: it is a server's
+// answer that the wrapper does not type itself (not one of ownRefusal's errors: a
+// foreign key, a CHECK constraint, an unknown column, a lock wait timeout…), and
+// CommitOutcome, which has no dialect to ask but those Register registered, classifies
+// it NotCommitted as well. The caller's type assertion (err.(*pgconn.PgError), what
+// GORM's dialectors do with TranslateError, red-team rt43d F2) then sees the driver's
+// error as on the plain driver and as inside a transaction, and the outcome stays
+// known. A server error of a dialect CommitOutcome does not know (a pool of OpenDB or
+// Wrap with a dialect no name was registered with) keeps ErrNotCommitted.
+func keepsDriverError(d dialect.Dialect, err error) bool {
+	return err != nil && !ownRefusal(err) && isServerError(d, err) && CommitOutcome(err) == NotCommitted
 }
 
 // withOutcomeAs wraps err with the outcome o (Committed leaves it unchanged).
@@ -117,16 +144,23 @@ func classifyOutcome(d dialect.Dialect, err error) Outcome {
 		return Committed
 	case isTransport(err):
 		return Unknown
-	case errors.Is(err, lockclient.ErrLeaseLost), // refused before sending
-		errors.Is(err, ErrFenced), errors.Is(err, ErrVersionConflict), errors.Is(err, ErrDuplicate),
-		errors.Is(err, ErrGuard), errors.Is(err, ErrNoToken), errors.Is(err, ErrUnsupported),
-		errors.Is(err, ErrSchema),
-		errors.Is(err, sql.ErrTxDone): // database/sql rolled the transaction back (its context ended)
+	case ownRefusal(err):
 		return NotCommitted
 	case isServerError(d, err):
 		return NotCommitted
 	}
 	return Unknown
+}
+
+// ownRefusal reports the errors the wrapper types itself after which nothing was
+// committed: its refusals, the database-side guard's, and database/sql's rollback of
+// a transaction whose context ended.
+func ownRefusal(err error) bool {
+	return errors.Is(err, lockclient.ErrLeaseLost) || // refused before sending
+		errors.Is(err, ErrFenced) || errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrDuplicate) ||
+		errors.Is(err, ErrGuard) || errors.Is(err, ErrNoToken) || errors.Is(err, ErrUnsupported) ||
+		errors.Is(err, ErrSchema) ||
+		errors.Is(err, sql.ErrTxDone) // database/sql rolled the transaction back (its context ended)
 }
 
 // isTransport reports a lost or unusable connection, or a context that ended while a
@@ -148,7 +182,8 @@ const rollbackReported = "commit unexpectedly resulted in rollback"
 // isServerError reports an error the server answered with (so the statement, or
 // COMMIT, was refused and its transaction rolled back): a PostgreSQL error (SQLSTATE),
 // a COMMIT answered by ROLLBACK, or an error the dialect classifies (a kind, or
-// ErrorInfo.Server: MySQL's error packets).
+// ErrorInfo.Server: MySQL's error packets) — with d nil (CommitOutcome), one of the
+// dialects Register registered.
 //
 // PostgreSQL's classes 08 (connection exception), 57 (operator intervention: a backend
 // terminated while it waited for a synchronous standby has already committed
@@ -165,9 +200,19 @@ func isServerError(d dialect.Dialect, err error) bool {
 	if strings.Contains(err.Error(), rollbackReported) {
 		return true
 	}
-	if d == nil {
-		return false
+	if d != nil {
+		return serverClassified(d, err)
 	}
+	for _, rd := range registeredDialects() {
+		if serverClassified(rd, err) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverClassified reports an error dialect d classifies as a server's answer.
+func serverClassified(d dialect.Dialect, err error) bool {
 	info := d.Classify(err)
 	return info.Kind != dialect.ErrorOther || info.Server
 }

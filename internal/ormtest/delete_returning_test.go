@@ -22,7 +22,7 @@ func TestDeleteReturningOneStatement(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			e := setup(t, b)
-			gdb := openGORM(t, e).Session(&gorm.Session{SkipDefaultTransaction: true})
+			gdb := openGORM(t, e, false).Session(&gorm.Session{SkipDefaultTransaction: true})
 			t.Run("GORMReturningNoTx", func(t *testing.T) {
 				e.enter(t)
 				id := newID()

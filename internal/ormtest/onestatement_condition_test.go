@@ -23,7 +23,7 @@ func TestConditionOnFencingColumnsOneStatement(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			e := setup(t, b)
-			gdb := openGORM(t, e)
+			gdb := openGORM(t, e, false)
 			oneDelete := !b.lite()
 			deletes := map[string]func(id int64, before dbRow) *gorm.DB{
 				"DeleteWhereVersion": func(id int64, before dbRow) *gorm.DB {

@@ -39,7 +39,7 @@ func (h hintModifier) Build(b clause.Builder) { b.WriteString("/*+ " + h.content
 func TestOptimizerHintInPlainReadPasses(t *testing.T) {
 	b := backendNamed("mysql")
 	e := setup(t, b)
-	gdb := openGORM(t, e)
+	gdb := openGORM(t, e, false)
 	id := newID()
 	e.seed(t, id, tokOld)
 	for _, hint := range []string{
@@ -77,7 +77,7 @@ func TestOptimizerHintInPlainReadPasses(t *testing.T) {
 func TestOptimizerHintInFencedWriteIsFenced(t *testing.T) {
 	b := backendNamed("mysql")
 	e := setup(t, b)
-	gdb := openGORM(t, e)
+	gdb := openGORM(t, e, false)
 	h := hintModifier{"BNL()"}
 	type write struct {
 		name    string

@@ -86,7 +86,7 @@ func TestFailedTwoStepDeleteCannotCommit(t *testing.T) {
 		e := setupWith(t, b, []string{
 			`CREATE TRIGGER no_delete_rich BEFORE DELETE ON accounts WHEN OLD.balance > 50 BEGIN SELECT RAISE(ABORT, 'account has a balance'); END`,
 		}, "")
-		gdb := openGORM(t, e)
+		gdb := openGORM(t, e, false)
 		id := newID()
 		before := e.seed(t, id, tokOld) // balance 100
 		var delErr error
