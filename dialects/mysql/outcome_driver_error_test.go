@@ -17,7 +17,7 @@ import (
 // which runs in the wrapper's own transaction (no guard installed: two statements).
 // Before, both came wrapped in the wrapper's outcome error.
 func TestAutocommitServerErrorIsDriverError(t *testing.T) {
-	raw, fenced := rt20mOpen(t)
+	raw, fenced := hookedOpen(t)
 	for _, q := range []string{
 		`CREATE TABLE oe_parents (id BIGINT PRIMARY KEY) ENGINE=InnoDB`,
 		`ALTER TABLE accounts ADD COLUMN parent_id BIGINT NULL, ADD CONSTRAINT oe_parent_fk FOREIGN KEY (parent_id) REFERENCES oe_parents(id)`,
@@ -45,7 +45,7 @@ func TestAutocommitServerErrorIsDriverError(t *testing.T) {
 			t.Errorf("%s: CommitOutcome = %v, want not committed", c.q, o)
 		}
 	}
-	if tok, ver := rt20mTokVer(t, raw, 1); tok != 0 || ver != 0 {
+	if tok, ver := hookedTokVer(t, raw, 1); tok != 0 || ver != 0 {
 		t.Errorf("row 1 after the refused DELETE: token %d version %d, want unchanged", tok, ver)
 	}
 }
