@@ -38,8 +38,11 @@ import (
 // a plain connection is the migration role's; on PostgreSQL the guard's DELETE trigger
 // then reads the old column, which schema.Check and the lazy check report:
 // dialects/postgres/guardcolumn.go). ALTER COLUMN … SET/DROP DEFAULT, constraints,
-// indexes, RENAME TO (the table: names.go) and DEFAULT CHARACTER SET (new columns only)
-// pass under WithDDL too.
+// indexes and DEFAULT CHARACTER SET (new columns only) pass under WithDDL too; RENAME
+// TO and SET SCHEMA of the table itself are refused by tablemove.go (red-team rt43c
+// F2: renamed away, a guarded table's columns were replaced under an unguarded name).
+// Each action is found by alterActionStarts (alteraction.go): after MariaDB's WAIT n
+// or NOWAIT too (rt43c F1), and an action start it does not recognise is refused.
 // Column renames and drops of a guarded table belong on a plain connection (the
 // migration role), followed by schema.Check's Fix.
 
