@@ -197,6 +197,11 @@
 //	ALTER TABLE of a guarded table that renames    replaces a fencing or key column without the row       —
 //	  or drops a column, changes a column's type,    triggers: tokens reset, tombstones read another key
 //	  or CONVERTs TO CHARACTER SET                   (docs/design.md, rt36a F1, rt42a F1, F2)
+//	ALTER … RENAME [TO], RENAME TABLE, SET         a guarded table renamed away could have a column       —
+//	  SCHEMA naming a guarded table (moved away    replaced under an unguarded name and come back
+//	  or onto its name); an ALTER TABLE of a       (rt43c F2); an unplaced clause may hide a column
+//	  guarded table with an action start the       change (rt43c F1)
+//	  planner cannot read
 //	SELECT … INTO [TEMP] <guarded name>            CREATE TABLE AS; a temporary table would shadow the     WithDDL(true)
 //	                                                 guarded one for the rest of the session
 //	TRUNCATE, COPY, LOAD, REPLACE, MERGE,           writes with no row-level place for the token            —

@@ -233,7 +233,10 @@ func WithSchemaRecheck(d time.Duration) Option { return func(c *config) { c.rech
 // passes; TRUNCATE of a guarded table is refused even when allowed, and so is an ALTER
 // TABLE of a guarded table that changes a column's type, renames or drops a column, or
 // (MySQL/MariaDB) converts its character set: it would replace a fencing or key column
-// without the row triggers (docs/design.md, rt42a F1, F2). Since the pool
+// without the row triggers (docs/design.md, rt42a F1, F2); so is DDL that renames or
+// moves a guarded table, or another relation onto a guarded name (ALTER … RENAME, RENAME
+// TABLE, SET SCHEMA), and an ALTER TABLE of a guarded table with an action the planner
+// does not recognise (rt43c F1, F2). Since the pool
 // may be the one that creates its listed tables, a listed table that does not exist at
 // its first connection does not fail it: the pool refuses every statement that may
 // write rows (of any table: a typo's real table among them) with ErrSchema naming the

@@ -70,6 +70,40 @@ func TestTokenColumnReplacedThroughDDLPoolRefused(t *testing.T) {
 	}
 }
 
+// MariaDB's lock-wait clause (ALTER TABLE ledger [WAIT n | NOWAIT] action …) does not
+// hide the action: a token column dropped and added again DEFAULT 0, or converted by
+// MODIFY, after NOWAIT or WAIT n is refused with ErrUnsupported before anything is
+// sent, and a stale UPDATE under token 10 of a row written under 60 stays refused
+// (red-team rt43c F1: the DDL passed, every token was reset to 0 and the stale write
+// landed).
+func TestLockWaitClauseTokenColumnReplacedThroughDDLPoolRefused(t *testing.T) {
+	for _, c := range []struct{ name, ddl string }{
+		{"nowait_drop_add", "ALTER TABLE ledger NOWAIT DROP COLUMN fence_token, ADD COLUMN fence_token BIGINT NOT NULL DEFAULT 0"},
+		{"wait_drop_add", "ALTER TABLE ledger WAIT 5 DROP fence_token, ADD fence_token BIGINT NOT NULL DEFAULT 0"},
+		{"if_exists_online_nowait_rename", "ALTER ONLINE TABLE IF EXISTS ledger NOWAIT RENAME COLUMN fence_token TO ft_old, ADD COLUMN fence_token BIGINT NOT NULL DEFAULT 0"},
+		{"nowait_modify", "ALTER TABLE ledger NOWAIT MODIFY fence_token TINYINT NOT NULL DEFAULT 0"},
+		{"wait_change", "ALTER TABLE ledger WAIT 1 CHANGE fence_token fence_token FLOAT NOT NULL DEFAULT 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			admin, dsn := guardedLedger(t, "CREATE TABLE ledger (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+				"INSERT INTO ledger (id, balance, fence_token, version) VALUES (1, 5, 60, 1)")
+			db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=ledger&fenced_allow=ddl")
+			if _, err := db.ExecContext(ctx, c.ddl); !errors.Is(err, fencedsql.ErrUnsupported) {
+				t.Errorf("%s through the ddl pool: %v; want ErrUnsupported, nothing sent", c.ddl, err)
+			}
+			_, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "UPDATE ledger SET balance = 666 WHERE id = 1")
+			var bal, tok int64
+			if err := admin.QueryRow("SELECT balance, fence_token FROM ledger WHERE id = 1").Scan(&bal, &tok); err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(err, fencedsql.ErrFenced) || bal != 5 || tok != 60 {
+				t.Errorf("a stale UPDATE under token 10 of a row written under 60: err %v, balance %d, token %d; want ErrFenced, 5, 60", err, bal, tok)
+			}
+		})
+	}
+}
+
 // DDL through a fenced_allow=ddl pool that changes the primary key's meaning under
 // the tombstones — CONVERT TO CHARACTER SET … COLLATE (every character column, the key
 // included, converted like MODIFY), a key column renamed or dropped — is refused with

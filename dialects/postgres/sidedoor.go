@@ -431,8 +431,12 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 // UntombstoneDDL drop them — while the table does not carry the trigger of that
 // name, enabled (ENABLE ALWAYS or ORIGIN), calling a function of the guard's (or an
 // ancestor's: a child guarded through its parent): fencedsql_guard (BEFORE INSERT OR
-// UPDATE) for the guard, fencedsql_tombstone_insert and fencedsql_tombstone_delete
-// for the tombstone guard. An online schema change's swap (ALTER TABLE accounts RENAME TO
+// UPDATE) and fencedsql_guard_delete (AFTER DELETE) for the guard,
+// fencedsql_tombstone_insert and fencedsql_tombstone_delete for the tombstone guard.
+// The DELETE trigger's WHEN clause reads the token column, so a DROP COLUMN … CASCADE
+// of it (on a plain connection) drops that trigger alone: a pool then refuses the
+// table here, where before only schema.Check (GuardInstalledQuery) reported it
+// (red-team rt43c F2). An online schema change's swap (ALTER TABLE accounts RENAME TO
 // accounts_old; ALTER TABLE accounts_new RENAME TO accounts) leaves the new table
 // without them: raw writes unguarded, a stale re-insert of a deleted key let through.
 // A disabled trigger counts as missing. The tombstone table is not evidence here
@@ -444,12 +448,12 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	rows, err := query(ctx, `SELECT n.nspname::text, p.proname::text, w.tgname
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.pronamespace = c.relnamespace
-  JOIN (VALUES ($2::text, $4::text, 'fencedsql\_guard\_%', 1), ($3::text, $5::text, 'fencedsql\_tombstone\_%', 2), ($3::text, $6::text, 'fencedsql\_tombstone\_%', 3)) AS w(fn, tgname, calls, ord)
+  JOIN (VALUES ($2::text, $4::text, 'fencedsql\_guard\_%', 1), ($2::text, $7::text, 'fencedsql\_guard\_%', 2), ($3::text, $5::text, 'fencedsql\_tombstone\_%', 3), ($3::text, $6::text, 'fencedsql\_tombstone\_%', 4)) AS w(fn, tgname, calls, ord)
     ON p.proname::text = w.fn
 WHERE c.oid = pg_catalog.to_regclass($1) AND NOT EXISTS (
   SELECT 1 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_proc f ON f.oid = tg.tgfoid
   WHERE tg.tgrelid = c.oid AND tg.tgname = w.tgname AND tg.tgenabled IN ('O', 'A') AND f.proname::text LIKE w.calls)
-ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, tombDeleteTrigger)
+ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, tombDeleteTrigger, guardDeleteTrigger)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +482,7 @@ ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, to
 			what = "the tombstone guard"
 		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardLost, Object: "function " + l.fn.String() + "()",
-			Problem: dialect.GuardLostProblem(t.Table.String(), what, "its trigger function "+l.fn.String()+"() exists", strings.Join(l.missing, ", ")+" (enabled)", "a table swap (an online schema change's rename)")})
+			Problem: dialect.GuardLostProblem(t.Table.String(), what, "its trigger function "+l.fn.String()+"() exists", strings.Join(l.missing, ", ")+" (enabled)", "a table swap (an online schema change's rename), or a DROP COLUMN … CASCADE of a column a trigger's WHEN clause reads,")})
 	}
 	return doors, nil
 }

@@ -38,8 +38,11 @@ import (
 // a plain connection is the migration role's; on PostgreSQL the guard's DELETE trigger
 // then reads the old column, which schema.Check and the lazy check report:
 // dialects/postgres/guardcolumn.go). ALTER COLUMN … SET/DROP DEFAULT, constraints,
-// indexes, RENAME TO (the table: names.go) and DEFAULT CHARACTER SET (new columns only)
-// pass under WithDDL too.
+// indexes and DEFAULT CHARACTER SET (new columns only) pass under WithDDL too; RENAME
+// TO and SET SCHEMA of the table itself are refused by tablemove.go (red-team rt43c
+// F2: renamed away, a guarded table's columns were replaced under an unguarded name).
+// Each action is found by alterActionStarts (alteraction.go): after MariaDB's WAIT n
+// or NOWAIT too (rt43c F1), and an action start it does not recognise is refused.
 // Column renames and drops of a guarded table belong on a plain connection (the
 // migration role), followed by schema.Check's Fix.
 
@@ -48,19 +51,17 @@ import (
 // guards of a guarded table read (see above), or "" when it has none, is not an
 // ALTER TABLE or alters a table the pool does not guard. It is the one test of "this
 // ALTER changes a guard-relevant column" for every dialect.
-func (p *parser) alterChangesGuardColumn(first, to int) string {
-	tbl := first + 1
-	for tbl < to && tbl < first+3 && p.kwIn(tbl, "ONLINE", "OFFLINE", "IGNORE", "FOREIGN") {
-		tbl++
-	}
-	if !p.kw(tbl, "TABLE") {
-		return ""
-	}
-	if !p.alteredGuard(tbl+1, to) {
-		return ""
+//
+// unread is the sig index of an action start of a guarded table's ALTER TABLE that
+// the planner does not recognise (alterActionStarts), or -1: the caller refuses the
+// statement then (fail closed: the actions may start elsewhere than it reads them).
+func (p *parser) alterChangesGuardColumn(first, to int) (what string, unread int) {
+	tbl := p.alterTableAt(first, to)
+	if tbl < 0 || !p.alteredGuard(tbl+1, to) {
+		return "", -1
 	}
 	mysql := p.rw.syn == sqllex.MySQL
-	starts := p.alterActionStarts(tbl+1, to)
+	starts, unread := p.alterActionStarts(tbl+1, to)
 	for _, i := range p.topLevel(tbl+1, to) {
 		if !starts[i] {
 			continue
@@ -69,13 +70,13 @@ func (p *parser) alterChangesGuardColumn(first, to int) string {
 		case p.kw(i, "RENAME"):
 			switch {
 			case p.kw(i+1, "COLUMN"):
-				return "ALTER TABLE … RENAME COLUMN"
+				return "ALTER TABLE … RENAME COLUMN", -1
 			case p.kwIn(i+1, "TO", "AS", "CONSTRAINT", "INDEX", "KEY"):
 				// the table itself (names.go), a constraint or an index
 			case !mysql && p.isIdent(i+1):
 				// PostgreSQL and SQLite: RENAME x TO y renames a column; MySQL/MariaDB's
 				// RENAME new_name (TO is optional there) renames the table.
-				return "ALTER TABLE … RENAME COLUMN"
+				return "ALTER TABLE … RENAME COLUMN", -1
 			}
 		case p.kw(i, "DROP"):
 			notColumn := []string{"CONSTRAINT"} // PostgreSQL, SQLite: DROP CONSTRAINT, else a column
@@ -83,13 +84,13 @@ func (p *parser) alterChangesGuardColumn(first, to int) string {
 				notColumn = mysqlDropNotColumn
 			}
 			if p.kw(i+1, "COLUMN") || p.kwIn(i+1, "IF") || p.isIdent(i+1) && !p.kwIn(i+1, notColumn...) {
-				return "ALTER TABLE … DROP COLUMN"
+				return "ALTER TABLE … DROP COLUMN", -1
 			}
 		case mysql && p.kw(i, "CONVERT") && p.kw(i+1, "TO"):
-			return "ALTER TABLE … CONVERT TO CHARACTER SET"
+			return "ALTER TABLE … CONVERT TO CHARACTER SET", -1
 		}
 	}
-	return ""
+	return "", unread
 }
 
 // mysqlDropNotColumn are the words after a MySQL/MariaDB ALTER TABLE action's DROP
@@ -126,7 +127,12 @@ func (p *parser) guardColumns(head string, first int) error {
 	for to < len(p.sig) && !p.punct(to, ";") {
 		to++
 	}
-	what := p.alterChangesGuardColumn(first, to)
+	what, unread := p.alterChangesGuardColumn(first, to)
+	if what == "" && unread >= 0 {
+		return unsupported(p.firstGuard(), "an ALTER TABLE of a guarded table whose action at %q the planner does not recognise, on a pool with guarded tables, whatever WithDDL allows: "+
+			"it judges each action by its first words, and a clause it cannot place may hide one that renames, drops or rewrites a column the guards read; "+
+			"write the actions as ALTER TABLE name [WAIT n | NOWAIT] action [, action]…, or run it on a plain connection (the migration role)", p.text(p.sig[unread]))
+	}
 	if what == "" {
 		return nil
 	}

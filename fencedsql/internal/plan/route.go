@@ -310,6 +310,11 @@ func (p *parser) control(head string, first int) error {
 		if err := p.guardColumns(head, first); err != nil {
 			return err
 		}
+		// DDL that renames or moves a guarded table, or another relation onto a
+		// guarded name: refused whatever WithDDL says (tablemove.go).
+		if err := p.movesGuardedName(head, first); err != nil {
+			return err
+		}
 		if !p.rw.allowDDL {
 			return unsupported(g, "DDL (%s) that names a guarded table through the fenced pool: run migrations on a plain connection (the driver without \"fenced-\"), or allow it with fencedsql.WithDDL(true)", head)
 		}

@@ -88,12 +88,8 @@ func (p *parser) rowMoves(head string, first int) error {
 // PARTITION") by which the ALTER statement sig[first:to] moves rows of a table
 // without its row triggers, or "" when it has none or is not an ALTER TABLE.
 func (p *parser) alterMovesRows(first, to int) string {
-	// ALTER [ONLINE|OFFLINE] [IGNORE] TABLE (MySQL/MariaDB), ALTER [FOREIGN] TABLE.
-	tbl := first + 1
-	for tbl < to && tbl < first+3 && p.kwIn(tbl, "ONLINE", "OFFLINE", "IGNORE", "FOREIGN") {
-		tbl++
-	}
-	if !p.kw(tbl, "TABLE") {
+	tbl := p.alterTableAt(first, to)
+	if tbl < 0 {
 		return ""
 	}
 	if p.kwIn(first+1, "IGNORE") || p.kwIn(first+2, "IGNORE") {
@@ -109,7 +105,7 @@ func (p *parser) alterMovesRows(first, to int) string {
 		return "ALTER TABLE … " + strings.Join(words, " ")
 	}
 	mysql := p.rw.syn == sqllex.MySQL
-	starts := p.alterActionStarts(tbl+1, to)
+	starts, _ := p.alterActionStarts(tbl+1, to) // an unread start of a guarded table: guardColumns
 	for _, i := range p.topLevel(tbl+1, to) {
 		switch {
 		case !mysql && p.kw(i, "TYPE") && !p.kwIn(i-1, "ALTER", "COLUMN") && (p.kw(i-1, "DATA") && p.kw(i-2, "SET") || p.kwIn(i-2, "ALTER", "COLUMN")):
@@ -133,43 +129,6 @@ func (p *parser) alterMovesRows(first, to int) string {
 		}
 	}
 	return ""
-}
-
-// alterActionStarts returns the sig indexes in [from, to) where a PostgreSQL ALTER
-// TABLE action may start: after [IF EXISTS] [ONLY] name [*], and after each top-level
-// comma. Where the name cannot be read, every top-level position counts (fail closed:
-// INHERIT is then judged wherever it stands).
-func (p *parser) alterActionStarts(from, to int) map[int]bool {
-	starts := map[int]bool{}
-	i := from
-	if p.kw(i, "IF") && p.kw(i+1, "EXISTS") {
-		i += 2
-	}
-	if p.kw(i, "ONLY") {
-		i++
-	}
-	r, ok := p.parseName(i)
-	depth := 0
-	for k := from; k < to; k++ {
-		switch {
-		case p.punct(k, "("):
-			depth++
-		case p.punct(k, ")"):
-			depth--
-		case depth == 0 && !ok:
-			starts[k] = true
-		case depth == 0 && p.punct(k, ","):
-			starts[k+1] = true
-		}
-	}
-	if ok {
-		end := r.end
-		if p.punct(end, "*") {
-			end++
-		}
-		starts[end] = true
-	}
-	return starts
 }
 
 // createsRelative returns the clause ("CREATE TABLE … PARTITION OF", "CREATE TABLE …

@@ -76,6 +76,11 @@ func (p *parser) stmtMayWrite(from, to int) bool {
 func (p *parser) ddlMayWrite(head string, first, to int) bool {
 	switch head {
 	case "ALTER":
+		if tbl := p.alterTableAt(first, to); tbl >= 0 {
+			if _, unread := p.alterActionStarts(tbl+1, to); unread >= 0 {
+				return true // actions the planner cannot place may rewrite rows (fail closed)
+			}
+		}
 		return p.alterMovesRows(first, to) != ""
 	case "CREATE":
 		depth := 0
