@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"net/url"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/internal/secret"
@@ -357,9 +355,11 @@ type dsnConnector struct {
 // parameter it stands for).
 func (c dsnConnector) Connect(context.Context) (driver.Conn, error) {
 	if !c.read {
-		if k := paramOfOurs(c.dsn); k != "" {
+		if f := paramOfOurs(c.dsn); f.where != "" {
+			return nil, misplacedErr(f)
+		} else if f.found() {
 			// Named by the parameter it stands for: the DSN's own text may hold a password.
-			return nil, configErr("the DSN given to fencedsql.DSNConnector holds a parameter of this package (%s, or a spelling of it), which only fencedsql.OpenDB reads: open the connector with fencedsql.OpenDB, not sql.OpenDB (the driver would get the parameter, and a pool that guards nothing could open)", orDefault(nearest(k), ParamTables))
+			return nil, configErr("the DSN given to fencedsql.DSNConnector holds a parameter of this package (%s, or a spelling of it), which only fencedsql.OpenDB reads: open the connector with fencedsql.OpenDB, not sql.OpenDB (the driver would get the parameter, and a pool that guards nothing could open)", f.param())
 		}
 	}
 	return c.drv.Open(c.dsn)
@@ -367,35 +367,17 @@ func (c dsnConnector) Connect(context.Context) (driver.Conn, error) {
 
 func (c dsnConnector) Driver() driver.Driver { return c.drv }
 
-// DSNParam returns the parameter of this package that dsn holds, in any DSN form and
-// spelling (a misspelled, near-miss or url-encoded key is named by the parameter it
-// stands for), "" when it holds none. It is for a dialect whose plain driver ignores
-// parameters it does not know (modernc's SQLite): that driver, opened by its own
-// name or its own connector with such a DSN, would open a pool that guards nothing
-// without a word, so the dialect refuses the DSN there.
+// DSNParam returns the parameter of this package that dsn holds, in any DSN form,
+// spelling and place (a misspelled, near-miss or url-encoded key, or text that reads as
+// one inside another parameter's value or after '#': paramOfOurs, is named by the
+// parameter it stands for), "" when it holds none. It is for a dialect whose plain
+// driver ignores parameters it does not know (modernc's SQLite): that driver, opened
+// by its own name or its own connector with such a DSN, would open a pool that guards
+// nothing without a word, so the dialect refuses the DSN there (MisplacedDSNParam
+// says where text that is not a key lies).
 func DSNParam(dsn string) string {
-	if k := paramOfOurs(dsn); k != "" {
-		return orDefault(nearest(k), ParamTables)
-	}
-	return ""
-}
-
-// paramOfOurs returns the first key of dsn, in any DSN form, that is or looks like a
-// parameter of this package (ours, the key url-decoded), "" for none: each text before
-// '=' that follows the DSN's start, '?', '&', ';' or a blank.
-func paramOfOurs(dsn string) string {
-	sep := func(r rune) bool { return r == '?' || r == '&' || r == ';' || unicode.IsSpace(r) }
-	for _, part := range strings.FieldsFunc(dsn, sep) {
-		k, _, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		if uk, err := url.QueryUnescape(k); err == nil {
-			k = uk
-		}
-		if ours(k) {
-			return k
-		}
+	if f := paramOfOurs(dsn); f.found() {
+		return f.param()
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -41,7 +42,10 @@ const (
 // outside the keyword/value form, one where the driver does not read parameters (a
 // '?' in the first position, a key cut short by a '?' in a path); in it, a URL-style
 // query that the keyword/value reading took for part of one key (a dialect that does
-// not match the driver). Errors never quote the DSN (it may hold a password).
+// not match the driver). So is text that reads as a parameter of ours anywhere else in
+// what is left, or in the values of ours: inside another parameter's value, after '#',
+// in a path (paramOfOurs, dsn_misplaced.go: red-team rt43b F1). Errors never quote the
+// DSN (it may hold a password).
 func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	// Every DSN is read: a key whose letters are percent-encoded (%66enced_tables)
 	// shows "fenced" only once decoded, and a near miss (fence_tables) never does.
@@ -82,8 +86,23 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// What is left must hold no parameter of ours under any DSN form's reading, as a key
+	// or anywhere else (paramOfOurs); nor may the values of ours hold one (fenced_tables=
+	// a#fenced_strict=true would guard a table of that name, and make nothing strict).
+	left := paramOfOurs(clean)
+	if !keyValue && q < 0 {
+		left = paramOfOurs(dsn)
+	}
+	if left.where != "" {
+		return "", nil, misplacedErr(left)
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if w, _, ok := misplacedIn(params[k]); ok {
+			return "", nil, configErr("the value of the DSN parameter %s holds text that reads as another parameter of this package (%s, or a spelling of it): separate parameters with '&' (in a keyword/value DSN, a blank), not ',', a percent-encoded '&' or '=', or '#'", k, foundParam{key: w}.param())
+		}
+	}
 	if keyValue {
-		if k := paramOfOurs(clean); k != "" {
+		if k := left.key; k != "" {
 			// Read as keyword/value pairs, the DSN still holds a parameter of ours under
 			// another DSN form's reading: a URL-style query (file:/…/t.db?fenced_tables=…)
 			// taken for one key by a dialect whose driver reads keyword/value DSNs
@@ -96,7 +115,7 @@ func splitDSN(dsn string, d dialect.Dialect) (string, []Option, error) {
 		if q < 0 {
 			clean = dsn
 		}
-		if k := paramOfOurs(clean); k != "" {
+		if k := left.key; k != "" {
 			// A parameter of ours where the driver does not read one: a '?' in the first
 			// position (modernc's SQLite ignores it: os.Getenv("DB")+"?fenced_tables=…"
 			// with the variable unset), or a key cut short by an earlier '?' (a '?' in a

@@ -47,6 +47,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 				mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"@@SESSION.sql_mode"}).AddRow(mysqlGood))
 			}
 			expectPGSession(mock, dc.d)
+			expectSQLiteSession(mock, dc.d)
 			expectNamePath(mock, dc.d)
 			mock.ExpectQuery(s.colsQuery).WithArgs(s.colsArgs...).WillReturnRows(columnRows(goodColumns...))
 			expectLint(t, mock, dc.d, "accounts")
@@ -89,6 +90,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 			db, mock := newMockDB(t, c.d, fencedsql.WithSchemaCheck(true))
 			expectOpen(mock, c.d, c.args)
 			expectPGSession(mock, c.d)
+			expectSQLiteSession(mock, c.d)
 			expectNamePath(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows("id:1", "fence_token:1"))
 			_, err := db.ExecContext(withTok(7), c.in, 1)
@@ -211,6 +213,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("custom columns", func(t *testing.T) {
 		db, mock := newMockDB(t, sqlite.Dialect, fencedsql.Guard("jobs", fencedsql.TokenColumn("ft"), fencedsql.VersionColumn("ver")), fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, sqlite.Dialect, []driver.Value{"accounts"}, []driver.Value{"jobs"})
+		expectSQLiteSession(mock, sqlite.Dialect)
 		expectNamePath(mock, sqlite.Dialect)
 		mock.ExpectQuery(sqliteColumns).WithArgs("jobs").WillReturnRows(columnRows("id:1", "fence_token:1", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE jobs SET state = ?`, "done")

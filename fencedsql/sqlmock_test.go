@@ -213,10 +213,21 @@ func expectPGSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	}
 }
 
+// expectSQLiteSession expects SQLite's session check (the connection's journal mode
+// and synchronous level), once per connection before its first guarded write.
+func expectSQLiteSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	if d.Name() == "sqlite" {
+		mock.ExpectQuery(d.SessionQuery()).WillReturnRows(sqlmock.NewRows([]string{"s"}).AddRow(goodSession(d)))
+	}
+}
+
 // goodSession is a session check value every dialect accepts.
 func goodSession(d dialect.Dialect) string {
-	if d.Name() == "postgres" {
+	switch d.Name() {
+	case "postgres":
 		return pgGood
+	case "sqlite":
+		return "delete\x1f2\x1fmain" // journal_mode, synchronous, schema (dialects/sqlite/session.go)
 	}
 	return mysqlGood
 }

@@ -24,13 +24,16 @@ var _ dialect.DSNParser = dialectImpl{}
 // refused: the wrapper refuses the same PRAGMA statements (journal_mode, synchronous,
 // writable_schema are protected settings), which a DSN would set on every connection
 // unseen. Only exact spellings pass: SQLite reads journal_mode by prefix ("of" is
-// OFF), synchronous "no" or "00" as OFF and writable_schema "2" as on.
+// OFF), synchronous "no" or "00" as OFF and writable_schema "2" as on. The values of
+// journal_mode and synchronous are the planner's (dialect.SQLiteJournalModes,
+// SQLiteSynchronousLevels: one list); their combination is judged by
+// dialect.SQLiteDurable (CheckDSN: NORMAL with WAL is refused).
 var safePragmas = map[string]struct {
 	values []string
 	why    string
 }{
-	"journal_mode":    {[]string{"delete", "truncate", "persist", "memory", "wal"}, "OFF removes the rollback journal: a ROLLBACK no longer undoes a fenced transaction's writes"},
-	"synchronous":     {[]string{"full", "normal", "extra", "1", "2", "3"}, "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (a tombstone, a raised floor)"},
+	"journal_mode":    {dialect.SQLiteJournalModes(), "OFF removes the rollback journal: a ROLLBACK no longer undoes a fenced transaction's writes"},
+	"synchronous":     {dialect.SQLiteSynchronousLevels(), "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (a tombstone, a raised floor)"},
 	"writable_schema": {[]string{"0", "off", "false", "no"}, "it lets a write of sqlite_schema drop or rewrite the guards' triggers"},
 }
 
@@ -91,11 +94,24 @@ func judgeLocking(k, v string) string {
 // synchronous or writable_schema to anything but a known safe spelling, or that
 // mentions one of them in text it cannot read plainly (comments, quotes, a ';'). It
 // also names a parameter that turns SQLite's file locking off (judgeLocking: nolock
-// with a true value, vfs= other than a locking VFS).
+// with a true value, vfs= other than a locking VFS), and a DSN that sets WAL and
+// synchronous NORMAL, each safe alone (dialect.SQLiteDurable: a power loss rolls back
+// acknowledged commits; red-team rt43b F2) — in any order, whichever of them a later
+// parameter sets again. A file already in WAL mode (the mode persists in the file)
+// opened with NORMAL is refused by the session check (CheckSession), per connection.
 func (d dialectImpl) CheckDSN(dsn string) string {
 	q, _ := d.QueryStart(dsn)
 	if q < 0 {
 		return ""
+	}
+	var set [2][]string // the values the DSN gives journal_mode and synchronous
+	note := func(name, value string) {
+		switch name {
+		case "journal_mode":
+			set[0] = append(set[0], value)
+		case "synchronous":
+			set[1] = append(set[1], value)
+		}
 	}
 	for _, kv := range strings.Split(dsn[q+1:], "&") {
 		k, v, _ := strings.Cut(kv, "=")
@@ -113,6 +129,7 @@ func (d dialectImpl) CheckDSN(dsn string) string {
 			if p := judgePragma(name, strings.ToLower(strings.TrimSpace(v))); p != "" {
 				return k + "=" + v + ": " + p
 			}
+			note(name, strings.ToLower(strings.TrimSpace(v)))
 			continue
 		}
 		if k != "_pragma" {
@@ -132,6 +149,14 @@ func (d dialectImpl) CheckDSN(dsn string) string {
 			}
 			if p := judgePragma(name, val); p != "" {
 				return "_pragma=" + name + "(" + val + "): " + p
+			}
+			note(name, val)
+		}
+	}
+	for _, jm := range set[0] {
+		for _, sy := range set[1] {
+			if why := dialect.SQLiteDurable(jm, sy); why != "" {
+				return "journal_mode " + jm + " with synchronous " + sy + ": " + why + " (the fenced pool refuses guarded writes on a connection that has both)"
 			}
 		}
 	}

@@ -19,7 +19,8 @@ import (
 // refuses it: init registers, once, a connection hook on modernc's package-level
 // driver (the one registered as "sqlite", which NewConnector's connectors use too)
 // that fails a connection whose DSN holds a parameter of this package
-// (fencedsql.DSNParam) with a *fencedsql.ConfigError. The hook is package-level state
+// (fencedsql.DSNParam, in any place: fencedsql.MisplacedDSNParam) with a
+// *fencedsql.ConfigError. The hook is package-level state
 // of modernc's, registered once in init as the driver name is; it reads nothing but
 // the DSN and keeps no state. A DSN without such a parameter, and "fenced-sqlite"
 // (which opens its own sqlite.Driver, never hooked, with the parameters already taken
@@ -34,6 +35,12 @@ func init() {
 
 // refusePlainDriverParams is the connection hook init registers.
 func refusePlainDriverParams(_ sqlite.ExecQuerierContext, dsn string) error {
+	// Text that reads as a parameter of this package where no reader takes one (glued
+	// into another parameter's value, after '#': red-team rt43b F1) is refused as
+	// "fenced-sqlite" refuses it, with the same words: opening that name would not help.
+	if err := fencedsql.MisplacedDSNParam(dsn); err != nil {
+		return err
+	}
 	p := fencedsql.DSNParam(dsn)
 	if p == "" {
 		return nil

@@ -48,8 +48,6 @@ func (dialectImpl) Name() string { return "sqlite" }
 func (dialectImpl) FoldSchemaName(name string) string { return dialect.LowerASCII(name) }
 func (dialectImpl) Syntax() dialect.Syntax            { return dialect.SQLiteSyntax }
 func (dialectImpl) NumberedParams() bool              { return false }
-func (dialectImpl) SessionQuery() string              { return "" }
-func (dialectImpl) CheckSession(value string) error   { return nil }
 func (dialectImpl) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }

@@ -5,6 +5,7 @@ package plan
 import (
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/internal/sqlitepragma"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
 
@@ -36,8 +37,10 @@ var protectedSettings = []protectedSetting{
 	{"sql_select_limit", []string{"18446744073709551615"}, "a limit caps the wrapper's own reads of the records and the catalog: a shorter list of guarded tables, or none (MySQL/MariaDB)"},
 	{"max_join_size", []string{"18446744073709551615"}, "a limit (it also clears sql_big_selects) makes the server refuse the wrapper's own checks of the session and of the schema, so later guarded writes on the pooled connection fail (MySQL/MariaDB)"},
 	{"sql_big_selects", []string{"1", "on", "true"}, "0 makes the server refuse the wrapper's own checks of the session and of the schema when they exceed max_join_size, so later guarded writes on the pooled connection fail (MySQL/MariaDB)"},
-	{"journal_mode", []string{"delete", "truncate", "persist", "memory", "wal"}, "OFF removes the rollback journal: a failed statement or ROLLBACK no longer undoes a fenced transaction's writes (SQLite)"},
-	{"synchronous", []string{"full", "extra", "normal", "1", "2", "3"}, "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (SQLite)"},
+	{"journal_mode", sqlitepragma.JournalModes(), "OFF removes the rollback journal: a failed statement or ROLLBACK no longer undoes a fenced transaction's writes (SQLite)"},
+	// NORMAL is refused with WAL by the SQLite session check, which a PRAGMA re-arms
+	// (MayChangeSession): the mode is the file's, not the statement's (red-team rt43b F2).
+	{"synchronous", sqlitepragma.SynchronousLevels(), "OFF acknowledges commits the disk may not have: a crash forgets acknowledged writes (SQLite)"},
 }
 
 // protectSettings refuses a change of a protected setting.

@@ -8,7 +8,9 @@ import (
 
 // sessionWords are the words whose presence in a statement's text (anywhere, strings
 // and comments included, any case) makes mayChangeSession look closer.
-var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", "discard", "names", "charset", "character", "sql_mode"}
+// "pragma": SQLite's PRAGMA journal_mode and synchronous change what its session check
+// reads (red-team rt43b F2).
+var sessionWords = []string{"set", "execute", "call", "do", "prepare", "reset", "discard", "names", "charset", "character", "sql_mode", "pragma"}
 
 // MayChangeSession reports whether a statement sent as written may change the
 // session settings the session check reads, so that the check must run again before
