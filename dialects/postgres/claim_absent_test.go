@@ -260,3 +260,56 @@ func isSerialization(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40001"
 }
+
+// BenchmarkClaimOfAbsentKey: a pinned claim in its own transaction (rolled back), of a
+// key that exists (no record) and of one that does not (the recorder's statement).
+func BenchmarkClaimOfAbsentKey(b *testing.B) {
+	dsn := testdb.Postgres(b)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	if _, err := raw.ExecContext(ctx, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)"); err != nil {
+		b.Fatal(err)
+	}
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range reps[0].Fix {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	db, err := sql.Open("fenced-pgx", dsn+"&fenced_tables=acc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	tctx := fencedsql.WithToken(ctx, 5)
+	if _, err := db.ExecContext(tctx, "INSERT INTO acc (id) VALUES (1)"); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		id   int64
+	}{{"found", 1}, {"absent", 2}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				tx, err := db.BeginTx(tctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var id int64
+				if err := tx.QueryRowContext(tctx, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", c.id).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					b.Fatal(err)
+				}
+				if err := tx.Rollback(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
