@@ -25,13 +25,20 @@ import (
 // tombstone guard installed, and opens a fenced pool on them.
 func absentAcc(t *testing.T) (raw, db *sql.DB) {
 	t.Helper()
-	dsn := testdb.Postgres(t)
+	raw, db, _ = absentAccDSN(t)
+	return raw, db
+}
+
+// absentAccDSN is absentAcc, and the database's DSN.
+func absentAccDSN(t *testing.T) (raw, db *sql.DB, dsn string) {
+	t.Helper()
+	dsn = testdb.Postgres(t)
 	raw = rawWith(t, dsn,
 		"CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)",
 		`CREATE TABLE pair ("Region" text NOT NULL, n int NOT NULL, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0, PRIMARY KEY ("Region", n))`)
 	checkAcc(t, raw, dsn)
 	checkTable(t, raw, dsn, "pair")
-	return raw, testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc,pair")
+	return raw, testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc,pair"), dsn
 }
 
 // claimAbsent claims, under token tok, with query and args, in a transaction it then
@@ -311,5 +318,42 @@ func BenchmarkClaimOfAbsentKey(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The claim's other forms: prepared, and two statements (a user AFTER UPDATE trigger
+// makes the one-statement claim's verdict no: the fencing UPDATE, then the read), where
+// the record follows an UPDATE that stamped nothing.
+func TestClaimOfAbsentKeyPreparedAndTwoStatements(t *testing.T) {
+	raw, db, dsn := absentAccDSN(t)
+	ctx := fencedsql.WithToken(context.Background(), 60)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tx.PrepareContext(ctx, "SELECT id FROM acc WHERE id = $1 FOR UPDATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := st.QueryRowContext(ctx, 30).Scan(&id); !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := insertAs(db, 40, "INSERT INTO acc (id) VALUES (30)"); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Fatalf("INSERT after a prepared claim under 60: %v, want ErrFenced", err)
+	}
+	testdb.Exec(t, raw,
+		"CREATE FUNCTION acc_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+		"CREATE TRIGGER acc_noop AFTER UPDATE ON acc FOR EACH ROW EXECUTE FUNCTION acc_noop()")
+	two := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
+	claimAbsent(t, two, 60, true, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", 31)
+	if err := insertAs(two, 40, "INSERT INTO acc (id) VALUES (31)"); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Fatalf("INSERT after a two-statement claim under 60: %v, want ErrFenced", err)
+	}
+	if err := insertAs(two, 60, "INSERT INTO acc (id) VALUES (31)"); err != nil {
+		t.Fatalf("the claimer's INSERT: %v", err)
 	}
 }
