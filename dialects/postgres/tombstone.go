@@ -39,16 +39,19 @@ import (
 //	                                          row left, checks the key it moved onto
 //
 // The checks run AFTER the row is in, that is after the INSERT waited on the unique
-// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check's
-// query takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
-// REPEATABLE READ and SERIALIZABLE the transaction's snapshot cannot see it; there the
-// check also probes the tombstone's key with an INSERT … ON CONFLICT DO NOTHING, which
-// PostgreSQL checks against the newest committed version (a tombstone written after the
+// index for a concurrent DELETE of the same key to end. The check first probes the
+// tombstone's key with an INSERT … ON CONFLICT DO NOTHING, in every isolation level
+// (v8): it waits for a transaction writing that key's tombstone — a claim of the absent
+// key recording it (absence.go, red-team rt42e F1), which no unique index of the table
+// makes the INSERT wait for — and PostgreSQL checks it against the newest committed
+// version (under REPEATABLE READ and SERIALIZABLE a tombstone written after the
 // snapshot — a key inserted and deleted under a newer token since, which a red-team
 // pass re-inserted under an older one — fails it with serialization_failure; a
-// placeholder inserted for a key without one is removed at once), and counts the rows
-// with NEW's key that the snapshot sees: more than the new one means a concurrent
-// transaction deleted the key after the snapshot was taken. Either fails the write
+// placeholder inserted for a key without one is removed at once). Then it reads the
+// tombstone: in READ COMMITTED with a fresh snapshot, which sees the DELETE's (or the
+// claim's) tombstone once it committed; in REPEATABLE READ and SERIALIZABLE it also
+// counts the rows with NEW's key that the snapshot sees: more than the new one means a
+// concurrent transaction deleted the key after the snapshot was taken. Either fails the write
 // with serialization_failure (40001; retry it: the retry sees the tombstone). An INSERT … ON CONFLICT DO NOTHING that skips its row inserts nothing
 // and is not refused; one that inserts is checked.
 //
