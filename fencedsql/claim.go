@@ -26,11 +26,20 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 		return nil, err
 	}
 	if one != nil {
+		rec, err := c.absentRecordFor(ctx, p, args)
+		if err != nil {
+			return nil, err
+		}
 		res, err := r.exec(ctx, one, full)
 		if err != nil {
 			err = c.core.mapErr(one, tok, 0, err)
 			c.core.doubtVerdict(&c.core.claimOne, one.Guard, err)
 			return nil, err
+		}
+		if n, ok := affected(res); !ok || n == 0 {
+			if err := c.recordAbsence(ctx, rec); err != nil {
+				return nil, err
+			}
 		}
 		return res, nil
 	}
@@ -60,6 +69,10 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return nil, err
 	}
 	if one != nil {
+		rec, err := c.absentRecordFor(ctx, p, args)
+		if err != nil {
+			return nil, err
+		}
 		dr, err := r.query(ctx, one, full)
 		if err != nil {
 			err = c.core.mapErr(one, tok, 0, err)
@@ -70,6 +83,10 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		// own failure, after the first rows: the rows map it like the statement's error.
 		rs := newRows(dr, c.core, one, tok, 0).(*rows)
 		rs.onDone(func(err error) { c.core.doubtVerdict(&c.core.claimOne, one.Guard, err) })
+		if rec != nil {
+			// Whether the claim found a row is known when its rows close.
+			rs.onEmpty = func() error { return c.recordAbsence(ctx, rec) }
+		}
 		return rs, nil
 	}
 	if !c.hasToken(ctx) {
@@ -101,9 +118,18 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return nil, err
 	}
 	withNonce(read, readArgs, nonce)
+	rec, err := c.absentRecordFor(ctx, p, args)
+	if err != nil {
+		return nil, err
+	}
 	claimed, err := c.claim(ctx, r, pre, args, nonce)
 	if err != nil {
 		return nil, err
+	}
+	if claimed <= 0 {
+		if err := c.recordAbsence(ctx, rec); err != nil {
+			return nil, err
+		}
 	}
 	dr, err := r.query(ctx, read, readArgs)
 	if err != nil {

@@ -39,6 +39,9 @@ type core struct {
 	locator sync.Map
 	// rowKeys: *plan.Table → rowKey, the table's primary key columns (keyed.go)
 	rowKeys sync.Map
+	// absence: *plan.Table → verdict: the table's dialect.AbsenceRecorder is
+	// installed (absent.go).
+	absence sync.Map
 	// keyed: *plan.Plan (a keyed template) → keyedForm, the template completed
 	keyed sync.Map
 	// viewLock: relation text → verdict, the dialect.ViewLockChecker verdict on a name a

@@ -33,10 +33,12 @@ type keyedForm struct {
 	err error
 }
 
-// rowKey is a table's primary key columns and when they were read.
+// rowKey is a table's primary key columns, the schema the table resolved to, and
+// when they were read.
 type rowKey struct {
-	cols []plan.KeyColumn
-	at   time.Time
+	cols   []plan.KeyColumn
+	schema string
+	at     time.Time
 }
 
 // claimStatements returns the two statements of p's two-statement claim, run with
@@ -159,28 +161,38 @@ func (k *core) keyedForm(t *plan.Plan, cols []plan.KeyColumn) (*plan.Plan, error
 
 // rowKey returns g's primary key columns in key order (none: no primary key).
 func (c *conn) rowKey(ctx context.Context, ts dialect.Tombstoner, g *plan.Table) ([]plan.KeyColumn, error) {
+	k, err := c.rowKeyOf(ctx, ts, g)
+	return k.cols, err
+}
+
+// rowKeyOf returns g's primary key columns in key order and the schema g resolves to
+// (the primary key query's fourth column; "" when it has none).
+func (c *conn) rowKeyOf(ctx context.Context, ts dialect.Tombstoner, g *plan.Table) (rowKey, error) {
 	if err := c.samePath(ctx); err != nil {
-		return nil, err
+		return rowKey{}, err
 	}
 	if v, ok := c.core.rowKeys.Load(g); ok && c.core.fresh(v.(rowKey).at) && !c.namesMoved {
-		return v.(rowKey).cols, nil
+		return v.(rowKey), nil
 	}
 	q, args := ts.PrimaryKeyQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return nil, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHintFor(err), Err: err}
+		return rowKey{}, &SchemaError{Table: g.String(), Problem: "the primary key query failed" + mockHintFor(err), Err: err}
 	}
-	cols := make([]plan.KeyColumn, 0, len(vals))
+	k := rowKey{cols: make([]plan.KeyColumn, 0, len(vals)), at: time.Now()}
 	for _, r := range vals {
 		if len(r) < 2 {
-			return nil, &SchemaError{Table: g.String(), Problem: "the primary key query returned no column type" + mockHint}
+			return rowKey{}, &SchemaError{Table: g.String(), Problem: "the primary key query returned no column type" + mockHint}
 		}
-		cols = append(cols, plan.KeyColumn{Name: r[0], Type: r[1]})
+		k.cols = append(k.cols, plan.KeyColumn{Name: r[0], Type: r[1]})
+		if len(r) >= 4 {
+			k.schema = r[3]
+		}
 	}
 	if !c.namesMoved {
-		c.core.rowKeys.Store(g, rowKey{cols: cols, at: time.Now()})
+		c.core.rowKeys.Store(g, k)
 	}
-	return cols, nil
+	return k, nil
 }
 
 // keyedNonce returns the nonce of the next keyed statements on this connection: a

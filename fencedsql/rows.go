@@ -34,6 +34,11 @@ type rows struct {
 	expect func(n int64, complete bool) error
 	most   int64
 	n      int64
+
+	// onEmpty, when set (a one-statement claim of a key, absent.go), runs once when
+	// the rows close without an error having returned no row — or a number the
+	// wrapper cannot read: the claim found nothing; its error is Close's.
+	onEmpty func() error
 }
 
 var (
@@ -97,6 +102,16 @@ func (r *rows) Close() error {
 	}
 	if drained != nil {
 		err = drained
+	}
+	if empty := r.onEmpty; empty != nil && err == nil && r.lastErr == nil {
+		r.onEmpty = nil
+		n, known := r.n, true
+		if native {
+			n, known = rc.RowsRead()
+		}
+		if !known || n == 0 {
+			err = empty()
+		}
 	}
 	if r.done != nil {
 		done := r.done

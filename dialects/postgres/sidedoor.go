@@ -759,6 +759,9 @@ ORDER BY 1, 2, 3, 4`, args...)
 					Fix: drop})
 			}
 		case "5":
+			if r[5] == absenceFunc(fold(t.Table).Name) && ownAbsence(r[6], tombTable(dialect.TableName{Schema: r[4], Name: fold(t.Table).Name}).Quote(d.QuoteIdent)) {
+				continue // the tombstone guard's own absence recorder (absence.go)
+			}
 			wrote := guardWrites(r[6], tomb)
 			if len(wrote) == 0 {
 				continue

@@ -39,16 +39,19 @@ import (
 //	                                          row left, checks the key it moved onto
 //
 // The checks run AFTER the row is in, that is after the INSERT waited on the unique
-// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check's
-// query takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
-// REPEATABLE READ and SERIALIZABLE the transaction's snapshot cannot see it; there the
-// check also probes the tombstone's key with an INSERT … ON CONFLICT DO NOTHING, which
-// PostgreSQL checks against the newest committed version (a tombstone written after the
+// index for a concurrent DELETE of the same key to end. The check first probes the
+// tombstone's key with an INSERT … ON CONFLICT DO NOTHING, in every isolation level
+// (v8): it waits for a transaction writing that key's tombstone — a claim of the absent
+// key recording it (absence.go, red-team rt42e F1), which no unique index of the table
+// makes the INSERT wait for — and PostgreSQL checks it against the newest committed
+// version (under REPEATABLE READ and SERIALIZABLE a tombstone written after the
 // snapshot — a key inserted and deleted under a newer token since, which a red-team
 // pass re-inserted under an older one — fails it with serialization_failure; a
-// placeholder inserted for a key without one is removed at once), and counts the rows
-// with NEW's key that the snapshot sees: more than the new one means a concurrent
-// transaction deleted the key after the snapshot was taken. Either fails the write
+// placeholder inserted for a key without one is removed at once). Then it reads the
+// tombstone: in READ COMMITTED with a fresh snapshot, which sees the DELETE's (or the
+// claim's) tombstone once it committed; in REPEATABLE READ and SERIALIZABLE it also
+// counts the rows with NEW's key that the snapshot sees: more than the new one means a
+// concurrent transaction deleted the key after the snapshot was taken. Either fails the write
 // with serialization_failure (40001; retry it: the retry sees the tombstone). An INSERT … ON CONFLICT DO NOTHING that skips its row inserts nothing
 // and is not refused; one that inserts is checked.
 //
@@ -77,7 +80,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v7"
+	tombVersion = "fencedsql tombstone guard v8"
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -220,6 +223,19 @@ BEGIN
   END IF;
   IF TG_OP = 'UPDATE' THEN
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;
+  -- Probe the key first, in every isolation level: the INSERT … ON CONFLICT DO NOTHING
+  -- waits for a transaction that is writing the key's tombstone (a claim of the absent
+  -- key recording it, which no unique index of the table makes this INSERT wait for:
+  -- red-team rt42e F1) and is judged against the newest committed tombstone — under
+  -- REPEATABLE READ and SERIALIZABLE one the snapshot cannot see fails it with
+  -- serialization_failure (40001). No tombstone: the placeholder (token 0, which
+  -- refuses nothing) is removed again. Then the tombstone is read: under READ
+  -- COMMITTED with a snapshot taken after that wait.
+  INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at) VALUES (` + row("NEW") + `, 0, pg_catalog.clock_timestamp())
+    ON CONFLICT (` + list + `) DO NOTHING;
+  IF FOUND THEN
+    DELETE FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + ` AND t.fence_token = 0;
+  END IF;
   SELECT t.fence_token INTO fencedsql_newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
   IF fencedsql_newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR fencedsql_newer > NEW.` + tok + `) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,
@@ -228,16 +244,8 @@ BEGIN
       HINT = 'the writer holds a stale fencing token: see schema.PurgeTombstones';
   END IF;
   IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-    -- The snapshot cannot see a tombstone written after it (a key inserted and deleted
-    -- under a newer token since): probe the key with an INSERT, which PostgreSQL
-    -- checks against the newest committed tombstone — one the snapshot cannot see
-    -- fails it with serialization_failure (40001), one in progress is waited for. No
-    -- tombstone: the placeholder (token 0, which refuses nothing) is removed again.
-    INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at) VALUES (` + row("NEW") + `, 0, pg_catalog.clock_timestamp())
-      ON CONFLICT (` + list + `) DO NOTHING;
-    IF FOUND THEN
-      DELETE FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + ` AND t.fence_token = 0;
-    END IF;
+    -- The snapshot cannot see a row deleted after it either: count the rows with the
+    -- key it sees.
     SELECT pg_catalog.count(*) INTO fencedsql_seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;
     IF fencedsql_seen > 1 THEN
       RAISE EXCEPTION USING ERRCODE = 'serialization_failure', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
@@ -262,6 +270,7 @@ END
 		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
 	}
+	ddl = append(ddl, d.absenceDDL(table, key, tomb)...)
 	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
 	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
@@ -352,7 +361,7 @@ func (d dialectImpl) triggerWhen(trigger string, table dialect.TableName, tokenC
 
 // UntombstoneDDL drops table's tombstone function and with it the three triggers.
 func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
-	return []string{"DROP FUNCTION IF EXISTS " + tombFuncName(table).Quote(d.QuoteIdent) + "() CASCADE"}
+	return []string{"DROP FUNCTION IF EXISTS " + tombFuncName(table).Quote(d.QuoteIdent) + "() CASCADE", d.dropAbsence(table)}
 }
 
 // TombstoneInstalledQuery yields 1 when the three tombstone triggers of this version
@@ -364,8 +373,10 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // tombstones over, red-team rt31a F3),
 // SECURITY DEFINER, and its tombstone table exists.
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table)}
+	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
+  AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0)`,
+		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table),
+			absenceFunc(dialect.LowerASCII(table.Name)), absenceVersion}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).

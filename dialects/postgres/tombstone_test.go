@@ -13,7 +13,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 	ts := postgres.Dialect.(dialect.Tombstoner)
 	key := []dialect.KeyColumn{{Name: "a", Type: "numeric(10,2)"}, {Name: "B", Type: "text", Collation: `"public"."ci"`}}
 	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "Shop", Name: "Pairs"}, key, "tok")
-	if len(ddl) != 14 {
+	if len(ddl) != 16 {
 		t.Fatalf("TombstoneDDL = %d statements: %q", len(ddl), ddl)
 	}
 	all := strings.Join(ddl, "\n")
@@ -29,7 +29,12 @@ func TestTombstoneDDLShape(t *testing.T) {
 		"ELSIF fencedsql_mark <> '' THEN",
 		"IF EXISTS (WITH RECURSIVE a(oid) AS (",
 		"fencedsql_marked := pg_catalog.current_setting('fencedsql_guard.delete_token', true)::bigint;",
-		"$fencedsql$\n#variable_conflict use_column\n-- fencedsql tombstone guard v7",
+		"$fencedsql$\n#variable_conflict use_column\n-- fencedsql tombstone guard v8",
+		// The absence recorder (rt42e F1) and the probe that waits for it.
+		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombclaim_pairs"(numeric(10,2), text, bigint) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS`,
+		`VALUES ($1, $2, $3, pg_catalog.clock_timestamp())`,
+		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at);`,
+		"WHERE p.proname OPERATOR(pg_catalog.=) 'fencedsql_tombclaim_pairs' AND n.nspname OPERATOR(pg_catalog.=) 'shop'",
 		`ON CONFLICT ("a", "B") DO UPDATE`,
 		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token)`,
 		`GREATEST(COALESCE(OLD."tok", 0), COALESCE(NEW."tok", 0))`,
@@ -56,7 +61,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 	if ddl := ts.TombstoneDDL(dialect.TableName{Name: "t"}, []dialect.KeyColumn{{Name: "id", Type: "bigint"}}, "fence_token"); !strings.Contains(ddl[0], `"public"."fencedsql_tomb_t"`) {
 		t.Errorf("unqualified table: %s", ddl[0])
 	}
-	if un := ts.UntombstoneDDL(dialect.TableName{Schema: "shop", Name: "Pairs"}); len(un) != 1 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_tombstone_pairs"() CASCADE` {
+	if un := ts.UntombstoneDDL(dialect.TableName{Schema: "shop", Name: "Pairs"}); len(un) != 2 || un[0] != `DROP FUNCTION IF EXISTS "shop"."fencedsql_tombstone_pairs"() CASCADE` || !strings.Contains(un[1], "'fencedsql_tombclaim_pairs'") {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 	if q, args := ts.PurgeTombstonesQuery(dialect.TableName{Schema: "shop", Name: "pairs"}, 0); !strings.HasPrefix(q, `DELETE FROM "shop"."fencedsql_tomb_pairs" WHERE deleted_at <`) || len(args) != 1 {

@@ -1,0 +1,105 @@
+package fencedsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
+)
+
+// Claims of an absent key (docs/design.md G10, red-team rt42e F1). A token-bound
+// SELECT … FOR UPDATE stamps the rows it finds; one that finds none stamped nothing,
+// so an older holder could create the key the newer one had just read as absent. A
+// claim whose WHERE pins its table's whole primary key by equality (plan.Plan.AbsentKey)
+// and that finds no row now records the key's absence at its token through the
+// dialect's dialect.AbsenceRecorder (the tombstone guard's recorder), in the claim's
+// transaction: the tombstone guard then refuses that key's INSERT or upsert under an
+// older token, and a rollback (of the transaction or of a savepoint around the claim)
+// undoes the record with the claim. What runs when:
+//   - the statement is prepared before the claim is sent (the table's key and schema,
+//     the recorder's verdict: catalog queries asked once per pool and table, as the
+//     keyed claims' key), so that nothing is asked while the claim's rows are open;
+//   - two statements (the fencing UPDATE, then the read): after the UPDATE, when it
+//     stamped no row (or the driver cannot say), before the read;
+//   - one statement (PostgreSQL's claim that returns its rows): when the rows close
+//     having returned none (the count is known only then), or after Exec when it
+//     reports no row.
+// Recording a key that exists is harmless (dialect.AbsenceRecorder), so a count the
+// wrapper cannot read records. A record that fails fails the statement (or its rows'
+// Close) and marks the transaction so that Commit rolls it back: the claim's caller
+// must not go on believing the key claimed. Without the schema checks (a mock driver),
+// without a recorder installed on the table (no tombstone guard, or one of an earlier
+// version), or when the WHERE does not pin the whole key, nothing is recorded: the
+// claim of an absent key claims nothing, as before.
+
+// absentRecord is the recorder's statement and arguments for one claim.
+type absentRecord struct {
+	g    *plan.Table
+	sql  string
+	args []any
+}
+
+// absentRecordFor returns the record of p's key, run with args, when p pins its
+// table's whole primary key and the table's recorder is installed; nil otherwise.
+func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (*absentRecord, error) {
+	if len(p.Absent) == 0 || p.Guard == nil || !c.core.cfg.schemaCheck || !c.hasToken(ctx) {
+		return nil, nil
+	}
+	ar, ok := c.core.dialect.(dialect.AbsenceRecorder)
+	ts, ok2 := c.core.dialect.(dialect.Tombstoner)
+	if !ok || !ok2 {
+		return nil, nil
+	}
+	k, err := c.rowKeyOf(ctx, ts, p.Guard)
+	if err != nil {
+		return nil, err
+	}
+	terms, ok := p.AbsentKey(k.cols)
+	if !ok {
+		return nil, nil
+	}
+	vals := make([]any, 0, len(terms)+1)
+	for _, t := range terms {
+		if t.Arg < 0 {
+			vals = append(vals, t.Lit)
+			continue
+		}
+		if t.Arg >= len(args) || args[t.Arg].Name != "" || args[t.Arg].Ordinal != t.Arg+1 || args[t.Arg].Value == nil {
+			// A NULL matches no key, and no row of a NULL key can be inserted.
+			return nil, nil
+		}
+		vals = append(vals, args[t.Arg].Value)
+	}
+	table := dialect.TableName{Schema: k.schema, Name: p.Guard.Name}
+	if table.Schema == "" {
+		table.Schema = p.Guard.Schema
+	}
+	yes, err := c.tableVerdict(ctx, &c.core.absence, p.Guard, "absence recorder", func(dialect.TableName) (string, []any) {
+		return ar.AbsenceRecorderQuery(table)
+	})
+	if err != nil || !yes {
+		return nil, err
+	}
+	tok, err := c.tokenFor(ctx, p.Guard)
+	if err != nil {
+		return nil, err
+	}
+	vals = append(vals, int64(tok))
+	return &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals}, nil
+}
+
+// recordAbsence runs rec (nil: nothing). On failure the open transaction is marked
+// so that Commit rolls it back with the error.
+func (c *conn) recordAbsence(ctx context.Context, rec *absentRecord) error {
+	if rec == nil {
+		return nil
+	}
+	if _, err := c.queryStrings(ctx, rec.sql, rec.args); err != nil {
+		err = fmt.Errorf("fencedsql: recording the claim of an absent key of %s: %w", rec.g.String(), c.core.mapPassErr(err))
+		c.breakTx(err)
+		return err
+	}
+	return nil
+}
