@@ -120,9 +120,13 @@ func classifyOutcome(d dialect.Dialect, err error) Outcome {
 	case errors.Is(err, lockclient.ErrLeaseLost), // refused before sending
 		errors.Is(err, ErrFenced), errors.Is(err, ErrVersionConflict), errors.Is(err, ErrDuplicate),
 		errors.Is(err, ErrGuard), errors.Is(err, ErrNoToken), errors.Is(err, ErrUnsupported),
-		errors.Is(err, ErrSchema),
-		errors.Is(err, sql.ErrTxDone): // database/sql rolled the transaction back (its context ended)
+		errors.Is(err, ErrSchema):
 		return NotCommitted
+	case errors.Is(err, sql.ErrTxDone):
+		// database/sql answers every Commit of a Tx already done without asking the
+		// driver: after its context ended (rolled back), but also after an earlier
+		// Commit that committed or whose outcome was Unknown (red-team rt43e F3).
+		return Unknown
 	case isServerError(d, err):
 		return NotCommitted
 	}
