@@ -392,7 +392,11 @@
 //	  a fenced DELETE before its COMMIT was sent
 //	COMMIT answered by ROLLBACK (PostgreSQL: a failed   NotCommitted   yes
 //	  transaction; pgx "commit unexpectedly resulted
-//	  in rollback"), sql.ErrTxDone
+//	  in rollback")
+//	sql.ErrTxDone: the Tx was already done (its         Unknown        only after checking
+//	  context ended, or an earlier Commit committed or
+//	  its outcome was Unknown: database/sql cannot say
+//	  which)
 //	the connection lost or the context ended while      Unknown        only after checking
 //	  COMMIT or the write was in flight: driver.ErrBad-
 //	  Conn, io.EOF, net errors, "conn closed", context

@@ -144,6 +144,11 @@ func classifyOutcome(d dialect.Dialect, err error) Outcome {
 		return Committed
 	case isTransport(err):
 		return Unknown
+	case errors.Is(err, sql.ErrTxDone):
+		// database/sql answers every Commit of a Tx already done without asking the
+		// driver: after its context ended (rolled back), but also after an earlier
+		// Commit that committed or whose outcome was Unknown (red-team rt43e F3).
+		return Unknown
 	case ownRefusal(err):
 		return NotCommitted
 	case isServerError(d, err):
@@ -153,14 +158,13 @@ func classifyOutcome(d dialect.Dialect, err error) Outcome {
 }
 
 // ownRefusal reports the errors the wrapper types itself after which nothing was
-// committed: its refusals, the database-side guard's, and database/sql's rollback of
-// a transaction whose context ended.
+// committed: its refusals and the database-side guard's. (sql.ErrTxDone is not one:
+// classifyOutcome answers it Unknown.)
 func ownRefusal(err error) bool {
 	return errors.Is(err, lockclient.ErrLeaseLost) || // refused before sending
 		errors.Is(err, ErrFenced) || errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrDuplicate) ||
 		errors.Is(err, ErrGuard) || errors.Is(err, ErrNoToken) || errors.Is(err, ErrUnsupported) ||
-		errors.Is(err, ErrSchema) ||
-		errors.Is(err, sql.ErrTxDone) // database/sql rolled the transaction back (its context ended)
+		errors.Is(err, ErrSchema)
 }
 
 // isTransport reports a lost or unusable connection, or a context that ended while a

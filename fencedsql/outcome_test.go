@@ -42,7 +42,7 @@ func TestCommitOutcomeTable(t *testing.T) {
 		{"ErrNoToken", &fencedsql.NoTokenError{Table: "t"}, fencedsql.NotCommitted},
 		{"ErrUnsupported", &fencedsql.UnsupportedError{Table: "t"}, fencedsql.NotCommitted},
 		{"ErrGuard", &fencedsql.GuardError{Err: errors.New("guard")}, fencedsql.NotCommitted},
-		{"sql.ErrTxDone", sql.ErrTxDone, fencedsql.NotCommitted},
+		{"sql.ErrTxDone (the Tx already done: its outcome unknown)", sql.ErrTxDone, fencedsql.Unknown},
 		{"server error (serialization failure at COMMIT)", &pgconn.PgError{Code: "40001"}, fencedsql.NotCommitted},
 		{"COMMIT answered by ROLLBACK", pgx.ErrTxCommitRollback, fencedsql.NotCommitted},
 		{"server terminated the backend (57P01)", &pgconn.PgError{Code: "57P01"}, fencedsql.Unknown},

@@ -65,15 +65,34 @@ func KeyValues(s string) []KeyValue {
 	return out
 }
 
-// IsKeyValue reports PostgreSQL's keyword/value form ("host=h dbname=d"): no URL
-// scheme, and its first '=' comes before any '?'.
+// IsKeyValue reports PostgreSQL's keyword/value form ("host=h dbname=d"): the DSN does
+// not start with a URL scheme ("postgres://", "file:///…"; a "://" in a value, as in
+// application_name=http://x, does not make it a URL: red-team rt43e F1), and its
+// first '=' comes before any '?'.
 func IsKeyValue(dsn string) bool {
-	if strings.Contains(dsn, "://") {
+	if startsWithScheme(dsn) {
 		return false
 	}
 	eq := strings.IndexByte(dsn, '=')
 	q := strings.IndexByte(dsn, '?')
 	return eq >= 0 && (q < 0 || eq < q)
+}
+
+// startsWithScheme reports a DSN that starts with a URL scheme and "://" (RFC 3986: a
+// letter, then letters, digits, '+', '-' or '.').
+func startsWithScheme(dsn string) bool {
+	i := strings.Index(dsn, "://")
+	if i <= 0 {
+		return false
+	}
+	for j := 0; j < i; j++ {
+		c := dsn[j]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (j == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 // blanks are the bytes isSpace reports.

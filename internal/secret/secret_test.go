@@ -61,7 +61,7 @@ func TestPasswordsEverySecretSetting(t *testing.T) {
 		{"host=h password=same password = same", []string{"same"}},
 		{"host=h sslpassword= password=p", []string{"password=p"}}, // pgx skips the blanks after '='
 		{"host=h mysslpassword=x sslpasswordx=y", nil},
-		{"postgres://u:up@h/db?sslpassword=kp&password=qp", []string{"up", "qp", "kp"}},
+		{"postgres://u:up@h/db?sslpassword=kp&password=qp", []string{"up", "kp", "qp"}},
 		{"postgres://u@h/db?password=a9&password=b9", []string{"a9", "b9"}}, // single letters are letters of the message
 	} {
 		got := Passwords(c.dsn)

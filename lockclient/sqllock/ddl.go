@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/fencedsql/fencedsql/lockclient"
 )
 
 // DDL returns the statements that create the lease table for dialect d and the objects
@@ -39,6 +41,9 @@ import (
 //
 // Lease table columns: lock_key (primary key), owner, session_id, token (BIGINT),
 // expires_at (timestamptz on PostgreSQL; DATETIME(6) in UTC on MySQL).
+//
+// A table name New refuses (WithTable), or an unknown dialect, is an error wrapping
+// lockclient.ErrInvalidConfig; so in DropDDL and CreateTable, which send nothing then.
 func DDL(d Dialect, table string) ([]string, error) {
 	tn, err := parseTable(orDefault(table))
 	if err != nil {
@@ -50,13 +55,14 @@ func DDL(d Dialect, table string) ([]string, error) {
 	case MySQL:
 		return append(append(myDDL(tn), myDDLv2(tn)...), myDDLRenew(tn)...), nil
 	}
-	return nil, fmt.Errorf("sqllock: DDL: unknown dialect %v", d)
+	return nil, fmt.Errorf("sqllock: %w: DDL: unknown dialect %v", lockclient.ErrInvalidConfig, d)
 }
 
 // DropDDL returns the statements that remove the lease table of dialect d and every
 // object DDL creates next to it (table "" means DefaultTable), in an order that works:
 // routines, then tables, then sequences. Each is IF EXISTS, so it also cleans up a
 // table created by an older version. Nothing holding a lease must use the table then.
+// A bad table name or dialect is an error wrapping lockclient.ErrInvalidConfig (DDL).
 func DropDDL(d Dialect, table string) ([]string, error) {
 	tn, err := parseTable(orDefault(table))
 	if err != nil {
@@ -90,7 +96,7 @@ func DropDDL(d Dialect, table string) ([]string, error) {
 			"DROP TABLE IF EXISTS " + tn.quoted(MySQL),
 		}, nil
 	}
-	return nil, fmt.Errorf("sqllock: DropDDL: unknown dialect %v", d)
+	return nil, fmt.Errorf("sqllock: %w: DropDDL: unknown dialect %v", lockclient.ErrInvalidConfig, d)
 }
 
 // CreateTable creates the lease table of dialect d and the objects next to it (see DDL)

@@ -200,7 +200,7 @@ func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	}
 	tn, err := parseTable(cfg.table)
 	if err != nil {
-		return nil, fmt.Errorf("%w (WithTable): %w", err, lockclient.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w (WithTable)", err) // wraps lockclient.ErrInvalidConfig
 	}
 	cfg.pollMin, cfg.pollMax = backendutil.PollBounds(cfg.pollMin, cfg.pollMax)
 	b := &Backend{db: db, dialect: cfg.dialect, table: tn, q: buildQueries(cfg.dialect, tn),

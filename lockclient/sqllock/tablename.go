@@ -3,6 +3,8 @@ package sqllock
 import (
 	"fmt"
 	"strings"
+
+	"github.com/fencedsql/fencedsql/lockclient"
 )
 
 // The lease table's name: parsed and validated once, quoted per dialect, and the names
@@ -30,14 +32,19 @@ func (t tableName) with(suffix string) tableName {
 	return tableName{schema: t.schema, name: t.name + suffix}
 }
 
+// parseTable validates a lease table's name, the one check of it for every entry point
+// (New's WithTable, DDL, DropDDL, CreateTable): a name that is not [schema.]name with
+// each part 1 to maxNamePart letters, digits or '_', not starting with a digit, is an
+// error wrapping lockclient.ErrInvalidConfig, and nothing is sent (red-team rt43e F2:
+// DDL, DropDDL and CreateTable returned it untyped).
 func parseTable(s string) (tableName, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) > 2 {
-		return tableName{}, fmt.Errorf("sqllock: table name %q: at most one '.'", s)
+		return tableName{}, fmt.Errorf("sqllock: %w: table name %q: at most one '.'", lockclient.ErrInvalidConfig, s)
 	}
 	for _, p := range parts {
 		if !isIdent(p) {
-			return tableName{}, fmt.Errorf("sqllock: table name %q: each part must be 1 to %d letters, digits or '_', not starting with a digit", s, maxNamePart)
+			return tableName{}, fmt.Errorf("sqllock: %w: table name %q: each part must be 1 to %d letters, digits or '_', not starting with a digit", lockclient.ErrInvalidConfig, s, maxNamePart)
 		}
 	}
 	if len(parts) == 2 {

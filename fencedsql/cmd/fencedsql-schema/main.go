@@ -265,9 +265,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !*tombstones {
 		check = checkWithoutTombstones
 	}
+	// Every error printed from here on is masked of the DSN's passwords: a driver's
+	// error may quote the DSN.
 	pw := secret.Passwords(*dsn)
+	mask := func(err error) string { return secret.Redact(err.Error(), pw...) }
 	fail := func(what string, err error) int {
-		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, secret.Redact(err.Error(), pw...))
+		fmt.Fprintf(stderr, "fencedsql-schema: %s: %s\n", what, mask(err))
 		return exitProblems
 	}
 
@@ -301,7 +304,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var ce *schema.ConfigError
 		if errors.As(err, &ce) {
-			return usage("%s", err)
+			return usage("%s", mask(err))
 		}
 		return fail("check", err)
 	}
@@ -329,7 +332,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			code = exitProblems
 		}
 	}
-	checkUnlisted(ctx, db, be.dialect, check, specs, *printOnly, stdout, stderr)
+	checkUnlisted(ctx, db, be.dialect, check, specs, *printOnly, stdout, stderr, mask)
 	return code
 }
 
@@ -341,11 +344,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // problems, or a failure to read the records, to stderr. Their fixes are not applied
 // and the exit status stays the listed tables' (an operator fixing one table is not
 // failed by another's known problem): add them to -tables to fix or gate on them.
+// Errors are printed masked (mask: of the DSN's passwords).
 func checkUnlisted(ctx context.Context, db *sql.DB, d dialect.Dialect, check func(context.Context, *sql.DB, dialect.Dialect, ...schema.GuardSpec) ([]schema.TableReport, error),
-	specs []schema.GuardSpec, printOnly bool, stdout, stderr io.Writer) {
+	specs []schema.GuardSpec, printOnly bool, stdout, stderr io.Writer, mask func(error) string) {
 	unlisted, err := schema.Unlisted(ctx, db, d, specs...)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencedsql-schema: warning: the tables the database records as guarded could not be read, so those -tables leaves out were not checked: %v\n", err)
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: the tables the database records as guarded could not be read, so those -tables leaves out were not checked: %s\n", mask(err))
 		return
 	}
 	if len(unlisted) == 0 {
@@ -353,7 +357,7 @@ func checkUnlisted(ctx context.Context, db *sql.DB, d dialect.Dialect, check fun
 	}
 	reports, err := check(ctx, db, d, unlisted...)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencedsql-schema: warning: the check of the recorded tables not in -tables failed: %v\n", err)
+		fmt.Fprintf(stderr, "fencedsql-schema: warning: the check of the recorded tables not in -tables failed: %s\n", mask(err))
 		return
 	}
 	var bad []string
