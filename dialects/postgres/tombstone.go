@@ -77,7 +77,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v7"
+	tombVersion = "fencedsql tombstone guard v8"
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -220,6 +220,12 @@ BEGIN
   END IF;
   IF TG_OP = 'UPDATE' THEN
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;
+  IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+    -- Wait for every transaction that deleted, or moved off, a row with NEW's key and
+    -- has not ended (its tombstone is not committed yet), whether or not a unique
+    -- index made the INSERT wait already; the read below then sees its tombstone.
+    PERFORM FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + ` FOR SHARE OF x;
+  END IF;
   SELECT t.fence_token INTO fencedsql_newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
   IF fencedsql_newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR fencedsql_newer > NEW.` + tok + `) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,
