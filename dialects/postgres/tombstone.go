@@ -39,8 +39,12 @@ import (
 //	                                          row left, checks the key it moved onto
 //
 // The checks run AFTER the row is in, that is after the INSERT waited on the unique
-// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check's
-// query takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
+// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check
+// does not rely on that wait (the key may have been dropped or made DEFERRABLE since
+// the install: red-team rt43a F1): it first locks the table's rows with NEW's key FOR
+// SHARE, which waits for a transaction that deleted or moved one of them and has not
+// ended (with the key intact the only such row is the writer's own), and its read
+// then takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
 // REPEATABLE READ and SERIALIZABLE the transaction's snapshot cannot see it; there the
 // check also probes the tombstone's key with an INSERT … ON CONFLICT DO NOTHING, which
 // PostgreSQL checks against the newest committed version (a tombstone written after the
