@@ -39,12 +39,8 @@ import (
 //	                                          row left, checks the key it moved onto
 //
 // The checks run AFTER the row is in, that is after the INSERT waited on the unique
-// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check
-// does not rely on that wait (the key may have been dropped or made DEFERRABLE since
-// the install: red-team rt43a F1): it first locks the table's rows with NEW's key FOR
-// SHARE, which waits for a transaction that deleted or moved one of them and has not
-// ended (with the key intact the only such row is the writer's own), and its read
-// then takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
+// index for a concurrent DELETE of the same key to end. In READ COMMITTED the check's
+// query takes a fresh snapshot and sees the DELETE's tombstone once it committed. In
 // REPEATABLE READ and SERIALIZABLE the transaction's snapshot cannot see it; there the
 // check also probes the tombstone's key with an INSERT … ON CONFLICT DO NOTHING, which
 // PostgreSQL checks against the newest committed version (a tombstone written after the
@@ -81,7 +77,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v8"
+	tombVersion = "fencedsql tombstone guard v7"
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -224,12 +220,6 @@ BEGIN
   END IF;
   IF TG_OP = 'UPDATE' THEN
 ` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;
-  IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
-    -- Wait for every transaction that deleted, or moved off, a row with NEW's key and
-    -- has not ended (its tombstone is not committed yet), whether or not a unique
-    -- index made the INSERT wait already; the read below then sees its tombstone.
-    PERFORM FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + ` FOR SHARE OF x;
-  END IF;
   SELECT t.fence_token INTO fencedsql_newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
   IF fencedsql_newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR fencedsql_newer > NEW.` + tok + `) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,

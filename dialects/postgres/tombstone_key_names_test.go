@@ -67,9 +67,7 @@ func TestTombstoneKeyColumnNamedLikeFunctionVariable(t *testing.T) {
 }
 
 // TestTombstoneEarlierVersionReinstalled: a tombstone function of the version before
-// (v7: before the READ COMMITTED check waited on the key's rows itself, red-team rt43a
-// F1; v6 before the variable fix) is reported as not installed, and the Fix replaces
-// it.
+// the variable fix (its marker) is reported as not installed, and the Fix replaces it.
 func TestTombstoneEarlierVersionReinstalled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -79,11 +77,11 @@ func TestTombstoneEarlierVersionReinstalled(t *testing.T) {
 	if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE proname = 'fencedsql_tombstone_accounts'").Scan(&src); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(src, "fencedsql tombstone guard v8") || !strings.HasPrefix(strings.TrimSpace(src), "#variable_conflict use_column") {
+	if !strings.Contains(src, "fencedsql tombstone guard v7") || !strings.HasPrefix(strings.TrimSpace(src), "#variable_conflict use_column") {
 		t.Fatalf("installed tombstone function:\n%s", src)
 	}
 	testdb.Exec(t, raw, "CREATE OR REPLACE FUNCTION public.fencedsql_tombstone_accounts() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$"+
-		strings.Replace(src, "fencedsql tombstone guard v8", "fencedsql tombstone guard v7", 1)+"$f$")
+		strings.Replace(src, "fencedsql tombstone guard v7", "fencedsql tombstone guard v6", 1)+"$f$")
 	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil || reps[0].Tombstoned || len(reps[0].Fix) == 0 {
 		t.Fatalf("schema.Check over the earlier version: %+v %v", reps, err)

