@@ -23,9 +23,10 @@ import (
 // A fencing column too narrow for its values (dialect.NarrowFencingColumn): a token
 // column narrower than bigint, a version column narrower than integer. Fix: bigint.
 //
-// A DEFERRABLE primary key on a table with the tombstones: the tombstone's insert check
-// needs the INSERT to wait for a concurrent DELETE of its key. Fix: the key replaced
-// by one that is not deferrable.
+// A table with the tombstones whose INSERT does not wait for a concurrent DELETE of
+// its key (lintTombstoneWait): its primary key DEFERRABLE, or no primary key or
+// unique index on the tombstone's key columns at all. Fix: the key replaced by one
+// that is not deferrable, or a primary key added.
 //
 // A fencing column that is nullable in a partition or inheritance child (at any
 // depth): a statement on the table writes the child's rows too, and there the fencing
@@ -98,29 +99,12 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 			// The catalog's exact names, quoted (NotNullDDL folds a configured name).
 			Fix: []string{"ALTER TABLE " + child.Quote(d.QuoteIdent) + " ALTER COLUMN " + d.QuoteIdent(r[2]) + " SET NOT NULL"}})
 	}
-	// A DEFERRABLE primary key under the tombstones: an INSERT of a key whose DELETE is
-	// in progress does not wait for it (the unique check is queued to the commit), so
-	// the tombstone check ran before the DELETE's tombstone committed, and the stale
-	// row came back when both committed (a red-team pass). The tombstone's insert check
-	// relies on the wait.
-	rows, err = query(ctx, `SELECT k.conname::text, (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY u.ord)
-    FROM pg_catalog.unnest(k.conkey) WITH ORDINALITY u(attnum, ord) JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum)
-FROM pg_catalog.pg_constraint k WHERE k.conrelid = to_regclass($1) AND k.contype = 'p' AND k.condeferrable
-  AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g WHERE g.tgrelid = k.conrelid AND g.tgname = $2)`, t.Table.String(), tombInsertTrigger)
+	// The key's wait under the tombstones (tombstoneWaitQuery): a DEFERRABLE primary
+	// key, or none at all (dropped, or replaced by a DEFERRABLE UNIQUE, red-team rt43a
+	// F1), leaves an INSERT of a key whose DELETE is in progress without a wait.
+	found, err = d.lintTombstoneWait(ctx, query, t, tbl, found)
 	if err != nil {
 		return nil, err
-	}
-	for _, r := range rows {
-		if len(r) != 2 {
-			continue
-		}
-		// PostgreSQL alters the deferrability of foreign keys only: the key is
-		// replaced, in one statement (a foreign key that references it must be
-		// dropped first, and is named in the error).
-		name := d.QuoteIdent(r[0])
-		found = append(found, dialect.SchemaProblem{
-			Problem: "primary key " + r[0] + " is DEFERRABLE: an INSERT of a key whose DELETE is in progress does not wait for it, so the tombstone check cannot see the DELETE's tombstone and a stale holder's row comes back; make it NOT DEFERRABLE",
-			Fix:     []string{"ALTER TABLE " + tbl + " DROP CONSTRAINT " + name + ", ADD CONSTRAINT " + name + " PRIMARY KEY (" + r[1] + ")"}})
 	}
 	// The floor and its copy where the table's guard functions name them (floorSchema),
 	// not where this session's search_path finds them.
