@@ -88,29 +88,8 @@ func (p *parser) closes(from, to int) bool {
 
 // keyTerm reads sig[from:to] as column = value or value = column.
 func (p *parser) keyTerm(from, to int) (KeyTerm, bool) {
-	eq := -1
-	for k := from; k < to; k++ {
-		if p.punct(k, "=") {
-			if eq >= 0 {
-				return KeyTerm{}, false
-			}
-			eq = k
-		}
-	}
-	if eq < 0 {
-		return KeyTerm{}, false
-	}
-	if col, ok := p.keyColumn(from, eq); ok {
-		if arg, lit, ok := p.keyValue(eq+1, to); ok {
-			return KeyTerm{Column: col, Arg: arg, Lit: lit}, true
-		}
-	}
-	if col, ok := p.keyColumn(eq+1, to); ok {
-		if arg, lit, ok := p.keyValue(from, eq); ok {
-			return KeyTerm{Column: col, Arg: arg, Lit: lit}, true
-		}
-	}
-	return KeyTerm{}, false
+	col, arg, lit, ok := p.eqTerm(from, to, p.keyColumn, p.keyValue)
+	return KeyTerm{Column: col, Arg: arg, Lit: lit}, ok
 }
 
 // keyColumn reads sig[from:to] as a column name, bare or behind one or two qualifiers,

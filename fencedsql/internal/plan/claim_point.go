@@ -91,29 +91,8 @@ func (p *parser) pointTerms(from, to int) []PointTerm {
 // pointTerm reads sig[from:to] as column = value or value = column (the column
 // optionally qualified once).
 func (p *parser) pointTerm(from, to int) (PointTerm, bool) {
-	eq := -1
-	for k := from; k < to; k++ {
-		if p.punct(k, "=") {
-			if eq >= 0 {
-				return PointTerm{}, false
-			}
-			eq = k
-		}
-	}
-	if eq < 0 {
-		return PointTerm{}, false
-	}
-	if col, ok := p.pointColumn(from, eq); ok {
-		if arg, lit, ok := p.pointValue(eq+1, to); ok {
-			return PointTerm{Column: col, Arg: arg, Lit: lit}, true
-		}
-	}
-	if col, ok := p.pointColumn(eq+1, to); ok {
-		if arg, lit, ok := p.pointValue(from, eq); ok {
-			return PointTerm{Column: col, Arg: arg, Lit: lit}, true
-		}
-	}
-	return PointTerm{}, false
+	col, arg, lit, ok := p.eqTerm(from, to, p.pointColumn, p.pointValue)
+	return PointTerm{Column: col, Arg: arg, Lit: lit}, ok
 }
 
 // pointColumn reads sig[from:to] as a column name, bare or behind one qualifier. In a
