@@ -82,6 +82,8 @@ func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn
 			return [][]string{} // no row: nothing UNLOGGED
 		case strings.Contains(q, "pg_catalog.substring(p.prosrc"):
 			return [][]string{{"public"}} // the schema the guard names the floor with
+		case strings.Contains(q, "indimmediate"):
+			return [][]string{{"1", "", "", ""}} // the key makes an INSERT wait for a DELETE
 		case strings.Contains(q, "pg_catalog.pg_attribute"):
 			return [][]string{{tok, "bigint", "1", "8"}, {ver, "bigint", "1", "8"}}
 		case strings.Contains(q, "pg_catalog.pg_constraint"), strings.Contains(q, "information_schema.STATISTICS"):

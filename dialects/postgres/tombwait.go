@@ -16,10 +16,11 @@ import (
 // migration; the tombstone triggers, their key compiled in, stayed installed and the
 // table passed) — a stale holder's INSERT ran its check before the newer holder's
 // DELETE committed, and the deleted key came back under the older token. The
-// tombstone function (v8) now waits on the key's rows itself under READ COMMITTED;
-// this lint keeps the prerequisite the design states and closes what a row lock
-// cannot (an INSERT that does not wait either way runs beside a DELETE whose
-// statement has not reached the row yet, and duplicates its key).
+// tombstone function's probe of the tombstone key (v8) waits only once the DELETE's
+// tombstone row exists (its AFTER trigger, at the end of the DELETE statement), so
+// this lint keeps the prerequisite the design states: a table that fails it is
+// refused by the pools (a pool that judged it before the key was dropped keeps its
+// verdict until it judges it again: docs/design.md, Known open findings).
 //
 // The table passes when one of its unique indexes is NOT DEFERRABLE (indimmediate),
 // valid, without a predicate or expression, and keyed on columns all of which are
