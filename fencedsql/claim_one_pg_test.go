@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -339,14 +338,15 @@ func TestClaimOnePostgresConcurrentUpdate(t *testing.T) {
 				if _, err := other.ExecContext(e.ctx, "UPDATE accounts SET owner = 'zed' WHERE id = 5"); err != nil {
 					t.Fatal(err)
 				}
+				blocker := testdb.PostgresBackendPID(t, e.ctx, other)
 				type result struct {
 					rows, stamped []string
 					err           error
 				}
-				done := make(chan result, 1)
+				done, finished := make(chan result, 1), make(chan struct{})
 				go func() {
 					var r result
-					defer func() { done <- r }()
+					defer func() { done <- r; close(finished) }()
 					pool, ctx := e.db, fencedsql.WithToken(e.ctx, 60)
 					if raw {
 						pool, ctx = e.raw, e.ctx
@@ -375,10 +375,12 @@ func TestClaimOnePostgresConcurrentUpdate(t *testing.T) {
 						r.err = tx.Commit()
 					}
 				}()
-				select {
-				case r := <-done:
+				// The read must wait for the other transaction's row locks before that
+				// one commits, or the test would check a read that saw no concurrent
+				// update.
+				if !testdb.WaitPostgresBlockedBy(t, e.ctx, e.raw, blocker, finished) {
+					r := <-done
 					t.Fatalf("raw=%v: the locking read returned while another transaction held its rows: %v %v", raw, r.rows, r.err)
-				case <-time.After(300 * time.Millisecond):
 				}
 				if err := other.Commit(); err != nil {
 					t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 // TestStatementClockWindow: a selection by MySQL's statement clock (NOW() is per
 // statement) on a table maintaining updated_at — the stale-row reclaim pattern
-// `WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND`. The fencing UPDATE, slowed here by a
+// `WHERE updated_at <= NOW(6) - INTERVAL 8 SECOND`. The fencing UPDATE, slowed here by a
 // trigger as a lock wait would in production, stamps row 1 and moves it out of the
 // window; by the second statement row 2, stamped by the same holder before and so
 // carrying its token, has become old enough. Restricted by the token only, the claim
@@ -27,7 +27,7 @@ func TestStatementClockWindow(t *testing.T) {
 		t.Parallel()
 		dsn, ctx := clockWindowSetup(t)
 		_, tx := tokenTx(t, dsn)
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND FOR UPDATE")
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 8 SECOND FOR UPDATE")
 		var got []int64
 		if err == nil {
 			got, err = scanIDs(rows)
@@ -40,7 +40,7 @@ func TestStatementClockWindow(t *testing.T) {
 		t.Parallel()
 		dsn, ctx := clockWindowSetup(t)
 		fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-		_, err := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND")
+		_, err := fenced.ExecContext(ctx, "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 8 SECOND")
 		if !errors.Is(err, fencedsql.ErrUnsupported) {
 			t.Fatalf("two-statement DELETE over the clock window: err %v, want ErrUnsupported", err)
 		}
@@ -55,18 +55,18 @@ func TestStatementClockWindow(t *testing.T) {
 	})
 }
 
-// clockWindowSetup is TestStatementClockWindow's set-up (row 1 old and in the window,
-// row 2 stamped earlier by holder 10 and 1.5 s short of the window; a trigger slows
-// the fencing UPDATE by 2 s, as a lock wait would: row 2 enters the window during it,
-// row 1, stamped, stays out of it for 1 s after it. The 1.5 s leave room for the
-// pool's first checks, which on a loaded machine took more than the 0.5 s they once
-// had).
+// clockWindowSetup is TestStatementClockWindow's set-up (row 1 old and in the 8 s
+// window, row 2 stamped earlier by holder 10 and 5 s short of it; a trigger slows the
+// fencing UPDATE by 5 s, as a lock wait would: row 2 enters the window during it, row
+// 1, stamped, stays out of it for 3 s after it). The 5 s before row 2 enters the window
+// are the room the pool's first checks and the statement's start have; on a loaded
+// two-core CI machine they took more than the 1.5 s they once had.
 func clockWindowSetup(t *testing.T) (string, context.Context) {
 	dsn := testdb.MySQL(t)
 	testdb.Open(t, "mysql", dsn,
 		"CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
-		"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)",
-		"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 1.5 SECOND)")
+		"CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(5)",
+		"INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 3 SECOND)")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return dsn, fencedsql.WithToken(ctx, 10)
@@ -80,7 +80,7 @@ func clockWindowSetup(t *testing.T) (string, context.Context) {
 // (row 1 was stamped and left the window); the two-statement DELETE deletes row 2
 // instead of row 1 with the counts matching.
 func TestClaimSessionTimestampClockReturnsOnlyStampedRow(t *testing.T) {
-	const window = "FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND"
+	const window = "FROM_UNIXTIME(@@timestamp) - INTERVAL 8 SECOND"
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()
 		dsn, ctx := clockWindowSetup(t)
@@ -97,7 +97,7 @@ func TestClaimSessionTimestampClockReturnsOnlyStampedRow(t *testing.T) {
 func TestClaimStoredFunctionClockReturnsOnlyStampedRow(t *testing.T) {
 	dsn, ctx := clockWindowSetup(t)
 	testdb.Open(t, "mysql", dsn,
-		"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 3 SECOND")
+		"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 8 SECOND")
 	_, tx := tokenTx(t, dsn)
 	claimExact(t, ctx, tx, "SELECT id FROM accounts WHERE updated_at <= cutoff() FOR UPDATE", 1)
 }

@@ -30,9 +30,10 @@ const keyedTable = "CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance 
 // keyedRows: row 1 unstamped and oldest, rows 2 and 3 stamped by holder 10 before.
 const keyedRows = "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2001-01-01'), (3, 5, 10, 1, '2002-01-01')"
 
-// slowUpdates delays the fencing UPDATE by 2 s, as a lock wait would (row 2 of the
-// clock cases starts 1.5 s short of the 3 s window: room for the pool's first checks).
-const slowUpdates = "CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(2)"
+// slowUpdates delays the fencing UPDATE by 5 s, as a lock wait would (row 2 of the
+// clock cases starts 5 s short of the 8 s window: room for the pool's first checks on
+// a loaded machine; row 1, stamped, stays out of the window for 3 s after the UPDATE).
+const slowUpdates = "CREATE TRIGGER slow BEFORE UPDATE ON accounts FOR EACH ROW SET NEW.balance = NEW.balance + 0 * SLEEP(5)"
 
 func keyedDeleteCases() []fencetest.DeleteTableCase {
 	return []fencetest.DeleteTableCase{
@@ -40,12 +41,12 @@ func keyedDeleteCases() []fencetest.DeleteTableCase {
 			Del: "DELETE FROM accounts ORDER BY updated_at LIMIT 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
 		{Name: "OrderLimitTie", Setup: []string{keyedTable, "INSERT INTO accounts VALUES (1, 5, 0, 0, '2000-01-01'), (2, 5, 10, 1, '2000-01-01')"},
 			Del: "DELETE FROM accounts WHERE balance < 10 ORDER BY balance LIMIT 1", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}, Run: true}},
-		{Name: "StatementClock", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 1.5 SECOND)"},
-			Del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
-		{Name: "SessionTimestamp", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 1.5 SECOND)"},
-			Del: "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@timestamp) - INTERVAL 3 SECOND", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
-		{Name: "StoredFunctionClock", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 1.5 SECOND)",
-			"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 3 SECOND"},
+		{Name: "StatementClock", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 3 SECOND)"},
+			Del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 8 SECOND", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "SessionTimestamp", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 3 SECOND)"},
+			Del: "DELETE FROM accounts WHERE updated_at <= FROM_UNIXTIME(@@timestamp) - INTERVAL 8 SECOND", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
+		{Name: "StoredFunctionClock", Setup: []string{keyedTable, slowUpdates, "INSERT INTO accounts VALUES (1, 5, 10, 1, '2000-01-01'), (2, 5, 10, 1, NOW(6) - INTERVAL 3 SECOND)",
+			"CREATE FUNCTION cutoff() RETURNS DATETIME(6) NOT DETERMINISTIC RETURN NOW(6) - INTERVAL 8 SECOND"},
 			Del: "DELETE FROM accounts WHERE updated_at <= cutoff()", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
 		{Name: "AggregateOverOnUpdateColumn", Setup: []string{keyedTable, keyedRows},
 			Del: "DELETE FROM accounts WHERE updated_at = (SELECT MIN(u) FROM (SELECT updated_at AS u FROM accounts) AS x)", DeleteCase: fencetest.DeleteCase{Stamped: []int64{1}}},
@@ -79,7 +80,7 @@ func keyedDeleteCases() []fencetest.DeleteTableCase {
 			Del: "DELETE FROM accounts WHERE id = @x", DeleteCase: fencetest.DeleteCase{Refused: true}},
 		{Name: "NoPrimaryKeyClock", Setup: []string{
 			"CREATE TABLE accounts (id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP(6)) ENGINE=InnoDB", keyedRows},
-			Del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 3 SECOND", DeleteCase: fencetest.DeleteCase{Refused: true}},
+			Del: "DELETE FROM accounts WHERE updated_at <= NOW(6) - INTERVAL 8 SECOND", DeleteCase: fencetest.DeleteCase{Refused: true}},
 		{Name: "NoPrimaryKeyPlain", Setup: []string{
 			"CREATE TABLE accounts (id INT NOT NULL, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
 			"INSERT INTO accounts VALUES (1, 5, 0, 0), (2, 5, 10, 1)"},
