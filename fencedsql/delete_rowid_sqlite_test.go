@@ -107,69 +107,12 @@ func TestSQLiteRowidDeleteReturning(t *testing.T) {
 
 // Red-team rt23a: a DELETE without RETURNING sent with QueryContext.
 
-// TestDeleteThroughQueryRunsAsExecSQLite: SQLite's two-statement DELETE (the
-// fencing UPDATE … RETURNING _rowid_, then the DELETE restricted to those rowids) of a
-// DELETE without RETURNING sent with QueryContext runs as Exec runs it, counted on the
-// rows affected, and answers with no rows: the row is deleted, and the transaction
-// commits; outside a transaction it runs in the wrapper's own.
+// TestDeleteThroughQueryRunsAsExecSQLite: SQLite's two-statement DELETE (the fencing
+// UPDATE … RETURNING _rowid_, then the DELETE restricted to those rowids) of a DELETE
+// without RETURNING sent with QueryContext runs as Exec runs it and answers with no
+// rows (fencetest.RunDeleteThroughQuery).
 func TestDeleteThroughQueryRunsAsExecSQLite(t *testing.T) {
 	dsn := testdb.SQLite(t)
 	raw := testdb.Open(t, "sqlite", dsn, `CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)`)
-	db := testdb.Open(t, "fenced-sqlite", dsn+"&fenced_tables=accounts")
-	reset := func() {
-		t.Helper()
-		for _, q := range []string{`DELETE FROM accounts`, `INSERT INTO accounts VALUES (1, 5, 3, 1), (2, 5, 3, 1)`} {
-			if _, err := raw.Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	remaining := func() int {
-		var n int
-		if err := raw.QueryRow(`SELECT count(*) FROM accounts WHERE id = 1`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	ctx := fencedsql.WithToken(context.Background(), 8)
-	t.Run("transaction", func(t *testing.T) {
-		reset()
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, `DELETE FROM accounts WHERE id = 1`)
-		if err == nil {
-			for rows.Next() {
-			}
-			err = rows.Err()
-			rows.Close()
-		}
-		if err != nil {
-			t.Errorf("DELETE through QueryContext: %v", err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Errorf("Commit: %v", err)
-		}
-		if n := remaining(); n != 0 {
-			t.Errorf("row 1 still there (%d): the DELETE did not take effect", n)
-		}
-	})
-	t.Run("autocommit", func(t *testing.T) {
-		reset()
-		rows, err := db.QueryContext(ctx, `DELETE FROM accounts WHERE id = 1`)
-		if err == nil {
-			for rows.Next() {
-			}
-			err = rows.Err()
-			rows.Close()
-		}
-		if err != nil {
-			t.Errorf("DELETE through QueryContext: %v", err)
-		}
-		if n := remaining(); n != 0 {
-			t.Errorf("row 1 still there (%d): the DELETE did not take effect", n)
-		}
-	})
+	fencetest.RunDeleteThroughQuery(t, raw, testdb.Open(t, "fenced-sqlite", dsn+"&fenced_tables=accounts"), "?")
 }

@@ -1,76 +1,18 @@
 package mysql_test
 
 import (
-	"context"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestDeleteThroughQueryRunsAsExec: a plain `DELETE FROM accounts WHERE id = 1` (no
-// RETURNING) sent with QueryContext runs as Exec runs it — the two-statement DELETE
-// (no guard installed), counted on the rows affected, in the wrapper's own
-// transaction outside the caller's — and answers with no rows: the row is deleted, and
-// the caller's transaction commits.
+// TestDeleteThroughQueryRunsAsExec: a plain DELETE (no RETURNING) sent with
+// QueryContext runs as Exec runs it — the two-statement DELETE (no guard installed), in
+// the wrapper's own transaction outside a caller's — and answers with no rows
+// (fencetest.RunDeleteThroughQuery).
 func TestDeleteThroughQueryRunsAsExec(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn, `CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
-	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	reset := func() {
-		t.Helper()
-		for _, q := range []string{`DELETE FROM accounts`, `INSERT INTO accounts VALUES (1, 5, 3, 1), (2, 5, 3, 1)`} {
-			if _, err := raw.Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	remaining := func() int {
-		var n int
-		if err := raw.QueryRow(`SELECT count(*) FROM accounts WHERE id = 1`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	ctx := fencedsql.WithToken(context.Background(), 8)
-	t.Run("transaction", func(t *testing.T) {
-		reset()
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, `DELETE FROM accounts WHERE id = 1`)
-		if err == nil {
-			for rows.Next() {
-			}
-			err = rows.Err()
-			rows.Close()
-		}
-		if err != nil {
-			t.Errorf("DELETE through QueryContext: %v", err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Errorf("Commit: %v", err)
-		}
-		if n := remaining(); n != 0 {
-			t.Errorf("row 1 still there (%d): the DELETE did not take effect", n)
-		}
-	})
-	t.Run("autocommit", func(t *testing.T) {
-		reset()
-		rows, err := db.QueryContext(ctx, `DELETE FROM accounts WHERE id = 1`)
-		if err == nil {
-			for rows.Next() {
-			}
-			err = rows.Err()
-			rows.Close()
-		}
-		if err != nil {
-			t.Errorf("DELETE through QueryContext: %v", err)
-		}
-		if n := remaining(); n != 0 {
-			t.Errorf("row 1 still there (%d): the DELETE did not take effect", n)
-		}
-	})
+	fencetest.RunDeleteThroughQuery(t, raw, testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts"), "?")
 }
