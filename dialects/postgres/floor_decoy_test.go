@@ -85,56 +85,14 @@ func TestForeignTriggerDoesNotBlockRaise(t *testing.T) {
 // them with row security off (SET LOCAL row_security = off makes a policy an error, not
 // code run as the installer); never runs code another role controls.
 func TestInitialFloorRunsNoAppCodeAsOwner(t *testing.T) {
-	n := time.Now().UnixNano() % 1_000_000_000
-	owner, app := fmt.Sprintf("rt25a_own_%d", n), fmt.Sprintf("rt25a_app_%d", n)
-	dsn := testdb.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	g := postgres.Dialect.(dialect.Guarder)
-	admin := rawWith(t, dsn,
-		"CREATE ROLE "+owner+" LOGIN PASSWORD 'x' NOSUPERUSER NOBYPASSRLS",
-		"CREATE ROLE "+app+" LOGIN PASSWORD 'x' NOSUPERUSER NOBYPASSRLS",
-		"GRANT CREATE, USAGE ON SCHEMA public TO "+owner,
-		"CREATE SCHEMA appown AUTHORIZATION "+app)
-	t.Cleanup(func() {
-		_, _ = admin.Exec("DROP SCHEMA IF EXISTS appown CASCADE")
-		for _, r := range []string{owner, app} {
-			_, _ = admin.Exec("DROP OWNED BY " + r + " CASCADE")
-			_, _ = admin.Exec("DROP ROLE IF EXISTS " + r)
-		}
-	})
-	as := func(role string) string {
-		d := strings.Replace(dsn, "fenced:fenced@", role+":x@", 1)
-		if d == dsn {
-			t.Fatal("set-up: the DSN has no fenced:fenced@ to replace")
-		}
-		return d
-	}
-	tbl := func(name string) string {
-		return "CREATE TABLE " + name + " (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
-	}
-	own := rawWith(t, fencetest.WithParam(as(owner), "search_path=public"),
-		append([]string{tbl("accounts")}, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)...)
-	testdb.Exec(t, admin, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
-	if err := schema.RaiseTokenFloor(ctx, own, postgres.Dialect, 50); err != nil {
-		t.Fatal(err)
-	}
-	// The application role's decoy, on a plain connection.
-	rawWith(t, as(app),
-		"CREATE TABLE appown.fencedsql_floor (id int PRIMARY KEY, floor bigint NOT NULL)",
-		"INSERT INTO appown.fencedsql_floor VALUES (1, 1)",
-		"CREATE FUNCTION appown.pwn() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN UPDATE public.fencedsql_floor SET floor = 0 WHERE id = 1; RETURN true; EXCEPTION WHEN OTHERS THEN RETURN true; END $$",
-		"ALTER TABLE appown.fencedsql_floor ENABLE ROW LEVEL SECURITY",
-		"CREATE POLICY p ON appown.fencedsql_floor USING (appown.pwn())",
-		"GRANT USAGE ON SCHEMA appown TO PUBLIC",
-		"GRANT SELECT ON appown.fencedsql_floor TO PUBLIC")
+	dsn, ctx, admin, own, _, _ := rlsDecoyFloor(t)
 	// Later: the owner guards one more table (fencedsql-schema -apply, one transaction).
 	tx, err := own.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var installErr error
-	for _, s := range append([]string{tbl("ledger")}, g.GuardDDL(dialect.TableName{Name: "ledger"}, "fence_token", "version")...) {
+	for _, s := range append([]string{decoyTable("ledger")}, postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "ledger"}, "fence_token", "version")...) {
 		if _, installErr = tx.ExecContext(ctx, s); installErr != nil {
 			break // refusing the decoy is fine: the floor must be intact either way
 		}
@@ -168,49 +126,7 @@ func TestInitialFloorRunsNoAppCodeAsOwner(t *testing.T) {
 // Right behaviour: the floor tools read only this library's floor tables, with
 // row_security off; never run another role's code.
 func TestTokenFloorRunsNoAppCodeAsOwner(t *testing.T) {
-	n := time.Now().UnixNano() % 1_000_000_000
-	owner, app := fmt.Sprintf("rt25a_own_%d", n), fmt.Sprintf("rt25a_app_%d", n)
-	dsn := testdb.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	g := postgres.Dialect.(dialect.Guarder)
-	admin := rawWith(t, dsn,
-		"CREATE ROLE "+owner+" LOGIN PASSWORD 'x' NOSUPERUSER NOBYPASSRLS",
-		"CREATE ROLE "+app+" LOGIN PASSWORD 'x' NOSUPERUSER NOBYPASSRLS",
-		"GRANT CREATE, USAGE ON SCHEMA public TO "+owner,
-		"CREATE SCHEMA appown AUTHORIZATION "+app)
-	t.Cleanup(func() {
-		_, _ = admin.Exec("DROP SCHEMA IF EXISTS appown CASCADE")
-		for _, r := range []string{owner, app} {
-			_, _ = admin.Exec("DROP OWNED BY " + r + " CASCADE")
-			_, _ = admin.Exec("DROP ROLE IF EXISTS " + r)
-		}
-	})
-	as := func(role string) string {
-		d := strings.Replace(dsn, "fenced:fenced@", role+":x@", 1)
-		if d == dsn {
-			t.Fatal("set-up: the DSN has no fenced:fenced@ to replace")
-		}
-		return d
-	}
-	tbl := func(name string) string {
-		return "CREATE TABLE " + name + " (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
-	}
-	own := rawWith(t, fencetest.WithParam(as(owner), "search_path=public"),
-		append([]string{tbl("accounts")}, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)...)
-	testdb.Exec(t, admin, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
-	if err := schema.RaiseTokenFloor(ctx, own, postgres.Dialect, 50); err != nil {
-		t.Fatal(err)
-	}
-	// The application role's decoy, on a plain connection.
-	rawWith(t, as(app),
-		"CREATE TABLE appown.fencedsql_floor (id int PRIMARY KEY, floor bigint NOT NULL)",
-		"INSERT INTO appown.fencedsql_floor VALUES (1, 1)",
-		"CREATE FUNCTION appown.pwn() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN UPDATE public.fencedsql_floor SET floor = 0 WHERE id = 1; RETURN true; EXCEPTION WHEN OTHERS THEN RETURN true; END $$",
-		"ALTER TABLE appown.fencedsql_floor ENABLE ROW LEVEL SECURITY",
-		"CREATE POLICY p ON appown.fencedsql_floor USING (appown.pwn())",
-		"GRANT USAGE ON SCHEMA appown TO PUBLIC",
-		"GRANT SELECT ON appown.fencedsql_floor TO PUBLIC")
+	dsn, ctx, admin, own, as, app := rlsDecoyFloor(t)
 	// A decoy guard trigger whose function names appown's floor table (see
 	// TestForeignTriggerDoesNotBlockRaise): TokenFloors now reads it.
 	rawWith(t, as(app),
@@ -305,7 +221,7 @@ func TestDecoyFloorDoesNotRaiseRealFloor(t *testing.T) {
 		"GRANT USAGE ON SCHEMA rt26a_appown TO PUBLIC",
 		"GRANT SELECT ON rt26a_appown.fencedsql_floor TO PUBLIC")
 	// Later: the owner guards one more table (fencedsql-schema -apply).
-	testdb.Exec(t, own, append([]string{decoyTable("ledger")}, g.GuardDDL(dialect.TableName{Name: "ledger"}, "fence_token", "version")...)...)
+	testdb.Exec(t, own, append([]string{decoyTable("ledger")}, postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "ledger"}, "fence_token", "version")...)...)
 	var fl int64
 	if err := admin.QueryRowContext(ctx, "SELECT floor FROM public.fencedsql_floor").Scan(&fl); err != nil {
 		t.Fatal(err)
@@ -452,4 +368,36 @@ func TestForgedGuardDoesNotBlockRaise(t *testing.T) {
 	if !errors.Is(rerr, schema.ErrFloorUnsafe) || !strings.Contains(rerr.Error(), "rt26a_appown.fencedsql_floor") {
 		t.Errorf("owner's RaiseTokenFloor(50) with an application role's forged guard: %v; public.fencedsql_floor = %d; want the real floor raised, or ErrFloorUnsafe naming the forged floor", rerr, fl)
 	}
+}
+
+// rlsDecoyFloor is the set-up of the RLS decoy tests: an owner role guards accounts
+// (row 1 at token 5) and raises the floor to 50; an application role owning schema
+// appown creates, on a plain connection, appown.fencedsql_floor with a row security
+// policy whose function lowers public.fencedsql_floor to 0 whenever the table is read
+// by a role the policy applies to. It returns the admin DSN, a context, the admin and
+// owner pools, the DSN maker and the application role.
+func rlsDecoyFloor(t *testing.T) (dsn string, ctx context.Context, admin, own *sql.DB, as func(string) string, app string) {
+	t.Helper()
+	dsn = testdb.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	t.Cleanup(cancel)
+	g := postgres.Dialect.(dialect.Guarder)
+	admin, owner, app, as := floorRoles(t, dsn, func(owner, app string) []string {
+		return []string{"CREATE SCHEMA appown AUTHORIZATION " + app}
+	})
+	own = rawWith(t, fencetest.WithParam(as(owner), "search_path=public"),
+		append([]string{decoyTable("accounts")}, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)...)
+	testdb.Exec(t, admin, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 0, 5, 1)")
+	if err := schema.RaiseTokenFloor(ctx, own, postgres.Dialect, 50); err != nil {
+		t.Fatal(err)
+	}
+	rawWith(t, as(app),
+		"CREATE TABLE appown.fencedsql_floor (id int PRIMARY KEY, floor bigint NOT NULL)",
+		"INSERT INTO appown.fencedsql_floor VALUES (1, 1)",
+		"CREATE FUNCTION appown.pwn() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN UPDATE public.fencedsql_floor SET floor = 0 WHERE id = 1; RETURN true; EXCEPTION WHEN OTHERS THEN RETURN true; END $$",
+		"ALTER TABLE appown.fencedsql_floor ENABLE ROW LEVEL SECURITY",
+		"CREATE POLICY p ON appown.fencedsql_floor USING (appown.pwn())",
+		"GRANT USAGE ON SCHEMA appown TO PUBLIC",
+		"GRANT SELECT ON appown.fencedsql_floor TO PUBLIC")
+	return dsn, ctx, admin, own, as, app
 }
