@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 
@@ -179,11 +178,11 @@ func (e *ClaimConflictError) Unwrap() []error { return []error{ErrClaimConflict,
 //	MySQL, MariaDB  Error 1062 (23000): Duplicate entry for key 'k'
 //	SQLite          constraint failed: UNIQUE constraint failed: t.a, t.b (2067)
 //
-// then the wrapper's own words. Those driver words are rebuilt from their fixed text
-// and the names (constraint, key, columns), never copied from the driver's message:
-// the duplicated values never appear (MySQL's "Duplicate entry 'v'" quotes them, and
-// PostgreSQL's DETAIL is left out). An error of another driver starts with
-// "fencedsql: write violates unique constraint".
+// then the wrapper's own words. Those driver words (Words) are the dialect's, rebuilt
+// from their fixed text and the names (constraint, key, columns), never copied from the
+// driver's message: the duplicated values never appear (MySQL's "Duplicate entry 'v'"
+// quotes them, and PostgreSQL's DETAIL is left out). Without them (a dialect that
+// gives none) the error starts with "fencedsql: write violates unique constraint".
 //
 // Code is the driver's SQLSTATE when it reports one through a SQLState() method
 // (PostgreSQL: "23505"), so that error translators reading a Code field recognise the
@@ -194,11 +193,19 @@ type DuplicateError struct {
 	Table      string // when known
 	Constraint string // index or constraint name (SQLite: the columns), when the driver reports it
 	Code       string // the SQLSTATE, when the driver reports one ("23505" on PostgreSQL)
+	Words      string // the driver's words for the violation, without values (dialect.ErrorInfo.Words)
 	Err        error
 }
 
 func (e *DuplicateError) Error() string {
-	msg := duplicateDriverWords(e.Err, e.Constraint) + "; fencedsql: unique constraint violated"
+	msg := e.Words
+	if msg == "" {
+		msg = "fencedsql: write violates unique constraint"
+		if e.Constraint != "" {
+			msg += " " + e.Constraint
+		}
+	}
+	msg += "; fencedsql: unique constraint violated"
 	if e.Table != "" {
 		msg += " on " + e.Table
 	}
@@ -206,54 +213,6 @@ func (e *DuplicateError) Error() string {
 }
 
 func (e *DuplicateError) Unwrap() []error { return []error{ErrDuplicate, e.Err} }
-
-// SQLite's extended result codes of a unique violation.
-const (
-	sqliteConstraintPrimaryKey = 1555
-	sqliteConstraintUnique     = 2067
-)
-
-// duplicateDriverWords returns the driver's description of the unique violation err,
-// rebuilt from the driver's fixed words and name, the constraint's name: PostgreSQL's
-// (an error with SQLState 23505), SQLite's (Code 2067 or 1555), MySQL's (a message
-// starting "Error 1062"); for another driver, the wrapper's own sentence with the
-// same key words.
-func duplicateDriverWords(err error, name string) string {
-	if sqlState(err) == "23505" {
-		words := "ERROR: duplicate key value violates unique constraint"
-		if name != "" {
-			words += ` "` + name + `"`
-		}
-		return words + " (SQLSTATE 23505)"
-	}
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		if c := coded.Code(); c == sqliteConstraintUnique || c == sqliteConstraintPrimaryKey {
-			return "constraint failed: UNIQUE constraint failed: " + name + " (" + strconv.Itoa(c) + ")"
-		}
-	}
-	if err != nil {
-		const mysql = "Error 1062"
-		if text := err.Error(); strings.HasPrefix(text, mysql) {
-			words := mysql
-			// go-sql-driver/mysql: "Error 1062 (23000): …", or "Error 1062: …"
-			// without a SQLSTATE. Only the five-character state is copied.
-			if rest := text[len(mysql):]; len(rest) >= 8 && rest[:2] == " (" && rest[7] == ')' && isSQLState(rest[2:7]) {
-				words += rest[:8]
-			}
-			words += ": Duplicate entry"
-			if name != "" {
-				words += " for key '" + name + "'"
-			}
-			return words
-		}
-	}
-	words := "fencedsql: write violates unique constraint"
-	if name != "" {
-		words += " " + name
-	}
-	return words
-}
 
 // sqlState is the SQLSTATE err reports through a SQLState() method (pgconn.PgError's),
 // or "".

@@ -13,10 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
-	_ "github.com/fencedsql/fencedsql/dialects/mysql"
-	_ "github.com/fencedsql/fencedsql/dialects/postgres"
+	mysqldialect "github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/dialects/postgres"
 	_ "github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -191,9 +192,10 @@ func TestDuplicateErrorOnEveryPath(t *testing.T) {
 }
 
 // DuplicateError.Error() starts with the driver's own words for each driver's error
-// shape (the PostgreSQL message exactly, since it quotes no value; MySQL's and SQLite's
-// rebuilt from their fixed words and names), so ent's text match holds as on the raw
-// driver, and never contains the duplicated value.
+// shape, as the dialect rebuilds them (dialect.ErrorInfo.Words: the PostgreSQL message
+// exactly, since it quotes no value; MySQL's rebuilt from its fixed words and names),
+// so ent's text match holds as on the raw driver, and never contains the duplicated
+// value. (SQLite's are checked against the real driver in TestDuplicateErrorTyped.)
 func TestDuplicateErrorText(t *testing.T) {
 	const secret = "s3cret@example.com"
 	pg := &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: `duplicate key value violates unique constraint "users_email_key"`,
@@ -203,17 +205,28 @@ func TestDuplicateErrorText(t *testing.T) {
 	// A value that spells MySQL's own words must not confuse the rebuild.
 	myTricky := &mysql.MySQLError{Number: 1062, SQLState: [5]byte{'2', '3', '0', '0', '0'}, Message: "Duplicate entry '" + secret + "' for key 'x' for key 'users.email'"}
 	other := errors.New("unique: " + secret)
+	// dup builds the error as the wrapper does from the dialect's reading of err.
+	dup := func(d dialect.Dialect, err error) *fencedsql.DuplicateError {
+		if d == nil {
+			return &fencedsql.DuplicateError{Constraint: "uq", Err: err}
+		}
+		info := d.Classify(err)
+		if info.Kind != dialect.ErrorUnique {
+			t.Fatalf("%T: Classify(%v).Kind = %v, want ErrorUnique", d, err, info.Kind)
+		}
+		return &fencedsql.DuplicateError{Table: info.Table, Constraint: info.Constraint, Words: info.Words, Err: err}
+	}
 	cases := []struct {
 		name   string
 		err    *fencedsql.DuplicateError
 		prefix string
 		ent    bool // ent's IsUniqueConstraintError matches the driver's own error
 	}{
-		{"postgres", &fencedsql.DuplicateError{Table: "users", Constraint: "users_email_key", Err: pg}, pg.Error(), true},
-		{"mysql", &fencedsql.DuplicateError{Constraint: "users.email", Err: my}, "Error 1062 (23000): Duplicate entry for key 'users.email'", true},
-		{"mysql without SQLSTATE", &fencedsql.DuplicateError{Constraint: "PRIMARY", Err: myNoState}, "Error 1062: Duplicate entry for key 'PRIMARY'", true},
-		{"mysql, value with the key words", &fencedsql.DuplicateError{Constraint: "users.email", Err: myTricky}, "Error 1062 (23000): Duplicate entry for key 'users.email'", true},
-		{"other driver", &fencedsql.DuplicateError{Constraint: "uq", Err: other}, "fencedsql: write violates unique constraint uq", false},
+		{"postgres", dup(postgres.Dialect, pg), pg.Error(), true},
+		{"mysql", dup(mysqldialect.Dialect, my), "Error 1062 (23000): Duplicate entry for key 'users.email'", true},
+		{"mysql without SQLSTATE", dup(mysqldialect.Dialect, myNoState), "Error 1062: Duplicate entry for key 'PRIMARY'", true},
+		{"mysql, value with the key words", dup(mysqldialect.Dialect, myTricky), "Error 1062 (23000): Duplicate entry for key 'users.email'", true},
+		{"other driver", dup(nil, other), "fencedsql: write violates unique constraint uq", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -221,7 +221,7 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 			table = g.String()
 		}
 		k.metrics.count(k.metrics.unique, g)
-		return &DuplicateError{Table: table, Constraint: info.Constraint, Code: sqlState(err), Err: err}
+		return &DuplicateError{Table: table, Constraint: info.Constraint, Code: sqlState(err), Words: info.Words, Err: err}
 	}
 	return err
 }

@@ -71,13 +71,13 @@ type instruments struct {
 	hit, miss []metric.AddOption
 }
 
+// dbSystem is the dialect's OpenTelemetry database name (dialect.SystemNamer), else its
+// Name().
 func dbSystem(d dialect.Dialect) string {
-	switch d.Name() {
-	case "postgres":
-		return "postgresql"
-	default:
-		return d.Name()
+	if n, ok := d.(dialect.SystemNamer); ok {
+		return n.SystemName()
 	}
+	return d.Name()
 }
 
 func newInstruments(mp metric.MeterProvider, d dialect.Dialect, rw *plan.Planner) *instruments {

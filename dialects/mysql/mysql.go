@@ -93,7 +93,8 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 	case 1301: // Result of concat() was larger than max_allowed_packet (…)
 		return dialect.ErrorInfo{Kind: dialect.ErrorTooLarge}
 	case 1062: // Duplicate entry '…' for key 'name'
-		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: duplicateKey(me.Message)}
+		key := duplicateKey(me.Message)
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key, Words: uniqueWords(me, key)}
 	case 1213, // Deadlock found when trying to get lock; try restarting transaction
 		1020, // Record has changed since last read (MariaDB innodb_snapshot_isolation)
 		1206: // The total number of locks exceeds the lock table size
@@ -163,4 +164,19 @@ func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionC
 		return nil
 	}
 	return []string{"ALTER TABLE " + table.String() + " " + strings.Join(adds, ", ")}
+}
+
+// uniqueWords is go-sql-driver/mysql's text of a 1062 error ("Error 1062 (23000):
+// Duplicate entry '…' for key 'name'", or without the SQLSTATE) with the duplicated
+// value left out.
+func uniqueWords(me *mysql.MySQLError, key string) string {
+	words := "Error 1062"
+	if me.SQLState != [5]byte{} {
+		words += " (" + string(me.SQLState[:]) + ")"
+	}
+	words += ": Duplicate entry"
+	if key != "" {
+		words += " for key '" + key + "'"
+	}
+	return words
 }

@@ -60,7 +60,7 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	case "23502":
 		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: pe.ColumnName, Table: pe.TableName}
 	case "23505":
-		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: pe.ConstraintName, Table: pe.TableName}
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: pe.ConstraintName, Table: pe.TableName, Words: uniqueWords(pe.ConstraintName)}
 	case GuardSQLState:
 		table := pe.TableName
 		if table != "" && pe.SchemaName != "" {
@@ -81,6 +81,12 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	}
 	return dialect.ErrorInfo{}
 }
+
+// SystemName implements dialect.SystemNamer: OpenTelemetry's db.system.name for
+// PostgreSQL.
+func (dialectImpl) SystemName() string { return "postgresql" }
+
+var _ dialect.SystemNamer = dialectImpl{}
 
 // ExactQuotedIdents implements dialect.ExactIdenter: a quoted identifier is its exact
 // spelling ("Fence_Token" is not fence_token), and the wrapper quotes column names.
@@ -119,4 +125,14 @@ func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionC
 		return nil
 	}
 	return []string{"ALTER TABLE " + table.String() + " " + strings.Join(adds, ", ")}
+}
+
+// uniqueWords is pgconn's text of a 23505 error without its DETAIL (which quotes the
+// duplicated key): PostgreSQL's message names only the constraint.
+func uniqueWords(constraint string) string {
+	words := "ERROR: duplicate key value violates unique constraint"
+	if constraint != "" {
+		words += ` "` + constraint + `"`
+	}
+	return words + " (SQLSTATE 23505)"
 }

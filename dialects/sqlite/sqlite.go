@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -131,7 +132,8 @@ func (dialectImpl) classify(err error) dialect.ErrorInfo {
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		cols := after(msg, "constraint failed: ")
 		table, _, _ := strings.Cut(cols, ".")
-		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: cols, Table: table}
+		words := "constraint failed: UNIQUE constraint failed: " + cols + " (" + strconv.Itoa(se.Code()) + ")"
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: cols, Table: table, Words: words}
 	}
 	return dialect.ErrorInfo{}
 }

@@ -63,6 +63,12 @@ type ErrorInfo struct {
 	Kind       ErrorKind
 	Column     string // NOT NULL: the column
 	Constraint string // unique: the constraint or index name
+	// Words (unique) is the driver's own description of the violation, rebuilt from
+	// its fixed words and the constraint's name, never quoting the duplicated values
+	// (which the driver's message may): what a tool matching the driver's text (ent's
+	// IsUniqueConstraintError) expects at the start of the wrapper's error. "" lets the
+	// wrapper use its own sentence.
+	Words string
 	Table      string // when the driver reports it
 	// Server says the server answered the statement (or COMMIT) with this error, so
 	// that nothing of it was committed (the wrapper's outcome NotCommitted), for a
