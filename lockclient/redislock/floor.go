@@ -85,7 +85,7 @@ return cur
 // Replaces the counter's value v (seeded from the clock when missing, as a grant would)
 // by the mark "retired:<last>", which every later grant and raise refuses, and returns
 // last: the larger of v and the server's clock (seedLua) plus the retirement margin
-// (retireMargin, lockclient.RetirementMargin), at most maxFloor — a bound of every
+// (lockclient.RetirementMargin), at most maxFloor — a bound of every
 // token the service issued and of every token it could seed from its clock for 142
 // years should it lose the mark (red-team rt44c F2). A counter already retired is left
 // alone and its last token returned. It runs on a positively verified primary only:
@@ -181,15 +181,19 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 }
 
 // Retire implements lockclient.Retirer: in one script on the primary, the token counter
-// <prefix>token becomes the mark "retired:<its value>", which every later grant refuses
+// <prefix>token becomes the mark "retired:<last>", which every later grant refuses
 // (an error wrapping lockclient.ErrRetired; a grant of an earlier release refuses it as
-// a counter that holds no token), as does RaiseFloor, and the value is returned: every
-// token granted before is at most it. A service already retired answers its last token
-// again. On a replica it fails with an error wrapping lockclient.ErrUnavailable (see
-// LastToken). A retired service is brought back only by hand (SET the counter to a
-// token): switch to another prefix instead — or by losing the counter (a flush, a
-// restart without persistence, an eviction): the next grant seeds it from the clock,
-// above the returned token (see lockclient.Retirer; red-team rt38b F1).
+// a counter that holds no token), as does RaiseFloor, and last is returned: the larger
+// of the counter and the server's clock in microseconds, plus
+// lockclient.RetirementMargin (2^52), at most 2^63−2 — every token granted before is
+// below it, and so is every token the server would seed from its clock for 142 years
+// should it lose the mark. A service already retired answers its last token again. On
+// a replica it fails with an error wrapping lockclient.ErrUnavailable (see LastToken).
+// A retired service is brought back only by hand (SET the counter to a token): switch
+// to another prefix instead — or by losing the counter (a flush, a restart without
+// persistence, an eviction): the next grant seeds it from the clock, below the returned
+// bound, so below the service raised to it and the database floor raised from that
+// (see lockclient.Retirer; red-team rt38b F1, rt44c F2).
 //
 // Unlike LastToken and RaiseFloor, Retire requires the server to be positively known as
 // the primary: a Retire through a writable replica would mark only the replica's copy
