@@ -23,10 +23,6 @@ type Client struct {
 
 	openMu sync.Mutex // serialises session opening
 	sess   Session
-	// serviceID is the session's ServiceIdentifier answer ("" when it has none), set
-	// with sess, before any lease exists, and never changed: what every Lease's
-	// ServiceID answers.
-	serviceID string
 
 	mu     sync.Mutex // guards the fields below and every Lease's scheduling state
 	leases leaseHeap
@@ -132,9 +128,6 @@ func (c *Client) session(ctx context.Context) (Session, error) {
 	s, err := c.backend.Open(ctx, c.cfg.owner, c.cfg.ttl)
 	if err != nil {
 		return nil, classify(err)
-	}
-	if si, ok := s.(ServiceIdentifier); ok {
-		c.serviceID = si.ServiceID()
 	}
 	c.sess = s
 	if sr, ok := s.(SessionRenewer); ok {
@@ -323,6 +316,11 @@ func (c *Client) queued(ctx context.Context, s QueueSession, key string) (*Lease
 // adopt turns grant g, whose granting request was sent at sent, into a scheduled Lease.
 func (c *Client) adopt(ctx context.Context, s Session, g Grant, sent time.Time) (*Lease, error) {
 	l := &Lease{c: c, grant: g, lost: make(chan struct{}), idx: -1, granted: time.Now()}
+	if si, ok := s.(ServiceIdentifier); ok {
+		// Read at each grant, not once per session: a backend may learn its identity
+		// after Open (sqllock before CreateTable; red-team rt44c F3). A field read.
+		l.serviceID = si.ServiceID()
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

@@ -16,6 +16,9 @@ type Lease struct {
 	grant   Grant
 	lost    chan struct{}
 	granted time.Time
+	// serviceID is the session's ServiceIdentifier answer when the lease was granted
+	// ("" when it has none): what ServiceID answers.
+	serviceID string
 
 	// Guarded by c.mu.
 	err       error

@@ -31,14 +31,36 @@ type Retirer interface {
 	// procedure. An unreachable service, or a server that is not the primary (or not
 	// known to be), yields an error wrapping ErrUnavailable.
 	//
+	// last may be above the service's actual last token: etcdlock and redislock add
+	// RetirementMargin, so that the service stays below last should it lose the mark.
+	//
 	// The mark lives in the service's own data: when that data is lost (a Redis flush,
 	// a restart without persistence, an eviction; the etcd prefix deleted, or a restore
-	// from before Retire), the service comes back as a fresh one whose tokens are above
-	// last. Retirement bridges the time until every process configured for the service
-	// is stopped or reconfigured; it does not replace that (README, "Switching or
-	// rebuilding the lock service"; red-team rt38b F1).
+	// from before Retire), the service comes back as a fresh one that grants again —
+	// below last (RetirementMargin), so below the floor the switch procedure raised
+	// from it, whose guards refuse its holders' writes (red-team rt44c F2; before, a
+	// revived Redis or busy etcd granted above last, rt38b F1). Retirement bridges the
+	// time until every process configured for the service is stopped or reconfigured;
+	// it does not replace that (README, "Switching or rebuilding the lock service").
 	Retire(ctx context.Context) (last uint64, err error)
 }
+
+// RetirementMargin is what etcdlock's and redislock's Retire add to the last token they
+// answer: 2^52 (in Redis's clock-seeded microseconds, 142 years; in etcd revisions, more
+// writes than a cluster makes). Those two services come back high when the data that
+// holds their retirement mark is lost — a Redis counter lost to a flush, a restart
+// without persistence or an eviction is seeded again from the server's clock, far
+// above its last token; a wiped etcd prefix grants the cluster's revision again,
+// which other writers of a shared cluster moved on — while the service that replaced
+// them, raised only to the last token, counts one per grant. Raised above last plus
+// the margin (the switch procedure raises it to Retire's answer), the new service's
+// tokens, and the database floor raised from them, stay above every token such a
+// revived service grants, so a straggler's writes are refused by the floor instead of
+// fencing out the new service's holders (red-team rt44c F2). Each switch away from
+// etcd or Redis uses 2^52 of the 2^63 tokens: about 2000 switches. memlock and sqllock
+// come back low (a restart, a restore, a recreated table start below the floor) and add
+// nothing.
+const RetirementMargin uint64 = 1 << 52
 
 // ErrNoRetire is returned by Client.Retire when the backend does not implement Retirer.
 // It wraps errors.ErrUnsupported.

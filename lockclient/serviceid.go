@@ -13,9 +13,11 @@ package lockclient
 // nothing.
 //
 // It is implemented by *Lease, and by the Sessions of the four shipped backends
-// (memlock, etcdlock, redislock, sqllock): the Client reads its Session's identity
-// once, when it opens the session, and every Lease it grants answers it, with no round
-// trip. A Session of another backend that does not implement it leaves its Leases'
+// (memlock, etcdlock, redislock, sqllock): the Client reads its Session's identity at
+// each grant (a field read, no round trip) and the Lease answers it. A session may
+// learn its identity after Open (sqllock opened before CreateTable reads it at the
+// next grant; red-team rt44c F3), so a Lease answers what its session knew when it was
+// granted. A Session of another backend that does not implement it leaves its Leases'
 // identity unknown.
 type ServiceIdentifier interface {
 	ServiceID() string
@@ -24,11 +26,11 @@ type ServiceIdentifier interface {
 var _ ServiceIdentifier = (*Lease)(nil)
 
 // ServiceID implements ServiceIdentifier: the identity of the lock service that granted
-// the lease, read from the Client's session when it was opened; "" when the backend
-// does not name it, and for a nil or zero-value Lease.
+// the lease, read from the Client's session when the lease was granted; "" when the
+// backend does not name it, and for a nil or zero-value Lease.
 func (l *Lease) ServiceID() string {
-	if l == nil || l.c == nil {
+	if l == nil {
 		return ""
 	}
-	return l.c.serviceID
+	return l.serviceID
 }

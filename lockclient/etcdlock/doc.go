@@ -136,9 +136,12 @@
 // is no offset ("1e9", text) makes every grant fail with an error wrapping
 // lockclient.ErrInvalidConfig naming the key.
 // Backend.Retire (lockclient.Retirer, lockfloor -retire: the first step of switching the
-// application to another lock service) puts "retired:<offset>" there: every later grant
-// fails with an error wrapping lockclient.ErrRetired, and so does RaiseFloor; LastToken
-// answers the last token issued before the mark.
+// application to another lock service) puts "retired:<offset + 2^52>" there
+// (lockclient.RetirementMargin): every later grant fails with an error wrapping
+// lockclient.ErrRetired, and so does RaiseFloor; LastToken answers the last token issued
+// before the mark plus the margin, a bound that the cluster's revision stays below
+// should the prefix be deleted (red-team rt44c F2). The service's identity
+// (serviceid.go) is stored under the prefix too, in <prefix>~service-id.
 // Rebuilding a cluster, or moving the locks to another prefix or cluster, means raising
 // the floor on the new one above the highest token the database has accepted
 // (lockfloor -raise, or RaiseFloor) before the first grant. The Renew and Release checks

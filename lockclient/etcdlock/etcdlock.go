@@ -111,6 +111,9 @@ type Backend struct {
 
 	floorMu     sync.Mutex
 	floorRaised bool // WithMinToken was applied
+
+	idMu sync.Mutex
+	id   string // the identity of the token source (serviceID), "" until read
 }
 
 var (
@@ -120,7 +123,8 @@ var (
 
 // Open implements lockclient.Backend: it grants the session's etcd lease, with ttl
 // rounded up to whole seconds (see the package documentation). The first Open applies
-// WithMinToken.
+// WithMinToken and reads the service's identity (serviceid.go: one round trip, once per
+// Backend).
 func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lockclient.Session, error) {
 	if b.cfg.err != nil {
 		return nil, b.cfg.err
@@ -131,7 +135,12 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	if err := b.raiseMinToken(ctx); err != nil {
 		return nil, err
 	}
+	sid, err := b.serviceID(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s := newSession(b, owner, ttl)
+	s.serviceID = sid
 	if err := s.grant(ctx); err != nil {
 		s.stop()
 		return nil, err

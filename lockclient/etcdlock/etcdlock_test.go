@@ -105,7 +105,7 @@ func TestKeysTokensAndLeaseTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, prefix, lockKeys(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestKeysTokensAndLeaseTTL(t *testing.T) {
 		t.Fatalf("second token %d, want > %d (a put happened in between)", l2.Token(), l.Token()+1)
 	}
 	// Both locks share the session's one lease.
-	resp, err = cli.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err = cli.Get(ctx, prefix, lockKeys(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestGrantOnAgingLeaseGetsFullTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No renewals from here: etcd deletes the key when the lease expires.
-	wch := cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(int64(g.Token)+1), clientv3.WithFilterPut())
+	wch := cli.Watch(ctx, prefix, lockKeys(prefix), clientv3.WithRev(int64(g.Token)+1), clientv3.WithFilterPut())
 	for wr := range wch {
 		if err := wr.Err(); err != nil {
 			t.Fatal(err)
@@ -290,7 +290,7 @@ func TestTryAcquireWithFailedRenewalLeavesNoKey(t *testing.T) {
 	if !errors.Is(err, lockclient.ErrUnavailable) || errors.Is(err, lockclient.ErrHeld) {
 		t.Fatalf("TryAcquire with a failed renewal = %v, want ErrUnavailable", err)
 	}
-	resp, err := observer.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := observer.Get(ctx, prefix, lockKeys(prefix), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestRevokedSessionLeaseIsReportedLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := observer.Get(ctx, prefix, clientv3.WithPrefix())
+			resp, err := observer.Get(ctx, prefix, lockKeys(prefix))
 			if err != nil || len(resp.Kvs) != 1 {
 				t.Fatalf("Get = %v, %v", resp, err)
 			}

@@ -36,7 +36,8 @@ func floorKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
 }
 
 // retiredMark starts the value of the floor key of a retired service (Retire):
-// "retired:<offset>", the offset in force until the retirement. It is no offset, so
+// "retired:<offset>", the offset in force until the retirement plus
+// lockclient.RetirementMargin (none when written by an earlier release). It is no offset, so
 // every grant — of this release, which names it (lockclient.ErrRetired), or of an
 // earlier one, which refuses any value that is no offset — fails.
 const retiredMark = "retired:"
@@ -220,15 +221,19 @@ func (b *Backend) retiredLast(kv *mvccpb.KeyValue) (uint64, bool) {
 var _ lockclient.Retirer = (*Backend)(nil)
 
 // Retire implements lockclient.Retirer: it replaces the floor key's offset o by the mark
-// "retired:<o>" (retiredMark), by compare-and-swap on the key's mod revision (retried
-// when a concurrent raise won). Every granting transaction reads the floor key, so a
-// grant ordered after the mark by etcd's revision fails with an error wrapping
-// lockclient.ErrRetired (its key is given back, as for any floor that is no offset),
-// and one ordered before got offset o. It returns o plus the mark's revision minus one,
-// which bounds every token issued (LastToken answers the same afterwards). A service
-// already retired is left alone. The mark is the floor key under the prefix: deleting
-// the prefix, or restoring the cluster from before Retire, removes it and the service
-// grants again, above the returned token (see lockclient.Retirer; red-team rt38b F1b).
+// "retired:<o + m>" (retiredMark, m = lockclient.RetirementMargin, o + m at most
+// 2^62), by compare-and-swap on the key's mod revision (retried when a concurrent raise
+// won). Every granting transaction reads the floor key, so a grant ordered after the
+// mark by etcd's revision fails with an error wrapping lockclient.ErrRetired (its key is
+// given back, as for any floor that is no offset), and one ordered before got offset o.
+// It returns o + m plus the mark's revision minus one, which bounds every token issued
+// (LastToken and Retired answer the same afterwards). A service already retired is left
+// alone. The mark is the floor key under the prefix: deleting the prefix, or restoring
+// the cluster from before Retire, removes it and the service grants again — tokens of
+// the cluster's revision (plus o after a restore), which stay below the returned bound
+// until the cluster has made m more writes, where before the margin a cluster shared
+// with other writers soon passed it (see lockclient.Retirer; red-team rt38b F1b, rt44c
+// F2). A service retired by an earlier release keeps its mark without the margin.
 func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	if b.cfg.err != nil {
 		return 0, b.cfg.err
@@ -249,17 +254,18 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 		if kv != nil {
 			mod = kv.ModRevision
 		}
+		marked := min(off+lockclient.RetirementMargin, maxFloor) // off <= maxFloor: no overflow
 		reqCtx, cancel := b.requestContext(ctx)
 		tr, err := b.cli.Txn(reqCtx).
 			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
-			Then(clientv3.OpPut(b.FloorKey(), retiredMark+strconv.FormatUint(off, 10))).
+			Then(clientv3.OpPut(b.FloorKey(), retiredMark+strconv.FormatUint(marked, 10))).
 			Commit()
 		cancel()
 		if err != nil {
 			return 0, unavailable(ctx, "retire", err)
 		}
 		if tr.Succeeded {
-			return token(off, tr.Header.Revision-1), nil
+			return token(marked, tr.Header.Revision-1), nil
 		}
 	}
 }

@@ -115,3 +115,8 @@ func countKeepAlives(cli *clientv3.Client) *countingLease {
 	cli.Lease = cl
 	return cl
 }
+
+// lockKeys is the range option of every lock key under prefix and nothing else: the
+// keys of the service (<prefix>~floor, <prefix>~service-id) sort after "~" − 1, lock
+// keys (path-escaped names without a leading "~") before.
+func lockKeys(prefix string) clientv3.OpOption { return clientv3.WithRange(prefix + "~") }

@@ -79,7 +79,7 @@ func watchKeys(t *testing.T, ctx context.Context, cli *clientv3.Client, prefix s
 		live := map[string]bool{}
 		rev := int64(0)
 		for ctx.Err() == nil {
-			opts := []clientv3.OpOption{clientv3.WithPrefix()}
+			opts := []clientv3.OpOption{lockKeys(prefix)}
 			if rev > 0 {
 				opts = append(opts, clientv3.WithRev(rev+1))
 			}

@@ -41,9 +41,6 @@ func (s *session) grant(ctx context.Context) error {
 	if !closed && ttl >= s.ttl {
 		s.lease, s.leaseTTL, s.refreshed = resp.ID, ttl, sent
 	}
-	if s.clusterID == 0 && resp.ResponseHeader != nil {
-		s.clusterID = resp.ResponseHeader.ClusterId
-	}
 	s.mu.Unlock()
 	switch {
 	case closed:

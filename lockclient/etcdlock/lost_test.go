@@ -126,7 +126,7 @@ func TestCancelledTryAcquireLeavesNoGrant(t *testing.T) {
 				t.Fatal(err)
 			}
 			if time.Since(start) > 3*time.Second {
-				resp, _ := observer.Get(ctx, ns.prefix, clientv3.WithPrefix())
+				resp, _ := observer.Get(ctx, ns.prefix, lockKeys(ns.prefix))
 				t.Fatalf("attempt %d: the lock is still held 3s after a cancelled TryAcquire: %v", i, resp.Kvs)
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -160,7 +160,7 @@ func TestLeaseDroppedOnRefusedSessionRenewalFreesKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := observer.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err := observer.Get(ctx, prefix, lockKeys(prefix))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("Get = %v, %v", resp, err)
 	}
@@ -197,7 +197,7 @@ func TestLeaseDroppedOnRefusedSessionRenewalFreesKey(t *testing.T) {
 	start := time.Now()
 	ld, err := d.Acquire(wctx, "b")
 	if err != nil {
-		kv, _ := observer.Get(ctx, prefix, clientv3.WithPrefix())
+		kv, _ := observer.Get(ctx, prefix, lockKeys(prefix))
 		var keys []string
 		for _, k := range kv.Kvs {
 			keys = append(keys, string(k.Key)+"="+string(k.Value))

@@ -34,7 +34,7 @@ func TestPartitionHolderLostBeforeEtcdExpiry(t *testing.T) {
 	// The observer watches every key of the namespace from now on.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := observer.Watch(wctx, ns.prefix, clientv3.WithPrefix(), clientv3.WithRev(int64(la.Token())+1))
+	wch := observer.Watch(wctx, ns.prefix, lockKeys(ns.prefix), clientv3.WithRev(int64(la.Token())+1))
 	deleted := make(chan time.Time, 1)
 	go func() {
 		for wr := range wch {
@@ -162,7 +162,7 @@ func TestPartitionHealedStaleReleaseIsRefused(t *testing.T) {
 		t.Fatalf("stale Release = %v, want ErrLeaseLost or ErrNotOwner", err)
 	}
 	time.Sleep(ttl / 2) // late deliveries of a's stalled requests
-	resp, err := observer.Get(ctx, ns.prefix, clientv3.WithPrefix())
+	resp, err := observer.Get(ctx, ns.prefix, lockKeys(ns.prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestPartitionOrphanedKeyIsCleanedUp(t *testing.T) {
 	renewer := s.(lockclient.SessionRenewer)
 	count := func() int64 {
 		t.Helper()
-		resp, err := observer.Get(ctx, ns.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := observer.Get(ctx, ns.prefix, lockKeys(ns.prefix), clientv3.WithCountOnly())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func TestStaleOwnKeyIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lo.Release(ctx)
-	resp, err := observer.Get(ctx, ns.prefix, clientv3.WithPrefix())
+	resp, err := observer.Get(ctx, ns.prefix, lockKeys(ns.prefix))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("Get = %v, %v", resp, err)
 	}

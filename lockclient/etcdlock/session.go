@@ -20,11 +20,12 @@ var errClosed = fmt.Errorf("etcdlock: session closed: %w", lockclient.ErrUnavail
 
 // session is one lockclient session: one etcd lease shared by all its locks.
 type session struct {
-	b      *Backend
-	cli    *clientv3.Client
-	owner  string
-	ttl    time.Duration // the client's TTL: what a grant must outlive
-	ttlSec int64         // the TTL asked of etcd: ttl rounded up to seconds
+	b         *Backend
+	serviceID string // the Backend's identity, read at Open (ServiceID)
+	cli       *clientv3.Client
+	owner     string
+	ttl       time.Duration // the client's TTL: what a grant must outlive
+	ttlSec    int64         // the TTL asked of etcd: ttl rounded up to seconds
 
 	grantSem chan struct{} // one lease grant at a time
 
@@ -50,9 +51,6 @@ type session struct {
 	// grants; the next RenewSession reports ErrLeaseLost.
 	lostEarlier bool
 	closed      bool
-	// clusterID is the etcd cluster's id, from the header of the first session lease
-	// grant (ServiceID); 0 until then.
-	clusterID uint64
 }
 
 // grantRec is a grant handed out and not yet released.

@@ -51,17 +51,18 @@ if set then redis.call('SET', KEYS[1], cur) end
 return cur
 `)
 
-// lastScript: KEYS[1] token counter; ARGV[1] the primary check's mode
-// (notPrimaryReply). Returns the counter's value, as a string, after seeding a missing
-// one from the clock as a grant would (seedLua): a token, or the mark of a retired
-// service ("retired:<last token>"). It runs on the primary only (notPrimaryReply); the
-// value is not checked (LastToken parses it).
+// lastScript: KEYS[1] token counter; ARGV[1] the Backend's WithMinToken (floorSeed);
+// ARGV[2] the primary check's mode (notPrimaryReply). Returns the counter's value, as
+// a string, after seeding a missing one from the clock (or ARGV[1] when higher) as a
+// grant would (seedLua): a token, or the mark of a retired service ("retired:<last
+// token>"). It runs on the primary only (notPrimaryReply); the value is not checked
+// (LastToken parses it).
 var lastScript = redis.NewScript(seedLua + `
-local np = notprimaryreply(KEYS[1], ARGV[1])
+local np = notprimaryreply(KEYS[1], ARGV[2])
 if np then return np end
 local cur = redis.call('GET', KEYS[1])
 if not cur then
-  cur = seed()
+  cur = seed(ARGV[1])
   if not cur then return redis.error_reply(noseed) end
   redis.call('SET', KEYS[1], cur)
 end
@@ -82,24 +83,32 @@ return cur
 // retireScript: KEYS[1] token counter; ARGV[1] "role:master" when the caller has just
 // read ROLE's answer "master" from the server (Retire, where INFO is refused), else "".
 // Replaces the counter's value v (seeded from the clock when missing, as a grant would)
-// by the mark "retired:<v>", which every later grant and raise refuses, and returns v; a
-// counter already retired is left alone and its last token returned. It runs on a
-// positively verified primary only: INFO replication must answer role:master — an
-// INFO the account may not run is unverifiedReply, not "primary" (red-team rt38b F2) —
-// unless ARGV[1] says ROLE did (Retire never passes "unverified"). A
-// counter that holds no token is left alone (corruptReply).
+// by the mark "retired:<last>", which every later grant and raise refuses, and returns
+// last: the larger of v and the server's clock (seedLua) plus the retirement margin
+// (lockclient.RetirementMargin), at most maxFloor — a bound of every
+// token the service issued and of every token it could seed from its clock for 142
+// years should it lose the mark (red-team rt44c F2). A counter already retired is left
+// alone and its last token returned. It runs on a positively verified primary only:
+// INFO replication must answer role:master — an INFO the account may not run is
+// unverifiedReply, not "primary" (red-team rt38b F2) — unless ARGV[1] says ROLE did
+// (Retire never passes "unverified"). A counter that holds no token is left alone
+// (corruptReply).
 var retireScript = redis.NewScript(seedLua + `
 local np = notprimaryreply(KEYS[1], ARGV[1])
 if np then return np end
 local cur = redis.call('GET', KEYS[1])
 if cur and isretired(cur) then return string.sub(cur, 9) end
 if cur and not canon(cur) then return redis.error_reply(corrupt) end
-if not cur then
-  cur = seed()
-  if not cur then return redis.error_reply(noseed) end
+local base = seed(cur)
+if not base then return redis.error_reply(noseed) end
+local last = add(base, '` + strconv.FormatUint(lockclient.RetirementMargin, 10) + `')
+local top = '` + strconv.FormatUint(maxFloor, 10) + `'
+if greater(last, top) then
+  last = top
+  if greater(base, top) then last = base end
 end
-redis.call('SET', KEYS[1], 'retired:' .. cur)
-return cur
+redis.call('SET', KEYS[1], 'retired:' .. last)
+return last
 `)
 
 var _ lockclient.FloorRaiser = (*Backend)(nil)
@@ -161,7 +170,7 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := b.runFloorScript(ctx, "last token", lastScript, false)
+	s, err := b.runFloorScript(ctx, "last token", lastScript, false, b.floorSeed(0))
 	if err != nil {
 		return 0, b.floorFailed("last token", err)
 	}
@@ -172,15 +181,19 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 }
 
 // Retire implements lockclient.Retirer: in one script on the primary, the token counter
-// <prefix>token becomes the mark "retired:<its value>", which every later grant refuses
+// <prefix>token becomes the mark "retired:<last>", which every later grant refuses
 // (an error wrapping lockclient.ErrRetired; a grant of an earlier release refuses it as
-// a counter that holds no token), as does RaiseFloor, and the value is returned: every
-// token granted before is at most it. A service already retired answers its last token
-// again. On a replica it fails with an error wrapping lockclient.ErrUnavailable (see
-// LastToken). A retired service is brought back only by hand (SET the counter to a
-// token): switch to another prefix instead — or by losing the counter (a flush, a
-// restart without persistence, an eviction): the next grant seeds it from the clock,
-// above the returned token (see lockclient.Retirer; red-team rt38b F1).
+// a counter that holds no token), as does RaiseFloor, and last is returned: the larger
+// of the counter and the server's clock in microseconds, plus
+// lockclient.RetirementMargin (2^52), at most 2^63−2 — every token granted before is
+// below it, and so is every token the server would seed from its clock for 142 years
+// should it lose the mark. A service already retired answers its last token again. On
+// a replica it fails with an error wrapping lockclient.ErrUnavailable (see LastToken).
+// A retired service is brought back only by hand (SET the counter to a token): switch
+// to another prefix instead — or by losing the counter (a flush, a restart without
+// persistence, an eviction): the next grant seeds it from the clock, below the returned
+// bound, so below the service raised to it and the database floor raised from that
+// (see lockclient.Retirer; red-team rt38b F1, rt44c F2).
 //
 // Unlike LastToken and RaiseFloor, Retire requires the server to be positively known as
 // the primary: a Retire through a writable replica would mark only the replica's copy
@@ -320,6 +333,18 @@ func (b *Backend) parseCounter(op, s string) (uint64, error) {
 			op, lockclient.ErrInvalidConfig, b.TokenKey(), s)
 	}
 	return n, nil
+}
+
+// floorSeed is the lowest value a seeding script may give a missing counter, as a
+// decimal string: WithMinToken + plus (1 for a grant, whose token is the seed; 0 for
+// LastToken, whose seed is the counter before the next grant), or "0" without
+// WithMinToken (seedLua ignores it). A counter lost after the floor was raised then
+// comes back above the floor, not at the server's clock (red-team rt44c F2).
+func (b *Backend) floorSeed(plus uint64) string {
+	if b.minToken == 0 {
+		return "0"
+	}
+	return strconv.FormatUint(b.minToken+plus, 10)
 }
 
 // raiseMinToken applies WithMinToken once per Backend (again after a failure).

@@ -116,9 +116,13 @@
 // that holds no canonical non-negative integer ("abc", "-5") fails grants, RaiseFloor
 // and LastToken with an error wrapping lockclient.ErrInvalidConfig naming it.
 // [Backend.Retire] (lockclient.Retirer, lockfloor -retire: the first step of switching
-// the application to another lock service) sets the counter to "retired:<last token>":
-// every later grant fails with an error wrapping lockclient.ErrRetired, checked in the
-// grant script, and so does RaiseFloor; LastToken answers the last token.
+// the application to another lock service) sets the counter to "retired:<bound>", the
+// larger of the counter and the clock plus lockclient.RetirementMargin: every later
+// grant fails with an error wrapping lockclient.ErrRetired, checked in the grant
+// script, and so does RaiseFloor; LastToken answers the bound, which a counter seeded
+// again from the clock after a loss stays below (red-team rt44c F2). With WithMinToken,
+// a missing counter is seeded at least at that floor (+1 for a grant), not at the clock
+// alone.
 // LastToken, RaiseFloor and Retire run on the primary only: on a replica, whose counter
 // may lag tokens the primary granted, they fail with an error wrapping
 // lockclient.ErrUnavailable.

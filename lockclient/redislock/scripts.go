@@ -14,15 +14,38 @@ import (
 // their effects: the only mode of Redis 7 and the default since Redis 5; before that,
 // redis.replicate_commands() selects it (since Redis 7 it is a deprecated no-op, called
 // only if it still exists).
+//
+// seed(atleast) returns atleast instead when it is a larger canonical decimal string:
+// the Backend's WithMinToken floor (floorSeed), so that a counter lost after the floor
+// was raised comes back above it, not at a clock value below the tokens granted since
+// the raise (a service raised above a retired one by its margin, lockclient.RetirementMargin;
+// red-team rt44c F2). greater(a, b) compares canonical decimal strings (Lua numbers are
+// doubles); add(a, b) adds two of them.
 const seedLua = `
 if redis.replicate_commands then redis.replicate_commands() end
-local function seed()
+local function greater(a, b)
+  return #a > #b or (#a == #b and a > b)
+end
+local function add(a, b)
+  local r, carry, i, j = {}, 0, #a, #b
+  while i > 0 or j > 0 or carry > 0 do
+    local d = carry
+    if i > 0 then d = d + tonumber(string.sub(a, i, i)); i = i - 1 end
+    if j > 0 then d = d + tonumber(string.sub(b, j, j)); j = j - 1 end
+    table.insert(r, 1, tostring(d % 10))
+    carry = math.floor(d / 10)
+  end
+  return table.concat(r)
+end
+local function seed(atleast)
   local now = redis.call('TIME')
   local s, us = now[1], tonumber(now[2])
   if not string.match(s, '^[1-9]%d*$') or #s > 12 or not us or us < 0 or us > 999999 then
     return nil
   end
-  return s .. string.format('%06d', us)
+  local t = s .. string.format('%06d', us)
+  if atleast and string.match(atleast, '^[1-9]%d*$') and greater(atleast, t) then return atleast end
+  return t
 end
 local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
 local exhausted = '` + exhaustedReply + `'
@@ -88,13 +111,15 @@ const exhaustedReply = "redislock: the token counter is at its end"
 // grantScript: KEYS[1] lock, KEYS[2] token counter, KEYS[3] queue, KEYS[4] the
 // request's abandonment mark, KEYS[5] ticket counter; ARGV[1] "<session>:<request>:",
 // ARGV[2] ttl in ms, ARGV[3] owner, ARGV[4] waiter id ("" for TryAcquire), ARGV[5] the
-// liveness key prefix. Returns {1, token} (the token as a decimal string: never a Lua
+// liveness key prefix, ARGV[6] the lowest token a seeded counter may grant (floorSeed:
+// WithMinToken + 1, or "0"). Returns {1, token} (the token as a decimal string: never a Lua
 // number, which is a double) when granted; {0, pttl, rank} when the key is held;
 // {-1, pttl, rank} when a live waiter is first in the queue (rank: the waiter's position
 // in the queue, 0 first). A waiter that is not granted is queued (once) and its liveness
 // key refreshed. A grant INCRs the counter; if the counter does not exist (a fresh
 // service, or one that lost its keys) it sets it to the server's clock in microseconds
-// instead (seedLua), so that tokens do not restart at 1. A counter at 2^63−1 grants
+// instead (seedLua), or to ARGV[6] when that is higher, so that tokens do not restart at 1
+// nor below the Backend's WithMinToken. A counter at 2^63−1 grants
 // nothing: the script answers the error reply exhaustedReply; a counter that holds no
 // canonical non-negative integer grants nothing either (corruptReply), nor does the
 // mark of a retired service (retiredReply).
@@ -134,7 +159,7 @@ if cur then
   redis.call('INCR', KEYS[2])
   t = redis.call('GET', KEYS[2])
 else
-  t = seed()
+  t = seed(ARGV[6])
   if not t then return redis.error_reply(noseed) end
   redis.call('SET', KEYS[2], t)
 end

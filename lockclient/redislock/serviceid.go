@@ -18,7 +18,9 @@ import (
 // "redis:<prefix>:<stored value>". It is read once per Backend (one round trip at its
 // first Open, cached), not per grant. Data lost with the counter (a flush, a restart
 // without persistence) loses it too: the counter then starts again elsewhere (seeded
-// from the clock), and the next Open draws a new identity for it.
+// from the clock, or WithMinToken's floor when higher), and the next Backend to open
+// draws a new identity for it, while open Backends keep their cached one (their leases
+// then differ and fencedsql refuses them together: restart the processes).
 
 var _ lockclient.ServiceIdentifier = (*session)(nil)
 

@@ -59,7 +59,7 @@ func (s *session) grant(ctx context.Context, key, head, waiter string) (code int
 	b := s.b
 	res, err := grantScript.Run(ctx, b.rdb,
 		[]string{b.LockKey(key), b.TokenKey(), b.QueueKey(key), b.abandonedKey(head), b.ticketKey()},
-		head, s.ttlMillis, s.owner, waiter, b.waiterPrefix()).Slice()
+		head, s.ttlMillis, s.owner, waiter, b.waiterPrefix(), b.floorSeed(1)).Slice()
 	if err != nil {
 		return 0, nil, 0, err
 	}

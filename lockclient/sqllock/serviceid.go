@@ -25,14 +25,38 @@ import (
 //     changes it.
 //
 // It is read once per Backend, at its first Open (one round trip, cached), not per
-// grant. A token source that does not exist yet (no CreateTable) leaves the identity
-// unknown ("") for the sessions opened meanwhile.
+// grant. A token source that does not exist yet (an application started before its
+// migration ran CreateTable) leaves the identity unknown ("") at Open; every grant
+// made while it is unknown reads it again first (ensureServiceID: one round trip, only
+// until it is known), so a lease granted once the source exists names it. A session
+// answers its Backend's cached identity, not the one it found at Open (red-team rt44c
+// F3: a session opened before CreateTable named no service for its whole life).
 
 var _ lockclient.ServiceIdentifier = (*session)(nil)
 
-// ServiceID implements lockclient.ServiceIdentifier: the identity its Backend read
-// when the session was opened.
-func (s *session) ServiceID() string { return s.serviceID }
+// ServiceID implements lockclient.ServiceIdentifier: the identity its Backend has read,
+// "" while it is unknown (see ensureServiceID).
+func (s *session) ServiceID() string {
+	s.b.idMu.Lock()
+	defer s.b.idMu.Unlock()
+	return s.b.id
+}
+
+// ensureServiceID reads the token source's identity when it is not known yet (the
+// source did not exist at Open), before a grant: one round trip while it is unknown,
+// none after. A database that cannot be reached yields an error wrapping
+// lockclient.ErrUnavailable; a source that still does not exist is left to the grant,
+// which reports it.
+func (b *Backend) ensureServiceID(ctx context.Context) error {
+	b.idMu.Lock()
+	known := b.id != ""
+	b.idMu.Unlock()
+	if known {
+		return nil
+	}
+	_, err := b.serviceID(ctx)
+	return err
+}
 
 // serviceID returns the identity of the table's token source, read at the first call
 // that finds the source and cached; "" while the source does not exist. A database
@@ -52,7 +76,7 @@ func (b *Backend) serviceID(ctx context.Context) (string, error) {
 		id, err = b.pgServiceID(ctx)
 	}
 	if err != nil {
-		return "", unavailable("open: read the token source's identity", "", err)
+		return "", unavailable("read the token source's identity", "", err)
 	}
 	b.id = id
 	return id, nil

@@ -21,7 +21,6 @@ import (
 type session struct {
 	b         *Backend
 	id        string
-	serviceID string // the Backend's identity when the session was opened (ServiceID)
 	owner     string
 	ttlMicros int64
 	closed    atomic.Bool
@@ -103,6 +102,9 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 		defer s.wg.Done()
 	}
 	if err := s.b.tokenSeqChecked(ctx, "try-acquire", key); err != nil {
+		return lockclient.Grant{}, err
+	}
+	if err := s.b.ensureServiceID(ctx); err != nil {
 		return lockclient.Grant{}, err
 	}
 	gs, err := s.newRequest()

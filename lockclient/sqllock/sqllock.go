@@ -233,8 +233,7 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	if err := b.openFloor(ctx); err != nil {
 		return nil, err
 	}
-	sid, err := b.serviceID(ctx)
-	if err != nil {
+	if _, err := b.serviceID(ctx); err != nil {
 		return nil, err
 	}
 	var id [16]byte
@@ -244,7 +243,7 @@ func (b *Backend) Open(ctx context.Context, owner string, ttl time.Duration) (lo
 	us := backendutil.CeilUnits(ttl, time.Microsecond)
 	bg, stop := context.WithCancel(context.Background())
 	closing, closeWaiters := context.WithCancel(context.Background())
-	s := &session{b: b, id: hex.EncodeToString(id[:]), serviceID: sid, owner: cleanOwner(owner), ttlMicros: us, bg: bg, stop: stop,
+	s := &session{b: b, id: hex.EncodeToString(id[:]), owner: cleanOwner(owner), ttlMicros: us, bg: bg, stop: stop,
 		closing: closing, closeWaiters: closeWaiters}
 	if b.lis != nil {
 		b.lis.addSession()

@@ -55,6 +55,9 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 	if err := s.b.tokenSeqChecked(ctx, "acquire", key); err != nil {
 		return lockclient.Grant{}, time.Time{}, failed(err)
 	}
+	if err := s.b.ensureServiceID(ctx); err != nil {
+		return lockclient.Grant{}, time.Time{}, err // wraps ErrUnavailable
+	}
 	gs, err := s.newRequest()
 	if err != nil {
 		return lockclient.Grant{}, time.Time{}, err

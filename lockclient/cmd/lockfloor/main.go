@@ -14,11 +14,12 @@
 // -retire retires the service for good (lockclient.Retirer, the first step of a switch
 // to another lock service): every later grant, by any process still configured for it,
 // fails with lockclient.ErrRetired, and so does every raise; it prints the last token
-// the service issued (again on a second -retire; -show prints it too, -show -live
-// refuses it, see below). The mark lives
-// in the service's own data: stop or reconfigure the processes still configured for it
-// afterwards, and do not flush, evict, delete (etcd prefix) or restore that data before
-// (a wiped service comes back fresh, above the printed token). On Redis the account
+// the service issued — on etcd and Redis plus lockclient.RetirementMargin (2^52) — (again
+// on a second -retire; -show prints it too, -show -live refuses it, see below). The mark
+// lives in the service's own data: stop or reconfigure the processes still configured
+// for it afterwards; a wiped etcd or Redis service comes back fresh, below the printed
+// bound thanks to the margin (red-team rt44c F2), so its stragglers are refused by the
+// database floor raised from the new service. On Redis the account
 // must be allowed INFO or ROLE, to tell the primary; on sqllock it must be allowed to
 // alter the token source (sqllock.Backend.Retire). Each prints a bare decimal number on
 // stdout and nothing else,
