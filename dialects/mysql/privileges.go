@@ -74,13 +74,13 @@ import (
 // database). A re-created trigger fires after other triggers of the same timing and
 // event (MariaDB orders triggers by creation).
 
-// OwnedDDL rewrites each CREATE TRIGGER and CREATE FUNCTION of ddl into CREATE
-// DEFINER = owner TRIGGER (FUNCTION).
+// OwnedDDL rewrites each CREATE TRIGGER, CREATE FUNCTION and CREATE PROCEDURE of ddl
+// into CREATE DEFINER = owner TRIGGER (FUNCTION, PROCEDURE).
 func (dialectImpl) OwnedDDL(ddl []string, owner string) []string {
 	def := "CREATE DEFINER = " + accountSQL(parseAccount(owner)) + " "
 	out := make([]string, len(ddl))
 	for i, s := range ddl {
-		for _, kind := range []string{"TRIGGER ", "FUNCTION "} {
+		for _, kind := range []string{"TRIGGER ", "FUNCTION ", "PROCEDURE "} {
 			if rest, ok := strings.CutPrefix(s, "CREATE "+kind); ok {
 				s = def + kind + rest
 			}
