@@ -26,7 +26,7 @@ import (
 // absentMy creates acc (integer key) and pair (a string and an integer key) with the
 // guards and the tombstone guard installed (schema.Check's fix), and returns the
 // database's DSN, an admin pool and a fenced pool on both tables.
-func absentMy(t *testing.T) (dsn string, admin, db *sql.DB) {
+func absentMy(t testing.TB) (dsn string, admin, db *sql.DB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -305,4 +305,36 @@ func TestMySQLRecorderImpostorIsADoor(t *testing.T) {
 	if d := doors(); len(d) == 0 {
 		t.Fatal("an impostor recorder is not reported")
 	}
+}
+
+// BenchmarkClaimOfAbsentKey: a claim that finds its row, one that finds none (and
+// records the key's absence: one CALL more), and one that finds none on a table whose
+// recorder was dropped (a pool opened after: the claim's statements without the
+// record), each in its own transaction, rolled back.
+func BenchmarkClaimOfAbsentKey(b *testing.B) {
+	dsn, admin, db := absentMy(b)
+	tctx := fencedsql.WithToken(context.Background(), 5)
+	if _, err := db.ExecContext(tctx, "INSERT INTO acc (id) VALUES (1)"); err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, db *sql.DB, id int64) {
+		for i := 0; i < b.N; i++ {
+			tx, err := db.BeginTx(tctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got int64
+			if err := tx.QueryRowContext(tctx, "SELECT id FROM acc WHERE id = ? FOR UPDATE", id).Scan(&got); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				b.Fatal(err)
+			}
+			if err := tx.Rollback(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("found", func(b *testing.B) { run(b, db, 1) })
+	b.Run("absent", func(b *testing.B) { run(b, db, 2) })
+	testdb.Exec(b, admin, "DROP PROCEDURE fencedsql_tombclaim_acc")
+	unrecorded := testdb.Open(b, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=acc,pair"))
+	b.Run("absent-unrecorded", func(b *testing.B) { run(b, unrecorded, 2) })
 }
