@@ -56,7 +56,15 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	if err != nil {
 		return nil, err
 	}
-	terms, ok := p.AbsentKey(k.cols)
+	// A NULL matches no key, and no row of a NULL key can be inserted: no argument
+	// pins nothing.
+	arg := func(i int) (any, bool) {
+		if i >= len(args) || args[i].Name != "" || args[i].Ordinal != i+1 || args[i].Value == nil {
+			return nil, false
+		}
+		return args[i].Value, true
+	}
+	terms, ok := p.AbsentKey(k.cols, arg)
 	if !ok {
 		return nil, nil
 	}
@@ -66,11 +74,11 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 			vals = append(vals, t.Lit)
 			continue
 		}
-		if t.Arg >= len(args) || args[t.Arg].Name != "" || args[t.Arg].Ordinal != t.Arg+1 || args[t.Arg].Value == nil {
-			// A NULL matches no key, and no row of a NULL key can be inserted.
+		v, ok := arg(t.Arg)
+		if !ok {
 			return nil, nil
 		}
-		vals = append(vals, args[t.Arg].Value)
+		vals = append(vals, v)
 	}
 	table := dialect.TableName{Schema: k.schema, Name: p.Guard.Name}
 	if table.Schema == "" {

@@ -57,7 +57,10 @@ import (
 //   - EXECUTE missing on the guard's fence function, or SELECT on the token floor
 //     (the one-statement DELETE calls the one and reads the other; EXECUTE is read
 //     from mysql.procs_priv where the connection may). Fix: GRANT EXECUTE ON
-//     FUNCTION, GRANT SELECT on the floor.
+//     FUNCTION, GRANT SELECT on the floor;
+//   - EXECUTE missing on the tombstone guard's absence recorder
+//     fencedsql_tombclaim_<table> (absence.go: without it a claim of an absent key
+//     fails with the server's permission error). Fix: GRANT EXECUTE ON PROCEDURE.
 //   - SELECT, INSERT, UPDATE or DELETE missing on the guarded table. Fix: GRANT on
 //     the table;
 //   - guard triggers whose DEFINER is the application account, or (Roles.Owner set)
@@ -65,7 +68,9 @@ import (
 //
 // With Roles.Owner set it also checks the owner account's rights, which the triggers
 // need when they fire: TRIGGER and SELECT on the guarded table, SELECT, INSERT and
-// UPDATE on the tombstone table (GRANT proposed for what is missing).
+// UPDATE on the tombstone table, and EXECUTE on the absence recorder, which MariaDB
+// requires of a SQL SECURITY DEFINER routine's DEFINER (GRANT proposed for what is
+// missing).
 //
 // Limits: privileges the account receives through MariaDB/MySQL roles other than
 // PUBLIC (MySQL's mandatory_roles included), and database grants with wildcards
@@ -74,13 +79,13 @@ import (
 // database). A re-created trigger fires after other triggers of the same timing and
 // event (MariaDB orders triggers by creation).
 
-// OwnedDDL rewrites each CREATE TRIGGER and CREATE FUNCTION of ddl into CREATE
-// DEFINER = owner TRIGGER (FUNCTION).
+// OwnedDDL rewrites each CREATE TRIGGER, CREATE FUNCTION and CREATE PROCEDURE of ddl
+// into CREATE DEFINER = owner TRIGGER (FUNCTION, PROCEDURE).
 func (dialectImpl) OwnedDDL(ddl []string, owner string) []string {
 	def := "CREATE DEFINER = " + accountSQL(parseAccount(owner)) + " "
 	out := make([]string, len(ddl))
 	for i, s := range ddl {
-		for _, kind := range []string{"TRIGGER ", "FUNCTION "} {
+		for _, kind := range []string{"TRIGGER ", "FUNCTION ", "PROCEDURE "} {
 			if rest, ok := strings.CutPrefix(s, "CREATE "+kind); ok {
 				s = def + kind + rest
 			}
@@ -353,6 +358,21 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 				"GRANT EXECUTE ON FUNCTION "+fenceFuncName(table).Quote(q)+" TO "+acct)
 		}
 	}
+	// The tombstone guard's absence recorder (absence.go): EXECUTE, read as the fence
+	// function's. Without it a claim of an absent key fails with the server's
+	// permission error (1370), a denial.
+	// MariaDB also checks EXECUTE for the procedure's DEFINER when it runs (the owner
+	// account, below).
+	recorderDenied := func(a account) bool {
+		rows, err := query(ctx, "SELECT 1 FROM mysql.procs_priv WHERE (User = ? AND Host = ? OR User = ? AND Host = ?) AND Db = ? AND Routine_name = ? AND Routine_type = 'PROCEDURE' AND FIND_IN_SET('Execute', Proc_priv) > 0", a.user, a.host, publicAccount.user, publicAccount.host, db, absenceProc(table.Name))
+		return err == nil && len(rows) == 0
+	}
+	if t.Tombstones && !g.has("EXECUTE") {
+		if recorderDenied(app) {
+			problem("application account "+app.String()+" lacks EXECUTE on the tombstone guard's absence recorder "+absenceProcName(table).String()+": a SELECT … FOR UPDATE that pins the key of "+table.String()+" and finds no row fails with the server's permission error (a claim of an absent key records the key through it)",
+				"GRANT EXECUTE ON PROCEDURE "+absenceProcName(table).Quote(q)+" TO "+acct)
+		}
+	}
 	// The registry of guarded tables (schema.RegisterTables), when there is one: a
 	// fenced pool reads it at its first connection and refuses to open without it.
 	if reg, err := query(ctx, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, dialect.RegistryTable); err != nil {
@@ -445,6 +465,10 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 				if p := missingOf(tg, "SELECT", "INSERT", "UPDATE"); len(p) > 0 {
 					problem("owner account "+o.String()+" lacks "+strings.Join(p, ", ")+" on the tombstone table "+tomb.String()+", which the tombstone triggers need when they fire as their DEFINER",
 						"GRANT "+strings.Join(p, ", ")+" ON "+tomb.Quote(q)+" TO "+accountSQL(o))
+				}
+				if !og.has("EXECUTE") && recorderDenied(o) {
+					problem("owner account "+o.String()+" lacks EXECUTE on the tombstone guard's absence recorder "+absenceProcName(table).String()+", which MariaDB requires of its DEFINER when it runs: a claim of an absent key of "+table.String()+" fails with the server's permission error",
+						"GRANT EXECUTE ON PROCEDURE "+absenceProcName(table).Quote(q)+" TO "+accountSQL(o))
 				}
 			}
 		}

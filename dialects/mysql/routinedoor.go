@@ -27,17 +27,25 @@ import (
 // layout sees fewer doors; schema.Check, run by the migration account, is the check
 // that counts). No Fix: the routine is the user's.
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION FROM information_schema.ROUTINES "+
-		"WHERE LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 "+
+	tomb, rec := tombTable(t.Table), absenceProc(t.Table.Name)
+	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) FROM information_schema.ROUTINES "+
+		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ?) "+
 		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
-		t.Table.Name, t.Table.Schema, t.Table.Schema)
+		t.Table.Schema, t.Table.Name, tomb.Name, rec, t.Table.Schema, t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 4 || !dialect.WritesTable(r[3], dialect.MySQLSyntax, t.Table.Name) {
+		if len(r) < 4 {
+			continue
+		}
+		if d := d.tombRoutine(t.Table, r); d != nil {
+			doors = append(doors, *d)
+			continue
+		}
+		if !dialect.WritesTable(r[3], dialect.MySQLSyntax, t.Table.Name) {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
@@ -51,4 +59,39 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 				"an UPDATE that advances the version, an INSERT and a DELETE")})
 	}
 	return doors, nil
+}
+
+// tombRoutine judges the routine of the ROUTINES row r (schema, name, type,
+// definition, whether it is in table's database) as a writer of table's tombstone
+// table (dialect.SideDoorGuardWriter; red-team rt42e F1's recorder): the tombstone
+// guard's own absence recorder (absence.go) — a procedure of its name in table's
+// database whose definition is exactly the recorder's — is not a door; any other
+// routine of that name is (its body is not the guard's: a claim of an absent key may
+// record nothing, or anything), and so is any routine whose body may write the
+// tombstone table (it may delete tombstones or lower their tokens, with its definer's
+// rights when SQL SECURITY DEFINER). A definition hidden from the account (NULL: not
+// its definer, no right to read every routine) is judged by its name only. Fix for the
+// impostor: drop it (the tombstone guard's Fix re-creates the recorder); none for
+// another routine (it is the user's).
+func (d dialectImpl) tombRoutine(table dialect.TableName, r []string) *dialect.SideDoor {
+	tomb := tombTable(dialect.TableName{Name: table.Name}).Name
+	inDB := len(r) < 5 || dialect.CatalogBool(r[4])
+	fn := dialect.TableName{Schema: r[0], Name: r[1]}
+	kind := strings.ToLower(r[2])
+	if inDB && r[1] == absenceProc(table.Name) {
+		// The Fix qualifies the tombstone table with the database (schema.Check
+		// resolves it); an install by hand of an unqualified table does not.
+		if kind == "procedure" && (r[3] == "" || d.ownAbsence(r[3], dialect.TableName{Name: table.Name}) || d.ownAbsence(r[3], dialect.TableName{Schema: r[0], Name: table.Name})) {
+			return nil
+		}
+		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
+			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text: a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); drop it and re-install the tombstone guard (fencedsql-schema -apply)",
+			Fix:     []string{"DROP " + strings.ToUpper(kind) + " IF EXISTS " + fn.Quote(d.QuoteIdent)}}
+	}
+	if !dialect.WritesTable(r[3], dialect.MySQLSyntax, tomb) {
+		return nil
+	}
+	return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
+		Problem: "the " + kind + " " + fn.String() + " may write the tombstone table " + dialect.TableName{Schema: table.Schema, Name: tomb}.String() + ", which the tombstone guard of " + table.String() +
+			" reads: called through the pool (sent as written, with or without a token), by a trigger or by another routine, with its DEFINER's rights where it is SQL SECURITY DEFINER, one that deletes a tombstone or lowers its token lets a stale holder re-create a deleted key; drop it (or remove the write from its body)"}
 }

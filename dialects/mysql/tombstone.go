@@ -25,7 +25,8 @@ import (
 //	    fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL,
 //	    PRIMARY KEY (<pk columns>)) ENGINE=InnoDB
 //
-// and four triggers per table, with the key and token columns compiled in:
+// four triggers per table, with the key and token columns compiled in (and the
+// absence recorder, a stored procedure fencedsql_tombclaim_<table>: absence.go):
 //
 //	fencedsql_tombrep_<table>  BEFORE INSERT marks NEW.<token> for the rows a REPLACE
 //	                                         deletes to make room for NEW
@@ -127,10 +128,11 @@ const tombClock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00')"
 // LIKE's "_" and "." match themselves too.
 const tombClockPattern = "%" + tombClock + "%"
 
-// TombstoneDDL returns the statements that create the tombstone table (if missing)
-// and install table's tombstone triggers, one statement each for database/sql; each
-// trigger replaces one of its name without a moment in which the table has neither
-// (replaceTrigger).
+// TombstoneDDL returns the statements that create the tombstone table (if missing),
+// install table's tombstone triggers and (re)create its absence recorder (absence.go),
+// one statement each for database/sql; each trigger replaces one of its name without
+// a moment in which the table has neither (replaceTrigger). The recorder is dropped
+// and created: a claim of an absent key in between fails its CALL (a denial).
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	defs := make([]string, len(key))
 	for i, k := range key {
@@ -138,7 +140,8 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	}
 	create := "CREATE TABLE IF NOT EXISTS " + tombTable(table).Quote(d.QuoteIdent) + " (" + strings.Join(defs, ", ") +
 		", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + d.keyList(key) + ")) ENGINE=InnoDB"
-	return append([]string{create}, d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
+	ddl := append([]string{create}, d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
+	return append(ddl, d.absenceDDL(table, key)...)
 }
 
 // keyList is the key's columns, quoted, separated by commas.
@@ -189,7 +192,8 @@ func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyC
 }
 
 // UntombstoneDDL drops table's four tombstone triggers (the REPLACE mark's last: the
-// AFTER INSERT trigger refuses a row without its mark), then its tombstone table: a
+// AFTER INSERT trigger refuses a row without its mark), its absence recorder, then its
+// tombstone table: a
 // tombstone table without the triggers is evidence of a guard a table swap lost
 // (lostGuard), which the lazy check refuses.
 func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
@@ -197,6 +201,7 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 	for _, kind := range tombKinds {
 		ddl = append(ddl, "DROP TRIGGER IF EXISTS "+tombObject(kind, table).Quote(d.QuoteIdent))
 	}
+	ddl = append(ddl, d.dropAbsence(table))
 	return append(ddl, "DROP TABLE IF EXISTS "+tombTable(table).Quote(d.QuoteIdent))
 }
 
@@ -213,7 +218,8 @@ var markPattern = "%" + clearMark + tombClockPattern
 // (the REPLACE mark's trigger sets the table's mark; the DELETE trigger reads the
 // one-statement DELETE's mark and the REPLACE mark and clears a stale one; the INSERT
 // trigger refuses a row whose REPLACE mark was lost; the DELETE and key-change triggers
-// date by the server's clock) exist on table and its tombstone table exists, and no
+// date by the server's clock) exist on table, its tombstone table and its absence
+// recorder of this version (absence.go; since the recorder, red-team rt42e F1) exist, and no
 // tombstone trigger of another name is on table (one a rename kept, recording into the
 // old name's tombstone table: TombstoneCarryDDL carries its tombstones over and drops
 // it, red-team rt31a F1): triggers of an older version are reported as not installed,
@@ -221,7 +227,7 @@ var markPattern = "%" + clearMark + tombClockPattern
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	rep, del, ins, key := tombName("rep", table.Name), tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name)
 	v := replaceMarkVar(table.Name)
-	return "SELECT IF(COUNT(*) = 4 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?) AND NOT EXISTS (" +
+	return "SELECT IF(COUNT(*) = 4 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?) AND " + absenceInstalled + " AND NOT EXISTS (" +
 			"SELECT 1 FROM information_schema.TRIGGERS o WHERE o.TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND o.EVENT_OBJECT_TABLE = ? AND o.TRIGGER_NAME NOT IN (?, ?, ?, ?) AND " +
 			tombTriggerNameLike("o.TRIGGER_NAME") + "), 1, 0) " +
 			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND " +
@@ -229,7 +235,7 @@ func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query strin
 			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR " +
 			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'INSERT' AND ACTION_STATEMENT LIKE ?) OR " +
 			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_STATEMENT LIKE ?))",
-		[]any{table.Schema, tombTable(table).Name, table.Schema, table.Name, rep, del, ins, key,
+		[]any{table.Schema, tombTable(table).Name, table.Schema, absenceProc(table.Name), table.Schema, table.Name, rep, del, ins, key,
 			table.Schema, table.Name,
 			rep, "%SET " + v + " := %",
 			del, "%" + clearMark + "%" + markClear(v) + tombClockPattern,

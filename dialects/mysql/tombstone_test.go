@@ -13,7 +13,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 	ts := mysql.Dialect.(dialect.Tombstoner)
 	key := []dialect.KeyColumn{{Name: "a", Type: "bigint(20)"}, {Name: "b", Type: "varchar(20)", Collation: "utf8mb4_general_ci"}, {Name: "c", Type: "timestamp(3)"}}
 	ddl := ts.TombstoneDDL(dialect.TableName{Schema: "shop", Name: "pairs"}, key, "tok")
-	if len(ddl) != 21 { // the tombstone table, four triggers of five statements each (replaceTrigger)
+	if len(ddl) != 23 { // the tombstone table, four triggers of five statements each (replaceTrigger), the absence recorder's DROP and CREATE
 		t.Fatalf("TombstoneDDL = %q", ddl)
 	}
 	all := strings.Join(ddl, "\n")
@@ -33,17 +33,25 @@ func TestTombstoneDDLShape(t *testing.T) {
 		"GREATEST(COALESCE(OLD.`tok`, 0), COALESCE(NEW.`tok`, 0))",
 		"IF EXISTS (SELECT 1 FROM `shop`.`fencedsql_tomb_pairs` t WHERE t.`a` = NEW.`a` AND t.`b` = NEW.`b` AND t.`c` = NEW.`c` AND (NEW.`tok` IS NULL OR t.fence_token > NEW.`tok`) LOCK IN SHARE MODE) THEN",
 		"SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''tok'' cannot be null';",
+		// The absence recorder (absence.go): text for the string and integer key
+		// columns, GREATEST only, nothing for a NULL.
+		"DROP PROCEDURE IF EXISTS `shop`.`fencedsql_tombclaim_pairs`",
+		"CREATE PROCEDURE `shop`.`fencedsql_tombclaim_pairs`(fencedsql_k1 LONGTEXT CHARACTER SET utf8mb4, fencedsql_k2 LONGTEXT CHARACTER SET utf8mb4, fencedsql_k3 LONGTEXT CHARACTER SET utf8mb4, fencedsql_tok BIGINT) MODIFIES SQL DATA SQL SECURITY DEFINER COMMENT 'fencedsql absence recorder v1'\nBEGIN\n  DECLARE EXIT HANDLER FOR 1264, 1406 BEGIN END;",
+		"  IF fencedsql_k1 IS NOT NULL AND fencedsql_k2 IS NOT NULL AND fencedsql_k3 IS NOT NULL AND fencedsql_tok IS NOT NULL THEN\n    INSERT INTO `shop`.`fencedsql_tomb_pairs` (`a`, `b`, `c`, fence_token, deleted_at) VALUES (fencedsql_k1, fencedsql_k2, fencedsql_k3, fencedsql_tok, CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))\n      ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = GREATEST(deleted_at, VALUES(deleted_at));",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)
 		}
 	}
-	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 5 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" || un[3] != "DROP TRIGGER IF EXISTS `fencedsql_tombrep_pairs`" {
+	if bin := strings.Join(ts.TombstoneDDL(dialect.TableName{Name: "u"}, []dialect.KeyColumn{{Name: "id", Type: "binary(16)"}}, "tok"), "\n"); !strings.Contains(bin, "(fencedsql_k1 LONGBLOB, fencedsql_tok BIGINT)") {
+		t.Errorf("recorder of a binary key: %s", bin)
+	}
+	if un := ts.UntombstoneDDL(dialect.TableName{Name: "pairs"}); len(un) != 6 || un[0] != "DROP TRIGGER IF EXISTS `fencedsql_tombdel_pairs`" || un[3] != "DROP TRIGGER IF EXISTS `fencedsql_tombrep_pairs`" || un[4] != "DROP PROCEDURE IF EXISTS `fencedsql_tombclaim_pairs`" {
 		t.Errorf("UntombstoneDDL = %q", un)
 	}
 	long := strings.Repeat("é", 60)
 	a, b := ts.UntombstoneDDL(dialect.TableName{Name: long + "1"}), ts.UntombstoneDDL(dialect.TableName{Name: long + "2"})
-	if a[0] == b[0] || a[1] == b[1] || len([]rune(a[0])) > len("DROP TRIGGER IF EXISTS ``")+64 {
+	if a[0] == b[0] || a[1] == b[1] || a[4] == b[4] || len([]rune(a[0])) > len("DROP TRIGGER IF EXISTS ``")+64 || len([]rune(a[4])) > len("DROP PROCEDURE IF EXISTS ``")+64 {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 }

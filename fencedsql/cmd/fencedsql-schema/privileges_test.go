@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -259,6 +260,7 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 	}
 	wantContains(t, "-print", out, "CREATE DEFINER = '"+owner+"'@'%' TRIGGER `fencedsql_guard_ledger`",
 		"CREATE DEFINER = '"+owner+"'@'%' FUNCTION `", "GRANT EXECUTE ON FUNCTION `",
+		"CREATE DEFINER = '"+owner+"'@'%' PROCEDURE `", "GRANT EXECUTE ON PROCEDURE `",
 		"GRANT TRIGGER, SELECT ON `", "GRANT SELECT, INSERT, UPDATE ON `", "GRANT SELECT, INSERT, UPDATE, DELETE ON `")
 	code, out, errOut = runCmd(t, append(args, "-apply")...)
 	if code != exitOK {
@@ -310,6 +312,33 @@ func TestLeastPrivilegeMariaDB(t *testing.T) {
 	if _, err := plain.Exec("UPDATE ledger SET amount = 0"); err == nil || !mysql.IsGuardError(err) {
 		t.Errorf("plain UPDATE as the application account: %v, want the guard's refusal", err)
 	}
+	// A claim of an absent key as the application account records it through the
+	// recorder (EXECUTE granted by -apply): an older INSERT of the key is refused.
+	// Without EXECUTE the claim fails with the server's permission error, a denial.
+	claimAbsent := func(tok uint64, id int) error {
+		ctx := fencedsql.WithToken(context.Background(), tok)
+		tx, err := fenced.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck
+		var got int64
+		if err := tx.QueryRowContext(ctx, "SELECT id FROM ledger WHERE id = ? FOR UPDATE", id).Scan(&got); !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("claim of absent key %d: %v, want sql.ErrNoRows", id, err)
+		}
+		return tx.Commit()
+	}
+	if err := claimAbsent(900, 4242); err != nil {
+		t.Fatalf("claim of an absent key as the application account: %v", err)
+	}
+	if _, err := fenced.ExecContext(fencedsql.WithToken(context.Background(), 800), "INSERT INTO ledger (id, amount) VALUES (4242, 1)"); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Errorf("INSERT under 800 of a key claimed absent under 900 as the application account: %v, want ErrFenced", err)
+	}
+	execRaw(t, "mysql", dsn, "REVOKE EXECUTE ON PROCEDURE `"+cfg.DBName+"`.`fencedsql_tombclaim_ledger` FROM '"+app+"'@'%'")
+	if err := claimAbsent(900, 4343); err == nil || !strings.Contains(err.Error(), "1370") {
+		t.Errorf("claim of an absent key without EXECUTE on the recorder: %v, want the server's permission error 1370", err)
+	}
+	execRaw(t, "mysql", dsn, "GRANT EXECUTE ON PROCEDURE `"+cfg.DBName+"`.`fencedsql_tombclaim_ledger` TO '"+app+"'@'%'")
 
 	adminDB := mustOpen(t, "mysql", dsn)
 	if p := checkRoles(t, adminDB, mysql.Dialect, dialect.Roles{}); len(p) != 1 || !strings.Contains(p[0], "has SUPER") {

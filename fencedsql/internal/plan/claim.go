@@ -233,8 +233,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		// did not find (a lock wait between them): keyed, that read returns nothing.
 		main.Point = p.pointTerms(c[0]+1, c[1])
 	}
-	if c, ok := clauses["WHERE"]; ok && p.rw.numbered {
+	if c, ok := clauses["WHERE"]; ok {
 		main.Absent = p.keyTerms(c[0]+1, c[1])
+		main.absentMySQL = !p.rw.numbered
 	}
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr

@@ -46,9 +46,9 @@ var bareValues = map[string]bool{"null": true, "true": true, "false": true, "unk
 	"localtime": true, "localtimestamp": true, "utc_date": true, "utc_time": true, "utc_timestamp": true}
 
 // pointTerms returns the conjuncts column = value of the condition sig[from:to] (a
-// WHERE clause's body), or nil when the condition is not a plain conjunction at its top
-// level (pointBreakers, an operator holding '|', '&' or ':', an executable comment
-// anywhere in the statement).
+// WHERE clause's body; conjuncts, claim_absent.go), or nil when the condition is not a
+// plain conjunction at its top level (pointBreakers, an operator holding '|', '&' or
+// ':', an executable comment anywhere in the statement).
 func (p *parser) pointTerms(from, to int) []PointTerm {
 	for _, t := range p.sig {
 		if t.Kind == sqllex.KindExecComment {
@@ -56,34 +56,10 @@ func (p *parser) pointTerms(from, to int) []PointTerm {
 		}
 	}
 	var out []PointTerm
-	depth, start := 0, from
-	for k := from; k <= to; k++ {
-		if k < to {
-			t := p.sig[k]
-			switch {
-			case p.punct(k, "("):
-				depth++
-				continue
-			case p.punct(k, ")"):
-				depth--
-				continue
-			case depth > 0:
-				continue
-			case t.Kind == sqllex.KindWord && pointBreakers[strings.ToLower(p.text(t))]:
-				return nil
-			case t.Kind == sqllex.KindPunct && strings.ContainsAny(p.text(t), "|&:"):
-				return nil
-			case !p.kw(k, "AND"):
-				continue
-			}
-		}
-		if depth != 0 {
-			return nil
-		}
-		if term, ok := p.pointTerm(start, k); ok {
+	for _, c := range p.conjuncts(from, to, true) {
+		if term, ok := p.pointTerm(c[0], c[1]); ok {
 			out = append(out, term)
 		}
-		start = k + 1
 	}
 	return out
 }

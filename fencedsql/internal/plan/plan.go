@@ -141,11 +141,13 @@ type Plan struct {
 	// primary key to integers (FixesKey), the claim names at most one row and runs
 	// unkeyed.
 	Point []PointTerm
-	// Absent (a PostgreSQL claim) are the conjuncts of its WHERE that fix a column to
-	// a placeholder or a literal (claim_absent.go): where they pin the table's whole
+	// Absent (a claim) are the conjuncts of its WHERE that fix a column to a
+	// placeholder or a literal (claim_absent.go): where they pin the table's whole
 	// primary key (AbsentKey), the wrapper records a claim that found no row as the
 	// key's absence claimed at the token (docs/design.md G10).
 	Absent []KeyTerm
+	// absentMySQL says Absent is in MySQL's spelling (AbsentKey's matching).
+	absentMySQL bool
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool
