@@ -69,7 +69,7 @@ type ErrorInfo struct {
 	// IsUniqueConstraintError) expects at the start of the wrapper's error. "" lets the
 	// wrapper use its own sentence.
 	Words string
-	Table      string // when the driver reports it
+	Table string // when the driver reports it
 	// Server says the server answered the statement (or COMMIT) with this error, so
 	// that nothing of it was committed (the wrapper's outcome NotCommitted), for a
 	// driver whose errors carry no SQLSTATE method (PostgreSQL's do, and are judged by
