@@ -155,13 +155,20 @@ func (e *VersionConflictError) Error() string {
 func (e *VersionConflictError) Unwrap() []error { return []error{ErrVersionConflict, e.Err} }
 
 // ClaimConflictError is a claimed locking read that could not claim exactly the rows
-// its locking query locked (ErrClaimConflict). Err is the driver's error.
+// its locking query locked (ErrClaimConflict), or (Absent) a claim of an absent key
+// whose record found the key written by a concurrent transaction under an older token
+// after the claim's read (red-team rt44a F1). Err is the driver's error.
 type ClaimConflictError struct {
-	Table string
-	Err   error
+	Table  string
+	Absent bool
+	Err    error
 }
 
 func (e *ClaimConflictError) Error() string {
+	if e.Absent {
+		return "fencedsql: claim on " + e.Table + " found no row, but a concurrent transaction wrote the key under an older token after the claim read it " +
+			"(or, under REPEATABLE READ or SERIALIZABLE, was writing it): nothing was claimed and the transaction is aborted; retry it (" + e.Err.Error() + ")"
+	}
 	return "fencedsql: claim on " + e.Table + " could not stamp every row its locking read locked (a concurrent transaction changed " +
 		"them while it waited, under READ COMMITTED): nothing was claimed and the transaction is aborted; retry it (" + e.Err.Error() + ")"
 }

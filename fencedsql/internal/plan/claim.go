@@ -235,6 +235,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	if c, ok := clauses["WHERE"]; ok && p.rw.numbered {
 		main.Absent = p.keyTerms(c[0]+1, c[1])
+		main.AbsentNoWait = nowait
 	}
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr

@@ -146,6 +146,10 @@ type Plan struct {
 	// primary key (AbsentKey), the wrapper records a claim that found no row as the
 	// key's absence claimed at the token (docs/design.md G10).
 	Absent []KeyTerm
+	// AbsentNoWait (a claim with Absent) marks a locking read with NOWAIT: the
+	// record of the absent key must not wait for a concurrent writer of the key either
+	// (red-team rt44a F7).
+	AbsentNoWait bool
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool
