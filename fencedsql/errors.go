@@ -67,7 +67,10 @@ var (
 	// instead). Retry the transaction: the claim then reads the rows as they now are —
 	// and fails with ErrFenced if a newer token owns one of them. A conflict on every
 	// retry means an UPDATE of the table cannot reach rows a SELECT can (a row-level
-	// security policy, a BEFORE UPDATE trigger that skips the row).
+	// security policy, a BEFORE UPDATE trigger that skips the row). A claim of an
+	// absent key (PostgreSQL, docs/design.md G10) also fails with it when a concurrent
+	// transaction wrote the key under an older token after the claim read it as absent
+	// (under REPEATABLE READ and SERIALIZABLE: was writing it): the retry finds the row.
 	ErrClaimConflict = errors.New("fencedsql: claim could not stamp every row it locked")
 
 	// ErrLeaseServicesDiffer means the leases bound to one transaction or statement
