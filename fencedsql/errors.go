@@ -67,7 +67,10 @@ var (
 	// instead). Retry the transaction: the claim then reads the rows as they now are —
 	// and fails with ErrFenced if a newer token owns one of them. A conflict on every
 	// retry means an UPDATE of the table cannot reach rows a SELECT can (a row-level
-	// security policy, a BEFORE UPDATE trigger that skips the row).
+	// security policy, a BEFORE UPDATE trigger that skips the row). A claim of an
+	// absent key (PostgreSQL, docs/design.md G10) also fails with it when a concurrent
+	// transaction wrote the key under an older token after the claim read it as absent
+	// (under REPEATABLE READ and SERIALIZABLE: was writing it): the retry finds the row.
 	ErrClaimConflict = errors.New("fencedsql: claim could not stamp every row it locked")
 
 	// ErrLeaseServicesDiffer means the leases bound to one transaction or statement
@@ -155,13 +158,20 @@ func (e *VersionConflictError) Error() string {
 func (e *VersionConflictError) Unwrap() []error { return []error{ErrVersionConflict, e.Err} }
 
 // ClaimConflictError is a claimed locking read that could not claim exactly the rows
-// its locking query locked (ErrClaimConflict). Err is the driver's error.
+// its locking query locked (ErrClaimConflict), or (Absent) a claim of an absent key
+// whose record found the key written by a concurrent transaction under an older token
+// after the claim's read (red-team rt44a F1). Err is the driver's error.
 type ClaimConflictError struct {
-	Table string
-	Err   error
+	Table  string
+	Absent bool
+	Err    error
 }
 
 func (e *ClaimConflictError) Error() string {
+	if e.Absent {
+		return "fencedsql: claim on " + e.Table + " found no row, but a concurrent transaction wrote the key under an older token after the claim read it " +
+			"(or, under REPEATABLE READ or SERIALIZABLE, was writing it): nothing was claimed and the transaction is aborted; retry it (" + e.Err.Error() + ")"
+	}
 	return "fencedsql: claim on " + e.Table + " could not stamp every row its locking read locked (a concurrent transaction changed " +
 		"them while it waited, under READ COMMITTED): nothing was claimed and the transaction is aborted; retry it (" + e.Err.Error() + ")"
 }

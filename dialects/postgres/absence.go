@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,7 +13,7 @@ import (
 // F1): one function per table with tombstones, installed with the tombstone guard
 // (TombstoneDDL) and dropped with it,
 //
-//	<schema>.fencedsql_tombclaim_<table>(<key columns' types>, bigint) RETURNS integer
+//	<schema>.fencedsql_tombclaim_<table>(<key columns' types>, bigint, boolean) RETURNS integer
 //
 // SECURITY DEFINER with search_path pinned to pg_catalog, pg_temp, which records "the
 // key's absence claimed at the token" in the table's tombstone table: the key with the
@@ -23,13 +24,45 @@ import (
 // newer ones through. It is dated by the server's clock, as a DELETE's tombstone, and
 // purged with them (schema.PurgeTombstones). A key value the key's type cannot hold
 // (too long for a varchar(n), out of a numeric's range) records nothing: no row of it
-// can exist or be inserted. EXECUTE stays granted to PUBLIC (a function's default):
-// every role that may claim may record, and a record refuses only tokens older than
-// the one it carries, as a row written under that token would.
+// can exist or be inserted. Version 2 (red-team rt44a) adds, in this order:
+//
+//   - the caller must be allowed to write the table (rt44a F6): the role the session
+//     acts as — SET ROLE's role, else the session user; inside a SECURITY DEFINER
+//     function current_user is the owner — needs INSERT or UPDATE on the table or one
+//     of its columns, else insufficient_privilege (42501). EXECUTE stays granted to
+//     PUBLIC; a role that may not write the table cannot record (a record's token is
+//     read by schema.MaxToken: a reader could otherwise raise the lock service's
+//     floor to 2^63−1 through the documented switch procedure). A writer may record
+//     any token, as it may write one on a plain connection.
+//   - a table with inheritance children (not partitions: their triggers are the root's
+//     clones and read the root's tombstones) refuses the record (rt44a F4): a claim
+//     through the parent read the children's rows too, but a child's INSERT checks
+//     the child's own tombstone table. The error carries dialect.AbsenceUnsupportedMark
+//     (feature_not_supported, 0A000), which the wrapper reports as ErrUnsupported.
+//   - the tombstone's INSERT … ON CONFLICT is tried first with lock_timeout = 1 ms
+//     (the caller's lock_timeout is restored after it): a wait means a concurrent
+//     transaction is writing the key's tombstone — another claim, a DELETE, or an INSERT
+//     of the key, whose tombstone check's probe wrote a placeholder. Under NOWAIT (the
+//     boolean argument, rt44a F7) that fails the record with lock_not_available
+//     (55P03), as the claim's own locking read would fail on a locked row; otherwise the
+//     INSERT is run again and waits, under the caller's lock_timeout. Under REPEATABLE
+//     READ and SERIALIZABLE a wait then fails the record with the claim-conflict error
+//     (22P02 carrying dialect.ClaimConflictMark, fencedsql.ErrClaimConflict): the
+//     transaction's snapshot cannot see what the writer committed (rt44a F1).
+//   - then the key is looked up in the table (and its descendants): a row of the key
+//     whose token is older than the claim's (or NULL) fails the record with the
+//     claim-conflict error (rt44a F1): under READ COMMITTED the lookup's fresh snapshot
+//     sees an INSERT of the key committed after the claim's read, for which the
+//     tombstone write waited. The claim's own rows carry its token and pass. Retry the
+//     transaction: the claim then finds the row and stamps it.
+//
+// The wrapper calls it schema-qualified with every argument cast to the function's
+// parameter types (AbsenceCall, rt44a F2: an overload in the table's schema, or one
+// that takes other types, cannot capture the call, as it did untyped parameters).
 const (
 	// absenceVersion marks the recorder's body; AbsenceRecorderQuery and
 	// TombstoneInstalledQuery look for it.
-	absenceVersion = "fencedsql absence recorder v1"
+	absenceVersion = "fencedsql absence recorder v2"
 )
 
 func absenceFunc(name string) string {
@@ -41,59 +74,125 @@ func absenceFuncName(table dialect.TableName) dialect.TableName {
 }
 
 // absenceDDL returns the statements that (re)create table's recorder: the recorder's
-// overloads of another signature are dropped first (a key whose types changed), so
-// that a call by unknown-typed parameters resolves to one function.
-func (d dialectImpl) absenceDDL(table dialect.TableName, key []dialect.KeyColumn, tomb string) []string {
+// overloads of another signature are dropped first (a key whose types changed).
+// tomb and tbl are the tombstone table and the table (quoted, qualified), tok the
+// token column (quoted).
+func (d dialectImpl) absenceDDL(table dialect.TableName, key []dialect.KeyColumn, tomb, tbl, tok string) []string {
 	fn := absenceFuncName(table)
 	params := make([]string, len(key))
 	cols := make([]string, len(key))
+	conds := make([]string, len(key))
 	for i, k := range key {
 		params[i] = k.Type
 		cols[i] = d.QuoteIdent(k.Name)
+		eq := " = "
+		if k.Equals != "" {
+			eq = " OPERATOR(" + k.Equals + ") "
+		}
+		conds[i] = "x." + cols[i] + eq + "$" + strconv.Itoa(i+1)
 	}
-	body := absenceBody(tomb, strings.Join(cols, ", "), len(key))
+	body := absenceBody(tomb, tbl, tok, strings.Join(cols, ", "), strings.Join(conds, " AND "), len(key))
 	tag := dollarTag(body)
 	return []string{
 		d.dropAbsence(table),
-		"CREATE OR REPLACE FUNCTION " + fn.Quote(d.QuoteIdent) + "(" + strings.Join(params, ", ") + ", bigint) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
+		"CREATE OR REPLACE FUNCTION " + fn.Quote(d.QuoteIdent) + "(" + strings.Join(params, ", ") + ", bigint, boolean) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 	}
 }
 
-// absenceBody is the recorder's body for the tombstone table tomb (quoted, qualified)
-// and its key columns list (quoted, separated by ", "), n of them.
-func absenceBody(tomb, list string, n int) string {
+// absenceBody is the recorder's body for the tombstone table tomb and the table tbl
+// (quoted, qualified), its token column tok (quoted), its key columns list (quoted,
+// separated by ", "), n of them, and cond, the key's match of the row x against the
+// parameters.
+func absenceBody(tomb, tbl, tok, list, cond string, n int) string {
 	vals := make([]string, n)
 	for i := range vals {
 		vals[i] = "$" + strconv.Itoa(i+1)
 	}
+	token, nowait := "$"+strconv.Itoa(n+1), "$"+strconv.Itoa(n+2)
+	insert := `INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at)
+      VALUES (` + strings.Join(vals, ", ") + `, ` + token + `, pg_catalog.clock_timestamp())
+      ON CONFLICT (` + list + `) DO UPDATE
+        SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at);`
+	conflict := `RAISE EXCEPTION USING ERRCODE = 'invalid_text_representation', TABLE = ` + pgLiteral(tbl) + `,
+      MESSAGE = '` + dialect.ClaimConflictMark + `: a concurrent transaction wrote this key of ' || ` + pgLiteral(tbl) + ` || ' under an older fence token after the claim read it as absent; retry the transaction';`
 	return `
+#variable_conflict use_column
 -- ` + absenceVersion + `
+DECLARE
+  fencedsql_who text;
+  fencedsql_lt text;
+  fencedsql_waited boolean := false;
 BEGIN
-  INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at)
-    VALUES (` + strings.Join(vals, ", ") + `, $` + strconv.Itoa(n+1) + `, pg_catalog.clock_timestamp())
-    ON CONFLICT (` + list + `) DO UPDATE
-      SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at);
+  fencedsql_who := pg_catalog.current_setting('role');
+  IF fencedsql_who = 'none' THEN
+    fencedsql_who := SESSION_USER;
+  END IF;
+  IF NOT pg_catalog.has_any_column_privilege(fencedsql_who, ` + pgLiteral(tbl) + `, 'INSERT, UPDATE') THEN
+    RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+      MESSAGE = pg_catalog.format('fencedsql: role %s may not record the absence of a key of %s: it may neither insert into nor update it', fencedsql_who, ` + pgLiteral(tbl) + `);
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = ` + pgLiteral(tbl) + `::pg_catalog.regclass AND NOT c.relispartition) THEN
+    RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+      MESSAGE = '` + dialect.AbsenceUnsupportedMark + `: a claim of an absent key of ' || ` + pgLiteral(tbl) + ` || ', which has inheritance children, cannot be recorded (a child''s INSERT checks its own tombstones): claim the key through the table that holds it';
+  END IF;
+  fencedsql_lt := pg_catalog.current_setting('lock_timeout');
+  PERFORM pg_catalog.set_config('lock_timeout', '1', true);
+  BEGIN
+    ` + insert + `
+  EXCEPTION WHEN lock_not_available THEN
+    fencedsql_waited := true;
+  WHEN string_data_right_truncation OR numeric_value_out_of_range THEN
+    PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
+    RETURN 0;
+  END;
+  PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
+  IF fencedsql_waited THEN
+    IF ` + nowait + ` THEN
+      RAISE EXCEPTION USING ERRCODE = 'lock_not_available', TABLE = ` + pgLiteral(tbl) + `,
+        MESSAGE = 'fencedsql: could not record the claim of an absent key of ' || ` + pgLiteral(tbl) + ` || ' without waiting (NOWAIT): a concurrent transaction is writing this key';
+    END IF;
+    ` + insert + `
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+      ` + conflict + `
+    END IF;
+  END IF;
+  IF EXISTS (SELECT 1 FROM ` + tbl + ` x WHERE ` + cond + ` AND (x.` + tok + ` IS NULL OR x.` + tok + ` < ` + token + `)) THEN
+    ` + conflict + `
+  END IF;
   RETURN 1;
-EXCEPTION WHEN string_data_right_truncation OR numeric_value_out_of_range THEN
-  RETURN 0;
 END
 `
 }
 
-// absenceList matches the key column list of a recorder's body: quoted names only.
-var absenceList = regexp.MustCompile(`INSERT INTO [^\n]* AS t \(((?:"(?:[^"]|"")+")(?:, "(?:[^"]|"")+")*), fence_token, deleted_at\)`)
+const (
+	absQuoted = `"(?:[^"]|"")+"`
+	absOp     = `OPERATOR\((?:` + absQuoted + `|[a-z_][a-z0-9_$]*)\.[-+*/<>=~!@#%^&|` + "`" + `?]+\)`
+	absTerm   = `x\.` + absQuoted + ` (?:=|` + absOp + `) \$[0-9]+`
+)
+
+// absenceParts match the parts of a recorder's body that vary by table: the key
+// column list (quoted names only), and the table, its key match and token column of
+// the lookup.
+var (
+	absenceList   = regexp.MustCompile(`INSERT INTO [^\n]* AS t \((` + absQuoted + `(?:, ` + absQuoted + `)*), fence_token, deleted_at\)`)
+	absenceLookup = regexp.MustCompile(`FROM (` + absQuoted + `\.` + absQuoted + `) x WHERE (` + absTerm + `(?: AND ` + absTerm + `)*) AND \(x\.(` + absQuoted + `) IS NULL`)
+	absenceIdent  = regexp.MustCompile(absQuoted)
+)
 
 // ownAbsence reports whether src, the body of a function named like a recorder, is
 // exactly the recorder absenceDDL writes for the tombstone table tomb (quoted,
-// qualified) and some key: it can only raise tombstones of tomb (the guard-writer
-// check leaves it alone; any other text is judged as a user's function).
+// qualified) and some table, key and token column: it can only raise tombstones of
+// tomb (the guard-writer check leaves it alone; any other text is judged as a user's
+// function).
 func ownAbsence(src, tomb string) bool {
 	m := absenceList.FindStringSubmatch(src)
-	if m == nil {
+	l := absenceLookup.FindStringSubmatch(src)
+	if m == nil || l == nil {
 		return false
 	}
-	n := len(regexp.MustCompile(`"(?:[^"]|"")+"`).FindAllString(m[1], -1))
-	return src == absenceBody(tomb, m[1], n)
+	n := len(absenceIdent.FindAllString(m[1], -1))
+	return src == absenceBody(tomb, l[1], l[3], m[1], l[2], n)
 }
 
 // dropAbsence is the statement that drops every function named like table's recorder
@@ -116,7 +215,8 @@ END
 }
 
 // AbsenceRecorderQuery yields 1 when table's recorder of this version is in table's
-// schema, SECURITY DEFINER.
+// schema, SECURITY DEFINER. An overload of its name cannot take the typed call
+// (AbsenceCall); TombstoneInstalledQuery reports one, and the Fix drops it.
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
 	fn := absenceFuncName(table)
 	return `SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
@@ -124,15 +224,84 @@ func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, 
 		[]any{fn.Name, fn.Schema, absenceVersion}
 }
 
-// AbsenceRecordSQL calls table's recorder with the key's values and the token as
-// parameters, typed by the function's signature (as the claim's WHERE types them by
-// the key columns'), schema-qualified.
+// AbsenceRecordSQL calls table's recorder with the key's values, the token and
+// NOWAIT false as parameters, schema-qualified. The wrapper uses AbsenceCall, which
+// types them.
 func (d dialectImpl) AbsenceRecordSQL(table dialect.TableName, keyColumns int) string {
 	ps := make([]string, keyColumns+1)
 	for i := range ps {
 		ps[i] = "$" + strconv.Itoa(i+1)
 	}
-	return "SELECT " + absenceFuncName(table).Quote(d.QuoteIdent) + "(" + strings.Join(ps, ", ") + ")"
+	return "SELECT " + absenceFuncName(table).Quote(d.QuoteIdent) + "(" + strings.Join(ps, ", ") + ", false)"
 }
 
-var _ dialect.AbsenceRecorder = dialectImpl{}
+// AbsenceCall implements dialect.AbsenceCaller: the recorder's call with each key
+// value cast to its column's type without its modifier (the function's parameters
+// carry none: a value too long for a varchar(n) reaches the function, which records
+// nothing, instead of being cut to n by the cast and recorded as another key), the
+// token to bigint and NOWAIT to boolean. An integer key whose value (a claim's
+// literal, given as its text) is outside the column's type records nothing (rt44a
+// F3): no row of it can exist, and the cast would fail the transaction.
+func (d dialectImpl) AbsenceCall(table dialect.TableName, key []dialect.KeyColumn, vals []any, token int64, nowait bool) (string, []any, bool) {
+	ps := make([]string, 0, len(key)+2)
+	for i, k := range key {
+		typ := baseType(k.Type)
+		if i < len(vals) && !intFits(typ, vals[i]) {
+			return "", nil, false
+		}
+		ps = append(ps, "$"+strconv.Itoa(i+1)+"::"+typ)
+	}
+	ps = append(ps, "$"+strconv.Itoa(len(key)+1)+"::pg_catalog.int8", "$"+strconv.Itoa(len(key)+2)+"::pg_catalog.bool")
+	args := append(append(make([]any, 0, len(vals)+2), vals...), token, nowait)
+	return "SELECT " + absenceFuncName(table).Quote(d.QuoteIdent) + "(" + strings.Join(ps, ", ") + ")", args, true
+}
+
+// baseType is a format_type text without its type modifiers: every parenthesized
+// group outside double quotes removed ("character varying(10)[]" is "character
+// varying[]", "timestamp(3) with time zone" "timestamp with time zone").
+func baseType(t string) string {
+	var b strings.Builder
+	quoted, depth := false, 0
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+			continue
+		case c == ')' && depth > 0:
+			depth--
+			continue
+		}
+		if depth == 0 {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// intRanges are the integer types a claim's literal may be out of.
+var intRanges = map[string]int{"smallint": 16, "integer": 32, "bigint": 64}
+
+// intFits reports whether v, a value for a key column of type typ, can be a value of
+// that type: false only for an integer type and a decimal text outside its range.
+func intFits(typ string, v any) bool {
+	bits, ok := intRanges[typ]
+	s, isText := v.(string)
+	if !ok || !isText {
+		return true
+	}
+	n, ok := new(big.Int).SetString(strings.TrimSpace(s), 10)
+	if !ok {
+		return true // the server judges it
+	}
+	lim := new(big.Int).Lsh(big.NewInt(1), uint(bits-1))
+	return n.Cmp(new(big.Int).Neg(lim)) >= 0 && n.Cmp(lim) < 0
+}
+
+var (
+	_ dialect.AbsenceRecorder = dialectImpl{}
+	_ dialect.AbsenceCaller   = dialectImpl{}
+)

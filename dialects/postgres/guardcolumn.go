@@ -18,16 +18,24 @@ import (
 // and a stale holder overwrites rows a newer one wrote (red-team rt42a F1; the pool
 // refuses such DDL whatever WithDDL says, plan/guardcolumn.go, but a plain
 // connection may run it). The DELETE trigger still depends (pg_depend) on the old
-// column: that is the evidence. One catalog query. No Fix: the tokens the rows
+// column: that is the evidence. One catalog query. A partition's trigger is a clone
+// of its root's (tgparentid), for which PostgreSQL records no column dependency (its
+// WHEN clause is the root's): the trigger judged is the one it was cloned from, up to
+// the root (red-team rt44a F5: every fenced write naming a partition was refused as
+// this door). A partition's columns are its root's: none can be renamed, dropped or
+// added on the partition alone. No Fix: the tokens the rows
 // carried are in the old column, if it was kept; restore them (UPDATE … SET
 // <token> = <old column>) before re-installing the guard (fencedsql-schema -apply).
 func (d dialectImpl) guardColumn(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, `SELECT COALESCE((SELECT pg_catalog.string_agg(a.attname::text, ', ' ORDER BY a.attnum)
+	rows, err := query(ctx, `WITH RECURSIVE up(oid, tgrelid, tgparentid, tgfoid) AS (
+  SELECT t.oid, t.tgrelid, t.tgparentid, t.tgfoid FROM pg_catalog.pg_trigger t WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname = $2
+  UNION ALL SELECT c.oid, c.tgrelid, c.tgparentid, c.tgfoid FROM pg_catalog.pg_trigger c JOIN up ON c.oid = up.tgparentid)
+SELECT COALESCE((SELECT pg_catalog.string_agg(a.attname::text, ', ' ORDER BY a.attnum)
     FROM pg_catalog.pg_depend dp JOIN pg_catalog.pg_attribute a ON a.attrelid = dp.refobjid AND a.attnum = dp.refobjsubid
     WHERE dp.classid = 'pg_catalog.pg_trigger'::pg_catalog.regclass AND dp.objid = t.oid
       AND dp.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dp.refobjid = t.tgrelid AND dp.refobjsubid > 0), '')
-FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
-WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname = $2 AND p.proname::text LIKE 'fencedsql\_guard\_%'
+FROM up t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+WHERE t.tgparentid = 0 AND p.proname::text LIKE 'fencedsql\_guard\_%'
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend dp JOIN pg_catalog.pg_attribute a ON a.attrelid = dp.refobjid AND a.attnum = dp.refobjsubid
     WHERE dp.classid = 'pg_catalog.pg_trigger'::pg_catalog.regclass AND dp.objid = t.oid
       AND dp.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dp.refobjid = t.tgrelid AND a.attname = $3)`,

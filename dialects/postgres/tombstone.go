@@ -80,7 +80,7 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v8"
+	tombVersion = "fencedsql tombstone guard v9"
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -270,7 +270,7 @@ END
 		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
 		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
 	}
-	ddl = append(ddl, d.absenceDDL(table, key, tomb)...)
+	ddl = append(ddl, d.absenceDDL(table, key, tomb, tbl, tok)...)
 	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
 	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
@@ -371,10 +371,13 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // (ENABLE ALWAYS) and call the table's tombstone function in the table's schema (one
 // left in the schema a moved table came from is reported: the Fix carries its
 // tombstones over, red-team rt31a F3),
-// SECURITY DEFINER, and its tombstone table exists.
+// SECURITY DEFINER, and its tombstone table exists, with the absence recorder of this
+// version, the only function of its name in the schema (an overload would take the
+// wrapper's call: red-team rt44a F2).
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
-  AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0)`,
+  AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0
+    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.proname = ap.proname AND o.pronamespace = ap.pronamespace AND o.oid <> ap.oid))`,
 		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table),
 			absenceFunc(dialect.LowerASCII(table.Name)), absenceVersion}
 }

@@ -22,3 +22,24 @@ type AbsenceRecorder interface {
 	// values in key order, then the token.
 	AbsenceRecordSQL(table TableName, keyColumns int) string
 }
+
+// AbsenceCaller is implemented by an AbsenceRecorder whose recorder the wrapper calls
+// with typed arguments (red-team rt44a): the call cannot be taken by an overload of
+// the recorder (F2), a value the key's type cannot hold records nothing instead of
+// failing the transaction (F3), and a NOWAIT claim's record does not wait (F7).
+type AbsenceCaller interface {
+	// AbsenceCall returns the statement and its arguments that record the absence of
+	// the key vals of table (carrying its schema), in key order — a claim's literal as
+	// its text, a bound value as given — claimed at token. key are the table's primary
+	// key columns (names and types as Tombstoner.PrimaryKeyQuery reports them). nowait:
+	// the claim asked not to wait for locks (FOR UPDATE NOWAIT), and the record fails
+	// as the claim's read would rather than wait for a concurrent writer of the key. ok
+	// false: record nothing, no row of the key can exist (a value outside the type).
+	AbsenceCall(table TableName, key []KeyColumn, vals []any, token int64, nowait bool) (query string, args []any, ok bool)
+}
+
+// AbsenceUnsupportedMark starts the message of the error a recorder raises when it
+// cannot record the claim where the rows it covers are checked (PostgreSQL: a table
+// with inheritance children, red-team rt44a F4): a dialect-independent mark the
+// wrapper reports as ErrUnsupported.
+const AbsenceUnsupportedMark = "fencedsql_absent_unsupported"

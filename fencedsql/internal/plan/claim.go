@@ -236,6 +236,7 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if c, ok := clauses["WHERE"]; ok {
 		main.Absent = p.keyTerms(c[0]+1, c[1])
 		main.absentMySQL = !p.rw.numbered
+		main.AbsentNoWait = nowait
 	}
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr

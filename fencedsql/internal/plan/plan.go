@@ -148,6 +148,10 @@ type Plan struct {
 	Absent []KeyTerm
 	// absentMySQL says Absent is in MySQL's spelling (AbsentKey's matching).
 	absentMySQL bool
+	// AbsentNoWait (a claim with Absent) marks a locking read with NOWAIT: the
+	// record of the absent key must not wait for a concurrent writer of the key either
+	// (red-team rt44a F7).
+	AbsentNoWait bool
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool

@@ -1,0 +1,60 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// The recorder's call casts each key value to its column's type without modifiers,
+// and an integer literal outside the column's type records nothing (rt44a F2, F3).
+func TestAbsenceCallTypesItsArguments(t *testing.T) {
+	for in, want := range map[string]string{
+		"bigint": "bigint", "character varying(10)": "character varying", "character varying(10)[]": "character varying[]",
+		"numeric(10,2)": "numeric", "timestamp(3) with time zone": "timestamp with time zone", `"my(3)type"`: `"my(3)type"`,
+		`app."T(1)"(4)`: `app."T(1)"`,
+	} {
+		if got := baseType(in); got != want {
+			t.Errorf("baseType(%q) = %q, want %q", in, got, want)
+		}
+	}
+	key := []dialect.KeyColumn{{Name: "Region", Type: "character varying(8)"}, {Name: "n", Type: "integer"}}
+	q, args, ok := dialectImpl{}.AbsenceCall(dialect.TableName{Schema: "shop", Name: "Pair"}, key, []any{"eu", "7"}, 60, true)
+	if !ok || q != `SELECT "shop"."fencedsql_tombclaim_pair"($1::character varying, $2::integer, $3::pg_catalog.int8, $4::pg_catalog.bool)` || len(args) != 4 || args[2] != int64(60) || args[3] != true {
+		t.Fatalf("AbsenceCall: %q %v %v", q, args, ok)
+	}
+	for _, v := range []string{"2147483648", "-2147483649", "99999999999999999999999"} {
+		if _, _, ok := (dialectImpl{}).AbsenceCall(dialect.TableName{Name: "pair"}, key, []any{"eu", v}, 60, false); ok {
+			t.Errorf("integer key value %s records", v)
+		}
+	}
+	if _, _, ok := (dialectImpl{}).AbsenceCall(dialect.TableName{Name: "pair"}, key, []any{"eu", int64(1) << 40}, 60, false); !ok {
+		t.Error("a bound value is the server's to judge")
+	}
+}
+
+// The guard-writer check recognises the recorder's exact text only (ownAbsence).
+func TestOwnAbsenceExactText(t *testing.T) {
+	d := dialectImpl{}
+	table := dialect.TableName{Schema: "shop", Name: "pair"}
+	key := []dialect.KeyColumn{{Name: "Region", Type: "text", Equals: "public.="}, {Name: "n", Type: "integer"}}
+	tomb := tombTable(table).Quote(d.QuoteIdent)
+	ddl := d.absenceDDL(table, key, tomb, table.Quote(d.QuoteIdent), d.QuoteIdent("fence_token"))
+	src := ddl[1][strings.Index(ddl[1], "$fencedsql$")+len("$fencedsql$") : strings.LastIndex(ddl[1], "$fencedsql$")]
+	if !ownAbsence(src, tomb) {
+		t.Fatalf("own recorder not recognised:\n%s", src)
+	}
+	for _, bad := range []string{
+		strings.Replace(src, "RETURN 1;", "DELETE FROM "+tomb+"; RETURN 1;", 1),
+		strings.Replace(src, `x."n" = $2`, `x."n" = $2 OR true`, 1),
+		strings.Replace(src, "IF NOT pg_catalog.has_any_column_privilege", "IF false AND pg_catalog.has_any_column_privilege", 1),
+	} {
+		if bad == src || ownAbsence(bad, tomb) {
+			t.Errorf("altered recorder recognised as own:\n%s", bad)
+		}
+	}
+	if ownAbsence(src, tombTable(dialect.TableName{Schema: "shop", Name: "other"}).Quote(d.QuoteIdent)) {
+		t.Error("recorder of another tombstone table recognised")
+	}
+}
