@@ -219,6 +219,8 @@
 //	  REASSIGN OWNED, MySQL DROP DATABASE/SCHEMA,    without naming them
 //	  ALTER TABLE … DISABLE TRIGGER, ENABLE
 //	  REPLICA/ALWAYS TRIGGER (any table)
+//	ALTER TABLE … ENABLE TRIGGER/RULE, ALTER       they switch on a trigger or rule, whose body may          —
+//	  EVENT TRIGGER … ENABLE (any relation)          write a guarded table, as CREATE TRIGGER/RULE would
 //	a write (UPDATE, DELETE, INSERT, REPLACE,       the catalogs hold the guards' functions, triggers and   —
 //	  MERGE, COPY … FROM, TRUNCATE, LOAD DATA,       the fencing columns' NOT NULL: a write there changes
 //	  also inside WITH) to a system catalog:         or disables them without naming them

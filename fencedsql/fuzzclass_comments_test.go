@@ -288,7 +288,7 @@ var nonRoutineDDL = map[string][]string{
 		"CREATE TABLE t (trigger_at int, event text)", "CREATE INDEX trigger_idx ON other (x)",
 		"CREATE OR REPLACE VIEW v AS SELECT 1", "CREATE TEMP TABLE t (x int)", "ALTER TABLE other ADD COLUMN event int",
 		"CREATE AGGREGATE a (int) (sfunc = int4pl, stype = int)", "GRANT TRIGGER ON other TO u",
-		"ALTER TABLE other ENABLE TRIGGER t", "COMMENT ON FUNCTION f() IS 'x'", "DROP FUNCTION f()",
+		"ALTER TABLE other DISABLE RULE r", "COMMENT ON FUNCTION f() IS 'x'", "DROP FUNCTION f()",
 	},
 	"mysql": {
 		"CREATE TABLE t (x INT, event INT)", "CREATE DEFINER=`u`@`h` SQL SECURITY INVOKER VIEW v AS SELECT 1",

@@ -35,12 +35,10 @@ func (d dialectImpl) patchDoor(r []string, t dialect.SideDoorTable) (dialect.Sid
 	fn := dialect.TableName{Schema: r[3], Name: r[4]}
 	// The table, the relation the trigger is on, and every partition and child of the
 	// table (r[8]): a trigger that writes the row through its partition's name (a
-	// red-team pass) writes it as surely as through the table's.
-	for _, name := range append([]string{t.Table.Name, r[1]}, strings.Fields(r[8])...) {
-		if dialect.WritesTable(r[5], dialect.PostgresSyntax, name) {
-			why = append(why, fn.String()+"() writes "+name+" (the table, or one of its partitions or children) itself")
-			break
-		}
+	// red-team pass) writes it as surely as through the table's; judged as every
+	// routine body is (bodyWrites: dynamic SQL too, red-team rt44d F3).
+	if name, ok := bodyWrites(r[5], r[10], familyNames(t, r[1]+" "+r[8])); ok {
+		why = append(why, fn.String()+"() writes "+name+" (the table, or one of its partitions or children) itself")
 	}
 	if len(why) == 0 {
 		return dialect.SideDoor{}, false

@@ -18,7 +18,8 @@ import (
 // (postgres.Dialect.TriggerDoors' ownTriggers): a function that gets the column's
 // name as a trigger argument (a generic "keep the old value" function) counts, and so
 // does a partition's own trigger (it fires for rows written through the parent);
-// a disabled trigger, an AFTER trigger and one that sets an unrelated column do not.
+// so does a disabled one (one ALTER TABLE … ENABLE TRIGGER away: red-team rt44d F1);
+// an AFTER trigger and one that sets an unrelated column do not.
 // schema.Check reports each with DROP TRIGGER, the lazy check refuses the table.
 func TestOwnTriggerDoors(t *testing.T) {
 	dsn := testdb.Postgres(t)
@@ -51,7 +52,7 @@ func TestOwnTriggerDoors(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(objs, ","), "by_arg on public.acc,cloned on public.acc,part_own on public.acc_1"; got != want {
+	if got, want := strings.Join(objs, ","), "by_arg on public.acc,cloned on public.acc,disabled on public.acc,part_own on public.acc_1"; got != want {
 		t.Fatalf("own trigger doors %q, want %q; report %+v", got, want, reps[0])
 	}
 	db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=acc"))
@@ -63,7 +64,7 @@ func TestOwnTriggerDoors(t *testing.T) {
 	if !errors.Is(err, fencedsql.ErrSchema) || !strings.Contains(err.Error(), "part_own") || strings.Contains(err.Error(), "touch") {
 		t.Fatalf("lazy check: %v, want ErrSchema naming part_own", err)
 	}
-	rawWith(t, dsn, "DROP TRIGGER by_arg ON acc", "DROP TRIGGER part_own ON acc_1", "DROP TRIGGER cloned ON acc")
+	rawWith(t, dsn, "DROP TRIGGER by_arg ON acc", "DROP TRIGGER part_own ON acc_1", "DROP TRIGGER cloned ON acc", "DROP TRIGGER disabled ON acc")
 	reps, err = schema.Check(ctx, raw, postgres.Dialect, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,10 @@ const routineBody = `COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functionde
 // triggers: otherTriggers and ownTriggers judge them). A procedure counts although the
 // wrapper refuses CALL unless WithDynamicSQL: a function, a trigger function or
 // another procedure may CALL it, and a statement reaches that one with no CALL in its
-// text (red-team rt36b F1). The SQL and PL/pgSQL bodies are read by the words test the
-// trigger doors use, and by dynamicSQLWrites (a body with EXECUTE that names the table
+// text (red-team rt36b F1). Bodies are judged by bodyWrites (bodydoor.go), the
+// judgement every door check applies to a routine body, for the table's name and the
+// names of its partitions and inheritance children (red-team rt44d F2): the SQL and
+// PL/pgSQL bodies are read by the words test the trigger doors use, and by dynamicSQLWrites (a body with EXECUTE that names the table
 // anywhere, or holds a literal whose escapes the test does not decode: red-team rt36b
 // F2); a body in another language (PL/Python, PL/Perl, …), which the lexer does not
 // read, counts when it names the table at all (dialect.Mentions). A statement reaches
@@ -37,40 +39,34 @@ const routineBody = `COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functionde
 // that builds the table's name at run time from pieces none of which is the name
 // ('acc' || 'ounts', chr()), in a body without an escape literal. The door carries no
 // Fix: the routine is the user's (drop it, or do its work through the wrapper). One
-// catalog query, its rows pre-filtered to bodies holding the table's name, a U&
-// escape, or EXECUTE and a backslash (an E'…' string's escape), the cheap conditions on
+// catalog query, its rows pre-filtered to bodies holding the table's name (or a
+// partition's or child's), a U& escape, or EXECUTE and a backslash (an E'…' string's escape), the cheap conditions on
 // pg_proc's own columns first (a few ms over a catalog of 3000 functions; the body of
 // every pg_catalog function lower-cased took 40 ms).
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, `SELECT pn.nspname::text, p.proname::text, pg_catalog.pg_get_function_identity_arguments(p.oid), l.lanname::text,
-  CASE WHEN COALESCE(p.prosrc, '') = '' THEN 1 ELSE 0 END, `+routineBody+`, p.prokind::text
+	rows, err := query(ctx, `WITH RECURSIVE `+familySQL(1)+`
+SELECT pn.nspname::text, p.proname::text, pg_catalog.pg_get_function_identity_arguments(p.oid), l.lanname::text,
+  CASE WHEN COALESCE(p.prosrc, '') = '' THEN 1 ELSE 0 END, `+routineBody+`, p.prokind::text, `+familyNamesSQL+`
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 WHERE p.prokind IN ('f', 'p') AND p.prolang NOT IN (SELECT x.oid FROM pg_catalog.pg_language x WHERE x.lanname IN ('internal', 'c'))
   AND p.pronamespace NOT IN ('pg_catalog'::pg_catalog.regnamespace, 'information_schema'::pg_catalog.regnamespace)
   AND p.prorettype NOT IN ('pg_catalog.trigger'::pg_catalog.regtype, 'pg_catalog.event_trigger'::pg_catalog.regtype)
-  AND (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), pg_catalog.lower($1)) > 0 OR pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'u&') > 0
-    OR (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'execute') > 0 AND pg_catalog.strpos(`+routineBody+`, pg_catalog.chr(92)) > 0))
-ORDER BY 1, 2, 3, 7`, t.Table.Name)
+  AND (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), pg_catalog.lower($2)) > 0 OR pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'u&') > 0
+    OR `+dynamicSQLSQL(routineBody)+` OR `+familyNamedSQL(`pg_catalog.lower(`+routineBody+`)`)+`)
+ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 7 {
+		if len(r) < 8 {
 			continue
 		}
 		src := r[5]
 		if r[4] == "1" {
 			src = standardBody(src)
 		}
-		writes := false
-		switch r[3] {
-		case "sql", "plpgsql":
-			writes = dialect.WritesTable(src, dialect.PostgresSyntax, t.Table.Name) || dynamicSQLWrites(src, t.Table.Name)
-		default:
-			writes = dialect.Mentions(src, t.Table.Name)
-		}
-		if !writes {
+		if _, writes := bodyWrites(src, r[3], familyNames(t, r[7])); !writes {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}

@@ -335,21 +335,28 @@ func (d dialectImpl) refuseFunctionDDL(schema string) string {
 	return "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS " + tag + refuseBody + tag
 }
 
-// rules: enabled non-SELECT rules on the table, or on other relations naming it.
+// rules: non-SELECT rules on the table or one of its partitions or inheritance
+// children, or on other relations whose action depends on one of them (pg_depend over
+// familySQL: a rule writing a partition by its own name writes the table's rows,
+// red-team rt44d F2). A disabled rule counts (red-team rt44d F1): one ALTER TABLE …
+// ENABLE RULE by the relation's owner switches it on, and a pool whose verdict was
+// taken while it was off keeps it; the planner refuses that statement through a pool.
 func (d dialectImpl) rules(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, `SELECT r.rulename::text, n.nspname::text, c.relname::text, CASE WHEN r.ev_class = to_regclass($1) THEN 1 ELSE 0 END,
-  CASE r.ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' WHEN '4' THEN 'DELETE' ELSE 'SELECT' END, CASE WHEN r.is_instead THEN 1 ELSE 0 END
+	rows, err := query(ctx, `WITH RECURSIVE `+familySQL(1)+`
+SELECT r.rulename::text, n.nspname::text, c.relname::text, CASE WHEN r.ev_class IN (SELECT fam.oid FROM fam) THEN 1 ELSE 0 END,
+  CASE r.ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' WHEN '4' THEN 'DELETE' ELSE 'SELECT' END, CASE WHEN r.is_instead THEN 1 ELSE 0 END,
+  CASE WHEN r.ev_enabled = 'D' THEN 'D' ELSE '' END
 FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D' AND (r.ev_class = to_regclass($1) OR EXISTS (
+WHERE r.ev_type <> '1' AND (r.ev_class IN (SELECT fam.oid FROM fam) OR EXISTS (
   SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
-    AND dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = to_regclass($1)))
+    AND dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid IN (SELECT fam.oid FROM fam)))
 ORDER BY 2, 3, 1`, t.Table.String())
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 6 {
+		if len(r) < 7 {
 			continue
 		}
 		rel := dialect.TableName{Schema: r[1], Name: r[2]}
@@ -357,9 +364,10 @@ ORDER BY 2, 3, 1`, t.Table.String())
 		if r[5] == "1" {
 			kind = "INSTEAD"
 		}
-		p := "rule ON " + r[4] + " DO " + kind + " on the guarded table: the statement the wrapper fenced is rewritten by the rule, so the fence may not apply; drop the rule"
+		off := disabledNote(r[6], "ALTER TABLE … ENABLE RULE")
+		p := "rule ON " + r[4] + " DO " + kind + off + " on the guarded table (or one of its partitions or children): the statement the wrapper fenced is rewritten by the rule, so the fence may not apply; drop the rule"
 		if r[3] != "1" {
-			p = "rule ON " + r[4] + " TO " + rel.String() + " DO " + kind + " names " + t.Table.String() + ": a statement on " + rel.String() +
+			p = "rule ON " + r[4] + " TO " + rel.String() + " DO " + kind + off + " names " + t.Table.String() + " (or one of its partitions or children): a statement on " + rel.String() +
 				" (not fenced by the wrapper) may write the guarded table through it; drop the rule"
 		}
 		p += " (statements prepared under the rule keep its rewriting after DROP RULE: reconnect the pools)"
@@ -487,7 +495,8 @@ ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, to
 	return doors, nil
 }
 
-// ownTriggers finds the table's own enabled BEFORE row triggers on INSERT or UPDATE
+// ownTriggers finds the table's own BEFORE row triggers on INSERT or UPDATE, enabled
+// or not (a disabled one is one ALTER TABLE … ENABLE TRIGGER away: red-team rt44d F1)
 // (and those of its inheritance children and partitions, not cloned from the
 // table's), other than the guard's own (the trigger fencedsql_guard calling a
 // fencedsql_guard_… function whose body carries a guard version marker, of this or an
@@ -519,7 +528,7 @@ SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.pr
 FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-WHERE NOT tg.tgisinternal AND tg.tgenabled <> 'D' AND tg.tgtype & 3 = 3 AND tg.tgtype & 20 <> 0
+WHERE NOT tg.tgisinternal AND tg.tgtype & 3 = 3 AND tg.tgtype & 20 <> 0
   AND (tg.tgrelid = to_regclass($1) OR tg.tgparentid = 0)
   AND NOT (tg.tgname = $2 AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $3)
 ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
@@ -559,16 +568,20 @@ func ownColumns(t dialect.SideDoorTable) string {
 	return t.TokenColumn + " or " + t.VersionColumn
 }
 
-// otherTriggers finds the enabled user triggers on other relations whose function's
-// body writes the table (dialect.WritesTable over pg_proc.prosrc, or the function's
-// definition for a SQL-standard body: a statement that writes and names the table, in
-// any quoting or schema, or a string naming it, such as an EXECUTE's): a write to the
+// otherTriggers finds the user triggers on other relations, enabled or not, whose
+// function's body writes the table (bodyWrites over pg_proc.prosrc, or the function's
+// definition for a SQL-standard body: a statement that writes and names the table or
+// one of its partitions or inheritance children, in any quoting or schema, or a string
+// naming it, such as an EXECUTE's, or dynamic SQL by dynamicSQLWrites' rule — red-team
+// rt44d F2, F3 — and in a language the lexer does not read any mention): a write to the
 // other relation, through the fenced pool or not, runs the trigger, which writes the
 // table unfenced; the guard lets through an UPDATE that advances the version and an
 // INSERT. A trigger on another guarded table counts too: the statement on that table
 // is fenced for its rows only (dialect.TriggerDoorFinder). Not judged here: triggers
 // on the table itself (ownTriggers'), triggers cloned onto partitions (their parent's
-// is judged), internal ones (foreign keys) and disabled ones. fencedsql's own trigger
+// is judged) and internal ones (foreign keys). A disabled trigger counts (red-team
+// rt44d F1): one ALTER TABLE … ENABLE TRIGGER by its owner switches it on, which the
+// planner refuses through a pool but a plain connection does not. fencedsql's own trigger
 // functions (the guard and tombstone functions, the view refusal) write no guarded
 // table and are judged like the rest: a function merely named fencedsql_… that writes
 // the table is a door (red-team rt20g F1, F2). A function that builds the table's name at run
@@ -580,12 +593,12 @@ func ownColumns(t dialect.SideDoorTable) string {
 // tombstone table, the token floor, or the floor's copy fencedsql_floor_seq, which the
 // guards' fast path reads — by guardWrites (rows written, or DDL on them: rt29a F5; the
 // copy named at all: F9), each lending its owner's rights to a statement through the
-// pool: an enabled user trigger on any relation, the guarded table included (Fix DROP
-// TRIGGER); an enabled non-SELECT rule on another relation whose action depends on or
+// pool: a user trigger on any relation, the guarded table included (Fix DROP
+// TRIGGER); a non-SELECT rule on another relation whose action depends on or
 // names one (F3, DROP RULE); a view over the tombstone table or the floor (F4, a guard
 // table door: a write through it reaches the table under another name; DROP VIEW); an
-// enabled event trigger (F11, DROP EVENT TRIGGER; one that writes the table itself is a
-// trigger door); a SECURITY DEFINER function or procedure other than a trigger
+// event trigger (F11, DROP EVENT TRIGGER; one whose function writes the table itself,
+// by bodyWrites, is a trigger door) — disabled ones too (rt44d F1); a SECURITY DEFINER function or procedure other than a trigger
 // function that a role other than its owner may execute (F12, REVOKE EXECUTE).
 // Not judged: triggers on the guard tables themselves (guardTables judges those); the
 // tombstone guard's own triggers (fencedsql_tombstone_delete, _insert, _rekey) on the
@@ -610,14 +623,17 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	body := func(p string) string {
 		return `COALESCE(NULLIF(` + p + `.prosrc, ''), pg_catalog.pg_get_functiondef(` + p + `.oid))`
 	}
-	// names: the cheap pre-filter of a text that may name the table (with tables, not
-	// routines), the tombstone table or the floor (and its copy), or spell a name in
-	// U& escapes; the Go side decides.
+	// names: the cheap pre-filter of a text that may name the table, one of its
+	// partitions or children, or write one by dynamic SQL with escapes (with table:
+	// trigger and event trigger functions, which bodyWrites judges; not rules and
+	// SECURITY DEFINER routines, judged for the guard objects only), the tombstone
+	// table or the floor (and its copy), or spell a name in U& escapes; the Go side
+	// decides.
 	names := func(s string, table bool) string {
 		l := `pg_catalog.lower(` + s + `)`
 		out := `(pg_catalog.strpos(` + l + `, $3) > 0 OR pg_catalog.strpos(` + l + `, $5) > 0 OR pg_catalog.strpos(` + l + `, 'u&') > 0`
 		if table {
-			out += ` OR pg_catalog.strpos(` + l + `, pg_catalog.lower($2)) > 0`
+			out += ` OR pg_catalog.strpos(` + l + `, pg_catalog.lower($2)) > 0 OR ` + familyNamedSQL(l) + ` OR ` + dynamicSQLSQL(s)
 		}
 		return out + `)`
 	}
@@ -644,6 +660,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
   SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i
   UNION
   SELECT inh.rel, i.inhparent FROM inh JOIN pg_catalog.pg_inherits i ON i.inhrelid = inh.anc),
+`+familySQL(1)+`,
 me AS (SELECT c.oid, c.relnamespace, n.nspname::text AS nsp FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   WHERE c.oid = pg_catalog.to_regclass($1)),
 fs AS (SELECT `+floorSchemaSQL(fs)+` AS nsp),
@@ -658,10 +675,11 @@ SELECT 1, n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p
     WHEN p.proconfig = ARRAY[$13]::text[] AND (tg.tgname IN ($6, $7, $8) AND EXISTS (SELECT 1 FROM pg_catalog.pg_class a
         WHERE a.relnamespace = p.pronamespace AND `+relOrAncestor+` AND `+ownFn("fencedsql_tombstone_", "a.relname", "p.proname")+`)
       OR tg.tgname = $15 AND p.proname = $15 AND c.relname = $3 AND p.pronamespace = c.relnamespace) THEN 'o' ELSE '' END,
-  COALESCE((SELECT me.nsp FROM me), ''), COALESCE((SELECT fs.nsp FROM fs), '')
+  COALESCE((SELECT me.nsp FROM me), ''), COALESCE((SELECT fs.nsp FROM fs), ''),
+  (SELECT l.lanname::text FROM pg_catalog.pg_language l WHERE l.oid = p.prolang), `+familyNamesSQL+`, CASE WHEN tg.tgenabled = 'D' THEN 'D' ELSE '' END
 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D'
+WHERE NOT tg.tgisinternal AND tg.tgparentid = 0
   AND NOT (tg.tgname IN ($6, $7, $8) AND p.proname = $4 AND p.pronamespace = (SELECT me.relnamespace FROM me)
     AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgrelid IN (SELECT inh.rel FROM inh WHERE inh.anc = pg_catalog.to_regclass($1))))
   AND NOT (tg.tgname IN ($9, $10, $11) AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $12 AND `+ownGuard+` AND EXISTS (SELECT 1 FROM pg_catalog.pg_class a
@@ -673,29 +691,33 @@ WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND tg.tgenabled <> 'D'
 UNION ALL
 SELECT 2, n.nspname::text, c.relname::text, r.rulename::text, '', '', pg_catalog.pg_get_ruledef(r.oid), 0, '',
   COALESCE((SELECT pg_catalog.string_agg(DISTINCT g.what, ' ') FROM pg_catalog.pg_depend dep JOIN g ON g.oid = dep.refobjid
-    WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass), ''), ''
+    WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass), ''), '',
+  '', '', CASE WHEN r.ev_enabled = 'D' THEN 'D' ELSE '' END
 FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D' AND r.ev_class NOT IN (SELECT g.oid FROM g)
+WHERE r.ev_type <> '1' AND r.ev_class NOT IN (SELECT g.oid FROM g)
   AND (EXISTS (SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
       AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid IN (SELECT g.oid FROM g))
     OR `+names("pg_catalog.pg_get_ruledef(r.oid)", false)+`)
 UNION ALL
 SELECT 3, n.nspname::text, c.relname::text, c.relname::text, '', '', '', 0, '',
   (SELECT pg_catalog.string_agg(DISTINCT g.what, ' ') FROM pg_catalog.pg_depend dep JOIN g ON g.oid = dep.refobjid
-    WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass), ''
+    WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass), '',
+  '', '', ''
 FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE r.ev_type = '1' AND c.relkind = 'v' AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend dep JOIN g ON g.oid = dep.refobjid
   WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND g.what <> 'seq')
 UNION ALL
-SELECT 4, '', '', e.evtname::text, pn.nspname::text, p.proname::text, `+body("p")+`, 0, '', '', ''
+SELECT 4, '', '', e.evtname::text, pn.nspname::text, p.proname::text, `+body("p")+`, 0, '', '', '',
+  (SELECT l.lanname::text FROM pg_catalog.pg_language l WHERE l.oid = p.prolang), `+familyNamesSQL+`, CASE WHEN e.evtenabled = 'D' THEN 'D' ELSE '' END
 FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid = e.evtfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-WHERE e.evtenabled <> 'D' AND `+names(body("p"), true)+`
+WHERE `+names(body("p"), true)+`
 UNION ALL
 SELECT 5, '', '', CASE WHEN p.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END, pn.nspname::text, p.proname::text, `+body("p")+`, 0, '',
   pg_catalog.pg_get_function_identity_arguments(p.oid),
   CASE WHEN p.proacl IS NULL THEN 'PUBLIC' ELSE (SELECT pg_catalog.string_agg(DISTINCT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(ro.rolname) END, ', ')
     FROM pg_catalog.aclexplode(p.proacl) x LEFT JOIN pg_catalog.pg_roles ro ON ro.oid = x.grantee
-    WHERE x.privilege_type = 'EXECUTE' AND x.grantee <> p.proowner) END
+    WHERE x.privilege_type = 'EXECUTE' AND x.grantee <> p.proowner) END,
+  '', '', ''
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
 WHERE p.prosecdef AND p.prokind IN ('f', 'p')
   AND p.prorettype NOT IN ('pg_catalog.trigger'::pg_catalog.regtype, 'pg_catalog.event_trigger'::pg_catalog.regtype)
@@ -707,7 +729,7 @@ ORDER BY 1, 2, 3, 4`, args...)
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 11 {
+		if len(r) < 14 {
 			continue
 		}
 		switch r[0] {
@@ -752,9 +774,9 @@ ORDER BY 1, 2, 3, 4`, args...)
 					Problem: "the event trigger " + r[3] + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
 						" read: any DDL statement (a CREATE TEMP TABLE through the pool, without a token) runs it, and one that deletes a tombstone or lowers the floor lets a stale holder write again; drop the event trigger",
 					Fix: drop})
-			} else if dialect.WritesTable(r[6], dialect.PostgresSyntax, t.Table.Name) {
+			} else if name, ok := bodyWrites(r[6], r[11], familyNames(t, r[12])); ok {
 				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: "event trigger " + r[3],
-					Problem: "the event trigger " + r[3] + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": any DDL statement (through the pool too, without a token) changes rows of " +
+					Problem: "the event trigger " + r[3] + disabledNote(r[13], "ALTER EVENT TRIGGER … ENABLE") + " runs " + fn.String() + "(), which writes " + writtenName(t, name) + ": any DDL statement (through the pool too, without a token) changes rows of " +
 						t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the event trigger and do its work through the wrapper",
 					Fix: drop})
 			}
@@ -829,7 +851,11 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 	rel := dialect.TableName{Schema: r[1], Name: r[2]}
 	fn := dialect.TableName{Schema: r[4], Name: r[5]}
 	drop := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[3]) + " ON " + rel.Quote(d.QuoteIdent)}
-	if r[7] != "1" && dialect.WritesTable(r[6], dialect.PostgresSyntax, t.Table.Name) {
+	name, writes := "", false
+	if r[7] != "1" {
+		name, writes = bodyWrites(r[6], r[11], familyNames(t, r[12]))
+	}
+	if writes {
 		fix := drop
 		if r[3] == refuseTrigger && r[5] == refuseFunction {
 			// A view's refusal whose function was replaced: restore the function (the
@@ -838,7 +864,7 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 			fix = []string{d.refuseFunctionDDL(r[4])}
 		}
 		return dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[3] + " on " + rel.String(),
-			Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which writes " + t.Table.String() + ": a write to " + rel.String() +
+			Problem: "the trigger " + r[3] + " on " + rel.String() + disabledNote(r[13], "ALTER TABLE … ENABLE TRIGGER") + " runs " + fn.String() + "(), which writes " + writtenName(t, name) + ": a write to " + rel.String() +
 				" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
 			Fix: fix}, true
 	}

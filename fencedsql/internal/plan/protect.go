@@ -29,7 +29,9 @@ import (
 //   - DDL that removes or disables guard objects without naming them: DROP SCHEMA …
 //     CASCADE, DROP OWNED, REASSIGN OWNED, DROP EXTENSION … CASCADE, MySQL's DROP
 //     SCHEMA/DATABASE (it drops every table of the database), ALTER TABLE … DISABLE
-//     TRIGGER and ENABLE REPLICA/ALWAYS TRIGGER;
+//     TRIGGER and ENABLE REPLICA/ALWAYS TRIGGER — and DDL that switches on a trigger
+//     or rule of any relation (enableddl.go: ALTER TABLE … ENABLE TRIGGER/RULE,
+//     PostgreSQL's ALTER EVENT TRIGGER … ENABLE), with or without WithDDL;
 //   - statements that reach them by catalog, dependency, privilege or name resolution
 //     (protect_reach.go): writes to the system catalogs (and to the relations through
 //     which a write reaches one, and the DDL that makes such a relation:
@@ -283,6 +285,9 @@ func (p *parser) protectDDL(head string, first, to int) error {
 		for i := first; i < to; i++ {
 			if p.kw(i, "DISABLE") && p.kw(i+1, "TRIGGER") || p.kw(i, "ENABLE") && p.kwIn(i+1, "REPLICA", "ALWAYS") {
 				return unsupported(p.firstGuard(), "ALTER TABLE … %s %s on a pool with guarded tables: it can switch off the guard and tombstone triggers; run it on a plain connection", strings.ToUpper(p.text(p.sig[i])), strings.ToUpper(p.text(p.sig[i+1])))
+			}
+			if what, ok := p.switchesOn(first, i, to); ok {
+				return unsupported(p.firstGuard(), "%s on a pool with guarded tables: it switches on a trigger or rule, whose body may write a guarded table, as CREATE TRIGGER or CREATE RULE would (which the pool refuses); run it on a plain connection, where the lazy check and schema.Check judge it", what)
 			}
 		}
 	}

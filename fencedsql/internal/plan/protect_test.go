@@ -202,7 +202,7 @@ func TestGuardObjectsPass(t *testing.T) {
 		"LISTEN fencedsql_sqllock_00ff", "NOTIFY fencedsql_sqllock_00ff",
 		// DDL that cannot reach the guards
 		"DROP TABLE other CASCADE", "DROP TYPE mood", "DROP FUNCTION f()", "DROP SCHEMA IF EXISTS s RESTRICT",
-		"ALTER TABLE other ENABLE TRIGGER ALL", "ALTER TABLE other ADD COLUMN note text",
+		"ALTER TABLE other ENABLE ROW LEVEL SECURITY", "ALTER TABLE other ADD COLUMN note text",
 	}
 	for _, d := range protectDialects {
 		rw := newTestRewriter(t, d, Guard("accounts"))
