@@ -127,6 +127,10 @@ func (a *adapterConn) Reset(ctx context.Context) error { return a.c.ResetSession
 // Unwrapped re-arms the connection exactly as conn.Raw does (unwrap.go).
 func (a *adapterConn) Unwrapped() { _ = a.c.Raw() }
 
+// Reacquired re-arms the connection as a reuse after a session-changing hook does
+// (conn.sessionReset).
+func (a *adapterConn) Reacquired() { a.c.sessionReset(true) }
+
 // SavepointRolledBack re-arms what a statement of the open transaction may have moved
 // (conn.sessionReverted), as a ROLLBACK TO sent as text does (conn.sessionMoved).
 func (a *adapterConn) SavepointRolledBack() {

@@ -391,7 +391,11 @@ func (c *conn) Ping(ctx context.Context) error {
 	return c.pinger.Ping(ctx)
 }
 
-// ResetSession implements driver.SessionResetter.
+// ResetSession implements driver.SessionResetter. database/sql calls it before it
+// reuses a pooled connection; the driver's own ResetSession then runs, and with it
+// whatever hook the driver runs on reuse (pgx's stdlib.OptionResetSession), unseen by
+// the planner: the connection's session check and name-resolution comparison are
+// re-armed (sessionReset, red-team rt44b F3).
 func (c *conn) ResetSession(ctx context.Context) error {
 	c.tx = nil
 	if c.endFailed || c.strayTx {
@@ -400,7 +404,11 @@ func (c *conn) ResetSession(ctx context.Context) error {
 	if c.resetter == nil {
 		return nil
 	}
-	return c.resetter.ResetSession(ctx)
+	if err := c.resetter.ResetSession(ctx); err != nil {
+		return err
+	}
+	c.sessionReset(false)
+	return nil
 }
 
 // IsValid implements driver.Validator.

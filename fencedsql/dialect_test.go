@@ -8,8 +8,9 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// testDialect is a minimal Dialect for the package's own tests (the real ones live in
-// the dialects packages, which import this one).
+// testDialect is a minimal Dialect for the package's own tests, under names of its own
+// (a stock name would be refused for the capabilities it lacks: dialectComplete). The real ones live in
+// the dialects packages, which import this one.
 type testDialect struct {
 	name     string
 	syn      dialect.Syntax
@@ -18,9 +19,9 @@ type testDialect struct {
 }
 
 var (
-	pgTest     = testDialect{"postgres", dialect.PostgresSyntax, true, '"'}
-	mysqlTest  = testDialect{"mysql", dialect.MySQLSyntax, false, '`'}
-	sqliteTest = testDialect{"sqlite", dialect.SQLiteSyntax, false, '"'}
+	pgTest     = testDialect{"test-postgres", dialect.PostgresSyntax, true, '"'}
+	mysqlTest  = testDialect{"test-mysql", dialect.MySQLSyntax, false, '`'}
+	sqliteTest = testDialect{"test-sqlite", dialect.SQLiteSyntax, false, '"'}
 )
 
 func (d testDialect) Name() string           { return d.name }

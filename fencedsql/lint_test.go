@@ -147,6 +147,10 @@ type fakeLinter struct {
 	calls    *int
 }
 
+// Name is its own: under SQLite's it would be refused for the capabilities it does
+// not forward (WithDialect, red-team rt44b F2).
+func (fakeLinter) Name() string { return "sqlite-linted" }
+
 func (f fakeLinter) LintSchema(ctx context.Context, q dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	*f.calls++
 	if t.Table.Name != "acc" || t.TokenColumn != "tok" || t.VersionColumn != "ver" {

@@ -142,6 +142,17 @@ func Guard(table string, opts ...GuardOption) Option {
 
 // WithDialect selects the dialect (postgres.Dialect, mysql.Dialect, sqlite.Dialect).
 // The names the dialect packages register set it already.
+//
+// A dialect's optional capabilities (the interfaces of package dialect beside
+// dialect.Dialect: reading what the database records as guarded, finding guard
+// triggers, the session and name-resolution checks, …) are found by type assertion
+// on the value given. A customised dialect that embeds a stock one as its
+// dialect.Dialect interface hides all of them, and each missing one is a check the
+// wrapper skips. So a dialect that bears the Name of a registered stock dialect
+// ("postgres", "mysql", "sqlite") but lacks any capability that dialect implements is
+// refused: the pool does not open (a *ConfigError naming the missing capabilities;
+// red-team rt44b F2). Forward each capability of the stock dialect, or give a dialect
+// meant to lack some a Name of its own.
 func WithDialect(d dialect.Dialect) Option { return func(c *config) { c.dialect = d } }
 
 // WithStrict accepts only tokens strictly greater than a row's fence token: a holder
@@ -342,6 +353,9 @@ func (c *config) configLogger() *slog.Logger {
 func (c *config) newRewriter() (*plan.Planner, error) {
 	if c.dialect == nil {
 		return nil, configErr("no dialect: use WithDialect or a name registered by a dialect package")
+	}
+	if err := dialectComplete(c.dialect); err != nil {
+		return nil, err
 	}
 	pc := plan.PlannerConfig{
 		Syntax: c.dialect.Syntax(), NumberedParams: c.dialect.NumberedParams(), QuoteIdent: c.dialect.QuoteIdent,

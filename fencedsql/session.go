@@ -237,6 +237,37 @@ func (c *conn) rearm(session, names bool) {
 	}
 }
 
+// sessionReset re-arms c after code the planner did not see may have changed its
+// session between two uses: the driver's ResetSession on reuse (force false), or a
+// pool's acquire and release hooks (force true: fencedpgx over a pgxpool with
+// PrepareConn, BeforeAcquire or AfterRelease). A hook there may set search_path —
+// the usual "schema per tenant, set at acquire" — or synchronous_commit, and the
+// verdicts read before it would cover a session they were not made for (red-team
+// rt44b F3: a guarded name then resolved to another schema's table with nullable
+// fencing columns, and a stale write stored the fencing NULL there). So the session
+// check runs again before the next guarded write (one query where the dialect reads
+// settings per connection: synchronous_commit and the name path on PostgreSQL under
+// pgx, the session query on MySQL/MariaDB), and so does the comparison of the
+// connection's name resolution with the pool's (samePath): a connection that then
+// resolves names otherwise caches its table checks on itself; one whose names had
+// moved already has them checked again. Nothing is re-armed when the dialect knows
+// that the driver's ResetSession runs no code that can change the session
+// (dialect.ResetJudge: go-sql-driver/mysql's; pgx's without an OptionResetSession
+// hook), so a pool without such a hook pays nothing per reuse.
+func (c *conn) sessionReset(force bool) {
+	if j, ok := c.core.dialect.(dialect.ResetJudge); ok && !force && j.ResetKeepsSession(c.raw) {
+		return
+	}
+	c.sessionOK = false
+	c.sessionDirty = true
+	c.forgetTrackedSession()
+	if c.namesMoved {
+		c.rearmNames()
+	} else {
+		c.pathSeen = false
+	}
+}
+
 // forgetTrackedSession drops what a tracking dialect kept of c's session from a read
 // of its own (dialect.SessionForgetter), so that the next session check reads it again.
 func (c *conn) forgetTrackedSession() {

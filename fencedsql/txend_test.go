@@ -16,6 +16,10 @@ import (
 // not parse: a server or proxy that does not know the dialect's spelling.
 type unparsedEnder struct{ dialect.Dialect }
 
+// Name is its own: under SQLite's it would be refused for the capabilities it does
+// not forward (WithDialect, red-team rt44b F2).
+func (unparsedEnder) Name() string { return "sqlite-unparsed-end" }
+
 func (unparsedEnder) EndTx(bool) string { return "COMMIT AND NO CHAIN NO RELEASE" }
 
 // TestEndTxFailureDiscardsConnection: when the statement that ends a transaction

@@ -127,6 +127,9 @@ func (dialectImpl) TrackedSession(raw driver.Conn) (string, bool) {
 func (dialectImpl) ForgetTrackedSession(raw driver.Conn) {
 	if pg := pgConnOf(raw); pg != nil && pg.CustomData() != nil {
 		delete(pg.CustomData(), syncCommitKey)
+		// The name path is read with it (syncCommitOf): a reuse hook may have moved
+		// search_path too (red-team rt44b F3), so it is read again with it.
+		delete(pg.CustomData(), namePathKey)
 	}
 }
 

@@ -67,3 +67,15 @@ type SessionForgetter interface {
 type RecordsSessionChecker interface {
 	SessionBeforeRecords()
 }
+
+// ResetJudge is implemented by a dialect that can tell whether a driver connection's
+// driver.SessionResetter — run by database/sql before it reuses a pooled connection —
+// runs no code that can change the session (go-sql-driver/mysql's checks the
+// connection only; pgx's stdlib runs the OptionResetSession hook, pgx's own no-op
+// when none was given). The wrapper re-arms the connection's session check and its
+// name-resolution comparison after every reuse (one query before the next guarded
+// write) unless ResetKeepsSession reports true: a hook there may set search_path or
+// synchronous_commit unseen (red-team rt44b F3). It must answer false when unsure.
+type ResetJudge interface {
+	ResetKeepsSession(raw driver.Conn) bool
+}

@@ -68,6 +68,12 @@ type Pool struct {
 	nlinks  atomic.Int64
 	pruneAt atomic.Int64
 
+	// hooks: the pool runs code of the application's on a connection between two of
+	// its uses (pgxpool.Config's PrepareConn, BeforeAcquire or AfterRelease), which
+	// may change its session (the tenant's search_path set at acquire): a link
+	// acquired again is re-armed (adapter.Conn.Reacquired; red-team rt44b F3).
+	hooks bool
+
 	// unwraps counts Unwrap calls: a link whose count is behind re-arms at its
 	// acquire (link).
 	unwraps atomic.Uint64
@@ -97,7 +103,15 @@ func New(pool *pgxpool.Pool, opts ...fencedsql.Option) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{eng: eng, pool: pool}, nil
+	return &Pool{eng: eng, pool: pool, hooks: reuseHooks(pool)}, nil
+}
+
+// reuseHooks reports whether pool runs hooks of the application's on a connection
+// between two of its uses. AfterConnect is not one: it runs before a connection's
+// first use, which every check sees.
+func reuseHooks(pool *pgxpool.Pool) bool {
+	cfg := pool.Config()
+	return cfg.PrepareConn != nil || cfg.BeforeAcquire != nil || cfg.AfterRelease != nil //nolint:staticcheck // BeforeAcquire: deprecated, still run
 }
 
 // Wrap wraps any DB as a pool. It is meant for test doubles: each statement goes to db
@@ -121,7 +135,7 @@ func Wrap(db DB, opts ...fencedsql.Option) (*Pool, error) {
 		if pool == nil {
 			return nil, errors.New("fencedpgx: nil DB")
 		}
-		return &Pool{eng: eng, pool: pool, db: db}, nil
+		return &Pool{eng: eng, pool: pool, db: db, hooks: reuseHooks(pool)}, nil
 	}
 	return &Pool{eng: eng, db: db}, nil
 }
@@ -143,6 +157,9 @@ func (p *Pool) link(ctx context.Context) (*link, error) {
 		l := v.(*link)
 		l.n.base, l.n.begin = c, c
 		l.done = c.Release
+		if p.hooks {
+			l.c.Reacquired()
+		}
 		return p.rearm(l), nil
 	}
 	l := newLink(p.eng, &native{base: c, begin: c, prep: pc, pc: pc}, c.Release)

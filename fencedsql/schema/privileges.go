@@ -61,7 +61,7 @@ func checkPrivileges(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gu
 		r.Fix = p.OwnedDDL(r.Fix, roles.Owner)
 	}
 	_, guards := d.(dialect.Guarder)
-	_, tombs := d.(dialect.Tombstoner)
+	tombs := tombstones(ctx, d)
 	found, err := p.PrivilegeProblems(ctx, catalogQuery(db), dialect.PrivilegeTable{
 		Table: table, Roles: roles, Guard: guards, Tombstones: tombs && len(r.PrimaryKey) > 0, Fix: r.Fix,
 	})

@@ -288,7 +288,7 @@ func checkSideDoors(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Gua
 	if !ok {
 		return nil
 	}
-	_, tombs := d.(dialect.Tombstoner)
+	tombs := tombstones(ctx, d)
 	doors, err := f.SideDoors(ctx, catalogQuery(db), dialect.SideDoorTable{
 		Table: table, TokenColumn: spec.TokenColumn, VersionColumn: spec.VersionColumn,
 		PrimaryKey: r.PrimaryKey, Tombstones: tombs && len(r.PrimaryKey) > 0,

@@ -82,11 +82,39 @@ import (
 // upgrade when no deletion younger than your retention matters, or keep the old
 // version's triggers until then.
 
+// WithoutTombstones returns ctx with which Check leaves the tombstone guard (G9) out:
+// it neither reports a missing one nor proposes its DDL, and each report gets a note
+// saying so; every other check runs as without it (fencedsql-schema -tombstones=false).
+// It replaces hiding the dialect's Tombstoner behind a wrapper, which hid every other
+// optional capability with it — the declaration lint, the replication report, the
+// lost floor row (red-team rt44b F1).
+func WithoutTombstones(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noTombstonesKey{}, true)
+}
+
+type noTombstonesKey struct{}
+
+// withoutTombstones reports whether ctx comes from WithoutTombstones.
+func withoutTombstones(ctx context.Context) bool {
+	v, _ := ctx.Value(noTombstonesKey{}).(bool)
+	return v
+}
+
+// tombstones reports whether Check, called with ctx, treats d as keeping tombstones.
+func tombstones(ctx context.Context, d dialect.Dialect) bool {
+	_, ok := d.(dialect.Tombstoner)
+	return ok && !withoutTombstones(ctx)
+}
+
 // checkTombstone adds the tombstone guard's state to r (an existing table): its
 // primary key, whether the triggers are installed, and the problem and fix when not.
 // A table without a primary key is a problem with no fix. It returns table with the
 // schema the catalog resolved it to, when the dialect reports one.
 func checkTombstone(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec, table dialect.TableName, r *TableReport) (dialect.TableName, error) {
+	if withoutTombstones(ctx) {
+		r.Notes = append(r.Notes, "tombstone guard not checked (left out on request): a stale holder can re-insert a row a newer one deleted unless it is installed")
+		return table, nil
+	}
 	ts, ok := d.(dialect.Tombstoner)
 	if !ok {
 		r.Problems = append(r.Problems, "no tombstone guard available for this dialect: a stale holder can re-insert a row a newer one deleted")

@@ -392,38 +392,11 @@ with the fix where a statement can close it (see schema.Check):
   rule       PostgreSQL rule on the table or writing it -> DROP RULE
 Notes are printed but do not fail the check.`
 
-// checkWithoutTombstones is schema.Check without the tombstone guard (-tombstones=false):
-// the dialect is seen without its Tombstoner, and the problem that says so is dropped.
+// checkWithoutTombstones is schema.Check without the tombstone guard (-tombstones=false,
+// schema.WithoutTombstones): every other check runs, and each report notes that the
+// tombstone guard was not checked.
 func checkWithoutTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...schema.GuardSpec) ([]schema.TableReport, error) {
-	reports, err := schema.Check(ctx, db, hideTombstoner(d), tables...)
-	for i := range reports {
-		r := &reports[i]
-		kept := r.Problems[:0]
-		for _, p := range r.Problems {
-			if !strings.HasPrefix(p, "no tombstone guard available") {
-				kept = append(kept, p)
-			}
-		}
-		r.Problems = kept
-	}
-	return reports, err
-}
-
-// hideTombstoner returns d without its Tombstoner, keeping the other capabilities.
-func hideTombstoner(d dialect.Dialect) dialect.Dialect {
-	var h struct {
-		dialect.Dialect
-		dialect.Guarder
-		dialect.NotNullFixer
-		dialect.SideDoorFinder
-		dialect.Privileger
-	}
-	h.Dialect = d
-	h.Guarder, _ = d.(dialect.Guarder)
-	h.NotNullFixer, _ = d.(dialect.NotNullFixer)
-	h.SideDoorFinder, _ = d.(dialect.SideDoorFinder)
-	h.Privileger, _ = d.(dialect.Privileger)
-	return h
+	return schema.Check(schema.WithoutTombstones(ctx), db, d, tables...)
 }
 
 func hasFix(reports []schema.TableReport) bool {

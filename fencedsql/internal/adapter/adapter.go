@@ -93,6 +93,12 @@ type Conn interface {
 	// there may make a guarded name resolve to another table); the engine's own
 	// prepared statements are dropped.
 	Unwrapped()
+	// Reacquired tells the engine that the native connection was acquired from a
+	// pool whose hooks (pgxpool's PrepareConn, BeforeAcquire, AfterRelease) may have
+	// run statements on it since its last use: before the next guarded write the
+	// session check runs again and the connection's name resolution is compared with
+	// the pool's again, as after database/sql's ResetSession (red-team rt44b F3).
+	Reacquired()
 	// SavepointRolledBack tells the engine that a savepoint of the open transaction was
 	// rolled back by statements it did not plan (pgx's nested transaction sends ROLLBACK
 	// TO SAVEPOINT itself): the server reverted the settings and name resolution set

@@ -1,0 +1,59 @@
+package postgres
+
+import (
+	"database/sql/driver"
+	"reflect"
+	"runtime"
+	"strings"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// ResetKeepsSession implements dialect.ResetJudge: pgx's stdlib connection (possibly
+// under wrappers that expose it with a Raw() driver.Conn method) runs, on reuse, the
+// connector's OptionResetSession hook, which may set search_path or
+// synchronous_commit unseen (red-team rt44b F3). Without one pgx runs its own no-op,
+// a function of its stdlib package: then, and only then, the session is kept and the
+// wrapper re-arms nothing. pgx gives no accessor for the hook, so its unexported
+// field is read (by reflection, without calling it); a pgx whose connection has no
+// such field, any other driver, or a hook of anyone else's answers false: the
+// wrapper re-reads the session before the next guarded write.
+func (dialectImpl) ResetKeepsSession(raw driver.Conn) bool {
+	c := stdlibConnOf(raw)
+	if c == nil {
+		return false
+	}
+	f := reflect.ValueOf(c).Elem().FieldByName("resetSessionFunc")
+	if !f.IsValid() || f.Kind() != reflect.Func || f.IsNil() {
+		return false
+	}
+	fn := runtime.FuncForPC(f.Pointer())
+	return fn != nil && strings.HasPrefix(fn.Name(), pgxStdlibPrefix)
+}
+
+// pgxStdlibPrefix is the prefix of the names of pgx's stdlib package's functions
+// (its no-op reset hooks among them).
+const pgxStdlibPrefix = "github.com/jackc/pgx/v5/stdlib."
+
+// stdlibConnOf returns the pgx stdlib connection under raw (through wrappers that
+// expose theirs with a Raw() driver.Conn method), or nil.
+func stdlibConnOf(raw driver.Conn) *stdlib.Conn {
+	var c any = raw
+	for range 16 {
+		if sc, ok := c.(*stdlib.Conn); ok {
+			return sc
+		}
+		r, ok := c.(interface{ Raw() driver.Conn })
+		if !ok {
+			return nil
+		}
+		if c = r.Raw(); c == nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+var _ dialect.ResetJudge = dialectImpl{}
