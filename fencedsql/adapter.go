@@ -183,7 +183,7 @@ func (a *adapterRows) MapErr(err error) error {
 	if a.r == nil || err == nil {
 		return err
 	}
-	return a.r.fail(a.r.core.mapErr(a.r.p, a.r.tok, a.r.ver, err))
+	return a.r.fail(a.r.core.mapErr(context.Background(), a.r.p, a.r.tok, a.r.ver, err))
 }
 
 func (a *adapterRows) Close() error {
@@ -383,7 +383,7 @@ func (b *batched) Steps() []adapter.Step { return b.steps }
 
 func (b *batched) Done(i int, n int64, err error) error {
 	if pl := b.maps[i]; pl != nil {
-		err = b.c.core.mapErr(pl, b.tok, b.ver, err)
+		err = b.c.core.mapErr(context.Background(), pl, b.tok, b.ver, err)
 	} else {
 		err = b.c.core.mapPassErr(err)
 	}

@@ -32,7 +32,7 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 		}
 		res, err := r.exec(ctx, one, full)
 		if err != nil {
-			err = c.core.mapErr(one, tok, 0, err)
+			err = c.core.mapErr(ctx, one, tok, 0, err)
 			c.core.doubtVerdict(&c.core.claimOne, one.Guard, err)
 			return nil, err
 		}
@@ -75,7 +75,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		}
 		dr, err := r.query(ctx, one, full)
 		if err != nil {
-			err = c.core.mapErr(one, tok, 0, err)
+			err = c.core.mapErr(ctx, one, tok, 0, err)
 			c.core.doubtVerdict(&c.core.claimOne, one.Guard, err)
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (c *conn) claim(ctx context.Context, r runner, pre *plan.Plan, args []drive
 		return -1, tooLarge
 	}
 	if err != nil {
-		return -1, c.core.mapErr(pre, tok, 0, err)
+		return -1, c.core.mapErr(ctx, pre, tok, 0, err)
 	}
 	if n, ok := affected(res); ok {
 		return n, nil

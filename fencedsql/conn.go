@@ -199,7 +199,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		st.service, st.serviceTok = b.service, b.leaseTok
 	}
 	c.tx = st
-	return &tx{raw: raw, c: c, st: st}, nil
+	return &tx{raw: raw, c: c, st: st, ctx: ctx}, nil
 }
 
 func (c *conn) rawBegin(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -221,7 +221,7 @@ func (c *conn) rawBegin(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 // once, with the token as a placeholder, so the prepared statement serves transactions
 // with different tokens; its NumInput counts only the caller's placeholders.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	p, err := c.route(context.Background(), query)
+	p, err := c.route(ctx, query) // the caller's deadline holds for the checks route runs (red-team rt44f F1)
 	if err != nil {
 		return nil, err
 	}

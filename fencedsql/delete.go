@@ -82,7 +82,7 @@ func (c *conn) oneStep(ctx context.Context, r runner, one *plan.Plan, args []dri
 	}
 	if err != nil {
 		lost := c.core.dialect.Classify(err).Kind == dialect.ErrorMarkLost
-		err = c.core.mapErr(one, tok, 0, err)
+		err = c.core.mapErr(ctx, one, tok, 0, err)
 		if lost {
 			// The table's triggers missed the mark (a user's trigger changed what
 			// identifies the statement): the form cannot work on this table, whatever
@@ -118,7 +118,7 @@ func (c *conn) oneStepQuery(ctx context.Context, r runner, one *plan.Plan, args 
 	dr, err := r.query(ctx, one, full)
 	if err != nil {
 		judge(err)
-		return nil, c.core.mapErr(one, tok, 0, err)
+		return nil, c.core.mapErr(ctx, one, tok, 0, err)
 	}
 	if one.Hidden > 0 {
 		dr = &hiddenCols{Rows: dr, hidden: one.Hidden}
@@ -196,14 +196,14 @@ func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []d
 	}
 	stamped, ok, err := c.stamp(ctx, r, pre, preArgs, p, full)
 	if err != nil {
-		return nil, c.stampFailed(c.core.mapErr(pre, tok, ver, err))
+		return nil, c.stampFailed(c.core.mapErr(ctx, pre, tok, ver, err))
 	}
 	if !ok {
 		stamped = -1
 	}
 	dr, err := r.query(ctx, p, full)
 	if err != nil {
-		return nil, c.stampKept(stamped, c.core.mapErr(p, tok, ver, err))
+		return nil, c.stampKept(stamped, c.core.mapErr(ctx, p, tok, ver, err))
 	}
 	w := newRows(dr, c.core, p, tok, ver).(*rows)
 	c.keepStampOnFailure(w, stamped)
@@ -379,13 +379,13 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	}
 	fail := func(pl *plan.Plan, err error) (driver.Result, error) {
 		if own != nil {
-			_ = c.endTx(own, false)
+			_ = c.endTx(ctx, own, false)
 		}
-		return nil, notCommitted(c.core.mapErr(pl, tok, ver, err))
+		return nil, notCommitted(c.core.mapErr(ctx, pl, tok, ver, err))
 	}
 	stamped, ok1, err := c.stamp(ctx, r, pre, preArgs, p, full)
 	if err != nil && own == nil {
-		return nil, c.stampFailed(c.core.mapErr(pre, tok, ver, err))
+		return nil, c.stampFailed(c.core.mapErr(ctx, pre, tok, ver, err))
 	}
 	if err != nil {
 		return fail(pre, err)
@@ -401,7 +401,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 			if !ok1 {
 				stamped = -1
 			}
-			return nil, c.stampKept(stamped, c.core.mapErr(p, tok, ver, err))
+			return nil, c.stampKept(stamped, c.core.mapErr(ctx, p, tok, ver, err))
 		}
 		return fail(p, err)
 	}
@@ -409,7 +409,7 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 	if ok1 && ok2 {
 		if err := c.exact(p, "DELETE", stamped, deleted); err != nil {
 			if own != nil { // breakTx marked nothing: the transaction is the wrapper's own
-				_ = c.endTx(own, false)
+				_ = c.endTx(ctx, own, false)
 			}
 			return nil, notCommitted(err)
 		}
@@ -420,12 +420,12 @@ func (c *conn) twoStep(ctx context.Context, r runner, p *plan.Plan, args []drive
 		// caller's Commit does (red-team rt20m F3).
 		if b, bound := bindingFrom(ctx); bound {
 			if cause := lostCauseAll(b.leases); cause != nil {
-				_ = c.endTx(own, false)
+				_ = c.endTx(ctx, own, false)
 				return nil, notCommitted(lostErr("transaction rolled back", cause))
 			}
 		}
-		if err := c.endTx(own, true); err != nil {
-			return nil, c.core.mapErr(p, tok, ver, err)
+		if err := c.endTx(ctx, own, true); err != nil {
+			return nil, c.core.mapErr(ctx, p, tok, ver, err)
 		}
 	}
 	return res, nil

@@ -93,7 +93,7 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driv
 	res, err := r.exec(ctx, p, full)
 	if err != nil {
 		c.doubtConflictForm(p, err)
-		return nil, c.core.mapErr(p, tok, ver, err)
+		return nil, c.core.mapErr(ctx, p, tok, ver, err)
 	}
 	return res, nil
 }
@@ -117,7 +117,7 @@ func (c *conn) queryPlan(ctx context.Context, r runner, p *plan.Plan, args []dri
 	rows, err := r.query(ctx, p, full)
 	if err != nil {
 		c.doubtConflictForm(p, err)
-		return nil, c.core.mapErr(p, tok, ver, err)
+		return nil, c.core.mapErr(ctx, p, tok, ver, err)
 	}
 	return newRows(rows, c.core, p, tok, ver), nil
 }
@@ -164,11 +164,14 @@ func (c *conn) doubtConflictForm(p *plan.Plan, err error) {
 
 // mapPassErr maps the error of a statement sent as the caller wrote it (no guarded
 // write): only unique violations become ErrDuplicate.
-func (k *core) mapPassErr(err error) error { return k.mapErr(nil, 0, 0, err) }
+func (k *core) mapPassErr(err error) error { return k.mapErr(context.Background(), nil, 0, 0, err) }
 
 // mapErr turns a driver error into the package's typed errors where it is one of
-// ours; any other error (driver.ErrBadConn included) is returned unchanged.
-func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
+// ours; any other error (driver.ErrBadConn included) is returned unchanged. ctx is the
+// statement's: explainFenced's best-effort look-ups are bounded by it (red-team rt44f
+// F4); rows that stream (their errors come after the statement returned) pass
+// context.Background(), bounded by explainFenced's own timeouts.
+func (k *core) mapErr(ctx context.Context, p *plan.Plan, tok uint64, ver int64, err error) error {
 	if err == nil || err == driver.ErrSkip || errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
@@ -183,7 +186,7 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 		case dialect.SameColumnName(k.dialect, info.Column, g.TokenCol):
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
-			return k.explainFenced(&FencedError{Table: g.String(), Token: tok, Err: err}, tok, g)
+			return k.explainFenced(ctx, &FencedError{Table: g.String(), Token: tok, Err: err}, tok, g)
 		case dialect.SameColumnName(k.dialect, info.Column, g.VerCol):
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
@@ -205,7 +208,7 @@ func (k *core) mapErr(p *plan.Plan, tok uint64, ver int64, err error) error {
 			k.metrics.count(k.metrics.fenced, g)
 		}
 		k.cfg.logger.Warn("fencedsql: write refused: token below the database's token floor", "table", table, "token", tok)
-		return k.explainFenced(&BelowFloorError{Table: table, Token: tok, Err: err}, tok, g)
+		return k.explainFenced(ctx, &BelowFloorError{Table: table, Token: tok, Err: err}, tok, g)
 	case dialect.ErrorClaimConflict:
 		// Only the claim's own check raises it: a statement that does not carry the
 		// check failed on data that carries the mark.

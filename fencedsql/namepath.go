@@ -20,7 +20,8 @@ import (
 // then on (rearmNames), as after SET search_path, so the relation it resolves to is
 // checked (and refused if unfit). A connection whose names already moved caches its
 // own anyway and is not asked. With the lazy checks off (WithSchemaCheck(false))
-// nothing is read. A failed read is a *SchemaError: nothing is sent.
+// nothing is read. A failed read is a *SchemaError (a *CheckCutError when the context
+// ended or the connection failed: checkQueryErr): nothing is sent.
 func (c *conn) samePath(ctx context.Context) error {
 	if c.pathSeen || c.namesMoved || !c.core.cfg.schemaCheck {
 		return nil
@@ -50,13 +51,13 @@ func (c *conn) samePath(ctx context.Context) error {
 // namePath returns c's name resolution: the dialect's tracked value, else its query's.
 func (c *conn) namePath(ctx context.Context, d dialect.NamePather) (string, error) {
 	if t, ok := d.(dialect.NamePathTracker); ok {
-		if v, ok := t.TrackedNamePath(c.raw); ok {
+		if v, ok := t.TrackedNamePath(ctx, c.raw); ok {
 			return v, nil
 		}
 	}
 	vals, err := c.queryStrings(ctx, d.NamePathQuery(), nil)
 	if err != nil {
-		return "", &SchemaError{Problem: "the name resolution query failed" + mockHintFor(err), Err: err}
+		return "", checkQueryErr(ctx, "", "the name resolution query failed", err)
 	}
 	if len(vals) != 1 || len(vals[0]) != 1 {
 		return "", &SchemaError{Problem: "the name resolution query did not return one value" + mockHint}

@@ -79,7 +79,7 @@ func (c *conn) tempShadow(ctx context.Context, g *plan.Table, t dialect.TableNam
 	}
 	shadow, err := f.TempShadow(ctx, c.catalog(), t)
 	if err != nil {
-		return &SchemaError{Table: g.String(), Problem: "the temporary-table probe failed" + mockHintFor(err), Err: err}
+		return checkQueryErr(ctx, g.String(), "the temporary-table probe failed", err)
 	}
 	if shadow {
 		return &SchemaError{Table: g.String(),

@@ -142,6 +142,10 @@ func classifyOutcome(d dialect.Dialect, err error) Outcome {
 	switch {
 	case err == nil:
 		return Committed
+	case errors.As(err, new(*CheckCutError)):
+		// A check before the statement was sent could not complete (a context that
+		// ended, a lost connection): nothing of it was sent.
+		return NotCommitted
 	case isTransport(err):
 		return Unknown
 	case errors.Is(err, sql.ErrTxDone):

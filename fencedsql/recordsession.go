@@ -27,7 +27,7 @@ func (c *conn) checkRecordsSession(ctx context.Context) error {
 	}
 	var value string
 	if t, ok := d.(dialect.SessionTracker); ok {
-		value, ok = t.TrackedSession(c.raw)
+		value, ok = t.TrackedSession(ctx, c.raw)
 		if ok {
 			return recordsOnly(d.CheckSession(value))
 		}
@@ -41,7 +41,7 @@ func (c *conn) checkRecordsSession(ctx context.Context) error {
 			c.core.cfg.logger.WarnContext(ctx, "fencedsql: the session check before reading the guarded tables' records failed; with the schema check off the pool goes on", "error", err.Error())
 			return nil
 		}
-		return &SchemaError{Problem: "the session check before reading the guarded tables' records failed" + mockHintFor(err), Err: err}
+		return checkQueryErr(ctx, "", "the session check before reading the guarded tables' records failed", err)
 	}
 	return recordsOnly(d.CheckSession(vals[0][0]))
 }

@@ -226,7 +226,7 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 		}
 		return &SchemaError{Table: dialect.RegistryTable, Problem: problem, Fix: re.Fix, Err: re.Err}
 	}
-	return &SchemaError{Table: dialect.RegistryTable, Problem: "reading the registry of guarded tables failed" + mockHint, Err: err}
+	return checkQueryErr(ctx, dialect.RegistryTable, "reading the registry of guarded tables failed", err)
 }
 
 // loadRelatives lists, through c, the relatives of the pool's guarded tables that
@@ -262,7 +262,7 @@ func (k *core) loadRelatives(ctx context.Context, c *conn, listed map[string]boo
 				return nil, k.recordErr(ctx, err)
 			}
 			if err != nil {
-				return nil, &SchemaError{Table: g.String(), Problem: "the query for the table's partitions, inheritance children and parents failed" + mockHint, Err: err}
+				return nil, checkQueryErr(ctx, g.String(), "the query for the table's partitions, inheritance children and parents failed", err)
 			}
 			for _, r := range rows {
 				if len(r) != 2 {
@@ -317,7 +317,7 @@ func (k *core) loadCatalogViews(ctx context.Context, c *conn) error {
 		return k.recordErr(ctx, err)
 	}
 	if err != nil {
-		return &SchemaError{Table: "(system catalogs)", Problem: "the query for the views and rules that reach a system catalog failed" + mockHint, Err: err}
+		return checkQueryErr(ctx, "(system catalogs)", "the query for the views and rules that reach a system catalog failed", err)
 	}
 	var views []plan.CatalogView
 	for _, r := range rows {

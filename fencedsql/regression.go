@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -72,10 +73,27 @@ func (e *TokenRegressionError) Unwrap() []error { return []error{ErrTokenRegress
 // regressionInterval bounds how often a table is checked.
 const regressionInterval = 10 * time.Second
 
-// regression is a core's check state.
+// regressionBackoff is how long a failed look-up (the lock service or the database
+// did not answer) keeps the pool's later fenced writes of the table from asking again:
+// an unreachable service — exactly when stale holders appear — costs one attempt per
+// interval, not one per ErrFenced (red-team rt44f F4).
+const regressionBackoff = 5 * time.Second
+
+// lookupTimeout bounds one look-up (the table's highest token, then LastToken), within
+// the statement's context.
+const lookupTimeout = 5 * time.Second
+
+// regression is a core's check state. mu guards the maps only: it is never held across
+// a round trip (red-team rt44f F4: one pool-wide mutex held across both look-ups
+// queued every table's fenced writes behind a lock service that did not answer).
 type regression struct {
 	mu      sync.Mutex
 	checked map[string]regressionVerdict // by table
+	// busy: a look-up of the table is under way; failed: when one last failed (or a
+	// confirmation of a cached verdict did). A fenced write meeting either returns its
+	// error unexplained at once: the explanation is best-effort.
+	busy   map[string]bool
+	failed map[string]time.Time
 }
 
 type regressionVerdict struct {
@@ -92,20 +110,27 @@ type noClose struct{ driver.Connector }
 // first with one LastToken call (recheckTimeout): the operator's fix — raising the
 // service's floor — must not leave a genuinely stale holder's refusal explained as a
 // regression for the rest of the interval (red-team rt31b F7). A confirmation that
-// fails reports fe alone, with a warning.
-func (k *core) explainFenced(fe error, tok uint64, g *plan.Table) error {
+// fails reports fe alone, with a warning. Every look-up runs under ctx, the
+// statement's, bounded by its own timeout; a look-up of the table already under way, or
+// one that failed less than regressionBackoff ago, is not waited for: fe is returned
+// unexplained at once (red-team rt44f F4).
+func (k *core) explainFenced(ctx context.Context, fe error, tok uint64, g *plan.Table) error {
 	src := k.cfg.tokens
-	if src == nil || k.raw == nil || g == nil {
-		return fe
+	if src == nil || k.raw == nil || g == nil || ctx.Err() != nil {
+		return fe // a statement whose context already ended is not explained
 	}
-	v, cached, ok := k.regressionVerdict(src, g)
+	v, cached, ok := k.regressionVerdict(ctx, src, g)
 	if !ok || v.database <= v.service || tok > v.database {
 		return fe
 	}
 	if cached {
-		ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
-		last, err := src.LastToken(ctx)
+		if !k.regressBegin(g) {
+			return fe
+		}
+		cctx, cancel := context.WithTimeout(ctx, recheckTimeout)
+		last, err := src.LastToken(cctx)
 		cancel()
+		k.regressEnd(g, err)
 		if err != nil {
 			k.cfg.logger.Warn("fencedsql: token regression check: confirming the lock service's last token", "err", err.Error())
 			return fe
@@ -132,34 +157,87 @@ const recheckTimeout = 2 * time.Second
 
 // regressionVerdict returns the table's verdict: the cached one (cached) when younger
 // than regressionInterval, otherwise a new one read now (schema.MaxToken through a
-// separate plain connection, then the service's LastToken: in that order, see above).
-// ok is false when a read failed (logged).
-func (k *core) regressionVerdict(src TokenSource, g *plan.Table) (v regressionVerdict, cached, ok bool) {
+// separate plain connection, then the service's LastToken: in that order, see above),
+// under ctx bounded by lookupTimeout. ok is false when a read failed (logged), and,
+// without a round trip, while another look-up of the table is under way or within
+// regressionBackoff of a failed one (regressBegin).
+func (k *core) regressionVerdict(ctx context.Context, src TokenSource, g *plan.Table) (v regressionVerdict, cached, ok bool) {
 	k.regress.mu.Lock()
-	defer k.regress.mu.Unlock()
 	v, ok = k.regress.checked[g.String()]
+	k.regress.mu.Unlock()
 	if ok && time.Since(v.at) <= regressionInterval {
 		return v, true, true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if !k.regressBegin(g) {
+		return v, false, false
+	}
+	v, err := k.readVerdict(ctx, src, g)
+	k.regressEnd(g, err)
+	if err != nil {
+		k.cfg.logger.Warn("fencedsql: token regression check: "+err.Error(), "table", g.String())
+		return v, false, false
+	}
+	k.regress.mu.Lock()
+	if k.regress.checked == nil {
+		k.regress.checked = map[string]regressionVerdict{}
+	}
+	k.regress.checked[g.String()] = v
+	k.regress.mu.Unlock()
+	return v, false, true
+}
+
+// readVerdict reads the table's highest token, then the lock service's last token.
+func (k *core) readVerdict(ctx context.Context, src TokenSource, g *plan.Table) (regressionVerdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
 	db := sql.OpenDB(noClose{k.raw})
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	max, err := schema.MaxToken(ctx, db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 	if err != nil {
-		k.cfg.logger.Warn("fencedsql: token regression check: reading the table's highest token", "table", g.String(), "err", err.Error())
-		return v, false, false
+		return regressionVerdict{}, fmt.Errorf("reading the table's highest token: %w", err)
 	}
 	last, err := src.LastToken(ctx)
 	if err != nil {
-		k.cfg.logger.Warn("fencedsql: token regression check: reading the lock service's last token", "err", err.Error())
-		return v, false, false
+		return regressionVerdict{}, fmt.Errorf("reading the lock service's last token: %w", err)
 	}
-	v = regressionVerdict{at: time.Now(), service: last, database: max}
-	if k.regress.checked == nil {
-		k.regress.checked = map[string]regressionVerdict{}
+	return regressionVerdict{at: time.Now(), service: last, database: max}, nil
+}
+
+// regressBegin marks a look-up of g under way and reports true, or reports false when
+// one is already under way or one failed less than regressionBackoff ago.
+func (k *core) regressBegin(g *plan.Table) bool {
+	k.regress.mu.Lock()
+	defer k.regress.mu.Unlock()
+	name := g.String()
+	if k.regress.busy[name] {
+		return false
 	}
-	k.regress.checked[g.String()] = v
-	return v, false, true
+	if at, ok := k.regress.failed[name]; ok && time.Since(at) < regressionBackoff {
+		return false
+	}
+	if k.regress.busy == nil {
+		k.regress.busy = map[string]bool{}
+	}
+	k.regress.busy[name] = true
+	return true
+}
+
+// regressEnd ends regressBegin's look-up of g, whose error was err: a failure starts
+// regressionBackoff, whatever cut it (the lookup's timeout, the service's or the
+// database's error, or the statement's context ending while the service did not
+// answer: the next fenced writes would wait the same way).
+func (k *core) regressEnd(g *plan.Table, err error) {
+	k.regress.mu.Lock()
+	defer k.regress.mu.Unlock()
+	name := g.String()
+	delete(k.regress.busy, name)
+	if err == nil {
+		delete(k.regress.failed, name)
+	} else {
+		if k.regress.failed == nil {
+			k.regress.failed = map[string]time.Time{}
+		}
+		k.regress.failed[name] = time.Now()
+	}
 }

@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"context"
 	"database/sql/driver"
 	"io"
 	"reflect"
@@ -71,7 +72,7 @@ func (r *rows) Next(dest []driver.Value) error {
 		}
 		return err
 	}
-	return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))
+	return r.fail(r.core.mapErr(context.Background(), r.p, r.tok, r.ver, err))
 }
 
 // judge runs expect (countRows) once, with the number of rows returned: all of them
@@ -94,7 +95,7 @@ func (r *rows) Close() error {
 	if !native {
 		drained = r.drain()
 	}
-	err := r.fail(r.core.mapErr(r.p, r.tok, r.ver, r.Rows.Close()))
+	err := r.fail(r.core.mapErr(context.Background(), r.p, r.tok, r.ver, r.Rows.Close()))
 	if native && err == nil && r.expect != nil {
 		if n, ok := rc.RowsRead(); ok {
 			err = r.judge(n, true)
@@ -175,7 +176,7 @@ func (r *rows) NextResultSet() error {
 		if err == nil || err == io.EOF {
 			return err
 		}
-		return r.fail(r.core.mapErr(r.p, r.tok, r.ver, err))
+		return r.fail(r.core.mapErr(context.Background(), r.p, r.tok, r.ver, err))
 	}
 	return io.EOF
 }

@@ -58,7 +58,7 @@ func (c *conn) verify(ctx context.Context, g *plan.Table) error {
 	}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
-		return &SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}
+		return checkQueryErr(ctx, g.String(), "the column check query failed", err)
 	}
 	if !v.OK() {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.Problems, "; "), Fix: strings.Join(v.Fix, "; ")}
@@ -93,15 +93,6 @@ func (k *core) fresh(at time.Time) bool {
 // mockHint follows the message of a failed check query: the usual cause is a mock
 // driver without an expectation for it.
 const mockHint = " (under a mock driver such as go-sqlmock, turn the checks off with fencedsql.WithSchemaCheck(false), or use the fencedtest package)"
-
-// mockHintFor is mockHint for a check's query that failed with err, or nothing when
-// err is a lost connection or an ended context (isTransport), which no mock explains.
-func mockHintFor(err error) string {
-	if isTransport(err) {
-		return ""
-	}
-	return mockHint
-}
 
 // catalog is queryStrings as a dialect.CatalogQuery, for the schema checks.
 func (c *conn) catalog() dialect.CatalogQuery {

@@ -62,7 +62,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	}
 	tracker, tracks := d.(dialect.SessionTracker)
 	if tracks {
-		if v, ok := tracker.TrackedSession(c.raw); ok {
+		if v, ok := tracker.TrackedSession(ctx, c.raw); ok {
 			return d.CheckSession(v)
 		}
 	}
@@ -74,7 +74,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	}
 	vals, err := c.queryStrings(ctx, q, nil)
 	if err != nil {
-		return &SchemaError{Problem: "the session check query failed" + mockHint, Err: err}
+		return checkQueryErr(ctx, "", "the session check query failed", err)
 	}
 	if len(vals) != 1 || len(vals[0]) != 1 {
 		return &SchemaError{Problem: "the session check query did not return one value" + mockHint}
@@ -107,7 +107,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 func (c *conn) verifyReading(ctx context.Context) error {
 	d := c.core.dialect
 	if t, ok := d.(dialect.SessionTracker); ok {
-		if v, ok := t.TrackedSession(c.raw); ok {
+		if v, ok := t.TrackedSession(ctx, c.raw); ok {
 			if err := d.CheckSession(v); isReadingError(err) {
 				return err
 			}

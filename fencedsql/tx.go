@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ type tx struct {
 	raw driver.Tx
 	c   *conn
 	st  *txState
+	ctx context.Context // BeginTx's: the wrapper's COMMIT and ROLLBACK statements run under it (endTx)
 }
 
 // end unbinds the transaction from its connection, and re-arms the checks made under
@@ -34,22 +36,22 @@ func (t *tx) Commit() error {
 	// A transaction the server already rolled back (a deadlock victim) gets only the
 	// ROLLBACK: a COMMIT would answer success for nothing.
 	if err := t.st.ended; err != nil {
-		_ = t.c.endTx(t.raw, false)
+		_ = t.c.endTx(t.ctx, t.raw, false)
 		if err.outcome() != NotCommitted { // a dynamic statement left it: committed or not
 			return withOutcomeAs(fmt.Errorf("fencedsql: COMMIT not sent: %w", err), err.outcome())
 		}
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction not committed: %w", err), NotCommitted)
 	}
 	if err := t.st.leaseLost(); err != nil {
-		_ = t.c.endTx(t.raw, false)
+		_ = t.c.endTx(t.ctx, t.raw, false)
 		return withOutcomeAs(err, NotCommitted)
 	}
 	if err := t.st.broken; err != nil {
-		_ = t.c.endTx(t.raw, false)
+		_ = t.c.endTx(t.ctx, t.raw, false)
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}
 	// COMMIT was sent: an error the wrapper cannot judge is Unknown (ErrCommitUnknown).
-	err := t.c.core.mapPassErr(t.c.endTx(t.raw, true))
+	err := t.c.core.mapPassErr(t.c.endTx(t.ctx, t.raw, true))
 	return withOutcomeAs(err, classifyOutcome(t.c.core.dialect, err))
 }
 
@@ -61,7 +63,7 @@ func (t *tx) Commit() error {
 // nothing, and the writes' outcome is Unknown (CommitOutcome).
 func (t *tx) Rollback() error {
 	defer t.end()
-	err := t.c.endTx(t.raw, false)
+	err := t.c.endTx(t.ctx, t.raw, false)
 	if t.st.ended != nil && !errors.Is(err, driver.ErrBadConn) {
 		if o := t.st.ended.outcome(); o != NotCommitted {
 			return withOutcomeAs(fmt.Errorf("fencedsql: nothing rolled back: %w", t.st.ended), o)

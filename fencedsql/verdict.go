@@ -27,7 +27,7 @@ func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table,
 	q, args := query(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return false, &SchemaError{Table: g.String(), Problem: "the guard's " + what + " query failed" + mockHint, Err: err}
+		return false, checkQueryErr(ctx, g.String(), "the guard's "+what+" query failed", err)
 	}
 	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
 	if !c.namesMoved {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"database/sql/driver"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -36,7 +37,7 @@ func (dialectImpl) NamePathQuery() string {
 // TrackedNamePath implements dialect.NamePathTracker under pgx: the value read with
 // synchronous_commit (syncCommitOf: no round trip once the session check has run on
 // the connection, one otherwise, which the session check then does not repeat).
-func (dialectImpl) TrackedNamePath(raw driver.Conn) (string, bool) {
+func (dialectImpl) TrackedNamePath(ctx context.Context, raw driver.Conn) (string, bool) {
 	pg := pgConnOf(raw)
 	if pg == nil || pg.CustomData() == nil {
 		return "", false
@@ -44,7 +45,7 @@ func (dialectImpl) TrackedNamePath(raw driver.Conn) (string, bool) {
 	if v, ok := pg.CustomData()[namePathKey].(string); ok {
 		return v, true
 	}
-	if _, ok := syncCommitOf(pg); !ok {
+	if _, ok := syncCommitOf(ctx, pg); !ok {
 		return "", false
 	}
 	v, ok := pg.CustomData()[namePathKey].(string)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"strings"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
@@ -73,10 +72,10 @@ import (
 // synchronous_commit to off or local is refused on pools with guarded tables. Not seen:
 // a function called from a SELECT, INSERT, UPDATE or DELETE, or a trigger, that changes
 // it for the session, and any change made after a transaction's last guarded write (the
-// COMMIT is not checked): docs/design.md, "Known open findings". The query runs under a deadline of its own
-// (trackedQueryTimeout), the SessionTracker interface having no context; if it fails,
-// TrackedSession reports nothing and the wrapper runs SessionQuery under the write's
-// context, which reads the same values. Under other drivers SessionQuery, which runs
+// COMMIT is not checked): docs/design.md, "Known open findings". The query runs under the
+// statement's context (red-team rt44f F1); if it fails, TrackedSession reports nothing
+// and the wrapper runs SessionQuery under the same context, which reads the same values
+// (and reports a context that ended or a connection lost as such, not as ErrSchema). Under other drivers SessionQuery, which runs
 // before every guarded write anyway, reads it in the same round trip.
 
 // SessionQuery reads standard_conforming_strings, client_encoding, synchronous_commit
@@ -93,14 +92,11 @@ const syncCommitColumns = "s.setting || ' ' || s.source"
 // "<synchronous_commit> <source>" for the connection's life.
 const syncCommitKey = "fencedsql.postgres.synchronous_commit"
 
-// trackedQueryTimeout bounds TrackedSession's once-per-connection query.
-const trackedQueryTimeout = 5 * time.Second
-
 // TrackedSession implements dialect.SessionTracker: the value SessionQuery would
 // return, from the parameters pgx keeps, when raw is (or wraps) a pgx connection that
 // has received both, and from synchronous_commit as read once for the connection (see
 // above).
-func (dialectImpl) TrackedSession(raw driver.Conn) (string, bool) {
+func (dialectImpl) TrackedSession(ctx context.Context, raw driver.Conn) (string, bool) {
 	pg := pgConnOf(raw)
 	if pg == nil {
 		return "", false
@@ -110,7 +106,7 @@ func (dialectImpl) TrackedSession(raw driver.Conn) (string, bool) {
 	if scs == "" || enc == "" {
 		return "", false
 	}
-	sync, ok := syncCommitOf(pg)
+	sync, ok := syncCommitOf(ctx, pg)
 	if !ok {
 		return "", false
 	}
@@ -213,8 +209,12 @@ func (dialectImpl) CheckSession(value string) error {
 // its CustomData; false when the read failed (nothing is kept: the next call tries
 // again). The same query reads the session's name resolution (namePathColumn), kept
 // under namePathKey for TrackedNamePath: the wrapper's once-per-connection comparison
-// costs no round trip of its own.
-func syncCommitOf(pg *pgconn.PgConn) (string, bool) {
+// costs no round trip of its own. The query runs under ctx, the statement's (red-team
+// rt44f F1: under a private 5 s deadline of its own, a caller's 500 ms deadline was
+// overrun by 4.5 s on a dead network, and pgx's closing of the connection at that
+// private deadline then failed the wrapper's fallback query with "bad connection",
+// reported as ErrSchema).
+func syncCommitOf(ctx context.Context, pg *pgconn.PgConn) (string, bool) {
 	data := pg.CustomData()
 	if data == nil {
 		return "", false
@@ -222,8 +222,6 @@ func syncCommitOf(pg *pgconn.PgConn) (string, bool) {
 	if v, ok := data[syncCommitKey].(string); ok {
 		return v, true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), trackedQueryTimeout)
-	defer cancel()
 	res, err := pg.Exec(ctx, "SELECT "+syncCommitColumns+", "+namePathColumn+" FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'").ReadAll()
 	if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 2 {
 		return "", false

@@ -1,6 +1,9 @@
 package dialect
 
-import "database/sql/driver"
+import (
+	"context"
+	"database/sql/driver"
+)
 
 // NamePather is implemented by a dialect whose connections may resolve an unqualified
 // table name differently from one another without any statement through the pool: a
@@ -22,7 +25,8 @@ type NamePather interface {
 // NamePathTracker is implemented by a NamePather that can give the value of
 // NamePathQuery for raw without a query of the wrapper's (pgx: read together with a
 // setting the session check reads once per connection anyway). ok is false when it
-// cannot; the wrapper then runs NamePathQuery.
+// cannot; the wrapper then runs NamePathQuery. ctx is the statement's, under which a
+// read of the tracker's own runs (as SessionTracker's).
 type NamePathTracker interface {
-	TrackedNamePath(raw driver.Conn) (value string, ok bool)
+	TrackedNamePath(ctx context.Context, raw driver.Conn) (value string, ok bool)
 }

@@ -1,6 +1,9 @@
 package dialect
 
-import "database/sql/driver"
+import (
+	"context"
+	"database/sql/driver"
+)
 
 // The session check (docs/design.md G11: session settings that change how the server
 // reads SQL text, or what it does with the fencing NULL, are verified before a guarded
@@ -37,8 +40,12 @@ type SessionTracker interface {
 	// TrackedSession returns the value the dialect's SessionQuery would return on raw
 	// (the wrapped driver's connection, possibly under other wrappers that expose it
 	// with a Raw() driver.Conn method), read from what the driver keeps, without a
-	// round trip. ok is false when raw does not keep it.
-	TrackedSession(raw driver.Conn) (value string, ok bool)
+	// round trip. ok is false when raw does not keep it. ctx is the statement's: a
+	// tracker that reads part of the value with a query of its own (PostgreSQL's
+	// synchronous_commit, once per connection) runs it under ctx, so that the
+	// caller's deadline and cancellation hold (red-team rt44f F1); when that query
+	// fails, ok is false and the wrapper runs SessionQuery under the same ctx.
+	TrackedSession(ctx context.Context, raw driver.Conn) (value string, ok bool)
 }
 
 // SessionForgetter is implemented by a SessionTracker that keeps part of what it

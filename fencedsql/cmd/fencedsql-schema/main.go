@@ -187,7 +187,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		return usage("unexpected arguments %q", fs.Args())
+		// A DSN with blanks left unquoted arrives split: its password may be among them
+		// (red-team rt44f F3).
+		return usage("unexpected arguments %q (a DSN with blanks must be quoted as one argument)", secret.Args(fs.Args(), *dsnFlag))
 	}
 	be, ok := backendFor(*driverName)
 	if !ok {
