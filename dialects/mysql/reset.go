@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/internal/unwrap"
 )
 
 // ResetKeepsSession implements dialect.ResetJudge: go-sql-driver/mysql's connection
@@ -14,20 +15,8 @@ import (
 // the wrapper reads the session again before the next guarded write (red-team rt44b
 // F3).
 func (dialectImpl) ResetKeepsSession(raw driver.Conn) bool {
-	var c any = raw
-	for range 16 {
-		if t := reflect.TypeOf(c); t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == goSQLDriverPkg && t.Elem().Name() == "mysqlConn" {
-			return true
-		}
-		r, ok := c.(interface{ Raw() driver.Conn })
-		if !ok {
-			return false
-		}
-		if c = r.Raw(); c == nil {
-			return false
-		}
-	}
-	return false
+	t := reflect.TypeOf(unwrap.Conn(raw))
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == goSQLDriverPkg && t.Elem().Name() == "mysqlConn"
 }
 
 // goSQLDriverPkg is go-sql-driver/mysql's import path.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/internal/unwrap"
 )
 
 // ResetKeepsSession implements dialect.ResetJudge: pgx's stdlib connection (possibly
@@ -40,20 +41,8 @@ const pgxStdlibPrefix = "github.com/jackc/pgx/v5/stdlib."
 // stdlibConnOf returns the pgx stdlib connection under raw (through wrappers that
 // expose theirs with a Raw() driver.Conn method), or nil.
 func stdlibConnOf(raw driver.Conn) *stdlib.Conn {
-	var c any = raw
-	for range 16 {
-		if sc, ok := c.(*stdlib.Conn); ok {
-			return sc
-		}
-		r, ok := c.(interface{ Raw() driver.Conn })
-		if !ok {
-			return nil
-		}
-		if c = r.Raw(); c == nil {
-			return nil
-		}
-	}
-	return nil
+	sc, _ := unwrap.Conn(raw).(*stdlib.Conn)
+	return sc
 }
 
 var _ dialect.ResetJudge = dialectImpl{}
