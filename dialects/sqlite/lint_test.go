@@ -155,6 +155,10 @@ func TestLintResolution(t *testing.T) {
 	}
 }
 
-// noLint is the SQLite dialect without its SchemaLinter: the wrapper as it was before
-// the lint, to show what each unsafe declaration lets through.
+// noLint is the SQLite dialect without its SchemaLinter (nor its other optional
+// capabilities): the wrapper as it was before the lint, to show what each unsafe
+// declaration lets through. A reduced dialect has a name of its own (WithDialect
+// refuses one that takes the stock dialect's name and hides its capabilities).
 type noLint struct{ dialect.Dialect }
+
+func (noLint) Name() string { return "sqlite-without-lint" }

@@ -13,7 +13,7 @@ import (
 // MissingCapabilities without anyone remembering to.
 func optionalInterfaces() []reflect.Type {
 	return []reflect.Type{
-		reflect.TypeFor[AbsenceRecorder](), reflect.TypeFor[AncestorFinder](), reflect.TypeFor[CatalogViewFinder](),
+		reflect.TypeFor[AbsenceCaller](), reflect.TypeFor[AbsenceRecorder](), reflect.TypeFor[AncestorFinder](), reflect.TypeFor[CatalogViewFinder](),
 		reflect.TypeFor[ClaimOneChecker](), reflect.TypeFor[DSNChecker](), reflect.TypeFor[DSNParser](),
 		reflect.TypeFor[DeleteFencer](), reflect.TypeFor[DescendantFinder](), reflect.TypeFor[ExactIdenter](),
 		reflect.TypeFor[FloorBlockLister](), reflect.TypeFor[FloorCopier](), reflect.TypeFor[FloorCoverageFinder](),
