@@ -3,6 +3,7 @@ package etcdlock_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,12 +44,14 @@ type proxiedNS struct {
 	prefix          string
 	reqTimeout      time.Duration
 	opts            []etcdlock.Option // more options of every backend
+	target          string            // etcd's client address, for Queued
+	admin           *clientv3.Client  // bypasses the proxies; made by Queued
 }
 
 func newProxiedNS(t testing.TB, target string) *proxiedNS {
 	g := netproxy.NewGroup(target)
 	t.Cleanup(g.Close)
-	return &proxiedNS{Group: g, t: t, prefix: uniquePrefix(t), reqTimeout: requestTimeout}
+	return &proxiedNS{Group: g, t: t, prefix: uniquePrefix(t), reqTimeout: requestTimeout, target: target}
 }
 
 // client returns a new etcd client for owner through a new proxy.
@@ -67,6 +70,19 @@ func (n *proxiedNS) backend(cli *clientv3.Client) lockclient.Backend {
 
 // Backend implements locktest.Namespace.
 func (n *proxiedNS) Backend(owner string) lockclient.Backend { return n.backend(n.client(owner)) }
+
+// Queued implements locktest.QueueCounter: the waiters of a lock are its keys under the
+// lock's prefix but the first (the holder's), see the package doc.
+func (n *proxiedNS) Queued(ctx context.Context, key string) (int, error) {
+	if n.admin == nil {
+		n.admin = etcdtest.NewClient(n.t, n.target)
+	}
+	resp, err := n.admin.Get(ctx, n.prefix+url.PathEscape(key)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return max(int(resp.Count)-1, 0), nil
+}
 
 // Faults implements locktest.Namespace: both a pause and a partition stall the owner's
 // connection (bytes wait in the proxy and are delivered late, after Resume or Heal).

@@ -258,7 +258,7 @@ func testFairHandoff(t *testing.T, h Harness) {
 				t.Errorf("waiter %d: Release: %v", i, err)
 			}
 		}()
-		time.Sleep(h.arrivalGap()) // the waiter has joined the queue
+		e.awaitQueued("k", i+1) // the waiter has joined the queue
 	}
 	if err := lh.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func testNoLostWakeup(t *testing.T, h Harness) {
 			l, _ := quitter.Acquire(qctx, key)
 			qdone <- l
 		}()
-		time.Sleep(h.arrivalGap())
+		e.awaitQueued(key, 1)
 		got := make(chan error, 1)
 		go func() {
 			l, err := next.Acquire(ctx, key)
@@ -318,7 +318,7 @@ func testNoLostWakeup(t *testing.T, h Harness) {
 			}
 			got <- err
 		}()
-		time.Sleep(h.arrivalGap())
+		e.awaitQueued(key, 2)
 		if !cancelAfterRelease {
 			cancelQ()
 			<-qdone

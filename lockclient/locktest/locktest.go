@@ -49,7 +49,8 @@ type Harness struct {
 	// every waiter is served; the backend's documentation must say what it promises.
 	FIFO bool
 	// ArrivalGap is how long after starting a waiting Acquire the waiter has surely
-	// reached the service's queue (default TTL/8).
+	// reached the service's queue (default TTL/8). A Namespace that implements
+	// QueueCounter is asked instead, which no load can outrun.
 	ArrivalGap time.Duration
 }
 

@@ -43,13 +43,15 @@ type namespace struct {
 	t               *testing.T
 	prefix          string
 	opts            []redislock.Option
+	addr            string        // Redis's address, for Queued
+	admin           *redis.Client // bypasses the proxies; made by Queued
 }
 
 func newNamespace(t *testing.T, opts ...redislock.Option) *namespace {
 	addr, prefix := testdb.Redis(t)
 	g := netproxy.NewGroup(addr)
 	t.Cleanup(g.Close)
-	return &namespace{Group: g, t: t, prefix: prefix, opts: opts}
+	return &namespace{Group: g, t: t, prefix: prefix, opts: opts, addr: addr}
 }
 
 func (n *namespace) client(owner string) *redis.Client {
@@ -67,6 +69,16 @@ func (n *namespace) backend(owner string) *redislock.Backend {
 
 func (n *namespace) Backend(owner string) lockclient.Backend { return n.backend(owner) }
 func (n *namespace) Faults() locktest.Faults                 { return n.Group }
+
+// Queued implements locktest.QueueCounter: the waiters of a lock are its queue's
+// members (a grant removes its waiter from the queue).
+func (n *namespace) Queued(ctx context.Context, key string) (int, error) {
+	if n.admin == nil {
+		n.admin = newClient(n.t, n.addr)
+	}
+	c, err := n.admin.ZCard(ctx, redislock.New(n.admin, redislock.WithPrefix(n.prefix)).QueueKey(key)).Result()
+	return int(c), err
+}
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Harness{TTL: locktest.NetworkTTL, FIFO: true, New: func(t *testing.T) locktest.Namespace {

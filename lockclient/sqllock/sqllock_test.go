@@ -129,6 +129,7 @@ type namespace struct {
 	srv             server
 	dsn             string
 	opts            []sqllock.Option
+	admin           *sql.DB // bypasses the proxies; made by Queued
 }
 
 func newNamespace(t *testing.T, srv server, opts ...sqllock.Option) *namespace {
@@ -179,6 +180,21 @@ func warmUp(t *testing.T, db *sql.DB) {
 
 func (n *namespace) Backend(owner string) lockclient.Backend { return n.backend(owner, nil) }
 func (n *namespace) Faults() locktest.Faults                 { return n.Group }
+
+// Queued implements locktest.QueueCounter: the waiters of a lock are its rows in the
+// waiters table not marked gone (a grant deletes its waiter's row).
+func (n *namespace) Queued(ctx context.Context, key string) (int, error) {
+	if n.admin == nil {
+		n.admin = n.srv.open(n.t, n.dsn)
+	}
+	q := "SELECT count(*) FROM " + sqllock.DefaultTable + "_waiters WHERE lock_key = ? AND NOT gone"
+	if n.srv.dialect == sqllock.Postgres {
+		q = strings.Replace(q, "?", "$1", 1)
+	}
+	var c int
+	err := n.admin.QueryRowContext(ctx, q, key).Scan(&c)
+	return c, err
+}
 
 func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
