@@ -79,11 +79,7 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driv
 	if p.Kind == plan.KindClaim {
 		return c.execClaim(ctx, r, p, args)
 	}
-	p, err := c.conflictForm(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	tok, ver, full, err := c.guardedArgs(ctx, p, args)
+	p, tok, ver, full, err := c.writeForm(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}
@@ -98,16 +94,23 @@ func (c *conn) execPlan(ctx context.Context, r runner, p *plan.Plan, args []driv
 	return res, nil
 }
 
+// writeForm returns the form of the guarded write p to send (conflictForm) and its
+// arguments: the token, the version and the caller's arguments completed (guardedArgs).
+func (c *conn) writeForm(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (*plan.Plan, uint64, int64, []driver.NamedValue, error) {
+	p, err := c.conflictForm(ctx, p)
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	tok, ver, full, err := c.guardedArgs(ctx, p, args)
+	return p, tok, ver, full, err
+}
+
 // queryPlan runs a guarded write that returns rows (RETURNING), or a claimed locking read.
 func (c *conn) queryPlan(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue) (driver.Rows, error) {
 	if p.Kind == plan.KindClaim {
 		return c.queryClaim(ctx, r, p, args)
 	}
-	p, err := c.conflictForm(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	tok, ver, full, err := c.guardedArgs(ctx, p, args)
+	p, tok, ver, full, err := c.writeForm(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}

@@ -80,8 +80,10 @@ func (s *stmt) planFor(ctx context.Context) (*plan.Plan, error) {
 	return p, s.prepareAll(ctx, p)
 }
 
-// ExecContext implements driver.StmtExecContext.
-func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+// enter runs the checks every execution of the statement starts with — the session not
+// left in a transaction, the lease, no implicit commit inside a transaction — and
+// returns the plan to run.
+func (s *stmt) enter(ctx context.Context) (*plan.Plan, error) {
 	if s.c.strayTx {
 		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
 	}
@@ -91,7 +93,12 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if s.plain.ImplicitCommit != nil && s.c.tx != nil {
 		return nil, s.c.core.refused(s.plain.ImplicitCommit)
 	}
-	p, err := s.planFor(ctx)
+	return s.planFor(ctx)
+}
+
+// ExecContext implements driver.StmtExecContext.
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	p, err := s.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -102,16 +109,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if s.c.strayTx {
-		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
-	}
-	if err := s.c.checkLease(ctx); err != nil {
-		return nil, s.c.autocommitOutcome(err)
-	}
-	if s.plain.ImplicitCommit != nil && s.c.tx != nil {
-		return nil, s.c.core.refused(s.plain.ImplicitCommit)
-	}
-	p, err := s.planFor(ctx)
+	p, err := s.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
