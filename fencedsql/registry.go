@@ -138,6 +138,11 @@ func (k *core) open(ctx context.Context, c *conn) error {
 		var qf *listedQueryError
 		switch {
 		case err == nil:
+		case errors.As(err, new(*CheckCutError)):
+			// Asked nothing: the pool's first connection is not set up, the next one
+			// asks again (neither logged and passed with the check off, nor taken for a
+			// table that does not exist yet).
+			return err
 		case errors.As(err, &qf) && !k.cfg.schemaCheck:
 			// A mock answers none of the catalog queries: logged, as a failed record
 			// read is (recordErr). A database that answers is obeyed.
@@ -393,12 +398,17 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 // or another relation that is not a table (schema.ColumnVerdict.NotTable: a view's
 // rows live in a table the guard leaves unfenced, a foreign table's on the remote
 // server). A query that failed is a *listedQueryError (errors.Is ErrSchema): the
-// database did not answer.
+// database did not answer — unless ctx ended or the connection failed under it: then a
+// *CheckCutError (red-team rt44f F4 leftover).
 func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, registered []schema.GuardSpec) error {
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
-		return &listedQueryError{&SchemaError{Table: g.String(), Problem: "the column check query failed" + mockHint, Err: err}}
+		qerr := checkQueryErr(ctx, g.String(), "the column check query failed", err)
+		if se := (*SchemaError)(nil); errors.As(qerr, &se) {
+			return &listedQueryError{se}
+		}
+		return qerr // cut by ctx or the connection: the table was not judged
 	}
 	if v.NotTable {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.Problems, "; ")}
