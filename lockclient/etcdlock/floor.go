@@ -68,7 +68,7 @@ func (b *Backend) parseOffset(kv *mvccpb.KeyValue) (uint64, error) {
 // compacted that revision away.
 func (b *Backend) offsetAt(ctx context.Context, cli *clientv3.Client, rev int64, kv *mvccpb.KeyValue, known bool) (uint64, error) {
 	if known && (kv == nil || kv.ModRevision <= rev) {
-		return b.parseOffset(kv)
+		return b.grantOffset(kv)
 	}
 	reqCtx, cancel := b.requestContext(ctx)
 	defer cancel()
@@ -77,9 +77,25 @@ func (b *Backend) offsetAt(ctx context.Context, cli *clientv3.Client, rev int64,
 		return 0, unavailable(ctx, "read the token floor", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return 0, nil
+		return b.grantOffset(nil)
 	}
-	return b.parseOffset(resp.Kvs[0])
+	return b.grantOffset(resp.Kvs[0])
+}
+
+// grantOffset is parseOffset for a grant: a missing floor key under a Backend opened
+// WithMinToken — which raised the offset to at least its value at the first Open — means
+// the prefix lost its data (a wiped prefix, a restore from before the raise), and a
+// token priced with offset 0 would go back below the tokens issued before; the grant
+// fails with an error wrapping lockclient.ErrUnavailable (its key is given back, as for
+// any floor that is no offset) until a Backend's first Open (a process restarted) or
+// lockfloor -raise puts the offset back (red-team rt45d F1).
+func (b *Backend) grantOffset(kv *mvccpb.KeyValue) (uint64, error) {
+	if kv == nil && b.cfg.minToken > 0 {
+		return 0, fmt.Errorf("etcdlock: %w: counter lost: the floor key %s is missing though this Backend raised it with WithMinToken(%d): "+
+			"the prefix lost its data; restart the process (its first Open raises the offset again) or raise with lockfloor",
+			lockclient.ErrUnavailable, b.FloorKey(), b.cfg.minToken)
+	}
+	return b.parseOffset(kv)
 }
 
 // token is the fencing token of a grant made at revision rev under offset off.
@@ -168,7 +184,10 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return token(off, rev), nil
+	// A missing floor key under WithMinToken: the offset this Backend's grants are priced
+	// with once it is raised again (grantOffset refuses them until then), which bounds
+	// the tokens issued before the loss (red-team rt45d F1).
+	return token(max(off, b.cfg.minToken), rev), nil
 }
 
 var _ lockclient.RetirementReader = (*Backend)(nil)
@@ -250,6 +269,12 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if kv == nil && b.cfg.minToken == 0 {
+			if err := b.requireState(ctx); err != nil {
+				return 0, err
+			}
+		}
+		off = max(off, b.cfg.minToken) // what a process of the service prices grants with after a loss
 		mod := int64(0)
 		if kv != nil {
 			mod = kv.ModRevision
@@ -270,10 +295,40 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	}
 }
 
-// WithMinToken raises the token floor to n (see Backend.RaiseFloor) when the Backend
-// opens its first session, so that every token it grants is greater than n. A failed
+// requireState is Retire's check on a prefix without a floor key, for a Backend without
+// WithMinToken: the service identity key (written by the first Open of any process)
+// must exist. A prefix with neither was never used — or lost its data, the floor key
+// and its offset with it, and then nothing bounds the tokens it issued: Retire fails
+// with an error wrapping lockclient.ErrUnavailable and marks nothing, rather than answer
+// a "last token" below them (red-team rt45d F2). One more read, on this rare path only.
+func (b *Backend) requireState(ctx context.Context) error {
+	reqCtx, cancel := b.requestContext(ctx)
+	defer cancel()
+	resp, err := b.cli.Get(reqCtx, b.ServiceIDKey(), clientv3.WithCountOnly())
+	if err != nil {
+		return unavailable(ctx, "retire", err)
+	}
+	if resp.Count > 0 {
+		return nil
+	}
+	return fmt.Errorf("etcdlock: retire: %w: counter lost: the prefix %q holds neither the floor key %s nor the service identity %s: "+
+		"a service never used, or one whose data was lost (with its offset), so no value is known to bound the tokens it issued; "+
+		"stop its holders for one TTL and raise the next service with lockfloor above the highest token it may have issued, "+
+		"or retire through a Backend configured with the service's WithMinToken",
+		lockclient.ErrUnavailable, b.cfg.prefix, b.FloorKey(), b.ServiceIDKey())
+}
+
+// WithMinToken sets the service's offset to at least n when the Backend opens its first
+// session: the floor key's offset is raised to n (not to n minus the current revision,
+// as RaiseFloor(n) would), so every token it grants is greater than n + the revision.
+// Tokens are the offset plus the revision, which never goes back, so after the prefix
+// lost its data (the floor key with it) the next Backend's first Open puts the offset
+// back at n and prices every later grant above every token issued before the loss — as
+// long as no offset above n was ever written (every process of the service has the same
+// WithMinToken, at least the value the service was raised to at its switch). A Backend
+// already open refuses grants while the floor key is missing (grantOffset). A failed
 // raise fails that Open and is tried again by the next. n above 2^62 is invalid (see
-// New).
+// New) (red-team rt45d F1).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
@@ -294,9 +349,44 @@ func (b *Backend) raiseMinToken(ctx context.Context) error {
 	if b.floorRaised {
 		return nil
 	}
-	if err := b.RaiseFloor(ctx, b.cfg.minToken); err != nil {
+	if err := b.raiseOffset(ctx, b.cfg.minToken); err != nil {
 		return fmt.Errorf("etcdlock: WithMinToken(%d): %w", b.cfg.minToken, err)
 	}
 	b.floorRaised = true
 	return nil
+}
+
+// raiseOffset sets the floor key's offset to n if it is lower (or missing), by
+// compare-and-swap on its mod revision (retried when a concurrent raise won), so the
+// offset only goes up (WithMinToken). A retired service is refused (ErrRetired).
+func (b *Backend) raiseOffset(ctx context.Context, n uint64) error {
+	for {
+		kv, _, err := b.readFloor(ctx, "raise floor")
+		if err != nil {
+			return err
+		}
+		off, err := b.parseOffset(kv)
+		if err != nil {
+			return err
+		}
+		if kv != nil && off >= n {
+			return nil
+		}
+		mod := int64(0)
+		if kv != nil {
+			mod = kv.ModRevision
+		}
+		reqCtx, cancel := b.requestContext(ctx)
+		tr, err := b.cli.Txn(reqCtx).
+			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
+			Then(clientv3.OpPut(b.FloorKey(), strconv.FormatUint(n, 10))).
+			Commit()
+		cancel()
+		if err != nil {
+			return unavailable(ctx, "raise floor", err)
+		}
+		if tr.Succeeded {
+			return nil
+		}
+	}
 }

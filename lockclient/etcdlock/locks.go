@@ -118,7 +118,7 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 	}
 	if resp.Succeeded {
 		rev := resp.Header.Revision // the transaction's revision: our key's create (and mod) revision
-		off, ferr := s.b.parseOffset(floorKV(resp.Responses[1]))
+		off, ferr := s.b.grantOffset(floorKV(resp.Responses[1]))
 		switch {
 		case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
 			return lockclient.Grant{}, true, nil // the lease expired just after the put: the key went with it

@@ -379,7 +379,7 @@ func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Tim
 	}
 	rev := resp.Header.Revision
 	if resp.Succeeded {
-		off, ferr := s.b.parseOffset(floorKV(resp.Responses[1]))
+		off, ferr := s.b.grantOffset(floorKV(resp.Responses[1]))
 		switch {
 		case errors.Is(keepAliveErr, lockclient.ErrLeaseLost):
 			return lockclient.Grant{}, false, true, nil // the key went with the lease

@@ -17,56 +17,64 @@ import (
 // <prefix>token, which the grant script INCRs. RaiseFloor sets it to min only if min is
 // higher, in one script, so a raise is atomic against grants: a grant runs before it
 // (and its token is below the new value) or after it (and its token is above min).
-// A missing counter is first seeded from the server's clock, as a grant would, so that
-// a raise (or WithMinToken) after a loss does not restart tokens at min.
+// A missing counter is first seeded by the seed rule (seedLua), as a grant would, so
+// that a raise (or WithMinToken) after a loss does not restart tokens at min.
 
-// raiseScript: KEYS[1] token counter; ARGV[1] min as a canonical decimal string;
-// ARGV[2] the primary check's mode (notPrimaryReply). Sets
-// the counter to min if min is higher (compared as decimal strings: Lua numbers are
-// doubles) than the counter, or than the clock seed (seedLua) when there is no counter,
-// and returns the counter's value afterwards, as a string. A counter that holds no
-// canonical non-negative integer is left alone and answered with corruptReply: a raise
-// never reports success for a floor it did not put in force.
+// raiseScript: KEYS[1] token counter, KEYS[2] the offset key; ARGV[1] min as a
+// canonical decimal string; ARGV[2] the Backend's WithMinToken (offsetArg); ARGV[3] the
+// primary check's mode (notPrimaryReply). Applies the seed rule (seedLua's adopt, strict
+// when the Backend has WithMinToken), then sets the counter to min if min is higher
+// (compared as decimal strings: Lua numbers are doubles), and returns the counter's value
+// afterwards, as a string. On a service with an offset (a Backend's WithMinToken, or the
+// offset key) a min above the clock plus that offset is refused (raiseAboveReply): a
+// counter lost after such a raise would be seeded below the tokens granted since
+// (red-team rt45d F1). A counter that holds no canonical non-negative integer is left
+// alone and answered with corruptReply: a raise never reports success for a floor it did
+// not put in force.
 //
 // It runs on the primary only (notPrimaryReply); a retired service is refused
 // (retiredReply).
 var raiseScript = redis.NewScript(seedLua + `
-local np = notprimaryreply(KEYS[1], ARGV[2])
+local np = notprimaryreply(KEYS[1], ARGV[3])
 if np then return np end
 local cur = redis.call('GET', KEYS[1])
-local set = false
 if cur and isretired(cur) then return redis.error_reply(retired) end
 if cur and not canon(cur) then return redis.error_reply(corrupt) end
-if not cur then
-  cur = seed()
-  if not cur then return redis.error_reply(noseed) end
-  set = true
-end
+local c, base = adopt(KEYS[1], KEYS[2], cur, ARGV[2], true, ARGV[2] ~= '0')
+if not c then return base end
 local min = ARGV[1]
-if #min > #cur or (#min == #cur and min > cur) then
-  cur = min
-  set = true
+if greater(min, c) then
+  if base ~= '0' then
+    local top, e = seedat(base)
+    if not top then return e end
+    if greater(min, top) then return redis.error_reply(raiseabove .. ' ' .. base) end
+  end
+  redis.call('SET', KEYS[1], min)
+  c = min
 end
-if set then redis.call('SET', KEYS[1], cur) end
-return cur
+return c
 `)
 
-// lastScript: KEYS[1] token counter; ARGV[1] the Backend's WithMinToken (floorSeed);
-// ARGV[2] the primary check's mode (notPrimaryReply). Returns the counter's value, as
-// a string, after seeding a missing one from the clock (or ARGV[1] when higher) as a
-// grant would (seedLua): a token, or the mark of a retired service ("retired:<last
-// token>"). It runs on the primary only (notPrimaryReply); the value is not checked
-// (LastToken parses it).
+// raiseAboveReply starts the error reply of a raise above the server's clock plus the
+// service's offset, which follows it (raiseScript).
+const raiseAboveReply = "redislock: the floor is above the clock plus the offset of the service"
+
+// lastScript: KEYS[1] token counter, KEYS[2] the offset key; ARGV[1] the Backend's
+// WithMinToken (offsetArg); ARGV[2] the primary check's mode (notPrimaryReply). Returns
+// the counter's value, as a string, after the seed rule (seedLua's adopt, not strict): a
+// missing counter is seeded as a grant of this Backend would seed it, at the clock plus
+// the service's offset (red-team rt45d F1), and a WithMinToken above the recorded offset
+// is adopted (F3). The answer is a token, or the mark of a retired service
+// ("retired:<last token>"). It runs on the primary only (notPrimaryReply); a value that
+// is no token is returned unchecked (LastToken parses it).
 var lastScript = redis.NewScript(seedLua + `
 local np = notprimaryreply(KEYS[1], ARGV[2])
 if np then return np end
 local cur = redis.call('GET', KEYS[1])
-if not cur then
-  cur = seed(ARGV[1])
-  if not cur then return redis.error_reply(noseed) end
-  redis.call('SET', KEYS[1], cur)
-end
-return cur
+if cur and (isretired(cur) or not canon(cur)) then return cur end
+local c, e = adopt(KEYS[1], KEYS[2], cur, ARGV[1], true, false)
+if not c then return e end
+return c
 `)
 
 // retiredScript: KEYS[1] token counter; ARGV[1] the primary check's mode (rolereply,
@@ -80,29 +88,39 @@ if not cur then return '' end
 return cur
 `)
 
-// retireScript: KEYS[1] token counter; ARGV[1] "role:master" when the caller has just
-// read ROLE's answer "master" from the server (Retire, where INFO is refused), else "".
-// Replaces the counter's value v (seeded from the clock when missing, as a grant would)
-// by the mark "retired:<last>", which every later grant and raise refuses, and returns
-// last: the larger of v and the server's clock (seedLua) plus the retirement margin
-// (lockclient.RetirementMargin), at most maxFloor — a bound of every
-// token the service issued and of every token it could seed from its clock for 142
-// years should it lose the mark (red-team rt44c F2). A counter already retired is left
-// alone and its last token returned. It runs on a positively verified primary only:
-// INFO replication must answer role:master — an INFO the account may not run is
-// unverifiedReply, not "primary" (red-team rt38b F2) — unless ARGV[1] says ROLE did
-// (Retire never passes "unverified"). A counter that holds no token is left alone
-// (corruptReply).
+// retireScript: KEYS[1] token counter, KEYS[2] the offset key; ARGV[1] the Backend's
+// WithMinToken (offsetArg); ARGV[2] "role:master" when the caller has just read ROLE's
+// answer "master" from the server (Retire, where INFO is refused), else "". Replaces the
+// counter's value v by the mark "retired:<last>", which every later grant and raise
+// refuses, and returns last: the larger of v and the seed of the seed rule (seedLua: the
+// server's clock plus the service's offset, the larger of ARGV[1] and the offset key),
+// plus the retirement margin (lockclient.RetirementMargin), at most maxFloor — a bound
+// of every token the service issued and of every token a process of the service could
+// seed for 142 years should it lose the mark (red-team rt44c F2). A missing counter
+// without an offset is lostReply, nothing written: the service may have been raised
+// above the clock before the loss, so no number is known to bound its tokens (red-team
+// rt45d F2). A counter already retired is left alone and its last token returned. It
+// runs on a positively verified primary only: INFO replication must answer role:master
+// — an INFO the account may not run is unverifiedReply, not "primary" (red-team rt38b
+// F2) — unless ARGV[2] says ROLE did (Retire never passes "unverified"). A counter that
+// holds no token is left alone (corruptReply).
 var retireScript = redis.NewScript(seedLua + `
-local np = notprimaryreply(KEYS[1], ARGV[1])
+local np = notprimaryreply(KEYS[1], ARGV[2])
 if np then return np end
 local cur = redis.call('GET', KEYS[1])
 if cur and isretired(cur) then return string.sub(cur, 9) end
 if cur and not canon(cur) then return redis.error_reply(corrupt) end
-local base = seed(cur)
-if not base then return redis.error_reply(noseed) end
-local last = add(base, '` + strconv.FormatUint(lockclient.RetirementMargin, 10) + `')
+local h = offsetof(KEYS[2])
+if not h then return redis.error_reply(corrupt .. ' (the offset key)') end
+if greater(ARGV[1], h) then h = ARGV[1] end
+if not cur and h == '0' then return redis.error_reply(lost) end
+local t = clock()
+if not t then return redis.error_reply(noseed) end
 local top = '` + strconv.FormatUint(maxFloor, 10) + `'
+local base = add(t, h)
+if greater(base, top) then base = top end
+if cur and greater(cur, base) then base = cur end
+local last = add(base, '` + strconv.FormatUint(lockclient.RetirementMargin, 10) + `')
 if greater(last, top) then
   last = top
   if greater(base, top) then last = base end
@@ -146,7 +164,7 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		return fmt.Errorf("redislock: raise floor: %w: the floor must be at most %d (a Redis integer), got %d",
 			lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
-	if _, err := b.runFloorScript(ctx, "raise floor", raiseScript, false, strconv.FormatUint(min, 10)); err != nil {
+	if _, err := b.runFloorScript(ctx, "raise floor", raiseScript, false, strconv.FormatUint(min, 10), b.offsetArg()); err != nil {
 		return b.floorFailed("raise floor", err)
 	}
 	return nil
@@ -170,7 +188,7 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := b.runFloorScript(ctx, "last token", lastScript, false, b.floorSeed(0))
+	s, err := b.runFloorScript(ctx, "last token", lastScript, false, b.offsetArg())
 	if err != nil {
 		return 0, b.floorFailed("last token", err)
 	}
@@ -207,7 +225,7 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	if b.cfgErr != nil {
 		return 0, b.cfgErr
 	}
-	s, err := b.runFloorScript(ctx, "retire", retireScript, true)
+	s, err := b.runFloorScript(ctx, "retire", retireScript, true, b.offsetArg())
 	if err != nil {
 		return 0, b.floorFailed("retire", err)
 	}
@@ -261,7 +279,7 @@ const unverifiedReply = "redislock: cannot tell whether the server is the primar
 // Open: a least-privilege account must still open) the script runs again unverified,
 // as before ROLE was read (the known-open writable replica without INFO or ROLE).
 func (b *Backend) runFloorScript(ctx context.Context, op string, script *redis.Script, strict bool, args ...any) (string, error) {
-	keys := []string{b.TokenKey()}
+	keys := []string{b.TokenKey(), b.OffsetKey()}
 	s, err := script.Run(ctx, b.rdb, keys, append(args, "")...).Text()
 	if err == nil || !strings.Contains(err.Error(), unverifiedReply) {
 		return s, err
@@ -335,17 +353,13 @@ func (b *Backend) parseCounter(op, s string) (uint64, error) {
 	return n, nil
 }
 
-// floorSeed is the lowest value a seeding script may give a missing counter, as a
-// decimal string: WithMinToken + plus (1 for a grant, whose token is the seed; 0 for
-// LastToken, whose seed is the counter before the next grant), or "0" without
-// WithMinToken (seedLua ignores it). A counter lost after the floor was raised then
-// comes back above the floor, not at the server's clock (red-team rt44c F2).
-func (b *Backend) floorSeed(plus uint64) string {
-	if b.minToken == 0 {
-		return "0"
-	}
-	return strconv.FormatUint(b.minToken+plus, 10)
-}
+// offsetArg is the Backend's WithMinToken as a decimal string, "0" without: the offset
+// its scripts seed a missing counter with (the seed rule, seedLua).
+func (b *Backend) offsetArg() string { return strconv.FormatUint(b.minToken, 10) }
+
+// OffsetKey returns the Redis key that records the service's offset: the largest
+// WithMinToken a Backend of the service applied (the seed rule, see the package doc).
+func (b *Backend) OffsetKey() string { return b.prefix + "token-offset" }
 
 // raiseMinToken applies WithMinToken once per Backend (again after a failure).
 func (b *Backend) raiseMinToken(ctx context.Context) error {

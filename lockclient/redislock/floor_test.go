@@ -47,8 +47,8 @@ func TestRaiseFloorComparesNumbers(t *testing.T) {
 	}
 }
 
-// WithMinToken raises the floor at the first Open: the first token is above it. (The
-// minimum is above the server's clock in µs, which seeds a missing counter.)
+// WithMinToken raises the floor at the first Open: the first token is above it — at the
+// server's clock in µs plus the minimum, the seed rule's offset (red-team rt45d F1).
 func TestWithMinToken(t *testing.T) {
 	const min = 1 << 60
 	n := newNamespace(t, redislock.WithMinToken(min))
@@ -60,8 +60,8 @@ func TestWithMinToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	if l.Token() != min+1 {
-		t.Fatalf("first token %d, want %d", l.Token(), uint64(min+1))
+	if l.Token() <= min+1_000_000_000_000_000 { // the seed rule: the clock in µs (above 10^15 since 2001) plus min
+		t.Fatalf("first token %d, want the server's clock in µs plus %d", l.Token(), uint64(min))
 	}
 	bad := redislock.New(n.client("b"), redislock.WithMinToken(math.MaxUint64))
 	if err := bad.CheckConfig(); !errors.Is(err, lockclient.ErrInvalidConfig) {

@@ -1,27 +1,43 @@
 package redislock
 
 import (
+	"strconv"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // The Lua scripts: each operation on a lock, its token counter and its queue runs as
 // one script, atomically at the server.
 
-// seedLua starts the scripts that may create the token counter: seed() returns the
+// seedLua starts the scripts that may create the token counter. clock() returns the
 // server's clock (TIME) in microseconds as a canonical decimal string, or nil if the
 // clock gives no usable value (before 1970, or past 10^18 µs, which keeps the counter
 // far below 2^63−1). TIME is not deterministic, so the scripts must be replicated by
 // their effects: the only mode of Redis 7 and the default since Redis 5; before that,
 // redis.replicate_commands() selects it (since Redis 7 it is a deprecated no-op, called
-// only if it still exists).
+// only if it still exists). greater(a, b) compares canonical decimal strings (Lua
+// numbers are doubles); add(a, b) adds two of them.
 //
-// seed(atleast) returns atleast instead when it is a larger canonical decimal string:
-// the Backend's WithMinToken floor (floorSeed), so that a counter lost after the floor
-// was raised comes back above it, not at a clock value below the tokens granted since
-// the raise (a service raised above a retired one by its margin, lockclient.RetirementMargin;
-// red-team rt44c F2). greater(a, b) compares canonical decimal strings (Lua numbers are
-// doubles); add(a, b) adds two of them.
-const seedLua = `
+// The seed rule (red-team rt45d F1–F3; the package doc, "Lost counters"): a missing
+// counter is seeded at clock + m, m being the service's clock offset — the largest of
+// the Backend's WithMinToken and the offset recorded under <prefix>token-offset (the
+// offset key: the largest WithMinToken any Backend applied), "0" for a service whose
+// processes have none. The counter stays at most offset + clock (each seed and adoption
+// sets it there at most, a raise above it is refused, and a grant INCRs it by one, fewer
+// than one per microsecond), so a seed after a loss is above every token issued before
+// it. adopt() applies the rule to the counter read (cur: a canonical token, or nil) for
+// the Backend's WithMinToken m:
+//   - a missing counter is seeded at clock + max(m, offset) — when mayseed, or when that
+//     offset is not 0; otherwise the answer is lostReply (Retire has its own rule);
+//   - with strict (a grant, a raise of a Backend with WithMinToken), a recorded offset
+//     above m is offsetReply: this process would seed a lost counter below tokens issued;
+//   - m above the recorded offset is adopted: the counter goes to clock + m if below it
+//     (it may have been seeded lower after a loss — by a process or tool without
+//     WithMinToken, F3 — and m is the one offset known to bound the tokens issued before),
+//     and the offset key to m; a counter already above clock + m is aboveReply (m does not
+//     bound it).
+// It returns the counter afterwards and the offset in force, or nil and an error reply.
+var seedLua = `
 if redis.replicate_commands then redis.replicate_commands() end
 local function greater(a, b)
   return #a > #b or (#a == #b and a > b)
@@ -37,15 +53,13 @@ local function add(a, b)
   end
   return table.concat(r)
 end
-local function seed(atleast)
+local function clock()
   local now = redis.call('TIME')
   local s, us = now[1], tonumber(now[2])
   if not string.match(s, '^[1-9]%d*$') or #s > 12 or not us or us < 0 or us > 999999 then
     return nil
   end
-  local t = s .. string.format('%06d', us)
-  if atleast and string.match(atleast, '^[1-9]%d*$') and greater(atleast, t) then return atleast end
-  return t
+  return s .. string.format('%06d', us)
 end
 local noseed = 'redislock: the server clock (TIME) gives no usable token seed'
 local exhausted = '` + exhaustedReply + `'
@@ -73,6 +87,48 @@ local function notprimaryreply(key, mode)
 end
 local function canon(v)
   return (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil) and (#v < 19 or (#v == 19 and v <= '9223372036854775807'))
+end
+local toplimit = '` + maxFloorString + `'
+local lost = '` + lostReply + `'
+local offsetbelow = '` + offsetReply + `'
+local above = '` + aboveReply + `'
+local raiseabove = '` + raiseAboveReply + `'
+local function seedat(m)
+  local t = clock()
+  if not t then return nil, redis.error_reply(noseed) end
+  local v = add(t, m)
+  if greater(v, toplimit) then return nil, redis.error_reply(exhausted) end
+  return v
+end
+local function offsetof(hkey)
+  local h = redis.call('GET', hkey)
+  if not h then return '0' end
+  if not canon(h) then return nil end
+  return h
+end
+local function adopt(ckey, hkey, cur, m, mayseed, strict)
+  local h = offsetof(hkey)
+  if not h then return nil, redis.error_reply(corrupt .. ' (the offset key)') end
+  if strict and greater(h, m) then return nil, redis.error_reply(offsetbelow .. ' ' .. h) end
+  local base = h
+  if greater(m, base) then base = m end
+  if not cur then
+    if not mayseed and base == '0' then return nil, redis.error_reply(lost) end
+    local v, e = seedat(base)
+    if not v then return nil, e end
+    redis.call('SET', ckey, v)
+    if greater(base, h) then redis.call('SET', hkey, base) end
+    return v, base
+  end
+  if greater(m, h) then
+    local v, e = seedat(m)
+    if not v then return nil, e end
+    if greater(cur, v) then return nil, redis.error_reply(above .. ' ' .. cur) end
+    redis.call('SET', ckey, v)
+    redis.call('SET', hkey, m)
+    return v, m
+  end
+  return cur, base
 end
 `
 
@@ -104,25 +160,46 @@ const notPrimaryReply = "redislock: the server is not the primary"
 // compared with it (see grantFailed; red-team rt28b F7, rt31b F5).
 const corruptReply = "redislock: the token counter does not hold a token"
 
+// lostReply is the error reply of Retire on a missing token counter when neither the
+// Backend (WithMinToken) nor the offset key gives the service's offset: the service may
+// have been raised above the clock before the loss, so no number is known to bound the
+// tokens it issued, and nothing is written (red-team rt45d F2).
+const lostReply = "redislock: the token counter is missing"
+
+// offsetReply starts the error reply of a grant, or a raise of a Backend with
+// WithMinToken, whose WithMinToken (none counts as 0) is below the offset recorded by
+// another Backend of the service (the offset key); the recorded offset follows it. Such
+// a process would seed a lost counter below the tokens the service issued.
+const offsetReply = "redislock: WithMinToken is below the recorded offset of the service"
+
+// aboveReply starts the error reply of an adoption (seedLua's adopt) that finds the
+// counter, which follows it, above the server's clock plus the new WithMinToken: that
+// WithMinToken does not bound the counter, so a lost counter would be seeded below
+// the tokens issued.
+const aboveReply = "redislock: the token counter lies above the clock plus WithMinToken"
+
+// maxFloorString is maxFloor as a decimal string, for the scripts: no seed goes above it.
+var maxFloorString = strconv.FormatUint(maxFloor, 10)
+
 // exhaustedReply is the error reply of a grant that finds the token counter at the
 // largest Redis integer, 2^63−1: no later token can be greater (see grantFailed).
 const exhaustedReply = "redislock: the token counter is at its end"
 
 // grantScript: KEYS[1] lock, KEYS[2] token counter, KEYS[3] queue, KEYS[4] the
-// request's abandonment mark, KEYS[5] ticket counter; ARGV[1] "<session>:<request>:",
-// ARGV[2] ttl in ms, ARGV[3] owner, ARGV[4] waiter id ("" for TryAcquire), ARGV[5] the
-// liveness key prefix, ARGV[6] the lowest token a seeded counter may grant (floorSeed:
-// WithMinToken + 1, or "0"). Returns {1, token} (the token as a decimal string: never a Lua
-// number, which is a double) when granted; {0, pttl, rank} when the key is held;
+// request's abandonment mark, KEYS[5] ticket counter, KEYS[6] the offset key; ARGV[1]
+// "<session>:<request>:", ARGV[2] ttl in ms, ARGV[3] owner, ARGV[4] waiter id ("" for
+// TryAcquire), ARGV[5] the liveness key prefix, ARGV[6] the Backend's WithMinToken
+// (offsetArg: "0" without). Returns {1, token} (the token as a decimal string: never a
+// Lua number, which is a double) when granted; {0, pttl, rank} when the key is held;
 // {-1, pttl, rank} when a live waiter is first in the queue (rank: the waiter's position
 // in the queue, 0 first). A waiter that is not granted is queued (once) and its liveness
-// key refreshed. A grant INCRs the counter; if the counter does not exist (a fresh
-// service, or one that lost its keys) it sets it to the server's clock in microseconds
-// instead (seedLua), or to ARGV[6] when that is higher, so that tokens do not restart at 1
-// nor below the Backend's WithMinToken. A counter at 2^63−1 grants
-// nothing: the script answers the error reply exhaustedReply; a counter that holds no
-// canonical non-negative integer grants nothing either (corruptReply), nor does the
-// mark of a retired service (retiredReply).
+// key refreshed. A grant INCRs the counter, after the seed rule (seedLua's adopt, strict):
+// a missing counter (a fresh service, or one that lost its keys) is seeded at the
+// server's clock in microseconds plus the service's offset, and that seed is the token;
+// a Backend whose WithMinToken is below the recorded offset grants nothing
+// (offsetReply). A counter at 2^63−1 grants nothing: the script answers the error reply
+// exhaustedReply; a counter that holds no canonical non-negative integer grants nothing
+// either (corruptReply), nor does the mark of a retired service (retiredReply).
 var grantScript = redis.NewScript(seedLua + `
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -150,18 +227,17 @@ while true do
   if redis.call('EXISTS', ARGV[5] .. h) == 1 then return wait(-1) end
   redis.call('ZREM', KEYS[3], h)
 end
-local t
 local cur = redis.call('GET', KEYS[2])
 if cur then
   if isretired(cur) then return redis.error_reply(retired) end
   if not canon(cur) then return redis.error_reply(corrupt) end
+end
+local t, e = adopt(KEYS[2], KEYS[6], cur, ARGV[6], true, true)
+if not t then return e end
+if t == cur then
   if cur == '9223372036854775807' then return redis.error_reply(exhausted) end
   redis.call('INCR', KEYS[2])
   t = redis.call('GET', KEYS[2])
-else
-  t = seed(ARGV[6])
-  if not t then return redis.error_reply(noseed) end
-  redis.call('SET', KEYS[2], t)
 end
 redis.call('SET', KEYS[1], ARGV[1] .. t .. ':' .. ARGV[3], 'PX', ARGV[2])
 if ARGV[4] ~= '' then

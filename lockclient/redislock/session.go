@@ -58,8 +58,8 @@ func (s *session) tryAcquire(ctx context.Context, key, req string) (lockclient.G
 func (s *session) grant(ctx context.Context, key, head, waiter string) (code int64, val any, rank int64, err error) {
 	b := s.b
 	res, err := grantScript.Run(ctx, b.rdb,
-		[]string{b.LockKey(key), b.TokenKey(), b.QueueKey(key), b.abandonedKey(head), b.ticketKey()},
-		head, s.ttlMillis, s.owner, waiter, b.waiterPrefix(), b.floorSeed(1)).Slice()
+		[]string{b.LockKey(key), b.TokenKey(), b.QueueKey(key), b.abandonedKey(head), b.ticketKey(), b.OffsetKey()},
+		head, s.ttlMillis, s.owner, waiter, b.waiterPrefix(), b.offsetArg()).Slice()
 	if err != nil {
 		return 0, nil, 0, err
 	}
@@ -84,6 +84,9 @@ func (s *session) grant(ctx context.Context, key, head, waiter string) (code int
 // wrapping lockclient.ErrRetired). Any other failure yields nil.
 func (b *Backend) grantFailed(op, key string, err error) error {
 	msg := err.Error()
+	if e := b.seedRuleFailed(op, key, msg); e != nil {
+		return e
+	}
 	if strings.Contains(msg, retiredReply) {
 		return fmt.Errorf("redislock: %s %q: the token counter %s: %w", op, key, b.TokenKey(), lockclient.ErrRetired)
 	}
@@ -100,6 +103,48 @@ func (b *Backend) grantFailed(op, key string, err error) error {
 	}
 	return fmt.Errorf("redislock: %s %q: %w: the token counter %s is at its end (2^63-1), no later token can be greater: %v",
 		op, key, lockclient.ErrInvalidConfig, b.TokenKey(), err)
+}
+
+// seedRuleFailed returns the error of a script refused by the seed rule (seedLua), or
+// nil: a missing counter that no known offset can seed (lostReply: an error wrapping
+// lockclient.ErrUnavailable, since a Backend with WithMinToken seeds it again — or a
+// raise — and a retry may then pass), and the configuration errors, wrapping
+// lockclient.ErrInvalidConfig, of a WithMinToken below the service's recorded offset
+// (offsetReply), below the counter's distance from the clock (aboveReply), and of a
+// raise above the clock plus the offset (raiseAboveReply) (red-team rt45d F1–F3).
+func (b *Backend) seedRuleFailed(op, key, msg string) error {
+	what := op
+	if key != "" {
+		what = fmt.Sprintf("%s %q", op, key)
+	}
+	tail := func(reply string) string {
+		_, v, _ := strings.Cut(msg, reply)
+		return strings.TrimSpace(v)
+	}
+	switch {
+	case strings.Contains(msg, lostReply):
+		return fmt.Errorf("redislock: %s: %w: counter lost: the token counter %s is missing (a Redis restart without persistence, "+
+			"a flush, an eviction, or a service never used) and this Backend has no WithMinToken, nor does %s record the service's offset, "+
+			"so no value is known to be above every token the service issued: raise with lockfloor (-raise above the highest token it may "+
+			"have issued, after stopping its holders for one TTL), or open a Backend of the service configured with its WithMinToken",
+			what, lockclient.ErrUnavailable, b.TokenKey(), b.OffsetKey())
+	case strings.Contains(msg, offsetReply):
+		return fmt.Errorf("redislock: %s: %w: this Backend's WithMinToken (%d) is below the offset %s recorded in %s by another process "+
+			"of the service: it would seed a lost counter below tokens the service issued; configure every process of the service "+
+			"with WithMinToken(%s) or more",
+			what, lockclient.ErrInvalidConfig, b.minToken, tail(offsetReply), b.OffsetKey(), tail(offsetReply))
+	case strings.Contains(msg, aboveReply):
+		return fmt.Errorf("redislock: %s: %w: the token counter %s (%s) lies above the server's clock in microseconds plus this Backend's "+
+			"WithMinToken (%d): a lost counter would be seeded below the tokens it issued; configure WithMinToken at least the counter "+
+			"minus the clock (the value the service was raised to at its switch is enough)",
+			what, lockclient.ErrInvalidConfig, b.TokenKey(), tail(aboveReply), b.minToken)
+	case strings.Contains(msg, raiseAboveReply):
+		return fmt.Errorf("redislock: %s: %w: the floor is above the server's clock in microseconds plus the service's offset "+
+			"(WithMinToken %s): a counter lost after the raise would be seeded below the tokens granted since; configure every "+
+			"process of the service with a WithMinToken at least the floor first",
+			what, lockclient.ErrInvalidConfig, tail(raiseAboveReply))
+	}
+	return nil
 }
 
 // granted makes the Grant of a granted request from the token string the script sent.
