@@ -132,7 +132,16 @@
 // (tokens would fall back to bare revisions, below those the guarded database has seen;
 // a lockclient.Client that was granted a higher token for the same lock name refuses
 // the lower one, but a new process cannot tell), nor give several applications'
-// backends the same prefix unless they share the floor. A value of the floor key that
+// backends the same prefix unless they share the floor. WithMinToken(n) sets the offset
+// itself to at least n (not n minus the revision), so a prefix that lost its data is
+// priced again at offset n by the next Backend's first Open, above every token issued
+// before the loss as long as no offset above n was ever written — give every process of
+// the service the same WithMinToken, at least the value it was raised to at its switch;
+// a Backend already open refuses grants (lockclient.ErrUnavailable) while the floor key
+// is missing, and Retire without WithMinToken on a prefix holding neither the floor key
+// nor the service identity fails with ErrUnavailable instead of answering a bound below
+// the tokens issued (red-team rt45d F1, F2). A process without WithMinToken on a lost
+// prefix grants bare revisions (the known-open rt28b form). A value of the floor key that
 // is no offset ("1e9", text) makes every grant fail with an error wrapping
 // lockclient.ErrInvalidConfig naming the key.
 // Backend.Retire (lockclient.Retirer, lockfloor -retire: the first step of switching the

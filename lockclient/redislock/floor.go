@@ -136,9 +136,16 @@ var _ lockclient.FloorRaiser = (*Backend)(nil)
 const maxFloor = math.MaxInt64 - 1
 
 // WithMinToken raises the token floor to n (see RaiseFloor) when the Backend opens its
-// first session, so that every token it grants is greater than n. A failed raise fails
-// that Open (ErrUnavailable) and is tried again by the next one. n above 2^63−2 is
-// invalid (see New).
+// first session, so that every token it grants is greater than n, and makes n the
+// service's offset: a missing counter is seeded at the server's clock in microseconds
+// plus n, and n is recorded under OffsetKey, so every token it grants is in fact above
+// the clock plus n at the counter's seeding (the seed rule; see "Lost counters" in the
+// package doc; red-team rt45d F1). Give every process of a service the same n, at least
+// every value the service was raised to above the clock: a Backend whose n is below the
+// recorded offset fails its Open and its grants with an error wrapping
+// lockclient.ErrInvalidConfig. A failed raise fails that Open and is tried again by the
+// next one. n above 2^63−2 is invalid (see New); n plus the clock must stay below 2^63−1
+// (a seed above fails as a counter at its end).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
@@ -202,14 +209,19 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 // <prefix>token becomes the mark "retired:<last>", which every later grant refuses
 // (an error wrapping lockclient.ErrRetired; a grant of an earlier release refuses it as
 // a counter that holds no token), as does RaiseFloor, and last is returned: the larger
-// of the counter and the server's clock in microseconds, plus
-// lockclient.RetirementMargin (2^52), at most 2^63−2 — every token granted before is
-// below it, and so is every token the server would seed from its clock for 142 years
-// should it lose the mark. A service already retired answers its last token again. On
+// of the counter and the server's clock in microseconds plus the service's offset
+// (WithMinToken, OffsetKey), plus lockclient.RetirementMargin (2^52), at most 2^63−2 —
+// every token granted before is below it, and so is every token a process of the
+// service would seed for 142 years should it lose the mark. On a missing counter
+// without an offset (neither WithMinToken nor OffsetKey: lockfloor -retire after a loss)
+// it fails with an error wrapping lockclient.ErrUnavailable ("counter lost") and writes
+// nothing: the service may have lain far above the clock, and no number is known to
+// bound its tokens (red-team rt45d F2). A service already retired answers its last
+// token again. On
 // a replica it fails with an error wrapping lockclient.ErrUnavailable (see LastToken).
 // A retired service is brought back only by hand (SET the counter to a token): switch
 // to another prefix instead — or by losing the counter (a flush, a restart without
-// persistence, an eviction): the next grant seeds it from the clock, below the returned
+// persistence, an eviction): the next grant seeds it by the seed rule, below the returned
 // bound, so below the service raised to it and the database floor raised from that
 // (see lockclient.Retirer; red-team rt38b F1, rt44c F2).
 //

@@ -15,8 +15,8 @@
 //     INCR the one token counter <prefix>token and SET the key with PX ttl; the counter
 //     is only incremented when the grant succeeds, and since scripts run one at a time,
 //     tokens are strictly increasing across all keys in the order of grants. A counter
-//     that does not exist is not restarted at 1: it is seeded from the server's clock
-//     (see Token floor below). A key that
+//     that does not exist is not restarted at 1: it is seeded at the server's clock plus
+//     the service's offset (see Token floor below). A key that
 //     exists is held ([lockclient.ErrHeld]), also when the holder is the same session:
 //     locks are not re-entrant. (A retry of the very same request whose reply was lost,
 //     such as go-redis's own retries, gets its token back instead of ErrHeld.)
@@ -101,28 +101,45 @@
 // and a grant that finds the counter at 2^63−1, where no later token can be greater,
 // fails at once with an error wrapping [lockclient.ErrInvalidConfig] naming the counter.
 //
-// A missing counter (a fresh service, or one that lost its keys: a restart without
-// persistence, a flush, an eviction) is seeded from the server's clock: the grant or
-// raise that finds no counter sets it to TIME in microseconds (or to the raise's
-// minimum, when higher), and grants INCR it from there. So the first token after a loss
-// is above every token issued before it, as long as the service granted fewer than one
-// token per microsecond on average since the counter was last seeded, no floor was
-// raised above the clock, and the server's clock did not go back. An existing counter is
-// never changed by the seeding. A counter that exists but went back (Redis restored
-// from an old snapshot, or a failover, see above) is not detected at the server; a
-// lockclient.Client refuses a grant whose token is not above the highest it was granted
-// for that lock name (within its lifetime only), so raise the floor above any token
-// that may have been issued before the first grant. Never delete the counter. A counter
-// that holds no canonical non-negative integer ("abc", "-5") fails grants, RaiseFloor
-// and LastToken with an error wrapping lockclient.ErrInvalidConfig naming it.
+// Lost counters (the seed rule; red-team rt45d F1–F3). A missing counter (a fresh
+// service, or one that lost its keys: a restart without persistence, a flush, an
+// eviction) is seeded at the server's clock (TIME, in microseconds) plus the service's
+// offset: the Backend's WithMinToken, or the offset recorded under <prefix>token-offset
+// (Backend.OffsetKey: the largest WithMinToken a Backend of the service applied), 0 for
+// a service whose processes have none. The counter never lies above clock + offset: a
+// seed is there, a grant INCRs it by one, and a raise above it is refused with an error
+// wrapping lockclient.ErrInvalidConfig. So the first token after a loss is above every
+// token issued before it, under one assumption: the service granted fewer than one token
+// per microsecond on average since the counter was seeded (a grant script takes longer
+// than that on one Redis server) and the server's clock did not go back. Every path that
+// finds no counter applies the same rule (a grant, RaiseFloor, WithMinToken's raise at
+// Open, LastToken), and so does a Backend with WithMinToken that finds a counter seeded
+// lower after a loss (by a process or tool without WithMinToken): its offset, above the
+// recorded one, is adopted — the counter goes to clock + WithMinToken — so its tokens
+// never go below WithMinToken. The offset must bound every raise: give every process of
+// a service raised above the clock (the service an application switched to, raised to a
+// retired service's bound) WithMinToken with the raised value. A Backend whose
+// WithMinToken is below the recorded offset — none included — is refused (grants and its
+// raise at Open fail with ErrInvalidConfig) while the counter lives, rather than seed a
+// lost counter below the tokens issued; so is a WithMinToken that does not bound a
+// counter already raised above clock + WithMinToken. Retire on a missing counter
+// without any offset (lockfloor -retire) fails with an error wrapping
+// lockclient.ErrUnavailable, nothing written: the service may have lain far above the
+// clock, and no number is known to bound its tokens. An existing counter is never
+// lowered. A counter that exists but went back (Redis restored from an old snapshot, or
+// a failover, see above) is not detected at the server; a lockclient.Client refuses a
+// grant whose token is not above the highest it was granted for that lock name (within
+// its lifetime only), so raise the floor above any token that may have been issued
+// before the first grant. Never delete the counter. A counter that holds no canonical
+// non-negative integer ("abc", "-5") fails grants, RaiseFloor and LastToken with an
+// error wrapping lockclient.ErrInvalidConfig naming it.
 // [Backend.Retire] (lockclient.Retirer, lockfloor -retire: the first step of switching
 // the application to another lock service) sets the counter to "retired:<bound>", the
-// larger of the counter and the clock plus lockclient.RetirementMargin: every later
-// grant fails with an error wrapping lockclient.ErrRetired, checked in the grant
-// script, and so does RaiseFloor; LastToken answers the bound, which a counter seeded
-// again from the clock after a loss stays below (red-team rt44c F2). With WithMinToken,
-// a missing counter is seeded at least at that floor (+1 for a grant), not at the clock
-// alone.
+// larger of the counter and the clock plus the service's offset, plus
+// lockclient.RetirementMargin: every later grant fails with an error wrapping
+// lockclient.ErrRetired, checked in the grant script, and so does RaiseFloor; LastToken
+// answers the bound, which a counter seeded again after a loss stays below for 142
+// years (red-team rt44c F2).
 // LastToken, RaiseFloor and Retire run on the primary only: on a replica, whose counter
 // may lag tokens the primary granted, they fail with an error wrapping
 // lockclient.ErrUnavailable.

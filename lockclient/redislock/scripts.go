@@ -36,6 +36,7 @@ import (
 //     WithMinToken, F3 — and m is the one offset known to bound the tokens issued before),
 //     and the offset key to m; a counter already above clock + m is aboveReply (m does not
 //     bound it).
+//
 // It returns the counter afterwards and the offset in force, or nil and an error reply.
 var seedLua = `
 if redis.replicate_commands then redis.replicate_commands() end
