@@ -56,6 +56,15 @@ import (
 //     tombstone write waited. The claim's own rows carry its token and pass. Retry the
 //     transaction: the claim then finds the row and stamps it.
 //
+// Version 3 (red-team rt44e F2) fences a stale claim: the tombstone write returns the
+// stored token, and one greater than the claim's (the key deleted, or claimed absent,
+// under a newer token: the newer holder's key) raises the tombstone guard's refusal,
+// not_null_violation on the token column, which the wrapper reports as ErrFenced (a
+// *FencedError with the claim's token), as the claim of a row written under that token
+// is. It is judged after any wait (ON CONFLICT reads the newest committed tombstone)
+// and before the wait's claim conflict; the statement fails, so nothing is recorded.
+// The claimer's equal token and newer ones pass.
+//
 // The wrapper calls it schema-qualified with every argument cast to the function's
 // parameter types (AbsenceCall, rt44a F2: an overload in the table's schema, or one
 // that takes other types, cannot capture the call, as it did untyped parameters).

@@ -162,3 +162,87 @@ func TestAbsenceRecorderUpgradedFromV2(t *testing.T) {
 		t.Fatalf("claim after the upgrade: %v, want ErrFenced", err)
 	}
 }
+
+// TestStaleClaimOfAbsentKeyFencedAfterWait: the newer holder's claim of the absent key
+// is uncommitted when the older holder's claim records; the record waits for it, and
+// once it commits, judges its token: READ COMMITTED fails with ErrFenced, REPEATABLE
+// READ and SERIALIZABLE with a serialization failure (the snapshot predates the
+// tombstone), whose retry is ErrFenced. A rolled-back newer claim leaves the key
+// absent to the older one.
+func TestStaleClaimOfAbsentKeyFencedAfterWait(t *testing.T) {
+	for _, iso := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead, sql.LevelSerializable} {
+		for _, commit := range []bool{true, false} {
+			name := iso.String() + "/newer claim rolled back"
+			if commit {
+				name = iso.String() + "/newer claim committed"
+			}
+			t.Run(name, func(t *testing.T) {
+				raw, db := absentAcc(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				newer := fencedsql.WithToken(ctx, 70)
+				ntx, err := db.BeginTx(newer, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ntx.Rollback() //nolint:errcheck
+				var id int64
+				if err := ntx.QueryRowContext(newer, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", 20).Scan(&id); !errors.Is(err, sql.ErrNoRows) {
+					t.Fatal(err)
+				}
+				stale := fencedsql.WithToken(ctx, 60)
+				done := make(chan error, 1)
+				go func() {
+					tx, err := db.BeginTx(stale, &sql.TxOptions{Isolation: iso})
+					if err != nil {
+						done <- err
+						return
+					}
+					defer tx.Rollback() //nolint:errcheck
+					var id int64
+					if err := tx.QueryRowContext(stale, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", 20).Scan(&id); err != nil {
+						done <- err
+						return
+					}
+					done <- tx.Commit()
+				}()
+				waitBlocked(t, raw, "fencedsql_tombclaim_acc")
+				if commit {
+					err = ntx.Commit()
+				} else {
+					err = ntx.Rollback()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = <-done
+				switch {
+				case !commit:
+					if !errors.Is(err, sql.ErrNoRows) && !(iso != sql.LevelReadCommitted && errors.Is(err, fencedsql.ErrClaimConflict)) {
+						t.Fatalf("claim under 60 after the newer claim rolled back: %v, want no row", err)
+					}
+					return
+				case iso == sql.LevelReadCommitted:
+					if !errors.Is(err, fencedsql.ErrFenced) {
+						t.Fatalf("claim under 60 after the claim under 70 committed: %v, want ErrFenced", err)
+					}
+				default:
+					if err == nil || errors.Is(err, sql.ErrNoRows) {
+						t.Fatalf("claim under 60 after the claim under 70 committed: %v, want a failure", err)
+					}
+				}
+				if got := tombOf(t, raw, "acc", "id = 20"); got != 70 {
+					t.Fatalf("tombstone: %d, want 70", got)
+				}
+				tx, err := db.BeginTx(stale, &sql.TxOptions{Isolation: iso})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback() //nolint:errcheck
+				if err := tx.QueryRowContext(stale, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", 20).Scan(&id); !errors.Is(err, fencedsql.ErrFenced) {
+					t.Fatalf("retried claim under 60: %v, want ErrFenced", err)
+				}
+			})
+		}
+	}
+}
