@@ -326,9 +326,10 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	return &connector{raw: raw, core: core, drv: d, passwords: pw}, nil
 }
 
-// checkDSN refuses a DSN whose settings the dialect judges unsafe for fenced writes
-// (dialect.DSNChecker: SQLite's pragmas, which the driver runs on every new connection
-// unseen), wherever the wrapper sees the DSN: sql.Open with a fenced driver name, and
+// checkDSN refuses a DSN that is not one line (checkDSNText), and one whose settings
+// the dialect judges unsafe for fenced writes (dialect.DSNChecker: SQLite's pragmas,
+// which the driver runs on every new connection unseen), wherever the wrapper sees the
+// DSN: sql.Open with a fenced driver name, and
 // OpenDB over DSNConnector. A connector built by a driver's own API carries its DSN
 // where the wrapper cannot read it; its settings are the caller's.
 func checkDSN(d dialect.Dialect, dsn string) error {
