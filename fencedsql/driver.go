@@ -212,7 +212,9 @@ func alreadyFenced(d driver.Driver, c driver.Connector) error {
 // reported by every use of the returned DB.
 func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 	err := alreadyFenced(nil, c)
+	dsn := "" // a DSNConnector's, as given: its passwords are masked in the errors of reading it
 	if dc, ok := c.(dsnConnector); ok && err == nil {
+		dsn = dc.dsn
 		// The DSN is the wrapper's to read here as in sql.Open: its fenced_*
 		// parameters apply (with opts, as the DSN's do with Register's; a
 		// contradiction is refused: optionConflict) and are
@@ -242,6 +244,10 @@ func OpenDB(c driver.Connector, opts ...Option) *sql.DB {
 	var k *core
 	if err == nil {
 		k, err = newCore(opts)
+	}
+	if dsn != "" {
+		// The errors of reading the DSN may quote a parameter's value (red-team rt45e F3).
+		err = maskDSNErr(err, dsn)
 	}
 	if err != nil {
 		return sql.OpenDB(errConnector{err: err, drv: c.Driver()})
@@ -289,20 +295,22 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	// The errors of reading the DSN may quote a parameter's value: masked of the DSN's
+	// passwords (red-team rt45e F3).
 	if err := checkDSN(d.dialect(), name); err != nil {
-		return nil, err
+		return nil, maskDSNErr(err, name)
 	}
 	clean, dsnOpts, err := splitDSN(name, d.dialect())
 	if err != nil {
-		return nil, err
+		return nil, maskDSNErr(err, name)
 	}
 	opts, err := withDSN(d.opts, dsnOpts)
 	if err != nil {
-		return nil, err
+		return nil, maskDSNErr(err, name)
 	}
 	core, err := newCore(opts)
 	if err != nil {
-		return nil, err
+		return nil, maskDSNErr(err, name)
 	}
 	// The plain driver's errors may quote the DSN: they are masked of its password.
 	pw := secret.Passwords(clean)
@@ -318,12 +326,16 @@ func (d *wrappedDriver) OpenConnector(name string) (driver.Connector, error) {
 	return &connector{raw: raw, core: core, drv: d, passwords: pw}, nil
 }
 
-// checkDSN refuses a DSN whose settings the dialect judges unsafe for fenced writes
-// (dialect.DSNChecker: SQLite's pragmas, which the driver runs on every new connection
-// unseen), wherever the wrapper sees the DSN: sql.Open with a fenced driver name, and
+// checkDSN refuses a DSN that is not one line (checkDSNText), and one whose settings
+// the dialect judges unsafe for fenced writes (dialect.DSNChecker: SQLite's pragmas,
+// which the driver runs on every new connection unseen), wherever the wrapper sees the
+// DSN: sql.Open with a fenced driver name, and
 // OpenDB over DSNConnector. A connector built by a driver's own API carries its DSN
 // where the wrapper cannot read it; its settings are the caller's.
 func checkDSN(d dialect.Dialect, dsn string) error {
+	if err := checkDSNText(dsn); err != nil {
+		return err
+	}
 	if c, ok := d.(dialect.DSNChecker); ok {
 		if problem := c.CheckDSN(dsn); problem != "" {
 			return configErr("DSN: %s", problem)

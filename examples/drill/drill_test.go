@@ -338,3 +338,19 @@ func TestDrillMySQL(t *testing.T) {
 	cfg.Driver, cfg.DSN = "mysql", dsn
 	runDrill(t, cfg)
 }
+
+// A Redis -lock-endpoints with credentials outside a URL, or a URL go-redis cannot
+// parse, is refused without quoting it: it may hold a password (red-team rt45e F1,
+// found in lockfloor: go-redis prints a host:port address in its dial errors and on
+// stderr, and its URL parse error quotes the URL).
+func TestRedisEndpointPasswordNotPrinted(t *testing.T) {
+	t.Parallel()
+	const pw = "Zq9drillSECRET"
+	for _, ep := range []string{"u:" + pw + "@127.0.0.1:6379", ":" + pw + "@127.0.0.1:6379", "redis://:" + pw + "@127.0.0.1:6379/x%"} {
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), []string{"-locks", "redis", "-lock-endpoints", ep}, &stdout, &stderr, false)
+		if code != exitUsage || strings.Contains(stdout.String()+stderr.String(), pw) {
+			t.Errorf("exit %d, want %d, without the password; stderr %q", code, exitUsage, strings.ReplaceAll(stderr.String(), pw, "<PASSWORD>"))
+		}
+	}
+}

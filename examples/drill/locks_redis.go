@@ -21,7 +21,11 @@ type redisLocks struct {
 	admin  *redis.Client // direct, for the clean-up
 }
 
-// redisOptions parses -lock-endpoints for Redis: host:port or a redis:// URL.
+// redisOptions parses -lock-endpoints for Redis: host:port or a redis:// URL. The
+// errors never quote it (it may hold a password): go-redis's URL parse error quotes the
+// URL, and a host:port with user information (u:pw@host:port) is refused — go-redis
+// reads no credentials from Options.Addr and prints it in its dial errors and its
+// package logger's lines (red-team rt45e F1, found in lockfloor).
 func redisOptions(s string) (*redis.Options, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -30,15 +34,18 @@ func redisOptions(s string) (*redis.Options, error) {
 	if strings.Contains(s, "://") {
 		opts, err := redis.ParseURL(s)
 		if err != nil {
-			return nil, fmt.Errorf("-lock-endpoints: %w", err)
+			return nil, errors.New("-lock-endpoints: cannot parse the redis:// URL (not shown: it may hold a password)")
 		}
 		if opts.TLSConfig != nil {
 			return nil, errors.New("-lock-endpoints: rediss:// (TLS) is not supported: the drill puts a TCP proxy in front of the server")
 		}
 		return opts, nil
 	}
+	if strings.Contains(s, "@") {
+		return nil, errors.New("-lock-endpoints holds user information ('@') outside a URL: give credentials as redis://user:password@host:port (not shown: it may hold a password)")
+	}
 	if _, _, err := net.SplitHostPort(s); err != nil {
-		return nil, fmt.Errorf("-lock-endpoints %q: want host:port or a redis:// URL", s)
+		return nil, errors.New("-lock-endpoints: want host:port or a redis:// URL (not shown: it may hold a password)")
 	}
 	return &redis.Options{Addr: s}, nil
 }

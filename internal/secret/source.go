@@ -24,7 +24,10 @@ type Source struct {
 // Read returns the value from the one source given, "" when none is. A file's value is
 // its content without the trailing line break(s). The errors name the flag, the
 // variable or the file, never the value; more than one source given, an unset or empty
-// variable, an unreadable or empty file are errors. getenv and stdin are the
+// variable, an unreadable or empty file are errors, and so is a value, from any of the
+// three, that is not one line (NotOneLine, ErrNotOneLine): a file or variable holding
+// more than the DSN — an env file's PGPASSWORD=… line — would reach the driver, whose
+// parse error quotes it whole (red-team rt45e F3). getenv and stdin are the
 // environment and standard input (os.Getenv, os.Stdin in a command).
 func (s Source) Read(getenv func(string) string, stdin io.Reader) (string, error) {
 	given := 0
@@ -40,6 +43,9 @@ func (s Source) Read(getenv func(string) string, stdin io.Reader) (string, error
 		v := getenv(s.Env)
 		if v == "" {
 			return "", fmt.Errorf("-%s-env: the environment variable %s is not set or empty", s.Flag, s.Env)
+		}
+		if err := NotOneLine(fmt.Sprintf("-%s-env: the environment variable %s", s.Flag, s.Env), v); err != nil {
+			return "", err
 		}
 		return v, nil
 	case s.File != "":
@@ -63,7 +69,13 @@ func (s Source) Read(getenv func(string) string, stdin io.Reader) (string, error
 		if v == "" {
 			return "", fmt.Errorf("-%s-file: %s is empty", s.Flag, s.File)
 		}
+		if err := NotOneLine(fmt.Sprintf("-%s-file: %s", s.Flag, s.File), v); err != nil {
+			return "", err
+		}
 		return v, nil
+	}
+	if err := NotOneLine("-"+s.Flag, s.Value); err != nil {
+		return "", err
 	}
 	return s.Value, nil
 }

@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +52,58 @@ func TestSourceRead(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%+v: %q, %v; want %q", c.src, got, err, c.want)
 		}
+	}
+}
+
+// A value of more than one line — an env file read whole, a variable holding a line
+// break — is refused from every source, and the error says how many lines it has,
+// never what they hold (red-team rt45e F3: pgx's parse error quoted the file's
+// PGPASSWORD=… line).
+func TestSourceReadRefusesMoreThanOneLine(t *testing.T) {
+	const pw = "Zq9S3cret"
+	for name, v := range map[string]string{
+		"env file":          "postgres://app@db/shop\nPGPASSWORD=" + pw + "\n",
+		"CRLF lines":        "postgres://app@db/shop\r\nPGPASSWORD=" + pw + "\r\n",
+		"blank line first":  "\npostgres://app:" + pw + "@db/shop\n",
+		"lone CR":           "postgres://app@db/shop\rPGPASSWORD=" + pw,
+		"NUL":               "postgres://app@db/shop\x00" + pw,
+		"unicode separator": "postgres://app@db/shop\u2028PGPASSWORD=" + pw,
+		"NEL":               "postgres://app@db/shop\u0085PGPASSWORD=" + pw,
+	} {
+		file := filepath.Join(t.TempDir(), "dsn")
+		if err := os.WriteFile(file, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := func(string) string { return v }
+		for _, src := range []Source{
+			{Flag: "dsn", Value: v},
+			{Flag: "dsn", Env: "DSN"},
+			{Flag: "dsn", File: file},
+			{Flag: "dsn", File: "-"},
+		} {
+			got, err := src.Read(env, strings.NewReader(v))
+			if !errors.Is(err, ErrNotOneLine) || got != "" {
+				t.Errorf("%s, %+v: %q, %v; want ErrNotOneLine", name, src, got, err)
+				continue
+			}
+			if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "PGPASSWORD") || strings.Contains(err.Error(), "shop") {
+				t.Errorf("%s, %+v: the error quotes the value: %v", name, src, err)
+			}
+		}
+	}
+	// A tab is a blank of the keyword/value form, not a control character.
+	if got, err := (Source{Flag: "dsn", Value: "host=db\tuser=app"}).Read(nil, nil); err != nil || got != "host=db\tuser=app" {
+		t.Errorf("a tab: %q, %v", got, err)
+	}
+}
+
+// NotOneLine counts the lines it refuses.
+func TestNotOneLineCountsLines(t *testing.T) {
+	err := NotOneLine("-dsn-file: f", "a\nb\n\nc")
+	if err == nil || !strings.Contains(err.Error(), "-dsn-file: f has 3 lines") {
+		t.Errorf("got %v", err)
+	}
+	if err := NotOneLine("x", "postgres://u@h/db?a=b c"); err != nil {
+		t.Errorf("one line refused: %v", err)
 	}
 }

@@ -65,3 +65,29 @@ func TestDSNFromEnvironmentOrFile(t *testing.T) {
 		t.Errorf("postgres -allow-read-only: exit %d, %q; want a usage error", code, errOut)
 	}
 }
+
+// A DSN of more than one line — an env file given to -dsn-file, a variable holding a
+// line break — is a usage error that shows none of it, so no secret of its other lines
+// is printed (red-team rt45e F3: pgx's parse error quoted the file's PGPASSWORD=… line).
+func TestDSNOfMoreThanOneLineRefused(t *testing.T) {
+	const pw = "Zq9linesSECRET"
+	content := "postgres://app@127.0.0.1:1/db?sslmode=disable\nPGPASSWORD=" + pw + "\n"
+	f := filepath.Join(t.TempDir(), "dsn")
+	if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FSQL_TEST_DSN_LINES", content)
+	for _, args := range [][]string{
+		{"-dsn-file", f},
+		{"-dsn-env", "FSQL_TEST_DSN_LINES"},
+		{"-dsn", strings.TrimSpace(content)},
+	} {
+		code, out, errOut := runCmd(t, append([]string{"-driver", "postgres", "-tables", "accounts", "-timeout", "3s"}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "has 2 lines") {
+			t.Errorf("%q: exit %d, %q; want exit %d, \"has 2 lines\"", args[0], code, strings.ReplaceAll(errOut, pw, "<SECRET>"), exitUsage)
+		}
+		if strings.Contains(out+errOut, pw) || strings.Contains(errOut, "sslmode") {
+			t.Errorf("%q: the DSN is printed:\n%s%s", args[0], out, strings.ReplaceAll(errOut, pw, "<SECRET>"))
+		}
+	}
+}

@@ -50,8 +50,11 @@
 // -prefix and -table name the same keys or table the application's backend uses (the
 // backends' defaults when left out). -prefix "" given is the empty prefix (Redis:
 // redislock.WithPrefix(""), keys lock:<name> and token), not the default; etcd refuses
-// it, as etcdlock.WithPrefix does. -addr may also be a redis:// URL. The DSN's (or URL's)
-// password is never printed, in errors either. -dsn-env NAME / -dsn-file PATH and
+// it, as etcdlock.WithPrefix does. -addr may also be a redis:// URL, the one form that
+// carries credentials: a host:port with user information (u:pw@host:port) is refused
+// (red-team rt45e F1). The DSN's (or URL's) password is never printed, in errors either;
+// go-redis's own logger is silenced. A DSN or address read from a file or variable must
+// be one line (red-team rt45e F3). -dsn-env NAME / -dsn-file PATH and
 // -addr-env NAME / -addr-file PATH (- for standard input) read them off the command
 // line, which every local user can read (ps): use them whenever they hold a password. Exit status: 0 on success, 1 when the
 // service cannot be read or raised (or has no token floor), or, with -live, is
@@ -91,6 +94,9 @@ const (
 )
 
 func main() {
+	// go-redis's package-global logger prints to stderr unmasked: the command reports
+	// every error itself, masked (red-team rt45e F1).
+	redis.SetLogger(quietRedis{})
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -206,8 +212,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *addr == "" || *endpoints != "" || *dsn != "" || *table != "" {
 			return usage("-backend redis takes -addr [-prefix], not -endpoints, -dsn or -table")
 		}
+		o, addrErr := redisOptions(*addr)
+		if errors.Is(addrErr, errAddrURL) {
+			return fail("redis", addrErr) // as go-redis refusing the URL always was (exit 1)
+		} else if addrErr != nil {
+			return usage("%s", addrErr) // not host:port (red-team rt45e F1)
+		}
 		var closeFn func()
-		floor, closeFn, err = openRedis(*addr, *prefix, prefixSet)
+		floor, closeFn, err = openRedis(o, *prefix, prefixSet)
 		if err != nil {
 			return fail("redis", err)
 		}
@@ -300,14 +312,8 @@ func openEtcd(endpoints []string, prefix string, prefixSet bool) (lockclient.Flo
 	return b, func() { cli.Close() }, nil
 }
 
-func openRedis(addr, prefix string, prefixSet bool) (lockclient.FloorRaiser, func(), error) {
-	o := &redis.Options{Addr: addr}
-	if strings.Contains(addr, "://") {
-		var err error
-		if o, err = redis.ParseURL(addr); err != nil {
-			return nil, nil, errors.New("cannot parse the -addr URL") // its text may hold the password
-		}
-	}
+// openRedis opens the redislock backend over o (redisOptions: -addr read and checked).
+func openRedis(o *redis.Options, prefix string, prefixSet bool) (lockclient.FloorRaiser, func(), error) {
 	o.MaxRetries, o.ContextTimeoutEnabled, o.DialTimeout = -1, true, 5*time.Second
 	rdb := redis.NewClient(o)
 	var opts []redislock.Option

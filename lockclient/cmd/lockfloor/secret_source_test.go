@@ -40,3 +40,33 @@ func TestSecretFromEnvironmentOrFile(t *testing.T) {
 		}
 	}
 }
+
+// A DSN or address read from a file or variable must be one line: an env file read
+// whole is refused (usage, exit 2) without quoting it, so no secret of its other lines
+// is printed (red-team rt45e F3: pgx's parse error quoted the file's PGPASSWORD=…).
+func TestSecretOfMoreThanOneLineRefused(t *testing.T) {
+	const pw = "Zq9linesSECRET"
+	for _, content := range []string{
+		"postgres://app@127.0.0.1:1/db?sslmode=disable\nPGPASSWORD=" + pw + "\n",
+		"postgres://app@127.0.0.1:1/db?sslmode=disable\r\nREDIS_URL=redis://:" + pw + "@cache:6379/0\r\n",
+	} {
+		f := filepath.Join(t.TempDir(), "dsn")
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("LOCKFLOOR_TEST_LINES", content)
+		for _, args := range [][]string{
+			{"-backend", "postgres", "-dsn-file", f},
+			{"-backend", "postgres", "-dsn-env", "LOCKFLOOR_TEST_LINES"},
+			{"-backend", "redis", "-addr-file", f},
+		} {
+			code, out, errOut := lockfloor(t, append(args, "-show", "-timeout", "3s")...)
+			if code != exitUsage || !strings.Contains(errOut, "has 2 lines") {
+				t.Errorf("%q: exit %d, %q; want exit %d, \"has 2 lines\"", args, code, strings.ReplaceAll(errOut, pw, "<SECRET>"), exitUsage)
+			}
+			if strings.Contains(out+errOut, pw) || strings.Contains(errOut, "sslmode") {
+				t.Errorf("%q: the file's content is printed:\n%s%s", args, out, strings.ReplaceAll(errOut, pw, "<SECRET>"))
+			}
+		}
+	}
+}
