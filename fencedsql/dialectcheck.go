@@ -1,31 +1,28 @@
 package fencedsql
 
 import (
-	"strconv"
-	"strings"
+	"errors"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// dialectComplete refuses d, the configured dialect, when it bears the Name of a
-// dialect a dialect package registered (the stock postgres, mysql, sqlite) without
-// being that dialect and lacks optional capabilities that one implements
-// (dialect.MissingCapabilities). A value that embeds the stock dialect as its
+// dialectComplete refuses d, the configured dialect, when it hides optional
+// capabilities of a dialect it is built on (a field of it, embedded or not, holds that
+// dialect) or of the registered dialect whose Name it bears: dialect.Complete, the
+// check package schema runs too. A value that embeds the stock dialect as its
 // dialect.Dialect interface — the natural way to customise one, the stock dialects
 // being interface values of unexported types — answers none of the optional
 // interfaces, and the wrapper takes each missing one for "this database has no such
 // thing": the registry of guarded tables and the guard triggers were not read, and a
-// stale write to a table the database records as guarded landed (red-team rt44b F2).
-// A dialect meant to leave a capability out must bear a name of its own.
+// stale write to a table the database records as guarded landed (red-team rt44b F2),
+// under the stock name or any other ("SQLite", "sqlite3", "sqlite-custom": rt45c F1).
+// A dialect meant to leave a capability out names it in OmittedCapabilities
+// (dialect.Reduced); one written from scratch, built on no dialect, is its own.
 func dialectComplete(d dialect.Dialect) error {
-	for _, stock := range registeredDialects() {
-		if stock.Name() != d.Name() || sameDialect(stock, d) {
-			continue
-		}
-		if missing := dialect.MissingCapabilities(d, stock); len(missing) > 0 {
-			return configErr("WithDialect: the dialect is named %s but lacks capabilities the %s dialect has: %s; a value that embeds the stock dialect as its dialect.Dialect interface hides every optional interface, so the wrapper would skip their checks (what the database records as guarded among them); forward each of them (a method that calls the stock dialect's), or give a dialect meant to lack them a Name of its own",
-				strconv.Quote(d.Name()), strconv.Quote(stock.Name()), strings.Join(missing, ", "))
-		}
+	err := dialect.Complete(d, registeredDialects()...)
+	var ie *dialect.IncompleteError
+	if errors.As(err, &ie) {
+		return &ConfigError{Msg: "WithDialect: " + ie.Error(), Err: ie}
 	}
-	return nil
+	return err
 }

@@ -334,9 +334,18 @@ func (e *SchemaError) Unwrap() []error {
 }
 
 // ConfigError reports a bad option or DSN parameter of this package.
-type ConfigError struct{ Msg string }
+type ConfigError struct {
+	Msg string
+	// Err is the error the refusal comes from, when there is one: a
+	// *dialect.IncompleteError for a dialect that hides capabilities of the one it is
+	// built on (WithDialect).
+	Err error
+}
 
 func (e *ConfigError) Error() string { return "fencedsql: " + e.Msg }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func configErr(format string, args ...any) error {
 	return &ConfigError{Msg: fmt.Sprintf(format, args...)}

@@ -147,6 +147,12 @@ type fakeLinter struct {
 	calls    *int
 }
 
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r fakeLinter) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(fakeLinter{}, r.Dialect)
+}
+
 // Name is its own: under SQLite's it would be refused for the capabilities it does
 // not forward (WithDialect, red-team rt44b F2).
 func (fakeLinter) Name() string { return "sqlite-linted" }

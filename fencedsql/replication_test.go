@@ -27,6 +27,12 @@ type replicating struct {
 	dialect.Tombstoner
 }
 
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r replicating) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(replicating{}, r.Dialect)
+}
+
 const replQuery = "SELECT replication_mode"
 
 func (replicating) Replication(ctx context.Context, q dialect.CatalogQuery) (dialect.ReplicationReport, error) {
@@ -87,6 +93,12 @@ func TestCheckSchemaReplication(t *testing.T) {
 // noReplication is SQLite's dialect with its optional interfaces (the
 // ReplicationChecker among them) hidden.
 type noReplication struct{ dialect.Dialect }
+
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r noReplication) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(noReplication{}, r.Dialect)
+}
 
 // A failed replication query fails schema.Check with the driver's error (the answer
 // is unknown), not ErrSchema; a dialect without the checker reports Checked false.

@@ -168,6 +168,12 @@ type noSideDoors struct {
 	dialect.Tombstoner
 }
 
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r noSideDoors) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(noSideDoors{}, r.Dialect)
+}
+
 // ExactQuotedIdents forwards the dialect's dialect.ExactIdenter: how column names
 // match is part of the column verdict.
 func (n noSideDoors) ExactQuotedIdents() bool {

@@ -253,7 +253,9 @@ func (c *conn) rearm(session, names bool) {
 // moved already has them checked again. Nothing is re-armed when the dialect knows
 // that the driver's ResetSession runs no code that can change the session
 // (dialect.ResetJudge: go-sql-driver/mysql's; pgx's without an OptionResetSession
-// hook), so a pool without such a hook pays nothing per reuse.
+// hook; either bare or under otelsql's layer only — any other driver wrapper layer may
+// run its own ResetSession, red-team rt45c F5, F6), so a pool without such a hook pays
+// nothing per reuse.
 func (c *conn) sessionReset(force bool) {
 	if j, ok := c.core.dialect.(dialect.ResetJudge); ok && !force && j.ResetKeepsSession(c.raw) {
 		return

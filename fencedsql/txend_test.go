@@ -16,6 +16,12 @@ import (
 // not parse: a server or proxy that does not know the dialect's spelling.
 type unparsedEnder struct{ dialect.Dialect }
 
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r unparsedEnder) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(unparsedEnder{}, r.Dialect)
+}
+
 // Name is its own: under SQLite's it would be refused for the capabilities it does
 // not forward (WithDialect, red-team rt44b F2).
 func (unparsedEnder) Name() string { return "sqlite-unparsed-end" }

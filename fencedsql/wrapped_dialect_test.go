@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -59,16 +60,88 @@ func TestWrappedStockDialectRefused(t *testing.T) {
 	}
 }
 
-// ownName is a reduced dialect that says so with a name of its own: not refused.
+// renamedDialect is the same customisation under a Name that is not the stock one: a
+// product name, a common alias, the stock name in another case.
+type renamedDialect struct {
+	dialect.Dialect
+	name string
+}
+
+func (r renamedDialect) Name() string { return r.name }
+
+// red-team rt45c F1: the check compared names byte for byte, so the stock dialect
+// embedded as its interface under any other Name — "SQLite", "sqlite3",
+// "sqlite-custom" — opened without an error or a warning, and the pool did not read the
+// registry of guarded tables nor the guard triggers: a stale UPDATE of a table the
+// database records as guarded landed (rt44b F2's outcome), and with the guards
+// installed an UPDATE bumping the version itself passed the row guard. Now a dialect
+// built on another is refused whatever its Name (a *ConfigError wrapping a
+// *dialect.IncompleteError), and nothing is written.
+func TestWrappedDialectRefusedWhateverItsName(t *testing.T) {
+	for _, guards := range []bool{false, true} {
+		for _, name := range []string{"SQLite", "sqlite3", "sqlite-custom"} {
+			t.Run(fmt.Sprintf("%s/guards=%v", name, guards), func(t *testing.T) {
+				ctx := context.Background()
+				path := filepath.Join(t.TempDir(), "t.db")
+				raw := testdb.Open(t, "sqlite", "file:"+path,
+					`CREATE TABLE renamed_acc (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
+					`INSERT INTO renamed_acc (id, fence_token, version) VALUES (1, 10, 1)`,
+					`CREATE TABLE renamed_listed (id INTEGER PRIMARY KEY, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`)
+				spec := schema.GuardSpec{Table: "renamed_acc"}
+				if guards {
+					reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range reps {
+						testdb.Exec(t, raw, r.Fix...)
+					}
+				}
+				if err := schema.RegisterTables(ctx, raw, sqlite.Dialect, spec); err != nil {
+					t.Fatal(err)
+				}
+				db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, "file:"+path),
+					fencedsql.WithDialect(renamedDialect{sqlite.Dialect, name}), fencedsql.Guard("renamed_listed"))
+				t.Cleanup(func() { db.Close() })
+				_, err := db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE renamed_acc SET balance = 666, version = version + 1 WHERE id = 1`)
+				var ce *fencedsql.ConfigError
+				var ie *dialect.IncompleteError
+				if !errors.As(err, &ce) || !errors.As(err, &ie) || !strings.Contains(err.Error(), "Registrar") || !strings.Contains(err.Error(), "GuardFinder") {
+					t.Errorf("stale UPDATE through a dialect %q built on the stock one: %v; want a *ConfigError wrapping a *dialect.IncompleteError naming Registrar and GuardFinder", name, err)
+				}
+				var bal int64
+				if qerr := raw.QueryRow(`SELECT balance FROM renamed_acc WHERE id = 1`).Scan(&bal); qerr != nil || bal == 666 {
+					t.Errorf("the stale UPDATE landed (balance %d, %v)", bal, qerr)
+				}
+			})
+		}
+	}
+}
+
+// ownName is a reduced dialect that says which capabilities it leaves out on purpose
+// (dialect.Reduced): it opens, whatever its name. Without saying so (a name of its own
+// was enough before red-team rt45c F1) it is refused.
 type ownName struct{ dialect.Dialect }
 
 func (ownName) Name() string { return "sqlite-reduced" }
 
-func TestWrappedDialectWithOwnNameOpens(t *testing.T) {
+type ownNameSaid struct{ ownName }
+
+func (ownNameSaid) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(ownName{}, sqlite.Dialect)
+}
+
+func TestReducedDialectOpensOnlyWhenItSaysSo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.db")
-	db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, "file:"+path), fencedsql.WithDialect(ownName{sqlite.Dialect}))
+	db := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, "file:"+path), fencedsql.WithDialect(ownNameSaid{ownName{sqlite.Dialect}}))
 	t.Cleanup(func() { db.Close() })
 	if err := db.Ping(); err != nil {
-		t.Fatalf("a reduced dialect under a name of its own: %v", err)
+		t.Fatalf("a reduced dialect naming what it leaves out: %v", err)
+	}
+	silent := fencedsql.OpenDB(fencedsql.DSNConnector(&msqlite.Driver{}, "file:"+path), fencedsql.WithDialect(ownName{sqlite.Dialect}))
+	t.Cleanup(func() { silent.Close() })
+	var ie *dialect.IncompleteError
+	if err := silent.Ping(); !errors.As(err, &ie) {
+		t.Fatalf("a reduced dialect under a name of its own, not saying what it leaves out: %v; want a *dialect.IncompleteError", err)
 	}
 }

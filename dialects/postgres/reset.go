@@ -12,18 +12,25 @@ import (
 	"github.com/fencedsql/fencedsql/internal/unwrap"
 )
 
-// ResetKeepsSession implements dialect.ResetJudge: pgx's stdlib connection (possibly
-// under wrappers that expose it with a Raw() driver.Conn method) runs, on reuse, the
-// connector's OptionResetSession hook, which may set search_path or
+// ResetKeepsSession implements dialect.ResetJudge: pgx's stdlib connection runs, on
+// reuse, the connector's OptionResetSession hook, which may set search_path or
 // synchronous_commit unseen (red-team rt44b F3). Without one pgx runs its own no-op,
 // a function of its stdlib package: then, and only then, the session is kept and the
 // wrapper re-arms nothing. pgx gives no accessor for the hook, so its unexported
 // field is read (by reflection, without calling it); a pgx whose connection has no
 // such field, any other driver, or a hook of anyone else's answers false: the
 // wrapper re-reads the session before the next guarded write.
+//
+// raw is pgx's connection itself, or one under wrapper layers that expose it with a
+// Raw() driver.Conn method; each such layer runs its own ResetSession first, which
+// may move the session as pgx's hook would (a tenancy layer setting the checkout's
+// search_path, a layer that reconnects and exposes the new connection: red-team rt45c
+// F5). So the session is judged kept only when every layer is a known forwarder
+// (unwrap.ConnForwarded: otelsql's); any other layer answers false.
 func (dialectImpl) ResetKeepsSession(raw driver.Conn) bool {
-	c := stdlibConnOf(raw)
-	if c == nil {
+	bottom, forwarded := unwrap.ConnForwarded(raw)
+	c, _ := bottom.(*stdlib.Conn)
+	if !forwarded || c == nil {
 		return false
 	}
 	f := reflect.ValueOf(c).Elem().FieldByName("resetSessionFunc")
@@ -37,12 +44,5 @@ func (dialectImpl) ResetKeepsSession(raw driver.Conn) bool {
 // pgxStdlibPrefix is the prefix of the names of pgx's stdlib package's functions
 // (its no-op reset hooks among them).
 const pgxStdlibPrefix = "github.com/jackc/pgx/v5/stdlib."
-
-// stdlibConnOf returns the pgx stdlib connection under raw (through wrappers that
-// expose theirs with a Raw() driver.Conn method), or nil.
-func stdlibConnOf(raw driver.Conn) *stdlib.Conn {
-	sc, _ := unwrap.Conn(raw).(*stdlib.Conn)
-	return sc
-}
 
 var _ dialect.ResetJudge = dialectImpl{}

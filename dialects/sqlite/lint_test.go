@@ -161,4 +161,10 @@ func TestLintResolution(t *testing.T) {
 // refuses one that takes the stock dialect's name and hides its capabilities).
 type noLint struct{ dialect.Dialect }
 
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r noLint) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(noLint{}, r.Dialect)
+}
+
 func (noLint) Name() string { return "sqlite-without-lint" }

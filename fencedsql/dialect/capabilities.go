@@ -1,9 +1,6 @@
 package dialect
 
-import (
-	"reflect"
-	"sort"
-)
+import "reflect"
 
 // optionalInterfaces returns every optional interface of this package — the
 // capabilities a dialect may implement beside Dialect, which the wrapper and
@@ -37,24 +34,16 @@ func optionalInterfaces() []reflect.Type {
 }
 
 // MissingCapabilities returns the names of the optional interfaces of this package
-// that ref implements and d does not, sorted; none when d is ref. The wrapper asks it
-// of a configured dialect that bears the Name of a stock dialect (WithDialect): a
-// value that embeds the stock dialect as its Dialect interface — the natural way to
-// customise one — answers none of the optional interfaces, and each one missing is
-// a check the wrapper would skip as if the database had no such thing (red-team
-// rt44b F2: the registry of guarded tables was not read, and a stale write to a
-// table it records landed).
+// that ref implements and d does not, sorted; none when d is ref. Complete asks it of a
+// dialect and each dialect it is built on, or whose Name it bears: a value that embeds
+// a stock dialect as its Dialect interface — the natural way to customise one —
+// answers none of the optional interfaces, and each one missing is a check the wrapper
+// and package schema would skip as if the database had no such thing (red-team rt44b
+// F2: the registry of guarded tables was not read, and a stale write to a table it
+// records landed; rt45c F1–F4).
 func MissingCapabilities(d, ref Dialect) []string {
 	if d == nil || ref == nil {
 		return nil
 	}
-	dt, rt := reflect.TypeOf(d), reflect.TypeOf(ref)
-	var missing []string
-	for _, it := range optionalInterfaces() {
-		if rt.Implements(it) && !dt.Implements(it) {
-			missing = append(missing, it.Name())
-		}
-	}
-	sort.Strings(missing)
-	return missing
+	return missingByType(reflect.TypeOf(d), reflect.TypeOf(ref))
 }

@@ -83,6 +83,15 @@ type RecordsSessionChecker interface {
 // name-resolution comparison after every reuse (one query before the next guarded
 // write) unless ResetKeepsSession reports true: a hook there may set search_path or
 // synchronous_commit unseen (red-team rt44b F3). It must answer false when unsure.
+//
+// raw is the connection the wrapper wraps: the driver's own, or the outermost of
+// wrapper layers (otelsql's, an application's) that may expose what they wrap with a
+// Raw() driver.Conn method. database/sql runs the outermost layer's ResetSession, so
+// every layer's code runs on reuse, not only the driver's: a judge must answer false
+// unless each layer between raw and the driver's connection is known to run nothing of
+// its own there (red-team rt45c F5, F6: a layer setting the tenant's search_path or
+// sql_mode, or reconnecting, was not seen; the stock judges accept otelsql's layer
+// only, through internal/unwrap's ConnForwarded).
 type ResetJudge interface {
 	ResetKeepsSession(raw driver.Conn) bool
 }

@@ -93,4 +93,10 @@ func TestMisuseFails(t *testing.T) {
 
 type otherDialect struct{ dialect.Dialect }
 
+// OmittedCapabilities implements dialect.Reduced: every capability of the embedded
+// dialect it does not forward is left out on purpose.
+func (r otherDialect) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(otherDialect{}, r.Dialect)
+}
+
 func (otherDialect) Name() string { return "other" }

@@ -107,8 +107,13 @@ func TestCheckSchema(t *testing.T) {
 	}
 }
 
-// noGuard is a dialect without the optional Guarder.
+// noGuard is a dialect without the optional Guarder (nor the other capabilities of
+// the dialect it embeds, which it says it leaves out: dialect.Reduced).
 type noGuarder struct{ dialect.Dialect }
+
+func (noGuarder) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(noGuarder{}, sqlite.Dialect)
+}
 
 func TestCheckSchemaWithoutGuarder(t *testing.T) {
 	db := schemaDB(t)

@@ -29,6 +29,9 @@ func (v ColumnVerdict) OK() bool { return len(v.Problems) == 0 }
 // Columns runs d's column query for table through query and judges the answer
 // (judgeColumns). An error is the query's: the answer is unknown.
 func Columns(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, table dialect.TableName, tokCol, verCol string) (ColumnVerdict, error) {
+	if err := complete("Columns", d); err != nil {
+		return ColumnVerdict{}, err
+	}
 	q, args := d.ColumnsQuery(table)
 	rows, err := query(ctx, q, args...)
 	if err != nil {

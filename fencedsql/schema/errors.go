@@ -9,9 +9,18 @@ import (
 // ConfigError is a call this package refuses before it sends anything: no dialect, a
 // dialect without the feature the call needs (no Floorer, no Registrar, no
 // Tombstoner), or a table or column name that is not a plain identifier.
-type ConfigError struct{ Msg string }
+type ConfigError struct {
+	Msg string
+	// Err is the error the refusal comes from, when there is one: a
+	// *dialect.IncompleteError for a dialect that hides optional capabilities of the
+	// dialect it is built on (every entry point that takes a dialect refuses one).
+	Err error
+}
 
 func (e *ConfigError) Error() string { return "fencedsql: " + e.Msg }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func configErr(format string, args ...any) error {
 	return &ConfigError{Msg: fmt.Sprintf(format, args...)}

@@ -174,6 +174,9 @@ func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, e
 // guards the account cannot see; of an ATTACHed SQLite database). Run it on a plain
 // connection or a fenced one (it only reads).
 func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
+	if err := complete("TokenFloor", d); err != nil {
+		return nil, err
+	}
 	tables, err := floorTables(ctx, db, d)
 	if err != nil {
 		return nil, err
@@ -302,6 +305,9 @@ func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 // raiseTokenFloor is RaiseTokenFloor; readOnlyOK is RaiseTokenFloorReadOnly's check of
 // the server instead of dialect.PrimaryChecker's.
 func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64, readOnlyOK bool) error {
+	if err := complete("RaiseTokenFloor", d); err != nil {
+		return err
+	}
 	f, ff, err := floorFinder(d, "RaiseTokenFloor")
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ func (e *RegistryError) Unwrap() error { return e.Err }
 // the guard checks. An unreadable registry is a RegistryError too: it is never taken
 // for none.
 func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]GuardSpec, error) {
+	if err := complete("ReadRegistries", d); err != nil {
+		return nil, err
+	}
 	rows, err := registryRows(ctx, q, d)
 	if err != nil {
 		return nil, err
@@ -171,6 +174,9 @@ type Records struct {
 // other): the error joins a *RegistryError per record that failed, and Records holds
 // what was read.
 func ReadRecords(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) (Records, error) {
+	if err := complete("ReadRecords", d); err != nil {
+		return Records{}, err
+	}
 	registered, rerr := ReadRegistries(ctx, q, d)
 	triggered, terr := triggerGuarded(ctx, q, d)
 	if terr != nil {

@@ -11,6 +11,9 @@ import (
 // statements that fix them, in order. The lazy check (verify) and Check both
 // call it: one check, one place.
 func Lint(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, table dialect.TableName, tokCol, verCol string) (problems, fix []string, err error) {
+	if err := complete("Lint", d); err != nil {
+		return nil, nil, err
+	}
 	l, ok := d.(dialect.SchemaLinter)
 	if !ok {
 		return nil, nil, nil

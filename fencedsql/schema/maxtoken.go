@@ -42,8 +42,8 @@ import (
 // *MaxTokenRowSecurityError instead of answering too low (red-team rt40c F2): run it as
 // the tables' owner, a superuser or a role with BYPASSRLS.
 func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
-	if d == nil {
-		return 0, configErr("MaxToken: no dialect")
+	if err := complete("MaxToken", d); err != nil {
+		return 0, err
 	}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {

@@ -83,6 +83,9 @@ func recordedTables(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 // names, schema-qualified, with the default columns), each table a record names apart
 // even when another schema's table has its name. It fails when a record cannot be read.
 func Recorded(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]GuardSpec, error) {
+	if err := complete("Recorded", d); err != nil {
+		return nil, err
+	}
 	recs, err := recordedTables(ctx, catalogQuery(db), d)
 	if err != nil {
 		return nil, fmt.Errorf("fencedsql: reading the tables the database records as guarded: %w", err)

@@ -13,8 +13,11 @@ import (
 // or not its DSN lists them. fencedsql-schema -apply calls it. Run it on a plain
 // connection.
 func RegisterTables(ctx context.Context, db *sql.DB, d dialect.Dialect, specs ...GuardSpec) error {
+	if err := complete("RegisterTables", d); err != nil {
+		return err
+	}
 	r, ok := d.(dialect.Registrar)
-	if !ok || d == nil {
+	if !ok {
 		return configErr("RegisterTables: the dialect keeps no registry")
 	}
 	for _, s := range r.RegistryDDL() {

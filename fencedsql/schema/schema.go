@@ -172,8 +172,8 @@ type TableReport struct {
 // (red-team rt40b F1). A list is checked as given; Unlisted names the recorded tables
 // it leaves out (fencedsql-schema reports them too).
 func Check(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) ([]TableReport, error) {
-	if d == nil {
-		return nil, configErr("schema.Check: no dialect")
+	if err := complete("schema.Check", d); err != nil {
+		return nil, err
 	}
 	if len(tables) == 0 {
 		recorded, err := Recorded(ctx, db, d)

@@ -220,8 +220,11 @@ func primaryKey(ctx context.Context, db *sql.DB, ts dialect.Tombstoner, table di
 // (dialect.TombstoneColumns) is refused with an error wrapping
 // dialect.ErrTombstoneKeyName (Check reports it as a problem without a tombstone Fix).
 func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSpec) ([]string, error) {
+	if err := complete("TombstoneFix", d); err != nil {
+		return nil, err
+	}
 	ts, ok := d.(dialect.Tombstoner)
-	if !ok || d == nil {
+	if !ok {
 		return nil, configErr("TombstoneFix: the dialect keeps no tombstones")
 	}
 	spec = spec.withDefaults()
@@ -261,8 +264,11 @@ func TombstoneFix(ctx context.Context, db *sql.DB, d dialect.Dialect, spec Guard
 // holder paused for longer than olderThan could re-insert that row under its old
 // token. See the package documentation on tombstones.
 func PurgeTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, olderThan time.Duration, tables ...string) (int64, error) {
+	if err := complete("PurgeTombstones", d); err != nil {
+		return 0, err
+	}
 	ts, ok := d.(dialect.Tombstoner)
-	if !ok || d == nil {
+	if !ok {
 		return 0, configErr("PurgeTombstones: the dialect keeps no tombstones")
 	}
 	if olderThan < 0 {

@@ -15,10 +15,16 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 )
 
-// noTombstoner is a dialect with the guard but without tombstones.
+// noTombstoner is a dialect with the guard but without tombstones (nor the other
+// capabilities of the dialect it embeds, which it says it leaves out:
+// dialect.Reduced).
 type noTombstoner struct {
 	dialect.Dialect
 	dialect.Guarder
+}
+
+func (noTombstoner) OmittedCapabilities() []string {
+	return dialect.MissingCapabilities(noTombstoner{}, sqlite.Dialect)
 }
 
 func TestCheckTombstones(t *testing.T) {

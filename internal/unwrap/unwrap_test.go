@@ -3,6 +3,8 @@ package unwrap
 import (
 	"database/sql/driver"
 	"testing"
+
+	"github.com/XSAM/otelsql"
 )
 
 type rawConn struct{ driver.Conn }
@@ -68,5 +70,42 @@ func TestDriver(t *testing.T) {
 	self.inner = self
 	if got := Driver(self); got != self { // terminates
 		t.Fatalf("Driver(self loop) = %#v", got)
+	}
+}
+
+type openDriver struct{ conn driver.Conn }
+
+func (d openDriver) Open(string) (driver.Conn, error) { return d.conn, nil }
+
+// ConnForwarded peels like Conn, and says whether every layer peeled off is a known
+// forwarder (otelsql's connection): a layer of unknown code may run its own
+// ResetSession (red-team rt45c F5, F6).
+func TestConnForwarded(t *testing.T) {
+	base := &rawConn{}
+	if got, ok := ConnForwarded(base); got != base || !ok {
+		t.Errorf("ConnForwarded(base) = %#v, %v; want it, true", got, ok)
+	}
+	if got, ok := ConnForwarded(wrapConn{inner: base}); got != base || ok {
+		t.Errorf("ConnForwarded(own layer) = %#v, %v; want the base, false", got, ok)
+	}
+	if _, ok := ConnForwarded(wrapConn{}); ok {
+		t.Error("ConnForwarded(Raw() == nil): forwarded")
+	}
+	if _, ok := ConnForwarded(&loopConn{}); ok {
+		t.Error("ConnForwarded(self loop): forwarded")
+	}
+	ot, err := otelsql.WrapDriver(openDriver{base}).Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ConnForwarded(ot); got != base || !ok {
+		t.Errorf("ConnForwarded(otelsql's %T) = %#v, %v; want the base, true", ot, got, ok)
+	}
+	if got, ok := ConnForwarded(wrapConn{inner: ot}); got != base || ok {
+		t.Errorf("ConnForwarded(own layer over otelsql's) = %#v, %v; want the base, false", got, ok)
+	}
+	ot2, _ := otelsql.WrapDriver(openDriver{wrapConn{inner: base}}).Open("")
+	if got, ok := ConnForwarded(ot2); got != base || ok {
+		t.Errorf("ConnForwarded(otelsql's over own layer) = %#v, %v; want the base, false", got, ok)
 	}
 }
