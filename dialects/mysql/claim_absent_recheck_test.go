@@ -150,4 +150,3 @@ func TestMySQLAbsentClaimInsertBetweenUpdateAndRecord(t *testing.T) {
 		})
 	}
 }
-
