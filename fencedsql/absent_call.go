@@ -36,9 +36,10 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 // the token column) is a *FencedError carrying the claim's token, as the same claim of
 // a row written under the newer token; its claim conflict (a concurrent transaction
 // wrote the key under an older token after the claim read it as absent, rt44a F1) is
-// ErrClaimConflict, its refusal of a table it cannot record for
-// (dialect.AbsenceUnsupportedMark, rt44a F4) ErrUnsupported; any other error as a
-// statement's without a plan.
+// ErrClaimConflict, its refusal of a claim it cannot record (dialect.AbsenceUnsupportedMark:
+// a table with inheritance children, rt44a F4; a claimed value too long for its key
+// column under a collation where it may equal a key the column holds, rt45a F2)
+// ErrUnsupported; any other error as a statement's without a plan.
 func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) error {
 	g := rec.g
 	info := k.dialect.Classify(err)
@@ -51,7 +52,7 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
 	}
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {
-		return &UnsupportedError{Table: g.String(), Reason: "a claim of an absent key through a table with inheritance children (a child's INSERT checks its own tombstones, which the record cannot reach): claim the key through the table that holds it: " + err.Error()}
+		return &UnsupportedError{Table: g.String(), Reason: "a claim of an absent key the tombstone guard's recorder cannot record (nothing was claimed): " + err.Error()}
 	}
 	return k.mapPassErr(err)
 }

@@ -68,11 +68,15 @@ const (
 	// absenceMarker is the recorder's COMMENT, which AbsenceRecorderQuery and
 	// TombstoneInstalledQuery look for: an older version is not installed, and the
 	// Fix re-creates it.
-	absenceMarker = "fencedsql absence recorder v2"
+	absenceMarker = "fencedsql absence recorder v3"
 	// absenceVersion is absenceMarker's number.
-	absenceVersion = 2
+	absenceVersion = 3
 	// absenceTokenParam is the recorder's token parameter.
 	absenceTokenParam = "fencedsql_tok"
+	// ClaimConflictSQLState is the SQLSTATE of the recorder's claim conflict (version
+	// 3, red-team rt45a F1): a row of the claimed key written under an older token
+	// after the claim read the key as absent (dialect.ErrorClaimConflict).
+	ClaimConflictSQLState = "FNCD4"
 )
 
 // absenceProc is the recorder's name for the table named name.
@@ -83,7 +87,7 @@ func absenceProcName(table dialect.TableName) dialect.TableName {
 }
 
 // binaryKeyType reports whether a key column of COLUMN_TYPE typ holds bytes (its
-// value reaches the recorder as LONGBLOB, not as utf8mb4 text).
+// value reaches the recorder as LONGBLOB, not as text).
 func binaryKeyType(typ string) bool {
 	t := strings.ToLower(strings.TrimSpace(typ))
 	for _, p := range []string{"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"} {
@@ -94,49 +98,127 @@ func binaryKeyType(typ string) bool {
 	return false
 }
 
+// absenceParam is the recorder's parameter for key column k, as version v declares
+// it: bytes for a binary column; since version 3 text in k's own collation for a
+// string column (the key's lookup compares the column with it: another collation is
+// an illegal mix, red-team rt45a F1); text in utf8mb4 otherwise.
+func absenceParam(v int, k dialect.KeyColumn) (typ, charset, collation string) {
+	switch {
+	case binaryKeyType(k.Type):
+		return "longblob", "", ""
+	case v >= 3 && k.Collation != "":
+		return "longtext", collationCharset(k.Collation), k.Collation
+	}
+	return "longtext", "utf8mb4", ""
+}
+
+// collationCharset is the character set of the collation named c: its name up to the
+// first "_" ("binary" is its own).
+func collationCharset(c string) string {
+	if i := strings.IndexByte(c, '_'); i > 0 {
+		return c[:i]
+	}
+	return c
+}
+
+// lengthFaithful reports whether under collation c (a key column's, "" for none) a
+// string equal to one the column can hold is never longer than it, so that a claimed
+// value too long for the column matches no row (red-team rt45a F2): binary
+// comparison (binary, *_bin) and the collations that weigh each character alone
+// (*_general_ci and its nopad and mysql500 variants, *_swedish_ci). The UCA
+// collations (utf8mb4_unicode_ci, _520_ci, uca1400) ignore characters (U+200B) and
+// combine others (U+0301), and the language ones expand characters ("ß" = "ss"): a
+// longer value may equal a stored key.
+func lengthFaithful(c string) bool {
+	c = strings.ToLower(c)
+	if c == "" || c == "binary" || strings.HasSuffix(c, "_bin") {
+		return true
+	}
+	for _, s := range []string{"_general_ci", "_general_nopad_ci", "_general_mysql500_ci", "_swedish_ci", "_swedish_nopad_ci"} {
+		if strings.HasSuffix(c, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // absenceDDL returns the statements that (re)create table's recorder for the key.
 func (d dialectImpl) absenceDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	fn := absenceProcName(table).Quote(d.QuoteIdent)
-	params := make([]string, len(key))
-	for i, k := range key {
-		typ := "LONGTEXT CHARACTER SET utf8mb4"
-		if binaryKeyType(k.Type) {
-			typ = "LONGBLOB"
-		}
-		params[i] = "fencedsql_k" + strconv.Itoa(i+1) + " " + typ
-	}
 	return []string{
 		"DROP PROCEDURE IF EXISTS " + fn,
-		"CREATE PROCEDURE " + fn + "(" + strings.Join(params, ", ") + ", " + absenceTokenParam + " BIGINT) MODIFIES SQL DATA SQL SECURITY DEFINER COMMENT " + literal(absenceMarker) + "\n" +
-			absenceBody(tombTable(table).Quote(d.QuoteIdent), d.keyList(key), len(key), table.Name, tokenCol),
+		"CREATE PROCEDURE " + fn + "(" + absenceParams(absenceVersion, key) + ") MODIFIES SQL DATA SQL SECURITY DEFINER COMMENT " + literal(absenceMarker) + "\n" +
+			d.absenceBody(absenceVersion, table, key, tokenCol),
 	}
 }
 
-// absenceBody is the recorder's body (its ROUTINE_DEFINITION) for the tombstone table
-// tomb (quoted, qualified as the triggers name it) and its key column list (quoted,
-// separated by ", "), n columns, of the table named name, whose token column is
-// tokenCol.
-func absenceBody(tomb, list string, n int, name, tokenCol string) string {
-	return absenceBodyOf(absenceVersion, tomb, list, n, name, tokenCol)
+// absenceParams is the recorder's parameter list for the key, as version v declares it.
+func absenceParams(v int, key []dialect.KeyColumn) string {
+	params := make([]string, len(key))
+	for i, k := range key {
+		typ, cs, coll := absenceParam(v, k)
+		p := "fencedsql_k" + strconv.Itoa(i+1) + " " + strings.ToUpper(typ)
+		if cs != "" {
+			p += " CHARACTER SET " + cs
+		}
+		if coll != "" {
+			p += " COLLATE " + coll
+		}
+		params[i] = p
+	}
+	return strings.Join(params, ", ") + ", " + absenceTokenParam + " BIGINT"
 }
 
-// absenceBodyOf is absenceBody as version v wrote it: v2 (this one) or v1, the
-// previous one, without the strict-mode check and the fence (red-team rt44e F2), which
-// ownAbsence still recognises as the guard's own until the Fix re-creates it (v1 does
-// not use tokenCol).
-func absenceBodyOf(v int, tomb, list string, n int, name, tokenCol string) string {
+// absenceBody is the recorder's body (its ROUTINE_DEFINITION), as version v writes
+// it, for table (its tombstone table qualified as the triggers name it) and its
+// primary key, whose token column is tokenCol.
+func (d dialectImpl) absenceBody(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
+	cols := make([]string, len(key))
+	faithful := true
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+		if !binaryKeyType(k.Type) && !lengthFaithful(k.Collation) {
+			faithful = false
+		}
+	}
+	return absenceBodyOf(v, absenceShape{
+		tomb: tombTable(table).Quote(d.QuoteIdent), tbl: table.Quote(d.QuoteIdent), tok: d.QuoteIdent(tokenCol),
+		cols: cols, name: table.Name, tokenCol: tokenCol, faithful: faithful,
+	})
+}
+
+// absenceShape is what a recorder's body is written from: the tombstone table and the
+// table (quoted, qualified alike), the token column (quoted and as named), the key's
+// columns (quoted, in key order), the table's name, and whether every key column's
+// comparison is length-faithful (lengthFaithful).
+type absenceShape struct {
+	tomb, tbl, tok string
+	cols           []string
+	name, tokenCol string
+	faithful       bool
+}
+
+// absenceBodyOf is the recorder's body as version v wrote it: v3 (this one), v2 (the
+// fence of a stale claim, red-team rt44e F2, without v3's lookup and collation rule)
+// or v1 (neither, nor the strict-mode check), which ownAbsence still recognises as the
+// guard's own until the Fix re-creates it (v1 does not use the token column, v1 and v2
+// neither the table nor the collations).
+func absenceBodyOf(v int, s absenceShape) string {
+	n, list := len(s.cols), strings.Join(s.cols, ", ")
 	vals := make([]string, n)
 	notNull := make([]string, n)
+	match := make([]string, n)
 	for i := range vals {
 		vals[i] = "fencedsql_k" + strconv.Itoa(i+1)
 		notNull[i] = vals[i] + " IS NOT NULL"
+		match[i] = "x." + s.cols[i] + " = " + vals[i]
 	}
-	insert := "INSERT INTO " + tomb + " (" + list + ", fence_token, deleted_at) VALUES (" + strings.Join(vals, ", ") + ", " + absenceTokenParam + ", " + tombClock + ")\n"
+	insert := "INSERT INTO " + s.tomb + " (" + list + ", fence_token, deleted_at) VALUES (" + strings.Join(vals, ", ") + ", " + absenceTokenParam + ", " + tombClock + ")\n"
 	if v < 2 {
 		return "BEGIN\n" +
 			"  DECLARE EXIT HANDLER FOR 1264, 1406 BEGIN END;\n" +
 			"  IF " + tombClock + " IS NULL THEN\n" +
-			"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(name, "no server clock to date the tombstone (CONVERT_TZ gave NULL)") + ";\n" +
+			"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(s.name, "no server clock to date the tombstone (CONVERT_TZ gave NULL)") + ";\n" +
 			"  END IF;\n" +
 			"  IF " + strings.Join(notNull, " AND ") + " AND " + absenceTokenParam + " IS NOT NULL THEN\n" +
 			"    " + insert +
@@ -144,55 +226,78 @@ func absenceBodyOf(v int, tomb, list string, n int, name, tokenCol string) strin
 			"  END IF;\n" +
 			"END"
 	}
+	handlers := "  DECLARE EXIT HANDLER FOR 1264, 1406 BEGIN END;\n"
+	lookup := ""
+	if v >= 3 {
+		handlers = "  DECLARE EXIT HANDLER FOR 1264 BEGIN END;\n"
+		if s.faithful {
+			handlers += "  DECLARE EXIT HANDLER FOR 1406 BEGIN END;\n"
+		} else {
+			handlers += "  DECLARE EXIT HANDLER FOR 1406 SIGNAL SQLSTATE '0A000' SET MESSAGE_TEXT = " +
+				messageWith(dialect.AbsenceUnsupportedMark+" on ", s.name, "claimed key too long for its column, may equal a key under its collation") + ";\n"
+		}
+		lookup = "      IF EXISTS (SELECT 1 FROM " + s.tbl + " x WHERE " + strings.Join(match, " AND ") + " AND (x." + s.tok + " IS NULL OR x." + s.tok + " < " + absenceTokenParam + ") FOR UPDATE) THEN\n" +
+			"        SIGNAL SQLSTATE '" + ClaimConflictSQLState + "' SET MESSAGE_TEXT = " + messageWith(dialect.ClaimConflictMark+" on ", s.name, "key written under an older token after the claim read it as absent; retry") + ";\n" +
+			"      END IF;\n"
+	}
 	return "BEGIN\n" +
-		"  DECLARE EXIT HANDLER FOR 1264, 1406 BEGIN END;\n" +
+		handlers +
 		"  IF " + tombClock + " IS NULL THEN\n" +
-		"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(name, "no server clock to date the tombstone (CONVERT_TZ gave NULL)") + ";\n" +
+		"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(s.name, "no server clock to date the tombstone (CONVERT_TZ gave NULL)") + ";\n" +
 		"  END IF;\n" +
 		"  IF FIND_IN_SET('STRICT_TRANS_TABLES', @@SESSION.sql_mode) = 0 AND FIND_IN_SET('STRICT_ALL_TABLES', @@SESSION.sql_mode) = 0 THEN\n" +
-		"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(name, "absence recorder created in a non-strict sql_mode: re-create it") + ";\n" +
+		"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(s.name, "absence recorder created in a non-strict sql_mode: re-create it") + ";\n" +
 		"  END IF;\n" +
 		"  IF " + strings.Join(notNull, " AND ") + " AND " + absenceTokenParam + " IS NOT NULL THEN\n" +
 		"    BEGIN\n" +
-		"      DECLARE EXIT HANDLER FOR 1048 SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+tokenCol+"' cannot be null") + ";\n" +
+		"      DECLARE EXIT HANDLER FOR 1048 SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = " + literal("Column '"+s.tokenCol+"' cannot be null") + ";\n" +
 		"      " + insert +
 		"        ON DUPLICATE KEY UPDATE fence_token = IF(fence_token > VALUES(fence_token), NULL, VALUES(fence_token)), deleted_at = GREATEST(deleted_at, VALUES(deleted_at));\n" +
 		"    END;\n" +
+		lookup +
 		"  END IF;\n" +
 		"END"
 }
 
-// ownAbsence reports whether def, the ROUTINE_DEFINITION of a procedure named like
-// table's recorder, is exactly the body absenceDDL writes for table's tombstone table
-// and some list of quoted key columns and token column, of this version or the
-// previous one (v1, which a database upgraded to this library keeps until the Fix
-// re-creates it: TombstoneInstalledQuery reports it): it can only raise tombstones of
-// that table (the guard-writer check leaves it alone; any other text is judged as a
-// user's routine).
-func (d dialectImpl) ownAbsence(def string, table dialect.TableName) bool {
-	tomb := tombTable(table).Quote(d.QuoteIdent)
-	head := "INSERT INTO " + tomb + " ("
-	i := strings.Index(def, head)
-	if i < 0 {
-		return false
-	}
-	rest := def[i+len(head):]
-	j := strings.Index(rest, ", fence_token, deleted_at) VALUES (")
-	if j < 0 {
-		return false
-	}
-	list := rest[:j]
-	n := strings.Count(list, "`, `") + 1
-	tokenCol := ""
-	const colHead, colTail = "MESSAGE_TEXT = 'Column ''", "'' cannot be null';\n"
-	if a := strings.Index(def, colHead); a >= 0 {
-		if b := strings.Index(def[a+len(colHead):], colTail); b >= 0 {
-			tokenCol = unliteral(def[a+len(colHead) : a+len(colHead)+b])
-		}
+// ownAbsence returns the version (0: none) of the recorder whose ROUTINE_DEFINITION
+// is def, of a procedure named like table's recorder, when def is exactly the body
+// absenceDDL writes, of that version, for table's tombstone table and its primary key
+// key as the catalog lists it (names and order: never a list read out of def, red-team
+// rt45a F3) and token column tokenCol. The caller checks the parameters against the
+// same version's (absenceParamsMatch): the body alone does not say what the CALL's
+// values become.
+func (d dialectImpl) ownAbsence(def string, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) int {
+	if len(key) == 0 {
+		return 0
 	}
 	for v := absenceVersion; v >= 1; v-- {
-		if def == absenceBodyOf(v, tomb, list, n, table.Name, tokenCol) {
-			return true
+		if def == d.absenceBody(v, table, key, tokenCol) {
+			return v
+		}
+	}
+	return 0
+}
+
+// absenceParamsMatch reports whether the recorder's parameters, rows of
+// information_schema.PARAMETERS in order (name, mode, DTD_IDENTIFIER, character set,
+// collation), are exactly those version v declares for the key: the key's values in
+// key order, each of its type (a DOUBLE would round a BIGINT key to another, swapped
+// parameters record the token as the key: red-team rt45a F3), then the token.
+func absenceParamsMatch(v int, key []dialect.KeyColumn, rows [][]string) bool {
+	if len(rows) != len(key)+1 {
+		return false
+	}
+	for i, r := range rows {
+		if len(r) < 5 || !strings.EqualFold(r[1], "IN") {
+			return false
+		}
+		if i == len(key) {
+			dtd := strings.ToLower(r[2])
+			return r[0] == absenceTokenParam && (dtd == "bigint" || dtd == "bigint(20)")
+		}
+		typ, cs, coll := absenceParam(v, key[i])
+		if r[0] != "fencedsql_k"+strconv.Itoa(i+1) || !strings.EqualFold(r[2], typ) || !strings.EqualFold(r[3], cs) || (coll != "" && !strings.EqualFold(r[4], coll)) {
+			return false
 		}
 	}
 	return false

@@ -6,15 +6,15 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// PreviousAbsenceDDL is absenceDDL writing the previous version's recorder (v1, without
-// the fence check of red-team rt44e F2): the upgrade tests install it to see the Fix
-// replace it.
-func PreviousAbsenceDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
+// PreviousAbsenceDDL is absenceDDL writing version v's recorder (1: without the fence
+// check of red-team rt44e F2; 2: without the lookup and the collation rule of rt45a
+// F1/F2): the upgrade tests install it to see the Fix replace it.
+func PreviousAbsenceDDL(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	d := dialectImpl{}
 	ddl := d.absenceDDL(table, key, tokenCol)
-	tomb, list := tombTable(table).Quote(d.QuoteIdent), d.keyList(key)
-	ddl[1] = strings.Replace(ddl[1], absenceBody(tomb, list, len(key), table.Name, tokenCol), absenceBodyOf(1, tomb, list, len(key), table.Name, tokenCol), 1)
-	ddl[1] = strings.Replace(ddl[1], absenceMarker, "fencedsql absence recorder v1", 1)
+	ddl[1] = strings.Replace(ddl[1], absenceParams(absenceVersion, key), absenceParams(v, key), 1)
+	ddl[1] = strings.Replace(ddl[1], d.absenceBody(absenceVersion, table, key, tokenCol), d.absenceBody(v, table, key, tokenCol), 1)
+	ddl[1] = strings.Replace(ddl[1], absenceMarker, "fencedsql absence recorder v"+string(rune('0'+v)), 1)
 	return ddl
 }
 
@@ -22,3 +22,6 @@ func PreviousAbsenceDDL(table dialect.TableName, key []dialect.KeyColumn, tokenC
 func AbsenceDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	return dialectImpl{}.absenceDDL(table, key, tokenCol)
 }
+
+// AbsenceMarker is the recorder's COMMENT of this version.
+const AbsenceMarker = absenceMarker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,17 +98,23 @@ func TestMySQLStaleClaimOfAbsentKeyFenced(t *testing.T) {
 	}
 }
 
-// TestMySQLAbsenceRecorderUpgradedFromV1: a database whose recorder is the previous
-// version's (v1, no fence check) reports the tombstone guard as not installed, and not
-// the recorder as a door (it is the guard's own); the Fix re-creates it, and the stale
-// claim is fenced.
-func TestMySQLAbsenceRecorderUpgradedFromV1(t *testing.T) {
+// TestMySQLAbsenceRecorderUpgradedFromPrevious: a database whose recorder is an
+// earlier version's (v1, no fence check; v2, no lookup of the key after the record)
+// reports the tombstone guard as not installed, and not the recorder as a door (it is
+// the guard's own); the Fix re-creates it, and the stale claim is fenced.
+func TestMySQLAbsenceRecorderUpgradedFromPrevious(t *testing.T) {
+	for _, v := range []int{1, 2} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { absenceRecorderUpgradedFrom(t, v) })
+	}
+}
+
+func absenceRecorderUpgradedFrom(t *testing.T, v int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dsn, admin, _ := absentMy(t)
-	testdb.Exec(t, admin, mysql.PreviousAbsenceDDL(dialect.TableName{Name: "acc"}, []dialect.KeyColumn{{Name: "id", Type: "bigint(20)"}}, "fence_token")...)
+	testdb.Exec(t, admin, mysql.PreviousAbsenceDDL(v, dialect.TableName{Name: "acc"}, []dialect.KeyColumn{{Name: "id", Type: "bigint(20)"}}, "fence_token")...)
 	var comment string
-	if err := admin.QueryRow("SELECT ROUTINE_COMMENT FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'fencedsql_tombclaim_acc'").Scan(&comment); err != nil || comment != "fencedsql absence recorder v1" {
+	if err := admin.QueryRow("SELECT ROUTINE_COMMENT FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'fencedsql_tombclaim_acc'").Scan(&comment); err != nil || comment != fmt.Sprintf("fencedsql absence recorder v%d", v) {
 		t.Fatalf("previous recorder not installed: %q %v", comment, err)
 	}
 	reports, err := schema.Check(ctx, admin, mysql.Dialect, schema.GuardSpec{Table: "acc"})

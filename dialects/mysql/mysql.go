@@ -114,6 +114,8 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: between(me.Message, "floor on ", ": ")}
 	case markLostSQLState: // "fencedsql: guard on <table>: the DELETE's mark was lost …"
 		return dialect.ErrorInfo{Kind: dialect.ErrorMarkLost, Table: between(me.Message, "guard on ", ": ")}
+	case ClaimConflictSQLState: // "fencedsql_claim_conflict on <table>: …" (absence.go)
+		return dialect.ErrorInfo{Kind: dialect.ErrorClaimConflict, Table: between(me.Message, " on ", ": ")}
 	}
 	return dialect.ErrorInfo{}
 }

@@ -36,13 +36,20 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 	if err != nil {
 		return nil, err
 	}
+	own := func(schema, def string) (bool, error) { return d.ownRecorder(ctx, query, t, schema, def) }
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 4 {
 			continue
 		}
-		if d := d.tombRoutine(t.Table, r); d != nil {
-			doors = append(doors, *d)
+		door, judged, err := d.tombRoutine(t.Table, r, own)
+		if err != nil {
+			return nil, err
+		}
+		if door != nil {
+			doors = append(doors, *door)
+		}
+		if door != nil || judged {
 			continue
 		}
 		if !dialect.WritesTable(r[3], dialect.MySQLSyntax, t.Table.Name) {
@@ -65,33 +72,72 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 // definition, whether it is in table's database) as a writer of table's tombstone
 // table (dialect.SideDoorGuardWriter; red-team rt42e F1's recorder): the tombstone
 // guard's own absence recorder (absence.go) — a procedure of its name in table's
-// database whose definition is exactly the recorder's — is not a door; any other
+// database whose whole text is the recorder's (own: its body and its parameters,
+// built from the table's catalog key, red-team rt45a F3) — is not a door; any other
 // routine of that name is (its body is not the guard's: a claim of an absent key may
 // record nothing, or anything), and so is any routine whose body may write the
 // tombstone table (it may delete tombstones or lower their tokens, with its definer's
 // rights when SQL SECURITY DEFINER). A definition hidden from the account (NULL: not
 // its definer, no right to read every routine) is judged by its name only. Fix for the
 // impostor: drop it (the tombstone guard's Fix re-creates the recorder); none for
-// another routine (it is the user's).
-func (d dialectImpl) tombRoutine(table dialect.TableName, r []string) *dialect.SideDoor {
+// another routine (it is the user's). judged: the routine was judged here (the
+// recorder, or its impostor), not to be judged again as a writer of table (the
+// recorder's lookup reads table FOR UPDATE).
+func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(schema, def string) (bool, error)) (door *dialect.SideDoor, judged bool, err error) {
 	tomb := tombTable(dialect.TableName{Name: table.Name}).Name
 	inDB := len(r) < 5 || dialect.CatalogBool(r[4])
 	fn := dialect.TableName{Schema: r[0], Name: r[1]}
 	kind := strings.ToLower(r[2])
 	if inDB && r[1] == absenceProc(table.Name) {
-		// The Fix qualifies the tombstone table with the database (schema.Check
-		// resolves it); an install by hand of an unqualified table does not.
-		if kind == "procedure" && (r[3] == "" || d.ownAbsence(r[3], dialect.TableName{Name: table.Name}) || d.ownAbsence(r[3], dialect.TableName{Schema: r[0], Name: table.Name})) {
-			return nil
+		if kind == "procedure" {
+			if r[3] == "" {
+				return nil, true, nil
+			}
+			ok, err := own(r[0], r[3])
+			if err != nil || ok {
+				return nil, true, err
+			}
 		}
 		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
-			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text: a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); drop it and re-install the tombstone guard (fencedsql-schema -apply)",
-			Fix:     []string{"DROP " + strings.ToUpper(kind) + " IF EXISTS " + fn.Quote(d.QuoteIdent)}}
+			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text (body and parameters): a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); drop it and re-install the tombstone guard (fencedsql-schema -apply)",
+			Fix:     []string{"DROP " + strings.ToUpper(kind) + " IF EXISTS " + fn.Quote(d.QuoteIdent)}}, true, nil
 	}
 	if !dialect.WritesTable(r[3], dialect.MySQLSyntax, tomb) {
-		return nil
+		return nil, false, nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
 		Problem: "the " + kind + " " + fn.String() + " may write the tombstone table " + dialect.TableName{Schema: table.Schema, Name: tomb}.String() + ", which the tombstone guard of " + table.String() +
-			" reads: called through the pool (sent as written, with or without a token), by a trigger or by another routine, with its DEFINER's rights where it is SQL SECURITY DEFINER, one that deletes a tombstone or lowers its token lets a stale holder re-create a deleted key; drop it (or remove the write from its body)"}
+			" reads: called through the pool (sent as written, with or without a token), by a trigger or by another routine, with its DEFINER's rights where it is SQL SECURITY DEFINER, one that deletes a tombstone or lowers its token lets a stale holder re-create a deleted key; drop it (or remove the write from its body)"}, false, nil
+}
+
+// ownRecorder reports whether def, the definition of the procedure named like t's
+// recorder in the database schema, and its parameters are exactly the recorder
+// absenceDDL writes (of this version or an older one) for t's primary key as the
+// catalog lists it and t's token column (red-team rt45a F3: the body alone, with a key
+// list read out of it, let an impostor with other parameters or another key order
+// pass). The Fix qualifies the tombstone table with the database (schema.Check
+// resolves it); an install by hand of an unqualified table does not: both are the
+// guard's.
+func (d dialectImpl) ownRecorder(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable, schema, def string) (bool, error) {
+	_, key, err := dialect.PrimaryKeyColumns(ctx, query, d, dialect.TableName{Schema: schema, Name: t.Table.Name})
+	if err != nil || len(key) == 0 {
+		return false, err
+	}
+	tokenCol := t.TokenColumn
+	if tokenCol == "" {
+		tokenCol = "fence_token"
+	}
+	v := d.ownAbsence(def, dialect.TableName{Name: t.Table.Name}, key, tokenCol)
+	if v == 0 {
+		v = d.ownAbsence(def, dialect.TableName{Schema: schema, Name: t.Table.Name}, key, tokenCol)
+	}
+	if v == 0 {
+		return false, nil
+	}
+	rows, err := query(ctx, "SELECT PARAMETER_NAME, PARAMETER_MODE, DTD_IDENTIFIER, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '') FROM information_schema.PARAMETERS "+
+		"WHERE SPECIFIC_SCHEMA = ? AND SPECIFIC_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0 ORDER BY ORDINAL_POSITION", schema, absenceProc(t.Table.Name))
+	if err != nil {
+		return false, err
+	}
+	return absenceParamsMatch(v, key, rows), nil
 }

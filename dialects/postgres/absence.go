@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"math/big"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -65,6 +64,17 @@ import (
 // and before the wait's claim conflict; the statement fails, so nothing is recorded.
 // The claimer's equal token and newer ones pass.
 //
+// Version 4 (red-team rt45a F2): a claimed value too long for its key column
+// (string_data_right_truncation) records nothing only when every key column's
+// collation is deterministic (equal strings are equal bytes, so no longer value
+// equals a key the column holds); under a nondeterministic collation ('abcd' || U+200B
+// equals 'abcd' under an ICU level-2 collation) it refuses the claim with
+// dialect.AbsenceUnsupportedMark (feature_not_supported, ErrUnsupported): the claim's
+// WHERE may have matched a key the record cannot name. The collations are read from
+// the catalog when it happens (a collation changed since the install is judged as it
+// is now). ownAbsence builds the expected text from the table's catalog key, never
+// from a list read out of the text (rt45a F3).
+//
 // The wrapper calls it schema-qualified with every argument cast to the function's
 // parameter types (AbsenceCall, rt44a F2: an overload in the table's schema, or one
 // that takes other types, cannot capture the call, as it did untyped parameters).
@@ -72,9 +82,9 @@ const (
 	// absenceVersion marks the recorder's body; AbsenceRecorderQuery and
 	// TombstoneInstalledQuery look for it (an older one is not installed: the Fix
 	// re-creates it).
-	absenceVersion = absenceMarker + "3"
+	absenceVersion = absenceMarker + "4"
 	// absenceVersionNumber is absenceVersion's number.
-	absenceVersionNumber = 3
+	absenceVersionNumber = 4
 	// absenceMarker begins every version's marker.
 	absenceMarker = "fencedsql absence recorder v"
 )
@@ -94,10 +104,24 @@ func absenceFuncName(table dialect.TableName) dialect.TableName {
 func (d dialectImpl) absenceDDL(table dialect.TableName, key []dialect.KeyColumn, tomb, tbl, tok string) []string {
 	fn := absenceFuncName(table)
 	params := make([]string, len(key))
+	for i, k := range key {
+		params[i] = k.Type
+	}
+	body := d.absenceBodyFor(absenceVersionNumber, key, tomb, tbl, tok)
+	tag := dollarTag(body)
+	return []string{
+		d.dropAbsence(table),
+		"CREATE OR REPLACE FUNCTION " + fn.Quote(d.QuoteIdent) + "(" + strings.Join(params, ", ") + ", bigint, boolean) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
+	}
+}
+
+// absenceBodyFor is the recorder's body as version v writes it for the key (its
+// columns in key order, with their equality operators), the tombstone table tomb, the
+// table tbl (quoted, qualified) and its token column tok (quoted).
+func (d dialectImpl) absenceBodyFor(v int, key []dialect.KeyColumn, tomb, tbl, tok string) string {
 	cols := make([]string, len(key))
 	conds := make([]string, len(key))
 	for i, k := range key {
-		params[i] = k.Type
 		cols[i] = d.QuoteIdent(k.Name)
 		eq := " = "
 		if k.Equals != "" {
@@ -105,12 +129,7 @@ func (d dialectImpl) absenceDDL(table dialect.TableName, key []dialect.KeyColumn
 		}
 		conds[i] = "x." + cols[i] + eq + "$" + strconv.Itoa(i+1)
 	}
-	body := absenceBody(tomb, tbl, tok, strings.Join(cols, ", "), strings.Join(conds, " AND "), len(key))
-	tag := dollarTag(body)
-	return []string{
-		d.dropAbsence(table),
-		"CREATE OR REPLACE FUNCTION " + fn.Quote(d.QuoteIdent) + "(" + strings.Join(params, ", ") + ", bigint, boolean) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
-	}
+	return absenceBodyOf(v, tomb, tbl, tok, strings.Join(cols, ", "), strings.Join(conds, " AND "), len(key))
 }
 
 // absenceBody is the recorder's body for the tombstone table tomb and the table tbl
@@ -121,9 +140,9 @@ func absenceBody(tomb, tbl, tok, list, cond string, n int) string {
 	return absenceBodyOf(absenceVersionNumber, tomb, tbl, tok, list, cond, n)
 }
 
-// absenceBodyOf is absenceBody as version v wrote it: v3 (this one) or v2, the
-// previous one, without the fence check (red-team rt44e F2), which ownAbsence still
-// recognises as the guard's own until the Fix re-creates it.
+// absenceBodyOf is absenceBody as version v wrote it: v4 (this one), v3 (without the
+// collation rule of red-team rt45a F2) or v2 (nor the fence check of rt44e F2), which
+// ownAbsence still recognises as the guard's own until the Fix re-creates it.
 func absenceBodyOf(v int, tomb, tbl, tok, list, cond string, n int) string {
 	vals := make([]string, n)
 	for i := range vals {
@@ -163,6 +182,23 @@ func absenceBodyOf(v int, tomb, tbl, tok, list, cond string, n int) string {
   END IF;`
 		waitedConflict = ""
 	}
+	truncated := `WHEN string_data_right_truncation OR numeric_value_out_of_range THEN
+    PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
+    RETURN 0;`
+	if v >= 4 {
+		truncated = `WHEN numeric_value_out_of_range THEN
+    PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
+    RETURN 0;
+  WHEN string_data_right_truncation THEN
+    PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::pg_catalog.int2[])
+        JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation
+        WHERE i.indrelid = ` + pgLiteral(tbl) + `::pg_catalog.regclass AND i.indisprimary AND NOT c.collisdeterministic) THEN
+      RAISE EXCEPTION USING ERRCODE = 'feature_not_supported', TABLE = ` + pgLiteral(tbl) + `,
+        MESSAGE = '` + dialect.AbsenceUnsupportedMark + `: a claimed key value of ' || ` + pgLiteral(tbl) + ` || ' is too long for its column, and under the column''s nondeterministic collation it may equal a key the column holds: claim a value the column can hold';
+    END IF;
+    RETURN 0;`
+	}
 	return `
 #variable_conflict use_column
 -- ` + absenceMarker + strconv.Itoa(v) + `
@@ -190,9 +226,7 @@ BEGIN
     ` + insert + `
   EXCEPTION WHEN lock_not_available THEN
     fencedsql_waited := true;
-  WHEN string_data_right_truncation OR numeric_value_out_of_range THEN
-    PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
-    RETURN 0;
+  ` + truncated + `
   END;
   PERFORM pg_catalog.set_config('lock_timeout', fencedsql_lt, true);
   IF fencedsql_waited THEN
@@ -210,36 +244,20 @@ END
 `
 }
 
-const (
-	absQuoted = `"(?:[^"]|"")+"`
-	absOp     = `OPERATOR\((?:` + absQuoted + `|[a-z_][a-z0-9_$]*)\.[-+*/<>=~!@#%^&|` + "`" + `?]+\)`
-	absTerm   = `x\.` + absQuoted + ` (?:=|` + absOp + `) \$[0-9]+`
-)
-
-// absenceParts match the parts of a recorder's body that vary by table: the key
-// column list (quoted names only), and the table, its key match and token column of
-// the lookup.
-var (
-	absenceList   = regexp.MustCompile(`INSERT INTO [^\n]* AS t \((` + absQuoted + `(?:, ` + absQuoted + `)*), fence_token, deleted_at\)`)
-	absenceLookup = regexp.MustCompile(`FROM (` + absQuoted + `\.` + absQuoted + `) x WHERE (` + absTerm + `(?: AND ` + absTerm + `)*) AND \(x\.(` + absQuoted + `) IS NULL`)
-	absenceIdent  = regexp.MustCompile(absQuoted)
-)
-
 // ownAbsence reports whether src, the body of a function named like a recorder, is
-// exactly the recorder absenceDDL writes for the tombstone table tomb (quoted,
-// qualified) and some table, key and token column, of this version or the previous
-// one (v2, which a database upgraded to this library keeps until the Fix re-creates
-// it: TombstoneInstalledQuery reports it): it can only raise tombstones of tomb (the
-// guard-writer check leaves it alone; any other text is judged as a user's function).
-func ownAbsence(src, tomb string) bool {
-	m := absenceList.FindStringSubmatch(src)
-	l := absenceLookup.FindStringSubmatch(src)
-	if m == nil || l == nil {
+// exactly the recorder absenceDDL writes, of this version or an earlier one (v2, v3,
+// which a database upgraded to this library keeps until the Fix re-creates it:
+// TombstoneInstalledQuery reports it), for the tombstone table tomb, the table tbl
+// (quoted, qualified), its token column tok (quoted) and its primary key as the
+// catalog lists it (names, order and equality operators: never a list read out of
+// src, red-team rt45a F3): it can only raise tombstones of tomb (the guard-writer
+// check leaves it alone; any other text is judged as a user's function).
+func (d dialectImpl) ownAbsence(src string, key []dialect.KeyColumn, tomb, tbl, tok string) bool {
+	if len(key) == 0 {
 		return false
 	}
-	n := len(absenceIdent.FindAllString(m[1], -1))
 	for v := absenceVersionNumber; v >= 2; v-- {
-		if src == absenceBodyOf(v, tomb, l[1], l[3], m[1], l[2], n) {
+		if src == d.absenceBodyFor(v, key, tomb, tbl, tok) {
 			return true
 		}
 	}

@@ -34,34 +34,40 @@ func TestAbsenceCallTypesItsArguments(t *testing.T) {
 	}
 }
 
-// The guard-writer check recognises the recorder's exact text only (ownAbsence).
+// The guard-writer check recognises the recorder's exact text only (ownAbsence), built
+// from the catalog's key (red-team rt45a F3): a text with the key's columns in another
+// order, or another table's, is not the guard's own.
 func TestOwnAbsenceExactText(t *testing.T) {
 	d := dialectImpl{}
 	table := dialect.TableName{Schema: "shop", Name: "pair"}
 	key := []dialect.KeyColumn{{Name: "Region", Type: "text", Equals: "public.="}, {Name: "n", Type: "integer"}}
-	tomb := tombTable(table).Quote(d.QuoteIdent)
-	ddl := d.absenceDDL(table, key, tomb, table.Quote(d.QuoteIdent), d.QuoteIdent("fence_token"))
+	tomb, tbl, tok := tombTable(table).Quote(d.QuoteIdent), table.Quote(d.QuoteIdent), d.QuoteIdent("fence_token")
+	ddl := d.absenceDDL(table, key, tomb, tbl, tok)
 	src := ddl[1][strings.Index(ddl[1], "$fencedsql$")+len("$fencedsql$") : strings.LastIndex(ddl[1], "$fencedsql$")]
-	if !ownAbsence(src, tomb) {
+	if !d.ownAbsence(src, key, tomb, tbl, tok) {
 		t.Fatalf("own recorder not recognised:\n%s", src)
 	}
 	for _, bad := range []string{
 		strings.Replace(src, "RETURN 1;", "DELETE FROM "+tomb+"; RETURN 1;", 1),
 		strings.Replace(src, `x."n" = $2`, `x."n" = $2 OR true`, 1),
 		strings.Replace(src, "IF NOT pg_catalog.has_any_column_privilege", "IF false AND pg_catalog.has_any_column_privilege", 1),
-		strings.Replace(src, "IF fencedsql_newer > $3 THEN", "IF false THEN", 1), // rt44e F2's fence
+		strings.Replace(src, "IF fencedsql_newer > $3 THEN", "IF false THEN", 1),                                            // rt44e F2's fence
+		strings.Replace(src, "AND NOT c.collisdeterministic", "AND false", 1),                                               // rt45a F2's rule
+		strings.ReplaceAll(src, `("Region", "n"`, `("n", "Region"`),                                                         // rt45a F3: the key list swapped
+		d.absenceBodyFor(absenceVersionNumber, []dialect.KeyColumn{key[1], key[0]}, tomb, tbl, tok),                         // the same, throughout
+		d.absenceBodyFor(absenceVersionNumber, []dialect.KeyColumn{{Name: "Region", Type: "text"}, key[1]}, tomb, tbl, tok), // another equality
 	} {
-		if bad == src || ownAbsence(bad, tomb) {
+		if bad == src || d.ownAbsence(bad, key, tomb, tbl, tok) {
 			t.Errorf("altered recorder recognised as own:\n%s", bad)
 		}
 	}
-	// The previous version's text (v2, before rt44e F2) is the guard's own until the
-	// Fix re-creates it.
-	m, l := absenceList.FindStringSubmatch(src), absenceLookup.FindStringSubmatch(src)
-	if old := absenceBodyOf(2, tomb, l[1], l[3], m[1], l[2], 2); old == src || !ownAbsence(old, tomb) {
-		t.Errorf("previous recorder not recognised:\n%s", old)
+	// The earlier versions' texts are the guard's own until the Fix re-creates them.
+	for v := 2; v < absenceVersionNumber; v++ {
+		if old := d.absenceBodyFor(v, key, tomb, tbl, tok); old == src || !d.ownAbsence(old, key, tomb, tbl, tok) {
+			t.Errorf("recorder v%d not recognised:\n%s", v, old)
+		}
 	}
-	if ownAbsence(src, tombTable(dialect.TableName{Schema: "shop", Name: "other"}).Quote(d.QuoteIdent)) {
+	if d.ownAbsence(src, key, tombTable(dialect.TableName{Schema: "shop", Name: "other"}).Quote(d.QuoteIdent), tbl, tok) {
 		t.Error("recorder of another tombstone table recognised")
 	}
 }

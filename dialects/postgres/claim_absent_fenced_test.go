@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -112,18 +113,24 @@ func TestStaleClaimOfAbsentKeyFenced(t *testing.T) {
 	}
 }
 
-// TestAbsenceRecorderUpgradedFromV2: a database whose recorder is the previous version's
-// (v2, no fence check) reports the tombstone guard as not installed, and not the
-// recorder as a guard writer (it is the guard's own); the Fix re-creates it, and the
-// stale claim is fenced.
-func TestAbsenceRecorderUpgradedFromV2(t *testing.T) {
+// TestAbsenceRecorderUpgradedFromPrevious: a database whose recorder is an earlier
+// version's (v2, no fence check; v3, no collation rule for an over-long value) reports
+// the tombstone guard as not installed, and not the recorder as a guard writer (it is
+// the guard's own); the Fix re-creates it, and the stale claim is fenced.
+func TestAbsenceRecorderUpgradedFromPrevious(t *testing.T) {
+	for _, v := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { absenceRecorderUpgradedFrom(t, v) })
+	}
+}
+
+func absenceRecorderUpgradedFrom(t *testing.T, v int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	raw, db, dsn := absentAccDSN(t)
 	key := []dialect.KeyColumn{{Name: "id", Type: "bigint"}}
-	testdb.Exec(t, raw, postgres.PreviousAbsenceDDL(dialect.TableName{Schema: "public", Name: "acc"}, key, "fence_token")...)
+	testdb.Exec(t, raw, postgres.PreviousAbsenceDDL(v, dialect.TableName{Schema: "public", Name: "acc"}, key, "fence_token")...)
 	var src string
-	if err := raw.QueryRow("SELECT prosrc FROM pg_proc WHERE proname = 'fencedsql_tombclaim_acc'").Scan(&src); err != nil || !strings.Contains(src, "fencedsql absence recorder v2") {
+	if err := raw.QueryRow("SELECT prosrc FROM pg_proc WHERE proname = 'fencedsql_tombclaim_acc'").Scan(&src); err != nil || !strings.Contains(src, fmt.Sprintf("fencedsql absence recorder v%d\n", v)) {
 		t.Fatalf("previous recorder not installed: %v", err)
 	}
 	reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})

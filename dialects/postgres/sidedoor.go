@@ -656,6 +656,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	args = append(args, floorSyncBody())
 	ownGuard, ownArgs := d.ownGuardTextSQL("p.prosrc", len(args)+1)
 	args = append(args, ownArgs...)
+	var key []dialect.KeyColumn // the table's primary key, read when a recorder is judged
 	rows, err := query(ctx, `WITH RECURSIVE inh(rel, anc) AS (
   SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i
   UNION
@@ -781,8 +782,18 @@ ORDER BY 1, 2, 3, 4`, args...)
 					Fix: drop})
 			}
 		case "5":
-			if r[5] == absenceFunc(fold(t.Table).Name) && ownAbsence(r[6], tombTable(dialect.TableName{Schema: r[4], Name: fold(t.Table).Name}).Quote(d.QuoteIdent)) {
-				continue // the tombstone guard's own absence recorder (absence.go)
+			if r[5] == absenceFunc(fold(t.Table).Name) {
+				// The tombstone guard's own absence recorder (absence.go), judged
+				// against the table's catalog key (red-team rt45a F3).
+				if key == nil {
+					if _, key, err = dialect.PrimaryKeyColumns(ctx, query, d, t.Table); err != nil {
+						return nil, err
+					}
+				}
+				at := dialect.TableName{Schema: r[4], Name: fold(t.Table).Name}
+				if d.ownAbsence(r[6], key, tombTable(at).Quote(d.QuoteIdent), at.Quote(d.QuoteIdent), d.QuoteIdent(t.TokenColumn)) {
+					continue
+				}
 			}
 			wrote := guardWrites(r[6], tomb)
 			if len(wrote) == 0 {
