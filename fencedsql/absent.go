@@ -39,6 +39,7 @@ type absentRecord struct {
 	g    *plan.Table
 	sql  string
 	args []any
+	tok  uint64 // the claim's token
 }
 
 // absentRecordFor returns the record of p's key, run with args, when p pins its
@@ -95,7 +96,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 		return nil, err
 	}
 	vals = append(vals, int64(tok))
-	return typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals}, table, k.cols, p.AbsentNoWait), nil
+	return typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait), nil
 }
 
 // recordAbsence runs rec (nil: nothing). On failure the open transaction is marked
@@ -105,7 +106,7 @@ func (c *conn) recordAbsence(ctx context.Context, rec *absentRecord) error {
 		return nil
 	}
 	if _, err := c.queryStrings(ctx, rec.sql, rec.args); err != nil {
-		err = fmt.Errorf("fencedsql: recording the claim of an absent key of %s: %w", rec.g.String(), c.core.absenceErr(rec.g, err))
+		err = fmt.Errorf("fencedsql: recording the claim of an absent key of %s: %w", rec.g.String(), c.core.absenceErr(ctx, rec, err))
 		c.breakTx(err)
 		return err
 	}

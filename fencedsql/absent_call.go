@@ -1,6 +1,7 @@
 package fencedsql
 
 import (
+	"context"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -26,16 +27,27 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 	if !ok {
 		return nil
 	}
-	return &absentRecord{g: rec.g, sql: sql, args: args}
+	return &absentRecord{g: rec.g, sql: sql, args: args, tok: rec.tok}
 }
 
-// absenceErr maps the failure of a record: the recorder's claim conflict (a
-// concurrent transaction wrote the key under an older token after the claim read it
-// as absent, rt44a F1) is ErrClaimConflict, its refusal of a table it cannot record
-// for (dialect.AbsenceUnsupportedMark, rt44a F4) ErrUnsupported; any other error as
-// a statement's without a plan.
-func (k *core) absenceErr(g *plan.Table, err error) error {
-	if k.dialect.Classify(err).Kind == dialect.ErrorClaimConflict {
+// absenceErr maps the failure of rec: the recorder's refusal of a key whose
+// tombstone holds a newer token than the claim's (the key deleted, or claimed absent,
+// under it: red-team rt44e F2; the tombstone guard's refusal, a NOT NULL violation on
+// the token column) is a *FencedError carrying the claim's token, as the same claim of
+// a row written under the newer token; its claim conflict (a concurrent transaction
+// wrote the key under an older token after the claim read it as absent, rt44a F1) is
+// ErrClaimConflict, its refusal of a table it cannot record for
+// (dialect.AbsenceUnsupportedMark, rt44a F4) ErrUnsupported; any other error as a
+// statement's without a plan.
+func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) error {
+	g := rec.g
+	info := k.dialect.Classify(err)
+	switch {
+	case info.Kind == dialect.ErrorNotNull && dialect.SameColumnName(k.dialect, info.Column, g.TokenCol):
+		k.cfg.logger.Warn("fencedsql: claim of an absent key fenced by a newer token", "table", g.String(), "token", rec.tok)
+		k.metrics.count(k.metrics.fenced, g)
+		return k.explainFenced(ctx, &FencedError{Table: g.String(), Token: rec.tok, Err: err}, rec.tok, g)
+	case info.Kind == dialect.ErrorClaimConflict:
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
 	}
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {

@@ -141,7 +141,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	create := "CREATE TABLE IF NOT EXISTS " + tombTable(table).Quote(d.QuoteIdent) + " (" + strings.Join(defs, ", ") +
 		", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + d.keyList(key) + ")) ENGINE=InnoDB"
 	ddl := append([]string{create}, d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
-	return append(ddl, d.absenceDDL(table, key)...)
+	return append(ddl, d.absenceDDL(table, key, tokenCol)...)
 }
 
 // keyList is the key's columns, quoted, separated by commas.

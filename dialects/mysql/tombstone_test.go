@@ -34,10 +34,13 @@ func TestTombstoneDDLShape(t *testing.T) {
 		"IF EXISTS (SELECT 1 FROM `shop`.`fencedsql_tomb_pairs` t WHERE t.`a` = NEW.`a` AND t.`b` = NEW.`b` AND t.`c` = NEW.`c` AND (NEW.`tok` IS NULL OR t.fence_token > NEW.`tok`) LOCK IN SHARE MODE) THEN",
 		"SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''tok'' cannot be null';",
 		// The absence recorder (absence.go): text for the string and integer key
-		// columns, GREATEST only, nothing for a NULL.
+		// columns, only in a strict mode, nothing for a NULL, a newer tombstone
+		// fences the claim (rt44e F2: NULL refused, re-signalled on the token column).
 		"DROP PROCEDURE IF EXISTS `shop`.`fencedsql_tombclaim_pairs`",
-		"CREATE PROCEDURE `shop`.`fencedsql_tombclaim_pairs`(fencedsql_k1 LONGTEXT CHARACTER SET utf8mb4, fencedsql_k2 LONGTEXT CHARACTER SET utf8mb4, fencedsql_k3 LONGTEXT CHARACTER SET utf8mb4, fencedsql_tok BIGINT) MODIFIES SQL DATA SQL SECURITY DEFINER COMMENT 'fencedsql absence recorder v1'\nBEGIN\n  DECLARE EXIT HANDLER FOR 1264, 1406 BEGIN END;",
-		"  IF fencedsql_k1 IS NOT NULL AND fencedsql_k2 IS NOT NULL AND fencedsql_k3 IS NOT NULL AND fencedsql_tok IS NOT NULL THEN\n    INSERT INTO `shop`.`fencedsql_tomb_pairs` (`a`, `b`, `c`, fence_token, deleted_at) VALUES (fencedsql_k1, fencedsql_k2, fencedsql_k3, fencedsql_tok, CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))\n      ON DUPLICATE KEY UPDATE fence_token = GREATEST(fence_token, VALUES(fence_token)), deleted_at = GREATEST(deleted_at, VALUES(deleted_at));",
+		"CREATE PROCEDURE `shop`.`fencedsql_tombclaim_pairs`(fencedsql_k1 LONGTEXT CHARACTER SET utf8mb4, fencedsql_k2 LONGTEXT CHARACTER SET utf8mb4, fencedsql_k3 LONGTEXT CHARACTER SET utf8mb4, fencedsql_tok BIGINT) MODIFIES SQL DATA SQL SECURITY DEFINER COMMENT 'fencedsql absence recorder v2'\nBEGIN\n  DECLARE EXIT HANDLER FOR 1264, 1406 BEGIN END;",
+		"  IF FIND_IN_SET('STRICT_TRANS_TABLES', @@SESSION.sql_mode) = 0 AND FIND_IN_SET('STRICT_ALL_TABLES', @@SESSION.sql_mode) = 0 THEN\n    SIGNAL SQLSTATE 'FNCD1'",
+		"  IF fencedsql_k1 IS NOT NULL AND fencedsql_k2 IS NOT NULL AND fencedsql_k3 IS NOT NULL AND fencedsql_tok IS NOT NULL THEN\n    BEGIN\n      DECLARE EXIT HANDLER FOR 1048 SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''tok'' cannot be null';\n" +
+			"      INSERT INTO `shop`.`fencedsql_tomb_pairs` (`a`, `b`, `c`, fence_token, deleted_at) VALUES (fencedsql_k1, fencedsql_k2, fencedsql_k3, fencedsql_tok, CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00'))\n        ON DUPLICATE KEY UPDATE fence_token = IF(fence_token > VALUES(fence_token), NULL, VALUES(fence_token)), deleted_at = GREATEST(deleted_at, VALUES(deleted_at));\n    END;",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("TombstoneDDL lacks %q:\n%s", want, all)

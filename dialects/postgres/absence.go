@@ -56,13 +56,27 @@ import (
 //     tombstone write waited. The claim's own rows carry its token and pass. Retry the
 //     transaction: the claim then finds the row and stamps it.
 //
+// Version 3 (red-team rt44e F2) fences a stale claim: the tombstone write returns the
+// stored token, and one greater than the claim's (the key deleted, or claimed absent,
+// under a newer token: the newer holder's key) raises the tombstone guard's refusal,
+// not_null_violation on the token column, which the wrapper reports as ErrFenced (a
+// *FencedError with the claim's token), as the claim of a row written under that token
+// is. It is judged after any wait (ON CONFLICT reads the newest committed tombstone)
+// and before the wait's claim conflict; the statement fails, so nothing is recorded.
+// The claimer's equal token and newer ones pass.
+//
 // The wrapper calls it schema-qualified with every argument cast to the function's
 // parameter types (AbsenceCall, rt44a F2: an overload in the table's schema, or one
 // that takes other types, cannot capture the call, as it did untyped parameters).
 const (
 	// absenceVersion marks the recorder's body; AbsenceRecorderQuery and
-	// TombstoneInstalledQuery look for it.
-	absenceVersion = "fencedsql absence recorder v2"
+	// TombstoneInstalledQuery look for it (an older one is not installed: the Fix
+	// re-creates it).
+	absenceVersion = absenceMarker + "3"
+	// absenceVersionNumber is absenceVersion's number.
+	absenceVersionNumber = 3
+	// absenceMarker begins every version's marker.
+	absenceMarker = "fencedsql absence recorder v"
 )
 
 func absenceFunc(name string) string {
@@ -104,6 +118,13 @@ func (d dialectImpl) absenceDDL(table dialect.TableName, key []dialect.KeyColumn
 // separated by ", "), n of them, and cond, the key's match of the row x against the
 // parameters.
 func absenceBody(tomb, tbl, tok, list, cond string, n int) string {
+	return absenceBodyOf(absenceVersionNumber, tomb, tbl, tok, list, cond, n)
+}
+
+// absenceBodyOf is absenceBody as version v wrote it: v3 (this one) or v2, the
+// previous one, without the fence check (red-team rt44e F2), which ownAbsence still
+// recognises as the guard's own until the Fix re-creates it.
+func absenceBodyOf(v int, tomb, tbl, tok, list, cond string, n int) string {
 	vals := make([]string, n)
 	for i := range vals {
 		vals[i] = "$" + strconv.Itoa(i+1)
@@ -112,16 +133,43 @@ func absenceBody(tomb, tbl, tok, list, cond string, n int) string {
 	insert := `INSERT INTO ` + tomb + ` AS t (` + list + `, fence_token, deleted_at)
       VALUES (` + strings.Join(vals, ", ") + `, ` + token + `, pg_catalog.clock_timestamp())
       ON CONFLICT (` + list + `) DO UPDATE
-        SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at);`
+        SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at)`
+	decl, fence := "", ""
+	if v >= 3 {
+		insert += `
+      RETURNING t.fence_token INTO fencedsql_newer`
+		decl = `
+  fencedsql_newer bigint;`
+		fence = `
+  IF fencedsql_newer > ` + token + ` THEN
+    RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(unquoteIdent(tok)) + `, TABLE = ` + pgLiteral(tbl) + `,
+      MESSAGE = pg_catalog.format('fencedsql: tombstone on %s: the key was deleted, or claimed absent, under fence token %s, newer than the claim''s %s (null value in column %s violates the fence)', ` + pgLiteral(tbl) + `, fencedsql_newer, ` + token + `, ` + pgLiteral(tok) + `),
+      HINT = 'the claimer holds a stale fencing token';
+  END IF;`
+	}
+	insert += ";"
 	conflict := `RAISE EXCEPTION USING ERRCODE = 'invalid_text_representation', TABLE = ` + pgLiteral(tbl) + `,
       MESSAGE = '` + dialect.ClaimConflictMark + `: a concurrent transaction wrote this key of ' || ` + pgLiteral(tbl) + ` || ' under an older fence token after the claim read it as absent; retry the transaction';`
+	// v2 judged a wait under REPEATABLE READ right after it; v3 judges the token first
+	// (a newer tombstone is ErrFenced, not a retryable conflict).
+	waitedConflict := `
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+      ` + conflict + `
+    END IF;`
+	if v >= 3 {
+		fence += `
+  IF fencedsql_waited AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+    ` + conflict + `
+  END IF;`
+		waitedConflict = ""
+	}
 	return `
 #variable_conflict use_column
--- ` + absenceVersion + `
+-- ` + absenceMarker + strconv.Itoa(v) + `
 DECLARE
   fencedsql_who text;
   fencedsql_lt text;
-  fencedsql_waited boolean := false;
+  fencedsql_waited boolean := false;` + decl + `
 BEGIN
   fencedsql_who := pg_catalog.current_setting('role');
   IF fencedsql_who = 'none' THEN
@@ -152,11 +200,8 @@ BEGIN
       RAISE EXCEPTION USING ERRCODE = 'lock_not_available', TABLE = ` + pgLiteral(tbl) + `,
         MESSAGE = 'fencedsql: could not record the claim of an absent key of ' || ` + pgLiteral(tbl) + ` || ' without waiting (NOWAIT): a concurrent transaction is writing this key';
     END IF;
-    ` + insert + `
-    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-      ` + conflict + `
-    END IF;
-  END IF;
+    ` + insert + waitedConflict + `
+  END IF;` + fence + `
   IF EXISTS (SELECT 1 FROM ` + tbl + ` x WHERE ` + cond + ` AND (x.` + tok + ` IS NULL OR x.` + tok + ` < ` + token + `)) THEN
     ` + conflict + `
   END IF;
@@ -182,9 +227,10 @@ var (
 
 // ownAbsence reports whether src, the body of a function named like a recorder, is
 // exactly the recorder absenceDDL writes for the tombstone table tomb (quoted,
-// qualified) and some table, key and token column: it can only raise tombstones of
-// tomb (the guard-writer check leaves it alone; any other text is judged as a user's
-// function).
+// qualified) and some table, key and token column, of this version or the previous
+// one (v2, which a database upgraded to this library keeps until the Fix re-creates
+// it: TombstoneInstalledQuery reports it): it can only raise tombstones of tomb (the
+// guard-writer check leaves it alone; any other text is judged as a user's function).
 func ownAbsence(src, tomb string) bool {
 	m := absenceList.FindStringSubmatch(src)
 	l := absenceLookup.FindStringSubmatch(src)
@@ -192,7 +238,12 @@ func ownAbsence(src, tomb string) bool {
 		return false
 	}
 	n := len(absenceIdent.FindAllString(m[1], -1))
-	return src == absenceBody(tomb, l[1], l[3], m[1], l[2], n)
+	for v := absenceVersionNumber; v >= 2; v-- {
+		if src == absenceBodyOf(v, tomb, l[1], l[3], m[1], l[2], n) {
+			return true
+		}
+	}
+	return false
 }
 
 // dropAbsence is the statement that drops every function named like table's recorder
