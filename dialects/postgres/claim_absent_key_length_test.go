@@ -33,4 +33,3 @@ func TestAbsentClaimKeepsTheKeysLength(t *testing.T) {
 		})
 	}
 }
-

@@ -47,7 +47,6 @@ func TestAbsentClaimThroughPartitionRecordedByRoot(t *testing.T) {
 	}
 }
 
-
 // A table whose tombstone triggers are there but whose recorder is not (dropped, or
 // the root's of a partition) refuses a claim of an absent key with ErrUnsupported
 // instead of recording nothing (red-team rt45b F7, the general case).

@@ -82,4 +82,3 @@ func TestAbsentClaimOverUncommittedStaleWriteOfTombstonedKeyConflicts(t *testing
 		})
 	}
 }
-
