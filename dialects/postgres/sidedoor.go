@@ -45,7 +45,9 @@ import (
 //     DEFAULT: PostgreSQL runs the table's row triggers for the cascade, so the guard
 //     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
 //     does not advance the version) and the write to the referenced table fails;
-//     tombstones are recorded. A note, not a problem.
+//     tombstones are recorded. A note, not a problem — unless the action writes the
+//     token or version column (fencingCascades, one of TriggerDoors: red-team rt45b
+//     F8), where a version set higher passes the guard.
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views and the rules above, triggers on other
 //     relations, guarded or not, whose function writes the table, the table's own
@@ -491,8 +493,12 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // (tombstoneKey), and the guards' own tables not as the guards created them
 // (guardTables) and the foreign tables naming them (guardForeignTables) — and, with
 // the triggers of other relations, what may change those tables (guard writers:
-// triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers) — and the functions whose body writes the table
-// (routines, routinedoor.go) — in that order, one catalog query each.
+// triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers),
+// the guard's functions (guardFunctions) and its other objects (triggers, tombstone
+// function, recorder: guardObjects) not as the installer writes them, the foreign
+// keys whose action writes a fencing column (fencingCascades) — and the functions
+// whose body writes the table (routines, routinedoor.go) — in that order, one catalog
+// query each (guardObjects: two, the primary key's and its own).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
 }
