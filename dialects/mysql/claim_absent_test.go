@@ -109,14 +109,19 @@ func TestMySQLClaimOfAbsentKeyFencesOlderWrites(t *testing.T) {
 	if err := writeAs(db, 80, "INSERT INTO acc (id) VALUES (8)"); err != nil {
 		t.Fatalf("a newer holder's INSERT (token 80): %v", err)
 	}
-	// A record only ever raises: an older claim of 7 leaves 60 there.
+	// A record only ever raises: an older claim of 9 is fenced (rt44e F2) and leaves
+	// 90 there.
 	claimAbsentMy(t, db, 90, true, "SELECT id FROM acc WHERE id = 9 FOR UPDATE")
-	claimAbsentMy(t, db, 50, true, "SELECT id FROM acc WHERE id = 9 FOR UPDATE")
+	fencedClaimMy(t, db, sql.LevelDefault, "SELECT id FROM acc WHERE id = 9 FOR UPDATE")
 	if got := tombToken(t, admin, "acc", "id = 9"); got != 90 {
-		t.Fatalf("tombstone of 9 after claims under 90 then 50: token %d, want 90", got)
+		t.Fatalf("tombstone of 9 after claims under 90 then 60: token %d, want 90", got)
 	}
-	// The recorder called by hand with a lower token or NULLs lowers nothing.
-	testdb.Exec(t, admin, "CALL fencedsql_tombclaim_acc(9, 1)", "CALL fencedsql_tombclaim_acc(9, NULL)", "CALL fencedsql_tombclaim_acc(NULL, 1)")
+	// The recorder called by hand with a lower token is refused; with NULLs it records
+	// nothing: neither lowers anything.
+	if _, err := admin.Exec("CALL fencedsql_tombclaim_acc(9, 1)"); err == nil || !strings.Contains(err.Error(), "cannot be null") {
+		t.Fatalf("recorder called with a lower token: %v, want the fence's refusal", err)
+	}
+	testdb.Exec(t, admin, "CALL fencedsql_tombclaim_acc(9, NULL)", "CALL fencedsql_tombclaim_acc(NULL, 1)")
 	if got := tombToken(t, admin, "acc", "id = 9"); got != 90 {
 		t.Fatalf("tombstone of 9 after lower calls: token %d, want 90", got)
 	}
