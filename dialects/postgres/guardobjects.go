@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -40,7 +41,7 @@ import (
 //     pinned search_path as its settings;
 //   - every function named like t's absence recorder in t's schema, whatever its
 //     marker: its text is absenceDDL's for t, of this version or the previous one
-//     (ownAbsence's), its arguments exactly the key's types then bigint and boolean,
+//     (recorderText: built from the catalog's key, as ownAbsence), its arguments exactly the key's types then bigint and boolean,
 //     returning one integer, PL/pgSQL, volatile, SECURITY DEFINER, with exactly the
 //     pinned search_path (without it the body's operators would resolve through the
 //     caller's search_path).
@@ -280,27 +281,32 @@ func (d dialectImpl) tombFunctionProblem(r []string, table dialect.TableName, ke
 	if !shape || r[6] != "integer" || r[8] == "" || r[7] != r[8]+",20,16" || len(key) == 0 {
 		return bad
 	}
-	tbl := table.Quote(d.QuoteIdent)
-	if !ownAbsence(src, tombTable(table).Quote(d.QuoteIdent)) || !ownAbsenceOf(src, d.absenceDDL(table, key, tombTable(table).Quote(d.QuoteIdent), tbl, d.QuoteIdent(tokenCol))) {
+	if !d.recorderText(src, table, key, tokenCol) {
 		return bad
 	}
 	return ""
 }
 
-// ownAbsenceOf reports whether src is the body of the recorder the statements ddl
-// (absenceDDL's) create, of this version or the previous one.
-func ownAbsenceOf(src string, ddl []string) bool {
-	if len(ddl) == 0 {
-		return false
+// recorderText reports whether src is the recorder's body absenceDDL writes for table
+// (schema resolved, folded), its primary key as the catalog lists it (names, order,
+// equality operators: never read out of src) and token column, of this version or an
+// earlier one ownAbsence still recognises (absenceBodyOf, down to v2).
+func (d dialectImpl) recorderText(src string, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) bool {
+	cols := make([]string, len(key))
+	conds := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+		eq := " = "
+		if k.Equals != "" {
+			eq = " OPERATOR(" + k.Equals + ") "
+		}
+		conds[i] = "x." + cols[i] + eq + "$" + strconv.Itoa(i+1)
 	}
-	cur := createBody(ddl[len(ddl)-1])
-	if src == cur {
-		return true
+	tomb, tbl, tok := tombTable(table).Quote(d.QuoteIdent), table.Quote(d.QuoteIdent), d.QuoteIdent(tokenCol)
+	for v := absenceVersionNumber; v >= 2; v-- {
+		if src == absenceBodyOf(v, tomb, tbl, tok, strings.Join(cols, ", "), strings.Join(conds, " AND "), len(key)) {
+			return true
+		}
 	}
-	// The previous version's text differs from this one's only by the version's
-	// parts: ownAbsence recognised src as a version's text for some table; it must
-	// name this table's key, token and tombstone table (the current text's).
-	m, l := absenceList.FindStringSubmatch(src), absenceLookup.FindStringSubmatch(src)
-	cm, cl := absenceList.FindStringSubmatch(cur), absenceLookup.FindStringSubmatch(cur)
-	return m != nil && l != nil && cm != nil && cl != nil && m[0] == cm[0] && l[0] == cl[0]
+	return false
 }
