@@ -38,7 +38,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 		`ON CONFLICT ("a", "B") DO UPDATE`,
 		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token)`,
 		`GREATEST(COALESCE(OLD."tok", 0), COALESCE(NEW."tok", 0))`,
-		`WHERE t."a" = NEW."a" AND t."B" = NEW."B";`,
+		`WHERE t."a" = NEW."a" AND t."B" = NEW."B" FOR SHARE;`,
 		`ERRCODE = 'not_null_violation', COLUMN = 'tok'`,
 		`ERRCODE = 'serialization_failure'`,
 		`FROM "shop"."pairs" x WHERE x."a" = NEW."a" AND x."B" = NEW."B"`,
