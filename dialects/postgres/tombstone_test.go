@@ -33,7 +33,8 @@ func TestTombstoneDDLShape(t *testing.T) {
 		// The absence recorder (rt42e F1) and the probe that waits for it.
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombclaim_pairs"(numeric(10,2), text, bigint, boolean) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS`,
 		`VALUES ($1, $2, $3, pg_catalog.clock_timestamp())`,
-		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at);`,
+		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token), deleted_at = GREATEST(t.deleted_at, EXCLUDED.deleted_at)
+      RETURNING t.fence_token INTO fencedsql_newer;`, `IF fencedsql_newer > $3 THEN`, // rt44e F2's fence
 		"WHERE p.proname OPERATOR(pg_catalog.=) 'fencedsql_tombclaim_pairs' AND n.nspname OPERATOR(pg_catalog.=) 'shop'",
 		`ON CONFLICT ("a", "B") DO UPDATE`,
 		`SET fence_token = GREATEST(t.fence_token, EXCLUDED.fence_token)`,
