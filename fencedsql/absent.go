@@ -30,9 +30,12 @@ import (
 // wrapper cannot read records. A record that fails fails the statement (or its rows'
 // Close) and marks the transaction so that Commit rolls it back: the claim's caller
 // must not go on believing the key claimed. Without the schema checks (a mock driver),
-// without a recorder installed on the table (no tombstone guard, or one of an earlier
-// version), or when the WHERE does not pin the whole key, nothing is recorded: the
-// claim of an absent key claims nothing, as before.
+// without a tombstone guard on the table, or when the WHERE does not pin the whole
+// key, nothing is recorded: the claim of an absent key claims nothing, as before. A
+// partition's claims are recorded by its root's recorder (the root's tombstone guard
+// runs on the partition's rows); a table whose tombstone guard is there but no
+// recorder of this version can record its claims refuses the claim with
+// ErrUnsupported instead of claiming nothing (red-team rt45b F7).
 
 // absentRecord is the recorder's statement and arguments for one claim.
 type absentRecord struct {
@@ -85,11 +88,24 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	if table.Schema == "" {
 		table.Schema = p.Guard.Schema
 	}
-	yes, err := c.tableVerdict(ctx, &c.core.absence, p.Guard, "absence recorder", func(dialect.TableName) (string, []any) {
+	row, err := c.tableRow(ctx, &c.core.absence, p.Guard, "absence recorder", func(dialect.TableName) (string, []any) {
 		return ar.AbsenceRecorderQuery(table)
 	})
-	if err != nil || !yes {
+	if err != nil {
 		return nil, err
+	}
+	switch {
+	case len(row) == 0 || row[0] == "0" || row[0] == "":
+		return nil, nil
+	case row[0] != "1":
+		// The tombstone guard is there, but no recorder can record the claim (red-team
+		// rt45b F7): refuse it rather than claim nothing.
+		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a claim of an absent key of a table whose tombstone guard has no recorder of this version for it " +
+			"(a partition whose root's recorder is missing or of an older version, a table whose tombstone triggers call another table's function): " +
+			"re-run fencedsql-schema -apply, or claim the key through the table that holds the tombstone guard"}
+	case len(row) >= 3 && row[1] != "" && row[2] != "":
+		// A partition's claims are recorded by its root's recorder.
+		table = dialect.TableName{Schema: row[1], Name: row[2]}
 	}
 	tok, err := c.tokenFor(ctx, p.Guard)
 	if err != nil {

@@ -16,24 +16,34 @@ import (
 // may have moved (the answer is then this connection's only). A failed query is a
 // *SchemaError naming what was asked.
 func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table, what string, query func(dialect.TableName) (string, []any)) (bool, error) {
+	row, err := c.tableRow(ctx, cache, g, what, query)
+	return len(row) == 1 && row[0] == "1", err
+}
+
+// tableRow is tableVerdict's answer as the query's one row (nil: no row, or more
+// than one), cached the same way.
+func (c *conn) tableRow(ctx context.Context, cache *sync.Map, g *plan.Table, what string, query func(dialect.TableName) (string, []any)) ([]string, error) {
 	if err := c.samePath(ctx); err != nil {
-		return false, err
+		return nil, err
 	}
 	if !c.namesMoved {
 		if v, ok := cache.Load(g); ok && (v.(verdict).final || c.core.fresh(v.(verdict).at)) {
-			return v.(verdict).yes, nil
+			return v.(verdict).row, nil
 		}
 	}
 	q, args := query(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return false, checkQueryErr(ctx, g.String(), "the guard's "+what+" query failed", err)
+		return nil, checkQueryErr(ctx, g.String(), "the guard's "+what+" query failed", err)
 	}
-	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
+	var row []string
+	if len(vals) == 1 {
+		row = vals[0]
+	}
 	if !c.namesMoved {
-		cache.Store(g, verdict{yes: yes, at: time.Now()})
+		cache.Store(g, verdict{yes: len(row) == 1 && row[0] == "1", row: row, at: time.Now()})
 	}
-	return yes, nil
+	return row, nil
 }
 
 // verdict is a cached answer of tableVerdict and when it was asked: like the lazy
@@ -43,6 +53,7 @@ func (c *conn) tableVerdict(ctx context.Context, cache *sync.Map, g *plan.Table,
 // catalog) is kept for the pool's life.
 type verdict struct {
 	yes, final bool
+	row        []string // tableRow's answer
 	at         time.Time
 }
 

@@ -283,14 +283,38 @@ END
 	return "DO " + tag + body + tag
 }
 
-// AbsenceRecorderQuery yields 1 when table's recorder of this version is in table's
-// schema, SECURITY DEFINER. An overload of its name cannot take the typed call
-// (AbsenceCall); TombstoneInstalledQuery reports one, and the Fix drops it.
+// AbsenceRecorderQuery yields, for table's claims (dialect.AbsenceRecorder): 1 when
+// the recorder of this version (SECURITY DEFINER, with its marker; guardObjects
+// compares it whole) of the table whose tombstone guard runs on table's rows is
+// there — table's own, or for a partition its root's (the partition's tombstone
+// triggers are clones of the root's, calling the root's function, which records into
+// and reads the root's tombstone table; red-team rt45b F7), whose schema and name
+// the row then carries; 0 when table has no tombstone INSERT trigger and no recorder
+// (nothing to record); 2 otherwise — the triggers are there but no such recorder is
+// (an older version's, a root whose recorder is missing or named by a hash, triggers
+// calling another table's function after a rename): the wrapper refuses the claim
+// rather than record nothing. An overload of the recorder's name cannot take the typed
+// call (AbsenceCall); TombstoneInstalledQuery reports one, and the Fix drops it.
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
 	fn := absenceFuncName(table)
-	return `SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-  WHERE p.proname = $1 AND n.nspname = $2 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $3) > 0) THEN 1 ELSE 0 END`,
-		[]any{fn.Name, fn.Schema, absenceVersion}
+	return `WITH RECURSIVE tg(oid, relid, parent, fn, depth) AS (
+  SELECT t.oid, t.tgrelid, t.tgparentid, t.tgfoid, 0 FROM pg_catalog.pg_trigger t
+  WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname = $4
+  UNION ALL
+  SELECT t.oid, t.tgrelid, t.tgparentid, t.tgfoid, tg.depth + 1 FROM pg_catalog.pg_trigger t JOIN tg ON t.oid = tg.parent WHERE tg.parent <> 0),
+root AS (SELECT tg.relid, tg.fn FROM tg ORDER BY tg.depth DESC LIMIT 1),
+rec AS (SELECT root.relid, c.relname, n.nspname FROM root JOIN pg_catalog.pg_class c ON c.oid = root.relid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_catalog.pg_proc f ON f.oid = root.fn
+  JOIN pg_catalog.pg_proc rp ON rp.pronamespace = c.relnamespace AND rp.proname = CASE WHEN root.relid = pg_catalog.to_regclass($1) THEN $2::text ELSE 'fencedsql_tombclaim_' || c.relname END
+  WHERE f.pronamespace = c.relnamespace AND f.proname = CASE WHEN root.relid = pg_catalog.to_regclass($1) THEN $5::text ELSE 'fencedsql_tombstone_' || c.relname END
+    AND rp.prosecdef AND pg_catalog.strpos(rp.prosrc, $6) > 0)
+SELECT CASE
+    WHEN NOT EXISTS (SELECT 1 FROM root) THEN CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+      WHERE p.proname = $2 AND n.nspname = $3 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $6) > 0) THEN '1' ELSE '0' END
+    WHEN EXISTS (SELECT 1 FROM rec) THEN '1' ELSE '2' END,
+  COALESCE((SELECT rec.nspname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), ''),
+  COALESCE((SELECT rec.relname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), '')`,
+		[]any{table.String(), fn.Name, fn.Schema, tombInsertTrigger, tombFunc(dialect.LowerASCII(table.Name)), absenceVersion}
 }
 
 // AbsenceRecordSQL calls table's recorder with the key's values, the token and
@@ -327,8 +351,30 @@ func (d dialectImpl) AbsenceCall(table dialect.TableName, key []dialect.KeyColum
 
 // baseType is a format_type text without its type modifiers: every parenthesized
 // group outside double quotes removed ("character varying(10)[]" is "character
-// varying[]", "timestamp(3) with time zone" "timestamp with time zone").
+// varying[]", "timestamp(3) with time zone" "timestamp with time zone"), and spelled
+// as format_type spells the type with typmod -1 where the SQL name without a modifier
+// means a length of 1 (red-team rt45b F6): "character(3)" is bpchar (a cast to
+// character is one to character(1), which cut the claimed 'abc' to the recorded 'a'),
+// "bit(3)" is "bit" (a cast to bit is one to bit(1), which refused B'101').
 func baseType(t string) string {
+	b := stripModifiers(t)
+	elem, arr := strings.CutSuffix(b, "[]")
+	switch elem {
+	case "character":
+		elem = "bpchar"
+	case "bit":
+		elem = `"bit"`
+	default:
+		return b
+	}
+	if arr {
+		elem += "[]"
+	}
+	return elem
+}
+
+// stripModifiers removes every parenthesized group outside double quotes from t.
+func stripModifiers(t string) string {
 	var b strings.Builder
 	quoted, depth := false, 0
 	for i := 0; i < len(t); i++ {

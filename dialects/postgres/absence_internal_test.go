@@ -14,6 +14,9 @@ func TestAbsenceCallTypesItsArguments(t *testing.T) {
 		"bigint": "bigint", "character varying(10)": "character varying", "character varying(10)[]": "character varying[]",
 		"numeric(10,2)": "numeric", "timestamp(3) with time zone": "timestamp with time zone", `"my(3)type"`: `"my(3)type"`,
 		`app."T(1)"(4)`: `app."T(1)"`,
+		// rt45b F6: lengthless character and bit mean a length of 1 in a cast.
+		"character(3)": "bpchar", "character(3)[]": "bpchar[]", "bit(3)": `"bit"`, "bit(3)[]": `"bit"[]`,
+		"bit varying(3)": "bit varying", `"char"`: `"char"`,
 	} {
 		if got := baseType(in); got != want {
 			t.Errorf("baseType(%q) = %q, want %q", in, got, want)

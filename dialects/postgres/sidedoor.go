@@ -45,7 +45,9 @@ import (
 //     DEFAULT: PostgreSQL runs the table's row triggers for the cascade, so the guard
 //     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
 //     does not advance the version) and the write to the referenced table fails;
-//     tombstones are recorded. A note, not a problem.
+//     tombstones are recorded. A note, not a problem — unless the action writes the
+//     token or version column (fencingCascades, one of TriggerDoors: red-team rt45b
+//     F8), where a version set higher passes the guard.
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views and the rules above, triggers on other
 //     relations, guarded or not, whose function writes the table, the table's own
@@ -378,35 +380,101 @@ ORDER BY 2, 3, 1`, t.Table.String())
 }
 
 // cascades: foreign keys of the table whose actions change its rows (a note:
-// PostgreSQL runs its triggers, and the guard refuses them).
+// PostgreSQL runs its triggers, and the guard refuses them) — except a key whose
+// action writes the token or the version column, which is a problem (fencingCascades,
+// reported there: the lazy check runs it too).
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, `SELECT con.conname::text, n.nspname::text, f.relname::text, con.confdeltype::text, con.confupdtype::text
+	rows, err := d.cascadeKeys(ctx, query, t)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if r.fencing {
+			continue
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: r.name + " REFERENCES " + r.ref, Note: true,
+			Problem: strings.Join(r.rules, ", ") + ": PostgreSQL runs the triggers of " + t.Table.String() + " for the cascade, so the guard refuses it " +
+				"(a DELETE of rows the transaction did not fence first, an UPDATE that does not advance the version) and the write to " + r.ref +
+				" fails; delete or update the referencing rows through the wrapper first, or use RESTRICT"})
+	}
+	return doors, nil
+}
+
+// fencingCascades: foreign keys of the table whose referential action writes its
+// token or version column (red-team rt45b F8): ON UPDATE CASCADE, SET NULL or SET
+// DEFAULT of a key whose referencing columns include one, ON DELETE SET NULL or SET
+// DEFAULT whose columns (the key's, or PostgreSQL 15's column list) include one. The
+// cascade's UPDATE of the guarded rows then sets the version (or the token) to the
+// referenced row's new value, or to NULL or the column's default: a version set
+// higher passes the row guard, so a stale holder's write of the referenced table,
+// which the wrapper does not fence, rewrites rows written under a newer token. A
+// problem, which the lazy check refuses like the other doors; no Fix statement (the
+// key is the schema's): re-create it with ON UPDATE/ON DELETE NO ACTION or RESTRICT,
+// or without the fencing columns.
+func (d dialectImpl) fencingCascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	if t.TokenColumn == "" && t.VersionColumn == "" {
+		return nil, nil
+	}
+	rows, err := d.cascadeKeys(ctx, query, t)
+	if err != nil {
+		return nil, err
+	}
+	var doors []dialect.SideDoor
+	for _, r := range rows {
+		if !r.fencing {
+			continue
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: r.name + " REFERENCES " + r.ref,
+			Problem: strings.Join(r.rules, ", ") + " writes the fencing column " + strings.Join(r.cols, ", ") + " of " + t.Table.String() +
+				": a write of " + r.ref + " (which the wrapper does not fence) sets it in the rows it reaches, and a version set higher passes the guard, " +
+				"so a stale holder may rewrite rows written under a newer token; re-create the foreign key with NO ACTION or RESTRICT, or without the fencing columns"})
+	}
+	return doors, nil
+}
+
+// cascadeKey is a foreign key of a guarded table with an action that changes its rows.
+type cascadeKey struct {
+	name, ref string
+	rules     []string
+	// fencing: an action writes the token or version column (cols: which).
+	fencing bool
+	cols    []string
+}
+
+// cascadeKeys lists the table's foreign keys with ON DELETE or ON UPDATE CASCADE, SET
+// NULL or SET DEFAULT, and which of the fencing columns t names their actions write.
+func (d dialectImpl) cascadeKeys(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]cascadeKey, error) {
+	rows, err := query(ctx, `SELECT con.conname::text, n.nspname::text, f.relname::text, con.confdeltype::text, con.confupdtype::text,
+  COALESCE((SELECT pg_catalog.string_agg(a.attname::text, ',') FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid = con.conrelid AND a.attname IN ($2, $3) AND (
+      con.confupdtype IN ('c', 'n', 'd') AND a.attnum = ANY (con.conkey)
+      OR con.confdeltype IN ('n', 'd') AND a.attnum = ANY (CASE WHEN pg_catalog.cardinality(con.confdelsetcols) > 0 THEN con.confdelsetcols ELSE con.conkey END))), '')
 FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class f ON f.oid = con.confrelid JOIN pg_catalog.pg_namespace n ON n.oid = f.relnamespace
 WHERE con.contype = 'f' AND con.conrelid = to_regclass($1) AND (con.confdeltype IN ('c', 'n', 'd') OR con.confupdtype IN ('c', 'n', 'd'))
-ORDER BY 1`, t.Table.String())
+ORDER BY 1`, t.Table.String(), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
 	}
 	action := map[string]string{"c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
-	var doors []dialect.SideDoor
+	var out []cascadeKey
 	for _, r := range rows {
-		if len(r) < 5 {
+		if len(r) < 6 {
 			continue
 		}
-		ref := dialect.TableName{Schema: r[1], Name: r[2]}.String()
-		var rules []string
+		k := cascadeKey{name: r[0], ref: dialect.TableName{Schema: r[1], Name: r[2]}.String()}
 		if a, ok := action[r[3]]; ok {
-			rules = append(rules, "ON DELETE "+a)
+			k.rules = append(k.rules, "ON DELETE "+a)
 		}
 		if a, ok := action[r[4]]; ok {
-			rules = append(rules, "ON UPDATE "+a)
+			k.rules = append(k.rules, "ON UPDATE "+a)
 		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: r[0] + " REFERENCES " + ref, Note: true,
-			Problem: strings.Join(rules, ", ") + ": PostgreSQL runs the triggers of " + t.Table.String() + " for the cascade, so the guard refuses it " +
-				"(a DELETE of rows the transaction did not fence first, an UPDATE that does not advance the version) and the write to " + ref +
-				" fails; delete or update the referencing rows through the wrapper first, or use RESTRICT"})
+		if r[5] != "" {
+			k.fencing, k.cols = true, strings.Split(r[5], ",")
+		}
+		out = append(out, k)
 	}
-	return doors, nil
+	return out, nil
 }
 
 var _ dialect.SideDoorFinder = dialectImpl{}
@@ -425,10 +493,14 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // (tombstoneKey), and the guards' own tables not as the guards created them
 // (guardTables) and the foreign tables naming them (guardForeignTables) — and, with
 // the triggers of other relations, what may change those tables (guard writers:
-// triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers) — and the functions whose body writes the table
-// (routines, routinedoor.go) — in that order, one catalog query each.
+// triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers),
+// the guard's functions (guardFunctions) and its other objects (triggers, tombstone
+// function, recorder: guardObjects) not as the installer writes them, the foreign
+// keys whose action writes a fencing column (fencingCascades) — and the functions
+// whose body writes the table (routines, routinedoor.go) — in that order, one catalog
+// query each (guardObjects: two, the primary key's and its own).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +81,9 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = "fencedsql tombstone guard v9"
+	tombVersion = tombMarker + "10"
+	// tombVersionNumber is tombVersion's number.
+	tombVersionNumber = 10
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -151,6 +154,42 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		defs[i] += " NOT NULL"
 	}
 	list := strings.Join(cols, ", ")
+	body := d.tombBody(tombVersionNumber, table, key, tokenCol)
+	tag := dollarTag(body)
+	trigger := func(name, when string) []string {
+		return []string{
+			"DROP TRIGGER IF EXISTS " + name + " ON " + tbl,
+			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + d.triggerWhen(name, table, tokenCol, key) + "EXECUTE FUNCTION " + fn + "()",
+			"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + name,
+		}
+	}
+	ddl := []string{
+		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (" + list + "))",
+		"REVOKE ALL ON " + tomb + " FROM PUBLIC",
+		d.tombCarryOver(tbl, tomb, fn, list),
+		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
+		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
+	}
+	ddl = append(ddl, d.absenceDDL(table, key, tomb, tbl, tok)...)
+	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
+	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
+	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
+}
+
+// tombBody is the tombstone function's body for table (schema resolved, folded), its
+// key and token column, as version v writes it: v10 (this one) or v9, the previous
+// one, whose INSERT check reads the key's tombstone without locking it (red-team
+// rt45b F5), which guardObjects still accepts as the guard's own until the Fix
+// re-creates it.
+func (d dialectImpl) tombBody(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
+	tbl := table.Quote(d.QuoteIdent)
+	tomb := tombTable(table).Quote(d.QuoteIdent)
+	tok := d.QuoteIdent(tokenCol)
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.QuoteIdent(k.Name)
+	}
+	list := strings.Join(cols, ", ")
 	row := func(rec string) string {
 		out := make([]string, len(cols))
 		for i, c := range cols {
@@ -189,9 +228,18 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	// setting changes what the function does. No variable is read inside a query that
 	// has a user's table in scope (only as an INTO target or in an expression without
 	// FROM), so the column never takes a variable's place.
+	// v10 (red-team rt45b F5) reads the key's tombstone FOR SHARE: a claim of the
+	// absent key recording it (the recorder's INSERT … ON CONFLICT DO UPDATE) then waits
+	// for this transaction, and its lookup sees this row once it committed
+	// (ErrClaimConflict), where the probe's DO NOTHING met a committed tombstone
+	// without locking it and left the recorder nothing to wait for.
+	lock := ""
+	if v >= 10 {
+		lock = " FOR SHARE"
+	}
 	body := `
 #variable_conflict use_column
--- ` + tombVersion + `
+-- ` + tombMarker + strconv.Itoa(v) + `
 -- ` + markMarker + `
 DECLARE
   fencedsql_newer bigint;
@@ -236,7 +284,7 @@ BEGIN
   IF FOUND THEN
     DELETE FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + ` AND t.fence_token = 0;
   END IF;
-  SELECT t.fence_token INTO fencedsql_newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + `;
+  SELECT t.fence_token INTO fencedsql_newer FROM ` + tomb + ` t WHERE ` + match("t", "NEW") + lock + `;
   IF fencedsql_newer IS NOT NULL AND (NEW.` + tok + ` IS NULL OR fencedsql_newer > NEW.` + tok + `) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', COLUMN = ` + pgLiteral(tokenCol) + `,
       TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA,
@@ -255,25 +303,7 @@ BEGIN
   RETURN NULL;
 END
 `
-	tag := dollarTag(body)
-	trigger := func(name, when string) []string {
-		return []string{
-			"DROP TRIGGER IF EXISTS " + name + " ON " + tbl,
-			"CREATE TRIGGER " + name + " " + when + " ON " + tbl + " FOR EACH ROW " + d.triggerWhen(name, table, tokenCol, key) + "EXECUTE FUNCTION " + fn + "()",
-			"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + name,
-		}
-	}
-	ddl := []string{
-		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (" + list + "))",
-		"REVOKE ALL ON " + tomb + " FROM PUBLIC",
-		d.tombCarryOver(tbl, tomb, fn, list),
-		"CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag,
-		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
-	}
-	ddl = append(ddl, d.absenceDDL(table, key, tomb, tbl, tok)...)
-	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
-	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
-	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
+	return body
 }
 
 // tombCarryOver is the statement of TombstoneDDL that carries a moved table's

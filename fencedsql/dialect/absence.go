@@ -14,8 +14,15 @@ package dialect
 // wrapper cannot tell that the claim found a row.
 type AbsenceRecorder interface {
 	// AbsenceRecorderQuery returns a query yielding one row with 1 when table's
-	// recorder of this version is installed (table carries the schema it resolves
-	// to), 0 or no row otherwise.
+	// claims are recorded by a recorder of this version (table carries the schema it
+	// resolves to), 0 or no row when there is nothing to record (no tombstone guard on
+	// table). A row may name, in its second and third columns (schema, name), the
+	// table whose recorder records table's claims (PostgreSQL: a partition's are its
+	// root's, whose tombstone guard its cloned triggers run; red-team rt45b F7); empty
+	// or absent: table's own. Any other first value means table's tombstone guard is
+	// there but no recorder can record its claims (a partition whose root's recorder
+	// is missing, one of an older version): the wrapper refuses the claim
+	// (ErrUnsupported) rather than record nothing.
 	AbsenceRecorderQuery(table TableName) (query string, args []any)
 	// AbsenceRecordSQL returns the statement that records the absence of a key of
 	// table (carrying its schema) with keyColumns columns: its arguments are the key's
