@@ -47,6 +47,10 @@ type binding struct {
 	// identities both known and different), nil otherwise: BeginTx and every statement
 	// under the binding return it (checkLease).
 	mixed error
+	// proof, when the leases carry different tokens, remembers that the smaller ones
+	// were confirmed held at their lock service after the largest was granted
+	// (leaseproof.go): BeginTx and the statements under the binding confirm them first.
+	proof *leaseProof
 }
 
 // leased reports whether b carries leases, or the mark of a lease missing (noToken):
@@ -136,6 +140,9 @@ func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 		b.leaseTok = max(b.leaseTok, l.Token())
 	}
 	b.service, b.mixed = leaseServices(b.leases)
+	if needsProof(b.leases) {
+		b.proof = &leaseProof{}
+	}
 	if !b.noToken {
 		b.token = b.leaseTok
 	}
@@ -169,7 +176,7 @@ func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
 		b.leases, b.noToken, b.leaseTok = outer.leases, outer.noToken, outer.leaseTok // clipped by WithLeases
-		b.service, b.mixed = outer.service, outer.mixed
+		b.service, b.mixed, b.proof = outer.service, outer.mixed, outer.proof
 		if b.noToken {
 			b.token = 0
 		}

@@ -106,12 +106,28 @@ func (c *conn) checkLease(ctx context.Context) error {
 	} else if bound {
 		cause = lostCauseAll(b.leases)
 	}
-	if cause == nil {
+	if cause != nil {
+		err := lostErr("statement not sent", cause)
+		c.breakTx(err)
+		return err
+	}
+	// Leases of several tokens: the smaller ones confirmed at their lock service
+	// after the largest was granted, once per binding or set of a transaction's
+	// leases (leaseproof.go; red-team rt45f F2).
+	if c.tx == nil {
+		if bound {
+			return b.prove(ctx, "statement not sent")
+		}
 		return nil
 	}
-	err := lostErr("statement not sent", cause)
-	c.breakTx(err)
-	return err
+	if len(c.tx.leases) != c.tx.provenN {
+		if err := proveLeases(ctx, "statement not sent", c.tx.leases); err != nil {
+			c.breakTx(err)
+			return err
+		}
+		c.tx.provenN = len(c.tx.leases)
+	}
+	return nil
 }
 
 // otherBinding judges a statement whose context binds another token than the
