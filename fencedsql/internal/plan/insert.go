@@ -126,4 +126,3 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 	}
 	return p.insertTail(b, g, q, k, p.sig[last].End, versioned, cols.kept+len(mapped), len(mapped) > 0)
 }
-
