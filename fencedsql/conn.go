@@ -87,6 +87,10 @@ type txState struct {
 	// in a transaction begun without a binding, the least token its leased statements
 	// carry (statementToken).
 	joined uint64
+	// provenN is how many of leases (a prefix: leases only join) were confirmed held
+	// at their lock service after the largest of them was granted (proveLeases); a
+	// lease joining makes checkLease confirm them again before the next statement.
+	provenN int
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error
@@ -188,6 +192,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if cause := lostCauseAll(b.leases); cause != nil {
 			return nil, lostErr("transaction not begun", cause)
 		}
+		if err := b.prove(ctx, "transaction not begun"); err != nil {
+			return nil, err // nothing sent
+		}
 	}
 	raw, err := c.rawBegin(ctx, opts)
 	if err != nil {
@@ -197,6 +204,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if b, ok := bindingFrom(ctx); ok {
 		st.token, st.begun, st.leases, st.bound = b.token, b.token, b.leases, true
 		st.service, st.serviceTok = b.service, b.leaseTok
+		st.provenN = len(b.leases) // confirmed by b.prove
 	}
 	c.tx = st
 	return &tx{raw: raw, c: c, st: st, ctx: ctx}, nil

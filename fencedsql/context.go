@@ -47,6 +47,10 @@ type binding struct {
 	// identities both known and different), nil otherwise: BeginTx and every statement
 	// under the binding return it (checkLease).
 	mixed error
+	// proof, when the leases carry different tokens, remembers that the smaller ones
+	// were confirmed held at their lock service after the largest was granted
+	// (leaseproof.go): BeginTx and the statements under the binding confirm them first.
+	proof *leaseProof
 }
 
 // leased reports whether b carries leases, or the mark of a lease missing (noToken):
@@ -96,13 +100,28 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // rows of both locks accept it. A smaller one would be refused by a row the other lock
 // last wrote with a larger token, although the writer holds that lock.
 //
-// What is protected, and what is not. The database refuses this token on a row only
-// once a newer holder of that row's lock has written (or claimed) the row with its
-// larger token; until then a writer that lost lock A but still holds B would be let
-// through on A's rows, since its token is valid. Mutual exclusion per lock therefore
-// comes from the lease checks: every statement and the Commit check all the leases,
-// locally (no round trip), and refuse once any is lost. A lease lost after COMMIT was
-// sent cannot be taken back: that transaction commits, as it would under one lock.
+// What is protected, and what is not. The largest token orders after every earlier
+// holder of a lock only if the lock service still held that lock's lease when the
+// largest token was granted: a lease the service expired, revoked or dropped while its
+// client has not noticed (a pause the client cannot see, the service's clock ahead, an
+// operator's forced unlock, a failover that lost the key) may have been granted again
+// with a token below the largest, and the rows its new holder wrote would accept the
+// larger token. So before the binding's token is first used — at BeginTx, or at the
+// first statement under it outside a transaction — every lease whose token is below
+// the largest must be confirmed held by its lock service after the largest lease was
+// granted (LeaseConfirmer, which *lockclient.Lease implements: a renewal the service
+// accepted that was sent after that grant, else one renewal now, a round trip per such
+// lease, once per binding; none for a single lease or leases of one token). Otherwise
+// BeginTx or the statement fails with an error wrapping lockclient.ErrLeaseLost, before
+// anything is sent. A statement's lease joining a transaction confirms the
+// transaction's leases again against the new largest token before the statement is
+// sent. A lease that does not implement LeaseConfirmer, bound beside a larger token, is
+// refused with an error wrapping ErrUnsupported (nothing else shows its lock had no
+// other holder). After that, mutual exclusion per lock comes from the database (any
+// later holder of a lock has a larger token) and from the lease checks: every statement
+// and the Commit check all the leases, locally (no round trip), and refuse once any is
+// lost. A lease lost after COMMIT was sent cannot be taken back: that transaction
+// commits, as it would under one lock.
 // The leases must come from one lock service (tokens of two services do not compare):
 // leases that name two different services (lockclient.ServiceIdentifier: every
 // *lockclient.Lease does) make BeginTx and every statement under the context fail with
@@ -136,6 +155,9 @@ func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 		b.leaseTok = max(b.leaseTok, l.Token())
 	}
 	b.service, b.mixed = leaseServices(b.leases)
+	if needsProof(b.leases) {
+		b.proof = &leaseProof{}
+	}
 	if !b.noToken {
 		b.token = b.leaseTok
 	}
@@ -169,7 +191,7 @@ func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
 		b.leases, b.noToken, b.leaseTok = outer.leases, outer.noToken, outer.leaseTok // clipped by WithLeases
-		b.service, b.mixed = outer.service, outer.mixed
+		b.service, b.mixed, b.proof = outer.service, outer.mixed, outer.proof
 		if b.noToken {
 			b.token = 0
 		}

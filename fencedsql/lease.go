@@ -76,7 +76,10 @@ func (st *txState) leaseLost() error {
 // before it must not commit without the one refused). A statement of a transaction the
 // server already rolled back is refused too (txEnded), and so is one whose leases —
 // its own, or its own and its transaction's — come from two lock services
-// (sameService), which breaks its transaction too.
+// (sameService), which breaks its transaction too. Last, where the leases carry several
+// tokens, the smaller ones must have been confirmed at their lock service after the
+// largest was granted (leaseproof.go): once per binding outside a transaction, and in
+// one whenever its set of leases changed; a failure breaks the transaction too.
 func (c *conn) checkLease(ctx context.Context) error {
 	if err := c.txEnded(); err != nil {
 		return err // the server rolled the transaction back: nothing is sent
@@ -106,12 +109,28 @@ func (c *conn) checkLease(ctx context.Context) error {
 	} else if bound {
 		cause = lostCauseAll(b.leases)
 	}
-	if cause == nil {
+	if cause != nil {
+		err := lostErr("statement not sent", cause)
+		c.breakTx(err)
+		return err
+	}
+	// Leases of several tokens: the smaller ones confirmed at their lock service
+	// after the largest was granted, once per binding or set of a transaction's
+	// leases (leaseproof.go; red-team rt45f F2).
+	if c.tx == nil {
+		if bound {
+			return b.prove(ctx, "statement not sent")
+		}
 		return nil
 	}
-	err := lostErr("statement not sent", cause)
-	c.breakTx(err)
-	return err
+	if len(c.tx.leases) != c.tx.provenN {
+		if err := proveLeases(ctx, "statement not sent", c.tx.leases); err != nil {
+			c.breakTx(err)
+			return err
+		}
+		c.tx.provenN = len(c.tx.leases)
+	}
+	return nil
 }
 
 // otherBinding judges a statement whose context binds another token than the

@@ -65,6 +65,10 @@ func TestRewriteRefused(t *testing.T) {
 		{mysqlTest, nil, `REPLACE INTO accounts (a) VALUES (1)`},
 		{mysqlTest, nil, `INSERT IGNORE INTO accounts (a) VALUES (1)`},
 		{mysqlTest, nil, `INSERT LOW_PRIORITY IGNORE INTO accounts (a) VALUES (1)`},
+		// DELAYED: the token is bound, and MariaDB refuses DELAYED when prepared (rt45f F1)
+		{mysqlTest, nil, `INSERT DELAYED INTO accounts (a) VALUES (1) ON DUPLICATE KEY UPDATE a = 2`},
+		{mysqlTest, nil, `INSERT HIGH_PRIORITY DELAYED accounts SET a = 1`},
+		{mysqlTest, nil, `REPLACE DELAYED INTO accounts (a) VALUES (1)`},
 		{mysqlTest, nil, `UPDATE IGNORE accounts SET a = 1`},
 		{mysqlTest, nil, `DELETE IGNORE FROM accounts WHERE a = 1`},
 		// other writing statements

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
@@ -39,6 +40,11 @@ func newFakeLease(tok uint64) *fakeLease { return &fakeLease{tok: tok, lost: mak
 
 func (l *fakeLease) Token() uint64         { return l.tok }
 func (l *fakeLease) Lost() <-chan struct{} { return l.lost }
+
+// GrantReceived and ConfirmHeldSince make it a fencedsql.LeaseConfirmer: the fake's
+// lock service confirms it while it is held.
+func (l *fakeLease) GrantReceived() time.Time                          { return time.Time{} }
+func (l *fakeLease) ConfirmHeldSince(context.Context, time.Time) error { return l.Err() }
 func (l *fakeLease) Err() error {
 	if p := l.err.Load(); p != nil {
 		return *p

@@ -29,6 +29,10 @@ type Lease struct {
 	ended     bool // lost or released: no more renewals
 	released  bool
 	unhealthy error // the health check's last refusal, nil once a renewal passed it
+	// confirmed is when the latest renewal of this grant the service accepted was
+	// sent (the watchdog's, or ConfirmHeldSince's); zero for none. A session-level
+	// renewal (SessionRenewer) does not count: it does not check the grant's key.
+	confirmed time.Time
 }
 
 // Key returns the name of the lock.

@@ -163,6 +163,9 @@ func (c *Client) renew(l *Lease, deadline time.Time) {
 		if d := sent.Add(c.cfg.ttl - c.cfg.margin); d.After(l.deadline) {
 			l.deadline = d
 		}
+		if sent.After(l.confirmed) {
+			l.confirmed = sent
+		}
 		l.nextRenew = sent.Add(c.cfg.renewEvery)
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotOwner):
 		c.loseLocked(l, fmt.Errorf("%w: renewal refused by the lock service: %w", ErrLeaseLost, err), c.metrics.lostRefused)

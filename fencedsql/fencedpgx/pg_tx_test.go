@@ -21,6 +21,11 @@ type lostLease struct {
 
 func (l *lostLease) Token() uint64         { return l.tok }
 func (l *lostLease) Lost() <-chan struct{} { return l.lost }
+
+// GrantReceived and ConfirmHeldSince make it a fencedsql.LeaseConfirmer: the fake's
+// lock service confirms it while it is held.
+func (l *lostLease) GrantReceived() time.Time                          { return time.Time{} }
+func (l *lostLease) ConfirmHeldSince(context.Context, time.Time) error { return l.Err() }
 func (l *lostLease) Err() error {
 	select {
 	case <-l.lost:

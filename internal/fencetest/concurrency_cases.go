@@ -3,11 +3,13 @@
 package fencetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/lockclient"
@@ -52,6 +54,11 @@ type fakeLease struct {
 
 func (l *fakeLease) Token() uint64         { return l.tok }
 func (l *fakeLease) Lost() <-chan struct{} { return l.lost }
+
+// GrantReceived and ConfirmHeldSince make it a fencedsql.LeaseConfirmer: the fake's
+// lock service confirms it while it is held.
+func (l *fakeLease) GrantReceived() time.Time                          { return time.Time{} }
+func (l *fakeLease) ConfirmHeldSince(context.Context, time.Time) error { return l.Err() }
 func (l *fakeLease) Err() error {
 	select {
 	case <-l.lost:

@@ -6,8 +6,9 @@ import "strings"
 // MySQL's LOW_PRIORITY, QUICK, DELAYED, HIGH_PRIORITY and IGNORE, PostgreSQL's ONLY,
 // SQLite's OR <conflict resolution>.
 type modifiers struct {
-	ignore bool   // IGNORE: the statement turns errors into warnings
-	or     string // the conflict resolution after OR, upper-cased; "" for none
+	ignore  bool   // IGNORE: the statement turns errors into warnings
+	delayed bool   // DELAYED (MySQL, MariaDB): not allowed in a prepared statement
+	or      string // the conflict resolution after OR, upper-cased; "" for none
 }
 
 // readModifiers reads modifiers starting at sig[i]: any of the words in skip, IGNORE,
@@ -18,6 +19,7 @@ func (p *parser) readModifiers(i int, allowOr bool, skip ...string) (int, modifi
 	for {
 		switch {
 		case p.kwIn(i, skip...):
+			m.delayed = m.delayed || p.kw(i, "DELAYED")
 			i++
 		case p.kw(i, "IGNORE"):
 			m.ignore = true
