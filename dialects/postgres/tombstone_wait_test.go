@@ -135,8 +135,12 @@ func TestTombstoneWithoutKeyRefused(t *testing.T) {
 		{"ALTER TABLE accounts DROP CONSTRAINT accounts_pkey, ADD PRIMARY KEY (id) DEFERRABLE", "is DEFERRABLE"},
 		{"CREATE UNIQUE INDEX accounts_partial ON accounts (id) WHERE balance > 0; ALTER TABLE accounts DROP CONSTRAINT accounts_pkey", "no primary key or NOT DEFERRABLE unique key"},
 		{"CREATE UNIQUE INDEX accounts_expr ON accounts ((id + 0)); ALTER TABLE accounts DROP CONSTRAINT accounts_pkey", "no primary key or NOT DEFERRABLE unique key"},
-		{"ALTER TABLE accounts DROP CONSTRAINT accounts_pkey, ADD CONSTRAINT accounts_u UNIQUE (id)", ""},
-		{"CREATE UNIQUE INDEX accounts_id ON accounts (id); ALTER TABLE accounts DROP CONSTRAINT accounts_pkey", ""},
+		// A NOT DEFERRABLE unique key keeps the wait, but the guard objects are judged
+		// whole against the primary key the installer keyed them on (red-team rt45b
+		// F1–F4): without one they cannot be, and the table is refused (over-refusal,
+		// docs/design.md "Known open findings") until the primary key is back.
+		{"ALTER TABLE accounts DROP CONSTRAINT accounts_pkey, ADD CONSTRAINT accounts_u UNIQUE (id)", "tombstone guard of accounts"},
+		{"CREATE UNIQUE INDEX accounts_id ON accounts (id); ALTER TABLE accounts DROP CONSTRAINT accounts_pkey", "tombstone guard of accounts"},
 	} {
 		t.Run(c.ddl, func(t *testing.T) {
 			ctx, dsn, raw := guardedAccounts(t)
@@ -162,7 +166,11 @@ func TestTombstoneWithoutKeyRefused(t *testing.T) {
 			if !errors.Is(err, fencedsql.ErrSchema) {
 				t.Fatalf("write of a tombstoned table without a waiting key: %v, want ErrSchema", err)
 			}
-			testdb.Exec(t, raw, reps[0].Fix...)
+			if strings.HasPrefix(c.problem, "tombstone guard") {
+				testdb.Exec(t, raw, "ALTER TABLE accounts ADD PRIMARY KEY (id)")
+			} else {
+				testdb.Exec(t, raw, reps[0].Fix...)
+			}
 			reps, err = schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 			if err != nil || !reps[0].OK() {
 				t.Fatalf("schema.Check after the Fix: %+v %v", reps, err)
