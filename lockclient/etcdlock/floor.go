@@ -118,6 +118,19 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if min > maxFloor {
 		return fmt.Errorf("etcdlock: raise floor: %w: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
+	return b.raiseFloorKey(ctx, func(off uint64, rev int64, set bool) (uint64, bool) {
+		if off+uint64(rev) >= min {
+			return 0, false
+		}
+		return min - uint64(rev), true
+	})
+}
+
+// raiseFloorKey raises the floor key's offset by compare-and-swap on its mod revision,
+// retried when a concurrent raise won: next, given the offset (0 when the key is not
+// set), the store's revision at the read, and whether the key is set, returns the new
+// offset and true, or false when nothing is to change. next must only go up.
+func (b *Backend) raiseFloorKey(ctx context.Context, next func(off uint64, rev int64, set bool) (uint64, bool)) error {
 	for {
 		kv, header, err := b.readFloor(ctx, "raise floor")
 		if err != nil {
@@ -127,8 +140,8 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		if err != nil {
 			return err
 		}
-		rev := uint64(header)
-		if off+rev >= min {
+		n, raise := next(off, header, kv != nil)
+		if !raise {
 			return nil
 		}
 		mod := int64(0)
@@ -138,7 +151,7 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		reqCtx, cancel := b.requestContext(ctx)
 		tr, err := b.cli.Txn(reqCtx).
 			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
-			Then(clientv3.OpPut(b.FloorKey(), strconv.FormatUint(min-rev, 10))).
+			Then(clientv3.OpPut(b.FloorKey(), strconv.FormatUint(n, 10))).
 			Commit()
 		cancel()
 		if err != nil {
@@ -360,33 +373,7 @@ func (b *Backend) raiseMinToken(ctx context.Context) error {
 // compare-and-swap on its mod revision (retried when a concurrent raise won), so the
 // offset only goes up (WithMinToken). A retired service is refused (ErrRetired).
 func (b *Backend) raiseOffset(ctx context.Context, n uint64) error {
-	for {
-		kv, _, err := b.readFloor(ctx, "raise floor")
-		if err != nil {
-			return err
-		}
-		off, err := b.parseOffset(kv)
-		if err != nil {
-			return err
-		}
-		if kv != nil && off >= n {
-			return nil
-		}
-		mod := int64(0)
-		if kv != nil {
-			mod = kv.ModRevision
-		}
-		reqCtx, cancel := b.requestContext(ctx)
-		tr, err := b.cli.Txn(reqCtx).
-			If(clientv3.Compare(clientv3.ModRevision(b.FloorKey()), "=", mod)).
-			Then(clientv3.OpPut(b.FloorKey(), strconv.FormatUint(n, 10))).
-			Commit()
-		cancel()
-		if err != nil {
-			return unavailable(ctx, "raise floor", err)
-		}
-		if tr.Succeeded {
-			return nil
-		}
-	}
+	return b.raiseFloorKey(ctx, func(off uint64, _ int64, set bool) (uint64, bool) {
+		return n, !set || off < n
+	})
 }
