@@ -127,9 +127,22 @@ func (d dialectImpl) ownRecorder(ctx context.Context, query dialect.CatalogQuery
 	if tokenCol == "" {
 		tokenCol = "fence_token"
 	}
-	v := d.ownAbsence(def, dialect.TableName{Name: t.Table.Name}, key, tokenCol)
-	if v == 0 {
-		v = d.ownAbsence(def, dialect.TableName{Schema: schema, Name: t.Table.Name}, key, tokenCol)
+	// The installer wrote the token column as its configuration spelled it, which may
+	// differ in case from this pool's (MySQL's column names are case-insensitive):
+	// the catalog's spelling and this pool's are both the column.
+	spellings := []string{tokenCol}
+	if rows, err := query(ctx, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?", schema, t.Table.Name, tokenCol); err != nil {
+		return false, err
+	} else if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != tokenCol {
+		spellings = append(spellings, rows[0][0])
+	}
+	v := 0
+	for _, tc := range spellings {
+		for _, tn := range []dialect.TableName{{Name: t.Table.Name}, {Schema: schema, Name: t.Table.Name}} {
+			if v == 0 {
+				v = d.ownAbsence(def, tn, key, tc)
+			}
+		}
 	}
 	if v == 0 {
 		return false, nil
