@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,83 +12,9 @@ import (
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
-
-// modeConnector is a driver wrapper layer that exposes what it wraps with Raw() (as
-// otelsql's does) and runs its own code on each reuse (ResetSession): without
-// reconnect it sets the sql_mode chosen for the checkout (a "legacy import" mode);
-// with reconnect it replaces its connection by a new one from next (a failover-aware
-// layer reconnecting to the current primary), whose session next's DSN configures.
-type modeConnector struct {
-	first, next driver.Connector
-	mode        *atomic.Value
-	reconnect   bool
-}
-
-func (c modeConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	raw, err := c.first.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &modeConn{conn: raw, c: c}, nil
-}
-
-func (c modeConnector) Driver() driver.Driver { return c.first.Driver() }
-
-type modeConn struct {
-	mu   sync.Mutex
-	conn driver.Conn
-	c    modeConnector
-}
-
-func (l *modeConn) inner() driver.Conn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.conn
-}
-
-func (l *modeConn) Raw() driver.Conn { return l.inner() }
-
-func (l *modeConn) ResetSession(ctx context.Context) error {
-	if l.c.reconnect {
-		fresh, err := l.c.next.Connect(ctx)
-		if err != nil {
-			return err
-		}
-		l.mu.Lock()
-		old := l.conn
-		l.conn = fresh
-		l.mu.Unlock()
-		return old.Close()
-	}
-	if r, ok := l.inner().(driver.SessionResetter); ok {
-		if err := r.ResetSession(ctx); err != nil {
-			return err
-		}
-	}
-	if m := l.c.mode.Load().(string); m != "" {
-		_, err := l.inner().(driver.ExecerContext).ExecContext(ctx, "SET SESSION sql_mode = '"+m+"'", nil)
-		return err
-	}
-	return nil
-}
-
-func (l *modeConn) Prepare(q string) (driver.Stmt, error) { return l.inner().Prepare(q) }
-func (l *modeConn) Close() error                          { return l.inner().Close() }
-func (l *modeConn) Begin() (driver.Tx, error)             { return l.inner().Begin() } //nolint:staticcheck // forwarded
-func (l *modeConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return l.inner().(driver.ExecerContext).ExecContext(ctx, q, args)
-}
-func (l *modeConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return l.inner().(driver.QueryerContext).QueryContext(ctx, q, args)
-}
-func (l *modeConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	return l.inner().(driver.ConnPrepareContext).PrepareContext(ctx, q)
-}
-func (l *modeConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.Tx, error) {
-	return l.inner().(driver.ConnBeginTx).BeginTx(ctx, o)
-}
 
 // red-team rt45c F6: MySQL's ResetJudge peeled every Raw()-exposing layer and answered
 // "session kept" for go-sql-driver's connection at the bottom, although the layer in
@@ -131,7 +56,16 @@ func TestResetSessionOfWrapperLayerIsRechecked(t *testing.T) {
 			}
 			var mode atomic.Value
 			mode.Store("")
-			db := fencedsql.OpenDB(modeConnector{first: first, next: next, mode: &mode, reconnect: reconnect},
+			setMode := func(ctx context.Context, c driver.Conn) error {
+				m := mode.Load().(string)
+				if m == "" {
+					return nil
+				}
+				_, err := c.(driver.ExecerContext).ExecContext(ctx, "SET SESSION sql_mode = '"+m+"'", nil)
+				return err
+			}
+			layer := fencetest.ResetLayer{First: first, Next: next, OnReset: setMode, Reconnect: reconnect}
+			db := fencedsql.OpenDB(layer,
 				fencedsql.WithDialect(mysql.Dialect), fencedsql.Guard("reset_layer_acc"))
 			t.Cleanup(func() { db.Close() })
 			db.SetMaxOpenConns(1)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,87 +16,24 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// tenantConnector is a driver wrapper layer (a tenancy or instrumentation wrapper,
-// otelsql-like: it exposes what it wraps with Raw() driver.Conn) whose own
-// ResetSession runs code of the application's on each reuse: with reconnect false it
-// sets the tenant's search_path on the connection it holds (the usual "set the
-// tenant at checkout" done in a driver layer instead of pgx's OptionResetSession);
-// with reconnect true it replaces that connection by a new one from inner (a
-// failover-aware layer reconnecting to the current primary), whose session inner's
-// AfterConnect sets to the tenant's search_path.
-type tenantConnector struct {
-	inner     driver.Connector
-	tenant    *atomic.Value
-	reconnect bool
-}
-
-func (c tenantConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	raw, err := c.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &tenantConn{conn: raw, c: c}, nil
-}
-
-func (c tenantConnector) Driver() driver.Driver { return c.inner.Driver() }
-
-type tenantConn struct {
-	mu   sync.Mutex
-	conn driver.Conn
-	c    tenantConnector
-}
-
-func (l *tenantConn) inner() driver.Conn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.conn
-}
-
-func (l *tenantConn) Raw() driver.Conn { return l.inner() }
-
-func (l *tenantConn) ResetSession(ctx context.Context) error {
-	if l.c.reconnect {
-		fresh, err := l.c.inner.Connect(ctx)
-		if err != nil {
-			return err
-		}
-		l.mu.Lock()
-		old := l.conn
-		l.conn = fresh
-		l.mu.Unlock()
-		return old.Close()
-	}
-	if r, ok := l.inner().(driver.SessionResetter); ok {
-		if err := r.ResetSession(ctx); err != nil {
-			return err
-		}
-	}
-	return setTenantPath(ctx, l.inner(), l.c.tenant.Load().(string))
+// tenantLayer is a driver wrapper layer (a tenancy wrapper) whose own ResetSession sets
+// the tenant's search_path on the connection it holds (the usual "set the tenant at
+// checkout" done in a driver layer instead of pgx's OptionResetSession), or, with
+// reconnect, replaces that connection by a new one from inner, whose AfterConnect sets
+// the tenant's search_path.
+func tenantLayer(inner driver.Connector, tenant *atomic.Value, reconnect bool) fencetest.ResetLayer {
+	return fencetest.ResetLayer{First: inner, Reconnect: reconnect,
+		OnReset: func(ctx context.Context, c driver.Conn) error { return setTenantPath(ctx, c, tenant.Load().(string)) }}
 }
 
 func setTenantPath(ctx context.Context, c driver.Conn, tenant string) error {
 	_, err := c.(driver.ExecerContext).ExecContext(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)",
 		[]driver.NamedValue{{Ordinal: 1, Value: tenant}})
 	return err
-}
-
-func (l *tenantConn) Prepare(q string) (driver.Stmt, error) { return l.inner().Prepare(q) }
-func (l *tenantConn) Close() error                          { return l.inner().Close() }
-func (l *tenantConn) Begin() (driver.Tx, error)             { return l.inner().Begin() } //nolint:staticcheck // forwarded
-func (l *tenantConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return l.inner().(driver.ExecerContext).ExecContext(ctx, q, args)
-}
-func (l *tenantConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return l.inner().(driver.QueryerContext).QueryContext(ctx, q, args)
-}
-func (l *tenantConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	return l.inner().(driver.ConnPrepareContext).PrepareContext(ctx, q)
-}
-func (l *tenantConn) BeginTx(ctx context.Context, o driver.TxOptions) (driver.Tx, error) {
-	return l.inner().(driver.ConnBeginTx).BeginTx(ctx, o)
 }
 
 // red-team rt45c F5: the ResetJudge peeled every Raw()-exposing wrapper layer and judged
@@ -134,7 +70,7 @@ func TestResetSessionOfWrapperLayerIsRechecked(t *testing.T) {
 				_, err := c.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)", tenant.Load().(string))
 				return err
 			}
-			conn := tenantConnector{inner: stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(afterConnect)), tenant: &tenant, reconnect: reconnect}
+			conn := tenantLayer(stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(afterConnect)), &tenant, reconnect)
 			db := fencedsql.OpenDB(conn, fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("accounts"))
 			t.Cleanup(func() { db.Close() })
 			db.SetMaxOpenConns(1)
@@ -168,7 +104,7 @@ func TestResetKeepsSessionOnlyThroughKnownForwarders(t *testing.T) {
 	var tenant atomic.Value
 	tenant.Store("public")
 	plain := stdlib.GetConnector(*cfg)
-	layered := tenantConnector{inner: plain, tenant: &tenant}
+	layered := tenantLayer(plain, &tenant, false)
 	for _, c := range []struct {
 		name string
 		db   *sql.DB
