@@ -35,7 +35,7 @@ var rewriteMappedCases = []rewriteCase{
 	},
 	{
 		name: "mapped/set only the token", d: pgTest,
-		in:   `UPDATE accounts t SET t.fence_token = 1 WHERE id = $1`,
+		in:   `UPDATE accounts t SET fence_token = 1 WHERE id = $1`,
 		kind: plan.KindUpdate, nUser: 1, args: refs(0, TOK),
 		out: `UPDATE accounts t SET ` + pgItems(2) + ` WHERE id = $1`,
 	},

@@ -90,6 +90,24 @@ func TestRewriteRefused(t *testing.T) {
 		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET (b, version) = (1, 2)`},
 		{pgTest, nil, `UPDATE accounts SET (a, version) = (1, 2)`},
 		{pgTest, nil, `UPDATE accounts SET (fence_token, a) = (SELECT 1, 2)`},
+		// assigning a reserved column through a subscript, a field or a qualified name
+		// (PostgreSQL and SQLite read no table name there; red-team rt46f F1: sent beside
+		// the wrapper's own assignment, the caller got the server's raw error)
+		{pgTest, nil, `UPDATE accounts SET b = 2, fence_token[1] = 0 WHERE a = 1`},
+		{pgTest, nil, `UPDATE accounts SET b = 2, "fence_token"[1:1] = '{0}' WHERE a = 1`},
+		{pgTest, nil, `UPDATE accounts SET fence_token /* c */ [1] = 0`},
+		{pgTest, nil, `UPDATE accounts AS x SET fence_token[1] = 0`},
+		{pgTest, nil, `UPDATE accounts SET b = 2, fence_token.f = 0 WHERE a = 1`},
+		{pgTest, nil, `UPDATE accounts SET b = 2, VERSION[1] = 0 WHERE a = 1`},
+		{pgTest, nil, `UPDATE accounts SET accounts.fence_token = 0`},
+		{pgTest, nil, `UPDATE accounts t SET t.fence_token = 1 WHERE id = $1`},
+		{pgTest, nil, `UPDATE accounts SET b.fence_token = 0`},
+		{pgTest, nil, `INSERT INTO accounts (a, b, fence_token[1]) VALUES (2, 1, 0)`},
+		{pgTest, nil, `INSERT INTO accounts (a, b, version.f) VALUES (2, 1, 0)`},
+		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET fence_token[1] = 0`},
+		{pgTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET version.f = 0`},
+		{sqliteTest, nil, `UPDATE accounts SET accounts.fence_token = 0`},
+		{sqliteTest, nil, `INSERT INTO accounts (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET accounts.version = 0`},
 		// executable comments
 		{mysqlTest, nil, `UPDATE accounts SET x = 1 /*!, version = 5 */`},
 		{mysqlTest, nil, `UPDATE accounts SET x = 1 /*!50000 , version = 5 */ WHERE id = ?`},

@@ -96,6 +96,9 @@ func (p *parser) setList(g *Table, from, to int) (listEdit, error) {
 			}
 			continue
 		}
+		if err := p.indirectTarget(g, it); err != nil {
+			return listEdit{}, err
+		}
 		// The target is the last part of a possibly qualified name before '='.
 		i := p.lastNamePart(it[0], it[1])
 		if p.isIdent(i) && p.assign(i+1) && i+1 < it[1] {
@@ -151,6 +154,9 @@ func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
 	}
 	var drop []int
 	for k, it := range items {
+		if err := p.indirectTarget(g, it); err != nil {
+			return nil, listEdit{}, err
+		}
 		i := p.lastNamePart(it[0], it[1])
 		if i != it[1]-1 || !p.isIdent(i) {
 			continue
@@ -169,6 +175,40 @@ func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
 		drop = append(drop, k)
 	}
 	return drop, p.dropItems(items, drop), nil
+}
+
+// indirectTarget refuses, on PostgreSQL and SQLite, a SET target or INSERT column item
+// sig[it[0]:it[1]] that writes a fencing column through more than its bare name: a
+// subscript or a field of it (`fence_token[1] = …`, `version.f`), which PostgreSQL
+// reads as an assignment into the column, or a qualified name ending in it
+// (`t.fence_token = …` in a SET list), which neither accepts there. Left in place
+// beside the wrapper's own assignment, such an item is the server's raw error after a
+// round trip; dropped, it would turn a broken statement into one that runs (red-team
+// rt46f F1). On MySQL/MariaDB a target's leading parts are table and database names
+// (setList and columnList judge the last part) and there is no subscript.
+func (p *parser) indirectTarget(g *Table, it [2]int) error {
+	if p.rw.syn == sqllex.MySQL || !p.isIdent(it[0]) {
+		return nil
+	}
+	end := it[1]
+	for i := it[0]; i < it[1]; i++ {
+		if p.assign(i) {
+			end = i
+			break
+		}
+	}
+	if end-it[0] < 2 {
+		return nil
+	}
+	for i := it[0]; i < end; i++ {
+		if !p.isIdent(i) || (i > it[0] && !p.punct(i-1, ".")) {
+			continue
+		}
+		if n, fence, _ := p.fenceColumn(g, i); fence && (i == it[0] || i == p.lastNamePart(it[0], end)) {
+			return unsupported(g.String(), "the statement sets the reserved column %q through a subscript, a field or a qualified name; fencedsql maintains it", n)
+		}
+	}
+	return nil
 }
 
 // lastNamePart returns the index of the last part of the possibly qualified name that
