@@ -122,9 +122,10 @@
 // transaction itself, or, for a grant handed over by the releaser, at that revision. The
 // offset only goes up, so tokens still increase with the revision, across keys and
 // clients; with no floor key, the token is the revision. Backend.RaiseFloor
-// (lockclient.FloorRaiser) raises the offset by compare-and-swap so that every later
-// revision gives a token above a minimum, and Backend.LastToken returns offset + current
-// revision; WithMinToken raises it when the Backend opens its first session. etcd's own
+// (lockclient.FloorRaiser) raises the offset itself to at least a minimum by
+// compare-and-swap, so that every later revision gives a token above it, and
+// Backend.LastToken returns offset + current revision; WithMinToken raises it when the
+// Backend opens its first session, and again whenever a grant finds it lower. etcd's own
 // revision cannot be raised online (only by etcdutl snapshot restore --bump-revision),
 // hence the offset.
 //
@@ -134,13 +135,18 @@
 // the lower one, but a new process cannot tell), nor give several applications'
 // backends the same prefix unless they share the floor. WithMinToken(n) sets the offset
 // itself to at least n (not n minus the revision), so a prefix that lost its data is
-// priced again at offset n by the next Backend's first Open, above every token issued
-// before the loss as long as no offset above n was ever written — give every process of
-// the service the same WithMinToken, at least the value it was raised to at its switch;
-// a Backend already open refuses grants (lockclient.ErrUnavailable) while the floor key
-// is missing, and Retire without WithMinToken on a prefix holding neither the floor key
-// nor the service identity fails with ErrUnavailable instead of answering a bound below
-// the tokens issued (red-team rt45d F1, F2). A process without WithMinToken on a lost
+// priced again at offset n, above every token issued before the loss as long as no
+// offset above n was ever written — give every process of the service the same
+// WithMinToken, at least the value it was raised to at its switch. A Backend never
+// prices a grant with an offset below its WithMinToken: a grant that finds the floor key
+// missing, or written again lower after a loss (by a process configured lower, by an
+// earlier release's RaiseFloor, by hand), is given back, the offset put back at n, and
+// the grant made again (red-team rt45d F1, rt46d F1); LastToken and Retire through it
+// count with n likewise. RaiseFloor(min) records min itself (not min minus the
+// revision), so the same raise repeated after a loss puts the offset back where it was
+// too. Retire without WithMinToken on a prefix holding neither the floor key nor the
+// service identity fails with ErrUnavailable instead of answering a bound below the
+// tokens issued (red-team rt45d F2). A process without WithMinToken on a lost
 // prefix grants bare revisions (the known-open rt28b form). A value of the floor key that
 // is no offset ("1e9", text) makes every grant fail with an error wrapping
 // lockclient.ErrInvalidConfig naming the key.

@@ -82,35 +82,26 @@ func (b *Backend) offsetAt(ctx context.Context, cli *clientv3.Client, rev int64,
 	return b.grantOffset(resp.Kvs[0])
 }
 
-// grantOffset is parseOffset for a grant: a missing floor key under a Backend opened
-// WithMinToken — which raised the offset to at least its value at the first Open — means
-// the prefix lost its data (a wiped prefix, a restore from before the raise), and a
-// token priced with offset 0 would go back below the tokens issued before; the grant
-// fails with an error wrapping lockclient.ErrUnavailable (its key is given back, as for
-// any floor that is no offset) until a Backend's first Open (a process restarted) or
-// lockfloor -raise puts the offset back (red-team rt45d F1).
-func (b *Backend) grantOffset(kv *mvccpb.KeyValue) (uint64, error) {
-	if kv == nil && b.cfg.minToken > 0 {
-		return 0, fmt.Errorf("etcdlock: %w: counter lost: the floor key %s is missing though this Backend raised it with WithMinToken(%d): "+
-			"the prefix lost its data; restart the process (its first Open raises the offset again) or raise with lockfloor",
-			lockclient.ErrUnavailable, b.FloorKey(), b.cfg.minToken)
-	}
-	return b.parseOffset(kv)
-}
-
 // token is the fencing token of a grant made at revision rev under offset off.
 func token(off uint64, rev int64) uint64 { return off + uint64(rev) }
 
 var _ lockclient.FloorRaiser = (*Backend)(nil)
 
-// RaiseFloor implements lockclient.FloorRaiser. With H the current revision and o the
-// offset, nothing changes if o + H >= min (every later revision already gives a token
-// above min); otherwise the offset becomes min − H, by compare-and-swap on the floor
-// key's mod revision (retried when a concurrent raise won), so it only goes up. Every
-// grant reads the offset in its own transaction, so a grant ordered after the raise's
-// write by etcd's revision gets a token above min. A min above 2^62 yields an error
-// wrapping lockclient.ErrInvalidConfig; an unreachable cluster one wrapping
-// ErrUnavailable.
+// RaiseFloor implements lockclient.FloorRaiser. The offset itself becomes at least min
+// (raiseOffset: nothing changes when it is min or more; otherwise it is set to min by
+// compare-and-swap on the floor key's mod revision, retried when a concurrent raise
+// won), so it only goes up and every later grant gets a token of at least min plus a
+// revision, above min whatever the revision. Every grant reads the offset in its own
+// transaction, so a grant ordered after the raise's write by etcd's revision gets a
+// token above min. The offset is not min − H (H the current revision, the least that
+// puts the next token above min), as it was before red-team rt46d F1: a raise is then
+// as safe to repeat after the prefix lost its data as WithMinToken — the same raise
+// puts the offset back where it was, and every later revision is above every one
+// before, so the tokens are above every token granted under it before the loss —
+// where min − H' (H' the revision at the repeat) priced them below those. The cost is
+// a jump of the revision, once per raise that writes. A min above 2^62 yields an
+// error wrapping lockclient.ErrInvalidConfig; a retired service one wrapping
+// lockclient.ErrRetired; an unreachable cluster one wrapping ErrUnavailable.
 func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if b.cfg.err != nil {
 		return b.cfg.err
@@ -118,21 +109,16 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if min > maxFloor {
 		return fmt.Errorf("etcdlock: raise floor: %w: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
-	return b.raiseFloorKey(ctx, func(off uint64, rev int64, set bool) (uint64, bool) {
-		if off+uint64(rev) >= min {
-			return 0, false
-		}
-		return min - uint64(rev), true
-	})
+	return b.raiseOffset(ctx, min)
 }
 
-// raiseFloorKey raises the floor key's offset by compare-and-swap on its mod revision,
-// retried when a concurrent raise won: next, given the offset (0 when the key is not
-// set), the store's revision at the read, and whether the key is set, returns the new
-// offset and true, or false when nothing is to change. next must only go up.
-func (b *Backend) raiseFloorKey(ctx context.Context, next func(off uint64, rev int64, set bool) (uint64, bool)) error {
+// raiseOffset sets the floor key's offset to n if it is lower (or the key is missing),
+// by compare-and-swap on the key's mod revision, retried when a concurrent raise won, so
+// the offset only goes up (RaiseFloor, WithMinToken). A retired service is refused
+// (lockclient.ErrRetired), a floor key that holds no offset too (ErrInvalidConfig).
+func (b *Backend) raiseOffset(ctx context.Context, n uint64) error {
 	for {
-		kv, header, err := b.readFloor(ctx, "raise floor")
+		kv, _, err := b.readFloor(ctx, "raise floor")
 		if err != nil {
 			return err
 		}
@@ -140,8 +126,7 @@ func (b *Backend) raiseFloorKey(ctx context.Context, next func(off uint64, rev i
 		if err != nil {
 			return err
 		}
-		n, raise := next(off, header, kv != nil)
-		if !raise {
+		if off >= n {
 			return nil
 		}
 		mod := int64(0)
@@ -197,9 +182,11 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// A missing floor key under WithMinToken: the offset this Backend's grants are priced
-	// with once it is raised again (grantOffset refuses them until then), which bounds
-	// the tokens issued before the loss (red-team rt45d F1).
+	// An offset below WithMinToken (a missing floor key included: the prefix lost its
+	// data): this Backend's grants never use it — the next one puts the offset back at
+	// WithMinToken first (grantOffset, restoreMinToken) — and WithMinToken bounds the
+	// tokens issued before the loss, so the answer is what grants use (red-team rt45d
+	// F1, rt46d F1).
 	return token(max(off, b.cfg.minToken), rev), nil
 }
 
@@ -260,7 +247,10 @@ var _ lockclient.Retirer = (*Backend)(nil)
 // given back, as for any floor that is no offset), and one ordered before got offset o.
 // It returns o + m plus the mark's revision minus one, which bounds every token issued
 // (LastToken and Retired answer the same afterwards). A service already retired is left
-// alone. The mark is the floor key under the prefix: deleting the prefix, or restoring
+// alone. Through a Backend with WithMinToken, o is at least its value: a lower offset
+// (a prefix that lost its data) is one its grants never use — they put it back first
+// (grantOffset) — and the value bounds the tokens issued before the loss. The mark is
+// the floor key under the prefix: deleting the prefix, or restoring
 // the cluster from before Retire, removes it and the service grants again — tokens of
 // the cluster's revision (plus o after a restore), which stay below the returned bound
 // until the cluster has made m more writes, where before the margin a cluster shared
@@ -287,7 +277,7 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 				return 0, err
 			}
 		}
-		off = max(off, b.cfg.minToken) // what a process of the service prices grants with after a loss
+		off = max(off, b.cfg.minToken) // what this Backend's grants put a lower offset back to (grantOffset)
 		mod := int64(0)
 		if kv != nil {
 			mod = kv.ModRevision
@@ -329,51 +319,4 @@ func (b *Backend) requireState(ctx context.Context) error {
 		"stop its holders for one TTL and raise the next service with lockfloor above the highest token it may have issued, "+
 		"or retire through a Backend configured with the service's WithMinToken",
 		lockclient.ErrUnavailable, b.cfg.prefix, b.FloorKey(), b.ServiceIDKey())
-}
-
-// WithMinToken sets the service's offset to at least n when the Backend opens its first
-// session: the floor key's offset is raised to n (not to n minus the current revision,
-// as RaiseFloor(n) would), so every token it grants is greater than n + the revision.
-// Tokens are the offset plus the revision, which never goes back, so after the prefix
-// lost its data (the floor key with it) the next Backend's first Open puts the offset
-// back at n and prices every later grant above every token issued before the loss — as
-// long as no offset above n was ever written (every process of the service has the same
-// WithMinToken, at least the value the service was raised to at its switch). A Backend
-// already open refuses grants while the floor key is missing (grantOffset). A failed
-// raise fails that Open and is tried again by the next. n above 2^62 is invalid (see
-// New) (red-team rt45d F1).
-func WithMinToken(n uint64) Option {
-	return func(c *config) {
-		if n > maxFloor {
-			c.invalid("WithMinToken", "the floor must be at most %d, got %d", uint64(maxFloor), n)
-			return
-		}
-		c.minToken = n
-	}
-}
-
-// raiseMinToken applies WithMinToken once per Backend (again after a failure).
-func (b *Backend) raiseMinToken(ctx context.Context) error {
-	if b.cfg.minToken == 0 {
-		return nil
-	}
-	b.floorMu.Lock()
-	defer b.floorMu.Unlock()
-	if b.floorRaised {
-		return nil
-	}
-	if err := b.raiseOffset(ctx, b.cfg.minToken); err != nil {
-		return fmt.Errorf("etcdlock: WithMinToken(%d): %w", b.cfg.minToken, err)
-	}
-	b.floorRaised = true
-	return nil
-}
-
-// raiseOffset sets the floor key's offset to n if it is lower (or missing), by
-// compare-and-swap on its mod revision (retried when a concurrent raise won), so the
-// offset only goes up (WithMinToken). A retired service is refused (ErrRetired).
-func (b *Backend) raiseOffset(ctx context.Context, n uint64) error {
-	return b.raiseFloorKey(ctx, func(off uint64, _ int64, set bool) (uint64, bool) {
-		return n, !set || off < n
-	})
 }

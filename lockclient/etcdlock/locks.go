@@ -132,6 +132,13 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 				s.addOrphanLocked(ekey, key, lease)
 				s.mu.Unlock()
 			}
+			if keepAliveErr == nil && isLowOffset(ferr) {
+				// An offset below WithMinToken: raised again, the next attempt is priced above it.
+				if err := s.b.restoreMinToken(ctx); err != nil {
+					return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", err)
+				}
+				return lockclient.Grant{}, true, nil
+			}
 			return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", cause)
 		}
 		s.mu.Lock()
@@ -262,6 +269,15 @@ func (s *session) priceAndHandOut(ctx context.Context, key string, e *entry, rev
 		}
 		s.mu.Unlock()
 		s.kickSweeper()
+		// An offset below WithMinToken at rev: raised again, the next attempt (without a
+		// place in the queue: the key just left to the sweeper is deleted as an orphan) is
+		// priced above it.
+		if isLowOffset(err) {
+			if rerr := s.b.restoreMinToken(ctx); rerr != nil {
+				return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", rerr)
+			}
+			return lockclient.Grant{}, true, nil
+		}
 		return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", err)
 	}
 	return s.handOut(ctx, key, e, rev, off, start)

@@ -393,6 +393,13 @@ func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Tim
 				s.addOrphanLocked(ekey, key, lease)
 				s.mu.Unlock()
 			}
+			if keepAliveErr == nil && isLowOffset(ferr) {
+				// An offset below WithMinToken: raised again, the next attempt is priced above it.
+				if err := s.b.restoreMinToken(ctx); err != nil {
+					return lockclient.Grant{}, false, false, fmt.Errorf("etcdlock: acquire: %w", err)
+				}
+				return lockclient.Grant{}, false, true, nil
+			}
 			return lockclient.Grant{}, false, false, fmt.Errorf("etcdlock: acquire: %w", cause)
 		}
 		s.mu.Lock()

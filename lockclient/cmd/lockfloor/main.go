@@ -10,7 +10,10 @@
 //
 // -show prints LastToken: a number t such that every token the service issued so far is
 // at most t and every later one is greater. -raise N makes every token the service issues
-// from then on greater than N (a lower N changes nothing), then prints LastToken.
+// from then on greater than N (a lower N changes nothing), then prints LastToken. On etcd
+// it records N itself as the offset (the floor key), so every later token is above N
+// whatever the revision, and the same -raise repeated after the prefix lost its data
+// prices the tokens above those granted under it before (red-team rt46d F1).
 // -retire retires the service for good (lockclient.Retirer, the first step of a switch
 // to another lock service): every later grant, by any process still configured for it,
 // fails with lockclient.ErrRetired, and so does every raise; it prints the last token
