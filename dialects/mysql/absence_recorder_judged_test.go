@@ -122,7 +122,7 @@ func TestMySQLRecorderJudgedWhole(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			dsn, admin, _ := absentMy(t)
 			c.change(t, admin)
