@@ -79,6 +79,20 @@ const (
 	ClaimConflictSQLState = "FNCD4"
 )
 
+// absenceMarkerOf is the COMMENT of the recorder of version v (absenceMarker for
+// this one).
+func absenceMarkerOf(v int) string { return "fencedsql absence recorder v" + strconv.Itoa(v) }
+
+// markerVersion is the version whose COMMENT is comment (absenceMarkerOf), 0 for none.
+func markerVersion(comment string) int {
+	for v := absenceVersion; v >= 1; v-- {
+		if comment == absenceMarkerOf(v) {
+			return v
+		}
+	}
+	return 0
+}
+
 // absenceProc is the recorder's name for the table named name.
 func absenceProc(name string) string { return tombName("claim", name) }
 
@@ -319,12 +333,27 @@ func (d dialectImpl) dropAbsence(table dialect.TableName) string {
 const absenceInstalled = "EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND ROUTINE_NAME = ? " +
 	"AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'DEFINER' AND ROUTINE_COMMENT = '" + absenceMarker + "')"
 
-// AbsenceRecorderQuery yields 1 when table's recorder of this version is listed in
-// information_schema.ROUTINES (MariaDB lists it to an account with a right on the
-// database, EXECUTE or not: one without EXECUTE then gets the claim failed by the
-// CALL's permission error, not skipped).
+// AbsenceRecorderQuery yields, for table's claims (dialect.AbsenceRecorder): 1 when
+// table's recorder of this version is listed in information_schema.ROUTINES (MariaDB
+// lists it to an account with a right on the database, EXECUTE or not: one without
+// EXECUTE then gets the claim failed by the CALL's permission error, not skipped); 2
+// when it is not but the tombstone guard is there — a trigger of a tombstone name on
+// table (its own, or one a rename kept), its tombstone table, or a routine of the
+// recorder's name (an older version's, SQL SECURITY INVOKER) — and the wrapper refuses
+// the claim with ErrUnsupported instead of claiming nothing (the MySQL/MariaDB side of
+// red-team rt45b F7: a recorder dropped, never installed or renamed away let the claim
+// answer "absent" having recorded nothing, and a stale holder's INSERT of the key land
+// after it); 0 otherwise (no tombstone guard: nothing to record). Whether the listed
+// recorder's text is the installer's is the side-door check's (ownRecorder), which the
+// lazy check runs before the pool's first statement on table. An application account
+// that sees none of these (MySQL lists triggers only to an account with the TRIGGER
+// privilege, tables to one with a right on them) while the recorder is missing gets 0:
+// schema.Check, run by the migration account, reports the missing recorder.
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT IF(" + absenceInstalled + ", 1, 0)", []any{table.Schema, absenceProc(table.Name)}
+	return "SELECT CASE WHEN " + absenceInstalled + " THEN 1 WHEN EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND " +
+			tombTriggerNameLike("TRIGGER_NAME") + ") OR EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?) " +
+			"OR EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND ROUTINE_NAME = ?) THEN 2 ELSE 0 END",
+		[]any{table.Schema, absenceProc(table.Name), table.Schema, table.Name, table.Schema, tombTable(table).Name, table.Schema, absenceProc(table.Name)}
 }
 
 // AbsenceRecordSQL CALLs table's recorder with the key's values and the token.

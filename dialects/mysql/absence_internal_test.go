@@ -98,3 +98,31 @@ func TestMySQLAbsenceOverlongByCollation(t *testing.T) {
 		}
 	}
 }
+
+// The recorder's COMMENT names its version (ownRecorder requires the body's version's
+// marker), and its sql_mode must be strict.
+func TestMySQLAbsenceMarkerAndStrictMode(t *testing.T) {
+	if absenceMarkerOf(absenceVersion) != absenceMarker || markerVersion(absenceMarker) != absenceVersion {
+		t.Fatalf("marker of version %d: %q, want %q", absenceVersion, absenceMarkerOf(absenceVersion), absenceMarker)
+	}
+	for v := 1; v <= absenceVersion; v++ {
+		if markerVersion(absenceMarkerOf(v)) != v {
+			t.Errorf("marker of v%d not recognised", v)
+		}
+	}
+	if markerVersion("fencedsql absence recorder v9") != 0 || markerVersion("") != 0 {
+		t.Error("an unknown marker recognised")
+	}
+	for mode, want := range map[string]bool{
+		"STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION": true,
+		"NO_ENGINE_SUBSTITUTION,STRICT_ALL_TABLES":                                                  true,
+		"":                       false,
+		"NO_ENGINE_SUBSTITUTION": false,
+		"STRICT_TRANS_TABLESX,A": false,
+		"ANSI,NOT_STRICT_TABLES": false,
+	} {
+		if strictMode(mode) != want {
+			t.Errorf("strictMode(%q) = %v, want %v", mode, !want, want)
+		}
+	}
+}

@@ -28,7 +28,7 @@ import (
 // that counts). No Fix: the routine is the user's.
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, rec := tombTable(t.Table), absenceProc(t.Table.Name)
-	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) FROM information_schema.ROUTINES "+
+	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
 		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ?) "+
 		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
@@ -36,7 +36,7 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 	if err != nil {
 		return nil, err
 	}
-	own := func(schema, def string) (bool, error) { return d.ownRecorder(ctx, query, t, schema, def) }
+	own := func(r []string) (bool, []string, error) { return d.ownRecorder(ctx, query, t, r) }
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 4 {
@@ -69,38 +69,39 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 }
 
 // tombRoutine judges the routine of the ROUTINES row r (schema, name, type,
-// definition, whether it is in table's database) as a writer of table's tombstone
-// table (dialect.SideDoorGuardWriter; red-team rt42e F1's recorder): the tombstone
-// guard's own absence recorder (absence.go) — a procedure of its name in table's
-// database whose whole text is the recorder's (own: its body and its parameters,
-// built from the table's catalog key, red-team rt45a F3) — is not a door; any other
-// routine of that name is (its body is not the guard's: a claim of an absent key may
-// record nothing, or anything), and so is any routine whose body may write the
-// tombstone table (it may delete tombstones or lower their tokens, with its definer's
-// rights when SQL SECURITY DEFINER). A definition hidden from the account (NULL: not
-// its definer, no right to read every routine) is judged by its name only. Fix for the
-// impostor: drop it (the tombstone guard's Fix re-creates the recorder); none for
-// another routine (it is the user's). judged: the routine was judged here (the
-// recorder, or its impostor), not to be judged again as a writer of table (the
-// recorder's lookup reads table FOR UPDATE).
-func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(schema, def string) (bool, error)) (door *dialect.SideDoor, judged bool, err error) {
+// definition, whether it is in table's database, comment, SQL SECURITY, sql_mode) as
+// a writer of table's tombstone table (dialect.SideDoorGuardWriter; red-team rt42e
+// F1's recorder): the tombstone guard's own absence recorder (absence.go) — a
+// procedure of its name in table's database whose whole text is the recorder's (own:
+// ownRecorder) — is not a door; any other routine of that name is (it is not the
+// guard's: a claim of an absent key may record nothing, or anything), and so is any
+// routine whose body may write the tombstone table (it may delete tombstones or lower
+// their tokens, with its definer's rights when SQL SECURITY DEFINER). Fix for the
+// impostor: the recorder's install statements (absenceDDL, which drop it and create
+// the guard's; own gives them, built from the catalog's key: the DROP alone where the
+// table has no primary key); none for another routine (it is the user's). judged: the
+// routine was judged here (the recorder, or its impostor), not to be judged again as
+// a writer of table (the recorder's lookup reads table FOR UPDATE).
+func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r []string) (bool, []string, error)) (door *dialect.SideDoor, judged bool, err error) {
 	tomb := tombTable(dialect.TableName{Name: table.Name}).Name
 	inDB := len(r) < 5 || dialect.CatalogBool(r[4])
 	fn := dialect.TableName{Schema: r[0], Name: r[1]}
 	kind := strings.ToLower(r[2])
 	if inDB && r[1] == absenceProc(table.Name) {
+		var fix []string
 		if kind == "procedure" {
-			if r[3] == "" {
-				return nil, true, nil
-			}
-			ok, err := own(r[0], r[3])
+			ok, f, err := own(r)
 			if err != nil || ok {
 				return nil, true, err
 			}
+			fix = f
+		}
+		if len(fix) == 0 {
+			fix = []string{"DROP " + strings.ToUpper(kind) + " IF EXISTS " + fn.Quote(d.QuoteIdent)}
 		}
 		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
-			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text (body and parameters): a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); drop it and re-install the tombstone guard (fencedsql-schema -apply)",
-			Fix:     []string{"DROP " + strings.ToUpper(kind) + " IF EXISTS " + fn.Quote(d.QuoteIdent)}}, true, nil
+			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text (body, parameters, COMMENT, SQL SECURITY DEFINER, a strict sql_mode): a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); re-create the recorder (fencedsql-schema -apply)",
+			Fix:     fix}, true, nil
 	}
 	if !dialect.WritesTable(r[3], dialect.MySQLSyntax, tomb) {
 		return nil, false, nil
@@ -110,33 +111,50 @@ func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(s
 			" reads: called through the pool (sent as written, with or without a token), by a trigger or by another routine, with its DEFINER's rights where it is SQL SECURITY DEFINER, one that deletes a tombstone or lowers its token lets a stale holder re-create a deleted key; drop it (or remove the write from its body)"}, false, nil
 }
 
-// ownRecorder reports whether def, the definition of the procedure named like t's
-// recorder in the database schema, and its parameters are exactly the recorder
-// absenceDDL writes (of this version or an older one) for t's primary key as the
-// catalog lists it and t's token column (red-team rt45a F3: the body alone, with a key
-// list read out of it, let an impostor with other parameters or another key order
-// pass). The Fix qualifies the tombstone table with the database (schema.Check
-// resolves it); an install by hand of an unqualified table does not: both are the
-// guard's.
-func (d dialectImpl) ownRecorder(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable, schema, def string) (bool, error) {
+// ownRecorder reports whether the procedure of the ROUTINES row r (as tombRoutine
+// reads it), named like t's recorder in the database r[0], is the recorder absenceDDL
+// writes, judged whole (red-team rt45a F3; the MySQL/MariaDB side of rt45b F4): its
+// definition is exactly the body of one version — this one or an older one the
+// upgrade path accepts (ownAbsence) — for t's primary key as the catalog lists it and
+// t's token column (in this pool's spelling or the catalog's: the installer wrote it
+// as its configuration spelled it, and MySQL's column names are case-insensitive);
+// its COMMENT is that same version's marker (an older body under this version's
+// marker would be taken for this version by AbsenceRecorderQuery and run: a claim of
+// an absent key under an older token than the key's tombstone answered "absent"); it
+// is SQL SECURITY DEFINER; the sql_mode it was created with, which it runs with, is
+// strict (in another, a NULL the body relies on to refuse would be stored as 0); and
+// its parameters are that version's for the key (absenceParamsMatch). A definition
+// hidden from the account (not its definer, no right to read every routine: an
+// application account of the least-privilege layout) cannot be compared: the rest is
+// (the marker of a known version). The Fix qualifies the tombstone table with the
+// database (schema.Check resolves it); an install by hand of an unqualified table does
+// not: both are the guard's. fix: the recorder's install statements, for t's key and
+// this pool's token column (nil when the table has no primary key).
+func (d dialectImpl) ownRecorder(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable, r []string) (ok bool, fix []string, err error) {
+	schema, def := r[0], r[3]
 	_, key, err := dialect.PrimaryKeyColumns(ctx, query, d, dialect.TableName{Schema: schema, Name: t.Table.Name})
 	if err != nil || len(key) == 0 {
-		return false, err
+		return false, nil, err
 	}
 	tokenCol := t.TokenColumn
 	if tokenCol == "" {
 		tokenCol = "fence_token"
 	}
-	// The installer wrote the token column as its configuration spelled it, which may
-	// differ in case from this pool's (MySQL's column names are case-insensitive):
-	// the catalog's spelling and this pool's are both the column.
+	fix = d.absenceDDL(dialect.TableName{Schema: schema, Name: t.Table.Name}, key, tokenCol)
+	if len(r) < 8 || !strings.EqualFold(r[6], "DEFINER") || !strictMode(r[7]) {
+		return false, fix, nil
+	}
+	v := 0
+	if def == "" {
+		v = markerVersion(r[5])
+		return v != 0, fix, nil
+	}
 	spellings := []string{tokenCol}
 	if rows, err := query(ctx, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?", schema, t.Table.Name, tokenCol); err != nil {
-		return false, err
+		return false, nil, err
 	} else if len(rows) == 1 && len(rows[0]) == 1 && rows[0][0] != tokenCol {
 		spellings = append(spellings, rows[0][0])
 	}
-	v := 0
 	for _, tc := range spellings {
 		for _, tn := range []dialect.TableName{{Name: t.Table.Name}, {Schema: schema, Name: t.Table.Name}} {
 			if v == 0 {
@@ -144,13 +162,25 @@ func (d dialectImpl) ownRecorder(ctx context.Context, query dialect.CatalogQuery
 			}
 		}
 	}
-	if v == 0 {
-		return false, nil
+	if v == 0 || r[5] != absenceMarkerOf(v) {
+		return false, fix, nil
 	}
 	rows, err := query(ctx, "SELECT PARAMETER_NAME, PARAMETER_MODE, DTD_IDENTIFIER, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '') FROM information_schema.PARAMETERS "+
 		"WHERE SPECIFIC_SCHEMA = ? AND SPECIFIC_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0 ORDER BY ORDINAL_POSITION", schema, absenceProc(t.Table.Name))
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return absenceParamsMatch(v, key, rows), nil
+	return absenceParamsMatch(v, key, rows), fix, nil
+}
+
+// strictMode reports whether the sql_mode list mode (a routine's SQL_MODE) is strict:
+// it holds STRICT_TRANS_TABLES or STRICT_ALL_TABLES, as the recorder's own check
+// requires.
+func strictMode(mode string) bool {
+	for _, m := range strings.Split(mode, ",") {
+		if m = strings.ToUpper(strings.TrimSpace(m)); m == "STRICT_TRANS_TABLES" || m == "STRICT_ALL_TABLES" {
+			return true
+		}
+	}
+	return false
 }
