@@ -47,8 +47,9 @@ type binding struct {
 	// identities both known and different), nil otherwise: BeginTx and every statement
 	// under the binding return it (checkLease).
 	mixed error
-	// proof, when the leases carry different tokens, remembers that the smaller ones
-	// were confirmed held at their lock service after the largest was granted
+	// proof, when a lease carries a token below token (leases of different tokens, or
+	// a larger token laid over them: WithToken), remembers that those leases were
+	// confirmed held at their lock service after token came into existence
 	// (leaseproof.go): BeginTx and the statements under the binding confirm them first.
 	proof *leaseProof
 }
@@ -155,11 +156,11 @@ func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 		b.leaseTok = max(b.leaseTok, l.Token())
 	}
 	b.service, b.mixed = leaseServices(b.leases)
-	if needsProof(b.leases) {
-		b.proof = &leaseProof{}
-	}
 	if !b.noToken {
 		b.token = b.leaseTok
+	}
+	if needsProof(b.leases, b.token) {
+		b.proof = &leaseProof{}
 	}
 	// Clipped: a transaction begun under b appends the leases joining it to its own
 	// copy, never into b's array, which every transaction begun under ctx shares.
@@ -191,9 +192,17 @@ func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
 		b.leases, b.noToken, b.leaseTok = outer.leases, outer.noToken, outer.leaseTok // clipped by WithLeases
-		b.service, b.mixed, b.proof = outer.service, outer.mixed, outer.proof
+		b.service, b.mixed = outer.service, outer.mixed
 		if b.noToken {
 			b.token = 0
+		}
+		switch {
+		case b.token == outer.token:
+			b.proof = outer.proof // the same token over the same leases: one proof
+		case needsProof(b.leases, b.token):
+			// A token laid over leases above one of theirs: each such lease confirmed
+			// held at its service since now, once per binding (red-team rt46e F1).
+			b.proof = &leaseProof{}
 		}
 	}
 	return context.WithValue(ctx, leaseKey, b)

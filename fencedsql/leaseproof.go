@@ -52,71 +52,79 @@ type leaseProof struct {
 	done bool
 }
 
-// prove confirms b's leases (proveLeases) unless they were confirmed before, for
-// BeginTx and the statements under b outside a transaction; what says what was
-// refused.
+// prove confirms b's leases against the token b carries (proveLeases) unless they
+// were confirmed before, for BeginTx and the statements under b outside a transaction;
+// what says what was refused.
 func (b binding) prove(ctx context.Context, what string) error {
 	if b.proof == nil {
-		return nil // one lease, or leases of one token: nothing to confirm
+		return nil // no lease below b's token: nothing to confirm
 	}
 	b.proof.mu.Lock()
 	defer b.proof.mu.Unlock()
 	if b.proof.done {
 		return nil
 	}
-	if err := proveLeases(ctx, what, b.leases); err != nil {
+	if err := proveLeases(ctx, what, b.leases, b.token); err != nil {
 		return err
 	}
 	b.proof.done = true
 	return nil
 }
 
-// needsProof reports whether leases carry different tokens, so that a binding of them
-// must confirm its smaller ones (proveLeases) before its token is used.
-func needsProof(leases []Lease) bool {
-	for _, l := range leases[min(1, len(leases)):] {
-		if l.Token() != leases[0].Token() {
+// needsProof reports whether one of leases carries a token below tok, the token work
+// under them carries, so that they must be confirmed (proveLeases) before tok is used.
+func needsProof(leases []Lease, tok uint64) bool {
+	for _, l := range leases {
+		if l.Token() < tok {
 			return true
 		}
 	}
 	return false
 }
 
-// proveLeases confirms that every lease of leases with a token below the largest was
-// held at the lock service after the largest lease was granted (LeaseConfirmer: at
-// most one round trip per such lease, none when a renewal sent after that grant already
-// confirmed it). It refuses with an error wrapping lockclient.ErrLeaseLost when the
-// service did not confirm one, and with one wrapping ErrUnsupported when such a lease
-// cannot be confirmed (it does not implement LeaseConfirmer).
-func proveLeases(ctx context.Context, what string, leases []Lease) error {
+// proveLeases confirms that every lease of leases with a token below tok, the token the
+// work carries, was held at the lock service after tok came into existence: after the
+// grant of the lease of token tok arrived (LeaseConfirmer.GrantReceived), or, when no
+// lease carries tok (a bare token, WithToken: of unknown origin, it existed before
+// now), after now. At most one round trip per such lease, none when a renewal sent
+// after that time already confirmed it; none either when no lease is below tok. It
+// refuses with an error wrapping lockclient.ErrLeaseLost when the service did not
+// confirm one, and with one wrapping ErrUnsupported when such a lease cannot be
+// confirmed (it does not implement LeaseConfirmer).
+func proveLeases(ctx context.Context, what string, leases []Lease, tok uint64) error {
 	var top Lease
 	for _, l := range leases {
-		if top == nil || l.Token() > top.Token() {
+		if l.Token() == tok {
 			top = l
+			break
 		}
+	}
+	beside := fmt.Sprintf("the bare token %d (WithToken)", tok)
+	if top != nil {
+		beside = fmt.Sprintf("the lease of token %d", tok)
 	}
 	var since time.Time
 	for _, l := range leases {
-		if l.Token() >= top.Token() {
+		if l.Token() >= tok {
 			continue
 		}
 		lc, ok := l.(LeaseConfirmer)
 		if !ok {
-			return &UnsupportedError{Reason: fmt.Sprintf("%s: the lease of token %d, bound beside the lease of token %d, is a %T, which does not implement fencedsql.LeaseConfirmer: "+
-				"nothing shows its lock had no other holder before token %d was granted (bind the leases of several locks only if each can be confirmed at its lock service)",
-				what, l.Token(), top.Token(), l, top.Token())}
+			return &UnsupportedError{Reason: fmt.Sprintf("%s: the lease of token %d, bound beside %s, is a %T, which does not implement fencedsql.LeaseConfirmer: "+
+				"nothing shows its lock had no other holder before token %d came into existence (bind the leases of several locks, or a larger token over a lease, only if each can be confirmed at its lock service)",
+				what, l.Token(), beside, l, tok)}
 		}
 		if since.IsZero() {
 			if tc, ok := top.(LeaseConfirmer); ok {
 				since = tc.GrantReceived()
 			}
 			if since.IsZero() {
-				since = time.Now() // top was granted before: its token was read
+				since = time.Now() // tok existed before: it was read
 			}
 		}
 		if err := lc.ConfirmHeldSince(ctx, since); err != nil {
-			return fmt.Errorf("fencedsql: %s: the lock service did not confirm the lease of token %d still held after the lease of token %d, whose token the work carries, was granted: %w: %w",
-				what, l.Token(), top.Token(), lockclient.ErrLeaseLost, err)
+			return fmt.Errorf("fencedsql: %s: the lock service did not confirm the lease of token %d still held after %s, whose token the work carries, came into existence: %w: %w",
+				what, l.Token(), beside, lockclient.ErrLeaseLost, err)
 		}
 	}
 	return nil
