@@ -115,8 +115,8 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // lease, once per binding; none for a single lease or leases of one token). Otherwise
 // BeginTx or the statement fails with an error wrapping lockclient.ErrLeaseLost, before
 // anything is sent. A statement's lease joining a transaction confirms the
-// transaction's leases again against the new largest token before the statement is
-// sent. A lease that does not implement LeaseConfirmer, bound beside a larger token, is
+// transaction's leases again against the token the transaction carries (the largest
+// lease's, or a bare token's: WithToken) before the statement is sent. A lease that does not implement LeaseConfirmer, bound beside a larger token, is
 // refused with an error wrapping ErrUnsupported (nothing else shows its lock had no
 // other holder). After that, mutual exclusion per lock comes from the database (any
 // later holder of a lock has a larger token) and from the lease checks: every statement
@@ -188,6 +188,15 @@ func isNilLease(l Lease) bool {
 // bound to another token, such a statement raises the transaction only to its leases'
 // largest token, and a token above both that and the transaction's is refused as a
 // bare token is (ErrUnsupported): no lease held was granted it (see BeginTx).
+//
+// A bare token above a lease's token — laid over the lease here, or a transaction begun
+// under WithToken that a statement's lease joins — writes that lease's rows with the
+// larger token only once the lease was confirmed held at its lock service since now
+// (LeaseConfirmer, one renewal round trip per binding, or per transaction whose token
+// rose): otherwise BeginTx or the statement fails with an error wrapping
+// lockclient.ErrLeaseLost, or ErrUnsupported for a lease that cannot confirm, nothing
+// sent (see WithLeases, "What is protected"; red-team rt46e F1). A token equal to or
+// below the leases' costs nothing.
 func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {

@@ -17,17 +17,21 @@ import (
 // cannot establish it: a lease the service expired, revoked or dropped while its client
 // has not noticed (the service's clock ahead, a forced unlock, a failover that lost the
 // key — what fencing tokens exist for) still reports held, and its lock may have been
-// granted again with a token below the largest (red-team rt45f F2). So before a
-// binding's token is first used — at BeginTx, or at the first statement under it — and
-// again when a lease joining a transaction changes its set of leases, every lease with
-// a smaller token than the largest must be confirmed held by the service in answer to
-// a request sent after the largest lease's grant arrived (LeaseConfirmer), or nothing
-// is sent.
+// granted again with a token below the largest (red-team rt45f F2). The same holds for
+// a larger token that is no lease: a bare token (WithToken) a transaction was begun
+// under, or laid over the leases (red-team rt46e F1). So before a binding's token is
+// first used — at BeginTx, or at the first statement under it — and again when a lease
+// joining a transaction changes its set of leases or the token a statement carries
+// rises, every lease with a smaller token than the one carried must be confirmed held
+// by the service in answer to a request sent after that token came into existence
+// (LeaseConfirmer): after the grant of the lease carrying it arrived, or after now for
+// a bare token; otherwise nothing is sent.
 
 // LeaseConfirmer is a Lease whose lock service can confirm it still holds it.
 // *lockclient.Lease implements it. A binding of several leases with different tokens
-// (WithLeases, nested WithLease, a statement's lease joining a transaction) needs every
-// lease whose token is below the largest to implement it: a lease that does not is
+// (WithLeases, nested WithLease, a statement's lease joining a transaction), or of a
+// lease and a larger bare token (WithToken), needs every lease whose token is below the
+// one carried to implement it: a lease that does not is
 // refused with an error wrapping ErrUnsupported, nothing sent, since nothing else can
 // show that its lock had no other holder before the larger token was granted.
 type LeaseConfirmer interface {
@@ -46,7 +50,8 @@ var _ LeaseConfirmer = (*lockclient.Lease)(nil)
 
 // leaseProof remembers that a binding's leases were confirmed (proveLeases), so that
 // the statements and transactions under one binding confirm them once. It is shared by
-// every copy of the binding: made by WithLeases only when the leases' tokens differ.
+// every copy of the binding carrying the same token: made by WithLeases when the
+// leases' tokens differ, by WithToken when its token is above one of the leases'.
 type leaseProof struct {
 	mu   sync.Mutex
 	done bool
