@@ -88,8 +88,8 @@ type txState struct {
 	// carry (statementToken).
 	joined uint64
 	// provenN is how many of leases (a prefix: leases only join) were confirmed held
-	// at their lock service after provenTok, the largest token a statement carried
-	// so far, came into existence (proveLeases); a lease joining, or a statement
+	// at their lock service after provenTok, the token they were last confirmed
+	// against, came into existence (proveLeases); a lease joining, or a statement
 	// carrying a larger token, makes checkLease confirm them again before it is sent.
 	provenN   int
 	provenTok uint64

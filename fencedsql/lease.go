@@ -144,7 +144,7 @@ func (c *conn) checkLease(ctx context.Context) error {
 			c.breakTx(err)
 			return err
 		}
-		c.tx.provenN, c.tx.provenTok = len(c.tx.leases), max(c.tx.provenTok, tok)
+		c.tx.provenN, c.tx.provenTok = len(c.tx.leases), tok // all of leases, against tok
 	}
 	return nil
 }

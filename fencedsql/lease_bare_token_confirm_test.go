@@ -201,3 +201,65 @@ func TestUnconfirmableLeaseUnderLargerBareTokenRefused(t *testing.T) {
 		t.Errorf("token 5 laid over the lease of token 5: %v", err)
 	}
 }
+
+// In a transaction begun without a binding, a lease that joined under its own token
+// (a read) and is then written under a larger bare token laid over it is confirmed
+// against that token: the proof of the transaction's leases counts against the token
+// they were last confirmed for, not the largest ever seen (a larger one confirmed
+// before the lease joined does not cover it).
+func TestJoinedLeaseLaterUnderLargerBareTokenConfirmed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	raw, db := confirmDB(t)
+	svc := memlock.New()
+	c0 := lockclient.New(svc, lockclient.WithTTL(10*time.Minute))
+	c1 := lockclient.New(svc, lockclient.WithTTL(30*time.Second))
+	c2 := lockclient.New(svc, lockclient.WithTTL(10*time.Minute))
+	t.Cleanup(func() {
+		for _, c := range []*lockclient.Client{c0, c1, c2} {
+			_ = c.Close(context.Background())
+		}
+	})
+	x, err := c0.Acquire(ctx, "account:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := c1.Acquire(ctx, "account:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Advance(31 * time.Second) // l1 expires at the service, x does not
+	n1, err := c2.Acquire(ctx, "account:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(fencedsql.WithLease(ctx, n1), `UPDATE accounts SET balance = 111 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if l1.Err() != nil {
+		t.Fatalf("client 1 already knows l1 is lost (%v)", l1.Err())
+	}
+	big := n1.Token() + 10
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	if _, err := tx.ExecContext(fencedsql.WithToken(fencedsql.WithLease(ctx, x), big), `UPDATE accounts SET balance = balance + 1 WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	var bal int64
+	if err := tx.QueryRowContext(fencedsql.WithLease(ctx, l1), `SELECT balance FROM accounts WHERE id = 1`).Scan(&bal); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.ExecContext(fencedsql.WithToken(fencedsql.WithLease(ctx, l1), big), `UPDATE accounts SET balance = balance - 50 WHERE id = 1`)
+	if err == nil {
+		err = tx.Commit()
+	}
+	if !errors.Is(err, lockclient.ErrLeaseLost) {
+		t.Errorf("stale lease (token %d) under bare token %d after joining: %v, want ErrLeaseLost", l1.Token(), big, err)
+	}
+	if bal, tok := row1(t, raw); bal != 111 || tok != int64(n1.Token()) {
+		t.Errorf("row 1: balance %d, token %d; want the current holder's 111, token %d", bal, tok, n1.Token())
+	}
+}
