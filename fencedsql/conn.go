@@ -88,9 +88,11 @@ type txState struct {
 	// carry (statementToken).
 	joined uint64
 	// provenN is how many of leases (a prefix: leases only join) were confirmed held
-	// at their lock service after the largest of them was granted (proveLeases); a
-	// lease joining makes checkLease confirm them again before the next statement.
-	provenN int
+	// at their lock service after provenTok, the token they were last confirmed
+	// against, came into existence (proveLeases); a lease joining, or a statement
+	// carrying a larger token, makes checkLease confirm them again before it is sent.
+	provenN   int
+	provenTok uint64
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error
@@ -204,7 +206,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if b, ok := bindingFrom(ctx); ok {
 		st.token, st.begun, st.leases, st.bound = b.token, b.token, b.leases, true
 		st.service, st.serviceTok = b.service, b.leaseTok
-		st.provenN = len(b.leases) // confirmed by b.prove
+		st.provenN, st.provenTok = len(b.leases), b.token // confirmed by b.prove
 	}
 	c.tx = st
 	return &tx{raw: raw, c: c, st: st, ctx: ctx}, nil

@@ -47,8 +47,9 @@ type binding struct {
 	// identities both known and different), nil otherwise: BeginTx and every statement
 	// under the binding return it (checkLease).
 	mixed error
-	// proof, when the leases carry different tokens, remembers that the smaller ones
-	// were confirmed held at their lock service after the largest was granted
+	// proof, when a lease carries a token below token (leases of different tokens, or
+	// a larger token laid over them: WithToken), remembers that those leases were
+	// confirmed held at their lock service after token came into existence
 	// (leaseproof.go): BeginTx and the statements under the binding confirm them first.
 	proof *leaseProof
 }
@@ -114,8 +115,8 @@ func WithLease(ctx context.Context, lease Lease) context.Context {
 // lease, once per binding; none for a single lease or leases of one token). Otherwise
 // BeginTx or the statement fails with an error wrapping lockclient.ErrLeaseLost, before
 // anything is sent. A statement's lease joining a transaction confirms the
-// transaction's leases again against the new largest token before the statement is
-// sent. A lease that does not implement LeaseConfirmer, bound beside a larger token, is
+// transaction's leases again against the token the transaction carries (the largest
+// lease's, or a bare token's: WithToken) before the statement is sent. A lease that does not implement LeaseConfirmer, bound beside a larger token, is
 // refused with an error wrapping ErrUnsupported (nothing else shows its lock had no
 // other holder). After that, mutual exclusion per lock comes from the database (any
 // later holder of a lock has a larger token) and from the lease checks: every statement
@@ -155,11 +156,11 @@ func WithLeases(ctx context.Context, leases ...Lease) context.Context {
 		b.leaseTok = max(b.leaseTok, l.Token())
 	}
 	b.service, b.mixed = leaseServices(b.leases)
-	if needsProof(b.leases) {
-		b.proof = &leaseProof{}
-	}
 	if !b.noToken {
 		b.token = b.leaseTok
+	}
+	if needsProof(b.leases, b.token) {
+		b.proof = &leaseProof{}
 	}
 	// Clipped: a transaction begun under b appends the leases joining it to its own
 	// copy, never into b's array, which every transaction begun under ctx shares.
@@ -187,13 +188,30 @@ func isNilLease(l Lease) bool {
 // bound to another token, such a statement raises the transaction only to its leases'
 // largest token, and a token above both that and the transaction's is refused as a
 // bare token is (ErrUnsupported): no lease held was granted it (see BeginTx).
+//
+// A bare token above a lease's token — laid over the lease here, or a transaction begun
+// under WithToken that a statement's lease joins — writes that lease's rows with the
+// larger token only once the lease was confirmed held at its lock service since now
+// (LeaseConfirmer, one renewal round trip per binding, or per transaction whose token
+// rose): otherwise BeginTx or the statement fails with an error wrapping
+// lockclient.ErrLeaseLost, or ErrUnsupported for a lease that cannot confirm, nothing
+// sent (see WithLeases, "What is protected"; red-team rt46e F1). A token equal to or
+// below the leases' costs nothing.
 func WithToken(ctx context.Context, token uint64) context.Context {
 	b := binding{token: token}
 	if outer, ok := bindingFrom(ctx); ok && outer.leased() {
 		b.leases, b.noToken, b.leaseTok = outer.leases, outer.noToken, outer.leaseTok // clipped by WithLeases
-		b.service, b.mixed, b.proof = outer.service, outer.mixed, outer.proof
+		b.service, b.mixed = outer.service, outer.mixed
 		if b.noToken {
 			b.token = 0
+		}
+		switch {
+		case b.token == outer.token:
+			b.proof = outer.proof // the same token over the same leases: one proof
+		case needsProof(b.leases, b.token):
+			// A token laid over leases above one of theirs: each such lease confirmed
+			// held at its service since now, once per binding (red-team rt46e F1).
+			b.proof = &leaseProof{}
 		}
 	}
 	return context.WithValue(ctx, leaseKey, b)

@@ -76,10 +76,12 @@ func (st *txState) leaseLost() error {
 // before it must not commit without the one refused). A statement of a transaction the
 // server already rolled back is refused too (txEnded), and so is one whose leases —
 // its own, or its own and its transaction's — come from two lock services
-// (sameService), which breaks its transaction too. Last, where the leases carry several
-// tokens, the smaller ones must have been confirmed at their lock service after the
-// largest was granted (leaseproof.go): once per binding outside a transaction, and in
-// one whenever its set of leases changed; a failure breaks the transaction too.
+// (sameService), which breaks its transaction too. Last, every lease with a token below
+// the one the statement carries (another lease's, or a bare token: the transaction's,
+// or laid over the statement's leases) must have been confirmed at its lock service
+// after that token came into existence (leaseproof.go): once per binding outside a
+// transaction, and in one whenever its set of leases grew or the token carried rose;
+// a failure breaks the transaction too.
 func (c *conn) checkLease(ctx context.Context) error {
 	if err := c.txEnded(); err != nil {
 		return err // the server rolled the transaction back: nothing is sent
@@ -123,12 +125,26 @@ func (c *conn) checkLease(ctx context.Context) error {
 		}
 		return nil
 	}
-	if len(c.tx.leases) != c.tx.provenN {
-		if err := proveLeases(ctx, "statement not sent", c.tx.leases); err != nil {
+	// In a transaction, the token the statement carries (statementToken: the
+	// transaction's, raised by the joining leases, or begun under a bare token; or
+	// the statement's own) is the one every lease of the transaction below it must
+	// have been confirmed against (red-team rt46e F1: a bare token the transaction was
+	// begun with raised a joining stale lease unconfirmed). Confirmed again when the
+	// set of leases grew or the token rose above the one last confirmed against; a
+	// confirmation against a larger token covers a smaller one (any later holder of a
+	// lock then confirmed gets a token above the larger).
+	tok, _ := c.statementToken(ctx)
+	if !c.tx.bound && len(b.leases) == 0 {
+		// A transaction begun without a binding: a statement's bare token (or none)
+		// writes under itself alone, no lease of the transaction is raised to it.
+		tok = 0
+	}
+	if len(c.tx.leases) != c.tx.provenN || tok > c.tx.provenTok {
+		if err := proveLeases(ctx, "statement not sent", c.tx.leases, tok); err != nil {
 			c.breakTx(err)
 			return err
 		}
-		c.tx.provenN = len(c.tx.leases)
+		c.tx.provenN, c.tx.provenTok = len(c.tx.leases), tok // all of leases, against tok
 	}
 	return nil
 }

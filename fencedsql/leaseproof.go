@@ -17,17 +17,21 @@ import (
 // cannot establish it: a lease the service expired, revoked or dropped while its client
 // has not noticed (the service's clock ahead, a forced unlock, a failover that lost the
 // key — what fencing tokens exist for) still reports held, and its lock may have been
-// granted again with a token below the largest (red-team rt45f F2). So before a
-// binding's token is first used — at BeginTx, or at the first statement under it — and
-// again when a lease joining a transaction changes its set of leases, every lease with
-// a smaller token than the largest must be confirmed held by the service in answer to
-// a request sent after the largest lease's grant arrived (LeaseConfirmer), or nothing
-// is sent.
+// granted again with a token below the largest (red-team rt45f F2). The same holds for
+// a larger token that is no lease: a bare token (WithToken) a transaction was begun
+// under, or laid over the leases (red-team rt46e F1). So before a binding's token is
+// first used — at BeginTx, or at the first statement under it — and again when a lease
+// joining a transaction changes its set of leases or the token a statement carries
+// rises, every lease with a smaller token than the one carried must be confirmed held
+// by the service in answer to a request sent after that token came into existence
+// (LeaseConfirmer): after the grant of the lease carrying it arrived, or after now for
+// a bare token; otherwise nothing is sent.
 
 // LeaseConfirmer is a Lease whose lock service can confirm it still holds it.
 // *lockclient.Lease implements it. A binding of several leases with different tokens
-// (WithLeases, nested WithLease, a statement's lease joining a transaction) needs every
-// lease whose token is below the largest to implement it: a lease that does not is
+// (WithLeases, nested WithLease, a statement's lease joining a transaction), or of a
+// lease and a larger bare token (WithToken), needs every lease whose token is below the
+// one carried to implement it: a lease that does not is
 // refused with an error wrapping ErrUnsupported, nothing sent, since nothing else can
 // show that its lock had no other holder before the larger token was granted.
 type LeaseConfirmer interface {
@@ -46,77 +50,86 @@ var _ LeaseConfirmer = (*lockclient.Lease)(nil)
 
 // leaseProof remembers that a binding's leases were confirmed (proveLeases), so that
 // the statements and transactions under one binding confirm them once. It is shared by
-// every copy of the binding: made by WithLeases only when the leases' tokens differ.
+// every copy of the binding carrying the same token: made by WithLeases when the
+// leases' tokens differ, by WithToken when its token is above one of the leases'.
 type leaseProof struct {
 	mu   sync.Mutex
 	done bool
 }
 
-// prove confirms b's leases (proveLeases) unless they were confirmed before, for
-// BeginTx and the statements under b outside a transaction; what says what was
-// refused.
+// prove confirms b's leases against the token b carries (proveLeases) unless they
+// were confirmed before, for BeginTx and the statements under b outside a transaction;
+// what says what was refused.
 func (b binding) prove(ctx context.Context, what string) error {
 	if b.proof == nil {
-		return nil // one lease, or leases of one token: nothing to confirm
+		return nil // no lease below b's token: nothing to confirm
 	}
 	b.proof.mu.Lock()
 	defer b.proof.mu.Unlock()
 	if b.proof.done {
 		return nil
 	}
-	if err := proveLeases(ctx, what, b.leases); err != nil {
+	if err := proveLeases(ctx, what, b.leases, b.token); err != nil {
 		return err
 	}
 	b.proof.done = true
 	return nil
 }
 
-// needsProof reports whether leases carry different tokens, so that a binding of them
-// must confirm its smaller ones (proveLeases) before its token is used.
-func needsProof(leases []Lease) bool {
-	for _, l := range leases[min(1, len(leases)):] {
-		if l.Token() != leases[0].Token() {
+// needsProof reports whether one of leases carries a token below tok, the token work
+// under them carries, so that they must be confirmed (proveLeases) before tok is used.
+func needsProof(leases []Lease, tok uint64) bool {
+	for _, l := range leases {
+		if l.Token() < tok {
 			return true
 		}
 	}
 	return false
 }
 
-// proveLeases confirms that every lease of leases with a token below the largest was
-// held at the lock service after the largest lease was granted (LeaseConfirmer: at
-// most one round trip per such lease, none when a renewal sent after that grant already
-// confirmed it). It refuses with an error wrapping lockclient.ErrLeaseLost when the
-// service did not confirm one, and with one wrapping ErrUnsupported when such a lease
-// cannot be confirmed (it does not implement LeaseConfirmer).
-func proveLeases(ctx context.Context, what string, leases []Lease) error {
+// proveLeases confirms that every lease of leases with a token below tok, the token the
+// work carries, was held at the lock service after tok came into existence: after the
+// grant of the lease of token tok arrived (LeaseConfirmer.GrantReceived), or, when no
+// lease carries tok (a bare token, WithToken: of unknown origin, it existed before
+// now), after now. At most one round trip per such lease, none when a renewal sent
+// after that time already confirmed it; none either when no lease is below tok. It
+// refuses with an error wrapping lockclient.ErrLeaseLost when the service did not
+// confirm one, and with one wrapping ErrUnsupported when such a lease cannot be
+// confirmed (it does not implement LeaseConfirmer).
+func proveLeases(ctx context.Context, what string, leases []Lease, tok uint64) error {
 	var top Lease
 	for _, l := range leases {
-		if top == nil || l.Token() > top.Token() {
+		if l.Token() == tok {
 			top = l
+			break
 		}
+	}
+	beside := fmt.Sprintf("the bare token %d (WithToken)", tok)
+	if top != nil {
+		beside = fmt.Sprintf("the lease of token %d", tok)
 	}
 	var since time.Time
 	for _, l := range leases {
-		if l.Token() >= top.Token() {
+		if l.Token() >= tok {
 			continue
 		}
 		lc, ok := l.(LeaseConfirmer)
 		if !ok {
-			return &UnsupportedError{Reason: fmt.Sprintf("%s: the lease of token %d, bound beside the lease of token %d, is a %T, which does not implement fencedsql.LeaseConfirmer: "+
-				"nothing shows its lock had no other holder before token %d was granted (bind the leases of several locks only if each can be confirmed at its lock service)",
-				what, l.Token(), top.Token(), l, top.Token())}
+			return &UnsupportedError{Reason: fmt.Sprintf("%s: the lease of token %d, bound beside %s, is a %T, which does not implement fencedsql.LeaseConfirmer: "+
+				"nothing shows its lock had no other holder before token %d came into existence (bind the leases of several locks, or a larger token over a lease, only if each can be confirmed at its lock service)",
+				what, l.Token(), beside, l, tok)}
 		}
 		if since.IsZero() {
 			if tc, ok := top.(LeaseConfirmer); ok {
 				since = tc.GrantReceived()
 			}
 			if since.IsZero() {
-				since = time.Now() // top was granted before: its token was read
+				since = time.Now() // tok existed before: it was read
 			}
 		}
 		if err := lc.ConfirmHeldSince(ctx, since); err != nil {
-			return fmt.Errorf("fencedsql: %s: the lock service did not confirm the lease of token %d still held after the lease of token %d, whose token the work carries, was granted: %w: %w",
-				what, l.Token(), top.Token(), lockclient.ErrLeaseLost, err)
+			return fmt.Errorf("fencedsql: %s: the lock service did not confirm the lease of token %d still held after %s, whose token the work carries, came into existence: %w: %w",
+				what, l.Token(), beside, lockclient.ErrLeaseLost, err)
 		}
 	}
 	return nil
