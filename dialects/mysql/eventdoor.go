@@ -1,13 +1,12 @@
 package mysql
 
 import (
-	"context"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// events finds the scheduled events (information_schema.EVENTS) whose body may write
+// eventsSQL lists the scheduled events (information_schema.EVENTS) whose body may write
 // the table, its tombstone table or the token floor of its database (red-team rt46b
 // F2). An event runs its body as its DEFINER on its own schedule, outside every pool:
 // one that deletes tombstones or lowers their tokens (DELETE FROM fencedsql_tomb_<table>,
@@ -25,42 +24,39 @@ import (
 // wrapper). information_schema lists an event only to an account with the EVENT
 // privilege on its database: an account without it sees no event (schema.Check, run by
 // the migration account, is the check that counts).
-func (d dialectImpl) events(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	const db = "COALESCE(NULLIF(?, ''), DATABASE())"
-	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
-	rows, err := query(ctx, "SELECT EVENT_SCHEMA, EVENT_NAME, EVENT_DEFINITION, STATUS FROM information_schema.EVENTS "+
-		"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0) "+
-		"AND (EVENT_SCHEMA = "+db+" OR LOCATE(LOWER("+db+"), LOWER(EVENT_DEFINITION)) > 0) "+
-		"ORDER BY EVENT_SCHEMA, EVENT_NAME",
-		t.Table.Name, tomb.Name, floor.Name, t.Table.Schema, t.Table.Schema)
-	if err != nil {
-		return nil, err
+//
+// guardTables reads the events with its own catalog query (eventsSQL's rows, tagged
+// 'event': no round trip of their own) and judges each with eventDoor.
+const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, '' FROM information_schema.EVENTS " +
+	"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0) " +
+	"AND (EVENT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0)"
+
+// eventsArgs are eventsSQL's arguments for t.
+func eventsArgs(t dialect.TableName) []any {
+	return []any{t.Name, tombTable(t).Name, floorTable(t.Schema).Name, t.Schema, t.Schema}
+}
+
+// eventDoor judges the event of the eventsSQL row r (tag, schema, name, status, ”,
+// definition, ”): the door it is to table, or nil.
+func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.SideDoor {
+	tomb, floor := tombTable(table), floorTable(table.Schema)
+	ev := dialect.TableName{Schema: r[1], Name: r[2]}
+	status, def := strings.ToLower(r[3]), r[5]
+	var wrote []string
+	for _, g := range []string{tomb.Name, floor.Name} {
+		if dialect.WritesTable(def, dialect.MySQLSyntax, g) {
+			wrote = append(wrote, g)
+		}
 	}
-	var doors []dialect.SideDoor
-	for _, r := range rows {
-		if len(r) < 4 {
-			continue
-		}
-		ev := dialect.TableName{Schema: r[0], Name: r[1]}
-		status := strings.ToLower(r[3])
-		var wrote []string
-		for _, g := range []string{tomb.Name, floor.Name} {
-			if dialect.WritesTable(r[2], dialect.MySQLSyntax, g) {
-				wrote = append(wrote, g)
-			}
-		}
-		if len(wrote) > 0 {
-			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: "event " + ev.String(),
-				Problem: "the event " + ev.String() + " (" + status + ") may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
-					" read: it runs as its DEFINER on its schedule (a disabled one once enabled), and a tombstone deleted or lowered, or a floor lowered, lets a stale holder write again; drop the event (or remove the write from its body)",
-				Fix: []string{"DROP EVENT IF EXISTS " + ev.Quote(d.QuoteIdent)}})
-			continue
-		}
-		if !dialect.WritesTable(r[2], dialect.MySQLSyntax, t.Table.Name) {
-			continue
-		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "event " + ev.String(),
-			Problem: "the event " + ev.String() + " (" + status + ") writes " + t.Table.String() + ": it runs as its DEFINER on its schedule (a disabled one once enabled), outside every pool, so its write is unfenced; the database-side guard lets an UPDATE that advances the version, an INSERT and a DELETE through. Drop the event (or remove the write from its body) and do its work through the wrapper: while it exists, guarded writes to " + t.Table.String() + " are refused"})
+	if len(wrote) > 0 {
+		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: "event " + ev.String(),
+			Problem: "the event " + ev.String() + " (" + status + ") may write " + strings.Join(wrote, " and ") + ", which the guards of " + table.String() +
+				" read: it runs as its DEFINER on its schedule (a disabled one once enabled), and a tombstone deleted or lowered, or a floor lowered, lets a stale holder write again; drop the event (or remove the write from its body)",
+			Fix: []string{"DROP EVENT IF EXISTS " + ev.Quote(d.QuoteIdent)}}
 	}
-	return doors, nil
+	if !dialect.WritesTable(def, dialect.MySQLSyntax, table.Name) {
+		return nil
+	}
+	return &dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "event " + ev.String(),
+		Problem: "the event " + ev.String() + " (" + status + ") writes " + table.String() + ": it runs as its DEFINER on its schedule (a disabled one once enabled), outside every pool, so its write is unfenced; the database-side guard lets an UPDATE that advances the version, an INSERT and a DELETE through. Drop the event (or remove the write from its body) and do its work through the wrapper: while it exists, guarded writes to " + table.String() + " are refused"}
 }
