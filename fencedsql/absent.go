@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
@@ -43,6 +45,10 @@ type absentRecord struct {
 	sql  string
 	args []any
 	tok  uint64 // the claim's token
+	// probe (a claim whose WHERE has conjuncts besides the key's: plan.AbsentOther)
+	// reads, without a lock, whether a row of the key exists; with probeArgs.
+	probe     string
+	probeArgs []any
 }
 
 // absentRecordFor returns the record of p's key, run with args, when p pins its
@@ -111,8 +117,74 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	if err != nil {
 		return nil, err
 	}
+	var probe string
+	var probeArgs []any
+	if p.AbsentOther(len(terms)) {
+		probe, probeArgs = c.keyProbe(dialect.TableName{Schema: k.schema, Name: p.Guard.Name}, p.Guard, k.cols, terms, vals)
+	}
 	vals = append(vals, int64(tok))
-	return typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait), nil
+	rec := typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait)
+	if rec != nil {
+		rec.probe, rec.probeArgs = probe, probeArgs
+	}
+	return rec, nil
+}
+
+// keyProbe is the read of whether a row of the key vals (terms' values, in the key
+// cols' order) exists in table (its schema from the key's lookup, else g's): SELECT 1
+// … WHERE each key column = its value, without a lock, in the claim's transaction
+// (red-team rt46b F4). An integer literal goes as an int64 (PostgreSQL types the
+// parameter by the column).
+func (c *conn) keyProbe(table dialect.TableName, g *plan.Table, cols []plan.KeyColumn, terms []plan.KeyTerm, vals []any) (string, []any) {
+	d := c.core.dialect
+	if table.Schema == "" {
+		table.Schema = g.Schema
+	}
+	where := make([]string, len(cols))
+	args := make([]any, len(cols))
+	for i, col := range cols {
+		ph := "?"
+		if d.NumberedParams() {
+			ph = "$" + strconv.Itoa(i+1)
+		}
+		where[i] = d.QuoteIdent(col.Name) + " = " + ph
+		args[i] = vals[i]
+		if t := terms[i]; t.Arg < 0 && !t.Str {
+			if n, err := strconv.ParseInt(t.Lit, 10, 64); err == nil {
+				args[i] = n
+			}
+		}
+	}
+	return "SELECT 1 FROM " + table.Quote(d.QuoteIdent) + " WHERE " + strings.Join(where, " AND "), args
+}
+
+// keyPresent runs rec's probe (none: false): whether the claim that stamped nothing
+// found its key's row not meeting its other conjuncts — the key is then present, not
+// absent, and nothing is recorded: the recorder's conflict lookup would take that
+// row, under an older token, for one written after the claim read the key, and
+// refuse the claim with a retry that fails the same way forever (red-team rt46b F4).
+// The caller then runs its claim again (claimAgain): a row that began to match in
+// between (a concurrent writer under READ COMMITTED) is stamped, or reported.
+func (c *conn) keyPresent(ctx context.Context, rec *absentRecord) (bool, error) {
+	if rec == nil || rec.probe == "" {
+		return false, nil
+	}
+	rows, err := c.queryStrings(ctx, rec.probe, rec.probeArgs)
+	if err != nil {
+		err = fmt.Errorf("fencedsql: reading whether the key claimed of %s exists: %w", rec.g.String(), c.core.mapPassErr(err))
+		c.breakTx(err)
+		return false, err
+	}
+	return len(rows) > 0, nil
+}
+
+// claimMatchedLate is the error of a one-statement claim that returned no row and
+// whose second run (keyPresent) stamped one: the row began to match after the claim
+// read the key; the caller saw no row, so the transaction is to be retried.
+func (c *conn) claimMatchedLate(g *plan.Table) error {
+	err := fmt.Errorf("fencedsql: claim of %s: a row of the claimed key began to match the claim's condition after the claim read none (a concurrent write): retry the transaction: %w", g.String(), ErrClaimConflict)
+	c.breakTx(err)
+	return err
 }
 
 // recordAbsence runs rec (nil: nothing). On failure the open transaction is marked

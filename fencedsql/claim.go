@@ -37,6 +37,20 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 			return nil, err
 		}
 		if n, ok := affected(res); !ok || n == 0 {
+			present, err := c.keyPresent(ctx, rec)
+			if err != nil {
+				return nil, err
+			}
+			if present {
+				// The key's row did not meet the claim's other conjuncts: run the
+				// claim again, which stamps it if it began to match meanwhile.
+				if res, err = r.exec(ctx, one, full); err != nil {
+					err = c.core.mapErr(ctx, one, tok, 0, err)
+					c.breakTx(err)
+					return nil, err
+				}
+				return res, nil
+			}
 			if err := c.recordAbsence(ctx, rec); err != nil {
 				return nil, err
 			}
@@ -85,7 +99,28 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		rs.onDone(func(err error) { c.core.doubtVerdict(&c.core.claimOne, one.Guard, err) })
 		if rec != nil {
 			// Whether the claim found a row is known when its rows close.
-			rs.onEmpty = func() error { return c.recordAbsence(ctx, rec) }
+			rs.onEmpty = func() error {
+				present, err := c.keyPresent(ctx, rec)
+				if err != nil || !present {
+					if err != nil {
+						return err
+					}
+					return c.recordAbsence(ctx, rec)
+				}
+				// The key's row did not meet the claim's other conjuncts: run the
+				// claim again; a row it stamps now began to match after the caller
+				// read none.
+				res, err := r.exec(ctx, one, full)
+				if err != nil {
+					err = c.core.mapErr(ctx, one, tok, 0, err)
+					c.breakTx(err)
+					return err
+				}
+				if n, ok := affected(res); !ok || n > 0 {
+					return c.claimMatchedLate(one.Guard)
+				}
+				return nil
+			}
 		}
 		return rs, nil
 	}
@@ -127,7 +162,17 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 		return nil, err
 	}
 	if claimed <= 0 {
-		if err := c.recordAbsence(ctx, rec); err != nil {
+		present, err := c.keyPresent(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		if present {
+			// The key's row did not meet the claim's other conjuncts: stamp again, so
+			// that a row that began to match meanwhile is claimed and read.
+			if claimed, err = c.claim(ctx, r, pre, args, nonce); err != nil {
+				return nil, err
+			}
+		} else if err := c.recordAbsence(ctx, rec); err != nil {
 			return nil, err
 		}
 	}

@@ -53,6 +53,19 @@ func guardColumnSafe(db, name, column string) string {
 		" AND gc.DATA_TYPE = 'bigint' AND gc.COLUMN_TYPE NOT LIKE '%unsigned%' AND gc.IS_NULLABLE = 'NO' AND gc.GENERATION_EXPRESSION IS NULL)"
 }
 
+// tombClockColumnSafe reports whether typ, the tombstone table's deleted_at as
+// guardTables' 'column' rows show it (COLUMN_TYPE, then " NULL" when nullable and
+// " GENERATED" when generated), is the column TombstoneDDL creates: DATETIME(6) NOT
+// NULL (red-team rt46b F3). The guards date a tombstone by tombClock, in UTC to the
+// microsecond, and PurgeTombstones removes those dated before its clock less the
+// retention: a DATE, a DATETIME or TIME of fewer digits, a YEAR or a string column
+// dates it earlier (a DATE at midnight: purged at once by a one-hour retention), and
+// a TIMESTAMP converts it by the writing session's time zone, which the application
+// may set — a tombstone purged early lets a stale holder re-create its key. A column
+// the account cannot see ("") is taken for unsafe, as guardColumnSafe takes the token
+// column.
+func tombClockColumnSafe(typ string) bool { return typ == "datetime(6)" }
+
 // guardTables finds the doors of the guards' own tables of t.Table — its tombstone
 // table and the token floor of its database — and of the triggers that write them, in
 // one query (the lazy check runs it once per table and pool):
@@ -70,7 +83,9 @@ func guardColumnSafe(db, name, column string) string {
 //     dialect.SideDoorGuardWriter). The tombstone guard's own triggers for the table
 //     (fencedsql_tombdel_ and _tombkey_<table>) write the tombstone table: their
 //     bodies are guardTriggers' to judge, and on another table lostGuard's. Fix: DROP
-//     TRIGGER. A trigger that calls a routine writing them is not seen.
+//     TRIGGER. A trigger that calls a routine writing them is not seen;
+//   - a scheduled event whose body may write the tombstone table, the floor or the
+//     table itself (eventdoor.go, red-team rt46b F2).
 func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	const db = "COALESCE(NULLIF(?, ''), DATABASE())"
 	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
@@ -93,15 +108,16 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		"UNION ALL SELECT 'safe', 'floor', "+safe("floor")+", '', '', '' "+
 		"UNION ALL SELECT 'table', TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, '', '', '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) "+
 		"UNION ALL SELECT 'column', TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, CONCAT(COLUMN_TYPE, IF(IS_NULLABLE = 'YES', ' NULL', ''), IF(GENERATION_EXPRESSION IS NULL, '', ' GENERATED')), '', '' "+
-		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) AND COLUMN_NAME IN ('fence_token', 'floor') "+
+		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) AND COLUMN_NAME IN ('fence_token', 'floor', 'deleted_at') "+
 		"UNION ALL SELECT 'fk', CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_NAME, '', '' FROM information_schema.REFERENTIAL_CONSTRAINTS "+
 		"WHERE CONSTRAINT_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) "+
 		"UNION ALL SELECT 'trigger', TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, '' FROM information_schema.TRIGGERS "+
 		"WHERE EVENT_OBJECT_SCHEMA = "+db+" AND EVENT_OBJECT_TABLE IN (?, ?) "+
 		"OR (LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 OR LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0) "+
 		// A trigger's unqualified names are its own database's (otherTriggers).
-		"AND (TRIGGER_SCHEMA = "+db+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0)",
-		args...)
+		"AND (TRIGGER_SCHEMA = "+db+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0) "+
+		"UNION ALL "+eventsSQL,
+		append(args, eventsArgs(t.Table)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +125,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 	// and their token columns' types as the account sees them.
 	verdict := map[string][2]bool{}
 	types := map[string]string{}
+	clock := "" // the tombstone table's deleted_at, as the 'column' rows show it
 	for _, r := range rows {
 		if len(r) < 7 {
 			continue
@@ -117,6 +134,12 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		case "safe":
 			verdict[r[1]] = [2]bool{dialect.CatalogBool(r[2]), dialect.CatalogBool(r[3])}
 		case "column":
+			if strings.EqualFold(r[3], "deleted_at") {
+				if strings.EqualFold(r[2], tomb.Name) {
+					clock = r[4]
+				}
+				continue
+			}
 			if strings.EqualFold(r[2], floor.Name) == strings.EqualFold(r[3], "floor") {
 				types[strings.ToLower(r[2])] = r[4]
 			}
@@ -135,6 +158,10 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		}
 		v := verdict[g.column]
 		g.safe, g.columnOK = v[0], v[1]
+		if g.column == "fence_token" {
+			g.clock, g.clockOK = clock, tombClockColumnSafe(clock)
+			g.safe = g.safe && g.clockOK
+		}
 		tables[strings.ToLower(r[2])] = g
 		order = append(order, g)
 	}
@@ -144,6 +171,10 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			continue
 		}
 		switch r[0] {
+		case "event":
+			if door := d.eventDoor(t.Table, r); door != nil {
+				writers = append(writers, *door)
+			}
 		case "fk":
 			if g := tables[strings.ToLower(r[2])]; g != nil && strings.EqualFold(r[1], g.name.Schema) {
 				g.found = append(g.found, "the foreign key "+r[3]+" (REFERENCES "+r[4]+": InnoDB's cascades fire no trigger and need no right on "+g.name.String()+")")
@@ -191,6 +222,12 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 				fix = append(fix, "ALTER TABLE "+g.name.Quote(d.QuoteIdent)+" MODIFY "+d.QuoteIdent(g.column)+" BIGINT NOT NULL")
 			}
 		}
+		if g.base && g.column == "fence_token" && !g.clockOK {
+			wrong = append(wrong, "its column deleted_at is "+orNone(g.clock)+", not DATETIME(6) NOT NULL (a DATE, a DATETIME of fewer digits or a string dates a tombstone earlier than written, and PurgeTombstones then removes fresh ones; a TIMESTAMP reads in the writing session's time zone)")
+			if g.clock != "" {
+				fix = append(fix, "ALTER TABLE "+g.name.Quote(d.QuoteIdent)+" MODIFY deleted_at DATETIME(6) NOT NULL")
+			}
+		}
 		wrong = append(wrong, g.found...)
 		fix = append(fix, g.fix...)
 		if len(wrong) == 0 {
@@ -205,6 +242,9 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			door.Problem += "; drop it and re-run fencedsql-schema -apply"
 		} else {
 			door.Fix = fix
+			if !g.clockOK {
+				door.Problem += "; the tombstones dated meanwhile keep their early date (purge with a retention that covers the time since the change)"
+			}
 			if !g.columnOK {
 				door.Problem += "; the fix converts the column (values it rounded stay rounded: raise the floor again with RaiseTokenFloor at the lock service's LastToken + 1)"
 			}
@@ -218,6 +258,8 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 type guardTable struct {
 	name                 dialect.TableName
 	what, column, typ    string
+	clock                string // the tombstone table's deleted_at as the catalog shows it
 	base, safe, columnOK bool
+	clockOK              bool
 	found, fix           []string
 }

@@ -196,7 +196,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // schema.Check, run by the migration account, is the check that counts. Then a guard
 // a table swap lost (lostGuard), a tombstone table whose key is not the table's
 // (tombstoneKey), and last the guards' own tables not as the guards created them and
-// the triggers that write them (guardTables), then the stored functions whose body
+// the triggers and scheduled events that write them (guardTables), then the stored functions whose body
 // writes the table (routines, routinedoor.go), and the foreign keys whose cascades
 // change the table's rows without its triggers (cascades, described at SideDoors).
 // Finding no door costs one more catalog query than before (cascades), at the lazy

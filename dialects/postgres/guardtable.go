@@ -40,6 +40,21 @@ func guardTableSafe(c, col, own string) string {
       WHERE o.pronamespace OPERATOR(pg_catalog.=) ` + c + `.relnamespace AND o.proname OPERATOR(pg_catalog.=) ` + own + `)))`
 }
 
+// tombClockSafe is the condition, on the pg_class row alias c of a tombstone table,
+// that its deleted_at is the column TombstoneDDL creates: timestamptz NOT NULL, not
+// generated (red-team rt46b F3). The guards date a tombstone by the server's clock
+// and PurgeTombstones removes those dated before now() less the retention: a date
+// column dates it at midnight (a one-hour retention purges it at once), a timestamp
+// without time zone in the writing session's TimeZone, which the application may set,
+// a text column compares as text — a tombstone purged early lets a stale holder
+// re-create its key. guardTables reports a tombstone table that fails it, with the
+// statement that restores the column.
+func tombClockSafe(c string) string {
+	return `EXISTS (SELECT 1 FROM pg_catalog.pg_attribute ca WHERE ca.attrelid OPERATOR(pg_catalog.=) ` + c + `.oid AND ca.attname OPERATOR(pg_catalog.=) 'deleted_at'
+    AND ca.attnum OPERATOR(pg_catalog.>) 0 AND NOT ca.attisdropped AND ca.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.timestamptz'::pg_catalog.regtype
+    AND ca.attnotnull AND ca.attgenerated OPERATOR(pg_catalog.=) '')`
+}
+
 // guardTableRow is what guardTables reads about a guard table that fails
 // guardTableSafe, to say why and what restores it.
 type guardTableRow struct {
@@ -56,7 +71,12 @@ type guardTableRow struct {
 	FKs       []string `json:"fks"`
 	Triggers  []string `json:"triggers"`
 	Rules     []string `json:"rules"`
-	Parents   []struct {
+	Clock     *struct {
+		Type      string `json:"type"`
+		NotNull   bool   `json:"notnull"`
+		Generated string `json:"generated"`
+	} `json:"clock"` // the tombstone table's deleted_at; nil for the floor, or when missing
+	Parents []struct {
 		Schema    string `json:"schema"`
 		Name      string `json:"name"`
 		Partition bool   `json:"partition"`
@@ -95,10 +115,13 @@ SELECT pg_catalog.json_build_object('what', w.what, 'schema', n.nspname, 'name',
   'rules', (SELECT pg_catalog.json_agg(r.rulename ORDER BY r.rulename) FROM pg_catalog.pg_rewrite r WHERE r.ev_class OPERATOR(pg_catalog.=) c.oid),
   'parents', (SELECT pg_catalog.json_agg(pg_catalog.json_build_object('schema', pn.nspname, 'name', pc.relname, 'partition', c.relispartition))
     FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) i.inhparent JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) pc.relnamespace
-    WHERE i.inhrelid OPERATOR(pg_catalog.=) c.oid))::pg_catalog.text
+    WHERE i.inhrelid OPERATOR(pg_catalog.=) c.oid),
+  'clock', (SELECT pg_catalog.json_build_object('type', pg_catalog.format_type(ca.atttypid, ca.atttypmod), 'notnull', ca.attnotnull, 'generated', ca.attgenerated::pg_catalog.text)
+    FROM pg_catalog.pg_attribute ca WHERE w.what OPERATOR(pg_catalog.=) 'tomb' AND ca.attrelid OPERATOR(pg_catalog.=) c.oid AND ca.attname OPERATOR(pg_catalog.=) 'deleted_at'
+    AND ca.attnum OPERATOR(pg_catalog.>) 0 AND NOT ca.attisdropped))::pg_catalog.text
 FROM w JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) w.oid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
   LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) w.col AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
-WHERE NOT (true`+guardTableSafe("c", "w.col", "w.own")+`)
+WHERE NOT (true`+guardTableSafe("c", "w.col", "w.own")+` AND (w.what OPERATOR(pg_catalog.<>) 'tomb' OR `+tombClockSafe("c")+`))
 ORDER BY w.what DESC`, args...)
 	if err != nil {
 		return nil, err
@@ -174,6 +197,27 @@ func (d dialectImpl) guardTableDoor(g guardTableRow, table dialect.TableName) di
 		if !g.NotNull {
 			why = append(why, "its column "+g.Col+" is nullable")
 			alter = append(alter, "ALTER COLUMN "+col+" SET NOT NULL")
+		}
+	}
+	if g.What == "tomb" {
+		clock := d.QuoteIdent("deleted_at")
+		switch {
+		case g.Clock == nil:
+			why = append(why, "it has no column deleted_at")
+			fixable = false
+		default:
+			if g.Clock.Generated != "" {
+				why = append(why, "its column deleted_at is generated")
+				alter = append(alter, "ALTER COLUMN "+clock+" DROP EXPRESSION")
+			}
+			if g.Clock.Type != "timestamp with time zone" {
+				why = append(why, "its column deleted_at is "+g.Clock.Type+", not timestamptz (a date dates a tombstone at midnight, a timestamp in the writing session's time zone, a text compares as text: PurgeTombstones then removes fresh tombstones; those dated meanwhile keep their early date)")
+				alter = append(alter, "ALTER COLUMN "+clock+" TYPE timestamptz USING "+clock+"::pg_catalog.timestamptz")
+			}
+			if !g.Clock.NotNull {
+				why = append(why, "its column deleted_at is nullable")
+				alter = append(alter, "ALTER COLUMN "+clock+" SET NOT NULL")
+			}
 		}
 	}
 	if len(alter) > 0 {

@@ -235,6 +235,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	}
 	if c, ok := clauses["WHERE"]; ok {
 		main.Absent = p.keyTerms(c[0]+1, c[1])
+		if len(main.Absent) > 0 {
+			main.absentConjuncts = len(p.conjuncts(c[0]+1, c[1], !p.rw.numbered))
+		}
 		main.absentMySQL = !p.rw.numbered
 		main.AbsentNoWait = nowait
 	}

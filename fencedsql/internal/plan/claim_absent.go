@@ -229,6 +229,13 @@ func (p *Plan) AbsentKey(cols []KeyColumn, arg func(i int) (any, bool)) (terms [
 	return terms, true
 }
 
+// AbsentOther reports whether the WHERE of p (a claim whose terms pin a key of n
+// columns: AbsentKey) has a conjunct besides those n — id = 7 AND balance = 5 (red-team
+// rt46b F4): a claim that then finds no row may have found the key's row not meeting
+// the other conjuncts, and the key is not absent. A repeated key conjunct counts as
+// another.
+func (p *Plan) AbsentOther(n int) bool { return p.absentConjuncts > n }
+
 // mysqlKeyKind reports whether the term t's value is of the kind of a MySQL key
 // column of COLUMN_TYPE typ (AbsentKey).
 func mysqlKeyKind(t KeyTerm, typ string, arg func(i int) (any, bool)) bool {

@@ -148,6 +148,9 @@ type Plan struct {
 	Absent []KeyTerm
 	// absentMySQL says Absent is in MySQL's spelling (AbsentKey's matching).
 	absentMySQL bool
+	// absentConjuncts (a claim with Absent) is the number of conjuncts at the top
+	// level of its WHERE (AbsentOther).
+	absentConjuncts int
 	// AbsentNoWait (a claim with Absent) marks a locking read with NOWAIT: the
 	// record of the absent key must not wait for a concurrent writer of the key either
 	// (red-team rt44a F7).
