@@ -81,8 +81,8 @@ ORDER BY w.what DESC, x.relname`, args...)
 		}
 		door := dialect.SideDoor{Kind: dialect.SideDoorGuardTable, Object: f.rel.String(),
 			Problem: what + " " + f.rel.String() + " that the guards of " + t.Table.String() + " read has a unique index besides its key: " + strings.Join(f.what, "; ") +
-				". The guards create none and write the table with INSERT … ON CONFLICT: a unique index on the key under a looser equality (a nondeterministic collation) is an arbiter that folds one key's row into another's, and " +
-				lost + ", while the guards themselves look intact; another makes the guards' writes fail"}
+				". The guards create none and write the table with INSERT … ON CONFLICT, whose arbiters are every unique index on the key's columns: one under a looser equality (a nondeterministic collation) folds one key's row into another's, and " +
+				lost + ", while the guards themselves look intact (any other unique index makes the guards' writes fail)"}
 		if f.primaryKey {
 			door.Problem += "; the fix drops it"
 			door.Fix = f.fix
