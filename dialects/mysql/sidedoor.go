@@ -196,13 +196,15 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // schema.Check, run by the migration account, is the check that counts. Then a guard
 // a table swap lost (lostGuard), a tombstone table whose key is not the table's
 // (tombstoneKey), and last the guards' own tables not as the guards created them and
-// the triggers and scheduled events that write them (guardTables), then the stored functions whose body
+// the triggers and scheduled events that write them (guardTables) or with a unique
+// index besides their key (guardTableIndexes), then the stored functions whose body
 // writes the table (routines, routinedoor.go), and the foreign keys whose cascades
 // change the table's rows without its triggers (cascades, described at SideDoors).
-// Finding no door costs one more catalog query than before (cascades), at the lazy
-// check only, not per statement.
+// Finding no door costs one more catalog query than before (cascades), and
+// guardTableIndexes another (red-team rt46a F1), at the lazy check only, not per
+// statement.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.routines, d.cascades)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one

@@ -491,7 +491,8 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // left (guardColumn), a child or partition its guard leaves unfloored (unflooredRelatives),
 // a tombstone table keyed otherwise than the table
 // (tombstoneKey), and the guards' own tables not as the guards created them
-// (guardTables) and the foreign tables naming them (guardForeignTables) — and, with
+// (guardTables), or with a unique index besides their key (guardTableIndexes), and
+// the foreign tables naming them (guardForeignTables) — and, with
 // the triggers of other relations, what may change those tables (guard writers:
 // triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers),
 // the guard's functions (guardFunctions) and its other objects (triggers, tombstone
@@ -500,7 +501,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // whose body writes the table (routines, routinedoor.go) — in that order, one catalog
 // query each (guardObjects: two, the primary key's and its own).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -134,7 +134,9 @@ const (
 	// NOT NULL 64-bit integer (a FLOAT keeps 2^24+1 as 2^24, a text column compares
 	// '60' above '100'), or it carries a foreign key (a cascade from an ordinary table
 	// erases tombstones or lowers the floor), a trigger or rule other than the guards'
-	// own, or row security (PostgreSQL: rows hidden from the guard's check). A
+	// own, or row security (PostgreSQL: rows hidden from the guard's check), or a
+	// unique index besides its primary key (the guards' upsert folds one key's
+	// tombstone into another key's row: red-team rt46a F1; SQLite rt29a F6). A
 	// tombstone or floor kept lower than written lets a stale write through the intact
 	// guards. Fix: the statements that restore it where one can (the column's type, a
 	// dropped constraint or trigger); else drop and re-run fencedsql-schema -apply.
