@@ -124,9 +124,7 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTrun
 		// the same floor. One of an earlier release (its marker older, written with
 		// the guard of that release) is skipped only while the guard trigger's
 		// function is not of this version either: GuardInstalledQuery reports that
-		// installation not installed and its Fix replaces all of it. (The guard's text
-		// carries oneStepMarker, so a new fence version is a new guard version: a guard
-		// of this version was installed with fences of this version.)
+		// installation not installed and its Fix replaces all of it.
 		if floor == "" && olderFence(r[4]) {
 			continue
 		}
