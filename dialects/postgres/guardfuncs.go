@@ -117,15 +117,7 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTrun
 	}
 	calls := ""
 	for _, r := range byKind["fence"] {
-		// The fast fence is judged whatever its marker (red-team rt46a F3): skipped
-		// when unmarked, it let the guard function alone be re-created for another
-		// floor with no fence left to compare it with. Unmarked, the wrapper does not
-		// call it (DeleteFenceQuery), but every function of one installation must name
-		// the same floor. One of an earlier release (its marker older, written with
-		// the guard of that release) is skipped only while the guard trigger's
-		// function is not of this version either: GuardInstalledQuery reports that
-		// installation not installed and its Fix replaces all of it.
-		if floor == "" && olderFence(r[4]) {
+		if !strings.Contains(r[4], oneStepMarker) {
 			continue
 		}
 		// The fast fence calls the slow one of its own schema (both are created where
@@ -148,14 +140,6 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTrun
 		}
 	}
 	return doors, nil
-}
-
-// olderFence reports whether src is marked as a fence function of an earlier
-// release: it carries the one-statement DELETE's marker of another version and not
-// this version's.
-func olderFence(src string) bool {
-	prefix := strings.TrimRight(oneStepMarker, "0123456789")
-	return strings.Contains(src, prefix) && !strings.Contains(src, oneStepMarker)
 }
 
 // createBody returns the body of one of guardFunctionDDL's CREATE FUNCTION statements:
