@@ -107,7 +107,8 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 		// The tombstone guard is there, but no recorder can record the claim (red-team
 		// rt45b F7): refuse it rather than claim nothing.
 		return nil, &UnsupportedError{Table: p.Guard.String(), Reason: "a claim of an absent key of a table whose tombstone guard has no recorder of this version for it " +
-			"(a partition whose root's recorder is missing or of an older version, a table whose tombstone triggers call another table's function): " +
+			"(a partition whose root's recorder is missing or of an older version, a table whose tombstone triggers call another table's function, " +
+			"a tombstone function of an earlier version, whose INSERT check a claim could race): " +
 			"re-run fencedsql-schema -apply, or claim the key through the table that holds the tombstone guard"}
 	case len(row) >= 3 && row[1] != "" && row[2] != "":
 		// A partition's claims are recorded by its root's recorder.

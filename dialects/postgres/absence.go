@@ -292,8 +292,15 @@ END
 // the row then carries; 0 when table has no tombstone INSERT trigger and no recorder
 // (nothing to record); 2 otherwise — the triggers are there but no such recorder is
 // (an older version's, a root whose recorder is missing or named by a hash, triggers
-// calling another table's function after a rename): the wrapper refuses the claim
-// rather than record nothing. An overload of the recorder's name cannot take the typed
+// calling another table's function after a rename), or the tombstone function the
+// INSERT trigger runs is not of this version: the wrapper refuses the claim rather
+// than record nothing, or record it where a stale INSERT races past it. The previous
+// version's tombstone function (v9), which guardObjects still accepts so that plain
+// writes go on until fencedsql-schema -apply, reads the key's tombstone without the
+// FOR SHARE lock of v10: a claim of an absent key with a tombstone and a stale
+// holder's uncommitted INSERT of it would both commit (red-team rt45b F5, reopened by
+// accepting v9; rt46a). Refusing the claim, the one statement that race needs, keeps
+// the rest of the table writable until the upgrade. An overload of the recorder's name cannot take the typed
 // call (AbsenceCall); TombstoneInstalledQuery reports one, and the Fix drops it.
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
 	fn := absenceFuncName(table)
@@ -307,14 +314,14 @@ rec AS (SELECT root.relid, c.relname, n.nspname FROM root JOIN pg_catalog.pg_cla
   JOIN pg_catalog.pg_proc f ON f.oid = root.fn
   JOIN pg_catalog.pg_proc rp ON rp.pronamespace = c.relnamespace AND rp.proname = CASE WHEN root.relid = pg_catalog.to_regclass($1) THEN $2::text ELSE 'fencedsql_tombclaim_' || c.relname END
   WHERE f.pronamespace = c.relnamespace AND f.proname = CASE WHEN root.relid = pg_catalog.to_regclass($1) THEN $5::text ELSE 'fencedsql_tombstone_' || c.relname END
-    AND rp.prosecdef AND pg_catalog.strpos(rp.prosrc, $6) > 0)
+    AND rp.prosecdef AND pg_catalog.strpos(rp.prosrc, $6) > 0 AND pg_catalog.strpos(f.prosrc, $7) > 0)
 SELECT CASE
     WHEN NOT EXISTS (SELECT 1 FROM root) THEN CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
       WHERE p.proname = $2 AND n.nspname = $3 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $6) > 0) THEN '1' ELSE '0' END
     WHEN EXISTS (SELECT 1 FROM rec) THEN '1' ELSE '2' END,
   COALESCE((SELECT rec.nspname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), ''),
   COALESCE((SELECT rec.relname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), '')`,
-		[]any{table.String(), fn.Name, fn.Schema, tombInsertTrigger, tombFunc(dialect.LowerASCII(table.Name)), absenceVersion}
+		[]any{table.String(), fn.Name, fn.Schema, tombInsertTrigger, tombFunc(dialect.LowerASCII(table.Name)), absenceVersion, "-- " + tombVersion + "\n"}
 }
 
 // AbsenceRecordSQL calls table's recorder with the key's values, the token and

@@ -23,9 +23,13 @@ import (
 //
 // PostgreSQL keeps a function's text as written (pg_proc.prosrc), so each is compared
 // whole with what guardFunctionDDL writes for t's fencing columns and the floor's
-// schema the text names (ownFunctionText). A function with an older marker, or none,
-// is GuardInstalledQuery's "not installed", not judged here. Fix: the guard's DDL,
-// which re-creates the functions and the triggers.
+// schema the text names (ownFunctionText). A guard trigger function with an older
+// marker, or none, is GuardInstalledQuery's "not installed", not judged here (one with
+// none is ownTriggers' door: it is not exempt there). The fast fence is judged whatever
+// its marker while the trigger function is of this version (red-team rt46a F3: a fence
+// whose marker was changed hid a guard function redirected alone to a shadow floor);
+// one of an earlier release, beside an earlier release's guard, is that installation's
+// "not installed". Fix: the guard's DDL, which re-creates the functions and the triggers.
 func (d dialectImpl) guardFunctions(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if t.TokenColumn == "" || t.VersionColumn == "" {
 		return nil, nil

@@ -63,3 +63,28 @@ func TestPlpgsqlKeepsNewReplacedWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestPlpgsqlKeepsInsert: the reading of a BEFORE INSERT trigger's body (red-team
+// rt46a F2) — RETURN NEW, NULL or OLD (NULL on INSERT) is fine, NEW or OLD replaced
+// whole, or another record returned, is not.
+func TestPlpgsqlKeepsInsert(t *testing.T) {
+	for src, want := range map[string]bool{
+		` BEGIN RETURN NEW; END `:                                                                                true,
+		` BEGIN NEW.n := 1; RETURN NEW; END `:                                                                    true,
+		` BEGIN IF NEW.n < 0 THEN RETURN NULL; END IF; RETURN NEW; END `:                                         true,
+		` BEGIN IF TG_OP = 'DELETE' THEN RETURN (OLD); END IF; RETURN COALESCE(NEW, OLD); END `:                  true,
+		` BEGIN NEW := ROW(NEW.id, 9000000000000000000); RETURN NEW; END `:                                       false,
+		` BEGIN NEW := jsonb_populate_record(NEW, jsonb_build_object('fence' || '_token', 9)); RETURN NEW; END `: false,
+		` BEGIN RETURN jsonb_populate_record(NEW, '{}'); END `:                                                   false,
+		` DECLARE r record; BEGIN r := NEW; RETURN r; END `:                                                      false,
+		` BEGIN OLD := ROW(NEW.id, 9); RETURN OLD; END `:                                                         false,
+		` BEGIN trg.old = NEW; RETURN NULL; END `:                                                                false,
+		` DECLARE old acc := NEW; BEGIN RETURN old; END `:                                                        false,
+		` BEGIN SELECT 1, 9 INTO NEW; RETURN NEW; END `:                                                          false,
+		` BEGIN CALL cp(NEW); RETURN NEW; END `:                                                                  false,
+	} {
+		if got := plpgsqlKeepsInsert(src); got != want {
+			t.Errorf("plpgsqlKeepsInsert(%q) = %v, want %v", src, got, want)
+		}
+	}
+}

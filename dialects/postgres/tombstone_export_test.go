@@ -1,0 +1,16 @@
+package postgres
+
+import (
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// PreviousTombstoneFunctionDDL is the statement that re-creates table's tombstone
+// function as the previous version (v9, without v10's FOR SHARE: red-team rt45b F5)
+// wrote it: the upgrade tests install it over this version's.
+func PreviousTombstoneFunctionDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
+	d := dialectImpl{}
+	table = dialect.TableName{Schema: tombSchema(table), Name: dialect.LowerASCII(table.Name)}
+	body := d.tombBody(tombVersionNumber-1, table, key, tokenCol)
+	tag := dollarTag(body)
+	return "CREATE OR REPLACE FUNCTION " + tombFuncName(table).Quote(d.QuoteIdent) + "() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS " + tag + body + tag
+}
