@@ -8,8 +8,8 @@ import (
 
 // dialectComplete refuses d, the configured dialect, when it hides optional
 // capabilities of a dialect it is built on (a field of it, embedded or not, holds that
-// dialect) or of the registered dialect whose Name it bears: dialect.Complete, the
-// check package schema runs too. A value that embeds the stock dialect as its
+// dialect) or of the registered dialect whose Name it bears: dialect.CompleteRegistered, the
+// one check package schema runs too. A value that embeds the stock dialect as its
 // dialect.Dialect interface — the natural way to customise one, the stock dialects
 // being interface values of unexported types — answers none of the optional
 // interfaces, and the wrapper takes each missing one for "this database has no such
@@ -19,7 +19,7 @@ import (
 // A dialect meant to leave a capability out names it in OmittedCapabilities
 // (dialect.Reduced); one written from scratch, built on no dialect, is its own.
 func dialectComplete(d dialect.Dialect) error {
-	err := dialect.Complete(d, registeredDialects()...)
+	err := dialect.CompleteRegistered(d)
 	var ie *dialect.IncompleteError
 	if errors.As(err, &ie) {
 		return &ConfigError{Msg: "WithDialect: " + ie.Error(), Err: ie}

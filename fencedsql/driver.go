@@ -46,37 +46,18 @@ func Register(name string, d driver.Driver, opts ...Option) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.dialect != nil && !slices.ContainsFunc(registry.dialects, func(d dialect.Dialect) bool { return sameDialect(d, cfg.dialect) }) {
-		registry.dialects = append(registry.dialects, cfg.dialect)
-	}
+	dialect.Register(cfg.dialect)
 }
 
 // registry is the drivers Register registered, by name (database/sql keeps the
-// drivers, but does not say which one a name holds), and their dialects, once each:
-// CommitOutcome asks them about errors that carry no SQLSTATE method (outcome.go,
-// registeredDialects).
+// drivers, but does not say which one a name holds). Their dialects are registered
+// with package dialect (dialect.Register): CommitOutcome asks them about errors that
+// carry no SQLSTATE method (outcome.go), and the name rule of the completeness check
+// holds a dialect bearing one's Name to its capabilities, here and in package schema
+// (dialect.CompleteRegistered).
 var registry struct {
 	sync.Mutex
-	drivers  map[string]*wrappedDriver
-	dialects []dialect.Dialect
-}
-
-// sameDialect reports whether a and b are one dialect value (==; a value of a type
-// that cannot be compared is kept apart).
-func sameDialect(a, b dialect.Dialect) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
-}
-
-// registeredDialects returns the dialects of the drivers Register registered.
-func registeredDialects() []dialect.Dialect {
-	registry.Lock()
-	defer registry.Unlock()
-	return slices.Clip(registry.dialects)
+	drivers map[string]*wrappedDriver
 }
 
 // sameRegistration reports whether registering d with opts is prev again: a driver of

@@ -211,7 +211,7 @@ func isServerError(d dialect.Dialect, err error) bool {
 	if d != nil {
 		return serverClassified(d, err)
 	}
-	for _, rd := range registeredDialects() {
+	for _, rd := range dialect.Registered() {
 		if serverClassified(rd, err) {
 			return true
 		}

@@ -16,9 +16,10 @@ import (
 // spells) — left a registered table unguarded, with nothing failing (red-team rt40b
 // F3, F4). Such a session (a *SessionError with Records) fails the pool whatever the
 // schema check says. The session's other findings are left to the lazy check before
-// the first guarded write, as for every connection. With the schema check off, a
-// query that fails (a mock driver answers none) is logged; with it on, it fails the
-// pool, as the record reads it precedes would. One query per pool, not per statement;
+// the first guarded write, as for every connection. A query that fails is judged
+// as every first-connection read is (firstReadErr): cut, a *CheckCutError and the
+// next connection asks again; else logged with the schema check off (a mock driver
+// answers none), failing the pool with it on. One query per pool, not per statement;
 // the connection's own session check (sessionDirty) is left armed.
 func (c *conn) checkRecordsSession(ctx context.Context) error {
 	d := c.core.dialect
@@ -37,11 +38,7 @@ func (c *conn) checkRecordsSession(ctx context.Context) error {
 		err = errors.New("the session check query did not return one value")
 	}
 	if err != nil {
-		if !c.core.cfg.schemaCheck {
-			c.core.cfg.logger.WarnContext(ctx, "fencedsql: the session check before reading the guarded tables' records failed; with the schema check off the pool goes on", "error", err.Error())
-			return nil
-		}
-		return checkQueryErr(ctx, "", "the session check before reading the guarded tables' records failed", err)
+		return c.core.firstReadErr(ctx, "", "the session check before reading the guarded tables' records failed", err)
 	}
 	return recordsOnly(d.CheckSession(vals[0][0]))
 }

@@ -79,7 +79,10 @@ type firstUse struct {
 //
 // What the database records as guarded is read whatever the options: with the schema
 // check off (WithSchemaCheck(false), a mock driver) a query that fails is logged, not
-// fatal — a mock answers none of them — but a registry that answers is obeyed.
+// fatal — a mock answers none of them — but a registry that answers is obeyed, and a
+// query that ctx or the connection cut is a *CheckCutError whatever the options: the
+// work is not marked done and the next connection runs it again (firstReadErr,
+// red-team rt46c F4).
 func (k *core) open(ctx context.Context, c *conn) error {
 	k.first.mu.Lock()
 	defer k.first.mu.Unlock()
@@ -208,11 +211,12 @@ func representable(t dialect.TableName, why string) error {
 
 // recordErr is the pool's answer to a failed read of what the database records as
 // guarded: ErrSchema, or a *ConfigError when the cause is the pool's configuration (a
-// connection without a current database, whatever the schema check). With the schema
-// check off (a mock driver answers none of the queries), a query that failed is a
-// warning and nil — the pool then guards what it otherwise knows — but a record the
-// database did answer with a problem (a registry the session cannot see, two that
-// disagree) still fails the pool.
+// connection without a current database, whatever the schema check). A query that
+// failed follows firstReadErr: cut by ctx or the connection, a *CheckCutError (the
+// next connection reads again, red-team rt46c F4); with the schema check off (a mock
+// driver answers none of the queries), a warning and nil — the pool then guards what
+// it otherwise knows — but a record the database did answer with a problem (a
+// registry the session cannot see, two that disagree) still fails the pool.
 func (k *core) recordErr(ctx context.Context, err error) error {
 	var re *schema.RegistryError
 	isRecord := errors.As(err, &re)
@@ -220,9 +224,16 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 		// The pool's configuration, whatever the schema check says.
 		return configErr("%s: %v; fix: %s", re.Problem, re.Err, re.Fix)
 	}
-	if !k.cfg.schemaCheck && (!isRecord || re.Err != nil) {
-		k.cfg.logger.WarnContext(ctx, "fencedsql: reading what the database records as guarded failed; with the schema check off the pool guards what its configuration names", "error", err.Error())
-		return nil
+	if !isRecord || re.Err != nil {
+		// A query that failed: the rule of every first-connection read (cut: the next
+		// connection reads again, red-team rt46c F4; else logged with the check off).
+		problem := "reading the registry of guarded tables failed"
+		if isRecord {
+			problem = re.Problem
+		}
+		if cut := k.firstReadErr(ctx, dialect.RegistryTable, problem, err); cut == nil || errors.As(cut, new(*CheckCutError)) {
+			return cut
+		}
 	}
 	if isRecord {
 		problem := re.Problem
@@ -263,11 +274,12 @@ func (k *core) loadRelatives(ctx context.Context, c *conn, listed map[string]boo
 		for _, f := range finders {
 			q, args := f.query(dialect.TableName{Schema: g.Schema, Name: g.Name})
 			rows, err := c.queryStrings(ctx, q, args)
-			if err != nil && !k.cfg.schemaCheck {
-				return nil, k.recordErr(ctx, err)
-			}
 			if err != nil {
-				return nil, checkQueryErr(ctx, g.String(), "the query for the table's partitions, inheritance children and parents failed", err)
+				if err := k.firstReadErr(ctx, g.String(), "the query for the table's partitions, inheritance children and parents failed", err); err != nil {
+					return nil, err
+				}
+				// With the schema check off (a mock): no relatives, as before.
+				rows = nil
 			}
 			for _, r := range rows {
 				if len(r) != 2 {
@@ -310,7 +322,9 @@ func (k *core) loadRelatives(ctx context.Context, c *conn, listed map[string]boo
 // neither and skips the query. Read once per pool, like the records: a relation
 // created later by another client is refused by pools opened later (the pool refuses
 // creating one itself). A failed query fails the first connection (ErrSchema); with
-// the schema check off it is logged and the pool goes on (recordErr).
+// the schema check off it is logged and the pool goes on — unless ctx or the
+// connection cut it: then a *CheckCutError, and the next connection reads again
+// (firstReadErr).
 func (k *core) loadCatalogViews(ctx context.Context, c *conn) error {
 	f, ok := k.dialect.(dialect.CatalogViewFinder)
 	if !ok || len(k.rw.Tables()) == 0 {
@@ -318,11 +332,8 @@ func (k *core) loadCatalogViews(ctx context.Context, c *conn) error {
 	}
 	q, args := f.CatalogViewsQuery()
 	rows, err := c.queryStrings(ctx, q, args)
-	if err != nil && !k.cfg.schemaCheck {
-		return k.recordErr(ctx, err)
-	}
 	if err != nil {
-		return checkQueryErr(ctx, "(system catalogs)", "the query for the views and rules that reach a system catalog failed", err)
+		return k.firstReadErr(ctx, "(system catalogs)", "the query for the views and rules that reach a system catalog failed", err)
 	}
 	var views []plan.CatalogView
 	for _, r := range rows {

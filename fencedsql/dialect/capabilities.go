@@ -24,7 +24,7 @@ func optionalInterfaces() []reflect.Type {
 		reflect.TypeFor[ReplicationLister](), reflect.TypeFor[ResetJudge](), reflect.TypeFor[SchemaLinter](),
 		reflect.TypeFor[SchemaNameFolder](), reflect.TypeFor[SchemaTokenLister](), reflect.TypeFor[SendChecker](),
 		reflect.TypeFor[SessionForgetter](), reflect.TypeFor[SessionTracker](), reflect.TypeFor[SideDoorFinder](),
-		reflect.TypeFor[SystemNamer](), reflect.TypeFor[TempShadowFinder](), reflect.TypeFor[TokenTableResolver](),
+		reflect.TypeFor[SystemNamer](), reflect.TypeFor[TempShadowFinder](), reflect.TypeFor[TempTableFinder](), reflect.TypeFor[TokenTableResolver](),
 		reflect.TypeFor[TombstoneCarrier](), reflect.TypeFor[TombstoneLister](), reflect.TypeFor[Tombstoner](),
 		reflect.TypeFor[TriggerDoorFinder](), reflect.TypeFor[TxAborter](), reflect.TypeFor[TxEnder](),
 		reflect.TypeFor[TxMarker](), reflect.TypeFor[TxOpenQuerier](), reflect.TypeFor[TxProber](),

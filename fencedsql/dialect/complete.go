@@ -69,7 +69,11 @@ func Complete(d Dialect, named ...Dialect) error {
 		return nil
 	}
 	root := &dialectNode{t: reflect.TypeOf(d), name: safeName(d), omitted: omittedBy(d)}
-	walkDialects(reflect.ValueOf(d), root, 0, map[uintptr]bool{})
+	w, v := newWalker(), reflect.ValueOf(d)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		w.onPath[ptrKey{v.Pointer(), v.Type()}] = true
+	}
+	root.bases, _ = w.own(v, 0)
 	if err := root.check(nil); err != nil {
 		return err
 	}
@@ -144,58 +148,148 @@ const (
 
 var dialectType = reflect.TypeFor[Dialect]()
 
-// walkDialects finds the dialects held in v (a dialect's value, or a value inside
-// one) and adds them to parent's bases; a dialect found is walked in turn as its own
-// node. seen stops pointer cycles.
-func walkDialects(v reflect.Value, parent *dialectNode, depth int, seen map[uintptr]bool) {
-	if depth > maxWalkDepth || !v.IsValid() {
-		return
-	}
-	switch v.Kind() {
-	case reflect.Interface:
-		if !v.IsNil() {
-			visit(v.Elem(), parent, depth, seen)
-		}
-	case reflect.Pointer:
-		if v.IsNil() || seen[v.Pointer()] {
-			return
-		}
-		seen[v.Pointer()] = true
-		visit(v.Elem(), parent, depth, seen)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			visit(v.Field(i), parent, depth, seen)
-		}
-	case reflect.Array, reflect.Slice:
-		for i := range min(v.Len(), maxWalkElements) {
-			visit(v.Index(i), parent, depth, seen)
-		}
-	}
+// walker finds the dialects held in a dialect's value. Each path is judged on its
+// own (red-team rt46c F2): a pointer met on two paths — a wrapper held both as the
+// dialect's embedded Dialect and inside a sibling that omits capabilities on purpose,
+// or deep in a config struct where the depth bound cut its walk — is walked on each,
+// so that what one path excused or cut off hides nothing on the other. onPath holds
+// the pointers on the current path (pushed on entry, popped on return), which is all
+// that stopping a cycle needs; memo keeps what a pointer held at a depth, when no
+// cycle cut its walk, so that a value sharing one pointer many times is walked once
+// per depth, not once per path.
+type walker struct {
+	onPath map[ptrKey]bool
+	memo   map[memoKey][]*dialectNode
 }
 
-// visit looks at one value held by parent: a dialect becomes a base of parent (and is
-// walked as its own node), anything else is walked for dialects inside it.
-func visit(v reflect.Value, parent *dialectNode, depth int, seen map[uintptr]bool) {
+// ptrKey is a pointer and its type (a pointer to a struct and one to its first field
+// share an address).
+type ptrKey struct {
+	p uintptr
+	t reflect.Type
+}
+
+type memoKey struct {
+	ptrKey
+	depth int
+}
+
+func newWalker() *walker {
+	return &walker{onPath: map[ptrKey]bool{}, memo: map[memoKey][]*dialectNode{}}
+}
+
+// pointer runs walk for the non-nil pointer v met at depth: nothing when v is on the
+// current path (a cycle: cut reports it, and the answer is not memoised), what was
+// found before at that depth, or walk's answer.
+func (w *walker) pointer(v reflect.Value, depth int, walk func() ([]*dialectNode, bool)) ([]*dialectNode, bool) {
+	key := ptrKey{v.Pointer(), v.Type()}
+	if w.onPath[key] {
+		return nil, true
+	}
+	if found, ok := w.memo[memoKey{key, depth}]; ok {
+		return found, false
+	}
+	w.onPath[key] = true
+	found, cut := walk()
+	delete(w.onPath, key)
+	if !cut {
+		w.memo[memoKey{key, depth}] = found
+	}
+	return found, cut
+}
+
+// value looks at one value held by a dialect (or by a value inside one): a dialect is
+// a node (its own fields walked for the dialects it is built on), anything else is
+// walked for the dialects inside it. cut reports a walk a cycle cut short.
+func (w *walker) value(v reflect.Value, depth int) ([]*dialectNode, bool) {
 	if !v.IsValid() {
-		return
+		return nil, false
 	}
 	if v.Kind() == reflect.Interface {
 		if v.IsNil() {
-			return
+			return nil, false
 		}
 		v = v.Elem()
 	}
-	if v.Type().Implements(dialectType) {
+	if !v.Type().Implements(dialectType) {
+		return w.contents(v, depth+1)
+	}
+	build := func() ([]*dialectNode, bool) {
 		node := &dialectNode{t: v.Type()}
 		if v.CanInterface() {
 			d := v.Interface().(Dialect)
 			node.name, node.omitted = safeName(d), omittedBy(d)
 		}
-		parent.bases = append(parent.bases, node)
-		walkDialects(v, node, depth+1, seen)
-		return
+		bases, cut := w.own(v, depth+1)
+		node.bases = bases
+		return []*dialectNode{node}, cut
 	}
-	walkDialects(v, parent, depth+1, seen)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		return w.pointer(v, depth, build)
+	}
+	return build()
+}
+
+// own returns the dialects the dialect v is built on: those its value holds. The value
+// a pointer dialect points to is the same dialect, not one it is built on (red-team
+// rt46c F3: a struct forwarding capabilities with pointer receivers, used as a
+// pointer, was held to them through its own value type): its fields are walked as the
+// pointer's own.
+func (w *walker) own(v reflect.Value, depth int) ([]*dialectNode, bool) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	return w.contents(v, depth)
+}
+
+// contents returns the dialects held in v, which is not one (a field's value, a
+// struct, a pointer, an interface, an array or slice, bounded by maxWalkElements),
+// to maxWalkDepth.
+func (w *walker) contents(v reflect.Value, depth int) ([]*dialectNode, bool) {
+	if depth > maxWalkDepth || !v.IsValid() {
+		return nil, false
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			return w.value(v.Elem(), depth)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return w.pointer(v, depth, func() ([]*dialectNode, bool) { return w.value(v.Elem(), depth) })
+		}
+	case reflect.Struct:
+		var found []*dialectNode
+		cut := false
+		for i := range v.NumField() {
+			f, c := w.value(v.Field(i), depth)
+			found, cut = appendNodes(found, f), cut || c
+		}
+		return found, cut
+	case reflect.Array, reflect.Slice:
+		var found []*dialectNode
+		cut := false
+		for i := range min(v.Len(), maxWalkElements) {
+			f, c := w.value(v.Index(i), depth)
+			found, cut = appendNodes(found, f), cut || c
+		}
+		return found, cut
+	}
+	return nil, false
+}
+
+// appendNodes appends to dst the nodes of src it does not hold yet (one pointer
+// held many times is one dialect built on).
+func appendNodes(dst, src []*dialectNode) []*dialectNode {
+	for _, n := range src {
+		if !slices.Contains(dst, n) {
+			dst = append(dst, n)
+		}
+	}
+	return dst
 }
 
 // omittedBy returns what d omits on purpose (Reduced), none when it says nothing or

@@ -210,6 +210,15 @@ func checkTable(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 		return r, configErr("schema.Check: table %q: %s", spec.Table, problem)
 	}
 
+	// 0. A temporary table of the session shadowing the name: nothing judged, no Fix.
+	shadow, err := tempShadowed(ctx, catalogQuery(db), d, table)
+	if err != nil {
+		return r, fmt.Errorf("fencedsql: schema.Check %s: the temporary-table probe failed: %w", spec.Table, err)
+	}
+	if shadow {
+		r.Problems = []string{tempShadowProblem(table)}
+		return r, nil
+	}
 	// 1. and 2.: missing and nullable columns, judged as the lazy check judges them.
 	v, err := Columns(ctx, catalogQuery(db), d, table, tokCol, verCol)
 	if err != nil {
