@@ -12,9 +12,10 @@ import (
 // guardFunctions finds the guard's functions of t that are not the text this version
 // installs (dialect.SideDoorOwnTrigger): the function
 // each of the three guard triggers on t runs (fencedsql_guard, _delete, _truncate),
-// and the one-statement DELETE's fence functions (fencedsql_fence_<table>, as the
-// DELETE resolves it, and the fencedsql_fenced_<table> it calls, which must be the one
-// of its own schema, and is judged whatever its marker). GuardInstalledQuery
+// and the one-statement DELETE's fence functions (fencedsql_fence_<table> of the
+// table's own schema, the only one DeleteFenceQuery lets the DELETE call, and the
+// fencedsql_fenced_<table> it calls, which must be the one of its own schema, and is
+// judged whatever its marker). GuardInstalledQuery
 // judges them by name and marker only, and the guard-writer check leaves the guard's
 // own functions alone, so `CREATE OR REPLACE FUNCTION fencedsql_guard_<table>()` by
 // the functions' owner, keeping the marker, could accept a lowered token or a write
@@ -29,7 +30,9 @@ import (
 // its marker while the trigger function is of this version (red-team rt46a F3: a fence
 // whose marker was changed hid a guard function redirected alone to a shadow floor);
 // one of an earlier release, beside an earlier release's guard, is that installation's
-// "not installed". Fix: the guard's DDL, which re-creates the functions and the triggers.
+// "not installed". Only the table's own schema is searched: a fence of the same name
+// that a pool's search_path reaches elsewhere is not the guard's (the DELETE never
+// calls it). Fix: the guard's DDL, which re-creates the functions and the triggers.
 func (d dialectImpl) guardFunctions(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if t.TokenColumn == "" || t.VersionColumn == "" {
 		return nil, nil
@@ -64,19 +67,20 @@ func (d dialectImpl) guardFunctions(ctx context.Context, query dialect.CatalogQu
 		}
 		return "", "", false
 	}
-	fence := fenceFuncName(table).Quote(d.QuoteIdent) + "(bigint, bigint)"
 	rows, err := query(ctx, `WITH f(kind, tg, fn) AS (
   SELECT 'trigger', t.tgname::text, t.tgfoid FROM pg_catalog.pg_trigger t
   WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $4)
   UNION ALL
-  SELECT 'fence', '', pg_catalog.to_regprocedure($5)::pg_catalog.oid
+  SELECT 'fence', '', p.oid FROM pg_catalog.pg_proc p
+  WHERE p.proname = $5 AND p.proargtypes = '20 20'::pg_catalog.oidvector
+    AND p.pronamespace = (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1))
   UNION ALL
   SELECT 'fenced', '', p.oid FROM pg_catalog.pg_proc p WHERE p.proname = $6 AND p.proargtypes = '20 20'::pg_catalog.oidvector)
 SELECT f.kind, f.tg, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')',
   n.nspname::text, p.prosrc, l.lanname::text
 FROM f JOIN pg_catalog.pg_proc p ON p.oid = f.fn
   JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTruncateTrigger, fence, fencedFunc(table.Name))
+ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTruncateTrigger, fenceFunc(table.Name), fencedFunc(table.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +107,12 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTrun
 			byKind[r[0]] = append(byKind[r[0]], r)
 		}
 	}
-	floor := ""
+	floor, current := "", false
 	for _, r := range byKind["trigger"] {
 		if !strings.Contains(r[4], guardVersion) {
 			continue
 		}
+		current = true
 		schema, ok := ownFunctionText(r[4], guardText)
 		if !ok || r[5] != "plpgsql" || floor != "" && unquoteIdent(schema) != floor {
 			door(r[2], "which the guard trigger "+r[1]+" on "+t.Table.String()+" runs")
@@ -117,7 +122,7 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTrun
 	}
 	calls := ""
 	for _, r := range byKind["fence"] {
-		if !strings.Contains(r[4], oneStepMarker) {
+		if !current && !strings.Contains(r[4], oneStepMarker) {
 			continue
 		}
 		// The fast fence calls the slow one of its own schema (both are created where

@@ -85,3 +85,41 @@ func TestGuardFunctionsRetargetedToAnotherFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardFunctionRetargetedBehindAFenceOfAnotherMarker (red-team rt46a F3): the
+// owner re-creates the guard's trigger function for rt32a_evil's floor and re-creates
+// the table's fast fence with another marker, so that no fence of this version is left
+// to compare the guard's floor with. The fence in the table's own schema is judged
+// whatever its marker while the guard is of this version: a changed guard, reported
+// and refused; the Fix restores the floor.
+func TestGuardFunctionRetargetedBehindAFenceOfAnotherMarker(t *testing.T) {
+	ctx, dsn, raw := guardedAccounts(t)
+	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 100); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, evilFloor...)
+	for _, fn := range []struct{ sig, create string }{
+		{"public.fencedsql_guard_accounts()",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS "},
+		{"public.fencedsql_fence_accounts(bigint,bigint)",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS "},
+	} {
+		var src string
+		if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE oid = $1::regprocedure", fn.sig).Scan(&src); err != nil {
+			t.Fatal(err)
+		}
+		evil := retargetFloor(src)
+		if strings.Contains(fn.sig, "fence_") {
+			evil = strings.Replace(src, "one-statement delete v", "one-statement delete (changed) v", 1)
+		}
+		if evil == src {
+			t.Fatalf("set-up: %s unchanged", fn.sig)
+		}
+		testdb.Exec(t, raw, fn.create+"$rt46a$"+evil+"$rt46a$")
+	}
+	fixRestores(t, ctx, raw, requireDoor(t, ctx, dsn, dialect.SideDoorOwnTrigger, "function "))
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 70), "UPDATE accounts SET balance = 7 WHERE id = 1"); !errors.Is(err, fencedsql.ErrBelowFloor) {
+		t.Errorf("after the Fix, floor 100: UPDATE under token 70: %v, want ErrBelowFloor", err)
+	}
+}
