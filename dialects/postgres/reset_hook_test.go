@@ -23,6 +23,19 @@ import (
 // `accounts` on t1 then covers t2.accounts, whose fencing columns are nullable (a
 // fresh check refuses it: ErrSchema). Want ErrSchema.
 func TestResetSessionHookMovingSearchPathIsRechecked(t *testing.T) {
+	tenantSwitchRechecked(t, "ResetSession hook", func(cfg *pgx.ConnConfig, setPath func(context.Context, *pgx.Conn) error) driver.Connector {
+		return stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(setPath), stdlib.OptionResetSession(setPath))
+	})
+}
+
+// tenantSwitchRechecked sets up tenants t1 (accounts with NOT NULL fencing columns)
+// and t2 (accounts whose fencing columns are nullable: a fresh check refuses it), and
+// opens a fenced pool of one connection on connect's connector, given the pgx
+// configuration and a hook that sets the current tenant's search_path. A fresh
+// UPDATE under tenant t1 must pass; after the tenant moves to t2, a stale UPDATE must
+// fail with ErrSchema (the verdict cached on t1 does not cover t2).
+func tenantSwitchRechecked(t *testing.T, what string, connect func(cfg *pgx.ConnConfig, setPath func(context.Context, *pgx.Conn) error) driver.Connector) {
+	t.Helper()
 	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -41,8 +54,7 @@ func TestResetSessionHookMovingSearchPathIsRechecked(t *testing.T) {
 		_, err := c.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)", tenant.Load().(string))
 		return err
 	}
-	conn := stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(setPath), stdlib.OptionResetSession(setPath))
-	db := fencedsql.OpenDB(conn, fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("accounts"))
+	db := fencedsql.OpenDB(connect(cfg, setPath), fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("accounts"))
 	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), `UPDATE accounts SET balance = 1 WHERE id = 1`); err != nil {
@@ -56,7 +68,7 @@ func TestResetSessionHookMovingSearchPathIsRechecked(t *testing.T) {
 		t.Fatal(qerr)
 	}
 	if !errors.Is(err, fencedsql.ErrSchema) {
-		t.Errorf("tenant t2 after ResetSession moved search_path: %v (t2 row: balance %d token %v version %v); want ErrSchema", err, bal, tok, ver)
+		t.Errorf("tenant t2 after %s moved search_path: %v (t2 row: balance %d token %v version %v); want ErrSchema", what, err, bal, tok, ver)
 	}
 }
 

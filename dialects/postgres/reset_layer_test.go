@@ -4,36 +4,26 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/XSAM/otelsql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
-	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
 // tenantLayer is a driver wrapper layer (a tenancy wrapper) whose own ResetSession sets
-// the tenant's search_path on the connection it holds (the usual "set the tenant at
-// checkout" done in a driver layer instead of pgx's OptionResetSession), or, with
-// reconnect, replaces that connection by a new one from inner, whose AfterConnect sets
-// the tenant's search_path.
-func tenantLayer(inner driver.Connector, tenant *atomic.Value, reconnect bool) fencetest.ResetLayer {
+// the tenant's search_path (setPath) on the connection it holds (the usual "set the
+// tenant at checkout" done in a driver layer instead of pgx's OptionResetSession), or,
+// with reconnect, replaces that connection by a new one from inner, whose AfterConnect
+// sets it.
+func tenantLayer(inner driver.Connector, setPath func(context.Context, *pgx.Conn) error, reconnect bool) fencetest.ResetLayer {
 	return fencetest.ResetLayer{First: inner, Reconnect: reconnect,
-		OnReset: func(ctx context.Context, c driver.Conn) error { return setTenantPath(ctx, c, tenant.Load().(string)) }}
-}
-
-func setTenantPath(ctx context.Context, c driver.Conn, tenant string) error {
-	_, err := c.(driver.ExecerContext).ExecContext(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)",
-		[]driver.NamedValue{{Ordinal: 1, Value: tenant}})
-	return err
+		OnReset: func(ctx context.Context, c driver.Conn) error { return setPath(ctx, c.(*stdlib.Conn).Conn()) }}
 }
 
 // red-team rt45c F5: the ResetJudge peeled every Raw()-exposing wrapper layer and judged
@@ -47,46 +37,14 @@ func setTenantPath(ctx context.Context, c driver.Conn, tenant string) error {
 // (ErrSchema).
 func TestResetSessionOfWrapperLayerIsRechecked(t *testing.T) {
 	for _, reconnect := range []bool{false, true} {
-		name := "sets search_path"
+		name := "the wrapper layer's ResetSession (sets search_path)"
 		if reconnect {
-			name = "reconnects"
+			name = "the wrapper layer's ResetSession (reconnects)"
 		}
 		t.Run(name, func(t *testing.T) {
-			dsn := testdb.Postgres(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			raw := rawWith(t, dsn, `CREATE SCHEMA t1`, `CREATE SCHEMA t2`,
-				`CREATE TABLE t1.accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)`,
-				`CREATE TABLE t2.accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NULL, version BIGINT NULL)`,
-				`INSERT INTO t1.accounts (id, fence_token) VALUES (1, 10)`,
-				`INSERT INTO t2.accounts (id, fence_token, version) VALUES (1, NULL, NULL)`)
-			cfg, err := pgx.ParseConfig(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tenant atomic.Value
-			tenant.Store("t1")
-			afterConnect := func(ctx context.Context, c *pgx.Conn) error {
-				_, err := c.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)", tenant.Load().(string))
-				return err
-			}
-			conn := tenantLayer(stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(afterConnect)), &tenant, reconnect)
-			db := fencedsql.OpenDB(conn, fencedsql.WithDialect(postgres.Dialect), fencedsql.Guard("accounts"))
-			t.Cleanup(func() { db.Close() })
-			db.SetMaxOpenConns(1)
-			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), `UPDATE accounts SET balance = 1 WHERE id = 1`); err != nil {
-				t.Fatalf("tenant t1: fresh UPDATE: %v", err)
-			}
-			tenant.Store("t2")
-			_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE accounts SET balance = 666 WHERE id = 1`)
-			var bal int64
-			var tok, ver *int64
-			if qerr := raw.QueryRowContext(ctx, `SELECT balance, fence_token, version FROM t2.accounts WHERE id = 1`).Scan(&bal, &tok, &ver); qerr != nil {
-				t.Fatal(qerr)
-			}
-			if !errors.Is(err, fencedsql.ErrSchema) {
-				t.Errorf("tenant t2 after the wrapper layer's ResetSession (%s): %v (t2 row: balance %d token %v version %v); want ErrSchema", name, err, bal, tok, ver)
-			}
+			tenantSwitchRechecked(t, name, func(cfg *pgx.ConnConfig, setPath func(context.Context, *pgx.Conn) error) driver.Connector {
+				return tenantLayer(stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(setPath)), setPath, reconnect)
+			})
 		})
 	}
 }
@@ -101,10 +59,11 @@ func TestResetKeepsSessionOnlyThroughKnownForwarders(t *testing.T) {
 		t.Fatal(err)
 	}
 	judge := postgres.Dialect.(dialect.ResetJudge)
-	var tenant atomic.Value
-	tenant.Store("public")
 	plain := stdlib.GetConnector(*cfg)
-	layered := tenantLayer(plain, &tenant, false)
+	layered := tenantLayer(plain, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SELECT pg_catalog.set_config('search_path', 'public', false)")
+		return err
+	}, false)
 	for _, c := range []struct {
 		name string
 		db   *sql.DB
