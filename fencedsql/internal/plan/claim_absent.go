@@ -189,7 +189,7 @@ func (p *parser) keyValue(from, to int) (arg int, lit string, ok bool) {
 			return 0, "", false
 		}
 		return n - 1, "", true
-	case t.Kind == sqllex.KindNumber && len(txt) <= 18 && strings.Trim(txt, "0123456789") == "":
+	case t.Kind == sqllex.KindNumber && keyIntLiteral(txt):
 		return -1, txt, true
 	case t.Kind == sqllex.KindString && len(txt) >= 2 && txt[0] == '\'' && txt[len(txt)-1] == '\'' && !strings.Contains(txt, `\`):
 		return -1, strings.ReplaceAll(txt[1:len(txt)-1], "''", "'"), true

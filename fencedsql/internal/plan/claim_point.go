@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
@@ -98,7 +99,7 @@ func (p *parser) isColumnWord(k int) bool {
 }
 
 // pointValue reads sig[from:to] as a '?' placeholder (its argument index) or an
-// unsigned integer literal of at most 18 digits (an exact BIGINT).
+// unsigned integer literal (keyIntLiteral).
 func (p *parser) pointValue(from, to int) (arg int, lit string, ok bool) {
 	if to-from != 1 {
 		return 0, "", false
@@ -114,10 +115,24 @@ func (p *parser) pointValue(from, to int) (arg int, lit string, ok bool) {
 			}
 		}
 		return n, "", true
-	case t.Kind == sqllex.KindNumber && len(txt) <= 18 && strings.Trim(txt, "0123456789") == "":
+	case t.Kind == sqllex.KindNumber && keyIntLiteral(txt):
 		return -1, txt, true
 	}
 	return 0, "", false
+}
+
+// keyIntLiteral reports whether txt, a number token, is an unsigned integer literal
+// (digits only) whose value fits an unsigned 64-bit integer: every value an integer
+// key column of either database can hold (BIGINT UNSIGNED included), so one the
+// claim's key term may carry. A literal of 19 or 20 digits is one too (red-team rt47e
+// F2: snowflake-style ids were left unpinned, and a claim of such an absent key
+// recorded nothing); one beyond 64 bits pins nothing.
+func keyIntLiteral(txt string) bool {
+	if txt == "" || strings.Trim(txt, "0123456789") != "" {
+		return false
+	}
+	_, err := strconv.ParseUint(txt, 10, 64)
+	return err == nil
 }
 
 // FixesKey reports whether the claim p selects at most one row by its key: every

@@ -36,7 +36,9 @@ func TestPointClaim(t *testing.T) {
 		{"id = 1.0", id, nil, false},
 		{"id = 0x1", id, nil, false},
 		{"id = -1", id, nil, false},
-		{"id = 1234567890123456789", id, nil, false},
+		{"id = 1234567890123456789", id, nil, true},   // 19 digits (red-team rt47e F2)
+		{"id = 18446744073709551615", id, nil, true},  // the largest BIGINT UNSIGNED
+		{"id = 18446744073709551616", id, nil, false}, // beyond 64 bits
 		{"other = ?", id, ints, false},
 		{"a.b.id = ?", id, ints, false},
 		{"\"id\" = ?", id, ints, false},
