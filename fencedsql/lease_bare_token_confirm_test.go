@@ -136,13 +136,8 @@ func TestHeldLeaseUnderBareTokenConfirmedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	raw, db := confirmDB(t)
-	svc := memlock.New()
-	c := lockclient.New(svc, lockclient.WithTTL(time.Minute)) // no watchdog renewal during the test
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	l1, err := c.Acquire(ctx, "account:1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, held := heldLeases(t, ctx, "account:1")
+	l1 := held[0]
 	run := func(begin, sctx context.Context, n int) {
 		t.Helper()
 		tx, err := db.BeginTx(begin, nil)

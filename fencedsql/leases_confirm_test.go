@@ -172,17 +172,8 @@ func TestHeldLeasesConfirmedOncePerBinding(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	raw, db := confirmDB(t)
-	svc := memlock.New()
-	c := lockclient.New(svc, lockclient.WithTTL(time.Minute)) // no watchdog renewal during the test
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	l1, err := c.Acquire(ctx, "account:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := c.Acquire(ctx, "account:2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, held := heldLeases(t, ctx, "account:1", "account:2")
+	l1, l2 := held[0], held[1]
 	before := svc.Renewals()
 	if _, err := db.ExecContext(fencedsql.WithLease(ctx, l1), `UPDATE accounts SET balance = 100 WHERE id = 1`); err != nil {
 		t.Fatal(err)
@@ -214,6 +205,25 @@ func TestHeldLeasesConfirmedOncePerBinding(t *testing.T) {
 	if bal, tok := row1(t, raw); bal != 97 || tok != int64(l2.Token()) {
 		t.Errorf("row 1: balance %d, token %d; want 97, token %d", bal, tok, l2.Token())
 	}
+}
+
+// heldLeases acquires one lease per name on a new in-memory lock service, through a
+// client whose TTL (a minute) keeps its watchdog from renewing during a test: the
+// service's Renewals count only the wrapper's confirmations.
+func heldLeases(t *testing.T, ctx context.Context, names ...string) (*memlock.Service, []*lockclient.Lease) {
+	t.Helper()
+	svc := memlock.New()
+	c := lockclient.New(svc, lockclient.WithTTL(time.Minute))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	leases := make([]*lockclient.Lease, len(names))
+	for i, name := range names {
+		l, err := c.Acquire(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[i] = l
+	}
+	return svc, leases
 }
 
 // plainLease is a Lease that does not implement fencedsql.LeaseConfirmer.
