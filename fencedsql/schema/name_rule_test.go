@@ -48,34 +48,14 @@ func TestSchemaHoldsDialectToNameRule(t *testing.T) {
 	if err := dialect.Complete(d, sqlite.Dialect); err == nil {
 		t.Fatalf("control: dialect.Complete with the name rule accepts the deep wrapper")
 	}
-	raw := testdb.Open(t, "sqlite", "file:"+filepath.ToSlash(filepath.Join(t.TempDir(), "m.db")))
-	raw.SetMaxOpenConns(1)
-	testdb.Exec(t, raw, "CREATE TABLE nr_acc (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)",
+	raw, spec := maxTokenFixture(t, ctx, "nr_acc",
 		"CREATE TABLE nr_other (id INTEGER PRIMARY KEY, v INTEGER)",
 		"CREATE TRIGGER nr_door AFTER UPDATE ON nr_other BEGIN UPDATE nr_acc SET balance = NEW.v WHERE id = NEW.id; END")
-	spec := schema.GuardSpec{Table: "nr_acc"}
-	reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		testdb.Exec(t, raw, r.Fix...)
-	}
-	testdb.Exec(t, raw,
-		"INSERT INTO nr_acc (id, fence_token, version) VALUES (1, 10, 1), (2, 20, 1)",
-		"UPDATE nr_acc SET fence_token = 500, version = version + 1 WHERE id = 1",
-		"DELETE FROM nr_acc WHERE id = 1")
-	if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, 2000); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := schema.MaxToken(ctx, raw, sqlite.Dialect, spec); err != nil || got != 1999 {
-		t.Fatalf("control: MaxToken with the stock dialect = %d, %v; want 1999", got, err)
-	}
 	got, err := schema.MaxToken(ctx, raw, d, spec)
 	if err == nil {
 		t.Errorf("MaxToken with a dialect bearing the stock Name and hiding its capabilities = %d, nil error (stock answer 1999); want a *schema.ConfigError as fencedsql.Open gives", got)
 	}
-	reps, err = schema.Check(ctx, raw, d, spec)
+	reps, err := schema.Check(ctx, raw, d, spec)
 	if err == nil {
 		doors := 0
 		for _, r := range reps {

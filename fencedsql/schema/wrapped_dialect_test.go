@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -71,10 +72,26 @@ func reducedDialects() map[string]dialect.Dialect {
 func TestMaxTokenRefusesWrappedDialect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	raw, spec := maxTokenFixture(t, ctx, "wrapped_acc")
+	for name, d := range reducedDialects() {
+		got, err := schema.MaxToken(ctx, raw, d, spec)
+		if incomplete(t, "MaxToken, "+name, err); got != 0 {
+			t.Errorf("MaxToken, %s answered %d beside the refusal", name, got)
+		}
+	}
+}
+
+// maxTokenFixture creates, in a new SQLite file, the guarded table named table with
+// the guard installed by the stock dialect (and the statements extra run before the
+// check), rows written under tokens up to 500, the row of token 500 deleted (its
+// tombstone holds 500) and the token floor raised to 2000: the stock dialect's
+// MaxToken answers 1999, a dialect that skipped tombstones or the floor 20.
+func maxTokenFixture(t *testing.T, ctx context.Context, table string, extra ...string) (*sql.DB, schema.GuardSpec) {
+	t.Helper()
 	raw := testdb.Open(t, "sqlite", "file:"+filepath.ToSlash(filepath.Join(t.TempDir(), "m.db")))
 	raw.SetMaxOpenConns(1)
-	testdb.Exec(t, raw, "CREATE TABLE wrapped_acc (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)")
-	spec := schema.GuardSpec{Table: "wrapped_acc"}
+	testdb.Exec(t, raw, append([]string{"CREATE TABLE " + table + " (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)"}, extra...)...)
+	spec := schema.GuardSpec{Table: table}
 	reps, err := schema.Check(ctx, raw, sqlite.Dialect, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -83,21 +100,16 @@ func TestMaxTokenRefusesWrappedDialect(t *testing.T) {
 		testdb.Exec(t, raw, r.Fix...)
 	}
 	testdb.Exec(t, raw,
-		"INSERT INTO wrapped_acc (id, fence_token, version) VALUES (1, 10, 1), (2, 20, 1)",
-		"UPDATE wrapped_acc SET fence_token = 500, version = version + 1 WHERE id = 1",
-		"DELETE FROM wrapped_acc WHERE id = 1")
+		"INSERT INTO "+table+" (id, fence_token, version) VALUES (1, 10, 1), (2, 20, 1)",
+		"UPDATE "+table+" SET fence_token = 500, version = version + 1 WHERE id = 1",
+		"DELETE FROM "+table+" WHERE id = 1")
 	if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, 2000); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := schema.MaxToken(ctx, raw, sqlite.Dialect, spec); err != nil || got != 1999 {
 		t.Fatalf("control: MaxToken with the stock dialect = %d, %v; want 1999", got, err)
 	}
-	for name, d := range reducedDialects() {
-		got, err := schema.MaxToken(ctx, raw, d, spec)
-		if incomplete(t, "MaxToken, "+name, err); got != 0 {
-			t.Errorf("MaxToken, %s answered %d beside the refusal", name, got)
-		}
-	}
+	return raw, spec
 }
 
 // red-team rt45c F3: schema.Check given a wrapped stock dialect reported no side door (a
