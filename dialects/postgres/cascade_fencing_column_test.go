@@ -31,7 +31,7 @@ func TestCascadeWritingFencingColumnIsADoor(t *testing.T) {
 				"INSERT INTO cascade_ref VALUES (0, 0), (999, 1000000)",
 				"INSERT INTO acc (id, fence_token) VALUES (30, 70)",
 				c.fk)
-			probs, _ := wholeReport(t, raw)
+			probs, _ := accReport(t, raw)
 			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 			if _, err := db.ExecContext(fencedsql.WithToken(context.Background(), 40), "UPDATE acc SET balance = 1 WHERE id = 5"); !errors.Is(err, fencedsql.ErrSchema) {
 				t.Errorf("a guarded write through a pool opened after the key was added: %v, want ErrSchema", err)
@@ -54,7 +54,7 @@ func TestCascadeNotWritingFencingColumnIsANote(t *testing.T) {
 		"CREATE TABLE cascade_ref (b bigint PRIMARY KEY)",
 		"INSERT INTO cascade_ref VALUES (0)",
 		"ALTER TABLE acc ADD FOREIGN KEY (balance) REFERENCES cascade_ref (b) ON UPDATE CASCADE ON DELETE SET NULL")
-	if probs, _ := wholeReport(t, raw); len(probs) != 0 {
+	if probs, _ := accReport(t, raw); len(probs) != 0 {
 		t.Fatalf("a cascade writing no fencing column: problems %q, want a note only", probs)
 	}
 }

@@ -40,7 +40,7 @@ func TestAbsentClaimRefusedOverPreviousTombstoneFunction(t *testing.T) {
 	if err := insertAs(db, 60, "INSERT INTO acc (id) VALUES (8)"); err != nil {
 		t.Fatalf("a plain INSERT over the v9 tombstone function: %v, want it through", err)
 	}
-	probs, fix := wholeReport(t, raw)
+	probs, fix := accReport(t, raw)
 	if len(probs) == 0 {
 		t.Fatal("schema.Check reports nothing over the v9 tombstone function: want it not installed")
 	}

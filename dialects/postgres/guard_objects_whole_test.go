@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -35,20 +33,6 @@ func wholeAcc(t *testing.T, extra ...string) (raw *sql.DB, dsn string) {
 	return raw, dsn
 }
 
-// wholeReport runs schema.Check on acc: its problems and its Fix.
-func wholeReport(t *testing.T, raw *sql.DB) (problems, fix []string) {
-	t.Helper()
-	reps, err := schema.Check(context.Background(), raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		problems = append(problems, r.Problems...)
-		fix = append(fix, r.Fix...)
-	}
-	return problems, fix
-}
-
 // wholeRestored applies the Fix and wants no problem left.
 func wholeRestored(t *testing.T, raw *sql.DB, dsn string, fix []string) {
 	t.Helper()
@@ -56,7 +40,7 @@ func wholeRestored(t *testing.T, raw *sql.DB, dsn string, fix []string) {
 		t.Fatal("the report has no Fix")
 	}
 	rawWith(t, dsn, fix...)
-	if probs, _ := wholeReport(t, raw); len(probs) != 0 {
+	if probs, _ := accReport(t, raw); len(probs) != 0 {
 		t.Fatalf("after the Fix: %q", probs)
 	}
 }
@@ -88,7 +72,7 @@ func TestTombstoneRekeyTriggerJudgedByItsWhenClause(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			raw, dsn := wholeAcc(t)
 			wholeRetrigger(t, raw, dsn, "fencedsql_tombstone_rekey", when)
-			probs, fix := wholeReport(t, raw)
+			probs, fix := accReport(t, raw)
 			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 			_, err := db.ExecContext(fencedsql.WithToken(context.Background(), 40), "UPDATE acc SET id = 20 WHERE id = 5")
 			if tok, bad := wholeResurrected(t, raw); bad || len(probs) == 0 {
@@ -111,7 +95,7 @@ func TestGuardDeleteTriggerJudgedByItsWhenClause(t *testing.T) {
 		"ALTER TABLE acc ADD COLUMN pid bigint REFERENCES whole_parent ON DELETE CASCADE",
 		"INSERT INTO acc (id, fence_token, pid) VALUES (30, 70, 1)")
 	wholeRetrigger(t, raw, dsn, "fencedsql_guard_delete", func(w string) string { return w + " AND false" })
-	probs, fix := wholeReport(t, raw)
+	probs, fix := accReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	_, err := db.ExecContext(fencedsql.WithToken(context.Background(), 40), "UPDATE acc SET balance = 1 WHERE id = 5")
 	if len(probs) == 0 || !errors.Is(err, fencedsql.ErrSchema) {
@@ -135,7 +119,7 @@ func TestTombstoneFunctionJudgedWhole(t *testing.T) {
 		`CREATE OR REPLACE FUNCTION public.fencedsql_tombstone_acc() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 -- fencedsql tombstone guard v9
 BEGIN RETURN NULL; END $f$`)
-	probs, fix := wholeReport(t, raw)
+	probs, fix := accReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	_, err := db.ExecContext(fencedsql.WithToken(context.Background(), 40), "INSERT INTO acc (id) VALUES (20)")
 	if tok, bad := wholeResurrected(t, raw); bad || len(probs) == 0 {
@@ -165,7 +149,7 @@ BEGIN RETURN 1; END $f$`
 		t.Run(name, func(t *testing.T) {
 			raw, dsn := wholeAcc(t)
 			rawWith(t, dsn, tamper(raw))
-			probs, fix := wholeReport(t, raw)
+			probs, fix := accReport(t, raw)
 			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 			ctx := fencedsql.WithToken(context.Background(), 60)
 			tx, err := db.BeginTx(ctx, nil)
@@ -199,7 +183,7 @@ func TestGuardObjectsAsInstalledAreAccepted(t *testing.T) {
 			dsn := testdb.Postgres(t)
 			raw := rawWith(t, dsn, ddl...)
 			checkAcc(t, raw, dsn)
-			if probs, _ := wholeReport(t, raw); len(probs) != 0 {
+			if probs, _ := accReport(t, raw); len(probs) != 0 {
 				t.Fatalf("as installed: %q", probs)
 			}
 			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")

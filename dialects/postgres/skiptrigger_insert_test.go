@@ -27,7 +27,7 @@ func insertStampAcc(t *testing.T, body string) (problems []string, insertErr err
 	raw, dsn := wholeAcc(t,
 		"CREATE FUNCTION stamp_ins() RETURNS trigger LANGUAGE plpgsql AS $$"+body+"$$",
 		"CREATE TRIGGER a_stamp BEFORE INSERT ON acc FOR EACH ROW EXECUTE FUNCTION stamp_ins()")
-	problems, _ = wholeReport(t, raw)
+	problems, _ = accReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	insertErr = insertAs(db, 40, "INSERT INTO acc (id, balance) VALUES (20, 666)")
 	if err := raw.QueryRow("SELECT count(*) FROM acc WHERE id = 20").Scan(&rows); err != nil {
@@ -87,7 +87,7 @@ func TestBeforeInsertTriggerKeepingRowAccepted(t *testing.T) {
 // function the check cannot read (a C function) is a door, as on UPDATE (fail closed).
 func TestBeforeInsertTriggerUnreadableLanguageReported(t *testing.T) {
 	raw, _ := wholeAcc(t, "CREATE TRIGGER a_same BEFORE INSERT ON acc FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()")
-	probs, _ := wholeReport(t, raw)
+	probs, _ := accReport(t, raw)
 	if !strings.Contains(strings.Join(probs, "\n"), "BEFORE INSERT row trigger a_same") {
 		t.Fatalf("schema.Check problems %q: want the BEFORE INSERT trigger a_same reported", probs)
 	}
@@ -104,7 +104,7 @@ func TestBeforeInsertTriggerCannotLiftTokenOverFloor(t *testing.T) {
 	if err := schema.RaiseTokenFloor(context.Background(), raw, postgres.Dialect, 100); err != nil {
 		t.Fatal(err)
 	}
-	probs, _ := wholeReport(t, raw)
+	probs, _ := accReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	err := insertAs(db, 50, "INSERT INTO acc (id, balance) VALUES (99, 666)")
 	var n int

@@ -139,6 +139,20 @@ func TestForeignTableDoor(t *testing.T) {
 }
 
 // checkAcc runs schema.Check on acc through raw, applies every fix through a plain
+// accReport runs schema.Check on acc: its problems and its Fix.
+func accReport(t *testing.T, raw *sql.DB) (problems, fix []string) {
+	t.Helper()
+	reps, err := schema.Check(context.Background(), raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		problems = append(problems, r.Problems...)
+		fix = append(fix, r.Fix...)
+	}
+	return problems, fix
+}
+
 // connection on dsn, and returns the problems it reported.
 func checkAcc(t *testing.T, raw *sql.DB, dsn string) string {
 	t.Helper()

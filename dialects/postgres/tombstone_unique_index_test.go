@@ -1,15 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -27,24 +24,10 @@ func textAccGuarded(t *testing.T, pre ...string) (*sql.DB, string) {
 	dsn := testdb.Postgres(t)
 	raw := rawWith(t, dsn, append(pre, "CREATE TABLE acc (id text PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")...)
 	checkAcc(t, raw, dsn)
-	if probs, _ := uniqueIndexReport(t, raw); len(probs) != 0 {
+	if probs, _ := accReport(t, raw); len(probs) != 0 {
 		t.Fatalf("after the install: %q", probs)
 	}
 	return raw, dsn
-}
-
-// uniqueIndexReport runs schema.Check on acc and returns its problems and fixes.
-func uniqueIndexReport(t *testing.T, raw *sql.DB) (problems, fix []string) {
-	t.Helper()
-	reps, err := schema.Check(context.Background(), raw, postgres.Dialect, schema.GuardSpec{Table: "acc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		problems = append(problems, r.Problems...)
-		fix = append(fix, r.Fix...)
-	}
-	return problems, fix
 }
 
 // requireUniqueIndexDoor checks that schema.Check reports a unique index besides the
@@ -52,7 +35,7 @@ func uniqueIndexReport(t *testing.T, raw *sql.DB) (problems, fix []string) {
 // and that the Fix clears the report.
 func requireUniqueIndexDoor(t *testing.T, raw *sql.DB, dsn, in string) {
 	t.Helper()
-	probs, fix := uniqueIndexReport(t, raw)
+	probs, fix := accReport(t, raw)
 	if p := strings.Join(probs, "\n"); !strings.Contains(p, in+" ") || !strings.Contains(p, "has a unique index besides its key") {
 		t.Fatalf("schema.Check problems %q: want a unique index besides the key of %s", probs, in)
 	}
@@ -61,7 +44,7 @@ func requireUniqueIndexDoor(t *testing.T, raw *sql.DB, dsn, in string) {
 		t.Fatalf("a DELETE through the pool: %v, want ErrSchema", err)
 	}
 	rawWith(t, dsn, fix...)
-	if probs, _ := uniqueIndexReport(t, raw); len(probs) != 0 {
+	if probs, _ := accReport(t, raw); len(probs) != 0 {
 		t.Fatalf("after the Fix %q: %q", fix, probs)
 	}
 }
