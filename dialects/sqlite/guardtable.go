@@ -18,16 +18,26 @@ import (
 // the fenced pool sends as written, erases tombstones or lowers the floor) (red-team
 // rt27c F1–F4), and ("index", its name) for each UNIQUE constraint or index besides
 // its key (the guards create none: under its own ON CONFLICT REPLACE, the tombstone
-// triggers' upsert of one key deleted another key's tombstone, red-team rt29a F6). No
-// row for a table that does not exist. Triggers on a guard table are
-// guardWriters'.
-func (d dialectImpl) guardTableProblems(tag, schema, table, col string) string {
+// triggers' upsert of one key deleted another key's tombstone, red-team rt29a F6), and
+// ("generated", its name) for each generated column and ("missing", its name) for col
+// or a column of also that the table lacks (the guards write every column they create,
+// and a write to a generated or missing one fails every write of the guarded table
+// with SQLite's own error; pragma_table_info leaves generated columns out, so
+// pragma_table_xinfo is read: red-team rt47g F1). No row for a table that does not
+// exist. Triggers on a guard table are guardWriters'.
+func (d dialectImpl) guardTableProblems(tag, schema, table, col string, also ...string) string {
 	if schema == "" {
 		schema = "main"
 	}
 	t, s := literal(table), literal(schema)
-	return "SELECT " + literal(tag) + ", 'column', ti.type || CASE WHEN ti.\"notnull\" THEN ' NOT NULL' ELSE '' END FROM pragma_table_info(" + t + ", " + s + ") ti" +
-		" WHERE ti.name = " + literal(col) + " COLLATE NOCASE AND NOT (ti.\"notnull\" AND upper(ti.type) LIKE '%INT%')" +
+	missing := ""
+	for _, c := range append([]string{col}, also...) {
+		missing += " UNION ALL SELECT " + literal(tag) + ", 'missing', " + literal(c) +
+			" WHERE EXISTS (SELECT 1 FROM pragma_table_xinfo(" + t + ", " + s + ")) AND NOT EXISTS (SELECT 1 FROM pragma_table_xinfo(" + t + ", " + s + ") tx WHERE tx.name = " + literal(c) + " COLLATE NOCASE)"
+	}
+	return "SELECT " + literal(tag) + ", 'column', ti.type || CASE WHEN ti.\"notnull\" THEN ' NOT NULL' ELSE '' END FROM pragma_table_xinfo(" + t + ", " + s + ") ti" +
+		" WHERE ti.name = " + literal(col) + " COLLATE NOCASE AND ti.hidden NOT IN (2, 3) AND NOT (ti.\"notnull\" AND upper(ti.type) LIKE '%INT%')" +
+		" UNION ALL SELECT " + literal(tag) + ", 'generated', tx.name FROM pragma_table_xinfo(" + t + ", " + s + ") tx WHERE tx.hidden IN (2, 3)" + missing +
 		" UNION ALL SELECT " + literal(tag) + ", 'foreign key', '(' || group_concat(fk.\"from\", ', ') || ') REFERENCES ' || fk.\"table\"" +
 		" || ' ON DELETE ' || fk.on_delete || ' ON UPDATE ' || fk.on_update FROM pragma_foreign_key_list(" + t + ", " + s + ") fk GROUP BY fk.id" +
 		" UNION ALL SELECT " + literal(tag) + ", 'index', il.name FROM pragma_index_list(" + t + ", " + s + ") il WHERE il.\"unique\" AND il.origin <> 'pk'"
@@ -63,11 +73,12 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 	}
 	tomb := tombObject("", dialect.TableName{Schema: schema, Name: t.Table.Name})
 	floor := floorTable(schema)
-	rows, err := query(ctx, d.guardTableProblems("tomb", schema, tomb.Name, "fence_token")+" UNION ALL "+d.guardTableProblems("floor", schema, floor.Name, "floor"))
+	rows, err := query(ctx, d.guardTableProblems("tomb", schema, tomb.Name, "fence_token", "deleted_at")+" UNION ALL "+d.guardTableProblems("floor", schema, floor.Name, "floor"))
 	if err != nil {
 		return nil, err
 	}
 	found := map[string][]string{}
+	lacks := map[string]bool{} // a guard table without a column the guards write
 	for _, r := range rows {
 		if len(r) < 3 {
 			continue
@@ -81,6 +92,11 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			what = "column " + col + " " + strings.TrimSpace(r[2]) + ", not a NOT NULL INTEGER"
 		} else if r[1] == "index" {
 			what = "unique index " + what + " besides the key"
+		} else if r[1] == "generated" {
+			what = "generated column " + what + " (the guards write every column)"
+		} else if r[1] == "missing" {
+			what = "no column " + what
+			lacks[r[0]] = true
 		} else {
 			what = "foreign key " + what
 		}
@@ -88,9 +104,11 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 	}
 	var doors []dialect.SideDoor
 	if p := found["tomb"]; len(p) > 0 {
-		fix, err := d.tombTableFix(ctx, query, t)
-		if err != nil {
-			return nil, err
+		var fix []string
+		if !lacks["tomb"] {
+			if fix, err = d.tombTableFix(ctx, query, t); err != nil {
+				return nil, err
+			}
 		}
 		door := dialect.SideDoor{Kind: dialect.SideDoorGuardTable, Object: tomb.String(),
 			Problem: "the tombstone table " + tomb.String() + " of " + t.Table.String() + " is not as the guards create it (" + strings.Join(p, "; ") +
@@ -98,6 +116,8 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			Fix: fix}
 		if fix != nil {
 			door.Problem += "; the fix rebuilds it as the guards create it, keeping its tombstones (tokens as integers)"
+		} else if lacks["tomb"] {
+			door.Problem += "; it lacks a column the guards write: add it as the guards create it (fence_token INTEGER NOT NULL, deleted_at REAL NOT NULL), then re-run fencedsql-schema -apply"
 		} else {
 			door.Problem += "; its key is not the table's primary key either (see the tombstone key door): drop it and re-run fencedsql-schema -apply"
 		}
@@ -105,11 +125,15 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		doors = append(doors, door)
 	}
 	if p := found["floor"]; len(p) > 0 {
+		fix := d.rebuildFloor(schema)
+		if lacks["floor"] {
+			fix = nil // the rebuild copies the floor column: drop the table and re-run fencedsql-schema -apply, then raise the floor
+		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardTable, Object: floor.String(),
 			Problem: "the token floor " + floor.String() + " that the guards of " + t.Table.String() + " read is not as the guards create it (" + strings.Join(p, "; ") +
 				"): a floor compared as text keeps a lower one ('9' above '100': a raise is lost), and a cascade from an ordinary table, sent as written through the pool, lowers it, so a stale holder writes below the floor" +
 				"; the fix rebuilds it as the guards create it, keeping its floor (as an integer); a raise lost meanwhile stays lost: raise the token floor again to the lock service's LastToken + 1 (RaiseTokenFloor) after it",
-			Fix: d.rebuildFloor(schema)})
+			Fix: fix})
 	}
 	return doors, nil
 }
