@@ -46,7 +46,7 @@ type absentRecord struct {
 	args []any
 	tok  uint64 // the claim's token
 	// probe (a claim whose WHERE has conjuncts besides the key's: plan.AbsentOther)
-	// reads, without a lock, whether a row of the key exists; with probeArgs.
+	// reads, by a locking read, whether a row of the key exists; with probeArgs.
 	probe     string
 	probeArgs []any
 }
@@ -121,7 +121,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	var probe string
 	var probeArgs []any
 	if p.AbsentOther(len(terms)) {
-		probe, probeArgs = c.keyProbe(dialect.TableName{Schema: k.schema, Name: p.Guard.Name}, p.Guard, k.cols, terms, vals)
+		probe, probeArgs = c.keyProbe(ar, dialect.TableName{Schema: k.schema, Name: p.Guard.Name}, p.Guard, k.cols, terms, vals, p.AbsentNoWait)
 	}
 	vals = append(vals, int64(tok))
 	rec := typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait)
@@ -133,10 +133,18 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 
 // keyProbe is the read of whether a row of the key vals (terms' values, in the key
 // cols' order) exists in table (its schema from the key's lookup, else g's): SELECT 1
-// … WHERE each key column = its value, without a lock, in the claim's transaction
-// (red-team rt46b F4). An integer literal goes as an int64 (PostgreSQL types the
-// parameter by the column).
-func (c *conn) keyProbe(table dialect.TableName, g *plan.Table, cols []plan.KeyColumn, terms []plan.KeyTerm, vals []any) (string, []any) {
+// … WHERE each key column = its value, in the claim's transaction (red-team rt46b
+// F4), with ar's locking clause (dialect.AbsenceRecorder.KeyProbeLock; nowait: the
+// claim's NOWAIT). A locking read, because a plain one reads the transaction's
+// snapshot under REPEATABLE READ (MySQL/MariaDB's default) and SERIALIZABLE, where a
+// row deleted since is still there while the claim's own locking read found it gone:
+// "present", nothing recorded, and an INSERT of the key under a token between the
+// DELETE's and the claimer's landed (red-team rt47b F3). The locking read sees the
+// latest committed row (PostgreSQL under REPEATABLE READ and SERIALIZABLE fails with a
+// serialization failure instead where the snapshot's row was deleted since: the retry
+// records), and its lock keeps the answer until the transaction ends. An integer
+// literal goes as an int64 (PostgreSQL types the parameter by the column).
+func (c *conn) keyProbe(ar dialect.AbsenceRecorder, table dialect.TableName, g *plan.Table, cols []plan.KeyColumn, terms []plan.KeyTerm, vals []any, nowait bool) (string, []any) {
 	d := c.core.dialect
 	if table.Schema == "" {
 		table.Schema = g.Schema
@@ -156,7 +164,7 @@ func (c *conn) keyProbe(table dialect.TableName, g *plan.Table, cols []plan.KeyC
 			}
 		}
 	}
-	return "SELECT 1 FROM " + table.Quote(d.QuoteIdent) + " WHERE " + strings.Join(where, " AND "), args
+	return "SELECT 1 FROM " + table.Quote(d.QuoteIdent) + " WHERE " + strings.Join(where, " AND ") + ar.KeyProbeLock(nowait), args
 }
 
 // keyPresent runs rec's probe (none: false): whether the claim that stamped nothing

@@ -365,4 +365,11 @@ func (d dialectImpl) AbsenceRecordSQL(table dialect.TableName, keyColumns int) s
 	return "CALL " + absenceProcName(table).Quote(d.QuoteIdent) + "(" + strings.Join(ps, ", ") + ")"
 }
 
+// KeyProbeLock implements dialect.AbsenceRecorder: LOCK IN SHARE MODE, a current read
+// (InnoDB's latest committed row, not the REPEATABLE READ snapshot: red-team rt47b F3)
+// that MariaDB and MySQL 8 both take; it shares the record (or gap) lock the claim's
+// fencing UPDATE already took under REPEATABLE READ. A claim with NOWAIT is refused on
+// MySQL/MariaDB before anything runs, so nowait is never true here.
+func (dialectImpl) KeyProbeLock(bool) string { return " LOCK IN SHARE MODE" }
+
 var _ dialect.AbsenceRecorder = dialectImpl{}

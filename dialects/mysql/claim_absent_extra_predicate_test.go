@@ -27,6 +27,7 @@ func TestClaimWithExtraPredicateOnExistingRowReadsNone(t *testing.T) {
 		{"OtherColumn", "SELECT id FROM acc WHERE id = ? AND balance = 5 FOR UPDATE", sql.LevelDefault},
 		{"OtherColumnReadCommitted", "SELECT id FROM acc WHERE id = ? AND balance = 5 FOR UPDATE", sql.LevelReadCommitted},
 		{"LockInShareMode", "SELECT id FROM acc WHERE id = ? AND balance > 100 LOCK IN SHARE MODE", sql.LevelDefault},
+		{"OtherColumnSerializable", "SELECT id FROM acc WHERE id = ? AND balance = 5 FOR UPDATE", sql.LevelSerializable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, admin, db := absentMy(t)

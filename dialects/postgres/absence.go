@@ -335,6 +335,18 @@ func (d dialectImpl) AbsenceRecordSQL(table dialect.TableName, keyColumns int) s
 	return "SELECT " + absenceFuncName(table).Quote(d.QuoteIdent) + "(" + strings.Join(ps, ", ") + ", false)"
 }
 
+// KeyProbeLock implements dialect.AbsenceRecorder: FOR KEY SHARE (NOWAIT), the
+// weakest row lock, which conflicts only with a DELETE or a change of the key — what
+// would make the answer "present" false — and under READ COMMITTED reads the row's
+// latest version, under REPEATABLE READ and SERIALIZABLE fails with a serialization
+// failure where the snapshot's row was deleted since (red-team rt47b F3).
+func (dialectImpl) KeyProbeLock(nowait bool) string {
+	if nowait {
+		return " FOR KEY SHARE NOWAIT"
+	}
+	return " FOR KEY SHARE"
+}
+
 // AbsenceCall implements dialect.AbsenceCaller: the recorder's call with each key
 // value cast to its column's type without its modifier (the function's parameters
 // carry none: a value too long for a varchar(n) reaches the function, which records

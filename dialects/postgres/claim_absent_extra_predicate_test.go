@@ -14,7 +14,7 @@ import (
 // (token 50) does not meet, under 60, nothing concurrent, reads no row and commits (it
 // failed with the recorder's claim conflict, a retry failing forever).
 func TestClaimWithExtraPredicateOnExistingRowReadsNone(t *testing.T) {
-	for _, iso := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead} {
+	for _, iso := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead, sql.LevelSerializable} {
 		t.Run(iso.String(), func(t *testing.T) {
 			raw, db := absentAcc(t)
 			if _, err := raw.Exec("INSERT INTO acc (id, balance, fence_token) VALUES (7, 3, 50)"); err != nil {

@@ -28,6 +28,17 @@ type AbsenceRecorder interface {
 	// table (carrying its schema) with keyColumns columns: its arguments are the key's
 	// values in key order, then the token.
 	AbsenceRecordSQL(table TableName, keyColumns int) string
+	// KeyProbeLock returns the locking clause (with a leading space) the wrapper
+	// appends to its read of whether a row of a claimed key exists (SELECT 1 FROM
+	// table WHERE key = …: a claim with conjuncts besides the key's that stamped no
+	// row, red-team rt46b F4); nowait: the claim asked not to wait for locks. The read
+	// must answer for the key's latest committed row, never for an older snapshot of
+	// the transaction (REPEATABLE READ, SERIALIZABLE), where a row deleted since is
+	// still there although the claim's own locking read found it gone (red-team rt47b
+	// F3): a locking read reads the latest row (MySQL/MariaDB), or fails with a
+	// serialization failure where the snapshot's row changed since (PostgreSQL), and
+	// holds the key's row until the transaction ends.
+	KeyProbeLock(nowait bool) string
 }
 
 // AbsenceCaller is implemented by an AbsenceRecorder whose recorder the wrapper calls

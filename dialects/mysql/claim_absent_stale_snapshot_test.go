@@ -1,0 +1,110 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot (red-team rt47b F3): key 7
+// (token 10, balance 0) is deleted under 50 after the claimer's REPEATABLE READ
+// transaction took its snapshot; the claimer, under 60, claims it with a predicate
+// besides the key (`WHERE id = 7 AND balance > 0 FOR UPDATE`). The claim's locking
+// read (a current read) finds the key absent; the wrapper's read of whether the key's
+// row exists (keyProbe) was a plain read of the snapshot, which still held the
+// deleted row: "present", nothing recorded, and a holder of 55 (above the DELETE's
+// tombstone 50) created the key the claimer read as absent under 60. Now the probe is
+// a locking read too: the absence is recorded under 60 and the INSERT under 55 is
+// fenced. Variants: the snapshot taken by a read of another table, LOCK IN SHARE
+// MODE, the claim sent with Exec, SERIALIZABLE, and READ COMMITTED (a fresh read
+// view per statement; held before).
+func TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot(t *testing.T) {
+	const forUpdate = "SELECT id FROM acc WHERE id = ? AND balance > 0 FOR UPDATE"
+	for _, c := range []struct {
+		name, snapshot, claim string
+		level                 sql.IsolationLevel
+		exec                  bool
+	}{
+		{"ForUpdate", "SELECT COUNT(*) FROM acc", forUpdate, sql.LevelDefault, false},
+		{"SnapshotOfOtherTable", "SELECT COUNT(*) FROM pair", forUpdate, sql.LevelDefault, false},
+		{"LockInShareMode", "SELECT COUNT(*) FROM acc", "SELECT id FROM acc WHERE id = ? AND balance <> 0 LOCK IN SHARE MODE", sql.LevelDefault, false},
+		{"Exec", "SELECT COUNT(*) FROM acc", forUpdate, sql.LevelDefault, true},
+		{"Serializable", "SELECT COUNT(*) FROM pair", forUpdate, sql.LevelSerializable, false},
+		{"ReadCommitted", "SELECT COUNT(*) FROM acc", forUpdate, sql.LevelReadCommitted, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, admin, db := absentMy(t)
+			testdb.Exec(t, admin, "INSERT INTO acc (id, balance, fence_token) VALUES (7, 0, 10)")
+			ctx := fencedsql.WithToken(context.Background(), 60)
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: c.level})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback() //nolint:errcheck
+			var n int
+			if err := tx.QueryRowContext(ctx, c.snapshot).Scan(&n); err != nil { // the snapshot
+				t.Fatal(err)
+			}
+			if err := writeAs(db, 50, "DELETE FROM acc WHERE id = 7"); err != nil {
+				t.Fatal(err)
+			}
+			if c.exec {
+				if _, err := tx.ExecContext(ctx, c.claim, 7); err != nil {
+					t.Fatalf("claim: %v", err)
+				}
+			} else {
+				var id int64
+				if err := tx.QueryRowContext(ctx, c.claim, 7).Scan(&id); !errors.Is(err, sql.ErrNoRows) {
+					t.Fatalf("claim: %v, want sql.ErrNoRows", err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if got := tombToken(t, admin, "acc", "id = ?", 7); got != 60 {
+				t.Errorf("tombstone of 7 after the claim under 60: %d, want 60", got)
+			}
+			if err := writeAs(db, 55, "INSERT INTO acc (id) VALUES (7)"); !errors.Is(err, fencedsql.ErrFenced) {
+				t.Fatalf("INSERT under 55 of key 7 claimed absent under 60 (committed): %v, want ErrFenced", err)
+			}
+		})
+	}
+}
+
+// TestClaimWithExtraPredicateOfKeyInsertedAfterSnapshot: the opposite race of red-team
+// rt47b F3. Key 7 (balance 0) is created under 40 after the claimer's REPEATABLE READ
+// snapshot; the claim under 60 with `AND balance > 0` finds the row (a current read)
+// not meeting its predicate. The probe, a plain read of the snapshot, found no row, so
+// the wrapper recorded the key's absence and the recorder's lookup took the row
+// written under 40 for a write after the claim: ErrClaimConflict for a claim that read
+// the key present. The locking probe reads the row: nothing recorded, no conflict.
+func TestClaimWithExtraPredicateOfKeyInsertedAfterSnapshot(t *testing.T) {
+	_, admin, db := absentMy(t)
+	ctx := fencedsql.WithToken(context.Background(), 60)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM acc").Scan(&n); err != nil { // the snapshot
+		t.Fatal(err)
+	}
+	if err := writeAs(db, 40, "INSERT INTO acc (id, balance) VALUES (7, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, "SELECT id FROM acc WHERE id = ? AND balance > 0 FOR UPDATE", 7).Scan(&id); !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("claim of key 7 present (not meeting the predicate) since after the snapshot: %v, want sql.ErrNoRows", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tombToken(t, admin, "acc", "id = ?", 7); got != 0 {
+		t.Errorf("tombstone of present key 7: %d, want none", got)
+	}
+}
