@@ -170,24 +170,37 @@ func (p *parser) columnList(g *Table, from, to int) ([]int, listEdit, error) {
 			// dropping the item would make a broken statement run.
 			return nil, listEdit{}, unsupported(g.String(), "an INSERT column list naming %q qualified", n)
 		}
-		// MySQL/MariaDB take `t.col` and `db.t.col` for col (red-team rt27b F4: the
-		// caller's item was kept beside the wrapper's, "Column specified twice").
+		// MySQL/MariaDB take `t.col` and `db.t.col` for col when t is the target
+		// (indirectTarget refused any other qualifier; red-team rt27b F4: the caller's
+		// item was kept beside the wrapper's, "Column specified twice").
 		drop = append(drop, k)
 	}
 	return drop, p.dropItems(items, drop), nil
 }
 
-// indirectTarget refuses, on PostgreSQL and SQLite, a SET target or INSERT column item
-// sig[it[0]:it[1]] that writes a fencing column through more than its bare name: a
-// subscript or a field of it (`fence_token[1] = …`, `version.f`), which PostgreSQL
-// reads as an assignment into the column, or a qualified name ending in it
-// (`t.fence_token = …` in a SET list), which neither accepts there. Left in place
-// beside the wrapper's own assignment, such an item is the server's raw error after a
-// round trip; dropped, it would turn a broken statement into one that runs (red-team
-// rt46f F1). On MySQL/MariaDB a target's leading parts are table and database names
-// (setList and columnList judge the last part) and there is no subscript.
+// indirectTarget refuses a SET target or INSERT column item sig[it[0]:it[1]] that
+// names a fencing column in a form the wrapper must not drop, since dropping it would
+// turn a broken statement into one that runs (red-team rt46f F1, rt47f F1), and
+// keeping it beside the wrapper's own assignment is the server's raw error after a
+// round trip.
+//
+// On PostgreSQL and SQLite that is a fencing column written through more than its bare
+// name: a subscript or a field of it (`fence_token[1] = …`, `version.f`), which
+// PostgreSQL reads as an assignment into the column, or a qualified name ending in it
+// (`t.fence_token = …` in a SET list), which neither accepts there.
+//
+// On MySQL/MariaDB a qualified name is the column itself when its qualifier names the
+// target (ownTarget.qualifies: `accounts.fence_token`, `a.fence_token` after `accounts
+// AS a`, `db.accounts.fence_token` after `db.accounts`), and is dropped then (setList,
+// columnList); any other qualifier (another table, the table's name once it has an
+// alias, a database the statement did not write the target in, a case variant) is
+// refused (red-team rt47f F1: the server rejects the item, 1054 Unknown column, and
+// dropping it made the rest of the statement run). There is no subscript there.
 func (p *parser) indirectTarget(g *Table, it [2]int) error {
-	if p.rw.syn == sqllex.MySQL || !p.isIdent(it[0]) {
+	if p.rw.syn == sqllex.MySQL {
+		return p.foreignQualified(g, it)
+	}
+	if !p.isIdent(it[0]) {
 		return nil
 	}
 	end := it[1]
@@ -207,6 +220,40 @@ func (p *parser) indirectTarget(g *Table, it [2]int) error {
 		if n, fence, _ := p.fenceColumn(g, i); fence && (i == it[0] || i == p.lastNamePart(it[0], end)) {
 			return unsupported(g.String(), "the statement sets the reserved column %q through a subscript, a field or a qualified name; fencedsql maintains it", n)
 		}
+	}
+	return nil
+}
+
+// foreignQualified is indirectTarget on MySQL/MariaDB: it refuses an item whose target
+// is a qualified name ending in a fencing column that the qualifier does not tie to the
+// statement's target (parser.own).
+func (p *parser) foreignQualified(g *Table, it [2]int) error {
+	end := it[1]
+	for i := it[0]; i < it[1]; i++ {
+		if p.assign(i) {
+			end = i
+			break
+		}
+	}
+	last := p.lastNamePart(it[0], end)
+	if last == it[0] || last+1 != end || !p.isIdent(last) {
+		return nil
+	}
+	n, fence, _ := p.fenceColumn(g, last)
+	if !fence {
+		return nil
+	}
+	var quals []string
+	for i := it[0]; i < last; i += 2 {
+		q, ok := p.ident(i)
+		if !ok {
+			quals = nil
+			break
+		}
+		quals = append(quals, q)
+	}
+	if !p.own.qualifies(quals) {
+		return unsupported(g.String(), "the statement sets the reserved column %q qualified by a name that is not the target's own (its alias when it has one, else its name, with a database only as the target is written); the server would reject the item, and fencedsql maintains the column", n)
 	}
 	return nil
 }

@@ -88,11 +88,11 @@ func TestUpdateIndexHints(t *testing.T) {
 	}
 }
 
-// A qualified fencing column in an INSERT column list is the column itself on
-// MySQL/MariaDB (dropped, the wrapper's value takes its place: red-team rt27b F4), and
-// refused elsewhere.
+// A fencing column in an INSERT column list qualified by the target is the column
+// itself on MySQL/MariaDB (dropped, the wrapper's value takes its place: red-team rt27b
+// F4), and refused elsewhere. (Other qualifiers: TestMySQLFencingColumnQualifiedByOtherName.)
 func TestInsertQualifiedFencingColumn(t *testing.T) {
-	p, err := newTestRewriter(t, mysqlTest).Rewrite("INSERT INTO accounts (id, accounts.fence_token, `db`.`accounts`.`version`) VALUES (?, ?, ?)", false)
+	p, err := newTestRewriter(t, mysqlTest).Rewrite("INSERT INTO db.accounts (id, accounts.fence_token, `db`.`accounts`.`version`) VALUES (?, ?, ?)", false)
 	if err != nil {
 		t.Fatal(err)
 	}

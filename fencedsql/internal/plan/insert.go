@@ -37,12 +37,7 @@ func (p *parser) insert(versioned bool) (*Plan, error) {
 	b := p.newBuilder(nUser)
 	j := r.aliasEnd
 	q := p.qualifier(r)
-	p.target = []string{r.parts[len(r.parts)-1]}
-	if r.alias != "" {
-		if n, ok := p.ident(r.aliasEnd - 1); ok {
-			p.target = append(p.target, n)
-		}
-	}
+	p.setOwnTarget(r)
 
 	if p.kw(j, "SET") { // MySQL: INSERT INTO t SET a = 1, b = 2
 		end := p.clauseEnd(j+1, "ON", "RETURNING", "AS") // AS: MySQL 8's row alias

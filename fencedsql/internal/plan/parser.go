@@ -34,8 +34,14 @@ type parser struct {
 	// runsDynamic: the statement runs dynamic SQL that WithDynamicSQL allowed
 	// (Plan.Dynamic).
 	runsDynamic bool
-	// target (INSERT): the target table's name and alias, decoded (selfAssignments).
-	target []string
+	// own (INSERT, single-table UPDATE): the target table as the statement writes it
+	// (owntarget.go), which a qualified fencing column must name to be dropped.
+	own ownTarget
+	// aliasTargets: the sig indices of the targets of a MySQL/MariaDB multi-table
+	// DELETE that multiDelete resolved to an unguarded table through an alias of the
+	// table list, spelled like a guarded table or not; the backstop does not read them
+	// as the guarded table's name (red-team rt47f F2).
+	aliasTargets []int
 	// stampNoop: plan an ON DUPLICATE KEY UPDATE of self-assignments with the fencing
 	// assignments (the form Plan.Stamped holds), not as a no-op.
 	stampNoop bool

@@ -37,6 +37,7 @@ func (p *parser) update(versioned bool) (*Plan, error) {
 	if mods.ignore {
 		return nil, unsupported(g.String(), "UPDATE IGNORE (it turns the fencing error into a warning)")
 	}
+	p.setOwnTarget(r)
 	setStart := j + 1
 	setEnd := p.clauseEnd(setStart, "FROM", "WHERE", "RETURNING", "ORDER", "LIMIT")
 	for p.kw(setEnd, "FROM") && p.kw(setEnd-1, "DISTINCT") { // a IS [NOT] DISTINCT FROM b

@@ -179,13 +179,13 @@ func (p *parser) proposedFenceRead(g *Table, from, to int, e listEdit, rowAlias 
 
 // selfAssignments reports whether every item of the ON DUPLICATE KEY UPDATE list
 // sig[from:to] assigns a column to itself: c = c, c = t.c, t.c = c (t the target
-// table's name or alias (parser.target), or schema.t), in any quoting or letter case (MySQL column
+// table's name or alias (parser.own), or schema.t), in any quoting or letter case (MySQL column
 // names are case-insensitive). c = VALUES(c), c = new.c and anything else is a write.
 func (p *parser) selfAssignments(from, to int) bool {
 	if from >= to {
 		return false
 	}
-	tableNames := p.target
+	tableNames := p.own.names()
 	// column reads a possibly qualified column name at sig[i:end] and returns its
 	// column and whether its qualifier (if any) names the target.
 	column := func(i, end int) (string, bool) {
