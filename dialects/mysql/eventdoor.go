@@ -14,9 +14,11 @@ import (
 // lowers the floor (UPDATE fencedsql_floor SET floor = 0) lets a stale token write
 // again, and one that writes the table itself writes it unfenced — the bodies a stored
 // routine or a trigger is reported for (routines, guardTables). They are judged the
-// same way (dialect.WritesTable over EVENT_DEFINITION), in the table's database or in
-// another whose body names that database (an event's unqualified names are its own
-// database's). A DISABLED event counts as much as an ENABLED one: ALTER EVENT … ENABLE,
+// same way (bodyWrites over EVENT_DEFINITION: DDL on the guard tables and dynamic SQL
+// count, red-team rt47b F1, F2), in the table's database or in another whose body
+// names that database (an event's unqualified names are its own database's); the query
+// also lists the events whose body holds PREPARE or EXECUTE, whose dynamic SQL may
+// name nothing. A DISABLED event counts as much as an ENABLED one: ALTER EVENT … ENABLE,
 // a replica promoted (SLAVESIDE_DISABLED) or the event scheduler turned on makes it
 // run, with no change the guards could see. Writers of the guards' tables are
 // dialect.SideDoorGuardWriter (Fix: DROP EVENT); writers of the table are
@@ -28,7 +30,8 @@ import (
 // guardTables reads the events with its own catalog query (eventsSQL's rows, tagged
 // 'event': no round trip of their own) and judges each with eventDoor.
 const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, '' FROM information_schema.EVENTS " +
-	"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0) " +
+	"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 " +
+	"OR LOCATE('prepare', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('execute', LOWER(EVENT_DEFINITION)) > 0) " +
 	"AND (EVENT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0)"
 
 // eventsArgs are eventsSQL's arguments for t.
@@ -44,19 +47,19 @@ func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.Sid
 	status, def := strings.ToLower(r[3]), r[5]
 	var wrote []string
 	for _, g := range []string{tomb.Name, floor.Name} {
-		if dialect.WritesTable(def, dialect.MySQLSyntax, g) {
+		if bodyWrites(def, g, true) {
 			wrote = append(wrote, g)
 		}
 	}
 	if len(wrote) > 0 {
 		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: "event " + ev.String(),
-			Problem: "the event " + ev.String() + " (" + status + ") may write " + strings.Join(wrote, " and ") + ", which the guards of " + table.String() +
+			Problem: "the event " + ev.String() + " (" + status + ")" + dynamicUnreadNote(def) + " may write " + strings.Join(wrote, " and ") + ", which the guards of " + table.String() +
 				" read: it runs as its DEFINER on its schedule (a disabled one once enabled), and a tombstone deleted or lowered, or a floor lowered, lets a stale holder write again; drop the event (or remove the write from its body)",
 			Fix: []string{"DROP EVENT IF EXISTS " + ev.Quote(d.QuoteIdent)}}
 	}
-	if !dialect.WritesTable(def, dialect.MySQLSyntax, table.Name) {
+	if !bodyWrites(def, table.Name, false) {
 		return nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "event " + ev.String(),
-		Problem: "the event " + ev.String() + " (" + status + ") writes " + table.String() + ": it runs as its DEFINER on its schedule (a disabled one once enabled), outside every pool, so its write is unfenced; the database-side guard lets an UPDATE that advances the version, an INSERT and a DELETE through. Drop the event (or remove the write from its body) and do its work through the wrapper: while it exists, guarded writes to " + table.String() + " are refused"}
+		Problem: "the event " + ev.String() + " (" + status + ")" + dynamicUnreadNote(def) + " writes " + table.String() + ": it runs as its DEFINER on its schedule (a disabled one once enabled), outside every pool, so its write is unfenced; the database-side guard lets an UPDATE that advances the version, an INSERT and a DELETE through. Drop the event (or remove the write from its body) and do its work through the wrapper: while it exists, guarded writes to " + table.String() + " are refused"}
 }

@@ -76,7 +76,8 @@ func tombClockColumnSafe(typ string) bool { return typ == "datetime(6)" }
 //     tombstones as possibly one below their token), DROP FOREIGN KEY, DROP TRIGGER;
 //     none for a view of that name (drop it and re-run fencedsql-schema -apply);
 //   - a trigger on any other table, in the table's database (or one naming it), whose
-//     body may write the tombstone table or the floor (dialect.WritesTable): it runs
+//     body may write the tombstone table or the floor (bodyWrites, the rule of
+//     routines and events; a trigger can run neither DDL nor dynamic SQL): it runs
 //     as its DEFINER, who may write them, whenever the application writes its table,
 //     through the fenced pool too, so it lends the right to erase tombstones or lower
 //     the floor to every account that may write that table (F7;
@@ -193,7 +194,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			}
 			var wrote []string
 			for _, g := range []string{tomb.Name, floor.Name} {
-				if dialect.WritesTable(r[5], dialect.MySQLSyntax, g) {
+				if bodyWrites(r[5], g, true) {
 					wrote = append(wrote, g)
 				}
 			}

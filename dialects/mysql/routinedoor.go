@@ -9,8 +9,9 @@ import (
 
 // routines finds the stored functions, procedures (and MariaDB packages, whose
 // functions a statement calls as pkg.f()) whose body writes the table (dialect.SideDoorRoutine,
-// red-team rt34c F1): dialect.WritesTable over information_schema.ROUTINES'
-// ROUTINE_DEFINITION, as otherTriggers reads trigger bodies — in the table's database,
+// red-team rt34c F1): bodyWrites over information_schema.ROUTINES' ROUTINE_DEFINITION
+// (dynamic SQL counts, red-team rt47b F1: the query also lists the routines whose body
+// holds PREPARE or EXECUTE), as otherTriggers reads trigger bodies — in the table's database,
 // or in another one whose body names the table's database (a routine's unqualified
 // names are its own database's). A statement through the pool reaches such a function
 // without CALL and without naming the table — SELECT f(), SET @x = f(), f() in a WHERE,
@@ -27,12 +28,13 @@ import (
 // layout sees fewer doors; schema.Check, run by the migration account, is the check
 // that counts). No Fix: the routine is the user's.
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	tomb, rec := tombTable(t.Table), absenceProc(t.Table.Name)
+	tomb, floor, rec := tombTable(t.Table), floorTable(t.Table.Schema), absenceProc(t.Table.Name)
 	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
-		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ?) "+
+		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ? "+
+		"OR LOCATE('prepare', LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE('execute', LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
-		t.Table.Schema, t.Table.Name, tomb.Name, rec, t.Table.Schema, t.Table.Schema)
+		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, t.Table.Schema, t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 		if door != nil || judged {
 			continue
 		}
-		if !dialect.WritesTable(r[3], dialect.MySQLSyntax, t.Table.Name) {
+		if !bodyWrites(r[3], t.Table.Name, false) {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
@@ -62,7 +64,7 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 			reached = "a function or trigger that CALLs it (SELECT f(), SET @x = f(), a write to another table)"
 		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: kind + " " + fn.String(),
-			Problem: dialect.RoutineDoorProblem("the "+kind+" "+fn.String(), t.Table.String(), reached,
+			Problem: dialect.RoutineDoorProblem("the "+kind+" "+fn.String()+dynamicUnreadNote(r[3]), t.Table.String(), reached,
 				"an UPDATE that advances the version, an INSERT and a DELETE")})
 	}
 	return doors, nil
@@ -70,13 +72,15 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 
 // tombRoutine judges the routine of the ROUTINES row r (schema, name, type,
 // definition, whether it is in table's database, comment, SQL SECURITY, sql_mode) as
-// a writer of table's tombstone table (dialect.SideDoorGuardWriter; red-team rt42e
-// F1's recorder): the tombstone guard's own absence recorder (absence.go) — a
+// a writer of table's tombstone table or of the token floor of its database
+// (dialect.SideDoorGuardWriter; red-team rt42e F1's recorder; the floor, DDL and
+// dynamic SQL since rt47b F1, F2: bodyWrites with guard true): the tombstone guard's own absence recorder (absence.go) — a
 // procedure of its name in table's database whose whole text is the recorder's (own:
 // ownRecorder) — is not a door; any other routine of that name is (it is not the
 // guard's: a claim of an absent key may record nothing, or anything), and so is any
-// routine whose body may write the tombstone table (it may delete tombstones or lower
-// their tokens, with its definer's rights when SQL SECURITY DEFINER). Fix for the
+// routine whose body may write the tombstone table or the floor (it may delete
+// tombstones or lower their tokens, swap the table for an empty copy, lower the floor,
+// with its definer's rights when SQL SECURITY DEFINER). Fix for the
 // impostor: the recorder's install statements (absenceDDL, which drop it and create
 // the guard's; own gives them, built from the catalog's key: the DROP alone where the
 // table has no primary key); none for another routine (it is the user's). judged: the
@@ -103,12 +107,18 @@ func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r
 			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text (body, parameters, COMMENT, SQL SECURITY DEFINER, a strict sql_mode): a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); re-create the recorder (fencedsql-schema -apply)",
 			Fix:     fix}, true, nil
 	}
-	if !dialect.WritesTable(r[3], dialect.MySQLSyntax, tomb) {
+	var wrote []string
+	for _, g := range []dialect.TableName{{Schema: table.Schema, Name: tomb}, floorTable(table.Schema)} {
+		if bodyWrites(r[3], g.Name, true) {
+			wrote = append(wrote, g.String())
+		}
+	}
+	if len(wrote) == 0 {
 		return nil, false, nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
-		Problem: "the " + kind + " " + fn.String() + " may write the tombstone table " + dialect.TableName{Schema: table.Schema, Name: tomb}.String() + ", which the tombstone guard of " + table.String() +
-			" reads: called through the pool (sent as written, with or without a token), by a trigger or by another routine, with its DEFINER's rights where it is SQL SECURITY DEFINER, one that deletes a tombstone or lowers its token lets a stale holder re-create a deleted key; drop it (or remove the write from its body)"}, false, nil
+		Problem: "the " + kind + " " + fn.String() + dynamicUnreadNote(r[3]) + " may write " + strings.Join(wrote, " and ") + ", which the guards of " + table.String() +
+			" read: called through the pool (sent as written, with or without a token), by a trigger, by another routine or by any account with EXECUTE, with its DEFINER's rights where it is SQL SECURITY DEFINER, one that deletes a tombstone or lowers its token, swaps or drops the table, or lowers the floor, lets a stale holder write again; drop it (or remove the write from its body)"}, false, nil
 }
 
 // ownRecorder reports whether the procedure of the ROUTINES row r (as tombRoutine

@@ -345,7 +345,7 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 }
 
 // otherTriggers finds the triggers on other tables, in any schema, whose body writes
-// the table (dialect.WritesTable over information_schema.TRIGGERS.ACTION_STATEMENT:
+// the table (bodyWrites over information_schema.TRIGGERS.ACTION_STATEMENT:
 // a statement that writes and names the table, in any quoting or schema): a write to
 // the other table, through the fenced pool or not, runs the trigger, which writes the
 // table unfenced; the guard lets through an UPDATE that advances the version, and does
@@ -367,7 +367,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 5 || !dialect.WritesTable(r[4], dialect.MySQLSyntax, t.Table.Name) {
+		if len(r) < 5 || !bodyWrites(r[4], t.Table.Name, false) {
 			continue
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}

@@ -883,21 +883,14 @@ ORDER BY 1, 2, 3, 4`, args...)
 	return doors, nil
 }
 
-// guardDDLWords: statements that change a guard table or its copy other than by
-// writing rows (red-team rt29a F5): renamed away, dropped and re-created empty, …
-var guardDDLWords = map[string]bool{
-	"ALTER": true, "DROP": true, "CREATE": true, "RENAME": true, "CLUSTER": true, "REINDEX": true, "VACUUM": true,
-	"GRANT": true, "REVOKE": true, "COMMENT": true, "SECURITY": true, "IMPORT": true, "REFRESH": true,
-}
-
 // guardWrites lists the guard objects the routine or rule text src may change: the
 // tombstone table tomb and the floor, by a statement that writes rows or changes the
-// table (dialect.WritesTableWords with guardDDLWords), and the floor's copy
+// table (dialect.WritesGuardTable: the DDL words too, red-team rt29a F5), and the floor's copy
 // fencedsql_floor_seq named at all (setval, nextval, ALTER SEQUENCE; red-team rt29a F9).
 func guardWrites(src, tomb string) []string {
 	var wrote []string
 	for _, g := range []string{tomb, dialect.FloorTable} {
-		if dialect.WritesTableWords(src, dialect.PostgresSyntax, g, guardDDLWords) {
+		if dialect.WritesGuardTable(src, dialect.PostgresSyntax, g) {
 			wrote = append(wrote, g)
 		}
 	}

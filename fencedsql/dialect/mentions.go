@@ -89,6 +89,28 @@ func WritesTableWords(src string, syn Syntax, name string, extra map[string]bool
 	return false
 }
 
+// guardDDLWords are the statements that change a guard table (a tombstone table, the
+// token floor, a copy of either) other than by writing rows: renamed away, dropped and
+// re-created empty (RENAME TABLE t TO old; CREATE TABLE t LIKE old), re-engined
+// (ALTER TABLE t ENGINE=MEMORY loses every tombstone on restart), rebuilt, granted to
+// other accounts. PostgreSQL's (red-team rt29a F5) and MySQL/MariaDB's (rt47b F2) in
+// one set: a word of the other database's counts only in a statement that also names
+// the guard table, which errs on the side of yes.
+var guardDDLWords = map[string]bool{
+	"ALTER": true, "DROP": true, "CREATE": true, "RENAME": true, "CLUSTER": true, "REINDEX": true, "VACUUM": true,
+	"GRANT": true, "REVOKE": true, "COMMENT": true, "SECURITY": true, "IMPORT": true, "REFRESH": true,
+	"OPTIMIZE": true, "REPAIR": true, "LOAD": true,
+}
+
+// WritesGuardTable reports whether the routine, trigger or rule body src, read by syn's
+// lexical rules, may change the guard table name (a tombstone table, the token floor):
+// WritesTableWords with the data-changing words and the DDL words guardDDLWords lists.
+// The one test of a body against the guards' tables, for every dialect whose bodies
+// may hold DDL (PostgreSQL routines, MySQL/MariaDB procedures and events).
+func WritesGuardTable(src string, syn Syntax, name string) bool {
+	return WritesTableWords(src, syn, name, guardDDLWords)
+}
+
 // NamesColumn reports whether the trigger or routine text src, read by syn's lexical
 // rules, may name one of cols (the token and version columns, for the table's own
 // BEFORE row triggers, TriggerDoorFinder): Mentions finds one as a word anywhere in it
