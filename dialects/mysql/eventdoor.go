@@ -44,7 +44,7 @@ func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.Sid
 	status, def := strings.ToLower(r[3]), r[5]
 	var wrote []string
 	for _, g := range []string{tomb.Name, floor.Name} {
-		if dialect.WritesTable(def, dialect.MySQLSyntax, g) {
+		if writesUnderEveryReading(def, g) {
 			wrote = append(wrote, g)
 		}
 	}
@@ -54,7 +54,7 @@ func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.Sid
 				" read: it runs as its DEFINER on its schedule (a disabled one once enabled), and a tombstone deleted or lowered, or a floor lowered, lets a stale holder write again; drop the event (or remove the write from its body)",
 			Fix: []string{"DROP EVENT IF EXISTS " + ev.Quote(d.QuoteIdent)}}
 	}
-	if !dialect.WritesTable(def, dialect.MySQLSyntax, table.Name) {
+	if !writesUnderEveryReading(def, table.Name) {
 		return nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "event " + ev.String(),

@@ -193,7 +193,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			}
 			var wrote []string
 			for _, g := range []string{tomb.Name, floor.Name} {
-				if dialect.WritesTable(r[5], dialect.MySQLSyntax, g) {
+				if writesUnderEveryReading(r[5], g) {
 					wrote = append(wrote, g)
 				}
 			}

@@ -367,7 +367,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 5 || !dialect.WritesTable(r[4], dialect.MySQLSyntax, t.Table.Name) {
+		if len(r) < 5 || !writesUnderEveryReading(r[4], t.Table.Name) {
 			continue
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}

@@ -614,7 +614,7 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
 			continue
 		}
 		args := strings.ReplaceAll(r[6], `\000`, " ")
-		if !dialect.NamesColumn(r[5], dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) &&
+		if !namesUnderEveryReading(r[5], t.TokenColumn, t.VersionColumn) &&
 			!dialect.NamesColumn(args, dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) {
 			if sd, ok := d.patchDoor(r, t); ok {
 				doors = append(doors, sd)
@@ -892,16 +892,17 @@ var guardDDLWords = map[string]bool{
 
 // guardWrites lists the guard objects the routine or rule text src may change: the
 // tombstone table tomb and the floor, by a statement that writes rows or changes the
-// table (dialect.WritesTableWords with guardDDLWords), and the floor's copy
+// table (dialect.WritesTableWords with guardDDLWords, under each
+// standard_conforming_strings reading: bodyreadings.go), and the floor's copy
 // fencedsql_floor_seq named at all (setval, nextval, ALTER SEQUENCE; red-team rt29a F9).
 func guardWrites(src, tomb string) []string {
 	var wrote []string
 	for _, g := range []string{tomb, dialect.FloorTable} {
-		if dialect.WritesTableWords(src, dialect.PostgresSyntax, g, guardDDLWords) {
+		if writesUnderEveryReading(src, g, guardDDLWords) {
 			wrote = append(wrote, g)
 		}
 	}
-	if dialect.NamesColumn(src, dialect.PostgresSyntax, floorSeq) {
+	if namesUnderEveryReading(src, floorSeq) {
 		wrote = append(wrote, floorSeq)
 	}
 	return wrote
@@ -962,7 +963,7 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 			if g == tomb {
 				schema = r[9]
 			}
-			if !dialect.NamesColumn(r[6], dialect.PostgresSyntax, schema) {
+			if !namesUnderEveryReading(r[6], schema) {
 				continue
 			}
 		}
