@@ -14,8 +14,8 @@ import (
 // NO_BACKSLASH_ESCAPES '\' is a whole string, under ANSI_QUOTES "\" a whole
 // identifier, while the default reading takes the quote after the backslash for an
 // escaped one, so a statement after it stands in what the default reading takes for
-// a string (red-team rt47a F1, its MySQL/MariaDB side). Every body reader judges each
-// reading (bodyreadings.go) and keeps the worse verdict.
+// a string (red-team rt47a F1, its MySQL/MariaDB side). Every body reader judges the
+// default reading and the stored mode's (bodyreadings.go) and keeps the worse verdict.
 
 // createUnderMode runs stmts on one connection whose sql_mode is mode.
 func createUnderMode(t *testing.T, dsn, mode string, stmts ...string) {
@@ -88,6 +88,17 @@ func TestBodySQLModeOtherTriggerAndEvent(t *testing.T) {
 		if !strings.Contains(problems, want) {
 			t.Errorf("schema.Check problems %q: want %s reported", problems, want)
 		}
+	}
+}
+
+// TestBodySQLModeDefaultEscapesNoDoor: a default-mode procedure whose string holds an
+// escaped quote and that only reads accounts is no door (its body is not judged under
+// a mode it was not stored with).
+func TestBodySQLModeDefaultEscapesNoDoor(t *testing.T) {
+	dsn, raw, _ := gtInstall(t)
+	testdb.Exec(t, raw, "CREATE PROCEDURE peek() BEGIN SELECT COUNT(*) INTO @n FROM accounts WHERE balance = LENGTH('it\\'s'); END")
+	if probs := gtReport(t, dsn).Problems; len(probs) != 0 {
+		t.Fatalf("schema.Check problems %q: want none", probs)
 	}
 }
 

@@ -17,47 +17,77 @@ import (
 // fencedsql_tomb_accounts; -- ') stands in what the default reading takes for a string.
 //
 // Every door check that reads a stored body with the words test (routines,
-// tombRoutine, eventDoor, otherTriggers, guardTables' triggers) judges it under each of
-// bodyReadings' lexical rules and keeps the worse verdict, whatever mode the catalog
-// says it was stored with (a body without a backslash reads the same under every
-// combination but for "…", which is a string or a name: both are read). ownTriggers'
-// NamesColumn needs no readings: its name test is textual (dialect.Mentions over the
-// whole body). Modes that change the grammar but not where a literal ends
-// (PIPES_AS_CONCAT, MariaDB's ORACLE beyond its ANSI_QUOTES) do not change a words
+// tombRoutine, eventDoor, otherTriggers, guardTables' triggers) judges it by
+// writesAsStored: under the default reading, as before, and under the reading of the
+// sql_mode the catalog lists for it, and keeps the worse verdict; a row without the
+// mode (unknown) is read under every combination of the two flags. The default reading
+// is kept so that no verdict is weaker than before; the stored mode's adds the
+// server's own. ownTriggers' NamesColumn needs no readings: its name test is textual
+// (dialect.Mentions over the whole body). Modes that change the grammar but not where
+// a literal ends (PIPES_AS_CONCAT, the rest of MariaDB's ORACLE) do not change a words
 // test's reading.
 
-// bodyReadings returns the lexical rules the readers judge the stored body src under:
-// dialect.MySQLSyntax; when src holds a backslash, also without backslash escapes
-// (NO_BACKSLASH_ESCAPES); when it holds a double quote, also with "…" an identifier
-// (ANSI_QUOTES); and both changes together when it holds both.
-func bodyReadings(src string) []dialect.Syntax {
+// unknownMode is writesAsStored's mode for a body whose sql_mode is not known.
+const unknownMode = "\x00unknown"
+
+// storedSyntax returns the lexical rules of a body stored with the sql_mode list mode:
+// no backslash escapes under NO_BACKSLASH_ESCAPES, "…" an identifier under ANSI_QUOTES
+// or a combination mode that implies it (ANSI, ORACLE, MSSQL, DB2, POSTGRESQL, MAXDB,
+// listed in case the catalog shows the combination without its parts).
+func storedSyntax(mode string) dialect.Syntax {
+	s := dialect.MySQLSyntax
+	for _, m := range strings.Split(mode, ",") {
+		switch strings.ToUpper(strings.TrimSpace(m)) {
+		case "NO_BACKSLASH_ESCAPES":
+			s.BackslashEscapes = false
+		case "ANSI_QUOTES", "ANSI", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB":
+			s.DoubleQuoteStrings = false
+		}
+	}
+	return s
+}
+
+// bodyReadings returns the lexical rules writesAsStored judges the body src stored
+// with the sql_mode mode under: the default mode's, and the stored mode's when it
+// differs; for unknownMode every combination of NO_BACKSLASH_ESCAPES and ANSI_QUOTES
+// that can read src otherwise (a backslash, a double quote).
+func bodyReadings(src, mode string) []dialect.Syntax {
 	out := []dialect.Syntax{dialect.MySQLSyntax}
-	bs, dq := strings.Contains(src, `\`), strings.Contains(src, `"`)
-	if bs {
-		s := dialect.MySQLSyntax
-		s.BackslashEscapes = false
-		out = append(out, s)
+	if mode != unknownMode {
+		if s := storedSyntax(mode); s != dialect.MySQLSyntax {
+			out = append(out, s)
+		}
+		return out
 	}
-	if dq {
-		s := dialect.MySQLSyntax
-		s.DoubleQuoteStrings = false
-		out = append(out, s)
-	}
-	if bs && dq {
-		s := dialect.MySQLSyntax
-		s.BackslashEscapes, s.DoubleQuoteStrings = false, false
-		out = append(out, s)
+	for _, bs := range []bool{true, false} {
+		for _, dq := range []bool{true, false} {
+			if bs && dq || !bs && !strings.Contains(src, `\`) || !dq && !strings.Contains(src, `"`) {
+				continue
+			}
+			s := dialect.MySQLSyntax
+			s.BackslashEscapes, s.DoubleQuoteStrings = bs, dq
+			out = append(out, s)
+		}
 	}
 	return out
 }
 
-// writesUnderEveryReading is dialect.WritesTable of the stored body src and name under
-// each of bodyReadings' rules: true when any reading writes.
-func writesUnderEveryReading(src, name string) bool {
-	for _, syn := range bodyReadings(src) {
+// writesAsStored is dialect.WritesTable of the stored body src and name under each of
+// bodyReadings' rules for the sql_mode mode: true when any reading writes.
+func writesAsStored(src, mode, name string) bool {
+	for _, syn := range bodyReadings(src, mode) {
 		if dialect.WritesTable(src, syn, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// storedMode returns the sql_mode column i of a catalog row, or unknownMode when the
+// row has no such column.
+func storedMode(r []string, i int) string {
+	if i < len(r) {
+		return r[i]
+	}
+	return unknownMode
 }

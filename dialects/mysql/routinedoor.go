@@ -52,7 +52,7 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 		if door != nil || judged {
 			continue
 		}
-		if !writesUnderEveryReading(r[3], t.Table.Name) {
+		if !writesAsStored(r[3], storedMode(r, 7), t.Table.Name) {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
@@ -103,7 +103,7 @@ func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r
 			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text (body, parameters, COMMENT, SQL SECURITY DEFINER, a strict sql_mode): a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); re-create the recorder (fencedsql-schema -apply)",
 			Fix:     fix}, true, nil
 	}
-	if !writesUnderEveryReading(r[3], tomb) {
+	if !writesAsStored(r[3], storedMode(r, 7), tomb) {
 		return nil, false, nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
