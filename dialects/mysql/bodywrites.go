@@ -13,7 +13,9 @@ import (
 // and 1422), procedures and events can both: one rule for all, so that a body is
 // judged the same wherever it is stored.
 
-// bodyWrites reports whether the stored body src may write the table name: a
+// bodyWrites reports whether the stored body src, read by syn's lexical rules (the
+// callers judge every reading of the body's sql_mode: writesAsStored), may write the
+// table name: a
 // statement of it writes and names it (dialect.WritesTable; for a guard table — guard
 // true: the tombstone table, the floor — dialect.WritesGuardTable, which counts DDL
 // too: RENAME TABLE, DROP, ALTER … ENGINE, CREATE TABLE … LIKE, red-team rt47b F2), or
@@ -24,8 +26,8 @@ import (
 // fencedsql_tomb_acc' named the table only inside a string, with its write word).
 // A word test, not a parse: it errs on the side of yes, and it cannot see the body of
 // a routine the body calls (that routine is judged itself).
-func bodyWrites(src, name string, guard bool) bool {
-	if guard && dialect.WritesGuardTable(src, dialect.MySQLSyntax, name) || !guard && dialect.WritesTable(src, dialect.MySQLSyntax, name) {
+func bodyWrites(src string, syn dialect.Syntax, name string, guard bool) bool {
+	if guard && dialect.WritesGuardTable(src, syn, name) || !guard && dialect.WritesTable(src, syn, name) {
 		return true
 	}
 	texts, ok := dynamicTexts(src)
@@ -33,7 +35,7 @@ func bodyWrites(src, name string, guard bool) bool {
 		return true
 	}
 	for _, t := range texts {
-		if bodyWrites(t, name, guard) {
+		if bodyWrites(t, syn, name, guard) {
 			return true
 		}
 	}

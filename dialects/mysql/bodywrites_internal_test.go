@@ -1,6 +1,10 @@
 package mysql
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
 
 // TestBodyWritesDynamicSQLAndDDL: bodyWrites, the one judgement of a stored body
 // (red-team rt47b F1, F2). Dynamic SQL whose text is one literal is judged as a
@@ -47,7 +51,7 @@ func TestBodyWritesDynamicSQLAndDDL(t *testing.T) {
 		{"ALTER TABLE acc ADD COLUMN x INT", table, false, false},
 		{"ALTER TABLE other ENGINE=MEMORY", tomb, true, false},
 	} {
-		if got := bodyWrites(c.body, c.name, c.guard); got != c.want {
+		if got := bodyWrites(c.body, dialect.MySQLSyntax, c.name, c.guard); got != c.want {
 			t.Errorf("bodyWrites(%q, %q, guard %v) = %v, want %v", c.body, c.name, c.guard, got, c.want)
 		}
 	}

@@ -29,7 +29,7 @@ import (
 //
 // guardTables reads the events with its own catalog query (eventsSQL's rows, tagged
 // 'event': no round trip of their own) and judges each with eventDoor.
-const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, '' FROM information_schema.EVENTS " +
+const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, SQL_MODE FROM information_schema.EVENTS " +
 	"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 " +
 	"OR LOCATE('prepare', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('execute', LOWER(EVENT_DEFINITION)) > 0) " +
 	"AND (EVENT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0)"
@@ -40,14 +40,14 @@ func eventsArgs(t dialect.TableName) []any {
 }
 
 // eventDoor judges the event of the eventsSQL row r (tag, schema, name, status, ”,
-// definition, ”): the door it is to table, or nil.
+// definition, sql_mode): the door it is to table, or nil.
 func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.SideDoor {
 	tomb, floor := tombTable(table), floorTable(table.Schema)
 	ev := dialect.TableName{Schema: r[1], Name: r[2]}
 	status, def := strings.ToLower(r[3]), r[5]
 	var wrote []string
 	for _, g := range []string{tomb.Name, floor.Name} {
-		if bodyWrites(def, g, true) {
+		if writesAsStored(def, storedMode(r, 6), g, true) {
 			wrote = append(wrote, g)
 		}
 	}
@@ -57,7 +57,7 @@ func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.Sid
 				" read: it runs as its DEFINER on its schedule (a disabled one once enabled), and a tombstone deleted or lowered, or a floor lowered, lets a stale holder write again; drop the event (or remove the write from its body)",
 			Fix: []string{"DROP EVENT IF EXISTS " + ev.Quote(d.QuoteIdent)}}
 	}
-	if !bodyWrites(def, table.Name, false) {
+	if !writesAsStored(def, storedMode(r, 6), table.Name, false) {
 		return nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "event " + ev.String(),

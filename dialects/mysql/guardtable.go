@@ -112,7 +112,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) AND COLUMN_NAME IN ('fence_token', 'floor', 'deleted_at') "+
 		"UNION ALL SELECT 'fk', CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_NAME, '', '' FROM information_schema.REFERENTIAL_CONSTRAINTS "+
 		"WHERE CONSTRAINT_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) "+
-		"UNION ALL SELECT 'trigger', TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, '' FROM information_schema.TRIGGERS "+
+		"UNION ALL SELECT 'trigger', TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS "+
 		"WHERE EVENT_OBJECT_SCHEMA = "+db+" AND EVENT_OBJECT_TABLE IN (?, ?) "+
 		"OR (LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 OR LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0) "+
 		// A trigger's unqualified names are its own database's (otherTriggers).
@@ -194,7 +194,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 			}
 			var wrote []string
 			for _, g := range []string{tomb.Name, floor.Name} {
-				if bodyWrites(r[5], g, true) {
+				if writesAsStored(r[5], storedMode(r, 6), g, true) {
 					wrote = append(wrote, g)
 				}
 			}

@@ -54,7 +54,7 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 		if door != nil || judged {
 			continue
 		}
-		if !bodyWrites(r[3], t.Table.Name, false) {
+		if !writesAsStored(r[3], storedMode(r, 7), t.Table.Name, false) {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
@@ -109,7 +109,7 @@ func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r
 	}
 	var wrote []string
 	for _, g := range []dialect.TableName{{Schema: table.Schema, Name: tomb}, floorTable(table.Schema)} {
-		if bodyWrites(r[3], g.Name, true) {
+		if writesAsStored(r[3], storedMode(r, 7), g.Name, true) {
 			wrote = append(wrote, g.String())
 		}
 	}

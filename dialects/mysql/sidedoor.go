@@ -355,7 +355,7 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 // ownTriggers judges its assignments). A trigger that calls a function that writes the
 // table is not this door: the function is one (routines). Fix: DROP TRIGGER, and do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
+	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS "+
 		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
 		// A trigger's unqualified names are its own database's: one in another
 		// database reaches the table only by naming this database.
@@ -367,7 +367,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
-		if len(r) < 5 || !bodyWrites(r[4], t.Table.Name, false) {
+		if len(r) < 5 || !writesAsStored(r[4], storedMode(r, 5), t.Table.Name, false) {
 			continue
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}

@@ -64,13 +64,15 @@ func familyNames(t dialect.SideDoorTable, listed string) []string {
 
 // bodyWrites reports whether the routine body src, in language lang (pg_language's
 // name), may write one of names, and which: an SQL or PL/pgSQL body by
-// dialect.WritesTable or dynamicSQLWrites, a body in another language (PL/Python,
+// dialect.WritesTable under each standard_conforming_strings reading
+// (writesUnderEveryReading, red-team rt47a F1), dynamicSQLWrites or
+// escapeDynamicSQL, a body in another language (PL/Python,
 // PL/Perl, …, which the lexer does not read) when it mentions the name at all.
 func bodyWrites(src, lang string, names []string) (string, bool) {
 	for _, n := range names {
 		switch lang {
 		case "sql", "plpgsql":
-			if dialect.WritesTable(src, dialect.PostgresSyntax, n) || dynamicSQLWrites(src, n) {
+			if writesUnderEveryReading(src, n, false) || dynamicSQLWrites(src, n) || escapeDynamicSQL(src) {
 				return n, true
 			}
 		default:

@@ -614,7 +614,7 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
 			continue
 		}
 		args := strings.ReplaceAll(r[6], `\000`, " ")
-		if !dialect.NamesColumn(r[5], dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) &&
+		if !namesUnderEveryReading(r[5], t.TokenColumn, t.VersionColumn) &&
 			!dialect.NamesColumn(args, dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) {
 			if sd, ok := d.patchDoor(r, t); ok {
 				doors = append(doors, sd)
@@ -885,16 +885,17 @@ ORDER BY 1, 2, 3, 4`, args...)
 
 // guardWrites lists the guard objects the routine or rule text src may change: the
 // tombstone table tomb and the floor, by a statement that writes rows or changes the
-// table (dialect.WritesGuardTable: the DDL words too, red-team rt29a F5), and the floor's copy
+// table (dialect.WritesGuardTable: the DDL words too, red-team rt29a F5, under each
+// standard_conforming_strings reading: bodyreadings.go), and the floor's copy
 // fencedsql_floor_seq named at all (setval, nextval, ALTER SEQUENCE; red-team rt29a F9).
 func guardWrites(src, tomb string) []string {
 	var wrote []string
 	for _, g := range []string{tomb, dialect.FloorTable} {
-		if dialect.WritesGuardTable(src, dialect.PostgresSyntax, g) {
+		if writesUnderEveryReading(src, g, true) {
 			wrote = append(wrote, g)
 		}
 	}
-	if dialect.NamesColumn(src, dialect.PostgresSyntax, floorSeq) {
+	if namesUnderEveryReading(src, floorSeq) {
 		wrote = append(wrote, floorSeq)
 	}
 	return wrote
@@ -955,7 +956,7 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 			if g == tomb {
 				schema = r[9]
 			}
-			if !dialect.NamesColumn(r[6], dialect.PostgresSyntax, schema) {
+			if !namesUnderEveryReading(r[6], schema) {
 				continue
 			}
 		}

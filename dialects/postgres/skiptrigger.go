@@ -118,9 +118,21 @@ func plpgsqlKeepsNew(src string) bool { return keepsRow(src, false) }
 // of the forms plpgsqlKeepsNew lists.
 func plpgsqlKeepsInsert(src string) bool { return keepsRow(src, true) }
 
-// keepsRow is plpgsqlKeepsNew (insert false) and plpgsqlKeepsInsert (insert true).
+// keepsRow is plpgsqlKeepsNew (insert false) and plpgsqlKeepsInsert (insert true): the
+// body keeps the row under each standard_conforming_strings reading (bodyReadings,
+// red-team rt47a F1).
 func keepsRow(src string, insert bool) bool {
-	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
+	for _, syn := range bodyReadings(src) {
+		if !keepsRowAs(src, syn, insert) {
+			return false
+		}
+	}
+	return true
+}
+
+// keepsRowAs is keepsRow under the lexical rules syn.
+func keepsRowAs(src string, syn dialect.Syntax, insert bool) bool {
+	toks, err := dialect.LexDDL(src, syn)
 	if err != nil {
 		return false
 	}
