@@ -31,8 +31,8 @@ var shadowDDLWords = map[string]bool{"CREATE": true, "ALTER": true, "RENAME": tr
 // name), may create, rename, move or drop a relation of one of names (the table's and
 // its partitions' and children's, familyNames), and which: for an SQL or PL/pgSQL body,
 // a statement (between two semicolons) that holds one of shadowDDLWords and names it
-// (dialect.WritesTableWords: as an identifier in any quoting and schema, pg_temp
-// included, in a string, or a quoted name the lexer cannot decode), or an INTO whose
+// (ddlNames: as an identifier in any quoting and schema, pg_temp included, in a
+// string, or a quoted name the lexer cannot decode), or an INTO whose
 // target is the name (intoName: an SQL body's SELECT … INTO [TEMP] accounts is CREATE
 // TABLE AS). A body in another language is not read here: bodyWrites already counts
 // it when it names the table at all. Not seen, as for writes: a name built at run time from
@@ -44,27 +44,72 @@ func bodyShadows(src, lang string, names []string) (string, bool) {
 	if lang != "sql" && lang != "plpgsql" {
 		return "", false
 	}
+	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
 	for _, n := range names {
-		if dialect.WritesTableWords(src, dialect.PostgresSyntax, n, shadowDDLWords) || intoName(src, n) {
+		if err != nil {
+			// A body the lexer cannot read counts when it names the table and holds one
+			// of the words.
+			if dialect.Mentions(src, n) && (dialect.Mentions(src, "into") || anyWord(src, shadowDDLWords)) {
+				return n, true
+			}
+			continue
+		}
+		if ddlNames(toks, n) || intoName(toks, n) {
 			return n, true
 		}
 	}
 	return "", false
 }
 
-// intoName reports whether src holds INTO followed, past TEMP, TEMPORARY, UNLOGGED and
-// TABLE, by name or schema.name (in any quoting; a quoted name the lexer cannot decode
-// counts): the target of an SQL body's SELECT … INTO, which creates the table. A
-// PL/pgSQL INTO names a variable, which counts too when it is spelled like the table
-// (fail closed). A body the lexer cannot read counts when it holds INTO and names the
-// table.
-func intoName(src, name string) bool {
-	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
-	if err != nil {
-		return dialect.Mentions(src, "into") && dialect.Mentions(src, name)
+// ddlNames reports whether one of the statements of toks (the text between two
+// semicolons) holds one of shadowDDLWords and names name: as an identifier in any
+// quoting and case (pg_temp.accounts's last part), as a word inside a string literal
+// (dynamic SQL), or as a quoted identifier the lexer cannot decode (U&"…"). Unlike
+// dialect.WritesTableWords, a write (INSERT, UPDATE, …) does not count here: a trigger
+// of the table itself that writes it is ownTriggers' business, not a shadow.
+func ddlNames(toks []dialect.DDLToken, name string) bool {
+	ddl, names := false, false
+	for _, t := range toks {
+		switch {
+		case t.Kind == dialect.DDLPunct && t.Text == ";":
+			ddl, names = false, false
+			continue
+		case t.Kind == dialect.DDLWord && shadowDDLWords[strings.ToUpper(t.Text)]:
+			ddl = true
+		case t.Kind == dialect.DDLString:
+			names = names || dialect.Mentions(t.Text, name)
+		case t.Kind == dialect.DDLWord || t.Kind == dialect.DDLQuoted:
+			n, ok := t.Name()
+			if ok && strings.EqualFold(n, name) || !ok && t.Kind == dialect.DDLQuoted {
+				names = true
+			}
+		}
+		if ddl && names {
+			return true
+		}
 	}
+	return false
+}
+
+// anyWord reports whether src mentions one of words (dialect.Mentions).
+func anyWord(src string, words map[string]bool) bool {
+	for w := range words {
+		if dialect.Mentions(src, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// intoName reports whether toks hold INTO followed, past TEMP, TEMPORARY, UNLOGGED and
+// TABLE, by name or schema.name (in any quoting; a quoted name the lexer cannot decode
+// counts): the target of an SQL body's SELECT … INTO, which creates the table. INSERT
+// INTO and MERGE INTO are writes (bodyWrites' business), not counted here. A PL/pgSQL
+// INTO names a variable, which counts too when it is spelled like the table (fail
+// closed).
+func intoName(toks []dialect.DDLToken, name string) bool {
 	for i, t := range toks {
-		if !t.Is("INTO") {
+		if !t.Is("INTO") || i > 0 && (toks[i-1].Is("INSERT") || toks[i-1].Is("MERGE")) {
 			continue
 		}
 		j := i + 1

@@ -34,6 +34,11 @@ func TestBodyShadows(t *testing.T) {
 		{"DECLARE v bigint; BEGIN SELECT balance INTO v FROM accounts; RETURN v; END", "plpgsql", ""},
 		{"BEGIN PERFORM 1 FROM accounts; CREATE TEMP TABLE other (id int); RETURN 1; END", "plpgsql", ""},
 		{"plpy.execute('CREATE TEMP TABLE accounts (id int)')", "plpython3u", ""},
+		// Writes are bodyWrites' business (a trigger of the table itself writing it is
+		// ownTriggers'), not a shadow.
+		{"BEGIN INSERT INTO accounts (id) VALUES (NEW.id); UPDATE accounts SET b = 1; RETURN NULL; END", "plpgsql", ""},
+		{"MERGE INTO accounts a USING s ON a.id = s.id WHEN MATCHED THEN DELETE", "sql", ""},
+		{"BEGIN UPDATE accounts SET b = 1 RETURNING b INTO v; RETURN NULL; END", "plpgsql", ""},
 	} {
 		got, ok := bodyShadows(c.src, c.lang, names)
 		if ok != (c.want != "") || got != c.want {
