@@ -32,7 +32,7 @@ var shadowDDLWords = map[string]bool{"CREATE": true, "ALTER": true, "RENAME": tr
 // its partitions' and children's, familyNames), and which: for an SQL or PL/pgSQL body,
 // a statement (between two semicolons) that holds one of shadowDDLWords and names it
 // (ddlNames: as an identifier in any quoting and schema, pg_temp included, in a
-// string, or a quoted name the lexer cannot decode), or an INTO whose
+// string, or a quoted name the lexer cannot decode), or, in an SQL body, an INTO whose
 // target is the name (intoName: an SQL body's SELECT … INTO [TEMP] accounts is CREATE
 // TABLE AS). A body in another language is not read here: bodyWrites already counts
 // it when it names the table at all. Not seen, as for writes: a name built at run time from
@@ -54,7 +54,7 @@ func bodyShadows(src, lang string, names []string) (string, bool) {
 			}
 			continue
 		}
-		if ddlNames(toks, n) || intoName(toks, n) {
+		if ddlNames(toks, n) || lang == "sql" && intoName(toks, n) {
 			return n, true
 		}
 	}
@@ -104,9 +104,11 @@ func anyWord(src string, words map[string]bool) bool {
 // intoName reports whether toks hold INTO followed, past TEMP, TEMPORARY, UNLOGGED and
 // TABLE, by name or schema.name (in any quoting; a quoted name the lexer cannot decode
 // counts): the target of an SQL body's SELECT … INTO, which creates the table. INSERT
-// INTO and MERGE INTO are writes (bodyWrites' business), not counted here. A PL/pgSQL
-// INTO names a variable, which counts too when it is spelled like the table (fail
-// closed).
+// INTO and MERGE INTO are writes (bodyWrites' business), not counted here. Only an
+// SQL body's: a PL/pgSQL INTO names a variable (SELECT … INTO TEMP accounts does not
+// compile there: "temp" is not a known variable; CREATE TABLE AS is its form), and
+// fencedsql's own functions read into variables (v, oldname) that a guarded table's
+// name might match.
 func intoName(toks []dialect.DDLToken, name string) bool {
 	for i, t := range toks {
 		if !t.Is("INTO") || i > 0 && (toks[i-1].Is("INSERT") || toks[i-1].Is("MERGE")) {

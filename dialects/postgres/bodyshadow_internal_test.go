@@ -9,9 +9,10 @@ import (
 // TestBodyShadows (red-team rt47c F1): a routine body that may create, rename, move or
 // drop a relation of the table's name (or a partition's or child's) — any CREATE,
 // ALTER, RENAME, DROP or IMPORT statement naming it, in any quoting or schema, and an
-// INTO whose target is the name — shadows it; a temporary table of another name, a
-// PL/pgSQL SELECT … INTO a variable from the table, and a body in another language
-// (bodyWrites' business) do not.
+// SQL body's INTO whose target is the name — shadows it; a temporary table of another
+// name, a PL/pgSQL SELECT … INTO a variable (even one spelled like the table), a write
+// (INSERT INTO, UPDATE, MERGE INTO) and a body in another language (bodyWrites'
+// business) do not.
 func TestBodyShadows(t *testing.T) {
 	tbl := dialect.SideDoorTable{Table: dialect.TableName{Schema: "public", Name: "accounts"}}
 	names := familyNames(tbl, "accounts accounts_p1")
@@ -32,6 +33,7 @@ func TestBodyShadows(t *testing.T) {
 		{`SELECT 1 AS id INTO TEMP U&"\0061ccounts"; SELECT 1`, "sql", "accounts"},
 		{"BEGIN CREATE TEMP TABLE accounts_tmp (id int); RETURN 1; END", "plpgsql", ""},
 		{"DECLARE v bigint; BEGIN SELECT balance INTO v FROM accounts; RETURN v; END", "plpgsql", ""},
+		{"DECLARE accounts bigint; BEGIN SELECT 1 INTO accounts; RETURN 1; END", "plpgsql", ""},
 		{"BEGIN PERFORM 1 FROM accounts; CREATE TEMP TABLE other (id int); RETURN 1; END", "plpgsql", ""},
 		{"plpy.execute('CREATE TEMP TABLE accounts (id int)')", "plpython3u", ""},
 		// Writes are bodyWrites' business (a trigger of the table itself writing it is
