@@ -33,7 +33,13 @@ const routineBody = `COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functionde
 // DEFAULT or CHECK of another table — so the wrapper sends it as written, and its
 // write is unfenced; the guard lets an UPDATE that advances the version and an INSERT
 // through. A function whose body only reads the table and writes another (INSERT INTO
-// t SELECT … FROM table) counts too: a word test, not a parse. fencedsql's own
+// t SELECT … FROM table) counts too: a word test, not a parse. So does a body that
+// may create, rename, move or drop a relation of the table's name or a partition's or
+// child's (bodyShadows: CREATE TEMP TABLE accounts, CREATE TABLE pg_temp.accounts, a
+// TEMP VIEW, ALTER … RENAME TO accounts, an SQL body's SELECT … INTO TEMP accounts;
+// red-team rt47c F1): called through the pool, it makes the name resolve to that
+// relation for the session, which the pool's verdict for the table then covers.
+// fencedsql's own
 // functions write no guarded table (the fence functions raise, the guard and tombstone
 // functions are trigger functions) and are judged like the rest. Not seen: a function
 // that builds the table's name at run time from pieces none of which is the name
@@ -66,7 +72,13 @@ ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
 		if r[4] == "1" {
 			src = standardBody(src)
 		}
-		if _, writes := bodyWrites(src, r[3], familyNames(t, r[7])); !writes {
+		names := familyNames(t, r[7])
+		_, writes := bodyWrites(src, r[3], names)
+		shadowed, shadows := "", false
+		if !writes {
+			shadowed, shadows = bodyShadows(src, r[3], names)
+		}
+		if !writes && !shadows {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
@@ -74,9 +86,12 @@ ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
 		if r[6] == "p" {
 			kind, reached = "procedure", "a function, trigger or procedure that CALLs it (SELECT f(), a view, a default, a trigger of another table)"
 		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: kind + " " + fn.String() + "(" + r[2] + ")",
-			Problem: dialect.RoutineDoorProblem("the "+kind+" "+fn.String()+"("+r[2]+")", t.Table.String(), reached,
-				"an UPDATE that advances the version and an INSERT")})
+		what := "the " + kind + " " + fn.String() + "(" + r[2] + ")"
+		problem := dialect.RoutineDoorProblem(what, t.Table.String(), reached, "an UPDATE that advances the version and an INSERT")
+		if shadows {
+			problem = shadowProblem(what, t, shadowed, reached)
+		}
+		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: kind + " " + fn.String() + "(" + r[2] + ")", Problem: problem})
 	}
 	return doors, nil
 }

@@ -853,6 +853,10 @@ ORDER BY 1, 2, 3, 4`, args...)
 					Problem: "the event trigger " + r[3] + disabledNote(r[13], "ALTER EVENT TRIGGER … ENABLE") + " runs " + fn.String() + "(), which writes " + writtenName(t, name) + ": any DDL statement (through the pool too, without a token) changes rows of " +
 						t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the event trigger and do its work through the wrapper",
 					Fix: drop})
+			} else if name, ok := bodyShadows(r[6], r[11], familyNames(t, r[12])); ok {
+				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: "event trigger " + r[3],
+					Problem: shadowProblem("the event trigger "+r[3]+disabledNote(r[13], "ALTER EVENT TRIGGER … ENABLE")+" runs "+fn.String()+"(), which", t, name, "any DDL statement"),
+					Fix:     drop})
 			}
 		case "5":
 			if r[5] == absenceFunc(fold(t.Table).Name) {
@@ -945,6 +949,15 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 			Problem: "the trigger " + r[3] + " on " + rel.String() + disabledNote(r[13], "ALTER TABLE … ENABLE TRIGGER") + " runs " + fn.String() + "(), which writes " + writtenName(t, name) + ": a write to " + rel.String() +
 				" (fenced, if at all, for " + rel.String() + "'s rows only) changes rows of " + t.Table.String() + " without their fence, and the guard lets an UPDATE that advances the version and an INSERT through; drop the trigger and do its work through the wrapper",
 			Fix: fix}, true
+	}
+	// A body that creates or renames a relation onto the name (red-team rt47c F1): on
+	// any relation, the table itself included (an AFTER trigger's shadow takes the
+	// session's later writes).
+	if name, ok := bodyShadows(r[6], r[11], familyNames(t, r[12])); ok {
+		return dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[3] + " on " + rel.String(),
+			Problem: shadowProblem("the trigger "+r[3]+" on "+rel.String()+disabledNote(r[13], "ALTER TABLE … ENABLE TRIGGER")+" runs "+fn.String()+"(), which", t, name,
+				"a write to "+rel.String()+" it fires for"),
+			Fix: drop}, true
 	}
 	if r[8] == "g" {
 		return dialect.SideDoor{}, false
