@@ -108,3 +108,36 @@ func TestClaimWithExtraPredicateOfKeyInsertedAfterSnapshot(t *testing.T) {
 		t.Errorf("tombstone of present key 7: %d, want none", got)
 	}
 }
+
+// TestClaimWithExtraPredicateOfCompositeKeyDeletedAfterSnapshot (red-team rt47e F1,
+// the same hole as rt47b F3): with a composite key (pair: `Region`, n) given as a
+// literal and a placeholder, the key probe reads the key's latest committed row too.
+func TestClaimWithExtraPredicateOfCompositeKeyDeletedAfterSnapshot(t *testing.T) {
+	_, admin, db := absentMy(t)
+	testdb.Exec(t, admin, "INSERT INTO pair (`Region`, n, balance, fence_token) VALUES ('eu', 7, 3, 10)")
+	ctx := fencedsql.WithToken(context.Background(), 60)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pair").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAs(db, 20, "DELETE FROM pair WHERE `Region` = 'eu' AND n = 7"); err != nil {
+		t.Fatalf("delete under 20: %v", err)
+	}
+	var got int64
+	if err := tx.QueryRowContext(ctx, "SELECT n FROM pair WHERE `Region` = 'eu' AND n = ? AND balance = 3 FOR UPDATE", 7).Scan(&got); !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("claim: %v, want sql.ErrNoRows", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Logf("commit refused: %v", err)
+		return
+	}
+	if err := writeAs(db, 40, "INSERT INTO pair (`Region`, n, balance) VALUES ('eu', 7, 999)"); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Errorf("INSERT of (eu, 7) under 40 after the claim of its absence under 60 committed: %v, want ErrFenced (tombstone %d)",
+			err, tombToken(t, admin, "pair", "`Region` = 'eu' AND n = 7"))
+	}
+}
