@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // TestClaimOfAbsentKeyLongIntegerLiteral (red-team rt47e F2): a claim of an absent
@@ -17,25 +18,8 @@ import (
 // (no such key can be inserted).
 func TestClaimOfAbsentKeyLongIntegerLiteral(t *testing.T) {
 	raw, db := absentAcc(t)
-	for _, lit := range []string{"1000000000000000000", "1234567890123456789", "9223372036854775807"} {
-		ctx := fencedsql.WithToken(context.Background(), 60)
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var id int64
-		if err := tx.QueryRowContext(ctx, "SELECT id FROM acc WHERE id = "+lit+" FOR UPDATE").Scan(&id); !errors.Is(err, sql.ErrNoRows) {
-			tx.Rollback() //nolint:errcheck
-			t.Fatalf("claim of %s: %v, want sql.ErrNoRows", lit, err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatalf("claim of %s: commit: %v", lit, err)
-		}
-		_, err = db.ExecContext(fencedsql.WithToken(context.Background(), 40), "INSERT INTO acc (id) VALUES ("+lit+")")
-		if !errors.Is(err, fencedsql.ErrFenced) {
-			t.Errorf("INSERT of key %s under 40 after its claim under 60 committed: %v, want ErrFenced (tombstone %d)", lit, err, tombOf(t, raw, "acc", "id = "+lit))
-		}
-	}
+	fencetest.ClaimAbsentLiteralKeys(t, db, []string{"1000000000000000000", "1234567890123456789", "9223372036854775807"},
+		func(lit string) int64 { return tombOf(t, raw, "acc", "id = "+lit) })
 	ctx := fencedsql.WithToken(context.Background(), 60)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -46,21 +47,8 @@ func TestRoutineShadowingGuardedNameIsDoor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			dsn := testdb.Postgres(t)
-			raw := rawWith(t, dsn, append([]string{shadowAccountsDDL, `INSERT INTO accounts VALUES (1, 1, 10, 1)`}, ddl...)...)
-			reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !hasShadowDoor(reports, dialect.SideDoorRoutine) {
-				t.Errorf("schema.Check did not report the routine creating a relation named accounts as a door: %+v", reports[0].SideDoors)
-			}
-			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-			db.SetMaxOpenConns(1)
-			_, err = db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE accounts SET balance = 2 WHERE id = 1")
-			if !errors.Is(err, fencedsql.ErrSchema) {
-				t.Fatalf("guarded UPDATE with a shadowing routine present: %v, want ErrSchema", err)
-			}
+			db := requireShadowDoor(t, ctx, dialect.SideDoorRoutine, ddl)
+			var err error
 			// The call itself is a read; whatever it creates, no write reaches it.
 			var one int
 			if err := db.QueryRowContext(ctx, "SELECT shadow_mk()").Scan(&one); err != nil {
@@ -96,20 +84,7 @@ func TestTriggerShadowingGuardedNameIsDoor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			dsn := testdb.Postgres(t)
-			raw := rawWith(t, dsn, append([]string{shadowAccountsDDL, `INSERT INTO accounts VALUES (1, 1, 10, 1)`}, ddl...)...)
-			reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !hasShadowDoor(reports, dialect.SideDoorTrigger) {
-				t.Errorf("schema.Check did not report the trigger creating a relation named accounts as a door: %+v", reports[0].SideDoors)
-			}
-			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
-			db.SetMaxOpenConns(1)
-			if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE accounts SET balance = 2 WHERE id = 1"); !errors.Is(err, fencedsql.ErrSchema) {
-				t.Fatalf("guarded UPDATE with a shadowing trigger present: %v, want ErrSchema", err)
-			}
+			requireShadowDoor(t, ctx, dialect.SideDoorTrigger, ddl)
 		})
 	}
 }
@@ -127,6 +102,29 @@ func TestRoutineNotShadowingGuardedNameIsNoDoor(t *testing.T) {
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE accounts SET balance = 2 WHERE id = 1"); err != nil {
 		t.Fatalf("guarded UPDATE next to a routine that shadows no guarded name: %v", err)
 	}
+}
+
+// requireShadowDoor creates accounts (row 1 at token 10) and runs ddl, then wants
+// schema.Check to report a door of kind whose problem is the shadow's and a fenced
+// pool of one connection to refuse a guarded UPDATE with ErrSchema; it returns that
+// pool.
+func requireShadowDoor(t *testing.T, ctx context.Context, kind dialect.SideDoorKind, ddl []string) *sql.DB {
+	t.Helper()
+	dsn := testdb.Postgres(t)
+	raw := rawWith(t, dsn, append([]string{shadowAccountsDDL, `INSERT INTO accounts VALUES (1, 1, 10, 1)`}, ddl...)...)
+	reports, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasShadowDoor(reports, kind) {
+		t.Errorf("schema.Check did not report the %s creating a relation named accounts as a door: %+v", kind, reports[0].SideDoors)
+	}
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=accounts")
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "UPDATE accounts SET balance = 2 WHERE id = 1"); !errors.Is(err, fencedsql.ErrSchema) {
+		t.Fatalf("guarded UPDATE with a shadowing %s present: %v, want ErrSchema", kind, err)
+	}
+	return db
 }
 
 // hasShadowDoor reports whether the first report holds a door of kind whose problem
