@@ -37,6 +37,9 @@ type core struct {
 	claimOne sync.Map
 	// locator: *plan.Table → verdict, the table's dialect.LocatorChecker verdict
 	locator sync.Map
+	// twoStepDelete: *plan.Table → verdict, the table's dialect.TwoStepDeleteChecker
+	// verdict (twostepdelete.go)
+	twoStepDelete sync.Map
 	// rowKeys: *plan.Table → rowKey, the table's primary key columns (keyed.go)
 	rowKeys sync.Map
 	// absence: *plan.Table → verdict: the table's dialect.AbsenceRecorder is

@@ -238,13 +238,17 @@ func (c *conn) twoStepRefused(p *plan.Plan) error {
 
 // twoStepArgs returns the two statements of p's two-statement DELETE
 // (deleteStatements: keyed where the table's key is known) and their arguments, full
-// being p's own; or the refusal of the DELETE's form (twoStepRefused). A keyed pair
+// being p's own; or the refusal of the DELETE's form (twoStepRefused), or of its
+// table (twoStepReaches: its UPDATE may not reach the rows its DELETE does). A keyed pair
 // gets the connection's next nonce.
 func (c *conn) twoStepArgs(ctx context.Context, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (pre, del *plan.Plan, preArgs, delArgs []driver.NamedValue, err error) {
 	if pre, del, err = c.deleteStatements(ctx, p); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if err = c.twoStepRefused(del); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err = c.twoStepReaches(ctx, del); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if preArgs, err = bind(pre, args, tok, ver); err != nil {

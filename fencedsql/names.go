@@ -25,7 +25,7 @@ import (
 // not store what it saw (verify).
 func (k *core) forgetNames() {
 	k.namesGen.Add(1)
-	for _, m := range []interface{ Clear() }{&k.checked, &k.deleteFence, &k.guardInstalled, &k.claimOne, &k.locator, &k.rowKeys, &k.keyed, &k.viewLock} {
+	for _, m := range []interface{ Clear() }{&k.checked, &k.deleteFence, &k.guardInstalled, &k.claimOne, &k.locator, &k.twoStepDelete, &k.rowKeys, &k.keyed, &k.viewLock} {
 		m.Clear()
 	}
 }
