@@ -1,12 +1,10 @@
 package mysql_test
 
 import (
-	"context"
 	"database/sql"
-	"errors"
 	"testing"
 
-	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -32,19 +30,9 @@ func TestClaimWithExtraPredicateOnExistingRowReadsNone(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, admin, db := absentMy(t)
 			testdb.Exec(t, admin, "INSERT INTO acc (id, balance, fence_token) VALUES (7, 3, 50)")
-			ctx := fencedsql.WithToken(context.Background(), 60)
-			tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: c.level})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback() //nolint:errcheck
-			var id int64
-			claimErr := tx.QueryRowContext(ctx, c.query, 7).Scan(&id)
-			if !errors.Is(claimErr, sql.ErrNoRows) {
-				t.Fatalf("%s under 60, row 7 (token 50) not matching the predicate, no concurrent transaction: %v, want sql.ErrNoRows", c.query, claimErr)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatalf("commit: %v", err)
+			claimErr, commitErr := fencetest.SnapshotClaim{Level: c.level, Claim: c.query, Args: []any{7}}.Run(t, db)
+			if claimErr != nil || commitErr != nil {
+				t.Fatalf("%s under 60, row 7 (token 50) not matching the predicate, no concurrent transaction: %v, commit: %v; want no row and a commit", c.query, claimErr, commitErr)
 			}
 		})
 	}

@@ -1,12 +1,12 @@
 package mysql_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -39,38 +39,14 @@ func TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, admin, db := absentMy(t)
 			testdb.Exec(t, admin, "INSERT INTO acc (id, balance, fence_token) VALUES (7, 0, 10)")
-			ctx := fencedsql.WithToken(context.Background(), 60)
-			tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: c.level})
-			if err != nil {
-				t.Fatal(err)
+			claimErr, commitErr := fencetest.SnapshotClaim{
+				Level: c.level, Snapshot: c.snapshot, Claim: c.claim, Args: []any{7}, Exec: c.exec,
+				Between: func() error { return writeAs(db, 50, "DELETE FROM acc WHERE id = 7") },
+			}.Run(t, db)
+			if claimErr != nil || commitErr != nil {
+				t.Fatalf("claim: %v, commit: %v", claimErr, commitErr)
 			}
-			defer tx.Rollback() //nolint:errcheck
-			var n int
-			if err := tx.QueryRowContext(ctx, c.snapshot).Scan(&n); err != nil { // the snapshot
-				t.Fatal(err)
-			}
-			if err := writeAs(db, 50, "DELETE FROM acc WHERE id = 7"); err != nil {
-				t.Fatal(err)
-			}
-			if c.exec {
-				if _, err := tx.ExecContext(ctx, c.claim, 7); err != nil {
-					t.Fatalf("claim: %v", err)
-				}
-			} else {
-				var id int64
-				if err := tx.QueryRowContext(ctx, c.claim, 7).Scan(&id); !errors.Is(err, sql.ErrNoRows) {
-					t.Fatalf("claim: %v, want sql.ErrNoRows", err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if got := tombToken(t, admin, "acc", "id = ?", 7); got != 60 {
-				t.Errorf("tombstone of 7 after the claim under 60: %d, want 60", got)
-			}
-			if err := writeAs(db, 55, "INSERT INTO acc (id) VALUES (7)"); !errors.Is(err, fencedsql.ErrFenced) {
-				t.Fatalf("INSERT under 55 of key 7 claimed absent under 60 (committed): %v, want ErrFenced", err)
-			}
+			fencetest.RequireClaimedAbsent(t, db, tombToken(t, admin, "acc", "id = ?", 7), "INSERT INTO acc (id) VALUES (7)")
 		})
 	}
 }
@@ -84,25 +60,12 @@ func TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot(t *testing.T) {
 // the key present. The locking probe reads the row: nothing recorded, no conflict.
 func TestClaimWithExtraPredicateOfKeyInsertedAfterSnapshot(t *testing.T) {
 	_, admin, db := absentMy(t)
-	ctx := fencedsql.WithToken(context.Background(), 60)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM acc").Scan(&n); err != nil { // the snapshot
-		t.Fatal(err)
-	}
-	if err := writeAs(db, 40, "INSERT INTO acc (id, balance) VALUES (7, 0)"); err != nil {
-		t.Fatal(err)
-	}
-	var id int64
-	if err := tx.QueryRowContext(ctx, "SELECT id FROM acc WHERE id = ? AND balance > 0 FOR UPDATE", 7).Scan(&id); !errors.Is(err, sql.ErrNoRows) {
-		t.Fatalf("claim of key 7 present (not meeting the predicate) since after the snapshot: %v, want sql.ErrNoRows", err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
+	claimErr, commitErr := fencetest.SnapshotClaim{
+		Snapshot: "SELECT COUNT(*) FROM acc", Claim: "SELECT id FROM acc WHERE id = ? AND balance > 0 FOR UPDATE", Args: []any{7},
+		Between: func() error { return writeAs(db, 40, "INSERT INTO acc (id, balance) VALUES (7, 0)") },
+	}.Run(t, db)
+	if claimErr != nil || commitErr != nil {
+		t.Fatalf("claim of key 7 present (not meeting the predicate) since after the snapshot: %v, commit: %v; want no row and a commit", claimErr, commitErr)
 	}
 	if got := tombToken(t, admin, "acc", "id = ?", 7); got != 0 {
 		t.Errorf("tombstone of present key 7: %d, want none", got)
@@ -115,25 +78,15 @@ func TestClaimWithExtraPredicateOfKeyInsertedAfterSnapshot(t *testing.T) {
 func TestClaimWithExtraPredicateOfCompositeKeyDeletedAfterSnapshot(t *testing.T) {
 	_, admin, db := absentMy(t)
 	testdb.Exec(t, admin, "INSERT INTO pair (`Region`, n, balance, fence_token) VALUES ('eu', 7, 3, 10)")
-	ctx := fencedsql.WithToken(context.Background(), 60)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
+	claimErr, commitErr := fencetest.SnapshotClaim{
+		Snapshot: "SELECT COUNT(*) FROM pair", Claim: "SELECT n FROM pair WHERE `Region` = 'eu' AND n = ? AND balance = 3 FOR UPDATE", Args: []any{7},
+		Between: func() error { return writeAs(db, 20, "DELETE FROM pair WHERE `Region` = 'eu' AND n = 7") },
+	}.Run(t, db)
+	if claimErr != nil {
+		t.Fatalf("claim: %v, want sql.ErrNoRows", claimErr)
 	}
-	defer tx.Rollback() //nolint:errcheck
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM pair").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAs(db, 20, "DELETE FROM pair WHERE `Region` = 'eu' AND n = 7"); err != nil {
-		t.Fatalf("delete under 20: %v", err)
-	}
-	var got int64
-	if err := tx.QueryRowContext(ctx, "SELECT n FROM pair WHERE `Region` = 'eu' AND n = ? AND balance = 3 FOR UPDATE", 7).Scan(&got); !errors.Is(err, sql.ErrNoRows) {
-		t.Fatalf("claim: %v, want sql.ErrNoRows", err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Logf("commit refused: %v", err)
+	if commitErr != nil {
+		t.Logf("commit refused: %v", commitErr)
 		return
 	}
 	if err := writeAs(db, 40, "INSERT INTO pair (`Region`, n, balance) VALUES ('eu', 7, 999)"); !errors.Is(err, fencedsql.ErrFenced) {

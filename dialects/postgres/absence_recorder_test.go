@@ -267,6 +267,15 @@ func TestNowaitAbsentClaimDoesNotWait(t *testing.T) {
 	if _, err := stx.ExecContext(stale, "INSERT INTO acc (id, balance) VALUES (32, 1)"); err != nil {
 		t.Fatal(err)
 	}
+	requireNowaitRefused(t, db, "SELECT id FROM acc WHERE id = $1 FOR UPDATE NOWAIT", 32, stx.Rollback)
+}
+
+// requireNowaitRefused claims key under 60 with a NOWAIT query while another
+// transaction holds a lock the claim needs, and wants lock_not_available (55P03) at
+// once; if the claim blocks instead, release (ending the other transaction) lets it
+// finish and the test fails.
+func requireNowaitRefused(t *testing.T, db *sql.DB, query string, key int64, release func() error) {
+	t.Helper()
 	ctx := fencedsql.WithToken(context.Background(), 60)
 	done := make(chan error, 1)
 	go func() {
@@ -277,17 +286,17 @@ func TestNowaitAbsentClaimDoesNotWait(t *testing.T) {
 		}
 		defer tx.Rollback() //nolint:errcheck
 		var id int64
-		done <- tx.QueryRowContext(ctx, "SELECT id FROM acc WHERE id = $1 FOR UPDATE NOWAIT", 32).Scan(&id)
+		done <- tx.QueryRowContext(ctx, query, key).Scan(&id)
 	}()
 	select {
 	case err := <-done:
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "55P03" {
-			t.Fatalf("NOWAIT claim of a key another transaction is inserting: %v, want 55P03", err)
+			t.Fatalf("%s of key %d while another transaction holds its lock: %v, want 55P03", query, key, err)
 		}
 	case <-time.After(5 * time.Second):
-		stx.Rollback() //nolint:errcheck
+		release() //nolint:errcheck
 		<-done
-		t.Fatal("a FOR UPDATE NOWAIT claim of an absent key blocked behind another transaction's uncommitted INSERT of the key")
+		t.Fatalf("%s of key %d blocked behind another transaction's lock", query, key)
 	}
 }

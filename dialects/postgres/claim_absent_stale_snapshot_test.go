@@ -1,14 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
 // TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot: PostgreSQL's side of red-team
@@ -47,31 +45,13 @@ func TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot(t *testing.T) {
 			if _, err := raw.Exec("INSERT INTO acc (id, balance, fence_token) VALUES (7, $1, 10)", c.balance); err != nil {
 				t.Fatal(err)
 			}
-			ctx := fencedsql.WithToken(context.Background(), 60)
-			tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: c.level})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback() //nolint:errcheck
-			var n int
-			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM pair").Scan(&n); err != nil { // the snapshot
-				t.Fatal(err)
-			}
-			if err := insertAs(db, 50, "DELETE FROM acc WHERE id = 7"); err != nil {
-				t.Fatal(err)
-			}
-			const claim = "SELECT id FROM acc WHERE id = $1 AND balance > 0 FOR UPDATE"
-			var claimErr error
-			if c.exec {
-				_, claimErr = tx.ExecContext(ctx, claim, 7)
-			} else {
-				var id int64
-				if claimErr = tx.QueryRowContext(ctx, claim, 7).Scan(&id); errors.Is(claimErr, sql.ErrNoRows) {
-					claimErr = nil
-				}
-			}
+			claimErr, commitErr := fencetest.SnapshotClaim{
+				Level: c.level, Snapshot: "SELECT count(*) FROM pair", Exec: c.exec,
+				Claim: "SELECT id FROM acc WHERE id = $1 AND balance > 0 FOR UPDATE", Args: []any{7},
+				Between: func() error { return insertAs(db, 50, "DELETE FROM acc WHERE id = 7") },
+			}.Run(t, db)
 			if claimErr == nil {
-				claimErr = tx.Commit()
+				claimErr = commitErr
 			}
 			switch {
 			case isSerialization(claimErr) || errors.Is(claimErr, fencedsql.ErrClaimConflict):
@@ -83,12 +63,7 @@ func TestClaimWithExtraPredicateOfKeyDeletedAfterSnapshot(t *testing.T) {
 			case claimErr != nil:
 				t.Fatalf("claim of key 7 deleted after the snapshot: %v", claimErr)
 			}
-			if got := tombOf(t, raw, "acc", "id = $1", 7); got != 60 {
-				t.Errorf("tombstone of 7 after the claim under 60: %d, want 60", got)
-			}
-			if err := insertAs(db, 55, "INSERT INTO acc (id) VALUES (7)"); !errors.Is(err, fencedsql.ErrFenced) {
-				t.Fatalf("INSERT under 55 of key 7 claimed absent under 60 (committed): %v, want ErrFenced", err)
-			}
+			fencetest.RequireClaimedAbsent(t, db, tombOf(t, raw, "acc", "id = $1", 7), "INSERT INTO acc (id) VALUES (7)")
 		})
 	}
 }
@@ -112,27 +87,5 @@ func TestNowaitClaimWithExtraPredicateProbeDoesNotWait(t *testing.T) {
 	if err := otx.QueryRow("SELECT id FROM acc WHERE id = 7 FOR UPDATE").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	ctx := fencedsql.WithToken(context.Background(), 60)
-	done := make(chan error, 1)
-	go func() {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer tx.Rollback() //nolint:errcheck
-		var id int64
-		done <- tx.QueryRowContext(ctx, "SELECT id FROM acc WHERE id = $1 AND balance = 5 FOR UPDATE NOWAIT", 7).Scan(&id)
-	}()
-	select {
-	case err := <-done:
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "55P03" {
-			t.Fatalf("NOWAIT claim with an extra predicate of a row another transaction locks: %v, want 55P03", err)
-		}
-	case <-time.After(5 * time.Second):
-		otx.Rollback() //nolint:errcheck
-		<-done
-		t.Fatal("the probe of a FOR UPDATE NOWAIT claim blocked behind another transaction's lock of the key's row")
-	}
+	requireNowaitRefused(t, db, "SELECT id FROM acc WHERE id = $1 AND balance = 5 FOR UPDATE NOWAIT", 7, otx.Rollback)
 }
