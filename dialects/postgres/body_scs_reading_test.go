@@ -18,24 +18,9 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// scsOffInsertStampAcc is insertStampAcc with the trigger function created with
-// SET standard_conforming_strings = off (a function-level setting any function owner
-// may attach): it returns schema.Check's problems for acc, the error of a stale
-// (token 40) INSERT of key 20 (deleted under 70) through a fenced pool, and the rows
-// of key 20 afterwards.
-func scsOffInsertStampAcc(t *testing.T, event, body string) (problems []string, insertErr error, rows int) {
-	t.Helper()
-	raw, dsn := wholeAcc(t,
-		"CREATE FUNCTION stamp_ins() RETURNS trigger LANGUAGE plpgsql SET standard_conforming_strings = off AS $$"+body+"$$",
-		"CREATE TRIGGER a_stamp BEFORE "+event+" ON acc FOR EACH ROW EXECUTE FUNCTION stamp_ins()")
-	problems, _ = accReport(t, raw)
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
-	insertErr = insertAs(db, 40, "INSERT INTO acc (id, balance) VALUES (20, 666)")
-	if err := raw.QueryRow("SELECT count(*) FROM acc WHERE id = 20").Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
-	return problems, insertErr, rows
-}
+// scsOff is the SET clause of a trigger function read with standard_conforming_strings
+// off (a function-level setting any function owner may attach).
+const scsOff = "SET standard_conforming_strings = off"
 
 // TestSCSOffTriggerBodyReadBothWays: a BEFORE INSERT trigger function carrying SET
 // standard_conforming_strings = off whose body replaces NEW whole (or sets
@@ -48,7 +33,7 @@ func TestSCSOffTriggerBodyReadBothWays(t *testing.T) {
 		"InsertOrUpdate":    {"INSERT OR UPDATE", `DECLARE x text; BEGIN x := '\''; NEW := ROW(NEW.id, NEW.balance, 9000000000000000000, 1::bigint); x := '\''; RETURN NEW; END`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			probs, err, n := scsOffInsertStampAcc(t, c.event, c.body)
+			probs, err, n := stampAcc(t, c.event, scsOff, c.body)
 			if !strings.Contains(strings.Join(probs, "\n"), "a_stamp") {
 				t.Errorf("schema.Check problems %q: want the trigger a_stamp reported", probs)
 			}
@@ -169,7 +154,7 @@ CREATE TRIGGER scs_zap BEFORE UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION s
 // table, which means the same under both here, and an E'…' literal) is judged as
 // before: no door.
 func TestSCSBackslashBodiesNotRefused(t *testing.T) {
-	probs, err, n := scsOffInsertStampAcc(t, "INSERT OR UPDATE",
+	probs, err, n := stampAcc(t, "INSERT OR UPDATE", scsOff,
 		`BEGIN IF NEW.balance::text !~ '^-?[0-9]+\.?$' THEN RAISE EXCEPTION 'bad balance: %', E'\t'; END IF; RETURN NEW; END`)
 	if len(probs) != 0 {
 		t.Errorf("schema.Check problems %q: want none (the body reads the same under both settings)", probs)

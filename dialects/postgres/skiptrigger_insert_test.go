@@ -18,15 +18,15 @@ import (
 // rt46a F2, skipDoor): schema.Check reports it and the pool's lazy check refuses the
 // stale INSERT (ErrSchema) instead of re-creating a key deleted under a newer token.
 
-// insertStampAcc is wholeAcc (key 20 deleted under token 70) with a BEFORE INSERT
-// trigger a_stamp on acc running a PL/pgSQL function of body; schema.Check's problems,
-// then a stale (token 40) INSERT of key 20 through a pool: its error and the rows of
-// key 20 after it.
-func insertStampAcc(t *testing.T, body string) (problems []string, insertErr error, rows int) {
+// stampAcc is wholeAcc (key 20 deleted under token 70) with a BEFORE event row trigger
+// a_stamp on acc running a PL/pgSQL function of body, created with setting (a SET
+// clause, or ""); it returns schema.Check's problems, then the error of a stale
+// (token 40) INSERT of key 20 through a pool and the rows of key 20 after it.
+func stampAcc(t *testing.T, event, setting, body string) (problems []string, insertErr error, rows int) {
 	t.Helper()
 	raw, dsn := wholeAcc(t,
-		"CREATE FUNCTION stamp_ins() RETURNS trigger LANGUAGE plpgsql AS $$"+body+"$$",
-		"CREATE TRIGGER a_stamp BEFORE INSERT ON acc FOR EACH ROW EXECUTE FUNCTION stamp_ins()")
+		"CREATE FUNCTION stamp_ins() RETURNS trigger LANGUAGE plpgsql "+setting+" AS $$"+body+"$$",
+		"CREATE TRIGGER a_stamp BEFORE "+event+" ON acc FOR EACH ROW EXECUTE FUNCTION stamp_ins()")
 	problems, _ = accReport(t, raw)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	insertErr = insertAs(db, 40, "INSERT INTO acc (id, balance) VALUES (20, 666)")
@@ -50,7 +50,7 @@ func TestBeforeInsertTriggerReplacingRowWholeRefused(t *testing.T) {
 		"IntoNew":     "BEGIN SELECT NEW.id, NEW.balance, 9000000000000000000, 1::bigint INTO NEW; RETURN NEW; END",
 	} {
 		t.Run(name, func(t *testing.T) {
-			probs, err, n := insertStampAcc(t, body)
+			probs, err, n := stampAcc(t, "INSERT", "", body)
 			if !strings.Contains(strings.Join(probs, "\n"), "BEFORE INSERT row trigger a_stamp") {
 				t.Errorf("schema.Check problems %q: want the BEFORE INSERT trigger a_stamp reported", probs)
 			}
@@ -72,7 +72,7 @@ func TestBeforeInsertTriggerKeepingRowAccepted(t *testing.T) {
 		"Perform":   "BEGIN PERFORM pg_catalog.row_to_json(NEW); RETURN (NEW); END",
 	} {
 		t.Run(name, func(t *testing.T) {
-			probs, err, n := insertStampAcc(t, body)
+			probs, err, n := stampAcc(t, "INSERT", "", body)
 			if len(probs) != 0 {
 				t.Errorf("schema.Check problems %q: want none", probs)
 			}
