@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -277,81 +276,17 @@ func (b *Backend) Retired(ctx context.Context) (uint64, bool, error) {
 	return last, true, nil
 }
 
-// unverifiedReply is the error reply of a floor script where INFO replication cannot
-// be read (the account may not run INFO): the server is not known to be the primary.
-const unverifiedReply = "redislock: cannot tell whether the server is the primary (INFO refused)"
-
-// runFloorScript runs a floor script on the token counter with args and the primary
-// check's mode last (notPrimaryReply), and returns its answer. Where the script cannot
-// read INFO, ROLE is read (a script cannot call it: one more round trip, only for an
-// account without INFO) and the script run again: "role:master" when ROLE says so; a
-// replica is an error wrapping lockclient.ErrUnavailable. Where the account may run
-// neither, strict (Retire) fails with ErrUnavailable naming the ACL to allow, and
-// otherwise (LastToken, RaiseFloor, which WithMinToken runs at every Backend's first
-// Open: a least-privilege account must still open) the script runs again unverified,
-// as before ROLE was read (the known-open writable replica without INFO or ROLE).
+// runFloorScript runs a floor script on the token counter and the offset key with
+// args, through the primary check (runChecked), and returns its answer.
 func (b *Backend) runFloorScript(ctx context.Context, op string, script *redis.Script, strict bool, args ...any) (string, error) {
-	keys := []string{b.TokenKey(), b.OffsetKey()}
-	s, err := script.Run(ctx, b.rdb, keys, append(args, "")...).Text()
-	if err == nil || !strings.Contains(err.Error(), unverifiedReply) {
-		return s, err
-	}
-	mode, err := b.roleMode(ctx, op, strict)
-	if err != nil {
-		return "", err
-	}
-	return script.Run(ctx, b.rdb, keys, append(args, mode)...).Text()
-}
-
-// roleMode reads ROLE for runFloorScript: "role:master" when the server answers
-// "master"; an error wrapping lockclient.ErrUnavailable for a replica or an unreachable
-// server; for a ROLE the account may not run either, "unverified" when not strict, else
-// an error wrapping ErrUnavailable that says which ACL to allow (red-team rt38b F2).
-func (b *Backend) roleMode(ctx context.Context, op string, strict bool) (string, error) {
-	v, err := b.rdb.Do(ctx, "ROLE").Slice()
-	if err != nil {
-		var reply redis.Error
-		if !errors.As(err, &reply) { // no answer: unreachable
-			return "", unavailable(op, "", err)
-		}
-		if !strict {
-			return "unverified", nil
-		}
-		return "", fmt.Errorf("redislock: %s: %w: cannot tell whether the Redis server is the primary: the account may run neither "+
-			"INFO nor ROLE (%v); a Retire through a writable replica would retire nothing, so it is refused: "+
-			"allow this account INFO (ACL +info) or ROLE (ACL +role), or retire with an account that may",
-			op, lockclient.ErrUnavailable, err)
-	}
-	if len(v) == 0 || v[0] != "master" {
-		role := "unknown"
-		if len(v) > 0 {
-			role = fmt.Sprint(v[0])
-		}
-		return "", fmt.Errorf("redislock: %s: %w: the Redis server is not the primary (ROLE answers %q): "+
-			"its token counter may lag tokens the primary granted, and a retirement would mark only its copy; use the primary",
-			op, lockclient.ErrUnavailable, role)
-	}
-	return "role:master", nil
+	return b.runChecked(ctx, op, "", strict, script, []string{b.TokenKey(), b.OffsetKey()}, args...).Text()
 }
 
 var _ lockclient.Retirer = (*Backend)(nil)
 
-// floorFailed classifies the error of a floor script (raise, last token, retire): the
-// answers of grantFailed (a counter at its end, no token, retired), a server that is
-// not the primary, or unavailability.
-func (b *Backend) floorFailed(op string, err error) error {
-	if errors.Is(err, lockclient.ErrUnavailable) {
-		return err // runFloorScript's own verdict on ROLE
-	}
-	if e := b.grantFailed(op, "", err); e != nil {
-		return e
-	}
-	if msg := err.Error(); strings.Contains(msg, notPrimaryReply) || strings.HasPrefix(msg, "READONLY") {
-		return fmt.Errorf("redislock: %s: %w: the Redis server is a replica (%v): its token counter may lag tokens the primary granted; "+
-			"read it from the primary", op, lockclient.ErrUnavailable, err)
-	}
-	return unavailable(op, "", err)
-}
+// floorFailed classifies the error of a floor script (raise, last token, retire):
+// scriptFailed's answers.
+func (b *Backend) floorFailed(op string, err error) error { return b.scriptFailed(op, "", err) }
 
 // parseCounter reads a token counter's value: a canonical non-negative integer up to
 // 2^63−1, or an error wrapping lockclient.ErrInvalidConfig naming the counter.

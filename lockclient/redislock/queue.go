@@ -27,14 +27,13 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 	queued := false
 	for {
 		sent := time.Now()
-		code, val, rank, err := s.grant(ctx, key, head, waiter)
+		code, val, rank, err := s.grant(ctx, "acquire", key, head, waiter)
 		if err != nil {
-			// Unknown outcome: the request may still grant the key, or queue us.
-			s.abandon(key, head, waiter)
-			if gerr := s.b.grantFailed("acquire", key, err); gerr != nil {
-				return lockclient.Grant{}, time.Time{}, gerr
+			if !refusedByCheck(err) {
+				// Unknown outcome: the request may still grant the key, or queue us.
+				s.abandon(key, head, waiter)
 			}
-			return lockclient.Grant{}, time.Time{}, unavailable("acquire", key, err)
+			return lockclient.Grant{}, time.Time{}, s.b.scriptFailed("acquire", key, err)
 		}
 		if code == 1 {
 			g, err := s.granted(key, head, val)
@@ -70,7 +69,7 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 // drops it when its liveness key expires).
 func (s *session) leave(key, waiter string) {
 	s.background(func(ctx context.Context) error {
-		return leaveScript.Run(ctx, s.b.rdb, []string{s.b.QueueKey(key)}, waiter, s.b.waiterPrefix()).Err()
+		return s.b.runChecked(ctx, "leave", key, false, leaveScript, []string{s.b.QueueKey(key), s.b.TokenKey()}, waiter, s.b.waiterPrefix()).Err()
 	})
 }
 
@@ -78,7 +77,8 @@ func (s *session) leave(key, waiter string) {
 // and no queue entry, in the background (see the package doc).
 func (s *session) abandon(key, head, waiter string) {
 	s.background(func(ctx context.Context) error {
-		return abandonScript.Run(ctx, s.b.rdb, []string{s.b.LockKey(key), s.b.abandonedKey(head), s.b.QueueKey(key)},
+		return s.b.runChecked(ctx, "abandon", key, false, abandonScript,
+			[]string{s.b.LockKey(key), s.b.abandonedKey(head), s.b.QueueKey(key), s.b.TokenKey()},
 			head, s.ttlMillis, waiter, s.b.waiterPrefix()).Err()
 	})
 }

@@ -163,6 +163,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -263,6 +264,8 @@ type Backend struct {
 
 	idMu sync.Mutex
 	id   string // the identity of the token counter (serviceID), "" until read
+
+	roleSource atomic.Int32 // how the scripts learn the server's role: roleByINFO, roleByROLE, roleUnknown (runChecked)
 }
 
 var (

@@ -9,13 +9,13 @@ import (
 // The Lua scripts: each operation on a lock, its token counter and its queue runs as
 // one script, atomically at the server.
 
-// seedLua starts the scripts that may create the token counter. clock() returns the
+// seedLua starts the scripts that may create the token counter, after primaryLua (the
+// primary check, primary.go). clock() returns the
 // server's clock (TIME) in microseconds as a canonical decimal string, or nil if the
 // clock gives no usable value (before 1970, or past 10^18 µs, which keeps the counter
 // far below 2^63−1). TIME is not deterministic, so the scripts must be replicated by
 // their effects: the only mode of Redis 7 and the default since Redis 5; before that,
-// redis.replicate_commands() selects it (since Redis 7 it is a deprecated no-op, called
-// only if it still exists). greater(a, b) compares canonical decimal strings (Lua
+// primaryLua's redis.replicate_commands() selects it. greater(a, b) compares canonical decimal strings (Lua
 // numbers are doubles); add(a, b) adds two of them.
 //
 // The seed rule (red-team rt45d F1–F3; the package doc, "Lost counters"): a missing
@@ -38,8 +38,7 @@ import (
 //     bound it).
 //
 // It returns the counter afterwards and the offset in force, or nil and an error reply.
-var seedLua = `
-if redis.replicate_commands then redis.replicate_commands() end
+var seedLua = primaryLua + `
 local function greater(a, b)
   return #a > #b or (#a == #b and a > b)
 end
@@ -68,23 +67,6 @@ local corrupt = '` + corruptReply + `'
 local retired = '` + retiredReply + `'
 local function isretired(v)
   return string.sub(v, 1, 8) == 'retired:'
-end
-local notprimary = '` + notPrimaryReply + `'
-local unverified = '` + unverifiedReply + `'
-local function rolereply(mode)
-  if mode == 'role:master' then return nil end
-  local ok, info = pcall(redis.call, 'INFO', 'replication')
-  local role = ok and type(info) == 'string' and string.match(info, 'role:(%a+)')
-  if role then
-    if role ~= 'master' then return redis.error_reply(notprimary) end
-    return nil
-  end
-  if mode == 'unverified' then return nil end
-  return redis.error_reply(unverified)
-end
-local function notprimaryreply(key, mode)
-  redis.call('PERSIST', key)
-  return rolereply(mode)
 end
 local function canon(v)
   return (v == '0' or string.match(v, '^[1-9]%d*$') ~= nil) and (#v < 19 or (#v == 19 and v <= '9223372036854775807'))
@@ -139,21 +121,6 @@ end
 // mark as a counter that holds no token (corruptReply).
 const retiredReply = "redislock: the lock service was retired"
 
-// notPrimaryReply is the error reply of the floor scripts (raise, last token, retire)
-// on a server that is not the primary: their notprimaryreply() check — a PERSIST of the
-// counter, a write that a read-only replica refuses (READONLY) before anything runs,
-// and INFO replication's role (a writable replica) — runs in the same script as the
-// read, so no extra round trip (red-team rt37c F2). A replica's counter may lag tokens
-// the primary granted. Where the account may not run INFO, the check answers
-// unverifiedReply and the caller reads ROLE (primaryMode), then runs the script again
-// with the mode "role:master" (ROLE said so) or, for LastToken and RaiseFloor only,
-// "unverified" (ROLE refused too).
-//
-// notprimaryreply(key, mode) returns that error reply, or nil when the script may go on;
-// rolereply(mode) is its INFO part alone, without the PERSIST, for a script that writes
-// nothing (retiredScript: on a read-only replica INFO's role answers "slave").
-const notPrimaryReply = "redislock: the server is not the primary"
-
 // corruptReply starts the error reply of a grant or raise that finds the token counter
 // holding something that is not a canonical non-negative integer up to 2^63−1 ("abc",
 // "-5", "007", "9223372036854775808": canon() compares a 19-digit value with 2^63−1 as
@@ -190,7 +157,9 @@ const exhaustedReply = "redislock: the token counter is at its end"
 // request's abandonment mark, KEYS[5] ticket counter, KEYS[6] the offset key; ARGV[1]
 // "<session>:<request>:", ARGV[2] ttl in ms, ARGV[3] owner, ARGV[4] waiter id ("" for
 // TryAcquire), ARGV[5] the liveness key prefix, ARGV[6] the Backend's WithMinToken
-// (offsetArg: "0" without). Returns {1, token} (the token as a decimal string: never a
+// (offsetArg: "0" without), ARGV[7] the primary check's mode (runChecked). It runs on
+// the primary only: on any other server it answers notPrimaryReply and writes nothing
+// (primaryLua; red-team rt48d F1). Returns {1, token} (the token as a decimal string: never a
 // Lua number, which is a double) when granted; {0, pttl, rank} when the key is held;
 // {-1, pttl, rank} when a live waiter is first in the queue (rank: the waiter's position
 // in the queue, 0 first). A waiter that is not granted is queued (once) and its liveness
@@ -202,6 +171,8 @@ const exhaustedReply = "redislock: the token counter is at its end"
 // exhaustedReply; a counter that holds no canonical non-negative integer grants nothing
 // either (corruptReply), nor does the mark of a retired service (retiredReply).
 var grantScript = redis.NewScript(seedLua + `
+local np = notprimaryreply(KEYS[2], ARGV[7])
+if np then return np end
 local v = redis.call('GET', KEYS[1])
 if v then
   if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
@@ -248,12 +219,15 @@ end
 return {1, t}
 `)
 
-// abandonScript: KEYS[1] lock, KEYS[2] the request's abandonment mark, KEYS[3] queue;
-// ARGV[1] "<session>:<request>:", ARGV[2] ttl in ms, ARGV[3] waiter id or "", ARGV[4]
-// the liveness key prefix. Deletes the lock if the request got it (returns 1), else marks
-// the request abandoned so that it grants nothing if it arrives later (returns 0); the
-// waiter leaves the queue either way.
-var abandonScript = redis.NewScript(`
+// abandonScript: KEYS[1] lock, KEYS[2] the request's abandonment mark, KEYS[3] queue,
+// KEYS[4] token counter; ARGV[1] "<session>:<request>:", ARGV[2] ttl in ms, ARGV[3]
+// waiter id or "", ARGV[4] the liveness key prefix, ARGV[5] the primary check's mode.
+// Deletes the lock if the request got it (returns 1), else marks the request abandoned
+// so that it grants nothing if it arrives later (returns 0); the waiter leaves the
+// queue either way. Like every script below, it runs on the primary only (primaryLua).
+var abandonScript = redis.NewScript(primaryLua + `
+local np = notprimaryreply(KEYS[4], ARGV[5])
+if np then return np end
 if ARGV[3] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[3])
   redis.call('DEL', ARGV[4] .. ARGV[3])
@@ -267,16 +241,23 @@ redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
 return 0
 `)
 
-// leaveScript: KEYS[1] queue; ARGV[1] waiter id, ARGV[2] the liveness key prefix.
-var leaveScript = redis.NewScript(`
+// leaveScript: KEYS[1] queue, KEYS[2] token counter; ARGV[1] waiter id, ARGV[2] the
+// liveness key prefix, ARGV[3] the primary check's mode.
+var leaveScript = redis.NewScript(primaryLua + `
+local np = notprimaryreply(KEYS[2], ARGV[3])
+if np then return np end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('DEL', ARGV[2] .. ARGV[1])
 return 1
 `)
 
-// renewScript: KEYS[1] lock; ARGV[1] the grant's value, ARGV[2] ttl in ms.
-// Returns 1 if renewed, 0 if the key is missing or someone else's.
-var renewScript = redis.NewScript(`
+// renewScript: KEYS[1] lock, KEYS[2] token counter; ARGV[1] the grant's value, ARGV[2]
+// ttl in ms, ARGV[3] the primary check's mode. Returns 1 if renewed, 0 if the key is
+// missing or someone else's. On a replica it renews nothing (notPrimaryReply): a lease
+// kept alive on a replica's copy is no lease at the primary (red-team rt48d F1).
+var renewScript = redis.NewScript(primaryLua + `
+local np = notprimaryreply(KEYS[2], ARGV[3])
+if np then return np end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
@@ -284,9 +265,12 @@ end
 return 0
 `)
 
-// releaseScript: KEYS[1] lock; ARGV[1] the grant's value.
-// Returns 1 if deleted, 0 if the key is missing, -1 if it is someone else's.
-var releaseScript = redis.NewScript(`
+// releaseScript: KEYS[1] lock, KEYS[2] token counter; ARGV[1] the grant's value,
+// ARGV[2] the primary check's mode. Returns 1 if deleted, 0 if the key is missing, -1
+// if it is someone else's.
+var releaseScript = redis.NewScript(primaryLua + `
+local np = notprimaryreply(KEYS[2], ARGV[2])
+if np then return np end
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('DEL', KEYS[1])

@@ -40,24 +40,24 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 // tryAcquire makes the grant request req (an id unique to this attempt).
 func (s *session) tryAcquire(ctx context.Context, key, req string) (lockclient.Grant, error) {
 	head := s.id + ":" + req + ":"
-	code, val, _, err := s.grant(ctx, key, head, "")
+	code, val, _, err := s.grant(ctx, "try-acquire", key, head, "")
 	switch {
 	case err != nil:
-		s.abandon(key, head, "")
-		if gerr := s.b.grantFailed("try-acquire", key, err); gerr != nil {
-			return lockclient.Grant{}, gerr
+		if !refusedByCheck(err) {
+			s.abandon(key, head, "") // unknown outcome: the request may still grant the key
 		}
-		return lockclient.Grant{}, unavailable("try-acquire", key, err)
+		return lockclient.Grant{}, s.b.scriptFailed("try-acquire", key, err)
 	case code != 1:
 		return lockclient.Grant{}, lockclient.ErrHeld
 	}
 	return s.granted(key, head, val)
 }
 
-// grant runs grantScript for request head, as waiter (or "" for TryAcquire).
-func (s *session) grant(ctx context.Context, key, head, waiter string) (code int64, val any, rank int64, err error) {
+// grant runs grantScript for request head, as waiter (or "" for TryAcquire), through
+// the primary check (runChecked).
+func (s *session) grant(ctx context.Context, op, key, head, waiter string) (code int64, val any, rank int64, err error) {
 	b := s.b
-	res, err := grantScript.Run(ctx, b.rdb,
+	res, err := b.runChecked(ctx, op, key, false, grantScript,
 		[]string{b.LockKey(key), b.TokenKey(), b.QueueKey(key), b.abandonedKey(head), b.ticketKey(), b.OffsetKey()},
 		head, s.ttlMillis, s.owner, waiter, b.waiterPrefix(), b.offsetArg()).Slice()
 	if err != nil {
@@ -174,10 +174,10 @@ func (s *session) Renew(ctx context.Context, g lockclient.Grant) error {
 	if err != nil {
 		return err
 	}
-	n, err := renewScript.Run(ctx, s.b.rdb, []string{s.b.LockKey(g.Key)}, v, s.ttlMillis).Int64()
+	n, err := s.b.runChecked(ctx, "renew", g.Key, false, renewScript, []string{s.b.LockKey(g.Key), s.b.TokenKey()}, v, s.ttlMillis).Int64()
 	switch {
 	case err != nil:
-		return unavailable("renew", g.Key, err)
+		return s.b.scriptFailed("renew", g.Key, err)
 	case n == 1:
 		return nil
 	}
@@ -189,10 +189,10 @@ func (s *session) Release(ctx context.Context, g lockclient.Grant) error {
 	if err != nil {
 		return err
 	}
-	n, err := releaseScript.Run(ctx, s.b.rdb, []string{s.b.LockKey(g.Key)}, v).Int64()
+	n, err := s.b.runChecked(ctx, "release", g.Key, false, releaseScript, []string{s.b.LockKey(g.Key), s.b.TokenKey()}, v).Int64()
 	switch {
 	case err != nil:
-		return unavailable("release", g.Key, err)
+		return s.b.scriptFailed("release", g.Key, err)
 	case n == 1:
 		return nil
 	case n == 0:
