@@ -9,8 +9,9 @@ import (
 
 // myGrantV1Comment is the COMMENT of the version-1 grant procedure <table>_grant_v1
 // (a backend falls back on it while version 2 is missing); "rev 2": expiry by the
-// server's clock (myClock, red-team rt41c F1). The first revision had no "rev".
-const myGrantV1Comment = "fencedsql sqllock: grant p_key if free or expired; returns the token, 0 if held; rev 2"
+// server's clock (myClock, red-team rt41c F1); "rev 3": the server-role check
+// (myPrimaryCheck, red-team rt48d F2). The first revision had no "rev".
+const myGrantV1Comment = "fencedsql sqllock: grant p_key if free or expired; returns the token, 0 if held; rev 3"
 
 func myDDL(tn tableName) []string {
 	t := tn.quoted(MySQL)
@@ -48,6 +49,7 @@ func myDDL(tn tableName) []string {
 			"        RESIGNAL;\n"+
 			"    END;\n"+
 			myNoClock+
+			myPrimaryCheck+
 			"    START TRANSACTION;\n"+
 			"    SELECT v INTO v_token FROM %s WHERE id = 1 FOR UPDATE;\n"+
 			"    IF v_token IS NULL THEN\n"+
@@ -104,8 +106,9 @@ func myDDL(tn tableName) []string {
 // (CREATE PROCEDURE does not replace). Revisions: 2, the key's row is locked before the
 // counter; 3, expiry is judged by the server's clock (myClock), not the session's
 // (red-team rt41c F1); 4, every path commits, whatever the session's autocommit
-// (red-team rt41c F3).
-const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 4"
+// (red-team rt41c F3); 5, a replica or read-only server is refused before anything is
+// written (myPrimaryCheck, red-team rt48d F2).
+const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 5"
 
 func myDDLv2(tn tableName) []string {
 	t := tn.quoted(MySQL)
@@ -149,6 +152,7 @@ func myDDLv2(tn tableName) []string {
 			"        RESIGNAL;\n"+
 			"    END;\n"+
 			myNoClock+
+			myPrimaryCheck+
 			"    body: BEGIN\n"+
 			"        SELECT MAX(ticket), COALESCE(MAX(gone), 0),\n"+
 			"               COALESCE(MAX(alive_until < "+myClock+" + INTERVAL (p_ttl_us * 2 DIV 3) MICROSECOND), 0)\n"+

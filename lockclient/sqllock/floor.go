@@ -50,8 +50,9 @@ func WithMinToken(n uint64) Option {
 // MySQL it updates the counter row, whose lock grants take. Either way it is ordered
 // with every grant and every other RaiseFloor: no grant draws a token between the check
 // and the raise. min above math.MaxInt64-1,000,000 is an error wrapping
-// lockclient.ErrInvalidConfig; a missing table a *SchemaError; an unreachable database
-// an error wrapping lockclient.ErrUnavailable.
+// lockclient.ErrInvalidConfig; a missing table a *SchemaError; an unreachable database,
+// or one that is a standby, a replica or read-only (checked as LastToken does, before
+// anything is written), an error wrapping lockclient.ErrUnavailable.
 func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if min > maxFloor {
 		return fmt.Errorf("sqllock: %w: RaiseFloor(%d): above the largest floor, %d (it leaves %d tokens before the largest BIGINT)",
@@ -65,8 +66,26 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		return err
 	}
 	if b.dialect == MySQL {
-		if _, err := b.exec(ctx, b.q.raiseFloor, int64(min), int64(min)); err != nil {
-			return b.fail(ctx, "raise-floor", "", err)
+		// Under the counter row's lock, the server's role first (leaseTop, as LastToken):
+		// a raise on a replica would raise only its copy (red-team rt48d F2).
+		err := b.inCounterLock(ctx, "raise-floor", func(tx *sql.Tx) error {
+			var v int64
+			if err := tx.QueryRowContext(ctx, "SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+				return err
+			}
+			var top sql.NullInt64
+			var replica bool
+			if err := tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica); err != nil {
+				return err
+			}
+			if replica {
+				return replicaError("raise-floor", nil)
+			}
+			_, err := tx.ExecContext(ctx, b.q.raiseFloor, int64(min), int64(min))
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		// The counter is now at or above min, or its row is missing, or the service is
 		// retired (the counter at the largest BIGINT: the UPDATE changed nothing);
@@ -90,6 +109,9 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		var standby bool
 		if err := tx.QueryRowContext(ctx, b.q.lastToken).Scan(&last, &top, &standby); err != nil {
 			return err
+		}
+		if standby {
+			return replicaError("raise-floor", nil)
 		}
 		if last >= int64(min) {
 			return nil
@@ -192,7 +214,7 @@ func (b *Backend) lastToken(ctx context.Context) (int64, bool, error) {
 		return 0, false, err
 	}
 	if replica {
-		return 0, false, replicaError("last-token")
+		return 0, false, replicaError("last-token", nil)
 	}
 	if last < math.MaxInt64 {
 		if p := tokenSourceBehind(b, b.tokenSource(), last+1, top); p != "" {

@@ -32,16 +32,19 @@ import (
 // your own. A session whose next transaction was made READ ONLY is overridden (READ
 // WRITE); a read-only server, or an XA transaction open on the connection, makes the
 // call fail (the lease is then lost at its local deadline, fail-closed). The procedures
-// carry their revision in their COMMENT, as the grant procedures do (upgrade_mysql.go).
+// carry their revision in their COMMENT, as the grant procedures do (upgrade_mysql.go);
+// revision 2 refuses a replica or read-only server before anything is written
+// (myPrimaryCheck, red-team rt48d F2: a renewal there kept alive a copy of a lease the
+// primary never saw).
 
 // myRenewComment and myReleaseComment are the COMMENTs of the current revisions of
 // <table>_renew_v2 and <table>_release_v2, myLeaveComment and myAbandonComment of
 // <table>_leave_v2 and <table>_abandon_v2.
 const (
-	myRenewComment   = "fencedsql sqllock: renew p_key for p_session and p_token, committed at the server; returns 1 if renewed; rev 1"
-	myReleaseComment = "fencedsql sqllock: release p_key for p_session and p_token, committed at the server; returns found, live; rev 1"
-	myLeaveComment   = "fencedsql sqllock: waiter p_waiter leaves the queue, committed at the server; returns the rows deleted; rev 1"
-	myAbandonComment = "fencedsql sqllock: mark request p_waiter abandoned, then delete its grant, committed at the server; rev 1"
+	myRenewComment   = "fencedsql sqllock: renew p_key for p_session and p_token, committed at the server; returns 1 if renewed; rev 2"
+	myReleaseComment = "fencedsql sqllock: release p_key for p_session and p_token, committed at the server; returns found, live; rev 2"
+	myLeaveComment   = "fencedsql sqllock: waiter p_waiter leaves the queue, committed at the server; returns the rows deleted; rev 2"
+	myAbandonComment = "fencedsql sqllock: mark request p_waiter abandoned, then delete its grant, committed at the server; rev 2"
 )
 
 // myDDLRenew returns the CREATE PROCEDURE statements of <table>_renew_v2,
@@ -79,6 +82,7 @@ func myDDLRenew(tn tableName) []string {
 			"BEGIN\n"+
 			"    DECLARE v_n BIGINT DEFAULT 0;\n"+
 			handler+
+			myPrimaryCheck+
 			"    START TRANSACTION READ WRITE;\n"+
 			"    UPDATE %s SET expires_at = "+myClock+" + INTERVAL p_ttl_us MICROSECOND\n"+
 			"        WHERE lock_key = p_key AND session_id = p_session AND token = p_token AND expires_at > "+myClock+";\n"+
@@ -98,6 +102,7 @@ func myDDLRenew(tn tableName) []string {
 			"    DECLARE v_found BIGINT DEFAULT 0;\n"+
 			"    DECLARE v_live BIGINT DEFAULT 0;\n"+
 			handler+
+			myPrimaryCheck+
 			"    START TRANSACTION READ WRITE;\n"+
 			"    SELECT COUNT(*), COALESCE(MAX(expires_at > "+myClock+"), 0) INTO v_found, v_live FROM %s\n"+
 			"        WHERE lock_key = p_key AND session_id = p_session AND token = p_token FOR UPDATE;\n"+
@@ -113,6 +118,7 @@ func myDDLRenew(tn tableName) []string {
 			"BEGIN\n"+
 			"    DECLARE v_n BIGINT DEFAULT 0;\n"+
 			handler+
+			myPrimaryCheck+
 			"    START TRANSACTION READ WRITE;\n"+
 			"    DELETE FROM %s WHERE waiter_id = p_waiter AND gone = 0;\n"+
 			"    SET v_n = ROW_COUNT();\n"+
@@ -131,6 +137,7 @@ func myDDLRenew(tn tableName) []string {
 			"BEGIN\n"+
 			"    DECLARE v_n BIGINT DEFAULT 0;\n"+
 			handler+
+			myPrimaryCheck+
 			"    START TRANSACTION READ WRITE;\n"+
 			"    INSERT INTO %s (lock_key, waiter_id, session_id, owner, alive_until, gone)\n"+
 			"        VALUES (p_key, p_waiter, p_session, '', "+myClock+" + INTERVAL p_keep_us MICROSECOND, 1)\n"+

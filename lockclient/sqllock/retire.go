@@ -66,7 +66,7 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 				return err
 			}
 			if replica {
-				return replicaError(op)
+				return replicaError(op, nil)
 			}
 			if l, ok, err := b.retiredLast(ctx, tx); err != nil || ok {
 				last = l
@@ -100,7 +100,7 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 				return err
 			}
 			if standby {
-				return replicaError(op)
+				return replicaError(op, nil)
 			}
 			if l, ok, err := b.retiredLast(ctx, tx); err != nil || ok {
 				last = l
@@ -177,11 +177,4 @@ func (b *Backend) retiredLast(ctx context.Context, q interface {
 // was last.
 func (b *Backend) retiredError(op string, last int64) error {
 	return fmt.Errorf("sqllock: %s: token source %s (last token %d): %w", op, b.tokenSource().String(), last, lockclient.ErrRetired)
-}
-
-// replicaError is the error of reading or marking the token source on a standby or
-// replica.
-func replicaError(op string) error {
-	return fmt.Errorf("sqllock: %s: %w: the server is a standby, a replica or read-only: its token source may lag the primary's, which may have granted higher tokens; use the primary",
-		op, lockclient.ErrUnavailable)
 }

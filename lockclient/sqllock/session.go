@@ -127,7 +127,7 @@ func (s *session) TryAcquire(ctx context.Context, key string) (lockclient.Grant,
 	}
 	switch {
 	case err != nil:
-		if entered {
+		if entered && !refusedAsReplica(err) { // a refused request wrote nothing
 			s.abandon(key, gs) // the request may still reach the server
 		}
 		return lockclient.Grant{}, s.b.grantFailed(ctx, "try-acquire", key, err)

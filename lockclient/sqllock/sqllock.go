@@ -285,7 +285,8 @@ func cleanOwner(owner string) string {
 // a layer between the backend and the database (notSent) is no outage: it wraps
 // lockclient.ErrInvalidConfig instead, so Acquire fails at once rather than retry
 // until its deadline; nor is a statement refused because a lease in the context is
-// lost (lockclient.ErrLeaseLost, returned as it is).
+// lost (lockclient.ErrLeaseLost, returned as it is). A server that refused the write as
+// a standby, replica or read-only server (refusedAsReplica) is replicaError.
 func unavailable(op, key string, err error) error {
 	if errors.Is(err, lockclient.ErrRetired) {
 		return err // the lock service was retired: no retry passes (Retire)
@@ -294,6 +295,9 @@ func unavailable(op, key string, err error) error {
 		// A lease in the caller's context is lost, and a layer below (a fenced pool)
 		// refused the statement unsent: no retry under that context passes.
 		return fmt.Errorf("sqllock: %s: the statement was refused under a lost lease in the context: %w", op, err)
+	}
+	if refusedAsReplica(err) {
+		return replicaError(op, err)
 	}
 	var ns notSent
 	if errors.As(err, &ns) && ns.NotSent() {

@@ -72,9 +72,8 @@ func buildQueries(d Dialect, tn tableName) queries {
 				"VALUES (?, ?, ?, '', "+myClock+" + INTERVAL ? MICROSECOND, 1) "+
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = "+myClock+" + INTERVAL ? MICROSECOND",
 				tn.waiters().quoted(MySQL)),
-			lastToken: fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
-			leaseTop: fmt.Sprintf("SELECT MAX(token), @@global.read_only <> 0 OR EXISTS (SELECT 1 FROM information_schema.PROCESSLIST "+
-				"WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker')) FROM %s", t),
+			lastToken:  fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
+			leaseTop:   fmt.Sprintf("SELECT MAX(token), %s FROM %s", myReplicaExpr, t),
 			raiseFloor: fmt.Sprintf("UPDATE %s SET v = ? WHERE id = 1 AND v < ?", tn.with("_token").quoted(MySQL)),
 		}
 	}

@@ -94,7 +94,9 @@ func (s *session) AcquireQueued(ctx context.Context, key string) (lockclient.Gra
 		}
 		switch {
 		case err != nil:
-			s.abandon(key, gs) // unknown outcome: it may still grant or queue
+			if !refusedAsReplica(err) { // a refused request wrote nothing
+				s.abandon(key, gs) // unknown outcome: it may still grant or queue
+			}
 			return lockclient.Grant{}, time.Time{}, failed(err)
 		case st.token > 0:
 			return lockclient.Grant{Key: key, Token: uint64(st.token), Data: gs}, sent, nil
