@@ -140,9 +140,13 @@
 // lockclient.ErrRetired, checked in the grant script, and so does RaiseFloor; LastToken
 // answers the bound, which a counter seeded again after a loss stays below for 142
 // years (red-team rt44c F2).
-// LastToken, RaiseFloor and Retire run on the primary only: on a replica, whose counter
-// may lag tokens the primary granted, they fail with an error wrapping
-// lockclient.ErrUnavailable.
+// Every script that writes — a grant, a renewal, a release, the queue's clean-ups,
+// LastToken, RaiseFloor, Retire — runs on the primary only: on a replica, whose keys lag
+// the primary's and where nothing written reaches the primary, it fails with an error
+// wrapping lockclient.ErrUnavailable, nothing written (a writable replica granted the
+// lock the primary then granted again with the same token: red-team rt48d F1). The
+// check is part of each script (INFO replication's role; an account without INFO pays
+// one ROLE before each script, see runChecked).
 //
 // Redis Cluster: the scripts touch two keys (the lock and the counter), which must be
 // in one hash slot; give a prefix with a hash tag, e.g. WithPrefix("{fencedsql}:"), so

@@ -254,7 +254,14 @@
 // are declared lost when their local deadline passes. The table can live in the same
 // database as the guarded data (then the lock service and the data fail together) or
 // in another one. Use the primary: a lagging or failed-over replica does not have the
-// latest grants.
+// latest grants, and nothing written there reaches the primary. Every write refuses a
+// server that is not the primary with an error wrapping [lockclient.ErrUnavailable],
+// nothing written: a PostgreSQL standby refuses writes itself; on MySQL/MariaDB every
+// procedure that writes, RaiseFloor, Retire and LastToken check read_only, the
+// replication threads (seen with the PROCESS privilege) and MariaDB's Slaves_running
+// (read_only at every call, replication at most once per second per connection). Make
+// replicas read_only (before their replication starts) so that the check does not
+// depend on the account's privileges.
 //
 // # Connections
 //
