@@ -54,19 +54,27 @@ func bodyWrites(src string, syn dialect.Syntax, name string, guard bool) bool {
 }
 
 // dynamicUnread reports whether the body src runs dynamic SQL whose text dynamicTexts
-// cannot read (as written or with its executable comments opened): such a body may
-// write any table of any database its account reaches, and a door's problem says why
-// it was taken for one.
+// cannot read (as written or with its executable comments opened), itself or in a
+// text it runs (EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE @q'): such a body may write any
+// table of any database its account reaches, and a door's problem says why it was
+// taken for one.
 func dynamicUnread(src string) bool {
 	opened, ok := openExecComments(src)
 	if !ok {
 		return true
 	}
-	if _, ok := dynamicTexts(src); !ok {
-		return true
+	for _, b := range []string{src, opened} {
+		texts, ok := dynamicTexts(b)
+		if !ok {
+			return true
+		}
+		for _, t := range texts {
+			if dynamicUnread(t) {
+				return true
+			}
+		}
 	}
-	_, ok = dynamicTexts(opened)
-	return !ok
+	return false
 }
 
 // dynamicUnreadNote is the note a door's problem carries when the body's dynamic SQL

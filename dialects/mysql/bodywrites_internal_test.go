@@ -154,3 +154,24 @@ func TestBodyWritesExecutableCommentsAndServerRoutines(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicUnreadNested: unreadable dynamic SQL inside a literal text the body runs
+// is unreadable dynamic SQL of the body — the judgement of another database's bodies
+// (rowWrites) rests on dynamicUnread alone.
+func TestDynamicUnreadNested(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{"BEGIN EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE @q'; END", true},
+		{"BEGIN PREPARE s FROM 'PREPARE t FROM @q'; EXECUTE s; END", true},
+		{"BEGIN EXECUTE IMMEDIATE 'CALL sys.execute_prepared_stmt(@q)'; END", true},
+		{"BEGIN EXECUTE IMMEDIATE '/*!EXECUTE IMMEDIATE @q*/'; END", true},
+		{"BEGIN EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''SELECT 1'''; END", false},
+		{"BEGIN DELETE FROM fencedsql_tomb_acc; END", false},
+	} {
+		if got := dynamicUnread(c.body); got != c.want {
+			t.Errorf("dynamicUnread(%q) = %v, want %v", c.body, got, c.want)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func TestOtherDatabaseUnreadableDynamicSQLIsDoor(t *testing.T) {
 		{"ProcPrepareUserVar", "CREATE PROCEDURE fix48b_other.fix48b_run() BEGIN PREPARE s FROM @fix48b_q; EXECUTE s; DEALLOCATE PREPARE s; END", "DROP PROCEDURE IF EXISTS fix48b_other.fix48b_run", true},
 		{"ProcCallsSysExecute", "CREATE PROCEDURE fix48b_other.fix48b_run(q TEXT) SQL SECURITY DEFINER BEGIN CALL sys.execute_prepared_stmt(q); END", "DROP PROCEDURE IF EXISTS fix48b_other.fix48b_run", true},
 		{"ProcExecuteCallersStatement", "CREATE PROCEDURE fix48b_other.fix48b_run() SQL SECURITY DEFINER BEGIN EXECUTE s; END", "DROP PROCEDURE IF EXISTS fix48b_other.fix48b_run", true},
+		{"ProcNestedExecuteImmediate", "CREATE PROCEDURE fix48b_other.fix48b_run() SQL SECURITY DEFINER BEGIN EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE @fix48b_q'; END", "DROP PROCEDURE IF EXISTS fix48b_other.fix48b_run", true},
 		{"EventExecuteImmediateVar", "CREATE EVENT fix48b_other.fix48b_run ON SCHEDULE EVERY 1 HOUR DISABLE DO EXECUTE IMMEDIATE @fix48b_q", "DROP EVENT IF EXISTS fix48b_other.fix48b_run", true},
 		{"ProcLiteralOwnTable", "CREATE PROCEDURE fix48b_other.fix48b_run() BEGIN PREPARE s FROM 'DELETE FROM fencedsql_tomb_acc'; EXECUTE s; END", "DROP PROCEDURE IF EXISTS fix48b_other.fix48b_run", false},
 		{"EventLiteralOwnTable", "CREATE EVENT fix48b_other.fix48b_run ON SCHEDULE EVERY 1 HOUR DISABLE DO EXECUTE IMMEDIATE 'UPDATE fencedsql_floor SET floor = 0'", "DROP EVENT IF EXISTS fix48b_other.fix48b_run", false},
