@@ -17,9 +17,8 @@ import (
 // same way (bodyWrites over EVENT_DEFINITION: DDL on the guard tables and dynamic SQL
 // count, red-team rt47b F1, F2), in the table's database or in another whose body
 // names that database (an event's unqualified names are its own database's); the query
-// also lists the events of every database whose body may hold dynamic SQL
-// (eventDynamicSQL), whose text may name any database: one of another database is a
-// door when its dynamic SQL cannot be read (red-team rt48b F1, rowWrites). A DISABLED event counts as much as an ENABLED one: ALTER EVENT … ENABLE,
+// also lists the events whose body holds PREPARE or EXECUTE, whose dynamic SQL may
+// name nothing. A DISABLED event counts as much as an ENABLED one: ALTER EVENT … ENABLE,
 // a replica promoted (SLAVESIDE_DISABLED) or the event scheduler turned on makes it
 // run, with no change the guards could see. Writers of the guards' tables are
 // dialect.SideDoorGuardWriter (Fix: DROP EVENT); writers of the table are
@@ -30,35 +29,25 @@ import (
 //
 // guardTables reads the events with its own catalog query (eventsSQL's rows, tagged
 // 'event': no round trip of their own) and judges each with eventDoor.
-const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, IF(" + eventNamedSQL + ", '1', '0'), EVENT_DEFINITION, SQL_MODE FROM information_schema.EVENTS " +
+const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, SQL_MODE FROM information_schema.EVENTS " +
 	"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 " +
-	"OR " + eventDynamicSQL + ") " +
-	"AND (" + eventNamedSQL + " OR " + eventDynamicSQL + ")"
-
-// eventNamedSQL is eventsSQL's condition that an event is judged in full: it is in
-// the table's database or its body names it. eventDynamicSQL: its body may hold
-// dynamic SQL (dynamicWordsSQL).
-const (
-	eventNamedSQL   = "(EVENT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0)"
-	eventDynamicSQL = "(LOCATE('prepare', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('execute', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('sys', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('mysql', LOWER(EVENT_DEFINITION)) > 0)"
-)
+	"OR LOCATE('prepare', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('execute', LOWER(EVENT_DEFINITION)) > 0) " +
+	"AND (EVENT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0)"
 
 // eventsArgs are eventsSQL's arguments for t.
 func eventsArgs(t dialect.TableName) []any {
-	return []any{t.Schema, t.Schema, t.Name, tombTable(t).Name, floorTable(t.Schema).Name, t.Schema, t.Schema}
+	return []any{t.Name, tombTable(t).Name, floorTable(t.Schema).Name, t.Schema, t.Schema}
 }
 
-// eventDoor judges the event of the eventsSQL row r (tag, schema, name, status,
-// named, definition, sql_mode; named "0" for an event of another database whose body
-// does not name table's database, judged by its unreadable dynamic SQL alone:
-// rowWrites): the door it is to table, or nil.
+// eventDoor judges the event of the eventsSQL row r (tag, schema, name, status, ”,
+// definition, sql_mode): the door it is to table, or nil.
 func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.SideDoor {
 	tomb, floor := tombTable(table), floorTable(table.Schema)
 	ev := dialect.TableName{Schema: r[1], Name: r[2]}
 	status, def := strings.ToLower(r[3]), r[5]
 	var wrote []string
 	for _, g := range []string{tomb.Name, floor.Name} {
-		if rowWrites(def, storedMode(r, 6), g, true, r[4] != "0") {
+		if writesAsStored(def, storedMode(r, 6), g, true) {
 			wrote = append(wrote, g)
 		}
 	}
@@ -68,7 +57,7 @@ func (d dialectImpl) eventDoor(table dialect.TableName, r []string) *dialect.Sid
 				" read: it runs as its DEFINER on its schedule (a disabled one once enabled), and a tombstone deleted or lowered, or a floor lowered, lets a stale holder write again; drop the event (or remove the write from its body)",
 			Fix: []string{"DROP EVENT IF EXISTS " + ev.Quote(d.QuoteIdent)}}
 	}
-	if !rowWrites(def, storedMode(r, 6), table.Name, false, r[4] != "0") {
+	if !writesAsStored(def, storedMode(r, 6), table.Name, false) {
 		return nil
 	}
 	return &dialect.SideDoor{Kind: dialect.SideDoorRoutine, Object: "event " + ev.String(),

@@ -13,11 +13,7 @@ import (
 // (dynamic SQL counts, red-team rt47b F1: the query also lists the routines whose body
 // holds PREPARE or EXECUTE), as otherTriggers reads trigger bodies — in the table's database,
 // or in another one whose body names the table's database (a routine's unqualified
-// names are its own database's), and, judged by their unreadable dynamic SQL alone
-// (rowWrites; red-team rt48b F1: the text run may name any database), the routines of
-// every database whose body may hold dynamic SQL (dynamicWordsSQL) but the server's own
-// INVOKER routines of mysql and sys (a CALL of one counts as unreadable dynamic SQL
-// instead, dynamicTexts). A statement through the pool reaches such a function
+// names are its own database's). A statement through the pool reaches such a function
 // without CALL and without naming the table — SELECT f(), SET @x = f(), f() in a WHERE,
 // VALUES, an INSERT into another table, a trigger of another table that calls it — so
 // the wrapper sends it as written, and its write is unfenced; the guard lets an UPDATE
@@ -33,13 +29,12 @@ import (
 // that counts). No Fix: the routine is the user's.
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, floor, rec := tombTable(t.Table), floorTable(t.Table.Schema), absenceProc(t.Table.Name)
-	db, named := "COALESCE(NULLIF(?, ''), DATABASE())", "(ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0)"
-	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = "+db+", ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE, IF("+named+", 1, 0) FROM information_schema.ROUTINES "+
+	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
 		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ? "+
-		"OR "+dynamicWordsSQL("ROUTINE_DEFINITION")+") "+
-		"AND ("+named+" OR "+dynamicWordsSQL("ROUTINE_DEFINITION")+" AND NOT (LOWER(ROUTINE_SCHEMA) IN ('mysql', 'sys') AND SECURITY_TYPE = 'INVOKER')) "+
+		"OR LOCATE('prepare', LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE('execute', LOWER(ROUTINE_DEFINITION)) > 0) "+
+		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
-		t.Table.Schema, t.Table.Schema, t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, t.Table.Schema, t.Table.Schema)
+		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, t.Table.Schema, t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +54,7 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 		if door != nil || judged {
 			continue
 		}
-		if !rowWrites(r[3], storedMode(r, 7), t.Table.Name, false, rowNamed(r, 8)) {
+		if !writesAsStored(r[3], storedMode(r, 7), t.Table.Name, false) {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}
@@ -114,7 +109,7 @@ func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r
 	}
 	var wrote []string
 	for _, g := range []dialect.TableName{{Schema: table.Schema, Name: tomb}, floorTable(table.Schema)} {
-		if rowWrites(r[3], storedMode(r, 7), g.Name, true, rowNamed(r, 8)) {
+		if writesAsStored(r[3], storedMode(r, 7), g.Name, true) {
 			wrote = append(wrote, g.String())
 		}
 	}
