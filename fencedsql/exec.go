@@ -13,8 +13,8 @@ import (
 
 // guardedArgs resolves the token and expected version, binds a plan's arguments,
 // refuses a reference whose fencing columns the configuration leaves undecided
-// (ambiguous) and runs the lazy schema and session checks: everything before a
-// guarded write is sent.
+// (ambiguous) and runs the lazy session and table checks (verifySession,
+// guardChecks): everything before a guarded write is sent.
 func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.NamedValue) (tok uint64, ver int64, out []driver.NamedValue, err error) {
 	if tok, err = c.tokenFor(ctx, p.Guard); err != nil {
 		return 0, 0, nil, err
@@ -28,16 +28,36 @@ func (c *conn) guardedArgs(ctx context.Context, p *plan.Plan, args []driver.Name
 		}
 		return 0, 0, nil, err
 	}
-	if err = c.core.ambiguous(p.Guard); err != nil {
+	// The session check (from the driver's state before every write where the
+	// dialect tracks it, else once per connection and again after a statement that
+	// may have changed it); WithSchemaCheck(false) keeps only the settings that
+	// change how statements are read (sessionReadingOnly).
+	if err = c.verifySession(ctx, c.core.cfg.schemaCheck); err != nil {
 		return 0, 0, nil, err
 	}
-	if err = c.core.relatives.refusal(); err != nil { // a prepared statement: relatives.go
-		return 0, 0, nil, err
-	}
-	if err = c.verify(ctx, p.Guard); err != nil {
+	if err = c.guardChecks(ctx, p.Guard); err != nil {
 		return 0, 0, nil, err
 	}
 	return tok, ver, out, nil
+}
+
+// guardChecks runs the checks of the guarded table g that do not depend on a
+// statement's token or arguments: the fencing columns the configuration leaves
+// undecided (ambiguous), the pool stopped by an unguarded relative (relatives.go), and
+// the lazy schema and session checks (verify: cached per pool and table, so no round
+// trip once the table's verdict is known). It runs before a guarded write is sent
+// (guardedArgs) and before its rewrite is sent to the driver to be prepared
+// (stmt.prepareAll), so a table without its fencing columns is the same typed
+// *SchemaError on every path, an explicitly prepared statement's included, and
+// nothing is sent (red-team rt48g F1: Prepare returned the driver's "no such column").
+func (c *conn) guardChecks(ctx context.Context, g *plan.Table) error {
+	if err := c.core.ambiguous(g); err != nil {
+		return err
+	}
+	if err := c.core.relatives.refusal(); err != nil { // a prepared statement: relatives.go
+		return err
+	}
+	return c.verifyTable(ctx, g)
 }
 
 // bind builds p's arguments from the caller's, the token and the version. A caller's

@@ -22,7 +22,7 @@ import (
 // check's, the tables' dialect verdicts, their row keys, the locking reads' view
 // verdicts — and moves the names generation on, so that a connection caching its own
 // (namesMoved) drops them too (syncNames), and a check that ran across the change does
-// not store what it saw (verify).
+// not store what it saw (verifyTable).
 func (k *core) forgetNames() {
 	k.namesGen.Add(1)
 	for _, m := range []interface{ Clear() }{&k.checked, &k.deleteFence, &k.guardInstalled, &k.claimOne, &k.locator, &k.twoStepDelete, &k.rowKeys, &k.keyed, &k.viewLock} {

@@ -24,7 +24,7 @@ import (
 // acc, gives the guarded table's existing rows a second name, and a write naming it
 // went through the running pool unfenced (red-team rt42b F1; the database-side guard
 // accepts a write that bumps the version, its documented limit). So the lazy check
-// that runs before a guarded write (conn.verify, when the table's verdict has expired:
+// that runs before a guarded write (conn.verifyTable, when the table's verdict has expired:
 // WithSchemaRecheck) also reads the table's ancestors, with the query the first
 // connection reads them with, and a pool that listed a listed table as missing
 // (missing.go) reads them when the table appears. An ancestor the pool does not guard

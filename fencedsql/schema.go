@@ -13,30 +13,24 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
-// verify runs the lazy checks before a guarded write: the session (verifySession: from
-// the driver's state before every write where the dialect tracks it, else once per
-// connection and again after a statement that may have changed it) and the table's
-// fencing columns, its declaration (SchemaLinter) and the doors a statement through the
-// pool opens (TriggerDoorFinder: other tables' triggers that write it, its own BEFORE
-// triggers that may assign its fencing columns, updatable views, rules, a guard a table
-// swap lost) and its inheritance parents and partitioned roots (checkAncestors: one
-// the pool does not guard, added by a migration, stops the pool's writes) (once per name as the statements write it, see lookup: per DB, or
-// per connection once a statement may have changed how it resolves names,
-// resolvesNames, or from its start when it opened resolving names otherwise than the
-// pool's first, samePath; dropped for the pool after DDL that may move a guarded name,
-// forgetNames; on a connection whose names moved, a temporary table the catalog
-// cannot see is refused first, tempShadow). Only successes are cached, so fixing the
-// schema or the session takes effect without a restart; a success is trusted for
-// WithSchemaRecheck's interval, so a schema changed while the pool runs is checked
-// again. WithSchemaCheck(false) turns
-// off every table check and the session check but for the settings that change how
-// statements are read (sessionReadingOnly); the tracked session check, which sends no
-// query, always runs.
-func (c *conn) verify(ctx context.Context, g *plan.Table) error {
+// verifyTable runs the lazy checks of a guarded table before a guarded write is sent
+// or prepared (guardChecks): the table's fencing columns, its declaration
+// (SchemaLinter) and the doors a statement through the pool opens (TriggerDoorFinder:
+// other tables' triggers that write it, its own BEFORE triggers that may assign its
+// fencing columns, updatable views, rules, a guard a table swap lost) and its
+// inheritance parents and partitioned roots (checkAncestors: one the pool does not
+// guard, added by a migration, stops the pool's writes) (once per name as the
+// statements write it, see lookup: per DB, or per connection once a statement may have
+// changed how it resolves names, resolvesNames, or from its start when it opened
+// resolving names otherwise than the pool's first, samePath; dropped for the pool after
+// DDL that may move a guarded name, forgetNames; on a connection whose names moved, a
+// temporary table the catalog cannot see is refused first, tempShadow). Only successes
+// are cached, so fixing the schema takes effect without a restart; a success is
+// trusted for WithSchemaRecheck's interval, so a schema changed while the pool runs is
+// checked again. WithSchemaCheck(false) turns every table check off. The session check
+// (verifySession) runs before a write only (guardedArgs), not at Prepare.
+func (c *conn) verifyTable(ctx context.Context, g *plan.Table) error {
 	k := c.core
-	if err := c.verifySession(ctx, k.cfg.schemaCheck); err != nil {
-		return err
-	}
 	if !k.cfg.schemaCheck {
 		return nil
 	}

@@ -25,15 +25,23 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
+// prepareAll prepares p's statements on the wrapped connection. A guarded write's
+// table is checked first (guardChecks, the checks its execution runs), so a table the
+// rewrite does not fit is refused with the same typed error as on the Exec path, and
+// nothing is sent to be prepared. A claimed locking read prepares only the caller's
+// text, which runs as written without a token: its claim (the fencing UPDATE Pre, or
+// the one-statement form, claim.go) is prepared on first use, after the checks its
+// execution with a token runs, so preparing it neither fails on a table a read
+// without a token does not need fit nor fails where PostgreSQL refuses the one
+// statement (a rule on UPDATE).
 func (s *stmt) prepareAll(ctx context.Context, p *plan.Plan) error {
-	pre := p.Pre
-	if p.ClaimOne != nil {
-		// A claimed read runs in one statement when the table allows it (claim.go):
-		// whichever form runs is prepared on first use (prepared). Preparing the one
-		// statement now would fail where PostgreSQL refuses it (a rule on UPDATE).
-		pre = nil
+	forms := []*plan.Plan{p.Pre, p}
+	if p.Kind == plan.KindClaim {
+		forms = []*plan.Plan{p}
+	} else if err := s.c.guardChecks(ctx, p.Guard); err != nil {
+		return err
 	}
-	for _, pl := range []*plan.Plan{pre, p} {
+	for _, pl := range forms {
 		if pl == nil || s.raws[pl] != nil {
 			continue
 		}
