@@ -15,8 +15,10 @@ import (
 // CASCADE), DROP or ALTER SCHEMA, CREATE, ALTER or DROP EXTENSION (an extension's
 // script runs as its installer), DROP or ALTER [PROCEDURAL] LANGUAGE, GRANT … ON or IN
 // SCHEMA (ON ALL TABLES IN SCHEMA grants the tombstone table and the floor), ALTER or
-// CREATE ROLE, USER or GROUP, and GRANT of a role (GRANT owner TO app: membership in
-// the guards' owner). A trigger, event trigger or SECURITY DEFINER routine whose body
+// CREATE ROLE, USER, GROUP or DATABASE (a role- or database-wide setting), ALTER TYPE
+// … RENAME VALUE (a key's enum value), and GRANT of a role (GRANT owner TO app:
+// membership in the guards' owner) — the body's counterpart of what the wrapper
+// refuses through the pool without a name (fencedsql/internal/plan/protect.go). A trigger, event trigger or SECURITY DEFINER routine whose body
 // holds one lends its owner's rights to a statement through the pool, so the
 // guard-writer judgement (guardWrites) counts it, failing closed: it cannot know which
 // objects the statement reaches.
@@ -25,7 +27,7 @@ import (
 // case); objectFilterSQL builds the catalog pre-filter from the same lists.
 var (
 	objectVerbs = []string{"DROP", "ALTER", "CREATE", "GRANT", "REASSIGN"}
-	objectWords = []string{"OWNED", "CASCADE", "OWNER", "EXTENSION", "SCHEMA", "LANGUAGE", "PROCEDURAL", "ROLE", "USER", "GROUP", "GRANT"}
+	objectWords = []string{"OWNED", "CASCADE", "OWNER", "EXTENSION", "SCHEMA", "LANGUAGE", "PROCEDURAL", "ROLE", "USER", "GROUP", "DATABASE", "VALUE", "GRANT"}
 )
 
 // objectWideDDL reports whether the routine, trigger or rule text src may hold
@@ -100,8 +102,12 @@ func objectWideStatement(words []string) bool {
 			if prev == "DROP" || prev == "ALTER" {
 				return true
 			}
-		case "ROLE", "USER", "GROUP":
+		case "ROLE", "USER", "GROUP", "DATABASE":
 			if prev == "ALTER" || prev == "CREATE" {
+				return true
+			}
+		case "VALUE":
+			if prev == "RENAME" && has["ALTER"] {
 				return true
 			}
 		case "GRANT":

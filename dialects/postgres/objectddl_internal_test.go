@@ -25,6 +25,8 @@ func TestObjectWideDDL(t *testing.T) {
 		{`BEGIN GRANT ALL ON ALL TABLES IN SCHEMA public TO PUBLIC; END`, true},
 		{`BEGIN GRANT owner TO app; END`, true},
 		{`BEGIN ALTER ROLE app SUPERUSER; END`, true},
+		{`BEGIN ALTER DATABASE shop SET search_path = evil; END`, true},
+		{`BEGIN ALTER TYPE keyenum RENAME VALUE 'a' TO 'b'; END`, true},
 		{`BEGIN EXECUTE 'DROP OWNED BY ' || quote_ident(r); END`, true},
 		{`DECLARE q text := 'DROP SCHEMA s CASCADE'; BEGIN EXECUTE q; END`, true},
 		{`BEGIN EXECUTE $q$REASSIGN OWNED BY a TO b$q$; END`, true},
@@ -35,6 +37,7 @@ func TestObjectWideDDL(t *testing.T) {
 		{`BEGIN GRANT SELECT ON audit TO app; END`, false},
 		{`BEGIN SELECT count(*) INTO n FROM t GROUP BY x; PERFORM current_setting('role'); END`, false},
 		{`BEGIN CREATE TEMP TABLE x (user_id int); DROP TABLE x; END`, false},
+		{`BEGIN UPDATE t SET value = 1; ALTER TABLE t RENAME COLUMN a TO b; END`, false},
 	} {
 		if got := objectWideDDL(c.src); got != c.want {
 			t.Errorf("objectWideDDL(%q) = %v, want %v", c.src, got, c.want)

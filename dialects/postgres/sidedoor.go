@@ -666,7 +666,9 @@ func ownColumns(t dialect.SideDoorTable) string {
 // F7, rt29a; SQLite's guardWriters): whatever may change a guard object — the table's
 // tombstone table, the token floor, or the floor's copy fencedsql_floor_seq, which the
 // guards' fast path reads — by guardWrites (rows written, or DDL on them: rt29a F5; the
-// copy named at all: F9), each lending its owner's rights to a statement through the
+// copy named at all: F9), or a guard function (guardFunctionNames named at all) or
+// what object-wide DDL reaches without naming it (DROP OWNED, DROP … CASCADE, …:
+// objectWideDDL; red-team rt48a F1, F2), each lending its owner's rights to a statement through the
 // pool: a user trigger on any relation, the guarded table included (Fix DROP
 // TRIGGER); a non-SELECT rule on another relation whose action depends on or
 // names one (F3, DROP RULE); a view over the tombstone table or the floor (F4, a guard
@@ -927,7 +929,7 @@ func guardWrites(src, tomb string, fns []string) []string {
 	}
 	for _, fn := range fns {
 		if dialect.Mentions(src, fn) {
-			wrote = append(wrote, "the guard function "+fn)
+			wrote = append(wrote, guardFunctionWrite(fn))
 		}
 	}
 	if objectWideDDL(src) {
@@ -935,6 +937,9 @@ func guardWrites(src, tomb string, fns []string) []string {
 	}
 	return wrote
 }
+
+// guardFunctionWrite is guardWrites' name for the guard function fn.
+func guardFunctionWrite(fn string) string { return "the guard function " + fn }
 
 // objectWideWrite is guardWrites' name for what object-wide DDL may change.
 const objectWideWrite = "objects it does not name (object-wide DDL: DROP OWNED, REASSIGN OWNED, DROP … CASCADE, ALTER … OWNER, a schema, extension, language or role changed), the guard's functions and triggers among them"
@@ -1000,7 +1005,7 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 	for _, g := range guardWrites(r[6], tomb, guardFunctionNames(fold(t.Table).Name)) {
 		if r[8] == "o" {
 			schema := r[9]
-			if g == dialect.FloorTable || g == floorSeq {
+			if g == dialect.FloorTable || g == floorSeq || g == guardFunctionWrite(floorSyncTrigger) {
 				schema = r[10]
 			}
 			if !namesUnderEveryReading(r[6], schema) {
