@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -665,7 +666,9 @@ func ownColumns(t dialect.SideDoorTable) string {
 // F7, rt29a; SQLite's guardWriters): whatever may change a guard object — the table's
 // tombstone table, the token floor, or the floor's copy fencedsql_floor_seq, which the
 // guards' fast path reads — by guardWrites (rows written, or DDL on them: rt29a F5; the
-// copy named at all: F9), each lending its owner's rights to a statement through the
+// copy named at all: F9), or a guard function (guardFunctionNames named at all) or
+// what object-wide DDL reaches without naming it (DROP OWNED, DROP … CASCADE, …:
+// objectWideDDL; red-team rt48a F1, F2), each lending its owner's rights to a statement through the
 // pool: a user trigger on any relation, the guarded table included (Fix DROP
 // TRIGGER); a non-SELECT rule on another relation whose action depends on or
 // names one (F3, DROP RULE); a view over the tombstone table or the floor (F4, a guard
@@ -700,11 +703,19 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	// partitions or children, or write one by dynamic SQL with escapes (with table:
 	// trigger and event trigger functions, which bodyWrites judges; not rules and
 	// SECURITY DEFINER routines, judged for the guard objects only), the tombstone
-	// table or the floor (and its copy), or spell a name in U& escapes; the Go side
-	// decides.
+	// table or the floor (and its copy), one of the guard's functions fns
+	// (guardFunctionNames, bind parameters from $fnArg), or spell a name in U& escapes,
+	// or hold object-wide DDL's words (objectFilterPatterns, $objArg and $objArg+1; the
+	// parameters are set with args below); the Go side decides.
+	fns := guardFunctionNames(fold(t.Table).Name)
+	fnArg, objArg := 0, 0
 	names := func(s string, table bool) string {
 		l := `pg_catalog.lower(` + s + `)`
 		out := `(pg_catalog.strpos(` + l + `, $3) > 0 OR pg_catalog.strpos(` + l + `, $5) > 0 OR pg_catalog.strpos(` + l + `, 'u&') > 0`
+		for i := range fns {
+			out += ` OR pg_catalog.strpos(` + l + `, $` + strconv.Itoa(fnArg+i) + `) > 0`
+		}
+		out += ` OR ` + l + ` ~ $` + strconv.Itoa(objArg) + ` AND ` + l + ` ~ $` + strconv.Itoa(objArg+1)
 		if table {
 			out += ` OR pg_catalog.strpos(` + l + `, pg_catalog.lower($2)) > 0 OR ` + familyNamedSQL(l) + ` OR ` + dynamicSQLSQL(s)
 		}
@@ -729,6 +740,13 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	args = append(args, floorSyncBody())
 	ownGuard, ownArgs := d.ownGuardTextSQL("p.prosrc", len(args)+1)
 	args = append(args, ownArgs...)
+	fnArg = len(args) + 1
+	for _, fn := range fns {
+		args = append(args, strings.ToLower(fn))
+	}
+	objArg = len(args) + 1
+	verbs, words := objectFilterPatterns()
+	args = append(args, verbs, words)
 	var key []dialect.KeyColumn // the table's primary key, read when a recorder is judged
 	rows, err := query(ctx, `WITH RECURSIVE inh(rel, anc) AS (
   SELECT i.inhrelid, i.inhparent FROM pg_catalog.pg_inherits i
@@ -823,7 +841,7 @@ ORDER BY 1, 2, 3, 4`, args...)
 			rel := dialect.TableName{Schema: r[1], Name: r[2]}
 			wrote := guardObjects(r[9])
 			if len(wrote) == 0 {
-				wrote = guardWrites(r[6], tomb)
+				wrote = guardWrites(r[6], tomb, fns)
 			}
 			if len(wrote) == 0 {
 				continue
@@ -843,10 +861,10 @@ ORDER BY 1, 2, 3, 4`, args...)
 		case "4":
 			fn := dialect.TableName{Schema: r[4], Name: r[5]}
 			drop := []string{"DROP EVENT TRIGGER IF EXISTS " + d.QuoteIdent(r[3])}
-			if wrote := guardWrites(r[6], tomb); len(wrote) > 0 {
+			if wrote := guardWrites(r[6], tomb, fns); len(wrote) > 0 {
 				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: "event trigger " + r[3],
-					Problem: "the event trigger " + r[3] + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
-						" read: any DDL statement (a CREATE TEMP TABLE through the pool, without a token) runs it, and one that deletes a tombstone or lowers the floor lets a stale holder write again; drop the event trigger",
+					Problem: "the event trigger " + r[3] + " runs " + fn.String() + "(), which may change " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
+						" are made of or read: any DDL statement (a CREATE TEMP TABLE through the pool, without a token) runs it, and one that deletes a tombstone or lowers the floor lets a stale holder write again; drop the event trigger",
 					Fix: drop})
 			} else if name, ok := bodyWrites(r[6], r[11], familyNames(t, r[12])); ok {
 				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: "event trigger " + r[3],
@@ -872,15 +890,15 @@ ORDER BY 1, 2, 3, 4`, args...)
 					continue
 				}
 			}
-			wrote := guardWrites(r[6], tomb)
+			wrote := guardWrites(r[6], tomb, fns)
 			if len(wrote) == 0 {
 				continue
 			}
 			fn := dialect.TableName{Schema: r[4], Name: r[5]}
 			sig := fn.Quote(d.QuoteIdent) + "(" + r[9] + ")"
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + ")",
-				Problem: "the SECURITY DEFINER " + strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + "), which " + r[10] + " may execute, may write " + strings.Join(wrote, " and ") +
-					", which the guards of " + t.Table.String() + " read: a call through the pool (SELECT " + fn.String() + "(…), sent as written, with or without a token) runs it with its owner's rights, and one that deletes a tombstone or lowers the floor lets a stale holder write again; revoke EXECUTE from every role but its owner (or drop it)",
+				Problem: "the SECURITY DEFINER " + strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + "), which " + r[10] + " may execute, may change " + strings.Join(wrote, " and ") +
+					", which the guards of " + t.Table.String() + " are made of or read: a call through the pool (SELECT " + fn.String() + "(…), sent as written, with or without a token) runs it with its owner's rights, and one that deletes a tombstone or lowers the floor lets a stale holder write again; revoke EXECUTE from every role but its owner (or drop it)",
 				Fix: []string{"REVOKE EXECUTE ON " + r[3] + " " + sig + " FROM " + r[10]}})
 		}
 	}
@@ -890,20 +908,41 @@ ORDER BY 1, 2, 3, 4`, args...)
 // guardWrites lists the guard objects the routine or rule text src may change: the
 // tombstone table tomb and the floor, by a statement that writes rows or changes the
 // table (dialect.WritesGuardTable: the DDL words too, red-team rt29a F5, under each
-// standard_conforming_strings reading: bodyreadings.go), and the floor's copy
-// fencedsql_floor_seq named at all (setval, nextval, ALTER SEQUENCE; red-team rt29a F9).
-func guardWrites(src, tomb string) []string {
+// standard_conforming_strings reading: bodyreadings.go) or by dynamic SQL
+// (dynamicSQLWrites: EXECUTE and the name anywhere, DECLARE q text := 'DELETE FROM …';
+// EXECUTE q); the floor's copy fencedsql_floor_seq named at all (setval, nextval,
+// ALTER SEQUENCE; red-team rt29a F9); the guard's functions fns (guardFunctionNames)
+// named at all — a DROP FUNCTION … CASCADE drops their triggers, a CREATE OR REPLACE
+// or ALTER FUNCTION … RENAME, OWNER, SET SCHEMA, SECURITY changes what they check,
+// directly or in an EXECUTE'd text (red-team rt48a F1, F2); and object-wide DDL, which
+// changes them without naming them (objectWideDDL: DROP OWNED, REASSIGN OWNED, DROP …
+// CASCADE, …). A quoted identifier in escapes (U&"…") counts as the floor's copy.
+func guardWrites(src, tomb string, fns []string) []string {
 	var wrote []string
 	for _, g := range []string{tomb, dialect.FloorTable} {
-		if writesUnderEveryReading(src, g, true) {
+		if writesUnderEveryReading(src, g, true) || dynamicSQLWrites(src, g) {
 			wrote = append(wrote, g)
 		}
 	}
 	if namesUnderEveryReading(src, floorSeq) {
 		wrote = append(wrote, floorSeq)
 	}
+	for _, fn := range fns {
+		if dialect.Mentions(src, fn) {
+			wrote = append(wrote, guardFunctionWrite(fn))
+		}
+	}
+	if objectWideDDL(src) {
+		wrote = append(wrote, objectWideWrite)
+	}
 	return wrote
 }
+
+// guardFunctionWrite is guardWrites' name for the guard function fn.
+func guardFunctionWrite(fn string) string { return "the guard function " + fn }
+
+// objectWideWrite is guardWrites' name for what object-wide DDL may change.
+const objectWideWrite = "objects it does not name (object-wide DDL: DROP OWNED, REASSIGN OWNED, DROP … CASCADE, ALTER … OWNER, a schema, extension, language or role changed), the guard's functions and triggers among them"
 
 // guardObjects names the guard objects of a dependency list ("tomb floor seq").
 func guardObjects(deps string) []string {
@@ -963,11 +1002,11 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 		return dialect.SideDoor{}, false
 	}
 	var wrote []string
-	for _, g := range guardWrites(r[6], tomb) {
+	for _, g := range guardWrites(r[6], tomb, guardFunctionNames(fold(t.Table).Name)) {
 		if r[8] == "o" {
-			schema := r[10]
-			if g == tomb {
-				schema = r[9]
+			schema := r[9]
+			if g == dialect.FloorTable || g == floorSeq || g == guardFunctionWrite(floorSyncTrigger) {
+				schema = r[10]
 			}
 			if !namesUnderEveryReading(r[6], schema) {
 				continue
@@ -998,8 +1037,8 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 				", which the guards of " + t.Table.String() + " read (an earlier release's guard of " + rel.String() + ", or a changed one): reinstall the guard of " + rel.String() + " (fencedsql-schema -apply with it listed), or drop the trigger if " + rel.String() + " is not to be guarded"}, true
 	}
 	return dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: r[3] + " on " + rel.String(),
-		Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which may write " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
-			" read: a write to " + rel.String() + " (through the pool too; a SECURITY DEFINER function lends its owner's rights on them) that deletes a tombstone or lowers the floor lets a stale holder write again; drop the trigger",
+		Problem: "the trigger " + r[3] + " on " + rel.String() + " runs " + fn.String() + "(), which may change " + strings.Join(wrote, " and ") + ", which the guards of " + t.Table.String() +
+			" are made of or read: a write to " + rel.String() + " (through the pool too; a SECURITY DEFINER function lends its owner's rights on them) that deletes a tombstone or lowers the floor lets a stale holder write again; drop the trigger",
 		Fix: drop}, true
 }
 
