@@ -157,7 +157,8 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		}
 		if !ok && !before {
 			// An AFTER trigger this version would not install here (no primary key):
-			// it cannot undo the statement's fence.
+			// ownTriggers judges its text like any other trigger's (one that writes
+			// the table or uses RAISE(IGNORE) is a door there).
 			continue
 		}
 		// Identifiers and keywords compare without case (red-team rt21a F7).

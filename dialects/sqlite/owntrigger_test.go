@@ -133,9 +133,11 @@ END`)
 }
 
 // Which of the table's own triggers are doors: BEFORE INSERT or UPDATE ones (BEFORE
-// is SQLite's default timing) whose WHEN clause or body names a fencing column, whose
-// body writes the table, or that use RAISE(IGNORE) (alone it turns the stale write into
-// a silent success); not AFTER or DELETE triggers, nor ones that check other columns.
+// is SQLite's default timing) whose WHEN clause or body names a fencing column, and
+// triggers of any timing and event whose body writes the table or that use
+// RAISE(IGNORE) (red-team rt48j: an AFTER or DELETE one too); not an AFTER trigger
+// that logs the token, a DELETE trigger that refuses with RAISE(ABORT), nor ones that
+// check other columns.
 func TestOwnTriggerDoorsJudged(t *testing.T) {
 	_, raw := ownTriggerDB(t)
 	ownExec(t, raw,
@@ -145,9 +147,11 @@ func TestOwnTriggerDoorsJudged(t *testing.T) {
 		`CREATE TRIGGER d_when BEFORE INSERT ON accounts FOR EACH ROW WHEN NEW."VERSION" IS NULL BEGIN INSERT INTO audit VALUES (NEW.id, 0); END`,
 		`CREATE TRIGGER IF NOT EXISTS main.d_body BEFORE INSERT ON accounts BEGIN INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
 		// Not doors.
-		`CREATE TRIGGER n_after AFTER UPDATE ON accounts BEGIN UPDATE accounts SET balance = balance WHERE id = -1; INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
-		`CREATE TRIGGER n_delete BEFORE DELETE ON accounts WHEN OLD.fence_token > 100 BEGIN SELECT RAISE(IGNORE); END`,
-		`CREATE TRIGGER n_check BEFORE INSERT ON accounts WHEN NEW.balance < 0 BEGIN SELECT RAISE(ABORT, 'negative'); END`)
+		`CREATE TRIGGER d_after AFTER UPDATE ON accounts BEGIN UPDATE accounts SET balance = balance WHERE id = -1; INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
+		`CREATE TRIGGER d_delete BEFORE DELETE ON accounts WHEN OLD.fence_token > 100 BEGIN SELECT RAISE(IGNORE); END`,
+		`CREATE TRIGGER n_check BEFORE INSERT ON accounts WHEN NEW.balance < 0 BEGIN SELECT RAISE(ABORT, 'negative'); END`,
+		`CREATE TRIGGER n_log AFTER INSERT ON accounts WHEN NEW.fence_token > 0 BEGIN INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
+		`CREATE TRIGGER n_delete BEFORE DELETE ON accounts WHEN OLD.fence_token > 100 BEGIN SELECT RAISE(ABORT, 'kept'); END`)
 	var got []string
 	for _, sd := range ownDoors(t, raw) {
 		got = append(got, sd.Object)
@@ -155,7 +159,7 @@ func TestOwnTriggerDoorsJudged(t *testing.T) {
 			t.Errorf("fix of %s: %q", sd.Object, sd.Fix)
 		}
 	}
-	if want := "d_body on accounts,d_default on accounts,d_ignore on accounts,d_when on accounts"; strings.Join(got, ",") != want {
+	if want := "d_after on accounts,d_body on accounts,d_default on accounts,d_delete on accounts,d_ignore on accounts,d_when on accounts"; strings.Join(got, ",") != want {
 		t.Fatalf("own trigger doors %q, want %q", strings.Join(got, ","), want)
 	}
 }

@@ -33,9 +33,10 @@ import (
 //     Fix: drop those triggers (DROP TRIGGER).
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the views above, triggers on other tables, guarded or not,
-//     whose body writes the table, the table's own BEFORE INSERT or UPDATE triggers
-//     that may undo the fencing NULL (ownTriggers), and a guard a table swap lost
-//     (lostGuard).
+//     whose body writes the table, the table's own triggers that may undo the fencing
+//     NULL or skip a guard's trigger (ownTriggers: BEFORE INSERT or UPDATE ones naming
+//     a fencing column, and any that writes the table itself or uses RAISE(IGNORE)),
+//     and a guard a table swap lost (lostGuard).
 //
 // The table's name is matched as a word in the triggers' text (any quoting, any case).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -152,10 +153,11 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // (dialect.TriggerDoorFinder), which schema.Check reports (through SideDoors) and the
 // lazy check refuses: the views whose INSTEAD OF triggers write the table
 // (viewTriggers, described at SideDoors), then the triggers of other tables that write
-// it (otherTriggers), then the table's own BEFORE INSERT or UPDATE triggers that may
-// undo the fencing NULL (ownTriggers: a BEFORE trigger cannot assign NEW, but it can
-// write the row itself and drop the original change with RAISE(IGNORE)), one query
-// each; the guards' own triggers (guardTriggers), the triggers on or writing the guard
+// it (otherTriggers), then the table's own triggers that may undo the fencing NULL or
+// skip a guard's trigger (ownTriggers: a BEFORE trigger cannot assign NEW, but it can
+// write the row itself and drop the original change with RAISE(IGNORE); a trigger of
+// any timing made after the guards runs before the tombstone guard's AFTER triggers,
+// and RAISE(IGNORE) abandons them), one query each; the guards' own triggers (guardTriggers), the triggers on or writing the guard
 // tables (guardWriters), the guard tables' shape (guardTables). Last, a guard a table
 // swap lost (lostGuard), the tombstone table's key (tombstoneKey), and the foreign keys
 // whose ON DELETE CASCADE deletes the table's rows at their own token (cascades,

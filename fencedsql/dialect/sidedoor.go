@@ -146,7 +146,10 @@ const (
 	// or whose body writes the table itself (or, on SQLite, uses RAISE(IGNORE))
 	// (TriggerDoorFinder): it may replace the NULL the fenced UPDATE writes when the row
 	// carries a newer token, or write the row itself and skip the change, before the
-	// NOT NULL check that refuses it.
+	// NOT NULL check that refuses it. On SQLite also a trigger of the table of any
+	// timing and event whose body writes the table itself or that uses RAISE(IGNORE):
+	// SQLite runs a table's triggers newest first, so one made after the guards runs
+	// before (or abandons) the tombstone guard's AFTER triggers (red-team rt48j).
 	SideDoorOwnTrigger SideDoorKind = "own trigger"
 	// SideDoorForeign: a foreign table (PostgreSQL postgres_fdw) whose remote table is
 	// named like the table: through a loopback server, writes to it reach the table
