@@ -34,6 +34,9 @@ type conn struct {
 
 	tx        *txState // the open transaction, nil outside one
 	sessionOK bool     // the dialect's session check passed on this connection
+	// roleOK: the session check's listing of the server's replication connections
+	// (verifyRole) found none, or could not list them; made once per connection.
+	roleOK bool
 	// sessionDirty: the session has not been checked since the connection opened, or a
 	// statement (or Raw) may have changed it since its check last ran, so a statement
 	// planned on the lexer's reading of its text runs the check first (verifyReading).

@@ -80,6 +80,9 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 		return &SchemaError{Problem: "the session check query did not return one value" + mockHint}
 	}
 	err = d.CheckSession(vals[0][0])
+	if err == nil {
+		err = c.verifyRole(ctx)
+	}
 	if err == nil || !isReadingError(err) {
 		c.sessionDirty = false // what the check found holds until the session moves again
 	}

@@ -215,18 +215,3 @@ func (dialectImpl) FloorBlockersQuery() string {
 }
 
 var _ dialect.FloorBlockLister = dialectImpl{}
-
-// ReplicationStatusQueries list the server's replication connections
-// (dialect.ReplicationLister): MariaDB's every named connection, then MySQL 8.0.22+'s
-// and older MySQL's spelling.
-func (dialectImpl) ReplicationStatusQueries() []string {
-	return []string{"SHOW ALL SLAVES STATUS", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS"}
-}
-
-// ReplicationThreadsQuery counts the replication threads in the process list
-// (dialect.ReplicationLister; WritablePrimaryQuery's test).
-func (dialectImpl) ReplicationThreadsQuery() string {
-	return "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker')"
-}
-
-var _ dialect.ReplicationLister = dialectImpl{}

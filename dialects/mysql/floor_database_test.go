@@ -119,7 +119,9 @@ func TestFloorOtherDatabase(t *testing.T) {
 	user := "ff_" + nameC[len(nameC)-12:]
 	exec(rawB, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY 'floor-pw'",
 		"GRANT ALL ON `"+nameA+"`.* TO '"+user+"'@'127.0.0.1'",
-		"GRANT ALL ON `"+nameC+"`.* TO '"+user+"'@'127.0.0.1'")
+		"GRANT ALL ON `"+nameC+"`.* TO '"+user+"'@'127.0.0.1'",
+		// RaiseTokenFloor lists the replication connections (red-team rt48i).
+		"GRANT SLAVE MONITOR ON *.* TO '"+user+"'@'127.0.0.1'")
 	t.Cleanup(func() { rawB.Exec("DROP USER IF EXISTS '" + user + "'@'127.0.0.1'") })
 	cfg, err := gomysql.ParseDSN(dsnA)
 	if err != nil {

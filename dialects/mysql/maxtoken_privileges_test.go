@@ -86,7 +86,7 @@ func TestMaxTokenWithoutTriggerPrivilege(t *testing.T) {
 	if m, err := schema.MaxToken(ctx, raw, mysql.Dialect); err != nil || m != 999 {
 		t.Fatalf("setup: MaxToken as admin = %d, %v; want 999", m, err)
 	}
-	ro := testdb.Open(t, "mysql", limitedAccount(t, raw, dsn, "mt_ro_", "SELECT ON DB.*"))
+	ro := testdb.Open(t, "mysql", limitedAccount(t, raw, dsn, "mt_ro_", "SELECT ON DB.*", "SLAVE MONITOR ON *.*"))
 	m, err := schema.MaxToken(ctx, ro, mysql.Dialect)
 	var pe *schema.MaxTokenPrivilegeError
 	if !errors.As(err, &pe) || pe.Privilege != "TRIGGER" {
@@ -115,12 +115,12 @@ func TestMaxTokenWithoutGuardTablePrivilege(t *testing.T) {
 	if m, err := schema.MaxToken(ctx, raw, mysql.Dialect); err != nil || m != 500 {
 		t.Fatalf("setup: MaxToken as admin = %d, %v; want 500", m, err)
 	}
-	ro := testdb.Open(t, "mysql", limitedAccount(t, raw, dsn, "mt_rt_", "SELECT ON DB.accounts", "SELECT ON DB.fencedsql_registry"))
+	ro := testdb.Open(t, "mysql", limitedAccount(t, raw, dsn, "mt_rt_", "SELECT ON DB.accounts", "SELECT ON DB.fencedsql_registry", "SLAVE MONITOR ON *.*"))
 	var pe *schema.MaxTokenPrivilegeError
 	if m, err := schema.MaxToken(ctx, ro, mysql.Dialect); !errors.As(err, &pe) {
 		t.Errorf("MaxToken by an account that may read accounts but not the guards' tables = %d, %v; want a *MaxTokenPrivilegeError", m, err)
 	}
-	ro2 := testdb.Open(t, "mysql", limitedAccount(t, raw, dsn, "mt_fl_", "SELECT ON DB.accounts", "SELECT ON DB.fencedsql_floor"))
+	ro2 := testdb.Open(t, "mysql", limitedAccount(t, raw, dsn, "mt_fl_", "SELECT ON DB.accounts", "SELECT ON DB.fencedsql_floor", "SLAVE MONITOR ON *.*"))
 	m, err := schema.MaxToken(ctx, ro2, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	if !errors.As(err, &pe) || pe.Privilege != "SELECT" {
 		t.Errorf("MaxToken(accounts) by an account that may read accounts and the floor but not its tombstone table = %d, %v; want a *MaxTokenPrivilegeError naming the tombstone table", m, err)

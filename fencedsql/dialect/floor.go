@@ -1,5 +1,7 @@
 package dialect
 
+import "context"
+
 // FloorTable is the token floor: one row (id = 1, floor), in the database's default
 // schema (PostgreSQL: the first schema of the search_path when the guards were
 // installed; MySQL: each database that holds a guarded table, next to its triggers;
@@ -99,13 +101,23 @@ type FloorBlockLister interface {
 	FloorBlockersQuery() string
 }
 
-// ReplicationLister is implemented by dialects whose servers can be told to have no
-// replication configured (schema.RaiseTokenFloorReadOnly, red-team rt41b F4).
-// ReplicationStatusQueries are alternative spellings of the statement listing the
-// server's replication connections, tried in order until the server accepts one: any
-// row means replication is configured, running or not. ReplicationThreadsQuery yields
-// the number of replication threads running.
+// ReplicationLister is implemented by dialects whose server can be a replica that
+// PrimaryChecker's one-query test cannot see: replication configured but stopped
+// (MySQL/MariaDB STOP SLAVE, STOP ALL SLAVES: no replication thread left, read_only
+// off). Together with PrimaryChecker it is the one server-role judgement (red-team
+// rt48i F1, F2) that the wrapper's per-connection session check, schema.RaiseTokenFloor,
+// schema.RaiseTokenFloorReadOnly and schema.MaxToken all make: a server with replication
+// configured is not a primary (ErrNotPrimary).
+//
+// ReplicationConfigured lists the server's replication connections through query:
+// configured reports any, running or not. listed false with err nil means the account
+// may not list them (the server refused for want of a privilege): configured is then
+// unknown, and the caller decides — the floor tools fail closed, the session check
+// keeps PrimaryChecker's verdict (a known limitation, docs/design.md). err is any other
+// failure. ReplicationThreadsQuery yields the number of replication threads running
+// (RaiseTokenFloorReadOnly's test in place of PrimaryChecker's, which refuses
+// read_only).
 type ReplicationLister interface {
-	ReplicationStatusQueries() []string
+	ReplicationConfigured(ctx context.Context, query CatalogQuery) (configured, listed bool, err error)
 	ReplicationThreadsQuery() string
 }

@@ -98,6 +98,13 @@ func (e *FloorError) Unwrap() error {
 // before the application writes).
 var ErrNotPrimary = errors.New("fencedsql: the server is not a writable primary")
 
+// ErrServerRoleUnknown means RaiseTokenFloor, RaiseTokenFloorReadOnly or MaxToken could
+// not tell whether the server is a primary: the account may not list its replication
+// connections (MySQL/MariaDB: a replica whose replication is stopped shows no other
+// sign; red-team rt48i F2). Nothing was written, no token answered: grant the account
+// SLAVE MONITOR (MariaDB 10.5.9+; or SUPER) or REPLICATION CLIENT (MySQL).
+var ErrServerRoleUnknown = errors.New("fencedsql: cannot tell whether the server is a primary")
+
 // ErrRaiseNotReplicated means RaiseTokenFloor was called on a session whose settings
 // keep its writes from the replicas (MySQL/MariaDB: sql_log_bin = 0, skip_replication,
 // a session server_id or gtid_domain_id of its own, a preset gtid_seq_no, wsrep_on off):

@@ -295,8 +295,11 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // fails with a *FloorError (ErrFloorUncovered, Raised) naming them: the floor is
 // raised for the other tables, not for those (red-team rt34b F1). A floor table a
 // guard reads but that has lost its row gets the row back. On a server that does not
-// take writes as a primary (dialect.PrimaryChecker: a replica, MariaDB's read_only) it
-// fails with ErrNotPrimary and writes nothing; on MariaDB it also waits for the XA
+// take writes as a primary (dialect.PrimaryChecker: a replica, MariaDB's read_only;
+// dialect.ReplicationLister: MySQL/MariaDB replication configured, running or stopped —
+// red-team rt48i F2) it fails with ErrNotPrimary and writes nothing, and where the
+// account may not list the replication connections with ErrServerRoleUnknown (MariaDB:
+// SLAVE MONITOR or SUPER; MySQL: REPLICATION CLIENT); on MariaDB it also waits for the XA
 // transactions prepared at the raise (dialect.PreparedLister).
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	return raiseTokenFloor(ctx, db, d, floor, false)
@@ -315,11 +318,7 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if floor > math.MaxInt64 {
 		return configErr("RaiseTokenFloor: floor %d exceeds the largest token a BIGINT column holds", floor)
 	}
-	if readOnlyOK {
-		if err := checkUnreplicated(ctx, db, d); err != nil {
-			return err
-		}
-	} else if err := requirePrimary(ctx, db, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary"); err != nil {
+	if err := requirePrimary(ctx, db, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary", readOnlyOK); err != nil {
 		return err
 	}
 	registered := registrySchemas(ctx, db, d)

@@ -35,8 +35,12 @@ import (
 // All reads run in one read-only REPEATABLE READ transaction on one connection, so the
 // rows, the tombstones and the floors are one snapshot (a DELETE moving a token from a
 // row to a tombstone between two reads cannot hide it). It refuses a server that is not
-// a writable primary (dialect.PrimaryChecker, as RaiseTokenFloor; red-team rt40c F3)
-// with ErrNotPrimary: a standby or replica answers from a copy that may lag. Where
+// a writable primary (dialect.PrimaryChecker and dialect.ReplicationLister, as
+// RaiseTokenFloor; red-team rt40c F3, rt48i F2: a MySQL/MariaDB replica whose
+// replication is stopped included) with ErrNotPrimary: a standby or replica answers
+// from a copy that may lag; an account that may not list MySQL/MariaDB replication
+// connections fails with ErrServerRoleUnknown (MariaDB: SLAVE MONITOR or SUPER; MySQL:
+// REPLICATION CLIENT). Where
 // row-level security could hide rows (dialect.UnfilteredReader, PostgreSQL) it turns
 // row security off for its transaction, so a read a policy would filter fails with a
 // *MaxTokenRowSecurityError instead of answering too low (red-team rt40c F2): run it as
@@ -69,7 +73,7 @@ func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []Guard
 			}
 		}
 	}
-	if err := requirePrimary(ctx, tx, d, "MaxToken", "a standby or replica answers from a copy that may lag behind tokens the primary accepted; run it on the primary"); err != nil {
+	if err := requirePrimary(ctx, tx, d, "MaxToken", "a standby or replica answers from a copy that may lag behind tokens the primary accepted; run it on the primary", false); err != nil {
 		return 0, err
 	}
 	specs := tables
@@ -165,23 +169,6 @@ func floorMax(ctx context.Context, tx *sql.Tx, d dialect.Dialect) (top uint64, n
 		}
 	}
 	return top, noGuard, nil
-}
-
-// requirePrimary fails with ErrNotPrimary when d can tell (dialect.PrimaryChecker) that
-// the server q reaches is not a writable primary; why says what that would do.
-func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why string) error {
-	p, ok := d.(dialect.PrimaryChecker)
-	if !ok {
-		return nil
-	}
-	var primary sql.NullString
-	if err := q.QueryRowContext(ctx, p.WritablePrimaryQuery()).Scan(&primary); err != nil {
-		return fmt.Errorf("fencedsql: %s: asking whether the server is a writable primary: %w", op, err)
-	}
-	if !dialect.CatalogBool(primary.String) {
-		return fmt.Errorf("fencedsql: %s: the server is a replica or read-only: %s: %w", op, why, ErrNotPrimary)
-	}
-	return nil
 }
 
 // otherSchemasMax is, for a dialect.SchemaTokenLister, the highest token the floor
