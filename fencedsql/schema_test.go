@@ -135,9 +135,7 @@ func lazyVerdict(t *testing.T, d dialect.Dialect, c verdictCase) error {
 		mockMet(t, mock)
 		return err
 	}
-	if q := d.SessionQuery(); q != "" {
-		mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(d)))
-	}
+	expectSessionCheck(mock, d)
 	expectNamePath(mock, d)
 	mock.ExpectQuery(q).WillReturnRows(c.rows())
 	if c.fit {
@@ -337,9 +335,7 @@ func TestSchemaErrorCheckQueryFails(t *testing.T) {
 		t.Run(dc.name, func(t *testing.T) {
 			db, mock := newMockDB(t, dc.d, fencedsql.WithSchemaCheck(true))
 			expectOpenAccounts(mock, dc.d)
-			if q := dc.d.SessionQuery(); q != "" {
-				mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(dc.d)))
-			}
+			expectSessionCheck(mock, dc.d)
 			expectNamePath(mock, dc.d)
 			// No expectation for the column query: sqlmock refuses it.
 			_, err := db.ExecContext(withTok(7), "UPDATE accounts SET x = 1")

@@ -44,7 +44,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 			db, mock := newMockDB(t, dc.d, fencedsql.WithSchemaCheck(true))
 			expectOpen(mock, dc.d, s.colsArgs)
 			if s.session {
-				mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"@@SESSION.sql_mode"}).AddRow(mysqlGood))
+				expectSessionCheck(mock, mysqldialect.Dialect)
 			}
 			expectPGSession(mock, dc.d)
 			expectSQLiteSession(mock, dc.d)
@@ -123,7 +123,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("both columns missing (mysql)", func(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, mysqldialect.Dialect, []driver.Value{"", "accounts"})
-		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
+		expectSessionCheck(mock, mysqldialect.Dialect)
 		expectNamePath(mock, mysqldialect.Dialect)
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows("id:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = ?`, 1)
@@ -268,7 +268,7 @@ func TestSessionCheckMySQL(t *testing.T) {
 		db, mock := newMockDB(t, mysqldialect.Dialect, fencedsql.WithSchemaCheck(true))
 		expectOpenAccounts(mock, mysqldialect.Dialect)
 		upd := "UPDATE accounts SET x = ?, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END"
-		mock.ExpectQuery(mysqlSession).WillReturnRows(sqlmock.NewRows([]string{"m"}).AddRow(mysqlGood))
+		expectSessionCheck(mock, mysqldialect.Dialect)
 		expectNamePath(mock, mysqldialect.Dialect)
 		mock.ExpectQuery(mysqlColumns).WithArgs("", "accounts").WillReturnRows(columnRows(goodColumns...))
 		expectLint(t, mock, mysqldialect.Dialect, "accounts")

@@ -213,6 +213,20 @@ func expectPGSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	}
 }
 
+// expectSessionCheck expects the full session check of a connection's first guarded
+// write under the schema checks: the dialect's session query answered as a good
+// session, then, where the dialect lists the server's replication connections
+// (dialect.ReplicationLister, MySQL/MariaDB: red-team rt48i F1), the listing answered
+// with none (a primary).
+func expectSessionCheck(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	if q := d.SessionQuery(); q != "" {
+		mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(d)))
+	}
+	if _, ok := d.(dialect.ReplicationLister); ok {
+		mock.ExpectQuery("SHOW ALL SLAVES STATUS").WillReturnRows(sqlmock.NewRows([]string{"Connection_name"}))
+	}
+}
+
 // expectSQLiteSession expects SQLite's session check (the connection's journal mode
 // and synchronous level), once per connection before its first guarded write.
 func expectSQLiteSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
