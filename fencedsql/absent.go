@@ -45,6 +45,10 @@ type absentRecord struct {
 	sql  string
 	args []any
 	tok  uint64 // the claim's token
+	// rowSecurity: row-level security is in force on the table for the pool's role
+	// (rowSecurityActive): the recorder's claim conflict is then a row a policy hid
+	// from the claim, reported as ErrUnsupported (red-team rt48h F1).
+	rowSecurity bool
 	// probe (a claim whose WHERE has conjuncts besides the key's: plan.AbsentOther)
 	// reads, by a locking read, whether a row of the key exists; with probeArgs.
 	probe     string
@@ -123,10 +127,14 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	if p.AbsentOther(len(terms)) {
 		probe, probeArgs = c.keyProbe(ar, dialect.TableName{Schema: k.schema, Name: p.Guard.Name}, p.Guard, k.cols, terms, vals, p.AbsentNoWait)
 	}
+	rls, err := c.rowSecurityActive(ctx, p.Guard)
+	if err != nil {
+		return nil, err
+	}
 	vals = append(vals, int64(tok))
 	rec := typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait)
 	if rec != nil {
-		rec.probe, rec.probeArgs = probe, probeArgs
+		rec.probe, rec.probeArgs, rec.rowSecurity = probe, probeArgs, rls
 	}
 	return rec, nil
 }

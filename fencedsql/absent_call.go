@@ -27,7 +27,7 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 	if !ok {
 		return nil
 	}
-	return &absentRecord{g: rec.g, sql: sql, args: args, tok: rec.tok}
+	return &absentRecord{g: rec.g, sql: sql, args: args, tok: rec.tok, rowSecurity: rec.rowSecurity}
 }
 
 // absenceErr maps the failure of rec: the recorder's refusal of a key whose
@@ -39,7 +39,14 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 // ErrClaimConflict, its refusal of a claim it cannot record (dialect.AbsenceUnsupportedMark:
 // a table with inheritance children, rt44a F4; a claimed value too long for its key
 // column under a collation where it may equal a key the column holds, rt45a F2)
-// ErrUnsupported; any other error as a statement's without a plan.
+// ErrUnsupported; any other error as a statement's without a plan. On a table where
+// row-level security is in force for the pool's role (rec.rowSecurity), the claim
+// conflict is ErrUnsupported naming row security instead (red-team rt48h F1): the
+// recorder, its owner's rights unfiltered, found a row of the key the claim's
+// policy-filtered read did not see — a row a policy hides from the claimer, which
+// every retry would meet again. (A concurrent writer of a key the claimer's policy
+// shows, committed between the claim's read and the record, is then reported the
+// same way: the one over-refusal, in a race, of a claim the retry would have made.)
 func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) error {
 	g := rec.g
 	info := k.dialect.Classify(err)
@@ -48,6 +55,9 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 		k.cfg.logger.Warn("fencedsql: claim of an absent key fenced by a newer token", "table", g.String(), "token", rec.tok)
 		k.metrics.count(k.metrics.fenced, g)
 		return k.explainFenced(ctx, &FencedError{Table: g.String(), Token: rec.tok, Err: err}, rec.tok, g)
+	case info.Kind == dialect.ErrorClaimConflict && rec.rowSecurity:
+		k.metrics.count(k.metrics.unsupported, g)
+		return &UnsupportedError{Table: g.String(), Reason: rowSecurityClaimReason + ": " + err.Error()}
 	case info.Kind == dialect.ErrorClaimConflict:
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
 	}
@@ -56,3 +66,10 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 	}
 	return k.mapPassErr(err)
 }
+
+// rowSecurityClaimReason is the refusal's reason of a claim of an absent key whose
+// recorder found a row of the key the claim did not see, on a table where row-level
+// security is in force for the pool's role (red-team rt48h F1).
+const rowSecurityClaimReason = "a claim of an absent key of a table where row-level security is in force for this role: a row of the key exists that the claim's read did not see " +
+	"(a policy hides it from this role; no retry changes that), so the key is neither absent nor claimed; nothing was recorded. " +
+	"Claim only keys the role's policies show it, or run the claim as a role the policies show the row to"

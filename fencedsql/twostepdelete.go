@@ -39,3 +39,21 @@ func (c *conn) twoStepReaches(ctx context.Context, p *plan.Plan) error {
 	c.core.metrics.count(c.core.metrics.unsupported, p.Guard)
 	return &UnsupportedError{Table: p.Guard.String(), Reason: reason}
 }
+
+// rowSecurityActive reports whether row-level security is in force on g for the
+// pool's role, from the third column of the same dialect.TwoStepDeleteChecker verdict
+// (one catalog query per table and pool, cached with the DELETE's; nothing asked per
+// statement): the claims of an absent key use it to tell a row a policy hid from the
+// claim from a concurrent writer's (red-team rt48h F1). A dialect without the
+// capability, and a pool with the schema checks off, say no.
+func (c *conn) rowSecurityActive(ctx context.Context, g *plan.Table) (bool, error) {
+	k, ok := c.core.dialect.(dialect.TwoStepDeleteChecker)
+	if !ok || !c.core.cfg.schemaCheck || g == nil {
+		return false, nil
+	}
+	row, err := c.tableRow(ctx, &c.core.twoStepDelete, g, "two-statement delete", k.TwoStepDeleteQuery)
+	if err != nil {
+		return false, err
+	}
+	return len(row) >= 3 && row[2] == "1", nil
+}

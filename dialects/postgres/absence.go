@@ -75,6 +75,20 @@ import (
 // is now). ownAbsence builds the expected text from the table's catalog key, never
 // from a list read out of the text (rt45a F3).
 //
+// Version 5 (red-team rt48h F2) refuses the record, first of all, when row-level
+// security is in force on the table for the recorder's owner (pg_catalog.
+// row_security_active as the SECURITY DEFINER function runs: the owner neither a
+// superuser nor BYPASSRLS, and the table FORCE ROW LEVEL SECURITY — the
+// least-privilege layout's NOLOGIN owner under FORCE): the conflict lookup below would
+// read the table through the policies, and a row they hide from the owner (a tenant
+// policy keyed on the claimer's setting; a policy for the application role only,
+// which leaves the forced owner no row at all) would be taken for an absent key — a
+// tombstone recorded beside the live row at an older token, whose older holder's
+// UPDATE then landed. The error carries dialect.AbsenceUnsupportedMark
+// (feature_not_supported, ErrUnsupported) and records nothing. The recorder never
+// decides "absent" from a filtered read; a superuser's, a BYPASSRLS owner's, or an
+// owner's without FORCE records as before.
+//
 // The wrapper calls it schema-qualified with every argument cast to the function's
 // parameter types (AbsenceCall, rt44a F2: an overload in the table's schema, or one
 // that takes other types, cannot capture the call, as it did untyped parameters).
@@ -82,9 +96,9 @@ const (
 	// absenceVersion marks the recorder's body; AbsenceRecorderQuery and
 	// TombstoneInstalledQuery look for it (an older one is not installed: the Fix
 	// re-creates it).
-	absenceVersion = absenceMarker + "4"
+	absenceVersion = absenceMarker + "5"
 	// absenceVersionNumber is absenceVersion's number.
-	absenceVersionNumber = 4
+	absenceVersionNumber = 5
 	// absenceMarker begins every version's marker.
 	absenceMarker = "fencedsql absence recorder v"
 )
@@ -140,8 +154,9 @@ func absenceBody(tomb, tbl, tok, list, cond string, n int) string {
 	return absenceBodyOf(absenceVersionNumber, tomb, tbl, tok, list, cond, n)
 }
 
-// absenceBodyOf is absenceBody as version v wrote it: v4 (this one), v3 (without the
-// collation rule of red-team rt45a F2) or v2 (nor the fence check of rt44e F2), which
+// absenceBodyOf is absenceBody as version v wrote it: v5 (this one), v4 (without the
+// row-security refusal of red-team rt48h F2), v3 (nor the collation rule of rt45a F2)
+// or v2 (nor the fence check of rt44e F2), which
 // ownAbsence still recognises as the guard's own until the Fix re-creates it.
 func absenceBodyOf(v int, tomb, tbl, tok, list, cond string, n int) string {
 	vals := make([]string, n)
@@ -199,6 +214,15 @@ func absenceBodyOf(v int, tomb, tbl, tok, list, cond string, n int) string {
     END IF;
     RETURN 0;`
 	}
+	rowSecurity := ""
+	if v >= 5 {
+		rowSecurity = `
+  IF pg_catalog.row_security_active(` + pgLiteral(tbl) + `::pg_catalog.regclass) THEN
+    RAISE EXCEPTION USING ERRCODE = 'feature_not_supported', TABLE = ` + pgLiteral(tbl) + `,
+      MESSAGE = '` + dialect.AbsenceUnsupportedMark + `: row-level security is in force on ' || ` + pgLiteral(tbl) + ` || ' for the owner of the tombstone guard''s recorder (FORCE ROW LEVEL SECURITY, the owner neither a superuser nor BYPASSRLS): it cannot see every row of the key, so it cannot tell an absent key from one a policy hides; nothing was recorded',
+      HINT = 'install the tombstone guard as a role that bypasses row security (a superuser or BYPASSRLS), or ALTER TABLE ... NO FORCE ROW LEVEL SECURITY';
+  END IF;`
+	}
 	return `
 #variable_conflict use_column
 -- ` + absenceMarker + strconv.Itoa(v) + `
@@ -219,7 +243,7 @@ BEGIN
       WHERE i.inhparent = ` + pgLiteral(tbl) + `::pg_catalog.regclass AND NOT c.relispartition) THEN
     RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
       MESSAGE = '` + dialect.AbsenceUnsupportedMark + `: a claim of an absent key of ' || ` + pgLiteral(tbl) + ` || ', which has inheritance children, cannot be recorded (a child''s INSERT checks its own tombstones): claim the key through the table that holds it';
-  END IF;
+  END IF;` + rowSecurity + `
   fencedsql_lt := pg_catalog.current_setting('lock_timeout');
   PERFORM pg_catalog.set_config('lock_timeout', '1', true);
   BEGIN
@@ -245,7 +269,7 @@ END
 }
 
 // ownAbsence reports whether src, the body of a function named like a recorder, is
-// exactly the recorder absenceDDL writes, of this version or an earlier one (v2, v3,
+// exactly the recorder absenceDDL writes, of this version or an earlier one (v2 to v4,
 // which a database upgraded to this library keeps until the Fix re-creates it:
 // TombstoneInstalledQuery reports it), for the tombstone table tomb, the table tbl
 // (quoted, qualified), its token column tok (quoted) and its primary key as the

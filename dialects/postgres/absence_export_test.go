@@ -7,7 +7,8 @@ import (
 )
 
 // PreviousAbsenceDDL is absenceDDL writing version v's recorder (2: without the fence
-// check of red-team rt44e F2; 3: without the collation rule of rt45a F2): the upgrade
+// check of red-team rt44e F2; 3: without the collation rule of rt45a F2; 4: without
+// the row-security refusal of rt48h F2): the upgrade
 // tests install it to see the Fix replace it.
 func PreviousAbsenceDDL(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	d := dialectImpl{}

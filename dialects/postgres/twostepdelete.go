@@ -52,7 +52,9 @@ const twoStepReachSelect = "row-level security is in force on it for this role (
 	"add each permissive DELETE policy's USING expression as a permissive SELECT policy as well (or the restrictive SELECT ones as restrictive DELETE policies), write the DELETE with a plain condition so that the guard takes it as one statement, or run it as a role that bypasses row security"
 
 // TwoStepDeleteQuery yields 1 when the two statements of a fenced DELETE of table
-// reach every row the DELETE would (see above), else 0 and the reason.
+// reach every row the DELETE would (see above), else 0 and the reason; then 1 when
+// row security is in force on table for the session's role (row_security_active),
+// else 0 (dialect.TwoStepDeleteChecker: the claims' verdict, red-team rt48h F1).
 func (dialectImpl) TwoStepDeleteQuery(table dialect.TableName) (query string, args []any) {
 	return `WITH t AS (SELECT pg_catalog.to_regclass($1) AS oid),
 p AS (
@@ -64,12 +66,13 @@ p AS (
 u AS (SELECT DISTINCT perm, qual FROM p WHERE cmd IN ('w', '*')),
 d AS (SELECT DISTINCT perm, qual FROM p WHERE cmd IN ('d', '*')),
 s AS (SELECT DISTINCT perm, qual FROM p WHERE cmd IN ('r', '*'))
-SELECT CASE WHEN v.why IS NULL THEN 1 ELSE 0 END, v.why FROM (SELECT CASE
+SELECT CASE WHEN v.why IS NULL THEN 1 ELSE 0 END, v.why, v.rls FROM (SELECT CASE
   WHEN t.oid IS NULL OR NOT pg_catalog.row_security_active(t.oid) THEN NULL
   WHEN EXISTS (SELECT perm, qual FROM u EXCEPT SELECT perm, qual FROM d) OR EXISTS (SELECT perm, qual FROM d EXCEPT SELECT perm, qual FROM u) THEN $2::pg_catalog.text
   WHEN EXISTS (SELECT qual FROM d WHERE perm EXCEPT SELECT qual FROM s WHERE perm) AND NOT EXISTS (SELECT 1 FROM s WHERE perm AND qual = 'true')
     OR EXISTS (SELECT qual FROM s WHERE NOT perm EXCEPT SELECT qual FROM d WHERE NOT perm) THEN $3::pg_catalog.text
-  END AS why FROM t) v`, []any{table.String(), twoStepReachPolicies, twoStepReachSelect}
+  END AS why,
+  CASE WHEN t.oid IS NOT NULL AND pg_catalog.row_security_active(t.oid) THEN 1 ELSE 0 END AS rls FROM t) v`, []any{table.String(), twoStepReachPolicies, twoStepReachSelect}
 }
 
 var _ dialect.TwoStepDeleteChecker = dialectImpl{}

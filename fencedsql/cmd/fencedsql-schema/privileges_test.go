@@ -160,12 +160,13 @@ func TestLeastPrivilegePostgres(t *testing.T) {
 	if err := plain.QueryRow(fq, fargs...).Scan(&ready); err != nil || ready != 1 {
 		t.Errorf("DeleteFenceQuery as the application role: %d, %v; want 1", ready, err)
 	}
-	// It may read the row-security verdict of the two-statement DELETE (no row
-	// security on ledger: yes).
+	// It may read the row-security verdict of the two-statement DELETE and the claims
+	// (no row security on ledger: yes, and not in force).
 	rq, rargs := postgres.Dialect.(dialect.TwoStepDeleteChecker).TwoStepDeleteQuery(dialect.TableName{Name: "ledger"})
 	var why sql.NullString
-	if err := plain.QueryRow(rq, rargs...).Scan(&ready, &why); err != nil || ready != 1 {
-		t.Errorf("TwoStepDeleteQuery as the application role: %d (%v), %v; want 1", ready, why, err)
+	var rls int
+	if err := plain.QueryRow(rq, rargs...).Scan(&ready, &why, &rls); err != nil || ready != 1 || rls != 0 {
+		t.Errorf("TwoStepDeleteQuery as the application role: %d (%v), row security %d, %v; want 1, 0", ready, why, rls, err)
 	}
 	refused(t, plain,
 		`DROP FUNCTION fencedsql_guard_ledger() CASCADE`,
