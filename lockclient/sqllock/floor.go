@@ -69,17 +69,8 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 		// Under the counter row's lock, the server's role first (leaseTop, as LastToken):
 		// a raise on a replica would raise only its copy (red-team rt48d F2).
 		err := b.inCounterLock(ctx, "raise-floor", func(tx *sql.Tx) error {
-			var v int64
-			if err := tx.QueryRowContext(ctx, "SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+			if _, _, err := b.counterOnPrimary(ctx, tx, "raise-floor"); err != nil {
 				return err
-			}
-			var top sql.NullInt64
-			var replica bool
-			if err := tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica); err != nil {
-				return err
-			}
-			if replica {
-				return replicaError("raise-floor", nil)
 			}
 			_, err := tx.ExecContext(ctx, b.q.raiseFloor, int64(min), int64(min))
 			return err
@@ -250,6 +241,24 @@ func (b *Backend) tokenSource() tableName {
 		return b.table.with("_token")
 	}
 	return b.table.with("_token_seq")
+}
+
+// counterOnPrimary locks the MySQL/MariaDB counter row in tx (inCounterLock) and
+// reads the lease table's top token with the server's role (leaseTop, as LastToken):
+// it returns the counter and the top token, or, on a replica, the typed unavailable
+// error of op — a write there would change only the replica's copy (red-team rt48d F2).
+func (b *Backend) counterOnPrimary(ctx context.Context, tx *sql.Tx, op string) (v int64, top sql.NullInt64, err error) {
+	if err := tx.QueryRowContext(ctx, "SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+		return 0, top, err
+	}
+	var replica bool
+	if err := tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica); err != nil {
+		return 0, top, err
+	}
+	if replica {
+		return 0, top, replicaError(op, nil)
+	}
+	return v, top, nil
 }
 
 // inCounterLock runs f in a MySQL READ COMMITTED transaction whose first statement is

@@ -56,17 +56,9 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 	var err error
 	if b.dialect == MySQL {
 		err = b.inCounterLock(ctx, op, func(tx *sql.Tx) error {
-			var v int64
-			if err := tx.QueryRowContext(ctx, "SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+			v, top, err := b.counterOnPrimary(ctx, tx, op)
+			if err != nil {
 				return err
-			}
-			var top sql.NullInt64
-			var replica bool
-			if err := tx.QueryRowContext(ctx, b.q.leaseTop).Scan(&top, &replica); err != nil {
-				return err
-			}
-			if replica {
-				return replicaError(op, nil)
 			}
 			if l, ok, err := b.retiredLast(ctx, tx); err != nil || ok {
 				last = l
