@@ -156,8 +156,7 @@ func TestBodyWritesExecutableCommentsAndServerRoutines(t *testing.T) {
 }
 
 // TestDynamicUnreadNested: unreadable dynamic SQL inside a literal text the body runs
-// is unreadable dynamic SQL of the body — the judgement of another database's bodies
-// (rowWrites) rests on dynamicUnread alone.
+// is unreadable dynamic SQL of the body (dynamicUnread reads the texts it runs).
 func TestDynamicUnreadNested(t *testing.T) {
 	for _, c := range []struct {
 		body string
