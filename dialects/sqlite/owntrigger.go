@@ -153,7 +153,11 @@ func ownTriggerJudged(sql string, t dialect.SideDoorTable) (kind string, why, ex
 			explain = append(explain, explainColumn)
 		}
 	}
-	if dialect.WritesTable(body, dialect.SQLiteSyntax, t.Table.Name) {
+	// A write of the table itself in a BEFORE trigger, or in a DELETE trigger (its
+	// nested INSERT runs before the tombstone record); an AFTER INSERT or UPDATE
+	// trigger's nested write (an updated_at touch) is fenced by the guards' own
+	// triggers, which it fires, and the statement's own AFTER checks still run after it.
+	if (timing == "BEFORE" || event == "DELETE") && dialect.WritesTable(body, dialect.SQLiteSyntax, t.Table.Name) {
 		why, explain = append(why, "writes "+t.Table.String()+" itself"), append(explain, explainWrite)
 	}
 	// RAISE(IGNORE) anywhere after ON (the WHEN clause too), in any case, with

@@ -146,9 +146,12 @@ func TestOwnTriggerDoorsJudged(t *testing.T) {
 		`CREATE TRIGGER d_default UPDATE OF balance ON accounts BEGIN UPDATE "Accounts" SET balance = NEW.balance WHERE id = OLD.id; END`,
 		`CREATE TRIGGER d_when BEFORE INSERT ON accounts FOR EACH ROW WHEN NEW."VERSION" IS NULL BEGIN INSERT INTO audit VALUES (NEW.id, 0); END`,
 		`CREATE TRIGGER IF NOT EXISTS main.d_body BEFORE INSERT ON accounts BEGIN INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
-		// Not doors.
+		// Not a door: an AFTER UPDATE trigger's nested write is fenced by the
+		// guards' triggers it fires (the updated_at touch idiom).
 		`CREATE TRIGGER d_after AFTER UPDATE ON accounts BEGIN UPDATE accounts SET balance = balance WHERE id = -1; INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
+		// Doors since red-team rt48j: RAISE(IGNORE) in any trigger.
 		`CREATE TRIGGER d_delete BEFORE DELETE ON accounts WHEN OLD.fence_token > 100 BEGIN SELECT RAISE(IGNORE); END`,
+		// Not doors.
 		`CREATE TRIGGER n_check BEFORE INSERT ON accounts WHEN NEW.balance < 0 BEGIN SELECT RAISE(ABORT, 'negative'); END`,
 		`CREATE TRIGGER n_log AFTER INSERT ON accounts WHEN NEW.fence_token > 0 BEGIN INSERT INTO audit VALUES (NEW.id, NEW.fence_token); END`,
 		`CREATE TRIGGER n_delete BEFORE DELETE ON accounts WHEN OLD.fence_token > 100 BEGIN SELECT RAISE(ABORT, 'kept'); END`)
@@ -159,7 +162,7 @@ func TestOwnTriggerDoorsJudged(t *testing.T) {
 			t.Errorf("fix of %s: %q", sd.Object, sd.Fix)
 		}
 	}
-	if want := "d_after on accounts,d_body on accounts,d_default on accounts,d_delete on accounts,d_ignore on accounts,d_when on accounts"; strings.Join(got, ",") != want {
+	if want := "d_body on accounts,d_default on accounts,d_delete on accounts,d_ignore on accounts,d_when on accounts"; strings.Join(got, ",") != want {
 		t.Fatalf("own trigger doors %q, want %q", strings.Join(got, ","), want)
 	}
 }
