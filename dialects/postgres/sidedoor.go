@@ -487,7 +487,8 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // triggers of other relations that write it (otherTriggers), the table's own
 // BEFORE row triggers that may assign its fencing columns, or whose WHEN clause names
 // one or whose function writes the table itself (ownTriggers, patchDoor), or, on
-// UPDATE, may return something other than NEW (skipDoor), a guard a table swap lost
+// UPDATE, may return something other than NEW (skipDoor), its other row triggers
+// whose function may make a deleted key exist again (keyMakers), a guard a table swap lost
 // (lostGuard), a guard whose DELETE trigger reads a column that replaced token column
 // left (guardColumn), a child or partition its guard leaves unfloored (unflooredRelatives),
 // a tombstone table keyed otherwise than the table
@@ -502,7 +503,7 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // whose body writes the table (routines, routinedoor.go) — in that order, one catalog
 // query each (guardObjects: two, the primary key's and its own).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.keyMakers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's
