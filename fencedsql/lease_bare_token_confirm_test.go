@@ -12,40 +12,19 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
-// staleWindow sets up rt45f F2's window on memlock: client 1's lease of account:1 (l1)
-// expired at the service and was re-granted to client 2 (n1), which wrote row 1 with
-// its token; client 1 then took account:2 (l2, the largest token) and still trusts l1.
+// staleWindow is fencetest.StaleWindow (rt45f F2's window) with the new holder's
+// write of row 1 through db.
 func staleWindow(t *testing.T, ctx context.Context, db *sql.DB) (l1, n1, l2 *lockclient.Lease) {
 	t.Helper()
-	svc := memlock.New()
-	ttl := 30 * time.Second
-	c1 := lockclient.New(svc, lockclient.WithTTL(ttl))
-	c2 := lockclient.New(svc, lockclient.WithTTL(ttl))
-	t.Cleanup(func() { _ = c1.Close(context.Background()); _ = c2.Close(context.Background()) })
-	l1, err := c1.Acquire(ctx, "account:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Advance(ttl + time.Second)
-	n1, err = c2.Acquire(ctx, "account:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithLease(ctx, n1), `UPDATE accounts SET balance = 111 WHERE id = 1`); err != nil {
-		t.Fatalf("the new holder's write: %v", err)
-	}
-	l2, err = c1.Acquire(ctx, "account:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l1.Err() != nil {
-		t.Fatalf("client 1 already knows l1 is lost (%v): not the window this test needs", l1.Err())
-	}
-	return l1, n1, l2
+	return fencetest.StaleWindow(t, ctx, func(n1 *lockclient.Lease) error {
+		_, err := db.ExecContext(fencedsql.WithLease(ctx, n1), `UPDATE accounts SET balance = 111 WHERE id = 1`)
+		return err
+	})
 }
 
 // A stale lease (l1: expired at the service, re-granted to n1, who wrote row 1) meets

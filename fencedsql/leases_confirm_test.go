@@ -57,33 +57,9 @@ func staleBesideNewer(t *testing.T, how string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	raw, db := confirmDB(t)
-	svc := memlock.New()
-	ttl := 30 * time.Second
-	c1 := lockclient.New(svc, lockclient.WithTTL(ttl))
-	c2 := lockclient.New(svc, lockclient.WithTTL(ttl))
-	t.Cleanup(func() { _ = c1.Close(context.Background()); _ = c2.Close(context.Background()) })
+	l1, n1, l2 := staleWindow(t, ctx, db)
 
-	l1, err := c1.Acquire(ctx, "account:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Advance(ttl + time.Second) // the service expires l1; client 1 does not know yet
-	n1, err := c2.Acquire(ctx, "account:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(fencedsql.WithLease(ctx, n1), `UPDATE accounts SET balance = 111 WHERE id = 1`); err != nil {
-		t.Fatalf("the new holder's write: %v", err)
-	}
-	l2, err := c1.Acquire(ctx, "account:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l1.Err() != nil {
-		t.Fatalf("client 1 already knows its lease is lost (%v): not the window this test needs", l1.Err())
-	}
-
-	err = func() error {
+	err := func() error {
 		var begin, s1, s2 context.Context
 		switch how {
 		case "WithLeases":

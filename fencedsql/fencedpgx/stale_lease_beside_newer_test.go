@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/lockclient"
-	"github.com/fencedsql/fencedsql/lockclient/memlock"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -24,28 +24,12 @@ func TestStaleLeaseBesideNewerRefused(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_, raw, db := oneConnDB(t, ctx, bindingSeed)
-			svc := memlock.New()
-			ttl := 30 * time.Second
-			c1 := lockclient.New(svc, lockclient.WithTTL(ttl))
-			c2 := lockclient.New(svc, lockclient.WithTTL(ttl))
-			t.Cleanup(func() { _ = c1.Close(context.Background()); _ = c2.Close(context.Background()) })
-			l1, err := c1.Acquire(ctx, "account:1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			svc.Advance(ttl + time.Second)
-			n1, err := c2.Acquire(ctx, "account:1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec(fencedsql.WithLease(ctx, n1), `UPDATE accounts SET balance = 111 WHERE id = 1`); err != nil {
-				t.Fatalf("new holder: %v", err)
-			}
-			l2, err := c1.Acquire(ctx, "account:2")
-			if err != nil {
-				t.Fatal(err)
-			}
+			l1, n1, l2 := fencetest.StaleWindow(t, ctx, func(n1 *lockclient.Lease) error {
+				_, err := db.Exec(fencedsql.WithLease(ctx, n1), `UPDATE accounts SET balance = 111 WHERE id = 1`)
+				return err
+			})
 			const stale = `UPDATE accounts SET balance = 999 WHERE id = 1`
+			var err error
 			switch how {
 			case "Begin":
 				tx, err := db.Begin(fencedsql.WithLeases(ctx, l1, l2))

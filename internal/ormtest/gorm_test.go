@@ -132,6 +132,12 @@ func (l gormLog) Printf(format string, args ...any) { l.e.logf(format, args...) 
 // in autocommit).
 func openGORM(t *testing.T, e *env, skipTx bool) *gorm.DB {
 	t.Helper()
+	return openGORMConfig(t, e, gorm.Config{SkipDefaultTransaction: skipTx})
+}
+
+// openGORMConfig is openGORM with the settings of cfg (its Logger is the test's).
+func openGORMConfig(t *testing.T, e *env, cfg gorm.Config) *gorm.DB {
+	t.Helper()
 	var d gorm.Dialector
 	switch e.b.name {
 	case "postgres":
@@ -141,10 +147,8 @@ func openGORM(t *testing.T, e *env, skipTx bool) *gorm.DB {
 	case "sqlite":
 		d = sqliteDialector{Conn: e.db}
 	}
-	gdb, err := gorm.Open(d, &gorm.Config{
-		SkipDefaultTransaction: skipTx,
-		Logger:                 logger.New(gormLog{e}, logger.Config{LogLevel: logger.Info, IgnoreRecordNotFoundError: true}),
-	})
+	cfg.Logger = logger.New(gormLog{e}, logger.Config{LogLevel: logger.Info, IgnoreRecordNotFoundError: true})
+	gdb, err := gorm.Open(d, &cfg)
 	if err != nil {
 		t.Fatalf("gorm.Open: %v", err)
 	}

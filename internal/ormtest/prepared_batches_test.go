@@ -5,11 +5,8 @@ import (
 	"testing"
 
 	"github.com/uptrace/bun"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-	"gorm.io/gorm/logger"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/internal/ormtest/ent/account"
@@ -20,24 +17,7 @@ import (
 
 func openGORMPrepared(t *testing.T, e *env, skipTx bool) *gorm.DB {
 	t.Helper()
-	var d gorm.Dialector
-	switch e.b.name {
-	case "postgres":
-		d = postgres.New(postgres.Config{Conn: e.db})
-	case "mysql":
-		d = mysql.New(mysql.Config{Conn: e.db})
-	case "sqlite":
-		d = sqliteDialector{Conn: e.db}
-	}
-	gdb, err := gorm.Open(d, &gorm.Config{
-		PrepareStmt:            true,
-		SkipDefaultTransaction: skipTx,
-		Logger:                 logger.New(gormLog{e}, logger.Config{LogLevel: logger.Info, IgnoreRecordNotFoundError: true}),
-	})
-	if err != nil {
-		t.Fatalf("gorm.Open: %v", err)
-	}
-	return gdb
+	return openGORMConfig(t, e, gorm.Config{PrepareStmt: true, SkipDefaultTransaction: skipTx})
 }
 
 func preparedExtraOps(e *env, gdb *gorm.DB, bdb *bun.DB, s modelShape, bs modelShape) []op {
