@@ -83,17 +83,25 @@ func TestTombstonePrimaryKeyReplacedByUniqueIndexSwap(t *testing.T) {
 		"SELECT count(*) FROM acc WHERE code = 'x'")
 }
 
-// TestTombstoneMergeStaleReinsertRawPool: a PG15 MERGE from a plain pool re-inserting a
-// key deleted under 50 with fence_token 20 fires the tombstone's AFTER INSERT trigger.
-func TestTombstoneMergeStaleReinsertRawPool(t *testing.T) {
+// mergeAcc creates acc with its guards installed and key 1 inserted under token 10; it
+// returns a plain connection and a fenced pool.
+func mergeAcc(t *testing.T) (raw, db *sql.DB) {
+	t.Helper()
 	dsn := testdb.Postgres(t)
-	ctx := context.Background()
-	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
+	raw = rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
 	checkAcc(t, raw, dsn)
-	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
+	db = testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
 	if err := insertAs(db, 10, "INSERT INTO acc (id) VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
+	return raw, db
+}
+
+// TestTombstoneMergeStaleReinsertRawPool: a PG15 MERGE from a plain pool re-inserting a
+// key deleted under 50 with fence_token 20 fires the tombstone's AFTER INSERT trigger.
+func TestTombstoneMergeStaleReinsertRawPool(t *testing.T) {
+	ctx := context.Background()
+	raw, db := mergeAcc(t)
 	if err := insertAs(db, 50, "DELETE FROM acc WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -119,14 +127,8 @@ func TestTombstoneMergeStaleReinsertRawPool(t *testing.T) {
 func TestTombstoneMergeRacesDelete(t *testing.T) {
 	for _, iso := range []string{"READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"} {
 		t.Run(iso, func(t *testing.T) {
-			dsn := testdb.Postgres(t)
 			ctx := context.Background()
-			raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)")
-			checkAcc(t, raw, dsn)
-			db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
-			if err := insertAs(db, 10, "INSERT INTO acc (id) VALUES (1)"); err != nil {
-				t.Fatal(err)
-			}
+			raw, db := mergeAcc(t)
 			tx, err := db.BeginTx(fencedsql.WithToken(ctx, 50), nil)
 			if err != nil {
 				t.Fatal(err)

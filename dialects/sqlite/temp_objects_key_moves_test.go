@@ -156,16 +156,9 @@ func TestReplaceRecursiveTriggers(t *testing.T) {
 		"UPDATE OR REPLACE accounts SET id = 1, balance = -1, version = version + 1 WHERE id = 3",
 	} {
 		t.Run(q, func(t *testing.T) {
-			dsn := testdb.SQLite(t) + "&_pragma=recursive_triggers(1)"
-			raw := testdb.Open(t, "sqlite", dsn, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
-			raw.SetMaxOpenConns(1)
-			reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			testdb.Exec(t, raw, reps[0].Fix...)
+			raw := tombGuardedAt(t, testdb.SQLite(t)+"&_pragma=recursive_triggers(1)", "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
 			testdb.Exec(t, raw, "INSERT INTO accounts (id, fence_token, version) VALUES (1, 20, 1), (2, 20, 1), (3, 5, 1)")
-			_, err = raw.ExecContext(ctx, q)
+			_, err := raw.ExecContext(ctx, q)
 			var n int
 			raw.QueryRow("SELECT count(*) FROM accounts WHERE balance = -1 OR (id = 1 AND fence_token <> 20)").Scan(&n)
 			if n != 0 {

@@ -383,8 +383,14 @@ func TestTombKeyFixAfterNarrowedCollationKeepsTombstones(t *testing.T) {
 // and tombstoned by schema.Check's Fix (reported OK after it).
 func tombGuardedDB(t *testing.T, ddl string) *sql.DB {
 	t.Helper()
+	return tombGuardedAt(t, testdb.SQLite(t), ddl)
+}
+
+// tombGuardedAt is tombGuardedDB on the database dsn names.
+func tombGuardedAt(t *testing.T, dsn, ddl string) *sql.DB {
+	t.Helper()
 	ctx := context.Background()
-	raw := testdb.Open(t, "sqlite", testdb.SQLite(t), ddl)
+	raw := testdb.Open(t, "sqlite", dsn, ddl)
 	raw.SetMaxOpenConns(1)
 	reps, err := schema.Check(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
