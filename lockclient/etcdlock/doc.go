@@ -133,18 +133,26 @@
 // (tokens would fall back to bare revisions, below those the guarded database has seen;
 // a lockclient.Client that was granted a higher token for the same lock name refuses
 // the lower one, but a new process cannot tell), nor give several applications'
-// backends the same prefix unless they share the floor. WithMinToken(n) sets the offset
-// itself to at least n (not n minus the revision), so a prefix that lost its data is
-// priced again at offset n, above every token issued before the loss as long as no
-// offset above n was ever written — give every process of the service the same
-// WithMinToken, at least the value it was raised to at its switch. A Backend never
-// prices a grant with an offset below its WithMinToken: a grant that finds the floor key
-// missing, or written again lower after a loss (by a process configured lower, by an
-// earlier release's RaiseFloor, by hand), is given back, the offset put back at n, and
-// the grant made again (red-team rt45d F1, rt46d F1); LastToken and Retire through it
-// count with n likewise. RaiseFloor(min) records min itself (not min minus the
-// revision), so the same raise repeated after a loss puts the offset back where it was
-// too. Retire without WithMinToken on a prefix holding neither the floor key nor the
+// backends the same prefix unless they share the floor. WithMinToken(n) seeds the
+// offset (seed.go): a Backend with it prices grants only under an offset of at least n
+// plus the clock of 2024-01-01 in microseconds, and sets a lower one — the floor key
+// missing (a deleted prefix, or a cluster rebuilt from scratch, whose revision restarts
+// at 1), written again lower after a loss (by a process configured lower, by a
+// RaiseFloor, by hand), or n as an earlier release wrote it — to the clock in
+// microseconds plus n, by compare-and-swap, only ever raising it; a grant that finds it
+// so is given back and made again. Every token issued before the loss is below the seed
+// as long as no offset above n + clock was ever written — give every process of the
+// service the same WithMinToken, at least the value it was raised to at its switch —
+// the etcd cluster made fewer than one write per microsecond on average since the
+// previous seed, and the processes' clocks (etcd has none to read; the floor key records
+// the seed, so one process's clock prices every grant) agree to within the time it
+// lived (red-team rt45d F1, rt46d F1, rt49e F1). LastToken and Retire through it count
+// with the seed likewise. A seed above 2^62 (n within the clock of it) fails with
+// ErrInvalidConfig. RaiseFloor(min) records min itself (not min minus the revision) on
+// an existing floor key, and the clock in microseconds plus min on a missing one (a
+// fresh or lost prefix, a rebuilt cluster), so the same raise repeated after a loss
+// puts the offset back at least where it was, and a rebuilt cluster above the clock
+// seed of the lost one (red-team rt49e F1). Retire without WithMinToken on a prefix holding neither the floor key nor the
 // service identity fails with ErrUnavailable instead of answering a bound below the
 // tokens issued (red-team rt45d F2). A process without WithMinToken on a lost
 // prefix grants bare revisions (the known-open rt28b form). A value of the floor key that
@@ -157,9 +165,11 @@
 // before the mark plus the margin, a bound that the cluster's revision stays below
 // should the prefix be deleted (red-team rt44c F2). The service's identity
 // (serviceid.go) is stored under the prefix too, in <prefix>~service-id.
-// Rebuilding a cluster, or moving the locks to another prefix or cluster, means raising
-// the floor on the new one above the highest token the database has accepted
-// (lockfloor -raise, or RaiseFloor) before the first grant. The Renew and Release checks
+// Rebuilding a cluster without WithMinToken in every process, restoring it from a
+// snapshot (the floor key comes back with its seeded offset and an older revision: no
+// seed), or moving the locks to another prefix or cluster, means raising the floor on the
+// new one above the highest token the database has accepted (lockfloor -raise, or
+// RaiseFloor) before the first grant. The Renew and Release checks
 // below compare the key's mod revision with the grant's revision, which the Grant carries
 // in its private Data, not with its token.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -88,17 +89,22 @@ func token(off uint64, rev int64) uint64 { return off + uint64(rev) }
 var _ lockclient.FloorRaiser = (*Backend)(nil)
 
 // RaiseFloor implements lockclient.FloorRaiser. The offset itself becomes at least min
-// (raiseOffset: nothing changes when it is min or more; otherwise it is set to min by
+// (raiseOffsetTo: nothing changes when it is min or more; otherwise it is set to min by
 // compare-and-swap on the floor key's mod revision, retried when a concurrent raise
-// won), so it only goes up and every later grant gets a token of at least min plus a
-// revision, above min whatever the revision. Every grant reads the offset in its own
+// won — or, when the floor key is missing, to the clock in microseconds plus min,
+// raiseSeed, as WithMinToken seeds it: red-team rt49e F1), so it only goes up and every
+// later grant gets a token of at least min plus a revision, above min whatever the
+// revision. Every grant reads the offset in its own
 // transaction, so a grant ordered after the raise's write by etcd's revision gets a
 // token above min. The offset is not min − H (H the current revision, the least that
 // puts the next token above min), as it was before red-team rt46d F1: a raise is then
 // as safe to repeat after the prefix lost its data as WithMinToken — the same raise
-// puts the offset back where it was, and every later revision is above every one
-// before, so the tokens are above every token granted under it before the loss —
-// where min − H' (H' the revision at the repeat) priced them below those. The cost is
+// puts the offset back at least where it was, and in a live cluster every later
+// revision is above every one before, so the tokens are above every token granted under
+// it before the loss — where min − H' (H' the revision at the repeat) priced them below
+// those; a rebuilt cluster, whose revision restarted, is covered by the clock seed of a
+// missing key (given a clock ahead of the previous seed's by more than the lost
+// cluster's revision count in µs). The cost is
 // a jump of the revision, once per raise that writes. A min above 2^62 yields an
 // error wrapping lockclient.ErrInvalidConfig; a retired service one wrapping
 // lockclient.ErrRetired; an unreachable cluster one wrapping ErrUnavailable.
@@ -109,20 +115,30 @@ func (b *Backend) RaiseFloor(ctx context.Context, min uint64) error {
 	if min > maxFloor {
 		return fmt.Errorf("etcdlock: raise floor: %w: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), min)
 	}
-	return b.raiseOffset(ctx, min)
+	return b.raiseOffsetTo(ctx, func(off uint64, missing bool) (uint64, error) {
+		if missing {
+			return raiseSeed(min, time.Now()), nil
+		}
+		return min, nil
+	})
 }
 
-// raiseOffset sets the floor key's offset to n if it is lower (or the key is missing),
-// by compare-and-swap on the key's mod revision, retried when a concurrent raise won, so
-// the offset only goes up (RaiseFloor, WithMinToken). A retired service is refused
-// (lockclient.ErrRetired), a floor key that holds no offset too (ErrInvalidConfig).
-func (b *Backend) raiseOffset(ctx context.Context, n uint64) error {
+// raiseOffsetTo sets the floor key's offset to target(off, missing) if that is above the
+// offset off found (0 and missing when the key does not exist), by compare-and-swap on
+// the key's mod revision, retried (target asked again) when a concurrent raise won, so
+// the offset only goes up (RaiseFloor, WithMinToken's seed). A retired service is refused (lockclient.ErrRetired),
+// a floor key that holds no offset too (ErrInvalidConfig), and target's error is returned.
+func (b *Backend) raiseOffsetTo(ctx context.Context, target func(off uint64, missing bool) (uint64, error)) error {
 	for {
 		kv, _, err := b.readFloor(ctx, "raise floor")
 		if err != nil {
 			return err
 		}
 		off, err := b.parseOffset(kv)
+		if err != nil {
+			return err
+		}
+		n, err := target(off, kv == nil)
 		if err != nil {
 			return err
 		}
@@ -182,12 +198,16 @@ func (b *Backend) LastToken(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// An offset below WithMinToken (a missing floor key included: the prefix lost its
-	// data): this Backend's grants never use it — the next one puts the offset back at
-	// WithMinToken first (grantOffset, restoreMinToken) — and WithMinToken bounds the
-	// tokens issued before the loss, so the answer is what grants use (red-team rt45d
-	// F1, rt46d F1).
-	return token(max(off, b.cfg.minToken), rev), nil
+	// An offset not seeded for WithMinToken (a missing floor key included: the prefix or the
+	// cluster lost its data): this Backend's grants never use it — the next one seeds
+	// the offset at the clock plus WithMinToken first (grantOffset, restoreMinToken,
+	// seedOffset), which bounds the tokens issued before the loss — so the answer is
+	// counted from that seed, at this read's clock (red-team rt45d F1, rt46d F1, rt49e F1).
+	off, err = b.seedOffset(off, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	return token(off, rev), nil
 }
 
 var _ lockclient.RetirementReader = (*Backend)(nil)
@@ -247,9 +267,9 @@ var _ lockclient.Retirer = (*Backend)(nil)
 // given back, as for any floor that is no offset), and one ordered before got offset o.
 // It returns o + m plus the mark's revision minus one, which bounds every token issued
 // (LastToken and Retired answer the same afterwards). A service already retired is left
-// alone. Through a Backend with WithMinToken, o is at least its value: a lower offset
-// (a prefix that lost its data) is one its grants never use — they put it back first
-// (grantOffset) — and the value bounds the tokens issued before the loss. The mark is
+// alone. Through a Backend with WithMinToken, o is seeded (seedOffset): a lower offset
+// (a prefix or a cluster that lost its data) is one its grants never use — they seed it
+// first (grantOffset) — and the seed bounds the tokens issued before the loss. The mark is
 // the floor key under the prefix: deleting the prefix, or restoring
 // the cluster from before Retire, removes it and the service grants again — tokens of
 // the cluster's revision (plus o after a restore), which stay below the returned bound
@@ -277,7 +297,10 @@ func (b *Backend) Retire(ctx context.Context) (uint64, error) {
 				return 0, err
 			}
 		}
-		off = max(off, b.cfg.minToken) // what this Backend's grants put a lower offset back to (grantOffset)
+		// What this Backend's grants put a lower offset back to (grantOffset, seedOffset).
+		if off, err = b.seedOffset(off, time.Now()); err != nil {
+			return 0, err
+		}
 		mod := int64(0)
 		if kv != nil {
 			mod = kv.ModRevision

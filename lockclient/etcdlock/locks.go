@@ -133,7 +133,7 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 				s.mu.Unlock()
 			}
 			if keepAliveErr == nil && isLowOffset(ferr) {
-				// An offset below WithMinToken: raised again, the next attempt is priced above it.
+				// An offset not seeded for WithMinToken: seeded, the next attempt is priced above it.
 				if err := s.b.restoreMinToken(ctx); err != nil {
 					return lockclient.Grant{}, false, fmt.Errorf("etcdlock: try-acquire: %w", err)
 				}
@@ -269,7 +269,7 @@ func (s *session) priceAndHandOut(ctx context.Context, key string, e *entry, rev
 		}
 		s.mu.Unlock()
 		s.kickSweeper()
-		// An offset below WithMinToken at rev: raised again, the next attempt (without a
+		// An offset not seeded for WithMinToken at rev: seeded, the next attempt (without a
 		// place in the queue: the key just left to the sweeper is deleted as an orphan) is
 		// priced above it.
 		if isLowOffset(err) {

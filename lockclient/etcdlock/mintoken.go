@@ -4,23 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
-// WithMinToken sets the service's offset to at least n: the floor key's offset is
-// raised to n (not to n minus the current revision) when the Backend opens its first
-// session, and again by any grant that finds it below n (grantOffset), so every token the
-// Backend grants is greater than n + the revision. Tokens are the offset plus the
-// revision, which never goes back, so after the prefix lost its data (the floor key with
-// it) the offset is put back at n — by the next grant of a Backend already open, or by
-// the first Open of one started afterwards — and every later grant is priced above every
-// token issued before the loss, as long as no offset above n was ever written (every
-// process of the service has the same WithMinToken, at least the value the service was
-// raised to at its switch). A failed raise fails that Open (or grant) and is tried again
-// by the next. n above 2^62 is invalid (see New) (red-team rt45d F1, rt46d F1).
+// WithMinToken sets the service's offset to at least n: when the Backend opens its
+// first session, and whenever a grant finds the floor key's offset below n + seedBase
+// (grantOffset) — the key missing included: the prefix or the cluster lost its data, or
+// the offset was written again lower after a loss, or by an earlier release — the
+// offset is seeded at the clock in microseconds plus n (the seed rule, seed.go). So
+// every token the Backend grants is greater than n + the revision, and a grant after a
+// loss is above every token granted before it: after a prefix deleted in a live cluster
+// as after a cluster rebuilt from scratch, whose revision restarts at 1 (red-team rt49e
+// F1), as long as no offset above n + clock was ever written (every process of the
+// service has the same WithMinToken, at least the value the service was raised to at its
+// switch). A seeded offset is left alone. A failed raise fails that Open (or grant) and
+// is tried again by the next. n above 2^62 is invalid (see New), and so is a seed
+// above 2^62 (n within the clock of it; seedOffset) (red-team rt45d F1, rt46d F1).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
@@ -32,7 +35,8 @@ func WithMinToken(n uint64) Option {
 }
 
 // raiseMinToken applies WithMinToken once per Backend (again after a failure); grants
-// put it back themselves should the offset fall below it later (restoreMinToken).
+// seed the offset again themselves should it fall below the seeded range later
+// (restoreMinToken).
 func (b *Backend) raiseMinToken(ctx context.Context) error {
 	if b.cfg.minToken == 0 {
 		return nil
@@ -49,11 +53,12 @@ func (b *Backend) raiseMinToken(ctx context.Context) error {
 	return nil
 }
 
-// restoreMinToken raises the floor key's offset to WithMinToken's value if it is lower
-// or missing (raiseOffset): at a Backend's first Open, and after a grant refused by
-// grantOffset (isLowOffset).
+// restoreMinToken seeds the floor key's offset at the clock plus WithMinToken's value if
+// it is below that value or missing (seedOffset, raiseOffsetTo): at a Backend's first
+// Open, and after a grant refused by grantOffset (isLowOffset).
 func (b *Backend) restoreMinToken(ctx context.Context) error {
-	if err := b.raiseOffset(ctx, b.cfg.minToken); err != nil {
+	seed := func(off uint64, _ bool) (uint64, error) { return b.seedOffset(off, time.Now()) }
+	if err := b.raiseOffsetTo(ctx, seed); err != nil {
 		return fmt.Errorf("etcdlock: WithMinToken(%d): %w", b.cfg.minToken, err)
 	}
 	return nil
@@ -61,7 +66,7 @@ func (b *Backend) restoreMinToken(ctx context.Context) error {
 
 // lowOffsetError is grantOffset's refusal of a grant made under an offset below the
 // Backend's WithMinToken. It wraps lockclient.ErrUnavailable: the grant is given back,
-// the offset raised again (restoreMinToken), and the grant retried.
+// the offset seeded again (restoreMinToken), and the grant retried.
 type lowOffsetError struct {
 	key      string // the floor key
 	off      uint64 // the offset found (0 when missing)
@@ -74,38 +79,39 @@ func (e *lowOffsetError) Error() string {
 	if e.missing {
 		found = "is missing"
 	}
-	return fmt.Sprintf("etcdlock: %v: the floor key %s %s, below this Backend's WithMinToken(%d): the prefix lost its data "+
-		"(or a process configured with a lower WithMinToken, or none, wrote it after the loss); a token priced under it could go back below "+
-		"the tokens granted before, so the grant is given back and the offset raised to %d again. If this persists, "+
+	return fmt.Sprintf("etcdlock: %v: the floor key %s %s, not seeded for this Backend's WithMinToken(%d) (seed.go): the prefix or the cluster "+
+		"lost its data (or a process configured with a lower WithMinToken, or none, or of an earlier release, wrote it); a token priced under it could go back below "+
+		"the tokens granted before, so the grant is given back and the offset seeded at the clock plus %d. If this persists, "+
 		"check that nothing keeps deleting or lowering %s; do not lower it by hand",
 		lockclient.ErrUnavailable, e.key, found, e.minToken, e.minToken, e.key)
 }
 
 func (e *lowOffsetError) Unwrap() error { return lockclient.ErrUnavailable }
 
-// grantOffset is parseOffset for a grant. An offset below the Backend's WithMinToken — a
-// missing floor key included — means the prefix lost its data (a wiped prefix, a restore
-// from before the raise), after which the key may have been written again lower (a
-// process configured with a lower WithMinToken, or none, a RaiseFloor of an earlier
-// release that wrote min − revision): a token priced under it could go back below the
-// tokens this service issued before. The grant is refused with a *lowOffsetError
-// (wrapping lockclient.ErrUnavailable, isLowOffset); the caller gives it back, puts
-// the offset back at WithMinToken (restoreMinToken), as the first Open of a restarted
-// process would, and tries again (red-team rt45d F1: the missing key; rt46d F1: a key written
+// grantOffset is parseOffset for a grant. An offset not seeded for the Backend's
+// WithMinToken (seeded: at least WithMinToken + seedBase) — a missing floor key included —
+// means the prefix or the cluster lost its data (a wiped prefix, a rebuilt cluster, a
+// restore from before the raise), after which the key may have been written again lower
+// (a process configured with a lower WithMinToken, or none, or of an earlier release, the
+// same lockfloor -raise repeated), or an earlier release's offset: a token priced under
+// it could go back below the tokens this service issued before (red-team rt49e F1). The grant is refused with a *lowOffsetError
+// (wrapping lockclient.ErrUnavailable, isLowOffset); the caller gives it back, seeds
+// the offset at the clock plus WithMinToken (restoreMinToken), as the first Open of a
+// restarted process would, and tries again (red-team rt45d F1: the missing key; rt46d F1: a key written
 // again lower, which was accepted).
 func (b *Backend) grantOffset(kv *mvccpb.KeyValue) (uint64, error) {
 	off, err := b.parseOffset(kv)
 	if err != nil {
 		return 0, err
 	}
-	if off < b.cfg.minToken {
+	if !b.seeded(off) {
 		return 0, &lowOffsetError{key: b.FloorKey(), off: off, missing: kv == nil, minToken: b.cfg.minToken}
 	}
 	return off, nil
 }
 
 // isLowOffset reports whether err is grantOffset's refusal of an offset below
-// WithMinToken: the caller gives the grant back, puts the offset back
+// WithMinToken: the caller gives the grant back, seeds the offset again
 // (restoreMinToken) and tries again.
 func isLowOffset(err error) bool {
 	var low *lowOffsetError

@@ -394,7 +394,7 @@ func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Tim
 				s.mu.Unlock()
 			}
 			if keepAliveErr == nil && isLowOffset(ferr) {
-				// An offset below WithMinToken: raised again, the next attempt is priced above it.
+				// An offset not seeded for WithMinToken: seeded, the next attempt is priced above it.
 				if err := s.b.restoreMinToken(ctx); err != nil {
 					return lockclient.Grant{}, false, false, fmt.Errorf("etcdlock: acquire: %w", err)
 				}
