@@ -121,6 +121,14 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	return append(ddl, d.fenceFuncDDL(table, tokenCol)...)
 }
 
+// guardVersion marks the text of the guard's BEFORE UPDATE trigger of this version (a
+// comment in its body, which information_schema.TRIGGERS keeps): guardTriggers names
+// a guard trigger without it as one of an earlier version. v2: the token and the
+// version compare as integers whatever the columns' declared types (red-team rt49d
+// F1). (The BEFORE INSERT floor trigger did not change: it compares the token with
+// the BIGINT floor, numerically.)
+const guardVersion = "fencedsql guard v2"
+
 // guardTriggerDefs are the guard's two triggers on table: the BEFORE UPDATE guard and
 // the BEFORE INSERT floor trigger.
 func (d dialectImpl) guardTriggerDefs(table dialect.TableName, tokenCol, versionCol string) []triggerDef {
@@ -131,14 +139,22 @@ func (d dialectImpl) guardTriggerDefs(table dialect.TableName, tokenCol, version
 	refuse := func(what string) string {
 		return "SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, what)
 	}
+	// The comparisons are numeric whatever the columns' declared types: a token
+	// column retyped VARCHAR on a plain connection (the triggers name it, MySQL and
+	// MariaDB allow the ALTER) would otherwise compare as text, '5' < '10' false, and
+	// let a raw writer lower the token (red-team rt49d F1). On an integer column the
+	// CAST changes nothing; it costs no query.
+	num := func(ref string) string { return "CAST(" + ref + " AS SIGNED)" }
+	lowers := num("NEW."+tok) + " < " + num("OLD."+tok)
+	stays := num("NEW."+ver) + " <= " + num("OLD."+ver)
 	return []triggerDef{
 		// One test on the wrapper's path; the nested IF only names the refusal.
-		{triggerName(table), "BEFORE UPDATE ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\nBEGIN\n" +
-			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR NEW." + tok + " < OLD." + tok + " OR NEW." + ver + " <= OLD." + ver + " OR " + floorBelow(tok) + " THEN\n" +
+		{triggerName(table), "BEFORE UPDATE ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\nBEGIN\n  /* " + guardVersion + " */\n" +
+			"  IF NEW." + tok + " IS NULL OR NEW." + ver + " IS NULL OR " + lowers + " OR " + stays + " OR " + floorBelow(tok) + " THEN\n" +
 			"    IF NEW." + tok + " IS NULL THEN\n      " + notNull(tokenCol) + ";\n" +
 			"    ELSEIF NEW." + ver + " IS NULL THEN\n      " + notNull(versionCol) + ";\n" +
-			"    ELSEIF NEW." + tok + " < OLD." + tok + " THEN\n      " + refuse("UPDATE lowers the fence token") + ";\n" +
-			"    ELSEIF NEW." + ver + " <= OLD." + ver + " THEN\n      " + refuse("UPDATE does not advance the version") + ";\n" +
+			"    ELSEIF " + lowers + " THEN\n      " + refuse("UPDATE lowers the fence token") + ";\n" +
+			"    ELSEIF " + stays + " THEN\n      " + refuse("UPDATE does not advance the version") + ";\n" +
 			"    ELSE\n      " + floorRefusal(table.Name) + ";\n" +
 			"    END IF;\n  END IF;\nEND"},
 		// One test on the wrapper's path; a NULL fencing column is refused as NOT NULL

@@ -66,12 +66,12 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("floor trigger = %q, want %q", ddl[10], want)
 	}
 	for _, want := range []string{
-		"CREATE TRIGGER `shop`.`fencedsql_guard_acc``ounts` BEFORE UPDATE ON `shop`.`acc``ounts` FOR EACH ROW",
-		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR NEW.`fence_token` < OLD.`fence_token` OR NEW.`ver'sion` <= OLD.`ver'sion` OR NOT COALESCE(NEW.`fence_token` >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1 LOCK IN SHARE MODE), FALSE) THEN\n",
+		"CREATE TRIGGER `shop`.`fencedsql_guard_acc``ounts` BEFORE UPDATE ON `shop`.`acc``ounts` FOR EACH ROW\nBEGIN\n  /* fencedsql guard v2 */\n",
+		"  IF NEW.`fence_token` IS NULL OR NEW.`ver'sion` IS NULL OR CAST(NEW.`fence_token` AS SIGNED) < CAST(OLD.`fence_token` AS SIGNED) OR CAST(NEW.`ver'sion` AS SIGNED) <= CAST(OLD.`ver'sion` AS SIGNED) OR NOT COALESCE(NEW.`fence_token` >= (SELECT f.floor FROM fencedsql_floor f WHERE f.id = 1 LOCK IN SHARE MODE), FALSE) THEN\n",
 		"    IF NEW.`fence_token` IS NULL THEN\n      SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'Column ''fence_token'' cannot be null';",
 		"MESSAGE_TEXT = 'Column ''ver''sion'' cannot be null'",
-		"    ELSEIF NEW.`fence_token` < OLD.`fence_token` THEN\n      SIGNAL SQLSTATE 'FNCD1'",
-		"    ELSEIF NEW.`ver'sion` <= OLD.`ver'sion` THEN\n      SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on acc`ounts: UPDATE does not advance the version';",
+		"    ELSEIF CAST(NEW.`fence_token` AS SIGNED) < CAST(OLD.`fence_token` AS SIGNED) THEN\n      SIGNAL SQLSTATE 'FNCD1'",
+		"    ELSEIF CAST(NEW.`ver'sion` AS SIGNED) <= CAST(OLD.`ver'sion` AS SIGNED) THEN\n      SIGNAL SQLSTATE 'FNCD1' SET MESSAGE_TEXT = 'fencedsql: guard on acc`ounts: UPDATE does not advance the version';",
 		"    ELSE\n      SIGNAL SQLSTATE 'FNCD2' SET MESSAGE_TEXT = 'fencedsql: token floor on acc`ounts: token below the floor';",
 	} {
 		if !strings.Contains(ddl[5], want) {

@@ -140,10 +140,15 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		if !strings.EqualFold(name, t.Table.Name) {
 			fix = []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}
 		}
+		problem := "the " + r[2] + " " + r[3] + " trigger " + trg.String() + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the body this version installs: " +
+			"a changed guard may let through what it should refuse (a token lowered, a NULL replaced, a deleted key re-inserted); re-create it (fencedsql-schema -apply)"
+		if r[2] == "BEFORE" && r[3] == "UPDATE" && strings.HasPrefix(strings.ToLower(r[1]), "fencedsql_guard_") && !strings.Contains(r[4], guardVersion) {
+			// No marker of this version: an earlier version's guard (or one changed).
+			problem = "the guard trigger " + trg.String() + " on " + t.Table.String() + " is not the one this version of fencedsql installs (it lacks the marker \"" + guardVersion + "\"): " +
+				"installed by an earlier version, or changed since; an earlier guard compares the token and the version in the columns' declared types (as text once one is retyped VARCHAR, '5' < '10' false): re-create it (fencedsql-schema -apply)"
+		}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: trg.String() + " on " + t.Table.String(),
-			Problem: "the " + r[2] + " " + r[3] + " trigger " + trg.String() + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the body this version installs: " +
-				"a changed guard may let through what it should refuse (a token lowered, a NULL replaced, a deleted key re-inserted); re-create it (fencedsql-schema -apply)",
-			Fix: fix})
+			Problem: problem, Fix: fix})
 	}
 	return doors, nil
 }

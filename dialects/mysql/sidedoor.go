@@ -19,7 +19,10 @@ import (
 //     stale holder re-inserts their keys). One of the TriggerDoors, so the lazy check
 //     refuses the table too (red-team rt42a F3, the SQLite class). Fix: the
 //     constraint dropped and re-created with RESTRICT for those actions (two
-//     statements; the table has no such constraint in between).
+//     statements; the table has no such constraint in between). The same keys of
+//     other, guarded tables that reference the table are doors of the table too
+//     (referencingCascades, cascadedoor.go, red-team rt49b F1): its fenced DELETE or
+//     key UPDATE would cascade into their rows.
 //   - updatable views over the table (also through other views): a write to the view
 //     does not name the table, so the wrapper sends it unfenced (the table's triggers
 //     fire, so the guard refuses an UPDATE that does not advance the version, but it
@@ -35,63 +38,6 @@ import (
 //     assign its token or version column, and a guard a table swap lost (lostGuard).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.TriggerDoors)
-}
-
-func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, "SELECT rc.CONSTRAINT_NAME, rc.UNIQUE_CONSTRAINT_SCHEMA, rc.REFERENCED_TABLE_NAME, rc.DELETE_RULE, rc.UPDATE_RULE, k.COLUMN_NAME, k.REFERENCED_COLUMN_NAME "+
-		"FROM information_schema.REFERENTIAL_CONSTRAINTS rc JOIN information_schema.KEY_COLUMN_USAGE k "+
-		"ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.TABLE_NAME = rc.TABLE_NAME AND k.REFERENCED_TABLE_NAME IS NOT NULL "+
-		"WHERE rc.CONSTRAINT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND rc.TABLE_NAME = ? "+
-		"AND (rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR rc.UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')) "+
-		"ORDER BY rc.CONSTRAINT_NAME, k.ORDINAL_POSITION",
-		t.Table.Schema, t.Table.Name)
-	if err != nil {
-		return nil, err
-	}
-	type fk struct {
-		name, refSchema, refTable, onDel, onUpd string
-		cols, refCols                           []string
-	}
-	var fks []*fk
-	for _, r := range rows {
-		if len(r) < 7 {
-			continue
-		}
-		if len(fks) == 0 || fks[len(fks)-1].name != r[0] {
-			fks = append(fks, &fk{name: r[0], refSchema: r[1], refTable: r[2], onDel: r[3], onUpd: r[4]})
-		}
-		f := fks[len(fks)-1]
-		f.cols = append(f.cols, d.QuoteIdent(r[5]))
-		f.refCols = append(f.refCols, d.QuoteIdent(r[6]))
-	}
-	changes := func(rule string) bool { return rule == "CASCADE" || rule == "SET NULL" || rule == "SET DEFAULT" }
-	safe := func(rule string) string {
-		if changes(rule) {
-			return "RESTRICT"
-		}
-		return rule
-	}
-	var doors []dialect.SideDoor
-	for _, f := range fks {
-		ref := dialect.TableName{Schema: f.refSchema, Name: f.refTable}
-		var rules []string
-		if changes(f.onDel) {
-			rules = append(rules, "ON DELETE "+f.onDel)
-		}
-		if changes(f.onUpd) {
-			rules = append(rules, "ON UPDATE "+f.onUpd)
-		}
-		tbl := t.Table.Quote(d.QuoteIdent)
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: f.name + " REFERENCES " + ref.String(),
-			Problem: strings.Join(rules, ", ") + ": a write to " + ref.String() + " (not fenced by the wrapper) changes rows of " + t.Table.String() +
-				", and MySQL/MariaDB run no triggers for cascaded changes (no guard, no tombstones); the fix re-creates the constraint with RESTRICT",
-			Fix: []string{
-				"ALTER TABLE " + tbl + " DROP FOREIGN KEY " + d.QuoteIdent(f.name),
-				"ALTER TABLE " + tbl + " ADD CONSTRAINT " + d.QuoteIdent(f.name) + " FOREIGN KEY (" + strings.Join(f.cols, ", ") + ") REFERENCES " +
-					ref.Quote(d.QuoteIdent) + " (" + strings.Join(f.refCols, ", ") + ") ON DELETE " + safe(f.onDel) + " ON UPDATE " + safe(f.onUpd),
-			}})
-	}
-	return doors, nil
 }
 
 // views: updatable views naming the table or, level by level, such a view — and, in
@@ -199,12 +145,13 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // the triggers and scheduled events that write them (guardTables) or with a unique
 // index besides their key (guardTableIndexes), then the stored functions whose body
 // writes the table (routines, routinedoor.go), and the foreign keys whose cascades
-// change the table's rows without its triggers (cascades, described at SideDoors).
-// Finding no door costs one more catalog query than before (cascades), and
-// guardTableIndexes another (red-team rt46a F1), at the lazy check only, not per
-// statement.
+// change the table's rows without its triggers (cascades), or, from the table, a
+// guarded child's (referencingCascades; both in cascadedoor.go, described at
+// SideDoors). Finding no door costs one more catalog query than before (cascades),
+// guardTableIndexes another (red-team rt46a F1) and referencingCascades another
+// (rt49b F1), at the lazy check only, not per statement.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades, d.referencingCascades)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one

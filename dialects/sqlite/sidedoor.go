@@ -21,7 +21,11 @@ import (
 //     referenced table's rows), so a holder older than the deleter but newer than the
 //     row re-inserts the key (red-team rt42a F3): a problem. SQLite cannot alter a
 //     constraint, so there is no statement: rebuild the table with ON DELETE RESTRICT
-//     (or NO ACTION), and delete the referencing rows through the wrapper first.
+//     (or NO ACTION), and delete the referencing rows through the wrapper first. The
+//     same key is a door of the referenced table too when the referencing table is
+//     guarded (referencingCascades, cascadedoor.go): its DELETE through the pool is
+//     refused before it cascades (red-team rt49b F1). Both ask for a token floor raise:
+//     rows already deleted carry tombstones at their own token.
 //     ON DELETE SET NULL / SET DEFAULT and ON UPDATE CASCADE / SET NULL / SET DEFAULT
 //     change the rows by an UPDATE that does not advance the version, which the guard
 //     refuses (the referenced table's write fails): a note. Foreign keys act only on
@@ -114,7 +118,7 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 				Problem: "ON DELETE CASCADE: a DELETE of " + f.ref + " (fenced for " + f.ref + " only, or not fenced at all) deletes rows of " + t.Table.String() +
 					" without their fence, and their tombstones record each row's own token, not the deleting token, so a holder older than the deleter re-inserts a deleted key " +
 					"(the guard does not cover DELETE on SQLite); SQLite cannot alter a constraint: rebuild " +
-					t.Table.String() + " with ON DELETE RESTRICT, and delete its rows through the wrapper before the " + f.ref + " row"})
+					t.Table.String() + " with ON DELETE RESTRICT, and delete its rows through the wrapper before the " + f.ref + " row" + cascadeLost})
 		case changes(f.onDel) || changes(f.onUpd):
 			rule := "ON DELETE " + f.onDel
 			if !changes(f.onDel) {
@@ -163,9 +167,12 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // whose ON DELETE CASCADE deletes the table's rows at their own token (cascades,
 // described at SideDoors; red-team rt42a F3: a DELETE of a guarded parent through the
 // pool tombstoned the child's rows below the deleting token, and the lazy check, which
-// did not run this finder, let a stale holder re-insert them).
+// did not run this finder, let a stale holder re-insert them), and the same keys of
+// other guarded tables that reference the table (referencingCascades, cascadedoor.go:
+// the table's own DELETE through the pool is refused before it cascades, red-team
+// rt49b F1).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.guardTables, d.lostGuard, d.tombstoneKey, d.cascades)
+	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.guardTables, d.lostGuard, d.tombstoneKey, d.cascades, d.referencingCascades)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
