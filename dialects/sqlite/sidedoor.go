@@ -28,9 +28,15 @@ import (
 //     rows already deleted carry tombstones at their own token.
 //     ON DELETE SET NULL / SET DEFAULT and ON UPDATE CASCADE / SET NULL / SET DEFAULT
 //     change the rows by an UPDATE that does not advance the version, which the guard
-//     refuses (the referenced table's write fails): a note. Foreign keys act only on
-//     connections with PRAGMA foreign_keys = ON (a constraint counts whatever the
-//     pragma: another connection may turn it on).
+//     refuses (the referenced table's write fails): a note — unless the key's columns
+//     include the token or version column (fencingCascade): then the UPDATE sets the
+//     version (to the referenced row's new value, or to NULL or the default), a higher
+//     one passes the guard, and a write of the referenced table, which the wrapper does
+//     not fence, rewrites the rows at their own token (red-team rt50d F1, the twin of
+//     PostgreSQL's fencingCascades): a problem without a Fix statement (rebuild the
+//     table with NO ACTION/RESTRICT, or without the fencing columns in the key).
+//     Foreign keys act only on connections with PRAGMA foreign_keys = ON (a
+//     constraint counts whatever the pragma: another connection may turn it on).
 //   - views whose INSTEAD OF triggers write the table (a view is read-only in SQLite
 //     without them): an INSERT, UPDATE or DELETE on the view does not name the table,
 //     so the wrapper sends it as written and the trigger writes the table unfenced.
@@ -76,6 +82,10 @@ func (d dialectImpl) uniqueExpressions(ctx context.Context, query dialect.Catalo
 	return doors, nil
 }
 
+// cascades: the table's foreign keys whose actions change its rows (described at
+// SideDoors): ON DELETE CASCADE and a writing action over a fencing column
+// (fencingCascade) are problems without a Fix statement, any other writing action a
+// note. One query (pragma_foreign_key_list).
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	q, args := `SELECT id, seq, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?)`, []any{t.Table.Name}
 	if t.Table.Schema != "" {
@@ -111,24 +121,56 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 	for _, id := range ids {
 		f := byID[id]
 		obj := "(" + strings.Join(f.from, ", ") + ") REFERENCES " + f.ref + " (" + strings.Join(f.to, ", ") + ")"
-		changes := func(rule string) bool { return rule == "CASCADE" || rule == "SET NULL" || rule == "SET DEFAULT" }
-		switch {
-		case f.onDel == "CASCADE":
+		var writing []string // the rules that change the rows by an UPDATE
+		if f.onDel == "SET NULL" || f.onDel == "SET DEFAULT" {
+			writing = append(writing, "ON DELETE "+f.onDel)
+		}
+		if f.onUpd == "CASCADE" || f.onUpd == "SET NULL" || f.onUpd == "SET DEFAULT" {
+			writing = append(writing, "ON UPDATE "+f.onUpd)
+		}
+		if f.onDel == "CASCADE" {
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj,
 				Problem: "ON DELETE CASCADE: a DELETE of " + f.ref + " (fenced for " + f.ref + " only, or not fenced at all) deletes rows of " + t.Table.String() +
 					" without their fence, and their tombstones record each row's own token, not the deleting token, so a holder older than the deleter re-inserts a deleted key " +
 					"(the guard does not cover DELETE on SQLite); SQLite cannot alter a constraint: rebuild " +
 					t.Table.String() + " with ON DELETE RESTRICT, and delete its rows through the wrapper before the " + f.ref + " row" + cascadeLost})
-		case changes(f.onDel) || changes(f.onUpd):
-			rule := "ON DELETE " + f.onDel
-			if !changes(f.onDel) {
-				rule = "ON UPDATE " + f.onUpd
-			}
+		}
+		if len(writing) == 0 {
+			continue
+		}
+		if cols := fencingCascade(f.from, t); len(cols) > 0 {
+			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj,
+				Problem: strings.Join(writing, ", ") + " writes the fencing column " + strings.Join(cols, ", ") + " of " + t.Table.String() +
+					": a write of " + f.ref + " (which the wrapper does not fence) sets it in the rows it reaches, and a version set higher passes the guard, " +
+					"so a stale holder, or a write without a token, may rewrite rows written under a newer token; SQLite cannot alter a constraint: rebuild " +
+					t.Table.String() + " with the foreign key ON DELETE/ON UPDATE NO ACTION or RESTRICT, or without the fencing columns"})
+		} else if f.onDel != "CASCADE" {
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj, Note: true,
-				Problem: rule + ": SQLite runs the triggers of " + t.Table.String() + " for the cascaded UPDATE, which does not advance the version: the guard refuses it, so the write to " + f.ref + " fails unless the rows were changed through the wrapper first"})
+				Problem: writing[0] + ": SQLite runs the triggers of " + t.Table.String() + " for the cascaded UPDATE, which does not advance the version: the guard refuses it, so the write to " + f.ref + " fails unless the rows were changed through the wrapper first"})
 		}
 	}
 	return doors, nil
+}
+
+// fencingCascade returns the fencing columns of t (token, version) among a foreign
+// key's referencing columns from, which every writing action of the key (ON UPDATE
+// CASCADE/SET NULL/SET DEFAULT, ON DELETE SET NULL/SET DEFAULT) sets on SQLite: to
+// the referenced row's new value, to NULL, or to the column's default (red-team rt50d
+// F1). Column names compare case-insensitively, as SQLite's.
+func fencingCascade(from []string, t dialect.SideDoorTable) []string {
+	var cols []string
+	for _, c := range []string{t.TokenColumn, t.VersionColumn} {
+		if c == "" {
+			continue
+		}
+		for _, f := range from {
+			if strings.EqualFold(f, c) {
+				cols = append(cols, c)
+				break
+			}
+		}
+	}
+	return cols
 }
 
 func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
@@ -164,13 +206,15 @@ func (d dialectImpl) viewTriggers(ctx context.Context, query dialect.CatalogQuer
 // and RAISE(IGNORE) abandons them), one query each; the guards' own triggers (guardTriggers), the triggers on or writing the guard
 // tables (guardWriters), the guard tables' shape (guardTables). Last, a guard a table
 // swap lost (lostGuard), the tombstone table's key (tombstoneKey), and the foreign keys
-// whose ON DELETE CASCADE deletes the table's rows at their own token (cascades,
-// described at SideDoors; red-team rt42a F3: a DELETE of a guarded parent through the
-// pool tombstoned the child's rows below the deleting token, and the lazy check, which
-// did not run this finder, let a stale holder re-insert them), and the same keys of
-// other guarded tables that reference the table (referencingCascades, cascadedoor.go:
-// the table's own DELETE through the pool is refused before it cascades, red-team
-// rt49b F1).
+// whose ON DELETE CASCADE deletes the table's rows at their own token, or whose
+// writing action sets a fencing column (cascades, described at SideDoors; red-team
+// rt42a F3: a DELETE of a guarded parent through the pool tombstoned the child's rows
+// below the deleting token, and the lazy check, which did not run this finder, let a
+// stale holder re-insert them; rt50d F1: an ON UPDATE CASCADE of a key over the
+// version column raised it with the referenced row's, and the guard accepted it), and
+// the same ON DELETE CASCADE keys of other guarded tables that reference the table
+// (referencingCascades, cascadedoor.go: the table's own DELETE through the pool is
+// refused before it cascades, red-team rt49b F1).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.viewTriggers, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.guardWriters, d.guardTables, d.lostGuard, d.tombstoneKey, d.cascades, d.referencingCascades)
 }
