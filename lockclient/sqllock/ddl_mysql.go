@@ -10,8 +10,10 @@ import (
 // myGrantV1Comment is the COMMENT of the version-1 grant procedure <table>_grant_v1
 // (a backend falls back on it while version 2 is missing); "rev 2": expiry by the
 // server's clock (myClock, red-team rt41c F1); "rev 3": the server-role check
-// (myPrimaryCheck, red-team rt48d F2). The first revision had no "rev".
-const myGrantV1Comment = "fencedsql sqllock: grant p_key if free or expired; returns the token, 0 if held; rev 3"
+// (myPrimaryCheck, red-team rt48d F2); "rev 4": its SELECTs read the present whatever
+// the session's system_versioning_asof (myAsOfNow, red-team rt50b F1). The first
+// revision had no "rev".
+const myGrantV1Comment = "fencedsql sqllock: grant p_key if free or expired; returns the token, 0 if held; rev 4"
 
 func myDDL(tn tableName) []string {
 	t := tn.quoted(MySQL)
@@ -51,11 +53,11 @@ func myDDL(tn tableName) []string {
 			myNoClock+
 			myPrimaryCheck+
 			"    START TRANSACTION;\n"+
-			"    SELECT v INTO v_token FROM %s WHERE id = 1 FOR UPDATE;\n"+
+			"    "+myAsOfNow+"SELECT v INTO v_token FROM %s WHERE id = 1 FOR UPDATE;\n"+
 			"    IF v_token IS NULL THEN\n"+
 			"        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'fencedsql sqllock: the token counter row is missing';\n"+
 			"    END IF;\n"+
-			"    SELECT COUNT(*) INTO v_live FROM %s\n"+
+			"    "+myAsOfNow+"SELECT COUNT(*) INTO v_live FROM %s\n"+
 			"        WHERE lock_key = p_key AND expires_at > "+myClock+" FOR UPDATE;\n"+
 			"    IF v_live > 0 THEN\n"+
 			"        COMMIT;\n"+
@@ -107,8 +109,9 @@ func myDDL(tn tableName) []string {
 // counter; 3, expiry is judged by the server's clock (myClock), not the session's
 // (red-team rt41c F1); 4, every path commits, whatever the session's autocommit
 // (red-team rt41c F3); 5, a replica or read-only server is refused before anything is
-// written (myPrimaryCheck, red-team rt48d F2).
-const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 5"
+// written (myPrimaryCheck, red-team rt48d F2); 6, its SELECTs read the present whatever
+// the session's system_versioning_asof (myAsOfNow, red-team rt50b F1).
+const myGrantComment = "fencedsql sqllock: queue for (p_queue) or try p_key; grant it to the first live waiter; rev 6"
 
 func myDDLv2(tn tableName) []string {
 	t := tn.quoted(MySQL)
@@ -154,7 +157,7 @@ func myDDLv2(tn tableName) []string {
 			myNoClock+
 			myPrimaryCheck+
 			"    body: BEGIN\n"+
-			"        SELECT MAX(ticket), COALESCE(MAX(gone), 0),\n"+
+			"        "+myAsOfNow+"SELECT MAX(ticket), COALESCE(MAX(gone), 0),\n"+
 			"               COALESCE(MAX(alive_until < "+myClock+" + INTERVAL (p_ttl_us * 2 DIV 3) MICROSECOND), 0)\n"+
 			"          INTO v_ticket, v_gone, v_stale FROM %[3]s WHERE waiter_id = p_waiter;\n"+
 			"        IF v_gone THEN\n"+
@@ -165,17 +168,17 @@ func myDDLv2(tn tableName) []string {
 			"            IF v_ticket IS NULL THEN\n"+
 			"                INSERT INTO %[3]s (lock_key, waiter_id, session_id, owner, alive_until)\n"+
 			"                    VALUES (p_key, p_waiter, p_session, p_owner, "+myClock+" + INTERVAL p_ttl_us MICROSECOND);\n"+
-			"                SELECT MAX(ticket) INTO v_ticket FROM %[3]s WHERE waiter_id = p_waiter;\n"+
+			"                "+myAsOfNow+"SELECT MAX(ticket) INTO v_ticket FROM %[3]s WHERE waiter_id = p_waiter;\n"+
 			"            ELSEIF v_stale THEN\n"+
 			"                UPDATE %[3]s SET alive_until = "+myClock+" + INTERVAL p_ttl_us MICROSECOND\n"+
 			"                    WHERE waiter_id = p_waiter AND gone = 0;\n"+
 			"            END IF;\n"+
 			"        END IF;\n"+
-			"        SELECT COUNT(*), COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, "+myClock+", alive_until)), 0)\n"+
+			"        "+myAsOfNow+"SELECT COUNT(*), COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, "+myClock+", alive_until)), 0)\n"+
 			"          INTO v_ahead, v_ahead_us FROM %[3]s\n"+
 			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > "+myClock+"\n"+
 			"           AND (v_ticket IS NULL OR ticket < v_ticket);\n"+
-			"        SELECT COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at)), 0), COALESCE(MAX(token), 0)\n"+
+			"        "+myAsOfNow+"SELECT COALESCE(MAX(TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at)), 0), COALESCE(MAX(token), 0)\n"+
 			"          INTO v_holder_us, v_holder FROM %[4]s WHERE lock_key = p_key AND expires_at > "+myClock+";\n"+
 			"        IF v_ahead > 0 OR v_holder_us > 0 THEN\n"+
 			"            LEAVE body;\n"+
@@ -186,26 +189,26 @@ func myDDLv2(tn tableName) []string {
 			"                    VALUES (p_key, '', '', 0, TIMESTAMP '1970-01-01 00:00:00');\n"+
 			"            END IF;\n"+
 			"            START TRANSACTION;\n"+
-			"            SELECT COUNT(*) INTO v_n FROM %[4]s WHERE lock_key = p_key FOR UPDATE;\n"+
+			"            "+myAsOfNow+"SELECT COUNT(*) INTO v_n FROM %[4]s WHERE lock_key = p_key FOR UPDATE;\n"+
 			"            SET v_try = v_try + 1;\n"+
 			"            IF v_n > 0 OR v_try >= 3 THEN\n"+
 			"                LEAVE pre;\n"+
 			"            END IF;\n"+
 			"            COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"        END LOOP pre;\n"+
-			"        SELECT v INTO v_count FROM %[5]s WHERE id = 1 FOR UPDATE;\n"+
+			"        "+myAsOfNow+"SELECT v INTO v_count FROM %[5]s WHERE id = 1 FOR UPDATE;\n"+
 			"        IF v_count IS NULL THEN\n"+
 			"            SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'fencedsql sqllock: the token counter row is missing';\n"+
 			"        END IF;\n"+
-			"        SELECT COUNT(*), COALESCE(MAX(gone), 0) INTO v_n, v_gone FROM %[3]s WHERE waiter_id = p_waiter FOR UPDATE;\n"+
+			"        "+myAsOfNow+"SELECT COUNT(*), COALESCE(MAX(gone), 0) INTO v_n, v_gone FROM %[3]s WHERE waiter_id = p_waiter FOR UPDATE;\n"+
 			"        IF v_gone OR (p_queue AND v_n = 0) THEN\n"+
 			"            COMMIT AND NO CHAIN NO RELEASE;\n"+
 			"            SET v_token = -1;\n"+
 			"            LEAVE body;\n"+
 			"        END IF;\n"+
-			"        SELECT COUNT(*) INTO v_n FROM %[4]s\n"+
+			"        "+myAsOfNow+"SELECT COUNT(*) INTO v_n FROM %[4]s\n"+
 			"            WHERE lock_key = p_key AND expires_at > "+myClock+" FOR UPDATE;\n"+
-			"        SELECT COUNT(*) INTO v_ahead FROM %[3]s\n"+
+			"        "+myAsOfNow+"SELECT COUNT(*) INTO v_ahead FROM %[3]s\n"+
 			"         WHERE lock_key = p_key AND gone = 0 AND alive_until > "+myClock+"\n"+
 			"           AND (v_ticket IS NULL OR ticket < v_ticket);\n"+
 			"        IF v_n > 0 OR v_ahead > 0 THEN\n"+

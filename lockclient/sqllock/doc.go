@@ -287,6 +287,12 @@
 // in autocommit outside a transaction — with a warning through WithLogger's logger,
 // until CreateTable adds the procedures (CheckTable reports the table Outdated).
 //
+// On MariaDB every SELECT of the lease, counter and waiter tables, in the procedures
+// and in the statements the backend sends, reads the tables as they are now, whatever
+// the session's system_versioning_asof: a system-versioned table is accepted, and a
+// pool with that setting gets no old token and no held key (asof_mysql.go, red-team
+// rt50b F1). PostgreSQL has no system versioning.
+//
 // On PostgreSQL each lease-table statement is a transaction of its own (a pgx
 // connection left inside a transaction is not reused by the pool). Every call is
 // bounded by its context and the driver's own timeouts only: give Release a deadline

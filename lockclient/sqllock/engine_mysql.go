@@ -95,7 +95,7 @@ func (b *Backend) checkEngines(ctx context.Context, compare bool) error {
 // reads no row (LIMIT 0: no catalog scan, which information_schema.COLUMNS can cost on a
 // busy server). A column that does not exist is left to the statements that use it.
 func (b *Backend) narrowTokenColumns(ctx context.Context) ([]string, error) {
-	q := "SELECT l.token, c.v FROM " + b.table.quoted(MySQL) + " l CROSS JOIN " + b.table.with("_token").quoted(MySQL) + " c LIMIT 0"
+	q := myAsOfNow + "SELECT l.token, c.v FROM " + b.table.quoted(MySQL) + " l CROSS JOIN " + b.table.with("_token").quoted(MySQL) + " c LIMIT 0"
 	if h := statementHook.Load(); h != nil {
 		(*h)(q, nil)
 	}
@@ -139,7 +139,7 @@ func (b *Backend) narrowTokenColumns(ctx context.Context) ([]string, error) {
 // transaction.
 func (b *Backend) counterBehindTable(ctx context.Context) (string, error) {
 	c := b.table.with("_token")
-	q := "SELECT (SELECT v FROM " + c.quoted(MySQL) + " WHERE id = 1), (SELECT MAX(token) FROM " + b.table.quoted(MySQL) + "), " +
+	q := myAsOfNow + "SELECT (SELECT v FROM " + c.quoted(MySQL) + " WHERE id = 1), (SELECT MAX(token) FROM " + b.table.quoted(MySQL) + "), " +
 		"(SELECT v FROM " + c.quoted(MySQL) + " WHERE id = " + strconv.Itoa(retiredRow) + ")"
 	if h := statementHook.Load(); h != nil {
 		(*h)(q, nil)

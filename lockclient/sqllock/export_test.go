@@ -25,3 +25,7 @@ func AdvisoryClass(table string) int32 {
 	}
 	return advisoryClass(tn)
 }
+
+// AsOfNow is the prefix of every MySQL SELECT of the lease, counter and waiter tables
+// (myAsOfNow).
+const AsOfNow = myAsOfNow

@@ -248,7 +248,7 @@ func (b *Backend) tokenSource() tableName {
 // it returns the counter and the top token, or, on a replica, the typed unavailable
 // error of op — a write there would change only the replica's copy (red-team rt48d F2).
 func (b *Backend) counterOnPrimary(ctx context.Context, tx *sql.Tx, op string) (v int64, top sql.NullInt64, err error) {
-	if err := tx.QueryRowContext(ctx, "SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+	if err := tx.QueryRowContext(ctx, myAsOfNow+"SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
 		return 0, top, err
 	}
 	var replica bool

@@ -35,14 +35,17 @@ import (
 // carry their revision in their COMMENT, as the grant procedures do (upgrade_mysql.go);
 // revision 2 refuses a replica or read-only server before anything is written
 // (myPrimaryCheck, red-team rt48d F2: a renewal there kept alive a copy of a lease the
-// primary never saw).
+// primary never saw). Revision 3 of the renewal and the release reads the lease table
+// as it is now whatever the session's system_versioning_asof (myAsOfNow, red-team rt50b
+// F1: a release read an old version of the row); the queue's clean-ups select nothing
+// from a table and stay at revision 2.
 
 // myRenewComment and myReleaseComment are the COMMENTs of the current revisions of
 // <table>_renew_v2 and <table>_release_v2, myLeaveComment and myAbandonComment of
 // <table>_leave_v2 and <table>_abandon_v2.
 const (
-	myRenewComment   = "fencedsql sqllock: renew p_key for p_session and p_token, committed at the server; returns 1 if renewed; rev 2"
-	myReleaseComment = "fencedsql sqllock: release p_key for p_session and p_token, committed at the server; returns found, live; rev 2"
+	myRenewComment   = "fencedsql sqllock: renew p_key for p_session and p_token, committed at the server; returns 1 if renewed; rev 3"
+	myReleaseComment = "fencedsql sqllock: release p_key for p_session and p_token, committed at the server; returns found, live; rev 3"
 	myLeaveComment   = "fencedsql sqllock: waiter p_waiter leaves the queue, committed at the server; returns the rows deleted; rev 2"
 	myAbandonComment = "fencedsql sqllock: mark request p_waiter abandoned, then delete its grant, committed at the server; rev 2"
 )
@@ -88,7 +91,7 @@ func myDDLRenew(tn tableName) []string {
 			"        WHERE lock_key = p_key AND session_id = p_session AND token = p_token AND expires_at > "+myClock+";\n"+
 			"    SET v_n = ROW_COUNT();\n"+
 			"    IF v_n = 0 THEN\n"+
-			"        SELECT COUNT(*) INTO v_n FROM %s\n"+
+			"        "+myAsOfNow+"SELECT COUNT(*) INTO v_n FROM %s\n"+
 			"            WHERE lock_key = p_key AND session_id = p_session AND token = p_token AND expires_at > "+myClock+";\n"+
 			"    END IF;\n"+
 			"    COMMIT AND NO CHAIN NO RELEASE;\n"+
@@ -104,7 +107,7 @@ func myDDLRenew(tn tableName) []string {
 			handler+
 			myPrimaryCheck+
 			"    START TRANSACTION READ WRITE;\n"+
-			"    SELECT COUNT(*), COALESCE(MAX(expires_at > "+myClock+"), 0) INTO v_found, v_live FROM %s\n"+
+			"    "+myAsOfNow+"SELECT COUNT(*), COALESCE(MAX(expires_at > "+myClock+"), 0) INTO v_found, v_live FROM %s\n"+
 			"        WHERE lock_key = p_key AND session_id = p_session AND token = p_token FOR UPDATE;\n"+
 			"    IF v_found > 0 THEN\n"+
 			"        DELETE FROM %s WHERE lock_key = p_key AND session_id = p_session AND token = p_token;\n"+

@@ -150,7 +150,7 @@ func (b *Backend) retiredLast(ctx context.Context, q interface {
 	var last int64
 	var err error
 	if b.dialect == MySQL {
-		err = q.QueryRowContext(ctx, "SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = ?", retiredRow).Scan(&last)
+		err = q.QueryRowContext(ctx, myAsOfNow+"SELECT v FROM "+b.tokenSource().quoted(MySQL)+" WHERE id = ?", retiredRow).Scan(&last)
 	} else {
 		err = q.QueryRowContext(ctx, `SELECT s.seqmax FROM pg_catalog.pg_sequence s `+
 			`WHERE s.seqrelid = to_regclass($1::text) AND pg_catalog.obj_description(s.seqrelid, 'pg_class') = $2`,

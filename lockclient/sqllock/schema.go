@@ -209,7 +209,7 @@ func (b *Backend) CheckTable(ctx context.Context) error {
 		}
 		// The counter row, without which every grant fails.
 		var v int64
-		switch err := b.db.QueryRowContext(ctx, "SELECT v FROM "+b.table.with("_token").quoted(MySQL)+" WHERE id = 1").Scan(&v); {
+		switch err := b.db.QueryRowContext(ctx, myAsOfNow+"SELECT v FROM "+b.table.with("_token").quoted(MySQL)+" WHERE id = 1").Scan(&v); {
 		case errors.Is(err, sql.ErrNoRows):
 			return b.schemaError(b.counterRowMissing(), nil)
 		case missingObject(err):

@@ -169,8 +169,8 @@ func installOld(t *testing.T, ctx context.Context, srv server, admin *sql.DB) {
 			s = "DROP PROCEDURE " + name
 		case srv.dialect == sqllock.MySQL && strings.HasPrefix(s, "CREATE PROCEDURE"):
 			s = strings.ReplaceAll(s, "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00')", "UTC_TIMESTAMP(6)")
-			s = strings.Replace(s, "; rev 5'", "; rev 2'", 1)
-			s = strings.Replace(s, "0 if held; rev 3'", "0 if held'", 1)
+			s = strings.Replace(s, "; rev 6'", "; rev 2'", 1)
+			s = strings.Replace(s, "0 if held; rev 4'", "0 if held'", 1)
 			s = strings.Replace(s, "CREATE PROCEDURE", "CREATE OR REPLACE PROCEDURE", 1)
 		case srv.dialect == sqllock.Postgres && strings.HasPrefix(s, "CREATE OR REPLACE FUNCTION"):
 			s = strings.ReplaceAll(s, "pg_catalog.clock_timestamp()", "clock_timestamp()")

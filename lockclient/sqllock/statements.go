@@ -54,12 +54,12 @@ func buildQueries(d Dialect, tn tableName) queries {
 			grant: fmt.Sprintf("CALL %s(?, ?, ?, ?)", tn.with("_grant_v1").quoted(MySQL)),
 			renew: fmt.Sprintf("UPDATE %s SET expires_at = "+myClock+" + INTERVAL ? MICROSECOND "+
 				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > "+myClock, t),
-			renewCheck: fmt.Sprintf("SELECT expires_at > "+myClock+" FROM %s "+
+			renewCheck: fmt.Sprintf(myAsOfNow+"SELECT expires_at > "+myClock+" FROM %s "+
 				"WHERE lock_key = ? AND session_id = ? AND token = ?", t),
 			release: fmt.Sprintf("DELETE FROM %s "+
 				"WHERE lock_key = ? AND session_id = ? AND token = ? AND expires_at > "+myClock, t),
 			releaseExpired: fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ? AND token = ?", t),
-			remaining: fmt.Sprintf("SELECT TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at) FROM %s "+
+			remaining: fmt.Sprintf(myAsOfNow+"SELECT TIMESTAMPDIFF(MICROSECOND, "+myClock+", expires_at) FROM %s "+
 				"WHERE lock_key = ?", t),
 			abandon:  fmt.Sprintf("DELETE FROM %s WHERE lock_key = ? AND session_id = ?", t),
 			grant2:   fmt.Sprintf("CALL %s(?, ?, ?, ?, ?, ?)", tn.with("_grant_v2").quoted(MySQL)),
@@ -72,8 +72,8 @@ func buildQueries(d Dialect, tn tableName) queries {
 				"VALUES (?, ?, ?, '', "+myClock+" + INTERVAL ? MICROSECOND, 1) "+
 				"ON DUPLICATE KEY UPDATE gone = 1, alive_until = "+myClock+" + INTERVAL ? MICROSECOND",
 				tn.waiters().quoted(MySQL)),
-			lastToken:  fmt.Sprintf("SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
-			leaseTop:   fmt.Sprintf("SELECT MAX(token), %s FROM %s", myReplicaExpr, t),
+			lastToken:  fmt.Sprintf(myAsOfNow+"SELECT v FROM %s WHERE id = 1 LOCK IN SHARE MODE", tn.with("_token").quoted(MySQL)),
+			leaseTop:   fmt.Sprintf(myAsOfNow+"SELECT MAX(token), %s FROM %s", myReplicaExpr, t),
 			raiseFloor: fmt.Sprintf("UPDATE %s SET v = ? WHERE id = 1 AND v < ?", tn.with("_token").quoted(MySQL)),
 		}
 	}

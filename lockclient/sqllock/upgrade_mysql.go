@@ -27,10 +27,10 @@ type myProc struct {
 
 // myProcs are the procedures CreateTable keeps at their current revision, version 2 first.
 var myProcs = [...]myProc{
-	{"_grant_v2", myGrantComment, "an earlier one grants on a replica, judges expiry by the session's clock, or waits for a key's row lock while holding the token counter"},
-	{"_grant_v1", myGrantV1Comment, "an earlier one grants on a replica, or judges expiry by the session's clock"},
-	{"_renew_v2", myRenewComment, "without it renewals are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction"},
-	{"_release_v2", myReleaseComment, "without it releases are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction"},
+	{"_grant_v2", myGrantComment, "an earlier one grants on a replica, judges expiry by the session's clock, waits for a key's row lock while holding the token counter, or reads the counter and the lease table as of a session's system_versioning_asof"},
+	{"_grant_v1", myGrantV1Comment, "an earlier one grants on a replica, judges expiry by the session's clock, or reads the counter and the lease table as of a session's system_versioning_asof"},
+	{"_renew_v2", myRenewComment, "without it renewals are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction; an earlier one reads the lease table as of a session's system_versioning_asof"},
+	{"_release_v2", myReleaseComment, "without it releases are plain statements, left uncommitted on a session with autocommit=0 or in a stray transaction; an earlier one reads the lease table as of a session's system_versioning_asof"},
 	{"_leave_v2", myLeaveComment, "without it a waiter leaves the queue by a plain statement, left uncommitted on a session with autocommit=0"},
 	{"_abandon_v2", myAbandonComment, "without it abandoned requests are cleaned up by plain statements, left uncommitted on a session with autocommit=0"},
 }
