@@ -248,6 +248,13 @@ func (k *core) mapErr(ctx context.Context, p *plan.Plan, tok uint64, ver int64, 
 		}
 		k.metrics.count(k.metrics.unique, g)
 		return &DuplicateError{Table: table, Constraint: info.Constraint, Code: sqlState(err), Words: info.Words, Err: err}
+	case dialect.ErrorUnknownName:
+		// a fencing column or guard object gone since the cached lazy check (schemagone.go)
+		if p != nil && p.Guard != nil {
+			if se := k.schemaGone(p.Guard, info, err); se != nil {
+				return se
+			}
+		}
 	}
 	return err
 }

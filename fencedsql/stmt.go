@@ -47,7 +47,7 @@ func (s *stmt) prepareAll(ctx context.Context, p *plan.Plan) error {
 		}
 		st, err := s.c.rawPrepare(ctx, pl.SQL)
 		if err != nil {
-			return err
+			return s.c.core.goneOrErr(p.Guard, err) // schemagone.go
 		}
 		s.raws[pl] = st
 	}

@@ -47,3 +47,18 @@ func duplicateKey(msg string) string {
 	}
 	return msg[i+1 : j]
 }
+
+// firstQuoted returns the first quoted argument of a message (1054 ER_BAD_FIELD_ERROR
+// "Unknown column 'c' in 'w'", 1146 ER_NO_SUCH_TABLE "Table 'db.t' doesn't exist": the
+// name comes first in every translation), or "".
+func firstQuoted(msg string) string {
+	i := strings.IndexByte(msg, '\'')
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(msg[i+1:], '\'')
+	if j < 0 {
+		return ""
+	}
+	return msg[i+1 : i+1+j]
+}

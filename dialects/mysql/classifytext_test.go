@@ -30,4 +30,16 @@ func TestClassifyTextLocales(t *testing.T) {
 			t.Errorf("duplicateKey(%q) = %q, want %q", c.msg, got, c.want)
 		}
 	}
+	for _, c := range []struct{ msg, want string }{
+		{"Unknown column 'fence_token' in 'SET'", "fence_token"},
+		{"Unknown column 'acc.version' in 'where clause'", "acc.version"},
+		{"Unbekannte Tabellenspalte 'fence_token' in field list", "fence_token"},
+		{"Table 'db.fencedsql_floor' doesn't exist", "db.fencedsql_floor"},
+		{"Tabelle 'db.fencedsql_floor' existiert nicht", "db.fencedsql_floor"},
+		{"no quote", ""},
+	} {
+		if got := firstQuoted(c.msg); got != c.want {
+			t.Errorf("firstQuoted(%q) = %q, want %q", c.msg, got, c.want)
+		}
+	}
 }

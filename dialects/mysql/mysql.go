@@ -101,6 +101,10 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 		// InnoDB rolls back the whole transaction for each; the session is left in
 		// autocommit.
 		return dialect.ErrorInfo{Rollback: dialect.RollbackTransaction}
+	case 1054: // Unknown column 'x' in 'field list' (or 't.x')
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Column: firstQuoted(me.Message)}
+	case 1146: // Table 'db.t' doesn't exist
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: firstQuoted(me.Message)}
 	case 1205: // Lock wait timeout exceeded; try restarting transaction
 		// Only the statement by default; the whole transaction, as for a deadlock, when
 		// the server runs with innodb_rollback_on_timeout (a start-up option, read when

@@ -78,8 +78,29 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 			table = pe.SchemaName + "." + table
 		}
 		return dialect.ErrorInfo{Kind: dialect.ErrorBelowFloor, Table: table}
+	case "42703": // column "x" [of relation "t"] does not exist; column t.x does not exist
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Column: unknownName(pe.Message, "column ")}
+	case "42P01": // relation "s.t" does not exist
+		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: unknownName(pe.Message, "relation ")}
 	}
 	return dialect.ErrorInfo{}
+}
+
+// unknownName returns the name in PostgreSQL's "<what>"x" … does not exist" message
+// (quotes removed; a qualified name as written), or "".
+func unknownName(msg, what string) string {
+	rest, ok := strings.CutPrefix(msg, what)
+	if !ok {
+		return ""
+	}
+	if strings.HasPrefix(rest, `"`) {
+		if name, _, ok := strings.Cut(rest[1:], `"`); ok {
+			return name
+		}
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, " ")
+	return name
 }
 
 // SystemName implements dialect.SystemNamer: OpenTelemetry's db.system.name for

@@ -134,6 +134,14 @@ func (dialectImpl) classify(err error) dialect.ErrorInfo {
 		table, _, _ := strings.Cut(cols, ".")
 		words := "constraint failed: UNIQUE constraint failed: " + cols + " (" + strconv.Itoa(se.Code()) + ")"
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: cols, Table: table, Words: words}
+	case sqlite3.SQLITE_ERROR:
+		// A name the schema does not have: "no such column: x", "no such table: main.t".
+		switch {
+		case strings.Contains(msg, "no such column: "):
+			return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Column: after(msg, "no such column: ")}
+		case strings.Contains(msg, "no such table: "):
+			return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: after(msg, "no such table: ")}
+		}
 	}
 	return dialect.ErrorInfo{}
 }

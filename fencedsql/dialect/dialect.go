@@ -51,6 +51,13 @@ const (
 	// record of the rows it stamped, over very many rows or very long keys. The
 	// statement failed whole.
 	ErrorTooLarge
+	// ErrorUnknownName is a statement that names a column or a table the database does
+	// not have (PostgreSQL 42703 undefined_column or 42P01 undefined_table, MySQL 1054
+	// or 1146, SQLite "no such column" or "no such table"); Column or Table holds the
+	// name as the driver reports it (possibly qualified), "" when it does not. On a
+	// guarded write whose name is a fencing column or a guard object, the wrapper
+	// reads it as the table's schema changed since its lazy check (*SchemaError).
+	ErrorUnknownName
 )
 
 // ClaimConflictMark starts the value of the error a claim by row locator raises when

@@ -327,6 +327,9 @@ func (p *parser) control(head string, first int) error {
 
 // controlEach applies control to every statement of a multi-statement string. A
 // MariaDB compound statement (BEGIN NOT ATOMIC …; …; END) is one statement: dynamic SQL.
+// A CREATE of a trigger or routine whose block body holds ';' (routinebody.go) is one
+// statement, judged by its CREATE: its body's pieces, its END included, are not
+// statements of the text.
 func (p *parser) controlEach() error {
 	if p.kw(0, "BEGIN") && p.kw(1, "NOT") && p.kw(2, "ATOMIC") {
 		p.compoundTx(0)
@@ -340,6 +343,9 @@ func (p *parser) controlEach() error {
 		if start < i && p.sig[start].Kind == sqllex.KindWord {
 			if err := p.control(strings.ToUpper(p.text(p.sig[start])), start); err != nil {
 				return err
+			}
+			if end := p.routineBodyEnd(start); end > i {
+				i = end
 			}
 		}
 		start = i + 1
