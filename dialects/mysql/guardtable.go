@@ -14,7 +14,8 @@ import (
 // triggers (red-team rt27c). The guards need each as they created it:
 //
 //   - a base table (a view of that name runs another account's code, and may read or
-//     write anything);
+//     write anything), not system-versioned (MariaDB: a session's
+//     system_versioning_asof reads it as of that time: guardversioned.go);
 //   - its token column (fence_token, floor) BIGINT NOT NULL, signed: a FLOAT keeps
 //     16777217 as 16777216, so a tombstone or a floor raised to a token holds the one
 //     below it, and a stale holder of that token writes again (F1, F2); a string
@@ -73,8 +74,9 @@ func tombClockColumnSafe(typ string) bool { return typ == "datetime(6)" }
 //   - a guard table (that the account sees) that guardTableSafe refuses
 //     (dialect.SideDoorGuardTable). Fix: MODIFY the token column back to BIGINT NOT
 //     NULL (the values a FLOAT rounded stay rounded: raise the floor again, and treat
-//     tombstones as possibly one below their token), DROP FOREIGN KEY, DROP TRIGGER;
-//     none for a view of that name (drop it and re-run fencedsql-schema -apply);
+//     tombstones as possibly one below their token), DROP FOREIGN KEY, DROP TRIGGER,
+//     DROP SYSTEM VERSIONING (guardversioned.go: it keeps the rows); none for a view
+//     of that name (drop it and re-run fencedsql-schema -apply);
 //   - a trigger on any other table, in the table's database (or one naming it), whose
 //     body may write the tombstone table or the floor (bodyWrites, the rule of
 //     routines and events; a trigger can run neither DDL nor dynamic SQL): it runs
@@ -152,7 +154,7 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		if len(r) < 7 || r[0] != "table" {
 			continue
 		}
-		g := &guardTable{name: dialect.TableName{Schema: r[1], Name: r[2]}, base: r[3] == "BASE TABLE", typ: types[strings.ToLower(r[2])]}
+		g := &guardTable{name: dialect.TableName{Schema: r[1], Name: r[2]}, base: baseTableType(r[3]), versioned: r[3] == versionedTableType, typ: types[strings.ToLower(r[2])]}
 		g.what, g.column = "the tombstone table "+g.name.String(), "fence_token"
 		if strings.EqualFold(r[2], floor.Name) {
 			g.what, g.column = "the token floor "+g.name.String(), "floor"
@@ -214,6 +216,10 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		}
 		var wrong []string
 		var fix []string
+		if g.versioned {
+			wrong = append(wrong, versionedGuardProblem(g))
+			fix = append(fix, versionedGuardFix(g, d.QuoteIdent))
+		}
 		switch {
 		case !g.base:
 			wrong = append(wrong, "it is not a base table (a view of that name)")
@@ -261,6 +267,7 @@ type guardTable struct {
 	what, column, typ    string
 	clock                string // the tombstone table's deleted_at as the catalog shows it
 	base, safe, columnOK bool
+	versioned            bool // MariaDB's TABLE_TYPE 'SYSTEM VERSIONED' (base is set too)
 	clockOK              bool
 	found, fix           []string
 }

@@ -14,7 +14,7 @@ import (
 // database, whose guards keep their tombstones and read their floor in their own
 // database.
 func (dialectImpl) TombstoneTablesInQuery(schema string) (query string, args []any) {
-	return `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME LIKE 'fencedsql\_tomb\_%'`,
+	return `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_NAME LIKE 'fencedsql\_tomb\_%'`,
 		[]any{schema}
 }
 
@@ -36,3 +36,23 @@ func (dialectImpl) Denied(err error) bool {
 }
 
 var _ dialect.HiddenGuardReader = dialectImpl{}
+
+// PastReadQuery reads the session's system_versioning_asof (dialect.PastReader): on
+// MariaDB from 10.3.4 (in a /*M!100304 … */ comment, which MySQL and older MariaDB skip:
+// there is no such variable, and the query answers ""), DEFAULT unless set. Set, every
+// SELECT of a system-versioned table that names no FOR SYSTEM_TIME reads it as of that
+// time, and schema.MaxToken would answer the highest token of then (red-team rt50b F4).
+func (dialectImpl) PastReadQuery() string {
+	return "SELECT CAST(CONVERT(CONCAT('' /*M!100304 , @@SESSION.system_versioning_asof */) USING ascii) AS BINARY)"
+}
+
+// PastRead judges PastReadQuery's value (dialect.PastReader): a system_versioning_asof
+// other than DEFAULT (asofDefault, the session check's test) reads the past.
+func (dialectImpl) PastRead(value string) string {
+	if value == "" || asofDefault(value) {
+		return ""
+	}
+	return "system_versioning_asof = '" + value + "'"
+}
+
+var _ dialect.PastReader = dialectImpl{}

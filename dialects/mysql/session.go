@@ -274,7 +274,7 @@ func (dialectImpl) CheckSession(value string) error {
 	if len(f) == sessionFieldsMariaDB10-tailFields {
 		return nil
 	}
-	if !strings.EqualFold(f[13], "DEFAULT") {
+	if !asofDefault(f[13]) {
 		return &fencedsql.SessionError{Dialect: "mysql", Setting: "system_versioning_asof", Value: strings.ReplaceAll(f[13], "_", " "),
 			Problem: "every SELECT of a system-versioned table reads it as of that time, a claim's locking read included, while its UPDATE stamps the current rows: the claim returns old values",
 			Fix:     "SET SESSION system_versioning_asof = DEFAULT" + rawFix}
@@ -286,6 +286,11 @@ func (dialectImpl) CheckSession(value string) error {
 	}
 	return nil
 }
+
+// asofDefault reports whether v, a session's system_versioning_asof as read, is
+// DEFAULT: every SELECT then reads the current rows. The session check and
+// schema.MaxToken's (PastRead) share it.
+func asofDefault(v string) bool { return strings.EqualFold(v, "DEFAULT") }
 
 // readingError refuses a session whose sql_mode (modes, as read: mode) or client
 // character set cs makes the server read statement text differently from the lexer.

@@ -27,7 +27,9 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 		"NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = k.TABLE_SCHEMA AND s.TABLE_NAME = ? AND s.INDEX_NAME = 'PRIMARY' AND s.SUB_PART IS NOT NULL) "+
 		"FROM information_schema.KEY_COLUMN_USAGE k "+
 		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "+
-		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = k.TABLE_SCHEMA AND tt.TABLE_NAME = ? "+
+		// A system-versioned tombstone table is guardTables' to report (guardversioned.go):
+		// MariaDB adds row_end to its primary key.
+		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = k.TABLE_SCHEMA AND tt.TABLE_NAME = ? AND tt.TABLE_TYPE = 'BASE TABLE' "+
 		"LEFT JOIN information_schema.COLUMNS tc ON tc.TABLE_SCHEMA = k.TABLE_SCHEMA AND tc.TABLE_NAME = ? AND tc.COLUMN_NAME = k.COLUMN_NAME "+
 		"LEFT JOIN information_schema.KEY_COLUMN_USAGE tk ON tk.TABLE_SCHEMA = k.TABLE_SCHEMA AND tk.TABLE_NAME = ? AND tk.CONSTRAINT_NAME = 'PRIMARY' AND tk.COLUMN_NAME = k.COLUMN_NAME "+
 		"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",

@@ -274,9 +274,10 @@ func (dialectImpl) UniqueKeysQuery(table dialect.TableName) (query string, args 
 var _ dialect.UniqueKeyFinder = dialectImpl{}
 
 // TombstoneTablesQuery lists the tombstone tables of the connection's database
-// (dialect.TombstoneLister).
+// (dialect.TombstoneLister), system-versioned ones included (guardversioned.go: a
+// versioned tombstone table keeps its tombstones, which MaxToken must count).
 func (dialectImpl) TombstoneTablesQuery() string {
-	return `SELECT '', TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME LIKE 'fencedsql\_tomb\_%'`
+	return `SELECT '', TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_NAME LIKE 'fencedsql\_tomb\_%'`
 }
 
 var _ dialect.TombstoneLister = dialectImpl{}

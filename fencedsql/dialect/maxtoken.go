@@ -35,6 +35,22 @@ type UnfilteredReader interface {
 	RowFiltered(err error) bool
 }
 
+// PastReader is implemented by a dialect whose session settings can make a plain
+// SELECT read a table as it was at an earlier time (MariaDB: system_versioning_asof
+// reads every system-versioned table as of that time). schema.MaxToken runs
+// PastReadQuery first in its read-only transaction and refuses a session that
+// PastRead says reads the past (red-team rt50b F4): the MAX of the rows of then is
+// below the tokens written since.
+type PastReader interface {
+	// PastReadQuery returns a query answering one row and one column: the session's
+	// settings that PastRead judges.
+	PastReadQuery() string
+	// PastRead returns the setting, with its value, that makes a session whose
+	// PastReadQuery answered value read the past ("system_versioning_asof = '…'"), or
+	// "" when the session reads the current rows.
+	PastRead(value string) string
+}
+
 // HiddenGuardReader is implemented by a dialect whose catalog lists an object only to
 // an account that holds a privilege on it (MySQL/MariaDB: information_schema shows a
 // table only to an account with a right on it, a trigger only to one with TRIGGER on

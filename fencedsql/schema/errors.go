@@ -204,6 +204,24 @@ func (e *MaxTokenRowSecurityError) Error() string {
 
 func (e *MaxTokenRowSecurityError) Unwrap() error { return e.Err }
 
+// MaxTokenSessionError means MaxToken refused the session of the connection it ran
+// on, because a setting of it makes reads see the tables as they were at an earlier
+// time (MariaDB: Setting is system_versioning_asof, which makes every SELECT of a
+// system-versioned table read it as of that time; red-team rt50b F4): the highest
+// token the tables held then is not the highest the database accepted. Nothing was
+// answered. Run MaxToken on a connection without it: remove the DSN parameter, the
+// account's or the server's init_connect, or SET SESSION system_versioning_asof =
+// DEFAULT on the connection (with a server-wide value, the session's DEFAULT is that
+// value: clear the global one).
+type MaxTokenSessionError struct {
+	Setting string // the setting and its value
+}
+
+func (e *MaxTokenSessionError) Error() string {
+	return "fencedsql: MaxToken: the session reads the tables as they were at an earlier time (" + e.Setting +
+		"), so the highest token the database accepted since is unknown; run it on a connection without that setting (a DSN parameter, init_connect, a SET on the pooled connection)"
+}
+
 // MaxTokenPrivilegeError means MaxToken could not read everything the highest token
 // may be kept in, because the account running it lacks a privilege (red-team rt42c
 // F4): on MySQL/MariaDB information_schema hides from an account the tables and

@@ -44,7 +44,11 @@ import (
 // row-level security could hide rows (dialect.UnfilteredReader, PostgreSQL) it turns
 // row security off for its transaction, so a read a policy would filter fails with a
 // *MaxTokenRowSecurityError instead of answering too low (red-team rt40c F2): run it as
-// the tables' owner, a superuser or a role with BYPASSRLS.
+// the tables' owner, a superuser or a role with BYPASSRLS. Where a session setting can
+// make its reads see the tables as they were earlier (dialect.PastReader, MariaDB's
+// system_versioning_asof on a system-versioned table) it refuses such a session with
+// a *MaxTokenSessionError instead of answering the highest token of then (red-team
+// rt50b F4).
 func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
 	if err := complete("MaxToken", d); err != nil {
 		return 0, err
@@ -72,6 +76,9 @@ func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []Guard
 				return 0, fmt.Errorf("fencedsql: MaxToken: %s: %w", q, err)
 			}
 		}
+	}
+	if err := requireCurrentReads(ctx, tx, d); err != nil {
+		return 0, err
 	}
 	if err := requirePrimary(ctx, tx, d, "MaxToken", "a standby or replica answers from a copy that may lag behind tokens the primary accepted; run it on the primary", false); err != nil {
 		return 0, err

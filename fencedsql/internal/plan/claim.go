@@ -59,6 +59,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 		if g == nil && !p.mentionsGuardIn(from, lock) || p.locksOnlyUnguarded(lock, with) {
 			return p.pass(), nil
 		}
+		if p.forSystemTime(from, lock) {
+			return p.claimRefused(p.guardName(g), systemTimeClaim)
+		}
 		return p.claimRefused(p.guardName(g), "a locking SELECT over a join, grouping or set operation that reads a guarded table (lock the guarded table's rows in a single-table SELECT … FOR UPDATE)")
 	}
 	if g == nil {

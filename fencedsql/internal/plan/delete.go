@@ -10,6 +10,11 @@ import "github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 // (Plan.TwoStepErr) rather than refusing it: the one statement is exact.
 func (p *parser) delete(versioned bool) (*Plan, error) {
 	i, mods := p.readModifiers(p.start+1, false, "LOW_PRIORITY", "QUICK")
+	if p.isDeleteHistory(i) {
+		if pl, handled, err := p.deleteHistory(i + 2); handled {
+			return pl, err
+		}
+	}
 	if !p.kw(i, "FROM") {
 		// MySQL multi-table form: DELETE t1[, t2] FROM …
 		return p.multiDelete(i, p.clauseEnd(i, "FROM"))

@@ -238,6 +238,9 @@ func refuseSetting(s *protectedSetting) error {
 	if s.safe == nil {
 		return unsupported("", "%s on a pool with guarded tables: %s", s.name, s.why)
 	}
+	if len(s.safe) == 0 {
+		return unsupported("", "a change of %s on a pool with guarded tables (to any value): %s", s.name, s.why)
+	}
 	return unsupported("", "a change of %s on a pool with guarded tables to anything but %s: %s",
 		s.name, strings.Join(s.safe, ", "), s.why)
 }

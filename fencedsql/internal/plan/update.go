@@ -16,6 +16,7 @@ func (p *parser) update(versioned bool) (*Plan, error) {
 	if !p.skipPartition(&r) {
 		return p.unknownShape("an UPDATE")
 	}
+	portion := p.forPortion(r.aliasEnd) // before parseAlias reads FOR as an alias
 	p.parseAlias(&r, "SET", "INDEXED", "NOT", "USE", "FORCE", "IGNORE")
 	j := p.indexHints(r.aliasEnd)
 	if p.kw(j, "INDEXED") || p.kw(j, "NOT") {
@@ -24,6 +25,12 @@ func (p *parser) update(versioned bool) (*Plan, error) {
 		}
 	}
 	g := p.rw.Lookup(r.parts)
+	if portion {
+		if g == nil {
+			return p.pass(), nil // another table's UPDATE, as below
+		}
+		return nil, refusePortion(g)
+	}
 	if !p.kw(j, "SET") {
 		// Multi-table UPDATE (MySQL: a, b / JOIN …).
 		return p.multiUpdate(i, g)
