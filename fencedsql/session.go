@@ -63,7 +63,11 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	tracker, tracks := d.(dialect.SessionTracker)
 	if tracks {
 		if v, ok := tracker.TrackedSession(ctx, c.raw); ok {
-			return d.CheckSession(v)
+			err := d.CheckSession(v)
+			if err == nil && query {
+				err = c.verifyRole(ctx) // once per connection (red-team rt50c F3)
+			}
+			return err
 		}
 	}
 	if !query {

@@ -17,10 +17,15 @@ import (
 // connection, the dialect lists the server's replication connections, once per
 // connection (one more round trip when a connection first writes, never per
 // statement: no SELECT can read them, docs/design.md); any one refuses guarded writes
-// with a *SessionError (NotPrimary, errors.Is ErrNotPrimary).
+// with a *SessionError (NotPrimary, errors.Is ErrNotPrimary). On PostgreSQL the listing
+// is the database's logical-replication subscriptions (red-team rt50c F3: a subscriber
+// is not in recovery, and its rows lag the publisher's); it runs after the tracked
+// session check too (pgx, which sends no session query), once per connection.
 //
 // An account that may not list them (MariaDB without SLAVE MONITOR or SUPER, MySQL
-// without REPLICATION CLIENT — the least-privilege application account, README) keeps
+// without REPLICATION CLIENT — the least-privilege application account, README;
+// PostgreSQL where SELECT on pg_subscription was revoked from PUBLIC, whose failed
+// listing also aborts the transaction, so that write fails) keeps
 // the session query's verdict: such a stopped replica is then taken for a primary, a
 // known open limitation (docs/design.md "Known open findings"); grant the privilege to
 // close it. A failed listing fails the write as a failed session query does.
@@ -36,7 +41,7 @@ func (c *conn) verifyRole(ctx context.Context) error {
 	case configured:
 		return &SessionError{Dialect: c.core.dialect.Name(), Setting: "replication", Value: "configured", NotPrimary: true,
 			Problem: "the server has replication configured (a replica, even with its replication stopped): its floor and rows lag behind the primary's, a write there never reaches it, and a stale token's write would be acknowledged",
-			Fix:     "connect to the primary; a promoted replica must be reset (MariaDB: RESET SLAVE ALL; MySQL: RESET REPLICA ALL), and a primary that also replicates from another server (multi-source) is refused"}
+			Fix:     "connect to the primary; a promoted replica must be reset (MariaDB: RESET SLAVE ALL; MySQL: RESET REPLICA ALL), and a primary that also replicates from another server (multi-source) is refused; a PostgreSQL subscriber takes fenced writes once its subscriptions are dropped (DROP SUBSCRIPTION)"}
 	}
 	if !listed {
 		c.core.cfg.logger.DebugContext(ctx, "fencedsql: the account may not list the server's replication connections: a replica whose replication is stopped is not seen (grant SLAVE MONITOR on MariaDB, REPLICATION CLIENT on MySQL)")

@@ -46,7 +46,7 @@ func TestSchemaCheckCachedPerTable(t *testing.T) {
 			if s.session {
 				expectSessionCheck(mock, mysqldialect.Dialect)
 			}
-			expectPGSession(mock, dc.d)
+			expectPGFirstSession(mock, dc.d)
 			expectSQLiteSession(mock, dc.d)
 			expectNamePath(mock, dc.d)
 			mock.ExpectQuery(s.colsQuery).WithArgs(s.colsArgs...).WillReturnRows(columnRows(goodColumns...))
@@ -89,7 +89,7 @@ func TestSchemaCheckMissingColumn(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db, mock := newMockDB(t, c.d, fencedsql.WithSchemaCheck(true))
 			expectOpen(mock, c.d, c.args)
-			expectPGSession(mock, c.d)
+			expectPGFirstSession(mock, c.d)
 			expectSQLiteSession(mock, c.d)
 			expectNamePath(mock, c.d)
 			mock.ExpectQuery(c.query).WithArgs(c.args...).WillReturnRows(columnRows("id:1", "fence_token:1"))
@@ -139,7 +139,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("nullable token column", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"})
-		expectPGSession(mock, postgres.Dialect)
+		expectPGFirstSession(mock, postgres.Dialect)
 		expectNamePath(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnRows(columnRows("id:1", "fence_token:0", "version:1"))
 		_, err := db.ExecContext(withTok(7), `UPDATE accounts SET x = $1`, 1)
@@ -168,7 +168,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.WithSchemaCheck(true))
 		boom := errors.New("boom")
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"})
-		expectPGSession(mock, postgres.Dialect)
+		expectPGFirstSession(mock, postgres.Dialect)
 		expectNamePath(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("accounts").WillReturnError(boom)
 		expectPGSession(mock, postgres.Dialect)
@@ -188,7 +188,7 @@ func TestSchemaCheckFailures(t *testing.T) {
 	t.Run("schema-qualified guard", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect, fencedsql.Guard("shop.orders"), fencedsql.WithSchemaCheck(true))
 		expectOpen(mock, postgres.Dialect, []driver.Value{"accounts"}, []driver.Value{"shop.orders"})
-		expectPGSession(mock, postgres.Dialect)
+		expectPGFirstSession(mock, postgres.Dialect)
 		expectNamePath(mock, postgres.Dialect)
 		mock.ExpectQuery(pgColumns).WithArgs("shop.orders").WillReturnRows(columnRows(goodColumns...))
 		expectLint(t, mock, postgres.Dialect, "shop.orders")

@@ -213,18 +213,43 @@ func expectPGSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	}
 }
 
+// expectPGFirstSession is expectPGSession for a connection's first guarded write under
+// the schema checks: the session query, then the listing of the database's
+// subscriptions (red-team rt50c F3) answered with none, once per connection.
+func expectPGFirstSession(mock sqlmock.Sqlmock, d dialect.Dialect) {
+	if d.Name() == "postgres" {
+		expectSessionCheck(mock, d)
+	}
+}
+
 // expectSessionCheck expects the full session check of a connection's first guarded
 // write under the schema checks: the dialect's session query answered as a good
 // session, then, where the dialect lists the server's replication connections
-// (dialect.ReplicationLister, MySQL/MariaDB: red-team rt48i F1), the listing answered
-// with none (a primary).
+// (dialect.ReplicationLister, MySQL/MariaDB: red-team rt48i F1; PostgreSQL's
+// subscriptions: rt50c F3), the listing answered with none (a primary).
 func expectSessionCheck(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	if q := d.SessionQuery(); q != "" {
 		mock.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"mode"}).AddRow(goodSession(d)))
 	}
-	if _, ok := d.(dialect.ReplicationLister); ok {
-		mock.ExpectQuery("SHOW ALL SLAVES STATUS").WillReturnRows(sqlmock.NewRows([]string{"Connection_name"}))
+	if l, ok := d.(dialect.ReplicationLister); ok {
+		q, none := replicationListing(l)
+		mock.ExpectQuery(q).WillReturnRows(none)
 	}
+}
+
+// replicationListing returns the first query l's listing sends and rows that answer it
+// with none: MySQL/MariaDB's SHOW ALL SLAVES STATUS (no row), PostgreSQL's count of
+// the database's subscriptions (0, red-team rt50c F3).
+func replicationListing(l dialect.ReplicationLister) (string, *sqlmock.Rows) {
+	var sent string
+	l.ReplicationConfigured(context.Background(), func(_ context.Context, q string, _ ...any) ([][]string, error) {
+		sent = q
+		return nil, nil
+	})
+	if strings.HasPrefix(sent, "SHOW ") {
+		return sent, sqlmock.NewRows([]string{"Connection_name"})
+	}
+	return sent, sqlmock.NewRows([]string{"count"}).AddRow(0)
 }
 
 // expectSQLiteSession expects SQLite's session check (the connection's journal mode

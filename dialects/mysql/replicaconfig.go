@@ -51,10 +51,13 @@ func (dialectImpl) ReplicationConfigured(ctx context.Context, query dialect.Cata
 }
 
 // ReplicationThreadsQuery counts the replication threads in the process list
-// (dialect.ReplicationLister; writablePrimary's test without read_only, for
+// (dialect.ReplicationThreadCounter; writablePrimary's test without read_only, for
 // RaiseTokenFloorReadOnly).
 func (dialectImpl) ReplicationThreadsQuery() string {
 	return "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker')"
 }
 
-var _ dialect.ReplicationLister = dialectImpl{}
+var (
+	_ dialect.ReplicationLister        = dialectImpl{}
+	_ dialect.ReplicationThreadCounter = dialectImpl{}
+)

@@ -326,10 +326,15 @@ WHERE l.virtualtransaction OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_arra
 
 var _ dialect.FloorSettler = dialectImpl{}
 
-// WritablePrimaryQuery yields 1 when the server is not in recovery (a standby refuses
-// the raise's write with an untyped error; dialect.PrimaryChecker makes it
-// ErrNotPrimary).
-func (dialectImpl) WritablePrimaryQuery() string { return "SELECT NOT pg_catalog.pg_is_in_recovery()" }
+// WritablePrimaryQuery yields true when the server is not in recovery and the
+// session's transactions are not read-only by default (default_transaction_read_only,
+// from ALTER SYSTEM, the database or the role: how a primary is made read-only for a
+// switch-over, red-team rt50c F5): a standby, and such a server, refuse the raise's
+// write with an untyped error (25006); dialect.PrimaryChecker makes it ErrNotPrimary.
+// A logical-replication subscriber is neither: ReplicationConfigured sees it.
+func (dialectImpl) WritablePrimaryQuery() string {
+	return "SELECT NOT pg_catalog.pg_is_in_recovery() AND NOT pg_catalog.current_setting('default_transaction_read_only')::pg_catalog.bool"
+}
 
 var _ dialect.PrimaryChecker = dialectImpl{}
 

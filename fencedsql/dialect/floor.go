@@ -102,22 +102,31 @@ type FloorBlockLister interface {
 }
 
 // ReplicationLister is implemented by dialects whose server can be a replica that
-// PrimaryChecker's one-query test cannot see: replication configured but stopped
-// (MySQL/MariaDB STOP SLAVE, STOP ALL SLAVES: no replication thread left, read_only
-// off). Together with PrimaryChecker it is the one server-role judgement (red-team
-// rt48i F1, F2) that the wrapper's per-connection session check, schema.RaiseTokenFloor,
-// schema.RaiseTokenFloorReadOnly and schema.MaxToken all make: a server with replication
-// configured is not a primary (ErrNotPrimary).
+// PrimaryChecker's one-query test cannot see: MySQL/MariaDB replication configured but
+// stopped (STOP SLAVE, STOP ALL SLAVES: no replication thread left, read_only off), a
+// PostgreSQL database with a logical-replication subscription (not in recovery, yet
+// fed by another server: red-team rt50c F1–F3). Together with PrimaryChecker it is the
+// one server-role judgement (red-team rt48i F1, F2) that the wrapper's per-connection
+// session check, schema.RaiseTokenFloor, schema.RaiseTokenFloorReadOnly and
+// schema.MaxToken all make: a server with replication configured is not a primary
+// (ErrNotPrimary).
 //
-// ReplicationConfigured lists the server's replication connections through query:
-// configured reports any, running or not. listed false with err nil means the account
-// may not list them (the server refused for want of a privilege): configured is then
-// unknown, and the caller decides — the floor tools fail closed, the session check
-// keeps PrimaryChecker's verdict (a known limitation, docs/design.md). err is any other
-// failure. ReplicationThreadsQuery yields the number of replication threads running
-// (RaiseTokenFloorReadOnly's test in place of PrimaryChecker's, which refuses
-// read_only).
+// ReplicationConfigured lists the server's replication connections (subscriptions)
+// through query: configured reports any, running or not. listed false with err nil
+// means the account may not list them (the server refused for want of a privilege):
+// configured is then unknown, and the caller decides — the floor tools fail closed,
+// the session check keeps PrimaryChecker's verdict (a known limitation,
+// docs/design.md). err is any other failure.
 type ReplicationLister interface {
 	ReplicationConfigured(ctx context.Context, query CatalogQuery) (configured, listed bool, err error)
+}
+
+// ReplicationThreadCounter is implemented by dialects whose new primary may take the
+// floor's raise while still read-only (MySQL/MariaDB: an account with READ_ONLY ADMIN
+// or SUPER writes past read_only; schema.RaiseTokenFloorReadOnly). ReplicationThreadsQuery
+// yields the number of replication threads running (RaiseTokenFloorReadOnly's test in
+// place of PrimaryChecker's, which refuses read_only). PostgreSQL has none: a standby
+// cannot take the raise at all.
+type ReplicationThreadCounter interface {
 	ReplicationThreadsQuery() string
 }

@@ -297,10 +297,14 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // guard reads but that has lost its row gets the row back. On a server that does not
 // take writes as a primary (dialect.PrimaryChecker: a replica, MariaDB's read_only;
 // dialect.ReplicationLister: MySQL/MariaDB replication configured, running or stopped —
-// red-team rt48i F2) it fails with ErrNotPrimary and writes nothing, and where the
-// account may not list the replication connections with ErrServerRoleUnknown (MariaDB:
-// SLAVE MONITOR or SUPER; MySQL: REPLICATION CLIENT); on MariaDB it also waits for the XA
-// transactions prepared at the raise (dialect.PreparedLister).
+// red-team rt48i F2; a PostgreSQL database with a logical-replication subscription, or
+// with default_transaction_read_only on — rt50c F1, F5) it fails with ErrNotPrimary and
+// writes nothing, and where the account may not list the replication connections with
+// ErrServerRoleUnknown (MariaDB: SLAVE MONITOR or SUPER; MySQL: REPLICATION CLIENT); on
+// MariaDB it also waits for the XA transactions prepared at the raise
+// (dialect.PreparedLister). The whole call runs on one connection of db, the server
+// judged inside the raise's transaction (red-team rt50c F4: a pool whose connections
+// reach different servers, a VIP moved at the failover).
 func RaiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	return raiseTokenFloor(ctx, db, d, floor, false)
 }
@@ -318,15 +322,24 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if floor > math.MaxInt64 {
 		return configErr("RaiseTokenFloor: floor %d exceeds the largest token a BIGINT column holds", floor)
 	}
-	if err := requirePrimary(ctx, db, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary", readOnlyOK); err != nil {
-		return err
+	// One connection for the whole call (red-team rt50c F4): the server judged a
+	// primary is the one raised, settled and checked for coverage, even where the
+	// pool's next connection reaches another server (a VIP or DNS name moved at the
+	// failover, a round-robin proxy, a multi-host address).
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
-	registered := registrySchemas(ctx, db, d)
-	tx, err := db.BeginTx(ctx, nil)
+	defer conn.Close()
+	registered := registrySchemas(ctx, conn, d)
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
 	defer tx.Rollback()
+	if err := requirePrimary(ctx, tx, d, "RaiseTokenFloor", "a raise there is refused or undone by replication; raise on the primary", readOnlyOK); err != nil {
+		return err
+	}
 	if err := replicatedRaise(ctx, tx, d); err != nil {
 		return err
 	}
@@ -346,6 +359,7 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			if b, ok := d.(dialect.FloorBlockLister); ok && (b.FloorLockWait(err) || ctx.Err() != nil) {
 				tx.Rollback() // its own locks: not a blocker to list
+				// A fresh connection: the client may have closed conn when ctx ended.
 				return floorBlocked(ctx, db, b, err)
 			}
 			return fmt.Errorf("fencedsql: RaiseTokenFloor: raising %s: %w", t, err)
@@ -371,10 +385,10 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
 	}
-	if err := settleRaise(ctx, db, d); err != nil {
+	if err := settleRaise(ctx, conn, d); err != nil {
 		return err
 	}
-	return floorCovered(ctx, db, d, "RaiseTokenFloor", true, tables)
+	return floorCovered(ctx, conn, d, "RaiseTokenFloor", true, tables)
 }
 
 // replicatedRaise runs the dialect's dialect.ReplicatedRaiser query first in the
@@ -401,7 +415,7 @@ func replicatedRaise(ctx context.Context, tx *sql.Tx, d dialect.Dialect) error {
 
 // settleRaise waits, after a raise has committed, until no transaction that may have
 // judged a write under the old floor can still commit (see RaiseTokenFloor).
-func settleRaise(ctx context.Context, db *sql.DB, d dialect.Dialect) error {
+func settleRaise(ctx context.Context, db querier, d dialect.Dialect) error {
 	if p, ok := d.(dialect.PreparedLister); ok {
 		if err := settlePrepared(ctx, db, p); err != nil {
 			return err
@@ -451,7 +465,7 @@ func floorBlocked(ctx context.Context, db *sql.DB, b dialect.FloorBlockLister, e
 // settle waits until the transactions open when the raise committed have ended
 // (dialect.FloorSettler), polling with a growing pause; when ctx ends first — while
 // listing them, too — it fails with a *SettleError naming their sessions.
-func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
+func settle(ctx context.Context, db querier, s dialect.FloorSettler) error {
 	ids, pids, err := pairs(ctx, db, s.OpenTransactionsQuery())
 	if err != nil {
 		return listFailed(ctx, nil, err)
@@ -465,7 +479,7 @@ func settle(ctx context.Context, db *sql.DB, s dialect.FloorSettler) error {
 // committed have ended (dialect.PreparedLister: MariaDB's XA PREPARE gives up the
 // shared lock on the floor row that the raise waits for, red-team rt24c F3), as
 // settle waits, naming them "XA <id>" in a *SettleError.
-func settlePrepared(ctx context.Context, db *sql.DB, p dialect.PreparedLister) error {
+func settlePrepared(ctx context.Context, db querier, p dialect.PreparedLister) error {
 	list := func() (map[string]bool, error) {
 		rows, err := catalogQuery(db)(ctx, p.PreparedQuery())
 		if err != nil {
@@ -551,7 +565,7 @@ func listFailed(ctx context.Context, pids []string, err error) error {
 }
 
 // pairs runs q and returns its first two columns, one string each per row.
-func pairs(ctx context.Context, db *sql.DB, q string, args ...any) (a, b []string, err error) {
+func pairs(ctx context.Context, db querier, q string, args ...any) (a, b []string, err error) {
 	rows, err := catalogQuery(db)(ctx, q, args...)
 	if err != nil {
 		return nil, nil, err

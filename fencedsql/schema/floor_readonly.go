@@ -22,8 +22,9 @@ import (
 // MySQL: REPLICATION CLIENT); an account that may not fails with ErrServerRoleUnknown
 // and an error reading them fails closed. The judgement is requirePrimary's, the one
 // RaiseTokenFloor, MaxToken and the fenced pool's session check make (red-team rt48i),
-// with the thread count in place of the read_only test. A dialect without dialect.ReplicationLister (PostgreSQL, SQLite)
-// is a *ConfigError: a PostgreSQL standby cannot take the raise at all.
+// with the thread count (dialect.ReplicationThreadCounter) in place of the read_only
+// test. A dialect without a ReplicationThreadCounter (PostgreSQL, SQLite) is a
+// *ConfigError: a PostgreSQL standby cannot take the raise at all.
 func RaiseTokenFloorReadOnly(ctx context.Context, db *sql.DB, d dialect.Dialect, floor uint64) error {
 	return raiseTokenFloor(ctx, db, d, floor, true)
 }

@@ -47,7 +47,7 @@ import (
 // (MySQL/MariaDB: a DSN without a database) is left out: its tables are judged by
 // their triggers alone. A catalog query that fails fails the call: coverage not known
 // is not coverage.
-func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect, held []dialect.TableName) ([]string, error) {
+func unfloored(ctx context.Context, db querier, d dialect.Dialect, held []dialect.TableName) ([]string, error) {
 	g, ok := d.(dialect.Guarder)
 	if !ok {
 		return nil, nil
@@ -137,7 +137,7 @@ func unfloored(ctx context.Context, db *sql.DB, d dialect.Dialect, held []dialec
 // the floor tables held (the ones the caller raised or read: unfloored finds none),
 // else a *FloorError (ErrFloorUncovered) naming the tables that are not; raised says
 // whether the caller raised the floor first.
-func floorCovered(ctx context.Context, db *sql.DB, d dialect.Dialect, op string, raised bool, held []dialect.TableName) error {
+func floorCovered(ctx context.Context, db querier, d dialect.Dialect, op string, raised bool, held []dialect.TableName) error {
 	tables, err := unfloored(ctx, db, d, held)
 	if err != nil {
 		if raised {

@@ -37,7 +37,8 @@ import (
 // row to a tombstone between two reads cannot hide it). It refuses a server that is not
 // a writable primary (dialect.PrimaryChecker and dialect.ReplicationLister, as
 // RaiseTokenFloor; red-team rt40c F3, rt48i F2: a MySQL/MariaDB replica whose
-// replication is stopped included) with ErrNotPrimary: a standby or replica answers
+// replication is stopped included, rt50c F2: a PostgreSQL logical-replication
+// subscriber too) with ErrNotPrimary: a standby or replica answers
 // from a copy that may lag; an account that may not list MySQL/MariaDB replication
 // connections fails with ErrServerRoleUnknown (MariaDB: SLAVE MONITOR or SUPER; MySQL:
 // REPLICATION CLIENT). Where

@@ -9,31 +9,37 @@ import (
 )
 
 // requirePrimary is the floor tools' one server-role judgement (red-team rt24c F4,
-// rt40c F3, rt41b F4, rt48i F2), the same the fenced pool's session check makes: it
-// fails with ErrNotPrimary when the server q reaches is not a primary, and why says
-// what that would do. Two halves, both the dialect's:
+// rt40c F3, rt41b F4, rt48i F2, rt50c F1–F3), the same the fenced pool's session check
+// makes: it fails with ErrNotPrimary when the server q reaches is not a primary, and
+// why says what that would do. q must be the connection or transaction the caller then
+// reads or writes through (red-team rt50c F4: a pool may hand out a connection to
+// another server, a VIP moved at a failover). Two halves, both the dialect's:
 //
-//   - dialect.PrimaryChecker's query (read_only off, no replication running); with
-//     readOnlyOK (RaiseTokenFloorReadOnly) only its replication part,
-//     dialect.ReplicationLister's thread count, so that a still read-only new primary
-//     passes;
+//   - dialect.PrimaryChecker's query (MySQL/MariaDB: read_only off, no replication
+//     running; PostgreSQL: not in recovery, default_transaction_read_only off); with
+//     readOnlyOK (RaiseTokenFloorReadOnly) only dialect.ReplicationThreadCounter's
+//     thread count, so that a still read-only new primary passes;
 //   - dialect.ReplicationLister's listing: replication configured, running or stopped
 //     (MariaDB STOP SLAVE / STOP ALL SLAVES, a candidate not yet promoted, a
-//     multi-source primary, a promotion without RESET SLAVE ALL), is a replica. An
+//     multi-source primary, a promotion without RESET SLAVE ALL; a PostgreSQL database
+//     with a logical-replication subscription, enabled or not), is a replica. An
 //     account that may not list the connections fails closed with
 //     ErrServerRoleUnknown: the tools run as an operator's account, which can be given
-//     the privilege (MariaDB SLAVE MONITOR, MySQL REPLICATION CLIENT).
+//     the privilege (MariaDB SLAVE MONITOR, MySQL REPLICATION CLIENT, PostgreSQL SELECT
+//     (subdbid) ON pg_subscription, granted to PUBLIC by default).
 //
 // A dialect with neither (SQLite) passes; readOnlyOK on a dialect without a
-// ReplicationLister (PostgreSQL: a standby cannot take the raise) is a *ConfigError.
+// ReplicationThreadCounter (PostgreSQL: a standby cannot take the raise) is a
+// *ConfigError.
 func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why string, readOnlyOK bool) error {
 	l, lists := d.(dialect.ReplicationLister)
+	tc, counts := d.(dialect.ReplicationThreadCounter)
 	switch p, checks := d.(dialect.PrimaryChecker); {
-	case readOnlyOK && !lists:
+	case readOnlyOK && !counts:
 		return configErr("RaiseTokenFloorReadOnly: %s has no read-only primary to raise on: use RaiseTokenFloor", d.Name())
 	case readOnlyOK:
 		var threads int
-		if err := q.QueryRowContext(ctx, l.ReplicationThreadsQuery()).Scan(&threads); err != nil {
+		if err := q.QueryRowContext(ctx, tc.ReplicationThreadsQuery()).Scan(&threads); err != nil {
 			return fmt.Errorf("fencedsql: %s: looking for replication threads: %w", op, err)
 		}
 		if threads > 0 {
@@ -59,10 +65,10 @@ func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why s
 		return nil
 	case !listed:
 		return fmt.Errorf("fencedsql: %s: the account may not list the server's replication connections, so a replica whose replication is stopped cannot be told from a primary: nothing done; "+
-			"grant it SLAVE MONITOR (MariaDB; or SUPER) or REPLICATION CLIENT (MySQL): %w", op, ErrServerRoleUnknown)
+			"grant it SLAVE MONITOR (MariaDB; or SUPER), REPLICATION CLIENT (MySQL) or SELECT (subdbid) ON pg_catalog.pg_subscription (PostgreSQL): %w", op, ErrServerRoleUnknown)
 	case configured:
 		return fmt.Errorf("fencedsql: %s: the server has replication configured (a replica, even with its replication stopped, lags behind the primary and has a raise undone when replication starts again; "+
-			"a promoted replica must be reset: RESET SLAVE ALL): %s: %w", op, why, ErrNotPrimary)
+			"a promoted replica must be reset: RESET SLAVE ALL; a PostgreSQL subscriber must drop its subscriptions: DROP SUBSCRIPTION): %s: %w", op, why, ErrNotPrimary)
 	}
 	return nil
 }

@@ -220,11 +220,15 @@ func harmless(t *testing.T, b backend, e entry) {
 		wr.sent = slices.DeleteFunc(wr.sent, func(l string) bool { return l == "query "+q })
 	}
 	// Nor is the session check's listing of the server's replication connections, once
-	// per connection on MySQL/MariaDB (dialect.ReplicationLister, red-team rt48i F1).
-	if _, ok := b.dialect.(dialect.ReplicationLister); ok {
-		wr.sent = slices.DeleteFunc(wr.sent, func(l string) bool {
-			return slices.Contains([]string{"query SHOW ALL SLAVES STATUS", "query SHOW REPLICA STATUS", "query SHOW SLAVE STATUS"}, l)
+	// per connection (dialect.ReplicationLister: MySQL/MariaDB, red-team rt48i F1;
+	// PostgreSQL's subscriptions, rt50c F3).
+	if rl, ok := b.dialect.(dialect.ReplicationLister); ok {
+		listing := []string{"query SHOW ALL SLAVES STATUS", "query SHOW REPLICA STATUS", "query SHOW SLAVE STATUS"}
+		rl.ReplicationConfigured(context.Background(), func(_ context.Context, q string, _ ...any) ([][]string, error) {
+			listing = append(listing, "query "+q)
+			return [][]string{{"0"}}, nil
 		})
+		wr.sent = slices.DeleteFunc(wr.sent, func(l string) bool { return slices.Contains(listing, l) })
 	}
 	// Its transaction end spelled out (dialect.TxEnder) is the driver's Commit or Rollback.
 	if te, ok := b.dialect.(dialect.TxEnder); ok {
