@@ -24,7 +24,11 @@ import (
 //     fencedsql_floor_sync (ENABLE ALWAYS, so it fires in logical replication's apply
 //     workers too), sets the sequence to the row's floor inside the writing
 //     transaction, before it commits; setval is not rolled back, so the copy is never
-//     below a committed floor — at most above it after a raise that rolled back.
+//     below a committed floor — at most above it after a raise that rolled back —
+//     while the trigger fires always: one that does not (ALTER TABLE … ENABLE TRIGGER
+//     ALL demotes it to origin-only) is a door of the floor (guardTables), and
+//     TokenFloor, RaiseTokenFloor and schema.Check fail or report a copy below the
+//     floor (FloorCopiedQuery; red-team rt50a F1).
 //
 // A guard accepts on the fast path only a token at or above the copy; a token below it
 // (or an unreadable copy: NULL) takes the slow path, which reads FloorTable and decides

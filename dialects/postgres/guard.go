@@ -368,11 +368,15 @@ const pinnedSearchPath = "search_path=pg_catalog, pg_temp"
 // installed, its Fix installs the table's own; red-team rt33c F3) (guardVersion: it reads the floor's copy and accepts the
 // wrapper's one-statement DELETE; an older guard is reported as not installed, and its
 // Fix installs this one), and the floor's copy (the sequence) and the trigger that
-// keeps it exist where the session finds the floor table, the trigger firing always and
-// calling the sync function of this version (floorSyncVersion: an older one, callable
-// by every role, is reported as not installed, and the Fix replaces it).
+// keeps it exist where the session finds the floor table, the trigger calling the sync
+// function of this version (floorSyncVersion: an older one, callable by every role, is
+// reported as not installed, and the Fix replaces it). The sync trigger's firing mode
+// is not judged here but by the side-door check of the floor the guards read
+// (guardTables, guardTableSafe: a sync trigger that does not fire always is named
+// there, with the statements that re-enable it and re-copy the floor; red-team rt50a
+// F1: reported here, it read as "no database-side guard installed").
 func (d dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s JOIN pg_catalog.pg_proc sp ON sp.oid = s.tgfoid WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND s.tgenabled = 'A' AND sp.prosrc LIKE $13) AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
+	return `SELECT CASE WHEN COUNT(*) = 3 AND EXISTS (SELECT 1 FROM pg_catalog.pg_trigger s JOIN pg_catalog.pg_proc sp ON sp.oid = s.tgfoid WHERE s.tgrelid = pg_catalog.to_regclass($8) AND s.tgname = $9 AND sp.prosrc LIKE $13) AND pg_catalog.to_regclass($10) IS NOT NULL THEN 1 ELSE 0 END
 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t.tgenabled = 'A' AND p.proname = $4 AND p.prosrc LIKE $5 AND p.prosrc LIKE $6 AND p.prosrc LIKE $7
   AND p.pronamespace IN (WITH RECURSIVE r(oid) AS (SELECT pg_catalog.to_regclass($1)::pg_catalog.oid

@@ -173,7 +173,7 @@ func (d dialectImpl) triggerProblem(r []string) string {
 	if strings.HasPrefix(name, "fencedsql_guard") {
 		calls = "fencedsql_guard_"
 	}
-	if enabled != "A" || !strings.HasPrefix(fn, calls) || !strings.HasPrefix(def, prefix) {
+	if enabled != tgAlways || !strings.HasPrefix(fn, calls) || !strings.HasPrefix(def, prefix) {
 		return bad
 	}
 	rest := def[len(prefix):]

@@ -19,9 +19,14 @@ import (
 // cascade from an ordinary table, which the application role may write through the
 // pool, erases tombstones or lowers the floor as the table's owner), no rule, and no
 // trigger but own (an SQL expression: the name of the one trigger the guards put there,
-// calling the function of that name in the table's schema; the empty string for none; the internal
-// triggers of foreign keys referencing the table are not judged). A trigger ON the
-// table may drop or lower every tombstone or floor written (BEFORE … RETURN NULL).
+// calling the function of that name in the table's schema, ownTrigger; the empty string
+// for none; the internal triggers of foreign keys referencing the table are not
+// judged) — and own, where present, firing always (firesAlways, as the guards' own
+// triggers must: red-team rt50a F1, the floor's sync trigger demoted to origin-only by
+// an ALTER TABLE … ENABLE TRIGGER ALL, which pg_restore --disable-triggers emits, did
+// not fire for a raise applied by logical replication, and the guards' copy of the
+// floor stayed below it). A trigger ON the table may drop or lower every tombstone or
+// floor written (BEFORE … RETURN NULL).
 //
 // It is the one judgement of these tables: the floor tools (floorTableSafe, in
 // GuardFloorsQuery) and the side-door check (guardTables: schema.Check and the lazy
@@ -36,8 +41,27 @@ func guardTableSafe(c, col, own string) string {
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid OPERATOR(pg_catalog.=) ` + c + `.oid)
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite r WHERE r.ev_class OPERATOR(pg_catalog.=) ` + c + `.oid)
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g WHERE g.tgrelid OPERATOR(pg_catalog.=) ` + c + `.oid AND NOT g.tgisinternal
-    AND NOT (g.tgname OPERATOR(pg_catalog.=) ` + own + ` AND g.tgfoid IN (SELECT o.oid FROM pg_catalog.pg_proc o
-      WHERE o.pronamespace OPERATOR(pg_catalog.=) ` + c + `.relnamespace AND o.proname OPERATOR(pg_catalog.=) ` + own + `)))`
+    AND NOT (` + ownTrigger("g", c, own) + ` AND ` + firesAlways("g") + `))`
+}
+
+// ownTrigger is the condition, on the pg_trigger row alias g of a trigger on the
+// pg_class row alias c, that it is the guards' own trigger own (an SQL expression,
+// see guardTableSafe): named own, calling the function of that name in c's schema.
+func ownTrigger(g, c, own string) string {
+	return g + `.tgname OPERATOR(pg_catalog.=) ` + own + ` AND ` + g + `.tgfoid IN (SELECT o.oid FROM pg_catalog.pg_proc o
+      WHERE o.pronamespace OPERATOR(pg_catalog.=) ` + c + `.relnamespace AND o.proname OPERATOR(pg_catalog.=) ` + own + `)`
+}
+
+// tgAlways is pg_trigger.tgenabled of a trigger that fires in every
+// session_replication_role (ENABLE ALWAYS): every trigger the guards install is, so that
+// it fires in logical replication's apply workers (replica) and in sessions that set
+// the role themselves; plain ENABLE ('O') fires in origin and local sessions only.
+const tgAlways = "A"
+
+// firesAlways is the condition, on the pg_trigger row alias g, that the trigger fires
+// always (tgAlways), as the guards' triggers must (triggerProblem judges theirs by it).
+func firesAlways(g string) string {
+	return g + `.tgenabled OPERATOR(pg_catalog.=) '` + tgAlways + `'`
 }
 
 // tombClockSafe is the condition, on the pg_class row alias c of a tombstone table,
@@ -71,7 +95,12 @@ type guardTableRow struct {
 	FKs       []string `json:"fks"`
 	Triggers  []string `json:"triggers"`
 	Rules     []string `json:"rules"`
-	Clock     *struct {
+	// OwnMode is the tgenabled of the guards' own trigger on it (the floor's sync
+	// trigger) when that does not fire always (guardTableSafe); "" when it does, or
+	// is missing.
+	OwnMode string `json:"own_mode"`
+	Own     string `json:"own"`
+	Clock   *struct {
 		Type      string `json:"type"`
 		NotNull   bool   `json:"notnull"`
 		Generated string `json:"generated"`
@@ -111,7 +140,9 @@ SELECT pg_catalog.json_build_object('what', w.what, 'schema', n.nspname, 'name',
   'generated', COALESCE(a.attgenerated::pg_catalog.text, ''), 'identity', COALESCE(a.attidentity::pg_catalog.text, ''),
   'fks', (SELECT pg_catalog.json_agg(k.conname ORDER BY k.conname) FROM pg_catalog.pg_constraint k WHERE k.conrelid OPERATOR(pg_catalog.=) c.oid AND k.contype OPERATOR(pg_catalog.=) 'f'),
   'triggers', (SELECT pg_catalog.json_agg(g.tgname ORDER BY g.tgname) FROM pg_catalog.pg_trigger g WHERE g.tgrelid OPERATOR(pg_catalog.=) c.oid AND NOT g.tgisinternal
-    AND NOT (g.tgname OPERATOR(pg_catalog.=) w.own AND g.tgfoid IN (SELECT o.oid FROM pg_catalog.pg_proc o WHERE o.pronamespace OPERATOR(pg_catalog.=) c.relnamespace AND o.proname OPERATOR(pg_catalog.=) w.own))),
+    AND NOT (`+ownTrigger("g", "c", "w.own")+`)),
+  'own', w.own, 'own_mode', (SELECT pg_catalog.min(g.tgenabled::pg_catalog.text) FROM pg_catalog.pg_trigger g WHERE g.tgrelid OPERATOR(pg_catalog.=) c.oid AND NOT g.tgisinternal
+    AND `+ownTrigger("g", "c", "w.own")+` AND NOT `+firesAlways("g")+`),
   'rules', (SELECT pg_catalog.json_agg(r.rulename ORDER BY r.rulename) FROM pg_catalog.pg_rewrite r WHERE r.ev_class OPERATOR(pg_catalog.=) c.oid),
   'parents', (SELECT pg_catalog.json_agg(pg_catalog.json_build_object('schema', pn.nspname, 'name', pc.relname, 'partition', c.relispartition))
     FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) i.inhparent JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) pc.relnamespace
@@ -138,6 +169,19 @@ ORDER BY w.what DESC`, args...)
 		doors = append(doors, d.guardTableDoor(g, t.Table))
 	}
 	return doors, nil
+}
+
+// triggerMode names a pg_trigger.tgenabled value as ALTER TABLE spells it.
+func triggerMode(tgenabled string) string {
+	switch tgenabled {
+	case "O":
+		return "ENABLE, origin and local sessions only"
+	case "R":
+		return "ENABLE REPLICA, replica sessions only"
+	case "D":
+		return "disabled"
+	}
+	return "tgenabled " + tgenabled
 }
 
 // guardTableDoor is the door of one guard table that fails guardTableSafe.
@@ -222,6 +266,14 @@ func (d dialectImpl) guardTableDoor(g guardTableRow, table dialect.TableName) di
 	}
 	if len(alter) > 0 {
 		fix = append(fix, "ALTER TABLE "+tbl+" "+strings.Join(alter, ", "))
+	}
+	if g.OwnMode != "" {
+		why = append(why, "its trigger "+g.Own+" does not fire always ("+triggerMode(g.OwnMode)+"): where it does not fire — a session with session_replication_role = replica, as logical replication's apply workers run — a write of the floor leaves the guards' copy "+floorSeq+" below it, and the guards' fast path accepts every token at or above the copy")
+		fix = append(fix, "ALTER TABLE "+tbl+" ENABLE ALWAYS TRIGGER "+d.QuoteIdent(g.Own))
+		if g.What == "floor" {
+			// Re-copies the floor into the copy (FloorDDL's last statement).
+			fix = append(fix, "UPDATE "+tbl+" SET floor = floor WHERE id = 1")
+		}
 	}
 	if len(why) == 0 {
 		why = []string{"it is not as the guards created it"}

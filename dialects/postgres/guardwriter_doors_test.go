@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
@@ -147,7 +148,23 @@ func TestTriggerLoweringFloorCopyReported(t *testing.T) {
 	if _, err := db.ExecContext(fencedsql.WithToken(ctx, 20), "INSERT INTO accounts (id, balance) VALUES (2, -1)"); !errors.Is(err, fencedsql.ErrBelowFloor) && !errors.Is(err, fencedsql.ErrSchema) {
 		t.Errorf("write under token 20 after a raise to 50 and the copy lowered: %v, want ErrBelowFloor or ErrSchema", err)
 	}
-	fixRestores(t, ctx, raw, fix)
+	// The Fix drops the trigger; the copy it lowered stays below the floor until the
+	// floor's row is written again: schema.Check reports that (red-team rt50a F1's
+	// class, floorCopied), and a raise puts the copy back.
+	testdb.Exec(t, raw, fix...)
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range reps[0].Problems {
+		if !strings.Contains(p, "copy, which the guards' fast path reads, is below its floor") {
+			t.Errorf("after the Fix: problem %q; want only the stale copy", p)
+		}
+	}
+	if err := schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 50); err != nil {
+		t.Fatal(err)
+	}
+	fixRestores(t, ctx, raw, nil)
 }
 
 // TestEventTriggerWritingTombstoneTableReported: an event trigger (ddl_command_end) whose

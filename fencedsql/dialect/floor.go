@@ -53,7 +53,10 @@ type FloorSettler interface {
 // a trigger on the floor table (PostgreSQL's sequence): FloorCopiedQuery yields one row,
 // 1 when table's copy is at or above its floor. RaiseTokenFloor checks it after its
 // writes, in its transaction, and fails when a copy was not kept (the sync trigger
-// disabled: the guards' fast path would accept tokens below the raised floor).
+// disabled: the guards' fast path would accept tokens below the raised floor);
+// TokenFloors fails and schema.Check reports when a floor it reads has a copy below it
+// (the sync trigger not firing for a raise applied by logical replication: red-team
+// rt50a F1).
 type FloorCopier interface {
 	FloorCopiedQuery(table TableName) (query string, args []any)
 }

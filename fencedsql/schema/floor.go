@@ -116,7 +116,7 @@ func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op stri
 		if write {
 			what = "write"
 		}
-		return nil, fmt.Errorf("fencedsql: %s: the guards read the floor table(s) %s, which this role may not %s without running another role's code (not a plain table of its own without row security, its floor not a NOT NULL bigint, or carrying a foreign key, trigger or rule the guards did not put there): run it as the guards' owner, and check those tables (schema.Check reports what to restore): %w",
+		return nil, fmt.Errorf("fencedsql: %s: the guards read the floor table(s) %s, which this role may not %s without running another role's code (not a plain table of its own without row security, its floor not a NOT NULL bigint, or carrying a foreign key, trigger or rule the guards did not put there, or its sync trigger not firing always): run it as the guards' owner, and check those tables (schema.Check reports what to restore): %w",
 			op, strings.Join(unsafe, ", "), what, ErrFloorUnsafe)
 	}
 	if len(in) == 0 {
@@ -137,26 +137,75 @@ func readFloor(ctx context.Context, q querier, d dialect.Dialect, t dialect.Tabl
 	return uint64(max(f.Int64, 0)), false, nil
 }
 
-// lostFloors returns the floor tables in the connection's scope that the installed
-// guards read and that have lost their row (none when no guard reads a floor there).
-func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, error) {
-	if _, ok := d.(dialect.FloorFinder); !ok {
-		return nil, nil
+// floorCopied fails with ErrFloorUnsafe when the copy of floor table t that the
+// guards' fast path reads (dialect.FloorCopier: PostgreSQL's sequence, kept by the
+// floor's sync trigger) is below t's floor: the guards then accept every token at or
+// above the copy, below the floor t holds (red-team rt25a F6: the sync trigger
+// disabled; rt50a F1: not firing always, and the floor written by logical
+// replication's apply worker). It is the one check of the copy: RaiseTokenFloor runs
+// it after its write, TokenFloors and schema.Check on every floor they report (a
+// floor whose copy is below it is not the floor in force). Nothing for a dialect
+// without a copy, or for a table that has lost its row (Floor.Lost says that).
+func floorCopied(ctx context.Context, q querier, d dialect.Dialect, op string, t dialect.TableName) error {
+	c, ok := d.(dialect.FloorCopier)
+	if !ok {
+		return nil
 	}
-	floors, err := tokenFloors(ctx, db, d)
+	query, args := c.FloorCopiedQuery(t)
+	var copied sql.NullString
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&copied); err != nil {
+		return fmt.Errorf("fencedsql: %s: reading %s's copy: %w", op, t, err)
+	}
+	if !dialect.CatalogBool(copied.String) {
+		return fmt.Errorf("fencedsql: %s: %s's copy, which the guards' fast path reads, is below its floor (its sync trigger disabled, or not firing always and the floor written where it does not fire: a logical replication apply worker, a session with session_replication_role = replica): the guards accept tokens below the floor; restore the sync trigger (schema.Check's Fix, fencedsql-schema -apply), then raise the floor again: %w", op, t, ErrFloorUnsafe)
+	}
+	return nil
+}
+
+// floorProblems returns the floor tables in the connection's scope that the installed
+// guards read and that have lost their row, and floorCopied's errors for those whose
+// copy is below their floor (staleCopies) — none when no guard reads a floor there.
+func floorProblems(ctx context.Context, db *sql.DB, d dialect.Dialect) (lost []string, stale []error, err error) {
+	if _, ok := d.(dialect.FloorFinder); !ok {
+		return nil, nil, nil
+	}
+	tables, err := floorTables(ctx, db, d)
 	if errors.Is(err, ErrNoFloorGuard) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var lost []string
+	floors, err := readFloors(ctx, db, d, tables)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, f := range floors {
 		if f.Lost {
 			lost = append(lost, f.Table)
 		}
 	}
-	return lost, nil
+	stale, err = staleCopies(ctx, db, d, "schema.Check", tables, floors)
+	return lost, stale, err
+}
+
+// staleCopies returns floorCopied's error for each of tables (floors: their floors,
+// readFloors' answer) that has not lost its row and whose copy is below its floor; a
+// failed read fails it.
+func staleCopies(ctx context.Context, q querier, d dialect.Dialect, op string, tables []dialect.TableName, floors []Floor) ([]error, error) {
+	var stale []error
+	for i, t := range tables {
+		if i < len(floors) && floors[i].Lost {
+			continue
+		}
+		switch err := floorCopied(ctx, q, d, op, t); {
+		case errors.Is(err, ErrFloorUnsafe):
+			stale = append(stale, err)
+		case err != nil:
+			return nil, err
+		}
+	}
+	return stale, nil
 }
 
 // TokenFloors returns each floor table that the installed guards in the connection's
@@ -171,8 +220,10 @@ func lostFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]string, e
 // partitions, are not held to the floor by any floor-reading guard (the floor reported
 // would not be in force there: see unfloored) — among them a registered table whose
 // guard reads a floor table not listed (a table of another MySQL/MariaDB database whose
-// guards the account cannot see; of an ATTACHed SQLite database). Run it on a plain
-// connection or a fenced one (it only reads).
+// guards the account cannot see; of an ATTACHed SQLite database). It fails with
+// ErrFloorUnsafe when a floor's copy that the guards' fast path reads is below the
+// floor (floorCopied, PostgreSQL: the floor reported would not be in force). Run it on
+// a plain connection or a fenced one (it only reads).
 func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, error) {
 	if err := complete("TokenFloor", d); err != nil {
 		return nil, err
@@ -184,6 +235,11 @@ func TokenFloors(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]Floor, e
 	floors, err := readFloors(ctx, db, d, tables)
 	if err != nil {
 		return nil, err
+	}
+	if stale, err := staleCopies(ctx, db, d, "TokenFloor", tables, floors); err != nil {
+		return nil, err
+	} else if len(stale) > 0 {
+		return nil, stale[0]
 	}
 	if err := floorCovered(ctx, db, d, "TokenFloor", false, tables); err != nil {
 		return nil, err
@@ -364,15 +420,8 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 			}
 			return fmt.Errorf("fencedsql: RaiseTokenFloor: raising %s: %w", t, err)
 		}
-		if c, ok := d.(dialect.FloorCopier); ok {
-			q, args := c.FloorCopiedQuery(t)
-			var copied sql.NullString
-			if err := tx.QueryRowContext(ctx, q, args...).Scan(&copied); err != nil {
-				return fmt.Errorf("fencedsql: RaiseTokenFloor: reading %s's copy: %w", t, err)
-			}
-			if !dialect.CatalogBool(copied.String) {
-				return fmt.Errorf("fencedsql: RaiseTokenFloor: %s's copy, which the guards' fast path reads, did not follow the raise (its sync trigger disabled?): nothing raised; re-apply the guards (fencedsql-schema -apply): %w", t, ErrFloorUnsafe)
-			}
+		if err := floorCopied(ctx, tx, d, "RaiseTokenFloor", t); err != nil {
+			return fmt.Errorf("%w (nothing raised)", err)
 		}
 		// Read back what the write left: a trigger on the floor table, or a column that
 		// does not hold a bigint, may have stored less than asked (red-team rt27c F2, F5).

@@ -276,16 +276,20 @@ func checkGuard(ctx context.Context, db *sql.DB, d dialect.Dialect, spec GuardSp
 		return nil
 	}
 	// The floor tables the guards read must hold their row (no statement restores the
-	// right floor: the lock service knows it).
-	lost, err := lostFloors(ctx, db, d)
+	// right floor: the lock service knows it), and their copy must not be below it
+	// (floorCopied: the guards' fast path reads the copy).
+	lost, stale, err := floorProblems(ctx, db, d)
 	if err != nil {
 		// Another schema's floor this role may not read is no reason to report nothing
 		// on this table (red-team rt25a F7): a note.
-		r.Notes = append(r.Notes, "the token floor tables could not all be read, so a lost floor row is not looked for: "+err.Error())
+		r.Notes = append(r.Notes, "the token floor tables could not all be read, so a lost floor row or a stale copy of it is not looked for: "+err.Error())
 		return nil
 	}
 	if len(lost) > 0 {
 		r.Problems = append(r.Problems, "the token floor table(s) "+strings.Join(lost, ", ")+" that the guards read have lost their row: the guards refuse the writes they cannot judge against it; write it back with RaiseTokenFloor (fencedsql-schema -raise-floor) at the lock service's LastToken + 1")
+	}
+	for _, e := range stale {
+		r.Problems = append(r.Problems, strings.TrimPrefix(e.Error(), "fencedsql: schema.Check: "))
 	}
 	return nil
 }
