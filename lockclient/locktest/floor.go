@@ -86,8 +86,9 @@ func raise(t *testing.T, ctx context.Context, f lockclient.FloorRaiser, min uint
 	}
 }
 
-// grant takes key with c and releases it, returning its token.
-func grant(t *testing.T, ctx context.Context, c *lockclient.Client, key string) uint64 {
+// Grant takes key with c and releases it, returning its token; the test fails if
+// either call does.
+func Grant(t *testing.T, ctx context.Context, c *lockclient.Client, key string) uint64 {
 	t.Helper()
 	l, err := c.Acquire(ctx, key)
 	if err != nil {
@@ -104,13 +105,13 @@ func testRaiseFloor(t *testing.T, h Harness) {
 	ctx := ctxT(t, 60*time.Second)
 	a, b := e.client(), e.client()
 	f := e.floorOf("floor-admin")
-	before := grant(t, ctx, a, "k")
+	before := Grant(t, ctx, a, "k")
 	floor := lastToken(t, ctx, f) + 1000*noise
 	raise(t, ctx, f, floor)
 	if got := lastToken(t, ctx, f); got < floor {
 		t.Fatalf("LastToken %d after RaiseFloor(%d), want at least the floor", got, floor)
 	}
-	tokens := map[string]uint64{"the key granted again": grant(t, ctx, a, "k"), "a new key": grant(t, ctx, b, "other")}
+	tokens := map[string]uint64{"the key granted again": Grant(t, ctx, a, "k"), "a new key": Grant(t, ctx, b, "other")}
 	// A waiter handed the key by its holder.
 	l, err := a.Acquire(ctx, "q")
 	if err != nil {
@@ -149,7 +150,7 @@ func testLowerRaise(t *testing.T, h Harness) {
 	f := e.floorOf("floor-admin")
 	floor := lastToken(t, ctx, f) + 1000*noise
 	raise(t, ctx, f, floor)
-	prev := grant(t, ctx, a, "k")
+	prev := Grant(t, ctx, a, "k")
 	for _, min := range []uint64{0, 1, floor - 10*noise, floor, prev} {
 		before := lastToken(t, ctx, f)
 		raise(t, ctx, f, min)
@@ -157,7 +158,7 @@ func testLowerRaise(t *testing.T, h Harness) {
 		if after < before || after-before > noise {
 			t.Fatalf("RaiseFloor(%d) at or below LastToken %d moved LastToken to %d", min, before, after)
 		}
-		tok := grant(t, ctx, a, "k")
+		tok := Grant(t, ctx, a, "k")
 		if tok <= prev || tok-prev > noise {
 			t.Fatalf("after RaiseFloor(%d) (a no-op) the token went from %d to %d", min, prev, tok)
 		}
@@ -175,7 +176,7 @@ func testLastTokenBounds(t *testing.T, h Harness) {
 			raise(t, ctx, f, lastToken(t, ctx, f)+10*noise)
 		}
 		before := lastToken(t, ctx, f)
-		tok := grant(t, ctx, a, fmt.Sprintf("k%d", i%2))
+		tok := Grant(t, ctx, a, fmt.Sprintf("k%d", i%2))
 		after := lastToken(t, ctx, f)
 		if tok <= before || tok > after {
 			t.Fatalf("grant %d: token %d, LastToken %d before and %d after: want before < token <= after", i, tok, before, after)

@@ -27,7 +27,7 @@ func testRetire(t *testing.T, h Harness) {
 	}
 	rr, reads := f.(lockclient.RetirementReader)
 	a, b := e.client(), e.client()
-	before := grant(t, ctx, a, "k")
+	before := Grant(t, ctx, a, "k")
 	if reads {
 		if last, retired, err := rr.Retired(ctx); err != nil || retired || last != 0 {
 			t.Errorf("Retired before Retire = %d, %v, %v; want 0, false, nil", last, retired, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
+	"github.com/fencedsql/fencedsql/lockclient/locktest"
 	"github.com/fencedsql/fencedsql/lockclient/sqllock"
 )
 
@@ -45,19 +46,6 @@ func asOfBackend(t *testing.T, srv server, dsn, at string) *sqllock.Backend {
 	return b
 }
 
-// acquireRelease acquires key through c and releases it, returning its token.
-func acquireRelease(t *testing.T, ctx context.Context, c *lockclient.Client, key string) uint64 {
-	t.Helper()
-	l, err := c.Acquire(ctx, key)
-	if err != nil {
-		t.Fatalf("Acquire %s: %v", key, err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Release %s: %v", key, err)
-	}
-	return l.Token()
-}
-
 // A system-versioned token counter (lease and waiter tables too) and a lock pool whose sessions carry
 // system_versioning_asof from before tokens 2–4 were granted: the next grant still gets
 // a token above 4 (G16), and LastToken, RaiseFloor and Retire through that pool read
@@ -75,11 +63,11 @@ func TestVersionedCounterAsOfTokenNeverBack(t *testing.T) {
 	}
 	c := lockclient.New(b, lockclient.WithTTL(30*time.Second))
 	defer c.Close(context.Background())
-	acquireRelease(t, ctx, c, "a")
+	locktest.Grant(t, ctx, c, "a")
 	at := asOfNow(t, ctx, admin)
 	var last uint64
 	for _, k := range []string{"b", "c", "d"} {
-		last = acquireRelease(t, ctx, c, k)
+		last = locktest.Grant(t, ctx, c, k)
 	}
 	b2 := asOfBackend(t, srv, dsn, at)
 	if err := b2.CheckTable(ctx); err != nil {
@@ -90,7 +78,7 @@ func TestVersionedCounterAsOfTokenNeverBack(t *testing.T) {
 	}
 	c2 := lockclient.New(b2, lockclient.WithTTL(30*time.Second))
 	defer c2.Close(context.Background())
-	if tok := acquireRelease(t, ctx, c2, "e"); tok <= last {
+	if tok := locktest.Grant(t, ctx, c2, "e"); tok <= last {
 		t.Fatalf("a lease granted after token %d through a session with system_versioning_asof got token %d: the counter was read as of %s", last, tok, at)
 	} else {
 		last = tok
@@ -142,7 +130,7 @@ func TestVersionedLeaseTableAsOfNoDoubleGrant(t *testing.T) {
 	if err := l1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	acquireRelease(t, ctx, c2, "k") // granted, then released through the pool with system_versioning_asof
+	locktest.Grant(t, ctx, c2, "k") // granted, then released through the pool with system_versioning_asof
 	actx2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
 	l3, err := c.Acquire(actx2, "k")
@@ -199,12 +187,12 @@ func TestVersionedAsOfProceduresUpgraded(t *testing.T) {
 	}
 	c := lockclient.New(b, lockclient.WithTTL(30*time.Second))
 	defer c.Close(context.Background())
-	acquireRelease(t, ctx, c, "a")
+	locktest.Grant(t, ctx, c, "a")
 	at := asOfNow(t, ctx, admin)
-	last := acquireRelease(t, ctx, c, "b")
+	last := locktest.Grant(t, ctx, c, "b")
 	c2 := lockclient.New(asOfBackend(t, srv, dsn, at), lockclient.WithTTL(30*time.Second))
 	defer c2.Close(context.Background())
-	if tok := acquireRelease(t, ctx, c2, "c"); tok <= last {
+	if tok := locktest.Grant(t, ctx, c2, "c"); tok <= last {
 		t.Fatalf("after the upgrade, a lease granted after token %d got token %d", last, tok)
 	}
 }

@@ -174,17 +174,8 @@ func (p *parser) mysqlBodyOpener(kind string, at, end int) int {
 // closingParen returns the index of the ')' that closes the '(' at sig[open], before
 // end, or -1.
 func (p *parser) closingParen(open, end int) int {
-	depth := 0
-	for i := open; i < end; i++ {
-		switch {
-		case p.punct(i, "("):
-			depth++
-		case p.punct(i, ")"):
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
+	if k := p.matching(open); k >= 0 && k < end {
+		return k
 	}
 	return -1
 }
