@@ -35,16 +35,17 @@ func (c *conn) verifyRole(ctx context.Context) error {
 		return nil
 	}
 	configured, listed, err := l.ReplicationConfigured(ctx, c.catalog())
+	reset, grant := l.ReplicaAdvice()
 	switch {
 	case err != nil:
 		return checkQueryErr(ctx, "", "the session check's listing of the server's replication connections failed", err)
 	case configured:
 		return &SessionError{Dialect: c.core.dialect.Name(), Setting: "replication", Value: "configured", NotPrimary: true,
 			Problem: "the server has replication configured (a replica, even with its replication stopped): its floor and rows lag behind the primary's, a write there never reaches it, and a stale token's write would be acknowledged",
-			Fix:     "connect to the primary; a promoted replica must be reset (MariaDB: RESET SLAVE ALL; MySQL: RESET REPLICA ALL), and a primary that also replicates from another server (multi-source) is refused; a PostgreSQL subscriber takes fenced writes once its subscriptions are dropped (DROP SUBSCRIPTION)"}
+			Fix:     "connect to the primary; " + reset}
 	}
 	if !listed {
-		c.core.cfg.logger.DebugContext(ctx, "fencedsql: the account may not list the server's replication connections: a replica whose replication is stopped is not seen (grant SLAVE MONITOR on MariaDB, REPLICATION CLIENT on MySQL)")
+		c.core.cfg.logger.DebugContext(ctx, "fencedsql: the account may not list the server's replication connections: a replica whose replication is stopped is not seen (grant "+grant+")")
 	}
 	c.roleOK = true
 	return nil

@@ -32,6 +32,12 @@ var replicationStatusQueries = [...]string{"SHOW ALL SLAVES STATUS", "SHOW REPLI
 // the fenced pool's session check keeps the other half's verdict, docs/design.md). A
 // syntax error (1064: a server without that spelling) tries the next spelling; any
 // other error is returned.
+// ReplicaAdvice implements dialect.ReplicationLister.
+func (dialectImpl) ReplicaAdvice() (reset, grant string) {
+	return "a promoted replica must be reset (MariaDB: RESET SLAVE ALL; MySQL: RESET REPLICA ALL), and a primary that also replicates from another server (multi-source) is refused",
+		"SLAVE MONITOR (MariaDB; or SUPER) or REPLICATION CLIENT (MySQL)"
+}
+
 func (dialectImpl) ReplicationConfigured(ctx context.Context, query dialect.CatalogQuery) (configured, listed bool, err error) {
 	for _, q := range replicationStatusQueries {
 		rows, err := query(ctx, q)

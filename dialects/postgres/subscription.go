@@ -32,6 +32,12 @@ WHERE s.subdbid OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database
 // (insufficient_privilege, 42501: SELECT on pg_subscription revoked) is reported as
 // listed false, err nil; any other error is returned. Subscriptions made by an
 // extension outside pg_subscription (pglogical's own catalog) are not seen.
+// ReplicaAdvice implements dialect.ReplicationLister.
+func (dialectImpl) ReplicaAdvice() (reset, grant string) {
+	return "a subscriber takes fenced writes once its subscriptions are dropped (DROP SUBSCRIPTION)",
+		"SELECT (subdbid) ON pg_catalog.pg_subscription"
+}
+
 func (dialectImpl) ReplicationConfigured(ctx context.Context, query dialect.CatalogQuery) (configured, listed bool, err error) {
 	rows, err := query(ctx, subscriptionsQuery)
 	var pe *pgconn.PgError

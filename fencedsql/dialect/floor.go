@@ -120,8 +120,13 @@ type FloorBlockLister interface {
 // configured is then unknown, and the caller decides — the floor tools fail closed,
 // the session check keeps PrimaryChecker's verdict (a known limitation,
 // docs/design.md). err is any other failure.
+//
+// ReplicaAdvice gives the words of the callers' errors, in the database's terms: reset,
+// how a server with replication configured becomes a primary again; grant, the
+// privilege that lets an account list the replication connections.
 type ReplicationLister interface {
 	ReplicationConfigured(ctx context.Context, query CatalogQuery) (configured, listed bool, err error)
+	ReplicaAdvice() (reset, grant string)
 }
 
 // ReplicationThreadCounter is implemented by dialects whose new primary may take the

@@ -58,6 +58,7 @@ func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why s
 		return nil
 	}
 	configured, listed, err := l.ReplicationConfigured(ctx, catalogQuery(q))
+	reset, grant := l.ReplicaAdvice()
 	switch {
 	case err != nil:
 		return fmt.Errorf("fencedsql: %s: listing the server's replication connections: %w", op, err)
@@ -65,10 +66,10 @@ func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why s
 		return nil
 	case !listed:
 		return fmt.Errorf("fencedsql: %s: the account may not list the server's replication connections, so a replica whose replication is stopped cannot be told from a primary: nothing done; "+
-			"grant it SLAVE MONITOR (MariaDB; or SUPER), REPLICATION CLIENT (MySQL) or SELECT (subdbid) ON pg_catalog.pg_subscription (PostgreSQL): %w", op, ErrServerRoleUnknown)
+			"grant it %s: %w", op, grant, ErrServerRoleUnknown)
 	case configured:
 		return fmt.Errorf("fencedsql: %s: the server has replication configured (a replica, even with its replication stopped, lags behind the primary and has a raise undone when replication starts again; "+
-			"a promoted replica must be reset: RESET SLAVE ALL; a PostgreSQL subscriber must drop its subscriptions: DROP SUBSCRIPTION): %s: %w", op, why, ErrNotPrimary)
+			"%s): %s: %w", op, reset, why, ErrNotPrimary)
 	}
 	return nil
 }
