@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -26,19 +27,9 @@ func TestGuardComparesNumericallyAfterColumnRetyped(t *testing.T) {
 			"UPDATE accounts SET balance = 77, version = '9' WHERE id = 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			dsn := testdb.MySQL(t)
-			raw := testdb.Open(t, "mysql", dsn,
-				"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-				"INSERT INTO accounts VALUES (1, 1, 10, 10)")
-			raw.SetMaxOpenConns(1)
-			reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			testdb.Exec(t, raw, reps[0].Fix...)
+			ctx, raw := guardedAccountsRow(t)
 			testdb.Exec(t, raw, c.alter)
-			_, err = raw.ExecContext(ctx, c.stale)
+			_, err := raw.ExecContext(ctx, c.stale)
 			var b int64
 			if qerr := raw.QueryRow("SELECT balance FROM accounts WHERE id = 1").Scan(&b); qerr != nil {
 				t.Fatal(qerr)
@@ -59,17 +50,7 @@ func TestGuardComparesNumericallyAfterColumnRetyped(t *testing.T) {
 // that re-create it), and after its Fix the table is clean. The pools
 // refuse the table until then, like any changed guard.
 func TestGuardWithoutNumericComparisonReported(t *testing.T) {
-	ctx := context.Background()
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts VALUES (1, 1, 10, 10)")
-	raw.SetMaxOpenConns(1)
-	reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testdb.Exec(t, raw, reps[0].Fix...)
+	ctx, raw := guardedAccountsRow(t)
 	// The previous release's guard: the same text without the marker and the CASTs.
 	old := strings.NewReplacer("  /* fencedsql guard v2 */\n", "", "CAST(", "", " AS SIGNED)", "")
 	for _, s := range mysql.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version") {
@@ -77,7 +58,7 @@ func TestGuardWithoutNumericComparisonReported(t *testing.T) {
 			testdb.Exec(t, raw, old.Replace(s))
 		}
 	}
-	reps, err = schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
+	reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,4 +69,22 @@ func TestGuardWithoutNumericComparisonReported(t *testing.T) {
 	if reps, err = schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"}); err != nil || !reps[0].OK() {
 		t.Fatalf("after the fix: %v %q", err, reps[0].Problems)
 	}
+}
+
+// guardedAccountsRow creates accounts with row 1 (balance 1, token 10, version 10) and
+// installs its guards (schema.Check's Fix); it returns a context and a one-connection
+// plain pool.
+func guardedAccountsRow(t *testing.T) (context.Context, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	raw := testdb.Open(t, "mysql", testdb.MySQL(t),
+		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"INSERT INTO accounts VALUES (1, 1, 10, 10)")
+	raw.SetMaxOpenConns(1)
+	reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	return ctx, raw
 }
