@@ -76,8 +76,8 @@ func TestClaimOneShapes(t *testing.T) {
 			`WITH fencedsql_claimed AS (UPDATE ONLY accounts SET ` + claimSet("accounts", 1) + ` ` + lockedFirst("ONLY accounts", "id = 1") + ` RETURNING accounts.*) SELECT id FROM fencedsql_claimed AS accounts`,
 			refs(TOK)},
 		// A schema-qualified table is qualified by its name; quoted names stay quoted.
-		{`SELECT "Accounts".id FROM public."Accounts" WHERE id = $1 FOR NO KEY UPDATE`,
-			`WITH fencedsql_claimed AS (UPDATE public."Accounts" SET ` + claimSet(`"Accounts"`, 2) + ` WHERE id = $1 RETURNING "Accounts".*) SELECT "Accounts".id FROM fencedsql_claimed AS "Accounts"`,
+		{`SELECT "accounts".id FROM public."accounts" WHERE id = $1 FOR NO KEY UPDATE`,
+			`WITH fencedsql_claimed AS (UPDATE public."accounts" SET ` + claimSet(`"accounts"`, 2) + ` WHERE id = $1 RETURNING "accounts".*) SELECT "accounts".id FROM fencedsql_claimed AS "accounts"`,
 			refs(0, TOK)},
 		// Placeholders the claim's selection does not use are renumbered like Pre's.
 		{`SELECT id FROM accounts WHERE id = $2 ORDER BY $1 FOR NO KEY UPDATE`,
