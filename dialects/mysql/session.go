@@ -212,7 +212,7 @@ func (dialectImpl) CheckSession(value string) error {
 	// A reading error also carries Records when the session changes the wrapper's own
 	// reads too, so that neither hides the other (the pool's first connection is refused
 	// on Records before it reads the records).
-	recErr := checkRecordReads(limit, results)
+	recErr := checkRecordReads(limit, results, modes, mode)
 	if re := readingError(modes, mode, cs); re != nil {
 		re.Records = recErr != nil
 		return re
