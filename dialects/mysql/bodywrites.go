@@ -31,7 +31,7 @@ import (
 // itself; a CALL of the server's own mysql or sys routines counts as unreadable dynamic
 // SQL, dynamicTexts).
 func bodyWrites(src string, syn dialect.Syntax, name string, guard bool) bool {
-	opened, ok := openExecComments(src)
+	opened, ok := openExecComments(src, syn)
 	if !ok {
 		return true
 	}
@@ -41,7 +41,7 @@ func bodyWrites(src string, syn dialect.Syntax, name string, guard bool) bool {
 	if guard && dialect.WritesGuardTable(src, syn, name) || !guard && dialect.WritesTable(src, syn, name) {
 		return true
 	}
-	texts, ok := dynamicTexts(src)
+	texts, ok := dynamicTexts(src, syn)
 	if !ok {
 		return true
 	}
@@ -54,17 +54,18 @@ func bodyWrites(src string, syn dialect.Syntax, name string, guard bool) bool {
 }
 
 // dynamicUnread reports whether the body src runs dynamic SQL whose text dynamicTexts
-// cannot read (as written or with its executable comments opened), itself or in a
+// cannot read under the default reading (it only chooses a door's note: the verdict
+// is bodyWrites') (as written or with its executable comments opened), itself or in a
 // text it runs (EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE @q'): such a body may write any
 // table of any database its account reaches, and a door's problem says why it was
 // taken for one.
 func dynamicUnread(src string) bool {
-	opened, ok := openExecComments(src)
+	opened, ok := openExecComments(src, dialect.MySQLSyntax)
 	if !ok {
 		return true
 	}
 	for _, b := range []string{src, opened} {
-		texts, ok := dynamicTexts(b)
+		texts, ok := dynamicTexts(b, dialect.MySQLSyntax)
 		if !ok {
 			return true
 		}
@@ -89,15 +90,16 @@ func dynamicUnreadNote(src string) string {
 // openExecComments returns src with each executable comment — /*! … */, /*!NNNNN … */,
 // /*M! … */, /*M!NNNNNN … */, whose content MySQL and MariaDB run as code (the version
 // number only says from which server version on) — replaced by its content, and src
-// itself when it has none. ok is false when the result still holds one (a comment's
-// content that opens another) or src cannot be lexed while it holds the marker: the
-// caller takes such a body for a writer.
-func openExecComments(src string) (string, bool) {
+// itself when it has none, src read by syn's lexical rules (the reading being judged:
+// a bracket or a quote may end elsewhere under the body's sql_mode). ok is false when
+// the result still holds one (a comment's content that opens another) or src cannot be
+// lexed while it holds the marker: the caller takes such a body for a writer.
+func openExecComments(src string, syn dialect.Syntax) (string, bool) {
 	for range 4 {
 		if !strings.Contains(src, "/*!") && !strings.Contains(src, "/*M!") && !strings.Contains(src, "/*m!") {
 			return src, true
 		}
-		toks, err := dialect.LexDDL(src, dialect.MySQLSyntax)
+		toks, err := dialect.LexDDL(src, syn)
 		if err != nil {
 			return src, false
 		}
@@ -150,8 +152,9 @@ func execCommentContent(t dialect.DDLToken) (string, bool) {
 var controlWords = []string{"IF", "CASE", "WHEN", "THEN", "ELSE", "ELSEIF", "ELSIF", "LOOP", "WHILE", "REPEAT", "UNTIL", "FOR",
 	"HANDLER", "EXCEPTION", "LEAVE", "ITERATE", "RETURN", "GOTO", "EXIT", "CONTINUE", "PROCEDURE", "FUNCTION"}
 
-// dynamicTexts returns the texts the body src runs as dynamic SQL, and ok false when
-// one of them cannot be read. Readable is only:
+// dynamicTexts returns the texts the body src, read by syn's lexical rules (the reading
+// being judged), runs as dynamic SQL, and ok false when one of them cannot be read.
+// Readable is only:
 //   - PREPARE name FROM '<literal>' and EXECUTE IMMEDIATE '<literal>' [USING …], the
 //     literal one string token ('…' or "…") without a backslash (whose meaning depends
 //     on the routine's sql_mode, and which MariaDB's stored definition already decoded
@@ -179,8 +182,8 @@ var controlWords = []string{"IF", "CASE", "WHEN", "THEN", "ELSE", "ELSEIF", "ELS
 // runs its argument, mysql.DropGeometryColumn an ALTER TABLE of its arguments, with the
 // caller's rights: those INVOKER routines are not judged themselves, routines) — nor a
 // body the lexer cannot read that holds the word PREPARE or EXECUTE.
-func dynamicTexts(src string) (texts []string, ok bool) {
-	toks, err := dialect.LexDDL(src, dialect.MySQLSyntax)
+func dynamicTexts(src string, syn dialect.Syntax) (texts []string, ok bool) {
+	toks, err := dialect.LexDDL(src, syn)
 	if err != nil {
 		return nil, !dialect.Mentions(src, "prepare") && !dialect.Mentions(src, "execute")
 	}

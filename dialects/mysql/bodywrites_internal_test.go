@@ -90,7 +90,7 @@ func TestDynamicTextsExecuteNeedsStraightLinePrepare(t *testing.T) {
 		{"BEGIN PREPARE s FROM 'SELECT 1'; EXECUTE t; END", false},
 		{"BEGIN PREPARE s FROM 'SELECT 1'; PREPARE s FROM @q; EXECUTE s; END", false},
 	} {
-		if _, ok := dynamicTexts(c.body); ok != c.ok {
+		if _, ok := dynamicTexts(c.body, dialect.MySQLSyntax); ok != c.ok {
 			t.Errorf("dynamicTexts(%q) ok = %v, want %v", c.body, ok, c.ok)
 		}
 	}

@@ -217,19 +217,3 @@ var Passthrough = &Plan{Kind: KindPass, NUser: -1}
 // PassAmbiguous is the shared plan of every statement sent unchanged after the full
 // analysis of a text a session may read otherwise.
 var PassAmbiguous = &Plan{Kind: KindPass, NUser: -1, Ambiguous: true}
-
-// sessionDependent reports whether sql holds a byte whose reading depends on session
-// settings the dialects' session checks verify: a backslash (PostgreSQL
-// standard_conforming_strings, MySQL NO_BACKSLASH_ESCAPES, the multibyte client
-// character sets whose characters can end in 0x5C), a double quote (MySQL ANSI_QUOTES)
-// or a byte of 0x80 and above (client encodings; single-byte character sets whose
-// no-break space is whitespace to MySQL). A text without them reads the same under
-// every such setting.
-func sessionDependent(sql string) bool {
-	for i := 0; i < len(sql); i++ {
-		if c := sql[i]; c == '\\' || c == '"' || c >= 0x80 {
-			return true
-		}
-	}
-	return false
-}

@@ -237,7 +237,7 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 		if err := checkParamLimit(pl, rw.syn); err != nil {
 			return nil, err
 		}
-		if pl.Kind != KindPass && sessionDependent(sql) {
+		if pl.Kind != KindPass && rw.sessionDependent(sql) {
 			pl.Ambiguous = true // a claim without a token is sent as written, too
 		}
 		pl = p.txOnly(pl)

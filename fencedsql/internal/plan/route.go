@@ -435,7 +435,7 @@ func (p *parser) checkExecComments() error {
 // plan (SessionPlan) or the shared one, marked Ambiguous when a session may read its
 // text otherwise.
 func (p *parser) pass() *Plan {
-	amb := sessionDependent(p.src)
+	amb := p.rw.sessionDependent(p.src)
 	through := p.lockThrough()
 	if pl := p.rw.SessionPlan(p.src); pl != nil {
 		pl.Ambiguous = amb

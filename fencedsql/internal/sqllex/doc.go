@@ -79,7 +79,8 @@
 //     identifier with "" doubling.
 //   - Backticks (MySQL, SQLite): `quoted identifier`, in which a doubled
 //     backtick stands for one.
-//   - Brackets (SQLite): [quoted identifier], no escapes.
+//   - Brackets (SQLite): [quoted identifier], no escapes; with
+//     BracketDoubling (MariaDB under sql_mode=MSSQL) ]] stands for one ].
 //   - DollarQuotes (PostgreSQL): $$...$$ and $tag$...$tag$ strings; a $
 //     inside a word (a$b) belongs to the word.
 //   - EStrings (PostgreSQL): E'...' with backslash escapes when E is a

@@ -153,11 +153,9 @@ func lexAppend(dst []Token, src string, syn *Syntax) ([]Token, *Error) {
 			i++
 			if syn.Brackets {
 				kind = KindQuotedIdent
-				k := strings.IndexByte(src[i:], ']')
-				if k < 0 {
+				var ok bool
+				if i, ok = scanBracket(src, start, syn); !ok {
 					err = &Error{Pos: start, Msg: msgQuotedIdent}
-				} else {
-					i += k + 1
 				}
 			}
 
@@ -597,11 +595,11 @@ func scanExecComment(src string, i int, syn *Syntax) (int, *Error) {
 			}
 			end = e
 		case c == '[' && syn.Brackets:
-			e := strings.IndexByte(src[j:t0], ']')
-			if e < 0 {
+			e, ok := scanBracket(src, j, syn)
+			if !ok || e > t0 {
 				return t0, ambiguous
 			}
-			end = j + e + 1
+			end = e
 		case c == '$' && syn.DollarQuotes:
 			return t0, ambiguous
 		case c == '#' && syn.HashComments:
@@ -624,6 +622,24 @@ func scanExecComment(src string, i int, syn *Syntax) (int, *Error) {
 		j = end
 	}
 	return t0 + 2, nil
+}
+
+// scanBracket scans the [quoted identifier] at src[i] and returns the index just
+// past its closing ]: the first ], or with BracketDoubling the first ] not followed
+// by another (]] stands for one ]). ok is false when it does not close (the
+// returned index is then len(src)).
+func scanBracket(src string, i int, syn *Syntax) (int, bool) {
+	for j := i + 1; j < len(src); j++ {
+		if src[j] != ']' {
+			continue
+		}
+		if syn.BracketDoubling && j+1 < len(src) && src[j+1] == ']' {
+			j++
+			continue
+		}
+		return j + 1, true
+	}
+	return len(src), false
 }
 
 // dashComment reports whether the "--" at src[i] starts a comment.

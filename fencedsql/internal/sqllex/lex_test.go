@@ -333,6 +333,20 @@ func TestQuotedIdentifiers(t *testing.T) {
 	runCases(t, MySQL, []lexCase{
 		{`[x]`, []tk{p("["), w("x"), p("]")}},
 	})
+	// MariaDB under sql_mode=MSSQL: ]] inside brackets is one ] (red-team rt51e F2).
+	mssql := MySQL
+	mssql.DoubleQuoteStrings, mssql.Brackets, mssql.BracketDoubling = false, true, true
+	runCases(t, mssql, []lexCase{
+		{`[a]]b]`, []tk{qi(`[a]]b]`)}},
+		{`[x'] [#] [-- ]`, []tk{qi(`[x']`), qi(`[#]`), qi(`[-- ]`)}},
+		{`[a]]]`, []tk{qi(`[a]]]`)}},
+	})
+	runErrCases(t, mssql, []errCase{
+		{`[a]]`, 0, "unterminated quoted identifier"},
+	})
+	if n, _, _ := Ident(`[a]]b]`, Token{Kind: KindQuotedIdent, End: 6}); n != "a]b" {
+		t.Errorf("Ident([a]]b]) = %q, want a]b", n)
+	}
 }
 
 func TestComments(t *testing.T) {

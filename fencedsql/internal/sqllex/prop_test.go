@@ -116,7 +116,11 @@ func checkShape(src string, t Token, syn Syntax) string {
 		case text[0] == '"' && !syn.DoubleQuoteStrings, text[0] == '`' && syn.Backticks:
 			ok = len(text) >= 2 && text[len(text)-1] == text[0]
 		case text[0] == '[' && syn.Brackets:
-			ok = text[len(text)-1] == ']' && strings.IndexByte(text[1:len(text)-1], ']') < 0
+			inner := text[1 : len(text)-1]
+			if syn.BracketDoubling {
+				inner = strings.ReplaceAll(inner, "]]", "")
+			}
+			ok = text[len(text)-1] == ']' && strings.IndexByte(inner, ']') < 0
 		case syn.EStrings && len(text) >= 4 && (text[0]|0x20) == 'u' && text[1] == '&' && text[2] == '"':
 			ok = text[len(text)-1] == '"'
 		}
@@ -370,10 +374,13 @@ func TestAllSyntaxCombinations(t *testing.T) {
 
 func synFromBits(b uint16) Syntax {
 	return Syntax{
-		BackslashEscapes:      b&(1<<0) != 0,
-		DoubleQuoteStrings:    b&(1<<1) != 0,
-		Backticks:             b&(1<<2) != 0,
-		Brackets:              b&(1<<3) != 0,
+		BackslashEscapes:   b&(1<<0) != 0,
+		DoubleQuoteStrings: b&(1<<1) != 0,
+		Backticks:          b&(1<<2) != 0,
+		Brackets:           b&(1<<3) != 0,
+		// not a bit of its own (that would double the run): with brackets and
+		// backslash escapes, as MariaDB under sql_mode=MSSQL has them
+		BracketDoubling:       b&(1<<3) != 0 && b&(1<<0) != 0,
 		DollarQuotes:          b&(1<<4) != 0,
 		EStrings:              b&(1<<5) != 0,
 		HashComments:          b&(1<<6) != 0,

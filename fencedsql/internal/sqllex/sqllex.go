@@ -24,6 +24,9 @@ type Syntax struct {
 	Backticks bool
 	// Brackets: [quoted identifier], no escape inside (SQLite).
 	Brackets bool
+	// BracketDoubling: with Brackets, ]] inside [...] stands for one ] and does
+	// not end the name (MariaDB under sql_mode=MSSQL: [a]]b] is a]b).
+	BracketDoubling bool
 	// DollarQuotes: $$...$$ and $tag$...$tag$ strings (PostgreSQL).
 	DollarQuotes bool
 	// EStrings: E'...' strings with backslash escapes, including PostgreSQL's
@@ -200,7 +203,8 @@ func Ident(src string, tok Token) (name string, quoted bool, ok bool) {
 		body := text[1 : len(text)-1]
 		switch {
 		case open == '[' && last == ']':
-			return body, true, true
+			// ]] can only be inside with BracketDoubling: one ].
+			return collapseDoubled(body, ']'), true, true
 		case (open == '"' || open == '`') && last == open:
 			return collapseDoubled(body, open), true, true
 		}
