@@ -85,10 +85,12 @@
 //     takes the lock itself when it is first: one transaction writing its key,
 //     conditioned on the key being unchanged and no key of the lock being older.
 //   - A waiter whose context ends, or whose attempt fails (the Client then retries at the
-//     end of the queue), leaves the queue at once: its key is deleted
-//     (compare-and-delete on its create revision) and the waiter behind it, watching that
-//     key, moves up; the holder's hand-over to it fails its compare and the next waiter
-//     takes the lock itself. A key whose delete failed is an orphan (below). Client.Close
+//     end of the queue), leaves the queue at once: its key is deleted (compare-and-delete
+//     on the mod revision it waited with, not the create revision: the same key may by
+//     then carry a later attempt's grant, always a later write) and the waiter behind
+//     it, watching that key, moves up; the holder's hand-over to it fails its compare
+//     and the next waiter takes the lock itself. A key whose delete failed, or that was
+//     written since (handed the lock before the delete), is an orphan (below). Client.Close
 //     revokes the session lease, which removes every key of the session at once, and ends
 //     its waits.
 //   - While a session waits and holds nothing, the Client's watchdog renews nothing, so

@@ -114,6 +114,10 @@ type Backend struct {
 
 	idMu sync.Mutex
 	id   string // the identity of the token source (serviceID), "" until read
+
+	// leaveHook, set by tests only (before Open), runs in leave's background clean-up
+	// just before (done false) and after (done true) the delete of an abandoned queue key.
+	leaveHook func(ekey string, done bool)
 }
 
 var (

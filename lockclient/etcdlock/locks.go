@@ -127,7 +127,7 @@ func (s *session) tryAcquireOnce(ctx context.Context, key, lockPfx string, start
 			if keepAliveErr == nil {
 				cause = ferr // the grant cannot be priced: give it back
 			}
-			if derr := s.deleteIf(ctx, ekey, rev); derr != nil {
+			if derr := s.deleteIfMod(ctx, ekey, rev); derr != nil {
 				s.mu.Lock()
 				s.addOrphanLocked(ekey, key, lease)
 				s.mu.Unlock()
@@ -327,19 +327,14 @@ func (s *session) prefetchNextLocked(key, ekey string, rev int64) {
 	}()
 }
 
-// deleteIf deletes ekey if its create revision is still rev.
-func (s *session) deleteIf(ctx context.Context, ekey string, rev int64) error {
-	return s.deleteCmp(ctx, ekey, clientv3.Compare(clientv3.CreateRevision(ekey), "=", rev))
-}
-
-// deleteIfMod deletes ekey if its mod revision is still rev.
+// deleteIfMod deletes ekey if its mod revision is still rev: that version of the key,
+// never a later write to it. (Not its create revision: one etcd key serves every attempt
+// of a session lease on a lock, and a later attempt may take over the same key and write
+// its grant to it; see deleteLeft.)
 func (s *session) deleteIfMod(ctx context.Context, ekey string, rev int64) error {
-	return s.deleteCmp(ctx, ekey, clientv3.Compare(clientv3.ModRevision(ekey), "=", rev))
-}
-
-func (s *session) deleteCmp(ctx context.Context, ekey string, cmp clientv3.Cmp) error {
 	reqCtx, cancel := s.b.requestContext(ctx)
 	defer cancel()
+	cmp := clientv3.Compare(clientv3.ModRevision(ekey), "=", rev)
 	if _, err := s.cli.Txn(reqCtx).If(cmp).Then(clientv3.OpDelete(ekey)).Commit(); err != nil {
 		return unavailable(ctx, "delete stale key", err)
 	}

@@ -9,7 +9,8 @@ import (
 
 // orphan is a key of ours that may exist without a grant or a place in a queue: the
 // answer to its creation or to its deletion was lost (a timeout, a cut connection, a
-// cancelled context), or a waiter left the queue and its delete failed.
+// cancelled context), or a waiter left the queue and its delete failed or found the key
+// written since (handed the lock meanwhile; see deleteLeft).
 type orphan struct {
 	key   string // lock name
 	lease clientv3.LeaseID

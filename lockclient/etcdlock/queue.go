@@ -81,8 +81,7 @@ func (s *session) dropEntryLocked(name string, e *entry) {
 }
 
 // leave runs when r's context ends: if no other caller waits through e, e's key leaves
-// the queue at once (compare-and-delete on its create revision), so that it never blocks
-// the waiters behind it. A delete that fails is left to the orphan sweeper.
+// the queue at once, so that it never blocks the waiters behind it (deleteLeft).
 func (s *session) leave(e *entry, r *reg) {
 	s.mu.Lock()
 	for i, x := range e.regs {
@@ -100,15 +99,50 @@ func (s *session) leave(e *entry, r *reg) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		ctx, cancel := s.b.requestContext(s.bg)
-		defer cancel()
-		if err := s.deleteIf(ctx, e.ekey, e.rev); err != nil {
-			s.mu.Lock()
-			s.addOrphanLocked(e.ekey, e.name, e.lease)
-			s.mu.Unlock()
-			s.kickSweeper()
+		if h := s.b.leaveHook; h != nil {
+			h(e.ekey, false)
+			defer h(e.ekey, true)
 		}
+		s.deleteLeft(s.bg, e)
 	}()
+}
+
+// deleteLeft deletes the key of e, an entry that left the queue, if it is still the
+// version e waited with (compare-and-delete on its mod revision, e.mod).
+//
+// Not on its create revision: the same etcd key (one per session lease and lock) may
+// meanwhile have become a later attempt's, with the same create revision — a Wait of
+// this session that found the key still there took it as its place in the queue
+// (enqueue), and a claim or a releaser's hand-over then wrote it as that attempt's
+// grant. This delete runs in the background and may land after all of that; on the
+// create revision it would delete a grant its holder trusts (red-team rt51d). Every
+// grant is a write after e.mod, so the mod revision tells the versions apart.
+//
+// A version written since (the lock handed to the key, or a claim whose answer came
+// after e left) that nobody accounts for would block the lock until the session lease
+// ends: it, and a delete that failed, go to the orphan sweeper, which deletes only a
+// version neither a grant nor a queue entry of this session accounts for.
+func (s *session) deleteLeft(ctx context.Context, e *entry) {
+	reqCtx, cancel := s.b.requestContext(ctx)
+	resp, err := s.cli.Txn(reqCtx).
+		If(clientv3.Compare(clientv3.ModRevision(e.ekey), "=", e.mod)).
+		Then(clientv3.OpDelete(e.ekey)).
+		Else(clientv3.OpGet(e.ekey)).
+		Commit()
+	cancel()
+	if err == nil && resp.Succeeded {
+		return
+	}
+	if err == nil {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 || kvs[0].CreateRevision != e.rev {
+			return // gone, or a newer key of ours that its own attempt accounts for
+		}
+	}
+	s.mu.Lock()
+	s.addOrphanLocked(e.ekey, e.name, e.lease)
+	s.mu.Unlock()
+	s.kickSweeper()
 }
 
 // enqueue puts this session's key at the end of the lock's queue and registers ctx on

@@ -388,7 +388,7 @@ func (s *session) grantOrEnqueue(ctx context.Context, key string, start time.Tim
 			if keepAliveErr == nil {
 				cause = ferr // the grant cannot be priced: give it back
 			}
-			if derr := s.deleteIf(ctx, ekey, rev); derr != nil {
+			if derr := s.deleteIfMod(ctx, ekey, rev); derr != nil {
 				s.mu.Lock()
 				s.addOrphanLocked(ekey, key, lease)
 				s.mu.Unlock()
