@@ -74,6 +74,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -716,27 +717,10 @@ type schedKnobs struct {
 
 func schedKnobsFromEnv(t *testing.T, defaultIters int) schedKnobs {
 	t.Helper()
-	k := schedKnobs{seed: time.Now().UnixNano(), iters: defaultIters,
+	env := fencetest.ReadScheduleKnobs(t, time.Now().UnixNano(), defaultIters)
+	k := schedKnobs{seed: env.Seed, seedSet: env.SeedSet, iters: env.Iters, itersSet: env.ItersSet,
 		isos: []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead, sql.LevelSerializable}}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_SEED"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("FENCEDSQL_SCHEDULES_SEED=%q: %v", s, err)
-		}
-		k.seed, k.seedSet = n, true
-	}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_ITERS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("FENCEDSQL_SCHEDULES_ITERS=%q: want a positive number", s)
-		}
-		k.iters, k.itersSet = n, true
-	}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_ISO"); s != "" {
-		l, ok := map[string]sql.IsolationLevel{"RC": sql.LevelReadCommitted, "RR": sql.LevelRepeatableRead, "SER": sql.LevelSerializable}[strings.ToUpper(s)]
-		if !ok {
-			t.Fatalf("FENCEDSQL_SCHEDULES_ISO=%q: want RC, RR or SER", s)
-		}
+	if l, ok := fencetest.ReadScheduleIso(t, map[string]sql.IsolationLevel{"RC": sql.LevelReadCommitted, "RR": sql.LevelRepeatableRead, "SER": sql.LevelSerializable}); ok {
 		k.isos = []sql.IsolationLevel{l}
 	}
 	k.showKnown = os.Getenv("FENCEDSQL_SCHEDULES_SHOWKNOWN") == "1"

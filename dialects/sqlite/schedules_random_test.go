@@ -46,8 +46,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +54,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -472,22 +471,8 @@ const schedDefaultBudget = 10 * time.Second
 // one SQLite file and checks that tokens never go back and the file matches the model
 // (the file's leading comment; knobs FENCEDSQL_SCHEDULES_*).
 func TestSchedulesRandom(t *testing.T) {
-	seed, iters, itersSet := time.Now().UnixNano(), 8, false
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_SEED"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("FENCEDSQL_SCHEDULES_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_ITERS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("FENCEDSQL_SCHEDULES_ITERS=%q: want a positive number", s)
-		}
-		iters, itersSet = n, true
-	}
-	showLog := os.Getenv("FENCEDSQL_SCHEDULES_LOG") == "1"
+	env := fencetest.ReadScheduleKnobs(t, time.Now().UnixNano(), 8)
+	seed, iters, itersSet, showLog := env.Seed, env.Iters, env.ItersSet, env.ShowLog
 	t.Logf("seed %d (replay: FENCEDSQL_SCHEDULES_SEED=%d), %d schedules", seed, seed, iters)
 	start := time.Now()
 	for it := 0; it < iters; it++ {

@@ -50,8 +50,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -383,23 +381,8 @@ type seqKnobs struct {
 
 func seqKnobsFromEnv(t *testing.T, defaultIters int) seqKnobs {
 	t.Helper()
-	k := seqKnobs{seed: time.Now().UnixNano(), iters: defaultIters}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_SEED"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("FENCEDSQL_SCHEDULES_SEED=%q: %v", s, err)
-		}
-		k.seed = n
-	}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_ITERS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("FENCEDSQL_SCHEDULES_ITERS=%q: want a positive number", s)
-		}
-		k.iters, k.itersSet = n, true
-	}
-	k.showLog = os.Getenv("FENCEDSQL_SCHEDULES_LOG") == "1"
-	return k
+	env := fencetest.ReadScheduleKnobs(t, time.Now().UnixNano(), defaultIters)
+	return seqKnobs{seed: env.Seed, iters: env.Iters, itersSet: env.ItersSet, showLog: env.ShowLog}
 }
 
 // seqDefaultBudget bounds the default run's time (CI); with ITERS set there is none.
