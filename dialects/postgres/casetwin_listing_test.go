@@ -22,7 +22,9 @@ import (
 // guarded table, and a twin with nullable fencing columns stored a stale write's
 // fencing NULL).
 func TestUpperCaseListingRefusesQuotedTwin(t *testing.T) {
-	for _, listed := range []string{"ACCOUNTS", "Accounts"} {
+	// The third pair is the control: a lower-case listing, refused before the fix too.
+	for _, c := range []struct{ listed, twin string }{{"ACCOUNTS", "ACCOUNTS"}, {"Accounts", "Accounts"}, {"accounts", "ACCOUNTS"}} {
+		listed, twin := c.listed, c.twin
 		t.Run(listed, func(t *testing.T) {
 			dsn := testdb.Postgres(t)
 			raw, err := sql.Open("pgx", dsn)
@@ -32,8 +34,8 @@ func TestUpperCaseListingRefusesQuotedTwin(t *testing.T) {
 			defer raw.Close()
 			for _, q := range []string{
 				"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-				`CREATE TABLE "` + listed + `" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT, version BIGINT)`,
-				`INSERT INTO "` + listed + `" VALUES (1, 0, 10, 1)`,
+				`CREATE TABLE "` + twin + `" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT, version BIGINT)`,
+				`INSERT INTO "` + twin + `" VALUES (1, 0, 10, 1)`,
 			} {
 				if _, err := raw.Exec(q); err != nil {
 					t.Fatalf("%s: %v", q, err)
@@ -45,14 +47,14 @@ func TestUpperCaseListingRefusesQuotedTwin(t *testing.T) {
 			}
 			defer db.Close()
 			ctx := context.Background()
-			_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE "`+listed+`" SET balance = 5 WHERE id = 1`)
+			_, err = db.ExecContext(fencedsql.WithToken(ctx, 5), `UPDATE "`+twin+`" SET balance = 5 WHERE id = 1`)
 			var b int64
 			var tok sql.NullInt64
-			if e := raw.QueryRow(`SELECT balance, fence_token FROM "`+listed+`" WHERE id = 1`).Scan(&b, &tok); e != nil {
+			if e := raw.QueryRow(`SELECT balance, fence_token FROM "`+twin+`" WHERE id = 1`).Scan(&b, &tok); e != nil {
 				t.Fatal(e)
 			}
 			if err == nil {
-				t.Fatalf(`fenced_tables=%s (public.accounts): a stale write (token 5) to the quoted case twin "%s" (row at token 10, nullable fencing columns) was accepted: balance=%d fence_token=%v; want ErrUnsupported (a quoted case twin), as with fenced_tables=accounts`, listed, listed, b, tok)
+				t.Fatalf(`fenced_tables=%s (public.accounts): a stale write (token 5) to the quoted case twin "%s" (row at token 10, nullable fencing columns) was accepted: balance=%d fence_token=%v; want ErrUnsupported (a quoted case twin)`, listed, twin, b, tok)
 			}
 			if !errors.Is(err, fencedsql.ErrUnsupported) && !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
 				t.Fatalf("refused with %v", err)

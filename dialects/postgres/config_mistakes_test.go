@@ -306,31 +306,3 @@ func TestConfigMistakeListedSpellingsCaseTwins(t *testing.T) {
 		}
 	}
 }
-
-// The control of TestUpperCaseListingRefusesQuotedTwin: the same pair with the listing in lower case is refused.
-func TestConfigMistakeLowerCaseListingRefusesQuotedTwin(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, q := range []string{
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		`CREATE TABLE "ACCOUNTS" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT, version BIGINT)`,
-		`INSERT INTO "ACCOUNTS" VALUES (1, 0, 10, 1)`,
-	} {
-		if _, err := raw.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db, err := sql.Open("fenced-pgx", fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_, err = db.ExecContext(fencedsql.WithToken(context.Background(), 5), `UPDATE "ACCOUNTS" SET balance = 5 WHERE id = 1`)
-	if !errors.Is(err, fencedsql.ErrUnsupported) {
-		t.Fatalf("lower-case listing, quoted twin: %v, want ErrUnsupported", err)
-	}
-}
