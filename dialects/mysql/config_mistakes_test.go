@@ -177,13 +177,7 @@ func TestConfigMistakeToolingFromOtherDatabaseMariaDB(t *testing.T) {
 	testdb.Exec(t, raw2, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0, ver BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO accounts (id, balance) VALUES (1, 0)")
 	spec := schema.GuardSpec{Table: db2 + ".accounts", TokenColumn: "tok", VersionColumn: "ver"}
-	reps, err := schema.Check(ctx, raw1, mysql.Dialect, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		testdb.Exec(t, raw1, r.Fix...)
-	}
+	fencetest.Guard(t, ctx, raw1, mysql.Dialect, spec)
 	if err := schema.RegisterTables(ctx, raw1, mysql.Dialect, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +186,7 @@ func TestConfigMistakeToolingFromOtherDatabaseMariaDB(t *testing.T) {
 	if _, err := good.ExecContext(fencedsql.WithToken(ctx, 10), "UPDATE accounts SET balance = 10 WHERE id = 1"); err != nil {
 		t.Logf("correct pool refused: %v", err)
 	}
-	_, err = bad.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE accounts SET balance = 5 WHERE id = 1")
+	_, err := bad.ExecContext(fencedsql.WithToken(ctx, 5), "UPDATE accounts SET balance = 5 WHERE id = 1")
 	var b, tk int64
 	raw2.QueryRow("SELECT balance, tok FROM accounts WHERE id = 1").Scan(&b, &tk)
 	if err == nil || b == 5 {

@@ -28,13 +28,7 @@ func TestEmptyStringIsNullSessionRefused(t *testing.T) {
 	testdb.Exec(t, raw, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO accounts (id, balance) VALUES (1, 0)")
 	spec := schema.GuardSpec{Table: "accounts"}
-	reps, err := schema.Check(ctx, raw, mysql.Dialect, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		testdb.Exec(t, raw, r.Fix...)
-	}
+	fencetest.Guard(t, ctx, raw, mysql.Dialect, spec)
 	if err := schema.RegisterTables(ctx, raw, mysql.Dialect, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +37,7 @@ func TestEmptyStringIsNullSessionRefused(t *testing.T) {
 		t.Fatalf("default sql_mode: %v", err)
 	}
 	db := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts&sql_mode="+url.QueryEscape("'STRICT_TRANS_TABLES,EMPTY_STRING_IS_NULL'")))
-	_, err = db.ExecContext(fencedsql.WithToken(ctx, 10), "UPDATE accounts SET balance = 10 WHERE id = 1")
+	_, err := db.ExecContext(fencedsql.WithToken(ctx, 10), "UPDATE accounts SET balance = 10 WHERE id = 1")
 	var se *fencedsql.SessionError
 	if !errors.As(err, &se) || se.Setting != "sql_mode" || !se.Records || !strings.Contains(se.Problem, "EMPTY_STRING_IS_NULL") {
 		t.Fatalf("a write through a pool whose sql_mode has EMPTY_STRING_IS_NULL: %.400v\nwant a *SessionError naming sql_mode and EMPTY_STRING_IS_NULL, with Records (not a guard-table problem)", err)
