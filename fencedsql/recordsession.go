@@ -23,14 +23,15 @@ import (
 // the connection's own session check (sessionDirty) is left armed.
 func (c *conn) checkRecordsSession(ctx context.Context) error {
 	d := c.core.dialect
-	if _, ok := d.(dialect.RecordsSessionChecker); !ok || d.SessionQuery() == "" {
+	rc, ok := d.(dialect.RecordsSessionChecker)
+	if !ok || d.SessionQuery() == "" {
 		return nil
 	}
 	var value string
 	if t, ok := d.(dialect.SessionTracker); ok {
 		value, ok = t.TrackedSession(ctx, c.raw)
 		if ok {
-			return recordsOnly(d.CheckSession(value))
+			return rc.RecordsSessionError(value)
 		}
 	}
 	vals, err := c.queryStrings(ctx, d.SessionQuery(), nil)
@@ -40,13 +41,5 @@ func (c *conn) checkRecordsSession(ctx context.Context) error {
 	if err != nil {
 		return c.core.firstReadErr(ctx, "", "the session check before reading the guarded tables' records failed", err)
 	}
-	return recordsOnly(d.CheckSession(vals[0][0]))
-}
-
-// recordsOnly keeps err if it is a SessionError with Records.
-func recordsOnly(err error) error {
-	if isRecordsError(err) {
-		return err
-	}
-	return nil
+	return rc.RecordsSessionError(vals[0][0])
 }

@@ -108,7 +108,7 @@ const cascadeLost = "; rows a cascade already deleted or changed carry no tombst
 // write to the referenced table (not fenced for this table's rows) changes its rows
 // without its triggers.
 func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	keys, err := d.cascadeKeys(ctx, query, "rc.CONSTRAINT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND rc.TABLE_NAME = ?", t.Table.Schema, t.Table.Name)
+	keys, err := d.cascadeKeys(ctx, query, "rc.CONSTRAINT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND rc.TABLE_NAME = ?", t.Table.Schema, t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 // is the door; up to 16 levels). A self-referencing key is cascades'. One query when
 // the table is referenced by no such key, else one more per table reached.
 func (d dialectImpl) referencingCascades(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	const db = "COALESCE(NULLIF(?, ''), DATABASE())" // the table's schema; later levels name theirs
+	const db = "COALESCE(NULLIF(?, _binary''), DATABASE())" // the table's schema; later levels name theirs
 	start := t.Table
 	seen := map[dialect.TableName]bool{start: true}
 	isGuarded := map[dialect.TableName]bool{}

@@ -16,7 +16,7 @@ package mysql
 // = 0) erases tombstones or lowers the floor under a name the pool's guard-prefix rule
 // does not see, so the pool refuses it like a write to the guard table itself, and
 // refuses the DDL that would make a view over such a view (guardViews reports them).
-const catalogViewsQuery = "WITH RECURSIVE reach (s, n, reached) AS (" +
+const catalogViewsQuery = noRecursionLimit + "WITH RECURSIVE reach (s, n, reached) AS (" +
 	" SELECT TABLE_SCHEMA, TABLE_NAME, CASE" +
 	"  WHEN LOCATE('`mysql`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'mysql.*'" +
 	"  WHEN LOCATE('`information_schema`.', LOWER(VIEW_DEFINITION)) > 0 THEN 'information_schema.*'" +

@@ -90,7 +90,7 @@ func tombClockColumnSafe(typ string) bool { return typ == "datetime(6)" }
 //   - a scheduled event whose body may write the tombstone table, the floor or the
 //     table itself (eventdoor.go, red-team rt46b F2).
 func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	const db = "COALESCE(NULLIF(?, ''), DATABASE())"
+	const db = "COALESCE(NULLIF(?, _binary''), DATABASE())"
 	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
 	// Every condition on constants (the database and the names as parameters), none
 	// correlated: MariaDB then opens only the tables named instead of scanning the

@@ -101,7 +101,7 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		return nil, nil
 	}
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
-		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME LIKE 'fencedsql\\_%' "+
+		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME LIKE 'fencedsql\\_%' "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		t.Table.Schema, t.Table.Name)
 	if err != nil {

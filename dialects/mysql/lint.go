@@ -52,7 +52,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// The engines of the guarded table, of its tombstone table and of the token floor
 	// of its database (those that exist), by name.
 	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
-	rows, err := query(ctx, "SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND t.TABLE_NAME IN (?, ?, ?) AND t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY t.TABLE_NAME",
+	rows, err := query(ctx, "SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS, '') FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND t.TABLE_NAME IN (?, ?, ?) AND t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY t.TABLE_NAME",
 		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 				Fix:     []string{"ALTER TABLE " + floor.Quote(d.QuoteIdent) + " ENGINE=InnoDB"}})
 		}
 	}
-	rows, err = query(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN (?, ?) ORDER BY ORDINAL_POSITION",
+	rows, err = query(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN (?, ?) ORDER BY ORDINAL_POSITION",
 		t.Table.Schema, t.Table.Name, t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// the same prefix — one key for the table, another for the tombstone (a red-team
 	// pass). No statement fixes it in general (a TEXT key needs its prefix).
 	// And, in the same query, a MariaDB application-time period key (periodKeyQuery).
-	rows, err = query(ctx, "SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
+	rows, err = query(ctx, "SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
 		"UNION ALL "+periodKeyQuery,
 		t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Name)
 	if err != nil {
@@ -139,7 +139,7 @@ const periodKeyQuery = "SELECT 'period', tc.CONSTRAINT_NAME, '' FROM information
 	"JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME " +
 	"JOIN information_schema.KEY_COLUMN_USAGE ke ON ke.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ke.TABLE_NAME = tc.TABLE_NAME AND ke.CONSTRAINT_NAME = 'PRIMARY' " +
 	"JOIN information_schema.KEY_COLUMN_USAGE ks ON ks.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ks.TABLE_NAME = tc.TABLE_NAME AND ks.CONSTRAINT_NAME = 'PRIMARY' AND ks.ORDINAL_POSITION = ke.ORDINAL_POSITION + 1 " +
-	"WHERE tc.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND tc.TABLE_NAME = ? AND tc.CONSTRAINT_TYPE = 'CHECK' " +
+	"WHERE tc.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND tc.TABLE_NAME = ? AND tc.CONSTRAINT_TYPE = 'CHECK' " +
 	"AND cc.CHECK_CLAUSE = CONCAT('`', REPLACE(ks.COLUMN_NAME, '`', '``'), '` < `', REPLACE(ke.COLUMN_NAME, '`', '``'), '`') " +
 	"AND NOT EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE kx WHERE kx.TABLE_SCHEMA = tc.TABLE_SCHEMA AND kx.TABLE_NAME = ? AND kx.CONSTRAINT_NAME = 'PRIMARY' AND kx.ORDINAL_POSITION > ks.ORDINAL_POSITION) " +
 	"AND ks.TABLE_NAME = ?"

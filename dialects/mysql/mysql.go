@@ -153,7 +153,7 @@ func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []a
 		"WHERE b.TABLE_SCHEMA = v.TABLE_SCHEMA AND b.TABLE_TYPE = 'BASE TABLE' AND LOCATE(CONCAT('`', b.TABLE_SCHEMA, '`.`', b.TABLE_NAME, '`'), v.VIEW_DEFINITION) > 0), '')) " +
 		"FROM information_schema.VIEWS v WHERE v.TABLE_SCHEMA = t.TABLE_SCHEMA AND v.TABLE_NAME = t.TABLE_NAME), " +
 		"CASE t.TABLE_TYPE WHEN 'SEQUENCE' THEN 'sequence' WHEN 'SYSTEM VIEW' THEN 'system view' END) " +
-		"FROM (SELECT COALESCE(NULLIF(?, ''), DATABASE()) AS s, ? AS n) k JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = k.s AND t.TABLE_NAME = k.n " +
+		"FROM (SELECT COALESCE(NULLIF(?, _binary''), DATABASE()) AS s, ? AS n) k JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = k.s AND t.TABLE_NAME = k.n " +
 		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.s AND c.TABLE_NAME = k.n", []any{table.Schema, table.Name}
 }
 

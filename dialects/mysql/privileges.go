@@ -265,7 +265,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		out = append(out, dialect.PrivilegeProblem{Problem: p, Fix: fix})
 	}
 	q := d.QuoteIdent
-	rows, err := query(ctx, "SELECT CURRENT_USER(), COALESCE(NULLIF(?, ''), DATABASE())", t.Table.Schema)
+	rows, err := query(ctx, "SELECT CURRENT_USER(), COALESCE(NULLIF(?, _binary''), DATABASE())", t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -43,6 +44,8 @@ import (
 // sql_mode flag PAD_CHAR_TO_FULL_LENGTH pads CHAR columns only, and the registry's and
 // information_schema's names are VARCHAR; lc_messages changes the servers' message
 // texts, which classify reads locale-independently (red-team rt40b F5).
+// max_recursive_iterations and collation_connection are neutralised in the queries
+// instead (catalogsession.go, red-team rt52b F1, F2).
 
 // minSelectLimit is the smallest sql_select_limit accepted: 2^32-1, the maximum on a
 // 32-bit server, more rows than any catalog read of the wrapper returns.
@@ -73,7 +76,14 @@ func checkRecordReads(limit, results string, modes map[string]bool, mode string)
 	return nil
 }
 
-// SessionBeforeRecords implements dialect.RecordsSessionChecker.
-func (dialectImpl) SessionBeforeRecords() {}
+// RecordsSessionError implements dialect.RecordsSessionChecker: CheckSession's
+// error when it is about a setting that changes the wrapper's own reads (Records).
+func (d dialectImpl) RecordsSessionError(value string) error {
+	var se *fencedsql.SessionError
+	if err := d.CheckSession(value); errors.As(err, &se) && se.Records {
+		return err
+	}
+	return nil
+}
 
 var _ dialect.RecordsSessionChecker = dialectImpl{}

@@ -29,10 +29,10 @@ import (
 // that counts). No Fix: the routine is the user's.
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, floor, rec := tombTable(t.Table), floorTable(t.Table.Schema), absenceProc(t.Table.Name)
-	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
+	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
 		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ? "+
 		"OR LOCATE('prepare', LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE('execute', LOWER(ROUTINE_DEFINITION)) > 0) "+
-		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
+		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
 		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, t.Table.Schema, t.Table.Schema)
 	if err != nil {

@@ -47,7 +47,7 @@ func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, 
 // the level (information_schema.VIEWS opens every view of the server, some 1 ms each):
 // a table without views over it or its guard tables costs one query, as before.
 func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	rows, err := query(ctx, "SELECT COALESCE(NULLIF(?, ''), DATABASE())", t.Table.Schema)
+	rows, err := query(ctx, "SELECT COALESCE(NULLIF(?, _binary''), DATABASE())", t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +79,11 @@ func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t di
 		var cond []string
 		var args []any
 		for _, tg := range targets {
-			cond = append(cond, "LOCATE(CONCAT('`', ?, '`.`', ?, '`'), VIEW_DEFINITION) > 0")
-			args = append(args, tg.name.Schema, tg.name.Name)
+			// The quoted name is built here, not by CONCAT in the query: a bound string
+			// combined with a literal fails under a collation_connection other than its
+			// character set's default (collation.go).
+			cond = append(cond, "LOCATE(?, VIEW_DEFINITION) > 0")
+			args = append(args, "`"+tg.name.Schema+"`.`"+tg.name.Name+"`")
 		}
 		vs, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, DEFINER, SECURITY_TYPE FROM information_schema.VIEWS "+
 			"WHERE IS_UPDATABLE = 'YES' AND ("+strings.Join(cond, " OR ")+") ORDER BY TABLE_SCHEMA, TABLE_NAME", args...)
@@ -186,7 +189,7 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 // Fix: re-run fencedsql-schema -apply: its DDL drops the triggers of those names
 // (from the old table) and creates them on the table.
 func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	const db = "COALESCE(NULLIF(?, ''), DATABASE())"
+	const db = "COALESCE(NULLIF(?, _binary''), DATABASE())"
 	// The privileges that show the table's triggers in information_schema.TRIGGERS:
 	// TRIGGER on MySQL; on MariaDB also INSERT, UPDATE and DELETE (their names, not
 	// their bodies), which a writing account holds.
@@ -263,7 +266,7 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 // and move its logic so that it never assigns the fencing columns.
 func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
-		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' "+
+		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' "+
 		"AND EVENT_MANIPULATION IN ('INSERT', 'UPDATE') "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		t.Table.Schema, t.Table.Name)
@@ -303,10 +306,10 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 // table is not this door: the function is one (routines). Fix: DROP TRIGGER, and do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS "+
-		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
+		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
 		// A trigger's unqualified names are its own database's: one in another
 		// database reaches the table only by naming this database.
-		"AND (TRIGGER_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, ''), DATABASE())), LOWER(ACTION_STATEMENT)) > 0) "+
+		"AND (TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ACTION_STATEMENT)) > 0) "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Schema, t.Table.Schema)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 func (d dialectImpl) guardTableIndexes(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, floor := tombTable(t.Table), floorTable(t.Table.Schema)
 	rows, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COALESCE(COLUMN_NAME, '(expression)'), COALESCE(SUB_PART, '') "+
-		"FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME IN (?, ?) AND NON_UNIQUE = 0 "+
+		"FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME IN (?, ?) AND NON_UNIQUE = 0 "+
 		"ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX", t.Table.Schema, tomb.Name, floor.Name)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = k.TABLE_SCHEMA AND tt.TABLE_NAME = ? AND tt.TABLE_TYPE = 'BASE TABLE' "+
 		"LEFT JOIN information_schema.COLUMNS tc ON tc.TABLE_SCHEMA = k.TABLE_SCHEMA AND tc.TABLE_NAME = ? AND tc.COLUMN_NAME = k.COLUMN_NAME "+
 		"LEFT JOIN information_schema.KEY_COLUMN_USAGE tk ON tk.TABLE_SCHEMA = k.TABLE_SCHEMA AND tk.TABLE_NAME = ? AND tk.CONSTRAINT_NAME = 'PRIMARY' AND tk.COLUMN_NAME = k.COLUMN_NAME "+
-		"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
+		"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
 		tomb, tomb, tomb, tomb, tomb, t.Table.Schema, t.Table.Name)
 	if err != nil || len(rows) == 0 {
 		return nil, err

@@ -24,12 +24,12 @@ func (dialectImpl) ViewLockQuery(rel dialect.Relation, guarded []dialect.TableNa
 	args = []any{schema, name}
 	var names strings.Builder
 	for _, g := range guarded {
-		names.WriteString(" OR LOCATE(CONCAT('`', ?, '`'), v.def) > 0")
-		args = append(args, strings.ReplaceAll(g.Name, "`", "``"))
+		names.WriteString(" OR LOCATE(?, v.def) > 0") // quoted here, not by CONCAT (collation.go)
+		args = append(args, "`"+strings.ReplaceAll(g.Name, "`", "``")+"`")
 	}
-	return "WITH RECURSIVE v (s, n, def, depth) AS (" +
+	return noRecursionLimit + "WITH RECURSIVE v (s, n, def, depth) AS (" +
 		"SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(VIEW_DEFINITION, ''), 0 FROM information_schema.VIEWS " +
-		"WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? " +
+		"WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? " +
 		"UNION ALL SELECT w.TABLE_SCHEMA, w.TABLE_NAME, COALESCE(w.VIEW_DEFINITION, ''), v.depth + 1 FROM v JOIN information_schema.VIEWS w " +
 		"ON LOCATE(CONCAT('`', REPLACE(w.TABLE_SCHEMA, '`', '``'), '`.`', REPLACE(w.TABLE_NAME, '`', '``'), '`'), v.def) > 0 WHERE v.depth < 16) " +
 		"SELECT CASE WHEN EXISTS (SELECT 1 FROM v WHERE v.def = ''" + names.String() + ") THEN 1 ELSE 0 END", args

@@ -70,9 +70,15 @@ type SessionForgetter interface {
 // with Records set, whatever the schema check says (a query that fails with the check
 // off — a mock — is logged). CheckSession must report such a setting before any other
 // that is not about reading (a session check with the schema check off enforces only
-// those). The method only marks the dialect.
+// those). RecordsSessionError judges a value of SessionQuery for those settings only:
+// the error CheckSession would return for them (a *fencedsql.SessionError with
+// Records), nil when the session's catalog reads read what is installed whatever
+// else is wrong with it. The pool runs it on its first connection; fencedsql/schema's
+// Check, PurgeTombstones and MaxToken run it before reading the catalog (red-team
+// rt52b F4: under sql_select_limit=1 Check read one column of a healthy guard and
+// proposed an ALTER TABLE adding the others).
 type RecordsSessionChecker interface {
-	SessionBeforeRecords()
+	RecordsSessionError(value string) error
 }
 
 // ResetJudge is implemented by a dialect that can tell whether a driver connection's

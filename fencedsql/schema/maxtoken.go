@@ -71,6 +71,9 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 
 // maxToken is MaxToken inside its transaction.
 func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []GuardSpec) (uint64, error) {
+	if err := recordsSession(ctx, tx, d, "MaxToken"); err != nil {
+		return 0, err
+	}
 	if u, ok := d.(dialect.UnfilteredReader); ok {
 		for _, q := range u.UnfilteredReadStatements() {
 			if _, err := tx.ExecContext(ctx, q); err != nil {

@@ -175,6 +175,9 @@ func Check(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSp
 	if err := complete("schema.Check", d); err != nil {
 		return nil, err
 	}
+	if err := recordsSession(ctx, db, d, "schema.Check"); err != nil {
+		return nil, err
+	}
 	if len(tables) == 0 {
 		recorded, err := Recorded(ctx, db, d)
 		if err != nil {

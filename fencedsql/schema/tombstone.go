@@ -277,6 +277,9 @@ func PurgeTombstones(ctx context.Context, db *sql.DB, d dialect.Dialect, olderTh
 	if len(tables) == 0 {
 		return 0, configErr("PurgeTombstones: name the guarded tables whose tombstones to purge")
 	}
+	if err := recordsSession(ctx, db, d, "PurgeTombstones"); err != nil {
+		return 0, err
+	}
 	var total int64
 	for _, name := range tables {
 		table, err := dialect.ParseTableName(name)

@@ -1,0 +1,34 @@
+package mysql
+
+// The wrapper's catalog reads must read the same rows whatever the session settings
+// that do not make them fail (red-team rt52b F1, F2). Settings that change their rows
+// and cannot be neutralised in the query are refused by the session check with
+// SessionError.Records (recordreads.go: sql_select_limit, character_set_results,
+// EMPTY_STRING_IS_NULL); the others are neutralised in the queries themselves:
+//
+//   - MariaDB's max_recursive_iterations stops a recursive CTE silently (warning
+//     1931, the rows found so far): with 0, ViewLockQuery read only the view named and
+//     a locking read through a view of a view of a guarded table claimed nothing, and
+//     catalogViewsQuery listed only the views naming mysql.* directly, so a write
+//     through a view of such a view reached mysql.proc. Every WITH RECURSIVE of this
+//     package starts with noRecursionLimit, which lifts it for that statement only (a
+//     prefix of the same statement: no round trip). ViewLockQuery bounds its own depth;
+//     catalogViewsQuery ends because it is a UNION (a row reached again adds nothing).
+//     MySQL's cte_max_recursion_depth fails the statement instead (error 3636), which
+//     fails the read closed.
+//   - collation_connection: a bound string takes the connection character set's
+//     default collation, a string literal collation_connection itself; under a
+//     collation that is not its character set's default (utf8mb4_unicode_ci, the
+//     common init_connect recipe, _general_nopad_ci, _unicode_520_ci …) a bound string
+//     and a literal in one operation fail with "Illegal mix of collations" (1267), and
+//     every guarded write was refused. So no query of this package combines a bound
+//     string with a string literal: the empty schema is compared with _binary'' (a
+//     binary comparison, "use the connection's database"), and quoted names
+//     (`db`.`name`) are built in Go and bound whole. A bound string is compared with
+//     catalog columns only, whose collation (IMPLICIT) decides the comparison, as it
+//     did under the default collation. TestCatalogReadsUnderCollations runs the lazy
+//     check, a fenced write, an absent-key claim and schema.Check under each.
+
+// noRecursionLimit prefixes a recursive catalog read on MariaDB (10.1.8 and later,
+// an executable comment MySQL skips) with the largest max_recursive_iterations.
+const noRecursionLimit = "/*M!100108 SET STATEMENT max_recursive_iterations = 4294967295 FOR */ "

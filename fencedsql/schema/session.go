@@ -1,0 +1,34 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
+
+// recordsSession refuses a session in which the catalog reads of op would not read
+// what is installed: it runs the dialect's session check on q (the connection, or a
+// connection of the pool, the reads that follow use) and returns the dialect's
+// judgement of the settings that change those reads' rows
+// (dialect.RecordsSessionChecker.RecordsSessionError: MySQL's sql_select_limit,
+// character_set_results, the sql_mode EMPTY_STRING_IS_NULL), a *fencedsql.SessionError
+// with Records, wrapped — the judgement the pool makes on its first connection.
+// Without it, Check under sql_select_limit=1 read one column of a healthy guard and
+// reported the others missing, with an ALTER TABLE that fails (red-team rt52b F4).
+// A session query that fails (a mock answering none) is left to the reads that follow,
+// which fail on a connection that cannot answer it.
+func recordsSession(ctx context.Context, q querier, d dialect.Dialect, op string) error {
+	rc, ok := d.(dialect.RecordsSessionChecker)
+	if !ok || d.SessionQuery() == "" {
+		return nil
+	}
+	var value string
+	if err := q.QueryRowContext(ctx, d.SessionQuery()).Scan(&value); err != nil {
+		return nil
+	}
+	if err := rc.RecordsSessionError(value); err != nil {
+		return fmt.Errorf("fencedsql: %s: %w", op, err)
+	}
+	return nil
+}
