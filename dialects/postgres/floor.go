@@ -337,8 +337,13 @@ var _ dialect.FloorSettler = dialectImpl{}
 // write with an untyped error (25006); dialect.PrimaryChecker makes it ErrNotPrimary.
 // A logical-replication subscriber is neither: ReplicationConfigured sees it.
 func (dialectImpl) WritablePrimaryQuery() string {
-	return "SELECT NOT pg_catalog.pg_is_in_recovery() AND NOT pg_catalog.current_setting('default_transaction_read_only')::pg_catalog.bool"
+	return "SELECT " + writablePrimary
 }
+
+// writablePrimary is WritablePrimaryQuery's test, which the session check reads too
+// (syncCommitColumns: a guarded write on such a server is refused with ErrNotPrimary,
+// not the server's 25006, red-team rt52a F4).
+const writablePrimary = "NOT pg_catalog.pg_is_in_recovery() AND NOT pg_catalog.current_setting('default_transaction_read_only')::pg_catalog.bool"
 
 var _ dialect.PrimaryChecker = dialectImpl{}
 

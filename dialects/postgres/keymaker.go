@@ -44,8 +44,8 @@ SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.pr
 FROM fam JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = fam.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-WHERE NOT tg.tgisinternal AND tg.tgtype & 1 = 1
-  AND NOT (tg.tgtype & 2 = 2 AND tg.tgtype & 20 <> 0)
+WHERE NOT tg.tgisinternal AND tg.tgtype OPERATOR(pg_catalog.&) 1 = 1
+  AND NOT (tg.tgtype OPERATOR(pg_catalog.&) 2 = 2 AND tg.tgtype OPERATOR(pg_catalog.&) 20 <> 0)
   AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgparentid = 0)
 ORDER BY 1, 2, 3`, t.Table.String())
 	if err != nil {

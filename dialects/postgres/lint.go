@@ -45,7 +45,7 @@ import (
 // failover, and a stale holder writes again (a red-team pass). Fix: ALTER TABLE … SET
 // LOGGED (ALTER SEQUENCE for the copy).
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
-	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END, (SELECT b.typlen FROM pg_catalog.pg_type b WHERE b.oid = COALESCE(NULLIF(t.typbasetype, 0), t.oid)), a.attgenerated::text, a.attidentity::text FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
+	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END, (SELECT b.typlen FROM pg_catalog.pg_type b WHERE b.oid = COALESCE(NULLIF(t.typbasetype, 0), t.oid)), a.attgenerated::text, a.attidentity::text FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
 		t.Table.String(), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err

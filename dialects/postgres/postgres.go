@@ -126,10 +126,10 @@ var _ dialect.ExactIdenter = dialectImpl{}
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT a.attname::text, CASE WHEN a.attnotnull THEN 1 ELSE 0 END, ` +
 		`CASE WHEN c.relkind IN ('v', 'm') THEN 'view:' || COALESCE((SELECT string_agg(DISTINCT d.refobjid::regclass::text, ', ') FROM pg_catalog.pg_rewrite r ` +
-		`JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass ` +
+		`JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND d.objid = r.oid AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass ` +
 		`WHERE r.ev_class = c.oid AND d.refobjid <> c.oid), '') ` +
 		`WHEN c.relkind = 'f' THEN 'foreign table' WHEN c.relkind = 'S' THEN 'sequence' WHEN c.relkind IN ('i', 'I') THEN 'index' WHEN c.relkind = 'c' THEN 'composite type' END ` +
-		`FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
+		`FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE adding the missing columns. The table name

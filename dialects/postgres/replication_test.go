@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/fencedsql/fencedsql/fencedsql"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -99,21 +102,55 @@ func TestCheckSessionSynchronousCommit(t *testing.T) {
 		value  string
 		refuse bool
 	}{
-		{"on UTF8 on configuration file", false},
-		{"on UTF8 off configuration file", false}, // the server's own: schema.Check's to report
-		{"on UTF8 local default", false},
-		{"on UTF8 remote_write user", false},
-		{"on UTF8 remote_apply database user", false},
-		{"on UTF8 local user", true},
-		{"on UTF8 local database", true},
-		{"on UTF8 off database user", true},
-		{"on UTF8 off client", true},
-		{"on UTF8 local session", true},
-		{"on UTF8", true}, // the old two-value form: an unexpected value
+		{"on UTF8 t t t on configuration file", false},
+		{"on UTF8 t t t off configuration file", false}, // the server's own: schema.Check's to report
+		{"on UTF8 t t t local default", false},
+		{"on UTF8 t t t remote_write user", false},
+		{"on UTF8 t t t remote_apply database user", false},
+		{"on UTF8 t t t local user", true},
+		{"on UTF8 t t t local database", true},
+		{"on UTF8 t t t off database user", true},
+		{"on UTF8 t t t off client", true},
+		{"on UTF8 t t t local session", true},
+		{"on UTF8 on configuration file", true}, // the four-value form before rt52a: an unexpected value
+		{"on UTF8", true},                       // the old two-value form: an unexpected value
 	} {
 		err := Dialect.CheckSession(c.value)
 		if (err != nil) != c.refuse {
 			t.Errorf("CheckSession(%q) = %v, want refused %v", c.value, err, c.refuse)
+		}
+	}
+}
+
+// The session value's other verdicts (red-team rt52a): a server not a writable primary
+// is ErrNotPrimary (F4); a path with pg_catalog not first, or shadowed, is refused
+// (F1, F2); a client encoding other than UTF8 and SQL_ASCII is refused for guarded
+// writes but not for reading (F3).
+func TestCheckSessionPrimaryCatalogEncoding(t *testing.T) {
+	for _, c := range []struct {
+		value, setting  string
+		notPrimary, rdg bool
+	}{
+		{"on UTF8 t t t on configuration file", "", false, false},
+		{"on SQL_ASCII t t t on configuration file", "", false, false},
+		{"on UTF8 f t t on configuration file", "default_transaction_read_only, pg_is_in_recovery()", true, false},
+		{"on UTF8 t f t on configuration file", "search_path", false, false},
+		{"on UTF8 t t f on configuration file", "search_path", false, false},
+		{"on LATIN1 t t t on configuration file", "client_encoding", false, false},
+		{"on WIN1252 t t t on configuration file", "client_encoding", false, false},
+		{"on EUC_JP t t t on configuration file", "client_encoding", false, false},
+		{"on SJIS t t t on configuration file", "client_encoding", false, true},
+	} {
+		err := Dialect.CheckSession(c.value)
+		var se *fencedsql.SessionError
+		switch {
+		case c.setting == "" && err != nil:
+			t.Errorf("CheckSession(%q) = %v, want accepted", c.value, err)
+		case c.setting == "":
+		case !errors.As(err, &se) || se.Setting != c.setting || !errors.Is(err, fencedsql.ErrSchema):
+			t.Errorf("CheckSession(%q) = %v, want a *SessionError on %s", c.value, err, c.setting)
+		case errors.Is(err, fencedsql.ErrNotPrimary) != c.notPrimary || se.Reading != c.rdg:
+			t.Errorf("CheckSession(%q) = %+v: ErrNotPrimary %v, Reading %v; want %v, %v", c.value, se, !c.notPrimary, se.Reading, c.notPrimary, c.rdg)
 		}
 	}
 }

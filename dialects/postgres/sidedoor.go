@@ -58,8 +58,11 @@ import (
 //     tombstone table and the floor — not as the guards created them
 //     (guardTables), or changed by a trigger, a rule, a view over them, an event
 //     trigger or a SECURITY DEFINER routine (otherTriggers' guard writers).
+//
+// It first judges the session it reads the catalog through (catalogTrust, red-team
+// rt52a).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.TriggerDoors)
+	return dialect.FindDoors(ctx, query, t, d.catalogTrust, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.triggerDoors)
 }
 
 const (
@@ -87,7 +90,7 @@ func (d dialectImpl) descendants(ctx context.Context, query dialect.CatalogQuery
 	// '' missing. A trigger counts when it calls the guarded table's function or the
 	// descendant's own (a descendant that is itself a guarded table).
 	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
-  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = to_regclass($1)
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = pg_catalog.to_regclass($1)
   UNION
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
 SELECT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 0 END, w.tgname,
@@ -95,7 +98,7 @@ SELECT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 
     FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
     WHERE t.tgrelid = c.oid AND t.tgname = w.tgname
       AND p.proname IN (w.fn, CASE WHEN w.tomb THEN 'fencedsql_tombstone_' ELSE 'fencedsql_guard_' END || c.relname)), ''),
-  (SELECT pn.nspname::text FROM pg_catalog.pg_class pc JOIN pg_catalog.pg_namespace pn ON pn.oid = pc.relnamespace WHERE pc.oid = to_regclass($1))
+  (SELECT pn.nspname::text FROM pg_catalog.pg_class pc JOIN pg_catalog.pg_namespace pn ON pn.oid = pc.relnamespace WHERE pc.oid = pg_catalog.to_regclass($1))
 FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 CROSS JOIN (VALUES ($2, $6, false, 1), ($9, $6, false, 2), ($3, $6, false, 3), ($4, $7, true, 4), ($5, $7, true, 5), ($8, $7, true, 6)) AS w(tgname, fn, tomb, ord)
 ORDER BY 1, 2, w.ord`,
@@ -211,7 +214,7 @@ func (d dialectImpl) childKeys(ctx context.Context, query dialect.CatalogQuery, 
 		return nil, nil
 	}
 	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
-  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = to_regclass($1)
+  SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = pg_catalog.to_regclass($1)
   UNION
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
 SELECT n.nspname::text, c.relname::text, COALESCE((SELECT pg_catalog.string_agg(a.attname::text, ',' ORDER BY k.ord)
@@ -282,21 +285,21 @@ ORDER BY 1, 2`, t.Table.Name)
 // child, let a fresh pool's guarded writes through).
 func (d dialectImpl) views(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
-  SELECT to_regclass($1)::oid
+  SELECT pg_catalog.to_regclass($1)::pg_catalog.oid
   UNION
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid),
 v(oid) AS (
-  SELECT r.ev_class FROM d JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = d.oid
-    JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
+  SELECT r.ev_class FROM d JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid = d.oid
+    JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
   WHERE r.ev_type = '1' AND r.ev_class <> dep.refobjid
   UNION
-  SELECT r.ev_class FROM v JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid = v.oid
-    JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
+  SELECT r.ev_class FROM v JOIN pg_catalog.pg_depend dep ON dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid = v.oid
+    JOIN pg_catalog.pg_rewrite r ON dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
   WHERE r.ev_type = '1' AND r.ev_class <> v.oid)
 SELECT n.nspname::text, c.relname::text, pg_catalog.pg_relation_is_updatable(c.oid, true),
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
     WHERE t.tgrelid = c.oid AND t.tgname = $2 AND p.proname = $3 AND t.tgenabled IN ('O', 'A')
-      AND t.tgtype & 92 = 92 AND p.pronamespace = c.relnamespace AND p.prosrc = $4
+      AND t.tgtype OPERATOR(pg_catalog.&) 92 = 92 AND p.pronamespace = c.relnamespace AND p.prosrc = $4
       AND p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'plpgsql')) THEN 1 ELSE 0 END,
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite lr WHERE lr.ev_class = c.oid AND lr.ev_type = '1'
     AND lr.ev_action::text LIKE '%{ROWMARKCLAUSE :%') THEN 1 ELSE 0 END
@@ -351,8 +354,8 @@ SELECT r.rulename::text, n.nspname::text, c.relname::text, CASE WHEN r.ev_class 
   CASE WHEN r.ev_enabled = 'D' THEN 'D' ELSE '' END
 FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE r.ev_type <> '1' AND (r.ev_class IN (SELECT fam.oid FROM fam) OR EXISTS (
-  SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::regclass AND dep.objid = r.oid
-    AND dep.refclassid = 'pg_catalog.pg_class'::regclass AND dep.refobjid IN (SELECT fam.oid FROM fam)))
+  SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
+    AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid IN (SELECT fam.oid FROM fam)))
 ORDER BY 2, 3, 1`, t.Table.String())
 	if err != nil {
 		return nil, err
@@ -452,7 +455,7 @@ func (d dialectImpl) cascadeKeys(ctx context.Context, query dialect.CatalogQuery
       con.confupdtype IN ('c', 'n', 'd') AND a.attnum = ANY (con.conkey)
       OR con.confdeltype IN ('n', 'd') AND a.attnum = ANY (CASE WHEN pg_catalog.cardinality(con.confdelsetcols) > 0 THEN con.confdelsetcols ELSE con.conkey END))), '')
 FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class f ON f.oid = con.confrelid JOIN pg_catalog.pg_namespace n ON n.oid = f.relnamespace
-WHERE con.contype = 'f' AND con.conrelid = to_regclass($1) AND (con.confdeltype IN ('c', 'n', 'd') OR con.confupdtype IN ('c', 'n', 'd'))
+WHERE con.contype = 'f' AND con.conrelid = pg_catalog.to_regclass($1) AND (con.confdeltype IN ('c', 'n', 'd') OR con.confupdtype IN ('c', 'n', 'd'))
 ORDER BY 1`, t.Table.String(), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
@@ -502,7 +505,16 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // keys whose action writes a fencing column (fencingCascades) — and the functions
 // whose body writes the table (routines, routinedoor.go) — in that order, one catalog
 // query each (guardObjects: two, the primary key's and its own).
+//
+// It first judges the session it reads the catalog through (catalogTrust: a path or a
+// client encoding under which these queries could be answered wrongly is refused with
+// a *SessionError, red-team rt52a).
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
+	return dialect.FindDoors(ctx, query, t, d.catalogTrust, d.triggerDoors)
+}
+
+// triggerDoors is TriggerDoors after catalogTrust (SideDoors runs catalogTrust first).
+func (d dialectImpl) triggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.keyMakers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
 }
 
@@ -589,7 +601,7 @@ ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, to
 // it never assigns the fencing columns.
 func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `WITH RECURSIVE d(oid) AS (
-  SELECT to_regclass($1)
+  SELECT pg_catalog.to_regclass($1)
   UNION
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
 SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.proname::text,
@@ -597,14 +609,14 @@ SELECT n.nspname::text, c.relname::text, tg.tgname::text, pn.nspname::text, p.pr
   pg_catalog.encode(tg.tgargs, 'escape'),
   CASE WHEN tg.tgqual IS NULL THEN '' ELSE pg_catalog.pg_get_triggerdef(tg.oid) END,
   (SELECT pg_catalog.string_agg(hc.relname::text, ' ') FROM d h JOIN pg_catalog.pg_class hc ON hc.oid = h.oid),
-  CASE WHEN tg.tgtype & 16 <> 0 THEN 'u' ELSE '' END,
+  CASE WHEN tg.tgtype OPERATOR(pg_catalog.&) 16 <> 0 THEN 'u' ELSE '' END,
   (SELECT l.lanname::text FROM pg_catalog.pg_language l WHERE l.oid = p.prolang),
   COALESCE(p.probin, '')
 FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_proc p ON p.oid = tg.tgfoid JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-WHERE NOT tg.tgisinternal AND tg.tgtype & 3 = 3 AND tg.tgtype & 20 <> 0
-  AND (tg.tgrelid = to_regclass($1) OR tg.tgparentid = 0)
+WHERE NOT tg.tgisinternal AND tg.tgtype OPERATOR(pg_catalog.&) 3 = 3 AND tg.tgtype OPERATOR(pg_catalog.&) 20 <> 0
+  AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgparentid = 0)
   AND NOT (tg.tgname = $2 AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $3)
 ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
 	if err != nil {

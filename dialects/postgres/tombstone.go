@@ -131,7 +131,7 @@ JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnu
 JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE i.indrelid = to_regclass($1) AND i.indisprimary AND k.ord <= i.indnkeyatts
+WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisprimary AND k.ord <= i.indnkeyatts
 ORDER BY k.ord`,
 		[]any{table.String()}
 }
@@ -405,7 +405,7 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // version, the only function of its name in the schema (an overload would take the
 // wrapper's call: red-team rt44a F2).
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return `SELECT CASE WHEN COUNT(*) = 3 AND to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
+	return `SELECT CASE WHEN COUNT(*) = 3 AND pg_catalog.to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
   AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0
     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.proname = ap.proname AND o.pronamespace = ap.pronamespace AND o.oid <> ap.oid))`,
 		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table),
