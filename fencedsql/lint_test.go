@@ -43,6 +43,12 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 			for i, v := range args {
 				dargs[i] = v
 			}
+			if strings.Contains(q, trustQueryMark) {
+				// PostgreSQL's catalog trust (its first door finder): pg_catalog first
+				// and unshadowed, a UTF8 client.
+				mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows([]string{"trust", "enc"}).AddRow("t t", "UTF8"))
+				return [][]string{{"t t", "UTF8"}}, nil
+			}
 			mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows([]string{"c0"}))
 			return nil, nil
 		}
@@ -60,6 +66,10 @@ func expectLint(t *testing.T, mock sqlmock.Sqlmock, d dialect.Dialect, table str
 		mock.ExpectQuery(q).WithArgs(dargs...).WillReturnRows(sqlmock.NewRows([]string{"schema", "name"}))
 	}
 }
+
+// trustQueryMark is in the query of PostgreSQL's catalog trust, which reads the
+// session's client encoding beside its path verdict.
+const trustQueryMark = "pg_catalog.current_setting('client_encoding')"
 
 // expectLinter records the conversation of l over the canned answers of a fit table.
 func expectLinter(t *testing.T, mock sqlmock.Sqlmock, l dialect.SchemaLinter, tn dialect.TableName, tok, ver string) {

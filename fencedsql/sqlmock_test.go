@@ -94,7 +94,9 @@ func quoteFor(d, s string) string {
 
 // The dialects' column queries (ColumnsQuery), for an unqualified table.
 var (
-	pgColumns     = columnsQuery(postgres.Dialect)
+	pgColumns = columnsQuery(postgres.Dialect)
+	// pgSession is PostgreSQL's session query, which pgGood answers.
+	pgSession     = postgres.Dialect.SessionQuery()
 	mysqlColumns  = columnsQuery(mysqldialect.Dialect)
 	sqliteColumns = columnsQuery(sqlite.Dialect)
 )
@@ -106,7 +108,6 @@ func columnsQuery(d dialect.Dialect) string {
 
 const (
 	mysqlSession = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, @@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */ /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */, @@SESSION.sql_select_limit, IFNULL(@@SESSION.character_set_results, 'NULL'), IF(@@GLOBAL.read_only = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker')) /*M!100002 AND COALESCE((SELECT s.VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS s WHERE s.VARIABLE_NAME = 'SLAVES_RUNNING') = 0, FALSE) */, 1, 0)) USING ascii) AS BINARY) LIMIT 1"
-	pgSession    = "SELECT current_setting('standard_conforming_strings') || ' ' || current_setting('client_encoding') || ' ' || s.setting || ' ' || s.source FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'"
 	pgGood       = "on UTF8 t t t on configuration file"
 	strictMode   = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 	// mysqlRest follows sql_mode and character_set_client in a MariaDB session value
