@@ -22,7 +22,6 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/etcdtest"
-	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
@@ -57,32 +56,9 @@ func TestSwitchChains(t *testing.T) {
 }
 
 func runSwitchChain(t *testing.T, seed uint64) {
-	dsn := testdb.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	for _, s := range []string{
-		"CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL)",
-		"INSERT INTO accounts (id, balance) VALUES (0, 0), (1, 0), (2, 0)",
-	} {
-		if _, err := raw.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	spec := schema.GuardSpec{Table: "accounts"}
-	if err := schema.RegisterTables(ctx, raw, postgres.Dialect, spec); err != nil {
-		t.Fatal(err)
-	}
-	fencetest.Guard(t, ctx, raw, postgres.Dialect, spec)
-	app, err := sql.Open(postgres.DriverName, fencetest.WithParam(dsn, "fenced_tables=accounts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
+	raw, app := guardedAccounts(ctx, t)
 
 	cluster := etcdtest.StartSingle(t)
 	etcdCli := cluster.Client(t)
