@@ -226,6 +226,56 @@ type schedExec interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
+// schedRow1 is a statement that writes at most one row: its text, its arguments and the
+// events a one-row outcome stands for.
+type schedRow1 struct {
+	q    string
+	args func(op schedOp, val int64, tok uint64) []any
+	evs  func(op schedOp, val int64) [][3]any // kind, key, value
+}
+
+func schedKV(op schedOp, val int64, _ uint64) []any     { return []any{op.key, val} }
+func schedKVT(op schedOp, val int64, tok uint64) []any  { return []any{op.key, val, tok} }
+func schedWrote(op schedOp, val int64) [][3]any         { return [][3]any{{"write", op.key, val}} }
+func schedStamped(op schedOp, _ int64) [][3]any         { return [][3]any{{"write", op.key, int64(-1)}} }
+func schedRemoved(op schedOp, _ int64) [][3]any         { return [][3]any{{"remove", op.key, int64(0)}} }
+func schedKeyOnly(op schedOp, _ int64, _ uint64) []any  { return []any{op.key} }
+func schedKeyTok(op schedOp, _ int64, tok uint64) []any { return []any{op.key, tok} }
+
+// schedPlainRow1 are a plain connection's one-row writes, each naming its token.
+var schedPlainRow1 = map[string]schedRow1{
+	"ins":     {"INSERT INTO acc (id, balance, fence_token, version) VALUES ($1, $2, $3, 1)", schedKVT, schedWrote},
+	"upd":     {"UPDATE acc SET balance = $2, fence_token = $3, version = version + 1 WHERE id = $1", schedKVT, schedWrote},
+	"stamp":   {"UPDATE acc SET fence_token = $2, version = version + 1 WHERE id = $1", schedKeyTok, schedStamped},
+	"upsertU": {"INSERT INTO acc (id, balance, fence_token, version) VALUES ($1, $2, $3, 1) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence_token = EXCLUDED.fence_token, version = acc.version + 1", schedKVT, schedWrote},
+}
+
+// schedFencedRow1 are the fenced pool's one-row writes, written as an application would.
+var schedFencedRow1 = map[string]schedRow1{
+	"ins": {"INSERT INTO acc (id, balance) VALUES ($1, $2)", schedKV, schedWrote},
+	"upd": {"UPDATE acc SET balance = $2 WHERE id = $1", schedKV, schedWrote},
+	"updkey": {"UPDATE acc SET id = $2, balance = $3 WHERE id = $1",
+		func(op schedOp, val int64, _ uint64) []any { return []any{op.key, op.key2, val} },
+		func(op schedOp, val int64) [][3]any {
+			return [][3]any{{"remove", op.key, int64(0)}, {"write", op.key2, val}}
+		}},
+	"del":      {"DELETE FROM acc WHERE id = $1", schedKeyOnly, schedRemoved},
+	"inssel":   {"INSERT INTO acc (id, balance) SELECT $1::bigint, $2::bigint WHERE true", schedKV, schedWrote},
+	"upsertU":  {"INSERT INTO acc (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance", schedKV, schedWrote},
+	"upsertN":  {"INSERT INTO acc (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", schedKV, schedWrote},
+	"merge":    {"MERGE INTO acc USING (SELECT $1::bigint AS id, $2::bigint AS b) s ON acc.id = s.id WHEN MATCHED THEN UPDATE SET balance = s.b WHEN NOT MATCHED THEN INSERT (id, balance) VALUES (s.id, s.b)", schedKV, schedWrote},
+	"mergeDel": {"MERGE INTO acc USING (SELECT $1::bigint AS id) s ON acc.id = s.id WHEN MATCHED THEN DELETE", schedKeyOnly, schedRemoved},
+}
+
+// schedClaims are the fenced pool's locking reads of one key.
+var schedClaims = map[string]string{
+	"claim":      "SELECT id FROM acc WHERE id = $1 FOR UPDATE",
+	"claimNK":    "SELECT id FROM acc WHERE id = $1 FOR NO KEY UPDATE",
+	"claimNW":    "SELECT id FROM acc WHERE id = $1 FOR UPDATE NOWAIT",
+	"claimShare": "SELECT id FROM acc WHERE id = $1 FOR SHARE",
+	"claimLimit": "SELECT id FROM acc WHERE id = $1 ORDER BY id LIMIT 1 FOR UPDATE",
+}
+
 func schedRunOp(ctx context.Context, x schedExec, tx schedTx, opi int, op schedOp, val int64) ([]schedEvent, error) {
 	ev := func(kind string, key int64, v int64) schedEvent {
 		return schedEvent{kind: kind, key: key, tok: tx.tok, val: v, tx: tx.id, op: opi}
@@ -236,91 +286,36 @@ func schedRunOp(ctx context.Context, x schedExec, tx schedTx, opi int, op schedO
 		}
 		return res.RowsAffected()
 	}
+	row1 := schedFencedRow1
 	if tx.plain {
-		switch op.kind {
-		case "ins":
-			n, err := affected(x.ExecContext(ctx, "INSERT INTO acc (id, balance, fence_token, version) VALUES ($1, $2, $3, 1)", op.key, val, tx.tok))
-			if n == 1 {
-				return []schedEvent{ev("write", op.key, val)}, err
-			}
-			return nil, err
-		case "upd":
-			n, err := affected(x.ExecContext(ctx, "UPDATE acc SET balance = $2, fence_token = $3, version = version + 1 WHERE id = $1", op.key, val, tx.tok))
-			if n == 1 {
-				return []schedEvent{ev("write", op.key, val)}, err
-			}
-			return nil, err
-		case "stamp":
-			n, err := affected(x.ExecContext(ctx, "UPDATE acc SET fence_token = $2, version = version + 1 WHERE id = $1", op.key, tx.tok))
-			if n == 1 {
-				return []schedEvent{ev("write", op.key, -1)}, err
-			}
-			return nil, err
-		case "del":
-			n, err := affected(x.ExecContext(ctx, "UPDATE acc SET fence_token = $2, version = version + 1 WHERE id = $1", op.key, tx.tok))
-			if err != nil || n == 0 {
-				return nil, err
-			}
-			n, err = affected(x.ExecContext(ctx, "DELETE FROM acc WHERE id = $1", op.key))
-			if n == 1 {
-				return []schedEvent{ev("write", op.key, -1), ev("remove", op.key, 0)}, err
-			}
-			return []schedEvent{ev("write", op.key, -1)}, err
-		case "upsertU":
-			n, err := affected(x.ExecContext(ctx, "INSERT INTO acc (id, balance, fence_token, version) VALUES ($1, $2, $3, 1) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence_token = EXCLUDED.fence_token, version = acc.version + 1", op.key, val, tx.tok))
-			if n == 1 {
-				return []schedEvent{ev("write", op.key, val)}, err
-			}
-			return nil, err
-		}
-		return nil, fmt.Errorf("unknown plain op %s", op.kind)
+		row1 = schedPlainRow1
 	}
-	switch op.kind {
-	case "ins":
-		n, err := affected(x.ExecContext(ctx, "INSERT INTO acc (id, balance) VALUES ($1, $2)", op.key, val))
-		if n == 1 {
-			return []schedEvent{ev("write", op.key, val)}, err
-		}
-		return nil, err
-	case "upd":
-		n, err := affected(x.ExecContext(ctx, "UPDATE acc SET balance = $2 WHERE id = $1", op.key, val))
-		if n == 1 {
-			return []schedEvent{ev("write", op.key, val)}, err
-		}
-		return nil, err
-	case "updkey":
-		n, err := affected(x.ExecContext(ctx, "UPDATE acc SET id = $2, balance = $3 WHERE id = $1", op.key, op.key2, val))
-		if n == 1 {
-			return []schedEvent{ev("remove", op.key, 0), ev("write", op.key2, val)}, err
-		}
-		return nil, err
-	case "del":
-		n, err := affected(x.ExecContext(ctx, "DELETE FROM acc WHERE id = $1", op.key))
-		if n == 1 {
-			return []schedEvent{ev("remove", op.key, 0)}, err
-		}
-		return nil, err
-	case "claim":
-		rows, err := x.QueryContext(ctx, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", op.key)
-		if err != nil {
+	if s, ok := row1[op.kind]; ok {
+		n, err := affected(x.ExecContext(ctx, s.q, s.args(op, val, tx.tok)...))
+		if n != 1 {
 			return nil, err
 		}
-		found := rows.Next()
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		var evs []schedEvent
+		for _, e := range s.evs(op, val) {
+			evs = append(evs, ev(e[0].(string), e[1].(int64), e[2].(int64)))
+		}
+		return evs, err
+	}
+	if tx.plain {
+		if op.kind != "del" {
+			return nil, fmt.Errorf("unknown plain op %s", op.kind)
+		}
+		n, err := affected(x.ExecContext(ctx, "UPDATE acc SET fence_token = $2, version = version + 1 WHERE id = $1", op.key, tx.tok))
+		if err != nil || n == 0 {
 			return nil, err
 		}
-		if found {
-			return []schedEvent{ev("write", op.key, -1)}, nil
+		n, err = affected(x.ExecContext(ctx, "DELETE FROM acc WHERE id = $1", op.key))
+		if n == 1 {
+			return []schedEvent{ev("write", op.key, -1), ev("remove", op.key, 0)}, err
 		}
-		return []schedEvent{ev("claimabsent", op.key, 0)}, nil
-	case "claimNK", "claimNW", "claimShare", "claimLimit":
-		q := map[string]string{
-			"claimNK":    "SELECT id FROM acc WHERE id = $1 FOR NO KEY UPDATE",
-			"claimNW":    "SELECT id FROM acc WHERE id = $1 FOR UPDATE NOWAIT",
-			"claimShare": "SELECT id FROM acc WHERE id = $1 FOR SHARE",
-			"claimLimit": "SELECT id FROM acc WHERE id = $1 ORDER BY id LIMIT 1 FOR UPDATE",
-		}[op.kind]
+		return []schedEvent{ev("write", op.key, -1)}, err
+	}
+	if q, ok := schedClaims[op.kind]; ok {
 		rows, err := x.QueryContext(ctx, q, op.key)
 		if err != nil {
 			return nil, err
@@ -337,6 +332,8 @@ func schedRunOp(ctx context.Context, x schedExec, tx schedTx, opi int, op schedO
 			return nil, nil // a claim by locator of an absent key: not promised to record (not counted)
 		}
 		return []schedEvent{ev("claimabsent", op.key, 0)}, nil
+	}
+	switch op.kind {
 	case "claimExec":
 		n, err := affected(x.ExecContext(ctx, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", op.key))
 		if err != nil {
@@ -346,61 +343,28 @@ func schedRunOp(ctx context.Context, x schedExec, tx schedTx, opi int, op schedO
 			return []schedEvent{ev("write", op.key, -1)}, nil
 		}
 		return []schedEvent{ev("claimabsent", op.key, 0)}, nil
-	case "delret", "cteDel":
-		q := "DELETE FROM acc WHERE id = ANY($1) RETURNING id"
-		if op.kind == "cteDel" {
-			q = "WITH d AS (DELETE FROM acc WHERE id = ANY($1) RETURNING id) SELECT id FROM d"
+	case "delret", "cteDel", "updret", "multiins":
+		removes := op.kind == "delret" || op.kind == "cteDel"
+		q := map[string]string{
+			"delret":   "DELETE FROM acc WHERE id = ANY($1) RETURNING id",
+			"cteDel":   "WITH d AS (DELETE FROM acc WHERE id = ANY($1) RETURNING id) SELECT id FROM d",
+			"updret":   "UPDATE acc SET balance = $2::bigint + id * 100 WHERE id IN ($1, $3) RETURNING id",
+			"multiins": "INSERT INTO acc (id, balance) VALUES ($1::bigint, $2::bigint + $1::bigint * 100), ($3::bigint, $2::bigint + $3::bigint * 100) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance RETURNING id",
+		}[op.kind]
+		args := []any{op.key, val, op.key2}
+		if removes {
+			args = []any{[]int64{op.key, op.key2}}
 		}
-		ids, err := schedIDs(x.QueryContext(ctx, q, []int64{op.key, op.key2}))
+		ids, err := schedIDs(x.QueryContext(ctx, q, args...))
 		var evs []schedEvent
 		for _, id := range ids {
-			evs = append(evs, ev("remove", id, 0))
+			if removes {
+				evs = append(evs, ev("remove", id, 0))
+			} else {
+				evs = append(evs, ev("write", id, val+id*100))
+			}
 		}
 		return evs, err
-	case "updret":
-		ids, err := schedIDs(x.QueryContext(ctx, "UPDATE acc SET balance = $2::bigint + id * 100 WHERE id IN ($1, $3) RETURNING id", op.key, val, op.key2))
-		var evs []schedEvent
-		for _, id := range ids {
-			evs = append(evs, ev("write", id, val+id*100))
-		}
-		return evs, err
-	case "multiins":
-		ids, err := schedIDs(x.QueryContext(ctx, "INSERT INTO acc (id, balance) VALUES ($1::bigint, $2::bigint + $1::bigint * 100), ($3::bigint, $2::bigint + $3::bigint * 100) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance RETURNING id", op.key, val, op.key2))
-		var evs []schedEvent
-		for _, id := range ids {
-			evs = append(evs, ev("write", id, val+id*100))
-		}
-		return evs, err
-	case "inssel":
-		n, err := affected(x.ExecContext(ctx, "INSERT INTO acc (id, balance) SELECT $1::bigint, $2::bigint WHERE true", op.key, val))
-		if n == 1 {
-			return []schedEvent{ev("write", op.key, val)}, err
-		}
-		return nil, err
-	case "upsertU":
-		n, err := affected(x.ExecContext(ctx, "INSERT INTO acc (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance", op.key, val))
-		if n == 1 {
-			return []schedEvent{ev("write", op.key, val)}, err
-		}
-		return nil, err
-	case "upsertN":
-		n, err := affected(x.ExecContext(ctx, "INSERT INTO acc (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", op.key, val))
-		if n == 1 {
-			return []schedEvent{ev("write", op.key, val)}, err
-		}
-		return nil, err
-	case "merge":
-		n, err := affected(x.ExecContext(ctx, "MERGE INTO acc USING (SELECT $1::bigint AS id, $2::bigint AS b) s ON acc.id = s.id WHEN MATCHED THEN UPDATE SET balance = s.b WHEN NOT MATCHED THEN INSERT (id, balance) VALUES (s.id, s.b)", op.key, val))
-		if n == 1 {
-			return []schedEvent{ev("write", op.key, val)}, err
-		}
-		return nil, err
-	case "mergeDel":
-		n, err := affected(x.ExecContext(ctx, "MERGE INTO acc USING (SELECT $1::bigint AS id) s ON acc.id = s.id WHEN MATCHED THEN DELETE", op.key))
-		if n == 1 {
-			return []schedEvent{ev("remove", op.key, 0)}, err
-		}
-		return nil, err
 	}
 	return nil, fmt.Errorf("unknown op %s", op.kind)
 }
