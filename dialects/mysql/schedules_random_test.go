@@ -233,6 +233,13 @@ func (e *schedEnv) runOp(ctx context.Context, x0 schedExecer, tok uint64, o sche
 		}
 		return []int64{k}, nil
 	}
+	two := func(q string, args ...any) ([]int64, error) { // a statement on both keys
+		n, err := schedAffected(x.ExecContext(ctx, q, args...))
+		if err != nil || n == 0 {
+			return nil, err
+		}
+		return []int64{k, k2}, nil
+	}
 	switch o.name {
 	case "ins":
 		return one("INSERT INTO acc (id, balance) VALUES (?, 1)", K)
@@ -247,17 +254,9 @@ func (e *schedEnv) runOp(ctx context.Context, x0 schedExecer, tok uint64, o sche
 	case "rep":
 		return one("REPLACE INTO acc (id, balance) VALUES (?, 1)", K)
 	case "chg":
-		n, err := schedAffected(x.ExecContext(ctx, "UPDATE acc SET id = ? WHERE id = ?", K2, K))
-		if err != nil || n == 0 {
-			return nil, err
-		}
-		return []int64{k, k2}, nil
+		return two("UPDATE acc SET id = ? WHERE id = ?", K2, K)
 	case "multi":
-		n, err := schedAffected(x.ExecContext(ctx, "INSERT INTO acc (id, balance) VALUES (?, 1), (?, 2)", K, K2))
-		if err != nil || n == 0 {
-			return nil, err
-		}
-		return []int64{k, k2}, nil
+		return two("INSERT INTO acc (id, balance) VALUES (?, 1), (?, 2)", K, K2)
 	case "delins":
 		if _, err := x.ExecContext(ctx, "DELETE FROM acc WHERE id = ?", K); err != nil {
 			return nil, err
@@ -343,11 +342,7 @@ func (e *schedEnv) runOp(ctx context.Context, x0 schedExecer, tok uint64, o sche
 	case "pign":
 		return one("INSERT IGNORE INTO acc (id, balance, fence_token, version) VALUES (?, 1, ?, 1)", K, tok)
 	case "pmulti":
-		n, err := schedAffected(x.ExecContext(ctx, "INSERT INTO acc (id, balance, fence_token, version) VALUES (?, 1, ?, 1), (?, 2, ?, 1)", K, tok, K2, tok))
-		if err != nil || n == 0 {
-			return nil, err
-		}
-		return []int64{k, k2}, nil
+		return two("INSERT INTO acc (id, balance, fence_token, version) VALUES (?, 1, ?, 1), (?, 2, ?, 1)", K, tok, K2, tok)
 	case "pupd":
 		return one("UPDATE acc SET balance = balance + 1, fence_token = ?, version = version + 1 WHERE id = ?", tok, K)
 	case "prep":
@@ -355,11 +350,7 @@ func (e *schedEnv) runOp(ctx context.Context, x0 schedExecer, tok uint64, o sche
 	case "podku":
 		return one("INSERT INTO acc (id, balance, fence_token, version) VALUES (?, 1, ?, 1) ON DUPLICATE KEY UPDATE balance = balance + 1, fence_token = VALUES(fence_token), version = version + 1", K, tok)
 	case "pchg":
-		n, err := schedAffected(x.ExecContext(ctx, "UPDATE acc SET id = ?, fence_token = ?, version = version + 1 WHERE id = ?", K2, tok, K))
-		if err != nil || n == 0 {
-			return nil, err
-		}
-		return []int64{k, k2}, nil
+		return two("UPDATE acc SET id = ?, fence_token = ?, version = version + 1 WHERE id = ?", K2, tok, K)
 	}
 	return nil, fmt.Errorf("unknown op %s", o.name)
 }
@@ -452,9 +443,12 @@ func (e *schedEnv) run(x schedTx, xid string) {
 		}
 	}
 	switch x.kind {
-	case "fenced":
-		fctx := fencedsql.WithToken(ctx, x.tok)
-		tx, err := e.fenced.BeginTx(fctx, &sql.TxOptions{Isolation: x.iso})
+	case "fenced", "plain":
+		db, opCtx := e.plain, ctx
+		if x.kind == "fenced" {
+			db, opCtx = e.fenced, fencedsql.WithToken(ctx, x.tok)
+		}
+		tx, err := db.BeginTx(opCtx, &sql.TxOptions{Isolation: x.iso})
 		if err != nil {
 			e.note(x, "begin", err)
 			return
@@ -462,10 +456,10 @@ func (e *schedEnv) run(x schedTx, xid string) {
 		defer tx.Rollback() //nolint:errcheck
 		for i, o := range x.ops {
 			time.Sleep(time.Duration(x.pause[i]) * time.Millisecond)
-			keys, err := e.runOp(fctx, tx, x.tok, o)
+			keys, err := e.runOp(opCtx, tx, x.tok, o)
 			if err != nil {
 				e.note(x, o.name, err)
-				if x.cont && (errors.Is(err, fencedsql.ErrFenced) || errors.Is(err, fencedsql.ErrDuplicate) || errors.Is(err, fencedsql.ErrClaimConflict)) {
+				if x.kind == "fenced" && x.cont && (errors.Is(err, fencedsql.ErrFenced) || errors.Is(err, fencedsql.ErrDuplicate) || errors.Is(err, fencedsql.ErrClaimConflict)) {
 					continue // an application that goes on after a refusal and commits the rest
 				}
 				return
@@ -475,37 +469,7 @@ func (e *schedEnv) run(x schedTx, xid string) {
 		if x.end == "rollback" {
 			return
 		}
-		if err := e.ledger(fctx, tx, x.tok, touched); err != nil {
-			e.note(x, "ledger", err)
-			return
-		}
-		if err := tx.Commit(); err != nil {
-			e.note(x, "commit", err)
-		} else {
-			e.mu.Lock()
-			e.commits++
-			e.mu.Unlock()
-		}
-	case "plain":
-		tx, err := e.plain.BeginTx(ctx, &sql.TxOptions{Isolation: x.iso})
-		if err != nil {
-			e.note(x, "begin", err)
-			return
-		}
-		defer tx.Rollback() //nolint:errcheck
-		for i, o := range x.ops {
-			time.Sleep(time.Duration(x.pause[i]) * time.Millisecond)
-			keys, err := e.runOp(ctx, tx, x.tok, o)
-			if err != nil {
-				e.note(x, o.name, err)
-				return
-			}
-			record(o, keys)
-		}
-		if x.end == "rollback" {
-			return
-		}
-		if err := e.ledger(ctx, tx, x.tok, touched); err != nil {
+		if err := e.ledger(opCtx, tx, x.tok, touched); err != nil {
 			e.note(x, "ledger", err)
 			return
 		}
