@@ -93,67 +93,77 @@ func TestBun(t *testing.T) {
 	}
 }
 
+// bunExec runs a bun query for its error.
+func bunExec(ctx context.Context, q interface {
+	Exec(context.Context, ...any) (sql.Result, error)
+}) error {
+	_, err := q.Exec(ctx)
+	return err
+}
+
+// bunOnConflict is bun's upsert clause on id: ON CONFLICT (PostgreSQL, SQLite) or ON
+// DUPLICATE KEY (MySQL).
+func bunOnConflict(b backend) string {
+	if b.my() {
+		return "DUPLICATE KEY UPDATE"
+	}
+	return "CONFLICT (id) DO UPDATE"
+}
+
 func bunSuite(e *env, bdb *bun.DB, s modelShape) shapeSuite {
 	noReturning := ""
 	if !e.b.returning() {
 		noReturning = "MariaDB/MySQL has no UPDATE … RETURNING"
 	}
-	// The upsert clauses: ON CONFLICT (PostgreSQL, SQLite) or ON DUPLICATE KEY (MySQL).
-	onConflict, excluded := "CONFLICT (id) DO UPDATE", "balance = EXCLUDED.balance"
+	onConflict, excluded := bunOnConflict(e.b), "balance = EXCLUDED.balance"
 	if e.b.my() {
-		onConflict, excluded = "DUPLICATE KEY UPDATE", "balance = VALUES(balance)"
-	}
-	exec := func(ctx context.Context, q interface {
-		Exec(context.Context, ...any) (sql.Result, error)
-	}) error {
-		_, err := q.Exec(ctx)
-		return err
+		excluded = "balance = VALUES(balance)"
 	}
 	ops := []op{
 		{name: "Insert", inserts: true, check: wantBalance(777),
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewInsert().Model(s.new(id, 777)))
+				return bunExec(ctx, bdb.NewInsert().Model(s.new(id, 777)))
 			}},
 		{name: "InsertBatch", inserts: true, check: wantBatch,
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewInsert().Model(s.slice(id)))
+				return bunExec(ctx, bdb.NewInsert().Model(s.slice(id)))
 			}},
 		{name: "UpdateModel", existing: true, check: wantBalance(777), // bun's "save": every column by PK
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewUpdate().Model(s.new(id, 777)).WherePK())
+				return bunExec(ctx, bdb.NewUpdate().Model(s.new(id, 777)).WherePK())
 			}},
 		{name: "UpdateMap", existing: true, check: wantBalance(777),
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewUpdate().Model(&map[string]any{"owner": "bob", "balance": 777}).
+				return bunExec(ctx, bdb.NewUpdate().Model(&map[string]any{"owner": "bob", "balance": 777}).
 					TableExpr("accounts").Where("id = ?", id))
 			}},
 		{name: "UpdateColumns", existing: true, check: wantBalance(777),
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewUpdate().Model(s.new(id, 777)).Column("owner", "balance").WherePK())
+				return bunExec(ctx, bdb.NewUpdate().Model(s.new(id, 777)).Column("owner", "balance").WherePK())
 			}},
 		{name: "UpdateSet", existing: true, check: wantBalance(777),
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewUpdate().Model(s.zero(id)).Set("balance = ?", 777).WherePK())
+				return bunExec(ctx, bdb.NewUpdate().Model(s.zero(id)).Set("balance = ?", 777).WherePK())
 			}},
 		{name: "UpdateExpr", existing: true, check: wantIncrement(5),
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewUpdate().Model(s.zero(id)).Set("balance = balance + ?", 5).WherePK())
+				return bunExec(ctx, bdb.NewUpdate().Model(s.zero(id)).Set("balance = balance + ?", 5).WherePK())
 			}},
 		{name: "SoftDelete", existing: true, check: wantSoftDeleted,
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewDelete().Model(s.zero(id)).WherePK())
+				return bunExec(ctx, bdb.NewDelete().Model(s.zero(id)).WherePK())
 			}},
 		{name: "ForceDelete", existing: true, deletes: true,
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewDelete().Model(s.zero(id)).WherePK().ForceDelete())
+				return bunExec(ctx, bdb.NewDelete().Model(s.zero(id)).WherePK().ForceDelete())
 			}},
 		{name: "UpsertAll", existing: true, inserts: true, check: wantBalance(777), // bun writes SET for every column
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewInsert().Model(s.new(id, 777)).On(onConflict))
+				return bunExec(ctx, bdb.NewInsert().Model(s.new(id, 777)).On(onConflict))
 			}},
 		{name: "UpsertSet", existing: true, inserts: true, check: wantBalance(777),
 			run: func(ctx context.Context, id int64) error {
-				return exec(ctx, bdb.NewInsert().Model(s.new(id, 777)).On(onConflict).Set(excluded))
+				return bunExec(ctx, bdb.NewInsert().Model(s.new(id, 777)).On(onConflict).Set(excluded))
 			}},
 		{name: "UpdateReturning", existing: true, skip: noReturning, check: wantBalance(777),
 			run: func(ctx context.Context, id int64) error {
@@ -184,7 +194,7 @@ func bunSuite(e *env, bdb *bun.DB, s modelShape) shapeSuite {
 			})
 		},
 		write: func(ctx context.Context, id int64) error {
-			return exec(ctx, bdb.NewUpdate().Model(s.zero(id)).Set("balance = ?", 1).WherePK())
+			return bunExec(ctx, bdb.NewUpdate().Model(s.zero(id)).Set("balance = ?", 1).WherePK())
 		},
 	}
 }

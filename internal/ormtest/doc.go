@@ -17,6 +17,12 @@
 //	                 holder's later write fails with ErrFenced, even if the newer one only
 //	                 read (G10)
 //
+// Beyond the tables (red-team rt53c): TestGORMGeneratedChains and TestBunGeneratedChains
+// draw random GORM and bun call chains and hold each to the Fresh/Stale oracle (knobs and
+// replay in generated_test.go); TestConcurrentHoldersGORM races a newer and an older
+// holder on the same keys; TestSoftDeletedStaysDeleted, TestMixedTokensAllOrNothing,
+// TestGORMAssociations (two guarded tables) and TestAutoIncrementKeys.
+//
 // TestEntConstraintError checks that ent's IsConstraintError (a match on the driver's
 // text) recognises a duplicate through the fenced driver as on the plain one.
 //

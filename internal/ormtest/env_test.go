@@ -45,6 +45,7 @@ type backend struct {
 	dialect dialect.Dialect
 	ddl     string
 	ph      func(n int) string // the n-th placeholder (1-based)
+	mode    string             // non-empty: a driver mode of env.inMode (driverModes)
 }
 
 func qmark(int) string       { return "?" }
@@ -83,6 +84,7 @@ type env struct {
 	b   backend
 	db  *sql.DB
 	raw *sql.DB
+	dsn string                    // the database's, without fenced_tables
 	cur atomic.Pointer[testing.T] // the running subtest, for the ORMs' SQL logs
 }
 
@@ -110,6 +112,13 @@ func withParam(dsn, kv string) string {
 // guard and the tombstone guard with schema.Check's Fix statements on the plain connection, and opens both pools.
 func setup(t *testing.T, b backend) *env {
 	t.Helper()
+	return setupTables(t, b, []string{"accounts"}, b.ddl)
+}
+
+// setupTables is setup for other tables: it runs ddl, then guards tables and opens the
+// fenced pool with fenced_tables listing them.
+func setupTables(t *testing.T, b backend, tables []string, ddl ...string) *env {
+	t.Helper()
 	dsn := b.dsn(t)
 	raw, err := sql.Open(b.raw, dsn)
 	if err != nil {
@@ -118,19 +127,34 @@ func setup(t *testing.T, b backend) *env {
 	t.Cleanup(func() { raw.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := raw.ExecContext(ctx, b.ddl); err != nil {
-		t.Fatalf("create table: %v", err)
+	for _, q := range ddl {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatalf("create table: %v", err)
+		}
 	}
-	fencetest.Guard(t, ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"})
-	if reps, err := schema.Check(ctx, raw, b.dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(reps) != 1 || !reps[0].OK() {
+	specs := make([]schema.GuardSpec, len(tables))
+	for i, table := range tables {
+		specs[i] = schema.GuardSpec{Table: table}
+	}
+	fencetest.Guard(t, ctx, raw, b.dialect, specs...)
+	if reps, err := schema.Check(ctx, raw, b.dialect, specs...); err != nil || len(reps) != len(specs) || !allOK(reps) {
 		t.Fatalf("schema.Check after fix: %v %+v", err, reps)
 	}
-	db, err := sql.Open(b.fenced, withParam(dsn, "fenced_tables=accounts"))
+	db, err := sql.Open(b.fenced, withParam(dsn, "fenced_tables="+strings.Join(tables, ",")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &env{b: b, db: db, raw: raw}
+	return &env{b: b, db: db, raw: raw, dsn: dsn}
+}
+
+func allOK(reps []schema.TableReport) bool {
+	for _, r := range reps {
+		if !r.OK() {
+			return false
+		}
+	}
+	return true
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -165,6 +189,15 @@ func (r dbRow) String() string {
 
 func (e *env) row(t *testing.T, id int64) dbRow {
 	t.Helper()
+	r, err := e.rowErr(id)
+	if err != nil {
+		t.Fatalf("plain read of row %d: %v", id, err)
+	}
+	return r
+}
+
+// rowErr is row for a goroutine other than the test's.
+func (e *env) rowErr(id int64) (dbRow, error) {
 	var r dbRow
 	var deleted int64
 	err := e.raw.QueryRowContext(context.Background(),
@@ -172,12 +205,12 @@ func (e *env) row(t *testing.T, id int64) dbRow {
 		Scan(&r.Owner, &r.Balance, &deleted, &r.Token, &r.Version)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return dbRow{}
+		return dbRow{}, nil
 	case err != nil:
-		t.Fatalf("plain read of row %d: %v", id, err)
+		return dbRow{}, err
 	}
 	r.Exists, r.Deleted = true, deleted != 0
-	return r
+	return r, nil
 }
 
 // seed inserts row id (owner "alice", balance 100) through the fenced pool with tok,
