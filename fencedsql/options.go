@@ -363,6 +363,7 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 		Strict:         c.strict, AllowDDL: c.allowDDL, AllowDynamic: c.allowDyn,
 		CatalogViews: c.catalogViews,
 	}
+	_, pc.UniqueKeyTombstones = c.dialect.(dialect.UniqueTombstoner)
 	if f, ok := c.dialect.(dialect.DeleteFencer); ok {
 		pc.DeleteFence = func(schema, name, tokenCol string) (string, string) {
 			return f.DeleteFence(dialect.TableName{Schema: schema, Name: name}, tokenCol)

@@ -10,7 +10,8 @@ import (
 )
 
 // ScheduleKnobs are the environment knobs the randomized schedule tests share
-// (dialects/*/schedules_random_test.go, fencedpgx's sequences): the default run is
+// (dialects/*/schedules_random_test.go, fencedpgx's sequences, dialects/sqlite's
+// generated statements, generated_sql_test.go): the default run is
 // short and time-bounded for CI, the long form is asked for by the environment.
 type ScheduleKnobs struct {
 	// Seed is FENCEDSQL_SCHEDULES_SEED (SeedSet) or, when unset, the given default.

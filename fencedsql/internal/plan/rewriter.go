@@ -31,6 +31,8 @@ type Planner struct {
 	stringIdents bool
 	// allowDDL, allowDynamic: WithDDL, WithDynamicSQL.
 	allowDDL, allowDynamic bool
+	// uniqueKeyTombstones: PlannerConfig.UniqueKeyTombstones (uniquekey.go).
+	uniqueKeyTombstones bool
 	// deleteFence: PlannerConfig.DeleteFence.
 	deleteFence func(schema, name, tokenCol string) (mark, check string)
 	// maxIdent: the server truncates identifiers to this many bytes (PostgreSQL: 63,
@@ -118,6 +120,10 @@ type PlannerConfig struct {
 	// connection): on a pool with guarded tables, writes to them are refused like
 	// writes to the catalogs (protect_catalogview.go).
 	CatalogViews []CatalogView
+	// UniqueKeyTombstones: the dialect's tombstone guard is written for each table's
+	// unique indexes (dialect.UniqueTombstoner, SQLite): CREATE UNIQUE INDEX of a
+	// guarded table is refused whatever AllowDDL says (uniquekey.go).
+	UniqueKeyTombstones bool
 }
 
 // TableSpec names one guarded table: Schema "" when configured unqualified, Name as
@@ -133,7 +139,8 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 		strict:         cfg.Strict, guards: map[string][]*Table{},
 		stringIdents: cfg.Syntax == sqllex.SQLite,
 		allowDDL:     cfg.AllowDDL, allowDynamic: cfg.AllowDynamic,
-		deleteFence: cfg.DeleteFence,
+		uniqueKeyTombstones: cfg.UniqueKeyTombstones,
+		deleteFence:         cfg.DeleteFence,
 	}
 	switch cfg.Syntax {
 	case sqllex.Postgres:

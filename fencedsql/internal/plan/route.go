@@ -315,6 +315,11 @@ func (p *parser) control(head string, first int) error {
 		if err := p.movesGuardedName(head, first); err != nil {
 			return err
 		}
+		// CREATE UNIQUE INDEX of a guarded table whose tombstone guard compares the
+		// unique indexes of the install: refused whatever WithDDL says (uniquekey.go).
+		if err := p.addsUniqueKey(head, first); err != nil {
+			return err
+		}
 		if !p.rw.allowDDL {
 			return unsupported(g, "DDL (%s) that names a guarded table through the fenced pool: run migrations on a plain connection (the driver without \"fenced-\"), or allow it with fencedsql.WithDDL(true)", head)
 		}
