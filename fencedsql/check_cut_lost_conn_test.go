@@ -116,10 +116,12 @@ func newLostConnProxy(t *testing.T, target, match string, onMatch func() bool) *
 
 func (p *lostConnProxy) Addr() string { return p.ln.Addr().String() }
 
-// rt53bCheckCut runs a guarded UPDATE in a transaction on a fresh fenced pool whose first
-// catalog query (match) is cut; it returns the first error: BeginTx's (the pool's
-// first-connection checks run there) or the UPDATE's (the table's lazy checks).
-func lostConnGuardedUpdate(t *testing.T, ctx context.Context, driverName, dsn string) error {
+// lostConnGuardedUpdate runs a guarded UPDATE in a transaction on a fresh fenced pool
+// whose proxy p cuts the first catalog query once armed; it returns the first error:
+// BeginTx's (the pool's first-connection checks run there) or the UPDATE's (the
+// table's lazy checks). With lazy, p is armed only after a first transaction has done
+// the pool's first-connection work, so that the cut falls on the table's lazy checks.
+func lostConnGuardedUpdate(t *testing.T, ctx context.Context, driverName, dsn string, p *lostConnProxy, lazy bool) error {
 	t.Helper()
 	db, err := sql.Open(driverName, dsn)
 	if err != nil {
@@ -127,6 +129,14 @@ func lostConnGuardedUpdate(t *testing.T, ctx context.Context, driverName, dsn st
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	if lazy {
+		tx, err := db.BeginTx(fencedsql.WithToken(ctx, 5), nil)
+		if err != nil {
+			t.Fatalf("setup: the first transaction: %v", err)
+		}
+		_ = tx.Rollback()
+	}
+	p.armed.Store(true)
 	tx, err := db.BeginTx(fencedsql.WithToken(ctx, 5), nil)
 	if err != nil {
 		return err
@@ -155,6 +165,16 @@ const lostConnTable = "CREATE TABLE lost_conn_acct (id BIGINT NOT NULL PRIMARY K
 // server restarting, KILL CONNECTION): go-sql-driver returns mysql.ErrInvalidConn
 // ("invalid connection"), which the dialect's ConnLossJudge counts.
 func TestCheckCutByLostConnectionMySQL(t *testing.T) {
+	for _, lazy := range []bool{false, true} {
+		name := "first-connection"
+		if lazy {
+			name = "lazy-check"
+		}
+		t.Run(name, func(t *testing.T) { checkCutByLostConnectionMySQL(t, lazy) })
+	}
+}
+
+func checkCutByLostConnectionMySQL(t *testing.T, lazy bool) {
 	dsn := testdb.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -169,8 +189,7 @@ func TestCheckCutByLostConnectionMySQL(t *testing.T) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params[fencedsql.ParamTables] = "lost_conn_acct"
-	p.armed.Store(true)
-	err = lostConnGuardedUpdate(t, ctx, "fenced-mysql", cfg.FormatDSN())
+	err = lostConnGuardedUpdate(t, ctx, "fenced-mysql", cfg.FormatDSN(), p, lazy)
 	if !p.fired.Load() {
 		t.Fatalf("no catalog query was cut (err %v)", err)
 	}
@@ -200,8 +219,7 @@ func TestCheckCutBySessionTerminatedPostgres(t *testing.T) {
 	q.Set("application_name", "lost-conn-cut")
 	q.Set(fencedsql.ParamTables, "lost_conn_acct")
 	u.RawQuery = q.Encode()
-	p.armed.Store(true)
-	err = lostConnGuardedUpdate(t, ctx, "fenced-pgx", u.String())
+	err = lostConnGuardedUpdate(t, ctx, "fenced-pgx", u.String(), p, false)
 	if !p.fired.Load() {
 		t.Fatalf("no catalog query was cut (err %v)", err)
 	}
