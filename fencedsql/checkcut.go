@@ -3,22 +3,38 @@ package fencedsql
 import (
 	"context"
 	"errors"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
 // checkQueryErr is the error of a query the wrapper runs to check something before it
 // sends a statement (the session check, the connection's name resolution, a guard's
-// verdict, the column check …) that failed with err: a *SchemaError naming table
-// ("" for the session) and what was asked (problem) — unless the query failed
-// because ctx ended or the connection was lost (isTransport), which says nothing
-// about the schema, nor about a mock driver: then a *CheckCutError (red-team rt44f
-// F1: a caller's deadline that passed during the session check came back as
-// "the session check query failed (under a mock driver such as go-sqlmock …): driver:
-// bad connection", errors.Is ErrSchema and not context.DeadlineExceeded).
-func checkQueryErr(ctx context.Context, table, problem string, err error) error {
-	if cerr := ctx.Err(); cerr != nil || isTransport(err) {
-		return &CheckCutError{Table: table, Problem: problem, Err: err, Context: cerr}
+// verdict, the column check, the schema lint, the side doors, the primary key …)
+// that failed with err: a *SchemaError naming table ("" for the session) and what was
+// asked (problem) — unless the query was cut (cutCheck), which says nothing about the
+// schema, nor about a mock driver: then a *CheckCutError (red-team rt44f F1: a
+// caller's deadline that passed during the session check came back as "the session
+// check query failed (under a mock driver such as go-sqlmock …): driver: bad
+// connection", errors.Is ErrSchema and not context.DeadlineExceeded). d is the pool's
+// dialect.
+func checkQueryErr(ctx context.Context, d dialect.Dialect, table, problem string, err error) error {
+	if cut := cutCheck(ctx, d, table, problem, err); cut != nil {
+		return cut
 	}
 	return &SchemaError{Table: table, Problem: problem + mockHint, Err: err}
+}
+
+// cutCheck is the one rule of every check path (checkQueryErr's lazy checks, and
+// firstReadErr's first-connection reads): a check query that failed with err is cut —
+// a *CheckCutError naming table and problem — when ctx ended or the connection was
+// lost under it (connLost with the pool's dialect d: a driver's own lost-connection
+// errors, go-sql-driver/mysql's ErrInvalidConn or PostgreSQL's FATAL 57P01 of a
+// restart or a failover, count; red-team rt53b F1); nil otherwise.
+func cutCheck(ctx context.Context, d dialect.Dialect, table, problem string, err error) error {
+	if cerr := ctx.Err(); cerr != nil || connLost(d, err) {
+		return &CheckCutError{Table: table, Problem: problem, Err: err, Context: cerr}
+	}
+	return nil
 }
 
 // CheckCutError is a check the wrapper runs before sending a statement (its session

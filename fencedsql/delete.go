@@ -37,7 +37,7 @@ func (c *conn) execDelete(ctx context.Context, r runner, p *plan.Plan, args []dr
 // fencing refusal or a lost connection, and only when DeleteFenceQuery, asked again,
 // now says no.
 func (c *conn) fenceWithdrawn(ctx context.Context, p *plan.Plan, err error) bool {
-	if c.tx != nil || errors.Is(err, ErrFenced) || errors.Is(err, ErrBelowFloor) || isTransport(err) || ctx.Err() != nil {
+	if c.tx != nil || errors.Is(err, ErrFenced) || errors.Is(err, ErrBelowFloor) || connLost(c.core.dialect, err) || ctx.Err() != nil {
 		return false
 	}
 	ok, qerr := c.deleteFenced(ctx, p)

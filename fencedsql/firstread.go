@@ -8,7 +8,7 @@ import "context"
 // listed-table check, checkListed, follows it through checkQueryErr). table and
 // problem name what was asked.
 //
-//   - Cut — ctx ended or the connection failed under the query (isTransport: a
+//   - Cut — ctx ended or the connection failed under the query (cutCheck: a
 //     network blip, a server restart, a proxy timeout) — it is a *CheckCutError,
 //     whatever the schema check says: nothing was read, the first-connection work is
 //     not marked done, and the next connection asks again (red-team rt46c F4: with the
@@ -20,12 +20,12 @@ import "context"
 //     otherwise knows.
 //   - Otherwise a *SchemaError (checkQueryErr).
 func (k *core) firstReadErr(ctx context.Context, table, problem string, err error) error {
-	if cerr := ctx.Err(); cerr != nil || isTransport(err) {
-		return &CheckCutError{Table: table, Problem: problem, Err: err, Context: cerr}
+	if cut := cutCheck(ctx, k.dialect, table, problem, err); cut != nil {
+		return cut
 	}
 	if !k.cfg.schemaCheck {
 		k.cfg.logger.WarnContext(ctx, "fencedsql: "+problem+"; with the schema check off the pool goes on", "table", table, "error", err.Error())
 		return nil
 	}
-	return checkQueryErr(ctx, table, problem, err)
+	return checkQueryErr(ctx, k.dialect, table, problem, err)
 }

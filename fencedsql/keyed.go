@@ -177,7 +177,7 @@ func (c *conn) rowKeyOf(ctx context.Context, ts dialect.Tombstoner, g *plan.Tabl
 	q, args := ts.PrimaryKeyQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return rowKey{}, checkQueryErr(ctx, g.String(), "the primary key query failed", err)
+		return rowKey{}, checkQueryErr(ctx, c.core.dialect, g.String(), "the primary key query failed", err)
 	}
 	k := rowKey{cols: make([]plan.KeyColumn, 0, len(vals)), at: time.Now()}
 	for _, r := range vals {
@@ -203,7 +203,7 @@ func (c *conn) rowKeyOf(ctx context.Context, ts dialect.Tombstoner, g *plan.Tabl
 func (c *conn) keyedNonce(ctx context.Context) (int64, error) {
 	if c.claimSeq == 0 {
 		if _, err := c.execOwn(ctx, plan.KeyedSessionInit); err != nil {
-			return 0, checkQueryErr(ctx, "", "setting the keyed statements' session variables failed", err)
+			return 0, checkQueryErr(ctx, c.core.dialect, "", "setting the keyed statements' session variables failed", err)
 		}
 		c.claimSeq = rand.Int64N(1<<62) + 1
 	}

@@ -16,7 +16,7 @@ import (
 func lintGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dialect, g *plan.Table, table dialect.TableName) error {
 	problems, fix, err := schema.Lint(ctx, query, d, table, g.TokenCol, g.VerCol)
 	if err != nil {
-		return checkQueryErr(ctx, g.String(), "the schema lint query failed", err)
+		return checkQueryErr(ctx, d, g.String(), "the schema lint query failed", err)
 	}
 	if len(problems) > 0 {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(problems, "; "), Fix: strings.Join(fix, "; ")}

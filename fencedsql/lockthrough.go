@@ -57,7 +57,7 @@ func (c *conn) viewLockVerdict(ctx context.Context, k dialect.ViewLockChecker, r
 	q, args := k.ViewLockQuery(dialect.Relation{Text: r.Text, Parts: r.Parts}, guarded)
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return false, checkQueryErr(ctx, r.Text, "the view check of a locking read failed", err)
+		return false, checkQueryErr(ctx, c.core.dialect, r.Text, "the view check of a locking read failed", err)
 	}
 	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
 	if !c.namesMoved {

@@ -57,7 +57,7 @@ func (c *conn) namePath(ctx context.Context, d dialect.NamePather) (string, erro
 	}
 	vals, err := c.queryStrings(ctx, d.NamePathQuery(), nil)
 	if err != nil {
-		return "", checkQueryErr(ctx, "", "the name resolution query failed", err)
+		return "", checkQueryErr(ctx, c.core.dialect, "", "the name resolution query failed", err)
 	}
 	if len(vals) != 1 || len(vals[0]) != 1 {
 		return "", &SchemaError{Problem: "the name resolution query did not return one value" + mockHint}

@@ -79,7 +79,7 @@ func (c *conn) tempShadow(ctx context.Context, g *plan.Table, t dialect.TableNam
 	}
 	shadow, err := f.TempShadow(ctx, c.catalog(), t)
 	if err != nil {
-		return checkQueryErr(ctx, g.String(), "the temporary-table probe failed", err)
+		return checkQueryErr(ctx, c.core.dialect, g.String(), "the temporary-table probe failed", err)
 	}
 	if shadow {
 		return &SchemaError{Table: g.String(),

@@ -1,14 +1,10 @@
 package fencedsql
 
 import (
-	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 
@@ -102,7 +98,7 @@ func (e *outcomeError) Unwrap() []error { return []error{e.err, e.outcome} }
 // (keepsDriverError).
 func withOutcome(d dialect.Dialect, err error) error {
 	o := classifyOutcome(d, err)
-	if o == Unknown && !isTransport(err) || o == NotCommitted && keepsDriverError(d, err) {
+	if o == Unknown && !connLost(d, err) || o == NotCommitted && keepsDriverError(d, err) {
 		return err
 	}
 	return withOutcomeAs(err, o)
@@ -146,7 +142,7 @@ func classifyOutcome(d dialect.Dialect, err error) Outcome {
 		// A check before the statement was sent could not complete (a context that
 		// ended, a lost connection): nothing of it was sent.
 		return NotCommitted
-	case isTransport(err):
+	case connLost(d, err):
 		return Unknown
 	case errors.Is(err, sql.ErrTxDone):
 		// database/sql answers every Commit of a Tx already done without asking the
@@ -169,17 +165,6 @@ func ownRefusal(err error) bool {
 		errors.Is(err, ErrFenced) || errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrDuplicate) ||
 		errors.Is(err, ErrGuard) || errors.Is(err, ErrNoToken) || errors.Is(err, ErrUnsupported) ||
 		errors.Is(err, ErrSchema)
-}
-
-// isTransport reports a lost or unusable connection, or a context that ended while a
-// request was in flight: the server may have done the work without the reply arriving.
-// driver.ErrBadConn counts, although drivers promise it only when nothing was sent: a
-// driver that breaks the promise would turn a commit into "not committed".
-func isTransport(err error) bool {
-	var ne net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
 }
 
 // rollbackReported is the text of pgx's ErrTxCommitRollback: PostgreSQL answered COMMIT

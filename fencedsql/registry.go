@@ -242,7 +242,7 @@ func (k *core) recordErr(ctx context.Context, err error) error {
 		}
 		return &SchemaError{Table: dialect.RegistryTable, Problem: problem, Fix: re.Fix, Err: re.Err}
 	}
-	return checkQueryErr(ctx, dialect.RegistryTable, "reading the registry of guarded tables failed", err)
+	return checkQueryErr(ctx, k.dialect, dialect.RegistryTable, "reading the registry of guarded tables failed", err)
 }
 
 // loadRelatives lists, through c, the relatives of the pool's guarded tables that
@@ -415,7 +415,7 @@ func (k *core) checkListed(ctx context.Context, c *conn, g *plan.Table, register
 	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
-		qerr := checkQueryErr(ctx, g.String(), "the column check query failed", err)
+		qerr := checkQueryErr(ctx, k.dialect, g.String(), "the column check query failed", err)
 		if se := (*SchemaError)(nil); errors.As(qerr, &se) {
 			return &listedQueryError{se}
 		}

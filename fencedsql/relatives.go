@@ -93,7 +93,7 @@ func (c *conn) checkAncestors(ctx context.Context, g *plan.Table) error {
 	q, args := f.AncestorsQuery(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	rows, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return checkQueryErr(ctx, g.String(), "the query for the table's inheritance parents and partitioned roots failed", err)
+		return checkQueryErr(ctx, c.core.dialect, g.String(), "the query for the table's inheritance parents and partitioned roots failed", err)
 	}
 	for _, r := range rows {
 		if len(r) != 2 {

@@ -52,7 +52,7 @@ func (c *conn) verifyTable(ctx context.Context, g *plan.Table) error {
 	}
 	v, err := schema.Columns(ctx, c.catalog(), k.dialect, t, g.TokenCol, g.VerCol)
 	if err != nil {
-		return checkQueryErr(ctx, g.String(), "the column check query failed", err)
+		return checkQueryErr(ctx, c.core.dialect, g.String(), "the column check query failed", err)
 	}
 	if !v.OK() {
 		return &SchemaError{Table: g.String(), Problem: strings.Join(v.Problems, "; "), Fix: strings.Join(v.Fix, "; ")}

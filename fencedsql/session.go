@@ -78,7 +78,7 @@ func (c *conn) verifySession(ctx context.Context, query bool) error {
 	}
 	vals, err := c.queryStrings(ctx, q, nil)
 	if err != nil {
-		return checkQueryErr(ctx, "", "the session check query failed", err)
+		return checkQueryErr(ctx, c.core.dialect, "", "the session check query failed", err)
 	}
 	if len(vals) != 1 || len(vals[0]) != 1 {
 		return &SchemaError{Problem: "the session check query did not return one value" + mockHint}

@@ -38,7 +38,7 @@ func (c *conn) verifyRole(ctx context.Context) error {
 	reset, grant := l.ReplicaAdvice()
 	switch {
 	case err != nil:
-		return checkQueryErr(ctx, "", "the session check's listing of the server's replication connections failed", err)
+		return checkQueryErr(ctx, c.core.dialect, "", "the session check's listing of the server's replication connections failed", err)
 	case configured:
 		return &SessionError{Dialect: c.core.dialect.Name(), Setting: "replication", Value: "configured", NotPrimary: true,
 			Problem: "the server has replication configured (a replica, even with its replication stopped): its floor and rows lag behind the primary's, a write there never reaches it, and a stale token's write would be acknowledged",

@@ -27,7 +27,7 @@ func triggerGuard(ctx context.Context, query dialect.CatalogQuery, d dialect.Dia
 	}
 	doors, err := f.TriggerDoors(ctx, query, dialect.SideDoorTable{Table: table, TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 	if err != nil {
-		return checkQueryErr(ctx, g.String(), "the side door query failed", err)
+		return checkQueryErr(ctx, d, g.String(), "the side door query failed", err)
 	}
 	var problems, fix []string
 	for _, sd := range doors {

@@ -25,7 +25,7 @@ import (
 // The COMMIT statement runs under ctx itself: the caller's deadline holds (red-team
 // rt44f F2: under context.Background(), a COMMIT whose network went dark hung the
 // statement past its 1 s deadline until TCP gave up), and a COMMIT cut by it is
-// Unknown (isTransport), never NotCommitted. The ROLLBACK runs under endContext's
+// Unknown (connLost), never NotCommitted. The ROLLBACK runs under endContext's
 // context: detached from ctx (it must still be sent after a failure that ended ctx:
 // it releases the row locks now rather than when the server notices the connection
 // gone) and bounded so that it ends at most endGrace after ctx's deadline. A driver's

@@ -34,7 +34,7 @@ func (c *conn) tableRow(ctx context.Context, cache *sync.Map, g *plan.Table, wha
 	q, args := query(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
-		return nil, checkQueryErr(ctx, g.String(), "the guard's "+what+" query failed", err)
+		return nil, checkQueryErr(ctx, c.core.dialect, g.String(), "the guard's "+what+" query failed", err)
 	}
 	var row []string
 	if len(vals) == 1 {

@@ -69,16 +69,13 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	}
 	info := classify(me)
 	// An error packet is the server's answer, except those that say the session or
-	// the server went away while the statement ran (it may have committed).
-	switch me.Number {
-	case 1053, // Server shutdown in progress
-		1927,       // Connection was killed
-		1317,       // Query execution was interrupted
-		1969,       // MariaDB: Query execution was interrupted (max_statement_time exceeded)
-		3024,       // MySQL: Query execution was interrupted, maximum statement execution time exceeded
-		3169,       // MySQL: Session was killed
-		2006, 2013, // server gone away, lost connection (as a proxy's error packet)
-		1158, 1159, 1160, 1161: // communication packets: read error, read timeout, write error, write timeout
+	// the server went away while the statement ran (it may have committed), or that
+	// the statement was interrupted.
+	switch {
+	case sessionLost(me.Number):
+	case me.Number == 1317, // Query execution was interrupted
+		me.Number == 1969, // MariaDB: Query execution was interrupted (max_statement_time exceeded)
+		me.Number == 3024: // MySQL: Query execution was interrupted, maximum statement execution time exceeded
 	default:
 		info.Server = true
 	}

@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 		// Process mode re-executes the test binary as a worker process.
 		os.Exit(workerMain(spec, os.Stdin, os.Stdout))
 	}
+	if spec, ok := os.LookupEnv(faultWorkerEnv); ok {
+		// TestFaultScheduleMoneyConserved re-executes it as one of its workers.
+		os.Exit(faultWorkerMain(spec))
+	}
 	etcdtest.VerifyTestMain(m)
 }
 

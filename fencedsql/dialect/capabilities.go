@@ -11,7 +11,7 @@ import "reflect"
 func optionalInterfaces() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[AbsenceCaller](), reflect.TypeFor[AbsenceRecorder](), reflect.TypeFor[AncestorFinder](), reflect.TypeFor[CatalogViewFinder](),
-		reflect.TypeFor[ClaimOneChecker](), reflect.TypeFor[DSNChecker](), reflect.TypeFor[DSNParser](),
+		reflect.TypeFor[ClaimOneChecker](), reflect.TypeFor[ConnLossJudge](), reflect.TypeFor[DSNChecker](), reflect.TypeFor[DSNParser](),
 		reflect.TypeFor[DeleteFencer](), reflect.TypeFor[DescendantFinder](), reflect.TypeFor[ExactIdenter](),
 		reflect.TypeFor[FloorBlockLister](), reflect.TypeFor[FloorCopier](), reflect.TypeFor[FloorCoverageFinder](),
 		reflect.TypeFor[FloorFinder](), reflect.TypeFor[FloorInstallLocker](), reflect.TypeFor[FloorLockReader](),

@@ -27,6 +27,8 @@
 //     the transaction and began another, or began one outside any;
 //   - TxProber: whether a connection is still inside a transaction after a failed
 //     statement, where no query tells it (SQLite ends a transaction on some errors);
+//   - ConnLossJudge: the driver's own errors for a lost connection or a session the
+//     server ended (a check query cut so is not a schema problem);
 //   - SendChecker: the client driver's own reading of what is sent (its lexer, when it
 //     substitutes arguments into the text; argument values it takes as options).
 //

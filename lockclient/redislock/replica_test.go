@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/redislock"
 )
@@ -18,10 +19,7 @@ import (
 // persistence), extra arguments appended, and kills it at cleanup.
 func ownRedis(t *testing.T, extra ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
+	bin := testdb.RedisServerBin(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
