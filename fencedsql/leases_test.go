@@ -63,9 +63,27 @@ func transferDBs(t *testing.T) []transferDB {
 // the lease up at its local deadline.
 func twoLeases(t *testing.T) (l1, l2 *lockclient.Lease, lose1 func()) {
 	t.Helper()
+	svc, l1, l2 := twoLeasesOneService(t, 300*time.Millisecond)
+	return l1, l2, func() {
+		svc.Pause("A1")
+		select {
+		case <-l1.Lost():
+		case <-time.After(10 * time.Second):
+			t.Fatal("lease A1 not lost")
+		}
+		if l2.Err() != nil {
+			t.Fatalf("lease A2 lost too: %v", l2.Err())
+		}
+	}
+}
+
+// twoLeasesOneService takes lock "account:1" in process A1 (the smaller token) and
+// "account:2" in process A2 on a new memlock service, both with lease TTL ttl; the
+// service's Pause("A1") stalls A1's client.
+func twoLeasesOneService(t *testing.T, ttl time.Duration) (svc *memlock.Service, l1, l2 *lockclient.Lease) {
+	t.Helper()
 	ctx := context.Background()
-	svc := memlock.New()
-	const ttl = 300 * time.Millisecond
+	svc = memlock.New()
 	c1 := lockclient.New(svc, lockclient.WithTTL(ttl), lockclient.WithOwner("A1"))
 	c2 := lockclient.New(svc, lockclient.WithTTL(ttl), lockclient.WithOwner("A2"))
 	t.Cleanup(func() {
@@ -83,17 +101,7 @@ func twoLeases(t *testing.T) (l1, l2 *lockclient.Lease, lose1 func()) {
 	if l1.Token() >= l2.Token() {
 		t.Fatalf("tokens %d, %d: want the lease to lose to carry the smaller one", l1.Token(), l2.Token())
 	}
-	return l1, l2, func() {
-		svc.Pause("A1")
-		select {
-		case <-l1.Lost():
-		case <-time.After(10 * time.Second):
-			t.Fatal("lease A1 not lost")
-		}
-		if l2.Err() != nil {
-			t.Fatalf("lease A2 lost too: %v", l2.Err())
-		}
-	}
+	return svc, l1, l2
 }
 
 func balances(t *testing.T, d transferDB) (b1, b2, tok1, tok2 int64) {

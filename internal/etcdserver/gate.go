@@ -80,7 +80,7 @@ func (g *gate) options() []grpc.ServerOption {
 				return errKilled
 			}
 			s := &gatedStream{ServerStream: ss, g: g, held: true}
-			defer s.release()
+			defer s.end()
 			return h(srv, s)
 		}),
 	}
@@ -92,6 +92,18 @@ type gatedStream struct {
 	g    *gate
 	mu   sync.Mutex
 	held bool
+	done bool // the handler returned: a message received now is no work in flight
+}
+
+// end releases the gate when the handler returns, for good: a receiving goroutine of
+// the handler's (etcd's watch and keep-alive streams receive in their own goroutine)
+// may still get a message after that, and holding the gate for it would never be
+// released — Kill and Close then waited the whole drainTimeout.
+func (s *gatedStream) end() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+	s.release()
 }
 
 func (s *gatedStream) release() {
@@ -110,6 +122,9 @@ func (s *gatedStream) RecvMsg(m any) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.done {
+		return nil
+	}
 	if !s.g.enter() {
 		return errKilled
 	}
