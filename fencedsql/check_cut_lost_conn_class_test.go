@@ -3,8 +3,9 @@ package fencedsql_test
 // The lost-connection rule (connLost: every driver's transport errors plus the
 // dialect's ConnLossJudge) counts each driver's lost connection and ended session,
 // and nothing a session survives: a constraint, a busy or lock timeout, a cancelled
-// statement are the server's answers (a check query failing so stays a *SchemaError,
-// a statement failing so is NotCommitted).
+// statement are the server's answers (a statement failing so is NotCommitted; a check
+// query failing on a constraint stays a *SchemaError, one the server cancelled is cut:
+// check_cut_interrupted_test.go).
 
 import (
 	"context"

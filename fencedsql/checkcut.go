@@ -29,9 +29,11 @@ func checkQueryErr(ctx context.Context, d dialect.Dialect, table, problem string
 // a *CheckCutError naming table and problem — when ctx ended or the connection was
 // lost under it (connLost with the pool's dialect d: a driver's own lost-connection
 // errors, go-sql-driver/mysql's ErrInvalidConn or PostgreSQL's FATAL 57P01 of a
-// restart or a failover, count; red-team rt53b F1); nil otherwise.
+// restart or a failover, count; red-team rt53b F1) or the server interrupted its
+// query on a session that goes on (interrupted: a statement timeout, KILL QUERY); nil
+// otherwise.
 func cutCheck(ctx context.Context, d dialect.Dialect, table, problem string, err error) error {
-	if cerr := ctx.Err(); cerr != nil || connLost(d, err) {
+	if cerr := ctx.Err(); cerr != nil || connLost(d, err) || interrupted(d, err) {
 		return &CheckCutError{Table: table, Problem: problem, Err: err, Context: cerr}
 	}
 	return nil
@@ -39,7 +41,8 @@ func cutCheck(ctx context.Context, d dialect.Dialect, table, problem string, err
 
 // CheckCutError is a check the wrapper runs before sending a statement (its session
 // check, a guarded table's schema check, …) that could not complete because the
-// statement's context ended or the connection failed under its query. Nothing of the
+// statement's context ended, the connection failed under its query, or the server
+// interrupted its query (a statement timeout, a cancel request, KILL QUERY). Nothing of the
 // statement was sent: outside a transaction CommitOutcome says NotCommitted; the
 // connection is left to the driver's own verdict (a driver.ErrBadConn makes
 // database/sql discard it and, outside a transaction, retry the statement on another
@@ -72,4 +75,11 @@ func (e *CheckCutError) Unwrap() []error {
 		return []error{e.Err, e.Context}
 	}
 	return []error{e.Err}
+}
+
+// interrupted reports whether dialect d reads err as a statement the server cancelled
+// on a session that goes on (dialect.ErrorInterrupted: PostgreSQL 57014, MySQL 1317,
+// MariaDB 1969, MySQL 3024): a check query cut so says nothing about the schema.
+func interrupted(d dialect.Dialect, err error) bool {
+	return d != nil && err != nil && d.Classify(err).Kind == dialect.ErrorInterrupted
 }

@@ -54,8 +54,9 @@ func (dialectImpl) QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// Classify maps 1048 (column cannot be null), 1062 (duplicate entry) and 1301 (a
-// value larger than max_allowed_packet), and marks the
+// Classify maps 1048 (column cannot be null), 1062 (duplicate entry), 1301 (a
+// value larger than max_allowed_packet) and 1317/1969/3024 (an interrupted
+// statement), and marks the
 // errors after which the server may have rolled back the whole transaction: 1213
 // (deadlock victim), 1020 (a record changed under MariaDB's snapshot isolation) and
 // 1206 (lock table full) always, 1205 (lock wait timeout) under
@@ -73,9 +74,7 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	// the statement was interrupted.
 	switch {
 	case sessionLost(me.Number):
-	case me.Number == 1317, // Query execution was interrupted
-		me.Number == 1969, // MariaDB: Query execution was interrupted (max_statement_time exceeded)
-		me.Number == 3024: // MySQL: Query execution was interrupted, maximum statement execution time exceeded
+	case info.Kind == dialect.ErrorInterrupted:
 	default:
 		info.Server = true
 	}
@@ -102,6 +101,10 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Column: firstQuoted(me.Message)}
 	case 1146: // Table 'db.t' doesn't exist
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: firstQuoted(me.Message)}
+	case 1317, // Query execution was interrupted (KILL QUERY)
+		1969, // MariaDB: Query execution was interrupted (max_statement_time exceeded)
+		3024: // MySQL: Query execution was interrupted, maximum statement execution time exceeded
+		return dialect.ErrorInfo{Kind: dialect.ErrorInterrupted}
 	case 1205: // Lock wait timeout exceeded; try restarting transaction
 		// Only the statement by default; the whole transaction, as for a deadlock, when
 		// the server runs with innodb_rollback_on_timeout (a start-up option, read when

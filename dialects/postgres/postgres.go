@@ -82,6 +82,8 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Column: unknownName(pe.Message, "column ")}
 	case "42P01": // relation "s.t" does not exist
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: unknownName(pe.Message, "relation ")}
+	case "57014": // canceling statement due to statement timeout / user request
+		return dialect.ErrorInfo{Kind: dialect.ErrorInterrupted}
 	}
 	return dialect.ErrorInfo{}
 }

@@ -58,6 +58,13 @@ const (
 	// guarded write whose name is a fencing column or a guard object, the wrapper
 	// reads it as the table's schema changed since its lazy check (*SchemaError).
 	ErrorUnknownName
+	// ErrorInterrupted is a statement the server cancelled on a session that goes on: a
+	// statement timeout or a cancel request (PostgreSQL 57014 query_canceled; MySQL
+	// 1317 KILL QUERY, MariaDB 1969 max_statement_time, MySQL 3024
+	// max_execution_time). It says nothing about the statement's tables: a check query
+	// the wrapper runs that fails so is cut (*fencedsql.CheckCutError), not a schema
+	// problem. A lost connection or an ended session is not one (ConnLossJudge).
+	ErrorInterrupted
 )
 
 // ClaimConflictMark starts the value of the error a claim by row locator raises when
