@@ -28,7 +28,27 @@ package mysql
 //     catalog columns only, whose collation (IMPLICIT) decides the comparison, as it
 //     did under the default collation. TestCatalogReadsUnderCollations runs the lazy
 //     check, a fenced write, an absent-key claim and schema.Check under each.
+//   - A statement time limit (MariaDB's max_statement_time, MySQL's max_execution_time)
+//     that interrupts a read of information_schema.GLOBAL_STATUS does not always fail
+//     it: MariaDB stops filling the table at the kill flag and the query returns
+//     without the row (red-team rt54a F1: the session check's "writable primary" test
+//     read the missing Slaves_running row as a replica, and a write on a healthy
+//     primary was refused with ErrNotPrimary instead of a cut check). The reads whose
+//     verdict rests on such a row — the session query and WritablePrimaryQuery — run
+//     with no statement time limit (noTimeLimit, noTimeLimitHint): they are bounded by
+//     the caller's context. The other catalog reads fail with error 1969 or 3024 when
+//     interrupted, which the wrapper reads as a cut check (dialect.ErrorInterrupted).
 
 // noRecursionLimit prefixes a recursive catalog read on MariaDB (10.1.8 and later,
 // an executable comment MySQL skips) with the largest max_recursive_iterations.
 const noRecursionLimit = "/*M!100108 SET STATEMENT max_recursive_iterations = 4294967295 FOR */ "
+
+// noTimeLimit prefixes a catalog read whose answer must be whole on MariaDB with no
+// max_statement_time for that statement; noTimeLimitHint, placed after its SELECT,
+// does the same for MySQL's max_execution_time (a comment to MariaDB 10.11). A
+// statement cannot carry the two prefixes: a read needing both names both variables
+// in one SET STATEMENT.
+const (
+	noTimeLimit     = "/*M!100108 SET STATEMENT max_statement_time = 0 FOR */ "
+	noTimeLimitHint = "/*+ SET_VAR(max_execution_time = 0) */ "
+)

@@ -159,7 +159,7 @@ var _ dialect.PreparedLister = dialectImpl{}
 // (writablePrimary; dialect.PrimaryChecker): a replica's raise is undone by the
 // primary's floor in its relay log.
 func (dialectImpl) WritablePrimaryQuery() string {
-	return "SELECT " + writablePrimary
+	return noTimeLimit + "SELECT " + noTimeLimitHint + writablePrimary
 }
 
 // writablePrimary is the one test of "this server takes writes as a primary", 1 or 0

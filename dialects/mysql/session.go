@@ -110,7 +110,9 @@ import (
 //
 //	<sql_select_limit> <character_set_results, NULL as the text NULL> <writable primary: 1 or 0>
 //
-// The query ends in LIMIT 1, which overrides sql_select_limit (0 made it read no row).
+// The query ends in LIMIT 1, which overrides sql_select_limit (0 made it read no row),
+// and runs with no statement time limit (noTimeLimit: an interrupted read of
+// GLOBAL_STATUS returns no row rather than an error).
 // sql_mode is the only value that may be empty, and none has a space. The query is
 // ASCII without backslashes: every session reads it the same way. Its result is ASCII
 // sent as binary, which the server does not convert to character_set_results (under
@@ -121,7 +123,7 @@ func (dialectImpl) SessionQuery() string {
 	return sessionQuery
 }
 
-const sessionQuery = "SELECT CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, " +
+const sessionQuery = noTimeLimit + "SELECT " + noTimeLimitHint + "CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, " +
 	"@@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6))" +
 	" /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */" +
 	" /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */" +
