@@ -302,7 +302,7 @@ type faultWorker struct {
 	index   int
 	cmd     *exec.Cmd
 	owner   string
-	db      *faultProxy
+	db      *netproxy.Proxy
 	rd      *netproxy.Proxy
 	exited  chan struct{}
 	killed  bool
@@ -438,7 +438,7 @@ func faultRun(t *testing.T, seed uint64, dur time.Duration, driver, locks, bind 
 	// spawn starts a worker; a replacement keeps the owner name of the worker it
 	// replaces (an orchestrator's restarted pod or service has the same name).
 	spawn := func(owner string) *faultWorker {
-		dbp, err := newFaultProxy(dbAddr)
+		dbp, err := netproxy.New(dbAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -840,133 +840,3 @@ func TestFaultScheduleMoneyConserved(t *testing.T) {
 
 // showLog: log every fault (FENCEDSQL_SCHEDULES_LOG=1 with -v).
 var showLog bool
-
-// faultProxy is netproxy's Block/Unblock/Reset plus an asymmetric partition: OneWay
-// lets the client's bytes reach the server but discards the server's replies, then
-// closes the connections after d — a statement (a COMMIT) that the server ran and whose
-// answer the client never gets.
-type faultProxy struct {
-	ln      net.Listener
-	target  string
-	mu      sync.Mutex
-	blocked chan struct{}
-	oneway  bool
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
-}
-
-func newFaultProxy(target string) (*faultProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &faultProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	return p, nil
-}
-
-func (p *faultProxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *faultProxy) Block() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.blocked == nil {
-		p.blocked = make(chan struct{})
-	}
-}
-
-func (p *faultProxy) Unblock() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.blocked != nil {
-		close(p.blocked)
-		p.blocked = nil
-	}
-	p.oneway = false
-}
-
-func (p *faultProxy) Reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// OneWay discards replies from now on and resets every connection after d.
-func (p *faultProxy) OneWay(d time.Duration) {
-	p.mu.Lock()
-	p.oneway = true
-	p.mu.Unlock()
-	time.AfterFunc(d, func() {
-		p.Reset()
-		p.mu.Lock()
-		p.oneway = false
-		p.mu.Unlock()
-	})
-}
-
-func (p *faultProxy) Close() error {
-	p.Unblock()
-	err := p.ln.Close()
-	p.Reset()
-	p.wg.Wait()
-	return err
-}
-
-func (p *faultProxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			out, err := net.Dial("tcp", p.target)
-			if err != nil {
-				in.Close()
-				return
-			}
-			p.mu.Lock()
-			p.conns[in], p.conns[out] = struct{}{}, struct{}{}
-			p.mu.Unlock()
-			var wg sync.WaitGroup
-			wg.Add(2)
-			go func() { defer wg.Done(); p.pipe(out, in, false) }()
-			go func() { defer wg.Done(); p.pipe(in, out, true) }()
-			wg.Wait()
-			p.mu.Lock()
-			delete(p.conns, in)
-			delete(p.conns, out)
-			p.mu.Unlock()
-		}()
-	}
-}
-
-func (p *faultProxy) pipe(dst, src net.Conn, replies bool) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			ch, drop := p.blocked, replies && p.oneway
-			p.mu.Unlock()
-			if ch != nil {
-				<-ch
-			}
-			if !drop {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}

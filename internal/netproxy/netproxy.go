@@ -1,7 +1,9 @@
 // Package netproxy is a loopback TCP proxy that tests put between one client and a
 // server to make partitions: Block stops forwarding in both directions (bytes wait, as
 // in a black-holed network that later heals and TCP retransmits), Unblock resumes,
-// Reset drops every open connection. It only listens on and dials loopback addresses.
+// Reset drops every open connection, and OneWay makes an asymmetric partition (the
+// client's bytes reach the server, its replies are lost). It only listens on and dials
+// loopback addresses.
 package netproxy
 
 import (
@@ -9,6 +11,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Proxy forwards connections accepted on Addr to a target address.
@@ -18,6 +21,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	blocked chan struct{} // non-nil while blocked; closed by Unblock
+	oneway  bool          // replies are discarded (OneWay)
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -47,7 +51,7 @@ func (p *Proxy) Block() {
 	}
 }
 
-// Unblock resumes forwarding; stalled bytes are delivered.
+// Unblock resumes forwarding (and ends OneWay); stalled bytes are delivered.
 func (p *Proxy) Unblock() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -55,6 +59,22 @@ func (p *Proxy) Unblock() {
 		close(p.blocked)
 		p.blocked = nil
 	}
+	p.oneway = false
+}
+
+// OneWay lets the client's bytes reach the server but discards the server's replies
+// from now on, then resets every connection after d and forwards both ways again: a
+// statement (a COMMIT) that the server ran and whose answer the client never gets.
+func (p *Proxy) OneWay(d time.Duration) {
+	p.mu.Lock()
+	p.oneway = true
+	p.mu.Unlock()
+	time.AfterFunc(d, func() {
+		p.Reset()
+		p.mu.Lock()
+		p.oneway = false
+		p.mu.Unlock()
+	})
 }
 
 // Reset closes every open connection (the client sees a reset and reconnects).
@@ -81,13 +101,16 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-func (p *Proxy) gate() {
+// gate waits while the proxy is blocked and reports whether a chunk going the way
+// given (replies: server to client) is to be forwarded.
+func (p *Proxy) gate(replies bool) bool {
 	p.mu.Lock()
-	ch := p.blocked
+	ch, drop := p.blocked, replies && p.oneway
 	p.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
+	return !drop
 }
 
 func (p *Proxy) track(c net.Conn) bool {
@@ -132,22 +155,22 @@ func (p *Proxy) accept() {
 			defer p.untrack(out)
 			var wg sync.WaitGroup
 			wg.Add(2)
-			go func() { defer wg.Done(); p.pipe(out, in) }()
-			go func() { defer wg.Done(); p.pipe(in, out) }()
+			go func() { defer wg.Done(); p.pipe(out, in, false) }()
+			go func() { defer wg.Done(); p.pipe(in, out, true) }()
 			wg.Wait()
 		}()
 	}
 }
 
-// pipe copies src to dst in chunks, waiting at the gate before forwarding each one.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst in chunks, waiting at the gate before forwarding each one
+// (replies: src is the server).
+func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
-			p.gate()
+		if n > 0 && p.gate(replies) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
