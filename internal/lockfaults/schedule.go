@@ -146,7 +146,7 @@ func Run(t *testing.T, k Knobs, s Schedule) {
 		chk.badLocked("no write was checked: the schedule tested nothing")
 	}
 	if len(chk.violations) > 0 {
-		t.Errorf("fault schedule, seed %d (replay: FENCEDSQL_FAULTS_SEED=%d FENCEDSQL_FAULTS_DURATION=%v):\n  %s\nfaults:\n  %s",
+		t.Errorf("fault schedule, seed %d (replay: FENCEDSQL_SCHEDULES_SEED=%d FENCEDSQL_SCHEDULES_DURATION=%v):\n  %s\nfaults:\n  %s",
 			k.Seed, k.Seed, k.Duration, strings.Join(chk.violations, "\n  "), strings.Join(trace, "\n  "))
 	}
 }

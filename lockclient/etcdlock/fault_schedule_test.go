@@ -8,11 +8,11 @@
 //
 // Knobs (internal/lockfaults, docs/design.md "Long forms"):
 //
-//	FENCEDSQL_FAULTS_DURATION=d  how long each schedule runs (default 4s single
+//	FENCEDSQL_SCHEDULES_DURATION=d  how long each schedule runs (default 4s single
 //	                             member, 3s cluster)
-//	FENCEDSQL_FAULTS_SEED=n      replay: the seed the test logs (default time-based)
+//	FENCEDSQL_SCHEDULES_SEED=n      replay: the seed the test logs (default time-based)
 //
-// A long run: FENCEDSQL_FAULTS_DURATION=60s go test -count=1 -timeout 0 -run
+// A long run: FENCEDSQL_SCHEDULES_DURATION=60s go test -count=1 -timeout 0 -run
 // 'FaultScheduleLeaseNeverHeldPastService' ./lockclient/etcdlock/
 
 package etcdlock_test

@@ -7,10 +7,10 @@
 //
 // Knobs (internal/lockfaults, docs/design.md "Long forms"):
 //
-//	FENCEDSQL_FAULTS_DURATION=d  how long each server's schedule runs (default 1.5s)
-//	FENCEDSQL_FAULTS_SEED=n      replay: the seed the test logs (default time-based)
+//	FENCEDSQL_SCHEDULES_DURATION=d  how long each server's schedule runs (default 1.5s)
+//	FENCEDSQL_SCHEDULES_SEED=n      replay: the seed the test logs (default time-based)
 //
-// A long run: FENCEDSQL_FAULTS_DURATION=60s go test -count=1 -run
+// A long run: FENCEDSQL_SCHEDULES_DURATION=60s go test -count=1 -run
 // TestFaultScheduleLeaseNeverHeldPastService ./lockclient/sqllock/
 
 package sqllock_test
