@@ -49,7 +49,9 @@ func FloorUnheld(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect,
 // coverage apart from the guard's version (dialect.FloorCoverageFinder: PostgreSQL, an
 // older guard that reads the floor, or a guard whose floor's copy is not on the
 // session's search_path), the table itself is not among the relations its
-// UnflooredQuery lists. A dialect without a Guarder holds nothing.
+// UnflooredQuery lists; on the others (MySQL/MariaDB, SQLite), the table carries a
+// trigger of the guard (dialect.GuardFinder), whatever its name. A dialect without a
+// Guarder holds nothing.
 func floorHeld(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect, table dialect.TableName) (bool, error) {
 	g, ok := d.(dialect.Guarder)
 	if !ok {
@@ -65,6 +67,19 @@ func floorHeld(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect, t
 	}
 	cf, ok := d.(dialect.FloorCoverageFinder)
 	if !ok {
+		// MySQL/MariaDB, SQLite: a table that still carries triggers of the guard
+		// (renamed with its table: GuardInstalledQuery looks for the new name's) is
+		// judged by the side-door check (a guard lost its floor part: FloorPartDoor);
+		// only a table carrying none is taken for unheld here.
+		triggered, err := triggerGuarded(ctx, q, d)
+		if err != nil {
+			return false, err
+		}
+		for _, t := range triggered {
+			if strings.EqualFold(t.Name, table.Name) && (table.Schema == "" || strings.EqualFold(t.Schema, table.Schema)) {
+				return true, nil
+			}
+		}
 		return false, nil
 	}
 	query, args = cf.UnflooredQuery(table)
