@@ -51,8 +51,11 @@ type core struct {
 	// locking read reads (lockthrough.go)
 	viewLock sync.Map
 	metrics  *instruments
-	first    firstUse      // the registry and the listed tables, at the first connection
-	missing  missingListed // listed tables that did not exist yet (WithDDL: missing.go)
+	first    firstUse // the registry and the listed tables, at the first connection
+	// guardRecorded: the first connection found a table recorded as guarded (a registry
+	// row or a guard trigger), so the lazy check judges the floor coverage (floorguard.go)
+	guardRecorded atomic.Bool
+	missing       missingListed // listed tables that did not exist yet (WithDDL: missing.go)
 	// relatives stops the pool's writes once a relative it does not guard appeared
 	// (relatives.go)
 	relatives relativeBlock

@@ -101,6 +101,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 		return err
 	}
 	registered := rec.Registered
+	k.guardRecorded.Store(len(registered) > 0 || len(rec.Triggered) > 0)
 	if len(registered) > 0 {
 		if err := k.addGuards(registered); err != nil {
 			return err

@@ -15,7 +15,8 @@ import (
 
 // verifyTable runs the lazy checks of a guarded table before a guarded write is sent
 // or prepared (guardChecks): the table's fencing columns, its declaration
-// (SchemaLinter) and the doors a statement through the pool opens (TriggerDoorFinder:
+// (SchemaLinter), its floor coverage where the database has a token floor
+// (floorGuard) and the doors a statement through the pool opens (TriggerDoorFinder:
 // other tables' triggers that write it, its own BEFORE triggers that may assign its
 // fencing columns, updatable views, rules, a guard a table swap lost) and its
 // inheritance parents and partitioned roots (checkAncestors: one the pool does not
@@ -61,6 +62,9 @@ func (c *conn) verifyTable(ctx context.Context, g *plan.Table) error {
 		return err
 	}
 	if err := triggerGuard(ctx, c.catalog(), k.dialect, g, t); err != nil {
+		return err
+	}
+	if err := c.floorGuard(ctx, g, t); err != nil { // floorguard.go (red-team rt54c F1)
 		return err
 	}
 	if err := c.checkAncestors(ctx, g); err != nil { // relatives.go (red-team rt42b F1)
