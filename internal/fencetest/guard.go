@@ -54,6 +54,7 @@ func RunGuards(t *testing.T, b Backend, d dialect.Dialect, isGuardError func(err
 		{"AdminPath", gs.testAdminPath},
 		{"TokenFloor", gs.testFloor},
 		{"TokenFloorNoGuard", gs.testFloorNoGuard},
+		{"TokenFloorListedUnguarded", gs.testFloorListedUnguarded},
 		{"MaxTokenTombstones", gs.testMaxTokenTombstones},
 		{"ConfigMistakes", gs.testConfigMistakes},
 		{"GuardRecords", gs.testGuardRecords},
