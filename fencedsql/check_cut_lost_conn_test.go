@@ -13,10 +13,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +27,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/netproxy"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -36,85 +35,26 @@ import (
 // runs onMatch (before the chunk is forwarded); if onMatch returns true the chunk is
 // dropped and both sides closed (the connection lost under the query).
 type lostConnProxy struct {
-	ln      net.Listener
-	target  string
-	match   []byte
-	armed   atomic.Bool
-	fired   atomic.Bool
-	onMatch func() (cut bool)
-	mu      sync.Mutex
-	conns   []net.Conn
+	*netproxy.Proxy
+	armed atomic.Bool
+	fired atomic.Bool
 }
 
 func newLostConnProxy(t *testing.T, target, match string, onMatch func() bool) *lostConnProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	np, err := netproxy.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &lostConnProxy{ln: ln, target: target, match: []byte(match), onMatch: onMatch}
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
+	t.Cleanup(func() { np.Close() })
+	p := &lostConnProxy{Proxy: np}
+	np.Intercept(func(chunk []byte) netproxy.Verdict {
+		if p.armed.Load() && bytes.Contains(chunk, []byte(match)) && p.fired.CompareAndSwap(false, true) && onMatch() {
+			return netproxy.Cut
 		}
-		p.mu.Unlock()
+		return netproxy.Pass
 	})
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go func() { // client -> server
-				defer in.Close()
-				defer out.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := in.Read(buf)
-					if n > 0 {
-						if p.armed.Load() && bytes.Contains(buf[:n], p.match) && p.fired.CompareAndSwap(false, true) && p.onMatch() {
-							return
-						}
-						if _, werr := out.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() { // server -> client
-				defer in.Close()
-				defer out.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := out.Read(buf)
-					if n > 0 {
-						if _, werr := in.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
 	return p
 }
-
-func (p *lostConnProxy) Addr() string { return p.ln.Addr().String() }
 
 // lostConnGuardedUpdate runs a guarded UPDATE in a transaction on a fresh fenced pool
 // whose proxy p cuts the first catalog query once armed; it returns the first error:

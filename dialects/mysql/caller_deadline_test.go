@@ -5,9 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,77 +12,34 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/netproxy"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// swallowProxy is a loopback proxy that forwards both ways until the client sends a
-// packet holding trigger; from then on it forwards nothing (a black-holed network
-// from that packet on: the server never receives it, the client never hears back).
+// swallowProxy forwards both ways until, once armed, the client sends a packet holding
+// trigger; from then on it forwards nothing (a black-holed network from that packet
+// on: the server never receives it, the client never hears back).
 type swallowProxy struct {
-	ln      net.Listener
-	trigger []byte
-	armed   atomic.Bool
-	hit     atomic.Bool
-	mu      sync.Mutex
-	conns   []net.Conn
+	*netproxy.Proxy
+	armed atomic.Bool
+	hit   atomic.Bool
 }
 
 func newSwallowProxy(t *testing.T, target string, trigger string) *swallowProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	np, err := netproxy.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &swallowProxy{ln: ln, trigger: []byte(trigger)}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go p.pipe(s, c, true)
-			go p.pipe(c, s, false)
+	t.Cleanup(func() { np.Close() })
+	p := &swallowProxy{Proxy: np}
+	np.Intercept(func(chunk []byte) netproxy.Verdict {
+		if p.armed.Load() && bytes.Contains(chunk, []byte(trigger)) {
+			p.hit.Store(true)
+			return netproxy.Hold
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
+		return netproxy.Pass
 	})
 	return p
-}
-
-func (p *swallowProxy) pipe(dst, src net.Conn, fromClient bool) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if fromClient && p.armed.Load() && bytes.Contains(buf[:n], p.trigger) {
-				p.hit.Store(true)
-			}
-			if !p.hit.Load() {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				return
-			}
-			return
-		}
-	}
 }
 
 // TestOwnCommitHonoursCallerDeadline (red-team rt44f F2): outside a transaction, a
@@ -105,7 +59,7 @@ func TestOwnCommitHonoursCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := newSwallowProxy(t, cfg.Addr, "COMMIT")
-	cfg.Addr = proxy.ln.Addr().String()
+	cfg.Addr = proxy.Addr()
 	db, err := sql.Open("fenced-mysql", cfg.FormatDSN()+"&fenced_tables=dl_acc")
 	if err != nil {
 		t.Fatal(err)
@@ -142,12 +96,8 @@ func TestOwnCommitHonoursCallerDeadline(t *testing.T) {
 		}
 	case <-time.After(8 * time.Second):
 		t.Errorf("the fenced DELETE outside a transaction still waits %v after its 1 s deadline (COMMIT swallowed: %v)", time.Since(t0), proxy.hit.Load())
-		proxy.ln.Close()
-		proxy.mu.Lock()
-		for _, c := range proxy.conns {
-			c.Close()
-		}
-		proxy.mu.Unlock()
+		proxy.Reset()
+		proxy.Close()
 		<-done
 	}
 }
@@ -170,7 +120,7 @@ func TestPrepareHonoursCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := newSwallowProxy(t, cfg.Addr, "@@SESSION.sql_mode")
-	cfg.Addr = proxy.ln.Addr().String()
+	cfg.Addr = proxy.Addr()
 	db, err := sql.Open("fenced-mysql", cfg.FormatDSN()+"&fenced_tables=dl_acc")
 	if err != nil {
 		t.Fatal(err)
@@ -215,12 +165,8 @@ func TestPrepareHonoursCallerDeadline(t *testing.T) {
 		}
 	case <-time.After(8 * time.Second):
 		t.Errorf("PrepareContext still waits %v after its 1 s deadline (session query swallowed: %v)", time.Since(t0), proxy.hit.Load())
-		proxy.ln.Close()
-		proxy.mu.Lock()
-		for _, c := range proxy.conns {
-			c.Close()
-		}
-		proxy.mu.Unlock()
+		proxy.Reset()
+		proxy.Close()
 		<-done
 	}
 }

@@ -1,8 +1,9 @@
 // Package netproxy is a loopback TCP proxy that tests put between one client and a
 // server to make partitions: Block stops forwarding in both directions (bytes wait, as
 // in a black-holed network that later heals and TCP retransmits), Unblock resumes,
-// Reset drops every open connection, and OneWay makes an asymmetric partition (the
-// client's bytes reach the server, its replies are lost). It only listens on and dials
+// Reset drops every open connection, OneWay makes an asymmetric partition (the
+// client's bytes reach the server, its replies are lost), and Intercept lets a test
+// act on the client chunk that carries a given statement. It only listens on and dials
 // loopback addresses.
 package netproxy
 
@@ -22,6 +23,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	blocked chan struct{} // non-nil while blocked; closed by Unblock
 	oneway  bool          // replies are discarded (OneWay)
+	hook    func(chunk []byte) Verdict
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -75,6 +77,40 @@ func (p *Proxy) OneWay(d time.Duration) {
 		p.oneway = false
 		p.mu.Unlock()
 	})
+}
+
+// Verdict is what an Intercept hook decides for one chunk a client sent.
+type Verdict int
+
+const (
+	// Pass forwards the chunk as usual.
+	Pass Verdict = iota
+	// Hold blocks the proxy (Block) before the chunk is forwarded: it waits, with
+	// every other byte both ways, until Unblock — the network goes dark at that chunk.
+	Hold
+	// Cut drops the chunk and closes this client's connection and its server side:
+	// the connection is lost under the statement, which the server never receives.
+	Cut
+)
+
+// Intercept has f judge every chunk a client sends, in the order sent, before it is
+// forwarded (nil: none). f runs on the connection's goroutine; a chunk is what one
+// read returned, so a statement is matched within the chunk that carries it.
+func (p *Proxy) Intercept(f func(chunk []byte) Verdict) {
+	p.mu.Lock()
+	p.hook = f
+	p.mu.Unlock()
+}
+
+// judge returns the Intercept hook's verdict on a client chunk (Pass without one).
+func (p *Proxy) judge(chunk []byte) Verdict {
+	p.mu.Lock()
+	f := p.hook
+	p.mu.Unlock()
+	if f == nil {
+		return Pass
+	}
+	return f(chunk)
 }
 
 // Reset closes every open connection (the client sees a reset and reconnects).
@@ -162,14 +198,22 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies src to dst in chunks, waiting at the gate before forwarding each one
-// (replies: src is the server).
+// pipe copies src to dst in chunks, judging each client chunk (Intercept) and waiting
+// at the gate before forwarding each one (replies: src is the server).
 func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && !replies {
+			switch p.judge(buf[:n]) {
+			case Cut:
+				return
+			case Hold:
+				p.Block()
+			}
+		}
 		if n > 0 && p.gate(replies) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
