@@ -320,15 +320,6 @@ type faultResult struct {
 	faults    map[string]int
 }
 
-func faultFreePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // faultVia returns dsn pointed at addr (through a proxy), with the guarded table and a
 // session name for PostgreSQL (pg_terminate_backend by application_name).
 func faultVia(t *testing.T, driver, dsn, addr, appName, table string) string {
@@ -397,7 +388,7 @@ func faultRun(t *testing.T, seed uint64, dur time.Duration, driver, locks, bind 
 	admin := tables.admin
 
 	admin.SetMaxOpenConns(4)
-	rs := &faultRedis{port: faultFreePort(t), dir: t.TempDir()}
+	rs := &faultRedis{port: testdb.FreePort(t), dir: t.TempDir()}
 	lockTarget := dbAddr
 	if locks == "sql" {
 		d := sqllock.Postgres

@@ -3,7 +3,6 @@ package etcdlock_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencedsql/fencedsql/internal/etcdtest"
+	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
 	"github.com/fencedsql/fencedsql/lockclient/locktest"
@@ -33,17 +33,6 @@ func TestServiceIdentity(t *testing.T) {
 		backend(one, uniquePrefix(t)), backend(two, prefix))
 }
 
-// freeLoopbackPort returns a free loopback port.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startDefaultConfiguredEtcd starts a single-member etcd bootstrapped the way two
 // deployments of one configuration are (same member name, same advertised peer URL, same
 // --initial-cluster-token: etcd's defaults are "default", http://localhost:2380 and
@@ -51,7 +40,7 @@ func freeLoopbackPort(t *testing.T) int {
 // It returns the client address.
 func startDefaultConfiguredEtcd(t *testing.T) string {
 	t.Helper()
-	peerPort, clientPort := freeLoopbackPort(t), freeLoopbackPort(t)
+	peerPort, clientPort := testdb.FreePort(t), testdb.FreePort(t)
 	cfg := embed.NewConfig()
 	cfg.Name = "default"
 	cfg.Dir = t.TempDir()

@@ -20,12 +20,7 @@ import (
 func ownRedis(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin := testdb.RedisServerBin(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testdb.FreePort(t)
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--maxmemory-policy", "noeviction"}, extra...)
 	cmd := exec.Command(bin, args...)
