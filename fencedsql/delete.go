@@ -133,12 +133,14 @@ func (c *conn) oneStepQuery(ctx context.Context, r runner, one *plan.Plan, args 
 }
 
 // noRows are the rows of a statement that returns none (a DELETE without RETURNING
-// sent with Query): no columns, and no row.
-type noRows struct{}
+// sent with Query): no columns, and no row; n rows were deleted (adapter.Finished,
+// for fencedpgx, whose callers read the command tag).
+type noRows struct{ n int64 }
 
 func (noRows) Columns() []string              { return nil }
 func (noRows) Close() error                   { return nil }
 func (noRows) Next(dest []driver.Value) error { return io.EOF }
+func (r noRows) Command() string              { return "DELETE " + strconv.FormatInt(r.n, 10) }
 
 // counted is the result of a statement the wrapper ran as a read of the rows it
 // changed or locked (a DELETE … RETURNING, a claimed locking read sent with Exec): how
@@ -175,10 +177,12 @@ func drain(rows driver.Rows) (int64, error) {
 // the UPDATE stamped rows leaves the transaction able only to roll back (stampKept).
 func (c *conn) queryDelete(ctx context.Context, r runner, p *plan.Plan, args []driver.NamedValue, tok uint64, ver int64, full []driver.NamedValue) (driver.Rows, error) {
 	if !p.Returns {
-		if _, err := c.execDelete(ctx, r, p, args, tok, ver, full); err != nil {
+		res, err := c.execDelete(ctx, r, p, args, tok, ver, full)
+		if err != nil {
 			return nil, err
 		}
-		return noRows{}, nil
+		n, _ := res.RowsAffected()
+		return noRows{n: n}, nil
 	}
 	ok, err := c.deleteFenced(ctx, p)
 	if err != nil {

@@ -125,12 +125,14 @@ func (l *link) query(ctx context.Context, sql string, args []any, stmts *stmtMap
 	if err != nil {
 		return fail(err)
 	}
-	nr, ok := ar.Raw().(*nativeRows)
-	if !ok {
-		_ = ar.Close()
-		return fail(fmt.Errorf("fencedpgx: unexpected rows %T from the engine", ar.Raw()))
+	switch nr := ar.Raw().(type) {
+	case *nativeRows:
+		return &Rows{Rows: nr.rows, fin: ar, done: done, l: l}, nil
+	case adapter.Finished: // a fenced DELETE without RETURNING, already run
+		return &Rows{Rows: finishedRows{tag: pgconn.NewCommandTag(nr.Command())}, fin: ar, done: done, l: l}, nil
 	}
-	return &Rows{Rows: nr.rows, fin: ar, done: done, l: l}, nil
+	_ = ar.Close()
+	return fail(fmt.Errorf("fencedpgx: unexpected rows %T from the engine", ar.Raw()))
 }
 
 func (l *link) queryRow(ctx context.Context, sql string, args []any, stmts *stmtMap, done func()) pgx.Row {

@@ -1,6 +1,7 @@
 package fencedpgx
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -117,3 +118,23 @@ func (r *errRows) Values() ([]any, error)                       { return nil, r.
 func (r *errRows) RawValues() [][]byte                          { return nil }
 func (r *errRows) Conn() *pgx.Conn                              { return nil }
 func (r *errRows) TypeMap() *pgtype.Map                         { return nil }
+
+// finishedRows are the pgx rows of a query the wrapper ran to its end itself and that
+// returns no row (adapter.Finished: a fenced DELETE without RETURNING sent with Query
+// or QueryRow): no field, no row, no error, and the statement's command tag, as pgx
+// answers such a query. Conn is nil: the statements ran on a connection the caller
+// does not hold.
+type finishedRows struct{ tag pgconn.CommandTag }
+
+func (finishedRows) Close()                                       {}
+func (finishedRows) Err() error                                   { return nil }
+func (r finishedRows) CommandTag() pgconn.CommandTag              { return r.tag }
+func (finishedRows) FieldDescriptions() []pgconn.FieldDescription { return nil }
+func (finishedRows) Next() bool                                   { return false }
+func (finishedRows) Scan(...any) error                            { return errors.New("fencedpgx: Scan of rows without a row") }
+func (finishedRows) Values() ([]any, error) {
+	return nil, errors.New("fencedpgx: Values of rows without a row")
+}
+func (finishedRows) RawValues() [][]byte  { return nil }
+func (finishedRows) Conn() *pgx.Conn      { return nil }
+func (finishedRows) TypeMap() *pgtype.Map { return pgtype.NewMap() }

@@ -149,6 +149,16 @@ type RowCounter interface {
 	RowsRead() (n int64, ok bool)
 }
 
+// Finished is implemented by the rows of a query the engine ran to its end itself and
+// that return no row (a fenced DELETE without RETURNING sent as a query, which the
+// wrapper runs as its DELETE statements): the native connection's rows do not exist,
+// and the caller gets empty rows whose command is Command (e.g. "DELETE 1", in the
+// server's command-tag form) instead.
+type Finished interface {
+	driver.Rows
+	Command() string
+}
+
 // Step is one statement a batch must queue: its SQL and arguments in placeholder
 // order.
 type Step struct {
