@@ -63,7 +63,8 @@ type checkedAt struct {
 // pool's verdicts are dropped and the records read again through c (rereadRecords)
 // before the pool takes id for its server. The unchanged case is one atomic load and
 // a string comparison. A failed read returns its error (the write is not sent) and
-// leaves the pool's server as it was: the next write reads again.
+// leaves the pool's server as it was: the next write reads again; a server whose
+// records stop the pool (rereadRecords) becomes the pool's, its refusal returned.
 func (c *conn) sameServer(ctx context.Context, id string) error {
 	k := c.core
 	if id == "" {
@@ -84,15 +85,17 @@ func (c *conn) sameServer(ctx context.Context, id string) error {
 		return nil
 	}
 	k.forgetNames()
-	if err := k.rereadRecords(ctx, c); err != nil {
-		return err
+	err := k.rereadRecords(ctx, c)
+	if err != nil && k.relatives.refusal() == nil {
+		return err // nothing was learned: the next write reads again
 	}
+	// Read (the pool may now be stopped: relativeBlock, not asked again per write).
 	k.server.id.Store(&id)
 	if cur != nil {
 		k.cfg.logger.WarnContext(ctx, "fencedsql: a connection reached another server than the one the pool's checks were made on (a failover?); the pool's verdicts were dropped and the records read again there",
 			"was", *cur, "now", id)
 	}
-	return nil
+	return err
 }
 
 // rereadRecords reads again, through c, what the database records as guarded (as open
