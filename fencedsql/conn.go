@@ -55,6 +55,12 @@ type conn struct {
 	// pathSeen: the connection's name resolution as it opened was compared with the
 	// pool's (samePath, namepath.go).
 	pathSeen bool
+	// server is the identity of the server the connection reached ("" unknown), read
+	// once with its name resolution (serverSeen: samePath); opener: the pool's
+	// first-connection reads ran on it (open). See serverchange.go.
+	server     string
+	serverSeen bool
+	opener     bool
 
 	stmts *stmtCache // the wrapper's own prepared statements, nil when off (stmtcache.go)
 	// claimSeq numbers the keyed statement pairs (claims, DELETEs) sent on this

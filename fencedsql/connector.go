@@ -21,7 +21,7 @@ type core struct {
 	dialect dialect.Dialect
 	rw      *plan.Planner
 	cache   *planCache
-	checked sync.Map // *guard → time.Time: schema verified then (WithSchemaRecheck)
+	checked sync.Map // *guard → checkedAt: schema verified then, on that server (WithSchemaRecheck)
 	// namesGen counts forgetNames: DDL that may have moved what a guarded name
 	// resolves to on every connection (names.go)
 	namesGen atomic.Uint64
@@ -55,7 +55,10 @@ type core struct {
 	// guardRecorded: the first connection found a table recorded as guarded (a registry
 	// row or a guard trigger), so the lazy check judges the floor coverage (floorguard.go)
 	guardRecorded atomic.Bool
-	missing       missingListed // listed tables that did not exist yet (WithDDL: missing.go)
+	// server is the identity of the server the first-connection reads were made on
+	// (serverchange.go)
+	server  serverState
+	missing missingListed // listed tables that did not exist yet (WithDDL: missing.go)
 	// relatives stops the pool's writes once a relative it does not guard appeared
 	// (relatives.go)
 	relatives relativeBlock

@@ -45,7 +45,7 @@ func (c *conn) viewLockVerdict(ctx context.Context, k dialect.ViewLockChecker, r
 		return false, err
 	}
 	if !c.namesMoved {
-		if v, ok := c.core.viewLock.Load(r.Text); ok && c.core.fresh(v.(verdict).at) {
+		if v, ok := c.core.viewLock.Load(r.Text); ok && v.(verdict).server == c.server && c.core.fresh(v.(verdict).at) {
 			return v.(verdict).yes, nil
 		}
 	}
@@ -61,7 +61,7 @@ func (c *conn) viewLockVerdict(ctx context.Context, k dialect.ViewLockChecker, r
 	}
 	yes := len(vals) == 1 && len(vals[0]) == 1 && vals[0][0] == "1"
 	if !c.namesMoved {
-		c.core.viewLock.Store(r.Text, verdict{yes: yes, at: time.Now()})
+		c.core.viewLock.Store(r.Text, verdict{yes: yes, at: time.Now(), server: c.server})
 	}
 	return yes, nil
 }

@@ -165,6 +165,7 @@ func (k *core) open(ctx context.Context, c *conn) error {
 	}
 	k.missing.set(missing)
 	k.warnChecksOff(ctx)
+	c.opener = true // the records were read on c's server (sameServer)
 	k.first.done.Store(true)
 	return nil
 }

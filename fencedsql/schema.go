@@ -43,7 +43,8 @@ func (c *conn) verifyTable(ctx context.Context, g *plan.Table) error {
 		if at, ok := c.checkedNames[g]; ok && k.fresh(at) {
 			return nil
 		}
-	} else if at, ok := k.checked.Load(g); ok && k.fresh(at.(time.Time)) {
+	} else if v, ok := k.checked.Load(g); ok && v.(checkedAt).server == c.server && k.fresh(v.(checkedAt).at) {
+		// made on c's server (serverchange.go)
 		return nil
 	}
 	gen := k.namesGen.Load()
@@ -77,7 +78,7 @@ func (c *conn) verifyTable(ctx context.Context, g *plan.Table) error {
 		c.checkedNames[g] = time.Now()
 	} else if k.namesGen.Load() == gen {
 		// not across a forgetNames: what it saw may be the name's old relation
-		k.checked.Store(g, time.Now())
+		k.checked.Store(g, checkedAt{at: time.Now(), server: c.server})
 	}
 	return nil
 }

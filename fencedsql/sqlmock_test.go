@@ -274,7 +274,9 @@ func goodSession(d dialect.Dialect) string {
 
 // expectNamePath expects the dialect's name resolution query (dialect.NamePather),
 // which runs once per connection before its first lazy check, answered with one
-// resolution for every connection.
+// resolution for every connection. The answer has the one column such mocks were
+// written with: the server's identity (dialect.ServerIdentifier's second column) is
+// then unknown, which the pool tolerates (TestServerIdentityUnknownTolerated).
 func expectNamePath(mock sqlmock.Sqlmock, d dialect.Dialect) {
 	if p, ok := d.(dialect.NamePather); ok {
 		mock.ExpectQuery(p.NamePathQuery()).WillReturnRows(sqlmock.NewRows([]string{"path"}).AddRow("path"))

@@ -27,10 +27,11 @@ func (c *conn) tableRow(ctx context.Context, cache *sync.Map, g *plan.Table, wha
 		return nil, err
 	}
 	if !c.namesMoved {
-		if v, ok := cache.Load(g); ok && (v.(verdict).final || c.core.fresh(v.(verdict).at)) {
+		if v, ok := cache.Load(g); ok && (v.(verdict).final || v.(verdict).server == c.server && c.core.fresh(v.(verdict).at)) {
 			return v.(verdict).row, nil
 		}
 	}
+	gen := c.core.namesGen.Load()
 	q, args := query(dialect.TableName{Schema: g.Schema, Name: g.Name})
 	vals, err := c.queryStrings(ctx, q, args)
 	if err != nil {
@@ -40,8 +41,8 @@ func (c *conn) tableRow(ctx context.Context, cache *sync.Map, g *plan.Table, wha
 	if len(vals) == 1 {
 		row = vals[0]
 	}
-	if !c.namesMoved {
-		cache.Store(g, verdict{yes: len(row) == 1 && row[0] == "1", row: row, at: time.Now()})
+	if !c.namesMoved && c.core.namesGen.Load() == gen { // not across a forgetNames (verifyTable)
+		cache.Store(g, verdict{yes: len(row) == 1 && row[0] == "1", row: row, at: time.Now(), server: c.server})
 	}
 	return row, nil
 }
@@ -55,6 +56,9 @@ type verdict struct {
 	yes, final bool
 	row        []string // tableRow's answer
 	at         time.Time
+	// server is the identity of the server it was asked on: a verdict that is not
+	// final is trusted on a connection to that server only (serverchange.go).
+	server string
 }
 
 // doubtVerdict drops the cached yes of cache for g after err, the failure of the

@@ -1,6 +1,11 @@
 package mysql
 
-import "github.com/fencedsql/fencedsql/fencedsql/dialect"
+import (
+	"context"
+	"database/sql/driver"
+
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+)
 
 // NamePathQuery implements dialect.NamePather: an unqualified name resolves in the
 // session's default database (a temporary table of the name first: TempShadow). The
@@ -8,9 +13,23 @@ import "github.com/fencedsql/fencedsql/fencedsql/dialect"
 // — init_connect, a proxy that picks the schema — so the wrapper compares each
 // connection's with the pool's once, and checks a connection that differs on its own
 // (docs/design.md G13, red-team rt40b F2). The name is read as binary: the server
-// does not convert it to character_set_results.
+// does not convert it to character_set_results. The second column is the server's
+// identity (dialect.ServerIdentifier, docs/design.md G16): its server_id (distinct in
+// any replication set-up: a replica ignores the events of its own), host name and
+// port, "<server_id>:<hostname>:<port>", read with the name in the same round trip.
+// MySQL's @@server_uuid is left out: MariaDB has no such variable, and no executable
+// comment runs on MySQL only.
 func (dialectImpl) NamePathQuery() string {
-	return "SELECT CAST(DATABASE() AS BINARY)"
+	return "SELECT CAST(DATABASE() AS BINARY), CAST(CONCAT_WS(':', @@GLOBAL.server_id, @@GLOBAL.hostname, @@GLOBAL.port) AS BINARY)"
 }
 
-var _ dialect.NamePather = dialectImpl{}
+// TrackedServerIdentity implements dialect.ServerIdentifier: the driver keeps no
+// identity of the server, which NamePathQuery reads.
+func (dialectImpl) TrackedServerIdentity(context.Context, driver.Conn) (string, bool) {
+	return "", false
+}
+
+var (
+	_ dialect.NamePather       = dialectImpl{}
+	_ dialect.ServerIdentifier = dialectImpl{}
+)

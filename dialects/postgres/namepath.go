@@ -29,9 +29,10 @@ const namePathColumn = "pg_catalog.current_schemas(true)::pg_catalog.text"
 // namePathColumn's value, read with synchronous_commit once per connection.
 const namePathKey = "fencedsql.postgres.name_path"
 
-// NamePathQuery implements dialect.NamePather.
+// NamePathQuery implements dialect.NamePather and dialect.ServerIdentifier: the name
+// resolution, then the server's identity (serverIdentityColumn).
 func (dialectImpl) NamePathQuery() string {
-	return "SELECT " + namePathColumn
+	return "SELECT " + namePathColumn + ", " + serverIdentityColumn
 }
 
 // TrackedNamePath implements dialect.NamePathTracker under pgx: the value read with
@@ -52,7 +53,37 @@ func (dialectImpl) TrackedNamePath(ctx context.Context, raw driver.Conn) (string
 	return v, ok
 }
 
+// serverIdentityColumn reads the server's identity (dialect.ServerIdentifier): the
+// postmaster's start time, in UTC to the microsecond whatever the session's TimeZone
+// and DateStyle, and the port it listens on. A promoted replica has its own start
+// time (it was started as a standby); the system identifier, which a physical replica
+// shares with its primary, would not tell them apart (and pg_control_system() may be
+// revoked from PUBLIC). Both functions are executable by any role.
+const serverIdentityColumn = "pg_catalog.to_char(pg_catalog.timezone('UTC', pg_catalog.pg_postmaster_start_time()), 'YYYYMMDDHH24MISSUS') OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) COALESCE(pg_catalog.inet_server_port()::pg_catalog.text, '')"
+
+// serverIdentityKey is the pgconn.PgConn.CustomData key under which syncCommitOf keeps
+// serverIdentityColumn's value, read with synchronous_commit once per connection.
+const serverIdentityKey = "fencedsql.postgres.server_identity"
+
+// TrackedServerIdentity implements dialect.ServerIdentifier under pgx: the value read
+// with synchronous_commit and the name path (syncCommitOf), as TrackedNamePath's.
+func (dialectImpl) TrackedServerIdentity(ctx context.Context, raw driver.Conn) (string, bool) {
+	pg := pgConnOf(raw)
+	if pg == nil || pg.CustomData() == nil {
+		return "", false
+	}
+	if v, ok := pg.CustomData()[serverIdentityKey].(string); ok {
+		return v, true
+	}
+	if _, ok := syncCommitOf(ctx, pg); !ok {
+		return "", false
+	}
+	v, ok := pg.CustomData()[serverIdentityKey].(string)
+	return v, ok
+}
+
 var (
-	_ dialect.NamePather      = dialectImpl{}
-	_ dialect.NamePathTracker = dialectImpl{}
+	_ dialect.NamePather       = dialectImpl{}
+	_ dialect.NamePathTracker  = dialectImpl{}
+	_ dialect.ServerIdentifier = dialectImpl{}
 )

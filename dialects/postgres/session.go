@@ -230,8 +230,9 @@ func (dialectImpl) CheckSession(value string) error {
 // syncCommitOf returns "<synchronous_commit> <source>" for pg, read once and kept in
 // its CustomData; false when the read failed (nothing is kept: the next call tries
 // again). The same query reads the session's name resolution (namePathColumn), kept
-// under namePathKey for TrackedNamePath: the wrapper's once-per-connection comparison
-// costs no round trip of its own. The query runs under ctx, the statement's (red-team
+// under namePathKey for TrackedNamePath, and the server's identity
+// (serverIdentityColumn), kept under serverIdentityKey for TrackedServerIdentity: the
+// wrapper's once-per-connection comparisons cost no round trip of their own. The query runs under ctx, the statement's (red-team
 // rt44f F1: under a private 5 s deadline of its own, a caller's 500 ms deadline was
 // overrun by 4.5 s on a dead network, and pgx's closing of the connection at that
 // private deadline then failed the wrapper's fallback query with "bad connection",
@@ -244,13 +245,14 @@ func syncCommitOf(ctx context.Context, pg *pgconn.PgConn) (string, bool) {
 	if v, ok := data[syncCommitKey].(string); ok {
 		return v, true
 	}
-	res, err := pg.Exec(ctx, "SELECT "+syncCommitColumns+", "+namePathColumn+" FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'").ReadAll()
-	if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 2 {
+	res, err := pg.Exec(ctx, "SELECT "+syncCommitColumns+", "+namePathColumn+", "+serverIdentityColumn+" FROM pg_catalog.pg_settings s WHERE s.name = 'synchronous_commit'").ReadAll()
+	if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 3 {
 		return "", false
 	}
 	v := string(res[0].Rows[0][0])
 	data[syncCommitKey] = v
 	data[namePathKey] = string(res[0].Rows[0][1])
+	data[serverIdentityKey] = string(res[0].Rows[0][2])
 	return v, true
 }
 

@@ -17,7 +17,9 @@ import (
 // a name verdict the pool cached, and caches a connection's verdicts on the
 // connection when its value differs from the one the pool's verdicts were made under
 // (docs/design.md G13). It must read no table the application owns, and hold no
-// backslash, quote or byte of 0x80 and above.
+// backslash, double quote or byte of 0x80 and above (a single-quoted literal without
+// a backslash reads alike in every session). A ServerIdentifier's query returns a
+// second column, the server's identity.
 type NamePather interface {
 	NamePathQuery() string
 }

@@ -86,10 +86,15 @@ func (p *routeProxy) addr() string { return p.ln.Addr().String() }
 // The application's pool lists the table: since the database has a token floor (the
 // surviving guard of failover_rows reads it), the lazy check refuses the table, which
 // carries no floor-reading guard (ErrSchema, floorguard.go), so the stale holder's
-// token below the floor writes nothing — through the application's pool (its verdicts
-// not trusted across the failover: WithSchemaRecheck(0); a pool trusting its verdict
-// keeps it for the recheck interval, docs/design.md "Known open findings") and through
-// a pool opened afresh.
+// token below the floor writes nothing — through the application's running pool and
+// through a pool opened afresh.
+//
+// The running pool has the default WithSchemaRecheck (one minute) and checked the table
+// on the old primary (A's and B's writes): its new connections reach another server
+// (the promoted replica, another identity: dialect.ServerIdentifier), so it does not
+// trust those verdicts there and checks the table again before the stale write
+// (docs/design.md G16, "The server behind a running pool"; before, the verdict made on
+// the old primary let the stale writes through for up to a minute).
 func TestGuardInstallLostInTailRefused(t *testing.T) {
 	env := needEnv(t)
 	t.Run("PostgreSQL", func(t *testing.T) {
@@ -170,7 +175,7 @@ func lostGuardInstall(ctx context.Context, t *testing.T, pair detacher, d DB, re
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := fencedsql.OpenDB(connector, fencedsql.WithDialect(d.Dialect), fencedsql.Guard(Table), fencedsql.Guard(t2), fencedsql.WithSchemaRecheck(0))
+	app := fencedsql.OpenDB(connector, fencedsql.WithDialect(d.Dialect), fencedsql.Guard(Table), fencedsql.Guard(t2))
 	defer app.Close()
 	h, err := NewHolders(ctx)
 	if err != nil {
@@ -241,8 +246,9 @@ func lostGuardInstall(ctx context.Context, t *testing.T, pair detacher, d DB, re
 		what string
 		err  error
 	}{{"UPDATE of row 1 (B's newer write lost)", uerr}, {"UPDATE of row 2 (deleted by B under tB, tombstone lost)", derr}, {"INSERT of key 3", ierr}} {
-		if !errors.Is(c.err, fencedsql.ErrSchema) && !errors.Is(c.err, fencedsql.ErrFenced) {
-			t.Errorf("token %d, below the floor %d the hook raised (and below tB=%d), %s on the new primary: got %v, want ErrSchema (the table is not guarded on this server) or ErrBelowFloor",
+		var se *fencedsql.SchemaError
+		if !errors.As(c.err, &se) || !strings.Contains(c.err.Error(), "not guarded on this server") {
+			t.Errorf("token %d, below the floor %d the hook raised (and below tB=%d), %s on the new primary through the running pool: got %v, want a *SchemaError (the table is not guarded on this server)",
 				tA, last+1, tB, c.what, c.err)
 		}
 	}
