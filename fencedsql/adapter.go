@@ -276,6 +276,9 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		if err := c.checkSend(ctx, p, sql, args); err != nil {
 			return nil, err
 		}
+		if err := c.judgeBoundText(ctx, p, sql, args); err != nil {
+			return nil, err
+		}
 		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan.Plan{nil}}, nil
 	}
 	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now(), stamped: -1}

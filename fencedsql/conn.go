@@ -291,25 +291,35 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.admit(ctx, p, query); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// admit applies to p, the plan of query, the judgements that depend on the connection
+// (route, above): route's for the caller's text, judgeBoundText's for the text with its
+// bound statement text put in as literals.
+func (c *conn) admit(ctx context.Context, p *plan.Plan, query string) error {
 	if p.TxOnly != nil && c.tx == nil {
-		return nil, c.core.refused(p.TxOnly)
+		return c.core.refused(p.TxOnly)
 	}
 	if p.ImplicitCommit != nil && c.tx != nil {
-		return nil, c.core.refused(p.ImplicitCommit)
+		return c.core.refused(p.ImplicitCommit)
 	}
 	if err := c.checkMissing(ctx, p, query); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.checkRelativeBlock(p, query); err != nil {
-		return nil, err
+		return err
 	}
 	if p.Ambiguous {
 		if err := c.verifyReading(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	c.sessionMoved(p)
-	return p, nil
+	return nil
 }
 
 // ExecContext implements driver.ExecerContext.
@@ -333,6 +343,9 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	if err := c.checkSend(ctx, p, query, args); err != nil {
+		return nil, err
+	}
+	if err := c.judgeBoundText(ctx, p, query, args); err != nil {
 		return nil, err
 	}
 	if err := c.markDynamic(ctx, st, p); err != nil {
@@ -366,6 +379,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, err
 	}
 	if err := c.checkSend(ctx, p, query, args); err != nil {
+		return nil, err
+	}
+	if err := c.judgeBoundText(ctx, p, query, args); err != nil {
 		return nil, err
 	}
 	if err := c.markDynamic(ctx, st, p); err != nil {

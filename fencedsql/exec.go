@@ -201,18 +201,21 @@ func (k *core) mapErr(ctx context.Context, p *plan.Plan, tok uint64, ver int64, 
 	info := k.dialect.Classify(err)
 	switch info.Kind {
 	case dialect.ErrorNotNull:
-		if p == nil || p.Guard == nil {
-			return err
-		}
-		g := p.Guard
+		// The guarded table and fencing column the refusal is of, whether or not the
+		// statement's plan names the table (fencingnull.go).
+		g, col := k.fencingNull(p, info)
 		switch {
-		case dialect.SameColumnName(k.dialect, info.Column, g.TokenCol):
+		case col == tokenColumn:
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
 			return k.explainFenced(ctx, &FencedError{Table: g.String(), Token: tok, Err: err}, tok, g)
-		case dialect.SameColumnName(k.dialect, info.Column, g.VerCol):
+		case col == versionColumn && p != nil && p.Guard != nil:
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
+		case col == versionColumn:
+			// A NULL version where no ExpectVersion was asked: the guard's refusal of a
+			// write that does not follow the protocol.
+			return &GuardError{Table: g.String(), Hint: guardHint, Err: err}
 		}
 	case dialect.ErrorGuard:
 		return &GuardError{Table: info.Table, Hint: guardHint, Err: err}

@@ -290,6 +290,9 @@ func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 	if err := s.refusedInTx(context.Background()); err != nil {
 		return nil, err
 	}
+	if err := s.c.judgeBoundText(context.Background(), s.p, s.text, namedValues(args)); err != nil {
+		return nil, err
+	}
 	st := s.c.tx
 	if err := s.c.markDynamic(context.Background(), st, s.p); err != nil {
 		return nil, err
@@ -301,6 +304,9 @@ func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 // Query implements driver.Stmt.
 func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 	if err := s.refusedInTx(context.Background()); err != nil {
+		return nil, err
+	}
+	if err := s.c.judgeBoundText(context.Background(), s.p, s.text, namedValues(args)); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -322,6 +328,9 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.c.judgeBoundText(ctx, s.p, s.text, args); err != nil {
+		return nil, err
+	}
 	st := s.c.tx
 	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
 		return nil, err
@@ -336,6 +345,9 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 		return nil, s.c.autocommitOutcome(err)
 	}
 	if err := s.refusedInTx(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.c.judgeBoundText(ctx, s.p, s.text, args); err != nil {
 		return nil, err
 	}
 	st := s.c.tx

@@ -201,6 +201,12 @@ type Plan struct {
 	// statement carries a token the wrapper asks the dialect (dialect.ViewLockChecker)
 	// and refuses the statement if one is (docs/design.md G10). nil for every other plan.
 	LockThrough []Relation
+	// TextArgs (kindPass: a statement that runs dynamic SQL, or DDL) are its
+	// placeholders whose bound value the server may read as SQL text (EXECUTE
+	// IMMEDIATE ?, PREPARE s FROM ?, DO $1: boundtext.go). Before it is sent, the
+	// wrapper plans the statement with each replaced by the literal of its value
+	// (QuoteLiteral) and refuses it where that text is refused. nil for every other plan.
+	TextArgs []TextArg
 }
 
 // Relation is a relation name as a statement wrote it: Text, its tokens joined by '.'

@@ -169,12 +169,7 @@ func radixBytes(digits string, base int) (string, bool) {
 // quoteLiteral quotes s as a string literal of the statement's syntax (quotes doubled,
 // and backslashes where the syntax reads them as escapes), so that stringBody gives s
 // back.
-func (p *parser) quoteLiteral(s string) string {
-	if p.rw.syn.BackslashEscapes {
-		s = strings.ReplaceAll(s, `\`, `\\`)
-	}
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
+func (p *parser) quoteLiteral(s string) string { return p.rw.QuoteLiteral(s) }
 
 // protectUnicodeEscapes refuses, on PostgreSQL, a statement that chooses its own
 // Unicode escape character (UESCAPE 'c' after a U&'…' string or a U&"…" name):

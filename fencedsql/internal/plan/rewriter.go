@@ -250,6 +250,7 @@ func (rw *Planner) Rewrite(sql string, versioned bool) (*Plan, error) {
 		pl = p.txOnly(pl)
 		pl = p.inTxRefused(pl)
 		pl = p.markDynamic(pl)
+		pl = p.markBoundText(pl)
 	}
 	return pl, err
 }
