@@ -108,10 +108,14 @@ func (k *core) open(ctx context.Context, c *conn) error {
 		}
 	}
 	// The tables carrying the guard's triggers that neither the configuration nor a
-	// registry names (a renamed table, a guard installed without registering it), with
-	// the default columns: the lazy check refuses them if they have others.
-	known := func(name string) bool { return k.rw.Lookup([]string{name}) != nil }
-	if unnamed := rec.TriggerOnly(known); len(unnamed) > 0 {
+	// registry names (a renamed table, a guard installed without registering it), on
+	// the columns their guard checks; one listed or registered with other columns fails
+	// the pool (triggerrecords.go, red-team rt55c F1).
+	unnamed, err := k.triggerGuards(rec, listed)
+	if err != nil {
+		return err
+	}
+	if len(unnamed) > 0 {
 		if err := k.addGuards(unnamed); err != nil {
 			return err
 		}
@@ -187,7 +191,7 @@ func (k *core) loadRecords(ctx context.Context, c *conn) (schema.Records, error)
 		}
 	}
 	for _, t := range rec.Triggered {
-		if err := representable(t, "carries the guard's triggers"); err != nil {
+		if err := representable(t.TableName, "carries the guard's triggers"); err != nil {
 			return schema.Records{}, err
 		}
 	}

@@ -40,14 +40,23 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 }
 
 // GuardedTablesQuery lists the tables of the connection's database that carry a trigger
-// of the guard or of the tombstones (dialect.GuardFinder). information_schema shows a
-// trigger only to an account with the TRIGGER privilege on its table: a least-privilege
-// application sees none, and the registry is the record. Other databases are not
-// searched: a guarded table written database-qualified from a pool of another database
-// is guarded only when listed or registered where the pool reads.
+// of the guard or of the tombstones (dialect.GuardFinder), each with the body of its
+// guard trigger (GuardColumns reads the fencing columns from it; empty without one).
+// information_schema shows a trigger only to an account with the TRIGGER privilege on
+// its table: a least-privilege application sees none, and the registry is the record.
+// Other databases are not searched: a guarded table written database-qualified from a
+// pool of another database is guarded only when listed or registered where the pool
+// reads.
 func (dialectImpl) GuardedTablesQuery() string {
-	return "SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() " +
-		"AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tomb%') AND EVENT_OBJECT_TABLE NOT LIKE 'fencedsql\\_%' ORDER BY 1, 2"
+	return "SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, COALESCE(MAX(CASE WHEN TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' THEN ACTION_STATEMENT END), '') " +
+		"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() " +
+		"AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tomb%') AND EVENT_OBJECT_TABLE NOT LIKE 'fencedsql\\_%' GROUP BY 1, 2 ORDER BY 1, 2"
+}
+
+// GuardColumns reads the token and version columns from the guard trigger's body
+// (dialect.GuardFinder): its NULL tests, IF NEW.`tok` IS NULL OR NEW.`ver` IS NULL.
+func (dialectImpl) GuardColumns(text string) (tokenCol, versionCol string, ok bool) {
+	return dialect.GuardColumnsInText(text, '`')
 }
 
 var (

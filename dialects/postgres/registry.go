@@ -27,13 +27,24 @@ func (dialectImpl) RegistryExistsQuery() string {
 }
 
 // GuardedTablesQuery lists the tables that carry a trigger of the guard or of the
-// tombstones (dialect.GuardFinder); pg_trigger is readable by every role. Partitions,
+// tombstones (dialect.GuardFinder), each with the source of its guard trigger's
+// function (GuardColumns reads the fencing columns compiled into it; empty without a
+// guard trigger); pg_trigger and pg_proc are readable by every role. Partitions,
 // whose triggers are their root's clones, are left to DescendantsQuery, which gives
 // them their root's columns.
 func (dialectImpl) GuardedTablesQuery() string {
-	return "SELECT DISTINCT n.nspname::text, c.relname::text FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
+	return "SELECT n.nspname::text, c.relname::text, COALESCE(pg_catalog.max(p.prosrc) FILTER (WHERE t.tgname = '" + guardTrigger + "'), '') " +
+		"FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
+		"LEFT JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid " +
 		"WHERE t.tgname IN ('" + strings.Join([]string{guardTrigger, guardDeleteTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger}, "', '") + "') " +
-		"AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT LIKE 'pg\\_temp\\_%' ORDER BY 1, 2"
+		"AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT LIKE 'pg\\_temp\\_%' GROUP BY 1, 2 ORDER BY 1, 2"
+}
+
+// GuardColumns reads the token and version columns compiled into the guard
+// function's source (dialect.GuardFinder): its NULL tests, NEW."tok" IS NULL OR
+// NEW."ver" IS NULL.
+func (dialectImpl) GuardColumns(text string) (tokenCol, versionCol string, ok bool) {
+	return dialect.GuardColumnsInText(text, '"')
 }
 
 // NoRegistry: undefined_table (42P01); the existence query (to_regclass, which needs no

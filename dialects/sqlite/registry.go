@@ -30,10 +30,18 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 }
 
 // GuardedTablesQuery lists the tables of main that carry a trigger of the guard or of
-// the tombstones (dialect.GuardFinder); a rename moves a table's triggers with it.
+// the tombstones (dialect.GuardFinder), each with the text of a guard trigger
+// (GuardColumns reads the fencing columns from it; empty without one); a rename moves
+// a table's triggers with it.
 func (dialectImpl) GuardedTablesQuery() string {
-	return "SELECT DISTINCT 'main', tbl_name FROM main.sqlite_master WHERE type = 'trigger' " +
-		"AND (name LIKE 'fencedsql\\_guard\\_%' ESCAPE '\\' OR name LIKE 'fencedsql\\_tomb%' ESCAPE '\\') AND tbl_name NOT LIKE 'fencedsql\\_%' ESCAPE '\\' ORDER BY 2"
+	return "SELECT 'main', tbl_name, COALESCE(max(CASE WHEN name LIKE 'fencedsql\\_guard\\_%' ESCAPE '\\' THEN sql END), '') FROM main.sqlite_master WHERE type = 'trigger' " +
+		"AND (name LIKE 'fencedsql\\_guard\\_%' ESCAPE '\\' OR name LIKE 'fencedsql\\_tomb%' ESCAPE '\\') AND tbl_name NOT LIKE 'fencedsql\\_%' ESCAPE '\\' GROUP BY tbl_name ORDER BY 2"
+}
+
+// GuardColumns reads the token and version columns from the guard trigger's text
+// (dialect.GuardFinder): its NULL tests, WHEN NEW."tok" IS NULL … WHEN NEW."ver" IS NULL.
+func (dialectImpl) GuardColumns(text string) (tokenCol, versionCol string, ok bool) {
+	return dialect.GuardColumnsInText(text, '"')
 }
 
 var (

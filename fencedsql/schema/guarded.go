@@ -21,9 +21,11 @@ import (
 //     table renamed by a migration (its triggers move with it), a table whose guard was
 //     installed without registering it, one named with a typo in fenced_tables.
 //
-// A table found only by its triggers is guarded with the default fencing columns; when
-// it has others, the lazy check before its first guarded write refuses it (ErrSchema:
-// register it, with its columns). Listing the guarded tables is fail-closed: a table
+// A table found only by its triggers is guarded on the columns its guard trigger
+// checks, read from the trigger's text by the same query (GuardFinder.GuardColumns;
+// the defaults when the text names none). A pool listing it, or a registry row naming
+// it, with other columns fails at its first connection, whatever the schema check says
+// (red-team rt55c F1). Listing the guarded tables is fail-closed: a table
 // guarded by mistake is refused, never written unfenced.
 
 // RegistryError is a registry that exists but cannot be read, or one the session
@@ -64,6 +66,11 @@ func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	if err != nil {
 		return nil, err
 	}
+	return mergeRegistries(rows)
+}
+
+// mergeRegistries is ReadRegistries' answer from the rows of every registry.
+func mergeRegistries(rows []registryRow) ([]GuardSpec, error) {
 	var specs []GuardSpec
 	seen := map[string]GuardSpec{}
 	for _, row := range rows {
@@ -160,13 +167,43 @@ func registryHome(name string) string {
 }
 
 // Records is what the database records as guarded, each record apart: the pool checks
-// the registries' columns against its configuration, but not the defaults it assumes
-// for a table found by its triggers alone.
+// both against its configuration and against each other (one table recorded with two
+// sets of columns fails the pool, docs/design.md G13).
 type Records struct {
 	// Registered holds the registries' rows, with their columns.
 	Registered []GuardSpec
-	// Triggered holds the tables carrying the guard's triggers.
-	Triggered []dialect.TableName
+	// Triggered holds the tables carrying the guard's triggers, each with the columns
+	// its guard checks.
+	Triggered []TriggerRecord
+	// rows are the registries' rows, each with its registry's schema (registryNames).
+	rows []registryRow
+}
+
+// TriggerRecord is a table carrying the guard's triggers (dialect.GuardFinder), with
+// the fencing columns its guard trigger checks as the database keeps its text
+// (GuardFinder.GuardColumns); both empty when the text names none (tombstone triggers
+// only, a text this version did not write).
+type TriggerRecord struct {
+	dialect.TableName
+	TokenColumn, VersionColumn string
+}
+
+// Spec is the record as a guard: the table qualified when qualified (its schema or
+// database, as the catalog names it), on the guard's columns or, when they could not
+// be read, the defaults.
+func (t TriggerRecord) Spec(qualified bool) GuardSpec {
+	name := t.Name
+	if qualified && t.Schema != "" {
+		name = t.Schema + "." + t.Name
+	}
+	return GuardSpec{Table: name, TokenColumn: orDefaultColumn(t.TokenColumn, DefaultTokenColumn), VersionColumn: orDefaultColumn(t.VersionColumn, DefaultVersionColumn)}
+}
+
+func orDefaultColumn(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 // ReadRecords reads both records through q. Each is read whatever the other's fate
@@ -177,33 +214,80 @@ func ReadRecords(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect)
 	if err := complete("ReadRecords", d); err != nil {
 		return Records{}, err
 	}
-	registered, rerr := ReadRegistries(ctx, q, d)
+	rows, rerr := registryRows(ctx, q, d)
+	var registered []GuardSpec
+	if rerr == nil {
+		registered, rerr = mergeRegistries(rows)
+	}
 	triggered, terr := triggerGuarded(ctx, q, d)
 	if terr != nil {
 		terr = &RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: terr}
 	}
-	return Records{Registered: registered, Triggered: triggered}, errors.Join(rerr, terr)
+	return Records{Registered: registered, Triggered: triggered, rows: rows}, errors.Join(rerr, terr)
 }
 
-// TriggerOnly returns, with the default columns, the tables carrying the guard's
-// triggers that no registry row names and for which known (nil: none) is false —
-// matched by the table's name whatever its schema, as a guard matches its name in
-// every schema.
-func (r Records) TriggerOnly(known func(name string) bool) []GuardSpec {
-	named := map[string]bool{}
-	for _, s := range r.Registered {
-		named[strings.ToLower(lastPart(s.Table))] = true
+// TriggerOnly returns, on the columns their guard checks (Spec), the tables carrying
+// the guard's triggers that no registry row names (registryNames: by its schema and
+// name, or by its name in its registry's schema) and for which known (nil: none) is
+// false, each under its name alone (a guard matches its name in every schema), or
+// qualified when a registry row, another trigger record or known names another table
+// of that name (known
+// reports a table another record of the caller names, and whether one of that name).
+func (r Records) TriggerOnly(known func(TriggerRecord) (same, namesake bool)) []GuardSpec {
+	names := map[string]int{}
+	for _, t := range r.Triggered {
+		names[strings.ToLower(t.Name)]++
 	}
 	var out []GuardSpec
 	for _, t := range r.Triggered {
-		k := strings.ToLower(t.Name)
-		if named[k] || (known != nil && known(t.Name)) {
+		if r.Registers(t) {
 			continue
 		}
-		named[k] = true
-		out = append(out, GuardSpec{Table: t.Name, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn})
+		namesake := names[strings.ToLower(t.Name)] > 1
+		if known != nil {
+			var same bool
+			if same, namesake = known(t); same {
+				continue
+			}
+		}
+		for _, row := range r.rows {
+			namesake = namesake || strings.EqualFold(lastPart(row.Spec.Table), t.Name)
+		}
+		out = append(out, t.Spec(namesake))
 	}
 	return out
+}
+
+// Registers returns whether a registry row names t's table (registryNames), and the
+// first such row's columns.
+func (r Records) Registers(t TriggerRecord) bool {
+	_, ok := r.RegistryRow(t)
+	return ok
+}
+
+// RegistryRow returns the registry row naming t's table (registryNames), if any.
+func (r Records) RegistryRow(t TriggerRecord) (GuardSpec, bool) {
+	for _, row := range r.rows {
+		if n, err := dialect.ParseTableName(row.Spec.Table); err == nil && registryNames(row.Home, n, t.TableName) {
+			return row.Spec.withDefaults(), true
+		}
+	}
+	return GuardSpec{}, false
+}
+
+// registryNames reports whether a registry row naming n, in the registry of the schema
+// home ("" for the connection's one registry: MySQL/MariaDB, SQLite), names the table
+// t found by its triggers: the same name (ASCII case folded) and the same schema, or,
+// unqualified, the registry's own schema (or the connection's one). MaxToken, Check
+// and a pool's first connection read the records by this one rule.
+func registryNames(home string, n, t dialect.TableName) bool {
+	if !strings.EqualFold(n.Name, t.Name) {
+		return false
+	}
+	if n.Schema != "" {
+		return strings.EqualFold(n.Schema, t.Schema)
+	}
+	return home == "" || strings.EqualFold(home, t.Schema)
 }
 
 // Guarded returns every table the database records as guarded: the registries' rows,
@@ -218,10 +302,11 @@ func Guarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]
 }
 
 // triggerGuarded returns the tables of the database that carry the guard's triggers
-// (dialect.GuardFinder; nil when the dialect cannot list them). Where the catalog shows
-// a table's triggers only to who may change them (MySQL/MariaDB: the TRIGGER privilege),
-// a least-privilege application sees none, and the registry is the record.
-func triggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]dialect.TableName, error) {
+// (dialect.GuardFinder; nil when the dialect cannot list them), each with the columns
+// its guard checks. Where the catalog shows a table's triggers only to who may change
+// them (MySQL/MariaDB: the TRIGGER privilege), a least-privilege application sees none,
+// and the registry is the record.
+func triggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect) ([]TriggerRecord, error) {
 	f, ok := d.(dialect.GuardFinder)
 	if !ok || d == nil {
 		return nil, nil
@@ -230,11 +315,18 @@ func triggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	if err != nil {
 		return nil, err
 	}
-	var out []dialect.TableName
+	var out []TriggerRecord
 	for _, row := range rows {
-		if len(row) == 2 && row[1] != "" {
-			out = append(out, dialect.TableName{Schema: row[0], Name: row[1]})
+		if len(row) < 2 || row[1] == "" {
+			continue
 		}
+		t := TriggerRecord{TableName: dialect.TableName{Schema: row[0], Name: row[1]}}
+		if len(row) >= 3 {
+			if tok, ver, ok := f.GuardColumns(row[2]); ok {
+				t.TokenColumn, t.VersionColumn = tok, ver
+			}
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }

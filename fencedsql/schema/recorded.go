@@ -11,13 +11,13 @@ import (
 
 // recordedTable is one table the database records as guarded: Table as the record
 // names it (a registry row's name, qualified or not; a trigger-found table by its exact
-// catalog schema and name), Spec with its columns (the registry's, or the defaults for a
-// table found by its triggers alone).
+// catalog schema and name), Spec with its columns (the registry's, or for a table found
+// by its triggers alone those its guard text names, else the defaults).
 type recordedTable struct {
 	Table dialect.TableName
 	Spec  GuardSpec
-	// TriggerOnly is set for a table found by its triggers alone: its columns are the
-	// defaults, assumed, not recorded.
+	// TriggerOnly is set for a table found by its triggers alone: no registry row
+	// records its columns (MaxToken judges its guard, defaultColumnsGuard).
 	TriggerOnly bool
 }
 
@@ -61,7 +61,7 @@ func recordedTables(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	for _, t := range triggered {
 		covered := false
 		for _, r := range registered {
-			if r.t.Name == t.Name && (r.t.Schema == t.Schema || r.t.Schema == "" && (r.home == "" || r.home == t.Schema)) {
+			if registryNames(r.home, r.t, t.TableName) {
 				covered = true
 				break
 			}
@@ -69,18 +69,14 @@ func recordedTables(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 		if covered {
 			continue
 		}
-		name := t.Name
-		if t.Schema != "" {
-			name = t.Schema + "." + t.Name
-		}
-		out = append(out, recordedTable{Table: t, Spec: GuardSpec{Table: name, TokenColumn: DefaultTokenColumn, VersionColumn: DefaultVersionColumn}, TriggerOnly: true})
+		out = append(out, recordedTable{Table: t.TableName, Spec: t.Spec(true), TriggerOnly: true})
 	}
 	return out, nil
 }
 
 // Recorded returns every table the database records as guarded (the registries' rows
 // with their columns; the tables carrying the guard's triggers that no registry row
-// names, schema-qualified, with the default columns), each table a record names apart
+// names, schema-qualified, on the columns their guard text names, else the defaults), each table a record names apart
 // even when another schema's table has its name. It fails when a record cannot be read.
 func Recorded(ctx context.Context, db *sql.DB, d dialect.Dialect) ([]GuardSpec, error) {
 	if err := complete("Recorded", d); err != nil {
