@@ -116,8 +116,7 @@ func (k *core) rereadRecords(ctx context.Context, c *conn) error {
 	if len(rec.Registered) > 0 || len(rec.Triggered) > 0 {
 		k.guardRecorded.Store(true)
 	}
-	known := func(name string) bool { return k.rw.Lookup([]string{name}) != nil }
-	unguarded := rec.TriggerOnly(known)
+	unguarded := rec.TriggerOnly(k.guardsTriggered)
 	for _, rs := range rec.Registered {
 		if !k.guardsRecorded(rs) {
 			unguarded = append(unguarded, rs)
@@ -136,6 +135,27 @@ func (k *core) rereadRecords(ctx context.Context, c *conn) error {
 		Fix: "reopen the pool (a pool opened now guards what this server records)"}
 	k.relatives.err.CompareAndSwap(nil, e)
 	return e
+}
+
+// guardsTriggered reports whether the pool guards t, a table recorded as guarded by
+// its triggers alone, on the columns its guard checks (schema.Records.TriggerOnly's
+// known: same is the answer, namesake is never asked for here — only the names of the
+// tables the pool does not guard are reported). A guard whose text names no columns is
+// taken as guarded when the pool guards its name (the lazy check judges it).
+func (k *core) guardsTriggered(t schema.TriggerRecord) (same, namesake bool) {
+	if k.rw.Lookup([]string{t.Name}) == nil {
+		return false, false
+	}
+	if t.TokenColumn == "" {
+		return true, false
+	}
+	ts := t.Spec(true)
+	for _, gs := range k.cfg.guards {
+		if sameGuardedTable(gs, ts) {
+			return sameColumns(k.dialect, gs, ts), false
+		}
+	}
+	return true, false
 }
 
 // guardsRecorded reports whether the pool guards rs, a table recorded as guarded, on
