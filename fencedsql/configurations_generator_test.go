@@ -4,7 +4,7 @@
 // fenced — a stale token is refused, a write without a token is refused — or the
 // open / first write is refused with a typed error; with a consistent configuration
 // and the current token the write is not refused. The default run is CI-sized (seed 1;
-// SQLite 100 trials, PostgreSQL 10, MariaDB 30, each a few seconds); the long form is
+// SQLite 100 trials, PostgreSQL 6, MariaDB 30, each a few seconds); the long form is
 // FENCEDSQL_SCHEDULES_SEED=<n> FENCEDSQL_SCHEDULES_ITERS=<n> (e.g. 300 SQLite trials,
 // 30 server trials per seed), FENCEDSQL_SCHEDULES_LOG=1 to show each refusal.
 
@@ -543,7 +543,7 @@ func cfggenPGRows(t *testing.T, raw *sql.DB, c cfggenPG) map[string]string {
 }
 
 func TestConfigurationsNeverFailOpenPostgres(t *testing.T) {
-	k := fencetest.ReadScheduleKnobs(t, 1, 10)
+	k := fencetest.ReadScheduleKnobs(t, 1, 6)
 	seed, n := k.Seed, k.Iters
 	t.Logf("seed %d, %d trials", seed, n)
 	r := rand.New(rand.NewSource(seed))
