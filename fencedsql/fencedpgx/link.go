@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/adapter"
 )
 
@@ -40,13 +41,25 @@ func (l *link) release() {
 // QueryResultFormats, QueryResultFormatsByOID are kept for sending; a QueryRewriter
 // such as pgx.NamedArgs is applied here, so that the engine fences the statement pgx
 // would send), and returns the statement and its arguments for the engine.
+//
+// The options go with every statement the wrapper sends for the call — its checks,
+// a DELETE's fencing step, a claim's stamp — whose result columns are not the
+// caller's: QueryResultFormats with one code per column (more than one code) cannot
+// fit them, and is refused (ErrUnsupported, nothing sent; red-team rt55d F1: it was
+// the server's 08P01 or pgx's argument-count error). One code (every column in that
+// format) and QueryResultFormatsByOID (by column type) fit any statement.
 func (l *link) args(ctx context.Context, sql string, args []any) (string, []driver.NamedValue, error) {
 	l.n.opts = l.n.opts[:0]
 	var rw pgx.QueryRewriter
 loop:
 	for len(args) > 0 {
 		switch a := args[0].(type) {
-		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID:
+		case pgx.QueryResultFormats:
+			if len(a) > 1 {
+				return "", nil, &fencedsql.UnsupportedError{Reason: fmt.Sprintf("pgx.QueryResultFormats with a code per column (%d codes): fencedpgx sends its checks and fencing steps with the call's options, and their columns are not the statement's; give one code for every column, QueryResultFormatsByOID, or none (Scan reads either format)", len(a))}
+			}
+			l.n.opts = append(l.n.opts, a)
+		case pgx.QueryExecMode, pgx.QueryResultFormatsByOID:
 			l.n.opts = append(l.n.opts, a)
 		case pgx.QueryRewriter:
 			rw = a

@@ -67,10 +67,17 @@ func (n *native) q() querier {
 // session parameters pgx keeps (standard_conforming_strings, client_encoding) from it.
 func (n *native) Conn() *pgx.Conn { return n.pc }
 
-// values builds pgx's argument list: the call's options, then the arguments.
-func (n *native) values(args []driver.NamedValue) []any {
+// values builds pgx's argument list: the call's options, then the arguments. For an
+// Exec (exec), only the options pgx's Exec reads (QueryExecMode): it takes result
+// formats, which a statement without rows has no use for, as an argument (a fenced
+// DELETE's fencing step is an Exec of a Query call; red-team rt55d F1).
+func (n *native) values(args []driver.NamedValue, exec bool) []any {
 	out := make([]any, 0, len(n.opts)+len(args))
-	out = append(out, n.opts...)
+	for _, o := range n.opts {
+		if _, mode := o.(pgx.QueryExecMode); mode || !exec {
+			out = append(out, o)
+		}
+	}
 	for _, a := range args {
 		out = append(out, a.Value)
 	}
@@ -86,7 +93,7 @@ func (r result) LastInsertId() (int64, error) {
 func (r result) RowsAffected() (int64, error) { return r.tag.RowsAffected(), nil }
 
 func (n *native) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	tag, err := n.q().Exec(ctx, query, n.values(args)...)
+	tag, err := n.q().Exec(ctx, query, n.values(args, true)...)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +101,7 @@ func (n *native) ExecContext(ctx context.Context, query string, args []driver.Na
 }
 
 func (n *native) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := n.q().Query(ctx, query, n.values(args)...)
+	rows, err := n.q().Query(ctx, query, n.values(args, false)...)
 	if err != nil {
 		if rows != nil {
 			rows.Close()
