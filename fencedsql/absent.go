@@ -188,7 +188,7 @@ func (c *conn) keyPresent(ctx context.Context, rec *absentRecord) (bool, error) 
 	}
 	rows, err := c.queryStrings(ctx, rec.probe, rec.probeArgs)
 	if err != nil {
-		err = fmt.Errorf("fencedsql: reading whether the key claimed of %s exists: %w", rec.g.String(), c.core.mapPassErr(err))
+		err = fmt.Errorf("fencedsql: reading whether the key claimed of %s exists: %w", rec.g.String(), c.core.mapPassErr(nil, err))
 		c.breakTx(err)
 		return false, err
 	}

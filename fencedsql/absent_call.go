@@ -64,7 +64,7 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {
 		return &UnsupportedError{Table: g.String(), Reason: "a claim of an absent key the tombstone guard's recorder cannot record (nothing was claimed): " + err.Error()}
 	}
-	return k.mapPassErr(err)
+	return k.mapPassErr(nil, err)
 }
 
 // rowSecurityClaimReason is the refusal's reason of a claim of an absent key whose

@@ -388,7 +388,7 @@ func (b *batched) Done(i int, n int64, err error) error {
 	if pl := b.maps[i]; pl != nil {
 		err = b.c.core.mapErr(context.Background(), pl, b.tok, b.ver, err)
 	} else {
-		err = b.c.core.mapPassErr(err)
+		err = b.c.core.mapPassErr(nil, err)
 	}
 	if b.verdict != nil {
 		b.c.core.doubtVerdict(b.verdict, b.p.Guard, err)

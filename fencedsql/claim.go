@@ -72,7 +72,7 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 		return counted(n), nil
 	}
 	res, err := r.exec(ctx, p, args)
-	return res, c.core.mapPassErr(err)
+	return res, c.core.mapPassErr(nil, err)
 }
 
 // queryClaim runs a claimed locking read: in one statement where the plan has it,
@@ -127,7 +127,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	if !c.hasToken(ctx) {
 		rows, err := r.query(ctx, p, args)
 		if err != nil {
-			return nil, c.core.mapPassErr(err)
+			return nil, c.core.mapPassErr(nil, err)
 		}
 		return newRows(rows, c.core, nil, 0, 0), nil
 	}
@@ -178,7 +178,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	}
 	dr, err := r.query(ctx, read, readArgs)
 	if err != nil {
-		return nil, c.stampKept(claimed, c.core.mapPassErr(err))
+		return nil, c.stampKept(claimed, c.core.mapPassErr(nil, err))
 	}
 	w := newRows(dr, c.core, nil, 0, 0).(*rows)
 	c.keepStampOnFailure(w, claimed)

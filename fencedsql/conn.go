@@ -247,7 +247,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if p.Kind == plan.KindPass {
 		st, err := c.rawPrepare(ctx, query)
 		if err != nil {
-			return nil, c.core.mapPassErr(err)
+			return nil, c.core.mapPassErr(p, err)
 		}
 		return c.rearmingStmt(p, newPassStmt(c, st, p, query)), nil
 	}
@@ -352,7 +352,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	res, err := c.rawExec(ctx, query, args)
-	return res, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(err)))
+	return res, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(p, err)))
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -389,7 +389,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	rows, err := c.rawQuery(ctx, query, args)
 	if err != nil {
-		return nil, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(err)))
+		return nil, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(p, err)))
 	}
 	return c.watchDynamicRows(st, p, c.watchRows(st, newRows(rows, c.core, nil, 0, 0))), nil
 }

@@ -186,8 +186,15 @@ func (c *conn) doubtConflictForm(p *plan.Plan, err error) {
 }
 
 // mapPassErr maps the error of a statement sent as the caller wrote it (no guarded
-// write): only unique violations become ErrDuplicate.
-func (k *core) mapPassErr(err error) error { return k.mapErr(context.Background(), nil, 0, 0, err) }
+// write): unique violations become ErrDuplicate, and a guard's refusal of a write the
+// wrapper could not attribute becomes ErrFenced or a *GuardError (fencingNull). p is
+// the statement's plan, nil for a statement the wrapper did not plan.
+func (k *core) mapPassErr(p *plan.Plan, err error) error {
+	if p != nil && p.Guard != nil {
+		p = nil // a pass-through plan's guard is no fenced write's: mapped as unplanned
+	}
+	return k.mapErr(context.Background(), p, 0, 0, err)
+}
 
 // mapErr turns a driver error into the package's typed errors where it is one of
 // ours; any other error (driver.ErrBadConn included) is returned unchanged. ctx is the

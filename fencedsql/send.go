@@ -27,7 +27,7 @@ func (c *conn) checkSend(ctx context.Context, p *plan.Plan, query string, args [
 	if !fenced && len(args) == 0 {
 		return nil
 	}
-	err := k.CheckSend(query, args, fenced)
+	err := k.CheckSend(query, args, fenced, p.TextClass)
 	if err == nil {
 		return nil
 	}

@@ -285,12 +285,25 @@ func (s *passStmt) refusedInTx(ctx context.Context) error {
 	return s.c.txEnded()
 }
 
+// judge runs, before each execution, the checks of a pass-through statement whose
+// bound values the wrapper reads (plan.Plan.TextClass: it runs dynamic SQL, or is
+// DDL): the send check's refusal of driver option arguments (checkSend; red-team rt55e
+// F2) and the judgement of its bound text (judgeBoundText).
+func (s *passStmt) judge(ctx context.Context, args []driver.NamedValue) error {
+	if s.p != nil && s.p.TextClass {
+		if err := s.c.checkSend(ctx, s.p, s.text, args); err != nil {
+			return err
+		}
+	}
+	return s.c.judgeBoundText(ctx, s.p, s.text, args)
+}
+
 // Exec implements driver.Stmt.
 func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 	if err := s.refusedInTx(context.Background()); err != nil {
 		return nil, err
 	}
-	if err := s.c.judgeBoundText(context.Background(), s.p, s.text, namedValues(args)); err != nil {
+	if err := s.judge(context.Background(), namedValues(args)); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -298,7 +311,7 @@ func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
 		return nil, err
 	}
 	res, err := s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
-	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
+	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
 }
 
 // Query implements driver.Stmt.
@@ -306,7 +319,7 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 	if err := s.refusedInTx(context.Background()); err != nil {
 		return nil, err
 	}
-	if err := s.c.judgeBoundText(context.Background(), s.p, s.text, namedValues(args)); err != nil {
+	if err := s.judge(context.Background(), namedValues(args)); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -315,7 +328,7 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 	}
 	rows, err := s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 	if err != nil {
-		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
+		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
 	}
 	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }
@@ -328,7 +341,7 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.c.judgeBoundText(ctx, s.p, s.text, args); err != nil {
+	if err := s.judge(ctx, args); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -336,7 +349,7 @@ func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (d
 		return nil, err
 	}
 	res, err := stmtExec(ctx, s.Stmt, args)
-	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
+	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
 }
 
 // QueryContext implements driver.StmtQueryContext.
@@ -347,7 +360,7 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.c.judgeBoundText(ctx, s.p, s.text, args); err != nil {
+	if err := s.judge(ctx, args); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
@@ -356,7 +369,7 @@ func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (
 	}
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {
-		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(err)))
+		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
 	}
 	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }

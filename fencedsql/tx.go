@@ -51,7 +51,7 @@ func (t *tx) Commit() error {
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}
 	// COMMIT was sent: an error the wrapper cannot judge is Unknown (ErrCommitUnknown).
-	err := t.c.core.mapPassErr(t.c.endTx(t.ctx, t.raw, true))
+	err := t.c.core.mapPassErr(nil, t.c.endTx(t.ctx, t.raw, true))
 	return withOutcomeAs(err, classifyOutcome(t.c.core.dialect, err))
 }
 

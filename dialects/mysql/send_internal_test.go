@@ -51,7 +51,7 @@ func TestSendCheckText(t *testing.T) {
 		"UPDATE accounts SET balance = 1 /*/ ' */ ?, fence_token = ?",
 	}
 	for _, q := range refused {
-		if err := k.CheckSend(q, args, true); err == nil {
+		if err := k.CheckSend(q, args, true, false); err == nil {
 			t.Errorf("not refused: %q", q)
 		}
 	}
@@ -62,7 +62,7 @@ func TestSendCheckText(t *testing.T) {
 		"UPDATE accounts SET a = 1--1\n, b = ?",
 	}
 	for _, q := range ok {
-		if err := k.CheckSend(q, args, true); err != nil {
+		if err := k.CheckSend(q, args, true, false); err != nil {
 			t.Errorf("refused: %q: %v", q, err)
 		}
 	}
@@ -70,10 +70,10 @@ func TestSendCheckText(t *testing.T) {
 	if mayDesync("SELECT * FROM t WHERE a = ? AND b = 'x' -- c") {
 		t.Error("ordinary text scanned")
 	}
-	if err := k.CheckSend("SELECT length(CONCAT(--\v '\n'x ? ', ? /*'*/))", args, false); err == nil {
+	if err := k.CheckSend("SELECT length(CONCAT(--\v '\n'x ? ', ? /*'*/))", args, false, false); err == nil {
 		t.Error("pass-through desync not refused")
 	}
-	if err := k.CheckSend("SELECT 'a\\'b', ? --\v", args, false); err != nil {
+	if err := k.CheckSend("SELECT 'a\\'b', ? --\v", args, false, false); err != nil {
 		t.Errorf("pass-through refused: %v", err)
 	}
 }
@@ -95,8 +95,8 @@ func TestSendScannerProperty(t *testing.T) {
 		for _, nobs := range []bool{false, true} {
 			_ = interpolationParams(q, nobs, nil)
 		}
-		_ = k.CheckSend(q, nil, true)
-		_ = k.CheckSend(q, []driver.NamedValue{{Value: "x"}}, false)
+		_ = k.CheckSend(q, nil, true, false)
+		_ = k.CheckSend(q, []driver.NamedValue{{Value: "x"}}, false, false)
 		theirs, err := dialect.Placeholders(q, dialect.MySQLSyntax)
 		if err != nil {
 			continue
@@ -129,7 +129,7 @@ func BenchmarkCheckSend(b *testing.B) {
 		q := `SELECT id, name FROM customers WHERE id = ? AND status = 'active' AND name LIKE ?`
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := k.CheckSend(q, args, false); err != nil {
+			if err := k.CheckSend(q, args, false, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -138,7 +138,7 @@ func BenchmarkCheckSend(b *testing.B) {
 		q := "UPDATE accounts SET balance = balance + 1, `version` = `version` + 1, `fence_token` = CASE WHEN `fence_token` <= ? THEN ? ELSE NULL END WHERE id = ?"
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := k.CheckSend(q, args, true); err != nil {
+			if err := k.CheckSend(q, args, true, false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -25,7 +25,9 @@ import (
 //     renumbers the text's @names and replaces the whole argument list, the others are
 //     removed from it. Either moves or drops the token the wrapper placed after the
 //     caller's arguments. A statement that carries the token refuses any argument of
-//     these types, wherever it stands. fencedpgx reads them off before planning (it
+//     these types, wherever it stands; so does a statement that runs dynamic SQL or is DDL
+//     (textClass), whose bound text the wrapper judges by its arguments' ordinals and
+//     whose text it reads for placeholders (red-team rt55e F2). fencedpgx reads them off before planning (it
 //     applies a rewriter, and keeps the exec mode for sending), so its final arguments
 //     never hold one.
 //   - Text. Under the simple protocol (the DSN's default_query_exec_mode=
@@ -58,17 +60,17 @@ func optionArg(v any) (string, bool) {
 }
 
 // namedArgsReason is the refusal of pgx's named arguments in a fenced statement.
-const namedArgsReason = "pgx named arguments (%s) in a write to a guarded table through database/sql: pgx would rewrite the text and replace the arguments after the wrapper placed the fencing token; use fencedpgx, which applies pgx.NamedArgs before it fences the statement, or $n placeholders"
+const namedArgsReason = "pgx named arguments (%s) in a write to a guarded table, or a statement that runs dynamic SQL or is DDL, through database/sql: pgx would rewrite the text and replace the arguments after the wrapper placed the fencing token or judged them; use fencedpgx, which applies pgx.NamedArgs before it fences the statement, or $n placeholders"
 
 // optionReason is the refusal of pgx's other option arguments in a fenced statement.
-const optionReason = "a pgx option argument (%s) in a write to a guarded table through database/sql: pgx removes it from the arguments, which moves the fencing token's; set the exec mode or result formats in the DSN or the pgx config, or use fencedpgx, which takes these options per call"
+const optionReason = "a pgx option argument (%s) in a write to a guarded table, or a statement that runs dynamic SQL or is DDL, through database/sql: pgx removes it from the arguments, which moves the fencing token's; set the exec mode or result formats in the DSN or the pgx config, or use fencedpgx, which takes these options per call"
 
 // desyncReason is the refusal of a text pgx's lexer reads otherwise than PostgreSQL.
 const desyncReason = "a statement text whose $n placeholders pgx's own lexer (the one it substitutes arguments with under the simple protocol) reads otherwise than PostgreSQL: an e' or E' after a name (name'…'), an E'…' string continued over a newline, a $ inside a name (a$$, a$1) or an invalid UTF-8 byte; write the literal with a blank or a cast (name '…', '…'::name), in one piece, and names without $"
 
 // CheckSend implements dialect.SendChecker for pgx (see above).
-func (dialectImpl) CheckSend(query string, args []driver.NamedValue, fenced bool) error {
-	if fenced {
+func (dialectImpl) CheckSend(query string, args []driver.NamedValue, fenced, textClass bool) error {
+	if fenced || textClass {
 		for _, a := range args {
 			what, ok := optionArg(a.Value)
 			if !ok {

@@ -62,7 +62,7 @@ func TestSendCheckText(t *testing.T) {
 		"UPDATE accounts SET balance = 1 /* \xff */, fence_token = $1",
 	}
 	for _, q := range refused {
-		if err := Dialect.(dialect.SendChecker).CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: "x"}}, true); err == nil {
+		if err := Dialect.(dialect.SendChecker).CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: "x"}}, true, false); err == nil {
 			t.Errorf("not refused: %q", q)
 		}
 	}
@@ -75,32 +75,37 @@ func TestSendCheckText(t *testing.T) {
 		`UPDATE accounts SET note = name 'x', b = 'x'::name, c = $1`,
 	}
 	for _, q := range ok {
-		if err := Dialect.(dialect.SendChecker).CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: "x"}}, true); err != nil {
+		if err := Dialect.(dialect.SendChecker).CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: "x"}}, true, false); err != nil {
 			t.Errorf("refused: %q: %v", q, err)
 		}
 	}
 }
 
 // TestSendCheckArgs: pgx's option arguments are refused in a fenced statement, wherever
-// they stand, and left alone in a pass-through one.
+// they stand, and in a statement that runs dynamic SQL or is DDL, and left alone in
+// another pass-through one.
 func TestSendCheckArgs(t *testing.T) {
 	const q = "UPDATE accounts SET a = $1, fence_token = $2"
 	k := Dialect.(dialect.SendChecker)
 	for _, v := range []any{pgx.NamedArgs{"a": 1}, pgx.StrictNamedArgs{"a": 1}, pgx.QueryExecModeSimpleProtocol,
 		pgx.QueryResultFormats{1}, pgx.QueryResultFormatsByOID{1: 1}} {
 		args := []driver.NamedValue{{Ordinal: 1, Value: 1}, {Ordinal: 2, Value: v}}
-		if err := k.CheckSend(q, args, true); err == nil {
+		if err := k.CheckSend(q, args, true, false); err == nil {
 			t.Errorf("%T not refused", v)
 		}
-		if err := k.CheckSend("SELECT @a", args, false); err != nil {
+		if err := k.CheckSend("SELECT @a", args, false, false); err != nil {
 			t.Errorf("%T refused in a pass-through: %v", v, err)
 		}
+		// A statement that runs dynamic SQL or is DDL refuses them too (rt55e F2).
+		if err := k.CheckSend("DO $1", args, false, true); err == nil {
+			t.Errorf("%T not refused in a dynamic statement", v)
+		}
 	}
-	if err := k.CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: pgx.NamedArgs{"a": 1}}}, true); err == nil ||
+	if err := k.CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: pgx.NamedArgs{"a": 1}}}, true, false); err == nil ||
 		!strings.Contains(err.Error(), "fencedpgx") {
 		t.Errorf("NamedArgs: %v, want a refusal pointing to fencedpgx", err)
 	}
-	if err := k.CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: "x"}, {Ordinal: 2, Value: int64(7)}}, true); err != nil {
+	if err := k.CheckSend(q, []driver.NamedValue{{Ordinal: 1, Value: "x"}, {Ordinal: 2, Value: int64(7)}}, true, false); err != nil {
 		t.Errorf("plain values refused: %v", err)
 	}
 }
@@ -122,11 +127,11 @@ func TestSendPassThroughPrefilter(t *testing.T) {
 		if got := mayDesync(q); got != scan {
 			t.Errorf("mayDesync(%q) = %v, want %v", q, got, scan)
 		}
-		if err := k.CheckSend(q, args, false); err != nil && q != "SELECT a$1" {
+		if err := k.CheckSend(q, args, false, false); err != nil && q != "SELECT a$1" {
 			t.Errorf("refused: %q: %v", q, err)
 		}
 	}
-	if err := k.CheckSend(`SELECT length(name'\' || ' $1 ' || E'\'')`, args, false); err == nil {
+	if err := k.CheckSend(`SELECT length(name'\' || ' $1 ' || E'\'')`, args, false, false); err == nil {
 		t.Errorf("pass-through desync not refused")
 	}
 }
@@ -148,8 +153,8 @@ func TestSendScannerProperty(t *testing.T) {
 		}
 		q := b.String()
 		ours, complete := pgxParams(q, nil)
-		_ = k.CheckSend(q, nil, true)
-		_ = k.CheckSend(q, []driver.NamedValue{{Value: "x"}}, false)
+		_ = k.CheckSend(q, nil, true, false)
+		_ = k.CheckSend(q, []driver.NamedValue{{Value: "x"}}, false, false)
 		theirs, err := dialect.Placeholders(q, dialect.PostgresSyntax)
 		if err != nil || !complete {
 			continue
@@ -181,7 +186,7 @@ func BenchmarkCheckSend(b *testing.B) {
 		q := `SELECT id, name FROM customers WHERE id = $1 AND status = 'active' AND name LIKE $2`
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := k.CheckSend(q, args, false); err != nil {
+			if err := k.CheckSend(q, args, false, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -190,7 +195,7 @@ func BenchmarkCheckSend(b *testing.B) {
 		q := `UPDATE accounts SET balance = balance + 1, "version" = "version" + 1, "fence_token" = CASE WHEN "fence_token" <= $2 THEN $2::bigint ELSE NULL END WHERE id = $1`
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := k.CheckSend(q, args, true); err != nil {
+			if err := k.CheckSend(q, args, true, false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -36,6 +36,12 @@ import (
 //     turn argument data into a write the planner never saw. The dialect must not
 //     refuse an argument the driver accepts honestly there (pgx.NamedArgs on an
 //     unguarded table).
+//   - textClass is true for a statement whose text or bound arguments the wrapper
+//     judges as SQL text (plan.Plan.TextClass: it runs dynamic SQL, or is DDL), fenced
+//     or not: the dialect refuses there, as in a fenced statement, every argument the
+//     driver takes as an option rather than a value, since it would move or replace
+//     the arguments the wrapper judged (red-team rt55e F2). The text is checked as
+//     fenced says.
 //
 // The dialect must answer ordinary text at next to no cost: a byte pre-filter that
 // never passes a text the driver reads otherwise than the server (property-tested),
@@ -47,7 +53,7 @@ import (
 // pathological and the check costs a scan of the text. It must not panic on any input
 // and must send nothing (go-sqlmock users see no extra statement).
 type SendChecker interface {
-	CheckSend(query string, args []driver.NamedValue, fenced bool) error
+	CheckSend(query string, args []driver.NamedValue, fenced, textClass bool) error
 }
 
 // Placeholder is one placeholder of a statement's text as the server reads it: the

@@ -34,13 +34,17 @@ type TextArg struct {
 	Start, End, Arg int
 }
 
-// markBoundText returns pl with TextArgs set when the statement runs dynamic SQL or
-// is DDL and holds placeholders that are not a prepared statement's execution values;
-// pl unchanged otherwise. Shared plans are copied, never changed.
+// markBoundText returns pl with TextClass set when the statement runs dynamic SQL or
+// is DDL, and TextArgs set when it also holds placeholders that are not a prepared
+// statement's execution values; pl unchanged otherwise. Shared plans are copied, never
+// changed.
 func (p *parser) markBoundText(pl *Plan) *Plan {
 	if pl == nil || pl.Kind != KindPass || !(p.runsDynamic || p.isDDL()) {
 		return pl
 	}
+	cp := *pl
+	cp.TextClass = true
+	pl = &cp
 	var at []TextArg
 	ord := 0
 	for i, t := range p.sig {
@@ -57,12 +61,8 @@ func (p *parser) markBoundText(pl *Plan) *Plan {
 		}
 		at = append(at, TextArg{Start: t.Start, End: t.End, Arg: arg})
 	}
-	if len(at) == 0 {
-		return pl
-	}
-	cp := *pl
-	cp.TextArgs = at
-	return &cp
+	pl.TextArgs = at
+	return pl
 }
 
 // executionValue reports whether the placeholder at sig[i] is a value bound by the

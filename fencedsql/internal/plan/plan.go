@@ -207,6 +207,12 @@ type Plan struct {
 	// wrapper plans the statement with each replaced by the literal of its value
 	// (QuoteLiteral) and refuses it where that text is refused. nil for every other plan.
 	TextArgs []TextArg
+	// TextClass (kindPass) marks a statement that runs dynamic SQL or is DDL: the class
+	// whose placeholders may be read as SQL text (TextArgs), set whether or not it holds
+	// any. The wrapper refuses driver option arguments in it (pgx.QueryExecMode,
+	// pgx.NamedArgs, …: dialect.SendChecker), which would move or replace the
+	// arguments it judged, or bring in placeholders it never saw (red-team rt55e F2).
+	TextClass bool
 }
 
 // Relation is a relation name as a statement wrote it: Text, its tokens joined by '.'
