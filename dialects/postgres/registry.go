@@ -29,11 +29,15 @@ func (dialectImpl) RegistryExistsQuery() string {
 // GuardedTablesQuery lists the tables that carry a trigger of the guard or of the
 // tombstones (dialect.GuardFinder), each with the source of its guard trigger's
 // function (GuardColumns reads the fencing columns compiled into it; empty without a
-// guard trigger); pg_trigger and pg_proc are readable by every role. Partitions,
+// guard trigger); pg_trigger and pg_proc are readable by every role. The source comes
+// as ASCII, its UTF-8 bytes in bytea's escape format (encode(…, 'escape')): the
+// server would refuse to convert its non-ASCII characters to a client_encoding such
+// as LATIN1 that lacks them, and every pool on such a session would fail its first
+// connection. Partitions,
 // whose triggers are their root's clones, are left to DescendantsQuery, which gives
 // them their root's columns.
 func (dialectImpl) GuardedTablesQuery() string {
-	return "SELECT n.nspname::text, c.relname::text, COALESCE(pg_catalog.max(p.prosrc) FILTER (WHERE t.tgname = '" + guardTrigger + "'), '') " +
+	return "SELECT n.nspname::text, c.relname::text, COALESCE(pg_catalog.encode(pg_catalog.convert_to(pg_catalog.max(p.prosrc) FILTER (WHERE t.tgname = '" + guardTrigger + "'), 'UTF8'), 'escape'), '') " +
 		"FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
 		"LEFT JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid " +
 		"WHERE t.tgname IN ('" + strings.Join([]string{guardTrigger, guardDeleteTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger}, "', '") + "') " +
@@ -42,10 +46,35 @@ func (dialectImpl) GuardedTablesQuery() string {
 
 // GuardColumns reads the token and version columns compiled into the guard
 // function's source (dialect.GuardFinder): its NULL tests, NEW."tok" IS NULL OR
-// NEW."ver" IS NULL.
+// NEW."ver" IS NULL. text is in bytea's escape format (GuardedTablesQuery).
 func (dialectImpl) GuardColumns(text string) (tokenCol, versionCol string, ok bool) {
-	return dialect.GuardColumnsInText(text, '"')
+	return dialect.GuardColumnsInText(unescapeBytea(text), '"')
 }
+
+// unescapeBytea decodes bytea's escape format (encode(…, 'escape')): \\ is a
+// backslash, \nnn an octal byte; every other byte stands for itself.
+func unescapeBytea(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && s[i+1] == '\\' {
+			b = append(b, '\\')
+			i++
+			continue
+		}
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b = append(b, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // NoRegistry: undefined_table (42P01); the existence query (to_regclass, which needs no
 // right on the table) makes it rare.

@@ -18,7 +18,7 @@ func optionalInterfaces() []reflect.Type {
 		reflect.TypeFor[FloorSettler](), reflect.TypeFor[Floorer](), reflect.TypeFor[GuardFinder](),
 		reflect.TypeFor[Guarder](), reflect.TypeFor[HiddenGuardReader](), reflect.TypeFor[LocatorChecker](),
 		reflect.TypeFor[NamePathTracker](), reflect.TypeFor[NamePather](), reflect.TypeFor[NoDatabaseReporter](),
-		reflect.TypeFor[NotNullFixer](), reflect.TypeFor[PartialFailer](), reflect.TypeFor[PastReader](), reflect.TypeFor[PreparedLister](),
+		reflect.TypeFor[NotNullFixer](), reflect.TypeFor[PartialFailer](), reflect.TypeFor[ServerIdentifier](), reflect.TypeFor[PastReader](), reflect.TypeFor[PreparedLister](),
 		reflect.TypeFor[PrimaryChecker](), reflect.TypeFor[Privileger](), reflect.TypeFor[RecordsSessionChecker](),
 		reflect.TypeFor[Registrar](), reflect.TypeFor[ReplicatedRaiser](), reflect.TypeFor[ReplicationChecker](),
 		reflect.TypeFor[ReplicationLister](), reflect.TypeFor[ReplicationThreadCounter](),

@@ -253,6 +253,12 @@ func (r Records) TriggerOnly(known func(TriggerRecord) (same, namesake bool)) []
 		for _, row := range r.rows {
 			namesake = namesake || strings.EqualFold(lastPart(row.Spec.Table), t.Name)
 		}
+		if namesake && t.Schema != "" && !dialect.PlainIdent(t.Schema) {
+			// A schema a guard cannot name (a space, a quote): the table is taken by
+			// its name alone, as a guard matches its name in every schema, and that
+			// name is already guarded by the namesake.
+			continue
+		}
 		out = append(out, t.Spec(namesake))
 	}
 	return out
