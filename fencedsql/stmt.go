@@ -298,78 +298,62 @@ func (s *passStmt) judge(ctx context.Context, args []driver.NamedValue) error {
 	return s.c.judgeBoundText(ctx, s.p, s.text, args)
 }
 
-// Exec implements driver.Stmt.
+// Exec implements driver.Stmt: ExecContext without a deadline, as stmt.Exec.
 func (s *passStmt) Exec(args []driver.Value) (driver.Result, error) {
-	if err := s.refusedInTx(context.Background()); err != nil {
-		return nil, err
-	}
-	if err := s.judge(context.Background(), namedValues(args)); err != nil {
-		return nil, err
-	}
-	st := s.c.tx
-	if err := s.c.markDynamic(context.Background(), st, s.p); err != nil {
-		return nil, err
-	}
-	res, err := s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
-	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
+	return s.ExecContext(context.Background(), namedValues(args))
 }
 
-// Query implements driver.Stmt.
+// Query implements driver.Stmt: QueryContext without a deadline, as stmt.Query.
 func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
-	if err := s.refusedInTx(context.Background()); err != nil {
+	return s.QueryContext(context.Background(), namedValues(args))
+}
+
+// before runs what every execution checks before it sends: the leases of the
+// transaction or context (checkLease), the statement's place in a transaction
+// (refusedInTx), its bound values (judge); a statement running dynamic SQL then marks
+// its transaction (markDynamic). It returns the transaction the outcome is watched on.
+func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txState, error) {
+	if err := s.c.checkLease(ctx); err != nil {
+		return nil, s.c.autocommitOutcome(err)
+	}
+	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.judge(context.Background(), namedValues(args)); err != nil {
+	if err := s.judge(ctx, args); err != nil {
 		return nil, err
 	}
 	st := s.c.tx
-	if err := s.c.markDynamic(context.Background(), st, s.p); err != nil {
+	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
 		return nil, err
 	}
-	rows, err := s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
-	if err != nil {
-		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
-	}
-	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
+	return st, nil
+}
+
+// outcome maps an execution's error (mapPassErr) and watches what it means for the
+// transaction st (watchErr, watchDynamic).
+func (s *passStmt) outcome(st *txState, err error) error {
+	return s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
 }
 
 // ExecContext implements driver.StmtExecContext.
 func (s *passStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.c.checkLease(ctx); err != nil {
-		return nil, s.c.autocommitOutcome(err)
-	}
-	if err := s.refusedInTx(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.judge(ctx, args); err != nil {
-		return nil, err
-	}
-	st := s.c.tx
-	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
+	st, err := s.before(ctx, args)
+	if err != nil {
 		return nil, err
 	}
 	res, err := stmtExec(ctx, s.Stmt, args)
-	return res, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
+	return res, s.outcome(st, err)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *passStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.c.checkLease(ctx); err != nil {
-		return nil, s.c.autocommitOutcome(err)
-	}
-	if err := s.refusedInTx(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.judge(ctx, args); err != nil {
-		return nil, err
-	}
-	st := s.c.tx
-	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
+	st, err := s.before(ctx, args)
+	if err != nil {
 		return nil, err
 	}
 	rows, err := stmtQuery(ctx, s.Stmt, args)
 	if err != nil {
-		return nil, s.c.watchDynamic(st, s.p, s.c.watchErr(st, s.c.core.mapPassErr(s.p, err)))
+		return nil, s.outcome(st, err)
 	}
 	return s.c.watchDynamicRows(st, s.p, s.c.watchRows(st, newRows(rows, s.c.core, nil, 0, 0))), nil
 }
