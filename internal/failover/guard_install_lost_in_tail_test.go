@@ -5,78 +5,14 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/netproxy"
 )
-
-// routeProxy is a TCP forwarder standing for a VIP / DNS name / pgbouncer that the
-// failover moves from the old primary to the new one (README "Replication and
-// failover": the application's route is moved, the old primary fenced off).
-type routeProxy struct {
-	ln     net.Listener
-	target atomic.Value // string host:port
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func newRouteProxy(t *testing.T, target string) *routeProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &routeProxy{ln: ln}
-	p.target.Store(target)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				s, err := net.Dial("tcp", p.target.Load().(string))
-				if err != nil {
-					c.Close()
-					return
-				}
-				p.mu.Lock()
-				p.conns = append(p.conns, c, s)
-				p.mu.Unlock()
-				go func() { io.Copy(s, c); s.Close() }()
-				io.Copy(c, s)
-				c.Close()
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	return p
-}
-
-// move points the route at target and cuts every forwarded connection (the old
-// primary is gone: its connections die).
-func (p *routeProxy) move(target string) {
-	p.target.Store(target)
-	p.cut()
-}
-
-func (p *routeProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *routeProxy) addr() string { return p.ln.Addr().String() }
 
 // TestGuardInstallLostInTailRefused (red-team rt54c F1): an asynchronous failover loses
 // the tail, and in the tail was the installation of a second table's guard (registry row,
@@ -164,8 +100,14 @@ func lostGuardInstall(ctx context.Context, t *testing.T, pair detacher, d DB, re
 			}
 		}
 	}
-	proxy := newRouteProxy(t, addrOf(pair.DSN()))
-	base := viaProxy(proxy.addr())
+	// The application's route to the primary: a virtual IP / DNS name / pgbouncer that
+	// the failover moves to the new primary (README "Replication and failover").
+	proxy, err := netproxy.New(addrOf(pair.DSN()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	base := viaProxy(proxy.Addr())
 	plainRoute, err := sql.Open(d.PlainDriver, base)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +146,7 @@ func lostGuardInstall(ctx context.Context, t *testing.T, pair detacher, d DB, re
 	if err := pair.Failover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	proxy.move(addrOf(pair.DSN()))
+	proxy.Retarget(addrOf(pair.DSN()))
 	np, err := sql.Open(d.PlainDriver, pair.DSN())
 	if err != nil {
 		t.Fatal(err)

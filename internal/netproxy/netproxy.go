@@ -122,6 +122,16 @@ func (p *Proxy) Reset() {
 	}
 }
 
+// Retarget forwards the connections accepted from now on to target and closes every
+// open one, as a virtual IP, DNS name or connection pooler moved to a new primary
+// does: the old server's connections die, new ones reach the new server.
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+	p.Reset()
+}
+
 // Close stops the proxy and closes all connections.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
@@ -181,7 +191,10 @@ func (p *Proxy) accept() {
 				return
 			}
 			defer p.untrack(in)
-			out, err := net.Dial("tcp", p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			out, err := net.Dial("tcp", target)
 			if err != nil {
 				return
 			}
