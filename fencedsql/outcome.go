@@ -204,6 +204,20 @@ func isServerError(d dialect.Dialect, err error) bool {
 	return false
 }
 
+// answeredByServer reports an error the server sent as its answer to a statement: any
+// SQLSTATE, a COMMIT answered by ROLLBACK, or an error dialect d classifies as the
+// server's. Unlike isServerError, which judges whether a COMMIT took effect, it counts
+// PostgreSQL's classes 08, 57, 58 and XX too: a statement cancelled (57014), a backend
+// terminated (57P01) or failed is answered, and a database that aborts the transaction
+// on an error (dialect.TxAborter) has aborted it, or ended the session, with it.
+func answeredByServer(d dialect.Dialect, err error) bool {
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) && len(st.SQLState()) == 5 {
+		return true
+	}
+	return isServerError(d, err)
+}
+
 // serverClassified reports an error dialect d classifies as a server's answer.
 func serverClassified(d dialect.Dialect, err error) bool {
 	info := d.Classify(err)

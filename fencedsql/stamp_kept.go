@@ -51,7 +51,8 @@ func (c *conn) stampKept(stamped int64, err error) error {
 	// A database that aborts the transaction on an error aborts it only on an error
 	// it answered: a statement never sent (its context ended first, a check of the
 	// wrapper's failed) leaves the stamp in a live transaction (red-team rt20m F1).
-	if a, ok := c.core.dialect.(dialect.TxAborter); ok && a.AbortsTxOnError() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && isServerError(c.core.dialect, err) {
+	// Every answer counts, a cancelled statement's (57014) too (red-team rt56c F1).
+	if a, ok := c.core.dialect.(dialect.TxAborter); ok && a.AbortsTxOnError() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && answeredByServer(c.core.dialect, err) {
 		return err
 	}
 	kept = &stampKeptError{err: err}
