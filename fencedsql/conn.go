@@ -46,6 +46,10 @@ type conn struct {
 	// the pool (docs/design.md G13).
 	namesMoved   bool
 	checkedNames map[*plan.Table]time.Time // when each was verified (WithSchemaRecheck)
+	// namesEpoch counts rearmNames on this connection: a statement the application
+	// prepared under an earlier count may have its forms bound to a name resolution
+	// no longer in force (stmtnames.go).
+	namesEpoch uint64
 	// namesGen is the pool's names generation checkedNames were made under
 	// (syncNames); poolNamesPending: a statement that may have moved a guarded name
 	// for every connection was sent, and the pool's verdicts are dropped again at the
@@ -251,7 +255,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		}
 		return c.rearmingStmt(p, newPassStmt(c, st, p, query)), nil
 	}
-	s := &stmt{c: c, text: query, plain: p, raws: map[*plan.Plan]driver.Stmt{}}
+	s := &stmt{c: c, text: query, plain: p, raws: map[*plan.Plan]driver.Stmt{}, epoch: c.namesEpoch}
 	if err := s.prepareAll(ctx, p); err != nil {
 		s.Close()
 		return nil, err

@@ -286,9 +286,12 @@ func (c *conn) forgetTrackedSession() {
 }
 
 // rearmNames re-arms the schema checks of c after a statement that may have changed
-// its name resolution: from now on they are cached on c, not on the pool.
+// its name resolution: from now on they are cached on c, not on the pool. It also
+// moves c's names epoch on, so that the application's prepared statements on c prepare
+// their forms again before their next execution (stmtnames.go).
 func (c *conn) rearmNames() {
 	c.namesMoved = true
+	c.namesEpoch++
 	clear(c.checkedNames)
 	c.dropStatements()
 }

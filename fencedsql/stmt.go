@@ -10,12 +10,17 @@ import (
 
 // stmt is a prepared guarded write. It holds the wrapped driver's prepared statements
 // for the plan (and, for DELETE, its fencing UPDATE); the ExpectVersion variant is
-// prepared on first use. The token is a placeholder, bound at execution.
+// prepared on first use. The token is a placeholder, bound at execution. Its forms
+// all belong to the connection's name resolution at execution: when it moved since
+// they were prepared, they are prepared again (epoch, followNames: stmtnames.go).
 type stmt struct {
 	c     *conn
 	text  string
 	plain *plan.Plan
 	raws  map[*plan.Plan]driver.Stmt
+	// epoch is the connection's names epoch (conn.namesEpoch) the statements in raws
+	// were prepared under.
+	epoch uint64
 }
 
 var (
@@ -101,6 +106,7 @@ func (s *stmt) enter(ctx context.Context) (*plan.Plan, error) {
 	if s.plain.ImplicitCommit != nil && s.c.tx != nil {
 		return nil, s.c.core.refused(s.plain.ImplicitCommit)
 	}
+	s.followNames()
 	return s.planFor(ctx)
 }
 
@@ -221,6 +227,9 @@ type passStmt struct {
 	// text is the statement's text: once the pool is stopped by an unguarded relative
 	// (relatives.go), an execution that may write rows is refused.
 	text string
+	// epoch is the connection's names epoch (conn.namesEpoch) Stmt was prepared under
+	// (followNames, stmtnames.go).
+	epoch uint64
 }
 
 // passStmtCC is a passStmt over a statement that implements the legacy
@@ -237,7 +246,7 @@ var (
 )
 
 func newPassStmt(c *conn, st driver.Stmt, p *plan.Plan, text string) driver.Stmt {
-	s := &passStmt{Stmt: st, c: c, inTx: p.ImplicitCommit, p: p, text: text}
+	s := &passStmt{Stmt: st, c: c, inTx: p.ImplicitCommit, p: p, text: text, epoch: c.namesEpoch}
 	s.checker, _ = st.(driver.NamedValueChecker)
 	if _, ok := st.(driver.ColumnConverter); ok { //nolint:staticcheck // legacy
 		return passStmtCC{s}
@@ -317,6 +326,9 @@ func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txSta
 		return nil, s.c.autocommitOutcome(err)
 	}
 	if err := s.refusedInTx(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.followNames(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.judge(ctx, args); err != nil {
