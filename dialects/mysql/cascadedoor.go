@@ -50,6 +50,9 @@ func (d dialectImpl) cascadeKeys(ctx context.Context, query dialect.CatalogQuery
 	rows, err := query(ctx, "SELECT rc.CONSTRAINT_SCHEMA, rc.TABLE_NAME, rc.CONSTRAINT_NAME, rc.UNIQUE_CONSTRAINT_SCHEMA, rc.REFERENCED_TABLE_NAME, rc.DELETE_RULE, rc.UPDATE_RULE, k.COLUMN_NAME, k.REFERENCED_COLUMN_NAME "+
 		"FROM information_schema.REFERENTIAL_CONSTRAINTS rc JOIN information_schema.KEY_COLUMN_USAGE k "+
 		"ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.TABLE_NAME = rc.TABLE_NAME AND k.REFERENCED_TABLE_NAME IS NOT NULL "+
+		// Byte for byte (sameName, red-team rt56a F2): a case or accent twin's foreign
+		// key of the same name is not this one.
+		"AND "+sameName("k.CONSTRAINT_SCHEMA", "rc.CONSTRAINT_SCHEMA")+" AND "+sameName("k.TABLE_NAME", "rc.TABLE_NAME")+" AND "+sameName("k.CONSTRAINT_NAME", "rc.CONSTRAINT_NAME")+" "+
 		"WHERE "+where+" "+
 		"AND (rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR rc.UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')) "+
 		"ORDER BY rc.CONSTRAINT_SCHEMA, rc.TABLE_NAME, rc.CONSTRAINT_NAME, k.ORDINAL_POSITION", args...)

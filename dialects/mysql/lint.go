@@ -105,7 +105,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// And, in the same query, a MariaDB application-time period key (periodKeyQuery).
 	rows, err = query(ctx, "SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
 		"UNION ALL "+periodKeyQuery,
-		t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Name)
+		t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Name, t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -133,16 +133,26 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 // order, and the period is a table CHECK constraint named after it whose clause is
 // exactly `start` < `end`. A key whose last two columns are (end, start) beside such a
 // CHECK written by hand is refused too (fail closed). Parameters: schema, table,
-// table, table. MySQL has no periods (and no CHECK_CONSTRAINTS.TABLE_NAME: the
+// table, table, table. MySQL has no periods (and no CHECK_CONSTRAINTS.TABLE_NAME: the
 // constraint is joined through TABLE_CONSTRAINTS, which both have).
-const periodKeyQuery = "SELECT 'period', tc.CONSTRAINT_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc " +
-	"JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME " +
+var periodKeyQuery = "SELECT 'period', tc.CONSTRAINT_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc " +
+	"JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME AND " + sameName("cc.CONSTRAINT_SCHEMA", "tc.CONSTRAINT_SCHEMA") + " AND " + sameName("cc.CONSTRAINT_NAME", "tc.CONSTRAINT_NAME") + " " +
 	"JOIN information_schema.KEY_COLUMN_USAGE ke ON ke.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ke.TABLE_NAME = tc.TABLE_NAME AND ke.CONSTRAINT_NAME = 'PRIMARY' " +
 	"JOIN information_schema.KEY_COLUMN_USAGE ks ON ks.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ks.TABLE_NAME = tc.TABLE_NAME AND ks.CONSTRAINT_NAME = 'PRIMARY' AND ks.ORDINAL_POSITION = ke.ORDINAL_POSITION + 1 " +
 	"WHERE tc.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND tc.TABLE_NAME = ? AND tc.CONSTRAINT_TYPE = 'CHECK' " +
 	"AND cc.CHECK_CLAUSE = CONCAT('`', REPLACE(ks.COLUMN_NAME, '`', '``'), '` < `', REPLACE(ke.COLUMN_NAME, '`', '``'), '`') " +
-	"AND NOT EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE kx WHERE kx.TABLE_SCHEMA = tc.TABLE_SCHEMA AND kx.TABLE_NAME = ? AND kx.CONSTRAINT_NAME = 'PRIMARY' AND kx.ORDINAL_POSITION > ks.ORDINAL_POSITION) " +
-	"AND ks.TABLE_NAME = ?"
+	"AND NOT EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE kx WHERE kx.TABLE_SCHEMA = tc.TABLE_SCHEMA AND kx.TABLE_NAME = ? AND " + periodSameTable + " AND kx.CONSTRAINT_NAME = 'PRIMARY' AND kx.ORDINAL_POSITION > ks.ORDINAL_POSITION) " +
+	"AND ks.TABLE_NAME = ? AND ke.TABLE_NAME = ? AND " + periodSameKey
+
+// periodSameKey and periodSameTable hold periodKeyQuery's views to the one table byte
+// for byte (sameName, red-team rt56a F2: information_schema's = folds case and
+// accents, and a twin table's key is not the table's); the constant names above let
+// information_schema open only that table.
+var (
+	periodSameKey = sameName("ke.TABLE_SCHEMA", "tc.TABLE_SCHEMA") + " AND " + sameName("ke.TABLE_NAME", "tc.TABLE_NAME") + " AND " +
+		sameName("ks.TABLE_SCHEMA", "tc.TABLE_SCHEMA") + " AND " + sameName("ks.TABLE_NAME", "tc.TABLE_NAME")
+	periodSameTable = sameName("kx.TABLE_SCHEMA", "tc.TABLE_SCHEMA") + " AND " + sameName("kx.TABLE_NAME", "tc.TABLE_NAME")
+)
 
 // integerWidth returns the width in bytes of a DATA_TYPE of
 // information_schema.COLUMNS that is an integer type, 0 for any other.

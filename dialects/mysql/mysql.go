@@ -147,14 +147,15 @@ func between(s, open, close string) string {
 func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []any) {
 	// The names are joined as constants (k): information_schema looks a constant name up
 	// directly, where a correlated one scans every database. The view's definition is
-	// read only for a view.
+	// read only for a view. The views are held to the table t byte for byte (sameName,
+	// red-team rt56a F2: a case or accent twin's columns are not the table's).
 	return "SELECT c.COLUMN_NAME, IF(c.IS_NULLABLE = 'NO', 1, 0), IF(t.TABLE_TYPE = 'VIEW', " +
 		"(SELECT CONCAT('view:', COALESCE((SELECT GROUP_CONCAT(DISTINCT b.TABLE_NAME ORDER BY b.TABLE_NAME SEPARATOR ', ') FROM information_schema.TABLES b " +
-		"WHERE b.TABLE_SCHEMA = v.TABLE_SCHEMA AND b.TABLE_TYPE = 'BASE TABLE' AND LOCATE(CONCAT('`', b.TABLE_SCHEMA, '`.`', b.TABLE_NAME, '`'), v.VIEW_DEFINITION) > 0), '')) " +
-		"FROM information_schema.VIEWS v WHERE v.TABLE_SCHEMA = t.TABLE_SCHEMA AND v.TABLE_NAME = t.TABLE_NAME), " +
+		"WHERE b.TABLE_SCHEMA = k.s AND " + sameName("b.TABLE_SCHEMA", "t.TABLE_SCHEMA") + " AND b.TABLE_TYPE = 'BASE TABLE' AND LOCATE(CONCAT('`', b.TABLE_SCHEMA, '`.`', b.TABLE_NAME, '`'), v.VIEW_DEFINITION) > 0), '')) " +
+		"FROM information_schema.VIEWS v WHERE v.TABLE_SCHEMA = k.s AND v.TABLE_NAME = k.n AND " + sameName("v.TABLE_SCHEMA", "t.TABLE_SCHEMA") + " AND " + sameName("v.TABLE_NAME", "t.TABLE_NAME") + "), " +
 		"CASE t.TABLE_TYPE WHEN 'SEQUENCE' THEN 'sequence' WHEN 'SYSTEM VIEW' THEN 'system view' END) " +
 		"FROM (SELECT COALESCE(NULLIF(?, _binary''), DATABASE()) AS s, ? AS n) k JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = k.s AND t.TABLE_NAME = k.n " +
-		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.s AND c.TABLE_NAME = k.n", []any{table.Schema, table.Name}
+		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.s AND c.TABLE_NAME = k.n AND " + sameName("c.TABLE_SCHEMA", "t.TABLE_SCHEMA") + " AND " + sameName("c.TABLE_NAME", "t.TABLE_NAME"), []any{table.Schema, table.Name}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE adding the missing columns.

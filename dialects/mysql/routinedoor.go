@@ -21,7 +21,10 @@ import (
 // like functions although the wrapper refuses CALL unless WithDynamicSQL: a function,
 // a trigger or another procedure may CALL one, and a statement reaches that one with
 // no CALL in its text (red-team rt36b F1). fencedsql's own
-// fence function writes nothing (NO SQL) and is judged like the rest. information_schema
+// fence function writes nothing (NO SQL) and is judged like the rest; another table's
+// absence recorder exactly as installed writes that table's tombstone table only and
+// is judged by that (stockRecorder, red-team rt56a F1: its words named a guarded table
+// called key or x). information_schema
 // shows a routine's definition only to its definer and to accounts with the right to
 // read every routine (MariaDB: SELECT on mysql.proc; MySQL: SHOW_ROUTINE): a definition
 // hidden from the account is not judged (an application account of the least-privilege
@@ -55,6 +58,13 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 			continue
 		}
 		if !writesAsStored(r[3], storedMode(r, 7), t.Table.Name, false) {
+			continue
+		}
+		// Another table's own absence recorder, as installed: it writes that table's
+		// tombstone table only (stockbodies.go).
+		if wrote, stock, err := d.stockRecorder(ctx, query, r); err != nil {
+			return nil, err
+		} else if stock && !stockWrites(wrote, t.Table.Name) {
 			continue
 		}
 		fn := dialect.TableName{Schema: r[0], Name: r[1]}

@@ -303,7 +303,11 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 // statement on that table is fenced for its rows only (dialect.TriggerDoorFinder). A
 // trigger on the table itself cannot write it (MySQL refuses that when it fires;
 // ownTriggers judges its assignments). A trigger that calls a function that writes the
-// table is not this door: the function is one (routines). Fix: DROP TRIGGER, and do its work through the wrapper.
+// table is not this door: the function is one (routines). Another table's own guard
+// trigger exactly as installed writes that table's tombstone table, if anything, and
+// is judged by that (stockTrigger, red-team rt56a F1: the tombstone triggers' words
+// named a guarded table called old or key, and this door's Fix dropped them). Fix:
+// DROP TRIGGER, and do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS "+
 		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
@@ -318,6 +322,13 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 5 || !writesAsStored(r[4], storedMode(r, 5), t.Table.Name, false) {
+			continue
+		}
+		// Another table's own guard trigger, as installed: it writes that table's
+		// tombstone table, if anything (stockbodies.go).
+		if wrote, stock, err := d.stockTrigger(ctx, query, r); err != nil {
+			return nil, err
+		} else if stock && !stockWrites(wrote, t.Table.Name) {
 			continue
 		}
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}

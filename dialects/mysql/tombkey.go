@@ -21,19 +21,25 @@ import (
 // fencedsql-schema -apply.
 func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb := tombTable(dialect.TableName{Name: t.Table.Name}).Name
+	// Every view is restricted by constant names (information_schema opens only those
+	// tables) and joined to k byte for byte (sameName, red-team rt56a F2).
+	const db = "COALESCE(NULLIF(?, _binary''), DATABASE())"
+	same := func(a string) string {
+		return sameName(a+".TABLE_SCHEMA", "k.TABLE_SCHEMA")
+	}
 	rows, err := query(ctx, "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), COALESCE(tc.COLUMN_TYPE, ''), COALESCE(tc.COLLATION_NAME, ''), "+
 		"COALESCE(tk.ORDINAL_POSITION, 0) = k.ORDINAL_POSITION, "+
-		"(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE x WHERE x.TABLE_SCHEMA = k.TABLE_SCHEMA AND x.TABLE_NAME = ? AND x.CONSTRAINT_NAME = 'PRIMARY'), k.TABLE_SCHEMA, "+
-		"NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = k.TABLE_SCHEMA AND s.TABLE_NAME = ? AND s.INDEX_NAME = 'PRIMARY' AND s.SUB_PART IS NOT NULL) "+
+		"(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE x WHERE x.TABLE_SCHEMA = "+db+" AND "+same("x")+" AND x.TABLE_NAME = ? AND x.CONSTRAINT_NAME = 'PRIMARY'), k.TABLE_SCHEMA, "+
+		"NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = "+db+" AND "+same("s")+" AND s.TABLE_NAME = ? AND s.INDEX_NAME = 'PRIMARY' AND s.SUB_PART IS NOT NULL) "+
 		"FROM information_schema.KEY_COLUMN_USAGE k "+
-		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "+
+		"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = "+db+" AND c.TABLE_NAME = ? AND "+same("c")+" AND "+sameName("c.TABLE_NAME", "k.TABLE_NAME")+" AND "+sameName("c.COLUMN_NAME", "k.COLUMN_NAME")+" "+
 		// A system-versioned tombstone table is guardTables' to report (guardversioned.go):
 		// MariaDB adds row_end to its primary key.
-		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = k.TABLE_SCHEMA AND tt.TABLE_NAME = ? AND tt.TABLE_TYPE = 'BASE TABLE' "+
-		"LEFT JOIN information_schema.COLUMNS tc ON tc.TABLE_SCHEMA = k.TABLE_SCHEMA AND tc.TABLE_NAME = ? AND tc.COLUMN_NAME = k.COLUMN_NAME "+
-		"LEFT JOIN information_schema.KEY_COLUMN_USAGE tk ON tk.TABLE_SCHEMA = k.TABLE_SCHEMA AND tk.TABLE_NAME = ? AND tk.CONSTRAINT_NAME = 'PRIMARY' AND tk.COLUMN_NAME = k.COLUMN_NAME "+
-		"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
-		tomb, tomb, tomb, tomb, tomb, t.Table.Schema, t.Table.Name)
+		"JOIN information_schema.TABLES tt ON tt.TABLE_SCHEMA = "+db+" AND "+same("tt")+" AND tt.TABLE_NAME = ? AND tt.TABLE_TYPE = 'BASE TABLE' "+
+		"LEFT JOIN information_schema.COLUMNS tc ON tc.TABLE_SCHEMA = "+db+" AND "+same("tc")+" AND tc.TABLE_NAME = ? AND "+sameName("tc.TABLE_NAME", "tt.TABLE_NAME")+" AND "+sameName("tc.COLUMN_NAME", "k.COLUMN_NAME")+" "+
+		"LEFT JOIN information_schema.KEY_COLUMN_USAGE tk ON tk.TABLE_SCHEMA = "+db+" AND "+same("tk")+" AND tk.TABLE_NAME = ? AND "+sameName("tk.TABLE_NAME", "tt.TABLE_NAME")+" AND tk.CONSTRAINT_NAME = 'PRIMARY' AND "+sameName("tk.COLUMN_NAME", "k.COLUMN_NAME")+" "+
+		"WHERE k.TABLE_SCHEMA = "+db+" AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
+		t.Table.Schema, tomb, t.Table.Schema, tomb, t.Table.Schema, t.Table.Name, t.Table.Schema, tomb, t.Table.Schema, tomb, t.Table.Schema, tomb, t.Table.Schema, t.Table.Name)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}

@@ -82,12 +82,15 @@ func tombObject(kind string, table dialect.TableName) dialect.TableName {
 func tombTable(table dialect.TableName) dialect.TableName { return tombObject("", table) }
 
 // PrimaryKeyQuery lists the primary key columns of table in key order: name,
-// COLUMN_TYPE, collation ("" for none) and the table's database.
+// COLUMN_TYPE, collation ("" for none) and the table's database. The key's columns are
+// joined to their definitions by name byte for byte (sameName: not to a case or accent
+// twin's, red-team rt56a F2).
 func (dialectImpl) PrimaryKeyQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT k.COLUMN_NAME, c.COLUMN_TYPE, COALESCE(c.COLLATION_NAME, ''), k.TABLE_SCHEMA FROM information_schema.KEY_COLUMN_USAGE k " +
-			"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME " +
+			"JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND c.TABLE_NAME = ? AND " +
+			sameName("c.TABLE_SCHEMA", "k.TABLE_SCHEMA") + " AND " + sameName("c.TABLE_NAME", "k.TABLE_NAME") + " AND " + sameName("c.COLUMN_NAME", "k.COLUMN_NAME") + " " +
 			"WHERE k.TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND k.TABLE_NAME = ? AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
-		[]any{table.Schema, table.Name}
+		[]any{table.Schema, table.Name, table.Schema, table.Name}
 }
 
 // keyColumnDef is the definition of a tombstone key column: the key column's type and

@@ -29,7 +29,9 @@ import (
 // catalog's. Enabled
 // or not (one ALTER TABLE … ENABLE TRIGGER switches it on); triggers cloned onto
 // partitions are judged through their parent's. Not seen: a key made by a routine the
-// body calls, or under a name built at run time. Fix: DROP TRIGGER, and do its work
+// body calls, or under a name built at run time. The relation's own tombstone function
+// as this version installs it (stockTombstoneBody) is judged by what it writes, not by
+// its words (red-team rt56a F1: a table named new). Fix: DROP TRIGGER, and do its work
 // through the wrapper.
 func (d dialectImpl) keyMakers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, `WITH RECURSIVE `+familySQL(1)+`
@@ -64,7 +66,16 @@ ORDER BY 1, 2, 3`, t.Table.String())
 		if !ok {
 			continue
 		}
+		// The relation's own tombstone function, as installed, writes its tombstone
+		// table only (stockbodies.go: a table named new or set is named by its words).
 		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		if wrote, stock, err := d.stockTombstoneBody(ctx, query, rel, r[6], r[5]); err != nil {
+			return nil, err
+		} else if stock {
+			if name, ok = stockWrites(wrote, familyNames(t, r[7])); !ok {
+				continue
+			}
+		}
 		fn := dialect.TableName{Schema: r[3], Name: r[4]}
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[2] + " on " + rel.String(),
 			Problem: "the row trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which may make a key of " + writtenName(t, name) +

@@ -41,7 +41,10 @@ const routineBody = `COALESCE(NULLIF(p.prosrc, ''), pg_catalog.pg_get_functionde
 // relation for the session, which the pool's verdict for the table then covers.
 // fencedsql's own
 // functions write no guarded table (the fence functions raise, the guard and tombstone
-// functions are trigger functions) and are judged like the rest. Not seen: a function
+// functions are trigger functions) and are judged like the rest, but for another
+// table's absence recorder exactly as installed, which writes that table's tombstone
+// table only and is judged by that (stockRecorderBody, red-team rt56a F1: its words
+// named a guarded table called t or set). Not seen: a function
 // that builds the table's name at run time from pieces none of which is the name
 // ('acc' || 'ounts', chr()), in a body without an escape literal. The door carries no
 // Fix: the routine is the user's (drop it, or do its work through the wrapper). One
@@ -74,8 +77,21 @@ ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
 		}
 		names := familyNames(t, r[7])
 		_, writes := bodyWrites(src, r[3], names)
+		stock := false
+		if writes {
+			// Another table's own absence recorder, as installed: it writes that table's
+			// tombstone table and nothing else (stockbodies.go).
+			wrote, ok, err := d.stockRecorderBody(ctx, query, dialect.TableName{Schema: r[0], Name: r[1]}, r[3], src)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				stock = true
+				_, writes = stockWrites(wrote, names)
+			}
+		}
 		shadowed, shadows := "", false
-		if !writes {
+		if !writes && !stock {
 			shadowed, shadows = bodyShadows(src, r[3], names)
 		}
 		if !writes && !shadows {

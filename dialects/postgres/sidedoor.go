@@ -671,7 +671,10 @@ func ownColumns(t dialect.SideDoorTable) string {
 // planner refuses through a pool but a plain connection does not. fencedsql's own trigger
 // functions (the guard and tombstone functions, the view refusal) write no guarded
 // table and are judged like the rest: a function merely named fencedsql_… that writes
-// the table is a door (red-team rt20g F1, F2). A function that builds the table's name at run
+// the table is a door (red-team rt20g F1, F2); another relation's own tombstone
+// function exactly as installed writes that relation's tombstone table only and is
+// judged by that (stockTombstoneBody, red-team rt56a F1: its words named a guarded
+// table called t or set). A function that builds the table's name at run
 // time, or calls another routine that writes it, is not seen. Fix: DROP TRIGGER, and
 // do its work through the wrapper.
 //
@@ -839,7 +842,22 @@ ORDER BY 1, 2, 3, 4`, args...)
 		}
 		switch r[0] {
 		case "1":
-			if sd, ok := d.triggerDoor(r, t, tomb); ok {
+			name, writes, stock := "", false, false
+			if r[7] != "1" {
+				if name, writes = bodyWrites(r[6], r[11], familyNames(t, r[12])); writes {
+					// Another relation's own tombstone function, as installed: it writes
+					// that relation's tombstone table and nothing else (stockbodies.go).
+					wrote, ok, err := d.stockTombstoneBody(ctx, query, dialect.TableName{Schema: r[1], Name: r[2]}, r[11], r[6])
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						stock = true
+						name, writes = stockWrites(wrote, familyNames(t, r[12]))
+					}
+				}
+			}
+			if sd, ok := d.triggerDoor(r, t, tomb, name, writes, stock); ok {
 				if movedTombTrigger(r) {
 					// Its Fix: the relation's own tombstone guard (its primary key read
 					// here), whose install carries the tombstones over and replaces these
@@ -974,21 +992,19 @@ func guardObjects(deps string) []string {
 }
 
 // triggerDoor judges one trigger row of otherTriggers: a trigger on another relation
-// that writes the table (SideDoorTrigger), or a trigger whose function may change a
-// guard object (SideDoorGuardWriter). r[8] is "g" for a trigger on one of the guard
+// that writes the table (SideDoorTrigger: writes, name what it writes, as otherTriggers
+// judged the body — by bodyWrites, or, for stock, a body that is the relation's own
+// tombstone function as installed, by what that writes: stockbodies.go), or a trigger
+// whose function may change a guard object (SideDoorGuardWriter). r[8] is "g" for a trigger on one of the guard
 // tables themselves (guardTables judges those), "o" for the library's own tombstone or
 // floor sync trigger of another schema (the function of that name, pinned search_path,
 // on a relation of its schema that it is named for): such a body writes its own
 // schema's guard table, which shares the name, so it counts only when it also names
 // this table's schema (r[9]) or the floor's (r[10]).
-func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb string) (dialect.SideDoor, bool) {
+func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb, name string, writes, stock bool) (dialect.SideDoor, bool) {
 	rel := dialect.TableName{Schema: r[1], Name: r[2]}
 	fn := dialect.TableName{Schema: r[4], Name: r[5]}
 	drop := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[3]) + " ON " + rel.Quote(d.QuoteIdent)}
-	name, writes := "", false
-	if r[7] != "1" {
-		name, writes = bodyWrites(r[6], r[11], familyNames(t, r[12]))
-	}
 	if writes {
 		fix := drop
 		if r[3] == refuseTrigger && r[5] == refuseFunction {
@@ -1004,8 +1020,8 @@ func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb strin
 	}
 	// A body that creates or renames a relation onto the name (red-team rt47c F1): on
 	// any relation, the table itself included (an AFTER trigger's shadow takes the
-	// session's later writes).
-	if name, ok := bodyShadows(r[6], r[11], familyNames(t, r[12])); ok {
+	// session's later writes). A stock tombstone function creates and renames nothing.
+	if name, ok := bodyShadows(r[6], r[11], familyNames(t, r[12])); ok && !stock {
 		return dialect.SideDoor{Kind: dialect.SideDoorTrigger, Object: r[3] + " on " + rel.String(),
 			Problem: shadowProblem("the trigger "+r[3]+" on "+rel.String()+disabledNote(r[13], "ALTER TABLE … ENABLE TRIGGER")+" runs "+fn.String()+"(), which", t, name,
 				"a write to "+rel.String()+" it fires for"),

@@ -1,0 +1,176 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencedsql/fencedsql/dialects/mysql"
+	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
+	"github.com/fencedsql/fencedsql/internal/testdb"
+)
+
+// myApplyRounds is fencedsql-schema -apply on MySQL/MariaDB: RegisterTables, Check,
+// each Fix statement alone, up to three rounds; it returns the last reports.
+func myApplyRounds(ctx context.Context, raw *sql.DB, specs ...schema.GuardSpec) ([]schema.TableReport, error) {
+	if err := schema.RegisterTables(ctx, raw, mysql.Dialect, specs...); err != nil {
+		return nil, err
+	}
+	var reps []schema.TableReport
+	for round := 0; round < 3; round++ {
+		var err error
+		if reps, err = schema.Check(ctx, raw, mysql.Dialect, specs...); err != nil {
+			return reps, err
+		}
+		n := 0
+		for _, r := range reps {
+			for _, s := range r.Fix {
+				n++
+				if _, err := raw.ExecContext(ctx, s); err != nil {
+					return reps, fmt.Errorf("fix %q: %w", s, err)
+				}
+			}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return reps, nil
+}
+
+// myProblems lists the reports' problems ("table: problem"); none for all OK.
+func myProblems(reps []schema.TableReport) []string {
+	out := []string{}
+	for _, r := range reps {
+		for _, p := range r.Problems {
+			out = append(out, r.Table+": "+p)
+		}
+	}
+	if len(reps) == 0 {
+		out = append(out, "no report")
+	}
+	return out
+}
+
+func myQuote(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+const myStockCols = " (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB"
+
+// TestGuardObjectsOfAnotherTableNotWritersOfWordNamedTable (red-team rt56a F1 on
+// MariaDB): the door checks' word test read the stock absence recorder of another
+// guarded table (INSERT INTO … VALUES … ON DUPLICATE KEY UPDATE … GREATEST(…); IF
+// EXISTS (SELECT 1 FROM … x WHERE …) THEN SIGNAL SQLSTATE … SET MESSAGE_TEXT …) and its
+// tombstone triggers (… VALUES (OLD.…) …; … FROM … t WHERE … NEW.…) as writers of a
+// guarded table named like one of their words: every write of that table through a
+// pool was refused with ErrSchema, and its -apply dropped the other table's tombstone
+// triggers (the trigger door's Fix), which the other table's Check then reported. A
+// stock guard object, judged whole, writes its tombstone table only. Want: -apply OK
+// for both tables, the current token's write accepted, a stale one ErrFenced.
+func TestGuardObjectsOfAnotherTableNotWritersOfWordNamedTable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dsn := testdb.MySQL(t)
+	raw := testdb.Open(t, "mysql", dsn, "CREATE TABLE accounts"+myStockCols)
+	if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: "accounts"}); err != nil || len(myProblems(reps)) > 0 {
+		t.Fatal(err, myProblems(reps))
+	}
+	words := []string{"key", "x", "values", "set", "if", "then", "into", "from", "where", "signal", "sqlstate", "message_text", "greatest", "duplicate", "old", "new", "t", "mode"}
+	rng := rand.New(rand.NewSource(5610))
+	rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
+	for _, w := range append([]string{"key", "old"}, words[:3]...) {
+		if _, err := raw.ExecContext(ctx, "CREATE TABLE "+myQuote(w)+myStockCols); err != nil {
+			continue // picked twice
+		}
+		if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: w}); err != nil || len(myProblems(reps)) > 0 {
+			t.Errorf("table %q next to the guarded accounts: -apply: %v %.300q", w, err, myProblems(reps))
+		}
+		if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(myProblems(reps)) > 0 {
+			t.Errorf("accounts after the -apply of %q: Check: %v %.300q", w, err, myProblems(reps))
+		}
+		pool := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts,"+w))
+		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), "INSERT INTO "+myQuote(w)+" (id, balance) VALUES (1, 1)"); err != nil {
+			t.Errorf("table %q: the current token's INSERT: %.300v", w, err)
+		} else if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 90), "UPDATE "+myQuote(w)+" SET balance = 2 WHERE id = 1"); !errors.Is(err, fencedsql.ErrFenced) {
+			t.Errorf("table %q: stale UPDATE: %v; want ErrFenced", w, err)
+		}
+		pool.Close()
+	}
+	// A table whose recorder's name is cut and hashed (tombName): its table is found by
+	// the cut part, and the recorder is judged whole as well.
+	long := "accounts_with_a_long_name_" + strings.Repeat("z", 30)
+	testdb.Exec(t, raw, "CREATE TABLE "+myQuote(long)+myStockCols)
+	if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: long}); err != nil || len(myProblems(reps)) > 0 {
+		t.Fatal(err, myProblems(reps))
+	}
+	if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "key"}); err != nil || len(myProblems(reps)) > 0 {
+		t.Errorf("key next to the guarded %s: Check: %v %.300q", long, err, myProblems(reps))
+	}
+}
+
+// TestUserBodiesWritingWordNamedTableStillDoors: what rt56a F1's fix recognises is
+// only the stock guard object as installed, whole. A user's trigger on another table,
+// a user's procedure, and another table's tombstone trigger changed to write the table
+// too — each writing a guarded table named key — are still doors of it (Check reports
+// them; the pool refuses).
+func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dsn := testdb.MySQL(t)
+	raw := testdb.Open(t, "mysql", dsn, "CREATE TABLE accounts"+myStockCols, "CREATE TABLE `key`"+myStockCols, "CREATE TABLE audit (id BIGINT PRIMARY KEY) ENGINE=InnoDB")
+	for _, tbl := range []string{"accounts", "key"} {
+		if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: tbl}); err != nil || len(myProblems(reps)) > 0 {
+			t.Fatal(err, myProblems(reps))
+		}
+	}
+	var stockDel string
+	if err := raw.QueryRowContext(ctx, "SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = 'fencedsql_tombdel_accounts'").Scan(&stockDel); err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(stockDel, "ELSE\n", "ELSE\n  UPDATE `key` SET balance = 0;\n", 1)
+	if changed == stockDel {
+		t.Fatalf("the stock DELETE trigger has no ELSE: %s", stockDel)
+	}
+	cases := []struct {
+		name  string
+		setup []string
+		kind  dialect.SideDoorKind
+		undo  []string
+	}{
+		{"a user's trigger on another table",
+			[]string{"CREATE TRIGGER audit_copy AFTER INSERT ON audit FOR EACH ROW INSERT INTO `key` (id) VALUES (NEW.id)"},
+			dialect.SideDoorTrigger, []string{"DROP TRIGGER audit_copy"}},
+		{"a user's procedure",
+			[]string{"CREATE PROCEDURE reset_key() UPDATE `key` SET balance = 0"},
+			dialect.SideDoorRoutine, []string{"DROP PROCEDURE reset_key"}},
+		{"another table's tombstone trigger changed",
+			[]string{"DROP TRIGGER fencedsql_tombdel_accounts", "CREATE TRIGGER fencedsql_tombdel_accounts AFTER DELETE ON accounts FOR EACH ROW\n" + changed},
+			dialect.SideDoorTrigger, []string{"DROP TRIGGER fencedsql_tombdel_accounts", "CREATE TRIGGER fencedsql_tombdel_accounts AFTER DELETE ON accounts FOR EACH ROW\n" + stockDel}},
+	}
+	for _, c := range cases {
+		testdb.Exec(t, raw, c.setup...)
+		reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "key"})
+		found := false
+		for _, r := range reps {
+			for _, sd := range r.SideDoors {
+				found = found || sd.Kind == c.kind
+			}
+		}
+		if err != nil || !found {
+			t.Errorf("%s writing the guarded table named key: Check: %v %.300q; want a %s door", c.name, err, myProblems(reps), c.kind)
+		}
+		pool := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts,key"))
+		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), "UPDATE `key` SET balance = 1 WHERE id = 1"); !errors.Is(err, fencedsql.ErrSchema) {
+			t.Errorf("%s writing the guarded table named key: a write through the pool: %v; want ErrSchema", c.name, err)
+		}
+		pool.Close()
+		testdb.Exec(t, raw, c.undo...)
+	}
+}
