@@ -106,17 +106,18 @@ func (k *core) fencingColOf(g *plan.Table, col string) fencingCol {
 	return notFencing
 }
 
-// newerTokenIn reports whether the guarded table g holds a token above tok — a row, a
-// tombstone, or its floor − 1 (tableMaxToken) — read after a NOT NULL violation of the
-// token column that names no table (MySQL/MariaDB's 1048), on the error path only. The
-// guards refuse a write only for such a token (a targeted row's, a tombstone's of the
-// key), so without one the violation is another table's (an audit table an ordinary
-// trigger writes: red-team rt56d F1). It answers true when it cannot tell (no plain
-// connector, the statement's context ended, the read failed): the refusal stays the
-// fence's; so it does with WithSchemaCheck(false), under which the wrapper reads no
-// table of its own accord (go-sqlmock users see no extra statement). Limit: a row that refused the write and is deleted, without tombstones, by a
-// newer holder before the read (autocommit: the failed statement kept no lock on it)
-// leaves the driver's error.
+// newerTokenIn reports whether the guarded table g holds a token above tok (WithStrict:
+// at least tok) — a row, a tombstone, or its floor − 1 (tableMaxToken) — read after a
+// NOT NULL violation of the token column that names no table (MySQL/MariaDB's 1048),
+// on the error path only. The guards refuse a write only for such a token (a targeted
+// row's, a tombstone's of the key), so without one the violation is another table's (an
+// audit table an ordinary trigger writes: red-team rt56d F1). It answers true when it
+// cannot tell (no plain connector, the statement's context ended, the read failed):
+// the refusal stays the fence's; so it does with WithSchemaCheck(false), under which
+// the wrapper reads no table of its own accord (go-sqlmock users see no extra
+// statement). Limit: a row that refused the write and is deleted, without tombstones,
+// by a newer holder before the read (autocommit: the failed statement kept no lock on
+// it) leaves the driver's error.
 func (k *core) newerTokenIn(ctx context.Context, g *plan.Table, tok uint64) bool {
 	if k.raw == nil || g == nil || !k.cfg.schemaCheck || ctx.Err() != nil {
 		return true
@@ -128,7 +129,7 @@ func (k *core) newerTokenIn(ctx context.Context, g *plan.Table, tok uint64) bool
 		k.cfg.logger.Warn("fencedsql: NOT NULL of the token column: reading the table's highest token", "table", g.String(), "err", err.Error())
 		return true
 	}
-	return max > tok
+	return max > tok || k.cfg.strict && max >= tok // WithStrict refuses an equal token too
 }
 
 // expectsVersion reports whether the plan p carries an ExpectVersion argument: the

@@ -101,7 +101,9 @@ func TestNotNullOfOtherTableInGuardedStatement(t *testing.T) {
 					continue
 				}
 				_, err = w.ExecContext(tokenCtx(ctx0, staleToken), fmt.Sprintf("UPDATE accounts SET balance = 0 WHERE id = %d", key))
-				if !errors.Is(err, fencedsql.ErrFenced) {
+				// (or, where the lazy check re-ran, its refusal of a MariaDB trigger whose
+				// text names a fencing column's name: ErrSchema, closed too)
+				if !errors.Is(err, fencedsql.ErrFenced) && !errors.Is(err, fencedsql.ErrSchema) {
 					t.Errorf("[%s %s %s audit.%s] a stale UPDATE: %v (%T), want ErrFenced", when, event, b.name, col, err, err)
 				}
 			}
