@@ -211,14 +211,23 @@ func (k *core) mapErr(ctx context.Context, p *plan.Plan, tok uint64, ver int64, 
 		// The guarded table and fencing column the refusal is of, whether or not the
 		// statement's plan names the table (fencingnull.go).
 		g, col := k.fencingNull(p, info)
+		planned := p != nil && p.Guard != nil
 		switch {
+		case col == tokenColumn && planned && info.Table == "" && !k.newerTokenIn(ctx, g, tok):
+			// MySQL/MariaDB's 1048 names no table: no row, tombstone or floor holds a
+			// token above this one, so it is not the fence (red-team rt56d F1).
+			return err
 		case col == tokenColumn:
 			k.cfg.logger.Warn("fencedsql: write fenced by a newer token", "table", g.String(), "token", tok)
 			k.metrics.count(k.metrics.fenced, g)
 			return k.explainFenced(ctx, &FencedError{Table: g.String(), Token: tok, Err: err}, tok, g)
-		case col == versionColumn && p != nil && p.Guard != nil:
+		case col == versionColumn && planned && g.Base() == p.Guard.Base() && expectsVersion(p):
 			k.metrics.count(k.metrics.version, g)
 			return &VersionConflictError{Table: g.String(), Expected: ver, Err: err}
+		case col == versionColumn && planned && info.Table == "":
+			// No ExpectVersion asked (or another guarded table's): the wrapper's write
+			// sets no NULL version, and the error names no table (red-team rt56d F1).
+			return err
 		case col == versionColumn:
 			// A NULL version where no ExpectVersion was asked: the guard's refusal of a
 			// write that does not follow the protocol.

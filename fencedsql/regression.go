@@ -190,12 +190,7 @@ func (k *core) regressionVerdict(ctx context.Context, src TokenSource, g *plan.T
 func (k *core) readVerdict(ctx context.Context, src TokenSource, g *plan.Table) (regressionVerdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	db := sql.OpenDB(noClose{k.raw})
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	// The application's account may not list the replication connections (red-team
-	// rt48i): the answer only explains a write the guards already refused.
-	max, err := schema.MaxToken(schema.WithServerRoleUnknownAllowed(ctx), db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
+	max, err := k.tableMaxToken(ctx, g)
 	if err != nil {
 		return regressionVerdict{}, fmt.Errorf("reading the table's highest token: %w", err)
 	}
@@ -204,6 +199,18 @@ func (k *core) readVerdict(ctx context.Context, src TokenSource, g *plan.Table) 
 		return regressionVerdict{}, fmt.Errorf("reading the lock service's last token: %w", err)
 	}
 	return regressionVerdict{at: time.Now(), service: last, database: max}, nil
+}
+
+// tableMaxToken reads the highest token g has accepted (schema.MaxToken: its rows, its
+// tombstones, its floor − 1) through a separate plain connection: the error path's
+// look-up (explainFenced, newerTokenIn), never the happy path's. The application's
+// account may not list the replication connections (red-team rt48i): the answer only
+// explains a write the guards already refused.
+func (k *core) tableMaxToken(ctx context.Context, g *plan.Table) (uint64, error) {
+	db := sql.OpenDB(noClose{k.raw})
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return schema.MaxToken(schema.WithServerRoleUnknownAllowed(ctx), db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
 }
 
 // regressBegin marks a look-up of g under way and reports true, or reports false when

@@ -90,6 +90,25 @@ func TestSqlmockErrorMappingPostgres(t *testing.T) {
 		}
 		mockMet(t, mock)
 	})
+	// red-team rt56d F1: a NOT NULL of another table (an audit table an ordinary
+	// trigger writes) whose column is named like a fencing column, and a NULL version
+	// where no ExpectVersion was asked, are the driver's error.
+	for _, orig := range []*pgconn.PgError{
+		{Code: "23502", ColumnName: "fence_token", TableName: "audit", SchemaName: "public"},
+		{Code: "23502", ColumnName: "version", TableName: "audit", SchemaName: "public"},
+		{Code: "23502", ColumnName: "version"},
+	} {
+		t.Run("NOT NULL of "+orig.TableName+"."+orig.ColumnName+" is not fencing", func(t *testing.T) {
+			db, mock := newMockDB(t, postgres.Dialect)
+			mock.ExpectExec(out).WithArgs(int64(1), int64(42), int64(7)).WillReturnError(orig)
+			_, err := db.ExecContext(withTok(7), in, 1, 42)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe != orig || errors.Is(err, fencedsql.ErrFenced) || errors.Is(err, fencedsql.ErrVersionConflict) || errors.Is(err, fencedsql.ErrGuard) {
+				t.Errorf("err = %v (%T), want the driver's error as it is", err, err)
+			}
+			mockMet(t, mock)
+		})
+	}
 	t.Run("other errors unchanged", func(t *testing.T) {
 		db, mock := newMockDB(t, postgres.Dialect)
 		boom := errors.New("boom")
@@ -131,6 +150,19 @@ func TestSqlmockErrorMappingMySQL(t *testing.T) {
 		_, err := db.ExecContext(fencedsql.ExpectVersion(withTok(7), 3), in, 1, 42)
 		if !errors.Is(err, fencedsql.ErrVersionConflict) || errors.Is(err, fencedsql.ErrFenced) {
 			t.Fatalf("err = %v, want ErrVersionConflict", err)
+		}
+		mockMet(t, mock)
+	})
+	t.Run("NULL version without ExpectVersion is not a conflict", func(t *testing.T) {
+		// red-team rt56d F1: 1048 names no table; the wrapper's write sets no NULL
+		// version unless a version was expected.
+		db, mock := newMockDB(t, mysqldialect.Dialect)
+		orig := &mysql.MySQLError{Number: 1048, Message: "Column 'version' cannot be null"}
+		mock.ExpectExec(out).WithArgs(int64(1), int64(7), int64(7), int64(42)).WillReturnError(orig)
+		_, err := db.ExecContext(withTok(7), in, 1, 42)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me != orig || errors.Is(err, fencedsql.ErrVersionConflict) || errors.Is(err, fencedsql.ErrGuard) {
+			t.Errorf("err = %v (%T), want the driver's error as it is", err, err)
 		}
 		mockMet(t, mock)
 	})
