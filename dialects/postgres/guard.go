@@ -206,7 +206,7 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	table = fold(table)
 	tbl := table.Quote(d.QuoteIdent)
 	fn := guardFuncName(table).Quote(d.QuoteIdent)
-	ddl := append([]string{ownedCheck(table.Schema, table.Name, guardObjectsOwned)}, d.FloorDDL()...)
+	ddl := append(d.FloorDDL(), ownedCheck(table.Schema, table.Name, guardObjectsOwned))
 	for _, f := range d.guardFunctionDDL(table, tokenCol, versionCol) {
 		ddl = append(ddl, withFloorTable(f))
 	}
