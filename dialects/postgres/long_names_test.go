@@ -407,3 +407,42 @@ func TestDerivedObjectOfAnotherTableRefused(t *testing.T) {
 		t.Errorf("Check of %s after the refused install: %v %q", long, err, longProblems(reps))
 	}
 }
+
+// TestLongNameOldHashedObjectsReported (upgrade, red-team rt56a F5): a guard installed
+// by a release that named a long table's objects with the 32-bit hash has them under
+// other names than this release derives. Simulated by renaming this release's guard
+// and tombstone functions (the triggers follow them by oid): Check reports the guard
+// with a Fix instead of taking the old objects as the guard, the Fix converges, and
+// a stale write is refused afterwards.
+func TestLongNameOldHashedObjectsReported(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	dsn := testdb.Postgres(t)
+	long := "upg_" + strings.Repeat("u", 60)
+	raw := rawWith(t, dsn,
+		"CREATE TABLE "+long+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"INSERT INTO "+long+" (id, balance, fence_token, version) VALUES (1, 100, 10, 1)")
+	spec := schema.GuardSpec{Table: long}
+	if reps, err := longApply(t, ctx, raw, spec); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply %s: %v %q", long, err, longProblems(reps))
+	}
+	for _, prefix := range []string{"fencedsql_guard_", "fencedsql_tombstone_"} {
+		var fn string
+		if err := raw.QueryRowContext(ctx, "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.proname LIKE $1", prefix+"upg_%").Scan(&fn); err != nil {
+			t.Fatal(err)
+		}
+		testdb.Exec(t, raw, "ALTER FUNCTION "+fn+" RENAME TO "+longQ(prefix+"upg_uuuu_0badc0de"))
+	}
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, spec)
+	if err != nil || longAllOK(reps) || len(reps) != 1 || len(reps[0].Fix) == 0 {
+		t.Fatalf("Check of a guard under the old names: %v %q; want it reported with a Fix", err, longProblems(reps))
+	}
+	if reps, err := longApply(t, ctx, raw, spec); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply after the upgrade: %v %q", err, longProblems(reps))
+	}
+	raw.ExecContext(ctx, "UPDATE "+long+" SET balance = -1, fence_token = 5, version = version + 1 WHERE id = 1")
+	var bal int64
+	if err := raw.QueryRowContext(ctx, "SELECT balance FROM "+longTrunc(long)+" WHERE id = 1").Scan(&bal); err != nil || bal != 100 {
+		t.Errorf("stale plain write after the upgrade's Fix: balance %d (%v); want 100", bal, err)
+	}
+}
