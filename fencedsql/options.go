@@ -378,7 +378,7 @@ func (c *config) newRewriter() (*plan.Planner, error) {
 			return nil, err
 		}
 		for _, prev := range c.guards[:i] {
-			if sameGuardedTable(prev, gs) && !sameColumns(c.dialect, prev, gs) {
+			if sameGuardedTable(c.dialect, prev, gs) && !sameColumns(c.dialect, prev, gs) {
 				pt, pv := guardColumns(prev)
 				gt, gv := guardColumns(gs)
 				return nil, configErr("guarded table %q is given twice with other fencing columns (%s and %s as %q, %s and %s as %q): a statement would be fenced on either; name it once, or qualify both with their schemas if they are two tables",
@@ -421,14 +421,17 @@ func fencingColumnsReadable(d dialect.Dialect, gs schema.GuardSpec) error {
 // behind two guards given to one pool and a listed guard against the registry's.
 // Table names fold whatever the dialect (unlike column names, sameColumns): the
 // planner keys its guards by the folded name, so two spellings are one guard to it,
-// and taking them for one table only refuses more.
-func sameGuardedTable(a, b schema.GuardSpec) bool {
+// and taking them for one table only refuses more. Each part compares as d's server
+// keeps it (dialect.SameRecordedName: PostgreSQL's first 63 bytes), as the planner
+// keys it (red-team rt56a F3).
+func sameGuardedTable(d dialect.Dialect, a, b schema.GuardSpec) bool {
 	ta, errA := dialect.ParseTableName(a.Table)
 	tb, errB := dialect.ParseTableName(b.Table)
 	if errA != nil || errB != nil {
 		return strings.EqualFold(a.Table, b.Table)
 	}
-	return strings.EqualFold(ta.Name, tb.Name) && (ta.Schema == "" || tb.Schema == "" || strings.EqualFold(ta.Schema, tb.Schema))
+	syn := d.Syntax()
+	return dialect.SameRecordedName(syn, ta.Name, tb.Name) && (ta.Schema == "" || tb.Schema == "" || dialect.SameRecordedName(syn, ta.Schema, tb.Schema))
 }
 
 // guardColumns returns gs's token and version columns, defaults filled in.

@@ -376,7 +376,7 @@ func (k *core) addGuards(registered []schema.GuardSpec) error {
 	}
 	for _, rs := range registered {
 		for _, gs := range cfg.guards {
-			if !sameGuardedTable(gs, rs) {
+			if !sameGuardedTable(k.dialect, gs, rs) {
 				continue
 			}
 			lt, lv := guardColumns(gs)

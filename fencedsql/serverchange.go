@@ -151,7 +151,7 @@ func (k *core) guardsTriggered(t schema.TriggerRecord) (same, namesake bool) {
 	}
 	ts := t.Spec(true)
 	for _, gs := range k.cfg.guards {
-		if sameGuardedTable(gs, ts) {
+		if sameGuardedTable(k.dialect, gs, ts) {
 			return sameColumns(k.dialect, gs, ts), false
 		}
 	}
@@ -162,7 +162,7 @@ func (k *core) guardsTriggered(t schema.TriggerRecord) (same, namesake bool) {
 // its recorded columns.
 func (k *core) guardsRecorded(rs schema.GuardSpec) bool {
 	for _, gs := range k.cfg.guards {
-		if sameGuardedTable(gs, rs) {
+		if sameGuardedTable(k.dialect, gs, rs) {
 			return sameColumns(k.dialect, gs, rs)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
@@ -31,7 +32,7 @@ func (k *core) triggerGuards(rec schema.Records, listed map[string]bool) ([]sche
 				Fix: "install the guard again for the registered columns, or register the table again with its guard's columns (fencedsql-schema -apply)"}
 		}
 		for _, gs := range k.cfg.guards {
-			if !listed[strings.ToLower(gs.Table)] || !sameGuardedTable(gs, ts) || sameColumns(k.dialect, gs, ts) {
+			if !listed[strings.ToLower(gs.Table)] || !sameGuardedTable(k.dialect, gs, ts) || sameColumns(k.dialect, gs, ts) {
 				continue
 			}
 			lt, lv := guardColumns(gs)
@@ -42,10 +43,10 @@ func (k *core) triggerGuards(rec schema.Records, listed map[string]bool) ([]sche
 	known := func(t schema.TriggerRecord) (same, namesake bool) {
 		ts := t.Spec(true)
 		for _, gs := range k.cfg.guards {
-			if listed[strings.ToLower(gs.Table)] && sameGuardedTable(gs, ts) {
+			if listed[strings.ToLower(gs.Table)] && sameGuardedTable(k.dialect, gs, ts) {
 				return true, false
 			}
-			if strings.EqualFold(lastName(gs.Table), t.Name) {
+			if dialect.SameRecordedName(k.dialect.Syntax(), lastName(gs.Table), t.Name) {
 				namesake = true
 			}
 		}

@@ -87,3 +87,29 @@ func (d dialectImpl) RecordsSessionError(value string) error {
 }
 
 var _ dialect.RecordsSessionChecker = dialectImpl{}
+
+// utf8Clients are the character_set_client values in which the server reads the
+// UTF-8 names fencedsql/schema sends as they are.
+var utf8Clients = map[string]bool{"utf8": true, "utf8mb3": true, "utf8mb4": true}
+
+// ToolSessionError implements dialect.ToolSessionChecker: RecordsSessionError's
+// settings, and a character_set_client that is not UTF-8, under which the server
+// decodes the names fencedsql/schema sends as other characters (red-team rt56a F4:
+// RegisterTables from a latin1 or cp1250 session recorded "café" as "cafÃ©").
+func (d dialectImpl) ToolSessionError(value string) error {
+	if err := d.RecordsSessionError(value); err != nil {
+		return err
+	}
+	f := strings.Split(value, " ")
+	if len(f) < 2 {
+		return nil
+	}
+	if cs := strings.ToLower(f[1]); !utf8Clients[cs] {
+		return &fencedsql.SessionError{Dialect: "mysql", Setting: "character_set_client", Value: cs, Records: true,
+			Problem: "the server decodes the table names fencedsql-schema sends from it: a non-ASCII name would be recorded, and looked up, as another name",
+			Fix:     "connect with charset=utf8mb4 (SET NAMES utf8mb4), and remove whatever sets it otherwise (init_connect, the server's default)"}
+	}
+	return nil
+}
+
+var _ dialect.ToolSessionChecker = dialectImpl{}

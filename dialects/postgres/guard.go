@@ -1,9 +1,10 @@
 package postgres
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -114,9 +115,18 @@ func IsGuardError(err error) bool {
 // fold folds both parts of table to lower case the way PostgreSQL folds unquoted
 // identifiers (ASCII letters only), so the quoted names in the DDL denote the same
 // objects as the unquoted names the wrapper, ColumnsQuery (to_regclass) and
-// GuardColumnsDDL use.
+// GuardColumnsDDL use, and cut as the server cuts them (foldName).
 func fold(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: dialect.LowerASCII(table.Schema), Name: dialect.LowerASCII(table.Name)}
+	return dialect.TableName{Schema: foldName(table.Schema), Name: foldName(table.Name)}
+}
+
+// foldName is one part of a table name as the server keeps it unquoted: its ASCII
+// letters folded, cut to its first 63 bytes (dialect.KeptName), so that every
+// spelling of one table — the name as the application writes it, longer than 63
+// bytes, or the catalog's — gives one guard: the same derived object names and the
+// same guard text (red-team rt56a F3).
+func foldName(s string) string {
+	return dialect.KeptName(dialect.PostgresSyntax, dialect.LowerASCII(s))
 }
 
 // guardFuncName is the qualified name of table's trigger function (table folded).
@@ -126,24 +136,47 @@ func guardFuncName(table dialect.TableName) dialect.TableName {
 
 // guardFunc is the name of table's trigger function: "fencedsql_guard_<table>", or,
 // when that is longer than PostgreSQL's 63-byte limit, a prefix of it and a hash of
-// the whole table name (so two long names never share a function).
+// the table name (boundedName).
 func guardFunc(name string) string {
 	return boundedName("fencedsql_guard_", name, maxIdentLen)
 }
 
+// boundedName is the name of an object the dialect derives from a guarded table's name
+// (folded): prefix and the name as the server keeps it (dialect.KeptName: its first 63
+// bytes, never cutting a character), so every spelling of one table — the name as the
+// application writes it, the catalog's — derives one object (red-team rt56a F3); when
+// that is longer than max, a prefix of it (never cut inside a character) and
+// "_" and 16 hex digits of the SHA-256 of the kept name: 64 bits, so that no birthday
+// search finds two names sharing their objects (the 32-bit FNV hash of before did in
+// about 2^16 tries, red-team rt56a F5). A collision that happens anyway, or a table
+// whose name spells another's hashed object, is refused at install (ownedObjects).
 func boundedName(prefix, name string, max int) string {
+	name = dialect.KeptName(dialect.PostgresSyntax, name)
 	full := prefix + name
 	if len(full) <= max {
 		return full
 	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	suffix := fmt.Sprintf("_%08x", h.Sum32())
-	cut := max - len(suffix)
+	return full[:hashedCut(full, max)] + hashSuffix(name)
+}
+
+// hashSuffix is the suffix of a hashed derived name (boundedName).
+func hashSuffix(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "_" + hex.EncodeToString(sum[:8])
+}
+
+// hashedCut is where boundedName cuts full to leave room for the hash suffix.
+func hashedCut(full string, max int) int {
+	cut := max - len(hashSuffix(""))
 	for cut > 0 && !utf8Start(full[cut]) {
 		cut--
 	}
-	return full[:cut] + suffix
+	return cut
+}
+
+// hashedName reports whether boundedName hashes name under prefix.
+func hashedName(prefix, name string) bool {
+	return len(prefix+dialect.KeptName(dialect.PostgresSyntax, name)) > maxIdentLen
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
@@ -173,10 +206,11 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 	table = fold(table)
 	tbl := table.Quote(d.QuoteIdent)
 	fn := guardFuncName(table).Quote(d.QuoteIdent)
-	ddl := d.FloorDDL()
+	ddl := append(d.FloorDDL(), ownedCheck(table.Schema, table.Name, guardObjectsOwned))
 	for _, f := range d.guardFunctionDDL(table, tokenCol, versionCol) {
 		ddl = append(ddl, withFloorTable(f))
 	}
+	ddl = append(ddl, ownedMark(table.Schema, table.Name, guardObjectsOwned))
 	return append(ddl,
 		"DROP TRIGGER IF EXISTS "+guardTrigger+" ON "+tbl,
 		"CREATE TRIGGER "+guardTrigger+" BEFORE INSERT OR UPDATE ON "+tbl+" FOR EACH ROW EXECUTE FUNCTION "+fn+"()",
@@ -384,7 +418,7 @@ WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t
     SELECT c.relnamespace FROM r JOIN pg_catalog.pg_class c ON c.oid = r.oid)
   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0
   AND (t.tgname = $3 AND t.tgtype = 34 AND t.tgqual IS NULL OR t.tgname = $2 AND t.tgtype = 23 AND t.tgqual IS NULL OR t.tgname = $11 AND t.tgtype = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(dialect.LowerASCII(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
+		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldName(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

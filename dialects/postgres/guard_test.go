@@ -25,7 +25,7 @@ func BenchmarkGuard(b *testing.B) { fencetest.BenchGuard(b, fencetest.Postgres()
 func TestGuardDDLShape(t *testing.T) {
 	g := postgres.Dialect.(dialect.Guarder)
 	ddl := g.GuardDDL(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`, "version")
-	if len(ddl) != 26 { // 14 for the floor table (the install lock first) and its copy (its owner checked), the three functions, 9 for the triggers
+	if len(ddl) != 28 { // 14 for the floor table (the install lock first) and its copy (its owner checked), the ownership check, the three functions, their marks, 9 for the triggers
 		t.Fatalf("GuardDDL = %d statements", len(ddl))
 	}
 	all := strings.Join(ddl, "\n")
@@ -76,8 +76,8 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	// A column name holding the dollar-quote tag gets another tag.
 	ddl = g.GuardDDL(dialect.TableName{Name: "t"}, "a$fencedsql$b", "version")
-	if !strings.Contains(ddl[14], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[14], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[14], "$fencedsql_3$") {
-		t.Errorf("dollar tags not changed:\n%s", ddl[14])
+	if !strings.Contains(ddl[15], "AS $fencedsql_1$") || !strings.HasPrefix(ddl[15], "DO $fencedsql_3$") || !strings.HasSuffix(ddl[15], "$fencedsql_3$") {
+		t.Errorf("dollar tags not changed:\n%s", ddl[15])
 	}
 	// An unqualified table: the fence names the function it calls in the installer's
 	// schema (its body is parsed under the caller's search_path where it is inlined).

@@ -260,6 +260,16 @@ func castOf(got, ref, end string) string {
 	return "(" + ref + ")::" + rest[:j]
 }
 
+// tombFunctionDDL is TombstoneDDL's statement creating the tombstone function.
+func (d dialectImpl) tombFunctionDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
+	for _, s := range d.TombstoneDDL(table, key, tokenCol) {
+		if strings.HasPrefix(s, "CREATE OR REPLACE FUNCTION ") {
+			return s
+		}
+	}
+	return ""
+}
+
 // tombFunctionProblem judges one 'function' row of guardObjects' query: (kind, name,
 // prosrc, language, volatility, SECURITY DEFINER with exactly the pinned search_path
 // and a plain function's shape, return type, argument type oids, the key's type oids,
@@ -270,7 +280,7 @@ func (d dialectImpl) tombFunctionProblem(r []string, table dialect.TableName, ke
 	if name == tombFuncName(table).Name {
 		own := false
 		if len(key) > 0 && tokenCol != "" {
-			own = src == createBody(d.TombstoneDDL(table, key, tokenCol)[3]) || src == d.tombBody(tombVersionNumber-1, table, key, tokenCol)
+			own = src == createBody(d.tombFunctionDDL(table, key, tokenCol)) || src == d.tombBody(tombVersionNumber-1, table, key, tokenCol)
 		}
 		if !shape || r[6] != "trigger" || r[7] != "" || !own {
 			return "the tombstone function " + tombFuncName(table).String() + "() is not the text this version (or the previous one) installs"

@@ -266,3 +266,18 @@ var (
 	_ dialect.SessionTracker   = dialectImpl{}
 	_ dialect.SessionForgetter = dialectImpl{}
 )
+
+// ToolSessionError implements dialect.ToolSessionChecker: fencedsql/schema's names
+// travel through client_encoding, so a session under any encoding but UTF8 and
+// SQL_ASCII (clientEncodingProblem, the one judgement of it) is refused before
+// RegisterTables records, or Check looks up, a name the server would decode as
+// another (red-team rt56a F4: "café" recorded as "cafÃ©" under LATIN1).
+func (dialectImpl) ToolSessionError(value string) error {
+	f := strings.SplitN(strings.TrimSpace(value), " ", 7)
+	if len(f) < 2 {
+		return nil // the reads that follow judge a session check they cannot read
+	}
+	return clientEncodingProblem(f[1])
+}
+
+var _ dialect.ToolSessionChecker = dialectImpl{}

@@ -96,15 +96,15 @@ func tombSchema(table dialect.TableName) string {
 	if table.Schema == "" {
 		return "public"
 	}
-	return dialect.LowerASCII(table.Schema)
+	return foldName(table.Schema)
 }
 
 func tombFuncName(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: tombFunc(dialect.LowerASCII(table.Name))}
+	return dialect.TableName{Schema: tombSchema(table), Name: tombFunc(foldName(table.Name))}
 }
 
 func tombTable(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: boundedName(dialect.TombstoneTablePrefix, dialect.LowerASCII(table.Name), maxIdentLen)}
+	return dialect.TableName{Schema: tombSchema(table), Name: boundedName(dialect.TombstoneTablePrefix, foldName(table.Name), maxIdentLen)}
 }
 
 func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -139,7 +139,7 @@ ORDER BY k.ord`,
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
-	table = dialect.TableName{Schema: tombSchema(table), Name: dialect.LowerASCII(table.Name)}
+	table = dialect.TableName{Schema: tombSchema(table), Name: foldName(table.Name)}
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
 	fn := tombFuncName(table).Quote(d.QuoteIdent)
@@ -164,6 +164,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		}
 	}
 	ddl := []string{
+		ownedCheck(table.Schema, table.Name, tombObjectsOwned),
 		"CREATE TABLE IF NOT EXISTS " + tomb + " (" + strings.Join(defs, ", ") + ", fence_token bigint NOT NULL, deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(), PRIMARY KEY (" + list + "))",
 		"REVOKE ALL ON " + tomb + " FROM PUBLIC",
 		d.tombCarryOver(tbl, tomb, fn, list),
@@ -171,6 +172,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 		"REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC",
 	}
 	ddl = append(ddl, d.absenceDDL(table, key, tomb, tbl, tok)...)
+	ddl = append(ddl, ownedMark(table.Schema, table.Name, tombObjectsOwned))
 	ddl = append(ddl, trigger(tombDeleteTrigger, "AFTER DELETE")...)
 	ddl = append(ddl, trigger(tombInsertTrigger, "AFTER INSERT")...)
 	return append(ddl, trigger(tombRekeyTrigger, "AFTER UPDATE")...)
@@ -408,8 +410,8 @@ func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query strin
 	return `SELECT CASE WHEN COUNT(*) = 3 AND pg_catalog.to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
   AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0
     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.proname = ap.proname AND o.pronamespace = ap.pronamespace AND o.oid <> ap.oid))`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(dialect.LowerASCII(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table),
-			absenceFunc(dialect.LowerASCII(table.Name)), absenceVersion}
+		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldName(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table),
+			absenceFunc(foldName(table.Name)), absenceVersion}
 }
 
 // PurgeTombstonesQuery deletes table's tombstones older than olderThan (server clock).

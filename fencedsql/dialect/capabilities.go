@@ -26,7 +26,7 @@ func optionalInterfaces() []reflect.Type {
 		reflect.TypeFor[SchemaNameFolder](), reflect.TypeFor[SchemaTokenLister](), reflect.TypeFor[SendChecker](),
 		reflect.TypeFor[SessionForgetter](), reflect.TypeFor[SessionTracker](), reflect.TypeFor[SideDoorFinder](),
 		reflect.TypeFor[SystemNamer](), reflect.TypeFor[TempShadowFinder](), reflect.TypeFor[TempTableFinder](), reflect.TypeFor[TokenTableResolver](),
-		reflect.TypeFor[TombstoneCarrier](), reflect.TypeFor[TombstoneLister](), reflect.TypeFor[Tombstoner](),
+		reflect.TypeFor[TombstoneCarrier](), reflect.TypeFor[ToolSessionChecker](), reflect.TypeFor[TombstoneLister](), reflect.TypeFor[Tombstoner](),
 		reflect.TypeFor[TriggerDoorFinder](), reflect.TypeFor[TwoStepDeleteChecker](), reflect.TypeFor[TxAborter](), reflect.TypeFor[TxEnder](),
 		reflect.TypeFor[TxMarker](), reflect.TypeFor[TxOpenQuerier](), reflect.TypeFor[TxProber](),
 		reflect.TypeFor[UnfilteredReader](), reflect.TypeFor[UniqueKeyFinder](), reflect.TypeFor[UniqueTombstoner](),

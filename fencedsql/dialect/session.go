@@ -101,3 +101,17 @@ type RecordsSessionChecker interface {
 type ResetJudge interface {
 	ResetKeepsSession(raw driver.Conn) bool
 }
+
+// ToolSessionChecker is implemented by dialects in which a session setting converts
+// the names fencedsql/schema sends to the server: RegisterTables would record, and
+// Check, MaxToken and PurgeTombstones look up, another name than the one given
+// (red-team rt56a F4: from a PostgreSQL session whose client_encoding is LATIN1, or a
+// MariaDB one whose character_set_client is latin1 or cp1250, "café" was recorded as
+// "cafÃ©", a name no table has, which every pool then guarded, and Check answered "no
+// such table" for the existing table). ToolSessionError judges a value of
+// SessionQuery: a *fencedsql.SessionError for such a setting (or one
+// RecordsSessionChecker refuses), nil otherwise. fencedsql/schema runs it before
+// anything else, on the connection it reads and writes through.
+type ToolSessionChecker interface {
+	ToolSessionError(value string) error
+}

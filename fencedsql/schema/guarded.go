@@ -66,16 +66,17 @@ func ReadRegistries(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	if err != nil {
 		return nil, err
 	}
-	return mergeRegistries(rows)
+	return mergeRegistries(d.Syntax(), rows)
 }
 
-// mergeRegistries is ReadRegistries' answer from the rows of every registry.
-func mergeRegistries(rows []registryRow) ([]GuardSpec, error) {
+// mergeRegistries is ReadRegistries' answer from the rows of every registry: two rows
+// naming one table as the server keeps its name (recordKey) are one.
+func mergeRegistries(syn dialect.Syntax, rows []registryRow) ([]GuardSpec, error) {
 	var specs []GuardSpec
 	seen := map[string]GuardSpec{}
 	for _, row := range rows {
 		s := row.Spec
-		key := strings.ToLower(s.Table)
+		key := recordKey(syn, s.Table)
 		if prev, ok := seen[key]; ok {
 			p, n := prev.withDefaults(), s.withDefaults()
 			if !strings.EqualFold(p.TokenColumn, n.TokenColumn) || !strings.EqualFold(p.VersionColumn, n.VersionColumn) {
@@ -177,6 +178,9 @@ type Records struct {
 	Triggered []TriggerRecord
 	// rows are the registries' rows, each with its registry's schema (registryNames).
 	rows []registryRow
+	// syn is the dialect's syntax: names compare as its server keeps them
+	// (dialect.SameRecordedName).
+	syn dialect.Syntax
 }
 
 // TriggerRecord is a table carrying the guard's triggers (dialect.GuardFinder), with
@@ -217,13 +221,13 @@ func ReadRecords(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect)
 	rows, rerr := registryRows(ctx, q, d)
 	var registered []GuardSpec
 	if rerr == nil {
-		registered, rerr = mergeRegistries(rows)
+		registered, rerr = mergeRegistries(d.Syntax(), rows)
 	}
 	triggered, terr := triggerGuarded(ctx, q, d)
 	if terr != nil {
 		terr = &RegistryError{Problem: "the query for the tables carrying the guard's triggers failed", Err: terr}
 	}
-	return Records{Registered: registered, Triggered: triggered, rows: rows}, errors.Join(rerr, terr)
+	return Records{Registered: registered, Triggered: triggered, rows: rows, syn: d.Syntax()}, errors.Join(rerr, terr)
 }
 
 // TriggerOnly returns, on the columns their guard checks (Spec), the tables carrying
@@ -236,14 +240,14 @@ func ReadRecords(ctx context.Context, q dialect.CatalogQuery, d dialect.Dialect)
 func (r Records) TriggerOnly(known func(TriggerRecord) (same, namesake bool)) []GuardSpec {
 	names := map[string]int{}
 	for _, t := range r.Triggered {
-		names[strings.ToLower(t.Name)]++
+		names[recordKey(r.syn, t.Name)]++
 	}
 	var out []GuardSpec
 	for _, t := range r.Triggered {
 		if r.Registers(t) {
 			continue
 		}
-		namesake := names[strings.ToLower(t.Name)] > 1
+		namesake := names[recordKey(r.syn, t.Name)] > 1
 		if known != nil {
 			var same bool
 			if same, namesake = known(t); same {
@@ -251,7 +255,7 @@ func (r Records) TriggerOnly(known func(TriggerRecord) (same, namesake bool)) []
 			}
 		}
 		for _, row := range r.rows {
-			namesake = namesake || strings.EqualFold(lastPart(row.Spec.Table), t.Name)
+			namesake = namesake || dialect.SameRecordedName(r.syn, lastPart(row.Spec.Table), t.Name)
 		}
 		if namesake && t.Schema != "" && !dialect.PlainIdent(t.Schema) {
 			// A schema a guard cannot name (a space, a quote): the table is taken by
@@ -274,7 +278,7 @@ func (r Records) Registers(t TriggerRecord) bool {
 // RegistryRow returns the registry row naming t's table (registryNames), if any.
 func (r Records) RegistryRow(t TriggerRecord) (GuardSpec, bool) {
 	for _, row := range r.rows {
-		if n, err := dialect.ParseTableName(row.Spec.Table); err == nil && registryNames(row.Home, n, t.TableName) {
+		if n, err := dialect.ParseTableName(row.Spec.Table); err == nil && registryNames(r.syn, row.Home, n, t.TableName) {
 			return row.Spec.withDefaults(), true
 		}
 	}
@@ -283,17 +287,32 @@ func (r Records) RegistryRow(t TriggerRecord) (GuardSpec, bool) {
 
 // registryNames reports whether a registry row naming n, in the registry of the schema
 // home ("" for the connection's one registry: MySQL/MariaDB, SQLite), names the table
-// t found by its triggers: the same name (ASCII case folded) and the same schema, or,
-// unqualified, the registry's own schema (or the connection's one). MaxToken, Check
-// and a pool's first connection read the records by this one rule.
-func registryNames(home string, n, t dialect.TableName) bool {
-	if !strings.EqualFold(n.Name, t.Name) {
+// t found by its triggers: the same name and the same schema, or, unqualified, the
+// registry's own schema (or the connection's one), each compared as the server of syn
+// keeps it, case folded (dialect.SameRecordedName: a row recording a PostgreSQL name
+// longer than 63 bytes as the application writes it names the table the catalog
+// records under its first 63, red-team rt56a F3). MaxToken, Check and a pool's first
+// connection read the records by this one rule.
+func registryNames(syn dialect.Syntax, home string, n, t dialect.TableName) bool {
+	if !dialect.SameRecordedName(syn, n.Name, t.Name) {
 		return false
 	}
 	if n.Schema != "" {
-		return strings.EqualFold(n.Schema, t.Schema)
+		return dialect.SameRecordedName(syn, n.Schema, t.Schema)
 	}
-	return home == "" || strings.EqualFold(home, t.Schema)
+	return home == "" || dialect.SameRecordedName(syn, home, t.Schema)
+}
+
+// recordKey is the key of a table name (qualified or not) among the records: each
+// part as the server of syn keeps it, lower-cased.
+func recordKey(syn dialect.Syntax, table string) string {
+	if t, err := dialect.ParseTableName(table); err == nil {
+		if t.Schema != "" {
+			return strings.ToLower(dialect.KeptName(syn, t.Schema) + "." + dialect.KeptName(syn, t.Name))
+		}
+		return strings.ToLower(dialect.KeptName(syn, t.Name))
+	}
+	return strings.ToLower(table)
 }
 
 // Guarded returns every table the database records as guarded: the registries' rows,

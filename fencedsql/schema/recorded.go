@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -61,7 +60,7 @@ func recordedTables(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 	for _, t := range triggered {
 		covered := false
 		for _, r := range registered {
-			if registryNames(r.home, r.t, t.TableName) {
+			if registryNames(d.Syntax(), r.home, r.t, t.TableName) {
 				covered = true
 				break
 			}
@@ -118,7 +117,7 @@ func Unlisted(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 		}
 		named := false
 		for _, l := range listed {
-			if strings.EqualFold(l.Name, t.Name) && (l.Schema == "" || t.Schema == "" || strings.EqualFold(l.Schema, t.Schema)) {
+			if dialect.SameRecordedName(d.Syntax(), l.Name, t.Name) && (l.Schema == "" || t.Schema == "" || dialect.SameRecordedName(d.Syntax(), l.Schema, t.Schema)) {
 				named = true
 				break
 			}

@@ -144,7 +144,7 @@ func NewPlanner(cfg PlannerConfig) *Planner {
 	}
 	switch cfg.Syntax {
 	case sqllex.Postgres:
-		rw.maxIdent = 63 // NAMEDATALEN-1
+		rw.maxIdent = sqllex.PostgresMaxIdent // NAMEDATALEN-1
 		rw.namesWords = pgNamesWords
 	case sqllex.SQLite:
 		rw.namesWords = sqliteNamesWords
@@ -285,14 +285,7 @@ func (rw *Planner) Key(name string) string {
 // truncate cuts an identifier as the server does (PostgreSQL: to 63 bytes, never inside
 // a UTF-8 character); unchanged where the server does not truncate.
 func (rw *Planner) truncate(name string) string {
-	if rw.maxIdent > 0 && len(name) > rw.maxIdent {
-		n := rw.maxIdent
-		for n > 0 && name[n]&0xC0 == 0x80 { // name[n] continues a character: clip before it
-			n--
-		}
-		name = name[:n]
-	}
-	return name
+	return sqllex.TruncateIdent(name, rw.maxIdent)
 }
 
 // foldQual folds a qualifier (schema, database or ATTACH alias) as the server compares
