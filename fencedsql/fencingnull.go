@@ -109,7 +109,8 @@ func (k *core) fencingColOf(g *plan.Table, col string) fencingCol {
 // newerTokenIn reports whether the guarded table g holds a token above tok (WithStrict:
 // at least tok) — a row, a tombstone, or its floor − 1 (tableMaxToken) — read after a
 // NOT NULL violation of the token column that names no table (MySQL/MariaDB's 1048),
-// on the error path only. The guards refuse a write only for such a token (a targeted
+// on the error path only, and only until a look-up has found a token above tok
+// (regression.sawAbove). The guards refuse a write only for such a token (a targeted
 // row's, a tombstone's of the key), so without one the violation is another table's (an
 // audit table an ordinary trigger writes: red-team rt56d F1). It answers true when it
 // cannot tell (no plain connector, the statement's context ended, the read failed):
@@ -120,6 +121,11 @@ func (k *core) fencingColOf(g *plan.Table, col string) fencingCol {
 // it) leaves the driver's error.
 func (k *core) newerTokenIn(ctx context.Context, g *plan.Table, tok uint64) bool {
 	if k.raw == nil || g == nil || !k.cfg.schemaCheck || ctx.Err() != nil {
+		return true
+	}
+	if k.regress.sawAbove(g, tok, k.cfg.strict) {
+		// A look-up already found a newer token (it does not go down): a stale
+		// holder's refusals, retried, cost no further look-up.
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)

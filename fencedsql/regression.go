@@ -94,6 +94,30 @@ type regression struct {
 	// error unexplained at once: the explanation is best-effort.
 	busy   map[string]bool
 	failed map[string]time.Time
+	// seen: the highest token a look-up of the table found (tableMaxToken). A table's
+	// highest token does not go down (its rows' tokens rise, a deleted row leaves a
+	// tombstone, the floor rises), so a token once seen above tok answers newerTokenIn
+	// without another look-up.
+	seen map[string]uint64
+}
+
+// sawAbove reports whether a look-up of g already found a token above tok (strict: at
+// least tok).
+func (r *regression) sawAbove(g *plan.Table, tok uint64, strict bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.seen[g.String()]
+	return ok && (m > tok || strict && m >= tok)
+}
+
+// saw records m, the highest token a look-up of g found.
+func (r *regression) saw(g *plan.Table, m uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]uint64{}
+	}
+	r.seen[g.String()] = max(r.seen[g.String()], m)
 }
 
 type regressionVerdict struct {
@@ -210,7 +234,11 @@ func (k *core) tableMaxToken(ctx context.Context, g *plan.Table) (uint64, error)
 	db := sql.OpenDB(noClose{k.raw})
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	return schema.MaxToken(schema.WithServerRoleUnknownAllowed(ctx), db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
+	m, err := schema.MaxToken(schema.WithServerRoleUnknownAllowed(ctx), db, k.dialect, schema.GuardSpec{Table: g.String(), TokenColumn: g.TokenCol, VersionColumn: g.VerCol})
+	if err == nil {
+		k.regress.saw(g, m)
+	}
+	return m, err
 }
 
 // regressBegin marks a look-up of g under way and reports true, or reports false when
