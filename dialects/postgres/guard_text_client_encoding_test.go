@@ -1,17 +1,22 @@
-// A client encoding the library's guard text does not survive (red-team rt52a F3).
+// The guard text under client encodings: one the library's guard text does not
+// survive (red-team rt52a F3), and the guard source read back as ASCII (fe6e201).
 
 package postgres_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -67,5 +72,75 @@ func TestClientEncodingGuardText(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGuardColumnsRoundTripClientEncodings (generator; red-team rt56d, held): guards
+// installed on fencing columns whose names mix backslashes, octal-looking text (\101,
+// \\x41, \377), quotes, spaces, $ and non-ASCII (é, ß, 日本, 😀) are read back
+// through GuardedTablesQuery — the guard's source as ASCII, bytea's escape format
+// (fe6e201) — on sessions whose client_encoding is UTF8, LATIN1, SQL_ASCII, EUC_JP or
+// WIN1252. Oracle: GuardColumns (unescapeBytea, then the NULL tests) gives back exactly
+// the installed column names of every table, under every encoding.
+//
+// Knobs (internal/fencetest.ReadScheduleKnobs): the seed is time-based and logged;
+// FENCEDSQL_SCHEDULES_ITERS sets the number of tables (default 12, about 1 s).
+func TestGuardColumnsRoundTripClientEncodings(t *testing.T) {
+	k := fencetest.ReadScheduleKnobs(t, time.Now().UnixNano(), 12)
+	t.Logf("seed %d (replay: FENCEDSQL_SCHEDULES_SEED=%d go test -run '^TestGuardColumnsRoundTripClientEncodings$' ./dialects/postgres/)", k.Seed, k.Seed)
+	rng := rand.New(rand.NewSource(k.Seed))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.Postgres(t)
+	raw := rawWith(t, dsn)
+	pieces := []string{`\`, `\\`, `\101`, `\\x41`, `\x`, `\0`, `\377`, `"`, `'`, "é", "ß", "日本", "😀", "a", "tok", "7", " ", "$", `\n`}
+	name := func() string {
+		var b strings.Builder
+		for n := 1 + rng.Intn(4); n > 0; n-- {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		return b.String()
+	}
+	quote := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+	want := map[string][2]string{}
+	for i := 0; i < k.Iters; i++ {
+		tok, ver := name(), name()
+		if tok == ver {
+			ver += "v"
+		}
+		table := fmt.Sprintf("gtext%d", i)
+		testdb.Exec(t, raw, append([]string{fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, %s BIGINT NOT NULL DEFAULT 0, %s BIGINT NOT NULL DEFAULT 0)`, table, quote(tok), quote(ver))},
+			postgres.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: table}, tok, ver)...)...)
+		want[table] = [2]string{tok, ver}
+	}
+	gf := postgres.Dialect.(dialect.GuardFinder)
+	for _, enc := range []string{"UTF8", "LATIN1", "SQL_ASCII", "EUC_JP", "WIN1252"} {
+		db := testdb.Open(t, "pgx", fencetest.WithParam(dsn, "client_encoding="+enc))
+		rows, err := db.QueryContext(ctx, gf.GuardedTablesQuery())
+		if err != nil {
+			t.Fatalf("client_encoding %s: %v", enc, err)
+		}
+		seen := 0
+		for rows.Next() {
+			var sch, tbl, text string
+			if err := rows.Scan(&sch, &tbl, &text); err != nil {
+				t.Fatalf("client_encoding %s: %v", enc, err)
+			}
+			w, ok := want[tbl]
+			if !ok {
+				continue
+			}
+			seen++
+			if tc, vc, ok := gf.GuardColumns(text); !ok || tc != w[0] || vc != w[1] {
+				t.Errorf("client_encoding %s, %s: GuardColumns = %q, %q, %v; installed %q, %q", enc, tbl, tc, vc, ok, w[0], w[1])
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("client_encoding %s: %v", enc, err)
+		}
+		rows.Close()
+		if seen != len(want) {
+			t.Errorf("client_encoding %s: %d of %d guarded tables listed", enc, seen, len(want))
+		}
 	}
 }
