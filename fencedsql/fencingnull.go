@@ -52,6 +52,13 @@ func (k *core) fencingNull(p *plan.Plan, info dialect.ErrorInfo) (*plan.Table, f
 	if info.Table == "" && p != nil && !p.Dynamic {
 		return nil, notFencing
 	}
+	return k.guardedWithColumn(info)
+}
+
+// guardedWithColumn finds the configured guarded tables a NOT NULL violation can be of
+// by the fencing column it names: every guarded table (of the error's table name, where
+// it names one) with a fencing column of that name. The table is nil when several fit.
+func (k *core) guardedWithColumn(info dialect.ErrorInfo) (*plan.Table, fencingCol) {
 	var found *plan.Table
 	col, n := notFencing, 0
 	for _, g := range k.rw.Tables() {
@@ -84,13 +91,27 @@ func (k *core) fencingNull(p *plan.Plan, info dialect.ErrorInfo) (*plan.Table, f
 // (newerTokenIn) and maps a version-column one only under ExpectVersion (mapErr).
 func (k *core) plannedNull(g *plan.Table, info dialect.ErrorInfo) (*plan.Table, fencingCol) {
 	if info.Table != "" {
-		h := k.rw.Lookup([]string{info.Table})
+		ref := []string{info.Table}
+		if info.Schema != "" {
+			// The schema too (PostgreSQL): a same-named table of another schema the pool
+			// guards on its own columns is that table, not g's namesake.
+			ref = []string{info.Schema, info.Table}
+		}
+		h := k.rw.Lookup(ref)
 		if h == nil {
 			return nil, notFencing
 		}
 		if h.Base() != g.Base() {
 			g = h // another guarded table, written by a trigger of this one
 		}
+		if c := k.fencingColOf(g, info.Column); c != notFencing || info.Schema != "" {
+			return g, c
+		}
+		// A refusal that names the table but not its schema (the DELETE fence's) and
+		// none of g's fencing columns: a same-named table of another schema the pool
+		// guards on its own columns, where exactly one has a fencing column of that
+		// name.
+		return k.guardedWithColumn(info)
 	}
 	return g, k.fencingColOf(g, info.Column)
 }

@@ -58,7 +58,7 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 	}
 	switch pe.Code {
 	case "23502":
-		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: pe.ColumnName, Table: pe.TableName}
+		return dialect.ErrorInfo{Kind: dialect.ErrorNotNull, Column: pe.ColumnName, Table: pe.TableName, Schema: pe.SchemaName}
 	case "23505":
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: pe.ConstraintName, Table: pe.TableName, Words: uniqueWords(pe.ConstraintName)}
 	case GuardSQLState:

@@ -84,6 +84,9 @@ type ErrorInfo struct {
 	// wrapper use its own sentence.
 	Words string
 	Table string // when the driver reports it
+	// Schema is Table's schema, when the driver reports it (PostgreSQL): a NOT NULL of
+	// a same-named table in another schema is told apart by it.
+	Schema string
 	// Server says the server answered the statement (or COMMIT) with this error, so
 	// that nothing of it was committed (the wrapper's outcome NotCommitted), for a
 	// driver whose errors carry no SQLSTATE method (PostgreSQL's do, and are judged by
