@@ -59,9 +59,9 @@ func TestCaseAccentTwinsKeepTheKey(t *testing.T) {
 		if !after {
 			testdb.Exec(t, raw, twinDDL)
 		}
-		reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: guarded})
-		if err != nil || len(myProblems(reps)) > 0 {
-			t.Errorf("trial %d: -apply of %q next to the twin %q: %v %q", trial, guarded, twin, err, myProblems(reps))
+		reps, err := fencetest.ApplyRounds(ctx, raw, mysql.Dialect, false, schema.GuardSpec{Table: guarded})
+		if err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+			t.Errorf("trial %d: -apply of %q next to the twin %q: %v %q", trial, guarded, twin, err, fencetest.ReportProblems(reps))
 			continue
 		}
 		if after {
@@ -90,8 +90,8 @@ func TestCaseAccentTwinsKeepTheKey(t *testing.T) {
 			t.Errorf("trial %d: %q next to %q (after=%v): plain stale re-INSERT of key 1 (deleted at 200) under 150: %v, %d row(s); want the guard's refusal", trial, guarded, twin, after, rerr, n)
 		}
 		pool.Close()
-		if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: guarded}); err != nil || len(myProblems(reps)) > 0 {
-			t.Errorf("trial %d: %q next to %q (after=%v): Check: %v %q", trial, guarded, twin, after, err, myProblems(reps))
+		if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: guarded}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+			t.Errorf("trial %d: %q next to %q (after=%v): Check: %v %q", trial, guarded, twin, after, err, fencetest.ReportProblems(reps))
 		}
 	}
 }

@@ -5,7 +5,6 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -31,36 +30,6 @@ func charsetName(rng *rand.Rand, prefix string, chars int) string {
 
 func charsetQ(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
-// charsetApply is fencedsql-schema -apply on MariaDB: RegisterTables, Check, each Fix
-// statement alone, up to three rounds.
-func charsetApply(ctx context.Context, raw *sql.DB, specs ...schema.GuardSpec) ([]schema.TableReport, error) {
-	if len(specs) > 0 {
-		if err := schema.RegisterTables(ctx, raw, mysql.Dialect, specs...); err != nil {
-			return nil, err
-		}
-	}
-	var reps []schema.TableReport
-	for round := 0; round < 3; round++ {
-		var err error
-		if reps, err = schema.Check(ctx, raw, mysql.Dialect, specs...); err != nil {
-			return reps, err
-		}
-		n := 0
-		for _, r := range reps {
-			for _, s := range r.Fix {
-				n++
-				if _, err := raw.ExecContext(ctx, s); err != nil {
-					return reps, fmt.Errorf("fix %q: %w", s, err)
-				}
-			}
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return reps, nil
-}
-
 func charsetURL(names []string) string {
 	var out []string
 	for _, n := range names {
@@ -76,16 +45,6 @@ func charsetAllOK(reps []schema.TableReport) bool {
 		}
 	}
 	return len(reps) > 0
-}
-
-func charsetProblems(reps []schema.TableReport) []string {
-	var out []string
-	for _, r := range reps {
-		for _, p := range r.Problems {
-			out = append(out, r.Table+": "+p)
-		}
-	}
-	return out
 }
 
 // TestMariaDBRegisterFromLatin1Session (red-team rt56a F4): schema.RegisterTables,
@@ -161,13 +120,13 @@ func TestMariaDBNamesAndSessionCharsets(t *testing.T) {
 		for _, n := range names {
 			specs = append(specs, schema.GuardSpec{Table: n})
 		}
-		reps, err := charsetApply(ctx, inst, specs...)
+		reps, err := fencetest.ApplyRounds(ctx, inst, mysql.Dialect, false, specs...)
 		inst.Close()
 		if err != nil || !charsetAllOK(reps) {
 			var ce *schema.ConfigError
 			var se *fencedsql.SessionError
 			if err == nil || !(errors.As(err, &ce) || errors.As(err, &se)) {
-				t.Errorf("trial %d (%s) %q: -apply: %v %q; want OK or a typed refusal", trial, cs, names, err, charsetProblems(reps))
+				t.Errorf("trial %d (%s) %q: -apply: %v %q; want OK or a typed refusal", trial, cs, names, err, fencetest.ReportProblems(reps))
 			}
 			// A refused -apply must leave no record of a table the database does not have.
 			var bad []string
@@ -188,8 +147,8 @@ func TestMariaDBNamesAndSessionCharsets(t *testing.T) {
 				t.Errorf("trial %d (%s): -apply refused (%v) but left registry rows naming no table: %q", trial, cs, err, bad)
 				testdb.Exec(t, raw, "DELETE FROM fencedsql_registry WHERE table_name NOT IN (SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE())")
 			}
-			if reps, err = charsetApply(ctx, raw, specs...); err != nil || !charsetAllOK(reps) {
-				t.Fatalf("trial %d: -apply from utf8mb4: %v %q", trial, err, charsetProblems(reps))
+			if reps, err = fencetest.ApplyRounds(ctx, raw, mysql.Dialect, false, specs...); err != nil || !charsetAllOK(reps) {
+				t.Fatalf("trial %d: -apply from utf8mb4: %v %q", trial, err, fencetest.ReportProblems(reps))
 			}
 		}
 		list := charsetURL(names)
@@ -220,7 +179,7 @@ func TestMariaDBNamesAndSessionCharsets(t *testing.T) {
 		}
 		pool.Close()
 		if reps, err := schema.Check(ctx, raw, mysql.Dialect); err != nil || !charsetAllOK(reps) {
-			t.Errorf("trial %d (%s): Check of the recorded tables: %v %q", trial, cs, err, charsetProblems(reps))
+			t.Errorf("trial %d (%s): Check of the recorded tables: %v %q", trial, cs, err, fencetest.ReportProblems(reps))
 		}
 	}
 }

@@ -2,9 +2,7 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -17,48 +15,6 @@ import (
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
-
-// myApplyRounds is fencedsql-schema -apply on MySQL/MariaDB: RegisterTables, Check,
-// each Fix statement alone, up to three rounds; it returns the last reports.
-func myApplyRounds(ctx context.Context, raw *sql.DB, specs ...schema.GuardSpec) ([]schema.TableReport, error) {
-	if err := schema.RegisterTables(ctx, raw, mysql.Dialect, specs...); err != nil {
-		return nil, err
-	}
-	var reps []schema.TableReport
-	for round := 0; round < 3; round++ {
-		var err error
-		if reps, err = schema.Check(ctx, raw, mysql.Dialect, specs...); err != nil {
-			return reps, err
-		}
-		n := 0
-		for _, r := range reps {
-			for _, s := range r.Fix {
-				n++
-				if _, err := raw.ExecContext(ctx, s); err != nil {
-					return reps, fmt.Errorf("fix %q: %w", s, err)
-				}
-			}
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return reps, nil
-}
-
-// myProblems lists the reports' problems ("table: problem"); none for all OK.
-func myProblems(reps []schema.TableReport) []string {
-	out := []string{}
-	for _, r := range reps {
-		for _, p := range r.Problems {
-			out = append(out, r.Table+": "+p)
-		}
-	}
-	if len(reps) == 0 {
-		out = append(out, "no report")
-	}
-	return out
-}
 
 func myQuote(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
@@ -79,8 +35,8 @@ func TestGuardObjectsOfAnotherTableNotWritersOfWordNamedTable(t *testing.T) {
 	defer cancel()
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn, "CREATE TABLE accounts"+myStockCols)
-	if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: "accounts"}); err != nil || len(myProblems(reps)) > 0 {
-		t.Fatal(err, myProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, mysql.Dialect, false, schema.GuardSpec{Table: "accounts"}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+		t.Fatal(err, fencetest.ReportProblems(reps))
 	}
 	words := []string{"key", "x", "values", "set", "if", "then", "into", "from", "where", "signal", "sqlstate", "message_text", "greatest", "duplicate", "old", "new", "t", "mode"}
 	rng := rand.New(rand.NewSource(5610))
@@ -89,11 +45,11 @@ func TestGuardObjectsOfAnotherTableNotWritersOfWordNamedTable(t *testing.T) {
 		if _, err := raw.ExecContext(ctx, "CREATE TABLE "+myQuote(w)+myStockCols); err != nil {
 			continue // picked twice
 		}
-		if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: w}); err != nil || len(myProblems(reps)) > 0 {
-			t.Errorf("table %q next to the guarded accounts: -apply: %v %.300q", w, err, myProblems(reps))
+		if reps, err := fencetest.ApplyRounds(ctx, raw, mysql.Dialect, false, schema.GuardSpec{Table: w}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+			t.Errorf("table %q next to the guarded accounts: -apply: %v %.300q", w, err, fencetest.ReportProblems(reps))
 		}
-		if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(myProblems(reps)) > 0 {
-			t.Errorf("accounts after the -apply of %q: Check: %v %.300q", w, err, myProblems(reps))
+		if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+			t.Errorf("accounts after the -apply of %q: Check: %v %.300q", w, err, fencetest.ReportProblems(reps))
 		}
 		pool := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts,"+w))
 		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), "INSERT INTO "+myQuote(w)+" (id, balance) VALUES (1, 1)"); err != nil {
@@ -107,11 +63,11 @@ func TestGuardObjectsOfAnotherTableNotWritersOfWordNamedTable(t *testing.T) {
 	// the cut part, and the recorder is judged whole as well.
 	long := "accounts_with_a_long_name_" + strings.Repeat("z", 30)
 	testdb.Exec(t, raw, "CREATE TABLE "+myQuote(long)+myStockCols)
-	if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: long}); err != nil || len(myProblems(reps)) > 0 {
-		t.Fatal(err, myProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, mysql.Dialect, false, schema.GuardSpec{Table: long}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+		t.Fatal(err, fencetest.ReportProblems(reps))
 	}
-	if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "key"}); err != nil || len(myProblems(reps)) > 0 {
-		t.Errorf("key next to the guarded %s: Check: %v %.300q", long, err, myProblems(reps))
+	if reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "key"}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+		t.Errorf("key next to the guarded %s: Check: %v %.300q", long, err, fencetest.ReportProblems(reps))
 	}
 }
 
@@ -126,8 +82,8 @@ func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
 	dsn := testdb.MySQL(t)
 	raw := testdb.Open(t, "mysql", dsn, "CREATE TABLE accounts"+myStockCols, "CREATE TABLE `key`"+myStockCols, "CREATE TABLE audit (id BIGINT PRIMARY KEY) ENGINE=InnoDB")
 	for _, tbl := range []string{"accounts", "key"} {
-		if reps, err := myApplyRounds(ctx, raw, schema.GuardSpec{Table: tbl}); err != nil || len(myProblems(reps)) > 0 {
-			t.Fatal(err, myProblems(reps))
+		if reps, err := fencetest.ApplyRounds(ctx, raw, mysql.Dialect, false, schema.GuardSpec{Table: tbl}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+			t.Fatal(err, fencetest.ReportProblems(reps))
 		}
 	}
 	var stockDel string
@@ -164,7 +120,7 @@ func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
 			}
 		}
 		if err != nil || !found {
-			t.Errorf("%s writing the guarded table named key: Check: %v %.300q; want a %s door", c.name, err, myProblems(reps), c.kind)
+			t.Errorf("%s writing the guarded table named key: Check: %v %.300q; want a %s door", c.name, err, fencetest.ReportProblems(reps), c.kind)
 		}
 		pool := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts,key"))
 		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), "UPDATE `key` SET balance = 1 WHERE id = 1"); !errors.Is(err, fencedsql.ErrSchema) {

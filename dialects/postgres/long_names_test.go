@@ -6,7 +6,6 @@ package postgres_test
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,48 +18,9 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
-
-// longApply emulates fencedsql-schema -apply: RegisterTables, Check, every Fix in one
-// READ COMMITTED transaction, up to three rounds; it returns the last reports.
-func longApply(t *testing.T, ctx context.Context, raw *sql.DB, specs ...schema.GuardSpec) ([]schema.TableReport, error) {
-	t.Helper()
-	if len(specs) > 0 {
-		if err := schema.RegisterTables(ctx, raw, postgres.Dialect, specs...); err != nil {
-			return nil, err
-		}
-	}
-	var reps []schema.TableReport
-	for round := 0; round < 3; round++ {
-		var err error
-		reps, err = schema.Check(ctx, raw, postgres.Dialect, specs...)
-		if err != nil {
-			return reps, err
-		}
-		var fix []string
-		for _, r := range reps {
-			fix = append(fix, r.Fix...)
-		}
-		if len(fix) == 0 {
-			return reps, nil
-		}
-		tx, err := raw.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-		if err != nil {
-			return reps, err
-		}
-		for _, s := range fix {
-			if _, err := tx.ExecContext(ctx, s); err != nil {
-				tx.Rollback()
-				return reps, fmt.Errorf("fix %q: %w", s, err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return reps, err
-		}
-	}
-	return reps, nil
-}
 
 // longName generates a plain identifier (as dialect.PlainIdent accepts it) of about n
 // bytes, starting with prefix, mixing ASCII and 2-, 3- and 4-byte UTF-8 characters.
@@ -96,16 +56,6 @@ func longAllOK(reps []schema.TableReport) bool {
 	return len(reps) > 0
 }
 
-func longProblems(reps []schema.TableReport) []string {
-	var out []string
-	for _, r := range reps {
-		for _, p := range r.Problems {
-			out = append(out, r.Table+": "+p)
-		}
-	}
-	return out
-}
-
 // TestLongNameRecordedCheckConverges (red-team rt56a F3): a table whose name is
 // longer than 63 bytes, installed by -apply -tables <name as written>, is recorded by
 // the registry under that name and by its triggers under the catalog's 63 bytes; both
@@ -118,19 +68,19 @@ func TestLongNameRecordedCheckConverges(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	full := "rt56a_conv_" + strings.Repeat("y", 60)
 	raw := rawWith(t, dsn, "CREATE TABLE "+full+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
-	if reps, err := longApply(t, ctx, raw, schema.GuardSpec{Table: full}); err != nil || !reps[0].OK() {
-		t.Fatalf("apply %q: %v %q", full, err, longProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: full}); err != nil || !reps[0].OK() {
+		t.Fatalf("apply %q: %v %q", full, err, fencetest.ReportProblems(reps))
 	}
 	reps, err := schema.Check(ctx, raw, postgres.Dialect)
 	if err != nil || !longAllOK(reps) {
-		t.Errorf("Check of the recorded tables right after -apply -tables %s: %v %q", full, err, longProblems(reps))
+		t.Errorf("Check of the recorded tables right after -apply -tables %s: %v %q", full, err, fencetest.ReportProblems(reps))
 	}
-	if _, err := longApply(t, ctx, raw); err != nil {
+	if _, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true); err != nil {
 		t.Fatal(err)
 	}
 	reps, err = schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: full})
 	if err != nil || !longAllOK(reps) {
-		t.Errorf("Check of %s after the recorded tables' Fix: %v %q", full, err, longProblems(reps))
+		t.Errorf("Check of %s after the recorded tables' Fix: %v %q", full, err, fencetest.ReportProblems(reps))
 	}
 }
 
@@ -172,10 +122,10 @@ func TestFNVCollidingNamesOwnGuards(t *testing.T) {
 		"CREATE TABLE "+a+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0)",
 		"CREATE TABLE "+b+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO "+a+" (id, balance, tok, version) VALUES (1, 100, 10, 1)")
-	if reps, err := longApply(t, ctx, raw, schema.GuardSpec{Table: a, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
-		t.Fatalf("apply %s: %v %q", a, err, longProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: a, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply %s: %v %q", a, err, fencetest.ReportProblems(reps))
 	}
-	reps, err := longApply(t, ctx, raw, schema.GuardSpec{Table: b})
+	reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: b})
 	if err != nil {
 		var ce *schema.ConfigError
 		if errors.As(err, &ce) {
@@ -188,7 +138,7 @@ func TestFNVCollidingNamesOwnGuards(t *testing.T) {
 	var bal int64
 	raw.QueryRowContext(ctx, "SELECT balance FROM "+a+" WHERE id = 1").Scan(&bal)
 	if bal != 100 {
-		t.Errorf("%s and %s (same FNV-32a hash) guarded on tok and fence_token: after %s's -apply (%q), a plain UPDATE of %s lowering tok 10 -> 5: %v, balance %d; %s's Check: %v %q; want the guard's refusal", a, b, b, longProblems(reps), a, werr, bal, a, err2, longProblems(reps2))
+		t.Errorf("%s and %s (same FNV-32a hash) guarded on tok and fence_token: after %s's -apply (%q), a plain UPDATE of %s lowering tok 10 -> 5: %v, balance %d; %s's Check: %v %q; want the guard's refusal", a, b, b, fencetest.ReportProblems(reps), a, werr, bal, a, err2, fencetest.ReportProblems(reps2))
 	}
 }
 
@@ -249,16 +199,16 @@ func TestLongNameSpellings(t *testing.T) {
 				raw.ExecContext(ctx, "DELETE FROM "+longQ(tbl)+" WHERE id = $1", id)
 			}
 		}
-		reps, err := longApply(t, ctx, raw, schema.GuardSpec{Table: installAs})
+		reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: installAs})
 		if err != nil || !reps[0].OK() {
-			t.Errorf("trial %d %q: apply as %q: %v %q", trial, full, installAs, err, longProblems(reps))
+			t.Errorf("trial %d %q: apply as %q: %v %q", trial, full, installAs, err, fencetest.ReportProblems(reps))
 			continue
 		}
 		step("installed as " + installAs)
 		if reapplyAs != "" {
-			reps, err = longApply(t, ctx, raw, schema.GuardSpec{Table: reapplyAs})
+			reps, err = fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: reapplyAs})
 			if err != nil || !longAllOK(reps) {
-				t.Errorf("trial %d %q: re-apply as %q: %v %q", trial, full, reapplyAs, err, longProblems(reps))
+				t.Errorf("trial %d %q: re-apply as %q: %v %q", trial, full, reapplyAs, err, fencetest.ReportProblems(reps))
 			}
 			step("re-applied as " + reapplyAs)
 		}
@@ -282,8 +232,8 @@ func TestLongNameListedColumnsMismatch(t *testing.T) {
 		raw := rawWith(t, dsn, "CREATE TABLE "+longQ(full)+` (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0,
 			fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0)`,
 			"INSERT INTO "+longQ(short)+" (id, balance) VALUES (1, 0)")
-		if reps, err := longApply(t, ctx, raw, schema.GuardSpec{Table: full, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !reps[0].OK() {
-			t.Fatalf("apply %q on tok: %v %q", full, err, longProblems(reps))
+		if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: full, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !reps[0].OK() {
+			t.Fatalf("apply %q on tok: %v %q", full, err, fencetest.ReportProblems(reps))
 		}
 		good := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables="+url.QueryEscape(full)+"&fenced_token_column=tok")
 		if _, err := good.ExecContext(fencedsql.WithToken(ctx, 10), "UPDATE "+longQ(full)+" SET balance = 100 WHERE id = 1"); err != nil {
@@ -333,8 +283,8 @@ func TestKeywordNames(t *testing.T) {
 		testdb.Exec(t, raw, "CREATE SCHEMA "+longQ(sch),
 			"CREATE TABLE "+q+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, "+longQ(tok)+" BIGINT NOT NULL DEFAULT 0, "+longQ(ver)+" BIGINT NOT NULL DEFAULT 0)")
 		spec := schema.GuardSpec{Table: sch + "." + tbl, TokenColumn: tok, VersionColumn: ver}
-		if reps, err := longApply(t, ctx, raw, spec); err != nil || !longAllOK(reps) {
-			t.Errorf("trial %d: apply %+v: %v %q", trial, spec, err, longProblems(reps))
+		if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, spec); err != nil || !longAllOK(reps) {
+			t.Errorf("trial %d: apply %+v: %v %q", trial, spec, err, fencetest.ReportProblems(reps))
 			continue
 		}
 		pool := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables="+url.QueryEscape(spec.Table)+"&fenced_token_column="+tok+"&fenced_version_column="+ver)
@@ -391,10 +341,10 @@ func TestDerivedObjectOfAnotherTableRefused(t *testing.T) {
 		"CREATE TABLE "+long+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"CREATE TABLE "+longQ(short)+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO "+long+" (id, balance, tok, version) VALUES (1, 100, 10, 1)")
-	if reps, err := longApply(t, ctx, raw, schema.GuardSpec{Table: long, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
-		t.Fatalf("apply %s: %v %q", long, err, longProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: long, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply %s: %v %q", long, err, fencetest.ReportProblems(reps))
 	}
-	_, err := longApply(t, ctx, raw, schema.GuardSpec{Table: short})
+	_, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: short})
 	if err == nil || !strings.Contains(err.Error(), "42710") {
 		t.Errorf("apply %s, whose guard function is %s's: %v; want the install refused (duplicate_object)", short, long, err)
 	}
@@ -404,7 +354,7 @@ func TestDerivedObjectOfAnotherTableRefused(t *testing.T) {
 		t.Errorf("a stale plain write to %s after %s's -apply: balance %d (%v); want 100", long, short, bal, err)
 	}
 	if reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: long, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
-		t.Errorf("Check of %s after the refused install: %v %q", long, err, longProblems(reps))
+		t.Errorf("Check of %s after the refused install: %v %q", long, err, fencetest.ReportProblems(reps))
 	}
 }
 
@@ -423,8 +373,8 @@ func TestLongNameOldHashedObjectsReported(t *testing.T) {
 		"CREATE TABLE "+long+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
 		"INSERT INTO "+long+" (id, balance, fence_token, version) VALUES (1, 100, 10, 1)")
 	spec := schema.GuardSpec{Table: long}
-	if reps, err := longApply(t, ctx, raw, spec); err != nil || !longAllOK(reps) {
-		t.Fatalf("apply %s: %v %q", long, err, longProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, spec); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply %s: %v %q", long, err, fencetest.ReportProblems(reps))
 	}
 	for _, prefix := range []string{"fencedsql_guard_", "fencedsql_tombstone_"} {
 		var fn string
@@ -435,10 +385,10 @@ func TestLongNameOldHashedObjectsReported(t *testing.T) {
 	}
 	reps, err := schema.Check(ctx, raw, postgres.Dialect, spec)
 	if err != nil || longAllOK(reps) || len(reps) != 1 || len(reps[0].Fix) == 0 {
-		t.Fatalf("Check of a guard under the old names: %v %q; want it reported with a Fix", err, longProblems(reps))
+		t.Fatalf("Check of a guard under the old names: %v %q; want it reported with a Fix", err, fencetest.ReportProblems(reps))
 	}
-	if reps, err := longApply(t, ctx, raw, spec); err != nil || !longAllOK(reps) {
-		t.Fatalf("apply after the upgrade: %v %q", err, longProblems(reps))
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, spec); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply after the upgrade: %v %q", err, fencetest.ReportProblems(reps))
 	}
 	raw.ExecContext(ctx, "UPDATE "+long+" SET balance = -1, fence_token = 5, version = version + 1 WHERE id = 1")
 	var bal int64

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -14,58 +13,9 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
-
-// stockApply emulates fencedsql-schema -apply: RegisterTables, Check, every Fix in one
-// READ COMMITTED transaction, up to three rounds; it returns the last reports.
-func stockApply(ctx context.Context, raw *sql.DB, specs ...schema.GuardSpec) ([]schema.TableReport, error) {
-	if err := schema.RegisterTables(ctx, raw, postgres.Dialect, specs...); err != nil {
-		return nil, err
-	}
-	var reps []schema.TableReport
-	for round := 0; round < 3; round++ {
-		var err error
-		if reps, err = schema.Check(ctx, raw, postgres.Dialect, specs...); err != nil {
-			return reps, err
-		}
-		var fix []string
-		for _, r := range reps {
-			fix = append(fix, r.Fix...)
-		}
-		if len(fix) == 0 {
-			return reps, nil
-		}
-		tx, err := raw.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-		if err != nil {
-			return reps, err
-		}
-		for _, s := range fix {
-			if _, err := tx.ExecContext(ctx, s); err != nil {
-				tx.Rollback()
-				return reps, fmt.Errorf("fix %q: %w", s, err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return reps, err
-		}
-	}
-	return reps, nil
-}
-
-// stockProblems lists the reports' problems ("table: problem"); none for all OK.
-func stockProblems(reps []schema.TableReport) []string {
-	out := []string{}
-	for _, r := range reps {
-		for _, p := range r.Problems {
-			out = append(out, r.Table+": "+p)
-		}
-	}
-	if len(reps) == 0 {
-		out = append(out, "no report")
-	}
-	return out
-}
 
 const stockCols = " (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)"
 
@@ -97,13 +47,13 @@ func TestGuardObjectsOfAnotherTableNotWritersOfWordNamedTable(t *testing.T) {
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, tbl := range order {
-			if reps, err := stockApply(ctx, raw, schema.GuardSpec{Table: tbl}); err != nil {
-				t.Fatal(err, stockProblems(reps))
+			if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: tbl}); err != nil {
+				t.Fatal(err, fencetest.ReportProblems(reps))
 			}
 		}
 		for _, tbl := range order {
-			if reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: tbl}); err != nil || len(stockProblems(reps)) > 0 {
-				t.Errorf("trial %d: %s (the tables guarded in the order %q): Check after -apply: %v %.300q", trial, tbl, order, err, stockProblems(reps))
+			if reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: tbl}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+				t.Errorf("trial %d: %s (the tables guarded in the order %q): Check after -apply: %v %.300q", trial, tbl, order, err, fencetest.ReportProblems(reps))
 			}
 		}
 		pool := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables="+other+","+named)
@@ -128,8 +78,8 @@ func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
 	raw := rawWith(t, dsn, "CREATE SCHEMA userdoors", "CREATE TABLE userdoors.accounts"+stockCols, `CREATE TABLE userdoors."set"`+stockCols,
 		"CREATE TABLE userdoors.audit (id BIGINT PRIMARY KEY)")
 	for _, tbl := range []string{"userdoors.accounts", "userdoors.set"} {
-		if reps, err := stockApply(ctx, raw, schema.GuardSpec{Table: tbl}); err != nil || len(stockProblems(reps)) > 0 {
-			t.Fatal(err, stockProblems(reps))
+		if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: tbl}); err != nil || len(fencetest.ReportProblems(reps)) > 0 {
+			t.Fatal(err, fencetest.ReportProblems(reps))
 		}
 	}
 	var tombFn string
@@ -175,7 +125,7 @@ func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
 			}
 		}
 		if err != nil || !found {
-			t.Errorf("%s writing the guarded table named set: Check: %v %.300q; want a %s door", c.name, err, stockProblems(reps), c.kind)
+			t.Errorf("%s writing the guarded table named set: Check: %v %.300q; want a %s door", c.name, err, fencetest.ReportProblems(reps), c.kind)
 		}
 		pool := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=userdoors.accounts,userdoors.set")
 		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), `UPDATE userdoors."set" SET balance = 1 WHERE id = 1`); !errors.Is(err, fencedsql.ErrSchema) {

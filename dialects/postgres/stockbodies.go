@@ -83,7 +83,7 @@ func (d dialectImpl) stockTombstoneBody(ctx context.Context, query dialect.Catal
 		return dialect.TableName{}, false, err
 	}
 	table = fold(table)
-	if src != createBody(d.TombstoneDDL(table, key, tok)[3]) && src != d.tombBody(tombVersionNumber-1, table, key, tok) {
+	if src != d.tombBody(tombVersionNumber, table, key, tok) && src != d.tombBody(tombVersionNumber-1, table, key, tok) {
 		return dialect.TableName{}, false, nil
 	}
 	return tombTable(table), true, nil

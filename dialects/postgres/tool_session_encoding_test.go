@@ -15,6 +15,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -43,7 +44,7 @@ func TestRegisterAndCheckFromOtherClientEncoding(t *testing.T) {
 			t.Errorf("%s: RegisterTables(%q): %v; want a *SessionError on client_encoding", enc, name, rerr)
 		}
 		if !errors.As(cerr, &se) || se.Setting != "client_encoding" {
-			t.Errorf("%s: schema.Check(%q): %v %q; want a *SessionError on client_encoding", enc, name, cerr, longProblems(reps))
+			t.Errorf("%s: schema.Check(%q): %v %q; want a *SessionError on client_encoding", enc, name, cerr, fencetest.ReportProblems(reps))
 		}
 		var n int
 		if err := raw.QueryRowContext(ctx, "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 'fencedsql_registry'").Scan(&n); err != nil {
