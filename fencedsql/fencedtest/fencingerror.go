@@ -22,31 +22,62 @@ import (
 
 // fencingError finds the token column by asking the wrapper: the dialect's NOT NULL
 // error on the default token column, then on each quoted identifier of the statement,
-// until the wrapper maps one to ErrFenced. The error is then rebuilt with the guarded
-// table's name.
+// until the wrapper maps one to ErrFenced. The wrapper maps a NOT NULL only where it is
+// of the guarded table (an error naming another table is that table's, not the
+// fence's), so each column is probed on an error naming no table, then naming each
+// word of the statement (SQLite's error always names one). The error is then rebuilt
+// with the guarded table's name.
 func (m *Mock) fencingError(ctx context.Context, query bool, userSQL string, args []driver.Value, sent string) (error, error) {
 	candidates := append([]string{schema.DefaultTokenColumn}, quotedIdents(m.d, sent)...)
+	tables := append([]string{""}, identWords(userSQL)...)
 	seen := map[string]bool{}
+	var lastErr error
 	for _, col := range candidates {
 		if seen[col] {
 			continue
 		}
 		seen[col] = true
-		probe, err := FencingError(m.d, "t", col)
-		if err != nil {
-			return nil, err
-		}
-		_, err = m.rec.run(ctx, m.txOpen(), query, userSQL, args, probe)
-		var fe *fencedsql.FencedError
-		if errors.As(err, &fe) {
-			table := fe.Table
-			if i := strings.LastIndexByte(table, '.'); i >= 0 {
-				table = table[i+1:]
+		for _, tbl := range tables {
+			probe, err := FencingError(m.d, tbl, col)
+			if err != nil {
+				lastErr = err
+				continue
 			}
-			return FencingError(m.d, table, col)
+			_, err = m.rec.run(ctx, m.txOpen(), query, userSQL, args, probe)
+			var fe *fencedsql.FencedError
+			if errors.As(err, &fe) {
+				table := fe.Table
+				if i := strings.LastIndexByte(table, '.'); i >= 0 {
+					table = table[i+1:]
+				}
+				return FencingError(m.d, table, col)
+			}
 		}
 	}
+	if lastErr != nil && !errors.Is(lastErr, errProbeTable) {
+		return nil, lastErr
+	}
 	return nil, fmt.Errorf("no NOT NULL error of dialect %q makes the wrapper report ErrFenced for %q", m.d.Name(), userSQL)
+}
+
+// errProbeTable marks a probe table name SQLite cannot create (fencingError goes on).
+var errProbeTable = errors.New("fencedtest: probe table")
+
+// identWords lists the distinct words of sql that may name a table (letters, digits,
+// underscores, not starting with a digit), in order.
+func identWords(sql string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(sql, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		if w[0] >= '0' && w[0] <= '9' || seen[w] {
+			continue
+		}
+		seen[w] = true
+		out = append(out, w)
+	}
+	return out
 }
 
 // quotedIdents lists the identifiers quoted in the dialect's style in sql.
@@ -116,7 +147,7 @@ func sqliteNotNull(table, col string) (error, error) {
 	db.SetMaxOpenConns(1)
 	q := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	if _, err := db.Exec(`CREATE TABLE ` + q(table) + ` (` + q(col) + ` INTEGER NOT NULL)`); err != nil {
-		return nil, fmt.Errorf("producing the SQLite NOT NULL error: %w", err)
+		return nil, fmt.Errorf("producing the SQLite NOT NULL error: %w: %w", errProbeTable, err)
 	}
 	_, err = db.Exec(`INSERT INTO ` + q(table) + ` (` + q(col) + `) VALUES (NULL)`)
 	if err == nil {

@@ -182,7 +182,9 @@ func (m *Mock) reject(query bool, userSQL string, token uint64, args []any) {
 			break
 		}
 	}
-	probe := FencingError("t", col)
+	// The probe names no table: the wrapper maps a NOT NULL only where it is of the
+	// guarded table, whose name the refusal then gives.
+	probe := FencingError("", col)
 	failed, err := m.rec.run(ctx, m.txOpen(), query, userSQL, args, probe)
 	var fe *fencedsql.FencedError
 	if !errors.As(err, &fe) {
