@@ -496,7 +496,8 @@ _fsql_start_mariadb() {
 	fi
 	mkdir -p "$dir/data" "$dir/tmp" && _fsql_give mysql "$dir" || return 1
 	if ! (cd "$dir" && "$installdb" --no-defaults "${userflag[@]}" --datadir="$dir/data" \
-		--auth-root-authentication-method=socket --skip-test-db --skip-name-resolve) \
+		--auth-root-authentication-method=socket --skip-test-db --skip-name-resolve \
+		--tmpdir="$dir/tmp") \
 		</dev/null >"$dir/install-db.log" 2>&1; then
 		_fsql_log "MariaDB: mariadb-install-db failed"
 		_fsql_tail "$dir/install-db.log"

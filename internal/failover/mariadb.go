@@ -43,9 +43,18 @@ func NewMariaDBTemplate(ctx context.Context, env Env) (*MariaDBTemplate, error) 
 		t.Close()
 		return nil, fmt.Errorf("failover: %w", err)
 	}
+	// The bootstrap server gets its own tmpdir: a MariaDB server deletes every "#sql*"
+	// file in its tmpdir when it starts, so two bootstraps sharing /tmp (parallel tests,
+	// another package's servers) remove each other's temporary tables mid-install
+	// ("Could not remove temporary table", then "Unknown table 'mysql.tmp_user_sys'").
+	tmp := filepath.Join(dir, "tmp")
+	if err := as.mkdir(tmp); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("failover: %w", err)
+	}
 	if err := as.run(ctx, filepath.Join(dir, "install-db.log"), env.InstallDB, "--no-defaults",
 		"--datadir="+t.data(), "--auth-root-authentication-method=socket", "--skip-test-db",
-		"--skip-name-resolve", "--innodb-log-file-size=8M"); err != nil {
+		"--skip-name-resolve", "--innodb-log-file-size=8M", "--tmpdir="+tmp); err != nil {
 		t.Close()
 		return nil, err
 	}
