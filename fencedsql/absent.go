@@ -189,7 +189,7 @@ func (c *conn) keyPresent(ctx context.Context, rec *absentRecord) (bool, error) 
 	rows, err := c.queryStrings(ctx, rec.probe, rec.probeArgs)
 	if err != nil {
 		err = fmt.Errorf("fencedsql: reading whether the key claimed of %s exists: %w", rec.g.String(), c.core.mapPassErr(nil, err))
-		c.breakTx(err)
+		c.breakTxUnlessAborted(err)
 		return false, err
 	}
 	return len(rows) > 0, nil
@@ -212,7 +212,7 @@ func (c *conn) recordAbsence(ctx context.Context, rec *absentRecord) error {
 	}
 	if _, err := c.queryStrings(ctx, rec.sql, rec.args); err != nil {
 		err = fmt.Errorf("fencedsql: recording the claim of an absent key of %s: %w", rec.g.String(), c.core.absenceErr(ctx, rec, err))
-		c.breakTx(err)
+		c.breakTxUnlessAborted(err)
 		return err
 	}
 	return nil

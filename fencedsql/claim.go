@@ -46,7 +46,7 @@ func (c *conn) execClaim(ctx context.Context, r runner, p *plan.Plan, args []dri
 				// claim again, which stamps it if it began to match meanwhile.
 				if res, err = r.exec(ctx, one, full); err != nil {
 					err = c.core.mapErr(ctx, one, tok, 0, err)
-					c.breakTx(err)
+					c.breakTxUnlessAborted(err)
 					return nil, err
 				}
 				return res, nil
@@ -113,7 +113,7 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 				res, err := r.exec(ctx, one, full)
 				if err != nil {
 					err = c.core.mapErr(ctx, one, tok, 0, err)
-					c.breakTx(err)
+					c.breakTxUnlessAborted(err)
 					return err
 				}
 				if n, ok := affected(res); !ok || n > 0 {

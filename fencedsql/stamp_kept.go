@@ -48,16 +48,37 @@ func (c *conn) stampKept(stamped int64, err error) error {
 		c.breakTx(err)
 		return err
 	}
-	// A database that aborts the transaction on an error aborts it only on an error
-	// it answered: a statement never sent (its context ended first, a check of the
-	// wrapper's failed) leaves the stamp in a live transaction (red-team rt20m F1).
-	// Every answer counts, a cancelled statement's (57014) too (red-team rt56c F1).
-	if a, ok := c.core.dialect.(dialect.TxAborter); ok && a.AbortsTxOnError() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && answeredByServer(c.core.dialect, err) {
+	if c.serverAbortedTx(err) {
 		return err
 	}
 	kept = &stampKeptError{err: err}
 	c.breakTx(kept)
 	return kept
+}
+
+// serverAbortedTx reports whether err, a statement's failure in the caller's
+// transaction, left that transaction aborted by the database itself, so that only a
+// rollback — the whole transaction's, or the caller's ROLLBACK TO SAVEPOINT, which
+// undoes the wrapper's earlier statements too — continues it: the database aborts
+// the transaction on any error (dialect.TxAborter) and answered this one. A statement
+// never sent (its context ended first, a check of the wrapper's failed) leaves the
+// transaction live (red-team rt20m F1). Every answer counts, a cancelled statement's
+// (57014) too (red-team rt56c F1).
+func (c *conn) serverAbortedTx(err error) bool {
+	a, ok := c.core.dialect.(dialect.TxAborter)
+	return ok && a.AbortsTxOnError() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && answeredByServer(c.core.dialect, err)
+}
+
+// breakTxUnlessAborted marks the open transaction broken with err (breakTx), the
+// failure of a statement the wrapper ran after a claim of its own, unless the
+// database aborted the transaction on it (serverAbortedTx): then the caller's
+// ROLLBACK TO SAVEPOINT undoes the claim with the failed statement, and the
+// transaction may go on and commit (red-team rt56c F1's class, for the statements of
+// a claim of an absent key: the probe, the recorder, the claim run again).
+func (c *conn) breakTxUnlessAborted(err error) {
+	if !c.serverAbortedTx(err) {
+		c.breakTx(err)
+	}
 }
 
 // stampFailed judges err, the failure of the fencing UPDATE of a two-statement write

@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand"
 	"strings"
@@ -94,39 +95,20 @@ func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
 	if changed == stockDel {
 		t.Fatalf("the stock DELETE trigger has no ELSE: %s", stockDel)
 	}
-	cases := []struct {
-		name  string
-		setup []string
-		kind  dialect.SideDoorKind
-		undo  []string
-	}{
-		{"a user's trigger on another table",
-			[]string{"CREATE TRIGGER audit_copy AFTER INSERT ON audit FOR EACH ROW INSERT INTO `key` (id) VALUES (NEW.id)"},
-			dialect.SideDoorTrigger, []string{"DROP TRIGGER audit_copy"}},
-		{"a user's procedure",
-			[]string{"CREATE PROCEDURE reset_key() UPDATE `key` SET balance = 0"},
-			dialect.SideDoorRoutine, []string{"DROP PROCEDURE reset_key"}},
-		{"another table's tombstone trigger changed",
-			[]string{"DROP TRIGGER fencedsql_tombdel_accounts", "CREATE TRIGGER fencedsql_tombdel_accounts AFTER DELETE ON accounts FOR EACH ROW\n" + changed},
-			dialect.SideDoorTrigger, []string{"DROP TRIGGER fencedsql_tombdel_accounts", "CREATE TRIGGER fencedsql_tombdel_accounts AFTER DELETE ON accounts FOR EACH ROW\n" + stockDel}},
+	cases := []fencetest.DoorCase{
+		{Name: "a user's trigger on another table",
+			Setup: []string{"CREATE TRIGGER audit_copy AFTER INSERT ON audit FOR EACH ROW INSERT INTO `key` (id) VALUES (NEW.id)"},
+			Kind:  dialect.SideDoorTrigger, Undo: []string{"DROP TRIGGER audit_copy"}},
+		{Name: "a user's procedure",
+			Setup: []string{"CREATE PROCEDURE reset_key() UPDATE `key` SET balance = 0"},
+			Kind:  dialect.SideDoorRoutine, Undo: []string{"DROP PROCEDURE reset_key"}},
+		{Name: "another table's tombstone trigger changed",
+			Setup: []string{"DROP TRIGGER fencedsql_tombdel_accounts", "CREATE TRIGGER fencedsql_tombdel_accounts AFTER DELETE ON accounts FOR EACH ROW\n" + changed},
+			Kind:  dialect.SideDoorTrigger, Undo: []string{"DROP TRIGGER fencedsql_tombdel_accounts", "CREATE TRIGGER fencedsql_tombdel_accounts AFTER DELETE ON accounts FOR EACH ROW\n" + stockDel}},
 	}
-	for _, c := range cases {
-		testdb.Exec(t, raw, c.setup...)
-		reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "key"})
-		found := false
-		for _, r := range reps {
-			for _, sd := range r.SideDoors {
-				found = found || sd.Kind == c.kind
-			}
-		}
-		if err != nil || !found {
-			t.Errorf("%s writing the guarded table named key: Check: %v %.300q; want a %s door", c.name, err, fencetest.ReportProblems(reps), c.kind)
-		}
-		pool := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts,key"))
-		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), "UPDATE `key` SET balance = 1 WHERE id = 1"); !errors.Is(err, fencedsql.ErrSchema) {
-			t.Errorf("%s writing the guarded table named key: a write through the pool: %v; want ErrSchema", c.name, err)
-		}
-		pool.Close()
-		testdb.Exec(t, raw, c.undo...)
-	}
+	fencetest.ExpectDoors(t, ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "key"},
+		func() *sql.DB {
+			return testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts,key"))
+		},
+		"UPDATE `key` SET balance = 1 WHERE id = 1", cases)
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -94,44 +95,25 @@ func TestUserBodiesWritingWordNamedTableStillDoors(t *testing.T) {
 	if changed == stockBody {
 		t.Fatal("the stock tombstone body has no final RETURN NULL; END")
 	}
-	cases := []struct {
-		name  string
-		setup []string
-		kind  dialect.SideDoorKind
-		undo  []string
-	}{
-		{"a user's trigger on another table",
-			[]string{`CREATE FUNCTION userdoors.audit_copy() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO userdoors."set" (id) VALUES (NEW.id); RETURN NULL; END$$`,
+	cases := []fencetest.DoorCase{
+		{Name: "a user's trigger on another table",
+			Setup: []string{`CREATE FUNCTION userdoors.audit_copy() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO userdoors."set" (id) VALUES (NEW.id); RETURN NULL; END$$`,
 				"CREATE TRIGGER audit_copy AFTER INSERT ON userdoors.audit FOR EACH ROW EXECUTE FUNCTION userdoors.audit_copy()"},
-			dialect.SideDoorTrigger, []string{"DROP TRIGGER audit_copy ON userdoors.audit", "DROP FUNCTION userdoors.audit_copy()"}},
-		{"a user's function",
-			[]string{`CREATE FUNCTION userdoors.reset_set() RETURNS void LANGUAGE plpgsql AS $$BEGIN UPDATE userdoors."set" SET balance = 0; END$$`},
-			dialect.SideDoorRoutine, []string{"DROP FUNCTION userdoors.reset_set()"}},
-		{"another table's tombstone function changed",
-			[]string{"CREATE OR REPLACE FUNCTION " + tombFn + " RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql_x$" + changed + "$fencedsql_x$"},
-			dialect.SideDoorTrigger, []string{"CREATE OR REPLACE FUNCTION " + tombFn + " RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql_x$" + stockBody + "$fencedsql_x$"}},
-		{"the table's own AFTER trigger re-inserting its rows",
-			[]string{`CREATE FUNCTION userdoors.reinsert() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO userdoors."set" (id) VALUES (OLD.id + 1000); RETURN NULL; END$$`,
+			Kind: dialect.SideDoorTrigger, Undo: []string{"DROP TRIGGER audit_copy ON userdoors.audit", "DROP FUNCTION userdoors.audit_copy()"}},
+		{Name: "a user's function",
+			Setup: []string{`CREATE FUNCTION userdoors.reset_set() RETURNS void LANGUAGE plpgsql AS $$BEGIN UPDATE userdoors."set" SET balance = 0; END$$`},
+			Kind:  dialect.SideDoorRoutine, Undo: []string{"DROP FUNCTION userdoors.reset_set()"}},
+		{Name: "another table's tombstone function changed",
+			Setup: []string{"CREATE OR REPLACE FUNCTION " + tombFn + " RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql_x$" + changed + "$fencedsql_x$"},
+			Kind:  dialect.SideDoorTrigger, Undo: []string{"CREATE OR REPLACE FUNCTION " + tombFn + " RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fencedsql_x$" + stockBody + "$fencedsql_x$"}},
+		{Name: "the table's own AFTER trigger re-inserting its rows",
+			Setup: []string{`CREATE FUNCTION userdoors.reinsert() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO userdoors."set" (id) VALUES (OLD.id + 1000); RETURN NULL; END$$`,
 				`CREATE TRIGGER a_reinsert AFTER DELETE ON userdoors."set" FOR EACH ROW EXECUTE FUNCTION userdoors.reinsert()`},
-			dialect.SideDoorOwnTrigger, []string{`DROP TRIGGER a_reinsert ON userdoors."set"`, "DROP FUNCTION userdoors.reinsert()"}},
+			Kind: dialect.SideDoorOwnTrigger, Undo: []string{`DROP TRIGGER a_reinsert ON userdoors."set"`, "DROP FUNCTION userdoors.reinsert()"}},
 	}
-	for _, c := range cases {
-		testdb.Exec(t, raw, c.setup...)
-		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "userdoors.set"})
-		found := false
-		for _, r := range reps {
-			for _, sd := range r.SideDoors {
-				found = found || sd.Kind == c.kind
-			}
-		}
-		if err != nil || !found {
-			t.Errorf("%s writing the guarded table named set: Check: %v %.300q; want a %s door", c.name, err, fencetest.ReportProblems(reps), c.kind)
-		}
-		pool := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=userdoors.accounts,userdoors.set")
-		if _, err := pool.ExecContext(fencedsql.WithToken(ctx, 100), `UPDATE userdoors."set" SET balance = 1 WHERE id = 1`); !errors.Is(err, fencedsql.ErrSchema) {
-			t.Errorf("%s writing the guarded table named set: a write through the pool: %v; want ErrSchema", c.name, err)
-		}
-		pool.Close()
-		testdb.Exec(t, raw, c.undo...)
-	}
+	fencetest.ExpectDoors(t, ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "userdoors.set"},
+		func() *sql.DB {
+			return testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=userdoors.accounts,userdoors.set")
+		},
+		`UPDATE userdoors."set" SET balance = 1 WHERE id = 1`, cases)
 }

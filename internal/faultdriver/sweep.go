@@ -144,21 +144,7 @@ func (e *Env) disarm(f *Fault, r *result) {
 }
 
 func runOp(ctx context.Context, tx *sql.Tx, op Op, q string) error {
-	if !op.Read {
-		_, err := tx.ExecContext(ctx, q)
-		return err
-	}
-	rows, err := tx.QueryContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	err = rows.Err()
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fencetest.RunText(ctx, tx, op.Read, q)
 }
 
 // txTrial resets the table, then in one fenced transaction under the trial's token runs

@@ -147,13 +147,23 @@ func BadInterruptErr(err error) bool {
 	return err != nil && (errors.Is(err, fencedsql.ErrFenced) || errors.Is(err, fencedsql.ErrSchema))
 }
 
-// RunInterruptOp sends op's text q on x (a pool or a transaction) and reads a query's
-// rows to the end.
-func RunInterruptOp(ctx context.Context, x interface {
+// Execer is a pool, a connection or a transaction.
+type Execer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, op InterruptOp, q string) error {
-	if !op.Read {
+}
+
+// RunInterruptOp sends op's text q on x (a pool or a transaction) and reads a query's
+// rows to the end.
+func RunInterruptOp(ctx context.Context, x Execer, op InterruptOp, q string) error {
+	return RunText(ctx, x, op.Read, q)
+}
+
+// RunText sends q on x: as a query whose rows it reads to the end and closes when
+// read, as an Exec otherwise. The error is the first of the statement's, the rows'
+// and Close's.
+func RunText(ctx context.Context, x Execer, read bool, q string) error {
+	if !read {
 		_, err := x.ExecContext(ctx, q)
 		return err
 	}
