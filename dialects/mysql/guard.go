@@ -1,9 +1,9 @@
 package mysql
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"fmt"
-	"hash/fnv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -76,18 +76,27 @@ func triggerName(table dialect.TableName) dialect.TableName {
 // and a hash of the table name when that exceeds 64 characters.
 func guardTrigger(name string) string { return boundedTrigger("fencedsql_guard_", name) }
 
-// boundedTrigger is prefix+name, or a prefix of it and a hash of name when that exceeds
-// 64 characters (so two long names never share a trigger).
+// boundedTrigger is the name of an object the dialect derives from a guarded table's
+// name: prefix+name, or, when that exceeds MariaDB's and MySQL's 64-character limit,
+// its first characters (cut at a character, never inside one: the limit counts
+// characters) and "_" and 16 hex digits of the SHA-256 of name — 64 bits, so that no
+// birthday search finds two long names sharing their triggers, tombstone table and
+// routines (the 32-bit FNV hash of before did in about 2^16 tries, red-team rt56a F5).
+// A collision that happens anyway, or a table whose name spells another table's
+// hashed name, is refused at install (ownedCheck, ownedobjects.go).
 func boundedTrigger(prefix, name string) string {
 	full := prefix + name
 	if len([]rune(full)) <= maxIdentLen {
 		return full
 	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	suffix := fmt.Sprintf("_%08x", h.Sum32())
-	r := []rune(full)
-	return string(r[:maxIdentLen-len(suffix)]) + suffix
+	suffix := hashSuffix(name)
+	return string([]rune(full)[:maxIdentLen-len(suffix)]) + suffix
+}
+
+// hashSuffix is the suffix of a hashed derived name (boundedTrigger).
+func hashSuffix(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "_" + hex.EncodeToString(sum[:8])
 }
 
 // literal quotes s as a string literal: quotes doubled, backslashes doubled (under
@@ -115,9 +124,11 @@ func messageWith(head, table, what string) string {
 // GuardDDL returns the statements that install the guard on table (in table.Schema,
 // or the connection's database when it is empty). Each is one statement for
 // database/sql; each trigger replaces one of its name without a moment in which the
-// table has neither (replaceTrigger).
+// table has neither (replaceTrigger). A long table name's hashed trigger names held by
+// another table's triggers are refused first (ownedCheck).
 func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol string) []string {
-	ddl := append(d.floorDDL(table.Schema), d.replaceTriggers(d.guardTriggerDefs(table, tokenCol, versionCol))...)
+	ddl := d.ownedCheck(table, ownedObjects{triggers: []string{guardTrigger(table.Name), floorTrigger(table.Name)}})
+	ddl = append(append(ddl, d.floorDDL(table.Schema)...), d.replaceTriggers(d.guardTriggerDefs(table, tokenCol, versionCol))...)
 	return append(ddl, d.fenceFuncDDL(table, tokenCol)...)
 }
 

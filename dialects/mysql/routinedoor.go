@@ -33,11 +33,11 @@ import (
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, floor, rec := tombTable(t.Table), floorTable(t.Table.Schema), absenceProc(t.Table.Name)
 	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
-		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME = ? "+
+		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME IN (?, ?) "+
 		"OR LOCATE('prepare', LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE('execute', LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
-		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, t.Table.Schema, t.Table.Schema)
+		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, legacyDerived("fencedsql_tombclaim_", t.Table.Name), t.Table.Schema, t.Table.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,8 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 // with its definer's rights when SQL SECURITY DEFINER). Fix for the
 // impostor: the recorder's install statements (absenceDDL, which drop it and create
 // the guard's; own gives them, built from the catalog's key: the DROP alone where the
-// table has no primary key); none for another routine (it is the user's). judged: the
+// table has no primary key); for the recorder of the name an earlier release derived
+// (legacyDerived), its DROP; none for another routine (it is the user's). judged: the
 // routine was judged here (the recorder, or its impostor), not to be judged again as
 // a writer of table (the recorder's lookup reads table FOR UPDATE).
 func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r []string) (bool, []string, error)) (door *dialect.SideDoor, judged bool, err error) {
@@ -116,6 +117,11 @@ func (d dialectImpl) tombRoutine(table dialect.TableName, r []string, own func(r
 		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
 			Problem: "the " + kind + " " + fn.String() + " has the name of the tombstone guard's absence recorder of " + table.String() + " but not its text (body, parameters, COMMENT, SQL SECURITY DEFINER, a strict sql_mode): a claim of an absent key calls it to record the key in the tombstone table, which this one may not do (or may lower tombstones); re-create the recorder (fencedsql-schema -apply)",
 			Fix:     fix}, true, nil
+	}
+	if old := legacyDerived("fencedsql_tombclaim_", table.Name); inDB && kind == "procedure" && r[1] == old && old != absenceProc(table.Name) {
+		return &dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: kind + " " + fn.String(),
+			Problem: "the " + kind + " " + fn.String() + " has the name an earlier release gave the tombstone guard's absence recorder of " + table.String() + " (a 32-bit hash, red-team rt56a F5): the recorder is " + absenceProc(table.Name) + " now, and this one writes the tombstone table of the old name; drop it (fencedsql-schema -apply)",
+			Fix:     []string{"DROP PROCEDURE IF EXISTS " + fn.Quote(d.QuoteIdent)}}, true, nil
 	}
 	var wrote []string
 	for _, g := range []dialect.TableName{{Schema: table.Schema, Name: tomb}, floorTable(table.Schema)} {

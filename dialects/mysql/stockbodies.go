@@ -129,8 +129,8 @@ func recorderTable(ctx context.Context, query dialect.CatalogQuery, db, proc str
 	rest := []rune(proc[len("fencedsql_tombclaim_"):])
 	esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 	like := esc.Replace(string(rest))
-	if len([]rune(proc)) == maxIdentLen && len(rest) > 9 {
-		like = esc.Replace(string(rest[:len(rest)-9])) + "%"
+	if n := len(hashSuffix("")); len([]rune(proc)) == maxIdentLen && len(rest) > n {
+		like = esc.Replace(string(rest[:len(rest)-n])) + "%"
 	}
 	rows, err := query(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE ? ESCAPE '!'", db, like)
 	if err != nil {

@@ -1,8 +1,6 @@
 package mysql
 
 import (
-	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
@@ -62,16 +60,7 @@ import (
 // is installed through a shadow copy (replaceTrigger), so that re-installing leaves no
 // moment without it.
 func tombName(kind, name string) string {
-	prefix := "fencedsql_tomb" + kind + "_"
-	full := prefix + name
-	if len([]rune(full)) <= maxIdentLen {
-		return full
-	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	suffix := fmt.Sprintf("_%08x", h.Sum32())
-	r := []rune(full)
-	return string(r[:maxIdentLen-len(suffix)]) + suffix
+	return boundedTrigger("fencedsql_tomb"+kind+"_", name)
 }
 
 func tombObject(kind string, table dialect.TableName) dialect.TableName {
@@ -135,16 +124,28 @@ const tombClockPattern = "%" + tombClock + "%"
 // install table's tombstone triggers and (re)create its absence recorder (absence.go),
 // one statement each for database/sql; each trigger replaces one of its name without
 // a moment in which the table has neither (replaceTrigger). The recorder is dropped
-// and created: a claim of an absent key in between fails its CALL (a denial).
+// and created: a claim of an absent key in between fails its CALL (a denial). A long
+// table name's hashed derived objects held by another table are refused first
+// (ownedCheck); the tombstone table is marked as the table's (its COMMENT).
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
 	defs := make([]string, len(key))
 	for i, k := range key {
 		defs[i] = keyColumnDef(k, d.QuoteIdent)
 	}
 	create := "CREATE TABLE IF NOT EXISTS " + tombTable(table).Quote(d.QuoteIdent) + " (" + strings.Join(defs, ", ") +
-		", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + d.keyList(key) + ")) ENGINE=InnoDB"
-	ddl := append([]string{create}, d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
+		", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + d.keyList(key) + ")) ENGINE=InnoDB COMMENT = " + literal(ownedMarkText(table.Name))
+	ddl := d.ownedCheck(table, ownedObjects{triggers: tombTriggerNames(table), tomb: true})
+	ddl = append(append(ddl, create), d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
 	return append(ddl, d.absenceDDL(table, key, tokenCol)...)
+}
+
+// tombTriggerNames are the names of table's tombstone triggers (tombKinds).
+func tombTriggerNames(table dialect.TableName) []string {
+	names := make([]string, len(tombKinds))
+	for i, k := range tombKinds {
+		names[i] = tombName(k, table.Name)
+	}
+	return names
 }
 
 // keyList is the key's columns, quoted, separated by commas.
