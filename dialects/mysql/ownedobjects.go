@@ -93,21 +93,23 @@ func (d dialectImpl) ownedCheck(table dialect.TableName, objs ownedObjects) []st
 		db = literal(table.Schema)
 	}
 	if len(trig) > 0 {
-		found = append(found, "SELECT CONCAT('trigger ', t.TRIGGER_NAME, ' on ', t.EVENT_OBJECT_TABLE) AS o FROM information_schema.TRIGGERS t"+
+		found = append(found, "SELECT CONVERT(CONCAT('trigger ', t.TRIGGER_NAME, ' on ', t.EVENT_OBJECT_TABLE) USING utf8mb4) AS o FROM information_schema.TRIGGERS t"+
 			" WHERE t.TRIGGER_SCHEMA = "+db+" AND t.TRIGGER_NAME IN ("+strings.Join(trig, ", ")+") AND NOT (t.EVENT_OBJECT_TABLE = "+literal(table.Name)+")")
 	}
 	if tomb := tombTable(table).Name; objs.tomb && hashedShape(tomb) {
-		found = append(found, "SELECT CONCAT('table ', t.TABLE_NAME, ' (', IF(t.TABLE_COMMENT = '', 'not marked as any table''s', t.TABLE_COMMENT), ')') FROM information_schema.TABLES t"+
+		found = append(found, "SELECT CONVERT(CONCAT('table ', t.TABLE_NAME, ' (', IF(t.TABLE_COMMENT = '', 'not marked as any table''s', t.TABLE_COMMENT), ')') USING utf8mb4) FROM information_schema.TABLES t"+
 			" WHERE t.TABLE_SCHEMA = "+db+" AND t.TABLE_NAME = "+literal(tomb)+" AND NOT (t.TABLE_COMMENT = "+literal(ownedMarkText(table.Name))+")")
 	}
 	if proc := absenceProc(table.Name); objs.tomb && hashedShape(proc) {
-		found = append(found, "SELECT CONCAT('procedure ', r.ROUTINE_NAME) FROM information_schema.ROUTINES r"+
+		found = append(found, "SELECT CONVERT(CONCAT('procedure ', r.ROUTINE_NAME) USING utf8mb4) FROM information_schema.ROUTINES r"+
 			" WHERE r.ROUTINE_SCHEMA = "+db+" AND r.ROUTINE_NAME = "+literal(proc)+" AND r.ROUTINE_TYPE = 'PROCEDURE'"+
 			" AND COALESCE(LOCATE("+literal(d.QuoteIdent(tombTable(table).Name))+", r.ROUTINE_DEFINITION), 0) = 0")
 	}
 	if len(found) == 0 {
 		return nil
 	}
+	// Each arm's text is converted to one character set, so that the UNION does not
+	// mix the catalog's collations (utf8mb3 on MariaDB, others on MySQL 8).
 	proc := dialect.TableName{Schema: table.Schema, Name: boundedTrigger("fencedsql_owncheck_", table.Name)}.Quote(d.QuoteIdent)
 	// MESSAGE_TEXT holds 128 characters: the object first, the table's name after it.
 	msg := "LEFT(CONCAT('fencedsql: another table''s ', other, ' has a name derived from ', " + literal(table.Name) + "), 128)"
