@@ -94,10 +94,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 		}
 		vals = append(vals, v)
 	}
-	table := dialect.TableName{Schema: k.schema, Name: p.Guard.Name}
-	if table.Schema == "" {
-		table.Schema = p.Guard.Schema
-	}
+	table := k.table(p.Guard)
 	row, err := c.tableRow(ctx, &c.core.absence, p.Guard, "absence recorder", func(dialect.TableName) (string, []any) {
 		return ar.AbsenceRecorderQuery(table)
 	})
@@ -116,7 +113,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 			"re-run fencedsql-schema -apply, or claim the key through the table that holds the tombstone guard"}
 	case len(row) >= 3 && row[1] != "" && row[2] != "":
 		// A partition's claims are recorded by its root's recorder.
-		table = dialect.TableName{Schema: row[1], Name: row[2]}
+		table = dialect.CatalogName(row[1], row[2])
 	}
 	tok, err := c.tokenFor(ctx, p.Guard)
 	if err != nil {
@@ -125,7 +122,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	var probe string
 	var probeArgs []any
 	if p.AbsentOther(len(terms)) {
-		probe, probeArgs = c.keyProbe(ar, dialect.TableName{Schema: k.schema, Name: p.Guard.Name}, p.Guard, k.cols, terms, vals, p.AbsentNoWait)
+		probe, probeArgs = c.keyProbe(ar, k.table(p.Guard), k.cols, terms, vals, p.AbsentNoWait)
 	}
 	rls, err := c.rowSecurityActive(ctx, p.Guard)
 	if err != nil {
@@ -140,7 +137,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 }
 
 // keyProbe is the read of whether a row of the key vals (terms' values, in the key
-// cols' order) exists in table (its schema from the key's lookup, else g's): SELECT 1
+// cols' order) exists in table (rowKey.table): SELECT 1
 // … WHERE each key column = its value, in the claim's transaction (red-team rt46b
 // F4), with ar's locking clause (dialect.AbsenceRecorder.KeyProbeLock; nowait: the
 // claim's NOWAIT). A locking read, because a plain one reads the transaction's
@@ -152,11 +149,8 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 // serialization failure instead where the snapshot's row was deleted since: the retry
 // records), and its lock keeps the answer until the transaction ends. An integer
 // literal goes as an int64 (PostgreSQL types the parameter by the column).
-func (c *conn) keyProbe(ar dialect.AbsenceRecorder, table dialect.TableName, g *plan.Table, cols []plan.KeyColumn, terms []plan.KeyTerm, vals []any, nowait bool) (string, []any) {
+func (c *conn) keyProbe(ar dialect.AbsenceRecorder, table dialect.TableName, cols []plan.KeyColumn, terms []plan.KeyTerm, vals []any, nowait bool) (string, []any) {
 	d := c.core.dialect
-	if table.Schema == "" {
-		table.Schema = g.Schema
-	}
 	where := make([]string, len(cols))
 	args := make([]any, len(cols))
 	for i, col := range cols {

@@ -195,6 +195,18 @@ func (c *conn) rowKeyOf(ctx context.Context, ts dialect.Tombstoner, g *plan.Tabl
 	return k, nil
 }
 
+// table is g in the schema its primary key query resolved it to — exact, as the
+// catalog spells it (dialect.TableName.InCatalogSchema: a search_path schema "odd sch"
+// or "Mixed" is quoted as it is, never folded, red-team rt56d F4) — or, when the
+// query named none, g as written.
+func (k rowKey) table(g *plan.Table) dialect.TableName {
+	t := dialect.TableName{Schema: g.Schema, Name: g.Name}
+	if k.schema != "" {
+		t = t.InCatalogSchema(k.schema)
+	}
+	return t
+}
+
 // keyedNonce returns the nonce of the next keyed statements on this connection: a
 // random start, then one up per pair, so that no nonce repeats on the session (a
 // value a caller's own statement left in the variable included). Before the first it

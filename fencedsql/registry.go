@@ -291,7 +291,7 @@ func (k *core) loadRelatives(ctx context.Context, c *conn, listed map[string]boo
 				if len(r) != 2 {
 					continue
 				}
-				if err := representable(dialect.TableName{Schema: r[0], Name: r[1]}, f.what+g.String()); err != nil {
+				if err := representable(dialect.CatalogName(r[0], r[1]), f.what+g.String()); err != nil {
 					return nil, err
 				}
 				parts := relativeName(g, r[0], r[1])

@@ -99,7 +99,7 @@ func (c *conn) checkAncestors(ctx context.Context, g *plan.Table) error {
 		if len(r) != 2 {
 			continue
 		}
-		anc := dialect.TableName{Schema: r[0], Name: r[1]}
+		anc := dialect.CatalogName(r[0], r[1])
 		var se *SchemaError
 		switch h := k.rw.Lookup(relativeName(g, r[0], r[1])); {
 		case h == nil:

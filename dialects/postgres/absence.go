@@ -108,7 +108,7 @@ func absenceFunc(name string) string {
 }
 
 func absenceFuncName(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: absenceFunc(foldName(table.Name))}
+	return dialect.CatalogName(tombSchema(table), absenceFunc(tombKept(table)))
 }
 
 // absenceDDL returns the statements that (re)create table's recorder: the recorder's
@@ -345,7 +345,7 @@ SELECT CASE
     WHEN EXISTS (SELECT 1 FROM rec) THEN '1' ELSE '2' END,
   COALESCE((SELECT rec.nspname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), ''),
   COALESCE((SELECT rec.relname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), '')`,
-		[]any{table.String(), fn.Name, fn.Schema, tombInsertTrigger, tombFunc(foldName(table.Name)), absenceVersion, "-- " + tombVersion + "\n"}
+		[]any{regclass(table), fn.Name, fn.Schema, tombInsertTrigger, tombFunc(tombKept(table)), absenceVersion, "-- " + tombVersion + "\n"}
 }
 
 // AbsenceRecordSQL calls table's recorder with the key's values, the token and

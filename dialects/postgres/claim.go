@@ -16,7 +16,7 @@ func (dialectImpl) ClaimOneQuery(table dialect.TableName) (query string, args []
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite w WHERE w.ev_class = pg_catalog.to_regclass($1) AND w.ev_type = '2')
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = pg_catalog.to_regclass($1) AND NOT t.tgisinternal
     AND (t.tgtype::integer & 16) <> 0 AND (t.tgtype::integer & 66) = 0 AND pg_catalog.left(t.tgname, 10) <> 'fencedsql_')
-  THEN 1 ELSE 0 END`, []any{table.String()}
+  THEN 1 ELSE 0 END`, []any{regclass(table)}
 }
 
 var _ dialect.ClaimOneChecker = dialectImpl{}
@@ -31,7 +31,7 @@ var _ dialect.ClaimOneChecker = dialectImpl{}
 func (dialectImpl) LocatorQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN c.relkind <> 'p' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent = c.oid) AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite w WHERE w.ev_class = c.oid AND w.ev_type = '2') THEN 1 ELSE 0 END
-FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, []any{table.String()}
+FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)`, []any{regclass(table)}
 }
 
 var _ dialect.LocatorChecker = dialectImpl{}

@@ -225,7 +225,7 @@ func (d dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, ar
   THEN 1 ELSE 0 END
 FROM (SELECT pg_catalog.to_regprocedure($1) AS oid) r LEFT JOIN pg_catalog.pg_proc p ON p.oid = r.oid
   LEFT JOIN pg_catalog.pg_proc s ON s.pronamespace = p.pronamespace AND s.proname = $8 AND s.proargtypes = p.proargtypes`,
-		[]any{fn, "%" + oneStepMarker + "%", table.String(), guardTrigger, tombDeleteTrigger, "%" + markMarker + "%", guardDeleteTrigger, fencedFunc(t.Name)}
+		[]any{fn, "%" + oneStepMarker + "%", regclass(table), guardTrigger, tombDeleteTrigger, "%" + markMarker + "%", guardDeleteTrigger, fencedFunc(t.Name)}
 }
 
 // DeleteFenceExec: pgx reads the statement to its end and reports the command tag's count.

@@ -288,7 +288,7 @@ func floorSchemaSQL(n int) string {
 
 // floorSchemaArgs are floorSchemaSQL's five parameters for table.
 func floorSchemaArgs(table dialect.TableName) []any {
-	return []any{table.String(), guardTrigger, guardDeleteTrigger, floorReadPattern, dialect.FloorTable}
+	return []any{regclass(table), guardTrigger, guardDeleteTrigger, floorReadPattern, dialect.FloorTable}
 }
 
 var (
@@ -405,7 +405,7 @@ t(oid) AS (
   UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN t ON i.inhparent OPERATOR(pg_catalog.=) t.oid)
 SELECT n.nspname::text, c.relname::text FROM t JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.oid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'f') AND NOT ` + flooredRel("c.oid") + `
-ORDER BY 1, 2`, []any{table.String(), guardTrigger, "%" + guardMarker + "%", floorReadPattern}
+ORDER BY 1, 2`, []any{regclass(table), guardTrigger, "%" + guardMarker + "%", floorReadPattern}
 }
 
 // flooredRel is the condition, on the relation whose oid is rel, that it carries an
@@ -442,7 +442,7 @@ a(oid, anc) AS (
 SELECT DISTINCT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 0 END
 FROM a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.oid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'f') AND NOT `+flooredRel("c.oid")+` AND `+flooredRel("a.anc")+`
-ORDER BY 1, 2`, t.Table.String(), guardTrigger, "%"+guardMarker+"%", floorReadPattern)
+ORDER BY 1, 2`, regclass(t.Table), guardTrigger, "%"+guardMarker+"%", floorReadPattern)
 	if err != nil {
 		return nil, err
 	}
@@ -451,7 +451,7 @@ ORDER BY 1, 2`, t.Table.String(), guardTrigger, "%"+guardMarker+"%", floorReadPa
 		if len(r) < 3 {
 			continue
 		}
-		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		rel := dialect.CatalogName(r[0], r[1])
 		sd := dialect.SideDoor{Kind: dialect.SideDoorChild, Object: rel.String(),
 			Problem: "inheritance child of a guarded table without the guard's trigger " + guardTrigger + " reading the token floor: the parent's row triggers do not fire for its rows, so a write through " + t.Table.String() + " (or naming it) stores a token below the floor there; install the guard's triggers on it (schema.Check's side door Fix, fencedsql-schema -apply)"}
 		if r[2] == "1" {

@@ -115,9 +115,11 @@ func IsGuardError(err error) bool {
 // fold folds both parts of table to lower case the way PostgreSQL folds unquoted
 // identifiers (ASCII letters only), so the quoted names in the DDL denote the same
 // objects as the unquoted names the wrapper, ColumnsQuery (to_regclass) and
-// GuardColumnsDDL use, and cut as the server cuts them (foldName).
+// GuardColumnsDDL use, and cut as the server cuts them (foldName). A part the catalog
+// spelled (exact: a schema resolved through the search_path) is kept as it is; both
+// parts come back exact (dialect.TableName.Folded).
 func fold(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: foldName(table.Schema), Name: foldName(table.Name)}
+	return table.Folded(foldName)
 }
 
 // foldName is one part of a table name as the server keeps it unquoted: its ASCII
@@ -131,7 +133,7 @@ func foldName(s string) string {
 
 // guardFuncName is the qualified name of table's trigger function (table folded).
 func guardFuncName(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: table.Schema, Name: guardFunc(table.Name)}
+	return dialect.TableName{Schema: table.Schema, Name: guardFunc(table.Name), ExactSchema: table.ExactSchema, ExactName: true}
 }
 
 // guardFunc is the name of table's trigger function: "fencedsql_guard_<table>", or,
@@ -418,7 +420,7 @@ WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t
     SELECT c.relnamespace FROM r JOIN pg_catalog.pg_class c ON c.oid = r.oid)
   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0
   AND (t.tgname = $3 AND t.tgtype = 34 AND t.tgqual IS NULL OR t.tgname = $2 AND t.tgtype = 23 AND t.tgqual IS NULL OR t.tgname = $11 AND t.tgtype = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
-		[]any{table.String(), guardTrigger, guardTruncateTrigger, guardFunc(foldName(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
+		[]any{regclass(table), guardTrigger, guardTruncateTrigger, guardFunc(foldName(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

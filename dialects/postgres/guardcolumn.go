@@ -39,7 +39,7 @@ WHERE t.tgparentid = 0 AND p.proname::text LIKE 'fencedsql\_guard\_%'
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend dp JOIN pg_catalog.pg_attribute a ON a.attrelid = dp.refobjid AND a.attnum = dp.refobjsubid
     WHERE dp.classid = 'pg_catalog.pg_trigger'::pg_catalog.regclass AND dp.objid = t.oid
       AND dp.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dp.refobjid = t.tgrelid AND a.attname = $3)`,
-		t.Table.String(), guardDeleteTrigger, t.TokenColumn)
+		regclass(t.Table), guardDeleteTrigger, t.TokenColumn)
 	if err != nil || len(rows) == 0 || len(rows[0]) < 1 {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ ORDER BY 1, 2`, tomb, dialect.FloorTable)
 		if len(r) < 4 {
 			continue
 		}
-		ft := dialect.TableName{Schema: r[0], Name: r[1]}
+		ft := dialect.CatalogName(r[0], r[1])
 		what := "the token floor " + dialect.FloorTable
 		if dialect.CatalogBool(r[3]) {
 			what = "the tombstone table " + tomb

@@ -80,7 +80,7 @@ SELECT f.kind, f.tg, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quot
   n.nspname::text, p.prosrc, l.lanname::text
 FROM f JOIN pg_catalog.pg_proc p ON p.oid = f.fn
   JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, guardDeleteTrigger, guardTruncateTrigger, fenceFunc(table.Name), fencedFunc(table.Name))
+ORDER BY 1, 2, 3`, regclass(t.Table), guardTrigger, guardDeleteTrigger, guardTruncateTrigger, fenceFunc(table.Name), fencedFunc(table.Name))
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ SELECT 'function', p.proname::text, p.prosrc, l.lanname::text, p.provolatile::te
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 WHERE n.nspname = $2 AND p.proname IN ($3, $4)
 ORDER BY 1, 2, 3`,
-		t.Table.String(), table.Schema, tombFn.Name, absFn.Name, pinnedSearchPath, t.TokenColumn,
+		regclass(t.Table), table.Schema, tombFn.Name, absFn.Name, pinnedSearchPath, t.TokenColumn,
 		guardTrigger, guardDeleteTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ FROM fam JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = fam.oid JOIN pg_catalog.p
 WHERE NOT tg.tgisinternal AND tg.tgtype OPERATOR(pg_catalog.&) 1 = 1
   AND NOT (tg.tgtype OPERATOR(pg_catalog.&) 2 = 2 AND tg.tgtype OPERATOR(pg_catalog.&) 20 <> 0)
   AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgparentid = 0)
-ORDER BY 1, 2, 3`, t.Table.String())
+ORDER BY 1, 2, 3`, regclass(t.Table))
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ ORDER BY 1, 2, 3`, t.Table.String())
 		}
 		// The relation's own tombstone function, as installed, writes its tombstone
 		// table only (stockbodies.go: a table named new or set is named by its words).
-		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		rel := dialect.CatalogName(r[0], r[1])
 		if wrote, stock, err := d.stockTombstoneBody(ctx, query, rel, r[6], r[5]); err != nil {
 			return nil, err
 		} else if stock {
@@ -76,7 +76,7 @@ ORDER BY 1, 2, 3`, t.Table.String())
 				continue
 			}
 		}
-		fn := dialect.TableName{Schema: r[3], Name: r[4]}
+		fn := dialect.CatalogName(r[3], r[4])
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[2] + " on " + rel.String(),
 			Problem: "the row trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), which may make a key of " + writtenName(t, name) +
 				" exist again (an INSERT, MERGE, COPY or dynamic SQL naming it, or an UPDATE assigning its primary key): PostgreSQL runs a table's AFTER row triggers in the order of their names, so it may run before the tombstone guard records the key a DELETE (or a key-changing UPDATE) removed, and the key comes back at the token the trigger writes, which an older holder may then update; drop the trigger and do its work through the wrapper",

@@ -46,7 +46,7 @@ import (
 // LOGGED (ALTER SEQUENCE for the copy).
 func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable) ([]dialect.SchemaProblem, error) {
 	rows, err := query(ctx, `SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), CASE WHEN COALESCE(NULLIF(t.typbasetype, 0), t.oid) IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype, 'pg_catalog.int8'::pg_catalog.regtype) THEN 1 ELSE 0 END, (SELECT b.typlen FROM pg_catalog.pg_type b WHERE b.oid = COALESCE(NULLIF(t.typbasetype, 0), t.oid)), a.attgenerated::text, a.attidentity::text FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN ($2, $3) ORDER BY a.attnum`,
-		t.Table.String(), t.TokenColumn, t.VersionColumn)
+		regclass(t.Table), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// (a partition may not). There the fencing NULL of a stale write is stored instead of
 	// failing the statement (red-team rt24b F5). The types are the table's: an inherited
 	// column keeps its parent's type.
-	rows, err = query(ctx, nullableDescendantsQuery, t.Table.String(), t.TokenColumn, t.VersionColumn)
+	rows, err = query(ctx, nullableDescendantsQuery, regclass(t.Table), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		if len(r) != 3 {
 			continue
 		}
-		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		child := dialect.CatalogName(r[0], r[1])
 		found = append(found, dialect.SchemaProblem{
 			Problem: "column " + r[2] + " of " + child.String() + ", a partition or inheritance child of " + t.Table.String() + ", is nullable: a fenced write of " + t.Table.String() + " that reaches its rows stores the fencing NULL there instead of failing (a stale write is accepted and the row's token lost); make it NOT NULL",
 			// The catalog's exact names, quoted (NotNullDDL folds a configured name).
@@ -114,7 +114,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	}
 	floorRel := dialect.TableName{Schema: where, Name: dialect.FloorTable}
 	floorCopyRel := dialect.TableName{Schema: where, Name: floorSeq}
-	rows, err = query(ctx, unloggedQuery, t.Table.String(), tombTable(t.Table).Quote(d.QuoteIdent), floorRel.Quote(d.QuoteIdent), floorCopyRel.Quote(d.QuoteIdent))
+	rows, err = query(ctx, unloggedQuery, regclass(t.Table), tombTable(t.Table).Quote(d.QuoteIdent), floorRel.Quote(d.QuoteIdent), floorCopyRel.Quote(d.QuoteIdent))
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		if len(r) != 3 {
 			continue
 		}
-		rel := dialect.TableName{Schema: r[0], Name: r[1]}
+		rel := dialect.CatalogName(r[0], r[1])
 		kind := "TABLE"
 		if r[2] == "S" {
 			kind = "SEQUENCE"

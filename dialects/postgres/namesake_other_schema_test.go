@@ -18,37 +18,28 @@ import (
 
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
 // namesakeInSchema creates sch.accounts (fencing columns tok, ver) next to the guarded
-// public.accounts (guardedAccounts) and installs its guard and tombstones as the
-// schema tool's Fix does, on a session whose search_path names sch (schema.Check
-// itself cannot run there for a schema with a space: Known open findings, rt56d F4).
-// It returns the quoted schema, the DSN and the admin pool.
+// public.accounts (guardedAccounts) and installs its guard and tombstones with
+// schema.Check's Fix (not registered: found by its triggers), on a session whose
+// search_path names sch. It returns the quoted schema, the DSN and the admin pool.
 func namesakeInSchema(t *testing.T, sch, tok, ver string) (q, dsn string, raw *sql.DB) {
 	t.Helper()
 	ctx, dsn, db := guardedAccounts(t)
-	q = `"` + sch + `"`
+	q = `"` + strings.ReplaceAll(sch, `"`, `""`) + `"`
 	testdb.Exec(t, db, "CREATE SCHEMA "+q, "GRANT ALL ON SCHEMA "+q+" TO PUBLIC",
 		fmt.Sprintf("CREATE TABLE %s.accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, %s BIGINT NOT NULL DEFAULT 0, %s BIGINT NOT NULL DEFAULT 0)", q, tok, ver),
 		fmt.Sprintf("INSERT INTO %s.accounts (id, balance, %s, %s) VALUES (1, 5, 60, 1)", q, tok, ver))
-	conn, err := db.Conn(ctx)
+	inSch := rawWith(t, withSearchPath(t, dsn, q))
+	reps, err := schema.Check(ctx, inSch, postgres.Dialect, schema.GuardSpec{Table: "accounts", TokenColumn: tok, VersionColumn: ver})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("schema.Check of accounts through search_path %s: %v", q, err)
 	}
-	defer conn.Close()
-	tn := dialect.TableName{Name: "accounts"}
-	stmts := append([]string{"SET search_path = " + q}, postgres.Dialect.(dialect.Guarder).GuardDDL(tn, tok, ver)...)
-	stmts = append(stmts, postgres.Dialect.(dialect.Tombstoner).TombstoneDDL(tn, []dialect.KeyColumn{{Name: "id", Type: "bigint"}}, tok)...)
-	stmts = append(stmts, "RESET search_path")
-	for _, s := range stmts {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	testdb.Exec(t, inSch, reps[0].Fix...)
 	return q, dsn, db
 }
 

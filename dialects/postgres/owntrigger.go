@@ -31,8 +31,8 @@ func (d dialectImpl) patchDoor(r []string, t dialect.SideDoorTable) (dialect.Sid
 	if r[7] != "" && dialect.NamesColumn(whenClause(r[7]), dialect.PostgresSyntax, t.TokenColumn, t.VersionColumn) {
 		why = append(why, "its WHEN clause names "+ownColumns(t))
 	}
-	rel := dialect.TableName{Schema: r[0], Name: r[1]}
-	fn := dialect.TableName{Schema: r[3], Name: r[4]}
+	rel := dialect.CatalogName(r[0], r[1])
+	fn := dialect.CatalogName(r[3], r[4])
 	// The table, the relation the trigger is on, and every partition and child of the
 	// table (r[8]): a trigger that writes the row through its partition's name (a
 	// red-team pass) writes it as surely as through the table's; judged as every

@@ -131,7 +131,7 @@ func (dialectImpl) ColumnsQuery(table dialect.TableName) (query string, args []a
 		`JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND d.objid = r.oid AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass ` +
 		`WHERE r.ev_class = c.oid AND d.refobjid <> c.oid), '') ` +
 		`WHEN c.relkind = 'f' THEN 'foreign table' WHEN c.relkind = 'S' THEN 'sequence' WHEN c.relkind IN ('i', 'I') THEN 'index' WHEN c.relkind = 'c' THEN 'composite type' END ` +
-		`FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{table.String()}
+		`FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{regclass(table)}
 }
 
 // GuardColumnsDDL returns one ALTER TABLE adding the missing columns. The table name
@@ -147,7 +147,7 @@ func (d dialectImpl) GuardColumnsDDL(table dialect.TableName, tokenCol, versionC
 	if len(adds) == 0 {
 		return nil
 	}
-	return []string{"ALTER TABLE " + table.String() + " " + strings.Join(adds, ", ")}
+	return []string{"ALTER TABLE " + table.Text(d.QuoteIdent) + " " + strings.Join(adds, ", ")}
 }
 
 // uniqueWords is pgconn's text of a 23505 error without its DETAIL (which quotes the

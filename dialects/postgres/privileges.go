@@ -126,14 +126,14 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	}
 
 	// The table, resolved: its schema and name.
-	rows, err = query(ctx, `SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)`, t.Table.String())
+	rows, err = query(ctx, `SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)`, regclass(t.Table))
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return out, nil // no such table: schema.Check reports it
 	}
-	resolved := dialect.TableName{Schema: rows[0][0], Name: rows[0][1]}
+	resolved := dialect.CatalogName(rows[0][0], rows[0][1])
 	tbl := resolved.Quote(q)
 	tomb := tombTable(resolved).Quote(q)
 
@@ -211,7 +211,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 		return nil, err
 	}
 	for _, r := range descendants {
-		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		child := dialect.CatalogName(r[0], r[1])
 		// TRIGGER and TRUNCATE on the descendant itself (rights on a partition are its
 		// own, not its root's): a trigger of the application's own fires there before
 		// the cloned guard; a TRUNCATE of a partition fires none of the root's

@@ -127,7 +127,7 @@ func (dialectImpl) DescendantsQuery(table dialect.TableName) (query string, args
 d(oid) AS (
   SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN r ON i.inhparent = r.oid
   UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
-SELECT n.nspname::text, c.relname::text FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{table.String()}
+SELECT n.nspname::text, c.relname::text FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY 1, 2`, []any{regclass(table)}
 }
 
 // AncestorsQuery lists the inheritance parents and partitioned roots, at every level,
@@ -145,7 +145,7 @@ a(oid) AS (
   SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN t ON i.inhrelid = t.oid
   UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid)
 SELECT n.nspname::text, c.relname::text FROM a JOIN pg_catalog.pg_class c ON c.oid = a.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE a.oid NOT IN (SELECT t.oid FROM t WHERE t.oid IS NOT NULL) ORDER BY 1, 2`, []any{table.String()}
+WHERE a.oid NOT IN (SELECT t.oid FROM t WHERE t.oid IS NOT NULL) ORDER BY 1, 2`, []any{regclass(table)}
 }
 
 var (

@@ -62,7 +62,7 @@ WHERE p.prokind IN ('f', 'p') AND p.prolang NOT IN (SELECT x.oid FROM pg_catalog
   AND p.prorettype NOT IN ('pg_catalog.trigger'::pg_catalog.regtype, 'pg_catalog.event_trigger'::pg_catalog.regtype)
   AND (pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), pg_catalog.lower($2)) > 0 OR pg_catalog.strpos(pg_catalog.lower(`+routineBody+`), 'u&') > 0
     OR `+dynamicSQLSQL(routineBody)+` OR `+familyNamedSQL(`pg_catalog.lower(`+routineBody+`)`)+`)
-ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
+ORDER BY 1, 2, 3, 7`, regclass(t.Table), t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
 		if writes {
 			// Another table's own absence recorder, as installed: it writes that table's
 			// tombstone table and nothing else (stockbodies.go).
-			wrote, ok, err := d.stockRecorderBody(ctx, query, dialect.TableName{Schema: r[0], Name: r[1]}, r[3], src)
+			wrote, ok, err := d.stockRecorderBody(ctx, query, dialect.CatalogName(r[0], r[1]), r[3], src)
 			if err != nil {
 				return nil, err
 			}
@@ -97,7 +97,7 @@ ORDER BY 1, 2, 3, 7`, t.Table.String(), t.Table.Name)
 		if !writes && !shadows {
 			continue
 		}
-		fn := dialect.TableName{Schema: r[0], Name: r[1]}
+		fn := dialect.CatalogName(r[0], r[1])
 		kind, reached := "function", "SELECT "+fn.String()+"(…), or a view, a column default or check, a domain, an operator or attribute notation that calls it"
 		if r[6] == "p" {
 			kind, reached = "procedure", "a function, trigger or procedure that CALLs it (SELECT f(), a view, a default, a trigger of another table)"

@@ -103,7 +103,7 @@ SELECT n.nspname::text, c.relname::text, CASE WHEN c.relispartition THEN 1 ELSE 
 FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 CROSS JOIN (VALUES ($2, $6, false, 1), ($9, $6, false, 2), ($3, $6, false, 3), ($4, $7, true, 4), ($5, $7, true, 5), ($8, $7, true, 6)) AS w(tgname, fn, tomb, ord)
 ORDER BY 1, 2, w.ord`,
-		t.Table.String(), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn, tombRekeyTrigger, guardDeleteTrigger)
+		regclass(t.Table), guardTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, gfn, tfn, tombRekeyTrigger, guardDeleteTrigger)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ ORDER BY 1, 2, w.ord`,
 		key := r[0] + "." + r[1]
 		ds := byName[key]
 		if ds == nil {
-			ds = &desc{tbl: dialect.TableName{Schema: r[0], Name: r[1]}, partition: r[2] == "1", state: map[string]string{}}
+			ds = &desc{tbl: dialect.CatalogName(r[0], r[1]), partition: r[2] == "1", state: map[string]string{}}
 			byName[key] = ds
 			order = append(order, ds)
 		}
@@ -223,7 +223,7 @@ SELECT n.nspname::text, c.relname::text, COALESCE((SELECT pg_catalog.string_agg(
     JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
     WHERE i.indrelid = c.oid AND i.indisprimary AND k.ord <= i.indnkeyatts), '')
 FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE NOT c.relispartition ORDER BY 1, 2`, t.Table.String())
+WHERE NOT c.relispartition ORDER BY 1, 2`, regclass(t.Table))
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ WHERE NOT c.relispartition ORDER BY 1, 2`, t.Table.String())
 		if len(r) != 3 {
 			continue
 		}
-		child := dialect.TableName{Schema: r[0], Name: r[1]}
+		child := dialect.CatalogName(r[0], r[1])
 		problem := "inheritance child of " + t.Table.String() + ": PostgreSQL enforces no unique key across an inheritance hierarchy, so a key can live in the child and the parent at once, and an INSERT into one does not wait for a concurrent DELETE of the key in the other — a stale holder's INSERT races past the tombstone of a DELETE under a newer token; use declarative partitioning (PARTITION BY, whose partitions share the root's key) or separate tables"
 		if r[2] != want {
 			key := r[2]
@@ -266,7 +266,7 @@ ORDER BY 1, 2`, t.Table.Name)
 		if len(r) != 3 {
 			continue
 		}
-		ft := dialect.TableName{Schema: r[0], Name: r[1]}
+		ft := dialect.CatalogName(r[0], r[1])
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorForeign, Object: ft.String(),
 			Problem: "foreign table " + ft.String() + " on server " + r[2] + " names a remote table " + t.Table.Name + ": if the server is this database (a loopback), writes to it change " + t.Table.String() + " without naming it, so without the wrapper's fence; drop it, or point it elsewhere",
 			Fix:     []string{"DROP FOREIGN TABLE IF EXISTS " + ft.Quote(d.QuoteIdent)}})
@@ -305,14 +305,14 @@ SELECT n.nspname::text, c.relname::text, pg_catalog.pg_relation_is_updatable(c.o
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite lr WHERE lr.ev_class = c.oid AND lr.ev_type = '1'
     AND lr.ev_action::text LIKE '%{ROWMARKCLAUSE :%') THEN 1 ELSE 0 END
 FROM v JOIN pg_catalog.pg_class c ON c.oid = v.oid AND c.relkind = 'v' JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction, refuseBody)
+ORDER BY 1, 2`, regclass(t.Table), refuseTrigger, refuseFunction, refuseBody)
 	if err != nil {
 		return nil, err
 	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) >= 5 && r[4] == "1" {
-			view := dialect.TableName{Schema: r[0], Name: r[1]}
+			view := dialect.CatalogName(r[0], r[1])
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorLockingView, Object: view.String(),
 				Problem: "view over " + t.Table.String() + " whose definition holds a locking clause (FOR UPDATE, FOR SHARE, …): a plain SELECT of the view locks the table's rows without the statement showing it, so the wrapper cannot claim them for the reader's token (a locking read must name the fenced table); drop the view and create it without the locking clause"})
 		}
@@ -320,7 +320,7 @@ ORDER BY 1, 2`, t.Table.String(), refuseTrigger, refuseFunction, refuseBody)
 		if len(r) < 4 || r[3] == "1" || r[2] == "" || r[2] == "0" {
 			continue
 		}
-		view := dialect.TableName{Schema: r[0], Name: r[1]}
+		view := dialect.CatalogName(r[0], r[1])
 		fn := dialect.TableName{Schema: r[0], Name: refuseFunction}.Quote(d.QuoteIdent)
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorView, Object: view.String(),
 			Problem: "updatable view over " + t.Table.String() + ": a write to the view does not name the table, so the wrapper sends it unfenced " +
@@ -357,7 +357,7 @@ FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JO
 WHERE r.ev_type <> '1' AND (r.ev_class IN (SELECT fam.oid FROM fam) OR EXISTS (
   SELECT 1 FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND dep.objid = r.oid
     AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid IN (SELECT fam.oid FROM fam)))
-ORDER BY 2, 3, 1`, t.Table.String())
+ORDER BY 2, 3, 1`, regclass(t.Table))
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ ORDER BY 2, 3, 1`, t.Table.String())
 		if len(r) < 7 {
 			continue
 		}
-		rel := dialect.TableName{Schema: r[1], Name: r[2]}
+		rel := dialect.CatalogName(r[1], r[2])
 		kind := "ALSO"
 		if r[5] == "1" {
 			kind = "INSTEAD"
@@ -457,7 +457,7 @@ func (d dialectImpl) cascadeKeys(ctx context.Context, query dialect.CatalogQuery
       OR con.confdeltype IN ('n', 'd') AND a.attnum = ANY (CASE WHEN pg_catalog.cardinality(con.confdelsetcols) > 0 THEN con.confdelsetcols ELSE con.conkey END))), '')
 FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class f ON f.oid = con.confrelid JOIN pg_catalog.pg_namespace n ON n.oid = f.relnamespace
 WHERE con.contype = 'f' AND con.conrelid = pg_catalog.to_regclass($1) AND (con.confdeltype IN ('c', 'n', 'd') OR con.confupdtype IN ('c', 'n', 'd'))
-ORDER BY 1`, t.Table.String(), t.TokenColumn, t.VersionColumn)
+ORDER BY 1`, regclass(t.Table), t.TokenColumn, t.VersionColumn)
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +467,7 @@ ORDER BY 1`, t.Table.String(), t.TokenColumn, t.VersionColumn)
 		if len(r) < 6 {
 			continue
 		}
-		k := cascadeKey{name: r[0], ref: dialect.TableName{Schema: r[1], Name: r[2]}.String()}
+		k := cascadeKey{name: r[0], ref: dialect.CatalogName(r[1], r[2]).String()}
 		if a, ok := action[r[3]]; ok {
 			k.rules = append(k.rules, "ON DELETE "+a)
 		}
@@ -549,7 +549,7 @@ FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamesp
 WHERE c.oid = pg_catalog.to_regclass($1) AND NOT EXISTS (
   SELECT 1 FROM pg_catalog.pg_trigger tg JOIN pg_catalog.pg_proc f ON f.oid = tg.tgfoid
   WHERE tg.tgrelid = c.oid AND tg.tgname = w.tgname AND tg.tgenabled IN ('O', 'A') AND f.proname::text LIKE w.calls)
-ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, tombDeleteTrigger, guardDeleteTrigger)
+ORDER BY w.ord`, regclass(t.Table), gfn, tfn, guardTrigger, tombInsertTrigger, tombDeleteTrigger, guardDeleteTrigger)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +565,7 @@ ORDER BY w.ord`, t.Table.String(), gfn, tfn, guardTrigger, tombInsertTrigger, to
 		}
 		l := byFn[r[1]]
 		if l == nil {
-			l = &lost{fn: dialect.TableName{Schema: r[0], Name: r[1]}}
+			l = &lost{fn: dialect.CatalogName(r[0], r[1])}
 			byFn[r[1]] = l
 			order = append(order, l)
 		}
@@ -619,7 +619,7 @@ FROM d JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = d.oid JOIN pg_catalog.pg_cl
 WHERE NOT tg.tgisinternal AND tg.tgtype OPERATOR(pg_catalog.&) 3 = 3 AND tg.tgtype OPERATOR(pg_catalog.&) 20 <> 0
   AND (tg.tgrelid = pg_catalog.to_regclass($1) OR tg.tgparentid = 0)
   AND NOT (tg.tgname = $2 AND p.proname::text LIKE 'fencedsql\_guard\_%' AND p.prosrc LIKE $3)
-ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
+ORDER BY 1, 2, 3`, regclass(t.Table), guardTrigger, "%"+guardMarker+"%")
 	if err != nil {
 		return nil, err
 	}
@@ -638,8 +638,8 @@ ORDER BY 1, 2, 3`, t.Table.String(), guardTrigger, "%"+guardMarker+"%")
 			}
 			continue
 		}
-		rel := dialect.TableName{Schema: r[0], Name: r[1]}
-		fn := dialect.TableName{Schema: r[3], Name: r[4]}
+		rel := dialect.CatalogName(r[0], r[1])
+		fn := dialect.CatalogName(r[3], r[4])
 		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: r[2] + " on " + rel.String(),
 			Problem: "the BEFORE row trigger " + r[2] + " on " + rel.String() + " runs " + fn.String() + "(), whose body or arguments name " + ownColumns(t) +
 				": the fenced UPDATE sets the token to NULL when a row carries a newer token and relies on the NOT NULL violation, which PostgreSQL checks after the BEFORE row triggers, so a trigger that assigns the column (COALESCE(NEW.col, OLD.col)) lets a stale write through, the guard installed or not; drop the trigger and move its logic so that it never assigns the fencing columns",
@@ -741,7 +741,7 @@ func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQue
 	// relOrAncestor: relation a is the trigger's relation or one of its inheritance
 	// ancestors (a child's guard triggers call its guarded ancestor's functions).
 	const relOrAncestor = `(a.oid = tg.tgrelid OR a.oid IN (SELECT inh.anc FROM inh WHERE inh.rel = tg.tgrelid))`
-	args := []any{t.Table.String(), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb,
+	args := []any{regclass(t.Table), t.Table.Name, dialect.FloorTable, tombFunc(fold(t.Table).Name), tomb,
 		tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, guardTrigger, guardDeleteTrigger, guardTruncateTrigger,
 		"%" + guardMarker + "%", pinnedSearchPath, floorSeq, floorSyncTrigger}
 	fs := len(args) + 1
@@ -841,7 +841,7 @@ ORDER BY 1, 2, 3, 4`, args...)
 				if name, writes = bodyWrites(r[6], r[11], familyNames(t, r[12])); writes {
 					// Another relation's own tombstone function, as installed: it writes
 					// that relation's tombstone table and nothing else (stockbodies.go).
-					wrote, ok, err := d.stockTombstoneBody(ctx, query, dialect.TableName{Schema: r[1], Name: r[2]}, r[11], r[6])
+					wrote, ok, err := d.stockTombstoneBody(ctx, query, dialect.CatalogName(r[1], r[2]), r[11], r[6])
 					if err != nil {
 						return nil, err
 					}
@@ -856,14 +856,14 @@ ORDER BY 1, 2, 3, 4`, args...)
 					// Its Fix: the relation's own tombstone guard (its primary key read
 					// here), whose install carries the tombstones over and replaces these
 					// triggers; none when it has no primary key.
-					if ddl, err := dialect.TombstoneMovedDDL(ctx, query, d, dialect.TableName{Schema: r[1], Name: r[2]}, t.TokenColumn); err == nil {
+					if ddl, err := dialect.TombstoneMovedDDL(ctx, query, d, dialect.CatalogName(r[1], r[2]), t.TokenColumn); err == nil {
 						sd.Fix = ddl
 					}
 				}
 				doors = append(doors, sd)
 			}
 		case "2":
-			rel := dialect.TableName{Schema: r[1], Name: r[2]}
+			rel := dialect.CatalogName(r[1], r[2])
 			wrote := guardObjects(r[9])
 			if len(wrote) == 0 {
 				wrote = guardWrites(r[6], tomb, fns)
@@ -878,13 +878,13 @@ ORDER BY 1, 2, 3, 4`, args...)
 					" (statements prepared under the rule keep its rewriting after DROP RULE: reconnect the pools)",
 				Fix: []string{"DROP RULE IF EXISTS " + d.QuoteIdent(r[3]) + " ON " + rel.Quote(d.QuoteIdent)}})
 		case "3":
-			view := dialect.TableName{Schema: r[1], Name: r[2]}
+			view := dialect.CatalogName(r[1], r[2])
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardTable, Object: view.String(),
 				Problem: "the view " + view.String() + " reads " + strings.Join(guardObjects(r[9]), " and ") + ", which the guards of " + t.Table.String() +
 					" read: a write through the view (automatically updatable, or through an INSTEAD OF trigger or rule) — by a routine or trigger that names only the view — deletes tombstones or lowers the floor under another name, which no body test for the guard tables sees; drop the view (the guard tables are the library's own: read them, if at all, directly)",
 				Fix: []string{"DROP VIEW IF EXISTS " + view.Quote(d.QuoteIdent)}})
 		case "4":
-			fn := dialect.TableName{Schema: r[4], Name: r[5]}
+			fn := dialect.CatalogName(r[4], r[5])
 			drop := []string{"DROP EVENT TRIGGER IF EXISTS " + d.QuoteIdent(r[3])}
 			if wrote := guardWrites(r[6], tomb, fns); len(wrote) > 0 {
 				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: "event trigger " + r[3],
@@ -910,7 +910,7 @@ ORDER BY 1, 2, 3, 4`, args...)
 						return nil, err
 					}
 				}
-				at := dialect.TableName{Schema: r[4], Name: fold(t.Table).Name}
+				at := dialect.CatalogName(r[4], fold(t.Table).Name)
 				if d.ownAbsence(r[6], key, tombTable(at).Quote(d.QuoteIdent), at.Quote(d.QuoteIdent), d.QuoteIdent(t.TokenColumn)) {
 					continue
 				}
@@ -920,7 +920,7 @@ ORDER BY 1, 2, 3, 4`, args...)
 				// and token column read from the catalog and its body, not this
 				// table's): it writes that relation's tombstone table only — in another
 				// schema, a table of the same name is not this one's (red-team rt56d F3).
-				if _, ok, err := d.stockRecorderBody(ctx, query, dialect.TableName{Schema: r[4], Name: r[5]}, r[11], r[6]); err != nil {
+				if _, ok, err := d.stockRecorderBody(ctx, query, dialect.CatalogName(r[4], r[5]), r[11], r[6]); err != nil {
 					return nil, err
 				} else if ok {
 					continue
@@ -930,7 +930,7 @@ ORDER BY 1, 2, 3, 4`, args...)
 			if len(wrote) == 0 {
 				continue
 			}
-			fn := dialect.TableName{Schema: r[4], Name: r[5]}
+			fn := dialect.CatalogName(r[4], r[5])
 			sig := fn.Quote(d.QuoteIdent) + "(" + r[9] + ")"
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorGuardWriter, Object: strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + ")",
 				Problem: "the SECURITY DEFINER " + strings.ToLower(r[3]) + " " + fn.String() + "(" + r[9] + "), which " + r[10] + " may execute, may change " + strings.Join(wrote, " and ") +
@@ -1034,8 +1034,8 @@ func guardObjects(deps string) []string {
 // schema's guard table, which shares the name, so it counts only when it also names
 // this table's schema (r[9]) or the floor's (r[10]).
 func (d dialectImpl) triggerDoor(r []string, t dialect.SideDoorTable, tomb, name string, writes, stock bool) (dialect.SideDoor, bool) {
-	rel := dialect.TableName{Schema: r[1], Name: r[2]}
-	fn := dialect.TableName{Schema: r[4], Name: r[5]}
+	rel := dialect.CatalogName(r[1], r[2])
+	fn := dialect.CatalogName(r[4], r[5])
 	drop := []string{"DROP TRIGGER IF EXISTS " + d.QuoteIdent(r[3]) + " ON " + rel.Quote(d.QuoteIdent)}
 	if writes {
 		fix := drop

@@ -54,8 +54,8 @@ func (d dialectImpl) skipDoor(r []string, t dialect.SideDoorTable) (dialect.Side
 		return dialect.SideDoor{}, false
 	}
 	update := r[9] == "u"
-	rel := dialect.TableName{Schema: r[0], Name: r[1]}
-	fn := dialect.TableName{Schema: r[3], Name: r[4]}
+	rel := dialect.CatalogName(r[0], r[1])
+	fn := dialect.CatalogName(r[3], r[4])
 	var why string
 	switch {
 	case r[10] == "plpgsql" && update:

@@ -114,7 +114,7 @@ WHERE c.oid = pg_catalog.to_regclass($1)`, tbl)
 	if err != nil || len(rows) != 1 || len(rows[0]) < 2 {
 		return none, false, err
 	}
-	rel := dialect.TableName{Schema: rows[0][0], Name: rows[0][1]}
+	rel := dialect.CatalogName(rows[0][0], rows[0][1])
 	_, key, err := dialect.PrimaryKeyColumns(ctx, query, d, rel)
 	if err != nil || len(key) == 0 {
 		return none, false, err

@@ -59,7 +59,7 @@ ORDER BY w.what DESC, x.relname`, args...)
 		}
 		f := by[r[0]]
 		if f == nil {
-			f = &found{rel: dialect.TableName{Schema: r[1], Name: r[2]}, primaryKey: r[6] == "1"}
+			f = &found{rel: dialect.CatalogName(r[1], r[2]), primaryKey: r[6] == "1"}
 			by[r[0]] = f
 			order = append(order, r[0])
 		}
@@ -69,7 +69,7 @@ ORDER BY w.what DESC, x.relname`, args...)
 			f.fix = append(f.fix, "ALTER TABLE "+tbl+" DROP CONSTRAINT IF EXISTS "+d.QuoteIdent(r[4]))
 		} else {
 			f.what = append(f.what, "the unique index "+r[3]+" ("+r[5]+")")
-			f.fix = append(f.fix, "DROP INDEX IF EXISTS "+dialect.TableName{Schema: r[1], Name: r[3]}.Quote(d.QuoteIdent))
+			f.fix = append(f.fix, "DROP INDEX IF EXISTS "+dialect.CatalogName(r[1], r[3]).Quote(d.QuoteIdent))
 		}
 	}
 	var doors []dialect.SideDoor

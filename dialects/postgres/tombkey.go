@@ -50,7 +50,7 @@ FROM k JOIN pg_catalog.pg_type ty ON ty.oid = k.atttypid
   LEFT JOIN pg_catalog.pg_attribute ta ON ta.attrelid = (SELECT oid FROM tomb) AND ta.attname = k.attname AND ta.attnum > 0 AND NOT ta.attisdropped
   LEFT JOIN tk ON tk.attname = k.attname
 WHERE EXISTS (SELECT 1 FROM tomb)
-ORDER BY k.ord`, t.Table.String(), tombName)
+ORDER BY k.ord`, regclass(t.Table), tombName)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ ORDER BY k.ord`, t.Table.String(), tombName)
 	if sameColumns && len(differ) == 0 {
 		return nil, nil
 	}
-	tomb := dialect.TableName{Schema: rows[0][7], Name: tombName}
+	tomb := dialect.CatalogName(rows[0][7], tombName)
 	if !sameColumns {
 		fix = nil // the key's columns changed: no statement converts them
 	}

@@ -92,19 +92,35 @@ func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", n
 
 // tombSchema is the schema the tombstone objects of table live in: its own, or public
 // for an unqualified table (schema.Check resolves the schema before asking for DDL).
+// A schema the catalog spelled (exact: resolved through the search_path) is kept as
+// it is, never folded (red-team rt56d F4: "Mixed" became "mixed").
 func tombSchema(table dialect.TableName) string {
-	if table.Schema == "" {
+	switch {
+	case table.Schema == "":
 		return "public"
+	case table.ExactSchema:
+		return table.Schema
 	}
 	return foldName(table.Schema)
 }
 
+// tombFuncName and tombTable are table's tombstone function and table, in
+// tombSchema, both parts exact.
 func tombFuncName(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: tombFunc(foldName(table.Name))}
+	return dialect.CatalogName(tombSchema(table), tombFunc(tombKept(table)))
 }
 
 func tombTable(table dialect.TableName) dialect.TableName {
-	return dialect.TableName{Schema: tombSchema(table), Name: boundedName(dialect.TombstoneTablePrefix, foldName(table.Name), maxIdentLen)}
+	return dialect.CatalogName(tombSchema(table), boundedName(dialect.TombstoneTablePrefix, tombKept(table), maxIdentLen))
+}
+
+// tombKept is table's name as the server keeps it: folded, unless the catalog spelled
+// it.
+func tombKept(table dialect.TableName) string {
+	if table.ExactName {
+		return table.Name
+	}
+	return foldName(table.Name)
 }
 
 func pgLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -133,13 +149,13 @@ JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisprimary AND k.ord <= i.indnkeyatts
 ORDER BY k.ord`,
-		[]any{table.String()}
+		[]any{regclass(table)}
 }
 
 // TombstoneDDL returns the statements that create the tombstone table (if missing)
 // and install table's tombstone triggers; run them in one transaction.
 func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []string {
-	table = dialect.TableName{Schema: tombSchema(table), Name: foldName(table.Name)}
+	table = dialect.CatalogName(tombSchema(table), tombKept(table))
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
 	fn := tombFuncName(table).Quote(d.QuoteIdent)
@@ -410,7 +426,7 @@ func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query strin
 	return `SELECT CASE WHEN COUNT(*) = 3 AND pg_catalog.to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
   AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0
     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.proname = ap.proname AND o.pronamespace = ap.pronamespace AND o.oid <> ap.oid))`,
-		[]any{table.String(), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(foldName(table.Name)), tombTable(table).String(), tombVersion, pinnedSearchPath, tombSchema(table),
+		[]any{regclass(table), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(tombKept(table)), regclass(tombTable(table)), tombVersion, pinnedSearchPath, tombSchema(table),
 			absenceFunc(foldName(table.Name)), absenceVersion}
 }
 
@@ -432,7 +448,7 @@ JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
 CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[]) WITH ORDINALITY k(attnum, ord)
 LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
 WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisunique AND NOT i.indisprimary AND k.ord <= i.indnkeyatts
-ORDER BY 1, k.ord`, []any{table.String()}
+ORDER BY 1, k.ord`, []any{regclass(table)}
 }
 
 var _ dialect.UniqueKeyFinder = dialectImpl{}

@@ -35,7 +35,7 @@ import (
 // first). Either is a dialect.SchemaProblem: the lazy check refuses the table with
 // fencedsql.ErrSchema, schema.Check reports it.
 func (d dialectImpl) lintTombstoneWait(ctx context.Context, query dialect.CatalogQuery, t dialect.LintTable, tbl string, found []dialect.SchemaProblem) ([]dialect.SchemaProblem, error) {
-	rows, err := query(ctx, tombstoneWaitQuery, t.Table.String(), tombTable(fold(t.Table)).Name, tombInsertTrigger)
+	rows, err := query(ctx, tombstoneWaitQuery, regclass(t.Table), tombTable(fold(t.Table)).Name, tombInsertTrigger)
 	if err != nil {
 		return nil, err
 	}

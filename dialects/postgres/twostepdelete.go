@@ -72,7 +72,7 @@ SELECT CASE WHEN v.why IS NULL THEN 1 ELSE 0 END, v.why, v.rls FROM (SELECT CASE
   WHEN EXISTS (SELECT qual FROM d WHERE perm EXCEPT SELECT qual FROM s WHERE perm) AND NOT EXISTS (SELECT 1 FROM s WHERE perm AND qual = 'true')
     OR EXISTS (SELECT qual FROM s WHERE NOT perm EXCEPT SELECT qual FROM d WHERE NOT perm) THEN $3::pg_catalog.text
   END AS why,
-  CASE WHEN t.oid IS NOT NULL AND pg_catalog.row_security_active(t.oid) THEN 1 ELSE 0 END AS rls FROM t) v`, []any{table.String(), twoStepReachPolicies, twoStepReachSelect}
+  CASE WHEN t.oid IS NOT NULL AND pg_catalog.row_security_active(t.oid) THEN 1 ELSE 0 END AS rls FROM t) v`, []any{regclass(table), twoStepReachPolicies, twoStepReachSelect}
 }
 
 var _ dialect.TwoStepDeleteChecker = dialectImpl{}

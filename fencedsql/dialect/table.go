@@ -11,9 +11,68 @@ import (
 // TableName names one table. Schema is "" for an unqualified name, which the database
 // resolves as it resolves the statements' own names (PostgreSQL: the search_path;
 // MySQL: the connection's database; SQLite: the main database, then attached ones).
-// Both parts are plain identifiers (letters, digits, _ and $, not quoted): see
-// ParseTableName.
-type TableName struct{ Schema, Name string }
+//
+// A part is either as the application wrote it — a plain identifier (letters, digits,
+// _ and $, not quoted: see ParseTableName), which the dialect folds by its rules
+// (PostgreSQL: ASCII lower case, cut to 63 bytes) — or, marked by ExactSchema or
+// ExactName, exact: spelled as the catalog keeps it (read from the catalog, such as
+// the schema an unqualified name resolved to, or already folded by the dialect). An
+// exact part may hold any character (a space, a dot, a quote, upper case); it is never
+// folded, is quoted as it is wherever a statement or a regclass text names it (Text),
+// and is compared byte for byte (red-team rt56d F4: a search_path schema "odd sch" or
+// "Mixed" resolved from the catalog was handed to to_regclass unquoted, or folded to
+// "mixed"). CatalogName and InCatalogSchema make exact names.
+type TableName struct {
+	Schema, Name string
+	// ExactSchema and ExactName mark the part as the catalog spells it.
+	ExactSchema, ExactName bool
+}
+
+// CatalogName is the table schema.name as the catalog spells both parts (exact).
+func CatalogName(schema, name string) TableName {
+	return TableName{Schema: schema, Name: name, ExactSchema: true, ExactName: true}
+}
+
+// InCatalogSchema returns t in the schema as the catalog spells it (exact): where an
+// unqualified name resolved to.
+func (t TableName) InCatalogSchema(schema string) TableName {
+	t.Schema, t.ExactSchema = schema, true
+	return t
+}
+
+// Folded returns t with each part that is not exact folded by fold (a dialect's rule
+// for the names the application writes unquoted) and both parts marked exact: the
+// name as the server keeps it. An exact part is kept as it is.
+func (t TableName) Folded(fold func(string) string) TableName {
+	if !t.ExactSchema && t.Schema != "" {
+		t.Schema = fold(t.Schema)
+	}
+	if !t.ExactName {
+		t.Name = fold(t.Name)
+	}
+	t.ExactSchema, t.ExactName = true, true
+	return t
+}
+
+// Text returns the name as a statement or a PostgreSQL regclass text (to_regclass)
+// reads it: each exact part quoted by quote (a Dialect's QuoteIdent), each other part
+// as written (the server folds it), "schema.name" or "name".
+func (t TableName) Text(quote func(string) string) string {
+	part := func(s string, exact bool) string {
+		if exact {
+			return quote(s)
+		}
+		return s
+	}
+	if t.Schema == "" {
+		return part(t.Name, t.ExactName)
+	}
+	return part(t.Schema, t.ExactSchema) + "." + part(t.Name, t.ExactName)
+}
+
+// SameName reports whether t and u name the same table as written: the same parts,
+// whatever their exactness marks.
+func (t TableName) SameName(u TableName) bool { return t.Schema == u.Schema && t.Name == u.Name }
 
 // ParseTableName splits "table" or "schema.table" and validates both parts as plain
 // identifiers (letters, digits, _ and $ not first, non-ASCII letters; at most 128
@@ -76,7 +135,8 @@ func PlainIdent(s string) bool {
 	return len(s) <= 128
 }
 
-// String returns "schema.name", or "name" when Schema is empty, unquoted.
+// String returns "schema.name", or "name" when Schema is empty, unquoted: for
+// messages and keys. A statement or a regclass text names the table by Text.
 func (t TableName) String() string {
 	if t.Schema == "" {
 		return t.Name

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -38,6 +39,37 @@ func TestPlainIdentRefusesInvalidUTF8(t *testing.T) {
 	for s, want := range map[string]bool{"café": true, "rt40b_caf\xe9": false, "a\ufffd": false, "\xff": false, "naïve_ß": true} {
 		if got := PlainIdent(s); got != want {
 			t.Errorf("PlainIdent(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestTableNameExactParts: a part the catalog spelled is never folded and is quoted as
+// it is by Text; a part as the application wrote it is folded by Folded and left to
+// the server by Text (red-team rt56d F4).
+func TestTableNameExactParts(t *testing.T) {
+	quote := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+	lower := strings.ToLower
+	for _, c := range []struct {
+		in           TableName
+		text, folded string
+	}{
+		{TableName{Name: "Accounts"}, "Accounts", `"accounts"`},
+		{TableName{Schema: "App", Name: "Accounts"}, "App.Accounts", `"app"."accounts"`},
+		{TableName{Name: "Accounts"}.InCatalogSchema("odd sch"), `"odd sch".Accounts`, `"odd sch"."accounts"`},
+		{TableName{Name: "accounts"}.InCatalogSchema("Mixed"), `"Mixed".accounts`, `"Mixed"."accounts"`},
+		{TableName{Name: "accounts"}.InCatalogSchema(`q"uote`), `"q""uote".accounts`, `"q""uote"."accounts"`},
+		{TableName{Name: "accounts"}.InCatalogSchema("a.b"), `"a.b".accounts`, `"a.b"."accounts"`},
+		{CatalogName("Sch", "T x"), `"Sch"."T x"`, `"Sch"."T x"`},
+	} {
+		if got := c.in.Text(quote); got != c.text {
+			t.Errorf("%#v.Text = %s, want %s", c.in, got, c.text)
+		}
+		f := c.in.Folded(lower)
+		if got := f.Quote(quote); got != c.folded || f.Text(quote) != c.folded {
+			t.Errorf("%#v.Folded: Quote %s, Text %s; want %s", c.in, got, f.Text(quote), c.folded)
+		}
+		if !f.SameName(f.Folded(strings.ToUpper)) {
+			t.Errorf("%#v.Folded folded again: %#v", c.in, f.Folded(strings.ToUpper))
 		}
 	}
 }

@@ -67,7 +67,8 @@ type KeyColumn struct {
 
 // PrimaryKeyColumns reads table's primary key with ts.PrimaryKeyQuery through query
 // and returns it in key order, with table's schema filled in from the catalog when
-// table names none (the schema its name resolves to). No rows: no primary key.
+// table names none (the schema its name resolves to, exact as the catalog spells it:
+// InCatalogSchema). No rows: no primary key.
 func PrimaryKeyColumns(ctx context.Context, query CatalogQuery, ts Tombstoner, table TableName) (TableName, []KeyColumn, error) {
 	q, args := ts.PrimaryKeyQuery(table)
 	rows, err := query(ctx, q, args...)
@@ -88,7 +89,7 @@ func PrimaryKeyColumns(ctx context.Context, query CatalogQuery, ts Tombstoner, t
 		}
 		key = append(key, kc)
 		if table.Schema == "" {
-			table.Schema = row[3]
+			table = table.InCatalogSchema(row[3])
 		}
 	}
 	return table, key, nil

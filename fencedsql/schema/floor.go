@@ -98,7 +98,7 @@ func guardFloors(ctx context.Context, q querier, ff dialect.FloorFinder, op stri
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("fencedsql: %s: listing the floor tables the guards read: %w", op, err)
 		}
-		t := dialect.TableName{Schema: schema, Name: dialect.FloorTable}
+		t := dialect.CatalogName(schema, dialect.FloorTable)
 		switch {
 		case inScope != 1 && !registered[dialect.SchemaKey(ff, schema)]:
 			elsewhere = append(elsewhere, t.String())

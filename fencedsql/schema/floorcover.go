@@ -110,7 +110,7 @@ func unfloored(ctx context.Context, db querier, d dialect.Dialect, held []dialec
 				if len(r) < 2 {
 					continue
 				}
-				if err := add(dialect.TableName{Schema: r[0], Name: r[1]}, spec, false); err != nil {
+				if err := add(dialect.CatalogName(r[0], r[1]), spec, false); err != nil {
 					return nil, err
 				}
 			}

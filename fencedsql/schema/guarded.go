@@ -345,7 +345,7 @@ func triggerGuarded(ctx context.Context, q dialect.CatalogQuery, d dialect.Diale
 		if len(row) < 2 || row[1] == "" {
 			continue
 		}
-		t := TriggerRecord{TableName: dialect.TableName{Schema: row[0], Name: row[1]}}
+		t := TriggerRecord{TableName: dialect.CatalogName(row[0], row[1])}
 		if len(row) >= 3 {
 			if tok, ver, ok := f.GuardColumns(row[2]); ok {
 				t.TokenColumn, t.VersionColumn = tok, ver

@@ -202,7 +202,7 @@ func otherSchemasMax(ctx context.Context, db querier, d dialect.Dialect, tables 
 			continue
 		}
 		seen[t.Schema] = true
-		f, _, err := readFloor(ctx, db, d, dialect.TableName{Schema: t.Schema, Name: dialect.FloorTable})
+		f, _, err := readFloor(ctx, db, d, dialect.CatalogName(t.Schema, dialect.FloorTable))
 		switch {
 		case err == nil:
 			if f > 0 {
@@ -239,7 +239,7 @@ func tombstoneMax(ctx context.Context, db querier, d dialect.Dialect, query stri
 		if len(r) != 2 {
 			continue
 		}
-		t := dialect.TableName{Schema: r[0], Name: r[1]}
+		t := dialect.CatalogName(r[0], r[1])
 		var v sql.NullInt64
 		if err := db.QueryRowContext(ctx, "SELECT MAX(fence_token) FROM "+t.Quote(d.QuoteIdent)).Scan(&v); err != nil {
 			return 0, fmt.Errorf("fencedsql: MaxToken: tombstones %s: %w", t.String(), err)

@@ -51,7 +51,7 @@ func tokenTargets(ctx context.Context, q querier, d dialect.Dialect, specs []Gua
 		n := 0
 		for _, row := range rows {
 			if len(row) == 3 && row[1] != "" && row[2] != "" {
-				add(tokenTarget{table: dialect.TableName{Schema: row[0], Name: row[1]}, column: row[2]})
+				add(tokenTarget{table: dialect.CatalogName(row[0], row[1]), column: row[2]})
 				n++
 			}
 		}
