@@ -30,10 +30,11 @@ func checkQueryErr(ctx context.Context, d dialect.Dialect, table, problem string
 // lost under it (connLost with the pool's dialect d: a driver's own lost-connection
 // errors, go-sql-driver/mysql's ErrInvalidConn or PostgreSQL's FATAL 57P01 of a
 // restart or a failover, count; red-team rt53b F1) or the server interrupted its
-// query on a session that goes on (interrupted: a statement timeout, KILL QUERY); nil
-// otherwise.
+// query on a session that goes on (interrupted: a statement timeout, KILL QUERY) or
+// the session had lost the prepared statement the driver sent for it (statementLost,
+// where queryStrings could not send it again: red-team rt57a F2); nil otherwise.
 func cutCheck(ctx context.Context, d dialect.Dialect, table, problem string, err error) error {
-	if cerr := ctx.Err(); cerr != nil || connLost(d, err) || interrupted(d, err) {
+	if cerr := ctx.Err(); cerr != nil || connLost(d, err) || interrupted(d, err) || statementLost(d, err) {
 		return &CheckCutError{Table: table, Problem: problem, Err: err, Context: cerr}
 	}
 	return nil

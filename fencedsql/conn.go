@@ -56,6 +56,12 @@ type conn struct {
 	// next statement (settlePoolNames, names.go).
 	namesGen         uint64
 	poolNamesPending bool
+	// plansGen is the pool's names generation the statements c's session and driver
+	// cached were analysed under; forgetPending: the dialect is to have them analysed
+	// again before c's next statement, lostPending: and the driver's cache of them
+	// dropped, the session may have lost some (followStatements, driverstatements.go).
+	plansGen                   uint64
+	forgetPending, lostPending bool
 	// pathSeen: the connection's name resolution as it opened was compared with the
 	// pool's (samePath, namepath.go).
 	pathSeen bool
@@ -130,7 +136,7 @@ type txState struct {
 func newConn(raw driver.Conn, k *core) *conn {
 	// sessionDirty: a new connection's settings (the DSN's, the server's defaults,
 	// init_connect) are not known until its session check runs.
-	c := &conn{raw: raw, core: k, stmts: newStmtCache(k.cfg.stmtCache), sessionDirty: true}
+	c := &conn{raw: raw, core: k, stmts: newStmtCache(k.cfg.stmtCache), sessionDirty: true, plansGen: k.namesGen.Load()}
 	c.execer, _ = raw.(driver.ExecerContext)
 	c.queryer, _ = raw.(driver.QueryerContext)
 	c.lexecer, _ = raw.(driver.Execer)   //nolint:staticcheck // legacy interface
@@ -290,6 +296,7 @@ func (c *conn) route(ctx context.Context, query string) (*plan.Plan, error) {
 		return nil, driver.ErrBadConn // the session was left in a transaction: watchDynamicOutside
 	}
 	c.settlePoolNames()
+	c.followStatements(ctx)
 	_, versioned := expectedVersion(ctx)
 	p, err := c.core.plan(query, versioned)
 	if err != nil {

@@ -119,12 +119,23 @@ func (c *conn) execOwn(ctx context.Context, q string) (driver.Result, error) {
 
 // queryStrings runs an internal query on the wrapped connection and returns its rows
 // as strings. A driver that runs queries only as prepared statements gets the query
-// prepared out of the statement cache (acquireOnce).
+// prepared out of the statement cache (acquireOnce). A query that failed because the
+// session lost the prepared statement the driver sent is sent once more after the
+// dialect forgot the cached ones (retryLost, driverstatements.go).
 func (c *conn) queryStrings(ctx context.Context, q string, args []any) ([][]string, error) {
 	nv := make([]driver.NamedValue, len(args))
 	for i, a := range args {
 		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
+	out, err := c.queryStringsOnce(ctx, q, nv)
+	if err != nil && c.retryLost(ctx, err) {
+		out, err = c.queryStringsOnce(ctx, q, nv)
+	}
+	return out, err
+}
+
+// queryStringsOnce is queryStrings without the retry.
+func (c *conn) queryStringsOnce(ctx context.Context, q string, nv []driver.NamedValue) ([][]string, error) {
 	rows, err := c.rawQuery(ctx, q, nv)
 	if err == driver.ErrSkip {
 		var cs *cachedStmt

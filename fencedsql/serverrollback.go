@@ -101,8 +101,11 @@ func (c *conn) txEnded() error {
 
 // watchErr judges err, the error of a statement that ran inside st (the open
 // transaction when it started, nil for none): an error after which the server rolled
-// the whole transaction back ends st (txState.ended). It returns err.
+// the whole transaction back ends st (txState.ended); one that says the session lost a
+// prepared statement has the driver's forgotten before the next statement
+// (noteLost). It returns err.
 func (c *conn) watchErr(st *txState, err error) error {
+	c.noteLost(err)
 	if err == nil || st == nil || st.ended != nil || c.tx != st || err == driver.ErrSkip {
 		return err
 	}

@@ -209,6 +209,7 @@ func isSessionError(err error) bool {
 func (c *conn) sessionMoved(p *plan.Plan) {
 	c.rearm(p.ResetsSession, p.ResetsNames)
 	c.poolNamesMoved(p)
+	c.statementsDropped(p)
 	if st := c.tx; st != nil {
 		if p.TxOnly != nil {
 			c.sessionReverted(st)
@@ -302,7 +303,7 @@ func (c *conn) rearmNames() {
 // prepared ROLLBACK TO may revert a SET run since it was prepared); other statements
 // are returned as they are.
 func (c *conn) rearmingStmt(p *plan.Plan, st driver.Stmt) driver.Stmt {
-	if p == nil || !p.ResetsSession && !p.ResetsNames && !p.ResetsPoolNames && p.TxOnly == nil || st == nil {
+	if p == nil || !p.ResetsSession && !p.ResetsNames && !p.ResetsPoolNames && !p.DropsStatements && p.TxOnly == nil || st == nil {
 		return st
 	}
 	s := &sessionStmt{Stmt: st, c: c, p: p}
@@ -345,24 +346,28 @@ func (s *sessionStmt) rearm() { s.c.sessionMoved(s.p) }
 // Exec implements driver.Stmt.
 func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {
 	s.rearm()
+	defer s.c.statementsDropped(s.p)
 	return s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
 }
 
 // Query implements driver.Stmt.
 func (s *sessionStmt) Query(args []driver.Value) (driver.Rows, error) {
 	s.rearm()
+	defer s.c.statementsDropped(s.p)
 	return s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 }
 
 // ExecContext implements driver.StmtExecContext.
 func (s *sessionStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	s.rearm()
+	defer s.c.statementsDropped(s.p)
 	return stmtExec(ctx, s.Stmt, args)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *sessionStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	s.rearm()
+	defer s.c.statementsDropped(s.p)
 	return stmtQuery(ctx, s.Stmt, args)
 }
 

@@ -106,6 +106,7 @@ func (s *stmt) enter(ctx context.Context) (*plan.Plan, error) {
 	if s.plain.ImplicitCommit != nil && s.c.tx != nil {
 		return nil, s.c.core.refused(s.plain.ImplicitCommit)
 	}
+	s.c.followStatements(ctx)
 	s.followNames()
 	return s.planFor(ctx)
 }
@@ -328,6 +329,7 @@ func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txSta
 	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
+	s.c.followStatements(ctx)
 	if err := s.followNames(ctx); err != nil {
 		return nil, err
 	}

@@ -142,17 +142,22 @@ func (dialectImpl) ForgetTrackedSession(raw driver.Conn) {
 	}
 }
 
-// pgConnOf returns the pgx connection under raw (a pgx stdlib connection, possibly
+// pgConnOf returns the pgx connection under raw (pgxConnOf), or nil.
+func pgConnOf(raw driver.Conn) *pgconn.PgConn {
+	if c := pgxConnOf(raw); c != nil {
+		return c.PgConn()
+	}
+	return nil
+}
+
+// pgxConnOf returns the pgx connection under raw (a pgx stdlib connection, possibly
 // under wrappers that expose theirs with a Raw() driver.Conn method: otelsql, …), or
 // nil.
-func pgConnOf(raw driver.Conn) *pgconn.PgConn {
+func pgxConnOf(raw driver.Conn) *pgx.Conn {
 	var c any = raw
 	for range 16 {
 		if pc, ok := c.(interface{ Conn() *pgx.Conn }); ok {
-			if p := pc.Conn(); p != nil {
-				return p.PgConn()
-			}
-			return nil
+			return pc.Conn()
 		}
 		r, ok := c.(interface{ Raw() driver.Conn })
 		if !ok {

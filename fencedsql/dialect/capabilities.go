@@ -24,7 +24,7 @@ func optionalInterfaces() []reflect.Type {
 		reflect.TypeFor[ReplicationLister](), reflect.TypeFor[ReplicationThreadCounter](),
 		reflect.TypeFor[ResetJudge](), reflect.TypeFor[SchemaLinter](),
 		reflect.TypeFor[SchemaNameFolder](), reflect.TypeFor[SchemaTokenLister](), reflect.TypeFor[SendChecker](),
-		reflect.TypeFor[SessionForgetter](), reflect.TypeFor[SessionTracker](), reflect.TypeFor[SideDoorFinder](),
+		reflect.TypeFor[SessionForgetter](), reflect.TypeFor[SessionTracker](), reflect.TypeFor[SideDoorFinder](), reflect.TypeFor[StatementForgetter](),
 		reflect.TypeFor[SystemNamer](), reflect.TypeFor[TempShadowFinder](), reflect.TypeFor[TempTableFinder](), reflect.TypeFor[TokenTableResolver](),
 		reflect.TypeFor[TombstoneCarrier](), reflect.TypeFor[ToolSessionChecker](), reflect.TypeFor[TombstoneLister](), reflect.TypeFor[Tombstoner](),
 		reflect.TypeFor[TriggerDoorFinder](), reflect.TypeFor[TwoStepDeleteChecker](), reflect.TypeFor[TxAborter](), reflect.TypeFor[TxEnder](),

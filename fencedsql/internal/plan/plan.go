@@ -167,6 +167,11 @@ type Plan struct {
 	// ShadowsNames): the pool's cached verdicts on names are dropped, so every
 	// connection checks them again (docs/design.md G13).
 	ResetsPoolNames bool
+	// DropsStatements marks statements that may drop the session's prepared
+	// statements (PostgreSQL's DISCARD, DEALLOCATE: DropsStatements): the driver's
+	// statement cache on the connection is dropped before its next statement
+	// (docs/design.md G13).
+	DropsStatements bool
 	// Ambiguous marks a statement planned on the lexer's reading of its text (it names
 	// a guarded table, a guard object or a protected setting, or starts with a keyword
 	// judged whatever it names) whose text holds a byte a session may read otherwise

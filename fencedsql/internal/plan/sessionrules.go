@@ -189,14 +189,15 @@ func (rw *Planner) ResolvesNames(sql string) bool {
 }
 
 // SessionPlan is the pass-through plan of a statement that may change the session
-// settings or name resolution (ResolvesNames), or create, rename or drop a relation a
-// guarded name may resolve to (ShadowsNames): a plan that re-arms the checks, or nil.
+// settings or name resolution (ResolvesNames), create, rename or drop a relation a
+// guarded name may resolve to (ShadowsNames), or drop the session's prepared
+// statements (DropsStatements): a plan that re-arms the checks, or nil.
 func (rw *Planner) SessionPlan(sql string) *Plan {
-	s, n := rw.SetsSession(sql), rw.ResolvesNames(sql)
+	s, n, d := rw.SetsSession(sql), rw.ResolvesNames(sql), rw.DropsStatements(sql)
 	pool, session := rw.ShadowsNames(sql)
 	n = n || session
-	if !s && !n && !pool {
+	if !s && !n && !pool && !d {
 		return nil
 	}
-	return &Plan{Kind: KindPass, NUser: -1, ResetsSession: s, ResetsNames: n, ResetsPoolNames: pool}
+	return &Plan{Kind: KindPass, NUser: -1, ResetsSession: s, ResetsNames: n, ResetsPoolNames: pool, DropsStatements: d}
 }
