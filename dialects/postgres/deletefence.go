@@ -11,7 +11,7 @@ import (
 // the fencing UPDATE and the DELETE:
 //
 //	DELETE FROM t WHERE (<condition>)
-//	  AND "<schema>"."fencedsql_fence_<table>"("fence_token", $n) IS NOT NULL
+//	  AND "<schema>"."fencedsql_fence_<table>"("fence_token"::pg_catalog.int8, $n::pg_catalog.int8) IS NOT NULL
 //	  AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', $n::pg_catalog.int8::pg_catalog.text, true)
 //	           || pg_catalog.set_config('fencedsql_guard.delete_statement',
 //	                pg_catalog.concat('<table>'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)
@@ -200,9 +200,18 @@ func tableOID(d dialectImpl, table dialect.TableName) string {
 }
 
 // fenceCall is the call of table's fence function on a row's token column and the
-// statement's token.
+// statement's token, both cast to bigint: the call names the function schema-qualified
+// and its exact argument types, so PostgreSQL takes the (bigint, bigint) function
+// whatever other function of that name someone with CREATE on the schema adds (red-team
+// rt57b F1: with the token an untyped parameter, an overload (bigint, double
+// precision) was preferred and ran inside the statement, raising the delete mark;
+// (bigint, real) made the call ambiguous, (bigint, text) typed the token text). The
+// one overload an exact call cannot pass over — one whose extra parameters have
+// defaults, which makes the call ambiguous (42725) — DeleteFenceQuery refuses (the
+// wrapper then sends the two statements), and schema.Check reports every such
+// function with a Fix that drops it (guardNamesakes).
 func fenceCall(d dialectImpl, table dialect.TableName, tokenCol string) string {
-	return fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + ", " + dialect.TokenSlot + ")"
+	return fenceFuncName(fold(table)).Quote(d.QuoteIdent) + "(" + d.QuoteIdent(tokenCol) + "::pg_catalog.int8, " + dialect.TokenSlot + "::pg_catalog.int8)"
 }
 
 // DeleteFenceQuery yields 1 when table's fence function (resolved as the DELETE
@@ -210,9 +219,11 @@ func fenceCall(d dialectImpl, table dialect.TableName, tokenCol string) string {
 // table's own schema (a function of that name earlier on the search_path is not the
 // guard's), the row guard on table (if any) is of the version that accepts a DELETE
 // calling the fence function and the tombstone's DELETE trigger (if any) of one that
-// reads the mark, and no rule rewrites a DELETE of table (a DO INSTEAD rule would
-// drop the fence's condition; the two-statement form's count check reports such a
-// rule instead).
+// reads the mark, no other function of either fence name is in that schema (an
+// overload with defaulted extra parameters makes even the statement's exactly typed
+// calls ambiguous: red-team rt57b F1/F2; guardNamesakes reports it), and no rule
+// rewrites a DELETE of table (a DO INSTEAD rule would drop the fence's condition; the
+// two-statement form's count check reports such a rule instead).
 func (d dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
 	t := fold(table)
 	fn := fenceFuncName(t).Quote(d.QuoteIdent) + "(bigint,bigint)"
@@ -222,6 +233,7 @@ func (d dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, ar
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc f ON f.oid = t.tgfoid
     WHERE t.tgrelid = pg_catalog.to_regclass($3) AND (t.tgname IN ($4, $7) AND f.prosrc NOT LIKE $2 OR t.tgname = $5 AND f.prosrc NOT LIKE $6))
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite w WHERE w.ev_class = pg_catalog.to_regclass($3) AND w.ev_type = '4')
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.pronamespace = p.pronamespace AND o.proname IN (p.proname, $8) AND o.oid NOT IN (p.oid, s.oid))
   THEN 1 ELSE 0 END
 FROM (SELECT pg_catalog.to_regprocedure($1) AS oid) r LEFT JOIN pg_catalog.pg_proc p ON p.oid = r.oid
   LEFT JOIN pg_catalog.pg_proc s ON s.pronamespace = p.pronamespace AND s.proname = $8 AND s.proargtypes = p.proargtypes`,

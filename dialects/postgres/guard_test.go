@@ -102,12 +102,13 @@ func TestGuardDDLShape(t *testing.T) {
 // column and the token, then the mark, set once per statement by an uncorrelated
 // subquery (the token; the table's oid, from a regclass constant, and the statement's
 // start time) where the fence function accepts the token itself (the floor's check);
-// the token is a placeholder both times, never text.
+// the token is a placeholder both times, never text, and every argument is cast to
+// bigint (an overload of the fence's name cannot take the call: red-team rt57b F1).
 func TestDeleteFenceFragment(t *testing.T) {
 	f := postgres.Dialect.(dialect.DeleteFencer)
 	mark, check := f.DeleteFence(dialect.TableName{Schema: "Shop", Name: "Accounts"}, `fence"token`)
 	tok := dialect.TokenSlot + `::pg_catalog.int8`
-	want := `"shop"."fencedsql_fence_accounts"("fence""token", ` + dialect.TokenSlot + `) IS NOT NULL AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', ` + tok + `::pg_catalog.text, true)` +
+	want := `"shop"."fencedsql_fence_accounts"("fence""token"::pg_catalog.int8, ` + tok + `) IS NOT NULL AND (SELECT pg_catalog.set_config('fencedsql_guard.delete_token', ` + tok + `::pg_catalog.text, true)` +
 		` OPERATOR(pg_catalog.||) pg_catalog.set_config('fencedsql_guard.delete_statement', pg_catalog.concat('"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()), true)` +
 		` WHERE "shop"."fencedsql_fence_accounts"(` + tok + `, ` + tok + `) IS NOT NULL) IS NOT NULL`
 	if mark != want || check != "" {

@@ -58,12 +58,15 @@ import (
 //     a guard a table swap lost (lostGuard), and the guards' own tables — the
 //     tombstone table and the floor — not as the guards created them
 //     (guardTables), or changed by a trigger, a rule, a view over them, an event
-//     trigger or a SECURITY DEFINER routine (otherTriggers' guard writers).
+//     trigger or a SECURITY DEFINER routine (otherTriggers' guard writers);
+//   - functions carrying the name of one of the guard's functions but another
+//     signature (guardNamesakes, red-team rt57b F1): reported here only, as the
+//     guard's calls cannot be taken by them.
 //
 // It first judges the session it reads the catalog through (catalogTrust, red-team
 // rt52a).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.catalogTrust, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.triggerDoors)
+	return dialect.FindDoors(ctx, query, t, d.catalogTrust, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.triggerDoors, d.guardNamesakes)
 }
 
 const (
