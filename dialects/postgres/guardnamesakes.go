@@ -32,7 +32,7 @@ func (d dialectImpl) guardNamesakes(ctx context.Context, query dialect.CatalogQu
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 WHERE p.pronamespace = (SELECT c.relnamespace FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1))
   AND `+namesakeCondition("p", "$2", "$3", "$4", "$5", "$6")+`
-ORDER BY 2`, t.Table.String(), guardFunc(table.Name), floorSyncTrigger, refuseFunction, fenceFunc(table.Name), fencedFunc(table.Name))
+ORDER BY 2`, regclass(t.Table), guardFunc(table.Name), floorSyncTrigger, refuseFunction, fenceFunc(table.Name), fencedFunc(table.Name))
 	if err != nil {
 		return nil, err
 	}
