@@ -274,6 +274,11 @@ func (k *core) mapErr(ctx context.Context, p *plan.Plan, tok uint64, ver int64, 
 				return se
 			}
 		}
+	case dialect.ErrorDefinerGone:
+		// a guard object's DEFINER dropped since the cached lazy check (schemagone.go)
+		if p != nil && p.Guard != nil {
+			return k.definerGone(p.Guard, err)
+		}
 	}
 	return err
 }

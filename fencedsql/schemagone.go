@@ -53,6 +53,24 @@ func (k *core) schemaGone(g *plan.Table, info dialect.ErrorInfo, err error) erro
 	}
 }
 
+// definerGone returns the *SchemaError for err, the failure of a guarded write of g
+// because an object it fired runs as a DEFINER account that does not exist
+// (dialect.ErrorDefinerGone: MySQL/MariaDB 1449, whose message names the account;
+// red-team rt57b F4), and drops the table's cached verdict: the next guarded write
+// runs the lazy check again, which names the object where this connection may read
+// the server's accounts. The guards' own triggers and recorder are such objects
+// (schema.Check reports them, with the statements that re-create them); a user's
+// trigger on the table is too, and its fix is the user's.
+func (k *core) definerGone(g *plan.Table, err error) error {
+	k.checked.Delete(g)
+	return &SchemaError{
+		Table:   g.String(),
+		Problem: "the write failed: a trigger or routine it fires runs as a DEFINER account that does not exist (dropped, or a dump restored on a server without it), so every such write fails, the current holder's too",
+		Fix:     "run schema.Check on the table and apply its fix, which re-creates the guard's objects as an existing account (or create the account again)",
+		Err:     err,
+	}
+}
+
 // goneOrErr returns schemaGone's *SchemaError for err, the failure of a statement
 // preparing a guarded write of g (stmt.prepareAll), when the dialect classifies it as
 // an unknown name that is g's; else err.

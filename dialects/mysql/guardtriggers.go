@@ -96,11 +96,14 @@ func (d dialectImpl) ownTriggerBodies(t dialect.SideDoorTable, name string) map[
 // one without the TRIGGER privilege) is not judged: schema.Check, run by the
 // installer, reads it. Fix: re-create the trigger as this version writes it (another
 // table's, under the name the table had: drop it; the guard's Fix installs t's own).
+// A trigger as installed whose DEFINER names no account (definer.go, red-team rt57b
+// F4) is reported too (dialect.SideDoorGuardDefiner), with the statements that
+// re-create it, its text unchanged, as the account applying them.
 func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if t.TokenColumn == "" {
 		return nil, nil
 	}
-	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
+	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, ACTION_STATEMENT, DEFINER FROM information_schema.TRIGGERS "+
 		"WHERE EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME LIKE 'fencedsql\\_%' "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		t.Table.Schema, t.Table.Name)
@@ -109,48 +112,86 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 	}
 	bodies := map[string]map[string]ownGuardTrigger{}
 	cols := append([]string{t.TokenColumn, t.VersionColumn}, t.PrimaryKey...)
-	var doors []dialect.SideDoor
+	var doors, ghosts []dialect.SideDoor
+	var definers []string
 	for _, r := range rows {
-		if len(r) < 5 {
+		if len(r) < 6 {
 			continue
 		}
 		name, _, ok := guardTriggerTable(r[1], t.Table.Name)
-		if !ok || strings.TrimSpace(r[4]) == "" {
+		if !ok {
 			continue
 		}
-		own, seen := bodies[strings.ToLower(name)]
-		if !seen {
-			own = d.ownTriggerBodies(t, name)
-			bodies[strings.ToLower(name)] = own
-		}
-		g, ok := own[strings.ToLower(r[1])]
-		// Column names compare without case (a column spelled Fence_Token by the
-		// installer and fence_token by the pool is one column: red-team rt21a F7); the
-		// rest of the text exactly — a table name in another case, or with a letter
-		// that only Unicode folds (ſ for s), is another table (red-team rt24a F1).
-		if !ok || foldColumns(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), cols) == foldColumns(strings.TrimSpace(g.body), cols) {
-			// As installed, or not to be judged here: the tombstone's AFTER triggers when
-			// the primary key is not known (the lazy check; schema.Check knows it) — an
-			// AFTER trigger cannot undo the fence of the statement; a BEFORE trigger of
-			// one of their names is ownTriggers' to judge.
+		if door := d.changedGuardTrigger(t, r, name, bodies, cols); door != nil {
+			// Its Fix re-creates it as the account applying it, whatever its DEFINER.
+			doors = append(doors, *door)
 			continue
 		}
+		// As installed (or not judged here): a trigger that runs as an account that
+		// does not exist fails every write that fires it (definer.go).
 		trg := dialect.TableName{Schema: r[0], Name: r[1]}
-		fix := g.ddl
-		if !strings.EqualFold(name, t.Table.Name) {
-			fix = []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}
+		var fix []string
+		if strings.TrimSpace(r[4]) != "" {
+			fix = d.replaceTrigger("CREATE", triggerDef{trg, r[2] + " " + r[3] + " ON " + dialect.TableName{Schema: r[0], Name: t.Table.Name}.Quote(d.QuoteIdent) + " FOR EACH ROW\n" + r[4]})
 		}
-		problem := "the " + r[2] + " " + r[3] + " trigger " + trg.String() + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the body this version installs: " +
-			"a changed guard may let through what it should refuse (a token lowered, a NULL replaced, a deleted key re-inserted); re-create it (fencedsql-schema -apply)"
-		if r[2] == "BEFORE" && r[3] == "UPDATE" && strings.HasPrefix(strings.ToLower(r[1]), "fencedsql_guard_") && !strings.Contains(r[4], guardVersion) {
-			// No marker of this version: an earlier version's guard (or one changed).
-			problem = "the guard trigger " + trg.String() + " on " + t.Table.String() + " is not the one this version of fencedsql installs (it lacks the marker \"" + guardVersion + "\"): " +
-				"installed by an earlier version, or changed since; an earlier guard compares the token and the version in the columns' declared types (as text once one is retyped VARCHAR, '5' < '10' false): re-create it (fencedsql-schema -apply)"
+		ghosts = append(ghosts, definerDoor("the "+r[2]+" "+r[3]+" trigger "+trg.String(), trg.String()+" on "+t.Table.String(), t.Table, r[5], fix))
+		definers = append(definers, r[5])
+	}
+	if len(ghosts) > 0 {
+		gone, err := d.goneDefiners(ctx, query, definers)
+		if err != nil {
+			return nil, err
 		}
-		doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: trg.String() + " on " + t.Table.String(),
-			Problem: problem, Fix: fix})
+		for i, g := range ghosts {
+			if gone[definers[i]] {
+				doors = append(doors, g)
+			}
+		}
 	}
 	return doors, nil
+}
+
+// changedGuardTrigger judges the TRIGGERS row r (schema, name, timing, event, body)
+// of a trigger carrying the name of one of the guards' triggers for the table name
+// (guardTriggerTable): nil when its body is the one this version installs, hidden
+// from this account, or not to be judged here (guardTriggers); else its door.
+// bodies caches ownTriggerBodies by table name, cols are the column names compared
+// without case.
+func (d dialectImpl) changedGuardTrigger(t dialect.SideDoorTable, r []string, name string, bodies map[string]map[string]ownGuardTrigger, cols []string) *dialect.SideDoor {
+	if strings.TrimSpace(r[4]) == "" {
+		return nil
+	}
+	own, seen := bodies[strings.ToLower(name)]
+	if !seen {
+		own = d.ownTriggerBodies(t, name)
+		bodies[strings.ToLower(name)] = own
+	}
+	g, ok := own[strings.ToLower(r[1])]
+	// Column names compare without case (a column spelled Fence_Token by the
+	// installer and fence_token by the pool is one column: red-team rt21a F7); the
+	// rest of the text exactly — a table name in another case, or with a letter
+	// that only Unicode folds (ſ for s), is another table (red-team rt24a F1).
+	if !ok || foldColumns(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), cols) == foldColumns(strings.TrimSpace(g.body), cols) {
+		// As installed, or not to be judged here: the tombstone's AFTER triggers when
+		// the primary key is not known (the lazy check; schema.Check knows it) — an
+		// AFTER trigger cannot undo the fence of the statement; a BEFORE trigger of
+		// one of their names is ownTriggers' to judge.
+		return nil
+	}
+	trg := dialect.TableName{Schema: r[0], Name: r[1]}
+	fix := g.ddl
+	if !strings.EqualFold(name, t.Table.Name) {
+		fix = []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}
+	}
+	problem := "the " + r[2] + " " + r[3] + " trigger " + trg.String() + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the body this version installs: " +
+		"a changed guard may let through what it should refuse (a token lowered, a NULL replaced, a deleted key re-inserted); re-create it (fencedsql-schema -apply)"
+	if r[2] == "BEFORE" && r[3] == "UPDATE" && strings.HasPrefix(strings.ToLower(r[1]), "fencedsql_guard_") && !strings.Contains(r[4], guardVersion) {
+		// No marker of this version: an earlier version's guard (or one changed).
+		problem = "the guard trigger " + trg.String() + " on " + t.Table.String() + " is not the one this version of fencedsql installs (it lacks the marker \"" + guardVersion + "\"): " +
+			"installed by an earlier version, or changed since; an earlier guard compares the token and the version in the columns' declared types (as text once one is retyped VARCHAR, '5' < '10' false): re-create it (fencedsql-schema -apply)"
+	}
+	return &dialect.SideDoor{Kind: dialect.SideDoorOwnTrigger, Object: trg.String() + " on " + t.Table.String(),
+		Problem: problem, Fix: fix}
 }
 
 // foldColumns returns s with every occurrence of one of the column names in cols — as

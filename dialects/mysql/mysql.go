@@ -55,8 +55,9 @@ func (dialectImpl) QuoteIdent(name string) string {
 }
 
 // Classify maps 1048 (column cannot be null), 1062 (duplicate entry), 1301 (a
-// value larger than max_allowed_packet) and 1317/1969/3024 (an interrupted
-// statement), and marks the
+// value larger than max_allowed_packet), 1317/1969/3024 (an interrupted
+// statement) and 1449 (a trigger's or routine's DEFINER does not exist: definer.go),
+// and marks the
 // errors after which the server may have rolled back the whole transaction: 1213
 // (deadlock victim), 1020 (a record changed under MariaDB's snapshot isolation) and
 // 1206 (lock table full) always, 1205 (lock wait timeout) under
@@ -101,6 +102,8 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Column: firstQuoted(me.Message)}
 	case 1146: // Table 'db.t' doesn't exist
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: firstQuoted(me.Message)}
+	case 1449: // The user specified as a definer ('u'@'h') does not exist
+		return dialect.ErrorInfo{Kind: dialect.ErrorDefinerGone}
 	case 1317, // Query execution was interrupted (KILL QUERY)
 		1969, // MariaDB: Query execution was interrupted (max_statement_time exceeded)
 		3024: // MySQL: Query execution was interrupted, maximum statement execution time exceeded

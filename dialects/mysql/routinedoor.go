@@ -29,10 +29,12 @@ import (
 // read every routine (MariaDB: SELECT on mysql.proc; MySQL: SHOW_ROUTINE): a definition
 // hidden from the account is not judged (an application account of the least-privilege
 // layout sees fewer doors; schema.Check, run by the migration account, is the check
-// that counts). No Fix: the routine is the user's.
+// that counts). No Fix: the routine is the user's. The table's own recorder, as
+// installed, whose DEFINER names no account is reported with its install statements
+// (dialect.SideDoorGuardDefiner, definer.go; red-team rt57b F4).
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, floor, rec := tombTable(t.Table), floorTable(t.Table.Schema), absenceProc(t.Table.Name)
-	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE FROM information_schema.ROUTINES "+
+	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE, DEFINER FROM information_schema.ROUTINES "+
 		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME IN (?, ?) "+
 		"OR LOCATE('prepare', LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE('execute', LOWER(ROUTINE_DEFINITION)) > 0) "+
 		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
@@ -41,18 +43,36 @@ func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t
 	if err != nil {
 		return nil, err
 	}
-	own := func(r []string) (bool, []string, error) { return d.ownRecorder(ctx, query, t, r) }
+	var recorderFix []string
+	own := func(r []string) (bool, []string, error) {
+		ok, fix, err := d.ownRecorder(ctx, query, t, r)
+		recorderFix = fix
+		return ok, fix, err
+	}
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 4 {
 			continue
 		}
+		recorderFix = nil
 		door, judged, err := d.tombRoutine(t.Table, r, own)
 		if err != nil {
 			return nil, err
 		}
 		if door != nil {
 			doors = append(doors, *door)
+		}
+		if door == nil && judged && len(r) > 8 {
+			// The table's own absence recorder, as installed: it runs as its DEFINER
+			// (definer.go).
+			gone, err := d.goneDefiners(ctx, query, []string{r[8]})
+			if err != nil {
+				return nil, err
+			}
+			if gone[r[8]] {
+				fn := dialect.TableName{Schema: r[0], Name: r[1]}
+				doors = append(doors, definerDoor("the absence recorder "+fn.String(), "procedure "+fn.String(), t.Table, r[8], recorderFix))
+			}
 		}
 		if door != nil || judged {
 			continue

@@ -65,6 +65,11 @@ const (
 	// the wrapper runs that fails so is cut (*fencedsql.CheckCutError), not a schema
 	// problem. A lost connection or an ended session is not one (ConnLossJudge).
 	ErrorInterrupted
+	// ErrorDefinerGone is a statement refused because a trigger or routine it ran
+	// executes as its DEFINER and that account does not exist (MySQL/MariaDB 1449).
+	// On a guarded write the wrapper reads it as the table's guard objects having
+	// lost their definer since its lazy check (*SchemaError, red-team rt57b F4).
+	ErrorDefinerGone
 )
 
 // ClaimConflictMark starts the value of the error a claim by row locator raises when

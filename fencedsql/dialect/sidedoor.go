@@ -52,6 +52,8 @@ type SideDoorFinder interface {
 //     outside the wrapper are unguarded;
 //   - a guard that reads another column than the token column (SideDoorGuardColumn,
 //     PostgreSQL): the token column was replaced by DDL, every row's token reset.
+//   - an object of the guard that runs as a DEFINER account that does not exist
+//     (SideDoorGuardDefiner, MySQL/MariaDB): every write that fires it fails.
 //
 // Both callers refuse them: schema.Check reports each door as a problem (the dialect's
 // SideDoors includes TriggerDoors' doors, once), and the lazy check before the first
@@ -178,6 +180,13 @@ const (
 	// newer one wrote (TriggerDoorFinder). No statement fixes it (the old tokens may be
 	// in the old column): Fix is empty.
 	SideDoorGuardColumn SideDoorKind = "guard column"
+	// SideDoorGuardDefiner: an object of the guard or the tombstone guard that runs as
+	// its DEFINER (MySQL/MariaDB: the triggers, the absence recorder) names an account
+	// that does not exist (dropped since the install, or a dump restored on a server
+	// without it): every write that fires it fails with the server's error (1449),
+	// the current holder's too (TriggerDoorFinder; red-team rt57b F4). Fix: the object
+	// re-created as the account applying the fix (the owner under schema.WithRoles).
+	SideDoorGuardDefiner SideDoorKind = "guard definer"
 
 	// SideDoorTombstoneKey: the tombstone table's key is not the table's primary key
 	// as it is now (a key column's type or collation changed, or the key's columns did,

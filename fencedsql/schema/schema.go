@@ -121,6 +121,10 @@ type TableReport struct {
 //     weakened guard; a trigger merely named fencedsql_… is judged as a user's; on
 //     SQLite also the tombstone guard's REPLACE triggers installed before a unique
 //     index was created, see dialect.UniqueTombstoner); fix: re-create it;
+//     - an object of the guard that runs as its DEFINER (MySQL/MariaDB: its triggers,
+//     the absence recorder) when that account does not exist
+//     (dialect.SideDoorGuardDefiner: every write that fires it fails with error 1449);
+//     fix: re-create it as the account applying the fix (red-team rt57b F4);
 //     - a tombstone table whose key is not the table's primary key as it is now
 //     (dialect.SideDoorTombstoneKey: a key column's type changed after the
 //     tombstones were installed); fix: convert the tombstone's key columns;
