@@ -6,6 +6,7 @@ package postgres_test
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -335,15 +336,7 @@ func TestDerivedObjectOfAnotherTableRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	dsn := testdb.Postgres(t)
-	long := "own_" + strings.Repeat("l", 60)
-	short := hashedSpelling(long)
-	raw := rawWith(t, dsn,
-		"CREATE TABLE "+long+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		"CREATE TABLE "+longQ(short)+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		"INSERT INTO "+long+" (id, balance, tok, version) VALUES (1, 100, 10, 1)")
-	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: long, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
-		t.Fatalf("apply %s: %v %q", long, err, fencetest.ReportProblems(reps))
-	}
+	raw, long, short := guardedLongAndItsSpelling(ctx, t, dsn)
 	_, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: short})
 	if err == nil || !strings.Contains(err.Error(), "42710") {
 		t.Errorf("apply %s, whose guard function is %s's: %v; want the install refused (duplicate_object)", short, long, err)
@@ -395,4 +388,21 @@ func TestLongNameOldHashedObjectsReported(t *testing.T) {
 	if err := raw.QueryRowContext(ctx, "SELECT balance FROM "+longTrunc(long)+" WHERE id = 1").Scan(&bal); err != nil || bal != 100 {
 		t.Errorf("stale plain write after the upgrade's Fix: balance %d (%v); want 100", bal, err)
 	}
+}
+
+// guardedLongAndItsSpelling creates a table with a name longer than 63 bytes, guarded
+// on tok and version with one row (id 1, token 10), and an unguarded table short whose
+// name spells the long table's hashed guard function name (hashedSpelling).
+func guardedLongAndItsSpelling(ctx context.Context, t *testing.T, dsn string) (raw *sql.DB, long, short string) {
+	t.Helper()
+	long = "own_" + strings.Repeat("l", 60)
+	short = hashedSpelling(long)
+	raw = rawWith(t, dsn,
+		"CREATE TABLE "+long+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"CREATE TABLE "+longQ(short)+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
+		"INSERT INTO "+long+" (id, balance, tok, version) VALUES (1, 100, 10, 1)")
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: long, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
+		t.Fatalf("apply %s: %v %q", long, err, fencetest.ReportProblems(reps))
+	}
+	return raw, long, short
 }

@@ -111,15 +111,7 @@ func TestOwnedMarkLostCollisionStillRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	dsn := testdb.Postgres(t)
-	long := "own_" + strings.Repeat("l", 60)
-	short := hashedSpelling(long)
-	raw := rawWith(t, dsn,
-		"CREATE TABLE "+long+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, tok BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		"CREATE TABLE "+longQ(short)+" (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)",
-		"INSERT INTO "+long+" (id, balance, tok, version) VALUES (1, 100, 10, 1)")
-	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, schema.GuardSpec{Table: long, TokenColumn: "tok", VersionColumn: "version"}); err != nil || !longAllOK(reps) {
-		t.Fatalf("apply %s: %v %q", long, err, fencetest.ReportProblems(reps))
-	}
+	raw, long, short := guardedLongAndItsSpelling(ctx, t, dsn)
 	testdb.Exec(t, raw, `DO $$ DECLARE r record; BEGIN
   FOR r IN SELECT 'FUNCTION ' || p.oid::regprocedure::text AS o FROM pg_proc p WHERE p.proname LIKE 'fencedsql\_%' AND p.pronamespace = 'public'::regnamespace
     UNION ALL SELECT 'TABLE ' || c.oid::regclass::text FROM pg_class c WHERE c.relname LIKE 'fencedsql\_tomb\_%' AND c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace
