@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -57,25 +58,27 @@ func guardTriggerTable(trigger, table string) (name string, before bool, ok bool
 // but for the REPLACE mark's, which names no key column.
 // Bodies are those written for the table named without its schema (compared with
 // the schema's qualifier removed: schema.Check qualifies what it installs); the
-// statements re-create them for the table in t's schema (replaceTrigger).
-func (d dialectImpl) ownTriggerBodies(t dialect.SideDoorTable, name string) map[string]ownGuardTrigger {
+// statements re-create them for the table in t's schema (replaceTrigger), always as
+// this version writes them. mark is the REPLACE mark's version the tombstone triggers'
+// bodies are written in (markVersion, or markVersion-1: the previous version's text).
+func (d dialectImpl) ownTriggerBodies(mark int, t dialect.SideDoorTable, name string) map[string]ownGuardTrigger {
 	own := map[string]ownGuardTrigger{}
 	if t.TokenColumn == "" {
 		return own
 	}
-	build := func(table dialect.TableName) []triggerDef {
+	build := func(v int, table dialect.TableName) []triggerDef {
 		var defs []triggerDef
 		if t.VersionColumn != "" {
 			defs = d.guardTriggerDefs(table, t.TokenColumn, t.VersionColumn)
 		}
 		if len(t.PrimaryKey) > 0 {
-			defs = append(defs, d.tombTriggerDefs(table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
+			defs = append(defs, d.tombTriggerDefs(v, table, dialect.KeyColumnsNamed(t.PrimaryKey), t.TokenColumn)...)
 		} else {
-			defs = append(defs, d.replaceMarkDef(table, t.TokenColumn))
+			defs = append(defs, d.replaceMarkDef(v, table, t.TokenColumn))
 		}
 		return defs
 	}
-	bare, fix := build(dialect.TableName{Name: name}), build(dialect.TableName{Schema: t.Table.Schema, Name: name})
+	bare, fix := build(mark, dialect.TableName{Name: name}), build(markVersion, dialect.TableName{Schema: t.Table.Schema, Name: name})
 	for i, tr := range bare {
 		_, body, ok := strings.Cut(tr.def, " FOR EACH ROW\n")
 		if !ok {
@@ -153,29 +156,41 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 
 // changedGuardTrigger judges the TRIGGERS row r (schema, name, timing, event, body)
 // of a trigger carrying the name of one of the guards' triggers for the table name
-// (guardTriggerTable): nil when its body is the one this version installs, hidden
-// from this account, or not to be judged here (guardTriggers); else its door.
-// bodies caches ownTriggerBodies by table name, cols are the column names compared
-// without case.
+// (guardTriggerTable): nil when its body is the one this version installs, or the
+// previous REPLACE mark version's (markVersion-1: TombstoneInstalledQuery reports that
+// tombstone guard as not installed, and its Fix re-creates it; until then it refuses
+// what this version's refuses, and a database whose name holds a non-ASCII letter
+// fails its writes with the server's 1977), hidden from this account, or not to be
+// judged here (guardTriggers); else its door. bodies caches ownTriggerBodies by mark
+// version and table name, cols are the column names compared without case.
 func (d dialectImpl) changedGuardTrigger(t dialect.SideDoorTable, r []string, name string, bodies map[string]map[string]ownGuardTrigger, cols []string) *dialect.SideDoor {
 	if strings.TrimSpace(r[4]) == "" {
 		return nil
 	}
-	own, seen := bodies[strings.ToLower(name)]
-	if !seen {
-		own = d.ownTriggerBodies(t, name)
-		bodies[strings.ToLower(name)] = own
+	ownOf := func(mark int) (ownGuardTrigger, bool) {
+		k := fmt.Sprint(mark, "/", strings.ToLower(name))
+		own, seen := bodies[k]
+		if !seen {
+			own = d.ownTriggerBodies(mark, t, name)
+			bodies[k] = own
+		}
+		g, ok := own[strings.ToLower(r[1])]
+		return g, ok
 	}
-	g, ok := own[strings.ToLower(r[1])]
 	// Column names compare without case (a column spelled Fence_Token by the
 	// installer and fence_token by the pool is one column: red-team rt21a F7); the
 	// rest of the text exactly — a table name in another case, or with a letter
 	// that only Unicode folds (ſ for s), is another table (red-team rt24a F1).
-	if !ok || foldColumns(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), cols) == foldColumns(strings.TrimSpace(g.body), cols) {
+	got := foldColumns(strings.TrimSpace(strings.ReplaceAll(r[4], d.QuoteIdent(r[0])+".", "")), cols)
+	g, ok := ownOf(markVersion)
+	if !ok || got == foldColumns(strings.TrimSpace(g.body), cols) {
 		// As installed, or not to be judged here: the tombstone's AFTER triggers when
 		// the primary key is not known (the lazy check; schema.Check knows it) — an
 		// AFTER trigger cannot undo the fence of the statement; a BEFORE trigger of
 		// one of their names is ownTriggers' to judge.
+		return nil
+	}
+	if prev, ok := ownOf(markVersion - 1); ok && got == foldColumns(strings.TrimSpace(prev.body), cols) {
 		return nil
 	}
 	trg := dialect.TableName{Schema: r[0], Name: r[1]}

@@ -32,27 +32,51 @@ func markCurrent(v string) string {
 }
 
 // A mark set and read by triggers (the REPLACE mark) also names the database of the
-// trigger that set it, "<token>/<@@timestamp>/<database>" (DATABASE() in a trigger is
-// the trigger's database; a database name holds no '/'): two guarded tables of one
-// name in two databases share the variable's name, and a write into the other one
-// inside the statement (a user's trigger) would otherwise leave its own mark where
-// this table's tombstone trigger reads it (red-team rt39b F2). The tombstone trigger
-// then reads no mark of its statement and clears it, and the row's AFTER INSERT
-// trigger refuses the row (markLost): fail closed.
+// trigger that set it, "<token>/<@@timestamp>/<HEX(database)>" (DATABASE() in a
+// trigger is the trigger's database): two guarded tables of one name in two databases
+// share the variable's name, and a write into the other one inside the statement (a
+// user's trigger) would otherwise leave its own mark where this table's tombstone
+// trigger reads it (red-team rt39b F2). The tombstone trigger then reads no mark of its
+// statement and clears it, and the row's AFTER INSERT trigger refuses the row
+// (markLost): fail closed.
+//
+// The database is named by the hexadecimal digits of its name's bytes, HEX(DATABASE())
+// (mark version 2, markVersion): ascii whatever the name holds, and one text per
+// database. Version 1 converted the name itself to ascii: in a database named with a
+// non-ASCII letter (Dätenbank) every DELETE of a guarded table failed in its tombstone
+// trigger with MariaDB's raw 1977 under a strict sql_mode, and a non-strict one made
+// Dätenbank and Dötenbank alike (D?tenbank); and the ascii comparison ignored case, so
+// the databases Ledger and ledger (lower_case_table_names = 0) were one. Hex digits
+// hold no '/', and compare equal only for equal names.
 
-// markScoped is the statement and database a trigger's mark names, as it is written
-// and compared (ascii, as the mark is).
-const markScoped = "CONVERT(CONCAT(@@timestamp, '/', DATABASE()) USING ascii)"
+// markVersion is the version of the REPLACE mark's text (markScopedOf) the tombstone
+// guard installs; markVersion-1 is the previous one, still recognised as the guard's
+// own until schema.Check's Fix re-creates it (tombstone.go, guardtriggers.go).
+const markVersion = 2
 
-// markValueScoped is the mark of the token expression tok set by a trigger.
-func markValueScoped(tok string) string {
-	return "CONVERT(CONCAT(CAST(" + tok + " AS SIGNED), '/', " + markScoped + ") USING ascii)"
+// markScopedOf is the statement and database a trigger's mark names in mark version v,
+// as it is written and compared (ascii, as the mark is): v1 the database's name, v2
+// its hexadecimal digits (see above).
+func markScopedOf(v int) string {
+	if v < 2 {
+		return "CONVERT(CONCAT(@@timestamp, '/', DATABASE()) USING ascii)"
+	}
+	return "CONVERT(CONCAT(@@timestamp, '/', HEX(DATABASE())) USING ascii)"
 }
 
-// markTokenScoped is the token the current statement marked in v through a trigger of
-// this database, or 0 (and v cleared, see markClear).
-func markTokenScoped(v string) string {
-	return "IF(SUBSTRING(" + v + ", LOCATE('/', " + v + ") + 1) <=> " + markScoped + ", CAST(SUBSTRING_INDEX(" + v + ", '/', 1) AS SIGNED), " + markClear(v) + ")"
+// markScoped is markScopedOf this version.
+var markScoped = markScopedOf(markVersion)
+
+// markValueScoped is the mark of the token expression tok set by a trigger of mark
+// version v.
+func markValueScoped(v int, tok string) string {
+	return "CONVERT(CONCAT(CAST(" + tok + " AS SIGNED), '/', " + markScopedOf(v) + ") USING ascii)"
+}
+
+// markTokenScoped is the token the current statement marked in variable x through a
+// trigger of this database (mark version v), or 0 (and x cleared, see markClear).
+func markTokenScoped(v int, x string) string {
+	return "IF(SUBSTRING(" + x + ", LOCATE('/', " + x + ") + 1) <=> " + markScopedOf(v) + ", CAST(SUBSTRING_INDEX(" + x + ", '/', 1) AS SIGNED), " + markClear(x) + ")"
 }
 
 // markClear is 0, and empties the mark in v: the tombstone trigger's value for a mark

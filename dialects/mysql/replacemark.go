@@ -57,15 +57,19 @@ func replaceMarkVar(table string) string {
 	return fmt.Sprintf("@fencedsql_replace_mark_%016x", h.Sum64())
 }
 
-// replaceMarkDef is table's REPLACE-mark trigger, fencedsql_tombrep_<table> (see above).
-func (d dialectImpl) replaceMarkDef(table dialect.TableName, tokenCol string) triggerDef {
+// replaceMarkDef is table's REPLACE-mark trigger, fencedsql_tombrep_<table> (see
+// above), as mark version v (markVersion: this one) writes it.
+func (d dialectImpl) replaceMarkDef(v int, table dialect.TableName, tokenCol string) triggerDef {
 	return triggerDef{tombObject("rep", table), "BEFORE INSERT ON " + table.Quote(d.QuoteIdent) + " FOR EACH ROW\n" +
-		"  SET " + replaceMarkVar(table.Name) + " := " + markValueScoped("NEW."+d.QuoteIdent(tokenCol))}
+		"  SET " + replaceMarkVar(table.Name) + " := " + markValueScoped(v, "NEW."+d.QuoteIdent(tokenCol))}
 }
 
 // replaceMarkedToken is the token of the row whose write (a REPLACE) deletes the row
-// the tombstone trigger of table records, or 0: an expression for that trigger.
-func replaceMarkedToken(table string) string { return markTokenScoped(replaceMarkVar(table)) }
+// the tombstone trigger of table records, or 0: an expression for that trigger, as mark
+// version v writes it.
+func replaceMarkedToken(v int, table string) string {
+	return markTokenScoped(v, replaceMarkVar(table))
+}
 
 // replaceMarkLost is true in table's AFTER INSERT trigger when the row's mark is gone:
 // a row its write displaced was recorded without it (code inside the statement set

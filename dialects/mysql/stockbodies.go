@@ -17,7 +17,8 @@ import (
 // set, values, old, x … was refused on every write, and its -apply dropped the other
 // table's tombstone triggers (their door's Fix). A trigger or recorder that is, after
 // the normalisation guardTriggers and ownRecorder apply, exactly the text this
-// version installs for the table it belongs to — that table's primary key and columns
+// version installs (the tombstone triggers also as the previous REPLACE mark version
+// wrote them, mark.go) for the table it belongs to — that table's primary key and columns
 // read from the catalog, never out of the body — writes that table's tombstone table
 // and nothing else (the guard's own triggers and the REPLACE mark's write no table):
 // it is judged by that (stockWrites), not by the word test. Anything else — a
@@ -39,7 +40,9 @@ func stockWrites(wrote []dialect.TableName, name string) bool {
 // TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT) is one the
 // guard or the tombstone guard installs on its table, as this version writes it for
 // that table's primary key and one of its columns as the token column (and, for the
-// guard's, another as the version column), and returns what it writes: the tombstone
+// guard's, another as the version column) — the tombstone guard's also as the
+// previous REPLACE mark version wrote it (markVersion-1, whose texts write the same
+// tables) — and returns what it writes: the tombstone
 // guard's DELETE and key-change triggers write the table's tombstone table, the others
 // nothing. Two catalog queries (the table's columns and primary key), run only for a
 // trigger named as the guards name that table's.
@@ -79,15 +82,17 @@ func (d dialectImpl) stockTrigger(ctx context.Context, query dialect.CatalogQuer
 			if ver == tok {
 				continue
 			}
-			g, ok := d.ownTriggerBodies(dialect.SideDoorTable{Table: rel, TokenColumn: tok, VersionColumn: ver, PrimaryKey: pk}, rel.Name)[lower]
-			fold := append([]string{tok, ver}, pk...)
-			if !ok || foldColumns(got, fold) != foldColumns(strings.TrimSpace(g.body), fold) {
-				continue
+			for _, mark := range []int{markVersion, markVersion - 1} {
+				g, ok := d.ownTriggerBodies(mark, dialect.SideDoorTable{Table: rel, TokenColumn: tok, VersionColumn: ver, PrimaryKey: pk}, rel.Name)[lower]
+				fold := append([]string{tok, ver}, pk...)
+				if !ok || foldColumns(got, fold) != foldColumns(strings.TrimSpace(g.body), fold) {
+					continue
+				}
+				if strings.HasPrefix(lower, "fencedsql_tombdel_") || strings.HasPrefix(lower, "fencedsql_tombkey_") {
+					return []dialect.TableName{tombTable(rel)}, true, nil
+				}
+				return nil, true, nil
 			}
-			if strings.HasPrefix(lower, "fencedsql_tombdel_") || strings.HasPrefix(lower, "fencedsql_tombkey_") {
-				return []dialect.TableName{tombTable(rel)}, true, nil
-			}
-			return nil, true, nil
 		}
 	}
 	return nil, false, nil

@@ -135,7 +135,7 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 	create := "CREATE TABLE IF NOT EXISTS " + tombTable(table).Quote(d.QuoteIdent) + " (" + strings.Join(defs, ", ") +
 		", fence_token BIGINT NOT NULL, deleted_at DATETIME(6) NOT NULL, PRIMARY KEY (" + d.keyList(key) + ")) ENGINE=InnoDB COMMENT = " + literal(ownedMarkText(table.Name))
 	ddl := d.ownedCheck(table, ownedObjects{triggers: tombTriggerNames(table), tomb: true})
-	ddl = append(append(ddl, create), d.replaceTriggers(d.tombTriggerDefs(table, key, tokenCol))...)
+	ddl = append(append(ddl, create), d.replaceTriggers(d.tombTriggerDefs(markVersion, table, key, tokenCol))...)
 	return append(ddl, d.absenceDDL(table, key, tokenCol)...)
 }
 
@@ -159,8 +159,18 @@ func (d dialectImpl) keyList(key []dialect.KeyColumn) string {
 
 // tombTriggerDefs are table's four tombstone triggers (see above), the REPLACE mark's
 // first: the AFTER INSERT trigger refuses a row whose mark is missing, so on a table
-// whose guard is upgraded the mark is set before that check is installed.
-func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []triggerDef {
+// whose guard is upgraded the mark is set before that check is installed. v is the
+// REPLACE mark's version (markVersion: this one; markVersion-1 for the previous
+// version's text, which guardTriggers and stockTrigger still recognise).
+//
+// Upgrading from mark version 1 (each trigger replaced through its shadow, the REPLACE
+// mark's first) leaves no moment in which a stale write or a resurrection passes: the
+// variable keeps its name, so while the REPLACE mark is of one version and the DELETE
+// trigger of the other, the DELETE trigger reads no mark of its statement in it, clears
+// it, and the AFTER INSERT trigger (the same text in both versions) refuses the row a
+// REPLACE wrote after displacing another: that REPLACE fails (GuardSQLState), a plain
+// INSERT, an upsert and a DELETE are judged as before.
+func (d dialectImpl) tombTriggerDefs(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) []triggerDef {
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
 	tok := d.QuoteIdent(tokenCol)
@@ -184,9 +194,9 @@ func (d dialectImpl) tombTriggerDefs(table dialect.TableName, key []dialect.KeyC
 	markLost := "  ELSEIF " + replaceMarkLost(table.Name) + " THEN\n" +
 		"    SIGNAL SQLSTATE '" + GuardSQLState + "' SET MESSAGE_TEXT = " + message(table.Name, "a row this write displaced lost its token (a trigger set timestamp)") + ";\n"
 	return []triggerDef{
-		d.replaceMarkDef(table, tokenCol),
+		d.replaceMarkDef(v, table, tokenCol),
 		{tombObject("del", table), "AFTER DELETE ON " + tbl + " FOR EACH ROW\n" +
-			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+", "+replaceMarkedToken(table.Name)+")") + ";\nEND IF"},
+			"IF " + tombClock + " IS NULL THEN\n  " + noClock + ";\nELSE\n  " + record("GREATEST(COALESCE(OLD."+tok+", 0), "+markedToken+", "+replaceMarkedToken(v, table.Name)+")") + ";\nEND IF"},
 		{tombObject("ins", table), "AFTER INSERT ON " + tbl + " FOR EACH ROW\n  " + refused + markLost + "  END IF"},
 		{tombObject("key", table), "AFTER UPDATE ON " + tbl + " FOR EACH ROW\n" +
 			"IF NOT (" + each(" AND ", func(c string) string { return "OLD." + c + " <=> NEW." + c }) + ") THEN\n" +
@@ -219,8 +229,9 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 var markPattern = "%" + clearMark + tombClockPattern
 
 // TombstoneInstalledQuery yields 1 when the four tombstone triggers of this version
-// (the REPLACE mark's trigger sets the table's mark; the DELETE trigger reads the
-// one-statement DELETE's mark and the REPLACE mark and clears a stale one; the INSERT
+// (the REPLACE mark's trigger sets the table's mark of this mark version, markVersion;
+// the DELETE trigger reads the one-statement DELETE's mark and the REPLACE mark of
+// this mark version and clears a stale one; the INSERT
 // trigger refuses a row whose REPLACE mark was lost; the DELETE and key-change triggers
 // date by the server's clock) exist on table, its tombstone table and its absence
 // recorder of this version (absence.go; since the recorder, red-team rt42e F1) exist, and no
@@ -241,8 +252,8 @@ func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query strin
 			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'UPDATE' AND ACTION_STATEMENT LIKE ?))",
 		[]any{table.Schema, tombTable(table).Name, table.Schema, absenceProc(table.Name), table.Schema, table.Name, rep, del, ins, key,
 			table.Schema, table.Name,
-			rep, "%SET " + v + " := %",
-			del, "%" + clearMark + "%" + markClear(v) + tombClockPattern,
+			rep, "%SET " + v + " := %" + markScoped + "%",
+			del, "%" + clearMark + "%" + markTokenScoped(markVersion, v) + tombClockPattern,
 			ins, "%" + replaceMarkLost(table.Name) + "%",
 			key, tombClockPattern}
 }
