@@ -338,8 +338,9 @@ const absenceInstalled = "EXISTS (SELECT 1 FROM information_schema.ROUTINES WHER
 // lists it to an account with a right on the database, EXECUTE or not: one without
 // EXECUTE then gets the claim failed by the CALL's permission error, not skipped); 2
 // when it is not but the tombstone guard is there — a trigger of a tombstone name on
-// table (its own, or one a rename kept), its tombstone table, or a routine of the
-// recorder's name (an older version's, SQL SECURITY INVOKER) — and the wrapper refuses
+// table (its own, or one a rename kept), its tombstone table, or a procedure of the
+// recorder's name (an older version's, SQL SECURITY INVOKER; a function of the name is
+// no recorder: CALL never reaches it, red-team rt58a F4) — and the wrapper refuses
 // the claim with ErrUnsupported instead of claiming nothing (the MySQL/MariaDB side of
 // red-team rt45b F7: a recorder dropped, never installed or renamed away let the claim
 // answer "absent" having recorded nothing, and a stale holder's INSERT of the key land
@@ -352,7 +353,7 @@ const absenceInstalled = "EXISTS (SELECT 1 FROM information_schema.ROUTINES WHER
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
 	return "SELECT CASE WHEN " + absenceInstalled + " THEN 1 WHEN EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND " +
 			tombTriggerNameLike("TRIGGER_NAME") + ") OR EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ?) " +
-			"OR EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND ROUTINE_NAME = ?) THEN 2 ELSE 0 END",
+			"OR EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE') THEN 2 ELSE 0 END",
 		[]any{table.Schema, absenceProc(table.Name), table.Schema, table.Name, table.Schema, tombTable(table).Name, table.Schema, absenceProc(table.Name)}
 }
 

@@ -30,3 +30,28 @@ func TestDefinerAccountAndClassify(t *testing.T) {
 		t.Errorf("Classify(1449) = %+v, want ErrorDefinerGone from the server", info)
 	}
 }
+
+// TestRoleGrants: SHOW GRANTS FOR name counts as the role's answer only when its
+// global line grants to the role itself (either quoting), not to an account of its
+// name (red-team rt58a F3).
+func TestRoleGrants(t *testing.T) {
+	for _, c := range []struct {
+		rows [][]string
+		role string
+		want bool
+	}{
+		{[][]string{{"GRANT USAGE ON *.* TO `r`"}, {"GRANT SELECT ON `db`.* TO `r`"}}, "r", true},
+		{[][]string{{"GRANT ALL PRIVILEGES ON *.* TO `r` WITH GRANT OPTION"}}, "r", true},
+		{[][]string{{`GRANT USAGE ON *.* TO "r"`}}, "r", true},
+		{[][]string{{"GRANT USAGE ON *.* TO `q```"}}, "q`", true},
+		{[][]string{{"GRANT USAGE ON *.* TO `r`@`%`"}}, "r", false},
+		{[][]string{{`GRANT USAGE ON *.* TO "r"@"%"`}}, "r", false},
+		{[][]string{{"GRANT USAGE ON *.* TO `r`@`%` IDENTIFIED BY PASSWORD '*AB'"}, {"GRANT `r` TO `r`@`%`"}}, "r", false},
+		{[][]string{{"GRANT USAGE ON *.* TO `rr`"}}, "r", false},
+		{nil, "r", false},
+	} {
+		if got := roleGrants(c.rows, c.role); got != c.want {
+			t.Errorf("roleGrants(%q, %q) = %v, want %v", c.rows, c.role, got, c.want)
+		}
+	}
+}

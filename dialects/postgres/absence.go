@@ -288,23 +288,12 @@ func (d dialectImpl) ownAbsence(src string, key []dialect.KeyColumn, tomb, tbl, 
 	return false
 }
 
-// dropAbsence is the statement that drops every function named like table's recorder
-// in its schema, whatever its signature.
+// dropAbsence is the statement that drops every routine named like table's recorder
+// in its schema, whatever its signature or kind (dropRoutines: a procedure or an
+// aggregate of the name too, red-team rt58a F1).
 func (d dialectImpl) dropAbsence(table dialect.TableName) string {
 	fn := absenceFuncName(table)
-	body := `
-DECLARE
-  f pg_catalog.regprocedure;
-BEGIN
-  FOR f IN SELECT p.oid::pg_catalog.regprocedure FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-      WHERE p.proname OPERATOR(pg_catalog.=) ` + pgLiteral(fn.Name) + ` AND n.nspname OPERATOR(pg_catalog.=) ` + pgLiteral(fn.Schema) + `
-  LOOP
-    EXECUTE 'DROP FUNCTION ' || f::text;
-  END LOOP;
-END
-`
-	tag := dollarTag(body)
-	return "DO " + tag + body + tag
+	return dropRoutines(`p.proname OPERATOR(pg_catalog.=) ` + pgLiteral(fn.Name) + ` AND n.nspname OPERATOR(pg_catalog.=) ` + pgLiteral(fn.Schema))
 }
 
 // AbsenceRecorderQuery yields, for table's claims (dialect.AbsenceRecorder): 1 when
@@ -324,8 +313,13 @@ END
 // FOR SHARE lock of v10: a claim of an absent key with a tombstone and a stale
 // holder's uncommitted INSERT of it would both commit (red-team rt45b F5, reopened by
 // accepting v9; rt46a). Refusing the claim, the one statement that race needs, keeps
-// the rest of the table writable until the upgrade. An overload of the recorder's name cannot take the typed
-// call (AbsenceCall); TombstoneInstalledQuery reports one, and the Fix drops it.
+// the rest of the table writable until the upgrade. The recorder counts only as the
+// plain function of exactly the recorder's signature for the root's key, with no
+// routine of its name beside it that makes the exactly typed call (AbsenceCall)
+// ambiguous (recorderCallable): another routine of the name cannot take the call, and
+// while one makes it ambiguous the claim is refused (2, ErrUnsupported) — a claim,
+// not every write of the table: guardNamesakes reports the routine and its Fix drops
+// it (red-team rt58a F2).
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
 	fn := absenceFuncName(table)
 	return `WITH RECURSIVE tg(oid, relid, parent, fn, depth) AS (
@@ -338,14 +332,29 @@ rec AS (SELECT root.relid, c.relname, n.nspname FROM root JOIN pg_catalog.pg_cla
   JOIN pg_catalog.pg_proc f ON f.oid = root.fn
   JOIN pg_catalog.pg_proc rp ON rp.pronamespace = c.relnamespace AND rp.proname = CASE WHEN root.relid = pg_catalog.to_regclass($1) THEN $2::text ELSE 'fencedsql_tombclaim_' || c.relname END
   WHERE f.pronamespace = c.relnamespace AND f.proname = CASE WHEN root.relid = pg_catalog.to_regclass($1) THEN $5::text ELSE 'fencedsql_tombstone_' || c.relname END
-    AND rp.prosecdef AND pg_catalog.strpos(rp.prosrc, $6) > 0 AND pg_catalog.strpos(f.prosrc, $7) > 0)
+    AND rp.prosecdef AND pg_catalog.strpos(rp.prosrc, $6) > 0 AND pg_catalog.strpos(f.prosrc, $7) > 0 AND ` + recorderCallable("rp", "root.relid") + `)
 SELECT CASE
     WHEN NOT EXISTS (SELECT 1 FROM root) THEN CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-      WHERE p.proname = $2 AND n.nspname = $3 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $6) > 0) THEN '1' ELSE '0' END
+      WHERE p.proname = $2 AND n.nspname = $3 AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $6) > 0 AND ` + recorderCallable("p", "pg_catalog.to_regclass($1)") + `) THEN '1' ELSE '0' END
     WHEN EXISTS (SELECT 1 FROM rec) THEN '1' ELSE '2' END,
   COALESCE((SELECT rec.nspname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), ''),
   COALESCE((SELECT rec.relname::text FROM rec WHERE rec.relid <> pg_catalog.to_regclass($1)), '')`,
 		[]any{regclass(table), fn.Name, fn.Schema, tombInsertTrigger, tombFunc(tombKept(table)), absenceVersion, "-- " + tombVersion + "\n"}
+}
+
+// recorderCallable is the condition that the pg_proc row alias rp is the recorder
+// AbsenceCall's call resolves to, for the table whose oid the SQL expression tbl
+// yields: a plain function (prokind 'f') of exactly the recorder's signature
+// (recorderArgs; AbsenceCall casts every argument to it, so PostgreSQL takes the
+// exact match over any other overload), with no routine of its name and schema whose
+// leading parameters are that signature and whose further ones have defaults — the
+// one overload that makes an exactly typed call ambiguous (42725). One condition for
+// AbsenceRecorderQuery and TombstoneInstalledQuery.
+func recorderCallable(rp, tbl string) string {
+	return rp + `.prokind OPERATOR(pg_catalog.=) 'f' AND ` + rp + `.proargtypes OPERATOR(pg_catalog.=) ` + recorderArgs(tbl) + `
+    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.pronamespace OPERATOR(pg_catalog.=) ` + rp + `.pronamespace AND o.proname OPERATOR(pg_catalog.=) ` + rp + `.proname
+      AND o.oid OPERATOR(pg_catalog.<>) ` + rp + `.oid AND o.pronargdefaults OPERATOR(pg_catalog.>) 0 AND o.pronargs OPERATOR(pg_catalog.-) o.pronargdefaults OPERATOR(pg_catalog.<=) ` + rp + `.pronargs
+      AND pg_catalog.starts_with(pg_catalog.array_to_string(o.proargtypes::pg_catalog.oid[], ',') OPERATOR(pg_catalog.||) ',', pg_catalog.array_to_string(` + rp + `.proargtypes::pg_catalog.oid[], ',') OPERATOR(pg_catalog.||) ','))`
 }
 
 // AbsenceRecordSQL calls table's recorder with the key's values, the token and

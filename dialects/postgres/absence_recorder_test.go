@@ -12,6 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -111,9 +112,11 @@ func waitBlocked(t *testing.T, raw *sql.DB, what string) {
 }
 
 // An overload of the recorder's name (another signature, which unknown-typed
-// arguments would resolve to; rt44a F2) takes no call: the pool refuses the claim
-// (the overload is a changed guard object, rt45b F4), and TombstoneInstalledQuery
-// reports the tombstone guard not installed until the Fix drops it.
+// arguments would resolve to; rt44a F2) takes no call: the wrapper's call is typed
+// exactly (AbsenceCall), so the recorder records the claim and the stale INSERT is
+// fenced. The overload is a namesake, not a changed guard object (red-team rt58a F2:
+// judging it so refused every write of the table): the tombstone guard counts as
+// installed, Check reports the namesakes, and -apply drops them.
 func TestAbsenceRecorderOverloadTakesNoCall(t *testing.T) {
 	raw, db := absentAcc(t)
 	for _, q := range []string{
@@ -124,9 +127,27 @@ func TestAbsenceRecorderOverloadTakesNoCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// An overload of the recorder's name is judged a changed guard object (red-team
-	// rt45b F4: guardObjects judges every function of the recorder's name): the pool
-	// refuses the claim before it can reach either function, and the stale INSERT.
+	claimAbsent(t, db, 60, true, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", 7)
+	if err := insertAs(db, 40, "INSERT INTO acc (id) VALUES (7)"); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Fatalf("INSERT under token 40 of key 7 claimed absent under 60 beside an overload of the recorder: %v, want ErrFenced", err)
+	}
+	q, args := postgres.Dialect.(dialect.Tombstoner).TombstoneInstalledQuery(dialect.TableName{Schema: "public", Name: "acc"})
+	var n int
+	if err := raw.QueryRow(q, args...).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("tombstone guard installed beside an overload of its recorder: %d (%v), want 1", n, err)
+	}
+	recorderNamesakesFixed(t, raw, 2)
+}
+
+// An overload of the recorder's name whose extra parameters have defaults makes even
+// the exactly typed call ambiguous (42725): the claim of an absent key is refused
+// (ErrUnsupported: AbsenceRecorderQuery does not count the recorder callable), the
+// table's other writes go on, and -apply drops the overload (red-team rt58a F2).
+func TestAbsenceRecorderAmbiguousOverloadRefusesClaimOnly(t *testing.T) {
+	raw, db := absentAcc(t)
+	if _, err := raw.Exec(`CREATE FUNCTION public.fencedsql_tombclaim_acc(bigint, bigint, boolean, x integer DEFAULT 0) RETURNS integer LANGUAGE sql AS 'SELECT 1'`); err != nil {
+		t.Fatal(err)
+	}
 	ctx := fencedsql.WithToken(context.Background(), 60)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -135,16 +156,43 @@ func TestAbsenceRecorderOverloadTakesNoCall(t *testing.T) {
 	var id int64
 	err = tx.QueryRowContext(ctx, "SELECT id FROM acc WHERE id = $1 FOR UPDATE", 7).Scan(&id)
 	tx.Rollback() //nolint:errcheck
-	if !errors.Is(err, fencedsql.ErrSchema) {
-		t.Fatalf("claim of key 7 beside an overload of the recorder: %v, want ErrSchema", err)
+	if !errors.Is(err, fencedsql.ErrUnsupported) {
+		t.Fatalf("claim of key 7 beside an overload making the recorder's call ambiguous: %v, want ErrUnsupported", err)
 	}
-	if err := insertAs(db, 40, "INSERT INTO acc (id) VALUES (7)"); !errors.Is(err, fencedsql.ErrSchema) && !errors.Is(err, fencedsql.ErrFenced) {
-		t.Fatalf("INSERT under token 40 of key 7 beside an overload of the recorder: %v, want ErrSchema or ErrFenced", err)
+	if err := insertAs(db, 60, "INSERT INTO acc (id) VALUES (8)"); err != nil {
+		t.Fatalf("INSERT of key 8 beside the overload: %v, want it inserted", err)
 	}
-	q, args := postgres.Dialect.(dialect.Tombstoner).TombstoneInstalledQuery(dialect.TableName{Schema: "public", Name: "acc"})
-	var n int
-	if err := raw.QueryRow(q, args...).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("tombstone guard installed beside an overload of its recorder: %d (%v), want 0", n, err)
+	recorderNamesakesFixed(t, raw, 1)
+}
+
+// recorderNamesakesFixed checks that schema.Check reports want namesakes of acc's
+// recorder and that -apply converges, leaving the recorder alone of its name.
+func recorderNamesakesFixed(t *testing.T, raw *sql.DB, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec := schema.GuardSpec{Table: "acc"}
+	reps, err := schema.Check(ctx, raw, postgres.Dialect, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, r := range reps {
+		for _, sd := range r.SideDoors {
+			if strings.Contains(sd.Object, "fencedsql_tombclaim_acc(") {
+				got++
+			}
+		}
+	}
+	if got != want {
+		t.Errorf("namesakes of the recorder reported: %d, want %d: %q", got, want, fencetest.ReportProblems(reps))
+	}
+	if reps, err := fencetest.ApplyRounds(ctx, raw, postgres.Dialect, true, spec); err != nil || !longAllOK(reps) {
+		t.Fatalf("-apply beside the recorder's namesakes: %v %q; want it to converge", err, fencetest.ReportProblems(reps))
+	}
+	var left int
+	if err := raw.QueryRow("SELECT count(*) FROM pg_proc WHERE proname = 'fencedsql_tombclaim_acc'").Scan(&left); err != nil || left != 1 {
+		t.Fatalf("routines of the recorder's name after -apply: %d (%v), want 1", left, err)
 	}
 }
 

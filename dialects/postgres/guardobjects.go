@@ -32,15 +32,19 @@ import (
 //     "old.<c> IS DISTINCT FROM new.<c>" for each primary key column, joined by OR,
 //     with the key's own equality operators and nothing but binary-coercible casts
 //     (RelabelType: varchar's to text);
-//   - the table's tombstone function fencedsql_tombstone_<t> in t's schema, whatever
-//     its marker (a no-op carrying an older version's marker would pass
+//   - the table's tombstone function fencedsql_tombstone_<t>() in t's schema (the
+//     function without arguments, the only one a trigger can run; a routine of
+//     another signature or kind is a namesake, guardNamesakes'), whatever its marker (a no-op carrying an older version's marker would pass
 //     TombstoneInstalledQuery's "not installed" by the lazy check, which does not
 //     require the tombstone guard): its text is TombstoneDDL's for t's primary key and
 //     token column, of this version or the previous one (tombBody), PL/pgSQL, a
 //     volatile trigger function without arguments, SECURITY DEFINER, with exactly the
 //     pinned search_path as its settings;
-//   - every function named like t's absence recorder in t's schema, whatever its
-//     marker: its text is absenceDDL's for t, of this version or the previous one
+//   - the function named like t's absence recorder in t's schema with the recorder's
+//     signature (the primary key's types, bigint, boolean: the only one AbsenceCall's
+//     exactly typed call resolves to while it exists; a routine of another signature
+//     or kind is a namesake, which guardNamesakes reports and the lazy check does not
+//     refuse writes for, red-team rt58a F2), whatever its marker: its text is absenceDDL's for t, of this version or the previous one
 //     (recorderText: built from the catalog's key, as ownAbsence), its arguments exactly the key's types then bigint and boolean,
 //     returning one integer, PL/pgSQL, volatile, SECURITY DEFINER, with exactly the
 //     pinned search_path (without it the body's operators would resolve through the
@@ -94,7 +98,8 @@ SELECT 'function', p.proname::text, p.prosrc, l.lanname::text, p.provolatile::te
     WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisprimary AND k.ord <= i.indnkeyatts),
   pg_catalog.oidvectortypes(p.proargtypes), '', ''
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE n.nspname = $2 AND p.proname IN ($3, $4)
+WHERE n.nspname = $2 AND p.prokind = 'f' AND (p.proname = $3 AND p.pronargs = 0
+  OR p.proname = $4 AND p.proargtypes OPERATOR(pg_catalog.=) `+recorderArgs("pg_catalog.to_regclass($1)")+`)
 ORDER BY 1, 2, 3`,
 		regclass(t.Table), table.Schema, tombFn.Name, absFn.Name, pinnedSearchPath, t.TokenColumn,
 		guardTrigger, guardDeleteTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger)

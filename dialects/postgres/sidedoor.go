@@ -59,9 +59,9 @@ import (
 //     tombstone table and the floor — not as the guards created them
 //     (guardTables), or changed by a trigger, a rule, a view over them, an event
 //     trigger or a SECURITY DEFINER routine (otherTriggers' guard writers);
-//   - functions carrying the name of one of the guard's functions but another
-//     signature (guardNamesakes, red-team rt57b F1): reported here only, as the
-//     guard's calls cannot be taken by them.
+//   - routines carrying the name of one of the guard's functions but another
+//     signature or kind (guardNamesakes, red-team rt57b F1, rt58a F1/F2): reported
+//     here only, as the guard's calls cannot be taken by them.
 //
 // It first judges the session it reads the catalog through (catalogTrust, red-team
 // rt52a).

@@ -420,12 +420,14 @@ func (d dialectImpl) UntombstoneDDL(table dialect.TableName) []string {
 // left in the schema a moved table came from is reported: the Fix carries its
 // tombstones over, red-team rt31a F3),
 // SECURITY DEFINER, and its tombstone table exists, with the absence recorder of this
-// version, the only function of its name in the schema (an overload would take the
-// wrapper's call: red-team rt44a F2).
+// version, the function the wrapper's exactly typed call resolves to (recorderCallable:
+// of the recorder's signature, no overload making the call ambiguous; an overload had
+// taken an untyped call: red-team rt44a F2). Another routine of the recorder's name is
+// a namesake (guardNamesakes), reported on its own (red-team rt58a F2).
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	return `SELECT CASE WHEN COUNT(*) = 3 AND pg_catalog.to_regclass($6) IS NOT NULL THEN 1 ELSE 0 END FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgenabled = 'A' AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0 AND (t.tgname = $2 AND t.tgtype = 9 AND t.tgqual IS NULL OR t.tgname = $3 AND t.tgtype = 5 AND t.tgqual IS NULL OR t.tgname = $4 AND t.tgtype = 17) AND p.proname = $5 AND p.pronamespace = (SELECT ns.oid FROM pg_catalog.pg_namespace ns WHERE ns.nspname = $9) AND p.prosecdef AND pg_catalog.strpos(p.prosrc, $7) > 0 AND $8 = ANY(p.proconfig)
   AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc ap WHERE ap.proname = $10 AND ap.pronamespace = p.pronamespace AND ap.prosecdef AND pg_catalog.strpos(ap.prosrc, $11) > 0
-    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc o WHERE o.proname = ap.proname AND o.pronamespace = ap.pronamespace AND o.oid <> ap.oid))`,
+    AND ` + recorderCallable("ap", "pg_catalog.to_regclass($1)") + `)`,
 		[]any{regclass(table), tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger, tombFunc(tombKept(table)), regclass(tombTable(table)), tombVersion, pinnedSearchPath, tombSchema(table),
 			absenceFunc(foldName(table.Name)), absenceVersion}
 }
