@@ -442,6 +442,9 @@ _fsql_start_postgres() {
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
 max_connections = 300
+# PREPARE TRANSACTION allowed: the floor's raise must wait for two-phase writers
+# (dialects/postgres TestRaiseWaitsForPreparedWriter).
+max_prepared_transactions = 10
 fsync = off
 synchronous_commit = off
 full_page_writes = off

@@ -20,8 +20,12 @@ import (
 // MySQL's @@server_uuid is left out: MariaDB has no such variable, and no executable
 // comment runs on MySQL only.
 func (dialectImpl) NamePathQuery() string {
-	return "SELECT CAST(DATABASE() AS BINARY), CAST(CONCAT_WS(':', @@GLOBAL.server_id, @@GLOBAL.hostname, @@GLOBAL.port) AS BINARY)"
+	return "SELECT CAST(DATABASE() AS BINARY), " + serverIdentity
 }
+
+// serverIdentity is the SQL of the server's identity, "<server_id>:<hostname>:<port>"
+// as binary (NamePathQuery; the raise's session check, RaiseSessionIDQuery, SessionLiveQuery).
+const serverIdentity = "CAST(CONCAT_WS(':', @@GLOBAL.server_id, @@GLOBAL.hostname, @@GLOBAL.port) AS BINARY)"
 
 // TrackedServerIdentity implements dialect.ServerIdentifier: the driver keeps no
 // identity of the server, which NamePathQuery reads.

@@ -15,7 +15,7 @@ func optionalInterfaces() []reflect.Type {
 		reflect.TypeFor[DeleteFencer](), reflect.TypeFor[DescendantFinder](), reflect.TypeFor[ExactIdenter](),
 		reflect.TypeFor[FloorBlockLister](), reflect.TypeFor[FloorCopier](), reflect.TypeFor[FloorCoverageFinder](),
 		reflect.TypeFor[FloorFinder](), reflect.TypeFor[FloorInstallLocker](), reflect.TypeFor[FloorLockReader](),
-		reflect.TypeFor[FloorSettler](), reflect.TypeFor[Floorer](), reflect.TypeFor[GuardFinder](),
+		reflect.TypeFor[FloorSettler](), reflect.TypeFor[FloorWaitBounder](), reflect.TypeFor[Floorer](), reflect.TypeFor[GuardFinder](),
 		reflect.TypeFor[Guarder](), reflect.TypeFor[HiddenGuardReader](), reflect.TypeFor[LocatorChecker](),
 		reflect.TypeFor[NamePathTracker](), reflect.TypeFor[NamePather](), reflect.TypeFor[NoDatabaseReporter](),
 		reflect.TypeFor[NotNullFixer](), reflect.TypeFor[PartialFailer](), reflect.TypeFor[ServerIdentifier](), reflect.TypeFor[PastReader](), reflect.TypeFor[PreparedLister](),

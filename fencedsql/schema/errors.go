@@ -156,11 +156,19 @@ var ErrFloorBlocked = errors.New("fencedsql: open transactions blocked the floor
 // transactions open at the raise did (errors.Is ErrFloorUnsettled, and the context's
 // error); with Blocked, when the raise itself gave up waiting for them and raised
 // nothing (errors.Is ErrFloorBlocked, and the server's or the context's error; red-team
-// rt31b F8).
+// rt31b F8). A blocked raise leaves nothing of its own waiting on the server
+// (dialect.FloorWaitBounder: it ends its session when the context ends; red-team
+// rt58d F1) and does not list its own session in Open; SessionLeft says when that
+// could not be confirmed.
 type SettleError struct {
 	Open    []string // the sessions' process ids ("prepared" for a prepared transaction, "XA <id>" for a prepared XA transaction; MySQL/MariaDB: connection ids); none when they could not be listed
 	Err     error    // the context's error (Blocked: the server's lock wait timeout, or the context's error)
 	Blocked bool     // the raise was not made: it waited for these transactions' locks and gave up
+	// SessionLeft (Blocked): why the raise's own session, whose write of the floor may
+	// still wait on the server (guarded writes then queue behind it until the server
+	// gives it up, at most a second after the context's deadline), could not be
+	// confirmed ended; nil normally.
+	SessionLeft error
 }
 
 func (e *SettleError) Error() string {
@@ -169,8 +177,12 @@ func (e *SettleError) Error() string {
 		if len(e.Open) > 0 {
 			who = fmt.Sprintf("%d transaction(s) holding row locks (connections %s)", len(e.Open), strings.Join(e.Open, ", "))
 		}
-		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is NOT raised: the raise waited for the floor row, which every open guarded write locks, and gave up; open: %s: end them (KILL) and raise again: %v",
-			who, e.Err)
+		left := ""
+		if e.SessionLeft != nil {
+			left = fmt.Sprintf(" (the raise's own session may still wait on the server, guarded writes queued behind it, until the server's lock wait timeout: ending it failed: %v)", e.SessionLeft)
+		}
+		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is NOT raised%s: the raise waited for the floor row, which every open guarded write locks, and gave up; open: %s: end them (KILL) and raise again: %v",
+			left, who, e.Err)
 	}
 	if len(e.Open) == 0 {
 		return fmt.Sprintf("fencedsql: RaiseTokenFloor: the floor is raised, but the context ended before the transactions open at the raise could be listed: one may still commit a write judged under the old floor; run it again (with the same floor) to wait for them: %v", e.Err)

@@ -335,7 +335,9 @@ func TokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect) (uint64, err
 // wait again. A paused holder's open transaction holds it up until it ends; on
 // MySQL/MariaDB (dialect.FloorBlockLister) a raise that gives up waiting for it (the
 // server's lock wait timeout, or ctx) raises nothing and fails with a *SettleError with
-// Blocked set (ErrFloorBlocked) naming the connections that hold row locks.
+// Blocked set (ErrFloorBlocked) naming the connections that hold row locks, and leaves
+// nothing of its own waiting on the server (dialect.FloorWaitBounder: its lock waits
+// bounded by ctx, its session ended when ctx ends; red-team rt58d F1).
 //
 // It creates no floor table. The guards' installation (GuardDDL) creates the one they
 // read, so a database with guards always has it; a floor table created where no guard
@@ -388,6 +390,11 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 	}
 	defer conn.Close()
 	registered := registrySchemas(ctx, conn, d)
+	sess, err := openRaiseSession(ctx, conn, d)
+	if err != nil {
+		return err
+	}
+	defer sess.release(conn) // after the transaction's end (deferred below)
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("fencedsql: RaiseTokenFloor: %w", err)
@@ -411,12 +418,16 @@ func raiseTokenFloor(ctx context.Context, db *sql.DB, d dialect.Dialect, floor u
 		return err
 	}
 	for _, t := range tables {
+		if err := sess.bound(ctx, tx); err != nil {
+			return err
+		}
 		q, args := f.RaiseFloorQuery(t, int64(floor))
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			if b, ok := d.(dialect.FloorBlockLister); ok && (b.FloorLockWait(err) || ctx.Err() != nil) {
-				tx.Rollback() // its own locks: not a blocker to list
+				tx.Rollback()      // its own locks: not a blocker to list
+				sess.release(conn) // its pool slot, for floorBlocked's connections
 				// A fresh connection: the client may have closed conn when ctx ended.
-				return floorBlocked(ctx, db, b, err)
+				return floorBlocked(ctx, db, b, err, sess)
 			}
 			return fmt.Errorf("fencedsql: RaiseTokenFloor: raising %s: %w", t, err)
 		}
@@ -495,15 +506,25 @@ func settleRaise(ctx context.Context, db querier, d dialect.Dialect) error {
 // for the floor row's lock (err: the server's lock wait timeout, or the context's end):
 // a *SettleError (Blocked) naming the sessions that hold row locks, listed within a
 // few seconds even when ctx has ended (none when they cannot be listed: the listing
-// may need a privilege, MySQL's PROCESS).
-func floorBlocked(ctx context.Context, db *sql.DB, b dialect.FloorBlockLister, err error) error {
+// may need a privilege, MySQL's PROCESS). When ctx has ended, it first ends the raise's
+// own session (sess.end; SessionLeft when that fails), whose write the server may
+// still hold queued (red-team rt58d F1); that session is never listed among the
+// blockers.
+func floorBlocked(ctx context.Context, db *sql.DB, b dialect.FloorBlockLister, err error, sess *raiseSession) error {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	e := &SettleError{Err: err, Blocked: true}
+	own := ""
+	if sess != nil {
+		own = strconv.FormatInt(sess.id, 10)
+		if ctx.Err() != nil {
+			e.SessionLeft = sess.end(lctx, db)
+		}
+	}
 	rows, lerr := catalogQuery(db)(lctx, b.FloorBlockersQuery())
 	if lerr == nil {
 		for _, r := range rows {
-			if len(r) > 0 {
+			if len(r) > 0 && r[0] != own {
 				e.Open = append(e.Open, r[0])
 			}
 		}

@@ -1,0 +1,35 @@
+package dialect
+
+// FloorWaitBounder is implemented by dialects whose server does not end a statement
+// waiting for a lock when its client goes away (MySQL/MariaDB: a raise's write of the
+// floor row, queued behind a paused holder's shared lock, waits on to
+// innodb_lock_wait_timeout after the client closed the connection at its context's
+// end — and every guarded write after it queues behind it: red-team rt58d F1).
+// RaiseTokenFloor uses it so that a raise leaves nothing waiting on the server once it
+// has returned:
+//
+//   - before each write of a floor it runs BoundLockWaitQuery on its connection with
+//     the context's time left (whole seconds, at least 1), so the server gives up the
+//     wait with the client at the latest a second after it, whatever the server's own
+//     lock wait timeouts; the connection is then closed, not returned to the pool;
+//   - when the context ends during that write, it checks from another connection of
+//     the pool (SessionLiveQuery) that it reaches the same server, ends the raise's
+//     session (EndSessionQuery) and waits until SessionLiveQuery no longer finds it.
+//
+// Session ids and server identities are those RaiseSessionIDQuery reads on the raise's
+// connection. None of it needs a privilege beyond the raise's own: a session may end
+// and see the sessions of its own account.
+type FloorWaitBounder interface {
+	// RaiseSessionIDQuery yields one row: the connection's session id (an integer) and
+	// the server's identity (text equal on every connection to one running server).
+	RaiseSessionIDQuery() string
+	// BoundLockWaitQuery lowers the session's lock waits (row and metadata locks) to
+	// at most secs seconds (secs ≥ 1); it never raises them.
+	BoundLockWaitQuery(secs int64) string
+	// SessionLiveQuery yields one row: the server's identity, as RaiseSessionIDQuery
+	// reads it, and 1 when the session whose id is its one bind parameter still
+	// exists (0 otherwise).
+	SessionLiveQuery() string
+	// EndSessionQuery ends session id, its statement and its transaction.
+	EndSessionQuery(id int64) string
+}
