@@ -582,8 +582,6 @@ func schedRun(t *testing.T, pair bool) {
 		// must show up as a violation when an older plain INSERT follows.
 		plainOps = append(append([]string(nil), schedPlainOps...), "pdel", "pdel", "pins")
 	}
-	// XA transaction ids are the server's, not the database's: this run's own.
-	runID := time.Now().UnixNano()
 	t.Logf("seed %d (replay: FENCEDSQL_SCHEDULES_SEED=%d), %d rounds", k.seed, k.seed, k.iters)
 	start := time.Now()
 	defer func() {
@@ -603,68 +601,69 @@ func schedRun(t *testing.T, pair bool) {
 		}
 		t.Logf("committed touches by op: %v", cov)
 	}()
+	e.commits = schedRounds(t, k, admin, e.fenced, pair, plainOps, schedDefaultBudget, nil, func(_ *rand.Rand, txs []schedTx) []schedWorker {
+		ws := make([]schedWorker, len(txs))
+		for i := range ws {
+			ws[i].env = &schedEnv{t: t, fenced: e.fenced, plain: e.plain, pair: pair}
+		}
+		return ws
+	})
+}
+
+// schedWorker is the environment (pools) a round's transaction runs in, and its label
+// in the log ("" for none).
+type schedWorker struct {
+	env   *schedEnv
+	label string
+}
+
+// schedRounds runs k's rounds on acc (or pair): each seeds its keys (schedSeed, seeder
+// deleting), runs schedGen's transactions concurrently, each in the worker draw gives
+// it (draw may draw from the round's random source after the schedule), and checks the
+// ledger (schedCheck); for at most budget unless FENCEDSQL_SCHEDULES_ITERS is set. It
+// fails t on a violation or an error of no expected kind (excused, if not nil, passes
+// over some), naming the seed that replays it, and returns the commits.
+func schedRounds(t *testing.T, k schedKnobs, admin, seeder *sql.DB, pair bool, plainOps []string, budget time.Duration, excused func(odd string) bool, draw func(r *rand.Rand, txs []schedTx) []schedWorker) (commits int) {
+	t.Helper()
+	// XA transaction ids are the server's, not the database's: this run's own.
+	runID := time.Now().UnixNano()
+	start := time.Now()
 	const nkeys = 3
 	bad := 0
 	var odd []string
 	for round := 0; round < k.iters; round++ {
-		if !k.itersSet && time.Since(start) > schedDefaultBudget {
-			t.Logf("time budget %v reached after %d rounds", schedDefaultBudget, round)
+		if !k.itersSet && time.Since(start) > budget {
+			t.Logf("time budget %v reached after %d rounds", budget, round)
 			break
 		}
 		seed := k.seed + int64(round)
 		r := rand.New(rand.NewSource(seed))
 		base := int64(round+1) * 10000
-		// Each key absent, present under token st, or deleted under st (a tombstone);
-		// st is 1 or, in half of the rounds, any token the workers draw too.
-		anySeedTok := r.Intn(2) == 0
-		for i := int64(0); i < nkeys; i++ {
-			st := 1
-			if anySeedTok {
-				st = 1 + r.Intn(7)
-			}
-			if mode := r.Intn(3); mode > 0 {
-				q, args := "INSERT INTO acc (id, balance, fence_token, version) VALUES (?, 0, ?, 1)", []any{base + i, st}
-				if pair {
-					q, args = "INSERT INTO pair (`Region`, n, balance, fence_token, version) VALUES ('a', ?, 0, ?, 1)", []any{base + i, st}
-				}
-				if _, err := admin.Exec(q, args...); err != nil {
-					t.Fatal(err)
-				}
-				op := "seed"
-				if mode == 2 {
-					op = "seeddel"
-					q, args := "DELETE FROM acc WHERE id = ?", []any{base + i}
-					if pair {
-						q, args = "DELETE FROM pair WHERE `Region` = 'a' AND n = ?", []any{base + i}
-					}
-					if _, err := e.fenced.ExecContext(fencedsql.WithToken(context.Background(), uint64(st)), q, args...); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if _, err := admin.Exec("INSERT INTO sched_ledger (k, maxtok, viol, log, last_op, last_tok) VALUES (?, ?, 0, ?, ?, ?)", base+i, st, fmt.Sprintf(" %s@%d", op, st), op, st); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		schedSeed(t, admin, seeder, r, base, nkeys, pair)
 		txs := schedGen(r, base, nkeys, k.isos, plainOps)
-		e.odd = nil
+		ws := draw(r, txs)
 		var wg sync.WaitGroup
 		for i, x := range txs {
 			wg.Add(1)
 			go func(i int, x schedTx) {
 				defer wg.Done()
-				e.run(x, fmt.Sprintf("fsql_%d_%d_%d", runID, round, i))
+				ws[i].env.run(x, fmt.Sprintf("fsql_%d_%d_%d", runID, round, i))
 			}(i, x)
 		}
 		wg.Wait()
-		for _, o := range e.odd {
-			odd = append(odd, fmt.Sprintf("round %d (seed %d): %s", round, seed, o))
+		for _, w := range ws {
+			commits += w.env.commits
+			for _, o := range w.env.odd {
+				if excused == nil || !excused(o) {
+					odd = append(odd, fmt.Sprintf("round %d (seed %d) %s: %s", round, seed, w.label, o))
+				}
+			}
 		}
 		if msg := schedCheck(t, admin, base, pair); msg != "" {
 			bad++
 			var sched []string
-			for _, x := range txs {
-				sched = append(sched, x.String())
+			for i, x := range txs {
+				sched = append(sched, ws[i].label+" "+x.String())
 			}
 			t.Errorf("round %d: replay with FENCEDSQL_SCHEDULES_SEED=%d FENCEDSQL_SCHEDULES_ITERS=1: %s\nschedule:\n  %s", round, seed, msg, strings.Join(sched, "\n  "))
 			if bad > 3 {
@@ -673,7 +672,49 @@ func schedRun(t *testing.T, pair bool) {
 		}
 	}
 	if len(odd) > 0 {
+		sort.Strings(odd)
+		if len(odd) > 30 {
+			odd = odd[:30]
+		}
 		t.Errorf("errors of no expected kind (run seed %d):\n  %s", k.seed, strings.Join(odd, "\n  "))
+	}
+	return commits
+}
+
+// schedSeed seeds a round's keys base..base+nkeys-1 of acc (or pair) and their ledger
+// rows: each key absent, present under token st, or deleted under st by fenced (a
+// tombstone); st is 1 or, in half of the rounds, any token the workers draw too.
+func schedSeed(t *testing.T, admin, fenced *sql.DB, r *rand.Rand, base, nkeys int64, pair bool) {
+	t.Helper()
+	anySeedTok := r.Intn(2) == 0
+	for i := int64(0); i < nkeys; i++ {
+		st := 1
+		if anySeedTok {
+			st = 1 + r.Intn(7)
+		}
+		if mode := r.Intn(3); mode > 0 {
+			q, args := "INSERT INTO acc (id, balance, fence_token, version) VALUES (?, 0, ?, 1)", []any{base + i, st}
+			if pair {
+				q, args = "INSERT INTO pair (`Region`, n, balance, fence_token, version) VALUES ('a', ?, 0, ?, 1)", []any{base + i, st}
+			}
+			if _, err := admin.Exec(q, args...); err != nil {
+				t.Fatal(err)
+			}
+			op := "seed"
+			if mode == 2 {
+				op = "seeddel"
+				q, args := "DELETE FROM acc WHERE id = ?", []any{base + i}
+				if pair {
+					q, args = "DELETE FROM pair WHERE `Region` = 'a' AND n = ?", []any{base + i}
+				}
+				if _, err := fenced.ExecContext(fencedsql.WithToken(context.Background(), uint64(st)), q, args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := admin.Exec("INSERT INTO sched_ledger (k, maxtok, viol, log, last_op, last_tok) VALUES (?, ?, 0, ?, ?, ?)", base+i, st, fmt.Sprintf(" %s@%d", op, st), op, st); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

@@ -89,6 +89,11 @@ import (
 // decides "absent" from a filtered read; a superuser's, a BYPASSRLS owner's, or an
 // owner's without FORCE records as before.
 //
+// Version 6 (red-team rt58b F1) judges a wait as a claim conflict under REPEATABLE
+// READ and SERIALIZABLE only (snapshotLevel): READ UNCOMMITTED, which PostgreSQL runs
+// as READ COMMITTED, takes the READ COMMITTED path (the lookup below), where v5 failed
+// the claim with ErrClaimConflict without cause.
+//
 // The wrapper calls it schema-qualified with every argument cast to the function's
 // parameter types (AbsenceCall, rt44a F2: an overload in the table's schema, or one
 // that takes other types, cannot capture the call, as it did untyped parameters).
@@ -96,9 +101,9 @@ const (
 	// absenceVersion marks the recorder's body; AbsenceRecorderQuery and
 	// TombstoneInstalledQuery look for it (an older one is not installed: the Fix
 	// re-creates it).
-	absenceVersion = absenceMarker + "5"
+	absenceVersion = absenceMarker + "6"
 	// absenceVersionNumber is absenceVersion's number.
-	absenceVersionNumber = 5
+	absenceVersionNumber = 6
 	// absenceMarker begins every version's marker.
 	absenceMarker = "fencedsql absence recorder v"
 )
@@ -154,7 +159,8 @@ func absenceBody(tomb, tbl, tok, list, cond string, n int) string {
 	return absenceBodyOf(absenceVersionNumber, tomb, tbl, tok, list, cond, n)
 }
 
-// absenceBodyOf is absenceBody as version v wrote it: v5 (this one), v4 (without the
+// absenceBodyOf is absenceBody as version v wrote it: v6 (this one), v5 (READ
+// UNCOMMITTED judged as a snapshot level, red-team rt58b F1), v4 (nor the
 // row-security refusal of red-team rt48h F2), v3 (nor the collation rule of rt45a F2)
 // or v2 (nor the fence check of rt44e F2), which
 // ownAbsence still recognises as the guard's own until the Fix re-creates it.
@@ -186,13 +192,17 @@ func absenceBodyOf(v int, tomb, tbl, tok, list, cond string, n int) string {
       MESSAGE = '` + dialect.ClaimConflictMark + `: a concurrent transaction wrote this key of ' || ` + pgLiteral(tbl) + ` || ' under an older fence token after the claim read it as absent; retry the transaction';`
 	// v2 judged a wait under REPEATABLE READ right after it; v3 judges the token first
 	// (a newer tombstone is ErrFenced, not a retryable conflict).
+	snapshot := snapshotLevelBefore("<>")
+	if v >= 6 {
+		snapshot = snapshotLevel
+	}
 	waitedConflict := `
-    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+    IF ` + snapshot + ` THEN
       ` + conflict + `
     END IF;`
 	if v >= 3 {
 		fence += `
-  IF fencedsql_waited AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+  IF fencedsql_waited AND ` + snapshot + ` THEN
     ` + conflict + `
   END IF;`
 		waitedConflict = ""
@@ -269,7 +279,7 @@ END
 }
 
 // ownAbsence reports whether src, the body of a function named like a recorder, is
-// exactly the recorder absenceDDL writes, of this version or an earlier one (v2 to v4,
+// exactly the recorder absenceDDL writes, of this version or an earlier one (v2 to v5,
 // which a database upgraded to this library keeps until the Fix re-creates it:
 // TombstoneInstalledQuery reports it), for the tombstone table tomb, the table tbl
 // (quoted, qualified), its token column tok (quoted) and its primary key as the

@@ -115,11 +115,12 @@ func TestStaleClaimOfAbsentKeyFenced(t *testing.T) {
 
 // TestAbsenceRecorderUpgradedFromPrevious: a database whose recorder is an earlier
 // version's (v2, no fence check; v3, no collation rule for an over-long value; v4, no
-// refusal under row security forced on its owner) reports
+// refusal under row security forced on its owner; v5, READ UNCOMMITTED judged as a
+// snapshot level) reports
 // the tombstone guard as not installed, and not the recorder as a guard writer (it is
 // the guard's own); the Fix re-creates it, and the stale claim is fenced.
 func TestAbsenceRecorderUpgradedFromPrevious(t *testing.T) {
-	for _, v := range []int{2, 3, 4} {
+	for _, v := range []int{2, 3, 4, 5} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { absenceRecorderUpgradedFrom(t, v) })
 	}
 }

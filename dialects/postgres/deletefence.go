@@ -85,7 +85,11 @@ const (
 	// oneStepMarker is in the body of the guard function (its DELETE trigger reads
 	// the mark) and of the two fence functions of this version of the one-statement
 	// DELETE.
-	oneStepMarker = "fencedsql one-statement delete v4"
+	oneStepMarker = "fencedsql one-statement delete v5"
+	// oneStepMarkerBefore is the previous version's marker (v4: the slow fence and the
+	// guard's floor slow path took READ UNCOMMITTED for a snapshot level, red-team
+	// rt58b F2), which guard v7's text names.
+	oneStepMarkerBefore = "fencedsql one-statement delete v4"
 	// markMarker is in the body of every function that reads the mark as this version
 	// writes it: the tombstone function. (Older versions marked their functions
 	// "fencedsql one-statement delete v1"/"v2" and "fencedsql delete mark v2", and

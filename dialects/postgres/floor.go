@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -32,8 +33,8 @@ import (
 //
 // A guard accepts on the fast path only a token at or above the copy; a token below it
 // (or an unreadable copy: NULL) takes the slow path, which reads FloorTable and decides
-// by it (floorSlowRead) — in a READ COMMITTED transaction. Under REPEATABLE READ or
-// SERIALIZABLE the table is read as of the transaction's snapshot, which may predate a
+// by it (floorSlowRead) — in a READ COMMITTED (or READ UNCOMMITTED) transaction.
+// Under REPEATABLE READ or SERIALIZABLE the table is read as of the transaction's snapshot, which may predate a
 // raise (a red-team pass: writes under the old floor went through after the raise had
 // committed), so the slow path there decides by the greater of the table and the copy:
 // after a raise that rolled back, such a transaction's writes between the floor and the
@@ -49,11 +50,17 @@ const FloorSQLState = "FNCD2"
 
 // floorSlowRead is the slow path's read of the floor into fl, a PL/pgSQL statement
 // (see FloorSQLState): the table's floor, or under REPEATABLE READ and SERIALIZABLE
-// the greater of the table's (as of the snapshot) and the copy.
+// the greater of the table's (as of the snapshot) and the copy (snapshotLevel: READ
+// UNCOMMITTED, run as READ COMMITTED, reads the table alone; guard v7 and fence v4
+// took it for a snapshot level, red-team rt58b F2).
 const floorSlowRead = "fl := (SELECT f.floor FROM " + floorPlaceholder + " f WHERE f.id OPERATOR(pg_catalog.=) 1);\n" +
-	"    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN\n" +
+	"    IF " + snapshotLevel + " THEN\n" +
 	"      fl := GREATEST(fl, " + floorCopy + ");\n" +
 	"    END IF;"
+
+// floorSlowReadBefore is floorSlowRead as guard v7 wrote it (READ UNCOMMITTED taken
+// for a snapshot level), which the guard-writer check still recognises (ownGuardTextSQL).
+var floorSlowReadBefore = strings.Replace(floorSlowRead, snapshotLevel, snapshotLevelBefore("OPERATOR(pg_catalog.<>)"), 1)
 
 // floorShown is the floor a refusal names: the slow path's fl, or "missing" when the
 // floor table has lost its row — which refuses every token the copy does not accept,

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
@@ -234,6 +235,22 @@ func (d dialectImpl) GuardDDL(table dialect.TableName, tokenCol, versionCol stri
 // change guardVersion or oneStepMarker, or the guards installed by the release before
 // are reported as changed.
 func (d dialectImpl) guardFunctionDDL(table dialect.TableName, tokenCol, versionCol string) []string {
+	create := d.guardTriggerDDL(guardVersionNumber, table, tokenCol, versionCol)
+	return append([]string{create}, d.fenceFuncDDL(table, tokenCol)...)
+}
+
+// guardTriggerDDL is the CREATE FUNCTION statement of the guard's trigger function for
+// table (folded), as guard version v writes it: v8 (this one) or v7, the previous one,
+// whose floor slow path took READ UNCOMMITTED for a snapshot level (red-team rt58b F2;
+// floorSlowReadBefore) and whose text names the one-statement DELETE's previous marker.
+// The guard-writer check still recognises v7's text on any relation (ownGuardTextSQL):
+// a database upgraded to this version keeps writing until each guard is re-installed
+// (schema.Check reports it not installed, GuardInstalledQuery, with its Fix).
+func (d dialectImpl) guardTriggerDDL(v int, table dialect.TableName, tokenCol, versionCol string) string {
+	marker, oneStep, slowRead := guardVersion, oneStepMarker, floorSlowRead
+	if v < guardVersionNumber {
+		marker, oneStep, slowRead = guardMarker+strconv.Itoa(v), oneStepMarkerBefore, floorSlowReadBefore
+	}
 	fn := guardFuncName(table).Quote(d.QuoteIdent)
 	tok, ver := d.QuoteIdent(tokenCol), d.QuoteIdent(versionCol)
 	// raise builds a RAISE whose message names the table through TG_TABLE_SCHEMA and
@@ -259,7 +276,7 @@ func (d dialectImpl) guardFunctionDDL(table dialect.TableName, tokenCol, version
 	// decides); in a DELETE or TRUNCATE trigger NEW is NULL (the whole is NULL).
 	accepted := `(NEW.` + tok + ge + `OLD.` + tok + ` AND NEW.` + ver + gt + `OLD.` + ver + ` OR TG_OP` + eq + `'INSERT' AND NEW.` + ver + ` IS NOT NULL)`
 	body := `
--- ` + guardVersion + `
+-- ` + marker + `
 DECLARE
   x bigint;
   cur bigint;
@@ -270,7 +287,7 @@ BEGIN
   IF TG_OP` + op("<>") + `'DELETE' AND ` + accepted + ` AND NEW.` + tok + ge + floorCopy + ` THEN
     RETURN NEW;
   END IF;
-  -- ` + oneStepMarker + `: the wrapper's one-statement DELETE, whose
+  -- ` + oneStep + `: the wrapper's one-statement DELETE, whose
   -- condition fences every row it deletes (fencedsql_fence_<table>) and marks the
   -- token it deletes under, fires no DELETE trigger for rows at or below that token
   -- (guardDeleteWhen); the rows that reach this function are another statement's, or
@@ -284,7 +301,7 @@ BEGIN
   END IF;
   -- Below the floor's copy, or the copy unreadable: the floor table decides.
   IF ` + accepted + ` THEN
-    ` + floorSlowRead + `
+    ` + slowRead + `
     IF fl IS NULL OR NEW.` + tok + lt + `fl THEN
       ` + floorRaise + `;
     END IF;
@@ -327,8 +344,7 @@ BEGIN
 END
 `
 	tag := dollarTag(body)
-	create := "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag
-	return append([]string{create}, d.fenceFuncDDL(table, tokenCol)...)
+	return "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + tag + body + tag
 }
 
 // op is the operator named with its schema, between spaces: OPERATOR(pg_catalog.>=).
@@ -337,9 +353,14 @@ func op(o string) string { return " OPERATOR(pg_catalog." + o + ") " }
 // guardVersion marks the body of this version of the guard function (the floor's copy
 // read on the fast path, no pinned search_path, the one-statement DELETE recognised by
 // its mark, a NULL fencing column refused by the guard itself, a floor table that lost
-// its row refusing what the copy does not accept); GuardInstalledQuery reports an older one as not installed, and its Fix
-// installs this one.
-const guardVersion = "fencedsql guard v7"
+// its row refusing what the copy does not accept, READ UNCOMMITTED judged as READ
+// COMMITTED by the floor's slow path: snapshotLevel, red-team rt58b F2);
+// GuardInstalledQuery reports an older one as not installed, and its Fix installs this
+// one.
+const guardVersion = "fencedsql guard v8"
+
+// guardVersionNumber is guardVersion's number.
+const guardVersionNumber = 8
 
 // guardMarker begins every version's marker: the side-door checks leave a
 // fencedsql_guard trigger whose function carries it to the guard's own checks.

@@ -31,7 +31,7 @@ func TestGuardDDLShape(t *testing.T) {
 	all := strings.Join(ddl, "\n")
 	for _, want := range []string{
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_guard_accounts"() RETURNS trigger LANGUAGE plpgsql AS $fencedsql$`,
-		`-- fencedsql guard v7`,
+		`-- fencedsql guard v8`,
 		`IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' AND (NEW."fence""token" OPERATOR(pg_catalog.>=) OLD."fence""token" AND NEW."version" OPERATOR(pg_catalog.>) OLD."version" OR TG_OP OPERATOR(pg_catalog.=) 'INSERT' AND NEW."version" IS NOT NULL) AND NEW."fence""token" OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF (TG_OP OPERATOR(pg_catalog.=) 'INSERT' OR TG_OP OPERATOR(pg_catalog.=) 'UPDATE') AND (NEW."fence""token" IS NULL OR NEW."version" IS NULL) THEN
     RAISE EXCEPTION USING ERRCODE = 'not_null_violation', TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, COLUMN = CASE WHEN NEW."fence""token" IS NULL THEN 'fence"token' ELSE 'version' END,`,
@@ -39,9 +39,9 @@ func TestGuardDDLShape(t *testing.T) {
 		`OLD.xmin OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()::pg_catalog.xid`,
 		`d := ((x OPERATOR(pg_catalog.-) (cur OPERATOR(pg_catalog.%) 4294967296)) OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296;`,
 		`ERRCODE = 'FNCD1'`,
-		`-- fencedsql one-statement delete v4`,
+		`-- fencedsql one-statement delete v5`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fence_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE sql COST 1000 AS $fencedsql$`,
-		`SELECT /* fencedsql one-statement delete v4 */ CASE WHEN cur OPERATOR(pg_catalog.=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN 1 ELSE "shop"."fencedsql_fenced_accounts"(cur, tok) END`,
+		`SELECT /* fencedsql one-statement delete v5 */ CASE WHEN cur OPERATOR(pg_catalog.=) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN 1 ELSE "shop"."fencedsql_fenced_accounts"(cur, tok) END`,
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_fenced_accounts"(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql COST 1000 AS`,
 		`IF cur OPERATOR(pg_catalog.<) tok AND tok OPERATOR(pg_catalog.>=) pg_catalog.pg_sequence_last_value(@fencedsql_floor_seq@::pg_catalog.regclass) THEN`,
 		`IF cur IS NULL OR cur OPERATOR(pg_catalog.>) tok THEN`,
@@ -92,7 +92,7 @@ func TestGuardDDLShape(t *testing.T) {
 		t.Errorf("long names: %q, %q", a, b)
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
-	if !strings.Contains(q, "pg_trigger") || len(args) != 13 || args[12] != "%fencedsql floor sync v2%" || args[6] != "%fencedsql one-statement delete v4%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v7%" || args[8] != "fencedsql_floor_sync" ||
+	if !strings.Contains(q, "pg_trigger") || len(args) != 13 || args[12] != "%fencedsql floor sync v2%" || args[6] != "%fencedsql one-statement delete v5%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v8%" || args[8] != "fencedsql_floor_sync" ||
 		args[11] != "%fencedsql_guard.delete_statement%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}

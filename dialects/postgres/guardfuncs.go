@@ -283,7 +283,10 @@ const (
 
 // ownGuardTextSQL returns an SQL condition on the text expression src (a function's
 // pg_proc.prosrc) that holds exactly when src is the guard's trigger function as this
-// version writes it (guardFunctionDDL) for some fencing columns and some floor schema:
+// version or the previous one writes it (guardTriggerDDL: a database upgraded to this
+// version keeps its guards of the previous one until each is re-installed, and they
+// must not stop every guarded table's writes meanwhile, red-team rt58b) for some
+// fencing columns and some floor schema:
 // the columns (quoted identifiers) and the schema (as quote_ident spells it) are read
 // from where the text first names them, each matched as one identifier, and the whole
 // text must equal the template with them put in — so no other text, however it spells
@@ -291,7 +294,17 @@ const (
 // leaves such a function alone on any relation (every guard reads the floor's copy);
 // the check of its own table (guardFunctions) compares it with that table's columns.
 func (d dialectImpl) ownGuardTextSQL(src string, first int) (string, []any) {
-	tmpl := createBody(d.guardFunctionDDL(dialect.TableName{Name: "t"}, tokStandIn, verStandIn)[0])
+	var conds []string
+	var args []any
+	for _, v := range []int{guardVersionNumber, guardVersionNumber - 1} {
+		cond, a := d.guardTextSQL(createBody(d.guardTriggerDDL(v, dialect.TableName{Name: "t"}, tokStandIn, verStandIn)), src, first+len(args))
+		conds, args = append(conds, cond), append(args, a...)
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", args
+}
+
+// guardTextSQL is ownGuardTextSQL's condition for one version's text tmpl.
+func (d dialectImpl) guardTextSQL(tmpl, src string, first int) (string, []any) {
 	qt, qv := d.QuoteIdent(tokStandIn), d.QuoteIdent(verStandIn)
 	lt, lv := pgLiteral(tokStandIn), pgLiteral(verStandIn)
 	const ident = `("(?:[^"]|"")+")`

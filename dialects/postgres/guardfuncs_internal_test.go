@@ -16,7 +16,7 @@ import (
 // function) or oneStepMarker (the fences); then update the pin below.
 func TestGuardFunctionTextPinned(t *testing.T) {
 	pins := map[string]string{
-		guardVersion + " / " + oneStepMarker: "2ed1654cfeac39cf1f5c0d8bf704ab567a19c8644bd13a5ba4e2c66dba8e9025",
+		guardVersion + " / " + oneStepMarker: "23985c3b05ba8a30cfced386039c78dbdba021333bf23f69c692687e8eab6fc9",
 	}
 	ddl := dialectImpl{}.guardFunctionDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")
 	sum := sha256.Sum256([]byte(strings.Join(ddl, "\n")))
@@ -24,6 +24,14 @@ func TestGuardFunctionTextPinned(t *testing.T) {
 	key := guardVersion + " / " + oneStepMarker
 	if want, ok := pins[key]; !ok || want != got {
 		t.Fatalf("the guard's function text for %q hashes to %s, pinned %q: a changed text needs a new guardVersion or oneStepMarker (installed guards of the release before would be reported as changed), then a new pin", key, got, pins[key])
+	}
+	// The previous version's trigger function, which the guard-writer check still
+	// recognises by its exact text (ownGuardTextSQL, red-team rt58b): guard v7 as the
+	// release before installed it.
+	prev := dialectImpl{}.guardTriggerDDL(guardVersionNumber-1, dialect.TableName{Name: "accounts"}, "fence_token", "version")
+	sum = sha256.Sum256([]byte(prev))
+	if got, want := hex.EncodeToString(sum[:]), "25d2651bae2d3a1adb6c6323671e1852cea9e4bfba1ffa9f92b338b7454cd2cd"; got != want {
+		t.Fatalf("the previous guard function's text hashes to %s, pinned %s: it must stay the text the release before installed", got, want)
 	}
 }
 

@@ -30,18 +30,18 @@ func TestGuardFunctionReplacedKeepingMarker(t *testing.T) {
 		stale string
 	}{
 		{"trigger function accepts all",
-			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v7 public.fencedsql_floor f fencedsql one-statement delete v4 */ RETURN NEW; END $x$",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v8 public.fencedsql_floor f fencedsql one-statement delete v5 */ RETURN NEW; END $x$",
 			"function public.fencedsql_guard_accounts()",
 			"UPDATE accounts SET balance = -1, fence_token = 1 WHERE id = 1"},
 		{"trigger function lowers the floor",
-			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v7 public.fencedsql_floor f fencedsql one-statement delete v4 */ UPDATE public.fencedsql_floor SET floor = 0; IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $x$",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v8 public.fencedsql_floor f fencedsql one-statement delete v5 */ UPDATE public.fencedsql_floor SET floor = 0; IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $x$",
 			"function public.fencedsql_guard_accounts()",
 			"UPDATE accounts SET balance = -1, fence_token = 1 WHERE id = 1"},
 		{"fast fence answers 1",
-			"CREATE OR REPLACE FUNCTION public.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS $x$ SELECT /* fencedsql one-statement delete v4 */ 1 $x$",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_fence_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE sql AS $x$ SELECT /* fencedsql one-statement delete v5 */ 1 $x$",
 			"function public.fencedsql_fence_accounts(bigint, bigint)", ""},
 		{"slow fence answers 1",
-			"CREATE OR REPLACE FUNCTION public.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql one-statement delete v4 */ RETURN 1; END $x$",
+			"CREATE OR REPLACE FUNCTION public.fencedsql_fenced_accounts(cur bigint, tok bigint) RETURNS integer LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql one-statement delete v5 */ RETURN 1; END $x$",
 			"function public.fencedsql_fenced_accounts(bigint, bigint)", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestGuardTriggerRunsAnotherSchemasFunction(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t)
 	testdb.Exec(t, raw,
 		"CREATE SCHEMA rt_gf",
-		"CREATE FUNCTION rt_gf.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v7 public.fencedsql_floor f fencedsql one-statement delete v4 */ RETURN NEW; END $x$",
+		"CREATE FUNCTION rt_gf.fencedsql_guard_accounts() RETURNS trigger LANGUAGE plpgsql AS $x$ BEGIN /* fencedsql guard v8 public.fencedsql_floor f fencedsql one-statement delete v5 */ RETURN NEW; END $x$",
 		"DROP TRIGGER fencedsql_guard ON accounts",
 		"CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION rt_gf.fencedsql_guard_accounts()",
 		"ALTER TABLE accounts ENABLE ALWAYS TRIGGER fencedsql_guard")
@@ -151,7 +151,7 @@ func TestGuardFunctionOlderMarkerNotInstalled(t *testing.T) {
 func TestGuardWriterDisguisedAsAnotherTablesGuard(t *testing.T) {
 	ctx, dsn, raw := guardedAccounts(t, "CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, msg TEXT, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)")
 	testdb.Exec(t, raw,
-		"CREATE FUNCTION public.fencedsql_guard_audit() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $x$ BEGIN /* fencedsql guard v7 public.fencedsql_floor f fencedsql one-statement delete v4 */ DELETE FROM public.fencedsql_tomb_accounts; RETURN NULL; END $x$",
+		"CREATE FUNCTION public.fencedsql_guard_audit() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $x$ BEGIN /* fencedsql guard v8 public.fencedsql_floor f fencedsql one-statement delete v5 */ DELETE FROM public.fencedsql_tomb_accounts; RETURN NULL; END $x$",
 		"CREATE TRIGGER fencedsql_guard AFTER INSERT ON audit FOR EACH ROW EXECUTE FUNCTION public.fencedsql_guard_audit()")
 	tombAttack(t, ctx, dsn, false, 90, "INSERT INTO audit (msg) VALUES ('x')")
 	testdb.Exec(t, raw, "INSERT INTO accounts (id, balance, fence_token, version) VALUES (1, 5, 100, 1) ON CONFLICT (id) DO NOTHING")

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,12 +15,15 @@ import (
 // function, for some fencing columns and floor schema" holds for the text the guard
 // installs — fencing columns of any spelling PostgreSQL allows, in a schema whose name
 // needs quoting — and for nothing else: one character changed, or a column position
-// holding an expression instead of one identifier, makes it false.
+// holding an expression instead of one identifier, makes it false. The previous
+// version's text is recognised as well (red-team rt58b: an upgraded database's guards
+// of guard v7 must not stop every guarded table's writes until each is re-installed).
 func TestOwnGuardTextSQL(t *testing.T) {
 	db := testdb.Open(t, "pgx", testdb.Postgres(t))
 	ctx := context.Background()
 	d := dialectImpl{}
-	cond, args := d.ownGuardTextSQL("$14::text", 1)
+	_, n := d.ownGuardTextSQL("", 1)
+	cond, args := d.ownGuardTextSQL("$"+strconv.Itoa(len(n)+1)+"::text", 1)
 	holds := func(src string) bool {
 		t.Helper()
 		var ok sql.NullBool
@@ -28,12 +32,17 @@ func TestOwnGuardTextSQL(t *testing.T) {
 		}
 		return ok.Valid && ok.Bool
 	}
-	for _, c := range []struct{ tok, ver, schema string }{
-		{"fence_token", "version", "public"},
-		{"Tok", "V", `"odd'sch\ema"`},
-		{`a"b`, "ver sion", `"We""ird"`},
+	for _, c := range []struct {
+		v                int
+		tok, ver, schema string
+	}{
+		{guardVersionNumber, "fence_token", "version", "public"},
+		{guardVersionNumber, "Tok", "V", `"odd'sch\ema"`},
+		{guardVersionNumber, `a"b`, "ver sion", `"We""ird"`},
+		{guardVersionNumber - 1, "fence_token", "version", "public"},
+		{guardVersionNumber - 1, `a"b`, "ver sion", `"We""ird"`},
 	} {
-		text := createBody(d.guardFunctionDDL(dialect.TableName{Name: "acc"}, c.tok, c.ver)[0])
+		text := createBody(d.guardTriggerDDL(c.v, dialect.TableName{Name: "acc"}, c.tok, c.ver))
 		text = strings.ReplaceAll(text, floorPlaceholder, c.schema+"."+dialect.FloorTable)
 		text = strings.ReplaceAll(text, floorSeqPlaceholder, quoteLiteral(c.schema+"."+floorSeq))
 		text = strings.ReplaceAll(text, schemaPlaceholder, c.schema)
@@ -51,7 +60,7 @@ func TestOwnGuardTextSQL(t *testing.T) {
 			t.Errorf("columns %q/%q: an expression in the token column's places is taken for the guard's", c.tok, c.ver)
 		}
 	}
-	if holds("BEGIN /* fencedsql guard v7 */ RETURN NEW; END") {
+	if holds("BEGIN /* " + guardVersion + " */ RETURN NEW; END") {
 		t.Error("a text carrying only the marker is taken for the guard's")
 	}
 }

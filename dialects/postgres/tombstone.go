@@ -81,9 +81,9 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = tombMarker + "10"
+	tombVersion = tombMarker + "11"
 	// tombVersionNumber is tombVersion's number.
-	tombVersionNumber = 10
+	tombVersionNumber = 11
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -195,10 +195,10 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 }
 
 // tombBody is the tombstone function's body for table (schema resolved, folded), its
-// key and token column, as version v writes it: v10 (this one) or v9, the previous
-// one, whose INSERT check reads the key's tombstone without locking it (red-team
-// rt45b F5), which guardObjects still accepts as the guard's own until the Fix
-// re-creates it.
+// key and token column, as version v writes it: v11 (this one) or v10, the previous
+// one, which counted the rows its snapshot sees under READ UNCOMMITTED too (red-team
+// rt58b), which guardObjects still accepts as the guard's own until the Fix
+// re-creates it. (v9 read the key's tombstone without locking it, red-team rt45b F5.)
 func (d dialectImpl) tombBody(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
@@ -255,6 +255,12 @@ func (d dialectImpl) tombBody(v int, table dialect.TableName, key []dialect.KeyC
 	if v >= 10 {
 		lock = " FOR SHARE"
 	}
+	// v11 (red-team rt58b) counts under REPEATABLE READ and SERIALIZABLE only
+	// (snapshotLevel), not under READ UNCOMMITTED, which reads as READ COMMITTED.
+	snapshot := snapshotLevelBefore("<>")
+	if v >= 11 {
+		snapshot = snapshotLevel
+	}
 	body := `
 #variable_conflict use_column
 -- ` + tombMarker + strconv.Itoa(v) + `
@@ -309,7 +315,7 @@ BEGIN
       MESSAGE = pg_catalog.format('fencedsql: tombstone on %I.%I: a row with this key was deleted under a newer fence token than %s (null value in column %I violates the fence)', TG_TABLE_SCHEMA, TG_TABLE_NAME, NEW.` + tok + `, ` + pgLiteral(tokenCol) + `),
       HINT = 'the writer holds a stale fencing token: see schema.PurgeTombstones';
   END IF;
-  IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+  IF ` + snapshot + ` THEN
     -- The snapshot cannot see a row deleted after it either: count the rows with the
     -- key it sees.
     SELECT pg_catalog.count(*) INTO fencedsql_seen FROM ` + tbl + ` x WHERE ` + match("x", "NEW") + `;
@@ -343,8 +349,9 @@ END
 // first locks table against writers (SHARE ROW EXCLUSIVE, held to the end of the
 // Fix's transaction), so a DELETE of it either
 // committed before the lock was granted or waits until the new triggers are in place;
-// and the merge reads with a snapshot taken after the lock, which READ COMMITTED gives
-// (each statement of the block takes its own). Under REPEATABLE READ or SERIALIZABLE
+// and the merge reads with a snapshot taken after the lock, which READ COMMITTED (and
+// READ UNCOMMITTED, run as READ COMMITTED: snapshotLevel, red-team rt58b) gives (each
+// statement of the block takes its own). Under REPEATABLE READ or SERIALIZABLE
 // the transaction's snapshot may predate the lock (taken by the Fix's first statement)
 // and miss a tombstone committed in between: when there is anything to carry over, the
 // block refuses there (SQLSTATE 55000, object_not_in_prerequisite_state; nothing is
@@ -372,7 +379,7 @@ BEGIN
         AND c.relname OPERATOR(pg_catalog.~~) 'fencedsql\_tomb\_%'
         AND c.oid OPERATOR(pg_catalog.<>) ` + pgLiteral(tomb) + `::pg_catalog.regclass;
     IF oldname IS NOT NULL THEN
-      IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+      IF ` + snapshotLevel + ` THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
           MESSAGE = pg_catalog.format('fencedsql: carrying the tombstones of %s over to %s needs a READ COMMITTED transaction (this one is %s, whose snapshot may miss a DELETE committed while the Fix waited for its lock): run the Fix in BEGIN ISOLATION LEVEL READ COMMITTED', oldname, ` + pgLiteral(tomb) + `, pg_catalog.current_setting('transaction_isolation'));
       END IF;

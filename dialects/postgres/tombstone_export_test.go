@@ -5,8 +5,8 @@ import (
 )
 
 // PreviousTombstoneFunctionDDL is the statement that re-creates table's tombstone
-// function as the previous version (v9, without v10's FOR SHARE: red-team rt45b F5)
-// wrote it: the upgrade tests install it over this version's.
+// function as the previous version (v10, which counted the rows its snapshot sees
+// under READ UNCOMMITTED too: red-team rt58b) wrote it: the upgrade tests install it over this version's.
 func PreviousTombstoneFunctionDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
 	d := dialectImpl{}
 	table = dialect.TableName{Schema: tombSchema(table), Name: dialect.LowerASCII(table.Name)}

@@ -158,13 +158,18 @@ func TestTombstoneRenameFixRefusesCarryOverUnderRepeatableRead(t *testing.T) {
 // TestTombstoneRenameFixCarriesConcurrentDelete (red-team rt31a F4): the same race
 // under READ COMMITTED, with schema.Check's whole Fix and with schema.TombstoneFix's
 // statements alone (nothing before them locks the table: TombstoneDDL's own LOCK
-// TABLE makes the merge wait for the DELETE and see its tombstone).
+// TABLE makes the merge wait for the DELETE and see its tombstone), and under READ
+// UNCOMMITTED, which PostgreSQL runs as READ COMMITTED (red-team rt58b: the carry-over
+// refused it as a snapshot level).
 func TestTombstoneRenameFixCarriesConcurrentDelete(t *testing.T) {
-	for _, tombOnly := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tombstoneFixOnly=%v", tombOnly), func(t *testing.T) {
-			fixErr, err, n := renameFixRace(t, sql.LevelReadCommitted, tombOnly)
+	for _, c := range []struct {
+		iso      sql.IsolationLevel
+		tombOnly bool
+	}{{sql.LevelReadCommitted, false}, {sql.LevelReadCommitted, true}, {sql.LevelReadUncommitted, false}} {
+		t.Run(fmt.Sprintf("%v/tombstoneFixOnly=%v", c.iso, c.tombOnly), func(t *testing.T) {
+			fixErr, err, n := renameFixRace(t, c.iso, c.tombOnly)
 			if fixErr != nil {
-				t.Fatalf("the Fix under READ COMMITTED: %v", fixErr)
+				t.Fatalf("the Fix under %v: %v", c.iso, fixErr)
 			}
 			requireTombRefusal(t, err, n, "after the Fix")
 		})

@@ -29,7 +29,7 @@ func TestTombstoneDDLShape(t *testing.T) {
 		"ELSIF fencedsql_mark <> '' THEN",
 		"IF EXISTS (WITH RECURSIVE a(oid) AS (",
 		"fencedsql_marked := pg_catalog.current_setting('fencedsql_guard.delete_token', true)::bigint;",
-		"$fencedsql$\n#variable_conflict use_column\n-- fencedsql tombstone guard v10",
+		"$fencedsql$\n#variable_conflict use_column\n-- fencedsql tombstone guard v11",
 		// The absence recorder (rt42e F1) and the probe that waits for it.
 		`CREATE OR REPLACE FUNCTION "shop"."fencedsql_tombclaim_pairs"(numeric(10,2), text, bigint, boolean) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS`,
 		`VALUES ($1, $2, $3, pg_catalog.clock_timestamp())`,
