@@ -13,8 +13,12 @@ package mysql
 // seconds, the same in a statement and every trigger it fires whatever time_zone one
 // sets; only code that sets timestamp itself moves it (each mark's users say what they
 // do about that). The tombstone trigger records the greater of the row's token and the
-// marks it reads, so a mark a session forges itself (SET @… := …) can only raise what
-// is recorded: an over-refusal of that key's re-insertion, never a miss.
+// marks it reads, so a mark a session forges itself before its statement (SET @… :=
+// …) can only raise what is recorded: an over-refusal of that key's re-insertion,
+// never a miss. Code that runs inside the statement — a user's trigger or a routine it
+// calls — could replace a mark between its writing and its reading with a lower one
+// (red-team rt58e F2): schema.Check and the lazy check report any such body that names
+// one of the library's variables (markVariableDoors, markdoor.go).
 
 // markTime is the statement's start time as a mark writes it and the tombstone
 // compares it.
@@ -32,7 +36,7 @@ func markCurrent(v string) string {
 }
 
 // A mark set and read by triggers (the REPLACE mark) also names the database of the
-// trigger that set it, "<token>/<@@timestamp>/<HEX(database)>" (DATABASE() in a
+// trigger that set it, "<token>/<@@timestamp>:<HEX(database)>" (DATABASE() in a
 // trigger is the trigger's database): two guarded tables of one name in two databases
 // share the variable's name, and a write into the other one inside the statement (a
 // user's trigger) would otherwise leave its own mark where this table's tombstone
@@ -42,12 +46,23 @@ func markCurrent(v string) string {
 //
 // The database is named by the hexadecimal digits of its name's bytes, HEX(DATABASE())
 // (mark version 2, markVersion): ascii whatever the name holds, and one text per
-// database. Version 1 converted the name itself to ascii: in a database named with a
-// non-ASCII letter (Dätenbank) every DELETE of a guarded table failed in its tombstone
-// trigger with MariaDB's raw 1977 under a strict sql_mode, and a non-strict one made
-// Dätenbank and Dötenbank alike (D?tenbank); and the ascii comparison ignored case, so
-// the databases Ledger and ledger (lower_case_table_names = 0) were one. Hex digits
-// hold no '/', and compare equal only for equal names.
+// database. Version 1 wrote "<token>/<@@timestamp>/<database>", the name itself
+// converted to ascii: in a database named with a non-ASCII letter (Dätenbank) every
+// DELETE of a guarded table failed in its tombstone trigger with MariaDB's raw 1977
+// under a strict sql_mode, and a non-strict one made Dätenbank and Dötenbank alike
+// (D?tenbank); and the ascii comparison ignored case, so the databases Ledger and
+// ledger (lower_case_table_names = 0) were one.
+//
+// No text of one version equals a text of another (red-team rt58e F1: with '/' after
+// the time in both, a version-1 trigger in a database named 72743538… — the hex
+// digits of the name rt58e… — wrote exactly what version 2 in rt58e… takes for its
+// own, through the variable both versions share). What the tombstone trigger compares
+// is the text after the token's '/': in version 2, "<@@timestamp>:<hex digits>",
+// which holds no '/' at all (a time is digits and a point); in version 1,
+// "<@@timestamp>/<name>", which always holds one right after the time. A name can hold
+// any character, so no choice of database makes them equal, in either direction.
+// A later version must keep that: its compared text must differ from every earlier
+// version's in a position no name reaches.
 
 // markVersion is the version of the REPLACE mark's text (markScopedOf) the tombstone
 // guard installs; markVersion-1 is the previous one, still recognised as the guard's
@@ -55,13 +70,13 @@ func markCurrent(v string) string {
 const markVersion = 2
 
 // markScopedOf is the statement and database a trigger's mark names in mark version v,
-// as it is written and compared (ascii, as the mark is): v1 the database's name, v2
-// its hexadecimal digits (see above).
+// as it is written and compared (ascii, as the mark is): v1 "<time>/<the database's
+// name>", v2 "<time>:<its hexadecimal digits>" (see above).
 func markScopedOf(v int) string {
 	if v < 2 {
 		return "CONVERT(CONCAT(@@timestamp, '/', DATABASE()) USING ascii)"
 	}
-	return "CONVERT(CONCAT(@@timestamp, '/', HEX(DATABASE())) USING ascii)"
+	return "CONVERT(CONCAT(@@timestamp, ':', HEX(DATABASE())) USING ascii)"
 }
 
 // markScoped is markScopedOf this version.

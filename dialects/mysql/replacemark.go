@@ -38,14 +38,22 @@ import (
 //
 // The variable is the table's own (<h>: a hash of the table name the triggers were
 // written for), so a write into another guarded table inside the statement (a user's
-// trigger) neither replaces nor clears it. Only code inside the statement that sets
-// timestamp between the row's mark and its deletion can make the tombstone miss the
-// mark; the tombstone trigger then clears it (markClear), and the AFTER INSERT
-// trigger, finding the row's mark gone, refuses the row (GuardSQLState, "a row this
-// write displaced lost its token"): the statement is undone whole. A plain INSERT, an
-// INSERT IGNORE that skips its row, an upsert that updates: nothing is deleted and the
-// mark is not read. A session that forges the variable can only raise the tombstones
-// of its own deletes (mark.go).
+// trigger) neither replaces nor clears it; one into a table of the same name in another
+// database writes a mark naming that database, which this table's tombstone trigger
+// does not take for its own (mark.go). The guard's own code inside the statement
+// makes the tombstone miss the mark only when it sets timestamp between the row's mark
+// and its deletion; the tombstone trigger then clears it (markClear), and the AFTER
+// INSERT trigger, finding the row's mark gone, refuses the row (GuardSQLState, "a row
+// this write displaced lost its token"): the statement is undone whole. A plain
+// INSERT, an INSERT IGNORE that skips its row, an upsert that updates: nothing is
+// deleted and the mark is not read. A session that forges the variable before its
+// statement can only raise the tombstones of its own deletes (mark.go). Code of the
+// user's inside the statement — a trigger on the table that fires after this one, a
+// routine it calls — could assign the variable a well-formed mark of a lower token
+// between the mark and the deletion, and the displaced row would be recorded low
+// (red-team rt58e F2): no trigger can tell such a mark from its own, so schema.Check
+// and the lazy check report every trigger and routine whose body names one of the
+// library's variables (markVariableDoors, markdoor.go).
 //
 // The trigger names the token column only (not the key), so its body is known to the
 // lazy check, which has no primary key: guardTriggers compares it whole, like the

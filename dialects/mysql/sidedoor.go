@@ -139,8 +139,9 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // lazy check refuses: the updatable views over the table (views, described at
 // SideDoors) and over its guard tables (views, guardViewDoor), the triggers of other tables that write it (otherTriggers) and the
 // table's own BEFORE triggers that may assign its fencing columns (ownTriggers), in
-// that order. MySQL lists only the triggers of tables the account has the TRIGGER
-// privilege on, and shows a view's definition only with SHOW VIEW: an application
+// that order, then the triggers and routines that name the library's session
+// variables (markVariableDoors, markdoor.go; red-team rt58e F2). MySQL lists only the
+// triggers of tables the account has the TRIGGER privilege on, and shows a view's definition only with SHOW VIEW: an application
 // account without them (the least-privilege layout) sees fewer doors, so
 // schema.Check, run by the migration account, is the check that counts. Then a guard
 // a table swap lost (lostGuard), a tombstone table whose key is not the table's
@@ -151,10 +152,11 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // change the table's rows without its triggers (cascades), or, from the table, a
 // guarded child's (referencingCascades; both in cascadedoor.go, described at
 // SideDoors). Finding no door costs one more catalog query than before (cascades),
-// guardTableIndexes another (red-team rt46a F1) and referencingCascades another
-// (rt49b F1), at the lazy check only, not per statement.
+// guardTableIndexes another (red-team rt46a F1), referencingCascades another (rt49b
+// F1) and markVariableDoors another (rt58e F2), at the lazy check only, not per
+// statement.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades, d.referencingCascades)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.markVariableDoors, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades, d.referencingCascades)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one

@@ -166,7 +166,8 @@ func (d dialectImpl) keyList(key []dialect.KeyColumn) string {
 // Upgrading from mark version 1 (each trigger replaced through its shadow, the REPLACE
 // mark's first) leaves no moment in which a stale write or a resurrection passes: the
 // variable keeps its name, so while the REPLACE mark is of one version and the DELETE
-// trigger of the other, the DELETE trigger reads no mark of its statement in it, clears
+// trigger of the other, the DELETE trigger reads no mark of its statement in it (no text
+// of one version equals one of the other, in any database: mark.go), clears
 // it, and the AFTER INSERT trigger (the same text in both versions) refuses the row a
 // REPLACE wrote after displacing another: that REPLACE fails (GuardSQLState), a plain
 // INSERT, an upsert and a DELETE are judged as before.

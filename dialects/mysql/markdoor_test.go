@@ -1,0 +1,50 @@
+package mysql
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestNamedLibraryVars: every spelling the server takes for one of the library's user
+// variables is found (red-team rt58e F2's class), and others are not.
+func TestNamedLibraryVars(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{"SET @fencedsql_replace_mark_4a0d := '9/1'", []string{"fencedsql_replace_mark_4a0d"}},
+		{"SET @FencedSQL_Delete_Mark = 1", []string{"fencedsql_delete_mark"}},
+		{"SET @`fencedsql_delete_mark` := 1", []string{"fencedsql_delete_mark"}},
+		{"SELECT 1 INTO @'fencedsql_x'", []string{"fencedsql_x"}},
+		{`SET @"fencedsql_x" := 1`, []string{"fencedsql_x"}},
+		{`SET @'\fencedsql\_x' := 1`, []string{"fencedsql_x"}},
+		{"SET @x := 1 /*!50000 , @fencedsql_y := 2 */", []string{"fencedsql_y"}},
+		{"PREPARE s FROM 'SET @''fencedsql_z'' := 1'", []string{"fencedsql_z"}},
+		{"SET @@fencedsql_w := 1", []string{"fencedsql_w"}},
+		{"SET @ｆencedsql_v := 1", []string{"fencedsql_v"}}, // a fold the server's collation may make
+		{"SET NEW.updated_at := NOW(), @audit_user := CURRENT_USER()", nil},
+		{"SET @fenced := 1, @fencedsq := 2", nil},
+	} {
+		if got := namedLibraryVars(c.src); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("namedLibraryVars(%q) = %q, want %q", c.src, got, c.want)
+		}
+	}
+}
+
+// TestOwnMarkVars: the guards' own trigger names, and their shadows, allow the DELETE
+// mark and the REPLACE mark of the table they are named for; nothing else is allowed.
+func TestOwnMarkVars(t *testing.T) {
+	rep := replaceMarkVar("ledger")[1:]
+	for _, name := range []string{"fencedsql_tombrep_ledger", "fencedsql_tombdel_ledger", "fencedsql_next_fencedsql_tombrep_ledger"} {
+		own := ownMarkVars(name, "ledger")
+		if !own[rep] || !own["fencedsql_delete_mark"] || len(own) != 2 {
+			t.Errorf("ownMarkVars(%s) = %v", name, own)
+		}
+	}
+	if own := ownMarkVars("audit_ins", "ledger"); len(own) != 0 {
+		t.Errorf("ownMarkVars(audit_ins) = %v, want none", own)
+	}
+	if own := ownMarkVars("fencedsql_tombrep_other", "ledger"); own[rep] {
+		t.Errorf("a trigger named for other allows ledger's REPLACE mark: %v", own)
+	}
+}
