@@ -329,9 +329,12 @@ func (d dialectImpl) dropAbsence(table dialect.TableName) string {
 
 // absenceInstalled is the SQL condition that table's recorder of this version is
 // there (its COMMENT), SQL SECURITY DEFINER, a procedure: its arguments are the
-// schema ("" for the connection's database) and the name.
-const absenceInstalled = "EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND ROUTINE_NAME = ? " +
-	"AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'DEFINER' AND ROUTINE_COMMENT = '" + absenceMarker + "')"
+// schema ("" for the connection's database) and the name; schema is the same
+// schema, named byte for byte (exactDatabase).
+func absenceInstalled(schema string) string {
+	return "EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("ROUTINE_SCHEMA", schema) + " AND ROUTINE_NAME = ? " +
+		"AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'DEFINER' AND ROUTINE_COMMENT = '" + absenceMarker + "')"
+}
 
 // AbsenceRecorderQuery yields, for table's claims (dialect.AbsenceRecorder): 1 when
 // table's recorder of this version is listed in information_schema.ROUTINES (MariaDB
@@ -351,9 +354,9 @@ const absenceInstalled = "EXISTS (SELECT 1 FROM information_schema.ROUTINES WHER
 // privilege, tables to one with a right on them) while the recorder is missing gets 0:
 // schema.Check, run by the migration account, reports the missing recorder.
 func (dialectImpl) AbsenceRecorderQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT CASE WHEN " + absenceInstalled + " THEN 1 WHEN EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND " +
+	return "SELECT CASE WHEN " + absenceInstalled(table.Schema) + " THEN 1 WHEN EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("TRIGGER_SCHEMA", table.Schema) + " AND EVENT_OBJECT_TABLE = ? AND " +
 			tombTriggerNameLike("TRIGGER_NAME") + ") OR EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ?) " +
-			"OR EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE') THEN 2 ELSE 0 END",
+			"OR EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("ROUTINE_SCHEMA", table.Schema) + " AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE') THEN 2 ELSE 0 END",
 		[]any{table.Schema, absenceProc(table.Name), table.Schema, table.Name, table.Schema, tombTable(table).Name, table.Schema, absenceProc(table.Name)}
 }
 

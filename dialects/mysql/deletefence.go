@@ -127,8 +127,8 @@ func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark
 // mark that is not its statement's), and the table has no other DELETE trigger (user
 // code that runs between the row's mark and its tombstone).
 func (dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT IF(EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_COMMENT = ?)" +
-			" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'DELETE' AND (TRIGGER_NAME <> ? OR ACTION_STATEMENT NOT LIKE ?))" +
+	return "SELECT IF(EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("ROUTINE_SCHEMA", table.Schema) + " AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_COMMENT = ?)" +
+			" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("TRIGGER_SCHEMA", table.Schema) + " AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'DELETE' AND (TRIGGER_NAME <> ? OR ACTION_STATEMENT NOT LIKE ?))" +
 			" AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ?)" +
 			" AND VERSION() LIKE '%MariaDB%', 1, 0)",
 		[]any{table.Schema, fenceFunc(table.Name), oneStepMarker, table.Schema, table.Name, tombName("del", table.Name), markPattern, table.Schema, dialect.FloorTable}

@@ -29,10 +29,13 @@ import (
 //
 // guardTables reads the events with its own catalog query (eventsSQL's rows, tagged
 // 'event': no round trip of their own) and judges each with eventDoor.
-const eventsSQL = "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, SQL_MODE FROM information_schema.EVENTS " +
-	"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 " +
-	"OR LOCATE('prepare', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('execute', LOWER(EVENT_DEFINITION)) > 0) " +
-	"AND (EVENT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0)"
+func eventsSQL(schema string) string {
+	return "SELECT 'event', EVENT_SCHEMA, EVENT_NAME, STATUS, '', EVENT_DEFINITION, SQL_MODE FROM information_schema.EVENTS " +
+		"WHERE (LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(EVENT_DEFINITION)) > 0 " +
+		"OR LOCATE('prepare', LOWER(EVENT_DEFINITION)) > 0 OR LOCATE('execute', LOWER(EVENT_DEFINITION)) > 0) " +
+		"AND (EVENT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("EVENT_SCHEMA", schema) +
+		" OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(EVENT_DEFINITION)) > 0 AND " + exactMention("EVENT_DEFINITION", schema) + ")"
+}
 
 // eventsArgs are eventsSQL's arguments for t.
 func eventsArgs(t dialect.TableName) []any {

@@ -62,7 +62,7 @@ func (d dialectImpl) floorDDL(schema string) []string {
 		// lost (every write refused, ErrFloorLost reported) until a raise writes it back
 		// at the lock service's token — an installation writing 0 lowered the floor
 		// (red-team rt25a F1).
-		"INSERT IGNORE INTO "+t+" (id, floor) SELECT 1, "+seed+" FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+schemaOf(schema)+
+		"INSERT IGNORE INTO "+t+" (id, floor) SELECT 1, "+seed+" FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+schemaOf(schema)+" AND "+exactDatabase("TRIGGER_SCHEMA", schema)+
 			" AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_floor\\_%') AND ACTION_STATEMENT LIKE '%FROM "+dialect.FloorTable+" f WHERE%')",
 	)
 }
@@ -100,8 +100,8 @@ func (d dialectImpl) RaiseFloorQuery(table dialect.TableName, floor int64) (stri
 func (dialectImpl) GuardFloorsQuery() (string, []any) {
 	// The condition once per database (not per guard trigger).
 	safe := "IF(" + guardTableSafe("fl.db", "'"+dialect.FloorTable+"'", "'floor'") + ", 1, 0)"
-	return "SELECT fl.db, fl.in_scope, " + safe + ", " + safe + " FROM (SELECT tr.TRIGGER_SCHEMA AS db, MAX(IF(DATABASE() IS NULL OR tr.TRIGGER_SCHEMA = DATABASE(), 1, 0)) AS in_scope FROM information_schema.TRIGGERS tr" +
-			" WHERE (tr.TRIGGER_NAME LIKE ? OR tr.TRIGGER_NAME LIKE ?) AND tr.ACTION_STATEMENT LIKE ? GROUP BY tr.TRIGGER_SCHEMA) fl ORDER BY fl.db",
+	return "SELECT fl.db, fl.in_scope, " + safe + ", " + safe + " FROM (SELECT MIN(tr.TRIGGER_SCHEMA) AS db, MAX(IF(DATABASE() IS NULL OR tr.TRIGGER_SCHEMA = DATABASE() AND " + exactDatabase("tr.TRIGGER_SCHEMA", "") + ", 1, 0)) AS in_scope FROM information_schema.TRIGGERS tr" +
+			" WHERE (tr.TRIGGER_NAME LIKE ? OR tr.TRIGGER_NAME LIKE ?) AND tr.ACTION_STATEMENT LIKE ? GROUP BY CAST(tr.TRIGGER_SCHEMA AS BINARY)) fl ORDER BY fl.db",
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%"}
 }
 
@@ -111,7 +111,7 @@ func (dialectImpl) GuardFloorsQuery() (string, []any) {
 func (dialectImpl) OutdatedFloorReadersQuery() (string, []any) {
 	return "SELECT TRIGGER_SCHEMA, TRIGGER_NAME FROM information_schema.TRIGGERS" +
 			" WHERE (TRIGGER_NAME LIKE ? OR TRIGGER_NAME LIKE ?) AND ACTION_STATEMENT LIKE ? AND ACTION_STATEMENT NOT LIKE ?" +
-			" AND (DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE()) ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
+			" AND (DATABASE() IS NULL OR TRIGGER_SCHEMA = DATABASE() AND " + exactDatabase("TRIGGER_SCHEMA", "") + ") ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		[]any{"fencedsql_guard_%", "fencedsql_floor_%", "%FROM " + dialect.FloorTable + " f WHERE%", "%" + floorRead + "%"}
 }
 

@@ -192,7 +192,7 @@ func (d dialectImpl) UnguardDDL(table dialect.TableName) []string {
 // token floor with a shared lock (floorRead: a guard installed before the floor
 // existed, or one reading it without the lock, is reported missing).
 func (dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND " +
+	return "SELECT CASE WHEN COUNT(*) = 2 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("TRIGGER_SCHEMA", table.Schema) + " AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND " +
 			"((TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'UPDATE') OR (TRIGGER_NAME = ? AND EVENT_MANIPULATION = 'INSERT')) AND ACTION_STATEMENT LIKE ?",
 		[]any{table.Schema, table.Name, guardTrigger(table.Name), floorTrigger(table.Name), "%" + floorRead + "%"}
 }
@@ -203,7 +203,7 @@ func (dialectImpl) GuardInstalledQuery(table dialect.TableName) (query string, a
 // triggers only to an account with the TRIGGER privilege (MariaDB to one with a
 // privilege on the table): an account that sees none gets 0.
 func (dialectImpl) BeforeUpdateTriggersQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT CASE WHEN COUNT(*) > 0 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND EVENT_MANIPULATION = 'UPDATE'",
+	return "SELECT CASE WHEN COUNT(*) > 0 THEN 1 ELSE 0 END FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("TRIGGER_SCHEMA", table.Schema) + " AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND EVENT_MANIPULATION = 'UPDATE'",
 		[]any{table.Schema, table.Name}
 }
 

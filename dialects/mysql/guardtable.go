@@ -41,16 +41,16 @@ import (
 // that altered the write fails), and one that cannot see the column's type takes the
 // table for unsafe.
 func guardTableSafe(db, name, column string) string {
-	return "EXISTS (SELECT 1 FROM information_schema.TABLES gt WHERE gt.TABLE_SCHEMA = " + db + " AND gt.TABLE_NAME = " + name + " AND gt.TABLE_TYPE = 'BASE TABLE')" +
+	return "EXISTS (SELECT 1 FROM information_schema.TABLES gt WHERE gt.TABLE_SCHEMA = " + db + correlatedDatabase("gt.TABLE_SCHEMA", db) + " AND gt.TABLE_NAME = " + name + " AND gt.TABLE_TYPE = 'BASE TABLE')" +
 		" AND " + guardColumnSafe(db, name, column) +
-		" AND NOT EXISTS (SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS gf WHERE gf.CONSTRAINT_SCHEMA = " + db + " AND gf.TABLE_NAME = " + name + ")" +
-		" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS gg WHERE gg.EVENT_OBJECT_SCHEMA = " + db + " AND gg.EVENT_OBJECT_TABLE = " + name + ")"
+		" AND NOT EXISTS (SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS gf WHERE gf.CONSTRAINT_SCHEMA = " + db + correlatedDatabase("gf.CONSTRAINT_SCHEMA", db) + " AND gf.TABLE_NAME = " + name + ")" +
+		" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS gg WHERE gg.EVENT_OBJECT_SCHEMA = " + db + correlatedDatabase("gg.EVENT_OBJECT_SCHEMA", db) + " AND gg.EVENT_OBJECT_TABLE = " + name + ")"
 }
 
 // guardColumnSafe is guardTableSafe's test of the token column: BIGINT, signed, NOT
 // NULL (a generated column is nullable in MariaDB).
 func guardColumnSafe(db, name, column string) string {
-	return "EXISTS (SELECT 1 FROM information_schema.COLUMNS gc WHERE gc.TABLE_SCHEMA = " + db + " AND gc.TABLE_NAME = " + name + " AND gc.COLUMN_NAME = " + column +
+	return "EXISTS (SELECT 1 FROM information_schema.COLUMNS gc WHERE gc.TABLE_SCHEMA = " + db + correlatedDatabase("gc.TABLE_SCHEMA", db) + " AND gc.TABLE_NAME = " + name + " AND gc.COLUMN_NAME = " + column +
 		" AND gc.DATA_TYPE = 'bigint' AND gc.COLUMN_TYPE NOT LIKE '%unsigned%' AND gc.IS_NULLABLE = 'NO' AND gc.GENERATION_EXPRESSION IS NULL)"
 }
 
@@ -118,8 +118,8 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		"WHERE EVENT_OBJECT_SCHEMA = "+db+" AND EVENT_OBJECT_TABLE IN (?, ?) "+
 		"OR (LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 OR LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0) "+
 		// A trigger's unqualified names are its own database's (otherTriggers).
-		"AND (TRIGGER_SCHEMA = "+db+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0) "+
-		"UNION ALL "+eventsSQL,
+		"AND (TRIGGER_SCHEMA = "+db+" AND "+exactDatabase("TRIGGER_SCHEMA", t.Table.Schema)+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0 AND "+exactMention("ACTION_STATEMENT", t.Table.Schema)+") "+
+		"UNION ALL "+eventsSQL(t.Table.Schema),
 		append(args, eventsArgs(t.Table)...)...)
 	if err != nil {
 		return nil, err

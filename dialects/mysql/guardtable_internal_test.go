@@ -45,7 +45,7 @@ type blindFloor struct{ dialectImpl }
 
 func (blindFloor) GuardFloorsQuery() (string, []any) {
 	q, args := dialectImpl{}.GuardFloorsQuery()
-	from := strings.Index(q, " FROM (SELECT tr.TRIGGER_SCHEMA")
+	from := strings.Index(q, " FROM (SELECT MIN(tr.TRIGGER_SCHEMA)")
 	return "SELECT fl.db, fl.in_scope, 1, 1" + q[from:], args
 }
 

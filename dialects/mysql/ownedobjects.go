@@ -28,7 +28,14 @@ import (
 //     not read the text (MariaDB shows it to the definer and to accounts with SELECT on
 //     mysql.proc or SHOW CREATE ROUTINE) is refused too: it fails closed.
 //
-// Only hashed names are checked (a name of hashedShape: the 64-character limit, "_"
+// And, for every name, the absence recorder of a case twin: routine names are
+// case-insensitive in MariaDB and MySQL while, under lower_case_table_names = 0, Acc and
+// acc are two tables (whose triggers and tombstone tables keep their names' case), so
+// a procedure fencedsql_tombclaim_acc spelled otherwise than this table's recorder
+// name is a twin's recorder, which this install would replace by its own (G9 "Case
+// twins"): the twin that installs second is refused.
+//
+// Otherwise only hashed names are checked (a name of hashedShape: the 64-character limit, "_"
 // and 16 hex digits): an unhashed name is its table's name and prefix, and the one
 // other table that may hold it is a table renamed away with its triggers (RENAME TABLE
 // keeps them), whose tombstones the carry-over (tombcarry.go) moves as before. The one-
@@ -76,8 +83,9 @@ type ownedObjects struct {
 
 // ownedCheck returns the statements an install runs before anything else for table:
 // they refuse (SIGNAL SQLSTATE '42S01', error 1050) when an object of one of the
-// hashed names of objs belongs to another table (see above), and leave nothing behind.
-// None when no name of objs is hashed.
+// hashed names of objs, or its recorder's name in another spelling, belongs to another
+// table (see above), and leave nothing behind. None when no name of objs is hashed and
+// objs holds no recorder.
 func (d dialectImpl) ownedCheck(table dialect.TableName, objs ownedObjects) []string {
 	var trig []string
 	for _, t := range objs.triggers {
@@ -94,7 +102,7 @@ func (d dialectImpl) ownedCheck(table dialect.TableName, objs ownedObjects) []st
 	}
 	if len(trig) > 0 {
 		found = append(found, "SELECT CONVERT(CONCAT('trigger ', t.TRIGGER_NAME, ' on ', t.EVENT_OBJECT_TABLE) USING utf8mb4) AS o FROM information_schema.TRIGGERS t"+
-			" WHERE t.TRIGGER_SCHEMA = "+db+" AND t.TRIGGER_NAME IN ("+strings.Join(trig, ", ")+") AND NOT (t.EVENT_OBJECT_TABLE = "+literal(table.Name)+")")
+			" WHERE t.TRIGGER_SCHEMA = "+db+" AND "+exactDatabase("t.TRIGGER_SCHEMA", table.Schema)+" AND t.TRIGGER_NAME IN ("+strings.Join(trig, ", ")+") AND NOT (t.EVENT_OBJECT_TABLE = "+literal(table.Name)+")")
 	}
 	if tomb := tombTable(table).Name; objs.tomb && hashedShape(tomb) {
 		found = append(found, "SELECT CONVERT(CONCAT('table ', t.TABLE_NAME, ' (', IF(t.TABLE_COMMENT = '', 'not marked as any table''s', t.TABLE_COMMENT), ')') USING utf8mb4) FROM information_schema.TABLES t"+
@@ -102,8 +110,15 @@ func (d dialectImpl) ownedCheck(table dialect.TableName, objs ownedObjects) []st
 	}
 	if proc := absenceProc(table.Name); objs.tomb && hashedShape(proc) {
 		found = append(found, "SELECT CONVERT(CONCAT('procedure ', r.ROUTINE_NAME) USING utf8mb4) FROM information_schema.ROUTINES r"+
-			" WHERE r.ROUTINE_SCHEMA = "+db+" AND r.ROUTINE_NAME = "+literal(proc)+" AND r.ROUTINE_TYPE = 'PROCEDURE'"+
+			" WHERE r.ROUTINE_SCHEMA = "+db+" AND "+exactDatabase("r.ROUTINE_SCHEMA", table.Schema)+" AND r.ROUTINE_NAME = "+literal(proc)+" AND r.ROUTINE_TYPE = 'PROCEDURE'"+
 			" AND COALESCE(LOCATE("+literal(d.QuoteIdent(tombTable(table).Name))+", r.ROUTINE_DEFINITION), 0) = 0")
+	}
+	if proc := absenceProc(table.Name); objs.tomb {
+		// Routine names are case-insensitive: the recorder of a case twin (Acc next to
+		// acc, lower_case_table_names = 0) has this one's name in another spelling.
+		found = append(found, "SELECT CONVERT(CONCAT('procedure ', r.ROUTINE_NAME) USING utf8mb4) AS o FROM information_schema.ROUTINES r"+
+			" WHERE r.ROUTINE_SCHEMA = "+db+" AND "+exactDatabase("r.ROUTINE_SCHEMA", table.Schema)+" AND r.ROUTINE_NAME = "+literal(proc)+
+			" AND CAST(r.ROUTINE_NAME AS BINARY) <> CAST("+literal(proc)+" AS BINARY)")
 	}
 	if len(found) == 0 {
 		return nil

@@ -48,9 +48,10 @@ func (dialectImpl) RegisterQuery(table, tokenCol, versionCol string) (string, []
 // pool of another database is guarded only when listed or registered where the pool
 // reads.
 func (dialectImpl) GuardedTablesQuery() string {
-	return "SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, COALESCE(MAX(CASE WHEN TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' THEN ACTION_STATEMENT END), '') " +
-		"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() " +
-		"AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tomb%') AND EVENT_OBJECT_TABLE NOT LIKE 'fencedsql\\_%' GROUP BY 1, 2 ORDER BY 1, 2"
+	return "SELECT MIN(EVENT_OBJECT_SCHEMA), MIN(EVENT_OBJECT_TABLE), COALESCE(MAX(CASE WHEN TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' THEN ACTION_STATEMENT END), '') " +
+		"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND " + exactDatabase("TRIGGER_SCHEMA", "") + " " +
+		"AND (TRIGGER_NAME LIKE 'fencedsql\\_guard\\_%' OR TRIGGER_NAME LIKE 'fencedsql\\_tomb%') AND EVENT_OBJECT_TABLE NOT LIKE 'fencedsql\\_%' " +
+		"GROUP BY CAST(EVENT_OBJECT_SCHEMA AS BINARY), CAST(EVENT_OBJECT_TABLE AS BINARY) ORDER BY 1, 2"
 }
 
 // GuardColumns reads the token and version columns from the guard trigger's body

@@ -34,10 +34,10 @@ import (
 // (dialect.SideDoorGuardDefiner, definer.go; red-team rt57b F4).
 func (d dialectImpl) routines(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	tomb, floor, rec := tombTable(t.Table), floorTable(t.Table.Schema), absenceProc(t.Table.Name)
-	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()), ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE, DEFINER FROM information_schema.ROUTINES "+
+	rows, err := query(ctx, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION, ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND "+exactDatabase("ROUTINE_SCHEMA", t.Table.Schema)+", ROUTINE_COMMENT, SECURITY_TYPE, SQL_MODE, DEFINER FROM information_schema.ROUTINES "+
 		"WHERE (LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE(LOWER(?), LOWER(ROUTINE_DEFINITION)) > 0 OR ROUTINE_NAME IN (?, ?) "+
 		"OR LOCATE('prepare', LOWER(ROUTINE_DEFINITION)) > 0 OR LOCATE('execute', LOWER(ROUTINE_DEFINITION)) > 0) "+
-		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0) "+
+		"AND (ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND "+exactDatabase("ROUTINE_SCHEMA", t.Table.Schema)+" OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ROUTINE_DEFINITION)) > 0 AND "+exactMention("ROUTINE_DEFINITION", t.Table.Schema)+") "+
 		"ORDER BY ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE",
 		t.Table.Schema, t.Table.Name, tomb.Name, floor.Name, rec, legacyDerived("fencedsql_tombclaim_", t.Table.Name), t.Table.Schema, t.Table.Schema)
 	if err != nil {
@@ -212,7 +212,7 @@ func (d dialectImpl) ownRecorder(ctx context.Context, query dialect.CatalogQuery
 		return false, fix, nil
 	}
 	rows, err := query(ctx, "SELECT PARAMETER_NAME, PARAMETER_MODE, DTD_IDENTIFIER, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '') FROM information_schema.PARAMETERS "+
-		"WHERE SPECIFIC_SCHEMA = ? AND SPECIFIC_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0 ORDER BY ORDINAL_POSITION", schema, absenceProc(t.Table.Name))
+		"WHERE SPECIFIC_SCHEMA = ? AND "+exactDatabase("SPECIFIC_SCHEMA", schema)+" AND SPECIFIC_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0 ORDER BY ORDINAL_POSITION", schema, absenceProc(t.Table.Name))
 	if err != nil {
 		return false, nil, err
 	}

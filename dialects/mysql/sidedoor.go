@@ -201,9 +201,9 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 	guard, floor := guardTrigger(name), floorTrigger(name)
 	del, ins, key, rep := tombName("del", name), tombName("ins", name), tombName("key", name), tombName("rep", name)
 	fence, tomb := fenceFuncName(t.Table), tombTable(t.Table)
-	rows, err := query(ctx, "SELECT 'trigger', TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+db+" AND TRIGGER_NAME IN (?, ?, ?, ?, ?, ?) "+
+	rows, err := query(ctx, "SELECT 'trigger', TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "+db+" AND "+exactDatabase("TRIGGER_SCHEMA", t.Table.Schema)+" AND TRIGGER_NAME IN (?, ?, ?, ?, ?, ?) "+
 		"UNION ALL SELECT 'table', TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? "+
-		"UNION ALL SELECT 'function', ROUTINE_NAME, '' FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "+db+" AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' "+
+		"UNION ALL SELECT 'function', ROUTINE_NAME, '' FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "+db+" AND "+exactDatabase("ROUTINE_SCHEMA", t.Table.Schema)+" AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "+grantee+" AND "+shows+" "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+shows+" "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? AND "+shows,
@@ -312,10 +312,10 @@ func (d dialectImpl) ownTriggers(ctx context.Context, query dialect.CatalogQuery
 // DROP TRIGGER, and do its work through the wrapper.
 func (d dialectImpl) otherTriggers(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS "+
-		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
+		"WHERE NOT (EVENT_OBJECT_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND "+exactDatabase("EVENT_OBJECT_SCHEMA", t.Table.Schema)+" AND EVENT_OBJECT_TABLE = ?) AND LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 "+
 		// A trigger's unqualified names are its own database's: one in another
 		// database reaches the table only by naming this database.
-		"AND (TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ACTION_STATEMENT)) > 0) "+
+		"AND (TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND "+exactDatabase("TRIGGER_SCHEMA", t.Table.Schema)+" OR LOCATE(LOWER(COALESCE(NULLIF(?, _binary''), DATABASE())), LOWER(ACTION_STATEMENT)) > 0 AND "+exactMention("ACTION_STATEMENT", t.Table.Schema)+") "+
 		"ORDER BY TRIGGER_SCHEMA, TRIGGER_NAME",
 		t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Schema, t.Table.Schema)
 	if err != nil {

@@ -74,7 +74,7 @@ func tombTriggerTable(name, body string) string {
 // refuses with an error wrapping dialect.ErrTombstoneMoved.
 func (d dialectImpl) TombstoneCarryDDL(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName, key []dialect.KeyColumn, tokenCol string, ddl []string) ([]string, error) {
 	rows, err := query(ctx, "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "+
-		"WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND "+tombTriggerNameLike("TRIGGER_NAME")+" "+
+		"WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND "+exactDatabase("TRIGGER_SCHEMA", table.Schema)+" AND "+tombTriggerNameLike("TRIGGER_NAME")+" "+
 		"ORDER BY TRIGGER_NAME", table.Schema)
 	if err != nil {
 		return nil, err

@@ -243,10 +243,10 @@ var markPattern = "%" + clearMark + tombClockPattern
 func (dialectImpl) TombstoneInstalledQuery(table dialect.TableName) (query string, args []any) {
 	rep, del, ins, key := tombName("rep", table.Name), tombName("del", table.Name), tombName("ins", table.Name), tombName("key", table.Name)
 	v := replaceMarkVar(table.Name)
-	return "SELECT IF(COUNT(*) = 4 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ?) AND " + absenceInstalled + " AND NOT EXISTS (" +
-			"SELECT 1 FROM information_schema.TRIGGERS o WHERE o.TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND o.EVENT_OBJECT_TABLE = ? AND o.TRIGGER_NAME NOT IN (?, ?, ?, ?) AND " +
+	return "SELECT IF(COUNT(*) = 4 AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ?) AND " + absenceInstalled(table.Schema) + " AND NOT EXISTS (" +
+			"SELECT 1 FROM information_schema.TRIGGERS o WHERE o.TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("o.TRIGGER_SCHEMA", table.Schema) + " AND o.EVENT_OBJECT_TABLE = ? AND o.TRIGGER_NAME NOT IN (?, ?, ?, ?) AND " +
 			tombTriggerNameLike("o.TRIGGER_NAME") + "), 1, 0) " +
-			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND EVENT_OBJECT_TABLE = ? AND " +
+			"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("TRIGGER_SCHEMA", table.Schema) + " AND EVENT_OBJECT_TABLE = ? AND " +
 			"((TRIGGER_NAME = ? AND ACTION_TIMING = 'BEFORE' AND EVENT_MANIPULATION = 'INSERT' AND ACTION_STATEMENT LIKE ?) OR " +
 			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'DELETE' AND ACTION_STATEMENT LIKE ?) OR " +
 			"(TRIGGER_NAME = ? AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'INSERT' AND ACTION_STATEMENT LIKE ?) OR " +
