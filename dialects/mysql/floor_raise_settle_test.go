@@ -20,56 +20,6 @@ import (
 // Red-team rt20t: G16 "Tokens never go back" — the token floor against a transaction
 // that is open across RaiseTokenFloor.
 
-// raiseDuringOpenTx: a holder of token 8 writes (q) through the fenced pool in a
-// transaction of isolation iso (accepted: no floor yet), RaiseTokenFloor(10) runs on a
-// plain connection, then the holder commits. It reports whether the raise returned
-// before the commit, and the commit's error.
-func raiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (raisedFirst bool, commitErr error, token int64) {
-	t.Helper()
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1), (2, 5, 1)")
-	g := mysql.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
-	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-
-	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 8), &sql.TxOptions{Isolation: iso})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck
-	if _, err := tx.ExecContext(ctx, q); err != nil {
-		t.Fatalf("%s under 8 before any floor: %v", q, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 10) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("RaiseTokenFloor: %v", err)
-		}
-		raisedFirst = true
-	case <-time.After(1500 * time.Millisecond):
-		// The raise waits for the open writer (the floor row's shared lock): right.
-	}
-	commitErr = tx.Commit()
-	if !raisedFirst {
-		if err := <-done; err != nil {
-			t.Fatalf("RaiseTokenFloor: %v", err)
-		}
-	}
-	if _, err := fenced.ExecContext(fencedsql.WithToken(ctx, 9), "UPDATE accounts SET balance = 1 WHERE id = 2"); err == nil {
-		t.Fatal("a write under 9 passed the floor 10")
-	}
-	if err := raw.QueryRowContext(ctx, "SELECT COALESCE((SELECT fence_token FROM accounts WHERE id = 1), -1)").Scan(&token); err != nil {
-		t.Fatal(err)
-	}
-	return raisedFirst, commitErr, token
-}
-
 // TestRaiseWaitsForOpenWriterReadCommitted (fail-open, race). Under REPEATABLE
 // READ InnoDB reads the floor row in the guard's triggers with a shared lock, so
 // RaiseTokenFloor waits until a transaction that wrote under the old floor ends (held:
@@ -90,9 +40,9 @@ func raiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (raisedFi
 func TestRaiseWaitsForOpenWriterReadCommitted(t *testing.T) {
 	for _, q := range []string{"UPDATE accounts SET balance = 99 WHERE id = 1", "SELECT id FROM accounts WHERE id = 1 FOR UPDATE"} {
 		t.Run(q, func(t *testing.T) {
-			raisedFirst, commitErr, token := raiseDuringOpenTx(t, sql.LevelReadCommitted, q)
-			if raisedFirst && commitErr == nil && token == 8 {
-				t.Errorf("RaiseTokenFloor(10) returned while a READ COMMITTED transaction under token 8 was open, and that transaction then committed %q: row 1 now carries token %d below the floor, written after the floor was raised", q, token)
+			raisedFirst, commitErr, effect := raiseAcrossOpenWrite(t, sql.LevelReadCommitted, q)
+			if raisedFirst && commitErr == nil && effect != "" {
+				t.Errorf("RaiseTokenFloor(10) returned while a READ COMMITTED transaction under token 8 was open, and that transaction then committed %q: %s, below the floor, written after the floor was raised", q, effect)
 			}
 		})
 	}
