@@ -9,7 +9,6 @@ import (
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
@@ -23,12 +22,7 @@ import (
 // the operator can end it; the floor is unchanged; once the writer ends, a raise passes.
 func TestRaiseBlockedByOpenWriterNamesIt(t *testing.T) {
 	ctx := context.Background()
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1)")
-	g := mysql.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+	dsn, raw := floorAccounts(t, 1)
 	fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	tx, err := fenced.BeginTx(fencedsql.WithToken(ctx, 8), nil)
 	if err != nil {

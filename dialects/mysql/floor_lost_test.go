@@ -27,12 +27,7 @@ import (
 // Right behaviour: the fence function refuses when fl is NULL (IF NOT COALESCE(tok >=
 // fl, FALSE)), as the triggers do: ErrBelowFloor, the row kept.
 func TestMissingFloorRowRefusesOneStatementDelete(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1), (2, 5, 1)")
-	g := mysql.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+	dsn, raw := floorAccounts(t, 1, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); err != nil {

@@ -36,12 +36,7 @@ func TestRaiseGivingUpLeavesNoWaiterBehind(t *testing.T) {
 	}{{"row-lock-deadline", false, false}, {"row-lock-cancel", true, false}, {"metadata-lock-deadline", false, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			dsn := testdb.MySQL(t)
-			raw := testdb.Open(t, "mysql", dsn,
-				"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-				"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1), (2, 5, 1)")
-			g := mysql.Dialect.(dialect.Guarder)
-			testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+			dsn, raw := floorAccounts(t, 1, 2)
 			fenced := testdb.Open(t, "fenced-mysql", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 			raiser := testdb.Open(t, "mysql", dsn)
 			raiser.SetMaxOpenConns(1)

@@ -69,12 +69,7 @@ func TestRaiseWaitsForOpenWriterReadCommitted(t *testing.T) {
 // writes while the floor row is missing (fail closed), or refuse to raise (typed
 // error) when the row is missing and writers may be open.
 func TestRaiseOverMissingFloorRowWaitsReadCommitted(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1), (2, 5, 1)")
-	g := mysql.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+	dsn, raw := floorAccounts(t, 1, 2)
 	testdb.Exec(t, raw, "DELETE FROM fencedsql_floor") // the row lost
 	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
@@ -324,12 +319,7 @@ func TestRaiseIgnoresUnrelatedPreparedXA(t *testing.T) {
 // Right behaviour: name the XID in the form XA COMMIT/ROLLBACK accept (XA RECOVER
 // FORMAT='SQL' gives X'…',X'…',formatID), and key the wait on the whole XID.
 func TestSettleErrorNamesUsableXID(t *testing.T) {
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1)")
-	g := mysql.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+	dsn, raw := floorAccounts(t, 1)
 	xdb, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)

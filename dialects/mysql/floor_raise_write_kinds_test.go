@@ -10,7 +10,6 @@ import (
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
@@ -22,12 +21,7 @@ import (
 // inserted at 8, or row 1 deleted.
 func raiseAcrossOpenWrite(t *testing.T, iso sql.IsolationLevel, write string) (raisedFirst bool, commitErr error, effect string) {
 	t.Helper()
-	dsn := testdb.MySQL(t)
-	raw := testdb.Open(t, "mysql", dsn,
-		"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-		"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1), (2, 5, 1), (3, 5, 1)")
-	g := mysql.Dialect.(dialect.Guarder)
-	testdb.Exec(t, raw, g.GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+	dsn, raw := floorAccounts(t, 1, 2, 3)
 	fenced := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
@@ -32,11 +31,7 @@ func requireFloorLiteralsRefused(t *testing.T, controls []string, cases []floorL
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			dsn := testdb.MySQL(t)
-			raw := testdb.Open(t, "mysql", dsn,
-				"CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 5, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
-				"INSERT INTO accounts (id, fence_token, version) VALUES (1, 5, 1)")
-			testdb.Exec(t, raw, mysql.Dialect.(dialect.Guarder).GuardDDL(dialect.TableName{Name: "accounts"}, "fence_token", "version")...)
+			dsn, raw := floorAccounts(t, 1)
 			if err := schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 50); err != nil {
 				t.Fatal(err)
 			}
