@@ -528,6 +528,10 @@ EOF
 		port=$(_fsql_free_port) || break
 		: >"$dir/mariadbd.err"
 		_fsql_give mysql "$dir/mariadbd.err"
+		# innodb-log-buffer-size: the default 16 MiB is one max_allowed_packet row; with
+		# two such rows at once (go-sql-driver's suite runs raw and wrapped in parallel)
+		# a CI run found the redo log buffer full with the log writer stalled and every
+		# later CREATE TABLE waiting on SYS_TABLES for the rest of the run.
 		_fsql_launch "$dir" "$dir/mariadbd.pid" "$dir/mariadbd.out" \
 			"$mysqld" --no-defaults "${userflag[@]}" --datadir="$dir/data" --tmpdir="$dir/tmp" \
 			--socket="$dir/mysqld.sock" --port="$port" --bind-address=127.0.0.1 \
@@ -535,7 +539,7 @@ EOF
 			--init-file="$dir/init.sql" --skip-name-resolve --skip-log-bin \
 			--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
 			--max-connections=500 --innodb-buffer-pool-size=128M \
-			--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0
+			--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --innodb-log-buffer-size=64M
 		pid=$(cat "$dir/mariadbd.pid" 2>/dev/null)
 		# Ready means: a real query as the test user works ("mariadb-admin
 		# ping" says yes even when the login is refused).

@@ -23,8 +23,8 @@ import (
 //
 // So a trigger (on any table: one fires inside the statement when a trigger of the
 // table writes its table) or a stored routine (a trigger may call it) whose body names
-// a user variable of the library's prefix, fencedsql_, is a door
-// (dialect.SideDoorGuardWriter: the variables are objects the guards read), reading or
+// a variable a guard reads (the DELETE mark, a REPLACE mark: guardReadVar), in any
+// spelling, is a door (dialect.SideDoorGuardWriter: the variables are objects the guards read), reading or
 // writing alike — except the guards' own triggers, which name the DELETE mark and the
 // REPLACE mark of the table they are named for (their bodies are the guards' to judge:
 // guardTriggers compares them whole), and a fence function's read of the DELETE mark,
@@ -102,12 +102,20 @@ func ownMarkVars(trigger, table string) map[string]bool {
 	return map[string]bool{strings.TrimPrefix(deleteTokenVar, "@"): true, strings.TrimPrefix(replaceMarkVar(name), "@"): true}
 }
 
-// strangeVars returns the library's variables src names (namedLibraryVars) that are
-// not in own.
+// guardReadVar is true for a variable a guard reads (namedLibraryVars' spelling): the
+// DELETE mark, or a REPLACE mark of any table. The library's other variables (the
+// wrapper's claim variables, lockclient/sqllock's @fencedsql_sqllock_primary_until in
+// its lease procedures) reach no guard: a routine naming them is no door.
+func guardReadVar(v string) bool {
+	return v == strings.TrimPrefix(deleteTokenVar, "@") || strings.HasPrefix(v, replaceMarkPrefix)
+}
+
+// strangeVars returns the variables a guard reads (guardReadVar) that src names
+// (namedLibraryVars) and that are not in own.
 func strangeVars(src string, own map[string]bool) []string {
 	var out []string
 	for _, v := range namedLibraryVars(src) {
-		if !own[v] {
+		if guardReadVar(v) && !own[v] {
 			out = append(out, "@"+v)
 		}
 	}

@@ -31,6 +31,28 @@ func TestNamedLibraryVars(t *testing.T) {
 	}
 }
 
+// TestGuardReadVars: only the variables a guard reads are doors (strangeVars): the
+// DELETE mark and any table's REPLACE mark, in any spelling; the library's other
+// variables — lockclient/sqllock's lease procedures set @fencedsql_sqllock_primary_until
+// beside the guarded tables (the drill's sqllock runs), the wrapper's claim variables —
+// are not.
+func TestGuardReadVars(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{"SET @fencedsql_sqllock_primary_until := NOW(6) + INTERVAL 1 SECOND", nil},
+		{"SELECT @fencedsql_claim, @fencedsql_claimed", nil},
+		{"SET @`FencedSQL_Delete_Mark` := 1", []string{"@fencedsql_delete_mark"}},
+		{`SET @'\fencedsql_replace_mark_00ff' := '1/2:AB'`, []string{"@fencedsql_replace_mark_00ff"}},
+		{"SET @fencedsql_replace_mark_" + replaceMarkVar("ledger")[len("@fencedsql_replace_mark_"):] + " := 1", nil}, // own
+	} {
+		if got := strangeVars(c.src, map[string]bool{replaceMarkVar("ledger")[1:]: true}); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("strangeVars(%q) = %q, want %q", c.src, got, c.want)
+		}
+	}
+}
+
 // TestOwnMarkVars: the guards' own trigger names, and their shadows, allow the DELETE
 // mark and the REPLACE mark of the table they are named for; nothing else is allowed.
 func TestOwnMarkVars(t *testing.T) {

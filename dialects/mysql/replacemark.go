@@ -53,7 +53,7 @@ import (
 // between the mark and the deletion, and the displaced row would be recorded low
 // (red-team rt58e F2): no trigger can tell such a mark from its own, so schema.Check
 // and the lazy check report every trigger and routine whose body names one of the
-// library's variables (markVariableDoors, markdoor.go).
+// variables a guard reads (markVariableDoors, markdoor.go).
 //
 // The trigger names the token column only (not the key), so its body is known to the
 // lazy check, which has no primary key: guardTriggers compares it whole, like the
@@ -62,8 +62,11 @@ import (
 func replaceMarkVar(table string) string {
 	h := fnv.New64a()
 	h.Write([]byte(table))
-	return fmt.Sprintf("@fencedsql_replace_mark_%016x", h.Sum64())
+	return fmt.Sprintf("@%s%016x", replaceMarkPrefix, h.Sum64())
 }
+
+// replaceMarkPrefix begins the name of every table's REPLACE mark (without the '@').
+const replaceMarkPrefix = "fencedsql_replace_mark_"
 
 // replaceMarkDef is table's REPLACE-mark trigger, fencedsql_tombrep_<table> (see
 // above), as mark version v (markVersion: this one) writes it.
