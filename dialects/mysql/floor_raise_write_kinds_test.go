@@ -11,6 +11,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/mysql"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -35,27 +36,8 @@ func raiseAcrossOpenWrite(t *testing.T, iso sql.IsolationLevel, write string) (r
 			t.Fatalf("%s under 8 before any floor: %v", q, err)
 		}
 	}
-	done := make(chan error, 1)
-	go func() { done <- schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 10) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("RaiseTokenFloor: %v", err)
-		}
-		raisedFirst = true
-	case <-time.After(900 * time.Millisecond): // it waits for the holder: right
-	}
-	commitErr = tx.Commit()
-	if !raisedFirst {
-		if err := <-done; err != nil {
-			t.Fatalf("RaiseTokenFloor: %v", err)
-		}
-	}
-	var stamped, inserted, gone bool
-	if err := raw.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = 1 AND fence_token = 8),
-		EXISTS (SELECT 1 FROM accounts WHERE id = 7 AND fence_token = 8), NOT EXISTS (SELECT 1 FROM accounts WHERE id = 1)`).Scan(&stamped, &inserted, &gone); err != nil {
-		t.Fatal(err)
-	}
+	raisedFirst, commitErr = fencetest.RaiseAcross(t, tx, 900*time.Millisecond, func() error { return schema.RaiseTokenFloor(ctx, raw, mysql.Dialect, 10) })
+	stamped, inserted, gone := fencetest.HolderEightEffect(ctx, t, raw)
 	switch {
 	case stamped:
 		effect = "row 1 stamped with token 8"

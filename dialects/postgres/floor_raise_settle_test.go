@@ -51,30 +51,10 @@ func raiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (raisedFi
 	} else if err := rows.Close(); err != nil {
 		t.Fatalf("%s under 8 before any floor: %v", q, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 10) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("RaiseTokenFloor: %v", err)
-		}
-		raisedFirst = true
-	case <-time.After(1500 * time.Millisecond):
-		// The raise waits for the open writer: the right behaviour.
-	}
-	commitErr = tx.Commit()
-	if !raisedFirst {
-		if err := <-done; err != nil {
-			t.Fatalf("RaiseTokenFloor: %v", err)
-		}
-	}
+	raisedFirst, commitErr = fencetest.RaiseAcross(t, tx, 1500*time.Millisecond, func() error { return schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, 10) })
 	// The stale holder's effect: row 1 stamped 8 (UPDATE, claim), row 7 inserted under 8,
 	// or row 1 gone (DELETE); token is 8 when it is there, else -1.
-	var stamped, inserted, gone bool
-	if err := raw.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = 1 AND fence_token = 8),
-		EXISTS (SELECT 1 FROM accounts WHERE id = 7 AND fence_token = 8), NOT EXISTS (SELECT 1 FROM accounts WHERE id = 1)`).Scan(&stamped, &inserted, &gone); err != nil {
-		t.Fatal(err)
-	}
+	stamped, inserted, gone := fencetest.HolderEightEffect(ctx, t, raw)
 	token = -1
 	if stamped || inserted || gone {
 		token = 8
