@@ -87,3 +87,40 @@ func TestFenceFunctionRewrittenThroughViewOverMysqlProcRefused(t *testing.T) {
 		t.Fatalf("fail-open: after the UPDATE of a view over mysql.proc through the fenced pool (err %v), a stale token-8 DELETE (err %v) deleted row 1, written by token 60", viewErr, delErr)
 	}
 }
+
+// TestCatalogViewsListedExactlyByName: the pool's listing of catalog views
+// (catalogViewsQuery) must keep every view, whatever names the server's catalog
+// collation takes for equal. information_schema's names are compared accent- and
+// case-insensitively (utf8_general_ci): the listing's recursive UNION and GROUP BY
+// merged views `cafe` and `café` (or `strase` and `straße`, `V` and `v` in twin
+// databases) into one row, and the planner, which keys a view by its lower-cased name,
+// then refused writes through only one of them: an UPDATE of the other, a view over
+// mysql.proc, rewrote the fence function. Now the listing groups the names byte for
+// byte and each view is refused.
+func TestCatalogViewsListedExactlyByName(t *testing.T) {
+	dsn := testdb.MySQL(t)
+	ctx := context.Background()
+	raw := testdb.Open(t, "mysql", dsn, catalogViewAccounts)
+	reps, err := schema.Check(ctx, raw, mysql.Dialect, schema.GuardSpec{Table: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, raw, reps[0].Fix...)
+	pairs := [][2]string{{"cafe", "café"}, {"strase", "straße"}, {"resume", "RÉSUMÉ"}}
+	for _, p := range pairs {
+		for _, name := range p {
+			testdb.Exec(t, raw, "CREATE VIEW `"+name+"` AS SELECT db, name, type, body FROM mysql.proc")
+		}
+	}
+	db := testdb.Open(t, "fenced-mysql", dsn+"&fenced_tables=accounts")
+	tctx := fencedsql.WithToken(ctx, 8)
+	for _, p := range pairs {
+		for _, name := range p {
+			// A WHERE that matches no row: a write let through would change nothing.
+			q := "UPDATE `" + name + "` SET body = body WHERE db = 'no such database'"
+			if _, err := db.ExecContext(tctx, q); !errors.Is(err, fencedsql.ErrUnsupported) {
+				t.Errorf("%s through the fenced pool: %v; want ErrUnsupported (a view over mysql.proc)", q, err)
+			}
+		}
+	}
+}
