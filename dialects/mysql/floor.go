@@ -198,12 +198,17 @@ func (dialectImpl) RaiseSessionQuery() string {
 
 var _ dialect.ReplicatedRaiser = dialectImpl{}
 
-// FloorLockWait reports whether err is the server's lock wait timeout (error 1205,
-// innodb_lock_wait_timeout): a raise that waited for the floor row, which every open
-// guarded write holds with a shared lock (dialect.FloorBlockLister).
+// FloorLockWait reports whether err ended a raise that waited for the floor row, which
+// every open guarded write holds with a shared lock (dialect.FloorBlockLister): the
+// server's lock wait timeout (error 1205, innodb_lock_wait_timeout), or a deadlock
+// (1213) whose victim InnoDB chose the raise — the cheapest transaction of a cycle
+// such as "writer A holds the floor row and waits for writer C's row; C's floor read
+// queues behind the raise's request" (red-team rt59c F1: the raise answered the raw
+// 1213, not ErrFloorBlocked naming the writers). Either way the server rolled back the
+// raise's statement and nothing is raised.
 func (dialectImpl) FloorLockWait(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1205
+	return errors.As(err, &me) && (me.Number == 1205 || me.Number == 1213)
 }
 
 // FloorBlockersQuery lists the connections, other than this one, whose open InnoDB

@@ -93,11 +93,13 @@ type FloorLockReader interface {
 // FloorBlockLister is implemented by dialects whose raise waits for a lock every open
 // guarded write holds on the floor row (MySQL/MariaDB: the guards' LOCK IN SHARE MODE),
 // so that a paused holder's open transaction blocks it. When the raise's write fails
-// with FloorLockWait (the server's lock wait timeout) or its context ends,
+// with FloorLockWait (the server's lock wait timeout, or a deadlock whose victim was
+// the raise) or its context ends,
 // RaiseTokenFloor rolls back and fails with a *SettleError (Blocked, ErrFloorBlocked)
 // naming the sessions FloorBlockersQuery lists (red-team rt31b F8).
 type FloorBlockLister interface {
-	// FloorLockWait reports whether err is the server's lock wait timeout.
+	// FloorLockWait reports whether err is the server's lock wait timeout or a
+	// deadlock that rolled back the raise: it waited for the floor row and gave up.
 	FloorLockWait(err error) bool
 	// FloorBlockersQuery lists the sessions, other than the connection's own, whose
 	// open transactions hold row locks: one session id per row.
