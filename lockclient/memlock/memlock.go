@@ -5,7 +5,10 @@
 // or renewal is valid for the session's TTL from the moment the Service handles the
 // request. Tokens come from one counter shared by all keys, which RaiseFloor and
 // WithMinToken raise (lockclient.FloorRaiser) up to 2^63−2, like the other backends' floors;
-// it lives as long as the Service. The last token is 2^63−1: a grant after it fails at
+// it lives as long as the Service: a process that restarts counts from 1 again, below the
+// tokens its previous run stamped on rows, and is refused them (ErrFenced in the
+// wrapper). A single instance therefore starts its Service with WithMinToken at the
+// highest token the database holds (fencedsql/schema.MaxToken). The last token is 2^63−1: a grant after it fails at
 // once with an error wrapping lockclient.ErrInvalidConfig. Retire (lockclient.Retirer)
 // makes every later grant fail with lockclient.ErrRetired. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
