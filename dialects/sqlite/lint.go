@@ -40,6 +40,11 @@ import (
 //     NULL of another column, or on the no-op NULL constraint, has no bearing on the
 //     fence. CREATE UNIQUE INDEX takes no conflict clause.
 //
+// A fencing column that is a column of a unique key (the PRIMARY KEY, an INTEGER
+// PRIMARY KEY rowid alias included, a UNIQUE constraint or index; pragma_table_info's
+// pk and pragma_index_list; dialect.KeyFencingColumn): every fenced write sets it and
+// moves the row. Refused; the table must be rebuilt with fencing columns of their own.
+//
 // Type affinity of the token and the version column (https://sqlite.org/datatype3.html):
 // the fence compares fence_token <= ? and must compare numbers. INTEGER affinity (a
 // declared type containing INT) and NUMERIC affinity (any type not matching another
@@ -72,6 +77,7 @@ type declaration struct {
 	sql    string            // its CREATE TABLE text
 	strict bool              // a STRICT table
 	types  map[string]string // lower-case column name → declared type
+	keys   map[string]string // lower-case column name → a unique key it is a key column of
 }
 
 // declaration reads t's CREATE TABLE text, its declared column types and STRICT. An
@@ -92,9 +98,12 @@ func (d dialectImpl) declaration(ctx context.Context, query dialect.CatalogQuery
 		return declaration{}, nil
 	}
 	schema := rows[0][0]
-	dec := declaration{strict: rows[0][1] == "1", types: map[string]string{}}
+	dec := declaration{strict: rows[0][1] == "1", types: map[string]string{}, keys: map[string]string{}}
 	rows, err = query(ctx, `SELECT 'sql', sql, '' FROM `+d.QuoteIdent(schema)+`.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE
-UNION ALL SELECT 'column', name, type FROM pragma_table_info(?, ?)`, t.Name, t.Name, schema)
+UNION ALL SELECT 'column', name, type FROM pragma_table_info(?, ?)
+UNION ALL SELECT 'key', name, 'PRIMARY KEY' FROM pragma_table_info(?, ?) WHERE pk > 0
+UNION ALL SELECT 'key', ii.name, il.name FROM pragma_index_list(?, ?) il JOIN pragma_index_info(il.name, ?) ii WHERE il."unique" = 1 AND ii.name IS NOT NULL`,
+		t.Name, t.Name, schema, t.Name, schema, t.Name, schema, schema)
 	if err != nil {
 		return declaration{}, err
 	}
@@ -107,6 +116,10 @@ UNION ALL SELECT 'column', name, type FROM pragma_table_info(?, ?)`, t.Name, t.N
 			dec.found, dec.sql = true, r[1]
 		case "column":
 			dec.types[strings.ToLower(r[1])] = r[2]
+		case "key":
+			if _, ok := dec.keys[strings.ToLower(r[1])]; !ok {
+				dec.keys[strings.ToLower(r[1])] = r[2]
+			}
 		}
 	}
 	return dec, nil
@@ -133,6 +146,9 @@ func judgeDeclaration(t dialect.LintTable, dec declaration) []dialect.SchemaProb
 		typ, ok := dec.types[strings.ToLower(col)]
 		if !ok {
 			continue // a missing column is the column check's problem
+		}
+		if key, ok := dec.keys[strings.ToLower(col)]; ok {
+			out = append(out, dialect.SchemaProblem{Problem: dialect.KeyFencingColumn(col, key)})
 		}
 		if p := judgeAffinity(col, typ, dec.strict); p != "" {
 			out = append(out, dialect.SchemaProblem{Problem: p + "; SQLite cannot change a column's type: rebuild " + name + " with " + col + " BIGINT NOT NULL DEFAULT 0 (INTEGER in a STRICT table)"})

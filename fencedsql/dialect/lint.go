@@ -63,6 +63,20 @@ func NarrowFencingColumn(column, declared string, width int, tokenColumn string)
 	return ""
 }
 
+// KeyFencingColumn judges a fencing column that is a column of one of the table's
+// unique keys (its primary key, a unique index or constraint; red-team rt59d F1:
+// fenced_token_column=id passed the lazy check and schema.Check). Every fenced write
+// sets the token and the version column, so such a write moves the row to another key
+// (UPDATE … SET balance = 200 WHERE id = 1 under token 20 turned row 1 into row 20), a
+// stale holder's write finds no row and reads as "not found" instead of ErrFenced, its
+// INSERT lands under another key, and two rows written under one token collide. No fix
+// statement: fence on columns of their own (fencedsql-schema proposes fence_token and
+// version). It returns the problem in words; column is the fencing column, key the
+// unique key's name as the catalog spells it.
+func KeyFencingColumn(column, key string) string {
+	return "fencing column " + column + " is a column of the unique key " + key + ": every fenced write sets it, so a write moves the row to another key, a stale holder's write finds no row (not found, not ErrFenced) or inserts under another key, and two rows written under one token collide; fence on columns of their own (fence_token, version) that are in no unique key"
+}
+
 // DDLTokenKind classifies a DDLToken.
 type DDLTokenKind uint8
 
