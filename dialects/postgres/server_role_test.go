@@ -85,6 +85,9 @@ func TestSubscriberIsNotPrimary(t *testing.T) {
 	if err := schema.RaiseTokenFloorReadOnly(ctx, raw, postgres.Dialect, 100); !errors.As(err, &ce) {
 		t.Errorf("RaiseTokenFloorReadOnly on PostgreSQL: %v, want a *ConfigError (no read-only primary to raise on)", err)
 	}
+	if m, err := schema.MaxTokenReadOnly(ctx, raw, postgres.Dialect); !errors.As(err, &ce) || !strings.Contains(err.Error(), "MaxTokenReadOnly") {
+		t.Errorf("MaxTokenReadOnly on PostgreSQL: %d, %v, want a *ConfigError naming MaxTokenReadOnly", m, err)
+	}
 	drop()
 	if err := write(20); err != nil {
 		t.Errorf("a guarded write after DROP SUBSCRIPTION: %v", err)

@@ -51,6 +51,11 @@ import (
 // a *MaxTokenSessionError instead of answering the highest token of then (red-team
 // rt50b F4).
 func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...GuardSpec) (uint64, error) {
+	return maxTokenOf(ctx, db, d, tables, false)
+}
+
+// maxTokenOf is MaxToken, or with readOnlyOK MaxTokenReadOnly.
+func maxTokenOf(ctx context.Context, db *sql.DB, d dialect.Dialect, tables []GuardSpec, readOnlyOK bool) (uint64, error) {
 	if err := complete("MaxToken", d); err != nil {
 		return 0, err
 	}
@@ -59,7 +64,7 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 		return 0, fmt.Errorf("fencedsql: MaxToken: starting its read-only transaction: %w", err)
 	}
 	defer tx.Rollback()
-	m, err := maxToken(ctx, tx, d, tables)
+	m, err := maxToken(ctx, tx, d, tables, readOnlyOK)
 	if err != nil {
 		if u, ok := d.(dialect.UnfilteredReader); ok && u.RowFiltered(err) {
 			return 0, &MaxTokenRowSecurityError{Err: err}
@@ -70,7 +75,7 @@ func MaxToken(ctx context.Context, db *sql.DB, d dialect.Dialect, tables ...Guar
 }
 
 // maxToken is MaxToken inside its transaction.
-func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []GuardSpec) (uint64, error) {
+func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []GuardSpec, readOnlyOK bool) (uint64, error) {
 	if err := recordsSession(ctx, tx, d, "MaxToken"); err != nil {
 		return 0, err
 	}
@@ -84,7 +89,7 @@ func maxToken(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tables []Guard
 	if err := requireCurrentReads(ctx, tx, d); err != nil {
 		return 0, err
 	}
-	if err := requirePrimary(ctx, tx, d, "MaxToken", "a standby or replica answers from a copy that may lag behind tokens the primary accepted; run it on the primary", false); err != nil {
+	if err := requirePrimary(ctx, tx, d, "MaxToken", "a standby or replica answers from a copy that may lag behind tokens the primary accepted; run it on the primary", readOnlyOK); err != nil {
 		return 0, err
 	}
 	specs := tables

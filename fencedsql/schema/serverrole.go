@@ -36,7 +36,7 @@ func requirePrimary(ctx context.Context, q querier, d dialect.Dialect, op, why s
 	tc, counts := d.(dialect.ReplicationThreadCounter)
 	switch p, checks := d.(dialect.PrimaryChecker); {
 	case readOnlyOK && !counts:
-		return configErr("RaiseTokenFloorReadOnly: %s has no read-only primary to raise on: use RaiseTokenFloor", d.Name())
+		return configErr("%sReadOnly: %s has no read-only primary: use %s", op, d.Name(), op)
 	case readOnlyOK:
 		var threads int
 		if err := q.QueryRowContext(ctx, tc.ReplicationThreadsQuery()).Scan(&threads); err != nil {

@@ -6,9 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,17 +102,9 @@ func TestHookRefusesRetiredLockService(t *testing.T) {
 	defer x.Release(context.Background())
 
 	// A failover (or a restore): the hook, still configured for the old service.
-	bin := t.TempDir()
-	for name, pkg := range map[string]string{"fencedsql-schema": "github.com/fencedsql/fencedsql/fencedsql/cmd/fencedsql-schema",
-		"lockfloor": "github.com/fencedsql/fencedsql/lockclient/cmd/lockfloor"} {
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
-		}
-	}
+	bins := hookBinaries(ctx, t)
 	hookEnv := func(prefix string) []string {
-		return append(os.Environ(), "FENCEDSQL_LOCKFLOOR="+filepath.Join(bin, "lockfloor"),
-			"FENCEDSQL_SCHEMA="+filepath.Join(bin, "fencedsql-schema"), "FENCEDSQL_FLOOR_ATTEMPTS=1",
-			"FENCEDSQL_LOCKFLOOR_ARGS=-backend redis -addr "+addr+" -prefix "+prefix,
+		return append(append([]string{}, bins...), "FENCEDSQL_LOCKFLOOR_ARGS=-backend redis -addr "+addr+" -prefix "+prefix,
 			"FENCEDSQL_FLOOR_DSN="+dsn)
 	}
 	out, rc := runHook(t, hookEnv(oldPrefix), "raise-floor.sh", "postgres")

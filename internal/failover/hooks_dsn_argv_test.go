@@ -8,11 +8,12 @@ import (
 )
 
 // hookStubs writes a lockfloor and a fencedsql-schema that record their whole command
-// line (what any local user reads in /proc/<pid>/cmdline or ps) and succeed.
+// line (what any local user reads in /proc/<pid>/cmdline or ps) and succeed
+// (fencedsql-schema -max-token prints 7).
 func hookStubs(t *testing.T) (env []string, dir string) {
 	dir = t.TempDir()
 	lock := "#!/bin/sh\ncat /proc/$$/cmdline | tr '\\0' ' ' >> " + filepath.Join(dir, "cmdlines") + "\necho 41\n"
-	schema := "#!/bin/sh\ncat /proc/$$/cmdline | tr '\\0' ' ' >> " + filepath.Join(dir, "cmdlines") + "\necho 42; echo 'app.fencedsql_floor: 42'\n"
+	schema := "#!/bin/sh\ncat /proc/$$/cmdline | tr '\\0' ' ' >> " + filepath.Join(dir, "cmdlines") + "\ncase \" $* \" in *\" -max-token \"*) echo 7; exit 0;; esac\necho 42; echo 'app.fencedsql_floor: 42'\n"
 	for name, body := range map[string]string{"lockfloor": lock, "fencedsql-schema": schema} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@ func TestPatroniHookWaitsForPromotion(t *testing.T) {
 	schema := "#!/bin/bash\nstart=" + filepath.Join(dir, "start") + "\n" +
 		"[[ -f $start ]] || date +%s > $start\n" +
 		"if (( $(date +%s) - $(cat $start) < 8 )); then echo 'fencedsql-schema: raise-floor: the server is a replica or read-only' >&2; exit 1; fi\n" +
+		"case \" $* \" in *\" -max-token \"*) echo 7; exit 0;; esac\n" +
 		"echo raised >> " + filepath.Join(dir, "raised") + "\necho 42; echo 'public.fencedsql_floor: 42'\n"
 	if err := os.WriteFile(filepath.Join(dir, "fencedsql-schema"), []byte(schema), 0o755); err != nil {
 		t.Fatal(err)

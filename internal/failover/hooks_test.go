@@ -19,18 +19,20 @@ func hookDir(t *testing.T) string {
 // stubs writes a lockfloor that prints token (or fails when token is "fail") and a
 // fencedsql-schema that records its arguments (-dsn-env NAME recorded as -dsn and the
 // variable's value: the DSN it was given) and exits with schemaExit (printing the
-// floors when 0), and returns the environment for the scripts and the file the
-// arguments land in.
+// floors when 0) — with -max-token it prints STUB_MAX_TOKEN (default 7) or fails
+// when that is "fail" — and returns the environment for the scripts and the file the
+// arguments land in. lockfloor's arguments land in lock.args (the last call) and
+// lock.log (every call, one line each) beside it.
 func stubs(t *testing.T, token string, schemaExit int) (env []string, argsFile string) {
 	dir := t.TempDir()
 	argsFile = filepath.Join(dir, "schema.args")
-	lock := "#!/bin/sh\necho \"$*\" > " + filepath.Join(dir, "lock.args") + "\n"
+	lock := "#!/bin/sh\necho \"$*\" > " + filepath.Join(dir, "lock.args") + "\necho \"$*\" >> " + filepath.Join(dir, "lock.log") + "\n"
 	if token == "fail" {
 		lock += "exit 3\n"
 	} else {
 		lock += "echo " + token + "\n"
 	}
-	schema := "#!/bin/bash\na=()\nwhile (($#)); do if [[ $1 == -dsn-env ]]; then a+=(-dsn \"${!2}\"); shift 2; else a+=(\"$1\"); shift; fi; done\n" +
+	schema := "#!/bin/bash\nfor x; do if [[ $x == -max-token ]]; then m=${STUB_MAX_TOKEN:-7}; [[ $m != fail ]] || exit 1; echo \"$m\"; exit 0; fi; done\na=()\nwhile (($#)); do if [[ $1 == -dsn-env ]]; then a+=(-dsn \"${!2}\"); shift 2; else a+=(\"$1\"); shift; fi; done\n" +
 		"printf '%s\\n' \"${a[@]}\" > " + argsFile + "\n"
 	if schemaExit != 0 {
 		schema += "exit " + strconv.Itoa(schemaExit) + "\n"
@@ -83,9 +85,11 @@ func TestHookScripts(t *testing.T) {
 			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
 		}
 		// The lock service is asked with -failover (lockfloor's margin by default:
-		// a lease table that failed over with the database jumps; red-team rt42f F1).
-		if got := schemaArgs(t, filepath.Join(filepath.Dir(args), "lock.args")); got != "-backend etcd -endpoints http://127.0.0.1:2379 -failover -live" {
-			t.Errorf("lockfloor got %q, want its -failover -live", got)
+		// a lease table that failed over with the database jumps; red-team rt42f F1),
+		// then again above the database's highest token (-max-token; rt59c F2).
+		if got := lockCalls(t, args); len(got) != 2 || got[0] != "-backend etcd -endpoints http://127.0.0.1:2379 -failover -live" ||
+			got[1] != "-backend etcd -endpoints http://127.0.0.1:2379 -failover -live -at-least 7" {
+			t.Errorf("lockfloor got %q, want its -failover -live, then with -at-least 7 (the database's -max-token)", got)
 		}
 		if strings.Contains(out, "secret") {
 			t.Errorf("the output shows the DSN's password: %s", out)
@@ -126,8 +130,8 @@ func TestHookScripts(t *testing.T) {
 		if rc != 0 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 4294967338" {
 			t.Fatalf("exit %d, fencedsql-schema got %q; output %s", rc, schemaArgs(t, args), out)
 		}
-		if got := schemaArgs(t, filepath.Join(filepath.Dir(args), "lock.args")); !strings.HasSuffix(got, " -failover -live -margin 0") {
-			t.Errorf("lockfloor got %q, want -failover -live -margin 0", got)
+		if got := lockCalls(t, args); len(got) != 2 || !strings.HasSuffix(got[0], " -failover -live -margin 0") || !strings.HasSuffix(got[1], " -failover -live -margin 0 -at-least 7") {
+			t.Errorf("lockfloor got %q, want -failover -live -margin 0 (then with -at-least 7)", got)
 		}
 		env, args = stubs(t, "41", 0)
 		for _, bad := range []string{"-1", "2^32", "12345678901234567890", "0x10"} {
@@ -177,4 +181,57 @@ func TestHookScripts(t *testing.T) {
 			t.Fatalf("no port: exit %d (want 1): %s", rc, out)
 		}
 	})
+}
+
+// lockCalls is every lockfloor call the stubs recorded, one string each.
+func lockCalls(t *testing.T, args string) []string {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(args), "lock.log"))
+	if os.IsNotExist(err) {
+		return nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// The hook raises the lock service above the last switch's recorded answer
+// (FENCEDSQL_FLOOR_AT_LEAST, lockfloor -at-least) and above the database's highest
+// token (fencedsql-schema -max-token), then the floor again (red-team rt59c F2): a
+// restore or an asynchronous failover can forget a raise of sqllock's token source. A
+// recorded answer that is not a token fails before anything runs; a -max-token that
+// fails after the first raise is reported as raised but not checked (exit 1, not "NOT
+// raised"); FENCEDSQL_FLOOR_MAX_TOKEN=0 skips the second step.
+func TestHookScriptRaisesAboveRecordedAnswerAndDatabaseMax(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	const dsn = "postgres://owner:secret@10.0.0.2:5432/shop"
+	env, args := stubs(t, "4503603922337792", 0)
+	out, rc := runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn, "FENCEDSQL_FLOOR_AT_LEAST=4503599627370496", "STUB_MAX_TOKEN=1796645046908946"), "raise-floor.sh", "postgres")
+	calls := lockCalls(t, args)
+	const base = "-backend etcd -endpoints http://127.0.0.1:2379 -failover -live -at-least 4503599627370496"
+	if rc != 0 || len(calls) != 2 || calls[0] != base || calls[1] != base+" -at-least 1796645046908946" {
+		t.Fatalf("exit %d, lockfloor calls %q; want %q then with -at-least 1796645046908946\n%s", rc, calls, base, out)
+	}
+	if got := schemaArgs(t, args); got != "-driver postgres -dsn "+dsn+" -raise-floor 4503603922337793" {
+		t.Errorf("fencedsql-schema's last call %q", got)
+	}
+	for _, bad := range []string{"-1", "2^52", "12345678901234567890", "0x10", "1 2"} {
+		env, args := stubs(t, "41", 0)
+		out, rc := runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn, "FENCEDSQL_FLOOR_AT_LEAST="+bad), "raise-floor.sh", "postgres")
+		if rc != 1 || !strings.Contains(out, "NOT raised") || schemaArgs(t, args) != "" || lockCalls(t, args) != nil {
+			t.Errorf("FENCEDSQL_FLOOR_AT_LEAST=%q: exit %d (want 1, NOT raised, nothing run): %s", bad, rc, out)
+		}
+	}
+	env, args = stubs(t, "41", 0)
+	out, rc = runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn, "STUB_MAX_TOKEN=fail"), "raise-floor.sh", "postgres")
+	if rc != 1 || strings.Contains(out, "NOT raised") || !strings.Contains(out, "WAS raised to 42") || !strings.Contains(out, "-max-token") ||
+		schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 42" || len(lockCalls(t, args)) != 1 {
+		t.Errorf("-max-token failing after the first raise: exit %d (want 1, WAS raised to 42, naming -max-token): %s", rc, out)
+	}
+	env, args = stubs(t, "41", 0)
+	out, rc = runHook(t, append(env, "FENCEDSQL_FLOOR_DSN="+dsn, "FENCEDSQL_FLOOR_MAX_TOKEN=0", "STUB_MAX_TOKEN=fail"), "raise-floor.sh", "postgres")
+	if rc != 0 || len(lockCalls(t, args)) != 1 || schemaArgs(t, args) != "-driver postgres -dsn "+dsn+" -raise-floor 42" {
+		t.Errorf("FENCEDSQL_FLOOR_MAX_TOKEN=0: exit %d, lockfloor calls %q (want one): %s", rc, lockCalls(t, args), out)
+	}
 }

@@ -68,6 +68,27 @@ func TestSQLLockInFailedOverDatabaseJumpsLostTokens(t *testing.T) {
 }
 
 func sqllockFailoverJump(ctx context.Context, t *testing.T, pair detacher, d DB, sd sqllock.Dialect, replicaDSN string, replicaSrv *server) {
+	sqllockLostTail(ctx, t, pair, d, sd, replicaDSN, replicaSrv, 0, func(np *sql.DB, nb *sqllock.Backend, _ uint64) uint64 {
+		// The hook's first step (lockfloor -failover, then -raise-floor answer+1).
+		last, err := lockclient.AdvanceFloor(ctx, nb, lockclient.DefaultFailoverMargin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.RaiseTokenFloor(ctx, np, d.Dialect, last+1); err != nil {
+			t.Fatal(err)
+		}
+		return last
+	})
+}
+
+// sqllockLostTail is the schedule of TestSQLLockInFailedOverDatabaseJumpsLostTokens:
+// grants (and, with lostRaise above 0, first a raise of sqllock's floor to lostRaise,
+// a switch's "lockfloor -raise") on the old primary in the replication lag window, a
+// failover, then hook(new primary, sqllock on it, the raise's answer) — the failover
+// hook, returning the lock service's answer — and the checks: the tokens granted on
+// the old primary are refused, the service's next grant is above them and writes.
+func sqllockLostTail(ctx context.Context, t *testing.T, pair detacher, d DB, sd sqllock.Dialect, replicaDSN string, replicaSrv *server,
+	lostRaise uint64, hook func(np *sql.DB, nb *sqllock.Backend, answer uint64) uint64) {
 	if _, err := Install(ctx, pair.DSN(), d); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +125,17 @@ func sqllockFailoverJump(ctx context.Context, t *testing.T, pair detacher, d DB,
 	if err := pair.Detach(ctx); err != nil { // replication lags from here on
 		t.Fatal(err)
 	}
+	// The switch's "lockfloor -raise" on sqllock, its answer (-show) recorded outside
+	// the database, inside the lag window.
+	var answer uint64
+	if lostRaise > 0 {
+		if err := b.RaiseFloor(ctx, lostRaise); err != nil {
+			t.Fatal(err)
+		}
+		if answer, err = b.LastToken(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Grants of other keys on the old primary (beyond PostgreSQL's 32 pre-logged
 	// sequence values); A gets the key and its lease ends; B writes under the next.
 	for i := 0; i < 40; i++ {
@@ -135,7 +167,6 @@ func sqllockFailoverJump(ctx context.Context, t *testing.T, pair detacher, d DB,
 	if err := pair.Failover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The hook on the new primary: lockfloor -failover, then -raise-floor answer+1.
 	np, err := sql.Open(d.PlainDriver, pair.DSN())
 	if err != nil {
 		t.Fatal(err)
@@ -149,13 +180,7 @@ func sqllockFailoverJump(ctx context.Context, t *testing.T, pair detacher, d DB,
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := lockclient.AdvanceFloor(ctx, nb, lockclient.DefaultFailoverMargin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.RaiseTokenFloor(ctx, np, d.Dialect, last+1); err != nil {
-		t.Fatal(err)
-	}
+	last := hook(np, nb, answer)
 	t.Logf("old primary granted tA=%d, tB=%d; the promoted token source's LastToken %d; after the jump %d", tA, tB, lagging, last)
 	after, err := sql.Open(d.FencedDriver, FencedDSN(pair.DSN()))
 	if err != nil {

@@ -32,25 +32,34 @@ import (
 // floor to the new service's last token + 1, so that a lease the old service granted
 // can no longer write.
 func switchLockService(ctx context.Context, raw *sql.DB, from, to *lockclient.Client) error {
+	_, err := switchLockServiceAnswer(ctx, raw, from, to)
+	return err
+}
+
+// switchLockServiceAnswer is switchLockService, returning the switch's answer: the new
+// service's last token after its raise (lockfloor -show), which the README has the
+// operator record outside the database for the restore and failover runbooks
+// (FENCEDSQL_FLOOR_AT_LEAST; red-team rt59c F2).
+func switchLockServiceAnswer(ctx context.Context, raw *sql.DB, from, to *lockclient.Client) (uint64, error) {
 	dbMax, err := schema.MaxToken(ctx, raw, postgres.Dialect) // fencedsql-schema -max-token
 	if err != nil {
-		return err
+		return 0, err
 	}
 	old, err := from.Retire(ctx) // lockfloor -retire (old service)
 	if errors.Is(err, lockclient.ErrNoRetire) {
 		old, err = from.LastToken(ctx) // lockfloor -show (old service)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := to.RaiseFloor(ctx, max(dbMax, old)); err != nil { // lockfloor -raise N (new service)
-		return err
+		return 0, err
 	}
-	next, err := to.LastToken(ctx) // lockfloor -show (new service)
+	next, err := to.LastToken(ctx) // lockfloor -show (new service): the answer to record
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, next+1) // fencedsql-schema -raise-floor
+	return next, schema.RaiseTokenFloor(ctx, raw, postgres.Dialect, next+1) // fencedsql-schema -raise-floor
 }
 
 // transfers runs n increments of three accounts, each under its account's lock from

@@ -58,12 +58,13 @@ import (
 //	                  MySQL/MariaDB a raise blocked by an open guarded writer past the
 //	                  server's lock wait timeout exits 1 naming the connections
 //	                  (schema.ErrFloorBlocked: nothing raised).
-//	-allow-read-only  with -raise-floor on MySQL/MariaDB: also raise on a server that
-//	                  is still read_only, provided no replication is configured on it
-//	                  (schema.RaiseTokenFloorReadOnly): MHA's master_ip_failover_script
+//	-allow-read-only  with -raise-floor or -max-token on MySQL/MariaDB: also raise on
+//	                  (read) a server that is still read_only, provided no replication
+//	                  is configured on it (schema.RaiseTokenFloorReadOnly,
+//	                  MaxTokenReadOnly): MHA's master_ip_failover_script
 //	                  --command=start runs before MHA turns read_only off (red-team
-//	                  rt41b F4). A replica, even one whose threads are stopped, is
-//	                  still refused.
+//	                  rt41b F4), and the hook reads -max-token there too (rt59c F2). A
+//	                  replica, even one whose threads are stopped, is still refused.
 
 // floorCommand runs -max-token or -raise-floor; it returns the exit status.
 func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol string, max bool, floor uint64, readOnlyOK bool, timeout time.Duration, stdout, stderr io.Writer) int {
@@ -86,7 +87,11 @@ func floorCommand(ctx context.Context, be backend, dsn, tables, tokCol, verCol s
 				specs = append(specs, schema.GuardSpec{Table: t, TokenColumn: tokCol, VersionColumn: verCol})
 			}
 		}
-		m, err := schema.MaxToken(ctx, db, be.dialect, specs...)
+		read := schema.MaxToken
+		if readOnlyOK {
+			read = schema.MaxTokenReadOnly
+		}
+		m, err := read(ctx, db, be.dialect, specs...)
 		if err != nil {
 			return fail("max-token", err)
 		}

@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		dsnFlag    = fs.String("dsn", "", "the plain driver's DSN (needs rights to alter the tables and create triggers); on the command line every local user can read it: prefer -dsn-env or -dsn-file when it holds a password")
 		dsnEnv     = fs.String("dsn-env", "", "read the DSN from this environment variable instead of -dsn")
 		dsnFile    = fs.String("dsn-file", "", "read the DSN from this file (- for standard input) instead of -dsn")
-		readOnlyOK = fs.Bool("allow-read-only", false, "-raise-floor, MySQL/MariaDB: raise on a read_only server with no replication configured (MHA's --command=start; schema.RaiseTokenFloorReadOnly)")
+		readOnlyOK = fs.Bool("allow-read-only", false, "-raise-floor, -max-token, MySQL/MariaDB: raise on (read) a read_only server with no replication configured (MHA's --command=start; schema.RaiseTokenFloorReadOnly, MaxTokenReadOnly)")
 		tables     = fs.String("tables", "", "comma-separated guarded tables (schema.table allowed)")
 		tokCol     = fs.String("token-column", schema.DefaultTokenColumn, "fence token column name")
 		verCol     = fs.String("version-column", schema.DefaultVersionColumn, "version column name")
@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	)
 	fs.Var(&raiseFloor, "raise-floor", "only raise the database's token floor to this decimal value (never lowers it), print the floor, then exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN|-dsn-env NAME|-dsn-file PATH -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION | -max-token | -raise-floor N [-allow-read-only]")
+		fmt.Fprintln(stderr, "usage: fencedsql-schema -driver postgres|mysql|sqlite -dsn DSN|-dsn-env NAME|-dsn-file PATH -tables a,b [-token-column c] [-version-column c] [-print] [-apply] [-tombstones=false] [-app-role ROLE [-owner ROLE]] | -purge-tombstones RETENTION | -max-token [-allow-read-only] | -raise-floor N [-allow-read-only]")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, sideDoorHelp)
 	}
@@ -220,13 +220,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if flooring > 1 || purging || roles || *printOnly || *apply {
 			return usage("-max-token and -raise-floor each run alone")
 		}
-		if *readOnlyOK && (*maxToken || be.driver != "mysql") {
-			return usage("-allow-read-only goes with -raise-floor on MySQL/MariaDB only")
+		if *readOnlyOK && be.driver != "mysql" {
+			return usage("-allow-read-only goes with -raise-floor or -max-token on MySQL/MariaDB only")
 		}
 		return floorCommand(ctx, be, *dsn, *tables, *tokCol, *verCol, *maxToken, uint64(raiseFloor), *readOnlyOK, *timeout, stdout, stderr)
 	}
 	if *readOnlyOK {
-		return usage("-allow-read-only goes with -raise-floor only")
+		return usage("-allow-read-only goes with -raise-floor or -max-token only")
 	}
 	if roles {
 		if _, ok := be.dialect.(dialect.Privileger); !ok {

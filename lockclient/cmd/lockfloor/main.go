@@ -6,7 +6,7 @@
 //	lockfloor -backend etcd -endpoints host1:2379,host2:2379 [-prefix p] -show [-live] | -raise N | -retire
 //	lockfloor -backend redis -addr host:6379 [-prefix p] -show [-live] | -raise N | -retire
 //	lockfloor -backend postgres|mysql -dsn DSN [-table t] -show [-live] | -raise N | -retire
-//	lockfloor … -failover [-margin M] [-live]
+//	lockfloor … -failover [-margin M] [-at-least N]… [-live]
 //
 // -show prints LastToken: a number t such that every token the service issued so far is
 // at most t and every later one is greater. -raise N makes every token the service issues
@@ -41,6 +41,18 @@
 // grants one again. For etcd and Redis M defaults to 0 (-show). -margin 0 with sqllock:
 // only when its lease table is in a database that did not fail over (or was not
 // restored), or whose grants are synchronously replicated. Every run jumps again.
+//
+// -at-least N, with -failover (repeatable; the highest counts), is a lower bound the
+// service's own token source may have forgotten: the service's floor is raised to
+// max(LastToken, N) + M instead (lockclient.AdvanceFloorAbove, red-team rt59c F2). A
+// restore or an asynchronous failover of the database holding sqllock's token source
+// forgets a raise made in the time it lost — the switch procedure's -raise (another
+// service's answer, last + 2^52), which no margin sized for grants covers. The failover
+// hook passes the guarded database's highest token (fencedsql-schema -max-token: rows
+// the restore kept, written under the forgotten raise or under the previous service)
+// and the last switch's answer, recorded outside the database
+// (FENCEDSQL_FLOOR_AT_LEAST, README "Switching or rebuilding the lock service"): a
+// raise that no row carries is known only from that record.
 //
 // -live, with -show or -failover, is for the failover hook, which raises the guarded
 // database's floor above the printed token: after the answer it asks whether the
@@ -93,7 +105,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show [-live], -raise N, -retire or -failover [-margin M] [-live] [-timeout d]"
+	usageString = "usage: lockfloor -backend etcd -endpoints a,b [-prefix p] | -backend redis -addr host:port|-addr-env NAME|-addr-file PATH [-prefix p] | -backend postgres|mysql -dsn DSN|-dsn-env NAME|-dsn-file PATH [-table t]; then -show [-live], -raise N, -retire or -failover [-margin M] [-at-least N]… [-live] [-timeout d]"
 )
 
 func main() {
@@ -123,10 +135,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		live      = fs.Bool("live", false, "with -show or -failover: fail (print nothing, exit 1) when the service is retired, as the failover hook needs")
 		raiseTo   = fs.String("raise", "", "raise the floor: every later token is greater than this number; then print LastToken")
 		retire    = fs.Bool("retire", false, "retire the service for good (every later grant fails); then print its last token")
-		failover  = fs.Bool("failover", false, "after a failover or restore of the guarded database: raise the service's floor to LastToken + -margin, then print LastToken")
+		failover  = fs.Bool("failover", false, "after a failover or restore of the guarded database: raise the service's floor to max(LastToken, -at-least) + -margin, then print LastToken")
 		marginArg = fs.String("margin", "", "-failover: the margin (default 2^32 for postgres and mysql, whose lease table may have failed over with the database; 0 for etcd and redis)")
 		timeout   = fs.Duration("timeout", 30*time.Second, "overall deadline")
+		lower     atLeast
 	)
+	fs.Var(&lower, "at-least", "-failover: raise the service's floor to max(LastToken, this) + the margin (repeatable, the highest counts): the guarded database's -max-token and the last switch's recorded answer")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -176,6 +190,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage("-margin %q is not a number of tokens", *marginArg)
 		}
 		margin = n
+	}
+	if lower.set && !*failover {
+		return usage("-at-least goes with -failover")
 	}
 	if *live && !*show && !*failover {
 		return usage("-live is valid only with -show or -failover")
@@ -257,7 +274,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var last uint64
 	if *failover {
-		if last, err = lockclient.AdvanceFloor(ctx, floor, margin); err != nil {
+		if last, err = lockclient.AdvanceFloorAbove(ctx, floor, lower.n, margin); err != nil {
 			return fail("failover", err)
 		}
 	} else {

@@ -106,6 +106,21 @@ func failoverJump(t *testing.T, backend lockclient.Backend, defaultMargin uint64
 	if got := number(t, append(args, "-failover", "-margin", "1000")...); got < l.Token()+1000 {
 		t.Fatalf("-failover -margin 1000 printed %d after token %d", got, l.Token())
 	}
+	// -at-least (red-team rt59c F2): the jump starts at the highest bound given when
+	// that is above the service's last token (a raise its token source forgot).
+	bound := number(t, append(args, "-show")...) + 1_000_000
+	got := number(t, append(args, "-failover", "-margin", "1000", "-at-least", strconv.FormatUint(bound, 10), "-at-least", "5")...)
+	if got < bound+1000 || got > bound+2000 {
+		t.Fatalf("-failover -margin 1000 -at-least %d -at-least 5 printed %d; want %d + 1000", bound, got, bound)
+	}
+	l2, err := c.Acquire(ctx, "k2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	if l2.Token() <= got {
+		t.Fatalf("token %d granted after -failover -at-least printed %d", l2.Token(), got)
+	}
 }
 
 func TestEtcd(t *testing.T) {
@@ -167,13 +182,16 @@ func TestUsage(t *testing.T) {
 		{"-backend", "postgres", "-dsn", "postgres://x/y", "-prefix", "p", "-show"}, // prefix is not for SQL
 		{"-backend", "zookeeper", "-show"},
 		{"-backend", "etcd", "-endpoints", "x:1", "-show", "extra"},
-		{"-backend", "etcd", "-endpoints", "x:1", "-live"},                        // -live only with -show or -failover
-		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "3", "-live"},         // -live only with -show or -failover
-		{"-backend", "etcd", "-endpoints", "x:1", "-retire", "-live"},             // -live only with -show or -failover
-		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-failover"},           // both
-		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-margin", "5"},        // -margin without -failover
-		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-margin", "-5"},   // not a number
-		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-margin", "2^32"}, // not a number
+		{"-backend", "etcd", "-endpoints", "x:1", "-live"},                         // -live only with -show or -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-raise", "3", "-live"},          // -live only with -show or -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-retire", "-live"},              // -live only with -show or -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-failover"},            // both
+		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-margin", "5"},         // -margin without -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-margin", "-5"},    // not a number
+		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-margin", "2^32"},  // not a number
+		{"-backend", "etcd", "-endpoints", "x:1", "-show", "-at-least", "5"},       // -at-least without -failover
+		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-at-least", "-5"},  // not a token
+		{"-backend", "etcd", "-endpoints", "x:1", "-failover", "-at-least", "1e9"}, // not a token
 	} {
 		if code, out, errOut := lockfloor(t, args...); code != exitUsage || out != "" || errOut == "" {
 			t.Errorf("lockfloor %q: exit %d, stdout %q, stderr %q; want usage error (2) on stderr only", args, code, out, errOut)
