@@ -112,6 +112,12 @@ type txState struct {
 	// carrying a larger token, makes checkLease confirm them again before it is sent.
 	provenN   int
 	provenTok uint64
+	// sentTok is the largest token a statement of the transaction carried (checkLease);
+	// manyTok that two statements carried different tokens; recordedTok the token the
+	// database was last told the transaction carries (dialect.TxTokenRecorder, 0: none,
+	// or reverted by a savepoint statement). See recordTxToken.
+	sentTok, recordedTok uint64
+	manyTok              bool
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error

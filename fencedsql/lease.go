@@ -134,6 +134,7 @@ func (c *conn) checkLease(ctx context.Context) error {
 	// confirmation against a larger token covers a smaller one (any later holder of a
 	// lock then confirmed gets a token above the larger).
 	tok, _ := c.statementToken(ctx)
+	carried := tok
 	if !c.tx.bound && len(b.leases) == 0 {
 		// A transaction begun without a binding: a statement's bare token (or none)
 		// writes under itself alone, no lease of the transaction is raised to it.
@@ -146,7 +147,9 @@ func (c *conn) checkLease(ctx context.Context) error {
 		}
 		c.tx.provenN, c.tx.provenTok = len(c.tx.leases), tok // all of leases, against tok
 	}
-	return nil
+	// A transaction whose statements carry two tokens tells the database the larger
+	// (txtoken.go: the deletions it makes are tombstoned at no less).
+	return c.recordTxToken(ctx, carried)
 }
 
 // otherBinding judges a statement whose context binds another token than the

@@ -224,6 +224,9 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 // st, or a rollback to one of its savepoints): see sessionMoved. Nothing is done for
 // a transaction in which no such statement ran.
 func (c *conn) sessionReverted(st *txState) {
+	// A savepoint statement may revert the transaction's recorded token
+	// (recordTxToken): the next statement records it again.
+	st.recordedTok = 0
 	c.rearm(st.movedSession, st.movedNames)
 	if st.movedPoolNames {
 		c.core.forgetNames()

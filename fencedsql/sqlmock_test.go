@@ -108,7 +108,7 @@ func columnsQuery(d dialect.Dialect) string {
 
 const (
 	mysqlSession = "/*M!100108 SET STATEMENT max_statement_time = 0 FOR */ SELECT /*+ SET_VAR(max_execution_time = 0) */ CAST(CONVERT(CONCAT_WS(' ', @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.sql_log_bin, @@SESSION.autocommit, @@SESSION.completion_type, @@SESSION.timestamp, TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)) /*M!100002 , @@SESSION.skip_replication, @@SESSION.server_id, @@GLOBAL.server_id, @@SESSION.gtid_domain_id, @@GLOBAL.gtid_domain_id, @@SESSION.gtid_seq_no */ /*M!100304 , REPLACE(@@SESSION.system_versioning_asof, ' ', '_'), @@SESSION.wsrep_on, @@GLOBAL.wsrep_on */, @@SESSION.sql_select_limit, IFNULL(@@SESSION.character_set_results, 'NULL'), IF(@@GLOBAL.read_only = 0 AND NOT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Slave_SQL', 'Slave_IO', 'Slave_worker')) /*M!100002 AND COALESCE((SELECT s.VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS s WHERE s.VARIABLE_NAME = 'SLAVES_RUNNING') = 0, FALSE) */, 1, 0)) USING ascii) AS BINARY) LIMIT 1"
-	pgGood       = "on UTF8 t t t on configuration file"
+	pgGood       = "on UTF8 t t t t on configuration file"
 	strictMode   = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 	// mysqlRest follows sql_mode and character_set_client in a MariaDB session value
 	// that passes: sql_log_bin, autocommit, completion_type, the session clock and

@@ -13,7 +13,7 @@ import (
 )
 
 // TestAbsentClaimRefusedOverPreviousTombstoneFunction: guardObjects still accepts the
-// previous version's tombstone function (now v10) so that a database not yet upgraded
+// previous version's tombstone function (now v11) so that a database not yet upgraded
 // keeps its writes, but the recorder is judged with this version's tombstone function
 // only (v9 read a key's tombstone without v10's FOR SHARE, so a claim of an absent key
 // and a stale holder's uncommitted INSERT of it could both commit: red-team rt45b F5;
@@ -24,7 +24,7 @@ func TestAbsentClaimRefusedOverPreviousTombstoneFunction(t *testing.T) {
 	key := []dialect.KeyColumn{{Name: "id", Type: "bigint"}}
 	rawWith(t, dsn, postgres.PreviousTombstoneFunctionDDL(dialect.TableName{Schema: "public", Name: "acc"}, key, "fence_token"))
 	var src string
-	if err := raw.QueryRow("SELECT prosrc FROM pg_proc WHERE proname = 'fencedsql_tombstone_acc'").Scan(&src); err != nil || !strings.Contains(src, "fencedsql tombstone guard v10\n") {
+	if err := raw.QueryRow("SELECT prosrc FROM pg_proc WHERE proname = 'fencedsql_tombstone_acc'").Scan(&src); err != nil || !strings.Contains(src, "fencedsql tombstone guard v11\n") {
 		t.Fatalf("set-up: the previous tombstone function is not installed (%v)", err)
 	}
 	ctx := fencedsql.WithToken(context.Background(), 60)

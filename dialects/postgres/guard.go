@@ -99,13 +99,24 @@ const (
 // the fence accepted, or one deleted inside that statement by a cascade, a trigger or
 // user code that the same token may delete. Any other deletion, and every deletion of
 // a row whose token is NULL, reaches the guard function. The statement is compared
-// first: without this statement's mark (none, another statement's, or an empty one: a
-// setting once set reads as an empty string after its transaction) the token's cast
-// is not reached.
+// first, and never as NULL: without this statement's mark (none: a setting never
+// defined in the session reads as NULL; another statement's; or an empty one: a
+// setting once set reads as an empty string after its transaction) the comparison is
+// false and the token's cast is not reached. (Before red-team rt59b F1 the statement
+// setting was compared bare: undefined, it made the comparison NULL, AND went on to
+// cast a token setting that read ” — defined by an earlier transaction, the DSN's
+// options or a role's defaults — and every DELETE the guard judges failed with a raw
+// 22P02; guardDeleteWhenBefore, still accepted as the guard's own by the side-door
+// checks and reported outdated by GuardInstalledQuery.)
 func guardDeleteWhen(d dialectImpl, table dialect.TableName, tokenCol string) string {
-	return "WHEN ((pg_catalog.current_setting('" + deleteStmtSetting + "', true) OPERATOR(pg_catalog.=) " + markedStatement(d, table) +
+	return "WHEN ((COALESCE(pg_catalog.current_setting('" + deleteStmtSetting + "', true), '') OPERATOR(pg_catalog.=) " + markedStatement(d, table) +
 		" AND OLD." + d.QuoteIdent(tokenCol) + op("<=") + "pg_catalog.current_setting('" + deleteTokenSetting + "', true)::pg_catalog.int8) IS NOT TRUE) "
 }
+
+// guardDeleteWhenMarker is what the installed WHEN clause of this version holds, as
+// pg_get_triggerdef prints it (GuardInstalledQuery: an older clause, which compared the
+// statement setting bare, is reported as not installed and its Fix re-creates it).
+const guardDeleteWhenMarker = "COALESCE(current_setting('" + deleteStmtSetting + "'"
 
 // IsGuardError reports whether err is a refusal by the database-side guard.
 func IsGuardError(err error) bool {
@@ -441,7 +452,7 @@ WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname IN ($2, $3, $11) AND t
     SELECT c.relnamespace FROM r JOIN pg_catalog.pg_class c ON c.oid = r.oid)
   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) = 0
   AND (t.tgname = $3 AND t.tgtype = 34 AND t.tgqual IS NULL OR t.tgname = $2 AND t.tgtype = 23 AND t.tgqual IS NULL OR t.tgname = $11 AND t.tgtype = 9 AND pg_catalog.pg_get_triggerdef(t.oid) LIKE $12)`,
-		[]any{regclass(table), guardTrigger, guardTruncateTrigger, guardFunc(foldName(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + deleteStmtSetting + "%", "%" + floorSyncVersion + "%"}
+		[]any{regclass(table), guardTrigger, guardTruncateTrigger, guardFunc(foldName(table.Name)), "%" + guardVersion + "%", "%." + dialect.FloorTable + " f %", "%" + oneStepMarker + "%", dialect.FloorTable, floorSyncTrigger, floorSeq, guardDeleteTrigger, "%" + guardDeleteWhenMarker + "%", "%" + floorSyncVersion + "%"}
 }
 
 // NotNullDDL returns the statement that makes an existing fencing column NOT NULL

@@ -20,3 +20,20 @@ func PreviousGuardFunctionsDDL(table dialect.TableName, tokenCol, versionCol str
 	}
 	return ddl
 }
+
+// PreviousGuardDeleteTriggerDDL re-creates table's guard DELETE trigger with the WHEN
+// clause the release before red-team rt59b F1 wrote (the statement setting compared
+// bare, so that an undefined one reached the token's cast): the upgrade test installs it
+// over this version's.
+func PreviousGuardDeleteTriggerDDL(table dialect.TableName, tokenCol string) []string {
+	d := dialectImpl{}
+	table = fold(table)
+	tbl := table.Quote(d.QuoteIdent)
+	when := "WHEN ((pg_catalog.current_setting('" + deleteStmtSetting + "', true) OPERATOR(pg_catalog.=) " + markedStatement(d, table) +
+		" AND OLD." + d.QuoteIdent(tokenCol) + op("<=") + "pg_catalog.current_setting('" + deleteTokenSetting + "', true)::pg_catalog.int8) IS NOT TRUE) "
+	return []string{
+		"DROP TRIGGER " + guardDeleteTrigger + " ON " + tbl,
+		"CREATE TRIGGER " + guardDeleteTrigger + " AFTER DELETE ON " + tbl + " FOR EACH ROW " + when + "EXECUTE FUNCTION " + guardFuncName(table).Quote(d.QuoteIdent) + "()",
+		"ALTER TABLE " + tbl + " ENABLE ALWAYS TRIGGER " + guardDeleteTrigger,
+	}
+}

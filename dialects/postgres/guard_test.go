@@ -60,7 +60,7 @@ func TestGuardDDLShape(t *testing.T) {
 		`ERRCODE = 'FNCD2'`,
 		`'@fencedsql_floor_table@', pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor'), '@fencedsql_floor_seq@', pg_catalog.quote_literal(pg_catalog.quote_ident(pg_catalog.current_schema()) || '.fencedsql_floor_seq')), '@fencedsql_schema@', pg_catalog.quote_ident(pg_catalog.current_schema())); END $fencedsql_2$`,
 		`CREATE TRIGGER fencedsql_guard BEFORE INSERT OR UPDATE ON "shop"."accounts" FOR EACH ROW EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
-		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((pg_catalog.current_setting('fencedsql_guard.delete_statement', true) OPERATOR(pg_catalog.=) pg_catalog.concat('"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()) AND OLD."fence""token" OPERATOR(pg_catalog.<=) pg_catalog.current_setting('fencedsql_guard.delete_token', true)::pg_catalog.int8) IS NOT TRUE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
+		`CREATE TRIGGER fencedsql_guard_delete AFTER DELETE ON "shop"."accounts" FOR EACH ROW WHEN ((COALESCE(pg_catalog.current_setting('fencedsql_guard.delete_statement', true), '') OPERATOR(pg_catalog.=) pg_catalog.concat('"shop"."accounts"'::pg_catalog.regclass::pg_catalog.oid, '/', pg_catalog.statement_timestamp()) AND OLD."fence""token" OPERATOR(pg_catalog.<=) pg_catalog.current_setting('fencedsql_guard.delete_token', true)::pg_catalog.int8) IS NOT TRUE) EXECUTE FUNCTION "shop"."fencedsql_guard_accounts"()`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard_delete`,
 		`CREATE TRIGGER fencedsql_guard_truncate BEFORE TRUNCATE ON "shop"."accounts" FOR EACH STATEMENT`,
 		`ALTER TABLE "shop"."accounts" ENABLE ALWAYS TRIGGER fencedsql_guard`,
@@ -93,7 +93,7 @@ func TestGuardDDLShape(t *testing.T) {
 	}
 	q, args := g.GuardInstalledQuery(dialect.TableName{Name: "Accounts"})
 	if !strings.Contains(q, "pg_trigger") || len(args) != 13 || args[12] != "%fencedsql floor sync v2%" || args[6] != "%fencedsql one-statement delete v5%" || args[3] != "fencedsql_guard_accounts" || args[4] != "%fencedsql guard v8%" || args[8] != "fencedsql_floor_sync" ||
-		args[11] != "%fencedsql_guard.delete_statement%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
+		args[11] != "%COALESCE(current_setting('fencedsql_guard.delete_statement'%" || !strings.Contains(q, "pg_get_triggerdef(t.oid) LIKE $12") {
 		t.Errorf("GuardInstalledQuery = %q %v", q, args)
 	}
 }

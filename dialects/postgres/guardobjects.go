@@ -196,7 +196,7 @@ func (d dialectImpl) triggerProblem(r []string) string {
 			return bad + " (its WHEN clause)"
 		}
 		for _, rc := range regclasses {
-			if when == guardDeleteWhenDeparsed(rc, r[11]) {
+			if when == guardDeleteWhenDeparsed(rc, r[11], false) || when == guardDeleteWhenDeparsed(rc, r[11], true) {
 				return ""
 			}
 		}
@@ -215,9 +215,15 @@ func (d dialectImpl) triggerProblem(r []string) string {
 
 // guardDeleteWhenDeparsed is guardDeleteWhen as pg_get_triggerdef prints it, for the
 // regclass literal of the table it marks (as the session prints the regclass) and the
-// token column (quoted as quote_ident does).
-func guardDeleteWhenDeparsed(regclass, tok string) string {
-	return "WHEN ((((current_setting('" + deleteStmtSetting + "'::text, true) = concat((" + regclass + "::regclass)::oid, '/', statement_timestamp())) AND (old." + tok +
+// token column (quoted as quote_ident does); with before, the clause as the release
+// before red-team rt59b F1 wrote it (the statement setting compared bare), which the
+// side-door checks still take for the guard's own until the Fix re-creates it.
+func guardDeleteWhenDeparsed(regclass, tok string, before bool) string {
+	stmt := "COALESCE(current_setting('" + deleteStmtSetting + "'::text, true), ''::text)"
+	if before {
+		stmt = "current_setting('" + deleteStmtSetting + "'::text, true)"
+	}
+	return "WHEN ((((" + stmt + " = concat((" + regclass + "::regclass)::oid, '/', statement_timestamp())) AND (old." + tok +
 		" <= (current_setting('" + deleteTokenSetting + "'::text, true))::bigint)) IS NOT TRUE)) "
 }
 

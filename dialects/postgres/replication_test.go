@@ -102,16 +102,16 @@ func TestCheckSessionSynchronousCommit(t *testing.T) {
 		value  string
 		refuse bool
 	}{
-		{"on UTF8 t t t on configuration file", false},
-		{"on UTF8 t t t off configuration file", false}, // the server's own: schema.Check's to report
-		{"on UTF8 t t t local default", false},
-		{"on UTF8 t t t remote_write user", false},
-		{"on UTF8 t t t remote_apply database user", false},
-		{"on UTF8 t t t local user", true},
-		{"on UTF8 t t t local database", true},
-		{"on UTF8 t t t off database user", true},
-		{"on UTF8 t t t off client", true},
-		{"on UTF8 t t t local session", true},
+		{"on UTF8 t t t t on configuration file", false},
+		{"on UTF8 t t t t off configuration file", false}, // the server's own: schema.Check's to report
+		{"on UTF8 t t t t local default", false},
+		{"on UTF8 t t t t remote_write user", false},
+		{"on UTF8 t t t t remote_apply database user", false},
+		{"on UTF8 t t t t local user", true},
+		{"on UTF8 t t t t local database", true},
+		{"on UTF8 t t t t off database user", true},
+		{"on UTF8 t t t t off client", true},
+		{"on UTF8 t t t t local session", true},
 		{"on UTF8 on configuration file", true}, // the four-value form before rt52a: an unexpected value
 		{"on UTF8", true},                       // the old two-value form: an unexpected value
 	} {
@@ -131,15 +131,15 @@ func TestCheckSessionPrimaryCatalogEncoding(t *testing.T) {
 		value, setting  string
 		notPrimary, rdg bool
 	}{
-		{"on UTF8 t t t on configuration file", "", false, false},
-		{"on SQL_ASCII t t t on configuration file", "", false, false},
-		{"on UTF8 f t t on configuration file", "default_transaction_read_only, pg_is_in_recovery()", true, false},
-		{"on UTF8 t f t on configuration file", "search_path", false, false},
-		{"on UTF8 t t f on configuration file", "search_path", false, false},
-		{"on LATIN1 t t t on configuration file", "client_encoding", false, false},
-		{"on WIN1252 t t t on configuration file", "client_encoding", false, false},
-		{"on EUC_JP t t t on configuration file", "client_encoding", false, false},
-		{"on SJIS t t t on configuration file", "client_encoding", false, true},
+		{"on UTF8 t t t t on configuration file", "", false, false},
+		{"on SQL_ASCII t t t t on configuration file", "", false, false},
+		{"on UTF8 f t t t on configuration file", "default_transaction_read_only, pg_is_in_recovery()", true, false},
+		{"on UTF8 t f t t on configuration file", "search_path", false, false},
+		{"on UTF8 t t f t on configuration file", "search_path", false, false},
+		{"on LATIN1 t t t t on configuration file", "client_encoding", false, false},
+		{"on WIN1252 t t t t on configuration file", "client_encoding", false, false},
+		{"on EUC_JP t t t t on configuration file", "client_encoding", false, false},
+		{"on SJIS t t t t on configuration file", "client_encoding", false, true},
 	} {
 		err := Dialect.CheckSession(c.value)
 		var se *fencedsql.SessionError

@@ -83,7 +83,8 @@ import (
 
 // SessionQuery reads standard_conforming_strings, client_encoding, synchronous_commit
 // and its source as one value, "<standard_conforming_strings> <client_encoding>
-// <synchronous_commit> <source>" (the source may contain spaces: "database user").
+// <primary> <path> <shadow> <reserved> <synchronous_commit> <source>" (the source may
+// contain spaces: "database user"; reserved: reservedDefaultsColumn).
 func (dialectImpl) SessionQuery() string {
 	return "SELECT pg_catalog.current_setting('standard_conforming_strings') OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.current_setting('client_encoding') OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) " + untrackedColumns + " FROM pg_catalog.pg_settings s WHERE s.name OPERATOR(pg_catalog.=) 'synchronous_commit'"
 }
@@ -92,14 +93,41 @@ func (dialectImpl) SessionQuery() string {
 // read once per connection under pgx (about 3 ms of catalog scan): SessionQuery runs
 // before every guarded write, and under such a driver the lazy check (catalogTrust)
 // and schema.Check judge the path instead, on the connection they read through.
-var untrackedColumns = "CASE WHEN " + writablePrimary + " THEN 't' ELSE 'f' END OPERATOR(pg_catalog.||) ' t t ' OPERATOR(pg_catalog.||) s.setting OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.source"
+var untrackedColumns = "CASE WHEN " + writablePrimary + " THEN 't' ELSE 'f' END OPERATOR(pg_catalog.||) ' t t ' OPERATOR(pg_catalog.||) " + reservedDefaultsColumn +
+	" OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.setting OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.source"
 
-// syncCommitColumns reads "<primary> <path> <shadow> <synchronous_commit> <source>"
-// from pg_settings s: primary is "t" when the server takes writes (writablePrimary:
-// red-team rt52a F4), path and shadow are catalogTrustColumn's verdicts (rt52a F1,
-// F2). Every name in it is qualified: it judges the path it is read through.
+// reservedDefaultsColumn is "f" when a role's or database's defaults (ALTER ROLE/
+// DATABASE … SET, pg_db_role_setting) give the session a setting with the guards'
+// reserved prefix fencedsql_guard. (the one-statement DELETE's mark, the transaction's
+// recorded token), "t" otherwise (red-team rt59b F1). Every name in it is qualified.
+var reservedDefaultsColumn = "CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_db_role_setting r CROSS JOIN LATERAL pg_catalog.unnest(r.setconfig) c(s)" +
+	" WHERE r.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0, (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())]::pg_catalog.oid[])" +
+	" AND r.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0, (SELECT a.oid FROM pg_catalog.pg_roles a WHERE a.rolname OPERATOR(pg_catalog.=) SESSION_USER)]::pg_catalog.oid[])" +
+	" AND pg_catalog.starts_with(pg_catalog.lower(c.s), '" + reservedSettingPrefix + "')) THEN 'f' ELSE 't' END"
+
+// reservedSettingPrefix begins the name of every setting a guard reads.
+const reservedSettingPrefix = "fencedsql_guard."
+
+// dsnReserved reports whether pg's startup parameters (the DSN's runtime parameters
+// and its options' -c settings) set a setting with the reserved prefix: a session
+// that arrives with one is refused (CheckSession), as one a role's or database's
+// defaults give it (reservedDefaultsColumn).
+func dsnReserved(c *pgx.Conn) bool {
+	for k, v := range c.Config().RuntimeParams {
+		if strings.HasPrefix(strings.ToLower(k), reservedSettingPrefix) || strings.EqualFold(k, "options") && strings.Contains(strings.ToLower(v), reservedSettingPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// syncCommitColumns reads "<primary> <path> <shadow> <reserved> <synchronous_commit>
+// <source>" from pg_settings s: primary is "t" when the server takes writes
+// (writablePrimary: red-team rt52a F4), path and shadow are catalogTrustColumn's
+// verdicts (rt52a F1, F2), reserved reservedDefaultsColumn's (rt59b F1). Every name in it is qualified: it judges the path it is read through.
 var syncCommitColumns = "CASE WHEN " + writablePrimary + " THEN 't' ELSE 'f' END OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) " +
-	catalogTrustColumn + " OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.setting OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.source"
+	catalogTrustColumn + " OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) " + reservedDefaultsColumn +
+	" OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.setting OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) s.source"
 
 // syncCommitKey is the pgconn.PgConn.CustomData key under which TrackedSession keeps
 // "<synchronous_commit> <source>" for the connection's life.
@@ -122,6 +150,10 @@ func (dialectImpl) TrackedSession(ctx context.Context, raw driver.Conn) (string,
 	sync, ok := syncCommitOf(ctx, pg)
 	if !ok {
 		return "", false
+	}
+	if f := strings.SplitN(sync, " ", 5); len(f) == 5 && dsnReserved(pgxConnOf(raw)) {
+		f[3] = "f" // the DSN's reserved setting (reserved: see CheckSession)
+		sync = strings.Join(f, " ")
 	}
 	return scs + " " + enc + " " + sync, true
 }
@@ -202,15 +234,21 @@ func clientEncodingProblem(enc string) error {
 
 const sessionFix = "SET standard_conforming_strings = on; SET client_encoding = 'UTF8' (and remove the setting from the DSN, the role's or database's defaults, or whatever sets it)"
 
-// CheckSession validates "<standard_conforming_strings> <client_encoding>
-// <synchronous_commit> <source>".
+// CheckSession validates "<standard_conforming_strings> <client_encoding> <primary>
+// <path> <shadow> <reserved> <synchronous_commit> <source>" (SessionQuery). reserved
+// is "f" when the session arrived with a setting of the guards' reserved prefix
+// fencedsql_guard. — from the DSN's options or runtime parameters (under pgx:
+// dsnReserved) or a role's or database's defaults (reservedDefaultsColumn): the guards
+// read those settings as the wrapper's marks, and a token setting defined empty made
+// the row guard's DELETE trigger fail every DELETE it judged with a raw 22P02 before
+// its condition was made NULL-safe (red-team rt59b F1); it is refused.
 func (dialectImpl) CheckSession(value string) error {
-	f := strings.SplitN(strings.TrimSpace(value), " ", 7)
-	if len(f) != 7 {
+	f := strings.SplitN(strings.TrimSpace(value), " ", 8)
+	if len(f) != 8 {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings, client_encoding", Value: value,
 			Problem: "the session check returned an unexpected value", Fix: sessionFix, Reading: true}
 	}
-	scs, enc, primary, path, shadow, sync, src := f[0], f[1], f[2], f[3], f[4], f[5], f[6]
+	scs, enc, primary, path, shadow, reserved, sync, src := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]
 	if !strings.EqualFold(scs, "on") {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "standard_conforming_strings", Value: scs,
 			Problem: "with it off, backslashes escape in '…' strings, so the server would read statements differently from fencedsql's lexer", Fix: sessionFix, Reading: true}
@@ -224,6 +262,11 @@ func (dialectImpl) CheckSession(value string) error {
 	}
 	if err := checkCatalogTrust(path, shadow); err != nil {
 		return err
+	}
+	if reserved != "t" {
+		return &fencedsql.SessionError{Dialect: "postgres", Setting: reservedSettingPrefix + "*", Value: "set when the session began",
+			Problem: "a setting with the guards' reserved prefix arrived with the session (the DSN's options or runtime parameters, or a role's or database's defaults): the guards read these settings as the wrapper's marks",
+			Fix:     "remove it from the DSN, or ALTER ROLE … RESET " + reservedSettingPrefix + "… / ALTER DATABASE … RESET " + reservedSettingPrefix + "…"}
 	}
 	if v := strings.ToLower(sync); (v == "off" || v == "local") && sessionSources[src] {
 		return &fencedsql.SessionError{Dialect: "postgres", Setting: "synchronous_commit", Value: sync,
@@ -278,7 +321,7 @@ var (
 // RegisterTables records, or Check looks up, a name the server would decode as
 // another (red-team rt56a F4: "café" recorded as "cafÃ©" under LATIN1).
 func (dialectImpl) ToolSessionError(value string) error {
-	f := strings.SplitN(strings.TrimSpace(value), " ", 7)
+	f := strings.SplitN(strings.TrimSpace(value), " ", 8)
 	if len(f) < 2 {
 		return nil // the reads that follow judge a session check they cannot read
 	}

@@ -81,9 +81,9 @@ const (
 	tombRekeyTrigger  = "fencedsql_tombstone_rekey"
 	// tombVersion marks the function body of this version of the tombstone guard;
 	// TombstoneInstalledQuery reports an older one as not installed.
-	tombVersion = tombMarker + "11"
+	tombVersion = tombMarker + "12"
 	// tombVersionNumber is tombVersion's number.
-	tombVersionNumber = 11
+	tombVersionNumber = 12
 	// tombMarker begins every version's marker.
 	tombMarker = "fencedsql tombstone guard v"
 )
@@ -195,10 +195,13 @@ func (d dialectImpl) TombstoneDDL(table dialect.TableName, key []dialect.KeyColu
 }
 
 // tombBody is the tombstone function's body for table (schema resolved, folded), its
-// key and token column, as version v writes it: v11 (this one) or v10, the previous
-// one, which counted the rows its snapshot sees under READ UNCOMMITTED too (red-team
-// rt58b), which guardObjects still accepts as the guard's own until the Fix
-// re-creates it. (v9 read the key's tombstone without locking it, red-team rt45b F5.)
+// key and token column, as version v writes it: v12 (this one) or v11, the previous
+// one, which recorded a deletion at the greater of the row's token and the
+// one-statement DELETE's mark only, not at the transaction's raised token
+// (txTokenSetting, red-team rt59b F2, F3), which guardObjects still accepts as the
+// guard's own until the Fix re-creates it. (v10 counted the rows its snapshot sees
+// under READ UNCOMMITTED too, red-team rt58b; v9 read the key's tombstone without
+// locking it, red-team rt45b F5.)
 func (d dialectImpl) tombBody(v int, table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
 	tbl := table.Quote(d.QuoteIdent)
 	tomb := tombTable(table).Quote(d.QuoteIdent)
@@ -261,6 +264,14 @@ func (d dialectImpl) tombBody(v int, table dialect.TableName, key []dialect.KeyC
 	if v >= 11 {
 		snapshot = snapshotLevel
 	}
+	// v12 (red-team rt59b F2, F3) records a deletion, and the key a row left, at no
+	// less than the transaction's token the wrapper recorded (txTokenSetting) once a
+	// lease raised it: a row fenced under the earlier token and deleted by a cascade,
+	// a cross-partition move or a user's trigger carried the earlier stamp.
+	txTok := ""
+	if v >= 12 {
+		txTok = `, COALESCE(NULLIF(pg_catalog.current_setting('` + txTokenSetting + `', true), '')::bigint, 0)`
+	}
 	body := `
 #variable_conflict use_column
 -- ` + tombMarker + strconv.Itoa(v) + `
@@ -291,10 +302,10 @@ BEGIN
         fencedsql_marked := pg_catalog.current_setting('` + deleteTokenSetting + `', true)::bigint;
       END IF;
     END IF;
-` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(fencedsql_marked, 0))`) + `    RETURN NULL;
+` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(fencedsql_marked, 0)`+txTok+`)`) + `    RETURN NULL;
   END IF;
   IF TG_OP = 'UPDATE' THEN
-` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0))`) + `  END IF;
+` + record(`GREATEST(COALESCE(OLD.`+tok+`, 0), COALESCE(NEW.`+tok+`, 0)`+txTok+`)`) + `  END IF;
   -- Probe the key first, in every isolation level: the INSERT … ON CONFLICT DO NOTHING
   -- waits for a transaction that is writing the key's tombstone (a claim of the absent
   -- key recording it, which no unique index of the table makes this INSERT wait for:

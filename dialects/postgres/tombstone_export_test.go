@@ -5,8 +5,9 @@ import (
 )
 
 // PreviousTombstoneFunctionDDL is the statement that re-creates table's tombstone
-// function as the previous version (v10, which counted the rows its snapshot sees
-// under READ UNCOMMITTED too: red-team rt58b) wrote it: the upgrade tests install it over this version's.
+// function as the previous version (v11, which recorded a deletion at the row's token
+// and the one-statement DELETE's mark only, not at the transaction's recorded token:
+// red-team rt59b F2, F3) wrote it: the upgrade tests install it over this version's.
 func PreviousTombstoneFunctionDDL(table dialect.TableName, key []dialect.KeyColumn, tokenCol string) string {
 	d := dialectImpl{}
 	table = dialect.TableName{Schema: tombSchema(table), Name: dialect.LowerASCII(table.Name)}

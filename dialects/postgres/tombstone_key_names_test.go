@@ -77,11 +77,11 @@ func TestTombstoneEarlierVersionReinstalled(t *testing.T) {
 	if err := raw.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE proname = 'fencedsql_tombstone_accounts'").Scan(&src); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(src, "fencedsql tombstone guard v11") || !strings.HasPrefix(strings.TrimSpace(src), "#variable_conflict use_column") {
+	if !strings.Contains(src, "fencedsql tombstone guard v12") || !strings.HasPrefix(strings.TrimSpace(src), "#variable_conflict use_column") {
 		t.Fatalf("installed tombstone function:\n%s", src)
 	}
 	testdb.Exec(t, raw, "CREATE OR REPLACE FUNCTION public.fencedsql_tombstone_accounts() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$"+
-		strings.Replace(src, "fencedsql tombstone guard v11", "fencedsql tombstone guard v7", 1)+"$f$")
+		strings.Replace(src, "fencedsql tombstone guard v12", "fencedsql tombstone guard v7", 1)+"$f$")
 	reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: "accounts"})
 	if err != nil || reps[0].Tombstoned || len(reps[0].Fix) == 0 {
 		t.Fatalf("schema.Check over the earlier version: %+v %v", reps, err)

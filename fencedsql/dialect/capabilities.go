@@ -28,7 +28,7 @@ func optionalInterfaces() []reflect.Type {
 		reflect.TypeFor[SystemNamer](), reflect.TypeFor[TempShadowFinder](), reflect.TypeFor[TempTableFinder](), reflect.TypeFor[TokenTableResolver](),
 		reflect.TypeFor[TombstoneCarrier](), reflect.TypeFor[ToolSessionChecker](), reflect.TypeFor[TombstoneLister](), reflect.TypeFor[Tombstoner](),
 		reflect.TypeFor[TriggerDoorFinder](), reflect.TypeFor[TwoStepDeleteChecker](), reflect.TypeFor[TxAborter](), reflect.TypeFor[TxEnder](),
-		reflect.TypeFor[TxMarker](), reflect.TypeFor[TxOpenQuerier](), reflect.TypeFor[TxProber](),
+		reflect.TypeFor[TxMarker](), reflect.TypeFor[TxOpenQuerier](), reflect.TypeFor[TxProber](), reflect.TypeFor[TxTokenRecorder](),
 		reflect.TypeFor[UnfilteredReader](), reflect.TypeFor[UniqueKeyFinder](), reflect.TypeFor[UniqueTombstoner](),
 		reflect.TypeFor[UpdateTriggerFinder](), reflect.TypeFor[ViewLockChecker](),
 	}

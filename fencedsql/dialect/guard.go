@@ -83,3 +83,19 @@ type DeleteFencer interface {
 type UpdateTriggerFinder interface {
 	BeforeUpdateTriggersQuery(table TableName) (query string, args []any)
 }
+
+// TxTokenRecorder is implemented by dialects whose guard lets a transaction delete a
+// row it wrote earlier by other means than the wrapper's fenced DELETE of that row (on
+// PostgreSQL: an ON DELETE CASCADE from a parent, a cross-partition UPDATE, run as a
+// DELETE and an INSERT, a user's trigger), so that the row's tombstone records the
+// token the row was stamped with — which, once a later lease raised the transaction's
+// token, is below the token the transaction deletes under (red-team rt59b F2, F3).
+// TxTokenStatement returns a statement with one parameter, the token (an int64), that
+// makes it known to the database for the rest of the open transaction; the tombstones
+// the transaction records from then on hold at least it. The wrapper sends it only
+// when a statement of a transaction carries another token than an earlier one did
+// (one round trip at that moment; none in a transaction of one token), and again after
+// a savepoint statement, which may have reverted it.
+type TxTokenRecorder interface {
+	TxTokenStatement() string
+}
