@@ -205,8 +205,8 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 		"UNION ALL SELECT 'table', TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? "+
 		"UNION ALL SELECT 'function', ROUTINE_NAME, '' FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "+db+" AND "+exactDatabase("ROUTINE_SCHEMA", t.Table.Schema)+" AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "+grantee+" AND "+shows+" "+
-		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+shows+" "+
-		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? AND "+shows,
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+exactDatabase("TABLE_SCHEMA", t.Table.Schema)+" AND "+shows+" "+
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+exactDatabase("TABLE_SCHEMA", t.Table.Schema)+" AND TABLE_NAME = ? AND "+shows,
 		t.Table.Schema, guard, floor, del, ins, key, rep,
 		t.Table.Schema, tomb.Name,
 		t.Table.Schema, fence.Name,
