@@ -49,7 +49,10 @@ func (d dialectImpl) fenceFunction(ctx context.Context, query dialect.CatalogQue
 	}
 	const db = "COALESCE(NULLIF(?, _binary''), DATABASE())"
 	name := fenceFunc(t.Table.Name)
-	rows, err := query(ctx, "SELECT r.ROUTINE_SCHEMA, r.ROUTINE_NAME, COALESCE(r.ROUTINE_DEFINITION, ''), "+
+	// The parameters are one GROUP_CONCAT, whose length the session's
+	// group_concat_max_len would cut (a cut list read as a changed fence): the
+	// statement sets it for itself. The query answers only on MariaDB.
+	rows, err := query(ctx, "/*M!100108 SET STATEMENT group_concat_max_len = 1048576 FOR */ SELECT r.ROUTINE_SCHEMA, r.ROUTINE_NAME, COALESCE(r.ROUTINE_DEFINITION, ''), "+
 		"CONCAT_WS(' ', r.DTD_IDENTIFIER, r.IS_DETERMINISTIC, r.SQL_DATA_ACCESS, r.SECURITY_TYPE, r.ROUTINE_BODY), "+
 		"COALESCE((SELECT GROUP_CONCAT(p.ORDINAL_POSITION, ' ', COALESCE(p.PARAMETER_MODE, ''), ' ', COALESCE(p.PARAMETER_NAME, ''), ' ', p.DTD_IDENTIFIER ORDER BY p.ORDINAL_POSITION SEPARATOR ', ') "+
 		"FROM information_schema.PARAMETERS p WHERE p.SPECIFIC_SCHEMA = "+db+" AND "+exactDatabase("p.SPECIFIC_SCHEMA", t.Table.Schema)+" AND p.SPECIFIC_NAME = ? AND p.ROUTINE_TYPE = 'FUNCTION'), '') "+
