@@ -42,6 +42,14 @@ func exactDatabase(col, schema string) string {
 	return "(@@lower_case_table_names <> 0 OR CAST(" + col + " AS BINARY) = CAST(" + databaseBytes(schema) + " AS BINARY))"
 }
 
+// exactTable is exactDatabase for a catalog table-name column col (TABLE_NAME,
+// REFERENCED_TABLE_NAME, …) and the table name name: where the server keeps names'
+// case, acc and Acc are two tables, which information_schema's = does not tell
+// apart.
+func exactTable(col, name string) string {
+	return "(@@lower_case_table_names <> 0 OR CAST(" + col + " AS BINARY) = CAST(X'" + hex.EncodeToString([]byte(name)) + "' AS BINARY))"
+}
+
 // exactMention is the SQL condition, to be ANDed to a case-insensitive search of the
 // text body (a trigger's, routine's or event's definition) for the guarded table's
 // database (schema, "" for the connection's database), that body holds the

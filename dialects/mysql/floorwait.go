@@ -16,10 +16,29 @@ import (
 // connection (KILL of a session of one's own account needs no privilege; the
 // process list shows one's own sessions without PROCESS).
 
-// RaiseSessionIDQuery yields the connection's id and the server's identity.
+// RaiseSessionIDQuery yields the connection's id and the running server's identity
+// (raiseServerIdentity).
 func (dialectImpl) RaiseSessionIDQuery() string {
-	return "SELECT CONNECTION_ID(), " + serverIdentity
+	return "SELECT CONNECTION_ID(), " + raiseServerIdentity
 }
+
+// raiseServerIdentity is the identity of the running server the raise's session
+// check compares (RaiseSessionIDQuery, SessionLiveQuery): the server's identity
+// (serverIdentity: server_id, host name, port) and, on MariaDB, the instant the server
+// started, in seconds since the epoch — which changes with a restart, while the rest
+// does not and connection ids start again from 1 (red-team rt59a F4: a raise that gave
+// up while its server restarted found "the same server" and its old id in the process
+// list, now another client's session, and KILLed it). The instant is
+// FLOOR(UNIX_TIMESTAMP()) − the Uptime status, both taken from the statement's start
+// (MariaDB computes Uptime from it), so it is the same on every read, whatever
+// timestamp the session set (the subtraction is done on signed integers: a timestamp
+// set before the start makes Uptime wrap). MySQL 8 has no
+// information_schema.GLOBAL_STATUS: the part is in a MariaDB-only executable comment,
+// and MySQL's identity has no start instant (Known open findings). It is not the
+// identity the pool's path check reads (NamePathQuery): a restart is the same server
+// for that.
+const raiseServerIdentity = "CAST(CONCAT_WS(':', @@GLOBAL.server_id, @@GLOBAL.hostname, @@GLOBAL.port" +
+	" /*M!100000 , FLOOR(UNIX_TIMESTAMP()) - CAST((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME') AS SIGNED) */) AS BINARY)"
 
 // BoundLockWaitQuery lowers the session's innodb_lock_wait_timeout (row locks) and
 // lock_wait_timeout (metadata locks) to secs seconds, keeping a lower value.
@@ -28,9 +47,12 @@ func (dialectImpl) BoundLockWaitQuery(secs int64) string {
 	return "SET SESSION innodb_lock_wait_timeout = LEAST(@@SESSION.innodb_lock_wait_timeout, " + n + "), lock_wait_timeout = LEAST(@@SESSION.lock_wait_timeout, " + n + ")"
 }
 
-// SessionLiveQuery yields the server's identity and whether connection ? exists.
+// SessionLiveQuery yields the running server's identity (raiseServerIdentity) and
+// whether connection ? exists. The KILL that follows (EndSessionQuery) runs on the same
+// connection: a restart in between breaks it, and on a running server connection ids
+// are not reused.
 func (dialectImpl) SessionLiveQuery() string {
-	return "SELECT " + serverIdentity + ", EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?)"
+	return "SELECT " + raiseServerIdentity + ", EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?)"
 }
 
 // EndSessionQuery ends connection id (KILL CONNECTION: its statement, then the

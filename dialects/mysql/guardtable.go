@@ -113,9 +113,9 @@ func (d dialectImpl) guardTables(ctx context.Context, query dialect.CatalogQuery
 		"UNION ALL SELECT 'column', TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, CONCAT(COLUMN_TYPE, IF(IS_NULLABLE = 'YES', ' NULL', ''), IF(GENERATION_EXPRESSION IS NULL, '', ' GENERATED')), '', '' "+
 		"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) AND COLUMN_NAME IN ('fence_token', 'floor', 'deleted_at') "+
 		"UNION ALL SELECT 'fk', CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_NAME, '', '' FROM information_schema.REFERENTIAL_CONSTRAINTS "+
-		"WHERE CONSTRAINT_SCHEMA = "+db+" AND TABLE_NAME IN (?, ?) "+
+		"WHERE CONSTRAINT_SCHEMA = "+db+" AND "+exactDatabase("CONSTRAINT_SCHEMA", t.Table.Schema)+" AND TABLE_NAME IN (?, ?) "+
 		"UNION ALL SELECT 'trigger', TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT, SQL_MODE FROM information_schema.TRIGGERS "+
-		"WHERE EVENT_OBJECT_SCHEMA = "+db+" AND EVENT_OBJECT_TABLE IN (?, ?) "+
+		"WHERE EVENT_OBJECT_SCHEMA = "+db+" AND "+exactDatabase("EVENT_OBJECT_SCHEMA", t.Table.Schema)+" AND EVENT_OBJECT_TABLE IN (?, ?) "+
 		"OR (LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0 OR LOCATE(LOWER(?), LOWER(ACTION_STATEMENT)) > 0) "+
 		// A trigger's unqualified names are its own database's (otherTriggers).
 		"AND (TRIGGER_SCHEMA = "+db+" AND "+exactDatabase("TRIGGER_SCHEMA", t.Table.Schema)+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0 AND "+exactMention("ACTION_STATEMENT", t.Table.Schema)+") "+

@@ -138,13 +138,18 @@ func markVarFilter(col string) string {
 // per pool and table and by schema.Check. information_schema shows a trigger only to an
 // account with TRIGGER on its table and a routine's body only to its definer and to
 // accounts that may read every routine: schema.Check, run by the migration account, is
-// the check that counts.
+// the check that counts. The database is compared, and searched for in a body, byte
+// for byte (exactDatabase, exactMention; red-team rt59a F3): under
+// lower_case_table_names = 0 the case twin `T_X` of t_x is another tenant's database,
+// whose triggers and routines information_schema's case-insensitive = matched, and
+// t_x's tables were refused for them.
 func (d dialectImpl) markVariableDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	const db = "COALESCE(NULLIF(?, _binary''), DATABASE())"
+	schema := t.Table.Schema
 	rows, err := query(ctx, "SELECT 'TRIGGER', TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE "+markVarFilter("ACTION_STATEMENT")+
-		" AND (TRIGGER_SCHEMA = "+db+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0)"+
+		" AND (TRIGGER_SCHEMA = "+db+" AND "+exactDatabase("TRIGGER_SCHEMA", schema)+" OR LOCATE(LOWER("+db+"), LOWER(ACTION_STATEMENT)) > 0 AND "+exactMention("ACTION_STATEMENT", schema)+")"+
 		" UNION ALL SELECT ROUTINE_TYPE, ROUTINE_SCHEMA, ROUTINE_NAME, '', '', ROUTINE_DEFINITION FROM information_schema.ROUTINES WHERE "+markVarFilter("ROUTINE_DEFINITION")+
-		" AND (ROUTINE_SCHEMA = "+db+" OR LOCATE(LOWER("+db+"), LOWER(ROUTINE_DEFINITION)) > 0)"+
+		" AND (ROUTINE_SCHEMA = "+db+" AND "+exactDatabase("ROUTINE_SCHEMA", schema)+" OR LOCATE(LOWER("+db+"), LOWER(ROUTINE_DEFINITION)) > 0 AND "+exactMention("ROUTINE_DEFINITION", schema)+")"+
 		" ORDER BY 1, 2, 3", t.Table.Schema, t.Table.Schema, t.Table.Schema, t.Table.Schema)
 	if err != nil {
 		return nil, err

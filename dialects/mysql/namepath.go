@@ -24,7 +24,8 @@ func (dialectImpl) NamePathQuery() string {
 }
 
 // serverIdentity is the SQL of the server's identity, "<server_id>:<hostname>:<port>"
-// as binary (NamePathQuery; the raise's session check, RaiseSessionIDQuery, SessionLiveQuery).
+// as binary (NamePathQuery; the raise's session check adds the server's start instant:
+// raiseServerIdentity).
 const serverIdentity = "CAST(CONCAT_WS(':', @@GLOBAL.server_id, @@GLOBAL.hostname, @@GLOBAL.port) AS BINARY)"
 
 // TrackedServerIdentity implements dialect.ServerIdentifier: the driver keeps no

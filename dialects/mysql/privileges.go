@@ -135,14 +135,14 @@ func readGrants(ctx context.Context, query dialect.CatalogQuery, a account, db, 
 		g.global[r[0]] = true
 	}
 	exists := len(rows) > 0 // every account has at least USAGE
-	rows, err = query(ctx, "SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ?", a.grantee(), db)
+	rows, err = query(ctx, "SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ? AND "+exactDatabase("TABLE_SCHEMA", db), a.grantee(), db)
 	if err != nil {
 		return g, exists, err
 	}
 	for _, r := range rows {
 		g.db[r[0]] = true
 	}
-	rows, err = query(ctx, "SELECT PRIVILEGE_TYPE FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ? AND TABLE_NAME = ?", a.grantee(), db, table)
+	rows, err = query(ctx, "SELECT PRIVILEGE_TYPE FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ? AND "+exactDatabase("TABLE_SCHEMA", db)+" AND TABLE_NAME = ?", a.grantee(), db, table)
 	if err != nil {
 		return g, exists, err
 	}
@@ -218,7 +218,7 @@ type guardObject struct {
 // privilege and its columns in name order: they let a write the columns named, which
 // for the tombstone table or the token floor is as bad as the table-level right.
 func columnWrites(ctx context.Context, query dialect.CatalogQuery, a account, db, tbl string) ([]columnGrant, error) {
-	rows, err := query(ctx, "SELECT PRIVILEGE_TYPE, COLUMN_NAME FROM information_schema.COLUMN_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ? AND TABLE_NAME = ? AND PRIVILEGE_TYPE IN ('INSERT', 'UPDATE') ORDER BY PRIVILEGE_TYPE, COLUMN_NAME", a.grantee(), db, tbl)
+	rows, err := query(ctx, "SELECT PRIVILEGE_TYPE, COLUMN_NAME FROM information_schema.COLUMN_PRIVILEGES WHERE GRANTEE = ? AND TABLE_SCHEMA = ? AND "+exactDatabase("TABLE_SCHEMA", db)+" AND TABLE_NAME = ? AND PRIVILEGE_TYPE IN ('INSERT', 'UPDATE') ORDER BY PRIVILEGE_TYPE, COLUMN_NAME", a.grantee(), db, tbl)
 	if err != nil {
 		return nil, err
 	}
@@ -475,7 +475,7 @@ func (d dialectImpl) PrivilegeProblems(ctx context.Context, query dialect.Catalo
 	}
 
 	// The guard's triggers: who they run as.
-	rows, err = query(ctx, "SELECT TRIGGER_NAME, DEFINER, ACTION_TIMING, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME LIKE 'fencedsql\\_%' ORDER BY TRIGGER_NAME", db, table.Name)
+	rows, err = query(ctx, "SELECT TRIGGER_NAME, DEFINER, ACTION_TIMING, EVENT_MANIPULATION, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? AND "+exactDatabase("TRIGGER_SCHEMA", db)+" AND EVENT_OBJECT_TABLE = ? AND TRIGGER_NAME LIKE 'fencedsql\\_%' ORDER BY TRIGGER_NAME", db, table.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -140,7 +140,9 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // SideDoors) and over its guard tables (views, guardViewDoor), the triggers of other tables that write it (otherTriggers) and the
 // table's own BEFORE triggers that may assign its fencing columns (ownTriggers), in
 // that order, then the triggers and routines that name the library's session
-// variables (markVariableDoors, markdoor.go; red-team rt58e F2). MySQL lists only the
+// variables (markVariableDoors, markdoor.go; red-team rt58e F2), the guard's triggers
+// and fence function not as this version writes them (guardTriggers, fenceFunction).
+// MySQL lists only the
 // triggers of tables the account has the TRIGGER privilege on, and shows a view's definition only with SHOW VIEW: an application
 // account without them (the least-privilege layout) sees fewer doors, so
 // schema.Check, run by the migration account, is the check that counts. Then a guard
@@ -153,10 +155,11 @@ var _ dialect.SideDoorFinder = dialectImpl{}
 // guarded child's (referencingCascades; both in cascadedoor.go, described at
 // SideDoors). Finding no door costs one more catalog query than before (cascades),
 // guardTableIndexes another (red-team rt46a F1), referencingCascades another (rt49b
-// F1) and markVariableDoors another (rt58e F2), at the lazy check only, not per
-// statement.
+// F1), markVariableDoors another (rt58e F2) and fenceFunction (the one-statement
+// DELETE's fence function compared whole, fencefunc.go; rt59a F1) another, at the
+// lazy check only, not per statement.
 func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.markVariableDoors, d.guardTriggers, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades, d.referencingCascades)
+	return dialect.FindDoors(ctx, query, t, d.views, d.otherTriggers, d.ownTriggers, d.markVariableDoors, d.guardTriggers, d.fenceFunction, d.lostGuard, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.routines, d.cascades, d.referencingCascades)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost), in one
@@ -205,8 +208,8 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 		"UNION ALL SELECT 'table', TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? "+
 		"UNION ALL SELECT 'function', ROUTINE_NAME, '' FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = "+db+" AND "+exactDatabase("ROUTINE_SCHEMA", t.Table.Schema)+" AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' "+
 		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = "+grantee+" AND "+shows+" "+
-		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+shows+" "+
-		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND TABLE_NAME = ? AND "+shows,
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+exactDatabase("TABLE_SCHEMA", t.Table.Schema)+" AND "+shows+" "+
+		"UNION ALL SELECT 'privilege', PRIVILEGE_TYPE, '' FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = "+grantee+" AND TABLE_SCHEMA = "+db+" AND "+exactDatabase("TABLE_SCHEMA", t.Table.Schema)+" AND TABLE_NAME = ? AND "+shows,
 		t.Table.Schema, guard, floor, del, ins, key, rep,
 		t.Table.Schema, tomb.Name,
 		t.Table.Schema, fence.Name,

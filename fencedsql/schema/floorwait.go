@@ -78,7 +78,10 @@ func (s *raiseSession) release(conn *sql.Conn) {
 // lists it. It kills nothing on a connection that reaches another server than the
 // raise's (a VIP moved meanwhile: the same session id there is another session). It
 // returns nil when the session is gone, else why it may still be there. lctx bounds
-// it.
+// it. Nor on a server that restarted since the raise read its session id (the
+// dialect's identity changes with a restart, red-team rt59a F4: connection ids start
+// again from 1 there, and the raise's id was another client's session); the check and
+// the KILL run on one connection, which a restart in between breaks.
 func (s *raiseSession) end(lctx context.Context, db *sql.DB) error {
 	c, err := db.Conn(lctx)
 	if err != nil {
@@ -92,7 +95,7 @@ func (s *raiseSession) end(lctx context.Context, db *sql.DB) error {
 			return false, err
 		}
 		if identity != s.identity {
-			return false, fmt.Errorf("the pool's next connection reaches another server (%s, not the raise's %s)", identity, s.identity)
+			return false, fmt.Errorf("the pool's next connection reaches another server, or the raise's server restarted (%s, not the raise's %s): its session ids are not the raise's", identity, s.identity)
 		}
 		return exists != 0, nil
 	}
