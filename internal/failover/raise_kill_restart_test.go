@@ -32,38 +32,9 @@ import (
 // Schedule it guards: a raise whose context ends while the server restarts under its
 // write (ctx.Err() != nil → floorBlocked → end, with 3 s to reconnect).
 func TestRaiseKillBackstopAcrossRestart(t *testing.T) {
-	env := needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tmpl, err := NewMariaDBTemplate(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmpl.Close() })
-	dir, err := os.MkdirTemp(env.Dir, "rt59a-restart-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := tmpl.as.mkdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &myNode{dir: filepath.Join(dir, "n1"), port: port, id: 7}
-	if err := tmpl.as.mkdir(n.dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tmpl.as.run(ctx, filepath.Join(dir, "cp.log"), "cp", "-a", tmpl.data(), filepath.Join(n.dir, "data")); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--server-id=" + strconv.Itoa(n.id)}
-	if err := startMariaDB(ctx, env, tmpl.as, n, args...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.srv.kill() })
+	env, tmpl, n := privateMariaDB(t, ctx, "restart-", 7)
 	b := mysql.Dialect.(dialect.FloorWaitBounder)
 
 	// The raise's session: its id and the server's identity (openRaiseSession).
@@ -83,7 +54,7 @@ func TestRaiseKillBackstopAcrossRestart(t *testing.T) {
 	if err := n.srv.kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := startMariaDB(ctx, env, tmpl.as, n, args...); err != nil {
+	if err := startMariaDB(ctx, env, tmpl.as, n, "--server-id="+strconv.Itoa(n.id)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -140,38 +111,9 @@ func TestRaiseKillBackstopAcrossRestart(t *testing.T) {
 // finds "the same server" and that id in the process list and KILLs it: another
 // client's session is ended by the raise.
 func TestRaiseGivingUpAcrossRestartKillsNothing(t *testing.T) {
-	env := needEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tmpl, err := NewMariaDBTemplate(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tmpl.Close() })
-	dir, err := os.MkdirTemp(env.Dir, "rt59a-restart2-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := tmpl.as.mkdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &myNode{dir: filepath.Join(dir, "n1"), port: port, id: 9}
-	if err := tmpl.as.mkdir(n.dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tmpl.as.run(ctx, filepath.Join(dir, "cp.log"), "cp", "-a", tmpl.data(), filepath.Join(n.dir, "data")); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--server-id=" + strconv.Itoa(n.id)}
-	if err := startMariaDB(ctx, env, tmpl.as, n, args...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.srv.kill() })
+	env, tmpl, n := privateMariaDB(t, ctx, "restart2-", 9)
 	direct, err := sql.Open("mysql", n.dsn(""))
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +181,7 @@ func TestRaiseGivingUpAcrossRestartKillsNothing(t *testing.T) {
 	if err := n.srv.kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := startMariaDB(ctx, env, tmpl.as, n, args...); err != nil {
+	if err := startMariaDB(ctx, env, tmpl.as, n, "--server-id="+strconv.Itoa(n.id)); err != nil {
 		t.Fatal(err)
 	}
 	clients, err := sql.Open("mysql", n.dsn(""))
@@ -353,4 +295,42 @@ func (p *partitionProxy) serve(in net.Conn) {
 	go func() { _, _ = io.Copy(out, in); out.Close() }()
 	_, _ = io.Copy(in, out) // the server's side ended: leave the client's open (partition)
 	p.gate()
+}
+
+// privateMariaDB starts a MariaDB server of its own (server id id) on a copy of the
+// harness's template data directory, stopped and removed at the test's end: for a test
+// that restarts its server. It returns the environment, the template (its account runs
+// the server's commands) and the node.
+func privateMariaDB(t *testing.T, ctx context.Context, prefix string, id int) (Env, *MariaDBTemplate, *myNode) {
+	t.Helper()
+	env := needEnv(t)
+	tmpl, err := NewMariaDBTemplate(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmpl.Close() })
+	dir, err := os.MkdirTemp(env.Dir, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := tmpl.as.mkdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &myNode{dir: filepath.Join(dir, "n1"), port: port, id: id}
+	if err := tmpl.as.mkdir(n.dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmpl.as.run(ctx, filepath.Join(dir, "cp.log"), "cp", "-a", tmpl.data(), filepath.Join(n.dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := startMariaDB(ctx, env, tmpl.as, n, "--server-id="+strconv.Itoa(n.id)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.srv.kill() })
+	return env, tmpl, n
 }
