@@ -16,10 +16,16 @@ import (
 // connection (KILL of a session of one's own account needs no privilege; the
 // process list shows one's own sessions without PROCESS).
 
-// RaiseSessionIDQuery yields the connection's id and the running server's identity
-// (raiseServerIdentity).
+// RaiseSessionIDQuery yields the connection's id, the running server's identity
+// (raiseServerIdentity) and the session's peer: its process list HOST, which for a TCP
+// connection is the client's address and port ("127.0.0.1:40184"), unique among the
+// server's sessions while the client holds the connection's socket, also across a
+// restart (red-team rt59a F4: an identity that survived a restart within a second let
+// the backstop take a session with the raise's old id for the raise's). A connection
+// over a Unix socket shows "localhost": there only the identity tells restarts apart.
 func (dialectImpl) RaiseSessionIDQuery() string {
-	return "SELECT CONNECTION_ID(), " + raiseServerIdentity
+	return "SELECT CONNECTION_ID(), " + raiseServerIdentity +
+		", COALESCE((SELECT CAST(HOST AS BINARY) FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()), '')"
 }
 
 // raiseServerIdentity is the identity of the running server the raise's session
@@ -48,11 +54,12 @@ func (dialectImpl) BoundLockWaitQuery(secs int64) string {
 }
 
 // SessionLiveQuery yields the running server's identity (raiseServerIdentity) and
-// whether connection ? exists. The KILL that follows (EndSessionQuery) runs on the same
+// whether connection ? exists with peer ? (RaiseSessionIDQuery's HOST, compared
+// byte for byte). The KILL that follows (EndSessionQuery) runs on the same
 // connection: a restart in between breaks it, and on a running server connection ids
 // are not reused.
 func (dialectImpl) SessionLiveQuery() string {
-	return "SELECT " + raiseServerIdentity + ", EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?)"
+	return "SELECT " + raiseServerIdentity + ", EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ? AND CAST(HOST AS BINARY) = CAST(? AS BINARY))"
 }
 
 // EndSessionQuery ends connection id (KILL CONNECTION: its statement, then the

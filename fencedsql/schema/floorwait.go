@@ -25,6 +25,7 @@ type raiseSession struct {
 	b        dialect.FloorWaitBounder
 	id       int64
 	identity string // the server's
+	peer     string // the session's, beside its id (dialect.FloorWaitBounder)
 	bounded  bool   // the session's lock waits were lowered: not for the pool's next user
 }
 
@@ -36,7 +37,7 @@ func openRaiseSession(ctx context.Context, conn *sql.Conn, d dialect.Dialect) (*
 		return nil, nil
 	}
 	s := &raiseSession{b: b}
-	if err := conn.QueryRowContext(ctx, b.RaiseSessionIDQuery()).Scan(&s.id, &s.identity); err != nil {
+	if err := conn.QueryRowContext(ctx, b.RaiseSessionIDQuery()).Scan(&s.id, &s.identity, &s.peer); err != nil {
 		return nil, fmt.Errorf("fencedsql: RaiseTokenFloor: reading the raise's session id: %w", err)
 	}
 	return s, nil
@@ -81,7 +82,9 @@ func (s *raiseSession) release(conn *sql.Conn) {
 // it. Nor on a server that restarted since the raise read its session id (the
 // dialect's identity changes with a restart, red-team rt59a F4: connection ids start
 // again from 1 there, and the raise's id was another client's session); the check and
-// the KILL run on one connection, which a restart in between breaks.
+// the KILL run on one connection, which a restart in between breaks. A session is the
+// raise's only when its peer is the raise's too: an identity may survive a quick
+// restart (MariaDB's start instant is in whole seconds; MySQL's identity has none).
 func (s *raiseSession) end(lctx context.Context, db *sql.DB) error {
 	c, err := db.Conn(lctx)
 	if err != nil {
@@ -91,7 +94,7 @@ func (s *raiseSession) end(lctx context.Context, db *sql.DB) error {
 	live := func() (bool, error) {
 		var identity string
 		var exists int64
-		if err := c.QueryRowContext(lctx, s.b.SessionLiveQuery(), s.id).Scan(&identity, &exists); err != nil {
+		if err := c.QueryRowContext(lctx, s.b.SessionLiveQuery(), s.id, s.peer).Scan(&identity, &exists); err != nil {
 			return false, err
 		}
 		if identity != s.identity {
