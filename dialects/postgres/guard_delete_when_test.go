@@ -11,7 +11,6 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
-	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -99,38 +98,17 @@ func TestReservedSettingArrivingWithSessionRefused(t *testing.T) {
 // installed with a Fix, and after the Fix reports nothing.
 func TestGuardDeleteWhenUpgradedFromPrevious(t *testing.T) {
 	raw, db := absentAcc(t)
-	ctx := context.Background()
 	testdb.Exec(t, raw, postgres.PreviousGuardDeleteTriggerDDL(dialect.TableName{Schema: "public", Name: "pair"}, "fence_token")...)
-	report := func(table string) (problems, fix []string) {
-		t.Helper()
-		reps, err := schema.Check(ctx, raw, postgres.Dialect, schema.GuardSpec{Table: table})
-		if err != nil {
-			t.Fatal(err)
+	upgradedPairChecked(t, raw, "pair's previous DELETE trigger", func() {
+		for _, q := range []string{
+			`INSERT INTO pair ("Region", n) VALUES ('eu', 1)`,
+			`DELETE FROM pair WHERE "Region" = 'eu' AND n = 1`,
+			`INSERT INTO pair ("Region", n) VALUES ('eu', 2)`,
+			`DELETE FROM pair WHERE n IN (SELECT 2)`,
+		} {
+			if err := insertAs(db, 60, q); err != nil {
+				t.Errorf("%s under token 60 over the previous DELETE trigger: %v, want it through", q, err)
+			}
 		}
-		for _, r := range reps {
-			problems, fix = append(problems, r.Problems...), append(fix, r.Fix...)
-		}
-		return problems, fix
-	}
-	if probs, _ := report("acc"); len(probs) != 0 {
-		t.Errorf("acc beside pair's previous DELETE trigger: %q, want no problem", probs)
-	}
-	probs, fix := report("pair")
-	if len(probs) == 0 || len(fix) == 0 {
-		t.Fatalf("pair's previous DELETE trigger: problems %q, Fix %d statements; want it reported not installed, with a Fix", probs, len(fix))
-	}
-	for _, q := range []string{
-		`INSERT INTO pair ("Region", n) VALUES ('eu', 1)`,
-		`DELETE FROM pair WHERE "Region" = 'eu' AND n = 1`,
-		`INSERT INTO pair ("Region", n) VALUES ('eu', 2)`,
-		`DELETE FROM pair WHERE n IN (SELECT 2)`,
-	} {
-		if err := insertAs(db, 60, q); err != nil {
-			t.Errorf("%s under token 60 over the previous DELETE trigger: %v, want it through", q, err)
-		}
-	}
-	testdb.Exec(t, raw, fix...)
-	if probs, _ := report("pair"); len(probs) != 0 {
-		t.Errorf("pair after its Fix: %q, want no problem", probs)
-	}
+	})
 }
