@@ -77,6 +77,9 @@ func (a *adapterConn) CheckCopy(ctx context.Context, table []string) error {
 	if err := a.c.checkLease(ctx); err != nil {
 		return err
 	}
+	if err := a.c.syncTxToken(ctx, nil, "", false); err != nil {
+		return err
+	}
 	k := a.c.core
 	for _, part := range table {
 		if strings.ContainsRune(part, 0) {
@@ -255,6 +258,9 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	p, err := c.route(ctx, sql)
 	if err != nil {
 		return nil, err
+	}
+	if err := c.syncTxToken(ctx, p, sql, more); err != nil {
+		return nil, err // a savepoint statement followed by others, in a transaction of two tokens
 	}
 	if more && (p.ResetsSession || p.ResetsNames || p.ResetsPoolNames) {
 		// Every statement of the batch is judged now, on the session as it is before

@@ -335,6 +335,9 @@ func (c *conn) admit(ctx context.Context, p *plan.Plan, query string) error {
 			return err
 		}
 	}
+	if err := c.syncTxToken(ctx, p, query, false); err != nil {
+		return err
+	}
 	c.sessionMoved(p)
 	return nil
 }

@@ -148,8 +148,10 @@ func (c *conn) checkLease(ctx context.Context) error {
 		c.tx.provenN, c.tx.provenTok = len(c.tx.leases), tok // all of leases, against tok
 	}
 	// A transaction whose statements carry two tokens tells the database the larger
-	// (txtoken.go: the deletions it makes are tombstoned at no less).
-	return c.recordTxToken(ctx, carried)
+	// before the statement is sent (txtoken.go: the deletions it makes are tombstoned
+	// at no less).
+	c.noteTxToken(carried)
+	return nil
 }
 
 // otherBinding judges a statement whose context binds another token than the

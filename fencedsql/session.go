@@ -214,6 +214,7 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 		if p.TxOnly != nil {
 			c.sessionReverted(st)
 		}
+		txTokenStale(st, p)
 		st.movedSession = st.movedSession || p.ResetsSession
 		st.movedNames = st.movedNames || p.ResetsNames
 	}
@@ -224,9 +225,9 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 // st, or a rollback to one of its savepoints): see sessionMoved. Nothing is done for
 // a transaction in which no such statement ran.
 func (c *conn) sessionReverted(st *txState) {
-	// A savepoint statement may revert the transaction's recorded token
-	// (recordTxToken): the next statement records it again.
-	st.recordedTok = 0
+	// A savepoint's rollback may revert the transaction's recorded token
+	// (txtoken.go): the next statement records it again.
+	txTokenStale(st, nil)
 	c.rearm(st.movedSession, st.movedNames)
 	if st.movedPoolNames {
 		c.core.forgetNames()
@@ -346,31 +347,40 @@ func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
 
 func (s *sessionStmt) rearm() { s.c.sessionMoved(s.p) }
 
+// ran re-arms, after an execution, what the statement may have done: dropped the
+// session's prepared statements, or reverted the transaction's recorded token, which
+// the execution's own checks may have recorded after rearm (red-team rt60a F2: a
+// prepared ROLLBACK TO SAVEPOINT undid the recording made just before it).
+func (s *sessionStmt) ran() {
+	s.c.statementsDropped(s.p)
+	txTokenStale(s.c.tx, s.p)
+}
+
 // Exec implements driver.Stmt.
 func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {
 	s.rearm()
-	defer s.c.statementsDropped(s.p)
+	defer s.ran()
 	return s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
 }
 
 // Query implements driver.Stmt.
 func (s *sessionStmt) Query(args []driver.Value) (driver.Rows, error) {
 	s.rearm()
-	defer s.c.statementsDropped(s.p)
+	defer s.ran()
 	return s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 }
 
 // ExecContext implements driver.StmtExecContext.
 func (s *sessionStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	s.rearm()
-	defer s.c.statementsDropped(s.p)
+	defer s.ran()
 	return stmtExec(ctx, s.Stmt, args)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *sessionStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	s.rearm()
-	defer s.c.statementsDropped(s.p)
+	defer s.ran()
 	return stmtQuery(ctx, s.Stmt, args)
 }
 

@@ -108,7 +108,11 @@ func (s *stmt) enter(ctx context.Context) (*plan.Plan, error) {
 	}
 	s.c.followStatements(ctx)
 	s.followNames()
-	return s.planFor(ctx)
+	p, err := s.planFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.c.syncTxToken(ctx, p, s.text, false)
 }
 
 // ExecContext implements driver.StmtExecContext.
@@ -327,6 +331,9 @@ func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txSta
 		return nil, s.c.autocommitOutcome(err)
 	}
 	if err := s.refusedInTx(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.c.syncTxToken(ctx, s.p, s.text, false); err != nil {
 		return nil, err
 	}
 	s.c.followStatements(ctx)

@@ -7,29 +7,58 @@ import (
 	"math"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/internal/plan"
 )
 
-// recordTxToken tells the database the largest token the open transaction carries,
-// where the dialect records deletions by it (dialect.TxTokenRecorder: PostgreSQL), once
-// statements of the transaction carried two different tokens: a lease joined and
-// raised it ("Only a lease raises a transaction's token", G13), or statements of a
-// transaction begun without a binding carried their own. A row the transaction wrote
-// under the earlier token and deletes later by other means than a fenced DELETE of it
-// (a cascade, a cross-partition move) is then tombstoned at no less than the raised
-// token (docs/design.md G9; red-team rt59b F2, F3). One statement at that moment, and
-// again after a savepoint statement (sessionReverted may have reverted it); nothing in
-// a transaction of one token. A failure breaks the transaction: its Commit rolls back.
-func (c *conn) recordTxToken(ctx context.Context, tok uint64) error {
+// The transaction's recorded token (dialect.TxTokenRecorder: PostgreSQL). Once
+// statements of a transaction carried two different tokens — a lease joined and raised
+// it ("Only a lease raises a transaction's token", G13), or statements of a transaction
+// begun without a binding carried their own — the wrapper tells the database the
+// largest, and the database tombstones the rows the transaction deletes by other means
+// than a fenced DELETE of them (a cascade, a cross-partition move) at no less than it
+// (docs/design.md G9; red-team rt59b F2, F3). Nothing is sent in a transaction of one
+// token.
+//
+// The database keeps the token in a transaction-local setting, which the server
+// reverts by itself: ROLLBACK TO SAVEPOINT undoes a setting made after the savepoint,
+// and RESET ALL (or a function or DO block the wrapper cannot read) clears it. So the
+// token is recorded before every statement sent after such a statement (txTokenStale),
+// not once (red-team rt60a F1, F2), and a text or batch that would revert it and then
+// run more statements in the same round trip is refused (rt60a F3). A savepoint
+// statement itself is sent without it: it deletes nothing, and in a transaction a
+// failed statement aborted it is the only statement the server runs, where the
+// recording would fail (rt60a F5).
+
+// noteTxToken notes tok, the token a statement of the open transaction carries
+// (checkLease), before anything is sent.
+func (c *conn) noteTxToken(tok uint64) {
 	st := c.tx
-	r, ok := c.core.dialect.(dialect.TxTokenRecorder)
-	if st == nil || !ok || tok == 0 || tok > math.MaxInt64 {
-		return nil // tokenFor refuses a token above the largest BIGINT
+	if st == nil || tok == 0 || tok > math.MaxInt64 {
+		return // tokenFor refuses a token above the largest BIGINT
 	}
 	if st.sentTok != 0 && tok != st.sentTok {
 		st.manyTok = true
 	}
 	st.sentTok = max(st.sentTok, tok)
-	if !st.manyTok || st.sentTok <= st.recordedTok {
+}
+
+// syncTxToken records the transaction's largest token in the database before query,
+// of plan p, is sent, when its statements carried two tokens and the database's record
+// is older or may have been reverted since (txTokenStale). It refuses (ErrUnsupported)
+// a text of several statements that may revert the record (more: a batch statement
+// followed by others), and sends nothing before a savepoint statement. A failed
+// recording is returned with nothing sent ("statement not sent"); the transaction goes
+// on, and the next statement records again.
+func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more bool) error {
+	st := c.tx
+	r, ok := c.core.dialect.(dialect.TxTokenRecorder)
+	if st == nil || !ok || !st.manyTok {
+		return nil
+	}
+	if p != nil && revertsTxToken(p) && (more || c.core.rw.SeveralStatements(query)) {
+		return c.core.refused(&UnsupportedError{Reason: txTokenRevertReason})
+	}
+	if p != nil && p.TxOnly != nil || st.sentTok <= st.recordedTok {
 		return nil
 	}
 	args := []driver.NamedValue{{Ordinal: 1, Value: int64(st.sentTok)}}
@@ -44,10 +73,25 @@ func (c *conn) recordTxToken(ctx context.Context, tok uint64) error {
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("fencedsql: statement not sent: recording the transaction's token %d for its deletions failed: %w", st.sentTok, c.core.mapPassErr(nil, err))
-		c.breakTx(err)
-		return err
+		return fmt.Errorf("fencedsql: statement not sent: recording the transaction's token %d for its deletions failed: %w", st.sentTok, c.core.mapPassErr(nil, err))
 	}
 	st.recordedTok = st.sentTok
 	return nil
 }
+
+// txTokenStale marks st's recorded token as possibly reverted by a statement of plan
+// p that ran (or may have) on its connection — a savepoint statement, or one that may
+// change or reset the session — or by a savepoint's rollback (p nil): the next
+// statement records it again.
+func txTokenStale(st *txState, p *plan.Plan) {
+	if st != nil && (p == nil || revertsTxToken(p)) {
+		st.recordedTok = 0
+	}
+}
+
+// revertsTxToken reports whether a statement of plan p may revert or clear the
+// transaction's recorded token: a savepoint statement (ROLLBACK TO), or one that may
+// change or reset the session (RESET ALL, a DO block, a routine running SQL).
+func revertsTxToken(p *plan.Plan) bool { return p.TxOnly != nil || p.ResetsSession }
+
+const txTokenRevertReason = "a savepoint statement, or one that may change or reset the session (RESET ALL, DO, a routine), followed by other statements in one text or batch, in a transaction whose statements carried two tokens (a second lease raised it): the server may revert the transaction's recorded token before the statements after it run, and a row they delete would be tombstoned below the raised token; send it alone, or as the batch's last statement"

@@ -114,11 +114,31 @@ const reservedSettingPrefix = "fencedsql_guard."
 // defaults give it (reservedDefaultsColumn).
 func dsnReserved(c *pgx.Conn) bool {
 	for k, v := range c.Config().RuntimeParams {
-		if strings.HasPrefix(strings.ToLower(k), reservedSettingPrefix) || strings.EqualFold(k, "options") && strings.Contains(strings.ToLower(v), reservedSettingPrefix) {
+		if strings.HasPrefix(strings.ToLower(k), reservedSettingPrefix) || strings.EqualFold(k, "options") && optionsReserved(v) {
 			return true
 		}
 	}
 	return false
+}
+
+// optionsReserved reports whether the options startup parameter (the DSN's options,
+// PGOPTIONS) may set a setting with the reserved prefix, read as the server reads it:
+// a backslash escapes the next character and is dropped (pg_split_opts), and in
+// --name=value a dash of the name is an underscore (red-team rt60a F4: -c
+// fencedsql\_guard.tx_token=… set the setting past a plain search of the text). Any
+// mention counts, a value's too: it only refuses more.
+func optionsReserved(v string) bool {
+	var b strings.Builder
+	escaped := false
+	for _, r := range v {
+		if r == '\\' && !escaped {
+			escaped = true
+			continue
+		}
+		escaped = false
+		b.WriteRune(r)
+	}
+	return strings.Contains(strings.ReplaceAll(strings.ToLower(b.String()), "-", "_"), reservedSettingPrefix)
 }
 
 // syncCommitColumns reads "<primary> <path> <shadow> <reserved> <synchronous_commit>

@@ -62,6 +62,22 @@ func (rw *Planner) readingChangeFollowed(sql string) error {
 	return nil
 }
 
+// SeveralStatements reports whether sql holds more than one statement: a ';' outside
+// strings, comments and parentheses with a statement after it (a compound statement
+// counts as its pieces: cutting finer only makes a rule stricter). A text the lexer
+// cannot read counts as several.
+func (rw *Planner) SeveralStatements(sql string) bool {
+	if strings.IndexByte(sql, ';') < 0 {
+		return false
+	}
+	toks, err := sqllex.Lex(sql, rw.syn)
+	if err != nil {
+		return true
+	}
+	p := &parser{rw: rw, src: sql, all: toks, sig: significant(sql, toks)}
+	return len(p.pieces()) > 1
+}
+
 // pieces cuts sig at every ';' outside parentheses; each piece is [from, to), the ';'
 // excluded, empty pieces (a final ';') left out.
 func (p *parser) pieces() [][2]int {
