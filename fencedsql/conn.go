@@ -112,10 +112,10 @@ type txState struct {
 	// carrying a larger token, makes checkLease confirm them again before it is sent.
 	provenN   int
 	provenTok uint64
-	// sentTok is the largest token a statement of the transaction carried (checkLease);
+	// sentTok is the largest token a statement of the transaction carried (noteTxToken);
 	// manyTok that two statements carried different tokens; recordedTok the token the
 	// database was last told the transaction carries (dialect.TxTokenRecorder, 0: none,
-	// or reverted by a savepoint statement). See recordTxToken.
+	// or possibly reverted since: txTokenStale). See txtoken.go.
 	sentTok, recordedTok uint64
 	manyTok              bool
 	// broken is why the transaction can only roll back (a two-statement write whose
