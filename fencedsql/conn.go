@@ -113,11 +113,9 @@ type txState struct {
 	provenN   int
 	provenTok uint64
 	// sentTok is the largest token a statement of the transaction carried (noteTxToken);
-	// manyTok that two statements carried different tokens; recordedTok the token the
-	// database was last told the transaction carries (dialect.TxTokenRecorder, 0: none,
-	// or possibly reverted since: txTokenStale). See txtoken.go.
-	sentTok, recordedTok uint64
-	manyTok              bool
+	// manyTok that two statements carried different tokens. See txtoken.go.
+	sentTok uint64
+	manyTok bool
 	// broken is why the transaction can only roll back (a two-statement write whose
 	// second statement selected other rows, see exact.go); Commit returns it.
 	broken error

@@ -214,7 +214,6 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 		if p.TxOnly != nil {
 			c.sessionReverted(st)
 		}
-		txTokenStale(st, p)
 		st.movedSession = st.movedSession || p.ResetsSession
 		st.movedNames = st.movedNames || p.ResetsNames
 	}
@@ -225,9 +224,6 @@ func (c *conn) sessionMoved(p *plan.Plan) {
 // st, or a rollback to one of its savepoints): see sessionMoved. Nothing is done for
 // a transaction in which no such statement ran.
 func (c *conn) sessionReverted(st *txState) {
-	// A savepoint's rollback may revert the transaction's recorded token
-	// (txtoken.go): the next statement records it again.
-	txTokenStale(st, nil)
 	c.rearm(st.movedSession, st.movedNames)
 	if st.movedPoolNames {
 		c.core.forgetNames()
@@ -347,40 +343,32 @@ func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
 
 func (s *sessionStmt) rearm() { s.c.sessionMoved(s.p) }
 
-// ran re-arms, after an execution, what the statement may have done: dropped the
-// session's prepared statements, or reverted the transaction's recorded token, which
-// the execution's own checks may have recorded after rearm (red-team rt60a F2: a
-// prepared ROLLBACK TO SAVEPOINT undid the recording made just before it).
-func (s *sessionStmt) ran() {
-	s.c.statementsDropped(s.p)
-	txTokenStale(s.c.tx, s.p)
-}
 
 // Exec implements driver.Stmt.
 func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {
 	s.rearm()
-	defer s.ran()
+	defer s.c.statementsDropped(s.p)
 	return s.Stmt.Exec(args) //nolint:staticcheck // legacy, forwarded
 }
 
 // Query implements driver.Stmt.
 func (s *sessionStmt) Query(args []driver.Value) (driver.Rows, error) {
 	s.rearm()
-	defer s.ran()
+	defer s.c.statementsDropped(s.p)
 	return s.Stmt.Query(args) //nolint:staticcheck // legacy, forwarded
 }
 
 // ExecContext implements driver.StmtExecContext.
 func (s *sessionStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	s.rearm()
-	defer s.ran()
+	defer s.c.statementsDropped(s.p)
 	return stmtExec(ctx, s.Stmt, args)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *sessionStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	s.rearm()
-	defer s.ran()
+	defer s.c.statementsDropped(s.p)
 	return stmtQuery(ctx, s.Stmt, args)
 }
 

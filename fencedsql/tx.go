@@ -50,6 +50,12 @@ func (t *tx) Commit() error {
 		_ = t.c.endTx(t.ctx, t.raw, false)
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}
+	// Deferred triggers run at COMMIT and may delete rows: the transaction's token is
+	// recorded before it (txtoken.go).
+	if err := t.c.syncTxToken(t.ctx, nil, "", false); err != nil {
+		_ = t.c.endTx(t.ctx, t.raw, false)
+		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
+	}
 	// COMMIT was sent: an error the wrapper cannot judge is Unknown (ErrCommitUnknown).
 	err := t.c.core.mapPassErr(nil, t.c.endTx(t.ctx, t.raw, true))
 	return withOutcomeAs(err, classifyOutcome(t.c.core.dialect, err))

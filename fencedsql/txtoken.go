@@ -20,14 +20,19 @@ import (
 // token.
 //
 // The database keeps the token in a transaction-local setting, which the server
-// reverts by itself: ROLLBACK TO SAVEPOINT undoes a setting made after the savepoint,
-// and RESET ALL (or a function or DO block the wrapper cannot read) clears it. So the
-// token is recorded before every statement sent after such a statement (txTokenStale),
-// not once (red-team rt60a F1, F2), and a text or batch that would revert it and then
-// run more statements in the same round trip is refused (rt60a F3). A savepoint
-// statement itself is sent without it: it deletes nothing, and in a transaction a
-// failed statement aborted it is the only statement the server runs, where the
-// recording would fail (rt60a F5).
+// reverts by itself and which code the wrapper cannot read may reset: ROLLBACK TO
+// SAVEPOINT undoes a setting made after the savepoint, RESET ALL clears it, and so
+// may a user's function called from a SELECT or a trigger of an INSERT (red-team
+// rt60a F1, F2; rt60c F1, F3). So, once a transaction's statements carried two
+// tokens, the token is recorded before every statement sent, and before its COMMIT,
+// whose deferred triggers may delete rows (rt60c F2): one statement each, in such a
+// transaction only. A text or batch in which a statement that may revert it is
+// followed by more statements in the same round trip is refused (rt60a F3). A
+// savepoint statement itself is sent without it: it deletes nothing, and in a
+// transaction a failed statement aborted it is the only statement the server runs,
+// where the recording would fail (rt60a F5). Left open (docs/design.md, Known open
+// findings): one statement whose own function or trigger resets the setting and then
+// deletes a row this transaction fenced under an earlier token.
 
 // noteTxToken notes tok, the token a statement of the open transaction carries
 // (checkLease), before anything is sent.
@@ -43,12 +48,12 @@ func (c *conn) noteTxToken(tok uint64) {
 }
 
 // syncTxToken records the transaction's largest token in the database before query,
-// of plan p, is sent, when its statements carried two tokens and the database's record
-// is older or may have been reverted since (txTokenStale). It refuses (ErrUnsupported)
-// a text of several statements that may revert the record (more: a batch statement
-// followed by others), and sends nothing before a savepoint statement. A failed
-// recording is returned with nothing sent ("statement not sent"); the transaction goes
-// on, and the next statement records again.
+// of plan p (nil: the transaction's COMMIT, or a COPY), is sent, when its statements
+// carried two tokens. It refuses (ErrUnsupported) a text of several statements that
+// may revert the record (more: a batch statement followed by others), and sends
+// nothing before a savepoint statement. A failed recording is returned with nothing
+// sent ("statement not sent"); the transaction goes on, and the next statement
+// records again.
 func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more bool) error {
 	st := c.tx
 	r, ok := c.core.dialect.(dialect.TxTokenRecorder)
@@ -58,7 +63,7 @@ func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more
 	if p != nil && revertsTxToken(p) && (more || c.core.rw.SeveralStatements(query)) {
 		return c.core.refused(&UnsupportedError{Reason: txTokenRevertReason})
 	}
-	if p != nil && p.TxOnly != nil || st.sentTok <= st.recordedTok {
+	if p != nil && p.TxOnly != nil {
 		return nil
 	}
 	args := []driver.NamedValue{{Ordinal: 1, Value: int64(st.sentTok)}}
@@ -75,18 +80,7 @@ func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more
 	if err != nil {
 		return fmt.Errorf("fencedsql: statement not sent: recording the transaction's token %d for its deletions failed: %w", st.sentTok, c.core.mapPassErr(nil, err))
 	}
-	st.recordedTok = st.sentTok
 	return nil
-}
-
-// txTokenStale marks st's recorded token as possibly reverted by a statement of plan
-// p that ran (or may have) on its connection — a savepoint statement, or one that may
-// change or reset the session — or by a savepoint's rollback (p nil): the next
-// statement records it again.
-func txTokenStale(st *txState, p *plan.Plan) {
-	if st != nil && (p == nil || revertsTxToken(p)) {
-		st.recordedTok = 0
-	}
 }
 
 // revertsTxToken reports whether a statement of plan p may revert or clear the
