@@ -343,7 +343,6 @@ func (s *sessionStmt) Raw() driver.Stmt { return s.Stmt }
 
 func (s *sessionStmt) rearm() { s.c.sessionMoved(s.p) }
 
-
 // Exec implements driver.Stmt.
 func (s *sessionStmt) Exec(args []driver.Value) (driver.Result, error) {
 	s.rearm()
