@@ -38,8 +38,10 @@ import (
 //     DEFAULT 0 (MODIFY COLUMN: its values converted, its other attributes replaced).
 //   - A fencing column too narrow for its values (dialect.NarrowFencingColumn). Fix:
 //     BIGINT, as above.
-//   - A fencing column in a unique key (the primary key, a unique index;
-//     dialect.KeyFencingColumn): every fenced write sets it and moves the row. No fix
+//   - A fencing column that a unique key depends on (lintKeyFencing;
+//     dialect.KeyFencingColumn): a column of the primary key or of a unique index, a
+//     generated column computed from it in one, an expression of a MySQL functional
+//     key part naming either: every fenced write sets it and moves the row. No fix
 //     statement.
 //   - A primary key on a column prefix: the tombstones key on whole columns. No fix
 //     statement (a TEXT or BLOB key needs its prefix): key the table on whole columns.
@@ -106,15 +108,16 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// the same prefix — one key for the table, another for the tombstone (a red-team
 	// pass). No statement fixes it in general (a TEXT key needs its prefix).
 	// And, in the same query, a MariaDB application-time period key (periodKeyQuery).
-	// And a fencing column in a unique key (dialect.KeyFencingColumn).
+	// And the unique keys' columns and the generated columns (keyFencingQuery).
 	rows, err = query(ctx, "SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
 		"UNION ALL "+periodKeyQuery+
-		" UNION ALL SELECT 'key', COLUMN_NAME, INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND NON_UNIQUE = 0 AND COLUMN_NAME IN (?, ?)",
+		" UNION ALL "+keyFencingQuery,
 		t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Name, t.Table.Name,
-		t.Table.Schema, t.Table.Name, t.TokenColumn, t.VersionColumn)
+		t.TokenColumn, t.VersionColumn, t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name)
 	if err != nil {
 		return nil, err
 	}
+	var keyRows [][]string
 	for _, r := range rows {
 		if len(r) != 3 {
 			continue
@@ -123,14 +126,18 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 		case "prefix":
 			found = append(found, dialect.SchemaProblem{
 				Problem: "the primary key uses a prefix of column " + r[1] + " (" + r[2] + " characters): the tombstones key on the whole column, so after a DELETE under a newer token a stale holder can insert a value with the same prefix — the same key for the table; key the table on whole columns"})
-		case "key":
-			found = append(found, dialect.SchemaProblem{Problem: dialect.KeyFencingColumn(r[1], r[2])})
+		case "key", "key token", "key version", "generated":
+			keyRows = append(keyRows, r)
 		case "period":
 			found = append(found, dialect.SchemaProblem{
 				Problem: "the primary key ends in the application-time period " + r[1] + " WITHOUT OVERLAPS: two rows whose periods overlap are one key for the table, but the tombstones (and the keyed claims) compare the period's columns with =, so after a DELETE under a newer token a stale holder re-inserts the deleted row with a period one day shorter, and a DELETE … FOR PORTION OF on a plain connection frees a portion no tombstone covers; key the table without WITHOUT OVERLAPS (the overlap rule can be kept by a trigger) or do not fence it"})
 		}
 	}
-	return found, nil
+	keys, err := d.lintKeyFencing(ctx, query, t, keyRows)
+	if err != nil {
+		return nil, err
+	}
+	return append(found, keys...), nil
 }
 
 // periodKeyQuery finds a primary key that ends in an application-time period WITHOUT

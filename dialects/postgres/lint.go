@@ -33,9 +33,11 @@ import (
 // NULL of a stale write is stored instead of failing it. Fix: the column made NOT NULL
 // in the child (its rows holding NULL fixed first).
 //
-// A fencing column that is a key column of a unique index of the table (its primary
-// key, a unique constraint; dialect.KeyFencingColumn): every fenced write sets it and
-// moves the row. No fix statement.
+// A fencing column that a unique index or an exclusion constraint depends on
+// (lintKeyFencing; dialect.KeyFencingColumn): a key column of the table's primary key
+// or of a unique constraint or index, a column an index expression or predicate
+// names, a generated column computed from it, the same on a partition or inheritance
+// descendant. Every fenced write sets it and moves the row. No fix statement.
 //
 // A generated fencing column, or one GENERATED ALWAYS AS IDENTITY: the fenced writes
 // set it and PostgreSQL refuses them all (428C9). Fix: ALTER COLUMN … DROP EXPRESSION,
@@ -84,17 +86,13 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 			found = append(found, dialect.SchemaProblem{Problem: p, Fix: fix})
 		}
 	}
-	// A fencing column in a unique key (dialect.KeyFencingColumn): its primary key, a
-	// unique index or constraint, partial or not, of the table itself.
-	rows, err = query(ctx, keyFencingQuery, regclass(t.Table), t.TokenColumn, t.VersionColumn)
+	// A fencing column in a unique key or an exclusion constraint, in any form
+	// (keyFencingQuery, dialect.KeyFencingColumn).
+	keys, err := d.lintKeyFencing(ctx, query, t)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range rows {
-		if len(r) == 2 {
-			found = append(found, dialect.SchemaProblem{Problem: dialect.KeyFencingColumn(r[0], r[1])})
-		}
-	}
+	found = append(found, keys...)
 	// The descendants' fencing columns: a statement on the table writes their rows too,
 	// and PostgreSQL (before 18) lets an inheritance child drop the NOT NULL it inherited
 	// (a partition may not). There the fencing NULL of a stale write is stored instead of
@@ -148,11 +146,6 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	}
 	return found, nil
 }
-
-// keyFencingQuery lists (column, index) for each of the fencing columns $2, $3 that is
-// a key column of a unique index of the table $1 (a primary key and a unique
-// constraint have one; an INCLUDE column is not a key column).
-const keyFencingQuery = `SELECT a.attname::text, c.relname::text FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1]) WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indisunique AND a.attname IN ($2, $3) ORDER BY 1, 2`
 
 // unloggedQuery lists (schema, name, relkind) of the UNLOGGED relations among $1 (the
 // guarded table) and its pg_inherits descendants (partitions and inheritance children,

@@ -40,10 +40,12 @@ import (
 //     NULL of another column, or on the no-op NULL constraint, has no bearing on the
 //     fence. CREATE UNIQUE INDEX takes no conflict clause.
 //
-// A fencing column that is a column of a unique key (the PRIMARY KEY, an INTEGER
-// PRIMARY KEY rowid alias included, a UNIQUE constraint or index; pragma_table_info's
-// pk and pragma_index_list; dialect.KeyFencingColumn): every fenced write sets it and
-// moves the row. Refused; the table must be rebuilt with fencing columns of their own.
+// A fencing column that a unique key depends on (keyFencing; dialect.KeyFencingColumn):
+// a column of the PRIMARY KEY (an INTEGER PRIMARY KEY rowid alias included), of a
+// UNIQUE constraint or index (pragma_table_info's pk and pragma_index_list), named by
+// the expression or the WHERE of a unique index, or the same of a generated column
+// computed from it: every fenced write sets it and moves the row. Refused; the table
+// must be rebuilt with fencing columns of their own.
 //
 // Type affinity of the token and the version column (https://sqlite.org/datatype3.html):
 // the fence compares fence_token <= ? and must compare numbers. INTEGER affinity (a
@@ -78,6 +80,11 @@ type declaration struct {
 	strict bool              // a STRICT table
 	types  map[string]string // lower-case column name → declared type
 	keys   map[string]string // lower-case column name → a unique key it is a key column of
+	// generated: the lower-case names of the generated columns (pragma_table_xinfo
+	// hidden 2 or 3); exprKeys: the unique indexes on an expression or partial
+	// (name → its CREATE INDEX text), read for keyFencing.
+	generated map[string]bool
+	exprKeys  map[string]string
 }
 
 // declaration reads t's CREATE TABLE text, its declared column types and STRICT. An
@@ -98,12 +105,15 @@ func (d dialectImpl) declaration(ctx context.Context, query dialect.CatalogQuery
 		return declaration{}, nil
 	}
 	schema := rows[0][0]
-	dec := declaration{strict: rows[0][1] == "1", types: map[string]string{}, keys: map[string]string{}}
+	dec := declaration{strict: rows[0][1] == "1", types: map[string]string{}, keys: map[string]string{}, generated: map[string]bool{}, exprKeys: map[string]string{}}
 	rows, err = query(ctx, `SELECT 'sql', sql, '' FROM `+d.QuoteIdent(schema)+`.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE
 UNION ALL SELECT 'column', name, type FROM pragma_table_info(?, ?)
 UNION ALL SELECT 'key', name, 'PRIMARY KEY' FROM pragma_table_info(?, ?) WHERE pk > 0
-UNION ALL SELECT 'key', ii.name, il.name FROM pragma_index_list(?, ?) il JOIN pragma_index_info(il.name, ?) ii WHERE il."unique" = 1 AND ii.name IS NOT NULL`,
-		t.Name, t.Name, schema, t.Name, schema, t.Name, schema, schema)
+UNION ALL SELECT 'key', ii.name, il.name FROM pragma_index_list(?, ?) il JOIN pragma_index_info(il.name, ?) ii WHERE il."unique" = 1 AND ii.name IS NOT NULL
+UNION ALL SELECT 'generated', name, '' FROM pragma_table_xinfo(?, ?) WHERE hidden IN (2, 3)
+UNION ALL SELECT 'exprkey', il.name, m.sql FROM pragma_index_list(?, ?) il JOIN `+d.QuoteIdent(schema)+`.sqlite_master m ON m.type = 'index' AND m.name = il.name
+  WHERE il."unique" = 1 AND (il.partial = 1 OR EXISTS (SELECT 1 FROM pragma_index_xinfo(il.name, ?) x WHERE x.cid = -2))`,
+		t.Name, t.Name, schema, t.Name, schema, t.Name, schema, schema, t.Name, schema, t.Name, schema, schema)
 	if err != nil {
 		return declaration{}, err
 	}
@@ -120,6 +130,10 @@ UNION ALL SELECT 'key', ii.name, il.name FROM pragma_index_list(?, ?) il JOIN pr
 			if _, ok := dec.keys[strings.ToLower(r[1])]; !ok {
 				dec.keys[strings.ToLower(r[1])] = r[2]
 			}
+		case "generated":
+			dec.generated[strings.ToLower(r[1])] = true
+		case "exprkey":
+			dec.exprKeys[r[1]] = r[2]
 		}
 	}
 	return dec, nil
@@ -147,7 +161,7 @@ func judgeDeclaration(t dialect.LintTable, dec declaration) []dialect.SchemaProb
 		if !ok {
 			continue // a missing column is the column check's problem
 		}
-		if key, ok := dec.keys[strings.ToLower(col)]; ok {
+		for _, key := range keyFencing(dec, col) {
 			out = append(out, dialect.SchemaProblem{Problem: dialect.KeyFencingColumn(col, key)})
 		}
 		if p := judgeAffinity(col, typ, dec.strict); p != "" {
@@ -286,9 +300,32 @@ func affinity(typ string) string {
 // ON DELETE / ON UPDATE of a foreign key are not conflict clauses. A lexical error, or
 // a text without a body, is an error.
 func conflictClauses(sql string) ([]conflictClause, error) {
-	toks, err := dialect.LexDDL(sql, dialect.SQLiteSyntax)
+	body, err := tableBody(sql)
 	if err != nil {
 		return nil, err
+	}
+	var out []conflictClause
+	for _, it := range body.items {
+		out = append(out, itemClauses(sql, body.toks[it[0]:it[1]], body.match, it[0])...)
+	}
+	return out, nil
+}
+
+// createBody is the parenthesised body of a CREATE TABLE statement, lexed.
+type createBody struct {
+	toks  []dialect.DDLToken
+	match map[int]int // the index of the parenthesis matching the one at an index
+	items [][2]int    // each column definition or table constraint: toks[start:end]
+}
+
+// tableBody lexes a CREATE TABLE statement and splits its parenthesised body at
+// top-level commas into column definitions and table constraints (see
+// conflictClauses). A CREATE TABLE … AS SELECT has no body (no items); a lexical
+// error or unbalanced parentheses are an error.
+func tableBody(sql string) (createBody, error) {
+	toks, err := dialect.LexDDL(sql, dialect.SQLiteSyntax)
+	if err != nil {
+		return createBody{}, err
 	}
 	punct := func(i int, s string) bool {
 		return i >= 0 && i < len(toks) && toks[i].Kind == dialect.DDLPunct && toks[i].Text == s
@@ -303,11 +340,10 @@ func conflictClauses(sql string) ([]conflictClause, error) {
 			break // CREATE TABLE … AS SELECT: no constraints
 		}
 	}
+	body := createBody{toks: toks, match: map[int]int{}}
 	if open < 0 {
-		return nil, nil
+		return body, nil
 	}
-	// match[i] is the index of the parenthesis matching the one at i.
-	match := map[int]int{}
 	var stack []int
 	closeAt := -1
 	for i := open; i < len(toks) && closeAt < 0; i++ {
@@ -316,33 +352,32 @@ func conflictClauses(sql string) ([]conflictClause, error) {
 			stack = append(stack, i)
 		case punct(i, ")"):
 			if len(stack) == 0 {
-				return nil, errUnbalanced
+				return createBody{}, errUnbalanced
 			}
 			o := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			match[i], match[o] = o, i
+			body.match[i], body.match[o] = o, i
 			if o == open {
 				closeAt = i
 			}
 		}
 	}
 	if closeAt < 0 {
-		return nil, errUnbalanced
+		return createBody{}, errUnbalanced
 	}
-	var out []conflictClause
 	item := open + 1
 	for i := open + 1; i <= closeAt; i++ {
 		if punct(i, "(") {
-			i = match[i]
+			i = body.match[i]
 			continue
 		}
 		if !punct(i, ",") && i != closeAt {
 			continue
 		}
-		out = append(out, itemClauses(sql, toks[item:i], match, item)...)
+		body.items = append(body.items, [2]int{item, i})
 		item = i + 1
 	}
-	return out, nil
+	return body, nil
 }
 
 type lexError string

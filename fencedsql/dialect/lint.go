@@ -72,9 +72,11 @@ func NarrowFencingColumn(column, declared string, width int, tokenColumn string)
 // INSERT lands under another key, and two rows written under one token collide. No fix
 // statement: fence on columns of their own (fencedsql-schema proposes fence_token and
 // version). It returns the problem in words; column is the fencing column, key the
-// unique key's name as the catalog spells it.
+// unique key's name as the catalog spells it, followed by how the key depends on the
+// column when it is not one of its plain key columns (red-team rt60b F1: an index
+// expression, an exclusion constraint, a generated column, a partition's own key).
 func KeyFencingColumn(column, key string) string {
-	return "fencing column " + column + " is a column of the unique key " + key + ": every fenced write sets it, so a write moves the row to another key, a stale holder's write finds no row (not found, not ErrFenced) or inserts under another key, and two rows written under one token collide; fence on columns of their own (fence_token, version) that are in no unique key"
+	return "fencing column " + column + " is in the unique key " + key + ": every fenced write sets it, so a write moves the row to another key, a stale holder's write finds no row (not found, not ErrFenced) or inserts under another key, and two rows written under one token collide; fence on columns of their own (fence_token, version) that are in no unique key"
 }
 
 // DDLTokenKind classifies a DDLToken.
