@@ -168,6 +168,11 @@
 //	  END, XA, SET autocommit, MySQL LOCK TABLES   wrapper's own DELETE transaction would commit them
 //	SAVEPOINT, RELEASE, ROLLBACK TO outside a      SQLite's SAVEPOINT opens a transaction the wrapper      send it inside
 //	  transaction the wrapper began                does not know of (RELEASE commits it unchecked)         db.BeginTx
+//	PostgreSQL: a savepoint statement, or one      the server may revert the transaction's recorded token  send it alone, or
+//	  that may change the session, followed by     before the later statements run, and a row they delete  as the batch's
+//	  others in one text or batch, in a            would be tombstoned below the raised token              last statement
+//	  transaction whose statements carried two
+//	  tokens
 //	MySQL/MariaDB statements that commit           the server commits the transaction's fenced writes      send it outside
 //	  implicitly, inside a transaction the         at once, unchecked, and runs the later statements in    the transaction
 //	  wrapper began: CREATE, ALTER, DROP (not      autocommit
