@@ -50,12 +50,15 @@ import (
 //     so that a tombstone reading the older mark is reported, and an older wrapper
 //     finds no tombstone reading its mark and sends the two statements.
 //   - DeleteFenceQuery says yes when the function of this version is visible to the
-//     session's user (information_schema lists only routines it may use) and the
-//     table's tombstone trigger, if any, reads the mark. In the least-privilege layout
-//     (fencedsql-schema -owner) the application account needs EXECUTE on the function
-//     and SELECT on the floor table (reading it is harmless; the triggers keep it from
-//     writing it), which PrivilegeProblems proposes; without them the wrapper sends
-//     the two statements (safe, one round trip more).
+//     session's user (information_schema lists only routines it may use) with its
+//     body (which the lazy check compared whole, fencefunc.go; red-team rt60b F3) and
+//     the table's tombstone trigger, if any, reads the mark. In the least-privilege
+//     layout (fencedsql-schema -owner) the application account needs EXECUTE on the
+//     function and SELECT on the floor table (reading it is harmless; the triggers
+//     keep it from writing it), which PrivilegeProblems proposes, and to read the
+//     function's body: it is its definer, or may read every routine (MariaDB: SELECT
+//     on mysql.proc; 11.3+ SHOW CREATE ROUTINE); without them the wrapper sends the
+//     two statements (safe, one round trip more).
 //
 // MySQL has no DELETE … RETURNING: DeleteFenceQuery says no on a server that is not
 // MariaDB, and the wrapper keeps the two statements there.
@@ -123,11 +126,16 @@ func (d dialectImpl) DeleteFence(table dialect.TableName, tokenCol string) (mark
 
 // DeleteFenceQuery yields 1 when table's fence function of this version and the token
 // floor are visible to the session's user (information_schema shows only what it has
-// a right on), the table's tombstone trigger, if any, is of this version (it clears a
+// a right on), the function's body is readable by it — the lazy check compared it
+// whole (fenceFunction); a body hidden from the account (MariaDB shows it only to its
+// definer and to accounts that read every routine) was judged by nobody, and the
+// routines' owner re-creating the function becomes its definer (red-team rt60b F3):
+// the DELETE then runs as two statements, which rely on the guard's triggers alone —,
+// the table's tombstone trigger, if any, is of this version (it clears a
 // mark that is not its statement's), and the table has no other DELETE trigger (user
 // code that runs between the row's mark and its tombstone).
 func (dialectImpl) DeleteFenceQuery(table dialect.TableName) (query string, args []any) {
-	return "SELECT IF(EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("ROUTINE_SCHEMA", table.Schema) + " AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_COMMENT = ?)" +
+	return "SELECT IF(EXISTS (SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("ROUTINE_SCHEMA", table.Schema) + " AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_COMMENT = ? AND COALESCE(ROUTINE_DEFINITION, '') <> '')" +
 			" AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND " + exactDatabase("TRIGGER_SCHEMA", table.Schema) + " AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'DELETE' AND (TRIGGER_NAME <> ? OR ACTION_STATEMENT NOT LIKE ?))" +
 			" AND EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ?)" +
 			" AND VERSION() LIKE '%MariaDB%', 1, 0)",

@@ -41,8 +41,13 @@ import (
 // miss. One catalog query, at the lazy check (once per pool and table) and in
 // schema.Check; nothing per statement. A body the account may not read (MariaDB shows
 // a routine's definition only to its definer and to accounts that may read every
-// routine) is not judged: schema.Check, run by the migration account, reads it. MySQL
-// has no DELETE … RETURNING and never calls the function: not judged there.
+// routine) is not judged here, and is never trusted: DeleteFenceQuery says no for it
+// (the table's DELETEs run as two statements, on the guard's triggers alone), and
+// schema.Check reports it as not judged, with its definer and the Fix that re-creates
+// it (hiddenDefinitions, hiddendefs.go; red-team rt60b F3: the routines' owner that
+// re-creates the function becomes its definer, and the migration account, with ALL
+// PRIVILEGES on the database, no longer reads it). MySQL has no DELETE … RETURNING and
+// never calls the function: not judged there.
 func (d dialectImpl) fenceFunction(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
 	if t.TokenColumn == "" {
 		return nil, nil
@@ -66,7 +71,7 @@ func (d dialectImpl) fenceFunction(ctx context.Context, query dialect.CatalogQue
 	var doors []dialect.SideDoor
 	for _, r := range rows {
 		if len(r) < 5 || strings.TrimSpace(r[2]) == "" {
-			continue // not the account's to read (see above)
+			continue // not the account's to read: never trusted (see above)
 		}
 		got := fenceFuncShape{body: r[2], traits: r[3], params: r[4]}
 		if got.normal() == want.normal() {

@@ -36,8 +36,11 @@ import (
 //     check also runs): the updatable views above, triggers on other tables, guarded
 //     or not, whose body writes the table, the table's own BEFORE triggers that may
 //     assign its token or version column, and a guard a table swap lost (lostGuard).
+//   - then, schema.Check's alone, the routines and views whose definition is hidden
+//     from the checking account (hiddenDefinitions, hiddendefs.go; red-team rt60b F3):
+//     what the finders above could not read is reported, not passed.
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.TriggerDoors)
+	return dialect.FindDoors(ctx, query, t, d.TriggerDoors, d.hiddenDefinitions)
 }
 
 // views: updatable views naming the table or, level by level, such a view — and, in

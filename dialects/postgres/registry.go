@@ -33,15 +33,19 @@ func (dialectImpl) RegistryExistsQuery() string {
 // as ASCII, its UTF-8 bytes in bytea's escape format (encode(…, 'escape')): the
 // server would refuse to convert its non-ASCII characters to a client_encoding such
 // as LATIN1 that lacks them, and every pool on such a session would fail its first
-// connection. Partitions,
-// whose triggers are their root's clones, are left to DescendantsQuery, which gives
-// them their root's columns.
+// connection. A partition is listed for the row triggers of its own (tgparentid = 0:
+// created on it, not cloned from a parent's): a partition guarded on its own while its
+// root carries no guard is recorded nowhere else, and MaxToken, Recorded and the
+// unlisted-table check would pass over its tokens (red-team rt60b F2). The clones of
+// a guarded root's row triggers — and the statement-level TRUNCATE trigger, which
+// PostgreSQL does not clone and the root's guard installs on each partition itself —
+// are left to DescendantsQuery, which gives the partition its root's columns.
 func (dialectImpl) GuardedTablesQuery() string {
 	return "SELECT n.nspname::text, c.relname::text, COALESCE(pg_catalog.encode(pg_catalog.convert_to(pg_catalog.max(p.prosrc) FILTER (WHERE t.tgname = '" + guardTrigger + "'), 'UTF8'), 'escape'), '') " +
 		"FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
 		"LEFT JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid " +
 		"WHERE t.tgname IN ('" + strings.Join([]string{guardTrigger, guardDeleteTrigger, guardTruncateTrigger, tombDeleteTrigger, tombInsertTrigger, tombRekeyTrigger}, "', '") + "') " +
-		"AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname NOT LIKE 'pg\\_temp\\_%' GROUP BY 1, 2 ORDER BY 1, 2"
+		"AND c.relkind IN ('r', 'p') AND (NOT c.relispartition OR (t.tgparentid = 0 AND t.tgname <> '" + guardTruncateTrigger + "')) AND n.nspname NOT LIKE 'pg\\_temp\\_%' GROUP BY 1, 2 ORDER BY 1, 2"
 }
 
 // GuardColumns reads the token and version columns compiled into the guard
