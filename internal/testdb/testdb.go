@@ -306,10 +306,43 @@ func mysqlWithDatabase(admin, name string) (string, error) {
 	return dsn, nil
 }
 
-// dropMySQL kills the connections still using database name (an open
-// transaction's metadata lock would make DROP DATABASE wait), then drops it.
+// dropMySQL drops database name. It first drops it without ending any session, with
+// metadata-lock waits bounded (5 s): only a session of the test still holding a lock
+// there (an open transaction) makes DROP DATABASE wait. When that wait runs out, it
+// kills the sessions whose current database is name and drops it again. Killing first,
+// as it did, ended other tests' sessions: a session reading information_schema's
+// views, routines or triggers shows, while its statement opens another database's
+// object, that database as its own in the process list — which the other test's clean-up
+// then killed mid-query ("invalid connection" in schema.Check under parallel load,
+// seen in a general log in session 33).
 func dropMySQL(ctx context.Context, db *sql.DB, name string) error {
-	rows, err := db.QueryContext(ctx,
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	drop := "DROP DATABASE IF EXISTS " + quoteMySQL(name)
+	if _, err := c.ExecContext(ctx, "SET SESSION lock_wait_timeout = 5"); err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, drop)
+	if _, rerr := c.ExecContext(ctx, "SET SESSION lock_wait_timeout = DEFAULT"); rerr != nil && err == nil {
+		err = rerr
+	}
+	var me *mysql.MySQLError
+	if err == nil || !errors.As(err, &me) || me.Number != 1205 {
+		return err
+	}
+	if err := killMySQLSessionsIn(ctx, c, name); err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, drop)
+	return err
+}
+
+// killMySQLSessionsIn kills, from c, the sessions whose current database is name.
+func killMySQLSessionsIn(ctx context.Context, c *sql.Conn, name string) error {
+	rows, err := c.QueryContext(ctx,
 		"SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", name)
 	if err != nil {
 		return err
@@ -329,15 +362,14 @@ func dropMySQL(ctx context.Context, db *sql.DB, name string) error {
 	}
 	for _, id := range ids {
 		// The connection may be gone already (ER_NO_SUCH_THREAD, 1094).
-		if _, err := db.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err != nil {
+		if _, err := c.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err != nil {
 			var me *mysql.MySQLError
 			if !errors.As(err, &me) || me.Number != 1094 {
 				return err
 			}
 		}
 	}
-	_, err = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoteMySQL(name))
-	return err
+	return nil
 }
 
 func deleteRedisPrefix(addr, prefix string) error {
