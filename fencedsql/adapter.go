@@ -77,7 +77,7 @@ func (a *adapterConn) CheckCopy(ctx context.Context, table []string) error {
 	if err := a.c.checkLease(ctx); err != nil {
 		return err
 	}
-	if err := a.c.syncTxToken(ctx, nil, "", false); err != nil {
+	if err := a.c.recordTxToken(ctx, nil); err != nil {
 		return err
 	}
 	k := a.c.core
@@ -252,14 +252,16 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		return nil, err
 	}
 	c := a.c
+	mark := c.txTokenNow()
 	if err := c.checkLease(ctx); err != nil {
 		return nil, c.autocommitOutcome(err)
 	}
+	record := !after || c.txTokenNow() != mark // txTokenNow
 	p, err := c.route(ctx, sql)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.syncTxToken(ctx, p, sql, more); err != nil {
+	if err := c.txTokenRefusal(p, sql, more); err != nil {
 		return nil, err // a savepoint statement followed by others, in a transaction of two tokens
 	}
 	if more && (p.ResetsSession || p.ResetsNames || p.ResetsPoolNames) {
@@ -285,6 +287,11 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 		if err := c.judgeBoundText(ctx, p, sql, args); err != nil {
 			return nil, err
 		}
+		if record {
+			if err := c.recordTxToken(ctx, p); err != nil {
+				return nil, err
+			}
+		}
 		return &batched{c: c, steps: []adapter.Step{{SQL: sql, Args: args}}, maps: []*plan.Plan{nil}}, nil
 	}
 	b := &batched{c: c, ctx: ctx, p: p, observed: true, tok: c.tokenOf(ctx), start: time.Now(), stamped: -1}
@@ -300,6 +307,11 @@ func (a *adapterConn) Batch(ctx context.Context, sql string, args []driver.Named
 	// (checkSend) before any of the batch is.
 	for _, st := range b2.steps {
 		if err := c.checkSend(ctx, p, st.SQL, st.Args); err != nil {
+			return fail(err)
+		}
+	}
+	if record {
+		if err := c.recordTxToken(ctx, p); err != nil {
 			return fail(err)
 		}
 	}

@@ -333,7 +333,7 @@ func (c *conn) admit(ctx context.Context, p *plan.Plan, query string) error {
 			return err
 		}
 	}
-	if err := c.syncTxToken(ctx, p, query, false); err != nil {
+	if err := c.txTokenRefusal(p, query, false); err != nil {
 		return err
 	}
 	c.sessionMoved(p)
@@ -351,7 +351,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	st := c.tx
 	if p.Kind != plan.KindPass {
-		if err := c.markDynamic(ctx, st, p); err != nil {
+		if err := c.sendAhead(ctx, st, p); err != nil {
 			return nil, err
 		}
 		res, err := c.guardedExec(ctx, connRunner{c}, p, args)
@@ -366,7 +366,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.judgeBoundText(ctx, p, query, args); err != nil {
 		return nil, err
 	}
-	if err := c.markDynamic(ctx, st, p); err != nil {
+	if err := c.sendAhead(ctx, st, p); err != nil {
 		return nil, err
 	}
 	res, err := c.rawExec(ctx, query, args)
@@ -384,7 +384,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	st := c.tx
 	if p.Kind != plan.KindPass {
-		if err := c.markDynamic(ctx, st, p); err != nil {
+		if err := c.sendAhead(ctx, st, p); err != nil {
 			return nil, err
 		}
 		rows, err := c.guardedQuery(ctx, connRunner{c}, p, args)
@@ -402,7 +402,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.judgeBoundText(ctx, p, query, args); err != nil {
 		return nil, err
 	}
-	if err := c.markDynamic(ctx, st, p); err != nil {
+	if err := c.sendAhead(ctx, st, p); err != nil {
 		return nil, err
 	}
 	rows, err := c.rawQuery(ctx, query, args)
@@ -410,6 +410,17 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, c.watchDynamic(st, p, c.watchErr(st, c.core.mapPassErr(p, err)))
 	}
 	return c.watchDynamicRows(st, p, c.watchRows(st, newRows(rows, c.core, nil, 0, 0))), nil
+}
+
+// sendAhead sends, once per statement of plan p and after every refusal of it, what
+// the wrapper sends ahead of it: the transaction's token (recordTxToken), then the
+// savepoint that marks the transaction st before a statement that runs dynamic SQL
+// (markDynamic).
+func (c *conn) sendAhead(ctx context.Context, st *txState, p *plan.Plan) error {
+	if err := c.recordTxToken(ctx, p); err != nil {
+		return err
+	}
+	return c.markDynamic(ctx, st, p)
 }
 
 // rawExec sends query as it is through the wrapped connection's ExecerContext, else

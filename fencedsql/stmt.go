@@ -325,7 +325,7 @@ func (s *passStmt) Query(args []driver.Value) (driver.Rows, error) {
 // before runs what every execution checks before it sends: the leases of the
 // transaction or context (checkLease), the statement's place in a transaction
 // (refusedInTx), its bound values (judge); a statement running dynamic SQL then marks
-// its transaction (markDynamic). It returns the transaction the outcome is watched on.
+// its transaction; the transaction's token is recorded (sendAhead). It returns the transaction the outcome is watched on.
 func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txState, error) {
 	if err := s.c.checkLease(ctx); err != nil {
 		return nil, s.c.autocommitOutcome(err)
@@ -333,7 +333,7 @@ func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txSta
 	if err := s.refusedInTx(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.c.syncTxToken(ctx, s.p, s.text, false); err != nil {
+	if err := s.c.txTokenRefusal(s.p, s.text, false); err != nil {
 		return nil, err
 	}
 	s.c.followStatements(ctx)
@@ -344,7 +344,7 @@ func (s *passStmt) before(ctx context.Context, args []driver.NamedValue) (*txSta
 		return nil, err
 	}
 	st := s.c.tx
-	if err := s.c.markDynamic(ctx, st, s.p); err != nil {
+	if err := s.c.sendAhead(ctx, st, s.p); err != nil {
 		return nil, err
 	}
 	return st, nil

@@ -52,7 +52,7 @@ func (t *tx) Commit() error {
 	}
 	// Deferred triggers run at COMMIT and may delete rows: the transaction's token is
 	// recorded before it (txtoken.go).
-	if err := t.c.syncTxToken(t.ctx, nil, "", false); err != nil {
+	if err := t.c.recordTxToken(t.ctx, nil); err != nil {
 		_ = t.c.endTx(t.ctx, t.raw, false)
 		return withOutcomeAs(fmt.Errorf("fencedsql: transaction rolled back: %w", err), NotCommitted)
 	}

@@ -26,7 +26,8 @@ import (
 // rt60a F1, F2; rt60c F1, F3). So, once a transaction's statements carried two
 // tokens, the token is recorded before every statement sent, and before its COMMIT,
 // whose deferred triggers may delete rows (rt60c F2): one statement each, in such a
-// transaction only. A text or batch in which a statement that may revert it is
+// transaction only, sent once per statement at the last step before it (sendAhead; a
+// batch once, before it is sent: txTokenNow). A text or batch in which a statement that may revert it is
 // followed by more statements in the same round trip is refused (rt60a F3). A
 // savepoint statement itself is sent without it: it deletes nothing, and in a
 // transaction a failed statement aborted it is the only statement the server runs,
@@ -47,25 +48,34 @@ func (c *conn) noteTxToken(tok uint64) {
 	st.sentTok = max(st.sentTok, tok)
 }
 
-// syncTxToken records the transaction's largest token in the database before query,
-// of plan p (nil: the transaction's COMMIT, or a COPY), is sent, when its statements
-// carried two tokens. It refuses (ErrUnsupported) a text of several statements that
-// may revert the record (more: a batch statement followed by others), and sends
-// nothing before a savepoint statement. A failed recording is returned with nothing
-// sent ("statement not sent"); the transaction goes on, and the next statement
-// records again.
-func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more bool) error {
-	st := c.tx
-	r, ok := c.core.dialect.(dialect.TxTokenRecorder)
-	if st == nil || !ok || !st.manyTok {
+// txTokenRefusal refuses (ErrUnsupported), in a transaction whose statements carried
+// two tokens, query of plan p when it holds a statement that may revert the record
+// followed by more statements in the same round trip: in its own text
+// (plan.Planner.SeveralStatements), or as a batch statement followed by others (more).
+// It sends nothing: admit runs it for every statement planned on the connection, the
+// paths that do not pass through admit by syncTxToken.
+func (c *conn) txTokenRefusal(p *plan.Plan, query string, more bool) error {
+	if !c.recordsTxToken() || p == nil || !revertsTxToken(p) {
 		return nil
 	}
-	if p != nil && revertsTxToken(p) && (more || c.core.rw.SeveralStatements(query)) {
+	if more || c.core.rw.SeveralStatements(query) {
 		return c.core.refused(&UnsupportedError{Reason: txTokenRevertReason})
 	}
-	if p != nil && p.TxOnly != nil {
+	return nil
+}
+
+// recordTxToken records the transaction's largest token in the database before a
+// statement of plan p (nil: the transaction's COMMIT, or a COPY) is sent, when its
+// statements carried two tokens; nothing before a savepoint statement. Each path
+// calls it once per statement, at the last step before the statement is sent, after
+// every refusal. A failed recording is returned with nothing sent ("statement not
+// sent"); the transaction goes on, and the next statement records again.
+func (c *conn) recordTxToken(ctx context.Context, p *plan.Plan) error {
+	if !c.recordsTxToken() || (p != nil && p.TxOnly != nil) {
 		return nil
 	}
+	r := c.core.dialect.(dialect.TxTokenRecorder)
+	st := c.tx
 	args := []driver.NamedValue{{Ordinal: 1, Value: int64(st.sentTok)}}
 	_, err := c.rawExec(ctx, r.TxTokenStatement(), args)
 	if err == driver.ErrSkip {
@@ -81,6 +91,42 @@ func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more
 		return fmt.Errorf("fencedsql: statement not sent: recording the transaction's token %d for its deletions failed: %w", st.sentTok, c.core.mapPassErr(nil, err))
 	}
 	return nil
+}
+
+// syncTxToken is txTokenRefusal, then recordTxToken: for a statement whose path does
+// not pass through admit (a prepared statement's execution), or a batch statement,
+// whose place in the batch (more) admit does not know.
+func (c *conn) syncTxToken(ctx context.Context, p *plan.Plan, query string, more bool) error {
+	if err := c.txTokenRefusal(p, query, more); err != nil {
+		return err
+	}
+	return c.recordTxToken(ctx, p)
+}
+
+// txTokenMark is what recordTxToken records in the open transaction, and whether it
+// records at all.
+type txTokenMark struct {
+	tok  uint64
+	many bool
+}
+
+// txTokenNow returns the open transaction's txTokenMark (zero outside one). Every
+// recording of a batch is sent before the batch is: a batch statement after the first
+// (Batch: after) records only when its own leases changed the mark (a lease joined in
+// the middle of the batch), since what the one before it recorded still holds when the
+// batch is sent.
+func (c *conn) txTokenNow() txTokenMark {
+	if c.tx == nil {
+		return txTokenMark{}
+	}
+	return txTokenMark{c.tx.sentTok, c.tx.manyTok}
+}
+
+// recordsTxToken reports whether the open transaction's statements carried two
+// tokens on a dialect that records the transaction's token.
+func (c *conn) recordsTxToken() bool {
+	_, ok := c.core.dialect.(dialect.TxTokenRecorder)
+	return ok && c.tx != nil && c.tx.manyTok
 }
 
 // revertsTxToken reports whether a statement of plan p may revert or clear the

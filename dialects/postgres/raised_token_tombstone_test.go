@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
@@ -42,25 +42,10 @@ func raisedSetup(t *testing.T) (raw, db *sql.DB) {
 }
 
 // threeLeases acquires three leases of one memlock service, in token order.
-func threeLeases(t *testing.T, svc *memlock.Service, name string) (l1, l2, l3 *lockclient.Lease) {
-	t.Helper()
-	ctx := context.Background()
-	var ls []*lockclient.Lease
-	for i := 1; i <= 3; i++ {
-		c := lockclient.New(svc, lockclient.WithTTL(time.Minute), lockclient.WithOwner(fmt.Sprintf("%s-%d", name, i)))
-		t.Cleanup(func() { _ = c.Close(ctx) })
-		l, err := c.Acquire(ctx, fmt.Sprintf("%s:%d", name, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-	}
-	return ls[0], ls[1], ls[2]
-}
 
 func TestCrossPartitionMoveTombstoneTakesRaisedToken(t *testing.T) {
 	raw, db := raisedSetup(t)
-	l1, l2, l3 := threeLeases(t, memlock.New(), "move")
+	l1, l2, l3 := fencetest.ThreeLeases(t, memlock.New(), "move")
 	testdb.Exec(t, raw, "INSERT INTO accp (id) VALUES (8)")
 	ctx := context.Background()
 	tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
@@ -89,7 +74,7 @@ func TestCrossPartitionMoveTombstoneTakesRaisedToken(t *testing.T) {
 
 func TestCascadeDeleteTombstoneTakesRaisedToken(t *testing.T) {
 	raw, db := raisedSetup(t)
-	l1, l2, l3 := threeLeases(t, memlock.New(), "cascade")
+	l1, l2, l3 := fencetest.ThreeLeases(t, memlock.New(), "cascade")
 	testdb.Exec(t, raw, "INSERT INTO par (id) VALUES (8)", "INSERT INTO kid (id, pid) VALUES (1, 8)")
 	ctx := context.Background()
 	tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
@@ -155,7 +140,7 @@ func TestDeletionUnderRaisedTokenGenerated(t *testing.T) {
 					for _, q := range k.setup {
 						testdb.Exec(t, raw, fmt.Sprintf(q, key))
 					}
-					l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("gen%d", key))
+					l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("gen%d", key))
 					del := l1
 					if raised {
 						del = l3

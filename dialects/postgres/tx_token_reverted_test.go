@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
@@ -38,7 +39,7 @@ func txTokRun(t *testing.T, raw, db *sql.DB, svc *memlock.Service, key int, c tx
 	t.Helper()
 	ctx := context.Background()
 	testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-	l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("rt60a%d", key))
+	l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rt60a%d", key))
 	tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,22 +89,23 @@ func txTokRun(t *testing.T, raw, db *sql.DB, svc *memlock.Service, key int, c tx
 		t.Errorf("%s: commit: %v", c.name, err)
 		return false
 	}
-	var tomb uint64
-	if err := raw.QueryRow(fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", key)).Scan(&tomb); err != nil {
-		t.Fatalf("%s: tombstone: %v", c.name, err)
-	}
-	ins := fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", key)
-	_, err = db.ExecContext(fencedsql.WithLease(ctx, l2), ins)
-	if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-		t.Errorf("%s: kid %d fenced under %d, deleted by a cascade under %d after %s: tombstone %d; %s under stale %d: %v — want a tombstone >= %d and ErrFenced (a deleted row came back under an older token)",
-			c.name, key, l1.Token(), l3.Token(), strings.Join(c.attack, " / "), tomb, ins, l2.Token(), err, l3.Token())
+	if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
+		t.Errorf("%s: %v", c.name, err)
 	}
 	return false
 }
 
 func txTokSetup(t *testing.T) (raw, db *sql.DB) {
 	t.Helper()
-	dsn := testdb.Postgres(t)
+	dsn, raw := txTokSchema(t)
+	return raw, testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=par,kid")
+}
+
+// txTokSchema makes par and kid (ON DELETE CASCADE), both guarded with tombstones, in
+// a database of its own, and returns its DSN and a raw pool on it.
+func txTokSchema(t *testing.T) (dsn string, raw *sql.DB) {
+	t.Helper()
+	dsn = testdb.Postgres(t)
 	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
 	raw = rawWith(t, dsn,
 		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
@@ -111,7 +113,7 @@ func txTokSetup(t *testing.T) (raw, db *sql.DB) {
 	for _, tb := range []string{"par", "kid"} {
 		checkTable(t, raw, dsn, tb)
 	}
-	return raw, testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=par,kid")
+	return dsn, raw
 }
 
 // TestTxTokenRecordedAgainAfterResetAll: RESET ALL inside the transaction (allowed by the
@@ -237,7 +239,7 @@ func txTokRunNoDelete(t *testing.T, raw, db *sql.DB, svc *memlock.Service, key i
 	t.Helper()
 	ctx := context.Background()
 	testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-	l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("rt60an%d", key))
+	l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rt60an%d", key))
 	tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -274,15 +276,8 @@ func txTokRunNoDelete(t *testing.T, raw, db *sql.DB, svc *memlock.Service, key i
 		t.Errorf("%s: commit: %v", c.name, err)
 		return
 	}
-	var tomb uint64
-	if err := raw.QueryRow(fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", key)).Scan(&tomb); err != nil {
-		t.Fatalf("%s: tombstone: %v", c.name, err)
-	}
-	ins := fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", key)
-	_, err = db.ExecContext(fencedsql.WithLease(ctx, l2), ins)
-	if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-		t.Errorf("%s: kid %d fenced under %d, deleted by a cascade under %d in %q: tombstone %d; %s under stale %d: %v — want a tombstone >= %d and ErrFenced (a deleted row came back under an older token)",
-			c.name, key, l1.Token(), l3.Token(), strings.Join(c.attack, " / "), tomb, ins, l2.Token(), err, l3.Token())
+	if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
+		t.Errorf("%s: %v", c.name, err)
 	}
 }
 
@@ -339,7 +334,7 @@ func TestReservedSettingDSNSpellingsRefused(t *testing.T) {
 // and breaks the transaction: a correct recovery is refused.
 func TestSavepointRecoveryUnderJoiningLease(t *testing.T) {
 	raw, db := txTokSetup(t)
-	l1, _, l3 := threeLeases(t, memlock.New(), "recover")
+	l1, _, l3 := fencetest.ThreeLeases(t, memlock.New(), "recover")
 	testdb.Exec(t, raw, "INSERT INTO par (id) VALUES (1)")
 	ctx := context.Background()
 	ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
@@ -378,7 +373,7 @@ func TestTxTokenTextBeginOnConn(t *testing.T) {
 		t.Run(begin, func(t *testing.T) {
 			key := 700 + i
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-			l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("tb%d", key))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("tb%d", key))
 			conn, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -399,14 +394,8 @@ func TestTxTokenTextBeginOnConn(t *testing.T) {
 					return
 				}
 			}
-			var tomb uint64
-			if err := raw.QueryRow(fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", key)).Scan(&tomb); err != nil {
-				t.Fatalf("tombstone: %v", err)
-			}
-			_, err = db.ExecContext(fencedsql.WithLease(ctx, l2), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", key))
-			if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-				t.Errorf("kid %d fenced under %d in a text %s transaction, deleted by cascade under %d: tombstone %d; INSERT under stale %d: %v — want >= %d and ErrFenced",
-					key, l1.Token(), begin, l3.Token(), tomb, l2.Token(), err, l3.Token())
+			if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
+				t.Errorf("a text %s transaction: %v", begin, err)
 			}
 		})
 	}
@@ -532,7 +521,7 @@ func TestTxTokenRaiseByStatementForms(t *testing.T) {
 		k := 3000 + i
 		t.Run(f.name, func(t *testing.T) {
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", k), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", k, k))
-			l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("form%d", k))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("form%d", k))
 			tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -551,14 +540,8 @@ func TestTxTokenRaiseByStatementForms(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			var tomb uint64
-			if err := raw.QueryRow(fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", k)).Scan(&tomb); err != nil {
-				t.Fatalf("tombstone: %v", err)
-			}
-			_, err = db.ExecContext(fencedsql.WithLease(ctx, l2), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", k))
-			if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-				t.Errorf("%s: kid %d fenced under %d, deleted by cascade under %d: tombstone %d; INSERT under stale %d: %v — want >= %d and ErrFenced",
-					f.name, k, l1.Token(), l3.Token(), tomb, l2.Token(), err, l3.Token())
+			if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), k, l2, l3); err != nil {
+				t.Errorf("%s: %v", f.name, err)
 			}
 		})
 	}
@@ -621,7 +604,7 @@ func TestTxTokenRandomSavepointSchedules(t *testing.T) {
 			for n := 0; n < 40 && fails < 3; n++ {
 				key := 4000 + n
 				testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-				l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("rnd%d", key))
+				l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rnd%d", key))
 				tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
 				if err != nil {
 					t.Fatal(err)
@@ -717,14 +700,8 @@ func TestTxTokenRandomSavepointSchedules(t *testing.T) {
 					fails++
 					continue
 				}
-				var tomb uint64
-				if err := raw.QueryRow(fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", key)).Scan(&tomb); err != nil {
-					t.Fatalf("tombstone: %v", err)
-				}
-				_, err = db.ExecContext(fencedsql.WithLease(ctx, l2), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", key))
-				if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-					t.Errorf("schedule %d (l1=%d l2=%d l3=%d): %s; then DELETE par under %d: kid tombstone %d, INSERT under stale %d: %v — want >= %d and ErrFenced",
-						n, l1.Token(), l2.Token(), l3.Token(), strings.Join(log, "; "), l3.Token(), tomb, l2.Token(), err, l3.Token())
+				if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
+					t.Errorf("schedule %d (l1=%d): %s; then DELETE par under %d: %v", n, l1.Token(), strings.Join(log, "; "), l3.Token(), err)
 					fails++
 				}
 			}
@@ -750,7 +727,7 @@ func TestTxControlTextInTxRefused(t *testing.T) {
 	raw, db := txTokSetup(t)
 	_ = raw
 	ctx := context.Background()
-	l1, _, _ := threeLeases(t, memlock.New(), "txc")
+	l1, _, _ := fencetest.ThreeLeases(t, memlock.New(), "txc")
 	for _, q := range []string{"PREPARE TRANSACTION 'rt60a_x'", "COMMIT AND CHAIN", "ROLLBACK AND CHAIN", "END", "ABORT", "COMMIT PREPARED 'rt60a_x'", "END TRANSACTION AND CHAIN"} {
 		tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
 		if err != nil {
@@ -783,7 +760,7 @@ func TestSavepointRecoveryAfterFailedSavepointStatement(t *testing.T) {
 		t.Run(bad, func(t *testing.T) {
 			key := 5000 + i
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key))
-			l1, _, l3 := threeLeases(t, svc, fmt.Sprintf("rec%d", key))
+			l1, _, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rec%d", key))
 			ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 			tx, err := db.BeginTx(ctx1, nil)
 			if err != nil {
@@ -828,7 +805,7 @@ func TestTxTokenDoesNotLeak(t *testing.T) {
 			k := 6000 + 10*i
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d), (%d), (%d)", k, k+1, k+2),
 				fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d), (%d, %d)", k+1, k+1, k+2, k+2))
-			l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("leak%d", k))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("leak%d", k))
 			tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -917,7 +894,7 @@ func TestReservedNumericFromOptionsRefused(t *testing.T) {
 func TestTxTokenSecondLeaseInReadOnlyTx(t *testing.T) {
 	raw, db := txTokSetup(t)
 	testdb.Exec(t, raw, "INSERT INTO par (id) VALUES (1)")
-	l1, _, l3 := threeLeases(t, memlock.New(), "ro")
+	l1, _, l3 := fencetest.ThreeLeases(t, memlock.New(), "ro")
 	ctx := context.Background()
 	for _, iso := range []sql.IsolationLevel{sql.LevelDefault, sql.LevelSerializable, sql.LevelRepeatableRead} {
 		tx, err := db.BeginTx(fencedsql.WithLease(ctx, l1), &sql.TxOptions{ReadOnly: true, Isolation: iso})
@@ -964,7 +941,7 @@ func TestTxTokenRevertGenerated(t *testing.T) {
 				for _, q := range k.setup {
 					testdb.Exec(t, raw, fmt.Sprintf(q, key))
 				}
-				l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("rg%d", key))
+				l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rg%d", key))
 				ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 				tx, err := db.BeginTx(ctx1, nil)
 				if err != nil {

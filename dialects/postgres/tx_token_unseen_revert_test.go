@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
@@ -25,15 +26,8 @@ import (
 
 func txTokCOracle(t *testing.T, raw, db *sql.DB, key int, l1, l2, l3 *lockclient.Lease, what string) {
 	t.Helper()
-	var tomb uint64
-	if err := raw.QueryRow(fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", key)).Scan(&tomb); err != nil {
-		t.Fatalf("%s: tombstone of kid %d: %v", what, key, err)
-	}
-	ins := fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", key)
-	_, err := db.ExecContext(fencedsql.WithLease(context.Background(), l2), ins)
-	if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-		t.Errorf("%s: kid %d fenced under %d, deleted by a cascade in the same transaction after lease %d joined: tombstone %d; %s under stale %d: %v — want a tombstone >= %d and ErrFenced (a deleted row came back under an older token)",
-			what, key, l1.Token(), l3.Token(), tomb, ins, l2.Token(), err, l3.Token())
+	if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
+		t.Errorf("%s: kid fenced under %d: %v", what, l1.Token(), err)
 	}
 }
 
@@ -121,7 +115,7 @@ func TestTxTokenRecordedBeforeCommitTimeCascade(t *testing.T) {
 		key := 7000 + i
 		t.Run(f.name, func(t *testing.T) {
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-			l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("rt60c-commit%d", key))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rt60c-commit%d", key))
 			ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 			tx, err := db.BeginTx(ctx1, nil)
 			if err != nil {
@@ -167,7 +161,7 @@ func TestTxTokenRecordedAfterRawConnRollbackTo(t *testing.T) {
 	ctx := context.Background()
 	key := 7100
 	testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-	l1, l2, l3 := threeLeases(t, svc, "rt60c-raw")
+	l1, l2, l3 := fencetest.ThreeLeases(t, svc, "rt60c-raw")
 	ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -239,7 +233,7 @@ func TestTxTokenSingleRevertStatementsPass(t *testing.T) {
 		key := 7200 + i
 		t.Run(f, func(t *testing.T) {
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-			l1, _, l3 := threeLeases(t, svc, fmt.Sprintf("rt60c-or%d", key))
+			l1, _, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rt60c-or%d", key))
 			ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 			tx, err := db.BeginTx(ctx1, nil)
 			if err != nil {
@@ -332,7 +326,7 @@ func TestTxTokenPoolStmtOnTx(t *testing.T) {
 		key := 7500 + i
 		t.Run(q, func(t *testing.T) {
 			testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-			l1, l2, l3 := threeLeases(t, svc, fmt.Sprintf("rt60c-ps%d", key))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rt60c-ps%d", key))
 			ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 			pst, err := db.PrepareContext(ctx, q)
 			if err != nil {
@@ -399,7 +393,7 @@ func TestTxTokenRecordedAtCommitAfterRefusedStatement(t *testing.T) {
 	ctx := context.Background()
 	key := 7600
 	testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO par (id) VALUES (%d)", key), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, %d)", key, key))
-	l1, l2, l3 := threeLeases(t, memlock.New(), "rt60c-refused")
+	l1, l2, l3 := fencetest.ThreeLeases(t, memlock.New(), "rt60c-refused")
 	ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 	tx, err := db.BeginTx(ctx1, nil)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
 	fschema "github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
@@ -126,7 +127,7 @@ func TestTxTokenPgxCommitTimeCascade(t *testing.T) {
 			if _, err := raw.ExecContext(ctx, fmt.Sprintf("INSERT INTO par (id) VALUES (%d); INSERT INTO kid (id, pid) VALUES (%d, %d)", k, k, k)); err != nil {
 				t.Fatal(err)
 			}
-			l1, l2, l3 := txTokLeases(t, svc, fmt.Sprintf("rt60c-pgx%d", k))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("rt60c-pgx%d", k))
 			ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 			tx, err := c.Begin(ctx1)
 			if err != nil {
@@ -161,14 +162,8 @@ func TestTxTokenPgxCommitTimeCascade(t *testing.T) {
 			if err := raw.QueryRowContext(ctx, fmt.Sprintf("SELECT count(*) FROM kid WHERE id = %d", k)).Scan(&n); err != nil || n != 0 {
 				t.Fatalf("kid %d still there (%d, %v)", k, n, err)
 			}
-			var tomb uint64
-			if err := raw.QueryRowContext(ctx, fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", k)).Scan(&tomb); err != nil {
-				t.Fatalf("tombstone: %v", err)
-			}
-			_, err = c.Exec(fencedsql.WithLease(ctx, l2), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", k))
-			if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-				t.Errorf("%s: kid %d fenced under %d, deleted in the same transaction after lease %d joined: tombstone %d; INSERT under stale %d: %v — want a tombstone >= %d and ErrFenced (a deleted row came back under an older token)",
-					s.name, k, l1.Token(), l3.Token(), tomb, l2.Token(), err, l3.Token())
+			if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", pgxExec(c), k, l2, l3); err != nil {
+				t.Errorf("%s: %v", s.name, err)
 			}
 		})
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
 	fschema "github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
-	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
@@ -28,7 +28,18 @@ import (
 // DELETE FROM par (cascade) under l3; COMMIT. Oracle: kid's tombstone >= l3 and an
 // INSERT of kid under l2 (between) is ErrFenced.
 
-func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool) (*sql.DB, *fencedpgx.Conn) {
+// pgxExec is fencetest.RaisedTombstone's exec through c.
+func pgxExec(c *fencedpgx.Conn) func(ctx context.Context, query string) error {
+	return func(ctx context.Context, query string) error {
+		_, err := c.Exec(ctx, query)
+		return err
+	}
+}
+
+// txTokPgxSetup makes par and kid (ON DELETE CASCADE), kid guarded with tombstones and
+// par too when guardPar, and returns a raw pool and a fenced pgx connection whose pgx
+// config carries tracer (nil: none).
+func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool, tracer pgx.QueryTracer) (*sql.DB, *fencedpgx.Conn) {
 	t.Helper()
 	dsn := testdb.Postgres(t)
 	raw, err := sql.Open("pgx", dsn)
@@ -62,7 +73,12 @@ func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool) (*sql.DB, *
 			}
 		}
 	}
-	pc, err := pgx.Connect(ctx, dsn)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tracer = tracer
+	pc, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,22 +92,6 @@ func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool) (*sql.DB, *
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return raw, c
-}
-
-func txTokLeases(t *testing.T, svc *memlock.Service, name string) (l1, l2, l3 *lockclient.Lease) {
-	t.Helper()
-	ctx := context.Background()
-	var ls []*lockclient.Lease
-	for i := 1; i <= 3; i++ {
-		c := lockclient.New(svc, lockclient.WithTTL(time.Minute), lockclient.WithOwner(fmt.Sprintf("%s-%d", name, i)))
-		t.Cleanup(func() { _ = c.Close(ctx) })
-		l, err := c.Acquire(ctx, fmt.Sprintf("%s:%d", name, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-	}
-	return ls[0], ls[1], ls[2]
 }
 
 func TestTxTokenPgxSavepointRevertForms(t *testing.T) {
@@ -145,7 +145,7 @@ func TestTxTokenPgxSavepointRevertForms(t *testing.T) {
 	}
 	for _, guardPar := range []bool{true, false} {
 		t.Run(fmt.Sprintf("guardedParent=%v", guardPar), func(t *testing.T) {
-			raw, c := txTokPgxSetup(t, ctx, guardPar)
+			raw, c := txTokPgxSetup(t, ctx, guardPar, nil)
 			svc := memlock.New()
 			for i, f := range forms {
 				k := 10 + i
@@ -153,7 +153,7 @@ func TestTxTokenPgxSavepointRevertForms(t *testing.T) {
 					if _, err := raw.ExecContext(ctx, fmt.Sprintf("INSERT INTO par (id) VALUES (%d); INSERT INTO kid (id, pid) VALUES (%d, %d)", k, k, k)); err != nil {
 						t.Fatal(err)
 					}
-					l1, l2, l3 := txTokLeases(t, svc, fmt.Sprintf("pgx%d", k))
+					l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("pgx%d", k))
 					ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 					tx, err := c.Begin(ctx1)
 					if err != nil {
@@ -178,14 +178,8 @@ func TestTxTokenPgxSavepointRevertForms(t *testing.T) {
 					if err := tx.Commit(ctx3); err != nil {
 						t.Fatalf("commit: %v", err)
 					}
-					var tomb uint64
-					if err := raw.QueryRowContext(ctx, fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", k)).Scan(&tomb); err != nil {
-						t.Fatalf("tombstone: %v", err)
-					}
-					_, err = c.Exec(fencedsql.WithLease(ctx, l2), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", k))
-					if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-						t.Errorf("%s: kid %d fenced under %d, deleted by a cascade under %d: tombstone %d; INSERT under stale %d: %v — want a tombstone >= %d and ErrFenced (a deleted row came back under an older token)",
-							f.name, k, l1.Token(), l3.Token(), tomb, l2.Token(), err, l3.Token())
+					if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", pgxExec(c), k, l2, l3); err != nil {
+						t.Errorf("%s: %v", f.name, err)
 					}
 				})
 			}
@@ -199,7 +193,7 @@ func TestTxTokenPgxSavepointRevertForms(t *testing.T) {
 func TestTxTokenPgxNestedSavepoints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	raw, c := txTokPgxSetup(t, ctx, true)
+	raw, c := txTokPgxSetup(t, ctx, true, nil)
 	svc := memlock.New()
 	shapes := []struct {
 		name string
@@ -263,7 +257,7 @@ func TestTxTokenPgxNestedSavepoints(t *testing.T) {
 			if _, err := raw.ExecContext(ctx, fmt.Sprintf("INSERT INTO par (id) VALUES (%d); INSERT INTO kid (id, pid) VALUES (%d, %d)", k, k, k)); err != nil {
 				t.Fatal(err)
 			}
-			l1, l2, l3 := txTokLeases(t, svc, fmt.Sprintf("nest%d", k))
+			l1, l2, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("nest%d", k))
 			ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 			tx, err := c.Begin(ctx1)
 			if err != nil {
@@ -282,13 +276,8 @@ func TestTxTokenPgxNestedSavepoints(t *testing.T) {
 			if err := tx.Commit(ctx3); err != nil {
 				t.Fatal(err)
 			}
-			var tomb uint64
-			if err := raw.QueryRowContext(ctx, fmt.Sprintf("SELECT fence_token FROM fencedsql_tomb_kid WHERE id = %d", k)).Scan(&tomb); err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.Exec(fencedsql.WithLease(ctx, l2), fmt.Sprintf("INSERT INTO kid (id, pid) VALUES (%d, NULL)", k))
-			if tomb < l3.Token() || !errors.Is(err, fencedsql.ErrFenced) {
-				t.Errorf("%s: tombstone %d, INSERT under stale %d: %v — want >= %d and ErrFenced", s.name, tomb, l2.Token(), err, l3.Token())
+			if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", pgxExec(c), k, l2, l3); err != nil {
+				t.Errorf("%s: %v", s.name, err)
 			}
 		})
 	}
