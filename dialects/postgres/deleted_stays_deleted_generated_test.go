@@ -27,6 +27,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
@@ -294,18 +295,7 @@ END $$`, "CREATE CONSTRAINT TRIGGER dsd_def AFTER INSERT ON acc DEFERRABLE INITI
 		t.Fatal(err)
 	}
 	defer c.Close()
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_SEED"); s != "" {
-		seed, _ = strconv.ParseInt(s, 10, 64)
-	}
-	n := 200 // CI form; FENCEDSQL_LONG=1: 4000
-	if testdb.Long() {
-		n = 4000
-	}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_ITERS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	t.Logf("seed %d", seed)
+	seed, n := dsdKnobs(t, 200, 4000)
 	r := rand.New(rand.NewSource(seed))
 	stats := map[string]int{}
 	var fails []string
@@ -409,18 +399,7 @@ func TestConcurrentDeleteRecreateSchedules(t *testing.T) {
 	wrapB := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=cacc,caccp")
 	wrapA := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=cacc,caccp")
 	ctx := context.Background()
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_SEED"); s != "" {
-		seed, _ = strconv.ParseInt(s, 10, 64)
-	}
-	n := 80 // CI form; FENCEDSQL_LONG=1: 1500
-	if testdb.Long() {
-		n = 1500
-	}
-	if s := os.Getenv("FENCEDSQL_SCHEDULES_ITERS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	t.Logf("seed %d", seed)
+	seed, n := dsdKnobs(t, 80, 1500)
 	r := rand.New(rand.NewSource(seed))
 	levels := []string{"READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"}
 	stats := map[string]int{}
@@ -650,4 +629,17 @@ func TestConcurrentDeleteRecreateSchedules(t *testing.T) {
 		}
 		t.Fatalf("%d violations:\n%s", len(fails), strings.Join(fails, "\n"))
 	}
+}
+
+// dsdKnobs returns the generators' seed (FENCEDSQL_SCHEDULES_SEED, else the clock) and
+// how many schedules to run: FENCEDSQL_SCHEDULES_ITERS, else long under FENCEDSQL_LONG=1,
+// else ci (the CI form). A knob that does not parse fails the test.
+func dsdKnobs(t *testing.T, ci, long int) (seed int64, n int) {
+	t.Helper()
+	if testdb.Long() {
+		ci = long
+	}
+	k := fencetest.ReadScheduleKnobs(t, time.Now().UnixNano(), ci)
+	t.Logf("seed %d", k.Seed)
+	return k.Seed, k.Iters
 }

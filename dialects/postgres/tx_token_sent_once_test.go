@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -22,19 +20,6 @@ import (
 // text (the driver may make its own text of it).
 type namedText string
 
-// txTokenCounter counts the statements pgx sends that record the transaction's token
-// (the dialect's TxTokenStatement).
-type txTokenCounter struct{ n atomic.Int64 }
-
-func (c *txTokenCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "fencedsql_guard.tx_token") {
-		c.n.Add(1)
-	}
-	return ctx
-}
-
-func (c *txTokenCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // TestTxTokenRecordedOncePerStatement: in a transaction whose statements carried two
 // tokens, the wrapper records the token once before each statement it sends, on every
 // path: not at PREPARE (which runs nothing), and once, not twice, for a statement whose
@@ -47,7 +32,7 @@ func TestTxTokenRecordedOncePerStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cnt := &txTokenCounter{}
+	cnt := &fencetest.PgxCounter{Substr: "fencedsql_guard.tx_token"} // the recordings of the transaction's token
 	cfg.Tracer = cnt
 	db := fencedsql.OpenDB(stdlib.GetConnector(*cfg), fencedsql.WithDialect(postgres.Dialect),
 		fencedsql.Guard("par"), fencedsql.Guard("kid"), fencedsql.WithDDL(true))
@@ -63,7 +48,7 @@ func TestTxTokenRecordedOncePerStatement(t *testing.T) {
 	if _, err := tx.ExecContext(ctx1, "UPDATE kid SET balance = balance + 1 WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := cnt.n.Load(); got != 0 {
+	if got := cnt.N(); got != 0 {
 		t.Fatalf("a transaction of one token recorded its token %d times; want none", got)
 	}
 	// Statement text as a bound value: DDL with a placeholder (plan.Plan.TextArgs),
@@ -118,19 +103,19 @@ func TestTxTokenRecordedOncePerStatement(t *testing.T) {
 		}},
 	}
 	for _, s := range steps {
-		before := cnt.n.Load()
+		before := cnt.N()
 		if err := s.run(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if got := cnt.n.Load() - before; got != s.want {
+		if got := cnt.N() - before; got != s.want {
 			t.Errorf("%s: the transaction's token was recorded %d times; want %d (once per statement sent)", s.name, got, s.want)
 		}
 	}
-	before := cnt.n.Load()
+	before := cnt.N()
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if got := cnt.n.Load() - before; got != 1 {
+	if got := cnt.N() - before; got != 1 {
 		t.Errorf("COMMIT: recorded %d times; want 1 (deferred triggers may delete rows)", got)
 	}
 }

@@ -2,8 +2,6 @@ package fencedpgx_test
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -13,20 +11,6 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
-// txTokenCounter counts the statements pgx sends that record the transaction's token.
-// A batch's own statements are not traced (pgx.BatchTracer is not implemented): the
-// recordings, sent on their own, are.
-type txTokenCounter struct{ n atomic.Int64 }
-
-func (c *txTokenCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "fencedsql_guard.tx_token") {
-		c.n.Add(1)
-	}
-	return ctx
-}
-
-func (c *txTokenCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // TestTxTokenPgxBatchRecordsOncePerBatch: in a fencedpgx transaction whose statements
 // carried two tokens, a batch records the transaction's token once, before it is sent
 // (every statement of a batch is judged, and what it records sent, before the batch
@@ -35,7 +19,7 @@ func (c *txTokenCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 // delete by a cascade is tombstoned at no less than the raised token.
 func TestTxTokenPgxBatchRecordsOncePerBatch(t *testing.T) {
 	ctx := context.Background()
-	cnt := &txTokenCounter{}
+	cnt := &fencetest.PgxCounter{Substr: "fencedsql_guard.tx_token"} // the recordings of the transaction's token
 	raw, c := txTokPgxSetup(t, ctx, true, cnt)
 	if _, err := raw.ExecContext(ctx, "INSERT INTO par (id) VALUES (1), (2), (3); INSERT INTO kid (id, pid) VALUES (1, 1), (2, 2), (3, 3)"); err != nil {
 		t.Fatal(err)
@@ -44,11 +28,11 @@ func TestTxTokenPgxBatchRecordsOncePerBatch(t *testing.T) {
 	ctx1, ctx3 := fencedsql.WithLease(ctx, l1), fencedsql.WithLease(ctx, l3)
 	counted := func(what string, want int64, run func() error) {
 		t.Helper()
-		before := cnt.n.Load()
+		before := cnt.N()
 		if err := run(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if got := cnt.n.Load() - before; got != want {
+		if got := cnt.N() - before; got != want {
 			t.Errorf("%s: the transaction's token was recorded %d times; want %d", what, got, want)
 		}
 	}
