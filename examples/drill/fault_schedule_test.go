@@ -654,29 +654,19 @@ func faultRun(t *testing.T, seed uint64, dur time.Duration, driver, locks, bind 
 			wmu.Lock()
 			all := append([]*faultWorker(nil), workers...)
 			wmu.Unlock()
+			var behind []string // the server sessions' client addresses (netproxy.Proxy.Upstream)
 			for _, x := range all {
 				x.db.Block()
+				behind = append(behind, x.db.Upstream()...)
 				x.db.Reset()
 				if locks == "sql" {
 					x.rd.Block()
+					behind = append(behind, x.rd.Upstream()...)
 					x.rd.Reset()
 				}
 			}
 			if driver == "mysql" {
-				rows, err := admin.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()")
-				if err == nil {
-					var ids []int64
-					for rows.Next() {
-						var id int64
-						if rows.Scan(&id) == nil {
-							ids = append(ids, id)
-						}
-					}
-					rows.Close()
-					for _, id := range ids {
-						_, _ = admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
-					}
-				}
+				killSessionsBehind(ctx, admin, behind)
 			} else {
 				_, _ = admin.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1", run+"-%")
 			}
@@ -831,3 +821,37 @@ func TestFaultScheduleMoneyConserved(t *testing.T) {
 
 // showLog: log every fault (FENCEDSQL_SCHEDULES_LOG=1 with -v).
 var showLog bool
+
+// killSessionsBehind ends, on MariaDB, the sessions of the run's database whose client
+// address is one of addrs: the workers' sessions behind their proxies, whatever they
+// are running. Not every session whose process list DB is the run's: a session of
+// another test reading information_schema shows, while it opens an object of this
+// database, this database as its own, and was killed too.
+func killSessionsBehind(ctx context.Context, admin *sql.DB, addrs []string) {
+	ports := map[string]bool{}
+	for _, a := range addrs {
+		if _, port, err := net.SplitHostPort(a); err == nil {
+			ports[port] = true
+		}
+	}
+	rows, err := admin.QueryContext(ctx, "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()")
+	if err != nil {
+		return
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var host string
+		if rows.Scan(&id, &host) != nil {
+			continue
+		}
+		// HOST is address:port over TCP (127.0.0.1 or, with name resolution, localhost).
+		if _, port, err := net.SplitHostPort(host); err == nil && ports[port] {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	for _, id := range ids {
+		_, _ = admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+	}
+}

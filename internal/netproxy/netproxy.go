@@ -24,7 +24,7 @@ type Proxy struct {
 	blocked chan struct{} // non-nil while blocked; closed by Unblock
 	oneway  bool          // replies are discarded (OneWay)
 	hook    func(chunk []byte) Verdict
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]bool // true: a connection to the target (Upstream)
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -35,7 +35,7 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -122,6 +122,22 @@ func (p *Proxy) Reset() {
 	}
 }
 
+// Upstream returns the local addresses of the proxy's open connections to its target:
+// each client's address as the server sees it (a MariaDB session's process list HOST,
+// a PostgreSQL backend's client_addr and client_port), by which a test ends exactly
+// the server sessions behind this proxy.
+func (p *Proxy) Upstream() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var addrs []string
+	for c, up := range p.conns {
+		if up {
+			addrs = append(addrs, c.LocalAddr().String())
+		}
+	}
+	return addrs
+}
+
 // Retarget forwards the connections accepted from now on to target and closes every
 // open one, as a virtual IP, DNS name or connection pooler moved to a new primary
 // does: the old server's connections die, new ones reach the new server.
@@ -159,14 +175,14 @@ func (p *Proxy) gate(replies bool) bool {
 	return !drop
 }
 
-func (p *Proxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn, upstream bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		c.Close()
 		return false
 	}
-	p.conns[c] = struct{}{}
+	p.conns[c] = upstream
 	return true
 }
 
@@ -187,7 +203,7 @@ func (p *Proxy) accept() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			if !p.track(in) {
+			if !p.track(in, false) {
 				return
 			}
 			defer p.untrack(in)
@@ -198,7 +214,7 @@ func (p *Proxy) accept() {
 			if err != nil {
 				return
 			}
-			if !p.track(out) {
+			if !p.track(out, true) {
 				return
 			}
 			defer p.untrack(out)
