@@ -412,8 +412,8 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	return c.watchDynamicRows(st, p, c.watchRows(st, newRows(rows, c.core, nil, 0, 0))), nil
 }
 
-// sendAhead sends, once per statement of plan p and after every refusal of it, what
-// the wrapper sends ahead of it: the transaction's token (recordTxToken), then the
+// sendAhead sends, once per statement of plan p and after the judgements of its text,
+// what the wrapper sends ahead of it: the transaction's token (recordTxToken), then the
 // savepoint that marks the transaction st before a statement that runs dynamic SQL
 // (markDynamic).
 func (c *conn) sendAhead(ctx context.Context, st *txState, p *plan.Plan) error {

@@ -67,9 +67,11 @@ func (c *conn) txTokenRefusal(p *plan.Plan, query string, more bool) error {
 // recordTxToken records the transaction's largest token in the database before a
 // statement of plan p (nil: the transaction's COMMIT, or a COPY) is sent, when its
 // statements carried two tokens; nothing before a savepoint statement. Each path
-// calls it once per statement, at the last step before the statement is sent, after
-// every refusal. A failed recording is returned with nothing sent ("statement not
-// sent"); the transaction goes on, and the next statement records again.
+// calls it once per statement, after the judgements of its text (admit, the bound
+// text) and before anything of the statement is sent; a guarded statement's argument
+// checks (guardedArgs) may still refuse it after, which leaves the record as it was.
+// A failed recording is returned with nothing sent ("statement not sent"); the
+// transaction goes on, and the next statement records again.
 func (c *conn) recordTxToken(ctx context.Context, p *plan.Plan) error {
 	if !c.recordsTxToken() || (p != nil && p.TxOnly != nil) {
 		return nil
