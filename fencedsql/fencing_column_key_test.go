@@ -21,7 +21,8 @@ import (
 // with id the primary key, the version column in a unique index or a composite key
 // (rt59d F1), or id made unique in another form: a unique index on an expression of
 // it, an exclusion constraint, a unique key on a generated column computed from it, a
-// partition's or inheritance child's own unique index (rt60b F1) — was accepted by the
+// partition's or inheritance child's own unique index (rt60b F1), a partition key
+// (rt61a F1) — was accepted by the
 // pool and by schema.Check. Every fenced write sets the fencing columns, so a newer
 // holder's UPDATE of row 1 moved the row to key 20, and the stale holder's UPDATE of
 // row 1 then found no row (no error: "not found", not ErrFenced) and its INSERT of key
@@ -48,6 +49,18 @@ func TestFencingColumnInUniqueKeyRefused(t *testing.T) {
 	// through the form; or ("accepted") the same form on balance, the table fenced on
 	// fence_token and version.
 	const tbl = "CREATE TABLE accounts (k BIGINT NOT NULL PRIMARY KEY, id BIGINT NOT NULL, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0"
+	// tblNoKey is tbl without the primary key, for tables partitioned by another column
+	// (a partitioned table's unique keys must hold its partition key); byRange makes its
+	// two range partitions, each with its own unique index on col.
+	const tblNoKey = "CREATE TABLE accounts (k BIGINT NOT NULL, id BIGINT NOT NULL, balance BIGINT NOT NULL DEFAULT 0, fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0"
+	byRange := func(parent, col string) []string {
+		return []string{
+			"CREATE TABLE " + parent + "_lo PARTITION OF " + parent + " FOR VALUES FROM (MINVALUE) TO (10)",
+			"CREATE TABLE " + parent + "_hi PARTITION OF " + parent + " FOR VALUES FROM (10) TO (MAXVALUE)",
+			"CREATE UNIQUE INDEX " + parent + "_lo_" + col + " ON " + parent + "_lo (" + col + ")",
+			"CREATE UNIQUE INDEX " + parent + "_hi_" + col + " ON " + parent + "_hi (" + col + ")",
+		}
+	}
 	form := func(name string, refused bool, ddl ...string) key {
 		if !refused {
 			return key{name, ddl, "fence_token", "version", false}
@@ -81,6 +94,19 @@ func TestFencingColumnInUniqueKeyRefused(t *testing.T) {
 			form("accepted: a unique key INCLUDE (version)", false, tbl+", UNIQUE (balance) INCLUDE (version))"),
 			form("accepted: a unique generated copy of balance", false, tbl+", b_key BIGINT GENERATED ALWAYS AS (balance) STORED UNIQUE)"),
 			form("accepted: a partition's unique index on balance", false, tbl+") PARTITION BY RANGE (k)", "CREATE TABLE accounts_all PARTITION OF accounts FOR VALUES FROM (MINVALUE) TO (MAXVALUE)", "CREATE UNIQUE INDEX accounts_all_b ON accounts_all (balance)"),
+			// A partition key (rt61a F1): each partition's unique index is a key of its own
+			// rows only, and a fenced write moves the row to another partition.
+			form("token in the partition key", true, append([]string{tblNoKey + ") PARTITION BY RANGE (id)"}, byRange("accounts", "k")...)...),
+			form("token in a partition key's expression", true, append([]string{tblNoKey + ") PARTITION BY RANGE ((id / 10))"}, byRange("accounts", "k")...)...),
+			form("token in a hash partition key", true, tblNoKey+") PARTITION BY HASH (id)",
+				"CREATE TABLE accounts_h0 PARTITION OF accounts FOR VALUES WITH (MODULUS 2, REMAINDER 0)", "CREATE TABLE accounts_h1 PARTITION OF accounts FOR VALUES WITH (MODULUS 2, REMAINDER 1)",
+				"CREATE UNIQUE INDEX accounts_h0_k ON accounts_h0 (k)", "CREATE UNIQUE INDEX accounts_h1_k ON accounts_h1 (k)"),
+			form("version in a sub-partition's key", true, append([]string{tblNoKey + ") PARTITION BY LIST (k)", "CREATE TABLE accounts_1 PARTITION OF accounts FOR VALUES IN (1) PARTITION BY RANGE (version)"}, byRange("accounts_1", "k")...)...),
+			form("accepted: a partition key on k", false, append([]string{tblNoKey + ") PARTITION BY RANGE (k)"}, byRange("accounts", "k")...)...),
+			// An INCLUDE column is no part of a key (rt61a F3), beside an expression or a
+			// predicate too.
+			form("accepted: a unique expression index INCLUDE (version)", false, tbl+")", "CREATE UNIQUE INDEX accounts_b ON accounts ((balance + 0)) INCLUDE (version)"),
+			form("accepted: a partial unique index INCLUDE (fence_token)", false, tbl+")", "CREATE UNIQUE INDEX accounts_b ON accounts (balance) INCLUDE (fence_token) WHERE balance > 0"),
 		}},
 		{"mariadb", "fenced-mysql", "mysql", testdb.MySQL, mysqld.Dialect, []key{
 			form("token copied by a generated column in a unique key", true, tbl+", id_key BIGINT AS (id) PERSISTENT, UNIQUE KEY accounts_id (id_key))"),
@@ -96,7 +122,7 @@ func TestFencingColumnInUniqueKeyRefused(t *testing.T) {
 				ctx := context.Background()
 				dsn := b.dsn(t)
 				setup := append(append([]string{}, k.ddl...), "INSERT INTO accounts (id, balance) VALUES (1, 100)")
-				if strings.HasPrefix(k.ddl[0], tbl) {
+				if strings.HasPrefix(k.ddl[0], "CREATE TABLE accounts (k ") {
 					setup[len(setup)-1] = "INSERT INTO accounts (k, id, balance) VALUES (1, 1, 100)"
 				}
 				raw := testdb.Open(t, b.raw, dsn, setup...)
