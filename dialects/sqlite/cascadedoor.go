@@ -34,7 +34,7 @@ func (d dialectImpl) referencingCascades(ctx context.Context, query dialect.Cata
 		guarded   bool
 		from, to  []string
 	}
-	seen := map[string]bool{strings.ToLower(t.Table.Name): true}
+	seen := map[string]bool{foldName(t.Table.Name): true}
 	var doors []dialect.SideDoor
 	for level, next := 0, []string{t.Table.Name}; len(next) > 0 && level < 16; level++ {
 		var reached []string
@@ -61,15 +61,15 @@ func (d dialectImpl) referencingCascades(ctx context.Context, query dialect.Cata
 			}
 			for _, f := range fks {
 				if !f.guarded {
-					if !seen[strings.ToLower(f.child)] {
-						seen[strings.ToLower(f.child)] = true
+					if !seen[foldName(f.child)] {
+						seen[foldName(f.child)] = true
 						reached = append(reached, f.child)
 					}
 					continue
 				}
 				child, via := dialect.TableName{Schema: t.Table.Schema, Name: f.child}, ""
 				refName := dialect.TableName{Schema: t.Table.Schema, Name: ref}
-				if !strings.EqualFold(ref, t.Table.Name) {
+				if !sameName(ref, t.Table.Name) {
 					via = " (reached through " + refName.String() + ", whose rows a DELETE of " + t.Table.String() + " deletes)"
 				}
 				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade,

@@ -21,7 +21,7 @@ const beforePrefixes = 4
 // it is one of the BEFORE triggers (the guard's, the floor's, and the tombstone
 // guard's two that record a row a REPLACE deletes).
 func guardTriggerTable(trigger string) (name string, before bool, ok bool) {
-	lower := strings.ToLower(trigger)
+	lower := foldName(trigger)
 	for k, p := range guardTriggerPrefixes {
 		if strings.HasPrefix(lower, p) && len(trigger) > len(p) {
 			return trigger[len(p):], k < beforePrefixes, true
@@ -55,7 +55,7 @@ func triggerShape(sql string) (timing, rest string, ok bool) {
 }
 
 // ownTriggerShapes returns the triggers the guard and the tombstone guard install on a
-// table called name, by lower-cased trigger name: each one's shape (triggerShape) and
+// table called name, by trigger name (foldName): each one's shape (triggerShape) and
 // the statements that re-create it on t's table. The tombstone's only when the table
 // has a primary key (key), for its unique indexes as they are (unique).
 func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, key []dialect.KeyColumn, unique []dialect.UniqueIndex, name string) map[string][3]string {
@@ -85,7 +85,7 @@ func (d dialectImpl) ownTriggerShapes(t dialect.SideDoorTable, key []dialect.Key
 				return strings.HasPrefix(q, "CREATE TRIGGER "+(dialect.TableName{Schema: schema, Name: p + name}).Quote(d.QuoteIdent)+" ")
 			}
 			if named(table.Schema) || table.Schema == "main" && named("") {
-				own[strings.ToLower(p+name)] = [3]string{timing + rest, ddl[i-1], q}
+				own[foldName(p+name)] = [3]string{timing + rest, ddl[i-1], q}
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 	var key []dialect.KeyColumn
 	var unique []dialect.UniqueIndex
 	for _, r := range rows {
-		if len(r) > 0 && strings.HasPrefix(strings.ToLower(r[0]), "fencedsql_tomb") {
+		if len(r) > 0 && strings.HasPrefix(foldName(r[0]), "fencedsql_tomb") {
 			if _, key, err = dialect.PrimaryKeyColumns(ctx, query, d, t.Table); err != nil {
 				return nil, err
 			}
@@ -139,18 +139,18 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 		if !ok {
 			continue
 		}
-		own, seen := shapes[strings.ToLower(name)]
+		own, seen := shapes[foldName(name)]
 		if !seen {
 			own = d.ownTriggerShapes(t, key, unique, name)
-			shapes[strings.ToLower(name)] = own
+			shapes[foldName(name)] = own
 		}
-		want, ok := own[strings.ToLower(r[0])]
+		want, ok := own[foldName(r[0])]
 		// The REPLACE triggers are compared with the text written for the unique
 		// indexes they name (uniqueMarker): one installed before a unique index was
 		// created is stale, not forged — TombstoneInstalledQuery reports it, and the
 		// lazy check, which does not require the tombstone guard, does not refuse it.
 		cmp := want
-		if k := strings.ToLower(r[0]); ok && (strings.HasPrefix(k, "fencedsql_tombrep_") || strings.HasPrefix(k, "fencedsql_tombmov_")) {
+		if k := foldName(r[0]); ok && (strings.HasPrefix(k, "fencedsql_tombrep_") || strings.HasPrefix(k, "fencedsql_tombmov_")) {
 			if named, readable := parseUniqueMarker(r[1]); readable {
 				cmp = d.ownTriggerShapes(t, key, named, name)[k]
 			}
@@ -162,12 +162,12 @@ func (d dialectImpl) guardTriggers(ctx context.Context, query dialect.CatalogQue
 			continue
 		}
 		// Identifiers and keywords compare without case (red-team rt21a F7).
-		if timing, rest, same := triggerShape(r[1]); ok && same && dialect.EqualFoldASCII(timing+rest, cmp[0]) {
+		if timing, rest, same := triggerShape(r[1]); ok && same && sameName(timing+rest, cmp[0]) {
 			continue
 		}
 		trg := dialect.TableName{Schema: t.Table.Schema, Name: r[0]}
 		fix := []string{"DROP TRIGGER IF EXISTS " + trg.Quote(d.QuoteIdent)}
-		if ok && strings.EqualFold(name, t.Table.Name) {
+		if ok && sameName(name, t.Table.Name) {
 			fix = []string{want[1], want[2]}
 		}
 		problem := "the trigger " + r[0] + " on " + t.Table.String() + " carries the name of one of fencedsql's guard triggers but not the text this version installs: " +

@@ -30,14 +30,14 @@ func (d dialectImpl) guardWriters(ctx context.Context, query dialect.CatalogQuer
 		if len(r) < 3 {
 			continue
 		}
-		if name, _, own := guardTriggerTable(r[0]); own && strings.EqualFold(name, t.Table.Name) {
+		if name, _, own := guardTriggerTable(r[0]); own && sameName(name, t.Table.Name) {
 			continue // the guards' own names for the table: guardTriggers', or lostGuard's on another table
 		}
 		var wrote []string
 		for _, g := range []string{tomb, dialect.FloorTable} {
 			// A trigger on the object itself (its body may drop the write with
 			// RAISE(IGNORE)), or a body that writes it.
-			if strings.EqualFold(r[1], g) || triggerWrites(r[2], g) {
+			if sameName(r[1], g) || triggerWrites(r[2], g) {
 				wrote = append(wrote, g)
 			}
 		}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -15,7 +14,7 @@ import (
 //   - col is a column of the PRIMARY KEY or of a UNIQUE constraint or index;
 //   - a unique index on an expression, or a partial unique index, names col in its
 //     expressions or its WHERE (its CREATE INDEX text, read token by token: any name
-//     spelled like col, case-folded, counts — over-reporting rather than parsing the
+//     spelled like col, folded as SQLite folds names (foldName), counts — over-reporting rather than parsing the
 //     expression: "+id", "id + 0", "abs(id)", "WHERE version > 0");
 //   - the same of a generated column whose AS (…) names col or another such generated
 //     column (SQLite lets a generated column name another).
@@ -57,30 +56,32 @@ func throughGenerated(via string) string {
 	return ", through the generated column " + via
 }
 
-// derivedColumns returns the lower-case names of col and of the generated columns
+// derivedColumns returns the names (foldName) of col and of the generated columns
 // computed from it (directly or through another), each mapped to the generated column
-// it is ("" for col itself). A generated column whose definition cannot be found in
-// the CREATE TABLE text is counted as computed from col (fail closed).
+// it is, as declared ("" for col itself). A generated column whose definition cannot
+// be found in the CREATE TABLE text is counted as computed from col (fail closed).
+// Names fold as SQLite folds them, ASCII letters only: a generated column "é" is not
+// "É" (red-team rt61b F3).
 func derivedColumns(dec declaration, col string) map[string]string {
-	derived := map[string]string{strings.ToLower(col): ""}
+	derived := map[string]string{foldName(col): ""}
 	if len(dec.generated) == 0 {
 		return derived
 	}
 	exprs := generatedExprs(dec.sql)
 	for changed := true; changed; {
 		changed = false
-		for g := range dec.generated {
+		for g, declared := range dec.generated {
 			if _, ok := derived[g]; ok {
 				continue
 			}
 			names, ok := exprs[g]
 			if !ok {
-				derived[g], changed = g, true
+				derived[g], changed = declared, true
 				continue
 			}
 			for _, n := range names {
 				if _, ok := derived[n]; ok {
-					derived[g], changed = g, true
+					derived[g], changed = declared, true
 					break
 				}
 			}
@@ -90,8 +91,8 @@ func derivedColumns(dec declaration, col string) map[string]string {
 }
 
 // generatedExprs maps each column of a CREATE TABLE text that has an AS (…) clause
-// (lower-case name) to the lower-case names its parenthesised expression spells. A
-// text that cannot be read gives an empty map (the callers fail closed).
+// (its name folded: foldName) to the names (folded) its parenthesised expression
+// spells. A text that cannot be read gives an empty map (the callers fail closed).
 func generatedExprs(sql string) map[string][]string {
 	out := map[string][]string{}
 	body, err := tableBody(sql)
@@ -117,10 +118,10 @@ func generatedExprs(sql string) map[string][]string {
 				var names []string
 				for _, tk := range toks[i+1 : end] {
 					if n, ok := tk.Name(); ok {
-						names = append(names, strings.ToLower(n))
+						names = append(names, foldName(n))
 					}
 				}
-				out[strings.ToLower(name)] = names
+				out[foldName(name)] = names
 				break
 			}
 		}
@@ -160,7 +161,7 @@ func indexNames(sql string, derived map[string]string) (via string, ok bool) {
 		if !isName {
 			continue
 		}
-		if v, hit := derived[strings.ToLower(n)]; hit {
+		if v, hit := derived[foldName(n)]; hit {
 			if v == "" {
 				return "", true
 			}

@@ -14,7 +14,7 @@ import (
 func TestKeyFencingForms(t *testing.T) {
 	const table = `CREATE TABLE accounts (k INTEGER PRIMARY KEY, id BIGINT NOT NULL, email TEXT, g1 BIGINT AS ("ID" * 2), g2 BIGINT AS (g1 + 1) STORED, g3 TEXT AS (lower(email)))`
 	dec := func(keys map[string]string, exprKeys map[string]string) declaration {
-		return declaration{found: true, sql: table, keys: keys, exprKeys: exprKeys, generated: map[string]bool{"g1": true, "g2": true, "g3": true}}
+		return declaration{found: true, sql: table, keys: keys, exprKeys: exprKeys, generated: map[string]string{"g1": "g1", "g2": "g2", "g3": "g3"}}
 	}
 	cases := []struct {
 		name string

@@ -78,12 +78,14 @@ type declaration struct {
 	found  bool              // the table exists (its CREATE TABLE text was read)
 	sql    string            // its CREATE TABLE text
 	strict bool              // a STRICT table
-	types  map[string]string // lower-case column name → declared type
-	keys   map[string]string // lower-case column name → a unique key it is a key column of
-	// generated: the lower-case names of the generated columns (pragma_table_xinfo
-	// hidden 2 or 3); exprKeys: the unique indexes on an expression or partial
-	// (name → its CREATE INDEX text), read for keyFencing.
-	generated map[string]bool
+	types  map[string]string // column name (foldName) → declared type
+	keys   map[string]string // column name (foldName) → a unique key it is a key column of
+	// generated: the generated columns (pragma_table_xinfo hidden 2 or 3), each name
+	// folded (foldName) → as declared; exprKeys: the unique indexes on an expression or
+	// partial (name → its CREATE INDEX text), read for keyFencing. Column names are
+	// folded as SQLite folds them, ASCII letters only: "É" and "é" are two columns,
+	// each with its own entry (red-team rt61b F3).
+	generated map[string]string
 	exprKeys  map[string]string
 }
 
@@ -105,7 +107,7 @@ func (d dialectImpl) declaration(ctx context.Context, query dialect.CatalogQuery
 		return declaration{}, nil
 	}
 	schema := rows[0][0]
-	dec := declaration{strict: rows[0][1] == "1", types: map[string]string{}, keys: map[string]string{}, generated: map[string]bool{}, exprKeys: map[string]string{}}
+	dec := declaration{strict: rows[0][1] == "1", types: map[string]string{}, keys: map[string]string{}, generated: map[string]string{}, exprKeys: map[string]string{}}
 	rows, err = query(ctx, `SELECT 'sql', sql, '' FROM `+d.QuoteIdent(schema)+`.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE
 UNION ALL SELECT 'column', name, type FROM pragma_table_info(?, ?)
 UNION ALL SELECT 'key', name, 'PRIMARY KEY' FROM pragma_table_info(?, ?) WHERE pk > 0
@@ -125,13 +127,13 @@ UNION ALL SELECT 'exprkey', il.name, m.sql FROM pragma_index_list(?, ?) il JOIN 
 		case "sql":
 			dec.found, dec.sql = true, r[1]
 		case "column":
-			dec.types[strings.ToLower(r[1])] = r[2]
+			dec.types[foldName(r[1])] = r[2]
 		case "key":
-			if _, ok := dec.keys[strings.ToLower(r[1])]; !ok {
-				dec.keys[strings.ToLower(r[1])] = r[2]
+			if _, ok := dec.keys[foldName(r[1])]; !ok {
+				dec.keys[foldName(r[1])] = r[2]
 			}
 		case "generated":
-			dec.generated[strings.ToLower(r[1])] = true
+			dec.generated[foldName(r[1])] = r[1]
 		case "exprkey":
 			dec.exprKeys[r[1]] = r[2]
 		}
@@ -157,7 +159,7 @@ func judgeDeclaration(t dialect.LintTable, dec declaration) []dialect.SchemaProb
 		}
 	}
 	for _, col := range []string{t.TokenColumn, t.VersionColumn} {
-		typ, ok := dec.types[strings.ToLower(col)]
+		typ, ok := dec.types[foldName(col)]
 		if !ok {
 			continue // a missing column is the column check's problem
 		}
@@ -205,9 +207,9 @@ func judgeClause(t dialect.LintTable, c conflictClause) string {
 	case "NOT NULL":
 		var col string
 		switch {
-		case strings.EqualFold(c.column, t.TokenColumn):
+		case sameName(c.column, t.TokenColumn):
 			col = "token"
-		case strings.EqualFold(c.column, t.VersionColumn):
+		case sameName(c.column, t.VersionColumn):
 			col = "version"
 		default:
 			return ""
@@ -234,7 +236,7 @@ func judgeClause(t dialect.LintTable, c conflictClause) string {
 func judgeAffinity(col, typ string, strict bool) string {
 	what := "column " + col + " is declared " + quoteType(typ)
 	if strict {
-		switch strings.ToUpper(strings.TrimSpace(typ)) {
+		switch upperWord(strings.TrimSpace(typ)) {
 		case "INT", "INTEGER":
 			return ""
 		case "ANY":
@@ -407,7 +409,7 @@ func itemClauses(sql string, toks []dialect.DDLToken, match map[int]int, base in
 		if !(toks[i].Is("ON") && i+2 < len(toks) && toks[i+1].Is("CONFLICT")) {
 			continue
 		}
-		c := conflictClause{column: column, action: strings.ToUpper(toks[i+2].Text)}
+		c := conflictClause{column: column, action: upperWord(toks[i+2].Text)}
 		// The constraint just before: skip a parenthesised column list and ASC/DESC.
 		j := i - 1
 		if j >= 0 && toks[j].Kind == dialect.DDLPunct && toks[j].Text == ")" {

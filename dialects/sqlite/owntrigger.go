@@ -108,7 +108,7 @@ func ownTriggerJudged(sql string, t dialect.SideDoorTable) (kind string, why, ex
 	timing := "BEFORE"
 	switch {
 	case toks[i].Is("AFTER"), toks[i].Is("BEFORE"):
-		timing = strings.ToUpper(toks[i].Text)
+		timing = upperWord(toks[i].Text)
 		i++
 	case toks[i].Is("INSTEAD"):
 		timing = "INSTEAD OF"
@@ -117,7 +117,7 @@ func ownTriggerJudged(sql string, t dialect.SideDoorTable) (kind string, why, ex
 	if i >= len(toks) || !toks[i].Is("DELETE") && !toks[i].Is("INSERT") && !toks[i].Is("UPDATE") {
 		return unreadable(timing + " ")
 	}
-	event := strings.ToUpper(toks[i].Text)
+	event := upperWord(toks[i].Text)
 	kind = timing + " " + event + " "
 	for i < len(toks) && !toks[i].Is("ON") {
 		i++

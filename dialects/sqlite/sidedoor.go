@@ -109,7 +109,7 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 		}
 		f := byID[r[0]]
 		if f == nil {
-			f = &fk{ref: r[2], onUpd: strings.ToUpper(r[5]), onDel: strings.ToUpper(r[6])}
+			f = &fk{ref: r[2], onUpd: upperWord(r[5]), onDel: upperWord(r[6])}
 			byID[r[0]] = f
 			ids = append(ids, r[0])
 		}
@@ -164,7 +164,7 @@ func fencingCascade(from []string, t dialect.SideDoorTable) []string {
 			continue
 		}
 		for _, f := range from {
-			if strings.EqualFold(f, c) {
+			if sameName(f, c) {
 				cols = append(cols, c)
 				break
 			}
@@ -260,13 +260,13 @@ func (d dialectImpl) lostGuard(ctx context.Context, query dialect.CatalogQuery, 
 		switch {
 		case r[0] == "table":
 			tombTbl = true
-		case strings.EqualFold(r[2], name):
-			on[strings.ToLower(r[1])] = true
+		case sameName(r[2], name):
+			on[foldName(r[1])] = true
 		default:
-			elsewhere[strings.ToLower(r[1])] = r[2]
+			elsewhere[foldName(r[1])] = r[2]
 		}
 	}
-	g := dialect.GuardTriggers{On: on, Elsewhere: elsewhere}
+	g := dialect.GuardTriggers{On: on, Elsewhere: elsewhere, Fold: foldName}
 	var doors []dialect.SideDoor
 	if sd, ok := g.LostDoor(t.Table.String(), "the guard", []string{guard, floor}, []string{guard}, false, "", "", "a table swap (the twelve-step rebuild, a rename)"); ok {
 		doors = append(doors, sd)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
@@ -12,7 +11,7 @@ import (
 // databases'); a name qualified with temp is one; one qualified otherwise is not.
 func (dialectImpl) TempTable(ctx context.Context, q dialect.CatalogQuery, t dialect.TableName) (bool, error) {
 	if t.Schema != "" {
-		return strings.EqualFold(t.Schema, "temp"), nil
+		return sameName(t.Schema, "temp"), nil
 	}
 	rows, err := q(ctx, `SELECT count(*) FROM sqlite_temp_master WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE`, t.Name)
 	if err != nil {

@@ -39,19 +39,20 @@ import (
 // table's fails its merge, and with it the Fix. TombstoneInstalledQuery reports the
 // guard not installed while a tombstone trigger of another name is on table.
 
-// tombTableRef finds, in a tombstone trigger's body, the tombstone table it records
-// into or checks (unqualified there).
-var tombTableRef = regexp.MustCompile(`(?i)(?:INSERT INTO|FROM) "(fencedsql_tomb_(?:[^"]|"")*)"`)
+// tombTableRef finds, in a tombstone trigger's body folded by foldName (ASCII letters
+// only, byte offsets kept: a regexp's (?i) would also match ſ for s), the tombstone
+// table it records into or checks (unqualified there).
+var tombTableRef = regexp.MustCompile(`(?:insert into|from) "(fencedsql_tomb_(?:[^"]|"")*)"`)
 
 // tombTriggerTable returns the tombstone table a tombstone trigger named name with body
 // records into: the one its body names, else its name's table's
 // (fencedsql_tomb<kind>_<name> → fencedsql_tomb_<name>), "" when neither is known.
 func tombTriggerTable(name, body string) string {
-	if m := tombTableRef.FindStringSubmatch(body); m != nil {
-		return strings.ReplaceAll(m[1], `""`, `"`)
+	if m := tombTableRef.FindStringSubmatchIndex(foldName(body)); m != nil {
+		return strings.ReplaceAll(body[m[2]:m[3]], `""`, `"`)
 	}
 	for _, k := range tombTriggerKinds {
-		if p := "fencedsql_tomb" + k + "_"; len(name) > len(p) && strings.EqualFold(name[:len(p)], p) {
+		if p := "fencedsql_tomb" + k + "_"; len(name) > len(p) && sameName(name[:len(p)], p) {
 			return tombObject("", dialect.TableName{Name: name[len(p):]}).Name
 		}
 	}

@@ -60,13 +60,13 @@ func (d dialectImpl) tombstoneKey(ctx context.Context, query dialect.CatalogQuer
 	merges := true
 	var differ []string
 	for i, k := range key {
-		if i >= len(tkey) || !strings.EqualFold(k.Name, tkey[i].Name) {
+		if i >= len(tkey) || !sameName(k.Name, tkey[i].Name) {
 			sameColumns = false
 			continue
 		}
-		if !strings.EqualFold(k.Type, tkey[i].Type) || !strings.EqualFold(coll(k.Collation), coll(tkey[i].Collation)) {
+		if !sameName(k.Type, tkey[i].Type) || !sameName(coll(k.Collation), coll(tkey[i].Collation)) {
 			differ = append(differ, k.Name+" ("+k.Type+" COLLATE "+coll(k.Collation)+" in the table, "+tkey[i].Type+" COLLATE "+coll(tkey[i].Collation)+" in the tombstone table)")
-			if !strings.EqualFold(coll(tkey[i].Collation), "BINARY") && !strings.EqualFold(coll(k.Collation), coll(tkey[i].Collation)) {
+			if !sameName(coll(tkey[i].Collation), "BINARY") && !sameName(coll(k.Collation), coll(tkey[i].Collation)) {
 				merges = false
 			}
 		}

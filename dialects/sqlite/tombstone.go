@@ -364,7 +364,7 @@ func (d dialectImpl) uniqueTerms(key []dialect.KeyColumn, unique []dialect.Uniqu
 		for _, k := range key {
 			found := false
 			for _, c := range u.Columns {
-				found = found || strings.EqualFold(c.Name, k.Name) && strings.EqualFold(coll(c.Collation), coll(k.Collation))
+				found = found || sameName(c.Name, k.Name) && sameName(coll(c.Collation), coll(k.Collation))
 			}
 			holdsKey = holdsKey && found
 		}
@@ -378,8 +378,8 @@ func (d dialectImpl) uniqueTerms(key []dialect.KeyColumn, unique []dialect.Uniqu
 			if c.Collation != "" {
 				conds[i] += " COLLATE " + d.QuoteIdent(c.Collation)
 			}
-			if !seen[strings.ToLower(c.Name)] {
-				seen[strings.ToLower(c.Name)] = true
+			if !seen[foldName(c.Name)] {
+				seen[foldName(c.Name)] = true
 				changed += " OR OLD." + q + " IS NOT NEW." + q
 			}
 		}

@@ -131,8 +131,11 @@ func LexDDL(src string, syn Syntax) ([]DDLToken, error) {
 	return out, nil
 }
 
-// Is reports whether the token is the bare keyword kw (ASCII case-insensitive).
-func (t DDLToken) Is(kw string) bool { return t.Kind == DDLWord && strings.EqualFold(t.Text, kw) }
+// Is reports whether the token is the bare keyword kw (ASCII case-insensitive, as the
+// servers read keywords: EqualFoldASCII, not strings.EqualFold, under which the bare
+// name aſ — U+017F, an identifier for SQLite — would read as the keyword AS; red-team
+// rt61b F3).
+func (t DDLToken) Is(kw string) bool { return t.Kind == DDLWord && EqualFoldASCII(t.Text, kw) }
 
 // Name returns the name the token spells where a name is expected: a bare word as
 // written, a quoted identifier or a string literal unquoted (SQLite accepts 'x' as a

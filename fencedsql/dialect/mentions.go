@@ -44,8 +44,8 @@ var writeWords = map[string]bool{
 // WritesTable reports whether the routine or trigger body src, read by syn's lexical
 // rules, may write the table name: one of its statements (the text between two
 // semicolons) holds a word that writes (INSERT, UPDATE, DELETE, REPLACE, MERGE,
-// TRUNCATE, COPY, EXECUTE) and names the table — as an identifier in any case and
-// quoting, or as a word inside a string literal (a name SQLite accepts as a string,
+// TRUNCATE, COPY, EXECUTE) and names the table — as an identifier in any case (on
+// SQLite, ASCII case: SQLite folds no other letter) and quoting, or as a word inside a string literal (a name SQLite accepts as a string,
 // dynamic SQL). It is a word test, not a parse, and it errs on the side of yes: a
 // statement that writes another table and only reads this one (INSERT … SELECT …
 // FROM name, a locking read SELECT … FOR UPDATE) counts, and a body the lexer cannot
@@ -64,6 +64,12 @@ func WritesTableWords(src string, syn Syntax, name string, extra map[string]bool
 	if err != nil {
 		return Mentions(src, name)
 	}
+	// Names compare as SQLite compares them there (ASCII letters only: "É" is not
+	// "é"), in any case elsewhere (errs on the side of yes).
+	same := strings.EqualFold
+	if syn == SQLiteSyntax {
+		same = EqualFoldASCII
+	}
 	writes, names := false, false
 	for _, t := range toks {
 		switch {
@@ -78,7 +84,7 @@ func WritesTableWords(src string, syn Syntax, name string, extra map[string]bool
 			n, ok := t.Name()
 			// A quoted name this cannot decode (PostgreSQL's U&"\0061cc") may be the
 			// table: it counts (a red-team pass hid a trigger's write that way).
-			if ok && strings.EqualFold(n, name) || !ok && t.Kind == DDLQuoted {
+			if ok && same(n, name) || !ok && t.Kind == DDLQuoted {
 				names = true
 			}
 		}

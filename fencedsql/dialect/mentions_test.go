@@ -101,3 +101,45 @@ func TestWritesTableWords(t *testing.T) {
 		t.Error("a read and DDL on another table in separate statements count")
 	}
 }
+
+// TestWritesTableSQLiteNameFolding (red-team rt61b F3): SQLite folds ASCII letters only,
+// so a body writing "ä" does not write the table "Ä" (on MySQL/MariaDB, which fold
+// every letter, it does), and a body writing "ACCOUNTS" still writes accounts.
+func TestWritesTableSQLiteNameFolding(t *testing.T) {
+	cases := []struct {
+		syn        dialect.Syntax
+		body, name string
+		want       bool
+	}{
+		{dialect.SQLiteSyntax, ` UPDATE "ä" SET x = 1; END`, "Ä", false},
+		{dialect.SQLiteSyntax, ` UPDATE "Ä" SET x = 1; END`, "Ä", true},
+		{dialect.SQLiteSyntax, ` UPDATE ACCOUNTS SET x = 1; END`, "accounts", true},
+		{dialect.SQLiteSyntax, ` UPDATE "accounſ" SET x = 1; END`, "accounts", false},
+		{dialect.MySQLSyntax, " UPDATE `ä` SET x = 1; END", "Ä", true},
+	}
+	for _, c := range cases {
+		if got := dialect.WritesTable(c.body, c.syn, c.name); got != c.want {
+			t.Errorf("WritesTable(%q, %v, %q) = %v, want %v", c.body, c.syn, c.name, got, c.want)
+		}
+	}
+}
+
+// TestDDLTokenIsASCIIKeyword: a keyword matches in ASCII case only; a bare name spelled
+// with a letter that Unicode folds to an ASCII one (ſ U+017F → s, K U+212A → k) is a
+// name, as the servers read it (red-team rt61b F3: CREATE TABLE aſ (…) is no
+// CREATE TABLE … AS).
+func TestDDLTokenIsASCIIKeyword(t *testing.T) {
+	toks, err := dialect.LexDDL("aſ As \u212aEY key", dialect.SQLiteSyntax)
+	if err != nil || len(toks) != 4 {
+		t.Fatalf("LexDDL: %v %v", toks, err)
+	}
+	for i, want := range []bool{false, true, false, true} {
+		kw := "AS"
+		if i >= 2 {
+			kw = "KEY"
+		}
+		if got := toks[i].Is(kw); got != want {
+			t.Errorf("%q.Is(%q) = %v, want %v", toks[i].Text, kw, got, want)
+		}
+	}
+}

@@ -238,10 +238,20 @@ func GuardLostProblem(table, what, evidence, missing, swap string) string {
 // GuardTriggers is what a dialect whose guard triggers are named for their table
 // (MySQL/MariaDB, SQLite) read about them, for the guard-lost judgement: the
 // triggers named for the table that sit on it (On) and those that sit on another
-// table (Elsewhere: name → that table), names lower-cased.
+// table (Elsewhere: name → that table), names folded by Fold as the dialect's server
+// compares trigger names (nil: strings.ToLower; SQLite folds ASCII letters only).
 type GuardTriggers struct {
 	On        map[string]bool
 	Elsewhere map[string]string
+	Fold      func(string) string
+}
+
+// key is name as On and Elsewhere are keyed (Fold).
+func (g GuardTriggers) key(name string) string {
+	if g.Fold != nil {
+		return g.Fold(name)
+	}
+	return strings.ToLower(name)
 }
 
 // LostDoor judges one guard (what: "the guard", "the tombstone guard") of table:
@@ -254,7 +264,7 @@ type GuardTriggers struct {
 func (g GuardTriggers) LostDoor(table, what string, names, required []string, survivor bool, survivorObject, survivorEvidence, swap string) (SideDoor, bool) {
 	var evidence []string
 	for _, n := range names {
-		if other, ok := g.Elsewhere[strings.ToLower(n)]; ok {
+		if other, ok := g.Elsewhere[g.key(n)]; ok {
 			evidence = append(evidence, "trigger "+n+" sits on "+other)
 		}
 	}
@@ -267,7 +277,7 @@ func (g GuardTriggers) LostDoor(table, what string, names, required []string, su
 	}
 	var missing []string
 	for _, n := range required {
-		if !g.On[strings.ToLower(n)] {
+		if !g.On[g.key(n)] {
 			missing = append(missing, n)
 		}
 	}
@@ -286,7 +296,7 @@ func (g GuardTriggers) LostDoor(table, what string, names, required []string, su
 // to the wrapper alone; as a SideDoorGuardLost door the lazy check refuses it
 // instead. ok is false when both triggers, or neither, sit on the table.
 func (g GuardTriggers) FloorPartDoor(table, guard, floor string) (SideDoor, bool) {
-	if !g.On[strings.ToLower(guard)] || g.On[strings.ToLower(floor)] {
+	if !g.On[g.key(guard)] || g.On[g.key(floor)] {
 		return SideDoor{}, false
 	}
 	return SideDoor{Kind: SideDoorGuardLost, Object: "trigger " + floor,
