@@ -38,6 +38,24 @@ package mysql
 //     with no statement time limit (noTimeLimit, noTimeLimitHint): they are bounded by
 //     the caller's context. The other catalog reads fail with error 1969 or 3024 when
 //     interrupted, which the wrapper reads as a cut check (dialect.ErrorInterrupted).
+//   - sql_mode: MariaDB re-prints the expressions it keeps parsed —
+//     information_schema.COLUMNS.GENERATION_EXPRESSION, CHECK_CONSTRAINTS.CHECK_CLAUSE
+//     (and COLUMN_DEFAULT, SHOW CREATE TABLE, SHOW GRANTS) — in the READING session's
+//     sql_mode: under ANSI_QUOTES (ANSI, ORACLE, MSSQL …) `fence_token` + 0 reads
+//     "fence_token" + 0, which the lint's lexer (MySQL's default reading) takes for a
+//     string, and a CHECK clause compared with a backquoted spelling no longer matches
+//     (red-team rt61b F1: schema.Check over such a session missed a unique key computed
+//     from the token, and a WITHOUT OVERLAPS period key; the pool's session check
+//     refuses those modes, Check's did not). Every catalog read whose re-printed text
+//     the wrapper lexes or compares starts with noSessionMode, which prints it in the
+//     default mode for that statement: LintSchema's key query (keyFencingQuery,
+//     periodKeyQuery; the lazy check and schema.Check run the same query) and the
+//     checking account's grants (listingGrantsQuery). The texts the server keeps as
+//     written — trigger, routine and event bodies, view definitions (stored re-printed
+//     with backquotes at CREATE) — read the same in every mode; the door finders read
+//     them by the sql_mode they were created under (bodyreadings.go). The statement
+//     itself is still parsed in the session's mode, so no catalog query of this
+//     package uses "…" strings or ||.
 
 // noRecursionLimit prefixes a recursive catalog read on MariaDB (10.1.8 and later,
 // an executable comment MySQL skips) with the largest max_recursive_iterations.
@@ -52,3 +70,10 @@ const (
 	noTimeLimit     = "/*M!100108 SET STATEMENT max_statement_time = 0 FOR */ "
 	noTimeLimitHint = "/*+ SET_VAR(max_execution_time = 0) */ "
 )
+
+// noSessionMode prefixes, on MariaDB, a catalog read of text the server re-prints in
+// the reading session's sql_mode (see above) with the empty sql_mode (0: no string
+// literal, which EMPTY_STRING_IS_NULL would read as NULL) for that statement only. A
+// statement cannot carry it with noRecursionLimit or noTimeLimit: one needing both
+// names every variable in one SET STATEMENT.
+const noSessionMode = "/*M!100108 SET STATEMENT sql_mode = 0 FOR */ "

@@ -26,7 +26,8 @@ import (
 // definer) with a Fix that re-creates it; a pool of that account must not trust the
 // function it cannot read (DeleteFenceQuery says no: the stale DELETE runs as two
 // statements and is fenced by the guard's triggers); after the Fix, Check is OK and the
-// one-statement form is back. A routine of that owner writing the table, hidden from
+// one-statement form is back (besides the one problem saying the migration account's
+// side-door verdict is partial: it cannot list every routine, rt61b F2). A routine of that owner writing the table, hidden from
 // the migration account, is reported as not judged too (the same class: routinedoor.go
 // and markdoor.go read ROUTINE_DEFINITION).
 func TestFenceFunctionHiddenFromCheckingAccount(t *testing.T) {
@@ -49,7 +50,9 @@ func TestFenceFunctionHiddenFromCheckingAccount(t *testing.T) {
 		if err != nil {
 			t.Fatalf("schema.Check as the migration account: %v", err)
 		}
-		return reps[0]
+		// It cannot list every trigger, event and routine of the server: its verdict
+		// is partial (rt61b F2); the rest of its report is what this test judges.
+		return partialVerdictRemoved(t, reps[0])
 	}
 	oneStatement := func() bool {
 		t.Helper()

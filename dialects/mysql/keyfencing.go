@@ -13,7 +13,10 @@ import (
 // column "" for a MySQL 8 functional key part, whose hidden column information_schema
 // does not name), and ('generated', column, expression) for each generated column of
 // the table (GENERATION_EXPRESSION: MySQL leaves it empty for the others, MariaDB NULL).
-// Parameters: token column, version column, schema, table, schema, table.
+// Parameters: token column, version column, schema, table, schema, table. MariaDB
+// prints GENERATION_EXPRESSION in the reading session's sql_mode: the statement that
+// holds this query starts with noSessionMode (LintSchema; catalogsession.go), so
+// exprNames lexes it in the default reading whatever the session's.
 const keyFencingQuery = "SELECT CASE WHEN COLUMN_NAME = ? THEN 'key token' WHEN COLUMN_NAME = ? THEN 'key version' ELSE 'key' END, COALESCE(COLUMN_NAME, ''), INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND NON_UNIQUE = 0 " +
 	"UNION ALL SELECT 'generated', COLUMN_NAME, GENERATION_EXPRESSION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND COALESCE(GENERATION_EXPRESSION, '') <> ''"
 

@@ -109,7 +109,10 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 	// pass). No statement fixes it in general (a TEXT key needs its prefix).
 	// And, in the same query, a MariaDB application-time period key (periodKeyQuery).
 	// And the unique keys' columns and the generated columns (keyFencingQuery).
-	rows, err = query(ctx, "SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
+	// The query reads GENERATION_EXPRESSION and CHECK_CLAUSE, which MariaDB prints in
+	// the reading session's sql_mode: noSessionMode (catalogsession.go, red-team
+	// rt61b F1).
+	rows, err = query(ctx, noSessionMode+"SELECT 'prefix', COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, _binary''), DATABASE()) AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' AND SUB_PART IS NOT NULL "+
 		"UNION ALL "+periodKeyQuery+
 		" UNION ALL "+keyFencingQuery,
 		t.Table.Schema, t.Table.Name, t.Table.Schema, t.Table.Name, t.Table.Name, t.Table.Name, t.Table.Name,
@@ -149,7 +152,9 @@ func (d dialectImpl) LintSchema(ctx context.Context, query dialect.CatalogQuery,
 // exactly `start` < `end`. A key whose last two columns are (end, start) beside such a
 // CHECK written by hand is refused too (fail closed). Parameters: schema, table,
 // table, table, table. MySQL has no periods (and no CHECK_CONSTRAINTS.TABLE_NAME: the
-// constraint is joined through TABLE_CONSTRAINTS, which both have).
+// constraint is joined through TABLE_CONSTRAINTS, which both have). MariaDB prints
+// CHECK_CLAUSE in the reading session's sql_mode ("s" < "e" under ANSI_QUOTES): the
+// statement that holds this query starts with noSessionMode (LintSchema).
 var periodKeyQuery = "SELECT 'period', tc.CONSTRAINT_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc " +
 	"JOIN information_schema.CHECK_CONSTRAINTS cc ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME AND " + sameName("cc.CONSTRAINT_SCHEMA", "tc.CONSTRAINT_SCHEMA") + " AND " + sameName("cc.CONSTRAINT_NAME", "tc.CONSTRAINT_NAME") + " " +
 	"JOIN information_schema.KEY_COLUMN_USAGE ke ON ke.TABLE_SCHEMA = tc.TABLE_SCHEMA AND ke.TABLE_NAME = tc.TABLE_NAME AND ke.CONSTRAINT_NAME = 'PRIMARY' " +

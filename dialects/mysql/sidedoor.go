@@ -38,9 +38,12 @@ import (
 //     assign its token or version column, and a guard a table swap lost (lostGuard).
 //   - then, schema.Check's alone, the routines and views whose definition is hidden
 //     from the checking account (hiddenDefinitions, hiddendefs.go; red-team rt60b F3):
-//     what the finders above could not read is reported, not passed.
+//     what the finders above could not read is reported, not passed; and, when the
+//     checking account cannot list every trigger, event and routine of the server, one
+//     door saying the verdict is partial (unlistedCode, listinggrants.go; red-team
+//     rt61b F2): what the finders could not even see.
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.TriggerDoors, d.hiddenDefinitions)
+	return dialect.FindDoors(ctx, query, t, d.TriggerDoors, d.hiddenDefinitions, d.unlistedCode)
 }
 
 // views: updatable views naming the table or, level by level, such a view — and, in

@@ -136,6 +136,11 @@ type TableReport struct {
 //     naming the table (SELECT f(), a view, a default, …), so its write is unfenced,
 //     and the guard lets an UPDATE that advances the version through; no statement
 //     (the routine is the user's: drop it, or do its work through the wrapper);
+//     - (MySQL/MariaDB) a side-door verdict that is partial because the checking
+//     account cannot list every trigger, event and routine of the server
+//     (dialect.SideDoorUnlisted: without TRIGGER, EVENT and a reader of every routine
+//     on *.*, red-team rt61b F2); no statement (granting is the DBA's call), and not
+//     a refusal of the pool;
 //     The views, rules, triggers and functions above and a lost guard are the doors a statement
 //     through the pool opens (dialect.TriggerDoorFinder): the lazy check refuses the
 //     table while one exists, too.
