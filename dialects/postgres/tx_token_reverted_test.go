@@ -105,15 +105,36 @@ func txTokSetup(t *testing.T) (raw, db *sql.DB) {
 // a database of its own, and returns its DSN and a raw pool on it.
 func txTokSchema(t *testing.T) (dsn string, raw *sql.DB) {
 	t.Helper()
+	return txTokTables(t, []string{"par", "kid"})
+}
+
+// txTokTables makes par and kid (ON DELETE CASCADE) and the objects extra in a database
+// of its own, guards the tables of guarded with tombstones, and returns its DSN and a
+// raw pool on it.
+func txTokTables(t *testing.T, guarded []string, extra ...string) (dsn string, raw *sql.DB) {
+	t.Helper()
 	dsn = testdb.Postgres(t)
 	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw = rawWith(t, dsn,
-		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, "+cols+")")
-	for _, tb := range []string{"par", "kid"} {
+	raw = rawWith(t, dsn, append([]string{
+		"CREATE TABLE par (id bigint PRIMARY KEY, " + cols + ")",
+		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, " + cols + ")"}, extra...)...)
+	for _, tb := range guarded {
 		checkTable(t, raw, dsn, tb)
 	}
 	return dsn, raw
+}
+
+// runTxTokCases runs each case of cases (txTokRun) in a subtest of its own, on the keys
+// base, base+1, ….
+func runTxTokCases(t *testing.T, raw, db *sql.DB, svc *memlock.Service, base int, cases []txTokCase) {
+	t.Helper()
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if txTokRun(t, raw, db, svc, base+i, c) {
+				t.Logf("%s: held (refused)", c.name)
+			}
+		})
+	}
 }
 
 // TestTxTokenRecordedAgainAfterResetAll: RESET ALL inside the transaction (allowed by the
@@ -190,12 +211,7 @@ func TestTxTokenRecordedAgainAfterSavepointForms(t *testing.T) {
 // guarded): a DELETE of par is not a guarded write and may share a text with others.
 func txTokSetupPlainParent(t *testing.T) (raw, db *sql.DB) {
 	t.Helper()
-	dsn := testdb.Postgres(t)
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw = rawWith(t, dsn,
-		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, "+cols+")")
-	checkTable(t, raw, dsn, "kid")
+	dsn, raw := txTokTables(t, []string{"kid"})
 	return raw, testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=kid")
 }
 

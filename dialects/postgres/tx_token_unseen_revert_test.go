@@ -24,6 +24,16 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
+// jobsDeletingParentAtCommit is an unguarded table jobs whose deferred constraint
+// trigger deletes, at COMMIT, the par row a job names (its cascade deletes kid's).
+func jobsDeletingParentAtCommit() []string {
+	return []string{
+		"CREATE TABLE jobs (id bigserial PRIMARY KEY, par_id bigint NOT NULL)",
+		`CREATE FUNCTION jobs_done() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM par WHERE id = NEW.par_id; RETURN NULL; END $$`,
+		`CREATE CONSTRAINT TRIGGER jobs_done AFTER INSERT ON jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_done()`,
+	}
+}
+
 func txTokCOracle(t *testing.T, raw, db *sql.DB, key int, l1, l2, l3 *lockclient.Lease, what string) {
 	t.Helper()
 	if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
@@ -58,13 +68,7 @@ func TestTxTokenRecordedAfterUserFunctionReset(t *testing.T) {
 		{name: "insert-firing-trigger", attack: []string{"INSERT INTO audit (note) VALUES ('x')"}},
 		{name: "prepared-select-func", attack: []string{"SELECT app_reset_context()"}, prepared: true},
 	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if txTokRun(t, raw, db, svc, 6000+i, c) {
-				t.Logf("%s: held (refused)", c.name)
-			}
-		})
-	}
+	runTxTokCases(t, raw, db, svc, 6000, cases)
 }
 
 // TestTxTokenRecordedBeforeCommitTimeCascade: the recording is made before statements
@@ -76,15 +80,7 @@ func TestTxTokenRecordedAfterUserFunctionReset(t *testing.T) {
 // pattern —, RESET ALL), the wrapper knows it is stale but COMMIT does not record it
 // again, and the cascade is tombstoned at l1.
 func TestTxTokenRecordedBeforeCommitTimeCascade(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw := rawWith(t, dsn,
-		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, "+cols+")",
-		"CREATE TABLE jobs (id bigserial PRIMARY KEY, par_id bigint NOT NULL)",
-		`CREATE FUNCTION jobs_done() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM par WHERE id = NEW.par_id; RETURN NULL; END $$`,
-		`CREATE CONSTRAINT TRIGGER jobs_done AFTER INSERT ON jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_done()`)
-	checkTable(t, raw, dsn, "kid")
+	dsn, raw := txTokTables(t, []string{"kid"}, jobsDeletingParentAtCommit()...)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=kid")
 	svc := memlock.New()
 	ctx := context.Background()
@@ -273,13 +269,7 @@ func TestTxTokenBuiltinRevertFormsRefused(t *testing.T) {
 		{name: "set_config-from-pg_settings", attack: []string{"SELECT pg_catalog.set_config(s.name, s.reset_val, true) FROM pg_catalog.pg_settings s WHERE s.name ~ 'tx.token'"}},
 		{name: "set_config-from-show-all", attack: []string{"SELECT set_config(x.name, '', true) FROM pg_show_all_settings() x WHERE x.name LIKE '%tx%token'"}},
 	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if txTokRun(t, raw, db, svc, 7300+i, c) {
-				t.Logf("%s: held (refused)", c.name)
-			}
-		})
-	}
+	runTxTokCases(t, raw, db, svc, 7300, cases)
 }
 
 // TestTxTokenExecModes: the recording under each pgx query exec mode (the DSN's
@@ -287,14 +277,7 @@ func TestTxTokenBuiltinRevertFormsRefused(t *testing.T) {
 // cascade after it. Oracle as above; a raw error or refusal is a finding
 // (fail-closed-wrong). Expected to hold.
 func TestTxTokenExecModes(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw := rawWith(t, dsn,
-		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, "+cols+")")
-	for _, tb := range []string{"par", "kid"} {
-		checkTable(t, raw, dsn, tb)
-	}
+	dsn, raw := txTokSchema(t)
 	svc := memlock.New()
 	for i, mode := range []string{"simple_protocol", "exec", "describe_exec", "cache_describe", "cache_statement"} {
 		db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=par,kid&default_query_exec_mode="+mode)
@@ -380,15 +363,7 @@ func TestTxTokenPoolStmtOnTx(t *testing.T) {
 // recorded; the transaction commits under l1 and l3 (the Commit checks both), and a
 // deferred trigger's deletion at COMMIT is tombstoned at l1.
 func TestTxTokenRecordedAtCommitAfterRefusedStatement(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw := rawWith(t, dsn,
-		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, "+cols+")",
-		"CREATE TABLE jobs (id bigserial PRIMARY KEY, par_id bigint NOT NULL)",
-		`CREATE FUNCTION jobs_done() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM par WHERE id = NEW.par_id; RETURN NULL; END $$`,
-		`CREATE CONSTRAINT TRIGGER jobs_done AFTER INSERT ON jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_done()`)
-	checkTable(t, raw, dsn, "kid")
+	dsn, raw := txTokTables(t, []string{"kid"}, jobsDeletingParentAtCommit()...)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=kid")
 	ctx := context.Background()
 	key := 7600
