@@ -27,21 +27,18 @@ import (
 func raisedSetup(t *testing.T) (raw, db *sql.DB) {
 	t.Helper()
 	dsn := testdb.Postgres(t)
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw = rawWith(t, dsn,
-		"CREATE TABLE acc (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE accp (id bigint PRIMARY KEY, "+cols+") PARTITION BY RANGE (id)",
+	cols := fencetest.FencedColumns
+	raw = rawWith(t, dsn, append([]string{
+		"CREATE TABLE acc (id bigint PRIMARY KEY, " + cols + ")",
+		"CREATE TABLE accp (id bigint PRIMARY KEY, " + cols + ") PARTITION BY RANGE (id)",
 		"CREATE TABLE accp_lo PARTITION OF accp FOR VALUES FROM (0) TO (1000)",
-		"CREATE TABLE accp_hi PARTITION OF accp FOR VALUES FROM (1000) TO (100000)",
-		"CREATE TABLE par (id bigint PRIMARY KEY, "+cols+")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, "+cols+")")
+		"CREATE TABLE accp_hi PARTITION OF accp FOR VALUES FROM (1000) TO (100000)"},
+		fencetest.ParKidTables()...)...)
 	for _, tb := range []string{"acc", "accp", "par", "kid"} {
 		checkTable(t, raw, dsn, tb)
 	}
 	return raw, testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc,accp,par,kid")
 }
-
-// threeLeases acquires three leases of one memlock service, in token order.
 
 func TestCrossPartitionMoveTombstoneTakesRaisedToken(t *testing.T) {
 	raw, db := raisedSetup(t)

@@ -114,10 +114,7 @@ func txTokSchema(t *testing.T) (dsn string, raw *sql.DB) {
 func txTokTables(t *testing.T, guarded []string, extra ...string) (dsn string, raw *sql.DB) {
 	t.Helper()
 	dsn = testdb.Postgres(t)
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	raw = rawWith(t, dsn, append([]string{
-		"CREATE TABLE par (id bigint PRIMARY KEY, " + cols + ")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, " + cols + ")"}, extra...)...)
+	raw = rawWith(t, dsn, append(fencetest.ParKidTables(), extra...)...)
 	for _, tb := range guarded {
 		checkTable(t, raw, dsn, tb)
 	}

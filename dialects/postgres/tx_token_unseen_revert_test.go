@@ -24,16 +24,6 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
-// jobsDeletingParentAtCommit is an unguarded table jobs whose deferred constraint
-// trigger deletes, at COMMIT, the par row a job names (its cascade deletes kid's).
-func jobsDeletingParentAtCommit() []string {
-	return []string{
-		"CREATE TABLE jobs (id bigserial PRIMARY KEY, par_id bigint NOT NULL)",
-		`CREATE FUNCTION jobs_done() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM par WHERE id = NEW.par_id; RETURN NULL; END $$`,
-		`CREATE CONSTRAINT TRIGGER jobs_done AFTER INSERT ON jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_done()`,
-	}
-}
-
 func txTokCOracle(t *testing.T, raw, db *sql.DB, key int, l1, l2, l3 *lockclient.Lease, what string) {
 	t.Helper()
 	if err := fencetest.RaisedTombstone(raw, "fencedsql_tomb_kid", fencetest.ExecOf(db), key, l2, l3); err != nil {
@@ -80,7 +70,7 @@ func TestTxTokenRecordedAfterUserFunctionReset(t *testing.T) {
 // pattern —, RESET ALL), the wrapper knows it is stale but COMMIT does not record it
 // again, and the cascade is tombstoned at l1.
 func TestTxTokenRecordedBeforeCommitTimeCascade(t *testing.T) {
-	dsn, raw := txTokTables(t, []string{"kid"}, jobsDeletingParentAtCommit()...)
+	dsn, raw := txTokTables(t, []string{"kid"}, fencetest.JobsDeletingParentAtCommit()...)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=kid")
 	svc := memlock.New()
 	ctx := context.Background()
@@ -363,7 +353,7 @@ func TestTxTokenPoolStmtOnTx(t *testing.T) {
 // recorded; the transaction commits under l1 and l3 (the Commit checks both), and a
 // deferred trigger's deletion at COMMIT is tombstoned at l1.
 func TestTxTokenRecordedAtCommitAfterRefusedStatement(t *testing.T) {
-	dsn, raw := txTokTables(t, []string{"kid"}, jobsDeletingParentAtCommit()...)
+	dsn, raw := txTokTables(t, []string{"kid"}, fencetest.JobsDeletingParentAtCommit()...)
 	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=kid")
 	ctx := context.Background()
 	key := 7600

@@ -13,7 +13,6 @@ package fencedpgx_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -21,62 +20,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/fencedsql"
-	"github.com/fencedsql/fencedsql/fencedsql/fencedpgx"
-	fschema "github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
-	"github.com/fencedsql/fencedsql/internal/testdb"
 	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
-
-func txTokCommitPgxSetup(t *testing.T, ctx context.Context) (*sql.DB, *fencedpgx.Conn) {
-	t.Helper()
-	dsn := testdb.Postgres(t)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	for _, q := range []string{
-		"CREATE TABLE par (id bigint PRIMARY KEY, " + cols + ")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, " + cols + ")",
-		"CREATE TABLE jobs (id bigserial PRIMARY KEY, par_id bigint NOT NULL)",
-		`CREATE FUNCTION jobs_done() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN DELETE FROM par WHERE id = NEW.par_id; RETURN NULL; END $$`,
-		`CREATE CONSTRAINT TRIGGER jobs_done AFTER INSERT ON jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION jobs_done()`,
-	} {
-		if _, err := raw.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reps, err := fschema.Check(ctx, raw, postgres.Dialect, fschema.GuardSpec{Table: "kid"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reps {
-		for _, q := range r.Fix {
-			if _, err := raw.ExecContext(ctx, q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-	}
-	pc, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := fencedpgx.NewConn(pc, fencedsql.Guard("kid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return raw, c
-}
 
 func TestTxTokenPgxCommitTimeCascade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	raw, c := txTokCommitPgxSetup(t, ctx)
+	raw, c := txTokPgxSetup(t, ctx, false, nil, fencetest.JobsDeletingParentAtCommit()...)
 	svc := memlock.New()
 	shapes := []struct {
 		name   string

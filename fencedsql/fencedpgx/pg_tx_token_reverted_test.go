@@ -36,10 +36,10 @@ func pgxExec(c *fencedpgx.Conn) func(ctx context.Context, query string) error {
 	}
 }
 
-// txTokPgxSetup makes par and kid (ON DELETE CASCADE), kid guarded with tombstones and
-// par too when guardPar, and returns a raw pool and a fenced pgx connection whose pgx
-// config carries tracer (nil: none).
-func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool, tracer pgx.QueryTracer) (*sql.DB, *fencedpgx.Conn) {
+// txTokPgxSetup makes par and kid (fencetest.ParKidTables) and runs extra, guards kid
+// with tombstones and par too when guardPar, and returns a raw pool and a fenced pgx
+// connection whose pgx config carries tracer (nil: none).
+func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool, tracer pgx.QueryTracer, extra ...string) (*sql.DB, *fencedpgx.Conn) {
 	t.Helper()
 	dsn := testdb.Postgres(t)
 	raw, err := sql.Open("pgx", dsn)
@@ -47,11 +47,7 @@ func txTokPgxSetup(t *testing.T, ctx context.Context, guardPar bool, tracer pgx.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	cols := "balance bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0"
-	for _, q := range []string{
-		"CREATE TABLE par (id bigint PRIMARY KEY, " + cols + ")",
-		"CREATE TABLE kid (id bigint PRIMARY KEY, pid bigint REFERENCES par (id) ON DELETE CASCADE, " + cols + ")",
-	} {
+	for _, q := range append(fencetest.ParKidTables(), extra...) {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
