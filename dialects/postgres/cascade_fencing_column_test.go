@@ -12,7 +12,7 @@ import (
 // Red-team rt45b F8: a foreign key of the guarded table whose referencing columns include the version
 // column, ON UPDATE CASCADE: a stale holder's UPDATE of the (unguarded) referenced
 // table, through the pool, cascades into the guarded rows with the version advanced,
-// which the row guard accepts (token unchanged, version greater). sidedoor.go's
+// which the row guard accepts (token unchanged, version greater). cascadedoor.go's
 // cascades() reported such keys as "a note, not a problem", reasoning that the guard
 // refuses a cascade "(an UPDATE that does not advance the version)" — this one does.
 // Also ON DELETE SET DEFAULT (balance, version) with a higher version default. Now a
