@@ -74,3 +74,81 @@ func TestMemlockSingleInstanceRestart(t *testing.T) {
 		t.Errorf("a late write of the first run (token %d) after the restart: %v; want ErrFenced", firstLast, err)
 	}
 }
+
+// TestMemlockRestartRefusesPreviousRunsGrants (red-team rt62c F1): the tokens a run
+// granted that have not written yet are above every token the database holds, so a
+// restart that only starts above schema.MaxToken hands them out again; the previous
+// run's holder (paused, partitioned, or the old process still running in a deploy's
+// overlap) then writes over the new holder's row. The procedure of memlock's doc:
+// WithClockSeed and WithMinToken(MaxToken), then the database's floor raised to the new
+// service's LastToken + 1. The new run's tokens are above the old run's, the old run's
+// paused holder is refused on the row the new run wrote (the row's token) and on a row
+// it did not (the floor), and the new run writes.
+func TestMemlockRestartRefusesPreviousRunsGrants(t *testing.T) {
+	dsn := testdb.SQLite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw := testdb.Open(t, "sqlite", dsn, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)",
+		"INSERT INTO accounts (id, balance) VALUES (1, 0), (2, 0)")
+	fencetest.Guard(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	db := testdb.Open(t, "fenced-sqlite", fencetest.WithParam(dsn, "fenced_tables=accounts"))
+	update := func(l *lockclient.Lease, id int, bal int) error {
+		_, err := db.ExecContext(fencedsql.WithLease(ctx, l), "UPDATE accounts SET balance = ? WHERE id = ?", bal, id)
+		return err
+	}
+	// start starts a run by the procedure.
+	start := func() *lockclient.Client {
+		max, err := schema.MaxToken(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := memlock.New(memlock.WithClockSeed(), memlock.WithMinToken(max))
+		last, err := svc.LastToken(ctx)
+		if err != nil || last < max {
+			t.Fatalf("LastToken %d, %v; want at least MaxToken %d", last, err, max)
+		}
+		if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, last+1); err != nil {
+			t.Fatal(err)
+		}
+		c := lockclient.New(svc, lockclient.WithTTL(5*time.Second))
+		t.Cleanup(func() { c.Close(context.Background()) }) //nolint:errcheck
+		return c
+	}
+	acquire := func(c *lockclient.Client, key string) *lockclient.Lease {
+		l, err := c.Acquire(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Release(context.Background()) }) //nolint:errcheck
+		return l
+	}
+	run1 := start()
+	for i := 0; i < 3; i++ {
+		l := acquire(run1, "account:1")
+		if err := update(l, 1, i); err != nil {
+			t.Fatalf("run 1: %v", err)
+		}
+		l.Release(ctx) //nolint:errcheck
+	}
+	paused1 := acquire(run1, "account:1") // granted, paused before its write
+	paused2 := acquire(run1, "account:2")
+
+	run2 := start()
+	fresh := acquire(run2, "account:1")
+	if fresh.Token() <= paused2.Token() {
+		t.Fatalf("the restarted service's token %d is not above the previous run's grants (%d, %d)", fresh.Token(), paused1.Token(), paused2.Token())
+	}
+	if err := update(fresh, 1, 100); err != nil {
+		t.Fatalf("the restarted instance's write: %v", err)
+	}
+	if err := update(paused1, 1, 0); !errors.Is(err, fencedsql.ErrFenced) {
+		t.Errorf("the previous run's paused holder (token %d) on the row the new run wrote: %v; want ErrFenced", paused1.Token(), err)
+	}
+	if err := update(paused2, 2, 0); !errors.Is(err, fencedsql.ErrBelowFloor) {
+		t.Errorf("the previous run's paused holder (token %d) on a row the new run did not write: %v; want ErrBelowFloor", paused2.Token(), err)
+	}
+	var bal int
+	if err := raw.QueryRow("SELECT balance FROM accounts WHERE id = 1").Scan(&bal); err != nil || bal != 100 {
+		t.Errorf("account 1: balance %d, %v; want 100, the new run's", bal, err)
+	}
+}

@@ -7,8 +7,16 @@
 // WithMinToken raise (lockclient.FloorRaiser) up to 2^63−2, like the other backends' floors;
 // it lives as long as the Service: a process that restarts counts from 1 again, below the
 // tokens its previous run stamped on rows, and is refused them (ErrFenced in the
-// wrapper). A single instance therefore starts its Service with WithMinToken at the
-// highest token the database holds (fencedsql/schema.MaxToken). The last token is 2^63−1: a grant after it fails at
+// wrapper). Worse, the tokens the previous run granted but that did not write yet are
+// above every token the database holds, so a restart that only starts above those
+// (WithMinToken at fencedsql/schema.MaxToken) hands them out again, and a holder of the
+// previous run that was paused, partitioned or still running (a deploy's overlap) then
+// writes beside the new run's holder of the same token, or over its rows. A single
+// instance that restarts therefore starts its Service with WithClockSeed (every token
+// above every token of the earlier runs) and WithMinToken at schema.MaxToken (above the
+// rows too), and, where the guards read a token floor, raises the database's floor to
+// its LastToken + 1 before the first lease (schema.RaiseTokenFloor: every lease of an
+// earlier run is then refused). The last token is 2^63−1: a grant after it fails at
 // once with an error wrapping lockclient.ErrInvalidConfig. Retire (lockclient.Retirer)
 // makes every later grant fail with lockclient.ErrRetired. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
@@ -63,6 +71,7 @@ type Option func(*config)
 type config struct {
 	sessionLeases bool
 	minToken      uint64
+	clockSeed     bool
 	err           error
 }
 
@@ -96,13 +105,27 @@ func WithMinToken(n uint64) Option {
 	}
 }
 
+// WithClockSeed starts the service's counter at the wall clock in microseconds since
+// 1970 (or at WithMinToken's floor, when higher), so that a process that restarts
+// issues tokens above every token its earlier runs issued, granted and unwritten ones
+// too — as long as each earlier run issued fewer tokens than the microseconds between
+// its start and this one (a million a second for as long as it lived) and the clock was
+// not set back by more than that between the two starts. About 1.8·10^15 in 2026: far
+// from the 2^63−1 a guarded BIGINT holds. It changes nothing after New: tokens still
+// count up by one per grant.
+func WithClockSeed() Option { return func(c *config) { c.clockSeed = true } }
+
 // New returns an empty lock service.
 func New(opts ...Option) *Service {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Service{id: newServiceID(), shared: cfg.sessionLeases, seq: cfg.minToken, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
+	seq := cfg.minToken
+	if cfg.clockSeed {
+		seq = max(seq, uint64(time.Now().UnixMicro()))
+	}
+	return &Service{id: newServiceID(), shared: cfg.sessionLeases, seq: seq, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
 		faults: make(map[string]*fault)}
 }
 
