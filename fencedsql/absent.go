@@ -49,6 +49,8 @@ type absentRecord struct {
 	// (rowSecurityActive): the recorder's claim conflict is then a row a policy hid
 	// from the claim, reported as ErrUnsupported (red-team rt48h F1).
 	rowSecurity bool
+	// nowait: the claim's locking read has NOWAIT (its record does not wait either).
+	nowait bool
 	// probe (a claim whose WHERE has conjuncts besides the key's: plan.AbsentOther)
 	// reads, by a locking read, whether a row of the key exists; with probeArgs.
 	probe     string
@@ -131,7 +133,7 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	vals = append(vals, int64(tok))
 	rec := typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait)
 	if rec != nil {
-		rec.probe, rec.probeArgs, rec.rowSecurity = probe, probeArgs, rls
+		rec.probe, rec.probeArgs, rec.rowSecurity, rec.nowait = probe, probeArgs, rls, p.AbsentNoWait
 	}
 	return rec, nil
 }

@@ -47,6 +47,11 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 // every retry would meet again. (A concurrent writer of a key the claimer's policy
 // shows, committed between the claim's read and the record, is then reported the
 // same way: the one over-refusal, in a race, of a claim the retry would have made.)
+// A lock wait the server gave up (dialect.ErrorLockTimeout: the caller's lock_timeout
+// ran out while the record waited for a concurrent writer of the key, which the plain
+// read does not wait for) is ErrClaimConflict too, wrapping the server's error (red-team
+// rt62a F1: it was the raw 55P03); under NOWAIT it stays the server's error, as the
+// NOWAIT read's own failure on a locked row is.
 func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) error {
 	g := rec.g
 	info := k.dialect.Classify(err)
@@ -58,7 +63,7 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 	case info.Kind == dialect.ErrorClaimConflict && rec.rowSecurity:
 		k.metrics.count(k.metrics.unsupported, g)
 		return &UnsupportedError{Table: g.String(), Reason: rowSecurityClaimReason + ": " + err.Error()}
-	case info.Kind == dialect.ErrorClaimConflict:
+	case info.Kind == dialect.ErrorClaimConflict, info.Kind == dialect.ErrorLockTimeout && !rec.nowait:
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
 	}
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {

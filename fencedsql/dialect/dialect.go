@@ -70,6 +70,13 @@ const (
 	// On a guarded write the wrapper reads it as the table's guard objects having
 	// lost their definer since its lazy check (*SchemaError, red-team rt57b F4).
 	ErrorDefinerGone
+	// ErrorLockTimeout is a lock wait the server gave up on the statement's behalf
+	// (PostgreSQL 55P03 lock_not_available: lock_timeout, or NOWAIT). A dialect
+	// classifies it where the wrapper makes a statement wait that the caller's own
+	// statement would not (PostgreSQL: the record of a claim of an absent key waits for
+	// a concurrent writer of the key, where the plain locking read returns no row at
+	// once); the wrapper then reports it as ErrClaimConflict.
+	ErrorLockTimeout
 )
 
 // ClaimConflictMark starts the value of the error a claim by row locator raises when
