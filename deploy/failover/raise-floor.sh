@@ -23,7 +23,11 @@
 #                              a DSN or redis:// address with a password goes through
 #                              -dsn-env NAME / -addr-env NAME (or -dsn-file/-addr-file),
 #                              e.g. "-backend postgres -dsn-env LOCK_DSN" with LOCK_DSN
-#                              exported, never as -dsn/-addr (they land in argv)
+#                              exported, never as -dsn/-addr (they land in argv).
+#                              Only the service: a flag the hook passes itself
+#                              (-failover, -live, -margin) given here too is refused
+#                              by lockfloor (each flag once, -at-least excepted) and
+#                              the floor is NOT raised (red-team rt62c F2)
 #   FENCEDSQL_SCHEMA           the fencedsql-schema command (default: in PATH)
 #   FENCEDSQL_FLOOR_ATTEMPTS   attempts of each step, 1s apart (default 5): the new
 #                              primary may take a moment to accept writes

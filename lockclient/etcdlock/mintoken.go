@@ -24,13 +24,16 @@ import (
 // switch). A seeded offset is left alone. A failed raise fails that Open (or grant) and
 // is tried again by the next. n above 2^62 is invalid (see New), and so is a seed
 // above 2^62 (n within the clock of it; seedOffset) (red-team rt45d F1, rt46d F1).
+// Given more than once, the highest n counts: floors only go up, so options assembled
+// from defaults and overrides (WithMinToken(M), later WithMinToken(0)) never lower the
+// offset (red-team rt62c).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
 			c.invalid("WithMinToken", "the floor must be at most %d, got %d", uint64(maxFloor), n)
 			return
 		}
-		c.minToken = n
+		c.minToken = max(c.minToken, n) // floors only go up
 	}
 }
 

@@ -94,14 +94,16 @@ func WithSessionLeases() Option { return func(c *config) { c.sessionLeases = tru
 // WithMinToken starts the service with its token floor at n: every token it issues is
 // greater than n, as after RaiseFloor(ctx, n). n above 2^63−2 is invalid: the Service
 // then records an error wrapping lockclient.ErrInvalidConfig, which CheckConfig, Open
-// and RaiseFloor return.
+// and RaiseFloor return. Given more than once, the highest n counts: floors only go
+// up, so options assembled from defaults and overrides (WithMinToken(M), later
+// WithMinToken(0)) never lower it (red-team rt62c).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
 			c.err = fmt.Errorf("memlock: %w: WithMinToken: the floor must be at most %d, got %d", lockclient.ErrInvalidConfig, uint64(maxFloor), n)
 			return
 		}
-		c.minToken = n
+		c.minToken = max(c.minToken, n) // floors only go up
 	}
 }
 

@@ -144,14 +144,16 @@ const maxFloor = math.MaxInt64 - 1
 // recorded offset fails its Open and its grants with an error wrapping
 // lockclient.ErrInvalidConfig. A failed raise fails that Open and is tried again by the
 // next one. n above 2^63−2 is invalid (see New); n plus the clock must stay below 2^63−1
-// (a seed above fails as a counter at its end).
+// (a seed above fails as a counter at its end). Given more than once, the highest n
+// counts: floors only go up, so options assembled from defaults and overrides
+// (WithMinToken(M), later WithMinToken(0)) never lower the offset (red-team rt62c).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
 			c.invalid("WithMinToken", "the floor must be at most %d (a Redis integer), got %d", uint64(maxFloor), n)
 			return
 		}
-		c.minToken = n
+		c.minToken = max(c.minToken, n) // floors only go up
 	}
 }
 

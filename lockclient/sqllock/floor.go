@@ -32,14 +32,16 @@ const maxFloor = math.MaxInt64 - tokenSeqMinLeft // floorLimit(math.MaxInt64)
 // (or the guarded database, fencedsql-schema -max-token) knows. If the database cannot
 // be reached, Open fails with an error wrapping lockclient.ErrUnavailable and the next
 // Open tries again. n above math.MaxInt64-1,000,000 (maxFloor: it leaves a million tokens) is refused by New (ErrInvalidConfig); 0
-// means no floor.
+// means no floor. Given more than once, the highest n counts: floors only go up, so
+// options assembled from defaults and overrides (WithMinToken(M), later
+// WithMinToken(0)) never lower it (red-team rt62c).
 func WithMinToken(n uint64) Option {
 	return func(c *config) {
 		if n > maxFloor {
 			c.invalid("WithMinToken", "%d is above the largest floor, %d (it leaves %d tokens before the largest BIGINT)", n, uint64(maxFloor), tokenSeqMinLeft)
 			return
 		}
-		c.minToken = n
+		c.minToken = max(c.minToken, n) // floors only go up
 	}
 }
 

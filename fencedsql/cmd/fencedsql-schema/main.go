@@ -86,7 +86,10 @@
 // Exit status: 0 when every table is fit, 1 when problems remain (or the check or the
 // apply failed), 2 on usage errors, 3 when -raise-floor raised the floor but
 // transactions open across the raise had not ended when -timeout did
-// (schema.ErrFloorUnsettled). The DSN is never printed, and its password is
+// (schema.ErrFloorUnsettled). Each flag is given at most once: a repeated one
+// (-tables a -tables b, -raise-floor N -raise-floor M, -apply -apply) is a usage error
+// naming it, and nothing is run (internal/onceflag; red-team rt62c F2: the last value
+// used to win without a word). The DSN is never printed, and its password is
 // masked in driver errors. -dsn-env NAME or -dsn-file PATH (- for standard input)
 // give the DSN instead of -dsn, off the command line that every local user can read
 // (ps, /proc/<pid>/cmdline): use one of them whenever the DSN holds a password.
@@ -111,6 +114,7 @@ import (
 	"github.com/fencedsql/fencedsql/dialects/postgres"
 	"github.com/fencedsql/fencedsql/dialects/sqlite"
 	"github.com/fencedsql/fencedsql/fencedsql"
+	"github.com/fencedsql/fencedsql/internal/onceflag"
 	"github.com/fencedsql/fencedsql/internal/secret"
 )
 
@@ -175,7 +179,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, sideDoorHelp)
 	}
-	if err := fs.Parse(args); err != nil {
+	// Each flag once: a second -tables, -raise-floor or -dsn would otherwise replace the
+	// first without a word (red-team rt62c F2).
+	if err := onceflag.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}

@@ -71,7 +71,11 @@
 // go-redis's own logger is silenced. A DSN or address read from a file or variable must
 // be one line (red-team rt45e F3). -dsn-env NAME / -dsn-file PATH and
 // -addr-env NAME / -addr-file PATH (- for standard input) read them off the command
-// line, which every local user can read (ps): use them whenever they hold a password. Exit status: 0 on success, 1 when the
+// line, which every local user can read (ps): use them whenever they hold a password.
+// Each flag is given at most once, -at-least excepted: a repeated one (-raise N -raise M,
+// -prefix a -prefix b, -margin given in FENCEDSQL_LOCKFLOOR_ARGS and again by the hook) is
+// a usage error naming it, and nothing is read or raised (internal/onceflag; red-team
+// rt62c F2: the last value used to win without a word). Exit status: 0 on success, 1 when the
 // service cannot be read or raised (or has no token floor), or, with -live, is
 // retired or cannot tell; 2 on usage errors.
 package main
@@ -94,6 +98,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fencedsql/fencedsql/internal/onceflag"
 	"github.com/fencedsql/fencedsql/internal/secret"
 	"github.com/fencedsql/fencedsql/lockclient"
 	"github.com/fencedsql/fencedsql/lockclient/etcdlock"
@@ -141,7 +146,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lower     atLeast
 	)
 	fs.Var(&lower, "at-least", "-failover: raise the service's floor to max(LastToken, this) + the margin (repeatable, the highest counts): the guarded database's -max-token and the last switch's recorded answer")
-	if err := fs.Parse(args); err != nil {
+	// Each flag once, but -at-least (the highest counts): a second -raise, -prefix or
+	// -margin would otherwise replace the first without a word (red-team rt62c F2).
+	if err := onceflag.Parse(fs, args, "at-least"); err != nil {
 		return exitUsage
 	}
 	// -prefix "" given is the empty prefix, not the backend's default (red-team rt28b
