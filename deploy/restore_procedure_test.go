@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// TestDatabaseRestoreProcedureDocumented (red-team rt37c F6, G16): restoring the
+// TestDatabaseRestoreProcedureDocumented (red-team rt37c F6, G14): restoring the
 // guarded database from a backup (a dump reloaded, point-in-time recovery, a volume
 // snapshot rolled back) makes it forget exactly as a failover to a lagging
 // asynchronous replica does: the rows and fencedsql_floor go back to the backup's
 // time, so every lease granted since the backup that is still live writes again.
 // Nothing in the library notices a restore (the failover hooks fire on role changes),
 // so the operator documentation must carry the step: README.md's "Replication and
-// failover", deploy/failover/README.md and design.md's G16 (its list of what makes one
+// failover", deploy/failover/README.md and design.md's G14 (its list of what makes one
 // side forget, and its procedures) each need a paragraph that names restoring the
 // database from a backup and raising the floor to the lock service's last token + 1
 // before the application writes.
@@ -23,7 +23,7 @@ func TestDatabaseRestoreProcedureDocumented(t *testing.T) {
 	docs := map[string]string{
 		`README.md "Replication and failover"`: section(t, readme, "\n## Replication and failover", "\n## "),
 		"deploy/failover/README.md":            read(t, "failover/README.md"),
-		"docs/design.md G16":                   section(t, read(t, "../docs/design.md"), "\n### G16.", "\n### "),
+		"docs/design.md G14":                   section(t, read(t, "../docs/design.md"), "\n### G14.", "\n### "),
 	}
 	space := regexp.MustCompile(`\s+`)
 	restore := regexp.MustCompile(`(?i)restor\w* (of )?the (guarded )?database from a backup`)

@@ -184,7 +184,7 @@ func TestCfgRawSearchPathKeepsPoolVerdict(t *testing.T) {
 // CustomData: a `SET synchronous_commit = off` made on the raw connection after the
 // connection's first guarded write is never seen, and the next guarded write is
 // accepted on a session whose commits are acknowledged before a synchronous standby
-// has them (G16: "the session check refuses guarded writes on a connection that has
+// has them (G14: "the session check refuses guarded writes on a connection that has
 // them … from Conn.Raw"). The same SET sent through the pool is refused, and set before
 // the connection's first guarded write (on Raw, or from the DSN) it is caught.
 func TestCfgRawSyncCommitOffAfterFirstWrite(t *testing.T) {

@@ -15,7 +15,7 @@ const (
 	floorUnguardedFix = "re-run fencedsql-schema -check/-apply with the application's table list (schema.Check's Fix installs the guard) before the application writes"
 )
 
-// floorGuard is the lazy check's floor coverage (docs/design.md G16): a table the pool
+// floorGuard is the lazy check's floor coverage (docs/design.md G14): a table the pool
 // guards (fenced_tables, RegisterTables, Guard, the records) that carries no
 // floor-reading guard, in a database whose guards read a token floor
 // (schema.FloorUnheld), is refused with a *SchemaError (ErrSchema): the wrapper's

@@ -10,7 +10,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 )
 
-// The server behind a running pool (docs/design.md G16). The pool caches what it
+// The server behind a running pool (docs/design.md G14). The pool caches what it
 // learned from "the database" — each guarded table's lazy check (WithSchemaRecheck's
 // interval), the dialect's verdicts on its tables, and at its first connection what
 // the database records as guarded (the registry, the guard triggers: whether a floor

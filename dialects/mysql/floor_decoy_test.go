@@ -16,7 +16,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
-// Red-team rt25a: G16 "Tokens never go back" — installation, raise and the XA wait,
+// Red-team rt25a: G14 "Tokens never go back" — installation, raise and the XA wait,
 // MariaDB 10.11.
 
 // TestTokenFloorRunsNoAppCodeAsOperator (fail-open; privilege escalation). With a

@@ -14,7 +14,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// Red-team rt24c: G16 "Tokens never go back" across a database failover, MariaDB 10.11.
+// Red-team rt24c: G14 "Tokens never go back" across a database failover, MariaDB 10.11.
 
 // TestMissingFloorRowRefusesOneStatementDelete (fail-open). rt22b made MariaDB's guard
 // triggers refuse every write while the floor table has lost its row

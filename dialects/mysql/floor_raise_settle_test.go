@@ -17,7 +17,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// Red-team rt20t: G16 "Tokens never go back" — the token floor against a transaction
+// Red-team rt20t: G14 "Tokens never go back" — the token floor against a transaction
 // that is open across RaiseTokenFloor.
 
 // TestRaiseWaitsForOpenWriterReadCommitted (fail-open, race). Under REPEATABLE
@@ -30,7 +30,7 @@ import (
 // — is open, and that transaction then commits its write under 8 with the
 // floor at 10 in force (the BEFORE UPDATE guard's `(SELECT f.floor FROM fencedsql_floor
 // …)` is a consistent read under READ COMMITTED; the INSERT trigger's read and the
-// one-statement DELETE's do lock, and the raise waits for them). G16 says a token below the floor never writes, and the
+// one-statement DELETE's do lock, and the raise waits for them). G14 says a token below the floor never writes, and the
 // procedures say the old holder "gets ErrBelowFloor" once the floor is raised.
 //
 // Right behaviour: when RaiseTokenFloor returns, no transaction that wrote under a token
@@ -48,13 +48,13 @@ func TestRaiseWaitsForOpenWriterReadCommitted(t *testing.T) {
 	}
 }
 
-// Red-team rt22b: G16 "A raise returns when no older write can still commit" on
+// Red-team rt22b: G14 "A raise returns when no older write can still commit" on
 // MariaDB, second round (guards reading the floor LOCK IN SHARE MODE).
 
 // TestRaiseOverMissingFloorRowWaitsReadCommitted (fail-open when the floor table has
 // lost its row; READ COMMITTED). RaiseTokenFloor documents the case ("a floor table a
 // guard reads but that has lost its row gets the row back"), and the guards read an
-// empty floor table as no floor. The waiting that G16 relies on is the raise's write
+// empty floor table as no floor. The waiting that G14 relies on is the raise's write
 // of the floor row conflicting with the writers' LOCK IN SHARE MODE read of it — but
 // with no row there is nothing to lock, and READ COMMITTED takes no gap lock: a
 // writer under token 8 reads "no floor" and locks nothing, the raise INSERTs the row
@@ -203,7 +203,7 @@ func preparedXAWrite(t *testing.T) (raw *sql.DB, xaErr error) {
 	return raw, nil
 }
 
-// TestRaiseWaitsForPreparedXA (fail-open; G16 "A raise returns when no older write
+// TestRaiseWaitsForPreparedXA (fail-open; G14 "A raise returns when no older write
 // can still commit"). MariaDB's guards make the raise wait for open writers through the
 // floor row's shared lock (LOCK IN SHARE MODE in the triggers). But InnoDB (MariaDB
 // 10.6+, observed on 10.11) releases a transaction's shared and gap locks at XA PREPARE, so a prepared
@@ -214,7 +214,7 @@ func preparedXAWrite(t *testing.T) (raw *sql.DB, xaErr error) {
 // replica; the hook raises the floor, and the transaction manager's recovery then
 // commits the stale holders' writes. (The fenced pool refuses XA statements, so the
 // writer is a plain connection or another application's XA/JTA transaction manager;
-// the guards hold such writers to the floor like any other, G16.) PostgreSQL's settle waits for prepared
+// the guards hold such writers to the floor like any other, G14.) PostgreSQL's settle waits for prepared
 // transactions and says so (ErrFloorUnsettled naming them); MariaDB says nothing.
 //
 // Right behaviour: RaiseTokenFloor on MariaDB does not report success while a prepared

@@ -52,7 +52,7 @@ func raiseAcrossOpenWrite(t *testing.T, iso sql.IsolationLevel, write string) (r
 	return raisedFirst, commitErr, effect
 }
 
-// TestRaiseWaitsForEveryOpenWriteKind (red-team rt58d, held): G16 "a raise returns
+// TestRaiseWaitsForEveryOpenWriteKind (red-team rt58d, held): G14 "a raise returns
 // when no older write can still commit", for the kinds of guarded write that
 // TestRaiseWaitsForOpenWriterReadCommitted does not make (an INSERT; the one-statement
 // DELETE, whose check reads the floor without LOCK IN SHARE MODE; a multi-row DELETE;

@@ -17,7 +17,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestRaiseCoversRegisteredTableOfOtherDatabase (red-team rt37c F3, G16 "The floor
+// TestRaiseCoversRegisteredTableOfOtherDatabase (red-team rt37c F3, G14 "The floor
 // covers every guarded table, or the floor tools say which it does not"): the
 // application's database home registers (and its fenced pool writes) home's accounts
 // and shop.accounts, a table of another database on the same server, whose guard's

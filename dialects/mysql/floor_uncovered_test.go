@@ -14,7 +14,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestFloorTriggerMissingRefused (red-team rt34b F1, G16): accounts is guarded on
+// TestFloorTriggerMissingRefused (red-team rt34b F1, G14): accounts is guarded on
 // MariaDB, then its floor trigger fencedsql_floor_accounts (BEFORE INSERT) goes
 // missing (dropped, or a guard from before the floor partly re-created).
 // GuardInstalledQuery calls that guard not installed, and before, the fenced pool

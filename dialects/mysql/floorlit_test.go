@@ -98,7 +98,7 @@ func floorWriteRefused(t *testing.T, err error) {
 }
 
 // Red-team rt21b: the last commit's literal decoding (plan/protect_literal.go) and the
-// token floor's locking read (G16 "A raise returns when no older write can still
+// token floor's locking read (G14 "A raise returns when no older write can still
 // commit").
 
 // utf16Spelling returns s encoded as UTF-16 (big endian: MySQL's utf16/ucs2), in hex.

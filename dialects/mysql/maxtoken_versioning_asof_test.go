@@ -17,7 +17,7 @@ import (
 // the DSN parameter) would read a system-versioned guarded table as of that time and
 // answer the token of then (10) although a row holds 50: it refuses the session with
 // a *MaxTokenSessionError instead, named tables or not; on a plain session it answers
-// 50, and a versioned tombstone table's tokens count too (red-team rt50b F4, G16).
+// 50, and a versioned tombstone table's tokens count too (red-team rt50b F4, G14).
 func TestMaxTokenRefusesSessionReadingThePast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

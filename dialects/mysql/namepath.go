@@ -14,7 +14,7 @@ import (
 // connection's with the pool's once, and checks a connection that differs on its own
 // (docs/design.md G13, red-team rt40b F2). The name is read as binary: the server
 // does not convert it to character_set_results. The second column is the server's
-// identity (dialect.ServerIdentifier, docs/design.md G16): its server_id (distinct in
+// identity (dialect.ServerIdentifier, docs/design.md G14): its server_id (distinct in
 // any replication set-up: a replica ignores the events of its own), host name and
 // port, "<server_id>:<hostname>:<port>", read with the name in the same round trip.
 // MySQL's @@server_uuid is left out: MariaDB has no such variable, and no executable

@@ -1,7 +1,7 @@
 package mysql_test
 
 // Randomized concurrent schedules on MariaDB (InnoDB): "deleted stays deleted" and
-// "tokens never go back" (G9, G16) under concurrency (kept from red-team rt51b; no
+// "tokens never go back" (G9, G14) under concurrency (kept from red-team rt51b; no
 // finding). A generator of 2–4 concurrent transactions (fenced-pool and
 // plain-connection ones, plain XA branches) over 3 fresh keys per round, each key
 // absent, present or deleted (a tombstone) under a seed token, each transaction in a

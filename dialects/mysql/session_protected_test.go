@@ -66,7 +66,7 @@ func TestSystemVersioningAsOfClaimReadsCurrentRows(t *testing.T) {
 	}
 }
 
-// TestWsrepOnRefused (fail-open on Galera clusters, G16). The planner
+// TestWsrepOnRefused (fail-open on Galera clusters, G14). The planner
 // refuses, on a pool with guarded tables, a change of each session setting that keeps
 // the session's writes from the replicas — sql_log_bin (MySQL/MariaDB),
 // skip_replication, server_id, gtid_domain_id (MariaDB) — because a failover then

@@ -17,7 +17,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// Red-team rt25a: G16 "Tokens never go back" — the floor's installation and raise
+// Red-team rt25a: G14 "Tokens never go back" — the floor's installation and raise
 // after the floor table lost its row, PostgreSQL 15.
 
 // TestForeignTriggerDoesNotBlockRaise (over-refusal of the failover step; DoS by an

@@ -16,7 +16,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// Red-team rt24c: G16 "Tokens never go back" across a database failover, PostgreSQL 15.
+// Red-team rt24c: G14 "Tokens never go back" across a database failover, PostgreSQL 15.
 
 // lostFloorSetup: guarded accounts (row 1 at token 5), floor raised to 50, then the floor
 // table's row lost (a DBA's DELETE, a partial restore of the new primary). Returns the

@@ -18,7 +18,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// Red-team rt20t: G16 "Tokens never go back" — the token floor against a transaction
+// Red-team rt20t: G14 "Tokens never go back" — the token floor against a transaction
 // that is open across RaiseTokenFloor.
 
 // raiseDuringOpenTx runs the race: a holder of token 8 writes row 1 through the
@@ -66,7 +66,7 @@ func raiseDuringOpenTx(t *testing.T, iso sql.IsolationLevel, q string) (raisedFi
 	return raisedFirst, commitErr, token
 }
 
-// TestRaiseWaitsForOpenWriter (fail-open, race). G16: "A token … below the
+// TestRaiseWaitsForOpenWriter (fail-open, race). G14: "A token … below the
 // database's token floor never writes", and the switch/failover procedures promise
 // that once `fencedsql-schema -raise-floor` (RaiseTokenFloor) has run, "a holder of the
 // old service that is still running gets ErrBelowFloor". On PostgreSQL the guards take
@@ -111,7 +111,7 @@ func TestRaiseWaitsForOpenWriter(t *testing.T) {
 // before the raise is still open: it fails with a *schema.SettleError (errors.Is
 // ErrFloorUnsettled and the context's error) naming that session, the floor raised
 // all the same (a write that starts now is refused); a transaction that has only read
-// is not waited for (the REPEATABLE READ snapshot case of G16).
+// is not waited for (the REPEATABLE READ snapshot case of G14).
 func TestRaiseTokenFloorSettleTimesOut(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	ctx := context.Background()
@@ -161,11 +161,11 @@ func TestRaiseTokenFloorSettleTimesOut(t *testing.T) {
 }
 
 // Red-team rt21b: the last commit's literal decoding (plan/protect_literal.go) and
-// RaiseTokenFloor's settle (dialect.FloorSettler, G16 "A raise returns when no older
+// RaiseTokenFloor's settle (dialect.FloorSettler, G14 "A raise returns when no older
 // write can still commit").
 
 // TestSettleIgnoresNonWriters (over-refusal: RaiseTokenFloor fails, or hangs
-// until its context ends). G16 and OpenTransactionsQuery say RaiseTokenFloor waits for
+// until its context ends). G14 and OpenTransactionsQuery say RaiseTokenFloor waits for
 // "the transactions open at the raise that hold a write lock on a guarded table"; the
 // query counts ShareLock, ShareUpdateExclusiveLock, ExclusiveLock and
 // AccessExclusiveLock as locks "for writing". None of them is taken by a statement that
@@ -263,7 +263,7 @@ func (k settleConnector) Connect(context.Context) (driver.Conn, error) {
 func (k settleConnector) Driver() driver.Driver { return k.d }
 
 // TestSettleErrorNamesProcessIDs (cosmetic / unclear error). RaiseTokenFloor's
-// doc and G16: once the raise has committed, a context that ends before the
+// doc and G14: once the raise has committed, a context that ends before the
 // transactions open at the raise have ended gives a *schema.SettleError
 // (errors.Is ErrFloorUnsettled) whose Open names "the sessions' process ids" — the
 // floor is raised, call again to wait again. settle breaks that in two places:

@@ -15,7 +15,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestRaiseWaitsForMoreWriteKinds (red-team rt58d, held): G16 "a raise returns when
+// TestRaiseWaitsForMoreWriteKinds (red-team rt58d, held): G14 "a raise returns when
 // no older write can still commit" for guarded writes TestRaiseWaitsForOpenWriter does
 // not make — an upsert, an UPDATE under SERIALIZABLE — with
 // raiseDuringOpenTx's oracle.

@@ -14,7 +14,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/testdb"
 )
 
-// TestFloorChildOfGuardedTableRefused (red-team rt34b F1, G16): accounts is guarded
+// TestFloorChildOfGuardedTableRefused (red-team rt34b F1, G14): accounts is guarded
 // (row guard, tombstones, floor); an inheritance child accounts_child is created
 // afterwards. A parent's row triggers do not fire for a child's rows, so before, a
 // stale holder (token 8, floor 100) updated the child's row through accounts while

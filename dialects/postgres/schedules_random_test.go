@@ -1,7 +1,7 @@
 package postgres_test
 
 // Randomized concurrent schedules: "deleted stays deleted" and "tokens never go back"
-// (G9, G16) under concurrency (kept from red-team rt51a; no finding).
+// (G9, G14) under concurrency (kept from red-team rt51a; no finding).
 //
 // A schedule is 2–4 transactions on one guarded table (acc, row guard and tombstone
 // guard installed by schema.Check's Fix), on a fresh key range (2 keys, some seeded

@@ -10,7 +10,7 @@ import (
 )
 
 // TestServerIdentitySameWhateverSession: the server's identity read with the name
-// resolution (dialect.ServerIdentifier, docs/design.md G16) is the same text on every
+// resolution (dialect.ServerIdentifier, docs/design.md G14) is the same text on every
 // connection to one server whatever the session's TimeZone, DateStyle and
 // extra_float_digits (a pool whose connections differed there would take each for
 // another server and read its records again at every write).

@@ -44,7 +44,7 @@ func TestFloorRowLost(t *testing.T) {
 	}
 }
 
-// Red-team rt25a: G16 — the floor's installation after the floor table lost its row.
+// Red-team rt25a: G14 — the floor's installation after the floor table lost its row.
 
 // TestGuardInstallLeavesLostFloorRowMissing (fail-open). With the floor
 // table's row lost the guards refuse every write (rt24c F1/F5), and schema.Check says

@@ -15,7 +15,7 @@ import (
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 )
 
-// TestFloorRaiseNamesRegisteredTableWithoutGuard (red-team rt34b F1, G16): the floor
+// TestFloorRaiseNamesRegisteredTableWithoutGuard (red-team rt34b F1, G14): the floor
 // is enforced only by the guards' triggers. accounts carries the guard; ledger is
 // registered but fenced by the wrapper alone (a supported configuration), so a stale
 // holder's token below the floor still writes it. RaiseTokenFloor must not report the

@@ -6,7 +6,7 @@ import (
 )
 
 // ServerIdentifier is implemented by a NamePather whose connections can tell which
-// server they reached (docs/design.md G16, "The server behind a running pool"): after a
+// server they reached (docs/design.md G14, "The server behind a running pool"): after a
 // failover the pool's DSN reaches another server — the promoted replica — whose
 // catalog may differ from the one the pool's cached verdicts were read on (a guard's
 // installation lost with the asynchronous tail), so the wrapper trusts a verdict only

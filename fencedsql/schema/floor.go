@@ -11,7 +11,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// The token floor (docs/design.md, G16: tokens never go back). The database remembers
+// The token floor (docs/design.md, G14: tokens never go back). The database remembers
 // the highest token that wrote each row, but ordinary operations make it forget, or
 // make the lock service forget:
 //

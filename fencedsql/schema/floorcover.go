@@ -11,7 +11,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
 )
 
-// The floor's coverage (docs/design.md, G16: "The floor covers every guarded table").
+// The floor's coverage (docs/design.md, G14: "The floor covers every guarded table").
 // The token floor is enforced only by the guards' triggers: the wrapper's own rewrite
 // compares a token with the row's, never with the floor. A table the database records
 // as guarded whose writes no floor-reading guard judges — registered but fenced by the

@@ -14,7 +14,7 @@ import (
 // wrapper's rewrite compares a token with the row's, never with the floor, so such a
 // table takes tokens below the floor — after an asynchronous failover lost its guard's
 // installation with the tail, a stale holder's token below the floor the failover hook
-// raised writes it (docs/design.md G16, red-team rt54c F1). A fenced pool's lazy check
+// raised writes it (docs/design.md G14, red-team rt54c F1). A fenced pool's lazy check
 // refuses such a table (ErrSchema); in a database without a floor (no guard reads one)
 // wrapper-only fencing stays allowed. A dialect without a Guarder or a FloorFinder has
 // no floor: false. An error is a catalog query's: the answer is unknown.

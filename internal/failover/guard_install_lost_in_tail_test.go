@@ -29,7 +29,7 @@ import (
 // on the old primary (A's and B's writes): its new connections reach another server
 // (the promoted replica, another identity: dialect.ServerIdentifier), so it does not
 // trust those verdicts there and checks the table again before the stale write
-// (docs/design.md G16, "The server behind a running pool"; before, the verdict made on
+// (docs/design.md G14, "The server behind a running pool"; before, the verdict made on
 // the old primary let the stale writes through for up to a minute).
 func TestGuardInstallLostInTailRefused(t *testing.T) {
 	env := needEnv(t)

@@ -120,7 +120,7 @@ func TestMariaDBReplicaFloorChecks(t *testing.T) {
 	})
 }
 
-// Red-team rt24c: G16 "Tokens never go back" across a database failover, on the
+// Red-team rt24c: G14 "Tokens never go back" across a database failover, on the
 // harness's own primary/replica pairs.
 
 // TestMariaDBRaiseOnReplicaRefused (fail-open; the procedure run on the wrong

@@ -57,7 +57,7 @@ func guardedAccounts(ctx context.Context, t *testing.T) (raw, app *sql.DB) {
 	return raw, app
 }
 
-// TestSwitchRetiresOldService (red-team rt37c F4, G16 "Procedures", README "Switching
+// TestSwitchRetiresOldService (red-team rt37c F4, G14 "Procedures", README "Switching
 // or rebuilding the lock service"): after the switch (here in-process memlock → etcd)
 // the old lock service still exists. Before the retirement step it kept counting, and
 // the database's floor — only one or two tokens above the old service's last token

@@ -18,7 +18,7 @@ import (
 // TestServerChangeRecordsOtherSchemaGuard (red-team rt56d, held): after a server
 // change the running pool reads the new server's records again (rereadRecords) and
 // stops its writes when that server records as guarded a table it does not guard, or
-// guards on other columns (docs/design.md G16, "The server behind a running pool"). The
+// guards on other columns (docs/design.md G14, "The server behind a running pool"). The
 // pool lists public.accounts; the new server (the promoted replica of an asynchronous
 // pair) records s2.accounts, a same-named table in another schema carrying the guard's
 // triggers on other columns (tok2, ver2), which the old primary lost in the tail.

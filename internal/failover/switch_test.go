@@ -89,7 +89,7 @@ func transfers(ctx context.Context, t *testing.T, locks *lockclient.Client, db *
 }
 
 // TestSwitchLockService moves a running application from sqllock to etcd and back
-// (G16: tokens never go back). sqllock has issued tokens far above etcd's revisions, as
+// (G14: tokens never go back). sqllock has issued tokens far above etcd's revisions, as
 // a long-lived service would have. Without the procedure every etcd holder is fenced —
 // and with WithTokenSource the driver says why, naming the procedure; with it, no
 // write is fenced or lost in either direction, and a lease the old service granted

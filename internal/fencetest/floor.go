@@ -11,7 +11,7 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql"
 )
 
-// testFloor: the token floor (G16). Once the floor is raised, no write whose token is
+// testFloor: the token floor (G14). Once the floor is raised, no write whose token is
 // below it changes a row — UPDATE, INSERT, upsert, the DELETE's fencing UPDATE, through
 // the wrapper or a plain connection — and it fails with ErrBelowFloor (and ErrFenced),
 // not the plain ErrFenced of a newer row. Tokens at or above the floor write as before;

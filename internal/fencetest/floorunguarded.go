@@ -11,7 +11,7 @@ import (
 
 // testFloorListedUnguarded: where the database has a token floor (a guard is installed
 // on some table), a table the pool lists that carries its fencing columns but no
-// guard (its installation lost with an asynchronous failover's tail, G16) cannot
+// guard (its installation lost with an asynchronous failover's tail, G14) cannot
 // honour the floor, so the pool refuses its writes — *SchemaError, ErrSchema, "not
 // guarded on this server", naming the schema tool's -apply — while the guarded table's
 // writes go on. Before any guard is installed (no floor) the same pool configuration

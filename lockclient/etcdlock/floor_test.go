@@ -171,7 +171,7 @@ func TestFloorKeyAndWithMinToken(t *testing.T) {
 // the deletion, but nothing notices it, although the Client (or the etcdlock session)
 // holds the proof: its own earlier, higher token.
 //
-// Right behaviour (G16; Lease.Token: "strictly greater than the token of every earlier
+// Right behaviour (G14; Lease.Token: "strictly greater than the token of every earlier
 // grant of the same lock service"): a grant whose token is not above the highest token
 // this Client (or Backend) has been granted is refused with a typed error (e.g. wrapping
 // ErrInvalidConfig, naming the floor key and the fix: RaiseFloor), not handed out.

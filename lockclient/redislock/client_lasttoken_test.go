@@ -10,7 +10,7 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient"
 )
 
-// TestClientLastTokenNotBelowOwnGrant (red-team rt37c F5, G16 "LastToken bounds
+// TestClientLastTokenNotBelowOwnGrant (red-team rt37c F5, G14 "LastToken bounds
 // every token issued before the call"): the token counter goes back while a process
 // runs (Redis restored from an older snapshot, a lagging replica promoted: "SET
 // <prefix>token <older value>"). The process's Client holds a live lease with token T

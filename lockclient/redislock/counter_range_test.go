@@ -81,7 +81,7 @@ func errString(err error) string {
 // granted a token at or below T for the same lock without any error, and hands it to
 // the application as a healthy lease.
 //
-// Right behaviour (G16; lockclient.Lease.Token: "strictly greater than the token of
+// Right behaviour (G14; lockclient.Lease.Token: "strictly greater than the token of
 // every earlier grant of the same lock service"; the brief's "never grant a token not
 // greater than every token it granted before for that lock, or fail with a typed
 // error"): the package doc concedes that a counter that went back "is not detected" at

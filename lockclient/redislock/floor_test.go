@@ -72,7 +72,7 @@ func TestWithMinToken(t *testing.T) {
 // A token counter at its end (2^63−1, reached after a raise to the highest floor,
 // 2^63−2, and one grant) is a configuration error: the next grant fails at once with an
 // error wrapping lockclient.ErrInvalidConfig that names the counter, never ErrUnavailable
-// retried until the deadline (G16, as sqllock's exhausted token source).
+// retried until the deadline (G14, as sqllock's exhausted token source).
 func TestExhaustedCounterIsConfigError(t *testing.T) {
 	n := newNamespace(t)
 	ctx := ctxT(t, 20*time.Second)

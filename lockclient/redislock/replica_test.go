@@ -42,7 +42,7 @@ func ownRedis(t *testing.T, extra ...string) string {
 	}
 }
 
-// TestLastTokenOnReplicaRefused (red-team rt37c F2, G16 "LastToken is read from a
+// TestLastTokenOnReplicaRefused (red-team rt37c F2, G14 "LastToken is read from a
 // primary only"): redislock's LastToken — what `lockfloor -backend redis -show` prints
 // and what the failover hook (deploy/failover/raise-floor.sh) raises the guarded
 // database's floor from — answers from a Redis replica. A replica's counter lags the

@@ -12,7 +12,7 @@ import (
 	"github.com/fencedsql/fencedsql/lockclient/redislock"
 )
 
-// TestRetireOnWritableReplicaWithoutINFORefused (red-team rt38b F2, G16 "a service
+// TestRetireOnWritableReplicaWithoutINFORefused (red-team rt38b F2, G14 "a service
 // switched away from is retired"): Retire through a writable replica (replica-read-only
 // no) with an account that may not run INFO passes the PERSIST check and used to take
 // the refused INFO for "primary": it marked only the replica's copy, printed a last

@@ -13,7 +13,7 @@ package sqllock
 // SET and those statements read the current rows (MariaDB 10.11). With the counter
 // table made system-versioned (ALTER TABLE … ADD SYSTEM VERSIONING: an audit migration
 // that versions every table), the grant read the counter as it was and handed out a
-// token below one already granted (G16); with the lease table versioned, it read a held
+// token below one already granted (G14); with the lease table versioned, it read a held
 // key's row as it was before the grant and granted the key to a second owner; LastToken,
 // RaiseFloor and Retire read an old counter as the last token.
 //

@@ -127,7 +127,7 @@ func TestDialectDetection(t *testing.T) {
 // reported by CheckTable as a *SchemaError whose text says that CreateTable re-creates it
 // and that the floor must then be raised; CreateTable re-creates it at the highest token
 // of the lease table, so the next grant's token is above every token the table holds (a
-// live holder's here), not 1 (G16).
+// live holder's here), not 1 (G14).
 func TestCreateTableReseedsLostTokenSourceAboveLeaseTable(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv server) {
 		dsn, admin := srv.fresh(t, "")

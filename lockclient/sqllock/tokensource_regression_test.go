@@ -21,7 +21,7 @@ import (
 // from the reset source (1..3): the service grants a token below one it granted before
 // for the same lock, and below a live holder's of another key, silently.
 //
-// Right behaviour (G16, lockclient.Session.TryAcquire: "strictly greater than every
+// Right behaviour (G14, lockclient.Session.TryAcquire: "strictly greater than every
 // token the service issued before"): the reset is detectable from the lease table
 // itself, as CreateTable already does for a dropped sequence (it starts the new one at
 // max(token)). The first-grant check (checkTokenSeq / CheckTable) should compare the

@@ -48,7 +48,7 @@ func asOfBackend(t *testing.T, srv server, dsn, at string) *sqllock.Backend {
 
 // A system-versioned token counter (lease and waiter tables too) and a lock pool whose sessions carry
 // system_versioning_asof from before tokens 2–4 were granted: the next grant still gets
-// a token above 4 (G16), and LastToken, RaiseFloor and Retire through that pool read
+// a token above 4 (G14), and LastToken, RaiseFloor and Retire through that pool read
 // the counter as it is now (a failover's floor is LastToken+1).
 func TestVersionedCounterAsOfTokenNeverBack(t *testing.T) {
 	srv := servers[1]

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestRaiseFloorArgumentIsDecimal (red-team rt37c, G16 "Procedures"): the
+// TestRaiseFloorArgumentIsDecimal (red-team rt37c, G14 "Procedures"): the
 // switch/failover procedure feeds -raise-floor a number computed by a script
 // (NEXT+1). -raise-floor is parsed by flag.Uint64, i.e. strconv.ParseUint(s, 0, 64):
 // a leading 0 makes the number octal, "0x" hexadecimal, and "_" is accepted. A token
