@@ -184,7 +184,11 @@ func (c *conn) keyPresent(ctx context.Context, rec *absentRecord) (bool, error) 
 	}
 	rows, err := c.queryStrings(ctx, rec.probe, rec.probeArgs)
 	if err != nil {
-		err = fmt.Errorf("fencedsql: reading whether the key claimed of %s exists: %w", rec.g.String(), c.core.mapPassErr(nil, err))
+		mapped := c.core.claimWaitTimedOut(rec, err)
+		if mapped == nil {
+			mapped = c.core.mapPassErr(nil, err)
+		}
+		err = fmt.Errorf("fencedsql: reading whether the key claimed of %s exists: %w", rec.g.String(), mapped)
 		c.breakTxUnlessAborted(err)
 		return false, err
 	}

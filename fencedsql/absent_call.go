@@ -47,11 +47,7 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 // every retry would meet again. (A concurrent writer of a key the claimer's policy
 // shows, committed between the claim's read and the record, is then reported the
 // same way: the one over-refusal, in a race, of a claim the retry would have made.)
-// A lock wait the server gave up (dialect.ErrorLockTimeout: the caller's lock_timeout
-// ran out while the record waited for a concurrent writer of the key, which the plain
-// read does not wait for) is ErrClaimConflict too, wrapping the server's error (red-team
-// rt62a F1: it was the raw 55P03); under NOWAIT it stays the server's error, as the
-// NOWAIT read's own failure on a locked row is.
+// A lock wait the record gave up is ErrClaimConflict too (claimWaitTimedOut).
 func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) error {
 	g := rec.g
 	info := k.dialect.Classify(err)
@@ -63,8 +59,11 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 	case info.Kind == dialect.ErrorClaimConflict && rec.rowSecurity:
 		k.metrics.count(k.metrics.unsupported, g)
 		return &UnsupportedError{Table: g.String(), Reason: rowSecurityClaimReason + ": " + err.Error()}
-	case info.Kind == dialect.ErrorClaimConflict, info.Kind == dialect.ErrorLockTimeout && !rec.nowait:
+	case info.Kind == dialect.ErrorClaimConflict:
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
+	}
+	if cerr := k.claimWaitTimedOut(rec, err); cerr != nil {
+		return cerr
 	}
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {
 		return &UnsupportedError{Table: g.String(), Reason: "a claim of an absent key the tombstone guard's recorder cannot record (nothing was claimed): " + err.Error()}
@@ -78,3 +77,18 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 const rowSecurityClaimReason = "a claim of an absent key of a table where row-level security is in force for this role: a row of the key exists that the claim's read did not see " +
 	"(a policy hides it from this role; no retry changes that), so the key is neither absent nor claimed; nothing was recorded. " +
 	"Claim only keys the role's policies show it, or run the claim as a role the policies show the row to"
+
+// claimWaitTimedOut returns the error of a claim of an absent key whose own statement —
+// the record, or the probe of whether the key's row exists (keyPresent) — waited for a
+// lock past the caller's lock_timeout (dialect.ErrorLockTimeout): ErrClaimConflict
+// (retry the transaction), wrapping the server's error, where the plain locking read
+// returned no row at once and so never waited (red-team rt62a F1: the record, rt63a
+// F2: the probe; both were the raw 55P03). Under NOWAIT it returns nil: the server's
+// error stands, as the NOWAIT read's own failure on a locked row does. Any other
+// error: nil.
+func (k *core) claimWaitTimedOut(rec *absentRecord, err error) error {
+	if rec.nowait || k.dialect.Classify(err).Kind != dialect.ErrorLockTimeout {
+		return nil
+	}
+	return &ClaimConflictError{Table: rec.g.String(), Absent: true, Err: err}
+}

@@ -91,3 +91,69 @@ func TestClaimOfAbsentKeyUnderCallerLockTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimKeyProbeUnderCallerLockTimeout (red-team rt63a F2): a claim whose WHERE pins
+// the key and has another conjunct (`id = K AND balance = 5`) of a row that does not
+// meet it, while another transaction locks the row (a plain reader FOR UPDATE, an older
+// holder's fenced DELETE or claim). The plain locking read returns no row at once; the
+// claim stamps nothing and probes whether the key's row exists (keyPresent, FOR KEY
+// SHARE), which waits for that lock. When the caller's lock_timeout runs out there the
+// claim fails with ErrClaimConflict wrapping the 55P03 (it was the raw 55P03); under
+// NOWAIT the server's 55P03 stands.
+func TestClaimKeyProbeUnderCallerLockTimeout(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	raw := rawWith(t, dsn, "CREATE TABLE acc (id bigint PRIMARY KEY, "+fencetest.FencedColumns+")")
+	checkTable(t, raw, dsn, "acc")
+	short := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc&options=-c%20lock_timeout%3D100ms")
+	db := testdb.Open(t, "fenced-pgx", dsn+"&fenced_tables=acc")
+	svc := memlock.New()
+	ctx := context.Background()
+	n := 0
+	for _, iso := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead, sql.LevelSerializable} {
+		for _, holder := range []struct{ name, stmt string }{
+			{"plain reader", "SELECT id FROM acc WHERE id = %d FOR UPDATE"},
+			{"fenced DELETE", "DELETE FROM acc WHERE id = %d"},
+			{"fenced claim", "SELECT id FROM acc WHERE id = %d FOR UPDATE"},
+		} {
+			for _, nowait := range []bool{false, true} {
+				n++
+				key := 5000 + n
+				t.Run(fmt.Sprintf("%v/%s/nowait=%v", iso, holder.name, nowait), func(t *testing.T) {
+					testdb.Exec(t, raw, fmt.Sprintf("INSERT INTO acc (id, balance) VALUES (%d, 0)", key))
+					_, l1, l3 := fencetest.ThreeLeases(t, svc, fmt.Sprintf("kp%d", key))
+					hdb, hctx := raw, ctx
+					if holder.name != "plain reader" {
+						hdb, hctx = db, fencedsql.WithLease(ctx, l1)
+					}
+					other, err := hdb.BeginTx(hctx, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer other.Rollback() //nolint:errcheck
+					if _, err := other.ExecContext(hctx, fmt.Sprintf(holder.stmt, key)); err != nil {
+						t.Fatal(err)
+					}
+					q := fmt.Sprintf("SELECT id FROM acc WHERE id = %d AND balance = 5 FOR UPDATE", key)
+					if nowait {
+						q += " NOWAIT"
+					}
+					c3 := fencedsql.WithLease(ctx, l3)
+					tx, err := short.BeginTx(c3, &sql.TxOptions{Isolation: iso})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer tx.Rollback() //nolint:errcheck
+					var id int64
+					err = tx.QueryRowContext(c3, q).Scan(&id)
+					var pe *pgconn.PgError
+					if !errors.As(err, &pe) || pe.Code != "55P03" {
+						t.Fatalf("claim: %v; want the server's 55P03 inside", err)
+					}
+					if conflict := errors.Is(err, fencedsql.ErrClaimConflict); conflict == nowait {
+						t.Errorf("claim: %T %v; want ErrClaimConflict %v", err, err, !nowait)
+					}
+				})
+			}
+		}
+	}
+}

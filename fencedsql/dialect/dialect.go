@@ -73,9 +73,10 @@ const (
 	// ErrorLockTimeout is a lock wait the server gave up on the statement's behalf
 	// (PostgreSQL 55P03 lock_not_available: lock_timeout, or NOWAIT). A dialect
 	// classifies it where the wrapper makes a statement wait that the caller's own
-	// statement would not (PostgreSQL: the record of a claim of an absent key waits for
-	// a concurrent writer of the key, where the plain locking read returns no row at
-	// once); the wrapper then reports it as ErrClaimConflict.
+	// statement would not (PostgreSQL: the record of a claim of an absent key, or its
+	// probe of whether the key's row exists, waits for a concurrent writer or locker of
+	// the key, where the plain locking read returns no row at once); the wrapper then
+	// reports it as ErrClaimConflict.
 	ErrorLockTimeout
 )
 
