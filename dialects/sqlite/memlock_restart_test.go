@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,22 +76,37 @@ func TestMemlockSingleInstanceRestart(t *testing.T) {
 	}
 }
 
-// TestMemlockRestartRefusesPreviousRunsGrants (red-team rt62c F1): the tokens a run
-// granted that have not written yet are above every token the database holds, so a
-// restart that only starts above schema.MaxToken hands them out again; the previous
+// TestMemlockRestartRefusesPreviousRunsGrants (red-team rt62c F1, rt63a F1): the tokens
+// a run granted that have not written yet are above every token the database holds, so
+// a restart that only starts above schema.MaxToken hands them out again; the previous
 // run's holder (paused, partitioned, or the old process still running in a deploy's
 // overlap) then writes over the new holder's row. The procedure of memlock's doc:
-// WithClockSeed and WithMinToken(MaxToken), then the database's floor raised to the new
-// service's LastToken + 1. The new run's tokens are above the old run's, the old run's
-// paused holder is refused on the row the new run wrote (the row's token) and on a row
-// it did not (the floor), and the new run writes.
+// WithRestartSeed and WithMinToken(MaxToken), then the database's floor raised to the
+// new service's LastToken + 1. The new run's tokens are above the old run's, the old
+// run's paused holder is refused on the row the new run wrote (the row's token) and on
+// a row it did not (the floor), and the new run writes — also when the database's floor
+// is far above the clock (what a switch from Redis or etcd leaves: the clock then
+// separates no runs, the margin does).
 func TestMemlockRestartRefusesPreviousRunsGrants(t *testing.T) {
+	for _, aboveClock := range []bool{false, true} {
+		t.Run(fmt.Sprintf("floorAboveClock=%v", aboveClock), func(t *testing.T) {
+			memlockRestartRefusesPreviousRunsGrants(t, aboveClock)
+		})
+	}
+}
+
+func memlockRestartRefusesPreviousRunsGrants(t *testing.T, aboveClock bool) {
 	dsn := testdb.SQLite(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	raw := testdb.Open(t, "sqlite", dsn, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL DEFAULT 0, fence_token INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0)",
 		"INSERT INTO accounts (id, balance) VALUES (1, 0), (2, 0)")
 	fencetest.Guard(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+	if aboveClock {
+		if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, uint64(time.Now().UnixMicro())+lockclient.RetirementMargin); err != nil {
+			t.Fatal(err)
+		}
+	}
 	db := testdb.Open(t, "fenced-sqlite", fencetest.WithParam(dsn, "fenced_tables=accounts"))
 	update := func(l *lockclient.Lease, id int, bal int) error {
 		_, err := db.ExecContext(fencedsql.WithLease(ctx, l), "UPDATE accounts SET balance = ? WHERE id = ?", bal, id)
@@ -102,7 +118,7 @@ func TestMemlockRestartRefusesPreviousRunsGrants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc := memlock.New(memlock.WithClockSeed(), memlock.WithMinToken(max))
+		svc := memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(max))
 		last, err := svc.LastToken(ctx)
 		if err != nil || last < max {
 			t.Fatalf("LastToken %d, %v; want at least MaxToken %d", last, err, max)

@@ -12,11 +12,15 @@
 // (WithMinToken at fencedsql/schema.MaxToken) hands them out again, and a holder of the
 // previous run that was paused, partitioned or still running (a deploy's overlap) then
 // writes beside the new run's holder of the same token, or over its rows. A single
-// instance that restarts therefore starts its Service with WithClockSeed (every token
-// above every token of the earlier runs) and WithMinToken at schema.MaxToken (above the
-// rows too), and, where the guards read a token floor, raises the database's floor to
-// its LastToken + 1 before the first lease (schema.RaiseTokenFloor: every lease of an
-// earlier run is then refused). The last token is 2^63−1: a grant after it fails at
+// instance that restarts therefore starts its Service with WithRestartSeed and
+// WithMinToken at schema.MaxToken (above the rows, and RestartMargin above them: above
+// the earlier run's grants too) and, where the guards read a token floor, raises the
+// database's floor to its LastToken + 1 before the first lease (schema.RaiseTokenFloor:
+// every lease of an earlier run is then refused). Because a restart starts above every
+// token in the database, a process still configured for memlock after the deployment
+// switched to another lock service would, restarting so, start above that service and
+// fence its holders out: reconfigure every process before it can restart (README,
+// "Switching or rebuilding the lock service"). The last token is 2^63−1: a grant after it fails at
 // once with an error wrapping lockclient.ErrInvalidConfig. Retire (lockclient.Retirer)
 // makes every later grant fail with lockclient.ErrRetired. Several lockclient.Clients
 // may share one Service; each opens its own session and behaves like a separate process.
@@ -71,7 +75,7 @@ type Option func(*config)
 type config struct {
 	sessionLeases bool
 	minToken      uint64
-	clockSeed     bool
+	restartSeed   bool
 	err           error
 }
 
@@ -107,15 +111,27 @@ func WithMinToken(n uint64) Option {
 	}
 }
 
-// WithClockSeed starts the service's counter at the wall clock in microseconds since
-// 1970 (or at WithMinToken's floor, when higher), so that a process that restarts
-// issues tokens above every token its earlier runs issued, granted and unwritten ones
-// too — as long as each earlier run issued fewer tokens than the microseconds between
-// its start and this one (a million a second for as long as it lived) and the clock was
-// not set back by more than that between the two starts. About 1.8·10^15 in 2026: far
-// from the 2^63−1 a guarded BIGINT holds. It changes nothing after New: tokens still
-// count up by one per grant.
-func WithClockSeed() Option { return func(c *config) { c.clockSeed = true } }
+// RestartMargin is how far above its floor (WithMinToken) a service started with
+// WithRestartSeed begins: 2^40. A restart begins above the database's highest token
+// (schema.MaxToken: the rows, tombstones and floors — the floor the previous run's start
+// raised included) by this much, so it is above every token the previous run granted
+// unless that run granted more than 2^40 tokens (ten thousand a second for three years)
+// after its last write and its start. Each restart uses 2^40 of the 2^63 tokens: about
+// eight million restarts.
+const RestartMargin uint64 = 1 << 40
+
+// WithRestartSeed starts the service's counter above both its floor (WithMinToken) plus
+// RestartMargin and the wall clock in microseconds since 1970 (about 1.8·10^15 in
+// 2026), whichever is higher, so that a process that restarts by the procedure of the
+// package doc issues tokens above every token its earlier runs issued, granted and
+// unwritten ones too: by the margin, whatever the floor (also one a switch from another
+// lock service raised far above the clock, red-team rt63a F1), and by the clock, when
+// the earlier runs issued fewer tokens than the microseconds between their starts and
+// this one. A floor within RestartMargin of the last token 2^63−1 leaves no room: the
+// Service then records an error wrapping lockclient.ErrInvalidConfig, as an invalid
+// WithMinToken does. It changes nothing after New: tokens still count up by one per
+// grant.
+func WithRestartSeed() Option { return func(c *config) { c.restartSeed = true } }
 
 // New returns an empty lock service.
 func New(opts ...Option) *Service {
@@ -124,8 +140,12 @@ func New(opts ...Option) *Service {
 		o(&cfg)
 	}
 	seq := cfg.minToken
-	if cfg.clockSeed {
-		seq = max(seq, uint64(time.Now().UnixMicro()))
+	if cfg.restartSeed && cfg.err == nil {
+		if seq > maxFloor-RestartMargin {
+			cfg.err = fmt.Errorf("memlock: %w: WithRestartSeed: the floor %d leaves less than RestartMargin (%d) below the last token", lockclient.ErrInvalidConfig, seq, RestartMargin)
+		} else {
+			seq = max(seq+RestartMargin, uint64(time.Now().UnixMicro()))
+		}
 	}
 	return &Service{id: newServiceID(), shared: cfg.sessionLeases, seq: seq, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),
 		faults: make(map[string]*fault)}
