@@ -184,7 +184,7 @@ func (c *conn) keyPresent(ctx context.Context, rec *absentRecord) (bool, error) 
 	}
 	rows, err := c.queryStrings(ctx, rec.probe, rec.probeArgs)
 	if err != nil {
-		mapped := c.core.claimWaitTimedOut(rec, err)
+		mapped := c.core.claimWaitFailed(rec, err)
 		if mapped == nil {
 			mapped = c.core.mapPassErr(nil, err)
 		}

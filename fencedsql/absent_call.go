@@ -47,7 +47,7 @@ func typedAbsence(d dialect.Dialect, rec *absentRecord, table dialect.TableName,
 // every retry would meet again. (A concurrent writer of a key the claimer's policy
 // shows, committed between the claim's read and the record, is then reported the
 // same way: the one over-refusal, in a race, of a claim the retry would have made.)
-// A lock wait the record gave up is ErrClaimConflict too (claimWaitTimedOut).
+// A lock wait the server ended without the lock is ErrClaimConflict too (claimWaitFailed).
 func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) error {
 	g := rec.g
 	info := k.dialect.Classify(err)
@@ -62,7 +62,7 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 	case info.Kind == dialect.ErrorClaimConflict:
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
 	}
-	if cerr := k.claimWaitTimedOut(rec, err); cerr != nil {
+	if cerr := k.claimWaitFailed(rec, err); cerr != nil {
 		return cerr
 	}
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {
@@ -78,16 +78,17 @@ const rowSecurityClaimReason = "a claim of an absent key of a table where row-le
 	"(a policy hides it from this role; no retry changes that), so the key is neither absent nor claimed; nothing was recorded. " +
 	"Claim only keys the role's policies show it, or run the claim as a role the policies show the row to"
 
-// claimWaitTimedOut returns the error of a claim of an absent key whose own statement —
+// claimWaitFailed returns the error of a claim of an absent key whose own statement —
 // the record, or the probe of whether the key's row exists (keyPresent) — waited for a
-// lock past the caller's lock_timeout (dialect.ErrorLockTimeout): ErrClaimConflict
-// (retry the transaction), wrapping the server's error, where the plain locking read
-// returned no row at once and so never waited (red-team rt62a F1: the record, rt63a
-// F2: the probe; both were the raw 55P03). Under NOWAIT it returns nil: the server's
-// error stands, as the NOWAIT read's own failure on a locked row does. Any other
-// error: nil.
-func (k *core) claimWaitTimedOut(rec *absentRecord, err error) error {
-	if rec.nowait || k.dialect.Classify(err).Kind != dialect.ErrorLockTimeout {
+// lock and the server ended the wait without it (dialect.ErrorLockWait: the caller's
+// lock timeout ran out, or the wait closed a deadlock): ErrClaimConflict (retry the
+// transaction), wrapping the server's error, where the plain locking read returned no
+// row at once and so never waited (red-team rt62a F1: the record's 55P03, rt63a F2: the
+// probe's, rt64b F1 and F2: MariaDB's 1205 and 1213 between two claims of absent keys;
+// all were the server's raw error). Under NOWAIT it returns nil: the server's error
+// stands, as the NOWAIT read's own failure on a locked row does. Any other error: nil.
+func (k *core) claimWaitFailed(rec *absentRecord, err error) error {
+	if rec.nowait || k.dialect.Classify(err).Kind != dialect.ErrorLockWait {
 		return nil
 	}
 	return &ClaimConflictError{Table: rec.g.String(), Absent: true, Err: err}

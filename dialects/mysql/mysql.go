@@ -56,7 +56,7 @@ func (dialectImpl) QuoteIdent(name string) string {
 
 // Classify maps 1048 (column cannot be null), 1062 (duplicate entry), 1301 (a
 // value larger than max_allowed_packet), 1317/1969/3024 (an interrupted
-// statement) and 1449 (a trigger's or routine's DEFINER does not exist: definer.go),
+// statement), 1205 and 1213 (a lock wait ended: timeout, deadlock) and 1449 (a trigger's or routine's DEFINER does not exist: definer.go),
 // and marks the
 // errors after which the server may have rolled back the whole transaction: 1213
 // (deadlock victim), 1020 (a record changed under MariaDB's snapshot isolation) and
@@ -92,8 +92,10 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 	case 1062: // Duplicate entry '…' for key 'name'
 		key := duplicateKey(me.Message)
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnique, Constraint: key, Words: uniqueWords(me, key)}
-	case 1213, // Deadlock found when trying to get lock; try restarting transaction
-		1020, // Record has changed since last read (MariaDB innodb_snapshot_isolation)
+	case 1213: // Deadlock found when trying to get lock; try restarting transaction
+		// InnoDB rolls back the whole transaction; the session is left in autocommit.
+		return dialect.ErrorInfo{Kind: dialect.ErrorLockWait, Rollback: dialect.RollbackTransaction}
+	case 1020, // Record has changed since last read (MariaDB innodb_snapshot_isolation)
 		1206: // The total number of locks exceeds the lock table size
 		// InnoDB rolls back the whole transaction for each; the session is left in
 		// autocommit.
@@ -112,7 +114,7 @@ func classify(me *mysql.MySQLError) dialect.ErrorInfo {
 		// Only the statement by default; the whole transaction, as for a deadlock, when
 		// the server runs with innodb_rollback_on_timeout (a start-up option, read when
 		// the error happens, on the connection it happened on).
-		return dialect.ErrorInfo{Rollback: dialect.RollbackIf, RollbackQuery: "SELECT @@GLOBAL.innodb_rollback_on_timeout"}
+		return dialect.ErrorInfo{Kind: dialect.ErrorLockWait, Rollback: dialect.RollbackIf, RollbackQuery: "SELECT @@GLOBAL.innodb_rollback_on_timeout"}
 	}
 	switch string(me.SQLState[:]) {
 	case GuardSQLState: // "fencedsql: guard on <table>: …"

@@ -84,8 +84,9 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorUnknownName, Table: unknownName(pe.Message, "relation ")}
 	case "57014": // canceling statement due to statement timeout / user request
 		return dialect.ErrorInfo{Kind: dialect.ErrorInterrupted}
-	case "55P03": // lock_not_available: lock_timeout, NOWAIT
-		return dialect.ErrorInfo{Kind: dialect.ErrorLockTimeout, Table: pe.TableName}
+	case "55P03", // lock_not_available: lock_timeout, NOWAIT
+		"40P01": // deadlock_detected
+		return dialect.ErrorInfo{Kind: dialect.ErrorLockWait, Table: pe.TableName}
 	}
 	return dialect.ErrorInfo{}
 }

@@ -70,14 +70,15 @@ const (
 	// On a guarded write the wrapper reads it as the table's guard objects having
 	// lost their definer since its lazy check (*SchemaError, red-team rt57b F4).
 	ErrorDefinerGone
-	// ErrorLockTimeout is a lock wait the server gave up on the statement's behalf
-	// (PostgreSQL 55P03 lock_not_available: lock_timeout, or NOWAIT). A dialect
-	// classifies it where the wrapper makes a statement wait that the caller's own
-	// statement would not (PostgreSQL: the record of a claim of an absent key, or its
-	// probe of whether the key's row exists, waits for a concurrent writer or locker of
-	// the key, where the plain locking read returns no row at once); the wrapper then
-	// reports it as ErrClaimConflict.
-	ErrorLockTimeout
+	// ErrorLockWait is a lock wait the server ended without the lock: a lock timeout
+	// (PostgreSQL 55P03 lock_not_available — lock_timeout, or NOWAIT —; MySQL 1205) or a
+	// deadlock (PostgreSQL 40P01; MySQL 1213, after which InnoDB rolled the transaction
+	// back). The wrapper reads it where it made a statement wait that the caller's own
+	// statement would not have: the record of a claim of an absent key, or its probe of
+	// whether the key's row exists, waits for a concurrent writer, claimer or locker of
+	// the key, where the plain locking read returns no row at once (and takes no lock
+	// under READ COMMITTED); it then reports the failure as ErrClaimConflict.
+	ErrorLockWait
 )
 
 // ClaimConflictMark starts the value of the error a claim by row locator raises when
