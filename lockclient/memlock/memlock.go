@@ -13,8 +13,9 @@
 // previous run that was paused, partitioned or still running (a deploy's overlap) then
 // writes beside the new run's holder of the same token, or over its rows. A single
 // instance that restarts therefore starts its Service with WithRestartSeed and
-// WithMinToken at schema.MaxToken (above the rows, and RestartMargin above them: above
-// the earlier run's grants too) and, where the guards read a token floor, raises the
+// WithMinToken at schema.MaxToken (above the rows; WithRestartSeed puts it above the
+// earlier run's grants too: at the clock, or RestartMargin above the floor when the floor
+// is above the clock) and, where the guards read a token floor, raises the
 // database's floor to its LastToken + 1 before the first lease (schema.RaiseTokenFloor:
 // every lease of an earlier run is then refused). Because a restart starts above every
 // token in the database, a process still configured for memlock after the deployment
@@ -112,25 +113,34 @@ func WithMinToken(n uint64) Option {
 }
 
 // RestartMargin is how far above its floor (WithMinToken) a service started with
-// WithRestartSeed begins: 2^40. A restart begins above the database's highest token
-// (schema.MaxToken: the rows, tombstones and floors — the floor the previous run's start
-// raised included) by this much, so it is above every token the previous run granted
-// unless that run granted more than 2^40 tokens (ten thousand a second for three years)
-// after its last write and its start. Each restart uses 2^40 of the 2^63 tokens: about
-// eight million restarts.
+// WithRestartSeed begins when that floor is at or above the clock: 2^40. Such a restart
+// begins above the database's highest token (schema.MaxToken: the rows, tombstones and
+// floors — the floor the previous run's start raised included) by this much, so above
+// every token the previous run granted unless it granted more than 2^40 tokens
+// (ten thousand a second for three years) after its start. Each such restart uses 2^40
+// of the 2^63 tokens: about eight million restarts.
 const RestartMargin uint64 = 1 << 40
 
-// WithRestartSeed starts the service's counter above both its floor (WithMinToken) plus
-// RestartMargin and the wall clock in microseconds since 1970 (about 1.8·10^15 in
-// 2026), whichever is higher, so that a process that restarts by the procedure of the
-// package doc issues tokens above every token its earlier runs issued, granted and
-// unwritten ones too: by the margin, whatever the floor (also one a switch from another
-// lock service raised far above the clock, red-team rt63a F1), and by the clock, when
-// the earlier runs issued fewer tokens than the microseconds between their starts and
-// this one. A floor within RestartMargin of the last token 2^63−1 leaves no room: the
-// Service then records an error wrapping lockclient.ErrInvalidConfig, as an invalid
-// WithMinToken does. It changes nothing after New: tokens still count up by one per
-// grant.
+// WithRestartSeed starts the service's counter where a process that restarts by the
+// procedure of the package doc issues tokens above every token its earlier runs
+// issued, granted and unwritten ones too:
+//
+//   - at the wall clock in microseconds since 1970 (about 1.8·10^15 in 2026) when the
+//     floor (WithMinToken, at schema.MaxToken) is below it: the clock separates the
+//     runs, as long as each issued fewer tokens than the microseconds between its start
+//     and the next one's and the clock was not set back by more than that — with or
+//     without a database floor, and the tokens stay near the clock;
+//   - at the floor plus RestartMargin when the floor is at or above the clock (a switch
+//     from Redis or etcd leaves it 2^52 above: red-team rt63a F1). The clock separates
+//     nothing there; the floor the procedure raises at each start does, since MaxToken
+//     then counts it: without the guards' floor, a run that granted tokens and wrote none
+//     leaves MaxToken where it was, and the next run starts where it started (red-team
+//     rt64a F1). A floor above the clock therefore needs the database floor.
+//
+// A floor above the clock and within RestartMargin of the last token 2^63−1 leaves no
+// room: the Service then records an error wrapping lockclient.ErrInvalidConfig, as an
+// invalid WithMinToken does. It changes nothing after New: tokens still count up by one
+// per grant.
 func WithRestartSeed() Option { return func(c *config) { c.restartSeed = true } }
 
 // New returns an empty lock service.
@@ -141,10 +151,13 @@ func New(opts ...Option) *Service {
 	}
 	seq := cfg.minToken
 	if cfg.restartSeed && cfg.err == nil {
-		if seq > maxFloor-RestartMargin {
-			cfg.err = fmt.Errorf("memlock: %w: WithRestartSeed: the floor %d leaves less than RestartMargin (%d) below the last token", lockclient.ErrInvalidConfig, seq, RestartMargin)
-		} else {
-			seq = max(seq+RestartMargin, uint64(time.Now().UnixMicro()))
+		switch now := uint64(time.Now().UnixMicro()); {
+		case seq < now:
+			seq = now
+		case seq > maxFloor-RestartMargin:
+			cfg.err = fmt.Errorf("memlock: %w: WithRestartSeed: the floor %d, above the clock, leaves less than RestartMargin (%d) below the last token", lockclient.ErrInvalidConfig, seq, RestartMargin)
+		default:
+			seq += RestartMargin
 		}
 	}
 	return &Service{id: newServiceID(), shared: cfg.sessionLeases, seq: seq, cfgErr: cfg.err, locks: make(map[string]*entry), queues: make(map[string][]*waiter),

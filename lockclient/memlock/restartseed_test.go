@@ -42,6 +42,18 @@ func TestWithRestartSeed(t *testing.T) {
 	if tok2 := first(memlock.New(memlock.WithRestartSeed())); tok2 <= tok1 {
 		t.Errorf("a later run's first token %d; want above the earlier run's last, %d", tok2, tok1)
 	}
+	// A floor below the clock that does not move between runs (no database floor, the
+	// earlier run wrote nothing: red-team rt64a F1): the clock separates them.
+	fixed := uint64(time.Now().UnixMicro()) - 1_000_000
+	run3 := memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(fixed))
+	var tok3 uint64
+	for i := 0; i < 3; i++ {
+		tok3 = first(run3)
+	}
+	time.Sleep(time.Millisecond)
+	if tok4 := first(memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(fixed))); tok4 <= tok3 {
+		t.Errorf("a later run over the same floor below the clock: first token %d; want above the earlier run's last, %d", tok4, tok3)
+	}
 	// A floor above the clock (a switch from Redis or etcd): the margin separates runs.
 	high := uint64(1) << 62
 	if tok := first(memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(high))); tok != high+memlock.RestartMargin+1 {
