@@ -113,28 +113,15 @@ func memlockRestartRefusesPreviousRunsGrants(t *testing.T, aboveClock bool) {
 		return err
 	}
 	// start starts a run by the procedure.
-	start := func() *lockclient.Client {
-		max, err := schema.MaxToken(ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
-		if err != nil {
-			t.Fatal(err)
+	start := func() fencetest.MemlockRun {
+		r := fencetest.StartMemlockRun(t, ctx, raw, sqlite.Dialect, schema.GuardSpec{Table: "accounts"})
+		if r.FloorErr != nil {
+			t.Fatal(r.FloorErr)
 		}
-		svc := memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(max))
-		last, err := svc.LastToken(ctx)
-		if err != nil || last < max {
-			t.Fatalf("LastToken %d, %v; want at least MaxToken %d", last, err, max)
-		}
-		if err := schema.RaiseTokenFloor(ctx, raw, sqlite.Dialect, last+1); err != nil {
-			t.Fatal(err)
-		}
-		c := lockclient.New(svc, lockclient.WithTTL(5*time.Second))
-		t.Cleanup(func() { c.Close(context.Background()) }) //nolint:errcheck
-		return c
+		return r
 	}
-	acquire := func(c *lockclient.Client, key string) *lockclient.Lease {
-		l, err := c.Acquire(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
+	acquire := func(r fencetest.MemlockRun, key string) *lockclient.Lease {
+		l := r.Acquire(t, ctx, key)
 		t.Cleanup(func() { l.Release(context.Background()) }) //nolint:errcheck
 		return l
 	}

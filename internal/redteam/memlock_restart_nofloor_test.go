@@ -1,16 +1,14 @@
 package redteam
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/fencedsql/fencedsql/fencedsql"
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
+	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/lockclient"
-	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
 // TestMemlockRestartWithoutDatabaseFloor (red-team rt64a F1): memlock's restart
@@ -25,53 +23,40 @@ func TestMemlockRestartWithoutDatabaseFloor(t *testing.T) {
 			d := freshDB(t, b, entry{})
 			ctx := d.ctx
 			db, _ := d.open(true, nil) // wrapper-only fencing: no guard installed
-			start := func() (*lockclient.Client, uint64) {
-				max, err := schema.MaxToken(ctx, d.raw, b.dialect, schema.GuardSpec{Table: "accounts"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				svc := memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(max))
-				last, _ := svc.LastToken(ctx)
+			spec := schema.GuardSpec{Table: "accounts"}
+			start := func() fencetest.MemlockRun {
+				r := fencetest.StartMemlockRun(t, ctx, d.raw, b.dialect, spec)
 				// The procedure's floor step applies only "where the guards read a floor":
 				// here it is refused as there is none.
-				if err := schema.RaiseTokenFloor(ctx, d.raw, b.dialect, last+1); err == nil {
+				if r.FloorErr == nil {
 					t.Fatalf("RaiseTokenFloor with no guard succeeded")
 				}
-				c := lockclient.New(svc, lockclient.WithTTL(time.Minute))
-				t.Cleanup(func() { c.Close(context.Background()) }) //nolint:errcheck
-				return c, last
-			}
-			acquire := func(c *lockclient.Client, key string) *lockclient.Lease {
-				l, err := c.Acquire(ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l
+				return r
 			}
 			update := func(l *lockclient.Lease, id, bal int) error {
 				_, err := db.ExecContext(fencedsql.WithLease(ctx, l), fmt.Sprintf("UPDATE accounts SET balance = %d WHERE id = %d", bal, id))
 				return err
 			}
 			// Run 0: a normal run that writes.
-			run0, seed0 := start()
-			l0 := acquire(run0, "account:1")
+			run0 := start()
+			l0 := run0.Acquire(t, ctx, "account:1")
 			if err := update(l0, 1, 10); err != nil {
 				t.Fatalf("run 0: %v", err)
 			}
 			l0.Release(ctx) //nolint:errcheck
 			// Run 1: grants, writes nothing yet (paused holder), then the process is replaced.
-			run1, seed1 := start()
+			run1 := start()
 			var paused []*lockclient.Lease
 			for i := 0; i < 3; i++ {
-				paused = append(paused, acquire(run1, fmt.Sprintf("account:%d", 2+i)))
+				paused = append(paused, run1.Acquire(t, ctx, fmt.Sprintf("account:%d", 2+i)))
 			}
 			// Run 2: the restart.
-			run2, seed2 := start()
-			fresh := acquire(run2, "account:4") // the key run 1's third paused holder holds
+			run2 := start()
+			fresh := run2.Acquire(t, ctx, "account:4") // the key run 1's third paused holder holds
 			t.Logf("seeds: run0 %d, run1 %d, run2 %d; run1 paused tokens %d,%d,%d; run2 first token %d",
-				seed0, seed1, seed2, paused[0].Token(), paused[1].Token(), paused[2].Token(), fresh.Token())
+				run0.Seed, run1.Seed, run2.Seed, paused[0].Token(), paused[1].Token(), paused[2].Token(), fresh.Token())
 			if fresh.Token() <= paused[2].Token() {
-				t.Errorf("the restarted run's first token %d is not above the earlier run's grants (up to %d): seed %d = the earlier run's seed %d", fresh.Token(), paused[2].Token(), seed2, seed1)
+				t.Errorf("the restarted run's first token %d is not above the earlier run's grants (up to %d): seed %d = the earlier run's seed %d", fresh.Token(), paused[2].Token(), run2.Seed, run1.Seed)
 			}
 			if err := update(fresh, 4, 100); err != nil {
 				t.Fatalf("the restarted run's honest write (token %d): %v", fresh.Token(), err)

@@ -1,7 +1,6 @@
 package redteam
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/fencedsql/fencedsql/fencedsql/schema"
 	"github.com/fencedsql/fencedsql/internal/fencetest"
 	"github.com/fencedsql/fencedsql/lockclient"
-	"github.com/fencedsql/fencedsql/lockclient/memlock"
 )
 
 // TestMemlockRestartProcedureEveryDatabase (red-team rt63a F1 on every backend, and the
@@ -39,42 +37,28 @@ func TestMemlockRestartProcedureEveryDatabase(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				start := func() *lockclient.Client {
-					max, err := schema.MaxToken(ctx, d.raw, b.dialect)
-					if err != nil {
-						t.Fatal(err)
+				start := func() fencetest.MemlockRun {
+					r := fencetest.StartMemlockRun(t, ctx, d.raw, b.dialect)
+					if r.FloorErr != nil {
+						t.Fatal(r.FloorErr)
 					}
-					svc := memlock.New(memlock.WithRestartSeed(), memlock.WithMinToken(max))
-					last, _ := svc.LastToken(ctx)
-					if err := schema.RaiseTokenFloor(ctx, d.raw, b.dialect, last+1); err != nil {
-						t.Fatal(err)
-					}
-					c := lockclient.New(svc, lockclient.WithTTL(time.Minute))
-					t.Cleanup(func() { c.Close(context.Background()) }) //nolint:errcheck
-					return c
-				}
-				acquire := func(c *lockclient.Client, key string) *lockclient.Lease {
-					l, err := c.Acquire(ctx, key)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return l
+					return r
 				}
 				update := func(l *lockclient.Lease, id, bal int) error {
 					_, err := db.ExecContext(fencedsql.WithLease(ctx, l), fmt.Sprintf("UPDATE accounts SET balance = %d WHERE id = %d", bal, id))
 					return err
 				}
 				run1 := start()
-				l := acquire(run1, "account:1")
+				l := run1.Acquire(t, ctx, "account:1")
 				if err := update(l, 1, 11); err != nil {
 					t.Fatalf("run 1: %v", err)
 				}
-				l.Release(ctx)                        //nolint:errcheck
-				paused1 := acquire(run1, "account:1") // granted, paused before writing
-				paused2 := acquire(run1, "account:2")
+				l.Release(ctx)                               //nolint:errcheck
+				paused1 := run1.Acquire(t, ctx, "account:1") // granted, paused before writing
+				paused2 := run1.Acquire(t, ctx, "account:2")
 
 				run2 := start()
-				fresh1 := acquire(run2, "account:1")
+				fresh1 := run2.Acquire(t, ctx, "account:1")
 				if err := update(fresh1, 1, 100); err != nil {
 					t.Fatalf("the restarted run's write (token %d): %v", fresh1.Token(), err)
 				}
