@@ -124,16 +124,16 @@ func (c *conn) absentRecordFor(ctx context.Context, p *plan.Plan, args []driver.
 	var probe string
 	var probeArgs []any
 	if p.AbsentOther(len(terms)) {
-		probe, probeArgs = c.keyProbe(ar, k.table(p.Guard), k.cols, terms, vals, p.AbsentNoWait)
+		probe, probeArgs = c.keyProbe(ar, k.table(p.Guard), k.cols, terms, vals, p.NoWait)
 	}
 	rls, err := c.rowSecurityActive(ctx, p.Guard)
 	if err != nil {
 		return nil, err
 	}
 	vals = append(vals, int64(tok))
-	rec := typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.AbsentNoWait)
+	rec := typedAbsence(c.core.dialect, &absentRecord{g: p.Guard, sql: ar.AbsenceRecordSQL(table, len(terms)), args: vals, tok: tok}, table, k.cols, p.NoWait)
 	if rec != nil {
-		rec.probe, rec.probeArgs, rec.rowSecurity, rec.nowait = probe, probeArgs, rls, p.AbsentNoWait
+		rec.probe, rec.probeArgs, rec.rowSecurity, rec.nowait = probe, probeArgs, rls, p.NoWait
 	}
 	return rec, nil
 }
@@ -184,7 +184,7 @@ func (c *conn) keyPresent(ctx context.Context, rec *absentRecord) (bool, error) 
 	}
 	rows, err := c.queryStrings(ctx, rec.probe, rec.probeArgs)
 	if err != nil {
-		mapped := c.core.claimWaitFailed(rec, err)
+		mapped := c.core.claimWaitFailed(rec.g, rec.nowait, true, err)
 		if mapped == nil {
 			mapped = c.core.mapPassErr(nil, err)
 		}

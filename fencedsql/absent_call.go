@@ -62,7 +62,7 @@ func (k *core) absenceErr(ctx context.Context, rec *absentRecord, err error) err
 	case info.Kind == dialect.ErrorClaimConflict:
 		return &ClaimConflictError{Table: g.String(), Absent: true, Err: err}
 	}
-	if cerr := k.claimWaitFailed(rec, err); cerr != nil {
+	if cerr := k.claimWaitFailed(rec.g, rec.nowait, true, err); cerr != nil {
 		return cerr
 	}
 	if strings.Contains(err.Error(), dialect.AbsenceUnsupportedMark) {
@@ -78,18 +78,22 @@ const rowSecurityClaimReason = "a claim of an absent key of a table where row-le
 	"(a policy hides it from this role; no retry changes that), so the key is neither absent nor claimed; nothing was recorded. " +
 	"Claim only keys the role's policies show it, or run the claim as a role the policies show the row to"
 
-// claimWaitFailed returns the error of a claim of an absent key whose own statement —
-// the record, or the probe of whether the key's row exists (keyPresent) — waited for a
-// lock and the server ended the wait without it (dialect.ErrorLockWait: the caller's
-// lock timeout ran out, or the wait closed a deadlock): ErrClaimConflict (retry the
-// transaction), wrapping the server's error, where the plain locking read returned no
-// row at once and so never waited (red-team rt62a F1: the record's 55P03, rt63a F2: the
-// probe's, rt64b F1 and F2: MariaDB's 1205 and 1213 between two claims of absent keys;
-// all were the server's raw error). Under NOWAIT it returns nil: the server's error
-// stands, as the NOWAIT read's own failure on a locked row does. Any other error: nil.
-func (k *core) claimWaitFailed(rec *absentRecord, err error) error {
-	if rec.nowait || k.dialect.Classify(err).Kind != dialect.ErrorLockWait {
+// claimWaitFailed is the one reading of a lock wait the server ended without the lock
+// (dialect.ErrorLockWait: the caller's lock timeout ran out, or the wait closed a
+// deadlock) in a statement the wrapper sent for a claim of table g: the claim's
+// fencing UPDATE, its one-statement claim or its read (plan.Plan.ClaimPart; mapErr),
+// the record of an absent key or its probe of whether the key's row exists
+// (absent true: absenceErr, keyPresent). It returns ErrClaimConflict (retry the
+// transaction), wrapping the server's error (errors.As still finds it), for every such
+// failure: the claim's statements lock more than the plain read would — the record and
+// the probe wait where the plain read returns no row at once (red-team rt62a F1,
+// rt63a F2, rt64b F1, F2), the fencing UPDATE holds a write's lock where a FOR SHARE
+// or FOR KEY SHARE read holds a share lock (rt64a F2) — and nothing was claimed by the
+// failed statement. Under NOWAIT it returns nil: the server's error stands, as the
+// NOWAIT read's own failure on a locked row does. Any other error: nil.
+func (k *core) claimWaitFailed(g *plan.Table, nowait, absent bool, err error) error {
+	if err == nil || nowait || g == nil || k.dialect.Classify(err).Kind != dialect.ErrorLockWait {
 		return nil
 	}
-	return &ClaimConflictError{Table: rec.g.String(), Absent: true, Err: err}
+	return &ClaimConflictError{Table: g.String(), Absent: absent, Err: err, wait: claimWaited}
 }

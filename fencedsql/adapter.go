@@ -406,7 +406,9 @@ func (b *batched) Done(i int, n int64, err error) error {
 	if pl := b.maps[i]; pl != nil {
 		err = b.c.core.mapErr(context.Background(), pl, b.tok, b.ver, err)
 	} else {
-		err = b.c.core.mapPassErr(nil, err)
+		// As written; the read of a claim's two steps (exact) maps its lock wait as
+		// the claim's (mapPassErr).
+		err = b.c.core.mapPassErr(b.exact, err)
 	}
 	if b.verdict != nil {
 		b.c.core.doubtVerdict(b.verdict, b.p.Guard, err)

@@ -178,9 +178,10 @@ func (c *conn) queryClaim(ctx context.Context, r runner, p *plan.Plan, args []dr
 	}
 	dr, err := r.query(ctx, read, readArgs)
 	if err != nil {
-		return nil, c.stampKept(claimed, c.core.mapPassErr(nil, err))
+		return nil, c.stampKept(claimed, c.core.mapPassErr(read, err))
 	}
 	w := newRows(dr, c.core, nil, 0, 0).(*rows)
+	w.read = read
 	c.keepStampOnFailure(w, claimed)
 	if claimed < 0 {
 		return w, nil

@@ -71,6 +71,10 @@ var (
 	// absent key (PostgreSQL, docs/design.md G10) also fails with it when a concurrent
 	// transaction wrote the key under an older token after the claim read it as absent
 	// (under REPEATABLE READ and SERIALIZABLE: was writing it): the retry finds the row.
+	// A lock wait the server ends without the lock (a lock timeout, a deadlock) in any
+	// statement the wrapper sends for a claim — but under NOWAIT — is ErrClaimConflict
+	// too, and so, on PostgreSQL, is a guarded write's wait for another transaction's
+	// claim of its key as absent: the server's error stays reachable with errors.As.
 	ErrClaimConflict = errors.New("fencedsql: claim could not stamp every row it locked")
 
 	// ErrLeaseServicesDiffer means the leases bound to one transaction or statement
@@ -160,14 +164,39 @@ func (e *VersionConflictError) Unwrap() []error { return []error{ErrVersionConfl
 // ClaimConflictError is a claimed locking read that could not claim exactly the rows
 // its locking query locked (ErrClaimConflict), or (Absent) a claim of an absent key
 // whose record found the key written by a concurrent transaction under an older token
-// after the claim's read (red-team rt44a F1). Err is the driver's error.
+// after the claim's read (red-team rt44a F1). It is also a lock wait the server ended
+// without the lock (a lock timeout, a deadlock) in a statement the wrapper sent for a
+// claim (Absent: the record of an absent key or its probe), and, on PostgreSQL, in
+// the tombstone guard's check of the key a guarded write gives a row, where it waits
+// for another transaction's claim of that key as absent (red-team rt64a F2, F3).
+// Err is the driver's error.
 type ClaimConflictError struct {
 	Table  string
 	Absent bool
 	Err    error
+	// wait says Err is a lock wait the server ended without the lock: a claim's
+	// statement's (claimWaitFailed), or a guarded write's in the tombstone guard's check
+	// of its key (mapErr).
+	wait lockWaiter
 }
 
+// lockWaiter is the statement of a ClaimConflictError that waited (ClaimConflictError.wait).
+type lockWaiter uint8
+
+const (
+	claimWaited lockWaiter = iota + 1 // a statement of a claim (0: no lock wait)
+	writeWaited                       // a guarded write, in the tombstone guard's check
+)
+
 func (e *ClaimConflictError) Error() string {
+	switch e.wait {
+	case claimWaited:
+		return "fencedsql: claim on " + e.Table + ": a statement of the claim waited for a lock a concurrent transaction holds (on a row, or on the claimed key's tombstone), " +
+			"and the server ended the wait without it (a lock timeout or a deadlock): nothing was claimed; roll back and retry the transaction (" + e.Err.Error() + ")"
+	case writeWaited:
+		return "fencedsql: write on " + e.Table + " waited in the tombstone guard's check of its key for a concurrent transaction's record of that key's tombstone " +
+			"(a claim of the absent key, or a write of the key), and the server ended the wait without it (a lock timeout or a deadlock): nothing was written; roll back and retry the transaction (" + e.Err.Error() + ")"
+	}
 	if e.Absent {
 		return "fencedsql: claim on " + e.Table + " found no row, but a concurrent transaction wrote the key under an older token after the claim read it " +
 			"(or, under REPEATABLE READ or SERIALIZABLE, was writing it): nothing was claimed and the transaction is aborted; retry it (" + e.Err.Error() + ")"

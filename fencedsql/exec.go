@@ -189,7 +189,15 @@ func (c *conn) doubtConflictForm(p *plan.Plan, err error) {
 // write): unique violations become ErrDuplicate, and a guard's refusal of a write the
 // wrapper could not attribute becomes ErrFenced or a *GuardError (fencingNull). p is
 // the statement's plan, nil for a statement the wrapper did not plan.
+//
+// p may be the read of a two-statement claim (plan.Plan.ClaimPart): its lock wait the
+// server ended without the lock is the claim's (claimWaitFailed).
 func (k *core) mapPassErr(p *plan.Plan, err error) error {
+	if p != nil && p.ClaimPart {
+		if cerr := k.claimWaitFailed(p.Guard, p.NoWait, false, err); cerr != nil {
+			return cerr
+		}
+	}
 	if p != nil && p.Guard != nil {
 		p = nil // a pass-through plan's guard is no fenced write's: mapped as unplanned
 	}
@@ -258,6 +266,18 @@ func (k *core) mapErr(ctx context.Context, p *plan.Plan, tok uint64, ver int64, 
 			return err
 		}
 		return &ClaimConflictError{Table: p.Guard.String(), Err: err}
+	case dialect.ErrorLockWait:
+		// A statement of a claim (claimWaitFailed), or a guarded write's wait in the
+		// tombstone guard's check of its key for another transaction's claim of the key
+		// as absent, which the plain write would not wait for (red-team rt64a F3).
+		if p != nil && p.ClaimPart {
+			if cerr := k.claimWaitFailed(p.Guard, p.NoWait, false, err); cerr != nil {
+				return cerr
+			}
+		}
+		if info.TombstoneWait && p != nil && p.Guard != nil {
+			return &ClaimConflictError{Table: p.Guard.String(), Absent: true, Err: err, wait: writeWaited}
+		}
 	case dialect.ErrorUnique:
 		table := info.Table
 		var g *plan.Table

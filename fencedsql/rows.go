@@ -22,6 +22,10 @@ type rows struct {
 	p    *plan.Plan
 	tok  uint64
 	ver  int64
+	// read (p nil), when set, is the read of a two-statement claim whose rows these
+	// are: their errors are mapped as a statement's sent as written, but for a lock
+	// wait, the claim's (mapPassErr).
+	read *plan.Plan
 
 	// done, when set, is called once with the first error the rows reported (nil if
 	// none) when they close: a guarded statement's outcome is known only then.
@@ -72,7 +76,16 @@ func (r *rows) Next(dest []driver.Value) error {
 		}
 		return err
 	}
-	return r.fail(r.core.mapErr(context.Background(), r.p, r.tok, r.ver, err))
+	return r.fail(r.mapErr(err))
+}
+
+// mapErr maps an error the rows reported: for p's statement (core.mapErr), or, p
+// nil, as a statement's sent as written (core.mapPassErr), a claim's read's included.
+func (r *rows) mapErr(err error) error {
+	if r.p == nil {
+		return r.core.mapPassErr(r.read, err)
+	}
+	return r.core.mapErr(context.Background(), r.p, r.tok, r.ver, err)
 }
 
 // judge runs expect (countRows) once, with the number of rows returned: all of them
@@ -95,7 +108,7 @@ func (r *rows) Close() error {
 	if !native {
 		drained = r.drain()
 	}
-	err := r.fail(r.core.mapErr(context.Background(), r.p, r.tok, r.ver, r.Rows.Close()))
+	err := r.fail(r.mapErr(r.Rows.Close()))
 	if native && err == nil && r.expect != nil {
 		if n, ok := rc.RowsRead(); ok {
 			err = r.judge(n, true)
@@ -176,7 +189,7 @@ func (r *rows) NextResultSet() error {
 		if err == nil || err == io.EOF {
 			return err
 		}
-		return r.fail(r.core.mapErr(context.Background(), r.p, r.tok, r.ver, err))
+		return r.fail(r.mapErr(err))
 	}
 	return io.EOF
 }

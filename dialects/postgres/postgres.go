@@ -86,7 +86,7 @@ func (dialectImpl) Classify(err error) dialect.ErrorInfo {
 		return dialect.ErrorInfo{Kind: dialect.ErrorInterrupted}
 	case "55P03", // lock_not_available: lock_timeout, NOWAIT
 		"40P01": // deadlock_detected
-		return dialect.ErrorInfo{Kind: dialect.ErrorLockWait, Table: pe.TableName}
+		return dialect.ErrorInfo{Kind: dialect.ErrorLockWait, Table: pe.TableName, TombstoneWait: inTombstoneCheck(pe.Where)}
 	}
 	return dialect.ErrorInfo{}
 }

@@ -88,7 +88,10 @@ const (
 	tombMarker = "fencedsql tombstone guard v"
 )
 
-func tombFunc(name string) string { return boundedName("fencedsql_tombstone_", name, maxIdentLen) }
+func tombFunc(name string) string { return boundedName(tombFuncPrefix, name, maxIdentLen) }
+
+// tombFuncPrefix starts the name of every tombstone guard's function (tombFunc).
+const tombFuncPrefix = "fencedsql_tombstone_"
 
 // tombSchema is the schema the tombstone objects of table live in: its own, or public
 // for an unqualified table (schema.Check resolves the schema before asking for DDL).

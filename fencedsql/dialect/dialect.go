@@ -77,7 +77,10 @@ const (
 	// statement would not have: the record of a claim of an absent key, or its probe of
 	// whether the key's row exists, waits for a concurrent writer, claimer or locker of
 	// the key, where the plain locking read returns no row at once (and takes no lock
-	// under READ COMMITTED); it then reports the failure as ErrClaimConflict.
+	// under READ COMMITTED); every statement of a claim holds a write's lock, where a
+	// FOR SHARE read holds a share lock. It then reports the failure as
+	// ErrClaimConflict. ErrorInfo.TombstoneWait tells a guarded write's wait in the
+	// guard's check of the key's tombstone from the plain statement's own waits.
 	ErrorLockWait
 )
 
@@ -98,6 +101,12 @@ type ErrorInfo struct {
 	// wrapper use its own sentence.
 	Words string
 	Table string // when the driver reports it
+	// TombstoneWait (ErrorLockWait) says the wait was in the tombstone guard's check of
+	// the key a write gives a row (its trigger function, as the error's context names
+	// it): for another transaction's uncommitted record of that key's tombstone — a
+	// claim of the absent key — which the same write on an unguarded table does not
+	// wait for. false where the driver's error cannot tell (MySQL/MariaDB).
+	TombstoneWait bool
 	// Schema is Table's schema, when the driver reports it (PostgreSQL): a NOT NULL of
 	// a same-named table in another schema is told apart by it.
 	Schema string

@@ -242,8 +242,8 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 			main.absentConjuncts = len(p.conjuncts(c[0]+1, c[1], !p.rw.numbered))
 		}
 		main.absentMySQL = !p.rw.numbered
-		main.AbsentNoWait = nowait
 	}
+	main.NoWait = nowait
 	main.ClaimLocator = located
 	main.TwoStepErr = twoStepErr
 	// The one-statement claim by row locator evaluates the selection more than once
@@ -267,7 +267,18 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	} else if main.ClaimOne == nil {
 		return p.claimRefused(g.String(), "%s", OffsetTwoStatements)
 	}
+	markClaimParts(main)
 	return main, nil
+}
+
+// markClaimParts marks the statements claim sends (Plan.ClaimPart), each with the
+// claim's NoWait.
+func markClaimParts(claim *Plan) {
+	for _, st := range []*Plan{claim.Pre, claim.ClaimOne, claim.ClaimRead} {
+		for ; st != nil; st = st.Keyed {
+			st.ClaimPart, st.NoWait = true, claim.NoWait
+		}
+	}
 }
 
 // selectModifiers are the words MySQL/MariaDB take between SELECT and its select list.

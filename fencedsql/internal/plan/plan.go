@@ -151,10 +151,18 @@ type Plan struct {
 	// absentConjuncts (a claim with Absent) is the number of conjuncts at the top
 	// level of its WHERE (AbsentOther).
 	absentConjuncts int
-	// AbsentNoWait (a claim with Absent) marks a locking read with NOWAIT: the
-	// record of the absent key must not wait for a concurrent writer of the key either
-	// (red-team rt44a F7).
-	AbsentNoWait bool
+	// NoWait (a claim, and each of its statements: ClaimPart) marks a locking read with
+	// NOWAIT: the record of an absent key must not wait for a concurrent writer of the
+	// key either (red-team rt44a F7), and the server's failure of a lock the claim's
+	// statements did not wait for (55P03) stays the server's error, as the NOWAIT read's
+	// own failure on a locked row is.
+	NoWait bool
+	// ClaimPart marks the statements a claim sends: its Pre and Pre.Keyed (the fencing
+	// UPDATE, by WHERE or by row locator), its ClaimOne, its ClaimRead and
+	// ClaimRead.Keyed. A lock wait the server ended without the lock in one of them
+	// (dialect.ErrorLockWait: a lock timeout, a deadlock) fails the claim with
+	// ErrClaimConflict wrapping the server's error, unless NoWait (red-team rt64a F2).
+	ClaimPart bool
 	// ResetsSession marks statements (SET … sql_mode) after which a connection's
 	// session check must run again.
 	ResetsSession bool
