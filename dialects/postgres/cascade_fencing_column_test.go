@@ -16,7 +16,7 @@ import (
 // cascades() reported such keys as "a note, not a problem", reasoning that the guard
 // refuses a cascade "(an UPDATE that does not advance the version)" — this one does.
 // Also ON DELETE SET DEFAULT (balance, version) with a higher version default. Now a
-// problem (fencingCascades), which a pool's lazy check refuses; a key that writes no
+// problem (cascades), which a pool's lazy check refuses; a key that writes no
 // fencing column stays a note.
 func TestCascadeWritingFencingColumnIsADoor(t *testing.T) {
 	for _, c := range []struct{ name, fk, write string }{

@@ -42,12 +42,14 @@ import (
 //     prepares and caches them per connection) keep its rewriting on PostgreSQL 15
 //     after the rule is dropped, so reconnect the pools afterwards.
 //   - foreign keys of the table with ON DELETE or ON UPDATE CASCADE, SET NULL or SET
-//     DEFAULT: PostgreSQL runs the table's row triggers for the cascade, so the guard
-//     refuses it (a DELETE of rows the transaction did not fence first, an UPDATE that
-//     does not advance the version) and the write to the referenced table fails;
-//     tombstones are recorded. A note, not a problem — unless the action writes the
-//     token or version column (fencingCascades, one of TriggerDoors: red-team rt45b
-//     F8), where a version set higher passes the guard.
+//     DEFAULT (cascades, one of TriggerDoors): PostgreSQL runs the table's row
+//     triggers for the cascade, so an installed guard refuses it (a DELETE of rows
+//     the transaction did not fence first, an UPDATE that does not advance the
+//     version) and the write to the referenced table fails; tombstones are recorded.
+//     A note, not a problem — unless the action writes the token or version column
+//     (red-team rt45b F8), where a version set higher passes the guard, or the
+//     guard's trigger that would refuse it is not installed (wrapper-only fencing,
+//     red-team rt65a F1), where nothing does.
 //   - the doors a statement through the pool opens (TriggerDoors, which the lazy
 //     check also runs): the updatable views and the rules above, triggers on other
 //     relations, guarded or not, whose function writes the table, the table's own
@@ -64,7 +66,7 @@ import (
 // It first judges the session it reads the catalog through (catalogTrust, red-team
 // rt52a).
 func (d dialectImpl) SideDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.catalogTrust, d.descendants, d.childKeys, d.cascades, d.foreignTables, d.triggerDoors, d.guardNamesakes)
+	return dialect.FindDoors(ctx, query, t, d.catalogTrust, d.descendants, d.childKeys, d.foreignTables, d.triggerDoors, d.guardNamesakes)
 }
 
 const (

@@ -28,7 +28,8 @@ import (
 // triggers, rules, views, event triggers, SECURITY DEFINER routines; otherTriggers),
 // the guard's functions (guardFunctions) and its other objects (triggers, tombstone
 // function, recorder: guardObjects) not as the installer writes them, the foreign
-// keys whose action writes a fencing column (fencingCascades) — and the functions
+// keys whose action writes a fencing column, or that no installed guard trigger
+// refuses (cascades: a note where the guard refuses it) — and the functions
 // whose body writes the table (routines, routinedoor.go) — in that order, one catalog
 // query each (guardObjects: two, the primary key's and its own).
 //
@@ -41,7 +42,7 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 
 // triggerDoors is TriggerDoors after catalogTrust (SideDoors runs catalogTrust first).
 func (d dialectImpl) triggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.keyMakers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.fencingCascades, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.keyMakers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.cascades, d.routines)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's

@@ -28,12 +28,14 @@ import (
 //     rows already deleted carry tombstones at their own token.
 //     ON DELETE SET NULL / SET DEFAULT and ON UPDATE CASCADE / SET NULL / SET DEFAULT
 //     change the rows by an UPDATE that does not advance the version, which the guard
-//     refuses (the referenced table's write fails): a note — unless the key's columns
+//     refuses (the referenced table's write fails): a note — a problem where the
+//     table does not carry the guard's UPDATE trigger (wrapper-only fencing: nothing
+//     refuses it; red-team rt65a F1, one rule with PostgreSQL's cascades) — unless the key's columns
 //     include the token or version column (fencingCascade): then the UPDATE sets the
 //     version (to the referenced row's new value, or to NULL or the default), a higher
 //     one passes the guard, and a write of the referenced table, which the wrapper does
 //     not fence, rewrites the rows at their own token (red-team rt50d F1, the twin of
-//     PostgreSQL's fencingCascades): a problem without a Fix statement (rebuild the
+//     PostgreSQL's cascades): a problem without a Fix statement (rebuild the
 //     table with NO ACTION/RESTRICT, or without the fencing columns in the key).
 //     Foreign keys act only on connections with PRAGMA foreign_keys = ON (a
 //     constraint counts whatever the pragma: another connection may turn it on).
@@ -118,6 +120,7 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 	}
 	sort.Slice(ids, func(i, j int) bool { a, _ := strconv.Atoi(ids[i]); b, _ := strconv.Atoi(ids[j]); return a < b })
 	var doors []dialect.SideDoor
+	var guarded *bool // guardsUpdates, asked once when a note candidate needs it
 	for _, id := range ids {
 		f := byID[id]
 		obj := "(" + strings.Join(f.from, ", ") + ") REFERENCES " + f.ref + " (" + strings.Join(f.to, ", ") + ")"
@@ -145,11 +148,43 @@ func (d dialectImpl) cascades(ctx context.Context, query dialect.CatalogQuery, t
 					"so a stale holder, or a write without a token, may rewrite rows written under a newer token; SQLite cannot alter a constraint: rebuild " +
 					t.Table.String() + " with the foreign key ON DELETE/ON UPDATE NO ACTION or RESTRICT, or without the fencing columns"})
 		} else if f.onDel != "CASCADE" {
+			if guarded == nil {
+				g, err := d.guardsUpdates(ctx, query, t.Table)
+				if err != nil {
+					return nil, err
+				}
+				guarded = &g
+			}
+			if !*guarded {
+				// No guard trigger to refuse the cascaded UPDATE (wrapper-only fencing):
+				// a door, as a trigger on f.ref doing the same write (red-team rt65a F1).
+				doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj,
+					Problem: strings.Join(writing, ", ") + ": a write of " + f.ref + " (which the wrapper does not fence for the rows of " + t.Table.String() +
+						"), through the pool too, with a stale token or none, rewrites rows of " + t.Table.String() + " written under a newer token, and no installed guard trigger (" +
+						guardTrigger(t.Table.Name) + ") refuses it; install the guard (fencedsql-schema -apply), or rebuild " + t.Table.String() + " with the foreign key ON DELETE/ON UPDATE NO ACTION or RESTRICT"})
+				continue
+			}
 			doors = append(doors, dialect.SideDoor{Kind: dialect.SideDoorCascade, Object: obj, Note: true,
 				Problem: writing[0] + ": SQLite runs the triggers of " + t.Table.String() + " for the cascaded UPDATE, which does not advance the version: the guard refuses it, so the write to " + f.ref + " fails unless the rows were changed through the wrapper first"})
 		}
 	}
 	return doors, nil
+}
+
+// guardsUpdates reports whether the table carries the guard's BEFORE UPDATE trigger
+// (fencedsql_guard_<table>), which refuses a cascaded UPDATE that does not advance
+// the version. A trigger of that name not as the guard writes it is guardTriggers'
+// door. One query.
+func (d dialectImpl) guardsUpdates(ctx context.Context, query dialect.CatalogQuery, table dialect.TableName) (bool, error) {
+	master := "sqlite_master"
+	if table.Schema != "" {
+		master = d.QuoteIdent(table.Schema) + ".sqlite_master"
+	}
+	rows, err := query(ctx, "SELECT 1 FROM "+master+" WHERE type = 'trigger' AND name = ? COLLATE NOCASE AND tbl_name = ? COLLATE NOCASE", guardTrigger(table.Name), table.Name)
+	if err != nil {
+		return false, err
+	}
+	return len(rows) > 0, nil
 }
 
 // fencingCascade returns the fencing columns of t (token, version) among a foreign

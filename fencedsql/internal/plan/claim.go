@@ -105,6 +105,9 @@ func (p *parser) lockingRead(with int) (*Plan, error) {
 	if why == "" {
 		why = p.lockNotTaken(lock)
 	}
+	if why == "" {
+		why = p.lockTail(lock) // never a text dropped after the clause (rt65a F4)
+	}
 	if why != "" {
 		return p.claimRefused(g.String(), "%s", why)
 	}

@@ -31,6 +31,8 @@ func FuzzPlan(f *testing.F) {
 		"DELETE FROM accounts WHERE id = $1 RETURNING id, balance",
 		"DELETE FROM accounts WHERE version = ? ORDER BY id LIMIT 1 RETURNING *;",
 		"SELECT * FROM accounts WHERE id = $1 FOR UPDATE",
+		"SELECT * FROM accounts WHERE id = $1 FOR UPDATE UNION ALL SELECT 2", // rt65a F4
+		"SELECT * FROM accounts WHERE id = ? FOR UPDATE OF accounts NOWAIT garbage",
 		"SELECT 1; DELETE FROM accounts",
 		"WITH x AS (DELETE FROM accounts RETURNING *) SELECT * FROM x",
 		"/*!50000 UPDATE accounts SET a = 1 */",
