@@ -39,10 +39,15 @@ func familyNamedSQL(lower string) string {
 }
 
 // dynamicSQLSQL is the catalog pre-filter of a body for dynamicSQLWrites' escape
-// rule: text (an SQL expression) holds "execute", in any case, and a backslash (an
-// E'…' string's escape). A U& escape is pre-filtered by the callers ('u&').
+// rule and its surgery rule: text (an SQL expression) runs SQL text — holds
+// "execute", in any case, or the name of a function that sends SQL text
+// (dialect.SQLTextSenders) — and a backslash (an E'…' string's escape), or it holds
+// the name of one of pg_surgery's functions. A U& escape is pre-filtered by the
+// callers ('u&').
 func dynamicSQLSQL(text string) string {
-	return `(pg_catalog.strpos(pg_catalog.lower(` + text + `), 'execute') > 0 AND pg_catalog.strpos(` + text + `, pg_catalog.chr(92)) > 0)`
+	lower := `pg_catalog.lower(` + text + `)`
+	return `((pg_catalog.strpos(` + lower + `, 'execute') > 0 OR ` + strposAny(lower, dialect.SQLTextSenders()) + `) AND pg_catalog.strpos(` + text + `, pg_catalog.chr(92)) > 0 OR ` +
+		strposAny(lower, dialect.RowSurgeryFuncs()) + `)`
 }
 
 // familyNames returns the names bodyWrites looks for: the table's own (as configured)

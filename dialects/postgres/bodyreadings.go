@@ -78,13 +78,14 @@ func namesUnderEveryReading(src string, cols ...string) bool {
 	return false
 }
 
-// escapeDynamicSQL reports whether the SQL or PL/pgSQL body src holds the word EXECUTE
-// (in any reading: anywhere in its text, by dialect.Mentions) and, anywhere in its text,
-// a backslash or a U& escape: an EXECUTE'd text may spell a name through escapes that
+// escapeDynamicSQL reports whether the SQL or PL/pgSQL body src runs SQL text (the
+// word EXECUTE, or the name of a function that sends SQL text: mentionsDynamicSQL,
+// in any reading: anywhere in its text) and, anywhere in its text, a backslash or a
+// U& escape: an EXECUTE'd text may spell a name through escapes that
 // standard_conforming_strings decides, or that stand inside a dollar-quoted text the
 // body's own lexer does not look into. Fail closed: a body with EXECUTE whose
 // backslashes only match a regular expression counts too (write the text without
 // EXECUTE, or move it to a function that does not EXECUTE).
 func escapeDynamicSQL(src string) bool {
-	return dialect.Mentions(src, "execute") && (strings.Contains(src, `\`) || strings.Contains(strings.ToLower(src), "u&"))
+	return mentionsDynamicSQL(src) && (strings.Contains(src, `\`) || strings.Contains(strings.ToLower(src), "u&"))
 }

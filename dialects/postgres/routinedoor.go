@@ -128,30 +128,45 @@ func standardBody(def string) string {
 
 // dynamicSQLWrites reports whether the SQL or PL/pgSQL body src may write the table
 // name through dynamic SQL that dialect.WritesTable's per-statement test misses
-// (red-team rt36b F2): the body holds the word EXECUTE, and either names the table
-// anywhere (dialect.Mentions: in any string, identifier or comment, in any statement:
-// DECLARE q text := 'UPDATE name …'; BEGIN EXECUTE q), or holds a literal whose
-// escapes this does not decode — an E'…' string with a backslash, any U&'…' string or
-// U&"…" identifier (E'\x61ccounts', U&'\0061ccounts' may spell the name). Fail
-// closed: a body with EXECUTE that only reads the table, or whose escapes spell
-// something else, counts too. Not seen: a name built at run time from pieces, and a
-// plain '…' string's backslash escapes under standard_conforming_strings = off. A body
-// the lexer cannot read counts when it holds EXECUTE and names the table.
+// (red-team rt36b F2): the body runs SQL text — it holds the word EXECUTE, or calls a
+// function that sends SQL text to a server (dialect.SQLTextSenders, dblink_exec and
+// its kin, whose text runs in a session of their own: red-team rt65a F2; sideChannel)
+// — and either names the table anywhere (dialect.Mentions: in any string, identifier
+// or comment, in any statement: DECLARE q text := 'UPDATE name …'; BEGIN EXECUTE q),
+// or holds a literal whose escapes this does not decode (namesOrEscapes). A body that
+// calls one of pg_surgery's functions (dialect.RowSurgeryFuncs) counts whatever it
+// names: they kill or freeze row versions past the triggers, and their regclass may
+// be spelled by an OID (red-team rt65a F3). Fail closed: a body with EXECUTE that
+// only reads the table, or whose escapes spell something else, counts too. Not seen:
+// a name built at run time from pieces, a plain '…' string's backslash escapes under
+// standard_conforming_strings = off, and a text given as a parameter. A body the lexer
+// cannot read counts when it runs SQL text and names the table, or mentions a
+// surgery function.
 func dynamicSQLWrites(src, name string) bool {
 	toks, err := dialect.LexDDL(src, dialect.PostgresSyntax)
 	if err != nil {
-		return dialect.Mentions(src, "execute") && dialect.Mentions(src, name)
+		return mentionsSurgery(src) || (mentionsDynamicSQL(src) && dialect.Mentions(src, name))
 	}
-	execute := false
+	sender, surgery := sideChannel(toks)
+	if surgery {
+		return true
+	}
+	execute := sender
 	for _, t := range toks {
-		if t.Is("EXECUTE") {
-			execute = true
+		if execute {
 			break
 		}
+		execute = t.Is("EXECUTE")
 	}
-	if !execute {
-		return false
-	}
+	return execute && namesOrEscapes(toks, src, name)
+}
+
+// namesOrEscapes is dynamicSQLWrites' judgement of a text that runs SQL text (the
+// one rule for EXECUTE and for a side-channel call, in a body or in a stored
+// expression): src names the table anywhere (dialect.Mentions), or one of its tokens
+// toks is an E'…' string with a backslash, a U&'…' string or a U&"…" identifier
+// (E'\x61ccounts', U&'\0061ccounts' may spell the name).
+func namesOrEscapes(toks []dialect.DDLToken, src, name string) bool {
 	if dialect.Mentions(src, name) {
 		return true
 	}

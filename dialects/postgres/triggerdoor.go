@@ -42,7 +42,7 @@ func (d dialectImpl) TriggerDoors(ctx context.Context, query dialect.CatalogQuer
 
 // triggerDoors is TriggerDoors after catalogTrust (SideDoors runs catalogTrust first).
 func (d dialectImpl) triggerDoors(ctx context.Context, query dialect.CatalogQuery, t dialect.SideDoorTable) ([]dialect.SideDoor, error) {
-	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.keyMakers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.cascades, d.routines)
+	return dialect.FindDoors(ctx, query, t, d.views, d.rules, d.otherTriggers, d.ownTriggers, d.keyMakers, d.lostGuard, d.guardColumn, d.unflooredRelatives, d.tombstoneKey, d.guardTables, d.guardTableIndexes, d.guardForeignTables, d.guardFunctions, d.guardObjects, d.cascades, d.routines, d.sideChannelDoors)
 }
 
 // lostGuard finds a guard a table swap lost (dialect.SideDoorGuardLost): the guard's
