@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect/sidechannel"
 )
 
 // The door checks' one judgement of a routine body (red-team rt44d F2, F3): whether
@@ -41,13 +42,13 @@ func familyNamedSQL(lower string) string {
 // dynamicSQLSQL is the catalog pre-filter of a body for dynamicSQLWrites' escape
 // rule and its surgery rule: text (an SQL expression) runs SQL text — holds
 // "execute", in any case, or the name of a function that sends SQL text
-// (dialect.SQLTextSenders) — and a backslash (an E'…' string's escape), or it holds
+// (sidechannel.SQLTextSenders) — and a backslash (an E'…' string's escape), or it holds
 // the name of one of pg_surgery's functions. A U& escape is pre-filtered by the
 // callers ('u&').
 func dynamicSQLSQL(text string) string {
 	lower := `pg_catalog.lower(` + text + `)`
-	return `((pg_catalog.strpos(` + lower + `, 'execute') > 0 OR ` + strposAny(lower, dialect.SQLTextSenders()) + `) AND pg_catalog.strpos(` + text + `, pg_catalog.chr(92)) > 0 OR ` +
-		strposAny(lower, dialect.RowSurgeryFuncs()) + `)`
+	return `((pg_catalog.strpos(` + lower + `, 'execute') > 0 OR ` + strposAny(lower, sidechannel.SQLTextSenders()) + `) AND pg_catalog.strpos(` + text + `, pg_catalog.chr(92)) > 0 OR ` +
+		strposAny(lower, sidechannel.RowSurgeryFuncs()) + `)`
 }
 
 // familyNames returns the names bodyWrites looks for: the table's own (as configured)

@@ -129,12 +129,12 @@ func standardBody(def string) string {
 // dynamicSQLWrites reports whether the SQL or PL/pgSQL body src may write the table
 // name through dynamic SQL that dialect.WritesTable's per-statement test misses
 // (red-team rt36b F2): the body runs SQL text — it holds the word EXECUTE, or calls a
-// function that sends SQL text to a server (dialect.SQLTextSenders, dblink_exec and
+// function that sends SQL text to a server (sidechannel.SQLTextSenders, dblink_exec and
 // its kin, whose text runs in a session of their own: red-team rt65a F2; sideChannel)
 // — and either names the table anywhere (dialect.Mentions: in any string, identifier
 // or comment, in any statement: DECLARE q text := 'UPDATE name …'; BEGIN EXECUTE q),
 // or holds a literal whose escapes this does not decode (namesOrEscapes). A body that
-// calls one of pg_surgery's functions (dialect.RowSurgeryFuncs) counts whatever it
+// calls one of pg_surgery's functions (sidechannel.RowSurgeryFuncs) counts whatever it
 // names: they kill or freeze row versions past the triggers, and their regclass may
 // be spelled by an OID (red-team rt65a F3). Fail closed: a body with EXECUTE that
 // only reads the table, or whose escapes spell something else, counts too. Not seen:

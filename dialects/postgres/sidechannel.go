@@ -4,23 +4,24 @@ import (
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect/sidechannel"
 )
 
 // The side-channel calls of stored code (red-team rt65a F2, F3): a call of a function
 // that sends SQL text to a server on a connection of its own (dblink_exec and its kin,
-// dialect.SQLTextSenders) runs that text as EXECUTE would, so the body that holds it
+// sidechannel.SQLTextSenders) runs that text as EXECUTE would, so the body that holds it
 // is judged by EXECUTE's rule (dynamicSQLWrites, namesOrEscapes: it names the table
 // anywhere, or holds an escape literal); a call of one of pg_surgery's functions
-// (dialect.RowSurgeryFuncs) kills or freezes row versions of whatever regclass it is
+// (sidechannel.RowSurgeryFuncs) kills or freezes row versions of whatever regclass it is
 // given, past the triggers, and counts for every guarded table. Bodies are read by
 // their words here (sideChannel); stored expressions — views, rules, column defaults,
 // CHECK constraints, policies, trigger WHEN clauses, routines' argument defaults — by
 // their catalog dependencies (sideChannelDoors).
 
 // sideChannel reports whether the lexed body toks calls a function that sends SQL
-// text (a word or quoted identifier spelling one of dialect.SQLTextSenders, or a U&"…"
+// text (a word or quoted identifier spelling one of sidechannel.SQLTextSenders, or a U&"…"
 // identifier, which may spell one) and whether it calls one of pg_surgery's
-// (dialect.RowSurgeryFuncs). A schema-qualified call is found by its last name; an
+// (sidechannel.RowSurgeryFuncs). A schema-qualified call is found by its last name; an
 // alias under another name (a C function over dblink's symbol, an operator, a cast,
 // an aggregate) is not found by this word test (docs/design.md, "Known open
 // findings").
@@ -37,8 +38,8 @@ func sideChannel(toks []dialect.DDLToken) (sender, surgery bool) {
 		if !ok {
 			continue
 		}
-		sender = sender || dialect.IsSQLTextSender(n)
-		surgery = surgery || dialect.IsRowSurgeryFunc(n)
+		sender = sender || sidechannel.IsSQLTextSender(n)
+		surgery = surgery || sidechannel.IsRowSurgeryFunc(n)
 	}
 	return sender, surgery
 }
@@ -49,7 +50,7 @@ func mentionsDynamicSQL(src string) bool {
 	if dialect.Mentions(src, "execute") {
 		return true
 	}
-	for _, f := range dialect.SQLTextSenders() {
+	for _, f := range sidechannel.SQLTextSenders() {
 		if dialect.Mentions(src, f) {
 			return true
 		}
@@ -60,7 +61,7 @@ func mentionsDynamicSQL(src string) bool {
 // mentionsSurgery reports whether src holds, anywhere in its text, the name of one of
 // pg_surgery's functions.
 func mentionsSurgery(src string) bool {
-	for _, f := range dialect.RowSurgeryFuncs() {
+	for _, f := range sidechannel.RowSurgeryFuncs() {
 		if dialect.Mentions(src, f) {
 			return true
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fencedsql/fencedsql/fencedsql/dialect"
+	"github.com/fencedsql/fencedsql/fencedsql/dialect/sidechannel"
 )
 
 // sideChannelDoors finds the stored expressions that call a side-channel function
@@ -24,7 +25,7 @@ import (
 // literal); a surgery call counts whatever it names.
 //
 // The functions are found by the catalog, not by their spelling: by name
-// (dialect.SQLTextSenders, dialect.RowSurgeryFuncs, in any schema), and every C
+// (sidechannel.SQLTextSenders, sidechannel.RowSurgeryFuncs, in any schema), and every C
 // function loaded from dblink's or pg_surgery's library (an alias under another
 // name); then, through pg_depend, what calls one of those by OID — a quoted,
 // schema-qualified or search_path-resolved call alike — and, as further aliases, the
@@ -61,7 +62,7 @@ SELECT pg_catalog.pg_describe_object(u.classid, u.objid, 0), u.surgery::text,
     WHEN 'pg_catalog.pg_proc'::pg_catalog.regclass THEN (SELECT CASE WHEN p.prokind IN ('f', 'p') THEN pg_catalog.pg_get_functiondef(p.oid) END FROM pg_catalog.pg_proc p WHERE p.oid = u.objid)
   END, ''), `+familyNamesSQL+`
 FROM used u
-ORDER BY 1`, regclass(t.Table), strings.Join(dialect.SQLTextSenders(), " "), strings.Join(dialect.RowSurgeryFuncs(), " "))
+ORDER BY 1`, regclass(t.Table), strings.Join(sidechannel.SQLTextSenders(), " "), strings.Join(sidechannel.RowSurgeryFuncs(), " "))
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,10 @@ func TestHostileThirdCatalogueRefused(t *testing.T) {
 		{pgTest, `SELECT query_to_xml('SELECT set_con'||'fig(''synchronous''||''_commit'', ''off'', false)', false, false, '')`, "query_to_xml"},
 		{pgTest, `SELECT * FROM ts_stat('SELECT set_con'||'fig(''a'', ''b'', false)::tsvector')`, "ts_stat"},
 		{pgTest, `SELECT dblink_exec('dbname=x', 'DELETE FROM acc' || 'ounts')`, "dblink_exec"},
+		// dblink's cursor calls splice their cursor name into FETCH and CLOSE text
+		// (red-team rt65a: the planner's list lacked them).
+		{pgTest, `SELECT * FROM dblink_fetch('conn', 'c; DELETE FROM accounts', 1) AS t(a int)`, "dblink_fetch"},
+		{pgTest, `SELECT "dblink_close"('c; DELETE FROM accounts')`, "quoted dblink_close"},
 		{pgTest, `SELECT "query_to_xmlschema"('SELECT 1', false, false, '')`, "quoted query_to_xmlschema"},
 		// Statements that write a guarded table without naming it.
 		{pgTest, "TRUNCATE users CASCADE", "TRUNCATE … CASCADE"},

@@ -107,6 +107,13 @@ func TestSurgeryRefused(t *testing.T) {
 		"SELECT heap_force_kill('fencedsql_floor'::regclass, ARRAY['(0,1)']::tid[])",
 		"SELECT public.HEAP_FORCE_FREEZE('accounts'::regclass, ARRAY['(0,1)']::tid[])",
 		"SELECT * FROM other WHERE heap_force_kill(x, y) IS NULL",
+		// By a quoted name (red-team rt65a: these ran through a pool).
+		`SELECT "heap_force_kill"('accounts'::regclass, ARRAY['(0,1)']::tid[])`,
+		`SELECT public."heap_force_freeze"('accounts'::regclass, ARRAY['(0,1)']::tid[])`,
+		`SELECT "public"."heap_force_kill"('accounts'::regclass, ARRAY['(0,1)']::tid[])`,
+		`SELECT U&"heap_force_kil\006c"('accounts'::regclass, ARRAY['(0,1)']::tid[])`,
+		`SELECT U&"heap!0066orce_kill" UESCAPE '!' ('accounts'::regclass, ARRAY['(0,1)']::tid[])`,
+		`WITH x AS (SELECT "heap_force_kill"('accounts'::regclass, ARRAY['(0,1)']::tid[])) SELECT * FROM x`,
 	} {
 		for optName, opts := range protectOptions {
 			rw := newTestRewriter(t, pgTest, opts...)

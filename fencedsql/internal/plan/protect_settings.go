@@ -5,6 +5,7 @@ package plan
 import (
 	"strings"
 
+	"github.com/fencedsql/fencedsql/fencedsql/dialect/sidechannel"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqlitepragma"
 	"github.com/fencedsql/fencedsql/fencedsql/internal/sqllex"
 )
@@ -318,15 +319,16 @@ func (p *parser) protectSettingString(txt string, undecodable bool) error {
 
 // sqlTextFuncs are PostgreSQL functions that run SQL text given as an argument, built
 // at run time where the wrapper cannot read it ('SELECT set_con' || 'fig(…)'): dynamic
-// SQL. query_to_xml* and ts_stat read only, but set_config runs in a read; dblink*
-// (an extension) writes through a connection of its own.
-var sqlTextFuncs = []string{"query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
-	"ts_stat", "ts_rewrite", "dblink", "dblink_exec", "dblink_open", "dblink_send_query"}
+// SQL. query_to_xml* and ts_stat read only, but set_config runs in a read; dblink's
+// senders (sidechannel.SQLTextSenders, the one list the door checks read too) write
+// through a connection of their own.
+var sqlTextFuncs = append([]string{"query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
+	"ts_stat", "ts_rewrite"}, sidechannel.SQLTextSenders()...)
 
-// surgeryFuncs are pg_surgery's functions, which change row versions in place without
-// triggers, from a SELECT (red-team rt20t F5: heap_force_kill deleted the token
-// floor's row through a read).
-var surgeryFuncs = []string{"heap_force_kill", "heap_force_freeze"}
+// surgeryFuncs are pg_surgery's functions (sidechannel.RowSurgeryFuncs), which change row
+// versions in place without triggers, from a SELECT (red-team rt20t F5:
+// heap_force_kill deleted the token floor's row through a read).
+var surgeryFuncs = sidechannel.RowSurgeryFuncs()
 
 // protectSurgery refuses a call of one of pg_surgery's functions in sig[first:to], in
 // a statement or in a body (protectReach runs for both: red-team rt22a F4).
@@ -335,7 +337,17 @@ func (p *parser) protectSurgery(first, to int) error {
 		return nil
 	}
 	for i := first; i < to && i < len(p.sig); i++ {
-		if p.sig[i].Kind == sqllex.KindWord && p.punct(i+1, "(") && isSurgeryFunc(p.text(p.sig[i])) {
+		if p.sig[i].Kind != sqllex.KindWord && p.sig[i].Kind != sqllex.KindQuotedIdent {
+			continue
+		}
+		// By its name as the server reads it: "heap_force_kill"(…) is the same call
+		// (red-team rt65a, the planner's part of F3); a U&"…" name the lexer cannot
+		// decode could be either function.
+		n, ok := p.ident(i)
+		if !ok && p.unicodeIdent(i) && p.calledAt(i) {
+			return unsupported("", "a function called by a quoted name with escapes (U&\"…\") on a pool with guarded tables: it could be one of pg_surgery's, which kill or freeze row versions without their triggers")
+		}
+		if ok && p.punct(i+1, "(") && isSurgeryFunc(n) {
 			return unsupported("", "%s(…) on a pool with guarded tables: pg_surgery kills or freezes row versions without their triggers (a guarded row, a tombstone, the token floor's row), whatever the statement looks like", p.text(p.sig[i]))
 		}
 	}

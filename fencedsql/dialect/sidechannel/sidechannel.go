@@ -1,14 +1,14 @@
-package dialect
+// Package sidechannel lists the functions that reach relations by a side channel
+// (red-team rt65a F2, F3): a call of one runs or changes what no statement text names,
+// so the wrapper cannot fence it. One list for every check that judges such a call:
+// the PostgreSQL door checks read stored code (routine and trigger bodies, views,
+// rules, column defaults, CHECK constraints, policies, trigger WHEN clauses) with it,
+// and the planner refuses these calls in statements sent through a pool by it. It
+// imports nothing of the module, so the planner (a pure function of SQL text) and the
+// dialects can both read it.
+package sidechannel
 
 import "strings"
-
-// The functions that reach relations by a side channel (red-team rt65a F2, F3): a
-// call of one runs or changes what no statement text names, so the wrapper cannot
-// fence it. One list for every check that judges such a call: the PostgreSQL door
-// checks read stored code (routine and trigger bodies, views, rules, column
-// defaults, CHECK constraints, policies, trigger WHEN clauses) with it, and the
-// planner's refusal of these calls in statements sent through a pool is to read the
-// same list (docs/design.md, "Known open findings": the planner's copy).
 
 // SQLTextSenders returns the functions that send SQL text to a server on a
 // connection of their own (PostgreSQL's dblink extension): the text runs in another
