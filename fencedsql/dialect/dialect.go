@@ -78,6 +78,11 @@ const (
 	// whether the key's row exists, waits for a concurrent writer, claimer or locker of
 	// the key, where the plain locking read returns no row at once (and takes no lock
 	// under READ COMMITTED); it then reports the failure as ErrClaimConflict.
+	//
+	// SQLite's SQLITE_BUSY and SQLITE_LOCKED (another connection holds the database's
+	// lock past the busy timeout, or a table lock) are one too. A check query the
+	// wrapper runs that fails so is cut (*fencedsql.CheckCutError), not a schema
+	// problem (red-team rt65b F1).
 	ErrorLockWait
 )
 
