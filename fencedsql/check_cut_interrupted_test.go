@@ -75,9 +75,9 @@ func TestCheckQueryInterruptedIsCut(t *testing.T) {
 		{mysqldialect.Dialect, &gomysql.MySQLError{Number: 1317}, true},
 		{mysqldialect.Dialect, &gomysql.MySQLError{Number: 3024}, true},
 		{mysqldialect.Dialect, &gomysql.MySQLError{Number: 1062}, false},
-		{mysqldialect.Dialect, &gomysql.MySQLError{Number: 1205}, false},
+		{mysqldialect.Dialect, &gomysql.MySQLError{Number: 1205}, true}, // a lock wait: cut too (TestCheckQueryLockWaitIsCut)
 		{postgres.Dialect, &pgconn.PgError{Severity: "ERROR", Code: "57014"}, true},
-		{postgres.Dialect, &pgconn.PgError{Severity: "ERROR", Code: "55P03"}, false},
+		{postgres.Dialect, &pgconn.PgError{Severity: "ERROR", Code: "55P03"}, true}, // a lock wait: cut too (TestCheckQueryLockWaitIsCut)
 		{postgres.Dialect, &pgconn.PgError{Severity: "ERROR", Code: "42P01"}, false},
 	} {
 		err := fencedsql.CheckQueryErr(context.Background(), c.d, "", "the session check query failed", c.err)

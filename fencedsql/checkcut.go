@@ -16,7 +16,9 @@ import (
 // caller's deadline that passed during the session check came back as "the session
 // check query failed (under a mock driver such as go-sqlmock …): driver: bad
 // connection", errors.Is ErrSchema and not context.DeadlineExceeded). d is the pool's
-// dialect.
+// dialect. A check query that waited for a lock the server then did not grant (lockWait:
+// SQLite's SQLITE_BUSY or SQLITE_LOCKED, PostgreSQL's lock_timeout or deadlock, MySQL's
+// lock wait timeout or deadlock) is cut too (red-team rt65b F1).
 func checkQueryErr(ctx context.Context, d dialect.Dialect, table, problem string, err error) error {
 	if cut := cutCheck(ctx, d, table, problem, err); cut != nil {
 		return cut
@@ -32,9 +34,12 @@ func checkQueryErr(ctx context.Context, d dialect.Dialect, table, problem string
 // restart or a failover, count; red-team rt53b F1) or the server interrupted its
 // query on a session that goes on (interrupted: a statement timeout, KILL QUERY) or
 // the session had lost the prepared statement the driver sent for it (statementLost,
-// where queryStrings could not send it again: red-team rt57a F2); nil otherwise.
+// where queryStrings could not send it again: red-team rt57a F2) or the query waited
+// for a lock the server did not grant (lockWait: a busy SQLite database, a lock or
+// deadlock timeout; red-team rt65b F1); nil otherwise. A cut check is not recorded as
+// done: the next statement runs it again.
 func cutCheck(ctx context.Context, d dialect.Dialect, table, problem string, err error) error {
-	if cerr := ctx.Err(); cerr != nil || connLost(d, err) || interrupted(d, err) || statementLost(d, err) {
+	if cerr := ctx.Err(); cerr != nil || connLost(d, err) || interrupted(d, err) || statementLost(d, err) || lockWait(d, err) {
 		return &CheckCutError{Table: table, Problem: problem, Err: err, Context: cerr}
 	}
 	return nil
@@ -42,8 +47,10 @@ func cutCheck(ctx context.Context, d dialect.Dialect, table, problem string, err
 
 // CheckCutError is a check the wrapper runs before sending a statement (its session
 // check, a guarded table's schema check, …) that could not complete because the
-// statement's context ended, the connection failed under its query, or the server
-// interrupted its query (a statement timeout, a cancel request, KILL QUERY). Nothing of the
+// statement's context ended, the connection failed under its query, the server
+// interrupted its query (a statement timeout, a cancel request, KILL QUERY), or the
+// query waited for a lock the server did not grant (a busy or locked SQLite database, a
+// lock wait timeout, a deadlock: retry once the other transaction ended). Nothing of the
 // statement was sent: outside a transaction CommitOutcome says NotCommitted; the
 // connection is left to the driver's own verdict (a driver.ErrBadConn makes
 // database/sql discard it and, outside a transaction, retry the statement on another
@@ -83,4 +90,13 @@ func (e *CheckCutError) Unwrap() []error {
 // MariaDB 1969, MySQL 3024): a check query cut so says nothing about the schema.
 func interrupted(d dialect.Dialect, err error) bool {
 	return d != nil && err != nil && d.Classify(err).Kind == dialect.ErrorInterrupted
+}
+
+// lockWait reports whether dialect d reads err as a lock wait the server ended without
+// the lock (dialect.ErrorLockWait: SQLite's SQLITE_BUSY and SQLITE_LOCKED, PostgreSQL
+// 55P03 and 40P01, MySQL 1205 and 1213): another transaction held what the check query
+// reads, which says nothing about the schema (red-team rt65b F1: a busy SQLite
+// database came back as ErrSchema with the go-sqlmock hint).
+func lockWait(d dialect.Dialect, err error) bool {
+	return d != nil && err != nil && d.Classify(err).Kind == dialect.ErrorLockWait
 }

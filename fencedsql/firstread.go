@@ -8,8 +8,9 @@ import "context"
 // listed-table check, checkListed, follows it through checkQueryErr). table and
 // problem name what was asked.
 //
-//   - Cut — ctx ended or the connection failed under the query (cutCheck: a
-//     network blip, a server restart, a proxy timeout) — it is a *CheckCutError,
+//   - Cut — ctx ended, the connection failed under the query, or the query waited
+//     for a lock the server did not grant (cutCheck: a network blip, a server
+//     restart, a proxy timeout, a busy SQLite database) — it is a *CheckCutError,
 //     whatever the schema check says: nothing was read, the first-connection work is
 //     not marked done, and the next connection asks again (red-team rt46c F4: with the
 //     schema check off a cut read was logged and the set-up marked done for the life

@@ -53,7 +53,8 @@ func (dialectImpl) QuoteIdent(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
-// Classify maps SQLITE_CONSTRAINT_NOTNULL ("NOT NULL constraint failed: t.col"), the
+// Classify maps SQLITE_BUSY and SQLITE_LOCKED (with their extended codes) to
+// dialect.ErrorLockWait, SQLITE_CONSTRAINT_NOTNULL ("NOT NULL constraint failed: t.col"), the
 // tombstone guard's SQLITE_CONSTRAINT_TRIGGER (TombstoneMessagePrefix) as the same, and
 // SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY ("UNIQUE constraint failed: t.a, t.b": SQLite
 // names columns, not the index, so Constraint is that column list).
@@ -99,6 +100,13 @@ func (dialectImpl) classify(err error) dialect.ErrorInfo {
 		return dialect.ErrorInfo{}
 	}
 	msg := se.Error()
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		// Another connection (SQLITE_BUSY, with its extended codes: the busy timeout ran
+		// out, a WAL snapshot or recovery) or a table lock of the same connection or shared
+		// cache (SQLITE_LOCKED) held what the statement needed: a transient lock wait.
+		return dialect.ErrorInfo{Kind: dialect.ErrorLockWait}
+	}
 	switch se.Code() {
 	case sqlite3.SQLITE_CONSTRAINT_NOTNULL:
 		ref := after(msg, "NOT NULL constraint failed: ")

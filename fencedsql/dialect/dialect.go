@@ -81,6 +81,11 @@ const (
 	// FOR SHARE read holds a share lock. It then reports the failure as
 	// ErrClaimConflict. ErrorInfo.TombstoneWait tells a guarded write's wait in the
 	// guard's check of the key's tombstone from the plain statement's own waits.
+	//
+	// SQLite's SQLITE_BUSY and SQLITE_LOCKED (another connection holds the database's
+	// lock past the busy timeout, or a table lock) are one too. A check query the
+	// wrapper runs that fails so is cut (*fencedsql.CheckCutError), not a schema
+	// problem (red-team rt65b F1).
 	ErrorLockWait
 )
 
